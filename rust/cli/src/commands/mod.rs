@@ -1,0 +1,14 @@
+//! One module per command; each owns its arguments and turns them into a library call.
+
+pub mod approve;
+pub mod build;
+pub mod cache;
+pub mod derivation;
+pub mod doctor;
+pub mod eval;
+pub mod exec;
+pub mod hook;
+pub mod inputs;
+pub mod log;
+pub mod mcp;
+pub mod policy;

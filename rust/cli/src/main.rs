@@ -1,0 +1,101 @@
+//! The `chock` binary: parses the command line and hands each command to the
+//! crate that owns its work. Nothing here decides policy, evaluates Nix or
+//! builds a sandbox; a command module only turns arguments into a library
+//! call and the result into output and an exit code.
+
+mod commands;
+mod exit;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Chock decides what a coding agent may do on your machine.
+#[derive(Debug, Parser)]
+#[command(name = "chock", version, about, propagate_version = true)]
+struct Cli {
+    /// Log what Chock does on stderr (debug level); `CHOCK_LOG` takes a tracing filter instead.
+    #[arg(long, global = true)]
+    verbose: bool,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Check, explain and list the rules that answer an agent's acts.
+    #[command(subcommand)]
+    Policy(commands::policy::Command),
+    /// Verify, show and print the head of the hash-chained decision log.
+    #[command(subcommand)]
+    Log(commands::log::Command),
+    /// Read `.drv` files the way `nix show-derivation` does.
+    #[command(subcommand)]
+    Derivation(commands::derivation::Command),
+    /// Evaluate a Nix expression with fix, Chock's own evaluator.
+    Eval(commands::eval::Args),
+    /// Build one attribute of the project through your Nix daemon, after every host it reaches is answered.
+    Build(commands::build::Args),
+    /// List the project's flake inputs, the hosts they come from, and fetch what the policy allows.
+    Inputs(commands::inputs::Args),
+    /// Run a program in the sandbox, with the project's dev shell as its toolchain.
+    Exec(commands::exec::Args),
+    /// Probe each sandbox layer for real and say whether commands can run here.
+    Doctor(commands::doctor::Args),
+    /// Show or clear the per-project toolchain cache.
+    Cache(commands::cache::Args),
+    /// Serve Chock's tools to an agent over the Model Context Protocol (stdio).
+    Mcp(commands::mcp::Args),
+    /// Answer the questions a running `chock mcp` server is waiting on.
+    Approve(commands::approve::Args),
+    /// Decide one tool call of an agent from its hook payload on stdin.
+    Hook(commands::hook::Args),
+    /// Wire Chock into each agent's hook file, the git hooks and CI.
+    Sync(commands::hook::SyncArgs),
+    /// Make every hook refuse everything until `chock resume`.
+    Stop(commands::hook::StopArgs),
+    /// Undo `chock stop`.
+    Resume(commands::hook::StopArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing(cli.verbose);
+    let outcome = match cli.command {
+        Command::Policy(c) => commands::policy::run(c),
+        Command::Log(c) => commands::log::run(c),
+        Command::Derivation(c) => commands::derivation::run(c),
+        Command::Eval(a) => commands::eval::run(a),
+        Command::Build(a) => commands::build::run(a),
+        Command::Inputs(a) => commands::inputs::run(a),
+        Command::Exec(a) => commands::exec::run(a),
+        Command::Doctor(a) => commands::doctor::run(a),
+        Command::Cache(a) => commands::cache::run(a),
+        Command::Mcp(a) => commands::mcp::run(a),
+        Command::Approve(a) => commands::approve::run(a),
+        Command::Hook(a) => commands::hook::run(a),
+        Command::Sync(a) => commands::hook::sync(a),
+        Command::Stop(a) => commands::hook::stop(a),
+        Command::Resume(a) => commands::hook::resume(a),
+    };
+    match outcome {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("chock: {error:#}");
+            exit::FAILURE.into()
+        }
+    }
+}
+
+fn init_tracing(verbose: bool) {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_env("CHOCK_LOG")
+        .unwrap_or_else(|_| EnvFilter::new(if verbose { "debug" } else { "warn" }));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .without_time()
+        .init();
+}

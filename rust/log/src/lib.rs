@@ -1,0 +1,1 @@
+//! The hash-chained decision log: append under a lock, rotate, verify.

@@ -1,0 +1,1 @@
+//! Chock's MCP tool server: each tool call decided, confined and logged.

@@ -1,0 +1,1 @@
+//! ZON (Zig Object Notation) reader as a serde Deserializer, and a writer, with file:line:col diagnostics.
