@@ -8,6 +8,7 @@
 //! See `docs/store.md` for the guide.
 
 pub mod hash;
+pub mod nar;
 pub mod nix32;
 pub mod store_path;
 
