@@ -1,0 +1,225 @@
+//! One error type for everything the reader refuses: a syntax fault, a value of
+//! the wrong shape, an unknown field, a file too large. Each one carries the
+//! position of the offending text and the line itself, because a person fixing
+//! a configuration file needs to see where, not just what.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// A byte range in the source text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Span {
+    pub start: usize,
+    pub end: usize,
+}
+
+impl Span {
+    pub(crate) fn new(start: usize, end: usize) -> Self {
+        Span { start, end }
+    }
+}
+
+/// A refusal located in a ZON file: `FILE:LINE:COL: message`, then the
+/// offending line with a caret under the span.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct Error {
+    file: Option<PathBuf>,
+    line: u32,
+    column: u32,
+    message: String,
+    line_text: String,
+    underline: usize,
+}
+
+impl Error {
+    /// Builds an error for `span` of `text`; other crates use this for
+    /// semantic refusals (a bad pattern, too many rules) so they read exactly
+    /// like syntax errors.
+    pub fn at(file: Option<&Path>, text: &str, span: Span, message: impl Into<String>) -> Self {
+        let (line, column) = line_col(text, span.start);
+        let line_text = line_text(text, span.start);
+        let start_in_line = column.saturating_sub(1) as usize;
+        let rest = line_text
+            .chars()
+            .count()
+            .saturating_sub(start_in_line)
+            .max(1);
+        let span_chars = text
+            .get(span.start.min(text.len())..span.end.min(text.len()))
+            .map(|s| s.chars().take_while(|c| *c != '\n').count())
+            .unwrap_or(1);
+        Error {
+            file: file.map(Path::to_path_buf),
+            line,
+            column,
+            message: message.into(),
+            line_text,
+            underline: span_chars.clamp(1, rest),
+        }
+    }
+
+    /// An error about the whole file (too large, not UTF-8): placed at 1:1.
+    pub fn whole_file(file: Option<&Path>, message: impl Into<String>) -> Self {
+        Error {
+            file: file.map(Path::to_path_buf),
+            line: 1,
+            column: 1,
+            message: message.into(),
+            line_text: String::new(),
+            underline: 0,
+        }
+    }
+
+    /// Names the file the error came from (the reader itself only sees text).
+    pub fn with_file(mut self, file: &Path) -> Self {
+        self.file = Some(file.to_path_buf());
+        self
+    }
+
+    pub fn file(&self) -> Option<&Path> {
+        self.file.as_deref()
+    }
+
+    pub fn line(&self) -> u32 {
+        self.line
+    }
+
+    pub fn column(&self) -> u32 {
+        self.column
+    }
+
+    /// The sentence alone, without position or source line.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The source line the error points into (empty for whole-file errors).
+    pub fn line_text(&self) -> &str {
+        &self.line_text
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.file {
+            Some(file) => write!(f, "{}", file.display())?,
+            None => f.write_str("<input>")?,
+        }
+        write!(f, ":{}:{}: {}", self.line, self.column, self.message)?;
+        if self.underline > 0 {
+            let number = self.line.to_string();
+            let gutter = " ".repeat(number.len());
+            let shown: String = self
+                .line_text
+                .chars()
+                .map(|c| if c == '\t' { ' ' } else { c })
+                .collect();
+            write!(f, "\n {number} | {shown}")?;
+            let pad = " ".repeat(self.column.saturating_sub(1) as usize);
+            write!(f, "\n {gutter} | {pad}{}", "^".repeat(self.underline))?;
+        }
+        Ok(())
+    }
+}
+
+/// 1-based line and column (in characters) of a byte offset.
+pub fn line_col(text: &str, offset: usize) -> (u32, u32) {
+    let offset = floor_char_boundary(text, offset);
+    let before = text.get(..offset).unwrap_or("");
+    let line = before.bytes().filter(|b| *b == b'\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let column = before.get(line_start..).map_or(0, |s| s.chars().count()) + 1;
+    (saturate(line), saturate(column))
+}
+
+fn line_text(text: &str, offset: usize) -> String {
+    let offset = floor_char_boundary(text, offset);
+    let start = text
+        .get(..offset)
+        .and_then(|s| s.rfind('\n'))
+        .map_or(0, |i| i + 1);
+    let rest = text.get(start..).unwrap_or("");
+    let end = rest.find('\n').unwrap_or(rest.len());
+    rest.get(..end)
+        .unwrap_or("")
+        .trim_end_matches('\r')
+        .to_string()
+}
+
+fn floor_char_boundary(text: &str, offset: usize) -> usize {
+    let mut offset = offset.min(text.len());
+    while offset > 0 && !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    offset
+}
+
+fn saturate(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// An error found while deserializing, before it is placed in the text.
+#[derive(Debug)]
+pub(crate) struct DeError {
+    pub(crate) message: String,
+    pub(crate) span: Option<Span>,
+}
+
+impl DeError {
+    pub(crate) fn at(span: Span, message: impl Into<String>) -> Self {
+        DeError {
+            message: message.into(),
+            span: Some(span),
+        }
+    }
+}
+
+impl fmt::Display for DeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for DeError {}
+
+impl serde::de::Error for DeError {
+    fn custom<T: fmt::Display>(msg: T) -> Self {
+        DeError {
+            message: msg.to_string(),
+            span: None,
+        }
+    }
+}
+
+/// Places errors that carry no span yet at `span`: the innermost node that
+/// saw the error is the most precise place to point at.
+pub(crate) fn locate<T>(result: Result<T, DeError>, span: Span) -> Result<T, DeError> {
+    result.map_err(|mut e| {
+        if e.span.is_none() {
+            e.span = Some(span);
+        }
+        e
+    })
+}
+
+/// What the writer refuses: a value ZON cannot spell (a map with non-string
+/// keys, an empty field name).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct WriteError {
+    message: String,
+}
+
+impl WriteError {
+    pub(crate) fn new(message: impl Into<String>) -> Self {
+        WriteError {
+            message: message.into(),
+        }
+    }
+}
+
+impl serde::ser::Error for WriteError {
+    fn custom<T: fmt::Display>(msg: T) -> Self {
+        WriteError::new(msg.to_string())
+    }
+}
