@@ -7,6 +7,8 @@
 //! tokio out, which is what an evaluator that only computes paths wants.
 //! See `docs/store.md` for the guide.
 
+#[cfg(feature = "daemon")]
+pub mod daemon;
 pub mod hash;
 pub mod nar;
 pub mod nix32;

@@ -112,7 +112,11 @@ impl Derivation {
     }
 
     /// The three strings after an output's name in its tuple.
-    fn output_fields(&self, name: &str, output: &DerivationOutput) -> (String, String, String) {
+    pub(crate) fn output_fields(
+        &self,
+        name: &str,
+        output: &DerivationOutput,
+    ) -> (String, String, String) {
         match output {
             DerivationOutput::InputAddressed(p) => (p.to_string(), String::new(), String::new()),
             DerivationOutput::CaFixed(f) => {
