@@ -1,0 +1,230 @@
+# Evaluation tests of modules/home-manager.nix: `lib.runTests` returns [ ]
+# when all pass, else each failure's name, expected and result.
+{ lib }:
+let
+  s = import ./support.nix { inherit lib; };
+  zon = import ../nix/lib/zon.nix { inherit lib; };
+  fixtures = import ./fixtures.nix { inherit zon; };
+
+  configFile = "chock/config.zon";
+  chock = s.stubPackage "chock-0.1.0";
+
+  eval =
+    programs:
+    s.evalHomeManager {
+      modules = [
+        {
+          programs.chock = {
+            package = lib.mkDefault chock;
+          }
+          // programs;
+        }
+      ];
+    };
+
+  withSettings = settings: eval {
+    enable = true;
+    inherit settings;
+  };
+  configText = config: config.xdg.configFile.${configFile}.text;
+in
+lib.runTests {
+  testDisabledWritesNothing = {
+    expr =
+      let
+        c = eval { settings = fixtures.homeSettings; };
+      in
+      {
+        files = c.xdg.configFile;
+        packages = c.home.packages;
+        assertions = c.assertions;
+      };
+    expected = {
+      files = { };
+      packages = [ ];
+      assertions = [ ];
+    };
+  };
+
+  # Like home-manager's own modules (ty, gh-dash): empty settings, no file.
+  testDefaultsInstallWithoutConfigFile = {
+    expr =
+      let
+        c = eval { enable = true; };
+      in
+      {
+        files = c.xdg.configFile;
+        packages = map (p: p.name) c.home.packages;
+      };
+    expected = {
+      files = { };
+      packages = [ "chock-0.1.0" ];
+    };
+  };
+
+  testNullPackageStillWritesSettings = {
+    expr =
+      let
+        c = eval {
+          enable = true;
+          package = null;
+          settings.limits.processes = "100";
+        };
+      in
+      {
+        packages = c.home.packages;
+        text = configText c;
+      };
+    expected = {
+      packages = [ ];
+      text = ''
+        .{
+            .limits = .{ .processes = "100" },
+        }
+      '';
+    };
+  };
+
+  testDefaultPackageNeedsOverlay = {
+    expr =
+      (builtins.tryEval (
+        builtins.deepSeq (s.evalHomeManager { modules = [ { programs.chock.enable = true; } ]; }).home.packages
+          true
+      )).success;
+    expected = false;
+  };
+
+  testSettingsGolden = {
+    expr = configText (withSettings fixtures.homeSettings);
+    expected = builtins.readFile ./golden/config.zon;
+  };
+
+  # Settings from several modules merge like any attribute set option.
+  testSettingsMerge = {
+    expr = configText (
+      s.evalHomeManager {
+        modules = [
+          {
+            programs.chock = {
+              enable = true;
+              package = null;
+              settings.nix.max_object_bytes = "1MiB";
+            };
+          }
+          { programs.chock.settings.nix.max_session_bytes = "1GiB"; }
+        ];
+      }
+    );
+    expected = ''
+      .{
+          .nix = .{ .max_object_bytes = "1MiB", .max_session_bytes = "1GiB" },
+      }
+    '';
+  };
+
+  testEnumHelperFromConfigLib = {
+    expr =
+      let
+        c = s.evalHomeManager {
+          modules = [
+            (
+              { config, ... }:
+              {
+                programs.chock = {
+                  enable = true;
+                  package = null;
+                  settings.sandbox.driver = config.lib.chock.zon.enum "microvm";
+                };
+              }
+            )
+          ];
+        };
+      in
+      configText c;
+    expected = ''
+      .{
+          .sandbox = .{ .driver = .microvm },
+      }
+    '';
+  };
+
+  testAmountAssertions = {
+    expr = s.failedAssertions (withSettings {
+      limits = {
+        processes = "8GiB";
+        memory = 0;
+      };
+      nix.max_object_bytes = [ "1MiB" ];
+    });
+    expected = [
+      ''programs.chock.settings.limits.memory: "0" is zero, which would stop everything; write a positive amount''
+      ''programs.chock.settings.limits.processes: "8GiB" is not a number such as "512" or a percentage such as "25%"''
+      ''programs.chock.settings.nix.max_object_bytes: is a list; write a quoted amount such as "4GiB"''
+    ];
+  };
+
+  testRulesDoNotBelongInConfig = {
+    expr = s.failedAssertions (withSettings {
+      policy.rules = [
+        {
+          action = "git.push";
+          decision = zon.enum "deny";
+        }
+      ];
+    });
+    expected = [
+      "programs.chock.settings.policy: config.zon is not a layer of rules, so Chock would ignore them; put a project's rules in its chock.zon, and an organisation's in its policy bundle (the NixOS module's programs.chock.orgPolicy)"
+    ];
+  };
+
+  testFloatIsATypeError = {
+    expr = s.fails (configText (withSettings { budget = 2.5; }));
+    expected = true;
+  };
+
+  testFunctionIsATypeError = {
+    expr = s.fails (configText (withSettings { hook = x: x; }));
+    expected = true;
+  };
+
+  testPackageMustBeAPackage = {
+    expr = s.fails (
+      (eval {
+        enable = true;
+        package = "chock";
+      }).home.packages
+    );
+    expected = true;
+  };
+
+  # Marked for home-manager (as the flake's homeModules.default is), the module
+  # is refused by a NixOS evaluation; the control shows the same evaluation
+  # passes when only the class differs.
+  testWrongClassIsRefused =
+    let
+      evalAs =
+        class:
+        (s.evaluate {
+          inherit class;
+          stubs = s.homeManagerStubs;
+          pkgs = { };
+          modules = [
+            {
+              _class = "homeManager";
+              imports = [ ../modules/home-manager.nix ];
+            }
+          ];
+        }).lib.chock.zon.enum
+          "x";
+    in
+    {
+      expr = {
+        nixos = s.fails (evalAs "nixos");
+        homeManager = s.fails (evalAs "homeManager");
+      };
+      expected = {
+        nixos = true;
+        homeManager = false;
+      };
+    };
+}

@@ -1,0 +1,464 @@
+# Evaluation tests of modules/nixos.nix: `lib.runTests` returns [ ] when all
+# pass, else each failure's name, expected and result.
+# Run: nix-instantiate --eval --strict -E 'import ./checks/nixos.nix { lib = import <nixpkgs-lib>/lib; }'
+{ lib }:
+let
+  s = import ./support.nix { inherit lib; };
+  zon = import ../nix/lib/zon.nix { inherit lib; };
+  fixtures = import ./fixtures.nix { inherit zon; };
+
+  bundleFile = "chock/org-policy.zon";
+  chock = s.stubPackage "chock-0.1.0";
+
+  eval =
+    programs:
+    s.evalNixos {
+      modules = [
+        {
+          programs.chock = {
+            package = lib.mkDefault chock;
+          }
+          // programs;
+        }
+      ];
+    };
+
+  withPolicy = orgPolicy: eval {
+    enable = true;
+    inherit orgPolicy;
+  };
+  withRules = rules: withPolicy { inherit rules; };
+
+  failures = config: s.failedAssertions config;
+  bundleText = config: config.environment.etc.${bundleFile}.text;
+
+  # Messages of a configuration expected to fail, for compact expectations.
+  firstFailure = config: lib.head (failures config ++ [ "no assertion failed" ]);
+in
+lib.runTests {
+  # --- disabled, and enabled without a bundle -----------------------------
+
+  testDisabledWritesNothing = {
+    expr =
+      let
+        c = eval { orgPolicy = fixtures.orgPolicy; };
+      in
+      {
+        etc = c.environment.etc;
+        packages = c.environment.systemPackages;
+        assertions = c.assertions;
+      };
+    expected = {
+      etc = { };
+      packages = [ ];
+      assertions = [ ];
+    };
+  };
+
+  testEnabledWithoutBundleInstallsOnly = {
+    expr =
+      let
+        c = eval { enable = true; };
+      in
+      {
+        etc = c.environment.etc;
+        packages = map (p: p.name) c.environment.systemPackages;
+      };
+    expected = {
+      etc = { };
+      packages = [ "chock-0.1.0" ];
+    };
+  };
+
+  testNullPackageWritesBundleOnly = {
+    expr =
+      let
+        c = eval {
+          enable = true;
+          package = null;
+          orgPolicy.rules = [ ];
+        };
+      in
+      {
+        packages = c.environment.systemPackages;
+        hasBundle = c.environment.etc ? ${bundleFile};
+      };
+    expected = {
+      packages = [ ];
+      hasBundle = true;
+    };
+  };
+
+  # Imported without the flake or its overlay, the module cannot know the
+  # package and says so when it is needed.
+  testDefaultPackageNeedsOverlay = {
+    expr =
+      let
+        c = s.evalNixos { modules = [ { programs.chock.enable = true; } ]; };
+      in
+      builtins.tryEval (builtins.deepSeq c.environment.systemPackages true);
+    expected = {
+      success = false;
+      value = false;
+    };
+  };
+
+  testDefaultPackageFromOverlay = {
+    expr =
+      map (p: p.name)
+        (s.evalNixos {
+          modules = [ { programs.chock.enable = true; } ];
+          pkgs.chock = s.stubPackage "chock-from-overlay";
+        }).environment.systemPackages;
+    expected = [ "chock-from-overlay" ];
+  };
+
+  # --- rendering ----------------------------------------------------------
+
+  testBundleGolden = {
+    expr = bundleText (withPolicy fixtures.orgPolicy);
+    expected = builtins.readFile ./golden/org-policy.zon;
+  };
+
+  testBundleIsRootsAndReadOnly = {
+    expr = removeAttrs (withPolicy fixtures.orgPolicy).environment.etc.${bundleFile} [ "text" ];
+    expected = {
+      mode = "0444";
+      user = "+0";
+      group = "+0";
+    };
+  };
+
+  testMinimalBundle = {
+    expr = bundleText (withRules [ ]);
+    expected = ''
+      .{
+          .expires_ms = 0,
+          .rules = .{},
+          .version = 1,
+      }
+    '';
+  };
+
+  # Fields a rule leaves out are left out of the file, never written as null.
+  testRuleFieldsLeftOut = {
+    expr = bundleText (withRules [
+      {
+        model = "provider.work.*";
+        decision = "allow";
+      }
+    ]);
+    expected = ''
+      .{
+          .expires_ms = 0,
+          .rules = .{
+              .{ .decision = .allow, .model = "provider.work.*" },
+          },
+          .version = 1,
+      }
+    '';
+  };
+
+  testAmountsAreQuotedStrings = {
+    expr = bundleText (withPolicy {
+      limits.processes = 300;
+      nix.maxObjectBytes = "16MiB";
+    });
+    expected = ''
+      .{
+          .expires_ms = 0,
+          .limits = .{ .processes = "300" },
+          .nix = .{ .max_object_bytes = "16MiB" },
+          .rules = .{},
+          .version = 1,
+      }
+    '';
+  };
+
+  # Several modules may each add rules; the lists are concatenated.
+  testRulesFromSeveralModulesMerge = {
+    expr =
+      let
+        c = s.evalNixos {
+          modules = [
+            {
+              programs.chock = {
+                enable = true;
+                package = null;
+                orgPolicy.rules = [
+                  {
+                    action = "a.b";
+                    decision = "deny";
+                  }
+                ];
+              };
+            }
+            {
+              programs.chock.orgPolicy.rules = [
+                {
+                  action = "c.*";
+                  decision = "ask";
+                }
+              ];
+            }
+          ];
+        };
+      in
+      map (r: r.action) c.programs.chock.orgPolicy.rules;
+    expected = [
+      "a.b"
+      "c.*"
+    ];
+  };
+
+  testZonHelperForFreeformFields = {
+    expr = (eval { }).lib.chock.zon.enum "native";
+    expected = zon.enum "native";
+  };
+
+  # --- assertions: each names the rule and says what to write --------------
+
+  testStarPattern = {
+    expr = failures (withRules [
+      {
+        action = "*";
+        decision = "deny";
+      }
+    ]);
+    expected = [
+      ''programs.chock.orgPolicy.rules[1] { action = "*"; decision = "deny"; }: action: "*" is not a pattern: leave the field out to match every value''
+    ];
+  };
+
+  testStarInsidePattern = {
+    expr = firstFailure (withRules [
+      {
+        action = "git.push";
+        decision = "allow";
+      }
+      {
+        action = "git.*.push";
+        decision = "deny";
+      }
+    ]);
+    expected = ''programs.chock.orgPolicy.rules[2] { action = "git.*.push"; decision = "deny"; }: action: "git.*.push" has a "*" that is not a single trailing ".*": a class is a name followed by ".*", such as "git.*" (which matches git.push and git.branch.delete)'';
+  };
+
+  testEveryMalformedPatternIsReported = {
+    expr = map (m: lib.head (lib.splitString ":" m)) (
+      failures (withRules [
+        {
+          action = "";
+          decision = "deny";
+        }
+        {
+          tool = ".*";
+          decision = "deny";
+        }
+        {
+          model = "gpt*";
+          decision = "ask";
+        }
+        {
+          agent_kind = "*";
+          decision = "allow";
+        }
+        {
+          action = "fine.*";
+          decision = "allow";
+        }
+      ])
+    );
+    expected = [
+      ''programs.chock.orgPolicy.rules[1] { action = ""; decision = "deny"; }''
+      ''programs.chock.orgPolicy.rules[2] { tool = ".*"; decision = "deny"; }''
+      ''programs.chock.orgPolicy.rules[3] { model = "gpt*"; decision = "ask"; }''
+      ''programs.chock.orgPolicy.rules[4] { agent_kind = "*"; decision = "allow"; }''
+    ];
+  };
+
+  testTooManyRules = {
+    expr = firstFailure (
+      withRules (
+        lib.genList (i: {
+          action = "a${toString i}";
+          decision = "deny";
+        }) 513
+      )
+    );
+    expected = "programs.chock.orgPolicy.rules has 513 rules; Chock reads at most 512 in one file, so merge rules into classes (\"git.*\")";
+  };
+
+  testWellFormedPatternsPass = {
+    expr = failures (withRules [
+      {
+        action = "git.*";
+        tool = "run_command";
+        model = "provider.work.claude";
+        agent_kind = "reviewer";
+        decision = "deny";
+      }
+      {
+        action = "exec.devshell.*";
+        decision = "allow";
+      }
+    ]);
+    expected = [ ];
+  };
+
+  testAmountProblems = {
+    expr = failures (withPolicy {
+      limits = {
+        processes = "4GiB";
+        memory = "150%";
+      };
+      nix = {
+        maxObjectBytes = "50%";
+        maxSessionBytes = "lots";
+      };
+    });
+    expected = [
+      ''programs.chock.orgPolicy.limits.memory: "150%" is more than 100%''
+      ''programs.chock.orgPolicy.limits.processes: "4GiB" is not a number such as "512" or a percentage such as "25%"''
+      ''programs.chock.orgPolicy.nix.maxObjectBytes: "50%" is not a number such as "512" or a size such as "4GiB" (KiB, MiB, GiB, TiB)''
+      ''programs.chock.orgPolicy.nix.maxSessionBytes: "lots" is not a number such as "512" or a size such as "4GiB" (KiB, MiB, GiB, TiB)''
+    ];
+  };
+
+  testExpiryBeforeIssue = {
+    expr = failures (withPolicy {
+      issuedMs = 2000;
+      expiresMs = 1000;
+    });
+    expected = [
+      "programs.chock.orgPolicy.expiresMs (1000) is not after issuedMs (2000): the bundle would be expired from the start; use 0 for a bundle that never expires"
+    ];
+  };
+
+  testLongSubject = {
+    expr = failures (withPolicy { subject = lib.concatStrings (lib.genList (_: "x") 257); });
+    expected = [ "programs.chock.orgPolicy.subject is 257 bytes long; Chock refuses more than 256" ];
+  };
+
+  testSinks = {
+    expr = failures (withPolicy {
+      sinks =
+        map
+          (path: {
+            kind = "directory";
+            inherit path;
+          })
+          [
+            "/a"
+            "relative/b"
+            "/c"
+            "/d"
+            "/e"
+          ];
+    });
+    expected = [
+      "programs.chock.orgPolicy.sinks has 5 entries; Chock takes at most 4"
+      ''programs.chock.orgPolicy.sinks[2].path "relative/b" must be an absolute path of at most 4096 bytes''
+    ];
+  };
+
+  testFreeformCannotShadowTypedField = {
+    expr = failures (withPolicy {
+      expires_ms = 5;
+      version = 2;
+    });
+    expected = [
+      "programs.chock.orgPolicy.expires_ms is set as a freeform field, but it is the ZON name of programs.chock.orgPolicy.expiresMs; set programs.chock.orgPolicy.expiresMs instead"
+      "programs.chock.orgPolicy.version is written by the module (this module writes version 1 bundles); remove it"
+    ];
+  };
+
+  # A system with a failed assertion does not build, and says why.
+  testFailedAssertionStopsTheSystem = {
+    expr = s.fails (
+      s.checkAssertions (withRules [
+        {
+          action = "*";
+          decision = "deny";
+        }
+      ])
+    );
+    expected = true;
+  };
+
+  testSameKeyDifferentDecisionsWarns = {
+    expr =
+      (withRules [
+        {
+          action = "git.push";
+          decision = "allow";
+        }
+        {
+          action = "other";
+          decision = "ask";
+        }
+        {
+          action = "git.push";
+          decision = "ask";
+        }
+      ]).warnings;
+    expected = [
+      "programs.chock.orgPolicy.rules: rules [1], [3] have the same key and different decisions; Chock answers the most restrictive one (ask), so remove the others"
+    ];
+  };
+
+  # --- type errors: caught at evaluation time ------------------------------
+
+  testMisspelledDecision = {
+    expr = s.fails (
+      bundleText (withRules [
+        {
+          action = "git.push";
+          decision = "alow";
+        }
+      ])
+    );
+    expected = true;
+  };
+
+  testRuleWithoutDecision = {
+    expr = s.fails (bundleText (withRules [ { action = "git.push"; } ]));
+    expected = true;
+  };
+
+  testUnknownRuleField = {
+    expr = s.fails (
+      bundleText (withRules [
+        {
+          actoin = "git.push";
+          decision = "deny";
+        }
+      ])
+    );
+    expected = true;
+  };
+
+  testNegativeExpiry = {
+    expr = s.fails (bundleText (withPolicy { expiresMs = -1; }));
+    expected = true;
+  };
+
+  testUnknownSinkKind = {
+    expr = s.fails (
+      bundleText (withPolicy {
+        sinks = [
+          {
+            kind = "s3";
+            path = "/x";
+          }
+        ];
+      })
+    );
+    expected = true;
+  };
+
+  testFloatInFreeformField = {
+    expr = s.fails (bundleText (withPolicy { budget.max_cost = 1.5; }));
+    expected = true;
+  };
+}

@@ -1,0 +1,84 @@
+# What scripts/test.d/modules.sh hands to real readers: the ZON the modules
+# and zon.nix write from checks/fixtures.nix (for `zig ast-check`, `zig fmt
+# --check` and `chock policy check`), the data each file should read back as
+# (for checks/zon-dump.zig), and the VM test's script (for Python's parser).
+{ lib }:
+let
+  s = import ./support.nix { inherit lib; };
+  zon = import ../nix/lib/zon.nix { inherit lib; };
+  fixtures = import ./fixtures.nix { inherit zon; };
+
+  nixos = s.evalNixos {
+    modules = [
+      {
+        programs.chock = {
+          enable = true;
+          package = null;
+          orgPolicy = fixtures.orgPolicy;
+        };
+      }
+    ];
+  };
+  homeManager = s.evalHomeManager {
+    modules = [
+      {
+        programs.chock = {
+          enable = true;
+          package = null;
+          settings = fixtures.homeSettings;
+        };
+      }
+    ];
+  };
+
+  # The JSON checks/zon-dump.zig prints for a value: enums as {"enum": name},
+  # and `.{}` as [] (ZON does not say whether it is a struct or a tuple).
+  asRead =
+    v:
+    if zon.isEnum v then
+      { enum = v.value; }
+    else if v == { } then
+      [ ]
+    else if builtins.isAttrs v then
+      lib.mapAttrs (_: asRead) v
+    else if builtins.isList v then
+      map asRead v
+    else
+      v;
+
+  vmTest =
+    import ./vm.nix
+      {
+        self = {
+          nixosModules.default = { };
+          homeModules.default = { };
+        };
+        home-manager.nixosModules.home-manager = { };
+        inherit fixtures;
+        inherit (zon) toZON;
+      }
+      {
+        inherit lib;
+        # Forcing what each would write is enough to evaluate every
+        # expression the test's files are made of.
+        pkgs = {
+          runCommand = name: _env: script: builtins.seq script (s.stubPackage name);
+          writeText = name: text: builtins.seq text (s.stubPackage name);
+        };
+      };
+in
+{
+  files = {
+    "org-policy.zon" = nixos.environment.etc."chock/org-policy.zon".text;
+    "config.zon" = homeManager.xdg.configFile."chock/config.zon".text;
+    "chock.zon" = zon.toZON fixtures.project;
+    "edge-cases.zon" = zon.toZON fixtures.edgeCases;
+  };
+
+  readBack = {
+    "chock.zon" = asRead fixtures.project;
+    "edge-cases.zon" = asRead fixtures.edgeCases;
+  };
+
+  vmTestScript = vmTest.testScript;
+}

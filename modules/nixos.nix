@@ -1,0 +1,331 @@
+# NixOS module: an organisation's Chock policy bundle, written by the
+# administrators of a machine to /etc/chock/org-policy.zon.
+#
+# Every user's Chock reads that file as a ceiling: a name the bundle does not
+# mention answers allow there, and the answer a session gets is the minimum of
+# the project's rules and the bundle's, so no project can loosen it. The file
+# is root's and read-only (mode 0444, copied rather than linked), in the
+# convention of programs.firefox.policies and programs.chromium.
+#
+# Malformed rules are refused here, at evaluation time, with a message that
+# names the rule, because a bundle Chock refuses would stop every session on
+# every machine the configuration reaches.
+{
+  config,
+  lib,
+  pkgs,
+  ...
+}:
+let
+  cfg = config.programs.chock;
+  zon = import ../nix/lib/zon.nix { inherit lib; };
+  policy = import ../nix/lib/policy.nix { inherit lib; };
+  t = lib.types;
+  opt = "programs.chock.orgPolicy";
+
+  # Where Chock looks for the system's bundle (the policy crate reads it).
+  bundleFile = "chock/org-policy.zon";
+
+  # A size or count, checked by an assertion rather than by its type so the
+  # message can say what to write.
+  amountOption =
+    { description, example }:
+    lib.mkOption {
+      type = t.nullOr (t.either t.ints.positive t.str);
+      default = null;
+      inherit example;
+      description = "${description} Written as a quoted string; null leaves it to each user's own configuration.";
+    };
+
+  # What each amount may be written as (see policy.amountProblem).
+  amountKinds = {
+    limits = {
+      processes = policy.amounts.count;
+      memory = policy.amounts.memory;
+    };
+    nix = {
+      maxObjectBytes = policy.amounts.bytes;
+      maxSessionBytes = policy.amounts.bytes;
+    };
+  };
+
+  limitsOptions = {
+    processes = amountOption {
+      description = "Ceiling on the processes one command may run: a count, or a percentage.";
+      example = "512";
+    };
+    memory = amountOption {
+      description = "Ceiling on the memory one command may use: bytes, a size such as `\"8GiB\"`, or a percentage of this machine's memory.";
+      example = "8GiB";
+    };
+  };
+  nixOptions = {
+    maxObjectBytes = amountOption {
+      description = "Ceiling on the size of one object an evaluation or build puts in the store: bytes or a size such as `\"64MiB\"`.";
+      example = "64MiB";
+    };
+    maxSessionBytes = amountOption {
+      description = "Ceiling on what every build of one session puts in the store between them: bytes or a size such as `\"4GiB\"`.";
+      example = "4GiB";
+    };
+  };
+
+  sinkOptions = {
+    kind = lib.mkOption {
+      type = t.enum [
+        "directory"
+        "syslog"
+      ];
+      description = "Where every session's decision log is exported: a directory, or a syslog socket.";
+    };
+    path = lib.mkOption {
+      type = t.str;
+      example = "/var/log/chock";
+      description = "Absolute path of the directory or the syslog socket.";
+    };
+  };
+
+  orgPolicyModule = {
+    freeformType = zon.type;
+    options = {
+      subject = lib.mkOption {
+        type = t.nullOr t.str;
+        default = null;
+        example = "engineering laptops";
+        description = "Who the bundle is for. Recorded in every session's log, never verified; at most 256 bytes.";
+      };
+      issuer = lib.mkOption {
+        type = t.nullOr t.str;
+        default = null;
+        example = "security@example.com";
+        description = "Who issued the bundle. Recorded, never verified; at most 256 bytes.";
+      };
+      issuedMs = lib.mkOption {
+        type = t.nullOr t.ints.unsigned;
+        default = null;
+        example = 1767225600000;
+        description = "When the bundle was issued, in milliseconds since the Unix epoch.";
+      };
+      expiresMs = lib.mkOption {
+        type = t.ints.unsigned;
+        default = 0;
+        example = 1798761600000;
+        description = ''
+          When the bundle expires, in milliseconds since the Unix epoch; 0 means never.
+          An expired bundle still binds: Chock warns at every start, saying how long ago it expired.
+        '';
+      };
+      rules = lib.mkOption {
+        type = t.listOf (t.submodule { options = policy.ruleOptions; });
+        default = [ ];
+        example = lib.literalExpression ''
+          [
+            { action = "net.fetch.*"; decision = "ask"; }
+            { action = "sandbox.jit"; decision = "deny"; }
+            { action = "git.push"; decision = "agent_then_human"; }
+          ]
+        '';
+        description = ''
+          The organisation's rules, in the language of a project's chock.zon, read as a ceiling:
+          an act no rule names answers allow here, and every other answer is the most any project may give.
+          Patterns are a name or a class (`"git.*"`); a malformed one fails evaluation, naming the rule.
+          At most 512.
+        '';
+      };
+      limits = lib.mkOption {
+        type = t.submodule { options = limitsOptions; };
+        default = { };
+        description = "Ceilings on the resources of one sandboxed command; a project or user may only go lower.";
+      };
+      nix = lib.mkOption {
+        type = t.submodule { options = nixOptions; };
+        default = { };
+        description = "Ceilings on what evaluations and builds put in the Nix store.";
+      };
+      subagents = lib.mkOption {
+        type = t.submodule {
+          options = {
+            maxDepth = lib.mkOption {
+              type = t.nullOr t.ints.unsigned;
+              default = null;
+              description = "How deep a chain of agents spawning agents may go; 0 allows none.";
+            };
+            maxWidth = lib.mkOption {
+              type = t.nullOr t.ints.unsigned;
+              default = null;
+              description = "How many agents one agent may run at once; 0 allows none.";
+            };
+          };
+        };
+        default = { };
+        description = "Ceilings on agents spawning agents.";
+      };
+      denyRead = lib.mkOption {
+        type = t.listOf t.str;
+        default = [ ];
+        example = [
+          ".env"
+          "secrets"
+        ];
+        description = "Paths inside every project that no agent may read, added to each project's own list.";
+      };
+      sinks = lib.mkOption {
+        type = t.listOf (t.submodule { options = sinkOptions; });
+        default = [ ];
+        example = lib.literalExpression ''[ { kind = "directory"; path = "/var/log/chock"; } ]'';
+        description = "Where every session must export its decision log (at most 4); a session whose export is still missing at its end exits 9.";
+      };
+    };
+  };
+
+  # The ZON field each typed option becomes. Anything else in orgPolicy is
+  # freeform and written under its own name (Chock ignores bundle fields it
+  # does not know, so a ceiling this module does not model can still be set).
+  typedFields = {
+    subject = "subject";
+    issuer = "issuer";
+    issuedMs = "issued_ms";
+    expiresMs = "expires_ms";
+    rules = "rules";
+    limits = "limits";
+    nix = "nix";
+    subagents = "subagents";
+    denyRead = "deny_read";
+    sinks = "sinks";
+  };
+
+  nonNull = lib.filterAttrs (_: v: v != null);
+  amountToZON = v: if v == null then null else toString v;
+
+  bundle =
+    o:
+    removeAttrs o (lib.attrNames typedFields)
+    // nonNull {
+      version = 1;
+      inherit (o) subject issuer;
+      issued_ms = o.issuedMs;
+      expires_ms = o.expiresMs;
+      rules = map (policy.ruleToZON zon) o.rules;
+    }
+    // lib.filterAttrs (_: v: v != { } && v != [ ]) {
+      limits = nonNull (lib.mapAttrs (_: amountToZON) o.limits);
+      nix = nonNull {
+        max_object_bytes = amountToZON o.nix.maxObjectBytes;
+        max_session_bytes = amountToZON o.nix.maxSessionBytes;
+      };
+      subagents = nonNull {
+        max_depth = o.subagents.maxDepth;
+        max_width = o.subagents.maxWidth;
+      };
+      deny_read = o.denyRead;
+      sinks = map (s: {
+        kind = zon.enum s.kind;
+        inherit (s) path;
+      }) o.sinks;
+    };
+
+  failed = message: {
+    assertion = false;
+    inherit message;
+  };
+
+  amountAssertions =
+    block: values:
+    lib.concatMap (
+      name:
+      let
+        problem = policy.amountProblem amountKinds.${block}.${name} values.${name};
+      in
+      lib.optional (values.${name} != null && problem != null) (
+        failed "${opt}.${block}.${name}: ${problem}"
+      )
+    ) (lib.attrNames amountKinds.${block});
+
+  bundleAssertions =
+    o:
+    policy.ruleAssertions "${opt}.rules" o.rules
+    ++ amountAssertions "limits" o.limits
+    ++ amountAssertions "nix" o.nix
+    ++ lib.concatMap (
+      field:
+      lib.optional (o.${field} != null && lib.stringLength o.${field} > 256) (
+        failed "${opt}.${field} is ${toString (lib.stringLength o.${field})} bytes long; Chock refuses more than 256"
+      )
+    ) [ "subject" "issuer" ]
+    ++ lib.optional (o.issuedMs != null && o.expiresMs != 0 && o.expiresMs <= o.issuedMs) (
+      failed "${opt}.expiresMs (${toString o.expiresMs}) is not after issuedMs (${toString o.issuedMs}): the bundle would be expired from the start; use 0 for a bundle that never expires"
+    )
+    ++ lib.optional (lib.length o.sinks > 4) (
+      failed "${opt}.sinks has ${toString (lib.length o.sinks)} entries; Chock takes at most 4"
+    )
+    ++ lib.concatLists (
+      lib.imap1 (
+        i: s:
+        lib.optional (!(lib.hasPrefix "/" s.path) || lib.stringLength s.path > 4096) (
+          failed "${opt}.sinks[${toString i}].path ${builtins.toJSON s.path} must be an absolute path of at most 4096 bytes"
+        )
+      ) o.sinks
+    )
+    ++ map (
+      typed:
+      failed "${opt}.${typedFields.${typed}} is set as a freeform field, but it is the ZON name of ${opt}.${typed}; set ${opt}.${typed} instead"
+    ) (lib.filter (typed: typedFields.${typed} != typed && o ? ${typedFields.${typed}}) (lib.attrNames typedFields))
+    ++ lib.optional (o ? version) (
+      failed "${opt}.version is written by the module (this module writes version 1 bundles); remove it"
+    );
+in
+{
+  options.programs.chock = {
+    enable = lib.mkEnableOption "Chock for every user of this machine, with the organisation's policy bundle in /etc/chock/org-policy.zon";
+
+    package = lib.mkOption {
+      type = t.nullOr t.package;
+      default =
+        pkgs.chock or (throw "programs.chock.package: pkgs.chock does not exist; import this module through the chock flake's nixosModules.default, apply its overlays.default, or set programs.chock.package (null to install Chock some other way)");
+      defaultText = lib.literalExpression "chock.packages.\${pkgs.stdenv.hostPlatform.system}.default";
+      description = "The Chock package installed for every user; null writes the policy bundle without installing Chock.";
+    };
+
+    orgPolicy = lib.mkOption {
+      type = t.nullOr (t.submodule orgPolicyModule);
+      default = null;
+      example = lib.literalExpression ''
+        {
+          subject = "engineering laptops";
+          issuer = "security@example.com";
+          rules = [
+            { action = "net.fetch.*"; decision = "ask"; }
+            { action = "sandbox.jit"; decision = "deny"; }
+          ];
+          limits.memory = "8GiB";
+          sinks = [ { kind = "directory"; path = "/var/log/chock"; } ];
+        }
+      '';
+      description = ''
+        The organisation's policy bundle, written to {file}`/etc/chock/org-policy.zon`
+        (root's, mode 0444). Every user's Chock reads it as a ceiling no project can raise.
+        Typed options are checked at evaluation time; any other attribute is written
+        as a ZON field of its own name (use `config.lib.chock.zon.enum "name"` for an enum literal).
+        null writes no bundle.
+      '';
+    };
+  };
+
+  config = lib.mkMerge [
+    # For users writing freeform fields: config.lib.chock.zon.enum "native".
+    { lib.chock = { inherit zon; }; }
+
+    (lib.mkIf cfg.enable {
+      environment.systemPackages = lib.mkIf (cfg.package != null) [ cfg.package ];
+    })
+
+    (lib.mkIf (cfg.enable && cfg.orgPolicy != null) {
+      environment.etc.${bundleFile} = {
+        text = zon.toZON (bundle cfg.orgPolicy);
+        mode = "0444";
+      };
+      assertions = bundleAssertions cfg.orgPolicy;
+      warnings = policy.duplicateKeyWarnings "${opt}.rules" cfg.orgPolicy.rules;
+    })
+  ];
+}

@@ -1,0 +1,65 @@
+# The `chock` binary, built from this workspace by nixpkgs' Rust builder.
+#
+# The source is filtered down to what `cargo build -p chock` reads (the
+# workspace manifest, the lock file and the crates), so editing docs, scripts
+# or the Nix files does not rebuild the package.
+{
+  lib,
+  rustPlatform,
+}:
+let
+  workspace = (lib.importTOML ../Cargo.toml).workspace.package;
+  rustc = rustPlatform.rust.rustc;
+  root = toString ../.;
+
+  # The workspace manifest, the lock file and the crates; not a crate's fuzz
+  # workspace or any build output left in a crate.
+  keep =
+    path: _type:
+    let
+      rel = lib.removePrefix "${root}/" (toString path);
+    in
+    lib.elem rel [
+      "Cargo.toml"
+      "Cargo.lock"
+      "rust"
+    ]
+    || (lib.hasPrefix "rust/" rel && builtins.match "rust/[^/]+/(fuzz|target)(/.*)?" rel == null);
+in
+if lib.versionOlder rustc.version workspace.rust-version then
+  throw "chock needs rustc ${workspace.rust-version} or newer (Cargo.toml's rust-version) and this nixpkgs has ${rustc.version}; use a newer nixpkgs (the flake's own pin works)"
+else
+  rustPlatform.buildRustPackage {
+    pname = "chock";
+    inherit (workspace) version;
+
+    src = lib.cleanSourceWith {
+      name = "chock-source";
+      src = ../.;
+      filter = keep;
+    };
+
+    cargoLock.lockFile = ../Cargo.lock;
+    cargoBuildFlags = [
+      "--package"
+      "chock"
+    ];
+    # The workspace's shipping profile: release plus fat LTO (Cargo.toml).
+    buildType = "dist";
+
+    # The test suite needs what a Nix build sandbox does not have: a running
+    # Nix daemon, user namespaces, Landlock, Zig. It runs in CI against those
+    # real oracles (scripts/test); here it would fail for want of them.
+    doCheck = false;
+
+    meta = {
+      description = "Decides what a coding agent may do on your machine, and keeps a verifiable record of every answer";
+      homepage = "https://github.com/chock-dev/chock";
+      license = with lib.licenses; [
+        mit
+        asl20
+      ];
+      mainProgram = "chock";
+      platforms = lib.platforms.linux;
+    };
+  }

@@ -1,0 +1,216 @@
+#!/usr/bin/env bash
+# The Nix side of Chock, checked against real readers: the module evaluation
+# tests (nixpkgs' lib and Nix 2.8, offline), the messages a person reads when
+# a configuration is wrong, the ZON the modules and nix/lib/zon.nix write
+# (Zig's ast-check and fmt, and Zig reading it back to the intended data),
+# the flake's lock against its inputs, and the package's source filter
+# (chock built from exactly what the flake would build).
+#
+# Needs: CHOCK_SHARED (scripts/test sets it), a Nix daemon and Zig
+# (scripts/setup), cargo. Exits non-zero on any failure.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+repo=$PWD
+
+die() {
+  echo "modules: $*" >&2
+  exit 1
+}
+failures=0
+fail() {
+  echo "FAIL: $*" >&2
+  failures=$((failures + 1))
+}
+pass() { echo "ok: $*"; }
+
+# --- what the checks need ----------------------------------------------------
+
+shared=${CHOCK_SHARED:?set CHOCK_SHARED to the shared directory (scripts/test does)}
+lib_dir=$shared/corpus/nixpkgs-lib/lib
+[[ -f $lib_dir/default.nix ]] || die "nixpkgs' lib is not at $lib_dir; CHOCK_SHARED must hold corpus/nixpkgs-lib"
+command -v nix-instantiate >/dev/null || die "nix-instantiate is missing; run scripts/setup"
+export NIX_REMOTE=${NIX_REMOTE:-daemon}
+nix store ping >/dev/null 2>&1 || die "the Nix daemon does not answer; run scripts/setup"
+if python3 -m ziglang version >/dev/null 2>&1; then
+  zig=(python3 -m ziglang)
+elif command -v zig >/dev/null; then
+  zig=(zig)
+else
+  die "Zig is missing (the oracle for ZON); run scripts/setup"
+fi
+command -v cargo >/dev/null || die "cargo is missing"
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+nix_eval_json() { # FILE ATTR: the attribute of checks/FILE, called with nixpkgs' lib, as JSON
+  nix-instantiate --eval --strict --json \
+    -E "(import $repo/checks/$1 { lib = import $lib_dir; })$2"
+}
+
+# --- module evaluation tests (lib.runTests) ----------------------------------
+
+# lib.runTests answers [ ] or the failures; anything else is a failure too.
+run_tests() { # NAME EXPRESSION-FILE
+  local out
+  if ! out=$(nix_eval_json "$2" "" 2>&1); then
+    fail "$1: evaluation failed: $out"
+  elif [[ $out != "[]" ]]; then
+    fail "$1: $(python3 -c 'import json,sys
+for f in json.loads(sys.argv[1]):
+    print("\n  %s\n    expected: %s\n    result:   %s" % (f["name"], json.dumps(f["expected"]), json.dumps(f["result"])))' "$out")"
+  else
+    pass "$1 ($(grep -c '^  test[A-Za-z]* =' "checks/$2") tests)"
+  fi
+}
+
+# The runner must see a failure: a broken test is reported, not passed.
+cat >"$work/broken.nix" <<'EOF'
+{ lib }: lib.runTests { testBroken = { expr = 1; expected = 2; }; }
+EOF
+if out=$(nix-instantiate --eval --strict --json -E "import $work/broken.nix { lib = import $lib_dir; }") &&
+  [[ $out == *testBroken* ]]; then
+  pass "the runner reports a failing test"
+else
+  fail "the runner did not report a deliberately failing test: $out"
+fi
+
+run_tests "zon writer" zon.nix
+run_tests "NixOS module" nixos.nix
+run_tests "home-manager module" home-manager.nix
+run_tests "flake outputs, lock and package" flake-outputs.nix
+
+# --- what a person reads when a configuration is wrong ----------------------
+
+expect_message() { # ATTR TEXT...: evaluating checks/messages.nix's ATTR fails, saying each TEXT
+  local attr=$1 out text
+  shift
+  if out=$(nix_eval_json messages.nix ".$attr" 2>&1); then
+    fail "message $attr: evaluation succeeded, expected it to fail"
+    return
+  fi
+  for text in "$@"; do
+    if [[ $out != *"$text"* ]]; then
+      fail "message $attr: expected it to say '$text', it said: $out"
+      return
+    fi
+  done
+  pass "message $attr"
+}
+expect_message misspelledDecision 'programs.chock.orgPolicy.rules."[definition 1-entry 2]".decision' \
+  'is not of type `one of "deny", "agent_then_human", "ask", "agent_review", "allow"' '"alow"'
+expect_message malformedPattern 'Failed assertions:' \
+  'programs.chock.orgPolicy.rules[1] { action = "git.*.push"; decision = "deny"; }' 'such as "git.*"'
+expect_message unknownRuleField 'rules."[definition 1-entry 1]".actoin'"' does not exist" 'Did you mean'
+expect_message floatInBundle 'programs.chock.orgPolicy.budget.max_cost' 'is not of type `ZON value'
+expect_message noPackage 'pkgs.chock does not exist' 'nixosModules.default'
+expect_message homeModuleInNixos '(class: "homeManager") cannot be imported into a module evaluation that expects class "nixos"'
+
+# --- every Nix file parses (the VM test and flake checks need nixpkgs to run) --
+
+while IFS= read -r -d '' file; do
+  nix-instantiate --parse "$file" >/dev/null 2>"$work/parse.err" || fail "$file does not parse: $(cat "$work/parse.err")"
+done < <(find flake.nix nix modules checks -name '*.nix' -print0)
+pass "every Nix file parses"
+
+# --- the ZON written, read by Zig ---------------------------------------------
+
+mkdir -p "$work/zon"
+nix_eval_json render.nix "" >"$work/render.json" || die "checks/render.nix does not evaluate"
+python3 - "$work/render.json" "$work/zon" <<'EOF'
+import json, os, sys
+rendered = json.load(open(sys.argv[1]))
+for name, text in rendered["files"].items():
+    with open(os.path.join(sys.argv[2], name), "w", encoding="utf-8") as f:
+        f.write(text)
+    json.dump(rendered["readBack"].get(name), open(os.path.join(sys.argv[2], name + ".json"), "w"))
+with open(os.path.join(sys.argv[2], "vm-test-script.py"), "w") as f:
+    f.write(rendered["vmTestScript"])
+EOF
+
+# The oracle itself must refuse what is not ZON.
+printf '.{ .a = "\\q" }\n' >"$work/not-zon.zon"
+if "${zig[@]}" ast-check --zon "$work/not-zon.zon" >/dev/null 2>&1; then
+  fail "zig ast-check accepted an invalid escape; the ZON oracle is not checking"
+fi
+
+"${zig[@]}" build-exe checks/zon-dump.zig -femit-bin="$work/zon-dump" --cache-dir "$work/zig-cache" >/dev/null 2>"$work/zig.err" ||
+  die "checks/zon-dump.zig does not build with $("${zig[@]}" version): $(cat "$work/zig.err")"
+
+for file in "$work"/zon/*.zon; do
+  name=$(basename "$file")
+  before=$failures
+  if ! "${zig[@]}" ast-check --zon "$file" 2>"$work/zig.err"; then
+    fail "zig ast-check refuses $name: $(cat "$work/zig.err")"
+    continue
+  fi
+  "${zig[@]}" fmt --check --zon "$file" >/dev/null 2>&1 ||
+    fail "zig fmt would change $name (the writer's layout is not canonical)"
+  cmp -s "$file" "checks/golden/$name" || fail "$name differs from checks/golden/$name"
+  read_back=""
+  if [[ $(cat "$file.json") != null ]]; then
+    read_back=", read back as written"
+    if ! "$work/zon-dump" "$file" >"$file.read.json" 2>"$work/zig.err"; then
+      fail "checks/zon-dump.zig could not read $name: $(cat "$work/zig.err")"
+    else
+      python3 - "$file.json" "$file.read.json" <<'PY' || fail "Zig read $name back as different data"
+import difflib, json, sys
+# Bytes that are not UTF-8 (Zig's \xHH can make them) still show in the diff.
+meant, read = (json.loads(open(p, "rb").read().decode("utf-8", "surrogateescape")) for p in sys.argv[1:3])
+if meant != read:
+    show = lambda v: json.dumps(v, indent=1, sort_keys=True).splitlines()
+    print("\n".join(difflib.unified_diff(show(meant), show(read), "meant", "zig read", lineterm="")), file=sys.stderr)
+    sys.exit(1)
+PY
+    fi
+  fi
+  ((failures == before)) && pass "$name: zig ast-check, zig fmt --check$read_back"
+done
+
+# The VM test's script is Python the test driver will run; it must parse.
+python3 -c 'import sys; compile(open(sys.argv[1]).read(), "testScript", "exec")' "$work/zon/vm-test-script.py" &&
+  pass "the VM test's script parses" || fail "the VM test's script (checks/vm.nix) is not valid Python"
+
+# --- flake.lock agrees with flake.nix, by Nix's own rules --------------------
+
+# The flake as CI sees it: the committed tree, with this area's files as they
+# are in the working tree (so the checks run before a commit too, and nobody
+# else's uncommitted work in a shared checkout gets in). A path: flake, so
+# Nix 2.8 reads it without git. Offline and with the lock frozen, Nix fails
+# if the lock does not match the inputs (it would have to fetch to re-lock).
+mkdir -p "$work/flake"
+git archive HEAD | tar -x -C "$work/flake"
+find flake.nix flake.lock nix modules checks -type f -print0 | tar --null -T - -cf - | tar -x -C "$work/flake"
+if out=$(nix --offline flake metadata --no-update-lock-file --json "path:$work/flake" 2>&1); then
+  python3 - "$out" <<'EOF' && pass "flake.lock pins the flake's inputs" || fail "nix flake metadata shows other pins than flake.lock"
+import json, sys
+meta = json.loads(sys.argv[1])
+lock = json.load(open("flake.lock"))
+assert meta["locks"]["nodes"] == lock["nodes"], "lock nodes differ"
+EOF
+else
+  fail "flake.lock does not match flake.nix's inputs (Nix would re-lock): $out"
+fi
+
+# --- the package's source, built ----------------------------------------------
+
+# nix/package.nix's filtered source, from the same copy, built with cargo the
+# way rustPlatform.buildRustPackage does (offline, in a read-only source
+# tree). The binary is also what the read-back checks below run.
+src=$(cd "$work/flake" && nix eval --impure --raw --expr "
+  (import ./nix/package.nix {
+    lib = import $lib_dir;
+    rustPlatform = { rust.rustc.version = \"$(rustc --version | cut -d' ' -f2)\"; buildRustPackage = args: args; };
+  }).src.outPath") || die "nix/package.nix's source does not evaluate"
+target=${CHOCK_FLAKE_TARGET_DIR:-$(cd "$repo/.." && pwd)/target-flake}
+if (cd "$src" && CARGO_TARGET_DIR=$target cargo build --quiet --offline -p chock 2>"$work/cargo.err"); then
+  pass "chock builds from the package's filtered source ($src)"
+else
+  fail "chock does not build from nix/package.nix's filtered source; a file the build reads is filtered out: $(tail -20 "$work/cargo.err")"
+fi
+
+if ((failures)); then
+  echo "modules: $failures check(s) failed" >&2
+  exit 1
+fi
+echo "modules: all checks passed"
