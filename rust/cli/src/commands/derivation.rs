@@ -1,8 +1,13 @@
-//! `chock derivation show`.
+//! `chock derivation show [-r] DRV...`: the JSON of `nix show-derivation`,
+//! read straight from the `.drv` files with chock-store.
 
-use std::path::PathBuf;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use anyhow::{Context as _, bail};
+use chock_store::StorePath;
+use chock_store::derivation::{json, read_closure};
 use clap::Subcommand;
 
 use crate::exit;
@@ -19,6 +24,45 @@ pub enum Command {
     },
 }
 
-pub fn run(_command: Command) -> anyhow::Result<ExitCode> {
-    Ok(exit::not_built("derivation", "issue #4 (store formats)"))
+pub fn run(command: Command) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::Show { recursive, paths } => show(recursive, &paths),
+    }
+}
+
+fn show(recursive: bool, paths: &[PathBuf]) -> anyhow::Result<ExitCode> {
+    let roots = paths
+        .iter()
+        .map(|p| drv_path(p))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let derivations = read_closure(&roots, recursive)?;
+    let mut text = json::show_derivation_json(&derivations)?;
+    text.push('\n');
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_all(text.as_bytes())
+        .context("cannot write to standard output")?;
+    Ok(exit::SUCCESS.into())
+}
+
+/// A `.drv` store path from an argument: the path itself, or a link to it
+/// (such as a GC root) resolved.
+fn drv_path(arg: &Path) -> anyhow::Result<StorePath> {
+    let text = arg.to_string_lossy();
+    let path = match StorePath::from_absolute_path(&text) {
+        Ok(p) => p,
+        Err(first) => {
+            let resolved = std::fs::canonicalize(arg)
+                .with_context(|| format!("{text} is not a store path ({first})"))?;
+            StorePath::from_absolute_path(&resolved.to_string_lossy()).with_context(|| {
+                format!("{text} is not a store path: give a /nix/store/…drv path")
+            })?
+        }
+    };
+    if !path.is_derivation() {
+        bail!(
+            "{path} is not a derivation; give its .drv (nix-store --query --deriver {path} names it)"
+        );
+    }
+    Ok(path)
 }
