@@ -1,1 +1,31 @@
-//! The Linux sandbox for run_command: namespaces, mounts, Landlock, seccomp, resource limits, the toolchain cache and doctor probes.
+//! The Linux sandbox for run_command: namespaces, mounts, Landlock, seccomp,
+//! resource limits, the project's Nix dev shell as toolchain, the per-project
+//! cache and the probes `chock doctor` runs.
+//!
+//! The layers are independent and each is a wall of its own: the mount tree
+//! decides what exists inside, Landlock what may be done to it, seccomp which
+//! kernel calls may be made, and the dropped capabilities and rlimits what
+//! the process may claim. See `docs/sandbox.md` for the user's view.
+
+pub mod cache;
+mod caps;
+mod child;
+pub mod devshell;
+mod error;
+mod layout;
+mod limits;
+mod mounts;
+pub mod project;
+mod seccomp;
+mod spawn;
+mod sys;
+mod walls;
+
+pub use caps::current as current_capabilities;
+pub use error::SandboxError;
+pub use layout::{HOST_SYSTEM, POLICY_FILE, Toolchain, resolve as resolve_layout, store_dir};
+pub use limits::{CgroupEvents, Delegation, Limits, delegation};
+pub use mounts::{CACHE_MOUNT, Entry, EntryKind, Layout, RUN_CHOCK, StoreView, TMP_MOUNT};
+pub use seccomp::{KILLED_CALLS, WriteExecute};
+pub use spawn::{Command, Exit, Finished, Running, Sandbox, SignalForwarding, Stdio};
+pub use walls::{LandlockSupport, support as landlock_support};

@@ -1,0 +1,728 @@
+//! What runs inside the new namespaces, between `clone` and `execve`.
+//!
+//! Two processes: *init* (PID 1 of the new PID namespace) builds the mount
+//! tree, adds the Landlock rules for inodes it created, then forks the
+//! *program* process and stays behind to reap, forward signals and report
+//! the program's wait status. When init ends, the kernel kills every process
+//! left in the namespace, so nothing a command started outlives it.
+//!
+//! The program process sets `PR_SET_NO_NEW_PRIVS`, restricts itself with
+//! Landlock, drops every capability, sets the rlimits, marks inherited
+//! descriptors close-on-exec, installs the seccomp filters and executes.
+//!
+//! Chock's process may have had other threads when it cloned, so nothing
+//! here allocates or takes a lock: every path and argument was turned into a
+//! C string by the parent, and failures go back as fixed-size records on a
+//! pipe (step, index, errno) that the parent turns into sentences.
+
+use std::ffi::{CStr, CString};
+use std::os::fd::RawFd;
+
+use nix::errno::Errno;
+use seccompiler::BpfProgram;
+
+use crate::caps::{self, CapStep};
+use crate::limits::RlimitResource;
+use crate::mounts::Op;
+use crate::sys;
+
+/// A record on the report pipe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Record {
+    pub(crate) kind: Kind,
+    pub(crate) index: u32,
+    pub(crate) value: i64,
+}
+
+/// What a record says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub(crate) enum Kind {
+    /// Mount step `index` failed with errno `value`.
+    Op = 1,
+    /// Step `index` (a [`Step`]) failed with errno `value`.
+    Step = 2,
+    /// `execve` failed with errno `value`.
+    Exec = 3,
+    /// The program ended with wait status `value`.
+    Status = 4,
+    /// A probe returned `value`.
+    Probe = 5,
+}
+
+/// Steps other than mounts, for the parent's error message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub(crate) enum Step {
+    ParentGone = 1,
+    Deathsig,
+    Setsid,
+    Stdio,
+    Setgroups,
+    UidMap,
+    GidMap,
+    Dumpable,
+    LandlockRule,
+    Fork,
+    Sigmask,
+    Setpgid,
+    NoNewPrivs,
+    LandlockRestrict,
+    Securebits,
+    Bounding,
+    Ambient,
+    Capset,
+    Rlimit,
+    Chdir,
+    CloseRange,
+    Seccomp,
+}
+
+impl Step {
+    const ALL: [Step; 22] = [
+        Step::ParentGone,
+        Step::Deathsig,
+        Step::Setsid,
+        Step::Stdio,
+        Step::Setgroups,
+        Step::UidMap,
+        Step::GidMap,
+        Step::Dumpable,
+        Step::LandlockRule,
+        Step::Fork,
+        Step::Sigmask,
+        Step::Setpgid,
+        Step::NoNewPrivs,
+        Step::LandlockRestrict,
+        Step::Securebits,
+        Step::Bounding,
+        Step::Ambient,
+        Step::Capset,
+        Step::Rlimit,
+        Step::Chdir,
+        Step::CloseRange,
+        Step::Seccomp,
+    ];
+
+    pub(crate) fn from_code(code: u32) -> Option<Step> {
+        Step::ALL.into_iter().find(|s| *s as u32 == code & 0xffff)
+    }
+
+    pub(crate) fn describe(self) -> &'static str {
+        match self {
+            Step::ParentGone => "waiting for Chock (it ended first)",
+            Step::Deathsig => "asking to end with Chock (PR_SET_PDEATHSIG)",
+            Step::Setsid => "starting a new session",
+            Step::Stdio => "connecting the program's standard streams",
+            Step::Setgroups => "writing /proc/self/setgroups",
+            Step::UidMap => "mapping the user id into the user namespace",
+            Step::GidMap => "mapping the group id into the user namespace",
+            Step::Dumpable => "making the sandbox's init undumpable",
+            Step::LandlockRule => "adding a Landlock rule for a sandbox path",
+            Step::Fork => "starting the program's process",
+            Step::Sigmask => "resetting the signal mask",
+            Step::Setpgid => "giving the program its own process group",
+            Step::NoNewPrivs => "setting PR_SET_NO_NEW_PRIVS",
+            Step::LandlockRestrict => "restricting the program with Landlock",
+            Step::Securebits => CapStep::Securebits.describe(),
+            Step::Bounding => CapStep::Bounding.describe(),
+            Step::Ambient => CapStep::Ambient.describe(),
+            Step::Capset => CapStep::Capset.describe(),
+            Step::Rlimit => "setting a resource limit",
+            Step::Chdir => "changing to the working directory",
+            Step::CloseRange => "closing inherited descriptors on exec",
+            Step::Seccomp => "installing the seccomp filters",
+        }
+    }
+}
+
+const RECORD_LEN: usize = 16;
+
+impl Record {
+    fn encode(self) -> [u8; RECORD_LEN] {
+        let mut bytes = [0u8; RECORD_LEN];
+        bytes[..4].copy_from_slice(&(self.kind as u32).to_ne_bytes());
+        bytes[4..8].copy_from_slice(&self.index.to_ne_bytes());
+        bytes[8..].copy_from_slice(&self.value.to_ne_bytes());
+        bytes
+    }
+
+    /// Reads the records out of what the pipe delivered; a torn tail is ignored.
+    pub(crate) fn decode_all(bytes: &[u8]) -> Vec<Record> {
+        bytes
+            .chunks_exact(RECORD_LEN)
+            .filter_map(|chunk| {
+                let word = |range: std::ops::Range<usize>| {
+                    chunk.get(range).and_then(|b| b.try_into().ok())
+                };
+                let kind = u32::from_ne_bytes(word(0..4)?);
+                let index = u32::from_ne_bytes(word(4..8)?);
+                let value = i64::from_ne_bytes(chunk.get(8..16)?.try_into().ok()?);
+                let kind = [Kind::Op, Kind::Step, Kind::Exec, Kind::Status, Kind::Probe]
+                    .into_iter()
+                    .find(|k| *k as u32 == kind)?;
+                Some(Record { kind, index, value })
+            })
+            .collect()
+    }
+}
+
+/// What the program process finally does.
+pub(crate) enum Payload {
+    /// `execve` a program.
+    Exec {
+        program: CString,
+        argv: Vec<CString>,
+        envp: Vec<CString>,
+    },
+    /// Run a probe function (for `chock doctor`); its return value is reported.
+    Probe(fn() -> i64),
+}
+
+/// Everything the child needs, prepared by the parent.
+pub(crate) struct ChildPlan {
+    pub(crate) ops: Vec<Op>,
+    pub(crate) uid_map: Vec<u8>,
+    pub(crate) gid_map: Vec<u8>,
+    pub(crate) ruleset: RawFd,
+    pub(crate) child_rules: Vec<(CString, u64)>,
+    pub(crate) last_cap: u32,
+    pub(crate) rlimits: Vec<(RlimitResource, libc::rlimit)>,
+    pub(crate) seccomp: Vec<BpfProgram>,
+    pub(crate) cwd: CString,
+    pub(crate) payload: Payload,
+    /// Descriptors to put at 0, 1 and 2 (None: keep Chock's own).
+    pub(crate) stdio: [Option<RawFd>; 3],
+}
+
+/// Descriptors the child uses to talk to the parent.
+#[derive(Clone, Copy)]
+pub(crate) struct Channel {
+    /// Read end: one byte from the parent means go; hang-up means it died.
+    pub(crate) go: RawFd,
+    /// The parent's write end of `go`, closed at once in the child.
+    pub(crate) go_parent: RawFd,
+    /// Write end of the report pipe.
+    pub(crate) report: RawFd,
+    /// The parent's read end of the report pipe, closed at once in the child.
+    pub(crate) report_parent: RawFd,
+}
+
+fn report(channel: Channel, kind: Kind, index: u32, value: i64) {
+    let _ = sys::write_all(channel.report, &Record { kind, index, value }.encode());
+}
+
+fn fail(channel: Channel, step: Step, index: u32, errno: Errno) -> ! {
+    report(
+        channel,
+        Kind::Step,
+        (index << 16) | step as u32,
+        errno as i64,
+    );
+    sys::exit_now(126)
+}
+
+fn check<T>(channel: Channel, step: Step, index: u32, result: Result<T, Errno>) -> T {
+    match result {
+        Ok(value) => value,
+        Err(errno) => fail(channel, step, index, errno),
+    }
+}
+
+fn close(fd: RawFd) {
+    // SAFETY: closing a descriptor this process owns.
+    unsafe { libc::close(fd) };
+}
+
+fn errno_of(ret: libc::c_int) -> Result<libc::c_int, Errno> {
+    if ret < 0 { Err(Errno::last()) } else { Ok(ret) }
+}
+
+/// The first process inside: never returns.
+pub(crate) fn run_init(plan: &ChildPlan, channel: Channel) -> ! {
+    close(channel.go_parent);
+    close(channel.report_parent);
+    wait_for_go(channel);
+    // SAFETY: plain prctl with integer arguments.
+    check(
+        channel,
+        Step::Deathsig,
+        0,
+        errno_of(unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) }),
+    );
+    parent_still_there(channel);
+    // A session of its own: nothing inside has Chock's terminal as its
+    // controlling terminal, so TIOCSTI and job-control signals cannot reach
+    // the person's shell (bubblewrap's --new-session, for CVE-2017-5226).
+    // SAFETY: setsid has no arguments.
+    check(
+        channel,
+        Step::Setsid,
+        0,
+        errno_of(unsafe { libc::setsid() }),
+    );
+    connect_stdio(plan, channel);
+    write_id_maps(plan, channel);
+    // Not dumpable: the program (uid-equal but without capabilities) cannot
+    // open /proc/1/fd, /proc/1/environ or ptrace init.
+    // SAFETY: plain prctl with integer arguments.
+    check(
+        channel,
+        Step::Dumpable,
+        0,
+        errno_of(unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0) }),
+    );
+    for (index, op) in plan.ops.iter().enumerate() {
+        if let Err(errno) = run_op(op) {
+            report(channel, Kind::Op, index as u32, errno as i64);
+            sys::exit_now(126);
+        }
+    }
+    add_child_rules(plan, channel);
+    supervise(plan, channel)
+}
+
+fn wait_for_go(channel: Channel) {
+    let mut byte = [0u8; 1];
+    loop {
+        // SAFETY: reading one byte into a local buffer.
+        let n = unsafe { libc::read(channel.go, byte.as_mut_ptr().cast(), 1) };
+        if n == 1 {
+            return;
+        }
+        if n < 0 && Errno::last() == Errno::EINTR {
+            continue;
+        }
+        fail(channel, Step::ParentGone, 0, Errno::ESRCH);
+    }
+}
+
+/// The parent keeps its end of `go` open while it lives; a hang-up now means
+/// it died before PR_SET_PDEATHSIG was in place.
+fn parent_still_there(channel: Channel) {
+    let mut pollfd = libc::pollfd {
+        fd: channel.go,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one pollfd, zero timeout.
+    let n = unsafe { libc::poll(&mut pollfd, 1, 0) };
+    if n > 0 && pollfd.revents & libc::POLLHUP != 0 {
+        fail(channel, Step::ParentGone, 0, Errno::ESRCH);
+    }
+}
+
+fn connect_stdio(plan: &ChildPlan, channel: Channel) {
+    for (target, source) in plan.stdio.iter().enumerate() {
+        if let Some(fd) = *source {
+            // SAFETY: dup2 onto a standard descriptor.
+            check(
+                channel,
+                Step::Stdio,
+                target as u32,
+                errno_of(unsafe { libc::dup2(fd, target as libc::c_int) }),
+            );
+        }
+    }
+}
+
+fn write_proc_file(path: &CStr, contents: &[u8]) -> Result<(), Errno> {
+    // SAFETY: NUL-terminated path.
+    let fd = errno_of(unsafe { libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC) })?;
+    let result = sys::write_all(fd, contents);
+    close(fd);
+    result
+}
+
+fn write_id_maps(plan: &ChildPlan, channel: Channel) {
+    check(
+        channel,
+        Step::Setgroups,
+        0,
+        write_proc_file(c"/proc/self/setgroups", b"deny"),
+    );
+    check(
+        channel,
+        Step::UidMap,
+        0,
+        write_proc_file(c"/proc/self/uid_map", &plan.uid_map),
+    );
+    check(
+        channel,
+        Step::GidMap,
+        0,
+        write_proc_file(c"/proc/self/gid_map", &plan.gid_map),
+    );
+}
+
+fn mount(
+    source: Option<&CStr>,
+    target: &CStr,
+    fstype: Option<&CStr>,
+    flags: libc::c_ulong,
+    data: Option<&CStr>,
+) -> Result<(), Errno> {
+    let ptr = |s: Option<&CStr>| s.map_or(std::ptr::null(), CStr::as_ptr);
+    // SAFETY: every pointer is null or a NUL-terminated string.
+    errno_of(unsafe {
+        libc::mount(
+            ptr(source),
+            target.as_ptr(),
+            ptr(fstype),
+            flags,
+            ptr(data).cast(),
+        )
+    })
+    .map(drop)
+}
+
+fn ignore_exists(result: Result<(), Errno>) -> Result<(), Errno> {
+    match result {
+        Err(Errno::EEXIST) => Ok(()),
+        other => other,
+    }
+}
+
+fn run_op(op: &Op) -> Result<(), Errno> {
+    match op {
+        Op::MakePrivate => mount(None, c"/", None, libc::MS_REC | libc::MS_PRIVATE, None),
+        Op::Tmpfs {
+            target,
+            data,
+            flags,
+        } => mount(Some(c"tmpfs"), target, Some(c"tmpfs"), *flags, Some(data)),
+        // SAFETY: NUL-terminated path.
+        Op::MkDir { path } => {
+            ignore_exists(errno_of(unsafe { libc::mkdir(path.as_ptr(), 0o755) }).map(drop))
+        }
+        Op::MkFile { path } => {
+            // SAFETY: NUL-terminated path.
+            let fd = errno_of(unsafe {
+                libc::open(
+                    path.as_ptr(),
+                    libc::O_WRONLY | libc::O_CREAT | libc::O_CLOEXEC | libc::O_NOFOLLOW,
+                    0o444,
+                )
+            })?;
+            close(fd);
+            Ok(())
+        }
+        Op::Bind {
+            source,
+            target,
+            optional,
+        } => {
+            match mount(
+                Some(source),
+                target,
+                None,
+                libc::MS_BIND | libc::MS_REC,
+                None,
+            ) {
+                Err(Errno::ENOENT) if *optional => Ok(()),
+                other => other,
+            }
+        }
+        Op::SetAttr {
+            path,
+            set,
+            recursive,
+        } => sys::mount_setattr(path, *set, *recursive),
+        // SAFETY: NUL-terminated strings.
+        Op::Symlink { target, link } => ignore_exists(
+            errno_of(unsafe { libc::symlink(target.as_ptr(), link.as_ptr()) }).map(drop),
+        ),
+        Op::WriteFile { path, contents } => {
+            // SAFETY: NUL-terminated path.
+            let fd = errno_of(unsafe {
+                libc::open(
+                    path.as_ptr(),
+                    libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC,
+                    0o444,
+                )
+            })?;
+            let result = sys::write_all(fd, contents);
+            close(fd);
+            result
+        }
+        Op::Proc { target } => mount(
+            Some(c"proc"),
+            target,
+            Some(c"proc"),
+            libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC | libc::MS_RDONLY,
+            None,
+        ),
+        Op::Devpts { target } => mount(
+            Some(c"devpts"),
+            target,
+            Some(c"devpts"),
+            libc::MS_NOSUID | libc::MS_NOEXEC,
+            Some(c"newinstance,ptmxmode=0666,mode=620"),
+        ),
+        Op::MaskDir { target } => match mount(
+            Some(c"tmpfs"),
+            target,
+            Some(c"tmpfs"),
+            libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+            Some(c"size=0,mode=0555"),
+        ) {
+            Err(Errno::ENOENT) => Ok(()),
+            other => other,
+        },
+        Op::PivotRoot { new_root, put_old } => sys::pivot_root(new_root, put_old),
+        // SAFETY: NUL-terminated path.
+        Op::Chdir { path } => errno_of(unsafe { libc::chdir(path.as_ptr()) }).map(drop),
+        // SAFETY: NUL-terminated path.
+        Op::Detach { path } => {
+            errno_of(unsafe { libc::umount2(path.as_ptr(), libc::MNT_DETACH) }).map(drop)
+        }
+        // SAFETY: NUL-terminated path.
+        Op::RmDir { path } => errno_of(unsafe { libc::rmdir(path.as_ptr()) }).map(drop),
+        Op::LoopbackUp => loopback_up(),
+    }
+}
+
+fn loopback_up() -> Result<(), Errno> {
+    // SAFETY: a datagram socket only to issue the interface ioctls.
+    let fd =
+        errno_of(unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) })?;
+    // SAFETY: ifreq is plain data; zeroed is a valid value.
+    let mut request: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (slot, byte) in request.ifr_name.iter_mut().zip(b"lo\0") {
+        *slot = *byte as libc::c_char;
+    }
+    request.ifr_ifru.ifru_flags =
+        (libc::IFF_UP | libc::IFF_LOOPBACK | libc::IFF_RUNNING) as libc::c_short;
+    // SAFETY: SIOCSIFFLAGS reads the ifreq we pass.
+    let result = errno_of(unsafe { libc::ioctl(fd, libc::SIOCSIFFLAGS as _, &request) }).map(drop);
+    close(fd);
+    result
+}
+
+fn add_child_rules(plan: &ChildPlan, channel: Channel) {
+    for (index, (path, access)) in plan.child_rules.iter().enumerate() {
+        // SAFETY: NUL-terminated path.
+        let fd = check(
+            channel,
+            Step::LandlockRule,
+            index as u32,
+            errno_of(unsafe { libc::open(path.as_ptr(), libc::O_PATH | libc::O_CLOEXEC) }),
+        );
+        check(
+            channel,
+            Step::LandlockRule,
+            index as u32,
+            sys::landlock_add_path_rule(plan.ruleset, fd, *access),
+        );
+        close(fd);
+    }
+}
+
+/// Signals init passes on to the program's process group.
+const FORWARDED: [libc::c_int; 7] = [
+    libc::SIGINT,
+    libc::SIGTERM,
+    libc::SIGHUP,
+    libc::SIGQUIT,
+    libc::SIGUSR1,
+    libc::SIGUSR2,
+    libc::SIGWINCH,
+];
+
+fn signal_set(signals: &[libc::c_int]) -> libc::sigset_t {
+    // SAFETY: sigset_t is plain data and sigemptyset initialises it.
+    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: the set is a valid local.
+    unsafe { libc::sigemptyset(&mut set) };
+    for &signal in signals {
+        // SAFETY: as above.
+        unsafe { libc::sigaddset(&mut set, signal) };
+    }
+    set
+}
+
+fn supervise(plan: &ChildPlan, channel: Channel) -> ! {
+    let mut handled = [0; 8];
+    handled[..7].copy_from_slice(&FORWARDED);
+    handled[7] = libc::SIGCHLD;
+    let set = signal_set(&handled);
+    // SAFETY: blocking signals so sigwaitinfo receives them.
+    check(
+        channel,
+        Step::Sigmask,
+        0,
+        errno_of(unsafe { libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) }),
+    );
+    // SAFETY: the program process only makes system calls before execve.
+    let program = check(channel, Step::Fork, 0, unsafe {
+        sys::clone_process(0, None)
+    });
+    if program == 0 {
+        run_program(plan, channel);
+    }
+    close(plan.ruleset);
+    loop {
+        // SAFETY: `set` is initialised; the siginfo is written by the kernel.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        let signal = unsafe { libc::sigwaitinfo(&set, &mut info) };
+        if signal < 0 {
+            continue;
+        }
+        if signal != libc::SIGCHLD {
+            // SAFETY: signalling the program's process group (or the program
+            // alone if it left its group).
+            if unsafe { libc::kill(-program, signal) } < 0 {
+                // SAFETY: as above.
+                unsafe { libc::kill(program, signal) };
+            }
+            continue;
+        }
+        loop {
+            let mut status = 0;
+            // SAFETY: reaping any child without blocking.
+            let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
+            if pid <= 0 {
+                break;
+            }
+            if pid == program {
+                report(channel, Kind::Status, 0, i64::from(status));
+                sys::exit_now(0);
+            }
+        }
+    }
+}
+
+fn run_program(plan: &ChildPlan, channel: Channel) -> ! {
+    let empty = signal_set(&[]);
+    // SAFETY: restoring an empty mask in the program process.
+    check(
+        channel,
+        Step::Sigmask,
+        0,
+        errno_of(unsafe { libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut()) }),
+    );
+    for signal in FORWARDED.iter().chain(&[libc::SIGPIPE]) {
+        // SAFETY: default dispositions, as a freshly started program expects
+        // (Rust ignores SIGPIPE in Chock itself).
+        unsafe { libc::signal(*signal, libc::SIG_DFL) };
+    }
+    // SAFETY: own process group, so init can signal the whole job.
+    check(
+        channel,
+        Step::Setpgid,
+        0,
+        errno_of(unsafe { libc::setpgid(0, 0) }),
+    );
+    // SAFETY: prctl with integer arguments.
+    check(
+        channel,
+        Step::NoNewPrivs,
+        0,
+        errno_of(unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) }),
+    );
+    check(
+        channel,
+        Step::LandlockRestrict,
+        0,
+        sys::landlock_restrict_self(plan.ruleset),
+    );
+    close(plan.ruleset);
+    if let Err((step, errno)) = caps::drop_all(plan.last_cap) {
+        let step = match step {
+            CapStep::Securebits => Step::Securebits,
+            CapStep::Bounding => Step::Bounding,
+            CapStep::Ambient => Step::Ambient,
+            CapStep::Capset => Step::Capset,
+        };
+        fail(channel, step, 0, errno);
+    }
+    for (index, (resource, limit)) in plan.rlimits.iter().enumerate() {
+        // SAFETY: setrlimit reads the struct we pass.
+        check(
+            channel,
+            Step::Rlimit,
+            index as u32,
+            errno_of(unsafe { libc::setrlimit(*resource, limit) }),
+        );
+    }
+    // SAFETY: NUL-terminated path.
+    check(
+        channel,
+        Step::Chdir,
+        0,
+        errno_of(unsafe { libc::chdir(plan.cwd.as_ptr()) }),
+    );
+    check(channel, Step::CloseRange, 0, sys::close_range_cloexec(3));
+    for (index, filter) in plan.seccomp.iter().enumerate() {
+        if seccompiler::apply_filter(filter).is_err() {
+            fail(channel, Step::Seccomp, index as u32, Errno::last());
+        }
+    }
+    match &plan.payload {
+        Payload::Exec {
+            program,
+            argv,
+            envp,
+        } => exec(program, argv, envp, channel),
+        Payload::Probe(probe) => {
+            let value = probe();
+            report(channel, Kind::Probe, 0, value);
+            sys::exit_now(0)
+        }
+    }
+}
+
+fn exec(program: &CStr, argv: &[CString], envp: &[CString], channel: Channel) -> ! {
+    // The pointer arrays live on the stack: at most this many arguments and
+    // variables are passed (the parent refuses more).
+    let mut argv_ptrs = [std::ptr::null::<libc::c_char>(); MAX_ARGS + 1];
+    let mut envp_ptrs = [std::ptr::null::<libc::c_char>(); MAX_ENV + 1];
+    for (slot, arg) in argv_ptrs.iter_mut().zip(argv.iter().take(MAX_ARGS)) {
+        *slot = arg.as_ptr();
+    }
+    for (slot, var) in envp_ptrs.iter_mut().zip(envp.iter().take(MAX_ENV)) {
+        *slot = var.as_ptr();
+    }
+    // SAFETY: both arrays are null-terminated and point into live CStrings.
+    unsafe { libc::execve(program.as_ptr(), argv_ptrs.as_ptr(), envp_ptrs.as_ptr()) };
+    report(channel, Kind::Exec, 0, Errno::last() as i64);
+    sys::exit_now(127)
+}
+
+/// The most arguments a sandboxed program is given.
+pub(crate) const MAX_ARGS: usize = 4096;
+/// The most environment variables a sandboxed program is given.
+pub(crate) const MAX_ENV: usize = 1024;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_round_trip_and_a_torn_tail_is_dropped() {
+        let records = [
+            Record {
+                kind: Kind::Op,
+                index: 7,
+                value: libc::EPERM as i64,
+            },
+            Record {
+                kind: Kind::Status,
+                index: 0,
+                value: 256,
+            },
+        ];
+        let mut bytes: Vec<u8> = records.iter().flat_map(|r| r.encode()).collect();
+        bytes.extend_from_slice(&[1, 2, 3]);
+        assert_eq!(Record::decode_all(&bytes), records);
+    }
+
+    #[test]
+    fn every_step_code_decodes_to_itself() {
+        for step in Step::ALL {
+            assert_eq!(Step::from_code(step as u32 | (5 << 16)), Some(step));
+        }
+        assert_eq!(Step::from_code(999), None);
+    }
+}

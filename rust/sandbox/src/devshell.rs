@@ -1,0 +1,462 @@
+//! The project's Nix dev shell as the sandbox's toolchain.
+//!
+//! The environment is read the way nix-direnv reads it: `nix print-dev-env
+//! --json` builds the shell's `-env` derivation through the person's Nix
+//! daemon and dumps its variables; what the shell *adds* to a bare
+//! environment is kept (exported variables, less the ones Nix's own rc file
+//! skips because they describe the build rather than the shell), so the
+//! answer does not depend on the caller's environment and a caller already
+//! inside direnv gets the same one. Until fix evaluates dev shells in
+//! process, the `nix` command does this; the docs say so.
+//!
+//! The mount set is the closure of the `-env` output, read from the daemon's
+//! path infos (`nix-store --query --requisites`). A GC root (`--profile`)
+//! keeps it alive, and the result is cached under a stamp of a format
+//! version, the shell's name, the system and the bytes of `flake.nix` and
+//! `flake.lock` (a missing lock counts as empty). Files `flake.nix` imports
+//! are not in the stamp: editing one without touching `flake.nix` keeps the
+//! old shell until `chock cache clear` (a known staleness, as in the
+//! reference). A cached shell is used only while every store path of it
+//! still exists.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use sha2::{Digest, Sha256};
+
+/// Bumped whenever what is cached changes meaning.
+const FORMAT: &str = "chock-devshell-v1";
+
+/// Variables `nix print-dev-env` dumps that describe the build of the shell,
+/// not the shell: Nix's own rc output skips them, and so does Chock.
+const SKIPPED: [&str; 18] = [
+    "BASHOPTS",
+    "HOME",
+    "NIX_BUILD_TOP",
+    "NIX_ENFORCE_PURITY",
+    "NIX_LOG_FD",
+    "NIX_REMOTE",
+    "PPID",
+    "SHELLOPTS",
+    "SSL_CERT_FILE",
+    "TEMP",
+    "TEMPDIR",
+    "TERM",
+    "TMP",
+    "TMPDIR",
+    "TZ",
+    "UID",
+    "OLDPWD",
+    "PWD",
+];
+
+/// Reading the dev shell failed.
+#[derive(Debug, thiserror::Error)]
+pub enum DevShellError {
+    /// `nix` could not be started.
+    #[error(
+        "could not run `nix` ({source}); install Nix (scripts/setup does) or remove flake.nix to run on the host's toolchain"
+    )]
+    NoNix {
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The flake has no dev shell of that name. Nix's own message was printed above.
+    #[error(
+        "the flake in {project} has no devShells.{system}.{name}{listing}; Chock never falls back to another shell: name one with --dev-shell or `.nix = .{{ .dev_shell = \"...\" }}` in chock.zon"
+    )]
+    NoSuchShell {
+        /// The project.
+        project: PathBuf,
+        /// The system.
+        system: String,
+        /// The name asked for.
+        name: String,
+        /// ", it has: a, b" or nothing when the list could not be read.
+        listing: String,
+    },
+    /// `nix print-dev-env` failed for another reason (its message was printed above).
+    #[error(
+        "`nix print-dev-env` failed for devShells.{system}.{name} (exit {code}); its message is above"
+    )]
+    Nix {
+        /// The system.
+        system: String,
+        /// The shell.
+        name: String,
+        /// Nix's exit code.
+        code: i32,
+    },
+    /// Nix printed something that is not the JSON it documents.
+    #[error(
+        "`nix print-dev-env --json` printed something Chock cannot read ({0}); run it by hand to see"
+    )]
+    BadJson(String),
+    /// Querying the closure failed.
+    #[error("could not read the closure of {path} from the Nix daemon: {message}")]
+    Closure {
+        /// The `-env` output.
+        path: PathBuf,
+        /// What nix-store said.
+        message: String,
+    },
+    /// Reading or writing the cache failed.
+    #[error("{what} {path}: {source}")]
+    Io {
+        /// What was being done.
+        what: &'static str,
+        /// Where.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+fn io<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> DevShellError + 'a {
+    move |source| DevShellError::Io {
+        what,
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// A dev shell ready to be a sandbox's toolchain.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct DevShell {
+    /// The shell's name (`default`, `ci`, ...).
+    pub name: String,
+    /// `devShells.<system>.<name>`.
+    pub attribute: String,
+    /// The variables the shell adds, sorted by name.
+    pub env: BTreeMap<String, String>,
+    /// The `-env` output the closure hangs from.
+    pub env_path: PathBuf,
+    /// Every store path of the closure.
+    pub store_paths: Vec<PathBuf>,
+    /// Links to make inside (target, link): `/bin/sh` and `/usr/bin/env`.
+    pub links: Vec<(PathBuf, PathBuf)>,
+    /// Whether this came from the cache (not stored).
+    #[serde(skip)]
+    pub cached: bool,
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct CacheEntry {
+    format: String,
+    stamp: String,
+    shell: DevShell,
+}
+
+/// The Nix system name of this machine (`x86_64-linux`, ...).
+pub fn system() -> String {
+    let arch = match std::env::consts::ARCH {
+        "x86" => "i686",
+        other => other,
+    };
+    format!("{arch}-linux")
+}
+
+/// The stamp a cached shell is keyed by.
+pub fn stamp(project: &Path, name: &str, system: &str) -> Result<String, DevShellError> {
+    let read = |file: &str| -> Result<Vec<u8>, DevShellError> {
+        let path = project.join(file);
+        match std::fs::read(&path) {
+            Ok(bytes) => Ok(bytes),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+            Err(e) => Err(io("reading", &path)(e)),
+        }
+    };
+    let mut hasher = Sha256::new();
+    for part in [
+        FORMAT.as_bytes(),
+        name.as_bytes(),
+        system.as_bytes(),
+        &read("flake.nix")?,
+        &read("flake.lock")?,
+    ] {
+        hasher.update((part.len() as u64).to_le_bytes());
+        hasher.update(part);
+    }
+    Ok(hex::encode(hasher.finalize()))
+}
+
+/// The dev shell `name` of the flake in `project`, from the cache when its
+/// stamp matches and every store path still exists, else through `nix`.
+pub fn load(project: &Path, name: &str, cache_dir: &Path) -> Result<DevShell, DevShellError> {
+    let system = system();
+    let entry_path = cache_dir.join(format!("{}.json", file_safe(name)));
+    let before = stamp(project, name, &system)?;
+    if let Some(shell) = read_cached(&entry_path, &before) {
+        return Ok(shell);
+    }
+    std::fs::create_dir_all(cache_dir).map_err(io("creating", cache_dir))?;
+    let gc_root = cache_dir.join(format!("{}.gcroot", file_safe(name)));
+    let shell = from_nix(project, name, &system, &gc_root)?;
+    // Nix may have written flake.lock; the stamp is taken after, so the next
+    // run finds this entry.
+    let after = stamp(project, name, &system)?;
+    write_cached(
+        &entry_path,
+        &CacheEntry {
+            format: FORMAT.into(),
+            stamp: after,
+            shell: shell.clone(),
+        },
+    )?;
+    Ok(shell)
+}
+
+fn file_safe(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+fn read_cached(path: &Path, stamp: &str) -> Option<DevShell> {
+    let bytes = std::fs::read(path).ok()?;
+    let entry: CacheEntry = serde_json::from_slice(&bytes).ok()?;
+    let fresh = entry.format == FORMAT
+        && entry.stamp == stamp
+        && entry
+            .shell
+            .store_paths
+            .iter()
+            .all(|p| p.symlink_metadata().is_ok());
+    fresh.then_some(DevShell {
+        cached: true,
+        ..entry.shell
+    })
+}
+
+fn write_cached(path: &Path, entry: &CacheEntry) -> Result<(), DevShellError> {
+    let bytes = serde_json::to_vec(entry).map_err(|e| DevShellError::BadJson(e.to_string()))?;
+    let temp = path.with_extension(format!("json.{}", std::process::id()));
+    let mut file = std::fs::File::create(&temp).map_err(io("writing", &temp))?;
+    file.write_all(&bytes).map_err(io("writing", &temp))?;
+    file.sync_all().map_err(io("writing", &temp))?;
+    std::fs::rename(&temp, path).map_err(io("writing", path))
+}
+
+fn nix(args: &[&std::ffi::OsStr]) -> std::process::Command {
+    let mut command = std::process::Command::new("nix");
+    command
+        .args(["--extra-experimental-features", "nix-command flakes"])
+        .args(args);
+    command
+}
+
+fn from_nix(
+    project: &Path,
+    name: &str,
+    system: &str,
+    gc_root: &Path,
+) -> Result<DevShell, DevShellError> {
+    let attribute = format!("devShells.{system}.{name}");
+    let installable = format!("{}#{attribute}", project.display());
+    tracing::info!(%installable, "reading the dev shell through nix print-dev-env");
+    let output = nix(&[
+        "print-dev-env".as_ref(),
+        "--json".as_ref(),
+        "--profile".as_ref(),
+        gc_root.as_os_str(),
+        installable.as_ref(),
+    ])
+    .stdin(Stdio::null())
+    .stderr(Stdio::inherit())
+    .output()
+    .map_err(|source| DevShellError::NoNix { source })?;
+    if !output.status.success() {
+        if let Some(names) = shell_names(project, system)
+            && !names.iter().any(|n| n == name)
+        {
+            let listing = if names.is_empty() {
+                ", and no devShells at all".into()
+            } else {
+                format!(", it has: {}", names.join(", "))
+            };
+            return Err(DevShellError::NoSuchShell {
+                project: project.to_path_buf(),
+                system: system.into(),
+                name: name.into(),
+                listing,
+            });
+        }
+        return Err(DevShellError::Nix {
+            system: system.into(),
+            name: name.into(),
+            code: output.status.code().unwrap_or(1),
+        });
+    }
+    let env = shell_env(&output.stdout)?;
+    let env_path = gc_root
+        .canonicalize()
+        .map_err(io("reading the GC root", gc_root))?;
+    let store_paths = closure(&env_path)?;
+    let links = links(&store_paths);
+    Ok(DevShell {
+        name: name.into(),
+        attribute,
+        env,
+        env_path,
+        store_paths,
+        links,
+        cached: false,
+    })
+}
+
+/// The names under `devShells.<system>`, or None when Nix cannot list them.
+fn shell_names(project: &Path, system: &str) -> Option<Vec<String>> {
+    let installable = format!("{}#devShells.{system}", project.display());
+    let output = nix(&[
+        "eval".as_ref(),
+        "--json".as_ref(),
+        installable.as_ref(),
+        "--apply".as_ref(),
+        "builtins.attrNames".as_ref(),
+    ])
+    .stdin(Stdio::null())
+    .stderr(Stdio::null())
+    .output()
+    .ok()?;
+    if !output.status.success() {
+        // No devShells attribute for this system at all.
+        return Some(Vec::new());
+    }
+    serde_json::from_slice(&output.stdout).ok()
+}
+
+#[derive(serde::Deserialize)]
+struct PrintDevEnv {
+    variables: BTreeMap<String, Variable>,
+}
+
+#[derive(serde::Deserialize)]
+struct Variable {
+    #[serde(rename = "type")]
+    kind: String,
+    value: serde_json::Value,
+}
+
+/// What the shell adds to a bare environment: its exported variables, less
+/// those that describe the build.
+pub fn shell_env(json: &[u8]) -> Result<BTreeMap<String, String>, DevShellError> {
+    let dump: PrintDevEnv =
+        serde_json::from_slice(json).map_err(|e| DevShellError::BadJson(e.to_string()))?;
+    Ok(dump
+        .variables
+        .into_iter()
+        .filter(|(name, var)| var.kind == "exported" && !SKIPPED.contains(&name.as_str()))
+        .filter_map(|(name, var)| match var.value {
+            serde_json::Value::String(value) => Some((name, value)),
+            _ => None,
+        })
+        .collect())
+}
+
+fn closure(env_path: &Path) -> Result<Vec<PathBuf>, DevShellError> {
+    let output = std::process::Command::new("nix-store")
+        .args(["--query", "--requisites"])
+        .arg(env_path)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|source| DevShellError::NoNix { source })?;
+    if !output.status.success() {
+        return Err(DevShellError::Closure {
+            path: env_path.to_path_buf(),
+            message: String::from_utf8_lossy(&output.stderr).trim().to_owned(),
+        });
+    }
+    let store = crate::layout::store_dir();
+    let paths: Vec<PathBuf> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(PathBuf::from)
+        .collect();
+    if let Some(odd) = paths.iter().find(|p| p.parent() != Some(store.as_path())) {
+        return Err(DevShellError::Closure {
+            path: env_path.to_path_buf(),
+            message: format!(
+                "{} is not a path directly in {}",
+                odd.display(),
+                store.display()
+            ),
+        });
+    }
+    Ok(paths)
+}
+
+/// `/bin/sh` to the closure's shell and `/usr/bin/env` to its env, where
+/// the closure has them: scripts with `#!/bin/sh` or `#!/usr/bin/env` lines
+/// then run, as they do on NixOS.
+fn links(store_paths: &[PathBuf]) -> Vec<(PathBuf, PathBuf)> {
+    let find = |names: &[&str]| {
+        names.iter().find_map(|name| {
+            store_paths
+                .iter()
+                .map(|p| p.join(name))
+                .find(|p| p.is_file())
+        })
+    };
+    let mut links = Vec::new();
+    if let Some(sh) = find(&["bin/sh", "bin/bash"]) {
+        links.push((sh, PathBuf::from("/bin/sh")));
+    }
+    if let Some(env) = find(&["bin/env"]) {
+        links.push((env, PathBuf::from("/usr/bin/env")));
+    }
+    links
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_exported_variables_that_describe_the_shell_are_kept() {
+        let json = br#"{"bashFunctions":{"f":"echo"},"variables":{
+            "PATH":{"type":"exported","value":"/nix/store/aaa-tool/bin"},
+            "HOME":{"type":"exported","value":"/homeless-shelter"},
+            "TMPDIR":{"type":"exported","value":"/tmp/nix-build"},
+            "BASH":{"type":"var","value":"/bin/bash"},
+            "arr":{"type":"array","value":["a"]},
+            "MYVAR":{"type":"exported","value":"x"}}}"#;
+        let env = shell_env(json).expect("env");
+        assert_eq!(env.keys().collect::<Vec<_>>(), ["MYVAR", "PATH"]);
+    }
+
+    #[test]
+    fn junk_from_nix_is_an_error_not_a_panic() {
+        assert!(matches!(
+            shell_env(b"not json"),
+            Err(DevShellError::BadJson(_))
+        ));
+        assert!(matches!(
+            shell_env(br#"{"variables":{"A":{"type":"exported"}}}"#),
+            Err(DevShellError::BadJson(_))
+        ));
+    }
+
+    #[test]
+    fn the_stamp_follows_the_name_the_flake_and_the_lock() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("flake.nix"), "{ }").expect("flake");
+        let a = stamp(dir.path(), "default", "x86_64-linux").expect("stamp");
+        assert_ne!(a, stamp(dir.path(), "ci", "x86_64-linux").expect("stamp"));
+        std::fs::write(dir.path().join("flake.lock"), "{}").expect("lock");
+        let b = stamp(dir.path(), "default", "x86_64-linux").expect("stamp");
+        assert_ne!(a, b);
+        assert_eq!(
+            b,
+            stamp(dir.path(), "default", "x86_64-linux").expect("stamp")
+        );
+    }
+}

@@ -1,0 +1,169 @@
+//! Reading the host to decide what a sandbox shows: which store paths exist
+//! as what, which system directories a project without a flake gets, the
+//! generated `/etc` files and the time zone.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::SandboxError;
+use crate::mounts::{CACHE_MOUNT, Entry, EntryKind, Layout, StoreView};
+
+/// Where the toolchain comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Toolchain {
+    /// The dev shell's closure, and the links (`/bin/sh`, `/usr/bin/env`)
+    /// pointing into it.
+    DevShell {
+        /// Every store path of the closure.
+        store_paths: Vec<PathBuf>,
+        /// Links to make inside (target, link).
+        links: Vec<(PathBuf, PathBuf)>,
+    },
+    /// No flake: the whole store read-only, plus the host's system
+    /// directories, so the host's own programs run.
+    Host,
+}
+
+/// The host directories a project without a flake gets, read-only.
+pub const HOST_SYSTEM: [&str; 9] = [
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/etc/alternatives",
+    "/etc/ld.so.cache",
+];
+
+/// The store directory, `NIX_STORE_DIR` or `/nix/store`.
+pub fn store_dir() -> PathBuf {
+    std::env::var_os("NIX_STORE_DIR").map_or_else(|| PathBuf::from("/nix/store"), PathBuf::from)
+}
+
+/// The name of the file that holds a project's policy, bound read-only.
+pub const POLICY_FILE: &str = "chock.zon";
+
+/// Builds the layout of a sandbox for `workspace`.
+pub fn resolve(
+    workspace: &Path,
+    cache_dir: &Path,
+    toolchain: &Toolchain,
+    tmp_bytes: u64,
+) -> Result<Layout, SandboxError> {
+    let workspace = workspace
+        .canonicalize()
+        .map_err(|e| SandboxError::host("reading the workspace", workspace, e))?;
+    std::fs::create_dir_all(cache_dir)
+        .map_err(|e| SandboxError::host("creating the cache", cache_dir, e))?;
+    let cache_dir = cache_dir
+        .canonicalize()
+        .map_err(|e| SandboxError::host("reading the cache", cache_dir, e))?;
+    let policy = workspace.join(POLICY_FILE);
+    let read_only_files = match std::fs::symlink_metadata(&policy) {
+        Ok(meta) if meta.file_type().is_file() => vec![policy],
+        _ => Vec::new(),
+    };
+    let (store, links) = match toolchain {
+        Toolchain::DevShell { store_paths, links } => {
+            let entries = store_paths
+                .iter()
+                .map(|p| entry(p))
+                .collect::<Result<Vec<_>, _>>()?;
+            (
+                StoreView::Closure {
+                    store_dir: store_dir(),
+                    entries,
+                },
+                links.clone(),
+            )
+        }
+        Toolchain::Host => {
+            let store = store_dir();
+            let system = HOST_SYSTEM
+                .iter()
+                .map(Path::new)
+                .filter(|p| p.symlink_metadata().is_ok())
+                .map(entry)
+                .collect::<Result<Vec<_>, _>>()?;
+            (
+                StoreView::Host {
+                    store_dir: store.is_dir().then_some(store),
+                    system,
+                },
+                Vec::new(),
+            )
+        }
+    };
+    let mut file_binds = Vec::new();
+    if let Ok(zone) = Path::new("/etc/localtime").canonicalize()
+        && zone.is_file()
+    {
+        file_binds.push((zone, PathBuf::from("/etc/localtime")));
+    }
+    Ok(Layout {
+        workspace,
+        read_only_files,
+        cache_dir,
+        tmp_bytes,
+        store,
+        etc_files: etc_files(),
+        file_binds,
+        links,
+    })
+}
+
+fn entry(path: &Path) -> Result<Entry, SandboxError> {
+    let meta =
+        std::fs::symlink_metadata(path).map_err(|e| SandboxError::host("reading", path, e))?;
+    let kind = if meta.file_type().is_symlink() {
+        EntryKind::Symlink(
+            std::fs::read_link(path)
+                .map_err(|e| SandboxError::host("reading the link", path, e))?,
+        )
+    } else if meta.is_dir() {
+        EntryKind::Dir
+    } else {
+        EntryKind::File
+    };
+    Ok(Entry {
+        path: path.to_path_buf(),
+        kind,
+    })
+}
+
+/// `passwd` and `group` with the caller alone (and nobody), so `id` and
+/// `whoami` answer without the host's list of users; `hosts` and
+/// `nsswitch.conf` for loopback names.
+fn etc_files() -> Vec<(String, Vec<u8>)> {
+    let uid = nix::unistd::getuid();
+    let gid = nix::unistd::getgid();
+    let user = nix::unistd::User::from_uid(uid)
+        .ok()
+        .flatten()
+        .map_or_else(|| "chock".to_owned(), |u| u.name);
+    let group = nix::unistd::Group::from_gid(gid)
+        .ok()
+        .flatten()
+        .map_or_else(|| "chock".to_owned(), |g| g.name);
+    let mut passwd = format!("{user}:x:{uid}:{gid}::{CACHE_MOUNT}:/bin/sh\n");
+    let mut groups = format!("{group}:x:{gid}:\n");
+    if uid.as_raw() != 65534 {
+        passwd.push_str("nobody:x:65534:65534::/nonexistent:/bin/false\n");
+    }
+    if gid.as_raw() != 65534 {
+        groups.push_str("nogroup:x:65534:\n");
+    }
+    vec![
+        ("passwd".into(), passwd.into_bytes()),
+        ("group".into(), groups.into_bytes()),
+        (
+            "hosts".into(),
+            b"127.0.0.1 localhost\n::1 localhost\n".to_vec(),
+        ),
+        (
+            "nsswitch.conf".into(),
+            b"passwd: files\ngroup: files\nhosts: files\n".to_vec(),
+        ),
+    ]
+}

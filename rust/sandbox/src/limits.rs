@@ -1,0 +1,273 @@
+//! The resource floor: rlimits always, a memory and process bound through
+//! cgroup v2 when the machine delegates one to us.
+//!
+//! rlimits are set last before `execve`, soft equal to hard except CPU time
+//! (whose soft limit sends SIGXCPU 30 s before the hard one kills), and never
+//! above what the caller already had: a project can lower them, never raise.
+//! The kernel exempts real uid 0 from `RLIMIT_NPROC`, so for a root caller the
+//! process bound holds only where a cgroup is delegated; `chock doctor` says so.
+//!
+//! The cgroup is used only when `memory` and `pids` are already enabled for
+//! children of our own cgroup: Chock never writes `cgroup.subtree_control`,
+//! because turning controllers on is the delegating manager's decision.
+
+use std::path::{Path, PathBuf};
+
+const GIB: u64 = 1 << 30;
+
+/// The limits one sandboxed program runs under.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Limits {
+    /// Processes (RLIMIT_NPROC, and `pids.max` with a cgroup).
+    pub processes: u64,
+    /// Memory in bytes (`memory.max` with a cgroup; swap off).
+    pub memory_bytes: u64,
+    /// Open files (RLIMIT_NOFILE).
+    pub open_files: u64,
+    /// Largest file a program may write (RLIMIT_FSIZE).
+    pub file_bytes: u64,
+    /// CPU seconds before SIGXCPU; killed 30 s later (RLIMIT_CPU).
+    pub cpu_seconds: u64,
+    /// Data segment (RLIMIT_DATA), a backstop where no cgroup bounds memory.
+    pub data_bytes: u64,
+}
+
+impl Limits {
+    /// The built-in floor, sized to this machine: processes = max(256, 8 ×
+    /// CPUs), memory = max(2 GiB, total / 8).
+    pub fn for_this_machine() -> Self {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u64);
+        Limits {
+            processes: 256.max(8 * cpus),
+            memory_bytes: (2 * GIB).max(total_memory() / 8),
+            open_files: 1024,
+            file_bytes: GIB,
+            cpu_seconds: 3600,
+            data_bytes: 16 * GIB,
+        }
+    }
+
+    /// The same limits, lowered (never raised) by a project's or an
+    /// organisation's `limits` block.
+    pub fn lowered(self, processes: Option<u64>, memory_bytes: Option<u64>) -> Self {
+        Limits {
+            processes: processes.map_or(self.processes, |p| p.min(self.processes)),
+            memory_bytes: memory_bytes.map_or(self.memory_bytes, |m| m.min(self.memory_bytes)),
+            ..self
+        }
+    }
+
+    /// The rlimits to set, each capped by what the caller has now.
+    pub(crate) fn rlimits(&self) -> Vec<(RlimitResource, libc::rlimit)> {
+        let cpu_hard = self.cpu_seconds.saturating_add(30);
+        [
+            (libc::RLIMIT_CORE, 0, 0),
+            (libc::RLIMIT_FSIZE, self.file_bytes, self.file_bytes),
+            (libc::RLIMIT_NOFILE, self.open_files, self.open_files),
+            (libc::RLIMIT_NPROC, self.processes, self.processes),
+            (libc::RLIMIT_CPU, self.cpu_seconds, cpu_hard),
+            (libc::RLIMIT_DATA, self.data_bytes, self.data_bytes),
+        ]
+        .into_iter()
+        .map(|(resource, soft, hard)| {
+            let current = current_rlimit(resource);
+            let hard = hard.min(current.rlim_max);
+            (
+                resource,
+                libc::rlimit {
+                    rlim_cur: soft.min(hard),
+                    rlim_max: hard,
+                },
+            )
+        })
+        .collect()
+    }
+}
+
+#[cfg(target_env = "gnu")]
+pub(crate) type RlimitResource = libc::__rlimit_resource_t;
+#[cfg(not(target_env = "gnu"))]
+pub(crate) type RlimitResource = libc::c_int;
+
+fn current_rlimit(resource: RlimitResource) -> libc::rlimit {
+    let mut limit = libc::rlimit {
+        rlim_cur: libc::RLIM_INFINITY,
+        rlim_max: libc::RLIM_INFINITY,
+    };
+    // SAFETY: getrlimit fills the struct we pass.
+    unsafe { libc::getrlimit(resource, &mut limit) };
+    limit
+}
+
+fn total_memory() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find_map(|l| l.strip_prefix("MemTotal:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(0, |kib| kib * 1024)
+}
+
+/// Whether a cgroup v2 with `memory` and `pids` is ours to use, and where.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum Delegation {
+    /// Children of this directory get `memory` and `pids`.
+    Delegated {
+        /// Our own cgroup directory.
+        dir: PathBuf,
+    },
+    /// Not usable; the reason says why.
+    NotDelegated {
+        /// Why, in words.
+        reason: String,
+    },
+}
+
+/// Looks at this process's cgroup for a usable v2 delegation.
+pub fn delegation() -> Delegation {
+    let not = |reason: String| Delegation::NotDelegated { reason };
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let Some(mount) = cgroup2_mount(&mountinfo) else {
+        return not("no cgroup v2 hierarchy is mounted".into());
+    };
+    let own = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    let Some(path) = unified_path(&own) else {
+        return not("this process is in no cgroup v2 group".into());
+    };
+    let dir = mount.join(path.trim_start_matches('/'));
+    let enabled = std::fs::read_to_string(dir.join("cgroup.subtree_control")).unwrap_or_default();
+    let missing: Vec<&str> = ["memory", "pids"]
+        .into_iter()
+        .filter(|c| !enabled.split_whitespace().any(|e| e == *c))
+        .collect();
+    if !missing.is_empty() {
+        let available =
+            std::fs::read_to_string(mount.join("cgroup.controllers")).unwrap_or_default();
+        let hint = if available.split_whitespace().any(|c| c == "memory") {
+            "ask the session manager to delegate them (systemd: Delegate=memory pids)"
+        } else {
+            "the machine runs those controllers on cgroup v1 (a hybrid hierarchy)"
+        };
+        return not(format!(
+            "{} not enabled for children of {} ({hint}); the rlimits still apply",
+            missing.join(" and "),
+            dir.display()
+        ));
+    }
+    if nix::unistd::access(&dir, nix::unistd::AccessFlags::W_OK).is_err() {
+        return not(format!("{} is not writable by this user", dir.display()));
+    }
+    Delegation::Delegated { dir }
+}
+
+fn cgroup2_mount(mountinfo: &str) -> Option<PathBuf> {
+    mountinfo.lines().find_map(|line| {
+        let (left, right) = line.split_once(" - ")?;
+        let fstype = right.split_whitespace().next()?;
+        (fstype == "cgroup2").then(|| left.split_whitespace().nth(4).map(PathBuf::from))?
+    })
+}
+
+fn unified_path(proc_cgroup: &str) -> Option<&str> {
+    proc_cgroup.lines().find_map(|l| l.strip_prefix("0::"))
+}
+
+/// A cgroup made for one sandbox, removed again when dropped.
+#[derive(Debug)]
+pub(crate) struct Cgroup {
+    dir: PathBuf,
+}
+
+/// What the cgroup saw: the kernel's own record of why a program was killed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct CgroupEvents {
+    /// Processes the OOM killer ended because of `memory.max`.
+    pub oom_kills: u64,
+    /// Forks refused because of `pids.max`.
+    pub pids_max: u64,
+}
+
+impl Cgroup {
+    /// Creates `chock-<pid>-<n>` under the delegated directory with the limits written.
+    pub(crate) fn create(parent: &Path, limits: &Limits) -> std::io::Result<Cgroup> {
+        static COUNTER: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = parent.join(format!("chock-{}-{n}", std::process::id()));
+        std::fs::create_dir(&dir)?;
+        let cgroup = Cgroup { dir };
+        std::fs::write(
+            cgroup.dir.join("memory.max"),
+            limits.memory_bytes.to_string(),
+        )?;
+        // Not every kernel has swap accounting; without it there is no swap to bound.
+        let _ = std::fs::write(cgroup.dir.join("memory.swap.max"), "0");
+        std::fs::write(cgroup.dir.join("pids.max"), limits.processes.to_string())?;
+        Ok(cgroup)
+    }
+
+    pub(crate) fn attach(&self, pid: libc::pid_t) -> std::io::Result<()> {
+        std::fs::write(self.dir.join("cgroup.procs"), pid.to_string())
+    }
+
+    pub(crate) fn events(&self) -> CgroupEvents {
+        let count = |file: &str, key: &str| {
+            std::fs::read_to_string(self.dir.join(file))
+                .ok()
+                .and_then(|t| {
+                    t.lines()
+                        .find_map(|l| l.strip_prefix(key)?.trim().parse().ok())
+                })
+                .unwrap_or(0)
+        };
+        CgroupEvents {
+            oom_kills: count("memory.events", "oom_kill "),
+            pids_max: count("pids.events", "max "),
+        }
+    }
+}
+
+impl Drop for Cgroup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_project_lowers_and_never_raises() {
+        let base = Limits::for_this_machine();
+        let lowered = base.lowered(Some(10), Some(u64::MAX));
+        assert_eq!(lowered.processes, 10);
+        assert_eq!(lowered.memory_bytes, base.memory_bytes);
+        assert!(base.processes >= 256 && base.memory_bytes >= 2 * GIB);
+    }
+
+    #[test]
+    fn rlimits_never_exceed_what_the_caller_has() {
+        for (resource, limit) in Limits::for_this_machine().rlimits() {
+            assert!(limit.rlim_cur <= limit.rlim_max);
+            assert!(limit.rlim_max <= current_rlimit(resource).rlim_max);
+        }
+    }
+
+    #[test]
+    fn the_cgroup2_mount_and_own_path_are_found() {
+        let mountinfo = "24 18 0:22 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n\
+                         30 24 0:26 / /sys/fs/cgroup/unified rw,nosuid - cgroup2 cgroup2 rw\n";
+        assert_eq!(
+            cgroup2_mount(mountinfo),
+            Some(PathBuf::from("/sys/fs/cgroup/unified"))
+        );
+        assert_eq!(cgroup2_mount("1 2 0:1 / / rw - ext4 /dev/vda rw\n"), None);
+        assert_eq!(
+            unified_path("4:memory:/x\n0::/user.slice/a.scope\n"),
+            Some("/user.slice/a.scope")
+        );
+    }
+}

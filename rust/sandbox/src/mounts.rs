@@ -1,0 +1,740 @@
+//! The mount tree of a sandbox, planned in the parent as a list of steps and
+//! carried out by the child without allocating.
+//!
+//! The tree starts empty: a small tmpfs becomes the root (`pivot_root`), the
+//! host's root stays reachable at [`OLD_ROOT`] only while the binds are made,
+//! and is detached before the program starts. So what the program sees is
+//! exactly the list below and nothing of the host by accident:
+//!
+//! - the workspace, read-write, at its own path (`nosuid`, `nodev`), with
+//!   `chock.zon` bound read-only over itself;
+//! - the dev shell closure, each store path read-only at its own path on a
+//!   store tmpfs of its own (or, with no flake, the whole store and the
+//!   host's system directories, read-only);
+//! - `/run/chock/cache` (read-write, from the host's data directory) and
+//!   `/run/chock/tmp` (a tmpfs with a size cap, also bound at `/tmp`);
+//! - `/etc` with generated `passwd`, `group`, `hosts` and `nsswitch.conf`
+//!   and the host's time zone; `/dev` with six device nodes, a private
+//!   `devpts` and a capped `/dev/shm`; a fresh read-only `/proc` with the
+//!   entries that tell about the host masked.
+//!
+//! The root tmpfs is made read-only last, so the program can create nothing
+//! outside the workspace, the cache and the tmpfs even before Landlock.
+
+use std::collections::BTreeSet;
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use crate::sys::{MOUNT_ATTR_NODEV, MOUNT_ATTR_NOEXEC, MOUNT_ATTR_NOSUID, MOUNT_ATTR_RDONLY};
+
+/// Where the host's root hangs while the tree is built.
+pub const OLD_ROOT: &str = "/.chock-host-root";
+/// The directory the new root tmpfs is first mounted over (in the new mount
+/// namespace only, so the host never sees it).
+const BASE: &str = "/tmp";
+/// Chock's own directory inside the sandbox.
+pub const RUN_CHOCK: &str = "/run/chock";
+/// The per-project writable cache, `HOME` and `XDG_CACHE_HOME` point into it.
+pub const CACHE_MOUNT: &str = "/run/chock/cache";
+/// The capped tmpfs, `TMPDIR`.
+pub const TMP_MOUNT: &str = "/run/chock/tmp";
+
+const READ_ONLY: u64 = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+const WRITABLE: u64 = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+
+/// Device nodes the sandbox gets from the host, each bound alone.
+pub const DEVICE_NODES: [&str; 6] = ["null", "zero", "full", "random", "urandom", "tty"];
+
+/// Entries of `/proc` that describe the host (kernel memory, symbols, keys,
+/// timers, hardware) rather than the sandbox; a root caller owns them, so
+/// they are covered even though the program has no capabilities.
+pub const PROC_MASKED_FILES: [&str; 14] = [
+    "kcore",
+    "kmsg",
+    "kallsyms",
+    "keys",
+    "key-users",
+    "kpagecount",
+    "kpageflags",
+    "kpagecgroup",
+    "latency_stats",
+    "timer_list",
+    "sched_debug",
+    "sysrq-trigger",
+    "config.gz",
+    "vmallocinfo",
+];
+/// Directories of `/proc` covered by an empty read-only tmpfs.
+pub const PROC_MASKED_DIRS: [&str; 6] = ["acpi", "asound", "bus", "irq", "scsi", "driver"];
+
+/// What a path on the host is, as far as mounting it goes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EntryKind {
+    /// A directory: an empty directory is made as its mount point.
+    Dir,
+    /// Any other non-link file: an empty file is made as its mount point.
+    File,
+    /// A symbolic link: recreated with the same target rather than bound.
+    Symlink(PathBuf),
+}
+
+/// One host path to show read-only at the same path inside.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// The path, on the host and inside.
+    pub path: PathBuf,
+    /// Its kind on the host.
+    pub kind: EntryKind,
+}
+
+/// What of the store (and of the host's system) the sandbox shows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StoreView {
+    /// The dev shell closure: these store paths and nothing else of the store.
+    Closure {
+        /// The store directory (`/nix/store`).
+        store_dir: PathBuf,
+        /// Each store path of the closure.
+        entries: Vec<Entry>,
+    },
+    /// No flake: the whole store, plus the host's system directories.
+    Host {
+        /// The store directory, if it exists on this machine.
+        store_dir: Option<PathBuf>,
+        /// `/usr`, `/bin`, `/lib`... as they are on the host.
+        system: Vec<Entry>,
+    },
+}
+
+/// Everything the mount plan needs, resolved on the host beforehand.
+#[derive(Clone, Debug)]
+pub struct Layout {
+    /// The project, read-write at its own path.
+    pub workspace: PathBuf,
+    /// Files inside the workspace bound read-only over themselves.
+    pub read_only_files: Vec<PathBuf>,
+    /// The host directory shown at [`CACHE_MOUNT`].
+    pub cache_dir: PathBuf,
+    /// The size cap of [`TMP_MOUNT`], in bytes.
+    pub tmp_bytes: u64,
+    /// The store and toolchain.
+    pub store: StoreView,
+    /// Files written into the sandbox's `/etc` (name, contents).
+    pub etc_files: Vec<(String, Vec<u8>)>,
+    /// Host files bound read-only into the sandbox (host path, sandbox path).
+    pub file_binds: Vec<(PathBuf, PathBuf)>,
+    /// Symbolic links made inside (target, link), e.g. `/bin/sh`.
+    pub links: Vec<(PathBuf, PathBuf)>,
+}
+
+/// One step of building the tree. Every path is already a C string so the
+/// child only makes system calls.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Op {
+    /// Stop mount events flowing between the host and the new namespace.
+    MakePrivate,
+    /// A fresh tmpfs at `target`.
+    Tmpfs {
+        target: CString,
+        data: CString,
+        flags: libc::c_ulong,
+    },
+    /// A directory (an existing one is fine).
+    MkDir { path: CString },
+    /// An empty file to bind a file over (an existing one is fine).
+    MkFile { path: CString },
+    /// A bind mount, with everything mounted beneath the source.
+    Bind {
+        source: CString,
+        target: CString,
+        optional: bool,
+    },
+    /// Add mount attributes (read-only, nosuid...) to the mount at `path`.
+    SetAttr {
+        path: CString,
+        set: u64,
+        recursive: bool,
+    },
+    /// A symbolic link (an existing one is fine).
+    Symlink { target: CString, link: CString },
+    /// A file with fixed contents, read-only for everyone.
+    WriteFile { path: CString, contents: Vec<u8> },
+    /// A fresh read-only procfs for the new PID namespace.
+    Proc { target: CString },
+    /// A private devpts instance.
+    Devpts { target: CString },
+    /// An empty read-only tmpfs over a directory that may not exist.
+    MaskDir { target: CString },
+    /// `pivot_root` into `new_root`, the old root going to `put_old`.
+    PivotRoot { new_root: CString, put_old: CString },
+    /// Change directory.
+    Chdir { path: CString },
+    /// Detach the mount at `path` and everything beneath it.
+    Detach { path: CString },
+    /// Remove an empty directory.
+    RmDir { path: CString },
+    /// Bring the loopback interface of the new network namespace up.
+    LoopbackUp,
+}
+
+impl Op {
+    /// The step in words, for the error a person reads when it fails.
+    pub(crate) fn describe(&self) -> String {
+        let s = |c: &CString| c.to_string_lossy().into_owned();
+        match self {
+            Op::MakePrivate => "making the mount namespace private".into(),
+            Op::Tmpfs { target, data, .. } => {
+                format!("mounting a tmpfs ({}) at {}", s(data), s(target))
+            }
+            Op::MkDir { path } => format!("creating the directory {}", s(path)),
+            Op::MkFile { path } => format!("creating the mount point {}", s(path)),
+            Op::Bind { source, target, .. } => format!("binding {} at {}", s(source), s(target)),
+            Op::SetAttr { path, set, .. } => format!("setting {} on {}", attr_words(*set), s(path)),
+            Op::Symlink { target, link } => format!("linking {} to {}", s(link), s(target)),
+            Op::WriteFile { path, .. } => format!("writing {}", s(path)),
+            Op::Proc { target } => format!("mounting a fresh procfs at {}", s(target)),
+            Op::Devpts { target } => format!("mounting a private devpts at {}", s(target)),
+            Op::MaskDir { target } => format!("masking {}", s(target)),
+            Op::PivotRoot { new_root, .. } => format!("pivot_root into {}", s(new_root)),
+            Op::Chdir { path } => format!("changing directory to {}", s(path)),
+            Op::Detach { path } => format!("detaching {}", s(path)),
+            Op::RmDir { path } => format!("removing {}", s(path)),
+            Op::LoopbackUp => "bringing up the loopback interface".into(),
+        }
+    }
+}
+
+fn attr_words(set: u64) -> String {
+    let names = [
+        (MOUNT_ATTR_RDONLY, "read-only"),
+        (MOUNT_ATTR_NOSUID, "nosuid"),
+        (MOUNT_ATTR_NODEV, "nodev"),
+        (MOUNT_ATTR_NOEXEC, "noexec"),
+    ];
+    names
+        .iter()
+        .filter(|(bit, _)| set & bit != 0)
+        .map(|(_, n)| *n)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Turns a path into a C string; paths come from the file system or from
+/// `Path::join`, so an interior NUL cannot occur, and one that did would be
+/// replaced by an impossible path rather than truncated.
+pub(crate) fn cstring(path: impl AsRef<Path>) -> CString {
+    CString::new(path.as_ref().as_os_str().as_bytes())
+        .unwrap_or_else(|_| c"/.chock-invalid-path".to_owned())
+}
+
+fn under_old_root(host: &Path) -> PathBuf {
+    let relative = host.strip_prefix("/").unwrap_or(host);
+    Path::new(OLD_ROOT).join(relative)
+}
+
+/// Builds the ordered list of steps, keeping track of the directories made
+/// so far so each is made once.
+struct Planner {
+    ops: Vec<Op>,
+    made: BTreeSet<PathBuf>,
+}
+
+impl Planner {
+    fn push(&mut self, op: Op) {
+        self.ops.push(op);
+    }
+
+    /// `mkdir -p`, one step per missing ancestor.
+    fn mkdir_all(&mut self, path: &Path) {
+        let mut ancestors: Vec<&Path> = path.ancestors().filter(|p| *p != Path::new("/")).collect();
+        ancestors.reverse();
+        for dir in ancestors {
+            if self.made.insert(dir.to_path_buf()) {
+                self.ops.push(Op::MkDir { path: cstring(dir) });
+            }
+        }
+    }
+
+    fn mount_point(&mut self, path: &Path, kind: &EntryKind) {
+        match kind {
+            EntryKind::Dir => self.mkdir_all(path),
+            EntryKind::File | EntryKind::Symlink(_) => {
+                if let Some(parent) = path.parent() {
+                    self.mkdir_all(parent);
+                }
+                self.push(Op::MkFile {
+                    path: cstring(path),
+                });
+            }
+        }
+    }
+
+    /// Shows a host entry read-only at the same path (a link is recreated).
+    fn show_read_only(&mut self, entry: &Entry) {
+        if let EntryKind::Symlink(target) = &entry.kind {
+            if let Some(parent) = entry.path.parent() {
+                self.mkdir_all(parent);
+            }
+            self.push(Op::Symlink {
+                target: cstring(target),
+                link: cstring(&entry.path),
+            });
+            return;
+        }
+        self.mount_point(&entry.path, &entry.kind);
+        self.push(Op::Bind {
+            source: cstring(under_old_root(&entry.path)),
+            target: cstring(&entry.path),
+            optional: false,
+        });
+        self.push(Op::SetAttr {
+            path: cstring(&entry.path),
+            set: READ_ONLY,
+            recursive: true,
+        });
+    }
+}
+
+/// The whole plan, in the order the child carries it out.
+pub(crate) fn plan(layout: &Layout) -> Vec<Op> {
+    let mut p = Planner {
+        ops: Vec::new(),
+        made: BTreeSet::new(),
+    };
+    p.push(Op::MakePrivate);
+    p.push(Op::Tmpfs {
+        target: cstring(BASE),
+        data: c"mode=0755,size=8m".to_owned(),
+        flags: 0,
+    });
+    p.push(Op::MkDir {
+        path: cstring(Path::new(BASE).join(OLD_ROOT.trim_start_matches('/'))),
+    });
+    p.push(Op::PivotRoot {
+        new_root: cstring(BASE),
+        put_old: cstring(Path::new(BASE).join(OLD_ROOT.trim_start_matches('/'))),
+    });
+    p.push(Op::Chdir {
+        path: c"/".to_owned(),
+    });
+
+    plan_run_chock(&mut p, layout);
+    plan_store(&mut p, &layout.store);
+    plan_etc(&mut p, layout);
+    for (target, link) in &layout.links {
+        if let Some(parent) = link.parent() {
+            p.mkdir_all(parent);
+        }
+        p.push(Op::Symlink {
+            target: cstring(target),
+            link: cstring(link),
+        });
+    }
+    plan_dev(&mut p);
+    plan_proc(&mut p);
+    plan_workspace(&mut p, layout);
+    p.push(Op::LoopbackUp);
+    p.push(Op::Detach {
+        path: cstring(OLD_ROOT),
+    });
+    p.push(Op::RmDir {
+        path: cstring(OLD_ROOT),
+    });
+    p.push(Op::SetAttr {
+        path: c"/".to_owned(),
+        set: READ_ONLY,
+        recursive: false,
+    });
+    p.ops
+}
+
+fn plan_run_chock(p: &mut Planner, layout: &Layout) {
+    p.mkdir_all(Path::new(TMP_MOUNT));
+    p.push(Op::Tmpfs {
+        target: cstring(TMP_MOUNT),
+        data: cstring(format!("mode=1777,size={}", layout.tmp_bytes)),
+        flags: (libc::MS_NOSUID | libc::MS_NODEV) as libc::c_ulong,
+    });
+    // Programs that ignore TMPDIR still find the same capped space at /tmp.
+    p.mkdir_all(Path::new("/tmp"));
+    p.push(Op::Bind {
+        source: cstring(TMP_MOUNT),
+        target: c"/tmp".to_owned(),
+        optional: false,
+    });
+    p.mkdir_all(Path::new(CACHE_MOUNT));
+    p.push(Op::Bind {
+        source: cstring(under_old_root(&layout.cache_dir)),
+        target: cstring(CACHE_MOUNT),
+        optional: false,
+    });
+    p.push(Op::SetAttr {
+        path: cstring(CACHE_MOUNT),
+        set: WRITABLE,
+        recursive: true,
+    });
+}
+
+fn plan_store(p: &mut Planner, store: &StoreView) {
+    match store {
+        StoreView::Closure { store_dir, entries } => {
+            p.mkdir_all(store_dir);
+            p.push(Op::Tmpfs {
+                target: cstring(store_dir),
+                data: c"mode=0755,size=4m".to_owned(),
+                flags: (libc::MS_NOSUID | libc::MS_NODEV) as libc::c_ulong,
+            });
+            for entry in entries {
+                match &entry.kind {
+                    EntryKind::Symlink(target) => p.push(Op::Symlink {
+                        target: cstring(target),
+                        link: cstring(&entry.path),
+                    }),
+                    kind => {
+                        let target = cstring(&entry.path);
+                        match kind {
+                            EntryKind::Dir => p.push(Op::MkDir {
+                                path: target.clone(),
+                            }),
+                            _ => p.push(Op::MkFile {
+                                path: target.clone(),
+                            }),
+                        }
+                        p.push(Op::Bind {
+                            source: cstring(under_old_root(&entry.path)),
+                            target,
+                            optional: false,
+                        });
+                    }
+                }
+            }
+            // One call makes the store tmpfs and every bind on it read-only.
+            p.push(Op::SetAttr {
+                path: cstring(store_dir),
+                set: READ_ONLY,
+                recursive: true,
+            });
+        }
+        StoreView::Host { store_dir, system } => {
+            if let Some(store_dir) = store_dir {
+                p.show_read_only(&Entry {
+                    path: store_dir.clone(),
+                    kind: EntryKind::Dir,
+                });
+            }
+            for entry in system {
+                p.show_read_only(entry);
+            }
+        }
+    }
+}
+
+fn plan_etc(p: &mut Planner, layout: &Layout) {
+    p.mkdir_all(Path::new("/etc"));
+    for (name, contents) in &layout.etc_files {
+        p.push(Op::WriteFile {
+            path: cstring(Path::new("/etc").join(name)),
+            contents: contents.clone(),
+        });
+    }
+    for (host, inside) in &layout.file_binds {
+        p.mount_point(inside, &EntryKind::File);
+        p.push(Op::Bind {
+            source: cstring(under_old_root(host)),
+            target: cstring(inside),
+            optional: false,
+        });
+        p.push(Op::SetAttr {
+            path: cstring(inside),
+            set: READ_ONLY,
+            recursive: false,
+        });
+    }
+}
+
+fn plan_dev(p: &mut Planner) {
+    p.mkdir_all(Path::new("/dev"));
+    p.push(Op::Tmpfs {
+        target: c"/dev".to_owned(),
+        data: c"mode=0755,size=64k".to_owned(),
+        flags: (libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC) as libc::c_ulong,
+    });
+    for node in DEVICE_NODES {
+        let path = Path::new("/dev").join(node);
+        p.push(Op::MkFile {
+            path: cstring(&path),
+        });
+        p.push(Op::Bind {
+            source: cstring(under_old_root(&path)),
+            target: cstring(&path),
+            optional: false,
+        });
+    }
+    for (link, target) in [
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+        ("ptmx", "pts/ptmx"),
+    ] {
+        p.push(Op::Symlink {
+            target: cstring(target),
+            link: cstring(Path::new("/dev").join(link)),
+        });
+    }
+    p.push(Op::MkDir {
+        path: c"/dev/pts".to_owned(),
+    });
+    p.push(Op::Devpts {
+        target: c"/dev/pts".to_owned(),
+    });
+    p.push(Op::MkDir {
+        path: c"/dev/shm".to_owned(),
+    });
+    p.push(Op::Tmpfs {
+        target: c"/dev/shm".to_owned(),
+        data: c"mode=1777,size=64m".to_owned(),
+        flags: (libc::MS_NOSUID | libc::MS_NODEV) as libc::c_ulong,
+    });
+    p.push(Op::SetAttr {
+        path: c"/dev".to_owned(),
+        set: MOUNT_ATTR_RDONLY,
+        recursive: false,
+    });
+}
+
+fn plan_proc(p: &mut Planner) {
+    p.mkdir_all(Path::new("/proc"));
+    p.push(Op::Proc {
+        target: c"/proc".to_owned(),
+    });
+    for name in PROC_MASKED_FILES {
+        p.push(Op::Bind {
+            source: c"/dev/null".to_owned(),
+            target: cstring(Path::new("/proc").join(name)),
+            optional: true,
+        });
+    }
+    for name in PROC_MASKED_DIRS {
+        p.push(Op::MaskDir {
+            target: cstring(Path::new("/proc").join(name)),
+        });
+    }
+}
+
+fn plan_workspace(p: &mut Planner, layout: &Layout) {
+    p.mkdir_all(&layout.workspace);
+    p.push(Op::Bind {
+        source: cstring(under_old_root(&layout.workspace)),
+        target: cstring(&layout.workspace),
+        optional: false,
+    });
+    p.push(Op::SetAttr {
+        path: cstring(&layout.workspace),
+        set: WRITABLE,
+        recursive: true,
+    });
+    for file in &layout.read_only_files {
+        // Bound over itself: the program sees the same file, read-only, and
+        // cannot rename or remove it either, since it is a mount point.
+        p.push(Op::Bind {
+            source: cstring(file),
+            target: cstring(file),
+            optional: false,
+        });
+        p.push(Op::SetAttr {
+            path: cstring(file),
+            set: READ_ONLY,
+            recursive: false,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layout(store: StoreView) -> Layout {
+        Layout {
+            workspace: PathBuf::from("/home/ada/project"),
+            read_only_files: vec![PathBuf::from("/home/ada/project/chock.zon")],
+            cache_dir: PathBuf::from("/home/ada/.local/share/chock/cache/project-1"),
+            tmp_bytes: 256 << 20,
+            store,
+            etc_files: vec![(
+                "passwd".into(),
+                b"ada:x:1000:1000::/run/chock/cache:/bin/sh\n".to_vec(),
+            )],
+            file_binds: vec![(
+                PathBuf::from("/usr/share/zoneinfo/UTC"),
+                PathBuf::from("/etc/localtime"),
+            )],
+            links: vec![(
+                PathBuf::from("/nix/store/aaa-bash/bin/bash"),
+                PathBuf::from("/bin/sh"),
+            )],
+        }
+    }
+
+    fn closure() -> StoreView {
+        StoreView::Closure {
+            store_dir: PathBuf::from("/nix/store"),
+            entries: vec![
+                Entry {
+                    path: PathBuf::from("/nix/store/aaa-bash"),
+                    kind: EntryKind::Dir,
+                },
+                Entry {
+                    path: PathBuf::from("/nix/store/bbb-script"),
+                    kind: EntryKind::File,
+                },
+                Entry {
+                    path: PathBuf::from("/nix/store/ccc-link"),
+                    kind: EntryKind::Symlink(PathBuf::from("/nix/store/aaa-bash")),
+                },
+            ],
+        }
+    }
+
+    fn position(ops: &[Op], wanted: &Op) -> usize {
+        ops.iter()
+            .position(|op| op == wanted)
+            .unwrap_or_else(|| panic!("missing {wanted:?}"))
+    }
+
+    #[test]
+    fn every_store_path_is_bound_before_the_store_goes_read_only() {
+        let ops = plan(&layout(closure()));
+        let read_only = position(
+            &ops,
+            &Op::SetAttr {
+                path: c"/nix/store".to_owned(),
+                set: READ_ONLY,
+                recursive: true,
+            },
+        );
+        let bind = position(
+            &ops,
+            &Op::Bind {
+                source: c"/.chock-host-root/nix/store/aaa-bash".to_owned(),
+                target: c"/nix/store/aaa-bash".to_owned(),
+                optional: false,
+            },
+        );
+        assert!(bind < read_only);
+        assert!(ops.contains(&Op::MkFile {
+            path: c"/nix/store/bbb-script".to_owned()
+        }));
+        assert!(ops.contains(&Op::Symlink {
+            target: c"/nix/store/aaa-bash".to_owned(),
+            link: c"/nix/store/ccc-link".to_owned()
+        }));
+    }
+
+    #[test]
+    fn the_host_root_is_gone_and_the_root_read_only_at_the_end() {
+        let ops = plan(&layout(closure()));
+        let n = ops.len();
+        assert_eq!(
+            ops[n - 3],
+            Op::Detach {
+                path: cstring(OLD_ROOT)
+            }
+        );
+        assert_eq!(
+            ops[n - 1],
+            Op::SetAttr {
+                path: c"/".to_owned(),
+                set: READ_ONLY,
+                recursive: false
+            }
+        );
+    }
+
+    #[test]
+    fn chock_zon_is_bound_read_only_after_the_workspace() {
+        let ops = plan(&layout(closure()));
+        let ws = position(
+            &ops,
+            &Op::SetAttr {
+                path: c"/home/ada/project".to_owned(),
+                set: WRITABLE,
+                recursive: true,
+            },
+        );
+        let zon = position(
+            &ops,
+            &Op::SetAttr {
+                path: c"/home/ada/project/chock.zon".to_owned(),
+                set: READ_ONLY,
+                recursive: false,
+            },
+        );
+        assert!(ws < zon);
+    }
+
+    #[test]
+    fn each_directory_is_made_once() {
+        let ops = plan(&layout(closure()));
+        let made: Vec<_> = ops
+            .iter()
+            .filter_map(|op| {
+                if let Op::MkDir { path } = op {
+                    Some(path)
+                } else {
+                    None
+                }
+            })
+            .collect();
+        let unique: BTreeSet<_> = made.iter().collect();
+        assert_eq!(made.len(), unique.len(), "{made:?}");
+    }
+
+    #[test]
+    fn with_no_flake_the_whole_store_and_the_system_directories_are_read_only() {
+        let ops = plan(&layout(StoreView::Host {
+            store_dir: Some(PathBuf::from("/nix/store")),
+            system: vec![
+                Entry {
+                    path: PathBuf::from("/usr"),
+                    kind: EntryKind::Dir,
+                },
+                Entry {
+                    path: PathBuf::from("/bin"),
+                    kind: EntryKind::Symlink(PathBuf::from("usr/bin")),
+                },
+            ],
+        }));
+        assert!(ops.contains(&Op::SetAttr {
+            path: c"/nix/store".to_owned(),
+            set: READ_ONLY,
+            recursive: true
+        }));
+        assert!(ops.contains(&Op::SetAttr {
+            path: c"/usr".to_owned(),
+            set: READ_ONLY,
+            recursive: true
+        }));
+        assert!(ops.contains(&Op::Symlink {
+            target: c"usr/bin".to_owned(),
+            link: c"/bin".to_owned()
+        }));
+    }
+
+    #[test]
+    fn nothing_is_bound_from_the_host_home() {
+        let ops = plan(&layout(closure()));
+        for op in &ops {
+            if let Op::Bind { source, .. } = op {
+                let s = source.to_string_lossy();
+                assert!(
+                    !s.starts_with("/.chock-host-root/home/ada/")
+                        || s.contains("/project")
+                        || s.contains("/chock/cache/"),
+                    "{s}"
+                );
+            }
+        }
+    }
+}

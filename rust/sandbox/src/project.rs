@@ -1,0 +1,144 @@
+//! Where a project's things live on the host: its identity, its writable
+//! cache (`$XDG_DATA_HOME/chock/cache/<project>/`, never inside the project)
+//! and its cached dev shell (`$XDG_CACHE_HOME/chock/devshell/<project>/`).
+
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+/// A project directory could not be placed.
+#[derive(Debug, thiserror::Error)]
+pub enum ProjectError {
+    /// Neither the XDG variable nor HOME says where per-user data lives.
+    #[error(
+        "neither {xdg} nor HOME is set, so Chock cannot tell where to keep per-project data; set HOME"
+    )]
+    NoHome {
+        /// The XDG variable that was looked at first.
+        xdg: &'static str,
+    },
+    /// The project directory does not exist or cannot be read.
+    #[error(
+        "the project directory {path} cannot be read: {source}; pass --project with an existing directory"
+    )]
+    Unreadable {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// One project: its directory and the name its per-user data goes under.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Project {
+    /// The project directory, canonical.
+    pub dir: PathBuf,
+    /// `<basename>-<16 hex digits of the path's SHA-256>`: readable, and two
+    /// projects with one basename never share.
+    pub id: String,
+}
+
+impl Project {
+    /// Places the project at `dir`.
+    pub fn at(dir: &Path) -> Result<Project, ProjectError> {
+        let dir = dir
+            .canonicalize()
+            .map_err(|source| ProjectError::Unreadable {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+        let digest = Sha256::digest(dir.as_os_str().as_encoded_bytes());
+        let base = dir
+            .file_name()
+            .map_or_else(|| "root".into(), |n| n.to_string_lossy().into_owned());
+        let base: String = base
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let id = format!(
+            "{base}-{}",
+            hex::encode(digest.get(..8).unwrap_or_default())
+        );
+        Ok(Project { dir, id })
+    }
+
+    /// Finds the project for a working directory: the nearest ancestor with a
+    /// `chock.zon`, a `flake.nix` or a `.git`, else the directory itself.
+    pub fn discover(cwd: &Path) -> Result<Project, ProjectError> {
+        let found = cwd.ancestors().find(|dir| {
+            ["chock.zon", "flake.nix", ".git"]
+                .iter()
+                .any(|marker| dir.join(marker).exists())
+        });
+        Project::at(found.unwrap_or(cwd))
+    }
+
+    /// The writable cache shown at `/run/chock/cache`.
+    pub fn cache_dir(&self) -> Result<PathBuf, ProjectError> {
+        Ok(data_home()?.join("chock").join("cache").join(&self.id))
+    }
+
+    /// Where the dev shell's environment, closure and GC root are kept.
+    pub fn dev_shell_dir(&self) -> Result<PathBuf, ProjectError> {
+        Ok(cache_home()?.join("chock").join("devshell").join(&self.id))
+    }
+}
+
+fn xdg(var: &'static str, fallback: &str) -> Result<PathBuf, ProjectError> {
+    if let Some(dir) = std::env::var_os(var)
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+    {
+        return Ok(dir);
+    }
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .map(|home| home.join(fallback))
+        .ok_or(ProjectError::NoHome { xdg: var })
+}
+
+/// `$XDG_DATA_HOME`, or `~/.local/share`.
+pub fn data_home() -> Result<PathBuf, ProjectError> {
+    xdg("XDG_DATA_HOME", ".local/share")
+}
+
+/// `$XDG_CACHE_HOME`, or `~/.cache`.
+pub fn cache_home() -> Result<PathBuf, ProjectError> {
+    xdg("XDG_CACHE_HOME", ".cache")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_projects_with_one_name_get_two_ids() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let a = dir.path().join("a/app");
+        let b = dir.path().join("b/app");
+        std::fs::create_dir_all(&a).expect("a");
+        std::fs::create_dir_all(&b).expect("b");
+        let (a, b) = (Project::at(&a).expect("a"), Project::at(&b).expect("b"));
+        assert!(a.id.starts_with("app-") && b.id.starts_with("app-"));
+        assert_ne!(a.id, b.id);
+    }
+
+    #[test]
+    fn the_nearest_marked_ancestor_is_the_project() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let sub = dir.path().join("src/deep");
+        std::fs::create_dir_all(&sub).expect("sub");
+        std::fs::write(dir.path().join("flake.nix"), "{}").expect("flake");
+        let project = Project::discover(&sub).expect("project");
+        assert_eq!(project.dir, dir.path().canonicalize().expect("canonical"));
+    }
+}

@@ -1,0 +1,290 @@
+//! The seccomp filters the sandboxed program runs under.
+//!
+//! A denylist, as the reference describes: the calls that change what the
+//! sandbox is made of (namespaces, mounts, the root), that reach the kernel
+//! or other processes (modules, kexec, keyrings, ptrace, bpf, userfaultfd,
+//! reboot, syslog) or that undo a wall (`open_by_handle_at` walks around the
+//! mount tree) kill the process. Killing rather than failing is deliberate:
+//! a program that tries them is not one whose next step we want to see.
+//! io_uring fails with `EPERM` instead, because libuv probes it at Node's
+//! start and must be able to fall back. The write-and-execute rules fail with
+//! `EPERM` too, and `sandbox.jit` = allow removes exactly those three.
+//!
+//! seccompiler gives one match action per filter, so the set is installed as
+//! several filters; the kernel runs them all and the strictest answer wins
+//! (kill > errno > allow), which keeps each filter simple to read and test.
+//! Every seccompiler filter starts by killing a foreign architecture; on
+//! x86_64 one more hand-written filter kills the x32 ABI, whose calls carry
+//! the same audit architecture with bit 30 set and would otherwise slip past
+//! every number in the list.
+
+use std::collections::BTreeMap;
+
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+    SeccompRule, TargetArch,
+};
+
+use crate::error::SandboxError;
+
+/// `open_tree_attr` (Linux 6.15), newer than the libc crate on some targets.
+const SYS_OPEN_TREE_ATTR: i64 = 467;
+const AF_VSOCK: u64 = 40;
+const AT_EMPTY_PATH: u64 = 0x1000;
+const TIOCSTI: u64 = 0x5412;
+const TIOCLINUX: u64 = 0x541C;
+const READ_IMPLIES_EXEC: u64 = 0x0040_0000;
+const SHM_EXEC: u64 = 0o100000;
+const PERSONALITY_QUERY: u64 = 0xffff_ffff;
+/// Namespace flags `clone` may carry (CLONE_NEWTIME is left out: in `clone`'s
+/// first argument that bit belongs to the exit signal).
+const CLONE_NAMESPACE_FLAGS: [u64; 7] = [
+    libc::CLONE_NEWNS as u64,
+    libc::CLONE_NEWCGROUP as u64,
+    libc::CLONE_NEWUTS as u64,
+    libc::CLONE_NEWIPC as u64,
+    libc::CLONE_NEWUSER as u64,
+    libc::CLONE_NEWPID as u64,
+    libc::CLONE_NEWNET as u64,
+];
+
+/// Whether the write-and-execute rule is part of the filter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WriteExecute {
+    /// A page may not be writable and executable at once (the default).
+    Refused,
+    /// `sandbox.jit` answered allow: the three write-and-execute rules are off.
+    Allowed,
+}
+
+/// The calls that kill the process, by name, as `chock doctor` and the docs list them.
+pub const KILLED_CALLS: [(&str, i64); 31] = [
+    ("unshare", libc::SYS_unshare),
+    ("setns", libc::SYS_setns),
+    ("mount", libc::SYS_mount),
+    ("umount2", libc::SYS_umount2),
+    ("pivot_root", libc::SYS_pivot_root),
+    ("chroot", libc::SYS_chroot),
+    ("open_tree", libc::SYS_open_tree),
+    ("move_mount", libc::SYS_move_mount),
+    ("fsopen", libc::SYS_fsopen),
+    ("fsconfig", libc::SYS_fsconfig),
+    ("fsmount", libc::SYS_fsmount),
+    ("fspick", libc::SYS_fspick),
+    ("mount_setattr", libc::SYS_mount_setattr),
+    ("open_tree_attr", SYS_OPEN_TREE_ATTR),
+    ("init_module", libc::SYS_init_module),
+    ("finit_module", libc::SYS_finit_module),
+    ("delete_module", libc::SYS_delete_module),
+    ("kexec_load", libc::SYS_kexec_load),
+    ("kexec_file_load", libc::SYS_kexec_file_load),
+    ("add_key", libc::SYS_add_key),
+    ("keyctl", libc::SYS_keyctl),
+    ("request_key", libc::SYS_request_key),
+    ("ptrace", libc::SYS_ptrace),
+    ("process_vm_readv", libc::SYS_process_vm_readv),
+    ("process_vm_writev", libc::SYS_process_vm_writev),
+    ("bpf", libc::SYS_bpf),
+    ("userfaultfd", libc::SYS_userfaultfd),
+    ("reboot", libc::SYS_reboot),
+    ("syslog", libc::SYS_syslog),
+    ("sethostname", libc::SYS_sethostname),
+    ("open_by_handle_at", libc::SYS_open_by_handle_at),
+];
+
+fn target_arch() -> Result<TargetArch, SandboxError> {
+    match std::env::consts::ARCH {
+        "x86_64" => Ok(TargetArch::x86_64),
+        "aarch64" => Ok(TargetArch::aarch64),
+        "riscv64" => Ok(TargetArch::riscv64),
+        other => Err(SandboxError::Unsupported(format!(
+            "seccomp filters are built for x86_64, aarch64 and riscv64, not {other}"
+        ))),
+    }
+}
+
+fn condition(
+    arg: u8,
+    len: SeccompCmpArgLen,
+    op: SeccompCmpOp,
+    value: u64,
+) -> Result<SeccompCondition, SandboxError> {
+    SeccompCondition::new(arg, len, op, value).map_err(seccomp_error)
+}
+
+fn rule(conditions: Vec<SeccompCondition>) -> Result<SeccompRule, SandboxError> {
+    SeccompRule::new(conditions).map_err(seccomp_error)
+}
+
+/// A rule matching when every bit of `mask` is set in a 32-bit argument.
+fn bits_set(arg: u8, mask: u64) -> Result<SeccompRule, SandboxError> {
+    rule(vec![condition(
+        arg,
+        SeccompCmpArgLen::Dword,
+        SeccompCmpOp::MaskedEq(mask),
+        mask,
+    )?])
+}
+
+fn seccomp_error(error: impl std::fmt::Display) -> SandboxError {
+    SandboxError::Seccomp(error.to_string())
+}
+
+fn compile(
+    rules: BTreeMap<i64, Vec<SeccompRule>>,
+    action: SeccompAction,
+) -> Result<BpfProgram, SandboxError> {
+    let filter = SeccompFilter::new(rules, SeccompAction::Allow, action, target_arch()?)
+        .map_err(seccomp_error)?;
+    BpfProgram::try_from(filter).map_err(seccomp_error)
+}
+
+fn kill_filter() -> Result<BpfProgram, SandboxError> {
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = KILLED_CALLS
+        .iter()
+        .map(|&(_, nr)| (nr, Vec::new()))
+        .collect();
+    // memfd plus execveat(AT_EMPTY_PATH) runs a program that no mount ever showed.
+    rules.insert(libc::SYS_execveat, vec![bits_set(4, AT_EMPTY_PATH)?]);
+    rules.insert(
+        libc::SYS_socket,
+        vec![rule(vec![condition(
+            0,
+            SeccompCmpArgLen::Dword,
+            SeccompCmpOp::Eq,
+            AF_VSOCK,
+        )?])?],
+    );
+    // clone with a namespace flag is unshare by another name.
+    let clone_rules = CLONE_NAMESPACE_FLAGS
+        .iter()
+        .map(|&flag| {
+            rule(vec![condition(
+                0,
+                SeccompCmpArgLen::Qword,
+                SeccompCmpOp::MaskedEq(flag),
+                flag,
+            )?])
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    rules.insert(libc::SYS_clone, clone_rules);
+    compile(rules, SeccompAction::KillProcess)
+}
+
+fn eperm_filter(write_execute: WriteExecute) -> Result<BpfProgram, SandboxError> {
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    for nr in [
+        libc::SYS_io_uring_setup,
+        libc::SYS_io_uring_enter,
+        libc::SYS_io_uring_register,
+    ] {
+        rules.insert(nr, Vec::new());
+    }
+    // The request number is compared as the 32 bits the kernel reads, so a
+    // high bit set by the caller cannot slip past.
+    let tty_injection = [TIOCSTI, TIOCLINUX]
+        .iter()
+        .map(|&request| {
+            rule(vec![condition(
+                1,
+                SeccompCmpArgLen::Dword,
+                SeccompCmpOp::Eq,
+                request,
+            )?])
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    rules.insert(libc::SYS_ioctl, tty_injection);
+    if write_execute == WriteExecute::Refused {
+        let write_and_exec = (libc::PROT_WRITE | libc::PROT_EXEC) as u64;
+        rules.insert(libc::SYS_mmap, vec![bits_set(2, write_and_exec)?]);
+        rules.insert(libc::SYS_mprotect, vec![bits_set(2, write_and_exec)?]);
+        rules.insert(libc::SYS_pkey_mprotect, vec![bits_set(2, write_and_exec)?]);
+        rules.insert(
+            libc::SYS_personality,
+            vec![rule(vec![
+                condition(
+                    0,
+                    SeccompCmpArgLen::Dword,
+                    SeccompCmpOp::MaskedEq(READ_IMPLIES_EXEC),
+                    READ_IMPLIES_EXEC,
+                )?,
+                condition(
+                    0,
+                    SeccompCmpArgLen::Dword,
+                    SeccompCmpOp::Ne,
+                    PERSONALITY_QUERY,
+                )?,
+            ])?],
+        );
+        rules.insert(libc::SYS_shmat, vec![bits_set(2, SHM_EXEC)?]);
+    }
+    compile(rules, SeccompAction::Errno(libc::EPERM as u32))
+}
+
+/// clone3 hides its flags behind a pointer a filter cannot read, so it fails
+/// with ENOSYS and libc falls back to clone, whose flags the kill filter sees.
+fn enosys_filter() -> Result<BpfProgram, SandboxError> {
+    let rules = BTreeMap::from([(libc::SYS_clone3, Vec::new())]);
+    compile(rules, SeccompAction::Errno(libc::ENOSYS as u32))
+}
+
+#[cfg(target_arch = "x86_64")]
+fn x32_filter() -> Vec<seccompiler::sock_filter> {
+    const BPF_LD_W_ABS: u16 = 0x20;
+    const BPF_JMP_JGE_K: u16 = 0x05 | 0x30;
+    const BPF_RET_K: u16 = 0x06;
+    const X32_SYSCALL_BIT: u32 = 0x4000_0000;
+    let insn = |code, jt, jf, k| seccompiler::sock_filter { code, jt, jf, k };
+    vec![
+        // The syscall number is at offset 0 of seccomp_data.
+        insn(BPF_LD_W_ABS, 0, 0, 0),
+        insn(BPF_JMP_JGE_K, 0, 1, X32_SYSCALL_BIT),
+        insn(BPF_RET_K, 0, 0, libc::SECCOMP_RET_KILL_PROCESS),
+        insn(BPF_RET_K, 0, 0, libc::SECCOMP_RET_ALLOW),
+    ]
+}
+
+/// The filters to install, in order, for one sandboxed program.
+pub(crate) fn filters(write_execute: WriteExecute) -> Result<Vec<BpfProgram>, SandboxError> {
+    #[allow(unused_mut)]
+    let mut programs = vec![
+        kill_filter()?,
+        eperm_filter(write_execute)?,
+        enosys_filter()?,
+    ];
+    #[cfg(target_arch = "x86_64")]
+    programs.push(x32_filter());
+    Ok(programs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thirty_one_calls_kill_and_none_twice() {
+        let mut numbers: Vec<i64> = KILLED_CALLS.iter().map(|&(_, nr)| nr).collect();
+        numbers.sort_unstable();
+        numbers.dedup();
+        assert_eq!(numbers.len(), 31);
+    }
+
+    #[test]
+    fn allowing_jit_removes_only_the_write_execute_rules() {
+        let refused = eperm_filter(WriteExecute::Refused).expect("filter");
+        let allowed = eperm_filter(WriteExecute::Allowed).expect("filter");
+        assert!(
+            allowed.len() < refused.len(),
+            "the jit filter must be shorter"
+        );
+        // io_uring and TIOCSTI stay in both.
+        assert!(allowed.len() > 10);
+    }
+
+    #[test]
+    fn every_filter_compiles() {
+        let programs = filters(WriteExecute::Refused).expect("filters");
+        assert!(programs.iter().all(|p| !p.is_empty() && p.len() < 4096));
+    }
+}

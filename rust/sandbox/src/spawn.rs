@@ -1,0 +1,560 @@
+//! Starting a program in a sandbox and waiting for it, from Chock's side.
+//!
+//! One `clone` makes the user, PID, IPC, mount and network namespaces at once
+//! and hands back a pidfd; the child waits for one byte on a pipe (so a
+//! cgroup can be attached first), builds the sandbox (see `child`), and
+//! reports on a second pipe. Signals meant for the program (Ctrl-C, a
+//! terminal hang-up, a cancel) go through the pidfd to init, which passes
+//! them on to the program's process group: a pid recycled after the sandbox
+//! ended can never receive one.
+
+use std::ffi::{CString, OsStr, OsString};
+use std::io::Read;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI32, Ordering};
+
+use nix::errno::Errno;
+
+use crate::child::{self, Channel, ChildPlan, Kind, Payload, Record, Step};
+use crate::error::SandboxError;
+use crate::limits::{Cgroup, CgroupEvents, Delegation, Limits};
+use crate::mounts::{self, Layout, Op};
+use crate::seccomp::{self, WriteExecute};
+use crate::walls;
+
+/// Everything that decides what a sandbox is, prepared once and usable for
+/// several programs.
+pub struct Sandbox {
+    layout: Layout,
+    ops: Vec<Op>,
+    seccomp: Vec<seccompiler::BpfProgram>,
+    limits: Limits,
+    delegation: Delegation,
+    last_cap: u32,
+    uid_map: Vec<u8>,
+    gid_map: Vec<u8>,
+    write_execute: WriteExecute,
+}
+
+/// Where the program's standard streams go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stdio {
+    /// Chock's own stdin, stdout and stderr.
+    Inherit,
+    /// stdin from `/dev/null`; stdout and stderr captured (up to a bound each).
+    Capture {
+        /// The most bytes kept of each stream; the rest is read and dropped.
+        limit: usize,
+    },
+}
+
+/// One program to run.
+#[derive(Clone, Debug)]
+pub struct Command {
+    /// The program as it is seen inside the sandbox (an absolute path).
+    pub program: PathBuf,
+    /// The whole argument vector, `argv[0]` included.
+    pub args: Vec<OsString>,
+    /// The whole environment; nothing of Chock's own is added.
+    pub env: Vec<(OsString, OsString)>,
+    /// The working directory inside.
+    pub cwd: PathBuf,
+    /// Where the streams go.
+    pub stdio: Stdio,
+}
+
+/// How a program ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Exit {
+    /// It exited with this code.
+    Code(i32),
+    /// A signal ended it.
+    Signal(i32),
+}
+
+impl Exit {
+    fn from_wait_status(status: i32) -> Exit {
+        if libc::WIFSIGNALED(status) {
+            Exit::Signal(libc::WTERMSIG(status))
+        } else {
+            Exit::Code(libc::WEXITSTATUS(status))
+        }
+    }
+}
+
+/// What a finished program left behind.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Finished {
+    /// How it ended.
+    pub exit: Exit,
+    /// Captured stdout (empty when inherited).
+    pub stdout: Vec<u8>,
+    /// Captured stderr (empty when inherited).
+    pub stderr: Vec<u8>,
+    /// Whether either stream was cut at its bound.
+    pub truncated: bool,
+    /// What the cgroup recorded, when one was used.
+    pub cgroup: Option<CgroupEvents>,
+}
+
+impl Sandbox {
+    /// Prepares a sandbox from a resolved layout.
+    pub fn new(
+        layout: Layout,
+        limits: Limits,
+        write_execute: WriteExecute,
+    ) -> Result<Self, SandboxError> {
+        validate(&layout)?;
+        let uid = nix::unistd::getuid().as_raw();
+        let gid = nix::unistd::getgid().as_raw();
+        Ok(Sandbox {
+            ops: mounts::plan(&layout),
+            seccomp: seccomp::filters(write_execute)?,
+            layout,
+            limits,
+            delegation: crate::limits::delegation(),
+            last_cap: crate::caps::last_cap(),
+            uid_map: format!("{uid} {uid} 1\n").into_bytes(),
+            gid_map: format!("{gid} {gid} 1\n").into_bytes(),
+            write_execute,
+        })
+    }
+
+    /// The layout this sandbox was made from.
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// Whether the write-and-execute rule is on.
+    pub fn write_execute(&self) -> WriteExecute {
+        self.write_execute
+    }
+
+    /// Starts `command` in a fresh sandbox.
+    pub fn spawn(&self, command: &Command) -> Result<Running, SandboxError> {
+        if command.args.len() > child::MAX_ARGS || command.env.len() > child::MAX_ENV {
+            return Err(SandboxError::Unsupported(format!(
+                "a sandboxed program takes at most {} arguments and {} environment variables",
+                child::MAX_ARGS,
+                child::MAX_ENV
+            )));
+        }
+        let payload = Payload::Exec {
+            program: c_string(command.program.as_os_str()),
+            argv: command.args.iter().map(|a| c_string(a)).collect(),
+            envp: command
+                .env
+                .iter()
+                .map(|(k, v)| {
+                    let mut pair = k.clone();
+                    pair.push("=");
+                    pair.push(v);
+                    c_string(&pair)
+                })
+                .collect(),
+        };
+        self.start(
+            payload,
+            &command.cwd,
+            command.stdio,
+            Some(command.program.clone()),
+        )
+    }
+
+    /// Runs `probe` as the sandboxed program (for `chock doctor`): every
+    /// layer is in place, but instead of `execve` the function runs and its
+    /// value comes back.
+    pub fn probe(&self, probe: fn() -> i64) -> Result<i64, SandboxError> {
+        let running = self.start(
+            Payload::Probe(probe),
+            &self.layout.workspace,
+            Stdio::Inherit,
+            None,
+        )?;
+        let (records, finished) = running.collect()?;
+        records
+            .iter()
+            .find(|r| r.kind == Kind::Probe)
+            .map(|r| r.value)
+            .ok_or_else(|| match finished.exit {
+                Exit::Signal(signal) => SandboxError::Sys {
+                    what: probe_signal_name(signal),
+                    errno: Errno::EINTR,
+                },
+                Exit::Code(_) => SandboxError::Sys {
+                    what: "the probe",
+                    errno: Errno::EIO,
+                },
+            })
+    }
+
+    fn start(
+        &self,
+        payload: Payload,
+        cwd: &Path,
+        stdio: Stdio,
+        program: Option<PathBuf>,
+    ) -> Result<Running, SandboxError> {
+        let walls = walls::build(&self.layout)?;
+        let cgroup = match &self.delegation {
+            Delegation::Delegated { dir } => Some(
+                Cgroup::create(dir, &self.limits)
+                    .map_err(|e| SandboxError::host("creating a cgroup under", dir.clone(), e))?,
+            ),
+            Delegation::NotDelegated { .. } => None,
+        };
+        let (go_read, go_write) = pipe()?;
+        let (report_read, report_write) = pipe()?;
+        let capture = match stdio {
+            Stdio::Inherit => None,
+            Stdio::Capture { limit } => Some((limit, pipe()?, pipe()?, dev_null()?)),
+        };
+        let stdio_fds = match &capture {
+            None => [None, None, None],
+            Some((_, (_, out_w), (_, err_w), null)) => [
+                Some(null.as_raw_fd()),
+                Some(out_w.as_raw_fd()),
+                Some(err_w.as_raw_fd()),
+            ],
+        };
+        let plan = ChildPlan {
+            ops: self.ops.clone(),
+            uid_map: self.uid_map.clone(),
+            gid_map: self.gid_map.clone(),
+            ruleset: walls.ruleset.as_raw_fd(),
+            child_rules: walls.child_rules,
+            last_cap: self.last_cap,
+            rlimits: self.limits.rlimits(),
+            seccomp: self.seccomp.clone(),
+            cwd: c_string(cwd.as_os_str()),
+            payload,
+            stdio: stdio_fds,
+        };
+        let channel = Channel {
+            go: go_read.as_raw_fd(),
+            go_parent: go_write.as_raw_fd(),
+            report: report_write.as_raw_fd(),
+            report_parent: report_read.as_raw_fd(),
+        };
+        let flags = libc::CLONE_NEWUSER
+            | libc::CLONE_NEWPID
+            | libc::CLONE_NEWIPC
+            | libc::CLONE_NEWNS
+            | libc::CLONE_NEWNET;
+        let mut pidfd: RawFd = -1;
+        // SAFETY: the child runs only allocation-free code (child::run_init)
+        // and never returns.
+        let pid =
+            unsafe { crate::sys::clone_process(flags, Some(&mut pidfd)) }.map_err(|errno| {
+                SandboxError::Sys {
+                    what: "creating the namespaces (clone)",
+                    errno,
+                }
+            })?;
+        if pid == 0 {
+            child::run_init(&plan, channel);
+        }
+        // SAFETY: the kernel gave us this pidfd, and nothing else owns it.
+        let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd) };
+        drop(go_read);
+        drop(report_write);
+        drop(walls.ruleset);
+        let outputs = capture.map(|(limit, (out_r, out_w), (err_r, err_w), null)| {
+            drop((out_w, err_w, null));
+            (reader(out_r, limit), reader(err_r, limit))
+        });
+        let running = Running {
+            pid,
+            pidfd,
+            go: Some(go_write),
+            report: report_read,
+            outputs,
+            ops: self.ops.iter().map(Op::describe).collect(),
+            cgroup,
+            program,
+        };
+        if let Some(cgroup) = &running.cgroup {
+            cgroup.attach(pid).map_err(|e| {
+                SandboxError::host("moving the sandbox into", PathBuf::from("its cgroup"), e)
+            })?;
+        }
+        crate::sys::write_all(running.go.as_ref().map_or(-1, AsRawFd::as_raw_fd), b"g").map_err(
+            |errno| SandboxError::Sys {
+                what: "starting the sandbox",
+                errno,
+            },
+        )?;
+        Ok(running)
+    }
+}
+
+fn probe_signal_name(signal: i32) -> &'static str {
+    match signal {
+        libc::SIGSYS => "the probe (killed by seccomp, SIGSYS)",
+        libc::SIGKILL => "the probe (killed, SIGKILL)",
+        _ => "the probe (killed by a signal)",
+    }
+}
+
+fn validate(layout: &Layout) -> Result<(), SandboxError> {
+    let ws = &layout.workspace;
+    let refuse = |reason: &str| {
+        Err(SandboxError::Workspace {
+            path: ws.clone(),
+            reason: reason.into(),
+        })
+    };
+    if !ws.is_absolute()
+        || ws
+            .components()
+            .any(|c| matches!(c, std::path::Component::ParentDir))
+    {
+        return refuse(
+            "it must be an absolute path with no `..`; pass --project with the project's directory",
+        );
+    }
+    if ws == Path::new("/") {
+        return refuse(
+            "the whole file system cannot be a workspace; run Chock from the project's directory",
+        );
+    }
+    for reserved in [
+        "/proc",
+        "/dev",
+        "/etc",
+        "/nix",
+        "/run/chock",
+        mounts::OLD_ROOT,
+    ] {
+        if ws.starts_with(reserved) {
+            return refuse(&format!(
+                "{reserved} is built by the sandbox itself; move the project elsewhere"
+            ));
+        }
+    }
+    if layout.cache_dir.starts_with(ws) {
+        return refuse("the cache directory lies inside it; set XDG_DATA_HOME outside the project");
+    }
+    Ok(())
+}
+
+fn c_string(s: &OsStr) -> CString {
+    CString::new(s.as_bytes()).unwrap_or_else(|_| c"".to_owned())
+}
+
+fn pipe() -> Result<(OwnedFd, OwnedFd), SandboxError> {
+    nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|errno| SandboxError::Sys {
+        what: "creating a pipe",
+        errno,
+    })
+}
+
+fn dev_null() -> Result<OwnedFd, SandboxError> {
+    std::fs::File::open("/dev/null")
+        .map(OwnedFd::from)
+        .map_err(|e| SandboxError::host("opening", "/dev/null", e))
+}
+
+type Output = std::thread::JoinHandle<(Vec<u8>, bool)>;
+
+/// Reads a stream to its end on a thread, keeping at most `limit` bytes.
+fn reader(fd: OwnedFd, limit: usize) -> Output {
+    std::thread::spawn(move || {
+        let mut file = std::fs::File::from(fd);
+        let mut kept = Vec::new();
+        let mut truncated = false;
+        let mut buffer = [0u8; 16 * 1024];
+        loop {
+            match file.read(&mut buffer) {
+                Ok(0) => break,
+                Ok(n) => {
+                    let room = limit.saturating_sub(kept.len());
+                    let chunk = buffer.get(..n).unwrap_or_default();
+                    kept.extend_from_slice(chunk.get(..room.min(n)).unwrap_or_default());
+                    truncated |= n > room;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+        (kept, truncated)
+    })
+}
+
+/// A sandbox whose program is running.
+pub struct Running {
+    pid: libc::pid_t,
+    pidfd: OwnedFd,
+    /// Held open while Chock lives: the child reads a hang-up as Chock's death.
+    go: Option<OwnedFd>,
+    report: OwnedFd,
+    outputs: Option<(Output, Output)>,
+    ops: Vec<String>,
+    cgroup: Option<Cgroup>,
+    program: Option<PathBuf>,
+}
+
+impl Running {
+    /// The host pid of the sandbox's init.
+    pub fn pid(&self) -> libc::pid_t {
+        self.pid
+    }
+
+    /// Sends `signal` to the program's process group (through init).
+    pub fn signal(&self, signal: i32) -> Result<(), SandboxError> {
+        crate::sys::pidfd_send_signal(self.pidfd.as_raw_fd(), signal).map_err(|errno| {
+            SandboxError::Sys {
+                what: "signalling the sandbox",
+                errno,
+            }
+        })
+    }
+
+    /// Passes Ctrl-C, Ctrl-\, a hang-up and SIGTERM aimed at Chock on to
+    /// the program until the returned guard is dropped.
+    pub fn forward_signals(&self) -> SignalForwarding {
+        SignalForwarding::install(self.pidfd.as_raw_fd())
+    }
+
+    /// Waits for the program to end and says how it did.
+    pub fn wait(self) -> Result<Finished, SandboxError> {
+        self.collect().map(|(_, finished)| finished)
+    }
+
+    fn collect(mut self) -> Result<(Vec<Record>, Finished), SandboxError> {
+        let mut bytes = Vec::new();
+        let mut report = std::fs::File::from(
+            self.report
+                .try_clone()
+                .map_err(|e| SandboxError::host("reading", "the report pipe", e))?,
+        );
+        loop {
+            match report.read_to_end(&mut bytes) {
+                Ok(_) => break,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(SandboxError::host("reading", "the report pipe", e)),
+            }
+        }
+        let (stdout, stderr, truncated) = match self.outputs.take() {
+            Some((out, err)) => {
+                let (stdout, t1) = out.join().unwrap_or_default();
+                let (stderr, t2) = err.join().unwrap_or_default();
+                (stdout, stderr, t1 || t2)
+            }
+            None => (Vec::new(), Vec::new(), false),
+        };
+        let init_status = loop {
+            match nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(self.pid), None) {
+                Ok(status) => break status,
+                Err(Errno::EINTR) => continue,
+                Err(errno) => {
+                    return Err(SandboxError::Sys {
+                        what: "waiting for the sandbox",
+                        errno,
+                    });
+                }
+            }
+        };
+        self.go.take();
+        let records = Record::decode_all(&bytes);
+        if let Some(error) = self.setup_error(&records) {
+            return Err(error);
+        }
+        let exit = match records.iter().find(|r| r.kind == Kind::Status) {
+            Some(record) => Exit::from_wait_status(i32::try_from(record.value).unwrap_or(1)),
+            None => match init_status {
+                nix::sys::wait::WaitStatus::Signaled(_, signal, _) => Exit::Signal(signal as i32),
+                nix::sys::wait::WaitStatus::Exited(_, code) => Exit::Code(code),
+                _ => Exit::Code(1),
+            },
+        };
+        let cgroup = self.cgroup.as_ref().map(Cgroup::events);
+        Ok((
+            records,
+            Finished {
+                exit,
+                stdout,
+                stderr,
+                truncated,
+                cgroup,
+            },
+        ))
+    }
+
+    fn setup_error(&self, records: &[Record]) -> Option<SandboxError> {
+        records.iter().find_map(|r| {
+            let errno = Errno::from_raw(i32::try_from(r.value).unwrap_or(libc::EIO));
+            match r.kind {
+                Kind::Op => Some(SandboxError::Setup {
+                    step: self
+                        .ops
+                        .get(r.index as usize)
+                        .cloned()
+                        .unwrap_or_else(|| "a mount step".into()),
+                    errno,
+                }),
+                Kind::Step => {
+                    let step = Step::from_code(r.index).map_or("a setup step", Step::describe);
+                    Some(SandboxError::Setup {
+                        step: step.into(),
+                        errno,
+                    })
+                }
+                Kind::Exec => Some(SandboxError::Exec {
+                    program: self.program.clone().unwrap_or_default(),
+                    errno,
+                }),
+                Kind::Status | Kind::Probe => None,
+            }
+        })
+    }
+}
+
+static FORWARD_TO: AtomicI32 = AtomicI32::new(-1);
+const FORWARDED: [libc::c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
+
+extern "C" fn forward(signal: libc::c_int) {
+    let fd = FORWARD_TO.load(Ordering::SeqCst);
+    if fd >= 0 {
+        let _ = crate::sys::pidfd_send_signal(fd, signal);
+    }
+}
+
+/// While alive, the terminal's signals to Chock go to the sandboxed program.
+pub struct SignalForwarding {
+    previous: Vec<(libc::c_int, libc::sigaction)>,
+}
+
+impl SignalForwarding {
+    fn install(pidfd: RawFd) -> Self {
+        FORWARD_TO.store(pidfd, Ordering::SeqCst);
+        let mut previous = Vec::new();
+        for signal in FORWARDED {
+            // SAFETY: installing a handler that only calls an async-signal-safe syscall.
+            unsafe {
+                let mut action: libc::sigaction = std::mem::zeroed();
+                action.sa_sigaction = forward as *const () as usize;
+                action.sa_flags = libc::SA_RESTART;
+                libc::sigemptyset(&mut action.sa_mask);
+                let mut old: libc::sigaction = std::mem::zeroed();
+                if libc::sigaction(signal, &action, &mut old) == 0 {
+                    previous.push((signal, old));
+                }
+            }
+        }
+        SignalForwarding { previous }
+    }
+}
+
+impl Drop for SignalForwarding {
+    fn drop(&mut self) {
+        for (signal, old) in &self.previous {
+            // SAFETY: restoring the disposition saved at install.
+            unsafe { libc::sigaction(*signal, old, std::ptr::null_mut()) };
+        }
+        FORWARD_TO.store(-1, Ordering::SeqCst);
+    }
+}

@@ -1,0 +1,202 @@
+//! The raw system calls the sandbox needs and that neither libc nor nix wraps
+//! the way we need them: clone with a pidfd and no new stack, the Landlock
+//! calls on a ruleset fd, `mount_setattr`, `pivot_root`, `close_range` and
+//! `pidfd_send_signal`.
+//!
+//! Everything here is callable between `clone` and `execve` in a child of a
+//! process that may have had other threads: no allocation, no locks, only
+//! the system call and its errno. Syscall numbers from 424 on are the same on
+//! every architecture Linux has, which is why they are spelled out here
+//! instead of taken from libc (which lacks some of them on some targets).
+
+use std::ffi::CStr;
+use std::os::fd::RawFd;
+
+use nix::errno::Errno;
+
+const SYS_PIDFD_SEND_SIGNAL: libc::c_long = 424;
+const SYS_CLOSE_RANGE: libc::c_long = 436;
+const SYS_MOUNT_SETATTR: libc::c_long = 442;
+const SYS_LANDLOCK_CREATE_RULESET: libc::c_long = 444;
+const SYS_LANDLOCK_ADD_RULE: libc::c_long = 445;
+const SYS_LANDLOCK_RESTRICT_SELF: libc::c_long = 446;
+
+/// `mount_setattr` attribute bits (linux/mount.h).
+pub(crate) const MOUNT_ATTR_RDONLY: u64 = 0x1;
+pub(crate) const MOUNT_ATTR_NOSUID: u64 = 0x2;
+pub(crate) const MOUNT_ATTR_NODEV: u64 = 0x4;
+pub(crate) const MOUNT_ATTR_NOEXEC: u64 = 0x8;
+const AT_RECURSIVE: libc::c_uint = 0x8000;
+
+const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
+const LANDLOCK_RULE_PATH_BENEATH: libc::c_int = 1;
+const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
+
+fn result(ret: libc::c_long) -> Result<libc::c_long, Errno> {
+    if ret < 0 { Err(Errno::last()) } else { Ok(ret) }
+}
+
+/// The kernel's Landlock ABI version, or the errno that says why there is none
+/// (`ENOSYS`: not built in; `EOPNOTSUPP`: built in but disabled at boot).
+pub fn landlock_abi() -> Result<i32, Errno> {
+    // SAFETY: with a null attribute and size 0 this call only reports the version.
+    let ret = unsafe {
+        libc::syscall(
+            SYS_LANDLOCK_CREATE_RULESET,
+            std::ptr::null::<u8>(),
+            0usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
+    };
+    result(ret).map(|v| i32::try_from(v).unwrap_or(i32::MAX))
+}
+
+#[repr(C, packed)]
+struct PathBeneathAttr {
+    allowed_access: u64,
+    parent_fd: i32,
+}
+
+/// Adds one path-beneath rule to a ruleset; `dir_fd` is an `O_PATH` descriptor.
+pub(crate) fn landlock_add_path_rule(
+    ruleset: RawFd,
+    dir_fd: RawFd,
+    access: u64,
+) -> Result<(), Errno> {
+    let attr = PathBeneathAttr {
+        allowed_access: access,
+        parent_fd: dir_fd,
+    };
+    // SAFETY: `attr` lives across the call and has the layout the kernel reads.
+    let ret = unsafe {
+        libc::syscall(
+            SYS_LANDLOCK_ADD_RULE,
+            ruleset,
+            LANDLOCK_RULE_PATH_BENEATH,
+            &attr as *const PathBeneathAttr,
+            0u32,
+        )
+    };
+    result(ret).map(drop)
+}
+
+pub(crate) fn landlock_restrict_self(ruleset: RawFd) -> Result<(), Errno> {
+    // SAFETY: plain syscall on a descriptor we own.
+    let ret = unsafe { libc::syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0u32) };
+    result(ret).map(drop)
+}
+
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+/// Sets mount attributes on the mount at `path` (and every mount beneath it
+/// when `recursive`). Unlike a `MS_REMOUNT`, this only adds the bits given, so
+/// flags locked by a more privileged namespace never have to be repeated.
+pub(crate) fn mount_setattr(path: &CStr, set: u64, recursive: bool) -> Result<(), Errno> {
+    let attr = MountAttr {
+        attr_set: set,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    let flags = if recursive { AT_RECURSIVE } else { 0 };
+    // SAFETY: `path` is NUL-terminated and `attr` has the kernel's layout.
+    let ret = unsafe {
+        libc::syscall(
+            SYS_MOUNT_SETATTR,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            flags,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    result(ret).map(drop)
+}
+
+pub(crate) fn pivot_root(new_root: &CStr, put_old: &CStr) -> Result<(), Errno> {
+    // SAFETY: both strings are NUL-terminated.
+    let ret = unsafe { libc::syscall(libc::SYS_pivot_root, new_root.as_ptr(), put_old.as_ptr()) };
+    result(ret).map(drop)
+}
+
+/// Marks every descriptor from `first` up close-on-exec, so nothing the
+/// caller of Chock inherited reaches the sandboxed program.
+pub(crate) fn close_range_cloexec(first: u32) -> Result<(), Errno> {
+    // SAFETY: plain syscall.
+    let ret = unsafe { libc::syscall(SYS_CLOSE_RANGE, first, u32::MAX, CLOSE_RANGE_CLOEXEC) };
+    result(ret).map(drop)
+}
+
+/// Sends a signal through a pidfd, so a pid reused after the sandbox ended can
+/// never receive it. Async-signal-safe.
+pub(crate) fn pidfd_send_signal(pidfd: RawFd, signal: libc::c_int) -> Result<(), Errno> {
+    // SAFETY: plain syscall; a null siginfo means "as kill(2) would".
+    let ret = unsafe {
+        libc::syscall(
+            SYS_PIDFD_SEND_SIGNAL,
+            pidfd,
+            signal,
+            std::ptr::null::<libc::siginfo_t>(),
+            0u32,
+        )
+    };
+    result(ret).map(drop)
+}
+
+/// `clone(2)` with fork semantics (no new stack): returns 0 in the child and
+/// the child's pid in the parent. With `pidfd`, the kernel also hands the
+/// parent a pidfd for the child (`CLONE_PIDFD`).
+///
+/// # Safety
+/// The child shares nothing with the parent but a copy of its memory; if the
+/// parent had other threads, the child must only make system calls (no
+/// allocation, no locks) until it calls `execve` or `_exit`.
+pub(crate) unsafe fn clone_process(
+    flags: libc::c_int,
+    pidfd: Option<&mut RawFd>,
+) -> Result<libc::pid_t, Errno> {
+    let mut flags = flags as libc::c_ulong | libc::SIGCHLD as libc::c_ulong;
+    let pidfd_ptr = match pidfd {
+        Some(fd) => {
+            flags |= libc::CLONE_PIDFD as libc::c_ulong;
+            fd as *mut RawFd
+        }
+        None => std::ptr::null_mut(),
+    };
+    // SAFETY: a null stack gives fork semantics; the argument order of
+    // (flags, stack, parent_tid, ...) is the same on x86_64 and aarch64 for the
+    // first three arguments, and CLONE_PIDFD writes through parent_tid.
+    let ret = unsafe { libc::syscall(libc::SYS_clone, flags, 0usize, pidfd_ptr, 0usize, 0usize) };
+    result(ret).map(|pid| pid as libc::pid_t)
+}
+
+/// Leaves the process at once, without running Rust or libc exit handlers
+/// (which a forked child of a threaded parent must never run).
+pub(crate) fn exit_now(code: i32) -> ! {
+    // SAFETY: _exit never returns and touches no user-space state.
+    unsafe { libc::_exit(code) }
+}
+
+/// Writes all of `bytes` to `fd`, retrying on EINTR; used for the report pipe
+/// and for files the child creates.
+pub(crate) fn write_all(fd: RawFd, mut bytes: &[u8]) -> Result<(), Errno> {
+    while !bytes.is_empty() {
+        // SAFETY: the pointer and length describe a live slice.
+        let n = unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
+        if n < 0 {
+            let errno = Errno::last();
+            if errno == Errno::EINTR {
+                continue;
+            }
+            return Err(errno);
+        }
+        bytes = bytes.get(n as usize..).unwrap_or_default();
+    }
+    Ok(())
+}

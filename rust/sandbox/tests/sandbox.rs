@@ -1,0 +1,49 @@
+//! The sandbox started for real: namespaces, mounts, Landlock, seccomp.
+
+use std::ffi::OsString;
+use std::path::Path;
+
+use chock_sandbox::{
+    Command, Exit, Limits, Sandbox, Stdio, Toolchain, WriteExecute, resolve_layout,
+};
+
+fn sandbox(workspace: &Path, cache: &Path) -> Sandbox {
+    let layout = resolve_layout(workspace, cache, &Toolchain::Host, 256 << 20).expect("layout");
+    Sandbox::new(layout, Limits::for_this_machine(), WriteExecute::Refused).expect("sandbox")
+}
+
+fn run(sandbox: &Sandbox, cwd: &Path, args: &[&str]) -> chock_sandbox::Finished {
+    let command = Command {
+        program: args[0].into(),
+        args: args.iter().map(OsString::from).collect(),
+        env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+        cwd: cwd.to_path_buf(),
+        stdio: Stdio::Capture { limit: 1 << 20 },
+    };
+    sandbox
+        .spawn(&command)
+        .expect("spawn")
+        .wait()
+        .expect("wait")
+}
+
+#[test]
+fn a_program_runs_and_its_exit_code_comes_back() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&ws).expect("ws");
+    let sb = sandbox(&ws, &dir.path().join("cache"));
+    let done = run(
+        &sb,
+        &ws,
+        &["/bin/sh", "-c", "echo hello; echo oops >&2; exit 7"],
+    );
+    assert_eq!(
+        done.exit,
+        Exit::Code(7),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    assert_eq!(done.stdout, b"hello\n");
+    assert_eq!(done.stderr, b"oops\n");
+}
