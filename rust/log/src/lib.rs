@@ -1,1 +1,231 @@
 //! The hash-chained decision log: append under a lock, rotate, verify.
+//!
+//! Every answer Chock gives (by a rule, a shipped default, a person or
+//! nobody) becomes one JSON line in `decisions.jsonl`. Each line names the
+//! sha256 of the line before it (`prev`) and counts up (`seq`), so an edit,
+//! deletion, insertion or reordering shows as a break when the log is walked.
+//!
+//! Callers build an [`Entry`] and call [`append`]: it never fails and never
+//! panics, because a logging failure must not change or abort a decision.
+//!
+//! ```no_run
+//! use chock_log::{AnsweredBy, DecidedBy, Entry, Rotation};
+//! let entry = Entry {
+//!     route: "build".into(),
+//!     project: "/src/demo".into(),
+//!     action: "nix.build.packages.x86_64-linux.default".into(),
+//!     agent_kind: "coder".into(),
+//!     model: None,
+//!     tool: Some("nix_build".into()),
+//!     decision: "allow".into(),
+//!     decided_by: DecidedBy { layer: "project".into(), file: Some("/src/demo/chock.zon".into()), line: Some(12) },
+//!     answered_by: AnsweredBy::Rule,
+//!     subject: Some("/nix/store/...-demo.drv".into()),
+//! };
+//! chock_log::append(&entry, Rotation::default());
+//! ```
+//!
+//! What the chain shows and what it does not is in `docs/log.md`: anyone who
+//! can write the file can rewrite it whole with fresh hashes; only a head
+//! (`SEQ:SHA256`) kept somewhere else shows that.
+
+mod error;
+mod lines;
+mod link;
+mod location;
+mod lock;
+mod record;
+mod records;
+mod verify;
+mod writer;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+pub use error::LogError;
+pub use location::dir_from_env;
+pub use record::{AnsweredBy, DecidedBy, Entry, Head, HeadError, Record, Sha256Hash};
+pub use records::{LogLine, Records};
+pub use verify::{Break, BreakKind, ChainStart, KeptHead, SeqPrev, Verification};
+
+/// When the current file is rotated and how many rotated files are kept
+/// (`.log = .{ .rotate_bytes = N, .keep = K }` in config.zon).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rotation {
+    /// The current file is rotated before a line would take it past this size.
+    pub rotate_bytes: u64,
+    /// How many rotated files (`decisions.1.jsonl` ...) are kept; older ones are removed.
+    pub keep: u32,
+}
+
+impl Default for Rotation {
+    /// 8 MiB, 8 files kept.
+    fn default() -> Rotation {
+        Rotation {
+            rotate_bytes: 8 << 20,
+            keep: 8,
+        }
+    }
+}
+
+/// What an append wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Appended {
+    /// The new line's seq and hash.
+    pub head: Head,
+    /// Set when the line was written without the chain, and why.
+    pub unchained: Option<String>,
+}
+
+/// How long a writer waits for another writer's lock before it writes its
+/// line unchained instead.
+pub const LOCK_WAIT: Duration = Duration::from_secs(1);
+
+/// The decision log in one folder.
+#[derive(Debug, Clone)]
+pub struct Log {
+    dir: PathBuf,
+    rotation: Rotation,
+    lock_wait: Duration,
+}
+
+impl Log {
+    /// The log in `dir` (which need not exist yet).
+    pub fn at(dir: impl Into<PathBuf>, rotation: Rotation) -> Log {
+        Log {
+            dir: dir.into(),
+            rotation,
+            lock_wait: LOCK_WAIT,
+        }
+    }
+
+    /// The log where the environment says ([`dir_from_env`]).
+    pub fn from_env(rotation: Rotation) -> Result<Log, LogError> {
+        Ok(Log::at(dir_from_env()?, rotation))
+    }
+
+    /// The same log with another lock wait (tests use a short one).
+    pub fn with_lock_wait(self, lock_wait: Duration) -> Log {
+        Log { lock_wait, ..self }
+    }
+
+    /// The folder holding `decisions.jsonl` and its rotated files.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Appends one line and says what was written, or why nothing was.
+    ///
+    /// Under the lock the line chains to the last whole line; without it
+    /// (held by another writer past the lock wait) the line is still written,
+    /// marked `unchained`. A torn last line (a crash mid-write) is ended with
+    /// a newline in the same write, and the new line chains past it to the
+    /// last whole line.
+    pub fn try_append(&self, entry: &Entry) -> Result<Appended, LogError> {
+        writer::append(&self.dir, self.rotation, self.lock_wait, entry)
+    }
+
+    /// [`Log::try_append`] for decision paths: never fails, never panics.
+    /// The first failure or unchained line in a process is reported on
+    /// stderr; later ones only through `tracing`.
+    pub fn append(&self, entry: &Entry) -> Option<Appended> {
+        let outcome =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.try_append(entry)));
+        match outcome {
+            Ok(Ok(appended)) => {
+                if let Some(why) = &appended.unchained {
+                    report_once(&format!(
+                        "decision log line {} was written unchained ({why}); `chock log verify` will show it",
+                        appended.head.seq
+                    ));
+                }
+                Some(appended)
+            }
+            Ok(Err(error)) => {
+                report_once(&format!(
+                    "the decision `{}` for {} was not logged: {error}",
+                    entry.decision, entry.action
+                ));
+                None
+            }
+            Err(_) => {
+                report_once(&format!(
+                    "the decision `{}` for {} was not logged: the log writer failed",
+                    entry.decision, entry.action
+                ));
+                None
+            }
+        }
+    }
+
+    /// The newest record's `SEQ:SHA256`, or `None` when nothing is logged yet.
+    pub fn head(&self) -> Result<Option<Head>, LogError> {
+        let current = self.dir.join(location::CURRENT);
+        let opened = match std::fs::File::open(&current) {
+            Ok(file) => {
+                let size = file.metadata().map_err(|source| LogError::Read {
+                    path: current.clone(),
+                    source,
+                })?;
+                Some((file, size.len()))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(source) => {
+                return Err(LogError::Read {
+                    path: current,
+                    source,
+                });
+            }
+        };
+        let mut back = lines::Backward::new(&self.dir, opened)?;
+        while let Some(line) = back.next_line()? {
+            if let Ok(link) = link::strict(&line) {
+                return Ok(Some(Head {
+                    seq: link.seq,
+                    hash: Sha256Hash::of_line(&line),
+                }));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Walks the chain across every file, oldest first, and reports the first
+    /// break; with `kept`, also whether that record is still there unchanged.
+    pub fn verify(&self, kept: Option<Head>) -> Result<Verification, LogError> {
+        verify::verify(&self.dir, kept)
+    }
+
+    /// Every line, oldest first, each read as a record where it is one.
+    pub fn records(&self) -> Result<Records, LogError> {
+        let files = location::files_oldest_first(&self.dir)?;
+        Ok(Records::new(lines::Walk::new(files)))
+    }
+}
+
+/// Appends `entry` to the log where the environment says; what every
+/// decision path calls. Never fails, never panics, never changes the
+/// decision: a failure is reported once on stderr.
+pub fn append(entry: &Entry, rotation: Rotation) -> Option<Appended> {
+    match Log::from_env(rotation) {
+        Ok(log) => log.append(entry),
+        Err(error) => {
+            report_once(&format!(
+                "the decision `{}` for {} was not logged: {error}",
+                entry.decision, entry.action
+            ));
+            None
+        }
+    }
+}
+
+/// Says the first logging trouble in this process on stderr, and later ones
+/// only to `tracing`, so a broken log does not flood an agent's terminal.
+fn report_once(message: &str) {
+    static REPORTED: AtomicBool = AtomicBool::new(false);
+    if REPORTED.swap(true, Ordering::Relaxed) {
+        tracing::warn!("{message}");
+    } else {
+        eprintln!("chock: {message}");
+    }
+}

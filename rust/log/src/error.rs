@@ -1,0 +1,36 @@
+//! What can go wrong while writing or reading the log.
+
+use std::io;
+use std::path::PathBuf;
+
+/// A failure to reach the log. Appending never lets one of these change a
+/// decision: [`crate::append`] reports it once on stderr and goes on.
+#[derive(Debug, thiserror::Error)]
+pub enum LogError {
+    /// No environment variable says where state is kept.
+    #[error(
+        "cannot tell where to keep the decision log: set HOME, XDG_STATE_HOME or CHOCK_STATE_DIR to an absolute path"
+    )]
+    NoStateDir,
+    /// The log folder could not be made.
+    #[error("cannot create the log folder {path}: {source}; check that you may write there")]
+    CreateDir { path: PathBuf, source: io::Error },
+    /// A log file or the lock file could not be opened for writing.
+    #[error("cannot open {path} for appending: {source}; check its owner and permissions")]
+    Open { path: PathBuf, source: io::Error },
+    /// A log file could not be read.
+    #[error("cannot read {path}: {source}; check its owner and permissions")]
+    Read { path: PathBuf, source: io::Error },
+    /// The line could not be written.
+    #[error("cannot write to {path}: {source}; check free space and permissions")]
+    Write { path: PathBuf, source: io::Error },
+    /// The lock could not be taken for a reason other than another writer holding it.
+    #[error("cannot lock {path}: {source}; the file system may not support flock")]
+    Lock { path: PathBuf, source: io::Error },
+    /// A rotation step (rename or removal) failed.
+    #[error("cannot rotate {path}: {source}; check permissions in the log folder")]
+    Rotate { path: PathBuf, source: io::Error },
+    /// The record could not be turned into JSON.
+    #[error("cannot encode the decision as JSON: {0}")]
+    Encode(#[from] serde_json::Error),
+}

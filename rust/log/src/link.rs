@@ -1,0 +1,135 @@
+//! The chain fields of one line (`seq`, `prev`, `unchained`), read fast.
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+
+use crate::record::Sha256Hash;
+
+/// What a line says about its place in the chain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Link {
+    pub seq: u64,
+    pub prev: Sha256Hash,
+    pub unchained: Option<String>,
+}
+
+/// Reads a line exactly as this crate writes it: `{"seq":N,"prev":"<hex>","ts":...`.
+///
+/// This only looks at the start of the line; it is the fast path that lets
+/// verify keep pace with hashing. It answers `None` for anything else
+/// (another field order, an unchained line), and the caller falls back to
+/// [`strict`]. A line that passes here but is not whole JSON is still caught:
+/// its hash is checked by the next line's `prev`, and verify reads the last
+/// line and every line around a break with [`strict`].
+pub fn fast(line: &[u8]) -> Option<Link> {
+    let rest = line.strip_prefix(br#"{"seq":"#)?;
+    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+    if digits == 0 || digits > 20 {
+        return None;
+    }
+    let (seq, rest) = rest.split_at_checked(digits)?;
+    let seq = std::str::from_utf8(seq).ok()?.parse::<u64>().ok()?;
+    let rest = rest.strip_prefix(br#","prev":""#)?;
+    let (hex, rest) = rest.split_at_checked(64)?;
+    if !hex.iter().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+        return None;
+    }
+    rest.strip_prefix(br#"","ts":""#)?;
+    let prev = Sha256Hash::from_hex(std::str::from_utf8(hex).ok()?)?;
+    Some(Link {
+        seq,
+        prev,
+        unchained: None,
+    })
+}
+
+#[derive(Deserialize)]
+struct RawLink<'a> {
+    seq: u64,
+    #[serde(borrow)]
+    prev: Cow<'a, str>,
+    #[serde(default, borrow)]
+    unchained: Option<Cow<'a, str>>,
+}
+
+/// Reads a line as whole JSON: an object with a numeric `seq`, a `prev` of
+/// 64 hex digits and, when present, `unchained`; other fields are not looked at.
+pub fn strict(line: &[u8]) -> Result<Link, String> {
+    let raw: RawLink<'_> = serde_json::from_slice(line).map_err(|e| e.to_string())?;
+    let prev = Sha256Hash::from_hex(&raw.prev)
+        .ok_or_else(|| format!("its prev `{}` is not 64 hex digits", raw.prev))?;
+    Ok(Link {
+        seq: raw.seq,
+        prev,
+        unchained: raw.unchained.map(Cow::into_owned),
+    })
+}
+
+/// [`fast`], else [`strict`].
+pub fn read(line: &[u8]) -> Result<Link, String> {
+    fast(line).map_or_else(|| strict(line), Ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const HEX: &str = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+
+    #[test]
+    fn fast_and_strict_agree_on_written_lines() {
+        let line = format!(r#"{{"seq":12,"prev":"{HEX}","ts":"t","action":"a"}}"#);
+        let link = fast(line.as_bytes()).unwrap();
+        assert_eq!(link.seq, 12);
+        assert_eq!(link.prev.to_string(), HEX);
+        assert_eq!(strict(line.as_bytes()), Ok(link));
+    }
+
+    #[test]
+    fn unchained_lines_take_the_strict_path() {
+        let line = format!(
+            r#"{{"seq":3,"prev":"{HEX}","unchained":"the lock \"stayed\" held","ts":"t"}}"#
+        );
+        assert_eq!(fast(line.as_bytes()), None);
+        let link = read(line.as_bytes()).unwrap();
+        assert_eq!(link.unchained.as_deref(), Some(r#"the lock "stayed" held"#));
+    }
+
+    #[test]
+    fn broken_lines_are_not_links() {
+        let cut = format!(r#"{{"seq":12,"prev":"{HEX}","ts":"t","act"#);
+        assert!(
+            fast(cut.as_bytes()).is_some(),
+            "the fast path only reads the start"
+        );
+        assert!(strict(cut.as_bytes()).is_err());
+        for bad in [
+            "".to_owned(),
+            "{}".to_owned(),
+            r#"{"seq":-1,"prev":"00"}"#.to_owned(),
+            format!(r#"{{"seq":1,"prev":"{}"}}"#, &HEX[1..]),
+            format!(r#"{{"seq":99999999999999999999999,"prev":"{HEX}","ts":""}}"#),
+            "[1,2]".to_owned(),
+        ] {
+            assert!(read(bad.as_bytes()).is_err(), "{bad}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn no_input_panics_and_fast_never_contradicts_strict(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+            if let (Some(fast), Ok(strict)) = (fast(&bytes), strict(&bytes)) {
+                prop_assert_eq!(fast, strict);
+            }
+        }
+
+        #[test]
+        fn fast_reads_any_written_prefix(seq in any::<u64>(), hash in any::<[u8; 32]>()) {
+            let prev = Sha256Hash(hash);
+            let line = format!(r#"{{"seq":{seq},"prev":"{prev}","ts":"x"}}"#);
+            prop_assert_eq!(fast(line.as_bytes()), Some(Link { seq, prev, unchained: None }));
+        }
+    }
+}

@@ -1,0 +1,69 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use chock_log::{AnsweredBy, DecidedBy, Entry, Log, Rotation, Sha256Hash};
+
+/// A decision like the ones real callers log; `i` varies the action.
+pub fn entry(i: usize) -> Entry {
+    Entry {
+        route: "cli".into(),
+        project: "/src/demo".into(),
+        action: format!("call.write_file.n{i}"),
+        agent_kind: "coder".into(),
+        model: Some("m-1".into()),
+        tool: Some("Write".into()),
+        decision: if i.is_multiple_of(3) { "deny" } else { "allow" }.into(),
+        decided_by: DecidedBy {
+            layer: "project".into(),
+            file: Some("/src/demo/chock.zon".into()),
+            line: Some(7),
+        },
+        answered_by: AnsweredBy::Rule,
+        subject: Some(format!("file-{i}")),
+    }
+}
+
+pub fn big_rotation() -> Rotation {
+    Rotation {
+        rotate_bytes: 1 << 40,
+        keep: 8,
+    }
+}
+
+/// A log in a fresh temporary folder with `n` lines appended.
+pub fn log_with(n: usize) -> (tempfile::TempDir, Log) {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::at(dir.path().join("log"), big_rotation());
+    for i in 1..=n {
+        let appended = log.try_append(&entry(i)).unwrap();
+        assert_eq!(appended.head.seq, i as u64);
+        assert_eq!(appended.unchained, None);
+    }
+    (dir, log)
+}
+
+pub fn current(log: &Log) -> PathBuf {
+    log.dir().join("decisions.jsonl")
+}
+
+/// The lines of a file, without newlines (a last line without one included).
+pub fn read_lines(path: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines: Vec<String> = text.split('\n').map(str::to_owned).collect();
+    if lines.last().is_some_and(String::is_empty) {
+        lines.pop();
+    }
+    lines
+}
+
+pub fn write_lines(path: &Path, lines: &[String]) {
+    let mut text = lines.join("\n");
+    text.push('\n');
+    std::fs::write(path, text).unwrap();
+}
+
+pub fn hash(line: &str) -> Sha256Hash {
+    Sha256Hash::of_line(line.as_bytes())
+}

@@ -1,0 +1,187 @@
+//! Many writer processes at once, and writers killed in the middle of a run.
+//!
+//! The writers are this test binary run again: `writer_process` is ignored
+//! in a normal run and does the appends when started with `--ignored` and
+//! `CHOCK_LOG_TEST_DIR` set.
+
+mod common;
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use chock_log::{BreakKind, Head, Log, Sha256Hash};
+use common::*;
+
+const DIR_VAR: &str = "CHOCK_LOG_TEST_DIR";
+const COUNT_VAR: &str = "CHOCK_LOG_TEST_COUNT";
+
+/// A writer process: appends `CHOCK_LOG_TEST_COUNT` lines (0 = until killed)
+/// and prints each completed line's `SEQ:SHA256` on stdout right after its
+/// append returns.
+#[test]
+#[ignore = "a writer process started by the other tests in this file"]
+fn writer_process() {
+    let Some(dir) = std::env::var_os(DIR_VAR) else {
+        return;
+    };
+    let count: usize = std::env::var(COUNT_VAR).unwrap().parse().unwrap();
+    let log = Log::at(dir, big_rotation());
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let mut i = 0;
+    while count == 0 || i < count {
+        i += 1;
+        let appended = log.try_append(&entry(i)).unwrap();
+        assert_eq!(
+            appended.unchained, None,
+            "a writer waited past the lock wait"
+        );
+        writeln!(out, "{}", appended.head).unwrap();
+        out.flush().unwrap();
+    }
+}
+
+fn spawn_writer(dir: &Path, count: usize) -> Child {
+    Command::new(std::env::current_exe().unwrap())
+        .args([
+            "writer_process",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+            "--quiet",
+        ])
+        .env(DIR_VAR, dir)
+        .env(COUNT_VAR, count.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// The `SEQ:SHA256` lines a writer printed (test harness chatter skipped).
+fn heads_printed(child: &mut Child) -> Vec<Head> {
+    let stdout = child.stdout.take().unwrap();
+    BufReader::new(stdout)
+        .lines()
+        .map_while(Result::ok)
+        .filter_map(|line| line.parse::<Head>().ok())
+        .collect()
+}
+
+#[test]
+fn fifty_processes_times_a_hundred_appends_leave_5000_chained_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut children: Vec<Child> = (0..50).map(|_| spawn_writer(dir.path(), 100)).collect();
+    let mut printed = Vec::new();
+    for child in &mut children {
+        printed.extend(heads_printed(child));
+        let (status, stderr) = finish(child);
+        assert!(status.success(), "a writer failed: {stderr}");
+    }
+    assert_eq!(printed.len(), 5000);
+
+    let log = Log::at(dir.path(), big_rotation());
+    let report = log.verify(None).unwrap();
+    assert!(report.intact(), "{:?}", report.broken);
+    assert_eq!(report.lines, 5000);
+    assert_eq!(report.head.unwrap().seq, 5000);
+    let lines = read_lines(&current(&log));
+    let mut by_seq = HashMap::new();
+    for (i, line) in lines.iter().enumerate() {
+        let record: chock_log::Record = serde_json::from_str(line).unwrap();
+        assert_eq!(
+            record.seq,
+            i as u64 + 1,
+            "seq strictly increasing with no gaps"
+        );
+        assert_eq!(record.unchained, None);
+        by_seq.insert(record.seq, hash(line));
+    }
+    for head in printed {
+        assert_eq!(
+            by_seq.get(&head.seq),
+            Some(&head.hash),
+            "what each writer wrote is there"
+        );
+    }
+}
+
+/// Waits for a writer and returns its status and what it said on stderr.
+fn finish(child: &mut Child) -> (std::process::ExitStatus, String) {
+    let mut stderr = String::new();
+    if let Some(mut pipe) = child.stderr.take() {
+        std::io::Read::read_to_string(&mut pipe, &mut stderr).unwrap();
+    }
+    (child.wait().unwrap(), stderr)
+}
+
+#[test]
+fn writers_killed_mid_loop_lose_no_completed_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::at(dir.path(), big_rotation());
+    for round in 0..4 {
+        let mut children: Vec<Child> = (0..3).map(|_| spawn_writer(dir.path(), 0)).collect();
+        let readers: Vec<_> = children
+            .iter_mut()
+            .map(|child| {
+                let stdout = child.stdout.take().unwrap();
+                std::thread::spawn(move || {
+                    BufReader::new(stdout)
+                        .lines()
+                        .map_while(Result::ok)
+                        .filter_map(|line| line.parse::<Head>().ok())
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(300 + 70 * round));
+        for child in &mut children {
+            child.kill().unwrap(); // SIGKILL
+            child.wait().unwrap();
+        }
+        let completed: Vec<Head> = readers
+            .into_iter()
+            .flat_map(|r| r.join().unwrap())
+            .collect();
+        assert!(
+            !completed.is_empty(),
+            "the writers ran before they were killed"
+        );
+
+        let mut in_log: HashMap<u64, Sha256Hash> = HashMap::new();
+        for line in log.records().unwrap() {
+            let line = line.unwrap();
+            if let Ok(record) = &line.record {
+                in_log.insert(record.seq, hash(&line.text));
+            }
+        }
+        for head in &completed {
+            assert_eq!(
+                in_log.get(&head.seq),
+                Some(&head.hash),
+                "completed line {head} is in the log"
+            );
+        }
+
+        let report = log.verify(None).unwrap();
+        if let Some(broken) = &report.broken {
+            let lines = read_lines(&current(&log));
+            assert_eq!(
+                broken.kind,
+                BreakKind::Torn,
+                "only a torn tail may show: {broken}"
+            );
+            assert_eq!(
+                broken.line as usize,
+                lines.len(),
+                "the torn line is the last: {broken}"
+            );
+            // Later rounds would only find this torn line again, now mid-file.
+            return;
+        }
+        assert!(report.intact());
+    }
+}
