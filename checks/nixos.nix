@@ -47,12 +47,21 @@ lib.runTests {
         etc = c.environment.etc;
         packages = c.environment.systemPackages;
         assertions = c.assertions;
+        warnings = c.warnings;
       };
     expected = {
       etc = { };
       packages = [ ];
       assertions = [ ];
+      warnings = [
+        "programs.chock.orgPolicy is set but programs.chock.enable is false, so no bundle is written to /etc/chock/org-policy.zon; set programs.chock.enable = true"
+      ];
     };
+  };
+
+  testDisabledWithoutBundleIsSilent = {
+    expr = (eval { }).warnings;
+    expected = [ ];
   };
 
   testEnabledWithoutBundleInstallsOnly = {

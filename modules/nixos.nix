@@ -312,8 +312,13 @@ in
   };
 
   config = lib.mkMerge [
-    # For users writing freeform fields: config.lib.chock.zon.enum "native".
-    { lib.chock = { inherit zon; }; }
+    {
+      # For users writing freeform fields: config.lib.chock.zon.enum "native".
+      lib.chock = { inherit zon; };
+
+      # A bundle that is silently not written is a policy nobody enforces.
+      warnings = lib.optional (!cfg.enable && cfg.orgPolicy != null) "programs.chock.orgPolicy is set but programs.chock.enable is false, so no bundle is written to /etc/chock/org-policy.zon; set programs.chock.enable = true";
+    }
 
     (lib.mkIf cfg.enable {
       environment.systemPackages = lib.mkIf (cfg.package != null) [ cfg.package ];

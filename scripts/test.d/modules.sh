@@ -168,8 +168,11 @@ PY
 done
 
 # The VM test's script is Python the test driver will run; it must parse.
-python3 -c 'import sys; compile(open(sys.argv[1]).read(), "testScript", "exec")' "$work/zon/vm-test-script.py" &&
-  pass "the VM test's script parses" || fail "the VM test's script (checks/vm.nix) is not valid Python"
+if python3 -c 'import sys; compile(open(sys.argv[1]).read(), "testScript", "exec")' "$work/zon/vm-test-script.py"; then
+  pass "the VM test's script parses"
+else
+  fail "the VM test's script (checks/vm.nix) is not valid Python"
+fi
 
 # --- flake.lock agrees with flake.nix, by Nix's own rules --------------------
 
@@ -182,12 +185,12 @@ mkdir -p "$work/flake"
 git archive HEAD | tar -x -C "$work/flake"
 find flake.nix flake.lock nix modules checks -type f -print0 | tar --null -T - -cf - | tar -x -C "$work/flake"
 if out=$(nix --offline flake metadata --no-update-lock-file --json "path:$work/flake" 2>&1); then
-  python3 - "$out" <<'EOF' && pass "flake.lock pins the flake's inputs" || fail "nix flake metadata shows other pins than flake.lock"
-import json, sys
-meta = json.loads(sys.argv[1])
-lock = json.load(open("flake.lock"))
-assert meta["locks"]["nodes"] == lock["nodes"], "lock nodes differ"
-EOF
+  if python3 -c 'import json, sys
+sys.exit(json.loads(sys.argv[1])["locks"]["nodes"] != json.load(open("flake.lock"))["nodes"])' "$out"; then
+    pass "flake.lock pins the flake's inputs"
+  else
+    fail "nix flake metadata shows other pins than flake.lock"
+  fi
 else
   fail "flake.lock does not match flake.nix's inputs (Nix would re-lock): $out"
 fi
