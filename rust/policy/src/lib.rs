@@ -1,1 +1,37 @@
-//! Chock's policy engine: action names, rules, shipped defaults, layers and the readings that answer them.
+//! Chock's policy engine: action names, rules, shipped defaults, layers and the
+//! readings that answer them.
+//!
+//! Every act an agent asks for carries an action name (made only by
+//! [`names`]); [`Policy::decide`] answers a [`Key`] from the project's
+//! `chock.zon`, the [`defaults`] and every organisation bundle, and says which
+//! rule decided and what rule would change the answer. The rules are
+//! documented in `docs/policy.md`.
+
+mod decision;
+pub mod defaults;
+mod error;
+mod files;
+mod index;
+pub mod names;
+mod pattern;
+mod policy;
+mod rule;
+mod settings;
+
+pub use decision::Decision;
+pub use error::PolicyError;
+pub use files::{
+    Agent, BUNDLE_VERSION, Budget, MAX_AGENT_KINDS, MAX_RULES, MAX_SINKS, NetMode, NetSettings,
+    OrgBundle, Sink, SinkKind, Subagents,
+};
+pub use index::RuleSet;
+pub use names::{ExecContext, NameError, Phase};
+pub use pattern::{EXACT_SCORE, Pattern, PatternError};
+pub use policy::{
+    DecidedBy, Layer, LoadOptions, PROJECT_FILE, Policy, Reading, SYSTEM_BUNDLE, StartAnswer,
+    StartQuestion, Suggestion, Verdict,
+};
+pub use rule::{Key, Rule, RuleSource, Specificity};
+pub use settings::{
+    Amount, ByteSize, Limits, LogSettings, Machine, NixSettings, human_bytes, parse_bytes,
+};

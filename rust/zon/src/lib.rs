@@ -27,7 +27,7 @@ use serde::de::DeserializeOwned;
 
 pub use error::{Error, Span, WriteError, line_col};
 pub use parse::MAX_DEPTH;
-pub use ser::to_string;
+pub use ser::{quote_name, quote_string, to_string};
 pub use spanned::Spanned;
 
 /// The largest file the reader accepts: 1 MiB. A configuration file that

@@ -104,7 +104,17 @@ fn push_indent(level: usize, out: &mut String) {
 }
 
 /// A string literal with every byte Zig would refuse escaped.
-pub(crate) fn quote(s: &str) -> String {
+pub fn quote_string(s: &str) -> String {
+    quote(s)
+}
+
+/// A field or enum name as ZON spells it: bare when Zig allows, `@"..."`
+/// otherwise; refuses the empty name and NUL, which no spelling can carry.
+pub fn quote_name(s: &str) -> Result<String> {
+    name(s)
+}
+
+fn quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {

@@ -17,7 +17,7 @@ pub(crate) const SPANNED_FIELDS: &[&str] = &[SPANNED_START, SPANNED_END, SPANNED
 
 /// A value and where it was written. Only this crate's deserializer fills the
 /// span; any other deserializer refuses the type.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Spanned<T> {
     pub span: Span,
     pub value: T,

@@ -1,0 +1,526 @@
+//! What each file may hold, as serde types, and the checks serde cannot make
+//! (bounds, agent hierarchy, bundle version). Strictness follows who writes
+//! the file: inside `.policy` of `chock.zon` and inside each settings block an
+//! unknown field refuses the file (a typo must not silently widen); the org
+//! bundle ignores unknown fields (a typo in a ceiling only narrows); unknown
+//! top-level blocks are left to the readers that own them.
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::sync::Arc;
+
+use chock_zon::{Span, Spanned};
+use serde::Deserialize;
+
+use crate::decision::Decision;
+use crate::error::PolicyError;
+use crate::index::RuleSet;
+use crate::pattern::Pattern;
+use crate::rule::{Rule, RuleSource};
+use crate::settings::{ByteSize, MemoryAmount, ProcessCount};
+
+/// At most this many rules per file.
+pub const MAX_RULES: usize = 512;
+/// At most this many agent kinds in `.policy.agents`.
+pub const MAX_AGENT_KINDS: usize = 64;
+/// At most this many sinks in a bundle.
+pub const MAX_SINKS: usize = 4;
+/// The bundle format this build reads.
+pub const BUNDLE_VERSION: u32 = 1;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(expecting = "a struct literal `.{ ... }` at the top of chock.zon")]
+pub(crate) struct ProjectFile {
+    #[serde(default)]
+    pub(crate) policy: PolicyBlock,
+    #[serde(default)]
+    pub(crate) nix: NixBlock,
+    #[serde(default)]
+    pub(crate) limits: LimitsBlock,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "the `.policy` block: `.{ .rules = .{ ... } }`"
+)]
+pub(crate) struct PolicyBlock {
+    #[serde(default)]
+    rules: Spanned<Vec<Spanned<StrictRule>>>,
+    #[serde(default)]
+    agents: Spanned<Vec<Spanned<AgentFields>>>,
+    #[serde(default)]
+    pub(crate) net: NetBlock,
+}
+
+/// A rule in `chock.zon`: exactly these five fields.
+#[derive(Debug, Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a rule `.{ .action = \"...\", .decision = .allow }`"
+)]
+struct StrictRule {
+    agent_kind: Option<Pattern>,
+    model: Option<Pattern>,
+    tool: Option<Pattern>,
+    action: Option<Pattern>,
+    decision: Decision,
+}
+
+/// A rule in an org bundle: unknown fields are ignored, a decision is still required.
+#[derive(Debug, Deserialize)]
+#[serde(expecting = "a rule `.{ .action = \"...\", .decision = .deny }`")]
+struct LenientRule {
+    agent_kind: Option<Pattern>,
+    model: Option<Pattern>,
+    tool: Option<Pattern>,
+    action: Option<Pattern>,
+    decision: Decision,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AgentFields {
+    kind: String,
+    parent: Option<String>,
+}
+
+/// One agent kind the project declares, and the kind that spawns it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Agent {
+    pub kind: String,
+    pub parent: Option<String>,
+}
+
+/// Whether a session is given a network namespace, router and resolver.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NetMode {
+    /// Read the rules: a router only when some rule permits something under `net`.
+    #[default]
+    Auto,
+    /// No router whatever the rules say.
+    None,
+    /// A router even when no rule permits a host yet.
+    Filtered,
+}
+
+/// `.policy.net`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetSettings {
+    #[serde(default)]
+    pub router: NetMode,
+    #[serde(default)]
+    pub background: NetMode,
+}
+
+pub(crate) type NetBlock = NetSettings;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct NixBlock {
+    pub(crate) dev_shell: Option<String>,
+    pub(crate) max_object_bytes: Option<ByteSize>,
+    pub(crate) max_session_bytes: Option<ByteSize>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct LimitsBlock {
+    pub(crate) processes: Option<ProcessCount>,
+    pub(crate) memory: Option<MemoryAmount>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct LogBlock {
+    pub(crate) rotate_bytes: Option<ByteSize>,
+    pub(crate) keep: Option<u32>,
+}
+
+/// The operator's `config.zon`: only the blocks the policy reader owns.
+#[derive(Debug, Default, Deserialize)]
+#[serde(expecting = "a struct literal `.{ ... }` at the top of config.zon")]
+pub(crate) struct OperatorFile {
+    #[serde(default)]
+    pub(crate) nix: NixBlock,
+    #[serde(default)]
+    pub(crate) limits: LimitsBlock,
+    #[serde(default)]
+    pub(crate) log: LogBlock,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct OrgNixBlock {
+    pub(crate) max_object_bytes: Option<ByteSize>,
+    pub(crate) max_session_bytes: Option<ByteSize>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct OrgLimitsBlock {
+    pub(crate) processes: Option<ProcessCount>,
+    pub(crate) memory: Option<MemoryAmount>,
+}
+
+#[derive(Debug, Deserialize)]
+struct OrgVersion {
+    version: Option<Spanned<u32>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(expecting = "a struct literal `.{ ... }` at the top of the organisation bundle")]
+struct OrgFile {
+    subject: Option<Spanned<String>>,
+    issuer: Option<Spanned<String>>,
+    issued_ms: Option<u64>,
+    expires_ms: Option<u64>,
+    #[serde(default)]
+    rules: Spanned<Vec<Spanned<LenientRule>>>,
+    #[serde(default)]
+    sinks: Spanned<Vec<Spanned<SinkFields>>>,
+    budget: Option<Spanned<BudgetFields>>,
+    subagents: Option<Spanned<SubagentFields>>,
+    #[serde(default)]
+    deny_read: Vec<String>,
+    #[serde(default)]
+    limits: OrgLimitsBlock,
+    #[serde(default)]
+    nix: OrgNixBlock,
+}
+
+#[derive(Debug, Deserialize)]
+struct SinkFields {
+    kind: SinkKind,
+    path: String,
+}
+
+/// Where a bundle requires the decision log to be copied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SinkKind {
+    Directory,
+    Syslog,
+}
+
+/// A required audit sink.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sink {
+    pub kind: SinkKind,
+    pub path: std::path::PathBuf,
+}
+
+#[derive(Debug, Deserialize)]
+struct BudgetFields {
+    max_cost: f64,
+    #[serde(default)]
+    currency: String,
+}
+
+/// A spending ceiling; an empty currency is filled later with the default.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Budget {
+    pub max_cost: f64,
+    pub currency: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct SubagentFields {
+    max_depth: Option<u32>,
+    max_width: Option<u32>,
+}
+
+/// Caps on the spawn tree; 0 is a real cap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Subagents {
+    pub max_depth: Option<u32>,
+    pub max_width: Option<u32>,
+}
+
+/// A loaded file: its path and exact text, for placing later refusals.
+pub(crate) struct Source<'a> {
+    pub(crate) file: &'a Path,
+    pub(crate) text: &'a str,
+    pub(crate) shared: Arc<std::path::PathBuf>,
+}
+
+impl<'a> Source<'a> {
+    pub(crate) fn new(file: &'a Path, text: &'a str) -> Self {
+        Source {
+            file,
+            text,
+            shared: Arc::new(file.to_path_buf()),
+        }
+    }
+
+    fn error(&self, span: Span, message: impl Into<String>) -> PolicyError {
+        chock_zon::Error::at(Some(self.file), self.text, span, message).into()
+    }
+
+    fn rule_source(&self, span: Span) -> RuleSource {
+        RuleSource {
+            file: Arc::clone(&self.shared),
+            line: chock_zon::line_col(self.text, span.start).0,
+            text: self
+                .text
+                .get(span.start..span.end)
+                .unwrap_or("")
+                .to_string(),
+        }
+    }
+
+    fn read<T: serde::de::DeserializeOwned>(&self) -> Result<T, PolicyError> {
+        Ok(chock_zon::from_str_in(Some(self.file), self.text)?)
+    }
+}
+
+/// What `chock.zon` contributes, checked.
+pub(crate) struct ProjectLayer {
+    pub(crate) rules: RuleSet,
+    pub(crate) agents: Vec<Agent>,
+    pub(crate) net: NetSettings,
+    pub(crate) nix: NixBlock,
+    pub(crate) limits: LimitsBlock,
+}
+
+pub(crate) fn read_project(source: &Source<'_>) -> Result<ProjectLayer, PolicyError> {
+    let file: ProjectFile = source.read()?;
+    let rules = source.rules(file.policy.rules, |r| {
+        (r.agent_kind, r.model, r.tool, r.action, r.decision)
+    })?;
+    let agents = check_agents(source, file.policy.agents)?;
+    Ok(ProjectLayer {
+        rules,
+        agents,
+        net: file.policy.net,
+        nix: file.nix,
+        limits: file.limits,
+    })
+}
+
+type RuleParts = (
+    Option<Pattern>,
+    Option<Pattern>,
+    Option<Pattern>,
+    Option<Pattern>,
+    Decision,
+);
+
+impl Source<'_> {
+    fn rules<R>(
+        &self,
+        list: Spanned<Vec<Spanned<R>>>,
+        parts: impl Fn(R) -> RuleParts,
+    ) -> Result<RuleSet, PolicyError> {
+        if list.value.len() > MAX_RULES {
+            return Err(self.error(
+                list.span,
+                format!(
+                    "{} rules, and a file holds at most {MAX_RULES}: merge rules with a class such as `git.*`",
+                    list.value.len()
+                ),
+            ));
+        }
+        let rules = list
+            .value
+            .into_iter()
+            .map(|spanned| {
+                let (agent_kind, model, tool, action, decision) = parts(spanned.value);
+                Rule {
+                    agent_kind,
+                    model,
+                    tool,
+                    action,
+                    decision,
+                    source: Some(self.rule_source(spanned.span)),
+                }
+            })
+            .collect();
+        Ok(RuleSet::new(rules))
+    }
+}
+
+fn check_agents(
+    source: &Source<'_>,
+    list: Spanned<Vec<Spanned<AgentFields>>>,
+) -> Result<Vec<Agent>, PolicyError> {
+    if list.value.len() > MAX_AGENT_KINDS {
+        return Err(source.error(
+            list.span,
+            format!(
+                "{} agent kinds, and a project declares at most {MAX_AGENT_KINDS}",
+                list.value.len()
+            ),
+        ));
+    }
+    let mut spans = HashMap::new();
+    let mut agents = Vec::new();
+    for Spanned { span, value } in list.value {
+        if value.kind.is_empty() || value.kind.contains(['*', '\0']) {
+            return Err(source.error(
+                span,
+                "an agent kind is a name: not empty, with no `*` or NUL byte",
+            ));
+        }
+        if spans.insert(value.kind.clone(), span).is_some() {
+            return Err(source.error(
+                span,
+                format!("agent kind `{}` is declared twice: keep one", value.kind),
+            ));
+        }
+        agents.push(Agent {
+            kind: value.kind,
+            parent: value.parent,
+        });
+    }
+    let parents: HashMap<&str, Option<&str>> = agents
+        .iter()
+        .map(|a| (a.kind.as_str(), a.parent.as_deref()))
+        .collect();
+    for agent in &agents {
+        let span = spans.get(&agent.kind).copied().unwrap_or_default();
+        let mut seen = HashSet::from([agent.kind.as_str()]);
+        let mut next = agent.parent.as_deref();
+        while let Some(parent) = next {
+            let Some(grandparent) = parents.get(parent) else {
+                return Err(source.error(
+                    span,
+                    format!("agent kind `{}` names parent `{parent}`, which is not declared: declare it in .policy.agents", agent.kind),
+                ));
+            };
+            if !seen.insert(parent) {
+                return Err(source.error(
+                    span,
+                    format!("agent kind `{}` is its own ancestor: the parents form a loop through `{parent}`", agent.kind),
+                ));
+            }
+            next = *grandparent;
+        }
+    }
+    Ok(agents)
+}
+
+/// An organisation's bundle: a ceiling on every answer, and the settings
+/// and sinks it imposes.
+#[derive(Debug, Clone)]
+pub struct OrgBundle {
+    pub file: std::path::PathBuf,
+    pub subject: Option<String>,
+    pub issuer: Option<String>,
+    pub issued_ms: Option<u64>,
+    /// Milliseconds since the epoch; `None` (or 0 in the file) never expires.
+    pub expires_ms: Option<u64>,
+    pub sinks: Vec<Sink>,
+    pub budget: Option<Budget>,
+    pub subagents: Option<Subagents>,
+    pub deny_read: Vec<String>,
+    pub(crate) rules: RuleSet,
+    pub(crate) max_object_bytes: Option<u64>,
+    pub(crate) max_session_bytes: Option<u64>,
+    pub(crate) processes: Option<crate::settings::Amount>,
+    pub(crate) memory: Option<crate::settings::Amount>,
+}
+
+impl OrgBundle {
+    pub fn rules(&self) -> &RuleSet {
+        &self.rules
+    }
+
+    /// Expired means now is past the expiry; equal is still current. An
+    /// expired bundle still binds.
+    pub fn is_expired(&self, now_ms: u64) -> bool {
+        self.expires_ms.is_some_and(|e| now_ms > e)
+    }
+}
+
+pub(crate) fn read_bundle(source: &Source<'_>) -> Result<OrgBundle, PolicyError> {
+    let version: OrgVersion = source.read()?;
+    if let Some(v) = version.version
+        && v.value > BUNDLE_VERSION
+    {
+        return Err(source.error(
+            v.span,
+            format!(
+                "bundle version {} is newer than this Chock reads ({BUNDLE_VERSION}): update Chock",
+                v.value
+            ),
+        ));
+    }
+    let file: OrgFile = source.read()?;
+    for text in [&file.subject, &file.issuer].into_iter().flatten() {
+        if text.value.len() > 256 {
+            return Err(source.error(text.span, "subject and issuer are at most 256 bytes"));
+        }
+    }
+    let sinks = check_sinks(source, file.sinks)?;
+    let budget = match file.budget {
+        Some(Spanned { span, value }) => {
+            if !(value.max_cost.is_finite() && value.max_cost > 0.0) {
+                return Err(source.error(span, "budget.max_cost must be a finite number above 0"));
+            }
+            Some(Budget {
+                max_cost: value.max_cost,
+                currency: value.currency,
+            })
+        }
+        None => None,
+    };
+    let subagents = match file.subagents {
+        Some(Spanned { span, value }) => {
+            if value.max_depth.is_none() && value.max_width.is_none() {
+                return Err(source.error(span, "subagents needs .max_depth, .max_width or both"));
+            }
+            Some(Subagents {
+                max_depth: value.max_depth,
+                max_width: value.max_width,
+            })
+        }
+        None => None,
+    };
+    let rules = source.rules(file.rules, |r| {
+        (r.agent_kind, r.model, r.tool, r.action, r.decision)
+    })?;
+    Ok(OrgBundle {
+        file: source.file.to_path_buf(),
+        subject: file.subject.map(|s| s.value),
+        issuer: file.issuer.map(|s| s.value),
+        issued_ms: file.issued_ms,
+        expires_ms: file.expires_ms.filter(|e| *e != 0),
+        sinks,
+        budget,
+        subagents,
+        deny_read: file.deny_read,
+        rules,
+        max_object_bytes: file.nix.max_object_bytes.map(|b| b.0),
+        max_session_bytes: file.nix.max_session_bytes.map(|b| b.0),
+        processes: file.limits.processes.map(|p| p.0),
+        memory: file.limits.memory.map(|m| m.0),
+    })
+}
+
+fn check_sinks(
+    source: &Source<'_>,
+    list: Spanned<Vec<Spanned<SinkFields>>>,
+) -> Result<Vec<Sink>, PolicyError> {
+    if list.value.len() > MAX_SINKS {
+        return Err(source.error(
+            list.span,
+            format!("a bundle names at most {MAX_SINKS} sinks"),
+        ));
+    }
+    let mut sinks = Vec::new();
+    for (i, Spanned { span, value }) in list.value.into_iter().enumerate() {
+        let n = i + 1;
+        if value.path.is_empty() || !value.path.starts_with('/') || value.path.len() > 4096 {
+            return Err(source.error(
+                span,
+                format!("sink {n}: the path must be absolute, not empty, and at most 4096 bytes"),
+            ));
+        }
+        sinks.push(Sink {
+            kind: value.kind,
+            path: value.path.into(),
+        });
+    }
+    Ok(sinks)
+}

@@ -1,0 +1,669 @@
+//! The loaded policy: every layer read once, held immutable, and the answer to
+//! a key computed from them. A project's rules (then the shipped defaults,
+//! then the reading's answer for an unnamed act) give the project's answer;
+//! every organisation bundle is a ceiling on it, folded as a minimum, so a
+//! project can lower an answer and never raise one.
+
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+
+use crate::decision::Decision;
+use crate::defaults::shipped_rules;
+use crate::error::PolicyError;
+use crate::files::{
+    Agent, NetSettings, OperatorFile, OrgBundle, ProjectLayer, Source, read_bundle, read_project,
+};
+use crate::index::RuleSet;
+use crate::names::{self, NameError};
+use crate::pattern::Pattern;
+use crate::rule::{Key, Rule};
+use crate::settings::{
+    DEFAULT_LOG_KEEP, DEFAULT_LOG_ROTATE_BYTES, DEFAULT_MAX_OBJECT_BYTES,
+    DEFAULT_MAX_SESSION_BYTES, Limits, LogSettings, Machine, NixSettings, human_bytes,
+};
+
+/// The project's policy file, in its root.
+pub const PROJECT_FILE: &str = "chock.zon";
+/// The bundle the NixOS module writes.
+pub const SYSTEM_BUNDLE: &str = "/etc/chock/org-policy.zon";
+
+/// How an act nobody named is answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reading {
+    /// Acts: unnamed = `ask` ("a policy that forgot a case must not become permission").
+    Act,
+    /// Capabilities and resources (`provider.*`, `workspace.integrate`):
+    /// unnamed = `allow`.
+    Ceiling,
+}
+
+impl Reading {
+    fn unnamed(self) -> Decision {
+        match self {
+            Reading::Act => Decision::Ask,
+            Reading::Ceiling => Decision::Allow,
+        }
+    }
+}
+
+/// Which layer gave the answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Layer {
+    /// A rule in the project's `chock.zon`.
+    Project,
+    /// A rule in an organisation bundle, lower than the project's answer.
+    Org,
+    /// A shipped default row.
+    Default,
+    /// No rule matched: the reading's answer for an unnamed act.
+    Nothing,
+}
+
+impl Layer {
+    /// The layer in words, for people.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Layer::Project => "the project's rule",
+            Layer::Org => "the organisation's bundle",
+            Layer::Default => "a shipped default",
+            Layer::Nothing => "nothing matched",
+        }
+    }
+}
+
+/// What decided, precisely enough to find and change it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DecidedBy {
+    pub layer: Layer,
+    pub file: Option<PathBuf>,
+    pub line: Option<u32>,
+    /// The rule as written (shipped defaults as ZON).
+    pub rule: Option<String>,
+}
+
+/// The rule that would change an answer short of allow, and where it goes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Suggestion {
+    /// Exact ZON to add.
+    pub rule: String,
+    /// Where it goes, e.g. `.policy.rules in /p/chock.zon`.
+    pub block: String,
+}
+
+/// The answer to one key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Verdict {
+    pub decision: Decision,
+    pub decided_by: DecidedBy,
+    pub suggestion: Option<Suggestion>,
+}
+
+/// Where to find each layer. [`LoadOptions::from_env`] fills the operator
+/// config and the discovered bundles from the environment; tests name them.
+#[derive(Debug, Clone, Default)]
+pub struct LoadOptions {
+    /// The directory that holds `chock.zon` (a missing file means no rules).
+    pub project_dir: PathBuf,
+    /// Bundles named explicitly (`--org-bundle`): each must exist.
+    pub org_bundles: Vec<PathBuf>,
+    /// The operator's `config.zon`; `None` or a missing file means none.
+    pub operator_config: Option<PathBuf>,
+    /// Bundles found by convention; a missing one is ordinary.
+    pub discovered_bundles: Vec<PathBuf>,
+}
+
+impl LoadOptions {
+    /// `project_dir` plus what the environment says: the operator's
+    /// `$XDG_CONFIG_HOME/chock/config.zon` (or `~/.config`), and the bundles
+    /// at [`SYSTEM_BUNDLE`] and `$XDG_DATA_HOME/chock/org-policy.zon` (or
+    /// `~/.local/share`). With neither HOME nor XDG_DATA_HOME set the data
+    /// directory is unknown, and that is an error rather than a guess.
+    pub fn from_env(
+        project_dir: impl Into<PathBuf>,
+        org_bundles: Vec<PathBuf>,
+    ) -> Result<Self, PolicyError> {
+        let var = |name: &str| {
+            std::env::var_os(name)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
+        let home = var("HOME");
+        let config_home =
+            var("XDG_CONFIG_HOME").or_else(|| home.as_ref().map(|h| h.join(".config")));
+        let data_home = var("XDG_DATA_HOME")
+            .or_else(|| home.as_ref().map(|h| h.join(".local/share")))
+            .ok_or(PolicyError::NoDataDir)?;
+        Ok(LoadOptions {
+            project_dir: project_dir.into(),
+            org_bundles,
+            operator_config: config_home.map(|c| c.join("chock/config.zon")),
+            discovered_bundles: vec![
+                PathBuf::from(SYSTEM_BUNDLE),
+                data_home.join("chock/org-policy.zon"),
+            ],
+        })
+    }
+}
+
+/// Every layer, loaded and checked.
+pub struct Policy {
+    project_file: PathBuf,
+    project: Option<ProjectLayer>,
+    operator: Option<(PathBuf, OperatorFile)>,
+    org: Vec<OrgBundle>,
+    warnings: Vec<String>,
+}
+
+impl Policy {
+    /// Reads every layer once. Any fault refuses the whole load: a policy
+    /// that half-loaded would answer questions it was never asked to.
+    pub fn load(options: &LoadOptions) -> Result<Policy, PolicyError> {
+        if !options.project_dir.is_dir() {
+            return Err(PolicyError::NoProjectDir {
+                path: options.project_dir.clone(),
+            });
+        }
+        let project_file = options.project_dir.join(PROJECT_FILE);
+        let project = match read_if_present(&project_file)? {
+            Some(text) => Some(read_project(&Source::new(&project_file, &text))?),
+            None => None,
+        };
+        let operator = match &options.operator_config {
+            Some(path) => match read_if_present(path)? {
+                Some(text) => Some((path.clone(), Source::new(path, &text).read_operator()?)),
+                None => None,
+            },
+            None => None,
+        };
+        let mut org = Vec::new();
+        for path in &options.discovered_bundles {
+            if let Some(text) = read_if_present(path)? {
+                org.push(read_bundle(&Source::new(path, &text))?);
+            }
+        }
+        for path in &options.org_bundles {
+            let text = read_if_present(path)?
+                .ok_or_else(|| PolicyError::NoBundle { path: path.clone() })?;
+            org.push(read_bundle(&Source::new(path, &text))?);
+        }
+        let mut policy = Policy {
+            project_file,
+            project,
+            operator,
+            org,
+            warnings: Vec::new(),
+        };
+        policy.warnings = policy.collect_warnings(now_ms());
+        for warning in &policy.warnings {
+            tracing::warn!("{warning}");
+        }
+        Ok(policy)
+    }
+
+    /// A policy from rules built in code, with no files: for tests and tools.
+    pub fn from_rules(project: Vec<Rule>, org: Vec<Vec<Rule>>) -> Policy {
+        let project = ProjectLayer {
+            rules: RuleSet::new(project),
+            agents: Vec::new(),
+            net: NetSettings::default(),
+            nix: Default::default(),
+            limits: Default::default(),
+        };
+        let org = org
+            .into_iter()
+            .enumerate()
+            .map(|(i, rules)| OrgBundle {
+                file: PathBuf::from(format!("<org bundle {}>", i + 1)),
+                subject: None,
+                issuer: None,
+                issued_ms: None,
+                expires_ms: None,
+                sinks: Vec::new(),
+                budget: None,
+                subagents: None,
+                deny_read: Vec::new(),
+                rules: RuleSet::new(rules),
+                max_object_bytes: None,
+                max_session_bytes: None,
+                processes: None,
+                memory: None,
+            })
+            .collect();
+        Policy {
+            project_file: PathBuf::from(PROJECT_FILE),
+            project: Some(project),
+            operator: None,
+            org,
+            warnings: Vec::new(),
+        }
+    }
+
+    /// The answer to `key`, and what gave it.
+    pub fn decide(&self, key: &Key, reading: Reading) -> Verdict {
+        let (own, mut decided_by) = self.project_answer(key, reading);
+        let mut decision = own;
+        for bundle in &self.org {
+            if let Some(rule) = bundle.rules.best(key)
+                && rule.decision < decision
+            {
+                decision = rule.decision;
+                decided_by = decided_by_rule(Layer::Org, rule);
+            }
+        }
+        let suggestion = (decision < Decision::Allow).then(|| self.suggest(key, own));
+        Verdict {
+            decision,
+            decided_by,
+            suggestion: suggestion.flatten(),
+        }
+    }
+
+    /// The answer before any org ceiling: project rules, else shipped
+    /// defaults, else the reading's answer for an unnamed act.
+    fn project_answer(&self, key: &Key, reading: Reading) -> (Decision, DecidedBy) {
+        if let Some(rule) = self.project_rules().and_then(|r| r.best(key)) {
+            return (rule.decision, decided_by_rule(Layer::Project, rule));
+        }
+        if let Some(rule) = shipped_rules().best(key) {
+            return (rule.decision, decided_by_rule(Layer::Default, rule));
+        }
+        (
+            reading.unnamed(),
+            DecidedBy {
+                layer: Layer::Nothing,
+                file: None,
+                line: None,
+                rule: None,
+            },
+        )
+    }
+
+    /// The rule that would raise the answer, in the first layer holding it
+    /// below allow: the project's `chock.zon`, else the bundle that lowers it.
+    fn suggest(&self, key: &Key, own: Decision) -> Option<Suggestion> {
+        if own < Decision::Allow {
+            let winner = self.project_rules().and_then(|r| r.best(key));
+            let (rule, beats) = rule_to_beat(key, winner)?;
+            let mut block = format!(".policy.rules in {}", self.project_file.display());
+            if let (false, Some(source)) = (beats, winner.and_then(|w| w.source.as_ref())) {
+                block = format!(
+                    "{}:{}, in place of the rule there (it is as specific, and of two equal rules the more restrictive wins)",
+                    source.file.display(),
+                    source.line
+                );
+            }
+            let lowering: Vec<String> = self
+                .org
+                .iter()
+                .filter(|b| {
+                    b.rules
+                        .best(key)
+                        .is_some_and(|r| r.decision < Decision::Allow)
+                })
+                .map(|b| b.file.display().to_string())
+                .collect();
+            if !lowering.is_empty() {
+                block.push_str(&format!(
+                    "; the organisation's bundle {} also holds it below allow, and only its owner can raise that",
+                    lowering.join(", ")
+                ));
+            }
+            return Some(Suggestion {
+                rule: rule.to_zon(),
+                block,
+            });
+        }
+        let bundle = self.org.iter().find(|b| {
+            b.rules
+                .best(key)
+                .is_some_and(|r| r.decision < Decision::Allow)
+        })?;
+        let (rule, _) = rule_to_beat(key, bundle.rules.best(key))?;
+        Some(Suggestion {
+            rule: rule.to_zon(),
+            block: format!(
+                ".rules in {} (the organisation's bundle: a project cannot raise it, only its owner can)",
+                bundle.file.display()
+            ),
+        })
+    }
+
+    fn project_rules(&self) -> Option<&RuleSet> {
+        self.project.as_ref().map(|p| &p.rules)
+    }
+
+    /// The project's own rules (empty without a `chock.zon`).
+    pub fn rules(&self) -> &[Rule] {
+        self.project_rules().map_or(&[], RuleSet::rules)
+    }
+
+    /// Where the project's `chock.zon` is (it may not exist).
+    pub fn project_file(&self) -> &Path {
+        &self.project_file
+    }
+
+    /// Whether the project has a `chock.zon`.
+    pub fn has_project_file(&self) -> bool {
+        self.project.is_some()
+    }
+
+    /// The operator's `config.zon`, when one was read.
+    pub fn operator_file(&self) -> Option<&Path> {
+        self.operator.as_ref().map(|(p, _)| p.as_path())
+    }
+
+    /// Every bundle that binds, in the order read.
+    pub fn org_bundles(&self) -> &[OrgBundle] {
+        &self.org
+    }
+
+    /// Agent kinds the project declares.
+    pub fn agents(&self) -> &[Agent] {
+        self.project.as_ref().map_or(&[], |p| &p.agents)
+    }
+
+    /// `.policy.net`.
+    pub fn net(&self) -> NetSettings {
+        self.project
+            .as_ref()
+            .map_or_else(NetSettings::default, |p| p.net)
+    }
+
+    /// What the load found worth saying: expired bundles, settings held to a
+    /// bundle's ceiling.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// The `.nix` block: project > operator > built-in, each byte cap held to
+    /// the lowest org ceiling.
+    pub fn nix_settings(&self) -> NixSettings {
+        self.nix_settings_folded().0
+    }
+
+    fn nix_settings_folded(&self) -> (NixSettings, Vec<String>) {
+        let project = self.project.as_ref().map(|p| &p.nix);
+        let operator = self.operator.as_ref().map(|(_, o)| &o.nix);
+        let pick = |f: fn(&crate::files::NixBlock) -> Option<u64>, builtin: u64| {
+            project
+                .and_then(f)
+                .or_else(|| operator.and_then(f))
+                .unwrap_or(builtin)
+        };
+        let mut held = Vec::new();
+        let object = self.hold(
+            "nix.max_object_bytes",
+            pick(
+                |b| b.max_object_bytes.map(|s| s.0),
+                DEFAULT_MAX_OBJECT_BYTES,
+            ),
+            |b| b.max_object_bytes,
+            &mut held,
+        );
+        let session = self.hold(
+            "nix.max_session_bytes",
+            pick(
+                |b| b.max_session_bytes.map(|s| s.0),
+                DEFAULT_MAX_SESSION_BYTES,
+            ),
+            |b| b.max_session_bytes,
+            &mut held,
+        );
+        let dev_shell = project
+            .and_then(|b| b.dev_shell.clone())
+            .or_else(|| operator.and_then(|b| b.dev_shell.clone()));
+        (
+            NixSettings {
+                dev_shell,
+                max_object_bytes: object,
+                max_session_bytes: session,
+            },
+            held,
+        )
+    }
+
+    /// Holds `value` to the lowest ceiling any bundle sets, noting it when it bites.
+    fn hold(
+        &self,
+        name: &str,
+        value: u64,
+        ceiling: impl Fn(&OrgBundle) -> Option<u64>,
+        held: &mut Vec<String>,
+    ) -> u64 {
+        let lowest = self
+            .org
+            .iter()
+            .filter_map(|b| ceiling(b).map(|c| (c, b)))
+            .min_by_key(|(c, _)| *c);
+        match lowest {
+            Some((c, bundle)) if c < value => {
+                held.push(format!(
+                    "{name} of {} is held to {} by the organisation's bundle {}",
+                    human_bytes(value),
+                    human_bytes(c),
+                    bundle.file.display()
+                ));
+                c
+            }
+            _ => value,
+        }
+    }
+
+    /// The decision log's rotation, from the operator's `config.zon`.
+    pub fn log_settings(&self) -> LogSettings {
+        let log = self.operator.as_ref().map(|(_, o)| &o.log);
+        LogSettings {
+            rotate_bytes: log
+                .and_then(|l| l.rotate_bytes)
+                .map_or(DEFAULT_LOG_ROTATE_BYTES, |b| b.0),
+            keep: log.and_then(|l| l.keep).unwrap_or(DEFAULT_LOG_KEEP),
+        }
+    }
+
+    /// Sandbox limits on this machine.
+    pub fn limits(&self) -> Limits {
+        self.limits_on(&Machine::detect())
+    }
+
+    /// Sandbox limits: project > operator > machine-sized default, held to
+    /// the lowest org ceiling; percentages are of `machine`.
+    pub fn limits_on(&self, machine: &Machine) -> Limits {
+        let builtin = machine.default_limits();
+        let project = self.project.as_ref().map(|p| &p.limits);
+        let operator = self.operator.as_ref().map(|(_, o)| &o.limits);
+        let processes = project
+            .and_then(|l| l.processes)
+            .or_else(|| operator.and_then(|l| l.processes))
+            .map_or(builtin.processes, |p| p.0.resolve(machine.cpus));
+        let memory = project
+            .and_then(|l| l.memory)
+            .or_else(|| operator.and_then(|l| l.memory))
+            .map_or(builtin.memory_bytes, |m| m.0.resolve(machine.memory_bytes));
+        let ceiling =
+            |value: u64, f: fn(&OrgBundle) -> Option<crate::settings::Amount>, whole: u64| {
+                self.org
+                    .iter()
+                    .filter_map(|b| f(b).map(|a| a.resolve(whole)))
+                    .fold(value, u64::min)
+            };
+        Limits {
+            processes: ceiling(processes, |b| b.processes, machine.cpus),
+            memory_bytes: ceiling(memory, |b| b.memory, machine.memory_bytes),
+        }
+    }
+
+    fn collect_warnings(&self, now: u64) -> Vec<String> {
+        let mut warnings: Vec<String> = self
+            .org
+            .iter()
+            .filter(|b| b.is_expired(now))
+            .map(|b| {
+                let ago = now.saturating_sub(b.expires_ms.unwrap_or(now)) / 1000;
+                format!(
+                    "the organisation's bundle {} expired {} ago; it still binds until it is replaced",
+                    b.file.display(),
+                    human_duration(ago)
+                )
+            })
+            .collect();
+        warnings.extend(self.nix_settings_folded().1);
+        warnings
+    }
+
+    /// Answers a question read once, before the first turn, when nobody can
+    /// be asked. `nix.build`, `sandbox.jit`, `model.select` and a host reached
+    /// at start are granted only by `allow`; `workspace.integrate` and a
+    /// third-party tool at start are kept by anything but `deny`.
+    pub fn at_start(
+        &self,
+        agent_kind: &str,
+        question: &StartQuestion,
+    ) -> Result<StartAnswer, NameError> {
+        let key = |action: String| Key::new(action).with_agent_kind(agent_kind);
+        let (verdict, rule) = match question {
+            StartQuestion::NixBuild => (
+                self.decide(&key("nix.build".into()), Reading::Act),
+                StartRule::OnlyAllow,
+            ),
+            StartQuestion::SandboxJit => (
+                self.decide(&key("sandbox.jit".into()), Reading::Act),
+                StartRule::OnlyAllow,
+            ),
+            StartQuestion::WorkspaceIntegrate => (
+                self.decide(&key("workspace.integrate".into()), Reading::Ceiling),
+                StartRule::AnythingButDeny,
+            ),
+            StartQuestion::ModelSelect { instance, model } => {
+                let wide = self.decide(&key(names::provider(instance)?), Reading::Ceiling);
+                let narrow = self.decide(
+                    &key(names::provider_model(instance, model)?),
+                    Reading::Ceiling,
+                );
+                let verdict = if narrow.decision <= wide.decision {
+                    narrow
+                } else {
+                    wide
+                };
+                (verdict, StartRule::OnlyAllow)
+            }
+            StartQuestion::ThirdPartyTool { action } => (
+                self.decide(&key(action.clone()), Reading::Act),
+                StartRule::AnythingButDeny,
+            ),
+            StartQuestion::Host { action } => (
+                self.decide(&key(action.clone()), Reading::Act),
+                StartRule::OnlyAllow,
+            ),
+        };
+        let granted = match rule {
+            StartRule::OnlyAllow => verdict.decision == Decision::Allow,
+            StartRule::AnythingButDeny => verdict.decision != Decision::Deny,
+        };
+        Ok(StartAnswer { granted, verdict })
+    }
+}
+
+/// A question answered once at session start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StartQuestion {
+    /// Whether the `provide_tool` tool exists (`nix.build`).
+    NixBuild,
+    /// Whether the write-and-execute rule is lifted (`sandbox.jit`).
+    SandboxJit,
+    /// Whether an approved apply may move a branch (`workspace.integrate`).
+    WorkspaceIntegrate,
+    /// Whether a session may use this model at this provider instance.
+    ModelSelect { instance: String, model: String },
+    /// Whether a third-party tool (`mcp.<s>.tool.<t>`, `plugin.<p>.tool.<t>`) is offered.
+    ThirdPartyTool { action: String },
+    /// A host reached before anybody can be asked (a remote MCP server's
+    /// `mcp.<s>.host.*`, a flake input's `nix.net.eval.*`).
+    Host { action: String },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StartRule {
+    OnlyAllow,
+    AnythingButDeny,
+}
+
+/// The answer to a start question: yes or no, and the verdict behind it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StartAnswer {
+    pub granted: bool,
+    pub verdict: Verdict,
+}
+
+fn decided_by_rule(layer: Layer, rule: &Rule) -> DecidedBy {
+    DecidedBy {
+        layer,
+        file: rule.source.as_ref().map(|s| s.file.as_ref().clone()),
+        line: rule.source.as_ref().map(|s| s.line),
+        rule: Some(rule.as_written()),
+    }
+}
+
+/// The narrowest rule that allows `key` and beats `winner`: the exact action,
+/// then the key's tool, model and agent kind added one at a time until it is
+/// more specific. The flag is false when even a rule naming all four would
+/// only tie with the winner, which must then be edited instead.
+fn rule_to_beat(key: &Key, winner: Option<&Rule>) -> Option<(Rule, bool)> {
+    let mut rule = Rule::new(Some(Pattern::parse(&key.action).ok()?), Decision::Allow);
+    let wins = |r: &Rule| winner.is_none_or(|w| r.specificity() > w.specificity());
+    let exact = |v: Option<&str>| v.and_then(|v| Pattern::parse(v).ok());
+    if wins(&rule) {
+        return Some((rule, true));
+    }
+    if let Some(tool) = exact(key.tool.as_deref()) {
+        rule.tool = Some(tool);
+        if wins(&rule) {
+            return Some((rule, true));
+        }
+    }
+    if let Some(model) = exact(key.model.as_deref()) {
+        rule.model = Some(model);
+        if wins(&rule) {
+            return Some((rule, true));
+        }
+    }
+    rule.agent_kind = exact(Some(&key.agent_kind));
+    let beats = wins(&rule);
+    Some((rule, beats))
+}
+
+fn read_if_present(path: &Path) -> Result<Option<String>, PolicyError> {
+    match chock_zon::read_text(path) {
+        Ok(text) => Ok(Some(text)),
+        Err(chock_zon::ReadError::Io { source, .. })
+            if source.kind() == std::io::ErrorKind::NotFound =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+fn human_duration(seconds: u64) -> String {
+    match seconds {
+        s if s >= 86_400 => format!("{} days", s / 86_400),
+        s if s >= 3_600 => format!("{} hours", s / 3_600),
+        s if s >= 60 => format!("{} minutes", s / 60),
+        s => format!("{s} seconds"),
+    }
+}
+
+impl Source<'_> {
+    fn read_operator(&self) -> Result<OperatorFile, PolicyError> {
+        Ok(chock_zon::from_str_in(Some(self.file), self.text)?)
+    }
+}
