@@ -43,6 +43,10 @@
     };
     nix.maxSessionBytes = "4GiB";
     subagents.maxDepth = 2;
+    budget = {
+      maxCost = 200;
+      currency = "EUR";
+    };
     denyRead = [
       ".env"
       "secrets"

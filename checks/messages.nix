@@ -54,7 +54,7 @@ in
     ];
   });
 
-  floatInBundle = bundle (nixos { orgPolicy.budget.max_cost = 2.5; });
+  floatInBundle = bundle (nixos { orgPolicy.search.weight = 2.5; });
 
   noPackage = (s.evalNixos { modules = [ { programs.chock.enable = true; } ]; }).environment.systemPackages;
 

@@ -467,7 +467,24 @@ lib.runTests {
   };
 
   testFloatInFreeformField = {
-    expr = s.fails (bundleText (withPolicy { budget.max_cost = 1.5; }));
+    expr = s.fails (bundleText (withPolicy { search.weight = 1.5; }));
     expected = true;
+  };
+
+  testFractionalBudget = {
+    expr = s.fails (bundleText (withPolicy { budget.maxCost = 1.5; }));
+    expected = true;
+  };
+
+  testBudgetWithoutCurrency = {
+    expr = bundleText (withPolicy { budget.maxCost = 50; });
+    expected = ''
+      .{
+          .budget = .{ .max_cost = 50 },
+          .expires_ms = 0,
+          .rules = .{},
+          .version = 1,
+      }
+    '';
   };
 }

@@ -160,6 +160,30 @@ let
         default = { };
         description = "Ceilings on agents spawning agents.";
       };
+      budget = lib.mkOption {
+        type = t.nullOr (
+          t.submodule {
+            options = {
+              maxCost = lib.mkOption {
+                type = t.ints.positive;
+                example = 200;
+                description = "The most one session may spend on models, in whole units of the currency.";
+              };
+              currency = lib.mkOption {
+                type = t.str;
+                default = "";
+                example = "EUR";
+                description = "The currency of maxCost; empty means the default currency of each user's Chock.";
+              };
+            };
+          }
+        );
+        default = null;
+        description = ''
+          Ceiling on what one session may spend; a project asking for more is refused at start.
+          Whole units only: Nix 2.8 writes a float with six significant digits, so the module writes none.
+        '';
+      };
       denyRead = lib.mkOption {
         type = t.listOf t.str;
         default = [ ];
@@ -190,6 +214,7 @@ let
     limits = "limits";
     nix = "nix";
     subagents = "subagents";
+    budget = "budget";
     denyRead = "deny_read";
     sinks = "sinks";
   };
@@ -217,6 +242,9 @@ let
         max_depth = o.subagents.maxDepth;
         max_width = o.subagents.maxWidth;
       };
+      budget = lib.optionalAttrs (o.budget != null) (
+        { max_cost = o.budget.maxCost; } // lib.optionalAttrs (o.budget.currency != "") { inherit (o.budget) currency; }
+      );
       deny_read = o.denyRead;
       sinks = map (s: {
         kind = zon.enum s.kind;

@@ -55,26 +55,37 @@ let
 
   # The three kinds of amount Chock's `limits` and `nix` blocks take, for
   # amountProblem: a count of processes, an amount of memory, a store size.
+  # A zero limit would stop every command, so it is taken for a mistake; a
+  # zero store size is a real choice (nothing may be written).
   amounts = {
     count = {
       units = false;
       percent = true;
+      zero = false;
     };
     memory = {
       units = true;
       percent = true;
+      zero = false;
     };
     bytes = {
       units = true;
       percent = false;
+      zero = true;
     };
   };
 
   # Why an amount is malformed, or null. `units`: whether "4GiB" is allowed
   # (memory and store sizes); `percent`: whether "25%" is (a share of this
-  # machine's processors or memory, for `limits`).
+  # machine's processors or memory, for `limits`); `zero`: whether 0 is.
+  # What is accepted is a subset of what Chock parses (the policy crate's
+  # settings), so a value that passes here is never refused at start.
   amountProblem =
-    { units, percent }:
+    {
+      units,
+      percent,
+      zero,
+    }:
     v:
     let
       s = toString v;
@@ -91,7 +102,7 @@ let
       "${toJSON s} is not ${accepted}"
     else if unit == "%" && number > 100 then
       "${toJSON s} is more than 100%"
-    else if number == 0 then
+    else if number == 0 && !zero then
       "${toJSON s} is zero, which would stop everything; write a positive amount"
     else
       null;
