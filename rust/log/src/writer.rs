@@ -8,7 +8,9 @@ use std::time::{Duration, SystemTime};
 
 use crate::lines::Backward;
 use crate::location::{CURRENT, LOCK, rotated_files, rotated_name};
-use crate::record::{Entry, Head, Record, Sha256Hash};
+use serde::Serialize;
+
+use crate::record::{Entry, Head, Sha256Hash};
 use crate::{Appended, LogError, Rotation, link, lock};
 
 /// Where the next line goes in the chain.
@@ -29,6 +31,10 @@ pub fn append(
     entry: &Entry,
 ) -> Result<Appended, LogError> {
     make_dir(dir)?;
+    // Everything but the chain fields is encoded before taking the lock, so
+    // that the lock is held only to read the tail and write one line.
+    let ts = humantime::format_rfc3339_millis(SystemTime::now()).to_string();
+    let body = encode_body(&ts, entry)?;
     let lock_path = dir.join(LOCK);
     let held = lock::exclusive(open_private(&lock_path, false)?, lock_wait).map_err(|source| {
         LogError::Lock {
@@ -57,14 +63,7 @@ pub fn append(
         )),
         (Some(_), why) => why,
     };
-    let record = Record {
-        seq: point.next_seq,
-        prev: point.prev.to_string(),
-        unchained,
-        ts: humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
-        entry: entry.clone(),
-    };
-    let line = serde_json::to_vec(&record)?;
+    let line = encode_line(point.next_seq, point.prev, unchained.as_deref(), &body)?;
     // Only a lock holder rotates: a writer without it must not move files
     // under the one that has it.
     let grown = size + line.len() as u64 + 2;
@@ -88,11 +87,43 @@ pub fn append(
     drop(held);
     Ok(Appended {
         head: Head {
-            seq: record.seq,
+            seq: point.next_seq,
             hash: Sha256Hash::of_line(&line),
         },
-        unchained: record.unchained,
+        unchained,
     })
+}
+
+/// The part of a line after the chain fields: `"ts":...,<entry fields>}`.
+fn encode_body(ts: &str, entry: &Entry) -> Result<Vec<u8>, LogError> {
+    #[derive(Serialize)]
+    struct Body<'a> {
+        ts: &'a str,
+        #[serde(flatten)]
+        entry: &'a Entry,
+    }
+    let mut body = serde_json::to_vec(&Body { ts, entry })?;
+    // Drop the opening brace: the chain fields go before the rest.
+    body.remove(0);
+    Ok(body)
+}
+
+/// A whole line, byte for byte what `serde_json` writes for a [`crate::Record`].
+fn encode_line(
+    seq: u64,
+    prev: Sha256Hash,
+    unchained: Option<&str>,
+    body: &[u8],
+) -> Result<Vec<u8>, LogError> {
+    let mut line = Vec::with_capacity(body.len() + 160);
+    line.extend_from_slice(format!(r#"{{"seq":{seq},"prev":"{prev}","#).as_bytes());
+    if let Some(why) = unchained {
+        line.extend_from_slice(br#""unchained":"#);
+        serde_json::to_writer(&mut line, why)?;
+        line.push(b',');
+    }
+    line.extend_from_slice(body);
+    Ok(line)
 }
 
 /// What the next line chains to: the last whole line of the log, skipping a
@@ -110,7 +141,7 @@ fn chain_point(dir: &Path, current: File, size: u64) -> Result<ChainPoint, LogEr
         });
     };
     let prev = Sha256Hash::of_line(&last);
-    match link::strict(&last) {
+    match link::read(&last) {
         Ok(link) => Ok(ChainPoint {
             next_seq: link.seq.saturating_add(1),
             prev,
@@ -194,4 +225,50 @@ fn open_private(path: &Path, append: bool) -> Result<File, LogError> {
             path: path.to_owned(),
             source,
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{AnsweredBy, DecidedBy, Record};
+
+    fn entry() -> Entry {
+        Entry {
+            route: "mcp".into(),
+            project: "/p \"quoted\"".into(),
+            action: "net.fetch.org.example".into(),
+            agent_kind: "coder".into(),
+            model: Some("m".into()),
+            tool: None,
+            decision: "ask".into(),
+            decided_by: DecidedBy {
+                layer: "default".into(),
+                file: None,
+                line: None,
+            },
+            answered_by: AnsweredBy::Person,
+            subject: Some("example.org\n".into()),
+        }
+    }
+
+    #[test]
+    fn lines_are_exactly_what_serde_writes_for_a_record() {
+        let ts = "2026-01-02T03:04:05.006Z";
+        let body = encode_body(ts, &entry()).unwrap();
+        for unchained in [None, Some("the lock \"stayed\" held")] {
+            let prev = Sha256Hash::of_line(b"before");
+            let line = encode_line(41, prev, unchained, &body).unwrap();
+            let record = Record {
+                seq: 41,
+                prev: prev.to_string(),
+                unchained: unchained.map(str::to_owned),
+                ts: ts.into(),
+                entry: entry(),
+            };
+            assert_eq!(
+                String::from_utf8(line).unwrap(),
+                serde_json::to_string(&record).unwrap()
+            );
+        }
+    }
 }

@@ -16,6 +16,9 @@ use chock_log::{BreakKind, Head, Log, Sha256Hash};
 use common::*;
 
 const DIR_VAR: &str = "CHOCK_LOG_TEST_DIR";
+/// The tests here run one at a time: their writers would otherwise compete
+/// for the same two cores, which is not what either test measures.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 const COUNT_VAR: &str = "CHOCK_LOG_TEST_COUNT";
 
 /// A writer process: appends `CHOCK_LOG_TEST_COUNT` lines (0 = until killed)
@@ -73,6 +76,7 @@ fn heads_printed(child: &mut Child) -> Vec<Head> {
 
 #[test]
 fn fifty_processes_times_a_hundred_appends_leave_5000_chained_lines() {
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let mut children: Vec<Child> = (0..50).map(|_| spawn_writer(dir.path(), 100)).collect();
     let mut printed = Vec::new();
@@ -120,6 +124,7 @@ fn finish(child: &mut Child) -> (std::process::ExitStatus, String) {
 
 #[test]
 fn writers_killed_mid_loop_lose_no_completed_line() {
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let log = Log::at(dir.path(), big_rotation());
     for round in 0..4 {
