@@ -11,7 +11,9 @@ pub mod cache;
 mod caps;
 mod child;
 pub mod devshell;
+pub mod doctor;
 mod error;
+pub mod exec;
 mod layout;
 mod limits;
 mod mounts;
@@ -27,5 +29,5 @@ pub use layout::{HOST_SYSTEM, POLICY_FILE, Toolchain, resolve as resolve_layout,
 pub use limits::{CgroupEvents, Delegation, Limits, delegation};
 pub use mounts::{CACHE_MOUNT, Entry, EntryKind, Layout, RUN_CHOCK, StoreView, TMP_MOUNT};
 pub use seccomp::{KILLED_CALLS, WriteExecute};
-pub use spawn::{Command, Exit, Finished, Running, Sandbox, SignalForwarding, Stdio};
+pub use spawn::{Command, Exit, Finished, ProbeOutcome, Running, Sandbox, SignalForwarding, Stdio};
 pub use walls::{LandlockSupport, support as landlock_support};

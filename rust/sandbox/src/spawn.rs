@@ -85,6 +85,15 @@ impl Exit {
     }
 }
 
+/// What became of a probe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProbeOutcome {
+    /// It returned this value.
+    Returned(i64),
+    /// A signal ended it (or, negated, it exited with a code before returning).
+    Killed(i32),
+}
+
 /// What a finished program left behind.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Finished {
@@ -166,8 +175,8 @@ impl Sandbox {
 
     /// Runs `probe` as the sandboxed program (for `chock doctor`): every
     /// layer is in place, but instead of `execve` the function runs and its
-    /// value comes back.
-    pub fn probe(&self, probe: fn() -> i64) -> Result<i64, SandboxError> {
+    /// value comes back, or the signal that killed it.
+    pub fn probe(&self, probe: fn() -> i64) -> Result<ProbeOutcome, SandboxError> {
         let running = self.start(
             Payload::Probe(probe),
             &self.layout.workspace,
@@ -175,20 +184,13 @@ impl Sandbox {
             None,
         )?;
         let (records, finished) = running.collect()?;
-        records
-            .iter()
-            .find(|r| r.kind == Kind::Probe)
-            .map(|r| r.value)
-            .ok_or_else(|| match finished.exit {
-                Exit::Signal(signal) => SandboxError::Sys {
-                    what: probe_signal_name(signal),
-                    errno: Errno::EINTR,
-                },
-                Exit::Code(_) => SandboxError::Sys {
-                    what: "the probe",
-                    errno: Errno::EIO,
-                },
-            })
+        if let Some(record) = records.iter().find(|r| r.kind == Kind::Probe) {
+            return Ok(ProbeOutcome::Returned(record.value));
+        }
+        Ok(match finished.exit {
+            Exit::Signal(signal) => ProbeOutcome::Killed(signal),
+            Exit::Code(code) => ProbeOutcome::Killed(-code),
+        })
     }
 
     fn start(
@@ -291,14 +293,6 @@ impl Sandbox {
     }
 }
 
-fn probe_signal_name(signal: i32) -> &'static str {
-    match signal {
-        libc::SIGSYS => "the probe (killed by seccomp, SIGSYS)",
-        libc::SIGKILL => "the probe (killed, SIGKILL)",
-        _ => "the probe (killed by a signal)",
-    }
-}
-
 fn validate(layout: &Layout) -> Result<(), SandboxError> {
     let ws = &layout.workspace;
     let refuse = |reason: &str| {
@@ -334,6 +328,14 @@ fn validate(layout: &Layout) -> Result<(), SandboxError> {
                 "{reserved} is built by the sandbox itself; move the project elsewhere"
             ));
         }
+    }
+    if let Some(home) = std::env::var_os("HOME").map(PathBuf::from)
+        && home.is_absolute()
+        && home.starts_with(ws)
+    {
+        return refuse(
+            "it contains your home directory, which never reaches a sandbox; use the project's own directory",
+        );
     }
     if layout.cache_dir.starts_with(ws) {
         return refuse("the cache directory lies inside it; set XDG_DATA_HOME outside the project");

@@ -47,3 +47,36 @@ fn a_program_runs_and_its_exit_code_comes_back() {
     assert_eq!(done.stdout, b"hello\n");
     assert_eq!(done.stderr, b"oops\n");
 }
+
+#[test]
+fn doctor_finds_every_blocking_layer_on_this_machine() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let report = chock_sandbox::doctor::run(&chock_sandbox::doctor::Options {
+        project: dir.path(),
+        write_execute: WriteExecute::Refused,
+    });
+    for row in &report.rows {
+        eprintln!(
+            "{:?} {} {}: {}",
+            row.state, row.blocking, row.name, row.detail
+        );
+    }
+    assert!(
+        report.can_run,
+        "a blocking row failed: run scripts/setup and see the rows above"
+    );
+    let names: Vec<&str> = report.rows.iter().map(|r| r.name).collect();
+    for wanted in [
+        "user namespace",
+        "landlock",
+        "landlock enforced",
+        "seccomp",
+        "tmpfs cap",
+        "cgroup v2 memory and pids",
+        "nix daemon",
+        "nix build sandbox",
+        "workspace space",
+    ] {
+        assert!(names.contains(&wanted), "no {wanted} row in {names:?}");
+    }
+}

@@ -1,0 +1,525 @@
+//! `chock doctor`: each layer probed for real, in a child, never inferred
+//! from a kernel version.
+//!
+//! A blocking row is one without which no command can run (namespaces,
+//! mounts, Landlock, seccomp, the tmpfs cap, the Nix daemon for a project
+//! with a flake); the others say what is weaker on this machine (no cgroup
+//! delegation, the daemon's own build sandbox off, little free space).
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use nix::errno::Errno;
+
+use crate::exec::{FREE_SPACE_FLOOR, TMP_BYTES, free_space};
+use crate::layout::{self, Toolchain};
+use crate::limits::{Delegation, Limits, delegation};
+use crate::seccomp::WriteExecute;
+use crate::spawn::{ProbeOutcome, Sandbox};
+use crate::sys;
+use crate::walls;
+
+/// How a row came out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum State {
+    /// Works.
+    Ok,
+    /// Works, with a weakness worth knowing.
+    Warn,
+    /// Does not work.
+    Fail,
+}
+
+/// One line of the report.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Row {
+    /// What was probed.
+    pub name: &'static str,
+    /// How it came out.
+    pub state: State,
+    /// Whether commands cannot run while this row fails.
+    pub blocking: bool,
+    /// What was seen, and what to do.
+    pub detail: String,
+}
+
+/// The whole report.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Report {
+    /// Every row, in the order probed.
+    pub rows: Vec<Row>,
+    /// True when no blocking row failed.
+    pub can_run: bool,
+}
+
+fn row(name: &'static str, blocking: bool, result: Result<String, String>) -> Row {
+    match result {
+        Ok(detail) => Row {
+            name,
+            state: State::Ok,
+            blocking,
+            detail,
+        },
+        Err(detail) => Row {
+            name,
+            state: State::Fail,
+            blocking,
+            detail,
+        },
+    }
+}
+
+fn warn(name: &'static str, detail: String) -> Row {
+    Row {
+        name,
+        state: State::Warn,
+        blocking: false,
+        detail,
+    }
+}
+
+/// What the doctor is asked about.
+pub struct Options<'a> {
+    /// The project, for its flake and free space.
+    pub project: &'a Path,
+    /// What `sandbox.jit` answered (the write-and-execute rule's state).
+    pub write_execute: WriteExecute,
+}
+
+/// Probes every layer and reports.
+pub fn run(options: &Options<'_>) -> Report {
+    let mut rows = vec![
+        row(
+            "user namespace",
+            true,
+            probe_clone(
+                libc::CLONE_NEWUSER,
+                "a user namespace with the caller's uid mapped to itself",
+            ),
+        ),
+        row(
+            "pid, ipc, mount, network namespaces",
+            true,
+            probe_clone(
+                libc::CLONE_NEWUSER
+                    | libc::CLONE_NEWPID
+                    | libc::CLONE_NEWIPC
+                    | libc::CLONE_NEWNS
+                    | libc::CLONE_NEWNET,
+                "all four in one clone",
+            ),
+        ),
+        landlock_row(),
+        row("landlock enforced", true, probe_landlock()),
+    ];
+    rows.extend(sandbox_rows(options.write_execute));
+    rows.push(match options.write_execute {
+        WriteExecute::Refused => row("write^execute", false, Ok("ON: no page may be writable and executable at once".into())),
+        WriteExecute::Allowed => warn(
+            "write^execute",
+            "OFF: sandbox.jit answered allow, so JIT runtimes may map writable and executable pages".into(),
+        ),
+    });
+    rows.push(cgroup_row());
+    let has_flake = options.project.join("flake.nix").is_file();
+    rows.push(row("nix daemon", has_flake, probe_daemon()).or_warn_unless(has_flake));
+    rows.push(daemon_sandbox_row());
+    rows.push(space_row(options.project));
+    let can_run = !rows.iter().any(|r| r.blocking && r.state == State::Fail);
+    Report { rows, can_run }
+}
+
+trait OrWarn {
+    fn or_warn_unless(self, blocking: bool) -> Row;
+}
+
+impl OrWarn for Row {
+    /// A failing row that blocks nothing here reads as a warning.
+    fn or_warn_unless(self, blocking: bool) -> Row {
+        if !blocking && self.state == State::Fail {
+            Row {
+                state: State::Warn,
+                ..self
+            }
+        } else {
+            self
+        }
+    }
+}
+
+/// Clones a child with `flags`, which maps its ids (for a user namespace) and exits.
+fn probe_clone(flags: libc::c_int, what: &str) -> Result<String, String> {
+    let uid_map = format!("{0} {0} 1\n", nix::unistd::getuid());
+    let gid_map = format!("{0} {0} 1\n", nix::unistd::getgid());
+    // SAFETY: the child only makes system calls and exits.
+    let pid = unsafe { sys::clone_process(flags, None) }.map_err(|e| format!("clone refused: {} (on Ubuntu, AppArmor may restrict unprivileged user namespaces: sysctl kernel.apparmor_restrict_unprivileged_userns=0)", e.desc()))?;
+    if pid == 0 {
+        let write = |path: &std::ffi::CStr, text: &[u8]| -> bool {
+            // SAFETY: NUL-terminated path.
+            let fd = unsafe { libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC) };
+            let ok = fd >= 0 && sys::write_all(fd, text).is_ok();
+            // SAFETY: closing our own descriptor.
+            unsafe { libc::close(fd) };
+            ok
+        };
+        let ok = write(c"/proc/self/setgroups", b"deny")
+            && write(c"/proc/self/uid_map", uid_map.as_bytes())
+            && write(c"/proc/self/gid_map", gid_map.as_bytes());
+        sys::exit_now(if ok { 0 } else { 1 });
+    }
+    match nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None) {
+        Ok(nix::sys::wait::WaitStatus::Exited(_, 0)) => Ok(what.to_owned()),
+        Ok(_) => Err("the namespace was made but the id maps could not be written".into()),
+        Err(e) => Err(format!("waiting for the probe: {}", e.desc())),
+    }
+}
+
+fn landlock_row() -> Row {
+    match walls::support() {
+        Ok(support) if support.missing.is_empty() => row(
+            "landlock",
+            true,
+            Ok(format!(
+                "ABI {}: every filesystem right handled",
+                support.abi
+            )),
+        ),
+        Ok(support) => {
+            let missing: Vec<String> = support
+                .missing
+                .iter()
+                .map(|(r, abi)| format!("{r} (ABI {abi})"))
+                .collect();
+            row(
+                "landlock",
+                true,
+                Ok(format!(
+                    "ABI {}: all {} of its filesystem rights handled; a newer kernel would add {}",
+                    support.abi,
+                    support.handled.len(),
+                    missing.join(", ")
+                )),
+            )
+        }
+        Err(e) => row("landlock", true, Err(e.to_string())),
+    }
+}
+
+/// A child restricts itself with a ruleset that handles reading files and
+/// grants nothing, then tries to read one.
+fn probe_landlock() -> Result<String, String> {
+    let abi = walls::support().map_err(|e| e.to_string())?;
+    let _ = abi;
+    let ruleset = landlock::Ruleset::default();
+    let ruleset = landlock::RulesetAttr::handle_access(ruleset, landlock::AccessFs::ReadFile)
+        .and_then(landlock::Ruleset::create)
+        .map_err(|e| e.to_string())?;
+    let fd: Option<std::os::fd::OwnedFd> = ruleset.into();
+    let fd = fd.ok_or("no ruleset was created")?;
+    let raw = std::os::fd::AsRawFd::as_raw_fd(&fd);
+    // SAFETY: the child only makes system calls and exits.
+    let pid = unsafe { sys::clone_process(0, None) }.map_err(|e| e.desc().to_owned())?;
+    if pid == 0 {
+        // SAFETY: prctl with integer arguments.
+        unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) };
+        if sys::landlock_restrict_self(raw).is_err() {
+            sys::exit_now(2);
+        }
+        // SAFETY: NUL-terminated path.
+        let opened = unsafe {
+            libc::open(
+                c"/proc/self/status".as_ptr(),
+                libc::O_RDONLY | libc::O_CLOEXEC,
+            )
+        };
+        sys::exit_now(if opened < 0 && Errno::last() == Errno::EACCES {
+            0
+        } else {
+            1
+        });
+    }
+    match nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None) {
+        Ok(nix::sys::wait::WaitStatus::Exited(_, 0)) => {
+            Ok("a restricted child was refused a file it had no right to".into())
+        }
+        Ok(nix::sys::wait::WaitStatus::Exited(_, 2)) => Err("landlock_restrict_self failed".into()),
+        _ => Err("a restricted child could still read a file it had no right to".into()),
+    }
+}
+
+/// Bits a sandbox probe sets for each check that failed.
+const CAPS_LEFT: i64 = 1 << 40;
+const NO_NNP: i64 = 1 << 41;
+const IO_URING_OPEN: i64 = 1 << 42;
+const WX_MAPPED: i64 = 1 << 43;
+const TMP_SIZE_MASK: i64 = (1 << 40) - 1;
+
+/// Runs inside a full sandbox: the tmpfs size, and a bit for each layer
+/// found missing.
+fn inside_probe() -> i64 {
+    let mut result = 0i64;
+    // SAFETY: statfs fills the struct.
+    let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: NUL-terminated path and a valid struct.
+    if unsafe { libc::statfs(c"/run/chock/tmp".as_ptr(), &mut fs) } == 0 {
+        result |= (fs.f_blocks as i64).saturating_mul(fs.f_bsize as i64) & TMP_SIZE_MASK;
+    }
+    if crate::caps::current().map_or(true, |(e, p, i)| e | p | i != 0) {
+        result |= CAPS_LEFT;
+    }
+    // SAFETY: prctl with integer arguments.
+    if unsafe { libc::prctl(libc::PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) } != 1 {
+        result |= NO_NNP;
+    }
+    // SAFETY: io_uring_setup with a null params pointer fails either way; only the errno matters.
+    let ring = unsafe { libc::syscall(libc::SYS_io_uring_setup, 1u32, std::ptr::null_mut::<u8>()) };
+    if !(ring < 0 && Errno::last() == Errno::EPERM) {
+        result |= IO_URING_OPEN;
+    }
+    // SAFETY: an anonymous mapping; unmapped again if it was made.
+    let page = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            4096,
+            libc::PROT_READ | libc::PROT_WRITE | libc::PROT_EXEC,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if page != libc::MAP_FAILED {
+        result |= WX_MAPPED;
+        // SAFETY: the mapping just made.
+        unsafe { libc::munmap(page, 4096) };
+    }
+    result
+}
+
+/// Runs inside a full sandbox and calls a killed syscall: it must not return.
+fn killed_probe() -> i64 {
+    // SAFETY: keyctl(KEYCTL_GET_KEYRING_ID, ...) with integer arguments; seccomp kills first.
+    unsafe { libc::syscall(libc::SYS_keyctl, 0, -3i64, 0) };
+    0
+}
+
+fn sandbox_rows(write_execute: WriteExecute) -> Vec<Row> {
+    let names = [
+        "mounts and pivot_root",
+        "seccomp",
+        "tmpfs cap",
+        "capabilities and no_new_privs",
+    ];
+    let base = std::env::temp_dir().join(format!("chock-doctor-{}", std::process::id()));
+    let workspace = base.join("workspace");
+    let built = std::fs::create_dir_all(&workspace)
+        .map_err(|e| format!("cannot make {}: {e}", workspace.display()))
+        .and_then(|()| {
+            let toolchain = Toolchain::DevShell {
+                store_paths: Vec::new(),
+                links: Vec::new(),
+            };
+            let layout = layout::resolve(&workspace, &base.join("cache"), &toolchain, TMP_BYTES)
+                .map_err(|e| e.to_string())?;
+            Sandbox::new(layout, Limits::for_this_machine(), write_execute)
+                .map_err(|e| e.to_string())
+        });
+    let rows = match built {
+        Ok(sandbox) => probe_rows(&sandbox, write_execute),
+        Err(e) => names.iter().map(|n| row(n, true, Err(e.clone()))).collect(),
+    };
+    let _ = std::fs::remove_dir_all(&base);
+    rows
+}
+
+fn probe_rows(sandbox: &Sandbox, write_execute: WriteExecute) -> Vec<Row> {
+    let inside = sandbox.probe(inside_probe);
+    let value = match &inside {
+        Ok(ProbeOutcome::Returned(value)) => *value,
+        Ok(ProbeOutcome::Killed(signal)) => {
+            let e = format!("the probe was killed by signal {signal}");
+            return vec![row("mounts and pivot_root", true, Err(e))];
+        }
+        Err(e) => return vec![row("mounts and pivot_root", true, Err(e.to_string()))],
+    };
+    let mounts = Ok(
+        "a tmpfs root, binds, a fresh procfs, devpts and pivot_root, with the host's root detached"
+            .into(),
+    );
+    let killed = match sandbox.probe(killed_probe) {
+        Ok(ProbeOutcome::Killed(libc::SIGSYS)) => Ok(()),
+        Ok(other) => Err(format!("keyctl was not killed ({other:?})")),
+        Err(e) => Err(e.to_string()),
+    };
+    let wx_expected = write_execute == WriteExecute::Refused;
+    let seccomp = match killed {
+        Ok(()) if value & IO_URING_OPEN != 0 => {
+            Err("io_uring_setup did not fail with EPERM".into())
+        }
+        Ok(()) if wx_expected && value & WX_MAPPED != 0 => {
+            Err("a writable and executable page was mapped".into())
+        }
+        Ok(()) => Ok(format!(
+            "{} calls kill the process (keyctl tried: SIGSYS); io_uring fails with EPERM",
+            crate::seccomp::KILLED_CALLS.len()
+        )),
+        Err(e) => Err(e),
+    };
+    let tmp_bytes = (value & TMP_SIZE_MASK) as u64;
+    let tmpfs = if tmp_bytes == TMP_BYTES {
+        Ok(format!(
+            "/run/chock/tmp holds at most {} MiB",
+            tmp_bytes >> 20
+        ))
+    } else {
+        Err(format!(
+            "/run/chock/tmp reports {tmp_bytes} bytes, not {TMP_BYTES}"
+        ))
+    };
+    let caps = if value & (CAPS_LEFT | NO_NNP) == 0 {
+        let who = if nix::unistd::getuid().is_root() {
+            "the caller is root, mapped to itself; "
+        } else {
+            ""
+        };
+        Ok(format!(
+            "{who}the program holds no capability in any set, securebits locked, no_new_privs on"
+        ))
+    } else {
+        Err("the program kept a capability or lacks no_new_privs".into())
+    };
+    vec![
+        row("mounts and pivot_root", true, mounts),
+        row("seccomp", true, seccomp),
+        row("tmpfs cap", true, tmpfs),
+        row("capabilities and no_new_privs", true, caps),
+    ]
+}
+
+fn cgroup_row() -> Row {
+    let root = nix::unistd::getuid().is_root();
+    match delegation() {
+        Delegation::Delegated { dir } => row(
+            "cgroup v2 memory and pids",
+            false,
+            Ok(format!(
+                "delegated at {}: memory.max and pids.max are set per command",
+                dir.display()
+            )),
+        ),
+        Delegation::NotDelegated { reason } => {
+            let root_note = if root {
+                "; the kernel exempts uid 0 from RLIMIT_NPROC, so for root nothing bounds the number of processes"
+            } else {
+                ""
+            };
+            warn(
+                "cgroup v2 memory and pids",
+                format!("not used: {reason}{root_note}"),
+            )
+        }
+    }
+}
+
+fn daemon_socket() -> PathBuf {
+    std::env::var_os("NIX_DAEMON_SOCKET_PATH").map_or_else(
+        || PathBuf::from("/nix/var/nix/daemon-socket/socket"),
+        PathBuf::from,
+    )
+}
+
+/// Connects to the daemon and exchanges the worker protocol's magic numbers.
+fn probe_daemon() -> Result<String, String> {
+    const WORKER_MAGIC_1: u64 = 0x6e69_7863;
+    const WORKER_MAGIC_2: u64 = 0x6478_696f;
+    let socket = daemon_socket();
+    let fail = |what: &str, e: std::io::Error| {
+        format!(
+            "{what} {}: {e}; run scripts/setup (or start nix-daemon)",
+            socket.display()
+        )
+    };
+    let mut stream = UnixStream::connect(&socket).map_err(|e| fail("cannot connect to", e))?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(3)))
+        .map_err(|e| fail("cannot use", e))?;
+    stream
+        .write_all(&WORKER_MAGIC_1.to_le_bytes())
+        .map_err(|e| fail("cannot write to", e))?;
+    let mut reply = [0u8; 16];
+    stream
+        .read_exact(&mut reply)
+        .map_err(|e| fail("no answer from", e))?;
+    let magic = u64::from_le_bytes(reply[..8].try_into().unwrap_or_default());
+    let version = u64::from_le_bytes(reply[8..].try_into().unwrap_or_default());
+    if magic != WORKER_MAGIC_2 {
+        return Err(format!(
+            "{} answered, but not as a Nix daemon",
+            socket.display()
+        ));
+    }
+    Ok(format!(
+        "{} answers, protocol 1.{}",
+        socket.display(),
+        version & 0xff
+    ))
+}
+
+fn daemon_sandbox_row() -> Row {
+    let output = std::process::Command::new("nix")
+        .args([
+            "--extra-experimental-features",
+            "nix-command",
+            "show-config",
+            "--json",
+        ])
+        .stderr(std::process::Stdio::null())
+        .output();
+    let setting = output.ok().filter(|o| o.status.success()).and_then(|o| {
+        let json: serde_json::Value = serde_json::from_slice(&o.stdout).ok()?;
+        json.get("sandbox")?.get("value").cloned()
+    });
+    match setting {
+        Some(serde_json::Value::Bool(true)) => row(
+            "nix build sandbox",
+            false,
+            Ok(
+                "on: builders see only their inputs and, except fixed-output ones, no network"
+                    .into(),
+            ),
+        ),
+        Some(value) => warn(
+            "nix build sandbox",
+            format!(
+                "`sandbox = {value}` in the daemon's nix.conf: a builder runs unconfined and can reach the network, so nix.net.* answers bind only what Chock itself fetches"
+            ),
+        ),
+        None => warn(
+            "nix build sandbox",
+            "`nix show-config` did not say; cannot tell whether builders are confined".into(),
+        ),
+    }
+}
+
+fn space_row(project: &Path) -> Row {
+    match free_space(project) {
+        Some(free) => {
+            let detail = format!(
+                "{} MiB free on the workspace's file system (floor {} MiB)",
+                free >> 20,
+                FREE_SPACE_FLOOR >> 20
+            );
+            if free >= FREE_SPACE_FLOOR {
+                row("workspace space", false, Ok(detail))
+            } else {
+                warn("workspace space", detail)
+            }
+        }
+        None => warn(
+            "workspace space",
+            format!("cannot read the file system of {}", project.display()),
+        ),
+    }
+}

@@ -1,0 +1,428 @@
+//! Turning "run this program in this project" into a sandbox and a command:
+//! the toolchain (dev shell or host), the cache, the environment, where the
+//! program is, and the notices a person should read.
+//!
+//! Policy is not decided here; the caller names the program's `exec.*`
+//! action from [`Prepared::store_paths`] and decides it before calling
+//! [`Prepared::run`].
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::{Component, Path, PathBuf};
+
+use crate::cache::{self, CACHE_BOUND, CacheStart};
+use crate::devshell::{self, DevShell, DevShellError};
+use crate::error::SandboxError;
+use crate::layout::{self, HOST_SYSTEM, Toolchain};
+use crate::limits::Limits;
+use crate::mounts::{CACHE_MOUNT, Layout, StoreView, TMP_MOUNT};
+use crate::project::{Project, ProjectError};
+use crate::seccomp::WriteExecute;
+use crate::spawn::{Command, Finished, Sandbox, Stdio};
+
+/// The capped tmpfs's size.
+pub const TMP_BYTES: u64 = 256 << 20;
+/// Free space below this on the workspace's file system is reported.
+pub const FREE_SPACE_FLOOR: u64 = 1 << 30;
+/// The `PATH` a project without a flake gets.
+const HOST_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+/// Caller variables that say how to talk to the person, never what they
+/// know: passed through unchanged.
+const PASSED: [&str; 5] = ["TERM", "COLORTERM", "NO_COLOR", "LANG", "LC_ALL"];
+
+/// Why a command could not be prepared.
+#[derive(Debug, thiserror::Error)]
+pub enum ExecError {
+    /// The project could not be placed.
+    #[error(transparent)]
+    Project(#[from] ProjectError),
+    /// The dev shell could not be read.
+    #[error(transparent)]
+    DevShell(#[from] DevShellError),
+    /// The sandbox could not be built or started.
+    #[error(transparent)]
+    Sandbox(#[from] SandboxError),
+    /// Nothing to run.
+    #[error("no program was given; put it after `--`, e.g. `chock exec -- make test`")]
+    NoProgram,
+    /// A bare name that no directory on the sandbox's PATH holds.
+    #[error(
+        "`{name}` is not on the sandbox's PATH ({path}); add it to the dev shell in flake.nix, or give its path"
+    )]
+    NotFound {
+        /// The name as given.
+        name: String,
+        /// The PATH searched.
+        path: String,
+    },
+    /// The cache could not be prepared.
+    #[error("the cache {path} cannot be used: {source}; `chock cache clear` empties it")]
+    Cache {
+        /// The host directory.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Something a person should read before the program's own output.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Notice {
+    /// No flake.nix: the whole store and the host's system directories.
+    NoFlake,
+    /// The cache was made for this project now.
+    CacheCreated {
+        /// Where it is on the host.
+        dir: PathBuf,
+    },
+    /// The cache was over its bound and was emptied.
+    CacheEmptied {
+        /// What it held.
+        bytes: u64,
+        /// The bound.
+        bound: u64,
+    },
+    /// The dev shell was (re)read through `nix print-dev-env`.
+    DevShellRead {
+        /// `devShells.<system>.<name>`.
+        attribute: String,
+        /// Store paths in its closure.
+        paths: usize,
+    },
+    /// Little free space where the workspace is.
+    LowSpace {
+        /// Bytes free.
+        free: u64,
+        /// The floor.
+        floor: u64,
+    },
+}
+
+impl std::fmt::Display for Notice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Notice::NoFlake => write!(
+                f,
+                "no flake.nix here: the program runs on the host's toolchain ({}) with the whole Nix store read-only",
+                HOST_SYSTEM
+                    .iter()
+                    .take(3)
+                    .copied()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Notice::CacheCreated { dir } => write!(
+                f,
+                "this project's cache is new: {CACHE_MOUNT} (HOME inside the sandbox) is {} on this machine, kept between runs, at most {} GiB",
+                dir.display(),
+                CACHE_BOUND >> 30
+            ),
+            Notice::CacheEmptied { bytes, bound } => write!(
+                f,
+                "the cache held {:.1} GiB, over its bound of {} GiB, so it was emptied; what it held is rebuilt as needed",
+                *bytes as f64 / (1u64 << 30) as f64,
+                bound >> 30
+            ),
+            Notice::DevShellRead { attribute, paths } => write!(
+                f,
+                "read the dev shell {attribute} through `nix print-dev-env` ({paths} store paths); it stays cached until flake.nix or flake.lock change"
+            ),
+            Notice::LowSpace { free, floor } => write!(
+                f,
+                "only {} MiB free where the workspace is (the floor is {} MiB); builds may fail for space",
+                free >> 20,
+                floor >> 20
+            ),
+        }
+    }
+}
+
+/// What a command needs, before the policy is asked.
+pub struct ExecRequest {
+    /// The project.
+    pub project: Project,
+    /// The dev shell's name (`--dev-shell`, else chock.zon, else `default`).
+    pub dev_shell: String,
+    /// The program and its arguments as given.
+    pub argv: Vec<OsString>,
+    /// The caller's working directory (used inside when it is in the workspace).
+    pub cwd: PathBuf,
+    /// Capture the streams (at most this many bytes each) instead of inheriting them.
+    pub capture: Option<usize>,
+}
+
+/// The toolchain of a project, read (or not) before anything is decided.
+pub struct ProjectToolchain {
+    /// The dev shell, when the project has a flake.
+    pub dev_shell: Option<DevShell>,
+    /// Notices so far.
+    pub notices: Vec<Notice>,
+}
+
+/// Reads the project's toolchain: its dev shell when it has a flake.nix.
+pub fn toolchain(project: &Project, dev_shell: &str) -> Result<ProjectToolchain, ExecError> {
+    if !project.dir.join("flake.nix").is_file() {
+        return Ok(ProjectToolchain {
+            dev_shell: None,
+            notices: vec![Notice::NoFlake],
+        });
+    }
+    let shell = devshell::load(&project.dir, dev_shell, &project.dev_shell_dir()?)?;
+    let notices = if shell.cached {
+        Vec::new()
+    } else {
+        vec![Notice::DevShellRead {
+            attribute: shell.attribute.clone(),
+            paths: shell.store_paths.len(),
+        }]
+    };
+    Ok(ProjectToolchain {
+        dev_shell: Some(shell),
+        notices,
+    })
+}
+
+/// A command ready to run, once the policy allowed it.
+pub struct Prepared {
+    sandbox: Sandbox,
+    command: Command,
+    /// Notices for the person, in order.
+    pub notices: Vec<Notice>,
+    policy_file: PathBuf,
+    policy_file_existed: bool,
+}
+
+/// Builds the sandbox and the command for `request`.
+pub fn prepare(
+    request: &ExecRequest,
+    toolchain: ProjectToolchain,
+    limits: Limits,
+    write_execute: WriteExecute,
+) -> Result<Prepared, ExecError> {
+    let program_name = request.argv.first().ok_or(ExecError::NoProgram)?;
+    let mut notices = toolchain.notices;
+    let cache_dir = request.project.cache_dir()?;
+    match cache::start(&cache_dir, CACHE_BOUND).map_err(|source| ExecError::Cache {
+        path: cache_dir.clone(),
+        source,
+    })? {
+        CacheStart::Created => notices.push(Notice::CacheCreated {
+            dir: cache_dir.clone(),
+        }),
+        CacheStart::Emptied { bytes } => notices.push(Notice::CacheEmptied {
+            bytes,
+            bound: CACHE_BOUND,
+        }),
+        CacheStart::Kept => {}
+    }
+    if let Some(free) = free_space(&request.project.dir)
+        && free < FREE_SPACE_FLOOR
+    {
+        notices.push(Notice::LowSpace {
+            free,
+            floor: FREE_SPACE_FLOOR,
+        });
+    }
+    let tool = match &toolchain.dev_shell {
+        Some(shell) => Toolchain::DevShell {
+            store_paths: shell.store_paths.clone(),
+            links: shell.links.clone(),
+        },
+        None => Toolchain::Host,
+    };
+    let layout = layout::resolve(&request.project.dir, &cache_dir, &tool, TMP_BYTES)?;
+    let cwd = if request.cwd.starts_with(&layout.workspace) {
+        request.cwd.clone()
+    } else {
+        layout.workspace.clone()
+    };
+    let env = environment(toolchain.dev_shell.as_ref(), &cwd);
+    let program = locate(program_name, &env, &cwd, &layout)?;
+    let command = Command {
+        program,
+        args: request.argv.clone(),
+        env: env.into_iter().map(|(k, v)| (k.into(), v.into())).collect(),
+        cwd,
+        stdio: request
+            .capture
+            .map_or(Stdio::Inherit, |limit| Stdio::Capture { limit }),
+    };
+    let policy_file = layout.workspace.join(layout::POLICY_FILE);
+    let policy_file_existed = policy_file.symlink_metadata().is_ok();
+    let sandbox = Sandbox::new(layout, limits, write_execute)?;
+    Ok(Prepared {
+        sandbox,
+        command,
+        notices,
+        policy_file,
+        policy_file_existed,
+    })
+}
+
+/// What a run left, beyond the program's own result.
+pub struct Ran {
+    /// How the program ended, and its captured output.
+    pub finished: Finished,
+    /// A chock.zon the program created, moved aside to this path.
+    pub quarantined_policy: Option<PathBuf>,
+}
+
+impl Prepared {
+    /// The command that will run.
+    pub fn command(&self) -> &Command {
+        &self.command
+    }
+
+    /// The sandbox it runs in.
+    pub fn sandbox(&self) -> &Sandbox {
+        &self.sandbox
+    }
+
+    /// Runs the program, forwarding the terminal's signals to it, and waits.
+    pub fn run(self) -> Result<Ran, ExecError> {
+        let running = self.sandbox.spawn(&self.command)?;
+        let forwarding = running.forward_signals();
+        let finished = running.wait();
+        drop(forwarding);
+        let finished = finished?;
+        Ok(Ran {
+            finished,
+            quarantined_policy: self.quarantine_new_policy(),
+        })
+    }
+
+    /// The policy file is bound read-only when it exists; when it did not,
+    /// a program could create one for the next run to obey. Every process of
+    /// the sandbox has ended by now, so a new one is moved aside, and the
+    /// caller says so.
+    fn quarantine_new_policy(&self) -> Option<PathBuf> {
+        if self.policy_file_existed || self.policy_file.symlink_metadata().is_err() {
+            return None;
+        }
+        let stamp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let aside = self
+            .policy_file
+            .with_file_name(format!("{}.from-sandbox-{stamp}", layout::POLICY_FILE));
+        std::fs::rename(&self.policy_file, &aside)
+            .ok()
+            .map(|()| aside)
+    }
+}
+
+/// Bytes an unprivileged user may still write on `dir`'s file system.
+pub(crate) fn free_space(dir: &Path) -> Option<u64> {
+    let stat = nix::sys::statvfs::statvfs(dir).ok()?;
+    Some(stat.blocks_available().saturating_mul(stat.fragment_size()))
+}
+
+/// The program's environment: the dev shell's variables (or a plain PATH),
+/// then the sandbox's own directories, then a few caller variables that
+/// only say how to talk to the person. Nothing else of the caller's
+/// environment reaches the program, so no key in it leaks.
+fn environment(shell: Option<&DevShell>, cwd: &Path) -> BTreeMap<String, String> {
+    let mut env: BTreeMap<String, String> = match shell {
+        Some(shell) => shell.env.clone(),
+        None => BTreeMap::from([("PATH".to_owned(), HOST_PATH.to_owned())]),
+    };
+    for name in PASSED {
+        if let Ok(value) = std::env::var(name) {
+            env.insert(name.into(), value);
+        }
+    }
+    for (name, value) in std::env::vars().filter(|(k, _)| k.starts_with("LC_")) {
+        env.insert(name, value);
+    }
+    let user = nix::unistd::User::from_uid(nix::unistd::getuid())
+        .ok()
+        .flatten()
+        .map(|u| u.name);
+    if let Some(user) = user {
+        env.insert("USER".into(), user.clone());
+        env.insert("LOGNAME".into(), user);
+    }
+    env.insert("HOME".into(), CACHE_MOUNT.into());
+    env.insert("XDG_CACHE_HOME".into(), format!("{CACHE_MOUNT}/.cache"));
+    env.insert("TMPDIR".into(), TMP_MOUNT.into());
+    env.insert("PWD".into(), cwd.to_string_lossy().into_owned());
+    env.insert("CHOCK_SANDBOX".into(), "1".into());
+    env
+}
+
+/// Whether the sandbox shows `path` (a host path) at the same place.
+fn visible(path: &Path, layout: &Layout) -> bool {
+    if path.starts_with(&layout.workspace) {
+        return true;
+    }
+    match &layout.store {
+        StoreView::Closure { entries, .. } => entries.iter().any(|e| path.starts_with(&e.path)),
+        StoreView::Host { store_dir, system } => {
+            store_dir.as_ref().is_some_and(|s| path.starts_with(s))
+                || system.iter().any(|e| path.starts_with(&e.path))
+        }
+    }
+}
+
+fn is_executable_file(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// Where the program is, as seen inside: a path with a slash is taken as
+/// given (relative to the working directory); a bare name is looked up on
+/// the sandbox's PATH, in directories the sandbox shows.
+fn locate(
+    name: &OsString,
+    env: &BTreeMap<String, String>,
+    cwd: &Path,
+    layout: &Layout,
+) -> Result<PathBuf, ExecError> {
+    let given = Path::new(name);
+    if given.components().count() > 1 || given.is_absolute() {
+        return Ok(if given.is_absolute() {
+            given.to_path_buf()
+        } else {
+            cwd.join(given)
+        });
+    }
+    let path_var = env.get("PATH").cloned().unwrap_or_default();
+    let found = path_var
+        .split(':')
+        .map(Path::new)
+        .filter(|dir| dir.is_absolute() && !dir.components().any(|c| c == Component::ParentDir))
+        .map(|dir| dir.join(given))
+        .find(|candidate| visible(candidate, layout) && is_executable_file(candidate));
+    found.ok_or_else(|| ExecError::NotFound {
+        name: name.to_string_lossy().into_owned(),
+        path: path_var,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_caller_environment_does_not_leak() {
+        let env = environment(None, Path::new("/w"));
+        assert!(env.keys().all(|k| {
+            [
+                "PATH",
+                "HOME",
+                "XDG_CACHE_HOME",
+                "TMPDIR",
+                "PWD",
+                "CHOCK_SANDBOX",
+                "USER",
+                "LOGNAME",
+            ]
+            .contains(&k.as_str())
+                || PASSED.contains(&k.as_str())
+                || k.starts_with("LC_")
+        }));
+        assert_eq!(env.get("HOME").map(String::as_str), Some(CACHE_MOUNT));
+    }
+}
