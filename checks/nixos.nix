@@ -23,10 +23,20 @@ let
       ];
     };
 
-  withPolicy = orgPolicy: eval {
-    enable = true;
-    inherit orgPolicy;
-  };
+  withPolicy = orgPolicy: withPolicy' { inherit orgPolicy; };
+  # No check by default here: these tests are about the text, and the check
+  # needs a real chock (tested with a stub builder below, for real by the
+  # flake's checks).
+  withPolicy' =
+    programs:
+    eval (
+      {
+        enable = true;
+        checkOrgPolicy = false;
+        orgPolicy = { };
+      }
+      // programs
+    );
   withRules = rules: withPolicy { inherit rules; };
 
   failures = config: s.failedAssertions config;
@@ -130,12 +140,61 @@ lib.runTests {
   };
 
   testBundleIsRootsAndReadOnly = {
-    expr = removeAttrs (withPolicy fixtures.orgPolicy).environment.etc.${bundleFile} [ "text" ];
+    expr = removeAttrs (withPolicy fixtures.orgPolicy).environment.etc.${bundleFile} [
+      "text"
+      "source"
+    ];
     expected = {
       mode = "0444";
       user = "+0";
       group = "+0";
     };
+  };
+
+  # The installed file is the text after `chock policy check` read it.
+  testBundleCheckedByChock =
+    let
+      source =
+        (s.evalNixos {
+          pkgs = s.pkgsWithBuilders;
+          modules = [
+            {
+              programs.chock = {
+                enable = true;
+                package = chock;
+                orgPolicy = fixtures.orgPolicy;
+              };
+            }
+          ];
+        }).environment.etc.${bundleFile}.source;
+    in
+    {
+      expr = {
+        inherit (source) name;
+        text = source.env.text;
+        tools = source.env.nativeBuildInputs;
+        checks = lib.hasInfix ''chock policy check --project "$TMPDIR/project" --org-bundle "$TMPDIR/org-policy.zon"'' source.script;
+      };
+      expected = {
+        name = "chock-org-policy.zon";
+        text = builtins.readFile ./golden/org-policy.zon;
+        tools = [ chock ];
+        checks = true;
+      };
+    };
+
+  testBundleUncheckedWithoutPackageOrWhenOff = {
+    expr = map (programs: (withPolicy' programs).environment.etc.${bundleFile}.source) [
+      {
+        package = null;
+        checkOrgPolicy = true;
+      }
+      { checkOrgPolicy = false; }
+    ];
+    expected = [
+      null
+      null
+    ];
   };
 
   testMinimalBundle = {

@@ -11,6 +11,12 @@
 let
   t = lib.types;
 
+  stubPackage = name: {
+    type = "derivation";
+    inherit name;
+    outPath = "/nix/store/00000000000000000000000000000000-${name}";
+  };
+
   common = {
     options = {
       assertions = lib.mkOption {
@@ -42,6 +48,12 @@ let
             options = {
               text = lib.mkOption {
                 type = t.nullOr t.lines;
+                default = null;
+              };
+              # NixOS derives it from `text` (a writeText); null here means
+              # no module set it.
+              source = lib.mkOption {
+                type = t.nullOr t.unspecified;
                 default = null;
               };
               mode = lib.mkOption {
@@ -123,10 +135,17 @@ in
     ;
 
   # A package as far as the module system can tell, without nixpkgs.
-  stubPackage = name: {
-    type = "derivation";
-    inherit name;
-    outPath = "/nix/store/00000000000000000000000000000000-${name}";
+  inherit stubPackage;
+
+  # The one builder the NixOS module calls, recording what it was asked to
+  # build (the flake's checks build it for real).
+  pkgsWithBuilders = {
+    runCommandLocal =
+      name: env: script:
+      stubPackage name
+      // {
+        inherit env script;
+      };
   };
 
   # `pkgs` holds nothing unless a test passes something: the modules must not

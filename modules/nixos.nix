@@ -252,6 +252,25 @@ let
       }) o.sinks;
     };
 
+  bundleText = zon.toZON (bundle cfg.orgPolicy);
+
+  # The bundle as a file, after `chock policy check` has read it (with an
+  # empty project and no operator config, so only the bundle is judged).
+  checkedBundle =
+    pkgs.runCommandLocal "chock-org-policy.zon"
+      {
+        nativeBuildInputs = [ cfg.package ];
+        text = bundleText;
+        passAsFile = [ "text" ];
+      }
+      ''
+        export HOME="$TMPDIR" XDG_CONFIG_HOME="$TMPDIR/config" XDG_DATA_HOME="$TMPDIR/data"
+        mkdir "$TMPDIR/project"
+        cp "$textPath" "$TMPDIR/org-policy.zon"
+        chock policy check --project "$TMPDIR/project" --org-bundle "$TMPDIR/org-policy.zon"
+        cp "$TMPDIR/org-policy.zon" "$out"
+      '';
+
   failed = message: {
     assertion = false;
     inherit message;
@@ -314,6 +333,18 @@ in
       description = "The Chock package installed for every user; null writes the policy bundle without installing Chock.";
     };
 
+    checkOrgPolicy = lib.mkOption {
+      type = t.bool;
+      default = true;
+      description = ''
+        Whether the system build reads the bundle with `chock policy check`
+        (the package's own reader) before installing it, so that a bundle
+        Chock would refuse fails the build instead of every session. Needs
+        `package` (it is skipped when that is null); turn it off when the
+        build machine cannot run the package, as in a cross build.
+      '';
+    };
+
     orgPolicy = lib.mkOption {
       type = t.nullOr (t.submodule orgPolicyModule);
       default = null;
@@ -354,8 +385,10 @@ in
 
     (lib.mkIf (cfg.enable && cfg.orgPolicy != null) {
       environment.etc.${bundleFile} = {
-        text = zon.toZON (bundle cfg.orgPolicy);
+        text = bundleText;
         mode = "0444";
+        # The same text, read by Chock before it is installed.
+        source = lib.mkIf (cfg.checkOrgPolicy && cfg.package != null) (lib.mkForce checkedBundle);
       };
       assertions = bundleAssertions cfg.orgPolicy;
       warnings = policy.duplicateKeyWarnings "${opt}.rules" cfg.orgPolicy.rules;
