@@ -35,7 +35,56 @@ pub fn read_closure(
     roots: &[StorePath],
     recursive: bool,
 ) -> Result<BTreeMap<StorePath, Derivation>, DerivationError> {
-    read_closure_with(roots, recursive, &mut read_derivation)
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(8);
+    let mut found: BTreeMap<StorePath, Derivation> = BTreeMap::new();
+    let mut frontier: Vec<StorePath> = roots.to_vec();
+    frontier.sort();
+    frontier.dedup();
+    while !frontier.is_empty() {
+        let batch = read_many(&frontier, threads);
+        let mut next: Vec<StorePath> = Vec::new();
+        for (path, drv) in frontier.drain(..).zip(batch) {
+            let drv = drv?;
+            if recursive {
+                next.extend(inputs_to_follow(&drv).cloned());
+            }
+            found.insert(path, drv);
+        }
+        next.retain(|p| !found.contains_key(p));
+        next.sort();
+        next.dedup();
+        frontier = next;
+    }
+    Ok(found)
+}
+
+/// Input derivations and `.drv` input sources: what `-r` follows.
+fn inputs_to_follow(drv: &Derivation) -> impl Iterator<Item = &StorePath> {
+    drv.input_drvs
+        .keys()
+        .chain(drv.input_srcs.iter().filter(|s| s.is_derivation()))
+}
+
+/// Reads `paths` on up to `threads` threads; results in the same order.
+fn read_many(paths: &[StorePath], threads: usize) -> Vec<Result<Derivation, DerivationError>> {
+    if threads < 2 || paths.len() < 64 {
+        return paths.iter().map(read_derivation).collect();
+    }
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = paths
+            .chunks(paths.len().div_ceil(threads))
+            .map(|chunk| scope.spawn(move || chunk.iter().map(read_derivation).collect::<Vec<_>>()))
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| {
+                w.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
+    })
 }
 
 /// [`read_closure`] with a custom reader (a cache, an in-memory store).
@@ -52,11 +101,11 @@ pub fn read_closure_with(
         }
         let drv = read(&path)?;
         if recursive {
-            let inputs = drv
-                .input_drvs
-                .keys()
-                .chain(drv.input_srcs.iter().filter(|s| s.is_derivation()));
-            queue.extend(inputs.filter(|p| !found.contains_key(*p)).cloned());
+            queue.extend(
+                inputs_to_follow(&drv)
+                    .filter(|p| !found.contains_key(*p))
+                    .cloned(),
+            );
         }
         found.insert(path, drv);
     }

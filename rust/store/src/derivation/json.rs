@@ -18,7 +18,7 @@ pub fn show_derivation_json(
             out.push(',');
         }
         out.push_str("\n  ");
-        push_json_string(&mut out, &path.to_string());
+        push_json_path(&mut out, path);
         out.push_str(": ");
         write_one(&mut out, drv)?;
     }
@@ -68,17 +68,16 @@ fn write_one(out: &mut String, drv: &Derivation) -> Result<(), DerivationError> 
         out.push('}');
     }
     out.push_str("\n    },\n    \"inputSrcs\": [");
-    push_list(
-        out,
-        drv.input_srcs.iter().map(|p| p.to_string()),
-        "\n      ",
-    );
+    for (i, src) in drv.input_srcs.iter().enumerate() {
+        out.push_str(if i > 0 { ",\n      " } else { "\n      " });
+        push_json_path(out, src);
+    }
     out.push_str("],\n    \"inputDrvs\": {");
     for (i, (path, outputs)) in drv.input_drvs.iter().enumerate() {
         out.push_str(if i > 0 { ",\n      " } else { "\n      " });
-        push_json_string(out, &path.to_string());
+        push_json_path(out, path);
         out.push_str(": [");
-        push_list(out, outputs.iter().cloned(), "");
+        push_list(out, outputs.iter().map(String::as_str), "");
         out.push(']');
     }
     out.push_str("\n    },\n    \"system\": ");
@@ -86,7 +85,7 @@ fn write_one(out: &mut String, drv: &Derivation) -> Result<(), DerivationError> 
     out.push_str(",\n    \"builder\": ");
     push_json_string(out, &drv.builder);
     out.push_str(",\n    \"args\": [");
-    push_list(out, drv.args.iter().cloned(), "\n      ");
+    push_list(out, drv.args.iter().map(String::as_str), "\n      ");
     out.push_str("],\n    \"env\": {");
     for (i, (key, value)) in drv.env.iter().enumerate() {
         out.push_str(if i > 0 { ",\n      " } else { "\n      " });
@@ -98,12 +97,21 @@ fn write_one(out: &mut String, drv: &Derivation) -> Result<(), DerivationError> 
     Ok(())
 }
 
-fn push_list(out: &mut String, items: impl Iterator<Item = String>, separator: &str) {
+fn push_list<'a>(out: &mut String, items: impl Iterator<Item = &'a str>, separator: &str) {
     for (i, item) in items.enumerate() {
         out.push_str(if i > 0 { "," } else { "" });
         out.push_str(separator);
-        push_json_string(out, &item);
+        push_json_string(out, item);
     }
+}
+
+/// A store path as a JSON string (store paths never need escaping).
+fn push_json_path(out: &mut String, path: &StorePath) {
+    out.push('"');
+    out.push_str(crate::store_path::STORE_DIR);
+    out.push('/');
+    out.push_str(path.base_name());
+    out.push('"');
 }
 
 fn json_string(s: &str) -> String {
@@ -117,7 +125,10 @@ fn json_string(s: &str) -> String {
 fn push_json_string(out: &mut String, s: &str) {
     out.push('"');
     let mut rest = s;
-    while let Some(i) = rest.find(|c: char| c == '"' || c == '\\' || c < ' ') {
+    while let Some(i) = rest
+        .bytes()
+        .position(|b| b == b'"' || b == b'\\' || b < b' ')
+    {
         out.push_str(&rest[..i]);
         let c = rest.as_bytes()[i];
         match c {
