@@ -249,6 +249,55 @@ async fn bad_padding_and_bad_paths_are_refused() {
     assert!(err.to_string().contains("not in the Nix store"), "{err}");
 }
 
+/// Log lines (STDERR_NEXT) and build log lines (STDERR_RESULT 101) reach `tracing`.
+#[tokio::test]
+async fn daemon_log_lines_go_to_tracing() {
+    use std::sync::{Arc, Mutex};
+    #[derive(Clone, Default)]
+    struct Captured(Arc<Mutex<Vec<u8>>>);
+    impl std::io::Write for Captured {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let result_line = [
+        u(0x5253_4c54),
+        u(7),
+        u(101),
+        u(1),
+        u(1),
+        s(b"compiling things"),
+    ]
+    .concat();
+    let script = [
+        hello(34),
+        u(STDERR_NEXT),
+        s(b"hello from the daemon\n"),
+        result_line,
+        u(STDERR_LAST),
+        u(1),
+    ]
+    .concat();
+    let (_dir, path, _task) = peer(script).await;
+    let mut c = DaemonConnection::connect(&options(path)).await.unwrap();
+    assert!(c.is_valid_path(&some_path()).await.unwrap());
+    let logged = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    assert!(logged.contains("hello from the daemon"), "{logged}");
+    assert!(logged.contains("compiling things"), "{logged}");
+}
+
 /// Protocol 1.38 (current Nix): we send an empty feature list, read the
 /// daemon's, then its version string and trust flag.
 #[tokio::test]

@@ -212,6 +212,16 @@ async fn errors_name_the_operation_and_carry_the_daemons_message() {
     let mut c = daemon().await;
     let missing = store_path::text_path("chock-never-added", nonce("x"), &BTreeSet::new()).unwrap();
     assert_eq!(c.query_path_info(&missing).await.unwrap(), None);
+    let drv = add_drv(
+        &mut c,
+        &shell_drv("chock-test-valid", "exit 0", &nonce("valid")),
+    )
+    .await;
+    let valid = c
+        .query_valid_paths(&[missing.clone(), drv.clone()].into(), false)
+        .await
+        .unwrap();
+    assert_eq!(valid, [drv].into());
     assert!(!c.is_valid_path(&missing).await.unwrap());
     let err = c
         .add_text_to_store("refers-to-nothing", b"x", &[missing.clone()].into())

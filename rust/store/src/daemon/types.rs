@@ -299,3 +299,38 @@ impl ClientOptions {
         self
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn derived_path_strings() {
+        let drv =
+            StorePath::from_absolute_path("/nix/store/q4mzjdlh5px6977h7v5fdsk1p33yg583-source.drv")
+                .unwrap();
+        assert_eq!(
+            DerivedPath::all_outputs(drv.clone()).to_string(),
+            format!("{drv}!*")
+        );
+        let some = DerivedPath::Built {
+            drv: drv.clone(),
+            outputs: OutputsSpec::Names(["out".to_owned(), "dev".to_owned()].into()),
+        };
+        assert_eq!(some.to_string(), format!("{drv}!dev,out"));
+        assert_eq!(
+            DerivedPath::Opaque(drv.clone()).to_string(),
+            drv.to_string()
+        );
+    }
+
+    #[test]
+    fn substitute_only_options() {
+        let o = ClientOptions::substitute_only().with_substituters(&["file:///a", "file:///b"]);
+        assert_eq!(o.max_build_jobs, 0);
+        assert_eq!(o.overrides["builders"], "");
+        assert_eq!(o.overrides["substituters"], "file:///a file:///b");
+        assert_eq!(BuildStatus::from_wire(1), BuildStatus::Substituted);
+        assert_eq!(BuildStatus::from_wire(99), BuildStatus::Other(99));
+    }
+}

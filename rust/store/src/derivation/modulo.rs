@@ -448,6 +448,64 @@ mod tests {
         assert_eq!(p.hash_part(), "9y9d7gv85dkhgy5k13cvss5bmbvc4hjm");
     }
 
+    /// Two inputs with the same hash modulo (their fixed-output sources
+    /// differ only in builder) merge into one entry of the modulo ATerm.
+    #[test]
+    fn equal_input_hashes_merge() {
+        let mut by_path: HashMap<StorePath, Derivation> = HashMap::new();
+        let mut intermediates = Vec::new();
+        for builder in ["/bin/first", "/bin/second"] {
+            let mut source = v1_fod();
+            source.builder = builder.into();
+            let source_path = source.drv_path().unwrap();
+            by_path.insert(source_path.clone(), source);
+            let mut mid = Derivation::new("intermediate");
+            mid.platform = "x86_64-linux".into();
+            mid.builder = "/bin/intermediate".into();
+            mid.input_drvs
+                .insert(source_path, ["out".to_owned()].into());
+            mid.outputs.insert("dev".into(), DerivationOutput::Deferred);
+            mid.outputs.insert("out".into(), DerivationOutput::Deferred);
+            let mid_path = mid.drv_path().unwrap();
+            by_path.insert(mid_path.clone(), mid);
+            intermediates.push(mid_path);
+        }
+        assert_ne!(intermediates[0], intermediates[1]);
+        let mut parent = Derivation::new("parent");
+        parent.builder = "/bin/parent".into();
+        parent
+            .outputs
+            .insert("out".into(), DerivationOutput::Deferred);
+        parent
+            .input_drvs
+            .insert(intermediates[0].clone(), ["out".to_owned()].into());
+        parent
+            .input_drvs
+            .insert(intermediates[1].clone(), ["dev".to_owned()].into());
+        let mut hashes = DrvHashes::new();
+        let mut load = |p: &StorePath| {
+            by_path
+                .get(p)
+                .cloned()
+                .ok_or_else(|| DerivationError::NotADerivation {
+                    path: p.to_string(),
+                })
+        };
+        hashes.hash_modulo(&parent, false, &mut load).unwrap();
+        let first = &hashes.get(&intermediates[0]).unwrap().hashes["out"];
+        assert_eq!(first, &hashes.get(&intermediates[1]).unwrap().hashes["dev"]);
+        let mut inputs = ModuloInputs::new();
+        inputs
+            .entry(first.to_base16())
+            .or_default()
+            .extend(["dev".to_owned(), "out".to_owned()]);
+        let mut expected = String::new();
+        parent.write_aterm(&mut expected, false, Some(&inputs));
+        assert!(expected.contains(&format!("[(\"{}\",[\"dev\",\"out\"])]", first.to_base16())));
+        let computed = hashes.hash_modulo(&parent, false, &mut load).unwrap();
+        assert_eq!(computed.hashes["out"], Hash::sha256(expected));
+    }
+
     #[test]
     fn deep_chains_do_not_recurse() {
         let mut by_path: HashMap<StorePath, Derivation> = HashMap::new();
