@@ -285,6 +285,7 @@ impl Seen {
 struct Good {
     seq: u64,
     hash: Sha256Hash,
+    prev: Sha256Hash,
     file: usize,
     number: u64,
 }
@@ -394,6 +395,7 @@ impl WalkState {
         let previous = self.last.replace(Good {
             seq: link.seq,
             hash: seen.hash,
+            prev: link.prev,
             file: seen.file,
             number: seen.number,
         });
@@ -539,6 +541,15 @@ fn classify(
             ),
         );
     }
+    if let Some(copy) = ahead.iter().find(|s| s.hash == seen.hash) {
+        return at_line(
+            BreakKind::Inserted,
+            format!(
+                "line {n} was inserted: it is a copy of line {}",
+                copy.number
+            ),
+        );
+    }
     let chains_after = |s: &Seen| {
         s.hash == link.prev
             && s.link
@@ -551,6 +562,20 @@ fn classify(
             format!(
                 "line {n} is out of place: it holds seq {} and chains to line {}, which comes after it",
                 link.seq, later.number
+            ),
+        );
+    }
+    // The first line walked is taken as the start of the chain, so a line
+    // moved to the very front shows only at the line that belongs before it.
+    if state.before_last.is_none()
+        && last.prev == seen.hash
+        && link.seq.checked_add(1) == Some(last.seq)
+    {
+        return at_last(
+            BreakKind::Reordered,
+            format!(
+                "line {prev_n} is out of place: it holds seq {} but seq {}, which comes first, is at line {n} after it",
+                last.seq, link.seq
             ),
         );
     }
