@@ -36,15 +36,15 @@ fn show(recursive: bool, paths: &[PathBuf]) -> anyhow::Result<ExitCode> {
         .map(|p| drv_path(p))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let derivations = read_closure(&roots, recursive)?;
-    let mut text = json::show_derivation_json(&derivations)?;
-    text.push('\n');
+    let mut stdout = std::io::BufWriter::with_capacity(256 * 1024, std::io::stdout().lock());
+    json::write_show_derivation_json(&derivations, &mut stdout)?;
+    stdout
+        .write_all(b"\n")
+        .and_then(|()| stdout.flush())
+        .context("cannot write to standard output")?;
     // The process ends right after this: freeing thousands of parsed
     // derivations one by one would cost a tenth of the run for nothing.
     std::mem::forget(derivations);
-    let mut stdout = std::io::stdout().lock();
-    stdout
-        .write_all(text.as_bytes())
-        .context("cannot write to standard output")?;
     Ok(exit::SUCCESS.into())
 }
 

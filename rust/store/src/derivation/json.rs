@@ -11,19 +11,38 @@ use crate::store_path::StorePath;
 pub fn show_derivation_json(
     derivations: &BTreeMap<StorePath, Derivation>,
 ) -> Result<String, DerivationError> {
-    let mut out = String::with_capacity(derivations.len() * 2048);
-    out.push('{');
+    let mut out = Vec::with_capacity(derivations.len() * 1024);
+    write_show_derivation_json(derivations, &mut out)?;
+    String::from_utf8(out).map_err(|_| DerivationError::NotUtf8 {
+        path: "(the JSON output)".to_owned(),
+    })
+}
+
+/// Streams the same JSON to `out`, a derivation at a time, so a closure
+/// of thousands never sits in memory twice.
+pub fn write_show_derivation_json(
+    derivations: &BTreeMap<StorePath, Derivation>,
+    out: &mut dyn std::io::Write,
+) -> Result<(), DerivationError> {
+    let mut chunk = String::with_capacity(128 * 1024);
+    chunk.push('{');
     for (i, (path, drv)) in derivations.iter().enumerate() {
         if i > 0 {
-            out.push(',');
+            chunk.push(',');
         }
-        out.push_str("\n  ");
-        push_json_path(&mut out, path);
-        out.push_str(": ");
-        write_one(&mut out, drv)?;
+        chunk.push_str("\n  ");
+        push_json_path(&mut chunk, path);
+        chunk.push_str(": ");
+        write_one(&mut chunk, drv)?;
+        if chunk.len() >= 64 * 1024 {
+            out.write_all(chunk.as_bytes())
+                .map_err(DerivationError::Output)?;
+            chunk.clear();
+        }
     }
-    out.push_str(if derivations.is_empty() { "}" } else { "\n}" });
-    Ok(out)
+    chunk.push_str(if derivations.is_empty() { "}" } else { "\n}" });
+    out.write_all(chunk.as_bytes())
+        .map_err(DerivationError::Output)
 }
 
 fn write_one(out: &mut String, drv: &Derivation) -> Result<(), DerivationError> {

@@ -157,6 +157,8 @@ pub enum DerivationError {
     },
     #[error("derivation name: {0}")]
     BadName(StorePathError),
+    #[error("cannot write the derivations' JSON: {0}")]
+    Output(std::io::Error),
 }
 
 impl Derivation {
