@@ -177,3 +177,32 @@ mod tests {
         );
     }
 }
+
+/// The table as a ZON document (a tuple of rules), as `chock policy defaults` prints it.
+pub fn shipped_as_zon() -> String {
+    chock_zon::to_string(SHIPPED).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod zon_tests {
+    use super::*;
+
+    #[test]
+    fn the_printed_table_reads_back_as_rules() {
+        #[derive(serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Row {
+            action: String,
+            decision: Decision,
+        }
+        let rows: Vec<Row> =
+            chock_zon::from_str(&shipped_as_zon()).expect("the printed table is ZON");
+        assert_eq!(rows.len(), SHIPPED.len());
+        for (row, shipped) in rows.iter().zip(SHIPPED) {
+            assert_eq!(
+                (row.action.as_str(), row.decision),
+                (shipped.action, shipped.decision)
+            );
+        }
+    }
+}

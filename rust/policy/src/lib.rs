@@ -28,8 +28,8 @@ pub use index::RuleSet;
 pub use names::{ExecContext, NameError, Phase};
 pub use pattern::{EXACT_SCORE, Pattern, PatternError};
 pub use policy::{
-    DecidedBy, Layer, LoadOptions, PROJECT_FILE, Policy, Reading, SYSTEM_BUNDLE, StartAnswer,
-    StartQuestion, Suggestion, Verdict,
+    DecidedBy, Explained, Layer, LoadOptions, PROJECT_FILE, Policy, Reading, SYSTEM_BUNDLE,
+    StartAnswer, StartQuestion, Suggestion, Verdict, read_once_note,
 };
 pub use rule::{Key, Rule, RuleSource, Specificity};
 pub use settings::{

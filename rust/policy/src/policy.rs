@@ -102,6 +102,15 @@ pub struct Verdict {
     pub suggestion: Option<Suggestion>,
 }
 
+/// A verdict with the action it answers, serialised as `chock policy explain
+/// --json` prints it: `{"action", "decision", "decided_by", "suggestion"}`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Explained<'a> {
+    pub action: &'a str,
+    #[serde(flatten)]
+    pub verdict: &'a Verdict,
+}
+
 /// Where to find each layer. [`LoadOptions::from_env`] fills the operator
 /// config and the discovered bundles from the environment; tests name them.
 #[derive(Debug, Clone, Default)]
@@ -596,6 +605,38 @@ enum StartRule {
 pub struct StartAnswer {
     pub granted: bool,
     pub verdict: Verdict,
+}
+
+/// For actions read once at session start, how the answer is spent there;
+/// `None` for ordinary acts, which are asked about when they happen.
+pub fn read_once_note(action: &str) -> Option<&'static str> {
+    let third_party_tool = |prefix: &str| {
+        action.strip_prefix(prefix).is_some_and(|rest| {
+            rest.split_once('.')
+                .is_some_and(|(_, t)| t.starts_with("tool."))
+        })
+    };
+    match action {
+        "nix.build" => Some(
+            "nix.build is read once at session start, where only allow gives the session provide_tool",
+        ),
+        "sandbox.jit" => Some(
+            "sandbox.jit is read once at session start, where only allow lifts the write-and-execute rule",
+        ),
+        "workspace.integrate" => Some(
+            "workspace.integrate is read once at session start with the ceiling reading (pass --reading ceiling); only deny takes the capability away",
+        ),
+        _ if action.starts_with("provider.") => Some(
+            "provider rows are read once when a session picks its model, with the ceiling reading (pass --reading ceiling); only allow lets it be used",
+        ),
+        _ if action.starts_with("nix.net.eval.") => Some(
+            "flake inputs are fetched at session start only when this answers allow; otherwise at build time, after asking",
+        ),
+        _ if third_party_tool("mcp.") || third_party_tool("plugin.") => Some(
+            "at session start only deny is spent (the tool is removed); any other answer leaves it offered and is asked again per call",
+        ),
+        _ => None,
+    }
 }
 
 fn decided_by_rule(layer: Layer, rule: &Rule) -> DecidedBy {

@@ -1,9 +1,15 @@
-//! `chock policy check|explain|defaults`.
+//! `chock policy check|explain|defaults`: load the layers, answer one action,
+//! print the shipped table. Every answer comes from chock-policy; this module
+//! only turns flags into a `LoadOptions` and a `Key`, and the result into text,
+//! JSON and an exit code.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::Subcommand;
+use chock_policy::{
+    Explained, Key, Layer, LoadOptions, Policy, Reading, Verdict, defaults::SHIPPED,
+};
+use clap::{Args, Subcommand, ValueEnum};
 
 use crate::exit;
 
@@ -11,28 +17,215 @@ use crate::exit;
 pub enum Command {
     /// Load every layer and report the first fault, or a one-line summary.
     Check {
-        #[arg(long, value_name = "DIR")]
-        project: Option<PathBuf>,
-        #[arg(long, value_name = "FILE")]
-        org_bundle: Option<PathBuf>,
+        #[command(flatten)]
+        layers: Layers,
     },
-    /// Answer one action and say what decided it.
+    /// Answer one action and say what decided it, and what rule would change it.
     Explain {
+        /// The action name, e.g. call.write_file or net.fetch.org.ziglang.docs.
         action: String,
-        #[arg(long, value_name = "DIR")]
-        project: Option<PathBuf>,
-        #[arg(long, value_name = "FILE")]
-        org_bundle: Option<PathBuf>,
+        #[command(flatten)]
+        layers: Layers,
+        /// The tool making the call; without it, rules that name a tool do not match.
+        #[arg(long, value_name = "T")]
+        tool: Option<String>,
+        /// The model asking; without it, rules that name a model do not match.
+        #[arg(long, value_name = "M")]
+        model: Option<String>,
+        /// The kind of agent asking.
+        #[arg(long, value_name = "K", default_value = "main")]
+        agent_kind: String,
+        /// How an act no rule names is read: act (ask) or ceiling (allow).
+        #[arg(long, value_enum, default_value_t = ReadingArg::Act)]
+        reading: ReadingArg,
+        /// Print one JSON object instead of text.
         #[arg(long)]
         json: bool,
     },
-    /// Print the shipped default rules.
+    /// Print the shipped default rules (as ZON, or JSON with --json).
     Defaults {
         #[arg(long)]
         json: bool,
     },
 }
 
-pub fn run(_command: Command) -> anyhow::Result<ExitCode> {
-    Ok(exit::not_built("policy", "issue #2 (the policy engine)"))
+/// Where the layers are.
+#[derive(Debug, Args)]
+pub struct Layers {
+    /// The project directory holding chock.zon (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    project: Option<PathBuf>,
+    /// An organisation bundle to bind, besides those found on this machine (repeatable).
+    #[arg(long = "org-bundle", value_name = "FILE")]
+    org_bundle: Vec<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ReadingArg {
+    Act,
+    Ceiling,
+}
+
+impl From<ReadingArg> for Reading {
+    fn from(r: ReadingArg) -> Reading {
+        match r {
+            ReadingArg::Act => Reading::Act,
+            ReadingArg::Ceiling => Reading::Ceiling,
+        }
+    }
+}
+
+pub fn run(command: Command) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::Check { layers } => check(&layers),
+        Command::Explain {
+            action,
+            layers,
+            tool,
+            model,
+            agent_kind,
+            reading,
+            json,
+        } => {
+            let key = Key {
+                agent_kind,
+                model,
+                tool,
+                action,
+            };
+            explain(&layers, &key, reading.into(), json)
+        }
+        Command::Defaults { json } => defaults(json),
+    }
+}
+
+/// Loads the policy, or prints `FILE:LINE:COL: message` and gives exit 1.
+fn load(layers: &Layers) -> Result<Policy, ExitCode> {
+    let project = match &layers.project {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir()
+            .map_err(|e| fail(&format!("cannot read the current directory: {e}")))?,
+    };
+    let options = LoadOptions::from_env(project, layers.org_bundle.clone())
+        .map_err(|e| fail(&e.to_string()))?;
+    let policy = Policy::load(&options).map_err(|e| fail(&e.to_string()))?;
+    for warning in policy.warnings() {
+        eprintln!("warning: {warning}");
+    }
+    Ok(policy)
+}
+
+fn fail(message: &str) -> ExitCode {
+    eprintln!("{message}");
+    exit::FAILURE.into()
+}
+
+fn check(layers: &Layers) -> anyhow::Result<ExitCode> {
+    let policy = match load(layers) {
+        Ok(p) => p,
+        Err(code) => return Ok(code),
+    };
+    let mut parts = Vec::new();
+    if policy.has_project_file() {
+        parts.push(format!(
+            "{} ({})",
+            policy.project_file().display(),
+            count(policy.rules().len(), "rule")
+        ));
+    } else {
+        parts.push(format!(
+            "no {} (shipped defaults only)",
+            policy.project_file().display()
+        ));
+    }
+    if let Some(operator) = policy.operator_file() {
+        parts.push(format!("operator config {}", operator.display()));
+    }
+    for bundle in policy.org_bundles() {
+        parts.push(format!(
+            "org bundle {} ({})",
+            bundle.file.display(),
+            count(bundle.rules().len(), "rule")
+        ));
+    }
+    parts.push(count(SHIPPED.len(), "shipped default"));
+    println!("policy ok: {}", parts.join(", "));
+    Ok(exit::SUCCESS.into())
+}
+
+fn count(n: usize, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
+}
+
+fn explain(
+    layers: &Layers,
+    key: &Key,
+    reading: Reading,
+    as_json: bool,
+) -> anyhow::Result<ExitCode> {
+    let policy = match load(layers) {
+        Ok(p) => p,
+        Err(code) => return Ok(code),
+    };
+    let verdict = policy.decide(key, reading);
+    if as_json {
+        let explained = Explained {
+            action: &key.action,
+            verdict: &verdict,
+        };
+        println!("{}", serde_json::to_string(&explained)?);
+    } else {
+        print!("{}", explain_text(key, reading, &verdict));
+    }
+    Ok(exit::SUCCESS.into())
+}
+
+fn explain_text(key: &Key, reading: Reading, verdict: &Verdict) -> String {
+    let by = &verdict.decided_by;
+    let mut out = format!("{}: {}\n", key.action, verdict.decision);
+    let place = match (&by.file, by.line) {
+        (Some(file), Some(line)) => format!(" at {}:{line}", file.display()),
+        _ => String::new(),
+    };
+    match (by.layer, &by.rule) {
+        (Layer::Nothing, _) => {
+            let answer = match reading {
+                Reading::Act => "an act no rule names is asked about",
+                Reading::Ceiling => "a capability no rule names is allowed",
+            };
+            out.push_str(&format!("  decided by: nothing matched ({answer})\n"));
+        }
+        (layer, Some(rule)) => {
+            out.push_str(&format!("  decided by: {}{place}\n", layer.describe()));
+            for line in rule.lines() {
+                out.push_str(&format!("    {line}\n"));
+            }
+        }
+        (layer, None) => out.push_str(&format!("  decided by: {}{place}\n", layer.describe())),
+    }
+    if let Some(note) = chock_policy::read_once_note(&key.action)
+        && verdict.decision != chock_policy::Decision::Allow
+    {
+        out.push_str(&format!("  note: {note}\n"));
+    }
+    if let Some(s) = &verdict.suggestion {
+        out.push_str(&format!(
+            "  to allow it, add to {}:\n    {},\n",
+            s.block, s.rule
+        ));
+    }
+    out
+}
+
+fn defaults(as_json: bool) -> anyhow::Result<ExitCode> {
+    if as_json {
+        println!("{}", serde_json::to_string_pretty(SHIPPED)?);
+        return Ok(exit::SUCCESS.into());
+    }
+    println!("// Chock's shipped defaults, read only when no rule in chock.zon matches the key.");
+    println!(
+        "// An act none of these names answers ask. A project rule that matches wins outright."
+    );
+    print!("{}", chock_policy::defaults::shipped_as_zon());
+    Ok(exit::SUCCESS.into())
 }

@@ -1,0 +1,360 @@
+//! `chock policy check|explain|defaults` through the built binary: output,
+//! JSON, exit codes, and refusals that name FILE:LINE:COL.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("cli-policy")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir
+}
+
+/// Runs `chock` in `dir` with a private HOME, so the machine's own operator
+/// config and bundle never leak into a test.
+fn chock(dir: &Path, args: &[&str]) -> Output {
+    let home = dir.join("home");
+    std::fs::create_dir_all(&home).expect("home");
+    Command::new(env!("CARGO_BIN_EXE_chock"))
+        .args(args)
+        .current_dir(dir)
+        .env("HOME", &home)
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("XDG_DATA_HOME")
+        .env_remove("CHOCK_LOG")
+        .output()
+        .expect("run chock")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn json(o: &Output) -> serde_json::Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(o)))
+}
+
+#[test]
+fn the_main_job_works_in_a_directory_without_chock_zon() {
+    let dir = scratch("main-job");
+    let out = chock(&dir, &["policy", "explain", "call.write_file"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.starts_with("call.write_file: allow\n"), "{text}");
+    assert!(text.contains("a shipped default"), "{text}");
+    assert!(
+        text.contains(".{ .action = \"call.write_file\", .decision = .allow }"),
+        "{text}"
+    );
+}
+
+#[test]
+fn explain_json_has_the_documented_shape() {
+    let dir = scratch("json");
+    let out = chock(
+        &dir,
+        &["policy", "explain", "net.fetch.org.ziglang.docs", "--json"],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let text = stdout(&out);
+    let keys: Vec<&str> = [
+        "\"action\"",
+        "\"decision\"",
+        "\"decided_by\"",
+        "\"suggestion\"",
+    ]
+    .into_iter()
+    .filter(|k| text.contains(k))
+    .collect();
+    assert_eq!(keys.len(), 4, "{text}");
+    assert!(
+        text.find("\"action\"") < text.find("\"decision\""),
+        "{text}"
+    );
+    let v = json(&out);
+    assert_eq!(v["action"], "net.fetch.org.ziglang.docs");
+    assert_eq!(v["decision"], "ask");
+    assert_eq!(v["decided_by"]["layer"], "nothing");
+    assert!(
+        v["decided_by"]["file"].is_null()
+            && v["decided_by"]["line"].is_null()
+            && v["decided_by"]["rule"].is_null()
+    );
+    assert_eq!(
+        v["suggestion"]["rule"],
+        ".{ .action = \"net.fetch.org.ziglang.docs\", .decision = .allow }"
+    );
+    let block = v["suggestion"]["block"].as_str().expect("block");
+    assert!(
+        block.starts_with(".policy.rules in ") && block.ends_with("chock.zon"),
+        "{block}"
+    );
+    let allowed = json(&chock(&dir, &["policy", "explain", "git.commit", "--json"]));
+    assert_eq!(allowed["decision"], "allow");
+    assert_eq!(allowed["decided_by"]["layer"], "default");
+    assert!(allowed["suggestion"].is_null());
+}
+
+#[test]
+fn explain_names_the_project_rule_and_takes_tool_model_kind_and_reading() {
+    let dir = scratch("project");
+    std::fs::write(
+        dir.join("chock.zon"),
+        ".{\n    .policy = .{\n        .rules = .{\n            .{ .tool = \"fetch_url\", .action = \"net.fetch.*\", .decision = .deny },\n            .{ .agent_kind = \"reviewer\", .decision = .agent_review },\n            .{ .model = \"m1\", .action = \"provider.*\", .decision = .deny },\n        },\n    },\n}\n",
+    )
+    .expect("write");
+    let v = json(&chock(
+        &dir,
+        &[
+            "policy",
+            "explain",
+            "net.fetch.org.x",
+            "--tool",
+            "fetch_url",
+            "--json",
+        ],
+    ));
+    assert_eq!(v["decision"], "deny");
+    assert_eq!(v["decided_by"]["layer"], "project");
+    assert_eq!(v["decided_by"]["line"], 4);
+    assert!(
+        v["decided_by"]["file"]
+            .as_str()
+            .is_some_and(|f| f.ends_with("chock.zon"))
+    );
+    assert_eq!(
+        v["decided_by"]["rule"],
+        ".{ .tool = \"fetch_url\", .action = \"net.fetch.*\", .decision = .deny }"
+    );
+    assert_eq!(
+        v["suggestion"]["rule"], ".{ .action = \"net.fetch.org.x\", .decision = .allow }",
+        "an exact action already beats the class"
+    );
+    let v = json(&chock(
+        &dir,
+        &["policy", "explain", "net.fetch.org.x", "--json"],
+    ));
+    assert_eq!(
+        v["decision"], "ask",
+        "without --tool the tool rule does not match"
+    );
+    let v = json(&chock(
+        &dir,
+        &[
+            "policy",
+            "explain",
+            "git.push",
+            "--agent-kind",
+            "reviewer",
+            "--json",
+        ],
+    ));
+    assert_eq!(v["decision"], "agent_review");
+    let v = json(&chock(
+        &dir,
+        &[
+            "policy",
+            "explain",
+            "provider.home",
+            "--reading",
+            "ceiling",
+            "--json",
+        ],
+    ));
+    assert_eq!(v["decision"], "allow");
+    let v = json(&chock(
+        &dir,
+        &[
+            "policy",
+            "explain",
+            "provider.home",
+            "--model",
+            "m1",
+            "--reading",
+            "ceiling",
+            "--json",
+        ],
+    ));
+    assert_eq!(v["decision"], "deny");
+    let text = stdout(&chock(
+        &dir,
+        &[
+            "policy",
+            "explain",
+            "net.fetch.org.x",
+            "--tool",
+            "fetch_url",
+        ],
+    ));
+    assert!(
+        text.contains("decided by: the project's rule at "),
+        "{text}"
+    );
+    assert!(
+        text.contains("to allow it, add to .policy.rules in "),
+        "{text}"
+    );
+}
+
+#[test]
+fn an_org_bundle_lowers_and_is_named() {
+    let dir = scratch("org");
+    std::fs::write(
+        dir.join("chock.zon"),
+        ".{ .policy = .{ .rules = .{ .{ .action = \"git.*\", .decision = .allow } } } }",
+    )
+    .expect("write");
+    let bundle = dir.join("org.zon");
+    std::fs::write(
+        &bundle,
+        ".{ .version = 1, .rules = .{ .{ .action = \"git.push\", .decision = .deny } } }",
+    )
+    .expect("write");
+    let b = bundle.to_str().expect("utf-8 path");
+    let v = json(&chock(
+        &dir,
+        &["policy", "explain", "git.push", "--org-bundle", b, "--json"],
+    ));
+    assert_eq!(v["decision"], "deny");
+    assert_eq!(v["decided_by"]["layer"], "org");
+    assert_eq!(v["decided_by"]["file"], b);
+    let v = json(&chock(
+        &dir,
+        &[
+            "policy",
+            "explain",
+            "git.fetch",
+            "--org-bundle",
+            b,
+            "--json",
+        ],
+    ));
+    assert_eq!(v["decision"], "allow");
+    let out = chock(&dir, &["policy", "check", "--org-bundle", b]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("org bundle") && stdout(&out).contains("1 rule"),
+        "{}",
+        stdout(&out)
+    );
+    let home_bundle = dir.join("home/.local/share/chock/org-policy.zon");
+    std::fs::create_dir_all(home_bundle.parent().expect("parent")).expect("mkdir");
+    std::fs::write(
+        &home_bundle,
+        ".{ .rules = .{ .{ .action = \"git.commit\", .decision = .ask } } }",
+    )
+    .expect("write");
+    let v = json(&chock(&dir, &["policy", "explain", "git.commit", "--json"]));
+    assert_eq!(
+        v["decision"], "ask",
+        "the bundle in the data directory binds without a flag"
+    );
+}
+
+#[test]
+fn check_reports_a_summary_or_the_first_fault() {
+    let dir = scratch("check");
+    let out = chock(&dir, &["policy", "check"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(stdout(&out).starts_with("policy ok: "), "{}", stdout(&out));
+    assert_eq!(stdout(&out).lines().count(), 1);
+
+    std::fs::write(dir.join("chock.zon"), ".{\n    .policy = .{\n        .rules = .{\n            .{ .actoin = \"x\", .decision = .allow },\n        },\n    },\n}\n").expect("write");
+    let out = chock(&dir, &["policy", "check"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    let first = err.lines().next().unwrap_or("");
+    assert!(
+        first.starts_with(&format!(
+            "{}:4:17: unknown field `actoin`",
+            dir.join("chock.zon").display()
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains(".{ .actoin = \"x\", .decision = .allow },"),
+        "the offending line is shown: {err}"
+    );
+    let out = chock(&dir, &["policy", "explain", "call.glob"]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "explain cannot answer from a file that does not load"
+    );
+    let other = scratch("check-elsewhere");
+    let out = chock(
+        &other,
+        &["policy", "check", "--project", dir.to_str().expect("path")],
+    );
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn a_missing_org_bundle_or_project_is_a_failure() {
+    let dir = scratch("missing");
+    let out = chock(
+        &dir,
+        &["policy", "check", "--org-bundle", "/nonexistent/org.zon"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("/nonexistent/org.zon"),
+        "{}",
+        stderr(&out)
+    );
+    let out = chock(
+        &dir,
+        &[
+            "policy",
+            "explain",
+            "x",
+            "--project",
+            "/nonexistent/project",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn defaults_print_as_zon_and_json() {
+    let dir = scratch("defaults");
+    let out = chock(&dir, &["policy", "defaults"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = stdout(&out);
+    assert!(
+        text.contains(".{ .action = \"exec.nix.store.*\", .decision = .ask },"),
+        "{text}"
+    );
+    let v = json(&chock(&dir, &["policy", "defaults", "--json"]));
+    let rows = v.as_array().expect("array");
+    assert!(
+        rows.iter()
+            .any(|r| r["action"] == "call.write_file" && r["decision"] == "allow")
+    );
+    assert!(!rows.iter().any(|r| r["action"] == "git.push"));
+    assert_eq!(text.matches(".action").count(), rows.len());
+}
+
+#[test]
+fn version_and_help() {
+    let dir = scratch("version");
+    let out = chock(&dir, &["--version"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(stdout(&out).starts_with("chock "), "{}", stdout(&out));
+    let out = chock(&dir, &["help", "policy"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(stdout(&out).contains("explain"));
+    let out = chock(&dir, &["policy", "explain"]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "clap refuses a missing argument"
+    );
+}

@@ -1,0 +1,701 @@
+//! Loading real files: the project's chock.zon, the operator's config.zon and
+//! organisation bundles, every refusal with its position, and how the layers
+//! fold into one answer.
+
+use std::path::{Path, PathBuf};
+
+use chock_policy::{
+    Decision, Key, Layer, LoadOptions, Machine, Policy, PolicyError, Reading, StartQuestion,
+    human_bytes,
+};
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("load")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir
+}
+
+/// A project directory holding `chock_zon` (when given), isolated from the
+/// machine's own operator config and bundles.
+fn project(name: &str, chock_zon: Option<&str>) -> (PathBuf, LoadOptions) {
+    let dir = scratch(name);
+    if let Some(text) = chock_zon {
+        std::fs::write(dir.join("chock.zon"), text).expect("write chock.zon");
+    }
+    let options = LoadOptions {
+        project_dir: dir.clone(),
+        ..LoadOptions::default()
+    };
+    (dir, options)
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("write file");
+    path
+}
+
+fn load_err(options: &LoadOptions) -> String {
+    match Policy::load(options) {
+        Ok(_) => panic!("expected a refusal"),
+        Err(e) => e.to_string(),
+    }
+}
+
+fn decide(policy: &Policy, action: &str) -> Decision {
+    policy.decide(&Key::new(action), Reading::Act).decision
+}
+
+#[test]
+fn no_chock_zon_means_shipped_defaults_then_ask() {
+    let (_, options) = project("none", None);
+    let policy = Policy::load(&options).expect("loads");
+    assert!(!policy.has_project_file());
+    let v = policy.decide(&Key::new("call.write_file"), Reading::Act);
+    assert_eq!(v.decision, Decision::Allow);
+    assert_eq!(v.decided_by.layer, Layer::Default);
+    assert_eq!(
+        v.decided_by.rule.as_deref(),
+        Some(".{ .action = \"call.write_file\", .decision = .allow }")
+    );
+    assert!(v.suggestion.is_none());
+    let v = policy.decide(&Key::new("net.fetch.org.ziglang.docs"), Reading::Act);
+    assert_eq!(
+        (v.decision, v.decided_by.layer),
+        (Decision::Ask, Layer::Nothing)
+    );
+    let s = v.suggestion.expect("a suggestion short of allow");
+    assert_eq!(
+        s.rule,
+        ".{ .action = \"net.fetch.org.ziglang.docs\", .decision = .allow }"
+    );
+    assert!(
+        s.block.starts_with(".policy.rules in ") && s.block.ends_with("chock.zon"),
+        "{}",
+        s.block
+    );
+}
+
+#[test]
+fn an_empty_literal_and_a_file_without_policy_mean_no_rules() {
+    for (name, text) in [
+        ("empty", ".{}"),
+        ("other-blocks", ".{ .style = .{ .x = 1 }, .devices = .{} }"),
+    ] {
+        let (_, options) = project(name, Some(text));
+        let policy = Policy::load(&options).expect(text);
+        assert!(policy.rules().is_empty());
+        assert_eq!(decide(&policy, "call.glob"), Decision::Allow);
+    }
+}
+
+#[test]
+fn a_project_rule_is_found_with_its_file_line_and_text() {
+    let text = ".{\n    .policy = .{\n        .rules = .{\n            .{ .action = \"net.fetch.org.ziglang.*\", .decision = .allow },\n            .{\n                .action = \"net.fetch.*\",\n                .decision = .deny,\n            },\n        },\n    },\n}\n";
+    let (dir, options) = project("rules", Some(text));
+    let policy = Policy::load(&options).expect("loads");
+    let v = policy.decide(&Key::new("net.fetch.org.ziglang.docs"), Reading::Act);
+    assert_eq!(v.decision, Decision::Allow);
+    assert_eq!(v.decided_by.layer, Layer::Project);
+    assert_eq!(
+        v.decided_by.file.as_deref(),
+        Some(dir.join("chock.zon").as_path())
+    );
+    assert_eq!(v.decided_by.line, Some(4));
+    assert_eq!(
+        v.decided_by.rule.as_deref(),
+        Some(".{ .action = \"net.fetch.org.ziglang.*\", .decision = .allow }")
+    );
+    let v = policy.decide(&Key::new("net.fetch.com.evil"), Reading::Act);
+    assert_eq!((v.decision, v.decided_by.line), (Decision::Deny, Some(5)));
+    assert!(
+        v.decided_by
+            .rule
+            .as_deref()
+            .is_some_and(|r| r.contains(".decision = .deny,\n"))
+    );
+}
+
+#[test]
+fn a_matching_project_rule_beats_the_shipped_default_however_broad() {
+    let (_, options) = project(
+        "broad",
+        Some(
+            ".{ .policy = .{ .rules = .{ .{ .agent_kind = \"reviewer\", .decision = .deny } } } }",
+        ),
+    );
+    let policy = Policy::load(&options).expect("loads");
+    let reviewer = Key::new("call.write_file").with_agent_kind("reviewer");
+    let v = policy.decide(&reviewer, Reading::Act);
+    assert_eq!(
+        (v.decision, v.decided_by.layer),
+        (Decision::Deny, Layer::Project)
+    );
+    assert_eq!(
+        decide(&policy, "call.write_file"),
+        Decision::Allow,
+        "main still gets the default"
+    );
+    let (_, options) = project(
+        "putback",
+        Some(
+            ".{ .policy = .{ .rules = .{ .{ .action = \"call.write_file\", .decision = .ask } } } }",
+        ),
+    );
+    assert_eq!(
+        decide(&Policy::load(&options).expect("loads"), "call.write_file"),
+        Decision::Ask
+    );
+}
+
+#[test]
+fn tool_and_model_rules_need_the_key_to_name_them() {
+    let (_, options) = project(
+        "tool",
+        Some(
+            ".{ .policy = .{ .rules = .{ .{ .tool = \"fetch_url\", .action = \"net.fetch.*\", .decision = .allow }, .{ .model = \"m1\", .decision = .deny } } } }",
+        ),
+    );
+    let policy = Policy::load(&options).expect("loads");
+    assert_eq!(decide(&policy, "net.fetch.org.x"), Decision::Ask);
+    let key = Key::new("net.fetch.org.x").with_tool("fetch_url");
+    assert_eq!(policy.decide(&key, Reading::Act).decision, Decision::Allow);
+    let key = Key::new("git.push").with_model("m1");
+    assert_eq!(policy.decide(&key, Reading::Act).decision, Decision::Deny);
+}
+
+#[test]
+fn the_suggestion_is_specific_enough_to_win() {
+    let (_, options) = project(
+        "suggest",
+        Some(
+            ".{ .policy = .{ .rules = .{ .{ .tool = \"run_command\", .action = \"git.push\", .decision = .deny } } } }",
+        ),
+    );
+    let policy = Policy::load(&options).expect("loads");
+    let key = Key::new("git.push").with_tool("run_command");
+    let s = policy
+        .decide(&key, Reading::Act)
+        .suggestion
+        .expect("suggestion");
+    assert_eq!(
+        s.rule,
+        ".{ .agent_kind = \"main\", .tool = \"run_command\", .action = \"git.push\", .decision = .allow }"
+    );
+    // Applying the suggestion really changes the answer.
+    let text = format!(
+        ".{{ .policy = .{{ .rules = .{{ .{{ .tool = \"run_command\", .action = \"git.push\", .decision = .deny }}, {} }} }} }}",
+        s.rule
+    );
+    let (_, options) = project("suggest-applied", Some(&text));
+    assert_eq!(
+        Policy::load(&options)
+            .expect("loads")
+            .decide(&key, Reading::Act)
+            .decision,
+        Decision::Allow
+    );
+}
+
+#[test]
+fn a_suggestion_that_can_only_tie_says_to_edit_the_rule() {
+    let (dir, options) = project(
+        "tie",
+        Some(
+            ".{ .policy = .{ .rules = .{\n.{ .agent_kind = \"main\", .tool = \"t\", .model = \"m\", .action = \"a.b\", .decision = .deny },\n} } }",
+        ),
+    );
+    let policy = Policy::load(&options).expect("loads");
+    let key = Key::new("a.b").with_tool("t").with_model("m");
+    let s = policy
+        .decide(&key, Reading::Act)
+        .suggestion
+        .expect("suggestion");
+    assert!(
+        s.block
+            .starts_with(&format!("{}:2", dir.join("chock.zon").display())),
+        "{}",
+        s.block
+    );
+    assert!(
+        s.block.contains("in place of the rule there"),
+        "{}",
+        s.block
+    );
+}
+
+#[test]
+fn refusals_inside_policy_name_file_line_column_and_what_to_write() {
+    // (text, the text the error must point at, words in the message)
+    let cases = [
+        (
+            ".{ .policy = .{ .rules = .{ .{ .actoin = \"x\", .decision = .allow } } } }",
+            "actoin",
+            "unknown field `actoin`",
+        ),
+        (
+            ".{ .policy = .{ .rules = .{ .{ .action = \"x\", .decision = .agent_reveiw } } } }",
+            ".agent_reveiw",
+            "unknown variant `agent_reveiw`",
+        ),
+        (
+            ".{ .policy = .{ .rules = .{ .{ .action = \"*\", .decision = .allow } } } }",
+            "\"*\"",
+            "leave the field out to match every value",
+        ),
+        (
+            ".{ .policy = .{ .rules = .{ .{ .action = \"a.*.b\", .decision = .allow } } } }",
+            "\"a.*.b\"",
+            "write `a.*`",
+        ),
+        (
+            ".{ .policy = .{ .rules = .{ .{ .action = \"\", .decision = .allow } } } }",
+            "\"\"",
+            "empty pattern",
+        ),
+        (
+            ".{ .policy = .{ .rules = .{ .{ .action = \".*\", .decision = .allow } } } }",
+            "\".*\"",
+            "`.*` has no name",
+        ),
+        (
+            ".{ .policy = .{ .rules = .{ .{ .action = \"a\\x00\", .decision = .allow } } } }",
+            "\"a\\x00\"",
+            "NUL",
+        ),
+        (
+            ".{ .policy = .{ .rules = .{ .{ .action = \"x\" } } } }",
+            ".{ .action",
+            "missing field `decision`",
+        ),
+        (
+            ".{ .policy = .{ .rules = .{ .{ .action = \"x\", .decision = \"allow\" } } } }",
+            "\"allow\"",
+            "write .allow without quotes",
+        ),
+        (
+            ".{ .policy = .{ .rule = .{} } }",
+            "rule =",
+            "unknown field `rule`",
+        ),
+        (
+            ".{ .policy = .{ .{ .action = \"x\", .decision = .allow } } }",
+            ".{ .{",
+            "the `.policy` block",
+        ),
+        (
+            ".{ .policy = .{}, .policy = .{} }",
+            "policy = .{} }",
+            "duplicate field `policy`",
+        ),
+        (
+            "1",
+            "1",
+            "a struct literal `.{ ... }` at the top of chock.zon",
+        ),
+        (
+            ".{ .nix = .{ .max_object_bytes = \"10%\" } }",
+            "\"10%\"",
+            "percentage",
+        ),
+        (
+            ".{ .nix = .{ .max_objcet_bytes = 1 } }",
+            "max_objcet_bytes",
+            "unknown field `max_objcet_bytes`",
+        ),
+        (
+            ".{ .policy = .{ .net = .{ .router = .open } } }",
+            ".open",
+            "unknown variant `open`",
+        ),
+    ];
+    for (i, (text, at, words)) in cases.iter().enumerate() {
+        let (line, column) = (1, text.find(at).expect("marker") + 1);
+        let (dir, options) = project(&format!("bad{i}"), Some(text));
+        let shown = load_err(&options);
+        let want = format!("{}:{line}:{column}: ", dir.join("chock.zon").display());
+        assert!(shown.starts_with(&want), "{text}\nwant {want}\ngot {shown}");
+        assert!(shown.contains(words), "{text}: {shown}");
+        assert!(
+            shown
+                .lines()
+                .nth(1)
+                .is_some_and(|l| l.contains(text.lines().next().unwrap_or(""))),
+            "{shown}"
+        );
+    }
+}
+
+#[test]
+fn bounds_are_enforced() {
+    let rule = ".{ .action = \"a\", .decision = .ask },";
+    let (_, options) = project(
+        "512",
+        Some(&format!(
+            ".{{ .policy = .{{ .rules = .{{ {} }} }} }}",
+            rule.repeat(512)
+        )),
+    );
+    assert_eq!(
+        Policy::load(&options)
+            .expect("512 rules load")
+            .rules()
+            .len(),
+        512
+    );
+    let (_, options) = project(
+        "513",
+        Some(&format!(
+            ".{{ .policy = .{{ .rules = .{{ {} }} }} }}",
+            rule.repeat(513)
+        )),
+    );
+    let shown = load_err(&options);
+    assert!(
+        shown.contains("513 rules, and a file holds at most 512"),
+        "{shown}"
+    );
+    let (_, options) = project(
+        "big",
+        Some(&format!(".{{ .x = \"{}\" }}", "a".repeat(1 << 20))),
+    );
+    assert!(load_err(&options).contains("1 MiB"));
+}
+
+#[test]
+fn agents_are_checked() {
+    let ok = ".{ .policy = .{ .agents = .{ .{ .kind = \"main\" }, .{ .kind = \"reviewer\", .parent = \"main\" } } } }";
+    let (_, options) = project("agents", Some(ok));
+    assert_eq!(Policy::load(&options).expect("loads").agents().len(), 2);
+    for (name, text, words) in [
+        (
+            "dup",
+            ".{ .policy = .{ .agents = .{ .{ .kind = \"a\" }, .{ .kind = \"a\" } } } }",
+            "declared twice",
+        ),
+        (
+            "orphan",
+            ".{ .policy = .{ .agents = .{ .{ .kind = \"a\", .parent = \"b\" } } } }",
+            "not declared",
+        ),
+        (
+            "loop",
+            ".{ .policy = .{ .agents = .{ .{ .kind = \"a\", .parent = \"b\" }, .{ .kind = \"b\", .parent = \"a\" } } } }",
+            "loop",
+        ),
+        (
+            "self",
+            ".{ .policy = .{ .agents = .{ .{ .kind = \"a\", .parent = \"a\" } } } }",
+            "loop",
+        ),
+        (
+            "star",
+            ".{ .policy = .{ .agents = .{ .{ .kind = \"a*\" } } } }",
+            "no `*`",
+        ),
+    ] {
+        let (_, options) = project(name, Some(text));
+        let shown = load_err(&options);
+        assert!(shown.contains(words), "{name}: {shown}");
+    }
+}
+
+#[test]
+fn an_org_bundle_is_a_ceiling_that_binds_unnamed_acts() {
+    let (dir, mut options) = project(
+        "org",
+        Some(
+            ".{ .policy = .{ .rules = .{ .{ .action = \"git.*\", .decision = .allow }, .{ .action = \"sandbox.jit\", .decision = .allow } } } }",
+        ),
+    );
+    let bundle = write(
+        &dir,
+        "org.zon",
+        ".{\n    .version = 1,\n    .subject = \"acme\",\n    .locked = true,\n    .rules = .{\n        .{ .action = \"git.push\", .decision = .ask, .note = \"ignored\" },\n        .{ .action = \"sandbox.jit\", .decision = .deny },\n    },\n}\n",
+    );
+    options.org_bundles.push(bundle.clone());
+    let policy = Policy::load(&options).expect("loads");
+    assert_eq!(policy.org_bundles().len(), 1);
+    assert_eq!(policy.org_bundles()[0].subject.as_deref(), Some("acme"));
+    let v = policy.decide(&Key::new("git.push"), Reading::Act);
+    assert_eq!(
+        (v.decision, v.decided_by.layer),
+        (Decision::Ask, Layer::Org)
+    );
+    assert_eq!(v.decided_by.file.as_deref(), Some(bundle.as_path()));
+    assert_eq!(v.decided_by.line, Some(6));
+    let s = v.suggestion.expect("suggestion");
+    assert!(
+        s.block.contains("organisation's bundle") && s.block.contains("org.zon"),
+        "{}",
+        s.block
+    );
+    assert_eq!(
+        decide(&policy, "git.commit"),
+        Decision::Allow,
+        "unnamed in the bundle = allow there"
+    );
+    let jit = policy
+        .at_start("main", &StartQuestion::SandboxJit)
+        .expect("answer");
+    assert!(!jit.granted);
+    assert_eq!(jit.verdict.decision, Decision::Deny);
+}
+
+#[test]
+fn every_bundle_found_binds_and_discovered_ones_may_be_missing() {
+    let (dir, mut options) = project("two-orgs", None);
+    let a = write(
+        &dir,
+        "a.zon",
+        ".{ .rules = .{ .{ .action = \"call.glob\", .decision = .agent_review } } }",
+    );
+    let b = write(
+        &dir,
+        "b.zon",
+        ".{ .rules = .{ .{ .action = \"call.*\", .decision = .agent_then_human } } }",
+    );
+    options.discovered_bundles = vec![dir.join("missing.zon"), a];
+    options.org_bundles = vec![b];
+    let policy = Policy::load(&options).expect("loads");
+    assert_eq!(policy.org_bundles().len(), 2);
+    assert_eq!(decide(&policy, "call.glob"), Decision::AgentThenHuman);
+    options.org_bundles = vec![dir.join("nope.zon")];
+    let shown = load_err(&options);
+    assert!(
+        shown.contains("nope.zon") && shown.contains("does not exist"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn bundle_refusals() {
+    let (dir, mut options) = project("org-bad", None);
+    for (name, text, words) in [
+        (
+            "v2",
+            ".{ .version = 2, .rules = .{ .{ .new_shape = 1 } } }",
+            "update Chock",
+        ),
+        (
+            "nodecision",
+            ".{ .rules = .{ .{ .action = \"x\" } } }",
+            "missing field `decision`",
+        ),
+        (
+            "star",
+            ".{ .rules = .{ .{ .action = \"*\", .decision = .deny } } }",
+            "leave the field out",
+        ),
+        (
+            "sink",
+            ".{ .sinks = .{ .{ .kind = .directory, .path = \"/ok\" }, .{ .kind = .syslog, .path = \"rel\" } } }",
+            "sink 2",
+        ),
+        ("budget", ".{ .budget = .{ .max_cost = 0.0 } }", "above 0"),
+        ("subagents", ".{ .subagents = .{} }", "max_depth"),
+        (
+            "subject",
+            &format!(".{{ .subject = \"{}\" }}", "s".repeat(257)),
+            "256 bytes",
+        ),
+    ] {
+        options.org_bundles = vec![write(&dir, &format!("{name}.zon"), text)];
+        let shown = load_err(&options);
+        assert!(
+            shown.starts_with(&dir.join(format!("{name}.zon")).display().to_string()),
+            "{shown}"
+        );
+        assert!(shown.contains(words), "{name}: {shown}");
+    }
+}
+
+#[test]
+fn an_expired_bundle_still_binds_with_a_warning() {
+    let (dir, mut options) = project("expired", None);
+    options.org_bundles = vec![write(
+        &dir,
+        "old.zon",
+        ".{ .expires_ms = 1000, .rules = .{ .{ .action = \"call.glob\", .decision = .deny } } }",
+    )];
+    let policy = Policy::load(&options).expect("loads");
+    assert_eq!(decide(&policy, "call.glob"), Decision::Deny);
+    assert!(
+        policy
+            .warnings()
+            .iter()
+            .any(|w| w.contains("expired") && w.contains("still binds")),
+        "{:?}",
+        policy.warnings()
+    );
+    assert!(policy.org_bundles()[0].is_expired(1001));
+    assert!(
+        !policy.org_bundles()[0].is_expired(1000),
+        "equal is still current"
+    );
+}
+
+#[test]
+fn settings_fold_project_over_operator_over_builtin_under_the_org_ceiling() {
+    let (dir, mut options) = project(
+        "settings",
+        Some(
+            ".{ .nix = .{ .dev_shell = \"ci\", .max_object_bytes = \"1GiB\" }, .limits = .{ .processes = \"50%\" } }",
+        ),
+    );
+    let operator = write(
+        &dir,
+        "config.zon",
+        ".{ .providers = .{ .x = 1 }, .nix = .{ .max_object_bytes = 1, .max_session_bytes = \"512MiB\" }, .log = .{ .rotate_bytes = \"1MiB\", .keep = 3 }, .limits = .{ .memory = \"4GiB\" } }",
+    );
+    options.operator_config = Some(operator);
+    let policy = Policy::load(&options).expect("loads");
+    let nix = policy.nix_settings();
+    assert_eq!(nix.dev_shell.as_deref(), Some("ci"));
+    assert_eq!(
+        nix.max_object_bytes,
+        1 << 30,
+        "the project wins over the operator"
+    );
+    assert_eq!(
+        nix.max_session_bytes,
+        512 << 20,
+        "the operator wins over the built-in"
+    );
+    let log = policy.log_settings();
+    assert_eq!((log.rotate_bytes, log.keep), (1 << 20, 3));
+    let machine = Machine {
+        cpus: 8,
+        memory_bytes: 64 << 30,
+    };
+    let limits = policy.limits_on(&machine);
+    assert_eq!((limits.processes, limits.memory_bytes), (4, 4 << 30));
+
+    options.org_bundles = vec![write(
+        &dir,
+        "org.zon",
+        ".{ .nix = .{ .max_object_bytes = \"64MiB\", .unknown = 1 }, .limits = .{ .processes = \"2\", .memory = \"1GiB\" } }",
+    )];
+    let policy = Policy::load(&options).expect("loads");
+    assert_eq!(policy.nix_settings().max_object_bytes, 64 << 20);
+    assert_eq!(policy.nix_settings().max_session_bytes, 512 << 20);
+    let limits = policy.limits_on(&machine);
+    assert_eq!((limits.processes, limits.memory_bytes), (2, 1 << 30));
+    let warning = policy
+        .warnings()
+        .iter()
+        .find(|w| w.contains("nix.max_object_bytes"))
+        .expect("held warning");
+    assert!(
+        warning.contains(&human_bytes(1 << 30))
+            && warning.contains("64 MiB")
+            && warning.contains("org.zon"),
+        "{warning}"
+    );
+}
+
+#[test]
+fn settings_without_any_file_are_the_built_in_ones() {
+    let (_, options) = project("builtin", None);
+    let policy = Policy::load(&options).expect("loads");
+    let nix = policy.nix_settings();
+    assert_eq!(
+        (nix.dev_shell, nix.max_object_bytes, nix.max_session_bytes),
+        (None, 16 << 20, 256 << 20)
+    );
+    let log = policy.log_settings();
+    assert_eq!((log.rotate_bytes, log.keep), (8 << 20, 8));
+    let machine = Machine {
+        cpus: 2,
+        memory_bytes: 8 << 30,
+    };
+    assert_eq!(policy.limits_on(&machine), machine.default_limits());
+}
+
+#[test]
+fn readings_and_start_questions() {
+    let (_, options) = project(
+        "start",
+        Some(
+            ".{ .policy = .{ .rules = .{ .{ .action = \"provider.work.*\", .decision = .deny }, .{ .action = \"provider.work.m-1\", .decision = .allow }, .{ .action = \"nix.build\", .decision = .ask }, .{ .action = \"workspace.*\", .decision = .ask } } } }",
+        ),
+    );
+    let policy = Policy::load(&options).expect("loads");
+    let at = |q: StartQuestion| policy.at_start("main", &q).expect("answer");
+    assert!(
+        !at(StartQuestion::NixBuild).granted,
+        "ask is a refusal when nobody can be asked"
+    );
+    assert!(
+        at(StartQuestion::WorkspaceIntegrate).granted,
+        "only deny takes the capability away"
+    );
+    assert!(
+        at(StartQuestion::ModelSelect {
+            instance: "home".into(),
+            model: "x".into()
+        })
+        .granted,
+        "unnamed = allow"
+    );
+    assert!(
+        at(StartQuestion::ModelSelect {
+            instance: "work".into(),
+            model: "m-1".into()
+        })
+        .granted
+    );
+    assert!(
+        !at(StartQuestion::ModelSelect {
+            instance: "work".into(),
+            model: "m-2".into()
+        })
+        .granted
+    );
+    assert!(
+        at(StartQuestion::ThirdPartyTool {
+            action: "mcp.time.tool.now".into()
+        })
+        .granted
+    );
+    assert!(
+        !at(StartQuestion::Host {
+            action: "mcp.notion.host.com.notion".into()
+        })
+        .granted
+    );
+    assert_eq!(
+        policy
+            .decide(&Key::new("provider.home"), Reading::Ceiling)
+            .decision,
+        Decision::Allow
+    );
+    assert_eq!(
+        policy
+            .decide(&Key::new("provider.home"), Reading::Act)
+            .decision,
+        Decision::Ask
+    );
+}
+
+#[test]
+fn load_errors_that_are_not_in_a_file() {
+    let options = LoadOptions {
+        project_dir: PathBuf::from("/nonexistent/chock-project"),
+        ..LoadOptions::default()
+    };
+    assert!(matches!(
+        Policy::load(&options),
+        Err(PolicyError::NoProjectDir { .. })
+    ));
+    let (dir, options) = project("not-utf8", None);
+    std::fs::write(dir.join("chock.zon"), b".{ .x = \"\xff\" }").expect("write");
+    let shown = load_err(&options);
+    assert!(
+        shown.contains("chock.zon:1:") && shown.contains("UTF-8"),
+        "{shown}"
+    );
+}
