@@ -73,17 +73,12 @@ pub enum DaemonError {
         op: &'static str,
         source: std::io::Error,
     },
-    #[error("{op}: {problem}")]
-    Request { op: &'static str, problem: String },
 }
 
 impl DaemonError {
     /// Whether the stream may be out of step after this error.
     fn breaks_connection(&self) -> bool {
-        !matches!(
-            self,
-            DaemonError::Daemon { .. } | DaemonError::Request { .. }
-        )
+        !matches!(self, DaemonError::Daemon { .. })
     }
 }
 

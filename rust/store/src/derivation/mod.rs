@@ -264,11 +264,6 @@ impl Derivation {
         self.env.insert("out".to_owned(), path.to_string());
         Ok(path)
     }
-
-    /// Whether the file text Nix would write for this derivation is `text`.
-    pub fn is_canonical(&self, text: &str) -> bool {
-        self.to_aterm() == text
-    }
 }
 
 /// Hashes in `.drv` outputs are base16 of a known algorithm.

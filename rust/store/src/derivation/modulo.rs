@@ -288,6 +288,20 @@ mod tests {
     use crate::hash::HashAlgo;
     use crate::store_path::{FileIngestionMethod, FixedOutputHash};
 
+    /// A loader that reads derivations from a map, as if from a store.
+    fn from_map(
+        by_path: &HashMap<StorePath, Derivation>,
+    ) -> impl FnMut(&StorePath) -> Result<Derivation, DerivationError> + '_ {
+        |p| {
+            by_path
+                .get(p)
+                .cloned()
+                .ok_or_else(|| DerivationError::NotADerivation {
+                    path: p.to_string(),
+                })
+        }
+    }
+
     fn no_loads(p: &StorePath) -> Result<Derivation, DerivationError> {
         Err(DerivationError::NotADerivation {
             path: p.to_string(),
@@ -483,14 +497,7 @@ mod tests {
             .input_drvs
             .insert(intermediates[1].clone(), ["dev".to_owned()].into());
         let mut hashes = DrvHashes::new();
-        let mut load = |p: &StorePath| {
-            by_path
-                .get(p)
-                .cloned()
-                .ok_or_else(|| DerivationError::NotADerivation {
-                    path: p.to_string(),
-                })
-        };
+        let mut load = from_map(&by_path);
         hashes.hash_modulo(&parent, false, &mut load).unwrap();
         let first = &hashes.get(&intermediates[0]).unwrap().hashes["out"];
         assert_eq!(first, &hashes.get(&intermediates[1]).unwrap().hashes["dev"]);
@@ -527,14 +534,7 @@ mod tests {
             previous = Some(path);
             last = d;
         }
-        let mut load = |p: &StorePath| {
-            by_path
-                .get(p)
-                .cloned()
-                .ok_or_else(|| DerivationError::NotADerivation {
-                    path: p.to_string(),
-                })
-        };
+        let mut load = from_map(&by_path);
         let mut fresh = DrvHashes::new();
         last.check_output_paths(&mut fresh, &mut load).unwrap();
         assert_eq!(fresh.known.len(), 19_999);

@@ -173,31 +173,20 @@ mod tests {
         dir
     }
 
+    fn md5_of_nar(path: &Path) -> String {
+        hash_path_with(path, HashAlgo::Md5).unwrap().to_base16()
+    }
+
     #[test]
     fn nix_vectors() {
         let dir = hello_dir();
-        assert_eq!(
-            hash_path_with(dir.path(), HashAlgo::Md5)
-                .unwrap()
-                .to_base16(),
-            "ea9b55537dd4c7e104515b2ccfaf4100"
-        );
+        assert_eq!(md5_of_nar(dir.path()), "ea9b55537dd4c7e104515b2ccfaf4100");
         let hello = dir.path().join("hello");
         fs::set_permissions(&hello, fs::Permissions::from_mode(0o755)).unwrap();
-        assert_eq!(
-            hash_path_with(dir.path(), HashAlgo::Md5)
-                .unwrap()
-                .to_base16(),
-            "20f3ffe011d4cfa7d72bfabef7882836"
-        );
+        assert_eq!(md5_of_nar(dir.path()), "20f3ffe011d4cfa7d72bfabef7882836");
         fs::remove_file(&hello).unwrap();
         symlink("x", &hello).unwrap();
-        assert_eq!(
-            hash_path_with(dir.path(), HashAlgo::Md5)
-                .unwrap()
-                .to_base16(),
-            "f78b733a68f5edbdf9413899339eaa4a"
-        );
+        assert_eq!(md5_of_nar(dir.path()), "f78b733a68f5edbdf9413899339eaa4a");
 
         let file = dir.path().join("hi");
         fs::write(&file, "hi\n").unwrap();
