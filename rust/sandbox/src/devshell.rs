@@ -210,6 +210,34 @@ pub fn load(project: &Path, name: &str, cache_dir: &Path) -> Result<DevShell, De
     Ok(shell)
 }
 
+/// Every dev shell cached for a project (whatever its stamp).
+pub fn cached(cache_dir: &Path) -> Vec<DevShell> {
+    let Ok(entries) = std::fs::read_dir(cache_dir) else {
+        return Vec::new();
+    };
+    let mut shells: Vec<DevShell> = entries
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
+        .filter_map(|e| serde_json::from_slice::<CacheEntry>(&std::fs::read(e.path()).ok()?).ok())
+        .map(|entry| DevShell {
+            cached: true,
+            ..entry.shell
+        })
+        .collect();
+    shells.sort_by(|a, b| a.name.cmp(&b.name));
+    shells
+}
+
+/// Forgets every cached dev shell of a project and drops its GC roots, so
+/// the next command reads the shell again and Nix may collect the old one.
+pub fn forget(cache_dir: &Path) -> std::io::Result<usize> {
+    match std::fs::remove_dir_all(cache_dir) {
+        Ok(()) => Ok(1),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
+        Err(e) => Err(e),
+    }
+}
+
 fn file_safe(name: &str) -> String {
     name.chars()
         .map(|c| {

@@ -70,6 +70,18 @@ pub enum SandboxError {
 }
 
 impl SandboxError {
+    /// Whether the program did not exist (the shell's 127) rather than
+    /// could not be executed (126).
+    pub fn is_program_missing(&self) -> bool {
+        matches!(
+            self,
+            SandboxError::Exec {
+                errno: Errno::ENOENT,
+                ..
+            }
+        )
+    }
+
     pub(crate) fn host(
         what: &'static str,
         path: impl Into<PathBuf>,

@@ -2,13 +2,18 @@
 //! the toolchain (dev shell or host), the cache, the environment, where the
 //! program is, and the notices a person should read.
 //!
-//! Policy is not decided here; the caller names the program's `exec.*`
-//! action from [`Prepared::store_paths`] and decides it before calling
-//! [`Prepared::run`].
+//! [`plan`] names the program's `exec.*` action, decides it (and
+//! `sandbox.jit`) through the policy, writes one decision-log line per
+//! decision, and either refuses or hands back a [`Prepared`] command; the
+//! caller prints the notices and calls [`Prepared::run`].
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
+
+use chock_log::{AnsweredBy, Entry, Log};
+use chock_policy::names::{ExecContext, exec_program};
+use chock_policy::{Decision, Key, Layer, Policy, Reading, StartQuestion, Verdict};
 
 use crate::cache::{self, CACHE_BOUND, CacheStart};
 use crate::devshell::{self, DevShell, DevShellError};
@@ -91,6 +96,16 @@ pub enum Notice {
         /// Store paths in its closure.
         paths: usize,
     },
+    /// `sandbox.jit` answered allow: no write-and-execute rule for this command.
+    WriteExecuteOff {
+        /// The rule that allowed it, as written.
+        rule: Option<String>,
+    },
+    /// The decision log could not be written (the decision stands).
+    LogNotWritten {
+        /// Where the log is.
+        dir: PathBuf,
+    },
     /// Little free space where the workspace is.
     LowSpace {
         /// Bytes free.
@@ -128,6 +143,16 @@ impl std::fmt::Display for Notice {
             Notice::DevShellRead { attribute, paths } => write!(
                 f,
                 "read the dev shell {attribute} through `nix print-dev-env` ({paths} store paths); it stays cached until flake.nix or flake.lock change"
+            ),
+            Notice::WriteExecuteOff { rule } => write!(
+                f,
+                "sandbox.jit answered allow ({}): the write-and-execute rule is OFF for this command, so a page may be writable and executable at once",
+                rule.as_deref().unwrap_or("no rule named")
+            ),
+            Notice::LogNotWritten { dir } => write!(
+                f,
+                "the decision log in {} could not be written; the decision stands, but it is not on record",
+                dir.display()
             ),
             Notice::LowSpace { free, floor } => write!(
                 f,
@@ -399,6 +424,188 @@ fn locate(
         name: name.to_string_lossy().into_owned(),
         path: path_var,
     })
+}
+
+/// Loads every policy layer for `project` (its chock.zon, the operator's
+/// config.zon, the organisation's bundles and any named ones).
+pub fn load_policy(
+    project: &Project,
+    org_bundles: Vec<PathBuf>,
+) -> Result<Policy, chock_policy::PolicyError> {
+    Policy::load(&chock_policy::LoadOptions::from_env(
+        &project.dir,
+        org_bundles,
+    )?)
+}
+
+/// The decision log, rotated as the operator's config.zon says.
+pub fn open_log(policy: &Policy) -> Result<Log, chock_log::LogError> {
+    let settings = policy.log_settings();
+    Log::from_env(chock_log::Rotation {
+        rotate_bytes: settings.rotate_bytes,
+        keep: settings.keep,
+    })
+}
+
+/// The dev shell a command uses: `--dev-shell`, else chock.zon's
+/// `.nix.dev_shell`, else `default`.
+pub fn dev_shell_name(flag: Option<String>, policy: &Policy) -> String {
+    flag.or_else(|| policy.nix_settings().dev_shell)
+        .unwrap_or_else(|| "default".into())
+}
+
+/// What `sandbox.jit` answers, for `chock doctor` (not a decision, so not logged).
+pub fn write_execute_state(policy: &Policy) -> WriteExecute {
+    match policy.at_start(AGENT_KIND, &StartQuestion::SandboxJit) {
+        Ok(answer) if answer.granted => WriteExecute::Allowed,
+        _ => WriteExecute::Refused,
+    }
+}
+
+/// The tool a command is asked through, in the policy key and the log.
+pub const TOOL: &str = "run_command";
+/// The asking agent's kind for a command run through `chock exec`.
+pub const AGENT_KIND: &str = "main";
+
+/// What the policy answered for one command.
+pub struct Planned {
+    /// The program's `exec.*` action.
+    pub action: String,
+    /// The answer, and what gave it.
+    pub verdict: Verdict,
+    /// Ready to run when the answer is allow; `None` when refused.
+    pub prepared: Option<Prepared>,
+    /// Notices for the person (also when refused).
+    pub notices: Vec<Notice>,
+}
+
+/// Names the program's action, decides it and `sandbox.jit`, logs both, and
+/// prepares the command when it is allowed. Only `allow` runs: `chock exec`
+/// has nobody to ask, so an answer that wants a person is a refusal.
+pub fn plan(request: &ExecRequest, policy: &Policy, log: &Log) -> Result<Planned, ExecError> {
+    let program = request
+        .argv
+        .first()
+        .ok_or(ExecError::NoProgram)?
+        .to_string_lossy()
+        .into_owned();
+    let toolchain = toolchain(&request.project, &request.dev_shell)?;
+    let store = layout::store_dir();
+    let paths = toolchain
+        .dev_shell
+        .as_ref()
+        .map(|s| s.store_paths.as_slice())
+        .unwrap_or_default();
+    let context = ExecContext {
+        workspace: &request.project.dir,
+        dev_shell_paths: paths,
+        store_dir: &store,
+    };
+    let action = exec_program(&program, &context);
+    let verdict = policy.decide(&Key::new(action.clone()).with_tool(TOOL), Reading::Act);
+    let mut notices = Vec::new();
+    let logged = record(log, request, &action, &verdict, Some(&program));
+    if verdict.decision != Decision::Allow {
+        notices.extend(toolchain.notices);
+        notices.extend(logged);
+        return Ok(Planned {
+            action,
+            verdict,
+            prepared: None,
+            notices,
+        });
+    }
+    let (write_execute, jit_notice) = write_execute(request, policy, log, &mut notices)?;
+    let project_limits = policy.limits();
+    let limits = Limits::for_this_machine().lowered(
+        Some(project_limits.processes),
+        Some(project_limits.memory_bytes),
+    );
+    let mut prepared = prepare(request, toolchain, limits, write_execute)?;
+    notices.extend(logged);
+    notices.extend(jit_notice);
+    notices.append(&mut prepared.notices);
+    Ok(Planned {
+        action,
+        verdict,
+        prepared: Some(prepared),
+        notices,
+    })
+}
+
+/// `sandbox.jit`, read once per command: only allow lifts the rule.
+fn write_execute(
+    request: &ExecRequest,
+    policy: &Policy,
+    log: &Log,
+    notices: &mut Vec<Notice>,
+) -> Result<(WriteExecute, Option<Notice>), ExecError> {
+    let answer = policy
+        .at_start(AGENT_KIND, &StartQuestion::SandboxJit)
+        .map_err(|e| {
+            ExecError::Sandbox(SandboxError::Unsupported(format!(
+                "sandbox.jit could not be named: {e}"
+            )))
+        })?;
+    notices.extend(record(log, request, "sandbox.jit", &answer.verdict, None));
+    if answer.granted {
+        Ok((
+            WriteExecute::Allowed,
+            Some(Notice::WriteExecuteOff {
+                rule: answer.verdict.decided_by.rule,
+            }),
+        ))
+    } else {
+        Ok((WriteExecute::Refused, None))
+    }
+}
+
+/// One decision-log line; a notice when it could not be written.
+fn record(
+    log: &Log,
+    request: &ExecRequest,
+    action: &str,
+    verdict: &Verdict,
+    subject: Option<&str>,
+) -> Option<Notice> {
+    let layer = match verdict.decided_by.layer {
+        Layer::Project => "project",
+        Layer::Org => "org",
+        Layer::Default => "default",
+        Layer::Nothing => "nothing",
+    };
+    let answered_by = match (verdict.decision, verdict.decided_by.layer) {
+        (Decision::Allow | Decision::Deny, Layer::Project | Layer::Org) => AnsweredBy::Rule,
+        (Decision::Allow | Decision::Deny, Layer::Default) => AnsweredBy::Default,
+        // Nobody is there to answer an ask, or to stand in for a missing rule.
+        _ => AnsweredBy::Nobody,
+    };
+    let entry = Entry {
+        route: "exec".into(),
+        project: request.project.dir.to_string_lossy().into_owned(),
+        action: action.into(),
+        agent_kind: AGENT_KIND.into(),
+        model: None,
+        tool: Some(TOOL.into()),
+        decision: verdict.decision.as_str().into(),
+        decided_by: chock_log::DecidedBy {
+            layer: layer.into(),
+            file: verdict
+                .decided_by
+                .file
+                .as_ref()
+                .map(|f| f.to_string_lossy().into_owned()),
+            line: verdict.decided_by.line,
+        },
+        answered_by,
+        subject: subject.map(str::to_owned),
+    };
+    match log.append(&entry) {
+        Some(_) => None,
+        None => Some(Notice::LogNotWritten {
+            dir: log.dir().to_path_buf(),
+        }),
+    }
 }
 
 #[cfg(test)]

@@ -76,6 +76,29 @@ pub enum Exit {
 }
 
 impl Exit {
+    /// Ends Chock the way the program ended: its exit code, or death by the
+    /// same signal (with core dumps off, so Chock leaves no core of its
+    /// own), so a shell sees `$?` as it would without Chock. Returns the
+    /// code to exit with when the signal did not end the process.
+    pub fn pass_through(self) -> u8 {
+        match self {
+            Exit::Code(code) => u8::try_from(code).unwrap_or(1),
+            Exit::Signal(signal) => {
+                let no_core = libc::rlimit {
+                    rlim_cur: 0,
+                    rlim_max: 0,
+                };
+                // SAFETY: resetting a disposition and raising a signal in Chock's own process.
+                unsafe {
+                    libc::setrlimit(libc::RLIMIT_CORE, &no_core);
+                    libc::signal(signal, libc::SIG_DFL);
+                    libc::raise(signal);
+                }
+                u8::try_from(128 + signal).unwrap_or(255)
+            }
+        }
+    }
+
     fn from_wait_status(status: i32) -> Exit {
         if libc::WIFSIGNALED(status) {
             Exit::Signal(libc::WTERMSIG(status))

@@ -1,16 +1,159 @@
-//! `chock exec`.
+//! `chock exec`: decide a program's `exec.*` action, then run it in the
+//! sandbox with the project's dev shell as its toolchain. The deciding,
+//! logging and sandboxing are chock-sandbox's; this module turns flags into
+//! an `ExecRequest` and the outcome into output and an exit code.
 
+use std::ffi::OsString;
+use std::path::PathBuf;
 use std::process::ExitCode;
+
+use chock_sandbox::exec::{self, ExecError, ExecRequest, Planned};
+use chock_sandbox::project::Project;
+use chock_sandbox::{Exit, SandboxError};
 
 use crate::exit;
 
+/// The most bytes of each stream `--json` keeps.
+const CAPTURE_LIMIT: usize = 1 << 20;
+
 #[derive(Debug, clap::Args)]
 pub struct Args {
+    /// The project directory (default: the nearest directory up from here with chock.zon, flake.nix or .git).
+    #[arg(long, value_name = "DIR")]
+    pub project: Option<PathBuf>,
+    /// The dev shell to use (devShells.<system>.<NAME>); wins over `.nix.dev_shell` in chock.zon.
+    #[arg(long, value_name = "NAME")]
+    pub dev_shell: Option<String>,
+    /// Capture the program's output and print one JSON object with the decision and the result.
+    #[arg(long)]
+    pub json: bool,
+    /// An organisation bundle to bind, besides those found on this machine (repeatable).
+    #[arg(long = "org-bundle", value_name = "FILE")]
+    pub org_bundle: Vec<PathBuf>,
     /// The program and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "PROGRAM")]
-    pub command: Vec<String>,
+    pub command: Vec<OsString>,
 }
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    Ok(exit::not_built("exec", "issue #9 (the sandbox)"))
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let cwd = std::env::current_dir()?;
+    let project = match &args.project {
+        Some(dir) => Project::at(dir)?,
+        None => Project::discover(&cwd)?,
+    };
+    let policy = exec::load_policy(&project, args.org_bundle)?;
+    for warning in policy.warnings() {
+        eprintln!("chock: {warning}");
+    }
+    let log = exec::open_log(&policy)?;
+    let request = ExecRequest {
+        project,
+        dev_shell: exec::dev_shell_name(args.dev_shell, &policy),
+        argv: args.command,
+        cwd,
+        capture: args.json.then_some(CAPTURE_LIMIT),
+    };
+    let planned = match exec::plan(&request, &policy, &log) {
+        Ok(planned) => planned,
+        Err(error) => return Ok(failed(&error)),
+    };
+    if !args.json {
+        for notice in &planned.notices {
+            eprintln!("chock: {notice}");
+        }
+    }
+    let program = request
+        .argv
+        .first()
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let Some(prepared) = planned.prepared else {
+        return Ok(refused(&planned, &program, args.json));
+    };
+    let ran = match prepared.run() {
+        Ok(ran) => ran,
+        Err(error) => return Ok(failed(&error)),
+    };
+    if let Some(aside) = &ran.quarantined_policy {
+        eprintln!(
+            "chock: the program created chock.zon, which only you may write; it was moved to {}",
+            aside.display()
+        );
+    }
+    if args.json {
+        let finished = &ran.finished;
+        let report = serde_json::json!({
+            "action": planned.action,
+            "decision": planned.verdict.decision.as_str(),
+            "decided_by": planned.verdict.decided_by,
+            "notices": planned.notices.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            "exit": finished.exit,
+            "stdout": String::from_utf8_lossy(&finished.stdout),
+            "stderr": String::from_utf8_lossy(&finished.stderr),
+            "truncated": finished.truncated,
+            "cgroup": finished.cgroup,
+            "quarantined_policy": ran.quarantined_policy,
+        });
+        println!("{report}");
+        return Ok(match finished.exit {
+            Exit::Code(code) => u8::try_from(code).unwrap_or(1),
+            Exit::Signal(signal) => u8::try_from(128 + signal).unwrap_or(255),
+        }
+        .into());
+    }
+    Ok(ran.finished.exit.pass_through().into())
+}
+
+/// Anything but allow: `chock exec` has nobody to ask, so it refuses and
+/// says which rule would let the program run.
+fn refused(planned: &Planned, program: &str, json: bool) -> ExitCode {
+    let verdict = &planned.verdict;
+    if json {
+        let report = serde_json::json!({
+            "action": planned.action,
+            "decision": verdict.decision.as_str(),
+            "decided_by": verdict.decided_by,
+            "suggestion": verdict.suggestion,
+            "notices": planned.notices.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        });
+        println!("{report}");
+        return exit::REFUSED.into();
+    }
+    let by = match (
+        &verdict.decided_by.rule,
+        &verdict.decided_by.file,
+        verdict.decided_by.line,
+    ) {
+        (Some(rule), Some(file), Some(line)) => format!("{rule} ({}:{line})", file.display()),
+        (Some(rule), _, _) => format!("{rule} ({})", verdict.decided_by.layer.describe()),
+        _ => "no rule (an act no rule names asks)".into(),
+    };
+    eprintln!(
+        "chock: `{program}` is {}, answered {} by {by}; chock exec runs only what is allowed, because it has nobody to ask",
+        planned.action, verdict.decision
+    );
+    if let Some(suggestion) = &verdict.suggestion {
+        eprintln!(
+            "  to allow it, add to {}:\n    {},",
+            suggestion.block, suggestion.rule
+        );
+    }
+    exit::REFUSED.into()
+}
+
+fn failed(error: &ExecError) -> ExitCode {
+    eprintln!("chock: {error}");
+    let code = match error {
+        ExecError::NotFound { .. } => 127,
+        ExecError::Sandbox(e @ SandboxError::Exec { .. }) => {
+            if e.is_program_missing() {
+                127
+            } else {
+                126
+            }
+        }
+        ExecError::Sandbox(_) | ExecError::Cache { .. } => exit::FAULT,
+        ExecError::Project(_) | ExecError::DevShell(_) | ExecError::NoProgram => exit::FAILURE,
+    };
+    code.into()
 }

@@ -1,0 +1,402 @@
+//! The escape probe: one attack per invocation, made for real from inside
+//! the sandbox. The escape suite compiles this file into a static binary
+//! (std only, glibc statically linked) so it runs in any sandbox, including
+//! one whose mount set is a dev shell closure with no libc in it.
+//!
+//! Exit 0 and "blocked: ..." when the attack failed, exit 1 and
+//! "BREACH: ..." when it worked, exit 2 for a usage error. An attack the
+//! seccomp filter answers by killing the process never prints: the suite
+//! reads death by SIGSYS as blocked.
+
+use std::ffi::CString;
+use std::io::{Read, Write};
+use std::os::raw::{c_char, c_int, c_long, c_void};
+use std::process::exit;
+
+unsafe extern "C" {
+    fn syscall(number: c_long, ...) -> c_long;
+    fn mmap(addr: *mut c_void, len: usize, prot: c_int, flags: c_int, fd: c_int, off: i64) -> *mut c_void;
+    fn mprotect(addr: *mut c_void, len: usize, prot: c_int) -> c_int;
+    fn fork() -> c_int;
+    fn waitpid(pid: c_int, status: *mut c_int, options: c_int) -> c_int;
+    fn kill(pid: c_int, sig: c_int) -> c_int;
+    fn getuid() -> u32;
+    fn geteuid() -> u32;
+    fn chown(path: *const c_char, uid: u32, gid: u32) -> c_int;
+    fn getrlimit(resource: c_int, rlim: *mut [u64; 2]) -> c_int;
+    fn setrlimit(resource: c_int, rlim: *const [u64; 2]) -> c_int;
+    fn execv(path: *const c_char, argv: *const *const c_char) -> c_int;
+}
+
+#[cfg(target_arch = "x86_64")]
+mod nr {
+    pub const MOUNT: i64 = 165;
+    pub const UNSHARE: i64 = 272;
+    pub const SETNS: i64 = 308;
+    pub const PTRACE: i64 = 101;
+    pub const KEYCTL: i64 = 250;
+    pub const BPF: i64 = 321;
+    pub const SOCKET: i64 = 41;
+    pub const MEMFD_CREATE: i64 = 319;
+    pub const EXECVEAT: i64 = 322;
+    pub const IOCTL: i64 = 16;
+}
+#[cfg(target_arch = "aarch64")]
+mod nr {
+    pub const MOUNT: i64 = 40;
+    pub const UNSHARE: i64 = 97;
+    pub const SETNS: i64 = 268;
+    pub const PTRACE: i64 = 117;
+    pub const KEYCTL: i64 = 219;
+    pub const BPF: i64 = 280;
+    pub const SOCKET: i64 = 198;
+    pub const MEMFD_CREATE: i64 = 279;
+    pub const EXECVEAT: i64 = 281;
+    pub const IOCTL: i64 = 29;
+}
+const IO_URING_SETUP: i64 = 425;
+
+fn blocked(how: &str) -> ! {
+    println!("blocked: {how}");
+    exit(0)
+}
+
+fn breach(what: &str) -> ! {
+    println!("BREACH: {what}");
+    exit(1)
+}
+
+fn errno() -> std::io::Error {
+    std::io::Error::last_os_error()
+}
+
+fn c(s: &str) -> CString {
+    CString::new(s).unwrap_or_default()
+}
+
+/// A result from a call the seccomp filter should kill: if it returns at all,
+/// the filter is missing; success is a breach either way.
+fn must_not_return(what: &str, ret: c_long) -> ! {
+    if ret >= 0 {
+        breach(&format!("{what} succeeded"));
+    }
+    breach(&format!("{what} returned ({}) instead of being killed by seccomp", errno()));
+}
+
+fn read_path(path: &str) -> ! {
+    match std::fs::read(path) {
+        Ok(bytes) => breach(&format!("read {} bytes of {path}", bytes.len())),
+        Err(e) => blocked(&format!("reading {path}: {e}")),
+    }
+}
+
+fn write_path(path: &str) -> ! {
+    match std::fs::OpenOptions::new().create(true).append(true).open(path) {
+        Ok(mut file) => match file.write_all(b"escaped\n") {
+            Ok(()) => breach(&format!("wrote {path}")),
+            Err(e) => blocked(&format!("writing {path}: {e}")),
+        },
+        Err(e) => blocked(&format!("opening {path} for writing: {e}")),
+    }
+}
+
+fn write_policy(path: &str) -> ! {
+    if std::fs::OpenOptions::new().write(true).open(path).is_ok_and(|mut f| f.write_all(b".{}").is_ok()) {
+        breach(&format!("wrote {path}"));
+    }
+    let aside = format!("{path}.moved");
+    if std::fs::rename(path, &aside).is_ok() {
+        breach(&format!("renamed {path}"));
+    }
+    if std::fs::remove_file(path).is_ok() {
+        breach(&format!("removed {path}"));
+    }
+    blocked(&format!("{path} could not be written, renamed or removed"))
+}
+
+fn ptrace_other() -> ! {
+    // SAFETY: the child only sleeps.
+    let child = unsafe { fork() };
+    if child == 0 {
+        std::thread::sleep(std::time::Duration::from_secs(30));
+        exit(0);
+    }
+    const PTRACE_ATTACH: c_long = 16;
+    // SAFETY: integer arguments.
+    let ret = unsafe { syscall(nr::PTRACE, PTRACE_ATTACH, c_long::from(child), 0 as c_long, 0 as c_long) };
+    // SAFETY: ending the child.
+    unsafe { kill(child, 9) };
+    must_not_return("ptrace(PTRACE_ATTACH) of another process", ret)
+}
+
+fn setns() -> ! {
+    let Ok(file) = std::fs::File::open("/proc/self/ns/net") else { blocked("no namespace file to join") };
+    use std::os::fd::AsRawFd;
+    // SAFETY: integer arguments.
+    let ret = unsafe { syscall(nr::SETNS, c_long::from(file.as_raw_fd()), 0 as c_long) };
+    must_not_return("setns", ret)
+}
+
+fn io_uring() -> ! {
+    let mut params = [0u8; 120];
+    // SAFETY: params is large enough for struct io_uring_params.
+    let ret = unsafe { syscall(IO_URING_SETUP, 4 as c_long, params.as_mut_ptr()) };
+    if ret >= 0 {
+        breach("io_uring_setup made a ring");
+    }
+    let e = errno();
+    if e.raw_os_error() == Some(1) { blocked("io_uring_setup: EPERM") } else { breach(&format!("io_uring_setup failed with {e}, not EPERM from the filter")) }
+}
+
+const PROT_READ: c_int = 1;
+const PROT_WRITE: c_int = 2;
+const PROT_EXEC: c_int = 4;
+const MAP_PRIVATE: c_int = 2;
+const MAP_ANONYMOUS: c_int = 0x20;
+
+fn map(prot: c_int) -> Option<*mut c_void> {
+    // SAFETY: an anonymous private mapping.
+    let page = unsafe { mmap(std::ptr::null_mut(), 4096, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) };
+    (page as isize != -1).then_some(page)
+}
+
+fn write_execute() -> ! {
+    if map(PROT_READ | PROT_WRITE | PROT_EXEC).is_some() {
+        breach("mapped a page writable and executable");
+    }
+    let Some(page) = map(PROT_READ | PROT_WRITE) else { breach("could not map even a writable page") };
+    // SAFETY: the page just mapped.
+    if unsafe { mprotect(page, 4096, PROT_READ | PROT_WRITE | PROT_EXEC) } == 0 {
+        breach("made a writable page executable too");
+    }
+    blocked("mmap and mprotect with write and execute: EPERM")
+}
+
+/// With `sandbox.jit` allowed: a writable and executable page is mapped,
+/// an instruction written into it and run.
+fn jit() -> ! {
+    let Some(page) = map(PROT_READ | PROT_WRITE | PROT_EXEC) else {
+        println!("FAILED: no writable and executable page ({})", errno());
+        exit(1)
+    };
+    #[cfg(target_arch = "x86_64")]
+    let code: &[u8] = &[0xb8, 42, 0, 0, 0, 0xc3]; // mov eax, 42; ret
+    #[cfg(target_arch = "aarch64")]
+    let code: &[u8] = &[0x40, 0x05, 0x80, 0x52, 0xc0, 0x03, 0x5f, 0xd6]; // mov w0, #42; ret
+    // SAFETY: the page is writable and large enough; it holds a complete function.
+    let value = unsafe {
+        std::ptr::copy_nonoverlapping(code.as_ptr(), page.cast::<u8>(), code.len());
+        #[cfg(target_arch = "aarch64")]
+        std::arch::asm!("dc cvau, {0}", "dsb ish", "ic ivau, {0}", "dsb ish", "isb", in(reg) page);
+        let function: extern "C" fn() -> c_int = std::mem::transmute(page);
+        function()
+    };
+    if value == 42 {
+        println!("jit works: wrote and ran code in a writable and executable page");
+        exit(0)
+    }
+    println!("FAILED: the code returned {value}");
+    exit(1)
+}
+
+fn memfd_exec() -> ! {
+    let name = c("probe");
+    // SAFETY: a NUL-terminated name.
+    let fd = unsafe { syscall(nr::MEMFD_CREATE, name.as_ptr(), 0 as c_long) };
+    if fd < 0 {
+        blocked(&format!("memfd_create: {}", errno()));
+    }
+    let image = std::fs::read("/proc/self/exe").unwrap_or_default();
+    use std::os::fd::FromRawFd;
+    // SAFETY: the kernel gave us this descriptor.
+    let mut file = unsafe { std::fs::File::from_raw_fd(fd as c_int) };
+    let _ = file.write_all(&image);
+    let empty = c("");
+    let arg0 = c("probe");
+    let arg1 = c("memfd-ran");
+    let argv = [arg0.as_ptr(), arg1.as_ptr(), std::ptr::null()];
+    let envp = [std::ptr::null::<c_char>()];
+    const AT_EMPTY_PATH: c_long = 0x1000;
+    // SAFETY: NUL-terminated strings and null-terminated arrays.
+    let ret = unsafe { syscall(nr::EXECVEAT, fd, empty.as_ptr(), argv.as_ptr(), envp.as_ptr(), AT_EMPTY_PATH) };
+    must_not_return("execveat(memfd, AT_EMPTY_PATH)", ret)
+}
+
+fn tcp(target: &str) -> ! {
+    let Ok(address) = target.parse::<std::net::SocketAddr>() else { usage() };
+    match std::net::TcpStream::connect_timeout(&address, std::time::Duration::from_secs(3)) {
+        Ok(_) => breach(&format!("connected to {target}")),
+        Err(e) => blocked(&format!("connecting to {target}: {e}")),
+    }
+}
+
+fn unix_socket(path: &str) -> ! {
+    match std::os::unix::net::UnixStream::connect(path) {
+        Ok(mut stream) => {
+            // The Nix daemon answers its magic number; anything at all is a breach.
+            let _ = stream.write_all(&0x6e697863u64.to_le_bytes());
+            let mut reply = [0u8; 8];
+            let _ = stream.read(&mut reply);
+            breach(&format!("connected to {path}"))
+        }
+        Err(e) => blocked(&format!("connecting to {path}: {e}")),
+    }
+}
+
+fn symlink_out(target_dir: &str, link: &str) -> ! {
+    let _ = std::fs::remove_file(link);
+    if let Err(e) = std::os::unix::fs::symlink(target_dir, link) {
+        blocked(&format!("planting the link: {e}"));
+    }
+    let through = |name: &str| format!("{link}/{name}");
+    if let Ok(bytes) = std::fs::read(through("secret")) {
+        breach(&format!("read {} bytes through {link} -> {target_dir}", bytes.len()));
+    }
+    if std::fs::write(through("planted"), b"x").is_ok() {
+        breach(&format!("wrote through {link} -> {target_dir}"));
+    }
+    let etc = format!("{link}-etc");
+    let _ = std::os::unix::fs::symlink("/etc", &etc);
+    if std::fs::write(format!("{etc}/planted"), b"x").is_ok() {
+        breach(&format!("wrote through {etc} -> /etc"));
+    }
+    blocked(&format!("the link {link} -> {target_dir} leads nowhere the host keeps"))
+}
+
+fn tiocsti() -> ! {
+    const TIOCSTI: c_long = 0x5412;
+    let byte = b'#';
+    for request in [TIOCSTI, TIOCSTI | (1 << 32)] {
+        // SAFETY: TIOCSTI reads one byte from the pointer.
+        let ret = unsafe { syscall(nr::IOCTL, 0 as c_long, request, &byte as *const u8) };
+        if ret == 0 {
+            breach(&format!("TIOCSTI (request {request:#x}) pushed a byte into the terminal"));
+        }
+    }
+    blocked(&format!("TIOCSTI: {}", errno()))
+}
+
+fn raise_rlimit() -> ! {
+    const RLIMIT_NOFILE: c_int = 7;
+    const RLIMIT_NPROC: c_int = 6;
+    for resource in [RLIMIT_NOFILE, RLIMIT_NPROC] {
+        let mut limit = [0u64; 2];
+        // SAFETY: the array has the layout of struct rlimit.
+        unsafe { getrlimit(resource, &mut limit) };
+        let raised = [limit[1].saturating_add(1), limit[1].saturating_add(1)];
+        // SAFETY: as above.
+        if unsafe { setrlimit(resource, &raised) } == 0 {
+            breach(&format!("raised rlimit {resource} above its hard limit {}", limit[1]));
+        }
+    }
+    blocked(&format!("setrlimit above the hard limit: {}", errno()))
+}
+
+fn setuid(path: &str) -> ! {
+    let program = c(path);
+    let arg1 = c("euid");
+    let argv = [program.as_ptr(), arg1.as_ptr(), std::ptr::null()];
+    // SAFETY: the child executes at once.
+    let child = unsafe { fork() };
+    if child == 0 {
+        // SAFETY: NUL-terminated strings.
+        unsafe { execv(program.as_ptr(), argv.as_ptr()) };
+        println!("blocked: could not execute {path}: {}", errno());
+        exit(0);
+    }
+    let mut status = 0;
+    // SAFETY: waiting for our child.
+    unsafe { waitpid(child, &mut status, 0) };
+    let code = (status >> 8) & 0xff;
+    if status & 0x7f == 0 && code == 0 {
+        blocked(&format!("the setuid bit of {path} took no effect"));
+    }
+    breach(&format!("{path} ran with another effective uid (status {status})"))
+}
+
+fn euid() -> ! {
+    // SAFETY: no arguments.
+    let (real, effective) = unsafe { (getuid(), geteuid()) };
+    if real == effective {
+        println!("blocked: euid {effective} = uid {real}");
+        exit(0)
+    }
+    println!("BREACH: euid {effective} differs from uid {real}");
+    exit(1)
+}
+
+fn caps() -> ! {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status.lines().find_map(|l| l.strip_prefix(name)).map(|v| v.trim().to_owned()).unwrap_or_default()
+    };
+    for set in ["CapInh:", "CapPrm:", "CapEff:", "CapBnd:", "CapAmb:"] {
+        let value = field(set);
+        if u64::from_str_radix(&value, 16).map_or(true, |v| v != 0) {
+            breach(&format!("{set} {value}"));
+        }
+    }
+    if field("NoNewPrivs:") != "1" {
+        breach("NoNewPrivs is not 1");
+    }
+    blocked("no capability in any set, NoNewPrivs 1")
+}
+
+fn chown_path(path: &str) -> ! {
+    let p = c(path);
+    for (uid, gid) in [(1234u32, 1234u32), (65534, 65534)] {
+        // SAFETY: NUL-terminated path.
+        if unsafe { chown(p.as_ptr(), uid, gid) } == 0 {
+            breach(&format!("chowned {path} to {uid}:{gid}"));
+        }
+    }
+    blocked(&format!("chown {path}: {}", errno()))
+}
+
+fn usage() -> ! {
+    eprintln!("usage: escape_probe ATTACK [ARG...]");
+    exit(2)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let arg = |i: usize| args.get(i).map(String::as_str).unwrap_or_else(|| usage());
+    // SAFETY (every arm): integer arguments or NUL-terminated strings.
+    match arg(1) {
+        "read" => read_path(arg(2)),
+        "write" => write_path(arg(2)),
+        "write-policy" => write_policy(arg(2)),
+        "mount" => {
+            let (src, dst, fs) = (c("tmpfs"), c("/tmp"), c("tmpfs"));
+            must_not_return("mount", unsafe { syscall(nr::MOUNT, src.as_ptr(), dst.as_ptr(), fs.as_ptr(), 0 as c_long, 0 as c_long) })
+        }
+        "unshare" => must_not_return("unshare", unsafe { syscall(nr::UNSHARE, 0x1000_0000 as c_long | 0x20000) }),
+        "setns" => setns(),
+        "ptrace" => ptrace_other(),
+        "keyctl" => must_not_return("keyctl", unsafe { syscall(nr::KEYCTL, 1 as c_long, 0 as c_long) }),
+        "bpf" => {
+            let mut attr = [0u8; 128];
+            attr[0] = 2; // BPF_MAP_TYPE_ARRAY
+            attr[4] = 4;
+            attr[8] = 4;
+            attr[12] = 1;
+            must_not_return("bpf(BPF_MAP_CREATE)", unsafe { syscall(nr::BPF, 0 as c_long, attr.as_mut_ptr(), 128 as c_long) })
+        }
+        "io_uring" => io_uring(),
+        "write-execute" => write_execute(),
+        "jit" => jit(),
+        "memfd-exec" => memfd_exec(),
+        "vsock" => must_not_return("socket(AF_VSOCK)", unsafe { syscall(nr::SOCKET, 40 as c_long, 1 as c_long, 0 as c_long) }),
+        "tcp" => tcp(arg(2)),
+        "unix" => unix_socket(arg(2)),
+        "symlink" => symlink_out(arg(2), arg(3)),
+        "tiocsti" => tiocsti(),
+        "rlimit" => raise_rlimit(),
+        "setuid" => setuid(arg(2)),
+        "euid" => euid(),
+        "caps" => caps(),
+        "chown" => chown_path(arg(2)),
+        "memfd-ran" => breach("a program ran from a memfd"),
+        _ => usage(),
+    }
+}
