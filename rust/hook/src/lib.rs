@@ -1,1 +1,16 @@
 //! Agent hooks: decide the tool calls of Claude Code, Cursor, Gemini CLI and Codex; wire hooks, git hooks and CI.
+
+pub mod agent;
+pub mod answer;
+mod cursor_mcp;
+pub mod decide;
+mod error;
+pub mod naming;
+pub mod payload;
+pub mod project;
+pub mod run;
+pub mod shell;
+pub mod stop;
+pub mod sync;
+
+pub use error::HookError;

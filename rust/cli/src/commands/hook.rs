@@ -1,33 +1,213 @@
-//! `chock hook`, `chock sync`, `chock stop`, `chock resume`.
+//! `chock hook`, `chock sync`, `chock stop`, `chock resume`: the command
+//! lines of chock-hook. The answers, the files and the stop are all the
+//! library's; this module reads arguments, prompts at the terminal for a git
+//! hook that asks, prints, and exits.
 
+use std::io::{BufRead as _, Write as _};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+
+use anyhow::Context as _;
+use chock_hook::agent::{self, Agent};
+use chock_hook::run::{self, Env, Gate};
+use chock_hook::stop::{self, Scope};
+use chock_hook::sync::{self, Change, GitHook, SyncOptions};
 
 use crate::exit;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The agent whose hook payload arrives on stdin.
+    /// Who is asking: claude, cursor, gemini or codex (the payload is on
+    /// standard input), or the git hook pre-commit or pre-push.
     pub agent: String,
+    /// What git passes a hook (pre-push: the remote's name and URL).
+    pub git_args: Vec<String>,
+    /// The project whose policy answers (default: the agent's project root,
+    /// else the nearest folder holding chock.zon or .git).
+    #[arg(long, value_name = "DIR")]
+    pub project: Option<PathBuf>,
+    /// Running in CI, where nobody can be asked: a git gate that would ask passes with a note.
+    #[arg(long)]
+    pub ci: bool,
 }
 
 #[derive(Debug, clap::Args)]
-pub struct SyncArgs {}
+pub struct SyncArgs {
+    /// The project to wire (default: the nearest folder holding chock.zon or .git).
+    #[arg(long, value_name = "DIR")]
+    pub project: Option<PathBuf>,
+    /// The agents to wire, e.g. `claude,cursor` (default: those whose folder the project has).
+    #[arg(long, value_name = "LIST")]
+    pub agents: Option<String>,
+    /// Also write the GitHub Actions workflow .github/workflows/chock.yml.
+    #[arg(long)]
+    pub ci: bool,
+}
 
 #[derive(Debug, clap::Args)]
-pub struct StopArgs {}
-
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    Ok(exit::not_built("hook", "issue #13 (hooks)"))
+pub struct StopArgs {
+    /// The project (default: the nearest folder holding chock.zon or .git).
+    #[arg(long, value_name = "DIR")]
+    pub project: Option<PathBuf>,
+    /// Every project of this user, not only this one.
+    #[arg(long)]
+    pub everywhere: bool,
 }
 
-pub fn sync(_args: SyncArgs) -> anyhow::Result<ExitCode> {
-    Ok(exit::not_built("sync", "issue #13 (hooks)"))
+fn var(name: &str) -> Option<std::ffi::OsString> {
+    std::env::var_os(name)
 }
 
-pub fn stop(_args: StopArgs) -> anyhow::Result<ExitCode> {
-    Ok(exit::not_built("stop", "issue #13 (hooks)"))
+fn cwd() -> anyhow::Result<PathBuf> {
+    std::env::current_dir().context("cannot read the current directory")
 }
 
-pub fn resume(_args: StopArgs) -> anyhow::Result<ExitCode> {
-    Ok(exit::not_built("resume", "issue #13 (hooks)"))
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let env = Env {
+        cwd: cwd()?,
+        var: &var,
+    };
+    if let Some(hook) = GitHook::from_name(&args.agent) {
+        return Ok(git_hook(hook, &args, &env));
+    }
+    let agent: Agent = args.agent.parse()?;
+    let reply = run::agent_hook(
+        agent,
+        args.project.as_deref(),
+        &mut std::io::stdin().lock(),
+        &env,
+    );
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(reply.stdout.as_bytes())?;
+    stdout.flush()?;
+    eprint!("{}", reply.stderr);
+    Ok(reply.exit_code.into())
+}
+
+fn git_hook(hook: GitHook, args: &Args, env: &Env<'_>) -> ExitCode {
+    let gate = Gate {
+        hook,
+        project: args.project.as_deref(),
+        ci: args.ci,
+        args: &args.git_args,
+    };
+    let reply = run::git_gate(&gate, env, &mut ask_at_terminal);
+    if !reply.message.is_empty() {
+        eprintln!("{}", reply.message);
+    }
+    if reply.passed {
+        exit::SUCCESS.into()
+    } else {
+        exit::REFUSED.into()
+    }
+}
+
+/// Puts a question to the person at the controlling terminal; `None` when
+/// there is none (an agent's shell, CI, a GUI client).
+fn ask_at_terminal(question: &str) -> Option<bool> {
+    let tty = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/tty")
+        .ok()?;
+    let mut writer = tty.try_clone().ok()?;
+    writer.write_all(question.as_bytes()).ok()?;
+    writer.flush().ok()?;
+    let mut line = String::new();
+    std::io::BufReader::new(tty).read_line(&mut line).ok()?;
+    let answer = line.trim().to_ascii_lowercase();
+    Some(answer == "y" || answer == "yes")
+}
+
+fn project_dir(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
+    let cwd = cwd()?;
+    Ok(chock_hook::project::resolve(explicit, None, var, &cwd))
+}
+
+pub fn sync(args: SyncArgs) -> anyhow::Result<ExitCode> {
+    let project = project_dir(args.project.as_deref())?;
+    let agents = args.agents.as_deref().map(agent::parse_list).transpose()?;
+    let report = sync::sync(&SyncOptions {
+        project: project.clone(),
+        agents,
+        ci: args.ci,
+        chock: "chock".to_owned(),
+    });
+    if report.agents.is_empty() && report.detected {
+        println!(
+            "no agent folder (.claude, .cursor, .gemini, .codex) in {}: name agents with --agents claude,cursor,gemini,codex",
+            project.display()
+        );
+    }
+    for file in &report.files {
+        let shown = file.path.strip_prefix(&project).unwrap_or(&file.path);
+        match &file.result {
+            Ok(change) => {
+                let word = match change {
+                    Change::Created => "created",
+                    Change::Updated => "updated",
+                    Change::Unchanged => "unchanged",
+                };
+                println!("{word:<9} {}  ({})", shown.display(), file.what);
+            }
+            Err(error) => eprintln!("chock sync: {error}"),
+        }
+    }
+    if !on_path("chock") {
+        eprintln!(
+            "chock sync: the hook files call `chock`, which is not on PATH here: install it (cargo install --path rust/cli) so the hooks can run"
+        );
+    }
+    Ok(if report.succeeded() {
+        exit::SUCCESS.into()
+    } else {
+        exit::FAILURE.into()
+    })
+}
+
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
+}
+
+fn scope(everywhere: bool) -> Scope {
+    if everywhere {
+        Scope::Everywhere
+    } else {
+        Scope::Project
+    }
+}
+
+pub fn stop(args: StopArgs) -> anyhow::Result<ExitCode> {
+    let project = project_dir(args.project.as_deref())?;
+    let state = stop::state_dir_from(var)?;
+    let (file, already) = stop::stop(scope(args.everywhere), &project, &state)?;
+    run::log_stop_change(&project, "chock.stop", &file);
+    let whom = if args.everywhere {
+        "every project of yours".to_owned()
+    } else {
+        project.display().to_string()
+    };
+    let again = if already { " (it already was)" } else { "" };
+    println!(
+        "Chock is stopped for {whom}{again}: every hook refuses every tool call until `chock resume{}`.",
+        if args.everywhere { " --everywhere" } else { "" }
+    );
+    Ok(exit::SUCCESS.into())
+}
+
+pub fn resume(args: StopArgs) -> anyhow::Result<ExitCode> {
+    let project = project_dir(args.project.as_deref())?;
+    let state = stop::state_dir_from(var)?;
+    let (file, removed) = stop::resume(scope(args.everywhere), &project, &state)?;
+    if removed {
+        run::log_stop_change(&project, "chock.resume", &file);
+        println!("Chock resumed: {} is gone.", file.display());
+    } else {
+        println!("There was no stop at {}.", file.display());
+    }
+    if let Some(still) = stop::in_force(&project, Some(&state)) {
+        println!("Still stopped: {}", still.reason());
+    }
+    Ok(exit::SUCCESS.into())
 }

@@ -1,0 +1,186 @@
+//! Each agent's way of hearing an answer: its output JSON and exit codes.
+//!
+//! - Claude Code (`PreToolUse`): exit 0 with `hookSpecificOutput`
+//!   `permissionDecision` `allow`, `ask` or `deny` and a reason. `allow`
+//!   skips Claude's prompt; `ask` shows Claude's prompt with the reason;
+//!   `deny` refuses and tells Claude why.
+//! - Cursor (`preToolUse`, `beforeShellExecution`, `beforeMCPExecution`):
+//!   exit 0 with `permission` and a `user_message` and `agent_message`.
+//!   `beforeReadFile` has no `ask`, so there an ask is a refusal.
+//! - Gemini CLI (`BeforeTool`): exit 0 with `decision` `allow`, `ask` or
+//!   `deny` and a `reason`.
+//! - Codex (`PreToolUse`): no output and exit 0 lets the call go on;
+//!   `permissionDecision: deny` with a reason refuses it. Codex hooks have no
+//!   `ask` (Codex reports one as an unsupported answer and runs the call), so
+//!   an ask is a refusal that says a person must approve it.
+//!
+//! When Chock cannot answer at all (the payload is unreadable, the policy
+//! does not load) the call is refused: exit 2 with the reason on stderr for
+//! the agents that read exit 2 as a refusal, a `deny` for Cursor.
+
+use serde_json::json;
+
+use crate::agent::Agent;
+
+/// What the hook tells the agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum HookAnswer {
+    /// Refused.
+    Deny,
+    /// Handed to the agent's own prompt: a person says yes or no.
+    Ask,
+    /// Goes ahead.
+    Allow,
+}
+
+impl HookAnswer {
+    /// The word the agents use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HookAnswer::Deny => "deny",
+            HookAnswer::Ask => "ask",
+            HookAnswer::Allow => "allow",
+        }
+    }
+}
+
+/// What `chock hook` prints and how it exits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reply {
+    /// Written to standard output.
+    pub stdout: String,
+    /// Written to standard error.
+    pub stderr: String,
+    /// The process exit code.
+    pub exit_code: u8,
+}
+
+/// Whether `agent` can hand an `ask` to a person at this hook event.
+pub fn can_ask(agent: Agent, event: &str) -> bool {
+    match agent {
+        Agent::Claude | Agent::Gemini => true,
+        Agent::Cursor => event != "beforeReadFile",
+        Agent::Codex => false,
+    }
+}
+
+/// The reply carrying `answer` with `reason`, in `agent`'s format. An ask
+/// the agent cannot hand to a person must already have been made a deny.
+pub fn reply(agent: Agent, answer: HookAnswer, reason: &str) -> Reply {
+    let stdout = match agent {
+        Agent::Claude => json!({
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": answer.as_str(),
+                "permissionDecisionReason": reason,
+            }
+        })
+        .to_string(),
+        Agent::Cursor => json!({
+            "permission": answer.as_str(),
+            "user_message": reason,
+            "agent_message": reason,
+        })
+        .to_string(),
+        Agent::Gemini => match answer {
+            HookAnswer::Ask => json!({
+                "decision": "ask",
+                "reason": reason,
+                "systemMessage": reason,
+            }),
+            _ => json!({"decision": answer.as_str(), "reason": reason}),
+        }
+        .to_string(),
+        Agent::Codex => match answer {
+            HookAnswer::Allow => String::new(),
+            HookAnswer::Ask | HookAnswer::Deny => json!({
+                "hookSpecificOutput": {
+                    "hookEventName": "PreToolUse",
+                    "permissionDecision": "deny",
+                    "permissionDecisionReason": reason,
+                }
+            })
+            .to_string(),
+        },
+    };
+    Reply {
+        stdout: if stdout.is_empty() {
+            stdout
+        } else {
+            format!("{stdout}\n")
+        },
+        stderr: String::new(),
+        exit_code: 0,
+    }
+}
+
+/// The reply when Chock could not decide: the call is refused.
+pub fn failure(agent: Agent, reason: &str) -> Reply {
+    match agent {
+        Agent::Cursor => {
+            let mut reply = reply(agent, HookAnswer::Deny, reason);
+            reply.stderr = format!("chock hook: {reason}\n");
+            reply
+        }
+        Agent::Claude | Agent::Gemini | Agent::Codex => Reply {
+            stdout: String::new(),
+            stderr: format!("chock hook: {reason}\n"),
+            exit_code: 2,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    fn parsed(reply: &Reply) -> Value {
+        serde_json::from_str(&reply.stdout).unwrap_or(Value::Null)
+    }
+
+    #[test]
+    fn claude_hears_all_three_answers() {
+        for answer in [HookAnswer::Allow, HookAnswer::Ask, HookAnswer::Deny] {
+            let out = reply(Agent::Claude, answer, "why");
+            assert_eq!(out.exit_code, 0);
+            let value = parsed(&out);
+            assert_eq!(
+                value["hookSpecificOutput"]["permissionDecision"],
+                answer.as_str()
+            );
+            assert_eq!(
+                value["hookSpecificOutput"]["permissionDecisionReason"],
+                "why"
+            );
+        }
+    }
+
+    #[test]
+    fn codex_allows_by_silence_and_refuses_with_a_reason() {
+        assert_eq!(reply(Agent::Codex, HookAnswer::Allow, "x").stdout, "");
+        let value = parsed(&reply(Agent::Codex, HookAnswer::Deny, "no"));
+        assert_eq!(value["hookSpecificOutput"]["permissionDecision"], "deny");
+        assert!(!can_ask(Agent::Codex, "PreToolUse"));
+    }
+
+    #[test]
+    fn cursor_and_gemini_formats() {
+        let value = parsed(&reply(Agent::Cursor, HookAnswer::Ask, "r"));
+        assert_eq!(value["permission"], "ask");
+        assert_eq!(value["agent_message"], "r");
+        assert!(!can_ask(Agent::Cursor, "beforeReadFile"));
+        let value = parsed(&reply(Agent::Gemini, HookAnswer::Deny, "r"));
+        assert_eq!(value["decision"], "deny");
+        assert_eq!(value["reason"], "r");
+    }
+
+    #[test]
+    fn a_failure_refuses_the_call() {
+        let out = failure(Agent::Claude, "broken");
+        assert_eq!(out.exit_code, 2);
+        assert!(out.stderr.contains("broken"));
+        let out = failure(Agent::Cursor, "broken");
+        assert_eq!(parsed(&out)["permission"], "deny");
+    }
+}

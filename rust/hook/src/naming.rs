@@ -1,0 +1,406 @@
+//! From a tool call to the Chock action names it is decided under.
+//!
+//! Every name comes from `chock_policy::names`, so an act is spelled the same
+//! whether an agent's hook, Chock's tool server or the sandbox asks about it.
+//! A call that holds several acts (a shell command with three programs, a
+//! patch touching five files) gets one name per act; the answer is their
+//! minimum. An act that cannot be named is refused, never guessed at.
+
+use std::path::{Path, PathBuf};
+
+use chock_policy::names::{self, ExecContext};
+
+use crate::agent::Agent;
+use crate::payload::{Request, ToolCall};
+use crate::project;
+use crate::shell::{self, Act, Dir};
+
+/// The act name for writing a file on the host outside the project.
+pub const FILE_WRITE: &str = "file.write";
+/// The act name for a program Chock cannot resolve.
+pub const EXEC_UNPARSED: &str = "exec.unparsed";
+/// The act name for a web search.
+pub const WEB_SEARCH: &str = "web.search";
+
+/// One act of a tool call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Named {
+    /// An action the policy answers, and what it is about (a program, a
+    /// path, a host), by name only.
+    Act {
+        action: String,
+        subject: Option<String>,
+    },
+    /// An act Chock cannot give a name: it is refused.
+    Unnameable { subject: String, why: String },
+}
+
+impl Named {
+    fn act(action: impl Into<String>, subject: Option<String>) -> Named {
+        Named::Act {
+            action: action.into(),
+            subject,
+        }
+    }
+}
+
+/// Where the call happens.
+#[derive(Debug, Clone, Copy)]
+pub struct Place<'a> {
+    /// The project: inside it a write is `call.write_file`, outside it also `file.write`.
+    pub project: &'a Path,
+    /// The home directory `~` stands for.
+    pub home: Option<&'a Path>,
+    /// Whether `CDPATH` is set in the agent's environment.
+    pub cdpath: bool,
+    /// The Nix store, for naming programs in it.
+    pub store_dir: &'a Path,
+}
+
+/// Names every act of one call, in order, without repeats.
+pub fn name(call: &ToolCall, agent: Agent, place: &Place<'_>) -> Vec<Named> {
+    let mut out = Vec::new();
+    match &call.request {
+        Request::Shell { command, dir } => {
+            let start = shell::Start {
+                cwd: dir
+                    .clone()
+                    .or_else(|| call.cwd.clone())
+                    .unwrap_or_else(|| place.project.to_path_buf()),
+                home: place.home.map(Path::to_path_buf),
+                cdpath: place.cdpath,
+            };
+            for act in shell::read(command, &start) {
+                name_shell_act(act, place, &mut out);
+            }
+        }
+        Request::Read { paths } => out.push(Named::act("call.read_file", subject_of(paths))),
+        Request::Write { paths } => file_acts("call.write_file", paths, place, &mut out),
+        Request::Edit { paths } => file_acts("call.edit_file", paths, place, &mut out),
+        Request::Glob => out.push(Named::act("call.glob", None)),
+        Request::Grep => out.push(Named::act("call.grep", None)),
+        Request::List => out.push(Named::act("call.list_directory", None)),
+        Request::Fetch { urls } => {
+            if urls.is_empty() {
+                out.push(Named::Unnameable {
+                    subject: call.tool.clone(),
+                    why: "the fetch names no http or https URL Chock can read".to_owned(),
+                });
+            }
+            for url in urls {
+                out.push(fetch(url));
+            }
+        }
+        Request::Search => out.push(Named::act(WEB_SEARCH, None)),
+        Request::Mcp {
+            server,
+            tool,
+            endpoint,
+        } => {
+            if let Some(named) = mcp(
+                agent,
+                call,
+                server.as_deref(),
+                tool,
+                endpoint.as_deref(),
+                place,
+            ) {
+                out.push(named);
+            }
+        }
+        Request::Memory => out.push(named_or_refused(names::call("write_memory"), None)),
+        Request::Conversation => {}
+        Request::Other => {
+            out.push(named_or_refused(
+                names::call(&call.tool),
+                Some(call.tool.clone()),
+            ));
+        }
+    }
+    let mut unique = Vec::with_capacity(out.len());
+    for named in out {
+        if !unique.contains(&named) {
+            unique.push(named);
+        }
+    }
+    unique
+}
+
+fn named_or_refused(result: Result<String, names::NameError>, subject: Option<String>) -> Named {
+    match result {
+        Ok(action) => Named::act(action, subject),
+        Err(error) => Named::Unnameable {
+            subject: subject.unwrap_or_default(),
+            why: error.to_string(),
+        },
+    }
+}
+
+fn subject_of(paths: &[PathBuf]) -> Option<String> {
+    match paths {
+        [] => None,
+        [one] => Some(one.display().to_string()),
+        many => Some(
+            many.iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+        ),
+    }
+}
+
+/// `call.write_file` or `call.edit_file` for the files, and `file.write`
+/// for each one outside the project (or with no path Chock can read).
+fn file_acts(action: &str, paths: &[PathBuf], place: &Place<'_>, out: &mut Vec<Named>) {
+    out.push(Named::act(action, subject_of(paths)));
+    for path in paths {
+        let path = shell::normalize(path);
+        if !path.is_absolute() || !project::contains(place.project, &path) {
+            out.push(Named::act(FILE_WRITE, Some(path.display().to_string())));
+        }
+    }
+}
+
+fn name_shell_act(act: Act, place: &Place<'_>, out: &mut Vec<Named>) {
+    match act {
+        Act::Run { program, dir } => {
+            let action = program_action(&program, &dir, place);
+            out.push(Named::act(action, Some(program)));
+        }
+        Act::Write { path } => {
+            let subject = path.as_ref().map(|p| p.display().to_string());
+            out.push(Named::act("call.write_file", subject.clone()));
+            let inside = path
+                .as_deref()
+                .is_some_and(|p| project::contains(place.project, p));
+            if !inside {
+                out.push(Named::act(
+                    FILE_WRITE,
+                    Some(subject.unwrap_or_else(|| "a path only known at run time".to_owned())),
+                ));
+            }
+        }
+        Act::Git(subcommand) => {
+            let action = if subcommand.contains('.') {
+                // `branch.delete`: a name the policy documents, made of two labels.
+                Ok(format!("git.{subcommand}"))
+            } else {
+                names::git(&subcommand)
+            };
+            out.push(named_or_refused(action, Some(format!("git {subcommand}"))));
+        }
+        Act::Unparsed(why) => out.push(Named::act(EXEC_UNPARSED, Some(why))),
+    }
+}
+
+/// The exec action for one program. A relative path is taken from the
+/// directory the shell is in at that point, so `cd /tmp && ./x` is not a
+/// workspace program.
+fn program_action(program: &str, dir: &Dir, place: &Place<'_>) -> String {
+    let ctx = ExecContext {
+        workspace: place.project,
+        dev_shell_paths: &[],
+        store_dir: place.store_dir,
+    };
+    if !program.contains('/') || program.starts_with('/') {
+        return names::exec_program(program, &ctx);
+    }
+    match dir {
+        Dir::Known(base) => match base.join(program).to_str() {
+            Some(full) => names::exec_program(full, &ctx),
+            None => EXEC_UNPARSED.to_owned(),
+        },
+        Dir::Unknown => EXEC_UNPARSED.to_owned(),
+    }
+}
+
+/// `net.fetch.<reversed host>` for one URL.
+fn fetch(url: &str) -> Named {
+    let refuse = |why: &str| Named::Unnameable {
+        subject: url.to_owned(),
+        why: why.to_owned(),
+    };
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return refuse("it is not an http or https URL");
+    };
+    if !matches!(scheme.to_ascii_lowercase().as_str(), "http" | "https") {
+        return refuse("it is not an http or https URL");
+    }
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host_port = authority.rsplit('@').next().unwrap_or(authority);
+    if host_port.starts_with('[') {
+        return refuse("Chock does not name hosts written as IPv6 addresses");
+    }
+    let host = host_port.split(':').next().unwrap_or(host_port);
+    named_or_refused(names::net_fetch(host), Some(host.to_owned()))
+}
+
+fn mcp(
+    agent: Agent,
+    call: &ToolCall,
+    server: Option<&str>,
+    tool: &str,
+    endpoint: Option<&str>,
+    place: &Place<'_>,
+) -> Option<Named> {
+    let subject = |server: &str| Some(format!("{server}/{tool}"));
+    if let Some(server) = server {
+        return Some(named_or_refused(
+            names::mcp_tool(server, tool),
+            subject(server),
+        ));
+    }
+    if let Some(endpoint) = endpoint {
+        let files = crate::cursor_mcp::config_files(place.project, place.home);
+        return Some(match crate::cursor_mcp::server_for(endpoint, &files) {
+            Some(server) => named_or_refused(names::mcp_tool(&server, tool), subject(&server)),
+            None => Named::Unnameable {
+                subject: format!("{endpoint} ({tool})"),
+                why: "Chock could not tell which MCP server this is: give it a name in .cursor/mcp.json"
+                    .to_owned(),
+            },
+        });
+    }
+    if agent == Agent::Cursor && call.event == "preToolUse" {
+        // Cursor's preToolUse does not name the server; the same call comes
+        // through beforeMCPExecution, which `chock sync` also wires, with it.
+        return None;
+    }
+    Some(Named::Unnameable {
+        subject: tool.to_owned(),
+        why: "the payload does not say which MCP server the tool belongs to".to_owned(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn place() -> Place<'static> {
+        Place {
+            project: Path::new("/work/project"),
+            home: Some(Path::new("/home/me")),
+            cdpath: false,
+            store_dir: Path::new("/nix/store"),
+        }
+    }
+
+    fn call(request: Request) -> ToolCall {
+        ToolCall {
+            event: "PreToolUse".into(),
+            tool: "Bash".into(),
+            request,
+            cwd: Some("/work/project".into()),
+            model: None,
+        }
+    }
+
+    fn actions(request: Request) -> Vec<String> {
+        name(&call(request), Agent::Claude, &place())
+            .into_iter()
+            .map(|n| match n {
+                Named::Act { action, .. } => action,
+                Named::Unnameable { why, .. } => format!("refused: {why}"),
+            })
+            .collect()
+    }
+
+    fn shell(command: &str) -> Vec<String> {
+        actions(Request::Shell {
+            command: command.into(),
+            dir: None,
+        })
+    }
+
+    #[test]
+    fn cd_then_rm_is_decided_as_both() {
+        assert_eq!(
+            shell("cd x && rm -rf ~"),
+            vec!["exec.path.cd", "exec.path.rm"]
+        );
+    }
+
+    #[test]
+    fn programs_are_named_by_their_class() {
+        assert_eq!(shell("./build.sh"), vec!["exec.workspace.build%2Esh"]);
+        assert_eq!(
+            shell("cd sub && ./x"),
+            vec!["exec.path.cd", "exec.workspace.sub.x"]
+        );
+        assert_eq!(
+            shell("cd /tmp && ./x"),
+            vec!["exec.path.cd", "exec.unparsed"]
+        );
+        assert_eq!(
+            shell("/nix/store/abc-jq/bin/jq ."),
+            vec!["exec.nix.store.abc-jq.bin.jq"]
+        );
+        assert_eq!(shell("eval ls"), vec!["exec.unparsed"]);
+    }
+
+    #[test]
+    fn writes_outside_the_project_are_file_write() {
+        // A redirection is opened before the program starts.
+        assert_eq!(
+            shell("echo x > notes.txt"),
+            vec!["call.write_file", "exec.path.echo"]
+        );
+        assert_eq!(
+            shell("echo x >> ~/.bashrc"),
+            vec!["call.write_file", "file.write", "exec.path.echo"]
+        );
+        assert_eq!(
+            actions(Request::Write {
+                paths: vec!["/etc/hosts".into()]
+            }),
+            vec!["call.write_file", "file.write"]
+        );
+        assert_eq!(
+            actions(Request::Edit {
+                paths: vec!["/work/project/src/a.rs".into()]
+            }),
+            vec!["call.edit_file"]
+        );
+    }
+
+    #[test]
+    fn git_state_changes_are_their_own_acts() {
+        assert_eq!(
+            shell("git push origin main"),
+            vec!["exec.path.git", "git.push"]
+        );
+        assert_eq!(
+            shell("git branch -D old"),
+            vec!["exec.path.git", "git.branch.delete"]
+        );
+    }
+
+    #[test]
+    fn fetches_are_named_by_reversed_host() {
+        assert_eq!(
+            actions(Request::Fetch {
+                urls: vec!["https://user@docs.ziglang.org:443/x?y".into()]
+            }),
+            vec!["net.fetch.org.ziglang.docs"]
+        );
+        let refused = actions(Request::Fetch {
+            urls: vec!["file:///etc/passwd".into()],
+        });
+        assert!(refused[0].starts_with("refused"), "{refused:?}");
+    }
+
+    #[test]
+    fn mcp_tools_and_other_tools() {
+        assert_eq!(
+            actions(Request::Mcp {
+                server: Some("github".into()),
+                tool: "create_issue".into(),
+                endpoint: None,
+            }),
+            vec!["mcp.github.tool.create_issue"]
+        );
+        assert_eq!(actions(Request::Search), vec!["web.search"]);
+        assert_eq!(actions(Request::Conversation), Vec::<String>::new());
+        assert_eq!(actions(Request::Other), vec!["call.Bash"]);
+    }
+}

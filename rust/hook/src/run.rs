@@ -1,0 +1,375 @@
+//! One `chock hook` call from start to answer, for an agent and for a git hook.
+//!
+//! The order is the point: the stop files first (a stop holds even when
+//! nothing else loads), then the payload, then the policy, then every act
+//! named and answered, then one log line per act, then the reply. Anything
+//! that goes wrong on the way refuses the call; nothing fails open.
+
+use std::ffi::OsString;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use chock_log::{AnsweredBy, Entry, Rotation};
+use chock_policy::{Decision, Key, Layer, LoadOptions, Policy, PolicyError, Reading, Verdict};
+
+use crate::agent::Agent;
+use crate::answer::{self, HookAnswer, Reply};
+use crate::decide::{self, Asker, Judged};
+use crate::naming::{self, Place};
+use crate::payload;
+use crate::project;
+use crate::stop::{self, InForce};
+use crate::sync::GitHook;
+
+/// The route every line this crate writes carries.
+pub const ROUTE: &str = "hook";
+
+/// The largest payload read; a bigger one is refused, not truncated.
+const MAX_PAYLOAD_BYTES: u64 = 64 << 20;
+
+/// The process a hook runs in: its directory and its environment.
+pub struct Env<'a> {
+    /// The hook process's working directory.
+    pub cwd: PathBuf,
+    /// Looks up an environment variable.
+    pub var: &'a dyn Fn(&str) -> Option<OsString>,
+}
+
+impl Env<'_> {
+    fn home(&self) -> Option<PathBuf> {
+        (self.var)("HOME")
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+    }
+
+    fn state_dir(&self) -> Option<PathBuf> {
+        stop::state_dir_from(self.var).ok()
+    }
+}
+
+/// Answers one agent tool call whose payload is on `input`.
+pub fn agent_hook(
+    agent: Agent,
+    explicit_project: Option<&Path>,
+    input: &mut dyn Read,
+    env: &Env<'_>,
+) -> Reply {
+    let project = project::resolve(explicit_project, Some(agent), env.var, &env.cwd);
+    let log = Logger::new(&project, agent.name());
+    if let Some(stopped) = stop::in_force(&project, env.state_dir().as_deref()) {
+        log.stopped(&stopped, None);
+        return answer::reply(agent, HookAnswer::Deny, &stopped.reason());
+    }
+    let call = match read_payload(input).and_then(|text| payload::parse(agent, &text)) {
+        Ok(call) => call,
+        Err(error) => {
+            let reason = error.to_string();
+            log.failure(&reason, None, Rotation::default());
+            return answer::failure(agent, &reason);
+        }
+    };
+    let tool = Some(call.tool.as_str());
+    let policy = match load_policy(&project) {
+        Ok(policy) => policy,
+        Err(error) => {
+            let reason =
+                format!("the policy could not be loaded, so every call is refused: {error}");
+            log.failure(&reason, tool, Rotation::default());
+            return answer::failure(agent, &reason);
+        }
+    };
+    let rotation = rotation(&policy);
+    let home = env.home();
+    let place = Place {
+        project: &project,
+        home: home.as_deref(),
+        cdpath: (env.var)("CDPATH").is_some_and(|v| !v.is_empty()),
+        store_dir: Path::new("/nix/store"),
+    };
+    let acts = naming::name(&call, agent, &place);
+    let asker = Asker {
+        agent_kind: agent.name(),
+        tool,
+        model: call.model.as_deref(),
+    };
+    let judged = decide::judge(&policy, &asker, acts);
+    let can_ask = answer::can_ask(agent, &call.event);
+    let hook_answer = decide::hook_answer(decide::decision(&judged), can_ask);
+    log.judged(&judged, &asker, can_ask, rotation);
+    let reason = decide::reason(&judged, hook_answer, agent.title());
+    answer::reply(agent, hook_answer, &reason)
+}
+
+fn read_payload(input: &mut dyn Read) -> Result<String, crate::HookError> {
+    let mut text = String::new();
+    let read = input
+        .take(MAX_PAYLOAD_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(crate::HookError::Stdin)?;
+    if read as u64 > MAX_PAYLOAD_BYTES {
+        return Err(crate::HookError::Stdin(std::io::Error::other(format!(
+            "the payload is larger than {} MiB",
+            MAX_PAYLOAD_BYTES >> 20
+        ))));
+    }
+    Ok(text)
+}
+
+fn load_policy(project: &Path) -> Result<Policy, PolicyError> {
+    Policy::load(&LoadOptions::from_env(project, Vec::new())?)
+}
+
+fn rotation(policy: &Policy) -> Rotation {
+    let settings = policy.log_settings();
+    Rotation {
+        rotate_bytes: settings.rotate_bytes,
+        keep: settings.keep,
+    }
+}
+
+/// How a git hook call ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GateReply {
+    /// Whether git may go on.
+    pub passed: bool,
+    /// What to print on standard error.
+    pub message: String,
+}
+
+/// What the gate needs besides the hook.
+pub struct Gate<'a> {
+    /// The git hook being answered.
+    pub hook: GitHook,
+    /// `--project`, when given.
+    pub project: Option<&'a Path>,
+    /// Running in CI, where nobody can be asked.
+    pub ci: bool,
+    /// What git passed the hook (pre-push: the remote's name and URL).
+    pub args: &'a [String],
+}
+
+/// Answers a git hook under `git.commit` or `git.push`. `ask_person` puts a
+/// question to the person at the terminal: `Some(yes)`, or `None` when no
+/// person can be reached.
+pub fn git_gate(
+    gate: &Gate<'_>,
+    env: &Env<'_>,
+    ask_person: &mut dyn FnMut(&str) -> Option<bool>,
+) -> GateReply {
+    let project = project::resolve(gate.project, None, env.var, &env.cwd);
+    let log = Logger::new(&project, "git");
+    let subject = gate.args.first().cloned();
+    if let Some(stopped) = stop::in_force(&project, env.state_dir().as_deref()) {
+        log.stopped(&stopped, Some(gate.hook.name()));
+        return GateReply {
+            passed: false,
+            message: stopped.reason(),
+        };
+    }
+    let policy = match load_policy(&project) {
+        Ok(policy) => policy,
+        Err(error) => {
+            let reason = format!(
+                "the policy could not be loaded, so {} is refused: {error}",
+                gate.hook.action()
+            );
+            log.failure(&reason, Some(gate.hook.name()), Rotation::default());
+            return GateReply {
+                passed: false,
+                message: reason,
+            };
+        }
+    };
+    let rotation = rotation(&policy);
+    let asker = Asker {
+        agent_kind: "git",
+        tool: Some(gate.hook.name()),
+        model: None,
+    };
+    let key = Key {
+        agent_kind: asker.agent_kind.to_owned(),
+        model: None,
+        tool: Some(gate.hook.name().to_owned()),
+        action: gate.hook.action().to_owned(),
+    };
+    let verdict = policy.decide(&key, Reading::Act);
+    let judged = Judged {
+        action: key.action,
+        subject: subject.clone(),
+        verdict: verdict.clone(),
+        unnamed: None,
+    };
+    let sentence = decide::reason(std::slice::from_ref(&judged), HookAnswer::Deny, "git");
+    let (passed, final_decision, answered_by, message) = match verdict.decision {
+        Decision::Allow => (true, Decision::Allow, answered_by(&verdict), String::new()),
+        Decision::Ask | Decision::AgentReview if gate.ci => (
+            true,
+            verdict.decision,
+            answered_by(&verdict),
+            format!(
+                "chock: {} would ask a person; in CI the pull request's reviewer is that person",
+                gate.hook.action()
+            ),
+        ),
+        Decision::Ask | Decision::AgentReview => {
+            let question = format!(
+                "Chock: allow {}{}? The policy asks a person. [y/N] ",
+                gate.hook.action(),
+                subject
+                    .as_deref()
+                    .map(|s| format!(" to {s}"))
+                    .unwrap_or_default()
+            );
+            match ask_person(&question) {
+                Some(true) => (true, Decision::Allow, AnsweredBy::Person, String::new()),
+                Some(false) => (
+                    false,
+                    Decision::Deny,
+                    AnsweredBy::Person,
+                    format!("chock: {} refused by you", gate.hook.action()),
+                ),
+                None => (
+                    false,
+                    Decision::Deny,
+                    AnsweredBy::Nobody,
+                    format!(
+                        "chock: {} needs a person's yes and no terminal is there to ask: {sentence}",
+                        gate.hook.action()
+                    ),
+                ),
+            }
+        }
+        Decision::AgentThenHuman | Decision::Deny => (
+            false,
+            Decision::Deny,
+            answered_by(&verdict),
+            format!("chock: {sentence}"),
+        ),
+    };
+    log.write(
+        &judged,
+        &asker,
+        final_decision.as_str(),
+        answered_by,
+        rotation,
+    );
+    GateReply { passed, message }
+}
+
+fn answered_by(verdict: &Verdict) -> AnsweredBy {
+    match verdict.decided_by.layer {
+        Layer::Project | Layer::Org => AnsweredBy::Rule,
+        Layer::Default | Layer::Nothing => AnsweredBy::Default,
+    }
+}
+
+fn layer_word(layer: Layer) -> &'static str {
+    match layer {
+        Layer::Project => "project",
+        Layer::Org => "org",
+        Layer::Default => "default",
+        Layer::Nothing => "nothing",
+    }
+}
+
+/// Writes this crate's lines to the decision log. A logging failure never
+/// changes an answer (chock-log reports it on stderr once).
+struct Logger {
+    project: String,
+    agent_kind: &'static str,
+}
+
+impl Logger {
+    fn new(project: &Path, agent_kind: &'static str) -> Logger {
+        Logger {
+            project: project.display().to_string(),
+            agent_kind,
+        }
+    }
+
+    fn append(&self, entry: Entry, rotation: Rotation) {
+        chock_log::append(&entry, rotation);
+    }
+
+    fn entry(&self, action: &str, decision: &str, layer: &str, answered_by: AnsweredBy) -> Entry {
+        Entry {
+            route: ROUTE.to_owned(),
+            project: self.project.clone(),
+            action: action.to_owned(),
+            agent_kind: self.agent_kind.to_owned(),
+            model: None,
+            tool: None,
+            decision: decision.to_owned(),
+            decided_by: chock_log::DecidedBy {
+                layer: layer.to_owned(),
+                file: None,
+                line: None,
+            },
+            answered_by,
+            subject: None,
+        }
+    }
+
+    /// A call refused because Chock is stopped.
+    fn stopped(&self, stopped: &InForce, tool: Option<&str>) {
+        let mut entry = self.entry(STOPPED, "deny", "stop", AnsweredBy::Person);
+        entry.tool = tool.map(str::to_owned);
+        entry.decided_by.file = Some(stopped.file.display().to_string());
+        self.append(entry, Rotation::default());
+    }
+
+    /// A call refused because Chock could not decide it.
+    fn failure(&self, reason: &str, tool: Option<&str>, rotation: Rotation) {
+        let mut entry = self.entry(decide::UNNAMED, "deny", "nothing", AnsweredBy::Nobody);
+        entry.tool = tool.map(str::to_owned);
+        entry.subject = Some(reason.to_owned());
+        self.append(entry, rotation);
+    }
+
+    /// One line per act of a call, each with the answer the agent got for it.
+    fn judged(&self, judged: &[Judged], asker: &Asker<'_>, can_ask: bool, rotation: Rotation) {
+        for one in judged {
+            let answer = decide::hook_answer(one.verdict.decision, can_ask);
+            self.write(
+                one,
+                asker,
+                answer.as_str(),
+                answered_by(&one.verdict),
+                rotation,
+            );
+        }
+    }
+
+    fn write(
+        &self,
+        judged: &Judged,
+        asker: &Asker<'_>,
+        decision: &str,
+        answered_by: AnsweredBy,
+        rotation: Rotation,
+    ) {
+        let by = &judged.verdict.decided_by;
+        let mut entry = self.entry(&judged.action, decision, layer_word(by.layer), answered_by);
+        entry.model = asker.model.map(str::to_owned);
+        entry.tool = asker.tool.map(str::to_owned);
+        entry.decided_by.file = by.file.as_ref().map(|f| f.display().to_string());
+        entry.decided_by.line = by.line;
+        entry.subject = match (&judged.subject, &judged.unnamed) {
+            (Some(subject), Some(why)) => Some(format!("{subject}: {why}")),
+            (subject, _) => subject.clone(),
+        };
+        self.append(entry, rotation);
+    }
+}
+
+/// The action a refusal by `chock stop` is logged under.
+pub const STOPPED: &str = "chock.stopped";
+
+/// Writes the line `chock stop` or `chock resume` leaves: who (a person),
+/// what (`chock.stop` or `chock.resume`) and which file.
+pub fn log_stop_change(project: &Path, action: &str, file: &Path) {
+    let logger = Logger::new(project, "person");
+    let mut entry = logger.entry(action, "allow", "nothing", AnsweredBy::Person);
+    entry.subject = Some(file.display().to_string());
+    logger.append(entry, Rotation::default());
+}

@@ -1,0 +1,796 @@
+//! Reading a shell command the way the shell would run it.
+//!
+//! An agent's shell tool gets one string, and the most common complaint
+//! about today's agents is that `cd x && rm -rf ~` is approved as `cd`. This
+//! module parses the string with a real bash grammar (brush-parser) and lists
+//! every act it holds: each program of each segment of `;`, `&&`, `||` and
+//! `|`, of every subshell, group, loop and function body, of every command
+//! substitution and process substitution, the programs wrappers such as
+//! `sudo`, `env`, `xargs`, `find -exec` and `sh -c` hand control to, every
+//! file a redirection writes, and every git subcommand that changes state.
+//! The caller names and decides each act on its own and answers the minimum.
+//!
+//! What cannot be read with certainty becomes [`Act::Unparsed`]: `eval`, a
+//! program name built at run time (`$CMD`, `$(which rm)`), aliases, a
+//! command hidden in a parameter expansion, a change to `PATH` or
+//! `LD_PRELOAD`, text that does not parse, nesting too deep to follow.
+
+mod git;
+mod word;
+mod wrappers;
+
+use std::collections::HashSet;
+use std::path::{Component, Path, PathBuf};
+
+use brush_parser::ast;
+
+use word::{Expansion, Found, Value};
+use wrappers::Inner;
+
+/// The directory a relative path is taken from at one point of a command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Dir {
+    /// Known for certain.
+    Known(PathBuf),
+    /// Changed in a way that cannot be followed (`cd "$X"`, `cd -`, a `cd`
+    /// that may or may not have run).
+    Unknown,
+}
+
+/// One thing a shell command does that Chock decides.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Act {
+    /// A program runs: its name as written (a bare name is looked up on
+    /// PATH) and the directory a relative path in it is taken from.
+    Run { program: String, dir: Dir },
+    /// A redirection opens a file for writing: its absolute path, or `None`
+    /// when the path is only known at run time.
+    Write { path: Option<PathBuf> },
+    /// A git subcommand that changes state (`push`, `branch.delete`), asked
+    /// under `git.<subcommand>`.
+    Git(String),
+    /// Something that cannot be read with certainty, and why.
+    Unparsed(String),
+}
+
+/// Where a command starts.
+#[derive(Debug, Clone)]
+pub struct Start {
+    /// The directory the command runs in.
+    pub cwd: PathBuf,
+    /// The home directory `~` stands for, when known.
+    pub home: Option<PathBuf>,
+    /// Whether `CDPATH` is set, which makes a relative `cd` unpredictable.
+    pub cdpath: bool,
+}
+
+/// Deeper nesting than this (`sh -c "sh -c '...'"`, substitutions within
+/// substitutions) is not followed.
+const MAX_DEPTH: u32 = 16;
+
+/// Commands longer than this are not parsed at all.
+const MAX_COMMAND_BYTES: usize = 256 * 1024;
+
+/// Lists every act of one shell command, in the order they appear.
+pub fn read(command: &str, start: &Start) -> Vec<Act> {
+    let mut reader = Reader {
+        acts: Vec::new(),
+        functions: HashSet::new(),
+        home: start
+            .home
+            .as_ref()
+            .and_then(|h| h.to_str())
+            .map(str::to_owned),
+        cdpath: start.cdpath,
+        found_arithmetic: false,
+        found_quoted_code: false,
+    };
+    let mut dir = Dir::Known(start.cwd.clone());
+    reader.script(command, &mut dir, 0);
+    if reader.found_arithmetic && reader.found_quoted_code {
+        reader.unparsed("quoted text that looks like a command may be evaluated as arithmetic");
+    }
+    dedup(reader.acts)
+}
+
+fn dedup(acts: Vec<Act>) -> Vec<Act> {
+    let mut seen = Vec::with_capacity(acts.len());
+    for act in acts {
+        if !seen.contains(&act) {
+            seen.push(act);
+        }
+    }
+    seen
+}
+
+pub(crate) fn parser_options() -> brush_parser::ParserOptions {
+    brush_parser::ParserOptions {
+        // Tilde expansion is Chock's to do (it knows HOME); the parser keeps `~` as written.
+        tilde_expansion_at_word_start: true,
+        ..brush_parser::ParserOptions::default()
+    }
+}
+
+/// Parses script text; the parser is third-party code, so a panic inside it
+/// is caught and reported as text that does not parse.
+fn parse(text: &str) -> Option<ast::Program> {
+    let options = parser_options();
+    std::panic::catch_unwind(|| {
+        let mut parser =
+            brush_parser::Parser::new(std::io::BufReader::new(text.as_bytes()), &options);
+        parser.parse_program().ok()
+    })
+    .ok()
+    .flatten()
+}
+
+struct Reader {
+    acts: Vec<Act>,
+    /// Functions the command defines: calling one runs its body, already read.
+    functions: HashSet<String>,
+    home: Option<String>,
+    cdpath: bool,
+    found_arithmetic: bool,
+    found_quoted_code: bool,
+}
+
+impl Reader {
+    fn unparsed(&mut self, why: impl Into<String>) {
+        self.acts.push(Act::Unparsed(why.into()));
+    }
+
+    /// Reads a whole script in the current shell (its `cd`s move `dir`).
+    fn script(&mut self, text: &str, dir: &mut Dir, depth: u32) {
+        if depth > MAX_DEPTH {
+            self.unparsed("commands are nested deeper than Chock follows");
+            return;
+        }
+        if text.len() > MAX_COMMAND_BYTES {
+            self.unparsed("the command is longer than Chock reads");
+            return;
+        }
+        let Some(program) = parse(text) else {
+            self.unparsed("the command does not parse as bash");
+            return;
+        };
+        for list in &program.complete_commands {
+            self.list(list, dir, depth);
+        }
+    }
+
+    /// Reads script text that runs in a subshell: its `cd`s stay inside.
+    fn subshell_script(&mut self, text: &str, dir: &Dir, depth: u32) {
+        let mut inner = dir.clone();
+        self.script(text, &mut inner, depth + 1);
+    }
+
+    fn list(&mut self, list: &ast::CompoundList, dir: &mut Dir, depth: u32) {
+        for ast::CompoundListItem(and_or, separator) in &list.0 {
+            if matches!(separator, ast::SeparatorOperator::Async) {
+                // A background job runs in a subshell.
+                let mut inner = dir.clone();
+                self.and_or(and_or, &mut inner, depth);
+            } else {
+                self.and_or(and_or, dir, depth);
+            }
+        }
+    }
+
+    fn and_or(&mut self, list: &ast::AndOrList, dir: &mut Dir, depth: u32) {
+        self.pipeline(&list.first, dir, depth);
+        for next in &list.additional {
+            let (ast::AndOr::And(pipeline) | ast::AndOr::Or(pipeline)) = next;
+            // After `a || b` or `a && b`, whether b ran is known only at run
+            // time: a `cd` inside b leaves the directory uncertain.
+            let before = dir.clone();
+            self.pipeline(pipeline, dir, depth);
+            if *dir != before {
+                *dir = Dir::Unknown;
+            }
+        }
+    }
+
+    fn pipeline(&mut self, pipeline: &ast::Pipeline, dir: &mut Dir, depth: u32) {
+        if pipeline.seq.len() == 1 {
+            if let Some(command) = pipeline.seq.first() {
+                self.command(command, dir, depth);
+            }
+            return;
+        }
+        // Every part of a pipeline runs in its own subshell.
+        for command in &pipeline.seq {
+            let mut inner = dir.clone();
+            self.command(command, &mut inner, depth);
+        }
+    }
+
+    fn command(&mut self, command: &ast::Command, dir: &mut Dir, depth: u32) {
+        match command {
+            ast::Command::Simple(simple) => self.simple(simple, dir, depth),
+            ast::Command::Compound(compound, redirects) => {
+                self.compound(compound, dir, depth);
+                if let Some(redirects) = redirects {
+                    for redirect in &redirects.0 {
+                        self.redirect(redirect, dir, depth);
+                    }
+                }
+            }
+            ast::Command::Function(function) => {
+                // The body is read where it is defined; calls add nothing new.
+                self.functions.insert(function.fname.value.clone());
+                let ast::FunctionBody(body, redirects) = &function.body;
+                let mut inner = dir.clone();
+                self.compound(body, &mut inner, depth);
+                if let Some(redirects) = redirects {
+                    for redirect in &redirects.0 {
+                        self.redirect(redirect, &inner, depth);
+                    }
+                }
+            }
+            ast::Command::ExtendedTest(test, redirects) => {
+                self.found_arithmetic = true;
+                self.extended_test(&test.expr, dir, depth);
+                if let Some(redirects) = redirects {
+                    for redirect in &redirects.0 {
+                        self.redirect(redirect, dir, depth);
+                    }
+                }
+            }
+        }
+    }
+
+    fn compound(&mut self, compound: &ast::CompoundCommand, dir: &mut Dir, depth: u32) {
+        match compound {
+            ast::CompoundCommand::Arithmetic(arith) => {
+                self.found_arithmetic = true;
+                self.word(&arith.expr.value, dir, depth);
+            }
+            ast::CompoundCommand::ArithmeticForClause(clause) => {
+                self.found_arithmetic = true;
+                for expr in [&clause.initializer, &clause.condition, &clause.updater]
+                    .into_iter()
+                    .flatten()
+                {
+                    self.word(&expr.value, dir, depth);
+                }
+                self.loop_body(&clause.body.list, dir, depth);
+            }
+            ast::CompoundCommand::BraceGroup(group) => self.list(&group.list, dir, depth),
+            ast::CompoundCommand::Subshell(subshell) => {
+                let mut inner = dir.clone();
+                self.list(&subshell.list, &mut inner, depth);
+            }
+            ast::CompoundCommand::ForClause(clause) => {
+                for value in clause.values.iter().flatten() {
+                    self.word(&value.value, dir, depth);
+                }
+                self.loop_body(&clause.body.list, dir, depth);
+            }
+            ast::CompoundCommand::CaseClause(clause) => {
+                self.word(&clause.value.value, dir, depth);
+                let before = dir.clone();
+                for item in &clause.cases {
+                    for pattern in &item.patterns {
+                        self.word(&pattern.value, dir, depth);
+                    }
+                    if let Some(body) = &item.cmd {
+                        let mut inner = before.clone();
+                        self.list(body, &mut inner, depth);
+                        if inner != before {
+                            *dir = Dir::Unknown;
+                        }
+                    }
+                }
+            }
+            ast::CompoundCommand::IfClause(clause) => {
+                self.list(&clause.condition, dir, depth);
+                let before = dir.clone();
+                let mut branches = vec![&clause.then];
+                for other in clause.elses.iter().flatten() {
+                    if let Some(condition) = &other.condition {
+                        let mut inner = before.clone();
+                        self.list(condition, &mut inner, depth);
+                        if inner != before {
+                            *dir = Dir::Unknown;
+                        }
+                    }
+                    branches.push(&other.body);
+                }
+                for branch in branches {
+                    let mut inner = before.clone();
+                    self.list(branch, &mut inner, depth);
+                    if inner != before {
+                        *dir = Dir::Unknown;
+                    }
+                }
+            }
+            ast::CompoundCommand::WhileClause(clause)
+            | ast::CompoundCommand::UntilClause(clause) => {
+                let ast::WhileOrUntilClauseCommand(condition, body, _) = clause;
+                self.loop_body(condition, dir, depth);
+                self.loop_body(&body.list, dir, depth);
+            }
+            ast::CompoundCommand::Coprocess(coprocess) => {
+                let mut inner = dir.clone();
+                self.command(&coprocess.body, &mut inner, depth);
+            }
+        }
+    }
+
+    /// A body that may run zero or more times: a `cd` in it leaves the
+    /// directory uncertain, for itself and for what follows.
+    fn loop_body(&mut self, list: &ast::CompoundList, dir: &mut Dir, depth: u32) {
+        let before = dir.clone();
+        let mut inner = dir.clone();
+        self.list(list, &mut inner, depth);
+        if inner != before {
+            *dir = Dir::Unknown;
+            // A second pass starts where the first ended.
+            let mut again = Dir::Unknown;
+            self.list(list, &mut again, depth);
+        }
+    }
+
+    fn extended_test(&mut self, expr: &ast::ExtendedTestExpr, dir: &Dir, depth: u32) {
+        match expr {
+            ast::ExtendedTestExpr::And(a, b) | ast::ExtendedTestExpr::Or(a, b) => {
+                self.extended_test(a, dir, depth);
+                self.extended_test(b, dir, depth);
+            }
+            ast::ExtendedTestExpr::Not(a) | ast::ExtendedTestExpr::Parenthesized(a) => {
+                self.extended_test(a, dir, depth);
+            }
+            ast::ExtendedTestExpr::UnaryTest(_, w) => {
+                self.word(&w.value, dir, depth);
+            }
+            ast::ExtendedTestExpr::BinaryTest(_, a, b) => {
+                self.word(&a.value, dir, depth);
+                self.word(&b.value, dir, depth);
+            }
+        }
+    }
+
+    /// Reads one word: its substitutions are read as scripts of their own.
+    fn word(&mut self, raw: &str, dir: &Dir, depth: u32) -> Value {
+        let cwd = match dir {
+            Dir::Known(path) => path.to_str().map(str::to_owned),
+            Dir::Unknown => None,
+        };
+        let expansion = Expansion {
+            home: self.home.as_deref(),
+            cwd: cwd.as_deref(),
+        };
+        let mut found = Found::default();
+        let value = word::read(raw, expansion, &mut found);
+        self.absorb(found, dir, depth);
+        value
+    }
+
+    fn absorb(&mut self, found: Found, dir: &Dir, depth: u32) {
+        if found.hidden_command {
+            self.unparsed("a command is hidden inside a parameter expansion");
+        }
+        self.found_arithmetic |= found.arithmetic;
+        self.found_quoted_code |= found.quoted_code;
+        for script in found.scripts {
+            self.subshell_script(&script, dir, depth);
+        }
+    }
+
+    fn simple(&mut self, command: &ast::SimpleCommand, dir: &mut Dir, depth: u32) {
+        let mut argv: Vec<Value> = Vec::new();
+        let mut assigned: Vec<String> = Vec::new();
+        let mut redirects: Vec<&ast::IoRedirect> = Vec::new();
+        for item in command.prefix.iter().flat_map(|p| p.0.iter()) {
+            self.prefix_or_suffix(item, dir, depth, &mut argv, &mut assigned, &mut redirects);
+        }
+        if let Some(name) = &command.word_or_name {
+            let value = self.word(&name.value, dir, depth);
+            argv.push(value);
+        }
+        for item in command.suffix.iter().flat_map(|s| s.0.iter()) {
+            self.prefix_or_suffix(item, dir, depth, &mut argv, &mut assigned, &mut redirects);
+        }
+        for var in &assigned {
+            if wrappers::is_code_variable(var) {
+                self.unparsed(format!(
+                    "the command sets {var}, which changes which code runs"
+                ));
+            }
+        }
+        // The program reads here-documents and here-strings as its input.
+        let stdin = stdin_text(&redirects);
+        for redirect in redirects {
+            self.redirect(redirect, dir, depth);
+        }
+        if let Some((program, args)) = argv.split_first() {
+            self.run(program, args, dir, depth, stdin.as_ref());
+        }
+    }
+
+    fn prefix_or_suffix<'c>(
+        &mut self,
+        item: &'c ast::CommandPrefixOrSuffixItem,
+        dir: &Dir,
+        depth: u32,
+        argv: &mut Vec<Value>,
+        assigned: &mut Vec<String>,
+        redirects: &mut Vec<&'c ast::IoRedirect>,
+    ) {
+        match item {
+            ast::CommandPrefixOrSuffixItem::IoRedirect(redirect) => redirects.push(redirect),
+            ast::CommandPrefixOrSuffixItem::Word(w) => {
+                let value = self.word(&w.value, dir, depth);
+                argv.push(value);
+            }
+            ast::CommandPrefixOrSuffixItem::AssignmentWord(assignment, w) => {
+                // After the command name (`env X=1 cmd`, `export X=1`) it is an argument.
+                if !argv.is_empty() {
+                    let value = self.word(&w.value, dir, depth);
+                    argv.push(value);
+                    return;
+                }
+                match &assignment.name {
+                    ast::AssignmentName::VariableName(name) => assigned.push(name.clone()),
+                    ast::AssignmentName::ArrayElementName(name, _) => {
+                        assigned.push(name.clone());
+                        // An array subscript is evaluated as arithmetic.
+                        self.found_arithmetic = true;
+                    }
+                }
+                match &assignment.value {
+                    ast::AssignmentValue::Scalar(value) => {
+                        self.word(&value.value, dir, depth);
+                    }
+                    ast::AssignmentValue::Array(values) => {
+                        for (key, value) in values {
+                            if let Some(key) = key {
+                                self.word(&key.value, dir, depth);
+                            }
+                            self.word(&value.value, dir, depth);
+                        }
+                    }
+                }
+            }
+            ast::CommandPrefixOrSuffixItem::ProcessSubstitution(_, subshell) => {
+                let mut inner = dir.clone();
+                self.list(&subshell.list, &mut inner, depth);
+                argv.push(Value {
+                    text: String::new(),
+                    certain: false,
+                });
+            }
+        }
+    }
+
+    fn redirect(&mut self, redirect: &ast::IoRedirect, dir: &Dir, depth: u32) {
+        match redirect {
+            ast::IoRedirect::File(_, kind, target) => {
+                let writes = matches!(
+                    kind,
+                    ast::IoFileRedirectKind::Write
+                        | ast::IoFileRedirectKind::Append
+                        | ast::IoFileRedirectKind::Clobber
+                        | ast::IoFileRedirectKind::ReadAndWrite
+                );
+                match target {
+                    ast::IoFileRedirectTarget::Filename(w) => {
+                        let value = self.word(&w.value, dir, depth);
+                        if writes {
+                            self.write(&value, dir);
+                        }
+                    }
+                    ast::IoFileRedirectTarget::Fd(_) => {}
+                    ast::IoFileRedirectTarget::ProcessSubstitution(_, subshell) => {
+                        let mut inner = dir.clone();
+                        self.list(&subshell.list, &mut inner, depth);
+                    }
+                    ast::IoFileRedirectTarget::Duplicate(w) => {
+                        let value = self.word(&w.value, dir, depth);
+                        let to_descriptor = value
+                            .literal()
+                            .is_some_and(|t| t == "-" || t.bytes().all(|b| b.is_ascii_digit()));
+                        // `>&word` with a word that is not a descriptor writes to a file.
+                        if matches!(kind, ast::IoFileRedirectKind::DuplicateOutput)
+                            && !to_descriptor
+                        {
+                            self.write(&value, dir);
+                        }
+                    }
+                }
+            }
+            ast::IoRedirect::HereDocument(_, doc) => {
+                if doc.requires_expansion {
+                    let mut found = Found::default();
+                    word::read_heredoc(&doc.doc.value, &mut found);
+                    self.absorb(found, dir, depth);
+                }
+            }
+            ast::IoRedirect::HereString(_, w) => {
+                self.word(&w.value, dir, depth);
+            }
+            ast::IoRedirect::OutputAndError(w, _) => {
+                let value = self.word(&w.value, dir, depth);
+                self.write(&value, dir);
+            }
+        }
+    }
+
+    /// A file opened for writing: skipped for the terminal and the bit bucket.
+    fn write(&mut self, target: &Value, dir: &Dir) {
+        let path = target.literal().and_then(|text| absolute(text, dir));
+        if let Some(path) = &path
+            && is_device(path)
+        {
+            return;
+        }
+        self.acts.push(Act::Write { path });
+    }
+
+    /// One program runs with these arguments.
+    fn run(
+        &mut self,
+        program: &Value,
+        args: &[Value],
+        dir: &mut Dir,
+        depth: u32,
+        stdin: Option<&StdinText>,
+    ) {
+        let Some(name) = program.literal() else {
+            self.unparsed("the program's name is only known at run time");
+            return;
+        };
+        if name.is_empty() {
+            self.unparsed("the program's name is empty");
+            return;
+        }
+        if self.functions.contains(name) {
+            return;
+        }
+        match name {
+            "cd" | "pushd" | "popd" => {
+                self.acts.push(Act::Run {
+                    program: name.to_owned(),
+                    dir: dir.clone(),
+                });
+                *dir = self.change_dir(name, args, dir);
+                return;
+            }
+            "eval" => {
+                self.unparsed("eval runs text as a command");
+                return;
+            }
+            "alias" | "unalias" => {
+                self.unparsed("aliases change what a command name runs");
+                return;
+            }
+            "enable" | "hash" if !args.is_empty() => {
+                self.unparsed(format!("{name} changes what a command name runs"));
+                return;
+            }
+            "trap" => {
+                self.acts.push(Act::Run {
+                    program: name.to_owned(),
+                    dir: dir.clone(),
+                });
+                match args.first().map(Value::literal) {
+                    Some(Some(action)) if !action.starts_with('-') && !action.is_empty() => {
+                        self.subshell_script(action, dir, depth);
+                    }
+                    Some(None) => self.unparsed("the command trap runs is only known at run time"),
+                    _ => {}
+                }
+                return;
+            }
+            "declare" | "typeset" | "local" | "export" | "readonly" => {
+                self.declaration(name, args, dir);
+                return;
+            }
+            "let" => {
+                self.found_arithmetic = true;
+            }
+            _ => {}
+        }
+        self.acts.push(Act::Run {
+            program: name.to_owned(),
+            dir: dir.clone(),
+        });
+        if is_git(name) {
+            match git::classify(args) {
+                git::Git::ReadOnly => {}
+                git::Git::Action(action) => self.acts.push(Act::Git(action)),
+                git::Git::RunsHiddenCode(why) => self.unparsed(why),
+            }
+            return;
+        }
+        if matches!(name, "source" | ".") {
+            match args.first() {
+                Some(file) => self.script_file(file, dir),
+                None => self.unparsed("source has no file"),
+            }
+            return;
+        }
+        let Some(inners) = wrappers::inner(name, args) else {
+            return;
+        };
+        for inner in inners {
+            self.inner(inner, dir, depth, stdin);
+        }
+    }
+
+    fn inner(&mut self, inner: Inner<'_>, dir: &Dir, depth: u32, stdin: Option<&StdinText>) {
+        if depth >= MAX_DEPTH {
+            self.unparsed("commands are nested deeper than Chock follows");
+            return;
+        }
+        match inner {
+            Inner::Program { argv, chdir } => {
+                let mut inner_dir = match chdir {
+                    Some(target) => match target.literal() {
+                        Some(text) => absolute(text, dir).map_or(Dir::Unknown, Dir::Known),
+                        None => Dir::Unknown,
+                    },
+                    None => dir.clone(),
+                };
+                if let Some((program, args)) = argv.split_first() {
+                    self.run(program, args, &mut inner_dir, depth + 1, None);
+                }
+            }
+            Inner::Script(text) => self.subshell_script(&text, dir, depth),
+            Inner::ScriptFile(file) => self.script_file(file, dir),
+            Inner::StdinScript => match stdin {
+                Some(StdinText::Literal(text)) => self.subshell_script(text, dir, depth),
+                Some(StdinText::Expanded) => {
+                    self.unparsed("a shell reads a script built at run time from its input");
+                }
+                None => self.unparsed("a shell reads its script from its input"),
+            },
+            Inner::Unreadable(why) => self.unparsed(why),
+        }
+    }
+
+    /// A script file a shell runs is decided as a program of its own.
+    fn script_file(&mut self, file: &Value, dir: &Dir) {
+        match file.literal() {
+            Some(text) => self.acts.push(Act::Run {
+                program: text.to_owned(),
+                dir: dir.clone(),
+            }),
+            None => self.unparsed("the script a shell runs is only known at run time"),
+        }
+    }
+
+    /// `export PATH=...`, `declare -x LD_PRELOAD=...`: assignments that
+    /// change which code runs. Other declarations run nothing.
+    fn declaration(&mut self, name: &str, args: &[Value], dir: &Dir) {
+        self.acts.push(Act::Run {
+            program: name.to_owned(),
+            dir: dir.clone(),
+        });
+        for arg in args {
+            let text = &arg.text;
+            if let Some(var) = wrappers::assignment_name(text)
+                && wrappers::is_code_variable(var)
+            {
+                self.unparsed(format!(
+                    "the command sets {var}, which changes which code runs"
+                ));
+            }
+            if name != "export" && text.starts_with('-') && text.contains('i') {
+                self.found_arithmetic = true;
+            }
+        }
+    }
+
+    /// Where `cd`, `pushd` or `popd` leaves the shell.
+    fn change_dir(&self, name: &str, args: &[Value], dir: &Dir) -> Dir {
+        if name == "popd" {
+            return Dir::Unknown;
+        }
+        let operands: Vec<&Value> = args
+            .iter()
+            .filter(|a| !(a.certain && a.text.starts_with('-') && a.text != "-"))
+            .collect();
+        match operands.as_slice() {
+            [] if name == "cd" => self
+                .home
+                .as_deref()
+                .map_or(Dir::Unknown, |home| Dir::Known(PathBuf::from(home))),
+            [target] => match target.literal() {
+                Some("-") | None => Dir::Unknown,
+                Some(text) => {
+                    let relative = !text.starts_with('/');
+                    let plain = text.starts_with("./")
+                        || text.starts_with("../")
+                        || text == "."
+                        || text == "..";
+                    if relative && self.cdpath && !plain {
+                        return Dir::Unknown;
+                    }
+                    absolute(text, dir).map_or(Dir::Unknown, Dir::Known)
+                }
+            },
+            _ => Dir::Unknown,
+        }
+    }
+}
+
+/// Whether a program name is git.
+fn is_git(name: &str) -> bool {
+    name == "git" || name.ends_with("/git")
+}
+
+/// What a program reads as its input when it is a shell reading a script.
+enum StdinText {
+    /// A quoted here-document or a literal here-string: the exact text.
+    Literal(String),
+    /// Text with expansions, only known at run time.
+    Expanded,
+}
+
+fn stdin_text(redirects: &[&ast::IoRedirect]) -> Option<StdinText> {
+    redirects.iter().rev().find_map(|redirect| match redirect {
+        ast::IoRedirect::HereDocument(fd, doc) if fd.is_none_or(|fd| fd == 0) => Some(
+            if doc.requires_expansion && doc.doc.value.contains(['$', '`']) {
+                StdinText::Expanded
+            } else {
+                StdinText::Literal(doc.doc.value.clone())
+            },
+        ),
+        ast::IoRedirect::HereString(fd, w) if fd.is_none_or(|fd| fd == 0) => {
+            let mut found = Found::default();
+            let none = Expansion {
+                home: None,
+                cwd: None,
+            };
+            let value = word::read(&w.value, none, &mut found);
+            Some(match value.literal() {
+                Some(text) => StdinText::Literal(text.to_owned()),
+                None => StdinText::Expanded,
+            })
+        }
+        _ => None,
+    })
+}
+
+/// Makes a path absolute against the current directory and removes `.` and
+/// `..` lexically. `None` when the directory is unknown and the path relative.
+pub fn absolute(text: &str, dir: &Dir) -> Option<PathBuf> {
+    let path = Path::new(text);
+    let joined = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        match dir {
+            Dir::Known(base) => base.join(path),
+            Dir::Unknown => return None,
+        }
+    };
+    Some(normalize(&joined))
+}
+
+/// Removes `.` and `..` without touching the file system.
+pub fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+/// Devices that are not files: writing to them changes nothing on disk.
+fn is_device(path: &Path) -> bool {
+    matches!(
+        path.to_str(),
+        Some("/dev/null" | "/dev/stdout" | "/dev/stderr" | "/dev/tty" | "/dev/zero")
+    ) || path.starts_with("/dev/fd")
+        || path.starts_with("/proc/self/fd")
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,299 @@
+//! `chock sync`: wiring Chock into each agent's own hook file, the git
+//! hooks and, with `--ci`, a GitHub Actions workflow.
+//!
+//! Every file is read, changed in memory and written only when its text
+//! differs, so a second sync changes nothing. The person's own settings,
+//! hooks and lines stay as they were. A file that cannot be read as what it
+//! should be is left untouched and reported with its path; the other files
+//! are still synced.
+
+mod ci;
+mod git_hooks;
+mod json;
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use crate::HookError;
+use crate::agent::Agent;
+
+pub use git_hooks::GitHook;
+
+/// What `chock sync` was asked to do.
+#[derive(Debug, Clone)]
+pub struct SyncOptions {
+    /// The project to wire.
+    pub project: PathBuf,
+    /// The agents to wire; `None`: the agents whose folder the project has.
+    pub agents: Option<Vec<Agent>>,
+    /// Also write the GitHub Actions workflow.
+    pub ci: bool,
+    /// How hook files call Chock (`chock`, found on PATH).
+    pub chock: String,
+}
+
+/// What happened to one file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// The file did not exist and was written.
+    Created,
+    /// The file existed and Chock's part of it changed.
+    Updated,
+    /// The file already held exactly Chock's part.
+    Unchanged,
+}
+
+/// One file of a sync.
+#[derive(Debug)]
+pub struct FileOutcome {
+    /// What the file is, for the report ("Claude Code hooks").
+    pub what: String,
+    /// The file.
+    pub path: PathBuf,
+    /// What happened, or why it was left untouched.
+    pub result: Result<Change, HookError>,
+}
+
+/// Everything a sync did.
+#[derive(Debug)]
+pub struct SyncReport {
+    /// The agents wired.
+    pub agents: Vec<Agent>,
+    /// Whether the agents were found in the project rather than named.
+    pub detected: bool,
+    /// Each file, in the order it was synced.
+    pub files: Vec<FileOutcome>,
+}
+
+impl SyncReport {
+    /// Whether every file was synced.
+    pub fn succeeded(&self) -> bool {
+        self.files.iter().all(|f| f.result.is_ok())
+    }
+}
+
+/// Runs one sync.
+pub fn sync(options: &SyncOptions) -> SyncReport {
+    let detected = options.agents.is_none();
+    let agents = options
+        .agents
+        .clone()
+        .unwrap_or_else(|| detect_agents(&options.project));
+    let mut files = Vec::new();
+    for &agent in &agents {
+        let path = agent_file(&options.project, agent);
+        let result = sync_agent(agent, &path, &options.chock);
+        files.push(FileOutcome {
+            what: format!("{} hooks", agent.title()),
+            path,
+            result,
+        });
+    }
+    match git_hooks::hooks_dir(&options.project) {
+        Ok(dir) => {
+            for hook in GitHook::ALL {
+                let path = dir.join(hook.name());
+                let result = sync_text_file(&path, true, |current| {
+                    git_hooks::updated(hook, &path, current, &options.chock)
+                });
+                files.push(FileOutcome {
+                    what: format!("git {} hook ({})", hook.name(), hook.action()),
+                    path,
+                    result,
+                });
+            }
+        }
+        Err(error) => files.push(FileOutcome {
+            what: "git hooks".to_owned(),
+            path: options.project.clone(),
+            result: Err(error),
+        }),
+    }
+    if options.ci {
+        let path = ci::path(&options.project);
+        let result = sync_text_file(&path, false, |current| ci::updated(&path, current));
+        files.push(FileOutcome {
+            what: "GitHub Actions workflow".to_owned(),
+            path,
+            result,
+        });
+    }
+    SyncReport {
+        agents,
+        detected,
+        files,
+    }
+}
+
+/// The agents whose own folder the project has.
+pub fn detect_agents(project: &Path) -> Vec<Agent> {
+    Agent::ALL
+        .into_iter()
+        .filter(|agent| {
+            agent_file(project, *agent)
+                .parent()
+                .is_some_and(Path::is_dir)
+        })
+        .collect()
+}
+
+/// The file an agent reads its project hooks from.
+pub fn agent_file(project: &Path, agent: Agent) -> PathBuf {
+    match agent {
+        Agent::Claude => project.join(".claude").join("settings.json"),
+        Agent::Cursor => project.join(".cursor").join("hooks.json"),
+        Agent::Gemini => project.join(".gemini").join("settings.json"),
+        Agent::Codex => project.join(".codex").join("hooks.json"),
+    }
+}
+
+/// The command an agent's hook entry runs.
+fn hook_command(chock: &str, agent: Agent) -> String {
+    format!("{chock} hook {}", agent.name())
+}
+
+/// Whether a handler in an agent's file is one Chock wrote (by any path to
+/// the binary, with any arguments).
+fn is_chocks(agent: Agent) -> impl Fn(&Value) -> bool {
+    move |handler| {
+        let Some(command) = handler.get("command").and_then(Value::as_str) else {
+            return false;
+        };
+        let mut words = command.split_whitespace();
+        let program = words.next().unwrap_or("");
+        let base = program
+            .rsplit('/')
+            .next()
+            .unwrap_or(program)
+            .trim_matches('"');
+        base == "chock" && words.next() == Some("hook") && words.next() == Some(agent.name())
+    }
+}
+
+fn sync_agent(agent: Agent, path: &Path, chock: &str) -> Result<Change, HookError> {
+    let command = hook_command(chock, agent);
+    sync_text_file(path, false, |current| {
+        let document = json::Document::parse(path, current)?;
+        match agent {
+            Agent::Claude | Agent::Codex => {
+                let group = json!({
+                    "matcher": "*",
+                    "hooks": [{"type": "command", "command": command, "timeout": 60}]
+                });
+                document.ensure_nested("PreToolUse", &group, is_chocks(agent))?;
+            }
+            Agent::Gemini => {
+                let group = json!({
+                    "matcher": "*",
+                    "hooks": [{
+                        "name": "chock",
+                        "type": "command",
+                        "command": command,
+                        "timeout": 60000
+                    }]
+                });
+                document.ensure_nested("BeforeTool", &group, is_chocks(agent))?;
+            }
+            Agent::Cursor => {
+                document.ensure_field("version", json::input(&json!(1)));
+                let handler = json!({"command": command, "failClosed": true});
+                // preToolUse sees every tool; beforeMCPExecution names the
+                // MCP server, which preToolUse does not.
+                document.ensure_flat("preToolUse", &handler, is_chocks(agent))?;
+                document.ensure_flat("beforeMCPExecution", &handler, is_chocks(agent))?;
+            }
+        }
+        Ok(document.changed_text())
+    })
+}
+
+/// Reads a text file, asks `update` for its new text, and writes it when it
+/// changed. `executable`: the file must be runnable (a git hook).
+fn sync_text_file(
+    path: &Path,
+    executable: bool,
+    update: impl FnOnce(Option<&str>) -> Result<Option<String>, HookError>,
+) -> Result<Change, HookError> {
+    let current = match std::fs::read(path) {
+        Ok(bytes) => Some(String::from_utf8(bytes).map_err(|_| HookError::Unparsable {
+            path: path.to_owned(),
+            message: "not UTF-8 text".to_owned(),
+        })?),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(source) => {
+            return Err(HookError::Io {
+                path: path.to_owned(),
+                action: "reading",
+                source,
+            });
+        }
+    };
+    let change = match update(current.as_deref())? {
+        Some(text) => {
+            write_atomically(path, &text, executable)?;
+            if current.is_some() {
+                Change::Updated
+            } else {
+                Change::Created
+            }
+        }
+        None => Change::Unchanged,
+    };
+    if executable {
+        make_executable(path)?;
+    }
+    Ok(change)
+}
+
+/// Writes a file whole or not at all: a temporary file beside it, renamed
+/// over it. The old file's permissions are kept.
+fn write_atomically(path: &Path, text: &str, executable: bool) -> Result<(), HookError> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let io = |action: &'static str| {
+        move |source| HookError::Io {
+            path: path.to_owned(),
+            action,
+            source,
+        }
+    };
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(io("creating its folder"))?;
+    let mut temp = tempfile::NamedTempFile::new_in(dir).map_err(io("writing"))?;
+    temp.write_all(text.as_bytes()).map_err(io("writing"))?;
+    let mode = match std::fs::metadata(path) {
+        Ok(meta) => meta.permissions().mode(),
+        Err(_) if executable => 0o755,
+        Err(_) => 0o644,
+    };
+    temp.as_file()
+        .set_permissions(std::fs::Permissions::from_mode(mode))
+        .map_err(io("setting permissions"))?;
+    temp.as_file().sync_all().map_err(io("writing"))?;
+    temp.persist(path)
+        .map_err(|e| e.error)
+        .map_err(io("replacing"))?;
+    Ok(())
+}
+
+/// Gives a hook script the execute bits git needs.
+fn make_executable(path: &Path) -> Result<(), HookError> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let meta = std::fs::metadata(path).map_err(|source| HookError::Io {
+        path: path.to_owned(),
+        action: "reading",
+        source,
+    })?;
+    let mode = meta.permissions().mode();
+    if mode & 0o111 != 0o111 {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode | 0o111)).map_err(
+            |source| HookError::Io {
+                path: path.to_owned(),
+                action: "making it executable",
+                source,
+            },
+        )?;
+    }
+    Ok(())
+}
