@@ -15,7 +15,14 @@ use std::process::exit;
 
 unsafe extern "C" {
     fn syscall(number: c_long, ...) -> c_long;
-    fn mmap(addr: *mut c_void, len: usize, prot: c_int, flags: c_int, fd: c_int, off: i64) -> *mut c_void;
+    fn mmap(
+        addr: *mut c_void,
+        len: usize,
+        prot: c_int,
+        flags: c_int,
+        fd: c_int,
+        off: i64,
+    ) -> *mut c_void;
     fn mprotect(addr: *mut c_void, len: usize, prot: c_int) -> c_int;
     fn fork() -> c_int;
     fn waitpid(pid: c_int, status: *mut c_int, options: c_int) -> c_int;
@@ -80,7 +87,10 @@ fn must_not_return(what: &str, ret: c_long) -> ! {
     if ret >= 0 {
         breach(&format!("{what} succeeded"));
     }
-    breach(&format!("{what} returned ({}) instead of being killed by seccomp", errno()));
+    breach(&format!(
+        "{what} returned ({}) instead of being killed by seccomp",
+        errno()
+    ));
 }
 
 fn read_path(path: &str) -> ! {
@@ -91,7 +101,11 @@ fn read_path(path: &str) -> ! {
 }
 
 fn write_path(path: &str) -> ! {
-    match std::fs::OpenOptions::new().create(true).append(true).open(path) {
+    match std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+    {
         Ok(mut file) => match file.write_all(b"escaped\n") {
             Ok(()) => breach(&format!("wrote {path}")),
             Err(e) => blocked(&format!("writing {path}: {e}")),
@@ -101,7 +115,11 @@ fn write_path(path: &str) -> ! {
 }
 
 fn write_policy(path: &str) -> ! {
-    if std::fs::OpenOptions::new().write(true).open(path).is_ok_and(|mut f| f.write_all(b".{}").is_ok()) {
+    if std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .is_ok_and(|mut f| f.write_all(b".{}").is_ok())
+    {
         breach(&format!("wrote {path}"));
     }
     let aside = format!("{path}.moved");
@@ -123,14 +141,24 @@ fn ptrace_other() -> ! {
     }
     const PTRACE_ATTACH: c_long = 16;
     // SAFETY: integer arguments.
-    let ret = unsafe { syscall(nr::PTRACE, PTRACE_ATTACH, c_long::from(child), 0 as c_long, 0 as c_long) };
+    let ret = unsafe {
+        syscall(
+            nr::PTRACE,
+            PTRACE_ATTACH,
+            c_long::from(child),
+            0 as c_long,
+            0 as c_long,
+        )
+    };
     // SAFETY: ending the child.
     unsafe { kill(child, 9) };
     must_not_return("ptrace(PTRACE_ATTACH) of another process", ret)
 }
 
 fn setns() -> ! {
-    let Ok(file) = std::fs::File::open("/proc/self/ns/net") else { blocked("no namespace file to join") };
+    let Ok(file) = std::fs::File::open("/proc/self/ns/net") else {
+        blocked("no namespace file to join")
+    };
     use std::os::fd::AsRawFd;
     // SAFETY: integer arguments.
     let ret = unsafe { syscall(nr::SETNS, c_long::from(file.as_raw_fd()), 0 as c_long) };
@@ -145,7 +173,13 @@ fn io_uring() -> ! {
         breach("io_uring_setup made a ring");
     }
     let e = errno();
-    if e.raw_os_error() == Some(1) { blocked("io_uring_setup: EPERM") } else { breach(&format!("io_uring_setup failed with {e}, not EPERM from the filter")) }
+    if e.raw_os_error() == Some(1) {
+        blocked("io_uring_setup: EPERM")
+    } else {
+        breach(&format!(
+            "io_uring_setup failed with {e}, not EPERM from the filter"
+        ))
+    }
 }
 
 const PROT_READ: c_int = 1;
@@ -156,7 +190,16 @@ const MAP_ANONYMOUS: c_int = 0x20;
 
 fn map(prot: c_int) -> Option<*mut c_void> {
     // SAFETY: an anonymous private mapping.
-    let page = unsafe { mmap(std::ptr::null_mut(), 4096, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) };
+    let page = unsafe {
+        mmap(
+            std::ptr::null_mut(),
+            4096,
+            prot,
+            MAP_PRIVATE | MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
     (page as isize != -1).then_some(page)
 }
 
@@ -164,7 +207,9 @@ fn write_execute() -> ! {
     if map(PROT_READ | PROT_WRITE | PROT_EXEC).is_some() {
         breach("mapped a page writable and executable");
     }
-    let Some(page) = map(PROT_READ | PROT_WRITE) else { breach("could not map even a writable page") };
+    let Some(page) = map(PROT_READ | PROT_WRITE) else {
+        breach("could not map even a writable page")
+    };
     // SAFETY: the page just mapped.
     if unsafe { mprotect(page, 4096, PROT_READ | PROT_WRITE | PROT_EXEC) } == 0 {
         breach("made a writable page executable too");
@@ -218,12 +263,23 @@ fn memfd_exec() -> ! {
     let envp = [std::ptr::null::<c_char>()];
     const AT_EMPTY_PATH: c_long = 0x1000;
     // SAFETY: NUL-terminated strings and null-terminated arrays.
-    let ret = unsafe { syscall(nr::EXECVEAT, fd, empty.as_ptr(), argv.as_ptr(), envp.as_ptr(), AT_EMPTY_PATH) };
+    let ret = unsafe {
+        syscall(
+            nr::EXECVEAT,
+            fd,
+            empty.as_ptr(),
+            argv.as_ptr(),
+            envp.as_ptr(),
+            AT_EMPTY_PATH,
+        )
+    };
     must_not_return("execveat(memfd, AT_EMPTY_PATH)", ret)
 }
 
 fn tcp(target: &str) -> ! {
-    let Ok(address) = target.parse::<std::net::SocketAddr>() else { usage() };
+    let Ok(address) = target.parse::<std::net::SocketAddr>() else {
+        usage()
+    };
     match std::net::TcpStream::connect_timeout(&address, std::time::Duration::from_secs(3)) {
         Ok(_) => breach(&format!("connected to {target}")),
         Err(e) => blocked(&format!("connecting to {target}: {e}")),
@@ -250,7 +306,10 @@ fn symlink_out(target_dir: &str, link: &str) -> ! {
     }
     let through = |name: &str| format!("{link}/{name}");
     if let Ok(bytes) = std::fs::read(through("secret")) {
-        breach(&format!("read {} bytes through {link} -> {target_dir}", bytes.len()));
+        breach(&format!(
+            "read {} bytes through {link} -> {target_dir}",
+            bytes.len()
+        ));
     }
     if std::fs::write(through("planted"), b"x").is_ok() {
         breach(&format!("wrote through {link} -> {target_dir}"));
@@ -260,7 +319,9 @@ fn symlink_out(target_dir: &str, link: &str) -> ! {
     if std::fs::write(format!("{etc}/planted"), b"x").is_ok() {
         breach(&format!("wrote through {etc} -> /etc"));
     }
-    blocked(&format!("the link {link} -> {target_dir} leads nowhere the host keeps"))
+    blocked(&format!(
+        "the link {link} -> {target_dir} leads nowhere the host keeps"
+    ))
 }
 
 fn tiocsti() -> ! {
@@ -270,7 +331,9 @@ fn tiocsti() -> ! {
         // SAFETY: TIOCSTI reads one byte from the pointer.
         let ret = unsafe { syscall(nr::IOCTL, 0 as c_long, request, &byte as *const u8) };
         if ret == 0 {
-            breach(&format!("TIOCSTI (request {request:#x}) pushed a byte into the terminal"));
+            breach(&format!(
+                "TIOCSTI (request {request:#x}) pushed a byte into the terminal"
+            ));
         }
     }
     blocked(&format!("TIOCSTI: {}", errno()))
@@ -286,7 +349,10 @@ fn raise_rlimit() -> ! {
         let raised = [limit[1].saturating_add(1), limit[1].saturating_add(1)];
         // SAFETY: as above.
         if unsafe { setrlimit(resource, &raised) } == 0 {
-            breach(&format!("raised rlimit {resource} above its hard limit {}", limit[1]));
+            breach(&format!(
+                "raised rlimit {resource} above its hard limit {}",
+                limit[1]
+            ));
         }
     }
     blocked(&format!("setrlimit above the hard limit: {}", errno()))
@@ -311,7 +377,9 @@ fn setuid(path: &str) -> ! {
     if status & 0x7f == 0 && code == 0 {
         blocked(&format!("the setuid bit of {path} took no effect"));
     }
-    breach(&format!("{path} ran with another effective uid (status {status})"))
+    breach(&format!(
+        "{path} ran with another effective uid (status {status})"
+    ))
 }
 
 fn euid() -> ! {
@@ -328,7 +396,11 @@ fn euid() -> ! {
 fn caps() -> ! {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     let field = |name: &str| {
-        status.lines().find_map(|l| l.strip_prefix(name)).map(|v| v.trim().to_owned()).unwrap_or_default()
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map(|v| v.trim().to_owned())
+            .unwrap_or_default()
     };
     for set in ["CapInh:", "CapPrm:", "CapEff:", "CapBnd:", "CapAmb:"] {
         let value = field(set);
@@ -368,25 +440,42 @@ fn main() {
         "write-policy" => write_policy(arg(2)),
         "mount" => {
             let (src, dst, fs) = (c("tmpfs"), c("/tmp"), c("tmpfs"));
-            must_not_return("mount", unsafe { syscall(nr::MOUNT, src.as_ptr(), dst.as_ptr(), fs.as_ptr(), 0 as c_long, 0 as c_long) })
+            must_not_return("mount", unsafe {
+                syscall(
+                    nr::MOUNT,
+                    src.as_ptr(),
+                    dst.as_ptr(),
+                    fs.as_ptr(),
+                    0 as c_long,
+                    0 as c_long,
+                )
+            })
         }
-        "unshare" => must_not_return("unshare", unsafe { syscall(nr::UNSHARE, 0x1000_0000 as c_long | 0x20000) }),
+        "unshare" => must_not_return("unshare", unsafe {
+            syscall(nr::UNSHARE, 0x1000_0000 as c_long | 0x20000)
+        }),
         "setns" => setns(),
         "ptrace" => ptrace_other(),
-        "keyctl" => must_not_return("keyctl", unsafe { syscall(nr::KEYCTL, 1 as c_long, 0 as c_long) }),
+        "keyctl" => must_not_return("keyctl", unsafe {
+            syscall(nr::KEYCTL, 1 as c_long, 0 as c_long)
+        }),
         "bpf" => {
             let mut attr = [0u8; 128];
             attr[0] = 2; // BPF_MAP_TYPE_ARRAY
             attr[4] = 4;
             attr[8] = 4;
             attr[12] = 1;
-            must_not_return("bpf(BPF_MAP_CREATE)", unsafe { syscall(nr::BPF, 0 as c_long, attr.as_mut_ptr(), 128 as c_long) })
+            must_not_return("bpf(BPF_MAP_CREATE)", unsafe {
+                syscall(nr::BPF, 0 as c_long, attr.as_mut_ptr(), 128 as c_long)
+            })
         }
         "io_uring" => io_uring(),
         "write-execute" => write_execute(),
         "jit" => jit(),
         "memfd-exec" => memfd_exec(),
-        "vsock" => must_not_return("socket(AF_VSOCK)", unsafe { syscall(nr::SOCKET, 40 as c_long, 1 as c_long, 0 as c_long) }),
+        "vsock" => must_not_return("socket(AF_VSOCK)", unsafe {
+            syscall(nr::SOCKET, 40 as c_long, 1 as c_long, 0 as c_long)
+        }),
         "tcp" => tcp(arg(2)),
         "unix" => unix_socket(arg(2)),
         "symlink" => symlink_out(arg(2), arg(3)),
@@ -397,6 +486,13 @@ fn main() {
         "caps" => caps(),
         "chown" => chown_path(arg(2)),
         "memfd-ran" => breach("a program ran from a memfd"),
+        // Not an attack: what the program was given, for the tests of the environment.
+        "env" => {
+            for (name, value) in std::env::vars_os() {
+                println!("{}={}", name.to_string_lossy(), value.to_string_lossy());
+            }
+            exit(0)
+        }
         _ => usage(),
     }
 }

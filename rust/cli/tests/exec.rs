@@ -1,0 +1,286 @@
+//! `chock exec` for real: the decision, the log line, the dev shell as the
+//! toolchain, the exit status and signals passed through, the cache.
+//! Needs user namespaces, Landlock and the Nix daemon (`scripts/setup`).
+
+mod sandbox_fixture;
+
+use std::os::unix::process::ExitStatusExt;
+use std::time::Duration;
+
+use sandbox_fixture::{Fixture, describe, text};
+
+#[test]
+fn the_exit_code_passes_through_and_the_decision_is_logged() {
+    let fx = Fixture::host();
+    let out = fx.exec(&[], &["sh", "-c", "echo out; echo err >&2; exit 7"]);
+    assert_eq!(out.status.code(), Some(7), "{}", describe(&out));
+    assert_eq!(text(&out.stdout), "out\n");
+    assert!(text(&out.stderr).contains("err\n"));
+    assert!(
+        text(&out.stderr).contains("no flake.nix here"),
+        "the command says it runs on the whole store: {}",
+        describe(&out)
+    );
+    let lines = fx.log_lines();
+    let exec = lines
+        .iter()
+        .find(|l| l["action"] == "exec.path.sh")
+        .expect("a log line for exec.path.sh");
+    assert_eq!(exec["decision"], "allow");
+    assert_eq!(exec["route"], "exec");
+    assert_eq!(exec["subject"], "sh");
+    assert!(
+        lines.iter().any(|l| l["action"] == "sandbox.jit"),
+        "sandbox.jit is read and logged"
+    );
+}
+
+#[test]
+fn death_by_signal_passes_through() {
+    let fx = Fixture::host();
+    let out = fx.exec(&[], &["sh", "-c", "kill -TERM $$"]);
+    assert_eq!(
+        out.status.signal(),
+        Some(libc::SIGTERM),
+        "{}",
+        describe(&out)
+    );
+}
+
+#[test]
+fn ctrl_c_reaches_the_program() {
+    let fx = Fixture::host();
+    let mut child = fx
+        .chock()
+        .args([
+            "exec",
+            "--",
+            "sh",
+            "-c",
+            "trap 'echo got-int; exit 42' INT; echo ready; while :; do sleep 0.1; done",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut stdout = child.stdout.take().expect("stdout");
+    let mut first = [0u8; 6];
+    std::io::Read::read_exact(&mut stdout, &mut first).expect("the program started");
+    assert_eq!(&first, b"ready\n");
+    // SAFETY: signalling our own child, as a terminal's Ctrl-C would.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().expect("wait");
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).expect("read");
+    assert_eq!(rest, "got-int\n");
+    assert_eq!(status.code(), Some(42));
+}
+
+#[test]
+fn a_refusal_names_the_rule_to_write_and_exits_3() {
+    let fx = Fixture::host();
+    fx.rules(r#".{ .action = "exec.path.sh", .decision = .deny }"#);
+    let out = fx.exec(&[], &["sh", "-c", "echo ran"]);
+    assert_eq!(out.status.code(), Some(3), "{}", describe(&out));
+    assert!(!text(&out.stdout).contains("ran"));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("exec.path.sh") && stderr.contains("deny"),
+        "{stderr}"
+    );
+    let lines = fx.log_lines();
+    assert!(lines.iter().any(|l| l["action"] == "exec.path.sh"
+        && l["decision"] == "deny"
+        && l["answered_by"] == "rule"));
+}
+
+#[test]
+fn an_ask_is_a_refusal_with_the_rule_that_would_allow_it() {
+    let fx = Fixture::host();
+    let out = fx.exec(&[], &["./a/../b"]);
+    assert_eq!(out.status.code(), Some(3), "{}", describe(&out));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("exec.unparsed"), "{stderr}");
+    assert!(
+        stderr.contains(r#".{ .action = "exec.unparsed", .decision = .allow }"#),
+        "{stderr}"
+    );
+    let line = fx
+        .log_lines()
+        .into_iter()
+        .find(|l| l["action"] == "exec.unparsed")
+        .expect("logged");
+    assert_eq!(line["answered_by"], "nobody");
+}
+
+#[test]
+fn the_caller_environment_and_home_stay_outside() {
+    let fx = Fixture::host();
+    std::fs::write(fx.home.join("token"), "secret").expect("token");
+    let out = fx
+        .chock()
+        .env("API_KEY", "sk-do-not-leak")
+        .args(["exec", "--", "sh", "-c", "env; echo HOME=$HOME; ls $HOME"])
+        .output()
+        .expect("run");
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", describe(&out));
+    assert!(!stdout.contains("sk-do-not-leak"), "{stdout}");
+    assert!(stdout.contains("HOME=/run/chock/cache"), "{stdout}");
+    assert!(stdout.contains("TMPDIR=/run/chock/tmp"), "{stdout}");
+    assert!(!stdout.contains("token"), "{stdout}");
+}
+
+#[test]
+fn json_captures_the_output_and_the_decision() {
+    let fx = Fixture::host();
+    let out = fx.exec(&["--json"], &["sh", "-c", "echo hello; exit 4"]);
+    assert_eq!(out.status.code(), Some(4), "{}", describe(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert_eq!(report["action"], "exec.path.sh");
+    assert_eq!(report["decision"], "allow");
+    assert_eq!(report["stdout"], "hello\n");
+    assert_eq!(report["exit"]["code"], 4);
+}
+
+#[test]
+fn a_program_that_creates_chock_zon_has_it_moved_aside() {
+    let fx = Fixture::host();
+    let out = fx.exec(&[], &["sh", "-c", "printf '.{}' > chock.zon"]);
+    assert!(out.status.success(), "{}", describe(&out));
+    assert!(
+        !fx.project.join("chock.zon").exists(),
+        "a chock.zon written inside must not stay"
+    );
+    assert!(text(&out.stderr).contains("moved to"), "{}", describe(&out));
+}
+
+#[test]
+fn the_dev_shell_is_the_toolchain_and_nothing_else_of_the_store() {
+    let fx = Fixture::flake();
+    fx.probe();
+    let outside = fx.outside_store_path();
+    let out = fx.exec(&[], &["./probe", "read", outside.to_str().expect("utf-8")]);
+    assert!(out.status.success(), "{}", describe(&out));
+    assert!(
+        text(&out.stdout).starts_with("blocked:"),
+        "{}",
+        describe(&out)
+    );
+    assert!(
+        text(&out.stderr).contains("devShells."),
+        "the first run says it read the dev shell: {}",
+        describe(&out)
+    );
+
+    let out = fx
+        .chock()
+        .env("API_KEY", "sk-do-not-leak")
+        .args(["exec", "--", "./probe", "env"])
+        .output()
+        .expect("run");
+    let env = text(&out.stdout);
+    assert!(
+        env.contains("MYVAR=from the dev shell"),
+        "{}",
+        describe(&out)
+    );
+    assert!(
+        env.lines()
+            .any(|l| l.starts_with("PATH=/nix/store/") && l.ends_with("-tool/bin")),
+        "{env}"
+    );
+    assert!(env.lines().any(|l| l == "HOME=/run/chock/cache"), "{env}");
+    assert!(
+        !env.contains("sk-do-not-leak") && !env.contains("NIX_BUILD_TOP"),
+        "{env}"
+    );
+    assert!(
+        !text(&out.stderr).contains("print-dev-env"),
+        "a second run is served from the cache: {}",
+        describe(&out)
+    );
+}
+
+#[test]
+fn a_dev_shell_the_flake_lacks_stops_with_the_names_it_has() {
+    let fx = Fixture::flake();
+    let out = fx.exec(&["--dev-shell", "nope"], &["true"]);
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("does not provide attribute"),
+        "Nix's own message: {stderr}"
+    );
+    assert!(stderr.contains("it has: ci, default"), "{stderr}");
+}
+
+#[test]
+fn chock_zon_names_the_dev_shell_and_the_flag_wins() {
+    let fx = Fixture::flake();
+    fx.probe();
+    fx.zon(".{ .nix = .{ .dev_shell = \"ci\" } }\n");
+    let env = |flags: &[&str]| {
+        let out = fx.exec(flags, &["./probe", "env"]);
+        assert!(out.status.success(), "{}", describe(&out));
+        text(&out.stdout)
+    };
+    let ci = env(&[]);
+    assert!(
+        ci.contains("CI_ONLY=yes") && !ci.contains("MYVAR="),
+        "chock.zon's shell: {ci}"
+    );
+    let default = env(&["--dev-shell", "default"]);
+    assert!(
+        default.contains("MYVAR=") && !default.contains("CI_ONLY="),
+        "the flag wins: {default}"
+    );
+}
+
+#[test]
+fn the_cache_is_kept_shown_and_cleared() {
+    let fx = Fixture::host();
+    let out = fx.exec(
+        &[],
+        &[
+            "sh",
+            "-c",
+            "mkdir -p $HOME/tool && head -c 100000 /dev/zero > $HOME/tool/blob",
+        ],
+    );
+    assert!(out.status.success(), "{}", describe(&out));
+    assert!(
+        text(&out.stderr).contains("cache is new"),
+        "first use is announced: {}",
+        describe(&out)
+    );
+    let again = fx.exec(&[], &["sh", "-c", "test -f $HOME/tool/blob"]);
+    assert!(
+        again.status.success(),
+        "the cache is kept between runs: {}",
+        describe(&again)
+    );
+    let shown = fx.chock().args(["cache"]).output().expect("cache");
+    assert!(text(&shown.stdout).contains("tool"), "{}", describe(&shown));
+    assert!(
+        text(&shown.stdout).contains("2048.0 MiB"),
+        "the bound is shown: {}",
+        describe(&shown)
+    );
+    let cleared = fx.chock().args(["cache", "clear"]).output().expect("clear");
+    assert!(cleared.status.success(), "{}", describe(&cleared));
+    let gone = fx.exec(&[], &["sh", "-c", "test ! -e $HOME/tool"]);
+    assert!(gone.status.success(), "{}", describe(&gone));
+}
+
+#[test]
+fn background_processes_end_with_the_command() {
+    let fx = Fixture::host();
+    let marker = fx.project.join("late");
+    let out = fx.exec(&[], &["sh", "-c", "(sleep 1; touch late) & exit 0"]);
+    assert!(out.status.success(), "{}", describe(&out));
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(
+        !marker.exists(),
+        "a background process outlived the command"
+    );
+}

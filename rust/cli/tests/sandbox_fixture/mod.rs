@@ -1,0 +1,223 @@
+//! A project for `chock exec` tests: its own HOME, XDG directories and
+//! decision log, optionally a flake whose dev shell builds with no nixpkgs
+//! (raw derivations with /bin/sh builders; the daemon's sandbox is off on
+//! the machines Chock is tested on), and the escape probe compiled static.
+//! Needs a kernel with user namespaces and Landlock and a Nix daemon; each
+//! test fails saying so (run `scripts/setup`, see `chock doctor`).
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+/// The flake: a `default` dev shell whose PATH is a tool's bin, a `ci`
+/// shell, and a package outside both closures.
+fn flake_text(system: &str) -> String {
+    format!(
+        r#"{{
+  outputs = {{ self }}: let
+    system = "{system}";
+    raw = name: script: derivation {{
+      inherit name system;
+      builder = "/bin/sh";
+      args = [ "-c" script ];
+      PATH = "/usr/bin:/bin";
+    }};
+    stdenv = raw "mini-stdenv" "mkdir $out; echo 'export PATH=$tool/bin' > $out/setup";
+    tool = raw "tool" "mkdir -p $out/bin; echo hello > $out/bin/greeting";
+  in {{
+    devShells.${{system}} = {{
+      default = derivation {{
+        name = "shell"; inherit system stdenv tool; builder = "/bin/bash";
+        outputs = [ "out" ];
+        MYVAR = "from the dev shell";
+      }};
+      ci = derivation {{
+        name = "ci-shell"; inherit system stdenv; builder = "/bin/bash";
+        outputs = [ "out" ];
+        CI_ONLY = "yes";
+      }};
+    }};
+    packages.${{system}}.outside = raw "outside-the-closure" "echo secret > $out";
+  }};
+}}
+"#
+    )
+}
+
+pub struct Fixture {
+    root: tempfile::TempDir,
+    pub project: PathBuf,
+    pub home: PathBuf,
+}
+
+impl Fixture {
+    /// A project with no flake.nix.
+    pub fn host() -> Fixture {
+        let root = tempfile::Builder::new()
+            .prefix("chock-exec-")
+            .tempdir()
+            .expect("tempdir");
+        let project = root.path().join("project");
+        let home = root.path().join("home");
+        for dir in [&project, &home] {
+            std::fs::create_dir_all(dir).expect("mkdir");
+        }
+        Fixture {
+            root,
+            project,
+            home,
+        }
+    }
+
+    /// A project with the test flake, tracked in git so Nix copies only flake.nix.
+    /// (Nix 2.8's get-env.sh writes the shell's environment to each name in
+    /// `outputs`, so a raw dev shell derivation must name its outputs.)
+    pub fn flake() -> Fixture {
+        let fixture = Fixture::host();
+        let system = chock_sandbox::devshell::system();
+        std::fs::write(fixture.project.join("flake.nix"), flake_text(&system)).expect("flake.nix");
+        for args in [&["init", "-q"][..], &["add", "flake.nix"]] {
+            let ok = Command::new("git")
+                .args(args)
+                .current_dir(&fixture.project)
+                .status()
+                .expect("git")
+                .success();
+            assert!(ok, "git {args:?} failed");
+        }
+        fixture
+    }
+
+    pub fn root(&self) -> &Path {
+        self.root.path()
+    }
+
+    /// Writes chock.zon with these rules (ZON rule structs, comma-separated).
+    pub fn rules(&self, rules: &str) {
+        self.zon(&format!(
+            ".{{ .policy = .{{ .rules = .{{ {rules} }} }} }}\n"
+        ));
+    }
+
+    pub fn zon(&self, text: &str) {
+        std::fs::write(self.project.join("chock.zon"), text).expect("chock.zon");
+    }
+
+    /// `chock` with this fixture's HOME and XDG directories, run in the project.
+    pub fn chock(&self) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_chock"));
+        let at = |name: &str| self.root.path().join(name);
+        command
+            .current_dir(&self.project)
+            .env("HOME", &self.home)
+            .env("XDG_DATA_HOME", at("data"))
+            .env("XDG_CACHE_HOME", at("cache"))
+            .env("XDG_CONFIG_HOME", at("config"))
+            .env("XDG_STATE_HOME", at("state"))
+            .env_remove("CHOCK_STATE_DIR")
+            .env("NIX_REMOTE", "daemon");
+        command
+    }
+
+    /// `chock exec [flags] -- program args...`
+    pub fn exec(&self, flags: &[&str], program: &[&str]) -> Output {
+        self.chock()
+            .arg("exec")
+            .args(flags)
+            .arg("--")
+            .args(program)
+            .output()
+            .expect("run chock")
+    }
+
+    /// The decision log's lines.
+    pub fn log_lines(&self) -> Vec<serde_json::Value> {
+        let path = self.root.path().join("state/chock/log/decisions.jsonl");
+        std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("log line is JSON"))
+            .collect()
+    }
+
+    /// The escape probe, copied into the project (it is static, so it runs
+    /// in any sandbox).
+    pub fn probe(&self) -> PathBuf {
+        let target = self.project.join("probe");
+        std::fs::copy(probe_binary(), &target).expect("copy probe");
+        target
+    }
+
+    /// Builds the flake's `outside` package and returns its store path.
+    pub fn outside_store_path(&self) -> PathBuf {
+        let system = chock_sandbox::devshell::system();
+        let installable = format!("{}#packages.{system}.outside", self.project.display());
+        let out = Command::new("nix")
+            .args([
+                "--extra-experimental-features",
+                "nix-command flakes",
+                "build",
+                "--no-link",
+                "--json",
+                &installable,
+            ])
+            .env("NIX_REMOTE", "daemon")
+            .output()
+            .expect("nix build: run scripts/setup");
+        assert!(
+            out.status.success(),
+            "nix build failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let json: serde_json::Value =
+            serde_json::from_slice(&out.stdout).expect("nix build --json");
+        PathBuf::from(json[0]["outputs"]["out"].as_str().expect("an out path"))
+    }
+}
+
+/// Compiles `rust/sandbox/testdata/escape_probe.rs` once per test binary,
+/// statically linked.
+pub fn probe_binary() -> &'static Path {
+    static PROBE: OnceLock<PathBuf> = OnceLock::new();
+    PROBE.get_or_init(|| {
+        let source =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../sandbox/testdata/escape_probe.rs");
+        let output = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("escape_probe-{}", std::process::id()));
+        let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+        let built = Command::new(rustc)
+            .args([
+                "--edition",
+                "2024",
+                "-O",
+                "-C",
+                "target-feature=+crt-static",
+                "-o",
+            ])
+            .arg(&output)
+            .arg(&source)
+            .output()
+            .expect("rustc is needed to build the escape probe");
+        assert!(
+            built.status.success(),
+            "building the probe failed: {}",
+            String::from_utf8_lossy(&built.stderr)
+        );
+        output
+    })
+}
+
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+pub fn describe(output: &Output) -> String {
+    format!(
+        "status {:?}\nstdout: {}\nstderr: {}",
+        output.status,
+        text(&output.stdout),
+        text(&output.stderr)
+    )
+}
