@@ -36,12 +36,39 @@ pub fn append(
     let ts = humantime::format_rfc3339_millis(SystemTime::now()).to_string();
     let body = encode_body(&ts, entry)?;
     let lock_path = dir.join(LOCK);
-    let held = lock::exclusive(open_private(&lock_path, false)?, lock_wait).map_err(|source| {
-        LogError::Lock {
-            path: lock_path.clone(),
-            source,
-        }
-    })?;
+    let lock_file = open_private(&lock_path, false)?;
+    let owned_dir = dir.to_owned();
+    let written = lock::with_exclusive(lock_file, lock_wait, move |unlocked| {
+        write_line(&owned_dir, rotation, &body, unlocked)
+    })
+    .map_err(|source| LogError::Lock {
+        path: lock_path,
+        source,
+    })??;
+    Ok(Appended {
+        head: Head {
+            seq: written.seq,
+            hash: Sha256Hash::of_line(&written.line),
+        },
+        unchained: written.unchained,
+    })
+}
+
+/// A line as it went out.
+struct Written {
+    seq: u64,
+    line: Vec<u8>,
+    unchained: Option<String>,
+}
+
+/// Chains `body` to the last whole line and writes it: the part of an
+/// append done under the lock (or, when `unlocked` says why not, without it).
+fn write_line(
+    dir: &Path,
+    rotation: Rotation,
+    body: &[u8],
+    unlocked: lock::Unlocked,
+) -> Result<Written, LogError> {
     let current_path = dir.join(CURRENT);
     let mut current = open_private(&current_path, true)?;
     let size = current
@@ -56,18 +83,13 @@ pub fn append(
         source,
     })?;
     let mut point = chain_point(dir, reader, size)?;
-    let unchained = match (&held, point.unreadable.take()) {
-        (None, _) => Some(format!(
-            "the lock stayed held by another writer for {} ms",
-            lock_wait.as_millis()
-        )),
-        (Some(_), why) => why,
-    };
-    let line = encode_line(point.next_seq, point.prev, unchained.as_deref(), &body)?;
+    let locked = unlocked.is_none();
+    let unchained = unlocked.or(point.unreadable.take());
+    let line = encode_line(point.next_seq, point.prev, unchained.as_deref(), body)?;
     // Only a lock holder rotates: a writer without it must not move files
     // under the one that has it.
     let grown = size + line.len() as u64 + 2;
-    if held.is_some() && size > 0 && grown > rotation.rotate_bytes {
+    if locked && size > 0 && grown > rotation.rotate_bytes {
         rotate(dir, rotation.keep)?;
         current = open_private(&current_path, true)?;
         point.torn = false;
@@ -84,12 +106,9 @@ pub fn append(
         path: current_path,
         source,
     })?;
-    drop(held);
-    Ok(Appended {
-        head: Head {
-            seq: point.next_seq,
-            hash: Sha256Hash::of_line(&line),
-        },
+    Ok(Written {
+        seq: point.next_seq,
+        line,
         unchained,
     })
 }
