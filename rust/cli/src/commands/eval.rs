@@ -1,19 +1,186 @@
-//! `chock eval`.
+//! `chock eval`: evaluates Nix with fix and prints the value the way
+//! `nix-instantiate --eval` does.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+
+use chock_fix::{AutoArg, EvalOptions, Features, OutputFormat, Request, SearchPathEntry, Source};
 
 use crate::exit;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The file to evaluate.
+    /// The file to evaluate (a directory means its default.nix).
+    #[arg(required_unless_present = "expr", conflicts_with = "expr")]
     pub file: Option<PathBuf>,
     /// Evaluate this expression instead of a file.
-    #[arg(long, value_name = "EXPR")]
+    #[arg(long, short = 'E', value_name = "EXPR")]
     pub expr: Option<String>,
+    /// Only parse and check the file; exit 0 when it would evaluate.
+    #[arg(long)]
+    pub parse: bool,
+    /// Evaluate the result completely, not only its outer layer.
+    #[arg(long)]
+    pub strict: bool,
+    /// Print the result as JSON.
+    #[arg(long, conflicts_with = "xml")]
+    pub json: bool,
+    /// Print the result as Nix's XML.
+    #[arg(long)]
+    pub xml: bool,
+    /// With --xml, leave out source positions.
+    #[arg(long, requires = "xml")]
+    pub no_location: bool,
+    /// Lift purity for this command: the environment, NIX_PATH, `~` and paths outside the roots.
+    #[arg(long)]
+    pub impure: bool,
+    /// A directory a pure evaluation may read (repeatable; default: the current directory).
+    #[arg(long = "root", value_name = "DIR")]
+    pub roots: Vec<PathBuf>,
+    /// Add a search path entry for `<...>` lookups, `PATH` or `PREFIX=PATH` (used with --impure).
+    #[arg(short = 'I', value_name = "PATH")]
+    pub include: Vec<String>,
+    /// Pass NAME to the top-level function as the value of the Nix expression EXPR.
+    #[arg(long = "arg", num_args = 2, value_names = ["NAME", "EXPR"])]
+    pub arg: Vec<String>,
+    /// Pass NAME to the top-level function as the string VALUE.
+    #[arg(long = "argstr", num_args = 2, value_names = ["NAME", "VALUE"])]
+    pub argstr: Vec<String>,
+    /// Select this attribute path of the result (`a.b.0.c`).
+    #[arg(short = 'A', long = "attr", value_name = "ATTRPATH")]
+    pub attr: Option<String>,
+    /// The deepest nesting of function calls allowed.
+    #[arg(long, value_name = "N", default_value_t = chock_fix::DEFAULT_MAX_CALL_DEPTH)]
+    pub max_call_depth: usize,
+    /// The most memory the evaluation may add, in MiB.
+    #[arg(long, value_name = "MIB")]
+    pub max_memory: Option<usize>,
+    /// Cut the printed value at this many bytes (agents get 16384), with a note.
+    #[arg(long, value_name = "BYTES")]
+    pub max_output: Option<usize>,
+    /// Enable experimental language features: pipe-operators, parse-toml-timestamps.
+    #[arg(long, value_name = "FEATURES")]
+    pub extra_experimental_features: Vec<String>,
+    /// Accepted for compatibility with nix-instantiate; evaluating is what this command does.
+    #[arg(long, hide = true)]
+    pub eval: bool,
+    /// Accepted for compatibility with nix-instantiate; the trace is always short.
+    #[arg(long, hide = true)]
+    pub show_trace: bool,
+    /// Accepted for compatibility with nix-instantiate.
+    #[arg(long, hide = true)]
+    pub no_show_trace: bool,
 }
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    Ok(exit::not_built("eval", "issue #5 (fix, the evaluator)"))
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let cwd = std::env::current_dir()?;
+    let options = options(&args, &cwd)?;
+    let source = match (&args.expr, &args.file) {
+        (Some(text), _) => Source::expr(text.clone(), cwd),
+        (None, Some(file)) => Source::File(file.clone()),
+        (None, None) => anyhow::bail!("give a file to evaluate or --expr EXPR"),
+    };
+    if args.parse {
+        return Ok(match chock_fix::check_parse(&options, &source) {
+            Ok(()) => exit::SUCCESS.into(),
+            Err(e) => failed(&e),
+        });
+    }
+    let mut request = Request::new(source);
+    request.strict = args.strict;
+    request.attr_path = args.attr.clone();
+    request.max_output = args.max_output;
+    request.format = if args.json {
+        OutputFormat::Json
+    } else if args.xml {
+        OutputFormat::Xml {
+            location: !args.no_location,
+        }
+    } else {
+        OutputFormat::Nix
+    };
+    for pair in args.arg.chunks(2) {
+        if let [name, expr] = pair {
+            request
+                .auto_args
+                .push((name.clone(), AutoArg::Expr(expr.clone())));
+        }
+    }
+    for pair in args.argstr.chunks(2) {
+        if let [name, value] = pair {
+            request
+                .auto_args
+                .push((name.clone(), AutoArg::String(value.clone())));
+        }
+    }
+    match chock_fix::evaluate(&options, &request) {
+        Ok(output) => {
+            use std::io::Write;
+            let mut stdout = std::io::stdout().lock();
+            stdout.write_all(&output.text)?;
+            if !matches!(request.format, OutputFormat::Xml { .. }) {
+                stdout.write_all(b"\n")?;
+            }
+            stdout.flush()?;
+            Ok(exit::SUCCESS.into())
+        }
+        Err(e) => Ok(failed(&e)),
+    }
+}
+
+fn failed(error: &chock_fix::FixError) -> ExitCode {
+    let text = error.to_string();
+    eprint!("{text}");
+    if !text.ends_with('\n') {
+        eprintln!();
+    }
+    exit::FAILURE.into()
+}
+
+fn options(args: &Args, cwd: &std::path::Path) -> anyhow::Result<EvalOptions> {
+    let mut features = Features::default();
+    for list in &args.extra_experimental_features {
+        for feature in list.split_whitespace() {
+            match feature {
+                "pipe-operators" => features.pipe_operators = true,
+                "parse-toml-timestamps" => features.parse_toml_timestamps = true,
+                // Features of Nix that change nothing in the language fix evaluates.
+                "nix-command" | "flakes" => {}
+                other => anyhow::bail!(
+                    "unknown experimental feature '{other}'; fix knows pipe-operators and parse-toml-timestamps"
+                ),
+            }
+        }
+    }
+    let mut search_path: Vec<SearchPathEntry> = args
+        .include
+        .iter()
+        .map(|i| SearchPathEntry::parse(i))
+        .collect();
+    if args.impure
+        && let Ok(nix_path) = std::env::var("NIX_PATH")
+    {
+        search_path.extend(
+            nix_path
+                .split(':')
+                .filter(|e| !e.is_empty())
+                .map(SearchPathEntry::parse),
+        );
+    }
+    let roots = if args.roots.is_empty() {
+        vec![cwd.to_path_buf()]
+    } else {
+        args.roots.clone()
+    };
+    Ok(EvalOptions {
+        pure: !args.impure,
+        roots,
+        max_call_depth: args.max_call_depth,
+        max_memory: args.max_memory.map(|m| m << 20),
+        search_path,
+        home: std::env::var_os("HOME").map(PathBuf::from),
+        features,
+        interrupt: chock_fix::ctrl_c_flag().ok(),
+        ..EvalOptions::default()
+    })
 }

@@ -1,0 +1,476 @@
+//! `toJSON` and `fromJSON`, with Nix's rules: sets print sorted by name,
+//! `__toString` then `outPath` peel a set, floats print in the shortest
+//! form that reads back exactly; integers too large are errors.
+
+use super::{arg_context, list_value, primop};
+use crate::error::{Error, Result};
+use crate::eval::Evaluator;
+use crate::source::Pos;
+use crate::symbol::known;
+use crate::value::{Attr, Attrs, PrimOp, Value};
+use std::fmt::Write as _;
+
+pub static PRIMOPS: &[PrimOp] = &[
+    primop!("toJSON", 1, to_json_op),
+    primop!("fromJSON", 1, from_json_op),
+];
+
+fn to_json_op<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
+    let mut out = Vec::new();
+    to_json(ev, &args[0], pos, true, &mut out)?;
+    Ok(Value::string(out))
+}
+
+/// Writes `v` as compact JSON. `copy_paths`: a path becomes the store path
+/// of its copy (Nix's default), unless it came out of `__toString`.
+pub fn to_json<'a>(
+    ev: &mut Evaluator<'a>,
+    v: &Value<'a>,
+    pos: Pos,
+    copy_paths: bool,
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    ev.enter(pos)?;
+    let result = to_json_in(ev, v, pos, copy_paths, out);
+    ev.leave();
+    result
+}
+
+fn to_json_in<'a>(
+    ev: &mut Evaluator<'a>,
+    v: &Value<'a>,
+    pos: Pos,
+    copy_paths: bool,
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    let v = ev.force(v)?;
+    match &v {
+        Value::Null => out.extend_from_slice(b"null"),
+        Value::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
+        Value::Int(n) => out.extend_from_slice(n.to_string().as_bytes()),
+        Value::Float(f) => out.extend_from_slice(json_float(*f).as_bytes()),
+        Value::String(s) => json_string(s.as_bytes(), out, pos)?,
+        Value::Path(p) => {
+            if copy_paths {
+                let s = ev.coerce_to_string(&v, crate::eval::Coercion::INTERPOLATION, pos)?;
+                json_string(s.as_bytes(), out, pos)?;
+            } else {
+                json_string(p.as_bytes(), out, pos)?;
+            }
+        }
+        Value::Attrs(attrs) => {
+            if let Some(f) = attrs.get(known::TO_STRING).cloned() {
+                let r = ev
+                    .call(f, v.clone(), pos)
+                    .map_err(|e| e.with_frame(pos, "while calling the `__toString` attribute"))?;
+                let r = ev.force(&r)?;
+                if !matches!(r, Value::String(_) | Value::Path(_) | Value::Attrs(_)) {
+                    return Err(Error::eval(
+                        format!(
+                            "`__toString` should return a string, but got {}: {}",
+                            r.describe(),
+                            ev.show_brief(&r)
+                        ),
+                        pos,
+                    ));
+                }
+                return to_json(ev, &r, pos, false, out);
+            }
+            if let Some(o) = attrs.get(known::OUT_PATH).cloned() {
+                return to_json(ev, &o, pos, copy_paths, out);
+            }
+            out.push(b'{');
+            for (i, attr) in attrs.lexicographic(&ev.symbols).into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                json_string(ev.symbols.bytes(attr.name), out, pos)?;
+                out.push(b':');
+                to_json(ev, &attr.value, attr.pos, copy_paths, out).map_err(|e| {
+                    let name = ev.symbols.text(attr.name).into_owned();
+                    e.with_frame(attr.pos, format!("while evaluating attribute '{name}'"))
+                })?;
+            }
+            out.push(b'}');
+        }
+        Value::List(list) => {
+            out.push(b'[');
+            for (i, item) in list.as_slice().iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                to_json(ev, item, pos, copy_paths, out).map_err(|e| {
+                    e.with_frame(pos, format!("while evaluating list element at index {i}"))
+                })?;
+            }
+            out.push(b']');
+        }
+        other => {
+            return Err(Error::eval(
+                format!("cannot convert {} to JSON", other.describe()),
+                pos,
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A JSON string: must be valid UTF-8; `"`, `\` and control characters
+/// escaped as nlohmann's JSON (which Nix uses) escapes them.
+fn json_string(bytes: &[u8], out: &mut Vec<u8>, pos: Pos) -> Result<()> {
+    let text = match std::str::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => {
+            let at = e.valid_up_to();
+            return Err(Error::eval(
+                format!(
+                    "JSON serialization error: [json.exception.type_error.316] invalid UTF-8 byte at index {at}: 0x{:02X}",
+                    bytes.get(at).copied().unwrap_or(0)
+                ),
+                pos,
+            ));
+        }
+    };
+    out.push(b'"');
+    for c in text.chars() {
+        match c {
+            '"' => out.extend_from_slice(b"\\\""),
+            '\\' => out.extend_from_slice(b"\\\\"),
+            '\n' => out.extend_from_slice(b"\\n"),
+            '\r' => out.extend_from_slice(b"\\r"),
+            '\t' => out.extend_from_slice(b"\\t"),
+            '\u{08}' => out.extend_from_slice(b"\\b"),
+            '\u{0c}' => out.extend_from_slice(b"\\f"),
+            c if (c as u32) < 0x20 => {
+                out.extend_from_slice(format!("\\u{:04x}", c as u32).as_bytes())
+            }
+            c => {
+                let mut buf = [0u8; 4];
+                out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+            }
+        }
+    }
+    out.push(b'"');
+    Ok(())
+}
+
+/// A float as nlohmann's JSON writes it: the shortest digits that read
+/// back exactly, `1.0` for whole numbers, exponents outside 1e-4..1e15.
+pub fn json_float(f: f64) -> String {
+    if !f.is_finite() {
+        return "null".to_string();
+    }
+    if f == 0.0 {
+        return if f.is_sign_negative() {
+            "-0.0".into()
+        } else {
+            "0.0".into()
+        };
+    }
+    let sci = format!("{:e}", f.abs());
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    let k = digits.len() as i32;
+    // The value is 0.digits * 10^n.
+    let n = exp + 1;
+    let mut out = String::new();
+    if f < 0.0 {
+        out.push('-');
+    }
+    if k <= n && n <= 15 {
+        out.push_str(&digits);
+        out.push_str(&"0".repeat((n - k) as usize));
+        out.push_str(".0");
+    } else if 0 < n && n <= 15 {
+        out.push_str(&digits[..n as usize]);
+        out.push('.');
+        out.push_str(&digits[n as usize..]);
+    } else if -4 < n && n <= 0 {
+        out.push_str("0.");
+        out.push_str(&"0".repeat((-n) as usize));
+        out.push_str(&digits);
+    } else {
+        out.push_str(&digits[..1]);
+        if k > 1 {
+            out.push('.');
+            out.push_str(&digits[1..]);
+        }
+        let e = n - 1;
+        let _ = write!(out, "e{}{:02}", if e < 0 { '-' } else { '+' }, e.abs());
+    }
+    out
+}
+
+fn from_json_op<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
+    let s = ev.force_string(&args[0], pos, &arg_context(0, "fromJSON"))?;
+    let mut parser = JsonParser {
+        text: s.as_bytes(),
+        at: 0,
+    };
+    parser.skip_ws();
+    let v = parser.value(ev, 0).map_err(|m| Error::eval(m, pos))?;
+    parser.skip_ws();
+    if parser.at != parser.text.len() {
+        return Err(Error::eval(
+            parser.error(
+                "syntax error while parsing value - unexpected input; expected end of input",
+            ),
+            pos,
+        ));
+    }
+    Ok(v)
+}
+
+/// Deeper nesting than this is refused rather than recursed into.
+const MAX_JSON_DEPTH: usize = 10_000;
+
+struct JsonParser<'t> {
+    text: &'t [u8],
+    at: usize,
+}
+
+impl<'t> JsonParser<'t> {
+    fn error(&self, what: &str) -> String {
+        format!("while parsing JSON at byte {}: {what}", self.at)
+    }
+
+    fn skip_ws(&mut self) {
+        while matches!(self.text.get(self.at), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+            self.at += 1;
+        }
+    }
+
+    fn literal(&mut self, word: &[u8]) -> Result<(), String> {
+        if self.text[self.at..].starts_with(word) {
+            self.at += word.len();
+            Ok(())
+        } else {
+            Err(self.error("syntax error while parsing value - invalid literal"))
+        }
+    }
+
+    fn value<'a>(&mut self, ev: &mut Evaluator<'a>, depth: usize) -> Result<Value<'a>, String> {
+        if depth > MAX_JSON_DEPTH {
+            return Err(self.error("nesting too deep"));
+        }
+        match self.text.get(self.at) {
+            None => Err(self.error("syntax error while parsing value - unexpected end of input")),
+            Some(b'n') => self.literal(b"null").map(|_| Value::Null),
+            Some(b't') => self.literal(b"true").map(|_| Value::Bool(true)),
+            Some(b'f') => self.literal(b"false").map(|_| Value::Bool(false)),
+            Some(b'"') => self.string().map(Value::string),
+            Some(b'[') => {
+                self.at += 1;
+                self.skip_ws();
+                let mut items = Vec::new();
+                if self.text.get(self.at) == Some(&b']') {
+                    self.at += 1;
+                    return Ok(list_value(items));
+                }
+                loop {
+                    self.skip_ws();
+                    items.push(self.value(ev, depth + 1)?);
+                    self.skip_ws();
+                    match self.text.get(self.at) {
+                        Some(b',') => self.at += 1,
+                        Some(b']') => {
+                            self.at += 1;
+                            return Ok(list_value(items));
+                        }
+                        _ => {
+                            return Err(self
+                                .error("syntax error while parsing array - expected ',' or ']'"));
+                        }
+                    }
+                }
+            }
+            Some(b'{') => {
+                self.at += 1;
+                self.skip_ws();
+                let mut entries: Vec<Attr<'a>> = Vec::new();
+                if self.text.get(self.at) == Some(&b'}') {
+                    self.at += 1;
+                    return Ok(Value::Attrs(Attrs::empty()));
+                }
+                loop {
+                    self.skip_ws();
+                    if self.text.get(self.at) != Some(&b'"') {
+                        return Err(self.error(
+                            "syntax error while parsing object key - expected string literal",
+                        ));
+                    }
+                    let key = self.string()?;
+                    self.skip_ws();
+                    if self.text.get(self.at) != Some(&b':') {
+                        return Err(self
+                            .error("syntax error while parsing object separator - expected ':'"));
+                    }
+                    self.at += 1;
+                    self.skip_ws();
+                    let value = self.value(ev, depth + 1)?;
+                    let name = ev.symbols.intern(&key);
+                    // The last of several equal keys wins, as in Nix.
+                    entries.retain(|e| e.name != name);
+                    entries.push(Attr {
+                        name,
+                        pos: Pos::NONE,
+                        value,
+                    });
+                    self.skip_ws();
+                    match self.text.get(self.at) {
+                        Some(b',') => self.at += 1,
+                        Some(b'}') => {
+                            self.at += 1;
+                            return Ok(Value::Attrs(Attrs::from_unsorted(entries)));
+                        }
+                        _ => {
+                            return Err(self
+                                .error("syntax error while parsing object - expected ',' or '}'"));
+                        }
+                    }
+                }
+            }
+            Some(b'-' | b'0'..=b'9') => self.number(),
+            Some(_) => Err(self.error("syntax error while parsing value - invalid literal")),
+        }
+    }
+
+    fn number<'a>(&mut self) -> Result<Value<'a>, String> {
+        let start = self.at;
+        if self.text.get(self.at) == Some(&b'-') {
+            self.at += 1;
+        }
+        let digits = |p: &mut Self| {
+            let s = p.at;
+            while p.text.get(p.at).is_some_and(u8::is_ascii_digit) {
+                p.at += 1;
+            }
+            p.at - s
+        };
+        let int_start = self.at;
+        let n = digits(self);
+        if n == 0 || (n > 1 && self.text[int_start] == b'0') {
+            return Err(self.error("syntax error while parsing value - invalid number"));
+        }
+        let mut float = false;
+        if self.text.get(self.at) == Some(&b'.') {
+            self.at += 1;
+            float = true;
+            if digits(self) == 0 {
+                return Err(self.error(
+                    "syntax error while parsing value - invalid number; expected digit after '.'",
+                ));
+            }
+        }
+        if matches!(self.text.get(self.at), Some(b'e' | b'E')) {
+            self.at += 1;
+            float = true;
+            if matches!(self.text.get(self.at), Some(b'+' | b'-')) {
+                self.at += 1;
+            }
+            if digits(self) == 0 {
+                return Err(self.error("syntax error while parsing value - invalid number; expected digit after exponent sign"));
+            }
+        }
+        let text = std::str::from_utf8(&self.text[start..self.at]).unwrap_or("0");
+        if !float {
+            if let Ok(i) = text.parse::<i64>() {
+                return Ok(Value::Int(i));
+            }
+            if !text.starts_with('-') && text.parse::<u64>().is_ok() {
+                return Err(format!(
+                    "unsigned json number {text} outside of Nix integer range"
+                ));
+            }
+        }
+        text.parse::<f64>()
+            .map(Value::Float)
+            .map_err(|_| self.error("invalid number"))
+    }
+
+    fn hex4(&mut self) -> Result<u32, String> {
+        let digits = self
+            .text
+            .get(self.at..self.at + 4)
+            .ok_or_else(|| self.error("incomplete \\u escape"))?;
+        let text = std::str::from_utf8(digits).map_err(|_| self.error("invalid \\u escape"))?;
+        let v = u32::from_str_radix(text, 16).map_err(|_| self.error("invalid \\u escape"))?;
+        self.at += 4;
+        Ok(v)
+    }
+
+    fn string(&mut self) -> Result<Vec<u8>, String> {
+        self.at += 1;
+        let mut out = Vec::new();
+        loop {
+            let Some(&c) = self.text.get(self.at) else {
+                return Err(self.error("syntax error while parsing value - missing closing quote"));
+            };
+            self.at += 1;
+            match c {
+                b'"' => return Ok(out),
+                b'\\' => {
+                    let Some(&e) = self.text.get(self.at) else {
+                        return Err(self.error("unexpected end of input in escape"));
+                    };
+                    self.at += 1;
+                    match e {
+                        b'"' => out.push(b'"'),
+                        b'\\' => out.push(b'\\'),
+                        b'/' => out.push(b'/'),
+                        b'b' => out.push(8),
+                        b'f' => out.push(12),
+                        b'n' => out.push(b'\n'),
+                        b'r' => out.push(b'\r'),
+                        b't' => out.push(b'\t'),
+                        b'u' => {
+                            let mut code = self.hex4()?;
+                            if (0xD800..0xDC00).contains(&code) {
+                                if self.text.get(self.at..self.at + 2) != Some(b"\\u") {
+                                    return Err(self.error("surrogate U+D800..U+DBFF must be followed by U+DC00..U+DFFF"));
+                                }
+                                self.at += 2;
+                                let low = self.hex4()?;
+                                if !(0xDC00..0xE000).contains(&low) {
+                                    return Err(self.error("surrogate U+D800..U+DBFF must be followed by U+DC00..U+DFFF"));
+                                }
+                                code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
+                            } else if (0xDC00..0xE000).contains(&code) {
+                                return Err(self.error("surrogate U+DC00..U+DFFF must follow U+D800..U+DBFF"));
+                            }
+                            let ch = char::from_u32(code).ok_or_else(|| self.error("invalid code point"))?;
+                            let mut buf = [0u8; 4];
+                            out.extend_from_slice(ch.encode_utf8(&mut buf).as_bytes());
+                        }
+                        _ => return Err(self.error("syntax error while parsing value - invalid string: forbidden character after backslash")),
+                    }
+                }
+                c if c < 0x20 => {
+                    return Err(self.error("syntax error while parsing value - invalid string: control character must be escaped"));
+                }
+                c => out.push(c),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::json_float;
+
+    #[test]
+    fn floats_like_nlohmann() {
+        assert_eq!(json_float(1.0), "1.0");
+        assert_eq!(json_float(1.44), "1.44");
+        assert_eq!(json_float(0.1), "0.1");
+        assert_eq!(json_float(100.0), "100.0");
+        assert_eq!(json_float(1e15), "1e+15");
+        assert_eq!(json_float(123456789.123), "123456789.123");
+        assert_eq!(json_float(5e-7), "5e-07");
+        assert_eq!(json_float(0.0001), "0.0001");
+        assert_eq!(json_float(-2.5), "-2.5");
+        assert_eq!(json_float(1e100), "1e+100");
+        assert_eq!(json_float(f64::NAN), "null");
+    }
+}

@@ -1,0 +1,388 @@
+//! Lists: `map`, `filter`, folds, `sort` (stable), `genList`,
+//! `genericClosure`, ...
+
+use super::{arg_context, list_value, primop};
+use crate::error::{Error, Result};
+use crate::eval::Evaluator;
+use crate::source::Pos;
+use crate::symbol::known;
+use crate::value::{Attr, Attrs, List, PrimOp, Thunk, Value};
+use rustc_hash::FxHashMap;
+
+pub static PRIMOPS: &[PrimOp] = &[
+    primop!("map", 2, map),
+    primop!("filter", 2, filter),
+    primop!("elem", 2, elem),
+    primop!("elemAt", 2, elem_at),
+    primop!("head", 1, head),
+    primop!("tail", 1, tail),
+    primop!("length", 1, length),
+    primop!("foldl'", 3, foldl_strict),
+    primop!("any", 2, |ev, a, p| any_all(ev, a, p, "any", true)),
+    primop!("all", 2, |ev, a, p| any_all(ev, a, p, "all", false)),
+    primop!("genList", 2, gen_list),
+    primop!("sort", 2, sort),
+    primop!("partition", 2, partition),
+    primop!("concatLists", 1, concat_lists),
+    primop!("concatMap", 2, concat_map),
+    primop!("groupBy", 2, group_by),
+    primop!("genericClosure", 1, generic_closure),
+];
+
+fn list_arg<'a>(
+    ev: &mut Evaluator<'a>,
+    v: &Value<'a>,
+    pos: Pos,
+    n: usize,
+    name: &str,
+) -> Result<List<'a>> {
+    ev.force_list(v, pos, &arg_context(n, name))
+}
+
+fn function_arg<'a>(
+    ev: &mut Evaluator<'a>,
+    v: &Value<'a>,
+    pos: Pos,
+    n: usize,
+    name: &str,
+) -> Result<Value<'a>> {
+    ev.force_function(v, pos, &arg_context(n, name))
+}
+
+fn map<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
+    let list = list_arg(ev, &args[1], pos, 1, "map")?;
+    if list.is_empty() {
+        return Ok(Value::List(list));
+    }
+    let f = function_arg(ev, &args[0], pos, 0, "map")?;
+    Ok(Value::List(List::from_iter(list.as_slice().iter().map(
+        |x| Value::Thunk(Thunk::apply(f.clone(), x.clone())),
+    ))))
+}
+
+fn filter<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
+    let list = list_arg(ev, &args[1], pos, 1, "filter")?;
+    if list.is_empty() {
+        return Ok(Value::List(list));
+    }
+    let f = function_arg(ev, &args[0], pos, 0, "filter")?;
+    let mut kept = Vec::new();
+    for x in list.as_slice() {
+        let r = ev.call(f.clone(), x.clone(), pos)?;
+        if ev.force_bool(
+            &r,
+            pos,
+            "while evaluating the return value of the filtering function passed to builtins.filter",
+        )? {
+            kept.push(x.clone());
+        }
+    }
+    if kept.len() == list.len() {
+        return Ok(Value::List(list));
+    }
+    Ok(list_value(kept))
+}
+
+fn elem<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
+    let list = list_arg(ev, &args[1], pos, 1, "elem")?;
+    let x = ev.force(&args[0])?;
+    for y in list.as_slice() {
+        let y = ev.force(y)?;
+        if ev.equal(&x, &y, pos)? {
+            return Ok(Value::Bool(true));
+        }
+    }
+    Ok(Value::Bool(false))
+}
+
+fn elem_at<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
+    let list = list_arg(ev, &args[0], pos, 0, "elemAt")?;
+    let n = ev.force_int(&args[1], pos, &arg_context(1, "elemAt"))?;
+    match usize::try_from(n)
+        .ok()
+        .and_then(|i| list.as_slice().get(i))
+        .cloned()
+    {
+        Some(v) => ev.force(&v),
+        None => Err(Error::eval(format!("list index {n} is out of bounds"), pos)),
+    }
+}
+
+fn head<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
+    let list = list_arg(ev, &args[0], pos, 0, "head")?;
+    match list.as_slice().first().cloned() {
+        Some(v) => ev.force(&v),
+        None => Err(Error::eval("'builtins.head' called on an empty list", pos)),
+    }
+}
+
+fn tail<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
+    let list = list_arg(ev, &args[0], pos, 0, "tail")?;
+    match list.as_slice().split_first() {
+        Some((_, rest)) => Ok(Value::List(List::from_iter(rest.iter().cloned()))),
+        None => Err(Error::eval("'builtins.tail' called on an empty list", pos)),
+    }
+}
+
+fn length<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
+    let list = list_arg(ev, &args[0], pos, 0, "length")?;
+    Ok(Value::Int(list.len() as i64))
+}
+
+/// `foldl'`: the accumulator is forced at every step, the elements are not.
+fn foldl_strict<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
+    let list = list_arg(ev, &args[2], pos, 2, "foldlStrict")?;
+    if list.is_empty() {
+        return ev.force(&args[1]);
+    }
+    let f = function_arg(ev, &args[0], pos, 0, "foldlStrict")?;
+    let mut acc = args[1].clone();
+    for x in list.as_slice() {
+        let partial = ev.call(f.clone(), acc, pos)?;
+        acc = ev.call(partial, x.clone(), pos)?;
+    }
+    Ok(acc)
+}
+
+fn any_all<'a>(
+    ev: &mut Evaluator<'a>,
+    args: &[Value<'a>],
+    pos: Pos,
+    name: &str,
+    any: bool,
+) -> Result<Value<'a>> {
+    let list = list_arg(ev, &args[1], pos, 1, name)?;
+    if list.is_empty() {
+        return Ok(Value::Bool(!any));
+    }
+    let f = function_arg(ev, &args[0], pos, 0, name)?;
+    let context =
+        format!("while evaluating the return value of the function passed to builtins.{name}");
+    for x in list.as_slice() {
+        let r = ev.call(f.clone(), x.clone(), pos)?;
+        if ev.force_bool(&r, pos, &context)? == any {
+            return Ok(Value::Bool(any));
+        }
+    }
+    Ok(Value::Bool(!any))
+}
+
+fn gen_list<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
+    let n = ev.force_int(&args[1], pos, &arg_context(1, "genList"))?;
+    if n < 0 {
+        return Err(Error::eval(format!("cannot create list of size {n}"), pos));
+    }
+    if n == 0 {
+        return Ok(list_value(Vec::new()));
+    }
+    let f = function_arg(ev, &args[0], pos, 0, "genList")?;
+    Ok(Value::List(List::from_iter((0..n as usize).map(|i| {
+        Value::Thunk(Thunk::apply(f.clone(), Value::Int(i as i64)))
+    }))))
+}
+
+/// A stable merge sort whose comparison may fail (it calls Nix code).
+fn merge_sort<'a>(
+    ev: &mut Evaluator<'a>,
+    items: Vec<Value<'a>>,
+    less: &mut dyn FnMut(&mut Evaluator<'a>, &Value<'a>, &Value<'a>) -> Result<bool>,
+) -> Result<Vec<Value<'a>>> {
+    if items.len() <= 1 {
+        return Ok(items);
+    }
+    let mut items = items;
+    let right = items.split_off(items.len() / 2);
+    let left = merge_sort(ev, items, less)?;
+    let right = merge_sort(ev, right, less)?;
+    let mut out = Vec::with_capacity(left.len() + right.len());
+    let mut l = left.into_iter().peekable();
+    let mut r = right.into_iter().peekable();
+    while let (Some(a), Some(b)) = (l.peek(), r.peek()) {
+        // Take from the right only when it is strictly less: stability.
+        if less(ev, b, a)? {
+            out.extend(r.next());
+        } else {
+            out.extend(l.next());
+        }
+    }
+    out.extend(l);
+    out.extend(r);
+    Ok(out)
+}
+
+fn sort<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
+    let list = list_arg(ev, &args[1], pos, 1, "sort")?;
+    if list.len() <= 1 {
+        return Ok(Value::List(list));
+    }
+    let f = function_arg(ev, &args[0], pos, 0, "sort")?;
+    let items: Vec<Value<'a>> = list.as_slice().to_vec();
+    let mut less = |ev: &mut Evaluator<'a>, a: &Value<'a>, b: &Value<'a>| -> Result<bool> {
+        let r = ev.call_n(f.clone(), &[a.clone(), b.clone()], pos)?;
+        ev.force_bool(
+            &r,
+            pos,
+            "while evaluating the return value of the sorting function passed to builtins.sort",
+        )
+    };
+    let sorted = merge_sort(ev, items, &mut less)?;
+    Ok(list_value(sorted))
+}
+
+fn partition<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
+    let list = list_arg(ev, &args[1], pos, 1, "partition")?;
+    let f = function_arg(ev, &args[0], pos, 0, "partition")?;
+    let (mut right, mut wrong) = (Vec::new(), Vec::new());
+    for x in list.as_slice() {
+        let r = ev.call(f.clone(), x.clone(), pos)?;
+        if ev.force_bool(&r, pos, "while evaluating the return value of the partition function passed to builtins.partition")? {
+            right.push(x.clone());
+        } else {
+            wrong.push(x.clone());
+        }
+    }
+    Ok(Value::Attrs(Attrs::from_unsorted(vec![
+        Attr {
+            name: known::RIGHT,
+            pos: Pos::NONE,
+            value: list_value(right),
+        },
+        Attr {
+            name: known::WRONG,
+            pos: Pos::NONE,
+            value: list_value(wrong),
+        },
+    ])))
+}
+
+fn concat_lists<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
+    let list = list_arg(ev, &args[0], pos, 0, "concatLists")?;
+    let mut out = Vec::new();
+    for x in list.as_slice() {
+        let inner = ev.force_list(
+            x,
+            pos,
+            "while evaluating a value of the list passed to builtins.concatLists",
+        )?;
+        out.extend_from_slice(inner.as_slice());
+    }
+    Ok(list_value(out))
+}
+
+fn concat_map<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
+    let list = list_arg(ev, &args[1], pos, 1, "concatMap")?;
+    let f = function_arg(ev, &args[0], pos, 0, "concatMap")?;
+    let mut out = Vec::new();
+    for x in list.as_slice() {
+        let r = ev.call(f.clone(), x.clone(), pos)?;
+        let inner = ev.force_list(
+            &r,
+            pos,
+            "while evaluating the return value of the function passed to builtins.concatMap",
+        )?;
+        out.extend_from_slice(inner.as_slice());
+    }
+    Ok(list_value(out))
+}
+
+fn group_by<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
+    let list = list_arg(ev, &args[1], pos, 1, "groupBy")?;
+    let f = function_arg(ev, &args[0], pos, 0, "groupBy")?;
+    let mut groups: FxHashMap<crate::symbol::Sym, Vec<Value<'a>>> = FxHashMap::default();
+    for x in list.as_slice() {
+        let r = ev.call(f.clone(), x.clone(), pos)?;
+        let name = ev.force_string(
+            &r,
+            pos,
+            "while evaluating the return value of the grouping function passed to builtins.groupBy",
+        )?;
+        let sym = ev.symbols.intern(name.as_bytes());
+        groups.entry(sym).or_default().push(x.clone());
+    }
+    let entries = groups
+        .into_iter()
+        .map(|(name, items)| Attr {
+            name,
+            pos: Pos::NONE,
+            value: list_value(items),
+        })
+        .collect();
+    Ok(Value::Attrs(Attrs::from_unsorted(entries)))
+}
+
+fn generic_closure<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
+    let spec = ev.force_attrs(&args[0], pos, &arg_context(0, "genericClosure"))?;
+    let Some(start) = spec.get(known::START_SET).cloned() else {
+        return Err(ev.missing_attr(&spec, known::START_SET, pos).with_frame(
+            pos,
+            "in the attrset passed as argument to builtins.genericClosure",
+        ));
+    };
+    let start = ev.force_list(
+        &start,
+        pos,
+        "while evaluating the 'startSet' attribute passed as argument to builtins.genericClosure",
+    )?;
+    if start.is_empty() {
+        return Ok(Value::List(start));
+    }
+    let Some(op) = spec.get(known::OPERATOR).cloned() else {
+        return Err(ev.missing_attr(&spec, known::OPERATOR, pos).with_frame(
+            pos,
+            "in the attrset passed as argument to builtins.genericClosure",
+        ));
+    };
+    let op = ev.force_function(
+        &op,
+        pos,
+        "while evaluating the 'operator' attribute passed as argument to builtins.genericClosure",
+    )?;
+    let mut work: std::collections::VecDeque<Value<'a>> =
+        start.as_slice().iter().cloned().collect();
+    // The keys seen so far, kept sorted by `<`.
+    let mut keys: Vec<Value<'a>> = Vec::new();
+    let mut result = Vec::new();
+    while let Some(e) = work.pop_front() {
+        let attrs = ev.force_attrs(
+            &e,
+            pos,
+            "while evaluating an element of the closure in builtins.genericClosure",
+        )?;
+        let Some(key) = attrs.get(known::KEY).cloned() else {
+            return Err(ev
+                .missing_attr(&attrs, known::KEY, pos)
+                .with_frame(pos, "in a genericClosure element"));
+        };
+        let key = ev.force(&key)?;
+        // Binary search by `<`; equal when neither is less.
+        let (mut lo, mut hi) = (0, keys.len());
+        let mut found = false;
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if ev.less_than(&keys[mid], &key, pos)? {
+                lo = mid + 1;
+            } else if ev.less_than(&key, &keys[mid], pos)? {
+                hi = mid;
+            } else {
+                found = true;
+                break;
+            }
+        }
+        if found {
+            continue;
+        }
+        keys.insert(lo, key);
+        result.push(e.clone());
+        let next = ev.call(op.clone(), e, pos)?;
+        let next = ev.force_list(
+            &next,
+            pos,
+            "while evaluating the return value of the `operator` passed to builtins.genericClosure",
+        )?;
+        for item in next.as_slice() {
+            ev.force(item)?;
+            work.push_back(item.clone());
+        }
+    }
+    Ok(list_value(result))
+}

@@ -1,0 +1,167 @@
+//! The builtins: every primop Nix has, grouped by what they work on. The
+//! ones that need the store or the network exist and fail with a clear
+//! "not yet" (fix part 2); fetchers are refused in pure mode.
+
+mod attrs;
+mod control;
+mod files;
+mod hash;
+mod json;
+mod lists;
+mod numbers;
+mod regex;
+mod store;
+mod strings;
+mod toml;
+mod types;
+mod versions;
+mod xml;
+
+pub use json::to_json;
+pub use regex::NixRegex;
+pub use xml::to_xml;
+
+use crate::eval::Evaluator;
+use crate::source::Pos;
+use crate::value::{Attr, Attrs, List, PrimOp, Thunk, ThunkState, Value};
+use std::cell::RefCell;
+use std::rc::Rc;
+
+/// The version fix reports: nixpkgs requires at least 2.18, and fix
+/// implements the language and pure builtins of that release line.
+pub const NIX_VERSION: &str = "2.18.9";
+
+/// Names reachable without `builtins.` (as in Nix).
+const GLOBAL: &[&str] = &[
+    "abort",
+    "baseNameOf",
+    "break",
+    "derivation",
+    "derivationStrict",
+    "dirOf",
+    "fetchGit",
+    "fetchMercurial",
+    "fetchTarball",
+    "fetchTree",
+    "fromTOML",
+    "import",
+    "isNull",
+    "map",
+    "placeholder",
+    "removeAttrs",
+    "scopedImport",
+    "throw",
+    "toString",
+];
+
+fn groups() -> [&'static [PrimOp]; 14] {
+    [
+        attrs::PRIMOPS,
+        control::PRIMOPS,
+        files::PRIMOPS,
+        hash::PRIMOPS,
+        json::PRIMOPS,
+        lists::PRIMOPS,
+        numbers::PRIMOPS,
+        regex::PRIMOPS,
+        store::PRIMOPS,
+        strings::PRIMOPS,
+        toml::PRIMOPS,
+        types::PRIMOPS,
+        versions::PRIMOPS,
+        xml::PRIMOPS,
+    ]
+}
+
+/// Fills the base environment and the `builtins` set.
+pub fn install(ev: &mut Evaluator<'_>) {
+    let mut entries: Vec<(String, Value<'_>, bool)> = Vec::new();
+    for group in groups() {
+        for op in group {
+            entries.push((
+                op.name.to_string(),
+                Value::PrimOp(op),
+                GLOBAL.contains(&op.name),
+            ));
+        }
+    }
+    entries.push(("true".into(), Value::Bool(true), true));
+    entries.push(("false".into(), Value::Bool(false), true));
+    entries.push(("null".into(), Value::Null, true));
+    entries.push(("langVersion".into(), Value::Int(6), false));
+    entries.push(("nixVersion".into(), Value::string(NIX_VERSION), false));
+    entries.push((
+        "storeDir".into(),
+        Value::string(ev.options.store_dir.clone()),
+        false,
+    ));
+    entries.push((
+        "currentSystem".into(),
+        Value::string(ev.options.current_system.clone()),
+        false,
+    ));
+    if !ev.options.pure {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs() as i64)
+            .unwrap_or(0);
+        entries.push(("currentTime".into(), Value::Int(now), false));
+    }
+    let nix_path = files::nix_path_value(ev);
+    entries.push(("nixPath".into(), nix_path, false));
+
+    // `builtins` holds itself; the slot is filled after the set exists.
+    let mut attrs = Vec::with_capacity(entries.len() + 1);
+    let mut globals = Vec::with_capacity(entries.len() + 1);
+    for (name, value, global) in entries {
+        let sym = ev.sym(&name);
+        attrs.push(Attr {
+            name: sym,
+            pos: Pos::NONE,
+            value: value.clone(),
+        });
+        let env_name = if global { name } else { format!("__{name}") };
+        globals.push((ev.sym(&env_name), value));
+    }
+    let builtins_sym = ev.sym("builtins");
+    let itself = Thunk(Rc::new(RefCell::new(ThunkState::Blackhole)));
+    attrs.push(Attr {
+        name: builtins_sym,
+        pos: Pos::NONE,
+        value: Value::Thunk(itself.clone()),
+    });
+    let builtins = Attrs::from_unsorted(attrs);
+    *itself.0.borrow_mut() = ThunkState::Done(Value::Attrs(builtins.clone()));
+    globals.push((builtins_sym, Value::Attrs(builtins.clone())));
+    for (sym, value) in globals {
+        let idx = ev.globals.len() as u32;
+        ev.globals.push(value);
+        ev.global_names.insert(sym, idx);
+    }
+    ev.builtins = builtins;
+}
+
+/// Shorthand for a primop table entry.
+macro_rules! primop {
+    ($name:expr, $arity:expr, $func:expr) => {
+        crate::value::PrimOp {
+            name: $name,
+            arity: $arity,
+            func: $func,
+        }
+    };
+}
+pub(crate) use primop;
+
+/// "while evaluating the first argument passed to builtins.NAME".
+pub(crate) fn arg_context(n: usize, name: &str) -> String {
+    const ORDINALS: [&str; 4] = ["first", "second", "third", "fourth"];
+    format!(
+        "while evaluating the {} argument passed to builtins.{name}",
+        ORDINALS.get(n).unwrap_or(&"an")
+    )
+}
+
+pub(crate) fn list_value<'a>(items: Vec<Value<'a>>) -> Value<'a> {
+    Value::List(List::from_vec(items))
+}

@@ -1,0 +1,302 @@
+//! Strings: `substring` (on bytes), `stringLength`, `concatStringsSep`,
+//! `replaceStrings`, `toString`, `baseNameOf`, `dirOf`, and the string
+//! context builtins for strings without context (part 1 has none).
+
+use super::{arg_context, primop};
+use crate::error::{Error, ErrorKind, Result};
+use crate::eval::{Coercion, Evaluator};
+use crate::source::Pos;
+use crate::value::{Attrs, NixString, PrimOp, Value};
+
+pub static PRIMOPS: &[PrimOp] = &[
+    primop!("substring", 3, substring),
+    primop!("stringLength", 1, string_length),
+    primop!("concatStringsSep", 2, concat_strings_sep),
+    primop!("replaceStrings", 3, replace_strings),
+    primop!("toString", 1, to_string),
+    primop!("baseNameOf", 1, base_name_of),
+    primop!("dirOf", 1, dir_of),
+    primop!("unsafeDiscardStringContext", 1, string_itself),
+    primop!("unsafeDiscardOutputDependency", 1, string_itself),
+    primop!("addDrvOutputDependencies", 1, add_drv_output_dependencies),
+    primop!("hasContext", 1, has_context),
+    primop!("getContext", 1, get_context),
+    primop!("appendContext", 2, append_context),
+];
+
+/// The default coercion of builtins that take "a string": strings,
+/// paths (copied to the store) and sets with `outPath`/`__toString`.
+fn coerced<'a>(
+    ev: &mut Evaluator<'a>,
+    v: &Value<'a>,
+    pos: Pos,
+    context: &str,
+) -> Result<NixString> {
+    ev.coerce_to_string(v, Coercion::INTERPOLATION, pos)
+        .map_err(|e| e.with_frame(pos, context.to_string()))
+}
+
+fn substring<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
+    let start = ev.force_int(
+        &args[0],
+        pos,
+        "while evaluating the first argument (the start offset) passed to builtins.substring",
+    )?;
+    if start < 0 {
+        return Err(Error::eval("negative start position in substring", pos));
+    }
+    let len = ev.force_int(
+        &args[1],
+        pos,
+        "while evaluating the second argument (the substring length) passed to builtins.substring",
+    )?;
+    if len == 0 {
+        let s = ev.force(&args[2])?;
+        if let Value::String(_) = s {
+            return Ok(Value::string(""));
+        }
+    }
+    let s = coerced(
+        ev,
+        &args[2],
+        pos,
+        "while evaluating the third argument (the string) passed to builtins.substring",
+    )?;
+    let bytes = s.as_bytes();
+    let start = usize::try_from(start).unwrap_or(usize::MAX);
+    if start >= bytes.len() {
+        return Ok(Value::string(""));
+    }
+    let end = if len < 0 {
+        bytes.len()
+    } else {
+        start.saturating_add(len as usize).min(bytes.len())
+    };
+    Ok(Value::string(&bytes[start..end]))
+}
+
+fn string_length<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
+    let s = coerced(
+        ev,
+        &args[0],
+        pos,
+        "while evaluating the argument passed to builtins.stringLength",
+    )?;
+    Ok(Value::Int(s.len() as i64))
+}
+
+fn concat_strings_sep<'a>(
+    ev: &mut Evaluator<'a>,
+    args: &[Value<'a>],
+    pos: Pos,
+) -> Result<Value<'a>> {
+    let sep = ev.force_string(&args[0], pos, "while evaluating the first argument (the separator string) passed to builtins.concatStringsSep")?;
+    let list = ev.force_list(&args[1], pos, "while evaluating the second argument (the list of strings to concat) passed to builtins.concatStringsSep")?;
+    let mut out = Vec::new();
+    for (i, item) in list.as_slice().iter().enumerate() {
+        if i > 0 {
+            out.extend_from_slice(sep.as_bytes());
+        }
+        let s = coerced(
+            ev,
+            item,
+            pos,
+            "while evaluating one element of the list of strings to concat passed to builtins.concatStringsSep",
+        )?;
+        out.extend_from_slice(s.as_bytes());
+    }
+    Ok(Value::string(out))
+}
+
+/// Replaces, left to right, the first pattern of `from` that matches at
+/// each position; the replacement is forced only when it is used.
+fn replace_strings<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
+    let from = ev.force_list(
+        &args[0],
+        pos,
+        "while evaluating the first argument passed to builtins.replaceStrings",
+    )?;
+    let to = ev.force_list(
+        &args[1],
+        pos,
+        "while evaluating the second argument passed to builtins.replaceStrings",
+    )?;
+    if from.len() != to.len() {
+        return Err(Error::eval(
+            "'from' and 'to' arguments passed to builtins.replaceStrings have different lengths",
+            pos,
+        ));
+    }
+    let mut patterns = Vec::with_capacity(from.len());
+    for p in from.as_slice() {
+        patterns.push(ev.force_string(
+            p,
+            pos,
+            "while evaluating one of the strings to replace passed to builtins.replaceStrings",
+        )?);
+    }
+    let mut replacements: Vec<Option<NixString>> = vec![None; to.len()];
+    let s = coerced(
+        ev,
+        &args[2],
+        pos,
+        "while evaluating the third argument passed to builtins.replaceStrings",
+    )?;
+    let s = s.as_bytes();
+    let mut out = Vec::with_capacity(s.len());
+    let mut p = 0;
+    while p <= s.len() {
+        let matched = patterns
+            .iter()
+            .position(|pat| s[p..].starts_with(pat.as_bytes()));
+        match matched {
+            Some(k) => {
+                if replacements[k].is_none() {
+                    let r = ev.force_string(&to.as_slice()[k], pos, "while evaluating one of the replacement strings passed to builtins.replaceStrings")?;
+                    replacements[k] = Some(r);
+                }
+                if let Some(r) = &replacements[k] {
+                    out.extend_from_slice(r.as_bytes());
+                }
+                let len = patterns[k].len();
+                if len == 0 {
+                    if let Some(&c) = s.get(p) {
+                        out.push(c);
+                    }
+                    p += 1;
+                } else {
+                    p += len;
+                }
+            }
+            None => {
+                if let Some(&c) = s.get(p) {
+                    out.push(c);
+                }
+                p += 1;
+            }
+        }
+    }
+    Ok(Value::string(out))
+}
+
+fn to_string<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
+    let s = ev
+        .coerce_to_string(&args[0], Coercion::TO_STRING, pos)
+        .map_err(|e| {
+            e.with_frame(
+                pos,
+                "while evaluating the first argument passed to builtins.toString",
+            )
+        })?;
+    Ok(Value::String(s))
+}
+
+fn base_name_of<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
+    let s = ev
+        .coerce_to_string(&args[0], Coercion::PATH_SEGMENT, pos)
+        .map_err(|e| e.with_frame(pos, arg_context(0, "baseNameOf")))?;
+    Ok(Value::string(base_name(s.as_bytes())))
+}
+
+/// Nix's `baseNameOf`: the last component; one trailing slash is ignored.
+pub fn base_name(path: &[u8]) -> &[u8] {
+    if path.is_empty() {
+        return path;
+    }
+    let mut last = path.len() - 1;
+    if path[last] == b'/' && last > 0 {
+        last -= 1;
+    }
+    let start = path[..=last]
+        .iter()
+        .rposition(|&b| b == b'/')
+        .map_or(0, |p| p + 1);
+    &path[start..=last]
+}
+
+fn dir_of<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
+    let v = ev.force(&args[0])?;
+    if let Value::Path(p) = &v {
+        let bytes = p.as_bytes();
+        let parent = match bytes.iter().rposition(|&b| b == b'/') {
+            Some(0) | None => b"/".as_slice(),
+            Some(i) => &bytes[..i],
+        };
+        return Ok(Value::Path(NixString::new(parent)));
+    }
+    let s = ev
+        .coerce_to_string(&v, Coercion::PATH_SEGMENT, pos)
+        .map_err(|e| {
+            e.with_frame(
+                pos,
+                "while evaluating the first argument passed to 'builtins.dirOf'",
+            )
+        })?;
+    let bytes = s.as_bytes();
+    Ok(Value::string(
+        match bytes.iter().rposition(|&b| b == b'/') {
+            None => b".".as_slice(),
+            Some(0) => b"/".as_slice(),
+            Some(i) => &bytes[..i],
+        },
+    ))
+}
+
+/// Strings carry no context in part 1, so discarding it is the identity.
+fn string_itself<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
+    let s = ev.force_string(
+        &args[0],
+        pos,
+        "while evaluating the argument passed to a string-context builtin",
+    )?;
+    Ok(Value::String(s))
+}
+
+fn add_drv_output_dependencies<'a>(
+    ev: &mut Evaluator<'a>,
+    args: &[Value<'a>],
+    pos: Pos,
+) -> Result<Value<'a>> {
+    ev.force_string(&args[0], pos, &arg_context(0, "addDrvOutputDependencies"))?;
+    Err(Error::eval(
+        "context of string has 0 elements; addDrvOutputDependencies expects the string to have exactly one element, a derivation",
+        pos,
+    ))
+}
+
+fn has_context<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
+    ev.force_string(&args[0], pos, &arg_context(0, "hasContext"))?;
+    Ok(Value::Bool(false))
+}
+
+fn get_context<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
+    ev.force_string(&args[0], pos, &arg_context(0, "getContext"))?;
+    Ok(Value::Attrs(Attrs::empty()))
+}
+
+fn append_context<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
+    let s = ev.force_string(&args[0], pos, &arg_context(0, "appendContext"))?;
+    let context = ev.force_attrs(&args[1], pos, &arg_context(1, "appendContext"))?;
+    if !context.is_empty() {
+        return Err(Error::new(
+            ErrorKind::NotYet,
+            "string context (store paths, derivations) is not supported yet; it comes with fix part 2",
+            pos,
+        ));
+    }
+    Ok(Value::String(s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::base_name;
+
+    #[test]
+    fn base_name_like_nix() {
+        assert_eq!(base_name(b"/a/b/c"), b"c");
+        assert_eq!(base_name(b"/a/b/"), b"b");
+        assert_eq!(base_name(b"c"), b"c");
+        assert_eq!(base_name(b"/"), b"");
+        assert_eq!(base_name(b""), b"");
+    }
+}

@@ -1,0 +1,153 @@
+//! `==` and `<` with Nix's rules: ints and floats compare as numbers,
+//! functions are never equal (except the same value reached twice inside a
+//! list or set, Nix's "value identity" shortcut), two derivations compare by
+//! `outPath`, lists order lexicographically.
+
+use super::Evaluator;
+use crate::error::{Error, Result};
+use crate::source::Pos;
+use crate::symbol::known;
+use crate::value::{Attrs, Value};
+
+/// An identity for "the same value cell": the same thunk, closure, list or
+/// set allocation.
+fn identity(v: &Value<'_>) -> Option<usize> {
+    match v {
+        Value::Thunk(t) => Some(t.addr()),
+        Value::Lambda(c) => Some(std::rc::Rc::as_ptr(c) as usize),
+        Value::PrimOp(op) => Some(*op as *const _ as usize),
+        Value::PrimOpApp(a) => Some(std::rc::Rc::as_ptr(a) as usize),
+        Value::Attrs(a) => Some(a.addr()),
+        Value::List(l) => Some(l.addr()),
+        _ => None,
+    }
+}
+
+impl<'a> Evaluator<'a> {
+    /// `l == r` for two forced values.
+    pub fn equal(&mut self, l: &Value<'a>, r: &Value<'a>, pos: Pos) -> Result<bool> {
+        self.enter(pos)?;
+        let result = self.equal_inner(l, r, pos);
+        self.leave();
+        result
+    }
+
+    fn equal_nested(&mut self, l: &Value<'a>, r: &Value<'a>, pos: Pos) -> Result<bool> {
+        if let (Some(a), Some(b)) = (identity(l), identity(r))
+            && a == b
+        {
+            return Ok(true);
+        }
+        let l = self.force(l)?;
+        let r = self.force(r)?;
+        self.equal(&l, &r, pos)
+    }
+
+    fn equal_inner(&mut self, l: &Value<'a>, r: &Value<'a>, pos: Pos) -> Result<bool> {
+        Ok(match (l, r) {
+            (Value::Int(a), Value::Int(b)) => a == b,
+            (Value::Int(a), Value::Float(b)) => (*a as f64) == *b,
+            (Value::Float(a), Value::Int(b)) => *a == (*b as f64),
+            (Value::Float(a), Value::Float(b)) => a == b,
+            (Value::Bool(a), Value::Bool(b)) => a == b,
+            (Value::Null, Value::Null) => true,
+            (Value::String(a), Value::String(b)) => a.as_bytes() == b.as_bytes(),
+            (Value::Path(a), Value::Path(b)) => a.as_bytes() == b.as_bytes(),
+            (Value::List(a), Value::List(b)) => {
+                if a.len() != b.len() {
+                    return Ok(false);
+                }
+                for (x, y) in a.as_slice().iter().zip(b.as_slice()) {
+                    if !self.equal_nested(x, y, pos)? {
+                        return Ok(false);
+                    }
+                }
+                true
+            }
+            (Value::Attrs(a), Value::Attrs(b)) => self.equal_attrs(a, b, pos)?,
+            _ => false,
+        })
+    }
+
+    fn equal_attrs(&mut self, a: &Attrs<'a>, b: &Attrs<'a>, pos: Pos) -> Result<bool> {
+        if Attrs::ptr_eq(a, b) {
+            return Ok(true);
+        }
+        if self.is_derivation(a)?
+            && self.is_derivation(b)?
+            && let (Some(x), Some(y)) = (
+                a.get(known::OUT_PATH).cloned(),
+                b.get(known::OUT_PATH).cloned(),
+            )
+        {
+            return self.equal_nested(&x, &y, pos);
+        }
+        if a.len() != b.len() {
+            return Ok(false);
+        }
+        for (x, y) in a.iter().zip(b.iter()) {
+            if x.name != y.name || !self.equal_nested(&x.value, &y.value, pos)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Whether a set is a derivation: `type = "derivation"`.
+    pub fn is_derivation(&mut self, attrs: &Attrs<'a>) -> Result<bool> {
+        let Some(t) = attrs.get(known::TYPE).cloned() else {
+            return Ok(false);
+        };
+        let t = self.force(&t)?;
+        Ok(matches!(&t, Value::String(s) if s.as_bytes() == b"derivation"))
+    }
+
+    /// `l < r` for two forced values.
+    pub fn less_than(&mut self, l: &Value<'a>, r: &Value<'a>, pos: Pos) -> Result<bool> {
+        Ok(match (l, r) {
+            (Value::Int(a), Value::Int(b)) => a < b,
+            (Value::Int(a), Value::Float(b)) => (*a as f64) < *b,
+            (Value::Float(a), Value::Int(b)) => *a < (*b as f64),
+            (Value::Float(a), Value::Float(b)) => a < b,
+            (Value::String(a), Value::String(b)) => a.as_bytes() < b.as_bytes(),
+            (Value::Path(a), Value::Path(b)) => a.as_bytes() < b.as_bytes(),
+            (Value::List(a), Value::List(b)) => {
+                self.enter(pos)?;
+                let result = self.list_less_than(a.as_slice(), b.as_slice(), pos);
+                self.leave();
+                result?
+            }
+            _ => {
+                let message = if std::mem::discriminant(l) == std::mem::discriminant(r) {
+                    format!(
+                        "cannot compare {} with {}; values of that type are incomparable",
+                        l.describe(),
+                        r.describe()
+                    )
+                } else {
+                    format!("cannot compare {} with {}", l.describe(), r.describe())
+                };
+                return Err(Error::eval(message, pos));
+            }
+        })
+    }
+
+    fn list_less_than(&mut self, a: &[Value<'a>], b: &[Value<'a>], pos: Pos) -> Result<bool> {
+        for i in 0.. {
+            if i == b.len() {
+                return Ok(false);
+            }
+            if i == a.len() {
+                return Ok(true);
+            }
+            if !self.equal_nested(&a[i], &b[i], pos)? {
+                let x = self.force(&a[i])?;
+                let y = self.force(&b[i])?;
+                return self
+                    .less_than(&x, &y, pos)
+                    .map_err(|e| e.with_frame(pos, "while comparing two list elements"));
+            }
+        }
+        Ok(false)
+    }
+}

@@ -1,0 +1,238 @@
+//! Reading files: the allowed roots in pure mode, `import` and its cache.
+
+use super::Evaluator;
+use crate::error::{Error, ErrorKind, Result};
+use crate::options::EvalOptions;
+use crate::source::{Origin, Pos};
+use crate::syntax::{self, LowerOptions};
+use crate::value::{Thunk, Value};
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Component, Path, PathBuf};
+use std::rc::Rc;
+
+/// Which files an evaluation may read. In pure mode only paths inside the
+/// roots (after resolving symlinks, so a link cannot lead out) and the
+/// store; in impure mode anything the process can read.
+pub struct IoPolicy {
+    pure: bool,
+    roots: Vec<PathBuf>,
+}
+
+impl IoPolicy {
+    pub fn new(options: &EvalOptions) -> Self {
+        let mut roots: Vec<PathBuf> = options
+            .roots
+            .iter()
+            .map(|r| std::fs::canonicalize(r).unwrap_or_else(|_| r.clone()))
+            .collect();
+        roots.push(PathBuf::from(&options.store_dir));
+        IoPolicy {
+            pure: options.pure,
+            roots,
+        }
+    }
+
+    /// The path with symlinks resolved as far as it exists; a missing tail
+    /// is appended as written.
+    fn resolve(path: &Path) -> PathBuf {
+        let mut existing = path.to_path_buf();
+        let mut tail = Vec::new();
+        loop {
+            if let Ok(real) = std::fs::canonicalize(&existing) {
+                let mut out = real;
+                for part in tail.iter().rev() {
+                    out.push(part);
+                }
+                return out;
+            }
+            match (
+                existing.file_name().map(|n| n.to_os_string()),
+                existing.parent(),
+            ) {
+                (Some(name), Some(parent)) => {
+                    tail.push(name);
+                    existing = parent.to_path_buf();
+                }
+                _ => return path.to_path_buf(),
+            }
+        }
+    }
+
+    /// Refuses a path outside the roots in pure mode.
+    pub fn check(&self, path: &Path, pos: Pos) -> Result<()> {
+        if !self.pure {
+            return Ok(());
+        }
+        let real = Self::resolve(path);
+        if self.roots.iter().any(|root| real.starts_with(root)) {
+            return Ok(());
+        }
+        let allowed: Vec<String> = self.roots.iter().map(|r| r.display().to_string()).collect();
+        Err(Error::new(
+            ErrorKind::Refused,
+            format!(
+                "access to path '{}' is forbidden in pure evaluation mode (allowed: {}); pass --impure to read it",
+                path.display(),
+                allowed.join(", ")
+            ),
+            pos,
+        ))
+    }
+}
+
+pub fn os_path(bytes: &[u8]) -> &Path {
+    Path::new(OsStr::from_bytes(bytes))
+}
+
+fn io_error(action: &str, path: &Path, e: &std::io::Error, pos: Pos) -> Error {
+    let reason = match e.kind() {
+        std::io::ErrorKind::NotFound => "No such file or directory".to_string(),
+        std::io::ErrorKind::PermissionDenied => "Permission denied".to_string(),
+        _ => e.to_string(),
+    };
+    Error::new(
+        ErrorKind::Io,
+        format!("{action} '{}': {reason}", path.display()),
+        pos,
+    )
+}
+
+impl<'a> Evaluator<'a> {
+    pub fn check_path(&self, path: &Path, pos: Pos) -> Result<()> {
+        self.io.check(path, pos)
+    }
+
+    pub fn read_file(&self, path: &Path, pos: Pos) -> Result<Vec<u8>> {
+        self.check_path(path, pos)?;
+        std::fs::read(path).map_err(|e| io_error("opening file", path, &e, pos))
+    }
+
+    pub fn read_dir(&self, path: &Path, pos: Pos) -> Result<Vec<(Vec<u8>, std::fs::FileType)>> {
+        self.check_path(path, pos)?;
+        let entries =
+            std::fs::read_dir(path).map_err(|e| io_error("reading directory", path, &e, pos))?;
+        let mut out = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| io_error("reading directory", path, &e, pos))?;
+            let kind = entry
+                .file_type()
+                .map_err(|e| io_error("reading directory", path, &e, pos))?;
+            out.push((entry.file_name().as_bytes().to_vec(), kind));
+        }
+        Ok(out)
+    }
+
+    /// `builtins.readFileType`-style: the type of the path itself (not
+    /// following a final symlink), or `None` if it does not exist.
+    pub fn file_type(&self, path: &Path, pos: Pos) -> Result<Option<std::fs::FileType>> {
+        self.check_path(path, pos)?;
+        match std::fs::symlink_metadata(path) {
+            Ok(m) => Ok(Some(m.file_type())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => Ok(None),
+            Err(e) => Err(io_error("getting status of", path, &e, pos)),
+        }
+    }
+
+    /// `import path`: parses and evaluates a file once per evaluation; a
+    /// directory means its `default.nix`.
+    pub fn import(&mut self, path: &[u8], pos: Pos) -> Result<Value<'a>> {
+        let mut file = os_path(path).to_path_buf();
+        self.check_path(&file, pos)?;
+        if file.is_dir() {
+            file.push("default.nix");
+        }
+        let key = file.as_os_str().as_bytes().to_vec();
+        if let Some(v) = self.imports.get(&key).cloned() {
+            return self.force(&v);
+        }
+        let expr = self.load_file(&file, None, pos)?;
+        let thunk = Value::Thunk(Thunk::new(expr, self.root_env.clone()));
+        self.imports.insert(key, thunk.clone());
+        self.force(&thunk)
+    }
+
+    /// Reads, parses and lowers a file. `scope` names the variables of a
+    /// `scopedImport`.
+    pub fn load_file(
+        &mut self,
+        file: &Path,
+        scope: Option<&[crate::symbol::Sym]>,
+        pos: Pos,
+    ) -> Result<&'a crate::syntax::ir::Expr> {
+        let bytes = self.read_file(file, pos)?;
+        let text = String::from_utf8(bytes).map_err(|_| {
+            Error::new(
+                ErrorKind::Parse,
+                format!(
+                    "the file '{}' is not valid UTF-8, which fix cannot parse",
+                    file.display()
+                ),
+                pos,
+            )
+        })?;
+        let base = file
+            .parent()
+            .map(|p| p.to_path_buf())
+            .unwrap_or_else(|| PathBuf::from("/"));
+        self.load_source(Origin::File(lexical_absolute(file)), &text, &base, scope)
+    }
+
+    /// Parses and lowers source text; relative paths in it resolve against
+    /// `base_dir`.
+    pub fn load_source(
+        &mut self,
+        origin: Origin,
+        text: &str,
+        base_dir: &Path,
+        scope: Option<&[crate::symbol::Sym]>,
+    ) -> Result<&'a crate::syntax::ir::Expr> {
+        let text = syntax::normalize_line_ends(text);
+        let file = self.sources.add(origin, Rc::from(text.as_ref()));
+        let root = syntax::parse(&self.sources, file)?;
+        let home = if self.options.pure {
+            None
+        } else {
+            self.options.home.clone()
+        };
+        let base = lexical_absolute(base_dir);
+        let options = LowerOptions {
+            base_dir: base.as_os_str().as_bytes(),
+            home: home.as_ref().map(|h| h.as_os_str().as_bytes()),
+            pipe_operators: self.options.features.pipe_operators,
+            scope,
+        };
+        let expr = syntax::lower(
+            &root,
+            &mut self.symbols,
+            &self.global_names,
+            &self.sources,
+            file,
+            &options,
+        )?;
+        Ok(self.keep(expr))
+    }
+}
+
+/// An absolute path with `.` and `..` removed, without touching the disk.
+pub fn lexical_absolute(path: &Path) -> PathBuf {
+    let joined = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .unwrap_or_else(|_| PathBuf::from("/"))
+            .join(path)
+    };
+    let mut out = PathBuf::from("/");
+    for c in joined.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::Normal(p) => out.push(p),
+            _ => {}
+        }
+    }
+    out
+}

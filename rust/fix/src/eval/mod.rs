@@ -1,0 +1,861 @@
+//! The evaluator: a tree-walking interpreter over the lowered program.
+//!
+//! Laziness: arguments, list elements, attribute values and bindings become
+//! thunks (unless they are constants or an existing variable, which are
+//! shared as they are); forcing a thunk runs it once and stores the value in
+//! place. Deep recursion is bounded twice: by the Nix call depth
+//! (`max_call_depth`, like Nix's `max-call-depth`) and by a check of the
+//! machine stack itself, so no input can overflow it.
+
+mod coerce;
+mod compare;
+mod files;
+mod force;
+mod ops;
+
+pub use coerce::Coercion;
+pub use files::{IoPolicy, lexical_absolute, os_path};
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::options::EvalOptions;
+use crate::source::{Pos, SourceMap};
+use crate::symbol::{Sym, Symbols, known};
+use crate::syntax::ir::*;
+use crate::value::{
+    Attr, Attrs, Closure, Env, List, NixString, PartialApp, PrimOp, Thunk, ThunkState, Value,
+};
+use rustc_hash::FxHashMap;
+use std::rc::Rc;
+use std::sync::atomic::Ordering;
+
+/// One evaluation: the code it loaded, its symbols and globals, and the
+/// bounds it runs under. `'a` is the lifetime of the loaded code.
+pub struct Evaluator<'a> {
+    code: &'a typed_arena::Arena<Expr>,
+    pub symbols: Symbols,
+    pub sources: SourceMap,
+    pub options: EvalOptions,
+    pub(crate) globals: Vec<Value<'a>>,
+    pub(crate) global_names: FxHashMap<Sym, u32>,
+    pub(crate) builtins: Attrs<'a>,
+    pub(crate) root_env: Env<'a>,
+    pub(crate) imports: FxHashMap<Vec<u8>, Value<'a>>,
+    pub(crate) io: IoPolicy,
+    pub(crate) regex_cache: FxHashMap<Vec<u8>, Rc<crate::builtins::NixRegex>>,
+    call_depth: usize,
+    stack_limit: usize,
+    /// Steps since the evaluation started, for sampling the interrupt flag
+    /// and the memory bound.
+    ticks: u32,
+    memory_baseline: usize,
+}
+
+/// Addresses below this much headroom on the machine stack are refused.
+const STACK_HEADROOM: usize = 256 * 1024;
+
+fn stack_address() -> usize {
+    let marker = 0u8;
+    std::hint::black_box(&marker) as *const u8 as usize
+}
+
+impl<'a> Evaluator<'a> {
+    /// A new evaluation. `stack_size` is the size of the stack of the
+    /// thread it will run on (the machine-stack bound is measured from
+    /// here).
+    pub fn new(
+        code: &'a typed_arena::Arena<Expr>,
+        options: EvalOptions,
+        stack_size: usize,
+    ) -> Self {
+        let io = IoPolicy::new(&options);
+        let here = stack_address();
+        let stack_limit = here.saturating_sub(stack_size.saturating_sub(STACK_HEADROOM));
+        let mut ev = Evaluator {
+            code,
+            symbols: Symbols::new(),
+            sources: SourceMap::new(),
+            options,
+            globals: Vec::new(),
+            global_names: FxHashMap::default(),
+            builtins: Attrs::empty(),
+            root_env: Env::root(),
+            imports: FxHashMap::default(),
+            io,
+            regex_cache: FxHashMap::default(),
+            call_depth: 0,
+            stack_limit,
+            ticks: 0,
+            memory_baseline: crate::memory::resident_bytes().unwrap_or(0),
+        };
+        crate::builtins::install(&mut ev);
+        ev
+    }
+
+    /// Keeps lowered code alive for the whole evaluation.
+    pub(crate) fn keep(&self, expr: Expr) -> &'a Expr {
+        self.code.alloc(expr)
+    }
+
+    pub fn sym(&mut self, name: &str) -> Sym {
+        self.symbols.intern_str(name)
+    }
+
+    fn check_stack(&self, pos: Pos) -> Result<()> {
+        if stack_address() < self.stack_limit {
+            return Err(Error::new(
+                ErrorKind::StackOverflow,
+                "stack overflow; max-call-depth exceeded",
+                pos,
+            ));
+        }
+        Ok(())
+    }
+
+    /// Enters one level of recursion (a call, or a level of a deep walk
+    /// such as `deepSeq`): checks the call depth, the machine stack and
+    /// Ctrl-C. Pair with `leave`.
+    pub(crate) fn enter(&mut self, pos: Pos) -> Result<()> {
+        if self.call_depth >= self.options.max_call_depth {
+            return Err(Error::new(
+                ErrorKind::StackOverflow,
+                "stack overflow; max-call-depth exceeded",
+                pos,
+            ));
+        }
+        self.check_stack(pos)?;
+        self.check_interrupt(pos)?;
+        self.call_depth += 1;
+        Ok(())
+    }
+
+    pub(crate) fn leave(&mut self) {
+        self.call_depth -= 1;
+    }
+
+    pub(crate) fn check_interrupt(&mut self, pos: Pos) -> Result<()> {
+        self.ticks = self.ticks.wrapping_add(1);
+        if !self.ticks.is_multiple_of(64) {
+            return Ok(());
+        }
+        if let Some(flag) = &self.options.interrupt
+            && flag.load(Ordering::Relaxed)
+        {
+            return Err(Error::new(
+                ErrorKind::Interrupted,
+                "evaluation interrupted",
+                pos,
+            ));
+        }
+        if self.ticks.is_multiple_of(4096)
+            && let Some(limit) = self.options.max_memory
+            && let Some(now) = crate::memory::resident_bytes()
+            && now.saturating_sub(self.memory_baseline) > limit
+        {
+            return Err(Error::new(
+                ErrorKind::OutOfMemory,
+                format!(
+                    "the evaluation uses more than the {} MiB of memory it may use; raise --max-memory or evaluate less",
+                    limit >> 20
+                ),
+                pos,
+            ));
+        }
+        Ok(())
+    }
+
+    /// Sends a `trace` or warning line to the embedding (stderr by default).
+    pub(crate) fn emit(&self, line: &str) {
+        match &self.options.trace {
+            Some(sink) => sink(line),
+            None => eprintln!("{line}"),
+        }
+    }
+
+    /// Calls a function the way `nix-instantiate` calls the top level: a
+    /// function with formals gets the auto arguments it names (all of them
+    /// with `...`); anything else is returned as it is.
+    pub fn auto_call(&mut self, v: Value<'a>, args: &Attrs<'a>) -> Result<Value<'a>> {
+        let f = self.force(&v)?;
+        match &f {
+            Value::Attrs(attrs) if attrs.contains(known::FUNCTOR) => {
+                let functor = attrs.get(known::FUNCTOR).cloned().unwrap_or(Value::Null);
+                let functor = self.force(&functor)?;
+                let inner = self.call(functor, f.clone(), Pos::NONE)?;
+                self.auto_call(inner, args)
+            }
+            Value::Lambda(closure) => {
+                let Param::Formals(formals) = &closure.lambda.param else {
+                    return Ok(f);
+                };
+                if formals.ellipsis {
+                    return self.call(f.clone(), Value::Attrs(args.clone()), Pos::NONE);
+                }
+                let mut given = Vec::new();
+                for formal in formals.entries.iter() {
+                    match args.get_attr(formal.name) {
+                        Some(a) => given.push(a.clone()),
+                        None if formal.default.is_some() => {}
+                        None => {
+                            return Err(Error::eval(
+                                format!(
+                                    "cannot evaluate a function that has an argument without a value ('{}')\nNix attempted to evaluate a function as a top level expression; in this case it must have its arguments supplied either by default values, or passed explicitly with '--arg' or '--argstr'.",
+                                    self.symbols.text(formal.name)
+                                ),
+                                formal.pos,
+                            ));
+                        }
+                    }
+                }
+                self.call(
+                    f.clone(),
+                    Value::Attrs(Attrs::from_unsorted(given)),
+                    Pos::NONE,
+                )
+            }
+            _ => Ok(f),
+        }
+    }
+
+    // ----- laziness -----
+
+    /// The value of `expr` in `env` without evaluating it: constants and
+    /// variables are shared as they are, anything else becomes a thunk.
+    pub fn thunk(&self, expr: &'a Expr, env: &Env<'a>) -> Value<'a> {
+        match expr {
+            Expr::Int(n) => Value::Int(*n),
+            Expr::Float(f) => Value::Float(*f),
+            Expr::Str(s) => Value::String(s.clone()),
+            Expr::Path(p) => Value::Path(p.clone()),
+            Expr::Local { depth, idx } => match env.get(*depth, *idx) {
+                Some(v) => v.clone(),
+                // A recursive scope still being filled: defer the lookup.
+                None => Value::Thunk(Thunk::new(expr, env.clone())),
+            },
+            Expr::Global(g) => self.globals[*g as usize].clone(),
+            Expr::Lambda(l) => Value::Lambda(Rc::new(Closure {
+                lambda: l,
+                env: env.clone(),
+            })),
+            _ => Value::Thunk(Thunk::new(expr, env.clone())),
+        }
+    }
+
+    /// The value in weak head normal form (never a thunk).
+    pub fn force(&mut self, v: &Value<'a>) -> Result<Value<'a>> {
+        match v {
+            Value::Thunk(t) => self.force_thunk(t),
+            other => Ok(other.clone()),
+        }
+    }
+
+    pub fn force_thunk(&mut self, t: &Thunk<'a>) -> Result<Value<'a>> {
+        if let ThunkState::Done(v) = &*t.0.borrow() {
+            return Ok(v.clone());
+        }
+        let state = t.0.replace(ThunkState::Blackhole);
+        let result = match &state {
+            ThunkState::Pending(expr, env) => self.eval(expr, env),
+            ThunkState::Apply(call) => match call.split_first() {
+                Some((f, args)) => self.force(f).and_then(|f| self.call_n(f, args, Pos::NONE)),
+                None => Ok(Value::Null),
+            },
+            ThunkState::Blackhole => {
+                return Err(Error::new(
+                    ErrorKind::InfiniteRecursion,
+                    "infinite recursion encountered",
+                    Pos::NONE,
+                ));
+            }
+            ThunkState::Done(v) => Ok(v.clone()),
+        };
+        match result {
+            Ok(v) => {
+                *t.0.borrow_mut() = ThunkState::Done(v.clone());
+                Ok(v)
+            }
+            Err(e) => {
+                // A failed thunk is evaluated again when forced again.
+                *t.0.borrow_mut() = state;
+                Err(e)
+            }
+        }
+    }
+
+    // ----- evaluation -----
+
+    /// Evaluates `expr` in `env` to weak head normal form.
+    pub fn eval(&mut self, mut expr: &'a Expr, env: &Env<'a>) -> Result<Value<'a>> {
+        self.check_stack(Pos::NONE)?;
+        // Bodies in tail position (if, let, with, assert) loop here instead
+        // of recursing, so long chains of them cost no stack.
+        let mut owned_env: Option<Env<'a>> = None;
+        loop {
+            let env: &Env<'a> = owned_env.as_ref().unwrap_or(env);
+            match expr {
+                Expr::Int(n) => return Ok(Value::Int(*n)),
+                Expr::Float(f) => return Ok(Value::Float(*f)),
+                Expr::Str(s) => return Ok(Value::String(s.clone())),
+                Expr::Path(p) => return Ok(Value::Path(p.clone())),
+                Expr::Local { depth, idx } => {
+                    let v = match env.get(*depth, *idx) {
+                        Some(v) => v.clone(),
+                        None => {
+                            return Err(Error::new(
+                                ErrorKind::InfiniteRecursion,
+                                "infinite recursion encountered",
+                                Pos::NONE,
+                            ));
+                        }
+                    };
+                    return self.force(&v);
+                }
+                Expr::Global(g) => {
+                    let v = self.globals[*g as usize].clone();
+                    return self.force(&v);
+                }
+                Expr::WithVar(w) => return self.with_lookup(w, env),
+                Expr::Interpolate(i) => return self.interpolate(i, env),
+                Expr::List(items) => {
+                    return Ok(Value::List(List::from_iter(
+                        items.iter().map(|e| self.thunk(e, env)),
+                    )));
+                }
+                Expr::Attrs(a) => return self.attrs(a, env),
+                Expr::Let(l) => {
+                    let scope = Env::new(env, l.bindings.len());
+                    for (i, b) in l.bindings.iter().enumerate() {
+                        let v = self.thunk(b, &scope);
+                        scope.set(i, v);
+                    }
+                    expr = &l.body;
+                    owned_env = Some(scope);
+                }
+                Expr::Lambda(l) => {
+                    return Ok(Value::Lambda(Rc::new(Closure {
+                        lambda: l,
+                        env: env.clone(),
+                    })));
+                }
+                Expr::Apply(a) => return self.apply(a, env),
+                Expr::Select(s) => return self.select(s, env),
+                Expr::HasAttr(h) => return self.has_attr(h, env).map(Value::Bool),
+                Expr::If(i) => {
+                    let cond = self.eval(&i.cond, env)?;
+                    let Value::Bool(b) = cond else {
+                        return Err(self
+                            .type_error("a Boolean", &cond, i.pos)
+                            .with_frame(i.pos, "while evaluating a branch condition"));
+                    };
+                    expr = if b { &i.then } else { &i.otherwise };
+                }
+                Expr::Assert(a) => {
+                    let cond = self.eval(&a.cond, env)?;
+                    match cond {
+                        Value::Bool(true) => expr = &a.body,
+                        Value::Bool(false) => {
+                            return Err(Error::new(
+                                ErrorKind::Assert,
+                                format!("assertion '{}' failed", a.text),
+                                a.pos,
+                            ));
+                        }
+                        other => {
+                            return Err(self.type_error("a Boolean", &other, a.pos).with_frame(
+                                a.pos,
+                                "while evaluating the condition of the assertion",
+                            ));
+                        }
+                    }
+                }
+                Expr::With(w) => {
+                    let attrs = self.thunk(&w.attrs, env);
+                    owned_env = Some(Env::with_values(env, [attrs]));
+                    expr = &w.body;
+                }
+                Expr::BinOp(b) => return self.binop(b, env),
+                Expr::Not(n) => {
+                    let v = self.eval(&n.expr, env)?;
+                    return match v {
+                        Value::Bool(b) => Ok(Value::Bool(!b)),
+                        other => Err(self.type_error("a Boolean", &other, n.pos)),
+                    };
+                }
+                Expr::CurPos(pos) => return Ok(self.pos_attrs(*pos)),
+            }
+        }
+    }
+
+    /// `{ file, line, column }` for a position, or `null`.
+    pub fn pos_attrs(&mut self, pos: Pos) -> Value<'a> {
+        let Some(loc) = self.sources.resolve(pos) else {
+            return Value::Null;
+        };
+        let file = loc.file.origin.display();
+        let (line, column) = (loc.line, loc.column);
+        let entries = vec![
+            Attr {
+                name: known::FILE,
+                pos: Pos::NONE,
+                value: Value::string(file),
+            },
+            Attr {
+                name: known::LINE,
+                pos: Pos::NONE,
+                value: Value::Int(i64::from(line)),
+            },
+            Attr {
+                name: known::COLUMN,
+                pos: Pos::NONE,
+                value: Value::Int(i64::from(column)),
+            },
+        ];
+        Value::Attrs(Attrs::from_unsorted(entries))
+    }
+
+    fn with_lookup(&mut self, w: &'a WithVar, env: &Env<'a>) -> Result<Value<'a>> {
+        for &depth in w.depths.iter() {
+            let scope = env.get(depth, 0).cloned().unwrap_or(Value::Null);
+            let attrs = self.force(&scope)?;
+            let Value::Attrs(attrs) = attrs else {
+                return Err(self.type_error("a set", &attrs, w.pos));
+            };
+            if let Some(v) = attrs.get(w.name) {
+                let v = v.clone();
+                return self.force(&v);
+            }
+        }
+        Err(Error::eval(
+            format!("undefined variable '{}'", self.symbols.text(w.name)),
+            w.pos,
+        ))
+    }
+
+    fn interpolate(&mut self, i: &'a Interpolation, env: &Env<'a>) -> Result<Value<'a>> {
+        let mut buf: Vec<u8> = Vec::new();
+        for part in i.parts.iter() {
+            match part {
+                Part::Lit(s) => buf.extend_from_slice(s.as_bytes()),
+                Part::Expr(e, pos) => {
+                    let v = self.eval(e, env)?;
+                    let how = if i.path {
+                        Coercion::PATH_SEGMENT
+                    } else {
+                        Coercion::INTERPOLATION
+                    };
+                    let s = self
+                        .coerce_to_string(&v, how, *pos)
+                        .map_err(|e| e.with_frame(*pos, "while evaluating a path segment"))?;
+                    buf.extend_from_slice(s.as_bytes());
+                }
+            }
+        }
+        if i.path {
+            return Ok(Value::Path(NixString::from(crate::syntax::canon_path(
+                &buf,
+            ))));
+        }
+        Ok(Value::String(NixString::from(buf)))
+    }
+
+    fn attrs(&mut self, a: &'a AttrsExpr, env: &Env<'a>) -> Result<Value<'a>> {
+        let scope = if a.env_slots > 0 {
+            Env::new(env, a.env_slots as usize)
+        } else {
+            env.clone()
+        };
+        let n = a.statics.len();
+        let mut entries = Vec::with_capacity(n + a.dynamics.len());
+        if a.rec {
+            for (i, s) in a.statics.iter().enumerate() {
+                let v = self.thunk(&s.value, &scope);
+                scope.set(i, v);
+            }
+            for (k, src) in a.inherit_sources.iter().enumerate() {
+                let v = self.thunk(src, &scope);
+                scope.set(n + k, v);
+            }
+            for (i, s) in a.statics.iter().enumerate() {
+                let value = scope.get(0, i as u32).cloned().unwrap_or(Value::Null);
+                entries.push(Attr {
+                    name: s.name,
+                    pos: s.pos,
+                    value,
+                });
+            }
+        } else {
+            for (k, src) in a.inherit_sources.iter().enumerate() {
+                let v = self.thunk(src, env);
+                scope.set(k, v);
+            }
+            for s in a.statics.iter() {
+                entries.push(Attr {
+                    name: s.name,
+                    pos: s.pos,
+                    value: self.thunk(&s.value, &scope),
+                });
+            }
+        }
+        if a.dynamics.is_empty() {
+            return Ok(Value::Attrs(Attrs::from_sorted(entries)));
+        }
+        for d in a.dynamics.iter() {
+            let name = self.eval(&d.name, &scope)?;
+            let name = match name {
+                Value::Null => continue,
+                Value::String(s) => self.symbols.intern(s.as_bytes()),
+                other => {
+                    return Err(self
+                        .type_error("a string", &other, d.pos)
+                        .with_frame(d.pos, "while evaluating the name of a dynamic attribute"));
+                }
+            };
+            match entries.binary_search_by_key(&name, |e| e.name) {
+                Ok(existing) => {
+                    let previous = entries[existing].pos;
+                    let at = self
+                        .sources
+                        .resolve(previous)
+                        .map(|l| l.display())
+                        .unwrap_or_default();
+                    return Err(Error::eval(
+                        format!(
+                            "dynamic attribute '{}' already defined at {at}",
+                            self.symbols.text(name)
+                        ),
+                        d.pos,
+                    ));
+                }
+                Err(at) => entries.insert(
+                    at,
+                    Attr {
+                        name,
+                        pos: d.pos,
+                        value: self.thunk(&d.value, &scope),
+                    },
+                ),
+            }
+        }
+        Ok(Value::Attrs(Attrs::from_sorted(entries)))
+    }
+
+    pub(crate) fn attr_name(&mut self, key: &'a AttrKey, env: &Env<'a>, pos: Pos) -> Result<Sym> {
+        match key {
+            AttrKey::Static(s) => Ok(*s),
+            AttrKey::Dynamic(e) => {
+                let v = self.eval(e, env)?;
+                match v {
+                    Value::String(s) => Ok(self.symbols.intern(s.as_bytes())),
+                    other => Err(self
+                        .type_error("a string", &other, pos)
+                        .with_frame(pos, "while evaluating an attribute name")),
+                }
+            }
+        }
+    }
+
+    fn select(&mut self, s: &'a SelectExpr, env: &Env<'a>) -> Result<Value<'a>> {
+        let mut current = self.eval(&s.base, env)?;
+        for (i, key) in s.path.iter().enumerate() {
+            let name = self.attr_name(key, env, s.pos)?;
+            let found = match &current {
+                Value::Attrs(attrs) => attrs.get(name).cloned(),
+                _ => None,
+            };
+            match found {
+                Some(v) => {
+                    current = self.force(&v).map_err(|e| {
+                        let path = self.show_path(&s.path[..=i], name);
+                        e.with_frame(s.pos, format!("while evaluating the attribute '{path}'"))
+                    })?;
+                }
+                None => {
+                    if let Some(default) = &s.default {
+                        return self.eval(default, env);
+                    }
+                    return Err(match &current {
+                        Value::Attrs(attrs) => self.missing_attr(attrs, name, s.pos),
+                        other => self
+                            .type_error("a set", other, s.pos)
+                            .with_frame(s.pos, "while selecting an attribute"),
+                    });
+                }
+            }
+        }
+        Ok(current)
+    }
+
+    fn show_path(&self, keys: &[AttrKey], last: Sym) -> String {
+        let mut parts: Vec<String> = keys
+            .iter()
+            .map(|k| match k {
+                AttrKey::Static(s) => self.symbols.text(*s).into_owned(),
+                AttrKey::Dynamic(_) => "\"${...}\"".to_string(),
+            })
+            .collect();
+        if let Some(l) = parts.last_mut() {
+            *l = self.symbols.text(last).into_owned();
+        }
+        parts.join(".")
+    }
+
+    /// "attribute 'x' missing", with a suggestion when a name is close.
+    pub(crate) fn missing_attr(&self, attrs: &Attrs<'a>, name: Sym, pos: Pos) -> Error {
+        let wanted = self.symbols.text(name);
+        let mut close: Vec<String> = attrs
+            .iter()
+            .map(|a| self.symbols.text(a.name).into_owned())
+            .filter(|n| edit_distance(n, &wanted) <= 2)
+            .collect();
+        close.sort();
+        let mut message = format!("attribute '{wanted}' missing");
+        if !close.is_empty() {
+            let list: Vec<String> = close.iter().take(3).map(|c| format!("'{c}'")).collect();
+            message.push_str(&format!("\nDid you mean {}?", list.join(", ")));
+        }
+        Error::eval(message, pos)
+    }
+
+    fn has_attr(&mut self, h: &'a HasAttrExpr, env: &Env<'a>) -> Result<bool> {
+        let mut current = self.eval(&h.base, env)?;
+        for key in h.path.iter() {
+            let name = self.attr_name(key, env, h.pos)?;
+            let Value::Attrs(attrs) = &current else {
+                return Ok(false);
+            };
+            let Some(v) = attrs.get(name).cloned() else {
+                return Ok(false);
+            };
+            current = self.force(&v)?;
+        }
+        Ok(true)
+    }
+
+    // ----- calls -----
+
+    fn apply(&mut self, a: &'a ApplyExpr, env: &Env<'a>) -> Result<Value<'a>> {
+        let mut f = self.eval(&a.func, env)?;
+        let mut i = 0;
+        while i < a.args.len() {
+            if let Value::PrimOp(op) = &f
+                && op.arity <= a.args.len() - i
+            {
+                let op: &'static PrimOp = op;
+                let args: Vec<Value<'a>> = a.args[i..i + op.arity]
+                    .iter()
+                    .map(|e| self.thunk(e, env))
+                    .collect();
+                f = self.call_primop(op, &args, a.pos)?;
+                i += op.arity;
+                continue;
+            }
+            let arg = self.thunk(&a.args[i], env);
+            f = self.call(f, arg, a.pos)?;
+            i += 1;
+        }
+        Ok(f)
+    }
+
+    /// Applies a function value to one argument.
+    pub fn call(&mut self, f: Value<'a>, arg: Value<'a>, pos: Pos) -> Result<Value<'a>> {
+        match f {
+            Value::Lambda(c) => self.call_lambda(&c, arg, pos),
+            Value::PrimOp(op) => {
+                if op.arity == 1 {
+                    self.call_primop(op, &[arg], pos)
+                } else {
+                    Ok(Value::PrimOpApp(Rc::new(PartialApp {
+                        op,
+                        args: vec![arg],
+                    })))
+                }
+            }
+            Value::PrimOpApp(app) => {
+                let mut args = app.args.clone();
+                args.push(arg);
+                if args.len() == app.op.arity {
+                    self.call_primop(app.op, &args, pos)
+                } else {
+                    Ok(Value::PrimOpApp(Rc::new(PartialApp { op: app.op, args })))
+                }
+            }
+            Value::Attrs(attrs) if attrs.contains(known::FUNCTOR) => {
+                let functor = attrs.get(known::FUNCTOR).cloned().unwrap_or(Value::Null);
+                let functor = self.force(&functor)?;
+                let inner = self.call(functor, Value::Attrs(attrs), pos)?;
+                self.call(inner, arg, pos)
+            }
+            Value::Thunk(t) => {
+                let f = self.force_thunk(&t)?;
+                self.call(f, arg, pos)
+            }
+            other => Err(Error::eval(
+                format!(
+                    "attempt to call something which is not a function but {}: {}",
+                    other.describe(),
+                    self.show_brief(&other)
+                ),
+                pos,
+            )),
+        }
+    }
+
+    /// Applies a function to several arguments in turn.
+    pub fn call_n(&mut self, f: Value<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
+        let mut f = f;
+        for a in args {
+            f = self.call(f, a.clone(), pos)?;
+        }
+        Ok(f)
+    }
+
+    pub(crate) fn call_primop(
+        &mut self,
+        op: &'static PrimOp,
+        args: &[Value<'a>],
+        pos: Pos,
+    ) -> Result<Value<'a>> {
+        self.enter(pos)?;
+        let result = (op.func)(self, args, pos);
+        self.leave();
+        result.map_err(|e| {
+            e.at(pos)
+                .with_frame(pos, format!("while calling the '{}' builtin", op.name))
+        })
+    }
+
+    fn call_lambda(
+        &mut self,
+        closure: &Closure<'a>,
+        arg: Value<'a>,
+        pos: Pos,
+    ) -> Result<Value<'a>> {
+        self.enter(pos)?;
+        let lambda = closure.lambda;
+        let result = match &lambda.param {
+            Param::Ident(_) => {
+                let env = Env::with_values(&closure.env, [arg]);
+                self.eval(&lambda.body, &env)
+            }
+            Param::Formals(formals) => match self.bind_formals(closure, formals, arg, pos) {
+                Ok(env) => self.eval(&lambda.body, &env),
+                Err(e) => Err(e),
+            },
+        };
+        self.leave();
+        result.map_err(|e| {
+            e.with_frame(
+                lambda.pos,
+                format!("while calling {}", self.lambda_name(lambda)),
+            )
+        })
+    }
+
+    pub(crate) fn lambda_name(&self, lambda: &LambdaExpr) -> String {
+        match lambda.name {
+            Some(n) => format!("'{}'", self.symbols.text(n)),
+            None => "anonymous lambda".to_string(),
+        }
+    }
+
+    fn bind_formals(
+        &mut self,
+        closure: &Closure<'a>,
+        formals: &'a Formals,
+        arg: Value<'a>,
+        pos: Pos,
+    ) -> Result<Env<'a>> {
+        let lambda = closure.lambda;
+        let forced = self.force(&arg)?;
+        let Value::Attrs(attrs) = forced else {
+            return Err(self.type_error("a set", &forced, pos).with_frame(
+                lambda.pos,
+                "while evaluating the value passed for the lambda argument",
+            ));
+        };
+        let env = Env::new(&closure.env, lambda.slots as usize);
+        if formals.bind.is_some() {
+            env.set(0, arg);
+        }
+        let first = formals.first_slot() as usize;
+        let mut used = 0;
+        for (i, formal) in formals.entries.iter().enumerate() {
+            match attrs.get(formal.name) {
+                Some(v) => {
+                    env.set(first + i, v.clone());
+                    used += 1;
+                }
+                None => match &formal.default {
+                    Some(d) => {
+                        let v = self.thunk(d, &env);
+                        env.set(first + i, v);
+                    }
+                    None => {
+                        return Err(Error::eval(
+                            format!(
+                                "function {} called without required argument '{}'",
+                                self.lambda_name(lambda),
+                                self.symbols.text(formal.name)
+                            ),
+                            pos,
+                        )
+                        .with_frame(
+                            lambda.pos,
+                            format!("from call site of {}", self.lambda_name(lambda)),
+                        ));
+                    }
+                },
+            }
+        }
+        if !formals.ellipsis && used != attrs.len() {
+            let unexpected = attrs
+                .lexicographic(&self.symbols)
+                .into_iter()
+                .find(|a| formals.find(a.name).is_none());
+            if let Some(extra) = unexpected {
+                return Err(Error::eval(
+                    format!(
+                        "function {} called with unexpected argument '{}'",
+                        self.lambda_name(lambda),
+                        self.symbols.text(extra.name)
+                    ),
+                    pos,
+                ));
+            }
+        }
+        Ok(env)
+    }
+
+    // ----- errors -----
+
+    pub(crate) fn type_error(&self, expected: &str, found: &Value<'a>, pos: Pos) -> Error {
+        Error::eval(
+            format!(
+                "expected {expected} but found {}: {}",
+                found.describe(),
+                self.show_brief(found)
+            ),
+            pos,
+        )
+    }
+
+    /// A short rendering of a value for messages (no forcing).
+    pub(crate) fn show_brief(&self, v: &Value<'a>) -> String {
+        crate::print::brief(self, v)
+    }
+}
+
+/// Levenshtein distance, for "Did you mean" hints.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for i in 1..=a.len() {
+        let mut cur = vec![i; b.len() + 1];
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            cur[j] = (prev[j] + 1).min(cur[j - 1] + 1).min(prev[j - 1] + cost);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}

@@ -1,0 +1,249 @@
+//! Operators: arithmetic (checked: integer overflow is an error), `+` on
+//! strings and paths, `//`, `++`, Boolean logic and comparisons.
+
+use super::{Coercion, Evaluator};
+use crate::error::{Error, Result};
+use crate::source::Pos;
+use crate::syntax::ir::{BinOp, BinOpExpr};
+use crate::value::{Env, List, NixString, Value};
+
+impl<'a> Evaluator<'a> {
+    pub(super) fn binop(&mut self, b: &'a BinOpExpr, env: &Env<'a>) -> Result<Value<'a>> {
+        let pos = b.pos;
+        match b.op {
+            BinOp::And => {
+                if !self.eval_bool(
+                    &b.lhs,
+                    env,
+                    pos,
+                    "in the left operand of the AND (&&) operator",
+                )? {
+                    return Ok(Value::Bool(false));
+                }
+                Ok(Value::Bool(self.eval_bool(
+                    &b.rhs,
+                    env,
+                    pos,
+                    "in the right operand of the AND (&&) operator",
+                )?))
+            }
+            BinOp::Or => {
+                if self.eval_bool(
+                    &b.lhs,
+                    env,
+                    pos,
+                    "in the left operand of the OR (||) operator",
+                )? {
+                    return Ok(Value::Bool(true));
+                }
+                Ok(Value::Bool(self.eval_bool(
+                    &b.rhs,
+                    env,
+                    pos,
+                    "in the right operand of the OR (||) operator",
+                )?))
+            }
+            BinOp::Impl => {
+                if !self.eval_bool(
+                    &b.lhs,
+                    env,
+                    pos,
+                    "in the left operand of the IMPL (->) operator",
+                )? {
+                    return Ok(Value::Bool(true));
+                }
+                Ok(Value::Bool(self.eval_bool(
+                    &b.rhs,
+                    env,
+                    pos,
+                    "in the right operand of the IMPL (->) operator",
+                )?))
+            }
+            BinOp::Eq | BinOp::Neq => {
+                let l = self.eval(&b.lhs, env)?;
+                let r = self.eval(&b.rhs, env)?;
+                let eq = self.equal(&l, &r, pos)?;
+                Ok(Value::Bool(eq == (b.op == BinOp::Eq)))
+            }
+            BinOp::Lt | BinOp::Ge => {
+                let l = self.eval(&b.lhs, env)?;
+                let r = self.eval(&b.rhs, env)?;
+                let lt = self.less_than(&l, &r, pos)?;
+                Ok(Value::Bool(lt == (b.op == BinOp::Lt)))
+            }
+            BinOp::Gt | BinOp::Le => {
+                // `a > b` is `b < a`; Nix evaluates `b` first.
+                let r = self.eval(&b.rhs, env)?;
+                let l = self.eval(&b.lhs, env)?;
+                let gt = self.less_than(&r, &l, pos)?;
+                Ok(Value::Bool(gt == (b.op == BinOp::Gt)))
+            }
+            BinOp::Update => {
+                let l = self.eval(&b.lhs, env)?;
+                let r = self.eval(&b.rhs, env)?;
+                let (Value::Attrs(l), Value::Attrs(r)) = (&l, &r) else {
+                    let bad = if matches!(l, Value::Attrs(_)) { &r } else { &l };
+                    return Err(self
+                        .type_error("a set", bad, pos)
+                        .with_frame(pos, "in an operand of the update (//) operator"));
+                };
+                Ok(Value::Attrs(l.update(r)))
+            }
+            BinOp::Concat => {
+                let l = self.eval(&b.lhs, env)?;
+                let r = self.eval(&b.rhs, env)?;
+                let (Value::List(l), Value::List(r)) = (&l, &r) else {
+                    let bad = if matches!(l, Value::List(_)) { &r } else { &l };
+                    return Err(self
+                        .type_error("a list", bad, pos)
+                        .with_frame(pos, "in an operand of the list concatenation (++) operator"));
+                };
+                Ok(Value::List(concat_lists(l, r)))
+            }
+            BinOp::Add => {
+                let l = self.eval(&b.lhs, env)?;
+                let r = self.eval(&b.rhs, env)?;
+                self.add(&l, &r, pos)
+            }
+            BinOp::Sub | BinOp::Mul | BinOp::Div => {
+                let l = self.eval(&b.lhs, env)?;
+                let r = self.eval(&b.rhs, env)?;
+                self.arith(b.op, &l, &r, pos)
+            }
+        }
+    }
+
+    fn eval_bool(
+        &mut self,
+        e: &'a crate::syntax::ir::Expr,
+        env: &Env<'a>,
+        pos: Pos,
+        context: &str,
+    ) -> Result<bool> {
+        match self.eval(e, env)? {
+            Value::Bool(b) => Ok(b),
+            other => Err(self
+                .type_error("a Boolean", &other, pos)
+                .with_frame(pos, context)),
+        }
+    }
+
+    /// `+`: numbers add; otherwise the result has the type of the left
+    /// operand (a path or a string) and the right one is coerced.
+    pub fn add(&mut self, l: &Value<'a>, r: &Value<'a>, pos: Pos) -> Result<Value<'a>> {
+        match (l, r) {
+            (Value::Int(a), Value::Int(b)) => match a.checked_add(*b) {
+                Some(n) => Ok(Value::Int(n)),
+                None => Err(Error::eval(
+                    format!("integer overflow in adding {a} + {b}"),
+                    pos,
+                )),
+            },
+            (Value::Int(a), Value::Float(b)) => Ok(Value::Float(*a as f64 + b)),
+            (Value::Float(a), Value::Int(b)) => Ok(Value::Float(a + *b as f64)),
+            (Value::Float(a), Value::Float(b)) => Ok(Value::Float(a + b)),
+            (Value::Int(_), other) => Err(Error::eval(
+                format!("cannot add {} to an integer", other.describe()),
+                pos,
+            )),
+            (Value::Float(_), other) => Err(Error::eval(
+                format!("cannot add {} to a float", other.describe()),
+                pos,
+            )),
+            (Value::Path(p), other) => {
+                let s = self
+                    .coerce_to_string(other, Coercion::PATH_SEGMENT, pos)
+                    .map_err(|e| e.with_frame(pos, "while evaluating a path segment"))?;
+                let joined = NixString::from_parts(&[p.as_bytes(), s.as_bytes()]);
+                Ok(Value::Path(NixString::from(crate::syntax::canon_path(
+                    joined.as_bytes(),
+                ))))
+            }
+            _ => {
+                let a = self
+                    .coerce_to_string(l, Coercion::INTERPOLATION, pos)
+                    .map_err(|e| e.with_frame(pos, "while evaluating a path segment"))?;
+                let b = self
+                    .coerce_to_string(r, Coercion::INTERPOLATION, pos)
+                    .map_err(|e| e.with_frame(pos, "while evaluating a path segment"))?;
+                Ok(Value::String(NixString::from_parts(&[
+                    a.as_bytes(),
+                    b.as_bytes(),
+                ])))
+            }
+        }
+    }
+
+    /// `-`, `*`, `/` (and `builtins.sub`, `mul`, `div`).
+    pub fn arith(
+        &mut self,
+        op: BinOp,
+        l: &Value<'a>,
+        r: &Value<'a>,
+        pos: Pos,
+    ) -> Result<Value<'a>> {
+        let (name, verb) = match op {
+            BinOp::Sub => ("-", "subtracting"),
+            BinOp::Mul => ("*", "multiplying"),
+            _ => ("/", "dividing"),
+        };
+        match (l, r) {
+            (Value::Int(a), Value::Int(b)) => {
+                let result = match op {
+                    BinOp::Sub => a.checked_sub(*b),
+                    BinOp::Mul => a.checked_mul(*b),
+                    _ => {
+                        if *b == 0 {
+                            return Err(Error::eval("division by zero", pos));
+                        }
+                        a.checked_div(*b)
+                    }
+                };
+                result.map(Value::Int).ok_or_else(|| {
+                    Error::eval(format!("integer overflow in {verb} {a} {name} {b}"), pos)
+                })
+            }
+            (Value::Int(_) | Value::Float(_), Value::Int(_) | Value::Float(_)) => {
+                let a = as_float(l);
+                let b = as_float(r);
+                Ok(Value::Float(match op {
+                    BinOp::Sub => a - b,
+                    BinOp::Mul => a * b,
+                    _ => {
+                        if b == 0.0 {
+                            return Err(Error::eval("division by zero", pos));
+                        }
+                        a / b
+                    }
+                }))
+            }
+            (Value::Int(_) | Value::Float(_), other) | (other, _) => {
+                Err(self.type_error("an integer", other, pos))
+            }
+        }
+    }
+}
+
+fn as_float(v: &Value<'_>) -> f64 {
+    match v {
+        Value::Int(n) => *n as f64,
+        Value::Float(f) => *f,
+        _ => 0.0,
+    }
+}
+
+pub fn concat_lists<'a>(l: &List<'a>, r: &List<'a>) -> List<'a> {
+    if r.is_empty() {
+        return l.clone();
+    }
+    if l.is_empty() {
+        return r.clone();
+    }
+    List::from_iter(
+        l.as_slice()
+            .iter()
+            .chain(r.as_slice())
+            .cloned()
+            .collect::<Vec<_>>(),
+    )
+}

@@ -1,0 +1,102 @@
+//! What an embedding decides: purity, the allowed roots, the bounds.
+//! fix knows nothing of Chock's policy; the caller turns its policy into
+//! these options.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+/// One `-I` entry: `prefix=path`, or a bare path (empty prefix).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SearchPathEntry {
+    pub prefix: String,
+    pub path: String,
+}
+
+impl SearchPathEntry {
+    /// Parses `prefix=path` or `path` (the `-I` and `NIX_PATH` syntax).
+    pub fn parse(text: &str) -> Self {
+        match text.split_once('=') {
+            Some((prefix, path)) => SearchPathEntry {
+                prefix: prefix.to_string(),
+                path: path.to_string(),
+            },
+            None => SearchPathEntry {
+                prefix: String::new(),
+                path: text.to_string(),
+            },
+        }
+    }
+}
+
+/// Experimental language features, off by default as in Nix.
+#[derive(Clone, Debug, Default)]
+pub struct Features {
+    /// `|>` and `<|` (Nix's `pipe-operators`).
+    pub pipe_operators: bool,
+    /// TOML date-times as `{ _type = "timestamp"; value = ...; }` (Nix's
+    /// `parse-toml-timestamps`).
+    pub parse_toml_timestamps: bool,
+}
+
+/// Where `builtins.trace` output goes.
+pub type TraceSink = Arc<dyn Fn(&str) + Send + Sync>;
+
+#[derive(Clone)]
+pub struct EvalOptions {
+    /// Pure (the default): the environment is empty, the search path and
+    /// `~` answer nothing, `currentTime` is absent and only paths inside
+    /// `roots` and the store can be read.
+    pub pure: bool,
+    /// Directories a pure evaluation may read (the workspace).
+    pub roots: Vec<PathBuf>,
+    pub store_dir: String,
+    /// The deepest nesting of calls (Nix's `max-call-depth`).
+    pub max_call_depth: usize,
+    /// The most resident memory the evaluation may add, in bytes.
+    pub max_memory: Option<usize>,
+    /// `-I` entries, then `NIX_PATH`'s; used only when impure.
+    pub search_path: Vec<SearchPathEntry>,
+    pub current_system: String,
+    /// For `~/` paths; used only when impure.
+    pub home: Option<PathBuf>,
+    pub features: Features,
+    /// Set to stop the evaluation (Ctrl-C).
+    pub interrupt: Option<Arc<AtomicBool>>,
+    /// Receives `builtins.trace` and warnings; stderr when `None`.
+    pub trace: Option<TraceSink>,
+}
+
+/// The call depth Nix allows by default.
+pub const DEFAULT_MAX_CALL_DEPTH: usize = 10_000;
+
+impl Default for EvalOptions {
+    fn default() -> Self {
+        EvalOptions {
+            pure: true,
+            roots: Vec::new(),
+            store_dir: "/nix/store".to_string(),
+            max_call_depth: DEFAULT_MAX_CALL_DEPTH,
+            max_memory: None,
+            search_path: Vec::new(),
+            current_system: default_system(),
+            home: None,
+            features: Features::default(),
+            interrupt: None,
+            trace: None,
+        }
+    }
+}
+
+/// The Nix system name of this machine, e.g. `x86_64-linux`.
+pub fn default_system() -> String {
+    let arch = match std::env::consts::ARCH {
+        "x86" => "i686",
+        other => other,
+    };
+    let os = match std::env::consts::OS {
+        "macos" => "darwin",
+        other => other,
+    };
+    format!("{arch}-{os}")
+}

@@ -1,0 +1,260 @@
+//! Printing values the way `nix-instantiate --eval` does, and the short
+//! renderings used in error messages.
+
+use crate::eval::Evaluator;
+use crate::value::{ThunkState, Value};
+use rustc_hash::FxHashSet;
+
+/// A float the way C++ streams print a double (`%g`, six significant
+/// digits), which is how Nix prints floats.
+pub fn format_float(f: f64) -> String {
+    if f.is_nan() {
+        return if f.is_sign_negative() {
+            "-nan".into()
+        } else {
+            "nan".into()
+        };
+    }
+    if f.is_infinite() {
+        return if f < 0.0 { "-inf".into() } else { "inf".into() };
+    }
+    if f == 0.0 {
+        return if f.is_sign_negative() {
+            "-0".into()
+        } else {
+            "0".into()
+        };
+    }
+    let sci = format!("{f:.5e}");
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    if !(-4..6).contains(&exp) {
+        let mantissa = trim_zeros(mantissa);
+        let sign = if exp < 0 { '-' } else { '+' };
+        return format!("{mantissa}e{sign}{:02}", exp.abs());
+    }
+    let decimals = (5 - exp).max(0) as usize;
+    trim_zeros(&format!("{f:.decimals$}")).to_string()
+}
+
+fn trim_zeros(s: &str) -> &str {
+    if !s.contains('.') {
+        return s;
+    }
+    s.trim_end_matches('0').trim_end_matches('.')
+}
+
+/// A string literal as Nix prints it: quoted, with `"`, `\`, `${` and
+/// control characters escaped.
+pub fn quote_string(bytes: &[u8], out: &mut Vec<u8>) {
+    out.push(b'"');
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            b'$' if bytes.get(i + 1) == Some(&b'{') => {
+                out.extend_from_slice(b"\\${");
+                i += 1;
+            }
+            c => out.push(c),
+        }
+        i += 1;
+    }
+    out.push(b'"');
+}
+
+/// `nix-instantiate --eval` output (`printAmbiguous`): the value as far as
+/// it has been evaluated, `<CODE>` for the rest, `«repeated»` for a list
+/// or set already printed above.
+pub fn print_value(ev: &Evaluator<'_>, v: &Value<'_>) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut seen = FxHashSet::default();
+    print_in(ev, v, None, &mut seen, &mut out);
+    out
+}
+
+fn print_in(
+    ev: &Evaluator<'_>,
+    v: &Value<'_>,
+    cell: Option<usize>,
+    seen: &mut FxHashSet<usize>,
+    out: &mut Vec<u8>,
+) {
+    match v {
+        Value::Thunk(t) => {
+            let state = t.0.borrow();
+            match &*state {
+                ThunkState::Done(inner) => print_in(ev, inner, Some(t.addr()), seen, out),
+                ThunkState::Blackhole => {
+                    out.extend_from_slice("«potential infinite recursion»".as_bytes())
+                }
+                _ => out.extend_from_slice(b"<CODE>"),
+            }
+        }
+        Value::Null => out.extend_from_slice(b"null"),
+        Value::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
+        Value::Int(n) => out.extend_from_slice(n.to_string().as_bytes()),
+        Value::Float(f) => out.extend_from_slice(format_float(*f).as_bytes()),
+        Value::String(s) => quote_string(s.as_bytes(), out),
+        Value::Path(p) => out.extend_from_slice(p.as_bytes()),
+        Value::Attrs(attrs) => {
+            if !attrs.is_empty() && !seen.insert(attrs.addr()) {
+                out.extend_from_slice("«repeated»".as_bytes());
+                return;
+            }
+            out.extend_from_slice(b"{ ");
+            for attr in attrs.lexicographic(&ev.symbols) {
+                out.extend_from_slice(ev.symbols.bytes(attr.name));
+                out.extend_from_slice(b" = ");
+                print_in(ev, &attr.value, None, seen, out);
+                out.extend_from_slice(b"; ");
+            }
+            out.push(b'}');
+        }
+        Value::List(list) => {
+            // Nix remembers the cell holding the list; the root is a copy.
+            if !list.is_empty()
+                && let Some(id) = cell
+                && !seen.insert(id)
+            {
+                out.extend_from_slice("«repeated»".as_bytes());
+                return;
+            }
+            out.extend_from_slice(b"[ ");
+            for item in list.as_slice() {
+                let id = match item {
+                    Value::Thunk(_) => None,
+                    Value::List(l) => Some(l.addr()),
+                    _ => None,
+                };
+                print_in(ev, item, id, seen, out);
+                out.push(b' ');
+            }
+            out.push(b']');
+        }
+        Value::Lambda(_) => out.extend_from_slice(b"<LAMBDA>"),
+        Value::PrimOp(_) => out.extend_from_slice(b"<PRIMOP>"),
+        Value::PrimOpApp(_) => out.extend_from_slice(b"<PRIMOP-APP>"),
+    }
+}
+
+/// The whole value as `builtins.trace` shows it: nothing is forced,
+/// unevaluated parts are `«thunk»`.
+pub fn pretty(ev: &Evaluator<'_>, v: &Value<'_>) -> String {
+    let mut out = String::new();
+    brief_in(ev, v, usize::MAX, &mut out);
+    out
+}
+
+/// A short rendering for error messages: nested values and long strings
+/// are cut, nothing is forced.
+pub fn brief(ev: &Evaluator<'_>, v: &Value<'_>) -> String {
+    let mut out = String::new();
+    brief_in(ev, v, 1, &mut out);
+    out
+}
+
+fn deeper(depth: usize) -> usize {
+    if depth == usize::MAX {
+        depth
+    } else {
+        depth.saturating_sub(1)
+    }
+}
+
+/// `depth` is how many levels of nesting are still shown in full;
+/// `usize::MAX` shows everything (for `trace`).
+fn brief_in(ev: &Evaluator<'_>, v: &Value<'_>, depth: usize, out: &mut String) {
+    let full = depth == usize::MAX;
+    let max_string = if full { usize::MAX } else { 1024 };
+    let max_items = if full { usize::MAX } else { 10 };
+    match v {
+        Value::Thunk(t) => match &*t.0.borrow() {
+            ThunkState::Done(inner) => brief_in(ev, inner, depth, out),
+            _ => out.push_str("«thunk»"),
+        },
+        Value::String(s) => {
+            let mut bytes = Vec::new();
+            let cut = s.len() > max_string;
+            quote_string(&s.as_bytes()[..s.len().min(max_string)], &mut bytes);
+            out.push_str(&String::from_utf8_lossy(&bytes));
+            if cut {
+                out.push_str("«…»");
+            }
+        }
+        Value::Attrs(attrs) => {
+            if depth == 0 {
+                out.push_str(if attrs.is_empty() { "{ }" } else { "{ ... }" });
+                return;
+            }
+            out.push_str("{ ");
+            for (i, attr) in attrs.lexicographic(&ev.symbols).into_iter().enumerate() {
+                if i == max_items {
+                    out.push_str(&format!("«{} attributes elided» ", attrs.len() - max_items));
+                    break;
+                }
+                out.push_str(&ev.symbols.text(attr.name));
+                out.push_str(" = ");
+                brief_in(ev, &attr.value, deeper(depth), out);
+                out.push_str("; ");
+            }
+            out.push('}');
+        }
+        Value::List(list) => {
+            if depth == 0 {
+                out.push_str(if list.is_empty() { "[ ]" } else { "[ ... ]" });
+                return;
+            }
+            out.push_str("[ ");
+            for (i, item) in list.as_slice().iter().enumerate() {
+                if i == max_items {
+                    out.push_str(&format!("«{} items elided» ", list.len() - max_items));
+                    break;
+                }
+                brief_in(ev, item, deeper(depth), out);
+                out.push(' ');
+            }
+            out.push(']');
+        }
+        Value::Lambda(c) => match ev.sources.resolve(c.lambda.pos) {
+            Some(loc) => out.push_str(&format!("«lambda @ {}»", loc.display())),
+            None => out.push_str("«lambda»"),
+        },
+        Value::PrimOp(op) => out.push_str(&format!("«primop {}»", op.name)),
+        Value::PrimOpApp(app) => {
+            out.push_str(&format!("«partially applied primop {}»", app.op.name))
+        }
+        other => out.push_str(&String::from_utf8_lossy(&print_value(ev, other))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn floats_print_like_cpp_streams() {
+        assert_eq!(format_float(1.0), "1");
+        assert_eq!(format_float(2.5), "2.5");
+        assert_eq!(format_float(0.1), "0.1");
+        assert_eq!(format_float(1e20), "1e+20");
+        assert_eq!(format_float(123456789.0), "1.23457e+08");
+        assert_eq!(format_float(123456.0), "123456");
+        assert_eq!(format_float(1234567.0), "1.23457e+06");
+        assert_eq!(format_float(0.0001), "0.0001");
+        assert_eq!(format_float(0.00001), "1e-05");
+        assert_eq!(format_float(-1.23456789), "-1.23457");
+        assert_eq!(format_float(999999.5), "1e+06");
+    }
+
+    #[test]
+    fn strings_are_escaped() {
+        let mut out = Vec::new();
+        quote_string(b"a\"b\\c\n${x}$y", &mut out);
+        assert_eq!(out, b"\"a\\\"b\\\\c\\n\\${x}$y\"");
+    }
+}

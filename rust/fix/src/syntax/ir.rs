@@ -1,0 +1,210 @@
+//! The lowered program the evaluator walks. Every variable is already
+//! resolved: a local is (depth, slot) in the environment chain, a builtin is
+//! an index into the globals, and only names under `with` are looked up by
+//! name at run time. Attribute sets arrive with their static names sorted
+//! and nested paths merged, so building one at run time is a copy.
+
+use crate::source::Pos;
+use crate::symbol::Sym;
+use crate::value::NixString;
+
+pub enum Expr {
+    Int(i64),
+    Float(f64),
+    Str(NixString),
+    /// An absolute path, already resolved against the file's directory.
+    Path(NixString),
+    /// A variable bound `depth` environments up, in slot `idx`.
+    Local {
+        depth: u32,
+        idx: u32,
+    },
+    /// A builtin or constant of the base environment.
+    Global(u32),
+    /// A name found in no static scope: looked up in the enclosing `with`s.
+    WithVar(Box<WithVar>),
+    Interpolate(Box<Interpolation>),
+    List(Box<[Expr]>),
+    Attrs(Box<AttrsExpr>),
+    Let(Box<LetExpr>),
+    Lambda(Box<LambdaExpr>),
+    Apply(Box<ApplyExpr>),
+    Select(Box<SelectExpr>),
+    HasAttr(Box<HasAttrExpr>),
+    If(Box<IfExpr>),
+    Assert(Box<AssertExpr>),
+    With(Box<WithExpr>),
+    BinOp(Box<BinOpExpr>),
+    Not(Box<NotExpr>),
+    /// `__curPos`: an attribute set with this position.
+    CurPos(Pos),
+}
+
+pub struct WithVar {
+    pub name: Sym,
+    /// The depth of every enclosing `with` environment, innermost first.
+    pub depths: Box<[u32]>,
+    pub pos: Pos,
+}
+
+pub enum Part {
+    Lit(NixString),
+    Expr(Expr, Pos),
+}
+
+pub struct Interpolation {
+    pub parts: Box<[Part]>,
+    /// `./a/${b}`: the result is a path, not a string.
+    pub path: bool,
+}
+
+pub struct StaticAttr {
+    pub name: Sym,
+    pub pos: Pos,
+    pub value: Expr,
+}
+
+pub struct DynamicAttr {
+    pub name: Expr,
+    pub value: Expr,
+    pub pos: Pos,
+}
+
+/// An attribute set literal.
+///
+/// When `env_slots` is non-zero the set gets an environment of its own:
+/// for `rec`, slot `i` holds static attribute `i`; after the attributes come
+/// the sources of `inherit (e)`, evaluated in the new environment for `rec`
+/// and in the enclosing one otherwise. Values are evaluated in the new
+/// environment when it exists.
+pub struct AttrsExpr {
+    pub statics: Box<[StaticAttr]>,
+    pub dynamics: Box<[DynamicAttr]>,
+    pub rec: bool,
+    pub env_slots: u32,
+    pub inherit_sources: Box<[Expr]>,
+}
+
+/// `let`: one environment with a slot per binding (plus the sources of
+/// `inherit (e)`), all evaluated lazily in that environment.
+pub struct LetExpr {
+    pub bindings: Box<[Expr]>,
+    pub body: Expr,
+}
+
+pub struct Formal {
+    pub name: Sym,
+    pub default: Option<Expr>,
+    pub pos: Pos,
+}
+
+pub enum Param {
+    /// `x: body`, the argument in slot 0.
+    Ident(Sym),
+    /// `{ a, b ? d, ... } @ x: body`: `x` (if present) in slot 0, then the
+    /// formals in the order given here (sorted by `Sym`).
+    Formals(Box<Formals>),
+}
+
+pub struct Formals {
+    pub entries: Box<[Formal]>,
+    pub ellipsis: bool,
+    pub bind: Option<Sym>,
+}
+
+impl Formals {
+    pub fn first_slot(&self) -> u32 {
+        u32::from(self.bind.is_some())
+    }
+
+    pub fn find(&self, name: Sym) -> Option<&Formal> {
+        self.entries
+            .binary_search_by_key(&name, |f| f.name)
+            .ok()
+            .map(|i| &self.entries[i])
+    }
+}
+
+pub struct LambdaExpr {
+    /// The name it was bound to, for traces (`f = x: ...`).
+    pub name: Option<Sym>,
+    pub param: Param,
+    pub body: Expr,
+    pub slots: u32,
+    pub pos: Pos,
+}
+
+pub struct ApplyExpr {
+    pub func: Expr,
+    pub args: Box<[Expr]>,
+    pub pos: Pos,
+}
+
+pub enum AttrKey {
+    Static(Sym),
+    Dynamic(Expr),
+}
+
+pub struct SelectExpr {
+    pub base: Expr,
+    pub path: Box<[AttrKey]>,
+    pub default: Option<Expr>,
+    pub pos: Pos,
+}
+
+pub struct HasAttrExpr {
+    pub base: Expr,
+    pub path: Box<[AttrKey]>,
+    pub pos: Pos,
+}
+
+pub struct IfExpr {
+    pub cond: Expr,
+    pub then: Expr,
+    pub otherwise: Expr,
+    pub pos: Pos,
+}
+
+pub struct AssertExpr {
+    pub cond: Expr,
+    pub body: Expr,
+    /// The condition as written, for the message.
+    pub text: Box<str>,
+    pub pos: Pos,
+}
+
+pub struct WithExpr {
+    pub attrs: Expr,
+    pub body: Expr,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Concat,
+    Update,
+    Eq,
+    Neq,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    And,
+    Or,
+    Impl,
+}
+
+pub struct BinOpExpr {
+    pub op: BinOp,
+    pub lhs: Expr,
+    pub rhs: Expr,
+    pub pos: Pos,
+}
+
+pub struct NotExpr {
+    pub expr: Expr,
+    pub pos: Pos,
+}

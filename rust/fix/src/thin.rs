@@ -1,0 +1,260 @@
+//! A reference-counted header plus slice behind one thin pointer.
+//!
+//! `Rc<[T]>` is a fat pointer (16 bytes) and `Rc<Vec<T>>` costs two
+//! allocations. Strings, lists, attribute sets and environments are the
+//! evaluator's most frequent allocations, and a value must stay 16 bytes, so
+//! they share this one type: a single allocation holding the count, the
+//! length, a small header and the elements, addressed by an 8-byte pointer.
+//! The evaluator is single-threaded, so the count is a plain `Cell`.
+
+use std::alloc::{self, Layout};
+use std::cell::Cell;
+use std::marker::PhantomData;
+use std::ptr::{self, NonNull};
+
+#[repr(C)]
+struct Inner<H, T> {
+    count: Cell<usize>,
+    len: usize,
+    header: H,
+    // The elements follow at `data_offset::<H, T>()`.
+    _elements: [T; 0],
+}
+
+/// A shared, immutable header and slice in one allocation.
+pub struct ThinRc<H, T> {
+    ptr: NonNull<Inner<H, T>>,
+    _owns: PhantomData<(H, T)>,
+}
+
+/// Where the elements start. `Inner` ends in `[T; 0]`, so its size is
+/// already a multiple of `T`'s alignment and the elements follow directly;
+/// `layout_for` computes the same offset through `Layout::extend`.
+const fn data_offset<H, T>() -> usize {
+    std::mem::size_of::<Inner<H, T>>()
+}
+
+fn layout_for<H, T>(len: usize) -> (Layout, usize) {
+    let head = Layout::new::<Inner<H, T>>();
+    let Ok(array) = Layout::array::<T>(len) else {
+        alloc::handle_alloc_error(head)
+    };
+    let Ok((layout, offset)) = head.extend(array) else {
+        alloc::handle_alloc_error(head)
+    };
+    (layout.pad_to_align(), offset)
+}
+
+/// Frees a half-built allocation if the element iterator panics.
+struct BuildGuard<H, T> {
+    ptr: NonNull<Inner<H, T>>,
+    written: usize,
+    layout: Layout,
+    offset: usize,
+}
+
+impl<H, T> Drop for BuildGuard<H, T> {
+    fn drop(&mut self) {
+        // SAFETY: the header and the first `written` elements were
+        // initialised by `from_iter` before this guard can run.
+        unsafe {
+            let base = self.ptr.as_ptr().cast::<u8>();
+            ptr::drop_in_place(ptr::addr_of_mut!((*self.ptr.as_ptr()).header));
+            let data = base.add(self.offset).cast::<T>();
+            ptr::drop_in_place(ptr::slice_from_raw_parts_mut(data, self.written));
+            alloc::dealloc(base, self.layout);
+        }
+    }
+}
+
+impl<H, T> ThinRc<H, T> {
+    /// Builds from a header and exactly `iter.len()` elements.
+    ///
+    /// An iterator that yields fewer elements than it announced is a bug in
+    /// the caller; it panics after freeing what was built.
+    pub fn from_iter<I>(header: H, iter: I) -> Self
+    where
+        I: IntoIterator<Item = T>,
+        I::IntoIter: ExactSizeIterator,
+    {
+        let iter = iter.into_iter();
+        let len = iter.len();
+        let (layout, offset) = layout_for::<H, T>(len);
+        // SAFETY: the layout has a non-zero size (it holds the count).
+        let raw = unsafe { alloc::alloc(layout) };
+        let Some(ptr) = NonNull::new(raw.cast::<Inner<H, T>>()) else {
+            alloc::handle_alloc_error(layout)
+        };
+        // SAFETY: `ptr` is a fresh allocation sized for `Inner` plus `len`
+        // elements; every write stays inside it.
+        unsafe {
+            ptr::addr_of_mut!((*ptr.as_ptr()).count).write(Cell::new(1));
+            ptr::addr_of_mut!((*ptr.as_ptr()).len).write(len);
+            ptr::addr_of_mut!((*ptr.as_ptr()).header).write(header);
+        }
+        let mut guard = BuildGuard {
+            ptr,
+            written: 0,
+            layout,
+            offset,
+        };
+        // SAFETY: the data region starts at `offset` inside the allocation.
+        let data = unsafe { raw.add(offset).cast::<T>() };
+        for item in iter.take(len) {
+            // SAFETY: `written < len`, so the slot is inside the allocation.
+            unsafe { data.add(guard.written).write(item) };
+            guard.written += 1;
+        }
+        assert_eq!(
+            guard.written, len,
+            "ThinRc::from_iter: iterator yielded fewer elements than announced"
+        );
+        std::mem::forget(guard);
+        ThinRc {
+            ptr,
+            _owns: PhantomData,
+        }
+    }
+
+    fn inner(&self) -> &Inner<H, T> {
+        // SAFETY: the pointer stays valid while any `ThinRc` to it exists.
+        unsafe { self.ptr.as_ref() }
+    }
+
+    pub fn header(&self) -> &H {
+        &self.inner().header
+    }
+
+    pub fn as_slice(&self) -> &[T] {
+        let len = self.inner().len;
+        // SAFETY: `len` elements were initialised right after the `Inner`
+        // block by `from_iter` (see `data_offset`).
+        unsafe {
+            std::slice::from_raw_parts(
+                self.ptr
+                    .as_ptr()
+                    .cast::<u8>()
+                    .add(data_offset::<H, T>())
+                    .cast::<T>(),
+                len,
+            )
+        }
+    }
+
+    /// Whether both handles point at the same allocation.
+    pub fn ptr_eq(a: &Self, b: &Self) -> bool {
+        a.ptr == b.ptr
+    }
+
+    /// An identity for cycle detection while printing.
+    pub fn addr(&self) -> usize {
+        self.ptr.as_ptr() as usize
+    }
+}
+
+impl<H, T> Clone for ThinRc<H, T> {
+    fn clone(&self) -> Self {
+        let count = &self.inner().count;
+        let next = count.get().wrapping_add(1);
+        if next == 0 {
+            std::process::abort();
+        }
+        count.set(next);
+        ThinRc {
+            ptr: self.ptr,
+            _owns: PhantomData,
+        }
+    }
+}
+
+impl<H, T> Drop for ThinRc<H, T> {
+    fn drop(&mut self) {
+        let count = &self.inner().count;
+        let left = count.get() - 1;
+        count.set(left);
+        if left != 0 {
+            return;
+        }
+        let len = self.inner().len;
+        let (layout, offset) = layout_for::<H, T>(len);
+        // SAFETY: this was the last handle; the header and `len` elements
+        // are initialised and nobody can reach them after this.
+        unsafe {
+            let base = self.ptr.as_ptr();
+            ptr::drop_in_place(ptr::addr_of_mut!((*base).header));
+            let data = base.cast::<u8>().add(offset).cast::<T>();
+            ptr::drop_in_place(ptr::slice_from_raw_parts_mut(data, len));
+            alloc::dealloc(base.cast::<u8>(), layout);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::rc::Rc;
+
+    #[test]
+    fn holds_header_and_elements() {
+        let a = ThinRc::from_iter(7u16, vec![1u64, 2, 3]);
+        assert_eq!(*a.header(), 7);
+        assert_eq!(a.as_slice(), &[1, 2, 3]);
+        assert_eq!(std::mem::size_of::<ThinRc<u16, u64>>(), 8);
+    }
+
+    #[test]
+    fn offset_matches_layout() {
+        assert_eq!(layout_for::<u8, u64>(3).1, data_offset::<u8, u64>());
+        assert_eq!(layout_for::<(), u8>(3).1, data_offset::<(), u8>());
+        assert_eq!(
+            layout_for::<Option<Rc<()>>, [u64; 2]>(3).1,
+            data_offset::<Option<Rc<()>>, [u64; 2]>()
+        );
+    }
+
+    #[test]
+    fn empty_and_bytes() {
+        let e: ThinRc<(), u8> = ThinRc::from_iter((), Vec::new());
+        assert!(e.as_slice().is_empty());
+        let s: ThinRc<(), u8> = ThinRc::from_iter((), b"hello".iter().copied());
+        assert_eq!(s.as_slice(), b"hello");
+    }
+
+    #[test]
+    fn drops_every_element_once() {
+        let tracker = Rc::new(());
+        let a = ThinRc::from_iter(tracker.clone(), vec![tracker.clone(), tracker.clone()]);
+        assert_eq!(Rc::strong_count(&tracker), 4);
+        let b = a.clone();
+        drop(a);
+        assert_eq!(Rc::strong_count(&tracker), 4);
+        drop(b);
+        assert_eq!(Rc::strong_count(&tracker), 1);
+    }
+
+    #[test]
+    fn clones_share_one_allocation() {
+        let a = ThinRc::from_iter((), vec![1, 2]);
+        let b = a.clone();
+        assert!(ThinRc::ptr_eq(&a, &b));
+        assert_eq!(a.addr(), b.addr());
+    }
+
+    #[test]
+    fn panicking_iterator_frees_what_was_built() {
+        let tracker = Rc::new(());
+        let t2 = tracker.clone();
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let items = (0..3).map(|i| {
+                if i == 2 {
+                    panic!("boom");
+                }
+                t2.clone()
+            });
+            ThinRc::from_iter((), items)
+        }));
+        assert!(result.is_err());
+        drop(t2);
+        assert_eq!(Rc::strong_count(&tracker), 1);
+    }
+}

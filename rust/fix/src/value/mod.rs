@@ -1,0 +1,258 @@
+//! Values. A `Value` is 16 bytes: a tag and either a number or one thin
+//! pointer. Lists, attribute sets, strings and environments are single
+//! allocations (`ThinRc`); thunks are updated in place when forced, so
+//! every holder of a thunk sees its value without copying it.
+
+mod attrs;
+mod string;
+
+pub use attrs::{Attr, Attrs};
+pub use string::NixString;
+
+use crate::error::Result;
+use crate::eval::Evaluator;
+use crate::source::Pos;
+use crate::syntax::ir::{Expr, LambdaExpr};
+use crate::thin::ThinRc;
+use std::cell::{OnceCell, RefCell};
+use std::rc::Rc;
+
+#[derive(Clone)]
+pub enum Value<'a> {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    String(NixString),
+    /// An absolute, canonical path.
+    Path(NixString),
+    Attrs(Attrs<'a>),
+    List(List<'a>),
+    Lambda(Rc<Closure<'a>>),
+    PrimOp(&'static PrimOp),
+    PrimOpApp(Rc<PartialApp<'a>>),
+    Thunk(Thunk<'a>),
+}
+
+/// A function value: the code and the environment it closes over.
+pub struct Closure<'a> {
+    pub lambda: &'a LambdaExpr,
+    pub env: Env<'a>,
+}
+
+/// The Rust side of a builtin. Arguments arrive unforced.
+pub type PrimFn = for<'a> fn(&mut Evaluator<'a>, &[Value<'a>], Pos) -> Result<Value<'a>>;
+
+pub struct PrimOp {
+    pub name: &'static str,
+    pub arity: usize,
+    pub func: PrimFn,
+}
+
+/// A builtin applied to fewer arguments than it takes.
+pub struct PartialApp<'a> {
+    pub op: &'static PrimOp,
+    pub args: Vec<Value<'a>>,
+}
+
+#[derive(Clone)]
+pub struct List<'a>(ThinRc<(), Value<'a>>);
+
+impl<'a> List<'a> {
+    pub fn from_iter<I>(items: I) -> Self
+    where
+        I: IntoIterator<Item = Value<'a>>,
+        I::IntoIter: ExactSizeIterator,
+    {
+        List(ThinRc::from_iter((), items))
+    }
+
+    pub fn from_vec(items: Vec<Value<'a>>) -> Self {
+        List::from_iter(items)
+    }
+
+    pub fn as_slice(&self) -> &[Value<'a>] {
+        self.0.as_slice()
+    }
+
+    pub fn len(&self) -> usize {
+        self.as_slice().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.as_slice().is_empty()
+    }
+
+    pub fn addr(&self) -> usize {
+        self.0.addr()
+    }
+}
+
+/// An environment: the values of one scope's variables and the scope
+/// around it. Slots are filled once, possibly after thunks that refer to
+/// the environment were made (recursive sets, `let`, formals' defaults).
+#[derive(Clone)]
+pub struct Env<'a>(ThinRc<Option<Env<'a>>, OnceCell<Value<'a>>>);
+
+impl<'a> Env<'a> {
+    pub fn root() -> Self {
+        Env(ThinRc::from_iter(None, std::iter::empty()))
+    }
+
+    /// A new scope with `slots` empty slots inside `up`.
+    pub fn new(up: &Env<'a>, slots: usize) -> Self {
+        Env(ThinRc::from_iter(
+            Some(up.clone()),
+            (0..slots).map(|_| OnceCell::new()),
+        ))
+    }
+
+    /// A new scope holding `values`.
+    pub fn with_values<I>(up: &Env<'a>, values: I) -> Self
+    where
+        I: IntoIterator<Item = Value<'a>>,
+        I::IntoIter: ExactSizeIterator,
+    {
+        Env(ThinRc::from_iter(
+            Some(up.clone()),
+            values.into_iter().map(OnceCell::from),
+        ))
+    }
+
+    pub fn set(&self, idx: usize, value: Value<'a>) {
+        if let Some(slot) = self.0.as_slice().get(idx) {
+            let _ = slot.set(value);
+        }
+    }
+
+    fn up_by(&self, depth: u32) -> &Env<'a> {
+        let mut env = self;
+        for _ in 0..depth {
+            match env.0.header() {
+                Some(up) => env = up,
+                None => break,
+            }
+        }
+        env
+    }
+
+    /// The value in slot `idx`, `depth` scopes up; `None` while a
+    /// recursive scope is still being filled.
+    pub fn get(&self, depth: u32, idx: u32) -> Option<&Value<'a>> {
+        self.up_by(depth)
+            .0
+            .as_slice()
+            .get(idx as usize)
+            .and_then(OnceCell::get)
+    }
+}
+
+/// What a thunk holds: code not yet run, a deferred call made by a
+/// builtin, or the value.
+pub enum ThunkState<'a> {
+    Pending(&'a Expr, Env<'a>),
+    /// `f x ...`: the function then its arguments, made by builtins such
+    /// as `map` that must stay lazy.
+    Apply(Box<[Value<'a>]>),
+    /// Being evaluated: reaching it again is infinite recursion.
+    Blackhole,
+    Done(Value<'a>),
+}
+
+#[derive(Clone)]
+pub struct Thunk<'a>(pub(crate) Rc<RefCell<ThunkState<'a>>>);
+
+impl<'a> Thunk<'a> {
+    pub fn new(expr: &'a Expr, env: Env<'a>) -> Self {
+        Thunk(Rc::new(RefCell::new(ThunkState::Pending(expr, env))))
+    }
+
+    /// A deferred call `f x`.
+    pub fn apply(f: Value<'a>, arg: Value<'a>) -> Self {
+        Thunk(Rc::new(RefCell::new(ThunkState::Apply(Box::new([f, arg])))))
+    }
+
+    /// A deferred call `f x y`.
+    pub fn apply2(f: Value<'a>, x: Value<'a>, y: Value<'a>) -> Self {
+        Thunk(Rc::new(RefCell::new(ThunkState::Apply(Box::new([
+            f, x, y,
+        ])))))
+    }
+
+    pub fn addr(&self) -> usize {
+        Rc::as_ptr(&self.0) as usize
+    }
+}
+
+impl<'a> Value<'a> {
+    /// The name `builtins.typeOf` gives.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Value::Null => "null",
+            Value::Bool(_) => "bool",
+            Value::Int(_) => "int",
+            Value::Float(_) => "float",
+            Value::String(_) => "string",
+            Value::Path(_) => "path",
+            Value::Attrs(_) => "set",
+            Value::List(_) => "list",
+            Value::Lambda(_) | Value::PrimOp(_) | Value::PrimOpApp(_) => "lambda",
+            Value::Thunk(_) => "thunk",
+        }
+    }
+
+    /// The type as Nix's messages say it ("an integer", "a set", ...).
+    pub fn describe(&self) -> String {
+        match self {
+            Value::Null => "null".into(),
+            Value::Bool(_) => "a Boolean".into(),
+            Value::Int(_) => "an integer".into(),
+            Value::Float(_) => "a float".into(),
+            Value::String(_) => "a string".into(),
+            Value::Path(_) => "a path".into(),
+            Value::Attrs(_) => "a set".into(),
+            Value::List(_) => "a list".into(),
+            Value::Lambda(_) => "a function".into(),
+            Value::PrimOp(op) => format!("the built-in function '{}'", op.name),
+            Value::PrimOpApp(app) => {
+                format!("the partially applied built-in function '{}'", app.op.name)
+            }
+            Value::Thunk(_) => "a thunk".into(),
+        }
+    }
+
+    pub fn is_function(&self) -> bool {
+        matches!(
+            self,
+            Value::Lambda(_) | Value::PrimOp(_) | Value::PrimOpApp(_)
+        )
+    }
+
+    pub fn string(s: impl Into<NixString>) -> Self {
+        Value::String(s.into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn value_is_two_words() {
+        assert_eq!(std::mem::size_of::<Value<'static>>(), 16);
+        assert_eq!(std::mem::size_of::<Option<Value<'static>>>(), 16);
+    }
+
+    #[test]
+    fn env_slots_fill_once() {
+        let root = Env::root();
+        let env = Env::new(&root, 2);
+        assert!(env.get(0, 0).is_none());
+        env.set(0, Value::Int(1));
+        env.set(0, Value::Int(2));
+        assert!(matches!(env.get(0, 0), Some(Value::Int(1))));
+        let inner = Env::with_values(&env, [Value::Bool(true)]);
+        assert!(matches!(inner.get(1, 0), Some(Value::Int(1))));
+        assert!(matches!(inner.get(0, 0), Some(Value::Bool(true))));
+    }
+}
