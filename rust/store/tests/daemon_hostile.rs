@@ -355,3 +355,33 @@ proptest! {
         });
     }
 }
+
+/// Callers run operations on a multi-threaded runtime (`tokio::spawn`),
+/// so the connection and every operation's future must be `Send`.
+#[test]
+fn operations_are_send() {
+    fn assert_send<T: Send>(_: &T) {}
+    async fn ops(mut c: DaemonConnection) {
+        let p = some_path();
+        let f = c.build_paths(&[], Default::default());
+        assert_send(&f);
+        drop(f);
+        let info = chock_store::daemon::PathInfo::for_upload(
+            p.clone(),
+            chock_store::Hash::sha256(""),
+            0,
+            Default::default(),
+            None,
+        );
+        let mut nar: &[u8] = b"";
+        let f = c.add_to_store_nar(&info, false, false, &mut nar);
+        assert_send(&f);
+        drop(f);
+        let f = c.query_path_info(&p);
+        assert_send(&f);
+    }
+    let opts = options(PathBuf::from("/nonexistent"));
+    let connect = DaemonConnection::connect(&opts);
+    assert_send(&connect);
+    let _ = ops;
+}
