@@ -249,6 +249,41 @@ async fn bad_padding_and_bad_paths_are_refused() {
     assert!(err.to_string().contains("not in the Nix store"), "{err}");
 }
 
+/// A peer that takes the request but never reads the upload nor answers:
+/// the upload stalls, and the operation still ends with an error in time.
+#[tokio::test]
+async fn a_peer_that_stops_reading_does_not_hang_uploads() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("socket");
+    let listener = UnixListener::bind(&path).unwrap();
+    let _deaf = tokio::spawn(async move {
+        let (mut stream, _) = listener.accept().await.unwrap();
+        stream.write_all(&hello(34)).await.unwrap();
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        drop(stream);
+    });
+    let mut c = DaemonConnection::connect(&options(path)).await.unwrap();
+    let nar = vec![0u8; 8 * 1024 * 1024];
+    let info = chock_store::daemon::PathInfo::for_upload(
+        some_path(),
+        chock_store::Hash::sha256(&nar),
+        nar.len() as u64,
+        Default::default(),
+        None,
+    );
+    let started = Instant::now();
+    let err = c
+        .add_to_store_nar(&info, false, false, &mut nar.as_slice())
+        .await
+        .unwrap_err();
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(err.to_string().starts_with("AddToStoreNar: "), "{err}");
+}
+
 /// Log lines (STDERR_NEXT) and build log lines (STDERR_RESULT 101) reach `tracing`.
 #[tokio::test]
 async fn daemon_log_lines_go_to_tracing() {

@@ -297,6 +297,39 @@ async fn add_to_store_nar_matches_nix_store_add() {
     assert_eq!(stored.nar_size, packed.len() as u64);
     assert_eq!(stored.content_address(), Some(ca));
 
+    // A NAR whose hash is not the one announced is refused with the daemon's message.
+    let mut other = Vec::new();
+    nar::write_bytes(nonce("wrong").as_bytes(), false, &mut other).unwrap();
+    let wrong_path =
+        store_path::make_source_path("chock-wrong", &Hash::sha256(&other), &BTreeSet::new())
+            .unwrap();
+    let lie = PathInfo::for_upload(
+        wrong_path.clone(),
+        nar_hash,
+        other.len() as u64,
+        BTreeSet::new(),
+        None,
+    );
+    let err = c
+        .add_to_store_nar(&lie, false, true, &mut other.as_slice())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            DaemonError::Daemon {
+                op: "AddToStoreNar",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("hash mismatch"), "{err}");
+    assert!(
+        !c.is_valid_path(&wrong_path).await.unwrap(),
+        "the connection is still usable"
+    );
+
     // Nix's own tools agree on the path and the hash.
     let tree_arg = tree.to_str().unwrap();
     assert_eq!(nix(&["nix-store", "--add", tree_arg]), path.to_string());

@@ -60,18 +60,32 @@ impl DaemonConnection {
         data: &mut (impl AsyncRead + Unpin),
     ) -> Result<(), DaemonError> {
         self.send(op, request).await?;
+        let timeout = self.reader.timeout;
         let writer = &mut self.writer;
         let reader = &mut self.reader;
-        let upload = async {
-            write_framed(writer, data)
-                .await
-                .map_err(|source| DaemonError::Upload { op, source })
-        };
+        let upload = write_framed(writer, data, timeout);
         let answer = stderr::drain(reader, op, None);
-        let (sent, answered) = tokio::join!(upload, answer);
-        // The daemon's own error says more than the broken pipe it causes.
-        answered?;
-        sent
+        tokio::pin!(upload, answer);
+        let mut sent: Option<std::io::Result<()>> = None;
+        loop {
+            tokio::select! {
+                biased;
+                result = &mut upload, if sent.is_none() => sent = Some(result),
+                // The daemon's own error says more than the broken pipe it causes,
+                // so its answer decides, and an unfinished upload is dropped.
+                answered = &mut answer => {
+                    answered?;
+                    return match sent {
+                        Some(Ok(())) => Ok(()),
+                        Some(Err(source)) => Err(DaemonError::Upload { op, source }),
+                        None => Err(DaemonError::Protocol {
+                            op,
+                            problem: "the daemon answered before it had read all the data".to_owned(),
+                        }),
+                    };
+                }
+            }
+        }
     }
 
     async fn expect_one(&mut self, op: &'static str) -> Result<(), DaemonError> {

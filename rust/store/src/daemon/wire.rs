@@ -244,21 +244,34 @@ impl WireReader {
 }
 
 /// Copies `data` to `out` as the protocol's framed stream: chunks of
-/// `u64 len` + bytes (no padding), ended by a zero length.
+/// `u64 len` + bytes (no padding), ended by a zero length. A peer that
+/// stops reading for `timeout` ends the upload with an error.
 pub(crate) async fn write_framed(
     out: &mut (impl tokio::io::AsyncWrite + Unpin),
     data: &mut (impl AsyncRead + Unpin),
+    timeout: Duration,
 ) -> Result<(), std::io::Error> {
     use tokio::io::AsyncWriteExt;
+    let stalled = || {
+        std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            format!("the daemon stopped reading for {} s", timeout.as_secs_f64()),
+        )
+    };
     let mut buf = vec![0u8; 64 * 1024];
     loop {
         let n = data.read(&mut buf).await?;
+        let mut frame = Vec::with_capacity(8 + n);
+        frame.extend_from_slice(&(n as u64).to_le_bytes());
+        frame.extend_from_slice(&buf[..n]);
+        tokio::time::timeout(timeout, out.write_all(&frame))
+            .await
+            .map_err(|_| stalled())??;
         if n == 0 {
             break;
         }
-        out.write_all(&(n as u64).to_le_bytes()).await?;
-        out.write_all(&buf[..n]).await?;
     }
-    out.write_all(&0u64.to_le_bytes()).await?;
-    out.flush().await
+    tokio::time::timeout(timeout, out.flush())
+        .await
+        .map_err(|_| stalled())?
 }
