@@ -72,6 +72,7 @@ in
     "org-policy.zon" = nixos.environment.etc."chock/org-policy.zon".text;
     "config.zon" = homeManager.xdg.configFile."chock/config.zon".text;
     "chock.zon" = zon.toZON fixtures.project;
+    "vm-project.zon" = zon.toZON fixtures.vmProject;
     "edge-cases.zon" = zon.toZON fixtures.edgeCases;
   };
 

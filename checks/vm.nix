@@ -103,6 +103,7 @@ in
     with subtest("the org ceiling binds; a project cannot raise it"):
         answer = json.loads(alice("chock policy explain sandbox.jit --project ~/project --json"))
         assert answer["decision"] == "deny", answer
+        assert answer["decided_by"]["layer"] == "org", answer
         assert answer["decided_by"]["file"] == "/etc/chock/org-policy.zon", answer
         allowed = json.loads(alice("chock policy explain nix.build.packages.x86_64-linux.hello --project ~/project --json"))
         assert allowed["decision"] == "allow", allowed

@@ -268,4 +268,9 @@ lib.runTests {
     expr = zon.toZON fixtures.project;
     expected = builtins.readFile ./golden/chock.zon;
   };
+
+  testVmProjectGolden = {
+    expr = zon.toZON fixtures.vmProject;
+    expected = builtins.readFile ./golden/vm-project.zon;
+  };
 }

@@ -206,10 +206,77 @@ src=$(cd "$work/flake" && nix eval --impure --raw --expr "
     rustPlatform = { rust.rustc.version = \"$(rustc --version | cut -d' ' -f2)\"; buildRustPackage = args: args; };
   }).src.outPath") || die "nix/package.nix's source does not evaluate"
 target=${CHOCK_FLAKE_TARGET_DIR:-$(cd "$repo/.." && pwd)/target-flake}
+chock=$target/debug/chock
 if (cd "$src" && CARGO_TARGET_DIR=$target cargo build --quiet --offline -p chock 2>"$work/cargo.err"); then
   pass "chock builds from the package's filtered source ($src)"
 else
   fail "chock does not build from nix/package.nix's filtered source; a file the build reads is filtered out: $(tail -20 "$work/cargo.err")"
+  chock=""
+fi
+
+# --- what Nix writes, Chock reads --------------------------------------------
+
+# The bundle from the NixOS module, the config.zon from home-manager and the
+# chock.zon files from lib.zon, read by `chock policy check` and answered by
+# `chock policy explain` as the org ceiling they are meant to be. A home of
+# its own, so only these files are read (and /etc/chock/org-policy.zon, when
+# the machine running the tests has one).
+if [[ -n $chock ]]; then
+  home=$work/home
+  mkdir -p "$home/config/chock" "$home/data" "$work/empty" "$work/project" "$work/vm-project"
+  cp "$work/zon/config.zon" "$home/config/chock/config.zon"
+  cp "$work/zon/chock.zon" "$work/project/chock.zon"
+  cp "$work/zon/vm-project.zon" "$work/vm-project/chock.zon"
+  bundle=$work/zon/org-policy.zon
+  run_chock() { HOME=$home XDG_CONFIG_HOME=$home/config XDG_DATA_HOME=$home/data "$chock" "$@"; }
+
+  expect_check() { # WHAT ARGS...: chock policy check accepts, naming each file it was given
+    local what=$1 out file
+    shift
+    if ! out=$(run_chock policy check "$@" 2>&1); then
+      fail "chock policy check refuses $what: $out"
+      return
+    fi
+    for file in "$home/config/chock/config.zon" "${@: -1}"; do
+      [[ $out == *"$file"* ]] || { fail "chock policy check did not read $file for $what: $out"; return; }
+    done
+    pass "chock policy check reads $what"
+  }
+  expect_check "the NixOS module's bundle" --project "$work/empty" --org-bundle "$bundle"
+  expect_check "a chock.zon from lib.zon" --project "$work/project"
+  expect_check "the VM test's chock.zon" --project "$work/vm-project"
+
+  # The bundle binds as a ceiling, rule by rule, as the module wrote it.
+  expect_answer() { # ACTION PROJECT DECISION LAYER [ARGS...]
+    local action=$1 project=$2 decision=$3 layer=$4 out
+    shift 4
+    if ! out=$(run_chock policy explain "$action" --project "$project" --org-bundle "$bundle" --json "$@" 2>&1); then
+      fail "chock policy explain $action failed: $out"
+    elif python3 -c 'import json, sys
+a = json.loads(sys.argv[1])
+sys.exit(not (a["decision"] == sys.argv[2] and a["decided_by"]["layer"] == sys.argv[3]))' "$out" "$decision" "$layer"; then
+      pass "explain $action${*:+ $*}: $decision, by the $layer layer"
+    else
+      fail "explain $action${*:+ $*}: expected $decision by the $layer layer, got $out"
+    fi
+  }
+  expect_answer sandbox.jit "$work/vm-project" deny org
+  expect_answer nix.build.packages.x86_64-linux.hello "$work/vm-project" allow project
+  expect_answer call.write_file "$work/empty" deny org --agent-kind reviewer
+  expect_answer call.write_file "$work/empty" allow default
+  expect_answer git.push "$work/empty" agent_then_human org
+  expect_answer net.fetch.org.ziglang.docs "$work/project" allow project
+  expect_answer exec.workspace.build "$work/project" allow default
+
+  # And the reader refuses what it should: a decision Chock does not know.
+  sed 's/\.decision = \.deny/.decision = .denny/' "$bundle" >"$work/bad-bundle.zon"
+  if out=$(run_chock policy check --project "$work/empty" --org-bundle "$work/bad-bundle.zon" 2>&1); then
+    fail "chock policy check accepted a bundle with the decision .denny"
+  elif [[ $out != *"$work/bad-bundle.zon:"* ]]; then
+    fail "chock policy check refused a bad bundle without naming its file and line: $out"
+  else
+    pass "chock policy check refuses a bad bundle, naming it"
+  fi
 fi
 
 if ((failures)); then
