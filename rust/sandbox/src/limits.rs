@@ -270,4 +270,47 @@ mod tests {
             Some("/user.slice/a.scope")
         );
     }
+
+    #[test]
+    fn a_cgroup_gets_the_limits_in_the_files_the_kernel_reads_and_goes_away() {
+        let parent = tempfile::tempdir().expect("tempdir");
+        let limits = Limits {
+            processes: 77,
+            memory_bytes: 5 << 20,
+            ..Limits::for_this_machine()
+        };
+        let cgroup = Cgroup::create(parent.path(), &limits).expect("create");
+        let dir = cgroup.dir.clone();
+        let read = |f: &str| std::fs::read_to_string(dir.join(f)).expect("file");
+        assert_eq!(read("memory.max"), (5u64 << 20).to_string());
+        assert_eq!(read("memory.swap.max"), "0");
+        assert_eq!(read("pids.max"), "77");
+        cgroup.attach(4242).expect("attach");
+        assert_eq!(read("cgroup.procs"), "4242");
+        std::fs::write(
+            dir.join("memory.events"),
+            "low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\n",
+        )
+        .expect("events");
+        std::fs::write(dir.join("pids.events"), "max 9\n").expect("events");
+        assert_eq!(
+            cgroup.events(),
+            CgroupEvents {
+                oom_kills: 1,
+                pids_max: 9
+            }
+        );
+        for f in [
+            "memory.max",
+            "memory.swap.max",
+            "pids.max",
+            "cgroup.procs",
+            "memory.events",
+            "pids.events",
+        ] {
+            std::fs::remove_file(dir.join(f)).expect("a real cgroup's files go with it");
+        }
+        drop(cgroup);
+        assert!(!dir.exists(), "the cgroup is removed when the sandbox ends");
+    }
 }

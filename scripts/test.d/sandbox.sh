@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The sandbox against the real machine, with the release binary:
+#   1. `chock doctor` must find every blocking layer;
+#   2. the escape suite, printed attempt by attempt with its `N attempts, N blocked`;
+#   3. `chock exec -- /bin/true` against bubblewrap with the same namespaces
+#      and mounts, in one hyperfine run (figures in docs/benchmarks.md).
+# Needs user namespaces, Landlock, the Nix daemon, bwrap and hyperfine
+# (scripts/setup installs and starts them). Exits non-zero on a failure;
+# the benchmark only reports.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+: "${CHOCK_BIN:?set CHOCK_BIN to the release chock binary (scripts/test does)}"
+
+work=$(mktemp -d /tmp/chock-sandbox-check.XXXXXX)
+trap 'chmod -R u+rwX "$work" 2>/dev/null; rm -rf "$work"' EXIT
+export HOME=$work/home XDG_DATA_HOME=$work/data XDG_CACHE_HOME=$work/cache
+export XDG_CONFIG_HOME=$work/config XDG_STATE_HOME=$work/state
+mkdir -p "$HOME" "$work/project"
+
+echo "-- chock doctor"
+(cd "$work/project" && "$CHOCK_BIN" doctor) || { echo "sandbox: a blocking doctor row failed" >&2; exit 1; }
+
+echo "-- escape suite"
+summary=$(cargo test -q --locked -p chock --test escape -- --nocapture --test-threads=1 2>&1 | tee /dev/stderr | grep -E '^[0-9]+ attempts, [0-9]+ blocked$' || true)
+read -r attempts _ blocked _ <<<"$summary"
+if [[ -z $summary || $attempts != "$blocked" ]]; then
+  echo "sandbox: the escape suite did not block every attempt (${summary:-no summary line})" >&2
+  exit 1
+fi
+
+echo "-- chock exec -- /bin/true against bwrap"
+project=$work/project
+# /bin/true is outside the project and the store, so it is exec.unparsed:
+# allowed here by the project's own rule, as a person would write it.
+printf '.{ .policy = .{ .rules = .{ .{ .action = "exec.unparsed", .decision = .allow } } } }\n' >"$project/chock.zon"
+(cd "$project" && "$CHOCK_BIN" exec -- /bin/true) 2>/dev/null
+cache=$(cd "$project" && "$CHOCK_BIN" cache --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["cache"]["dir"])')
+system=()
+for dir in /usr /bin /sbin /lib /lib32 /lib64 /libx32; do
+  if [[ -L $dir ]]; then system+=(--symlink "$(readlink "$dir")" "$dir")
+  elif [[ -d $dir ]]; then system+=(--ro-bind "$dir" "$dir"); fi
+done
+bwrap_cmd=(bwrap --unshare-user --unshare-pid --unshare-ipc --unshare-net --new-session --die-with-parent
+  "${system[@]}" --ro-bind /nix/store /nix/store
+  --ro-bind /etc/alternatives /etc/alternatives --ro-bind /etc/ld.so.cache /etc/ld.so.cache
+  --bind "$project" "$project" --ro-bind "$project/chock.zon" "$project/chock.zon"
+  --bind "$cache" /run/chock/cache --size 268435456 --tmpfs /run/chock/tmp
+  --proc /proc --dev /dev --chdir "$project" /bin/true)
+"${bwrap_cmd[@]}"
+printf -v bwrap_line '%q ' "${bwrap_cmd[@]}"
+printf -v chock_line '%q exec --project %q -- /bin/true' "$CHOCK_BIN" "$project"
+hyperfine -N --warmup 5 --runs "${CHOCK_BENCH_RUNS:-100}" --export-markdown "$work/bench.md" \
+  -n bwrap "$bwrap_line" -n "chock exec" "$chock_line" >/dev/null
+cat "$work/bench.md"
