@@ -144,14 +144,27 @@ in
         touch $out
       '';
 
-  readback = pkgs.runCommand "chock-readback" { nativeBuildInputs = [ chock ]; } ''
-    export HOME=$TMPDIR XDG_CONFIG_HOME=$TMPDIR/config XDG_DATA_HOME=$TMPDIR/data
-    mkdir -p $XDG_CONFIG_HOME/chock
-    cp ${configFile.source} $XDG_CONFIG_HOME/chock/config.zon
-    chock policy check --org-bundle ${bundle.source}
-    chock policy check --project ${project}
-    touch $out
-  '';
+  readback =
+    pkgs.runCommand "chock-readback"
+      {
+        nativeBuildInputs = [
+          chock
+          pkgs.jq
+        ];
+      }
+      ''
+        export HOME=$TMPDIR XDG_CONFIG_HOME=$TMPDIR/config XDG_DATA_HOME=$TMPDIR/data
+        mkdir -p $XDG_CONFIG_HOME/chock $TMPDIR/empty
+        cp ${configFile.source} $XDG_CONFIG_HOME/chock/config.zon
+        chock policy check --project $TMPDIR/empty --org-bundle ${bundle.source}
+        chock policy check --project ${project}
+        # The bundle binds as the ceiling the module meant.
+        chock policy explain sandbox.jit --project $TMPDIR/empty --org-bundle ${bundle.source} --json |
+          jq -e '.decision == "deny" and .decided_by.layer == "org"'
+        chock policy explain call.write_file --agent-kind reviewer --project $TMPDIR/empty --org-bundle ${bundle.source} --json |
+          jq -e '.decision == "deny" and .decided_by.layer == "org"'
+        touch $out
+      '';
 }
 // lib.optionalAttrs (system == "x86_64-linux") {
   vm = pkgs.testers.runNixOSTest (
