@@ -1,7 +1,8 @@
 # What scripts/test.d/modules.sh hands to real readers: the ZON the modules
 # and zon.nix write from checks/fixtures.nix (for `zig ast-check`, `zig fmt
 # --check` and `chock policy check`), the data each file should read back as
-# (for checks/zon-dump.zig), and the VM test's script (for Python's parser).
+# (for checks/zon-dump.zig), the VM test's script (for Python's parser), and
+# the NixOS module's build-time check of the bundle (run with a real chock).
 { lib }:
 let
   s = import ./support.nix { inherit lib; };
@@ -19,6 +20,21 @@ let
       }
     ];
   };
+  # The script the system build runs to read the bundle before installing it.
+  checkScript =
+    (s.evalNixos {
+      pkgs = s.pkgsWithBuilders;
+      modules = [
+        {
+          programs.chock = {
+            enable = true;
+            package = s.stubPackage "chock";
+            orgPolicy = fixtures.orgPolicy;
+          };
+        }
+      ];
+    }).environment.etc."chock/org-policy.zon".source.script;
+
   homeManager = s.evalHomeManager {
     modules = [
       {
@@ -82,4 +98,5 @@ in
   };
 
   vmTestScript = vmTest.testScript;
+  inherit checkScript;
 }

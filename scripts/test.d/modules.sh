@@ -126,6 +126,8 @@ for name, text in rendered["files"].items():
     json.dump(rendered["readBack"].get(name), open(os.path.join(sys.argv[2], name + ".json"), "w"))
 with open(os.path.join(sys.argv[2], "vm-test-script.py"), "w") as f:
     f.write(rendered["vmTestScript"])
+with open(os.path.join(sys.argv[2], "check-bundle.sh"), "w") as f:
+    f.write(rendered["checkScript"])
 EOF
 
 # The oracle itself must refuse what is not ZON.
@@ -276,6 +278,22 @@ sys.exit(not (a["decision"] == sys.argv[2] and a["decided_by"]["layer"] == sys.a
     fail "chock policy check refused a bad bundle without naming its file and line: $out"
   else
     pass "chock policy check refuses a bad bundle, naming it"
+  fi
+
+  # The NixOS module's build step (checkOrgPolicy), run as the Nix builder
+  # would run it: it installs the bundle unchanged, and fails on a bad one.
+  check_bundle() { # TEXT-FILE OUT: run the module's script
+    (mkdir -p "$work/build" && cd "$work/build" && rm -rf ./* &&
+      PATH=$(dirname "$chock"):$PATH TMPDIR=$work/build textPath=$1 out=$2 bash -eu "$work/zon/check-bundle.sh") >"$work/build.log" 2>&1
+  }
+  if ! check_bundle "$bundle" "$work/installed.zon"; then
+    fail "the NixOS module's bundle check fails on a good bundle: $(cat "$work/build.log")"
+  elif ! cmp -s "$bundle" "$work/installed.zon"; then
+    fail "the NixOS module's bundle check changed the bundle it installs"
+  elif check_bundle "$work/bad-bundle.zon" "$work/installed-bad.zon"; then
+    fail "the NixOS module's bundle check passed a bundle Chock refuses"
+  else
+    pass "the NixOS module's build-time check passes the bundle and stops a bad one"
   fi
 fi
 
