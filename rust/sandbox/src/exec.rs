@@ -361,14 +361,9 @@ fn environment(shell: Option<&DevShell>, cwd: &Path) -> BTreeMap<String, String>
     for (name, value) in std::env::vars().filter(|(k, _)| k.starts_with("LC_")) {
         env.insert(name, value);
     }
-    let user = nix::unistd::User::from_uid(nix::unistd::getuid())
-        .ok()
-        .flatten()
-        .map(|u| u.name);
-    if let Some(user) = user {
-        env.insert("USER".into(), user.clone());
-        env.insert("LOGNAME".into(), user);
-    }
+    let user = layout::caller().user.clone();
+    env.insert("USER".into(), user.clone());
+    env.insert("LOGNAME".into(), user);
     env.insert("HOME".into(), CACHE_MOUNT.into());
     env.insert("XDG_CACHE_HOME".into(), format!("{CACHE_MOUNT}/.cache"));
     env.insert("TMPDIR".into(), TMP_MOUNT.into());
@@ -516,8 +511,10 @@ pub fn plan(request: &ExecRequest, policy: &Policy, log: &Log) -> Result<Planned
         });
     }
     let (write_execute, jit_notice) = write_execute(request, policy, log, &mut notices)?;
-    let project_limits = policy.limits();
-    let limits = Limits::for_this_machine().lowered(
+    // One look at the machine serves both the floor and the policy's limits.
+    let machine = chock_policy::Machine::detect();
+    let project_limits = policy.limits_on(&machine);
+    let limits = Limits::for_machine(&machine).lowered(
         Some(project_limits.processes),
         Some(project_limits.memory_bytes),
     );

@@ -132,20 +132,49 @@ fn entry(path: &Path) -> Result<Entry, SandboxError> {
     })
 }
 
+/// Who runs Chock, looked up once (each lookup goes through NSS).
+pub(crate) struct Caller {
+    pub(crate) uid: nix::unistd::Uid,
+    pub(crate) gid: nix::unistd::Gid,
+    pub(crate) user: String,
+    pub(crate) group: String,
+}
+
+pub(crate) fn caller() -> &'static Caller {
+    static CALLER: std::sync::OnceLock<Caller> = std::sync::OnceLock::new();
+    CALLER.get_or_init(|| {
+        let uid = nix::unistd::getuid();
+        let gid = nix::unistd::getgid();
+        let name = |n: Option<String>| n.unwrap_or_else(|| "chock".to_owned());
+        Caller {
+            uid,
+            gid,
+            user: name(
+                nix::unistd::User::from_uid(uid)
+                    .ok()
+                    .flatten()
+                    .map(|u| u.name),
+            ),
+            group: name(
+                nix::unistd::Group::from_gid(gid)
+                    .ok()
+                    .flatten()
+                    .map(|g| g.name),
+            ),
+        }
+    })
+}
+
 /// `passwd` and `group` with the caller alone (and nobody), so `id` and
 /// `whoami` answer without the host's list of users; `hosts` and
 /// `nsswitch.conf` for loopback names.
 fn etc_files() -> Vec<(String, Vec<u8>)> {
-    let uid = nix::unistd::getuid();
-    let gid = nix::unistd::getgid();
-    let user = nix::unistd::User::from_uid(uid)
-        .ok()
-        .flatten()
-        .map_or_else(|| "chock".to_owned(), |u| u.name);
-    let group = nix::unistd::Group::from_gid(gid)
-        .ok()
-        .flatten()
-        .map_or_else(|| "chock".to_owned(), |g| g.name);
+    let Caller {
+        uid,
+        gid,
+        user,
+        group,
+    } = caller();
     let mut passwd = format!("{user}:x:{uid}:{gid}::{CACHE_MOUNT}:/bin/sh\n");
     let mut groups = format!("{group}:x:{gid}:\n");
     if uid.as_raw() != 65534 {

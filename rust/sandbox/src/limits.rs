@@ -33,13 +33,19 @@ pub struct Limits {
 }
 
 impl Limits {
-    /// The built-in floor, sized to this machine: processes = max(256, 8 ×
-    /// CPUs), memory = max(2 GiB, total / 8).
+    /// The built-in floor, sized to this machine the way the policy sizes
+    /// its defaults: processes = max(256, 8 × CPUs), memory = max(2 GiB,
+    /// total / 8).
     pub fn for_this_machine() -> Self {
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u64);
+        Self::for_machine(&chock_policy::Machine::detect())
+    }
+
+    /// The built-in floor for `machine`.
+    pub fn for_machine(machine: &chock_policy::Machine) -> Self {
+        let sized = machine.default_limits();
         Limits {
-            processes: 256.max(8 * cpus),
-            memory_bytes: (2 * GIB).max(total_memory() / 8),
+            processes: sized.processes,
+            memory_bytes: sized.memory_bytes,
             open_files: 1024,
             file_bytes: GIB,
             cpu_seconds: 3600,
@@ -97,17 +103,6 @@ fn current_rlimit(resource: RlimitResource) -> libc::rlimit {
     // SAFETY: getrlimit fills the struct we pass.
     unsafe { libc::getrlimit(resource, &mut limit) };
     limit
-}
-
-fn total_memory() -> u64 {
-    std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|text| {
-            text.lines()
-                .find_map(|l| l.strip_prefix("MemTotal:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        })
-        .map_or(0, |kib| kib * 1024)
 }
 
 /// Whether a cgroup v2 with `memory` and `pids` is ours to use, and where.
