@@ -67,6 +67,25 @@ pub fn quote_string(bytes: &[u8], out: &mut Vec<u8>) {
     out.push(b'"');
 }
 
+/// An attribute name as Nix prints it: bare when it reads back as an
+/// identifier, quoted otherwise (and for the keywords).
+pub fn identifier(name: &[u8], out: &mut Vec<u8>) {
+    const KEYWORDS: [&[u8]; 9] = [
+        b"if", b"then", b"else", b"assert", b"with", b"let", b"in", b"rec", b"inherit",
+    ];
+    let plain = match name.first() {
+        Some(c) if c.is_ascii_alphabetic() || *c == b'_' => name
+            .iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'\'' | b'-')),
+        _ => false,
+    };
+    if plain && !KEYWORDS.contains(&name) {
+        out.extend_from_slice(name);
+    } else {
+        quote_string(name, out);
+    }
+}
+
 /// `nix-instantiate --eval` output (`printAmbiguous`): the value as far as
 /// it has been evaluated, `<CODE>` for the rest, `«repeated»` for a list
 /// or set already printed above.
@@ -108,7 +127,7 @@ fn print_in(
             }
             out.extend_from_slice(b"{ ");
             for attr in attrs.lexicographic(&ev.symbols) {
-                out.extend_from_slice(ev.symbols.bytes(attr.name));
+                identifier(ev.symbols.bytes(attr.name), out);
                 out.extend_from_slice(b" = ");
                 print_in(ev, &attr.value, None, seen, out);
                 out.extend_from_slice(b"; ");
@@ -197,7 +216,9 @@ fn brief_in(ev: &Evaluator<'_>, v: &Value<'_>, depth: usize, out: &mut String) {
                     out.push_str(&format!("«{} attributes elided» ", attrs.len() - max_items));
                     break;
                 }
-                out.push_str(&ev.symbols.text(attr.name));
+                let mut name = Vec::new();
+                identifier(ev.symbols.bytes(attr.name), &mut name);
+                out.push_str(&String::from_utf8_lossy(&name));
                 out.push_str(" = ");
                 brief_in(ev, &attr.value, deeper(depth), out);
                 out.push_str("; ");
@@ -249,6 +270,20 @@ mod tests {
         assert_eq!(format_float(0.00001), "1e-05");
         assert_eq!(format_float(-1.23456789), "-1.23457");
         assert_eq!(format_float(999999.5), "1e+06");
+    }
+
+    #[test]
+    fn identifiers_are_quoted_when_needed() {
+        let show = |n: &[u8]| {
+            let mut out = Vec::new();
+            identifier(n, &mut out);
+            String::from_utf8(out).unwrap()
+        };
+        assert_eq!(show(b"a-b'c_1"), "a-b'c_1");
+        assert_eq!(show(b"1234"), "\"1234\"");
+        assert_eq!(show(b"a.b"), "\"a.b\"");
+        assert_eq!(show(b"if"), "\"if\"");
+        assert_eq!(show(b""), "\"\"");
     }
 
     #[test]

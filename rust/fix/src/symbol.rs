@@ -34,6 +34,7 @@ macro_rules! known_symbols {
 
 known_symbols! {
     FUNCTOR = "__functor",
+    OVERRIDES = "__overrides",
     TO_STRING = "__toString",
     OUT_PATH = "outPath",
     TYPE = "type",

@@ -193,6 +193,7 @@ fn map_attrs<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result
 }
 
 fn zip_attrs_with<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
+    let f = ev.force_function(&args[0], pos, &arg_context(0, "zipAttrsWith"))?;
     let list = ev.force_list(&args[1], pos, &arg_context(1, "zipAttrsWith"))?;
     let mut grouped: FxHashMap<Sym, (Pos, Vec<Value<'a>>)> = FxHashMap::default();
     let mut order = Vec::new();
@@ -206,7 +207,6 @@ fn zip_attrs_with<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> R
             entry.1.push(a.value.clone());
         }
     }
-    let f = args[0].clone();
     let mut entries = Vec::with_capacity(order.len());
     for name in order {
         let Some((at, values)) = grouped.remove(&name) else {

@@ -74,6 +74,15 @@ fn scoped_import<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Re
 fn read_file<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
     let path = coerce_to_path(ev, &args[0], pos, &arg_context(0, "readFile"))?;
     let bytes = ev.read_file(crate::eval::os_path(&path), pos)?;
+    if bytes.contains(&0) {
+        return Err(Error::eval(
+            format!(
+                "the contents of the file '{}' cannot be represented as a Nix string",
+                String::from_utf8_lossy(&path)
+            ),
+            pos,
+        ));
+    }
     Ok(Value::string(bytes))
 }
 
@@ -212,6 +221,11 @@ fn find_file<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result
         if std::fs::symlink_metadata(file).is_ok() {
             return Ok(Value::Path(NixString::from(candidate)));
         }
+    }
+    if let Some(rest) = wanted.strip_prefix(b"nix/") {
+        let mut path = crate::eval::CORE_PACKAGES.to_vec();
+        path.extend_from_slice(rest);
+        return Ok(Value::Path(NixString::from(path)));
     }
     let name = String::from_utf8_lossy(wanted);
     let message = if ev.options.pure {

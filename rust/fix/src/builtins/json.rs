@@ -43,42 +43,20 @@ fn to_json_in<'a>(
     copy_paths: bool,
     out: &mut Vec<u8>,
 ) -> Result<()> {
-    let v = ev.force(v)?;
+    let (v, through_to_string) = peel(ev, v, pos)?;
     match &v {
         Value::Null => out.extend_from_slice(b"null"),
         Value::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
         Value::Int(n) => out.extend_from_slice(n.to_string().as_bytes()),
         Value::Float(f) => out.extend_from_slice(json_float(*f).as_bytes()),
         Value::String(s) => json_string(s.as_bytes(), out, pos)?,
-        Value::Path(p) => {
-            if copy_paths {
-                let s = ev.coerce_to_string(&v, crate::eval::Coercion::INTERPOLATION, pos)?;
-                json_string(s.as_bytes(), out, pos)?;
-            } else {
-                json_string(p.as_bytes(), out, pos)?;
-            }
+        // A path that came out of `__toString` stays a path (a Nix quirk).
+        Value::Path(p) if copy_paths && !through_to_string => {
+            let s = ev.copy_to_store(p.as_bytes(), pos)?;
+            json_string(s.as_bytes(), out, pos)?;
         }
+        Value::Path(p) => json_string(p.as_bytes(), out, pos)?,
         Value::Attrs(attrs) => {
-            if let Some(f) = attrs.get(known::TO_STRING).cloned() {
-                let r = ev
-                    .call(f, v.clone(), pos)
-                    .map_err(|e| e.with_frame(pos, "while calling the `__toString` attribute"))?;
-                let r = ev.force(&r)?;
-                if !matches!(r, Value::String(_) | Value::Path(_) | Value::Attrs(_)) {
-                    return Err(Error::eval(
-                        format!(
-                            "`__toString` should return a string, but got {}: {}",
-                            r.describe(),
-                            ev.show_brief(&r)
-                        ),
-                        pos,
-                    ));
-                }
-                return to_json(ev, &r, pos, false, out);
-            }
-            if let Some(o) = attrs.get(known::OUT_PATH).cloned() {
-                return to_json(ev, &o, pos, copy_paths, out);
-            }
             out.push(b'{');
             for (i, attr) in attrs.lexicographic(&ev.symbols).into_iter().enumerate() {
                 if i > 0 {
@@ -113,6 +91,53 @@ fn to_json_in<'a>(
         }
     }
     Ok(())
+}
+
+/// Peels a set through `__toString` (checked to give a string) and
+/// `outPath`, as Nix does before writing JSON. Also says whether a
+/// `__toString` was called on the way.
+fn peel<'a>(ev: &mut Evaluator<'a>, v: &Value<'a>, pos: Pos) -> Result<(Value<'a>, bool)> {
+    let mut v = ev.force(v)?;
+    let mut through_to_string = false;
+    loop {
+        let Value::Attrs(attrs) = &v else {
+            if through_to_string && !matches!(v, Value::String(_) | Value::Path(_)) {
+                return Err(Error::eval(
+                    format!(
+                        "`__toString` should return a string, but got {}: {}",
+                        v.describe(),
+                        ev.show_brief(&v)
+                    ),
+                    pos,
+                ));
+            }
+            return Ok((v, through_to_string));
+        };
+        if let Some(f) = attrs.get(known::TO_STRING).cloned() {
+            let r = ev
+                .call(f, v.clone(), pos)
+                .map_err(|e| e.with_frame(pos, "while calling the `__toString` attribute"))?;
+            v = ev.force(&r)?;
+            through_to_string = true;
+            continue;
+        }
+        if let Some(o) = attrs.get(known::OUT_PATH).cloned() {
+            v = ev.force(&o)?;
+            continue;
+        }
+        if through_to_string {
+            return Err(Error::eval(
+                format!(
+                    "`__toString` must return a string, but got {}: {}",
+                    v.describe(),
+                    ev.show_brief(&v)
+                ),
+                pos,
+            )
+            .with_frame(pos, "while using the result of the `__toString` attribute"));
+        }
+        return Ok((v, false));
+    }
 }
 
 /// A JSON string: must be valid UTF-8; `"`, `\` and control characters
@@ -235,6 +260,16 @@ impl<'t> JsonParser<'t> {
         format!("while parsing JSON at byte {}: {what}", self.at)
     }
 
+    fn no_nul(&self, s: Vec<u8>) -> Result<Vec<u8>, String> {
+        if s.contains(&0) {
+            return Err(format!(
+                "input string '{}' cannot be represented as Nix string because it contains null bytes",
+                String::from_utf8_lossy(&s).replace('\0', "␀")
+            ));
+        }
+        Ok(s)
+    }
+
     fn skip_ws(&mut self) {
         while matches!(self.text.get(self.at), Some(b' ' | b'\t' | b'\n' | b'\r')) {
             self.at += 1;
@@ -259,7 +294,10 @@ impl<'t> JsonParser<'t> {
             Some(b'n') => self.literal(b"null").map(|_| Value::Null),
             Some(b't') => self.literal(b"true").map(|_| Value::Bool(true)),
             Some(b'f') => self.literal(b"false").map(|_| Value::Bool(false)),
-            Some(b'"') => self.string().map(Value::string),
+            Some(b'"') => self
+                .string()
+                .and_then(|s| self.no_nul(s))
+                .map(Value::string),
             Some(b'[') => {
                 self.at += 1;
                 self.skip_ws();
@@ -300,7 +338,7 @@ impl<'t> JsonParser<'t> {
                             "syntax error while parsing object key - expected string literal",
                         ));
                     }
-                    let key = self.string()?;
+                    let key = self.string().and_then(|s| self.no_nul(s))?;
                     self.skip_ws();
                     if self.text.get(self.at) != Some(&b':') {
                         return Err(self

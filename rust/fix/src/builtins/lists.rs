@@ -104,7 +104,13 @@ fn elem_at<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<V
         .cloned()
     {
         Some(v) => ev.force(&v),
-        None => Err(Error::eval(format!("list index {n} is out of bounds"), pos)),
+        None => Err(Error::eval(
+            format!(
+                "'builtins.elemAt' called with index {n} on a list of size {}",
+                list.len()
+            ),
+            pos,
+        )),
     }
 }
 
@@ -131,11 +137,11 @@ fn length<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Va
 
 /// `foldl'`: the accumulator is forced at every step, the elements are not.
 fn foldl_strict<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
+    let f = function_arg(ev, &args[0], pos, 0, "foldlStrict")?;
     let list = list_arg(ev, &args[2], pos, 2, "foldlStrict")?;
     if list.is_empty() {
         return ev.force(&args[1]);
     }
-    let f = function_arg(ev, &args[0], pos, 0, "foldlStrict")?;
     let mut acc = args[1].clone();
     for x in list.as_slice() {
         let partial = ev.call(f.clone(), acc, pos)?;
@@ -151,11 +157,8 @@ fn any_all<'a>(
     name: &str,
     any: bool,
 ) -> Result<Value<'a>> {
-    let list = list_arg(ev, &args[1], pos, 1, name)?;
-    if list.is_empty() {
-        return Ok(Value::Bool(!any));
-    }
     let f = function_arg(ev, &args[0], pos, 0, name)?;
+    let list = list_arg(ev, &args[1], pos, 1, name)?;
     let context =
         format!("while evaluating the return value of the function passed to builtins.{name}");
     for x in list.as_slice() {
@@ -217,6 +220,9 @@ fn sort<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Valu
     }
     let f = function_arg(ev, &args[0], pos, 0, "sort")?;
     let items: Vec<Value<'a>> = list.as_slice().to_vec();
+    for item in &items {
+        ev.force(item)?;
+    }
     let mut less = |ev: &mut Evaluator<'a>, a: &Value<'a>, b: &Value<'a>| -> Result<bool> {
         let r = ev.call_n(f.clone(), &[a.clone(), b.clone()], pos)?;
         ev.force_bool(
@@ -230,10 +236,11 @@ fn sort<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Valu
 }
 
 fn partition<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
-    let list = list_arg(ev, &args[1], pos, 1, "partition")?;
     let f = function_arg(ev, &args[0], pos, 0, "partition")?;
+    let list = list_arg(ev, &args[1], pos, 1, "partition")?;
     let (mut right, mut wrong) = (Vec::new(), Vec::new());
     for x in list.as_slice() {
+        ev.force(x)?;
         let r = ev.call(f.clone(), x.clone(), pos)?;
         if ev.force_bool(&r, pos, "while evaluating the return value of the partition function passed to builtins.partition")? {
             right.push(x.clone());
@@ -270,8 +277,8 @@ fn concat_lists<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Res
 }
 
 fn concat_map<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
-    let list = list_arg(ev, &args[1], pos, 1, "concatMap")?;
     let f = function_arg(ev, &args[0], pos, 0, "concatMap")?;
+    let list = list_arg(ev, &args[1], pos, 1, "concatMap")?;
     let mut out = Vec::new();
     for x in list.as_slice() {
         let r = ev.call(f.clone(), x.clone(), pos)?;
@@ -286,8 +293,8 @@ fn concat_map<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Resul
 }
 
 fn group_by<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
-    let list = list_arg(ev, &args[1], pos, 1, "groupBy")?;
     let f = function_arg(ev, &args[0], pos, 0, "groupBy")?;
+    let list = list_arg(ev, &args[1], pos, 1, "groupBy")?;
     let mut groups: FxHashMap<crate::symbol::Sym, Vec<Value<'a>>> = FxHashMap::default();
     for x in list.as_slice() {
         let r = ev.call(f.clone(), x.clone(), pos)?;

@@ -19,6 +19,7 @@ mod xml;
 
 pub use json::to_json;
 pub use regex::NixRegex;
+pub use strings::base_name;
 pub use xml::to_xml;
 
 use crate::eval::Evaluator;

@@ -8,7 +8,7 @@ use crate::syntax::ir::BinOp;
 use crate::value::{PrimOp, Value};
 
 pub static PRIMOPS: &[PrimOp] = &[
-    primop!("add", 2, add),
+    primop!("add", 2, |ev, a, p| arith(ev, a, p, BinOp::Add)),
     primop!("sub", 2, |ev, a, p| arith(ev, a, p, BinOp::Sub)),
     primop!("mul", 2, |ev, a, p| arith(ev, a, p, BinOp::Mul)),
     primop!("div", 2, |ev, a, p| arith(ev, a, p, BinOp::Div)),
@@ -34,23 +34,12 @@ fn numbers<'a>(
     let b = ev
         .force(&args[1])
         .map_err(|e| e.with_frame(pos, arg_context(1, name)))?;
-    for (i, v) in [&a, &b].into_iter().enumerate() {
-        if !matches!(v, Value::Int(_) | Value::Float(_)) {
-            return Err(ev
-                .type_error("an integer", v, pos)
-                .with_frame(pos, arg_context(i, name)));
-        }
-    }
     Ok((a, b))
-}
-
-fn add<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
-    let (a, b) = numbers(ev, args, pos, "add")?;
-    ev.add(&a, &b, pos)
 }
 
 fn arith<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos, op: BinOp) -> Result<Value<'a>> {
     let name = match op {
+        BinOp::Add => "add",
         BinOp::Sub => "sub",
         BinOp::Mul => "mul",
         _ => "div",

@@ -43,7 +43,7 @@ fn substring<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result
         "while evaluating the first argument (the start offset) passed to builtins.substring",
     )?;
     if start < 0 {
-        return Err(Error::eval("negative start position in substring", pos));
+        return Err(Error::eval("negative start position in 'substring'", pos));
     }
     let len = ev.force_int(
         &args[1],
@@ -136,8 +136,7 @@ fn replace_strings<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> 
         )?);
     }
     let mut replacements: Vec<Option<NixString>> = vec![None; to.len()];
-    let s = coerced(
-        ev,
+    let s = ev.force_string(
         &args[2],
         pos,
         "while evaluating the third argument passed to builtins.replaceStrings",

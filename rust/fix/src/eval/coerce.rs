@@ -1,7 +1,7 @@
 //! Turning values into strings: interpolation, `toString`, `+` on strings.
 
 use super::Evaluator;
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::source::Pos;
 use crate::symbol::known;
 use crate::value::{NixString, Value};
@@ -46,14 +46,7 @@ impl<'a> Evaluator<'a> {
             Value::String(s) => return Ok(s.clone()),
             Value::Path(p) => {
                 if how.copy_to_store {
-                    return Err(Error::new(
-                        ErrorKind::NotYet,
-                        format!(
-                            "copying the path '{}' to the store is not supported yet (fix part 2 computes store paths); use toString to get the path as a string",
-                            p.lossy()
-                        ),
-                        pos,
-                    ));
+                    return self.copy_to_store(p.as_bytes(), pos);
                 }
                 return Ok(p.clone());
             }

@@ -4,7 +4,7 @@
 //! `outPath`, lists order lexicographically.
 
 use super::Evaluator;
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::source::Pos;
 use crate::symbol::known;
 use crate::value::{Attrs, Value};
@@ -118,14 +118,19 @@ impl<'a> Evaluator<'a> {
                 result?
             }
             _ => {
+                let (shown_l, shown_r) = (self.show_brief(l), self.show_brief(r));
                 let message = if std::mem::discriminant(l) == std::mem::discriminant(r) {
                     format!(
-                        "cannot compare {} with {}; values of that type are incomparable",
+                        "cannot compare {} with {}; values of that type are incomparable (values are {shown_l} and {shown_r})",
                         l.describe(),
                         r.describe()
                     )
                 } else {
-                    format!("cannot compare {} with {}", l.describe(), r.describe())
+                    format!(
+                        "cannot compare {} with {}; values are {shown_l} and {shown_r}",
+                        l.describe(),
+                        r.describe()
+                    )
                 };
                 return Err(Error::eval(message, pos));
             }
@@ -149,5 +154,126 @@ impl<'a> Evaluator<'a> {
             }
         }
         Ok(false)
+    }
+}
+
+impl<'a> Evaluator<'a> {
+    /// Why `l == r` failed in an `assert`: the first difference, in the
+    /// words Nix uses, with the path to it in the trace.
+    pub fn explain_unequal(&mut self, l: &Value<'a>, r: &Value<'a>, pos: Pos) -> Result<Error> {
+        let l = self.force(l)?;
+        let r = self.force(r)?;
+        let unequal = |message: String| Ok(Error::new(ErrorKind::Assert, message, pos));
+        let numbers = |v: &Value<'a>| matches!(v, Value::Int(_) | Value::Float(_));
+        if numbers(&l) && numbers(&r) {
+            return unequal(format!(
+                "{} with value '{}' is not equal to {} with value '{}'",
+                l.describe(),
+                self.show_brief(&l),
+                r.describe(),
+                self.show_brief(&r)
+            ));
+        }
+        if std::mem::discriminant(&l) != std::mem::discriminant(&r) || l.is_function() {
+            if l.is_function() && r.is_function() {
+                return unequal(
+                    "distinct functions and immediate comparisons of identical functions compare as unequal".into(),
+                );
+            }
+            return unequal(format!(
+                "{} of value '{}' is not equal to {} of value '{}'",
+                l.describe(),
+                self.show_brief(&l),
+                r.describe(),
+                self.show_brief(&r)
+            ));
+        }
+        match (&l, &r) {
+            (Value::Bool(_), _) => unequal(format!(
+                "boolean '{}' is not equal to boolean '{}'",
+                self.show_brief(&l),
+                self.show_brief(&r)
+            )),
+            (Value::String(_), _) => unequal(format!(
+                "string '{}' is not equal to string '{}'",
+                self.show_brief(&l),
+                self.show_brief(&r)
+            )),
+            (Value::Path(_), _) => unequal(format!(
+                "path '{}' is not equal to path '{}'",
+                self.show_brief(&l),
+                self.show_brief(&r)
+            )),
+            (Value::List(a), Value::List(b)) => {
+                if a.len() != b.len() {
+                    return unequal(format!(
+                        "list of size '{}' is not equal to list of size '{}', left hand side is '{}', right hand side is '{}'",
+                        a.len(),
+                        b.len(),
+                        self.show_brief(&l),
+                        self.show_brief(&r)
+                    ));
+                }
+                for (i, (x, y)) in a.as_slice().iter().zip(b.as_slice()).enumerate() {
+                    if !self.equal_nested(x, y, pos)? {
+                        let e = self.explain_unequal(x, y, pos)?;
+                        return Ok(e.with_frame(pos, format!("while comparing list element {i}")));
+                    }
+                }
+                unequal("the lists compare unequal".into())
+            }
+            (Value::Attrs(a), Value::Attrs(b)) => {
+                if self.is_derivation(a)?
+                    && self.is_derivation(b)?
+                    && let (Some(x), Some(y)) = (
+                        a.get(known::OUT_PATH).cloned(),
+                        b.get(known::OUT_PATH).cloned(),
+                    )
+                {
+                    let e = self.explain_unequal(&x, &y, pos)?;
+                    return Ok(e.with_frame(
+                        pos,
+                        "while comparing a derivation by its 'outPath' attribute",
+                    ));
+                }
+                if a.len() != b.len() {
+                    return unequal(format!(
+                        "attribute names of attribute set '{}' differs from attribute set '{}'",
+                        self.show_brief(&l),
+                        self.show_brief(&r)
+                    ));
+                }
+                for (x, y) in a.iter().zip(b.iter()) {
+                    if x.name != y.name {
+                        let (name, verb) = if b.contains(x.name) {
+                            (y.name, "is missing in '{l}', but is contained in '{r}'")
+                        } else {
+                            (x.name, "is contained in '{l}', but not in '{r}'")
+                        };
+                        let verb = verb
+                            .replace("{l}", &self.show_brief(&l))
+                            .replace("{r}", &self.show_brief(&r));
+                        return unequal(format!(
+                            "attribute name '{}' {verb}",
+                            self.symbols.text(name)
+                        ));
+                    }
+                    if !self.equal_nested(&x.value, &y.value, pos)? {
+                        let e = self.explain_unequal(&x.value, &y.value, pos)?;
+                        let name = self.symbols.text(x.name).into_owned();
+                        return Ok(e
+                            .with_frame(y.pos, "where right hand side is")
+                            .with_frame(x.pos, "where left hand side is")
+                            .with_frame(pos, format!("while comparing attribute '{name}'")));
+                    }
+                }
+                unequal("the attribute sets compare unequal".into())
+            }
+            _ => unequal(format!(
+                "'{}' is not equal to '{}'",
+                self.show_brief(&l),
+                self.show_brief(&r)
+            )),
+        }
     }
 }

@@ -5,7 +5,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::options::EvalOptions;
 use crate::source::{Origin, Pos};
 use crate::syntax::{self, LowerOptions};
-use crate::value::{Thunk, Value};
+use crate::value::{NixString, Thunk, Value};
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
@@ -135,9 +135,49 @@ impl<'a> Evaluator<'a> {
         }
     }
 
+    /// The store path a copy of a source path would have (`"${./x}"`).
+    /// Nothing is written: the path is computed from the NAR of the tree,
+    /// as Nix computes it, and remembered for the rest of the evaluation.
+    pub fn copy_to_store(&mut self, path: &[u8], pos: Pos) -> Result<NixString> {
+        if let Some(done) = self.store_copies.get(path) {
+            return Ok(done.clone());
+        }
+        let file = os_path(path);
+        self.check_path(file, pos)?;
+        if std::fs::symlink_metadata(file).is_err() {
+            return Err(Error::new(
+                ErrorKind::Io,
+                format!("path '{}' does not exist", file.display()),
+                pos,
+            ));
+        }
+        let info = chock_store::nar::hash_path(file).map_err(|e| {
+            Error::new(
+                ErrorKind::Io,
+                format!("copying '{}' to the store: {e}", file.display()),
+                pos,
+            )
+        })?;
+        let name = String::from_utf8_lossy(crate::builtins::base_name(path)).into_owned();
+        let store_path =
+            chock_store::store_path::make_source_path(&name, &info.nar_hash, &Default::default())
+                .map_err(|e| {
+                Error::eval(
+                    format!("copying '{}' to the store: {e}", file.display()),
+                    pos,
+                )
+            })?;
+        let result = NixString::from(store_path.to_absolute());
+        self.store_copies.insert(path.to_vec(), result.clone());
+        Ok(result)
+    }
+
     /// `import path`: parses and evaluates a file once per evaluation; a
     /// directory means its `default.nix`.
     pub fn import(&mut self, path: &[u8], pos: Pos) -> Result<Value<'a>> {
+        if let Some(name) = path.strip_prefix(CORE_PACKAGES) {
+            return self.import_core_package(path, name, pos);
+        }
         let mut file = os_path(path).to_path_buf();
         self.check_path(&file, pos)?;
         if file.is_dir() {
@@ -150,6 +190,35 @@ impl<'a> Evaluator<'a> {
         let expr = self.load_file(&file, None, pos)?;
         let thunk = Value::Thunk(Thunk::new(expr, self.root_env.clone()));
         self.imports.insert(key, thunk.clone());
+        self.force(&thunk)
+    }
+
+    /// `<nix/NAME>`: Nix expressions that come with the evaluator.
+    fn import_core_package(&mut self, path: &[u8], name: &[u8], pos: Pos) -> Result<Value<'a>> {
+        if let Some(v) = self.imports.get(path).cloned() {
+            return self.force(&v);
+        }
+        let text = match name {
+            b"fetchurl.nix" => include_str!("../corepkgs/fetchurl.nix"),
+            _ => {
+                return Err(Error::new(
+                    ErrorKind::Io,
+                    format!(
+                        "'<nix/{}>' is not a file that comes with fix (only fetchurl.nix does)",
+                        String::from_utf8_lossy(name)
+                    ),
+                    pos,
+                ));
+            }
+        };
+        let expr = self.load_source(
+            Origin::File(PathBuf::from(String::from_utf8_lossy(path).as_ref())),
+            text,
+            Path::new("/"),
+            None,
+        )?;
+        let thunk = Value::Thunk(Thunk::new(expr, self.root_env.clone()));
+        self.imports.insert(path.to_vec(), thunk.clone());
         self.force(&thunk)
     }
 
@@ -214,6 +283,9 @@ impl<'a> Evaluator<'a> {
         Ok(self.keep(expr))
     }
 }
+
+/// Where `<nix/...>` files live (they are not on disk).
+pub const CORE_PACKAGES: &[u8] = b"/__corepkgs__/";
 
 /// An absolute path with `.` and `..` removed, without touching the disk.
 pub fn lexical_absolute(path: &Path) -> PathBuf {

@@ -14,7 +14,7 @@ mod force;
 mod ops;
 
 pub use coerce::Coercion;
-pub use files::{IoPolicy, lexical_absolute, os_path};
+pub use files::{CORE_PACKAGES, IoPolicy, lexical_absolute, os_path};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::EvalOptions;
@@ -25,6 +25,7 @@ use crate::value::{
     Attr, Attrs, Closure, Env, List, NixString, PartialApp, PrimOp, Thunk, ThunkState, Value,
 };
 use rustc_hash::FxHashMap;
+use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
 
@@ -42,6 +43,8 @@ pub struct Evaluator<'a> {
     pub(crate) imports: FxHashMap<Vec<u8>, Value<'a>>,
     pub(crate) io: IoPolicy,
     pub(crate) regex_cache: FxHashMap<Vec<u8>, Rc<crate::builtins::NixRegex>>,
+    /// Store paths computed for source paths copied so far.
+    pub(crate) store_copies: FxHashMap<Vec<u8>, NixString>,
     call_depth: usize,
     stack_limit: usize,
     /// Steps since the evaluation started, for sampling the interrupt flag
@@ -82,6 +85,7 @@ impl<'a> Evaluator<'a> {
             imports: FxHashMap::default(),
             io,
             regex_cache: FxHashMap::default(),
+            store_copies: FxHashMap::default(),
             call_depth: 0,
             stack_limit,
             ticks: 0,
@@ -259,6 +263,7 @@ impl<'a> Evaluator<'a> {
                 Some((f, args)) => self.force(f).and_then(|f| self.call_n(f, args, Pos::NONE)),
                 None => Ok(Value::Null),
             },
+            ThunkState::Forward(v) => self.force(v),
             ThunkState::Blackhole => {
                 return Err(Error::new(
                     ErrorKind::InfiniteRecursion,
@@ -352,13 +357,7 @@ impl<'a> Evaluator<'a> {
                     let cond = self.eval(&a.cond, env)?;
                     match cond {
                         Value::Bool(true) => expr = &a.body,
-                        Value::Bool(false) => {
-                            return Err(Error::new(
-                                ErrorKind::Assert,
-                                format!("assertion '{}' failed", a.text),
-                                a.pos,
-                            ));
-                        }
+                        Value::Bool(false) => return Err(self.assertion_failed(a, env)),
                         other => {
                             return Err(self.type_error("a Boolean", &other, a.pos).with_frame(
                                 a.pos,
@@ -383,6 +382,26 @@ impl<'a> Evaluator<'a> {
                 Expr::CurPos(pos) => return Ok(self.pos_attrs(*pos)),
             }
         }
+    }
+
+    /// The error of a failed `assert`; for `a == b`, what differs.
+    fn assertion_failed(&mut self, a: &'a AssertExpr, env: &Env<'a>) -> Error {
+        if let Expr::BinOp(b) = &a.cond
+            && b.op == BinOp::Eq
+        {
+            let explained = self.eval(&b.lhs, env).and_then(|l| {
+                let r = self.eval(&b.rhs, env)?;
+                self.explain_unequal(&l, &r, b.pos)
+            });
+            return match explained {
+                Ok(e) | Err(e) => e.with_frame(a.pos, "in an equality assertion"),
+            };
+        }
+        Error::new(
+            ErrorKind::Assert,
+            format!("assertion '{}' failed", a.text),
+            a.pos,
+        )
     }
 
     /// `{ file, line, column }` for a position, or `null`.
@@ -467,7 +486,11 @@ impl<'a> Evaluator<'a> {
         let mut entries = Vec::with_capacity(n + a.dynamics.len());
         if a.rec {
             for (i, s) in a.statics.iter().enumerate() {
-                let v = self.thunk(&s.value, &scope);
+                let mut v = self.thunk(&s.value, &scope);
+                if a.overrides {
+                    // Each slot must be redirectable by `__overrides`.
+                    v = Value::Thunk(Thunk(Rc::new(RefCell::new(ThunkState::Forward(v)))));
+                }
                 scope.set(i, v);
             }
             for (k, src) in a.inherit_sources.iter().enumerate() {
@@ -481,6 +504,9 @@ impl<'a> Evaluator<'a> {
                     pos: s.pos,
                     value,
                 });
+            }
+            if a.overrides {
+                return self.apply_overrides(a, entries);
             }
         } else {
             for (k, src) in a.inherit_sources.iter().enumerate() {
@@ -533,6 +559,45 @@ impl<'a> Evaluator<'a> {
                         value: self.thunk(&d.value, &scope),
                     },
                 ),
+            }
+        }
+        Ok(Value::Attrs(Attrs::from_sorted(entries)))
+    }
+
+    /// A `rec` set with `__overrides`: its attributes replace the set's own,
+    /// in the set and in the scope its other attributes see, and add new
+    /// ones (a legacy feature Nix keeps).
+    fn apply_overrides(
+        &mut self,
+        a: &'a AttrsExpr,
+        mut entries: Vec<Attr<'a>>,
+    ) -> Result<Value<'a>> {
+        let Ok(at) = entries.binary_search_by_key(&known::OVERRIDES, |e| e.name) else {
+            return Ok(Value::Attrs(Attrs::from_sorted(entries)));
+        };
+        let pos = entries[at].pos;
+        let overrides = entries[at].value.clone();
+        let overrides = self.force_attrs(
+            &overrides,
+            pos,
+            "while evaluating the `__overrides` attribute",
+        )?;
+        for o in overrides.iter() {
+            match a.statics.binary_search_by_key(&o.name, |s| s.name) {
+                Ok(slot) => {
+                    if let Value::Thunk(t) = &entries[slot].value {
+                        *t.0.borrow_mut() = ThunkState::Forward(o.value.clone());
+                    }
+                    entries[slot] = Attr {
+                        name: o.name,
+                        pos: o.pos,
+                        value: entries[slot].value.clone(),
+                    };
+                }
+                Err(_) => match entries.binary_search_by_key(&o.name, |e| e.name) {
+                    Ok(i) => entries[i] = o.clone(),
+                    Err(i) => entries.insert(i, o.clone()),
+                },
             }
         }
         Ok(Value::Attrs(Attrs::from_sorted(entries)))
@@ -745,14 +810,18 @@ impl<'a> Evaluator<'a> {
         result.map_err(|e| {
             e.with_frame(
                 lambda.pos,
-                format!("while calling {}", self.lambda_name(lambda)),
+                match lambda.name {
+                    Some(_) => format!("while calling '{}'", self.lambda_name(lambda)),
+                    None => "while calling anonymous lambda".to_string(),
+                },
             )
         })
     }
 
+    /// How Nix names a function in messages: its binding, or "anonymous lambda".
     pub(crate) fn lambda_name(&self, lambda: &LambdaExpr) -> String {
         match lambda.name {
-            Some(n) => format!("'{}'", self.symbols.text(n)),
+            Some(n) => self.symbols.text(n).into_owned(),
             None => "anonymous lambda".to_string(),
         }
     }
@@ -792,7 +861,7 @@ impl<'a> Evaluator<'a> {
                     None => {
                         return Err(Error::eval(
                             format!(
-                                "function {} called without required argument '{}'",
+                                "function '{}' called without required argument '{}'",
                                 self.lambda_name(lambda),
                                 self.symbols.text(formal.name)
                             ),
@@ -800,7 +869,7 @@ impl<'a> Evaluator<'a> {
                         )
                         .with_frame(
                             lambda.pos,
-                            format!("from call site of {}", self.lambda_name(lambda)),
+                            format!("from call site of '{}'", self.lambda_name(lambda)),
                         ));
                     }
                 },
@@ -814,7 +883,7 @@ impl<'a> Evaluator<'a> {
             if let Some(extra) = unexpected {
                 return Err(Error::eval(
                     format!(
-                        "function {} called with unexpected argument '{}'",
+                        "function '{}' called with unexpected argument '{}'",
                         self.lambda_name(lambda),
                         self.symbols.text(extra.name)
                     ),

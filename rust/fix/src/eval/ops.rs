@@ -174,7 +174,8 @@ impl<'a> Evaluator<'a> {
         }
     }
 
-    /// `-`, `*`, `/` (and `builtins.sub`, `mul`, `div`).
+    /// `-`, `*`, `/` and `builtins.add`, `sub`, `mul`, `div`, checking operands
+    /// in Nix's order: the divisor first, then floats, then integers.
     pub fn arith(
         &mut self,
         op: BinOp,
@@ -183,44 +184,50 @@ impl<'a> Evaluator<'a> {
         pos: Pos,
     ) -> Result<Value<'a>> {
         let (name, verb) = match op {
+            BinOp::Add => ("+", "adding"),
             BinOp::Sub => ("-", "subtracting"),
             BinOp::Mul => ("*", "multiplying"),
             _ => ("/", "dividing"),
         };
-        match (l, r) {
-            (Value::Int(a), Value::Int(b)) => {
-                let result = match op {
-                    BinOp::Sub => a.checked_sub(*b),
-                    BinOp::Mul => a.checked_mul(*b),
-                    _ => {
-                        if *b == 0 {
-                            return Err(Error::eval("division by zero", pos));
-                        }
-                        a.checked_div(*b)
-                    }
-                };
-                result.map(Value::Int).ok_or_else(|| {
-                    Error::eval(format!("integer overflow in {verb} {a} {name} {b}"), pos)
-                })
-            }
-            (Value::Int(_) | Value::Float(_), Value::Int(_) | Value::Float(_)) => {
-                let a = as_float(l);
-                let b = as_float(r);
-                Ok(Value::Float(match op {
-                    BinOp::Sub => a - b,
-                    BinOp::Mul => a * b,
-                    _ => {
-                        if b == 0.0 {
-                            return Err(Error::eval("division by zero", pos));
-                        }
-                        a / b
-                    }
-                }))
-            }
-            (Value::Int(_) | Value::Float(_), other) | (other, _) => {
-                Err(self.type_error("an integer", other, pos))
+        if op == BinOp::Div {
+            match r {
+                Value::Int(0) => return Err(Error::eval("division by zero", pos)),
+                Value::Float(f) if *f == 0.0 => return Err(Error::eval("division by zero", pos)),
+                Value::Int(_) | Value::Float(_) => {}
+                other => {
+                    return Err(self
+                        .type_error("a float", other, pos)
+                        .with_frame(pos, "while evaluating the second operand of the division"));
+                }
             }
         }
+        if matches!(l, Value::Float(_)) || matches!(r, Value::Float(_)) {
+            for v in [l, r] {
+                if !matches!(v, Value::Int(_) | Value::Float(_)) {
+                    return Err(self.type_error("a float", v, pos));
+                }
+            }
+            let (a, b) = (as_float(l), as_float(r));
+            return Ok(Value::Float(match op {
+                BinOp::Add => a + b,
+                BinOp::Sub => a - b,
+                BinOp::Mul => a * b,
+                _ => a / b,
+            }));
+        }
+        let (Value::Int(a), Value::Int(b)) = (l, r) else {
+            let bad = if matches!(l, Value::Int(_)) { r } else { l };
+            return Err(self.type_error("an integer", bad, pos));
+        };
+        let result = match op {
+            BinOp::Add => a.checked_add(*b),
+            BinOp::Sub => a.checked_sub(*b),
+            BinOp::Mul => a.checked_mul(*b),
+            _ => a.checked_div(*b),
+        };
+        result
+            .map(Value::Int)
+            .ok_or_else(|| Error::eval(format!("integer overflow in {verb} {a} {name} {b}"), pos))
     }
 }
 

@@ -81,6 +81,8 @@ pub struct AttrsExpr {
     pub statics: Box<[StaticAttr]>,
     pub dynamics: Box<[DynamicAttr]>,
     pub rec: bool,
+    /// A `rec` set with a static `__overrides` attribute.
+    pub overrides: bool,
     pub env_slots: u32,
     pub inherit_sources: Box<[Expr]>,
 }

@@ -507,6 +507,7 @@ impl Lowerer<'_> {
 
     fn string(&mut self, s: &ast::Str) -> Result<Expr> {
         let pieces = string_pieces(s);
+        self.no_nul(&pieces, s.syntax())?;
         if pieces.iter().all(|p| matches!(p, Piece::Lit(_))) {
             let mut bytes = Vec::new();
             for p in pieces {
@@ -521,6 +522,24 @@ impl Lowerer<'_> {
             parts,
             path: false,
         })))
+    }
+
+    /// Nix strings cannot hold a NUL byte.
+    fn no_nul(&self, pieces: &[Piece], at: &SyntaxNode) -> Result<()> {
+        for p in pieces {
+            if let Piece::Lit(bytes) = p
+                && bytes.contains(&0)
+            {
+                return Err(self.fail(
+                    format!(
+                        "input string '{}' cannot be represented as Nix string because it contains null bytes",
+                        String::from_utf8_lossy(bytes).replace('\0', "␀")
+                    ),
+                    self.pos(at) ,
+                ));
+            }
+        }
+        Ok(())
     }
 
     fn parts(&mut self, pieces: Vec<Piece>) -> Result<Box<[Part]>> {
@@ -730,6 +749,9 @@ impl Lowerer<'_> {
 
     fn static_string(&mut self, s: &ast::Str) -> Option<Sym> {
         let pieces = string_pieces(s);
+        if self.no_nul(&pieces, s.syntax()).is_err() {
+            return None;
+        }
         let mut bytes = Vec::new();
         for p in pieces {
             match p {
@@ -780,9 +802,7 @@ impl Lowerer<'_> {
                     for attr in inherit.attrs() {
                         let pos = self.pos(attr.syntax());
                         let Key::Static(name) = self.key(&attr)? else {
-                            return Err(
-                                self.fail("dynamic attributes are not allowed in inherit", pos)
-                            );
+                            return Err(self.fail("dynamic attributes not allowed in inherit", pos));
                         };
                         if let Some(&existing) = target.index.get(&name) {
                             shown.push(self.symbols.text(name).into_owned());
@@ -951,6 +971,7 @@ impl Lowerer<'_> {
         let n = p.statics.len() as u32;
         let rec = p.rec;
         if rec {
+            let overrides = p.index.contains_key(&known::OVERRIDES);
             let names = p
                 .statics
                 .iter()
@@ -966,6 +987,7 @@ impl Lowerer<'_> {
                 statics,
                 dynamics,
                 rec,
+                overrides,
                 env_slots,
                 inherit_sources: sources,
             });
@@ -984,6 +1006,7 @@ impl Lowerer<'_> {
                 statics,
                 dynamics,
                 rec,
+                overrides: false,
                 env_slots,
                 inherit_sources: sources.into(),
             });
@@ -993,6 +1016,7 @@ impl Lowerer<'_> {
             statics,
             dynamics,
             rec,
+            overrides: false,
             env_slots: 0,
             inherit_sources: Box::new([]),
         })
@@ -1021,7 +1045,7 @@ impl Lowerer<'_> {
                 PendingValue::Expr(e) => self.expr(&e)?,
                 PendingValue::Nested(n) => Expr::Attrs(Box::new(self.lower_attrs(*n)?)),
                 PendingValue::Inherit | PendingValue::InheritFrom(_) => {
-                    return Err(self.fail("dynamic attributes are not allowed in inherit", d.pos));
+                    return Err(self.fail("dynamic attributes not allowed in inherit", d.pos));
                 }
             };
             dynamics.push(DynamicAttr {

@@ -154,6 +154,8 @@ pub enum ThunkState<'a> {
     /// `f x ...`: the function then its arguments, made by builtins such
     /// as `map` that must stay lazy.
     Apply(Box<[Value<'a>]>),
+    /// Stands for another value (a slot redirected by `__overrides`).
+    Forward(Value<'a>),
     /// Being evaluated: reaching it again is infinite recursion.
     Blackhole,
     Done(Value<'a>),
