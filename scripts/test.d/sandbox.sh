@@ -13,6 +13,8 @@ cd "$(dirname "$0")/../.."
 
 work=$(mktemp -d /tmp/chock-sandbox-check.XXXXXX)
 trap 'chmod -R u+rwX "$work" 2>/dev/null; rm -rf "$work"' EXIT
+# cargo and rustup still find their own homes after HOME moves.
+export RUSTUP_HOME=${RUSTUP_HOME:-$HOME/.rustup} CARGO_HOME=${CARGO_HOME:-$HOME/.cargo}
 export HOME=$work/home XDG_DATA_HOME=$work/data XDG_CACHE_HOME=$work/cache
 export XDG_CONFIG_HOME=$work/config XDG_STATE_HOME=$work/state
 mkdir -p "$HOME" "$work/project"
