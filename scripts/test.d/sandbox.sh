@@ -23,7 +23,9 @@ echo "-- chock doctor"
 (cd "$work/project" && "$CHOCK_BIN" doctor) || { echo "sandbox: a blocking doctor row failed" >&2; exit 1; }
 
 echo "-- escape suite"
-summary=$(cargo test -q --locked -p chock --test escape -- --nocapture --test-threads=1 2>&1 | tee /dev/stderr | grep -E '^[0-9]+ attempts, [0-9]+ blocked$' || true)
+suite=$(cargo test -q --locked -p chock --test escape -- --nocapture --test-threads=1 2>&1) || true
+printf '%s\n' "$suite"
+summary=$(grep -E '^[0-9]+ attempts, [0-9]+ blocked$' <<<"$suite" || true)
 read -r attempts _ blocked _ <<<"$summary"
 if [[ -z $summary || $attempts != "$blocked" ]]; then
   echo "sandbox: the escape suite did not block every attempt (${summary:-no summary line})" >&2
