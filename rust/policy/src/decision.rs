@@ -60,6 +60,17 @@ impl Decision {
     }
 }
 
+impl std::str::FromStr for Decision {
+    type Err = String;
+
+    /// Reads the word a rule writes (`allow`, `agent_review`, ...), as logs and flags spell it.
+    fn from_str(word: &str) -> Result<Decision, String> {
+        Decision::ALL.into_iter().find(|d| d.as_str() == word).ok_or_else(|| {
+            format!("`{word}` is not a decision: write deny, agent_then_human, ask, agent_review or allow")
+        })
+    }
+}
+
 impl fmt::Display for Decision {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -97,7 +108,9 @@ mod tests {
             let read: Decision = chock_zon::from_str(&format!(".{}", d.as_str())).expect("reads");
             assert_eq!(read, d);
             assert_eq!(d.to_string(), d.as_str());
+            assert_eq!(d.as_str().parse::<Decision>(), Ok(d));
         }
+        assert!("maybe".parse::<Decision>().is_err());
         let e = chock_zon::from_str::<Decision>(".agent_reveiw").expect_err("misspelt");
         assert!(
             e.message().contains("unknown variant `agent_reveiw`"),

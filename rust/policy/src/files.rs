@@ -275,6 +275,7 @@ impl<'a> Source<'a> {
 }
 
 /// What `chock.zon` contributes, checked.
+#[derive(Debug)]
 pub(crate) struct ProjectLayer {
     pub(crate) rules: RuleSet,
     pub(crate) agents: Vec<Agent>,

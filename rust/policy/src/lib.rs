@@ -9,6 +9,7 @@
 
 mod decision;
 pub mod defaults;
+mod endpoint;
 mod error;
 mod files;
 mod index;
@@ -19,6 +20,7 @@ mod rule;
 mod settings;
 
 pub use decision::Decision;
+pub use endpoint::{Endpoint, EndpointError, SCHEMES, url_endpoint};
 pub use error::PolicyError;
 pub use files::{
     Agent, BUNDLE_VERSION, Budget, MAX_AGENT_KINDS, MAX_RULES, MAX_SINKS, NetMode, NetSettings,

@@ -159,6 +159,7 @@ impl LoadOptions {
 }
 
 /// Every layer, loaded and checked.
+#[derive(Debug)]
 pub struct Policy {
     project_file: PathBuf,
     project: Option<ProjectLayer>,
@@ -269,6 +270,43 @@ impl Policy {
             decided_by,
             suggestion: suggestion.flatten(),
         }
+    }
+
+    /// The answer for an agent spawned through `chain` (the main agent first,
+    /// the asking kind last): the minimum of the answers for every link, so a
+    /// subagent never holds more than any ancestor. A chain that is empty,
+    /// holds an empty link, or does not end in the key's kind is malformed,
+    /// and answers `ask` for an act and `deny` for a ceiling.
+    pub fn decide_chain(&self, chain: &[&str], key: &Key, reading: Reading) -> Verdict {
+        let well_formed = !chain.is_empty()
+            && chain.iter().all(|k| !k.is_empty())
+            && chain.last() == Some(&key.agent_kind.as_str());
+        if !well_formed {
+            return Verdict {
+                decision: match reading {
+                    Reading::Act => Decision::Ask,
+                    Reading::Ceiling => Decision::Deny,
+                },
+                decided_by: DecidedBy {
+                    layer: Layer::Nothing,
+                    file: None,
+                    line: None,
+                    rule: None,
+                },
+                suggestion: None,
+            };
+        }
+        let mut lowest: Option<Verdict> = None;
+        for link in chain {
+            let verdict = self.decide(&key.clone().with_agent_kind(*link), reading);
+            if lowest
+                .as_ref()
+                .is_none_or(|l| verdict.decision < l.decision)
+            {
+                lowest = Some(verdict);
+            }
+        }
+        lowest.unwrap_or_else(|| self.decide(key, reading))
     }
 
     /// The answer before any org ceiling: project rules, else shipped
@@ -706,5 +744,69 @@ fn human_duration(seconds: u64) -> String {
 impl Source<'_> {
     fn read_operator(&self) -> Result<OperatorFile, PolicyError> {
         Ok(chock_zon::from_str_in(Some(self.file), self.text)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(kind: Option<&str>, action: &str, decision: Decision) -> Rule {
+        let mut r = Rule::new(Pattern::parse(action).ok(), decision);
+        r.agent_kind = kind.and_then(|k| Pattern::parse(k).ok());
+        r
+    }
+
+    #[test]
+    fn a_subagent_never_holds_more_than_its_ancestors() {
+        let policy = Policy::from_rules(
+            vec![
+                rule(Some("main"), "sandbox.jit", Decision::Allow),
+                rule(Some("helper"), "git.push", Decision::Allow),
+                rule(Some("main"), "git.push", Decision::AgentReview),
+            ],
+            Vec::new(),
+        );
+        let jit = Key::new("sandbox.jit").with_agent_kind("helper");
+        assert_eq!(
+            policy
+                .decide_chain(&["main", "helper"], &jit, Reading::Act)
+                .decision,
+            Decision::Ask
+        );
+        assert_eq!(
+            policy
+                .decide_chain(&["main"], &Key::new("sandbox.jit"), Reading::Act)
+                .decision,
+            Decision::Allow
+        );
+        let push = Key::new("git.push").with_agent_kind("helper");
+        let v = policy.decide_chain(&["main", "helper"], &push, Reading::Act);
+        assert_eq!(
+            (v.decision, v.decided_by.layer),
+            (Decision::AgentReview, Layer::Project)
+        );
+    }
+
+    #[test]
+    fn a_malformed_chain_asks_for_acts_and_denies_ceilings() {
+        let policy = Policy::from_rules(Vec::new(), Vec::new());
+        let key = Key::new("call.glob").with_agent_kind("helper");
+        for chain in [&[][..], &["main", ""][..], &["main"][..]] {
+            assert_eq!(
+                policy.decide_chain(chain, &key, Reading::Act).decision,
+                Decision::Ask
+            );
+            assert_eq!(
+                policy.decide_chain(chain, &key, Reading::Ceiling).decision,
+                Decision::Deny
+            );
+        }
+        assert_eq!(
+            policy
+                .decide_chain(&["main", "helper"], &key, Reading::Act)
+                .decision,
+            Decision::Allow
+        );
     }
 }
