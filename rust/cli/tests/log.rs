@@ -321,3 +321,19 @@ fn show_leaves_out_a_torn_line_and_says_so() {
         stdout(&verify)
     );
 }
+
+#[test]
+fn policy_explain_is_a_query_and_writes_no_line() {
+    let state = State::new("explain");
+    let project = state.0.join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let project = project.to_str().unwrap();
+    ok(state.run(&["policy", "explain", "call.write_file", "--project", project]));
+    assert!(
+        !state.0.join("log").exists(),
+        "explain wrote to the decision log"
+    );
+    ok(state.run(&["log", "append"]));
+    ok(state.run(&["policy", "explain", "exec.path.sh", "--project", project]));
+    assert_eq!(lines_of(&state.current()).len(), 1, "explain added a line");
+}
