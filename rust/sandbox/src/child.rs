@@ -725,4 +725,12 @@ mod tests {
         }
         assert_eq!(Step::from_code(999), None);
     }
+
+    proptest::proptest! {
+        #[test]
+        fn any_bytes_on_the_report_pipe_decode_without_panic(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..256)) {
+            let records = Record::decode_all(&bytes);
+            proptest::prop_assert!(records.len() <= bytes.len() / RECORD_LEN);
+        }
+    }
 }

@@ -31,7 +31,7 @@ const FORMAT: &str = "chock-devshell-v1";
 
 /// Variables `nix print-dev-env` dumps that describe the build of the shell,
 /// not the shell: Nix's own rc output skips them, and so does Chock.
-const SKIPPED: [&str; 18] = [
+pub const SKIPPED: [&str; 18] = [
     "BASHOPTS",
     "HOME",
     "NIX_BUILD_TOP",

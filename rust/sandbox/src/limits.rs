@@ -308,4 +308,12 @@ mod tests {
         drop(cgroup);
         assert!(!dir.exists(), "the cgroup is removed when the sandbox ends");
     }
+
+    proptest::proptest! {
+        #[test]
+        fn any_mount_and_cgroup_table_parses_without_panic(text in "[ -~\n]{0,300}") {
+            let _ = cgroup2_mount(&text);
+            let _ = unified_path(&text);
+        }
+    }
 }
