@@ -20,6 +20,7 @@ const DIR_VAR: &str = "CHOCK_LOG_TEST_DIR";
 /// for the same two cores, which is not what either test measures.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 const COUNT_VAR: &str = "CHOCK_LOG_TEST_COUNT";
+const ROTATE_VAR: &str = "CHOCK_LOG_TEST_ROTATE_BYTES";
 
 /// A writer process: appends `CHOCK_LOG_TEST_COUNT` lines (0 = until killed)
 /// and prints each completed line's `SEQ:SHA256` on stdout right after its
@@ -31,7 +32,14 @@ fn writer_process() {
         return;
     };
     let count: usize = std::env::var(COUNT_VAR).unwrap().parse().unwrap();
-    let log = Log::at(dir, big_rotation());
+    let rotation = match std::env::var(ROTATE_VAR) {
+        Ok(bytes) => chock_log::Rotation {
+            rotate_bytes: bytes.parse().unwrap(),
+            keep: 1000,
+        },
+        Err(_) => big_rotation(),
+    };
+    let log = Log::at(dir, rotation);
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let mut i = 0;
@@ -48,7 +56,12 @@ fn writer_process() {
 }
 
 fn spawn_writer(dir: &Path, count: usize) -> Child {
-    Command::new(std::env::current_exe().unwrap())
+    writer_command(dir, count).spawn().unwrap()
+}
+
+fn writer_command(dir: &Path, count: usize) -> Command {
+    let mut command = Command::new(std::env::current_exe().unwrap());
+    command
         .args([
             "writer_process",
             "--exact",
@@ -59,9 +72,8 @@ fn spawn_writer(dir: &Path, count: usize) -> Child {
         .env(DIR_VAR, dir)
         .env(COUNT_VAR, count.to_string())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
+        .stderr(Stdio::piped());
+    command
 }
 
 /// The `SEQ:SHA256` lines a writer printed (test harness chatter skipped).
@@ -109,6 +121,43 @@ fn fifty_processes_times_a_hundred_appends_leave_5000_chained_lines() {
             by_seq.get(&head.seq),
             Some(&head.hash),
             "what each writer wrote is there"
+        );
+    }
+}
+
+#[test]
+fn writers_rotating_the_log_under_each_other_keep_one_chain() {
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let mut children: Vec<Child> = (0..10)
+        .map(|_| {
+            writer_command(dir.path(), 100)
+                .env(ROTATE_VAR, "20000")
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in &mut children {
+        let (status, stderr) = finish(child);
+        assert!(status.success(), "a writer failed: {stderr}");
+    }
+    let log = Log::at(dir.path(), big_rotation());
+    let report = log.verify(None).unwrap();
+    assert!(report.intact(), "{:?}", report.broken);
+    assert_eq!(report.lines, 1000);
+    assert_eq!(report.start, Some(chock_log::ChainStart::Genesis));
+    assert!(
+        report.files.len() >= 15,
+        "rotated many times: {:?}",
+        report.files
+    );
+    let mut seq = 0;
+    for line in log.records().unwrap() {
+        seq += 1;
+        assert_eq!(
+            line.unwrap().record.unwrap().seq,
+            seq,
+            "seq runs on across files"
         );
     }
 }
