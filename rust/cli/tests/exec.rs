@@ -284,3 +284,46 @@ fn background_processes_end_with_the_command() {
         "a background process outlived the command"
     );
 }
+
+#[test]
+fn store_programs_are_named_by_whether_the_closure_holds_them() {
+    let fx = Fixture::flake();
+    fx.probe();
+    let env = text(&fx.exec(&[], &["./probe", "env"]).stdout);
+    let tool_bin = env
+        .lines()
+        .find_map(|l| l.strip_prefix("PATH="))
+        .expect("the dev shell's PATH")
+        .to_owned();
+    let tool_name = tool_bin
+        .trim_end_matches("/bin")
+        .trim_start_matches("/nix/store/")
+        .to_owned();
+
+    // In the closure: exec.devshell.*, shipped allow (the file is not
+    // executable, so it is decided and allowed, then fails as 126).
+    let inside = fx.exec(&[], &[&format!("{tool_bin}/greeting")]);
+    assert_eq!(inside.status.code(), Some(126), "{}", describe(&inside));
+    let action = format!(
+        "exec.devshell.{}.bin.greeting",
+        tool_name.replace('.', "%2E")
+    );
+    let logged = fx
+        .log_lines()
+        .into_iter()
+        .find(|l| l["action"] == action.as_str());
+    assert_eq!(
+        logged.expect("the devshell action is logged")["decision"],
+        "allow"
+    );
+
+    // Any other store path: exec.nix.store.*, shipped ask, so refused here.
+    let outside = fx.outside_store_path();
+    let refused = fx.exec(&[], &[outside.to_str().expect("utf-8")]);
+    assert_eq!(refused.status.code(), Some(3), "{}", describe(&refused));
+    assert!(
+        text(&refused.stderr).contains("exec.nix.store."),
+        "{}",
+        describe(&refused)
+    );
+}
