@@ -329,6 +329,7 @@ fn from_nix(
     let env_path = gc_root
         .canonicalize()
         .map_err(io("reading the GC root", gc_root))?;
+    drop_old_generations(gc_root);
     let store_paths = closure(&env_path)?;
     let links = links(&store_paths);
     Ok(DevShell {
@@ -340,6 +341,30 @@ fn from_nix(
         links,
         cached: false,
     })
+}
+
+/// `--profile` adds a generation (`<root>-N-link`) each time the shell is
+/// read again, and each would keep its old closure from Nix's garbage
+/// collector for ever; only the one the profile points at is kept.
+fn drop_old_generations(gc_root: &Path) {
+    let (Some(dir), Some(name)) = (gc_root.parent(), gc_root.file_name()) else {
+        return;
+    };
+    let current = std::fs::read_link(gc_root).ok();
+    let prefix = format!("{}-", name.to_string_lossy());
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.filter_map(Result::ok) {
+        let file = entry.file_name();
+        let file = file.to_string_lossy();
+        let is_generation = file
+            .strip_prefix(&prefix)
+            .is_some_and(|rest| rest.ends_with("-link"));
+        if is_generation && current.as_deref() != Some(Path::new(&*file)) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 /// The names under `devShells.<system>`, or None when Nix cannot list them.
@@ -485,6 +510,36 @@ mod tests {
         assert_eq!(
             b,
             stamp(dir.path(), "default", "x86_64-linux").expect("stamp")
+        );
+    }
+
+    #[test]
+    fn only_the_current_generation_stays_rooted() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().join("default.gcroot");
+        for n in 1..=3 {
+            std::os::unix::fs::symlink(
+                "/nix/store/x",
+                dir.path().join(format!("default.gcroot-{n}-link")),
+            )
+            .expect("link");
+        }
+        std::os::unix::fs::symlink("default.gcroot-3-link", &root).expect("profile");
+        std::os::unix::fs::symlink("/nix/store/y", dir.path().join("ci.gcroot-1-link"))
+            .expect("other shell");
+        drop_old_generations(&root);
+        let mut left: Vec<String> = std::fs::read_dir(dir.path())
+            .expect("dir")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            [
+                "ci.gcroot-1-link",
+                "default.gcroot",
+                "default.gcroot-3-link"
+            ]
         );
     }
 }
