@@ -48,27 +48,21 @@ fn an_empty_log_verifies_and_has_no_head() {
     assert_eq!(log.head().unwrap(), None);
 }
 
-fn break_of(log: &Log) -> chock_log::Break {
+fn break_of(log: &Log, kind: BreakKind, line: u64) -> chock_log::Break {
     let report = log.verify(None).unwrap();
     assert!(!report.intact());
-    report.broken.expect("a break")
+    expect_break(report.broken, kind, line)
 }
 
 #[test]
 fn an_edited_line_is_named_at_its_own_line() {
-    let (_dir, log) = log_with(10);
-    let path = current(&log);
-    let mut lines = read_lines(&path);
-    lines[3] = lines[3].replace("\"file-4\"", "\"file-9\"");
-    assert_ne!(lines[3], read_lines(&path)[3], "line 4 names file-4");
-    write_lines(&path, &lines);
-    let broken = break_of(&log);
-    assert_eq!(
-        (broken.kind, broken.line),
-        (BreakKind::Edited, 4),
-        "{broken}"
-    );
-    assert_eq!(broken.file, path);
+    let (_dir, log, lines, broken) = after_change(10, |lines| {
+        let before = lines[3].clone();
+        lines[3] = lines[3].replace("\"file-4\"", "\"file-9\"");
+        assert_ne!(lines[3], before, "line 4 names file-4");
+    });
+    let broken = expect_break(broken, BreakKind::Edited, 4);
+    assert_eq!(broken.file, current(&log));
     // The link that failed is line 5's: it still names line 4's old hash.
     assert_eq!(broken.expected.unwrap().prev, hash(&lines[3]));
     assert_eq!(broken.found.unwrap().seq, 5);
@@ -76,48 +70,27 @@ fn an_edited_line_is_named_at_its_own_line() {
 
 #[test]
 fn an_edited_seq_is_named_at_its_own_line() {
-    let (_dir, log) = log_with(10);
-    let path = current(&log);
-    let mut lines = read_lines(&path);
-    lines[6] = lines[6].replacen("\"seq\":7", "\"seq\":70", 1);
-    write_lines(&path, &lines);
-    let broken = break_of(&log);
-    assert_eq!(
-        (broken.kind, broken.line),
-        (BreakKind::Edited, 7),
-        "{broken}"
-    );
+    let (_dir, _log, _lines, broken) = after_change(10, |lines| {
+        lines[6] = lines[6].replacen("\"seq\":7", "\"seq\":70", 1);
+    });
+    expect_break(broken, BreakKind::Edited, 7);
 }
 
 #[test]
 fn an_edited_prev_is_named_at_its_own_line() {
-    let (_dir, log) = log_with(10);
-    let path = current(&log);
-    let mut lines = read_lines(&path);
-    let old = hash(&lines[4]).to_string();
-    lines[5] = lines[5].replace(&old, &"e".repeat(64));
-    write_lines(&path, &lines);
-    let broken = break_of(&log);
-    assert_eq!(
-        (broken.kind, broken.line),
-        (BreakKind::Edited, 6),
-        "{broken}"
-    );
+    let (_dir, _log, _lines, broken) = after_change(10, |lines| {
+        let old = hash(&lines[4]).to_string();
+        lines[5] = lines[5].replace(&old, &"e".repeat(64));
+    });
+    expect_break(broken, BreakKind::Edited, 6);
 }
 
 #[test]
 fn a_deleted_line_is_named_where_it_was() {
-    let (_dir, log) = log_with(10);
-    let path = current(&log);
-    let mut lines = read_lines(&path);
-    lines.remove(3);
-    write_lines(&path, &lines);
-    let broken = break_of(&log);
-    assert_eq!(
-        (broken.kind, broken.line),
-        (BreakKind::Deleted, 4),
-        "{broken}"
-    );
+    let (_dir, _log, _lines, broken) = after_change(10, |lines| {
+        lines.remove(3);
+    });
+    let broken = expect_break(broken, BreakKind::Deleted, 4);
     assert!(broken.why.contains("seq 4"), "{}", broken.why);
     assert_eq!(broken.expected.unwrap().seq, 4);
     assert_eq!(broken.found.unwrap().seq, 5);
@@ -125,67 +98,39 @@ fn a_deleted_line_is_named_where_it_was() {
 
 #[test]
 fn a_copied_line_inserted_is_named_at_its_line() {
-    let (_dir, log) = log_with(10);
-    let path = current(&log);
-    let mut lines = read_lines(&path);
-    let copy = lines[1].clone();
-    lines.insert(4, copy);
-    write_lines(&path, &lines);
-    let broken = break_of(&log);
-    assert_eq!(
-        (broken.kind, broken.line),
-        (BreakKind::Inserted, 5),
-        "{broken}"
-    );
+    let (_dir, _log, _lines, broken) = after_change(10, |lines| {
+        let copy = lines[1].clone();
+        lines.insert(4, copy);
+    });
+    expect_break(broken, BreakKind::Inserted, 5);
 }
 
 #[test]
 fn a_forged_line_that_chains_is_named_as_inserted() {
-    let (_dir, log) = log_with(10);
-    let path = current(&log);
-    let mut lines = read_lines(&path);
-    let mut forged: Record = serde_json::from_str(&lines[4]).unwrap();
-    forged.prev = hash(&lines[3]).to_string();
-    forged.entry.action = "secret.use.deploy".into();
-    lines.insert(4, serde_json::to_string(&forged).unwrap());
-    write_lines(&path, &lines);
-    let broken = break_of(&log);
-    assert_eq!(
-        (broken.kind, broken.line),
-        (BreakKind::Inserted, 5),
-        "{broken}"
-    );
+    let (_dir, _log, _lines, broken) = after_change(10, |lines| {
+        let mut forged: Record = serde_json::from_str(&lines[4]).unwrap();
+        forged.prev = hash(&lines[3]).to_string();
+        forged.entry.action = "secret.use.deploy".into();
+        lines.insert(4, serde_json::to_string(&forged).unwrap());
+    });
+    expect_break(broken, BreakKind::Inserted, 5);
 }
 
 #[test]
 fn swapped_lines_are_named_as_reordered_at_the_first() {
-    let (_dir, log) = log_with(10);
-    let path = current(&log);
-    let mut lines = read_lines(&path);
-    lines.swap(3, 4);
-    write_lines(&path, &lines);
-    let broken = break_of(&log);
-    assert_eq!(
-        (broken.kind, broken.line),
-        (BreakKind::Reordered, 4),
-        "{broken}"
-    );
+    let (_dir, _log, _lines, broken) = after_change(10, |lines| {
+        lines.swap(3, 4);
+    });
+    expect_break(broken, BreakKind::Reordered, 4);
 }
 
 #[test]
 fn a_line_moved_later_is_named_as_reordered_where_it_was_taken() {
-    let (_dir, log) = log_with(12);
-    let path = current(&log);
-    let mut lines = read_lines(&path);
-    let moved = lines.remove(2);
-    lines.insert(8, moved);
-    write_lines(&path, &lines);
-    let broken = break_of(&log);
-    assert_eq!(
-        (broken.kind, broken.line),
-        (BreakKind::Reordered, 3),
-        "{broken}"
-    );
+    let (_dir, _log, _lines, broken) = after_change(12, |lines| {
+        let moved = lines.remove(2);
+        lines.insert(8, moved);
+    });
+    expect_break(broken, BreakKind::Reordered, 3);
 }
 
 #[test]
@@ -324,10 +269,8 @@ fn a_missing_rotated_file_is_a_deletion_at_the_next_files_first_line() {
         log.try_append(&entry(i)).unwrap();
     }
     std::fs::remove_file(dir.path().join("decisions.2.jsonl")).unwrap();
-    let broken = break_of(&log);
-    assert_eq!(broken.kind, BreakKind::Deleted, "{broken}");
+    let broken = break_of(&log, BreakKind::Deleted, 1);
     assert_eq!(broken.file, dir.path().join("decisions.1.jsonl"));
-    assert_eq!(broken.line, 1);
 }
 
 #[test]
@@ -380,8 +323,7 @@ fn a_torn_tail_is_reported_and_the_next_writer_chains_past_it() {
     bytes.extend_from_slice(fragment.as_bytes());
     std::fs::write(&path, &bytes).unwrap();
 
-    let broken = break_of(&log);
-    assert_eq!((broken.kind, broken.line), (BreakKind::Torn, 6), "{broken}");
+    let broken = break_of(&log, BreakKind::Torn, 6);
     assert!(broken.why.contains("torn tail"), "{}", broken.why);
     assert_eq!(
         log.head().unwrap().unwrap().seq,
@@ -401,8 +343,7 @@ fn a_torn_tail_is_reported_and_the_next_writer_chains_past_it() {
     assert_eq!(after[5], fragment);
     let new: Record = serde_json::from_str(&after[6]).unwrap();
     assert_eq!(new.prev, hash(&before[4]).to_string());
-    let broken = break_of(&log);
-    assert_eq!((broken.kind, broken.line), (BreakKind::Torn, 6), "{broken}");
+    break_of(&log, BreakKind::Torn, 6);
 }
 
 /// Holds the writers' lock the way another writer would.
@@ -438,12 +379,7 @@ fn a_writer_that_cannot_get_the_lock_still_writes_its_line_unchained() {
     assert_eq!(next.head.seq, 5);
     let lines = read_lines(&current(&log));
     assert_eq!(lines.len(), 5);
-    let broken = break_of(&log);
-    assert_eq!(
-        (broken.kind, broken.line),
-        (BreakKind::Unchained, 4),
-        "{broken}"
-    );
+    let broken = break_of(&log, BreakKind::Unchained, 4);
     assert!(broken.why.contains("lock stayed held"), "{}", broken.why);
 }
 
@@ -458,12 +394,7 @@ fn an_unreadable_last_line_makes_the_next_line_unchained() {
     let why = appended.unchained.expect("unchained");
     assert!(why.contains("last line could not be read"), "{why}");
     assert_eq!(appended.head.seq, 4);
-    let broken = break_of(&log);
-    assert_eq!(
-        (broken.kind, broken.line),
-        (BreakKind::Edited, 4),
-        "{broken}"
-    );
+    let broken = break_of(&log, BreakKind::Edited, 4);
     assert!(broken.why.contains("not a record"), "{}", broken.why);
 }
 

@@ -7,19 +7,14 @@ use chock_log::{BreakKind, ChainStart, Log};
 use common::*;
 use proptest::prelude::*;
 
-/// A log of `n` lines and its lines as text.
-fn fresh(n: usize) -> (tempfile::TempDir, Log, Vec<String>) {
-    let (dir, log) = log_with(n);
-    let lines = read_lines(&current(&log));
-    (dir, log, lines)
-}
-
-/// What verify says after the file is replaced by `lines`: the break's kind
-/// and line, or `None` when it finds the chain intact.
-fn verdict(log: &Log, lines: &[String]) -> Option<(BreakKind, u64)> {
-    write_lines(&current(log), lines);
-    let report = log.verify(None).unwrap();
-    report.broken.map(|b| (b.kind, b.line))
+/// The break's kind and line after `change`, or `None` when verify finds
+/// the chain intact.
+fn verdict(
+    n: usize,
+    change: impl FnOnce(&mut Vec<String>),
+) -> (tempfile::TempDir, Log, Option<(BreakKind, u64)>) {
+    let (dir, log, _lines, broken) = after_change(n, change);
+    (dir, log, broken.map(|b| (b.kind, b.line)))
 }
 
 proptest! {
@@ -28,9 +23,7 @@ proptest! {
     #[test]
     fn a_deleted_line_is_named_where_it_was(n in 3usize..10, at in 0usize..10) {
         let at = at % n;
-        let (_dir, log, mut lines) = fresh(n);
-        lines.remove(at);
-        let found = verdict(&log, &lines);
+        let (_dir, log, found) = verdict(n, |lines| { lines.remove(at); });
         if at == 0 {
             // The oldest line gone looks like history rotated away.
             prop_assert_eq!(found, None);
@@ -46,9 +39,7 @@ proptest! {
     #[test]
     fn an_edited_line_is_named_at_its_line(n in 2usize..10, at in 0usize..10) {
         let at = at % n;
-        let (_dir, log, mut lines) = fresh(n);
-        lines[at] = lines[at].replace("\"coder\"", "\"reviewer\"");
-        let found = verdict(&log, &lines);
+        let (_dir, _log, found) = verdict(n, |lines| lines[at] = lines[at].replace("\"coder\"", "\"reviewer\""));
         if at == n - 1 {
             prop_assert_eq!(found, None, "only a kept head shows an edit of the newest line");
         } else {
@@ -59,19 +50,18 @@ proptest! {
     #[test]
     fn swapped_neighbours_are_named_at_the_first(n in 2usize..10, at in 0usize..10) {
         let at = at % (n - 1);
-        let (_dir, log, mut lines) = fresh(n);
-        lines.swap(at, at + 1);
-        prop_assert_eq!(verdict(&log, &lines), Some((BreakKind::Reordered, at as u64 + 1)));
+        let (_dir, _log, found) = verdict(n, |lines| lines.swap(at, at + 1));
+        prop_assert_eq!(found, Some((BreakKind::Reordered, at as u64 + 1)));
     }
 
     #[test]
     fn a_copied_line_is_named_where_it_was_put(n in 2usize..10, from in 0usize..10, to in 1usize..10) {
         let from = from % n;
         let to = 1 + to % (n - 1);
-        let (_dir, log, mut lines) = fresh(n);
-        let copy = lines[from].clone();
-        lines.insert(to, copy);
-        let found = verdict(&log, &lines);
+        let (_dir, _log, found) = verdict(n, |lines| {
+            let copy = lines[from].clone();
+            lines.insert(to, copy);
+        });
         let named = to as u64 + 1;
         if from == to {
             // A copy put just before its original is the same bytes twice in

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use chock_log::{AnsweredBy, DecidedBy, Entry, Log, Rotation, Sha256Hash};
+use chock_log::{AnsweredBy, Break, BreakKind, DecidedBy, Entry, Log, Rotation, Sha256Hash};
 
 /// A decision like the ones real callers log; `i` varies the action.
 pub fn entry(i: usize) -> Entry {
@@ -66,4 +66,26 @@ pub fn write_lines(path: &Path, lines: &[String]) {
 
 pub fn hash(line: &str) -> Sha256Hash {
     Sha256Hash::of_line(line.as_bytes())
+}
+
+/// A fresh log of `n` lines whose file is then rewritten with `change`
+/// applied to its lines: the log, the changed lines, and verify's first break.
+pub fn after_change(
+    n: usize,
+    change: impl FnOnce(&mut Vec<String>),
+) -> (tempfile::TempDir, Log, Vec<String>, Option<Break>) {
+    let (dir, log) = log_with(n);
+    let path = current(&log);
+    let mut lines = read_lines(&path);
+    change(&mut lines);
+    write_lines(&path, &lines);
+    let broken = log.verify(None).unwrap().broken;
+    (dir, log, lines, broken)
+}
+
+/// The break verify found, after checking its kind and line.
+pub fn expect_break(broken: Option<Break>, kind: BreakKind, line: u64) -> Break {
+    let broken = broken.expect("verify found a break");
+    assert_eq!((broken.kind, broken.line), (kind, line), "{broken}");
+    broken
 }
