@@ -219,6 +219,24 @@ fn every_escape_attempt_is_blocked() {
         &["symlink", &home, &format!("{project}/escape-link")],
     );
     tiocsti(&fx, &mut suite);
+    suite.attempt(
+        &fx,
+        "read the sandbox init's environment (/proc/1/environ)",
+        Refused,
+        &["read", "/proc/1/environ"],
+    );
+    suite.attempt(
+        &fx,
+        "reach the host's root through init (/proc/1/root)",
+        Refused,
+        &["read", "/proc/1/root/etc/hostname"],
+    );
+    suite.attempt(
+        &fx,
+        "write a kernel setting (/proc/sys/kernel/hostname)",
+        Refused,
+        &["write", "/proc/sys/kernel/hostname"],
+    );
     suite.attempt(&fx, "raising an rlimit", Refused, &["rlimit"]);
     suite.attempt(&fx, "capabilities left to the program", Refused, &["caps"]);
 

@@ -327,3 +327,45 @@ fn store_programs_are_named_by_whether_the_closure_holds_them() {
         describe(&refused)
     );
 }
+
+#[test]
+fn the_resource_floor_holds_and_a_project_can_only_lower_it() {
+    let fx = Fixture::host();
+    // Soft limits as the kernel reports them for the program itself.
+    let limits = |fx: &Fixture| {
+        let out = fx.exec(&[], &["cat", "/proc/self/limits"]);
+        assert!(out.status.success(), "{}", describe(&out));
+        let table = text(&out.stdout);
+        let soft = |name: &str| {
+            let line = table
+                .lines()
+                .find(|l| l.starts_with(name))
+                .unwrap_or_else(|| panic!("no {name} in {table}"));
+            line[name.len()..]
+                .split_whitespace()
+                .next()
+                .expect("a soft limit")
+                .to_owned()
+        };
+        [
+            "Max core file size",
+            "Max open files",
+            "Max processes",
+            "Max file size",
+            "Max cpu time",
+        ]
+        .map(soft)
+    };
+    let floor = limits(&fx);
+    assert_eq!(floor[0], "0", "no core files");
+    assert_eq!(floor[1], "1024", "open files");
+    let processes: u64 = floor[2].parse().expect("a number of processes");
+    assert!(processes >= 256, "{floor:?}");
+    assert_eq!(floor[3], (1u64 << 30).to_string(), "1 GiB files");
+    assert_eq!(floor[4], "3600", "CPU seconds");
+
+    fx.zon(".{ .limits = .{ .processes = 100 } }\n");
+    assert_eq!(limits(&fx)[2], "100", "a project lowers the process limit");
+    fx.zon(".{ .limits = .{ .processes = 1000000 } }\n");
+    assert_eq!(limits(&fx)[2], floor[2], "and cannot raise it");
+}
