@@ -81,6 +81,21 @@ impl Project {
         Project::at(found.unwrap_or(cwd))
     }
 
+    /// The project a command means: the directory given with `--project`,
+    /// else the one [`Project::discover`] finds from the working directory.
+    pub fn for_command(flag: Option<&Path>) -> Result<Project, ProjectError> {
+        match flag {
+            Some(dir) => Project::at(dir),
+            None => {
+                let cwd = std::env::current_dir().map_err(|source| ProjectError::Unreadable {
+                    path: PathBuf::from("."),
+                    source,
+                })?;
+                Project::discover(&cwd)
+            }
+        }
+    }
+
     /// The writable cache shown at `/run/chock/cache`.
     pub fn cache_dir(&self) -> Result<PathBuf, ProjectError> {
         Ok(data_home()?.join("chock").join("cache").join(&self.id))

@@ -33,11 +33,7 @@ fn mib(bytes: u64) -> String {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let cwd = std::env::current_dir()?;
-    let project = match &args.project {
-        Some(dir) => Project::at(dir)?,
-        None => Project::discover(&cwd)?,
-    };
+    let project = Project::for_command(args.project.as_deref())?;
     let dir = project.cache_dir()?;
     let shells_dir = project.dev_shell_dir()?;
     match args.action {

@@ -21,11 +21,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let cwd = std::env::current_dir()?;
-    let project = match &args.project {
-        Some(dir) => Project::at(dir)?,
-        None => Project::discover(&cwd)?,
-    };
+    let project = Project::for_command(args.project.as_deref())?;
     // The doctor answers even when chock.zon does not load: the policy's
     // only part here is whether sandbox.jit lifts the write-and-execute rule.
     let (write_execute, policy_note) = match exec::load_policy(&project, Vec::new()) {

@@ -37,10 +37,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let cwd = std::env::current_dir()?;
-    let project = match &args.project {
-        Some(dir) => Project::at(dir)?,
-        None => Project::discover(&cwd)?,
-    };
+    let project = Project::for_command(args.project.as_deref())?;
     let policy = exec::load_policy(&project, args.org_bundle)?;
     for warning in policy.warnings() {
         eprintln!("chock: {warning}");
