@@ -177,15 +177,24 @@ impl Fixture {
     }
 }
 
-/// Compiles `rust/sandbox/testdata/escape_probe.rs` once per test binary,
-/// statically linked.
+/// Compiles `rust/sandbox/testdata/escape_probe.rs`, statically linked,
+/// once per version of the source (named by its hash, so test binaries
+/// running side by side share it and old ones are not rebuilt).
 pub fn probe_binary() -> &'static Path {
     static PROBE: OnceLock<PathBuf> = OnceLock::new();
     PROBE.get_or_init(|| {
         let source =
             Path::new(env!("CARGO_MANIFEST_DIR")).join("../sandbox/testdata/escape_probe.rs");
-        let output = Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .join(format!("escape_probe-{}", std::process::id()));
+        let text = std::fs::read(&source).expect("the probe's source");
+        let digest = text.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3)
+        });
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+        let output = dir.join(format!("escape_probe-{digest:016x}"));
+        if output.exists() {
+            return output;
+        }
+        let building = dir.join(format!("escape_probe-{digest:016x}.{}", std::process::id()));
         let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
         let built = Command::new(rustc)
             .args([
@@ -196,7 +205,7 @@ pub fn probe_binary() -> &'static Path {
                 "target-feature=+crt-static",
                 "-o",
             ])
-            .arg(&output)
+            .arg(&building)
             .arg(&source)
             .output()
             .expect("rustc is needed to build the escape probe");
@@ -205,6 +214,7 @@ pub fn probe_binary() -> &'static Path {
             "building the probe failed: {}",
             String::from_utf8_lossy(&built.stderr)
         );
+        std::fs::rename(&building, &output).expect("the probe is put in place");
         output
     })
 }
