@@ -14,6 +14,10 @@
 //!   `ask` (Codex reports one as an unsupported answer and runs the call), so
 //!   an ask is a refusal that says a person must approve it.
 //!
+//! An allow that only a shipped default gives is no objection: no decision
+//! is printed and the agent's own permission rules apply, as if Chock were
+//! not there. Only a rule a person wrote switches the agent's prompt off.
+//!
 //! When Chock cannot answer at all (the payload is unreadable, the policy
 //! does not load) the call is refused: exit 2 with the reason on stderr for
 //! the agents that read exit 2 as a refusal, a `deny` for Cursor.
@@ -29,17 +33,21 @@ pub enum HookAnswer {
     Deny,
     /// Handed to the agent's own prompt: a person says yes or no.
     Ask,
-    /// Goes ahead.
+    /// No objection: the agent's own permission rules decide, as if Chock
+    /// were not there (what a shipped default's allow becomes in a hook).
+    Pass,
+    /// Goes ahead, the agent's own prompt skipped: a rule a person wrote allows it.
     Allow,
 }
 
 impl HookAnswer {
-    /// The word the agents use.
+    /// The word the agents use, and the log's (no objection is the
+    /// policy's allow).
     pub fn as_str(self) -> &'static str {
         match self {
             HookAnswer::Deny => "deny",
             HookAnswer::Ask => "ask",
-            HookAnswer::Allow => "allow",
+            HookAnswer::Pass | HookAnswer::Allow => "allow",
         }
     }
 }
@@ -67,6 +75,9 @@ pub fn can_ask(agent: Agent, event: &str) -> bool {
 /// The reply carrying `answer` with `reason`, in `agent`'s format. An ask
 /// the agent cannot hand to a person must already have been made a deny.
 pub fn reply(agent: Agent, answer: HookAnswer, reason: &str) -> Reply {
+    if answer == HookAnswer::Pass {
+        return pass(agent);
+    }
     let stdout = match agent {
         Agent::Claude => json!({
             "hookSpecificOutput": {
@@ -92,7 +103,7 @@ pub fn reply(agent: Agent, answer: HookAnswer, reason: &str) -> Reply {
         }
         .to_string(),
         Agent::Codex => match answer {
-            HookAnswer::Allow => String::new(),
+            HookAnswer::Allow | HookAnswer::Pass => String::new(),
             HookAnswer::Ask | HookAnswer::Deny => json!({
                 "hookSpecificOutput": {
                     "hookEventName": "PreToolUse",
@@ -109,6 +120,21 @@ pub fn reply(agent: Agent, answer: HookAnswer, reason: &str) -> Reply {
         } else {
             format!("{stdout}\n")
         },
+        stderr: String::new(),
+        exit_code: 0,
+    }
+}
+
+/// No objection: no decision at all, so the agent's own permission flow
+/// runs (Claude Code and Codex: exit 0 and no output; Cursor and Gemini CLI:
+/// an empty JSON object).
+fn pass(agent: Agent) -> Reply {
+    let stdout = match agent {
+        Agent::Claude | Agent::Codex => "",
+        Agent::Cursor | Agent::Gemini => "{}\n",
+    };
+    Reply {
+        stdout: stdout.to_owned(),
         stderr: String::new(),
         exit_code: 0,
     }
@@ -154,6 +180,20 @@ mod tests {
                 "why"
             );
         }
+    }
+
+    #[test]
+    fn no_objection_leaves_the_agent_s_own_flow() {
+        assert_eq!(reply(Agent::Claude, HookAnswer::Pass, "x").stdout, "");
+        assert_eq!(reply(Agent::Codex, HookAnswer::Pass, "x").stdout, "");
+        assert_eq!(
+            parsed(&reply(Agent::Cursor, HookAnswer::Pass, "x")),
+            serde_json::json!({})
+        );
+        assert_eq!(
+            parsed(&reply(Agent::Gemini, HookAnswer::Pass, "x")),
+            serde_json::json!({})
+        );
     }
 
     #[test]

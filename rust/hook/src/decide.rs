@@ -74,10 +74,15 @@ pub fn judge(policy: &Policy, asker: &Asker<'_>, acts: Vec<Named>) -> Vec<Judged
         .collect()
 }
 
-/// What a hook can do with a policy decision. A hook reaches the agent's
-/// own prompt, which a person answers; it cannot reach a reviewer agent.
-pub fn hook_answer(decision: Decision, can_ask: bool) -> HookAnswer {
-    let answer = match decision {
+/// What a hook does with one act's verdict. A hook reaches the agent's own
+/// prompt, which a person answers; it cannot reach a reviewer agent. An
+/// allow that only a shipped default gives is "no objection": the shipped
+/// defaults were written for Chock's sandbox, and a hook runs on the host,
+/// so it does not switch off the agent's own prompt. An allow from a rule a
+/// person wrote does.
+pub fn act_answer(verdict: &Verdict, can_ask: bool) -> HookAnswer {
+    let answer = match verdict.decision {
+        Decision::Allow if verdict.decided_by.layer == Layer::Default => HookAnswer::Pass,
         Decision::Allow => HookAnswer::Allow,
         // One yes from a person is at least as strict as one from a reviewer.
         Decision::AgentReview | Decision::Ask => HookAnswer::Ask,
@@ -91,25 +96,29 @@ pub fn hook_answer(decision: Decision, can_ask: bool) -> HookAnswer {
     }
 }
 
-/// The act that decides the call: the first with the lowest decision.
-pub fn deciding(judged: &[Judged]) -> Option<&Judged> {
-    let lowest = judged.iter().map(|j| j.verdict.decision).min()?;
-    judged.iter().find(|j| j.verdict.decision == lowest)
-}
-
-/// The call's decision: the minimum over its acts (`allow` for a call with no act).
-pub fn decision(judged: &[Judged]) -> Decision {
+/// The call's answer: the minimum over its acts; no objection for a call
+/// with no act (it changes only the conversation).
+pub fn call_answer(judged: &[Judged], can_ask: bool) -> HookAnswer {
     judged
         .iter()
-        .map(|j| j.verdict.decision)
+        .map(|j| act_answer(&j.verdict, can_ask))
         .min()
-        .unwrap_or(Decision::Allow)
+        .unwrap_or(HookAnswer::Pass)
+}
+
+/// The act that decides the call: the first whose answer is the call's.
+pub fn deciding(judged: &[Judged], can_ask: bool) -> Option<&Judged> {
+    let answer = call_answer(judged, can_ask);
+    judged
+        .iter()
+        .find(|j| act_answer(&j.verdict, can_ask) == answer)
 }
 
 /// The sentence for the answer: which act and rule decided, and the rule
 /// that would change it.
-pub fn reason(judged: &[Judged], answer: HookAnswer, agent_title: &str) -> String {
-    let Some(decider) = deciding(judged) else {
+pub fn reason(judged: &[Judged], can_ask: bool, agent_title: &str) -> String {
+    let answer = call_answer(judged, can_ask);
+    let Some(decider) = deciding(judged, can_ask) else {
         return "Chock: this call changes only the conversation; nothing to decide".to_owned();
     };
     let act = describe_act(decider);
@@ -123,17 +132,19 @@ pub fn reason(judged: &[Judged], answer: HookAnswer, agent_title: &str) -> Strin
         return format!("Chock refused {act}{of}: {why}");
     }
     let by = describe_decided_by(&decider.verdict.decided_by);
-    let change = decider
-        .verdict
-        .suggestion
-        .as_ref()
-        .map(|s| format!(" To allow it, add `{}` to {}.", s.rule, s.block))
-        .unwrap_or_default();
+    let change = change_sentence(&decider.verdict);
     let decision = decider.verdict.decision;
     match answer {
         HookAnswer::Allow => {
             let actions: Vec<&str> = judged.iter().map(|j| j.action.as_str()).collect();
             format!("Chock allows {}", actions.join(", "))
+        }
+        HookAnswer::Pass => {
+            let actions: Vec<&str> = judged.iter().map(|j| j.action.as_str()).collect();
+            format!(
+                "Chock has no objection to {} (only its shipped defaults allow it), so {agent_title}'s own permissions decide",
+                actions.join(", ")
+            )
         }
         HookAnswer::Ask => {
             format!("Chock asks you about {act}{of}: {by} answers {decision}.{change}")
@@ -148,6 +159,16 @@ pub fn reason(judged: &[Judged], answer: HookAnswer, agent_title: &str) -> Strin
             ),
         },
     }
+}
+
+/// " To allow it, add `RULE` to BLOCK." when the policy names a rule that
+/// would change the answer, else nothing.
+pub fn change_sentence(verdict: &Verdict) -> String {
+    verdict
+        .suggestion
+        .as_ref()
+        .map(|s| format!(" To allow it, add `{}` to {}.", s.rule, s.block))
+        .unwrap_or_default()
 }
 
 fn describe_act(judged: &Judged) -> String {
@@ -220,12 +241,12 @@ mod tests {
             &asker(),
             vec![act("exec.path.cd"), act("exec.path.rm")],
         );
-        assert_eq!(decision(&judged), Decision::Deny);
+        assert_eq!(call_answer(&judged, true), HookAnswer::Deny);
         assert_eq!(
-            deciding(&judged).map(|j| j.action.as_str()),
+            deciding(&judged, true).map(|j| j.action.as_str()),
             Some("exec.path.rm")
         );
-        let text = reason(&judged, HookAnswer::Deny, "Claude Code");
+        let text = reason(&judged, true, "Claude Code");
         assert!(
             text.contains("exec.path.rm") && text.contains("1 of 2"),
             "{text}"
@@ -243,18 +264,54 @@ mod tests {
                 why: "not http".into(),
             }],
         );
-        assert_eq!(decision(&judged), Decision::Deny);
-        assert!(reason(&judged, HookAnswer::Deny, "x").contains("not http"));
+        assert_eq!(call_answer(&judged, true), HookAnswer::Deny);
+        assert!(reason(&judged, true, "x").contains("not http"));
     }
 
     #[test]
     fn hooks_reach_only_a_person() {
-        assert_eq!(hook_answer(Decision::AgentReview, true), HookAnswer::Ask);
+        let verdict = |decision, layer| Verdict {
+            decision,
+            decided_by: DecidedBy {
+                layer,
+                file: None,
+                line: None,
+                rule: None,
+            },
+            suggestion: None,
+        };
+        let project = |d| verdict(d, Layer::Project);
         assert_eq!(
-            hook_answer(Decision::AgentThenHuman, true),
+            act_answer(&project(Decision::AgentReview), true),
+            HookAnswer::Ask
+        );
+        assert_eq!(
+            act_answer(&project(Decision::AgentThenHuman), true),
             HookAnswer::Deny
         );
-        assert_eq!(hook_answer(Decision::Ask, false), HookAnswer::Deny);
-        assert_eq!(hook_answer(Decision::Allow, false), HookAnswer::Allow);
+        assert_eq!(act_answer(&project(Decision::Ask), false), HookAnswer::Deny);
+        assert_eq!(
+            act_answer(&project(Decision::Allow), false),
+            HookAnswer::Allow
+        );
+        // A shipped default's allow leaves the agent's own prompt in place.
+        assert_eq!(
+            act_answer(&verdict(Decision::Allow, Layer::Default), true),
+            HookAnswer::Pass
+        );
+        assert_eq!(call_answer(&[], true), HookAnswer::Pass);
+    }
+
+    #[test]
+    fn a_rule_s_allow_and_a_default_s_meet_at_no_objection() {
+        let policy = policy(&[("exec.path.cargo", Decision::Allow)]);
+        let judged = judge(
+            &policy,
+            &asker(),
+            vec![act("exec.path.cargo"), act("exec.path.tail")],
+        );
+        assert_eq!(call_answer(&judged, true), HookAnswer::Pass);
+        let judged = judge(&policy, &asker(), vec![act("exec.path.cargo")]);
+        assert_eq!(call_answer(&judged, true), HookAnswer::Allow);
     }
 }

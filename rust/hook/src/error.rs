@@ -26,6 +26,16 @@ pub enum HookError {
     )]
     PayloadShape { agent: Agent, missing: &'static str },
 
+    /// The hook was wired to an event Chock does not answer.
+    #[error(
+        "`chock hook {agent}` answers {expected} and was run for `{event}`: remove it from that event in the agent's hook file (`chock sync` writes the right one)"
+    )]
+    WrongEvent {
+        agent: Agent,
+        event: String,
+        expected: &'static str,
+    },
+
     /// Standard input could not be read.
     #[error("could not read the hook payload from standard input: {0}")]
     Stdin(#[source] std::io::Error),

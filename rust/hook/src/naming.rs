@@ -153,6 +153,13 @@ fn subject_of(paths: &[PathBuf]) -> Option<String> {
 /// for each one outside the project (or with no path Chock can read).
 fn file_acts(action: &str, paths: &[PathBuf], place: &Place<'_>, out: &mut Vec<Named>) {
     out.push(Named::act(action, subject_of(paths)));
+    if paths.is_empty() {
+        // Which file is not said: it may be anywhere.
+        out.push(Named::act(
+            FILE_WRITE,
+            Some("a file the payload does not name".to_owned()),
+        ));
+    }
     for path in paths {
         let path = shell::normalize(path);
         if !path.is_absolute() || !project::contains(place.project, &path) {
@@ -360,6 +367,10 @@ mod tests {
                 paths: vec!["/work/project/src/a.rs".into()]
             }),
             vec!["call.edit_file"]
+        );
+        assert_eq!(
+            actions(Request::Write { paths: vec![] }),
+            vec!["call.write_file", "file.write"]
         );
     }
 

@@ -85,6 +85,7 @@ pub fn parse(agent: Agent, input: &str) -> Result<ToolCall, HookError> {
     let event = string(&value, "hook_event_name")
         .unwrap_or_default()
         .to_owned();
+    check_event(agent, &event)?;
     let (tool, request) = match agent {
         Agent::Claude => claude(&value)?,
         Agent::Cursor => cursor(&value, &event, cwd.as_deref())?,
@@ -99,6 +100,32 @@ pub fn parse(agent: Agent, input: &str) -> Result<ToolCall, HookError> {
         cwd,
         model,
     })
+}
+
+/// The events each agent's payload may come from: the ones before a tool runs.
+fn check_event(agent: Agent, event: &str) -> Result<(), HookError> {
+    let (allowed, expected): (&[&str], &'static str) = match agent {
+        Agent::Claude | Agent::Codex => (&["PreToolUse"], "PreToolUse"),
+        Agent::Gemini => (&["BeforeTool"], "BeforeTool"),
+        Agent::Cursor => (
+            &[
+                "preToolUse",
+                "beforeShellExecution",
+                "beforeMCPExecution",
+                "beforeReadFile",
+            ],
+            "preToolUse, beforeShellExecution, beforeMCPExecution and beforeReadFile",
+        ),
+    };
+    if event.is_empty() || allowed.contains(&event) {
+        Ok(())
+    } else {
+        Err(HookError::WrongEvent {
+            agent,
+            event: event.to_owned(),
+            expected,
+        })
+    }
 }
 
 fn string<'a>(value: &'a Value, key: &str) -> Option<&'a str> {
@@ -523,6 +550,18 @@ mod tests {
         assert!(parse(Agent::Claude, "[]").is_err());
         assert!(parse(Agent::Claude, "not json").is_err());
         assert!(parse(Agent::Claude, r#"{"hook_event_name":"PreToolUse"}"#).is_err());
+    }
+
+    #[test]
+    fn only_the_events_before_a_tool_runs_are_answered() {
+        let post =
+            r#"{"hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{"command":"ls"}}"#;
+        assert!(matches!(
+            parse(Agent::Claude, post),
+            Err(HookError::WrongEvent { .. })
+        ));
+        let after = r#"{"hook_event_name":"afterFileEdit","file_path":"/x"}"#;
+        assert!(parse(Agent::Cursor, after).is_err());
     }
 
     #[test]

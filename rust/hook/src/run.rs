@@ -94,9 +94,9 @@ pub fn agent_hook(
     };
     let judged = decide::judge(&policy, &asker, acts);
     let can_ask = answer::can_ask(agent, &call.event);
-    let hook_answer = decide::hook_answer(decide::decision(&judged), can_ask);
+    let hook_answer = decide::call_answer(&judged, can_ask);
     log.judged(&judged, &asker, can_ask, rotation);
-    let reason = decide::reason(&judged, hook_answer, agent.title());
+    let reason = decide::reason(&judged, can_ask, agent.title());
     answer::reply(agent, hook_answer, &reason)
 }
 
@@ -199,7 +199,7 @@ pub fn git_gate(
         verdict: verdict.clone(),
         unnamed: None,
     };
-    let sentence = decide::reason(std::slice::from_ref(&judged), HookAnswer::Deny, "git");
+    let sentence = decide::reason(std::slice::from_ref(&judged), false, "git");
     let (passed, final_decision, answered_by, message) = match verdict.decision {
         Decision::Allow => (true, Decision::Allow, answered_by(&verdict), String::new()),
         Decision::Ask | Decision::AgentReview if gate.ci => (
@@ -233,8 +233,9 @@ pub fn git_gate(
                     Decision::Deny,
                     AnsweredBy::Nobody,
                     format!(
-                        "chock: {} needs a person's yes and no terminal is there to ask: {sentence}",
-                        gate.hook.action()
+                        "chock: {} needs a person's yes, and no terminal is there to ask.{}",
+                        gate.hook.action(),
+                        decide::change_sentence(&verdict)
                     ),
                 ),
             }
@@ -329,7 +330,7 @@ impl Logger {
     /// One line per act of a call, each with the answer the agent got for it.
     fn judged(&self, judged: &[Judged], asker: &Asker<'_>, can_ask: bool, rotation: Rotation) {
         for one in judged {
-            let answer = decide::hook_answer(one.verdict.decision, can_ask);
+            let answer = decide::act_answer(&one.verdict, can_ask);
             self.write(
                 one,
                 asker,

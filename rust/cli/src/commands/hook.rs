@@ -71,6 +71,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         return Ok(git_hook(hook, &args, &env));
     }
     let agent: Agent = args.agent.parse()?;
+    if !args.git_args.is_empty() {
+        anyhow::bail!(
+            "`chock hook {agent}` reads its payload from standard input and takes no other arguments (got {:?})",
+            args.git_args
+        );
+    }
     let reply = run::agent_hook(
         agent,
         args.project.as_deref(),
