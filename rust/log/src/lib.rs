@@ -198,8 +198,7 @@ impl Log {
 
     /// Every line, oldest first, each read as a record where it is one.
     pub fn records(&self) -> Result<Records, LogError> {
-        let files = location::files_oldest_first(&self.dir)?;
-        Ok(Records::new(lines::Walk::new(files)))
+        Ok(Records::new(lines::Walk::snapshot(&self.dir)?))
     }
 }
 

@@ -7,7 +7,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use crate::LogError;
-use crate::location::rotated_files;
+use crate::location::{files_oldest_first, rotated_files};
 
 /// One line as read: its bytes without the newline, and whether it had one.
 #[derive(Debug, Clone, Copy)]
@@ -26,6 +26,8 @@ pub struct Line<'a> {
 /// buffer: no allocation per line, so verify runs near the speed of hashing.
 pub struct Walk {
     files: Vec<PathBuf>,
+    /// The open files, each taken when the walk reaches it.
+    handles: Vec<Option<File>>,
     next_file: usize,
     reader: Option<(File, usize)>,
     number: u64,
@@ -38,10 +40,25 @@ pub struct Walk {
 const WALK_BUFFER: usize = 1 << 20;
 
 impl Walk {
-    /// A walk over `files` in the order given.
-    pub fn new(files: Vec<PathBuf>) -> Walk {
-        Walk {
-            files,
+    /// A walk over `files` in the order given. Every file is opened now, so
+    /// that a rotation while the walk goes on renames nothing under it; a
+    /// file already gone (rotated away since it was listed) is left out.
+    pub fn open(files: Vec<PathBuf>) -> Result<Walk, LogError> {
+        let mut kept = Vec::new();
+        let mut handles = Vec::new();
+        for path in files {
+            match File::open(&path) {
+                Ok(file) => {
+                    kept.push(path);
+                    handles.push(Some(file));
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(source) => return Err(LogError::Read { path, source }),
+            }
+        }
+        Ok(Walk {
+            files: kept,
+            handles,
             next_file: 0,
             reader: None,
             number: 0,
@@ -49,7 +66,37 @@ impl Walk {
             start: 0,
             end: 0,
             eof: true,
+        })
+    }
+
+    /// Every log file in `dir`, oldest first, opened as of one moment. A
+    /// rotation while the folder is listed or the files opened could
+    /// otherwise leave a file out, which would look like deleted lines; so
+    /// the folder is listed again after the opening, and it is all retried
+    /// unless both lists agree and every name still names the file opened
+    /// for it.
+    pub fn snapshot(dir: &Path) -> Result<Walk, LogError> {
+        for _ in 0..8 {
+            let walk = Walk::open(files_oldest_first(dir)?)?;
+            if walk.files == files_oldest_first(dir)? && walk.still_named() {
+                return Ok(walk);
+            }
         }
+        Walk::open(files_oldest_first(dir)?)
+    }
+
+    /// Whether every path still names the file opened for it: false when a
+    /// rotation renamed files while they were being opened, which would
+    /// leave a gap in the walk that is not in the log.
+    fn still_named(&self) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        self.files.iter().zip(&self.handles).all(|(path, handle)| {
+            let (Some(file), Ok(named)) = (handle, std::fs::metadata(path)) else {
+                return false;
+            };
+            file.metadata()
+                .is_ok_and(|opened| (opened.dev(), opened.ino()) == (named.dev(), named.ino()))
+        })
     }
 
     /// The files walked, in order.
@@ -123,13 +170,9 @@ impl Walk {
     }
 
     fn open_next(&mut self) -> Result<bool, LogError> {
-        let Some(path) = self.files.get(self.next_file) else {
+        let Some(file) = self.handles.get_mut(self.next_file).and_then(Option::take) else {
             return Ok(false);
         };
-        let file = File::open(path).map_err(|source| LogError::Read {
-            path: path.clone(),
-            source,
-        })?;
         self.reader = Some((file, self.next_file));
         self.next_file += 1;
         self.number = 0;
@@ -294,7 +337,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn walk_all(files: Vec<PathBuf>) -> Vec<(usize, u64, Vec<u8>, bool)> {
-        let mut walk = Walk::new(files);
+        let mut walk = Walk::open(files).unwrap();
         let mut out = Vec::new();
         while let Some(line) = walk.next_line().unwrap() {
             out.push((line.file, line.number, line.bytes.to_vec(), line.complete));

@@ -8,7 +8,6 @@ use serde::{Serialize, Serializer};
 use crate::LogError;
 use crate::lines::{Line, Walk};
 use crate::link::{self, Link};
-use crate::location::files_oldest_first;
 use crate::record::{Head, Sha256Hash};
 
 impl Serialize for Sha256Hash {
@@ -39,6 +38,10 @@ pub struct Verification {
     pub broken: Option<Break>,
     /// The result of checking a head kept elsewhere, when one was given.
     pub kept_head: Option<KeptHead>,
+    /// The break is a torn last line of the newest file, which a writer in
+    /// the middle of its write also looks like.
+    #[serde(skip)]
+    torn_tail: bool,
 }
 
 impl Verification {
@@ -292,10 +295,29 @@ struct Good {
 
 /// Walks every log file in `dir`, oldest first, and stops at the first break.
 pub fn verify(dir: &Path, kept: Option<Head>) -> Result<Verification, LogError> {
-    let files = files_oldest_first(dir)?;
-    let mut walk = Walk::new(files.clone());
+    let first = walk_once(dir, kept)?;
+    if !first.torn_tail {
+        return Ok(first);
+    }
+    // A line being written right now can look torn. Writers hold the lock
+    // while they write: once it has been free for a moment, look again.
+    wait_for_writers(dir);
+    walk_once(dir, kept)
+}
+
+/// Takes and drops the writers' lock, waiting at most [`crate::LOCK_WAIT`].
+fn wait_for_writers(dir: &Path) {
+    if let Ok(file) = std::fs::File::open(dir.join(crate::location::LOCK)) {
+        let _ = crate::lock::with_exclusive(file, crate::LOCK_WAIT, |_| ());
+    }
+}
+
+fn walk_once(dir: &Path, kept: Option<Head>) -> Result<Verification, LogError> {
+    let mut walk = Walk::snapshot(dir)?;
+    let files = walk.files().to_vec();
     let mut state = WalkState::default();
     let mut broken = None;
+    let mut torn_tail = false;
     let mut lines = 0;
     while let Some(line) = walk.next_line()? {
         lines += 1;
@@ -306,6 +328,7 @@ pub fn verify(dir: &Path, kept: Option<Head>) -> Result<Verification, LogError> 
                 prev: link.prev,
             });
             let lookahead = read_ahead(&mut walk)?;
+            torn_tail = matches!(kind, Trouble::Cut) && lookahead.is_empty();
             broken = Some(classify(
                 &state,
                 &seen,
@@ -335,6 +358,7 @@ pub fn verify(dir: &Path, kept: Option<Head>) -> Result<Verification, LogError> 
         head,
         broken,
         kept_head,
+        torn_tail,
     })
 }
 

@@ -162,6 +162,40 @@ fn writers_rotating_the_log_under_each_other_keep_one_chain() {
     }
 }
 
+#[test]
+fn verify_while_writers_write_and_rotate_finds_no_break() {
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let mut children: Vec<Child> = (0..4)
+        .map(|_| {
+            writer_command(dir.path(), 300)
+                .env(ROTATE_VAR, "8000")
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let log = Log::at(dir.path(), big_rotation());
+    let mut walks = 0;
+    while children.iter_mut().any(|c| c.try_wait().unwrap().is_none()) {
+        let report = log.verify(None).unwrap();
+        assert!(
+            report.intact(),
+            "a walk during writes found {:?}",
+            report.broken
+        );
+        walks += 1;
+    }
+    for child in &mut children {
+        let (status, stderr) = finish(child);
+        assert!(status.success(), "a writer failed: {stderr}");
+    }
+    assert!(
+        walks > 3,
+        "verify ran while the writers wrote ({walks} walks)"
+    );
+    assert_eq!(log.verify(None).unwrap().lines, 1200);
+}
+
 /// Waits for a writer and returns its status and what it said on stderr.
 fn finish(child: &mut Child) -> (std::process::ExitStatus, String) {
     let mut stderr = String::new();
