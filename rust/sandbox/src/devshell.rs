@@ -260,7 +260,20 @@ fn read_cached(path: &Path, stamp: &str) -> Option<DevShell> {
             .store_paths
             .iter()
             .all(|p| p.symlink_metadata().is_ok());
-    fresh.then_some(DevShell {
+    // Only store paths are ever mounted from here: an entry naming anything
+    // else (a damaged or edited file) is read again from Nix instead.
+    let store = crate::layout::store_dir();
+    let only_store = entry
+        .shell
+        .store_paths
+        .iter()
+        .all(|p| p.parent() == Some(store.as_path()))
+        && entry
+            .shell
+            .links
+            .iter()
+            .all(|(target, _)| target.starts_with(&store));
+    (fresh && only_store).then_some(DevShell {
         cached: true,
         ..entry.shell
     })
@@ -540,6 +553,36 @@ mod tests {
                 "default.gcroot",
                 "default.gcroot-3-link"
             ]
+        );
+    }
+
+    #[test]
+    fn a_cached_entry_naming_anything_but_store_paths_is_not_used() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("default.json");
+        let shell = |paths: Vec<PathBuf>| CacheEntry {
+            format: FORMAT.into(),
+            stamp: "s".into(),
+            shell: DevShell {
+                name: "default".into(),
+                attribute: "devShells.x.default".into(),
+                env: BTreeMap::new(),
+                env_path: PathBuf::from("/nix/store/x-env"),
+                store_paths: paths,
+                links: Vec::new(),
+                cached: false,
+            },
+        };
+        write_cached(&path, &shell(vec![dir.path().to_path_buf()])).expect("write");
+        assert!(
+            read_cached(&path, "s").is_none(),
+            "a host directory is never mounted from the cache"
+        );
+        write_cached(&path, &shell(Vec::new())).expect("write");
+        assert!(read_cached(&path, "s").is_some());
+        assert!(
+            read_cached(&path, "other").is_none(),
+            "a stale stamp is a miss"
         );
     }
 }
