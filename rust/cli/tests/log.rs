@@ -286,7 +286,7 @@ fn show_filters_by_seq_action_and_decision() {
     let typo = state.run(&["log", "show", "--decision", "alow"]);
     assert_eq!(typo.status.code(), Some(2));
     assert!(
-        stderr(&typo).contains("use one of deny"),
+        stderr(&typo).contains("`alow` is not a decision"),
         "{}",
         stderr(&typo)
     );
