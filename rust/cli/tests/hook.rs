@@ -268,6 +268,11 @@ fn cursor_payloads_are_answered_in_cursor_s_format() {
     assert_eq!(permission("cursor/beforeShellExecution.json"), "pass");
     assert_eq!(permission("cursor/preToolUse-webfetch.json"), "ask");
     assert_eq!(permission("cursor/beforeReadFile.json"), "pass");
+    // preToolUse does not name an MCP tool's server: the call is decided at
+    // beforeMCPExecution, so here there is nothing to decide and no log line.
+    let before = sandbox.log_lines().len();
+    assert_eq!(permission("cursor/preToolUse-mcp.json"), "pass");
+    assert_eq!(sandbox.log_lines().len(), before);
     // The MCP server is named from .cursor/mcp.json; without it the call is refused.
     assert_eq!(permission("cursor/beforeMCPExecution.json"), "deny");
     std::fs::create_dir_all(sandbox.project.join(".cursor")).unwrap();

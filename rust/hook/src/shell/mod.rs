@@ -370,6 +370,9 @@ impl Reader {
         if found.hidden_command {
             self.unparsed("a command is hidden inside a parameter expansion");
         }
+        if found.unreadable {
+            self.unparsed("a word of the command does not parse");
+        }
         self.found_arithmetic |= found.arithmetic;
         self.found_quoted_code |= found.quoted_code;
         for script in found.scripts {

@@ -31,6 +31,8 @@ pub struct Found {
     /// A parameter expansion holds a command the reader cannot lift out
     /// (`${x:-$(cmd)}`, `${a[$(cmd)]}`).
     pub hidden_command: bool,
+    /// A word (or a here-document) the word grammar could not read.
+    pub unreadable: bool,
     /// An arithmetic context (`$((...))`, `${a[i]}`) appeared: the shell may
     /// evaluate a variable's text as code there.
     pub arithmetic: bool,
@@ -51,8 +53,10 @@ pub struct Expansion<'a> {
 /// Reads one raw word as the parser gave it.
 pub fn read(raw: &str, expansion: Expansion<'_>, found: &mut Found) -> Value {
     let options = super::parser_options();
-    match brush_parser::word::parse(raw, &options) {
-        Ok(pieces) => {
+    // Third-party code reading untrusted text: a panic is a word not read.
+    let parsed = std::panic::catch_unwind(|| brush_parser::word::parse(raw, &options).ok());
+    match parsed.ok().flatten() {
+        Some(pieces) => {
             let mut value = Value {
                 text: String::new(),
                 certain: true,
@@ -62,8 +66,8 @@ pub fn read(raw: &str, expansion: Expansion<'_>, found: &mut Found) -> Value {
             }
             value
         }
-        Err(_) => {
-            found.hidden_command = true;
+        None => {
+            found.unreadable = true;
             uncertain()
         }
     }
@@ -73,8 +77,10 @@ pub fn read(raw: &str, expansion: Expansion<'_>, found: &mut Found) -> Value {
 /// command substitutions.
 pub fn read_heredoc(body: &str, found: &mut Found) {
     let options = super::parser_options();
-    match brush_parser::word::parse_heredoc(body, &options) {
-        Ok(pieces) => {
+    let parsed =
+        std::panic::catch_unwind(|| brush_parser::word::parse_heredoc(body, &options).ok());
+    match parsed.ok().flatten() {
+        Some(pieces) => {
             let mut value = uncertain();
             let none = Expansion {
                 home: None,
@@ -84,7 +90,7 @@ pub fn read_heredoc(body: &str, found: &mut Found) {
                 piece_value(piece, body, true, none, found, &mut value);
             }
         }
-        Err(_) => found.hidden_command = true,
+        None => found.unreadable = true,
     }
 }
 
