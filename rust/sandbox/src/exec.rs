@@ -307,14 +307,21 @@ impl Prepared {
 
     /// Runs the program, forwarding the terminal's signals to it, and waits.
     pub fn run(self) -> Result<Ran, ExecError> {
-        let running = self.sandbox.spawn(&self.command)?;
-        let forwarding = running.forward_signals();
-        let finished = running.wait();
+        let started = self.start()?;
+        let forwarding = started.running.forward_signals();
+        let ran = started.wait();
         drop(forwarding);
-        let finished = finished?;
-        Ok(Ran {
-            finished,
-            quarantined_policy: self.quarantine_new_policy(),
+        ran
+    }
+
+    /// Starts the program and returns at once; [`Started::signal`] cancels
+    /// it, [`Started::wait`] collects it (for callers that run several
+    /// commands, such as the tool server).
+    pub fn start(self) -> Result<Started, ExecError> {
+        let running = self.sandbox.spawn(&self.command)?;
+        Ok(Started {
+            running,
+            prepared: self,
         })
     }
 
@@ -335,6 +342,28 @@ impl Prepared {
         std::fs::rename(&self.policy_file, &aside)
             .ok()
             .map(|()| aside)
+    }
+}
+
+/// A program running in its sandbox.
+pub struct Started {
+    running: crate::spawn::Running,
+    prepared: Prepared,
+}
+
+impl Started {
+    /// Sends `signal` to the program's process group.
+    pub fn signal(&self, signal: i32) -> Result<(), ExecError> {
+        Ok(self.running.signal(signal)?)
+    }
+
+    /// Waits for the program, then moves aside a `chock.zon` it created.
+    pub fn wait(self) -> Result<Ran, ExecError> {
+        let finished = self.running.wait()?;
+        Ok(Ran {
+            finished,
+            quarantined_policy: self.prepared.quarantine_new_policy(),
+        })
     }
 }
 

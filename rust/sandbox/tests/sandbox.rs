@@ -80,3 +80,39 @@ fn doctor_finds_every_blocking_layer_on_this_machine() {
         assert!(names.contains(&wanted), "no {wanted} row in {names:?}");
     }
 }
+
+#[test]
+fn a_started_command_can_be_cancelled() {
+    use chock_sandbox::exec::{self, ExecRequest};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let project = chock_sandbox::project::Project::at(dir.path()).expect("project");
+    let request = ExecRequest {
+        project: project.clone(),
+        dev_shell: "default".into(),
+        argv: vec!["sleep".into(), "30".into()],
+        cwd: project.dir.clone(),
+        capture: Some(1024),
+    };
+    let toolchain = exec::toolchain(&project, "default").expect("no flake: the host's toolchain");
+    let prepared = exec::prepare(
+        &request,
+        toolchain,
+        Limits::for_this_machine(),
+        WriteExecute::Refused,
+    )
+    .expect("prepared");
+    let began = std::time::Instant::now();
+    let started = prepared.start().expect("started");
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    started.signal(libc::SIGTERM).expect("signalled");
+    let ran = started.wait().expect("collected");
+    assert_eq!(ran.finished.exit, Exit::Signal(libc::SIGTERM));
+    // The cache was made under this user's data directory; leave nothing behind.
+    if let Ok(cache) = project.cache_dir() {
+        let _ = std::fs::remove_dir_all(cache);
+    }
+    assert!(
+        began.elapsed() < std::time::Duration::from_secs(10),
+        "the cancel reached the program"
+    );
+}
