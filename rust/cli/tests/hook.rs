@@ -536,8 +536,23 @@ fn sync_twice_changes_nothing_the_second_time_and_keeps_the_person_s_settings() 
     );
     assert_eq!(
         settings["hooks"]["PreToolUse"][0]["hooks"][0]["command"],
-        "chock hook claude"
+        "chock hook claude || exit 2"
     );
+    // The entry runs as the agent runs it: through a shell. Without chock on
+    // PATH it refuses (exit 2) rather than letting the call through.
+    let command = settings["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap();
+    let missing = Command::new("sh")
+        .args(["-c", command])
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(2), "{missing:?}");
+    let out = sandbox.hook_with("claude", &sandbox.payload("claude/bash-cd-rm.json"));
+    assert_eq!(out.status.code(), Some(0));
     let gemini = std::fs::read_to_string(&gemini_settings).unwrap();
     assert!(
         gemini.contains("// mine") && gemini.contains("chock hook gemini"),
@@ -550,7 +565,7 @@ fn sync_twice_changes_nothing_the_second_time_and_keeps_the_person_s_settings() 
     assert_eq!(cursor["version"], 1);
     assert_eq!(
         cursor["hooks"]["preToolUse"][0]["command"],
-        "chock hook cursor"
+        "chock hook cursor || exit 2"
     );
     assert_eq!(cursor["hooks"]["preToolUse"][0]["failClosed"], true);
     let codex = std::fs::read_to_string(sandbox.project.join(".codex/hooks.json")).unwrap();

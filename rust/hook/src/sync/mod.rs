@@ -149,9 +149,12 @@ pub fn agent_file(project: &Path, agent: Agent) -> PathBuf {
     }
 }
 
-/// The command an agent's hook entry runs.
+/// The command an agent's hook entry runs. `|| exit 2`: an agent reads
+/// exit 2 as a refusal and most other failures as "go on", so a missing
+/// `chock` (exit 127) or any failure of it refuses the call instead of
+/// letting it through.
 fn hook_command(chock: &str, agent: Agent) -> String {
-    format!("{chock} hook {}", agent.name())
+    format!("{chock} hook {} || exit 2", agent.name())
 }
 
 /// Whether a handler in an agent's file is one Chock wrote (by any path to
