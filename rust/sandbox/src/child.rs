@@ -262,6 +262,12 @@ pub(crate) fn run_init(plan: &ChildPlan, channel: Channel) -> ! {
         errno_of(unsafe { libc::setsid() }),
     );
     connect_stdio(plan, channel);
+    check(
+        channel,
+        Step::Stdio,
+        0,
+        sys::close_all_but(&[channel.go, channel.report, plan.ruleset]),
+    );
     write_id_maps(plan, channel);
     // Not dumpable: the program (uid-equal but without capabilities) cannot
     // open /proc/1/fd, /proc/1/environ or ptrace init.

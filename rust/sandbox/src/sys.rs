@@ -133,6 +133,29 @@ pub(crate) fn close_range_cloexec(first: u32) -> Result<(), Errno> {
     result(ret).map(drop)
 }
 
+/// Closes every descriptor from 3 up except those in `keep`: the sandbox's
+/// first process keeps nothing Chock had open (another sandbox's pipes
+/// among them, when a caller runs several at once), so a pipe's reader sees
+/// its end when the program that writes it ends.
+pub(crate) fn close_all_but(keep: &[RawFd]) -> Result<(), Errno> {
+    let mut first: u32 = 3;
+    let mut sorted = [RawFd::MAX; 8];
+    for (slot, fd) in sorted.iter_mut().zip(keep) {
+        *slot = *fd;
+    }
+    sorted.sort_unstable();
+    for &fd in sorted.iter().filter(|fd| **fd >= 3 && **fd != RawFd::MAX) {
+        let fd = fd as u32;
+        if fd > first {
+            // SAFETY: plain syscall over descriptors this process owns.
+            result(unsafe { libc::syscall(SYS_CLOSE_RANGE, first, fd - 1, 0u32) })?;
+        }
+        first = first.max(fd + 1);
+    }
+    // SAFETY: as above.
+    result(unsafe { libc::syscall(SYS_CLOSE_RANGE, first, u32::MAX, 0u32) }).map(drop)
+}
+
 /// Sends a signal through a pidfd, so a pid reused after the sandbox ended can
 /// never receive it. Async-signal-safe.
 pub(crate) fn pidfd_send_signal(pidfd: RawFd, signal: libc::c_int) -> Result<(), Errno> {

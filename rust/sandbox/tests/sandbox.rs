@@ -116,3 +116,35 @@ fn a_started_command_can_be_cancelled() {
         "the cancel reached the program"
     );
 }
+
+#[test]
+fn the_sandbox_keeps_none_of_the_callers_descriptors_open() {
+    use std::io::Read;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&ws).expect("ws");
+    let sb = sandbox(&ws, &dir.path().join("cache"));
+    // A pipe of the caller's (say, another command's output) that is open
+    // when the sandbox is made: once the caller closes its end, the reader
+    // must see the end at once, not when the sandbox ends.
+    let (mut reader, writer) = std::io::pipe().expect("pipe");
+    let command = Command {
+        program: "/bin/sh".into(),
+        args: vec!["sh".into(), "-c".into(), "sleep 3".into()],
+        env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+        cwd: ws.clone(),
+        stdio: Stdio::Capture { limit: 1024 },
+    };
+    let running = sb.spawn(&command).expect("spawn");
+    drop(writer);
+    let began = std::time::Instant::now();
+    let mut rest = Vec::new();
+    reader.read_to_end(&mut rest).expect("read");
+    assert!(
+        began.elapsed() < std::time::Duration::from_secs(2),
+        "the sandbox held the caller's pipe open for {:?}",
+        began.elapsed()
+    );
+    running.signal(libc::SIGKILL).expect("end it");
+    let _ = running.wait();
+}
