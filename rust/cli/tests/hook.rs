@@ -402,8 +402,10 @@ fn compound_commands_are_decided_segment_by_segment() {
         "export PATH=/tmp/evil:$PATH && ls",
         "echo hi > ~/.bashrc",
         "echo hi > ../outside.txt",
+        "echo hi > home-link/.profile",
         "git push origin main",
     ];
+    std::os::unix::fs::symlink(&sandbox.home, sandbox.project.join("home-link")).unwrap();
     for command in asked {
         let (answer, reason) = claude_shell(&sandbox, command);
         assert_eq!(answer, "ask", "{command}: {reason}");

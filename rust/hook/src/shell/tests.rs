@@ -241,3 +241,15 @@ fn a_long_or_deep_command_is_not_followed() {
     }
     assert!(unparsed(&deep));
 }
+
+#[test]
+fn codex_s_login_shell_wrapper_is_read_through() {
+    assert_eq!(
+        programs("bash -lc 'cd sub && rm -rf x'"),
+        vec!["bash", "cd", "rm"]
+    );
+    assert_eq!(
+        programs("/bin/zsh -c \"ls | wc -l\""),
+        vec!["/bin/zsh", "ls", "wc"]
+    );
+}
