@@ -132,7 +132,7 @@ fn the_sandbox_keeps_none_of_the_callers_descriptors_open() {
         program: "/bin/sh".into(),
         args: vec!["sh".into(), "-c".into(), "sleep 3".into()],
         env: vec![("PATH".into(), "/usr/bin:/bin".into())],
-        cwd: ws.clone(),
+        cwd: ws,
         stdio: Stdio::Capture { limit: 1024 },
     };
     let running = sb.spawn(&command).expect("spawn");
