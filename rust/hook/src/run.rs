@@ -45,6 +45,14 @@ impl Env<'_> {
     fn state_dir(&self) -> Option<PathBuf> {
         stop::state_dir_from(self.var).ok()
     }
+
+    /// The Nix store: `NIX_STORE_DIR` when it is set to an absolute path.
+    fn store_dir(&self) -> PathBuf {
+        (self.var)("NIX_STORE_DIR")
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+            .unwrap_or_else(|| PathBuf::from("/nix/store"))
+    }
 }
 
 /// Answers one agent tool call whose payload is on `input`.
@@ -80,11 +88,12 @@ pub fn agent_hook(
     };
     let rotation = rotation(&policy);
     let home = env.home();
+    let store_dir = env.store_dir();
     let place = Place {
         project: &project,
         home: home.as_deref(),
         cdpath: (env.var)("CDPATH").is_some_and(|v| !v.is_empty()),
-        store_dir: Path::new("/nix/store"),
+        store_dir: &store_dir,
     };
     let acts = naming::name(&call, agent, &place);
     let asker = Asker {
