@@ -187,6 +187,15 @@ fn every_escape_attempt_is_blocked() {
     ] {
         suite.attempt(&fx, name, Killed, &[attack]);
     }
+    if cfg!(target_arch = "x86_64") {
+        suite.attempt(&fx, "a call through the x32 ABI", Killed, &["x32"]);
+        suite.attempt(
+            &fx,
+            "a call through the i386 gate (int 0x80)",
+            Killed,
+            &["i386"],
+        );
+    }
     suite.attempt(&fx, "io_uring", Refused, &["io_uring"]);
     suite.attempt(
         &fx,

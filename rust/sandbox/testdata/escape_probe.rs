@@ -425,6 +425,32 @@ fn chown_path(path: &str) -> ! {
     blocked(&format!("chown {path}: {}", errno()))
 }
 
+/// getpid through the x32 ABI (bit 30 of the call number), which would
+/// otherwise slip past every number a filter lists.
+fn x32() -> ! {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: getpid takes no arguments.
+        let ret = unsafe { syscall(0x4000_0000 | 39) };
+        must_not_return("getpid through the x32 ABI", ret)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    blocked("no x32 ABI on this architecture")
+}
+
+/// getpid through the 32-bit `int 0x80` gate: another audit architecture.
+fn i386() -> ! {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let ret: i64;
+        // SAFETY: i386 getpid (20) takes no arguments and clobbers nothing else.
+        unsafe { std::arch::asm!("int 0x80", inlateout("rax") 20i64 => ret, options(nostack)) };
+        must_not_return("getpid through int 0x80", ret)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    blocked("no i386 gate on this architecture")
+}
+
 fn usage() -> ! {
     eprintln!("usage: escape_probe ATTACK [ARG...]");
     exit(2)
@@ -486,6 +512,8 @@ fn main() {
         "caps" => caps(),
         "chown" => chown_path(arg(2)),
         "memfd-ran" => breach("a program ran from a memfd"),
+        "x32" => x32(),
+        "i386" => i386(),
         // Not an attack: what the program was given, for the tests of the environment.
         "env" => {
             for (name, value) in std::env::vars_os() {
