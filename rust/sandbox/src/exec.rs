@@ -507,6 +507,59 @@ pub struct Planned {
 /// prepares the command when it is allowed. Only `allow` runs: `chock exec`
 /// has nobody to ask, so an answer that wants a person is a refusal.
 pub fn plan(request: &ExecRequest, policy: &Policy, log: &Log) -> Result<Planned, ExecError> {
+    let named = name_program(request)?;
+    let verdict = policy.decide(
+        &Key::new(named.action.clone()).with_tool(TOOL),
+        Reading::Act,
+    );
+    let mut notices = Vec::new();
+    let logged = record(
+        log,
+        request,
+        ROUTE,
+        &named.action,
+        &verdict,
+        Some(&named.program),
+    );
+    if verdict.decision != Decision::Allow {
+        notices.extend(named.toolchain.notices);
+        notices.extend(logged);
+        return Ok(Planned {
+            action: named.action,
+            verdict,
+            prepared: None,
+            notices,
+        });
+    }
+    notices.extend(logged);
+    let mut prepared = prepare_allowed(request, named.toolchain, policy, log, ROUTE)?;
+    notices.append(&mut prepared.notices);
+    Ok(Planned {
+        action: named.action,
+        verdict,
+        prepared: Some(prepared),
+        notices,
+    })
+}
+
+/// The route `chock exec` logs under.
+const ROUTE: &str = "exec";
+
+/// A program named by its class, with the toolchain that named it.
+pub struct Named {
+    /// The program as given (`argv[0]`).
+    pub program: String,
+    /// Its `exec.*` action.
+    pub action: String,
+    /// The toolchain read to name it (the dev shell's closure decides
+    /// `exec.devshell.*`); [`prepare_allowed`] takes it on.
+    pub toolchain: ProjectToolchain,
+}
+
+/// Reads the project's toolchain and names the program's `exec.*` action,
+/// deciding nothing: for callers that decide (and ask) themselves, such as
+/// the tool server, before [`prepare_allowed`].
+pub fn name_program(request: &ExecRequest) -> Result<Named, ExecError> {
     let program = request
         .argv
         .first()
@@ -526,20 +579,26 @@ pub fn plan(request: &ExecRequest, policy: &Policy, log: &Log) -> Result<Planned
         store_dir: &store,
     };
     let action = exec_program(&program, &context);
-    let verdict = policy.decide(&Key::new(action.clone()).with_tool(TOOL), Reading::Act);
+    Ok(Named {
+        program,
+        action,
+        toolchain,
+    })
+}
+
+/// Prepares a command whose `exec.*` action was allowed (by the policy or
+/// a person): decides and logs `sandbox.jit` under `route`, applies the
+/// machine's floor and the policy's limits, and builds the sandbox. The
+/// returned command's notices hold every notice for the person, in order.
+pub fn prepare_allowed(
+    request: &ExecRequest,
+    toolchain: ProjectToolchain,
+    policy: &Policy,
+    log: &Log,
+    route: &str,
+) -> Result<Prepared, ExecError> {
     let mut notices = Vec::new();
-    let logged = record(log, request, &action, &verdict, Some(&program));
-    if verdict.decision != Decision::Allow {
-        notices.extend(toolchain.notices);
-        notices.extend(logged);
-        return Ok(Planned {
-            action,
-            verdict,
-            prepared: None,
-            notices,
-        });
-    }
-    let (write_execute, jit_notice) = write_execute(request, policy, log, &mut notices)?;
+    let (write_execute, jit_notice) = write_execute(request, policy, log, route, &mut notices)?;
     // One look at the machine serves both the floor and the policy's limits.
     let machine = chock_policy::Machine::detect();
     let project_limits = policy.limits_on(&machine);
@@ -548,15 +607,10 @@ pub fn plan(request: &ExecRequest, policy: &Policy, log: &Log) -> Result<Planned
         Some(project_limits.memory_bytes),
     );
     let mut prepared = prepare(request, toolchain, limits, write_execute)?;
-    notices.extend(logged);
     notices.extend(jit_notice);
     notices.append(&mut prepared.notices);
-    Ok(Planned {
-        action,
-        verdict,
-        prepared: Some(prepared),
-        notices,
-    })
+    prepared.notices = notices;
+    Ok(prepared)
 }
 
 /// `sandbox.jit`, read once per command: only allow lifts the rule.
@@ -564,6 +618,7 @@ fn write_execute(
     request: &ExecRequest,
     policy: &Policy,
     log: &Log,
+    route: &str,
     notices: &mut Vec<Notice>,
 ) -> Result<(WriteExecute, Option<Notice>), ExecError> {
     let answer = policy
@@ -573,7 +628,14 @@ fn write_execute(
                 "sandbox.jit could not be named: {e}"
             )))
         })?;
-    notices.extend(record(log, request, "sandbox.jit", &answer.verdict, None));
+    notices.extend(record(
+        log,
+        request,
+        route,
+        "sandbox.jit",
+        &answer.verdict,
+        None,
+    ));
     if answer.granted {
         Ok((
             WriteExecute::Allowed,
@@ -590,6 +652,7 @@ fn write_execute(
 fn record(
     log: &Log,
     request: &ExecRequest,
+    route: &str,
     action: &str,
     verdict: &Verdict,
     subject: Option<&str>,
@@ -607,7 +670,7 @@ fn record(
         _ => AnsweredBy::Nobody,
     };
     let entry = Entry {
-        route: "exec".into(),
+        route: route.into(),
         project: request.project.dir.to_string_lossy().into_owned(),
         action: action.into(),
         agent_kind: AGENT_KIND.into(),
