@@ -1,21 +1,39 @@
-//! The memory bound: resident memory is sampled every few thousand steps
-//! and compared with what the process held when the evaluation started.
-//! Sampling the process keeps allocation itself free of bookkeeping.
+//! The memory bound. Every allocation that grows with what a program
+//! does (lists, sets, strings, environments, thunks, closures) adds its size
+//! to a per-thread count and takes it off when freed. The evaluation runs
+//! on a thread of its own, so the count is exactly the memory its values
+//! hold; the evaluator compares it with `max_memory` as it goes, and
+//! builtins that are about to build something large check first.
 
-/// Resident bytes of this process, from `/proc/self/statm`.
-pub fn resident_bytes() -> Option<usize> {
-    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
-    let pages: usize = statm.split_whitespace().nth(1)?.parse().ok()?;
-    // SAFETY: sysconf has no preconditions.
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    Some(pages * usize::try_from(page).unwrap_or(4096))
+use std::cell::Cell;
+
+thread_local! {
+    static LIVE: Cell<usize> = const { Cell::new(0) };
+}
+
+pub fn allocated(bytes: usize) {
+    LIVE.with(|l| l.set(l.get().wrapping_add(bytes)));
+}
+
+pub fn freed(bytes: usize) {
+    LIVE.with(|l| l.set(l.get().wrapping_sub(bytes)));
+}
+
+/// Bytes held by values of this thread's evaluation.
+pub fn live() -> usize {
+    LIVE.with(Cell::get)
 }
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
-    fn reads_resident_memory() {
-        let rss = super::resident_bytes().expect("/proc/self/statm is readable on Linux");
-        assert!(rss > 0);
+    fn counts_what_is_held() {
+        let before = live();
+        allocated(100);
+        assert_eq!(live(), before + 100);
+        freed(100);
+        assert_eq!(live(), before);
     }
 }

@@ -105,7 +105,7 @@ fn print_in(
 ) {
     match v {
         Value::Thunk(t) => {
-            let state = t.0.borrow();
+            let state = t.0.state.borrow();
             match &*state {
                 ThunkState::Done(inner) => print_in(ev, inner, Some(t.addr()), seen, out),
                 ThunkState::Blackhole => {
@@ -192,7 +192,7 @@ fn brief_in(ev: &Evaluator<'_>, v: &Value<'_>, depth: usize, out: &mut String) {
     let max_string = if full { usize::MAX } else { 1024 };
     let max_items = if full { usize::MAX } else { 10 };
     match v {
-        Value::Thunk(t) => match &*t.0.borrow() {
+        Value::Thunk(t) => match &*t.0.state.borrow() {
             ThunkState::Done(inner) => brief_in(ev, inner, depth, out),
             _ => out.push_str("«thunk»"),
         },

@@ -63,6 +63,7 @@ impl<H, T> Drop for BuildGuard<H, T> {
             let data = base.add(self.offset).cast::<T>();
             ptr::drop_in_place(ptr::slice_from_raw_parts_mut(data, self.written));
             alloc::dealloc(base, self.layout);
+            crate::memory::freed(self.layout.size());
         }
     }
 }
@@ -85,6 +86,7 @@ impl<H, T> ThinRc<H, T> {
         let Some(ptr) = NonNull::new(raw.cast::<Inner<H, T>>()) else {
             alloc::handle_alloc_error(layout)
         };
+        crate::memory::allocated(layout.size());
         // SAFETY: `ptr` is a fresh allocation sized for `Inner` plus `len`
         // elements; every write stays inside it.
         unsafe {
@@ -110,6 +112,47 @@ impl<H, T> ThinRc<H, T> {
             "ThinRc::from_iter: iterator yielded fewer elements than announced"
         );
         std::mem::forget(guard);
+        ThinRc {
+            ptr,
+            _owns: PhantomData,
+        }
+    }
+
+    /// Builds from a header and a slice of plain data, copied in one go.
+    pub fn from_slice(header: H, items: &[T]) -> Self
+    where
+        T: Copy,
+    {
+        Self::from_slices(header, &[items])
+    }
+
+    /// Builds from a header and the concatenation of several slices of
+    /// plain data (string concatenation), copied in one go each.
+    pub fn from_slices(header: H, parts: &[&[T]]) -> Self
+    where
+        T: Copy,
+    {
+        let len = parts.iter().map(|p| p.len()).sum();
+        let (layout, offset) = layout_for::<H, T>(len);
+        // SAFETY: the layout has a non-zero size (it holds the count).
+        let raw = unsafe { alloc::alloc(layout) };
+        let Some(ptr) = NonNull::new(raw.cast::<Inner<H, T>>()) else {
+            alloc::handle_alloc_error(layout)
+        };
+        crate::memory::allocated(layout.size());
+        // SAFETY: `ptr` is a fresh allocation sized for `Inner` plus `len`
+        // elements; the parts add up to exactly `len` elements of a `Copy`
+        // type, so every element is initialised and nothing needs dropping.
+        unsafe {
+            ptr::addr_of_mut!((*ptr.as_ptr()).count).write(Cell::new(1));
+            ptr::addr_of_mut!((*ptr.as_ptr()).len).write(len);
+            ptr::addr_of_mut!((*ptr.as_ptr()).header).write(header);
+            let mut data = raw.add(offset).cast::<T>();
+            for part in parts {
+                ptr::copy_nonoverlapping(part.as_ptr(), data, part.len());
+                data = data.add(part.len());
+            }
+        }
         ThinRc {
             ptr,
             _owns: PhantomData,
@@ -167,6 +210,41 @@ impl<H, T> Clone for ThinRc<H, T> {
     }
 }
 
+/// Freeing a long chain (a list of a million nested sets) recursively
+/// would run out of stack. Past this nesting, frees are queued and run one
+/// after another by the outermost free.
+const MAX_DROP_DEPTH: u32 = 1000;
+
+/// A free that was queued: the allocation and the function that frees it.
+type Deferred = (NonNull<u8>, unsafe fn(NonNull<u8>));
+
+thread_local! {
+    static DROP_DEPTH: Cell<u32> = const { Cell::new(0) };
+    static DEFERRED: std::cell::RefCell<Vec<Deferred>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl<H, T> ThinRc<H, T> {
+    /// Drops the contents and frees the allocation of a block whose count
+    /// reached zero.
+    ///
+    /// # Safety
+    /// `raw` must come from a `ThinRc<H, T>` whose last handle is gone.
+    unsafe fn free(raw: NonNull<u8>) {
+        let base = raw.cast::<Inner<H, T>>().as_ptr();
+        // SAFETY: per the contract the block is live, initialised, and
+        // unreachable from anywhere else.
+        unsafe {
+            let len = (*base).len;
+            let (layout, offset) = layout_for::<H, T>(len);
+            ptr::drop_in_place(ptr::addr_of_mut!((*base).header));
+            let data = base.cast::<u8>().add(offset).cast::<T>();
+            ptr::drop_in_place(ptr::slice_from_raw_parts_mut(data, len));
+            alloc::dealloc(base.cast::<u8>(), layout);
+            crate::memory::freed(layout.size());
+        }
+    }
+}
+
 impl<H, T> Drop for ThinRc<H, T> {
     fn drop(&mut self) {
         let count = &self.inner().count;
@@ -175,19 +253,47 @@ impl<H, T> Drop for ThinRc<H, T> {
         if left != 0 {
             return;
         }
-        let len = self.inner().len;
-        let (layout, offset) = layout_for::<H, T>(len);
-        // SAFETY: this was the last handle; the header and `len` elements
-        // are initialised and nobody can reach them after this.
-        unsafe {
-            let base = self.ptr.as_ptr();
-            ptr::drop_in_place(ptr::addr_of_mut!((*base).header));
-            let data = base.cast::<u8>().add(offset).cast::<T>();
-            ptr::drop_in_place(ptr::slice_from_raw_parts_mut(data, len));
-            alloc::dealloc(base.cast::<u8>(), layout);
+        let raw = self.ptr.cast::<u8>();
+        let depth = DROP_DEPTH.with(Cell::get);
+        if depth >= MAX_DROP_DEPTH {
+            DEFERRED.with(|d| d.borrow_mut().push((raw, Self::free)));
+            return;
         }
+        DROP_DEPTH.with(|d| d.set(depth + 1));
+        // SAFETY: this was the last handle.
+        unsafe { Self::free(raw) };
+        if depth == 0 {
+            // The outermost free runs what deeper frees queued, each one
+            // starting from depth one again.
+            while let Some((block, free)) = DEFERRED.with(|d| d.borrow_mut().pop()) {
+                // SAFETY: queued blocks are last handles, freed exactly once.
+                unsafe { free(block) };
+            }
+        }
+        DROP_DEPTH.with(|d| d.set(depth));
     }
 }
+
+/// An iterator whose length is known from elsewhere (a merge whose result
+/// size was counted first), so `from_iter` can build without a `Vec`.
+pub struct Exact<I> {
+    pub inner: I,
+    pub left: usize,
+}
+
+impl<I: Iterator> Iterator for Exact<I> {
+    type Item = I::Item;
+    fn next(&mut self) -> Option<I::Item> {
+        let item = self.inner.next()?;
+        self.left = self.left.saturating_sub(1);
+        Some(item)
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
+impl<I: Iterator> ExactSizeIterator for Exact<I> {}
 
 #[cfg(test)]
 mod tests {
@@ -210,6 +316,15 @@ mod tests {
             layout_for::<Option<Rc<()>>, [u64; 2]>(3).1,
             data_offset::<Option<Rc<()>>, [u64; 2]>()
         );
+    }
+
+    #[test]
+    fn copies_slices() {
+        let s: ThinRc<(), u8> = ThinRc::from_slices((), &[b"ab", b"", b"cde"]);
+        assert_eq!(s.as_slice(), b"abcde");
+        let e: ThinRc<u32, u64> = ThinRc::from_slice(9, &[]);
+        assert!(e.as_slice().is_empty());
+        assert_eq!(*e.header(), 9);
     }
 
     #[test]
@@ -238,6 +353,25 @@ mod tests {
         let b = a.clone();
         assert!(ThinRc::ptr_eq(&a, &b));
         assert_eq!(a.addr(), b.addr());
+    }
+
+    #[test]
+    fn dropping_a_very_long_chain_does_not_recurse() {
+        // Each link holds the next; a recursive drop of a million links
+        // would overflow the test thread's stack.
+        struct Link {
+            _next: Option<ThinRc<(), Link>>,
+        }
+        let mut chain: Option<ThinRc<(), Link>> = None;
+        for _ in 0..1_000_000 {
+            chain = Some(ThinRc::from_iter(
+                (),
+                [Link {
+                    _next: chain.take(),
+                }],
+            ));
+        }
+        drop(chain);
     }
 
     #[test]

@@ -179,6 +179,8 @@ fn gen_list<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<
         return Ok(list_value(Vec::new()));
     }
     let f = function_arg(ev, &args[0], pos, 0, "genList")?;
+    // A value and a deferred call per element.
+    ev.check_memory((n as usize).saturating_mul(96), pos)?;
     Ok(Value::List(List::from_iter((0..n as usize).map(|i| {
         Value::Thunk(Thunk::apply(f.clone(), Value::Int(i as i64)))
     }))))

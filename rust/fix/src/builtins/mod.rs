@@ -25,8 +25,6 @@ pub use xml::to_xml;
 use crate::eval::Evaluator;
 use crate::source::Pos;
 use crate::value::{Attr, Attrs, List, PrimOp, Thunk, ThunkState, Value};
-use std::cell::RefCell;
-use std::rc::Rc;
 
 /// The version fix reports: nixpkgs requires at least 2.18, and fix
 /// implements the language and pure builtins of that release line.
@@ -125,14 +123,14 @@ pub fn install(ev: &mut Evaluator<'_>) {
         globals.push((ev.sym(&env_name), value));
     }
     let builtins_sym = ev.sym("builtins");
-    let itself = Thunk(Rc::new(RefCell::new(ThunkState::Blackhole)));
+    let itself = Thunk::from_state(ThunkState::Blackhole);
     attrs.push(Attr {
         name: builtins_sym,
         pos: Pos::NONE,
         value: Value::Thunk(itself.clone()),
     });
     let builtins = Attrs::from_unsorted(attrs);
-    *itself.0.borrow_mut() = ThunkState::Done(Value::Attrs(builtins.clone()));
+    *itself.0.state.borrow_mut() = ThunkState::Done(Value::Attrs(builtins.clone()));
     globals.push((builtins_sym, Value::Attrs(builtins.clone())));
     for (sym, value) in globals {
         let idx = ev.globals.len() as u32;

@@ -25,7 +25,6 @@ use crate::value::{
     Attr, Attrs, Closure, Env, List, NixString, PartialApp, PrimOp, Thunk, ThunkState, Value,
 };
 use rustc_hash::FxHashMap;
-use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
 
@@ -50,7 +49,6 @@ pub struct Evaluator<'a> {
     /// Steps since the evaluation started, for sampling the interrupt flag
     /// and the memory bound.
     ticks: u32,
-    memory_baseline: usize,
 }
 
 /// Addresses below this much headroom on the machine stack are refused.
@@ -89,7 +87,6 @@ impl<'a> Evaluator<'a> {
             call_depth: 0,
             stack_limit,
             ticks: 0,
-            memory_baseline: crate::memory::resident_bytes().unwrap_or(0),
         };
         crate::builtins::install(&mut ev);
         ev
@@ -150,15 +147,19 @@ impl<'a> Evaluator<'a> {
                 pos,
             ));
         }
-        if self.ticks.is_multiple_of(4096)
-            && let Some(limit) = self.options.max_memory
-            && let Some(now) = crate::memory::resident_bytes()
-            && now.saturating_sub(self.memory_baseline) > limit
+        self.check_memory(0, pos)
+    }
+
+    /// Fails when the values held, plus `more` bytes about to be
+    /// allocated, exceed the memory bound.
+    pub(crate) fn check_memory(&self, more: usize, pos: Pos) -> Result<()> {
+        if let Some(limit) = self.options.max_memory
+            && crate::memory::live().saturating_add(more) > limit
         {
             return Err(Error::new(
                 ErrorKind::OutOfMemory,
                 format!(
-                    "the evaluation uses more than the {} MiB of memory it may use; raise --max-memory or evaluate less",
+                    "the evaluation needs more than the {} MiB of memory it may use; raise --max-memory or evaluate less",
                     limit >> 20
                 ),
                 pos,
@@ -236,10 +237,7 @@ impl<'a> Evaluator<'a> {
                 None => Value::Thunk(Thunk::new(expr, env.clone())),
             },
             Expr::Global(g) => self.globals[*g as usize].clone(),
-            Expr::Lambda(l) => Value::Lambda(Rc::new(Closure {
-                lambda: l,
-                env: env.clone(),
-            })),
+            Expr::Lambda(l) => Closure::value(l, env),
             _ => Value::Thunk(Thunk::new(expr, env.clone())),
         }
     }
@@ -253,10 +251,10 @@ impl<'a> Evaluator<'a> {
     }
 
     pub fn force_thunk(&mut self, t: &Thunk<'a>) -> Result<Value<'a>> {
-        if let ThunkState::Done(v) = &*t.0.borrow() {
+        if let ThunkState::Done(v) = &*t.0.state.borrow() {
             return Ok(v.clone());
         }
-        let state = t.0.replace(ThunkState::Blackhole);
+        let state = t.0.state.replace(ThunkState::Blackhole);
         let result = match &state {
             ThunkState::Pending(expr, env) => self.eval(expr, env),
             ThunkState::Apply(call) => match call.split_first() {
@@ -275,12 +273,12 @@ impl<'a> Evaluator<'a> {
         };
         match result {
             Ok(v) => {
-                *t.0.borrow_mut() = ThunkState::Done(v.clone());
+                *t.0.state.borrow_mut() = ThunkState::Done(v.clone());
                 Ok(v)
             }
             Err(e) => {
                 // A failed thunk is evaluated again when forced again.
-                *t.0.borrow_mut() = state;
+                *t.0.state.borrow_mut() = state;
                 Err(e)
             }
         }
@@ -336,10 +334,7 @@ impl<'a> Evaluator<'a> {
                     owned_env = Some(scope);
                 }
                 Expr::Lambda(l) => {
-                    return Ok(Value::Lambda(Rc::new(Closure {
-                        lambda: l,
-                        env: env.clone(),
-                    })));
+                    return Ok(Closure::value(l, env));
                 }
                 Expr::Apply(a) => return self.apply(a, env),
                 Expr::Select(s) => return self.select(s, env),
@@ -489,7 +484,7 @@ impl<'a> Evaluator<'a> {
                 let mut v = self.thunk(&s.value, &scope);
                 if a.overrides {
                     // Each slot must be redirectable by `__overrides`.
-                    v = Value::Thunk(Thunk(Rc::new(RefCell::new(ThunkState::Forward(v)))));
+                    v = Value::Thunk(Thunk::from_state(ThunkState::Forward(v)));
                 }
                 scope.set(i, v);
             }
@@ -586,7 +581,7 @@ impl<'a> Evaluator<'a> {
             match a.statics.binary_search_by_key(&o.name, |s| s.name) {
                 Ok(slot) => {
                     if let Value::Thunk(t) = &entries[slot].value {
-                        *t.0.borrow_mut() = ThunkState::Forward(o.value.clone());
+                        *t.0.state.borrow_mut() = ThunkState::Forward(o.value.clone());
                     }
                     entries[slot] = Attr {
                         name: o.name,

@@ -246,11 +246,9 @@ pub fn concat_lists<'a>(l: &List<'a>, r: &List<'a>) -> List<'a> {
     if l.is_empty() {
         return r.clone();
     }
-    List::from_iter(
-        l.as_slice()
-            .iter()
-            .chain(r.as_slice())
-            .cloned()
-            .collect::<Vec<_>>(),
-    )
+    let items = l.as_slice().iter().chain(r.as_slice()).cloned();
+    List::from_iter(crate::thin::Exact {
+        inner: items,
+        left: l.len() + r.len(),
+    })
 }

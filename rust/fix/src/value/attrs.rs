@@ -4,7 +4,7 @@
 use super::Value;
 use crate::source::Pos;
 use crate::symbol::{Sym, Symbols};
-use crate::thin::ThinRc;
+use crate::thin::{Exact, ThinRc};
 
 #[derive(Clone)]
 pub struct Attr<'a> {
@@ -73,7 +73,8 @@ impl<'a> Attrs<'a> {
         self.get_attr(name).is_some()
     }
 
-    /// `self // other`: every name of both, `other` winning.
+    /// `self // other`: every name of both, `other` winning. The size is
+    /// counted first so the result is built in place, with no `Vec`.
     pub fn update(&self, other: &Attrs<'a>) -> Attrs<'a> {
         if other.is_empty() {
             return self.clone();
@@ -82,28 +83,29 @@ impl<'a> Attrs<'a> {
             return other.clone();
         }
         let (a, b) = (self.as_slice(), other.as_slice());
-        let mut out = Vec::with_capacity(a.len() + b.len());
-        let (mut i, mut j) = (0, 0);
-        while i < a.len() && j < b.len() {
-            match a[i].name.cmp(&b[j].name) {
-                std::cmp::Ordering::Less => {
-                    out.push(a[i].clone());
-                    i += 1;
-                }
-                std::cmp::Ordering::Greater => {
-                    out.push(b[j].clone());
-                    j += 1;
-                }
-                std::cmp::Ordering::Equal => {
-                    out.push(b[j].clone());
-                    i += 1;
-                    j += 1;
+        let shared = {
+            let (mut i, mut j, mut n) = (0, 0, 0);
+            while i < a.len() && j < b.len() {
+                match a[i].name.cmp(&b[j].name) {
+                    std::cmp::Ordering::Less => i += 1,
+                    std::cmp::Ordering::Greater => j += 1,
+                    std::cmp::Ordering::Equal => {
+                        n += 1;
+                        i += 1;
+                        j += 1;
+                    }
                 }
             }
-        }
-        out.extend_from_slice(&a[i..]);
-        out.extend_from_slice(&b[j..]);
-        Attrs::from_sorted(out)
+            n
+        };
+        let merged = Merge { a, b, i: 0, j: 0 };
+        Attrs(ThinRc::from_iter(
+            (),
+            Exact {
+                inner: merged,
+                left: a.len() + b.len() - shared,
+            },
+        ))
     }
 
     /// The entries in the order Nix shows them: by name, bytewise.
@@ -119,6 +121,46 @@ impl<'a> Attrs<'a> {
 
     pub fn ptr_eq(a: &Self, b: &Self) -> bool {
         ThinRc::ptr_eq(&a.0, &b.0)
+    }
+}
+
+/// The sorted union of two sorted entry lists, the right one winning.
+struct Merge<'s, 'a> {
+    a: &'s [Attr<'a>],
+    b: &'s [Attr<'a>],
+    i: usize,
+    j: usize,
+}
+
+impl<'a> Iterator for Merge<'_, 'a> {
+    type Item = Attr<'a>;
+    fn next(&mut self) -> Option<Attr<'a>> {
+        match (self.a.get(self.i), self.b.get(self.j)) {
+            (Some(x), Some(y)) => match x.name.cmp(&y.name) {
+                std::cmp::Ordering::Less => {
+                    self.i += 1;
+                    Some(x.clone())
+                }
+                std::cmp::Ordering::Greater => {
+                    self.j += 1;
+                    Some(y.clone())
+                }
+                std::cmp::Ordering::Equal => {
+                    self.i += 1;
+                    self.j += 1;
+                    Some(y.clone())
+                }
+            },
+            (Some(x), None) => {
+                self.i += 1;
+                Some(x.clone())
+            }
+            (None, Some(y)) => {
+                self.j += 1;
+                Some(y.clone())
+            }
+            (None, None) => None,
+        }
     }
 }
 

@@ -40,6 +40,25 @@ pub struct Closure<'a> {
     pub env: Env<'a>,
 }
 
+const CLOSURE_BYTES: usize =
+    std::mem::size_of::<Closure<'static>>() + 2 * std::mem::size_of::<usize>();
+
+impl<'a> Closure<'a> {
+    pub fn value(lambda: &'a LambdaExpr, env: &Env<'a>) -> Value<'a> {
+        crate::memory::allocated(CLOSURE_BYTES);
+        Value::Lambda(Rc::new(Closure {
+            lambda,
+            env: env.clone(),
+        }))
+    }
+}
+
+impl Drop for Closure<'_> {
+    fn drop(&mut self) {
+        crate::memory::freed(CLOSURE_BYTES);
+    }
+}
+
 /// The Rust side of a builtin. Arguments arrive unforced.
 pub type PrimFn = for<'a> fn(&mut Evaluator<'a>, &[Value<'a>], Pos) -> Result<Value<'a>>;
 
@@ -161,24 +180,44 @@ pub enum ThunkState<'a> {
     Done(Value<'a>),
 }
 
+/// The shared cell of a thunk; its size counts against the memory bound.
+pub struct ThunkCell<'a> {
+    pub state: RefCell<ThunkState<'a>>,
+}
+
+/// What one thunk costs: the cell and the `Rc` counts around it.
+const THUNK_BYTES: usize =
+    std::mem::size_of::<ThunkCell<'static>>() + 2 * std::mem::size_of::<usize>();
+
+impl Drop for ThunkCell<'_> {
+    fn drop(&mut self) {
+        crate::memory::freed(THUNK_BYTES);
+    }
+}
+
 #[derive(Clone)]
-pub struct Thunk<'a>(pub(crate) Rc<RefCell<ThunkState<'a>>>);
+pub struct Thunk<'a>(pub(crate) Rc<ThunkCell<'a>>);
 
 impl<'a> Thunk<'a> {
+    pub fn from_state(state: ThunkState<'a>) -> Self {
+        crate::memory::allocated(THUNK_BYTES);
+        Thunk(Rc::new(ThunkCell {
+            state: RefCell::new(state),
+        }))
+    }
+
     pub fn new(expr: &'a Expr, env: Env<'a>) -> Self {
-        Thunk(Rc::new(RefCell::new(ThunkState::Pending(expr, env))))
+        Thunk::from_state(ThunkState::Pending(expr, env))
     }
 
     /// A deferred call `f x`.
     pub fn apply(f: Value<'a>, arg: Value<'a>) -> Self {
-        Thunk(Rc::new(RefCell::new(ThunkState::Apply(Box::new([f, arg])))))
+        Thunk::from_state(ThunkState::Apply(Box::new([f, arg])))
     }
 
     /// A deferred call `f x y`.
     pub fn apply2(f: Value<'a>, x: Value<'a>, y: Value<'a>) -> Self {
-        Thunk(Rc::new(RefCell::new(ThunkState::Apply(Box::new([
-            f, x, y,
-        ])))))
+        Thunk::from_state(ThunkState::Apply(Box::new([f, x, y])))
     }
 
     pub fn addr(&self) -> usize {

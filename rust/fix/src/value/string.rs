@@ -13,20 +13,11 @@ pub struct NixString(ThinRc<(), u8>);
 
 impl NixString {
     pub fn new(bytes: &[u8]) -> Self {
-        NixString(ThinRc::from_iter((), bytes.iter().copied()))
+        NixString(ThinRc::from_slice((), bytes))
     }
 
     pub fn from_parts(parts: &[&[u8]]) -> Self {
-        let len = parts.iter().map(|p| p.len()).sum();
-        NixString(ThinRc::from_iter(
-            (),
-            ExactBytes {
-                parts,
-                part: 0,
-                at: 0,
-                left: len,
-            },
-        ))
+        NixString(ThinRc::from_slices((), parts))
     }
 
     pub fn as_bytes(&self) -> &[u8] {
@@ -46,36 +37,6 @@ impl NixString {
         ThinRc::ptr_eq(&a.0, &b.0)
     }
 }
-
-/// Walks several byte slices as one exactly-sized iterator, so a
-/// concatenation is copied once, straight into its final allocation.
-struct ExactBytes<'s> {
-    parts: &'s [&'s [u8]],
-    part: usize,
-    at: usize,
-    left: usize,
-}
-
-impl Iterator for ExactBytes<'_> {
-    type Item = u8;
-    fn next(&mut self) -> Option<u8> {
-        loop {
-            let part = self.parts.get(self.part)?;
-            if let Some(&b) = part.get(self.at) {
-                self.at += 1;
-                self.left -= 1;
-                return Some(b);
-            }
-            self.part += 1;
-            self.at = 0;
-        }
-    }
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        (self.left, Some(self.left))
-    }
-}
-
-impl ExactSizeIterator for ExactBytes<'_> {}
 
 impl From<&str> for NixString {
     fn from(s: &str) -> Self {

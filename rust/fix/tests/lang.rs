@@ -1,0 +1,313 @@
+//! The language and builtins, case by case: every `tests/lang/okay-*.nix`
+//! must print its `.exp` (with `--strict`), every `fail-*.nix` must fail
+//! with its `.err` in the message, every `parse-fail-*.nix` must be refused
+//! before evaluation. The expected outputs were checked against Nix 2.8
+//! where its behaviour is the current one.
+
+use chock_fix::{
+    ErrorKind, EvalOptions, FixError, OutputFormat, Request, Source, check_parse, evaluate,
+};
+use std::path::{Path, PathBuf};
+
+fn dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/lang")
+}
+
+fn options() -> EvalOptions {
+    EvalOptions {
+        roots: vec![dir()],
+        ..EvalOptions::default()
+    }
+}
+
+fn cases(prefix: &str) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir())
+        .expect("tests/lang is readable")
+        .map(|e| e.expect("a directory entry").path())
+        .filter(|p| {
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            name.starts_with(prefix) && name.ends_with(".nix")
+        })
+        .collect();
+    found.sort();
+    assert!(!found.is_empty(), "no {prefix}*.nix cases found");
+    found
+}
+
+fn strict(file: &Path) -> Request {
+    let mut request = Request::new(Source::File(file.to_path_buf()));
+    request.strict = true;
+    request
+}
+
+fn expected(file: &Path, ext: &str) -> String {
+    let path = file.with_extension(ext);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{} is missing: {e}", path.display()))
+}
+
+#[test]
+fn okay_cases_print_their_expected_output() {
+    let mut failures = Vec::new();
+    for file in cases("okay-") {
+        let want = expected(&file, "exp");
+        match evaluate(&options(), &strict(&file)) {
+            Ok(out) => {
+                let got = String::from_utf8_lossy(&out.text)
+                    .replace(dir().to_str().unwrap_or(""), "/pwd");
+                if got.trim_end() != want.trim_end() {
+                    failures.push(format!(
+                        "{}:\n  got  {got}\n  want {}",
+                        file.display(),
+                        want.trim_end()
+                    ));
+                }
+            }
+            Err(e) => failures.push(format!("{}: failed: {e}", file.display())),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn fail_cases_fail_with_their_message() {
+    let mut failures = Vec::new();
+    for file in cases("fail-") {
+        let want = expected(&file, "err");
+        match evaluate(&options(), &strict(&file)) {
+            Ok(out) => failures.push(format!(
+                "{}: evaluated to {}",
+                file.display(),
+                String::from_utf8_lossy(&out.text)
+            )),
+            Err(e) => {
+                let message = e.to_string();
+                if !message.contains(want.trim_end()) {
+                    failures.push(format!(
+                        "{}:\n  message {message}\n  lacks   {}",
+                        file.display(),
+                        want.trim_end()
+                    ));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn parse_fail_cases_are_refused_before_evaluation() {
+    let mut failures = Vec::new();
+    for file in cases("parse-fail-") {
+        let want = expected(&file, "err");
+        match check_parse(&options(), &Source::File(file.clone())) {
+            Ok(()) => failures.push(format!("{}: parsed", file.display())),
+            Err(e) => {
+                let message = e.to_string();
+                if !message.contains(want.trim_end()) {
+                    failures.push(format!(
+                        "{}:\n  message {message}\n  lacks   {}",
+                        file.display(),
+                        want.trim_end()
+                    ));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn every_okay_and_fail_case_parses() {
+    for file in cases("okay-").into_iter().chain(cases("fail-")) {
+        if file.file_name().is_some_and(|n| {
+            n == "fail-pipes.nix" || n == "fail-string-nul.nix" || n == "fail-pure-home.nix"
+        }) {
+            continue;
+        }
+        check_parse(&options(), &Source::File(file.clone()))
+            .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    }
+}
+
+fn eval_expr(options: &EvalOptions, text: &str) -> Result<String, FixError> {
+    let mut request = Request::new(Source::expr(text, dir()));
+    request.strict = true;
+    evaluate(options, &request).map(|o| String::from_utf8_lossy(&o.text).into_owned())
+}
+
+#[test]
+fn pipe_operators_work_when_enabled() {
+    let mut opts = options();
+    opts.features.pipe_operators = true;
+    assert_eq!(
+        eval_expr(&opts, "[ 1 2 ] |> map (x: x * 2) |> builtins.length").unwrap(),
+        "2"
+    );
+    assert_eq!(
+        eval_expr(&opts, "builtins.length <| map (x: x) <| [ 1 2 3 ]").unwrap(),
+        "3"
+    );
+}
+
+#[test]
+fn pure_mode_empties_the_environment_and_impure_reads_it() {
+    // PATH is set for any process that runs cargo.
+    assert_eq!(
+        eval_expr(&options(), "builtins.getEnv \"PATH\"").unwrap(),
+        "\"\""
+    );
+    let impure = EvalOptions {
+        pure: false,
+        ..options()
+    };
+    assert_ne!(
+        eval_expr(&impure, "builtins.getEnv \"PATH\"").unwrap(),
+        "\"\""
+    );
+    assert_eq!(
+        eval_expr(&impure, "builtins.isInt builtins.currentTime").unwrap(),
+        "true"
+    );
+    assert_eq!(
+        eval_expr(&options(), "builtins ? currentTime").unwrap(),
+        "false"
+    );
+    assert_eq!(eval_expr(&options(), "builtins.nixPath").unwrap(), "[ ]");
+}
+
+#[test]
+fn search_path_resolves_when_impure() {
+    let impure = EvalOptions {
+        pure: false,
+        search_path: vec![chock_fix::SearchPathEntry::parse(&format!(
+            "fixtures={}",
+            dir().join("data").display()
+        ))],
+        ..options()
+    };
+    assert_eq!(
+        eval_expr(&impure, "(import <fixtures/imported.nix>).value").unwrap(),
+        "42"
+    );
+    let err = eval_expr(&impure, "<missing>").unwrap_err().to_string();
+    assert!(
+        err.contains("file 'missing' was not found in the Nix search path"),
+        "{err}"
+    );
+    assert_eq!(
+        eval_expr(&impure, "(builtins.tryEval <missing>).success").unwrap(),
+        "false"
+    );
+}
+
+#[test]
+fn a_symlink_cannot_lead_out_of_the_roots() {
+    let root = tempfile::tempdir().expect("a temporary directory");
+    std::os::unix::fs::symlink("/etc/hostname", root.path().join("link")).expect("a symlink");
+    let opts = EvalOptions {
+        roots: vec![root.path().to_path_buf()],
+        ..EvalOptions::default()
+    };
+    let mut request = Request::new(Source::expr("builtins.readFile ./link", root.path()));
+    request.strict = true;
+    let err = evaluate(&opts, &request).unwrap_err();
+    assert_eq!(err.kind(), Some(ErrorKind::Refused), "{err}");
+    assert!(
+        err.to_string()
+            .contains("forbidden in pure evaluation mode"),
+        "{err}"
+    );
+}
+
+#[test]
+fn output_is_cut_with_a_note() {
+    let mut request = Request::new(Source::expr("builtins.genList (x: x) 10000", dir()));
+    request.strict = true;
+    request.max_output = Some(chock_fix::AGENT_OUTPUT_LIMIT);
+    let out = evaluate(&options(), &request).unwrap();
+    assert!(out.truncated);
+    let text = String::from_utf8_lossy(&out.text);
+    assert!(
+        text.ends_with("«output cut at 16384 bytes»"),
+        "{}",
+        &text[text.len() - 60..]
+    );
+    assert!(out.text.len() < 16_500);
+}
+
+#[test]
+fn json_and_xml_output() {
+    let mut request = Request::new(Source::expr("{ b = [ 1 2.5 ]; a = \"x\"; }", dir()));
+    request.format = OutputFormat::Json;
+    assert_eq!(
+        evaluate(&options(), &request).unwrap().text,
+        br#"{"a":"x","b":[1,2.5]}"#
+    );
+    request.format = OutputFormat::Xml { location: false };
+    let xml = String::from_utf8(evaluate(&options(), &request).unwrap().text).unwrap();
+    assert!(
+        xml.starts_with(
+            "<?xml version='1.0' encoding='utf-8'?>\n<expr>\n  <attrs>\n    <attr name=\"a\">"
+        ),
+        "{xml}"
+    );
+}
+
+#[test]
+fn auto_arguments_and_attribute_paths() {
+    let mut request = Request::new(Source::expr(
+        "{ x ? 1, y }: { sum = x + y; list = [ { v = y; } ]; }",
+        dir(),
+    ));
+    request.auto_args = vec![("y".into(), chock_fix::AutoArg::Expr("41".into()))];
+    request.attr_path = Some("sum".into());
+    assert_eq!(evaluate(&options(), &request).unwrap().text, b"42");
+    request.attr_path = Some("list.0.v".into());
+    assert_eq!(evaluate(&options(), &request).unwrap().text, b"41");
+    request.auto_args = vec![("y".into(), chock_fix::AutoArg::String("s".into()))];
+    request.attr_path = Some("list.0.v".into());
+    assert_eq!(evaluate(&options(), &request).unwrap().text, b"\"s\"");
+}
+
+#[test]
+fn an_interrupted_evaluation_stops() {
+    let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let opts = EvalOptions {
+        interrupt: Some(flag.clone()),
+        max_call_depth: 1_000_000,
+        ..options()
+    };
+    let setter = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        flag.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
+    // An endless walk that never recurses and allocates little.
+    let endless = "builtins.length (builtins.genericClosure { startSet = [ { key = 0; } ]; operator = e: [ { key = e.key + 1; } ]; })";
+    let err = eval_expr(&opts, endless).unwrap_err();
+    setter.join().expect("the setter thread");
+    assert_eq!(err.kind(), Some(ErrorKind::Interrupted), "{err}");
+}
+
+#[test]
+fn memory_is_bounded() {
+    let opts = EvalOptions {
+        max_memory: Some(64 << 20),
+        ..options()
+    };
+    let err = eval_expr(
+        &opts,
+        "builtins.length (builtins.genList (i: [ i i i i ]) 20000000)",
+    )
+    .unwrap_err();
+    assert_eq!(err.kind(), Some(ErrorKind::OutOfMemory), "{err}");
+}
+
+#[test]
+fn deep_recursion_is_an_error_not_a_crash() {
+    let opts = EvalOptions {
+        max_call_depth: 1_000_000,
+        ..options()
+    };
+    let err = eval_expr(&opts, "let f = n: 1 + f (n + 1); in f 0").unwrap_err();
+    assert_eq!(err.kind(), Some(ErrorKind::StackOverflow), "{err}");
+}

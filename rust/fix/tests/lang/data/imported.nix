@@ -1,0 +1,1 @@
+{ value = 42; twice = x: x * 2; }

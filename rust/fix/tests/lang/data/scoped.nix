@@ -1,0 +1,1 @@
+[ injected (builtins.length [ 1 2 ]) ]

@@ -1,0 +1,1 @@
+builtins.toString (x: x)

@@ -1,0 +1,1 @@
+assert { a = 1; } == { a = 1; b = 2; }; null

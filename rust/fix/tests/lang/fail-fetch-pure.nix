@@ -1,0 +1,1 @@
+builtins.fetchurl "https://example.com/x"

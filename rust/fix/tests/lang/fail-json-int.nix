@@ -1,0 +1,1 @@
+builtins.fromJSON "18446744073709551615"

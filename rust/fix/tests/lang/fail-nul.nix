@@ -1,0 +1,1 @@
+builtins.fromJSON "\"a\\u0000b\""

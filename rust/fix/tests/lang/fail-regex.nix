@@ -1,0 +1,1 @@
+builtins.match "(" "x"

@@ -1,0 +1,1 @@
+builtins.fromTOML "d = 1979-05-27"

@@ -1,0 +1,1 @@
+args@{ args, ... }: args

@@ -1,0 +1,1 @@
+let x = 1; in { x = 2; inherit x; }

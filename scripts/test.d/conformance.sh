@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The Nix language conformance corpus against fix (`chock eval`): runs
+# $CHOCK_SHARED/conformance/run-nix-lang and fails when fewer cases pass
+# than the floor recorded in rust/fix/conformance.floor, or when the corpus
+# is missing. Raise the floor when fix passes more.
+#
+# Needs: CHOCK_BIN (the release chock), CHOCK_SHARED (scripts/test sets both).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+bin=${CHOCK_BIN:?set CHOCK_BIN to the chock binary (scripts/test does)}
+shared=${CHOCK_SHARED:?set CHOCK_SHARED to the shared directory (scripts/test does)}
+runner=$shared/conformance/run-nix-lang
+floor_file=rust/fix/conformance.floor
+
+if [[ ! -x $runner ]]; then
+  echo "conformance: the corpus runner is not at $runner; put the corpus there (CHOCK_SHARED/conformance)" >&2
+  exit 1
+fi
+floor=$(tr -dc '0-9' < "$floor_file")
+[[ -n $floor ]] || { echo "conformance: $floor_file holds no number" >&2; exit 1; }
+
+report=$(mktemp)
+trap 'rm -f "$report"' EXIT
+"$runner" -- "$bin" eval > "$report" 2>&1
+summary=$(tail -n 1 "$report")
+passed=$(sed -n 's/^\([0-9]*\) passed.*/\1/p' <<< "$summary")
+echo "conformance: $summary (floor $floor)"
+grep '^FAIL' "$report" || true
+if [[ -z $passed ]]; then
+  echo "conformance: the runner printed no summary; its output was:" >&2
+  tail -n 20 "$report" >&2
+  exit 1
+fi
+if (( passed < floor )); then
+  echo "conformance: $passed cases pass, fewer than the floor of $floor in $floor_file" >&2
+  exit 1
+fi
