@@ -7,18 +7,22 @@
 //! rule decided and what rule would change the answer. The rules are
 //! documented in `docs/policy.md`.
 
+mod ask;
 mod decision;
 pub mod defaults;
+mod either;
 mod endpoint;
 mod error;
 mod files;
 mod index;
 pub mod names;
+mod nix_net;
 mod pattern;
 mod policy;
 mod rule;
 mod settings;
 
+pub use ask::{Answer, Asker, Nobody, Question};
 pub use decision::Decision;
 pub use endpoint::{Endpoint, EndpointError, SCHEMES, url_endpoint};
 pub use error::PolicyError;
@@ -28,6 +32,7 @@ pub use files::{
 };
 pub use index::RuleSet;
 pub use names::{ExecContext, NameError, Phase};
+pub use nix_net::{MAX_SITE_BYTES, NIX_NET_HOSTS, NIX_NET_OPAQUE, nix_net_mirror};
 pub use pattern::{EXACT_SCORE, Pattern, PatternError};
 pub use policy::{
     DecidedBy, Explained, Layer, LoadOptions, PROJECT_FILE, Policy, Reading, SYSTEM_BUNDLE,

@@ -39,10 +39,12 @@ pub mod derivation;
 pub mod hash;
 pub mod nar;
 pub mod nix32;
+pub mod registry;
 pub mod store_path;
 
 pub use derivation::{Derivation, DerivationError, DerivationOutput, DrvHash, DrvHashes};
 pub use hash::{Encoding, Hash, HashAlgo, HashError};
+pub use registry::Registry;
 pub use store_path::{
     ContentAddress, FileIngestionMethod, FixedOutputHash, STORE_DIR, StorePath, StorePathError,
 };

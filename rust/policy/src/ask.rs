@@ -1,0 +1,135 @@
+//! Asking a person. When the rules answer `ask` (or a reviewer is wanted), the
+//! caller puts one [`Question`] to an [`Asker`]: the command line prompts on
+//! its terminal, the tool server forwards it to whoever approves, and a
+//! process with nobody behind it answers [`Answer::Unavailable`]. The
+//! question carries the rules that would have answered it, so a refusal for
+//! want of a person can name exactly what to write in `chock.zon`.
+
+use serde::Serialize;
+
+use crate::decision::Decision;
+use crate::policy::Suggestion;
+
+/// One question for a person, about one act (or one group of acts, such as
+/// every host a build reaches that no rule answers).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Question {
+    /// The action the question is asked under (`nix.build.<attr>`, `nix.net.hosts`, ...).
+    pub action: String,
+    /// What the rules answered: `ask`, or a decision that also wants a reviewer.
+    pub decision: Decision,
+    /// One line saying what a yes lets happen.
+    pub summary: String,
+    /// The rest, one line each (every host with the rule that would answer it, ...).
+    pub detail: Vec<String>,
+    /// The rules that, written in `chock.zon`, would answer this without a
+    /// question: one per act the question covers.
+    pub rules: Vec<Suggestion>,
+}
+
+/// A person's answer, or the lack of one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Answer {
+    Yes,
+    No,
+    /// Nobody could be asked (no terminal, no approver connected).
+    Unavailable,
+}
+
+/// Whatever puts a question to a person and brings the answer back.
+pub trait Asker {
+    fn ask(&self, question: &Question) -> Answer;
+}
+
+/// Any function from a question to an answer is an asker (scripted answers in tests).
+impl<F: Fn(&Question) -> Answer> Asker for F {
+    fn ask(&self, question: &Question) -> Answer {
+        self(question)
+    }
+}
+
+/// The asker of a process with nobody behind it: every question goes unanswered.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Nobody;
+
+impl Asker for Nobody {
+    fn ask(&self, _question: &Question) -> Answer {
+        Answer::Unavailable
+    }
+}
+
+impl Question {
+    /// The refusal to give when nobody could answer: what was asked and the
+    /// rules that would answer it next time, one per line.
+    pub fn unanswered(&self) -> String {
+        let who = match self.decision {
+            Decision::AgentReview => "a reviewer agent",
+            Decision::AgentThenHuman => "a reviewer agent and then a person",
+            _ => "a person",
+        };
+        let mut text = format!(
+            "{} needs a yes from {who} and nobody could be asked: {}",
+            self.action, self.summary
+        );
+        let mut last_block: Option<&str> = None;
+        for suggestion in &self.rules {
+            if last_block != Some(suggestion.block.as_str()) {
+                text.push_str(&format!("\n  to allow it, add to {}:", suggestion.block));
+                last_block = Some(&suggestion.block);
+            }
+            text.push_str(&format!("\n    {},", suggestion.rule));
+        }
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn question() -> Question {
+        Question {
+            action: "nix.net.hosts".into(),
+            decision: Decision::Ask,
+            summary: "2 hosts: a.example:443, b.example:80".into(),
+            detail: vec![],
+            rules: ["nix.net.build.example.a.443", "nix.net.build.example.b.80"]
+                .iter()
+                .map(|a| Suggestion {
+                    rule: format!(".{{ .action = \"{a}\", .decision = .allow }}"),
+                    block: ".policy.rules in /p/chock.zon".into(),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn nobody_leaves_every_question_unanswered() {
+        assert_eq!(Nobody.ask(&question()), Answer::Unavailable);
+    }
+
+    #[test]
+    fn a_function_is_an_asker() {
+        let yes = |q: &Question| {
+            if q.action == "nix.net.hosts" {
+                Answer::Yes
+            } else {
+                Answer::No
+            }
+        };
+        assert_eq!(yes.ask(&question()), Answer::Yes);
+    }
+
+    #[test]
+    fn the_refusal_names_every_rule_under_its_block_once() {
+        let text = question().unanswered();
+        assert_eq!(
+            text,
+            "nix.net.hosts needs a yes from a person and nobody could be asked: 2 hosts: a.example:443, b.example:80\n  \
+             to allow it, add to .policy.rules in /p/chock.zon:\n    \
+             .{ .action = \"nix.net.build.example.a.443\", .decision = .allow },\n    \
+             .{ .action = \"nix.net.build.example.b.80\", .decision = .allow },"
+        );
+    }
+}
