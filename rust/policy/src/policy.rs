@@ -335,14 +335,18 @@ impl Policy {
         if own < Decision::Allow {
             let winner = self.project_rules().and_then(|r| r.best(key));
             let (rule, beats) = rule_to_beat(key, winner)?;
-            let mut block = format!(".policy.rules in {}", self.project_file.display());
-            if let (false, Some(source)) = (beats, winner.and_then(|w| w.source.as_ref())) {
-                block = format!(
-                    "{}:{}, in place of the rule there (it is as specific, and of two equal rules the more restrictive wins)",
+            const TIE: &str = "it is as specific, and of two equal rules the more restrictive wins";
+            let mut block = match (beats, winner.and_then(|w| w.source.as_ref())) {
+                (true, _) => format!(".policy.rules in {}", self.project_file.display()),
+                (false, Some(source)) => format!(
+                    "{}:{}, in place of the rule there ({TIE})",
                     source.file.display(),
                     source.line
-                );
-            }
+                ),
+                (false, None) => {
+                    format!(".policy.rules, in place of the rule that decided ({TIE})")
+                }
+            };
             let lowering: Vec<String> = self
                 .org
                 .iter()
