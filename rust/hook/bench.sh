@@ -33,7 +33,7 @@ EOF
 export HOME=$work/home XDG_CONFIG_HOME=$work/home/.config XDG_DATA_HOME=$work/home/.local/share
 export CHOCK_STATE_DIR=$work/state CLAUDE_PROJECT_DIR=$work/project
 fixtures=rust/hook/tests/fixtures/claude
-for name in bash-cd-rm bash-cargo-test write-bashrc todowrite; do
+for name in bash-cd-rm bash-cargo-test write-bashrc todowrite bash-long; do
   sed -e "s#@PROJECT@#$work/project#g" -e "s#@HOME@#$work/home#g" \
     "$fixtures/$name.json" > "$work/$name.json"
 done
@@ -45,15 +45,18 @@ EOF
 chmod +x "$work/loop.sh"
 
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-16s %14s %14s %8s\n' payload "/bin/true ms" "chock hook ms" ratio
-for name in bash-cd-rm bash-cargo-test write-bashrc todowrite; do
+printf '%-16s %12s %12s %7s %12s %12s\n' payload "true ms" "chock ms" ratio "true cpu ms" "chock cpu ms"
+for name in bash-cd-rm bash-cargo-test write-bashrc todowrite bash-long; do
   export PAYLOAD=$work/$name.json
   (cd "$work/project" && hyperfine -N -w 3 -r "${RUNS:-30}" --export-json "$work/$name.hf.json" \
     "$work/loop.sh /bin/true" "$work/loop.sh $chock hook claude" >/dev/null)
   python3 - "$work/$name.hf.json" "$name" <<'EOF'
 import json, sys
 true, chock = json.load(open(sys.argv[1]))["results"]
-per_call = lambda r: r["median"] * 1000 / 100
-print(f"{sys.argv[2]:16} {per_call(true):14.2f} {per_call(chock):14.2f} {chock['median'] / true['median']:8.2f}")
+# Wall clock: the median of the runs; CPU: user plus system, the mean.
+wall = lambda r: r["median"] * 1000 / 100
+cpu = lambda r: (r["user"] + r["system"]) * 1000 / 100
+print(f"{sys.argv[2]:16} {wall(true):12.2f} {wall(chock):12.2f} {chock['median'] / true['median']:7.2f}"
+      f" {cpu(true):12.2f} {cpu(chock):12.2f}")
 EOF
 done

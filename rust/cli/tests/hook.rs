@@ -203,6 +203,14 @@ fn claude_code_payloads_are_answered_allow_ask_and_deny() {
     assert_eq!(answer, "allow", "{reason}");
     assert!(reason.contains("exec.path.cargo"), "{reason}");
 
+    // A long command of 14 acts: `find -exec rm` deep inside decides it.
+    let (answer, reason) = claude(&sandbox.hook("claude", "claude/bash-long.json"));
+    assert_eq!(answer, "deny", "{reason}");
+    assert!(
+        reason.contains("exec.path.rm") && reason.contains("of 14 acts"),
+        "{reason}"
+    );
+
     let (answer, reason) = claude(&sandbox.hook("claude", "claude/webfetch.json"));
     assert_eq!(answer, "ask", "{reason}");
     assert!(reason.contains("net.fetch.org.ziglang.docs"), "{reason}");
