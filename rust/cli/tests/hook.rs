@@ -125,6 +125,8 @@ impl Sandbox {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
+        // Chock reads all of its input before it answers, so the write
+        // never meets a closed pipe (an agent would report that as a failure).
         child
             .stdin
             .take()
@@ -464,6 +466,11 @@ fn stop_refuses_everything_until_resume() {
     // Even a payload that is not JSON meets the stop first.
     let out = sandbox.hook_with("claude", "garbage");
     assert_eq!(claude(&out).0, "deny");
+    // A large payload is drained, not left unread: the agent's write of it
+    // (bigger than a pipe's buffer) completes and the refusal arrives.
+    let big = format!("{{\"pad\": \"{}\"}}", "x".repeat(1 << 20));
+    let out = sandbox.hook_with("claude", &big);
+    assert_eq!(claude(&out).0, "deny");
 
     assert!(sandbox.chock(&["resume"]).status.success());
     let (answer, _) = claude(&sandbox.hook("claude", "claude/bash-cargo-test.json"));
@@ -487,6 +494,7 @@ fn stop_refuses_everything_until_resume() {
         actions,
         vec![
             "chock.stop",
+            "chock.stopped",
             "chock.stopped",
             "chock.stopped",
             "chock.resume",

@@ -66,6 +66,9 @@ pub fn agent_hook(
     let log = Logger::new(&project, agent.name());
     if let Some(stopped) = stop::in_force(&project, env.state_dir().as_deref()) {
         log.stopped(&stopped, None);
+        // The payload is not read, only drained: an agent still writing it
+        // to a hook that has exited would see a broken pipe, not the refusal.
+        drain(input);
         return answer::reply(agent, HookAnswer::Deny, &stopped.reason());
     }
     let call = match read_payload(input).and_then(|text| payload::parse(agent, &text)) {
@@ -107,6 +110,11 @@ pub fn agent_hook(
     log.judged(&judged, &asker, can_ask, rotation);
     let reason = decide::reason(&judged, can_ask, agent.title());
     answer::reply(agent, hook_answer, &reason)
+}
+
+/// Reads and discards standard input, up to the payload limit.
+fn drain(input: &mut dyn Read) {
+    let _ = std::io::copy(&mut input.take(MAX_PAYLOAD_BYTES), &mut std::io::sink());
 }
 
 fn read_payload(input: &mut dyn Read) -> Result<String, crate::HookError> {
