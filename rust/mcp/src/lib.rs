@@ -1,1 +1,35 @@
 //! Chock's MCP tool server: each tool call decided, confined and logged.
+//!
+//! `chock mcp` puts Chock's tools in front of the agents people already run
+//! (Claude Code, Codex, Gemini CLI, Zed, Goose...) through the Model Context
+//! Protocol over stdio. Every call is named (`call.read_file`, `exec.*`,
+//! `net.fetch.<host>`, `nix.build.*`), answered by the policy read once at
+//! start, asked of a person when the answer is `ask` (through the client's
+//! elicitation, else a `chock approve` running in another terminal), written
+//! to the decision log (route `mcp`), and only then carried out: file tools
+//! inside the workspace and nowhere else, commands in the sandbox.
+//!
+//! [`serve_stdio`] runs the server; [`approve`] is both the socket the server
+//! listens on for answers and the client `chock approve` uses.
+
+pub mod approve;
+mod ask;
+mod error;
+mod fetch;
+mod gate;
+mod server;
+mod session;
+mod tools;
+mod transport;
+mod workspace;
+
+pub use ask::{Asked, CallAsker, Reply};
+pub use error::McpError;
+pub use session::{ServeOptions, serve, serve_stdio};
+pub use tools::TOOL_NAMES;
+pub use transport::MAX_MESSAGE_BYTES;
+
+/// The route every line this server writes to the decision log carries.
+pub const ROUTE: &str = "mcp";
+/// The agent kind the server asks as: the agent that talks to it is the main one.
+pub const AGENT_KIND: &str = "main";

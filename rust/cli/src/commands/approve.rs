@@ -1,12 +1,121 @@
-//! `chock approve`.
+//! `chock approve`: answer, from this terminal, the questions your running
+//! `chock mcp` servers wait on. The socket protocol is chock-mcp's; this
+//! module prints each question and reads the person's answer.
 
+use std::io::{BufRead, Write};
 use std::process::ExitCode;
+use std::time::Duration;
+
+use chock_mcp::approve::{self, Event, Heard, Watcher};
 
 use crate::exit;
 
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Only the server with this process id (`--list` shows them).
+    #[arg(value_name = "PID")]
+    pub server: Option<u32>,
+    /// Print the questions waiting now and exit, instead of answering them.
+    #[arg(long)]
+    pub list: bool,
+    /// With --list, print JSON: one object per server with its waiting questions.
+    #[arg(long, requires = "list")]
+    pub json: bool,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    Ok(exit::not_built("approve", "issue #11 (the tool server)"))
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let dir = approve::socket_dir()?;
+    if args.list {
+        return list(&dir, args.server, args.json);
+    }
+    watch(Watcher::new(dir, args.server))
+}
+
+fn list(dir: &std::path::Path, only: Option<u32>, json: bool) -> anyhow::Result<ExitCode> {
+    let mut servers = Vec::new();
+    for path in approve::server_sockets(dir) {
+        match approve::list(&path) {
+            Ok((connection, waiting)) if only.is_none_or(|pid| pid == connection.pid) => {
+                servers.push((connection.pid, connection.project.clone(), waiting));
+            }
+            Ok(_) => {}
+            Err(error) => eprintln!("chock approve: {error}"),
+        }
+    }
+    if servers.is_empty() {
+        eprintln!(
+            "chock approve: {}",
+            chock_mcp::McpError::NoServer {
+                dir: dir.to_path_buf()
+            }
+        );
+        return Ok(exit::FAILURE.into());
+    }
+    if json {
+        let report: Vec<_> = servers
+            .iter()
+            .map(|(pid, project, waiting)| {
+                serde_json::json!({"pid": pid, "project": project, "questions": waiting})
+            })
+            .collect();
+        println!("{}", serde_json::Value::Array(report));
+        return Ok(exit::SUCCESS.into());
+    }
+    for (pid, project, waiting) in &servers {
+        println!("chock mcp {pid} for {project}: {} waiting", waiting.len());
+        for one in waiting {
+            println!("  question {}: {}", one.id, one.question.headline());
+        }
+    }
+    Ok(exit::SUCCESS.into())
+}
+
+/// Prints each question as it comes and sends the answer typed: `y` or
+/// `yes` allows it once, anything else refuses it. Ends at the end of input.
+fn watch(mut watcher: Watcher) -> anyhow::Result<ExitCode> {
+    eprintln!(
+        "chock approve: waiting for questions from your chock mcp servers (Ctrl-D or Ctrl-C to stop)"
+    );
+    let stdin = std::io::stdin();
+    let mut stdout = std::io::stdout();
+    loop {
+        watcher.refresh();
+        let Some(heard) = watcher.next(Duration::from_millis(250)) else {
+            continue;
+        };
+        match heard {
+            Heard::Connected { pid, project, .. } => {
+                println!("watching chock mcp {pid} for {project}");
+            }
+            Heard::Unreachable(error) => eprintln!("chock approve: {error}"),
+            Heard::Closed { pid, .. } => println!("chock mcp {pid} stopped"),
+            Heard::Event { path, pid, event } => match event {
+                Event::Question { id, question } => {
+                    println!("\nquestion {id} from chock mcp {pid}:\n{}", question.text());
+                    print!("allow it once? [y/N] ");
+                    stdout.flush()?;
+                    let mut line = String::new();
+                    if stdin.lock().read_line(&mut line)? == 0 {
+                        println!();
+                        return Ok(exit::SUCCESS.into());
+                    }
+                    let allow = matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes");
+                    if let Err(error) = watcher.answer(&path, id, allow) {
+                        eprintln!("chock approve: {error}");
+                    }
+                }
+                Event::Answered { id, allow } => {
+                    println!(
+                        "question {id}: {}",
+                        if allow { "allowed once" } else { "refused" }
+                    );
+                }
+                Event::Withdrawn { id, why } if why != "answered" => {
+                    println!("question {id} withdrawn: {why}");
+                }
+                Event::Error { message } => eprintln!("chock approve: {message}"),
+                _ => {}
+            },
+        }
+    }
 }

@@ -1,0 +1,607 @@
+//! `chock approve`: a person answers the questions a running `chock mcp`
+//! server waits on, from another terminal.
+//!
+//! Each server listens on a Unix socket of its own in the `approve` folder
+//! beside the decision log (`<log dir>/approve/<pid>.sock`, folder `0700`,
+//! socket `0600`). Both ends check the other's user with `SO_PEERCRED`: a
+//! connection from another user is closed unanswered, and `chock approve`
+//! refuses a socket that another user's process listens on.
+//!
+//! The protocol is one JSON object per line. The approver sends
+//! `{"op":"watch"}` (then every question waiting and each new one comes as
+//! `{"event":"question",...}`), `{"op":"list"}`, or
+//! `{"op":"answer","id":N,"allow":true}`. A question answered by one
+//! approver, timed out, or cancelled by the client is `withdrawn` from the
+//! others. A server asks through this socket only while an approver
+//! watches; otherwise nobody is there and the ask is a refusal.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::os::unix::net::UnixStream as StdUnixStream;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
+use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::ask::{Asked, Reply};
+use crate::error::McpError;
+
+/// The longest line either end reads.
+const MAX_LINE: usize = 1 << 20;
+
+/// What an approver sends.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Request {
+    /// Every waiting question now, and each new one as it comes.
+    Watch,
+    /// The questions waiting now, then the connection closes.
+    List,
+    /// The person's answer to one question.
+    Answer { id: u64, allow: bool },
+}
+
+/// What a server sends.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    /// The first line on every connection: which server this is.
+    Hello { pid: u32, project: String },
+    /// A question waiting for an answer.
+    Question { id: u64, question: Asked },
+    /// The answer sent on this connection was taken.
+    Answered { id: u64, allow: bool },
+    /// A question no longer waits (answered elsewhere, timed out, cancelled).
+    Withdrawn { id: u64, why: String },
+    /// The answer to `list`.
+    Questions { questions: Vec<Waiting> },
+    /// A request that could not be read.
+    Error { message: String },
+}
+
+/// One waiting question, as `list` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Waiting {
+    pub id: u64,
+    pub question: Asked,
+}
+
+/// The folder every server's socket is in: `approve` beside the decision log.
+pub fn socket_dir() -> Result<PathBuf, McpError> {
+    Ok(chock_log::dir_from_env()?.join("approve"))
+}
+
+fn my_uid() -> u32 {
+    nix::unistd::geteuid().as_raw()
+}
+
+/// Makes the folder `0700` and checks it is this user's and nobody else's.
+fn prepare_dir(dir: &Path) -> Result<(), McpError> {
+    let fail = |source| McpError::ApproveDir {
+        path: dir.to_path_buf(),
+        source,
+    };
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(fail)?;
+    let meta = std::fs::symlink_metadata(dir).map_err(fail)?;
+    if !meta.is_dir() || meta.uid() != my_uid() {
+        return Err(fail(std::io::Error::other(
+            "it is not a folder owned by you",
+        )));
+    }
+    if meta.mode() & 0o077 != 0 {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(fail)?;
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------- server side
+
+struct Pending {
+    question: Asked,
+    reply: oneshot::Sender<Reply>,
+}
+
+#[derive(Default)]
+struct State {
+    next_id: u64,
+    pending: BTreeMap<u64, Pending>,
+    watchers: Vec<mpsc::UnboundedSender<Event>>,
+}
+
+impl State {
+    fn broadcast(&mut self, event: &Event) {
+        self.watchers.retain(|w| w.send(event.clone()).is_ok());
+    }
+}
+
+struct HubInner {
+    path: PathBuf,
+    project: String,
+    state: Mutex<State>,
+}
+
+impl Drop for HubInner {
+    fn drop(&mut self) {
+        std::fs::remove_file(&self.path).ok();
+    }
+}
+
+/// The server's end: the socket, the questions waiting, the approvers watching.
+#[derive(Clone)]
+pub struct ApproveHub {
+    inner: Arc<HubInner>,
+}
+
+impl ApproveHub {
+    /// Listens on `<dir>/<pid>.sock` (removed again when the last handle goes).
+    pub fn start(dir: &Path, project: &str) -> Result<ApproveHub, McpError> {
+        prepare_dir(dir)?;
+        let path = dir.join(format!("{}.sock", std::process::id()));
+        std::fs::remove_file(&path).ok();
+        let listener = UnixListener::bind(&path).map_err(|source| McpError::ApproveDir {
+            path: path.clone(),
+            source,
+        })?;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).map_err(
+            |source| McpError::ApproveDir {
+                path: path.clone(),
+                source,
+            },
+        )?;
+        let hub = ApproveHub {
+            inner: Arc::new(HubInner {
+                path,
+                project: project.to_string(),
+                state: Mutex::new(State::default()),
+            }),
+        };
+        let weak = Arc::downgrade(&hub.inner);
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let Some(inner) = weak.upgrade() else { break };
+                tokio::spawn(serve_connection(ApproveHub { inner }, stream));
+            }
+        });
+        Ok(hub)
+    }
+
+    /// The socket's path.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.inner
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Whether an approver is watching right now.
+    pub fn watched(&self) -> bool {
+        let mut state = self.state();
+        state.watchers.retain(|w| !w.is_closed());
+        !state.watchers.is_empty()
+    }
+
+    /// Puts `question` to every approver watching and waits for the first answer.
+    pub async fn ask(&self, question: Asked, timeout: Duration) -> Reply {
+        let (reply, answer) = oneshot::channel();
+        let id = {
+            let mut state = self.state();
+            state.next_id += 1;
+            let id = state.next_id;
+            state.broadcast(&Event::Question {
+                id,
+                question: question.clone(),
+            });
+            state.pending.insert(id, Pending { question, reply });
+            id
+        };
+        // Withdraws the question however this ends: answered, timed out, or
+        // the call cancelled (the future dropped).
+        let _withdraw = Withdraw { hub: self, id };
+        match tokio::time::timeout(timeout, answer).await {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(_)) => Reply::Unanswered("the question was dropped".into()),
+            Err(_) => Reply::Unanswered(format!(
+                "nobody answered in `chock approve` within {} s",
+                timeout.as_secs()
+            )),
+        }
+    }
+
+    fn answer(&self, id: u64, allow: bool) -> bool {
+        let mut state = self.state();
+        let Some(pending) = state.pending.remove(&id) else {
+            return false;
+        };
+        state.broadcast(&Event::Withdrawn {
+            id,
+            why: "answered".into(),
+        });
+        let answer = if allow { Reply::Yes } else { Reply::No };
+        pending.reply.send(answer).is_ok()
+    }
+
+    fn waiting(&self) -> Vec<Waiting> {
+        self.state()
+            .pending
+            .iter()
+            .map(|(id, p)| Waiting {
+                id: *id,
+                question: p.question.clone(),
+            })
+            .collect()
+    }
+}
+
+struct Withdraw<'a> {
+    hub: &'a ApproveHub,
+    id: u64,
+}
+
+impl Drop for Withdraw<'_> {
+    fn drop(&mut self) {
+        let mut state = self.hub.state();
+        if state.pending.remove(&self.id).is_some() {
+            state.broadcast(&Event::Withdrawn {
+                id: self.id,
+                why: "no longer waiting: it timed out or the agent cancelled the call".into(),
+            });
+        }
+    }
+}
+
+async fn send(writer: &mut tokio::net::unix::OwnedWriteHalf, event: &Event) -> bool {
+    let Ok(mut line) = serde_json::to_vec(event) else {
+        return false;
+    };
+    line.push(b'\n');
+    writer.write_all(&line).await.is_ok()
+}
+
+async fn serve_connection(hub: ApproveHub, stream: UnixStream) {
+    let same_user = stream.peer_cred().is_ok_and(|cred| cred.uid() == my_uid());
+    if !same_user {
+        tracing::warn!("refused a chock approve connection from another user");
+        return;
+    }
+    let (reader, mut writer) = stream.into_split();
+    let hello = Event::Hello {
+        pid: std::process::id(),
+        project: hub.inner.project.clone(),
+    };
+    if !send(&mut writer, &hello).await {
+        return;
+    }
+    let (events, mut outgoing) = mpsc::unbounded_channel::<Event>();
+    let forward = tokio::spawn(async move {
+        while let Some(event) = outgoing.recv().await {
+            if !send(&mut writer, &event).await {
+                break;
+            }
+        }
+    });
+    let mut lines = tokio::io::BufReader::new(reader);
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let read = (&mut lines)
+            .take(MAX_LINE as u64)
+            .read_line(&mut line)
+            .await;
+        match read {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        let reply = match serde_json::from_str::<Request>(line.trim()) {
+            Ok(Request::Watch) => {
+                let mut state = hub.state();
+                for (id, pending) in &state.pending {
+                    events
+                        .send(Event::Question {
+                            id: *id,
+                            question: pending.question.clone(),
+                        })
+                        .ok();
+                }
+                state.watchers.push(events.clone());
+                None
+            }
+            Ok(Request::List) => Some(Event::Questions {
+                questions: hub.waiting(),
+            }),
+            Ok(Request::Answer { id, allow }) => Some(if hub.answer(id, allow) {
+                Event::Answered { id, allow }
+            } else {
+                Event::Withdrawn {
+                    id,
+                    why: "no longer waiting: answered elsewhere, timed out or cancelled".into(),
+                }
+            }),
+            Err(e) => Some(Event::Error {
+                message: format!("cannot read that request: {e}"),
+            }),
+        };
+        if let Some(reply) = reply
+            && events.send(reply).is_err()
+        {
+            break;
+        }
+    }
+    drop(events);
+    forward.await.ok();
+}
+
+// ---------------------------------------------------------------- approver side
+
+/// The sockets of the servers running now, oldest first by name.
+pub fn server_sockets(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut found: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "sock"))
+        .collect();
+    found.sort();
+    found
+}
+
+/// One server, connected and checked to be this user's.
+pub struct Connection {
+    pub path: PathBuf,
+    pub pid: u32,
+    pub project: String,
+    stream: StdUnixStream,
+    reader: BufReader<StdUnixStream>,
+}
+
+impl Connection {
+    /// Connects to `path`, checks the listener is this user's process and
+    /// reads its hello. A socket nobody listens on any more (its server
+    /// died) is removed.
+    pub fn open(path: &Path) -> Result<Connection, McpError> {
+        let unreachable = |source| McpError::Unreachable {
+            path: path.to_path_buf(),
+            source,
+        };
+        let stream = match StdUnixStream::connect(path) {
+            Ok(stream) => stream,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                std::fs::remove_file(path).ok();
+                return Err(unreachable(e));
+            }
+            Err(e) => return Err(unreachable(e)),
+        };
+        let cred =
+            nix::sys::socket::getsockopt(&stream, nix::sys::socket::sockopt::PeerCredentials)
+                .map_err(|e| unreachable(std::io::Error::from(e)))?;
+        if cred.uid() != my_uid() {
+            return Err(McpError::OtherUser {
+                path: path.to_path_buf(),
+                uid: cred.uid(),
+            });
+        }
+        let reader = BufReader::new(stream.try_clone().map_err(unreachable)?);
+        let mut connection = Connection {
+            path: path.to_path_buf(),
+            pid: 0,
+            project: String::new(),
+            stream,
+            reader,
+        };
+        match connection.read_event()? {
+            Some(Event::Hello { pid, project }) => {
+                connection.pid = pid;
+                connection.project = project;
+                Ok(connection)
+            }
+            _ => Err(unreachable(std::io::Error::other(
+                "it did not say hello as a chock mcp server does",
+            ))),
+        }
+    }
+
+    /// Sends one request.
+    pub fn send(&mut self, request: &Request) -> Result<(), McpError> {
+        let mut line = serde_json::to_vec(request).map_err(|e| McpError::Unreachable {
+            path: self.path.clone(),
+            source: std::io::Error::other(e),
+        })?;
+        line.push(b'\n');
+        self.stream
+            .write_all(&line)
+            .map_err(|source| McpError::Unreachable {
+                path: self.path.clone(),
+                source,
+            })
+    }
+
+    /// Reads the next event; `None` when the server closed the connection.
+    pub fn read_event(&mut self) -> Result<Option<Event>, McpError> {
+        let mut line = String::new();
+        let read = (&mut self.reader)
+            .take(MAX_LINE as u64)
+            .read_line(&mut line)
+            .map_err(|source| McpError::Unreachable {
+                path: self.path.clone(),
+                source,
+            })?;
+        if read == 0 {
+            return Ok(None);
+        }
+        serde_json::from_str(line.trim())
+            .map(Some)
+            .map_err(|e| McpError::Unreachable {
+                path: self.path.clone(),
+                source: std::io::Error::other(format!("it sent a line that is not an event: {e}")),
+            })
+    }
+}
+
+/// What a watcher hears, from which server.
+#[derive(Debug)]
+pub enum Heard {
+    /// A server was found and connected to.
+    Connected {
+        path: PathBuf,
+        pid: u32,
+        project: String,
+    },
+    /// A server could not be reached (it is skipped until it changes).
+    Unreachable(McpError),
+    /// An event from a server.
+    Event {
+        path: PathBuf,
+        pid: u32,
+        event: Event,
+    },
+    /// A server closed its end: it stopped.
+    Closed { path: PathBuf, pid: u32 },
+}
+
+/// Watches every server of this user (or one, by pid), finding new ones as
+/// they start.
+pub struct Watcher {
+    dir: PathBuf,
+    only: Option<u32>,
+    writers: BTreeMap<PathBuf, StdUnixStream>,
+    tried: std::collections::BTreeSet<PathBuf>,
+    heard: std::sync::mpsc::Receiver<Heard>,
+    tell: std::sync::mpsc::Sender<Heard>,
+}
+
+impl Watcher {
+    /// A watcher over the sockets in `dir`; `only` keeps the server with that pid.
+    pub fn new(dir: PathBuf, only: Option<u32>) -> Watcher {
+        let (tell, heard) = std::sync::mpsc::channel();
+        Watcher {
+            dir,
+            only,
+            writers: BTreeMap::new(),
+            tried: Default::default(),
+            heard,
+            tell,
+        }
+    }
+
+    /// How many servers are connected.
+    pub fn connected(&self) -> usize {
+        self.writers.len()
+    }
+
+    /// Connects to every server that started since the last look.
+    pub fn refresh(&mut self) {
+        for path in server_sockets(&self.dir) {
+            if self.writers.contains_key(&path) || self.tried.contains(&path) {
+                continue;
+            }
+            let pid_of_name = path
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .and_then(|s| s.parse::<u32>().ok());
+            if self.only.is_some() && pid_of_name != self.only {
+                continue;
+            }
+            self.tried.insert(path.clone());
+            match self.watch(&path) {
+                Ok(heard) => {
+                    self.tell.send(heard).ok();
+                }
+                Err(e) => {
+                    self.tell.send(Heard::Unreachable(e)).ok();
+                }
+            }
+        }
+    }
+
+    fn watch(&mut self, path: &Path) -> Result<Heard, McpError> {
+        let mut connection = Connection::open(path)?;
+        connection.send(&Request::Watch)?;
+        let writer = connection
+            .stream
+            .try_clone()
+            .map_err(|source| McpError::Unreachable {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        self.writers.insert(path.to_path_buf(), writer);
+        let heard = Heard::Connected {
+            path: path.to_path_buf(),
+            pid: connection.pid,
+            project: connection.project.clone(),
+        };
+        let tell = self.tell.clone();
+        std::thread::spawn(move || {
+            let (path, pid) = (connection.path.clone(), connection.pid);
+            while let Ok(Some(event)) = connection.read_event() {
+                let heard = Heard::Event {
+                    path: path.clone(),
+                    pid,
+                    event,
+                };
+                if tell.send(heard).is_err() {
+                    return;
+                }
+            }
+            tell.send(Heard::Closed { path, pid }).ok();
+        });
+        Ok(heard)
+    }
+
+    /// The next thing heard, waiting at most `wait`.
+    pub fn next(&mut self, wait: Duration) -> Option<Heard> {
+        let heard = self.heard.recv_timeout(wait).ok()?;
+        if let Heard::Closed { path, .. } = &heard {
+            self.writers.remove(path);
+            self.tried.remove(path);
+        }
+        Some(heard)
+    }
+
+    /// Sends the person's answer to the server that asked.
+    pub fn answer(&mut self, server: &Path, id: u64, allow: bool) -> Result<(), McpError> {
+        let unreachable = |source| McpError::Unreachable {
+            path: server.to_path_buf(),
+            source,
+        };
+        let stream = self
+            .writers
+            .get_mut(server)
+            .ok_or_else(|| unreachable(std::io::Error::other("it has stopped")))?;
+        let mut line = serde_json::to_vec(&Request::Answer { id, allow })
+            .map_err(|e| unreachable(std::io::Error::other(e)))?;
+        line.push(b'\n');
+        stream.write_all(&line).map_err(unreachable)
+    }
+}
+
+/// The questions one server is waiting on now.
+pub fn list(path: &Path) -> Result<(Connection, Vec<Waiting>), McpError> {
+    let mut connection = Connection::open(path)?;
+    connection.send(&Request::List)?;
+    loop {
+        match connection.read_event()? {
+            Some(Event::Questions { questions }) => return Ok((connection, questions)),
+            Some(_) => continue,
+            None => {
+                return Err(McpError::Unreachable {
+                    path: path.to_path_buf(),
+                    source: std::io::Error::other("it closed the connection before answering"),
+                });
+            }
+        }
+    }
+}

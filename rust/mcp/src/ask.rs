@@ -1,0 +1,187 @@
+//! Asking a person: the question, and the two ways it reaches someone.
+//!
+//! The client's own prompt (MCP elicitation) comes first, because the person
+//! is looking at it. A client that cannot elicit leaves `chock approve`,
+//! running in another terminal. With neither there is nobody to ask, and
+//! the act is refused with the rule that would answer it next time.
+
+use std::time::Duration;
+
+use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
+use rmcp::service::ElicitationMode;
+use rmcp::{Peer, RoleServer};
+use serde::{Deserialize, Serialize};
+
+use chock_policy::{Answer, Asker, Question};
+
+use crate::approve::ApproveHub;
+
+/// A question as a person reads it on any screen: the policy's question,
+/// with the tool and project it came from. This is what travels to
+/// `chock approve` and into the client's prompt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Asked {
+    /// The project the server serves.
+    pub project: String,
+    /// The tool the agent called.
+    pub tool: String,
+    /// The action asked about, e.g. `net.fetch.org.ziglang.docs`.
+    pub action: String,
+    /// One line saying what a yes lets happen.
+    pub summary: String,
+    /// More for the person to read (a URL, the command line, what decided), one line each.
+    pub detail: Vec<String>,
+    /// The rules that would answer yes with nobody asked, each with where it goes.
+    pub allow_rules: Vec<(String, String)>,
+    /// The rule that would refuse it with nobody asked.
+    pub deny_rule: String,
+}
+
+impl Asked {
+    pub fn new(question: &Question, tool: &str, project: &str) -> Asked {
+        Asked {
+            project: project.into(),
+            tool: tool.into(),
+            action: question.action.clone(),
+            summary: question.summary.clone(),
+            detail: question.detail.clone(),
+            allow_rules: question
+                .rules
+                .iter()
+                .map(|s| (s.rule.clone(), s.block.clone()))
+                .collect(),
+            deny_rule: format!(
+                ".{{ .action = \"{}\", .decision = .deny }}",
+                question.action
+            ),
+        }
+    }
+
+    /// One line: what the agent wants.
+    pub fn headline(&self) -> String {
+        self.summary.clone()
+    }
+
+    /// Everything a person should read before answering.
+    pub fn text(&self) -> String {
+        let mut text = format!("Chock: {}", self.summary);
+        for line in &self.detail {
+            text.push_str(&format!("\n  {line}"));
+        }
+        let mut last_block: Option<&str> = None;
+        for (rule, block) in &self.allow_rules {
+            if last_block != Some(block.as_str()) {
+                text.push_str(&format!("\n  to stop being asked, add to {block}:"));
+                last_block = Some(block);
+            }
+            text.push_str(&format!("\n    {rule},"));
+        }
+        text.push_str(&format!(
+            "\n  to refuse it with nobody asked:\n    {},",
+            self.deny_rule
+        ));
+        text
+    }
+}
+
+/// What a person said, or why nobody did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reply {
+    Yes,
+    No,
+    /// Nobody answered; the reason is said to the agent and the act refused.
+    Unanswered(String),
+}
+
+/// How long a question waits for a person before it counts as unanswered.
+pub const ASK_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// The people a call can reach: the client's prompt, `chock approve`, both or neither.
+#[derive(Clone)]
+pub struct Askers {
+    pub approve: Option<ApproveHub>,
+    pub timeout: Duration,
+}
+
+impl Askers {
+    /// Asks through the client when it elicits, else `chock approve` when one
+    /// is watching; `None` when neither can be reached.
+    pub async fn ask(&self, peer: &Peer<RoleServer>, question: &Asked) -> Option<Reply> {
+        if peer
+            .supported_elicitation_modes()
+            .contains(&ElicitationMode::Form)
+        {
+            return Some(elicit(peer, question, self.timeout).await);
+        }
+        match &self.approve {
+            Some(hub) if hub.watched() => Some(hub.ask(question.clone(), self.timeout).await),
+            _ => None,
+        }
+    }
+}
+
+/// The property the client's form asks for.
+pub const ELICIT_FIELD: &str = "allow";
+
+async fn elicit(peer: &Peer<RoleServer>, question: &Asked, timeout: Duration) -> Reply {
+    let schema = ElicitationSchema::builder()
+        .required_bool_property(ELICIT_FIELD, |b| {
+            b.title("Allow this once")
+                .description("Yes lets this one call go ahead; anything else refuses it.")
+                .with_default(false)
+        })
+        .build_unchecked();
+    let params = ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message: question.text(),
+        requested_schema: schema,
+    };
+    match peer
+        .create_elicitation_with_timeout(params, Some(timeout))
+        .await
+    {
+        Ok(result) => match result.action {
+            ElicitationAction::Accept => {
+                let yes = result
+                    .content
+                    .as_ref()
+                    .and_then(|c| c.get(ELICIT_FIELD))
+                    .and_then(serde_json::Value::as_bool)
+                    == Some(true);
+                if yes { Reply::Yes } else { Reply::No }
+            }
+            _ => Reply::No,
+        },
+        Err(e) => Reply::Unanswered(format!("the client's prompt failed: {e}")),
+    }
+}
+
+/// The asker one tool call hands to code that asks as it goes (the gate,
+/// nix_build): it reaches the client's prompt or `chock approve` from a
+/// blocking thread. It must not be used on the runtime's own threads.
+pub struct CallAsker {
+    pub askers: Askers,
+    pub peer: Peer<RoleServer>,
+    pub tool: String,
+    pub project: String,
+    pub runtime: tokio::runtime::Handle,
+}
+
+impl CallAsker {
+    /// Asks, and says why when nobody answered; `None` when nobody could be asked.
+    pub fn ask_why(&self, question: &Question) -> Option<Reply> {
+        let asked = Asked::new(question, &self.tool, &self.project);
+        self.runtime.block_on(self.askers.ask(&self.peer, &asked))
+    }
+}
+
+impl Asker for CallAsker {
+    fn ask(&self, question: &Question) -> Answer {
+        match self.ask_why(question) {
+            Some(Reply::Yes) => Answer::Yes,
+            Some(Reply::No) => Answer::No,
+            Some(Reply::Unanswered(_)) | None => Answer::Unavailable,
+        }
+    }
+}

@@ -1,0 +1,49 @@
+//! Why the server could not start, or `chock approve` could not reach it.
+
+use std::path::PathBuf;
+
+/// A fault that stops the server or the approver before any tool call.
+#[derive(Debug, thiserror::Error)]
+pub enum McpError {
+    /// The project could not be placed.
+    #[error(transparent)]
+    Project(#[from] chock_sandbox::project::ProjectError),
+    /// A policy layer could not be read; nothing is served with half a policy.
+    #[error(transparent)]
+    Policy(#[from] chock_policy::PolicyError),
+    /// The decision log's folder is unknown.
+    #[error(transparent)]
+    Log(#[from] chock_log::LogError),
+    /// The async runtime could not start.
+    #[error("could not start the server's runtime: {0}; free some memory or threads and retry")]
+    Runtime(std::io::Error),
+    /// The MCP session ended in a fault rather than by the client closing stdin.
+    #[error("the MCP session failed: {0}")]
+    Session(String),
+    /// The approve socket's folder could not be made or read.
+    #[error(
+        "the approve socket folder {path} cannot be used: {source}; check its owner and mode (0700)"
+    )]
+    ApproveDir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// No server is running that `chock approve` could answer.
+    #[error(
+        "no chock mcp server of yours is running (looked in {dir}); start your agent with Chock's tool server first"
+    )]
+    NoServer { dir: PathBuf },
+    /// Talking to one server over its socket failed.
+    #[error("the chock mcp server at {path} cannot be reached: {source}")]
+    Unreachable {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The socket's other end is another user: it is neither asked nor answered.
+    #[error(
+        "{path} belongs to user {uid}, not you; only the user running the server can answer it"
+    )]
+    OtherUser { path: PathBuf, uid: u32 },
+}

@@ -1,0 +1,256 @@
+//! Deciding one act: the policy's answer, a person when it asks, one line
+//! in the decision log, and the sentence an agent reads when it is refused.
+
+use chock_log::{AnsweredBy, Entry};
+use chock_policy::{Decision, Key, Layer, Question, Reading, StartQuestion, Verdict};
+use rmcp::{Peer, RoleServer};
+
+use crate::ask::{CallAsker, Reply};
+use crate::session::Session;
+use crate::{AGENT_KIND, ROUTE};
+
+/// One act a tool call asks for.
+#[derive(Debug, Clone)]
+pub struct Act {
+    /// The tool the agent called.
+    pub tool: &'static str,
+    /// The action answered.
+    pub action: String,
+    /// What it is about, by name (logged and shown).
+    pub subject: Option<String>,
+    /// What a person reads besides the name (never logged).
+    pub detail: Vec<String>,
+}
+
+/// Whether an `ask` may reach a person for this act.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Asking {
+    /// The agent named it: a person may be asked.
+    Person,
+    /// A redirect hop: never asked, only a rule can allow it.
+    NeverHop,
+}
+
+/// A row read once at start.
+pub struct StartRow {
+    question: StartQuestion,
+    action: String,
+}
+
+impl StartRow {
+    pub fn third_party_tool(action: String) -> StartRow {
+        StartRow {
+            question: StartQuestion::ThirdPartyTool {
+                action: action.clone(),
+            },
+            action,
+        }
+    }
+}
+
+/// The layer as the log and the policy spell it.
+fn layer_word(layer: Layer) -> String {
+    serde_json::to_value(layer)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+/// Who answered, when a rule or default gave the final word.
+fn by_rule(verdict: &Verdict) -> AnsweredBy {
+    match verdict.decided_by.layer {
+        Layer::Project | Layer::Org => AnsweredBy::Rule,
+        Layer::Default => AnsweredBy::Default,
+        Layer::Nothing => AnsweredBy::Nobody,
+    }
+}
+
+/// What decided, in words: the rule and its place, or the default, or nothing.
+pub fn decided_by_words(verdict: &Verdict) -> String {
+    let by = &verdict.decided_by;
+    match (&by.rule, &by.file, by.line) {
+        (Some(rule), Some(file), Some(line)) => {
+            format!("{} {rule} ({}:{line})", by.layer.describe(), file.display())
+        }
+        (Some(rule), _, _) => format!("{} {rule}", by.layer.describe()),
+        _ => "no rule (an act no rule names is asked about)".into(),
+    }
+}
+
+/// "To allow it, add to ...": the rule and where it goes, when there is one.
+fn change_sentence(verdict: &Verdict) -> String {
+    match &verdict.suggestion {
+        Some(s) => format!(" To allow it, add to {}: {},", s.block, s.rule),
+        None => String::new(),
+    }
+}
+
+impl Session {
+    fn entry(
+        &self,
+        act_tool: &str,
+        action: &str,
+        subject: Option<&str>,
+        verdict: &Verdict,
+    ) -> Entry {
+        Entry {
+            route: ROUTE.into(),
+            project: self.project.dir.display().to_string(),
+            action: action.into(),
+            agent_kind: AGENT_KIND.into(),
+            model: None,
+            tool: Some(act_tool.into()),
+            decision: verdict.decision.as_str().into(),
+            decided_by: chock_log::DecidedBy {
+                layer: layer_word(verdict.decided_by.layer),
+                file: verdict
+                    .decided_by
+                    .file
+                    .as_ref()
+                    .map(|f| f.display().to_string()),
+                line: verdict.decided_by.line,
+            },
+            answered_by: by_rule(verdict),
+            subject: subject.map(str::to_owned),
+        }
+    }
+
+    fn record(&self, mut entry: Entry, decision: Decision, answered_by: AnsweredBy) {
+        entry.decision = decision.as_str().into();
+        entry.answered_by = answered_by;
+        if self.log.append(&entry).is_none() {
+            tracing::warn!("the decision for {} was not logged", entry.action);
+        }
+    }
+
+    /// Reads one start row and logs it; `None` when the tool stays, else
+    /// why it does not.
+    pub fn start_row(&self, tool: &'static str, row: &StartRow) -> Option<String> {
+        let answer = match self.policy.at_start(AGENT_KIND, &row.question) {
+            Ok(answer) => answer,
+            Err(e) => return Some(format!("{} cannot be named: {e}", row.action)),
+        };
+        let decision = answer.verdict.decision;
+        if answer.verdict.decided_by.layer != Layer::Nothing {
+            let entry = self.entry(tool, &row.action, None, &answer.verdict);
+            self.record(entry, decision, by_rule(&answer.verdict));
+        }
+        (!answer.granted).then(|| {
+            format!(
+                "{tool} is not offered: {} answered {} at start, by {}",
+                row.action,
+                decision,
+                decided_by_words(&answer.verdict)
+            )
+        })
+    }
+
+    /// Decides `act`, asks a person when the answer is `ask` and one can be
+    /// reached, and logs the final answer. `Ok` means go ahead; `Err` holds
+    /// the sentence the agent reads.
+    pub async fn gate(
+        &self,
+        peer: &Peer<RoleServer>,
+        act: &Act,
+        asking: Asking,
+    ) -> Result<(), String> {
+        let key = Key::new(act.action.clone())
+            .with_tool(act.tool)
+            .with_agent_kind(AGENT_KIND);
+        let verdict = self.policy.decide(&key, Reading::Act);
+        let entry = self.entry(act.tool, &act.action, act.subject.as_deref(), &verdict);
+        let action = &act.action;
+        match verdict.decision {
+            Decision::Allow => {
+                self.record(entry, Decision::Allow, by_rule(&verdict));
+                Ok(())
+            }
+            Decision::Deny => {
+                self.record(entry, Decision::Deny, by_rule(&verdict));
+                Err(format!(
+                    "refused: {action} is denied by {}.{}",
+                    decided_by_words(&verdict),
+                    change_sentence(&verdict)
+                ))
+            }
+            Decision::AgentThenHuman => {
+                self.record(entry, Decision::Deny, AnsweredBy::Nobody);
+                Err(format!(
+                    "refused: {action} needs a reviewer agent and then a person ({}), and chock mcp has no reviewer agent.{}",
+                    decided_by_words(&verdict),
+                    change_sentence(&verdict)
+                ))
+            }
+            // A reviewer agent's yes is asked of a person here: chock mcp has
+            // no reviewer, and a person is the stricter of the two.
+            Decision::Ask | Decision::AgentReview => {
+                if asking == Asking::NeverHop {
+                    self.record(entry, Decision::Deny, AnsweredBy::Nobody);
+                    return Err(format!(
+                        "refused: a redirect led to {action}, which no rule allows, and a redirect hop is never asked (a page could otherwise ask at every hop).{}",
+                        change_sentence(&verdict)
+                    ));
+                }
+                let question = question(act, &verdict);
+                let asker = CallAsker {
+                    askers: self.askers.clone(),
+                    peer: peer.clone(),
+                    tool: act.tool.into(),
+                    project: self.project.dir.display().to_string(),
+                    runtime: tokio::runtime::Handle::current(),
+                };
+                let heard = tokio::task::spawn_blocking(move || asker.ask_why(&question))
+                    .await
+                    .unwrap_or_else(|e| Some(Reply::Unanswered(format!("asking failed ({e})"))));
+                match heard {
+                    Some(Reply::Yes) => {
+                        self.record(entry, Decision::Allow, AnsweredBy::Person);
+                        Ok(())
+                    }
+                    Some(Reply::No) => {
+                        self.record(entry, Decision::Deny, AnsweredBy::Person);
+                        Err(format!(
+                            "refused by a person: {action} was asked about and the answer was no. Do not ask again for the same act; tell the person what you wanted it for."
+                        ))
+                    }
+                    Some(Reply::Unanswered(why)) => {
+                        self.record(entry, Decision::Deny, AnsweredBy::Nobody);
+                        Err(format!(
+                            "refused: {action} needs a person's yes and {why}.{}",
+                            change_sentence(&verdict)
+                        ))
+                    }
+                    None => {
+                        self.record(entry, Decision::Deny, AnsweredBy::Nobody);
+                        Err(format!(
+                            "refused: {action} needs a person's yes, and nobody can be asked: this client does not support MCP elicitation and no `chock approve` is running. Run `chock approve` in another terminal and call again.{}",
+                            change_sentence(&verdict)
+                        ))
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The policy's question for `act`: what a yes lets happen, what a person
+/// reads, and the rule that would answer it next time.
+fn question(act: &Act, verdict: &Verdict) -> Question {
+    let summary = match &act.subject {
+        Some(subject) => format!("{} wants {} ({subject})", act.tool, act.action),
+        None => format!("{} wants {}", act.tool, act.action),
+    };
+    let mut detail = act.detail.clone();
+    detail.push(format!(
+        "answered {} by {}",
+        verdict.decision,
+        decided_by_words(verdict)
+    ));
+    Question {
+        action: act.action.clone(),
+        decision: verdict.decision,
+        summary,
+        detail,
+        rules: verdict.suggestion.iter().cloned().collect(),
+    }
+}

@@ -1,0 +1,240 @@
+//! One server's life: the policy read once, the log, the workspace, the
+//! people it can ask, and the tools it offers.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use chock_log::Log;
+use chock_policy::{Policy, names};
+use chock_sandbox::project::Project;
+use rmcp::ServiceExt;
+use sha2::{Digest, Sha256};
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use crate::approve::{self, ApproveHub};
+use crate::ask::{ASK_TIMEOUT, Askers};
+use crate::error::McpError;
+use crate::gate::StartRow;
+use crate::server::ChockServer;
+use crate::tools::{Robots, TOOL_NAMES};
+use crate::transport::LineTransport;
+use crate::workspace::Workspace;
+
+/// How `chock mcp` was started.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// The project (default: found from the working directory).
+    pub project: Option<PathBuf>,
+    /// Organisation bundles to bind besides those found on the machine.
+    pub org_bundles: Vec<PathBuf>,
+    /// The name agents know this server by, as in their configuration
+    /// (`mcp.<name>.tool.<tool>` is read at start for each tool).
+    pub name: String,
+    /// Listen for `chock approve` on a socket beside the log.
+    pub approve: bool,
+    /// How long a question waits for a person.
+    pub ask_timeout: Duration,
+    /// The dev shell run_command uses (default: chock.zon's, else `default`).
+    pub dev_shell: Option<String>,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        ServeOptions {
+            project: None,
+            org_bundles: Vec::new(),
+            name: "chock".into(),
+            approve: true,
+            ask_timeout: ASK_TIMEOUT,
+            dev_shell: None,
+        }
+    }
+}
+
+/// Everything a tool call needs, shared by every call of the session.
+pub struct Session {
+    pub project: Project,
+    pub workspace: Workspace,
+    pub policy: Policy,
+    pub log: Log,
+    pub askers: Askers,
+    /// The tools offered, after the rows read at start.
+    pub offered: Vec<&'static str>,
+    /// Tools a start row took away, with the sentence saying which rule.
+    pub withheld: Vec<(&'static str, String)>,
+    pub dev_shell: String,
+    pub watch: PolicyWatch,
+    /// Each origin's robots.txt, read once per session.
+    pub robots: std::sync::Mutex<std::collections::HashMap<String, Robots>>,
+}
+
+impl Session {
+    /// Loads the policy once, opens the log and the workspace, reads the
+    /// start rows and, when asked to, listens for `chock approve`.
+    pub fn start(options: &ServeOptions) -> Result<Session, McpError> {
+        let project = Project::for_command(options.project.as_deref())?;
+        let policy = chock_sandbox::exec::load_policy(&project, options.org_bundles.clone())?;
+        for warning in policy.warnings() {
+            eprintln!("chock mcp: {warning}");
+        }
+        let log = chock_sandbox::exec::open_log(&policy)?;
+        let workspace = Workspace::open(&project.dir).map_err(|source| McpError::ApproveDir {
+            path: project.dir.clone(),
+            source,
+        })?;
+        let project_text = project.dir.display().to_string();
+        let approve = if options.approve {
+            match approve::socket_dir().and_then(|dir| ApproveHub::start(&dir, &project_text)) {
+                Ok(hub) => Some(hub),
+                Err(e) => {
+                    eprintln!("chock mcp: `chock approve` cannot reach this server: {e}");
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let dev_shell = chock_sandbox::exec::dev_shell_name(options.dev_shell.clone(), &policy);
+        let watch = PolicyWatch::new(policy.project_file().to_path_buf());
+        let mut session = Session {
+            project,
+            workspace,
+            policy,
+            log,
+            askers: Askers {
+                approve,
+                timeout: options.ask_timeout,
+            },
+            offered: Vec::new(),
+            withheld: Vec::new(),
+            dev_shell,
+            watch,
+            robots: Default::default(),
+        };
+        session.read_start_rows(&options.name);
+        Ok(session)
+    }
+
+    /// The rows read once, before the first call: each tool's
+    /// `mcp.<name>.tool.<tool>`, where only a deny is spent (the tool is
+    /// not offered, and costs the agent no context). A row some rule
+    /// names is logged; one nothing names keeps the tool and says nothing.
+    fn read_start_rows(&mut self, name: &str) {
+        for tool in TOOL_NAMES {
+            let row = match names::mcp_tool(name, tool) {
+                Ok(action) => StartRow::third_party_tool(action),
+                Err(e) => {
+                    eprintln!(
+                        "chock mcp: the server name cannot name its tools ({e}); every tool is offered"
+                    );
+                    self.offered = TOOL_NAMES.to_vec();
+                    return;
+                }
+            };
+            match self.start_row(tool, &row) {
+                None => self.offered.push(tool),
+                Some(why) => self.withheld.push((tool, why)),
+            }
+        }
+    }
+}
+
+/// Notices when `chock.zon` changes after the policy was read.
+pub struct PolicyWatch {
+    file: PathBuf,
+    at_start: Option<Fingerprint>,
+    told: AtomicBool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Fingerprint {
+    len: u64,
+    modified: Option<std::time::SystemTime>,
+    sha256: [u8; 32],
+}
+
+fn fingerprint(file: &std::path::Path) -> Option<Fingerprint> {
+    let meta = std::fs::metadata(file).ok()?;
+    let bytes = std::fs::read(file).ok()?;
+    Some(Fingerprint {
+        len: meta.len(),
+        modified: meta.modified().ok(),
+        sha256: Sha256::digest(&bytes).into(),
+    })
+}
+
+impl PolicyWatch {
+    fn new(file: PathBuf) -> PolicyWatch {
+        let at_start = fingerprint(&file);
+        PolicyWatch {
+            file,
+            at_start,
+            told: AtomicBool::new(false),
+        }
+    }
+
+    /// The first time the file is seen to differ from what was read, the
+    /// sentence to say; `None` before and after. A look costs one `stat`
+    /// unless the size or time moved.
+    pub fn notice(&self) -> Option<String> {
+        if self.told.load(Ordering::Relaxed) {
+            return None;
+        }
+        let meta = std::fs::metadata(&self.file).ok();
+        let same_stat = match (&self.at_start, &meta) {
+            (None, None) => true,
+            (Some(start), Some(meta)) => {
+                start.len == meta.len() && start.modified == meta.modified().ok()
+            }
+            _ => false,
+        };
+        if same_stat {
+            return None;
+        }
+        let now = fingerprint(&self.file);
+        let changed = match (&self.at_start, &now) {
+            (Some(a), Some(b)) => a.sha256 != b.sha256,
+            (None, None) => false,
+            _ => true,
+        };
+        if !changed || self.told.swap(true, Ordering::Relaxed) {
+            return None;
+        }
+        let sentence = format!(
+            "{} changed after this server read it; the rules read at start still answer every call until the server is restarted (restart your agent's MCP server to use the new rules)",
+            self.file.display()
+        );
+        eprintln!("chock mcp: {sentence}");
+        Some(sentence)
+    }
+}
+
+/// Runs the server on stdin and stdout until the client closes stdin.
+pub fn serve_stdio(options: ServeOptions) -> Result<(), McpError> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(McpError::Runtime)?;
+    runtime.block_on(serve(options, tokio::io::stdin(), tokio::io::stdout()))
+}
+
+/// Runs the server on any pair of streams (tests use pipes).
+pub async fn serve<R, W>(options: ServeOptions, reader: R, writer: W) -> Result<(), McpError>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let session = tokio::task::block_in_place(|| Session::start(&options))?;
+    let server = ChockServer::new(Arc::new(session));
+    let running = server
+        .serve(LineTransport::new(reader, writer))
+        .await
+        .map_err(|e| McpError::Session(e.to_string()))?;
+    running
+        .waiting()
+        .await
+        .map_err(|e| McpError::Session(e.to_string()))?;
+    Ok(())
+}

@@ -1,0 +1,142 @@
+//! run_command: a program in the sandbox, named `exec.*` by its class.
+//!
+//! Naming, preparing and running are chock-sandbox's (the same path
+//! `chock exec` takes); this module only puts the gate between naming and
+//! preparing, so an `ask` can reach a person, and logs under route `mcp`.
+
+use std::ffi::OsString;
+use std::fmt::Write as _;
+
+use chock_sandbox::Exit;
+use chock_sandbox::exec::{self, ExecRequest};
+use serde::Deserialize;
+
+use super::Call;
+use crate::ROUTE;
+use crate::gate::{Act, Asking};
+
+/// The most bytes of each stream an agent is given.
+pub const CAPTURE_BYTES: usize = 256 << 10;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunCommand {
+    argv: Vec<String>,
+    cwd: Option<String>,
+}
+
+/// The command line as a person reads it (shown when asking, never logged).
+fn shown(argv: &[String]) -> String {
+    argv.iter()
+        .map(|a| {
+            if !a.is_empty()
+                && a.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:@%+,".contains(c))
+            {
+                a.clone()
+            } else {
+                format!("'{}'", a.replace('\'', r"'\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, String> {
+    if args.argv.first().is_none_or(String::is_empty) {
+        return Err(
+            "run_command: `argv` needs the program first, e.g. [\"make\", \"test\"]".into(),
+        );
+    }
+    if args.argv.iter().any(|a| a.contains('\0')) {
+        return Err(
+            "run_command: an argument holds a NUL byte, which no program can receive".into(),
+        );
+    }
+    let session = call.session.clone();
+    let cwd = match &args.cwd {
+        Some(cwd) => session
+            .project
+            .dir
+            .join(session.workspace.relative(cwd).map_err(|e| e.to_string())?),
+        None => session.project.dir.clone(),
+    };
+    let request = ExecRequest {
+        project: session.project.clone(),
+        dev_shell: session.dev_shell.clone(),
+        argv: args.argv.iter().map(OsString::from).collect(),
+        cwd,
+        capture: Some(CAPTURE_BYTES),
+    };
+    let (request, named) = tokio::task::spawn_blocking(move || {
+        let named = exec::name_program(&request);
+        (request, named)
+    })
+    .await
+    .map_err(|e| format!("run_command stopped unexpectedly ({e}); this is a bug in chock mcp"))?;
+    let named = named.map_err(|e| format!("run_command: {e}"))?;
+    let act = Act {
+        tool: exec::TOOL,
+        action: named.action.clone(),
+        subject: Some(named.program.clone()),
+        detail: vec![format!("command: {}", shown(&args.argv))],
+    };
+    session.gate(call.peer, &act, Asking::Person).await?;
+    let ran = tokio::task::spawn_blocking(move || {
+        let prepared = exec::prepare_allowed(
+            &request,
+            named.toolchain,
+            &session.policy,
+            &session.log,
+            ROUTE,
+        )?;
+        let notices: Vec<String> = prepared.notices.iter().map(ToString::to_string).collect();
+        let ran = prepared.start()?.wait()?;
+        Ok::<_, exec::ExecError>((notices, ran))
+    })
+    .await
+    .map_err(|e| format!("run_command stopped unexpectedly ({e}); this is a bug in chock mcp"))?;
+    let (notices, ran) = ran.map_err(|e| format!("run_command: {e}"))?;
+    let finished = &ran.finished;
+    let mut out = String::new();
+    for notice in notices {
+        let _ = writeln!(out, "note: {notice}");
+    }
+    if let Some(aside) = &ran.quarantined_policy {
+        let _ = writeln!(
+            out,
+            "note: the command created chock.zon, which only a person may write; it was moved to {}",
+            aside.display()
+        );
+    }
+    let status = match finished.exit {
+        Exit::Code(code) => format!("exit status {code}"),
+        Exit::Signal(signal) => format!("killed by signal {signal}"),
+    };
+    let _ = writeln!(out, "{status}");
+    if finished.truncated {
+        let _ = writeln!(out, "(output cut at {CAPTURE_BYTES} bytes per stream)");
+    }
+    let _ = write!(
+        out,
+        "--- stdout ---\n{}\n--- stderr ---\n{}",
+        String::from_utf8_lossy(&finished.stdout),
+        String::from_utf8_lossy(&finished.stderr)
+    );
+    if finished.exit == Exit::Code(0) {
+        Ok(out)
+    } else {
+        Err(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_command_line_is_shown_quoted_where_needed() {
+        let argv = ["sh", "-c", "echo it's"].map(String::from);
+        assert_eq!(shown(&argv), r"sh -c 'echo it'\''s'");
+    }
+}

@@ -1,0 +1,198 @@
+//! The tools: their names, what they take, and the call that runs each.
+//!
+//! Every tool reads its arguments strictly (an unknown field is an error
+//! that lists the fields it takes), names its act, passes it through the
+//! gate, and only then does the work. A failure is a sentence for the agent,
+//! never a crash of the server.
+
+mod command;
+mod files;
+mod nix;
+mod web;
+
+pub use web::Robots;
+
+use std::sync::Arc;
+
+use rmcp::model::{JsonObject, Tool, ToolAnnotations};
+use rmcp::{Peer, RoleServer};
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::session::Session;
+
+/// Every tool this server can offer, in the order they are listed.
+pub const TOOL_NAMES: [&str; 10] = [
+    "read_file",
+    "list_directory",
+    "glob",
+    "grep",
+    "write_file",
+    "edit_file",
+    "run_command",
+    "nix_eval",
+    "nix_build",
+    "fetch_url",
+];
+
+/// What a tool call needs besides its arguments.
+pub struct Call<'a> {
+    pub session: &'a Arc<Session>,
+    pub peer: &'a Peer<RoleServer>,
+    /// Set when the client cancels the call.
+    pub cancel: CancellationToken,
+}
+
+/// Runs one tool: `Ok` is the text the agent reads, `Err` the sentence of a
+/// tool error.
+pub async fn dispatch(call: &Call<'_>, name: &str, arguments: Value) -> Result<String, String> {
+    match name {
+        "read_file" => files::read_file(call, parse(name, arguments)?).await,
+        "list_directory" => files::list_directory(call, parse(name, arguments)?).await,
+        "glob" => files::glob(call, parse(name, arguments)?).await,
+        "grep" => files::grep(call, parse(name, arguments)?).await,
+        "write_file" => files::write_file(call, parse(name, arguments)?).await,
+        "edit_file" => files::edit_file(call, parse(name, arguments)?).await,
+        "run_command" => command::run_command(call, parse(name, arguments)?).await,
+        "nix_eval" => nix::nix_eval(call, parse(name, arguments)?).await,
+        "nix_build" => nix::nix_build(call, parse(name, arguments)?).await,
+        "fetch_url" => web::fetch_url(call, parse(name, arguments)?).await,
+        other => Err(format!(
+            "there is no tool named `{other}`; this server's tools are {}",
+            TOOL_NAMES.join(", ")
+        )),
+    }
+}
+
+/// Reads a tool's arguments, naming the fields it takes when they are wrong.
+fn parse<T: DeserializeOwned>(tool: &str, arguments: Value) -> Result<T, String> {
+    serde_json::from_value(arguments).map_err(|e| {
+        let takes = definition(tool)
+            .and_then(|t| {
+                t.input_schema
+                    .get("properties")
+                    .and_then(Value::as_object)
+                    .map(|p| p.keys().cloned().collect::<Vec<_>>().join(", "))
+            })
+            .unwrap_or_default();
+        format!("{tool}: the arguments cannot be read: {e}; it takes {takes}")
+    })
+}
+
+fn schema(value: Value) -> Arc<JsonObject> {
+    Arc::new(match value {
+        Value::Object(map) => map,
+        _ => JsonObject::new(),
+    })
+}
+
+fn tool(name: &'static str, description: &'static str, input: Value, read_only: bool) -> Tool {
+    let mut tool = Tool::new(name, description, schema(input));
+    let mut annotations = ToolAnnotations::default();
+    annotations.read_only_hint = Some(read_only);
+    annotations.open_world_hint = Some(name == "fetch_url");
+    tool.annotations = Some(annotations);
+    tool
+}
+
+/// The definition of one tool, as `tools/list` sends it.
+pub fn definition(name: &str) -> Option<Tool> {
+    let path = json!({"type": "string", "description": "A path inside the workspace, relative to it (absolute paths must be under it)."});
+    Some(match name {
+        "read_file" => tool(
+            "read_file",
+            "Read a UTF-8 text file in the workspace. `offset` (first line, 1-based) and `limit` (number of lines) read part of a long file.",
+            json!({"type": "object", "properties": {
+                "path": path,
+                "offset": {"type": "integer", "minimum": 1},
+                "limit": {"type": "integer", "minimum": 1}
+            }, "required": ["path"], "additionalProperties": false}),
+            true,
+        ),
+        "list_directory" => tool(
+            "list_directory",
+            "List a folder of the workspace: folders end in `/`, links in `@`, files show their size.",
+            json!({"type": "object", "properties": {"path": path}, "additionalProperties": false}),
+            true,
+        ),
+        "glob" => tool(
+            "glob",
+            "Find paths in the workspace matching a glob (`**/*.rs`, `src/*.toml`), relative to `path` (default the workspace). Links are listed, never followed; `.git` is skipped.",
+            json!({"type": "object", "properties": {
+                "pattern": {"type": "string"},
+                "path": path
+            }, "required": ["pattern"], "additionalProperties": false}),
+            true,
+        ),
+        "grep" => tool(
+            "grep",
+            "Search text files in the workspace for a regular expression (Rust regex syntax). Prints `path:line: text`. `glob` keeps only files matching it; `path` is a file or folder to search.",
+            json!({"type": "object", "properties": {
+                "pattern": {"type": "string"},
+                "path": path,
+                "glob": {"type": "string"},
+                "ignore_case": {"type": "boolean"},
+                "max_results": {"type": "integer", "minimum": 1, "maximum": files::MAX_GREP_RESULTS}
+            }, "required": ["pattern"], "additionalProperties": false}),
+            true,
+        ),
+        "write_file" => tool(
+            "write_file",
+            "Write a whole file in the workspace (made or replaced, folders made as needed). The write is atomic: a refused or failed write leaves the old file as it was.",
+            json!({"type": "object", "properties": {
+                "path": path,
+                "content": {"type": "string"}
+            }, "required": ["path", "content"], "additionalProperties": false}),
+            false,
+        ),
+        "edit_file" => tool(
+            "edit_file",
+            "Replace `old_string` with `new_string` in a file of the workspace. `old_string` must occur exactly once unless `replace_all` is true.",
+            json!({"type": "object", "properties": {
+                "path": path,
+                "old_string": {"type": "string"},
+                "new_string": {"type": "string"},
+                "replace_all": {"type": "boolean"}
+            }, "required": ["path", "old_string", "new_string"], "additionalProperties": false}),
+            false,
+        ),
+        "run_command" => tool(
+            "run_command",
+            "Run a program in Chock's sandbox, with the project's Nix dev shell as toolchain and the workspace read-write. `argv` is the program and its arguments (no shell: write [\"sh\", \"-c\", \"...\"] for one). Answers the exit status and the output.",
+            json!({"type": "object", "properties": {
+                "argv": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+                "cwd": {"type": "string", "description": "A folder inside the workspace to run in (default the workspace)."}
+            }, "required": ["argv"], "additionalProperties": false}),
+            false,
+        ),
+        "nix_eval" => tool(
+            "nix_eval",
+            "Evaluate a Nix expression with fix, Chock's own evaluator: pure, paths only inside the workspace, nothing built. The answer is cut at 16384 bytes.",
+            json!({"type": "object", "properties": {
+                "expression": {"type": "string"},
+                "json": {"type": "boolean", "description": "Answer as JSON instead of Nix syntax."}
+            }, "required": ["expression"], "additionalProperties": false}),
+            true,
+        ),
+        "nix_build" => tool(
+            "nix_build",
+            "Build one attribute of the project through the Nix daemon. `attribute` is a list with one name per level, never one dotted string: [\"packages\", \"x86_64-linux\", \"default\"]. `flake` is optional and must be the project.",
+            json!({"type": "object", "properties": {
+                "attribute": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": chock_policy::names::MAX_ATTRIBUTE_SEGMENTS},
+                "flake": {"type": "string"}
+            }, "required": ["attribute"], "additionalProperties": false}),
+            false,
+        ),
+        "fetch_url" => tool(
+            "fetch_url",
+            "Read one page over http or https (GET only: no header, credential or body can be sent). Redirects are followed only while every host is allowed; robots.txt is honoured; the answer is cut at `max_bytes` (default and most 1 MiB).",
+            json!({"type": "object", "properties": {
+                "url": {"type": "string"},
+                "max_bytes": {"type": "integer", "minimum": 1, "maximum": web::MAX_FETCH_BYTES}
+            }, "required": ["url"], "additionalProperties": false}),
+            true,
+        ),
+        _ => return None,
+    })
+}

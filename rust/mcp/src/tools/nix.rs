@@ -1,0 +1,114 @@
+//! nix_eval (`call.nix_eval`) and nix_build (`nix.build.*`).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use chock_fix::{AGENT_OUTPUT_LIMIT, EvalOptions, OutputFormat, Request, Source};
+use chock_policy::names;
+use serde::Deserialize;
+
+use super::Call;
+use crate::gate::{Act, Asking};
+
+/// The most memory one evaluation may add.
+const EVAL_MEMORY: usize = 2 << 30;
+/// The most of an expression a person is shown when asked.
+const SHOWN_EXPRESSION: usize = 2000;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NixEval {
+    expression: String,
+    #[serde(default)]
+    json: bool,
+}
+
+pub async fn nix_eval(call: &Call<'_>, args: NixEval) -> Result<String, String> {
+    let mut shown: String = args.expression.chars().take(SHOWN_EXPRESSION).collect();
+    if shown.len() < args.expression.len() {
+        shown.push('…');
+    }
+    let act = Act {
+        tool: "nix_eval",
+        action: names::call("nix_eval").map_err(|e| e.to_string())?,
+        subject: None,
+        detail: vec![format!("expression: {shown}")],
+    };
+    call.session.gate(call.peer, &act, Asking::Person).await?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let cancel = call.cancel.clone();
+    let stop_on_cancel = stop.clone();
+    let watcher = tokio::spawn(async move {
+        cancel.cancelled().await;
+        stop_on_cancel.store(true, Ordering::Relaxed);
+    });
+    let traces = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let sink = traces.clone();
+    let workspace = call.session.project.dir.clone();
+    let options = EvalOptions {
+        pure: true,
+        roots: vec![workspace.clone()],
+        max_memory: Some(EVAL_MEMORY),
+        interrupt: Some(stop),
+        trace: Some(Arc::new(move |line: &str| {
+            if let Ok(mut lines) = sink.lock()
+                && lines.len() < 100
+            {
+                lines.push(line.to_string());
+            }
+        })),
+        ..EvalOptions::default()
+    };
+    let mut request = Request::new(Source::expr(args.expression, workspace));
+    request.strict = true;
+    request.max_output = Some(AGENT_OUTPUT_LIMIT);
+    request.format = if args.json {
+        OutputFormat::Json
+    } else {
+        OutputFormat::Nix
+    };
+    let outcome = tokio::task::spawn_blocking(move || chock_fix::evaluate(&options, &request))
+        .await
+        .map_err(|e| {
+            format!("the evaluation stopped unexpectedly ({e}); this is a bug in chock mcp")
+        })?;
+    watcher.abort();
+    let mut text = String::new();
+    for line in traces.lock().map(|l| l.clone()).unwrap_or_default() {
+        text.push_str(&format!("trace: {line}\n"));
+    }
+    match outcome {
+        Ok(output) => {
+            text.push_str(&String::from_utf8_lossy(&output.text));
+            Ok(text)
+        }
+        Err(e) => {
+            text.push_str(&e.to_string());
+            Err(text)
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NixBuild {
+    attribute: Vec<String>,
+    flake: Option<String>,
+}
+
+pub async fn nix_build(_call: &Call<'_>, args: NixBuild) -> Result<String, String> {
+    let attribute: Vec<&str> = args.attribute.iter().map(String::as_str).collect();
+    if let [one] = attribute.as_slice()
+        && one.contains('.')
+    {
+        return Err(format!(
+            "nix_build: `{one}` is one name holding dots; give the attribute as a list with one name per level, e.g. {:?}",
+            one.split('.').collect::<Vec<_>>()
+        ));
+    }
+    names::nix_build(&attribute).map_err(|e| format!("nix_build: {e}"))?;
+    if let Some(flake) = &args.flake {
+        names::nix_build_flake(flake).map_err(|e| format!("nix_build: {e}"))?;
+    }
+    Err("nix_build is not built in this Chock yet: it waits on chock-nix (issue #7), so nothing was decided or built; use nix_eval to see what the attribute is".into())
+}
