@@ -83,7 +83,9 @@ impl InputState {
         match self {
             InputState::InStore => "in the store".into(),
             InputState::Fetched => "fetched: narHash checked, added to the store".into(),
-            InputState::Missing => "not in the store; its hosts are allowed".into(),
+            InputState::Missing => {
+                "not in the store; nothing needs asking to fetch it (`chock inputs --fetch`)".into()
+            }
             InputState::NotAllowed { hosts } => format!(
                 "not fetched: {} {} not allowed",
                 hosts.join(", "),
