@@ -3,6 +3,7 @@
 //! builds a sandbox; a command module only turns arguments into a library
 //! call and the result into output and an exit code.
 
+mod ask;
 mod commands;
 mod exit;
 
