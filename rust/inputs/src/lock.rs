@@ -13,6 +13,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
@@ -33,6 +34,8 @@ pub enum LockError {
         file: PathBuf,
         source: std::io::Error,
     },
+    #[error("{}: it is not a regular file; a flake.lock is one JSON file", file.display())]
+    NotAFile { file: PathBuf },
     #[error(
         "{}: the file is larger than {MAX_LOCK_BYTES} bytes (4 MiB), the most Chock reads; `nix flake lock` never writes one this size, so look at what wrote it",
         file.display()
@@ -109,7 +112,18 @@ impl Lock {
             file: file.to_path_buf(),
             source,
         };
-        let handle = std::fs::File::open(file).map_err(read_error)?;
+        // Non-blocking, so a FIFO planted as flake.lock cannot hold the
+        // session start; only a regular file is read.
+        let handle = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(file)
+            .map_err(read_error)?;
+        if !handle.metadata().map_err(read_error)?.is_file() {
+            return Err(LockError::NotAFile {
+                file: file.to_path_buf(),
+            });
+        }
         let mut bytes = Vec::new();
         handle
             .take(MAX_LOCK_BYTES + 1)
@@ -614,6 +628,20 @@ mod tests {
         let err = parse(r#"{"version":7,"root":"r","nodes":{"r":{"inputs":{"a":"gone"}}}}"#)
             .expect_err("a dangling reference");
         assert!(err.to_string().contains("`gone`"), "{err}");
+    }
+
+    #[test]
+    fn only_a_regular_file_is_read() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let fifo = dir.path().join("flake.lock");
+        let path = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).expect("path");
+        // SAFETY: a NUL-terminated path that lives across the call.
+        assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
+        assert!(matches!(Lock::read(&fifo), Err(LockError::NotAFile { .. })));
+        assert!(matches!(
+            Lock::read(dir.path()),
+            Err(LockError::NotAFile { .. } | LockError::Read { .. })
+        ));
     }
 
     #[test]

@@ -575,3 +575,79 @@ fn indirect_and_ssh_inputs_are_refused_by_name() {
     assert!(report.hosts.is_empty(), "nothing to ask about");
     assert!(fx.log_lines().is_empty(), "a survey logs nothing");
 }
+
+/// A `path` input and a git repository on this machine (`git+file://`)
+/// name no host: they are fetched with nothing asked or logged.
+#[tokio::test]
+async fn local_inputs_name_no_host_and_land_with_nothing_asked() {
+    let fx = Fixture::new();
+    let dir = Tree::new("dir", &[("x", nonce().as_bytes(), false)]);
+    let repo = Tree::new("repo", &[("y", nonce().as_bytes(), true)]);
+    let repos = tempfile::tempdir().expect("tempdir");
+    let (bare, rev) = repo.git_repo(repos.path(), &[]);
+    fx.write(
+        &flake_lock(&[
+            (
+                "dir",
+                json!({ "type": "path", "path": dir.top(), "narHash": dir.nar_hash() }),
+            ),
+            (
+                "repo",
+                json!({ "type": "git", "url": format!("file://{}", bare.display()), "rev": rev,
+                        "narHash": repo.nar_hash() }),
+            ),
+        ]),
+        &[("nix.net.*", "deny")],
+    );
+    let report = fx.at_start(&mut fx.inputs()).await;
+    assert_eq!(
+        state_of(&report, "dir"),
+        &InputState::Fetched,
+        "{report:#?}"
+    );
+    assert_eq!(
+        state_of(&report, "repo"),
+        &InputState::Fetched,
+        "{report:#?}"
+    );
+    assert!(report.hosts.is_empty());
+    assert!(fx.log_lines().is_empty(), "nothing was asked");
+}
+
+/// A download larger than the bound stops there, and nothing is written.
+#[tokio::test]
+async fn a_download_past_its_bound_stops() {
+    let fx = Fixture::new();
+    let server = Server::https(&fx.ca);
+    let tree = Tree::new(
+        "big",
+        &[("a", &[7u8; 4096], false), ("b", nonce().as_bytes(), false)],
+    );
+    server.route("/big.tar.gz", Reply::Body(tree.tar_gz()));
+    fx.write(
+        &flake_lock(&[("big", tarball_locked(&server.url("/big.tar.gz"), &tree))]),
+        &[("nix.net.eval.*", "allow")],
+    );
+    let (policy, log) = (fx.policy(), fx.log());
+    let small = Limits {
+        max_download_bytes: 64,
+        ..Limits::default()
+    };
+    let fetcher = Fetcher::new(small, Some(fx.ca_file.clone())).expect("fetcher");
+    let env = Env {
+        policy: &policy,
+        log: &log,
+        fetcher: &fetcher,
+        progress: &Silent,
+    };
+    let mut inputs = fx.inputs();
+    let report = inputs
+        .at_start(&env, &mut daemon().await)
+        .await
+        .expect("the store answers");
+    let InputState::Failed(why) = state_of(&report, "big") else {
+        panic!("{report:#?}");
+    };
+    assert!(why.contains("more than 64 bytes"), "{why}");
+    assert!(!is_valid(&store_path_of(&report, "big")).await);
+}

@@ -282,7 +282,16 @@ impl Fetcher {
         report: &Reporter<'_>,
     ) -> Result<PathBuf, FetchError> {
         match location {
-            Location::Local(path) => Ok(path.clone()),
+            Location::Local(path) => {
+                // A FIFO or a device would hang the read or never end.
+                let meta = std::fs::metadata(path).map_err(|e| tree::io_error(path, e))?;
+                if !meta.is_file() {
+                    return Err(FetchError::Archive {
+                        why: format!("{} is not a regular file", path.display()),
+                    });
+                }
+                Ok(path.clone())
+            }
             Location::Url(url) => {
                 let to = work.join("download");
                 let fetch = http::download(&self.client, self.limits, url, &to, gate, report);
