@@ -493,9 +493,14 @@ fn check_results<'d>(
         .iter()
         .filter(|(_, r)| !r.status.is_success())
         .collect();
+    // The derivation that failed by itself says why; the others only
+    // failed with it (DependencyFailed), or were stopped with no message.
+    let by_itself =
+        |r: &BuildResult| r.status != BuildStatus::DependencyFailed && !r.error.trim().is_empty();
     let Some((drv, result)) = failed
         .iter()
-        .find(|(_, r)| r.status != BuildStatus::DependencyFailed)
+        .find(|(_, r)| by_itself(r))
+        .or_else(|| failed.iter().find(|(_, r)| !r.error.trim().is_empty()))
         .or(failed.first())
     else {
         return Ok(by_drv);

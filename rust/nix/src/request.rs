@@ -90,8 +90,8 @@ impl BuildRequest {
             ),
             Some(reference) => {
                 check_reference(reference)?;
-                let action = names::nix_build_flake(reference).map_err(RequestError::Name)?;
                 let dir = resolve_inside(&self.project, reference)?;
+                let action = names::nix_build_flake(reference).map_err(RequestError::Name)?;
                 (Some(action), dir, reference.clone())
             }
         };

@@ -1,0 +1,341 @@
+//! `chock build` through the binary, with the real Nix daemon and loopback
+//! servers that count requests: exit codes, `--plan --json`, the refusal
+//! with nobody at a terminal, and a person answering at a real terminal (a
+//! pty). Fails, saying what to run, without the daemon.
+
+#[path = "../../nix/tests/support/http.rs"]
+mod http;
+
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use http::Server;
+
+fn chock() -> &'static str {
+    env!("CARGO_BIN_EXE_chock")
+}
+
+fn require_daemon() {
+    let socket = std::env::var_os("NIX_DAEMON_SOCKET_PATH")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/nix/var/nix/daemon-socket/socket"));
+    if let Err(e) = std::os::unix::net::UnixStream::connect(&socket) {
+        panic!(
+            "these tests need the Nix daemon at {}: run scripts/setup ({e})",
+            socket.display()
+        );
+    }
+}
+
+fn nonce(tag: &str) -> String {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_nanos();
+    format!("{tag}-{}-{t}", std::process::id())
+}
+
+/// The fixture flake in a project of its own, fetching from two servers.
+struct Fixture {
+    project: tempfile::TempDir,
+    home: tempfile::TempDir,
+    allowed: Server,
+    other: Server,
+}
+
+impl Fixture {
+    fn new(rules: &[(&str, &str)]) -> Fixture {
+        require_daemon();
+        let project = tempfile::tempdir().expect("tempdir");
+        let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../nix/tests/fixtures/fetch");
+        copy_dir(&fixture, project.path());
+        std::fs::write(project.path().join("sub/nonce"), nonce("sub")).expect("nonce");
+        let file = |tag: &str| {
+            let name = format!("{}.txt", nonce(tag));
+            let content = format!("the file {name}\n");
+            let sha = sha256_hex(content.as_bytes());
+            (name, content, sha)
+        };
+        let (a, b) = (file("allowed"), file("other"));
+        let allowed = Server::start(&[(&a.0, a.1.as_bytes())]);
+        let other = Server::start(&[(&b.0, b.1.as_bytes())]);
+        let spec = |f: &(String, String, String)| serde_json::json!({ "name": f.0, "sha256": f.2, "content": f.1.trim_end() });
+        let servers = serde_json::json!({
+            "allowed": allowed.url(), "other": other.url(),
+            "mirrorA": "http://127.0.0.1:9", "mirrorB": "http://127.0.0.1:9", "hashed": "http://127.0.0.1:9",
+            "files": { "allowed": spec(&a), "other": spec(&b), "mirrored": spec(&a), "opaque": spec(&b) },
+        });
+        std::fs::write(project.path().join("servers.json"), servers.to_string()).expect("servers");
+        let fixture = Fixture {
+            project,
+            home: tempfile::tempdir().expect("tempdir"),
+            allowed,
+            other,
+        };
+        fixture.rules(rules);
+        fixture
+    }
+
+    fn rules(&self, rules: &[(&str, &str)]) {
+        let rules: String = rules
+            .iter()
+            .map(|(a, d)| format!(".{{ .action = \"{a}\", .decision = .{d} }},\n"))
+            .collect();
+        std::fs::write(
+            self.project.path().join("chock.zon"),
+            format!(".{{ .policy = .{{ .rules = .{{\n{rules}}} }} }}\n"),
+        )
+        .expect("chock.zon");
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(chock());
+        command
+            .arg("build")
+            .arg("--project")
+            .arg(self.project.path())
+            .args(args)
+            .env("HOME", self.home.path())
+            .env("XDG_CONFIG_HOME", self.home.path().join("config"))
+            .env("XDG_DATA_HOME", self.home.path().join("data"))
+            .env("CHOCK_STATE_DIR", self.home.path().join("state"))
+            .env("NIX_REMOTE", "daemon");
+        command
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.command(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run chock")
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.home.path().join("state/log/decisions.jsonl"))
+            .unwrap_or_default()
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("fixture") {
+        let entry = entry.expect("entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("type").is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy");
+        }
+    }
+}
+
+/// The SHA-256 of `bytes` in hex, from coreutils.
+fn sha256_hex(bytes: &[u8]) -> String {
+    let out = Command::new("sha256sum")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            child.stdin.take().expect("stdin").write_all(bytes)?;
+            child.wait_with_output()
+        })
+        .expect("sha256sum");
+    let text = String::from_utf8(out.stdout).expect("utf8");
+    text.split_whitespace().next().expect("digest").to_owned()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+const PACKAGE: [&str; 3] = ["packages", "x86_64-linux", "two-hosts"];
+
+#[test]
+fn a_build_the_rules_allow_prints_what_it_produced() {
+    let f = Fixture::new(&[
+        ("nix.build.packages.*", "allow"),
+        ("nix.net.1.0.0.127.*", "allow"),
+    ]);
+    let out = f.run(&PACKAGE);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("-two-hosts.drv was built. It produced /nix/store/"),
+        "{stdout}"
+    );
+    assert_eq!((f.allowed.count(), f.other.count()), (1, 1));
+    assert_eq!(f.log().lines().count(), 3, "{}", f.log());
+}
+
+#[test]
+fn plan_json_says_what_would_be_asked_and_touches_nothing() {
+    let f = Fixture::new(&[("nix.build.packages.*", "allow")]);
+    let out = f.run(&["--plan", "--json", PACKAGE[0], PACKAGE[1], PACKAGE[2]]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let plan: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert_eq!(plan["hosts"].as_array().map(Vec::len), Some(2));
+    assert_eq!(plan["questions"][0]["action"], "nix.net.hosts");
+    assert_eq!(
+        plan["decisions"][0]["action"],
+        "nix.build.packages.x86_64-linux.two-hosts"
+    );
+    assert_eq!(plan["decisions"][0]["decision"], "allow");
+    assert!(
+        plan["derivation"]
+            .as_str()
+            .is_some_and(|d| d.ends_with("-two-hosts.drv")),
+        "{plan}"
+    );
+    assert_eq!(f.allowed.count() + f.other.count(), 0);
+    assert!(f.log().is_empty(), "a plan logs nothing");
+}
+
+#[test]
+fn with_no_terminal_an_ask_is_a_refusal_naming_the_rules_to_add() {
+    let f = Fixture::new(&[("nix.build.packages.*", "allow")]);
+    let out = f.run(&PACKAGE);
+    assert_eq!(out.status.code(), Some(3));
+    let stderr = text(&out.stderr);
+    for server in [&f.allowed, &f.other] {
+        let rule = format!(
+            ".{{ .action = \"nix.net.build.1.0.0.127.{}\", .decision = .allow }},",
+            server.port
+        );
+        assert!(stderr.contains(&rule), "{stderr}");
+    }
+    assert_eq!(f.allowed.count() + f.other.count(), 0);
+    let json = f.run(&["--json", PACKAGE[0], PACKAGE[1], PACKAGE[2]]);
+    assert_eq!(json.status.code(), Some(3));
+    let error: serde_json::Value = serde_json::from_slice(&json.stdout).expect("JSON");
+    assert_eq!(error["error"]["kind"], "refused");
+}
+
+#[test]
+fn a_foreign_flake_is_refused_in_one_sentence_and_bad_names_are_usage_errors() {
+    let f = Fixture::new(&[("nix.build.*", "allow")]);
+    let out = f.run(&["--flake", "github:NixOS/nixpkgs", "hello"]);
+    assert_eq!(out.status.code(), Some(3));
+    let stderr = text(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("github:NixOS/nixpkgs"), "{stderr}");
+    let dotted = f.run(&["packages.x86_64-linux.default"]);
+    assert_eq!(dotted.status.code(), Some(1));
+    assert!(text(&dotted.stderr).contains("never one dotted string"));
+}
+
+/// A pty: the child's stdin and stderr are the terminal, its stdout a pipe.
+struct Pty {
+    master: std::fs::File,
+    slave: OwnedFd,
+}
+
+fn pty() -> Pty {
+    let (mut master, mut slave) = (0, 0);
+    // SAFETY: openpty writes two descriptors into the integers it is given.
+    let rc = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+    // SAFETY: both descriptors were just opened and are owned here alone.
+    unsafe {
+        Pty {
+            master: std::fs::File::from_raw_fd(master),
+            slave: OwnedFd::from_raw_fd(slave),
+        }
+    }
+}
+
+/// Runs `chock build` on a terminal, answers `answer` at the prompt, and
+/// returns the exit code, stdout and what the terminal showed.
+fn on_terminal(f: &Fixture, answer: &str) -> (Option<i32>, String, String) {
+    let pty = pty();
+    let mut child = f
+        .command(&PACKAGE)
+        .stdin(Stdio::from(pty.slave.try_clone().expect("dup")))
+        .stderr(Stdio::from(pty.slave.try_clone().expect("dup")))
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn chock");
+    drop(pty.slave);
+    let mut master = pty.master;
+    let fd = master.as_raw_fd();
+    // SAFETY: fcntl on a descriptor this function owns.
+    unsafe {
+        libc::fcntl(
+            fd,
+            libc::F_SETFL,
+            libc::fcntl(fd, libc::F_GETFL) | libc::O_NONBLOCK,
+        )
+    };
+    let mut shown = String::new();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut answered = false;
+    loop {
+        let mut buf = [0u8; 4096];
+        match master.read(&mut buf) {
+            Ok(n) if n > 0 => shown.push_str(&String::from_utf8_lossy(&buf[..n])),
+            _ => std::thread::sleep(Duration::from_millis(20)),
+        }
+        if !answered && shown.contains("[y/N]") {
+            master.write_all(answer.as_bytes()).expect("answer");
+            answered = true;
+        }
+        if let Some(status) = child.try_wait().expect("wait") {
+            // What the child wrote just before it ended is still in the pty.
+            while let Ok(n) = master.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                shown.push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+            let mut stdout = String::new();
+            child
+                .stdout
+                .take()
+                .expect("stdout")
+                .read_to_string(&mut stdout)
+                .expect("stdout");
+            return (status.code(), stdout, shown);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "chock build hung; the terminal showed:\n{shown}"
+        );
+    }
+}
+
+#[test]
+fn a_person_at_the_terminal_answers_the_one_hosts_question() {
+    let f = Fixture::new(&[("nix.build.packages.*", "allow")]);
+    let (code, stdout, shown) = on_terminal(&f, "y\n");
+    assert_eq!(code, Some(0), "terminal:\n{shown}");
+    assert_eq!(shown.matches("[y/N]").count(), 1, "one question: {shown}");
+    assert!(shown.contains("chock asks: nix.net.hosts"), "{shown}");
+    assert!(shown.contains("2 hosts"), "{shown}");
+    assert!(stdout.contains("was built"), "{stdout}");
+    assert_eq!((f.allowed.count(), f.other.count()), (1, 1));
+    let person = f
+        .log()
+        .lines()
+        .filter(|l| l.contains("\"answered_by\":\"person\""))
+        .count();
+    assert_eq!(person, 2, "{}", f.log());
+}
+
+#[test]
+fn a_person_who_says_no_at_the_terminal_refuses_the_build() {
+    let f = Fixture::new(&[("nix.build.packages.*", "allow")]);
+    let (code, _, shown) = on_terminal(&f, "n\n");
+    assert_eq!(code, Some(3), "terminal:\n{shown}");
+    assert!(shown.contains("said no"), "{shown}");
+    assert_eq!(f.allowed.count() + f.other.count(), 0);
+}
