@@ -228,10 +228,12 @@ where
 {
     let session = tokio::task::block_in_place(|| Session::start(&options))?;
     let server = ChockServer::new(Arc::new(session));
-    let running = server
-        .serve(LineTransport::new(reader, writer))
-        .await
-        .map_err(|e| McpError::Session(e.to_string()))?;
+    let running = match server.serve(LineTransport::new(reader, writer)).await {
+        Ok(running) => running,
+        // The client went away before it began: nothing was asked, nothing failed.
+        Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
+        Err(e) => return Err(McpError::Session(e.to_string())),
+    };
     running
         .waiting()
         .await

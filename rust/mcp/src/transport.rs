@@ -28,10 +28,28 @@ const INVALID_REQUEST: i64 = -32600;
 const INVALID_PARAMS: i64 = -32602;
 
 /// Reads lines from `R`, writes lines to `W`.
+///
+/// rmcp polls `receive` inside a `select!` and drops it whenever another
+/// branch is ready, so reading keeps its partial line in the struct and
+/// never awaits between taking bytes from the buffer and keeping them; a
+/// reply to a bad line is sent from a task of its own, so it is never cut
+/// off half written.
 pub struct LineTransport<R, W> {
     reader: BufReader<R>,
     writer: Arc<Mutex<W>>,
+    /// The line read so far (kept across cancelled reads).
     line: Vec<u8>,
+    /// The line being read is over the bound: its bytes are dropped up to its end.
+    oversized: bool,
+    /// Whether `initialize` has come: before it, rmcp would end the session
+    /// on any other message, so each is answered here instead.
+    initialized: bool,
+}
+
+/// One line read: whole, or over the bound (and skipped).
+enum Line {
+    Whole(Vec<u8>),
+    Oversized,
 }
 
 impl<R, W> LineTransport<R, W>
@@ -44,43 +62,50 @@ where
             reader: BufReader::new(reader),
             writer: Arc::new(Mutex::new(writer)),
             line: Vec::new(),
+            oversized: false,
+            initialized: false,
         }
     }
 
-    /// Reads one line of at most [`MAX_MESSAGE_BYTES`]; `Ok(None)` at the end
-    /// of input, `Ok(Some(false))` for a line that was too long (skipped).
-    async fn read_line(&mut self) -> std::io::Result<Option<bool>> {
-        self.line.clear();
-        let mut oversized = false;
+    /// The next line of at most [`MAX_MESSAGE_BYTES`]; `None` at the end of input.
+    async fn read_line(&mut self) -> std::io::Result<Option<Line>> {
         loop {
             let available = self.reader.fill_buf().await?;
             if available.is_empty() {
-                return Ok(if self.line.is_empty() && !oversized {
+                // A last line without a newline still counts.
+                return Ok(if self.oversized {
+                    self.oversized = false;
+                    Some(Line::Oversized)
+                } else if self.line.is_empty() {
                     None
                 } else {
-                    Some(!oversized)
+                    Some(Line::Whole(std::mem::take(&mut self.line)))
                 });
             }
             let newline = available.iter().position(|b| *b == b'\n');
             let take = newline.map_or(available.len(), |i| i + 1);
-            if !oversized && self.line.len() + take <= MAX_MESSAGE_BYTES {
+            if !self.oversized && self.line.len() + take <= MAX_MESSAGE_BYTES {
                 self.line.extend_from_slice(&available[..take]);
             } else {
-                oversized = true;
+                self.oversized = true;
                 self.line.clear();
             }
             self.reader.consume(take);
             if newline.is_some() {
-                return Ok(Some(!oversized));
+                if std::mem::take(&mut self.oversized) {
+                    return Ok(Some(Line::Oversized));
+                }
+                return Ok(Some(Line::Whole(std::mem::take(&mut self.line))));
             }
         }
     }
 
-    fn reply(&self, reply: Value) -> impl Future<Output = ()> + Send + 'static {
+    /// Sends a reply from a task of its own.
+    fn reply(&self, reply: Value) {
         let writer = self.writer.clone();
-        async move {
+        tokio::spawn(async move {
             write_line(&writer, &reply).await.ok();
-        }
+        });
     }
 }
 
@@ -222,6 +247,26 @@ fn misread_params(
     ))
 }
 
+/// Before `initialize`: `None` lets the message through (it is the
+/// initialize request), `Some(reply)` answers a request with an error and
+/// `Some(None)` drops a notification or response.
+fn before_initialize(message: &RxJsonRpcMessage<RoleServer>) -> Option<Option<Value>> {
+    match message {
+        JsonRpcMessage::Request(request) => {
+            if matches!(request.request, ClientRequest::InitializeRequest(_)) {
+                return None;
+            }
+            let id = serde_json::to_value(&request.id).unwrap_or(Value::Null);
+            Some(Some(error_reply(
+                id,
+                INVALID_REQUEST,
+                "Invalid Request: the session is not initialized; send `initialize` first".into(),
+            )))
+        }
+        _ => Some(None),
+    }
+}
+
 /// The requests a client may send that rmcp reads with a shape of their own.
 const STANDARD_REQUESTS: [&str; 14] = [
     "initialize",
@@ -263,20 +308,28 @@ where
                     tracing::warn!("reading stdin failed: {e}");
                     return None;
                 }
-                Ok(Some(false)) => {
-                    self.reply(error_reply(
-                        Value::Null,
-                        INVALID_REQUEST,
-                        format!(
-                            "Invalid Request: the message is longer than {MAX_MESSAGE_BYTES} bytes and was skipped"
-                        ),
-                    ))
-                    .await;
-                }
-                Ok(Some(true)) => match read_message(&self.line) {
-                    Read::Message(message) => return Some(*message),
+                Ok(Some(Line::Oversized)) => self.reply(error_reply(
+                    Value::Null,
+                    INVALID_REQUEST,
+                    format!(
+                        "Invalid Request: the message is longer than {MAX_MESSAGE_BYTES} bytes and was skipped"
+                    ),
+                )),
+                Ok(Some(Line::Whole(line))) => match read_message(&line) {
+                    Read::Message(message) if self.initialized => return Some(*message),
+                    Read::Message(message) => match before_initialize(&message) {
+                        None => {
+                            self.initialized = true;
+                            return Some(*message);
+                        }
+                        Some(reply) => {
+                            if let Some(reply) = reply {
+                                self.reply(reply);
+                            }
+                        }
+                    },
                     Read::Skip => {}
-                    Read::Reply(reply) => self.reply(reply).await,
+                    Read::Reply(reply) => self.reply(reply),
                 },
             }
         }

@@ -273,12 +273,15 @@ impl Workspace {
     pub fn write(&self, rel: &Path, bytes: &[u8]) -> Result<(), FileError> {
         let rel = self.write_target(rel)?;
         let (parent, name) = split(&rel)?;
-        if !parent.as_os_str().is_empty() {
-            self.root
-                .create_dir_all(parent)
-                .map_err(|e| io_error(parent, e))?;
-        }
-        let dir = self.open_dir(parent)?;
+        let dir = match self.open_dir(parent) {
+            Err(FileError::NotFound { .. }) => {
+                self.root
+                    .create_dir_all(parent)
+                    .map_err(|e| io_error(parent, e))?;
+                self.open_dir(parent)?
+            }
+            opened => opened?,
+        };
         let mode = match dir.symlink_metadata(name) {
             Ok(meta) if meta.is_dir() => {
                 return Err(FileError::IsFolder {

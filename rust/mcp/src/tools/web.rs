@@ -141,7 +141,8 @@ async fn fetch_robots(url: &Url) -> Robots {
         Ok(response) => response,
         Err(e) => {
             return Robots::DisallowAll(format!(
-                "{robots_url} could not be read ({e}), and a site whose robots.txt does not answer is read as disallowing everything"
+                "{robots_url} could not be read ({}), and a site whose robots.txt does not answer is read as disallowing everything",
+                causes(&e)
             ));
         }
     };
@@ -159,6 +160,22 @@ async fn fetch_robots(url: &Url) -> Robots {
         Ok((body, _)) => Robots::Rules(body),
         Err(e) => Robots::DisallowAll(format!("{robots_url} could not be read whole ({e})")),
     }
+}
+
+/// An error with every cause under it: reqwest's own message leaves out
+/// why a connection failed.
+fn causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let said = cause.to_string();
+        if !text.contains(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
+        source = cause.source();
+    }
+    text
 }
 
 fn looks_like_text(content_type: Option<&str>, body: &[u8]) -> bool {
@@ -196,7 +213,7 @@ pub async fn fetch_url(call: &Call<'_>, args: FetchUrl) -> Result<String, String
             .get(url.clone())
             .send()
             .await
-            .map_err(|e| format!("fetching {url} failed: {e}"))?;
+            .map_err(|e| format!("fetching {url} failed: {}", causes(&e)))?;
         let status = response.status();
         if status.is_redirection() {
             let next = redirect_target(&url, &response)?;
@@ -227,7 +244,7 @@ pub async fn fetch_url(call: &Call<'_>, args: FetchUrl) -> Result<String, String
             .map(str::to_owned);
         let (body, cut) = read_body(response, limit)
             .await
-            .map_err(|e| format!("reading {url} failed: {e}"))?;
+            .map_err(|e| format!("reading {url} failed: {}", causes(&e)))?;
         return answer(
             &url,
             status,

@@ -1,0 +1,1551 @@
+//! `chock mcp` for real: a scripted MCP client drives the server over stdio
+//! through every tool on allow, deny and ask (the client's elicitation and
+//! `chock approve` both) and reads the decision log; the workspace attacks
+//! are made for real; fetch_url reads loopback HTTP servers. run_command
+//! needs user namespaces and Landlock (`scripts/setup`, `chock doctor`).
+
+use std::io::{BufReader, Read, Write};
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::{Env, Page, Site, person_says};
+
+/// One call per tool: the tool, its arguments, and the action it is decided under.
+fn every_tool(site: &Site) -> Vec<(&'static str, Value, String)> {
+    vec![
+        (
+            "read_file",
+            json!({"path": "a.txt"}),
+            "call.read_file".into(),
+        ),
+        (
+            "list_directory",
+            json!({"path": "."}),
+            "call.list_directory".into(),
+        ),
+        ("glob", json!({"pattern": "**/*.rs"}), "call.glob".into()),
+        ("grep", json!({"pattern": "hello"}), "call.grep".into()),
+        (
+            "write_file",
+            json!({"path": "out/new.txt", "content": "written\n"}),
+            "call.write_file".into(),
+        ),
+        (
+            "edit_file",
+            json!({"path": "a.txt", "old_string": "hello", "new_string": "hello there"}),
+            "call.edit_file".into(),
+        ),
+        (
+            "run_command",
+            json!({"argv": ["sh", "-c", "echo ran-in-sandbox"]}),
+            "exec.path.sh".into(),
+        ),
+        (
+            "nix_eval",
+            json!({"expression": "1 + 1"}),
+            "call.nix_eval".into(),
+        ),
+        (
+            "fetch_url",
+            json!({"url": site.url("/page")}),
+            "net.fetch.1.0.0.127".into(),
+        ),
+    ]
+}
+
+fn project_with_files() -> Env {
+    let env = Env::new();
+    env.write("a.txt", "hello\n");
+    env.write("src/lib.rs", "// hello from rust\n");
+    env
+}
+
+fn page_site() -> Site {
+    Site::start("127.0.0.1", vec![("/page", Page::ok("a page"))])
+}
+
+/// What each tool's allowed call must have done.
+fn check_done(env: &Env, tool: &str, text: &str) {
+    match tool {
+        "read_file" => assert_eq!(text, "hello\n"),
+        "list_directory" => assert!(text.contains("a.txt") && text.contains("src/"), "{text}"),
+        "glob" => assert_eq!(text.trim(), "src/lib.rs"),
+        "grep" => assert!(text.contains("src/lib.rs:1: // hello from rust"), "{text}"),
+        "write_file" => assert_eq!(env.read("out/new.txt").as_deref(), Some("written\n")),
+        "edit_file" => assert_eq!(env.read("a.txt").as_deref(), Some("hello there\n")),
+        "run_command" => assert!(
+            text.contains("exit status 0") && text.contains("ran-in-sandbox"),
+            "{text}"
+        ),
+        "nix_eval" => assert_eq!(text.trim(), "2"),
+        "fetch_url" => assert!(text.contains("a page") && text.contains("200"), "{text}"),
+        other => panic!("no check for {other}"),
+    }
+}
+
+/// What each refused call must have left alone.
+fn check_not_done(env: &Env, tool: &str) {
+    match tool {
+        "write_file" => assert_eq!(env.read("out/new.txt"), None),
+        "edit_file" => assert_eq!(env.read("a.txt").as_deref(), Some("hello\n")),
+        _ => {}
+    }
+}
+
+#[test]
+fn every_tool_on_allow_runs_and_is_logged() {
+    let env = project_with_files();
+    env.rules(r#".{ .action = "net.fetch.1.0.0.127", .decision = .allow }"#);
+    let site = page_site();
+    let mut client = env.client(false, &[]);
+    let names = client.tool_names();
+    for tool in [
+        "read_file",
+        "list_directory",
+        "glob",
+        "grep",
+        "write_file",
+        "edit_file",
+        "run_command",
+        "nix_eval",
+        "nix_build",
+        "fetch_url",
+    ] {
+        assert!(
+            names.iter().any(|n| n == tool),
+            "{tool} is listed: {names:?}"
+        );
+    }
+    for (tool, args, action) in every_tool(&site) {
+        let called = client.call(tool, args);
+        assert!(!called.is_error, "{tool}: {called:?}");
+        check_done(&env, tool, &called.text);
+        let by = if action.starts_with("net.fetch") {
+            "rule"
+        } else {
+            "default"
+        };
+        env.assert_logged(&action, "allow", by);
+        let line = env.logged(&action).pop().expect("line");
+        assert_eq!(line["tool"], tool);
+    }
+    let write = env.logged("call.write_file").pop().expect("line");
+    assert_eq!(
+        write["subject"], "out/new.txt",
+        "the subject is the path, by name"
+    );
+    assert_eq!(
+        env.logged("exec.path.sh").pop().expect("line")["subject"],
+        "sh"
+    );
+    assert!(
+        !env.logged("sandbox.jit").is_empty(),
+        "sandbox.jit is read and logged under mcp"
+    );
+    assert_eq!(
+        env.logged("net.fetch.1.0.0.127").pop().expect("line")["subject"],
+        "127.0.0.1"
+    );
+    let text = serde_json::to_string(&env.log_lines()).expect("json");
+    assert!(
+        !text.contains("written\\n") && !text.contains("ran-in-sandbox"),
+        "no content is logged"
+    );
+}
+
+#[test]
+fn every_tool_on_deny_is_refused_with_the_rule_and_logged() {
+    let env = project_with_files();
+    env.rules(
+        r#".{ .action = "call.*", .decision = .deny }, .{ .action = "exec.*", .decision = .deny }, .{ .action = "net.fetch.*", .decision = .deny }"#,
+    );
+    let site = page_site();
+    let mut client = env.client(true, &[]);
+    for (tool, args, action) in every_tool(&site) {
+        let called = client.call(tool, args);
+        assert!(called.is_error, "{tool}: {called:?}");
+        assert!(
+            called.text.contains(&format!(
+                "refused: {action} is denied by the project's rule"
+            )),
+            "{tool}: {}",
+            called.text
+        );
+        assert!(
+            called.text.contains("chock.zon:1"),
+            "names the file and line: {}",
+            called.text
+        );
+        check_not_done(&env, tool);
+        env.assert_logged(&action, "deny", "rule");
+        let line = env.logged(&action).pop().expect("line");
+        assert!(
+            line["decided_by"]["file"]
+                .as_str()
+                .is_some_and(|f| f.ends_with("chock.zon"))
+        );
+        assert_eq!(line["decided_by"]["line"], 1);
+    }
+    assert!(client.elicited.is_empty(), "a deny asks nobody");
+    assert!(
+        site.hits("/page").is_empty(),
+        "a denied host is never contacted"
+    );
+}
+
+fn ask_rules(env: &Env) {
+    env.rules(
+        r#".{ .action = "call.*", .decision = .ask }, .{ .action = "exec.*", .decision = .ask }, .{ .action = "net.fetch.*", .decision = .ask }"#,
+    );
+}
+
+#[test]
+fn every_tool_on_ask_asks_through_the_clients_elicitation() {
+    let env = project_with_files();
+    ask_rules(&env);
+    let site = page_site();
+    let mut client = env.client(true, &[]);
+    for (tool, args, action) in every_tool(&site) {
+        client.elicit_answers.push(person_says(true));
+        let called = client.call(tool, args);
+        assert!(!called.is_error, "{tool}: {called:?}");
+        check_done(&env, tool, &called.text);
+        env.assert_logged(&action, "allow", "person");
+        let asked = client.elicited.last().expect("an elicitation");
+        let message = asked["params"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains(&action),
+            "the question names {action}: {message}"
+        );
+        assert!(message.contains("to stop being asked, add to"), "{message}");
+        assert!(
+            message.contains(&format!(
+                r#".{{ .action = "{action}", .decision = .deny }}"#
+            )),
+            "{message}"
+        );
+        assert_eq!(asked["params"]["mode"], "form");
+    }
+    assert_eq!(client.elicited.len(), 9);
+}
+
+#[test]
+fn a_person_who_says_no_refuses_the_act() {
+    let env = project_with_files();
+    ask_rules(&env);
+    let site = page_site();
+    let mut client = env.client(true, &[]);
+    for (i, (tool, args, action)) in every_tool(&site).into_iter().enumerate() {
+        // Decline, cancel and an accepted "no" are all a no.
+        client.elicit_answers.push(match i % 3 {
+            0 => json!({"action": "decline"}),
+            1 => json!({"action": "cancel"}),
+            _ => person_says(false),
+        });
+        let called = client.call(tool, args);
+        assert!(called.is_error, "{tool}: {called:?}");
+        assert!(
+            called.text.contains("refused by a person"),
+            "{}",
+            called.text
+        );
+        check_not_done(&env, tool);
+        env.assert_logged(&action, "deny", "person");
+    }
+    assert!(
+        site.hits("/page").is_empty(),
+        "a refused fetch contacts nobody"
+    );
+}
+
+#[test]
+fn with_nobody_to_ask_an_ask_is_a_refusal_naming_the_rule_to_add() {
+    let env = project_with_files();
+    ask_rules(&env);
+    let site = page_site();
+    let mut client = env.client(false, &["--no-approve"]);
+    for (tool, args, action) in every_tool(&site) {
+        let called = client.call(tool, args);
+        assert!(called.is_error, "{tool}: {called:?}");
+        assert!(
+            called.text.contains("nobody can be asked"),
+            "{}",
+            called.text
+        );
+        assert!(
+            called.text.contains(&format!(
+                r#".{{ .action = "{action}", .decision = .allow }}"#
+            )),
+            "the refusal names the rule to add: {}",
+            called.text
+        );
+        check_not_done(&env, tool);
+        env.assert_logged(&action, "deny", "nobody");
+    }
+}
+
+/// `chock approve` in another "terminal": its stdin and stdout are pipes.
+struct Approver {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    output: std::sync::mpsc::Receiver<String>,
+    seen: String,
+}
+
+impl Approver {
+    fn start(env: &Env) -> Approver {
+        let mut child = env
+            .chock()
+            .arg("approve")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn chock approve");
+        let stdin = child.stdin.take().expect("stdin");
+        let mut stdout = child.stdout.take().expect("stdout");
+        let (tell, output) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut buffer = [0u8; 4096];
+            while let Ok(n) = stdout.read(&mut buffer) {
+                if n == 0
+                    || tell
+                        .send(String::from_utf8_lossy(&buffer[..n]).into_owned())
+                        .is_err()
+                {
+                    break;
+                }
+            }
+        });
+        Approver {
+            child,
+            stdin,
+            output,
+            seen: String::new(),
+        }
+    }
+
+    /// Waits until the output holds `text`, and returns everything up to it.
+    fn wait_for(&mut self, text: &str) -> String {
+        let deadline = std::time::Instant::now() + support::WAIT;
+        loop {
+            if let Some(at) = self.seen.find(text) {
+                let upto: String = self.seen.drain(..at + text.len()).collect();
+                return upto;
+            }
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match self.output.recv_timeout(left) {
+                Ok(more) => self.seen.push_str(&more),
+                Err(_) => panic!(
+                    "chock approve never printed {text:?}; it printed {:?}",
+                    self.seen
+                ),
+            }
+        }
+    }
+
+    fn answer(&mut self, line: &str) {
+        writeln!(self.stdin, "{line}").expect("answer");
+        self.stdin.flush().expect("flush");
+    }
+}
+
+impl Drop for Approver {
+    fn drop(&mut self) {
+        self.child.kill().ok();
+        self.child.wait().ok();
+    }
+}
+
+#[test]
+fn every_tool_on_ask_asks_through_chock_approve() {
+    let env = project_with_files();
+    ask_rules(&env);
+    let site = page_site();
+    let client = env.client(false, &[]);
+    let mut approver = Approver::start(&env);
+    approver.wait_for("watching chock mcp");
+    let calls = every_tool(&site);
+    let count = calls.len();
+    let env_ref = &env;
+    std::thread::scope(|scope| {
+        let driver = scope.spawn(move || {
+            let mut client = client;
+            let mut results = Vec::new();
+            for (tool, args, _) in calls.clone() {
+                results.push((tool, client.call(tool, args)));
+            }
+            results
+        });
+        for (i, (tool, _, action)) in every_tool(&site).into_iter().enumerate() {
+            let question = approver.wait_for("allow it once? [y/N]");
+            assert!(
+                question.contains(&format!("{tool} wants {action}")),
+                "{question}"
+            );
+            assert!(
+                question.contains("to stop being asked, add to"),
+                "{question}"
+            );
+            if i == 0 {
+                // While the question waits, --list shows it.
+                let listed = env_ref
+                    .chock()
+                    .args(["approve", "--list", "--json"])
+                    .output()
+                    .expect("list");
+                let listed: Value = serde_json::from_slice(&listed.stdout).expect("json");
+                assert_eq!(
+                    listed[0]["questions"][0]["question"]["action"],
+                    action.as_str(),
+                    "{listed}"
+                );
+            }
+            // The last one is refused, the rest allowed.
+            approver.answer(if i + 1 == count { "n" } else { "y" });
+        }
+        let results = driver.join().expect("the client thread");
+        for (i, (tool, called)) in results.iter().enumerate() {
+            if i + 1 == count {
+                assert!(
+                    called.is_error && called.text.contains("refused by a person"),
+                    "{tool}: {called:?}"
+                );
+            } else {
+                assert!(!called.is_error, "{tool}: {called:?}");
+                check_done(env_ref, tool, &called.text);
+            }
+        }
+    });
+    for (i, (_, _, action)) in every_tool(&site).into_iter().enumerate() {
+        if i + 1 == count {
+            env.assert_logged(&action, "deny", "person");
+        } else {
+            env.assert_logged(&action, "allow", "person");
+        }
+    }
+}
+
+#[test]
+fn the_approve_socket_answers_nobody_but_its_own_user() {
+    let env = project_with_files();
+    let mut client = env.client(false, &[]);
+    client.call("read_file", json!({"path": "a.txt"}));
+    let sockets: Vec<_> = std::fs::read_dir(env.approve_dir())
+        .expect("the approve folder beside the log")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(sockets.len(), 1, "{sockets:?}");
+    let socket = &sockets[0];
+    use std::os::unix::fs::PermissionsExt;
+    let dir_mode = std::fs::metadata(env.approve_dir())
+        .expect("dir")
+        .permissions()
+        .mode();
+    assert_eq!(dir_mode & 0o777, 0o700);
+    assert_eq!(
+        std::fs::metadata(socket)
+            .expect("socket")
+            .permissions()
+            .mode()
+            & 0o777,
+        0o600
+    );
+    // Open the way for another user, as a careless chmod would, and try.
+    let mut open = env.approve_dir();
+    while open != std::path::Path::new("/") {
+        let mode = std::fs::metadata(&open).expect("meta").permissions().mode();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(mode | 0o711))
+            .expect("chmod");
+        open.pop();
+    }
+    std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o666)).expect("chmod");
+    let script = format!(
+        "import socket,sys\ns=socket.socket(socket.AF_UNIX)\ns.connect({:?})\nsys.stdout.write(repr(s.recv(65536)))",
+        socket.display().to_string()
+    );
+    let out = std::process::Command::new("/usr/bin/setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "/usr/bin/python3",
+            "-c",
+            &script,
+        ])
+        .output()
+        .expect("setpriv (util-linux) and python3");
+    assert!(
+        out.status.success(),
+        "the connection itself was made: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "b''",
+        "another user is answered nothing"
+    );
+    // The same request from this user is answered.
+    let listed = env
+        .chock()
+        .args(["approve", "--list", "--json"])
+        .output()
+        .expect("list");
+    assert!(
+        listed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&listed.stderr)
+    );
+}
+
+#[test]
+fn a_tool_denied_at_start_is_not_offered() {
+    let env = project_with_files();
+    env.rules(r#".{ .action = "mcp.chock.tool.fetch_url", .decision = .deny }, .{ .action = "mcp.chock.tool.grep", .decision = .ask }"#);
+    let mut client = env.client(false, &[]);
+    let names = client.tool_names();
+    assert!(!names.iter().any(|n| n == "fetch_url"), "{names:?}");
+    assert!(
+        names.iter().any(|n| n == "grep"),
+        "only a deny is spent at start: {names:?}"
+    );
+    let called = client.call("fetch_url", json!({"url": "http://127.0.0.1:9/"}));
+    assert!(
+        called.is_error
+            && called.text.contains(
+                "fetch_url is not offered: mcp.chock.tool.fetch_url answered deny at start"
+            ),
+        "{called:?}"
+    );
+    let line = env
+        .logged("mcp.chock.tool.fetch_url")
+        .pop()
+        .expect("the start row is logged");
+    assert_eq!(line["decision"], "deny");
+    // Another name in the agent's configuration is another row.
+    let mut other = env.client(false, &["--name", "tools"]);
+    assert!(other.tool_names().iter().any(|n| n == "fetch_url"));
+}
+
+#[test]
+fn a_policy_edited_later_changes_nothing_until_restart_and_the_server_says_so() {
+    let env = project_with_files();
+    env.rules(r#".{ .action = "call.lsp", .decision = .deny }"#);
+    let mut client = env.client(false, &[]);
+    assert!(!client.call("read_file", json!({"path": "a.txt"})).is_error);
+    env.rules(r#".{ .action = "call.read_file", .decision = .deny }"#);
+    let after = client.call("read_file", json!({"path": "a.txt"}));
+    assert!(
+        !after.is_error,
+        "the rules read at start still answer: {after:?}"
+    );
+    assert!(
+        after.text.contains("changed after this server read it"),
+        "{}",
+        after.text
+    );
+    assert!(
+        after.text.contains("until the server is restarted"),
+        "{}",
+        after.text
+    );
+    let again = client.call("read_file", json!({"path": "a.txt"}));
+    assert!(
+        !again.text.contains("changed after"),
+        "said once: {}",
+        again.text
+    );
+    assert!(
+        client
+            .stderr()
+            .contains("changed after this server read it")
+    );
+    let mut restarted = env.client(false, &[]);
+    assert!(
+        restarted
+            .call("read_file", json!({"path": "a.txt"}))
+            .is_error
+    );
+}
+
+#[test]
+fn malformed_json_rpc_gets_json_rpc_errors_and_the_server_goes_on() {
+    let env = project_with_files();
+    let mut client = env.client(false, &[]);
+    client.send_raw("{this is not json");
+    let reply = client.next_message();
+    assert_eq!(reply["error"]["code"], -32700, "{reply}");
+    assert_eq!(reply["id"], Value::Null);
+    client.send_raw("[1, 2]");
+    assert_eq!(client.next_message()["error"]["code"], -32600);
+    client.send_raw(r#"{"id": 5, "method": "ping"}"#);
+    let reply = client.next_message();
+    assert_eq!(
+        (reply["error"]["code"].clone(), reply["id"].clone()),
+        (json!(-32600), json!(5)),
+        "{reply}"
+    );
+    client.send_raw(r#"{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":7}}"#);
+    let reply = client.response(&json!("x"));
+    assert_eq!(reply["error"]["code"], -32602, "{reply}");
+    let unknown = client.request("no/such/method", json!({}));
+    assert_eq!(unknown["error"]["code"], -32601, "{unknown}");
+    client.send_raw(&"x".repeat(100));
+    assert_eq!(client.next_message()["error"]["code"], -32700);
+    assert!(
+        !client.call("read_file", json!({"path": "a.txt"})).is_error,
+        "still serving"
+    );
+}
+
+#[test]
+fn bad_arguments_are_tool_errors_with_a_sentence() {
+    let env = project_with_files();
+    let mut client = env.client(false, &[]);
+    let cases = [
+        ("read_file", json!({}), "missing field `path`"),
+        (
+            "read_file",
+            json!({"path": "a.txt", "mode": "raw"}),
+            "unknown field `mode`",
+        ),
+        ("read_file", json!({"path": 7}), "invalid type"),
+        (
+            "write_file",
+            json!({"path": "x"}),
+            "missing field `content`",
+        ),
+        (
+            "grep",
+            json!({"pattern": "("}),
+            "is not a regular expression",
+        ),
+        ("glob", json!({"pattern": "a[" }), "is not a glob"),
+        (
+            "run_command",
+            json!({"argv": []}),
+            "needs the program first",
+        ),
+        (
+            "edit_file",
+            json!({"path": "a.txt", "old_string": "", "new_string": "x"}),
+            "`old_string` is empty",
+        ),
+        (
+            "edit_file",
+            json!({"path": "a.txt", "old_string": "absent", "new_string": "x"}),
+            "does not contain",
+        ),
+        ("fetch_url", json!({"url": "not a url"}), "is not a URL"),
+        (
+            "fetch_url",
+            json!({"url": "file:///etc/passwd"}),
+            "http and https only",
+        ),
+        (
+            "nix_build",
+            json!({"attribute": ["packages.x86_64-linux.default"]}),
+            "one name per level",
+        ),
+        ("nix_build", json!({"attribute": []}), "nix_build"),
+        ("no_such_tool", json!({}), "there is no tool named"),
+    ];
+    for (tool, args, expected) in cases {
+        let called = client.call(tool, args.clone());
+        assert!(called.is_error, "{tool} {args}: {called:?}");
+        assert!(
+            called.text.contains(expected),
+            "{tool} {args}: {}",
+            called.text
+        );
+    }
+    let takes = client.call("read_file", json!({"file": "a.txt"}));
+    assert!(takes.text.contains("it takes"), "{}", takes.text);
+}
+
+#[test]
+fn the_workspace_cannot_be_left() {
+    let env = project_with_files();
+    let outside = env.outside();
+    std::fs::write(outside.join("secret"), "secret\n").expect("secret");
+    let link = |target: &std::path::Path, name: &str| {
+        std::os::unix::fs::symlink(target, env.project.join(name)).expect("symlink");
+    };
+    link(&outside, "out-dir");
+    link(&outside.join("secret"), "out-file");
+    link(&outside.join("new-file"), "out-new");
+    link(std::path::Path::new("a.txt"), "in-link");
+    std::fs::create_dir(env.project.join("sub")).expect("mkdir");
+    std::os::unix::fs::symlink("../../outside", env.project.join("sub/up")).expect("symlink");
+    let mut client = env.client(false, &[]);
+    let escapes = [
+        ("read_file", json!({"path": "out-dir/secret"})),
+        ("read_file", json!({"path": "out-file"})),
+        ("read_file", json!({"path": "sub/up/secret"})),
+        ("read_file", json!({"path": "../outside/secret"})),
+        ("read_file", json!({"path": outside.join("secret")})),
+        ("read_file", json!({"path": "/etc/passwd"})),
+        ("list_directory", json!({"path": "out-dir"})),
+        ("glob", json!({"pattern": "**", "path": "out-dir"})),
+        ("grep", json!({"pattern": "secret", "path": "out-dir"})),
+        (
+            "write_file",
+            json!({"path": "out-dir/planted", "content": "x"}),
+        ),
+        (
+            "write_file",
+            json!({"path": "out-file", "content": "overwritten"}),
+        ),
+        (
+            "write_file",
+            json!({"path": "out-new", "content": "created"}),
+        ),
+        (
+            "write_file",
+            json!({"path": "sub/up/planted", "content": "x"}),
+        ),
+        (
+            "write_file",
+            json!({"path": "../outside/planted", "content": "x"}),
+        ),
+        (
+            "edit_file",
+            json!({"path": "out-file", "old_string": "secret", "new_string": "gone"}),
+        ),
+        (
+            "run_command",
+            json!({"argv": ["true"], "cwd": "../outside"}),
+        ),
+    ];
+    for (tool, args) in escapes {
+        let called = client.call(tool, args.clone());
+        assert!(called.is_error, "{tool} {args} was not refused: {called:?}");
+        assert!(
+            called.text.contains("outside the workspace")
+                || called.text.contains("leads outside the workspace"),
+            "{tool} {args}: {}",
+            called.text
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(outside.join("secret"))
+            .ok()
+            .as_deref(),
+        Some("secret\n")
+    );
+    let left: Vec<_> = std::fs::read_dir(&outside)
+        .expect("outside")
+        .filter_map(Result::ok)
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(left.len(), 1, "nothing was written outside: {left:?}");
+    // grep over the whole workspace does not follow the link out.
+    let grep = client.call("grep", json!({"pattern": "secret"}));
+    assert!(!grep.text.contains("out-dir"), "{}", grep.text);
+    // A link that stays inside is followed, and a write through it changes its target.
+    assert_eq!(
+        client.call("read_file", json!({"path": "in-link"})).text,
+        "hello\n"
+    );
+    assert!(
+        !client
+            .call(
+                "write_file",
+                json!({"path": "in-link", "content": "via link\n"})
+            )
+            .is_error
+    );
+    assert_eq!(env.read("a.txt").as_deref(), Some("via link\n"));
+    // The policy file is the person's.
+    env.rules(r#".{ .action = "call.lsp", .decision = .deny }"#);
+    let policy = std::fs::read_to_string(env.project.join("chock.zon")).expect("zon");
+    for path in ["chock.zon", "./chock.zon", "sub/../chock.zon"] {
+        let called = client.call("write_file", json!({"path": path, "content": ".{}"}));
+        assert!(
+            called.is_error && called.text.contains("only a person edits it"),
+            "{path}: {called:?}"
+        );
+    }
+    let called = client.call(
+        "edit_file",
+        json!({"path": "chock.zon", "old_string": "deny", "new_string": "allow"}),
+    );
+    assert!(called.is_error, "{called:?}");
+    assert_eq!(
+        std::fs::read_to_string(env.project.join("chock.zon")).expect("zon"),
+        policy
+    );
+    // An oversized write is refused before anything is written.
+    let big = "x".repeat(4 * 1024 * 1024 + 1);
+    let called = client.call("write_file", json!({"path": "big.txt", "content": big}));
+    assert!(
+        called.is_error && called.text.contains("nothing was written"),
+        "{}",
+        &called.text[..called.text.len().min(300)]
+    );
+    assert_eq!(env.read("big.txt"), None);
+    let called = client.call(
+        "edit_file",
+        json!({"path": "a.txt", "old_string": "via link", "new_string": big}),
+    );
+    assert!(called.is_error && called.text.contains("nothing was written"));
+    assert_eq!(env.read("a.txt").as_deref(), Some("via link\n"));
+}
+
+#[test]
+fn a_folder_swapped_for_a_link_mid_write_never_lets_a_write_out() {
+    let env = project_with_files();
+    let outside = env.outside();
+    let mut client = env.client(false, &[]);
+    let project = env.project.clone();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flipping = stop.clone();
+    let flipper = std::thread::spawn(move || {
+        let dir = project.join("d");
+        let parked = project.join("d-real");
+        std::fs::create_dir_all(&dir).ok();
+        while !flipping.load(std::sync::atomic::Ordering::Relaxed) {
+            // A real folder, then a link to the outside in its place.
+            std::fs::rename(&dir, &parked).ok();
+            std::os::unix::fs::symlink(&outside, &dir).ok();
+            std::thread::yield_now();
+            std::fs::remove_file(&dir).ok();
+            std::fs::rename(&parked, &dir).ok();
+        }
+    });
+    for i in 0..200 {
+        client.call(
+            "write_file",
+            json!({"path": format!("d/f{i}"), "content": "x"}),
+        );
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    flipper.join().expect("flipper");
+    let leaked: Vec<_> = std::fs::read_dir(env.outside())
+        .expect("outside")
+        .filter_map(Result::ok)
+        .map(|e| e.file_name())
+        .collect();
+    assert!(
+        leaked.is_empty(),
+        "a write went through the swapped link: {leaked:?}"
+    );
+}
+
+#[test]
+fn nix_eval_is_pure_bounded_and_cut() {
+    let env = project_with_files();
+    env.write("data.nix", "{ answer = 42; }");
+    std::fs::write(env.outside().join("x.nix"), "1").expect("x.nix");
+    std::os::unix::fs::symlink(env.outside().join("x.nix"), env.project.join("link.nix"))
+        .expect("symlink");
+    let mut client = env.client(false, &[]);
+    let value = client.call(
+        "nix_eval",
+        json!({"expression": "(import ./data.nix).answer"}),
+    );
+    assert_eq!(value.text.trim(), "42", "{value:?}");
+    let json_value = client.call(
+        "nix_eval",
+        json!({"expression": "{ a = [ 1 \"b\" ]; }", "json": true}),
+    );
+    assert_eq!(json_value.text.trim(), r#"{"a":[1,"b"]}"#);
+    let long = client.call(
+        "nix_eval",
+        json!({"expression": "builtins.concatStringsSep \"\" (builtins.genList (x: \"a\") 20000)"}),
+    );
+    assert!(!long.is_error);
+    assert!(
+        long.text.contains("output cut at 16384 bytes"),
+        "{}",
+        &long.text[long.text.len() - 100..]
+    );
+    assert!(long.text.len() < 16384 + 100);
+    for escape in [
+        "builtins.readFile /etc/passwd",
+        "import ../outside/x.nix",
+        "import ./link.nix",
+    ] {
+        let called = client.call("nix_eval", json!({"expression": escape}));
+        assert!(called.is_error, "{escape} was read: {called:?}");
+    }
+    let home = client.call(
+        "nix_eval",
+        json!({"expression": "builtins.getEnv \"HOME\""}),
+    );
+    assert_eq!(
+        home.text.trim(),
+        "\"\"",
+        "the environment is empty: {home:?}"
+    );
+    let traced = client.call("nix_eval", json!({"expression": "builtins.trace \"hi\" 1"}));
+    assert!(traced.text.contains("trace: hi"), "{traced:?}");
+    let broken = client.call("nix_eval", json!({"expression": "1 +"}));
+    assert!(broken.is_error, "{broken:?}");
+}
+
+#[test]
+fn fetch_url_follows_redirects_only_through_allowed_hosts_and_never_asks_a_hop() {
+    let env = Env::new();
+    let other = Site::start(
+        "127.0.0.2",
+        vec![("/there", Page::ok("from the other host"))],
+    );
+    let denied = Site::start("127.0.0.3", vec![("/no", Page::ok("never"))]);
+    let site = Site::start(
+        "127.0.0.1",
+        vec![
+            ("/hop", Page::redirect(&other.url("/there"))),
+            ("/same", Page::redirect("/page")),
+            ("/page", Page::ok("same host")),
+            (
+                "/to-unnamed",
+                Page::redirect(&format!("http://127.0.0.4:{}/x", other.addr.port())),
+            ),
+            ("/to-denied", Page::redirect(&denied.url("/no"))),
+            ("/loop", Page::redirect("/loop")),
+            (
+                "/creds",
+                Page::redirect(&format!("http://user:pw@{}/there", other.addr)),
+            ),
+        ],
+    );
+    env.rules(
+        r#".{ .action = "net.fetch.1.0.0.127", .decision = .allow }, .{ .action = "net.fetch.2.0.0.127", .decision = .allow }, .{ .action = "net.fetch.3.0.0.127", .decision = .deny }"#,
+    );
+    let mut client = env.client(true, &[]);
+    let hop = client.call("fetch_url", json!({"url": site.url("/hop")}));
+    assert!(
+        !hop.is_error && hop.text.contains("from the other host"),
+        "{hop:?}"
+    );
+    assert!(
+        hop.text
+            .contains(&format!("redirected from {}", site.url("/hop"))),
+        "{}",
+        hop.text
+    );
+    env.assert_logged("net.fetch.2.0.0.127", "allow", "rule");
+    let same = client.call("fetch_url", json!({"url": site.url("/same")}));
+    assert!(same.text.contains("same host"), "{same:?}");
+    // A hop no rule names is refused, not asked, even though this client can ask.
+    let unnamed = client.call("fetch_url", json!({"url": site.url("/to-unnamed")}));
+    assert!(
+        unnamed.is_error && unnamed.text.contains("a redirect hop is never asked"),
+        "{unnamed:?}"
+    );
+    assert!(
+        client.elicited.is_empty(),
+        "nobody was asked: {:?}",
+        client.elicited
+    );
+    env.assert_logged("net.fetch.4.0.0.127", "deny", "nobody");
+    let to_denied = client.call("fetch_url", json!({"url": site.url("/to-denied")}));
+    assert!(
+        to_denied.is_error && to_denied.text.contains("net.fetch.3.0.0.127 is denied"),
+        "{to_denied:?}"
+    );
+    assert!(
+        denied.hits("/no").is_empty(),
+        "the denied host was never contacted"
+    );
+    let looped = client.call("fetch_url", json!({"url": site.url("/loop")}));
+    assert!(
+        looped.is_error && looped.text.contains("redirected more than"),
+        "{looped:?}"
+    );
+    let creds = client.call("fetch_url", json!({"url": site.url("/creds")}));
+    assert!(
+        creds.is_error && creds.text.contains("sends no credential"),
+        "{creds:?}"
+    );
+}
+
+#[test]
+fn fetch_url_sends_nothing_but_a_get_and_honours_robots_txt() {
+    let env = Env::new();
+    let robots = "User-agent: *\nDisallow: /private\n\nUser-agent: chock\nDisallow: /not-for-chock\nAllow: /not-for-chock/ok\n";
+    let site = Site::start(
+        "127.0.0.1",
+        vec![
+            ("/robots.txt", Page::ok(robots)),
+            ("/open", Page::ok("open page")),
+            ("/not-for-chock", Page::ok("x")),
+            ("/not-for-chock/ok", Page::ok("allowed again")),
+            ("/private", Page::ok("x")),
+        ],
+    );
+    let broken = Site::start(
+        "127.0.0.2",
+        vec![("/robots.txt", Page::status(503)), ("/p", Page::ok("x"))],
+    );
+    let no_robots = Site::start("127.0.0.3", vec![("/p", Page::ok("no robots.txt here"))]);
+    env.rules(r#".{ .action = "net.fetch.*", .decision = .allow }"#);
+    let mut client = env.client(false, &[]);
+    let open = client.call("fetch_url", json!({"url": site.url("/open")}));
+    assert!(
+        !open.is_error && open.text.contains("open page"),
+        "{open:?}"
+    );
+    let head = site.hits("/open").pop().expect("the request");
+    assert!(head.starts_with("GET /open HTTP/1.1\r\n"), "{head}");
+    let lower = head.to_ascii_lowercase();
+    for header in [
+        "authorization",
+        "cookie",
+        "content-length",
+        "proxy-authorization",
+    ] {
+        assert!(
+            !lower.contains(&format!("\r\n{header}:")),
+            "{header} was sent: {head}"
+        );
+    }
+    assert!(lower.contains("user-agent: chock/"), "{head}");
+    // The agent's group wins over `*`: /private is not in it, /not-for-chock is.
+    assert!(
+        !client
+            .call("fetch_url", json!({"url": site.url("/private")}))
+            .is_error
+    );
+    let refused = client.call("fetch_url", json!({"url": site.url("/not-for-chock")}));
+    assert!(
+        refused.is_error && refused.text.contains("robots.txt"),
+        "{refused:?}"
+    );
+    assert!(
+        site.hits("/not-for-chock").is_empty(),
+        "a page robots.txt disallows is not requested"
+    );
+    assert!(
+        !client
+            .call("fetch_url", json!({"url": site.url("/not-for-chock/ok")}))
+            .is_error
+    );
+    assert_eq!(
+        site.hits("/robots.txt").len(),
+        1,
+        "robots.txt is read once per site"
+    );
+    let failing = client.call("fetch_url", json!({"url": broken.url("/p")}));
+    assert!(
+        failing.is_error && failing.text.contains("503"),
+        "{failing:?}"
+    );
+    assert!(broken.hits("/p").is_empty());
+    assert!(
+        !client
+            .call("fetch_url", json!({"url": no_robots.url("/p")}))
+            .is_error
+    );
+}
+
+#[test]
+fn fetch_url_reads_at_most_its_bound() {
+    let env = Env::new();
+    let big = "y".repeat(3 << 20);
+    let site = Site::start(
+        "127.0.0.1",
+        vec![("/big", Page::ok(&big)), ("/missing-ok", Page::ok("z"))],
+    );
+    env.rules(r#".{ .action = "net.fetch.*", .decision = .allow }"#);
+    let mut client = env.client(false, &[]);
+    let whole = client.call("fetch_url", json!({"url": site.url("/big")}));
+    assert!(!whole.is_error);
+    assert!(
+        whole.text.contains("1048576 bytes, cut at 1048576"),
+        "{}",
+        &whole.text[..200]
+    );
+    assert!(whole.text.len() < (1 << 20) + 1000);
+    let small = client.call(
+        "fetch_url",
+        json!({"url": site.url("/big"), "max_bytes": 10}),
+    );
+    assert!(
+        small.text.contains("10 bytes, cut at 10") && small.text.ends_with(&"y".repeat(10)),
+        "{small:?}"
+    );
+    let missing = client.call("fetch_url", json!({"url": site.url("/nothing")}));
+    assert!(
+        missing.is_error && missing.text.contains("404"),
+        "{missing:?}"
+    );
+    // A name is never followed to this machine's own addresses.
+    let local = client.call(
+        "fetch_url",
+        json!({"url": format!("http://localhost:{}/big", site.addr.port())}),
+    );
+    assert!(
+        local.is_error
+            && local
+                .text
+                .contains("resolves to no address outside this machine"),
+        "{local:?}"
+    );
+}
+
+#[test]
+fn the_added_latency_of_a_read_file_call_is_small() {
+    // Not a benchmark (docs/benchmarks.md has the measured figure and the
+    // command): a guard that one call stays well under a tenth of a second.
+    let env = project_with_files();
+    let mut client = env.client(false, &[]);
+    client.call("read_file", json!({"path": "a.txt"}));
+    let start = std::time::Instant::now();
+    for _ in 0..50 {
+        assert!(!client.call("read_file", json!({"path": "a.txt"})).is_error);
+    }
+    let each = start.elapsed() / 50;
+    assert!(
+        each < Duration::from_millis(100),
+        "one read_file call took {each:?}"
+    );
+}
+
+#[test]
+fn the_server_ends_when_the_client_closes_stdin() {
+    let env = project_with_files();
+    let mut child = env
+        .chock()
+        .arg("mcp")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    drop(child.stdin.take());
+    let status = child.wait().expect("wait");
+    let mut out = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_to_string(&mut out)
+        .ok();
+    assert!(
+        status.success() || status.code() == Some(1),
+        "{status:?} {out}"
+    );
+    let sockets = std::fs::read_dir(env.approve_dir())
+        .map(|d| d.count())
+        .unwrap_or(0);
+    assert_eq!(
+        sockets, 0,
+        "the approve socket is removed when the server ends"
+    );
+}
+
+/// A scripted MCP client for `chock mcp` over stdio, a project with its own
+/// HOME, XDG directories and decision log, and loopback HTTP servers that
+/// record what they were sent.
+#[allow(dead_code)]
+mod support {
+
+    use std::collections::BTreeMap;
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::net::{SocketAddr, TcpListener};
+    use std::path::PathBuf;
+    use std::process::{Child, ChildStdin, Command, Stdio};
+    use std::sync::mpsc::{Receiver, channel};
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    use serde_json::{Value, json};
+
+    /// How long any one message may take.
+    pub const WAIT: Duration = Duration::from_secs(60);
+
+    pub struct Env {
+        root: tempfile::TempDir,
+        pub project: PathBuf,
+    }
+
+    impl Env {
+        pub fn new() -> Env {
+            let root = tempfile::Builder::new()
+                .prefix("chock-mcp-")
+                .tempdir()
+                .expect("tempdir");
+            let project = root.path().join("project");
+            for dir in ["project", "home", "outside"] {
+                std::fs::create_dir_all(root.path().join(dir)).expect("mkdir");
+            }
+            Env { root, project }
+        }
+
+        /// A folder beside the project, which no tool may reach.
+        pub fn outside(&self) -> PathBuf {
+            self.root.path().join("outside")
+        }
+
+        /// Writes chock.zon with these rules (ZON rule structs, comma-separated).
+        pub fn rules(&self, rules: &str) {
+            std::fs::write(
+                self.project.join("chock.zon"),
+                format!(".{{ .policy = .{{ .rules = .{{ {rules} }} }} }}\n"),
+            )
+            .expect("chock.zon");
+        }
+
+        pub fn write(&self, path: &str, text: &str) {
+            let path = self.project.join(path);
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent).expect("mkdir");
+            }
+            std::fs::write(path, text).expect("write");
+        }
+
+        pub fn read(&self, path: &str) -> Option<String> {
+            std::fs::read_to_string(self.project.join(path)).ok()
+        }
+
+        /// `chock` with this environment's HOME and XDG directories, in the project.
+        pub fn chock(&self) -> Command {
+            let mut command = Command::new(env!("CARGO_BIN_EXE_chock"));
+            let at = |name: &str| self.root.path().join(name);
+            command
+                .current_dir(&self.project)
+                .env("HOME", at("home"))
+                .env("XDG_DATA_HOME", at("data"))
+                .env("XDG_CACHE_HOME", at("cache"))
+                .env("XDG_CONFIG_HOME", at("config"))
+                .env("XDG_STATE_HOME", at("state"))
+                .env_remove("CHOCK_STATE_DIR")
+                .env("NIX_REMOTE", "daemon");
+            command
+        }
+
+        /// The folder the approve sockets are in.
+        pub fn approve_dir(&self) -> PathBuf {
+            self.root.path().join("state/chock/log/approve")
+        }
+
+        /// Every line of the decision log.
+        pub fn log_lines(&self) -> Vec<Value> {
+            let path = self.root.path().join("state/chock/log/decisions.jsonl");
+            std::fs::read_to_string(path)
+                .unwrap_or_default()
+                .lines()
+                .map(|l| serde_json::from_str(l).expect("a log line is JSON"))
+                .collect()
+        }
+
+        /// The log lines of route `mcp` for `action`.
+        pub fn logged(&self, action: &str) -> Vec<Value> {
+            self.log_lines()
+                .into_iter()
+                .filter(|l| l["route"] == "mcp" && l["action"] == action)
+                .collect()
+        }
+
+        /// Asserts the last line for `action` says `decision`, answered by `by`.
+        pub fn assert_logged(&self, action: &str, decision: &str, by: &str) {
+            let lines = self.logged(action);
+            let last = lines
+                .last()
+                .unwrap_or_else(|| panic!("no log line for {action}: {:#?}", self.log_lines()));
+            assert_eq!(last["decision"], decision, "{action}: {last}");
+            assert_eq!(last["answered_by"], by, "{action}: {last}");
+            assert_eq!(last["agent_kind"], "main", "{last}");
+            assert_eq!(
+                last["project"],
+                self.project
+                    .canonicalize()
+                    .expect("canonical")
+                    .display()
+                    .to_string()
+            );
+        }
+
+        /// `chock mcp` with a scripted client attached.
+        pub fn client(&self, elicitation: bool, args: &[&str]) -> Client {
+            let mut child = self
+                .chock()
+                .arg("mcp")
+                .args(args)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawn chock mcp");
+            let stdin = child.stdin.take().expect("stdin");
+            let stdout = child.stdout.take().expect("stdout");
+            let stderr = child.stderr.take().expect("stderr");
+            let (tell, incoming) = channel();
+            std::thread::spawn(move || {
+                for line in BufReader::new(stdout).lines() {
+                    let Ok(line) = line else { break };
+                    let value: Value = serde_json::from_str(&line).unwrap_or_else(|e| {
+                        panic!("the server wrote a line that is not JSON ({e}): {line}")
+                    });
+                    if tell.send(value).is_err() {
+                        break;
+                    }
+                }
+            });
+            let stderr_text = Arc::new(Mutex::new(String::new()));
+            let sink = stderr_text.clone();
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stderr);
+                let mut line = String::new();
+                while reader.read_line(&mut line).is_ok_and(|n| n > 0) {
+                    if let Ok(mut text) = sink.lock() {
+                        text.push_str(&line);
+                    }
+                    line.clear();
+                }
+            });
+            let mut client = Client {
+                child,
+                stdin,
+                incoming,
+                next_id: 1,
+                elicit_answers: Vec::new(),
+                elicited: Vec::new(),
+                stderr: stderr_text,
+            };
+            let capabilities = if elicitation {
+                json!({"elicitation": {}})
+            } else {
+                json!({})
+            };
+            let init = client.request(
+                "initialize",
+                json!({
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": capabilities,
+                    "clientInfo": {"name": "chock-tests", "version": "1"}
+                }),
+            );
+            assert_eq!(init["result"]["serverInfo"]["name"], "chock", "{init}");
+            client.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+            client
+        }
+    }
+
+    pub struct Client {
+        child: Child,
+        stdin: ChildStdin,
+        incoming: Receiver<Value>,
+        next_id: i64,
+        /// The results to give to elicitation requests, in order.
+        pub elicit_answers: Vec<Value>,
+        /// Every elicitation request the server made.
+        pub elicited: Vec<Value>,
+        stderr: Arc<Mutex<String>>,
+    }
+
+    /// What a tool call answered.
+    #[derive(Debug)]
+    pub struct Called {
+        pub is_error: bool,
+        pub text: String,
+    }
+
+    impl Client {
+        pub fn send(&mut self, message: &Value) {
+            self.send_raw(&message.to_string());
+        }
+
+        pub fn send_raw(&mut self, line: &str) {
+            writeln!(self.stdin, "{line}").expect("write to the server");
+            self.stdin.flush().expect("flush");
+        }
+
+        /// The next message from the server.
+        pub fn next_message(&mut self) -> Value {
+            self.incoming.recv_timeout(WAIT).unwrap_or_else(|_| {
+                panic!(
+                    "the server said nothing for {WAIT:?}; its stderr: {}",
+                    self.stderr()
+                )
+            })
+        }
+
+        pub fn stderr(&self) -> String {
+            self.stderr.lock().map(|s| s.clone()).unwrap_or_default()
+        }
+
+        /// Sends a request and waits for its response, answering the server's
+        /// own requests (elicitation) on the way.
+        pub fn request(&mut self, method: &str, params: Value) -> Value {
+            let id = self.next_id;
+            self.next_id += 1;
+            self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+            self.response(&json!(id))
+        }
+
+        /// Waits for the response with `id`.
+        pub fn response(&mut self, id: &Value) -> Value {
+            loop {
+                let message = self.next_message();
+                if message.get("method").and_then(Value::as_str) == Some("elicitation/create") {
+                    self.answer_elicitation(&message);
+                    continue;
+                }
+                if message.get("id") == Some(id) && message.get("method").is_none() {
+                    return message;
+                }
+            }
+        }
+
+        fn answer_elicitation(&mut self, request: &Value) {
+            self.elicited.push(request.clone());
+            assert!(
+                !self.elicit_answers.is_empty(),
+                "an elicitation nobody scripted: {request}"
+            );
+            let result = self.elicit_answers.remove(0);
+            let reply = json!({"jsonrpc": "2.0", "id": request["id"], "result": result});
+            self.send(&reply);
+        }
+
+        /// Calls a tool.
+        pub fn call(&mut self, tool: &str, arguments: Value) -> Called {
+            let response =
+                self.request("tools/call", json!({"name": tool, "arguments": arguments}));
+            let result = &response["result"];
+            assert!(
+                result.is_object(),
+                "tools/call {tool} answered no result: {response}"
+            );
+            let text = result["content"]
+                .as_array()
+                .map(|blocks| {
+                    blocks
+                        .iter()
+                        .filter_map(|b| b["text"].as_str())
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                })
+                .unwrap_or_default();
+            Called {
+                is_error: result["isError"] == true,
+                text,
+            }
+        }
+
+        /// The names `tools/list` answers.
+        pub fn tool_names(&mut self) -> Vec<String> {
+            let listed = self.request("tools/list", json!({}));
+            listed["result"]["tools"]
+                .as_array()
+                .expect("tools")
+                .iter()
+                .filter_map(|t| t["name"].as_str().map(str::to_owned))
+                .collect()
+        }
+    }
+
+    impl Drop for Client {
+        fn drop(&mut self) {
+            self.child.kill().ok();
+            self.child.wait().ok();
+        }
+    }
+
+    /// An elicitation result: the person accepted and said yes or no.
+    pub fn person_says(allow: bool) -> Value {
+        json!({"action": "accept", "content": {"allow": allow}})
+    }
+
+    /// One answer a loopback site gives.
+    #[derive(Clone, Debug)]
+    pub struct Page {
+        pub status: u16,
+        pub headers: Vec<(String, String)>,
+        pub body: Vec<u8>,
+    }
+
+    impl Page {
+        pub fn ok(body: &str) -> Page {
+            Page {
+                status: 200,
+                headers: vec![("Content-Type".into(), "text/plain".into())],
+                body: body.as_bytes().to_vec(),
+            }
+        }
+
+        pub fn status(status: u16) -> Page {
+            Page {
+                status,
+                headers: Vec::new(),
+                body: Vec::new(),
+            }
+        }
+
+        pub fn redirect(to: &str) -> Page {
+            Page {
+                status: 302,
+                headers: vec![("Location".into(), to.into())],
+                body: Vec::new(),
+            }
+        }
+    }
+
+    /// A loopback HTTP/1.1 site: fixed pages by path, and every request head it was sent.
+    pub struct Site {
+        pub addr: SocketAddr,
+        pub requests: Arc<Mutex<Vec<String>>>,
+    }
+
+    impl Site {
+        /// Serves `pages` on `ip` (any 127.0.0.0/8 address), port chosen by the kernel.
+        pub fn start(ip: &str, pages: Vec<(&str, Page)>) -> Site {
+            let listener = TcpListener::bind((ip, 0)).expect("bind a loopback site");
+            let addr = listener.local_addr().expect("address");
+            let pages: BTreeMap<String, Page> = pages
+                .into_iter()
+                .map(|(p, page)| (p.to_string(), page))
+                .collect();
+            let requests = Arc::new(Mutex::new(Vec::new()));
+            let seen = requests.clone();
+            std::thread::spawn(move || {
+                for stream in listener.incoming() {
+                    let Ok(mut stream) = stream else { continue };
+                    let mut head = Vec::new();
+                    let mut byte = [0u8; 1];
+                    while !head.ends_with(b"\r\n\r\n")
+                        && stream.read(&mut byte).is_ok_and(|n| n == 1)
+                    {
+                        head.push(byte[0]);
+                    }
+                    let head = String::from_utf8_lossy(&head).into_owned();
+                    let path = head.split_whitespace().nth(1).unwrap_or("/").to_string();
+                    if let Ok(mut seen) = seen.lock() {
+                        seen.push(head);
+                    }
+                    let page = pages.get(&path).cloned().unwrap_or(Page::status(404));
+                    let mut response = format!(
+                        "HTTP/1.1 {} X\r\nConnection: close\r\nContent-Length: {}\r\n",
+                        page.status,
+                        page.body.len()
+                    );
+                    for (name, value) in &page.headers {
+                        response.push_str(&format!("{name}: {value}\r\n"));
+                    }
+                    response.push_str("\r\n");
+                    stream.write_all(response.as_bytes()).ok();
+                    stream.write_all(&page.body).ok();
+                }
+            });
+            Site { addr, requests }
+        }
+
+        pub fn url(&self, path: &str) -> String {
+            format!("http://{}{path}", self.addr)
+        }
+
+        /// The request heads for `path`.
+        pub fn hits(&self, path: &str) -> Vec<String> {
+            self.requests
+                .lock()
+                .map(|r| {
+                    r.iter()
+                        .filter(|h| h.split_whitespace().nth(1) == Some(path))
+                        .cloned()
+                        .collect()
+                })
+                .unwrap_or_default()
+        }
+    }
+}
