@@ -6,8 +6,13 @@
 //! they share this one type: a single allocation holding the count, the
 //! length, a small header and the elements, addressed by an 8-byte pointer.
 //! The evaluator is single-threaded, so the count is a plain `Cell`.
+//!
+//! Every block comes from mimalloc: evaluation allocates and frees many
+//! small blocks on one thread, which is what its thread-local free lists
+//! are built for (the system allocator spent a quarter of the time here).
 
-use std::alloc::{self, Layout};
+use mimalloc::MiMalloc;
+use std::alloc::{self, GlobalAlloc, Layout};
 use std::cell::Cell;
 use std::marker::PhantomData;
 use std::ptr::{self, NonNull};
@@ -62,7 +67,7 @@ impl<H, T> Drop for BuildGuard<H, T> {
             ptr::drop_in_place(ptr::addr_of_mut!((*self.ptr.as_ptr()).header));
             let data = base.add(self.offset).cast::<T>();
             ptr::drop_in_place(ptr::slice_from_raw_parts_mut(data, self.written));
-            alloc::dealloc(base, self.layout);
+            MiMalloc.dealloc(base, self.layout);
             crate::memory::freed(self.layout.size());
         }
     }
@@ -82,7 +87,7 @@ impl<H, T> ThinRc<H, T> {
         let len = iter.len();
         let (layout, offset) = layout_for::<H, T>(len);
         // SAFETY: the layout has a non-zero size (it holds the count).
-        let raw = unsafe { alloc::alloc(layout) };
+        let raw = unsafe { MiMalloc.alloc(layout) };
         let Some(ptr) = NonNull::new(raw.cast::<Inner<H, T>>()) else {
             alloc::handle_alloc_error(layout)
         };
@@ -135,7 +140,7 @@ impl<H, T> ThinRc<H, T> {
         let len = parts.iter().map(|p| p.len()).sum();
         let (layout, offset) = layout_for::<H, T>(len);
         // SAFETY: the layout has a non-zero size (it holds the count).
-        let raw = unsafe { alloc::alloc(layout) };
+        let raw = unsafe { MiMalloc.alloc(layout) };
         let Some(ptr) = NonNull::new(raw.cast::<Inner<H, T>>()) else {
             alloc::handle_alloc_error(layout)
         };
@@ -239,7 +244,7 @@ impl<H, T> ThinRc<H, T> {
             ptr::drop_in_place(ptr::addr_of_mut!((*base).header));
             let data = base.cast::<u8>().add(offset).cast::<T>();
             ptr::drop_in_place(ptr::slice_from_raw_parts_mut(data, len));
-            alloc::dealloc(base.cast::<u8>(), layout);
+            MiMalloc.dealloc(base.cast::<u8>(), layout);
             crate::memory::freed(layout.size());
         }
     }
@@ -271,6 +276,23 @@ impl<H, T> Drop for ThinRc<H, T> {
             }
         }
         DROP_DEPTH.with(|d| d.set(depth));
+    }
+}
+
+/// One shared value with no elements: a thin, counted box (thunks,
+/// closures) from the same allocator as everything else.
+pub type Shared<H> = ThinRc<H, ()>;
+
+impl<H> ThinRc<H, ()> {
+    pub fn new(header: H) -> Self {
+        ThinRc::from_iter(header, std::iter::empty())
+    }
+}
+
+impl<H> std::ops::Deref for ThinRc<H, ()> {
+    type Target = H;
+    fn deref(&self) -> &H {
+        self.header()
     }
 }
 

@@ -29,9 +29,9 @@ fn attrs_arg<'a>(
     v: &Value<'a>,
     pos: Pos,
     n: usize,
-    name: &str,
+    name: &'static str,
 ) -> Result<Attrs<'a>> {
-    ev.force_attrs(v, pos, &arg_context(n, name))
+    ev.force_attrs(v, pos, arg_context(n, name))
 }
 
 fn name_arg<'a>(
@@ -39,9 +39,9 @@ fn name_arg<'a>(
     v: &Value<'a>,
     pos: Pos,
     n: usize,
-    name: &str,
+    name: &'static str,
 ) -> Result<Sym> {
-    let s = ev.force_string(v, pos, &arg_context(n, name))?;
+    let s = ev.force_string(v, pos, arg_context(n, name))?;
     Ok(ev.symbols.intern(s.as_bytes()))
 }
 
@@ -97,7 +97,7 @@ fn unsafe_get_attr_pos<'a>(
 }
 
 fn list_to_attrs<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
-    let list = ev.force_list(&args[0], pos, &arg_context(0, "listToAttrs"))?;
+    let list = ev.force_list(&args[0], pos, arg_context(0, "listToAttrs"))?;
     let mut entries = Vec::with_capacity(list.len());
     for item in list.as_slice() {
         let pair = ev.force_attrs(
@@ -139,7 +139,7 @@ fn intersect_attrs<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> 
 
 fn cat_attrs<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
     let name = name_arg(ev, &args[0], pos, 0, "catAttrs")?;
-    let list = ev.force_list(&args[1], pos, &arg_context(1, "catAttrs"))?;
+    let list = ev.force_list(&args[1], pos, arg_context(1, "catAttrs"))?;
     let mut out = Vec::new();
     for item in list.as_slice() {
         let attrs = ev.force_attrs(item, pos, "while evaluating an element in the list passed as second argument to builtins.catAttrs")?;
@@ -193,8 +193,8 @@ fn map_attrs<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result
 }
 
 fn zip_attrs_with<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
-    let f = ev.force_function(&args[0], pos, &arg_context(0, "zipAttrsWith"))?;
-    let list = ev.force_list(&args[1], pos, &arg_context(1, "zipAttrsWith"))?;
+    let f = ev.force_function(&args[0], pos, arg_context(0, "zipAttrsWith"))?;
+    let list = ev.force_list(&args[1], pos, arg_context(1, "zipAttrsWith"))?;
     let mut grouped: FxHashMap<Sym, (Pos, Vec<Value<'a>>)> = FxHashMap::default();
     let mut order = Vec::new();
     for item in list.as_slice() {
@@ -225,7 +225,7 @@ fn zip_attrs_with<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> R
 
 fn remove_attrs<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
     let attrs = attrs_arg(ev, &args[0], pos, 0, "removeAttrs")?;
-    let names = ev.force_list(&args[1], pos, &arg_context(1, "removeAttrs"))?;
+    let names = ev.force_list(&args[1], pos, arg_context(1, "removeAttrs"))?;
     let mut removed = Vec::with_capacity(names.len());
     for n in names.as_slice() {
         let s = ev.force_string(

@@ -118,7 +118,7 @@ fn add_error_context<'a>(
 
 /// The environment is empty in pure mode.
 fn get_env<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
-    let name = ev.force_string(&args[0], pos, &arg_context(0, "getEnv"))?;
+    let name = ev.force_string(&args[0], pos, arg_context(0, "getEnv"))?;
     if ev.options.pure {
         return Ok(Value::string(""));
     }

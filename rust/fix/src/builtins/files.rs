@@ -4,7 +4,7 @@
 
 use super::{arg_context, list_value, primop};
 use crate::error::{Error, ErrorKind, Result};
-use crate::eval::{Coercion, Evaluator};
+use crate::eval::{Coercion, Context, Evaluator};
 use crate::source::Pos;
 use crate::symbol::known;
 use crate::syntax::canon_path;
@@ -28,23 +28,21 @@ pub fn coerce_to_path<'a>(
     ev: &mut Evaluator<'a>,
     v: &Value<'a>,
     pos: Pos,
-    context: &str,
+    context: impl Context + Copy,
 ) -> Result<Vec<u8>> {
-    let v = ev
-        .force(v)
-        .map_err(|e| e.with_frame(pos, context.to_string()))?;
+    let v = ev.force(v).map_err(|e| e.with_frame(pos, context.text()))?;
     if let Value::Path(p) = &v {
         return Ok(p.as_bytes().to_vec());
     }
     let s = ev
         .coerce_to_string(&v, Coercion::PATH_SEGMENT, pos)
-        .map_err(|e| e.with_frame(pos, context.to_string()))?;
+        .map_err(|e| e.with_frame(pos, context.text()))?;
     if s.as_bytes().first() != Some(&b'/') {
         return Err(Error::eval(
             format!("string '{}' doesn't represent an absolute path", s.lossy()),
             pos,
         )
-        .with_frame(pos, context.to_string()));
+        .with_frame(pos, context.text()));
     }
     Ok(canon_path(s.as_bytes()))
 }
@@ -55,8 +53,8 @@ fn import<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Va
 }
 
 fn scoped_import<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
-    let scope = ev.force_attrs(&args[0], pos, &arg_context(0, "scopedImport"))?;
-    let path = coerce_to_path(ev, &args[1], pos, &arg_context(1, "scopedImport"))?;
+    let scope = ev.force_attrs(&args[0], pos, arg_context(0, "scopedImport"))?;
+    let path = coerce_to_path(ev, &args[1], pos, arg_context(1, "scopedImport"))?;
     let mut file = PathBuf::from(std::ffi::OsStr::from_bytes(&path));
     ev.check_path(&file, pos)?;
     if file.is_dir() {
@@ -72,7 +70,7 @@ fn scoped_import<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Re
 }
 
 fn read_file<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
-    let path = coerce_to_path(ev, &args[0], pos, &arg_context(0, "readFile"))?;
+    let path = coerce_to_path(ev, &args[0], pos, arg_context(0, "readFile"))?;
     let bytes = ev.read_file(crate::eval::os_path(&path), pos)?;
     if bytes.contains(&0) {
         return Err(Error::eval(
@@ -99,7 +97,7 @@ fn type_name(t: std::fs::FileType) -> &'static str {
 }
 
 fn read_dir<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
-    let path = coerce_to_path(ev, &args[0], pos, &arg_context(0, "readDir"))?;
+    let path = coerce_to_path(ev, &args[0], pos, arg_context(0, "readDir"))?;
     let entries = ev.read_dir(crate::eval::os_path(&path), pos)?;
     let attrs = entries
         .into_iter()
@@ -113,7 +111,7 @@ fn read_dir<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<
 }
 
 fn read_file_type<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
-    let path = coerce_to_path(ev, &args[0], pos, &arg_context(0, "readFileType"))?;
+    let path = coerce_to_path(ev, &args[0], pos, arg_context(0, "readFileType"))?;
     let file = crate::eval::os_path(&path);
     match ev.file_type(file, pos)? {
         Some(t) => Ok(Value::string(type_name(t))),
@@ -133,7 +131,7 @@ fn read_file_type<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> R
 fn path_exists<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
     let v = ev.force(&args[0])?;
     let must_be_dir = matches!(&v, Value::String(s) if s.as_bytes().ends_with(b"/") || s.as_bytes().ends_with(b"/."));
-    let path = coerce_to_path(ev, &v, pos, &arg_context(0, "pathExists"))?;
+    let path = coerce_to_path(ev, &v, pos, arg_context(0, "pathExists"))?;
     let file = crate::eval::os_path(&path);
     if ev.check_path(file, pos).is_err() {
         return Ok(Value::Bool(false));
@@ -173,8 +171,8 @@ pub fn nix_path_value<'a>(ev: &mut Evaluator<'a>) -> Value<'a> {
 }
 
 fn find_file<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
-    let list = ev.force_list(&args[0], pos, &arg_context(0, "findFile"))?;
-    let wanted = ev.force_string(&args[1], pos, &arg_context(1, "findFile"))?;
+    let list = ev.force_list(&args[0], pos, arg_context(0, "findFile"))?;
+    let wanted = ev.force_string(&args[1], pos, arg_context(1, "findFile"))?;
     let wanted = wanted.as_bytes();
     for entry in list.as_slice() {
         let attrs = ev.force_attrs(
@@ -237,6 +235,6 @@ fn find_file<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result
 }
 
 fn to_path<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
-    let path = coerce_to_path(ev, &args[0], pos, &arg_context(0, "toPath"))?;
+    let path = coerce_to_path(ev, &args[0], pos, arg_context(0, "toPath"))?;
     Ok(Value::string(path))
 }

@@ -26,16 +26,16 @@ fn algo(name: &[u8], pos: Pos) -> Result<HashAlgo> {
 }
 
 fn hash_string<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
-    let name = ev.force_string(&args[0], pos, &arg_context(0, "hashString"))?;
+    let name = ev.force_string(&args[0], pos, arg_context(0, "hashString"))?;
     let algo = algo(name.as_bytes(), pos)?;
-    let s = ev.force_string(&args[1], pos, &arg_context(1, "hashString"))?;
+    let s = ev.force_string(&args[1], pos, arg_context(1, "hashString"))?;
     Ok(Value::string(Hash::digest(algo, s.as_bytes()).to_base16()))
 }
 
 fn hash_file<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
-    let name = ev.force_string(&args[0], pos, &arg_context(0, "hashFile"))?;
+    let name = ev.force_string(&args[0], pos, arg_context(0, "hashFile"))?;
     let algo = algo(name.as_bytes(), pos)?;
-    let path = super::files::coerce_to_path(ev, &args[1], pos, &arg_context(1, "hashFile"))?;
+    let path = super::files::coerce_to_path(ev, &args[1], pos, arg_context(1, "hashFile"))?;
     let bytes = ev.read_file(crate::eval::os_path(&path), pos)?;
     Ok(Value::string(Hash::digest(algo, bytes).to_base16()))
 }
@@ -59,7 +59,7 @@ fn string_attr<'a>(
 
 /// `convertHash { hash; toHashFormat; hashAlgo ? null; }`.
 fn convert_hash<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
-    let attrs = ev.force_attrs(&args[0], pos, &arg_context(0, "convertHash"))?;
+    let attrs = ev.force_attrs(&args[0], pos, arg_context(0, "convertHash"))?;
     let (hash_sym, format_sym, algo_sym) =
         (ev.sym("hash"), ev.sym("toHashFormat"), ev.sym("hashAlgo"));
     let Some(text) = string_attr(ev, &attrs, hash_sym, pos)? else {

@@ -228,7 +228,7 @@ pub fn json_float(f: f64) -> String {
 }
 
 fn from_json_op<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
-    let s = ev.force_string(&args[0], pos, &arg_context(0, "fromJSON"))?;
+    let s = ev.force_string(&args[0], pos, arg_context(0, "fromJSON"))?;
     let mut parser = JsonParser {
         text: s.as_bytes(),
         at: 0,

@@ -34,9 +34,9 @@ fn list_arg<'a>(
     v: &Value<'a>,
     pos: Pos,
     n: usize,
-    name: &str,
+    name: &'static str,
 ) -> Result<List<'a>> {
-    ev.force_list(v, pos, &arg_context(n, name))
+    ev.force_list(v, pos, arg_context(n, name))
 }
 
 fn function_arg<'a>(
@@ -44,9 +44,9 @@ fn function_arg<'a>(
     v: &Value<'a>,
     pos: Pos,
     n: usize,
-    name: &str,
+    name: &'static str,
 ) -> Result<Value<'a>> {
-    ev.force_function(v, pos, &arg_context(n, name))
+    ev.force_function(v, pos, arg_context(n, name))
 }
 
 fn map<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
@@ -97,7 +97,7 @@ fn elem<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Valu
 
 fn elem_at<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
     let list = list_arg(ev, &args[0], pos, 0, "elemAt")?;
-    let n = ev.force_int(&args[1], pos, &arg_context(1, "elemAt"))?;
+    let n = ev.force_int(&args[1], pos, arg_context(1, "elemAt"))?;
     match usize::try_from(n)
         .ok()
         .and_then(|i| list.as_slice().get(i))
@@ -154,7 +154,7 @@ fn any_all<'a>(
     ev: &mut Evaluator<'a>,
     args: &[Value<'a>],
     pos: Pos,
-    name: &str,
+    name: &'static str,
     any: bool,
 ) -> Result<Value<'a>> {
     let f = function_arg(ev, &args[0], pos, 0, name)?;
@@ -171,7 +171,7 @@ fn any_all<'a>(
 }
 
 fn gen_list<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
-    let n = ev.force_int(&args[1], pos, &arg_context(1, "genList"))?;
+    let n = ev.force_int(&args[1], pos, arg_context(1, "genList"))?;
     if n < 0 {
         return Err(Error::eval(format!("cannot create list of size {n}"), pos));
     }
@@ -320,7 +320,7 @@ fn group_by<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<
 }
 
 fn generic_closure<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
-    let spec = ev.force_attrs(&args[0], pos, &arg_context(0, "genericClosure"))?;
+    let spec = ev.force_attrs(&args[0], pos, arg_context(0, "genericClosure"))?;
     let Some(start) = spec.get(known::START_SET).cloned() else {
         return Err(ev.missing_attr(&spec, known::START_SET, pos).with_frame(
             pos,

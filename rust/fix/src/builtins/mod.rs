@@ -152,13 +152,33 @@ macro_rules! primop {
 }
 pub(crate) use primop;
 
-/// "while evaluating the first argument passed to builtins.NAME".
-pub(crate) fn arg_context(n: usize, name: &str) -> String {
-    const ORDINALS: [&str; 4] = ["first", "second", "third", "fourth"];
-    format!(
-        "while evaluating the {} argument passed to builtins.{name}",
-        ORDINALS.get(n).unwrap_or(&"an")
-    )
+/// "while evaluating the first argument passed to builtins.NAME", made
+/// into text only when an error needs it.
+#[derive(Clone, Copy)]
+pub(crate) struct ArgContext {
+    n: usize,
+    name: &'static str,
+}
+
+pub(crate) fn arg_context(n: usize, name: &'static str) -> ArgContext {
+    ArgContext { n, name }
+}
+
+impl From<ArgContext> for String {
+    fn from(c: ArgContext) -> String {
+        crate::eval::Context::text(&c)
+    }
+}
+
+impl crate::eval::Context for ArgContext {
+    fn text(&self) -> String {
+        const ORDINALS: [&str; 4] = ["first", "second", "third", "fourth"];
+        let nth = ORDINALS.get(self.n).unwrap_or(&"an");
+        format!(
+            "while evaluating the {nth} argument passed to builtins.{}",
+            self.name
+        )
+    }
 }
 
 pub(crate) fn list_value<'a>(items: Vec<Value<'a>>) -> Value<'a> {

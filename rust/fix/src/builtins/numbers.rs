@@ -26,7 +26,7 @@ fn numbers<'a>(
     ev: &mut Evaluator<'a>,
     args: &[Value<'a>],
     pos: Pos,
-    name: &str,
+    name: &'static str,
 ) -> Result<(Value<'a>, Value<'a>)> {
     let a = ev
         .force(&args[0])
@@ -52,11 +52,11 @@ fn bits<'a>(
     ev: &mut Evaluator<'a>,
     args: &[Value<'a>],
     pos: Pos,
-    name: &str,
+    name: &'static str,
     f: fn(i64, i64) -> i64,
 ) -> Result<Value<'a>> {
-    let a = ev.force_int(&args[0], pos, &arg_context(0, name))?;
-    let b = ev.force_int(&args[1], pos, &arg_context(1, name))?;
+    let a = ev.force_int(&args[0], pos, arg_context(0, name))?;
+    let b = ev.force_int(&args[1], pos, arg_context(1, name))?;
     Ok(Value::Int(f(a, b)))
 }
 
@@ -75,7 +75,7 @@ fn round<'a>(
     ev: &mut Evaluator<'a>,
     args: &[Value<'a>],
     pos: Pos,
-    name: &str,
+    name: &'static str,
     f: fn(f64) -> f64,
 ) -> Result<Value<'a>> {
     let v = ev.force(&args[0])?;

@@ -249,9 +249,9 @@ fn compiled<'a>(
     ev: &mut Evaluator<'a>,
     v: &Value<'a>,
     pos: Pos,
-    name: &str,
+    name: &'static str,
 ) -> Result<Rc<NixRegex>> {
-    let pattern = ev.force_string(v, pos, &arg_context(0, name))?;
+    let pattern = ev.force_string(v, pos, arg_context(0, name))?;
     if let Some(re) = ev.regex_cache.get(pattern.as_bytes()) {
         return Ok(re.clone());
     }
@@ -281,7 +281,7 @@ fn group_values<'a>(hay: &[u8], groups: &[Option<(usize, usize)>]) -> Value<'a> 
 
 fn match_op<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
     let re = compiled(ev, &args[0], pos, "match")?;
-    let s = ev.force_string(&args[1], pos, &arg_context(1, "match"))?;
+    let s = ev.force_string(&args[1], pos, arg_context(1, "match"))?;
     match re.full_match(s.as_bytes()) {
         Some(groups) => Ok(group_values(s.as_bytes(), &groups)),
         None => Ok(Value::Null),
@@ -290,7 +290,7 @@ fn match_op<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<
 
 fn split_op<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
     let re = compiled(ev, &args[0], pos, "split")?;
-    let s = ev.force_string(&args[1], pos, &arg_context(1, "split"))?;
+    let s = ev.force_string(&args[1], pos, arg_context(1, "split"))?;
     let hay = s.as_bytes();
     let matches = re.matches(hay);
     if matches.is_empty() {

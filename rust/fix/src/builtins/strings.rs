@@ -256,7 +256,7 @@ fn add_drv_output_dependencies<'a>(
     args: &[Value<'a>],
     pos: Pos,
 ) -> Result<Value<'a>> {
-    ev.force_string(&args[0], pos, &arg_context(0, "addDrvOutputDependencies"))?;
+    ev.force_string(&args[0], pos, arg_context(0, "addDrvOutputDependencies"))?;
     Err(Error::eval(
         "context of string has 0 elements; addDrvOutputDependencies expects the string to have exactly one element, a derivation",
         pos,
@@ -264,18 +264,18 @@ fn add_drv_output_dependencies<'a>(
 }
 
 fn has_context<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
-    ev.force_string(&args[0], pos, &arg_context(0, "hasContext"))?;
+    ev.force_string(&args[0], pos, arg_context(0, "hasContext"))?;
     Ok(Value::Bool(false))
 }
 
 fn get_context<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
-    ev.force_string(&args[0], pos, &arg_context(0, "getContext"))?;
+    ev.force_string(&args[0], pos, arg_context(0, "getContext"))?;
     Ok(Value::Attrs(Attrs::empty()))
 }
 
 fn append_context<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
-    let s = ev.force_string(&args[0], pos, &arg_context(0, "appendContext"))?;
-    let context = ev.force_attrs(&args[1], pos, &arg_context(1, "appendContext"))?;
+    let s = ev.force_string(&args[0], pos, arg_context(0, "appendContext"))?;
+    let context = ev.force_attrs(&args[1], pos, arg_context(1, "appendContext"))?;
     if !context.is_empty() {
         return Err(Error::new(
             ErrorKind::NotYet,

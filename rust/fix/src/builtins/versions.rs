@@ -103,8 +103,8 @@ fn compare_versions_op<'a>(
     args: &[Value<'a>],
     pos: Pos,
 ) -> Result<Value<'a>> {
-    let a = ev.force_string(&args[0], pos, &arg_context(0, "compareVersions"))?;
-    let b = ev.force_string(&args[1], pos, &arg_context(1, "compareVersions"))?;
+    let a = ev.force_string(&args[0], pos, arg_context(0, "compareVersions"))?;
+    let b = ev.force_string(&args[1], pos, arg_context(1, "compareVersions"))?;
     Ok(Value::Int(
         match compare_versions(a.as_bytes(), b.as_bytes()) {
             Ordering::Less => -1,
@@ -115,7 +115,7 @@ fn compare_versions_op<'a>(
 }
 
 fn split_version<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
-    let s = ev.force_string(&args[0], pos, &arg_context(0, "splitVersion"))?;
+    let s = ev.force_string(&args[0], pos, arg_context(0, "splitVersion"))?;
     let bytes = s.as_bytes();
     let mut p = 0;
     let mut parts = Vec::new();

@@ -14,9 +14,9 @@ use crate::value::{Attrs, Value};
 fn identity(v: &Value<'_>) -> Option<usize> {
     match v {
         Value::Thunk(t) => Some(t.addr()),
-        Value::Lambda(c) => Some(std::rc::Rc::as_ptr(c) as usize),
+        Value::Lambda(c) => Some(c.addr()),
         Value::PrimOp(op) => Some(*op as *const _ as usize),
-        Value::PrimOpApp(a) => Some(std::rc::Rc::as_ptr(a) as usize),
+        Value::PrimOpApp(a) => Some(a.addr()),
         Value::Attrs(a) => Some(a.addr()),
         Value::List(l) => Some(l.addr()),
         _ => None,

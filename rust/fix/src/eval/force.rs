@@ -1,84 +1,104 @@
 //! Forcing to a known type (with Nix's messages), and forcing deeply.
 
-use super::Evaluator;
+use super::{Context, Evaluator};
 use crate::error::Result;
 use crate::source::Pos;
 use crate::value::{Attrs, List, NixString, Value};
 use rustc_hash::FxHashSet;
 
 impl<'a> Evaluator<'a> {
-    pub fn force_attrs(&mut self, v: &Value<'a>, pos: Pos, context: &str) -> Result<Attrs<'a>> {
+    pub fn force_attrs(
+        &mut self,
+        v: &Value<'a>,
+        pos: Pos,
+        context: impl Context,
+    ) -> Result<Attrs<'a>> {
         match self
             .force(v)
-            .map_err(|e| e.with_frame(pos, context.to_string()))?
+            .map_err(|e| e.with_frame(pos, context.text()))?
         {
             Value::Attrs(a) => Ok(a),
             other => Err(self
                 .type_error("a set", &other, pos)
-                .with_frame(pos, context.to_string())),
+                .with_frame(pos, context.text())),
         }
     }
 
-    pub fn force_list(&mut self, v: &Value<'a>, pos: Pos, context: &str) -> Result<List<'a>> {
+    pub fn force_list(
+        &mut self,
+        v: &Value<'a>,
+        pos: Pos,
+        context: impl Context,
+    ) -> Result<List<'a>> {
         match self
             .force(v)
-            .map_err(|e| e.with_frame(pos, context.to_string()))?
+            .map_err(|e| e.with_frame(pos, context.text()))?
         {
             Value::List(l) => Ok(l),
             other => Err(self
                 .type_error("a list", &other, pos)
-                .with_frame(pos, context.to_string())),
+                .with_frame(pos, context.text())),
         }
     }
 
-    pub fn force_int(&mut self, v: &Value<'a>, pos: Pos, context: &str) -> Result<i64> {
+    pub fn force_int(&mut self, v: &Value<'a>, pos: Pos, context: impl Context) -> Result<i64> {
         match self
             .force(v)
-            .map_err(|e| e.with_frame(pos, context.to_string()))?
+            .map_err(|e| e.with_frame(pos, context.text()))?
         {
             Value::Int(n) => Ok(n),
             other => Err(self
                 .type_error("an integer", &other, pos)
-                .with_frame(pos, context.to_string())),
+                .with_frame(pos, context.text())),
         }
     }
 
-    pub fn force_bool(&mut self, v: &Value<'a>, pos: Pos, context: &str) -> Result<bool> {
+    pub fn force_bool(&mut self, v: &Value<'a>, pos: Pos, context: impl Context) -> Result<bool> {
         match self
             .force(v)
-            .map_err(|e| e.with_frame(pos, context.to_string()))?
+            .map_err(|e| e.with_frame(pos, context.text()))?
         {
             Value::Bool(b) => Ok(b),
             other => Err(self
                 .type_error("a Boolean", &other, pos)
-                .with_frame(pos, context.to_string())),
+                .with_frame(pos, context.text())),
         }
     }
 
     /// A string (not coerced: paths and sets are refused).
-    pub fn force_string(&mut self, v: &Value<'a>, pos: Pos, context: &str) -> Result<NixString> {
+    pub fn force_string(
+        &mut self,
+        v: &Value<'a>,
+        pos: Pos,
+        context: impl Context,
+    ) -> Result<NixString> {
         match self
             .force(v)
-            .map_err(|e| e.with_frame(pos, context.to_string()))?
+            .map_err(|e| e.with_frame(pos, context.text()))?
         {
             Value::String(s) => Ok(s),
             other => Err(self
                 .type_error("a string", &other, pos)
-                .with_frame(pos, context.to_string())),
+                .with_frame(pos, context.text())),
         }
     }
 
     /// A function (a set with `__functor` counts).
-    pub fn force_function(&mut self, v: &Value<'a>, pos: Pos, context: &str) -> Result<Value<'a>> {
+    pub fn force_function(
+        &mut self,
+        v: &Value<'a>,
+        pos: Pos,
+        context: impl Context,
+    ) -> Result<Value<'a>> {
         let f = self
             .force(v)
-            .map_err(|e| e.with_frame(pos, context.to_string()))?;
+            .map_err(|e| e.with_frame(pos, context.text()))?;
         match &f {
             Value::Lambda(_) | Value::PrimOp(_) | Value::PrimOpApp(_) => Ok(f),
             Value::Attrs(a) if a.contains(crate::symbol::known::FUNCTOR) => Ok(f),
             other => Err(self
                 .type_error("a function", other, pos)
-                .with_frame(pos, context.to_string())),
+                .with_frame(pos, context.text())),
         }
     }
 

@@ -25,8 +25,27 @@ use crate::value::{
     Attr, Attrs, Closure, Env, List, NixString, PartialApp, PrimOp, Thunk, ThunkState, Value,
 };
 use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
+
+/// What was being evaluated when an error happened, made into text only
+/// when an error needs it (a `&str`, or a builtin's argument position).
+pub trait Context {
+    fn text(&self) -> String;
+}
+
+impl Context for &str {
+    fn text(&self) -> String {
+        (*self).to_string()
+    }
+}
+
+impl Context for &String {
+    fn text(&self) -> String {
+        (*self).clone()
+    }
+}
 
 /// One evaluation: the code it loaded, its symbols and globals, and the
 /// bounds it runs under. `'a` is the lifetime of the loaded code.
@@ -257,7 +276,7 @@ impl<'a> Evaluator<'a> {
         let state = t.0.state.replace(ThunkState::Blackhole);
         let result = match &state {
             ThunkState::Pending(expr, env) => self.eval(expr, env),
-            ThunkState::Apply(call) => match call.split_first() {
+            ThunkState::Apply(call) => match call.as_slice().split_first() {
                 Some((f, args)) => self.force(f).and_then(|f| self.call_n(f, args, Pos::NONE)),
                 None => Ok(Value::Null),
             },
@@ -380,6 +399,8 @@ impl<'a> Evaluator<'a> {
     }
 
     /// The error of a failed `assert`; for `a == b`, what differs.
+    #[cold]
+    #[inline(never)]
     fn assertion_failed(&mut self, a: &'a AssertExpr, env: &Env<'a>) -> Error {
         if let Expr::BinOp(b) = &a.cond
             && b.op == BinOp::Eq
@@ -400,6 +421,7 @@ impl<'a> Evaluator<'a> {
     }
 
     /// `{ file, line, column }` for a position, or `null`.
+    #[inline(never)]
     pub fn pos_attrs(&mut self, pos: Pos) -> Value<'a> {
         let Some(loc) = self.sources.resolve(pos) else {
             return Value::Null;
@@ -426,6 +448,7 @@ impl<'a> Evaluator<'a> {
         Value::Attrs(Attrs::from_unsorted(entries))
     }
 
+    #[inline(never)]
     fn with_lookup(&mut self, w: &'a WithVar, env: &Env<'a>) -> Result<Value<'a>> {
         for &depth in w.depths.iter() {
             let scope = env.get(depth, 0).cloned().unwrap_or(Value::Null);
@@ -444,11 +467,12 @@ impl<'a> Evaluator<'a> {
         ))
     }
 
+    #[inline(never)]
     fn interpolate(&mut self, i: &'a Interpolation, env: &Env<'a>) -> Result<Value<'a>> {
-        let mut buf: Vec<u8> = Vec::new();
+        let mut pieces: SmallVec<[NixString; 4]> = SmallVec::new();
         for part in i.parts.iter() {
             match part {
-                Part::Lit(s) => buf.extend_from_slice(s.as_bytes()),
+                Part::Lit(s) => pieces.push(s.clone()),
                 Part::Expr(e, pos) => {
                     let v = self.eval(e, env)?;
                     let how = if i.path {
@@ -459,18 +483,21 @@ impl<'a> Evaluator<'a> {
                     let s = self
                         .coerce_to_string(&v, how, *pos)
                         .map_err(|e| e.with_frame(*pos, "while evaluating a path segment"))?;
-                    buf.extend_from_slice(s.as_bytes());
+                    pieces.push(s);
                 }
             }
         }
+        let slices: SmallVec<[&[u8]; 4]> = pieces.iter().map(|p| p.as_bytes()).collect();
+        let joined = NixString::from_parts(&slices);
         if i.path {
             return Ok(Value::Path(NixString::from(crate::syntax::canon_path(
-                &buf,
+                joined.as_bytes(),
             ))));
         }
-        Ok(Value::String(NixString::from(buf)))
+        Ok(Value::String(joined))
     }
 
+    #[inline(never)]
     fn attrs(&mut self, a: &'a AttrsExpr, env: &Env<'a>) -> Result<Value<'a>> {
         let scope = if a.env_slots > 0 {
             Env::new(env, a.env_slots as usize)
@@ -478,6 +505,19 @@ impl<'a> Evaluator<'a> {
             env.clone()
         };
         let n = a.statics.len();
+        if !a.rec && a.dynamics.is_empty() {
+            // The common case, built in place: one allocation.
+            for (k, src) in a.inherit_sources.iter().enumerate() {
+                let v = self.thunk(src, env);
+                scope.set(k, v);
+            }
+            let entries = a.statics.iter().map(|s| Attr {
+                name: s.name,
+                pos: s.pos,
+                value: self.thunk(&s.value, &scope),
+            });
+            return Ok(Value::Attrs(Attrs::from_sorted_iter(entries)));
+        }
         let mut entries = Vec::with_capacity(n + a.dynamics.len());
         if a.rec {
             for (i, s) in a.statics.iter().enumerate() {
@@ -562,6 +602,7 @@ impl<'a> Evaluator<'a> {
     /// A `rec` set with `__overrides`: its attributes replace the set's own,
     /// in the set and in the scope its other attributes see, and add new
     /// ones (a legacy feature Nix keeps).
+    #[inline(never)]
     fn apply_overrides(
         &mut self,
         a: &'a AttrsExpr,
@@ -613,6 +654,7 @@ impl<'a> Evaluator<'a> {
         }
     }
 
+    #[inline(never)]
     fn select(&mut self, s: &'a SelectExpr, env: &Env<'a>) -> Result<Value<'a>> {
         let mut current = self.eval(&s.base, env)?;
         for (i, key) in s.path.iter().enumerate() {
@@ -644,6 +686,8 @@ impl<'a> Evaluator<'a> {
         Ok(current)
     }
 
+    #[cold]
+    #[inline(never)]
     fn show_path(&self, keys: &[AttrKey], last: Sym) -> String {
         let mut parts: Vec<String> = keys
             .iter()
@@ -659,6 +703,8 @@ impl<'a> Evaluator<'a> {
     }
 
     /// "attribute 'x' missing", with a suggestion when a name is close.
+    #[cold]
+    #[inline(never)]
     pub(crate) fn missing_attr(&self, attrs: &Attrs<'a>, name: Sym, pos: Pos) -> Error {
         let wanted = self.symbols.text(name);
         let mut close: Vec<String> = attrs
@@ -675,6 +721,7 @@ impl<'a> Evaluator<'a> {
         Error::eval(message, pos)
     }
 
+    #[inline(never)]
     fn has_attr(&mut self, h: &'a HasAttrExpr, env: &Env<'a>) -> Result<bool> {
         let mut current = self.eval(&h.base, env)?;
         for key in h.path.iter() {
@@ -700,11 +747,7 @@ impl<'a> Evaluator<'a> {
                 && op.arity <= a.args.len() - i
             {
                 let op: &'static PrimOp = op;
-                let args: Vec<Value<'a>> = a.args[i..i + op.arity]
-                    .iter()
-                    .map(|e| self.thunk(e, env))
-                    .collect();
-                f = self.call_primop(op, &args, a.pos)?;
+                f = self.apply_primop(op, &a.args[i..i + op.arity], env, a.pos)?;
                 i += op.arity;
                 continue;
             }
@@ -715,15 +758,39 @@ impl<'a> Evaluator<'a> {
         Ok(f)
     }
 
+    /// A builtin given all its arguments at once: no partial application.
+    #[inline(never)]
+    fn apply_primop(
+        &mut self,
+        op: &'static PrimOp,
+        args: &'a [Expr],
+        env: &Env<'a>,
+        pos: Pos,
+    ) -> Result<Value<'a>> {
+        let args: SmallVec<[Value<'a>; 4]> = args.iter().map(|e| self.thunk(e, env)).collect();
+        self.call_primop(op, &args, pos)
+    }
+
     /// Applies a function value to one argument.
+    #[inline]
     pub fn call(&mut self, f: Value<'a>, arg: Value<'a>, pos: Pos) -> Result<Value<'a>> {
+        match f {
+            Value::Lambda(c) => self.call_lambda(&c, arg, pos),
+            other => self.call_other(other, arg, pos),
+        }
+    }
+
+    /// `call` for builtins, partial applications, functors and thunks:
+    /// kept out of line so the lambda path stays small on the stack.
+    #[inline(never)]
+    fn call_other(&mut self, f: Value<'a>, arg: Value<'a>, pos: Pos) -> Result<Value<'a>> {
         match f {
             Value::Lambda(c) => self.call_lambda(&c, arg, pos),
             Value::PrimOp(op) => {
                 if op.arity == 1 {
                     self.call_primop(op, &[arg], pos)
                 } else {
-                    Ok(Value::PrimOpApp(Rc::new(PartialApp {
+                    Ok(Value::PrimOpApp(crate::thin::Shared::new(PartialApp {
                         op,
                         args: vec![arg],
                     })))
@@ -735,7 +802,10 @@ impl<'a> Evaluator<'a> {
                 if args.len() == app.op.arity {
                     self.call_primop(app.op, &args, pos)
                 } else {
-                    Ok(Value::PrimOpApp(Rc::new(PartialApp { op: app.op, args })))
+                    Ok(Value::PrimOpApp(crate::thin::Shared::new(PartialApp {
+                        op: app.op,
+                        args,
+                    })))
                 }
             }
             Value::Attrs(attrs) if attrs.contains(known::FUNCTOR) => {
@@ -821,6 +891,7 @@ impl<'a> Evaluator<'a> {
         }
     }
 
+    #[inline(never)]
     fn bind_formals(
         &mut self,
         closure: &Closure<'a>,
@@ -891,6 +962,8 @@ impl<'a> Evaluator<'a> {
 
     // ----- errors -----
 
+    #[cold]
+    #[inline(never)]
     pub(crate) fn type_error(&self, expected: &str, found: &Value<'a>, pos: Pos) -> Error {
         Error::eval(
             format!(

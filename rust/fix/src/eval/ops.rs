@@ -8,6 +8,7 @@ use crate::syntax::ir::{BinOp, BinOpExpr};
 use crate::value::{Env, List, NixString, Value};
 
 impl<'a> Evaluator<'a> {
+    #[inline(never)]
     pub(super) fn binop(&mut self, b: &'a BinOpExpr, env: &Env<'a>) -> Result<Value<'a>> {
         let pos = b.pos;
         match b.op {

@@ -82,6 +82,10 @@ pub fn parse(sources: &SourceMap, file: FileId) -> Result<rnix::Root> {
 /// rnix treats any Unicode whitespace as whitespace; Nix only `[ \t\r\n]`.
 fn check_tokens(root: &rnix::Root, sources: &SourceMap, file: FileId) -> Result<()> {
     use rowan::ast::AstNode;
+    // Only a non-ASCII character can be whitespace to rnix and not to Nix.
+    if sources.file(file).text.is_ascii() {
+        return Ok(());
+    }
     for element in root.syntax().descendants_with_tokens() {
         let Some(token) = element.into_token() else {
             continue;

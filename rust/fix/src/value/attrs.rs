@@ -30,6 +30,15 @@ impl<'a> Attrs<'a> {
         Attrs(ThinRc::from_iter((), entries))
     }
 
+    /// From an exactly-sized iterator of entries already sorted by name.
+    pub fn from_sorted_iter<I>(entries: I) -> Self
+    where
+        I: IntoIterator<Item = Attr<'a>>,
+        I::IntoIter: ExactSizeIterator,
+    {
+        Attrs(ThinRc::from_iter((), entries))
+    }
+
     /// From entries in any order; of several entries with one name the
     /// first is kept.
     pub fn from_unsorted(mut entries: Vec<Attr<'a>>) -> Self {

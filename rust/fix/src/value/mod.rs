@@ -13,9 +13,8 @@ use crate::error::Result;
 use crate::eval::Evaluator;
 use crate::source::Pos;
 use crate::syntax::ir::{Expr, LambdaExpr};
-use crate::thin::ThinRc;
+use crate::thin::{Shared, ThinRc};
 use std::cell::{OnceCell, RefCell};
-use std::rc::Rc;
 
 #[derive(Clone)]
 pub enum Value<'a> {
@@ -28,9 +27,9 @@ pub enum Value<'a> {
     Path(NixString),
     Attrs(Attrs<'a>),
     List(List<'a>),
-    Lambda(Rc<Closure<'a>>),
+    Lambda(Shared<Closure<'a>>),
     PrimOp(&'static PrimOp),
-    PrimOpApp(Rc<PartialApp<'a>>),
+    PrimOpApp(Shared<PartialApp<'a>>),
     Thunk(Thunk<'a>),
 }
 
@@ -40,22 +39,12 @@ pub struct Closure<'a> {
     pub env: Env<'a>,
 }
 
-const CLOSURE_BYTES: usize =
-    std::mem::size_of::<Closure<'static>>() + 2 * std::mem::size_of::<usize>();
-
 impl<'a> Closure<'a> {
     pub fn value(lambda: &'a LambdaExpr, env: &Env<'a>) -> Value<'a> {
-        crate::memory::allocated(CLOSURE_BYTES);
-        Value::Lambda(Rc::new(Closure {
+        Value::Lambda(Shared::new(Closure {
             lambda,
             env: env.clone(),
         }))
-    }
-}
-
-impl Drop for Closure<'_> {
-    fn drop(&mut self) {
-        crate::memory::freed(CLOSURE_BYTES);
     }
 }
 
@@ -172,7 +161,7 @@ pub enum ThunkState<'a> {
     Pending(&'a Expr, Env<'a>),
     /// `f x ...`: the function then its arguments, made by builtins such
     /// as `map` that must stay lazy.
-    Apply(Box<[Value<'a>]>),
+    Apply(ThinRc<(), Value<'a>>),
     /// Stands for another value (a slot redirected by `__overrides`).
     Forward(Value<'a>),
     /// Being evaluated: reaching it again is infinite recursion.
@@ -180,28 +169,17 @@ pub enum ThunkState<'a> {
     Done(Value<'a>),
 }
 
-/// The shared cell of a thunk; its size counts against the memory bound.
+#[derive(Clone)]
+pub struct Thunk<'a>(pub(crate) Shared<ThunkCell<'a>>);
+
+/// The shared, updatable state of a thunk.
 pub struct ThunkCell<'a> {
     pub state: RefCell<ThunkState<'a>>,
 }
 
-/// What one thunk costs: the cell and the `Rc` counts around it.
-const THUNK_BYTES: usize =
-    std::mem::size_of::<ThunkCell<'static>>() + 2 * std::mem::size_of::<usize>();
-
-impl Drop for ThunkCell<'_> {
-    fn drop(&mut self) {
-        crate::memory::freed(THUNK_BYTES);
-    }
-}
-
-#[derive(Clone)]
-pub struct Thunk<'a>(pub(crate) Rc<ThunkCell<'a>>);
-
 impl<'a> Thunk<'a> {
     pub fn from_state(state: ThunkState<'a>) -> Self {
-        crate::memory::allocated(THUNK_BYTES);
-        Thunk(Rc::new(ThunkCell {
+        Thunk(Shared::new(ThunkCell {
             state: RefCell::new(state),
         }))
     }
@@ -212,16 +190,16 @@ impl<'a> Thunk<'a> {
 
     /// A deferred call `f x`.
     pub fn apply(f: Value<'a>, arg: Value<'a>) -> Self {
-        Thunk::from_state(ThunkState::Apply(Box::new([f, arg])))
+        Thunk::from_state(ThunkState::Apply(ThinRc::from_iter((), [f, arg])))
     }
 
     /// A deferred call `f x y`.
     pub fn apply2(f: Value<'a>, x: Value<'a>, y: Value<'a>) -> Self {
-        Thunk::from_state(ThunkState::Apply(Box::new([f, x, y])))
+        Thunk::from_state(ThunkState::Apply(ThinRc::from_iter((), [f, x, y])))
     }
 
     pub fn addr(&self) -> usize {
-        Rc::as_ptr(&self.0) as usize
+        self.0.addr()
     }
 }
 

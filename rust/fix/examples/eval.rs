@@ -1,0 +1,29 @@
+//! A bare evaluator for profiling fix without the rest of `chock`:
+//! `cargo run --release -p chock-fix --example eval -- FILE` prints what
+//! `chock eval --impure --strict FILE` prints. Build it with
+//! `CARGO_PROFILE_RELEASE_DEBUG=line-tables-only` for perf or callgrind.
+
+use chock_fix::{EvalOptions, Request, Source, evaluate};
+
+fn main() -> std::process::ExitCode {
+    let Some(file) = std::env::args().nth(1) else {
+        eprintln!("usage: eval FILE");
+        return std::process::ExitCode::FAILURE;
+    };
+    let options = EvalOptions {
+        pure: false,
+        ..EvalOptions::default()
+    };
+    let mut request = Request::new(Source::File(file.into()));
+    request.strict = true;
+    match evaluate(&options, &request) {
+        Ok(out) => {
+            println!("{}", String::from_utf8_lossy(&out.text));
+            std::process::ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
