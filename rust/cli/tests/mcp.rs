@@ -1549,3 +1549,149 @@ mod support {
         }
     }
 }
+
+fn require_daemon() {
+    let socket = std::env::var_os("NIX_DAEMON_SOCKET_PATH")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::PathBuf::from("/nix/var/nix/daemon-socket/socket"));
+    if let Err(e) = std::os::unix::net::UnixStream::connect(&socket) {
+        panic!(
+            "nix_build needs the Nix daemon at {}: run scripts/setup ({e})",
+            socket.display()
+        );
+    }
+}
+
+/// A project whose flake builds one package with /bin/sh (no nixpkgs).
+fn flake_project(rules: &str) -> (Env, Vec<String>) {
+    require_daemon();
+    let env = Env::new();
+    let system = chock_sandbox::devshell::system();
+    let nonce = format!(
+        "{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    );
+    env.write(
+        "flake.nix",
+        &format!(
+            r#"{{
+  outputs = {{ self }}: {{
+    packages.{system}.default = derivation {{
+      name = "mcp-built-{nonce}";
+      system = "{system}";
+      builder = "/bin/sh";
+      args = [ "-c" "echo built > $out" ];
+    }};
+  }};
+}}
+"#
+        ),
+    );
+    env.rules(rules);
+    let attribute = vec!["packages".to_string(), system, "default".to_string()];
+    (env, attribute)
+}
+
+fn build_action(attribute: &[String]) -> String {
+    format!("nix.build.{}", attribute.join("."))
+}
+
+/// chock-nix logs its own answers (under its route); the line for `action`.
+fn last_line(env: &Env, action: &str) -> Value {
+    env.log_lines()
+        .into_iter()
+        .rfind(|l| l["action"] == action)
+        .unwrap_or_else(|| panic!("no log line for {action}: {:#?}", env.log_lines()))
+}
+
+#[test]
+fn nix_build_on_allow_builds_through_the_daemon() {
+    let (env, attribute) = flake_project(r#".{ .action = "nix.build.*", .decision = .allow }"#);
+    let mut client = env.client(false, &[]);
+    let built = client.call("nix_build", json!({"attribute": attribute}));
+    assert!(!built.is_error, "{built:?}");
+    assert!(
+        built
+            .text
+            .contains("was built. It produced out: /nix/store/"),
+        "{}",
+        built.text
+    );
+    let line = last_line(&env, &build_action(&attribute));
+    assert_eq!(line["decision"], "allow");
+    assert_eq!(line["tool"], "nix_build");
+}
+
+#[test]
+fn nix_build_on_deny_builds_nothing() {
+    let (env, attribute) = flake_project(r#".{ .action = "nix.build.*", .decision = .deny }"#);
+    let mut client = env.client(true, &[]);
+    let refused = client.call("nix_build", json!({"attribute": attribute}));
+    assert!(refused.is_error, "{refused:?}");
+    assert!(
+        refused.text.contains(&build_action(&attribute)),
+        "{}",
+        refused.text
+    );
+    assert!(client.elicited.is_empty(), "a deny asks nobody");
+    assert_eq!(
+        last_line(&env, &build_action(&attribute))["decision"],
+        "deny"
+    );
+}
+
+#[test]
+fn nix_build_on_ask_asks_through_elicitation_and_chock_approve() {
+    let (env, attribute) = flake_project(r#".{ .action = "nix.build.*", .decision = .ask }"#);
+    let action = build_action(&attribute);
+    let mut client = env.client(true, &[]);
+    client.elicit_answers.push(person_says(false));
+    let refused = client.call("nix_build", json!({"attribute": attribute}));
+    assert!(
+        refused.is_error && refused.text.contains("said no"),
+        "{refused:?}"
+    );
+    let message = client.elicited[0]["params"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(message.contains(&action), "{message}");
+    assert_eq!(last_line(&env, &action)["answered_by"], "person");
+    client.elicit_answers.push(person_says(true));
+    let built = client.call("nix_build", json!({"attribute": attribute}));
+    assert!(
+        !built.is_error && built.text.contains("was built"),
+        "{built:?}"
+    );
+    drop(client);
+    // The same question through chock approve, for a client that cannot elicit.
+    let client = env.client(false, &[]);
+    let mut approver = Approver::start(&env);
+    approver.wait_for("watching chock mcp");
+    std::thread::scope(|scope| {
+        let driver = scope.spawn(move || {
+            let mut client = client;
+            client.call("nix_build", json!({"attribute": attribute}))
+        });
+        let question = approver.wait_for("allow it once? [y/N]");
+        assert!(
+            question.contains(&format!("nix_build wants {action}")) || question.contains(&action),
+            "{question}"
+        );
+        approver.answer("y");
+        let built = driver.join().expect("client");
+        assert!(
+            !built.is_error && built.text.contains("was built"),
+            "{built:?}"
+        );
+    });
+    let line = last_line(&env, &action);
+    assert_eq!(
+        (line["decision"].clone(), line["answered_by"].clone()),
+        (json!("allow"), json!("person")),
+        "{line}"
+    );
+}

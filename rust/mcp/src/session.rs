@@ -66,6 +66,8 @@ pub struct Session {
     pub withheld: Vec<(&'static str, String)>,
     pub dev_shell: String,
     pub watch: PolicyWatch,
+    /// What nix_build has written to the store this session, against `max_session_bytes`.
+    pub nix_session: std::sync::Mutex<chock_nix::Session>,
     /// Each origin's robots.txt, read once per session.
     pub robots: std::sync::Mutex<std::collections::HashMap<String, Robots>>,
 }
@@ -111,6 +113,7 @@ impl Session {
             withheld: Vec::new(),
             dev_shell,
             watch,
+            nix_session: Default::default(),
             robots: Default::default(),
         };
         session.read_start_rows(&options.name);

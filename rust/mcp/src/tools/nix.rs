@@ -4,10 +4,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use chock_fix::{AGENT_OUTPUT_LIMIT, EvalOptions, OutputFormat, Request, Source};
+use chock_nix::{BuildRequest, Context, NixEvaluator, Who};
 use chock_policy::names;
 use serde::Deserialize;
 
 use super::Call;
+use crate::AGENT_KIND;
+use crate::ask::CallAsker;
 use crate::gate::{Act, Asking};
 
 /// The most memory one evaluation may add.
@@ -96,9 +99,8 @@ pub struct NixBuild {
     flake: Option<String>,
 }
 
-pub async fn nix_build(_call: &Call<'_>, args: NixBuild) -> Result<String, String> {
-    let attribute: Vec<&str> = args.attribute.iter().map(String::as_str).collect();
-    if let [one] = attribute.as_slice()
+pub async fn nix_build(call: &Call<'_>, args: NixBuild) -> Result<String, String> {
+    if let [one] = args.attribute.as_slice()
         && one.contains('.')
     {
         return Err(format!(
@@ -106,9 +108,55 @@ pub async fn nix_build(_call: &Call<'_>, args: NixBuild) -> Result<String, Strin
             one.split('.').collect::<Vec<_>>()
         ));
     }
-    names::nix_build(&attribute).map_err(|e| format!("nix_build: {e}"))?;
+    chock_nix::check_attribute(&args.attribute).map_err(|e| format!("nix_build: {e}"))?;
     if let Some(flake) = &args.flake {
-        names::nix_build_flake(flake).map_err(|e| format!("nix_build: {e}"))?;
+        chock_nix::check_reference(flake).map_err(|e| format!("nix_build: {e}"))?;
     }
-    Err("nix_build is not built in this Chock yet: it waits on chock-nix (issue #7), so nothing was decided or built; use nix_eval to see what the attribute is".into())
+    let session = call.session.clone();
+    let asker = CallAsker {
+        askers: session.askers.clone(),
+        peer: call.peer.clone(),
+        tool: "nix_build".into(),
+        project: session.project.dir.display().to_string(),
+        runtime: tokio::runtime::Handle::current(),
+    };
+    let request = BuildRequest {
+        project: session.project.dir.clone(),
+        flake: args.flake,
+        attribute: args.attribute,
+        who: Who {
+            agent_kind: AGENT_KIND.into(),
+            tool: Some("nix_build".into()),
+            model: None,
+        },
+    };
+    // chock-nix decides `nix.build.*`, asks through `asker` and logs each
+    // answer; the build is blocking work, so it runs off the async threads.
+    let built = tokio::task::spawn_blocking(move || {
+        let context = Context {
+            policy: &session.policy,
+            evaluator: &NixEvaluator::default(),
+            asker: &asker,
+            log: &session.log,
+            daemon: Default::default(),
+        };
+        let mut written = session
+            .nix_session
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        chock_nix::build(&request, &context, &mut written)
+    })
+    .await
+    .map_err(|e| format!("nix_build stopped unexpectedly ({e}); this is a bug in chock mcp"))?;
+    let built = built.map_err(|e| e.to_string())?;
+    let outputs: Vec<String> = built
+        .built
+        .iter()
+        .map(|(name, path)| format!("{name}: {path}"))
+        .collect();
+    Ok(format!(
+        "{} was built. It produced {}.",
+        built.plan.derivation,
+        outputs.join(", ")
+    ))
 }
