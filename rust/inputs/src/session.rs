@@ -22,6 +22,8 @@ use chock_log::{AnsweredBy, Entry, Log};
 use chock_policy::{Answer, Asker, Decision, Endpoint, Layer, Policy, Question, Verdict};
 use chock_store::StorePath;
 use chock_store::daemon::{DaemonConnection, DaemonError};
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
 
 use crate::decide::{Asking, HostVerdict, decide_host};
 use crate::fetch::{Fetcher, HopGate};
@@ -232,22 +234,11 @@ impl FlakeInputs {
             .filter(|a| a.granted)
             .map(|a| (a.host.clone(), a.port))
             .collect();
-        let mut fetched: BTreeMap<String, Result<(), String>> = BTreeMap::new();
-        for (name, source) in &missing {
-            if !source.hosts.iter().all(|e| granted.contains(&host_port(e))) {
-                continue;
-            }
-            let mut hops = Hops {
-                policy: env.policy,
-                logger: &logger,
-                granted: &granted,
-                decided: BTreeMap::new(),
-                answers: Vec::new(),
-            };
-            let outcome = fetch_one(env, conn, name, source, &mut hops).await;
-            answers.append(&mut hops.answers);
-            fetched.insert(name.clone(), outcome);
-        }
+        let allowed = missing
+            .iter()
+            .filter(|(_, s)| s.hosts.iter().all(|e| granted.contains(&host_port(e))));
+        let (fetched, mut hop_answers) = fetch_all(env, conn, &logger, &granted, allowed).await;
+        answers.append(&mut hop_answers);
         let inputs = self
             .inputs
             .iter()
@@ -256,7 +247,7 @@ impl FlakeInputs {
                     Err(refusal) => InputState::Refused(refusal.clone()),
                     Ok(source) if valid.contains(&source.store_path) => InputState::InStore,
                     Ok(source) if !is_wanted(source) => InputState::NotWanted,
-                    Ok(source) => match fetched.get(&input.name) {
+                    Ok(source) => match fetched.get(&source.store_path) {
                         Some(Ok(())) => InputState::Fetched,
                         Some(Err(why)) => InputState::Failed(why.clone()),
                         None => self.not_fetched(source, &answers),
@@ -556,40 +547,75 @@ impl HopGate for Hops<'_> {
     }
 }
 
-/// Fetches one input, checks it and adds it to the store.
-async fn fetch_one(
+/// How many inputs are downloaded and unpacked at once; adding to the
+/// store goes one at a time over the one daemon connection.
+const PARALLEL_FETCHES: usize = 4;
+
+/// Fetches every allowed input (each store path once), checks each and adds
+/// it to the store as soon as its tree is there. Returns the outcome per
+/// store path and the answers about redirect hops.
+async fn fetch_all<'s>(
     env: &Env<'_>,
     conn: &mut DaemonConnection,
-    name: &str,
-    source: &Source,
-    hops: &mut Hops<'_>,
-) -> Result<(), String> {
-    let report = Reporter {
-        progress: env.progress,
-        input: name,
-    };
-    let outcome = async {
-        let fetched = env.fetcher.fetch(source, hops, &report).await?;
-        report.send(Event::Stage("checking narHash and adding to the store"));
-        store::add_checked(conn, &fetched.root, source).await
+    logger: &Logger<'_>,
+    granted: &BTreeSet<HostPort>,
+    allowed: impl Iterator<Item = &'s (String, Source)>,
+) -> (BTreeMap<StorePath, Result<(), String>>, Vec<HostAnswer>) {
+    let mut seen = BTreeSet::new();
+    let mut queue = allowed
+        .filter(|(_, s)| seen.insert(s.store_path.clone()))
+        .map(|(name, source)| async move {
+            let mut hops = Hops {
+                policy: env.policy,
+                logger,
+                granted,
+                decided: BTreeMap::new(),
+                answers: Vec::new(),
+            };
+            let report = Reporter {
+                progress: env.progress,
+                input: name,
+            };
+            let tree = env.fetcher.fetch(source, &mut hops, &report).await;
+            (name, source, tree, hops.answers)
+        });
+    let mut in_flight = FuturesUnordered::new();
+    in_flight.extend(queue.by_ref().take(PARALLEL_FETCHES));
+    let mut outcomes = BTreeMap::new();
+    let mut hop_answers = Vec::new();
+    while let Some((name, source, tree, mut hops)) = in_flight.next().await {
+        in_flight.extend(queue.next());
+        hop_answers.append(&mut hops);
+        let report = Reporter {
+            progress: env.progress,
+            input: name,
+        };
+        let outcome = match tree {
+            Ok(fetched) => {
+                report.send(Event::Stage("checking narHash and adding to the store"));
+                store::add_checked(conn, &fetched.root, source).await
+            }
+            Err(error) => Err(error),
+        };
+        let outcome = match outcome {
+            Ok(()) => {
+                report.send(Event::Done {
+                    ok: true,
+                    message: &source.store_path.to_string(),
+                });
+                Ok(())
+            }
+            Err(error) => {
+                let message = error.to_string();
+                tracing::warn!(input = name.as_str(), "{message}");
+                report.send(Event::Done {
+                    ok: false,
+                    message: &message,
+                });
+                Err(message)
+            }
+        };
+        outcomes.insert(source.store_path.clone(), outcome);
     }
-    .await;
-    match outcome {
-        Ok(()) => {
-            report.send(Event::Done {
-                ok: true,
-                message: &source.store_path.to_string(),
-            });
-            Ok(())
-        }
-        Err(error) => {
-            let message = error.to_string();
-            tracing::warn!(input = name, "{message}");
-            report.send(Event::Done {
-                ok: false,
-                message: &message,
-            });
-            Err(message)
-        }
-    }
+    (outcomes, hop_answers)
 }

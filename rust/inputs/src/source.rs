@@ -778,4 +778,51 @@ mod tests {
         .expect("fetchable");
         assert_eq!(source.fetch, Fetch::Path(PathBuf::from("/p/sub/dir")));
     }
+    fn any_value() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            "[a-z+:/._~%@-]{0,40}".prop_map(Value::String),
+            Just(Value::String(HASH.into())),
+            Just(Value::String(
+                "0123456789abcdef0123456789abcdef01234567".into()
+            )),
+        ]
+    }
+
+    proptest::proptest! {
+        /// Whatever a hostile lock puts in `locked`, reading it gives a
+        /// source or a refusal, and every host of a source has a name.
+        #[test]
+        fn any_locked_attributes_give_a_source_or_a_refusal(
+            kind in proptest::sample::select(vec!["github", "gitlab", "sourcehut", "git", "hg", "tarball", "file", "path", "indirect", "x"]),
+            attrs in proptest::collection::btree_map(
+                proptest::sample::select(vec!["owner", "repo", "rev", "host", "url", "ref", "narHash", "name", "path", "submodules", "id"]),
+                any_value(),
+                0..8,
+            ),
+        ) {
+            let mut locked = Map::new();
+            locked.insert("type".into(), Value::String(kind.into()));
+            for (k, v) in attrs {
+                locked.insert(k.into(), v);
+            }
+            let node = LockedNode {
+                name: "it".into(),
+                node: "it".into(),
+                line: 1,
+                locked: Some(locked),
+                original: None,
+                flake: true,
+            };
+            let input = Input::from_node(&node, Path::new("/p/flake.lock"), Path::new("/p"));
+            if let Ok(source) = &input.source {
+                for host in &source.hosts {
+                    proptest::prop_assert!(names::nix_net(names::Phase::Eval, &host.host, host.port).is_ok());
+                }
+            }
+        }
+    }
 }

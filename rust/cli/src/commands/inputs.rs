@@ -4,7 +4,7 @@
 //! deciding, fetching and logging are chock-inputs'; this module turns flags
 //! into those calls and the report into text, JSON and an exit code.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -234,11 +234,13 @@ fn print_host(host: &HostAnswer) {
     );
 }
 
-/// Progress on stderr: a bar per input on a terminal, plain lines otherwise
-/// (and nothing with `--json`, whose reader wants stdout alone).
+/// Progress on stderr: a bar per input on a terminal (several at once, as
+/// inputs are fetched side by side), plain lines otherwise, and nothing with
+/// `--json`, whose reader wants stdout alone.
 struct Drawn {
     style: Style,
-    bar: Mutex<Option<indicatif::ProgressBar>>,
+    bars: indicatif::MultiProgress,
+    by_input: Mutex<HashMap<String, indicatif::ProgressBar>>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -259,11 +261,12 @@ impl Drawn {
         };
         Drawn {
             style,
-            bar: Mutex::new(None),
+            bars: indicatif::MultiProgress::new(),
+            by_input: Mutex::new(HashMap::new()),
         }
     }
 
-    fn new_bar(input: &str, bytes: Option<u64>) -> indicatif::ProgressBar {
+    fn new_bar(&self, input: &str, bytes: Option<u64>) -> indicatif::ProgressBar {
         let (bar, template) = match bytes {
             Some(len) => (
                 indicatif::ProgressBar::new(len),
@@ -279,7 +282,41 @@ impl Drawn {
         }
         bar.set_prefix(input.to_string());
         bar.enable_steady_tick(Duration::from_millis(120));
-        bar
+        self.bars.add(bar)
+    }
+
+    fn draw(&self, input: &str, event: Event<'_>) {
+        let mut bars = self
+            .by_input
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match event {
+            Event::Start { bytes, .. } => {
+                if let Some(old) = bars.insert(input.to_string(), self.new_bar(input, bytes)) {
+                    old.finish_and_clear();
+                }
+            }
+            Event::Bytes(n) => {
+                if let Some(bar) = bars.get(input) {
+                    bar.inc(n);
+                }
+            }
+            Event::Stage(stage) => {
+                let bar = bars
+                    .entry(input.to_string())
+                    .or_insert_with(|| self.new_bar(input, None));
+                bar.set_message(stage.to_string());
+            }
+            Event::Done { ok, message } => {
+                if let Some(bar) = bars.remove(input) {
+                    bar.finish_and_clear();
+                }
+                let what = if ok { "in the store: " } else { "" };
+                let _ = self
+                    .bars
+                    .println(format!("chock: {input}: {what}{message}"));
+            }
+        }
     }
 }
 
@@ -287,6 +324,7 @@ impl Progress for Drawn {
     fn event(&self, input: &str, event: Event<'_>) {
         match self.style {
             Style::Quiet => {}
+            Style::Bar => self.draw(input, event),
             Style::Lines => match event {
                 Event::Start { from, .. } => eprintln!("chock: {input}: fetching {from}"),
                 Event::Stage(stage) => eprintln!("chock: {input}: {stage}"),
@@ -296,36 +334,6 @@ impl Progress for Drawn {
                 Event::Done { ok: false, message } => eprintln!("chock: {input}: {message}"),
                 Event::Bytes(_) => {}
             },
-            Style::Bar => {
-                let mut slot = self
-                    .bar
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                match event {
-                    Event::Start { bytes, .. } => {
-                        if let Some(old) = slot.take() {
-                            old.finish_and_clear();
-                        }
-                        *slot = Some(Drawn::new_bar(input, bytes));
-                    }
-                    Event::Bytes(n) => {
-                        if let Some(bar) = slot.as_ref() {
-                            bar.inc(n);
-                        }
-                    }
-                    Event::Stage(stage) => {
-                        let bar = slot.get_or_insert_with(|| Drawn::new_bar(input, None));
-                        bar.set_message(stage.to_string());
-                    }
-                    Event::Done { ok, message } => {
-                        if let Some(bar) = slot.take() {
-                            bar.finish_and_clear();
-                        }
-                        let what = if ok { "in the store: " } else { "" };
-                        eprintln!("chock: {input}: {what}{message}");
-                    }
-                }
-            }
         }
     }
 }
