@@ -238,7 +238,9 @@ fn render<'a>(
             builtins::to_json(ev, value, Pos::NONE, true, &mut out)?;
             Ok(out)
         }
-        OutputFormat::Xml { location } => builtins::to_xml(ev, value, Pos::NONE, location),
+        OutputFormat::Xml { location } => {
+            builtins::to_xml(ev, value, Pos::NONE, location, request.strict)
+        }
     }
 }
 

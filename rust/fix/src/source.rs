@@ -163,7 +163,8 @@ impl SourceMap {
         let mut out = format!("{indent}at {}:\n", loc.display());
         let lines: Vec<&str> = loc.file.text.split('\n').collect();
         let line = loc.line as usize;
-        let code_indent = indent;
+        // Code lines sit at the same column in a trace as under the error.
+        let code_indent = "       ";
         let show = |out: &mut String, n: usize| {
             if let Some(text) = lines.get(n - 1) {
                 let text = text.strip_suffix('\r').unwrap_or(text);

@@ -13,12 +13,16 @@ use rustc_hash::FxHashSet;
 pub static PRIMOPS: &[PrimOp] = &[primop!("toXML", 1, to_xml_op)];
 
 fn to_xml_op<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
-    Ok(Value::string(to_xml(ev, &args[0], pos, false)?))
+    Ok(Value::string(to_xml(ev, &args[0], pos, false, true)?))
 }
 
 struct Writer {
     out: Vec<u8>,
     depth: usize,
+    /// Force what is not evaluated yet (`toXML`, `--strict`); otherwise
+    /// it is written as `<unevaluated />`.
+    strict: bool,
+    location: bool,
 }
 
 impl Writer {
@@ -79,14 +83,18 @@ pub fn to_xml<'a>(
     v: &Value<'a>,
     pos: Pos,
     location: bool,
+    strict: bool,
 ) -> Result<Vec<u8>> {
     let mut w = Writer {
         out: b"<?xml version='1.0' encoding='utf-8'?>\n".to_vec(),
         depth: 0,
+        strict,
+        location,
     };
     w.open("expr", Vec::new());
     let mut drvs_seen = FxHashSet::default();
-    value(ev, v, pos, location, &mut w, &mut drvs_seen)?;
+    let forced = ev.force(v)?;
+    value(ev, &forced, pos, &mut w, &mut drvs_seen)?;
     w.close("expr");
     Ok(w.out)
 }
@@ -104,7 +112,6 @@ fn pos_attrs<'a>(ev: &Evaluator<'a>, pos: Pos, into: &mut Vec<(&'static str, Vec
 fn show_attrs<'a>(
     ev: &mut Evaluator<'a>,
     attrs: &Attrs<'a>,
-    location: bool,
     w: &mut Writer,
     drvs_seen: &mut FxHashSet<Vec<u8>>,
 ) -> Result<()> {
@@ -115,11 +122,11 @@ fn show_attrs<'a>(
         .collect();
     for a in sorted {
         let mut xml_attrs = vec![("name", ev.symbols.bytes(a.name).to_vec())];
-        if location {
+        if w.location {
             pos_attrs(ev, a.pos, &mut xml_attrs);
         }
         w.open("attr", xml_attrs);
-        value(ev, &a.value, a.pos, location, w, drvs_seen)?;
+        value(ev, &a.value, a.pos, w, drvs_seen)?;
         w.close("attr");
     }
     Ok(())
@@ -129,12 +136,11 @@ fn value<'a>(
     ev: &mut Evaluator<'a>,
     v: &Value<'a>,
     pos: Pos,
-    location: bool,
     w: &mut Writer,
     drvs_seen: &mut FxHashSet<Vec<u8>>,
 ) -> Result<()> {
     ev.enter(pos)?;
-    let result = value_in(ev, v, pos, location, w, drvs_seen);
+    let result = value_in(ev, v, pos, w, drvs_seen);
     ev.leave();
     result
 }
@@ -143,10 +149,14 @@ fn value_in<'a>(
     ev: &mut Evaluator<'a>,
     v: &Value<'a>,
     pos: Pos,
-    location: bool,
     w: &mut Writer,
     drvs_seen: &mut FxHashSet<Vec<u8>>,
 ) -> Result<()> {
+    let unevaluated = matches!(v, Value::Thunk(t) if !matches!(&*t.0.state.borrow(), crate::value::ThunkState::Done(_)));
+    if unevaluated && !w.strict {
+        w.empty("unevaluated", Vec::new());
+        return Ok(());
+    }
     let v = ev.force(v)?;
     match &v {
         Value::Int(n) => w.empty("int", vec![("value", n.to_string().into_bytes())]),
@@ -184,28 +194,28 @@ fn value_in<'a>(
                 }
                 w.open("derivation", xml_attrs);
                 if !drv_path.is_empty() && drvs_seen.insert(drv_path) {
-                    show_attrs(ev, attrs, location, w, drvs_seen)?;
+                    show_attrs(ev, attrs, w, drvs_seen)?;
                 } else {
                     w.empty("repeated", Vec::new());
                 }
                 w.close("derivation");
             } else {
                 w.open("attrs", Vec::new());
-                show_attrs(ev, attrs, location, w, drvs_seen)?;
+                show_attrs(ev, attrs, w, drvs_seen)?;
                 w.close("attrs");
             }
         }
         Value::List(list) => {
             w.open("list", Vec::new());
             for item in list.as_slice() {
-                value(ev, item, pos, location, w, drvs_seen)?;
+                value(ev, item, pos, w, drvs_seen)?;
             }
             w.close("list");
         }
         Value::Lambda(closure) => {
             let lambda = closure.lambda;
             let mut xml_attrs = Vec::new();
-            if location {
+            if w.location {
                 pos_attrs(ev, lambda.pos, &mut xml_attrs);
             }
             w.open("function", xml_attrs);

@@ -724,7 +724,8 @@ impl<'a> Evaluator<'a> {
     #[inline(never)]
     fn has_attr(&mut self, h: &'a HasAttrExpr, env: &Env<'a>) -> Result<bool> {
         let mut current = self.eval(&h.base, env)?;
-        for key in h.path.iter() {
+        let last = h.path.len().saturating_sub(1);
+        for (i, key) in h.path.iter().enumerate() {
             let name = self.attr_name(key, env, h.pos)?;
             let Value::Attrs(attrs) = &current else {
                 return Ok(false);
@@ -732,7 +733,10 @@ impl<'a> Evaluator<'a> {
             let Some(v) = attrs.get(name).cloned() else {
                 return Ok(false);
             };
-            current = self.force(&v)?;
+            // `a ? b.c` looks into `a.b` but never evaluates `a.b.c`.
+            if i < last {
+                current = self.force(&v)?;
+            }
         }
         Ok(true)
     }

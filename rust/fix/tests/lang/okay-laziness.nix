@@ -22,4 +22,6 @@ in
   (builtins.addErrorContext "context" 5)
   (builtins.traceVerbose "quiet" 6)
   (builtins.break 7)
+  ({ a = throw "not forced"; } ? a)
+  ({ a.b = throw "not forced"; } ? a.b)
 ]
