@@ -651,3 +651,32 @@ async fn a_download_past_its_bound_stops() {
     assert!(why.contains("more than 64 bytes"), "{why}");
     assert!(!is_valid(&store_path_of(&report, "big")).await);
 }
+
+/// A revision the repository does not hold fails with git's reason, and
+/// nothing is written.
+#[tokio::test]
+async fn a_git_revision_the_server_lacks_fails_by_name() {
+    let fx = Fixture::new();
+    let server = Server::https(&fx.ca);
+    let tree = Tree::new("src", &[("README", nonce().as_bytes(), false)]);
+    let repos = tempfile::tempdir().expect("tempdir");
+    let (bare, _rev) = tree.git_repo(repos.path(), &[]);
+    server.serve_dir("/repo.git", &bare);
+    fx.write(
+        &flake_lock(&[(
+            "tool",
+            json!({ "type": "git", "url": format!("git+{}", server.url("/repo.git")),
+                    "rev": REV, "narHash": tree.nar_hash() }),
+        )]),
+        &[("nix.net.eval.*", "allow")],
+    );
+    let report = fx.at_start(&mut fx.inputs()).await;
+    let InputState::Failed(why) = state_of(&report, "tool") else {
+        panic!("{report:#?}");
+    };
+    assert!(
+        why.contains(&format!("the revision {REV} is not on `HEAD`")),
+        "{why}"
+    );
+    assert!(!is_valid(&store_path_of(&report, "tool")).await);
+}

@@ -162,10 +162,20 @@ impl Git {
             .kill_on_drop(true);
         let mut child = command.spawn().map_err(FetchError::GitMissing)?;
         let mut stderr = child.stderr.take();
+        // Everything is read (so git never blocks on a full pipe), and only
+        // the tail is kept: a server's messages must not fill memory.
         let collect = async move {
             let mut text = Vec::new();
-            if let Some(err) = stderr.as_mut() {
-                let _ = tokio::io::AsyncReadExt::read_to_end(err, &mut text).await;
+            let mut chunk = [0u8; 4096];
+            while let Some(err) = stderr.as_mut() {
+                match tokio::io::AsyncReadExt::read(err, &mut chunk).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        text.extend_from_slice(chunk.get(..n).unwrap_or_default());
+                        let extra = text.len().saturating_sub(2 * STDERR_KEPT);
+                        text.drain(..extra);
+                    }
+                }
             }
             text
         };
