@@ -48,6 +48,8 @@ impl ErrorKind {
 pub struct Frame {
     pub pos: Pos,
     pub message: String,
+    /// Shown even in a short trace (`builtins.addErrorContext`).
+    pub always: bool,
 }
 
 #[derive(Debug)]
@@ -99,8 +101,20 @@ impl Error {
             self.0.trace.push(Frame {
                 pos,
                 message: message.into(),
+                always: false,
             });
         }
+        self
+    }
+
+    /// Adds context a program asked for (`builtins.addErrorContext`),
+    /// which a short trace always shows.
+    pub fn with_context(mut self, message: impl Into<String>) -> Self {
+        self.0.trace.push(Frame {
+            pos: Pos::NONE,
+            message: message.into(),
+            always: true,
+        });
         self
     }
 
@@ -144,24 +158,34 @@ impl Error {
         out
     }
 
-    /// A short trace: the outermost and innermost few frames.
+    /// A short trace: the outermost and innermost few frames, and every
+    /// frame a program added with `addErrorContext`.
     fn shown_frames(&self) -> Vec<Shown<'_>> {
         let mut frames: Vec<&Frame> = self.0.trace.iter().rev().collect();
-        frames.dedup_by(|a, b| a.pos == b.pos && a.message == b.message);
-        if frames.len() <= SHOWN_EACH_END * 2 {
-            return frames.into_iter().map(Shown::Frame).collect();
+        frames.dedup_by(|a, b| a.pos == b.pos && a.message == b.message && a.always == b.always);
+        let ordinary: Vec<usize> = (0..frames.len()).filter(|&i| !frames[i].always).collect();
+        let keep = |i: usize| {
+            frames[i].always || {
+                let rank = ordinary.iter().position(|&j| j == i).unwrap_or(0);
+                rank < SHOWN_EACH_END || rank + SHOWN_EACH_END >= ordinary.len()
+            }
+        };
+        let mut shown = Vec::new();
+        let mut omitted = 0;
+        for (i, frame) in frames.iter().enumerate() {
+            if keep(i) {
+                if omitted > 0 {
+                    shown.push(Shown::Omitted(omitted));
+                    omitted = 0;
+                }
+                shown.push(Shown::Frame(frame));
+            } else {
+                omitted += 1;
+            }
         }
-        let omitted = frames.len() - SHOWN_EACH_END * 2;
-        let mut shown: Vec<Shown<'_>> = frames[..SHOWN_EACH_END]
-            .iter()
-            .map(|f| Shown::Frame(f))
-            .collect();
-        shown.push(Shown::Omitted(omitted));
-        shown.extend(
-            frames[frames.len() - SHOWN_EACH_END..]
-                .iter()
-                .map(|f| Shown::Frame(f)),
-        );
+        if omitted > 0 {
+            shown.push(Shown::Omitted(omitted));
+        }
         shown
     }
 }

@@ -65,6 +65,9 @@ pub struct EvalOptions {
     pub interrupt: Option<Arc<AtomicBool>>,
     /// Receives `builtins.trace` and warnings; stderr when `None`.
     pub trace: Option<TraceSink>,
+    /// Make `builtins.warn` an error, to find where a warning comes from
+    /// (Nix's `abort-on-warn`).
+    pub abort_on_warn: bool,
 }
 
 /// The call depth Nix allows by default.
@@ -84,6 +87,7 @@ impl Default for EvalOptions {
             features: Features::default(),
             interrupt: None,
             trace: None,
+            abort_on_warn: false,
         }
     }
 }

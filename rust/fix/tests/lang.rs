@@ -311,3 +311,44 @@ fn deep_recursion_is_an_error_not_a_crash() {
     let err = eval_expr(&opts, "let f = n: 1 + f (n + 1); in f 0").unwrap_err();
     assert_eq!(err.kind(), Some(ErrorKind::StackOverflow), "{err}");
 }
+
+#[test]
+fn abort_on_warn_turns_a_warning_into_an_error() {
+    let quiet: chock_fix::TraceSink = std::sync::Arc::new(|_: &str| {});
+    let opts = EvalOptions {
+        abort_on_warn: true,
+        trace: Some(quiet.clone()),
+        ..options()
+    };
+    let err = eval_expr(&opts, "builtins.warn \"careful\" 1").unwrap_err();
+    assert!(err.to_string().contains("abort-on-warn is set"), "{err}");
+    let relaxed = EvalOptions {
+        trace: Some(quiet),
+        ..options()
+    };
+    assert_eq!(
+        eval_expr(&relaxed, "builtins.warn \"careful\" 1").unwrap(),
+        "1"
+    );
+}
+
+#[test]
+fn trace_goes_to_the_sink() {
+    let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink_lines = lines.clone();
+    let sink: chock_fix::TraceSink = std::sync::Arc::new(move |l: &str| {
+        sink_lines.lock().expect("the lines").push(l.to_string())
+    });
+    let opts = EvalOptions {
+        trace: Some(sink),
+        ..options()
+    };
+    assert_eq!(
+        eval_expr(&opts, "builtins.trace { a = [ 1 ]; b = 2; } 3").unwrap(),
+        "3"
+    );
+    assert_eq!(
+        *lines.lock().expect("the lines"),
+        vec!["trace: { a = «thunk»; b = 2; }".to_string()]
+    );
+}

@@ -61,6 +61,12 @@ pub struct Args {
     /// Enable experimental language features: pipe-operators, parse-toml-timestamps.
     #[arg(long, value_name = "FEATURES")]
     pub extra_experimental_features: Vec<String>,
+    /// Make builtins.warn an error, to see where a warning comes from.
+    #[arg(long)]
+    pub abort_on_warn: bool,
+    /// A Nix setting: abort-on-warn (true/false) or max-call-depth (N).
+    #[arg(long = "option", num_args = 2, value_names = ["NAME", "VALUE"])]
+    pub option: Vec<String>,
     /// Accepted for compatibility with nix-instantiate; evaluating is what this command does.
     #[arg(long, hide = true)]
     pub eval: bool,
@@ -129,12 +135,41 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 fn failed(error: &chock_fix::FixError) -> ExitCode {
-    let text = error.to_string();
+    let text = for_stderr(&error.to_string());
     eprint!("{text}");
     if !text.ends_with('\n') {
         eprintln!();
     }
     exit::FAILURE.into()
+}
+
+/// Nix code may colour its messages; like Nix, keep the colours for a
+/// terminal and drop the escape sequences anywhere else.
+fn for_stderr(text: &str) -> String {
+    use std::io::IsTerminal;
+    if std::io::stderr().is_terminal() {
+        return text.to_string();
+    }
+    strip_ansi(text)
+}
+
+fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' && chars.peek() == Some(&'[') {
+            chars.next();
+            // Parameters and intermediates, then one final byte in @..~.
+            for d in chars.by_ref() {
+                if ('@'..='~').contains(&d) {
+                    break;
+                }
+            }
+            continue;
+        }
+        out.push(c);
+    }
+    out
 }
 
 fn options(args: &Args, cwd: &std::path::Path) -> anyhow::Result<EvalOptions> {
@@ -167,6 +202,26 @@ fn options(args: &Args, cwd: &std::path::Path) -> anyhow::Result<EvalOptions> {
                 .map(SearchPathEntry::parse),
         );
     }
+    let mut abort_on_warn = args.abort_on_warn;
+    let mut max_call_depth = args.max_call_depth;
+    for pair in args.option.chunks(2) {
+        match pair {
+            [name, value] if name == "abort-on-warn" => {
+                abort_on_warn = value.parse().map_err(|_| {
+                    anyhow::anyhow!("--option abort-on-warn takes true or false, not '{value}'")
+                })?;
+            }
+            [name, value] if name == "max-call-depth" => {
+                max_call_depth = value.parse().map_err(|_| {
+                    anyhow::anyhow!("--option max-call-depth takes a number, not '{value}'")
+                })?;
+            }
+            [name, _] => anyhow::bail!(
+                "unknown setting '{name}'; fix knows the settings abort-on-warn and max-call-depth"
+            ),
+            _ => {}
+        }
+    }
     let roots = if args.roots.is_empty() {
         vec![cwd.to_path_buf()]
     } else {
@@ -175,12 +230,28 @@ fn options(args: &Args, cwd: &std::path::Path) -> anyhow::Result<EvalOptions> {
     Ok(EvalOptions {
         pure: !args.impure,
         roots,
-        max_call_depth: args.max_call_depth,
+        max_call_depth,
+        abort_on_warn,
         max_memory: args.max_memory.map(|m| m << 20),
         search_path,
         home: std::env::var_os("HOME").map(PathBuf::from),
         features,
         interrupt: chock_fix::ctrl_c_flag().ok(),
+        trace: Some(std::sync::Arc::new(|line: &str| {
+            eprintln!("{}", for_stderr(line))
+        })),
         ..EvalOptions::default()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn colours_are_stripped() {
+        assert_eq!(
+            super::strip_ansi("a \u{1b}[1;35m\"x\"\u{1b}[0m b"),
+            "a \"x\" b"
+        );
+        assert_eq!(super::strip_ansi("plain"), "plain");
+    }
 }

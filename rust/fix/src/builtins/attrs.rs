@@ -182,9 +182,10 @@ fn map_attrs<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result
         .iter()
         .map(|a| {
             let name = Value::string(ev.symbols.bytes(a.name));
+            // Like Nix, the new attributes have no position.
             Attr {
                 name: a.name,
-                pos: a.pos,
+                pos: Pos::NONE,
                 value: Value::Thunk(Thunk::apply2(f.clone(), name, a.value.clone())),
             }
         })
@@ -195,28 +196,28 @@ fn map_attrs<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result
 fn zip_attrs_with<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
     let f = ev.force_function(&args[0], pos, arg_context(0, "zipAttrsWith"))?;
     let list = ev.force_list(&args[1], pos, arg_context(1, "zipAttrsWith"))?;
-    let mut grouped: FxHashMap<Sym, (Pos, Vec<Value<'a>>)> = FxHashMap::default();
+    let mut grouped: FxHashMap<Sym, Vec<Value<'a>>> = FxHashMap::default();
     let mut order = Vec::new();
     for item in list.as_slice() {
         let attrs = ev.force_attrs(item, pos, "while evaluating a value of the list passed as second argument to builtins.zipAttrsWith")?;
         for a in attrs.iter() {
             let entry = grouped.entry(a.name).or_insert_with(|| {
                 order.push(a.name);
-                (a.pos, Vec::new())
+                Vec::new()
             });
-            entry.1.push(a.value.clone());
+            entry.push(a.value.clone());
         }
     }
     let mut entries = Vec::with_capacity(order.len());
     for name in order {
-        let Some((at, values)) = grouped.remove(&name) else {
+        let Some(values) = grouped.remove(&name) else {
             continue;
         };
         let name_value = Value::string(ev.symbols.bytes(name));
         let value = Value::Thunk(Thunk::apply2(f.clone(), name_value, list_value(values)));
         entries.push(Attr {
             name,
-            pos: at,
+            pos: Pos::NONE,
             value,
         });
     }

@@ -99,6 +99,13 @@ fn warn<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Valu
         "while evaluating the first argument; the message passed to builtins.warn",
     )?;
     ev.emit(&format!("evaluation warning: {}", msg.lossy()));
+    if ev.options.abort_on_warn {
+        return Err(Error::new(
+            ErrorKind::Abort,
+            "aborting to reveal stack trace of warning, as abort-on-warn is set",
+            pos,
+        ));
+    }
     ev.force(&args[1])
 }
 
@@ -111,7 +118,7 @@ fn add_error_context<'a>(
         Ok(v) => Ok(v),
         Err(e) => {
             let context = message(ev, &args[0], pos, "addErrorContext")?;
-            Err(e.with_frame(Pos::NONE, context))
+            Err(e.with_context(context))
         }
     }
 }

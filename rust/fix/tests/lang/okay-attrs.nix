@@ -40,4 +40,5 @@ in
     b = 2; }).line
   (rec { a = 1; b = a; __overrides = { a = 2; c = 3; }; })
   { "1" = 1; "a b" = 2; "if" = 3; ok' = 4; _x-y = 5; }
+  (builtins.unsafeGetAttrPos "x" (builtins.mapAttrs (n: v: v) { x = 1; }))
 ]
