@@ -11,8 +11,7 @@
 //! small blocks on one thread, which is what its thread-local free lists
 //! are built for (the system allocator spent a quarter of the time here).
 
-use mimalloc::MiMalloc;
-use std::alloc::{self, GlobalAlloc, Layout};
+use std::alloc::{self, Layout};
 use std::cell::Cell;
 use std::marker::PhantomData;
 use std::ptr::{self, NonNull};
@@ -30,6 +29,24 @@ struct Inner<H, T> {
 pub struct ThinRc<H, T> {
     ptr: NonNull<Inner<H, T>>,
     _owns: PhantomData<(H, T)>,
+}
+
+/// A block from mimalloc. Blocks here are aligned to at most 8, which
+/// `mi_malloc` always gives, so the aligned entry point (slower) is not
+/// needed.
+fn allocate(layout: Layout) -> *mut u8 {
+    debug_assert!(layout.align() <= 8);
+    // SAFETY: mi_malloc has no preconditions; the size is never zero here.
+    unsafe { libmimalloc_sys::mi_malloc(layout.size()).cast::<u8>() }
+}
+
+/// Frees a block from `allocate`.
+///
+/// # Safety
+/// `ptr` must come from `allocate` and not be used again.
+unsafe fn release(ptr: *mut u8) {
+    // SAFETY: per the contract, a live block from mi_malloc.
+    unsafe { libmimalloc_sys::mi_free(ptr.cast()) }
 }
 
 /// Where the elements start. `Inner` ends in `[T; 0]`, so its size is
@@ -67,7 +84,7 @@ impl<H, T> Drop for BuildGuard<H, T> {
             ptr::drop_in_place(ptr::addr_of_mut!((*self.ptr.as_ptr()).header));
             let data = base.add(self.offset).cast::<T>();
             ptr::drop_in_place(ptr::slice_from_raw_parts_mut(data, self.written));
-            MiMalloc.dealloc(base, self.layout);
+            release(base);
             crate::memory::freed(self.layout.size());
         }
     }
@@ -86,8 +103,7 @@ impl<H, T> ThinRc<H, T> {
         let iter = iter.into_iter();
         let len = iter.len();
         let (layout, offset) = layout_for::<H, T>(len);
-        // SAFETY: the layout has a non-zero size (it holds the count).
-        let raw = unsafe { MiMalloc.alloc(layout) };
+        let raw = allocate(layout);
         let Some(ptr) = NonNull::new(raw.cast::<Inner<H, T>>()) else {
             alloc::handle_alloc_error(layout)
         };
@@ -139,8 +155,7 @@ impl<H, T> ThinRc<H, T> {
     {
         let len = parts.iter().map(|p| p.len()).sum();
         let (layout, offset) = layout_for::<H, T>(len);
-        // SAFETY: the layout has a non-zero size (it holds the count).
-        let raw = unsafe { MiMalloc.alloc(layout) };
+        let raw = allocate(layout);
         let Some(ptr) = NonNull::new(raw.cast::<Inner<H, T>>()) else {
             alloc::handle_alloc_error(layout)
         };
@@ -244,7 +259,7 @@ impl<H, T> ThinRc<H, T> {
             ptr::drop_in_place(ptr::addr_of_mut!((*base).header));
             let data = base.cast::<u8>().add(offset).cast::<T>();
             ptr::drop_in_place(ptr::slice_from_raw_parts_mut(data, len));
-            MiMalloc.dealloc(base.cast::<u8>(), layout);
+            release(base.cast::<u8>());
             crate::memory::freed(layout.size());
         }
     }

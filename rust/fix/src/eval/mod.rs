@@ -319,17 +319,16 @@ impl<'a> Evaluator<'a> {
                 Expr::Str(s) => return Ok(Value::String(s.clone())),
                 Expr::Path(p) => return Ok(Value::Path(p.clone())),
                 Expr::Local { depth, idx } => {
-                    let v = match env.get(*depth, *idx) {
-                        Some(v) => v.clone(),
-                        None => {
-                            return Err(Error::new(
-                                ErrorKind::InfiniteRecursion,
-                                "infinite recursion encountered",
-                                Pos::NONE,
-                            ));
-                        }
+                    // Forced through the reference: the environment outlives
+                    // this call, so the slot's value is not cloned first.
+                    return match env.get(*depth, *idx) {
+                        Some(v) => self.force(v),
+                        None => Err(Error::new(
+                            ErrorKind::InfiniteRecursion,
+                            "infinite recursion encountered",
+                            Pos::NONE,
+                        )),
                     };
-                    return self.force(&v);
                 }
                 Expr::Global(g) => {
                     let v = self.globals[*g as usize].clone();
@@ -660,12 +659,12 @@ impl<'a> Evaluator<'a> {
         for (i, key) in s.path.iter().enumerate() {
             let name = self.attr_name(key, env, s.pos)?;
             let found = match &current {
-                Value::Attrs(attrs) => attrs.get(name).cloned(),
+                Value::Attrs(attrs) => attrs.get(name).map(|v| self.force(v)),
                 _ => None,
             };
             match found {
-                Some(v) => {
-                    current = self.force(&v).map_err(|e| {
+                Some(forced) => {
+                    current = forced.map_err(|e| {
                         let path = self.show_path(&s.path[..=i], name);
                         e.with_frame(s.pos, format!("while evaluating the attribute '{path}'"))
                     })?;

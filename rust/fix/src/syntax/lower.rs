@@ -171,14 +171,13 @@ impl Lowerer<'_> {
     }
 
     fn ident_sym(&mut self, ident: &ast::Ident) -> Sym {
-        let text = ident
-            .syntax()
-            .children_with_tokens()
-            .filter_map(|e| e.into_token())
-            .find(|t| matches!(t.kind(), SyntaxKind::TOKEN_IDENT | SyntaxKind::TOKEN_OR))
-            .map(|t| t.text().to_string())
-            .unwrap_or_default();
-        self.symbols.intern_str(&text)
+        // An identifier node holds just its token.
+        match ident.syntax().first_token() {
+            Some(t) if matches!(t.kind(), SyntaxKind::TOKEN_IDENT | SyntaxKind::TOKEN_OR) => {
+                self.symbols.intern(t.text().as_bytes())
+            }
+            _ => self.symbols.intern(b""),
+        }
     }
 
     /// Resolves `name`, ignoring the innermost `skip` scopes (used by

@@ -80,25 +80,22 @@ pub fn parse(sources: &SourceMap, file: FileId) -> Result<rnix::Root> {
 }
 
 /// rnix treats any Unicode whitespace as whitespace; Nix only `[ \t\r\n]`.
+/// Only a non-ASCII whitespace character can differ, so the text is
+/// scanned for those and each one's token looked at.
 fn check_tokens(root: &rnix::Root, sources: &SourceMap, file: FileId) -> Result<()> {
     use rowan::ast::AstNode;
-    // Only a non-ASCII character can be whitespace to rnix and not to Nix.
-    if sources.file(file).text.is_ascii() {
-        return Ok(());
-    }
-    for element in root.syntax().descendants_with_tokens() {
-        let Some(token) = element.into_token() else {
-            continue;
-        };
-        if token.kind() != SyntaxKind::TOKEN_WHITESPACE {
-            continue;
-        }
-        if let Some((i, c)) = token
-            .text()
-            .char_indices()
-            .find(|&(_, c)| !matches!(c, ' ' | '\t' | '\r' | '\n'))
-        {
-            let offset = usize::from(token.text_range().start()) + i;
+    let text = &sources.file(file).text;
+    for (offset, c) in text
+        .char_indices()
+        .filter(|(_, c)| !c.is_ascii() && c.is_whitespace())
+    {
+        let at = rnix::TextSize::from(u32::try_from(offset).unwrap_or(u32::MAX));
+        let in_whitespace = root
+            .syntax()
+            .token_at_offset(at)
+            .right_biased()
+            .is_some_and(|t| t.kind() == SyntaxKind::TOKEN_WHITESPACE);
+        if in_whitespace {
             return Err(Error::new(
                 ErrorKind::Parse,
                 format!("syntax error, unexpected invalid token {c:?}"),
