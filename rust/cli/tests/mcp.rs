@@ -1695,3 +1695,35 @@ fn nix_build_on_ask_asks_through_elicitation_and_chock_approve() {
         "{line}"
     );
 }
+
+#[test]
+fn a_run_command_the_client_cancels_is_killed() {
+    let env = project_with_files();
+    let mut client = env.client(false, &[]);
+    let script = "echo started > started.txt; sleep 3; echo survived > survived.txt";
+    client.send(&json!({"jsonrpc": "2.0", "id": 900, "method": "tools/call",
+        "params": {"name": "run_command", "arguments": {"argv": ["sh", "-c", script]}}}));
+    let deadline = std::time::Instant::now() + support::WAIT;
+    while env.read("started.txt").is_none() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the command never started: {}",
+            client.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    client.send(
+        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 900, "reason": "the person pressed Escape"}}),
+    );
+    std::thread::sleep(Duration::from_secs(5));
+    assert_eq!(
+        env.read("survived.txt"),
+        None,
+        "the command ran on after its call was cancelled"
+    );
+    assert!(
+        !client.call("read_file", json!({"path": "a.txt"})).is_error,
+        "still serving"
+    );
+}

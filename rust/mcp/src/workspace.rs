@@ -393,3 +393,66 @@ fn io_error(rel: &Path, source: std::io::Error) -> FileError {
         _ => FileError::Io { path, source },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn workspace() -> (tempfile::TempDir, Workspace) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let canonical = dir.path().canonicalize().expect("canonical");
+        let workspace = Workspace::open(&canonical).expect("open");
+        (dir, workspace)
+    }
+
+    #[test]
+    fn paths_are_made_relative_or_refused() {
+        let (_dir, ws) = workspace();
+        let root = ws.root_path.display().to_string();
+        assert_eq!(ws.relative("a/./b/../c").ok(), Some(PathBuf::from("a/c")));
+        assert_eq!(ws.relative("").ok(), Some(PathBuf::new()));
+        assert_eq!(
+            ws.relative(&format!("{root}/x")).ok(),
+            Some(PathBuf::from("x"))
+        );
+        for outside in ["..", "a/../../b", "/etc/passwd", &format!("{root}/../x")] {
+            assert!(
+                matches!(ws.relative(outside), Err(FileError::Outside { .. })),
+                "{outside}"
+            );
+        }
+        assert!(matches!(
+            ws.relative("a\0b"),
+            Err(FileError::BadPath { .. })
+        ));
+    }
+
+    #[test]
+    fn a_write_replaces_the_file_whole_and_keeps_its_mode() {
+        use std::os::unix::fs::PermissionsExt;
+        let (dir, ws) = workspace();
+        let file = dir.path().join("run.sh");
+        std::fs::write(&file, "old").expect("write");
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o750)).expect("chmod");
+        ws.write(Path::new("run.sh"), b"new").expect("write");
+        assert_eq!(std::fs::read_to_string(&file).ok().as_deref(), Some("new"));
+        let mode = std::fs::metadata(&file).expect("meta").permissions().mode();
+        assert_eq!(mode & 0o777, 0o750);
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .expect("list")
+            .filter_map(Result::ok)
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(names.len(), 1, "no temporary file is left: {names:?}");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn a_relative_path_never_climbs_out(given in "[a-z./\\\\]{0,24}") {
+            let (_dir, ws) = workspace();
+            if let Ok(rel) = ws.relative(&given) {
+                proptest::prop_assert!(rel.components().all(|c| matches!(c, Component::Normal(_))));
+            }
+        }
+    }
+}

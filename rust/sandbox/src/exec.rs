@@ -357,6 +357,12 @@ impl Started {
         Ok(self.running.signal(signal)?)
     }
 
+    /// A handle that signals the program from another thread while
+    /// [`Started::wait`] runs.
+    pub fn signal_handle(&self) -> Result<crate::spawn::SignalHandle, ExecError> {
+        Ok(self.running.signal_handle()?)
+    }
+
     /// Waits for the program, then moves aside a `chock.zon` it created.
     pub fn wait(self) -> Result<Ran, ExecError> {
         let finished = self.running.wait()?;

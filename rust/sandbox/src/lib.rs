@@ -29,5 +29,7 @@ pub use layout::{HOST_SYSTEM, POLICY_FILE, Toolchain, resolve as resolve_layout,
 pub use limits::{CgroupEvents, Delegation, Limits, delegation};
 pub use mounts::{CACHE_MOUNT, Entry, EntryKind, Layout, RUN_CHOCK, StoreView, TMP_MOUNT};
 pub use seccomp::{KILLED_CALLS, WriteExecute};
-pub use spawn::{Command, Exit, Finished, ProbeOutcome, Running, Sandbox, SignalForwarding, Stdio};
+pub use spawn::{
+    Command, Exit, Finished, ProbeOutcome, Running, Sandbox, SignalForwarding, SignalHandle, Stdio,
+};
 pub use walls::{LandlockSupport, support as landlock_support};

@@ -422,6 +422,27 @@ pub struct Running {
     program: Option<PathBuf>,
 }
 
+/// Signals one sandbox's init, from any thread. Init is named by a pidfd,
+/// so a signal sent after it ended reaches nobody (never a reused pid).
+#[derive(Debug)]
+pub struct SignalHandle {
+    pidfd: OwnedFd,
+}
+
+impl SignalHandle {
+    /// Sends `signal` to the program's process group (through init).
+    pub fn signal(&self, signal: i32) -> Result<(), SandboxError> {
+        send_signal(&self.pidfd, signal)
+    }
+}
+
+fn send_signal(pidfd: &OwnedFd, signal: i32) -> Result<(), SandboxError> {
+    crate::sys::pidfd_send_signal(pidfd.as_raw_fd(), signal).map_err(|errno| SandboxError::Sys {
+        what: "signalling the sandbox",
+        errno,
+    })
+}
+
 impl Running {
     /// The host pid of the sandbox's init.
     pub fn pid(&self) -> libc::pid_t {
@@ -430,12 +451,18 @@ impl Running {
 
     /// Sends `signal` to the program's process group (through init).
     pub fn signal(&self, signal: i32) -> Result<(), SandboxError> {
-        crate::sys::pidfd_send_signal(self.pidfd.as_raw_fd(), signal).map_err(|errno| {
-            SandboxError::Sys {
-                what: "signalling the sandbox",
-                errno,
-            }
-        })
+        send_signal(&self.pidfd, signal)
+    }
+
+    /// A second handle on init, to signal the program from another thread
+    /// while [`Running::wait`] runs (a caller that cancels, such as the
+    /// tool server when its client cancels a call).
+    pub fn signal_handle(&self) -> Result<SignalHandle, SandboxError> {
+        let pidfd = self
+            .pidfd
+            .try_clone()
+            .map_err(|e| SandboxError::host("duplicating", "the sandbox's pidfd", e))?;
+        Ok(SignalHandle { pidfd })
     }
 
     /// Passes Ctrl-C, Ctrl-\, a hang-up and SIGTERM aimed at Chock on to

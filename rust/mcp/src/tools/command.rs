@@ -82,6 +82,17 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
         detail: vec![format!("command: {}", shown(&args.argv))],
     };
     session.gate(call.peer, &act, Asking::Person).await?;
+    // A call the client cancels kills the program: the handle goes to a
+    // task that outlives this call's future, which is dropped on cancel.
+    let (started_tell, started) = tokio::sync::oneshot::channel();
+    let cancel = call.cancel.clone();
+    let killer = tokio::spawn(async move {
+        let Ok(handle) = started.await else { return };
+        cancel.cancelled().await;
+        if let Err(e) = chock_sandbox::SignalHandle::signal(&handle, nix::libc::SIGKILL) {
+            tracing::warn!("a cancelled command could not be killed: {e}");
+        }
+    });
     let ran = tokio::task::spawn_blocking(move || {
         let prepared = exec::prepare_allowed(
             &request,
@@ -91,11 +102,15 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
             ROUTE,
         )?;
         let notices: Vec<String> = prepared.notices.iter().map(ToString::to_string).collect();
-        let ran = prepared.start()?.wait()?;
+        let started = prepared.start()?;
+        started_tell.send(started.signal_handle()?).ok();
+        let ran = started.wait()?;
         Ok::<_, exec::ExecError>((notices, ran))
     })
     .await
-    .map_err(|e| format!("run_command stopped unexpectedly ({e}); this is a bug in chock mcp"))?;
+    .map_err(|e| format!("run_command stopped unexpectedly ({e}); this is a bug in chock mcp"));
+    killer.abort();
+    let ran = ran?;
     let (notices, ran) = ran.map_err(|e| format!("run_command: {e}"))?;
     let finished = &ran.finished;
     let mut out = String::new();
