@@ -11,6 +11,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use support::{Env, Page, Site, person_says};
 
+mod sandbox_fixture;
+
 /// One call per tool: the tool, its arguments, and the action it is decided under.
 fn every_tool(site: &Site) -> Vec<(&'static str, Value, String)> {
     vec![
@@ -100,18 +102,8 @@ fn every_tool_on_allow_runs_and_is_logged() {
     let site = page_site();
     let mut client = env.client(false, &[]);
     let names = client.tool_names();
-    for tool in [
-        "read_file",
-        "list_directory",
-        "glob",
-        "grep",
-        "write_file",
-        "edit_file",
-        "run_command",
-        "nix_eval",
-        "nix_build",
-        "fetch_url",
-    ] {
+    assert_eq!(names.len(), 10, "{names:?}");
+    for tool in chock_mcp::TOOL_NAMES {
         assert!(
             names.iter().any(|n| n == tool),
             "{tool} is listed: {names:?}"
@@ -1154,36 +1146,29 @@ mod support {
     /// How long any one message may take.
     pub const WAIT: Duration = Duration::from_secs(60);
 
+    /// A project with its own HOME, XDG folders and decision log (the
+    /// sandbox tests' fixture), and a folder beside it no tool may reach.
     pub struct Env {
-        root: tempfile::TempDir,
+        fx: crate::sandbox_fixture::Fixture,
         pub project: PathBuf,
     }
 
     impl Env {
         pub fn new() -> Env {
-            let root = tempfile::Builder::new()
-                .prefix("chock-mcp-")
-                .tempdir()
-                .expect("tempdir");
-            let project = root.path().join("project");
-            for dir in ["project", "home", "outside"] {
-                std::fs::create_dir_all(root.path().join(dir)).expect("mkdir");
-            }
-            Env { root, project }
+            let fx = crate::sandbox_fixture::Fixture::host();
+            std::fs::create_dir_all(fx.root().join("outside")).expect("mkdir");
+            let project = fx.project.clone();
+            Env { fx, project }
         }
 
         /// A folder beside the project, which no tool may reach.
         pub fn outside(&self) -> PathBuf {
-            self.root.path().join("outside")
+            self.fx.root().join("outside")
         }
 
         /// Writes chock.zon with these rules (ZON rule structs, comma-separated).
         pub fn rules(&self, rules: &str) {
-            std::fs::write(
-                self.project.join("chock.zon"),
-                format!(".{{ .policy = .{{ .rules = .{{ {rules} }} }} }}\n"),
-            )
-            .expect("chock.zon");
+            self.fx.rules(rules);
         }
 
         pub fn write(&self, path: &str, text: &str) {
@@ -1200,33 +1185,17 @@ mod support {
 
         /// `chock` with this environment's HOME and XDG directories, in the project.
         pub fn chock(&self) -> Command {
-            let mut command = Command::new(env!("CARGO_BIN_EXE_chock"));
-            let at = |name: &str| self.root.path().join(name);
-            command
-                .current_dir(&self.project)
-                .env("HOME", at("home"))
-                .env("XDG_DATA_HOME", at("data"))
-                .env("XDG_CACHE_HOME", at("cache"))
-                .env("XDG_CONFIG_HOME", at("config"))
-                .env("XDG_STATE_HOME", at("state"))
-                .env_remove("CHOCK_STATE_DIR")
-                .env("NIX_REMOTE", "daemon");
-            command
+            self.fx.chock()
         }
 
         /// The folder the approve sockets are in.
         pub fn approve_dir(&self) -> PathBuf {
-            self.root.path().join("state/chock/log/approve")
+            self.fx.root().join("state/chock/log/approve")
         }
 
         /// Every line of the decision log.
         pub fn log_lines(&self) -> Vec<Value> {
-            let path = self.root.path().join("state/chock/log/decisions.jsonl");
-            std::fs::read_to_string(path)
-                .unwrap_or_default()
-                .lines()
-                .map(|l| serde_json::from_str(l).expect("a log line is JSON"))
-                .collect()
+            self.fx.log_lines()
         }
 
         /// The log lines of route `mcp` for `action`.
