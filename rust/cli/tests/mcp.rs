@@ -1696,3 +1696,41 @@ fn a_run_command_the_client_cancels_is_killed() {
         "still serving"
     );
 }
+
+#[test]
+fn a_server_that_cannot_start_says_why_and_exits_1() {
+    let env = project_with_files();
+    let bad_name = env
+        .chock()
+        .args(["mcp", "--name", "my.server"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run");
+    assert_eq!(bad_name.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&bad_name.stderr);
+    assert!(
+        stderr.contains("the server name `my.server` cannot name"),
+        "{stderr}"
+    );
+    std::fs::write(
+        env.project.join("chock.zon"),
+        ".{ .policy = .{ .rules = .{ .{ .actoin = \"x\" } } } }\n",
+    )
+    .expect("zon");
+    let bad_policy = env
+        .chock()
+        .arg("mcp")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run");
+    assert_eq!(bad_policy.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&bad_policy.stderr);
+    assert!(
+        stderr.contains("chock.zon:1:") && stderr.contains("actoin"),
+        "the fault names the file and line: {stderr}"
+    );
+    assert!(
+        bad_policy.stdout.is_empty(),
+        "nothing is served with half a policy"
+    );
+}

@@ -14,6 +14,15 @@ pub enum McpError {
     /// The decision log's folder is unknown.
     #[error(transparent)]
     Log(#[from] chock_log::LogError),
+    /// The server's name cannot be one label of `mcp.<name>.tool.<tool>`.
+    #[error(
+        "the server name `{name}` cannot name its tools' start rows ({source}); pass --name with letters, digits, `-` or `_`"
+    )]
+    Name {
+        name: String,
+        #[source]
+        source: chock_policy::NameError,
+    },
     /// The async runtime could not start.
     #[error("could not start the server's runtime: {0}; free some memory or threads and retry")]
     Runtime(std::io::Error),

@@ -79,7 +79,7 @@ impl Session {
         let project = Project::for_command(options.project.as_deref())?;
         let policy = chock_sandbox::exec::load_policy(&project, options.org_bundles.clone())?;
         for warning in policy.warnings() {
-            eprintln!("chock mcp: {warning}");
+            tracing::warn!("chock mcp: {warning}");
         }
         let log = chock_sandbox::exec::open_log(&policy)?;
         let workspace = Workspace::open(&project.dir).map_err(|source| McpError::ApproveDir {
@@ -91,7 +91,7 @@ impl Session {
             match approve::socket_dir().and_then(|dir| ApproveHub::start(&dir, &project_text)) {
                 Ok(hub) => Some(hub),
                 Err(e) => {
-                    eprintln!("chock mcp: `chock approve` cannot reach this server: {e}");
+                    tracing::warn!("chock mcp: `chock approve` cannot reach this server: {e}");
                     None
                 }
             }
@@ -116,7 +116,12 @@ impl Session {
             nix_session: Default::default(),
             robots: Default::default(),
         };
-        session.read_start_rows(&options.name);
+        session
+            .read_start_rows(&options.name)
+            .map_err(|source| McpError::Name {
+                name: options.name.clone(),
+                source,
+            })?;
         Ok(session)
     }
 
@@ -124,23 +129,15 @@ impl Session {
     /// `mcp.<name>.tool.<tool>`, where only a deny is spent (the tool is
     /// not offered, and costs the agent no context). A row some rule
     /// names is logged; one nothing names keeps the tool and says nothing.
-    fn read_start_rows(&mut self, name: &str) {
+    fn read_start_rows(&mut self, name: &str) -> Result<(), chock_policy::NameError> {
         for tool in TOOL_NAMES {
-            let row = match names::mcp_tool(name, tool) {
-                Ok(action) => StartRow::third_party_tool(action),
-                Err(e) => {
-                    eprintln!(
-                        "chock mcp: the server name cannot name its tools ({e}); every tool is offered"
-                    );
-                    self.offered = TOOL_NAMES.to_vec();
-                    return;
-                }
-            };
+            let row = StartRow::third_party_tool(names::mcp_tool(name, tool)?);
             match self.start_row(tool, &row) {
                 None => self.offered.push(tool),
                 Some(why) => self.withheld.push((tool, why)),
             }
         }
+        Ok(())
     }
 }
 
@@ -209,7 +206,7 @@ impl PolicyWatch {
             "{} changed after this server read it; the rules read at start still answer every call until the server is restarted (restart your agent's MCP server to use the new rules)",
             self.file.display()
         );
-        eprintln!("chock mcp: {sentence}");
+        tracing::warn!("chock mcp: {sentence}");
         Some(sentence)
     }
 }
