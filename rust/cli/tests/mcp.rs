@@ -1734,3 +1734,43 @@ fn a_server_that_cannot_start_says_why_and_exits_1() {
         "nothing is served with half a policy"
     );
 }
+
+#[test]
+fn agent_review_is_asked_of_a_person_and_agent_then_human_is_refused() {
+    let env = project_with_files();
+    env.rules(
+        r#".{ .action = "call.read_file", .decision = .agent_review }, .{ .action = "call.write_file", .decision = .agent_then_human }"#,
+    );
+    let mut client = env.client(true, &[]);
+    client.elicit_answers.push(person_says(true));
+    let read = client.call("read_file", json!({"path": "a.txt"}));
+    assert!(!read.is_error, "{read:?}");
+    assert_eq!(client.elicited.len(), 1);
+    env.assert_logged("call.read_file", "allow", "person");
+    let write = client.call("write_file", json!({"path": "x.txt", "content": "x"}));
+    assert!(
+        write.is_error
+            && write
+                .text
+                .contains("needs a reviewer agent and then a person"),
+        "{write:?}"
+    );
+    assert_eq!(env.read("x.txt"), None);
+    env.assert_logged("call.write_file", "deny", "nobody");
+}
+
+#[test]
+fn chock_approve_with_no_server_says_so() {
+    let env = Env::new();
+    let listed = env
+        .chock()
+        .args(["approve", "--list"])
+        .output()
+        .expect("run");
+    assert_eq!(listed.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&listed.stderr);
+    assert!(
+        stderr.contains("no chock mcp server of yours is running"),
+        "{stderr}"
+    );
+}

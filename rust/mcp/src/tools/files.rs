@@ -88,7 +88,7 @@ fn select_lines(text: &str, offset: Option<usize>, limit: Option<usize>) -> Stri
     let mut out = String::new();
     let mut last = first.saturating_sub(1);
     for (number, line) in text.lines().enumerate().skip(first - 1) {
-        if limit.is_some_and(|l| number + 1 >= first + l) {
+        if limit.is_some_and(|l| number + 1 >= first.saturating_add(l)) {
             break;
         }
         if out.len() + line.len() + 1 > MAX_ANSWER_BYTES {
@@ -400,6 +400,17 @@ mod tests {
         assert_eq!(select_lines(text, Some(2), Some(2)), "b\nc\n");
         assert_eq!(select_lines(text, Some(4), None), "d\n");
         assert!(select_lines(text, Some(9), None).contains("past its end"));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_offset_and_limit_is_answered(
+            text in "[a-z\n]{0,64}",
+            offset in proptest::option::of(proptest::num::usize::ANY),
+            limit in proptest::option::of(proptest::num::usize::ANY),
+        ) {
+            let _ = select_lines(&text, offset, limit);
+        }
     }
 
     #[test]
