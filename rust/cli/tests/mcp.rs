@@ -1774,3 +1774,42 @@ fn chock_approve_with_no_server_says_so() {
         "{stderr}"
     );
 }
+
+#[test]
+fn before_initialize_a_request_is_answered_and_a_notification_ends_nothing() {
+    let env = project_with_files();
+    let mut child = env
+        .chock()
+        .arg("mcp")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
+    )
+    .expect("write");
+    let mut exchange = |line: &str| -> Value {
+        writeln!(stdin, "{line}").expect("write");
+        stdin.flush().expect("flush");
+        let mut reply = String::new();
+        std::io::BufRead::read_line(&mut stdout, &mut reply).expect("read");
+        serde_json::from_str(&reply).unwrap_or_else(|e| panic!("{e}: {reply:?}"))
+    };
+    let ping = exchange(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#);
+    assert_eq!(ping["result"], json!({}), "{ping}");
+    let early = exchange(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
+    assert!(
+        early["error"]["code"].is_i64(),
+        "a request before initialize is answered with an error: {early}"
+    );
+    let init = exchange(
+        r#"{"jsonrpc":"2.0","id":3,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+    );
+    assert_eq!(init["result"]["protocolVersion"], "2025-11-25", "{init}");
+    child.kill().ok();
+    child.wait().ok();
+}

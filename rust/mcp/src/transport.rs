@@ -42,7 +42,7 @@ pub struct LineTransport<R, W> {
     /// The line being read is over the bound: its bytes are dropped up to its end.
     oversized: bool,
     /// Whether `initialize` has come: before it, rmcp would end the session
-    /// on any other message, so each is answered here instead.
+    /// on a notification or a response, so those are dropped here.
     initialized: bool,
 }
 
@@ -247,23 +247,17 @@ fn misread_params(
     ))
 }
 
-/// Before `initialize`: `None` lets the message through (it is the
-/// initialize request), `Some(reply)` answers a request with an error and
-/// `Some(None)` drops a notification or response.
-fn before_initialize(message: &RxJsonRpcMessage<RoleServer>) -> Option<Option<Value>> {
+/// Before `initialize`, rmcp answers requests itself (a ping, an error
+/// naming what is missing) but ends the session on any other message. So a
+/// request goes through (`Some(true)` for the initialize request itself),
+/// and a notification or response is dropped (`None`).
+fn before_initialize(message: &RxJsonRpcMessage<RoleServer>) -> Option<bool> {
     match message {
-        JsonRpcMessage::Request(request) => {
-            if matches!(request.request, ClientRequest::InitializeRequest(_)) {
-                return None;
-            }
-            let id = serde_json::to_value(&request.id).unwrap_or(Value::Null);
-            Some(Some(error_reply(
-                id,
-                INVALID_REQUEST,
-                "Invalid Request: the session is not initialized; send `initialize` first".into(),
-            )))
-        }
-        _ => Some(None),
+        JsonRpcMessage::Request(request) => Some(matches!(
+            request.request,
+            ClientRequest::InitializeRequest(_)
+        )),
+        _ => None,
     }
 }
 
@@ -317,17 +311,12 @@ where
                 )),
                 Ok(Some(Line::Whole(line))) => match read_message(&line) {
                     Read::Message(message) if self.initialized => return Some(*message),
-                    Read::Message(message) => match before_initialize(&message) {
-                        None => {
-                            self.initialized = true;
+                    Read::Message(message) => {
+                        if let Some(initializes) = before_initialize(&message) {
+                            self.initialized = initializes;
                             return Some(*message);
                         }
-                        Some(reply) => {
-                            if let Some(reply) = reply {
-                                self.reply(reply);
-                            }
-                        }
-                    },
+                    }
                     Read::Skip => {}
                     Read::Reply(reply) => self.reply(reply),
                 },
