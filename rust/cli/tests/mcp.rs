@@ -1270,6 +1270,7 @@ mod support {
                 next_id: 1,
                 elicit_answers: Vec::new(),
                 elicited: Vec::new(),
+                early: Vec::new(),
                 stderr: stderr_text,
             };
             let capabilities = if elicitation {
@@ -1300,6 +1301,8 @@ mod support {
         pub elicit_answers: Vec<Value>,
         /// Every elicitation request the server made.
         pub elicited: Vec<Value>,
+        /// Responses that came before the one waited for.
+        early: Vec<Value>,
         stderr: Arc<Mutex<String>>,
     }
 
@@ -1343,17 +1346,25 @@ mod support {
             self.response(&json!(id))
         }
 
-        /// Waits for the response with `id`.
+        /// Waits for the response with `id`; responses to other requests
+        /// that come first are kept for their own turn.
         pub fn response(&mut self, id: &Value) -> Value {
+            if let Some(at) = self.early.iter().position(|m| m.get("id") == Some(id)) {
+                return self.early.remove(at);
+            }
             loop {
                 let message = self.next_message();
                 if message.get("method").and_then(Value::as_str) == Some("elicitation/create") {
                     self.answer_elicitation(&message);
                     continue;
                 }
-                if message.get("id") == Some(id) && message.get("method").is_none() {
+                if message.get("method").is_some() {
+                    continue;
+                }
+                if message.get("id") == Some(id) {
                     return message;
                 }
+                self.early.push(message);
             }
         }
 
@@ -1812,4 +1823,44 @@ fn before_initialize_a_request_is_answered_and_a_notification_ends_nothing() {
     assert_eq!(init["result"]["protocolVersion"], "2025-11-25", "{init}");
     child.kill().ok();
     child.wait().ok();
+}
+
+#[test]
+fn calls_sent_together_are_all_answered_and_the_log_stays_one_chain() {
+    let env = project_with_files();
+    let mut client = env.client(false, &[]);
+    let ids: Vec<i64> = (1000..1040).collect();
+    for id in &ids {
+        let (name, arguments) = if id % 2 == 0 {
+            ("read_file", json!({"path": "a.txt"}))
+        } else {
+            (
+                "write_file",
+                json!({"path": format!("many/{id}.txt"), "content": id.to_string()}),
+            )
+        };
+        client.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": name, "arguments": arguments}}));
+    }
+    for id in &ids {
+        let reply = client.response(&json!(id));
+        assert_eq!(reply["result"]["isError"], false, "{reply}");
+    }
+    for id in ids.iter().filter(|id| *id % 2 == 1) {
+        assert_eq!(env.read(&format!("many/{id}.txt")), Some(id.to_string()));
+    }
+    assert_eq!(
+        env.logged("call.read_file").len() + env.logged("call.write_file").len(),
+        ids.len()
+    );
+    let verify = env
+        .chock()
+        .args(["log", "verify"])
+        .output()
+        .expect("verify");
+    assert!(
+        verify.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verify.stdout)
+    );
 }
