@@ -39,6 +39,7 @@ use std::path::{Path, PathBuf};
 use value::Value;
 
 mod source;
+mod stack;
 
 /// The version of Nix whose language fix implements (`builtins.nixVersion`).
 pub const NIX_VERSION: &str = builtins::NIX_VERSION;

@@ -144,8 +144,7 @@ fn foldl_strict<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Res
     }
     let mut acc = args[1].clone();
     for x in list.as_slice() {
-        let partial = ev.call(f.clone(), acc, pos)?;
-        acc = ev.call(partial, x.clone(), pos)?;
+        acc = ev.call_owned(f.clone(), &mut [acc, x.clone()], pos)?;
     }
     Ok(acc)
 }
@@ -186,33 +185,46 @@ fn gen_list<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<
     }))))
 }
 
-/// A stable merge sort whose comparison may fail (it calls Nix code).
+/// A stable merge sort whose comparison may fail (it calls Nix code):
+/// bottom-up between two buffers, moving the values (16 bytes each), so
+/// nothing is allocated per merge and the comparisons walk memory in order.
 fn merge_sort<'a>(
     ev: &mut Evaluator<'a>,
     items: Vec<Value<'a>>,
     less: &mut dyn FnMut(&mut Evaluator<'a>, &Value<'a>, &Value<'a>) -> Result<bool>,
 ) -> Result<Vec<Value<'a>>> {
-    if items.len() <= 1 {
-        return Ok(items);
-    }
-    let mut items = items;
-    let right = items.split_off(items.len() / 2);
-    let left = merge_sort(ev, items, less)?;
-    let right = merge_sort(ev, right, less)?;
-    let mut out = Vec::with_capacity(left.len() + right.len());
-    let mut l = left.into_iter().peekable();
-    let mut r = right.into_iter().peekable();
-    while let (Some(a), Some(b)) = (l.peek(), r.peek()) {
-        // Take from the right only when it is strictly less: stability.
-        if less(ev, b, a)? {
-            out.extend(r.next());
-        } else {
-            out.extend(l.next());
+    let n = items.len();
+    let mut src = items;
+    let mut dst: Vec<Value<'a>> = vec![Value::Null; n];
+    let take = |v: &mut Value<'a>| std::mem::replace(v, Value::Null);
+    let mut width = 1;
+    while width < n {
+        let mut start = 0;
+        while start < n {
+            let mid = (start + width).min(n);
+            let end = (start + 2 * width).min(n);
+            let (mut i, mut j, mut k) = (start, mid, start);
+            while i < mid && j < end {
+                // Take from the right only when it is strictly less: stability.
+                if less(ev, &src[j], &src[i])? {
+                    dst[k] = take(&mut src[j]);
+                    j += 1;
+                } else {
+                    dst[k] = take(&mut src[i]);
+                    i += 1;
+                }
+                k += 1;
+            }
+            for rest in src[i..mid].iter_mut().chain(src[j..end].iter_mut()) {
+                dst[k] = take(rest);
+                k += 1;
+            }
+            start = end;
         }
+        std::mem::swap(&mut src, &mut dst);
+        width *= 2;
     }
-    out.extend(l);
-    out.extend(r);
-    Ok(out)
+    Ok(src)
 }
 
 fn sort<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
@@ -221,19 +233,19 @@ fn sort<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Valu
         return Ok(Value::List(list));
     }
     let f = function_arg(ev, &args[0], pos, 0, "sort")?;
-    let items: Vec<Value<'a>> = list.as_slice().to_vec();
-    for item in &items {
+    let items = list.as_slice();
+    for item in items {
         ev.force(item)?;
     }
     let mut less = |ev: &mut Evaluator<'a>, a: &Value<'a>, b: &Value<'a>| -> Result<bool> {
-        let r = ev.call_n(f.clone(), &[a.clone(), b.clone()], pos)?;
+        let r = ev.call_owned(f.clone(), &mut [a.clone(), b.clone()], pos)?;
         ev.force_bool(
             &r,
             pos,
             "while evaluating the return value of the sorting function passed to builtins.sort",
         )
     };
-    let sorted = merge_sort(ev, items, &mut less)?;
+    let sorted = merge_sort(ev, items.to_vec(), &mut less)?;
     Ok(list_value(sorted))
 }
 

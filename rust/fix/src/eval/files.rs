@@ -271,6 +271,7 @@ impl<'a> Evaluator<'a> {
             home: home.as_ref().map(|h| h.as_os_str().as_bytes()),
             pipe_operators: self.options.features.pipe_operators,
             scope,
+            stack_limit: self.stack_limit,
         };
         let expr = syntax::lower(
             &root,

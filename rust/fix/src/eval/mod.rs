@@ -64,7 +64,8 @@ pub struct Evaluator<'a> {
     /// Store paths computed for source paths copied so far.
     pub(crate) store_copies: FxHashMap<Vec<u8>, NixString>,
     call_depth: usize,
-    stack_limit: usize,
+    /// Below this stack address recursion stops with an error.
+    pub(crate) stack_limit: usize,
     /// Steps since the evaluation started, for sampling the interrupt flag
     /// and the memory bound.
     ticks: u32,
@@ -73,10 +74,7 @@ pub struct Evaluator<'a> {
 /// Addresses below this much headroom on the machine stack are refused.
 const STACK_HEADROOM: usize = 256 * 1024;
 
-fn stack_address() -> usize {
-    let marker = 0u8;
-    std::hint::black_box(&marker) as *const u8 as usize
-}
+use crate::stack::address as stack_address;
 
 impl<'a> Evaluator<'a> {
     /// A new evaluation. `stack_size` is the size of the stack of the
@@ -754,6 +752,13 @@ impl<'a> Evaluator<'a> {
                 i += op.arity;
                 continue;
             }
+            if matches!(f, Value::Lambda(_)) && a.args.len() - i >= 2 {
+                // `f x y`: the rest in one go, curried lambdas without
+                // their intermediate closures.
+                let mut rest: SmallVec<[Value<'a>; 4]> =
+                    a.args[i..].iter().map(|e| self.thunk(e, env)).collect();
+                return self.call_owned(f, &mut rest, a.pos);
+            }
             let arg = self.thunk(&a.args[i], env);
             f = self.call(f, arg, a.pos)?;
             i += 1;
@@ -834,9 +839,36 @@ impl<'a> Evaluator<'a> {
 
     /// Applies a function to several arguments in turn.
     pub fn call_n(&mut self, f: Value<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
+        let mut owned: SmallVec<[Value<'a>; 4]> = args.iter().cloned().collect();
+        self.call_owned(f, &mut owned, pos)
+    }
+
+    /// `call_n` taking the arguments' ownership: they move into the
+    /// environments instead of being copied (the slice is left holding nulls).
+    pub fn call_owned(
+        &mut self,
+        f: Value<'a>,
+        args: &mut [Value<'a>],
+        pos: Pos,
+    ) -> Result<Value<'a>> {
         let mut f = f;
-        for a in args {
-            f = self.call(f, a.clone(), pos)?;
+        let mut i = 0;
+        while i < args.len() {
+            if let Value::Lambda(c) = &f {
+                let (v, used) = self.call_lambda_chain(c, &mut args[i..], pos)?;
+                f = v;
+                i += used;
+            } else if let Value::PrimOp(op) = &f
+                && op.arity <= args.len() - i
+            {
+                let op: &'static PrimOp = op;
+                f = self.call_primop(op, &args[i..i + op.arity], pos)?;
+                i += op.arity;
+            } else {
+                let arg = std::mem::replace(&mut args[i], Value::Null);
+                f = self.call(f, arg, pos)?;
+                i += 1;
+            }
         }
         Ok(f)
     }
@@ -862,28 +894,63 @@ impl<'a> Evaluator<'a> {
         arg: Value<'a>,
         pos: Pos,
     ) -> Result<Value<'a>> {
+        self.call_lambda_chain(closure, &mut [arg], pos)
+            .map(|(v, _)| v)
+    }
+
+    /// Calls a lambda with as many of `args` as its curried body takes
+    /// (`a: b: c: ...`), binding each argument straight into the next
+    /// environment instead of making the inner closures. Returns the result
+    /// and how many arguments were used (at least one).
+    fn call_lambda_chain(
+        &mut self,
+        closure: &Closure<'a>,
+        args: &mut [Value<'a>],
+        pos: Pos,
+    ) -> Result<(Value<'a>, usize)> {
         self.enter(pos)?;
-        let lambda = closure.lambda;
-        let result = match &lambda.param {
-            Param::Ident(_) => {
-                let env = Env::with_values(&closure.env, [arg]);
+        let mut lambda = closure.lambda;
+        let mut used = 1;
+        let result = self
+            .bind(
+                lambda,
+                &closure.env,
+                std::mem::replace(&mut args[0], Value::Null),
+                pos,
+            )
+            .and_then(|mut env| {
+                while let (Expr::Lambda(inner), Some(arg)) = (&lambda.body, args.get(used)) {
+                    env = self.bind(inner, &env, arg.clone(), pos)?;
+                    lambda = inner;
+                    used += 1;
+                }
                 self.eval(&lambda.body, &env)
-            }
-            Param::Formals(formals) => match self.bind_formals(closure, formals, arg, pos) {
-                Ok(env) => self.eval(&lambda.body, &env),
-                Err(e) => Err(e),
-            },
-        };
+            });
         self.leave();
-        result.map_err(|e| {
-            e.with_frame(
+        match result {
+            Ok(v) => Ok((v, used)),
+            Err(e) => Err(e.with_frame(
                 lambda.pos,
                 match lambda.name {
                     Some(_) => format!("while calling '{}'", self.lambda_name(lambda)),
                     None => "while calling anonymous lambda".to_string(),
                 },
-            )
-        })
+            )),
+        }
+    }
+
+    /// The environment of one call: the argument bound to the parameter.
+    fn bind(
+        &mut self,
+        lambda: &'a LambdaExpr,
+        up: &Env<'a>,
+        arg: Value<'a>,
+        pos: Pos,
+    ) -> Result<Env<'a>> {
+        match &lambda.param {
+            Param::Ident(_) => Ok(Env::with_values(up, [arg])),
+            Param::Formals(formals) => self.bind_formals(lambda, up, formals, arg, pos),
+        }
     }
 
     /// How Nix names a function in messages: its binding, or "anonymous lambda".
@@ -897,12 +964,12 @@ impl<'a> Evaluator<'a> {
     #[inline(never)]
     fn bind_formals(
         &mut self,
-        closure: &Closure<'a>,
+        lambda: &'a LambdaExpr,
+        up: &Env<'a>,
         formals: &'a Formals,
         arg: Value<'a>,
         pos: Pos,
     ) -> Result<Env<'a>> {
-        let lambda = closure.lambda;
         let forced = self.force(&arg)?;
         let Value::Attrs(attrs) = forced else {
             return Err(self.type_error("a set", &forced, pos).with_frame(
@@ -910,7 +977,7 @@ impl<'a> Evaluator<'a> {
                 "while evaluating the value passed for the lambda argument",
             ));
         };
-        let env = Env::new(&closure.env, lambda.slots as usize);
+        let env = Env::new(up, lambda.slots as usize);
         if formals.bind.is_some() {
             env.set(0, arg);
         }

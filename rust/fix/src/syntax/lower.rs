@@ -26,6 +26,9 @@ pub struct LowerOptions<'o> {
     /// `scopedImport`: names bound in the file's outermost environment,
     /// slot `i` holding `scope[i]`.
     pub scope: Option<&'o [Sym]>,
+    /// Below this stack address lowering stops (a chain of 200,000 `+` is
+    /// 200,000 levels deep even though rnix bounds nesting).
+    pub stack_limit: usize,
 }
 
 /// Lowers one parsed file.
@@ -241,6 +244,13 @@ impl Lowerer<'_> {
     fn expr(&mut self, e: &ast::Expr) -> Result<Expr> {
         let node = e.syntax();
         let pos = self.pos(node);
+        if crate::stack::address() < self.options.stack_limit {
+            return Err(Error::new(
+                ErrorKind::StackOverflow,
+                "the expression is nested too deeply to evaluate",
+                pos,
+            ));
+        }
         Ok(match e {
             ast::Expr::Apply(a) => self.apply(a)?,
             ast::Expr::Assert(a) => {
