@@ -215,7 +215,11 @@ fn merge_sort<'a>(
                 }
                 k += 1;
             }
-            for rest in src[i..mid].iter_mut().chain(src[j..end].iter_mut()) {
+            let (left, right) = src.split_at_mut(mid);
+            for rest in left[i..]
+                .iter_mut()
+                .chain(right[j - mid..end - mid].iter_mut())
+            {
                 dst[k] = take(rest);
                 k += 1;
             }
