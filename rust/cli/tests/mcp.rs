@@ -1227,8 +1227,21 @@ mod support {
 
         /// `chock mcp` with a scripted client attached.
         pub fn client(&self, elicitation: bool, args: &[&str]) -> Client {
-            let mut child = self
-                .chock()
+            self.client_with_env(elicitation, args, &[])
+        }
+
+        /// [`Env::client`] with more environment for the server.
+        pub fn client_with_env(
+            &self,
+            elicitation: bool,
+            args: &[&str],
+            vars: &[(&str, &std::path::Path)],
+        ) -> Client {
+            let mut command = self.chock();
+            for (name, value) in vars {
+                command.env(name, value);
+            }
+            let mut child = command
                 .arg("mcp")
                 .args(args)
                 .stdin(Stdio::piped())
@@ -1862,5 +1875,31 @@ fn calls_sent_together_are_all_answered_and_the_log_stays_one_chain() {
         verify.status.success(),
         "{}",
         String::from_utf8_lossy(&verify.stdout)
+    );
+}
+
+#[test]
+fn fetch_url_reads_https_with_the_trust_store_and_refuses_a_certificate_it_cannot_trust() {
+    use chock_inputs::testing::{Reply, Server, TestCa};
+    let ca = TestCa::new();
+    let server = Server::https(&ca);
+    server.route("/secure", Reply::Body(b"over tls".to_vec()));
+    let env = Env::new();
+    let pem = env.outside().join("ca.pem");
+    ca.write_pem(&pem);
+    env.rules(r#".{ .action = "net.fetch.1.0.0.127", .decision = .allow }"#);
+    let url = format!("https://127.0.0.1:{}/secure", server.port());
+    let mut trusting = env.client_with_env(false, &[], &[("SSL_CERT_FILE", &pem)]);
+    let read = trusting.call("fetch_url", json!({"url": url}));
+    assert!(!read.is_error && read.text.contains("over tls"), "{read:?}");
+    let mut other = env.client_with_env(
+        false,
+        &[],
+        &[("SSL_CERT_FILE", std::path::Path::new("/dev/null"))],
+    );
+    let refused = other.call("fetch_url", json!({"url": url}));
+    assert!(
+        refused.is_error && refused.text.to_lowercase().contains("certificate"),
+        "{refused:?}"
     );
 }
