@@ -52,6 +52,8 @@ pub enum Request {
 pub enum Event {
     /// The first line on every connection: which server this is.
     Hello { pid: u32, project: String },
+    /// The answer to `watch`: from now on every question comes here.
+    Watching,
     /// A question waiting for an answer.
     Question { id: u64, question: Asked },
     /// The answer sent on this connection was taken.
@@ -307,6 +309,9 @@ async fn serve_connection(hub: ApproveHub, stream: UnixStream) {
         let reply = match serde_json::from_str::<Request>(line.trim()) {
             Ok(Request::Watch) => {
                 let mut state = hub.state();
+                // Under the lock, so no question falls between the answer
+                // and the questions already waiting.
+                events.send(Event::Watching).ok();
                 for (id, pending) in &state.pending {
                     events
                         .send(Event::Question {
@@ -473,7 +478,7 @@ pub enum Heard {
 }
 
 /// Watches every server of this user (or one, by pid), finding new ones as
-/// they start.
+/// they start. A server counts as watched from its `watching` answer on.
 pub struct Watcher {
     dir: PathBuf,
     only: Option<u32>,
@@ -530,6 +535,20 @@ impl Watcher {
     fn watch(&mut self, path: &Path) -> Result<Heard, McpError> {
         let mut connection = Connection::open(path)?;
         connection.send(&Request::Watch)?;
+        // Watched only once the server says so: a question asked before
+        // then would find nobody watching.
+        loop {
+            match connection.read_event()? {
+                Some(Event::Watching) => break,
+                Some(_) => continue,
+                None => {
+                    return Err(McpError::Unreachable {
+                        path: path.to_path_buf(),
+                        source: std::io::Error::other("it closed the connection"),
+                    });
+                }
+            }
+        }
         let writer = connection
             .stream
             .try_clone()
