@@ -29,6 +29,15 @@ pub enum McpError {
     /// The MCP session ended in a fault rather than by the client closing stdin.
     #[error("the MCP session failed: {0}")]
     Session(String),
+    /// The project directory could not be opened as the workspace.
+    #[error(
+        "the workspace {path} cannot be opened: {source}; check that it exists and is readable"
+    )]
+    Workspace {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     /// The approve socket's folder could not be made or read.
     #[error(
         "the approve socket folder {path} cannot be used: {source}; check its owner and mode (0700)"

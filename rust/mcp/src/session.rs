@@ -82,7 +82,7 @@ impl Session {
             tracing::warn!("chock mcp: {warning}");
         }
         let log = chock_sandbox::exec::open_log(&policy)?;
-        let workspace = Workspace::open(&project.dir).map_err(|source| McpError::ApproveDir {
+        let workspace = Workspace::open(&project.dir).map_err(|source| McpError::Workspace {
             path: project.dir.clone(),
             source,
         })?;
