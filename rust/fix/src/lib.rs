@@ -232,7 +232,7 @@ fn render<'a>(
             if request.strict {
                 ev.force_deep(value, Pos::NONE)?;
             }
-            Ok(print::print_value(ev, value))
+            print::print_value(ev, value)
         }
         OutputFormat::Json => {
             let mut out = Vec::new();

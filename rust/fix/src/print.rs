@@ -88,169 +88,227 @@ pub fn identifier(name: &[u8], out: &mut Vec<u8>) {
 
 /// `nix-instantiate --eval` output (`printAmbiguous`): the value as far as
 /// it has been evaluated, `<CODE>` for the rest, `«repeated»` for a list
-/// or set already printed above.
-pub fn print_value(ev: &Evaluator<'_>, v: &Value<'_>) -> Vec<u8> {
+/// or set already printed above. Deeper than the call depth (or than the
+/// machine stack allows) is an error, as in Nix.
+pub fn print_value<'a>(ev: &Evaluator<'a>, v: &Value<'a>) -> crate::error::Result<Vec<u8>> {
     let mut out = Vec::new();
-    let mut seen = FxHashSet::default();
-    print_in(ev, v, None, &mut seen, &mut out);
-    out
+    let mut printer = Printer {
+        ev,
+        seen: FxHashSet::default(),
+        depth: 0,
+    };
+    printer.ambiguous(v, None, &mut out).map_err(|()| {
+        crate::error::Error::new(
+            crate::error::ErrorKind::StackOverflow,
+            "stack overflow; max-call-depth exceeded",
+            crate::source::Pos::NONE,
+        )
+    })?;
+    Ok(out)
 }
 
-fn print_in(
-    ev: &Evaluator<'_>,
-    v: &Value<'_>,
-    cell: Option<usize>,
-    seen: &mut FxHashSet<usize>,
-    out: &mut Vec<u8>,
-) {
-    match v {
-        Value::Thunk(t) => {
-            let state = t.0.state.borrow();
-            match &*state {
-                ThunkState::Done(inner) => print_in(ev, inner, Some(t.addr()), seen, out),
-                ThunkState::Blackhole => {
-                    out.extend_from_slice("«potential infinite recursion»".as_bytes())
+struct Printer<'p, 'a> {
+    ev: &'p Evaluator<'a>,
+    seen: FxHashSet<usize>,
+    depth: usize,
+}
+
+impl<'a> Printer<'_, 'a> {
+    /// Enters one level of nesting; `Err` when it is one too many.
+    fn deeper(&mut self) -> Result<(), ()> {
+        self.depth += 1;
+        if self.depth > self.ev.options.max_call_depth
+            || crate::stack::address() < self.ev.stack_limit
+        {
+            return Err(());
+        }
+        Ok(())
+    }
+
+    fn ambiguous(
+        &mut self,
+        v: &Value<'a>,
+        cell: Option<usize>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), ()> {
+        match v {
+            Value::Thunk(t) => {
+                let state = t.0.state.borrow();
+                match &*state {
+                    ThunkState::Done(inner) => return self.ambiguous(inner, Some(t.addr()), out),
+                    ThunkState::Blackhole => {
+                        out.extend_from_slice("«potential infinite recursion»".as_bytes())
+                    }
+                    _ => out.extend_from_slice(b"<CODE>"),
                 }
-                _ => out.extend_from_slice(b"<CODE>"),
+            }
+            Value::Null => out.extend_from_slice(b"null"),
+            Value::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
+            Value::Int(n) => out.extend_from_slice(n.to_string().as_bytes()),
+            Value::Float(f) => out.extend_from_slice(format_float(*f).as_bytes()),
+            Value::String(s) => quote_string(s.as_bytes(), out),
+            Value::Path(p) => out.extend_from_slice(p.as_bytes()),
+            Value::Attrs(attrs) => {
+                if !attrs.is_empty() && !self.seen.insert(attrs.addr()) {
+                    out.extend_from_slice("«repeated»".as_bytes());
+                    return Ok(());
+                }
+                self.deeper()?;
+                out.extend_from_slice(b"{ ");
+                for attr in attrs.lexicographic(&self.ev.symbols) {
+                    identifier(self.ev.symbols.bytes(attr.name), out);
+                    out.extend_from_slice(b" = ");
+                    self.ambiguous(&attr.value, None, out)?;
+                    out.extend_from_slice(b"; ");
+                }
+                out.push(b'}');
+                self.depth -= 1;
+            }
+            Value::List(list) => {
+                // Nix remembers the cell holding the list; the root is a copy.
+                if !list.is_empty()
+                    && let Some(id) = cell
+                    && !self.seen.insert(id)
+                {
+                    out.extend_from_slice("«repeated»".as_bytes());
+                    return Ok(());
+                }
+                self.deeper()?;
+                out.extend_from_slice(b"[ ");
+                for item in list.as_slice() {
+                    let id = match item {
+                        Value::List(l) => Some(l.addr()),
+                        _ => None,
+                    };
+                    self.ambiguous(item, id, out)?;
+                    out.push(b' ');
+                }
+                out.push(b']');
+                self.depth -= 1;
+            }
+            Value::Lambda(_) => out.extend_from_slice(b"<LAMBDA>"),
+            Value::PrimOp(_) => out.extend_from_slice(b"<PRIMOP>"),
+            Value::PrimOpApp(_) => out.extend_from_slice(b"<PRIMOP-APP>"),
+        }
+        Ok(())
+    }
+
+    /// The rendering of `trace` and of error messages. `full` shows
+    /// everything (`trace`); otherwise one level, ten items, 1 KiB strings.
+    fn readable(&mut self, v: &Value<'a>, full: bool, out: &mut String) -> Result<(), ()> {
+        let (max_string, max_items) = if full {
+            (usize::MAX, usize::MAX)
+        } else {
+            (1024, 10)
+        };
+        let nested = !full && self.depth >= 1;
+        match v {
+            Value::Thunk(t) => match &*t.0.state.borrow() {
+                ThunkState::Done(inner) => return self.readable(inner, full, out),
+                _ => out.push_str("«thunk»"),
+            },
+            Value::String(s) => {
+                let mut bytes = Vec::new();
+                quote_string(&s.as_bytes()[..s.len().min(max_string)], &mut bytes);
+                out.push_str(&String::from_utf8_lossy(&bytes));
+                if s.len() > max_string {
+                    out.push_str("«…»");
+                }
+            }
+            Value::Attrs(attrs) if nested => {
+                out.push_str(if attrs.is_empty() { "{ }" } else { "{ ... }" })
+            }
+            Value::List(list) if nested => {
+                out.push_str(if list.is_empty() { "[ ]" } else { "[ ... ]" })
+            }
+            Value::Attrs(attrs) => {
+                if !attrs.is_empty() && !self.seen.insert(attrs.addr()) {
+                    out.push_str("«repeated»");
+                    return Ok(());
+                }
+                self.deeper()?;
+                out.push_str("{ ");
+                for (i, attr) in attrs
+                    .lexicographic(&self.ev.symbols)
+                    .into_iter()
+                    .enumerate()
+                {
+                    if i == max_items {
+                        out.push_str(&format!("«{} attributes elided» ", attrs.len() - max_items));
+                        break;
+                    }
+                    let mut name = Vec::new();
+                    identifier(self.ev.symbols.bytes(attr.name), &mut name);
+                    out.push_str(&String::from_utf8_lossy(&name));
+                    out.push_str(" = ");
+                    self.readable(&attr.value, full, out)?;
+                    out.push_str("; ");
+                }
+                out.push('}');
+                self.depth -= 1;
+            }
+            Value::List(list) => {
+                if !list.is_empty() && !self.seen.insert(list.addr()) {
+                    out.push_str("«repeated»");
+                    return Ok(());
+                }
+                self.deeper()?;
+                out.push_str("[ ");
+                for (i, item) in list.as_slice().iter().enumerate() {
+                    if i == max_items {
+                        out.push_str(&format!("«{} items elided» ", list.len() - max_items));
+                        break;
+                    }
+                    self.readable(item, full, out)?;
+                    out.push(' ');
+                }
+                out.push(']');
+                self.depth -= 1;
+            }
+            Value::Lambda(c) => match self.ev.sources.resolve(c.lambda.pos) {
+                Some(loc) => out.push_str(&format!("«lambda @ {}»", loc.display())),
+                None => out.push_str("«lambda»"),
+            },
+            Value::PrimOp(op) => out.push_str(&format!("«primop {}»", op.name)),
+            Value::PrimOpApp(app) => {
+                out.push_str(&format!("«partially applied primop {}»", app.op.name))
+            }
+            other => {
+                let mut bytes = Vec::new();
+                self.ambiguous(other, None, &mut bytes)?;
+                out.push_str(&String::from_utf8_lossy(&bytes));
             }
         }
-        Value::Null => out.extend_from_slice(b"null"),
-        Value::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
-        Value::Int(n) => out.extend_from_slice(n.to_string().as_bytes()),
-        Value::Float(f) => out.extend_from_slice(format_float(*f).as_bytes()),
-        Value::String(s) => quote_string(s.as_bytes(), out),
-        Value::Path(p) => out.extend_from_slice(p.as_bytes()),
-        Value::Attrs(attrs) => {
-            if !attrs.is_empty() && !seen.insert(attrs.addr()) {
-                out.extend_from_slice("«repeated»".as_bytes());
-                return;
-            }
-            out.extend_from_slice(b"{ ");
-            for attr in attrs.lexicographic(&ev.symbols) {
-                identifier(ev.symbols.bytes(attr.name), out);
-                out.extend_from_slice(b" = ");
-                print_in(ev, &attr.value, None, seen, out);
-                out.extend_from_slice(b"; ");
-            }
-            out.push(b'}');
-        }
-        Value::List(list) => {
-            // Nix remembers the cell holding the list; the root is a copy.
-            if !list.is_empty()
-                && let Some(id) = cell
-                && !seen.insert(id)
-            {
-                out.extend_from_slice("«repeated»".as_bytes());
-                return;
-            }
-            out.extend_from_slice(b"[ ");
-            for item in list.as_slice() {
-                let id = match item {
-                    Value::Thunk(_) => None,
-                    Value::List(l) => Some(l.addr()),
-                    _ => None,
-                };
-                print_in(ev, item, id, seen, out);
-                out.push(b' ');
-            }
-            out.push(b']');
-        }
-        Value::Lambda(_) => out.extend_from_slice(b"<LAMBDA>"),
-        Value::PrimOp(_) => out.extend_from_slice(b"<PRIMOP>"),
-        Value::PrimOpApp(_) => out.extend_from_slice(b"<PRIMOP-APP>"),
+        Ok(())
     }
 }
 
 /// The whole value as `builtins.trace` shows it: nothing is forced,
-/// unevaluated parts are `«thunk»`.
-pub fn pretty(ev: &Evaluator<'_>, v: &Value<'_>) -> String {
+/// unevaluated parts are `«thunk»`, what was shown above is `«repeated»`.
+pub fn pretty<'a>(ev: &Evaluator<'a>, v: &Value<'a>) -> String {
     let mut out = String::new();
-    brief_in(ev, v, usize::MAX, &mut out);
+    let mut printer = Printer {
+        ev,
+        seen: FxHashSet::default(),
+        depth: 0,
+    };
+    if printer.readable(v, true, &mut out).is_err() {
+        out.push_str(" «nested too deeply to show»");
+    }
     out
 }
 
 /// A short rendering for error messages: nested values and long strings
 /// are cut, nothing is forced.
-pub fn brief(ev: &Evaluator<'_>, v: &Value<'_>) -> String {
+pub fn brief<'a>(ev: &Evaluator<'a>, v: &Value<'a>) -> String {
     let mut out = String::new();
-    brief_in(ev, v, 1, &mut out);
+    let mut printer = Printer {
+        ev,
+        seen: FxHashSet::default(),
+        depth: 0,
+    };
+    let _ = printer.readable(v, false, &mut out);
     out
-}
-
-fn deeper(depth: usize) -> usize {
-    if depth == usize::MAX {
-        depth
-    } else {
-        depth.saturating_sub(1)
-    }
-}
-
-/// `depth` is how many levels of nesting are still shown in full;
-/// `usize::MAX` shows everything (for `trace`).
-fn brief_in(ev: &Evaluator<'_>, v: &Value<'_>, depth: usize, out: &mut String) {
-    let full = depth == usize::MAX;
-    let max_string = if full { usize::MAX } else { 1024 };
-    let max_items = if full { usize::MAX } else { 10 };
-    match v {
-        Value::Thunk(t) => match &*t.0.state.borrow() {
-            ThunkState::Done(inner) => brief_in(ev, inner, depth, out),
-            _ => out.push_str("«thunk»"),
-        },
-        Value::String(s) => {
-            let mut bytes = Vec::new();
-            let cut = s.len() > max_string;
-            quote_string(&s.as_bytes()[..s.len().min(max_string)], &mut bytes);
-            out.push_str(&String::from_utf8_lossy(&bytes));
-            if cut {
-                out.push_str("«…»");
-            }
-        }
-        Value::Attrs(attrs) => {
-            if depth == 0 {
-                out.push_str(if attrs.is_empty() { "{ }" } else { "{ ... }" });
-                return;
-            }
-            out.push_str("{ ");
-            for (i, attr) in attrs.lexicographic(&ev.symbols).into_iter().enumerate() {
-                if i == max_items {
-                    out.push_str(&format!("«{} attributes elided» ", attrs.len() - max_items));
-                    break;
-                }
-                let mut name = Vec::new();
-                identifier(ev.symbols.bytes(attr.name), &mut name);
-                out.push_str(&String::from_utf8_lossy(&name));
-                out.push_str(" = ");
-                brief_in(ev, &attr.value, deeper(depth), out);
-                out.push_str("; ");
-            }
-            out.push('}');
-        }
-        Value::List(list) => {
-            if depth == 0 {
-                out.push_str(if list.is_empty() { "[ ]" } else { "[ ... ]" });
-                return;
-            }
-            out.push_str("[ ");
-            for (i, item) in list.as_slice().iter().enumerate() {
-                if i == max_items {
-                    out.push_str(&format!("«{} items elided» ", list.len() - max_items));
-                    break;
-                }
-                brief_in(ev, item, deeper(depth), out);
-                out.push(' ');
-            }
-            out.push(']');
-        }
-        Value::Lambda(c) => match ev.sources.resolve(c.lambda.pos) {
-            Some(loc) => out.push_str(&format!("«lambda @ {}»", loc.display())),
-            None => out.push_str("«lambda»"),
-        },
-        Value::PrimOp(op) => out.push_str(&format!("«primop {}»", op.name)),
-        Value::PrimOpApp(app) => {
-            out.push_str(&format!("«partially applied primop {}»", app.op.name))
-        }
-        other => out.push_str(&String::from_utf8_lossy(&print_value(ev, other))),
-    }
 }
 
 #[cfg(test)]

@@ -352,3 +352,35 @@ fn trace_goes_to_the_sink() {
         vec!["trace: { a = «thunk»; b = 2; }".to_string()]
     );
 }
+
+#[test]
+fn tracing_a_cycle_ends() {
+    let lines = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let sink_lines = lines.clone();
+    let sink: chock_fix::TraceSink =
+        std::sync::Arc::new(move |l: &str| sink_lines.lock().expect("the text").push_str(l));
+    let opts = EvalOptions {
+        trace: Some(sink),
+        ..options()
+    };
+    assert_eq!(
+        eval_expr(
+            &opts,
+            "let s = { inherit s; }; in builtins.trace (builtins.seq s.s s) 1"
+        )
+        .unwrap(),
+        "1"
+    );
+    assert!(lines.lock().expect("the text").contains("«repeated»"));
+}
+
+#[test]
+fn printing_deeper_than_the_call_depth_is_an_error() {
+    let mut request = Request::new(Source::expr(
+        "builtins.foldl' (t: h: { inherit h t; }) null (builtins.genList (x: x) 20000)",
+        dir(),
+    ));
+    request.strict = false;
+    let err = evaluate(&options(), &request).unwrap_err();
+    assert_eq!(err.kind(), Some(ErrorKind::StackOverflow), "{err}");
+}
