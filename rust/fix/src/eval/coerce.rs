@@ -35,12 +35,21 @@ impl Coercion {
 }
 
 impl<'a> Evaluator<'a> {
+    /// A value as a string, the way `how` allows. Nested lists and sets
+    /// count against the call depth.
     pub fn coerce_to_string(
         &mut self,
         v: &Value<'a>,
         how: Coercion,
         pos: Pos,
     ) -> Result<NixString> {
+        self.enter(pos)?;
+        let result = self.coerce_to_string_in(v, how, pos);
+        self.leave();
+        result
+    }
+
+    fn coerce_to_string_in(&mut self, v: &Value<'a>, how: Coercion, pos: Pos) -> Result<NixString> {
         let v = self.force(v)?;
         match &v {
             Value::String(s) => return Ok(s.clone()),
@@ -52,19 +61,15 @@ impl<'a> Evaluator<'a> {
             }
             Value::Attrs(attrs) => {
                 if let Some(f) = attrs.get(known::TO_STRING).cloned() {
-                    self.enter(pos)?;
                     let result = self
                         .call(f, v.clone(), pos)
                         .and_then(|r| self.coerce_to_string(&r, how, pos));
-                    self.leave();
                     return result.map_err(|e| {
                         e.with_frame(pos, "while calling the `__toString` attribute")
                     });
                 }
                 if let Some(out) = attrs.get(known::OUT_PATH).cloned() {
-                    self.enter(pos)?;
                     let result = self.coerce_to_string(&out, how, pos);
-                    self.leave();
                     return result.map_err(|e| {
                         e.with_frame(pos, "while evaluating the `outPath` attribute")
                     });

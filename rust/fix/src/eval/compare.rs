@@ -161,6 +161,13 @@ impl<'a> Evaluator<'a> {
     /// Why `l == r` failed in an `assert`: the first difference, in the
     /// words Nix uses, with the path to it in the trace.
     pub fn explain_unequal(&mut self, l: &Value<'a>, r: &Value<'a>, pos: Pos) -> Result<Error> {
+        self.enter(pos)?;
+        let result = self.explain_unequal_in(l, r, pos);
+        self.leave();
+        result
+    }
+
+    fn explain_unequal_in(&mut self, l: &Value<'a>, r: &Value<'a>, pos: Pos) -> Result<Error> {
         let l = self.force(l)?;
         let r = self.force(r)?;
         let unequal = |message: String| Ok(Error::new(ErrorKind::Assert, message, pos));
