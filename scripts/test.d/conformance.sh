@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# The Nix language conformance corpus against fix (`chock eval`): runs
-# $CHOCK_SHARED/conformance/run-nix-lang and fails when fewer cases pass
+# fix (`chock eval`) against the Nix language: runs the conformance corpus
+# ($CHOCK_SHARED/conformance/run-nix-lang) and fails when fewer cases pass
 # than the floor recorded in rust/fix/conformance.floor, or when the corpus
-# is missing. Raise the floor when fix passes more.
+# is missing (raise the floor when fix passes more); then evaluates 200
+# random expressions with both fix and Nix 2.8 (rust/fix/tests/differential)
+# and fails on any difference.
 #
-# Needs: CHOCK_BIN (the release chock), CHOCK_SHARED (scripts/test sets both).
+# Needs: CHOCK_BIN (the release chock), CHOCK_SHARED (scripts/test sets both),
+# nix-instantiate (scripts/setup installs it).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -36,3 +39,9 @@ if (( passed < floor )); then
   echo "conformance: $passed cases pass, fewer than the floor of $floor in $floor_file" >&2
   exit 1
 fi
+
+if ! command -v nix-instantiate > /dev/null; then
+  echo "conformance: nix-instantiate is missing; run scripts/setup to install Nix" >&2
+  exit 1
+fi
+python3 rust/fix/tests/differential/run.py "$bin" 1 200
