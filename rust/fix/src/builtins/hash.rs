@@ -13,6 +13,7 @@ pub static PRIMOPS: &[PrimOp] = &[
     primop!("hashString", 2, hash_string),
     primop!("hashFile", 2, hash_file),
     primop!("convertHash", 1, convert_hash),
+    primop!("placeholder", 1, placeholder),
 ];
 
 fn algo(name: &[u8], pos: Pos) -> Result<HashAlgo> {
@@ -94,4 +95,12 @@ fn convert_hash<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Res
         }
     };
     Ok(Value::string(out))
+}
+
+/// `placeholder "out"`: the string a derivation's builder sees in place of
+/// an output's path, `/` and the nix32 SHA-256 of `nix-output:NAME`.
+fn placeholder<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
+    let name = ev.force_string(&args[0], pos, arg_context(0, "placeholder"))?;
+    let digest = Hash::sha256([b"nix-output:".as_slice(), name.as_bytes()].concat());
+    Ok(Value::string(format!("/{}", digest.to_nix32())))
 }

@@ -16,7 +16,6 @@ pub static PRIMOPS: &[PrimOp] = &[
         p,
         "derivationStrict"
     )),
-    primop!("placeholder", 1, |ev, _, p| not_yet(ev, p, "placeholder")),
     primop!("storePath", 1, |ev, _, p| not_yet(ev, p, "storePath")),
     primop!("toFile", 2, |ev, _, p| not_yet(ev, p, "toFile")),
     primop!("filterSource", 2, |ev, _, p| not_yet(ev, p, "filterSource")),
