@@ -53,7 +53,8 @@ pub struct EvalOptions {
     pub store_dir: String,
     /// The deepest nesting of calls (Nix's `max-call-depth`).
     pub max_call_depth: usize,
-    /// The most resident memory the evaluation may add, in bytes.
+    /// The most memory the evaluation's values may hold, in bytes (by
+    /// default half the machine's memory).
     pub max_memory: Option<usize>,
     /// `-I` entries, then `NIX_PATH`'s; used only when impure.
     pub search_path: Vec<SearchPathEntry>,
@@ -80,7 +81,7 @@ impl Default for EvalOptions {
             roots: Vec::new(),
             store_dir: "/nix/store".to_string(),
             max_call_depth: DEFAULT_MAX_CALL_DEPTH,
-            max_memory: None,
+            max_memory: default_max_memory(),
             search_path: Vec::new(),
             current_system: default_system(),
             home: None,
@@ -90,6 +91,22 @@ impl Default for EvalOptions {
             abort_on_warn: false,
         }
     }
+}
+
+/// Half the machine's memory: a runaway evaluation stops with an error
+/// before the allocator fails (which would abort the process).
+pub fn default_max_memory() -> Option<usize> {
+    // SAFETY: sysconf has no preconditions.
+    let (pages, page) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    let total = usize::try_from(pages)
+        .ok()?
+        .checked_mul(usize::try_from(page).ok()?)?;
+    Some(total / 2)
 }
 
 /// The Nix system name of this machine, e.g. `x86_64-linux`.

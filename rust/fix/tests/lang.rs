@@ -384,3 +384,19 @@ fn printing_deeper_than_the_call_depth_is_an_error() {
     let err = evaluate(&options(), &request).unwrap_err();
     assert_eq!(err.kind(), Some(ErrorKind::StackOverflow), "{err}");
 }
+
+#[test]
+fn doubling_a_string_stops_at_the_memory_bound() {
+    let opts = EvalOptions {
+        max_memory: Some(64 << 20),
+        ..options()
+    };
+    let err = eval_expr(&opts, "let f = n: s: if n == 0 then s else f (n - 1) (s + s); in builtins.stringLength (f 40 \"x\")").unwrap_err();
+    assert_eq!(err.kind(), Some(ErrorKind::OutOfMemory), "{err}");
+    let err = eval_expr(
+        &opts,
+        "let f = n: l: if n == 0 then l else f (n - 1) (l ++ l); in builtins.length (f 40 [ 1 ])",
+    )
+    .unwrap_err();
+    assert_eq!(err.kind(), Some(ErrorKind::OutOfMemory), "{err}");
+}

@@ -52,7 +52,7 @@ pub struct Args {
     /// The deepest nesting of function calls allowed.
     #[arg(long, value_name = "N", default_value_t = chock_fix::DEFAULT_MAX_CALL_DEPTH)]
     pub max_call_depth: usize,
-    /// The most memory the evaluation may add, in MiB.
+    /// The most memory the evaluation's values may hold, in MiB (default: half the machine's).
     #[arg(long, value_name = "MIB")]
     pub max_memory: Option<usize>,
     /// Cut the printed value at this many bytes (agents get 16384), with a note.
@@ -232,7 +232,10 @@ fn options(args: &Args, cwd: &std::path::Path) -> anyhow::Result<EvalOptions> {
         roots,
         max_call_depth,
         abort_on_warn,
-        max_memory: args.max_memory.map(|m| m << 20),
+        max_memory: args
+            .max_memory
+            .map(|m| m << 20)
+            .or_else(chock_fix::default_max_memory),
         search_path,
         home: std::env::var_os("HOME").map(PathBuf::from),
         features,

@@ -289,6 +289,10 @@ fn concat_lists<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Res
             pos,
             "while evaluating a value of the list passed to builtins.concatLists",
         )?;
+        ev.check_memory(
+            (out.len() + inner.len()) * std::mem::size_of::<Value<'a>>(),
+            pos,
+        )?;
         out.extend_from_slice(inner.as_slice());
     }
     Ok(list_value(out))

@@ -104,6 +104,7 @@ fn concat_strings_sep<'a>(
             "while evaluating one element of the list of strings to concat passed to builtins.concatStringsSep",
         )?;
         out.extend_from_slice(s.as_bytes());
+        ev.check_memory(out.len(), pos)?;
     }
     Ok(Value::string(out))
 }

@@ -485,6 +485,7 @@ impl<'a> Evaluator<'a> {
             }
         }
         let slices: SmallVec<[&[u8]; 4]> = pieces.iter().map(|p| p.as_bytes()).collect();
+        self.check_memory(slices.iter().map(|s| s.len()).sum(), Pos::NONE)?;
         let joined = NixString::from_parts(&slices);
         if i.path {
             return Ok(Value::Path(NixString::from(crate::syntax::canon_path(

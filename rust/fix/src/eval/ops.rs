@@ -99,6 +99,7 @@ impl<'a> Evaluator<'a> {
                         .type_error("a list", bad, pos)
                         .with_frame(pos, "in an operand of the list concatenation (++) operator"));
                 };
+                self.check_memory((l.len() + r.len()) * std::mem::size_of::<Value<'a>>(), pos)?;
                 Ok(Value::List(concat_lists(l, r)))
             }
             BinOp::Add => {
@@ -167,6 +168,7 @@ impl<'a> Evaluator<'a> {
                 let b = self
                     .coerce_to_string(r, Coercion::INTERPOLATION, pos)
                     .map_err(|e| e.with_frame(pos, "while evaluating a path segment"))?;
+                self.check_memory(a.len() + b.len(), pos)?;
                 Ok(Value::String(NixString::from_parts(&[
                     a.as_bytes(),
                     b.as_bytes(),
