@@ -72,13 +72,22 @@ fn run(
         ..Plan::default()
     };
     plan.decisions = requested(&decider, &target)?;
+    let started = std::time::Instant::now();
+    let step = |what: &str| {
+        tracing::debug!(
+            "{what} after {:.1} ms",
+            started.elapsed().as_secs_f64() * 1e3
+        )
+    };
     let evaluation = context.evaluator.evaluate(&EvalRequest {
         flake_dir: &target.flake_dir,
         attribute: &target.attribute,
         installable: &target.installable,
     })?;
     let top = &evaluation.drv_path;
+    step("evaluated");
     let closure = closure::walk(&evaluation.registry, top)?;
+    step("closure walked");
     describe_top(&mut plan, top, &closure);
 
     let mut store = Store::connect(&context.daemon, &build_options())?;
@@ -103,6 +112,7 @@ fn run(
         .chain(fixed_outputs.keys().cloned())
         .collect();
     let valid = store.valid(&wanted)?;
+    step("the store answered which paths are valid");
     if let Some((path, needed_by)) = closure.outside.iter().find(|(p, _)| !valid.contains(*p)) {
         return Err(Refusal::MissingPath {
             path: path.clone(),
@@ -122,15 +132,18 @@ fn run(
         .map(|(p, d)| fetches::read(p, d))
         .collect::<Result<_, _>>()?;
 
-    let lists = mirror_lists(&fetches, &closure, &context.daemon)?;
-    let mut network = Network::read(&decider, &fetches, &lists)?;
+    let mirror_files = mirror_files(&fetches, &closure, &context.daemon)?;
+    step("fetches and mirror lists read");
+    let mut network = Network::read(&decider, &fetches, &mirror_files.lists)?;
+    step("hosts, sites and opaque fetches answered by the rules");
     if mode == Mode::Build {
         network.settle_rules(&decider)?;
         plan.questions = network.ask(&decider)?;
     } else {
         plan.questions.extend(network.questions());
     }
-    let (texts, copies) = pin_all(&fetches, &network, &closure)?;
+    let (texts, copies) = pin_all(&fetches, &network, &closure, &mirror_files.producers)?;
+    step("pinned copies made");
     plan.pinned = copies.iter().map(|c| c.planned.clone()).collect();
     plan.write = planned_writes(&closure, &valid, &texts, &copies);
     plan.build = copies
@@ -142,6 +155,7 @@ fn run(
     plan.mirrors = std::mem::take(&mut network.sites);
     plan.hashed_mirrors = network.hashed.values().flatten().cloned().collect();
     plan.opaque = network.opaque.take();
+    step("plan ready");
     if mode == Mode::Plan {
         return Ok(Built {
             plan,
@@ -221,14 +235,26 @@ fn build_options() -> ClientOptions {
     options
 }
 
-/// The mirror lists of every mirrors file the fetches name, read from the
-/// environment of the derivation that produces the file when it is in the
-/// closure, else from the file (realised by substitution alone if missing).
-fn mirror_lists(
+/// The mirrors files the fetches name: each one's lists, and the derivation
+/// (and output) of the closure that produces it.
+struct MirrorFiles<'c> {
+    lists: BTreeMap<String, MirrorLists>,
+    producers: BTreeMap<String, (&'c StorePath, String)>,
+}
+
+/// Reads the lists of every mirrors file the fetches name: from the
+/// environment of the derivation that produces the file when that lists
+/// the sites, else from the file (realised by substitution alone if missing).
+fn mirror_files<'c>(
     fetches: &[Fetch<'_>],
-    closure: &Closure<'_>,
+    closure: &'c Closure<'_>,
     daemon_options: &DaemonOptions,
-) -> Result<BTreeMap<String, MirrorLists>, BuildError> {
+) -> Result<MirrorFiles<'c>, BuildError> {
+    let named: BTreeSet<&str> = fetches
+        .iter()
+        .filter_map(|f| f.mirrors_file.as_deref())
+        .collect();
+    let producers = producers(closure, &named);
     let mut lists = BTreeMap::new();
     for fetch in fetches {
         let Some(file) = &fetch.mirrors_file else {
@@ -237,19 +263,19 @@ fn mirror_lists(
         if lists.contains_key(file) {
             continue;
         }
-        let Some((producer, output)) = producer_of(closure, file) else {
+        let Some((producer, output)) = producers.get(file) else {
             return Err(Refusal::MirrorsNotProduced {
                 drv: fetch.drv_path.clone(),
                 file: file.clone(),
             }
             .into());
         };
-        let list = match mirrors::from_env(closure.derivations[producer]) {
+        let list = match mirrors::from_env(closure.derivations[*producer]) {
             Some(list) => list,
             None => {
                 let path = std::path::Path::new(file);
                 if !path.exists() {
-                    daemon::substitute(daemon_options, producer, &output).map_err(|message| {
+                    daemon::substitute(daemon_options, producer, output).map_err(|message| {
                         Refusal::MirrorsNeedBuilder {
                             drv: fetch.drv_path.clone(),
                             file: file.clone(),
@@ -265,22 +291,33 @@ fn mirror_lists(
         };
         lists.insert(file.clone(), list);
     }
-    Ok(lists)
+    Ok(MirrorFiles { lists, producers })
 }
 
-/// The derivation of the closure with an output at `file`, and that output's name.
-fn producer_of<'c>(closure: &'c Closure<'_>, file: &str) -> Option<(&'c StorePath, String)> {
-    closure.derivations.iter().find_map(|(path, drv)| {
-        drv.outputs.keys().find_map(|name| {
+/// For each of `files`, the derivation of the closure with an output
+/// there, and that output's name: one pass over the closure.
+fn producers<'c>(
+    closure: &'c Closure<'_>,
+    files: &BTreeSet<&str>,
+) -> BTreeMap<String, (&'c StorePath, String)> {
+    let mut found = BTreeMap::new();
+    if files.is_empty() {
+        return found;
+    }
+    for (path, drv) in &closure.derivations {
+        for name in drv.outputs.keys() {
             let at = drv
                 .output_path(name)
                 .ok()
                 .flatten()
                 .map(|p| p.to_absolute())
                 .or_else(|| drv.env.get(name).cloned());
-            (at.as_deref() == Some(file)).then(|| (*path, name.clone()))
-        })
-    })
+            if let Some(at) = at.filter(|a| files.contains(a.as_str())) {
+                found.entry(at).or_insert((*path, name.clone()));
+            }
+        }
+    }
+    found
 }
 
 /// A pinned copy ready to write.
@@ -296,6 +333,7 @@ fn pin_all(
     fetches: &[Fetch<'_>],
     network: &Network,
     closure: &Closure<'_>,
+    producers: &BTreeMap<String, (&StorePath, String)>,
 ) -> Result<(BTreeMap<StorePath, String>, Vec<Copy>), BuildError> {
     let mut texts: BTreeMap<StorePath, String> = BTreeMap::new();
     let mut copies = Vec::new();
@@ -316,7 +354,7 @@ fn pin_all(
             }
             None => None,
         };
-        let producer = file.and_then(|f| producer_of(closure, f)).map(|(p, _)| p);
+        let producer = file.and_then(|f| producers.get(f)).map(|(p, _)| *p);
         let producer_outputs: BTreeSet<String> = producer
             .and_then(|p| closure.derivations.get(p))
             .map(|d| {

@@ -148,6 +148,7 @@ pub(crate) fn mirror_url(url: &str) -> Option<(String, String)> {
 mod tests {
     use super::*;
     use chock_store::{FileIngestionMethod, FixedOutputHash, Hash, HashAlgo};
+    use proptest::prelude::*;
 
     fn fod(env: &[(&str, &str)]) -> Derivation {
         let mut d = Derivation::new("src");
@@ -282,5 +283,25 @@ mod tests {
         assert_eq!(mirror_url("mirror:///x"), None);
         assert_eq!(mirror_url("mirror://a-b/x"), None);
         assert_eq!(mirror_url("https://gnu/x"), None);
+    }
+
+    proptest! {
+        #[test]
+        fn any_environment_is_read_or_refused_without_panicking(
+            urls in "(mirror://|https?://|ftp://|git\\+https://|[a-z]{1,5}:)?[ -~]{0,60}( [ -~]{0,30}){0,3}",
+            json in "[ -~]{0,80}",
+        ) {
+            let p = path();
+            let d = fod(&[("urls", &urls), ("url", &urls)]);
+            if let Ok(f) = read(&p, &d) {
+                for url in &f.urls {
+                    if let FetchUrl::Host { endpoint, .. } = url {
+                        prop_assert!(endpoint.port > 0 && !endpoint.host.is_empty());
+                    }
+                }
+            }
+            let d = fod(&[("__json", &json)]);
+            let _ = read(&p, &d);
+        }
     }
 }

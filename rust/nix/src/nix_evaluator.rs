@@ -44,6 +44,7 @@ impl Evaluator for NixEvaluator {
             message,
         };
         inputs_in_store(request.flake_dir)?;
+        let started = std::time::Instant::now();
         let output = Command::new(&self.program)
             .args([
                 "--extra-experimental-features",
@@ -57,7 +58,6 @@ impl Evaluator for NixEvaluator {
                 "--expr",
                 &expression(request.flake_dir, request.attribute),
             ])
-            .env("NIX_REMOTE", "daemon")
             .output()
             .map_err(|e| {
                 failed(format!(
@@ -83,8 +83,18 @@ impl Evaluator for NixEvaluator {
             .ok()
             .filter(StorePath::is_derivation)
             .ok_or_else(|| failed(format!("nix eval answered `{text}`, not a .drv path")))?;
+        tracing::debug!(
+            "nix eval answered in {:.1} ms",
+            started.elapsed().as_secs_f64() * 1e3
+        );
+        let reading = std::time::Instant::now();
         let derivations = read_closure(std::slice::from_ref(&drv_path), true)
             .map_err(|e| failed(e.to_string()))?;
+        tracing::debug!(
+            "read the closure of {} derivations in {:.1} ms",
+            derivations.len(),
+            reading.elapsed().as_secs_f64() * 1e3
+        );
         let mut registry = Registry::new();
         let sources: BTreeSet<&StorePath> = derivations
             .values()

@@ -145,6 +145,7 @@ fn mentions_any(drv: &Derivation, paths: &BTreeSet<String>) -> bool {
 mod tests {
     use super::*;
     use chock_store::{FileIngestionMethod, FixedOutputHash, Hash, HashAlgo};
+    use proptest::prelude::*;
 
     fn path(base: &str) -> StorePath {
         StorePath::from_base_name(base).expect("path")
@@ -258,5 +259,28 @@ mod tests {
             mirrors_file(&["https://t.example".into(), "https://it's".into()])
                 .ends_with("hashedMirrors='https://t.example https://it'\\''s'\n")
         );
+    }
+
+    proptest! {
+        /// Whatever a copy's URLs become, its output is the original's.
+        #[test]
+        fn a_copy_keeps_the_output_path(
+            urls in proptest::collection::vec("[a-z:/.0-9]{1,30}", 0..4),
+            structured in any::<bool>(),
+        ) {
+            let joined = urls.join(" ");
+            let json = serde_json::json!({ "urls": urls, "mirrorsFile": "/nix/store/x" }).to_string();
+            let d = if structured {
+                fetchurl(&[("__json", &json)])
+            } else {
+                fetchurl(&[("urls", &joined), ("mirrorsFile", "/nix/store/x")])
+            };
+            let ours = path("i00sflxqsj37lfmf95m8mn0grv615hpj-chock-mirrors-list");
+            let expand = |u: &str| format!("https://pinned.example/{u}");
+            let copy = rewrite(&d, &Rewrite { expand: &expand, mirrors_file: Some(&ours), mirrors_producer: None });
+            prop_assert_eq!(copy.output_path("out").ok(), d.output_path("out").ok());
+            prop_assert_eq!(&copy.env["out"], &d.env["out"]);
+            prop_assert_eq!(&copy.outputs, &d.outputs);
+        }
     }
 }

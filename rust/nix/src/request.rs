@@ -187,6 +187,7 @@ fn resolve_inside(project: &Path, reference: &str) -> Result<PathBuf, crate::Bui
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     fn request(project: &Path, flake: Option<&str>, attribute: &[&str]) -> BuildRequest {
         BuildRequest {
@@ -313,5 +314,34 @@ mod tests {
             .target()
             .expect_err("no flake.nix");
         assert!(error.to_string().contains("flake.nix"), "{error}");
+    }
+
+    proptest! {
+        /// A path that passes the check always has a name, and no segment
+        /// of the name holds a dot of its own.
+        #[test]
+        fn an_accepted_attribute_path_is_always_named(
+            attribute in proptest::collection::vec("[ -~]{0,12}", 0..10),
+        ) {
+            if check_attribute(&attribute).is_ok() {
+                let segments: Vec<&str> = attribute.iter().map(String::as_str).collect();
+                let name = names::nix_build(&segments).expect("named");
+                prop_assert_eq!(name.split('.').count(), attribute.len() + 2);
+            }
+        }
+
+        #[test]
+        fn any_reference_is_inside_the_project_or_refused(reference in "[ -~]{0,40}") {
+            let dir = project();
+            match request(dir.path(), Some(&reference), &["default"]).target() {
+                Ok(target) => {
+                    let real = dir.path().canonicalize().expect("real");
+                    prop_assert!(target.flake_dir.starts_with(&real), "{:?}", target.flake_dir);
+                }
+                Err(crate::BuildError::Refused(Refusal::ForeignFlake { .. }))
+                | Err(crate::BuildError::Request(_)) => {}
+                Err(other) => prop_assert!(false, "{other}"),
+            }
+        }
     }
 }

@@ -372,6 +372,43 @@ fn a_hashed_mirror_is_used_only_when_a_rule_allows_it() {
 }
 
 #[test]
+fn a_mirrors_file_no_substituter_has_is_a_refusal_and_no_builder_runs_for_it() {
+    let net = Net::start();
+    let project = net.project(&[BUILD_PACKAGES, (&loopback(net.mirror_b.port), "allow")]);
+    match project.build("mirrored-by-file", &no_one) {
+        Err(error @ BuildError::Refused(Refusal::MirrorsNeedBuilder { .. })) => {
+            let text = error.to_string();
+            assert!(text.contains("no substituter has it"), "{text}");
+            assert!(text.contains("max-jobs"), "Nix's own words: {text}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(net.untouched());
+    let plan = project.plan("mirrors-file").expect("plan");
+    assert!(
+        !in_store(plan.outputs["out"].as_deref().expect("an output path")),
+        "substitution only: the list was not built"
+    );
+}
+
+#[test]
+fn a_mirrors_file_in_the_store_is_read_when_its_derivation_does_not_list_the_sites() {
+    let net = Net::start();
+    let project = net.project(&[BUILD_PACKAGES, (&loopback(net.mirror_b.port), "allow")]);
+    project
+        .build("mirrors-file", &no_one)
+        .expect("the list itself");
+    let built = project.build("mirrored-by-file", &no_one).expect("built");
+    assert_eq!(output(&built), net.files.mirrored.content);
+    assert_eq!(
+        built.plan.mirrors[0].mirrors,
+        vec![format!("{}/", net.mirror_b.url())]
+    );
+    assert_eq!(net.mirror_b.count(), 1);
+    assert_eq!(net.mirror_a.count() + net.hashed.count(), 0);
+}
+
+#[test]
 fn a_fetch_naming_no_url_is_allowed_by_the_shipped_default_and_logged() {
     let net = Net::start();
     let project = net.project(&[BUILD_PACKAGES]);
