@@ -91,6 +91,27 @@ impl<H, T> Drop for BuildGuard<H, T> {
 }
 
 impl<H, T> ThinRc<H, T> {
+    /// A fresh block for `len` elements with the count, length and header
+    /// written; the elements are still to be written, at the returned
+    /// pointer.
+    fn start(header: H, len: usize) -> (NonNull<Inner<H, T>>, *mut T, Layout) {
+        let (layout, offset) = layout_for::<H, T>(len);
+        let raw = allocate(layout);
+        let Some(ptr) = NonNull::new(raw.cast::<Inner<H, T>>()) else {
+            alloc::handle_alloc_error(layout)
+        };
+        crate::memory::allocated(layout.size());
+        // SAFETY: `ptr` is a fresh allocation sized for `Inner` plus `len`
+        // elements; these writes and the data pointer stay inside it.
+        let data = unsafe {
+            ptr::addr_of_mut!((*ptr.as_ptr()).count).write(Cell::new(1));
+            ptr::addr_of_mut!((*ptr.as_ptr()).len).write(len);
+            ptr::addr_of_mut!((*ptr.as_ptr()).header).write(header);
+            raw.add(offset).cast::<T>()
+        };
+        (ptr, data, layout)
+    }
+
     /// Builds from a header and exactly `iter.len()` elements.
     ///
     /// An iterator that yields fewer elements than it announced is a bug in
@@ -102,27 +123,13 @@ impl<H, T> ThinRc<H, T> {
     {
         let iter = iter.into_iter();
         let len = iter.len();
-        let (layout, offset) = layout_for::<H, T>(len);
-        let raw = allocate(layout);
-        let Some(ptr) = NonNull::new(raw.cast::<Inner<H, T>>()) else {
-            alloc::handle_alloc_error(layout)
-        };
-        crate::memory::allocated(layout.size());
-        // SAFETY: `ptr` is a fresh allocation sized for `Inner` plus `len`
-        // elements; every write stays inside it.
-        unsafe {
-            ptr::addr_of_mut!((*ptr.as_ptr()).count).write(Cell::new(1));
-            ptr::addr_of_mut!((*ptr.as_ptr()).len).write(len);
-            ptr::addr_of_mut!((*ptr.as_ptr()).header).write(header);
-        }
+        let (ptr, data, layout) = Self::start(header, len);
         let mut guard = BuildGuard {
             ptr,
             written: 0,
             layout,
-            offset,
+            offset: data_offset::<H, T>(),
         };
-        // SAFETY: the data region starts at `offset` inside the allocation.
-        let data = unsafe { raw.add(offset).cast::<T>() };
         for item in iter.take(len) {
             // SAFETY: `written < len`, so the slot is inside the allocation.
             unsafe { data.add(guard.written).write(item) };
@@ -154,21 +161,11 @@ impl<H, T> ThinRc<H, T> {
         T: Copy,
     {
         let len = parts.iter().map(|p| p.len()).sum();
-        let (layout, offset) = layout_for::<H, T>(len);
-        let raw = allocate(layout);
-        let Some(ptr) = NonNull::new(raw.cast::<Inner<H, T>>()) else {
-            alloc::handle_alloc_error(layout)
-        };
-        crate::memory::allocated(layout.size());
-        // SAFETY: `ptr` is a fresh allocation sized for `Inner` plus `len`
-        // elements; the parts add up to exactly `len` elements of a `Copy`
-        // type, so every element is initialised and nothing needs dropping.
-        unsafe {
-            ptr::addr_of_mut!((*ptr.as_ptr()).count).write(Cell::new(1));
-            ptr::addr_of_mut!((*ptr.as_ptr()).len).write(len);
-            ptr::addr_of_mut!((*ptr.as_ptr()).header).write(header);
-            let mut data = raw.add(offset).cast::<T>();
-            for part in parts {
+        let (ptr, mut data, _) = Self::start(header, len);
+        for part in parts {
+            // SAFETY: the parts add up to exactly `len` elements of a `Copy`
+            // type, so every element is written and nothing needs dropping.
+            unsafe {
                 ptr::copy_nonoverlapping(part.as_ptr(), data, part.len());
                 data = data.add(part.len());
             }

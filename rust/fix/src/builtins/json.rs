@@ -30,10 +30,7 @@ pub fn to_json<'a>(
     copy_paths: bool,
     out: &mut Vec<u8>,
 ) -> Result<()> {
-    ev.enter(pos)?;
-    let result = to_json_in(ev, v, pos, copy_paths, out);
-    ev.leave();
-    result
+    ev.nested(pos, |ev| to_json_in(ev, v, pos, copy_paths, out))
 }
 
 fn to_json_in<'a>(

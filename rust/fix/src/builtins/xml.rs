@@ -139,10 +139,7 @@ fn value<'a>(
     w: &mut Writer,
     drvs_seen: &mut FxHashSet<Vec<u8>>,
 ) -> Result<()> {
-    ev.enter(pos)?;
-    let result = value_in(ev, v, pos, w, drvs_seen);
-    ev.leave();
-    result
+    ev.nested(pos, |ev| value_in(ev, v, pos, w, drvs_seen))
 }
 
 fn value_in<'a>(

@@ -43,10 +43,7 @@ impl<'a> Evaluator<'a> {
         how: Coercion,
         pos: Pos,
     ) -> Result<NixString> {
-        self.enter(pos)?;
-        let result = self.coerce_to_string_in(v, how, pos);
-        self.leave();
-        result
+        self.nested(pos, |ev| ev.coerce_to_string_in(v, how, pos))
     }
 
     fn coerce_to_string_in(&mut self, v: &Value<'a>, how: Coercion, pos: Pos) -> Result<NixString> {

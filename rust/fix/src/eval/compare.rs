@@ -26,10 +26,7 @@ fn identity(v: &Value<'_>) -> Option<usize> {
 impl<'a> Evaluator<'a> {
     /// `l == r` for two forced values.
     pub fn equal(&mut self, l: &Value<'a>, r: &Value<'a>, pos: Pos) -> Result<bool> {
-        self.enter(pos)?;
-        let result = self.equal_inner(l, r, pos);
-        self.leave();
-        result
+        self.nested(pos, |ev| ev.equal_inner(l, r, pos))
     }
 
     fn equal_nested(&mut self, l: &Value<'a>, r: &Value<'a>, pos: Pos) -> Result<bool> {
@@ -112,10 +109,7 @@ impl<'a> Evaluator<'a> {
             (Value::String(a), Value::String(b)) => a.as_bytes() < b.as_bytes(),
             (Value::Path(a), Value::Path(b)) => a.as_bytes() < b.as_bytes(),
             (Value::List(a), Value::List(b)) => {
-                self.enter(pos)?;
-                let result = self.list_less_than(a.as_slice(), b.as_slice(), pos);
-                self.leave();
-                result?
+                self.nested(pos, |ev| ev.list_less_than(a.as_slice(), b.as_slice(), pos))?
             }
             _ => {
                 let (shown_l, shown_r) = (self.show_brief(l), self.show_brief(r));
@@ -161,10 +155,7 @@ impl<'a> Evaluator<'a> {
     /// Why `l == r` failed in an `assert`: the first difference, in the
     /// words Nix uses, with the path to it in the trace.
     pub fn explain_unequal(&mut self, l: &Value<'a>, r: &Value<'a>, pos: Pos) -> Result<Error> {
-        self.enter(pos)?;
-        let result = self.explain_unequal_in(l, r, pos);
-        self.leave();
-        result
+        self.nested(pos, |ev| ev.explain_unequal_in(l, r, pos))
     }
 
     fn explain_unequal_in(&mut self, l: &Value<'a>, r: &Value<'a>, pos: Pos) -> Result<Error> {

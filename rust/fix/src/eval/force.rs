@@ -117,43 +117,23 @@ impl<'a> Evaluator<'a> {
     ) -> Result<()> {
         let v = self.force(v)?;
         match &v {
-            Value::Attrs(attrs) => {
-                if !seen.insert(attrs.addr()) {
-                    return Ok(());
-                }
-                self.enter(pos)?;
-                let mut result = Ok(());
+            Value::Attrs(attrs) if seen.insert(attrs.addr()) => self.nested(pos, |ev| {
                 for attr in attrs.iter() {
-                    if let Err(e) = self.force_deep_in(&attr.value, attr.pos, seen) {
-                        let name = self.symbols.text(attr.name).into_owned();
-                        result = Err(e.with_frame(
-                            attr.pos,
-                            format!("while evaluating the attribute '{name}'"),
-                        ));
-                        break;
-                    }
+                    ev.force_deep_in(&attr.value, attr.pos, seen).map_err(|e| {
+                        let name = ev.symbols.text(attr.name).into_owned();
+                        e.with_frame(attr.pos, format!("while evaluating the attribute '{name}'"))
+                    })?;
                 }
-                self.leave();
-                result
-            }
-            Value::List(list) => {
-                if !seen.insert(list.addr()) {
-                    return Ok(());
-                }
-                self.enter(pos)?;
-                let mut result = Ok(());
+                Ok(())
+            }),
+            Value::List(list) if seen.insert(list.addr()) => self.nested(pos, |ev| {
                 for (i, item) in list.as_slice().iter().enumerate() {
-                    if let Err(e) = self.force_deep_in(item, pos, seen) {
-                        result = Err(e.with_frame(
-                            pos,
-                            format!("while evaluating list element at index {i}"),
-                        ));
-                        break;
-                    }
+                    ev.force_deep_in(item, pos, seen).map_err(|e| {
+                        e.with_frame(pos, format!("while evaluating list element at index {i}"))
+                    })?;
                 }
-                self.leave();
-                result
-            }
+                Ok(())
+            }),
             _ => Ok(()),
         }
     }

@@ -150,6 +150,19 @@ impl<'a> Evaluator<'a> {
         self.call_depth -= 1;
     }
 
+    /// Runs one level of a recursive walk (`deepSeq`, `toJSON`, equality,
+    /// ...) between `enter` and `leave`.
+    pub(crate) fn nested<T>(
+        &mut self,
+        pos: Pos,
+        work: impl FnOnce(&mut Self) -> Result<T>,
+    ) -> Result<T> {
+        self.enter(pos)?;
+        let result = work(self);
+        self.leave();
+        result
+    }
+
     pub(crate) fn check_interrupt(&mut self, pos: Pos) -> Result<()> {
         self.ticks = self.ticks.wrapping_add(1);
         if !self.ticks.is_multiple_of(64) {

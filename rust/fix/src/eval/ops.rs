@@ -12,53 +12,33 @@ impl<'a> Evaluator<'a> {
     pub(super) fn binop(&mut self, b: &'a BinOpExpr, env: &Env<'a>) -> Result<Value<'a>> {
         let pos = b.pos;
         match b.op {
-            BinOp::And => {
-                if !self.eval_bool(
-                    &b.lhs,
-                    env,
-                    pos,
-                    "in the left operand of the AND (&&) operator",
-                )? {
-                    return Ok(Value::Bool(false));
+            BinOp::And | BinOp::Or | BinOp::Impl => {
+                // The left operand's value that decides alone, and the
+                // answer it gives.
+                let (decides, answer, left, right) = match b.op {
+                    BinOp::And => (
+                        false,
+                        false,
+                        "in the left operand of the AND (&&) operator",
+                        "in the right operand of the AND (&&) operator",
+                    ),
+                    BinOp::Or => (
+                        true,
+                        true,
+                        "in the left operand of the OR (||) operator",
+                        "in the right operand of the OR (||) operator",
+                    ),
+                    _ => (
+                        false,
+                        true,
+                        "in the left operand of the IMPL (->) operator",
+                        "in the right operand of the IMPL (->) operator",
+                    ),
+                };
+                if self.eval_bool(&b.lhs, env, pos, left)? == decides {
+                    return Ok(Value::Bool(answer));
                 }
-                Ok(Value::Bool(self.eval_bool(
-                    &b.rhs,
-                    env,
-                    pos,
-                    "in the right operand of the AND (&&) operator",
-                )?))
-            }
-            BinOp::Or => {
-                if self.eval_bool(
-                    &b.lhs,
-                    env,
-                    pos,
-                    "in the left operand of the OR (||) operator",
-                )? {
-                    return Ok(Value::Bool(true));
-                }
-                Ok(Value::Bool(self.eval_bool(
-                    &b.rhs,
-                    env,
-                    pos,
-                    "in the right operand of the OR (||) operator",
-                )?))
-            }
-            BinOp::Impl => {
-                if !self.eval_bool(
-                    &b.lhs,
-                    env,
-                    pos,
-                    "in the left operand of the IMPL (->) operator",
-                )? {
-                    return Ok(Value::Bool(true));
-                }
-                Ok(Value::Bool(self.eval_bool(
-                    &b.rhs,
-                    env,
-                    pos,
-                    "in the right operand of the IMPL (->) operator",
-                )?))
+                Ok(Value::Bool(self.eval_bool(&b.rhs, env, pos, right)?))
             }
             BinOp::Eq | BinOp::Neq => {
                 let l = self.eval(&b.lhs, env)?;

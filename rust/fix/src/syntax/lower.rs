@@ -981,13 +981,7 @@ impl Lowerer<'_> {
         let rec = p.rec;
         if rec {
             let overrides = p.index.contains_key(&known::OVERRIDES);
-            let names = p
-                .statics
-                .iter()
-                .enumerate()
-                .map(|(i, s)| (s.name, i as u32))
-                .collect();
-            self.scopes.push(Scope::Names(names));
+            self.scopes.push(binding_scope(&p));
             let result = self.lower_set_body(p, n, 1);
             self.scopes.pop();
             let (statics, dynamics, sources) = result?;
@@ -1076,13 +1070,7 @@ impl Lowerer<'_> {
             return Err(self.fail("dynamic attributes not allowed in let", d.pos));
         }
         let n = p.statics.len() as u32;
-        let names = p
-            .statics
-            .iter()
-            .enumerate()
-            .map(|(i, s)| (s.name, i as u32))
-            .collect();
-        self.scopes.push(Scope::Names(names));
+        self.scopes.push(binding_scope(&p));
         let result = (|| {
             let mut bindings = Vec::with_capacity(p.statics.len() + p.sources.len());
             for s in p.statics {
@@ -1100,6 +1088,17 @@ impl Lowerer<'_> {
         self.scopes.pop();
         result
     }
+}
+
+/// The scope of a `let` or `rec` set: each binding in the slot of its index.
+fn binding_scope(p: &Pending) -> Scope {
+    Scope::Names(
+        p.statics
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.name, i as u32))
+            .collect(),
+    )
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
