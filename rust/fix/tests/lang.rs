@@ -386,3 +386,83 @@ fn doubling_a_string_stops_at_the_memory_bound() {
     .unwrap_err();
     assert_eq!(err.kind(), Some(ErrorKind::OutOfMemory), "{err}");
 }
+
+#[test]
+fn symlinks_are_typed_and_followed_like_nix() {
+    use std::os::unix::fs::symlink;
+    let root = tempfile::tempdir().expect("a temporary directory");
+    let r = root.path();
+    std::fs::create_dir_all(r.join("tree/sub")).unwrap();
+    std::fs::write(r.join("tree/plain"), "").unwrap();
+    symlink("sub", r.join("tree/to-dir")).unwrap();
+    symlink("plain", r.join("tree/to-file")).unwrap();
+    // A file reached through a symlinked directory: its relative paths are
+    // resolved lexically from the path it was imported by, not from the
+    // link's target (`real/lib` does not exist).
+    std::fs::create_dir_all(r.join("real/mods")).unwrap();
+    std::fs::create_dir_all(r.join("pkg/lib")).unwrap();
+    std::fs::write(r.join("pkg/lib/default.nix"), "\"reached\"").unwrap();
+    std::fs::write(r.join("real/mods/entry.nix"), "import ../lib").unwrap();
+    symlink("../real/mods", r.join("pkg/mods")).unwrap();
+    let opts = EvalOptions {
+        roots: vec![r.to_path_buf()],
+        ..EvalOptions::default()
+    };
+    let run = |e: &str| {
+        let mut request = Request::new(Source::expr(e, r));
+        request.strict = true;
+        String::from_utf8(evaluate(&opts, &request).unwrap().text).unwrap()
+    };
+    assert_eq!(
+        run("builtins.readDir ./tree"),
+        "{ plain = \"regular\"; sub = \"directory\"; to-dir = \"symlink\"; to-file = \"symlink\"; }"
+    );
+    assert_eq!(
+        run("map builtins.readFileType [ ./tree/plain ./tree/sub ./tree/to-dir ./tree/to-file ]"),
+        "[ \"regular\" \"directory\" \"symlink\" \"symlink\" ]"
+    );
+    assert_eq!(run("builtins.readFile ./tree/to-file"), "\"\"");
+    assert_eq!(run("import ./pkg/mods/entry.nix"), "\"reached\"");
+}
+
+#[test]
+fn store_and_fetch_builtins_exist_and_say_why_they_fail() {
+    let pure = options();
+    let impure = EvalOptions {
+        pure: false,
+        ..options()
+    };
+    let not_yet = [
+        "derivation { }",
+        "builtins.derivationStrict { }",
+        "builtins.storePath /nix/store/x",
+        "builtins.toFile \"a\" \"b\"",
+        "builtins.filterSource (p: t: true) ./.",
+        "builtins.path { path = ./.; }",
+        "builtins.outputOf \"a\" \"out\"",
+        "builtins.getFlake \"nixpkgs\"",
+    ];
+    let fetchers = [
+        "fetchurl",
+        "fetchTarball",
+        "fetchGit",
+        "fetchMercurial",
+        "fetchTree",
+        "fetchClosure",
+    ];
+    for expr in not_yet {
+        for opts in [&pure, &impure] {
+            let err = eval_expr(opts, expr).unwrap_err();
+            assert_eq!(err.kind(), Some(ErrorKind::NotYet), "{expr}: {err}");
+            assert!(err.to_string().contains("not supported yet"), "{err}");
+        }
+    }
+    for name in fetchers {
+        let expr = format!("builtins.{name} {{ url = \"https://example.com\"; }}");
+        let err = eval_expr(&pure, &expr).unwrap_err();
+        assert_eq!(err.kind(), Some(ErrorKind::Refused), "{expr}: {err}");
+        assert!(err.to_string().contains("refused in pure evaluation mode"));
+        let err = eval_expr(&impure, &expr).unwrap_err();
+        assert_eq!(err.kind(), Some(ErrorKind::NotYet), "{expr}: {err}");
+    }
+}
