@@ -339,3 +339,85 @@ fn a_person_who_says_no_at_the_terminal_refuses_the_build() {
     assert!(shown.contains("said no"), "{shown}");
     assert_eq!(f.allowed.count() + f.other.count(), 0);
 }
+
+#[test]
+fn a_missing_flake_input_is_fetched_under_the_rules_and_the_attribute_evaluated_once_more() {
+    use chock_inputs::testing::{Reply, Server as InputServer, Tree};
+    require_daemon();
+    let tag = nonce("input");
+    let tree = Tree::new("pkg", &[("hello", format!("{tag}\n").as_bytes(), false)]);
+    let server = InputServer::http();
+    server.route("/pkg.tar.gz", Reply::Body(tree.tar_gz()));
+    let url = server.url("/pkg.tar.gz");
+    let project = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        project.path().join("flake.nix"),
+        format!(
+            r#"{{
+  inputs.pkg = {{ url = "{url}"; flake = false; }};
+  outputs = {{ self, pkg }}: {{
+    packages.x86_64-linux.default = derivation {{
+      name = "with-input"; system = "x86_64-linux"; builder = "/bin/sh";
+      args = [ "-c" "read x < ${{pkg}}/hello; echo $x > $out" ];
+    }};
+  }};
+}}
+"#
+        ),
+    )
+    .expect("flake.nix");
+    let lock = serde_json::json!({
+        "nodes": {
+            "pkg": {
+                "flake": false,
+                "locked": { "type": "tarball", "url": url, "narHash": tree.nar_hash() },
+                "original": { "type": "tarball", "url": url },
+            },
+            "root": { "inputs": { "pkg": "pkg" } },
+        },
+        "root": "root",
+        "version": 7,
+    });
+    std::fs::write(project.path().join("flake.lock"), lock.to_string()).expect("flake.lock");
+    let home = tempfile::tempdir().expect("tempdir");
+    let run = |rules: &str| {
+        std::fs::write(project.path().join("chock.zon"), rules).expect("chock.zon");
+        Command::new(chock())
+            .args(["build", "--project"])
+            .arg(project.path())
+            .args(["packages", "x86_64-linux", "default"])
+            .env("HOME", home.path())
+            .env("XDG_CONFIG_HOME", home.path().join("config"))
+            .env("XDG_DATA_HOME", home.path().join("data"))
+            .env("CHOCK_STATE_DIR", home.path().join("state"))
+            .stdin(Stdio::null())
+            .output()
+            .expect("run chock")
+    };
+    let build_only = ".{ .policy = .{ .rules = .{ .{ .action = \"nix.build.packages.*\", .decision = .allow } } } }";
+    let refused = run(build_only);
+    assert_eq!(refused.status.code(), Some(1), "{}", text(&refused.stderr));
+    assert!(
+        text(&refused.stderr).contains("`pkg`"),
+        "the input nobody allowed is named: {}",
+        text(&refused.stderr)
+    );
+    assert!(
+        server.requests().is_empty(),
+        "nothing fetched without a yes"
+    );
+    let with_host = ".{ .policy = .{ .rules = .{ .{ .action = \"nix.build.packages.*\", .decision = .allow }, .{ .action = \"nix.net.eval.localhost.*\", .decision = .allow } } } }";
+    let out = run(with_host);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(server.requests(), vec!["/pkg.tar.gz".to_owned()]);
+    let built = text(&out.stdout);
+    let output = built
+        .split("It produced ")
+        .nth(1)
+        .and_then(|o| o.strip_suffix(".\n"))
+        .expect("an output");
+    assert_eq!(
+        std::fs::read_to_string(output).expect("output"),
+        format!("{tag}\n")
+    );
+}

@@ -14,7 +14,7 @@ use crate::closure::{self, Closure, Object};
 use crate::daemon::{self, Store};
 use crate::decide::{Decided, Decider, Mode, single_question};
 use crate::error::{BuildError, Fault, Refusal};
-use crate::evaluator::{EvalRequest, Evaluator};
+use crate::evaluator::{EvalError, EvalRequest, Evaluator, InputFetcher};
 use crate::fetches::{self, Fetch};
 use crate::mirrors::{self, MirrorLists};
 use crate::network::Network;
@@ -39,17 +39,30 @@ pub struct Context<'a> {
 /// mirrors file by substitution) is all it does there.
 pub fn plan(request: &BuildRequest, context: &Context<'_>) -> Result<Plan, BuildError> {
     let mut session = Session::default();
-    run(request, context, Mode::Plan, &mut session).map(|built| built.plan)
+    run(request, context, Mode::Plan, &mut session, None).map(|built| built.plan)
 }
 
 /// Builds the attribute, after every host it reaches has been answered.
 /// `session` counts what this session has written, against `max_session_bytes`.
+/// A flake input the evaluation finds missing is an error.
 pub fn build(
     request: &BuildRequest,
     context: &Context<'_>,
     session: &mut Session,
 ) -> Result<Built, BuildError> {
-    run(request, context, Mode::Build, session)
+    run(request, context, Mode::Build, session, None)
+}
+
+/// [`build`], with the flake inputs the evaluation finds missing fetched by
+/// `inputs` (asking through the context's asker) and the attribute evaluated
+/// once more; a second miss is the answer.
+pub fn build_fetching_inputs(
+    request: &BuildRequest,
+    context: &Context<'_>,
+    session: &mut Session,
+    inputs: &dyn InputFetcher,
+) -> Result<Built, BuildError> {
+    run(request, context, Mode::Build, session, Some(inputs))
 }
 
 fn run(
@@ -57,6 +70,7 @@ fn run(
     context: &Context<'_>,
     mode: Mode,
     session: &mut Session,
+    inputs: Option<&dyn InputFetcher>,
 ) -> Result<Built, BuildError> {
     let target = request.target()?;
     let decider = Decider {
@@ -79,11 +93,24 @@ fn run(
             started.elapsed().as_secs_f64() * 1e3
         )
     };
-    let evaluation = context.evaluator.evaluate(&EvalRequest {
+    let eval_request = EvalRequest {
         flake_dir: &target.flake_dir,
         attribute: &target.attribute,
         installable: &target.installable,
-    })?;
+    };
+    let evaluation = match context.evaluator.evaluate(&eval_request) {
+        Err(EvalError::MissingInputs { inputs: missing }) => {
+            let Some(fetcher) = inputs else {
+                return Err(EvalError::MissingInputs { inputs: missing }.into());
+            };
+            fetcher
+                .fetch_missing(&target.flake_dir, &missing, context.asker)
+                .map_err(|message| Fault::Inputs { message })?;
+            // Once more, and only once: a second miss is the answer.
+            context.evaluator.evaluate(&eval_request)?
+        }
+        other => other?,
+    };
     let top = &evaluation.drv_path;
     step("evaluated");
     let closure = closure::walk(&evaluation.registry, top)?;

@@ -185,11 +185,6 @@ pub enum Fault {
     Nar(#[from] chock_store::nar::NarError),
     #[error("cannot start the runtime that talks to the Nix daemon: {0}")]
     Runtime(std::io::Error),
-}
-
-impl BuildError {
-    /// A refusal that comes of a person's answer or its absence.
-    pub fn is_refusal(&self) -> bool {
-        matches!(self, BuildError::Refused(_))
-    }
+    #[error("fetching the missing flake inputs failed: {message}")]
+    Inputs { message: String },
 }

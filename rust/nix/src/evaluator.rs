@@ -46,8 +46,44 @@ pub enum EvalError {
     },
     #[error("{installable} is not a derivation ({found}); chock build builds derivations")]
     NotADerivation { installable: String, found: String },
-    #[error(
-        "the flake input `{input}` is not in the store (it would be {path}); fetch it first with `chock inputs --fetch`"
-    )]
-    MissingInput { input: String, path: String },
+    #[error("{}", missing_text(inputs))]
+    MissingInputs { inputs: Vec<MissingInput> },
+}
+
+/// A flake input the lock names that is not in the store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MissingInput {
+    /// Its name in the lock (`nixpkgs`, `utils/systems`).
+    pub name: String,
+    /// Where its `narHash` puts it.
+    pub path: StorePath,
+}
+
+fn missing_text(inputs: &[MissingInput]) -> String {
+    let named: Vec<String> = inputs
+        .iter()
+        .map(|i| format!("`{}` ({})", i.name, i.path))
+        .collect();
+    format!(
+        "the flake {} {} not in the store, and the evaluation takes inputs only from there; fetch {} with `chock inputs --fetch`",
+        if inputs.len() == 1 { "input" } else { "inputs" },
+        if inputs.len() == 1 {
+            format!("{} is", named.join(""))
+        } else {
+            format!("{} are", named.join(", "))
+        },
+        if inputs.len() == 1 { "it" } else { "them" },
+    )
+}
+
+/// Fetches flake inputs an evaluation found missing, asking a person once
+/// about the hosts no rule answers (the flake-inputs crate does this); the
+/// build then evaluates once more, and a second miss is the answer.
+pub trait InputFetcher {
+    fn fetch_missing(
+        &self,
+        flake_dir: &Path,
+        missing: &[MissingInput],
+        asker: &dyn chock_policy::Asker,
+    ) -> Result<(), String>;
 }

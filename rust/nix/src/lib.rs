@@ -52,10 +52,10 @@ mod plan;
 mod request;
 mod write;
 
-pub use build::{Context, build, plan};
+pub use build::{Context, build, build_fetching_inputs, plan};
 pub use decide::{Decided, ROUTE};
 pub use error::{BuildError, Fault, Refusal, RequestError};
-pub use evaluator::{EvalError, EvalRequest, Evaluation, Evaluator};
+pub use evaluator::{EvalError, EvalRequest, Evaluation, Evaluator, InputFetcher, MissingInput};
 pub use mirrors::MAX_MIRRORS_FILE_BYTES;
 pub use nix_evaluator::NixEvaluator;
 pub use plan::{

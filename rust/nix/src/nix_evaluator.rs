@@ -18,7 +18,7 @@ use chock_store::registry::{Source, SourceContents};
 use chock_store::store_path::make_source_path;
 use chock_store::{Hash, Registry, StorePath};
 
-use crate::evaluator::{EvalError, EvalRequest, Evaluation, Evaluator};
+use crate::evaluator::{EvalError, EvalRequest, Evaluation, Evaluator, MissingInput};
 
 /// What the expression throws for a value that is not a derivation.
 const NOT_A_DERIVATION: &str = "chock: not a derivation: ";
@@ -141,19 +141,23 @@ fn first_error(stderr: &str) -> String {
 }
 
 /// Every input `flake.lock` locks by hash must already be in the store,
-/// because this evaluator must not fetch (`path` inputs are local).
+/// because this evaluator must not fetch (`path` inputs are local). The
+/// error names each one missing.
 fn inputs_in_store(flake_dir: &Path) -> Result<(), EvalError> {
     let lock = flake_dir.join("flake.lock");
     let Ok(text) = std::fs::read_to_string(&lock) else {
         return Ok(());
     };
-    let json: serde_json::Value = serde_json::from_str(&text).map_err(|e| EvalError::Failed {
+    let unreadable = |message: String| EvalError::Failed {
         installable: flake_dir.display().to_string(),
-        message: format!("{}: not JSON: {e}", lock.display()),
-    })?;
+        message: format!("{}: {message}", lock.display()),
+    };
+    let json: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| unreadable(format!("not JSON: {e}")))?;
     let Some(nodes) = json.get("nodes").and_then(|n| n.as_object()) else {
         return Ok(());
     };
+    let mut missing = Vec::new();
     for (name, node) in nodes {
         let locked = node.get("locked");
         let kind = locked.and_then(|l| l.get("type")).and_then(|t| t.as_str());
@@ -168,27 +172,24 @@ fn inputs_in_store(flake_dir: &Path) -> Result<(), EvalError> {
         }
         let path = Hash::parse(nar_hash, None)
             .ok()
-            .and_then(|h| make_source_path("source", &h, &BTreeSet::new()).ok());
-        match path {
-            Some(path) if Path::new(&path.to_absolute()).exists() => {}
-            Some(path) => {
-                return Err(EvalError::MissingInput {
-                    input: name.clone(),
-                    path: path.to_string(),
-                });
-            }
-            None => {
-                return Err(EvalError::Failed {
-                    installable: flake_dir.display().to_string(),
-                    message: format!(
-                        "{}: input `{name}` has the narHash `{nar_hash}`, which is not a hash",
-                        lock.display()
-                    ),
-                });
-            }
+            .and_then(|h| make_source_path("source", &h, &BTreeSet::new()).ok())
+            .ok_or_else(|| {
+                unreadable(format!(
+                    "input `{name}` has the narHash `{nar_hash}`, which is not a hash"
+                ))
+            })?;
+        if !Path::new(&path.to_absolute()).exists() {
+            missing.push(MissingInput {
+                name: name.clone(),
+                path,
+            });
         }
     }
-    Ok(())
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(EvalError::MissingInputs { inputs: missing })
+    }
 }
 
 #[cfg(test)]
@@ -216,13 +217,17 @@ mod tests {
             "local":{"locked":{"type":"path","path":"/x","narHash":"not checked: a path input is local"}}},
             "root":"root","version":7}"#;
         std::fs::write(dir.path().join("flake.lock"), lock).expect("write");
-        match inputs_in_store(dir.path()) {
-            Err(EvalError::MissingInput { input, path }) => {
-                assert_eq!(input, "dep");
-                assert!(path.ends_with("-source"), "{path}");
-            }
-            other => panic!("{other:?}"),
-        }
+        let error = inputs_in_store(dir.path()).expect_err("an input is missing");
+        assert!(
+            error.to_string().contains("chock inputs --fetch"),
+            "{error}"
+        );
+        let EvalError::MissingInputs { inputs } = error else {
+            panic!("another error than a missing input")
+        };
+        assert_eq!(inputs.len(), 1, "the path input is local");
+        assert_eq!(inputs[0].name, "dep");
+        assert_eq!(inputs[0].path.name(), "source");
     }
 
     #[test]

@@ -815,3 +815,97 @@ fn an_attribute_that_is_not_a_derivation_is_an_evaluation_error() {
     }
     assert!(Path::new(&project.dir().join("flake.nix")).exists());
 }
+
+/// Misses an input the first `misses` times it is asked, then evaluates `made`.
+struct MissingAtFirst {
+    made: Made,
+    misses: std::cell::Cell<usize>,
+}
+
+impl chock_nix::Evaluator for MissingAtFirst {
+    fn evaluate(
+        &self,
+        request: &chock_nix::EvalRequest<'_>,
+    ) -> Result<chock_nix::Evaluation, chock_nix::EvalError> {
+        if self.misses.get() > 0 {
+            self.misses.set(self.misses.get() - 1);
+            let path = make_source_path(
+                "source",
+                &Hash::digest(HashAlgo::Sha256, "an input"),
+                &BTreeSet::new(),
+            )
+            .expect("path");
+            return Err(chock_nix::EvalError::MissingInputs {
+                inputs: vec![chock_nix::MissingInput {
+                    name: "nixpkgs".into(),
+                    path,
+                }],
+            });
+        }
+        self.made.evaluate(request)
+    }
+}
+
+/// Counts the fetches it was asked for.
+#[derive(Default)]
+struct CountingFetcher {
+    calls: std::cell::Cell<usize>,
+}
+
+impl chock_nix::InputFetcher for CountingFetcher {
+    fn fetch_missing(
+        &self,
+        _flake_dir: &Path,
+        missing: &[chock_nix::MissingInput],
+        _asker: &dyn chock_policy::Asker,
+    ) -> Result<(), String> {
+        assert_eq!(missing[0].name, "nixpkgs");
+        self.calls.set(self.calls.get() + 1);
+        Ok(())
+    }
+}
+
+#[test]
+fn a_missing_input_is_fetched_once_and_evaluated_once_more_and_a_second_miss_is_the_answer() {
+    support::require_daemon();
+    let project = Project::new(&[BUILD_PACKAGES], "");
+    let policy = project.policy();
+    let log = project.log();
+    for (misses, builds) in [(1, true), (2, false)] {
+        let mut made = Made::default();
+        made.shell(
+            "after-inputs",
+            "echo > $out",
+            &[],
+            &[],
+            &[("nonce", &support::nonce("inputs"))],
+        );
+        let evaluator = MissingAtFirst {
+            made,
+            misses: std::cell::Cell::new(misses),
+        };
+        let fetcher = CountingFetcher::default();
+        let context = support::context(&policy, &evaluator, &no_one, &log);
+        let result = chock_nix::build_fetching_inputs(
+            &project.package("x"),
+            &context,
+            &mut Default::default(),
+            &fetcher,
+        );
+        assert_eq!(result.is_ok(), builds, "{misses} misses: {result:?}");
+        if !builds {
+            assert!(matches!(
+                result,
+                Err(BuildError::Eval(chock_nix::EvalError::MissingInputs { .. }))
+            ));
+        }
+        assert_eq!(fetcher.calls.get(), 1, "fetched once, never in a loop");
+        let plan_evaluator = MissingAtFirst {
+            made: Made::default(),
+            misses: std::cell::Cell::new(1),
+        };
+        let context = support::context(&policy, &plan_evaluator, &no_one, &log);
+        assert!(chock_nix::plan(&project.package("x"), &context).is_err());
+        assert_eq!(fetcher.calls.get(), 1, "a plan fetches nothing");
+    }
+}

@@ -3,13 +3,17 @@
 //! chock-nix's; this module turns flags into a request and the outcome
 //! into output and an exit code.
 
-use std::path::PathBuf;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use chock_inputs::{Asking, Env, Fetcher, FlakeInputs, Limits, Silent, Wanted};
+use chock_log::Log;
 use chock_nix::{
-    BuildError, BuildRequest, Built, Context, Decided, NixEvaluator, Plan, Session, Who,
+    BuildError, BuildRequest, Built, Context, Decided, InputFetcher, MissingInput, NixEvaluator,
+    Plan, Session, Who,
 };
-use chock_policy::{Answer, LoadOptions, Policy};
+use chock_policy::{Answer, Asker, LoadOptions, Policy};
 use chock_sandbox::project::Project;
 
 use crate::ask::TerminalAsker;
@@ -54,6 +58,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         attribute: args.attribute,
         who: Who::default(),
     };
+    let inputs = ProjectInputs {
+        policy: &policy,
+        log: &log,
+    };
     let context = Context {
         policy: &policy,
         evaluator: &NixEvaluator::default(),
@@ -71,7 +79,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         });
     }
     Ok(
-        match chock_nix::build(&request, &context, &mut Session::default()) {
+        match chock_nix::build_fetching_inputs(&request, &context, &mut Session::default(), &inputs)
+        {
             Ok(built) => {
                 print_built(&built, args.json)?;
                 exit::SUCCESS.into()
@@ -203,4 +212,51 @@ fn failed(error: &BuildError, json: bool) -> ExitCode {
         eprintln!("chock build: {error}");
     }
     code.into()
+}
+
+/// The flake inputs an evaluation found missing, fetched by chock-inputs as
+/// at build time: the rules first, one question for the rest, each answer logged.
+struct ProjectInputs<'a> {
+    policy: &'a Policy,
+    log: &'a Log,
+}
+
+impl InputFetcher for ProjectInputs<'_> {
+    fn fetch_missing(
+        &self,
+        flake_dir: &Path,
+        missing: &[MissingInput],
+        asker: &dyn Asker,
+    ) -> Result<(), String> {
+        let Some(mut inputs) = FlakeInputs::open(flake_dir).map_err(|e| e.to_string())? else {
+            return Ok(());
+        };
+        let fetcher = Fetcher::from_env(Limits::default()).map_err(|e| e.to_string())?;
+        let env = Env {
+            policy: self.policy,
+            log: self.log,
+            fetcher: &fetcher,
+            progress: &Silent,
+        };
+        let wanted = Wanted::Paths(
+            missing
+                .iter()
+                .map(|m| m.path.clone())
+                .collect::<BTreeSet<_>>(),
+        );
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())?;
+        runtime.block_on(async {
+            let mut conn = chock_store::daemon::connect()
+                .await
+                .map_err(|e| e.to_string())?;
+            inputs
+                .at_build(&env, &mut conn, &Asking::at_build(None), &wanted, asker)
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        })
+    }
 }
