@@ -263,21 +263,34 @@ impl<H, T> ThinRc<H, T> {
 }
 
 impl<H, T> Drop for ThinRc<H, T> {
+    #[inline]
     fn drop(&mut self) {
         let count = &self.inner().count;
         let left = count.get() - 1;
         count.set(left);
-        if left != 0 {
-            return;
+        if left == 0 {
+            // SAFETY: this was the last reference.
+            unsafe { Self::drop_last(self.ptr.cast::<u8>()) };
         }
-        let raw = self.ptr.cast::<u8>();
+    }
+}
+
+impl<H, T> ThinRc<H, T> {
+    /// Frees a block whose last reference went away (kept out of line so
+    /// the common case, a count that stays above zero, inlines to three
+    /// instructions).
+    ///
+    /// # Safety
+    /// `raw` is a block of this type with no references left.
+    #[inline(never)]
+    unsafe fn drop_last(raw: NonNull<u8>) {
         let depth = DROP_DEPTH.with(Cell::get);
         if depth >= MAX_DROP_DEPTH {
             DEFERRED.with(|d| d.borrow_mut().push((raw, Self::free)));
             return;
         }
         DROP_DEPTH.with(|d| d.set(depth + 1));
-        // SAFETY: this was the last handle.
+        // SAFETY: the caller hands over the last reference.
         unsafe { Self::free(raw) };
         if depth == 0 {
             // The outermost free runs what deeper frees queued, each one
