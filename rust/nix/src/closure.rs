@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use chock_store::registry::{Source, TextFile};
+use chock_store::registry::{Source, SourceContents, TextFile};
 use chock_store::{Derivation, Registry, StorePath};
 
 use crate::error::Refusal;
@@ -105,6 +105,18 @@ pub(crate) fn walk<'r>(registry: &'r Registry, top: &StorePath) -> Result<Closur
                     needed_by: Some(path.clone()),
                 });
             }
+            if let Some(Object::Source(Source {
+                contents: SourceContents::InStore,
+                ..
+            })) = lookup(registry, key)
+            {
+                // In the store before the evaluation: it must be valid, and is never written.
+                closure
+                    .outside
+                    .entry(key.clone())
+                    .or_insert_with(|| path.clone());
+                continue;
+            }
             if !expanded.contains(key) {
                 stack.push((key, false));
             }
@@ -136,7 +148,6 @@ fn registry_key<'r>(registry: &'r Registry, path: &StorePath) -> Option<&'r Stor
 mod tests {
     use super::*;
     use chock_store::DerivationOutput;
-    use chock_store::registry::SourceContents;
 
     fn path(name: &str) -> StorePath {
         let hash: String = name
@@ -162,10 +173,21 @@ mod tests {
     fn inputs_come_before_their_users_and_outside_paths_are_kept() {
         let (a, b, top) = (path("a.drv"), path("b.drv"), path("top.drv"));
         let (note, src, input) = (path("note"), path("src"), path("flake-input"));
+        let tree = path("tree");
         let mut registry = Registry::new();
         registry
             .derivations
-            .insert(a.clone(), drv("a", &[], &[&src]));
+            .insert(a.clone(), drv("a", &[], &[&src, &tree]));
+        registry.sources.insert(
+            tree.clone(),
+            Source {
+                name: "tree".into(),
+                contents: SourceContents::Tree {
+                    path: "/src/tree".into(),
+                    kept: None,
+                },
+            },
+        );
         registry
             .derivations
             .insert(b.clone(), drv("b", &[&a], &[&note, &input]));
@@ -190,12 +212,20 @@ mod tests {
         let closure = walk(&registry, &top).expect("closure");
         let order: Vec<&StorePath> = closure.order.iter().map(|(p, _)| *p).collect();
         let at = |p: &StorePath| order.iter().position(|o| *o == p).expect("in order");
-        assert_eq!(order.len(), 5);
-        assert!(at(&src) < at(&a) && at(&src) < at(&note));
+        assert_eq!(
+            order.len(),
+            5,
+            "a source already in the store is not written"
+        );
+        assert!(at(&tree) < at(&a), "a source is written before its user");
         assert!(at(&a) < at(&b) && at(&note) < at(&b) && at(&b) < at(&top));
         assert_eq!(order.last(), Some(&&top));
         assert_eq!(closure.derivations.len(), 3);
         assert_eq!(closure.outside.get(&input), Some(&b));
+        assert!(
+            closure.outside.contains_key(&src),
+            "a source already in the store must be valid"
+        );
     }
 
     #[test]
