@@ -207,6 +207,7 @@ fn run(
         write::check("pinned copy", &copy.drv.name, &copy.path, stored)?;
     }
     let built = realise(&mut store, top, &copies)?;
+    check_outputs(top, &plan.outputs, &built)?;
     Ok(Built { plan, built })
 }
 
@@ -514,6 +515,32 @@ fn realise(
     Ok(built)
 }
 
+/// Each output the daemon reports must be where the derivation put it.
+fn check_outputs(
+    top: &StorePath,
+    expected: &BTreeMap<String, Option<String>>,
+    built: &BTreeMap<String, String>,
+) -> Result<(), BuildError> {
+    for (name, path) in built {
+        if let Some(Some(computed)) = expected.get(name)
+            && computed != path
+        {
+            let parse = |p: &str| StorePath::from_absolute_path(p).ok();
+            let (Some(computed), Some(stored)) = (parse(computed), parse(path)) else {
+                continue;
+            };
+            return Err(Refusal::PathMismatch {
+                kind: "output",
+                name: format!("{top}!{name}"),
+                computed,
+                stored,
+            }
+            .into());
+        }
+    }
+    Ok(())
+}
+
 /// Words in Nix's and curl's messages that mean a host was not reached.
 const UNREACHABLE: [&str; 9] = [
     "Could not resolve host",
@@ -604,6 +631,31 @@ pub(crate) fn last_line(error: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_output_the_daemon_puts_elsewhere_is_a_mismatch() {
+        let top =
+            StorePath::from_base_name("q4mzjdlh5px6977h7v5fdsk1p33yg583-x.drv").expect("path");
+        let at = |hash: &str| format!("/nix/store/{hash}-x");
+        let expected = BTreeMap::from([
+            (
+                "out".to_owned(),
+                Some(at("jwmbpldsdgfjhkxk317jn55jilyfl63f")),
+            ),
+            ("dev".to_owned(), None),
+        ]);
+        let same = BTreeMap::from([("out".to_owned(), at("jwmbpldsdgfjhkxk317jn55jilyfl63f"))]);
+        assert!(check_outputs(&top, &expected, &same).is_ok());
+        let elsewhere =
+            BTreeMap::from([("out".to_owned(), at("i00sflxqsj37lfmf95m8mn0grv615hpj"))]);
+        assert!(matches!(
+            check_outputs(&top, &expected, &elsewhere),
+            Err(BuildError::Refused(Refusal::PathMismatch {
+                kind: "output",
+                ..
+            }))
+        ));
+    }
 
     #[test]
     fn the_last_line_of_a_log_tail_is_kept_with_the_first() {
