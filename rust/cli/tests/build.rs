@@ -3,6 +3,8 @@
 //! with nobody at a terminal, and a person answering at a real terminal (a
 //! pty). Fails, saying what to run, without the daemon.
 
+#[path = "../../nix/tests/support/files.rs"]
+mod files;
 #[path = "../../nix/tests/support/http.rs"]
 mod http;
 
@@ -51,7 +53,7 @@ impl Fixture {
         require_daemon();
         let project = tempfile::tempdir().expect("tempdir");
         let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../nix/tests/fixtures/fetch");
-        copy_dir(&fixture, project.path());
+        files::copy_dir(&fixture, project.path());
         std::fs::write(project.path().join("sub/nonce"), nonce("sub")).expect("nonce");
         let file = |tag: &str| {
             let name = format!("{}.txt", nonce(tag));
@@ -116,19 +118,6 @@ impl Fixture {
     fn log(&self) -> String {
         std::fs::read_to_string(self.home.path().join("state/log/decisions.jsonl"))
             .unwrap_or_default()
-    }
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for entry in std::fs::read_dir(from).expect("fixture") {
-        let entry = entry.expect("entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("type").is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy");
-        }
     }
 }
 

@@ -5,6 +5,7 @@
 
 #![allow(dead_code)]
 
+pub mod files;
 pub mod http;
 
 use std::collections::BTreeSet;
@@ -85,7 +86,7 @@ impl Project {
     pub fn new(rules: &[(&str, &str)], nix: &str) -> Project {
         let root = tempfile::tempdir().expect("tempdir");
         let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fetch");
-        copy_dir(&fixture, root.path());
+        files::copy_dir(&fixture, root.path());
         std::fs::write(root.path().join("sub/nonce"), nonce("sub")).expect("nonce");
         let project = Project {
             root,
@@ -201,19 +202,6 @@ pub fn context<'a>(
     }
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for entry in std::fs::read_dir(from).expect("read fixture") {
-        let entry = entry.expect("entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("type").is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy");
-        }
-    }
-}
-
 /// Whether a store path exists.
 pub fn in_store(path: &str) -> bool {
     Path::new(path).exists()
@@ -264,16 +252,7 @@ impl Made {
         }
         d.input_srcs = sources.iter().map(|s| (*s).clone()).collect();
         d.outputs.insert("out".into(), DerivationOutput::Deferred);
-        let registry = &self.registry;
-        let mut load =
-            |p: &StorePath| {
-                registry.derivations.get(p).cloned().ok_or_else(|| {
-                    DerivationError::NotADerivation {
-                        path: p.to_string(),
-                    }
-                })
-            };
-        d.fill_in_output_paths(&mut self.hashes, &mut load)
+        d.fill_in_output_paths(&mut self.hashes, &mut loader(&self.registry))
             .expect("output paths");
         self.add(d)
     }
@@ -327,18 +306,9 @@ impl Made {
 
     fn add(&mut self, drv: Derivation) -> StorePath {
         let path = drv.drv_path().expect("drv path");
-        let registry = &self.registry;
-        let mut load =
-            |p: &StorePath| {
-                registry.derivations.get(p).cloned().ok_or_else(|| {
-                    DerivationError::NotADerivation {
-                        path: p.to_string(),
-                    }
-                })
-            };
         let hash = self
             .hashes
-            .hash_modulo(&drv, false, &mut load)
+            .hash_modulo(&drv, false, &mut loader(&self.registry))
             .expect("hash modulo");
         self.hashes.insert(path.clone(), hash);
         self.registry.derivations.insert(path.clone(), drv);
@@ -353,6 +323,19 @@ impl Made {
             .expect("output")
             .expect("known")
             .to_string()
+    }
+}
+
+/// Reads input derivations from what was made so far, and nothing else.
+fn loader(registry: &Registry) -> impl FnMut(&StorePath) -> Result<Derivation, DerivationError> {
+    |p: &StorePath| {
+        registry
+            .derivations
+            .get(p)
+            .cloned()
+            .ok_or_else(|| DerivationError::NotADerivation {
+                path: p.to_string(),
+            })
     }
 }
 
