@@ -60,6 +60,153 @@ impl Suite {
         let out = fx.exec(&[], &program);
         self.judge(name, expect, &out);
     }
+
+    /// An attack on git that only shows on the host: the probe plants
+    /// something in the sandbox, then the person commits. Blocked when the
+    /// plant failed inside, or when it was moved aside (and chock said so)
+    /// and the commit ran nothing of it.
+    fn plant_then_commit(&mut self, fx: &Fixture, name: &str, created: &Path, args: &[&str]) {
+        self.attempts += 1;
+        let marker = fx.project.join("hook-ran");
+        let mut program = vec!["./probe"];
+        program.extend_from_slice(args);
+        program.push(marker.to_str().expect("utf-8"));
+        let out = fx.exec(&[], &program);
+        let stdout = text(&out.stdout);
+        if out.status.success() && stdout.starts_with("blocked:") {
+            println!("  blocked  {name}: {}", stdout.trim());
+            return;
+        }
+        let committed = git(
+            &fx.project,
+            &["commit", "-q", "--allow-empty", "-m", "after"],
+        );
+        let moved = sibling_starting(created, ".from-sandbox-");
+        let verdict = if !out.status.success() || !stdout.starts_with("planted:") {
+            Err(format!("the probe failed: {}", describe(&out)))
+        } else if marker.exists() {
+            Err(format!("git ran the planted hook: {}", stdout.trim()))
+        } else if created.exists() || moved.is_none() || !committed {
+            Err(format!(
+                "{} was not moved aside (commit ok: {committed}): {}",
+                created.display(),
+                describe(&out)
+            ))
+        } else if !text(&out.stderr).contains("which git would run or read outside the sandbox") {
+            Err(format!("chock did not say so: {}", describe(&out)))
+        } else {
+            Ok(format!(
+                "{}; moved to {}, and the next commit ran nothing of it",
+                stdout.trim(),
+                moved.map(|m| m.display().to_string()).unwrap_or_default()
+            ))
+        };
+        match verdict {
+            Ok(how) => println!("  blocked  {name}: {how}"),
+            Err(what) => {
+                println!("  ESCAPED  {name}: {what}");
+                self.failures.push(format!("{name}: {what}"));
+            }
+        }
+    }
+
+    fn report(&self) {
+        let blocked = self.attempts - self.failures.len();
+        println!("{} attempts, {blocked} blocked", self.attempts);
+        assert!(
+            self.failures.is_empty(),
+            "escapes:\n{}",
+            self.failures.join("\n")
+        );
+    }
+}
+
+/// Runs git on the host, as the person would; whether it succeeded.
+fn git(dir: &Path, args: &[&str]) -> bool {
+    std::process::Command::new("git")
+        .args([
+            "-c",
+            "user.name=person",
+            "-c",
+            "user.email=person@example.org",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("git is installed (scripts/setup)")
+        .status
+        .success()
+}
+
+/// A file beside `path` whose name is `path`'s followed by `infix`.
+fn sibling_starting(path: &Path, infix: &str) -> Option<std::path::PathBuf> {
+    let name = path.file_name()?.to_str()?.to_owned() + infix;
+    std::fs::read_dir(path.parent()?)
+        .ok()?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(&name))
+        })
+}
+
+/// What git runs outside the sandbox, attacked from inside it: the project's
+/// `.git` folder (the fixture's project is a git repository).
+fn git_attacks(fx: &Fixture, suite: &mut Suite) {
+    use Expect::Refused;
+    let dot_git = fx.project.join(".git");
+    let at = |rel: &str| {
+        let path = if rel.is_empty() {
+            dot_git.clone()
+        } else {
+            dot_git.join(rel)
+        };
+        path.to_str().expect("utf-8").to_owned()
+    };
+    suite.attempt(
+        fx,
+        "plant a git hook (.git/hooks/pre-commit)",
+        Refused,
+        &["write", &at("hooks/pre-commit")],
+    );
+    suite.attempt(
+        fx,
+        "write .git/config (core.hooksPath, core.fsmonitor, a filter)",
+        Refused,
+        &["write-held", &at("config")],
+    );
+    suite.attempt(
+        fx,
+        "write .git/info/attributes (select a filter)",
+        Refused,
+        &["write", &at("info/attributes")],
+    );
+    for (name, path) in [
+        ("rename .git/hooks aside to plant a fresh one", at("hooks")),
+        ("rename .git aside to plant a repository of its own", at("")),
+    ] {
+        suite.attempt(fx, name, Refused, &["move-aside", &path]);
+    }
+    suite.plant_then_commit(
+        fx,
+        "point .git/commondir at a repository of its own, then the person commits",
+        &dot_git.join("commondir"),
+        &[
+            "plant-commondir",
+            &at(""),
+            fx.project.join("own-repo").to_str().expect("utf-8"),
+        ],
+    );
+    // A repository with no hooks folder: the program makes one.
+    std::fs::remove_dir_all(dot_git.join("hooks")).expect("remove .git/hooks");
+    suite.plant_then_commit(
+        fx,
+        "make the missing .git/hooks with a pre-commit, then the person commits",
+        &dot_git.join("hooks"),
+        &["plant-hook", &at("hooks")],
+    );
 }
 
 fn is_root() -> bool {
@@ -173,7 +320,7 @@ fn every_escape_attempt_is_blocked() {
         &fx,
         "write chock.zon",
         Refused,
-        &["write-policy", &format!("{project}/chock.zon")],
+        &["write-held", &format!("{project}/chock.zon")],
     );
     for (name, attack) in [
         ("mount", "mount"),
@@ -246,6 +393,7 @@ fn every_escape_attempt_is_blocked() {
         Refused,
         &["write", "/proc/sys/kernel/hostname"],
     );
+    git_attacks(&fx, &mut suite);
     suite.attempt(&fx, "raising an rlimit", Refused, &["rlimit"]);
     suite.attempt(&fx, "capabilities left to the program", Refused, &["caps"]);
 
@@ -329,13 +477,97 @@ fn every_escape_attempt_is_blocked() {
         println!("  blocked  the host's listener on 127.0.0.1:{host_port} saw no connection");
     }
 
-    let blocked = suite.attempts - suite.failures.len();
-    println!("{} attempts, {blocked} blocked", suite.attempts);
+    suite.report();
+}
+
+/// A `.git` file (a linked worktree, `--separate-git-dir`) cannot be
+/// pointed elsewhere, a git directory outside the workspace is not there at
+/// all, and one inside is held like `.git`.
+#[test]
+fn a_git_file_and_the_git_directory_it_names_are_held() {
+    use Expect::Refused;
+    let mut suite = Suite {
+        attempts: 0,
+        failures: Vec::new(),
+    };
+    println!("git worktree attempts from inside the sandbox:");
+    let allow = r#".{ .action = "exec.workspace.*", .decision = .allow }"#;
+
+    let worktree = Fixture::host();
+    let main = worktree.root().join("main");
+    std::fs::create_dir(&main).expect("mkdir");
     assert!(
-        suite.failures.is_empty(),
-        "escapes:\n{}",
-        suite.failures.join("\n")
+        git(&main, &["init", "-q"]) && git(&main, &["commit", "-q", "--allow-empty", "-m", "x"])
     );
+    std::fs::remove_dir(&worktree.project).expect("rmdir");
+    let project = worktree.project.to_str().expect("utf-8");
+    assert!(
+        git(&main, &["worktree", "add", "-q", project]),
+        "git worktree add"
+    );
+    worktree.rules(allow);
+    worktree.probe();
+    let main_git = main.join(".git");
+    let in_main = |rel: &str| main_git.join(rel).to_str().expect("utf-8").to_owned();
+    suite.attempt(
+        &worktree,
+        "point a linked worktree's .git file elsewhere",
+        Refused,
+        &["write-held", &format!("{project}/.git")],
+    );
+    suite.attempt(
+        &worktree,
+        "plant a hook in the main repository's .git/hooks",
+        Refused,
+        &["write", &in_main("hooks/pre-commit")],
+    );
+    suite.attempt(
+        &worktree,
+        "write the worktree's own git directory (outside the workspace)",
+        Refused,
+        &["write", &in_main("worktrees/project/commondir")],
+    );
+
+    let separate = Fixture::host();
+    std::fs::create_dir(separate.project.join("meta")).expect("mkdir");
+    assert!(git(
+        &separate.project,
+        &["init", "-q", "--separate-git-dir", "meta/repo"]
+    ));
+    separate.rules(allow);
+    separate.probe();
+    let meta = separate.project.join("meta");
+    let in_meta = |rel: &str| meta.join(rel).to_str().expect("utf-8").to_owned();
+    suite.attempt(
+        &separate,
+        "plant a hook in a separate git directory inside the workspace",
+        Refused,
+        &["write", &in_meta("repo/hooks/pre-commit")],
+    );
+    suite.attempt(
+        &separate,
+        "write a separate git directory's config",
+        Refused,
+        &["write-held", &in_meta("repo/config")],
+    );
+    suite.attempt(
+        &separate,
+        "point the .git file at a repository of its own",
+        Refused,
+        &[
+            "write-held",
+            separate.project.join(".git").to_str().expect("utf-8"),
+        ],
+    );
+    for path in [in_meta("repo"), in_meta("")] {
+        suite.attempt(
+            &separate,
+            "rename the separate git directory (or its folder) aside",
+            Refused,
+            &["move-aside", path.trim_end_matches('/')],
+        );
+    }
+    suite.report();
 }
 
 #[test]

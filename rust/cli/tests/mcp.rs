@@ -786,6 +786,114 @@ fn the_workspace_cannot_be_left() {
     assert_eq!(env.read("a.txt").as_deref(), Some("via link\n"));
 }
 
+/// Runs git in `dir` as the person would; whether it succeeded.
+fn person_git(dir: &std::path::Path, args: &[&str]) -> bool {
+    std::process::Command::new("git")
+        .args([
+            "-c",
+            "user.name=person",
+            "-c",
+            "user.email=person@example.org",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("git is installed (scripts/setup)")
+        .status
+        .success()
+}
+
+#[test]
+fn what_git_runs_outside_the_sandbox_cannot_be_planted() {
+    let env = project_with_files();
+    assert!(person_git(&env.project, &["init", "-q"]));
+    env.write("sub/.git", "gitdir: ../meta\n");
+    env.rules(
+        r#".{ .action = "call.*", .decision = .allow },
+           .{ .action = "exec.path.sh", .decision = .allow }"#,
+    );
+    let config = env.read(".git/config").expect("config");
+    let mut client = env.client(false, &[]);
+    let marker = env.project.join("hook-ran");
+    let hook = format!("#!/bin/sh\necho ran > {}\n", marker.display());
+    for (tool, args) in [
+        (
+            "write_file",
+            json!({"path": ".git/hooks/pre-commit", "content": hook}),
+        ),
+        (
+            "write_file",
+            json!({"path": ".git/config", "content": "[core]\n\thooksPath = planted\n"}),
+        ),
+        (
+            "write_file",
+            json!({"path": "./src/../.git/info/attributes", "content": "* filter=x\n"}),
+        ),
+        (
+            "write_file",
+            json!({"path": ".git/commondir", "content": "../planted\n"}),
+        ),
+        (
+            "edit_file",
+            json!({"path": ".git/config", "old_string": "[core]", "new_string": "[core]\n\tfsmonitor = planted"}),
+        ),
+        (
+            "write_file",
+            json!({"path": "sub/.git", "content": "gitdir: ../planted\n"}),
+        ),
+        (
+            "write_file",
+            json!({"path": "vendor/lib/.git/config", "content": "[core]\n"}),
+        ),
+    ] {
+        let called = client.call(tool, args.clone());
+        assert!(
+            called.is_error && called.text.contains("git runs outside any sandbox"),
+            "{tool} {args}: {called:?}"
+        );
+    }
+    assert_eq!(env.read(".git/config").as_deref(), Some(config.as_str()));
+    for planted in [
+        ".git/hooks/pre-commit",
+        ".git/info/attributes",
+        ".git/commondir",
+        "vendor",
+    ] {
+        assert!(!env.project.join(planted).exists(), "{planted} was written");
+    }
+    assert_eq!(env.read("sub/.git").as_deref(), Some("gitdir: ../meta\n"));
+
+    // The same through run_command: refused by the sandbox's read-only
+    // mounts, and what it could create is moved aside after the command.
+    let called = client.call(
+        "run_command",
+        json!({"argv": ["sh", "-c", format!(
+            "printf '%s' '{hook}' > .git/hooks/pre-commit; echo '[core]' >> .git/config; \
+             mkdir -p own/hooks; cp .git/hooks/pre-commit own/hooks/ 2>/dev/null; \
+             echo \"$PWD/own\" > .git/commondir; echo done"
+        )]}),
+    );
+    assert!(called.text.contains("done"), "{called:?}");
+    assert!(
+        called.text.contains("Read-only file system")
+            && called.text.contains(
+                ".git/commondir, which git would run or read outside the sandbox; it was moved to"
+            ),
+        "{}",
+        called.text
+    );
+    assert_eq!(env.read(".git/config").as_deref(), Some(config.as_str()));
+    assert!(!env.project.join(".git/commondir").exists());
+    assert!(person_git(
+        &env.project,
+        &["commit", "-q", "--allow-empty", "-m", "after the agent"]
+    ));
+    assert!(
+        !marker.exists(),
+        "a planted hook ran on the person's commit"
+    );
+}
+
 #[test]
 fn a_folder_swapped_for_a_link_mid_write_never_lets_a_write_out() {
     let env = project_with_files();

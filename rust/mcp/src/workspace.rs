@@ -49,6 +49,10 @@ pub enum FileError {
     NotText { path: String, size: u64 },
     #[error("{PROJECT_FILE} holds the rules this server obeys; only a person edits it, by hand")]
     PolicyFile,
+    #[error(
+        "`{path}` is in the project's git directory, whose hooks and config git runs outside any sandbox on the person's next commit; the file tools never write there (git itself works through run_command, with hooks, config and info read-only)"
+    )]
+    GitDirectory { path: String },
     #[error("`{path}`: the path holds a NUL byte or is empty")]
     BadPath { path: String },
     #[error("`{path}`: {source}")]
@@ -333,7 +337,24 @@ impl Workspace {
         if target == Path::new(PROJECT_FILE) {
             return Err(FileError::PolicyFile);
         }
+        if self.in_git_directory(rel) || self.in_git_directory(&target) {
+            return Err(FileError::GitDirectory {
+                path: Self::show(rel),
+            });
+        }
         Ok(target)
+    }
+
+    /// Whether `rel` is a `.git` (folder or file) or lies in one, at any
+    /// depth, or in the git directory a `.git` file or link names.
+    fn in_git_directory(&self, rel: &Path) -> bool {
+        if rel.components().any(|c| c.as_os_str() == ".git") {
+            return true;
+        }
+        let path = self.root_path.join(rel);
+        chock_sandbox::git::git_dirs(&self.root_path)
+            .iter()
+            .any(|dir| path.starts_with(dir))
     }
 }
 
@@ -444,6 +465,37 @@ mod tests {
             .map(|e| e.file_name())
             .collect();
         assert_eq!(names.len(), 1, "no temporary file is left: {names:?}");
+    }
+
+    #[test]
+    fn nothing_is_written_in_a_git_directory() {
+        let (dir, ws) = workspace();
+        std::fs::create_dir_all(dir.path().join(".git/hooks")).expect("mkdir");
+        std::fs::create_dir_all(dir.path().join("meta")).expect("mkdir");
+        std::fs::write(dir.path().join("sub.git"), "").expect("file");
+        for path in [
+            ".git/hooks/pre-commit",
+            ".git/config",
+            "vendor/x/.git/config",
+            ".git",
+        ] {
+            assert!(
+                matches!(
+                    ws.write(Path::new(path), b"x"),
+                    Err(FileError::GitDirectory { .. })
+                ),
+                "{path}"
+            );
+        }
+        std::fs::remove_dir_all(dir.path().join(".git")).expect("rm");
+        std::fs::write(dir.path().join(".git"), "gitdir: meta\n").expect(".git file");
+        assert!(matches!(
+            ws.write(Path::new("meta/hooks/pre-commit"), b"x"),
+            Err(FileError::GitDirectory { .. })
+        ));
+        assert!(!dir.path().join("meta/hooks").exists());
+        ws.write(Path::new("sub.git"), b"a name that only looks like it")
+            .expect("written");
     }
 
     proptest::proptest! {

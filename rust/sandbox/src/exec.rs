@@ -215,8 +215,6 @@ pub struct Prepared {
     command: Command,
     /// Notices for the person, in order.
     pub notices: Vec<Notice>,
-    policy_file: PathBuf,
-    policy_file_existed: bool,
 }
 
 /// Builds the sandbox and the command for `request`.
@@ -274,15 +272,11 @@ pub fn prepare(
             .capture
             .map_or(Stdio::Inherit, |limit| Stdio::Capture { limit }),
     };
-    let policy_file = layout.workspace.join(layout::POLICY_FILE);
-    let policy_file_existed = policy_file.symlink_metadata().is_ok();
     let sandbox = Sandbox::new(layout, limits, write_execute)?;
     Ok(Prepared {
         sandbox,
         command,
         notices,
-        policy_file,
-        policy_file_existed,
     })
 }
 
@@ -290,8 +284,35 @@ pub fn prepare(
 pub struct Ran {
     /// How the program ended, and its captured output.
     pub finished: Finished,
-    /// A chock.zon the program created, moved aside to this path.
-    pub quarantined_policy: Option<PathBuf>,
+    /// What the program created where only a person may write (a
+    /// `chock.zon`, a git hook or config), each moved aside.
+    pub quarantined: Vec<Quarantined>,
+}
+
+/// A file or folder a program created where only a person may write, and
+/// where it was moved.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Quarantined {
+    /// The path the program created.
+    pub created: PathBuf,
+    /// Where it is now.
+    pub moved_to: PathBuf,
+}
+
+impl std::fmt::Display for Quarantined {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let why = if self.created.file_name() == Some(std::ffi::OsStr::new(layout::POLICY_FILE)) {
+            "which holds the rules and only you may write"
+        } else {
+            "which git would run or read outside the sandbox"
+        };
+        write!(
+            f,
+            "the program created {}, {why}; it was moved to {}",
+            self.created.display(),
+            self.moved_to.display()
+        )
+    }
 }
 
 impl Prepared {
@@ -325,23 +346,37 @@ impl Prepared {
         })
     }
 
-    /// The policy file is bound read-only when it exists; when it did not,
-    /// a program could create one for the next run to obey. Every process of
-    /// the sandbox has ended by now, so a new one is moved aside, and the
-    /// caller says so.
-    fn quarantine_new_policy(&self) -> Option<PathBuf> {
-        if self.policy_file_existed || self.policy_file.symlink_metadata().is_err() {
-            return None;
-        }
+    /// The policy file and what git runs are bound read-only when they
+    /// exist; when one did not, a program could create it for the next run
+    /// (or the person's next `git commit`) to obey. Every process of the
+    /// sandbox has ended by now, so each that appeared is moved aside, and
+    /// the caller says so.
+    fn quarantine_created(&self) -> Vec<Quarantined> {
         let stamp = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
-        let aside = self
-            .policy_file
-            .with_file_name(format!("{}.from-sandbox-{stamp}", layout::POLICY_FILE));
-        std::fs::rename(&self.policy_file, &aside)
-            .ok()
-            .map(|()| aside)
+        let mut moved = Vec::new();
+        for created in &self.sandbox.layout().watched {
+            if created.symlink_metadata().is_err() {
+                continue;
+            }
+            let Some(name) = created.file_name() else {
+                continue;
+            };
+            let moved_to =
+                created.with_file_name(format!("{}.from-sandbox-{stamp}", name.to_string_lossy()));
+            match std::fs::rename(created, &moved_to) {
+                Ok(()) => moved.push(Quarantined {
+                    created: created.clone(),
+                    moved_to,
+                }),
+                Err(e) => tracing::warn!(
+                    "{} was created in the sandbox and could not be moved aside: {e}",
+                    created.display()
+                ),
+            }
+        }
+        moved
     }
 }
 
@@ -363,12 +398,13 @@ impl Started {
         Ok(self.running.signal_handle()?)
     }
 
-    /// Waits for the program, then moves aside a `chock.zon` it created.
+    /// Waits for the program, then moves aside what it created where only
+    /// a person may write.
     pub fn wait(self) -> Result<Ran, ExecError> {
         let finished = self.running.wait()?;
         Ok(Ran {
             finished,
-            quarantined_policy: self.prepared.quarantine_new_policy(),
+            quarantined: self.prepared.quarantine_created(),
         })
     }
 }

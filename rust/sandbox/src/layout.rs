@@ -60,10 +60,14 @@ pub fn resolve(
         .canonicalize()
         .map_err(|e| SandboxError::host("reading the cache", cache_dir, e))?;
     let policy = workspace.join(POLICY_FILE);
-    let read_only_files = match std::fs::symlink_metadata(&policy) {
-        Ok(meta) if meta.file_type().is_file() => vec![policy],
-        _ => Vec::new(),
-    };
+    let git = crate::git::guard(&workspace)?;
+    let mut read_only = git.read_only;
+    let mut watched = git.absent;
+    match std::fs::symlink_metadata(&policy) {
+        Ok(meta) if meta.file_type().is_file() => read_only.push(policy),
+        Ok(_) => {}
+        Err(_) => watched.push(policy),
+    }
     let (store, links) = match toolchain {
         Toolchain::DevShell { store_paths, links } => {
             let entries = store_paths
@@ -103,7 +107,9 @@ pub fn resolve(
     }
     Ok(Layout {
         workspace,
-        read_only_files,
+        pinned: git.pinned,
+        read_only,
+        watched,
         cache_dir,
         tmp_bytes,
         store,

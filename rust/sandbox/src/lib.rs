@@ -14,6 +14,7 @@ pub mod devshell;
 pub mod doctor;
 mod error;
 pub mod exec;
+pub mod git;
 mod layout;
 mod limits;
 mod mounts;

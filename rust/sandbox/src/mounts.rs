@@ -7,7 +7,8 @@
 //! exactly the list below and nothing of the host by accident:
 //!
 //! - the workspace, read-write, at its own path (`nosuid`, `nodev`), with
-//!   `chock.zon` bound read-only over itself;
+//!   `chock.zon` and what git runs or reads in the git directory (hooks,
+//!   config, info, see `git.rs`) bound read-only over themselves;
 //! - the dev shell closure, each store path read-only at its own path on a
 //!   store tmpfs of its own (or, with no flake, the whole store and the
 //!   host's system directories, read-only);
@@ -112,8 +113,15 @@ pub enum StoreView {
 pub struct Layout {
     /// The project, read-write at its own path.
     pub workspace: PathBuf,
-    /// Files inside the workspace bound read-only over themselves.
-    pub read_only_files: Vec<PathBuf>,
+    /// Folders inside the workspace bound over themselves, writable, so
+    /// they cannot be renamed away (the git directory); shallowest first.
+    pub pinned: Vec<PathBuf>,
+    /// Files and folders inside the workspace bound read-only over
+    /// themselves (`chock.zon`, what git runs or reads).
+    pub read_only: Vec<PathBuf>,
+    /// Paths inside the workspace that must not appear: moved aside after a
+    /// run that created them (see `exec::Started::wait`).
+    pub watched: Vec<PathBuf>,
     /// The host directory shown at [`CACHE_MOUNT`].
     pub cache_dir: PathBuf,
     /// The size cap of [`TMP_MOUNT`], in bytes.
@@ -535,18 +543,24 @@ fn plan_workspace(p: &mut Planner, layout: &Layout) {
         set: WRITABLE,
         recursive: true,
     });
-    for file in &layout.read_only_files {
-        // Bound over itself: the program sees the same file, read-only, and
-        // cannot rename or remove it either, since it is a mount point.
+    // Each bound over itself: the program sees the same file or folder, and
+    // cannot rename or remove it, since it is a mount point. Pins go first,
+    // so the read-only mounts beneath them sit on them.
+    let binds = layout
+        .pinned
+        .iter()
+        .map(|path| (path, WRITABLE))
+        .chain(layout.read_only.iter().map(|path| (path, READ_ONLY)));
+    for (path, set) in binds {
         p.push(Op::Bind {
-            source: cstring(file),
-            target: cstring(file),
+            source: cstring(path),
+            target: cstring(path),
             optional: false,
         });
         p.push(Op::SetAttr {
-            path: cstring(file),
-            set: READ_ONLY,
-            recursive: false,
+            path: cstring(path),
+            set,
+            recursive: true,
         });
     }
 }
@@ -558,7 +572,12 @@ mod tests {
     fn layout(store: StoreView) -> Layout {
         Layout {
             workspace: PathBuf::from("/home/ada/project"),
-            read_only_files: vec![PathBuf::from("/home/ada/project/chock.zon")],
+            pinned: vec![PathBuf::from("/home/ada/project/.git")],
+            read_only: vec![
+                PathBuf::from("/home/ada/project/chock.zon"),
+                PathBuf::from("/home/ada/project/.git/hooks"),
+            ],
+            watched: Vec::new(),
             cache_dir: PathBuf::from("/home/ada/.local/share/chock/cache/project-1"),
             tmp_bytes: 256 << 20,
             store,
@@ -668,10 +687,37 @@ mod tests {
             &Op::SetAttr {
                 path: c"/home/ada/project/chock.zon".to_owned(),
                 set: READ_ONLY,
-                recursive: false,
+                recursive: true,
             },
         );
         assert!(ws < zon);
+    }
+
+    #[test]
+    fn the_git_directory_is_pinned_before_its_hooks_go_read_only() {
+        let ops = plan(&layout(closure()));
+        let pin = position(
+            &ops,
+            &Op::Bind {
+                source: c"/home/ada/project/.git".to_owned(),
+                target: c"/home/ada/project/.git".to_owned(),
+                optional: false,
+            },
+        );
+        let hooks = position(
+            &ops,
+            &Op::SetAttr {
+                path: c"/home/ada/project/.git/hooks".to_owned(),
+                set: READ_ONLY,
+                recursive: true,
+            },
+        );
+        assert!(pin < hooks);
+        assert!(ops.contains(&Op::SetAttr {
+            path: c"/home/ada/project/.git".to_owned(),
+            set: WRITABLE,
+            recursive: true,
+        }));
     }
 
     #[test]

@@ -114,7 +114,8 @@ fn write_path(path: &str) -> ! {
     }
 }
 
-fn write_policy(path: &str) -> ! {
+/// Writes, renames and removes a file the sandbox holds read-only.
+fn write_held(path: &str) -> ! {
     if std::fs::OpenOptions::new()
         .write(true)
         .open(path)
@@ -130,6 +131,59 @@ fn write_policy(path: &str) -> ! {
         breach(&format!("removed {path}"));
     }
     blocked(&format!("{path} could not be written, renamed or removed"))
+}
+
+/// Renames a file or folder aside, to put one of the program's own in its place.
+fn move_aside(path: &str) -> ! {
+    let aside = format!("{path}.moved");
+    match std::fs::rename(path, &aside) {
+        Ok(()) => breach(&format!("renamed {path} to {aside}")),
+        Err(e) => blocked(&format!("renaming {path}: {e}")),
+    }
+}
+
+/// An executable pre-commit hook in `hooks` that writes `marker` when git
+/// runs it.
+fn hook_script(hooks: &str, marker: &str) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(hooks)?;
+    let hook = format!("{hooks}/pre-commit");
+    std::fs::write(&hook, format!("#!/bin/sh\necho ran > {marker}\n"))?;
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755))
+}
+
+fn planted(what: &str) -> ! {
+    println!("planted: {what}");
+    exit(0)
+}
+
+/// Plants a hook in `hooks` (a git directory's hooks folder that did not
+/// exist). Whether git ever runs it is for the host to see.
+fn plant_hook(hooks: &str, marker: &str) -> ! {
+    match hook_script(hooks, marker) {
+        Ok(()) => planted(&format!("{hooks}/pre-commit")),
+        Err(e) => blocked(&format!("planting a hook in {hooks}: {e}")),
+    }
+}
+
+/// Makes a repository of the program's own at `own`, with a hook, and
+/// points `git_dir`'s `commondir` at it, so git would take its config and
+/// hooks from there. Whether git ever does is for the host to see.
+fn plant_commondir(git_dir: &str, own: &str, marker: &str) -> ! {
+    let made = (|| {
+        std::fs::create_dir_all(format!("{own}/objects"))?;
+        std::fs::create_dir_all(format!("{own}/refs/heads"))?;
+        std::fs::write(
+            format!("{own}/config"),
+            "[core]\n\trepositoryformatversion = 0\n",
+        )?;
+        hook_script(&format!("{own}/hooks"), marker)?;
+        std::fs::write(format!("{git_dir}/commondir"), own)
+    })();
+    match made {
+        Ok(()) => planted(&format!("{git_dir}/commondir -> {own}")),
+        Err(e) => blocked(&format!("planting {git_dir}/commondir: {e}")),
+    }
 }
 
 fn ptrace_other() -> ! {
@@ -463,7 +517,10 @@ fn main() {
     match arg(1) {
         "read" => read_path(arg(2)),
         "write" => write_path(arg(2)),
-        "write-policy" => write_policy(arg(2)),
+        "write-held" => write_held(arg(2)),
+        "move-aside" => move_aside(arg(2)),
+        "plant-hook" => plant_hook(arg(2), arg(3)),
+        "plant-commondir" => plant_commondir(arg(2), arg(3), arg(4)),
         "mount" => {
             let (src, dst, fs) = (c("tmpfs"), c("/tmp"), c("tmpfs"));
             must_not_return("mount", unsafe {

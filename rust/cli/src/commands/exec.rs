@@ -71,11 +71,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Ok(ran) => ran,
         Err(error) => return Ok(failed(&error)),
     };
-    if let Some(aside) = &ran.quarantined_policy {
-        eprintln!(
-            "chock: the program created chock.zon, which only you may write; it was moved to {}",
-            aside.display()
-        );
+    for quarantined in &ran.quarantined {
+        eprintln!("chock: {quarantined}");
     }
     if args.json {
         let finished = &ran.finished;
@@ -89,7 +86,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "stderr": String::from_utf8_lossy(&finished.stderr),
             "truncated": finished.truncated,
             "cgroup": finished.cgroup,
-            "quarantined_policy": ran.quarantined_policy,
+            "quarantined": ran.quarantined,
         });
         println!("{report}");
         return Ok(match finished.exit {

@@ -117,12 +117,8 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
     for notice in notices {
         let _ = writeln!(out, "note: {notice}");
     }
-    if let Some(aside) = &ran.quarantined_policy {
-        let _ = writeln!(
-            out,
-            "note: the command created chock.zon, which only a person may write; it was moved to {}",
-            aside.display()
-        );
+    for quarantined in &ran.quarantined {
+        let _ = writeln!(out, "note: {quarantined}");
     }
     let status = match finished.exit {
         Exit::Code(code) => format!("exit status {code}"),
