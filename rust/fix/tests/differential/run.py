@@ -60,6 +60,9 @@ def run(argv):
 
 
 def main():
+    if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
+        print(__doc__.strip())
+        sys.exit(0 if len(sys.argv) > 1 else 2)
     chock = sys.argv[1]
     seed = int(sys.argv[2]) if len(sys.argv) > 2 else 1
     count = int(sys.argv[3]) if len(sys.argv) > 3 else 200
