@@ -10,7 +10,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use chock_log::{AnsweredBy, Entry, Rotation};
-use chock_policy::{Decision, Key, Layer, LoadOptions, Policy, PolicyError, Reading, Verdict};
+use chock_policy::{Decision, Key, LoadOptions, Policy, PolicyError, Reading, Verdict};
 
 use crate::agent::Agent;
 use crate::answer::{self, HookAnswer, Reply};
@@ -275,19 +275,7 @@ pub fn git_gate(
 }
 
 fn answered_by(verdict: &Verdict) -> AnsweredBy {
-    match verdict.decided_by.layer {
-        Layer::Project | Layer::Org => AnsweredBy::Rule,
-        Layer::Default | Layer::Nothing => AnsweredBy::Default,
-    }
-}
-
-fn layer_word(layer: Layer) -> &'static str {
-    match layer {
-        Layer::Project => "project",
-        Layer::Org => "org",
-        Layer::Default => "default",
-        Layer::Nothing => "nothing",
-    }
+    AnsweredBy::of_layer(verdict.decided_by.layer)
 }
 
 /// Writes this crate's lines to the decision log. A logging failure never
@@ -366,12 +354,15 @@ impl Logger {
         answered_by: AnsweredBy,
         rotation: Rotation,
     ) {
-        let by = &judged.verdict.decided_by;
-        let mut entry = self.entry(&judged.action, decision, layer_word(by.layer), answered_by);
-        entry.model = asker.model.map(str::to_owned);
-        entry.tool = asker.tool.map(str::to_owned);
-        entry.decided_by.file = by.file.as_ref().map(|f| f.display().to_string());
-        entry.decided_by.line = by.line;
+        let key = Key {
+            agent_kind: self.agent_kind.to_owned(),
+            model: asker.model.map(str::to_owned),
+            tool: asker.tool.map(str::to_owned),
+            action: judged.action.clone(),
+        };
+        let mut entry = Entry::decided(ROUTE, self.project.clone(), &key, &judged.verdict);
+        entry.decision = decision.to_owned();
+        entry.answered_by = answered_by;
         entry.subject = match (&judged.subject, &judged.unnamed) {
             (Some(subject), Some(why)) => Some(format!("{subject}: {why}")),
             (subject, _) => subject.clone(),

@@ -38,7 +38,7 @@ impl Asking {
         }
     }
 
-    fn key(&self, action: &str) -> Key {
+    pub(crate) fn key(&self, action: &str) -> Key {
         Key {
             agent_kind: self.agent_kind.clone(),
             model: self.model.clone(),

@@ -131,7 +131,7 @@ impl FlakeInputs {
         let asking = Asking::at_start();
         let mut hosts = Vec::new();
         for (endpoint, inputs) in self.hosts_of(self.sources().map(|(i, s)| (i.name.as_str(), s))) {
-            hosts.push(answer_of_rules(policy, &asking, &endpoint, inputs, true));
+            hosts.push(answer_of_rules(policy, &asking, &endpoint, inputs));
         }
         let inputs = self
             .inputs
@@ -295,8 +295,7 @@ impl FlakeInputs {
         let mut answers = Vec::new();
         let mut undecided = Vec::new();
         for (endpoint, inputs) in needed {
-            let mut answer =
-                answer_of_rules(policy, logger.asking, &endpoint, inputs, asker.is_none());
+            let mut answer = answer_of_rules(policy, logger.asking, &endpoint, inputs);
             if let Some(action) = self.refused_by_person.get(&host_port(&endpoint)) {
                 // Named, and not asked again.
                 answer.answered_by = AnsweredBy::Person;
@@ -349,14 +348,13 @@ impl FlakeInputs {
     }
 }
 
-/// The rules' answer for one host. `at_start`: only allow grants, and an
-/// act no rule names is answered by nobody.
+/// The rules' answer for one host; an act no rule names is answered by
+/// nobody until a person is asked.
 fn answer_of_rules(
     policy: &Policy,
     asking: &Asking,
     endpoint: &Endpoint,
     inputs: Vec<String>,
-    at_start: bool,
 ) -> HostAnswer {
     match decide_host(policy, asking, endpoint) {
         Ok(HostVerdict {
@@ -370,7 +368,7 @@ fn answer_of_rules(
             action,
             either: Some(either),
             decision: verdict.decision,
-            answered_by: answered_by_rules(&verdict, at_start),
+            answered_by: AnsweredBy::of_layer(verdict.decided_by.layer),
             granted: verdict.decision == Decision::Allow,
             earlier: false,
             verdict: Some(verdict),
@@ -389,15 +387,6 @@ fn answer_of_rules(
             earlier: false,
             verdict: None,
         },
-    }
-}
-
-fn answered_by_rules(verdict: &Verdict, nobody_asked: bool) -> AnsweredBy {
-    match verdict.decided_by.layer {
-        Layer::Project | Layer::Org => AnsweredBy::Rule,
-        Layer::Default => AnsweredBy::Default,
-        Layer::Nothing if nobody_asked => AnsweredBy::Nobody,
-        Layer::Nothing => AnsweredBy::Rule,
     }
 }
 
@@ -476,40 +465,36 @@ struct Logger<'a> {
 
 impl Logger<'_> {
     fn write(&self, answer: &HostAnswer) {
-        let decided_by = answer.verdict.as_ref().map(|v| &v.decided_by);
-        let entry = Entry {
-            route: self.asking.route.clone(),
-            project: self.project.clone(),
-            action: answer.action.clone(),
-            agent_kind: self.asking.agent_kind.clone(),
-            model: self.asking.model.clone(),
-            tool: self.asking.tool.clone(),
-            decision: answer.decision.as_str().to_string(),
-            decided_by: chock_log::DecidedBy {
-                layer: decided_by
-                    .map_or("nothing", |d| layer_name(d.layer))
-                    .to_string(),
-                file: decided_by.and_then(|d| d.file.as_ref().map(|f| f.display().to_string())),
-                line: decided_by.and_then(|d| d.line),
-            },
-            answered_by: answer.answered_by,
-            subject: Some(format!(
-                "{}:{} for {}",
-                answer.host,
-                answer.port,
-                answer.inputs.join(", ")
-            )),
+        let key = self.asking.key(&answer.action);
+        let project = self.project.clone();
+        let route = self.asking.route.clone();
+        let mut entry = match &answer.verdict {
+            Some(verdict) => Entry::decided(route, project, &key, verdict),
+            None => Entry::decided(route, project, &key, &unnamed(answer.decision)),
         };
+        entry.decision = answer.decision.as_str().to_string();
+        entry.answered_by = answer.answered_by;
+        entry.subject = Some(format!(
+            "{}:{} for {}",
+            answer.host,
+            answer.port,
+            answer.inputs.join(", ")
+        ));
         self.log.append(&entry);
     }
 }
 
-fn layer_name(layer: Layer) -> &'static str {
-    match layer {
-        Layer::Project => "project",
-        Layer::Org => "org",
-        Layer::Default => "default",
-        Layer::Nothing => "nothing",
+/// The verdict logged for a host that could not be named: no rule decided.
+fn unnamed(decision: Decision) -> Verdict {
+    Verdict {
+        decision,
+        decided_by: chock_policy::DecidedBy {
+            layer: Layer::Nothing,
+            file: None,
+            line: None,
+            rule: None,
+        },
+        suggestion: None,
     }
 }
 
@@ -537,7 +522,6 @@ impl HopGate for Hops<'_> {
             self.logger.asking,
             endpoint,
             vec![format!("a redirect to {url}")],
-            true,
         );
         self.logger.write(&answer);
         self.decided.insert(key, answer.granted);

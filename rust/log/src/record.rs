@@ -36,6 +36,44 @@ pub struct Entry {
     pub subject: Option<String>,
 }
 
+impl Entry {
+    /// The line for `key` answered by `verdict`, as the policy gave it: the
+    /// action, agent kind, model and tool from the key; the decision and
+    /// what decided from the verdict; answered by the rule's layer
+    /// ([`AnsweredBy::of_layer`]). The subject is left out. Where a person
+    /// answered in the end, or nobody could, the caller sets `decision` and
+    /// `answered_by` to that.
+    pub fn decided(
+        route: impl Into<String>,
+        project: impl Into<String>,
+        key: &chock_policy::Key,
+        verdict: &chock_policy::Verdict,
+    ) -> Entry {
+        Entry {
+            route: route.into(),
+            project: project.into(),
+            action: key.action.clone(),
+            agent_kind: key.agent_kind.clone(),
+            model: key.model.clone(),
+            tool: key.tool.clone(),
+            decision: verdict.decision.as_str().into(),
+            decided_by: DecidedBy::from(&verdict.decided_by),
+            answered_by: AnsweredBy::of_layer(verdict.decided_by.layer),
+            subject: None,
+        }
+    }
+}
+
+impl From<&chock_policy::DecidedBy> for DecidedBy {
+    fn from(by: &chock_policy::DecidedBy) -> DecidedBy {
+        DecidedBy {
+            layer: by.layer.as_str().into(),
+            file: by.file.as_ref().map(|f| f.to_string_lossy().into_owned()),
+            line: by.line,
+        }
+    }
+}
+
 /// Where the answer came from: the policy layer and, for a written rule, its place.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DecidedBy {
@@ -62,6 +100,17 @@ pub enum AnsweredBy {
 }
 
 impl AnsweredBy {
+    /// Who answered when the policy's answer is the last word: a written
+    /// rule (the project's or an organisation's), a shipped default, or,
+    /// when no rule matched, nobody.
+    pub fn of_layer(layer: chock_policy::Layer) -> AnsweredBy {
+        match layer {
+            chock_policy::Layer::Project | chock_policy::Layer::Org => AnsweredBy::Rule,
+            chock_policy::Layer::Default => AnsweredBy::Default,
+            chock_policy::Layer::Nothing => AnsweredBy::Nobody,
+        }
+    }
+
     /// The word written in the log.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -182,6 +231,44 @@ impl FromStr for Head {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_policy_answer_becomes_a_line_with_its_layer_and_place() {
+        use chock_policy::{Decision, Key, Layer, Verdict};
+        let key = Key::new("call.write_file").with_tool("Write");
+        let verdict = Verdict {
+            decision: Decision::Allow,
+            decided_by: chock_policy::DecidedBy {
+                layer: Layer::Project,
+                file: Some("/src/demo/chock.zon".into()),
+                line: Some(7),
+                rule: Some(".{ .action = \"call.write_file\", .decision = .allow }".into()),
+            },
+            suggestion: None,
+        };
+        let mut expected = entry();
+        expected.agent_kind = "main".into();
+        assert_eq!(Entry::decided("cli", "/src/demo", &key, &verdict), expected);
+        let nothing = chock_policy::DecidedBy {
+            layer: Layer::Nothing,
+            file: None,
+            line: None,
+            rule: None,
+        };
+        let line = Entry::decided(
+            "mcp",
+            "/p",
+            &key,
+            &Verdict {
+                decided_by: nothing,
+                ..verdict
+            },
+        );
+        assert_eq!(line.decided_by.layer, "nothing");
+        assert_eq!(line.answered_by, AnsweredBy::Nobody);
+        assert_eq!(AnsweredBy::of_layer(Layer::Default), AnsweredBy::Default);
+        assert_eq!(AnsweredBy::of_layer(Layer::Org), AnsweredBy::Rule);
+    }
 
     fn entry() -> Entry {
         Entry {

@@ -48,23 +48,6 @@ impl StartRow {
     }
 }
 
-/// The layer as the log and the policy spell it.
-fn layer_word(layer: Layer) -> String {
-    serde_json::to_value(layer)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_default()
-}
-
-/// Who answered, when a rule or default gave the final word.
-fn by_rule(verdict: &Verdict) -> AnsweredBy {
-    match verdict.decided_by.layer {
-        Layer::Project | Layer::Org => AnsweredBy::Rule,
-        Layer::Default => AnsweredBy::Default,
-        Layer::Nothing => AnsweredBy::Nobody,
-    }
-}
-
 /// What decided, in words: the rule and its place, or the default, or nothing.
 pub fn decided_by_words(verdict: &Verdict) -> String {
     let by = &verdict.decided_by;
@@ -93,26 +76,11 @@ impl Session {
         subject: Option<&str>,
         verdict: &Verdict,
     ) -> Entry {
-        Entry {
-            route: ROUTE.into(),
-            project: self.project.dir.display().to_string(),
-            action: action.into(),
-            agent_kind: AGENT_KIND.into(),
-            model: None,
-            tool: Some(act_tool.into()),
-            decision: verdict.decision.as_str().into(),
-            decided_by: chock_log::DecidedBy {
-                layer: layer_word(verdict.decided_by.layer),
-                file: verdict
-                    .decided_by
-                    .file
-                    .as_ref()
-                    .map(|f| f.display().to_string()),
-                line: verdict.decided_by.line,
-            },
-            answered_by: by_rule(verdict),
-            subject: subject.map(str::to_owned),
-        }
+        let key = Key::new(action).with_tool(act_tool);
+        let mut entry =
+            Entry::decided(ROUTE, self.project.dir.display().to_string(), &key, verdict);
+        entry.subject = subject.map(str::to_owned);
+        entry
     }
 
     fn record(&self, mut entry: Entry, decision: Decision, answered_by: AnsweredBy) {
@@ -133,7 +101,11 @@ impl Session {
         let decision = answer.verdict.decision;
         if answer.verdict.decided_by.layer != Layer::Nothing {
             let entry = self.entry(tool, &row.action, None, &answer.verdict);
-            self.record(entry, decision, by_rule(&answer.verdict));
+            self.record(
+                entry,
+                decision,
+                AnsweredBy::of_layer(answer.verdict.decided_by.layer),
+            );
         }
         (!answer.granted).then(|| {
             format!(
@@ -162,11 +134,19 @@ impl Session {
         let action = &act.action;
         match verdict.decision {
             Decision::Allow => {
-                self.record(entry, Decision::Allow, by_rule(&verdict));
+                self.record(
+                    entry,
+                    Decision::Allow,
+                    AnsweredBy::of_layer(verdict.decided_by.layer),
+                );
                 Ok(())
             }
             Decision::Deny => {
-                self.record(entry, Decision::Deny, by_rule(&verdict));
+                self.record(
+                    entry,
+                    Decision::Deny,
+                    AnsweredBy::of_layer(verdict.decided_by.layer),
+                );
                 Err(format!(
                     "refused: {action} is denied by {}.{}",
                     decided_by_words(&verdict),

@@ -64,6 +64,17 @@ pub enum Layer {
 }
 
 impl Layer {
+    /// The layer as one word, as `--json` and the decision log spell it:
+    /// `project`, `org`, `default`, `nothing`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Layer::Project => "project",
+            Layer::Org => "org",
+            Layer::Default => "default",
+            Layer::Nothing => "nothing",
+        }
+    }
+
     /// The layer in words, for people.
     pub fn describe(self) -> &'static str {
         match self {
@@ -759,6 +770,14 @@ mod tests {
         let mut r = Rule::new(Pattern::parse(action).ok(), decision);
         r.agent_kind = kind.and_then(|k| Pattern::parse(k).ok());
         r
+    }
+
+    #[test]
+    fn a_layer_word_is_the_one_serde_writes() {
+        for layer in [Layer::Project, Layer::Org, Layer::Default, Layer::Nothing] {
+            let json = serde_json::to_value(layer).ok();
+            assert_eq!(json.as_ref().and_then(|v| v.as_str()), Some(layer.as_str()));
+        }
     }
 
     #[test]

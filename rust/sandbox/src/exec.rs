@@ -13,7 +13,7 @@ use std::path::{Component, Path, PathBuf};
 
 use chock_log::{AnsweredBy, Entry, Log};
 use chock_policy::names::{ExecContext, exec_program};
-use chock_policy::{Decision, Key, Layer, Policy, Reading, StartQuestion, Verdict};
+use chock_policy::{Decision, Key, Policy, Reading, StartQuestion, Verdict};
 
 use crate::cache::{self, CACHE_BOUND, CacheStart};
 use crate::devshell::{self, DevShell, DevShellError};
@@ -699,38 +699,18 @@ fn record(
     verdict: &Verdict,
     subject: Option<&str>,
 ) -> Option<Notice> {
-    let layer = match verdict.decided_by.layer {
-        Layer::Project => "project",
-        Layer::Org => "org",
-        Layer::Default => "default",
-        Layer::Nothing => "nothing",
-    };
-    let answered_by = match (verdict.decision, verdict.decided_by.layer) {
-        (Decision::Allow | Decision::Deny, Layer::Project | Layer::Org) => AnsweredBy::Rule,
-        (Decision::Allow | Decision::Deny, Layer::Default) => AnsweredBy::Default,
-        // Nobody is there to answer an ask, or to stand in for a missing rule.
-        _ => AnsweredBy::Nobody,
-    };
-    let entry = Entry {
-        route: route.into(),
-        project: request.project.dir.to_string_lossy().into_owned(),
-        action: action.into(),
+    let key = Key {
         agent_kind: AGENT_KIND.into(),
         model: None,
         tool: Some(TOOL.into()),
-        decision: verdict.decision.as_str().into(),
-        decided_by: chock_log::DecidedBy {
-            layer: layer.into(),
-            file: verdict
-                .decided_by
-                .file
-                .as_ref()
-                .map(|f| f.to_string_lossy().into_owned()),
-            line: verdict.decided_by.line,
-        },
-        answered_by,
-        subject: subject.map(str::to_owned),
+        action: action.into(),
     };
+    let mut entry = Entry::decided(route, request.project.dir.to_string_lossy(), &key, verdict);
+    if !matches!(verdict.decision, Decision::Allow | Decision::Deny) {
+        // Nobody is there to answer an ask.
+        entry.answered_by = AnsweredBy::Nobody;
+    }
+    entry.subject = subject.map(str::to_owned);
     match log.append(&entry) {
         Some(_) => None,
         None => Some(Notice::LogNotWritten {
