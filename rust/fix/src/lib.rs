@@ -29,8 +29,8 @@ mod value;
 pub use error::ErrorKind;
 pub use interrupt::ctrl_c_flag;
 pub use options::{
-    DEFAULT_MAX_CALL_DEPTH, EvalOptions, Features, SearchPathEntry, TraceSink, default_max_memory,
-    default_system,
+    DEFAULT_MAX_CALL_DEPTH, EvalOptions, Features, LintLevel, Lints, SearchPathEntry, TraceSink,
+    default_max_memory, default_system,
 };
 
 use error::Error;

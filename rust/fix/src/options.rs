@@ -39,6 +39,43 @@ pub struct Features {
     pub parse_toml_timestamps: bool,
 }
 
+/// What to do about a discouraged literal (Nix 2.34's `lint-*` settings).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LintLevel {
+    /// Accept it silently (the default, as in Nix).
+    #[default]
+    Ignore,
+    /// Accept it with a warning.
+    Warn,
+    /// Refuse the file, as a parse error.
+    Fatal,
+}
+
+impl std::str::FromStr for LintLevel {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "ignore" => Ok(LintLevel::Ignore),
+            "warn" => Ok(LintLevel::Warn),
+            "fatal" => Ok(LintLevel::Fatal),
+            other => Err(format!(
+                "'{other}' is not a lint level; use ignore, warn or fatal"
+            )),
+        }
+    }
+}
+
+/// The literal lints, checked while a file is parsed.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Lints {
+    /// `http://example.com` unquoted (`lint-url-literals`).
+    pub url_literals: LintLevel,
+    /// `foo/bar` instead of `./foo/bar` (`lint-short-path-literals`).
+    pub short_path_literals: LintLevel,
+    /// `/abs/path` and `~/path` (`lint-absolute-path-literals`).
+    pub absolute_path_literals: LintLevel,
+}
+
 /// Where `builtins.trace` output goes.
 pub type TraceSink = Arc<dyn Fn(&str) + Send + Sync>;
 
@@ -62,6 +99,8 @@ pub struct EvalOptions {
     /// For `~/` paths; used only when impure.
     pub home: Option<PathBuf>,
     pub features: Features,
+    /// Literal lints (all ignored by default).
+    pub lints: Lints,
     /// Set to stop the evaluation (Ctrl-C).
     pub interrupt: Option<Arc<AtomicBool>>,
     /// Receives `builtins.trace` and warnings; stderr when `None`.
@@ -86,6 +125,7 @@ impl Default for EvalOptions {
             current_system: default_system(),
             home: None,
             features: Features::default(),
+            lints: Lints::default(),
             interrupt: None,
             trace: None,
             abort_on_warn: false,

@@ -159,12 +159,17 @@ impl SourceMap {
     /// `at FILE:LINE:COL:` followed by the lines around it and a caret, in
     /// the layout Nix uses, each line indented by `indent`.
     pub fn frame(&self, pos: Pos, indent: &str) -> Option<String> {
+        // Code lines sit at the same column in a trace as under the error.
+        self.frame_with(pos, indent, "       ")
+    }
+
+    /// `frame` with the code lines indented by `code_indent` (a warning
+    /// indents both by the width of `warning: `).
+    pub fn frame_with(&self, pos: Pos, indent: &str, code_indent: &str) -> Option<String> {
         let loc = self.resolve(pos)?;
         let mut out = format!("{indent}at {}:\n", loc.display());
         let lines: Vec<&str> = loc.file.text.split('\n').collect();
         let line = loc.line as usize;
-        // Code lines sit at the same column in a trace as under the error.
-        let code_indent = "       ";
         let show = |out: &mut String, n: usize| {
             if let Some(text) = lines.get(n - 1) {
                 let text = text.strip_suffix('\r').unwrap_or(text);

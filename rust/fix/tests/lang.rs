@@ -466,3 +466,92 @@ fn store_and_fetch_builtins_exist_and_say_why_they_fail() {
         assert_eq!(err.kind(), Some(ErrorKind::NotYet), "{expr}: {err}");
     }
 }
+
+#[test]
+fn literal_lints_warn_or_refuse() {
+    use chock_fix::{LintLevel, Lints};
+    let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink_lines = lines.clone();
+    let sink: chock_fix::TraceSink = std::sync::Arc::new(move |l: &str| {
+        sink_lines.lock().expect("the lines").push(l.to_string())
+    });
+    let with = |lints: Lints| EvalOptions {
+        lints,
+        trace: Some(sink.clone()),
+        pure: false,
+        home: Some(PathBuf::from("/home/someone")),
+        ..options()
+    };
+    let all = |level| Lints {
+        url_literals: level,
+        short_path_literals: level,
+        absolute_path_literals: level,
+    };
+    // Ignored by default; `./` and `../` paths are never linted.
+    let quiet = "[ http://x.org/a a/b /abs ~/h ./c ../d ]";
+    assert!(eval_expr(&with(Lints::default()), quiet).is_ok());
+    assert!(eval_expr(&with(all(LintLevel::Fatal)), "[ ./c ../d ./${\"e\"} ]").is_ok());
+    assert!(lines.lock().expect("the lines").is_empty());
+
+    // Warnings, in source order, with the setting named and a code frame.
+    assert!(eval_expr(&with(all(LintLevel::Warn)), quiet).is_ok());
+    let got = lines.lock().expect("the lines").clone();
+    let firsts: Vec<&str> = got.iter().map(|l| l.lines().next().unwrap_or("")).collect();
+    assert_eq!(
+        firsts,
+        [
+            "warning: URL literals are discouraged. Consider using a string literal \"http://x.org/a\" instead (lint-url-literals)",
+            "warning: relative path literal 'a/b' should be prefixed with '.' for clarity: './a/b' (lint-short-path-literals)",
+            "warning: absolute path literals are not portable. Consider replacing path literal '/abs' by a string, relative path, or parameter (lint-absolute-path-literals)",
+            "warning: home path literals are not portable. Consider replacing path literal '~/h' by a string, relative path, or parameter (lint-absolute-path-literals)",
+        ]
+    );
+    assert!(
+        got[0].contains("\n         at «string»:1:3:\n"),
+        "{}",
+        got[0]
+    );
+    assert!(got[0].contains("\n              1| [ http"), "{}", got[0]);
+
+    // Fatal: a parse error, before anything is evaluated, also for --parse.
+    let fatal = |one: fn(&mut Lints)| {
+        let mut lints = Lints::default();
+        one(&mut lints);
+        with(lints)
+    };
+    let cases: [(fn(&mut Lints), &str, &str); 4] = [
+        (
+            |l| l.url_literals = LintLevel::Fatal,
+            "throw \"no\" + http://x.org",
+            "URL literals are disallowed",
+        ),
+        (
+            |l| l.short_path_literals = LintLevel::Fatal,
+            "a/${\"b\"}",
+            "relative path literal 'a/' should be prefixed",
+        ),
+        (
+            |l| l.absolute_path_literals = LintLevel::Fatal,
+            "/tmp/x",
+            "absolute path literals are not portable",
+        ),
+        (
+            |l| l.absolute_path_literals = LintLevel::Fatal,
+            "~/x",
+            "home path literals are not portable",
+        ),
+    ];
+    for (set, expr, message) in cases {
+        let opts = fatal(set);
+        let err = eval_expr(&opts, expr).unwrap_err();
+        assert_eq!(err.kind(), Some(ErrorKind::Parse), "{expr}: {err}");
+        assert!(err.to_string().contains(message), "{expr}: {err}");
+        assert!(check_parse(&opts, &Source::expr(expr, dir())).is_err());
+    }
+    // In pure mode `~/` is refused for purity before any lint.
+    let mut lints = Lints::default();
+    lints.absolute_path_literals = LintLevel::Fatal;
+    let pure = EvalOptions { lints, ..options() };
+    let err = eval_expr(&pure, "~/x").unwrap_err();
+    assert_eq!(err.kind(), Some(ErrorKind::Refused), "{err}");
+}

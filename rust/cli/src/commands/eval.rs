@@ -4,11 +4,16 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use chock_fix::{AutoArg, EvalOptions, Features, OutputFormat, Request, SearchPathEntry, Source};
+use chock_fix::{
+    AutoArg, EvalOptions, Features, LintLevel, Lints, OutputFormat, Request, SearchPathEntry,
+    Source,
+};
 
 use crate::exit;
 
 #[derive(Debug, clap::Args)]
+// A flag given twice is fine, as with nix-instantiate.
+#[command(args_override_self = true)]
 pub struct Args {
     /// The file to evaluate (a directory means its default.nix).
     #[arg(required_unless_present = "expr", conflicts_with = "expr")]
@@ -64,7 +69,16 @@ pub struct Args {
     /// Make builtins.warn an error, to see where a warning comes from.
     #[arg(long)]
     pub abort_on_warn: bool,
-    /// A Nix setting: abort-on-warn (true/false) or max-call-depth (N).
+    /// Unquoted URLs such as http://example.com: ignore (default), warn or fatal.
+    #[arg(long, value_name = "LEVEL")]
+    pub lint_url_literals: Option<LintLevel>,
+    /// Relative paths without ./ such as foo/bar: ignore (default), warn or fatal.
+    #[arg(long, value_name = "LEVEL")]
+    pub lint_short_path_literals: Option<LintLevel>,
+    /// Absolute (/x) and home (~/x) path literals: ignore (default), warn or fatal.
+    #[arg(long, value_name = "LEVEL")]
+    pub lint_absolute_path_literals: Option<LintLevel>,
+    /// A Nix setting: abort-on-warn (true/false), max-call-depth (N) or a lint-* setting (ignore/warn/fatal).
     #[arg(long = "option", num_args = 2, value_names = ["NAME", "VALUE"])]
     pub option: Vec<String>,
     /// Accepted for compatibility with nix-instantiate; evaluating is what this command does.
@@ -204,6 +218,11 @@ fn options(args: &Args, cwd: &std::path::Path) -> anyhow::Result<EvalOptions> {
     }
     let mut abort_on_warn = args.abort_on_warn;
     let mut max_call_depth = args.max_call_depth;
+    let mut lints = Lints {
+        url_literals: args.lint_url_literals.unwrap_or_default(),
+        short_path_literals: args.lint_short_path_literals.unwrap_or_default(),
+        absolute_path_literals: args.lint_absolute_path_literals.unwrap_or_default(),
+    };
     for pair in args.option.chunks(2) {
         match pair {
             [name, value] if name == "abort-on-warn" => {
@@ -216,8 +235,21 @@ fn options(args: &Args, cwd: &std::path::Path) -> anyhow::Result<EvalOptions> {
                     anyhow::anyhow!("--option max-call-depth takes a number, not '{value}'")
                 })?;
             }
+            [name, value] if name.starts_with("lint-") => {
+                let level: LintLevel = value
+                    .parse()
+                    .map_err(|e: String| anyhow::anyhow!("--option {name}: {e}"))?;
+                match name.as_str() {
+                    "lint-url-literals" => lints.url_literals = level,
+                    "lint-short-path-literals" => lints.short_path_literals = level,
+                    "lint-absolute-path-literals" => lints.absolute_path_literals = level,
+                    _ => anyhow::bail!(
+                        "unknown setting '{name}'; the lints are lint-url-literals, lint-short-path-literals and lint-absolute-path-literals"
+                    ),
+                }
+            }
             [name, _] => anyhow::bail!(
-                "unknown setting '{name}'; fix knows the settings abort-on-warn and max-call-depth"
+                "unknown setting '{name}'; fix knows the settings abort-on-warn, max-call-depth and the lint-* settings"
             ),
             _ => {}
         }
@@ -239,6 +271,7 @@ fn options(args: &Args, cwd: &std::path::Path) -> anyhow::Result<EvalOptions> {
         search_path,
         home: std::env::var_os("HOME").map(PathBuf::from),
         features,
+        lints,
         interrupt: chock_fix::ctrl_c_flag().ok(),
         trace: Some(std::sync::Arc::new(|line: &str| {
             eprintln!("{}", for_stderr(line))

@@ -272,7 +272,9 @@ impl<'a> Evaluator<'a> {
             pipe_operators: self.options.features.pipe_operators,
             scope,
             stack_limit: self.stack_limit,
+            lints: self.options.lints,
         };
+        let mut warnings = Vec::new();
         let expr = syntax::lower(
             &root,
             &mut self.symbols,
@@ -280,7 +282,16 @@ impl<'a> Evaluator<'a> {
             &self.sources,
             file,
             &options,
+            &mut warnings,
         )?;
+        for (message, pos) in warnings {
+            let indent = "         ";
+            let frame = self
+                .sources
+                .frame_with(pos, indent, indent)
+                .unwrap_or_default();
+            self.emit(format!("warning: {message}\n{}", frame.trim_end()).as_str());
+        }
         Ok(self.keep(expr))
     }
 }

@@ -7,6 +7,7 @@
 use super::ir::*;
 use super::strings::{Piece, canon_path, string_pieces};
 use crate::error::{Error, ErrorKind, Result};
+use crate::options::{LintLevel, Lints};
 use crate::source::{FileId, Pos, SourceMap};
 use crate::symbol::{Sym, Symbols, known};
 use crate::value::NixString;
@@ -29,7 +30,12 @@ pub struct LowerOptions<'o> {
     /// Below this stack address lowering stops (a chain of 200,000 `+` is
     /// 200,000 levels deep even though rnix bounds nesting).
     pub stack_limit: usize,
+    /// The literal lints: warnings go to `warnings`, fatal ones fail.
+    pub lints: Lints,
 }
+
+/// A lint warning: the message (with the setting's name) and where.
+pub type Warning = (String, Pos);
 
 /// Lowers one parsed file.
 pub fn lower(
@@ -39,6 +45,7 @@ pub fn lower(
     sources: &SourceMap,
     file: FileId,
     options: &LowerOptions<'_>,
+    warnings: &mut Vec<Warning>,
 ) -> Result<Expr> {
     let mut lowerer = Lowerer {
         symbols,
@@ -47,6 +54,7 @@ pub fn lower(
         file,
         options,
         scopes: Vec::new(),
+        warnings,
     };
     if let Some(names) = options.scope {
         let map = names
@@ -75,6 +83,7 @@ struct Lowerer<'l> {
     file: FileId,
     options: &'l LowerOptions<'l>,
     scopes: Vec<Scope>,
+    warnings: &'l mut Vec<Warning>,
 }
 
 /// An attribute set (or `let`) being collected before lowering, so nested
@@ -164,6 +173,26 @@ impl Lowerer<'_> {
 
     fn fail(&self, message: impl Into<String>, pos: Pos) -> Error {
         Error::new(ErrorKind::Parse, message, pos)
+    }
+
+    /// Applies one lint: nothing, a warning, or a parse error. `message`
+    /// gets the fatal flag (Nix words a few messages differently).
+    fn lint(
+        &mut self,
+        level: LintLevel,
+        setting: &str,
+        pos: Pos,
+        message: impl FnOnce(bool) -> String,
+    ) -> Result<()> {
+        match level {
+            LintLevel::Ignore => Ok(()),
+            LintLevel::Warn => {
+                let text = format!("{} ({setting})", message(false));
+                self.warnings.push((text, pos));
+                Ok(())
+            }
+            LintLevel::Fatal => Err(self.fail(format!("{} ({setting})", message(true)), pos)),
+        }
     }
 
     fn location(&self, pos: Pos) -> String {
@@ -510,7 +539,18 @@ impl Lowerer<'_> {
                 Ok(f) if f.is_finite() => Expr::Float(f),
                 _ => return Err(self.fail(format!("invalid float '{text}'"), pos)),
             },
-            _ => Expr::Str(NixString::from(text)),
+            _ => {
+                if token.kind() == SyntaxKind::TOKEN_URI {
+                    let level = self.options.lints.url_literals;
+                    self.lint(level, "lint-url-literals", pos, |fatal| {
+                        format!(
+                            "URL literals are {}. Consider using a string literal \"{text}\" instead",
+                            if fatal { "disallowed" } else { "discouraged" }
+                        )
+                    })?;
+                }
+                Expr::Str(NixString::from(text))
+            }
         })
     }
 
@@ -578,6 +618,13 @@ impl Lowerer<'_> {
                 },
             }
         }
+        // Linted as written (a `~/` path in pure mode is refused below
+        // before any lint, as in Nix).
+        if let Some(Piece::Lit(first)) = pieces.first()
+            && (kind != PathKind::Home || self.options.home.is_some())
+        {
+            self.path_lints(kind, &String::from_utf8_lossy(first), pos)?;
+        }
         // Make the first literal segment absolute.
         if let Some(Piece::Lit(first)) = pieces.first_mut() {
             let mut absolute = match kind {
@@ -617,6 +664,32 @@ impl Lowerer<'_> {
             parts,
             path: true,
         })))
+    }
+
+    /// The path literal lints, on the literal's first segment as written.
+    fn path_lints(&mut self, kind: PathKind, literal: &str, pos: Pos) -> Result<()> {
+        let absolute = self.options.lints.absolute_path_literals;
+        match kind {
+            PathKind::Abs => self.lint(absolute, "lint-absolute-path-literals", pos, |_| {
+                format!(
+                    "absolute path literals are not portable. Consider replacing path literal '{literal}' by a string, relative path, or parameter"
+                )
+            }),
+            PathKind::Home => self.lint(absolute, "lint-absolute-path-literals", pos, |_| {
+                format!(
+                    "home path literals are not portable. Consider replacing path literal '{literal}' by a string, relative path, or parameter"
+                )
+            }),
+            PathKind::Rel if !literal.starts_with('.') => {
+                let level = self.options.lints.short_path_literals;
+                self.lint(level, "lint-short-path-literals", pos, |_| {
+                    format!(
+                        "relative path literal '{literal}' should be prefixed with '.' for clarity: './{literal}'"
+                    )
+                })
+            }
+            PathKind::Rel => Ok(()),
+        }
     }
 
     /// `<nixpkgs/lib>` is `__findFile __nixPath "nixpkgs/lib"`, as in Nix,
