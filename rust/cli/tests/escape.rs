@@ -19,7 +19,7 @@ use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
 use std::process::{Output, Stdio};
 
-use sandbox_fixture::{Fixture, describe, text};
+use sandbox_fixture::{Fixture, describe, git, text};
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Expect {
@@ -119,23 +119,6 @@ impl Suite {
             self.failures.join("\n")
         );
     }
-}
-
-/// Runs git on the host, as the person would; whether it succeeded.
-fn git(dir: &Path, args: &[&str]) -> bool {
-    std::process::Command::new("git")
-        .args([
-            "-c",
-            "user.name=person",
-            "-c",
-            "user.email=person@example.org",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("git is installed (scripts/setup)")
-        .status
-        .success()
 }
 
 /// A file beside `path` whose name is `path`'s followed by `infix`.

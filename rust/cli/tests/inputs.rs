@@ -3,43 +3,27 @@
 //! `SSL_CERT_FILE`, the decision log, and the exit codes. `--fetch` needs
 //! the Nix daemon on this machine (`scripts/setup` starts it).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
-use chock_inputs::testing::{Reply, Server, TestCa, Tree, chock_zon, flake_lock, nonce};
+use chock_inputs::testing::{Reply, Server, TestProject, Tree, flake_lock, nonce};
 use serde_json::{Value, json};
 
 const CHOCK: &str = env!("CARGO_BIN_EXE_chock");
 
-/// A project, a state folder for the log and a test CA, removed afterwards.
-struct Fixture {
-    project: tempfile::TempDir,
-    home: tempfile::TempDir,
-    ca: TestCa,
-    ca_file: PathBuf,
+/// The shared project and state folders, and `chock inputs` run on them.
+struct Fixture(TestProject);
+
+impl std::ops::Deref for Fixture {
+    type Target = TestProject;
+    fn deref(&self) -> &TestProject {
+        &self.0
+    }
 }
 
 impl Fixture {
     fn new() -> Fixture {
-        let home = tempfile::tempdir().expect("tempdir");
-        let ca = TestCa::new();
-        let ca_file = home.path().join("ca.pem");
-        ca.write_pem(&ca_file);
-        Fixture {
-            project: tempfile::tempdir().expect("tempdir"),
-            home,
-            ca,
-            ca_file,
-        }
-    }
-
-    fn project(&self) -> &Path {
-        self.project.path()
-    }
-
-    fn write(&self, lock: &str, rules: &[(&str, &str)]) {
-        std::fs::write(self.project().join("flake.lock"), lock).expect("flake.lock");
-        std::fs::write(self.project().join("chock.zon"), chock_zon(rules)).expect("chock.zon");
+        Fixture(TestProject::new())
     }
 
     /// `chock inputs --project <project> ARGS`, with the log, the operator
@@ -51,9 +35,9 @@ impl Fixture {
             .arg("--project")
             .arg(self.project())
             .args(args)
-            .env("CHOCK_STATE_DIR", self.home.path().join("state"))
-            .env("XDG_CONFIG_HOME", self.home.path().join("config"))
-            .env("XDG_DATA_HOME", self.home.path().join("data"))
+            .env("CHOCK_STATE_DIR", self.state())
+            .env("XDG_CONFIG_HOME", self.state().join("config"))
+            .env("XDG_DATA_HOME", self.state().join("data"))
             .env("NIX_REMOTE", "daemon")
             .env_remove("SSL_CERT_FILE")
             .env_remove("XDG_STATE_HOME")
@@ -70,14 +54,6 @@ impl Fixture {
             .env("SSL_CERT_FILE", &self.ca_file)
             .output()
             .expect("run chock")
-    }
-
-    fn log_lines(&self) -> Vec<Value> {
-        std::fs::read_to_string(self.home.path().join("state/log/decisions.jsonl"))
-            .unwrap_or_default()
-            .lines()
-            .map(|l| serde_json::from_str(l).expect("a JSON line"))
-            .collect()
     }
 }
 

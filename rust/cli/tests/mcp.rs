@@ -786,27 +786,10 @@ fn the_workspace_cannot_be_left() {
     assert_eq!(env.read("a.txt").as_deref(), Some("via link\n"));
 }
 
-/// Runs git in `dir` as the person would; whether it succeeded.
-fn person_git(dir: &std::path::Path, args: &[&str]) -> bool {
-    std::process::Command::new("git")
-        .args([
-            "-c",
-            "user.name=person",
-            "-c",
-            "user.email=person@example.org",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("git is installed (scripts/setup)")
-        .status
-        .success()
-}
-
 #[test]
 fn what_git_runs_outside_the_sandbox_cannot_be_planted() {
     let env = project_with_files();
-    assert!(person_git(&env.project, &["init", "-q"]));
+    assert!(sandbox_fixture::git(&env.project, &["init", "-q"]));
     env.write("sub/.git", "gitdir: ../meta\n");
     env.rules(
         r#".{ .action = "call.*", .decision = .allow },
@@ -884,7 +867,7 @@ fn what_git_runs_outside_the_sandbox_cannot_be_planted() {
     );
     assert_eq!(env.read(".git/config").as_deref(), Some(config.as_str()));
     assert!(!env.project.join(".git/commondir").exists());
-    assert!(person_git(
+    assert!(sandbox_fixture::git(
         &env.project,
         &["commit", "-q", "--allow-empty", "-m", "after the agent"]
     ));

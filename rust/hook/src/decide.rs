@@ -60,12 +60,7 @@ pub fn judge(policy: &Policy, asker: &Asker<'_>, acts: Vec<Named>) -> Vec<Judged
                 subject: Some(subject),
                 verdict: Verdict {
                     decision: Decision::Deny,
-                    decided_by: DecidedBy {
-                        layer: Layer::Nothing,
-                        file: None,
-                        line: None,
-                        rule: None,
-                    },
+                    decided_by: DecidedBy::nothing(),
                     suggestion: None,
                 },
                 unnamed: Some(why),

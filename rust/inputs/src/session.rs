@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use chock_log::{AnsweredBy, Entry, Log};
-use chock_policy::{Answer, Asker, Decision, Endpoint, Layer, Policy, Question, Verdict};
+use chock_policy::{Answer, Asker, Decision, Endpoint, Policy, Question, Verdict};
 use chock_store::StorePath;
 use chock_store::daemon::{DaemonConnection, DaemonError};
 use futures_util::StreamExt;
@@ -470,7 +470,16 @@ impl Logger<'_> {
         let route = self.asking.route.clone();
         let mut entry = match &answer.verdict {
             Some(verdict) => Entry::decided(route, project, &key, verdict),
-            None => Entry::decided(route, project, &key, &unnamed(answer.decision)),
+            None => Entry::decided(
+                route,
+                project,
+                &key,
+                &Verdict {
+                    decision: answer.decision,
+                    decided_by: chock_policy::DecidedBy::nothing(),
+                    suggestion: None,
+                },
+            ),
         };
         entry.decision = answer.decision.as_str().to_string();
         entry.answered_by = answer.answered_by;
@@ -481,20 +490,6 @@ impl Logger<'_> {
             answer.inputs.join(", ")
         ));
         self.log.append(&entry);
-    }
-}
-
-/// The verdict logged for a host that could not be named: no rule decided.
-fn unnamed(decision: Decision) -> Verdict {
-    Verdict {
-        decision,
-        decided_by: chock_policy::DecidedBy {
-            layer: Layer::Nothing,
-            file: None,
-            line: None,
-            rule: None,
-        },
-        suggestion: None,
     }
 }
 

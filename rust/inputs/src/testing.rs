@@ -393,6 +393,61 @@ fn write_files(root: &Path, files: &[(String, Vec<u8>, bool)]) {
     }
 }
 
+/// A project folder, a state folder beside it (the decision log in `log/`,
+/// temporary files) and a test CA whose certificate is written there: what
+/// this crate's tests and the binary's share. All removed afterwards.
+pub struct TestProject {
+    project: tempfile::TempDir,
+    state: tempfile::TempDir,
+    pub ca: TestCa,
+    pub ca_file: PathBuf,
+}
+
+impl TestProject {
+    pub fn new() -> TestProject {
+        let state = tempfile::tempdir().expect("tempdir");
+        let ca = TestCa::new();
+        let ca_file = state.path().join("ca.pem");
+        ca.write_pem(&ca_file);
+        TestProject {
+            project: tempfile::tempdir().expect("tempdir"),
+            state,
+            ca,
+            ca_file,
+        }
+    }
+
+    pub fn project(&self) -> &Path {
+        self.project.path()
+    }
+
+    /// The state folder; the decision log is its `log/`.
+    pub fn state(&self) -> &Path {
+        self.state.path()
+    }
+
+    /// Writes the project's `flake.lock` and a `chock.zon` with these rules.
+    pub fn write(&self, lock: &str, rules: &[(&str, &str)]) {
+        std::fs::write(self.project().join("flake.lock"), lock).expect("flake.lock");
+        std::fs::write(self.project().join("chock.zon"), chock_zon(rules)).expect("chock.zon");
+    }
+
+    /// Every line of the decision log in `log/`.
+    pub fn log_lines(&self) -> Vec<Value> {
+        std::fs::read_to_string(self.state().join("log/decisions.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("a JSON line"))
+            .collect()
+    }
+}
+
+impl Default for TestProject {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// A `flake.lock` whose root has one input per `(name, locked)`, each its
 /// own node.
 pub fn flake_lock(inputs: &[(&str, Value)]) -> String {

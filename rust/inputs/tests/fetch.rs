@@ -3,10 +3,10 @@
 //! starts it) and a decision log in a temporary directory.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use chock_inputs::testing::{Reply, Server, TestCa, Tree, chock_zon, flake_lock, nonce};
+use chock_inputs::testing::{Reply, Server, TestProject, Tree, flake_lock, nonce};
 use chock_inputs::{Asking, Env, Fetcher, FlakeInputs, InputState, Limits, Report, Silent, Wanted};
 use chock_log::{Log, Rotation};
 use chock_policy::{Answer, LoadOptions, Policy, Question};
@@ -15,34 +15,19 @@ use serde_json::{Value, json};
 
 const REV: &str = "0123456789abcdef0123456789abcdef01234567";
 
-struct Fixture {
-    project: tempfile::TempDir,
-    state: tempfile::TempDir,
-    ca: TestCa,
-    ca_file: PathBuf,
+/// The shared project and state folders, with what these tests call.
+struct Fixture(TestProject);
+
+impl std::ops::Deref for Fixture {
+    type Target = TestProject;
+    fn deref(&self) -> &TestProject {
+        &self.0
+    }
 }
 
 impl Fixture {
     fn new() -> Fixture {
-        let state = tempfile::tempdir().expect("tempdir");
-        let ca = TestCa::new();
-        let ca_file = state.path().join("ca.pem");
-        ca.write_pem(&ca_file);
-        Fixture {
-            project: tempfile::tempdir().expect("tempdir"),
-            state,
-            ca,
-            ca_file,
-        }
-    }
-
-    fn project(&self) -> &Path {
-        self.project.path()
-    }
-
-    fn write(&self, lock: &str, rules: &[(&str, &str)]) {
-        std::fs::write(self.project().join("flake.lock"), lock).expect("flake.lock");
-        std::fs::write(self.project().join("chock.zon"), chock_zon(rules)).expect("chock.zon");
+        Fixture(TestProject::new())
     }
 
     fn policy(&self) -> Policy {
@@ -54,28 +39,19 @@ impl Fixture {
     }
 
     fn log(&self) -> Log {
-        Log::at(self.state.path().join("log"), Rotation::default())
+        Log::at(self.state().join("log"), Rotation::default())
     }
 
     fn fetcher(&self) -> Fetcher {
         Fetcher::new(Limits::default(), Some(self.ca_file.clone()))
             .expect("fetcher")
-            .with_temp_dir(self.state.path().to_path_buf())
+            .with_temp_dir(self.state().to_path_buf())
     }
 
     fn inputs(&self) -> FlakeInputs {
         FlakeInputs::open(self.project())
             .expect("the lock reads")
             .expect("there is a lock")
-    }
-
-    fn log_lines(&self) -> Vec<Value> {
-        let file = self.state.path().join("log/decisions.jsonl");
-        std::fs::read_to_string(file)
-            .unwrap_or_default()
-            .lines()
-            .map(|l| serde_json::from_str(l).expect("a JSON line"))
-            .collect()
     }
 
     async fn at_start(&self, inputs: &mut FlakeInputs) -> Report {

@@ -86,12 +86,7 @@ fn unnamed(reading: Reading) -> Verdict {
             Reading::Act => Decision::Ask,
             Reading::Ceiling => Decision::Allow,
         },
-        decided_by: DecidedBy {
-            layer: Layer::Nothing,
-            file: None,
-            line: None,
-            rule: None,
-        },
+        decided_by: DecidedBy::nothing(),
         suggestion: None,
     }
 }

@@ -96,6 +96,18 @@ pub struct DecidedBy {
     pub rule: Option<String>,
 }
 
+impl DecidedBy {
+    /// No rule matched: the reading's own answer for an act no rule names.
+    pub fn nothing() -> DecidedBy {
+        DecidedBy {
+            layer: Layer::Nothing,
+            file: None,
+            line: None,
+            rule: None,
+        }
+    }
+}
+
 /// The rule that would change an answer short of allow, and where it goes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Suggestion {
@@ -298,12 +310,7 @@ impl Policy {
                     Reading::Act => Decision::Ask,
                     Reading::Ceiling => Decision::Deny,
                 },
-                decided_by: DecidedBy {
-                    layer: Layer::Nothing,
-                    file: None,
-                    line: None,
-                    rule: None,
-                },
+                decided_by: DecidedBy::nothing(),
                 suggestion: None,
             };
         }
@@ -329,15 +336,7 @@ impl Policy {
         if let Some(rule) = shipped_rules().best(key) {
             return (rule.decision, decided_by_rule(Layer::Default, rule));
         }
-        (
-            reading.unnamed(),
-            DecidedBy {
-                layer: Layer::Nothing,
-                file: None,
-                line: None,
-                rule: None,
-            },
-        )
+        (reading.unnamed(), DecidedBy::nothing())
     }
 
     /// The rule that would raise the answer, in the first layer holding it

@@ -80,6 +80,15 @@ async fn connect(script: Vec<u8>) -> Result<DaemonConnection, DaemonError> {
     DaemonConnection::connect(&options(path)).await
 }
 
+/// The error a QueryValidPaths answered by `script` ends in.
+async fn query_refused(script: Vec<u8>) -> DaemonError {
+    let (_dir, path, _task) = peer(script).await;
+    let mut c = DaemonConnection::connect(&options(path)).await.unwrap();
+    c.query_valid_paths(&[some_path()].into(), false)
+        .await
+        .unwrap_err()
+}
+
 fn some_path() -> chock_store::StorePath {
     chock_store::StorePath::from_absolute_path("/nix/store/i00sflxqsj37lfmf95m8mn0grv615hpj-source")
         .unwrap()
@@ -192,12 +201,7 @@ async fn lengths_that_promise_more_than_is_sent_time_out() {
 #[tokio::test]
 async fn huge_list_counts_are_refused() {
     let script = [hello(34), u(STDERR_LAST), u(u64::MAX)].concat();
-    let (_dir, path, _task) = peer(script).await;
-    let mut c = DaemonConnection::connect(&options(path)).await.unwrap();
-    let err = c
-        .query_valid_paths(&[some_path()].into(), false)
-        .await
-        .unwrap_err();
+    let err = query_refused(script).await;
     assert!(err.to_string().starts_with("QueryValidPaths: "), "{err}");
     assert!(err.to_string().contains("exceeds the limit"), "{err}");
 }
@@ -231,21 +235,11 @@ async fn bad_padding_and_bad_paths_are_refused() {
     let last = padded.len() - 1;
     padded[last] = 7;
     let script = [hello(34), u(STDERR_LAST), u(1), padded].concat();
-    let (_dir, path, _task) = peer(script).await;
-    let mut c = DaemonConnection::connect(&options(path)).await.unwrap();
-    let err = c
-        .query_valid_paths(&[some_path()].into(), false)
-        .await
-        .unwrap_err();
+    let err = query_refused(script).await;
     assert!(err.to_string().contains("padding"), "{err}");
 
     let script = [hello(34), u(STDERR_LAST), u(1), s(b"/etc/passwd")].concat();
-    let (_dir, path, _task) = peer(script).await;
-    let mut c = DaemonConnection::connect(&options(path)).await.unwrap();
-    let err = c
-        .query_valid_paths(&[some_path()].into(), false)
-        .await
-        .unwrap_err();
+    let err = query_refused(script).await;
     assert!(err.to_string().contains("not in the Nix store"), "{err}");
 }
 

@@ -2,50 +2,14 @@
 //! proptest-generated text and bytes, each read untyped, as a typed
 //! configuration, and (when it reads) written back.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use proptest::prelude::*;
-use serde::Deserialize;
 
-#[derive(Deserialize, serde::Serialize, Debug, PartialEq)]
-#[serde(deny_unknown_fields)]
-struct Rule {
-    action: Option<String>,
-    decision: Decision,
-}
+#[path = "../fuzz/check/read.rs"]
+mod check;
 
-#[derive(Deserialize, serde::Serialize, Debug, PartialEq)]
-#[serde(rename_all = "snake_case")]
-enum Decision {
-    Deny,
-    Allow,
-}
-
-#[derive(Deserialize)]
-struct Doc {
-    #[serde(default)]
-    rules: Vec<Rule>,
-    #[serde(default)]
-    names: BTreeMap<String, i64>,
-}
-
-fn read_every_way(bytes: &[u8]) {
-    let _ = chock_zon::from_slice_in::<serde::de::IgnoredAny>(None, bytes);
-    let _ = chock_zon::from_slice_in::<(String, u8, f32, char, Vec<bool>)>(None, bytes);
-    if let Ok(doc) = chock_zon::from_slice_in::<Doc>(None, bytes) {
-        let text = chock_zon::to_string(&doc.rules).expect("rules can be written");
-        let back: Vec<Rule> = chock_zon::from_str(&text).expect("written rules read back");
-        assert_eq!(back, doc.rules);
-        let text = chock_zon::to_string(&doc.names).expect("names can be written");
-        let back: BTreeMap<String, i64> =
-            chock_zon::from_str(&text).expect("written names read back");
-        assert_eq!(back, doc.names);
-    }
-    if let Err(e) = chock_zon::from_slice_in::<Doc>(None, bytes) {
-        let _ = e.to_string();
-    }
-}
+use check::read_every_way;
 
 #[test]
 fn the_fuzz_corpus_reads_without_panicking() {

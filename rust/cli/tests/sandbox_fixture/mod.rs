@@ -79,13 +79,7 @@ impl Fixture {
         let system = chock_sandbox::devshell::system();
         std::fs::write(fixture.project.join("flake.nix"), flake_text(&system)).expect("flake.nix");
         for args in [&["init", "-q"][..], &["add", "flake.nix"]] {
-            let ok = Command::new("git")
-                .args(args)
-                .current_dir(&fixture.project)
-                .status()
-                .expect("git")
-                .success();
-            assert!(ok, "git {args:?} failed");
+            assert!(git(&fixture.project, args), "git {args:?} failed");
         }
         fixture
     }
@@ -217,6 +211,23 @@ pub fn probe_binary() -> &'static Path {
         std::fs::rename(&building, &output).expect("the probe is put in place");
         output
     })
+}
+
+/// Runs git in `dir` on the host, as the person would; whether it succeeded.
+pub fn git(dir: &Path, args: &[&str]) -> bool {
+    Command::new("git")
+        .args([
+            "-c",
+            "user.name=person",
+            "-c",
+            "user.email=person@example.org",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("git is installed (scripts/setup)")
+        .status
+        .success()
 }
 
 pub fn text(bytes: &[u8]) -> String {
