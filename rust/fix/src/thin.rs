@@ -146,6 +146,38 @@ impl<H, T> ThinRc<H, T> {
         }
     }
 
+    /// A block holding the `N` elements of `items` (no partial-build
+    /// bookkeeping: moving an array in cannot fail halfway).
+    #[inline]
+    pub fn from_array<const N: usize>(header: H, items: [T; N]) -> Self {
+        let (ptr, data, _) = Self::start(header, N);
+        // SAFETY: `start` reserved room for N elements at `data`, and an
+        // array is N elements laid out back to back.
+        unsafe { data.cast::<[T; N]>().write(items) };
+        ThinRc {
+            ptr,
+            _owns: PhantomData,
+        }
+    }
+
+    /// A block of `len` default elements (a panic in `T::default` would
+    /// leak the block, never expose it half-built).
+    #[inline]
+    pub fn from_default(header: H, len: usize) -> Self
+    where
+        T: Default,
+    {
+        let (ptr, data, _) = Self::start(header, len);
+        for i in 0..len {
+            // SAFETY: `start` reserved room for `len` elements at `data`.
+            unsafe { data.add(i).write(T::default()) };
+        }
+        ThinRc {
+            ptr,
+            _owns: PhantomData,
+        }
+    }
+
     /// Builds from a header and a slice of plain data, copied in one go.
     pub fn from_slice(header: H, items: &[T]) -> Self
     where

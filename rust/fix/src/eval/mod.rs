@@ -280,10 +280,20 @@ impl<'a> Evaluator<'a> {
         }
     }
 
+    #[inline]
     pub fn force_thunk(&mut self, t: &Thunk<'a>) -> Result<Value<'a>> {
         if let ThunkState::Done(v) = &*t.0.state.borrow() {
             return Ok(v.clone());
         }
+        self.run_thunk(t)
+    }
+
+    /// Evaluates a thunk not yet evaluated and stores its value in place.
+    #[inline(never)]
+    fn run_thunk(&mut self, t: &Thunk<'a>) -> Result<Value<'a>> {
+        // A chain of thunks forwarding to thunks recurses through here
+        // without passing `eval_node`.
+        self.check_stack(Pos::NONE)?;
         let state = t.0.state.replace(ThunkState::Blackhole);
         let result = match &state {
             ThunkState::Pending(expr, env) => self.eval(expr, env),
@@ -317,7 +327,35 @@ impl<'a> Evaluator<'a> {
     // ----- evaluation -----
 
     /// Evaluates `expr` in `env` to weak head normal form.
-    pub fn eval(&mut self, mut expr: &'a Expr, env: &Env<'a>) -> Result<Value<'a>> {
+    ///
+    /// Variables and constants, most of what is evaluated, are answered
+    /// here, inlined into the caller; everything else goes to `eval_node`,
+    /// whose frame is large.
+    #[inline]
+    pub fn eval(&mut self, expr: &'a Expr, env: &Env<'a>) -> Result<Value<'a>> {
+        match expr {
+            Expr::Local { depth, idx } => match env.get(*depth, *idx) {
+                Some(v) => self.force(v),
+                None => Err(Self::unfilled_slot()),
+            },
+            Expr::Int(n) => Ok(Value::Int(*n)),
+            _ => self.eval_node(expr, env),
+        }
+    }
+
+    /// Reading a slot of a recursive scope before it is filled.
+    #[cold]
+    #[inline(never)]
+    fn unfilled_slot() -> Error {
+        Error::new(
+            ErrorKind::InfiniteRecursion,
+            "infinite recursion encountered",
+            Pos::NONE,
+        )
+    }
+
+    #[inline(never)]
+    fn eval_node(&mut self, mut expr: &'a Expr, env: &Env<'a>) -> Result<Value<'a>> {
         self.check_stack(Pos::NONE)?;
         // Bodies in tail position (if, let, with, assert) loop here instead
         // of recursing, so long chains of them cost no stack.
@@ -334,11 +372,7 @@ impl<'a> Evaluator<'a> {
                     // this call, so the slot's value is not cloned first.
                     return match env.get(*depth, *idx) {
                         Some(v) => self.force(v),
-                        None => Err(Error::new(
-                            ErrorKind::InfiniteRecursion,
-                            "infinite recursion encountered",
-                            Pos::NONE,
-                        )),
+                        None => Err(Self::unfilled_slot()),
                     };
                 }
                 Expr::Global(g) => {
@@ -392,7 +426,7 @@ impl<'a> Evaluator<'a> {
                 }
                 Expr::With(w) => {
                     let attrs = self.thunk(&w.attrs, env);
-                    owned_env = Some(Env::with_values(env, [attrs]));
+                    owned_env = Some(Env::with_array(env, [attrs]));
                     expr = &w.body;
                 }
                 Expr::BinOp(b) => return self.binop(b, env),
@@ -962,7 +996,7 @@ impl<'a> Evaluator<'a> {
         pos: Pos,
     ) -> Result<Env<'a>> {
         match &lambda.param {
-            Param::Ident(_) => Ok(Env::with_values(up, [arg])),
+            Param::Ident(_) => Ok(Env::with_array(up, [arg])),
             Param::Formals(formals) => self.bind_formals(lambda, up, formals, arg, pos),
         }
     }

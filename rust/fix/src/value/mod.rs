@@ -109,9 +109,15 @@ impl<'a> Env<'a> {
 
     /// A new scope with `slots` empty slots inside `up`.
     pub fn new(up: &Env<'a>, slots: usize) -> Self {
-        Env(ThinRc::from_iter(
+        Env(ThinRc::from_default(Some(up.clone()), slots))
+    }
+
+    /// A new scope holding the `N` values.
+    #[inline]
+    pub fn with_array<const N: usize>(up: &Env<'a>, values: [Value<'a>; N]) -> Self {
+        Env(ThinRc::from_array(
             Some(up.clone()),
-            (0..slots).map(|_| OnceCell::new()),
+            values.map(OnceCell::from),
         ))
     }
 
@@ -190,12 +196,12 @@ impl<'a> Thunk<'a> {
 
     /// A deferred call `f x`.
     pub fn apply(f: Value<'a>, arg: Value<'a>) -> Self {
-        Thunk::from_state(ThunkState::Apply(ThinRc::from_iter((), [f, arg])))
+        Thunk::from_state(ThunkState::Apply(ThinRc::from_array((), [f, arg])))
     }
 
     /// A deferred call `f x y`.
     pub fn apply2(f: Value<'a>, x: Value<'a>, y: Value<'a>) -> Self {
-        Thunk::from_state(ThunkState::Apply(ThinRc::from_iter((), [f, x, y])))
+        Thunk::from_state(ThunkState::Apply(ThinRc::from_array((), [f, x, y])))
     }
 
     pub fn addr(&self) -> usize {
@@ -270,7 +276,7 @@ mod tests {
         env.set(0, Value::Int(1));
         env.set(0, Value::Int(2));
         assert!(matches!(env.get(0, 0), Some(Value::Int(1))));
-        let inner = Env::with_values(&env, [Value::Bool(true)]);
+        let inner = Env::with_array(&env, [Value::Bool(true)]);
         assert!(matches!(inner.get(1, 0), Some(Value::Int(1))));
         assert!(matches!(inner.get(0, 0), Some(Value::Bool(true))));
     }
