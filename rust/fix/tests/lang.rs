@@ -519,7 +519,8 @@ fn literal_lints_warn_or_refuse() {
         one(&mut lints);
         with(lints)
     };
-    let cases: [(fn(&mut Lints), &str, &str); 4] = [
+    type SetLint = fn(&mut Lints);
+    let cases: [(SetLint, &str, &str); 4] = [
         (
             |l| l.url_literals = LintLevel::Fatal,
             "throw \"no\" + http://x.org",
@@ -549,8 +550,10 @@ fn literal_lints_warn_or_refuse() {
         assert!(check_parse(&opts, &Source::expr(expr, dir())).is_err());
     }
     // In pure mode `~/` is refused for purity before any lint.
-    let mut lints = Lints::default();
-    lints.absolute_path_literals = LintLevel::Fatal;
+    let lints = Lints {
+        absolute_path_literals: LintLevel::Fatal,
+        ..Lints::default()
+    };
     let pure = EvalOptions { lints, ..options() };
     let err = eval_expr(&pure, "~/x").unwrap_err();
     assert_eq!(err.kind(), Some(ErrorKind::Refused), "{err}");
