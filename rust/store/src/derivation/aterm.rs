@@ -286,6 +286,24 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// A string in a field Nix writes without escaping (`printUnquotedString`:
+    /// output names, paths, hash algorithms and hashes, the platform): one
+    /// holding a `\` or an escaped `"` could not be written back as it was
+    /// read, so it is refused rather than read as something else.
+    fn unquoted(&mut self) -> Result<String, DerivationError> {
+        let at = self.pos;
+        let s = self.string()?;
+        if self
+            .text
+            .get(at..self.pos)
+            .is_some_and(|raw| raw.contains('\\'))
+        {
+            self.pos = at;
+            return Err(self.error("a string with no \\ (Nix writes this field unescaped)"));
+        }
+        Ok(s)
+    }
+
     /// A string that must be an absolute path, then a store path.
     fn store_path(&mut self) -> Result<StorePath, DerivationError> {
         let at = self.pos;
@@ -331,14 +349,14 @@ impl<'a> Parser<'a> {
         let mut drv = Derivation::new(self.name);
         let outputs = self.list(|p| {
             p.expect("(")?;
-            let name = p.string()?;
+            let name = p.unquoted()?;
             p.expect(",")?;
             let path_at = p.pos;
-            let path = p.string()?;
+            let path = p.unquoted()?;
             p.expect(",")?;
-            let algo = p.string()?;
+            let algo = p.unquoted()?;
             p.expect(",")?;
-            let hash = p.string()?;
+            let hash = p.unquoted()?;
             p.expect(")")?;
             if !path.is_empty() && !path.starts_with('/') {
                 p.pos = path_at;
@@ -355,7 +373,7 @@ impl<'a> Parser<'a> {
             p.expect("(")?;
             let path = p.store_path()?;
             p.expect(",")?;
-            let outputs = p.list(Parser::string)?;
+            let outputs = p.list(Parser::unquoted)?;
             p.expect(")")?;
             Ok((path, outputs))
         })?;
@@ -365,7 +383,7 @@ impl<'a> Parser<'a> {
         self.expect(",")?;
         drv.input_srcs = self.list(Parser::store_path)?.into_iter().collect();
         self.expect(",")?;
-        drv.platform = self.string()?;
+        drv.platform = self.unquoted()?;
         self.expect(",")?;
         drv.builder = self.string()?;
         self.expect(",")?;
@@ -460,6 +478,28 @@ mod tests {
         format!(
             "Derive([(\"out\",\"{V7_OUT}\",\"sha256\",\"{V7_HASH}\")],[],[],\"x86_64-linux\",\"none\",[],[(\"builder\",\"none\"),(\"name\",\"bar\"),(\"out\",\"{V7_OUT}\"),(\"outputHash\",\"{V7_HASH}\"),(\"outputHashAlgo\",\"sha256\"),(\"outputHashMode\",\"flat\"),(\"system\",\"x86_64-linux\")])"
         )
+    }
+
+    /// Found by the `aterm` fuzz target: an escape in a field Nix writes
+    /// unescaped was read, and the derivation then wrote an ATerm that did
+    /// not read back.
+    #[test]
+    fn an_escape_in_a_field_written_unescaped_is_refused() {
+        for (from, to) in [
+            ("(\"out\",", "(\"o\\\"ut\","),
+            ("\"x86_64-linux\",\"none\"", "\"x86\\\\64\",\"none\""),
+            ("\"sha256\",\"f3", "\"sha\\256\",\"f3"),
+        ] {
+            let text = v7_text().replacen(from, to, 1);
+            assert_ne!(text, v7_text(), "{from}");
+            let error = Derivation::parse(&text, "bar")
+                .expect_err(&text)
+                .to_string();
+            assert!(error.contains("unescaped"), "{error}");
+        }
+        let escaped_arg = v7_text().replacen("\"none\",[]", "\"none\",[\"a\\\"b\"]", 1);
+        let drv = Derivation::parse(&escaped_arg, "bar").expect("an escape in an argument is fine");
+        assert_eq!(drv.args, ["a\"b"]);
     }
 
     #[test]
