@@ -31,8 +31,11 @@ pub enum ErrorKind {
     OutOfMemory,
     /// Interrupted (Ctrl-C).
     Interrupted,
-    /// A builtin that needs the store, not built yet (fix part 2).
+    /// A builtin fix does not have (the fetchers outside pure mode).
     NotYet,
+    /// The evaluation needs a derivation's output, which it cannot build
+    /// (import from derivation); the message names the derivation.
+    BuildNeeded,
 }
 
 impl ErrorKind {

@@ -21,6 +21,7 @@ mod interrupt;
 mod memory;
 mod options;
 mod print;
+mod store;
 mod symbol;
 mod syntax;
 mod thin;
@@ -32,6 +33,7 @@ pub use options::{
     DEFAULT_MAX_CALL_DEPTH, EvalOptions, Features, LintLevel, Lints, SearchPathEntry, TraceSink,
     default_max_memory, default_system,
 };
+pub use store::DEFAULT_MAX_OBJECT_BYTES;
 
 use error::Error;
 use eval::Evaluator;
@@ -100,6 +102,9 @@ pub struct Request {
     pub format: OutputFormat,
     /// Cut the rendered answer at this many bytes, with a note.
     pub max_output: Option<usize>,
+    /// A derivation at the top answers `{ drvPath = ...; outPath = ...; }`
+    /// instead of all its attributes (what an agent asks a derivation).
+    pub summarize_derivation: bool,
 }
 
 impl Request {
@@ -111,6 +116,7 @@ impl Request {
             strict: false,
             format: OutputFormat::Nix,
             max_output: None,
+            summarize_derivation: false,
         }
     }
 }
@@ -120,6 +126,9 @@ pub struct Output {
     pub text: Vec<u8>,
     /// Whether `text` was cut at `Request::max_output`.
     pub truncated: bool,
+    /// What the evaluation would have put in the store (derivations, text
+    /// files, sources), by the path computed for each; nothing was written.
+    pub registry: chock_store::Registry,
 }
 
 /// Why an evaluation produced no value.
@@ -211,6 +220,11 @@ fn run(ev: &mut Evaluator<'_>, request: &Request) -> Result<Output, Error> {
     if !request.auto_args.is_empty() {
         value = ev.auto_call(value, &args)?;
     }
+    if request.summarize_derivation
+        && let Some(summary) = derivation_summary(ev, &value)?
+    {
+        value = summary;
+    }
     let mut text = render(ev, &value, request)?;
     let mut truncated = false;
     if let Some(limit) = request.max_output
@@ -220,7 +234,46 @@ fn run(ev: &mut Evaluator<'_>, request: &Request) -> Result<Output, Error> {
         text.extend_from_slice(format!("\n«output cut at {limit} bytes»").as_bytes());
         truncated = true;
     }
-    Ok(Output { text, truncated })
+    let registry = std::mem::take(&mut ev.store.registry);
+    Ok(Output {
+        text,
+        truncated,
+        registry,
+    })
+}
+
+/// `{ drvPath; outPath; }` of a derivation (a set whose `type` is
+/// `"derivation"`); `None` for any other value.
+fn derivation_summary<'a>(
+    ev: &mut Evaluator<'a>,
+    value: &Value<'a>,
+) -> Result<Option<Value<'a>>, Error> {
+    let Value::Attrs(attrs) = ev.force(value)? else {
+        return Ok(None);
+    };
+    if !is_derivation(ev, &attrs)? {
+        return Ok(None);
+    }
+    let mut fields = Vec::new();
+    for name in ["drvPath", "outPath"] {
+        let sym = ev.sym(name);
+        if let Some(v) = attrs.get(sym).cloned() {
+            let v = ev.force(&v)?;
+            fields.push(value::Attr {
+                name: sym,
+                pos: Pos::NONE,
+                value: v,
+            });
+        }
+    }
+    Ok(Some(Value::Attrs(value::Attrs::from_unsorted(fields))))
+}
+
+fn is_derivation<'a>(ev: &mut Evaluator<'a>, attrs: &value::Attrs<'a>) -> Result<bool, Error> {
+    let Some(kind) = attrs.get(symbol::known::TYPE).cloned() else {
+        return Ok(false);
+    };
+    Ok(matches!(ev.force(&kind)?, Value::String(s) if s.as_bytes() == b"derivation"))
 }
 
 fn render<'a>(

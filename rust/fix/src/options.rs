@@ -108,6 +108,10 @@ pub struct EvalOptions {
     /// Make `builtins.warn` an error, to find where a warning comes from
     /// (Nix's `abort-on-warn`).
     pub abort_on_warn: bool,
+    /// The largest object (a `.drv`, a `toFile` text, a copied source's
+    /// NAR) the evaluation may produce (`max_object_bytes` of the `nix`
+    /// block in chock.zon; 16 MiB by default).
+    pub max_object_bytes: u64,
 }
 
 /// The call depth Nix allows by default.
@@ -129,6 +133,7 @@ impl Default for EvalOptions {
             interrupt: None,
             trace: None,
             abort_on_warn: false,
+            max_object_bytes: crate::store::DEFAULT_MAX_OBJECT_BYTES,
         }
     }
 }

@@ -6,6 +6,7 @@ use super::{arg_context, list_value, primop};
 use crate::error::{Error, ErrorKind, Result};
 use crate::eval::{Coercion, Context, Evaluator};
 use crate::source::Pos;
+use crate::store::Located;
 use crate::symbol::known;
 use crate::syntax::canon_path;
 use crate::value::{Attr, Attrs, Env, NixString, PrimOp, Thunk, Value};
@@ -136,10 +137,10 @@ fn path_exists<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Resu
     if ev.check_path(file, pos).is_err() {
         return Ok(Value::Bool(false));
     }
-    let exists = if must_be_dir {
-        file.is_dir()
-    } else {
-        std::fs::symlink_metadata(file).is_ok()
+    let exists = match ev.locate(file, pos)? {
+        Located::Text(_) => !must_be_dir,
+        Located::Host(host) if must_be_dir => host.is_dir(),
+        Located::Host(host) => std::fs::symlink_metadata(host).is_ok(),
     };
     Ok(Value::Bool(exists))
 }

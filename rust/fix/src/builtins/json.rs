@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use crate::eval::Evaluator;
 use crate::source::Pos;
 use crate::symbol::known;
-use crate::value::{Attr, Attrs, PrimOp, Value};
+use crate::value::{Attr, Attrs, Context, NixString, PrimOp, Value};
 use std::fmt::Write as _;
 
 pub static PRIMOPS: &[PrimOp] = &[
@@ -16,9 +16,22 @@ pub static PRIMOPS: &[PrimOp] = &[
 ];
 
 fn to_json_op<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
+    let (out, context) = to_json_with_context(ev, &args[0], pos)?;
+    Ok(Value::String(NixString::with_context(&out, context)))
+}
+
+/// `v` as JSON, with the context of every string in it (`toJSON`, the
+/// `__json` of a derivation with structured attributes).
+pub fn to_json_with_context<'a>(
+    ev: &mut Evaluator<'a>,
+    v: &Value<'a>,
+    pos: Pos,
+) -> Result<(Vec<u8>, Option<Context>)> {
+    let outer = std::mem::take(&mut ev.json_context);
     let mut out = Vec::new();
-    to_json(ev, &args[0], pos, true, &mut out)?;
-    Ok(Value::string(out))
+    let result = to_json(ev, v, pos, true, &mut out);
+    let context = std::mem::replace(&mut ev.json_context, outer).finish();
+    result.map(|()| (out, context))
 }
 
 /// Writes `v` as compact JSON. `copy_paths`: a path becomes the store path
@@ -46,10 +59,14 @@ fn to_json_in<'a>(
         Value::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
         Value::Int(n) => out.extend_from_slice(n.to_string().as_bytes()),
         Value::Float(f) => out.extend_from_slice(json_float(*f).as_bytes()),
-        Value::String(s) => json_string(s.as_bytes(), out, pos)?,
+        Value::String(s) => {
+            ev.json_context.add(s.context());
+            json_string(s.as_bytes(), out, pos)?
+        }
         // A path that came out of `__toString` stays a path (a Nix quirk).
         Value::Path(p) if copy_paths && !through_to_string => {
             let s = ev.copy_to_store(p.as_bytes(), pos)?;
+            ev.json_context.add(s.context());
             json_string(s.as_bytes(), out, pos)?;
         }
         Value::Path(p) => json_string(p.as_bytes(), out, pos)?,
@@ -139,7 +156,7 @@ fn peel<'a>(ev: &mut Evaluator<'a>, v: &Value<'a>, pos: Pos) -> Result<(Value<'a
 
 /// A JSON string: must be valid UTF-8; `"`, `\` and control characters
 /// escaped as nlohmann's JSON (which Nix uses) escapes them.
-fn json_string(bytes: &[u8], out: &mut Vec<u8>, pos: Pos) -> Result<()> {
+pub(crate) fn json_string(bytes: &[u8], out: &mut Vec<u8>, pos: Pos) -> Result<()> {
     let text = match std::str::from_utf8(bytes) {
         Ok(text) => text,
         Err(e) => {

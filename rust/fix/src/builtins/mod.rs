@@ -3,7 +3,9 @@
 //! "not yet" (fix part 2); fetchers are refused in pure mode.
 
 mod attrs;
+mod context;
 mod control;
+mod derivation;
 mod files;
 mod hash;
 mod json;
@@ -19,6 +21,7 @@ mod xml;
 
 pub use json::to_json;
 pub use regex::NixRegex;
+pub(crate) use store::store_string;
 pub use strings::base_name;
 pub use xml::to_xml;
 
@@ -35,7 +38,6 @@ const GLOBAL: &[&str] = &[
     "abort",
     "baseNameOf",
     "break",
-    "derivation",
     "derivationStrict",
     "dirOf",
     "fetchGit",
@@ -53,9 +55,11 @@ const GLOBAL: &[&str] = &[
     "toString",
 ];
 
-fn groups() -> [&'static [PrimOp]; 14] {
+fn groups() -> [&'static [PrimOp]; 16] {
     [
         attrs::PRIMOPS,
+        context::PRIMOPS,
+        derivation::PRIMOPS,
         control::PRIMOPS,
         files::PRIMOPS,
         hash::PRIMOPS,
@@ -129,6 +133,16 @@ pub fn install(ev: &mut Evaluator<'_>) {
         pos: Pos::NONE,
         value: Value::Thunk(itself.clone()),
     });
+    // `derivation` is Nix code around derivationStrict, lowered once the
+    // globals it names exist.
+    let derivation_sym = ev.sym("derivation");
+    let derivation = Thunk::from_state(ThunkState::Blackhole);
+    attrs.push(Attr {
+        name: derivation_sym,
+        pos: Pos::NONE,
+        value: Value::Thunk(derivation.clone()),
+    });
+    globals.push((derivation_sym, Value::Thunk(derivation.clone())));
     let builtins = Attrs::from_unsorted(attrs);
     *itself.0.state.borrow_mut() = ThunkState::Done(Value::Attrs(builtins.clone()));
     globals.push((builtins_sym, Value::Attrs(builtins.clone())));
@@ -138,6 +152,18 @@ pub fn install(ev: &mut Evaluator<'_>) {
         ev.global_names.insert(sym, idx);
     }
     ev.builtins = builtins;
+    let lowered = ev.load_source(
+        crate::source::Origin::File("<nix/derivation-internal.nix>".into()),
+        include_str!("../corepkgs/derivation.nix"),
+        std::path::Path::new("/"),
+        None,
+    );
+    *derivation.0.state.borrow_mut() = match lowered {
+        Ok(expr) => ThunkState::Pending(expr, ev.root_env.clone()),
+        // The file ships with fix and is tested; should it ever fail to
+        // lower, `derivation` fails with the reason instead of the process.
+        Err(e) => ThunkState::Done(Value::string(format!("derivation.nix: {e:?}"))),
+    };
 }
 
 /// Shorthand for a primop table entry.

@@ -1,12 +1,12 @@
 //! Strings: `substring` (on bytes), `stringLength`, `concatStringsSep`,
-//! `replaceStrings`, `toString`, `baseNameOf`, `dirOf`, and the string
-//! context builtins for strings without context (part 1 has none).
+//! `replaceStrings`, `toString`, `baseNameOf`, `dirOf`. Each keeps the
+//! context of the strings it takes apart or joins, as Nix does.
 
 use super::{arg_context, primop};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::eval::{Coercion, Evaluator};
 use crate::source::Pos;
-use crate::value::{Attrs, NixString, PrimOp, Value};
+use crate::value::{ContextAcc, NixString, PrimOp, Value};
 
 pub static PRIMOPS: &[PrimOp] = &[
     primop!("substring", 3, substring),
@@ -16,12 +16,6 @@ pub static PRIMOPS: &[PrimOp] = &[
     primop!("toString", 1, to_string),
     primop!("baseNameOf", 1, base_name_of),
     primop!("dirOf", 1, dir_of),
-    primop!("unsafeDiscardStringContext", 1, string_itself),
-    primop!("unsafeDiscardOutputDependency", 1, string_itself),
-    primop!("addDrvOutputDependencies", 1, add_drv_output_dependencies),
-    primop!("hasContext", 1, has_context),
-    primop!("getContext", 1, get_context),
-    primop!("appendContext", 2, append_context),
 ];
 
 /// The default coercion of builtins that take "a string": strings,
@@ -52,8 +46,11 @@ fn substring<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result
     )?;
     if len == 0 {
         let s = ev.force(&args[2])?;
-        if let Value::String(_) = s {
-            return Ok(Value::string(""));
+        if let Value::String(s) = s {
+            return Ok(Value::String(NixString::with_context(
+                b"",
+                s.context().cloned(),
+            )));
         }
     }
     let s = coerced(
@@ -64,15 +61,20 @@ fn substring<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result
     )?;
     let bytes = s.as_bytes();
     let start = usize::try_from(start).unwrap_or(usize::MAX);
-    if start >= bytes.len() {
-        return Ok(Value::string(""));
-    }
-    let end = if len < 0 {
-        bytes.len()
+    let part = if start >= bytes.len() {
+        b"".as_slice()
+    } else if len < 0 {
+        &bytes[start..]
     } else {
-        start.saturating_add(len as usize).min(bytes.len())
+        &bytes[start..start.saturating_add(len as usize).min(bytes.len())]
     };
-    Ok(Value::string(&bytes[start..end]))
+    if part.len() == bytes.len() {
+        return Ok(Value::String(s));
+    }
+    Ok(Value::String(NixString::with_context(
+        part,
+        s.context().cloned(),
+    )))
 }
 
 fn string_length<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
@@ -93,9 +95,11 @@ fn concat_strings_sep<'a>(
     let sep = ev.force_string(&args[0], pos, "while evaluating the first argument (the separator string) passed to builtins.concatStringsSep")?;
     let list = ev.force_list(&args[1], pos, "while evaluating the second argument (the list of strings to concat) passed to builtins.concatStringsSep")?;
     let mut out = Vec::new();
+    let mut context = ContextAcc::default();
     for (i, item) in list.as_slice().iter().enumerate() {
         if i > 0 {
             out.extend_from_slice(sep.as_bytes());
+            context.add(sep.context());
         }
         let s = coerced(
             ev,
@@ -104,9 +108,13 @@ fn concat_strings_sep<'a>(
             "while evaluating one element of the list of strings to concat passed to builtins.concatStringsSep",
         )?;
         out.extend_from_slice(s.as_bytes());
+        context.add(s.context());
         ev.check_memory(out.len(), pos)?;
     }
-    Ok(Value::string(out))
+    Ok(Value::String(NixString::with_context(
+        &out,
+        context.finish(),
+    )))
 }
 
 /// Replaces, left to right, the first pattern of `from` that matches at
@@ -142,6 +150,8 @@ fn replace_strings<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> 
         pos,
         "while evaluating the third argument passed to builtins.replaceStrings",
     )?;
+    let mut context = ContextAcc::default();
+    context.add(s.context());
     let s = s.as_bytes();
     let mut out = Vec::with_capacity(s.len());
     let mut p = 0;
@@ -157,6 +167,7 @@ fn replace_strings<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> 
                 }
                 if let Some(r) = &replacements[k] {
                     out.extend_from_slice(r.as_bytes());
+                    context.add(r.context());
                 }
                 let len = patterns[k].len();
                 if len == 0 {
@@ -176,7 +187,10 @@ fn replace_strings<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> 
             }
         }
     }
-    Ok(Value::string(out))
+    Ok(Value::String(NixString::with_context(
+        &out,
+        context.finish(),
+    )))
 }
 
 fn to_string<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
@@ -195,7 +209,10 @@ fn base_name_of<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Res
     let s = ev
         .coerce_to_string(&args[0], Coercion::PATH_SEGMENT, pos)
         .map_err(|e| e.with_frame(pos, arg_context(0, "baseNameOf")))?;
-    Ok(Value::string(base_name(s.as_bytes())))
+    Ok(Value::String(NixString::with_context(
+        base_name(s.as_bytes()),
+        s.context().cloned(),
+    )))
 }
 
 /// Nix's `baseNameOf`: the last component; one trailing slash is ignored.
@@ -233,58 +250,15 @@ fn dir_of<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Va
             )
         })?;
     let bytes = s.as_bytes();
-    Ok(Value::string(
-        match bytes.iter().rposition(|&b| b == b'/') {
-            None => b".".as_slice(),
-            Some(0) => b"/".as_slice(),
-            Some(i) => &bytes[..i],
-        },
-    ))
-}
-
-/// Strings carry no context in part 1, so discarding it is the identity.
-fn string_itself<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
-    let s = ev.force_string(
-        &args[0],
-        pos,
-        "while evaluating the argument passed to a string-context builtin",
-    )?;
-    Ok(Value::String(s))
-}
-
-fn add_drv_output_dependencies<'a>(
-    ev: &mut Evaluator<'a>,
-    args: &[Value<'a>],
-    pos: Pos,
-) -> Result<Value<'a>> {
-    ev.force_string(&args[0], pos, arg_context(0, "addDrvOutputDependencies"))?;
-    Err(Error::eval(
-        "context of string has 0 elements; addDrvOutputDependencies expects the string to have exactly one element, a derivation",
-        pos,
-    ))
-}
-
-fn has_context<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
-    ev.force_string(&args[0], pos, arg_context(0, "hasContext"))?;
-    Ok(Value::Bool(false))
-}
-
-fn get_context<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
-    ev.force_string(&args[0], pos, arg_context(0, "getContext"))?;
-    Ok(Value::Attrs(Attrs::empty()))
-}
-
-fn append_context<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
-    let s = ev.force_string(&args[0], pos, arg_context(0, "appendContext"))?;
-    let context = ev.force_attrs(&args[1], pos, arg_context(1, "appendContext"))?;
-    if !context.is_empty() {
-        return Err(Error::new(
-            ErrorKind::NotYet,
-            "string context (store paths, derivations) is not supported yet; it comes with fix part 2",
-            pos,
-        ));
-    }
-    Ok(Value::String(s))
+    let parent = match bytes.iter().rposition(|&b| b == b'/') {
+        None => b".".as_slice(),
+        Some(0) => b"/".as_slice(),
+        Some(i) => &bytes[..i],
+    };
+    Ok(Value::String(NixString::with_context(
+        parent,
+        s.context().cloned(),
+    )))
 }
 
 #[cfg(test)]

@@ -13,7 +13,12 @@ use rustc_hash::FxHashSet;
 pub static PRIMOPS: &[PrimOp] = &[primop!("toXML", 1, to_xml_op)];
 
 fn to_xml_op<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
-    Ok(Value::string(to_xml(ev, &args[0], pos, false, true)?))
+    let outer = std::mem::take(&mut ev.json_context);
+    let result = to_xml(ev, &args[0], pos, false, true);
+    let context = std::mem::replace(&mut ev.json_context, outer).finish();
+    Ok(Value::String(crate::value::NixString::with_context(
+        &result?, context,
+    )))
 }
 
 struct Writer {
@@ -168,7 +173,10 @@ fn value_in<'a>(
                 },
             )],
         ),
-        Value::String(s) => w.empty("string", vec![("value", s.as_bytes().to_vec())]),
+        Value::String(s) => {
+            ev.json_context.add(s.context());
+            w.empty("string", vec![("value", s.as_bytes().to_vec())])
+        }
         Value::Path(p) => w.empty("path", vec![("value", p.as_bytes().to_vec())]),
         Value::Null => w.empty("null", Vec::new()),
         Value::Float(f) => w.empty(

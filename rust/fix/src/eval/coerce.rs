@@ -82,12 +82,14 @@ impl<'a> Evaluator<'a> {
                 Value::Float(f) => return Ok(NixString::from(format!("{f:.6}"))),
                 Value::List(items) => {
                     let mut out = Vec::new();
+                    let mut context = crate::value::ContextAcc::default();
                     let n = items.len();
                     for (i, item) in items.as_slice().iter().enumerate() {
                         let s = self.coerce_to_string(item, how, pos).map_err(|e| {
                             e.with_frame(pos, "while evaluating one element of the list")
                         })?;
                         out.extend_from_slice(s.as_bytes());
+                        context.add(s.context());
                         if i + 1 < n {
                             let item = self.force(item)?;
                             let empty_list = matches!(&item, Value::List(l) if l.is_empty());
@@ -96,7 +98,7 @@ impl<'a> Evaluator<'a> {
                             }
                         }
                     }
-                    return Ok(NixString::from(out));
+                    return Ok(NixString::with_context(&out, context.finish()));
                 }
                 _ => {}
             }

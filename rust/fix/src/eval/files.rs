@@ -4,8 +4,10 @@ use super::Evaluator;
 use crate::error::{Error, ErrorKind, Result};
 use crate::options::EvalOptions;
 use crate::source::{Origin, Pos};
+use crate::store::Located;
 use crate::syntax::{self, LowerOptions};
 use crate::value::{NixString, Thunk, Value};
+use chock_store::registry::SourceContents;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
@@ -103,15 +105,37 @@ impl<'a> Evaluator<'a> {
         self.io.check(path, pos)
     }
 
-    pub fn read_file(&self, path: &Path, pos: Pos) -> Result<Vec<u8>> {
+    /// Where the bytes of `path` are: the path itself, or what a store
+    /// path the evaluation produced stands for (see `crate::store`).
+    pub(crate) fn locate(&self, path: &Path, pos: Pos) -> Result<Located> {
         self.check_path(path, pos)?;
-        std::fs::read(path).map_err(|e| io_error("opening file", path, &e, pos))
+        self.store.locate(&self.options.store_dir, path, pos)
+    }
+
+    /// The host path `path` is read from (a text the evaluation would write
+    /// has none).
+    fn host_path(&self, path: &Path, pos: Pos) -> Result<Option<PathBuf>> {
+        Ok(match self.locate(path, pos)? {
+            Located::Host(p) => Some(p),
+            Located::Text(_) => None,
+        })
+    }
+
+    pub fn read_file(&self, path: &Path, pos: Pos) -> Result<Vec<u8>> {
+        match self.locate(path, pos)? {
+            Located::Host(host) => {
+                std::fs::read(&host).map_err(|e| io_error("opening file", path, &e, pos))
+            }
+            Located::Text(bytes) => Ok(bytes),
+        }
     }
 
     pub fn read_dir(&self, path: &Path, pos: Pos) -> Result<Vec<(Vec<u8>, std::fs::FileType)>> {
-        self.check_path(path, pos)?;
+        let host = self
+            .host_path(path, pos)?
+            .unwrap_or_else(|| path.to_path_buf());
         let entries =
-            std::fs::read_dir(path).map_err(|e| io_error("reading directory", path, &e, pos))?;
+            std::fs::read_dir(&host).map_err(|e| io_error("reading directory", path, &e, pos))?;
         let mut out = Vec::new();
         for entry in entries {
             let entry = entry.map_err(|e| io_error("reading directory", path, &e, pos))?;
@@ -126,8 +150,14 @@ impl<'a> Evaluator<'a> {
     /// `builtins.readFileType`-style: the type of the path itself (not
     /// following a final symlink), or `None` if it does not exist.
     pub fn file_type(&self, path: &Path, pos: Pos) -> Result<Option<std::fs::FileType>> {
-        self.check_path(path, pos)?;
-        match std::fs::symlink_metadata(path) {
+        let Some(host) = self.host_path(path, pos)? else {
+            // A text the evaluation would write: a regular file, typed
+            // through a file that surely is one.
+            return Ok(std::fs::symlink_metadata("/proc/self/stat")
+                .ok()
+                .map(|m| m.file_type()));
+        };
+        match std::fs::symlink_metadata(&host) {
             Ok(m) => Ok(Some(m.file_type())),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => Ok(None),
@@ -143,15 +173,20 @@ impl<'a> Evaluator<'a> {
             return Ok(done.clone());
         }
         let file = os_path(path);
-        self.check_path(file, pos)?;
-        if std::fs::symlink_metadata(file).is_err() {
+        let Some(host) = self.host_path(file, pos)? else {
+            // A text the evaluation would write is already a store object.
+            return Ok(crate::builtins::store_string(&String::from_utf8_lossy(
+                path,
+            )));
+        };
+        if std::fs::symlink_metadata(&host).is_err() {
             return Err(Error::new(
                 ErrorKind::Io,
                 format!("path '{}' does not exist", file.display()),
                 pos,
             ));
         }
-        let info = chock_store::nar::hash_path(file).map_err(|e| {
+        let info = chock_store::nar::hash_path(&host).map_err(|e| {
             Error::new(
                 ErrorKind::Io,
                 format!("copying '{}' to the store: {e}", file.display()),
@@ -167,7 +202,21 @@ impl<'a> Evaluator<'a> {
                     pos,
                 )
             })?;
-        let result = NixString::from(store_path.to_absolute());
+        crate::store::check_size(
+            &format!("'{}'", file.display()),
+            info.nar_size,
+            self.options.max_object_bytes,
+            pos,
+        )?;
+        let result = crate::builtins::store_string(&store_path.to_absolute());
+        self.store.add_source(
+            store_path,
+            name,
+            SourceContents::Tree {
+                path: host,
+                kept: None,
+            },
+        );
         self.store_copies.insert(path.to_vec(), result.clone());
         Ok(result)
     }
@@ -179,8 +228,10 @@ impl<'a> Evaluator<'a> {
             return self.import_core_package(path, name, pos);
         }
         let mut file = os_path(path).to_path_buf();
-        self.check_path(&file, pos)?;
-        if file.is_dir() {
+        if self
+            .host_path(&file, pos)?
+            .is_some_and(|host| host.is_dir())
+        {
             file.push("default.nix");
         }
         let key = file.as_os_str().as_bytes().to_vec();

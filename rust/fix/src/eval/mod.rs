@@ -63,6 +63,10 @@ pub struct Evaluator<'a> {
     pub(crate) regex_cache: FxHashMap<Vec<u8>, Rc<crate::builtins::NixRegex>>,
     /// Store paths computed for source paths copied so far.
     pub(crate) store_copies: FxHashMap<Vec<u8>, NixString>,
+    /// The context of the strings `toJSON` has written so far.
+    pub(crate) json_context: crate::value::ContextAcc,
+    /// What the evaluation would put in the store, and what it knows of it.
+    pub(crate) store: crate::store::Produced,
     call_depth: usize,
     /// Below this stack address recursion stops with an error.
     pub(crate) stack_limit: usize,
@@ -101,6 +105,8 @@ impl<'a> Evaluator<'a> {
             io,
             regex_cache: FxHashMap::default(),
             store_copies: FxHashMap::default(),
+            json_context: Default::default(),
+            store: Default::default(),
             call_depth: 0,
             stack_limit,
             ticks: 0,
@@ -514,6 +520,7 @@ impl<'a> Evaluator<'a> {
     #[inline(never)]
     fn interpolate(&mut self, i: &'a Interpolation, env: &Env<'a>) -> Result<Value<'a>> {
         let mut pieces: SmallVec<[NixString; 4]> = SmallVec::new();
+        let mut context = crate::value::ContextAcc::default();
         for part in i.parts.iter() {
             match part {
                 Part::Lit(s) => pieces.push(s.clone()),
@@ -527,13 +534,17 @@ impl<'a> Evaluator<'a> {
                     let s = self
                         .coerce_to_string(&v, how, *pos)
                         .map_err(|e| e.with_frame(*pos, "while evaluating a path segment"))?;
+                    if i.path {
+                        ops::no_store_reference_in_path(&s, *pos)?;
+                    }
+                    context.add(s.context());
                     pieces.push(s);
                 }
             }
         }
         let slices: SmallVec<[&[u8]; 4]> = pieces.iter().map(|p| p.as_bytes()).collect();
         self.check_memory(slices.iter().map(|s| s.len()).sum(), Pos::NONE)?;
-        let joined = NixString::from_parts(&slices);
+        let joined = NixString::from_parts_with(&slices, context.finish());
         if i.path {
             return Ok(Value::Path(NixString::from(crate::syntax::canon_path(
                 joined.as_bytes(),

@@ -136,6 +136,7 @@ impl<'a> Evaluator<'a> {
                 let s = self
                     .coerce_to_string(other, Coercion::PATH_SEGMENT, pos)
                     .map_err(|e| e.with_frame(pos, "while evaluating a path segment"))?;
+                no_store_reference_in_path(&s, pos)?;
                 let joined = NixString::from_parts(&[p.as_bytes(), s.as_bytes()]);
                 Ok(Value::Path(NixString::from(crate::syntax::canon_path(
                     joined.as_bytes(),
@@ -149,10 +150,11 @@ impl<'a> Evaluator<'a> {
                     .coerce_to_string(r, Coercion::INTERPOLATION, pos)
                     .map_err(|e| e.with_frame(pos, "while evaluating a path segment"))?;
                 self.check_memory(a.len() + b.len(), pos)?;
-                Ok(Value::String(NixString::from_parts(&[
-                    a.as_bytes(),
-                    b.as_bytes(),
-                ])))
+                let context = crate::value::Context::union(a.context(), b.context());
+                Ok(Value::String(NixString::from_parts_with(
+                    &[a.as_bytes(), b.as_bytes()],
+                    context,
+                )))
             }
         }
     }
@@ -234,4 +236,19 @@ pub fn concat_lists<'a>(l: &List<'a>, r: &List<'a>) -> List<'a> {
         inner: items,
         left: l.len() + r.len(),
     })
+}
+
+/// A path cannot take in a string that refers to the store: the path would
+/// lose the reference.
+pub(crate) fn no_store_reference_in_path(
+    segment: &NixString,
+    pos: crate::source::Pos,
+) -> Result<()> {
+    if segment.has_context() {
+        return Err(Error::eval(
+            "a string that refers to a store path cannot be appended to a path",
+            pos,
+        ));
+    }
+    Ok(())
 }

@@ -4,9 +4,11 @@
 //! every holder of a thunk sees its value without copying it.
 
 mod attrs;
+mod context;
 mod string;
 
 pub use attrs::{Attr, Attrs};
+pub use context::{Context, ContextAcc, ContextElem};
 pub use string::NixString;
 
 use crate::error::Result;

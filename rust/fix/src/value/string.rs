@@ -1,23 +1,51 @@
 //! Nix strings: immutable byte strings behind one thin pointer.
 //!
 //! Nix strings are bytes, not UTF-8 (`builtins.readFile` can return any
-//! bytes). String context (part 2) will live in the header of the same
-//! allocation, so a string without context pays nothing for it.
+//! bytes). The string's context lives in the header of the same
+//! allocation: one word, `None` for the strings that have none.
 
+use super::context::Context;
 use crate::thin::ThinRc;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 
 #[derive(Clone)]
-pub struct NixString(ThinRc<(), u8>);
+pub struct NixString(ThinRc<Option<Context>, u8>);
 
 impl NixString {
     pub fn new(bytes: &[u8]) -> Self {
-        NixString(ThinRc::from_slice((), bytes))
+        NixString(ThinRc::from_slice(None, bytes))
     }
 
     pub fn from_parts(parts: &[&[u8]]) -> Self {
-        NixString(ThinRc::from_slices((), parts))
+        NixString(ThinRc::from_slices(None, parts))
+    }
+
+    /// A string that refers to the store objects in `context`.
+    pub fn with_context(bytes: &[u8], context: Option<Context>) -> Self {
+        NixString(ThinRc::from_slice(context, bytes))
+    }
+
+    /// The concatenation of `parts`, with `context`.
+    pub fn from_parts_with(parts: &[&[u8]], context: Option<Context>) -> Self {
+        NixString(ThinRc::from_slices(context, parts))
+    }
+
+    pub fn context(&self) -> Option<&Context> {
+        self.0.header().as_ref()
+    }
+
+    pub fn has_context(&self) -> bool {
+        self.0.header().is_some()
+    }
+
+    /// The same text without context.
+    pub fn without_context(&self) -> NixString {
+        if self.has_context() {
+            NixString::new(self.as_bytes())
+        } else {
+            self.clone()
+        }
     }
 
     pub fn as_bytes(&self) -> &[u8] {
