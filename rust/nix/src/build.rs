@@ -31,6 +31,9 @@ pub struct Context<'a> {
     pub asker: &'a dyn Asker,
     /// Where every answer is logged.
     pub log: &'a Log,
+    /// The way the request came, written on every log line the build
+    /// writes: `build` for `chock build`, `mcp` for the tool server.
+    pub route: &'a str,
     pub daemon: DaemonOptions,
 }
 
@@ -78,6 +81,7 @@ fn run(
         who: &request.who,
         asker: context.asker,
         log: context.log,
+        route: context.route,
         project: request.project.display().to_string(),
         mode,
     };

@@ -1,5 +1,6 @@
 //! Answers: the rules first, a person for what they leave open, and one
-//! line in the decision log (route `build`) for every answer a build acts on.
+//! line in the decision log (on the route the request came by) for every
+//! answer a build acts on.
 //! A plan reads the rules and nothing else: it asks nobody and logs nothing,
 //! as `chock policy explain` does.
 
@@ -13,9 +14,6 @@ use serde::Serialize;
 
 use crate::error::Refusal;
 use crate::request::Who;
-
-/// The route every line a build writes carries.
-pub const ROUTE: &str = "build";
 
 /// One answer: what the rules said and, when a person was asked, what they said.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -86,6 +84,8 @@ pub(crate) struct Decider<'a> {
     pub who: &'a Who,
     pub asker: &'a dyn Asker,
     pub log: &'a Log,
+    /// The route every line carries (`build`, `mcp`).
+    pub route: &'a str,
     pub project: String,
     pub mode: Mode,
 }
@@ -159,7 +159,7 @@ impl Decider<'_> {
             ),
         };
         let entry = Entry {
-            route: ROUTE.into(),
+            route: self.route.to_owned(),
             project: self.project.clone(),
             action: decided.action.clone(),
             agent_kind: self.who.agent_kind.clone(),
@@ -233,6 +233,7 @@ mod tests {
             who,
             asker,
             log,
+            route: "mcp",
             project: "/p".into(),
             mode: Mode::Build,
         }
@@ -276,7 +277,7 @@ mod tests {
         let first = &records[0];
         assert_eq!(first.action, "nix.net.build.com.github.443");
         assert_eq!(first.answered_by, AnsweredBy::Rule);
-        assert_eq!(first.route, "build");
+        assert_eq!(first.route, "mcp", "the route the request came by");
         assert_eq!(first.subject.as_deref(), Some("/nix/store/x.drv"));
         let second = &records[1];
         assert_eq!(second.action, "nix.net.build.example.a.80");

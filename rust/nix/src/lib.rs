@@ -24,6 +24,7 @@
 //!     evaluator: &NixEvaluator::default(),
 //!     asker: &chock_policy::Nobody,
 //!     log: &log,
+//!     route: "build",
 //!     daemon: Default::default(),
 //! };
 //! let request = BuildRequest {
@@ -53,7 +54,7 @@ mod request;
 mod write;
 
 pub use build::{Context, build, build_fetching_inputs, plan};
-pub use decide::{Decided, ROUTE};
+pub use decide::Decided;
 pub use error::{BuildError, Fault, Refusal, RequestError};
 pub use evaluator::{EvalError, EvalRequest, Evaluation, Evaluator, InputFetcher, MissingInput};
 pub use mirrors::MAX_MIRRORS_FILE_BYTES;

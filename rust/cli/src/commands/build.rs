@@ -19,6 +19,9 @@ use chock_sandbox::project::Project;
 use crate::ask::TerminalAsker;
 use crate::exit;
 
+/// The route the command line's build lines carry in the decision log.
+const ROUTE: &str = "build";
+
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// A flake inside the project (`./sub`, `path:./sub`), read from the project directory; without it, the project's own flake.
@@ -67,6 +70,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         evaluator: &NixEvaluator::default(),
         asker: &TerminalAsker,
         log: &log,
+        route: ROUTE,
         daemon: Default::default(),
     };
     if args.plan {

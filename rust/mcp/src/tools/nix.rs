@@ -138,6 +138,7 @@ pub async fn nix_build(call: &Call<'_>, args: NixBuild) -> Result<String, String
             evaluator: &NixEvaluator::default(),
             asker: &asker,
             log: &session.log,
+            route: crate::ROUTE,
             daemon: Default::default(),
         };
         let mut written = session

@@ -198,6 +198,7 @@ pub fn context<'a>(
         evaluator,
         asker,
         log,
+        route: "build",
         daemon: DaemonOptions::default(),
     }
 }
