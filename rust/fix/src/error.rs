@@ -36,6 +36,9 @@ pub enum ErrorKind {
     /// The evaluation needs a derivation's output, which it cannot build
     /// (import from derivation); the message names the derivation.
     BuildNeeded,
+    /// A flake input the evaluation needs is not in the store; the
+    /// message names every absent input of its lock and their hosts.
+    MissingInput,
 }
 
 impl ErrorKind {

@@ -17,6 +17,7 @@
 mod builtins;
 mod error;
 mod eval;
+mod flake;
 mod interrupt;
 mod memory;
 mod options;
@@ -28,6 +29,7 @@ mod thin;
 mod value;
 
 pub use error::ErrorKind;
+pub use flake::MissingInput;
 pub use interrupt::ctrl_c_flag;
 pub use options::{
     DEFAULT_MAX_CALL_DEPTH, EvalOptions, Features, LintLevel, Lints, SearchPathEntry, TraceSink,
@@ -62,6 +64,13 @@ pub enum Source {
     Expr {
         text: String,
         base_dir: PathBuf,
+    },
+    /// One attribute of a flake's outputs (`builtins.getFlake`): `flake` is
+    /// the directory holding flake.nix (or `path:DIR`; a relative one is
+    /// read from the first root), `attribute` the names, one per level.
+    Flake {
+        flake: PathBuf,
+        attribute: Vec<String>,
     },
 }
 
@@ -141,12 +150,18 @@ pub enum FixError {
     Thread(std::io::Error),
     #[error("the evaluation thread stopped unexpectedly; this is a bug in fix, please report it")]
     Crashed,
+    /// Flake inputs the evaluation needed that are not in the store: every
+    /// absent input of the lock, each with its path and host, so a caller
+    /// can fetch them all and evaluate once more.
+    #[error("{}", flake::missing_text(inputs))]
+    MissingInputs { inputs: Vec<MissingInput> },
 }
 
 impl FixError {
     pub fn kind(&self) -> Option<ErrorKind> {
         match self {
             FixError::Eval { kind, .. } => Some(*kind),
+            FixError::MissingInputs { .. } => Some(ErrorKind::MissingInput),
             _ => None,
         }
     }
@@ -172,11 +187,135 @@ pub fn evaluate(options: &EvalOptions, request: &Request) -> Result<Output, FixE
         let arena = typed_arena::Arena::new();
         let mut ev = Evaluator::new(&arena, options.clone(), EVAL_STACK_SIZE);
         let result = run(&mut ev, request);
-        result.map_err(|e| FixError::Eval {
-            kind: e.kind(),
-            message: e.render(&ev.sources),
-        })
+        result.map_err(|e| fix_error(&mut ev, &e))
     })
+}
+
+/// An error at the boundary: rendered, or the flake inputs it wanted.
+fn fix_error(ev: &mut Evaluator<'_>, e: &Error) -> FixError {
+    if e.kind() == ErrorKind::MissingInput && !ev.store.missing_inputs.is_empty() {
+        return FixError::MissingInputs {
+            inputs: std::mem::take(&mut ev.store.missing_inputs),
+        };
+    }
+    FixError::Eval {
+        kind: e.kind(),
+        message: e.render(&ev.sources),
+    }
+}
+
+/// What one attribute of a flake is, for a build.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FlakeOutput {
+    /// The `.drv` of the derivation the attribute names; `None` when it
+    /// names something else.
+    pub drv_path: Option<chock_store::StorePath>,
+    /// What the value is (`typeOf`: `set`, `int`, ...), for a message when
+    /// it is not a derivation.
+    pub type_name: String,
+    /// Everything the evaluation would have put in the store.
+    pub registry: chock_store::Registry,
+}
+
+/// Evaluates `attribute` (one name per level, under the outputs) of the
+/// flake in `flake_dir`, with its inputs from its flake.lock and the store.
+/// A derivation answers its `.drv` path. Inputs absent from the store are
+/// [`FixError::MissingInputs`].
+pub fn evaluate_flake_attribute(
+    options: &EvalOptions,
+    flake_dir: &Path,
+    attribute: &[String],
+) -> Result<FlakeOutput, FixError> {
+    on_eval_thread(|| {
+        let arena = typed_arena::Arena::new();
+        let mut ev = Evaluator::new(&arena, options.clone(), EVAL_STACK_SIZE);
+        let result = flake_attribute(&mut ev, flake_dir, attribute);
+        result.map_err(|e| fix_error(&mut ev, &e))
+    })
+}
+
+fn flake_attribute(
+    ev: &mut Evaluator<'_>,
+    flake_dir: &Path,
+    attribute: &[String],
+) -> Result<FlakeOutput, Error> {
+    let value = select_flake_attribute(ev, flake_dir, attribute)?;
+    let value = ev.force(&value)?;
+    let mut drv_path = None;
+    if let Value::Attrs(attrs) = &value
+        && is_derivation(ev, attrs)?
+    {
+        let sym = ev.sym("drvPath");
+        if let Some(v) = attrs.get(sym).cloned() {
+            let text = ev.force_string(
+                &v,
+                Pos::NONE,
+                "while evaluating the drvPath of the derivation",
+            )?;
+            drv_path = chock_store::StorePath::from_absolute_path(&text.lossy()).ok();
+        }
+    }
+    Ok(FlakeOutput {
+        drv_path,
+        type_name: value.type_name().to_string(),
+        registry: std::mem::take(&mut ev.store.registry),
+    })
+}
+
+/// `(builtins.getFlake dir).a.b`: the names exactly as given, with none of
+/// the prefixes (`packages.<system>.`) an installable would try.
+fn select_flake_attribute<'a>(
+    ev: &mut Evaluator<'a>,
+    flake: &Path,
+    attribute: &[String],
+) -> Result<Value<'a>, Error> {
+    let dir = flake::flake_dir(ev, flake)?;
+    let mut value = flake::flake_value(ev, &dir, Pos::NONE)?;
+    let mut walked = Vec::new();
+    for name in attribute {
+        let Value::Attrs(attrs) = ev.force(&value)? else {
+            return Err(Error::eval(
+                format!(
+                    "the flake attribute '{}' is {}, not a set, so it has no attribute '{name}'",
+                    walked.join("."),
+                    ev.force(&value)?.describe()
+                ),
+                Pos::NONE,
+            ));
+        };
+        let sym = ev.sym(name);
+        let Some(next) = attrs.get(sym).cloned() else {
+            let mut known: Vec<String> = attrs
+                .iter()
+                .map(|a| ev.symbols.text(a.name).into_owned())
+                .filter(|n| !n.starts_with('_'))
+                .collect();
+            known.sort();
+            known.truncate(12);
+            return Err(Error::eval(
+                format!(
+                    "the flake at '{}' has no attribute '{}'{}; it has {}",
+                    dir.display(),
+                    walked
+                        .iter()
+                        .chain([name])
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join("."),
+                    if walked.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (under '{}')", walked.join("."))
+                    },
+                    known.join(", ")
+                ),
+                Pos::NONE,
+            ));
+        };
+        walked.push(name.clone());
+        value = next;
+    }
+    Ok(value)
 }
 
 /// Parses a source and makes every check made before evaluation
@@ -186,10 +325,7 @@ pub fn check_parse(options: &EvalOptions, source: &Source) -> Result<(), FixErro
         let arena = typed_arena::Arena::new();
         let mut ev = Evaluator::new(&arena, options.clone(), EVAL_STACK_SIZE);
         let result = load(&mut ev, source).map(|_| ());
-        result.map_err(|e| FixError::Eval {
-            kind: e.kind(),
-            message: e.render(&ev.sources),
-        })
+        result.map_err(|e| fix_error(&mut ev, &e))
     })
 }
 
@@ -205,13 +341,22 @@ fn load<'a>(ev: &mut Evaluator<'a>, source: &Source) -> Result<&'a syntax::ir::E
             ev.load_file(&file, None, Pos::NONE)
         }
         Source::Expr { text, base_dir } => ev.load_source(Origin::String, text, base_dir, None),
+        Source::Flake { flake, .. } => {
+            let dir = flake::flake_dir(ev, flake)?;
+            ev.load_file(&dir.join("flake.nix"), None, Pos::NONE)
+        }
     }
 }
 
 fn run(ev: &mut Evaluator<'_>, request: &Request) -> Result<Output, Error> {
-    let root = load(ev, &request.source)?;
-    let env = ev.root_env.clone();
-    let mut value = ev.eval(root, &env)?;
+    let mut value = match &request.source {
+        Source::Flake { flake, attribute } => select_flake_attribute(ev, flake, attribute)?,
+        source => {
+            let root = load(ev, source)?;
+            let env = ev.root_env.clone();
+            ev.eval(root, &env)?
+        }
+    };
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
     let args = auto_args(ev, &request.auto_args, &cwd)?;
     if let Some(path) = &request.attr_path {

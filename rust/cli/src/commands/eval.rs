@@ -15,12 +15,15 @@ use crate::exit;
 // A flag given twice is fine, as with nix-instantiate.
 #[command(args_override_self = true)]
 pub struct Args {
-    /// The file to evaluate (a directory means its default.nix).
-    #[arg(required_unless_present = "expr", conflicts_with = "expr")]
-    pub file: Option<PathBuf>,
+    /// The file to evaluate (a directory means its default.nix); with --flake, the attribute path, one name per argument (`packages x86_64-linux default`).
+    #[arg(value_name = "FILE | ATTR", required_unless_present_any = ["expr", "flake"], conflicts_with = "expr")]
+    pub targets: Vec<String>,
     /// Evaluate this expression instead of a file.
     #[arg(long, short = 'E', value_name = "EXPR")]
     pub expr: Option<String>,
+    /// Evaluate an attribute of this flake's outputs (a directory, `path:DIR`; relative to here), with its inputs from flake.lock and the store; a derivation answers its drvPath and outPath.
+    #[arg(long, value_name = "REF", conflicts_with_all = ["expr", "attr", "arg", "argstr"])]
+    pub flake: Option<String>,
     /// Only parse and check the file; exit 0 when it would evaluate.
     #[arg(long)]
     pub parse: bool,
@@ -95,11 +98,8 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let cwd = std::env::current_dir()?;
     let options = options(&args, &cwd)?;
-    let source = match (&args.expr, &args.file) {
-        (Some(text), _) => Source::expr(text.clone(), cwd),
-        (None, Some(file)) => Source::File(file.clone()),
-        (None, None) => anyhow::bail!("give a file to evaluate or --expr EXPR"),
-    };
+    let source = source(&args, cwd)?;
+    let summarize_derivation = matches!(source, Source::Flake { .. });
     if args.parse {
         return Ok(match chock_fix::check_parse(&options, &source) {
             Ok(()) => exit::SUCCESS.into(),
@@ -110,6 +110,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     request.strict = args.strict;
     request.attr_path = args.attr.clone();
     request.max_output = args.max_output;
+    request.summarize_derivation = summarize_derivation;
     request.format = if args.json {
         OutputFormat::Json
     } else if args.xml {
@@ -145,6 +146,35 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             Ok(exit::SUCCESS.into())
         }
         Err(e) => Ok(failed(&e)),
+    }
+}
+
+/// What to evaluate: an expression, a file, or a flake's attribute.
+fn source(args: &Args, cwd: PathBuf) -> anyhow::Result<Source> {
+    if let Some(text) = &args.expr {
+        return Ok(Source::expr(text.clone(), cwd));
+    }
+    if let Some(reference) = &args.flake {
+        if let [one] = args.targets.as_slice()
+            && one.contains('.')
+        {
+            anyhow::bail!(
+                "`{one}` is one name holding dots; give the attribute path one name per argument: chock eval --flake {reference} {}",
+                one.split('.').collect::<Vec<_>>().join(" ")
+            );
+        }
+        let bare = reference.strip_prefix("path:").unwrap_or(reference);
+        return Ok(Source::Flake {
+            flake: cwd.join(bare),
+            attribute: args.targets.clone(),
+        });
+    }
+    match args.targets.as_slice() {
+        [file] => Ok(Source::File(PathBuf::from(file))),
+        [] => anyhow::bail!("give a file to evaluate, --expr EXPR or --flake REF ATTR..."),
+        [_, extra, ..] => anyhow::bail!(
+            "`{extra}`: chock eval takes one file; to select attributes of a flake give --flake REF, or -A for a file"
+        ),
     }
 }
 

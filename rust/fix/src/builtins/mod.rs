@@ -55,7 +55,7 @@ const GLOBAL: &[&str] = &[
     "toString",
 ];
 
-fn groups() -> [&'static [PrimOp]; 16] {
+fn groups() -> [&'static [PrimOp]; 17] {
     [
         attrs::PRIMOPS,
         context::PRIMOPS,
@@ -73,6 +73,7 @@ fn groups() -> [&'static [PrimOp]; 16] {
         types::PRIMOPS,
         versions::PRIMOPS,
         xml::PRIMOPS,
+        crate::flake::PRIMOPS,
     ]
 }
 

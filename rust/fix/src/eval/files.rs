@@ -251,11 +251,12 @@ impl<'a> Evaluator<'a> {
         }
         let text = match name {
             b"fetchurl.nix" => include_str!("../corepkgs/fetchurl.nix"),
+            b"call-flake.nix" => include_str!("../corepkgs/call-flake.nix"),
             _ => {
                 return Err(Error::new(
                     ErrorKind::Io,
                     format!(
-                        "'<nix/{}>' is not a file that comes with fix (only fetchurl.nix does)",
+                        "'<nix/{}>' is not a file that comes with fix (fetchurl.nix and call-flake.nix do)",
                         String::from_utf8_lossy(name)
                     ),
                     pos,

@@ -29,6 +29,11 @@ pub struct Produced {
     pub hashes: DrvHashes,
     /// Output path (absolute) to the `.drv` that makes it.
     pub outputs: FxHashMap<String, StorePath>,
+    /// For each flake lock read, the inputs it names that are not in the
+    /// store (`getFlake` fills it; an input is looked for only when used).
+    pub flake_missing: Vec<Vec<crate::flake::MissingInput>>,
+    /// The absent inputs of the lock whose input stopped the evaluation.
+    pub missing_inputs: Vec<crate::flake::MissingInput>,
 }
 
 /// Where the bytes of a path really are.

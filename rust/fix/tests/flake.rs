@@ -1,0 +1,310 @@
+//! Flakes (fix part 2): `getFlake` of a project, its inputs from
+//! flake.lock (version 7, `follows`) and the store, `self` with `.git`
+//! kept and git's revision, and an input absent from the store named with
+//! its host. Every flake here is made in a temporary directory; nothing is
+//! written to the store.
+
+use chock_fix::{EvalOptions, FixError, Request, Source, evaluate, evaluate_flake_attribute};
+use chock_store::StorePath;
+use chock_store::store_path::make_source_path;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn write(path: &Path, text: &str) {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).expect("mkdir");
+    }
+    std::fs::write(path, text).expect("write");
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+        .args(args)
+        .output()
+        .expect("git runs (install git)");
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+fn nar_hash(dir: &Path) -> String {
+    chock_store::nar::hash_path(dir)
+        .expect("hash")
+        .nar_hash
+        .to_sri()
+}
+
+fn source_path(sri: &str) -> StorePath {
+    let hash = chock_store::Hash::parse(sri, None).expect("sri");
+    make_source_path("source", &hash, &BTreeSet::new()).expect("path")
+}
+
+/// A git project whose flake has a `path:` input `dep` (a flake inside
+/// the project) whose own `nixpkgs` follows the project's non-flake input
+/// `lib`, and an unused GitHub input `far` that is not in the store.
+struct Project {
+    _tmp: tempfile::TempDir,
+    dir: PathBuf,
+    dep_hash: String,
+    lib_hash: String,
+}
+
+const FLAKE: &str = r#"{
+  inputs.dep.url = "path:./dep";
+  inputs.lib = { url = "path:./lib"; flake = false; };
+  inputs.far.url = "github:example/far";
+  outputs = { self, dep, lib, far }: {
+    info = {
+      hasGit = builtins.pathExists "${self}/.git";
+      inherit (self) outPath narHash lastModified lastModifiedDate;
+      rev = self.rev or null;
+      dirtyRev = self.dirtyRev or null;
+      greeting = dep.greeting;
+      followed = dep.inputs.nixpkgs.outPath == lib.outPath;
+      libText = builtins.readFile "${lib}/value.txt";
+    };
+    usesFar = far.outPath;
+    packages.x86_64-linux.default = derivation {
+      name = "hello";
+      builder = "/bin/sh";
+      system = "x86_64-linux";
+      args = [ "-c" "cat ${self}/flake.nix > $out" ];
+    };
+  };
+}
+"#;
+
+fn lock(dep_dir: &Path, dep_hash: &str, lib_dir: &Path, lib_hash: &str) -> String {
+    format!(
+        r#"{{
+  "nodes": {{
+    "dep": {{
+      "inputs": {{ "nixpkgs": [ "lib" ] }},
+      "locked": {{ "narHash": "{dep_hash}", "path": "{}", "type": "path" }},
+      "original": {{ "path": "./dep", "type": "path" }}
+    }},
+    "far": {{
+      "locked": {{
+        "lastModified": 1700000000,
+        "narHash": "sha256-7911PZM08m7ZxxYjg5SJhVCITSvLRPgEJbAESRJELbc=",
+        "owner": "example", "repo": "far",
+        "rev": "0123456789abcdef0123456789abcdef01234567",
+        "type": "github"
+      }},
+      "original": {{ "owner": "example", "repo": "far", "type": "github" }}
+    }},
+    "lib": {{
+      "flake": false,
+      "locked": {{ "narHash": "{lib_hash}", "path": "{}", "type": "path" }},
+      "original": {{ "path": "./lib", "type": "path" }}
+    }},
+    "root": {{ "inputs": {{ "dep": "dep", "far": "far", "lib": "lib" }} }}
+  }},
+  "root": "root",
+  "version": 7
+}}
+"#,
+        dep_dir.display(),
+        lib_dir.display()
+    )
+}
+
+impl Project {
+    fn new() -> Project {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path().join("proj");
+        let dep = dir.join("dep");
+        let lib = dir.join("lib");
+        write(
+            &dep.join("flake.nix"),
+            "{ inputs.nixpkgs.url = \"path:../lib\"; outputs = { self, nixpkgs }: { greeting = \"hi from dep\"; }; }\n",
+        );
+        write(&lib.join("value.txt"), "forty-two");
+        let dep_hash = nar_hash(&dep);
+        let lib_hash = nar_hash(&lib);
+        write(&dir.join("flake.nix"), FLAKE);
+        write(
+            &dir.join("flake.lock"),
+            &lock(&dep, &dep_hash, &lib, &lib_hash),
+        );
+        git(&dir, &["init", "-q"]);
+        git(&dir, &["add", "-A"]);
+        git(&dir, &["commit", "-qm", "first"]);
+        Project {
+            _tmp: tmp,
+            dir,
+            dep_hash,
+            lib_hash,
+        }
+    }
+
+    fn options(&self) -> EvalOptions {
+        EvalOptions {
+            roots: vec![self.dir.clone()],
+            ..EvalOptions::default()
+        }
+    }
+
+    fn eval(&self, attribute: &[&str]) -> Result<String, FixError> {
+        let mut request = Request::new(Source::Flake {
+            flake: self.dir.clone(),
+            attribute: attribute.iter().map(|a| a.to_string()).collect(),
+        });
+        request.strict = true;
+        request.summarize_derivation = true;
+        evaluate(&self.options(), &request).map(|o| String::from_utf8_lossy(&o.text).into_owned())
+    }
+}
+
+#[test]
+fn self_keeps_git_and_names_the_commit_and_inputs_follow_the_lock() {
+    let project = Project::new();
+    let rev = git(&project.dir, &["rev-parse", "HEAD"]);
+    let time = git(&project.dir, &["log", "-1", "--format=%ct"]);
+    let info = project.eval(&["info"]).expect("info evaluates");
+    let self_hash = nar_hash(&project.dir);
+    let self_path = source_path(&self_hash).to_absolute();
+    for want in [
+        "hasGit = true;".to_string(),
+        format!("rev = \"{rev}\";"),
+        "dirtyRev = null;".to_string(),
+        format!("outPath = \"{self_path}\";"),
+        format!("narHash = \"{self_hash}\";"),
+        format!("lastModified = {time};"),
+        "greeting = \"hi from dep\";".to_string(),
+        "followed = true;".to_string(),
+        "libText = \"forty-two\";".to_string(),
+    ] {
+        assert!(info.contains(&want), "{want} not in {info}");
+    }
+    assert!(
+        !Path::new(&source_path(&project.dep_hash).to_absolute()).exists()
+            && !Path::new(&source_path(&project.lib_hash).to_absolute()).exists(),
+        "the path inputs were written to the store"
+    );
+}
+
+#[test]
+fn a_dirty_tree_has_a_dirty_rev_and_no_rev() {
+    let project = Project::new();
+    let rev = git(&project.dir, &["rev-parse", "HEAD"]);
+    write(&project.dir.join("flake.nix"), &format!("{FLAKE}\n"));
+    let info = project.eval(&["info"]).expect("info evaluates");
+    assert!(info.contains("rev = null;"), "{info}");
+    assert!(
+        info.contains(&format!("dirtyRev = \"{rev}-dirty\";")),
+        "{info}"
+    );
+}
+
+#[test]
+fn an_input_absent_from_the_store_is_named_with_its_host_when_used() {
+    let project = Project::new();
+    let attribute = vec!["usesFar".to_string()];
+    let Err(FixError::MissingInputs { inputs }) =
+        evaluate_flake_attribute(&project.options(), &project.dir, &attribute)
+    else {
+        panic!("a missing input is its own error")
+    };
+    assert_eq!(inputs.len(), 1, "{inputs:?}");
+    assert_eq!(inputs[0].name, "far");
+    assert_eq!(inputs[0].host.as_deref(), Some("api.github.com"));
+    assert_eq!(
+        inputs[0].path,
+        source_path("sha256-7911PZM08m7ZxxYjg5SJhVCITSvLRPgEJbAESRJELbc=")
+    );
+    let text = FixError::MissingInputs { inputs }.to_string();
+    assert!(
+        text.contains("`far`") && text.contains("chock inputs --fetch"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_derivation_answers_its_drv_and_the_registry_holds_what_it_needs() {
+    let project = Project::new();
+    let attribute: Vec<String> = ["packages", "x86_64-linux", "default"]
+        .map(String::from)
+        .to_vec();
+    let out = evaluate_flake_attribute(&project.options(), &project.dir, &attribute)
+        .expect("the derivation evaluates although `far` is absent");
+    let drv = out.drv_path.expect("a derivation");
+    assert!(drv.to_absolute().ends_with("-hello.drv"), "{drv}");
+    let derivation = &out.registry.derivations[&drv];
+    let self_path = source_path(&nar_hash(&project.dir));
+    assert!(derivation.input_srcs.contains(&self_path), "{derivation:?}");
+    assert!(out.registry.sources.contains_key(&self_path));
+    let summary = project
+        .eval(&["packages", "x86_64-linux", "default"])
+        .expect("summary");
+    assert!(
+        summary.starts_with(&format!("{{ drvPath = \"{drv}\"; outPath = ")),
+        "{summary}"
+    );
+
+    let info =
+        evaluate_flake_attribute(&project.options(), &project.dir, &["info".into()]).expect("info");
+    assert_eq!((info.drv_path, info.type_name.as_str()), (None, "set"));
+}
+
+#[test]
+fn a_path_input_changed_since_the_lock_asks_for_a_new_lock() {
+    let project = Project::new();
+    write(&project.dir.join("lib/value.txt"), "changed");
+    let err = project.eval(&["info"]).expect_err("the lock is stale");
+    let text = err.to_string();
+    assert!(
+        text.contains("`lib`") && text.contains("nix flake lock"),
+        "{text}"
+    );
+}
+
+#[test]
+fn flakes_outside_the_roots_and_other_references_are_refused() {
+    let project = Project::new();
+    let outside = EvalOptions {
+        roots: vec![project.dir.join("dep")],
+        ..EvalOptions::default()
+    };
+    let err = evaluate_flake_attribute(&outside, &project.dir, &["info".into()])
+        .expect_err("outside the roots");
+    assert!(err.to_string().contains("proj"), "{err}");
+    let mut request = Request::new(Source::expr(
+        r#"builtins.getFlake "github:NixOS/nixpkgs""#,
+        project.dir.clone(),
+    ));
+    request.strict = false;
+    let err = evaluate(&project.options(), &request).expect_err("not a directory");
+    assert!(err.to_string().contains("path: flakes inside it"), "{err}");
+    let err = project.eval(&["nope"]).expect_err("no such output");
+    assert!(err.to_string().contains("has no attribute 'nope'"), "{err}");
+}
+
+#[test]
+fn get_flake_of_a_path_inside_the_project_and_an_unlocked_input() {
+    let project = Project::new();
+    write(
+        &project.dir.join("other/flake.nix"),
+        "{ outputs = { self }: { answer = 42; }; }",
+    );
+    let eval = |expr: &str| {
+        let mut request = Request::new(Source::expr(expr, project.dir.clone()));
+        request.strict = true;
+        evaluate(&project.options(), &request)
+            .map(|o| String::from_utf8_lossy(&o.text).into_owned())
+    };
+    assert_eq!(
+        eval(r#"(builtins.getFlake "path:./other").answer"#).expect("evaluates"),
+        "42"
+    );
+    let err = eval(r#"(builtins.getFlake "path:./dep").greeting"#)
+        .expect_err("dep has no lock of its own");
+    let text = err.to_string();
+    assert!(
+        text.contains("'nixpkgs'") && text.contains("nix flake lock"),
+        "{text}"
+    );
+}
