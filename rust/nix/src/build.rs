@@ -98,6 +98,7 @@ fn run(
         )
     };
     let eval_request = EvalRequest {
+        project: &request.project,
         flake_dir: &target.flake_dir,
         attribute: &target.attribute,
         installable: &target.installable,
@@ -295,7 +296,7 @@ fn mirror_files<'c>(
         if lists.contains_key(file) {
             continue;
         }
-        let Some((producer, output)) = producers.get(file) else {
+        let Some((producer, _)) = producers.get(file) else {
             return Err(Refusal::MirrorsNotProduced {
                 drv: fetch.drv_path.clone(),
                 file: file.clone(),
@@ -307,13 +308,14 @@ fn mirror_files<'c>(
             None => {
                 let path = std::path::Path::new(file);
                 if !path.exists() {
-                    daemon::substitute(daemon_options, producer, output).map_err(|message| {
-                        Refusal::MirrorsNeedBuilder {
-                            drv: fetch.drv_path.clone(),
-                            file: file.clone(),
-                            message,
-                        }
-                    })?;
+                    let refusal = |message| Refusal::MirrorsNeedBuilder {
+                        drv: fetch.drv_path.clone(),
+                        file: file.clone(),
+                        message,
+                    };
+                    let output_path =
+                        StorePath::from_absolute_path(file).map_err(|e| refusal(e.to_string()))?;
+                    daemon::substitute(daemon_options, &output_path).map_err(refusal)?;
                 }
                 mirrors::read_file(path).map_err(|why| Refusal::MirrorsUnreadable {
                     file: file.clone(),

@@ -124,19 +124,14 @@ fn all_outputs(drvs: &[StorePath]) -> Vec<DerivedPath> {
         .collect()
 }
 
-/// Realises `output` of `drv` by substitution alone (no local build slot, no
-/// remote builders), on a connection of its own. The error is Nix's message.
-pub(crate) fn substitute(
-    options: &DaemonOptions,
-    drv: &StorePath,
-    output: &str,
-) -> Result<(), String> {
+/// Makes the output path `output` valid by substitution alone (no local
+/// build slot, no remote builders), on a connection of its own. The path is
+/// asked for by itself, so the derivation that makes it need not be in the
+/// store (an evaluation writes none). The error is Nix's message.
+pub(crate) fn substitute(options: &DaemonOptions, output: &StorePath) -> Result<(), String> {
     let mut store =
         Store::connect(options, &ClientOptions::substitute_only()).map_err(|e| e.to_string())?;
-    let path = DerivedPath::Built {
-        drv: drv.clone(),
-        outputs: OutputsSpec::Names([output.to_owned()].into()),
-    };
+    let path = DerivedPath::Opaque(output.clone());
     let results = store
         .runtime
         .block_on(

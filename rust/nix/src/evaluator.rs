@@ -4,8 +4,9 @@
 //! computed for each. Only what is in that registry is written, and only the
 //! derivations in it are built.
 //!
-//! fix (Chock's evaluator) implements [`Evaluator`] once it evaluates
-//! derivations and flakes; until then [`crate::NixEvaluator`] stands in.
+//! [`crate::FixEvaluator`] implements it with fix, Chock's own evaluator,
+//! in process; [`crate::NixEvaluator`] (the system's `nix eval`) stays only
+//! while the tool server still uses it.
 
 use std::path::Path;
 
@@ -14,6 +15,8 @@ use chock_store::{Registry, StorePath};
 /// One attribute of one flake to evaluate.
 #[derive(Debug, Clone, Copy)]
 pub struct EvalRequest<'a> {
+    /// The project: what the evaluation may read.
+    pub project: &'a Path,
     /// The directory holding `flake.nix` (the project, or a directory inside it).
     pub flake_dir: &'a Path,
     /// The attribute path under the flake's outputs, one name per entry.
@@ -57,12 +60,17 @@ pub struct MissingInput {
     pub name: String,
     /// Where its `narHash` puts it.
     pub path: StorePath,
+    /// The host it is fetched from, when the evaluator knows it.
+    pub host: Option<String>,
 }
 
 fn missing_text(inputs: &[MissingInput]) -> String {
     let named: Vec<String> = inputs
         .iter()
-        .map(|i| format!("`{}` ({})", i.name, i.path))
+        .map(|i| match &i.host {
+            Some(host) => format!("`{}` ({}, from {host})", i.name, i.path),
+            None => format!("`{}` ({})", i.name, i.path),
+        })
         .collect();
     format!(
         "the flake {} {} not in the store, and the evaluation takes inputs only from there; fetch {} with `chock inputs --fetch`",

@@ -45,6 +45,7 @@ mod decide;
 mod error;
 mod evaluator;
 mod fetches;
+mod fix_evaluator;
 mod mirrors;
 mod network;
 mod nix_evaluator;
@@ -57,6 +58,7 @@ pub use build::{Context, build, build_fetching_inputs, plan};
 pub use decide::Decided;
 pub use error::{BuildError, Fault, Refusal, RequestError};
 pub use evaluator::{EvalError, EvalRequest, Evaluation, Evaluator, InputFetcher, MissingInput};
+pub use fix_evaluator::FixEvaluator;
 pub use mirrors::MAX_MIRRORS_FILE_BYTES;
 pub use nix_evaluator::NixEvaluator;
 pub use plan::{

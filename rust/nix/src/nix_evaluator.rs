@@ -182,6 +182,7 @@ fn inputs_in_store(flake_dir: &Path) -> Result<(), EvalError> {
             missing.push(MissingInput {
                 name: name.clone(),
                 path,
+                host: None,
             });
         }
     }

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use chock_inputs::{Asking, Env, Fetcher, FlakeInputs, Limits, Silent, Wanted};
 use chock_log::Log;
 use chock_nix::{
-    BuildError, BuildRequest, Built, Context, Decided, InputFetcher, MissingInput, NixEvaluator,
+    BuildError, BuildRequest, Built, Context, Decided, FixEvaluator, InputFetcher, MissingInput,
     Plan, Session, Who,
 };
 use chock_policy::{Answer, Asker, LoadOptions, Policy};
@@ -67,7 +67,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let context = Context {
         policy: &policy,
-        evaluator: &NixEvaluator::default(),
+        evaluator: &FixEvaluator::for_policy(&policy),
         asker: &TerminalAsker,
         log: &log,
         route: ROUTE,

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use chock_log::{Entry, Log, Rotation};
 use chock_nix::{
     BuildError, BuildRequest, Built, Context, EvalError, EvalRequest, Evaluation, Evaluator,
-    NixEvaluator, Plan, Session, Who,
+    FixEvaluator, Plan, Session, Who,
 };
 use chock_policy::{Asker, LoadOptions, Policy};
 use chock_store::daemon::DaemonOptions;
@@ -154,15 +154,15 @@ impl Project {
         }
     }
 
-    /// Builds `packages.x86_64-linux.<name>` of the fixture, evaluated by Nix.
+    /// Builds `packages.x86_64-linux.<name>` of the fixture, evaluated by fix.
     pub fn build(&self, name: &str, asker: &dyn Asker) -> Result<Built, BuildError> {
-        self.build_with(&self.package(name), &NixEvaluator::default(), asker)
+        self.build_with(&self.package(name), &FixEvaluator::default(), asker)
     }
 
     pub fn plan(&self, name: &str) -> Result<Plan, BuildError> {
         let policy = self.policy();
         let log = self.log();
-        let evaluator = NixEvaluator::default();
+        let evaluator = FixEvaluator::default();
         let context = context(&policy, &evaluator, &chock_policy::Nobody, &log);
         chock_nix::plan(&self.package(name), &context)
     }
