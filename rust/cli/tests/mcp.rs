@@ -98,11 +98,14 @@ fn check_not_done(env: &Env, tool: &str) {
 #[test]
 fn every_tool_on_allow_runs_and_is_logged() {
     let env = project_with_files();
-    env.rules(r#".{ .action = "net.fetch.1.0.0.127", .decision = .allow }"#);
+    // nix.build allowed at start offers provide_tool: every tool is listed.
+    env.rules(
+        r#".{ .action = "net.fetch.1.0.0.127", .decision = .allow }, .{ .action = "nix.build", .decision = .allow }"#,
+    );
     let site = page_site();
     let mut client = env.client(false, &[]);
     let names = client.tool_names();
-    assert_eq!(names.len(), 10, "{names:?}");
+    assert_eq!(names.len(), chock_mcp::TOOL_NAMES.len(), "{names:?}");
     for tool in chock_mcp::TOOL_NAMES {
         assert!(
             names.iter().any(|n| n == tool),
@@ -967,6 +970,48 @@ fn nix_eval_is_pure_bounded_and_cut() {
     assert!(traced.text.contains("trace: hi"), "{traced:?}");
     let broken = client.call("nix_eval", json!({"expression": "1 +"}));
     assert!(broken.is_error, "{broken:?}");
+    // A derivation answers its paths, and the evaluation writes nothing.
+    let name = format!("mcp-eval-{}", std::process::id());
+    let expression = format!(
+        r#"derivation {{ name = "{name}"; system = "x86_64-linux"; builder = "/bin/sh"; args = [ "-c" "echo > $out" ]; src = builtins.toFile "{name}-src" "text"; }}"#
+    );
+    let summary = client.call("nix_eval", json!({"expression": expression}));
+    assert!(!summary.is_error, "{summary:?}");
+    let path_of = |field: &str| -> String {
+        let text = &summary.text;
+        let at = text
+            .find(field)
+            .unwrap_or_else(|| panic!("no {field} in {text}"));
+        let rest = &text[at..];
+        let start = rest.find("/nix/store/").expect("a store path");
+        rest[start..].split('"').next().expect("a path").to_string()
+    };
+    let (drv, out) = (path_of("drvPath"), path_of("outPath"));
+    assert!(drv.ends_with(&format!("-{name}.drv")), "{}", summary.text);
+    assert!(out.ends_with(&format!("-{name}")), "{}", summary.text);
+    assert!(
+        !summary.text.contains("builder"),
+        "only the two paths: {}",
+        summary.text
+    );
+    // As JSON, a derivation is what builtins.toJSON makes of it: its outPath.
+    let as_json = client.call("nix_eval", json!({"expression": expression, "json": true}));
+    assert_eq!(as_json.text.trim(), format!("\"{out}\""), "{as_json:?}");
+    for path in [&drv, &out] {
+        assert!(
+            !std::path::Path::new(path).exists(),
+            "nix_eval wrote {path} to the store"
+        );
+    }
+    let src = std::fs::read_dir("/nix/store")
+        .expect("the store")
+        .filter_map(Result::ok)
+        .any(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .ends_with(&format!("-{name}-src"))
+        });
+    assert!(!src, "nix_eval wrote the toFile text to the store");
 }
 
 #[test]
@@ -1707,6 +1752,7 @@ fn nix_build_on_allow_builds_through_the_daemon() {
     let line = last_line(&env, &build_action(&attribute));
     assert_eq!(line["decision"], "allow");
     assert_eq!(line["tool"], "nix_build");
+    assert_eq!(line["route"], "mcp", "the tool server's builds log as mcp");
 }
 
 #[test]
@@ -1993,4 +2039,492 @@ fn fetch_url_reads_https_with_the_trust_store_and_refuses_a_certificate_it_canno
         refused.is_error && refused.text.to_lowercase().contains("certificate"),
         "{refused:?}"
     );
+}
+
+/// A project in git whose flake has a dev shell built with no nixpkgs (the
+/// sandbox fixture's kind), a package whose `bin/` holds the static escape
+/// probe (so it runs in any sandbox) under a fresh name, one with no
+/// programs, and a locked input `tools` (a flake of its own) with the same
+/// probe package. Returns the environment and the system.
+fn provide_project(rules: &str) -> (Env, String) {
+    require_daemon();
+    let env = Env::new();
+    let system = chock_sandbox::devshell::system();
+    let nonce = format!(
+        "{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    );
+    let probe_package = |name: &str| {
+        format!(
+            r#"derivation {{
+        name = "{name}-{nonce}"; system = "{system}"; builder = "/bin/sh";
+        PATH = "/usr/bin:/bin"; probe = ./probe;
+        args = [ "-c" "mkdir -p $out/bin && cp $probe $out/bin/probe && chmod 755 $out/bin/probe" ];
+      }}"#
+        )
+    };
+    let tools = env.project.join("tools");
+    env.write(
+        "flake.nix",
+        &format!(
+            r#"{{
+  inputs.tools.url = "path:{tools}";
+  outputs = {{ self, tools }}: let
+    system = "{system}";
+    raw = name: script: derivation {{
+      inherit name system;
+      builder = "/bin/sh";
+      args = [ "-c" script ];
+      PATH = "/usr/bin:/bin";
+    }};
+    stdenv = raw "mini-stdenv" "mkdir $out; echo 'export PATH=$tool/bin' > $out/setup";
+    tool = raw "tool" "mkdir -p $out/bin; echo hello > $out/bin/greeting";
+  in {{
+    devShells.${{system}}.default = derivation {{
+      name = "shell"; inherit system stdenv tool; builder = "/bin/bash";
+      outputs = [ "out" ];
+    }};
+    packages.${{system}} = {{
+      probe = {probe};
+      data = raw "provided-data-{nonce}" "echo data > $out";
+    }};
+  }};
+}}
+"#,
+            tools = tools.display(),
+            probe = probe_package("provided-probe"),
+        ),
+    );
+    env.write(
+        "tools/flake.nix",
+        &format!(
+            "{{
+  outputs = {{ self }}: {{
+    packages.{system}.probe = {};
+  }};
+}}
+",
+            probe_package("input-probe")
+        ),
+    );
+    for place in [env.project.join("probe"), tools.join("probe")] {
+        std::fs::copy(sandbox_fixture::probe_binary(), place).expect("copy the probe");
+    }
+    env.rules(rules);
+    assert!(sandbox_fixture::git(&env.project, &["init", "-q"]));
+    assert!(sandbox_fixture::git(
+        &env.project,
+        &["add", "flake.nix", "probe", "tools"]
+    ));
+    let lock = std::process::Command::new("nix")
+        .args([
+            "--extra-experimental-features",
+            "nix-command flakes",
+            "flake",
+            "lock",
+        ])
+        .current_dir(&env.project)
+        .env("NIX_REMOTE", "daemon")
+        .output()
+        .expect("nix flake lock: run scripts/setup");
+    assert!(
+        lock.status.success(),
+        "nix flake lock: {}",
+        String::from_utf8_lossy(&lock.stderr)
+    );
+    assert!(sandbox_fixture::git(&env.project, &["add", "flake.lock"]));
+    (env, system)
+}
+
+#[test]
+fn provide_tool_is_offered_only_when_nix_build_answers_allow_at_start() {
+    for (rules, decision, logged) in [
+        ("", "ask", false),
+        (
+            r#".{ .action = "nix.build", .decision = .ask }"#,
+            "ask",
+            true,
+        ),
+        (
+            r#".{ .action = "nix.build", .decision = .deny }"#,
+            "deny",
+            true,
+        ),
+    ] {
+        let (env, _) = provide_project(rules);
+        let mut client = env.client(true, &[]);
+        let names = client.tool_names();
+        assert!(
+            !names.iter().any(|n| n == "provide_tool"),
+            "{rules}: {names:?}"
+        );
+        assert!(names.iter().any(|n| n == "nix_build"), "{names:?}");
+        let called = client.call(
+            "provide_tool",
+            json!({"attribute": ["packages", "x86_64-linux", "probe"]}),
+        );
+        assert!(
+            called.is_error
+                && called.text.contains(&format!(
+                    "provide_tool is not offered: nix.build answered {decision} at start"
+                ))
+                && called.text.contains("only allow offers it"),
+            "{rules}: {called:?}"
+        );
+        assert!(client.elicited.is_empty(), "a start row asks nobody");
+        let lines = env.logged("nix.build");
+        assert_eq!(lines.len(), usize::from(logged), "{rules}: {lines:?}");
+        if logged {
+            assert_eq!(lines[0]["decision"], decision);
+        }
+    }
+    let (env, _) = provide_project(r#".{ .action = "nix.build", .decision = .allow }"#);
+    let mut client = env.client(false, &[]);
+    assert!(client.tool_names().iter().any(|n| n == "provide_tool"));
+    env.assert_logged("nix.build", "allow", "rule");
+    // The tool's own start row takes it away as it takes any tool away.
+    env.rules(
+        r#".{ .action = "nix.build", .decision = .allow }, .{ .action = "mcp.chock.tool.provide_tool", .decision = .deny }"#,
+    );
+    let mut client = env.client(false, &[]);
+    assert!(!client.tool_names().iter().any(|n| n == "provide_tool"));
+}
+
+#[test]
+fn provide_tool_builds_through_the_daemon_and_its_program_runs_under_exec_nix_store() {
+    let (env, system) = provide_project(
+        r#".{ .action = "nix.build", .decision = .allow }, .{ .action = "nix.build.*", .decision = .allow }"#,
+    );
+    let attribute = json!(["packages", system, "probe"]);
+    let mut client = env.client(true, &[]);
+    let provided = client.call("provide_tool", json!({"attribute": attribute}));
+    assert!(!provided.is_error, "{provided:?}");
+    let program = provided
+        .text
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with("/nix/store/") && l.ends_with("/bin/probe"))
+        .unwrap_or_else(|| panic!("no program path in {}", provided.text))
+        .to_string();
+    assert!(
+        std::path::Path::new(&program).is_file(),
+        "{program} is not in the store"
+    );
+    assert!(
+        provided.text.contains("exec.nix.store"),
+        "{}",
+        provided.text
+    );
+    env.assert_logged("call.provide_tool", "allow", "default");
+    let build_action = format!("nix.build.packages.{system}.probe");
+    let line = last_line(&env, &build_action);
+    assert_eq!(
+        (&line["route"], &line["tool"], &line["decision"]),
+        (&json!("mcp"), &json!("provide_tool"), &json!("allow")),
+        "{line}"
+    );
+    // The program runs in the sandbox, asked under exec.nix.store.* (never
+    // exec.devshell.*): the probe with no attack prints its usage, exit 2.
+    client.elicit_answers.push(person_says(true));
+    let ran = client.call("run_command", json!({"argv": [program]}));
+    assert!(
+        ran.text.contains("exit status 2") && ran.text.contains("usage: escape_probe"),
+        "{ran:?}"
+    );
+    let asked = client.elicited[0]["params"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(asked.contains("wants exec.nix.store."), "{asked}");
+    let exec_line = env
+        .log_lines()
+        .into_iter()
+        .rfind(|l| {
+            l["route"] == "mcp"
+                && l["action"]
+                    .as_str()
+                    .is_some_and(|a| a.starts_with("exec.nix.store.") && a.ends_with(".bin.probe"))
+        })
+        .unwrap_or_else(|| panic!("no exec.nix.store line: {:#?}", env.log_lines()));
+    assert_eq!(
+        (&exec_line["decision"], &exec_line["answered_by"]),
+        (&json!("allow"), &json!("person"))
+    );
+    drop(client);
+    // A session that did not provide it is not shown it: the path is not
+    // in its sandbox, so the same command cannot run there.
+    let mut fresh = env.client(true, &[]);
+    fresh.elicit_answers.push(person_says(true));
+    let not_there = fresh.call("run_command", json!({"argv": [program]}));
+    assert!(
+        not_there.is_error && !not_there.text.contains("usage: escape_probe"),
+        "{not_there:?}"
+    );
+}
+
+#[test]
+fn provide_tool_refuses_what_is_not_a_program_and_obeys_its_call_row() {
+    let (env, system) = provide_project(
+        r#".{ .action = "nix.build", .decision = .allow }, .{ .action = "nix.build.*", .decision = .allow }, .{ .action = "call.provide_tool", .decision = .ask }"#,
+    );
+    let mut client = env.client(true, &[]);
+    // Asked under call.provide_tool first; a no builds nothing.
+    client.elicit_answers.push(person_says(false));
+    let refused = client.call(
+        "provide_tool",
+        json!({"attribute": ["packages", system, "probe"]}),
+    );
+    assert!(
+        refused.is_error
+            && refused
+                .text
+                .contains("refused by a person: call.provide_tool"),
+        "{refused:?}"
+    );
+    assert!(
+        !env.log_lines()
+            .iter()
+            .any(|l| l["action"] == format!("nix.build.packages.{system}.probe")),
+        "a refused call reached the build"
+    );
+    client.elicit_answers.push(person_says(true));
+    let no_programs = client.call(
+        "provide_tool",
+        json!({"attribute": ["packages", system, "data"]}),
+    );
+    assert!(
+        no_programs.is_error && no_programs.text.contains("has no programs"),
+        "{no_programs:?}"
+    );
+    for (arguments, says) in [
+        (
+            json!({"attribute": ["packages.x86_64-linux.probe"]}),
+            "one name holding dots",
+        ),
+        (
+            json!({"attribute": ["probe"], "input": "nixpkgs"}),
+            "has no input `nixpkgs`; its inputs are tools",
+        ),
+        (json!({"attribute": ["probe"], "input": "a.b"}), "`input`"),
+        (
+            json!({"installable": "nixpkgs#ripgrep"}),
+            "it takes attribute, input",
+        ),
+    ] {
+        let called = client.call("provide_tool", arguments.clone());
+        assert!(
+            called.is_error && called.text.contains(says),
+            "{arguments}: {called:?}"
+        );
+    }
+    assert_eq!(client.elicited.len(), 2, "bad arguments ask nobody");
+}
+
+#[test]
+fn provide_tool_builds_from_an_input_of_the_lock_under_its_own_action() {
+    let (env, system) = provide_project(
+        r#".{ .action = "nix.build", .decision = .allow }, .{ .action = "nix.build.inputs.tools.*", .decision = .allow }, .{ .action = "nix.build.packages.*", .decision = .deny }"#,
+    );
+    let mut client = env.client(false, &[]);
+    let provided = client.call(
+        "provide_tool",
+        json!({"attribute": ["packages", system, "probe"], "input": "tools"}),
+    );
+    assert!(
+        !provided.is_error
+            && provided.text.contains("-input-probe-")
+            && provided.text.contains("/bin/probe"),
+        "{provided:?}"
+    );
+    assert!(
+        provided
+            .text
+            .starts_with(&format!("tools#packages.{system}.probe")),
+        "{}",
+        provided.text
+    );
+    let line = last_line(
+        &env,
+        &format!("nix.build.inputs.tools.packages.{system}.probe"),
+    );
+    assert_eq!(
+        (&line["route"], &line["decision"]),
+        (&json!("mcp"), &json!("allow")),
+        "{line}"
+    );
+    // The project's own package is another action, which a rule denies.
+    let refused = client.call(
+        "provide_tool",
+        json!({"attribute": ["packages", system, "probe"]}),
+    );
+    assert!(
+        refused.is_error
+            && refused
+                .text
+                .contains(&format!("nix.build.packages.{system}.probe")),
+        "{refused:?}"
+    );
+}
+
+#[test]
+fn nix_build_fetches_a_missing_input_after_one_question_and_evaluates_once_more() {
+    use chock_inputs::testing::{Reply, Server as InputServer, Tree};
+    require_daemon();
+    let env = Env::new();
+    let tag = format!(
+        "mcp-input-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    );
+    let tree = Tree::new("pkg", &[("hello", format!("{tag}\n").as_bytes(), false)]);
+    let server = InputServer::http();
+    server.route("/pkg.tar.gz", Reply::Body(tree.tar_gz()));
+    let url = server.url("/pkg.tar.gz");
+    env.write(
+        "flake.nix",
+        &format!(
+            r#"{{
+  inputs.pkg = {{ url = "{url}"; flake = false; }};
+  outputs = {{ self, pkg }}: {{
+    packages.x86_64-linux.default = derivation {{
+      name = "mcp-with-input"; system = "x86_64-linux"; builder = "/bin/sh";
+      args = [ "-c" "read x < ${{pkg}}/hello; echo $x > $out" ];
+    }};
+  }};
+}}
+"#
+        ),
+    );
+    let lock = json!({
+        "nodes": {
+            "pkg": {
+                "flake": false,
+                "locked": { "type": "tarball", "url": url, "narHash": tree.nar_hash() },
+                "original": { "type": "tarball", "url": url },
+            },
+            "root": { "inputs": { "pkg": "pkg" } },
+        },
+        "root": "root",
+        "version": 7,
+    });
+    env.write("flake.lock", &lock.to_string());
+    env.rules(r#".{ .action = "nix.build.packages.*", .decision = .allow }"#);
+    let attribute = json!(["packages", "x86_64-linux", "default"]);
+    let mut client = env.client(true, &[]);
+    // No: nothing is fetched, and the input is named.
+    client.elicit_answers.push(person_says(false));
+    let refused = client.call("nix_build", json!({"attribute": attribute}));
+    assert!(
+        refused.is_error && refused.text.contains("`pkg`"),
+        "{refused:?}"
+    );
+    assert!(server.requests().is_empty(), "fetched without a yes");
+    let asked = client.elicited[0]["params"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        asked.contains("nix.net"),
+        "the hosts' one question: {asked}"
+    );
+    drop(client);
+    // Yes (in a new session: a host refused is not asked again in one).
+    let mut client = env.client(true, &[]);
+    client.elicit_answers.push(person_says(true));
+    let built = client.call("nix_build", json!({"attribute": attribute}));
+    assert!(!built.is_error, "{built:?}");
+    assert_eq!(
+        client.elicited.len(),
+        1,
+        "one question for the input's host"
+    );
+    assert_eq!(server.requests(), vec!["/pkg.tar.gz".to_owned()]);
+    let output = built
+        .text
+        .split("out: ")
+        .nth(1)
+        .and_then(|o| o.strip_suffix('.'))
+        .unwrap_or_else(|| panic!("an output in {}", built.text));
+    assert_eq!(
+        std::fs::read_to_string(output).expect("the output"),
+        format!("{tag}\n")
+    );
+    let host_lines: Vec<Value> = env
+        .log_lines()
+        .into_iter()
+        .filter(|l| {
+            l["action"]
+                .as_str()
+                .is_some_and(|a| a.starts_with("nix.net"))
+        })
+        .collect();
+    assert!(
+        host_lines
+            .iter()
+            .all(|l| l["route"] == "mcp" && l["tool"] == "nix_build"),
+        "{host_lines:#?}"
+    );
+    assert!(
+        host_lines
+            .iter()
+            .any(|l| l["decision"] == "allow" && l["answered_by"] == "person"),
+        "{host_lines:#?}"
+    );
+}
+
+#[test]
+fn provide_tool_on_deny_builds_nothing_and_on_ask_reaches_chock_approve() {
+    let (env, system) = provide_project(
+        r#".{ .action = "nix.build", .decision = .allow }, .{ .action = "nix.build.*", .decision = .allow }, .{ .action = "call.provide_tool", .decision = .deny }"#,
+    );
+    let attribute = json!(["packages", system, "probe"]);
+    let build_action = format!("nix.build.packages.{system}.probe");
+    let mut client = env.client(true, &[]);
+    let denied = client.call("provide_tool", json!({"attribute": attribute}));
+    assert!(
+        denied.is_error
+            && denied
+                .text
+                .contains("refused: call.provide_tool is denied by"),
+        "{denied:?}"
+    );
+    assert!(client.elicited.is_empty(), "a deny asks nobody");
+    env.assert_logged("call.provide_tool", "deny", "rule");
+    assert!(
+        !env.log_lines().iter().any(|l| l["action"] == build_action),
+        "a denied call reached the build"
+    );
+    drop(client);
+    // Ask, for a client that cannot elicit: the question goes to chock approve.
+    env.rules(
+        r#".{ .action = "nix.build", .decision = .allow }, .{ .action = "nix.build.*", .decision = .allow }, .{ .action = "call.provide_tool", .decision = .ask }"#,
+    );
+    let client = env.client(false, &[]);
+    let mut approver = Approver::start(&env);
+    approver.wait_for("watching chock mcp");
+    std::thread::scope(|scope| {
+        let driver = scope.spawn(move || {
+            let mut client = client;
+            client.call("provide_tool", json!({"attribute": attribute}))
+        });
+        let question = approver.wait_for("allow it once? [y/N]");
+        assert!(
+            question.contains("provide_tool wants call.provide_tool")
+                && question.contains(&format!(".#packages.{system}.probe")),
+            "{question}"
+        );
+        approver.answer("y");
+        let provided = driver.join().expect("client");
+        assert!(
+            !provided.is_error && provided.text.contains("/bin/probe"),
+            "{provided:?}"
+        );
+    });
+    env.assert_logged("call.provide_tool", "allow", "person");
+    assert_eq!(last_line(&env, &build_action)["decision"], "allow");
 }

@@ -46,6 +46,14 @@ impl StartRow {
             action,
         }
     }
+
+    /// `nix.build`: whether the session has provide_tool at all.
+    pub fn nix_build() -> StartRow {
+        StartRow {
+            question: StartQuestion::NixBuild,
+            action: "nix.build".into(),
+        }
+    }
 }
 
 /// What decided, in words: the rule and its place, or the default, or nothing.
@@ -109,10 +117,18 @@ impl Session {
         }
         (!answer.granted).then(|| {
             format!(
-                "{tool} is not offered: {} answered {} at start, by {}",
+                "{tool} is not offered: {} answered {} at start, by {}{}",
                 row.action,
                 decision,
-                decided_by_words(&answer.verdict)
+                decided_by_words(&answer.verdict),
+                match row.question {
+                    // Read before the first call, when nobody can be asked.
+                    StartQuestion::NixBuild => format!(
+                        "; only allow offers it, because nobody can be asked at start.{}",
+                        change_sentence(&answer.verdict)
+                    ),
+                    _ => String::new(),
+                }
             )
         })
     }

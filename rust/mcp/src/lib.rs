@@ -14,6 +14,7 @@
 
 pub mod approve;
 mod ask;
+mod build;
 mod error;
 mod fetch;
 mod gate;

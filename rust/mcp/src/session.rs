@@ -18,7 +18,7 @@ use crate::ask::{ASK_TIMEOUT, Askers};
 use crate::error::McpError;
 use crate::gate::StartRow;
 use crate::server::ChockServer;
-use crate::tools::{Robots, TOOL_NAMES};
+use crate::tools::{PROVIDE_TOOL, Robots, TOOL_NAMES};
 use crate::transport::LineTransport;
 use crate::workspace::Workspace;
 
@@ -66,8 +66,16 @@ pub struct Session {
     pub withheld: Vec<(&'static str, String)>,
     pub dev_shell: String,
     pub watch: PolicyWatch,
-    /// What nix_build has written to the store this session, against `max_session_bytes`.
+    /// What nix_build and provide_tool have written to the store this
+    /// session, against `max_session_bytes`.
     pub nix_session: std::sync::Mutex<chock_nix::Session>,
+    /// Each flake's inputs, read once per session by the first build that
+    /// misses one (so a host a person refused is not asked about again).
+    pub flake_inputs:
+        std::sync::Mutex<std::collections::HashMap<PathBuf, chock_inputs::FlakeInputs>>,
+    /// The store paths provide_tool made available (each program's runtime
+    /// closure): every later run_command is shown them besides the dev shell.
+    pub provided: std::sync::Mutex<std::collections::BTreeSet<PathBuf>>,
     /// Each origin's robots.txt, read once per session.
     pub robots: std::sync::Mutex<std::collections::HashMap<String, Robots>>,
 }
@@ -114,6 +122,8 @@ impl Session {
             dev_shell,
             watch,
             nix_session: Default::default(),
+            flake_inputs: Default::default(),
+            provided: Default::default(),
             robots: Default::default(),
         };
         session
@@ -127,12 +137,17 @@ impl Session {
 
     /// The rows read once, before the first call: each tool's
     /// `mcp.<name>.tool.<tool>`, where only a deny is spent (the tool is
-    /// not offered, and costs the agent no context). A row some rule
-    /// names is logged; one nothing names keeps the tool and says nothing.
+    /// not offered, and costs the agent no context), and `nix.build`,
+    /// where only an allow offers provide_tool (nobody can be asked before
+    /// the first call, so an ask is a refusal there). A row some rule
+    /// names is logged; one nothing names says nothing.
     fn read_start_rows(&mut self, name: &str) -> Result<(), chock_policy::NameError> {
         for tool in TOOL_NAMES {
-            let row = StartRow::third_party_tool(names::mcp_tool(name, tool)?);
-            match self.start_row(tool, &row) {
+            let mut rows = vec![StartRow::third_party_tool(names::mcp_tool(name, tool)?)];
+            if tool == PROVIDE_TOOL {
+                rows.push(StartRow::nix_build());
+            }
+            match rows.iter().find_map(|row| self.start_row(tool, row)) {
                 None => self.offered.push(tool),
                 Some(why) => self.withheld.push((tool, why)),
             }

@@ -82,6 +82,23 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
         detail: vec![format!("command: {}", shown(&args.argv))],
     };
     session.gate(call.peer, &act, Asking::Person).await?;
+    // Named above by the dev shell alone; what provide_tool built is then
+    // shown as well, so its programs run, under exec.nix.store.*.
+    let mut toolchain = named.toolchain;
+    if let Some(shell) = &mut toolchain.dev_shell {
+        let provided = session
+            .provided
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let known: std::collections::BTreeSet<&std::path::PathBuf> =
+            shell.store_paths.iter().collect();
+        let extra: Vec<std::path::PathBuf> = provided
+            .iter()
+            .filter(|p| !known.contains(p))
+            .cloned()
+            .collect();
+        shell.store_paths.extend(extra);
+    }
     // A call the client cancels kills the program: the handle goes to a
     // task that outlives this call's future, which is dropped on cancel.
     let (started_tell, started) = tokio::sync::oneshot::channel();
@@ -94,13 +111,8 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
         }
     });
     let ran = tokio::task::spawn_blocking(move || {
-        let prepared = exec::prepare_allowed(
-            &request,
-            named.toolchain,
-            &session.policy,
-            &session.log,
-            ROUTE,
-        )?;
+        let prepared =
+            exec::prepare_allowed(&request, toolchain, &session.policy, &session.log, ROUTE)?;
         let notices: Vec<String> = prepared.notices.iter().map(ToString::to_string).collect();
         let started = prepared.start()?;
         started_tell.send(started.signal_handle()?).ok();

@@ -8,8 +8,10 @@
 mod command;
 mod files;
 mod nix;
+mod provide;
 mod web;
 
+pub use provide::PROVIDE_TOOL;
 pub use web::Robots;
 
 use std::sync::Arc;
@@ -23,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 use crate::session::Session;
 
 /// Every tool this server can offer, in the order they are listed.
-pub const TOOL_NAMES: [&str; 10] = [
+pub const TOOL_NAMES: [&str; 11] = [
     "read_file",
     "list_directory",
     "glob",
@@ -33,6 +35,7 @@ pub const TOOL_NAMES: [&str; 10] = [
     "run_command",
     "nix_eval",
     "nix_build",
+    PROVIDE_TOOL,
     "fetch_url",
 ];
 
@@ -57,6 +60,7 @@ pub async fn dispatch(call: &Call<'_>, name: &str, arguments: Value) -> Result<S
         "run_command" => command::run_command(call, parse(name, arguments)?).await,
         "nix_eval" => nix::nix_eval(call, parse(name, arguments)?).await,
         "nix_build" => nix::nix_build(call, parse(name, arguments)?).await,
+        PROVIDE_TOOL => provide::provide_tool(call, parse(name, arguments)?).await,
         "fetch_url" => web::fetch_url(call, parse(name, arguments)?).await,
         other => Err(format!(
             "there is no tool named `{other}`; this server's tools are {}",
@@ -179,8 +183,17 @@ pub fn definition(name: &str) -> Option<Tool> {
             "nix_build",
             "Build one attribute of the project through the Nix daemon. `attribute` is a list with one name per level, never one dotted string: [\"packages\", \"x86_64-linux\", \"default\"]. `flake` is optional and must be the project.",
             json!({"type": "object", "properties": {
-                "attribute": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": chock_policy::names::MAX_ATTRIBUTE_SEGMENTS},
+                "attribute": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": chock_nix::MAX_SEGMENTS},
                 "flake": {"type": "string"}
+            }, "required": ["attribute"], "additionalProperties": false}),
+            false,
+        ),
+        PROVIDE_TOOL => tool(
+            PROVIDE_TOOL,
+            "Get a program this session has not got: build one attribute of a flake through the Nix daemon and answer the full paths of its `bin/` programs, to run with run_command (argv[0] the full path). `attribute` is a list with one name per level of the flake's outputs, never one dotted string. `input` names an input of the project's flake.lock (e.g. \"nixpkgs\" with [\"legacyPackages\", \"x86_64-linux\", \"ripgrep\"]); without it, the project's own flake.",
+            json!({"type": "object", "properties": {
+                "attribute": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": chock_nix::MAX_SEGMENTS},
+                "input": {"type": "string", "description": "An input of the project's flake.lock, by its name in the project's flake.nix."}
             }, "required": ["attribute"], "additionalProperties": false}),
             false,
         ),

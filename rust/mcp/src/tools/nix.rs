@@ -1,16 +1,15 @@
-//! nix_eval (`call.nix_eval`) and nix_build (`nix.build.*`).
+//! nix_eval (`call.nix_eval`) and nix_build (`nix.build.*`, built through
+//! [`crate::build`], the path provide_tool takes too).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use chock_fix::{AGENT_OUTPUT_LIMIT, EvalOptions, OutputFormat, Request, Source};
-use chock_nix::{BuildRequest, Context, NixEvaluator, Who};
 use chock_policy::names;
 use serde::Deserialize;
 
 use super::Call;
-use crate::AGENT_KIND;
-use crate::ask::CallAsker;
+use crate::build::{self, ToBuild};
 use crate::gate::{Act, Asking};
 
 /// The most memory one evaluation may add.
@@ -65,6 +64,9 @@ pub async fn nix_eval(call: &Call<'_>, args: NixEval) -> Result<String, String> 
     let mut request = Request::new(Source::expr(args.expression, workspace));
     request.strict = true;
     request.max_output = Some(AGENT_OUTPUT_LIMIT);
+    // A derivation at the top answers its drvPath and outPath, computed in
+    // process: the evaluation writes nothing to the store.
+    request.summarize_derivation = true;
     request.format = if args.json {
         OutputFormat::Json
     } else {
@@ -100,56 +102,19 @@ pub struct NixBuild {
 }
 
 pub async fn nix_build(call: &Call<'_>, args: NixBuild) -> Result<String, String> {
-    if let [one] = args.attribute.as_slice()
-        && one.contains('.')
-    {
-        return Err(format!(
-            "nix_build: `{one}` is one name holding dots; give the attribute as a list with one name per level, e.g. {:?}",
-            one.split('.').collect::<Vec<_>>()
-        ));
-    }
-    chock_nix::check_attribute(&args.attribute).map_err(|e| format!("nix_build: {e}"))?;
+    build::check_attribute("nix_build", &args.attribute)?;
     if let Some(flake) = &args.flake {
         chock_nix::check_reference(flake).map_err(|e| format!("nix_build: {e}"))?;
     }
-    let session = call.session.clone();
-    let asker = CallAsker {
-        askers: session.askers.clone(),
-        peer: call.peer.clone(),
-        tool: "nix_build".into(),
-        project: session.project.dir.display().to_string(),
-        runtime: tokio::runtime::Handle::current(),
-    };
-    let request = BuildRequest {
-        project: session.project.dir.clone(),
-        flake: args.flake,
-        attribute: args.attribute,
-        who: Who {
-            agent_kind: AGENT_KIND.into(),
-            tool: Some("nix_build".into()),
-            model: None,
+    let built = build::build(
+        call,
+        ToBuild {
+            tool: "nix_build",
+            flake: args.flake,
+            attribute: args.attribute,
         },
-    };
-    // chock-nix decides `nix.build.*`, asks through `asker` and logs each
-    // answer; the build is blocking work, so it runs off the async threads.
-    let built = tokio::task::spawn_blocking(move || {
-        let context = Context {
-            policy: &session.policy,
-            evaluator: &NixEvaluator::default(),
-            asker: &asker,
-            log: &session.log,
-            route: crate::ROUTE,
-            daemon: Default::default(),
-        };
-        let mut written = session
-            .nix_session
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        chock_nix::build(&request, &context, &mut written)
-    })
-    .await
-    .map_err(|e| format!("nix_build stopped unexpectedly ({e}); this is a bug in chock mcp"))?;
-    let built = built.map_err(|e| e.to_string())?;
+    )
+    .await?;
     let outputs: Vec<String> = built
         .built
         .iter()

@@ -1,0 +1,208 @@
+//! One build through chock-nix, for the tools that build (nix_build and
+//! provide_tool): the same path `chock build` takes, with the questions
+//! reaching the client's prompt or `chock approve`, the flake inputs the
+//! evaluation finds missing fetched by chock-inputs (one question for
+//! their hosts), and every answer logged under route `mcp`.
+
+use std::collections::BTreeSet;
+use std::collections::hash_map::Entry;
+use std::path::{Path, PathBuf};
+use std::sync::PoisonError;
+
+use chock_inputs::{Env, Fetcher, FlakeInputs, Limits, Silent, Wanted};
+use chock_nix::{BuildRequest, Built, Context, InputFetcher, MissingInput, NixEvaluator, Who};
+use chock_policy::{Answer, Asker, Question};
+
+use crate::ask::CallAsker;
+use crate::session::Session;
+use crate::tools::Call;
+use crate::{AGENT_KIND, ROUTE};
+
+/// What one tool asks to have built.
+pub struct ToBuild {
+    /// The tool that asked (the policy key's tool, and the log's).
+    pub tool: &'static str,
+    /// A flake inside the project; `None` is the project's own.
+    pub flake: Option<String>,
+    /// The attribute path, one name per entry.
+    pub attribute: Vec<String>,
+}
+
+/// Checks an attribute path as the tools take it: a list with one name
+/// per level, each a name Chock builds; one dotted string is told apart,
+/// with the list it should have been.
+pub fn check_attribute(tool: &str, attribute: &[String]) -> Result<(), String> {
+    if let [one] = attribute
+        && one.contains('.')
+    {
+        return Err(format!(
+            "{tool}: `{one}` is one name holding dots; give the attribute as a list with one name per level, e.g. {:?}",
+            one.split('.').collect::<Vec<_>>()
+        ));
+    }
+    chock_nix::check_attribute(attribute).map_err(|e| format!("{tool}: {e}"))
+}
+
+/// Builds `wanted`: `nix.build.*` decided (and asked) by chock-nix, every
+/// host the build reaches answered, missing inputs fetched once, the
+/// objects written through the daemon and the derivation built by path.
+/// `Err` is the sentence the agent reads.
+pub async fn build(call: &Call<'_>, wanted: ToBuild) -> Result<Built, String> {
+    let session = call.session.clone();
+    let tool = wanted.tool;
+    let asker = CallAsker {
+        askers: session.askers.clone(),
+        peer: call.peer.clone(),
+        tool: tool.into(),
+        project: session.project.dir.display().to_string(),
+        runtime: tokio::runtime::Handle::current(),
+    };
+    let request = BuildRequest {
+        project: session.project.dir.clone(),
+        flake: wanted.flake,
+        attribute: wanted.attribute,
+        who: Who {
+            agent_kind: AGENT_KIND.into(),
+            tool: Some(tool.into()),
+            model: None,
+        },
+    };
+    // The build blocks (the daemon, a person), so it runs off the async threads.
+    let built = tokio::task::spawn_blocking(move || {
+        let inputs = SessionInputs {
+            session: &session,
+            asker: &asker,
+            tool,
+        };
+        let context = Context {
+            policy: &session.policy,
+            evaluator: &NixEvaluator::default(),
+            asker: &asker,
+            log: &session.log,
+            route: ROUTE,
+            daemon: Default::default(),
+        };
+        let mut written = session
+            .nix_session
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        chock_nix::build_fetching_inputs(&request, &context, &mut written, &inputs)
+    })
+    .await
+    .map_err(|e| format!("{tool} stopped unexpectedly ({e}); this is a bug in chock mcp"))?;
+    built.map_err(|e| format!("{tool}: {e}"))
+}
+
+/// The flake inputs a build found missing, fetched by chock-inputs as at
+/// build time: the rules first, one question for the hosts they leave open,
+/// each answer logged (route `mcp`). A flake's lock is read once per
+/// session, so a host a person refused is not asked about again.
+struct SessionInputs<'a> {
+    session: &'a Session,
+    asker: &'a CallAsker,
+    tool: &'static str,
+}
+
+impl InputFetcher for SessionInputs<'_> {
+    fn fetch_missing(
+        &self,
+        flake_dir: &Path,
+        missing: &[MissingInput],
+        _asker: &dyn Asker,
+    ) -> Result<(), String> {
+        let mut opened = self
+            .session
+            .flake_inputs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let inputs = match opened.entry(flake_dir.to_path_buf()) {
+            Entry::Occupied(known) => known.into_mut(),
+            Entry::Vacant(place) => {
+                match FlakeInputs::open(flake_dir).map_err(|e| e.to_string())? {
+                    Some(inputs) => place.insert(inputs),
+                    None => return Ok(()),
+                }
+            }
+        };
+        let fetcher = Fetcher::from_env(Limits::default()).map_err(|e| e.to_string())?;
+        let env = Env {
+            policy: &self.session.policy,
+            log: &self.session.log,
+            fetcher: &fetcher,
+            progress: &Silent,
+        };
+        let wanted = Wanted::Paths(missing.iter().map(|m| m.path.clone()).collect());
+        let asking = chock_inputs::Asking {
+            agent_kind: AGENT_KIND.into(),
+            model: None,
+            tool: Some(self.tool.into()),
+            route: ROUTE.into(),
+        };
+        let asker = OffRuntime(self.asker);
+        self.asker.runtime.block_on(async {
+            let mut conn = chock_store::daemon::connect()
+                .await
+                .map_err(|e| e.to_string())?;
+            inputs
+                .at_build(&env, &mut conn, &asking, &wanted, &asker)
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        })
+    }
+}
+
+/// The call's asker, reached from inside a future: it blocks on the
+/// runtime itself, which a thread already running a future may not do, so
+/// each question is asked from a thread of its own.
+struct OffRuntime<'a>(&'a CallAsker);
+
+impl Asker for OffRuntime<'_> {
+    fn ask(&self, question: &Question) -> Answer {
+        std::thread::scope(|scope| {
+            scope
+                .spawn(|| self.0.ask(question))
+                .join()
+                .unwrap_or(Answer::Unavailable)
+        })
+    }
+}
+
+/// Every store path `outputs` need at run time (their closure), read from
+/// the daemon; what provide_tool adds to the store a command is shown.
+pub async fn runtime_closure(outputs: &[String]) -> Result<BTreeSet<PathBuf>, String> {
+    /// More paths than any program's closure has; a bound, not a goal.
+    const MOST_PATHS: usize = 100_000;
+    let mut conn = chock_store::daemon::connect()
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut todo = Vec::new();
+    for output in outputs {
+        todo.push(
+            chock_store::StorePath::from_absolute_path(output)
+                .map_err(|e| format!("`{output}` is not a store path: {e}"))?,
+        );
+    }
+    let mut seen = BTreeSet::new();
+    while let Some(path) = todo.pop() {
+        if !seen.insert(path.clone()) {
+            continue;
+        }
+        if seen.len() > MOST_PATHS {
+            return Err(format!(
+                "the closure of {} has more than {MOST_PATHS} store paths",
+                outputs.join(", ")
+            ));
+        }
+        let info = conn
+            .query_path_info(&path)
+            .await
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| format!("{path} is not in the store after the build"))?;
+        todo.extend(info.references.into_iter().filter(|r| !seen.contains(r)));
+    }
+    Ok(seen
+        .into_iter()
+        .map(|p| PathBuf::from(p.to_absolute()))
+        .collect())
+}
