@@ -1,0 +1,117 @@
+//! `chock eval --flake REF ATTR...`: one attribute of a flake's outputs,
+//! given one name per argument; a derivation answers its drvPath and
+//! outPath (as nix_eval does), the same paths Nix 2.8 gives.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn chock() -> &'static str {
+    env!("CARGO_BIN_EXE_chock")
+}
+
+fn eval(dir: &Path, args: &[&str]) -> Output {
+    Command::new(chock())
+        .arg("eval")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("chock runs")
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+const FLAKE: &str = r#"{
+  outputs = { self }: {
+    packages.x86_64-linux.default = derivation {
+      name = "eval-flake";
+      builder = "/bin/sh";
+      system = "x86_64-linux";
+      args = [ "-c" "echo ${self.narHash} > $out" ];
+    };
+    answer = { a = 1; b = [ "two" ]; };
+  };
+}
+"#;
+
+fn project() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("flake.nix"), FLAKE).expect("flake.nix");
+    dir
+}
+
+#[test]
+fn a_flake_attribute_is_evaluated_one_name_per_argument() {
+    let dir = project();
+    let out = eval(dir.path(), &["--flake", ".", "--strict", "answer"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), r#"{ a = 1; b = [ "two" ]; }"#);
+    let out = eval(dir.path(), &["--flake", "path:.", "--json", "answer", "b"]);
+    assert_eq!(stdout(&out), r#"["two"]"#, "{}", stderr(&out));
+}
+
+#[test]
+fn a_dotted_attribute_is_refused_with_the_split_it_meant() {
+    let dir = project();
+    let out = eval(
+        dir.path(),
+        &["--flake", ".", "packages.x86_64-linux.default"],
+    );
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("--flake . packages x86_64-linux default"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_derivation_answers_the_paths_nix_gives_it() {
+    let dir = project();
+    let out = eval(
+        dir.path(),
+        &["--flake", ".", "packages", "x86_64-linux", "default"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let ours = stdout(&out);
+    assert!(ours.starts_with("{ drvPath = \"/nix/store/"), "{ours}");
+    let nix = Command::new("nix")
+        .args([
+            "--extra-experimental-features",
+            "nix-command flakes",
+            "eval",
+            "--impure",
+            "--raw",
+            "--expr",
+        ])
+        .arg(format!(
+            "let d = (builtins.getFlake \"path:{}\").packages.x86_64-linux.default; in \"{{ drvPath = \\\"${{d.drvPath}}\\\"; outPath = \\\"${{d.outPath}}\\\"; }}\"",
+            dir.path().display()
+        ))
+        .env("NIX_REMOTE", "daemon")
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run nix ({e}); run scripts/setup"));
+    assert!(
+        nix.status.success(),
+        "nix eval failed (is the daemon up? run scripts/setup): {}",
+        stderr(&nix)
+    );
+    assert_eq!(ours, stdout(&nix));
+}
+
+#[test]
+fn a_missing_attribute_names_what_the_flake_has() {
+    let dir = project();
+    let out = eval(dir.path(), &["--flake", ".", "nope"]);
+    assert!(!out.status.success());
+    let text = stderr(&out);
+    assert!(
+        text.contains("no attribute 'nope'") && text.contains("answer"),
+        "{text}"
+    );
+}
