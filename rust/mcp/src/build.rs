@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::PoisonError;
 
 use chock_inputs::{Env, Fetcher, FlakeInputs, Limits, Silent, Wanted};
-use chock_nix::{BuildRequest, Built, Context, InputFetcher, MissingInput, NixEvaluator, Who};
+use chock_nix::{BuildRequest, Built, Context, FixEvaluator, InputFetcher, MissingInput, Who};
 use chock_policy::{Answer, Asker, Question};
 
 use crate::ask::CallAsker;
@@ -76,7 +76,9 @@ pub async fn build(call: &Call<'_>, wanted: ToBuild) -> Result<Built, String> {
         };
         let context = Context {
             policy: &session.policy,
-            evaluator: &NixEvaluator::default(),
+            // fix, in process: nothing is written while evaluating, the
+            // project's max_object_bytes caps each object.
+            evaluator: &FixEvaluator::for_policy(&session.policy),
             asker: &asker,
             log: &session.log,
             route: ROUTE,
