@@ -55,7 +55,7 @@ const GLOBAL: &[&str] = &[
     "toString",
 ];
 
-fn groups() -> [&'static [PrimOp]; 17] {
+fn groups() -> [&'static [PrimOp]; 18] {
     [
         attrs::PRIMOPS,
         context::PRIMOPS,
@@ -74,6 +74,7 @@ fn groups() -> [&'static [PrimOp]; 17] {
         versions::PRIMOPS,
         xml::PRIMOPS,
         crate::flake::PRIMOPS,
+        crate::flake::reference::PRIMOPS,
     ]
 }
 

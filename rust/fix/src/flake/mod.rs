@@ -14,6 +14,7 @@
 //! can fetch them all and evaluate once more.
 
 mod git;
+pub(crate) mod reference;
 
 use crate::builtins::{primop, store_string};
 use crate::error::{Error, ErrorKind, Result};
