@@ -4,9 +4,10 @@
 # 50 hosts, 100 mirror:// fetches through a mirrors list, 50 naming no URL).
 # First a check against Nix: the plan covers the closure `nix show-derivation
 # -r` lists, and names exactly the hosts its fixed-output derivations'
-# URLs name. Then the benchmark, all in one hyperfine run: the plan, the
-# evaluation alone (`nix eval` of the drvPath, what the plan runs until fix
-# evaluates flakes), and `nix show-derivation -r` over the same closure.
+# URLs name, and fix's top derivation is the one Nix evaluates. Then the
+# benchmark, all in one hyperfine run: the plan (fix's evaluation, then the
+# planning), Nix's evaluation alone (`nix eval` of the drvPath), and `nix
+# show-derivation -r` over the same closure.
 # Figures: docs/benchmarks.md, "nix_build planning".
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -32,10 +33,12 @@ fi
 plan=("$CHOCK_BIN" build --project "$project" --plan --json packages x86_64-linux default)
 "${plan[@]}" >"$tmp/plan.json"
 nix show-derivation -r "$root" >"$tmp/nix.json"
-python3 - "$tmp/plan.json" "$tmp/nix.json" <<'PY'
+python3 - "$tmp/plan.json" "$tmp/nix.json" "$root" <<'PY'
 import json, sys, urllib.parse
 plan, nix = (json.load(open(p)) for p in sys.argv[1:3])
 fail = lambda why: sys.exit(f"build: {why}")
+if plan["derivation"] != sys.argv[3]:
+    fail(f"fix evaluated {plan['derivation']}, Nix {sys.argv[3]}")
 if plan["closure"] != len(nix):
     fail(f"the plan walked {plan['closure']} derivations, nix show-derivation -r lists {len(nix)}")
 fods = {p: d for p, d in nix.items() if any("hash" in o or "hashAlgo" in o for o in d["outputs"].values())}
@@ -62,7 +65,7 @@ if len(plan["pinned"]) != 100:
     fail(f"{len(plan['pinned'])} pinned copies, expected the 100 mirror:// fetches")
 kinds = sorted(w["kind"] for w in plan["write"])
 if kinds != ["mirrors file"] + ["pinned copy"] * 100:
-    fail(f"writes {sorted(set(kinds))}: nix eval wrote every evaluated object already, so only the copies and their mirrors file are new")
+    fail(f"writes {sorted(set(kinds))}: nix eval wrote every object fix registered already (at the same paths), so only the copies and their mirrors file are new")
 actions = sorted(q["action"].rsplit(".", 1)[0] if q["action"].startswith("nix.net.build.mirrors.") else q["action"] for q in plan["questions"])
 if actions != ["nix.net.build.mirrors.savannah", "nix.net.build.mirrors.sourceforge", "nix.net.hosts"]:
     fail(f"questions {actions}")
@@ -70,11 +73,11 @@ print(f"build: the plan covers nix's {len(nix)} derivations, {len(fods)} fixed-o
       f"{len(hosts)} hosts, {len(opaque)} naming no URL, 3 mirror sites, 100 pinned copies, 3 questions")
 PY
 
-# The evaluation that stands in for fix is Nix's: through the daemon it
-# writes every .drv again, one round trip each, and swings by seconds on a
-# busy machine. So the three commands run against the local store (we are
-# root here, as in CI), and the planning alone, after the evaluation, is
-# read from the plan's own timings (CHOCK_LOG debug lines) over 15 runs.
+# Nix's evaluation writes every .drv again through the daemon, one round
+# trip each, and swings by seconds on a busy machine. So the three commands
+# run against the local store (we are root here, as in CI), and fix's
+# evaluation and the planning after it are read from the plan's own timings
+# (CHOCK_LOG debug lines) over 15 runs.
 local=(env -u NIX_REMOTE)
 hyperfine -N --warmup 3 --runs 15 --export-json "$tmp/bench.json" \
   -n plan "${local[*]} ${plan[*]}" \
@@ -91,19 +94,18 @@ log = re.sub(r"\x1b\[[0-9;]*m", "", open(sys.argv[2]).read())
 steps = re.findall(r"(evaluated|plan ready) after ([0-9.]+) ms", log)
 evaluated = [float(t) for s, t in steps if s == "evaluated"]
 ready = [float(t) for s, t in steps if s == "plan ready"]
-# Reading the .drv files back with Chock's parser is part of the walk, though
-# the stand-in evaluator does it (fix hands over its registry instead).
-reads = [float(t) for t in re.findall(r"read the closure of \d+ derivations in ([0-9.]+) ms", log)]
-planning = [b - a + c for a, b, c in zip(evaluated, ready, reads)]
+planning = [b - a for a, b in zip(evaluated, ready)]
 if len(planning) != 15:
     sys.exit(f"build: read {len(planning)} plan timings, expected 15")
 p = statistics.mean(planning) / 1000
+e = statistics.mean(evaluated) / 1000
 show = r["show"]["mean"]
-print(f"build: chock build --plan {ms('plan')}, of which nix eval (standing in for fix) {ms('eval')}; "
-      f"the planning after it {p*1000:.0f} ms ± {statistics.stdev(planning):.0f} (reading and walking the .drv files, the store query, hosts, mirrors, answers, pinned copies); "
-      f"nix show-derivation -r {ms('show')}")
-print(f"build: the planning is {show / p:.2f}x faster than nix show-derivation -r over the same closure; "
-      f"the whole plan with Nix's evaluation is {show / r['plan']['mean']:.2f}x its speed")
+print(f"build: chock build --plan {ms('plan')}, of which fix's evaluation {e*1000:.0f} ms ± {statistics.stdev(evaluated):.0f} "
+      f"(Nix's nix eval alone: {ms('eval')}); the planning after it {p*1000:.0f} ms ± {statistics.stdev(planning):.0f} "
+      f"(walking the registry, the store query, hosts, mirrors, answers, pinned copies); nix show-derivation -r {ms('show')}")
+print(f"build: fix's evaluation takes {e / r['eval']['mean']:.2f}x the time of nix eval; "
+      f"the planning is {show / p:.2f}x faster than nix show-derivation -r over the same closure; "
+      f"the whole plan is {show / r['plan']['mean']:.2f}x its speed")
 if p > show:
     sys.exit("build: the planning is slower than nix show-derivation -r")
 PY
