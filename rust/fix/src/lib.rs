@@ -22,6 +22,7 @@ mod interrupt;
 mod memory;
 mod options;
 mod print;
+mod stats;
 mod store;
 mod symbol;
 mod syntax;
@@ -35,6 +36,7 @@ pub use options::{
     DEFAULT_MAX_CALL_DEPTH, EvalOptions, Features, LintLevel, Lints, SearchPathEntry, TraceSink,
     default_max_memory, default_system,
 };
+pub use stats::Stats;
 pub use store::DEFAULT_MAX_OBJECT_BYTES;
 
 use error::Error;
@@ -138,6 +140,9 @@ pub struct Output {
     /// What the evaluation would have put in the store (derivations, text
     /// files, sources), by the path computed for each; nothing was written.
     pub registry: chock_store::Registry,
+    /// What the evaluation did: thunks, environments, calls, lookups,
+    /// allocations (`chock eval --stats`).
+    pub stats: Stats,
 }
 
 /// Why an evaluation produced no value.
@@ -384,6 +389,7 @@ fn run(ev: &mut Evaluator<'_>, request: &Request) -> Result<Output, Error> {
         text,
         truncated,
         registry,
+        stats: stats::snapshot(),
     })
 }
 

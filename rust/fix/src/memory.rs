@@ -9,14 +9,31 @@ use std::cell::Cell;
 
 thread_local! {
     static LIVE: Cell<usize> = const { Cell::new(0) };
+    static PEAK: Cell<usize> = const { Cell::new(0) };
 }
 
+#[inline]
 pub fn allocated(bytes: usize) {
-    LIVE.with(|l| l.set(l.get().wrapping_add(bytes)));
+    let now = LIVE.with(|l| {
+        let now = l.get().wrapping_add(bytes);
+        l.set(now);
+        now
+    });
+    PEAK.with(|p| {
+        if now > p.get() {
+            p.set(now);
+        }
+    });
 }
 
+#[inline]
 pub fn freed(bytes: usize) {
     LIVE.with(|l| l.set(l.get().wrapping_sub(bytes)));
+}
+
+/// The most bytes held at one time by this thread's values (`--stats`).
+pub fn peak() -> usize {
+    PEAK.with(Cell::get)
 }
 
 /// Bytes held by values of this thread's evaluation.
@@ -33,6 +50,7 @@ mod tests {
         let before = live();
         allocated(100);
         assert_eq!(live(), before + 100);
+        assert!(peak() >= before + 100);
         freed(100);
         assert_eq!(live(), before);
     }

@@ -94,6 +94,7 @@ impl<H, T> ThinRc<H, T> {
     /// A fresh block for `len` elements with the count, length and header
     /// written; the elements are still to be written, at the returned
     /// pointer.
+    #[inline]
     fn start(header: H, len: usize) -> (NonNull<Inner<H, T>>, *mut T, Layout) {
         let (layout, offset) = layout_for::<H, T>(len);
         let raw = allocate(layout);
@@ -101,6 +102,8 @@ impl<H, T> ThinRc<H, T> {
             alloc::handle_alloc_error(layout)
         };
         crate::memory::allocated(layout.size());
+        crate::stats::count(crate::stats::Counter::Allocations);
+        crate::stats::add(crate::stats::Counter::AllocatedBytes, layout.size() as u64);
         // SAFETY: `ptr` is a fresh allocation sized for `Inner` plus `len`
         // elements; these writes and the data pointer stay inside it.
         let data = unsafe {
@@ -208,6 +211,7 @@ impl<H, T> ThinRc<H, T> {
         }
     }
 
+    #[inline(always)]
     fn inner(&self) -> &Inner<H, T> {
         // SAFETY: the pointer stays valid while any `ThinRc` to it exists.
         unsafe { self.ptr.as_ref() }
@@ -244,14 +248,30 @@ impl<H, T> ThinRc<H, T> {
     }
 }
 
+/// Counts one more reference to a block (a count that would wrap aborts,
+/// as `Rc` does).
+#[inline(always)]
+pub fn retain(count: &Cell<usize>) {
+    let next = count.get().wrapping_add(1);
+    if next == 0 {
+        std::process::abort();
+    }
+    count.set(next);
+}
+
+impl<H, T> ThinRc<H, T> {
+    /// The reference count, for a holder that copies the pointer itself
+    /// (`Value::clone`) and must count the copy with `retain`.
+    #[inline(always)]
+    pub fn count(&self) -> &Cell<usize> {
+        &self.inner().count
+    }
+}
+
 impl<H, T> Clone for ThinRc<H, T> {
+    #[inline]
     fn clone(&self) -> Self {
-        let count = &self.inner().count;
-        let next = count.get().wrapping_add(1);
-        if next == 0 {
-            std::process::abort();
-        }
-        count.set(next);
+        retain(&self.inner().count);
         ThinRc {
             ptr: self.ptr,
             _owns: PhantomData,
@@ -269,6 +289,9 @@ type Deferred = (NonNull<u8>, unsafe fn(NonNull<u8>));
 
 thread_local! {
     static DROP_DEPTH: Cell<u32> = const { Cell::new(0) };
+    /// Whether `DEFERRED` holds anything: a plain cell, so the outermost
+    /// free (nearly every free) tests it without touching the queue.
+    static QUEUED: Cell<bool> = const { Cell::new(false) };
     static DEFERRED: std::cell::RefCell<Vec<Deferred>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
@@ -319,18 +342,20 @@ impl<H, T> ThinRc<H, T> {
         let depth = DROP_DEPTH.with(Cell::get);
         if depth >= MAX_DROP_DEPTH {
             DEFERRED.with(|d| d.borrow_mut().push((raw, Self::free)));
+            QUEUED.with(|q| q.set(true));
             return;
         }
         DROP_DEPTH.with(|d| d.set(depth + 1));
         // SAFETY: the caller hands over the last reference.
         unsafe { Self::free(raw) };
-        if depth == 0 {
+        if depth == 0 && QUEUED.with(Cell::get) {
             // The outermost free runs what deeper frees queued, each one
             // starting from depth one again.
             while let Some((block, free)) = DEFERRED.with(|d| d.borrow_mut().pop()) {
                 // SAFETY: queued blocks are last handles, freed exactly once.
                 unsafe { free(block) };
             }
+            QUEUED.with(|q| q.set(false));
         }
         DROP_DEPTH.with(|d| d.set(depth));
     }

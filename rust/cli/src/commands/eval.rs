@@ -30,6 +30,9 @@ pub struct Args {
     /// Evaluate the result completely, not only its outer layer.
     #[arg(long)]
     pub strict: bool,
+    /// After the value, print to stderr what the evaluation did as JSON (like NIX_SHOW_STATS).
+    #[arg(long)]
+    pub stats: bool,
     /// Print the result as JSON.
     #[arg(long, conflicts_with = "xml")]
     pub json: bool,
@@ -143,6 +146,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 stdout.write_all(b"\n")?;
             }
             stdout.flush()?;
+            if args.stats {
+                eprintln!("{}", output.stats.to_json());
+            }
             Ok(exit::SUCCESS.into())
         }
         Err(e) => Ok(failed(&e)),

@@ -279,6 +279,7 @@ impl<'a> Evaluator<'a> {
     }
 
     /// The value in weak head normal form (never a thunk).
+    #[inline]
     pub fn force(&mut self, v: &Value<'a>) -> Result<Value<'a>> {
         match v {
             Value::Thunk(t) => self.force_thunk(t),
@@ -288,7 +289,10 @@ impl<'a> Evaluator<'a> {
 
     #[inline]
     pub fn force_thunk(&mut self, t: &Thunk<'a>) -> Result<Value<'a>> {
-        if let ThunkState::Done(v) = &*t.0.state.borrow() {
+        // SAFETY: no mutable borrow of a thunk's state is held while the
+        // evaluator runs (`run_thunk` swaps the state in and out with
+        // short borrows), and the reference ends with the clone.
+        if let Ok(ThunkState::Done(v)) = unsafe { t.0.state.try_borrow_unguarded() } {
             return Ok(v.clone());
         }
         self.run_thunk(t)
@@ -300,6 +304,7 @@ impl<'a> Evaluator<'a> {
         // A chain of thunks forwarding to thunks recurses through here
         // without passing `eval_node`.
         self.check_stack(Pos::NONE)?;
+        crate::stats::count(crate::stats::Counter::ThunksForced);
         let state = t.0.state.replace(ThunkState::Blackhole);
         let result = match &state {
             ThunkState::Pending(expr, env) => self.eval(expr, env),
@@ -337,7 +342,7 @@ impl<'a> Evaluator<'a> {
     /// Variables and constants, most of what is evaluated, are answered
     /// here, inlined into the caller; everything else goes to `eval_node`,
     /// whose frame is large.
-    #[inline]
+    #[inline(always)]
     pub fn eval(&mut self, expr: &'a Expr, env: &Env<'a>) -> Result<Value<'a>> {
         match expr {
             Expr::Local { depth, idx } => match env.get(*depth, *idx) {
@@ -695,18 +700,21 @@ impl<'a> Evaluator<'a> {
         Ok(Value::Attrs(Attrs::from_sorted(entries)))
     }
 
+    #[inline]
     pub(crate) fn attr_name(&mut self, key: &'a AttrKey, env: &Env<'a>, pos: Pos) -> Result<Sym> {
         match key {
             AttrKey::Static(s) => Ok(*s),
-            AttrKey::Dynamic(e) => {
-                let v = self.eval(e, env)?;
-                match v {
-                    Value::String(s) => Ok(self.symbols.intern(s.as_bytes())),
-                    other => Err(self
-                        .type_error("a string", &other, pos)
-                        .with_frame(pos, "while evaluating an attribute name")),
-                }
-            }
+            AttrKey::Dynamic(e) => self.dynamic_attr_name(e, env, pos),
+        }
+    }
+
+    #[inline(never)]
+    fn dynamic_attr_name(&mut self, e: &'a Expr, env: &Env<'a>, pos: Pos) -> Result<Sym> {
+        match self.eval(e, env)? {
+            Value::String(s) => Ok(self.symbols.intern(s.as_bytes())),
+            other => Err(self
+                .type_error("a string", &other, pos)
+                .with_frame(pos, "while evaluating an attribute name")),
         }
     }
 
@@ -939,6 +947,7 @@ impl<'a> Evaluator<'a> {
         pos: Pos,
     ) -> Result<Value<'a>> {
         self.enter(pos)?;
+        crate::stats::count(crate::stats::Counter::PrimopCalls);
         let result = (op.func)(self, args, pos);
         self.leave();
         result.map_err(|e| {
@@ -978,14 +987,15 @@ impl<'a> Evaluator<'a> {
                 pos,
             )
             .and_then(|mut env| {
-                while let (Expr::Lambda(inner), Some(arg)) = (&lambda.body, args.get(used)) {
-                    env = self.bind(inner, &env, arg.clone(), pos)?;
+                while let (Expr::Lambda(inner), Some(arg)) = (&lambda.body, args.get_mut(used)) {
+                    env = self.bind(inner, &env, std::mem::replace(arg, Value::Null), pos)?;
                     lambda = inner;
                     used += 1;
                 }
                 self.eval(&lambda.body, &env)
             });
         self.leave();
+        crate::stats::add(crate::stats::Counter::LambdaCalls, used as u64);
         match result {
             Ok(v) => Ok((v, used)),
             Err(e) => Err(e.with_frame(

@@ -3,6 +3,7 @@
 
 use super::Value;
 use crate::source::Pos;
+use crate::stats::{Counter, count};
 use crate::symbol::{Sym, Symbols};
 use crate::thin::{Exact, ThinRc};
 
@@ -27,6 +28,7 @@ impl<'a> Attrs<'a> {
     /// From entries already sorted by name, without duplicates.
     pub fn from_sorted(entries: Vec<Attr<'a>>) -> Self {
         debug_assert!(entries.windows(2).all(|w| w[0].name < w[1].name));
+        count(Counter::Sets);
         Attrs(ThinRc::from_iter((), entries))
     }
 
@@ -36,6 +38,7 @@ impl<'a> Attrs<'a> {
         I: IntoIterator<Item = Attr<'a>>,
         I::IntoIter: ExactSizeIterator,
     {
+        count(Counter::Sets);
         Attrs(ThinRc::from_iter((), entries))
     }
 
@@ -47,6 +50,13 @@ impl<'a> Attrs<'a> {
         Attrs::from_sorted(entries)
     }
 
+    /// The reference count (see `Value::clone`).
+    #[inline(always)]
+    pub(crate) fn count(&self) -> &std::cell::Cell<usize> {
+        self.0.count()
+    }
+
+    #[inline]
     pub fn as_slice(&self) -> &[Attr<'a>] {
         self.0.as_slice()
     }
@@ -63,7 +73,9 @@ impl<'a> Attrs<'a> {
         self.as_slice().is_empty()
     }
 
+    #[inline]
     pub fn get_attr(&self, name: Sym) -> Option<&Attr<'a>> {
+        count(Counter::AttrLookups);
         let entries = self.as_slice();
         if entries.len() <= LINEAR {
             return entries.iter().find(|a| a.name == name);
@@ -108,6 +120,7 @@ impl<'a> Attrs<'a> {
             n
         };
         let merged = Merge { a, b, i: 0, j: 0 };
+        count(Counter::Sets);
         Attrs(ThinRc::from_iter(
             (),
             Exact {

@@ -31,6 +31,12 @@ impl NixString {
         NixString(ThinRc::from_slices(context, parts))
     }
 
+    /// The reference count (see `Value::clone`).
+    #[inline(always)]
+    pub(crate) fn count(&self) -> &std::cell::Cell<usize> {
+        self.0.count()
+    }
+
     pub fn context(&self) -> Option<&Context> {
         self.0.header().as_ref()
     }

@@ -1,0 +1,149 @@
+//! Counters of what an evaluation did (`chock eval --stats`, the
+//! equivalent of C++ Nix's `NIX_SHOW_STATS`): thunks made and run,
+//! environments, calls, attribute lookups and allocations.
+//!
+//! They are always on: each is one increment of a thread-local cell (the
+//! evaluation has a thread of its own, so the counts are exactly its
+//! work), cheaper than a test of whether counting was asked for. They
+//! exist to tell where an evaluation's time goes without a profiler.
+
+use std::cell::Cell;
+
+/// What one evaluation did, counted as it ran.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Thunks made (deferred expressions and deferred calls).
+    pub thunks_created: u64,
+    /// Thunks run (the first force of each, and any re-run after a failure).
+    pub thunks_forced: u64,
+    /// Environments made (one per call, `let`, `with` and recursive set).
+    pub envs: u64,
+    /// Lambda calls (a curried `a: b: ...` given two arguments is two).
+    pub lambda_calls: u64,
+    /// Builtin calls.
+    pub primop_calls: u64,
+    /// Attribute lookups in sets (selections, `?`, `with`, formals).
+    pub attr_lookups: u64,
+    /// Attribute sets made (literals, `//`, builtins).
+    pub sets: u64,
+    /// Value allocations (lists, sets, strings, environments, thunks,
+    /// closures) and their bytes.
+    pub allocations: u64,
+    pub allocated_bytes: u64,
+    /// The most bytes the values held at one time.
+    pub peak_live_bytes: u64,
+}
+
+/// Indices of the counters in `COUNTS`.
+#[derive(Clone, Copy)]
+#[repr(usize)]
+pub enum Counter {
+    ThunksCreated,
+    ThunksForced,
+    Envs,
+    LambdaCalls,
+    PrimopCalls,
+    AttrLookups,
+    Sets,
+    Allocations,
+    AllocatedBytes,
+}
+
+const COUNTERS: usize = Counter::AllocatedBytes as usize + 1;
+
+thread_local! {
+    static COUNTS: [Cell<u64>; COUNTERS] = const { [const { Cell::new(0) }; COUNTERS] };
+}
+
+/// Adds one to a counter.
+#[inline(always)]
+pub fn count(counter: Counter) {
+    add(counter, 1);
+}
+
+/// Adds `n` to a counter.
+#[inline(always)]
+pub fn add(counter: Counter, n: u64) {
+    COUNTS.with(|c| {
+        let cell = &c[counter as usize];
+        cell.set(cell.get().wrapping_add(n));
+    });
+}
+
+/// The counts of this thread's evaluation so far.
+pub fn snapshot() -> Stats {
+    COUNTS.with(|c| {
+        let get = |counter: Counter| c[counter as usize].get();
+        Stats {
+            thunks_created: get(Counter::ThunksCreated),
+            thunks_forced: get(Counter::ThunksForced),
+            envs: get(Counter::Envs),
+            lambda_calls: get(Counter::LambdaCalls),
+            primop_calls: get(Counter::PrimopCalls),
+            attr_lookups: get(Counter::AttrLookups),
+            sets: get(Counter::Sets),
+            allocations: get(Counter::Allocations),
+            allocated_bytes: get(Counter::AllocatedBytes),
+            peak_live_bytes: crate::memory::peak() as u64,
+        }
+    })
+}
+
+impl Stats {
+    /// One JSON object, the shape `NIX_SHOW_STATS` prints in spirit:
+    /// grouped by what was counted, numbers only.
+    pub fn to_json(&self) -> String {
+        format!(
+            concat!(
+                "{{\"thunks\":{{\"created\":{},\"forced\":{}}},",
+                "\"envs\":{},",
+                "\"calls\":{{\"lambda\":{},\"primop\":{}}},",
+                "\"attrLookups\":{},",
+                "\"sets\":{},",
+                "\"allocations\":{{\"number\":{},\"bytes\":{},\"peakLiveBytes\":{}}}}}"
+            ),
+            self.thunks_created,
+            self.thunks_forced,
+            self.envs,
+            self.lambda_calls,
+            self.primop_calls,
+            self.attr_lookups,
+            self.sets,
+            self.allocations,
+            self.allocated_bytes,
+            self.peak_live_bytes,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_add_up_per_thread() {
+        std::thread::spawn(|| {
+            count(Counter::Envs);
+            add(Counter::AllocatedBytes, 40);
+            let s = snapshot();
+            assert_eq!(s.envs, 1);
+            assert_eq!(s.allocated_bytes, 40);
+            assert_eq!(s.thunks_created, 0);
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn json_is_one_object() {
+        let s = Stats {
+            thunks_created: 3,
+            peak_live_bytes: 7,
+            ..Stats::default()
+        };
+        let json = s.to_json();
+        assert!(json.starts_with("{\"thunks\":{\"created\":3,\"forced\":0}"));
+        assert!(json.ends_with("\"peakLiveBytes\":7}}"));
+        assert_eq!(json.matches('{').count(), json.matches('}').count());
+    }
+}
