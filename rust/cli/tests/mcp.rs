@@ -2528,3 +2528,62 @@ fn provide_tool_on_deny_builds_nothing_and_on_ask_reaches_chock_approve() {
     env.assert_logged("call.provide_tool", "allow", "person");
     assert_eq!(last_line(&env, &build_action)["decision"], "allow");
 }
+
+#[test]
+fn a_nix_build_the_client_cancels_withdraws_its_question_and_builds_nothing() {
+    let (env, attribute) = flake_project(r#".{ .action = "nix.build.*", .decision = .ask }"#);
+    let action = build_action(&attribute);
+    let mut client = env.client(false, &[]);
+    let mut approver = Approver::start(&env);
+    approver.wait_for("watching chock mcp");
+    client.send(&json!({"jsonrpc": "2.0", "id": 901, "method": "tools/call",
+        "params": {"name": "nix_build", "arguments": {"attribute": attribute}}}));
+    let question = approver.wait_for("allow it once? [y/N]");
+    assert!(question.contains(&action), "{question}");
+    client.send(
+        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 901, "reason": "the person pressed Escape"}}),
+    );
+    approver.wait_for("withdrawn");
+    // The build asked nothing more and built nothing: its one line says
+    // nobody answered (chock-nix logs it with the rules' ask).
+    let deadline = std::time::Instant::now() + support::WAIT;
+    let line = loop {
+        if let Some(line) = env.log_lines().into_iter().rfind(|l| l["action"] == action) {
+            break line;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the cancelled build never logged its answer"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(
+        (&line["decision"], &line["answered_by"], &line["route"]),
+        (&json!("ask"), &json!("nobody"), &json!("mcp")),
+        "{line}"
+    );
+    // A yes typed now answers nothing: the prompt left with the question.
+    approver.answer("y");
+    assert!(
+        !client
+            .call("read_file", json!({"path": "flake.nix"}))
+            .is_error,
+        "still serving"
+    );
+    let flake = env.read("flake.nix").unwrap_or_default();
+    let name = flake
+        .split('"')
+        .find(|part| part.starts_with("mcp-built-"))
+        .expect("the derivation's name")
+        .to_string();
+    let built = std::fs::read_dir("/nix/store")
+        .expect("the store")
+        .filter_map(Result::ok)
+        .any(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .ends_with(&format!("-{name}"))
+        });
+    assert!(!built, "a cancelled build built its output");
+}

@@ -11,6 +11,7 @@ use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
 use rmcp::service::ElicitationMode;
 use rmcp::{Peer, RoleServer};
 use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
 
 use chock_policy::{Answer, Asker, Question};
 
@@ -166,13 +167,23 @@ pub struct CallAsker {
     pub tool: String,
     pub project: String,
     pub runtime: tokio::runtime::Handle,
+    /// The call's own token: when the client cancels the call, a question
+    /// still waiting is withdrawn and counts as unanswered.
+    pub cancel: CancellationToken,
 }
 
 impl CallAsker {
     /// Asks, and says why when nobody answered; `None` when nobody could be asked.
     pub fn ask_why(&self, question: &Question) -> Option<Reply> {
         let asked = Asked::new(question, &self.tool, &self.project);
-        self.runtime.block_on(self.askers.ask(&self.peer, &asked))
+        self.runtime.block_on(async {
+            tokio::select! {
+                reply = self.askers.ask(&self.peer, &asked) => reply,
+                () = self.cancel.cancelled() => Some(Reply::Unanswered(
+                    "the client cancelled the call".into(),
+                )),
+            }
+        })
     }
 }
 

@@ -56,6 +56,7 @@ pub async fn build(call: &Call<'_>, wanted: ToBuild) -> Result<Built, String> {
         tool: tool.into(),
         project: session.project.dir.display().to_string(),
         runtime: tokio::runtime::Handle::current(),
+        cancel: call.cancel.clone(),
     };
     let request = BuildRequest {
         project: session.project.dir.clone(),

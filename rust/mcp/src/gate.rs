@@ -4,6 +4,7 @@
 use chock_log::{AnsweredBy, Entry};
 use chock_policy::{Decision, Key, Layer, Question, Reading, StartQuestion, Verdict};
 use rmcp::{Peer, RoleServer};
+use tokio_util::sync::CancellationToken;
 
 use crate::ask::{CallAsker, Reply};
 use crate::session::Session;
@@ -139,6 +140,7 @@ impl Session {
     pub async fn gate(
         &self,
         peer: &Peer<RoleServer>,
+        cancel: &CancellationToken,
         act: &Act,
         asking: Asking,
     ) -> Result<(), String> {
@@ -194,6 +196,7 @@ impl Session {
                     tool: act.tool.into(),
                     project: self.project.dir.display().to_string(),
                     runtime: tokio::runtime::Handle::current(),
+                    cancel: cancel.clone(),
                 };
                 let heard = tokio::task::spawn_blocking(move || asker.ask_why(&question))
                     .await

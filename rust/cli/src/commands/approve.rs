@@ -70,17 +70,63 @@ fn list(dir: &std::path::Path, only: Option<u32>, json: bool) -> anyhow::Result<
     Ok(exit::SUCCESS.into())
 }
 
+/// One question shown, or waiting its turn to be shown.
+struct Shown {
+    path: std::path::PathBuf,
+    pid: u32,
+    id: u64,
+    text: String,
+}
+
+impl Shown {
+    fn same(&self, path: &std::path::Path, id: u64) -> bool {
+        self.path == path && self.id == id
+    }
+}
+
 /// Prints each question as it comes and sends the answer typed: `y` or
-/// `yes` allows it once, anything else refuses it. Ends at the end of input.
+/// `yes` allows it once, anything else refuses it. Questions that arrive
+/// while one is shown wait their turn. A question the server withdraws
+/// (timed out, or the agent cancelled its call) leaves the prompt, so the
+/// next line typed never answers a question nobody waits on any more.
+/// Ends at the end of input.
 fn watch(mut watcher: Watcher) -> anyhow::Result<ExitCode> {
     eprintln!(
         "chock approve: waiting for questions from your chock mcp servers (Ctrl-D or Ctrl-C to stop)"
     );
-    let stdin = std::io::stdin();
+    let typed = typed_lines();
     let mut stdout = std::io::stdout();
+    let mut current: Option<Shown> = None;
+    let mut queue: std::collections::VecDeque<Shown> = std::collections::VecDeque::new();
     loop {
+        if current.is_none()
+            && let Some(next) = queue.pop_front()
+        {
+            println!(
+                "\nquestion {} from chock mcp {}:\n{}",
+                next.id, next.pid, next.text
+            );
+            print!("allow it once? [y/N] ");
+            stdout.flush()?;
+            current = Some(next);
+        }
+        match typed.try_recv() {
+            Ok(line) => {
+                if let Some(shown) = current.take() {
+                    let allow = matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes");
+                    if let Err(error) = watcher.answer(&shown.path, shown.id, allow) {
+                        eprintln!("chock approve: {error}");
+                    }
+                }
+            }
+            Err(std::sync::mpsc::TryRecvError::Disconnected) => {
+                println!();
+                return Ok(exit::SUCCESS.into());
+            }
+            Err(std::sync::mpsc::TryRecvError::Empty) => {}
+        }
         watcher.refresh();
-        let Some(heard) = watcher.next(Duration::from_millis(250)) else {
+        let Some(heard) = watcher.next(Duration::from_millis(100)) else {
             continue;
         };
         match heard {
@@ -88,22 +134,20 @@ fn watch(mut watcher: Watcher) -> anyhow::Result<ExitCode> {
                 println!("watching chock mcp {pid} for {project}");
             }
             Heard::Unreachable(error) => eprintln!("chock approve: {error}"),
-            Heard::Closed { pid, .. } => println!("chock mcp {pid} stopped"),
-            Heard::Event { path, pid, event } => match event {
-                Event::Question { id, question } => {
-                    println!("\nquestion {id} from chock mcp {pid}:\n{}", question.text());
-                    print!("allow it once? [y/N] ");
-                    stdout.flush()?;
-                    let mut line = String::new();
-                    if stdin.lock().read_line(&mut line)? == 0 {
-                        println!();
-                        return Ok(exit::SUCCESS.into());
-                    }
-                    let allow = matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes");
-                    if let Err(error) = watcher.answer(&path, id, allow) {
-                        eprintln!("chock approve: {error}");
-                    }
+            Heard::Closed { pid, path } => {
+                if current.as_ref().is_some_and(|c| c.path == path) {
+                    current = None;
                 }
+                queue.retain(|q| q.path != path);
+                println!("chock mcp {pid} stopped");
+            }
+            Heard::Event { path, pid, event } => match event {
+                Event::Question { id, question } => queue.push_back(Shown {
+                    path,
+                    pid,
+                    id,
+                    text: question.text(),
+                }),
                 Event::Answered { id, allow } => {
                     println!(
                         "question {id}: {}",
@@ -111,11 +155,31 @@ fn watch(mut watcher: Watcher) -> anyhow::Result<ExitCode> {
                     );
                 }
                 Event::Withdrawn { id, why } if why != "answered" => {
-                    println!("question {id} withdrawn: {why}");
+                    queue.retain(|q| !q.same(&path, id));
+                    if current.as_ref().is_some_and(|c| c.same(&path, id)) {
+                        current = None;
+                        println!("\nquestion {id} withdrawn: {why}");
+                    }
                 }
                 Event::Error { message } => eprintln!("chock approve: {message}"),
                 _ => {}
             },
         }
     }
+}
+
+/// The lines typed on stdin, read on a thread of their own so that a
+/// question can be withdrawn while the person is at the prompt; the channel
+/// closes at the end of input.
+fn typed_lines() -> std::sync::mpsc::Receiver<String> {
+    let (tell, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lock().lines() {
+            let Ok(line) = line else { break };
+            if tell.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    lines
 }

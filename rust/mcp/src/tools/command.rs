@@ -81,7 +81,7 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
         subject: Some(named.program.clone()),
         detail: vec![format!("command: {}", shown(&args.argv))],
     };
-    session.gate(call.peer, &act, Asking::Person).await?;
+    call.gate(&act, Asking::Person).await?;
     // Named above by the dev shell alone; what provide_tool built is then
     // shown as well, so its programs run, under exec.nix.store.*.
     let mut toolchain = named.toolchain;

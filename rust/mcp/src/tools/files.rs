@@ -38,7 +38,7 @@ async fn gate(call: &Call<'_>, tool: &'static str, rel: &Path) -> Result<(), Str
         subject: Some(Workspace::show(rel)),
         detail: Vec::new(),
     };
-    call.session.gate(call.peer, &act, Asking::Person).await
+    call.gate(&act, Asking::Person).await
 }
 
 /// Runs blocking file work off the async threads.

@@ -47,6 +47,20 @@ pub struct Call<'a> {
     pub cancel: CancellationToken,
 }
 
+impl Call<'_> {
+    /// Decides `act` for this call ([`Session::gate`]): a question it asks
+    /// is withdrawn when the client cancels the call.
+    pub async fn gate(
+        &self,
+        act: &crate::gate::Act,
+        asking: crate::gate::Asking,
+    ) -> Result<(), String> {
+        self.session
+            .gate(self.peer, &self.cancel, act, asking)
+            .await
+    }
+}
+
 /// Runs one tool: `Ok` is the text the agent reads, `Err` the sentence of a
 /// tool error.
 pub async fn dispatch(call: &Call<'_>, name: &str, arguments: Value) -> Result<String, String> {

@@ -36,7 +36,7 @@ pub async fn nix_eval(call: &Call<'_>, args: NixEval) -> Result<String, String> 
         subject: None,
         detail: vec![format!("expression: {shown}")],
     };
-    call.session.gate(call.peer, &act, Asking::Person).await?;
+    call.gate(&act, Asking::Person).await?;
     let stop = Arc::new(AtomicBool::new(false));
     let cancel = call.cancel.clone();
     let stop_on_cancel = stop.clone();

@@ -56,7 +56,7 @@ pub async fn provide_tool(call: &Call<'_>, args: ProvideTool) -> Result<String, 
         subject: Some(installable.clone()),
         detail: vec![format!("build: {installable}")],
     };
-    call.session.gate(call.peer, &act, Asking::Person).await?;
+    call.gate(&act, Asking::Person).await?;
     let built = build::build(
         call,
         ToBuild {

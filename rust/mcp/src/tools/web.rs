@@ -204,7 +204,7 @@ pub async fn fetch_url(call: &Call<'_>, args: FetchUrl) -> Result<String, String
         subject: Some(host.clone()),
         detail: vec![format!("url: {url}")],
     };
-    call.session.gate(call.peer, &act, Asking::Person).await?;
+    call.gate(&act, Asking::Person).await?;
     let client = client()?;
     let mut hops: Vec<String> = Vec::new();
     loop {
@@ -230,7 +230,7 @@ pub async fn fetch_url(call: &Call<'_>, args: FetchUrl) -> Result<String, String
                     subject: Some(next_host.clone()),
                     detail: vec![format!("redirect from {url} to {next}")],
                 };
-                call.session.gate(call.peer, &hop, Asking::NeverHop).await?;
+                call.gate(&hop, Asking::NeverHop).await?;
             }
             hops.push(url.to_string());
             url = next;
