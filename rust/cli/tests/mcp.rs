@@ -1373,6 +1373,19 @@ mod support {
             args: &[&str],
             vars: &[(&str, &std::path::Path)],
         ) -> Client {
+            self.client_speaking("2025-06-18", elicitation, args, vars)
+                .0
+        }
+
+        /// [`Env::client_with_env`] asking for protocol `version`; also the
+        /// server's answer to `initialize`.
+        pub fn client_speaking(
+            &self,
+            version: &str,
+            elicitation: bool,
+            args: &[&str],
+            vars: &[(&str, &std::path::Path)],
+        ) -> (Client, Value) {
             let mut command = self.chock();
             for (name, value) in vars {
                 command.env(name, value);
@@ -1430,14 +1443,14 @@ mod support {
             let init = client.request(
                 "initialize",
                 json!({
-                    "protocolVersion": "2025-06-18",
+                    "protocolVersion": version,
                     "capabilities": capabilities,
                     "clientInfo": {"name": "chock-tests", "version": "1"}
                 }),
             );
             assert_eq!(init["result"]["serverInfo"]["name"], "chock", "{init}");
             client.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-            client
+            (client, init)
         }
     }
 
@@ -2586,4 +2599,29 @@ fn a_nix_build_the_client_cancels_withdraws_its_question_and_builds_nothing() {
                 .ends_with(&format!("-{name}"))
         });
     assert!(!built, "a cancelled build built its output");
+}
+
+#[test]
+fn elicitation_is_spoken_in_each_revision_that_has_it_and_a_newer_client_is_answered_2025_11_25() {
+    let env = project_with_files();
+    env.rules(r#".{ .action = "call.read_file", .decision = .ask }"#);
+    for version in ["2025-06-18", "2025-11-25"] {
+        let (mut client, init) = env.client_speaking(version, true, &[], &[]);
+        assert_eq!(init["result"]["protocolVersion"], version, "{init}");
+        client.elicit_answers.push(person_says(true));
+        let read = client.call("read_file", json!({"path": "a.txt"}));
+        assert!(
+            !read.is_error && read.text == "hello\n",
+            "{version}: {read:?}"
+        );
+        assert_eq!(client.elicited.len(), 1, "{version}: asked in the client");
+    }
+    // 2026-07-28 has no initialize and no requests from server to client
+    // during a call: the server answers with the newest revision it speaks.
+    let (mut client, init) = env.client_speaking("2026-07-28", true, &[], &[]);
+    assert_eq!(init["result"]["protocolVersion"], "2025-11-25", "{init}");
+    client.elicit_answers.push(person_says(true));
+    let read = client.call("read_file", json!({"path": "a.txt"}));
+    assert!(!read.is_error, "{read:?}");
+    assert_eq!(client.elicited.len(), 1);
 }
