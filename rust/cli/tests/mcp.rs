@@ -353,6 +353,23 @@ impl Drop for Approver {
     }
 }
 
+/// Calls `tool` from a client that cannot elicit, with `chock approve`
+/// watching; answers its one question `y`. The question as shown, and the call's answer.
+fn answered_in_chock_approve(env: &Env, tool: &str, arguments: Value) -> (String, support::Called) {
+    let client = env.client(false, &[]);
+    let mut approver = Approver::start(env);
+    approver.wait_for("watching chock mcp");
+    std::thread::scope(|scope| {
+        let driver = scope.spawn(move || {
+            let mut client = client;
+            client.call(tool, arguments)
+        });
+        let question = approver.wait_for("allow it once? [y/N]");
+        approver.answer("y");
+        (question, driver.join().expect("client"))
+    })
+}
+
 #[test]
 fn every_tool_on_ask_asks_through_chock_approve() {
     let env = project_with_files();
@@ -1291,7 +1308,16 @@ mod support {
 
     impl Env {
         pub fn new() -> Env {
-            let fx = crate::sandbox_fixture::Fixture::host();
+            Env::around(crate::sandbox_fixture::Fixture::host())
+        }
+
+        /// A project in git with the sandbox tests' flake: a dev shell built
+        /// with no nixpkgs, in `flake.nix`.
+        pub fn with_flake() -> Env {
+            Env::around(crate::sandbox_fixture::Fixture::flake())
+        }
+
+        fn around(fx: crate::sandbox_fixture::Fixture) -> Env {
             std::fs::create_dir_all(fx.root().join("outside")).expect("mkdir");
             let project = fx.project.clone();
             Env { fx, project }
@@ -1811,26 +1837,13 @@ fn nix_build_on_ask_asks_through_elicitation_and_chock_approve() {
     );
     drop(client);
     // The same question through chock approve, for a client that cannot elicit.
-    let client = env.client(false, &[]);
-    let mut approver = Approver::start(&env);
-    approver.wait_for("watching chock mcp");
-    std::thread::scope(|scope| {
-        let driver = scope.spawn(move || {
-            let mut client = client;
-            client.call("nix_build", json!({"attribute": attribute}))
-        });
-        let question = approver.wait_for("allow it once? [y/N]");
-        assert!(
-            question.contains(&format!("nix_build wants {action}")) || question.contains(&action),
-            "{question}"
-        );
-        approver.answer("y");
-        let built = driver.join().expect("client");
-        assert!(
-            !built.is_error && built.text.contains("was built"),
-            "{built:?}"
-        );
-    });
+    let (question, built) =
+        answered_in_chock_approve(&env, "nix_build", json!({"attribute": attribute}));
+    assert!(question.contains(&action), "{question}");
+    assert!(
+        !built.is_error && built.text.contains("was built"),
+        "{built:?}"
+    );
     let line = last_line(&env, &action);
     assert_eq!(
         (line["decision"].clone(), line["answered_by"].clone()),
@@ -2061,15 +2074,9 @@ fn fetch_url_reads_https_with_the_trust_store_and_refuses_a_certificate_it_canno
 /// probe package. Returns the environment and the system.
 fn provide_project(rules: &str) -> (Env, String) {
     require_daemon();
-    let env = Env::new();
+    let env = Env::with_flake();
     let system = chock_sandbox::devshell::system();
-    let nonce = format!(
-        "{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos())
-    );
+    let nonce = chock_inputs::testing::nonce();
     let probe_package = |name: &str| {
         format!(
             r#"derivation {{
@@ -2079,6 +2086,9 @@ fn provide_project(rules: &str) -> (Env, String) {
       }}"#
         )
     };
+    // The fixture's flake (its dev shell) stays whole, as base.nix.
+    std::fs::rename(env.project.join("flake.nix"), env.project.join("base.nix"))
+        .expect("move the fixture's flake");
     let tools = env.project.join("tools");
     env.write(
         "flake.nix",
@@ -2086,23 +2096,15 @@ fn provide_project(rules: &str) -> (Env, String) {
             r#"{{
   inputs.tools.url = "path:{tools}";
   outputs = {{ self, tools }}: let
+    base = (import ./base.nix).outputs {{ inherit self; }};
     system = "{system}";
-    raw = name: script: derivation {{
-      inherit name system;
-      builder = "/bin/sh";
-      args = [ "-c" script ];
-      PATH = "/usr/bin:/bin";
-    }};
-    stdenv = raw "mini-stdenv" "mkdir $out; echo 'export PATH=$tool/bin' > $out/setup";
-    tool = raw "tool" "mkdir -p $out/bin; echo hello > $out/bin/greeting";
-  in {{
-    devShells.${{system}}.default = derivation {{
-      name = "shell"; inherit system stdenv tool; builder = "/bin/bash";
-      outputs = [ "out" ];
-    }};
-    packages.${{system}} = {{
+  in base // {{
+    packages.${{system}} = base.packages.${{system}} // {{
       probe = {probe};
-      data = raw "provided-data-{nonce}" "echo data > $out";
+      data = derivation {{
+        name = "provided-data-{nonce}"; inherit system; builder = "/bin/sh";
+        args = [ "-c" "echo data > $out" ];
+      }};
     }};
   }};
 }}
@@ -2114,12 +2116,7 @@ fn provide_project(rules: &str) -> (Env, String) {
     env.write(
         "tools/flake.nix",
         &format!(
-            "{{
-  outputs = {{ self }}: {{
-    packages.{system}.probe = {};
-  }};
-}}
-",
+            "{{\n  outputs = {{ self }}: {{\n    packages.{system}.probe = {};\n  }};\n}}\n",
             probe_package("input-probe")
         ),
     );
@@ -2127,10 +2124,9 @@ fn provide_project(rules: &str) -> (Env, String) {
         std::fs::copy(sandbox_fixture::probe_binary(), place).expect("copy the probe");
     }
     env.rules(rules);
-    assert!(sandbox_fixture::git(&env.project, &["init", "-q"]));
     assert!(sandbox_fixture::git(
         &env.project,
-        &["add", "flake.nix", "probe", "tools"]
+        &["add", "flake.nix", "base.nix", "probe", "tools"]
     ));
     let lock = std::process::Command::new("nix")
         .args([
@@ -2387,13 +2383,7 @@ fn nix_build_fetches_a_missing_input_after_one_question_and_evaluates_once_more(
     use chock_inputs::testing::{Reply, Server as InputServer, Tree};
     require_daemon();
     let env = Env::new();
-    let tag = format!(
-        "mcp-input-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos())
-    );
+    let tag = format!("mcp-input-{}", chock_inputs::testing::nonce());
     let tree = Tree::new("pkg", &[("hello", format!("{tag}\n").as_bytes(), false)]);
     let server = InputServer::http();
     server.route("/pkg.tar.gz", Reply::Body(tree.tar_gz()));
@@ -2413,18 +2403,11 @@ fn nix_build_fetches_a_missing_input_after_one_question_and_evaluates_once_more(
 "#
         ),
     );
-    let lock = json!({
-        "nodes": {
-            "pkg": {
-                "flake": false,
-                "locked": { "type": "tarball", "url": url, "narHash": tree.nar_hash() },
-                "original": { "type": "tarball", "url": url },
-            },
-            "root": { "inputs": { "pkg": "pkg" } },
-        },
-        "root": "root",
-        "version": 7,
-    });
+    let locked = json!({ "type": "tarball", "url": url, "narHash": tree.nar_hash() });
+    let mut lock: Value =
+        serde_json::from_str(&chock_inputs::testing::flake_lock(&[("pkg", locked)]))
+            .expect("a lock");
+    lock["nodes"]["pkg"]["flake"] = json!(false);
     env.write("flake.lock", &lock.to_string());
     env.rules(r#".{ .action = "nix.build.packages.*", .decision = .allow }"#);
     let attribute = json!(["packages", "x86_64-linux", "default"]);
@@ -2517,27 +2500,17 @@ fn provide_tool_on_deny_builds_nothing_and_on_ask_reaches_chock_approve() {
     env.rules(
         r#".{ .action = "nix.build", .decision = .allow }, .{ .action = "nix.build.*", .decision = .allow }, .{ .action = "call.provide_tool", .decision = .ask }"#,
     );
-    let client = env.client(false, &[]);
-    let mut approver = Approver::start(&env);
-    approver.wait_for("watching chock mcp");
-    std::thread::scope(|scope| {
-        let driver = scope.spawn(move || {
-            let mut client = client;
-            client.call("provide_tool", json!({"attribute": attribute}))
-        });
-        let question = approver.wait_for("allow it once? [y/N]");
-        assert!(
-            question.contains("provide_tool wants call.provide_tool")
-                && question.contains(&format!(".#packages.{system}.probe")),
-            "{question}"
-        );
-        approver.answer("y");
-        let provided = driver.join().expect("client");
-        assert!(
-            !provided.is_error && provided.text.contains("/bin/probe"),
-            "{provided:?}"
-        );
-    });
+    let (question, provided) =
+        answered_in_chock_approve(&env, "provide_tool", json!({"attribute": attribute}));
+    assert!(
+        question.contains("provide_tool wants call.provide_tool")
+            && question.contains(&format!(".#packages.{system}.probe")),
+        "{question}"
+    );
+    assert!(
+        !provided.is_error && provided.text.contains("/bin/probe"),
+        "{provided:?}"
+    );
     env.assert_logged("call.provide_tool", "allow", "person");
     assert_eq!(last_line(&env, &build_action)["decision"], "allow");
 }
