@@ -440,14 +440,18 @@ fn finish<'a>(ev: &mut Evaluator<'a>, b: Building, pos: Pos) -> Result<Value<'a>
         drv.fill_in_output_paths(&mut ev.store.hashes, &mut load)
             .map_err(store_err)?;
     }
-    let aterm_len = drv.to_aterm().len() as u64;
+    // Serialised once: its size is checked and its hash names the `.drv`.
+    let aterm = drv.to_aterm();
     crate::store::check_size(
         &format!("the derivation '{}'", drv.name),
-        aterm_len,
+        aterm.len() as u64,
         ev.options.max_object_bytes,
         pos,
     )?;
-    let drv_path = drv.drv_path().map_err(store_err)?;
+    let drv_path =
+        chock_store::store_path::text_path(&format!("{}.drv", drv.name), &aterm, &drv.references())
+            .map_err(|e| Error::eval(e.to_string(), pos))?;
+    drop(aterm);
     let own = ev
         .store
         .hashes
