@@ -1020,15 +1020,10 @@ fn nix_eval_is_pure_bounded_and_cut() {
             "nix_eval wrote {path} to the store"
         );
     }
-    let src = std::fs::read_dir("/nix/store")
-        .expect("the store")
-        .filter_map(Result::ok)
-        .any(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .ends_with(&format!("-{name}-src"))
-        });
-    assert!(!src, "nix_eval wrote the toFile text to the store");
+    assert!(
+        !in_store_named(&format!("{name}-src")),
+        "nix_eval wrote the toFile text to the store"
+    );
 }
 
 #[test]
@@ -1716,6 +1711,15 @@ mod support {
                 .unwrap_or_default()
         }
     }
+}
+
+/// Whether the store holds a path whose name (after the hash) is `name`.
+fn in_store_named(name: &str) -> bool {
+    let suffix = format!("-{name}");
+    std::fs::read_dir("/nix/store")
+        .expect("the store")
+        .filter_map(Result::ok)
+        .any(|e| e.file_name().to_string_lossy().ends_with(&suffix))
 }
 
 fn require_daemon() {
@@ -2563,15 +2567,7 @@ fn a_nix_build_the_client_cancels_withdraws_its_question_and_builds_nothing() {
         .find(|part| part.starts_with("mcp-built-"))
         .expect("the derivation's name")
         .to_string();
-    let built = std::fs::read_dir("/nix/store")
-        .expect("the store")
-        .filter_map(Result::ok)
-        .any(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .ends_with(&format!("-{name}"))
-        });
-    assert!(!built, "a cancelled build built its output");
+    assert!(!in_store_named(&name), "a cancelled build built its output");
 }
 
 #[test]
