@@ -5,8 +5,7 @@
 //! derivations in it are built.
 //!
 //! [`crate::FixEvaluator`] implements it with fix, Chock's own evaluator,
-//! in process; [`crate::NixEvaluator`] (the system's `nix eval`) stays only
-//! while the tool server still uses it.
+//! in process; the tests implement it with made-up registries.
 
 use std::path::Path;
 

@@ -15,13 +15,13 @@
 //! line in the decision log. `docs/build.md` has the whole design.
 //!
 //! ```no_run
-//! use chock_nix::{BuildRequest, Context, NixEvaluator, Session, Who};
+//! use chock_nix::{BuildRequest, Context, FixEvaluator, Session, Who};
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let policy = chock_policy::Policy::load(&chock_policy::LoadOptions::from_env("/src/demo", vec![])?)?;
 //! let log = chock_log::Log::from_env(chock_log::Rotation::default())?;
 //! let context = Context {
 //!     policy: &policy,
-//!     evaluator: &NixEvaluator::default(),
+//!     evaluator: &FixEvaluator::for_policy(&policy),
 //!     asker: &chock_policy::Nobody,
 //!     log: &log,
 //!     route: "build",
@@ -48,7 +48,6 @@ mod fetches;
 mod fix_evaluator;
 mod mirrors;
 mod network;
-mod nix_evaluator;
 mod pin;
 mod plan;
 mod request;
@@ -60,7 +59,6 @@ pub use error::{BuildError, Fault, Refusal, RequestError};
 pub use evaluator::{EvalError, EvalRequest, Evaluation, Evaluator, InputFetcher, MissingInput};
 pub use fix_evaluator::FixEvaluator;
 pub use mirrors::MAX_MIRRORS_FILE_BYTES;
-pub use nix_evaluator::NixEvaluator;
 pub use plan::{
     Built, Pinned, Plan, PlannedHashedMirror, PlannedHost, PlannedOpaque, PlannedSite, PlannedWrite,
 };
