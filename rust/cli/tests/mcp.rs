@@ -1767,6 +1767,16 @@ fn flake_project(rules: &str) -> (Env, Vec<String>) {
     (env, attribute)
 }
 
+/// The `out` path a nix_build answer names.
+fn out_path(answer: &str) -> String {
+    answer
+        .split("out: ")
+        .nth(1)
+        .and_then(|o| o.split_whitespace().next())
+        .map(|o| o.trim_end_matches('.').to_string())
+        .unwrap_or_else(|| panic!("no out path in {answer}"))
+}
+
 fn build_action(attribute: &[String]) -> String {
     format!("nix.build.{}", attribute.join("."))
 }
@@ -2444,14 +2454,8 @@ fn nix_build_fetches_a_missing_input_after_one_question_and_evaluates_once_more(
         "one question for the input's host"
     );
     assert_eq!(server.requests(), vec!["/pkg.tar.gz".to_owned()]);
-    let output = built
-        .text
-        .split("out: ")
-        .nth(1)
-        .and_then(|o| o.strip_suffix('.'))
-        .unwrap_or_else(|| panic!("an output in {}", built.text));
     assert_eq!(
-        std::fs::read_to_string(output).expect("the output"),
+        std::fs::read_to_string(out_path(&built.text)).expect("the output"),
         format!("{tag}\n")
     );
     let host_lines: Vec<Value> = env
@@ -2593,4 +2597,30 @@ fn elicitation_is_spoken_in_each_revision_that_has_it_and_a_newer_client_is_answ
     let read = client.call("read_file", json!({"path": "a.txt"}));
     assert!(!read.is_error, "{read:?}");
     assert_eq!(client.elicited.len(), 1);
+}
+
+#[test]
+fn what_nix_build_produced_is_shown_to_later_commands_under_exec_nix_store() {
+    let (env, system) = provide_project(r#".{ .action = "nix.build.*", .decision = .allow }"#);
+    let mut client = env.client(true, &[]);
+    let built = client.call(
+        "nix_build",
+        json!({"attribute": ["packages", system, "probe"]}),
+    );
+    assert!(
+        !built.is_error && built.text.contains("run_command is shown these outputs"),
+        "{built:?}"
+    );
+    let out = out_path(&built.text);
+    client.elicit_answers.push(person_says(true));
+    let ran = client.call("run_command", json!({"argv": [format!("{out}/bin/probe")]}));
+    assert!(
+        ran.text.contains("usage: escape_probe"),
+        "the built program runs: {ran:?}"
+    );
+    let asked = client.elicited[0]["params"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(asked.contains("wants exec.nix.store."), "{asked}");
 }

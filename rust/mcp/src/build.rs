@@ -171,9 +171,23 @@ impl Asker for OffRuntime<'_> {
     }
 }
 
+/// Shows what a build produced to every later run_command of the session:
+/// the runtime closure of `outputs`, read-only beside the dev shell. A
+/// program there is named `exec.nix.store.*` when run (the namer reads the
+/// dev shell alone), never `exec.devshell.*`.
+pub async fn show_to_commands(session: &Session, outputs: &[String]) -> Result<(), String> {
+    let closure = runtime_closure(outputs).await?;
+    session
+        .provided
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .extend(closure);
+    Ok(())
+}
+
 /// Every store path `outputs` need at run time (their closure), read from
-/// the daemon; what provide_tool adds to the store a command is shown.
-pub async fn runtime_closure(outputs: &[String]) -> Result<BTreeSet<PathBuf>, String> {
+/// the daemon.
+async fn runtime_closure(outputs: &[String]) -> Result<BTreeSet<PathBuf>, String> {
     /// More paths than any program's closure has; a bound, not a goal.
     const MOST_PATHS: usize = 100_000;
     let mut conn = chock_store::daemon::connect()

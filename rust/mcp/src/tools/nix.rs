@@ -120,9 +120,20 @@ pub async fn nix_build(call: &Call<'_>, args: NixBuild) -> Result<String, String
         .iter()
         .map(|(name, path)| format!("{name}: {path}"))
         .collect();
-    Ok(format!(
+    let mut text = format!(
         "{} was built. It produced {}.",
         built.plan.derivation,
         outputs.join(", ")
-    ))
+    );
+    // What it produced is there for every later command, as provide_tool's is.
+    let paths: Vec<String> = built.built.values().cloned().collect();
+    match build::show_to_commands(call.session, &paths).await {
+        Ok(()) => text.push_str(
+            " run_command is shown these outputs from now on (running a program in them asks under exec.nix.store.*).",
+        ),
+        Err(e) => text.push_str(&format!(
+            " Its closure could not be read ({e}), so run_command is not shown it."
+        )),
+    }
+    Ok(text)
 }

@@ -74,14 +74,11 @@ pub async fn provide_tool(call: &Call<'_>, args: ProvideTool) -> Result<String, 
             outputs.join(", ")
         ));
     }
-    let closure = build::runtime_closure(&outputs).await.map_err(|e| {
-        format!("provide_tool: {installable} was built, but its closure could not be read: {e}")
-    })?;
-    call.session
-        .provided
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .extend(closure);
+    build::show_to_commands(call.session, &outputs)
+        .await
+        .map_err(|e| {
+            format!("provide_tool: {installable} was built, but its closure could not be read: {e}")
+        })?;
     let mut text = format!(
         "{installable} was built ({}). Its programs:\n",
         built.plan.derivation
