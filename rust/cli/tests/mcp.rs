@@ -2178,7 +2178,14 @@ fn provide_tool_is_offered_only_when_nix_build_answers_allow_at_start() {
         ),
     ] {
         let (env, _) = provide_project(rules);
-        let mut client = env.client(true, &[]);
+        let (mut client, init) = env.client_speaking("2025-06-18", true, &[], &[]);
+        // Said at start only when a rule said it: nothing named costs no context.
+        let instructions = init["result"]["instructions"].as_str().unwrap_or_default();
+        assert_eq!(
+            instructions.contains("provide_tool is not offered"),
+            logged,
+            "{rules}: {instructions}"
+        );
         let names = client.tool_names();
         assert!(
             !names.iter().any(|n| n == "provide_tool"),

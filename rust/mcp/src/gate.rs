@@ -32,6 +32,18 @@ pub enum Asking {
     NeverHop,
 }
 
+/// A tool a row read at start took away.
+#[derive(Debug, Clone)]
+pub struct Withheld {
+    pub tool: &'static str,
+    /// The sentence a call to it is refused with.
+    pub why: String,
+    /// Whether a rule (or a bundle, or a shipped default) said so; a tool
+    /// withheld because nothing named its row is not mentioned to the
+    /// agent at start, where it would cost context in every session.
+    pub by_rule: bool,
+}
+
 /// A row read once at start.
 pub struct StartRow {
     question: StartQuestion,
@@ -102,10 +114,16 @@ impl Session {
 
     /// Reads one start row and logs it; `None` when the tool stays, else
     /// why it does not.
-    pub fn start_row(&self, tool: &'static str, row: &StartRow) -> Option<String> {
+    pub fn start_row(&self, tool: &'static str, row: &StartRow) -> Option<Withheld> {
         let answer = match self.policy.at_start(AGENT_KIND, &row.question) {
             Ok(answer) => answer,
-            Err(e) => return Some(format!("{} cannot be named: {e}", row.action)),
+            Err(e) => {
+                return Some(Withheld {
+                    tool,
+                    why: format!("{} cannot be named: {e}", row.action),
+                    by_rule: true,
+                });
+            }
         };
         let decision = answer.verdict.decision;
         if answer.verdict.decided_by.layer != Layer::Nothing {
@@ -116,8 +134,10 @@ impl Session {
                 AnsweredBy::of_layer(answer.verdict.decided_by.layer),
             );
         }
-        (!answer.granted).then(|| {
-            format!(
+        (!answer.granted).then(|| Withheld {
+            tool,
+            by_rule: answer.verdict.decided_by.layer != Layer::Nothing,
+            why: format!(
                 "{tool} is not offered: {} answered {} at start, by {}{}",
                 row.action,
                 decision,
@@ -130,7 +150,7 @@ impl Session {
                     ),
                     _ => String::new(),
                 }
-            )
+            ),
         })
     }
 

@@ -49,8 +49,8 @@ impl ServerHandler for ChockServer {
     fn get_info(&self) -> ServerConfig {
         let capabilities = ServerCapabilities::builder().enable_tools().build();
         let mut instructions = INSTRUCTIONS.to_string();
-        for (_, why) in &self.session.withheld {
-            instructions.push_str(&format!(" {why}."));
+        for withheld in self.session.withheld.iter().filter(|w| w.by_rule) {
+            instructions.push_str(&format!(" {}.", withheld.why));
         }
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("chock", env!("CARGO_PKG_VERSION")))
@@ -83,8 +83,10 @@ impl ServerHandler for ChockServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let name = request.name.to_string();
-        if let Some((_, why)) = self.session.withheld.iter().find(|(t, _)| *t == name) {
-            return Ok(self.result(Err(format!("refused: {why}"))).into());
+        if let Some(withheld) = self.session.withheld.iter().find(|w| w.tool == name) {
+            return Ok(self
+                .result(Err(format!("refused: {}", withheld.why)))
+                .into());
         }
         let arguments = Value::Object(request.arguments.unwrap_or_default());
         let call = Call {

@@ -16,7 +16,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use crate::approve::{self, ApproveHub};
 use crate::ask::{ASK_TIMEOUT, Askers};
 use crate::error::McpError;
-use crate::gate::StartRow;
+use crate::gate::{StartRow, Withheld};
 use crate::server::ChockServer;
 use crate::tools::{PROVIDE_TOOL, Robots, TOOL_NAMES};
 use crate::transport::LineTransport;
@@ -63,7 +63,7 @@ pub struct Session {
     /// The tools offered, after the rows read at start.
     pub offered: Vec<&'static str>,
     /// Tools a start row took away, with the sentence saying which rule.
-    pub withheld: Vec<(&'static str, String)>,
+    pub withheld: Vec<Withheld>,
     pub dev_shell: String,
     pub watch: PolicyWatch,
     /// What nix_build and provide_tool have written to the store this
@@ -149,7 +149,7 @@ impl Session {
             }
             match rows.iter().find_map(|row| self.start_row(tool, row)) {
                 None => self.offered.push(tool),
-                Some(why) => self.withheld.push((tool, why)),
+                Some(withheld) => self.withheld.push(withheld),
             }
         }
         Ok(())
