@@ -308,3 +308,94 @@ fn get_flake_of_a_path_inside_the_project_and_an_unlocked_input() {
         "{text}"
     );
 }
+
+/// A `path:` flake with a flake input whose own input follows a non-flake
+/// input of the root: every path, hash and derivation as Nix 2.8's
+/// `getFlake` gives them. Left out: `_type` (Nix 2.8 has none) and a path
+/// input's `lastModified`, which Nix 2.8 gives only when it copies the
+/// input, not when the store already holds it (fix gives what the lock
+/// says).
+#[test]
+fn a_path_flake_with_inputs_and_follows_matches_nix_2_8() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("proj");
+    let (dep, lib) = (dir.join("dep"), dir.join("lib"));
+    write(
+        &dep.join("flake.nix"),
+        r#"{ inputs.nixpkgs.url = "github:NixOS/nixpkgs"; outputs = { self, nixpkgs }: { greeting = "hi"; np = nixpkgs.outPath; }; }"#,
+    );
+    write(&lib.join("value.txt"), "forty-two\n");
+    write(
+        &dir.join("flake.nix"),
+        r#"{
+  inputs.dep.url = "path:./dep";
+  inputs.dep.inputs.nixpkgs.follows = "lib";
+  inputs.lib = { url = "path:./lib"; flake = false; };
+  outputs = { self, dep, lib }: {
+    info = {
+      inherit (self) outPath narHash;
+      depOut = dep.outPath; depNp = dep.np; libOut = lib.outPath; libNar = lib.narHash;
+      followed = dep.inputs.nixpkgs.outPath == lib.outPath;
+      names = builtins.attrNames (builtins.removeAttrs dep [ "_type" "lastModified" "lastModifiedDate" ]);
+      text = builtins.readFile "${lib}/value.txt";
+      drv = (derivation { name = "x"; builder = "/bin/sh"; system = "x86_64-linux"; s = self; d = dep; l = lib; }).drvPath;
+    };
+  };
+}
+"#,
+    );
+    let node = |path: &Path| {
+        format!(
+            r#"{{ "narHash": "{}", "path": "{}", "type": "path" }}"#,
+            nar_hash(path),
+            path.display()
+        )
+    };
+    write(
+        &dir.join("flake.lock"),
+        &format!(
+            r#"{{ "nodes": {{
+    "dep": {{ "inputs": {{ "nixpkgs": [ "lib" ] }}, "locked": {}, "original": {{ "path": "./dep", "type": "path" }} }},
+    "lib": {{ "flake": false, "locked": {}, "original": {{ "path": "./lib", "type": "path" }} }},
+    "root": {{ "inputs": {{ "dep": "dep", "lib": "lib" }} }} }},
+  "root": "root", "version": 7 }}"#,
+            node(&dep),
+            node(&lib)
+        ),
+    );
+    let mut request = Request::new(Source::Flake {
+        flake: dir.clone(),
+        attribute: vec!["info".into()],
+    });
+    request.strict = true;
+    let options = EvalOptions {
+        roots: vec![dir.clone()],
+        ..EvalOptions::default()
+    };
+    let ours = evaluate(&options, &request).expect("fix evaluates the flake");
+    let nix = Command::new("nix")
+        .args([
+            "--extra-experimental-features",
+            "nix-command flakes",
+            "eval",
+            "--offline",
+            "--impure",
+            "--expr",
+        ])
+        .arg(format!(
+            r#"(builtins.getFlake "path:{}").info"#,
+            dir.display()
+        ))
+        .env("NIX_REMOTE", "daemon")
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run nix ({e}); run scripts/setup"));
+    assert!(
+        nix.status.success(),
+        "nix eval failed (is the daemon up? run scripts/setup): {}",
+        String::from_utf8_lossy(&nix.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&ours.text),
+        String::from_utf8_lossy(&nix.stdout).trim_end()
+    );
+}
