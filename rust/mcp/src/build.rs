@@ -50,14 +50,7 @@ pub fn check_attribute(tool: &str, attribute: &[String]) -> Result<(), String> {
 pub async fn build(call: &Call<'_>, wanted: ToBuild) -> Result<Built, String> {
     let session = call.session.clone();
     let tool = wanted.tool;
-    let asker = CallAsker {
-        askers: session.askers.clone(),
-        peer: call.peer.clone(),
-        tool: tool.into(),
-        project: session.project.dir.display().to_string(),
-        runtime: tokio::runtime::Handle::current(),
-        cancel: call.cancel.clone(),
-    };
+    let asker = session.asker(call.peer, &call.cancel, tool);
     let request = BuildRequest {
         project: session.project.dir.clone(),
         flake: wanted.flake,

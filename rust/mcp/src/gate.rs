@@ -112,6 +112,24 @@ impl Session {
         }
     }
 
+    /// The asker for one call of `tool`, to hand to blocking code (it must
+    /// be called from the runtime's handle, on a thread of its own).
+    pub fn asker(
+        &self,
+        peer: &Peer<RoleServer>,
+        cancel: &CancellationToken,
+        tool: &str,
+    ) -> CallAsker {
+        CallAsker {
+            askers: self.askers.clone(),
+            peer: peer.clone(),
+            tool: tool.into(),
+            project: self.project.dir.display().to_string(),
+            runtime: tokio::runtime::Handle::current(),
+            cancel: cancel.clone(),
+        }
+    }
+
     /// Reads one start row and logs it; `None` when the tool stays, else
     /// why it does not.
     pub fn start_row(&self, tool: &'static str, row: &StartRow) -> Option<Withheld> {
@@ -210,14 +228,7 @@ impl Session {
                     ));
                 }
                 let question = question(act, &verdict);
-                let asker = CallAsker {
-                    askers: self.askers.clone(),
-                    peer: peer.clone(),
-                    tool: act.tool.into(),
-                    project: self.project.dir.display().to_string(),
-                    runtime: tokio::runtime::Handle::current(),
-                    cancel: cancel.clone(),
-                };
+                let asker = self.asker(peer, cancel, act.tool);
                 let heard = tokio::task::spawn_blocking(move || asker.ask_why(&question))
                     .await
                     .unwrap_or_else(|e| Some(Reply::Unanswered(format!("asking failed ({e})"))));
