@@ -399,3 +399,38 @@ fn a_path_flake_with_inputs_and_follows_matches_nix_2_8() {
         String::from_utf8_lossy(&nix.stdout).trim_end()
     );
 }
+
+/// `self` is hashed whatever its size; the cap applies to what would be
+/// written, so `lib.cleanSource self` (here its core, `builtins.path` with a
+/// filter dropping `.git`) works under a cap the whole tree exceeds.
+#[test]
+fn a_filtered_self_works_under_a_cap_the_whole_tree_exceeds() {
+    let project = Project::new();
+    let whole = chock_store::nar::hash_path(&project.dir)
+        .expect("hash")
+        .nar_size;
+    let options = EvalOptions {
+        max_object_bytes: whole / 2,
+        ..project.options()
+    };
+    let mut request = Request::new(Source::expr(
+        r#"let self = builtins.getFlake "path:."; in builtins.path { path = self; name = "source"; filter = p: t: baseNameOf p != ".git"; }"#,
+        project.dir.clone(),
+    ));
+    request.strict = true;
+    let out = evaluate(&options, &request).expect("the filtered copy is under the cap");
+    assert!(
+        String::from_utf8_lossy(&out.text).ends_with("-source\""),
+        "{}",
+        String::from_utf8_lossy(&out.text)
+    );
+    let err = evaluate(
+        &options,
+        &Request::new(Source::expr(
+            r#"builtins.path { path = ./.; name = "whole"; }"#,
+            project.dir.as_path(),
+        )),
+    )
+    .expect_err("the whole tree copied is over the cap");
+    assert!(err.to_string().contains("max_object_bytes"), "{err}");
+}

@@ -169,9 +169,17 @@ fn source(args: &Args, cwd: PathBuf) -> anyhow::Result<Source> {
                 one.split('.').collect::<Vec<_>>().join(" ")
             );
         }
-        let bare = reference.strip_prefix("path:").unwrap_or(reference);
+        // A directory reference is read from here; fix refuses the others.
+        let flake = match ["path:", "git+file://", "file://"]
+            .iter()
+            .find_map(|scheme| reference.strip_prefix(scheme))
+        {
+            Some(dir) => cwd.join(dir),
+            None if reference.contains(':') => PathBuf::from(reference),
+            None => cwd.join(reference),
+        };
         return Ok(Source::Flake {
-            flake: cwd.join(bare),
+            flake,
             attribute: args.targets.clone(),
         });
     }

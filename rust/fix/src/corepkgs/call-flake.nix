@@ -3,8 +3,9 @@
 # already resolved to a node key) and hands it here:
 #
 #   root   the key of the flake itself
-#   nodes  key -> { flake; dir; inputs = name -> key; sourceInfo; }
-#          or, for an input not in the store, { flake; dir; inputs; missing; }
+#   nodes  key -> { name; flake; dir; inputs = name -> key; sourceInfo; }
+#          or, for an input not in the store, { name; flake; dir; inputs; missing; }
+#          (`name` says which flake it is, for messages)
 #   missingInput  called with `missing` when such an input is used: it stops
 #                 the evaluation naming every input of the lock that is absent
 #
@@ -32,11 +33,11 @@ let
       unlocked = builtins.filter (name: name != "self" && !(node.inputs ? ${name})) declared;
       outputs =
         if !(flake ? outputs) then
-          throw "the flake at '${flakeFile node sourceInfo}' has no 'outputs'; a flake.nix is a set with an 'outputs' function"
+          throw "the flake ${node.name} has no 'outputs'; a flake.nix is a set with an 'outputs' function"
         else if !builtins.isFunction flake.outputs then
-          throw "the 'outputs' of the flake at '${flakeFile node sourceInfo}' is not a function; it takes the inputs and returns the outputs"
+          throw "the 'outputs' of the flake ${node.name} is not a function; it takes the inputs and returns the outputs"
         else if unlocked != [ ] then
-          throw "the flake at '${flakeFile node sourceInfo}' declares the input '${builtins.head unlocked}', which its flake.lock does not lock; run `nix flake lock` and evaluate again"
+          throw "the flake ${node.name} declares the input '${builtins.head unlocked}', which its flake.lock does not lock; run `nix flake lock` and evaluate again"
         else
           flake.outputs (inputs // { self = result; });
       result = outputs // sourceInfo // {

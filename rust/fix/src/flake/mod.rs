@@ -169,6 +169,8 @@ pub fn missing_text(inputs: &[MissingInput]) -> String {
 
 /// One node of the graph given to `call-flake.nix`.
 struct Node<'a> {
+    /// How messages name the flake: its directory, or its input name.
+    name: String,
     flake: bool,
     dir: String,
     inputs: BTreeMap<String, String>,
@@ -191,6 +193,7 @@ impl<'a> Graph<'a> {
         let lock_file = dir.join("flake.lock");
         let mut nodes = BTreeMap::new();
         let mut root = Node {
+            name: dir.display().to_string(),
             flake: true,
             dir: String::new(),
             inputs: BTreeMap::new(),
@@ -222,6 +225,7 @@ impl<'a> Graph<'a> {
                 nodes.insert(
                     locked.node.clone(),
                     Node {
+                        name: format!("the input `{}` of {}", locked.name, dir.display()),
                         flake: locked.flake,
                         dir: subdir,
                         inputs: children(&locked.name, &by_path),
@@ -244,6 +248,7 @@ impl<'a> Graph<'a> {
                 .map(|(name, target)| (name, Value::string(target)))
                 .collect();
             let mut fields = vec![
+                ("name".to_string(), Value::string(node.name)),
                 ("flake".to_string(), Value::Bool(node.flake)),
                 ("dir".to_string(), Value::string(node.dir)),
                 ("inputs".to_string(), attrs(ev, inputs)),
@@ -476,30 +481,31 @@ fn utc_date(seconds: i64) -> String {
     )
 }
 
-/// A tree's NAR hash and its newest modification time, bounded by
-/// `max_object_bytes`.
+/// A tree's NAR hash and its newest modification time.
 struct Walked {
     hash: Hash,
     newest: i64,
 }
 
+/// Hashes a flake's tree (the project, or a `path` input in it) whatever
+/// its size: `max_object_bytes` is not applied here but when a build writes
+/// the tree, because an evaluation that only uses a filtered copy
+/// (`lib.cleanSource self`, which drops a large `.git`) never writes it.
 fn hash_tree(ev: &Evaluator<'_>, dir: &Path, pos: Pos) -> Result<Walked> {
     ev.check_path(dir, pos)?;
-    let max = ev.options.max_object_bytes;
     let mut newest = mtime(dir);
     let mut every = |entry: &Path, _: &'static str| -> std::result::Result<bool, ()> {
         newest = newest.max(mtime(entry));
         Ok(true)
     };
-    match hash_filtered(dir, max, &mut every) {
+    match hash_filtered(dir, u64::MAX, &mut every) {
         Ok(walked) => Ok(Walked {
             hash: walked.hash,
             newest,
         }),
-        Err(WalkError::TooLarge(size)) => Err(Error::new(
-            ErrorKind::Refused,
+        Err(WalkError::TooLarge(size)) => Err(Error::eval(
             format!(
-                "the flake source '{}' would be more than {size} bytes in the store, over the {max} bytes max_object_bytes allows (the nix block of chock.zon); raise the cap, or move what the flake does not need (build outputs, large data) out of its directory",
+                "the flake source '{}' is larger than {size} bytes",
                 dir.display()
             ),
             pos,
