@@ -56,7 +56,8 @@ const FLAKE: &str = r#"{
   inputs.dep.url = "path:./dep";
   inputs.lib = { url = "path:./lib"; flake = false; };
   inputs.far.url = "github:example/far";
-  outputs = { self, dep, lib, far }: {
+  inputs.priv = { url = "git+ssh://git@example.com/priv.git"; flake = false; };
+  outputs = { self, dep, lib, far, priv }: {
     info = {
       hasGit = builtins.pathExists "${self}/.git";
       inherit (self) outPath narHash lastModified lastModifiedDate;
@@ -67,6 +68,7 @@ const FLAKE: &str = r#"{
       libText = builtins.readFile "${lib}/value.txt";
     };
     usesFar = far.outPath;
+    usesPriv = builtins.readFile "${priv}/secret.txt";
     packages.x86_64-linux.default = derivation {
       name = "hello";
       builder = "/bin/sh";
@@ -76,6 +78,9 @@ const FLAKE: &str = r#"{
   };
 }
 "#;
+
+/// A hash no store path has, for the ssh input until a test puts one there.
+const PRIV_HASH: &str = "sha256-AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
 
 fn lock(dep_dir: &Path, dep_hash: &str, lib_dir: &Path, lib_hash: &str) -> String {
     format!(
@@ -101,7 +106,16 @@ fn lock(dep_dir: &Path, dep_hash: &str, lib_dir: &Path, lib_hash: &str) -> Strin
       "locked": {{ "narHash": "{lib_hash}", "path": "{}", "type": "path" }},
       "original": {{ "path": "./lib", "type": "path" }}
     }},
-    "root": {{ "inputs": {{ "dep": "dep", "far": "far", "lib": "lib" }} }}
+    "priv": {{
+      "flake": false,
+      "locked": {{
+        "narHash": "{PRIV_HASH}",
+        "rev": "89abcdef0123456789abcdef0123456789abcdef",
+        "type": "git", "url": "ssh://git@example.com/priv.git"
+      }},
+      "original": {{ "type": "git", "url": "ssh://git@example.com/priv.git" }}
+    }},
+    "root": {{ "inputs": {{ "dep": "dep", "far": "far", "lib": "lib", "priv": "priv" }} }}
   }},
   "root": "root",
   "version": 7
@@ -433,4 +447,38 @@ fn a_filtered_self_works_under_a_cap_the_whole_tree_exceeds() {
     )
     .expect_err("the whole tree copied is over the cap");
     assert!(err.to_string().contains("max_object_bytes"), "{err}");
+}
+
+/// An input Chock would not fetch (an ssh URL) is refused when used and not
+/// in the store, saying why; when the store holds it, it is used.
+#[test]
+fn an_input_chock_would_not_fetch_is_used_from_the_store_or_refused_when_used() {
+    let project = Project::new();
+    let err = project.eval(&["usesPriv"]).expect_err("not in the store");
+    assert_eq!(err.kind(), Some(chock_fix::ErrorKind::Refused), "{err}");
+    assert!(err.to_string().contains("ssh"), "{err}");
+    assert!(
+        project.eval(&["info"]).is_ok(),
+        "other outputs still evaluate"
+    );
+
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let tree = tmp.path().join("source");
+    write(&tree.join("secret.txt"), &format!("kept {:?}", tmp.path()));
+    let added = Command::new("nix-store")
+        .arg("--add")
+        .arg(&tree)
+        .env("NIX_REMOTE", "daemon")
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run nix-store ({e}); run scripts/setup"));
+    assert!(
+        added.status.success(),
+        "nix-store --add failed (is the daemon up? run scripts/setup): {}",
+        String::from_utf8_lossy(&added.stderr)
+    );
+    let lock_file = project.dir.join("flake.lock");
+    let text = std::fs::read_to_string(&lock_file).expect("lock");
+    std::fs::write(&lock_file, text.replace(PRIV_HASH, &nar_hash(&tree))).expect("lock");
+    let read = project.eval(&["usesPriv"]).expect("read from the store");
+    assert!(read.contains("kept"), "{read}");
 }

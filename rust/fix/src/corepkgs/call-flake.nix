@@ -8,6 +8,8 @@
 #          (`name` says which flake it is, for messages)
 #   missingInput  called with `missing` when such an input is used: it stops
 #                 the evaluation naming every input of the lock that is absent
+#                 (`missing` an index), or saying why Chock would not fetch
+#                 it (`missing` a sentence)
 #
 # A flake's value is its outputs, then its source's attributes (outPath,
 # narHash, rev, ...), then `inputs`, `outputs`, `sourceInfo` and

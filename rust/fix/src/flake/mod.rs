@@ -134,8 +134,16 @@ pub(crate) fn flake_value<'a>(ev: &mut Evaluator<'a>, dir: &Path, pos: Pos) -> R
 }
 
 fn missing_input<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
-    let Value::Int(index) = ev.force(&args[0])? else {
-        return Err(Error::eval("missingInput takes the index fix gave it", pos));
+    let index = match ev.force(&args[0])? {
+        Value::Int(index) => index,
+        Value::String(why) => {
+            return Err(Error::new(
+                ErrorKind::Refused,
+                why.lossy().into_owned(),
+                pos,
+            ));
+        }
+        _ => return Err(Error::eval("missingInput takes what fix gave it", pos)),
     };
     let missing = usize::try_from(index)
         .ok()
@@ -181,6 +189,16 @@ enum NodeSource<'a> {
     Info(Vec<(String, Value<'a>)>),
     /// The index of the lock's missing inputs in `Produced::flake_missing`.
     Missing(usize),
+    /// Not in the store, and Chock would not fetch it (an ssh URL, a lock
+    /// without a hash): why, said when the input is used.
+    Refused(String),
+}
+
+/// Where a locked input is, as far as the evaluation is concerned.
+enum Found<'a> {
+    Info(Vec<(String, Value<'a>)>),
+    Absent(MissingInput),
+    Refused(String),
 }
 
 struct Graph<'a> {
@@ -209,11 +227,12 @@ impl<'a> Graph<'a> {
             for locked in &lock.nodes {
                 let input = Input::from_node(locked, &lock.file, dir);
                 let source = match node_source(ev, &input, locked, &lock.file, pos)? {
-                    Some(info) => NodeSource::Info(info),
-                    None => {
-                        missing.push(missing_input_of(&input)?);
+                    Found::Info(info) => NodeSource::Info(info),
+                    Found::Absent(input) => {
+                        missing.push(input);
                         NodeSource::Missing(missing_index)
                     }
+                    Found::Refused(why) => NodeSource::Refused(why),
                 };
                 let subdir = locked
                     .locked
@@ -258,6 +277,7 @@ impl<'a> Graph<'a> {
                 NodeSource::Missing(index) => {
                     fields.push(("missing".into(), Value::Int(index as i64)))
                 }
+                NodeSource::Refused(why) => fields.push(("missing".into(), Value::string(why))),
             }
             nodes.push((key, attrs(ev, fields)));
         }
@@ -316,38 +336,51 @@ fn children(path: &str, by_path: &BTreeMap<String, String>) -> BTreeMap<String, 
         .collect()
 }
 
-fn missing_input_of(input: &Input) -> Result<MissingInput> {
-    let source = input
-        .source
-        .as_ref()
-        .map_err(|refusal| Error::eval(refusal.to_string(), Pos::NONE))?;
-    Ok(MissingInput {
-        name: input.name.clone(),
-        path: source.store_path.clone(),
-        host: source.hosts.first().map(|e| e.host.clone()),
-    })
+/// Where the lock's `narHash` puts an input Chock would not fetch (its
+/// name `locked.name`, else `source`), to use it if the store has it.
+fn locked_store_path(locked: &chock_inputs::LockedNode) -> Option<(StorePath, Hash)> {
+    let attrs = locked.locked.as_ref()?;
+    let hash = Hash::parse(attrs.get("narHash")?.as_str()?, None).ok()?;
+    let name = attrs
+        .get("name")
+        .and_then(|n| n.as_str())
+        .unwrap_or(chock_inputs::DEFAULT_NAME);
+    let path = make_source_path(name, &hash, &BTreeSet::new()).ok()?;
+    Some((path, hash))
 }
 
-/// The source attributes of one locked input, or `None` when it is not in
-/// the store. A `path` input not in the store is read where it is, after
-/// its tree is checked against the lock's `narHash`.
+/// The source attributes of one locked input; absent when it is not in the
+/// store. A `path` input not in the store is read where it is, after its
+/// tree is checked against the lock's `narHash`. An input Chock would not
+/// fetch is still used when the store holds it.
 fn node_source<'a>(
     ev: &mut Evaluator<'a>,
     input: &Input,
     locked: &chock_inputs::LockedNode,
     lock_file: &Path,
     pos: Pos,
-) -> Result<Option<Vec<(String, Value<'a>)>>> {
+) -> Result<Found<'a>> {
     let source = match &input.source {
         Ok(source) => source,
         Err(refusal) => {
-            return Err(Error::new(ErrorKind::Refused, refusal.to_string(), pos));
+            return Ok(match locked_store_path(locked) {
+                Some((path, hash)) if Path::new(&path.to_absolute()).exists() => {
+                    Found::Info(source_info(&path, &hash, locked))
+                }
+                _ => Found::Refused(format!(
+                    "{refusal}; it is not in the store, and an evaluation never fetches"
+                )),
+            });
         }
     };
     let store_path = &source.store_path;
     if !Path::new(&store_path.to_absolute()).exists() {
         let Fetch::Path(local) = &source.fetch else {
-            return Ok(None);
+            return Ok(Found::Absent(MissingInput {
+                name: input.name.clone(),
+                path: store_path.clone(),
+                host: source.hosts.first().map(|e| e.host.clone()),
+            }));
         };
         let walked = hash_tree(ev, local, pos)?;
         if walked.hash != source.nar_hash {
@@ -372,15 +405,25 @@ fn node_source<'a>(
             },
         );
     }
+    Ok(Found::Info(source_info(
+        store_path,
+        &source.nar_hash,
+        locked,
+    )))
+}
+
+/// `outPath`, `narHash` and what the lock says of the revision and time.
+fn source_info<'a>(
+    store_path: &StorePath,
+    nar_hash: &Hash,
+    locked: &chock_inputs::LockedNode,
+) -> Vec<(String, Value<'a>)> {
     let mut info = vec![
         (
             "outPath".to_string(),
             Value::String(store_string(&store_path.to_absolute())),
         ),
-        (
-            "narHash".to_string(),
-            Value::string(source.nar_hash.to_sri()),
-        ),
+        ("narHash".to_string(), Value::string(nar_hash.to_sri())),
     ];
     let locked_attrs = locked.locked.as_ref();
     let get = |name: &str| locked_attrs.and_then(|l| l.get(name));
@@ -394,7 +437,7 @@ fn node_source<'a>(
     if let Some(time) = get("lastModified").and_then(|v| v.as_i64()) {
         info.extend(last_modified(time));
     }
-    Ok(Some(info))
+    info
 }
 
 /// `self`'s source: the directory's store path, narHash, and what git or
