@@ -135,6 +135,23 @@ mod tests {
     }
 
     #[test]
+    fn an_evaluation_reports_its_counts() {
+        let request = crate::Request::new(crate::Source::expr(
+            "let f = x: y: x + y; s = { a = 1; b = 2; }; in f s.a s.b + f 1 2",
+            std::env::temp_dir(),
+        ));
+        let out = crate::evaluate(&crate::EvalOptions::default(), &request).unwrap();
+        assert_eq!(out.text, b"6");
+        let s = out.stats;
+        // Two calls of a two-argument lambda.
+        assert_eq!(s.lambda_calls, 4);
+        assert_eq!(s.envs, 5, "one for the let, two per call");
+        assert!(s.attr_lookups >= 2);
+        assert!(s.thunks_created >= 3 && s.thunks_forced >= 3);
+        assert!(s.allocations > 0 && s.peak_live_bytes > 0);
+    }
+
+    #[test]
     fn json_is_one_object() {
         let s = Stats {
             thunks_created: 3,
