@@ -450,8 +450,9 @@ impl<H, T> ThinRc<H, T> {
 pub type Shared<H> = ThinRc<H, ()>;
 
 impl<H> ThinRc<H, ()> {
+    #[inline]
     pub fn new(header: H) -> Self {
-        ThinRc::from_iter(header, std::iter::empty())
+        ThinRc::from_array(header, [])
     }
 }
 

@@ -124,21 +124,47 @@ impl<'a> Evaluator<'a> {
         self.symbols.intern_str(name)
     }
 
-    fn check_stack(&self, pos: Pos) -> Result<()> {
+    #[inline(always)]
+    pub(crate) fn check_stack(&self, pos: Pos) -> Result<()> {
         if stack_address() < self.stack_limit {
-            return Err(Error::new(
-                ErrorKind::StackOverflow,
-                "stack overflow; max-call-depth exceeded",
-                pos,
-            ));
+            return Err(Self::stack_overflow(pos));
         }
         Ok(())
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn stack_overflow(pos: Pos) -> Error {
+        Error::new(
+            ErrorKind::StackOverflow,
+            "stack overflow; max-call-depth exceeded",
+            pos,
+        )
     }
 
     /// Enters one level of recursion (a call, or a level of a deep walk
     /// such as `deepSeq`): checks the call depth, the machine stack and
     /// Ctrl-C. Pair with `leave`.
+    ///
+    /// Every call passes here, so the common case is one combined test;
+    /// anything to look at (the bounds, or the sampled Ctrl-C and memory
+    /// check every 64 entries) goes out of line.
+    #[inline]
     pub(crate) fn enter(&mut self, pos: Pos) -> Result<()> {
+        self.ticks = self.ticks.wrapping_add(1);
+        if self.call_depth >= self.options.max_call_depth
+            || stack_address() < self.stack_limit
+            || self.ticks.is_multiple_of(64)
+        {
+            return self.enter_checked(pos);
+        }
+        self.call_depth += 1;
+        Ok(())
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn enter_checked(&mut self, pos: Pos) -> Result<()> {
         if self.call_depth >= self.options.max_call_depth {
             return Err(Error::new(
                 ErrorKind::StackOverflow,
@@ -147,7 +173,7 @@ impl<'a> Evaluator<'a> {
             ));
         }
         self.check_stack(pos)?;
-        self.check_interrupt(pos)?;
+        self.poll_interrupt(pos)?;
         self.call_depth += 1;
         Ok(())
     }
@@ -169,11 +195,8 @@ impl<'a> Evaluator<'a> {
         result
     }
 
-    pub(crate) fn check_interrupt(&mut self, pos: Pos) -> Result<()> {
-        self.ticks = self.ticks.wrapping_add(1);
-        if !self.ticks.is_multiple_of(64) {
-            return Ok(());
-        }
+    /// Ctrl-C and the memory bound, looked at every 64th call.
+    fn poll_interrupt(&self, pos: Pos) -> Result<()> {
         if let Some(flag) = &self.options.interrupt
             && flag.load(Ordering::Relaxed)
         {
@@ -350,6 +373,12 @@ impl<'a> Evaluator<'a> {
                 None => Err(Self::unfilled_slot()),
             },
             Expr::Int(n) => Ok(Value::Int(*n)),
+            // The most frequent compound forms go straight to their code
+            // (each checks the machine stack itself), not through
+            // `eval_node`'s large frame.
+            Expr::Select(s) => self.select(s, env),
+            Expr::Apply(a) => self.apply(a, env),
+            Expr::BinOp(b) => self.binop(b, env),
             _ => self.eval_node(expr, env),
         }
     }
@@ -720,6 +749,7 @@ impl<'a> Evaluator<'a> {
 
     #[inline(never)]
     fn select(&mut self, s: &'a SelectExpr, env: &Env<'a>) -> Result<Value<'a>> {
+        self.check_stack(Pos::NONE)?;
         let mut current = self.eval(&s.base, env)?;
         for (i, key) in s.path.iter().enumerate() {
             let name = self.attr_name(key, env, s.pos)?;
@@ -807,7 +837,9 @@ impl<'a> Evaluator<'a> {
 
     // ----- calls -----
 
+    #[inline(never)]
     fn apply(&mut self, a: &'a ApplyExpr, env: &Env<'a>) -> Result<Value<'a>> {
+        self.check_stack(Pos::NONE)?;
         let mut f = self.eval(&a.func, env)?;
         let mut i = 0;
         while i < a.args.len() {
@@ -822,8 +854,7 @@ impl<'a> Evaluator<'a> {
             if matches!(f, Value::Lambda(_)) && a.args.len() - i >= 2 {
                 // `f x y`: the rest in one go, curried lambdas without
                 // their intermediate closures.
-                let mut rest: SmallVec<[Value<'a>; 4]> =
-                    a.args[i..].iter().map(|e| self.thunk(e, env)).collect();
+                let mut rest = self.thunks(&a.args[i..], env);
                 return self.call_owned(f, &mut rest, a.pos);
             }
             let arg = self.thunk(&a.args[i], env);
@@ -842,8 +873,23 @@ impl<'a> Evaluator<'a> {
         env: &Env<'a>,
         pos: Pos,
     ) -> Result<Value<'a>> {
-        let args: SmallVec<[Value<'a>; 4]> = args.iter().map(|e| self.thunk(e, env)).collect();
+        let args = self.thunks(args, env);
         self.call_primop(op, &args, pos)
+    }
+
+    /// The arguments of a call, unevaluated. Pushed one by one: a
+    /// `collect` into a `SmallVec` goes through its generic `extend`, which
+    /// cost more than the few thunks made here.
+    #[inline]
+    fn thunks(&self, exprs: &'a [Expr], env: &Env<'a>) -> SmallVec<[Value<'a>; 4]> {
+        let mut out = SmallVec::new();
+        if exprs.len() > 4 {
+            out.reserve_exact(exprs.len());
+        }
+        for e in exprs {
+            out.push(self.thunk(e, env));
+        }
+        out
     }
 
     /// Applies a function value to one argument.
@@ -906,7 +952,13 @@ impl<'a> Evaluator<'a> {
 
     /// Applies a function to several arguments in turn.
     pub fn call_n(&mut self, f: Value<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
-        let mut owned: SmallVec<[Value<'a>; 4]> = args.iter().cloned().collect();
+        let mut owned: SmallVec<[Value<'a>; 4]> = SmallVec::new();
+        if args.len() > 4 {
+            owned.reserve_exact(args.len());
+        }
+        for a in args {
+            owned.push(a.clone());
+        }
         self.call_owned(f, &mut owned, pos)
     }
 

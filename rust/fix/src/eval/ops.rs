@@ -11,6 +11,7 @@ impl<'a> Evaluator<'a> {
     #[inline(never)]
     pub(super) fn binop(&mut self, b: &'a BinOpExpr, env: &Env<'a>) -> Result<Value<'a>> {
         let pos = b.pos;
+        self.check_stack(Pos::NONE)?;
         match b.op {
             BinOp::And | BinOp::Or | BinOp::Impl => {
                 // The left operand's value that decides alone, and the

@@ -218,6 +218,7 @@ pub struct ThunkCell<'a> {
 }
 
 impl<'a> Thunk<'a> {
+    #[inline]
     pub fn from_state(state: ThunkState<'a>) -> Self {
         count(Counter::ThunksCreated);
         Thunk(Shared::new(ThunkCell {
