@@ -96,7 +96,13 @@ impl Case {
             4 => self.rng.pick(&["true", "false", "null"]).to_string(),
             5 => self
                 .rng
-                .pick(&["./a.txt", "./d", "\"${./a.txt}\""])
+                .pick(&[
+                    "./a.txt",
+                    "./d",
+                    "\"${./a.txt}\"",
+                    r#"(builtins.path { path = ./a.txt; recursive = false; name = "flat"; })"#,
+                    r#"(builtins.toFile "refers" "see ${./a.txt} and ${./d}")"#,
+                ])
                 .to_string(),
             6 => format!(
                 r#"(builtins.toFile "{}" {})"#,
