@@ -913,3 +913,30 @@ fn a_missing_input_is_fetched_once_and_evaluated_once_more_and_a_second_miss_is_
         assert_eq!(fetcher.calls.get(), 1, "a plan fetches nothing");
     }
 }
+
+#[test]
+fn a_flake_using_its_own_tree_is_built_from_the_paths_fix_computed() {
+    support::require_daemon();
+    let project = Project::new(&[BUILD_PACKAGES], "");
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(project.dir())
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+            .args(args)
+            .output()
+            .expect("git runs (install git)");
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    };
+    git(&["init", "-q"]);
+    git(&["add", "-A"]);
+    git(&["commit", "-qm", "fixture"]);
+    let nonce = std::fs::read_to_string(project.dir().join("sub/nonce")).expect("nonce");
+    let built = project.build("uses-self", &no_one).expect("built");
+    assert_eq!(output(&built), format!("{nonce}\n"));
+    let written: Vec<&str> = built.plan.write.iter().map(|w| w.kind).collect();
+    assert!(
+        written.iter().filter(|k| **k == "source").count() >= 2 && written.contains(&"derivation"),
+        "self, its clean copy and the .drv were written: {written:?}"
+    );
+}
