@@ -695,7 +695,7 @@ fn git_hooks_refuse_a_push_the_policy_denies() {
         .filter(|l| l["action"] == "git.push")
         .map(|l| l["decision"].as_str().unwrap())
         .collect();
-    assert_eq!(pushes, vec!["deny", "deny", "allow"]);
+    assert_eq!(pushes, vec!["deny", "ask", "allow"]);
 }
 
 #[test]

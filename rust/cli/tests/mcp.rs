@@ -276,7 +276,7 @@ fn with_nobody_to_ask_an_ask_is_a_refusal_naming_the_rule_to_add() {
             called.text
         );
         check_not_done(&env, tool);
-        env.assert_logged(&action, "deny", "nobody");
+        env.assert_logged(&action, "ask", "nobody");
     }
 }
 
@@ -1081,7 +1081,7 @@ fn fetch_url_follows_redirects_only_through_allowed_hosts_and_never_asks_a_hop()
         "nobody was asked: {:?}",
         client.elicited
     );
-    env.assert_logged("net.fetch.4.0.0.127", "deny", "nobody");
+    env.assert_logged("net.fetch.4.0.0.127", "ask", "nobody");
     let to_denied = client.call("fetch_url", json!({"url": site.url("/to-denied")}));
     assert!(
         to_denied.is_error && to_denied.text.contains("net.fetch.3.0.0.127 is denied"),
@@ -1957,7 +1957,7 @@ fn agent_review_is_asked_of_a_person_and_agent_then_human_is_refused() {
         "{write:?}"
     );
     assert_eq!(env.read("x.txt"), None);
-    env.assert_logged("call.write_file", "deny", "nobody");
+    env.assert_logged("call.write_file", "agent_then_human", "nobody");
 }
 
 #[test]

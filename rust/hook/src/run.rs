@@ -247,7 +247,7 @@ pub fn git_gate(
                 ),
                 None => (
                     false,
-                    Decision::Deny,
+                    verdict.decision,
                     AnsweredBy::Nobody,
                     format!(
                         "chock: {} needs a person's yes, and no terminal is there to ask.{}",

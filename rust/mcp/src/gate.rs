@@ -210,7 +210,7 @@ impl Session {
                 ))
             }
             Decision::AgentThenHuman => {
-                self.record(entry, Decision::Deny, AnsweredBy::Nobody);
+                self.record(entry, verdict.decision, AnsweredBy::Nobody);
                 Err(format!(
                     "refused: {action} needs a reviewer agent and then a person ({}), and chock mcp has no reviewer agent.{}",
                     decided_by_words(&verdict),
@@ -221,7 +221,7 @@ impl Session {
             // no reviewer, and a person is the stricter of the two.
             Decision::Ask | Decision::AgentReview => {
                 if asking == Asking::NeverHop {
-                    self.record(entry, Decision::Deny, AnsweredBy::Nobody);
+                    self.record(entry, verdict.decision, AnsweredBy::Nobody);
                     return Err(format!(
                         "refused: a redirect led to {action}, which no rule allows, and a redirect hop is never asked (a page could otherwise ask at every hop).{}",
                         change_sentence(&verdict)
@@ -244,14 +244,14 @@ impl Session {
                         ))
                     }
                     Some(Reply::Unanswered(why)) => {
-                        self.record(entry, Decision::Deny, AnsweredBy::Nobody);
+                        self.record(entry, verdict.decision, AnsweredBy::Nobody);
                         Err(format!(
                             "refused: {action} needs a person's yes and {why}.{}",
                             change_sentence(&verdict)
                         ))
                     }
                     None => {
-                        self.record(entry, Decision::Deny, AnsweredBy::Nobody);
+                        self.record(entry, verdict.decision, AnsweredBy::Nobody);
                         Err(format!(
                             "refused: {action} needs a person's yes, and nobody can be asked: this client does not support MCP elicitation and no `chock approve` is running. Run `chock approve` in another terminal and call again.{}",
                             change_sentence(&verdict)
