@@ -53,6 +53,15 @@ fn a_flake_attribute_is_evaluated_one_name_per_argument() {
     assert_eq!(stdout(&out), r#"{ a = 1; b = [ "two" ]; }"#);
     let out = eval(dir.path(), &["--flake", "path:.", "--json", "answer", "b"]);
     assert_eq!(stdout(&out), r#"["two"]"#, "{}", stderr(&out));
+    let elsewhere = tempfile::tempdir().expect("tempdir");
+    let absolute = dir.path().display().to_string();
+    let out = eval(elsewhere.path(), &["--flake", &absolute, "answer", "a"]);
+    assert_eq!(
+        stdout(&out),
+        "1",
+        "the flake named is readable: {}",
+        stderr(&out)
+    );
 }
 
 #[test]

@@ -45,7 +45,7 @@ pub struct Args {
     /// Lift purity for this command: the environment, NIX_PATH, `~` and paths outside the roots.
     #[arg(long)]
     pub impure: bool,
-    /// A directory a pure evaluation may read (repeatable; default: the current directory).
+    /// A directory a pure evaluation may read (repeatable; default: the current directory, and the flake given with --flake).
     #[arg(long = "root", value_name = "DIR")]
     pub roots: Vec<PathBuf>,
     /// Add a search path entry for `<...>` lookups, `PATH` or `PREFIX=PATH` (used with --impure).
@@ -100,8 +100,14 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let cwd = std::env::current_dir()?;
-    let options = options(&args, &cwd)?;
+    let mut options = options(&args, &cwd)?;
     let source = source(&args, cwd)?;
+    // The flake named is readable, as the current directory is by default.
+    if let Source::Flake { flake, .. } = &source
+        && args.roots.is_empty()
+    {
+        options.roots.push(flake.clone());
+    }
     let summarize_derivation = matches!(source, Source::Flake { .. });
     if args.parse {
         return Ok(match chock_fix::check_parse(&options, &source) {
