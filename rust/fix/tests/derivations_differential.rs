@@ -422,3 +422,66 @@ fn generated_derivations_match_nix_in_paths_and_drv_bytes() {
         registry.sources.len()
     );
 }
+
+/// Derivations Nix 2.8 refuses are refused by fix too.
+#[test]
+fn derivations_nix_refuses_are_refused() {
+    require_nix();
+    let base = r#"name = "x"; builder = "/bin/sh"; system = "x86_64-linux";"#;
+    let cases = [
+        r#"derivation { builder = "/bin/sh"; system = "x86_64-linux"; }"#.to_string(),
+        r#"derivation { name = "x"; system = "x86_64-linux"; }"#.to_string(),
+        r#"derivation { name = "x"; builder = "/bin/sh"; }"#.to_string(),
+        format!(r#"derivation {{ {base} outputs = [ "out" "out" ]; }}"#),
+        format!(r#"derivation {{ {base} outputs = [ ]; }}"#),
+        r#"derivation { name = "a b"; builder = "/bin/sh"; system = "x86_64-linux"; }"#
+            .to_string(),
+        r#"derivation { name = "x.drv"; builder = "/bin/sh"; system = "x86_64-linux"; }"#
+            .to_string(),
+        format!(r#"derivation {{ {base} outputs = [ "out" "dev" ]; outputHash = "{}"; }}"#, "0".repeat(64)),
+        format!(r#"derivation {{ {base} outputHash = "not-a-hash"; outputHashAlgo = "sha256"; }}"#),
+        format!(r#"derivation {{ {base} outputHash = "{}"; }}"#, "0".repeat(64)),
+        format!(r#"derivation {{ {base} outputHash = "{}"; outputHashAlgo = "sha3"; }}"#, "0".repeat(64)),
+        format!(r#"derivation {{ {base} outputHash = "{}"; outputHashAlgo = "sha256"; outputHashMode = "nar"; }}"#, "0".repeat(64)),
+        r#"derivation { name = "x"; system = "x86_64-linux"; __structuredAttrs = true; builder = { }; }"#.to_string(),
+        format!(r#"derivation {{ {base} args = [ {{ }} ]; }}"#),
+        format!(r#"derivation {{ {base} x = {{ }}; }}"#),
+        format!(r#"derivation {{ {base} x = (a: a); }}"#),
+        r#"builtins.toFile "t" "${derivation { name = "y"; builder = "/bin/sh"; system = "x86_64-linux"; }}""#.to_string(),
+        r#"builtins.toFile "a/b" "x""#.to_string(),
+        r#"builtins.path { path = ./a.txt; sha256 = "0000000000000000000000000000000000000000000000000000000000000000"; }"#.to_string(),
+    ];
+    let options = EvalOptions {
+        roots: vec![dir()],
+        ..EvalOptions::default()
+    };
+    for case in &cases {
+        let text = format!("({case}).drvPath or ({case})");
+        let mut request = Request::new(Source::expr(text.clone(), dir()));
+        request.strict = true;
+        let ours = evaluate(&options, &request);
+        let nix = Command::new("nix-instantiate")
+            .current_dir(dir())
+            .env("NIX_REMOTE", "daemon")
+            .args(["--eval", "--strict", "-E", &text])
+            .output()
+            .expect("nix-instantiate runs");
+        assert!(
+            !nix.status.success(),
+            "Nix 2.8 accepts {case}; this case belongs in the generator"
+        );
+        let refused = String::from_utf8_lossy(&nix.stderr);
+        assert!(
+            !refused.contains("syntax error") && !refused.contains("already defined"),
+            "the case does not parse: {case}"
+        );
+        match ours {
+            Ok(out) => panic!(
+                "fix accepts what Nix 2.8 refuses ({}): {case} gave {}",
+                refused.trim(),
+                String::from_utf8_lossy(&out.text)
+            ),
+            Err(e) => assert_ne!(e.kind(), Some(chock_fix::ErrorKind::Parse), "{case}: {e}"),
+        }
+    }
+}
