@@ -387,10 +387,9 @@ fn add_closure(
         }
         drv.input_srcs.insert(path.clone());
         if path.is_derivation() {
-            let input = known_derivation(ev, &path, pos)?;
-            drv.input_drvs
-                .insert(path.clone(), input.outputs.keys().cloned().collect());
-            todo.extend(input.references());
+            let (outputs, references) = derivation_edges(ev, &path, pos)?;
+            drv.input_drvs.insert(path.clone(), outputs);
+            todo.extend(references);
         } else if let Some(text) = ev.store.registry.texts.get(&path) {
             todo.extend(text.references.iter().cloned());
         }
@@ -398,12 +397,20 @@ fn add_closure(
     Ok(())
 }
 
-/// A derivation this evaluation produced, or one already in the store.
-fn known_derivation(ev: &Evaluator<'_>, path: &StorePath, pos: Pos) -> Result<Derivation> {
+/// The output names and references of a derivation this evaluation
+/// produced (read in place), or of one already in the store.
+fn derivation_edges(
+    ev: &Evaluator<'_>,
+    path: &StorePath,
+    pos: Pos,
+) -> Result<(BTreeSet<String>, BTreeSet<StorePath>)> {
+    let edges = |d: &Derivation| (d.outputs.keys().cloned().collect(), d.references());
     if let Some(d) = ev.store.registry.derivations.get(path) {
-        return Ok(d.clone());
+        return Ok(edges(d));
     }
-    read_derivation(path).map_err(|e| Error::eval(format!("reading derivation '{path}': {e}"), pos))
+    read_derivation(path)
+        .map(|d| edges(&d))
+        .map_err(|e| Error::eval(format!("reading derivation '{path}': {e}"), pos))
 }
 
 /// Computes the output paths and the `.drv` path, and records the result.
