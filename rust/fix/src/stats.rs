@@ -22,7 +22,8 @@ pub struct Stats {
     pub lambda_calls: u64,
     /// Builtin calls.
     pub primop_calls: u64,
-    /// Attribute lookups in sets (selections, `?`, `with`, formals).
+    /// Attribute selections in the program (each name of `a.b.c`, `?`,
+    /// and variables found through `with`), as Nix's `nrLookups` counts.
     pub attr_lookups: u64,
     /// Attribute sets made (literals, `//`, builtins).
     pub sets: u64,

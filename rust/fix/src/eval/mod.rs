@@ -534,6 +534,7 @@ impl<'a> Evaluator<'a> {
 
     #[inline(never)]
     fn with_lookup(&mut self, w: &'a WithVar, env: &Env<'a>) -> Result<Value<'a>> {
+        crate::stats::count(crate::stats::Counter::AttrLookups);
         for &depth in w.depths.iter() {
             let scope = env.get(depth, 0).cloned().unwrap_or(Value::Null);
             let attrs = self.force(&scope)?;
@@ -751,6 +752,7 @@ impl<'a> Evaluator<'a> {
     fn select(&mut self, s: &'a SelectExpr, env: &Env<'a>) -> Result<Value<'a>> {
         self.check_stack(Pos::NONE)?;
         let mut current = self.eval(&s.base, env)?;
+        crate::stats::add(crate::stats::Counter::AttrLookups, s.path.len() as u64);
         for (i, key) in s.path.iter().enumerate() {
             let name = self.attr_name(key, env, s.pos)?;
             let found = match &current {
@@ -818,6 +820,7 @@ impl<'a> Evaluator<'a> {
     #[inline(never)]
     fn has_attr(&mut self, h: &'a HasAttrExpr, env: &Env<'a>) -> Result<bool> {
         let mut current = self.eval(&h.base, env)?;
+        crate::stats::add(crate::stats::Counter::AttrLookups, h.path.len() as u64);
         let last = h.path.len().saturating_sub(1);
         for (i, key) in h.path.iter().enumerate() {
             let name = self.attr_name(key, env, h.pos)?;

@@ -75,7 +75,6 @@ impl<'a> Attrs<'a> {
 
     #[inline]
     pub fn get_attr(&self, name: Sym) -> Option<&Attr<'a>> {
-        count(Counter::AttrLookups);
         let entries = self.as_slice();
         if entries.len() <= LINEAR {
             return entries.iter().find(|a| a.name == name);
