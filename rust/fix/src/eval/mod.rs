@@ -761,10 +761,11 @@ impl<'a> Evaluator<'a> {
             };
             match found {
                 Some(forced) => {
-                    current = forced.map_err(|e| {
+                    let next = forced.map_err(|e| {
                         let path = self.show_path(&s.path[..=i], name);
                         e.with_frame(s.pos, format!("while evaluating the attribute '{path}'"))
                     })?;
+                    std::mem::replace(&mut current, next).discard();
                 }
                 None => {
                     if let Some(default) = &s.default {
@@ -978,7 +979,7 @@ impl<'a> Evaluator<'a> {
         while i < args.len() {
             if let Value::Lambda(c) = &f {
                 let (v, used) = self.call_lambda_chain(c, &mut args[i..], pos)?;
-                f = v;
+                std::mem::replace(&mut f, v).discard();
                 i += used;
             } else if let Value::PrimOp(op) = &f
                 && op.arity <= args.len() - i

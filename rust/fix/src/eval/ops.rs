@@ -44,20 +44,26 @@ impl<'a> Evaluator<'a> {
             BinOp::Eq | BinOp::Neq => {
                 let l = self.eval(&b.lhs, env)?;
                 let r = self.eval(&b.rhs, env)?;
-                let eq = self.equal(&l, &r, pos)?;
+                let eq = self.equal(&l, &r, pos);
+                discard_both(l, r);
+                let eq = eq?;
                 Ok(Value::Bool(eq == (b.op == BinOp::Eq)))
             }
             BinOp::Lt | BinOp::Ge => {
                 let l = self.eval(&b.lhs, env)?;
                 let r = self.eval(&b.rhs, env)?;
-                let lt = self.less_than(&l, &r, pos)?;
+                let lt = self.less_than(&l, &r, pos);
+                discard_both(l, r);
+                let lt = lt?;
                 Ok(Value::Bool(lt == (b.op == BinOp::Lt)))
             }
             BinOp::Gt | BinOp::Le => {
                 // `a > b` is `b < a`; Nix evaluates `b` first.
                 let r = self.eval(&b.rhs, env)?;
                 let l = self.eval(&b.lhs, env)?;
-                let gt = self.less_than(&r, &l, pos)?;
+                let gt = self.less_than(&r, &l, pos);
+                discard_both(l, r);
+                let gt = gt?;
                 Ok(Value::Bool(gt == (b.op == BinOp::Gt)))
             }
             BinOp::Update => {
@@ -86,12 +92,16 @@ impl<'a> Evaluator<'a> {
             BinOp::Add => {
                 let l = self.eval(&b.lhs, env)?;
                 let r = self.eval(&b.rhs, env)?;
-                self.add(&l, &r, pos)
+                let sum = self.add(&l, &r, pos);
+                discard_both(l, r);
+                sum
             }
             BinOp::Sub | BinOp::Mul | BinOp::Div => {
                 let l = self.eval(&b.lhs, env)?;
                 let r = self.eval(&b.rhs, env)?;
-                self.arith(b.op, &l, &r, pos)
+                let result = self.arith(b.op, &l, &r, pos);
+                discard_both(l, r);
+                result
             }
         }
     }
@@ -252,4 +262,11 @@ pub(crate) fn no_store_reference_in_path(
         ));
     }
     Ok(())
+}
+
+/// Drops two operands through the inlined fast path (`Value::discard`).
+#[inline(always)]
+fn discard_both(l: Value<'_>, r: Value<'_>) {
+    l.discard();
+    r.discard();
 }

@@ -43,7 +43,21 @@ impl Clone for Value<'_> {
     /// every force and every argument passed).
     #[inline]
     fn clone(&self) -> Self {
-        let count = match self {
+        if let Some(count) = self.shared_count() {
+            crate::thin::retain(count);
+        }
+        // SAFETY: the variants without a count are plain data (`PrimOp` is
+        // a `&'static`); the others hold one `ThinRc` whose new reference
+        // was just counted, so the copy owns it as a clone would.
+        unsafe { std::ptr::read(self) }
+    }
+}
+
+impl Value<'_> {
+    /// The reference count of the block a shared variant points at.
+    #[inline(always)]
+    fn shared_count(&self) -> Option<&std::cell::Cell<usize>> {
+        match self {
             Value::String(s) | Value::Path(s) => Some(s.count()),
             Value::Attrs(a) => Some(a.count()),
             Value::List(l) => Some(l.0.count()),
@@ -53,14 +67,23 @@ impl Clone for Value<'_> {
             Value::Null | Value::Bool(_) | Value::Int(_) | Value::Float(_) | Value::PrimOp(_) => {
                 None
             }
-        };
-        if let Some(count) = count {
-            crate::thin::retain(count);
         }
-        // SAFETY: the variants without a count are plain data (`PrimOp` is
-        // a `&'static`); the others hold one `ThinRc` whose new reference
-        // was just counted, so the copy owns it as a clone would.
-        unsafe { std::ptr::read(self) }
+    }
+
+    /// Drops a value, inlining the common cases (plain data, or a block
+    /// others still hold: one decrement) where the compiler's drop would
+    /// call the per-variant drop glue. For the hot paths that drop
+    /// operands and intermediate results.
+    #[inline(always)]
+    pub fn discard(self) {
+        match self.shared_count() {
+            None => std::mem::forget(self),
+            Some(count) if count.get() > 1 => {
+                count.set(count.get() - 1);
+                std::mem::forget(self);
+            }
+            Some(_) => drop(self),
+        }
     }
 }
 
