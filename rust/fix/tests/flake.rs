@@ -482,3 +482,25 @@ fn an_input_chock_would_not_fetch_is_used_from_the_store_or_refused_when_used() 
     let read = project.eval(&["usesPriv"]).expect("read from the store");
     assert!(read.contains("kept"), "{read}");
 }
+
+/// A socket in the tree (git's fsmonitor keeps one in `.git`) has no NAR
+/// form: the copy of `self` holds everything else.
+#[test]
+fn a_socket_in_the_tree_is_left_out_of_self() {
+    let project = Project::new();
+    let before = nar_hash(&project.dir);
+    let _socket = std::os::unix::net::UnixListener::bind(project.dir.join(".git/daemon.ipc"))
+        .expect("a socket");
+    let out = evaluate_flake_attribute(&project.options(), &project.dir, &["info".into()])
+        .expect("self is hashed without the socket");
+    let path = source_path(&before);
+    match &out.registry.sources[&path].contents {
+        chock_store::registry::SourceContents::Tree {
+            kept: Some(kept), ..
+        } => {
+            assert!(kept.iter().all(|p| !p.ends_with("daemon.ipc")), "{kept:?}");
+            assert!(kept.iter().any(|p| p.ends_with("flake.nix")), "{kept:?}");
+        }
+        other => panic!("the copy must list what it keeps: {other:?}"),
+    }
+}

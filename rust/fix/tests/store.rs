@@ -163,3 +163,16 @@ fn context_follows_strings_through_builtins() {
         "{err}"
     );
 }
+
+#[test]
+fn a_filtered_copy_can_be_read_for_what_it_kept_only() {
+    let copy =
+        r#"builtins.path { path = ./d; name = "only-x"; filter = p: t: baseNameOf p == "x"; }"#;
+    let out = eval(
+        &options(),
+        &format!(r#"let c = {copy}; in [ (builtins.readFile "${{c}}/x") (builtins.pathExists "${{c}}/y") ]"#),
+    )
+    .expect("evaluates");
+    let x = std::fs::read_to_string(dir().join("d/x")).expect("d/x");
+    assert_eq!(text(&out), format!("[ {x:?} false ]"));
+}

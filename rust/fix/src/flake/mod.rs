@@ -401,7 +401,7 @@ fn node_source<'a>(
             source.store_name.clone(),
             SourceContents::Tree {
                 path: local.clone(),
-                kept: None,
+                kept: walked.kept,
             },
         );
     }
@@ -455,7 +455,7 @@ fn root_source<'a>(
         "source".into(),
         SourceContents::Tree {
             path: dir.to_path_buf(),
-            kept: None,
+            kept: walked.kept.clone(),
         },
     );
     let mut info = vec![
@@ -528,6 +528,10 @@ fn utc_date(seconds: i64) -> String {
 struct Walked {
     hash: Hash,
     newest: i64,
+    /// What is in the copy, when something is left out: a socket, a FIFO or
+    /// a device has no NAR form (a `.git` kept whole may hold git's
+    /// fsmonitor socket), so the copy holds everything else.
+    kept: Option<BTreeSet<PathBuf>>,
 }
 
 /// Hashes a flake's tree (the project, or a `path` input in it) whatever
@@ -537,14 +541,18 @@ struct Walked {
 fn hash_tree(ev: &Evaluator<'_>, dir: &Path, pos: Pos) -> Result<Walked> {
     ev.check_path(dir, pos)?;
     let mut newest = mtime(dir);
-    let mut every = |entry: &Path, _: &'static str| -> std::result::Result<bool, ()> {
+    let mut special = false;
+    let mut every = |entry: &Path, kind: &'static str| -> std::result::Result<bool, ()> {
         newest = newest.max(mtime(entry));
-        Ok(true)
+        let archivable = kind != "unknown";
+        special |= !archivable;
+        Ok(archivable)
     };
     match hash_filtered(dir, u64::MAX, &mut every) {
         Ok(walked) => Ok(Walked {
             hash: walked.hash,
             newest,
+            kept: special.then_some(walked.kept),
         }),
         Err(WalkError::TooLarge(size)) => Err(Error::eval(
             format!(

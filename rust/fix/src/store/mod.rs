@@ -55,12 +55,15 @@ impl Produced {
             return Ok(Located::Host(path.to_path_buf()));
         };
         if let Some(source) = self.registry.sources.get(&store_path)
-            && let SourceContents::Tree {
-                path: tree,
-                kept: None,
-            } = &source.contents
+            && let SourceContents::Tree { path: tree, kept } = &source.contents
         {
-            return Ok(Located::Host(join_rest(tree, rest)));
+            // A filtered copy holds only what its filter kept.
+            let inside = kept
+                .as_ref()
+                .is_none_or(|kept| rest.as_os_str().is_empty() || kept.contains(rest));
+            if inside {
+                return Ok(Located::Host(join_rest(tree, rest)));
+            }
         }
         if let Some(text) = self.registry.texts.get(&store_path)
             && rest.as_os_str().is_empty()
