@@ -1011,9 +1011,13 @@ fn nix_eval_is_pure_bounded_and_cut() {
         "only the two paths: {}",
         summary.text
     );
-    // As JSON, a derivation is what builtins.toJSON makes of it: its outPath.
+    // As JSON too, both paths (builtins.toJSON alone would give the outPath).
     let as_json = client.call("nix_eval", json!({"expression": expression, "json": true}));
-    assert_eq!(as_json.text.trim(), format!("\"{out}\""), "{as_json:?}");
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(as_json.text.trim()).expect("JSON"),
+        json!({"drvPath": drv, "outPath": out}),
+        "{as_json:?}"
+    );
     for path in [&drv, &out] {
         assert!(
             !std::path::Path::new(path).exists(),

@@ -370,12 +370,19 @@ fn run(ev: &mut Evaluator<'_>, request: &Request) -> Result<Output, Error> {
     if !request.auto_args.is_empty() {
         value = ev.auto_call(value, &args)?;
     }
-    if request.summarize_derivation
-        && let Some(summary) = derivation_summary(ev, &value)?
-    {
-        value = summary;
-    }
-    let mut text = render(ev, &value, request)?;
+    let summary = if request.summarize_derivation {
+        derivation_summary(ev, &value)?
+    } else {
+        None
+    };
+    let mut text = match summary {
+        Some(fields) if matches!(request.format, OutputFormat::Json) => summary_json(ev, &fields)?,
+        Some(fields) => {
+            let summary = summary_attrs(ev, fields);
+            render(ev, &summary, request)?
+        }
+        None => render(ev, &value, request)?,
+    };
     let mut truncated = false;
     if let Some(limit) = request.max_output
         && text.len() > limit
@@ -393,12 +400,12 @@ fn run(ev: &mut Evaluator<'_>, request: &Request) -> Result<Output, Error> {
     })
 }
 
-/// `{ drvPath; outPath; }` of a derivation (a set whose `type` is
-/// `"derivation"`); `None` for any other value.
+/// The `drvPath` and `outPath` of a derivation (a set whose `type` is
+/// `"derivation"`), forced; `None` for any other value.
 fn derivation_summary<'a>(
     ev: &mut Evaluator<'a>,
     value: &Value<'a>,
-) -> Result<Option<Value<'a>>, Error> {
+) -> Result<Option<Vec<(&'static str, Value<'a>)>>, Error> {
     let Value::Attrs(attrs) = ev.force(value)? else {
         return Ok(None);
     };
@@ -409,15 +416,41 @@ fn derivation_summary<'a>(
     for name in ["drvPath", "outPath"] {
         let sym = ev.sym(name);
         if let Some(v) = attrs.get(sym).cloned() {
-            let v = ev.force(&v)?;
-            fields.push(value::Attr {
-                name: sym,
-                pos: Pos::NONE,
-                value: v,
-            });
+            fields.push((name, ev.force(&v)?));
         }
     }
-    Ok(Some(Value::Attrs(value::Attrs::from_unsorted(fields))))
+    Ok(Some(fields))
+}
+
+/// The summary as a Nix attribute set `{ drvPath = ...; outPath = ...; }`.
+fn summary_attrs<'a>(ev: &mut Evaluator<'a>, fields: Vec<(&'static str, Value<'a>)>) -> Value<'a> {
+    let attrs = fields
+        .into_iter()
+        .map(|(name, value)| value::Attr {
+            name: ev.sym(name),
+            pos: Pos::NONE,
+            value,
+        })
+        .collect();
+    Value::Attrs(value::Attrs::from_unsorted(attrs))
+}
+
+/// The summary as a JSON object of its paths (`builtins.toJSON` would make
+/// any set with an `outPath` that string alone, and an agent asked for both).
+fn summary_json<'a>(
+    ev: &mut Evaluator<'a>,
+    fields: &[(&'static str, Value<'a>)],
+) -> Result<Vec<u8>, Error> {
+    let mut out = b"{".to_vec();
+    for (i, (name, value)) in fields.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(format!("\"{name}\":").as_bytes());
+        builtins::to_json(ev, value, Pos::NONE, true, &mut out)?;
+    }
+    out.push(b'}');
+    Ok(out)
 }
 
 fn is_derivation<'a>(ev: &mut Evaluator<'a>, attrs: &value::Attrs<'a>) -> Result<bool, Error> {
