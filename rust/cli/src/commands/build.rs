@@ -124,18 +124,26 @@ fn print_plan(plan: &Plan, json: bool) -> anyhow::Result<()> {
         return Ok(());
     }
     let mut out = format!(
-        "{}\n  evaluates to {} ({} derivations in its closure)\n",
-        plan.installable, plan.derivation, plan.closure
+        "{}\n  evaluates to {} ({} in its closure)\n",
+        plan.installable,
+        plan.derivation,
+        counted(plan.closure, "derivation")
     );
     for d in &plan.decisions {
         out.push_str(&format!("  {}\n", answer(d)));
     }
-    out.push_str(&format!("  writes {} objects\n", plan.write.len()));
+    out.push_str(&format!(
+        "  writes {}\n",
+        counted(plan.write.len(), "object")
+    ));
     for w in &plan.write {
         out.push_str(&format!("    {} {}\n", w.kind, w.path));
     }
     if !plan.hosts.is_empty() {
-        out.push_str(&format!("  fetches from {} hosts\n", plan.hosts.len()));
+        out.push_str(&format!(
+            "  fetches from {}\n",
+            counted(plan.hosts.len(), "host")
+        ));
         for h in &plan.hosts {
             out.push_str(&format!(
                 "    {}:{} {} (for {})\n",
@@ -160,15 +168,21 @@ fn print_plan(plan: &Plan, json: bool) -> anyhow::Result<()> {
     }
     if let Some(opaque) = &plan.opaque {
         out.push_str(&format!(
-            "  {} fetching derivations name no URL: {}\n",
-            opaque.derivations.len(),
+            "  {} no URL: {}\n",
+            match opaque.derivations.len() {
+                1 => "1 fetching derivation names".to_owned(),
+                n => format!("{n} fetching derivations name"),
+            },
             answer(&opaque.decision)
         ));
     }
     if !plan.present.is_empty() {
         out.push_str(&format!(
-            "  {} fixed outputs are in the store already\n",
-            plan.present.len()
+            "  {} in the store already\n",
+            match plan.present.len() {
+                1 => "1 fixed output is".to_owned(),
+                n => format!("{n} fixed outputs are"),
+            }
         ));
     }
     for q in &plan.questions {
@@ -182,6 +196,15 @@ fn print_plan(plan: &Plan, json: bool) -> anyhow::Result<()> {
     }
     print!("{out}");
     Ok(())
+}
+
+/// `1 host`, `2 hosts`.
+fn counted(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
 }
 
 /// `action: decision (by what)`, and the person's answer when there was one.
