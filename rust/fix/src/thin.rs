@@ -265,6 +265,34 @@ impl<H, T> ThinRc<H, T> {
         }
     }
 
+    /// Builds from a header and clones of the elements of several slices,
+    /// one after another (`//` copies runs of both sets this way).
+    pub fn from_cloned_runs(header: H, runs: &[&[T]]) -> Self
+    where
+        T: Clone,
+    {
+        let len = runs.iter().map(|r| r.len()).sum();
+        let (ptr, data, layout) = Self::start(header, len);
+        let mut guard = BuildGuard {
+            ptr,
+            written: 0,
+            layout,
+            offset: data_offset::<H, T>(),
+        };
+        for run in runs {
+            for item in *run {
+                // SAFETY: the runs add up to `len`, so `written < len`.
+                unsafe { data.add(guard.written).write(item.clone()) };
+                guard.written += 1;
+            }
+        }
+        std::mem::forget(guard);
+        ThinRc {
+            ptr,
+            _owns: PhantomData,
+        }
+    }
+
     /// Builds from a header and a slice of plain data, copied in one go.
     pub fn from_slice(header: H, items: &[T]) -> Self
     where

@@ -5,7 +5,8 @@ use super::Value;
 use crate::source::Pos;
 use crate::stats::{Counter, count};
 use crate::symbol::{Sym, Symbols};
-use crate::thin::{Exact, ThinRc};
+use crate::thin::ThinRc;
+use smallvec::SmallVec;
 
 #[derive(Clone)]
 pub struct Attr<'a> {
@@ -93,8 +94,13 @@ impl<'a> Attrs<'a> {
         self.get_attr(name).is_some()
     }
 
-    /// `self // other`: every name of both, `other` winning. The size is
-    /// counted first so the result is built in place, with no `Vec`.
+    /// `self // other`: every name of both, `other` winning.
+    ///
+    /// Each entry of `other` is placed by a binary search in what is left
+    /// of `self`, which splits both into runs; the result is built in
+    /// place by cloning the runs in order. `acc // small` (the usual
+    /// shape, a fold growing one set) costs a few searches and one tight
+    /// copy instead of a comparison per entry.
     pub fn update(&self, other: &Attrs<'a>) -> Attrs<'a> {
         if other.is_empty() {
             return self.clone();
@@ -103,30 +109,31 @@ impl<'a> Attrs<'a> {
             return other.clone();
         }
         let (a, b) = (self.as_slice(), other.as_slice());
-        let shared = {
-            let (mut i, mut j, mut n) = (0, 0, 0);
-            while i < a.len() && j < b.len() {
-                match a[i].name.cmp(&b[j].name) {
-                    std::cmp::Ordering::Less => i += 1,
-                    std::cmp::Ordering::Greater => j += 1,
-                    std::cmp::Ordering::Equal => {
-                        n += 1;
-                        i += 1;
-                        j += 1;
-                    }
-                }
+        let mut runs: SmallVec<[&[Attr<'a>]; 16]> = SmallVec::new();
+        let (mut i, mut j) = (0, 0);
+        while j < b.len() {
+            let (at, replaced) = match a[i..].binary_search_by_key(&b[j].name, |x| x.name) {
+                Ok(k) => (i + k, true),
+                Err(k) => (i + k, false),
+            };
+            if at > i {
+                runs.push(&a[i..at]);
             }
-            n
-        };
-        let merged = Merge { a, b, i: 0, j: 0 };
+            i = at + usize::from(replaced);
+            // The entries of `other` that fall before the next one of
+            // `self` go in one run.
+            let start = j;
+            j += 1;
+            while j < b.len() && a.get(i).is_none_or(|next| b[j].name < next.name) {
+                j += 1;
+            }
+            runs.push(&b[start..j]);
+        }
+        if i < a.len() {
+            runs.push(&a[i..]);
+        }
         count(Counter::Sets);
-        Attrs(ThinRc::from_iter(
-            (),
-            Exact {
-                inner: merged,
-                left: a.len() + b.len() - shared,
-            },
-        ))
+        Attrs(ThinRc::from_cloned_runs((), &runs))
     }
 
     /// The entries in the order Nix shows them: by name, bytewise.
@@ -142,46 +149,6 @@ impl<'a> Attrs<'a> {
 
     pub fn ptr_eq(a: &Self, b: &Self) -> bool {
         ThinRc::ptr_eq(&a.0, &b.0)
-    }
-}
-
-/// The sorted union of two sorted entry lists, the right one winning.
-struct Merge<'s, 'a> {
-    a: &'s [Attr<'a>],
-    b: &'s [Attr<'a>],
-    i: usize,
-    j: usize,
-}
-
-impl<'a> Iterator for Merge<'_, 'a> {
-    type Item = Attr<'a>;
-    fn next(&mut self) -> Option<Attr<'a>> {
-        match (self.a.get(self.i), self.b.get(self.j)) {
-            (Some(x), Some(y)) => match x.name.cmp(&y.name) {
-                std::cmp::Ordering::Less => {
-                    self.i += 1;
-                    Some(x.clone())
-                }
-                std::cmp::Ordering::Greater => {
-                    self.j += 1;
-                    Some(y.clone())
-                }
-                std::cmp::Ordering::Equal => {
-                    self.i += 1;
-                    self.j += 1;
-                    Some(y.clone())
-                }
-            },
-            (Some(x), None) => {
-                self.i += 1;
-                Some(x.clone())
-            }
-            (None, Some(y)) => {
-                self.j += 1;
-                Some(y.clone())
-            }
-            (None, None) => None,
-        }
     }
 }
 
@@ -266,5 +233,32 @@ mod tests {
             .map(|x| symbols.text(x.name).into_owned())
             .collect();
         assert_eq!(names, ["a", "b"]);
+    }
+
+    proptest::proptest! {
+        /// `//` gives exactly the map union with the right side winning,
+        /// sorted, whatever the two sets' sizes and overlap.
+        #[test]
+        fn update_is_the_right_biased_union(
+            left in proptest::collection::btree_map(0u32..60, 0i64..100, 0..40),
+            right in proptest::collection::btree_map(0u32..60, 100i64..200, 0..40),
+        ) {
+            let mut symbols = Symbols::new();
+            let names: Vec<String> = (0..60).map(|i| format!("n{i}")).collect();
+            let to_pairs = |m: &std::collections::BTreeMap<u32, i64>| -> Vec<(&str, i64)> {
+                m.iter().map(|(k, v)| (names[*k as usize].as_str(), *v)).collect()
+            };
+            let a = set(&mut symbols, &to_pairs(&left));
+            let b = set(&mut symbols, &to_pairs(&right));
+            let merged = a.update(&b);
+            let mut expected = left.clone();
+            expected.extend(right.iter().map(|(k, v)| (*k, *v)));
+            proptest::prop_assert_eq!(merged.len(), expected.len());
+            proptest::prop_assert!(merged.as_slice().windows(2).all(|w| w[0].name < w[1].name));
+            for (k, v) in &expected {
+                let sym = symbols.intern_str(&names[*k as usize]);
+                proptest::prop_assert_eq!(int(merged.get(sym)), Some(*v));
+            }
+        }
     }
 }
