@@ -48,6 +48,6 @@ pub use fetch::{FetchError, Fetcher, HopGate, Limits};
 pub use lock::{Follows, Lock, LockError, LockedNode, MAX_LOCK_BYTES, MAX_NODES};
 pub use progress::{Event, Progress, Silent};
 pub use report::{HostAnswer, InputReport, InputState, Report};
-pub use session::{Env, FlakeInputs, HostPort, LOCK_FILE, Wanted};
+pub use session::{BuildFetchError, Env, FlakeInputs, HostPort, LOCK_FILE, Wanted};
 pub use source::{DEFAULT_NAME, Fetch, Input, InputRefusal, InputType, Location, Refusal, Source};
 pub use store::valid_paths;

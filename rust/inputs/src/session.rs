@@ -26,9 +26,9 @@ use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 
 use crate::decide::{Asking, HostVerdict, decide_host};
-use crate::fetch::{Fetcher, HopGate};
+use crate::fetch::{FetchError, Fetcher, HopGate, Limits};
 use crate::lock::{Lock, LockError};
-use crate::progress::{Event, Progress, Reporter};
+use crate::progress::{Event, Progress, Reporter, Silent};
 use crate::report::{HostAnswer, InputReport, InputState, Report};
 use crate::source::{Input, Source};
 use crate::store;
@@ -49,6 +49,15 @@ pub struct Env<'a> {
     pub log: &'a Log,
     pub fetcher: &'a Fetcher,
     pub progress: &'a dyn Progress,
+}
+
+/// Why [`FlakeInputs::fetch_for_build`] could not fetch.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildFetchError {
+    #[error(transparent)]
+    Fetcher(#[from] FetchError),
+    #[error(transparent)]
+    Daemon(#[from] DaemonError),
 }
 
 /// Which inputs a build wants.
@@ -181,6 +190,32 @@ impl FlakeInputs {
         asker: &dyn Asker,
     ) -> Result<Report, DaemonError> {
         self.provide(env, conn, asking, wanted, Some(asker)).await
+    }
+
+    /// Build time for a build whose evaluation found `paths` missing: the
+    /// fetcher from the environment, a connection to the daemon, then
+    /// [`FlakeInputs::at_build`] with no progress shown (the build reports).
+    /// What `chock build` and the tool server's builds both do.
+    pub async fn fetch_for_build(
+        &mut self,
+        policy: &Policy,
+        log: &Log,
+        asking: &Asking,
+        paths: BTreeSet<StorePath>,
+        asker: &dyn Asker,
+    ) -> Result<Report, BuildFetchError> {
+        let fetcher = Fetcher::from_env(Limits::default())?;
+        let env = Env {
+            policy,
+            log,
+            fetcher: &fetcher,
+            progress: &Silent,
+        };
+        let mut conn = chock_store::daemon::connect().await?;
+        let wanted = Wanted::Paths(paths);
+        Ok(self
+            .at_build(&env, &mut conn, asking, &wanted, asker)
+            .await?)
     }
 
     /// Every endpoint `sources` reach, once, in first-seen order, with the

@@ -9,7 +9,7 @@ use std::collections::hash_map::Entry;
 use std::path::{Path, PathBuf};
 use std::sync::PoisonError;
 
-use chock_inputs::{Env, Fetcher, FlakeInputs, Limits, Silent, Wanted};
+use chock_inputs::FlakeInputs;
 use chock_nix::{BuildRequest, Built, Context, FixEvaluator, InputFetcher, MissingInput, Who};
 use chock_policy::{Answer, Asker, Question};
 
@@ -120,31 +120,25 @@ impl InputFetcher for SessionInputs<'_> {
                 }
             }
         };
-        let fetcher = Fetcher::from_env(Limits::default()).map_err(|e| e.to_string())?;
-        let env = Env {
-            policy: &self.session.policy,
-            log: &self.session.log,
-            fetcher: &fetcher,
-            progress: &Silent,
-        };
-        let wanted = Wanted::Paths(missing.iter().map(|m| m.path.clone()).collect());
         let asking = chock_inputs::Asking {
             agent_kind: AGENT_KIND.into(),
             model: None,
             tool: Some(self.tool.into()),
             route: ROUTE.into(),
         };
+        let paths = missing.iter().map(|m| m.path.clone()).collect();
         let asker = OffRuntime(self.asker);
-        self.asker.runtime.block_on(async {
-            let mut conn = chock_store::daemon::connect()
-                .await
-                .map_err(|e| e.to_string())?;
-            inputs
-                .at_build(&env, &mut conn, &asking, &wanted, &asker)
-                .await
-                .map(|_| ())
-                .map_err(|e| e.to_string())
-        })
+        self.asker
+            .runtime
+            .block_on(inputs.fetch_for_build(
+                &self.session.policy,
+                &self.session.log,
+                &asking,
+                paths,
+                &asker,
+            ))
+            .map(|_| ())
+            .map_err(|e| e.to_string())
     }
 }
 

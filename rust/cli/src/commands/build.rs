@@ -3,11 +3,10 @@
 //! chock-nix's; this module turns flags into a request and the outcome
 //! into output and an exit code.
 
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use chock_inputs::{Asking, Env, Fetcher, FlakeInputs, Limits, Silent, Wanted};
+use chock_inputs::{Asking, FlakeInputs};
 use chock_log::Log;
 use chock_nix::{
     BuildError, BuildRequest, Built, Context, Decided, FixEvaluator, InputFetcher, MissingInput,
@@ -258,32 +257,20 @@ impl InputFetcher for ProjectInputs<'_> {
         let Some(mut inputs) = FlakeInputs::open(flake_dir).map_err(|e| e.to_string())? else {
             return Ok(());
         };
-        let fetcher = Fetcher::from_env(Limits::default()).map_err(|e| e.to_string())?;
-        let env = Env {
-            policy: self.policy,
-            log: self.log,
-            fetcher: &fetcher,
-            progress: &Silent,
-        };
-        let wanted = Wanted::Paths(
-            missing
-                .iter()
-                .map(|m| m.path.clone())
-                .collect::<BTreeSet<_>>(),
-        );
+        let paths = missing.iter().map(|m| m.path.clone()).collect();
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(|e| e.to_string())?;
-        runtime.block_on(async {
-            let mut conn = chock_store::daemon::connect()
-                .await
-                .map_err(|e| e.to_string())?;
-            inputs
-                .at_build(&env, &mut conn, &Asking::at_build(None), &wanted, asker)
-                .await
-                .map(|_| ())
-                .map_err(|e| e.to_string())
-        })
+        runtime
+            .block_on(inputs.fetch_for_build(
+                self.policy,
+                self.log,
+                &Asking::at_build(None),
+                paths,
+                asker,
+            ))
+            .map(|_| ())
+            .map_err(|e| e.to_string())
     }
 }
