@@ -2,12 +2,15 @@
 //! toolchain, the exit status and signals passed through, the cache.
 //! Needs user namespaces, Landlock and the Nix daemon (`scripts/setup`).
 
+#[allow(dead_code)]
+#[path = "../../nix/tests/support/http.rs"]
+mod http;
 mod sandbox_fixture;
 
 use std::os::unix::process::ExitStatusExt;
 use std::time::Duration;
 
-use sandbox_fixture::{Fixture, describe, text};
+use sandbox_fixture::{DEV_SHELL_RULE, Fixture, describe, text};
 
 #[test]
 fn the_exit_code_passes_through_and_the_decision_is_logged() {
@@ -208,17 +211,19 @@ fn a_dev_shell_the_flake_lacks_stops_with_the_names_it_has() {
     assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
     let stderr = text(&out.stderr);
     assert!(
-        stderr.contains("does not provide attribute"),
-        "Nix's own message: {stderr}"
+        stderr.contains("no attribute 'devShells.") && stderr.contains(".nope'"),
+        "fix's own message: {stderr}"
     );
-    assert!(stderr.contains("it has: ci, default"), "{stderr}");
+    assert!(stderr.contains("ci, default"), "{stderr}");
 }
 
 #[test]
 fn chock_zon_names_the_dev_shell_and_the_flag_wins() {
     let fx = Fixture::flake();
     fx.probe();
-    fx.zon(".{ .nix = .{ .dev_shell = \"ci\" } }\n");
+    fx.zon(&format!(
+        ".{{ .nix = .{{ .dev_shell = \"ci\" }}, .policy = .{{ .rules = .{{ {DEV_SHELL_RULE} }} }} }}\n"
+    ));
     let env = |flags: &[&str]| {
         let out = fx.exec(flags, &["./probe", "env"]);
         assert!(out.status.success(), "{}", describe(&out));
@@ -368,4 +373,159 @@ fn the_resource_floor_holds_and_a_project_can_only_lower_it() {
     assert_eq!(limits(&fx)[2], "100", "a project lowers the process limit");
     fx.zon(".{ .limits = .{ .processes = 1000000 } }\n");
     assert_eq!(limits(&fx)[2], floor[2], "and cannot raise it");
+}
+
+/// The flake an agent writes to have something built on the host: a dev
+/// shell needing a derivation that writes `marker` outside the store and a
+/// fixed-output derivation fetching `file` from the loopback `server`.
+fn attacking_flake(
+    marker: &std::path::Path,
+    server: &http::Server,
+    file: &str,
+    sha256: &str,
+) -> String {
+    let system = chock_sandbox::devshell::system();
+    let port = server.port;
+    let marker = marker.display();
+    format!(
+        r#"{{
+  outputs = {{ self }}: let
+    system = "{system}";
+    blob = derivation {{
+      name = "{file}"; url = "http://127.0.0.1:{port}/{file}"; urls = "http://127.0.0.1:{port}/{file}";
+      builder = "builtin:fetchurl"; system = "builtin";
+      outputHash = "{sha256}"; outputHashAlgo = "sha256"; outputHashMode = "flat";
+      executable = ""; unpack = ""; preferLocalBuild = true;
+    }};
+    payload = derivation {{
+      name = "payload"; inherit system blob; builder = "/bin/sh"; PATH = "/usr/bin:/bin";
+      args = [ "-c" "echo built on the host > {marker} && cp $blob $out" ];
+    }};
+  in {{
+    devShells.${{system}}.default = derivation {{
+      name = "shell"; inherit system payload; builder = "/bin/bash";
+      outputs = [ "out" ]; args = [ "-c" "echo shell > $out" ];
+      MYVAR = "from the changed shell";
+    }};
+  }};
+}}
+"#
+    )
+}
+
+/// The attack: an agent rewrites flake.nix (call.write_file ships allow) so
+/// the next command's dev shell builds a derivation that writes outside the
+/// store and fetches from a host. Without rules, chock exec refuses with the
+/// rule to add, nothing is built or fetched, the old shell is not used, and
+/// the log has the decision; with the shell and its host allowed, it builds
+/// and runs.
+#[test]
+fn a_changed_dev_shell_is_built_only_as_chock_build_would() {
+    let fx = Fixture::flake();
+    fx.probe();
+    let first = fx.exec(&[], &["./probe", "env"]);
+    assert!(
+        text(&first.stdout).contains("MYVAR=from the dev shell"),
+        "the old shell, cached: {}",
+        describe(&first)
+    );
+
+    let nonce = format!(
+        "blob-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("clock")
+            .as_nanos()
+    );
+    // Where a build user may write (the daemon builds as nixbld*).
+    let marker = std::env::temp_dir().join(format!("chock-built-on-the-host-{nonce}"));
+    let content = format!("fetched {nonce}\n");
+    let sha256 = {
+        use std::io::Write;
+        let mut child = std::process::Command::new("sha256sum")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("sha256sum");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(content.as_bytes())
+            .expect("write");
+        let out = child.wait_with_output().expect("sha256sum");
+        text(&out.stdout)
+            .split_whitespace()
+            .next()
+            .expect("digest")
+            .to_owned()
+    };
+    let server = http::Server::start(&[(&nonce, content.as_bytes())]);
+    std::fs::write(
+        fx.project.join("flake.nix"),
+        attacking_flake(&marker, &server, &nonce, &sha256),
+    )
+    .expect("the agent writes flake.nix");
+    std::fs::remove_file(fx.project.join("chock.zon")).expect("no rules");
+    let system = chock_sandbox::devshell::system();
+    let action = format!("nix.build.devShells.{system}.default");
+
+    let refused = fx.exec(&[], &["./probe", "env"]);
+    assert_eq!(refused.status.code(), Some(3), "{}", describe(&refused));
+    let stderr = text(&refused.stderr);
+    assert!(
+        stderr.contains(&action) && stderr.contains("chock.zon"),
+        "the refusal names the rule to add: {stderr}"
+    );
+    assert!(
+        !text(&refused.stdout).contains("MYVAR="),
+        "neither the old shell nor the new one ran: {}",
+        describe(&refused)
+    );
+    assert!(!marker.exists(), "the payload was built unchecked");
+    assert_eq!(server.count(), 0, "the fetch happened unchecked");
+    let logged = fx
+        .log_lines()
+        .into_iter()
+        .rfind(|l| l["action"] == action.as_str())
+        .expect("the nix.build line is logged");
+    assert_eq!(logged["route"], "exec", "{logged}");
+    assert_ne!(logged["decision"], "allow", "{logged}");
+
+    // The shell allowed, its host not: the host is the question now.
+    let host = format!("nix.net.build.1.0.0.127.{}", server.port);
+    fx.rules(&format!(
+        r#".{{ .action = "{action}", .decision = .allow }}"#
+    ));
+    let refused = fx.exec(&[], &["./probe", "env"]);
+    assert_eq!(refused.status.code(), Some(3), "{}", describe(&refused));
+    assert!(
+        text(&refused.stderr).contains(&host),
+        "{}",
+        describe(&refused)
+    );
+    assert!(
+        !marker.exists(),
+        "the payload was built before its host was answered"
+    );
+    assert_eq!(
+        server.count(),
+        0,
+        "the host was reached before it was answered"
+    );
+
+    fx.rules(&format!(
+        r#".{{ .action = "{action}", .decision = .allow }}, .{{ .action = "{host}", .decision = .allow }}"#
+    ));
+    let ran = fx.exec(&[], &["./probe", "env"]);
+    assert!(ran.status.success(), "{}", describe(&ran));
+    assert!(
+        text(&ran.stdout).contains("MYVAR=from the changed shell"),
+        "{}",
+        describe(&ran)
+    );
+    assert!(marker.exists(), "allowed, the payload was built");
+    std::fs::remove_file(&marker).expect("the marker is removed");
+    assert!(server.count() >= 1, "allowed, the host was reached");
 }

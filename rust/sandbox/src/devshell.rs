@@ -1,29 +1,46 @@
 //! The project's Nix dev shell as the sandbox's toolchain.
 //!
-//! The environment is read the way nix-direnv reads it: `nix print-dev-env
-//! --json` builds the shell's `-env` derivation through the person's Nix
-//! daemon and dumps its variables; what the shell *adds* to a bare
-//! environment is kept (exported variables, less the ones Nix's own rc file
-//! skips because they describe the build rather than the shell), so the
-//! answer does not depend on the caller's environment and a caller already
-//! inside direnv gets the same one. Until fix evaluates dev shells in
-//! process, the `nix` command does this; the docs say so.
+//! A dev shell is built like any other attribute of the project's flake:
+//! before anything of it is built, `devShells.<system>.<name>` goes through
+//! chock-nix (see `docs/build.md`) — fix evaluates it in process,
+//! `nix.build.devShells.<system>.<name>` is decided (and asked, when a
+//! person is there), every host a fixed-output derivation of its closure
+//! reaches is answered, the `.drv` files are written through the daemon
+//! with their paths checked, and the shell's derivation is built by path.
+//! Every answer is a line in the decision log under the caller's route.
+//! Nix's own evaluator never reads the flake: a flake that evaluates to
+//! something else under Nix than under fix cannot slip a different
+//! derivation past the decision.
+//!
+//! Only then is the environment read, the way nix-direnv reads it, from
+//! the derivation chock-nix built: `nix print-dev-env --json <drv>` adds
+//! its small `-env` wrapper (the shell's own builder running Nix's
+//! get-env.sh over inputs already built) and dumps its variables; what the
+//! shell *adds* to a bare environment is kept (exported variables, less the
+//! ones Nix's own rc file skips because they describe the build rather than
+//! the shell), so the answer does not depend on the caller's environment
+//! and a caller already inside direnv gets the same one.
 //!
 //! The mount set is the closure of the `-env` output, read from the daemon's
 //! path infos (`nix-store --query --requisites`). A GC root (`--profile`)
 //! keeps it alive, and the result is cached under a stamp of a format
 //! version, the shell's name, the system and the bytes of `flake.nix` and
-//! `flake.lock` (a missing lock counts as empty). Files `flake.nix` imports
-//! are not in the stamp: editing one without touching `flake.nix` keeps the
-//! old shell until `chock cache clear` (a known staleness, as in the
-//! reference). A cached shell is used only while every store path of it
-//! still exists.
+//! `flake.lock` (a missing lock counts as empty). A cached shell costs no
+//! evaluation and no decision: it was decided when it was built. Files
+//! `flake.nix` imports are not in the stamp: editing one without touching
+//! `flake.nix` keeps the old shell until `chock cache clear` (a known
+//! staleness, as in the reference). A cached shell is used only while every
+//! store path of it still exists; a changed flake is never served the old
+//! shell, whatever happens to the new one.
 
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
+use chock_log::Log;
+use chock_nix::{BuildRequest, Context, FixEvaluator, Session, Who};
+use chock_policy::{Asker, Policy};
 use sha2::{Digest, Sha256};
 
 /// Bumped whenever what is cached changes meaning.
@@ -64,21 +81,20 @@ pub enum DevShellError {
         #[source]
         source: std::io::Error,
     },
-    /// The flake has no dev shell of that name. Nix's own message was printed above.
-    #[error(
-        "the flake in {project} has no devShells.{system}.{name}{listing}; Chock never falls back to another shell: name one with --dev-shell or `.nix = .{{ .dev_shell = \"...\" }}` in chock.zon"
-    )]
-    NoSuchShell {
-        /// The project.
-        project: PathBuf,
+    /// chock-nix did not build the dev shell: a rule or a person refused,
+    /// fix could not evaluate it, or the build failed. Nothing of the old
+    /// shell is used instead.
+    #[error("the dev shell devShells.{system}.{name} was not built: {source}")]
+    Build {
         /// The system.
         system: String,
-        /// The name asked for.
+        /// The shell.
         name: String,
-        /// ", it has: a, b" or nothing when the list could not be read.
-        listing: String,
+        /// Why, in chock build's words.
+        #[source]
+        source: chock_nix::BuildError,
     },
-    /// `nix print-dev-env` failed for another reason (its message was printed above).
+    /// `nix print-dev-env` failed (its message was printed above).
     #[error(
         "`nix print-dev-env` failed for devShells.{system}.{name} (exit {code}); its message is above"
     )]
@@ -144,6 +160,23 @@ pub struct DevShell {
     pub cached: bool,
 }
 
+/// What building a dev shell through chock-nix needs from the caller: the
+/// rules, the log, who answers what the rules leave open, the route the log
+/// lines carry (`exec`, `mcp`) and who is asking.
+pub struct Builder<'a> {
+    /// The project's policy.
+    pub policy: &'a Policy,
+    /// Where every answer is logged.
+    pub log: &'a Log,
+    /// Who answers a question no rule answers (a terminal, the MCP client,
+    /// or [`chock_policy::Nobody`], which makes every question a refusal).
+    pub asker: &'a dyn Asker,
+    /// The route written on every log line.
+    pub route: &'a str,
+    /// The agent and tool asking.
+    pub who: Who,
+}
+
 #[derive(serde::Serialize, serde::Deserialize)]
 struct CacheEntry {
     format: String,
@@ -185,8 +218,15 @@ pub fn stamp(project: &Path, name: &str, system: &str) -> Result<String, DevShel
 }
 
 /// The dev shell `name` of the flake in `project`, from the cache when its
-/// stamp matches and every store path still exists, else through `nix`.
-pub fn load(project: &Path, name: &str, cache_dir: &Path) -> Result<DevShell, DevShellError> {
+/// stamp matches and every store path still exists (nothing evaluated or
+/// decided), else built through chock-nix by `builder`'s rules and person
+/// and then read through `nix print-dev-env`.
+pub fn load(
+    project: &Path,
+    name: &str,
+    cache_dir: &Path,
+    builder: &Builder<'_>,
+) -> Result<DevShell, DevShellError> {
     let system = system();
     let entry_path = cache_dir.join(format!("{}.json", file_safe(name)));
     let before = stamp(project, name, &system)?;
@@ -195,9 +235,10 @@ pub fn load(project: &Path, name: &str, cache_dir: &Path) -> Result<DevShell, De
     }
     std::fs::create_dir_all(cache_dir).map_err(io("creating", cache_dir))?;
     let gc_root = cache_dir.join(format!("{}.gcroot", file_safe(name)));
-    let shell = from_nix(project, name, &system, &gc_root)?;
-    // Nix may have written flake.lock; the stamp is taken after, so the next
-    // run finds this entry.
+    let drv = build(project, name, &system, builder)?;
+    let shell = from_nix(&drv, name, &system, &gc_root)?;
+    // A fetched input may have written flake.lock; the stamp is taken
+    // after, so the next run finds this entry.
     let after = stamp(project, name, &system)?;
     write_cached(
         &entry_path,
@@ -296,42 +337,61 @@ fn nix(args: &[&std::ffi::OsStr]) -> std::process::Command {
     command
 }
 
-fn from_nix(
+/// `devShells.<system>.<name>` through chock-nix, exactly as `chock build
+/// devShells <system> <name>` builds it; the derivation's path.
+fn build(
     project: &Path,
+    name: &str,
+    system: &str,
+    builder: &Builder<'_>,
+) -> Result<PathBuf, DevShellError> {
+    let failed = |source| DevShellError::Build {
+        system: system.into(),
+        name: name.into(),
+        source,
+    };
+    let request = BuildRequest {
+        project: project.to_path_buf(),
+        flake: None,
+        attribute: vec!["devShells".into(), system.into(), name.into()],
+        who: builder.who.clone(),
+    };
+    let context = Context {
+        policy: builder.policy,
+        evaluator: &FixEvaluator::for_policy(builder.policy),
+        asker: builder.asker,
+        log: builder.log,
+        route: builder.route,
+        daemon: Default::default(),
+    };
+    tracing::info!("building devShells.{system}.{name} through chock-nix before reading it");
+    let built = chock_nix::build(&request, &context, &mut Session::default()).map_err(failed)?;
+    Ok(PathBuf::from(built.plan.derivation))
+}
+
+/// Reads the environment of the dev shell whose derivation chock-nix built:
+/// Nix is handed the `.drv` path, never the flake, so it evaluates nothing
+/// and builds only the `-env` wrapper over what is already built.
+fn from_nix(
+    drv: &Path,
     name: &str,
     system: &str,
     gc_root: &Path,
 ) -> Result<DevShell, DevShellError> {
     let attribute = format!("devShells.{system}.{name}");
-    let installable = format!("{}#{attribute}", project.display());
-    tracing::info!(%installable, "reading the dev shell through nix print-dev-env");
+    tracing::info!(drv = %drv.display(), "reading the dev shell through nix print-dev-env");
     let output = nix(&[
         "print-dev-env".as_ref(),
         "--json".as_ref(),
         "--profile".as_ref(),
         gc_root.as_os_str(),
-        installable.as_ref(),
+        drv.as_os_str(),
     ])
     .stdin(Stdio::null())
     .stderr(Stdio::inherit())
     .output()
     .map_err(|source| DevShellError::NoNix { source })?;
     if !output.status.success() {
-        if let Some(names) = shell_names(project, system)
-            && !names.iter().any(|n| n == name)
-        {
-            let listing = if names.is_empty() {
-                ", and no devShells at all".into()
-            } else {
-                format!(", it has: {}", names.join(", "))
-            };
-            return Err(DevShellError::NoSuchShell {
-                project: project.to_path_buf(),
-                system: system.into(),
-                name: name.into(),
-                listing,
-            });
-        }
         return Err(DevShellError::Nix {
             system: system.into(),
             name: name.into(),
@@ -378,27 +438,6 @@ fn drop_old_generations(gc_root: &Path) {
             let _ = std::fs::remove_file(entry.path());
         }
     }
-}
-
-/// The names under `devShells.<system>`, or None when Nix cannot list them.
-fn shell_names(project: &Path, system: &str) -> Option<Vec<String>> {
-    let installable = format!("{}#devShells.{system}", project.display());
-    let output = nix(&[
-        "eval".as_ref(),
-        "--json".as_ref(),
-        installable.as_ref(),
-        "--apply".as_ref(),
-        "builtins.attrNames".as_ref(),
-    ])
-    .stdin(Stdio::null())
-    .stderr(Stdio::null())
-    .output()
-    .ok()?;
-    if !output.status.success() {
-        // No devShells attribute for this system at all.
-        return Some(Vec::new());
-    }
-    serde_json::from_slice(&output.stdout).ok()
 }
 
 #[derive(serde::Deserialize)]

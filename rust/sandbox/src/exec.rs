@@ -89,7 +89,7 @@ pub enum Notice {
         /// The bound.
         bound: u64,
     },
-    /// The dev shell was (re)read through `nix print-dev-env`.
+    /// The dev shell was built through chock-nix and read through `nix print-dev-env`.
     DevShellRead {
         /// `devShells.<system>.<name>`.
         attribute: String,
@@ -142,7 +142,7 @@ impl std::fmt::Display for Notice {
             ),
             Notice::DevShellRead { attribute, paths } => write!(
                 f,
-                "read the dev shell {attribute} through `nix print-dev-env` ({paths} store paths); it stays cached until flake.nix or flake.lock change"
+                "built the dev shell {attribute} through chock-nix and read it through `nix print-dev-env` ({paths} store paths); it stays cached until flake.nix or flake.lock change"
             ),
             Notice::WriteExecuteOff { rule } => write!(
                 f,
@@ -186,15 +186,20 @@ pub struct ProjectToolchain {
     pub notices: Vec<Notice>,
 }
 
-/// Reads the project's toolchain: its dev shell when it has a flake.nix.
-pub fn toolchain(project: &Project, dev_shell: &str) -> Result<ProjectToolchain, ExecError> {
+/// Reads the project's toolchain: its dev shell when it has a flake.nix,
+/// built through chock-nix by `builder`'s rules unless it is cached.
+pub fn toolchain(
+    project: &Project,
+    dev_shell: &str,
+    builder: &devshell::Builder<'_>,
+) -> Result<ProjectToolchain, ExecError> {
     if !project.dir.join("flake.nix").is_file() {
         return Ok(ProjectToolchain {
             dev_shell: None,
             notices: vec![Notice::NoFlake],
         });
     }
-    let shell = devshell::load(&project.dir, dev_shell, &project.dev_shell_dir()?)?;
+    let shell = devshell::load(&project.dir, dev_shell, &project.dev_shell_dir()?, builder)?;
     let notices = if shell.cached {
         Vec::new()
     } else {
@@ -546,10 +551,18 @@ pub struct Planned {
 }
 
 /// Names the program's action, decides it and `sandbox.jit`, logs both, and
-/// prepares the command when it is allowed. Only `allow` runs: `chock exec`
-/// has nobody to ask, so an answer that wants a person is a refusal.
-pub fn plan(request: &ExecRequest, policy: &Policy, log: &Log) -> Result<Planned, ExecError> {
-    let named = name_program(request)?;
+/// prepares the command when it is allowed. Only `allow` runs: an `exec.*`
+/// answer that wants a person is a refusal. A dev shell that must be built
+/// first is decided as `chock build` decides it, `asker` answering what the
+/// rules leave open (a terminal, or nobody).
+pub fn plan(
+    request: &ExecRequest,
+    policy: &Policy,
+    log: &Log,
+    asker: &dyn chock_policy::Asker,
+) -> Result<Planned, ExecError> {
+    let builder = devshell_builder(policy, log, asker, ROUTE);
+    let named = name_program(request, &builder)?;
     let verdict = policy.decide(
         &Key::new(named.action.clone()).with_tool(TOOL),
         Reading::Act,
@@ -587,6 +600,28 @@ pub fn plan(request: &ExecRequest, policy: &Policy, log: &Log) -> Result<Planned
 /// The route `chock exec` logs under.
 const ROUTE: &str = "exec";
 
+/// How a command's dev shell is built when it is not cached: by `policy`,
+/// `asker` answering what it leaves open, logged under `route` as asked by
+/// the main agent through [`TOOL`] (the key every `exec.*` line carries).
+pub fn devshell_builder<'a>(
+    policy: &'a Policy,
+    log: &'a Log,
+    asker: &'a dyn chock_policy::Asker,
+    route: &'a str,
+) -> devshell::Builder<'a> {
+    devshell::Builder {
+        policy,
+        log,
+        asker,
+        route,
+        who: chock_nix::Who {
+            agent_kind: AGENT_KIND.into(),
+            tool: Some(TOOL.into()),
+            model: None,
+        },
+    }
+}
+
 /// A program named by its class, with the toolchain that named it.
 pub struct Named {
     /// The program as given (`argv[0]`).
@@ -598,17 +633,22 @@ pub struct Named {
     pub toolchain: ProjectToolchain,
 }
 
-/// Reads the project's toolchain and names the program's `exec.*` action,
-/// deciding nothing: for callers that decide (and ask) themselves, such as
-/// the tool server, before [`prepare_allowed`].
-pub fn name_program(request: &ExecRequest) -> Result<Named, ExecError> {
+/// Reads the project's toolchain (building a changed dev shell through
+/// chock-nix, which decides `nix.build.*` and the hosts it reaches with
+/// `builder`) and names the program's `exec.*` action, deciding nothing
+/// else: for callers that decide (and ask) themselves, such as the tool
+/// server, before [`prepare_allowed`].
+pub fn name_program(
+    request: &ExecRequest,
+    builder: &devshell::Builder<'_>,
+) -> Result<Named, ExecError> {
     let program = request
         .argv
         .first()
         .ok_or(ExecError::NoProgram)?
         .to_string_lossy()
         .into_owned();
-    let toolchain = toolchain(&request.project, &request.dev_shell)?;
+    let toolchain = toolchain(&request.project, &request.dev_shell, builder)?;
     let store = layout::store_dir();
     let paths = toolchain
         .dev_shell

@@ -93,7 +93,11 @@ fn a_started_command_can_be_cancelled() {
         cwd: project.dir.clone(),
         capture: Some(1024),
     };
-    let toolchain = exec::toolchain(&project, "default").expect("no flake: the host's toolchain");
+    let policy = chock_policy::Policy::from_rules(Vec::new(), Vec::new());
+    let log = chock_log::Log::at(dir.path().join("log"), chock_log::Rotation::default());
+    let builder = exec::devshell_builder(&policy, &log, &chock_policy::Nobody, "exec");
+    let toolchain =
+        exec::toolchain(&project, "default", &builder).expect("no flake: the host's toolchain");
     let prepared = exec::prepare(
         &request,
         toolchain,

@@ -7,10 +7,13 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use chock_nix::BuildError;
+use chock_sandbox::devshell::DevShellError;
 use chock_sandbox::exec::{self, ExecError, ExecRequest, Planned};
 use chock_sandbox::project::Project;
 use chock_sandbox::{Exit, SandboxError};
 
+use crate::ask::TerminalAsker;
 use crate::exit;
 
 /// The most bytes of each stream `--json` keeps.
@@ -50,7 +53,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         cwd,
         capture: args.json.then_some(CAPTURE_LIMIT),
     };
-    let planned = match exec::plan(&request, &policy, &log) {
+    // A changed dev shell is built through chock-nix first; its questions
+    // reach the person at this terminal, as chock build's do.
+    let planned = match exec::plan(&request, &policy, &log, &TerminalAsker) {
         Ok(planned) => planned,
         Err(error) => return Ok(failed(&error)),
     };
@@ -146,6 +151,12 @@ fn failed(error: &ExecError) -> ExitCode {
                 126
             }
         }
+        // The dev shell's build ends as chock build would.
+        ExecError::DevShell(DevShellError::Build { source, .. }) => match source {
+            BuildError::Refused(_) => exit::REFUSED,
+            BuildError::Fault(_) => exit::FAULT,
+            BuildError::Request(_) | BuildError::Eval(_) => exit::FAILURE,
+        },
         ExecError::Sandbox(_) | ExecError::Cache { .. } => exit::FAULT,
         ExecError::Project(_) | ExecError::DevShell(_) | ExecError::NoProgram => exit::FAILURE,
     };

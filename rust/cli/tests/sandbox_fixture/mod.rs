@@ -12,7 +12,9 @@ use std::process::{Command, Output};
 use std::sync::OnceLock;
 
 /// The flake: a `default` dev shell whose PATH is a tool's bin, a `ci`
-/// shell, and a package outside both closures.
+/// shell, and a package outside both closures. Each shell's builder writes
+/// `$out`, as mkShell's does: chock-nix builds the shell before Nix reads
+/// its environment.
 fn flake_text(system: &str) -> String {
     format!(
         r#"{{
@@ -30,12 +32,12 @@ fn flake_text(system: &str) -> String {
     devShells.${{system}} = {{
       default = derivation {{
         name = "shell"; inherit system stdenv tool; builder = "/bin/bash";
-        outputs = [ "out" ];
+        outputs = [ "out" ]; args = [ "-c" "echo shell > $out" ];
         MYVAR = "from the dev shell";
       }};
       ci = derivation {{
         name = "ci-shell"; inherit system stdenv; builder = "/bin/bash";
-        outputs = [ "out" ];
+        outputs = [ "out" ]; args = [ "-c" "echo shell > $out" ];
         CI_ONLY = "yes";
       }};
     }};
@@ -46,10 +48,16 @@ fn flake_text(system: &str) -> String {
     )
 }
 
+/// The rule a project with a flake writes so its dev shells are built
+/// without a question (`nix.build.*` ships as ask).
+pub const DEV_SHELL_RULE: &str = r#".{ .action = "nix.build.devShells.*", .decision = .allow }"#;
+
 pub struct Fixture {
     root: tempfile::TempDir,
     pub project: PathBuf,
     pub home: PathBuf,
+    /// Rules every `rules` call writes first: the dev shell rule for a flake.
+    base_rules: &'static str,
 }
 
 impl Fixture {
@@ -68,14 +76,18 @@ impl Fixture {
             root,
             project,
             home,
+            base_rules: "",
         }
     }
 
     /// A project with the test flake, tracked in git so Nix copies only flake.nix.
     /// (Nix 2.8's get-env.sh writes the shell's environment to each name in
     /// `outputs`, so a raw dev shell derivation must name its outputs.)
+    /// chock.zon allows its dev shells to be built ([`DEV_SHELL_RULE`]).
     pub fn flake() -> Fixture {
-        let fixture = Fixture::host();
+        let mut fixture = Fixture::host();
+        fixture.base_rules = DEV_SHELL_RULE;
+        fixture.rules("");
         let system = chock_sandbox::devshell::system();
         std::fs::write(fixture.project.join("flake.nix"), flake_text(&system)).expect("flake.nix");
         for args in [&["init", "-q"][..], &["add", "flake.nix"]] {
@@ -88,8 +100,15 @@ impl Fixture {
         self.root.path()
     }
 
-    /// Writes chock.zon with these rules (ZON rule structs, comma-separated).
+    /// Writes chock.zon with these rules (ZON rule structs, comma-separated),
+    /// after the fixture's own (the dev shell rule for a flake).
     pub fn rules(&self, rules: &str) {
+        let base = self.base_rules;
+        let rules = if base.is_empty() || rules.is_empty() {
+            format!("{base}{rules}")
+        } else {
+            format!("{base}, {rules}")
+        };
         self.zon(&format!(
             ".{{ .policy = .{{ .rules = .{{ {rules} }} }} }}\n"
         ));

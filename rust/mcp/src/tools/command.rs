@@ -68,8 +68,13 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
         cwd,
         capture: Some(CAPTURE_BYTES),
     };
+    // A changed dev shell is built through chock-nix before anything is
+    // named; its questions reach this call's client.
+    let asker = session.asker(call.peer, &call.cancel, exec::TOOL);
+    let building = session.clone();
     let (request, named) = tokio::task::spawn_blocking(move || {
-        let named = exec::name_program(&request);
+        let builder = exec::devshell_builder(&building.policy, &building.log, &asker, ROUTE);
+        let named = exec::name_program(&request, &builder);
         (request, named)
     })
     .await
