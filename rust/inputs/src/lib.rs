@@ -33,21 +33,31 @@
 //! See `docs/inputs.md`.
 
 mod decide;
+#[cfg(feature = "fetch")]
 mod fetch;
 mod lock;
+#[cfg(feature = "fetch")]
 mod progress;
+#[cfg(feature = "fetch")]
 mod report;
+#[cfg(feature = "fetch")]
 mod session;
 mod source;
+#[cfg(feature = "fetch")]
 mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
 
 pub use decide::{Asking, HostVerdict, decide_host};
+#[cfg(feature = "fetch")]
 pub use fetch::{FetchError, Fetcher, HopGate, Limits};
 pub use lock::{Follows, Lock, LockError, LockedNode, MAX_LOCK_BYTES, MAX_NODES};
+#[cfg(feature = "fetch")]
 pub use progress::{Event, Progress, Silent};
+#[cfg(feature = "fetch")]
 pub use report::{HostAnswer, InputReport, InputState, Report};
+#[cfg(feature = "fetch")]
 pub use session::{BuildFetchError, Env, FlakeInputs, HostPort, LOCK_FILE, Wanted};
 pub use source::{DEFAULT_NAME, Fetch, Input, InputRefusal, InputType, Location, Refusal, Source};
+#[cfg(feature = "fetch")]
 pub use store::valid_paths;
