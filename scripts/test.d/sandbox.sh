@@ -2,7 +2,9 @@
 # The sandbox against the real machine, with the release binary:
 #   1. `chock doctor` must find every blocking layer;
 #   2. the escape suite, printed attempt by attempt with its `N attempts, N blocked`;
-#   3. `chock exec -- /bin/true` against bubblewrap with the same namespaces
+#   3. a changed dev shell is built only as `chock build` would build it:
+#      refused without a rule (exit 3, nothing built), built with one;
+#   4. `chock exec -- /bin/true` against bubblewrap with the same namespaces
 #      and mounts, in one hyperfine run (figures in docs/benchmarks.md).
 # Needs user namespaces, Landlock, the Nix daemon, bwrap and hyperfine
 # (scripts/setup installs and starts them). Exits non-zero on a failure;
@@ -31,6 +33,46 @@ if [[ -z $summary || $attempts != "$blocked" ]]; then
   echo "sandbox: the escape suite did not block every attempt (${summary:-no summary line})" >&2
   exit 1
 fi
+
+echo "-- a changed dev shell is built only as chock build would build it"
+shell=$work/shell
+marker=$(mktemp -u /tmp/chock-devshell-marker.XXXXXX)   # where a build user may write
+mkdir -p "$shell"
+cat >"$shell/flake.nix" <<NIX
+{
+  outputs = { self }: let
+    system = "$(uname -m)-linux";
+    payload = derivation {
+      name = "payload"; inherit system; builder = "/bin/sh"; PATH = "/usr/bin:/bin";
+      args = [ "-c" "echo built > $marker && mkdir -p \$out/bin" ];
+    };
+  in {
+    devShells.\${system}.default = derivation {
+      name = "shell"; inherit system payload; builder = "/bin/bash";
+      outputs = [ "out" ]; args = [ "-c" "echo > \$out" ];
+      PATH = "\${payload}/bin";
+    };
+  };
+}
+NIX
+status=0
+(cd "$shell" && "$CHOCK_BIN" exec -- true </dev/null) 2>"$work/refused.txt" || status=$?
+if [[ $status != 3 ]] || ! grep -q 'nix.build.devShells.*default' "$work/refused.txt" || [[ -e $marker ]]; then
+  cat "$work/refused.txt" >&2
+  echo "sandbox: a dev shell no rule allows was not refused before it was built (exit $status)" >&2
+  exit 1
+fi
+printf '.{ .policy = .{ .rules = .{ .{ .action = "nix.build.devShells.*", .decision = .allow } } } }\n' >"$shell/chock.zon"
+(cd "$shell" && "$CHOCK_BIN" exec -- true </dev/null) 2>"$work/allowed.txt" || true
+# (`true` is not in this shell, so the command itself ends 127 once the shell is read.)
+if ! grep -q '"action":"nix.build.devShells.[^"]*default".*"decision":"allow"' "$XDG_STATE_HOME/chock/log/decisions.jsonl" \
+   || ! grep -q 'payload/bin' "$work/allowed.txt" || [[ ! -e $marker ]]; then
+  cat "$work/allowed.txt" >&2
+  echo "sandbox: an allowed dev shell was not built" >&2
+  exit 1
+fi
+rm -f "$marker"
+echo "refused without a rule, built with one"
 
 echo "-- chock exec -- /bin/true against bwrap"
 project=$work/project
