@@ -6,6 +6,8 @@
 
 use std::path::Path;
 
+use chock_testkit::replay_fuzz_corpus;
+
 use chock_hook::agent::Agent;
 use proptest::prelude::*;
 
@@ -14,32 +16,24 @@ mod payload;
 #[path = "../fuzz/check/shell.rs"]
 mod shell_check;
 
-/// Runs `check` on every file of the corpus `name`; there must be at least `min`.
-fn feed_corpus(name: &str, min: usize, check: fn(&[u8])) {
-    let corpus = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fuzz/corpus")
-        .join(name);
-    let mut count = 0;
-    for entry in std::fs::read_dir(&corpus).expect("the fuzz corpus is in the repository") {
-        let bytes = std::fs::read(entry.expect("corpus entry").path()).expect("corpus file");
-        check(&bytes);
-        count += 1;
-    }
-    assert!(
-        count >= min,
-        "the corpus at {} has only {count} files",
-        corpus.display()
+#[test]
+fn the_payload_corpus_reads_without_panicking() {
+    replay_fuzz_corpus(
+        env!("CARGO_MANIFEST_DIR"),
+        "payload",
+        20,
+        payload::read_payload,
     );
 }
 
 #[test]
-fn the_payload_corpus_reads_without_panicking() {
-    feed_corpus("payload", 20, payload::read_payload);
-}
-
-#[test]
 fn the_shell_corpus_reads_without_panicking() {
-    feed_corpus("shell", 200, shell_check::read_shell);
+    replay_fuzz_corpus(
+        env!("CARGO_MANIFEST_DIR"),
+        "shell",
+        200,
+        shell_check::read_shell,
+    );
 }
 
 /// Pieces of shell syntax, so the generated text reaches deep into the grammar.

@@ -2,8 +2,7 @@
 //! proptest-generated text and bytes, each read untyped, as a typed
 //! configuration, and (when it reads) written back.
 
-use std::path::Path;
-
+use chock_testkit::replay_fuzz_corpus;
 use proptest::prelude::*;
 
 #[path = "../fuzz/check/read.rs"]
@@ -13,18 +12,7 @@ use check::read_every_way;
 
 #[test]
 fn the_fuzz_corpus_reads_without_panicking() {
-    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/read");
-    let mut count = 0;
-    for entry in std::fs::read_dir(&corpus).expect("the fuzz corpus is in the repository") {
-        let bytes = std::fs::read(entry.expect("corpus entry").path()).expect("corpus file");
-        read_every_way(&bytes);
-        count += 1;
-    }
-    assert!(
-        count > 100,
-        "the corpus at {} has only {count} files",
-        corpus.display()
-    );
+    replay_fuzz_corpus(env!("CARGO_MANIFEST_DIR"), "read", 100, read_every_way);
 }
 
 proptest! {

@@ -1,0 +1,34 @@
+//! Test support shared by the crates' integration tests.
+//!
+//! Every parser of outside input has a cargo-fuzz target whose corpus is
+//! kept in the repository; each crate's tests replay it on stable Rust with
+//! [`replay_fuzz_corpus`], so `cargo test` keeps every input a fuzzer ever
+//! found interesting (docs/fuzzing.md).
+
+use std::path::Path;
+
+/// Runs `check` on every file of `<crate>/fuzz/corpus/<name>`, where
+/// `crate_dir` is the calling crate's `env!("CARGO_MANIFEST_DIR")`; a check
+/// fails by panicking. Fails when the corpus holds fewer than `min` files, so
+/// a corpus lost from the repository cannot pass as an empty one.
+pub fn replay_fuzz_corpus(crate_dir: &str, name: &str, min: usize, check: fn(&[u8])) {
+    let corpus = Path::new(crate_dir).join("fuzz/corpus").join(name);
+    let entries = std::fs::read_dir(&corpus).unwrap_or_else(|e| {
+        panic!(
+            "the fuzz corpus {} is not readable ({e}); it is kept in the repository",
+            corpus.display()
+        )
+    });
+    let mut count = 0;
+    for entry in entries {
+        let path = entry.expect("a corpus entry").path();
+        let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        check(&bytes);
+        count += 1;
+    }
+    assert!(
+        count >= min,
+        "the corpus at {} has only {count} files, fewer than {min}",
+        corpus.display()
+    );
+}
