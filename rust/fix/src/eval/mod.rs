@@ -284,6 +284,7 @@ impl<'a> Evaluator<'a> {
 
     /// The value of `expr` in `env` without evaluating it: constants and
     /// variables are shared as they are, anything else becomes a thunk.
+    #[inline]
     pub fn thunk(&self, expr: &'a Expr, env: &Env<'a>) -> Value<'a> {
         match expr {
             Expr::Int(n) => Value::Int(*n),
@@ -922,11 +923,19 @@ impl<'a> Evaluator<'a> {
                 }
             }
             Value::PrimOpApp(app) => {
-                let mut args = app.args.clone();
-                args.push(arg);
-                if args.len() == app.op.arity {
+                if app.args.len() + 1 == app.op.arity {
+                    // The last argument: the builtin runs on arguments
+                    // gathered on the stack, no `Vec` made.
+                    let mut args: SmallVec<[Value<'a>; 4]> = SmallVec::new();
+                    for a in app.args.iter() {
+                        args.push(a.clone());
+                    }
+                    args.push(arg);
                     self.call_primop(app.op, &args, pos)
                 } else {
+                    let mut args = Vec::with_capacity(app.args.len() + 1);
+                    args.extend(app.args.iter().cloned());
+                    args.push(arg);
                     Ok(Value::PrimOpApp(crate::thin::Shared::new(PartialApp {
                         op: app.op,
                         args,
