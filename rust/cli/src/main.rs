@@ -6,6 +6,7 @@
 mod ask;
 mod commands;
 mod exit;
+mod inputs;
 
 use std::process::ExitCode;
 

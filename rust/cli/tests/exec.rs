@@ -529,3 +529,107 @@ fn a_changed_dev_shell_is_built_only_as_chock_build_would() {
     std::fs::remove_file(&marker).expect("the marker is removed");
     assert!(server.count() >= 1, "allowed, the host was reached");
 }
+
+/// A flake whose dev shell needs the locked tarball input `pkg` from the
+/// loopback `server`: the shell's builder reads the input's `hello`, and
+/// `PKG` names it inside.
+fn flake_with_input(url: &str) -> String {
+    let system = chock_sandbox::devshell::system();
+    format!(
+        r#"{{
+  inputs.pkg = {{ url = "{url}"; flake = false; }};
+  outputs = {{ self, pkg }}: let system = "{system}"; in {{
+    devShells.${{system}}.default = derivation {{
+      name = "shell"; inherit system; builder = "/bin/bash";
+      outputs = [ "out" ]; args = [ "-c" "read x < ${{pkg}}/hello; echo $x > $out" ];
+      PKG = "${{pkg}}";
+    }};
+  }};
+}}
+"#
+    )
+}
+
+/// A dev shell whose locked input is not in the store: chock exec fetches
+/// it as chock build would. With no rule for the input's host and nobody
+/// at a terminal, the command is refused naming the rule, and nothing is
+/// fetched or run; with the host allowed, the input is fetched once, the
+/// shell built and the program run with it.
+#[test]
+fn a_dev_shell_input_missing_from_the_store_is_fetched_under_the_rules() {
+    use chock_inputs::testing::{Reply, Server as InputServer, Tree, nonce};
+    let fx = Fixture::flake();
+    fx.probe();
+    // A new tree each run, so the store never holds it already.
+    let tag = format!("input-{}", nonce());
+    let tree = Tree::new("pkg", &[("hello", format!("{tag}\n").as_bytes(), false)]);
+    let server = InputServer::http();
+    server.route("/pkg.tar.gz", Reply::Body(tree.tar_gz()));
+    let url = server.url("/pkg.tar.gz");
+    std::fs::write(fx.project.join("flake.nix"), flake_with_input(&url)).expect("flake.nix");
+    let locked = serde_json::json!({ "type": "tarball", "url": url, "narHash": tree.nar_hash() });
+    let mut lock: serde_json::Value =
+        serde_json::from_str(&chock_inputs::testing::flake_lock(&[("pkg", locked)]))
+            .expect("a lock");
+    lock["nodes"]["pkg"]["flake"] = serde_json::json!(false);
+    std::fs::write(fx.project.join("flake.lock"), lock.to_string()).expect("flake.lock");
+    assert!(sandbox_fixture::git(
+        &fx.project,
+        &["add", "flake.nix", "flake.lock"]
+    ));
+    let host = format!("nix.net.eval.localhost.{}", server.port());
+
+    let refused = fx.exec(&[], &["./probe", "env"]);
+    let stderr = text(&refused.stderr);
+    assert!(!refused.status.success(), "{}", describe(&refused));
+    let rule = format!(r#".{{ .action = "{host}", .decision = .allow }}"#);
+    assert!(
+        stderr.contains(&rule) && stderr.contains("`pkg`"),
+        "the refusal names the input and the rule for its host: {}",
+        describe(&refused)
+    );
+    assert_eq!(
+        refused.status.code(),
+        Some(1),
+        "as chock build ends: {}",
+        describe(&refused)
+    );
+    assert!(
+        !text(&refused.stdout).contains("PKG="),
+        "nothing ran: {}",
+        describe(&refused)
+    );
+    assert!(
+        server.requests().is_empty(),
+        "nothing fetched without a rule"
+    );
+    let asked = fx
+        .log_lines()
+        .into_iter()
+        .rfind(|l| l["action"] == host.as_str())
+        .expect("the host's answer is logged");
+    assert_eq!(asked["route"], "exec", "{asked}");
+    assert_eq!(asked["tool"], "run_command", "{asked}");
+    assert_ne!(asked["decision"], "allow", "{asked}");
+
+    fx.rules(&rule);
+    let ran = fx.exec(&[], &["./probe", "env"]);
+    assert!(ran.status.success(), "{}", describe(&ran));
+    assert_eq!(server.requests(), vec!["/pkg.tar.gz".to_owned()]);
+    let pkg = text(&ran.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("PKG=").map(str::to_owned))
+        .unwrap_or_else(|| panic!("the shell's PKG: {}", describe(&ran)));
+    assert!(pkg.starts_with("/nix/store/"), "{pkg}");
+    let read = fx.exec(&[], &["./probe", "read", &format!("{pkg}/hello")]);
+    assert!(
+        text(&read.stdout).contains(&format!("read {} bytes", tag.len() + 1)),
+        "the fetched input is the shell's, inside the sandbox: {}",
+        describe(&read)
+    );
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "the cached shell fetches nothing more"
+    );
+}

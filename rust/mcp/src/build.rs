@@ -63,11 +63,7 @@ pub async fn build(call: &Call<'_>, wanted: ToBuild) -> Result<Built, String> {
     };
     // The build blocks (the daemon, a person), so it runs off the async threads.
     let built = tokio::task::spawn_blocking(move || {
-        let inputs = SessionInputs {
-            session: &session,
-            asker: &asker,
-            tool,
-        };
+        let inputs = SessionInputs::new(&session, &asker, tool);
         let context = Context {
             policy: &session.policy,
             // fix, in process: nothing is written while evaluating, the
@@ -92,11 +88,29 @@ pub async fn build(call: &Call<'_>, wanted: ToBuild) -> Result<Built, String> {
 /// The flake inputs a build found missing, fetched by chock-inputs as at
 /// build time: the rules first, one question for the hosts they leave open,
 /// each answer logged (route `mcp`). A flake's lock is read once per
-/// session, so a host a person refused is not asked about again.
-struct SessionInputs<'a> {
+/// session, so a host a person refused is not asked about again. The
+/// builds of nix_build and provide_tool fetch through this, and so does
+/// run_command's dev shell build.
+pub(crate) struct SessionInputs<'a> {
     session: &'a Session,
     asker: &'a CallAsker,
     tool: &'static str,
+}
+
+impl<'a> SessionInputs<'a> {
+    /// Fetches for `tool`'s call, asking through `asker` (the call's, which
+    /// must be used off the async threads, as a build is).
+    pub(crate) fn new(
+        session: &'a Session,
+        asker: &'a CallAsker,
+        tool: &'static str,
+    ) -> SessionInputs<'a> {
+        SessionInputs {
+            session,
+            asker,
+            tool,
+        }
+    }
 }
 
 impl InputFetcher for SessionInputs<'_> {

@@ -39,7 +39,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use chock_log::Log;
-use chock_nix::{BuildRequest, Context, FixEvaluator, Session, Who};
+use chock_nix::{BuildRequest, Context, FixEvaluator, InputFetcher, Session, Who};
 use chock_policy::{Asker, Policy};
 use sha2::{Digest, Sha256};
 
@@ -162,7 +162,8 @@ pub struct DevShell {
 
 /// What building a dev shell through chock-nix needs from the caller: the
 /// rules, the log, who answers what the rules leave open, the route the log
-/// lines carry (`exec`, `mcp`) and who is asking.
+/// lines carry (`exec`, `mcp`), who is asking, and who fetches the flake
+/// inputs the evaluation finds missing.
 pub struct Builder<'a> {
     /// The project's policy.
     pub policy: &'a Policy,
@@ -175,6 +176,21 @@ pub struct Builder<'a> {
     pub route: &'a str,
     /// The agent and tool asking.
     pub who: Who,
+    /// Fetches the locked flake inputs missing from the store, as `chock
+    /// build` does (the rules, then one question through `asker` for the
+    /// hosts they leave open), before the shell is evaluated once more.
+    /// `None` stops at a missing input, naming `chock inputs --fetch`.
+    pub inputs: Option<&'a dyn InputFetcher>,
+}
+
+impl<'a> Builder<'a> {
+    /// This builder, with missing flake inputs fetched by `inputs`.
+    pub fn fetching_inputs(self, inputs: &'a dyn InputFetcher) -> Builder<'a> {
+        Builder {
+            inputs: Some(inputs),
+            ..self
+        }
+    }
 }
 
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -365,7 +381,12 @@ fn build(
         daemon: Default::default(),
     };
     tracing::info!("building devShells.{system}.{name} through chock-nix before reading it");
-    let built = chock_nix::build(&request, &context, &mut Session::default()).map_err(failed)?;
+    let mut session = Session::default();
+    let built = match builder.inputs {
+        Some(inputs) => chock_nix::build_fetching_inputs(&request, &context, &mut session, inputs),
+        None => chock_nix::build(&request, &context, &mut session),
+    }
+    .map_err(failed)?;
     Ok(PathBuf::from(built.plan.derivation))
 }
 

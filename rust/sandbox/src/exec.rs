@@ -554,14 +554,19 @@ pub struct Planned {
 /// prepares the command when it is allowed. Only `allow` runs: an `exec.*`
 /// answer that wants a person is a refusal. A dev shell that must be built
 /// first is decided as `chock build` decides it, `asker` answering what the
-/// rules leave open (a terminal, or nobody).
+/// rules leave open (a terminal, or nobody), and the flake inputs it needs
+/// that are missing from the store are fetched by `inputs` when given.
 pub fn plan(
     request: &ExecRequest,
     policy: &Policy,
     log: &Log,
     asker: &dyn chock_policy::Asker,
+    inputs: Option<&dyn chock_nix::InputFetcher>,
 ) -> Result<Planned, ExecError> {
-    let builder = devshell_builder(policy, log, asker, ROUTE);
+    let builder = devshell::Builder {
+        inputs,
+        ..devshell_builder(policy, log, asker, ROUTE)
+    };
     let named = name_program(request, &builder)?;
     let verdict = policy.decide(
         &Key::new(named.action.clone()).with_tool(TOOL),
@@ -598,11 +603,13 @@ pub fn plan(
 }
 
 /// The route `chock exec` logs under.
-const ROUTE: &str = "exec";
+pub const ROUTE: &str = "exec";
 
 /// How a command's dev shell is built when it is not cached: by `policy`,
 /// `asker` answering what it leaves open, logged under `route` as asked by
 /// the main agent through [`TOOL`] (the key every `exec.*` line carries).
+/// A flake input missing from the store stops the build until the caller
+/// gives a fetcher ([`devshell::Builder::fetching_inputs`]).
 pub fn devshell_builder<'a>(
     policy: &'a Policy,
     log: &'a Log,
@@ -619,6 +626,7 @@ pub fn devshell_builder<'a>(
             tool: Some(TOOL.into()),
             model: None,
         },
+        inputs: None,
     }
 }
 

@@ -3,20 +3,19 @@
 //! chock-nix's; this module turns flags into a request and the outcome
 //! into output and an exit code.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use chock_inputs::{Asking, FlakeInputs};
-use chock_log::Log;
+use chock_inputs::Asking;
 use chock_nix::{
-    BuildError, BuildRequest, Built, Context, Decided, FixEvaluator, InputFetcher, MissingInput,
-    Plan, Session, Who,
+    BuildError, BuildRequest, Built, Context, Decided, FixEvaluator, Plan, Session, Who,
 };
-use chock_policy::{Answer, Asker, LoadOptions, Policy};
+use chock_policy::{Answer, LoadOptions, Policy};
 use chock_sandbox::project::Project;
 
 use crate::ask::TerminalAsker;
 use crate::exit;
+use crate::inputs::ProjectInputs;
 
 /// The route the command line's build lines carry in the decision log.
 const ROUTE: &str = "build";
@@ -63,6 +62,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let inputs = ProjectInputs {
         policy: &policy,
         log: &log,
+        asking: Asking::at_build(None),
     };
     let context = Context {
         policy: &policy,
@@ -238,39 +238,4 @@ fn failed(error: &BuildError, json: bool) -> ExitCode {
         eprintln!("chock build: {error}");
     }
     code.into()
-}
-
-/// The flake inputs an evaluation found missing, fetched by chock-inputs as
-/// at build time: the rules first, one question for the rest, each answer logged.
-struct ProjectInputs<'a> {
-    policy: &'a Policy,
-    log: &'a Log,
-}
-
-impl InputFetcher for ProjectInputs<'_> {
-    fn fetch_missing(
-        &self,
-        flake_dir: &Path,
-        missing: &[MissingInput],
-        asker: &dyn Asker,
-    ) -> Result<(), String> {
-        let Some(mut inputs) = FlakeInputs::open(flake_dir).map_err(|e| e.to_string())? else {
-            return Ok(());
-        };
-        let paths = missing.iter().map(|m| m.path.clone()).collect();
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| e.to_string())?;
-        runtime
-            .block_on(inputs.fetch_for_build(
-                self.policy,
-                self.log,
-                &Asking::at_build(None),
-                paths,
-                asker,
-            ))
-            .map(|_| ())
-            .map_err(|e| e.to_string())
-    }
 }

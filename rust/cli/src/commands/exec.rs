@@ -7,6 +7,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use chock_inputs::Asking;
 use chock_nix::BuildError;
 use chock_sandbox::devshell::DevShellError;
 use chock_sandbox::exec::{self, ExecError, ExecRequest, Planned};
@@ -15,6 +16,7 @@ use chock_sandbox::{Exit, SandboxError};
 
 use crate::ask::TerminalAsker;
 use crate::exit;
+use crate::inputs::ProjectInputs;
 
 /// The most bytes of each stream `--json` keeps.
 const CAPTURE_LIMIT: usize = 1 << 20;
@@ -54,8 +56,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         capture: args.json.then_some(CAPTURE_LIMIT),
     };
     // A changed dev shell is built through chock-nix first; its questions
-    // reach the person at this terminal, as chock build's do.
-    let planned = match exec::plan(&request, &policy, &log, &TerminalAsker) {
+    // reach the person at this terminal, and the flake inputs it lacks are
+    // fetched, as chock build's are.
+    let inputs = ProjectInputs {
+        policy: &policy,
+        log: &log,
+        asking: Asking {
+            agent_kind: exec::AGENT_KIND.into(),
+            model: None,
+            tool: Some(exec::TOOL.into()),
+            route: exec::ROUTE.into(),
+        },
+    };
+    let planned = match exec::plan(&request, &policy, &log, &TerminalAsker, Some(&inputs)) {
         Ok(planned) => planned,
         Err(error) => return Ok(failed(&error)),
     };

@@ -13,6 +13,7 @@ use serde::Deserialize;
 
 use super::Call;
 use crate::ROUTE;
+use crate::build::SessionInputs;
 use crate::gate::{Act, Asking};
 
 /// The most bytes of each stream an agent is given.
@@ -69,11 +70,14 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
         capture: Some(CAPTURE_BYTES),
     };
     // A changed dev shell is built through chock-nix before anything is
-    // named; its questions reach this call's client.
+    // named; its questions reach this call's client, and the flake inputs
+    // it lacks are fetched as nix_build fetches them.
     let asker = session.asker(call.peer, &call.cancel, exec::TOOL);
     let building = session.clone();
     let (request, named) = tokio::task::spawn_blocking(move || {
-        let builder = exec::devshell_builder(&building.policy, &building.log, &asker, ROUTE);
+        let inputs = SessionInputs::new(&building, &asker, exec::TOOL);
+        let builder = exec::devshell_builder(&building.policy, &building.log, &asker, ROUTE)
+            .fetching_inputs(&inputs);
         let named = exec::name_program(&request, &builder);
         (request, named)
     })

@@ -1,0 +1,72 @@
+//! The flake inputs a build's evaluation finds missing, fetched for the
+//! commands that build through chock-nix: `chock build`, and `chock exec`
+//! when its dev shell changed. One fetcher, so both ask and log alike.
+
+use std::path::Path;
+
+use chock_inputs::{Asking, FlakeInputs, Report};
+use chock_log::{AnsweredBy, Log};
+use chock_nix::{InputFetcher, MissingInput};
+use chock_policy::{Asker, Policy};
+
+/// Fetches as at build time: the rules first, one question for the hosts
+/// they leave open, each answer logged as `asking` says (its route and
+/// tool are the caller's). A host left unanswered is told on stderr with
+/// the rule that would allow it; the build's second evaluation then names
+/// the input still missing.
+pub struct ProjectInputs<'a> {
+    pub policy: &'a Policy,
+    pub log: &'a Log,
+    /// Who asks, and the route and tool the log lines carry.
+    pub asking: Asking,
+}
+
+impl InputFetcher for ProjectInputs<'_> {
+    fn fetch_missing(
+        &self,
+        flake_dir: &Path,
+        missing: &[MissingInput],
+        asker: &dyn Asker,
+    ) -> Result<(), String> {
+        let Some(mut inputs) = FlakeInputs::open(flake_dir).map_err(|e| e.to_string())? else {
+            return Ok(());
+        };
+        let paths = missing.iter().map(|m| m.path.clone()).collect();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())?;
+        let report = runtime
+            .block_on(inputs.fetch_for_build(self.policy, self.log, &self.asking, paths, asker))
+            .map_err(|e| e.to_string())?;
+        tell_refused_hosts(&report);
+        Ok(())
+    }
+}
+
+/// Each host fetching was not granted, what answered it, and the rule to
+/// add when one would allow it.
+fn tell_refused_hosts(report: &Report) {
+    for host in report.hosts.iter().filter(|h| !h.granted) {
+        let by = match host.answered_by {
+            AnsweredBy::Rule => "by a rule",
+            AnsweredBy::Default => "by a shipped default",
+            AnsweredBy::Person => "by a person",
+            AnsweredBy::Nobody => "and nobody could be asked",
+        };
+        eprintln!(
+            "chock: {}:{} (for {}) is {}, answered {} {by}",
+            host.host,
+            host.port,
+            host.inputs.join(", "),
+            host.action,
+            host.decision.as_str(),
+        );
+        if let Some(suggestion) = host.verdict.as_ref().and_then(|v| v.suggestion.as_ref()) {
+            eprintln!(
+                "  to fetch from it, add to {}:\n    {},",
+                suggestion.block, suggestion.rule
+            );
+        }
+    }
+}
