@@ -4,8 +4,8 @@
 
 use std::path::Path;
 
-use chock_inputs::{Asking, FlakeInputs, Report};
-use chock_log::{AnsweredBy, Log};
+use chock_inputs::{Asking, FlakeInputs, HostAnswer, Report};
+use chock_log::Log;
 use chock_nix::{InputFetcher, MissingInput};
 use chock_policy::{Asker, Policy};
 
@@ -47,26 +47,7 @@ impl InputFetcher for ProjectInputs<'_> {
 /// Each host fetching was not granted, what answered it, and the rule to
 /// add when one would allow it.
 fn tell_refused_hosts(report: &Report) {
-    for host in report.hosts.iter().filter(|h| !h.granted) {
-        let by = match host.answered_by {
-            AnsweredBy::Rule => "by a rule",
-            AnsweredBy::Default => "by a shipped default",
-            AnsweredBy::Person => "by a person",
-            AnsweredBy::Nobody => "and nobody could be asked",
-        };
-        eprintln!(
-            "chock: {}:{} (for {}) is {}, answered {} {by}",
-            host.host,
-            host.port,
-            host.inputs.join(", "),
-            host.action,
-            host.decision.as_str(),
-        );
-        if let Some(suggestion) = host.verdict.as_ref().and_then(|v| v.suggestion.as_ref()) {
-            eprintln!(
-                "  to fetch from it, add to {}:\n    {},",
-                suggestion.block, suggestion.rule
-            );
-        }
+    for refusal in report.hosts.iter().filter_map(HostAnswer::refusal) {
+        eprintln!("chock: {refusal}");
     }
 }

@@ -2437,11 +2437,21 @@ fn nix_build_fetches_a_missing_input_after_one_question_and_evaluates_once_more(
     env.rules(r#".{ .action = "nix.build.packages.*", .decision = .allow }"#);
     let attribute = json!(["packages", "x86_64-linux", "default"]);
     let mut client = env.client(true, &[]);
-    // No: nothing is fetched, and the input is named.
+    // No: nothing is fetched; the input, the answer and the rule are named.
     client.elicit_answers.push(person_says(false));
     let refused = client.call("nix_build", json!({"attribute": attribute}));
+    let port = url
+        .split(':')
+        .nth(2)
+        .and_then(|p| p.split('/').next())
+        .expect("a port");
+    let host_rule =
+        format!(r#".{{ .action = "nix.net.eval.localhost.{port}", .decision = .allow }}"#);
     assert!(
-        refused.is_error && refused.text.contains("`pkg`"),
+        refused.is_error
+            && refused.text.contains("(for pkg)")
+            && refused.text.contains("answered deny by a person")
+            && refused.text.contains(&host_rule),
         "{refused:?}"
     );
     assert!(server.requests().is_empty(), "fetched without a yes");

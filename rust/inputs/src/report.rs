@@ -149,6 +149,38 @@ pub struct HostAnswer {
     pub verdict: Option<Verdict>,
 }
 
+impl HostAnswer {
+    /// For a host fetching was not granted: what it is, how it was
+    /// answered, and the rule that would allow it when one would. What
+    /// `chock build` prints and the tool server tells the agent.
+    pub fn refusal(&self) -> Option<String> {
+        if self.granted {
+            return None;
+        }
+        let by = match self.answered_by {
+            AnsweredBy::Rule => "by a rule",
+            AnsweredBy::Default => "by a shipped default",
+            AnsweredBy::Person => "by a person",
+            AnsweredBy::Nobody => "and nobody could be asked",
+        };
+        let mut text = format!(
+            "{}:{} (for {}) is {}, answered {} {by}",
+            self.host,
+            self.port,
+            self.inputs.join(", "),
+            self.action,
+            self.decision.as_str(),
+        );
+        if let Some(suggestion) = self.verdict.as_ref().and_then(|v| v.suggestion.as_ref()) {
+            text.push_str(&format!(
+                "\n  to fetch from it, add to {}:\n    {},",
+                suggestion.block, suggestion.rule
+            ));
+        }
+        Some(text)
+    }
+}
+
 #[derive(Serialize)]
 struct HostJson<'a> {
     host: &'a str,

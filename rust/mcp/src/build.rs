@@ -9,7 +9,7 @@ use std::collections::hash_map::Entry;
 use std::path::{Path, PathBuf};
 use std::sync::PoisonError;
 
-use chock_inputs::FlakeInputs;
+use chock_inputs::{FlakeInputs, HostAnswer};
 use chock_nix::{BuildRequest, Built, Context, FixEvaluator, InputFetcher, MissingInput, Who};
 use chock_policy::{Answer, Asker, Question};
 
@@ -142,7 +142,8 @@ impl InputFetcher for SessionInputs<'_> {
         };
         let paths = missing.iter().map(|m| m.path.clone()).collect();
         let asker = OffRuntime(self.asker);
-        self.asker
+        let report = self
+            .asker
             .runtime
             .block_on(inputs.fetch_for_build(
                 &self.session.policy,
@@ -151,8 +152,18 @@ impl InputFetcher for SessionInputs<'_> {
                 paths,
                 &asker,
             ))
-            .map(|_| ())
-            .map_err(|e| e.to_string())
+            .map_err(|e| e.to_string())?;
+        // The agent reads why a host was not fetched from, and the rule.
+        let refusals: Vec<String> = report
+            .hosts
+            .iter()
+            .filter_map(HostAnswer::refusal)
+            .collect();
+        if refusals.is_empty() {
+            Ok(())
+        } else {
+            Err(refusals.join("\n"))
+        }
     }
 }
 

@@ -185,6 +185,6 @@ pub enum Fault {
     Nar(#[from] chock_store::nar::NarError),
     #[error("cannot start the runtime that talks to the Nix daemon: {0}")]
     Runtime(std::io::Error),
-    #[error("fetching the missing flake inputs failed: {message}")]
+    #[error("the missing flake inputs were not fetched: {message}")]
     Inputs { message: String },
 }
