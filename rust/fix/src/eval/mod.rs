@@ -1032,9 +1032,11 @@ impl<'a> Evaluator<'a> {
     }
 
     /// Calls a lambda with as many of `args` as its curried body takes
-    /// (`a: b: c: ...`), binding each argument straight into the next
-    /// environment instead of making the inner closures. Returns the result
-    /// and how many arguments were used (at least one).
+    /// (`a: b: c: ...`), binding the arguments straight into the
+    /// environments instead of making the inner closures: one environment
+    /// for a run of one-parameter lambdas (`LambdaExpr::merged`), one per
+    /// lambda with formals. Returns the result and how many arguments were
+    /// used (at least one).
     fn call_lambda_chain(
         &mut self,
         closure: &Closure<'a>,
@@ -1043,22 +1045,10 @@ impl<'a> Evaluator<'a> {
     ) -> Result<(Value<'a>, usize)> {
         self.enter(pos)?;
         let mut lambda = closure.lambda;
-        let mut used = 1;
+        let mut used = 0;
         let result = self
-            .bind(
-                lambda,
-                &closure.env,
-                std::mem::replace(&mut args[0], Value::Null),
-                pos,
-            )
-            .and_then(|mut env| {
-                while let (Expr::Lambda(inner), Some(arg)) = (&lambda.body, args.get_mut(used)) {
-                    env = self.bind(inner, &env, std::mem::replace(arg, Value::Null), pos)?;
-                    lambda = inner;
-                    used += 1;
-                }
-                self.eval(&lambda.body, &env)
-            });
+            .bind_chain(&mut lambda, &closure.env, args, &mut used, pos)
+            .and_then(|env| self.eval(&lambda.body, &env));
         self.leave();
         crate::stats::add(crate::stats::Counter::LambdaCalls, used as u64);
         match result {
@@ -1073,17 +1063,53 @@ impl<'a> Evaluator<'a> {
         }
     }
 
-    /// The environment of one call: the argument bound to the parameter.
-    fn bind(
+    /// The environment `call_lambda_chain` evaluates the body in: binds
+    /// `args` to `lambda` and the lambdas of its curried body while both
+    /// last, leaving in `lambda` the last one bound and in `used` how many
+    /// arguments were taken.
+    #[inline]
+    fn bind_chain(
         &mut self,
-        lambda: &'a LambdaExpr,
-        up: &Env<'a>,
-        arg: Value<'a>,
+        lambda: &mut &'a LambdaExpr,
+        closed: &Env<'a>,
+        args: &mut [Value<'a>],
+        used: &mut usize,
         pos: Pos,
     ) -> Result<Env<'a>> {
-        match &lambda.param {
-            Param::Ident(_) => Ok(Env::with_array(up, [arg])),
-            Param::Formals(formals) => self.bind_formals(lambda, up, formals, arg, pos),
+        let mut env = closed.clone();
+        loop {
+            let current = *lambda;
+            let rest = &mut args[*used..];
+            let Some(first) = rest.first_mut() else {
+                return Ok(env);
+            };
+            env = match &current.param {
+                Param::Ident(_) => {
+                    // The merged lambdas that follow share this environment.
+                    let mut last = current;
+                    let mut n = 1;
+                    while let Expr::Lambda(next) = &last.body {
+                        if !next.merged || n == rest.len() {
+                            break;
+                        }
+                        last = next;
+                        n += 1;
+                    }
+                    *lambda = last;
+                    let env = Env::with_params(&env, current.merged, &mut rest[..n]);
+                    *used += n;
+                    env
+                }
+                Param::Formals(formals) => {
+                    let arg = std::mem::replace(first, Value::Null);
+                    *used += 1;
+                    self.bind_formals(current, &env, formals, arg, pos)?
+                }
+            };
+            match (&lambda.body, *used < args.len()) {
+                (Expr::Lambda(inner), true) => *lambda = inner,
+                _ => return Ok(env),
+            }
         }
     }
 
@@ -1199,4 +1225,62 @@ fn edit_distance(a: &str, b: &str) -> usize {
         prev = cur;
     }
     prev[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    fn eval(expr: &str) -> String {
+        let mut request = crate::Request::new(crate::Source::expr(expr, std::env::temp_dir()));
+        request.strict = true;
+        match crate::evaluate(&crate::EvalOptions::default(), &request) {
+            Ok(out) => String::from_utf8_lossy(&out.text).into_owned(),
+            Err(e) => format!("error: {e}"),
+        }
+    }
+
+    /// Curried one-parameter lambdas share one environment: every way of
+    /// applying them (all at once, one by one, partially through a builtin)
+    /// sees the same arguments, and a repeated name is the innermost one.
+    #[test]
+    fn curried_lambdas_see_their_arguments_however_applied() {
+        let cases = [
+            ("let f = x: y: z: [x y z]; in f 1 2 3", "[ 1 2 3 ]"),
+            ("let f = x: y: z: [x y z]; g = f 1; in g 2 3", "[ 1 2 3 ]"),
+            (
+                "let f = x: y: z: [x y z]; h = f 1 2; in [(h 3) (h 4)]",
+                "[ [ 1 2 3 ] [ 1 2 4 ] ]",
+            ),
+            ("let f = x: y: z: [x y z]; in ((f 1) 2) 3", "[ 1 2 3 ]"),
+            (
+                "let f = x: x: y: [x y]; in [(f 1 2 3) (((f 1) 2) 3)]",
+                "[ [ 2 3 ] [ 2 3 ] ]",
+            ),
+            ("let f = x: y: x: y: [x y]; in f 1 2 3 4", "[ 3 4 ]"),
+            (
+                "let f = a: b: { c }: d: e: [a b c d e]; in f 1 2 { c = 3; } 4 5",
+                "[ 1 2 3 4 5 ]",
+            ),
+            ("let f = a: (b: a + b); in f 1 2", "3"),
+            ("(a: b: with { c = 3; }; a + b + c) 1 2", "6"),
+            (
+                "(a: b: rec { x = a; y = b; z = x + y; }) 1 2",
+                "{ x = 1; y = 2; z = 3; }",
+            ),
+            ("builtins.foldl' (acc: x: acc * 10 + x) 0 [ 1 2 3 ]", "123"),
+            ("builtins.sort (a: b: a > b) [ 1 3 2 ]", "[ 3 2 1 ]"),
+            ("map (f: f 5) (map (x: y: x - y) [ 10 20 ])", "[ 5 15 ]"),
+            ("let f = x: y: let z = x + y; in w: z * w; in f 1 2 3", "9"),
+        ];
+        for (expr, want) in cases {
+            assert_eq!(eval(expr), want, "{expr}");
+        }
+    }
+
+    #[test]
+    fn a_wrong_argument_to_a_curried_lambda_is_still_an_error() {
+        let out = eval("let f = a: { c }: c; in f 1 { c = 1; d = 2; }");
+        assert!(out.contains("unexpected argument 'd'"), "{out}");
+        let out = eval("let f = a: b: a + b; in f 1 \"x\"");
+        assert!(out.starts_with("error:"), "{out}");
+    }
 }

@@ -133,6 +133,12 @@ pub struct LambdaExpr {
     pub param: Param,
     pub body: Expr,
     pub slots: u32,
+    /// `a: b: body`'s inner lambda: its environment is the enclosing
+    /// lambda's slots followed by its own parameter (in slot `slots - 1`),
+    /// so a call given both arguments builds one environment, not two. A
+    /// closure of it closes over the enclosing lambda's environment, whose
+    /// slots are copied when it is called.
+    pub merged: bool,
     pub pos: Pos,
 }
 

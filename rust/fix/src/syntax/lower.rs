@@ -54,6 +54,7 @@ pub fn lower(
         file,
         options,
         scopes: Vec::new(),
+        merge_next: false,
         warnings,
     };
     if let Some(names) = options.scope {
@@ -83,6 +84,10 @@ struct Lowerer<'l> {
     file: FileId,
     options: &'l LowerOptions<'l>,
     scopes: Vec<Scope>,
+    /// Set by a one-parameter lambda whose body is another one-parameter
+    /// lambda: that inner lambda shares its environment (see
+    /// `LambdaExpr::merged`). Taken by the next lambda lowered.
+    merge_next: bool,
     warnings: &'l mut Vec<Warning>,
 }
 
@@ -709,20 +714,47 @@ impl Lowerer<'_> {
     fn lambda(&mut self, l: &ast::Lambda) -> Result<LambdaExpr> {
         let node = l.syntax();
         let pos = self.pos(node);
+        let merged = std::mem::take(&mut self.merge_next);
         let body_ast = self.need(l.body(), node)?;
         match self.need(l.param(), node)? {
             ast::Param::IdentParam(ip) => {
                 let ident = self.need(ip.ident(), ip.syntax())?;
                 let name = self.ident_sym(&ident);
-                self.scopes
-                    .push(Scope::Names(std::iter::once((name, 0)).collect()));
+                // A merged lambda's scope replaces the enclosing lambda's:
+                // the same slots plus this parameter (which shadows an
+                // outer one of the same name).
+                let (scope, outer) = match (merged, self.scopes.pop()) {
+                    (true, Some(Scope::Names(outer))) => {
+                        // Slots are numbered in order and the newest name
+                        // is never shadowed, so the highest is the last.
+                        let next = outer.values().max().map_or(0, |&m| m + 1);
+                        let mut names = outer.clone();
+                        names.insert(name, next);
+                        (names, Some(Scope::Names(outer)))
+                    }
+                    (_, popped) => {
+                        if let Some(p) = popped {
+                            self.scopes.push(p);
+                        }
+                        (std::iter::once((name, 0)).collect(), None)
+                    }
+                };
+                let merged = outer.is_some();
+                let slots = scope.values().max().map_or(1, |&m| m + 1);
+                self.scopes.push(Scope::Names(scope));
+                self.merge_next = is_ident_lambda(&body_ast);
                 let body = self.expr(&body_ast);
+                self.merge_next = false;
                 self.scopes.pop();
+                if let Some(o) = outer {
+                    self.scopes.push(o);
+                }
                 Ok(LambdaExpr {
                     name: None,
                     param: Param::Ident(name),
                     body: body?,
-                    slots: 1,
+                    slots,
+                    merged,
                     pos,
                 })
             }
@@ -803,6 +835,7 @@ impl Lowerer<'_> {
                     param: Param::Formals(Box::new(formals)),
                     body,
                     slots,
+                    merged: false,
                     pos,
                 })
             }
@@ -1161,6 +1194,12 @@ impl Lowerer<'_> {
         self.scopes.pop();
         result
     }
+}
+
+/// `x: ...` written directly (no parentheses): a lambda that can share
+/// the environment of a one-parameter lambda whose body it is.
+fn is_ident_lambda(e: &ast::Expr) -> bool {
+    matches!(e, ast::Expr::Lambda(l) if matches!(l.param(), Some(ast::Param::IdentParam(_))))
 }
 
 /// The scope of a `let` or `rec` set: each binding in the slot of its index.

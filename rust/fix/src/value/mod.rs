@@ -190,6 +190,56 @@ impl<'a> Env<'a> {
         ))
     }
 
+    /// The environment of a one-parameter lambda (and of the `merged`
+    /// lambdas of its curried body) called with `args`, one per parameter,
+    /// moved out of the slice. `closed` is the environment the lambda's
+    /// closure holds; when the lambda is `merged` that is its enclosing
+    /// lambda's, whose slots come first. Counted as one environment per
+    /// parameter scope, as if each had its own.
+    #[inline]
+    pub fn with_params(closed: &Env<'a>, merged: bool, args: &mut [Value<'a>]) -> Self {
+        crate::stats::add(Counter::Envs, args.len() as u64);
+        let take = |v: &mut Value<'a>| OnceCell::from(std::mem::replace(v, Value::Null));
+        // The common shapes moved in as arrays, without an iterator.
+        let args = match (merged, args) {
+            (false, [a]) => return Env(ThinRc::from_array(Some(closed.clone()), [take(a)])),
+            (false, [a, b]) => {
+                return Env(ThinRc::from_array(Some(closed.clone()), [take(a), take(b)]));
+            }
+            (true, [a]) => {
+                if let [x] = closed.0.as_slice() {
+                    return Env(ThinRc::from_array(
+                        closed.0.header().clone(),
+                        [x.clone(), take(a)],
+                    ));
+                }
+                std::slice::from_mut(a)
+            }
+            (_, args) => args,
+        };
+        let (up, prefix): (Option<Env<'a>>, &[OnceCell<Value<'a>>]) = if merged {
+            (closed.0.header().clone(), closed.0.as_slice())
+        } else {
+            (Some(closed.clone()), &[])
+        };
+        let k = prefix.len();
+        let mut args = args.iter_mut();
+        Env(ThinRc::from_iter(
+            up,
+            (0..k + args.len()).map(|i| {
+                let v = match prefix.get(i) {
+                    // The slots of a one-parameter lambda's environment
+                    // are filled when it is made.
+                    Some(cell) => cell.get().cloned().unwrap_or(Value::Null),
+                    None => args
+                        .next()
+                        .map_or(Value::Null, |a| std::mem::replace(a, Value::Null)),
+                };
+                OnceCell::from(v)
+            }),
+        ))
+    }
+
     pub fn set(&self, idx: usize, value: Value<'a>) {
         if let Some(slot) = self.0.as_slice().get(idx) {
             let _ = slot.set(value);
