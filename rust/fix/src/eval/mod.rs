@@ -1076,14 +1076,17 @@ impl<'a> Evaluator<'a> {
         used: &mut usize,
         pos: Pos,
     ) -> Result<Env<'a>> {
-        let mut env = closed.clone();
+        // `None` until the first binding: the closure's environment is
+        // borrowed, not counted and dropped again.
+        let mut env: Option<Env<'a>> = None;
         loop {
             let current = *lambda;
+            let up = env.as_ref().unwrap_or(closed);
             let rest = &mut args[*used..];
             let Some(first) = rest.first_mut() else {
-                return Ok(env);
+                break;
             };
-            env = match &current.param {
+            let next = match &current.param {
                 Param::Ident(_) => {
                     // The merged lambdas that follow share this environment.
                     let mut last = current;
@@ -1096,21 +1099,22 @@ impl<'a> Evaluator<'a> {
                         n += 1;
                     }
                     *lambda = last;
-                    let env = Env::with_params(&env, current.merged, &mut rest[..n]);
                     *used += n;
-                    env
+                    Env::with_params(up, current.merged, &mut rest[..n])
                 }
                 Param::Formals(formals) => {
                     let arg = std::mem::replace(first, Value::Null);
                     *used += 1;
-                    self.bind_formals(current, &env, formals, arg, pos)?
+                    self.bind_formals(current, up, formals, arg, pos)?
                 }
             };
+            env = Some(next);
             match (&lambda.body, *used < args.len()) {
                 (Expr::Lambda(inner), true) => *lambda = inner,
-                _ => return Ok(env),
+                _ => break,
             }
         }
+        Ok(env.unwrap_or_else(|| closed.clone()))
     }
 
     /// How Nix names a function in messages: its binding, or "anonymous lambda".
