@@ -1076,6 +1076,15 @@ impl<'a> Evaluator<'a> {
         used: &mut usize,
         pos: Pos,
     ) -> Result<Env<'a>> {
+        // One argument for a lambda that does not share its enclosing
+        // one's environment (most calls): the argument alone.
+        if let (Param::Ident(_), false, [arg]) = (&lambda.param, lambda.merged, &mut *args) {
+            *used = 1;
+            return Ok(Env::with_array(
+                closed,
+                [std::mem::replace(arg, Value::Null)],
+            ));
+        }
         // `None` until the first binding: the closure's environment is
         // borrowed, not counted and dropped again.
         let mut env: Option<Env<'a>> = None;
