@@ -292,6 +292,8 @@ impl<'a> Evaluator<'a> {
             Expr::Str(s) => Value::String(s.clone()),
             Expr::Path(p) => Value::Path(p.clone()),
             Expr::Local { depth, idx } => match env.get(*depth, *idx) {
+                // An evaluated thunk is passed on as its value, so whoever
+                // forces it does not go through the thunk again.
                 Some(v) => v.clone(),
                 // A recursive scope still being filled: defer the lookup.
                 None => Value::Thunk(Thunk::new(expr, env.clone())),
@@ -300,6 +302,33 @@ impl<'a> Evaluator<'a> {
             Expr::Lambda(l) => Closure::value(l, env),
             _ => Value::Thunk(Thunk::new(expr, env.clone())),
         }
+    }
+
+    /// A number operand known without running anything: a constant, or a
+    /// variable whose value is an evaluated number.
+    #[inline]
+    fn known_number(&self, expr: &'a Expr, env: &Env<'a>) -> Option<Value<'a>> {
+        let value = match expr {
+            Expr::Int(n) => return Some(Value::Int(*n)),
+            Expr::Float(f) => return Some(Value::Float(*f)),
+            Expr::Local { depth, idx } => env.get(*depth, *idx)?.evaluated()?,
+            _ => return None,
+        };
+        match value {
+            Value::Int(n) => Some(Value::Int(*n)),
+            Value::Float(f) => Some(Value::Float(*f)),
+            _ => None,
+        }
+    }
+
+    /// Arithmetic or a comparison of two numbers already known. Anything
+    /// that could fail (overflow, division by zero) is left to the thunk,
+    /// which fails only if it is forced, as Nix would.
+    #[inline(never)]
+    fn known_binop(&self, b: &'a BinOpExpr, env: &Env<'a>) -> Option<Value<'a>> {
+        let l = self.known_number(&b.lhs, env)?;
+        let r = self.known_number(&b.rhs, env)?;
+        ops::number_op(b.op, &l, &r)
     }
 
     /// The value in weak head normal form (never a thunk).
@@ -316,10 +345,10 @@ impl<'a> Evaluator<'a> {
         // SAFETY: no mutable borrow of a thunk's state is held while the
         // evaluator runs (`run_thunk` swaps the state in and out with
         // short borrows), and the reference ends with the clone.
-        if let Ok(ThunkState::Done(v)) = unsafe { t.0.state.try_borrow_unguarded() } {
-            return Ok(v.clone());
+        match t.evaluated() {
+            Some(v) => Ok(v.clone()),
+            None => self.run_thunk(t),
         }
-        self.run_thunk(t)
     }
 
     /// Evaluates a thunk not yet evaluated and stores its value in place.
@@ -862,7 +891,7 @@ impl<'a> Evaluator<'a> {
                 let mut rest = self.thunks(&a.args[i..], env);
                 return self.call_owned(f, &mut rest, a.pos);
             }
-            let arg = self.thunk(&a.args[i], env);
+            let arg = self.argument(&a.args[i], env);
             f = self.call(f, arg, a.pos)?;
             i += 1;
         }
@@ -892,9 +921,22 @@ impl<'a> Evaluator<'a> {
             out.reserve_exact(exprs.len());
         }
         for e in exprs {
-            out.push(self.thunk(e, env));
+            out.push(self.argument(e, env));
         }
         out
+    }
+
+    /// `thunk` for a call's argument, where arithmetic on a variable is
+    /// common (`f (n - 1)`): when its operands are evaluated numbers, the
+    /// result itself, so no thunk is allocated and none runs later.
+    #[inline]
+    fn argument(&self, expr: &'a Expr, env: &Env<'a>) -> Value<'a> {
+        if let Expr::BinOp(b) = expr
+            && let Some(v) = self.known_binop(b, env)
+        {
+            return v;
+        }
+        self.thunk(expr, env)
     }
 
     /// Applies a function value to one argument.
@@ -1286,6 +1328,51 @@ mod tests {
         ];
         for (expr, want) in cases {
             assert_eq!(eval(expr), want, "{expr}");
+        }
+    }
+
+    /// An argument computed at the call (`f (n - 1)` with `n` known) has
+    /// the value the operator gives, and one that would fail stays lazy:
+    /// the error comes only if the argument is used.
+    #[test]
+    fn arithmetic_arguments_computed_at_the_call_keep_their_meaning() {
+        let cases = [
+            (
+                "let n = 7; f = x: x; in [ (f (n - 1)) (f (n / 2)) (f (n * 3)) (f (n + 0.5)) ]",
+                "[ 6 3 21 7.5 ]",
+            ),
+            (
+                "let n = -7; f = x: x; in [ (f (n / 2)) (f (n < 2)) (f (n >= -7)) (f (2 > n)) ]",
+                "[ -3 true true true ]",
+            ),
+            (
+                "let n = 2.5; f = x: x; in [ (f (n <= 2)) (f (n == 2.5)) (f (n != 2)) (f (n / 2)) ]",
+                "[ false true true 1.25 ]",
+            ),
+            ("let n = 9223372036854775807; f = x: 1; in f (n + 1)", "1"),
+            ("let n = 5; f = x: 1; in f (n / 0)", "1"),
+            ("let n = 5; f = x: 1; in f (n / 0.0)", "1"),
+            ("let s = \"a\"; f = x: 1; in f (s - 1)", "1"),
+        ];
+        for (expr, want) in cases {
+            assert_eq!(eval(expr), want, "{expr}");
+        }
+        for (expr, error) in [
+            (
+                "let n = 9223372036854775807; f = x: x; in f (n + 1)",
+                "integer overflow",
+            ),
+            ("let n = 5; f = x: x; in f (n / 0)", "division by zero"),
+            (
+                "let s = \"a\"; f = x: x; in f (s - 1)",
+                "expected an integer",
+            ),
+        ] {
+            let out = eval(expr);
+            assert!(
+                out.starts_with("error:") && out.contains(error),
+                "{expr}: {out}"
+            );
         }
     }
 

@@ -185,6 +185,9 @@ impl<'a> Evaluator<'a> {
             BinOp::Mul => ("*", "multiplying"),
             _ => ("/", "dividing"),
         };
+        if let Some(v) = number_op(op, l, r) {
+            return Ok(v);
+        }
         if op == BinOp::Div {
             match r {
                 Value::Int(0) => return Err(Error::eval("division by zero", pos)),
@@ -224,6 +227,49 @@ impl<'a> Evaluator<'a> {
         result
             .map(Value::Int)
             .ok_or_else(|| Error::eval(format!("integer overflow in {verb} {a} {name} {b}"), pos))
+    }
+}
+
+/// `l op r` for two numbers when it succeeds: arithmetic (checked;
+/// mixed operands are floats), division by a non-zero number, and the
+/// comparisons. `None` for anything else, including every case that is an
+/// error, which the caller reports.
+#[inline(always)]
+pub(crate) fn number_op<'a>(op: BinOp, l: &Value<'a>, r: &Value<'a>) -> Option<Value<'a>> {
+    if let (Value::Int(a), Value::Int(b)) = (l, r) {
+        let (a, b) = (*a, *b);
+        return match op {
+            BinOp::Add => a.checked_add(b).map(Value::Int),
+            BinOp::Sub => a.checked_sub(b).map(Value::Int),
+            BinOp::Mul => a.checked_mul(b).map(Value::Int),
+            BinOp::Div if b != 0 => a.checked_div(b).map(Value::Int),
+            BinOp::Lt => Some(Value::Bool(a < b)),
+            BinOp::Le => Some(Value::Bool(a <= b)),
+            BinOp::Gt => Some(Value::Bool(a > b)),
+            BinOp::Ge => Some(Value::Bool(a >= b)),
+            BinOp::Eq => Some(Value::Bool(a == b)),
+            BinOp::Neq => Some(Value::Bool(a != b)),
+            _ => None,
+        };
+    }
+    if !matches!(l, Value::Int(_) | Value::Float(_))
+        || !matches!(r, Value::Int(_) | Value::Float(_))
+    {
+        return None;
+    }
+    let (a, b) = (as_float(l), as_float(r));
+    match op {
+        BinOp::Add => Some(Value::Float(a + b)),
+        BinOp::Sub => Some(Value::Float(a - b)),
+        BinOp::Mul => Some(Value::Float(a * b)),
+        BinOp::Div if b != 0.0 => Some(Value::Float(a / b)),
+        // As `binop` computes them: `<` and its negation, operands swapped
+        // for `>` and `<=` (which differs from `<=` itself for NaN).
+        BinOp::Lt => Some(Value::Bool(a < b)),
+        BinOp::Le => Some(Value::Bool(!(b < a))),
+        BinOp::Gt => Some(Value::Bool(b < a)),
+        BinOp::Ge => Some(Value::Bool(!(a < b))),
+        _ => None,
     }
 }
 

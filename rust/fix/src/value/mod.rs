@@ -316,9 +316,32 @@ impl<'a> Thunk<'a> {
     pub fn addr(&self) -> usize {
         self.0.addr()
     }
+
+    /// The value, if the thunk has been evaluated.
+    #[inline]
+    pub fn evaluated(&self) -> Option<&Value<'a>> {
+        // SAFETY: a mutable borrow of a thunk's state is held only for the
+        // moment `run_thunk` swaps the state in or out, never while other
+        // code runs, and the reference returned lives no longer than the
+        // thunk's holder keeps it alive and unforced-from-here.
+        match unsafe { self.0.state.try_borrow_unguarded() } {
+            Ok(ThunkState::Done(v)) => Some(v),
+            _ => None,
+        }
+    }
 }
 
 impl<'a> Value<'a> {
+    /// The value without evaluating anything: itself, or the value of a
+    /// thunk already evaluated; `None` for a thunk still to run.
+    #[inline]
+    pub fn evaluated(&self) -> Option<&Value<'a>> {
+        match self {
+            Value::Thunk(t) => t.evaluated(),
+            other => Some(other),
+        }
+    }
+
     /// The name `builtins.typeOf` gives.
     pub fn type_name(&self) -> &'static str {
         match self {
