@@ -6,6 +6,7 @@ use crate::error::{Error, Result};
 use crate::source::Pos;
 use crate::syntax::ir::{BinOp, BinOpExpr};
 use crate::value::{Env, List, NixString, Value};
+use std::cmp::Ordering;
 
 impl<'a> Evaluator<'a> {
     #[inline(never)]
@@ -266,9 +267,9 @@ pub(crate) fn number_op<'a>(op: BinOp, l: &Value<'a>, r: &Value<'a>) -> Option<V
         // As `binop` computes them: `<` and its negation, operands swapped
         // for `>` and `<=` (which differs from `<=` itself for NaN).
         BinOp::Lt => Some(Value::Bool(a < b)),
-        BinOp::Le => Some(Value::Bool(!(b < a))),
+        BinOp::Le => Some(Value::Bool(b.partial_cmp(&a) != Some(Ordering::Less))),
         BinOp::Gt => Some(Value::Bool(b < a)),
-        BinOp::Ge => Some(Value::Bool(!(a < b))),
+        BinOp::Ge => Some(Value::Bool(a.partial_cmp(&b) != Some(Ordering::Less))),
         _ => None,
     }
 }
