@@ -361,6 +361,7 @@ impl<'a> Evaluator<'a> {
         let state = t.0.state.replace(ThunkState::Blackhole);
         let result = match &state {
             ThunkState::Pending(expr, env) => self.eval(expr, env),
+            ThunkState::Call(lambda, env) => self.run_bound_call(lambda, env),
             ThunkState::Apply(call) => match call.as_slice().split_first() {
                 Some((f, args)) => self.force(f).and_then(|f| self.call_n(f, args, Pos::NONE)),
                 None => Ok(Value::Null),
@@ -1095,14 +1096,32 @@ impl<'a> Evaluator<'a> {
         crate::stats::add(crate::stats::Counter::LambdaCalls, used as u64);
         match result {
             Ok(v) => Ok((v, used)),
-            Err(e) => Err(e.with_frame(
-                lambda.pos,
-                match lambda.name {
-                    Some(_) => format!("while calling '{}'", self.lambda_name(lambda)),
-                    None => "while calling anonymous lambda".to_string(),
-                },
-            )),
+            Err(e) => Err(self.call_frame(e, lambda)),
         }
+    }
+
+    /// The body of a deferred call whose arguments are already bound
+    /// (`ThunkState::Call`): what `call_lambda_chain` does after binding.
+    fn run_bound_call(&mut self, lambda: &'a LambdaExpr, env: &Env<'a>) -> Result<Value<'a>> {
+        self.enter(Pos::NONE)?;
+        let result = self.eval(&lambda.body, env);
+        self.leave();
+        let calls = if lambda.merged { 2 } else { 1 };
+        crate::stats::add(crate::stats::Counter::LambdaCalls, calls);
+        result.map_err(|e| self.call_frame(e, lambda))
+    }
+
+    /// The trace line of an error inside a lambda's call.
+    #[cold]
+    #[inline(never)]
+    fn call_frame(&self, e: Error, lambda: &LambdaExpr) -> Error {
+        e.with_frame(
+            lambda.pos,
+            match lambda.name {
+                Some(_) => format!("while calling '{}'", self.lambda_name(lambda)),
+                None => "while calling anonymous lambda".to_string(),
+            },
+        )
     }
 
     /// The environment `call_lambda_chain` evaluates the body in: binds
@@ -1374,6 +1393,51 @@ mod tests {
                 "{expr}: {out}"
             );
         }
+    }
+
+    /// `map`, `genList`, `mapAttrs` and `zipAttrsWith` defer their calls;
+    /// a lambda with plain parameters gets its arguments bound up front
+    /// (`ThunkState::Call`), any other function a deferred application.
+    /// Either way nothing runs until an element is used, and an error in
+    /// one names the lambda it came from.
+    #[test]
+    fn deferred_calls_of_builtins_stay_lazy_whatever_the_function() {
+        let cases = [
+            ("builtins.length (map (x: throw \"unused\") [ 1 2 ])", "2"),
+            ("map (x: x * 2) [ 1 2 ]", "[ 2 4 ]"),
+            ("let f = a: b: a - b; in map (f 10) [ 1 2 ]", "[ 9 8 ]"),
+            ("map ({ a }: a) [ { a = 1; } ]", "[ 1 ]"),
+            ("map builtins.toString [ 1 2 ]", "[ \"1\" \"2\" ]"),
+            ("builtins.genList (i: i * i) 4", "[ 0 1 4 9 ]"),
+            (
+                "builtins.mapAttrs (n: v: n + v) { a = \"x\"; }",
+                "{ a = \"ax\"; }",
+            ),
+            (
+                "builtins.mapAttrs (n: { v }: v) { a = { v = 1; }; }",
+                "{ a = 1; }",
+            ),
+            ("builtins.mapAttrs (n: v: x: n) { a = 1; } ? a", "true"),
+            (
+                "builtins.zipAttrsWith (n: vs: builtins.length vs) [ { a = 1; } { a = 2; } ]",
+                "{ a = 2; }",
+            ),
+            (
+                "(builtins.tryEval (builtins.head (map (x: throw \"no\") [ 1 ]))).success",
+                "false",
+            ),
+            (
+                "builtins.attrNames (builtins.mapAttrs (n: v: throw n) { a = 1; b = 2; })",
+                "[ \"a\" \"b\" ]",
+            ),
+        ];
+        for (expr, want) in cases {
+            assert_eq!(eval(expr), want, "{expr}");
+        }
+        let out = eval("let double = x: x * 2; in builtins.head (map double [ \"a\" ])");
+        assert!(out.contains("while calling 'double'"), "{out}");
+        let out = eval("builtins.mapAttrs (name: value: value + 1) { a = \"s\"; }");
+        assert!(out.contains("while calling anonymous lambda"), "{out}");
     }
 
     #[test]

@@ -15,7 +15,7 @@ use crate::error::Result;
 use crate::eval::Evaluator;
 use crate::source::Pos;
 use crate::stats::{Counter, count};
-use crate::syntax::ir::{Expr, LambdaExpr};
+use crate::syntax::ir::{Expr, LambdaExpr, Param};
 use crate::thin::{Shared, ThinRc};
 use std::cell::{OnceCell, RefCell};
 
@@ -272,8 +272,13 @@ impl<'a> Env<'a> {
 /// builtin, or the value.
 pub enum ThunkState<'a> {
     Pending(&'a Expr, Env<'a>),
-    /// `f x ...`: the function then its arguments, made by builtins such
-    /// as `map` that must stay lazy.
+    /// A deferred call of a lambda whose parameters are plain names
+    /// (`x: ...`, or the curried pair `name: value: ...`): binding such
+    /// arguments forces nothing, so the call's environment is made with
+    /// the thunk and only the body is left to run. Made by builtins such as
+    /// `map` and `mapAttrs` that must stay lazy.
+    Call(&'a LambdaExpr, Env<'a>),
+    /// `f x ...`: the function then its arguments, for any other function.
     Apply(ThinRc<(), Value<'a>>),
     /// Stands for another value (a slot redirected by `__overrides`).
     Forward(Value<'a>),
@@ -305,11 +310,25 @@ impl<'a> Thunk<'a> {
 
     /// A deferred call `f x`.
     pub fn apply(f: Value<'a>, arg: Value<'a>) -> Self {
+        if let Value::Lambda(c) = &f
+            && let (Param::Ident(_), false) = (&c.lambda.param, c.lambda.merged)
+        {
+            let env = Env::with_params(&c.env, false, &mut [arg]);
+            return Thunk::from_state(ThunkState::Call(c.lambda, env));
+        }
         Thunk::from_state(ThunkState::Apply(ThinRc::from_array((), [f, arg])))
     }
 
     /// A deferred call `f x y`.
     pub fn apply2(f: Value<'a>, x: Value<'a>, y: Value<'a>) -> Self {
+        if let Value::Lambda(c) = &f
+            && let (Param::Ident(_), false, Expr::Lambda(inner)) =
+                (&c.lambda.param, c.lambda.merged, &c.lambda.body)
+            && let (Param::Ident(_), true) = (&inner.param, inner.merged)
+        {
+            let env = Env::with_params(&c.env, false, &mut [x, y]);
+            return Thunk::from_state(ThunkState::Call(inner, env));
+        }
         Thunk::from_state(ThunkState::Apply(ThinRc::from_array((), [f, x, y])))
     }
 
