@@ -8,7 +8,12 @@ the peak resident memory of each, with the ratios fix/Nix, plus the
 geometric means. Wall time is what the goal is stated in; user+system CPU
 time is shown too because shared machines are noisy.
 
-usage: run.py [--rounds N] [--chock PATH] [--nix PATH] [--lib DIR] [--markdown] [CASE...]
+The chock measured by default is the shipped build, `target/dist/chock`
+(`cargo build --profile dist -p chock`: fat LTO and one codegen unit, the
+profile nix/package.nix builds); `--chock target/release/chock` measures
+the quicker-to-build release profile instead.
+
+usage: run.py [--rounds N] [--chock PATH] [--nix PATH] [--lib DIR] [CASE...]
 """
 
 import argparse
@@ -45,10 +50,9 @@ def run_once(argv, env):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--chock", default=os.environ.get("CHOCK_BIN", "target/release/chock"))
+    parser.add_argument("--chock", default=os.environ.get("CHOCK_BIN", "target/dist/chock"))
     parser.add_argument("--nix", default="nix-instantiate")
     parser.add_argument("--lib", default=os.environ.get("FIX_BENCH_LIB"))
-    parser.add_argument("--markdown", action="store_true", help="print the table for docs/benchmarks.md")
     parser.add_argument("cases", nargs="*")
     args = parser.parse_args()
 
@@ -56,6 +60,8 @@ def main():
     if lib is None:
         shared = os.environ.get("CHOCK_SHARED", str(HERE.parents[3] / "shared"))
         lib = str(Path(shared) / "corpus/nixpkgs-lib/lib")
+    if not os.access(args.chock, os.X_OK):
+        sys.exit(f"{args.chock}: no chock binary there; build it with `cargo build --profile dist -p chock` or pass --chock")
     cases = [Path(c) for c in args.cases] or sorted((HERE / "cases").glob("*.nix"))
     env = dict(os.environ, FIX_BENCH_LIB=lib, FIX_BENCH_OUT=f"/tmp/fix-bench-{os.getpid()}.out")
 
