@@ -349,6 +349,28 @@ impl<H, T> ThinRc<H, T> {
         }
     }
 
+    /// The elements, writable, when this handle is the only reference to
+    /// the block (nothing else can see a change).
+    pub fn unique_slice_mut(&mut self) -> Option<&mut [T]> {
+        if self.inner().count.get() != 1 {
+            return None;
+        }
+        let len = self.inner().len;
+        // SAFETY: a count of one and `&mut self` mean no other handle or
+        // borrow of the block exists; the elements are initialised as in
+        // `as_slice`.
+        Some(unsafe {
+            std::slice::from_raw_parts_mut(
+                self.ptr
+                    .as_ptr()
+                    .cast::<u8>()
+                    .add(data_offset::<H, T>())
+                    .cast::<T>(),
+                len,
+            )
+        })
+    }
+
     /// Whether both handles point at the same allocation.
     pub fn ptr_eq(a: &Self, b: &Self) -> bool {
         a.ptr == b.ptr

@@ -67,8 +67,9 @@ fn filter<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Va
     }
     let f = function_arg(ev, &args[0], pos, 0, "filter")?;
     let mut kept = Vec::new();
+    let mut spare = None;
     for x in list.as_slice() {
-        let r = ev.call(f.clone(), x.clone(), pos)?;
+        let r = ev.call_again(&f, &mut [x.clone()], &mut spare, pos)?;
         if ev.force_bool(
             &r,
             pos,
@@ -143,8 +144,9 @@ fn foldl_strict<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Res
         return ev.force(&args[1]);
     }
     let mut acc = args[1].clone();
+    let mut spare = None;
     for x in list.as_slice() {
-        acc = ev.call_owned(f.clone(), &mut [acc, x.clone()], pos)?;
+        acc = ev.call_again(&f, &mut [acc, x.clone()], &mut spare, pos)?;
     }
     Ok(acc)
 }
@@ -158,11 +160,15 @@ fn any_all<'a>(
 ) -> Result<Value<'a>> {
     let f = function_arg(ev, &args[0], pos, 0, name)?;
     let list = list_arg(ev, &args[1], pos, 1, name)?;
-    let context =
-        format!("while evaluating the return value of the function passed to builtins.{name}");
+    let context = if any {
+        "while evaluating the return value of the function passed to builtins.any"
+    } else {
+        "while evaluating the return value of the function passed to builtins.all"
+    };
+    let mut spare = None;
     for x in list.as_slice() {
-        let r = ev.call(f.clone(), x.clone(), pos)?;
-        if ev.force_bool(&r, pos, &context)? == any {
+        let r = ev.call_again(&f, &mut [x.clone()], &mut spare, pos)?;
+        if ev.force_bool(&r, pos, context)? == any {
             return Ok(Value::Bool(any));
         }
     }
@@ -241,8 +247,9 @@ fn sort<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Valu
     for item in items {
         ev.force(item)?;
     }
+    let mut spare = None;
     let mut less = |ev: &mut Evaluator<'a>, a: &Value<'a>, b: &Value<'a>| -> Result<bool> {
-        let r = ev.call_owned(f.clone(), &mut [a.clone(), b.clone()], pos)?;
+        let r = ev.call_again(&f, &mut [a.clone(), b.clone()], &mut spare, pos)?;
         ev.force_bool(
             &r,
             pos,
@@ -302,8 +309,9 @@ fn concat_map<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Resul
     let f = function_arg(ev, &args[0], pos, 0, "concatMap")?;
     let list = list_arg(ev, &args[1], pos, 1, "concatMap")?;
     let mut out = Vec::new();
+    let mut spare = None;
     for x in list.as_slice() {
-        let r = ev.call(f.clone(), x.clone(), pos)?;
+        let r = ev.call_again(&f, &mut [x.clone()], &mut spare, pos)?;
         let inner = ev.force_list(
             &r,
             pos,

@@ -1100,6 +1100,42 @@ impl<'a> Evaluator<'a> {
         }
     }
 
+    /// Calls `f` with `args` (moved out) for a builtin that calls one
+    /// function many times (`sort`, `foldl'`, `filter`, ...). When `f` is a
+    /// lambda with plain parameters taking exactly these arguments, the
+    /// previous call's environment, kept in `spare`, is refilled if that
+    /// call left nothing holding it, instead of a new one per call.
+    pub(crate) fn call_again(
+        &mut self,
+        f: &Value<'a>,
+        args: &mut [Value<'a>],
+        spare: &mut Option<Env<'a>>,
+        pos: Pos,
+    ) -> Result<Value<'a>> {
+        let Value::Lambda(c) = f else {
+            return self.call_owned(f.clone(), args, pos);
+        };
+        let Some(lambda) = c.lambda.plain_chain(args.len()) else {
+            return self.call_owned(f.clone(), args, pos);
+        };
+        let env = match spare.take() {
+            Some(mut env) => {
+                if env.refill(args) {
+                    env
+                } else {
+                    Env::with_params(&c.env, false, args)
+                }
+            }
+            None => Env::with_params(&c.env, false, args),
+        };
+        self.enter(pos)?;
+        let result = self.eval(&lambda.body, &env);
+        self.leave();
+        crate::stats::add(crate::stats::Counter::LambdaCalls, args.len() as u64);
+        *spare = Some(env);
+        result.map_err(|e| self.call_frame(e, lambda))
+    }
+
     /// The body of a deferred call whose arguments are already bound
     /// (`ThunkState::Call`): what `call_lambda_chain` does after binding.
     fn run_bound_call(&mut self, lambda: &'a LambdaExpr, env: &Env<'a>) -> Result<Value<'a>> {
@@ -1438,6 +1474,49 @@ mod tests {
         assert!(out.contains("while calling 'double'"), "{out}");
         let out = eval("builtins.mapAttrs (name: value: value + 1) { a = \"s\"; }");
         assert!(out.contains("while calling anonymous lambda"), "{out}");
+    }
+
+    /// Builtins that call one function many times refill the previous
+    /// call's environment only when nothing kept it: closures, thunks and
+    /// `let` scopes made by a call see that call's arguments, not a later
+    /// call's.
+    #[test]
+    fn a_reused_call_environment_never_changes_what_a_call_kept() {
+        let cases = [
+            (
+                "map (f: f null) (builtins.foldl' (acc: x: acc ++ [ (_: x) ]) [ ] [ 1 2 3 ])",
+                "[ 1 2 3 ]",
+            ),
+            (
+                "builtins.foldl' (acc: x: acc ++ [ (x * 10) ]) [ ] [ 1 2 3 ]",
+                "[ 10 20 30 ]",
+            ),
+            ("builtins.concatMap (x: [ x x ]) [ 1 2 ]", "[ 1 1 2 2 ]"),
+            (
+                "builtins.concatMap (x: let y = { v = x; }; in [ y.v ]) [ 1 2 ]",
+                "[ 1 2 ]",
+            ),
+            (
+                "builtins.filter (x: let y = x; in y > 1) [ 1 2 3 ]",
+                "[ 2 3 ]",
+            ),
+            (
+                "builtins.sort (a: b: a.k < b.k) [ { k = 2; } { k = 1; } { k = 3; } ]",
+                "[ { k = 1; } { k = 2; } { k = 3; } ]",
+            ),
+            ("builtins.all (x: x > 0) [ 1 2 ]", "true"),
+            ("builtins.any (x: x > 1) [ 1 2 ]", "true"),
+            ("builtins.foldl' (a: b: a + b) 0 [ 1 2 3 ]", "6"),
+            (
+                "builtins.foldl' (acc: { x }: acc + x) 0 [ { x = 1; } { x = 2; } ]",
+                "3",
+            ),
+        ];
+        for (expr, want) in cases {
+            assert_eq!(eval(expr), want, "{expr}");
+        }
+        let out = eval("builtins.all (x: x) [ 1 ]");
+        assert!(out.contains("passed to builtins.all"), "{out}");
     }
 
     #[test]

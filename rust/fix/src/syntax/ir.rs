@@ -142,6 +142,26 @@ pub struct LambdaExpr {
     pub pos: Pos,
 }
 
+impl LambdaExpr {
+    /// For a call with `n` arguments (one or two) of a lambda whose
+    /// parameters are plain names, all bound into one environment (`x:`,
+    /// or `a: b:` whose inner lambda is `merged`): the lambda whose body
+    /// the call runs. Binding such arguments forces nothing, so callers may
+    /// bind them ahead of running the body. `None` for any other shape.
+    pub fn plain_chain(&self, n: usize) -> Option<&LambdaExpr> {
+        if self.merged || !matches!(self.param, Param::Ident(_)) {
+            return None;
+        }
+        match (n, &self.body) {
+            (1, _) => Some(self),
+            (2, Expr::Lambda(inner)) if inner.merged && matches!(inner.param, Param::Ident(_)) => {
+                Some(inner)
+            }
+            _ => None,
+        }
+    }
+}
+
 pub struct ApplyExpr {
     pub func: Expr,
     pub args: Box<[Expr]>,

@@ -15,7 +15,7 @@ use crate::error::Result;
 use crate::eval::Evaluator;
 use crate::source::Pos;
 use crate::stats::{Counter, count};
-use crate::syntax::ir::{Expr, LambdaExpr, Param};
+use crate::syntax::ir::{Expr, LambdaExpr};
 use crate::thin::{Shared, ThinRc};
 use std::cell::{OnceCell, RefCell};
 
@@ -240,6 +240,24 @@ impl<'a> Env<'a> {
         ))
     }
 
+    /// Makes this call environment the next call's: when nothing else
+    /// holds it and it has one slot per argument, the arguments (moved out
+    /// of `args`) replace the previous call's. False, and nothing changed,
+    /// otherwise.
+    pub fn refill(&mut self, args: &mut [Value<'a>]) -> bool {
+        let Some(slots) = self.0.unique_slice_mut() else {
+            return false;
+        };
+        if slots.len() != args.len() {
+            return false;
+        }
+        crate::stats::add(Counter::Envs, args.len() as u64);
+        for (slot, arg) in slots.iter_mut().zip(args) {
+            *slot = OnceCell::from(std::mem::replace(arg, Value::Null));
+        }
+        true
+    }
+
     pub fn set(&self, idx: usize, value: Value<'a>) {
         if let Some(slot) = self.0.as_slice().get(idx) {
             let _ = slot.set(value);
@@ -311,10 +329,10 @@ impl<'a> Thunk<'a> {
     /// A deferred call `f x`.
     pub fn apply(f: Value<'a>, arg: Value<'a>) -> Self {
         if let Value::Lambda(c) = &f
-            && let (Param::Ident(_), false) = (&c.lambda.param, c.lambda.merged)
+            && let Some(body) = c.lambda.plain_chain(1)
         {
             let env = Env::with_params(&c.env, false, &mut [arg]);
-            return Thunk::from_state(ThunkState::Call(c.lambda, env));
+            return Thunk::from_state(ThunkState::Call(body, env));
         }
         Thunk::from_state(ThunkState::Apply(ThinRc::from_array((), [f, arg])))
     }
@@ -322,12 +340,10 @@ impl<'a> Thunk<'a> {
     /// A deferred call `f x y`.
     pub fn apply2(f: Value<'a>, x: Value<'a>, y: Value<'a>) -> Self {
         if let Value::Lambda(c) = &f
-            && let (Param::Ident(_), false, Expr::Lambda(inner)) =
-                (&c.lambda.param, c.lambda.merged, &c.lambda.body)
-            && let (Param::Ident(_), true) = (&inner.param, inner.merged)
+            && let Some(body) = c.lambda.plain_chain(2)
         {
             let env = Env::with_params(&c.env, false, &mut [x, y]);
-            return Thunk::from_state(ThunkState::Call(inner, env));
+            return Thunk::from_state(ThunkState::Call(body, env));
         }
         Thunk::from_state(ThunkState::Apply(ThinRc::from_array((), [f, x, y])))
     }
