@@ -333,20 +333,24 @@ impl<H, T> ThinRc<H, T> {
         &self.inner().header
     }
 
-    pub fn as_slice(&self) -> &[T] {
-        let len = self.inner().len;
-        // SAFETY: `len` elements were initialised right after the `Inner`
-        // block by `from_iter` (see `data_offset`).
+    /// Where the elements start (see `data_offset`).
+    #[inline(always)]
+    fn data(&self) -> *mut T {
+        // SAFETY: the elements follow the `Inner` block inside the same
+        // allocation.
         unsafe {
-            std::slice::from_raw_parts(
-                self.ptr
-                    .as_ptr()
-                    .cast::<u8>()
-                    .add(data_offset::<H, T>())
-                    .cast::<T>(),
-                len,
-            )
+            self.ptr
+                .as_ptr()
+                .cast::<u8>()
+                .add(data_offset::<H, T>())
+                .cast::<T>()
         }
+    }
+
+    pub fn as_slice(&self) -> &[T] {
+        // SAFETY: `len` elements were initialised right after the `Inner`
+        // block by `from_iter`.
+        unsafe { std::slice::from_raw_parts(self.data(), self.inner().len) }
     }
 
     /// The elements, writable, when this handle is the only reference to
@@ -355,20 +359,10 @@ impl<H, T> ThinRc<H, T> {
         if self.inner().count.get() != 1 {
             return None;
         }
-        let len = self.inner().len;
         // SAFETY: a count of one and `&mut self` mean no other handle or
         // borrow of the block exists; the elements are initialised as in
         // `as_slice`.
-        Some(unsafe {
-            std::slice::from_raw_parts_mut(
-                self.ptr
-                    .as_ptr()
-                    .cast::<u8>()
-                    .add(data_offset::<H, T>())
-                    .cast::<T>(),
-                len,
-            )
-        })
+        Some(unsafe { std::slice::from_raw_parts_mut(self.data(), self.inner().len) })
     }
 
     /// Whether both handles point at the same allocation.

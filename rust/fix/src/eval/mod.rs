@@ -1339,6 +1339,13 @@ fn edit_distance(a: &str, b: &str) -> usize {
 
 #[cfg(test)]
 mod tests {
+    /// Asserts that each expression prints the value given with it.
+    fn assert_values(cases: &[(&str, &str)]) {
+        for (expr, want) in cases {
+            assert_eq!(eval(expr), *want, "{expr}");
+        }
+    }
+
     fn eval(expr: &str) -> String {
         let mut request = crate::Request::new(crate::Source::expr(expr, std::env::temp_dir()));
         request.strict = true;
@@ -1381,9 +1388,7 @@ mod tests {
             ("map (f: f 5) (map (x: y: x - y) [ 10 20 ])", "[ 5 15 ]"),
             ("let f = x: y: let z = x + y; in w: z * w; in f 1 2 3", "9"),
         ];
-        for (expr, want) in cases {
-            assert_eq!(eval(expr), want, "{expr}");
-        }
+        assert_values(&cases);
     }
 
     /// An argument computed at the call (`f (n - 1)` with `n` known) has
@@ -1409,9 +1414,7 @@ mod tests {
             ("let n = 5; f = x: 1; in f (n / 0.0)", "1"),
             ("let s = \"a\"; f = x: 1; in f (s - 1)", "1"),
         ];
-        for (expr, want) in cases {
-            assert_eq!(eval(expr), want, "{expr}");
-        }
+        assert_values(&cases);
         for (expr, error) in [
             (
                 "let n = 9223372036854775807; f = x: x; in f (n + 1)",
@@ -1467,9 +1470,7 @@ mod tests {
                 "[ \"a\" \"b\" ]",
             ),
         ];
-        for (expr, want) in cases {
-            assert_eq!(eval(expr), want, "{expr}");
-        }
+        assert_values(&cases);
         let out = eval("let double = x: x * 2; in builtins.head (map double [ \"a\" ])");
         assert!(out.contains("while calling 'double'"), "{out}");
         let out = eval("builtins.mapAttrs (name: value: value + 1) { a = \"s\"; }");
@@ -1512,9 +1513,7 @@ mod tests {
                 "3",
             ),
         ];
-        for (expr, want) in cases {
-            assert_eq!(eval(expr), want, "{expr}");
-        }
+        assert_values(&cases);
         let out = eval("builtins.all (x: x) [ 1 ]");
         assert!(out.contains("passed to builtins.all"), "{out}");
     }
