@@ -1,0 +1,1 @@
+builtins.sort (a: b: a < b) [ 3 1 2 ]

@@ -1,0 +1,1 @@
+builtins.foldl' (acc: x: acc ++ [ (_: x) ]) [ ] [ 1 2 3 ]

@@ -1,0 +1,1 @@
+map (x: x * 2) (builtins.genList (i: i) 5)

@@ -1,0 +1,1 @@
+builtins.mapAttrs (n: v: n + v) { a = "x"; }

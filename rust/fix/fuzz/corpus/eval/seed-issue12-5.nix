@@ -1,0 +1,1 @@
+let f = n: if n < 2 then n else f (n - 1) + f (n - 2); in f 10

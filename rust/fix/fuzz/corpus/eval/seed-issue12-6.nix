@@ -1,0 +1,1 @@
+builtins.concatMap (x: let y = { v = x; }; in [ y.v ]) [ 1 2 ]

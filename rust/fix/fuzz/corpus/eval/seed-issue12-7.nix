@@ -1,0 +1,1 @@
+builtins.filter (x: x / 2 * 2 == x) (builtins.genList (i: i - 3.5) 6)

@@ -1,0 +1,1 @@
+builtins.zipAttrsWith (n: vs: builtins.all (v: v > 0) vs) [ { a = 1; } { a = 2; } ]
