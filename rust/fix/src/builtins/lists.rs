@@ -264,9 +264,10 @@ fn partition<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result
     let f = function_arg(ev, &args[0], pos, 0, "partition")?;
     let list = list_arg(ev, &args[1], pos, 1, "partition")?;
     let (mut right, mut wrong) = (Vec::new(), Vec::new());
+    let mut spare = None;
     for x in list.as_slice() {
         ev.force(x)?;
-        let r = ev.call(f.clone(), x.clone(), pos)?;
+        let r = ev.call_again(&f, &mut [x.clone()], &mut spare, pos)?;
         if ev.force_bool(&r, pos, "while evaluating the return value of the partition function passed to builtins.partition")? {
             right.push(x.clone());
         } else {
@@ -326,8 +327,9 @@ fn group_by<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<
     let f = function_arg(ev, &args[0], pos, 0, "groupBy")?;
     let list = list_arg(ev, &args[1], pos, 1, "groupBy")?;
     let mut groups: FxHashMap<crate::symbol::Sym, Vec<Value<'a>>> = FxHashMap::default();
+    let mut spare = None;
     for x in list.as_slice() {
-        let r = ev.call(f.clone(), x.clone(), pos)?;
+        let r = ev.call_again(&f, &mut [x.clone()], &mut spare, pos)?;
         let name = ev.force_string(
             &r,
             pos,

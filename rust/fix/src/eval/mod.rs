@@ -1101,7 +1101,7 @@ impl<'a> Evaluator<'a> {
     }
 
     /// Calls `f` with `args` (moved out) for a builtin that calls one
-    /// function many times (`sort`, `foldl'`, `filter`, ...). When `f` is a
+    /// function many times (`sort`, `foldl'`, `filter`, `partition`, ...). When `f` is a
     /// lambda with plain parameters taking exactly these arguments, the
     /// previous call's environment, kept in `spare`, is refilled if that
     /// call left nothing holding it, instead of a new one per call.
@@ -1511,6 +1511,18 @@ mod tests {
             (
                 "builtins.foldl' (acc: { x }: acc + x) 0 [ { x = 1; } { x = 2; } ]",
                 "3",
+            ),
+            (
+                "builtins.partition (x: x > 1) [ 1 2 3 ]",
+                "{ right = [ 2 3 ]; wrong = [ 1 ]; }",
+            ),
+            (
+                "builtins.groupBy (x: if x > 1 then \"big\" else \"small\") [ 1 2 3 ]",
+                "{ big = [ 2 3 ]; small = [ 1 ]; }",
+            ),
+            (
+                "map (f: f null) (builtins.partition (x: true) (map (x: _: x) [ 1 2 ])).right",
+                "[ 1 2 ]",
             ),
         ];
         assert_values(&cases);
