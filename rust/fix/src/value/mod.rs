@@ -355,10 +355,11 @@ impl<'a> Thunk<'a> {
     /// The value, if the thunk has been evaluated.
     #[inline]
     pub fn evaluated(&self) -> Option<&Value<'a>> {
-        // SAFETY: a mutable borrow of a thunk's state is held only for the
-        // moment `run_thunk` swaps the state in or out, never while other
-        // code runs, and the reference returned lives no longer than the
-        // thunk's holder keeps it alive and unforced-from-here.
+        // SAFETY: a thunk's state is written only while it is not `Done`
+        // (`run_thunk` runs only such thunks; the builders write states of
+        // thunks nothing has read yet), and a `Done` state never changes,
+        // so the value referred to stays in place while the thunk lives,
+        // which the borrow of `self` guarantees.
         match unsafe { self.0.state.try_borrow_unguarded() } {
             Ok(ThunkState::Done(v)) => Some(v),
             _ => None,
