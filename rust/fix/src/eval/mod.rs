@@ -292,8 +292,6 @@ impl<'a> Evaluator<'a> {
             Expr::Str(s) => Value::String(s.clone()),
             Expr::Path(p) => Value::Path(p.clone()),
             Expr::Local { depth, idx } => match env.get(*depth, *idx) {
-                // An evaluated thunk is passed on as its value, so whoever
-                // forces it does not go through the thunk again.
                 Some(v) => v.clone(),
                 // A recursive scope still being filled: defer the lookup.
                 None => Value::Thunk(Thunk::new(expr, env.clone())),
@@ -1101,8 +1099,9 @@ impl<'a> Evaluator<'a> {
     }
 
     /// Calls `f` with `args` (moved out) for a builtin that calls one
-    /// function many times (`sort`, `foldl'`, `filter`, `partition`, ...). When `f` is a
-    /// lambda with plain parameters taking exactly these arguments, the
+    /// function many times (`sort`, `foldl'`, `filter`, `partition`, ...).
+    /// When `f` is a lambda with plain parameters taking exactly these
+    /// arguments, the
     /// previous call's environment, kept in `spare`, is refilled if that
     /// call left nothing holding it, instead of a new one per call.
     pub(crate) fn call_again(
