@@ -530,26 +530,6 @@ fn a_changed_dev_shell_is_built_only_as_chock_build_would() {
     assert!(server.count() >= 1, "allowed, the host was reached");
 }
 
-/// A flake whose dev shell needs the locked tarball input `pkg` from the
-/// loopback `server`: the shell's builder reads the input's `hello`, and
-/// `PKG` names it inside.
-fn flake_with_input(url: &str) -> String {
-    let system = chock_sandbox::devshell::system();
-    format!(
-        r#"{{
-  inputs.pkg = {{ url = "{url}"; flake = false; }};
-  outputs = {{ self, pkg }}: let system = "{system}"; in {{
-    devShells.${{system}}.default = derivation {{
-      name = "shell"; inherit system; builder = "/bin/bash";
-      outputs = [ "out" ]; args = [ "-c" "read x < ${{pkg}}/hello; echo $x > $out" ];
-      PKG = "${{pkg}}";
-    }};
-  }};
-}}
-"#
-    )
-}
-
 /// A dev shell whose locked input is not in the store: chock exec fetches
 /// it as chock build would. With no rule for the input's host and nobody
 /// at a terminal, the command is refused naming the rule, and nothing is
@@ -566,17 +546,7 @@ fn a_dev_shell_input_missing_from_the_store_is_fetched_under_the_rules() {
     let server = InputServer::http();
     server.route("/pkg.tar.gz", Reply::Body(tree.tar_gz()));
     let url = server.url("/pkg.tar.gz");
-    std::fs::write(fx.project.join("flake.nix"), flake_with_input(&url)).expect("flake.nix");
-    let locked = serde_json::json!({ "type": "tarball", "url": url, "narHash": tree.nar_hash() });
-    let mut lock: serde_json::Value =
-        serde_json::from_str(&chock_inputs::testing::flake_lock(&[("pkg", locked)]))
-            .expect("a lock");
-    lock["nodes"]["pkg"]["flake"] = serde_json::json!(false);
-    std::fs::write(fx.project.join("flake.lock"), lock.to_string()).expect("flake.lock");
-    assert!(sandbox_fixture::git(
-        &fx.project,
-        &["add", "flake.nix", "flake.lock"]
-    ));
+    sandbox_fixture::shell_with_tarball_input(&fx.project, &url, &tree.nar_hash());
     let host = format!("nix.net.eval.localhost.{}", server.port());
 
     let refused = fx.exec(&[], &["./probe", "env"]);

@@ -2645,3 +2645,84 @@ fn what_nix_build_produced_is_shown_to_later_commands_under_exec_nix_store() {
         .to_string();
     assert!(asked.contains("wants exec.nix.store."), "{asked}");
 }
+
+/// run_command in a project whose dev shell needs a locked input the store
+/// lacks: the input is fetched as nix_build fetches it, after one question
+/// for its host. A person's no refuses the command naming the rule, with
+/// nothing fetched or run; a yes (in a new session) fetches it once, and
+/// the command runs in the shell built with it.
+#[test]
+fn run_command_fetches_a_dev_shell_input_missing_from_the_store_after_one_question() {
+    use chock_inputs::testing::{Reply, Server as InputServer, Tree, nonce};
+    require_daemon();
+    let env = Env::with_flake();
+    std::fs::copy(sandbox_fixture::probe_binary(), env.project.join("probe"))
+        .expect("copy the probe");
+    // A new tree each run, so the store never holds it already.
+    let tag = format!("mcp-shell-input-{}", nonce());
+    let tree = Tree::new("pkg", &[("hello", format!("{tag}\n").as_bytes(), false)]);
+    let server = InputServer::http();
+    server.route("/pkg.tar.gz", Reply::Body(tree.tar_gz()));
+    let url = server.url("/pkg.tar.gz");
+    sandbox_fixture::shell_with_tarball_input(&env.project, &url, &tree.nar_hash());
+    let host = format!("nix.net.eval.localhost.{}", server.port());
+    let rule = format!(r#".{{ .action = "{host}", .decision = .allow }}"#);
+    let command = json!({"argv": ["./probe", "env"]});
+
+    let mut client = env.client(true, &[]);
+    client.elicit_answers.push(person_says(false));
+    let refused = client.call("run_command", command.clone());
+    assert!(
+        refused.is_error && refused.text.contains(&rule) && refused.text.contains("pkg"),
+        "the refusal names the input and the rule for its host: {refused:?}"
+    );
+    assert!(!refused.text.contains("PKG="), "nothing ran: {refused:?}");
+    assert!(server.requests().is_empty(), "fetched without a yes");
+    let asked = client.elicited[0]["params"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(asked.contains(&host), "the host's one question: {asked}");
+    let logged = env
+        .log_lines()
+        .into_iter()
+        .rfind(|l| l["action"] == host.as_str())
+        .expect("the host's answer is logged");
+    assert_eq!(logged["route"], "mcp", "{logged}");
+    assert_eq!(logged["decision"], "deny", "{logged}");
+    assert_eq!(logged["answered_by"], "person", "{logged}");
+    drop(client);
+
+    let mut client = env.client(true, &[]);
+    client.elicit_answers.push(person_says(true));
+    let ran = client.call("run_command", command);
+    assert!(
+        !ran.is_error && ran.text.contains("exit status 0"),
+        "{ran:?}"
+    );
+    assert_eq!(
+        client.elicited.len(),
+        1,
+        "one question for the input's host"
+    );
+    assert_eq!(server.requests(), vec!["/pkg.tar.gz".to_owned()]);
+    let pkg = ran
+        .text
+        .lines()
+        .find_map(|l| l.split("PKG=").nth(1).map(str::to_owned))
+        .unwrap_or_else(|| panic!("the shell's PKG: {ran:?}"));
+    assert!(pkg.starts_with("/nix/store/"), "{pkg}");
+    let read = client.call(
+        "run_command",
+        json!({"argv": ["./probe", "read", format!("{pkg}/hello")]}),
+    );
+    assert!(
+        read.text.contains(&format!("read {} bytes", tag.len() + 1)),
+        "the fetched input is the shell's, inside the sandbox: {read:?}"
+    );
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "the built shell fetches nothing more"
+    );
+}

@@ -190,6 +190,35 @@ impl Fixture {
     }
 }
 
+/// Makes `project`'s flake one whose dev shell needs the locked tarball
+/// input `pkg` at `url` (NAR hash `nar_hash`), both files added to git: the
+/// shell's builder reads the input's `hello`, and `PKG` names the input
+/// inside the shell.
+pub fn shell_with_tarball_input(project: &Path, url: &str, nar_hash: &str) {
+    let system = chock_sandbox::devshell::system();
+    let flake = format!(
+        r#"{{
+  inputs.pkg = {{ url = "{url}"; flake = false; }};
+  outputs = {{ self, pkg }}: let system = "{system}"; in {{
+    devShells.${{system}}.default = derivation {{
+      name = "shell"; inherit system; builder = "/bin/bash";
+      outputs = [ "out" ]; args = [ "-c" "read x < ${{pkg}}/hello; echo $x > $out" ];
+      PKG = "${{pkg}}";
+    }};
+  }};
+}}
+"#
+    );
+    std::fs::write(project.join("flake.nix"), flake).expect("flake.nix");
+    let locked = serde_json::json!({ "type": "tarball", "url": url, "narHash": nar_hash });
+    let mut lock: serde_json::Value =
+        serde_json::from_str(&chock_inputs::testing::flake_lock(&[("pkg", locked)]))
+            .expect("a lock");
+    lock["nodes"]["pkg"]["flake"] = serde_json::json!(false);
+    std::fs::write(project.join("flake.lock"), lock.to_string()).expect("flake.lock");
+    assert!(git(project, &["add", "flake.nix", "flake.lock"]));
+}
+
 /// Compiles `rust/sandbox/testdata/escape_probe.rs`, statically linked,
 /// once per version of the source (named by its hash, so test binaries
 /// running side by side share it and old ones are not rebuilt).
