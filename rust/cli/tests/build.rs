@@ -10,7 +10,7 @@ mod http;
 
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -21,15 +21,7 @@ fn chock() -> &'static str {
 }
 
 fn require_daemon() {
-    let socket = std::env::var_os("NIX_DAEMON_SOCKET_PATH")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/nix/var/nix/daemon-socket/socket"));
-    if let Err(e) = std::os::unix::net::UnixStream::connect(&socket) {
-        panic!(
-            "these tests need the Nix daemon at {}: run scripts/setup ({e})",
-            socket.display()
-        );
-    }
+    chock_testkit::require_nix_daemon(&chock_store::daemon::socket_path());
 }
 
 fn nonce(tag: &str) -> String {

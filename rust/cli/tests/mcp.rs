@@ -1727,15 +1727,7 @@ fn in_store_named(name: &str) -> bool {
 }
 
 fn require_daemon() {
-    let socket = std::env::var_os("NIX_DAEMON_SOCKET_PATH")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| std::path::PathBuf::from("/nix/var/nix/daemon-socket/socket"));
-    if let Err(e) = std::os::unix::net::UnixStream::connect(&socket) {
-        panic!(
-            "nix_build needs the Nix daemon at {}: run scripts/setup ({e})",
-            socket.display()
-        );
-    }
+    chock_testkit::require_nix_daemon(&chock_store::daemon::socket_path());
 }
 
 /// A project whose flake builds one package with /bin/sh (no nixpkgs).

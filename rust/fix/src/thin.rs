@@ -159,6 +159,18 @@ struct BuildGuard<H, T> {
     offset: usize,
 }
 
+impl<H, T> BuildGuard<H, T> {
+    /// Guards a block fresh from `start`, no element written yet.
+    fn new(ptr: NonNull<Inner<H, T>>, layout: Layout) -> Self {
+        BuildGuard {
+            ptr,
+            written: 0,
+            layout,
+            offset: data_offset::<H, T>(),
+        }
+    }
+}
+
 impl<H, T> Drop for BuildGuard<H, T> {
     fn drop(&mut self) {
         // SAFETY: the header and the first `written` elements were
@@ -211,12 +223,7 @@ impl<H, T> ThinRc<H, T> {
         let iter = iter.into_iter();
         let len = iter.len();
         let (ptr, data, layout) = Self::start(header, len);
-        let mut guard = BuildGuard {
-            ptr,
-            written: 0,
-            layout,
-            offset: data_offset::<H, T>(),
-        };
+        let mut guard = BuildGuard::new(ptr, layout);
         for item in iter.take(len) {
             // SAFETY: `written < len`, so the slot is inside the allocation.
             unsafe { data.add(guard.written).write(item) };
@@ -273,12 +280,7 @@ impl<H, T> ThinRc<H, T> {
     {
         let len = runs.iter().map(|r| r.len()).sum();
         let (ptr, data, layout) = Self::start(header, len);
-        let mut guard = BuildGuard {
-            ptr,
-            written: 0,
-            layout,
-            offset: data_offset::<H, T>(),
-        };
+        let mut guard = BuildGuard::new(ptr, layout);
         for run in runs {
             for item in *run {
                 // SAFETY: the runs add up to `len`, so `written < len`.

@@ -8,7 +8,7 @@
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use nix::errno::Errno;
@@ -423,18 +423,11 @@ fn cgroup_row() -> Row {
     }
 }
 
-fn daemon_socket() -> PathBuf {
-    std::env::var_os("NIX_DAEMON_SOCKET_PATH").map_or_else(
-        || PathBuf::from("/nix/var/nix/daemon-socket/socket"),
-        PathBuf::from,
-    )
-}
-
 /// Connects to the daemon and exchanges the worker protocol's magic numbers.
 fn probe_daemon() -> Result<String, String> {
     const WORKER_MAGIC_1: u64 = 0x6e69_7863;
     const WORKER_MAGIC_2: u64 = 0x6478_696f;
-    let socket = daemon_socket();
+    let socket = chock_store::daemon::socket_path();
     let fail = |what: &str, e: std::io::Error| {
         format!(
             "{what} {}: {e}; run scripts/setup (or start nix-daemon)",

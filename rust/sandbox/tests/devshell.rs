@@ -4,7 +4,7 @@
 //! nothing. Needs the Nix daemon (`scripts/setup`).
 
 use std::cell::RefCell;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use chock_log::{Log, Rotation};
 use chock_nix::BuildError;
@@ -13,15 +13,7 @@ use chock_sandbox::devshell::{self, DevShellError};
 use chock_sandbox::exec::devshell_builder;
 
 fn require_daemon() {
-    let socket = std::env::var_os("NIX_DAEMON_SOCKET_PATH")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/nix/var/nix/daemon-socket/socket"));
-    if let Err(e) = std::os::unix::net::UnixStream::connect(&socket) {
-        panic!(
-            "this test needs the Nix daemon at {}: run scripts/setup ({e})",
-            socket.display()
-        );
-    }
+    chock_testkit::require_nix_daemon(&chock_store::daemon::socket_path());
 }
 
 /// A flake whose dev shell needs a payload that writes `marker` (where a

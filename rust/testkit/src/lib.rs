@@ -1,4 +1,5 @@
-//! Test support shared by the crates' integration tests.
+//! Test support shared by the crates' integration tests: replaying a fuzz
+//! corpus, and requiring the Nix daemon.
 //!
 //! Every parser of outside input has a cargo-fuzz target whose corpus is
 //! kept in the repository; each crate's tests replay it on stable Rust with
@@ -31,4 +32,16 @@ pub fn replay_fuzz_corpus(crate_dir: &str, name: &str, min: usize, check: fn(&[u
         "the corpus at {} has only {count} files, fewer than {min}",
         corpus.display()
     );
+}
+
+/// Fails the test, saying what to run, when no Nix daemon answers at
+/// `socket` (pass `chock_store::daemon::socket_path()`): tests against the
+/// real daemon must not pass by skipping it.
+pub fn require_nix_daemon(socket: &Path) {
+    if let Err(e) = std::os::unix::net::UnixStream::connect(socket) {
+        panic!(
+            "this test needs the Nix daemon at {}: run scripts/setup ({e})",
+            socket.display()
+        );
+    }
 }

@@ -27,13 +27,7 @@ use sha2::{Digest, Sha256};
 
 /// The daemon must be there: these tests fail, saying what to run, when it is not.
 pub fn require_daemon() {
-    let socket = chock_store::daemon::socket_path();
-    if let Err(e) = std::os::unix::net::UnixStream::connect(&socket) {
-        panic!(
-            "these tests need the Nix daemon at {}: run scripts/setup ({e})",
-            socket.display()
-        );
-    }
+    chock_testkit::require_nix_daemon(&chock_store::daemon::socket_path());
 }
 
 /// Something new on every run, so each test's files and derivations are new to the store.
