@@ -430,14 +430,7 @@ fn a_changed_dev_shell_is_built_only_as_chock_build_would() {
         describe(&first)
     );
 
-    let nonce = format!(
-        "blob-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .expect("clock")
-            .as_nanos()
-    );
+    let nonce = format!("blob-{}", chock_inputs::testing::nonce());
     // Where a build user may write (the daemon builds as nixbld*).
     let marker = std::env::temp_dir().join(format!("chock-built-on-the-host-{nonce}"));
     let content = format!("fetched {nonce}\n");
@@ -485,11 +478,7 @@ fn a_changed_dev_shell_is_built_only_as_chock_build_would() {
     );
     assert!(!marker.exists(), "the payload was built unchecked");
     assert_eq!(server.count(), 0, "the fetch happened unchecked");
-    let logged = fx
-        .log_lines()
-        .into_iter()
-        .rfind(|l| l["action"] == action.as_str())
-        .expect("the nix.build line is logged");
+    let logged = fx.last_logged(&action);
     assert_eq!(logged["route"], "exec", "{logged}");
     assert_ne!(logged["decision"], "allow", "{logged}");
 
@@ -573,11 +562,7 @@ fn a_dev_shell_input_missing_from_the_store_is_fetched_under_the_rules() {
         server.requests().is_empty(),
         "nothing fetched without a rule"
     );
-    let asked = fx
-        .log_lines()
-        .into_iter()
-        .rfind(|l| l["action"] == host.as_str())
-        .expect("the host's answer is logged");
+    let asked = fx.last_logged(&host);
     assert_eq!(asked["route"], "exec", "{asked}");
     assert_eq!(asked["tool"], "run_command", "{asked}");
     assert_ne!(asked["decision"], "allow", "{asked}");

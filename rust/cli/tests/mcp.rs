@@ -1359,6 +1359,12 @@ mod support {
             self.fx.log_lines()
         }
 
+        /// The last line for `action`, whatever its route (chock-nix logs
+        /// its own answers under the caller's).
+        pub fn last_logged(&self, action: &str) -> Value {
+            self.fx.last_logged(action)
+        }
+
         /// The log lines of route `mcp` for `action`.
         pub fn logged(&self, action: &str) -> Vec<Value> {
             self.log_lines()
@@ -1777,14 +1783,6 @@ fn build_action(attribute: &[String]) -> String {
     format!("nix.build.{}", attribute.join("."))
 }
 
-/// chock-nix logs its own answers (under its route); the line for `action`.
-fn last_line(env: &Env, action: &str) -> Value {
-    env.log_lines()
-        .into_iter()
-        .rfind(|l| l["action"] == action)
-        .unwrap_or_else(|| panic!("no log line for {action}: {:#?}", env.log_lines()))
-}
-
 #[test]
 fn nix_build_on_allow_builds_through_the_daemon() {
     let (env, attribute) = flake_project(r#".{ .action = "nix.build.*", .decision = .allow }"#);
@@ -1798,7 +1796,7 @@ fn nix_build_on_allow_builds_through_the_daemon() {
         "{}",
         built.text
     );
-    let line = last_line(&env, &build_action(&attribute));
+    let line = env.last_logged(&build_action(&attribute));
     assert_eq!(line["decision"], "allow");
     assert_eq!(line["tool"], "nix_build");
     assert_eq!(line["route"], "mcp", "the tool server's builds log as mcp");
@@ -1817,7 +1815,7 @@ fn nix_build_on_deny_builds_nothing() {
     );
     assert!(client.elicited.is_empty(), "a deny asks nobody");
     assert_eq!(
-        last_line(&env, &build_action(&attribute))["decision"],
+        env.last_logged(&build_action(&attribute))["decision"],
         "deny"
     );
 }
@@ -1838,7 +1836,7 @@ fn nix_build_on_ask_asks_through_elicitation_and_chock_approve() {
         .unwrap_or_default()
         .to_string();
     assert!(message.contains(&action), "{message}");
-    assert_eq!(last_line(&env, &action)["answered_by"], "person");
+    assert_eq!(env.last_logged(&action)["answered_by"], "person");
     client.elicit_answers.push(person_says(true));
     let built = client.call("nix_build", json!({"attribute": attribute}));
     assert!(
@@ -1854,7 +1852,7 @@ fn nix_build_on_ask_asks_through_elicitation_and_chock_approve() {
         !built.is_error && built.text.contains("was built"),
         "{built:?}"
     );
-    let line = last_line(&env, &action);
+    let line = env.last_logged(&action);
     assert_eq!(
         (line["decision"].clone(), line["answered_by"].clone()),
         (json!("allow"), json!("person")),
@@ -2246,7 +2244,7 @@ fn provide_tool_builds_through_the_daemon_and_its_program_runs_under_exec_nix_st
     );
     env.assert_logged("call.provide_tool", "allow", "default");
     let build_action = format!("nix.build.packages.{system}.probe");
-    let line = last_line(&env, &build_action);
+    let line = env.last_logged(&build_action);
     assert_eq!(
         (&line["route"], &line["tool"], &line["decision"]),
         (&json!("mcp"), &json!("provide_tool"), &json!("allow")),
@@ -2372,10 +2370,7 @@ fn provide_tool_builds_from_an_input_of_the_lock_under_its_own_action() {
         "{}",
         provided.text
     );
-    let line = last_line(
-        &env,
-        &format!("nix.build.inputs.tools.packages.{system}.probe"),
-    );
+    let line = env.last_logged(&format!("nix.build.inputs.tools.packages.{system}.probe"));
     assert_eq!(
         (&line["route"], &line["decision"]),
         (&json!("mcp"), &json!("allow")),
@@ -2533,7 +2528,7 @@ fn provide_tool_on_deny_builds_nothing_and_on_ask_reaches_chock_approve() {
         "{provided:?}"
     );
     env.assert_logged("call.provide_tool", "allow", "person");
-    assert_eq!(last_line(&env, &build_action)["decision"], "allow");
+    assert_eq!(env.last_logged(&build_action)["decision"], "allow");
 }
 
 #[test]
@@ -2675,11 +2670,7 @@ fn run_command_fetches_a_dev_shell_input_missing_from_the_store_after_one_questi
         .unwrap_or_default()
         .to_string();
     assert!(asked.contains(&host), "the host's one question: {asked}");
-    let logged = env
-        .log_lines()
-        .into_iter()
-        .rfind(|l| l["action"] == host.as_str())
-        .expect("the host's answer is logged");
+    let logged = env.last_logged(&host);
     assert_eq!(logged["route"], "mcp", "{logged}");
     assert_eq!(logged["decision"], "deny", "{logged}");
     assert_eq!(logged["answered_by"], "person", "{logged}");

@@ -155,6 +155,14 @@ impl Fixture {
             .collect()
     }
 
+    /// The last decision-log line for `action`, whatever its route.
+    pub fn last_logged(&self, action: &str) -> serde_json::Value {
+        self.log_lines()
+            .into_iter()
+            .rfind(|l| l["action"] == action)
+            .unwrap_or_else(|| panic!("no log line for {action}: {:#?}", self.log_lines()))
+    }
+
     /// The escape probe, copied into the project (it is static, so it runs
     /// in any sandbox).
     pub fn probe(&self) -> PathBuf {
