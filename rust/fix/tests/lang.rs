@@ -426,6 +426,49 @@ fn symlinks_are_typed_and_followed_like_nix() {
 }
 
 #[test]
+fn a_file_imported_through_a_symlink_is_the_same_value() {
+    use std::os::unix::fs::symlink;
+    let root = tempfile::tempdir().expect("a temporary directory");
+    let r = root.path();
+    std::fs::create_dir_all(r.join("real")).unwrap();
+    std::fs::write(
+        r.join("real/lib.nix"),
+        "{ id = x: x; data = builtins.readFile ./data; }",
+    )
+    .unwrap();
+    std::fs::write(r.join("real/data"), "beside the target").unwrap();
+    std::fs::write(r.join("data"), "beside the link").unwrap();
+    symlink("real/lib.nix", r.join("link.nix")).unwrap();
+    symlink("link.nix", r.join("link-to-link.nix")).unwrap();
+    symlink("real", r.join("dir-link")).unwrap();
+    std::fs::write(r.join("real/default.nix"), "{ f = x: x; }").unwrap();
+    let opts = EvalOptions {
+        roots: vec![r.to_path_buf()],
+        ..EvalOptions::default()
+    };
+    let run = |e: &str| {
+        let mut request = Request::new(Source::expr(e, r));
+        request.strict = true;
+        String::from_utf8(evaluate(&opts, &request).unwrap().text).unwrap()
+    };
+    // One value for the file and its links (the cache is keyed by the
+    // resolved path), so the function inside compares equal to itself, as
+    // in Nix 2.8; and `./data` is the target's neighbour.
+    assert_eq!(
+        run(
+            "[ (import ./link.nix == import ./real/lib.nix) (import ./link-to-link.nix == import ./real/lib.nix) (import ./link.nix).data ]"
+        ),
+        "[ true true \"beside the target\" ]"
+    );
+    assert_eq!(
+        run(
+            "[ (import ./dir-link == import ./real) (import ./real/default.nix == import ./real) ]"
+        ),
+        "[ true true ]"
+    );
+}
+
+#[test]
 fn fetchers_are_refused_and_dynamic_derivations_are_off() {
     let pure = options();
     let impure = EvalOptions {
@@ -447,6 +490,14 @@ fn fetchers_are_refused_and_dynamic_derivations_are_off() {
         assert!(err.to_string().contains("refused in pure evaluation mode"));
         let err = eval_expr(&impure, &expr).unwrap_err();
         assert_eq!(err.kind(), Some(ErrorKind::NotYet), "{expr}: {err}");
+        // The argument is read first, as Nix reads it: a throw in it is
+        // caught like any other.
+        for options in [&pure, &impure] {
+            for arg in ["(throw \"x\")", "{ url = throw \"x\"; }"] {
+                let tried = format!("(builtins.tryEval (builtins.{name} {arg})).success");
+                assert_eq!(eval_expr(options, &tried).unwrap(), "false", "{tried}");
+            }
+        }
     }
     let err = eval_expr(&pure, "builtins.outputOf \"a\" \"out\"").unwrap_err();
     assert!(

@@ -11,7 +11,6 @@ use crate::symbol::known;
 use crate::syntax::canon_path;
 use crate::value::{Attr, Attrs, Env, NixString, PrimOp, Thunk, Value};
 use std::os::unix::ffi::OsStrExt;
-use std::path::PathBuf;
 
 pub static PRIMOPS: &[PrimOp] = &[
     primop!("import", 1, import),
@@ -56,11 +55,7 @@ fn import<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Va
 fn scoped_import<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
     let scope = ev.force_attrs(&args[0], pos, arg_context(0, "scopedImport"))?;
     let path = coerce_to_path(ev, &args[1], pos, arg_context(1, "scopedImport"))?;
-    let mut file = PathBuf::from(std::ffi::OsStr::from_bytes(&path));
-    ev.check_path(&file, pos)?;
-    if file.is_dir() {
-        file.push("default.nix");
-    }
+    let file = ev.resolve_expr_path(crate::eval::os_path(&path), pos)?;
     let names: Vec<_> = scope.iter().map(|a| a.name).collect();
     let expr = ev.load_file(&file, Some(&names), pos)?;
     let env = Env::with_values(
