@@ -1,5 +1,7 @@
 # What sort and replaceStrings force whether they need it or not: the
-# comparator of a one-element list, every pattern and replacement.
+# comparator of a one-element list, every pattern of replaceStrings (a
+# replacement only when it is used, as Nix does since 2.16: the third
+# replaceStrings case is caught by Nix 2.8, which forced them all).
 let
   succeeds = e: (builtins.tryEval e).success;
 in
