@@ -2,7 +2,7 @@
 //! `pathExists`, `findFile` and the search path, `toPath`. Every read goes
 //! through the evaluator's `IoPolicy` (the allowed roots in pure mode).
 
-use super::{arg_context, list_value, primop};
+use super::{arg_context, list_value, plain_string, primop};
 use crate::error::{Error, ErrorKind, Result};
 use crate::eval::{Coercion, Context, Evaluator};
 use crate::source::Pos;
@@ -168,7 +168,7 @@ pub fn nix_path_value<'a>(ev: &mut Evaluator<'a>) -> Value<'a> {
 
 fn find_file<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
     let list = ev.force_list(&args[0], pos, arg_context(0, "findFile"))?;
-    let wanted = ev.force_string(&args[1], pos, arg_context(1, "findFile"))?;
+    let wanted = plain_string(ev, &args[1], pos, arg_context(1, "findFile"))?;
     let wanted = wanted.as_bytes();
     for entry in list.as_slice() {
         let attrs = ev.force_attrs(
@@ -177,7 +177,12 @@ fn find_file<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result
             "while evaluating an element of the list passed to builtins.findFile",
         )?;
         let prefix = match attrs.get(known::PREFIX).cloned() {
-            Some(p) => ev.force_string(&p, pos, "while evaluating the `prefix` attribute of an element of the list passed to builtins.findFile")?,
+            Some(p) => plain_string(
+                ev,
+                &p,
+                pos,
+                "while evaluating the `prefix` attribute of an element of the list passed to builtins.findFile",
+            )?,
             None => NixString::from(""),
         };
         let Some(path) = attrs.get(known::PATH).cloned() else {

@@ -1,7 +1,7 @@
 //! Lists: `map`, `filter`, folds, `sort` (stable), `genList`,
 //! `genericClosure`, ...
 
-use super::{arg_context, list_value, primop};
+use super::{arg_context, list_value, plain_string, primop};
 use crate::error::{Error, Result};
 use crate::eval::Evaluator;
 use crate::source::Pos;
@@ -347,7 +347,8 @@ fn group_by<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<
     let mut spare = None;
     for x in list.as_slice() {
         let r = ev.call_again(&f, &mut [x.clone()], &mut spare, pos)?;
-        let name = ev.force_string(
+        let name = plain_string(
+            ev,
             &r,
             pos,
             "while evaluating the return value of the grouping function passed to builtins.groupBy",

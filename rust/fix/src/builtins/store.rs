@@ -59,7 +59,26 @@ fn fetcher<'a>(
     pos: Pos,
     name: &str,
 ) -> Result<Value<'a>> {
+    // The attributes fetchers with a fixed set of them accept; the others
+    // take any and report what they cannot use later.
+    let accepted: &[&str] = match name {
+        "fetchurl" | "fetchTarball" => &["url", "sha256", "name"],
+        "fetchMercurial" => &["url", "rev", "name"],
+        _ => &[],
+    };
     if let Value::Attrs(attrs) = ev.force(&args[0])? {
+        if let Some(other) = attrs
+            .iter()
+            .find(|a| !accepted.is_empty() && !accepted.contains(&ev.symbols.text(a.name).as_ref()))
+        {
+            return Err(Error::eval(
+                format!(
+                    "unsupported argument '{}' to '{name}'",
+                    ev.symbols.text(other.name)
+                ),
+                pos,
+            ));
+        }
         for a in attrs.iter() {
             ev.force(&a.value)?;
         }
