@@ -387,6 +387,18 @@ fn doubling_a_string_stops_at_the_memory_bound() {
     assert_eq!(err.kind(), Some(ErrorKind::OutOfMemory), "{err}");
 }
 
+/// `e` evaluated strictly in pure mode with `root` as its directory and
+/// only root.
+fn eval_strict_in(root: &Path, e: &str) -> String {
+    let opts = EvalOptions {
+        roots: vec![root.to_path_buf()],
+        ..EvalOptions::default()
+    };
+    let mut request = Request::new(Source::expr(e, root));
+    request.strict = true;
+    String::from_utf8(evaluate(&opts, &request).unwrap().text).unwrap()
+}
+
 #[test]
 fn symlinks_are_typed_and_followed_like_nix() {
     use std::os::unix::fs::symlink;
@@ -404,15 +416,7 @@ fn symlinks_are_typed_and_followed_like_nix() {
     std::fs::write(r.join("pkg/lib/default.nix"), "\"reached\"").unwrap();
     std::fs::write(r.join("real/mods/entry.nix"), "import ../lib").unwrap();
     symlink("../real/mods", r.join("pkg/mods")).unwrap();
-    let opts = EvalOptions {
-        roots: vec![r.to_path_buf()],
-        ..EvalOptions::default()
-    };
-    let run = |e: &str| {
-        let mut request = Request::new(Source::expr(e, r));
-        request.strict = true;
-        String::from_utf8(evaluate(&opts, &request).unwrap().text).unwrap()
-    };
+    let run = |e: &str| eval_strict_in(r, e);
     assert_eq!(
         run("builtins.readDir ./tree"),
         "{ plain = \"regular\"; sub = \"directory\"; to-dir = \"symlink\"; to-file = \"symlink\"; }"
@@ -442,15 +446,7 @@ fn a_file_imported_through_a_symlink_is_the_same_value() {
     symlink("link.nix", r.join("link-to-link.nix")).unwrap();
     symlink("real", r.join("dir-link")).unwrap();
     std::fs::write(r.join("real/default.nix"), "{ f = x: x; }").unwrap();
-    let opts = EvalOptions {
-        roots: vec![r.to_path_buf()],
-        ..EvalOptions::default()
-    };
-    let run = |e: &str| {
-        let mut request = Request::new(Source::expr(e, r));
-        request.strict = true;
-        String::from_utf8(evaluate(&opts, &request).unwrap().text).unwrap()
-    };
+    let run = |e: &str| eval_strict_in(r, e);
     // One value for the file and its links (the cache is keyed by the
     // resolved path), so the function inside compares equal to itself, as
     // in Nix 2.8; and `./data` is the target's neighbour.
