@@ -360,6 +360,7 @@ def main():
     ap.add_argument("--random", type=int, default=2)
     ap.add_argument("--show", action="store_true")
     a = ap.parse_args()
+    a.chock = os.path.abspath(a.chock)
     here = os.path.dirname(os.path.abspath(__file__))
     known = load_known(os.path.join(here, "nix-2.8-fixed.txt"))
     began = time.monotonic()
