@@ -8,6 +8,7 @@
 //! the process may claim. See `docs/sandbox.md` for the user's view.
 
 pub mod cache;
+mod anchor;
 mod caps;
 mod child;
 pub mod devshell;

@@ -89,9 +89,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Ok(ran) => ran,
         Err(error) => return Ok(failed(&error)),
     };
-    for quarantined in &ran.quarantined {
-        eprintln!("chock: {quarantined}");
-    }
     if args.json {
         let finished = &ran.finished;
         let report = serde_json::json!({
@@ -104,7 +101,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "stderr": String::from_utf8_lossy(&finished.stderr),
             "truncated": finished.truncated,
             "cgroup": finished.cgroup,
-            "quarantined": ran.quarantined,
         });
         println!("{report}");
         return Ok(match finished.exit {

@@ -138,9 +138,6 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
     for notice in notices {
         let _ = writeln!(out, "note: {notice}");
     }
-    for quarantined in &ran.quarantined {
-        let _ = writeln!(out, "note: {quarantined}");
-    }
     let status = match finished.exit {
         Exit::Code(code) => format!("exit status {code}"),
         Exit::Signal(signal) => format!("killed by signal {signal}"),
