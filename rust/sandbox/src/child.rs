@@ -406,6 +406,15 @@ struct Opened {
     workspace: RawFd,
 }
 
+/// A held path that can no longer be opened the way Chock opened it (gone,
+/// or a link now on its way) is another object than the one checked.
+fn as_changed(errno: Errno) -> Errno {
+    match errno {
+        Errno::ENOENT | Errno::ENOTDIR | Errno::ELOOP | Errno::EXDEV => Errno::ESTALE,
+        other => other,
+    }
+}
+
 /// Refuses an object that is not the one Chock checked (`ESTALE`).
 fn same_object(fd: RawFd, id: sys::FileId) -> Result<(), Errno> {
     if sys::file_id(fd)? == id {
@@ -433,7 +442,7 @@ fn run_op(op: &Op, opened: &mut Opened) -> Result<(), Errno> {
             target,
             set,
         } => {
-            let source = sys::open_path(libc::AT_FDCWD, source, false)?;
+            let source = sys::open_path(libc::AT_FDCWD, source, false).map_err(as_changed)?;
             let bound = sys::open_path(libc::AT_FDCWD, target, false).and_then(|target| {
                 let bound = bind_fd(source, *id, target, *set);
                 close(target);
@@ -447,7 +456,7 @@ fn run_op(op: &Op, opened: &mut Opened) -> Result<(), Errno> {
             Ok(())
         }
         Op::Hold { rel, id, set, .. } => {
-            let held = sys::open_path(opened.workspace, rel, true)?;
+            let held = sys::open_path(opened.workspace, rel, true).map_err(as_changed)?;
             let bound = bind_fd(held, *id, held, *set);
             close(held);
             bound

@@ -221,17 +221,13 @@ impl Op {
             Op::MkDir { path } => format!("creating the directory {}", s(path)),
             Op::MkFile { path } => format!("creating the mount point {}", s(path)),
             Op::Bind { source, target, .. } => format!("binding {} at {}", s(source), s(target)),
-            Op::BindChecked { source, target, .. } => format!(
-                "binding {} at {} (it must be the folder Chock checked; when it changed meanwhile, run the command again)",
-                s(source),
-                s(target)
-            ),
+            Op::BindChecked { source, target, .. } => {
+                format!("binding {} at {}", s(source), s(target))
+            }
             Op::OpenWorkspace { path } => format!("opening the workspace {} inside", s(path)),
-            Op::Hold { shown, set, .. } => format!(
-                "holding {} ({}) over itself (it must be the file Chock checked: another command in the project may have swapped it; run the command again)",
-                s(shown),
-                attr_words(*set)
-            ),
+            Op::Hold { shown, set, .. } => {
+                format!("holding {} ({}) over itself", s(shown), attr_words(*set))
+            }
             Op::SetAttr { path, set, .. } => format!("setting {} on {}", attr_words(*set), s(path)),
             Op::Symlink { target, link } => format!("linking {} to {}", s(link), s(target)),
             Op::WriteFile { path, .. } => format!("writing {}", s(path)),

@@ -624,14 +624,18 @@ impl Running {
         records.iter().find_map(|r| {
             let errno = Errno::from_raw(i32::try_from(r.value).unwrap_or(libc::EIO));
             match r.kind {
-                Kind::Op => Some(SandboxError::Setup {
-                    step: self
+                Kind::Op => {
+                    let step = self
                         .ops
                         .get(r.index as usize)
                         .cloned()
-                        .unwrap_or_else(|| "a mount step".into()),
-                    errno,
-                }),
+                        .unwrap_or_else(|| "a mount step".into());
+                    Some(if errno == Errno::ESTALE {
+                        SandboxError::Changed { step }
+                    } else {
+                        SandboxError::Setup { step, errno }
+                    })
+                }
                 Kind::Step => {
                     let step = Step::from_code(r.index).map_or("a setup step", Step::describe);
                     Some(SandboxError::Setup {

@@ -89,6 +89,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Ok(ran) => ran,
         Err(error) => return Ok(failed(&error)),
     };
+    if ran.finished.space_floor {
+        eprintln!(
+            "chock: the command was killed: free space on the workspace's or the cache's file system fell below the floor of {} MiB a command leaves to the host",
+            exec::FREE_SPACE_FLOOR >> 20
+        );
+    }
     if args.json {
         let finished = &ran.finished;
         let report = serde_json::json!({
@@ -101,6 +107,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "stderr": String::from_utf8_lossy(&finished.stderr),
             "truncated": finished.truncated,
             "cgroup": finished.cgroup,
+            "space_floor": finished.space_floor,
         });
         println!("{report}");
         return Ok(match finished.exit {
