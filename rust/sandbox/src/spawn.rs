@@ -152,31 +152,40 @@ fn free_bytes(fd: &OwnedFd) -> Option<u64> {
 /// Watches the free space of the workspace's and the cache's file systems
 /// while a sandbox runs, and kills the whole sandbox (its init, through the
 /// pidfd) when it falls below the floor.
+///
+/// The watcher is never waited for: it ends by itself once init has ended
+/// (its pidfd turns readable), and it says whether it killed the sandbox
+/// before it kills, so the answer is there when init has been reaped.
 struct FloorWatch {
-    thread: std::thread::JoinHandle<bool>,
+    tripped: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl FloorWatch {
     /// Watches until init (`pidfd`) ends.
-    fn start(watched: Vec<OwnedFd>, pidfd: OwnedFd) -> FloorWatch {
-        let thread = std::thread::spawn(move || {
-            while !crate::sys::readable_within(pidfd.as_raw_fd(), FLOOR_POLL) {
-                if watched
-                    .iter()
-                    .any(|fd| free_bytes(fd).is_some_and(|free| free < FREE_SPACE_FLOOR))
-                {
-                    let _ = crate::sys::pidfd_send_signal(pidfd.as_raw_fd(), libc::SIGKILL);
-                    return true;
+    fn start(watched: Vec<OwnedFd>, pidfd: OwnedFd) -> Result<FloorWatch, SandboxError> {
+        let tripped = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let trip = tripped.clone();
+        std::thread::Builder::new()
+            .name("chock-space-floor".into())
+            .spawn(move || {
+                while !crate::sys::readable_within(pidfd.as_raw_fd(), FLOOR_POLL) {
+                    if watched
+                        .iter()
+                        .any(|fd| free_bytes(fd).is_some_and(|free| free < FREE_SPACE_FLOOR))
+                    {
+                        trip.store(true, Ordering::SeqCst);
+                        let _ = crate::sys::pidfd_send_signal(pidfd.as_raw_fd(), libc::SIGKILL);
+                        return;
+                    }
                 }
-            }
-            false
-        });
-        FloorWatch { thread }
+            })
+            .map_err(|e| SandboxError::host("starting", "the free-space watcher", e))?;
+        Ok(FloorWatch { tripped })
     }
 
-    /// Whether the floor was passed (once init has ended).
-    fn finish(self) -> bool {
-        self.thread.join().unwrap_or(false)
+    /// Whether the floor was passed (asked once init has been reaped).
+    fn tripped(&self) -> bool {
+        self.tripped.load(Ordering::SeqCst)
     }
 }
 
@@ -370,7 +379,7 @@ impl Sandbox {
         let floor = FloorWatch::start(
             vec![dup(&self.anchors.workspace)?, dup(&self.anchors.cache)?],
             dup(&pidfd)?,
-        );
+        )?;
         let running = Running {
             pid,
             pidfd,
@@ -593,7 +602,7 @@ impl Running {
             }
         };
         self.go.take();
-        let space_floor = self.floor.take().is_some_and(FloorWatch::finish);
+        let space_floor = self.floor.as_ref().is_some_and(FloorWatch::tripped);
         let records = Record::decode_all(&bytes);
         if let Some(error) = self.setup_error(&records) {
             return Err(error);

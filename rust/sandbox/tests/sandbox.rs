@@ -72,7 +72,7 @@ fn doctor_finds_every_blocking_layer_on_this_machine() {
         "landlock enforced",
         "seccomp",
         "tmpfs cap",
-        "cgroup v2 memory and pids",
+        "cgroup memory and pids",
         "nix daemon",
         "nix build sandbox",
         "workspace space",
