@@ -84,10 +84,7 @@ impl Suite {
         } else if !committed {
             Err("the person's next commit failed".to_owned())
         } else {
-            Ok(format!(
-                "{}; the next commit ran nothing",
-                stdout.trim()
-            ))
+            Ok(format!("{}; the next commit ran nothing", stdout.trim()))
         };
         match verdict {
             Ok(how) => println!("  blocked  {name}: {how}"),
@@ -410,7 +407,9 @@ fn every_escape_attempt_is_blocked() {
         ] {
             suite.attempt(
                 &fx,
-                &format!("leave a set-user-ID root program {name} (chmod 6755, fchmod, open, mknod)"),
+                &format!(
+                    "leave a set-user-ID root program {name} (chmod 6755, fchmod, open, mknod)"
+                ),
                 Refused,
                 &["setuid-bits", dir],
             );
@@ -420,10 +419,12 @@ fn every_escape_attempt_is_blocked() {
         let marked = find_files(&fx.project)
             .into_iter()
             .chain(find_files(&cache))
-            .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("suid")))
             .filter(|p| {
-                std::fs::symlink_metadata(p)
-                    .is_ok_and(|m| m.permissions().mode() & 0o6000 != 0)
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("suid"))
+            })
+            .filter(|p| {
+                std::fs::symlink_metadata(p).is_ok_and(|m| m.permissions().mode() & 0o6000 != 0)
             })
             .collect::<Vec<_>>();
         if marked.is_empty() {
@@ -667,7 +668,12 @@ fn two_commands_racing_in_one_project_never_mount_the_host() {
         for _ in 0..25 {
             let out = fx.exec(
                 &[],
-                &["./probe", "race-check", &dir, outside.to_str().expect("utf-8")],
+                &[
+                    "./probe",
+                    "race-check",
+                    &dir,
+                    outside.to_str().expect("utf-8"),
+                ],
             );
             let stdout = text(&out.stdout);
             if stdout.contains("BREACH") {
@@ -677,7 +683,10 @@ fn two_commands_racing_in_one_project_never_mount_the_host() {
             } else if text(&out.stderr).contains("run the command again") {
                 refused += 1;
             } else {
-                escapes.push(format!("neither ran nor refused as a race: {}", describe(&out)));
+                escapes.push(format!(
+                    "neither ran nor refused as a race: {}",
+                    describe(&out)
+                ));
             }
         }
         std::fs::write(&stop, "").expect("stop");
@@ -688,7 +697,9 @@ fn two_commands_racing_in_one_project_never_mount_the_host() {
             describe(&racer)
         );
     }
-    println!("{ran} commands ran beside the race, {refused} refused to run as it changed their folders");
+    println!(
+        "{ran} commands ran beside the race, {refused} refused to run as it changed their folders"
+    );
     assert!(
         !outside.join("planted").exists(),
         "a file was written in the host's folder outside the workspace"
@@ -705,14 +716,18 @@ fn a_policy_file_a_program_writes_never_raises_the_policy() {
     let fx = Fixture::host();
     fx.probe();
     let zon = fx.project.join("chock.zon");
-    let out = fx.exec(&[], &["./probe", "plant-policy", zon.to_str().expect("utf-8")]);
+    let out = fx.exec(
+        &[],
+        &["./probe", "plant-policy", zon.to_str().expect("utf-8")],
+    );
     assert!(
         out.status.success() && text(&out.stdout).starts_with("blocked:"),
         "{}",
         describe(&out)
     );
     assert!(
-        text(&out.stderr).contains("chock.zon") && text(&out.stderr).contains("before the program started"),
+        text(&out.stderr).contains("chock.zon")
+            && text(&out.stderr).contains("before the program started"),
         "chock says it made chock.zon: {}",
         describe(&out)
     );
@@ -744,16 +759,25 @@ fn a_fork_bomb_and_a_memory_hog_stop_at_the_bounds_as_root() {
         .strip_prefix("forked: ")
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("{}", describe(&bomb)));
-    assert!(forked < 64, "{forked} processes were forked under a bound of 64");
+    assert!(
+        forked < 64,
+        "{forked} processes were forked under a bound of 64"
+    );
     let hog = fx.exec(&["--json"], &["./probe", "memory-hog", "1024"]);
     let report: serde_json::Value =
         serde_json::from_slice(&hog.stdout).unwrap_or_else(|_| panic!("{}", describe(&hog)));
     assert_eq!(report["exit"]["signal"], 9, "{report}");
     assert!(
-        !report["stdout"].as_str().unwrap_or_default().contains("held:"),
+        !report["stdout"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("held:"),
         "{report}"
     );
-    assert!(report["cgroup"]["oom_kills"].as_u64() >= Some(1), "{report}");
+    assert!(
+        report["cgroup"]["oom_kills"].as_u64() >= Some(1),
+        "{report}"
+    );
 }
 
 /// As root: a file system with a little more than the floor free, and a
@@ -777,7 +801,10 @@ fn a_command_that_fills_the_disk_stops_at_the_floor() {
     struct Unmount<'a>(&'a Path);
     impl Drop for Unmount<'_> {
         fn drop(&mut self) {
-            let _ = std::process::Command::new("umount").arg("-l").arg(self.0).status();
+            let _ = std::process::Command::new("umount")
+                .arg("-l")
+                .arg(self.0)
+                .status();
         }
     }
     let _unmount = Unmount(&fx.project);
@@ -790,7 +817,12 @@ fn a_command_that_fills_the_disk_stops_at_the_floor() {
     // SAFETY: a NUL-terminated path and a live struct.
     assert_eq!(unsafe { libc::statvfs(path.as_ptr(), &mut stat) }, 0);
     let free = stat.f_bavail * stat.f_frsize;
-    assert_eq!(out.status.signal(), Some(libc::SIGKILL), "{}", describe(&out));
+    assert_eq!(
+        out.status.signal(),
+        Some(libc::SIGKILL),
+        "{}",
+        describe(&out)
+    );
     assert!(
         text(&out.stderr).contains("free space"),
         "chock says why: {}",

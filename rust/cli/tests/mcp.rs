@@ -867,7 +867,8 @@ fn what_git_runs_outside_the_sandbox_cannot_be_planted() {
     assert_eq!(env.read("sub/.git").as_deref(), Some("gitdir: ../meta\n"));
 
     // The same through run_command: refused by the sandbox's read-only
-    // mounts, and what it could create is moved aside after the command.
+    // mounts; the missing .git/commondir is made (naming the git directory
+    // itself) before the command starts, and held read-only like the rest.
     let called = client.call(
         "run_command",
         json!({"argv": ["sh", "-c", format!(
@@ -879,14 +880,13 @@ fn what_git_runs_outside_the_sandbox_cannot_be_planted() {
     assert!(called.text.contains("done"), "{called:?}");
     assert!(
         called.text.contains("Read-only file system")
-            && called.text.contains(
-                ".git/commondir, which git would run or read outside the sandbox; it was moved to"
-            ),
+            && called.text.contains(".git/commondir")
+            && called.text.contains("before the program started"),
         "{}",
         called.text
     );
     assert_eq!(env.read(".git/config").as_deref(), Some(config.as_str()));
-    assert!(!env.project.join(".git/commondir").exists());
+    assert_eq!(env.read(".git/commondir").as_deref(), Some(".\n"));
     assert!(sandbox_fixture::git(
         &env.project,
         &["commit", "-q", "--allow-empty", "-m", "after the agent"]

@@ -110,18 +110,21 @@ fn changed(path: &Path, what: &str) -> SandboxError {
 
 /// Opens `rel` beneath `workspace`, no link followed, and says what it is.
 fn open_beneath(workspace: &OwnedFd, rel: &Path) -> Result<FileId, Errno> {
-    let fd = owned(sys::open_path(
-        workspace.as_raw_fd(),
-        &cstring(rel),
-        true,
-    )?);
+    let fd = owned(sys::open_path(workspace.as_raw_fd(), &cstring(rel), true)?);
     sys::file_id(fd.as_raw_fd())
 }
 
 /// Makes `placeholder` at `rel` beneath `workspace`, through a descriptor of
 /// its folder; whether it was made (false: something is there already).
-fn make(workspace: &OwnedFd, path: &Path, rel: &Path, placeholder: Placeholder) -> Result<bool, SandboxError> {
-    let io = |errno: Errno| SandboxError::host("making the placeholder", path, std::io::Error::from(errno));
+fn make(
+    workspace: &OwnedFd,
+    path: &Path,
+    rel: &Path,
+    placeholder: Placeholder,
+) -> Result<bool, SandboxError> {
+    let io = |errno: Errno| {
+        SandboxError::host("making the placeholder", path, std::io::Error::from(errno))
+    };
     let (Some(parent), Some(name)) = (rel.parent(), rel.file_name()) else {
         return Err(changed(path, "it has no folder"));
     };
@@ -169,7 +172,10 @@ pub(crate) fn anchor(layout: &Layout) -> Result<Anchors, SandboxError> {
             other => SandboxError::host("opening", path.clone(), std::io::Error::from(other)),
         })?;
         if id.kind == libc::S_IFLNK || (writable && id.kind != libc::S_IFDIR) {
-            return Err(changed(path, "it is a symbolic link, or not the folder it was"));
+            return Err(changed(
+                path,
+                "it is a symbolic link, or not the folder it was",
+            ));
         }
         held.push(Held {
             rel: cstring(rel),

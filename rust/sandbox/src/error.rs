@@ -53,7 +53,9 @@ pub enum SandboxError {
     },
     /// A path the sandbox holds was no longer the object Chock checked when
     /// the sandbox's first process came to bind it.
-    #[error("the sandbox was not built, so nothing ran: {step} found another file there than the one Chock checked (another command in the project may have swapped it meanwhile); run the command again")]
+    #[error(
+        "the sandbox was not built, so nothing ran: {step} found another file there than the one Chock checked (another command in the project may have swapped it meanwhile); run the command again"
+    )]
     Changed {
         /// The step, as a sentence fragment.
         step: String,

@@ -48,7 +48,8 @@ pub const POLICY_FILE: &str = "chock.zon";
 /// What Chock writes as `chock.zon` where a project had none, before the
 /// first sandbox starts: no rule, which is what no file meant, and a file
 /// that exists can be bound read-only, so no program can write one.
-pub const POLICY_PLACEHOLDER: &[u8] = b"// This project's rules for Chock (docs/policy.md). Chock made this file,\n\
+pub const POLICY_PLACEHOLDER: &[u8] =
+    b"// This project's rules for Chock (docs/policy.md). Chock made this file,\n\
 // holding no rule, before it first ran a program here, so that no program\n\
 // in its sandbox can write one; edit it to add yours.\n\
 .{}\n";

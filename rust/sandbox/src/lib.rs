@@ -7,8 +7,8 @@
 //! kernel calls may be made, and the dropped capabilities and rlimits what
 //! the process may claim. See `docs/sandbox.md` for the user's view.
 
-pub mod cache;
 mod anchor;
+pub mod cache;
 mod caps;
 mod child;
 pub mod devshell;

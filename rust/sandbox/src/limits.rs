@@ -138,9 +138,8 @@ pub fn delegation() -> Delegation {
     let v2 = delegation_v2(&mountinfo, &own);
     if matches!(v2, Delegation::NotDelegated { .. }) && nix::unistd::geteuid().is_root() {
         let group = |controller: &str| {
-            let dir = v1_mount(&mountinfo, controller)?.join(
-                v1_path(&own, controller)?.trim_start_matches('/'),
-            );
+            let dir = v1_mount(&mountinfo, controller)?
+                .join(v1_path(&own, controller)?.trim_start_matches('/'));
             nix::unistd::access(&dir, nix::unistd::AccessFlags::W_OK)
                 .is_ok()
                 .then_some(dir)
@@ -293,10 +292,18 @@ impl Cgroup {
                 let write = |dir: &Path, file: &str, value: String| {
                     std::fs::write(dir.join(file), value).map_err(at(dir))
                 };
-                write(&memory, "memory.limit_in_bytes", limits.memory_bytes.to_string())?;
+                write(
+                    &memory,
+                    "memory.limit_in_bytes",
+                    limits.memory_bytes.to_string(),
+                )?;
                 // Memory plus swap, where the kernel accounts swap at all.
                 if memory.join("memory.memsw.limit_in_bytes").exists() {
-                    write(&memory, "memory.memsw.limit_in_bytes", limits.memory_bytes.to_string())?;
+                    write(
+                        &memory,
+                        "memory.memsw.limit_in_bytes",
+                        limits.memory_bytes.to_string(),
+                    )?;
                 }
                 write(&pids, "pids.max", limits.processes.to_string())?;
                 Ok(Some(cgroup))

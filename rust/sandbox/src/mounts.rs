@@ -744,7 +744,10 @@ mod tests {
             .filter(|(_, op)| matches!(op, Op::Hold { .. }))
             .collect();
         assert!(ws < open && holds.iter().all(|(i, _)| *i > open));
-        let Op::Hold { rel, set, shown, .. } = holds[0].1 else {
+        let Op::Hold {
+            rel, set, shown, ..
+        } = holds[0].1
+        else {
             unreachable!()
         };
         assert_eq!(

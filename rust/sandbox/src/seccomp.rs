@@ -254,14 +254,24 @@ fn setuid_rules() -> Result<BTreeMap<i64, Vec<SeccompRule>>, SandboxError> {
     for (call, mode, flags) in calls {
         let mut list = Vec::new();
         for bit in [S_ISUID, S_ISGID] {
-            let with_bit = condition(mode, SeccompCmpArgLen::Dword, SeccompCmpOp::MaskedEq(bit), bit)?;
+            let with_bit = condition(
+                mode,
+                SeccompCmpArgLen::Dword,
+                SeccompCmpOp::MaskedEq(bit),
+                bit,
+            )?;
             match flags {
                 None => list.push(rule(vec![with_bit])?),
                 Some(flags) => {
                     for creates in [O_CREAT, O_TMPFILE_BIT] {
                         list.push(rule(vec![
                             with_bit.clone(),
-                            condition(flags, SeccompCmpArgLen::Dword, SeccompCmpOp::MaskedEq(creates), creates)?,
+                            condition(
+                                flags,
+                                SeccompCmpArgLen::Dword,
+                                SeccompCmpOp::MaskedEq(creates),
+                                creates,
+                            )?,
                         ])?);
                     }
                 }

@@ -259,7 +259,11 @@ pub(crate) fn make_placeholder(
                     libc::openat(
                         dir,
                         name.as_ptr(),
-                        libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                        libc::O_WRONLY
+                            | libc::O_CREAT
+                            | libc::O_EXCL
+                            | libc::O_NOFOLLOW
+                            | libc::O_CLOEXEC,
                         0o644,
                     )
                 }
