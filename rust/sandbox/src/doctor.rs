@@ -518,10 +518,18 @@ fn space_row(project: &Path) -> Row {
                 free >> 20,
                 FREE_SPACE_FLOOR >> 20
             );
+            // A command does not start below the floor (and is killed when
+            // it passes it), so this row blocks like the layers do.
             if free >= FREE_SPACE_FLOOR {
-                row("workspace space", false, Ok(detail))
+                row("workspace space", true, Ok(detail))
             } else {
-                warn("workspace space", detail)
+                row(
+                    "workspace space",
+                    true,
+                    Err(format!(
+                        "{detail}: commands do not start below the floor; free some space"
+                    )),
+                )
             }
         }
         None => warn(
