@@ -23,7 +23,7 @@
 //! missing.
 
 use std::ffi::CString;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -71,14 +71,9 @@ pub(crate) struct Anchors {
     pub(crate) created: Vec<PathBuf>,
 }
 
-fn owned(fd: RawFd) -> OwnedFd {
-    // SAFETY: `fd` was just returned by the kernel to this process and has no other owner.
-    unsafe { OwnedFd::from_raw_fd(fd) }
-}
-
 fn open_top(path: &Path) -> Result<(OwnedFd, FileId), SandboxError> {
     let io = |errno: Errno| SandboxError::host("opening", path, std::io::Error::from(errno));
-    let fd = owned(sys::open_path(libc::AT_FDCWD, &cstring(path), false).map_err(io)?);
+    let fd = sys::owned(sys::open_path(libc::AT_FDCWD, &cstring(path), false).map_err(io)?);
     let id = sys::file_id(fd.as_raw_fd()).map_err(io)?;
     if id.kind != libc::S_IFDIR {
         return Err(SandboxError::Workspace {
@@ -110,7 +105,7 @@ fn changed(path: &Path, what: &str) -> SandboxError {
 
 /// Opens `rel` beneath `workspace`, no link followed, and says what it is.
 fn open_beneath(workspace: &OwnedFd, rel: &Path) -> Result<FileId, Errno> {
-    let fd = owned(sys::open_path(workspace.as_raw_fd(), &cstring(rel), true)?);
+    let fd = sys::owned(sys::open_path(workspace.as_raw_fd(), &cstring(rel), true)?);
     sys::file_id(fd.as_raw_fd())
 }
 
@@ -129,9 +124,9 @@ fn make(
         return Err(changed(path, "it has no folder"));
     };
     let folder = if parent.as_os_str().is_empty() {
-        owned(sys::open_path(workspace.as_raw_fd(), c".", true).map_err(io)?)
+        sys::owned(sys::open_path(workspace.as_raw_fd(), c".", true).map_err(io)?)
     } else {
-        owned(sys::open_path(workspace.as_raw_fd(), &cstring(parent), true).map_err(io)?)
+        sys::owned(sys::open_path(workspace.as_raw_fd(), &cstring(parent), true).map_err(io)?)
     };
     if sys::file_id(folder.as_raw_fd()).map_err(io)?.kind != libc::S_IFDIR {
         return Err(changed(path, "its folder is not a folder"));

@@ -289,6 +289,14 @@ pub(crate) fn readable_within(fd: RawFd, timeout: std::time::Duration) -> bool {
     n > 0 && pollfd.revents != 0
 }
 
+/// Takes ownership of a descriptor the kernel just returned (from
+/// [`open_path`]), so it is closed when dropped.
+pub(crate) fn owned(fd: RawFd) -> std::os::fd::OwnedFd {
+    use std::os::fd::FromRawFd;
+    // SAFETY: `fd` was just returned by the kernel to this process and has no other owner.
+    unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) }
+}
+
 /// Closes a descriptor this process owns (allocation-free, for the child).
 pub(crate) fn close(fd: RawFd) {
     // SAFETY: closing a descriptor the caller owns.
