@@ -755,6 +755,64 @@ fn a_policy_file_a_program_writes_never_raises_the_policy() {
     assert_eq!(next.status.code(), Some(3), "{}", describe(&next));
 }
 
+/// A program writes `sub/chock.zon` allowing what the project's policy
+/// asks about (a subdirectory is the program's to write). A command run
+/// from `sub` is still the project's and decided by its policy, and both
+/// `chock exec` and `chock policy check` say the nested file was ignored.
+#[test]
+fn a_nested_policy_file_a_program_writes_is_never_read() {
+    let fx = Fixture::host();
+    fx.probe();
+    let sub = fx.project.join("sub");
+    std::fs::create_dir(&sub).expect("sub");
+    let nested = sub.join("chock.zon");
+    let out = fx.exec(
+        &[],
+        &["./probe", "plant-policy", nested.to_str().expect("utf-8")],
+    );
+    assert!(
+        out.status.success() && text(&out.stdout).starts_with("planted:"),
+        "the program may write below the project: {}",
+        describe(&out)
+    );
+    // Also a nested repository and flake, as an agent may make to look
+    // like a project of its own.
+    std::fs::create_dir(sub.join(".git")).expect("nested .git");
+    std::fs::write(sub.join("flake.nix"), "{}").expect("nested flake.nix");
+    let from_sub = |args: &[&str]| {
+        fx.chock()
+            .current_dir(&sub)
+            .args(args)
+            .output()
+            .expect("run chock")
+    };
+    // exec.unparsed: allowed by the nested file, asked about by the
+    // project's (Chock's placeholder: the shipped rules).
+    let ran = from_sub(&["exec", "--", "/bin/true"]);
+    assert_eq!(ran.status.code(), Some(3), "{}", describe(&ran));
+    let ignored = format!("{} is ignored", nested.display());
+    assert!(
+        text(&ran.stderr).contains(&ignored),
+        "chock exec names the ignored file: {}",
+        describe(&ran)
+    );
+    let checked = from_sub(&["policy", "check"]);
+    let project_zon = fx.project.join("chock.zon");
+    assert!(
+        checked.status.success()
+            && text(&checked.stdout).contains(&format!("{} (0 rules)", project_zon.display()))
+            && text(&checked.stderr).contains(&ignored),
+        "chock policy check reads the project's file and names the ignored one: {}",
+        describe(&checked)
+    );
+    let explained = from_sub(&["policy", "explain", "exec.unparsed"]);
+    assert!(
+        text(&explained.stdout).starts_with("exec.unparsed: ask"),
+        "{}",
+        describe(&explained)
+    );
+}
+
 /// As root, with the cgroup Chock makes (v1 or v2): a fork bomb and a
 /// memory hog stop at the policy's bounds.
 #[test]

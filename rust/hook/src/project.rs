@@ -12,8 +12,8 @@ use crate::agent::Agent;
 
 /// The project directory: `--project` when given, else the project root the
 /// agent tells its hooks (`CLAUDE_PROJECT_DIR`, `GEMINI_PROJECT_DIR`), else
-/// the nearest folder at or above the hook's own directory that holds a
-/// `chock.zon` or a `.git`, else the hook's own directory.
+/// the project [`chock_policy::root::governing`] finds from the hook's own
+/// directory (a `chock.zon` nested in the project is not its policy).
 pub fn resolve(
     explicit: Option<&Path>,
     agent: Option<Agent>,
@@ -31,7 +31,7 @@ pub fn resolve(
     {
         return dir;
     }
-    nearest_root(cwd).unwrap_or_else(|| cwd.to_path_buf())
+    chock_policy::root::governing(&resolved(cwd)).dir
 }
 
 fn absolute(dir: &Path, cwd: &Path) -> PathBuf {
@@ -40,14 +40,6 @@ fn absolute(dir: &Path, cwd: &Path) -> PathBuf {
     } else {
         crate::shell::normalize(&cwd.join(dir))
     }
-}
-
-/// The nearest folder at or above `start` holding `chock.zon` or `.git`.
-pub fn nearest_root(start: &Path) -> Option<PathBuf> {
-    start
-        .ancestors()
-        .find(|dir| dir.join("chock.zon").exists() || dir.join(".git").exists())
-        .map(Path::to_path_buf)
 }
 
 /// Whether `path` (absolute, normalised) is the project or inside it, on
@@ -127,12 +119,15 @@ mod tests {
     }
 
     #[test]
-    fn the_nearest_root_holds_chock_zon_or_git() -> Result<(), Box<dyn std::error::Error>> {
+    fn the_outermost_chock_zon_governs() -> Result<(), Box<dyn std::error::Error>> {
         let root = tempfile::tempdir()?;
-        let deep = root.path().join("a/b");
+        let root = root.path().canonicalize()?;
+        let deep = root.join("a/b");
         std::fs::create_dir_all(&deep)?;
-        std::fs::write(root.path().join("chock.zon"), ".{}")?;
-        assert_eq!(nearest_root(&deep), Some(root.path().to_path_buf()));
+        std::fs::write(root.join("chock.zon"), ".{}")?;
+        // One an agent wrote below it is not the project's policy.
+        std::fs::write(root.join("a/chock.zon"), ".{}")?;
+        assert_eq!(resolve(None, None, |_| None, &deep), root);
         Ok(())
     }
 }

@@ -19,6 +19,7 @@ pub mod names;
 mod nix_net;
 mod pattern;
 mod policy;
+pub mod root;
 mod rule;
 mod settings;
 

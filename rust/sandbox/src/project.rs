@@ -38,6 +38,9 @@ pub struct Project {
     /// `<basename>-<16 hex digits of the path's SHA-256>`: readable, and two
     /// projects with one basename never share.
     pub id: String,
+    /// The `chock.zon` files between the working directory and the project
+    /// that are not policy (see [`chock_policy::root`]), nearest first.
+    pub ignored: Vec<PathBuf>,
 }
 
 impl Project {
@@ -67,18 +70,43 @@ impl Project {
             "{base}-{}",
             hex::encode(digest.get(..8).unwrap_or_default())
         );
-        Ok(Project { dir, id })
+        Ok(Project {
+            dir,
+            id,
+            ignored: Vec::new(),
+        })
     }
 
-    /// Finds the project for a working directory: the nearest ancestor with a
-    /// `chock.zon`, a `flake.nix` or a `.git`, else the directory itself.
+    /// Finds the project for a working directory ([`chock_policy::root`]):
+    /// the nearest ancestor with a `chock.zon`, a `flake.nix` or a `.git`,
+    /// or higher, the outermost with a `chock.zon`, else the directory
+    /// itself. A `chock.zon` on the way is not policy: it is in `ignored`.
     pub fn discover(cwd: &Path) -> Result<Project, ProjectError> {
-        let found = cwd.ancestors().find(|dir| {
-            ["chock.zon", "flake.nix", ".git"]
-                .iter()
-                .any(|marker| dir.join(marker).exists())
-        });
-        Project::at(found.unwrap_or(cwd))
+        let cwd = cwd
+            .canonicalize()
+            .map_err(|source| ProjectError::Unreadable {
+                path: cwd.to_path_buf(),
+                source,
+            })?;
+        let found = chock_policy::root::governing(&cwd);
+        Ok(Project {
+            ignored: found.ignored,
+            ..Project::at(&found.dir)?
+        })
+    }
+
+    /// One line per ignored `chock.zon`, for the person to read.
+    pub fn ignored_notices(&self) -> Vec<String> {
+        self.ignored
+            .iter()
+            .map(|file| {
+                format!(
+                    "{} is ignored: a chock.zon below the project's top is never policy; {} governs",
+                    file.display(),
+                    self.dir.join(chock_policy::root::POLICY_FILE).display()
+                )
+            })
+            .collect()
     }
 
     /// The project a command means: the directory given with `--project`,

@@ -43,6 +43,9 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let cwd = std::env::current_dir()?;
     let project = Project::for_command(args.project.as_deref())?;
+    for notice in project.ignored_notices() {
+        eprintln!("chock: {notice}");
+    }
     let policy = exec::load_policy(&project, args.org_bundle)?;
     for warning in policy.warnings() {
         eprintln!("chock: {warning}");

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use chock_policy::{
     Explained, Key, Layer, LoadOptions, Policy, Reading, Verdict, defaults::SHIPPED,
 };
+use chock_sandbox::project::Project;
 use clap::{Args, Subcommand, ValueEnum};
 
 use crate::exit;
@@ -52,7 +53,7 @@ pub enum Command {
 /// Where the layers are.
 #[derive(Debug, Args)]
 pub struct Layers {
-    /// The project directory holding chock.zon (default: the current directory).
+    /// The project directory holding chock.zon (default: the one found from the current directory).
     #[arg(long, value_name = "DIR")]
     project: Option<PathBuf>,
     /// An organisation bundle to bind, besides those found on this machine (repeatable).
@@ -101,10 +102,17 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
 
 /// Loads the policy, or prints `FILE:LINE:COL: message` and gives exit 1.
 fn load(layers: &Layers) -> Result<Policy, ExitCode> {
+    // Without --project, the project `chock exec` would find: a chock.zon
+    // nested in it is not its policy, and is named as ignored.
     let project = match &layers.project {
         Some(dir) => dir.clone(),
-        None => std::env::current_dir()
-            .map_err(|e| fail(&format!("cannot read the current directory: {e}")))?,
+        None => {
+            let found = Project::for_command(None).map_err(|e| fail(&e.to_string()))?;
+            for notice in found.ignored_notices() {
+                eprintln!("warning: {notice}");
+            }
+            found.dir
+        }
     };
     let options = LoadOptions::from_env(project, layers.org_bundle.clone())
         .map_err(|e| fail(&e.to_string()))?;
