@@ -8,7 +8,7 @@
 //!
 //! The program process sets `PR_SET_NO_NEW_PRIVS`, restricts itself with
 //! Landlock, drops every capability, sets the rlimits, marks inherited
-//! descriptors close-on-exec, installs the seccomp filters and executes.
+//! descriptors close-on-exec, installs the seccomp filter and executes.
 //!
 //! Chock's process may have had other threads when it cloned, so nothing
 //! here allocates or takes a lock: every path and argument was turned into a
@@ -131,7 +131,7 @@ impl Step {
             Step::Rlimit => "setting a resource limit",
             Step::Chdir => "changing to the working directory",
             Step::CloseRange => "closing inherited descriptors on exec",
-            Step::Seccomp => "installing the seccomp filters",
+            Step::Seccomp => "installing the seccomp filter",
         }
     }
 }
@@ -188,7 +188,7 @@ pub(crate) struct ChildPlan {
     pub(crate) child_rules: Vec<(CString, u64)>,
     pub(crate) last_cap: u32,
     pub(crate) rlimits: Vec<(RlimitResource, libc::rlimit)>,
-    pub(crate) seccomp: Vec<BpfProgram>,
+    pub(crate) seccomp: BpfProgram,
     pub(crate) cwd: CString,
     pub(crate) payload: Payload,
     /// Descriptors to put at 0, 1 and 2 (None: keep Chock's own).
@@ -730,10 +730,8 @@ fn run_program(plan: &ChildPlan, channel: Channel) -> ! {
         errno_of(unsafe { libc::chdir(plan.cwd.as_ptr()) }),
     );
     check(channel, Step::CloseRange, 0, sys::close_range_cloexec(3));
-    for (index, filter) in plan.seccomp.iter().enumerate() {
-        if seccompiler::apply_filter(filter).is_err() {
-            fail(channel, Step::Seccomp, index as u32, Errno::last());
-        }
+    if seccompiler::apply_filter(&plan.seccomp).is_err() {
+        fail(channel, Step::Seccomp, 0, Errno::last());
     }
     match &plan.payload {
         Payload::Exec {

@@ -30,7 +30,7 @@ pub struct Sandbox {
     layout: Layout,
     anchors: crate::anchor::Anchors,
     ops: Vec<Op>,
-    seccomp: Vec<seccompiler::BpfProgram>,
+    seccomp: seccompiler::BpfProgram,
     limits: Limits,
     delegation: Delegation,
     last_cap: u32,
@@ -203,7 +203,7 @@ impl Sandbox {
         Ok(Sandbox {
             ops: mounts::plan(&layout, &anchors.anchored),
             anchors,
-            seccomp: seccomp::filters(write_execute)?,
+            seccomp: seccomp::program(write_execute)?,
             layout,
             limits,
             delegation: crate::limits::delegation(),
