@@ -5,7 +5,8 @@
 #   3. a changed dev shell is built only as `chock build` would build it:
 #      refused without a rule (exit 3, nothing built), built with one;
 #   4. `chock exec -- /bin/true` against `bwrap --ro-bind / / --unshare-all
-#      /bin/true`, in one hyperfine run of 30 each, medians and their ratio
+#      /bin/true`, in one hyperfine run of 30 each, medians and their ratio,
+#      then the CPU per start of each (30 each, taking turns) and its ratio
 #      (figures in docs/benchmarks.md).
 # Needs user namespaces, Landlock, the Nix daemon, bwrap and hyperfine
 # (scripts/setup installs and starts them). Exits non-zero on a failure;
@@ -96,3 +97,20 @@ results = {r["command"]: r for r in json.load(open(sys.argv[1]))["results"]}
 bwrap, chock = results["bwrap"]["median"], results["chock exec"]["median"]
 print(f"median: bwrap {bwrap * 1000:.1f} ms, chock exec {chock * 1000:.1f} ms, ratio {chock / bwrap:.2f}x")
 PY
+# Wall time on a loaded machine is mostly waiting for a CPU, so the steadier
+# figure is the CPU a start costs: perf's task-clock, which counts every
+# process and thread the command made (getrusage would miss bwrap's: its
+# sandbox's first process is not reaped by the bwrap that is waited for).
+# Three rounds of each, taking turns, so a change in load falls on both.
+if command -v perf >/dev/null && perf stat -e task-clock true >/dev/null 2>&1; then
+  cpu() { perf stat -x, -r "$1" -e task-clock "${@:2}" 2>&1 >/dev/null | awk -F, '/task-clock/ { print $1 }'; }
+  runs=$(( (${CHOCK_BENCH_RUNS:-30} + 2) / 3 ))
+  b=0 c=0
+  for _ in 1 2 3; do
+    b=$(python3 -c "print($b + $(cpu "$runs" "${bwrap_cmd[@]}"))")
+    c=$(python3 -c "print($c + $(cpu "$runs" "$CHOCK_BIN" exec --project "$project" -- /bin/true))")
+  done
+  python3 -c "b, c = $b / 3, $c / 3; print(f'CPU per start (perf task-clock): bwrap {b:.2f} ms, chock exec {c:.2f} ms, ratio {c / b:.2f}x')"
+else
+  echo "CPU per start: perf is not installed (apt-get install linux-perf), not measured"
+fi
