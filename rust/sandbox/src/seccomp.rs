@@ -153,7 +153,9 @@ fn compile(
     BpfProgram::try_from(filter).map_err(seccomp_error)
 }
 
-fn kill_filter() -> Result<BpfProgram, SandboxError> {
+type Rules = BTreeMap<i64, Vec<SeccompRule>>;
+
+fn kill_rules() -> Result<Rules, SandboxError> {
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = KILLED_CALLS
         .iter()
         .map(|&(_, nr)| (nr, Vec::new()))
@@ -182,10 +184,10 @@ fn kill_filter() -> Result<BpfProgram, SandboxError> {
         })
         .collect::<Result<Vec<_>, _>>()?;
     rules.insert(libc::SYS_clone, clone_rules);
-    compile(rules, SeccompAction::KillProcess)
+    Ok(rules)
 }
 
-fn eperm_filter(write_execute: WriteExecute) -> Result<BpfProgram, SandboxError> {
+fn eperm_rules(write_execute: WriteExecute) -> Result<Rules, SandboxError> {
     let mut rules = setuid_rules()?;
     for nr in [
         libc::SYS_io_uring_setup,
@@ -232,7 +234,7 @@ fn eperm_filter(write_execute: WriteExecute) -> Result<BpfProgram, SandboxError>
         );
         rules.insert(libc::SYS_shmat, vec![bits_set(2, SHM_EXEC)?]);
     }
-    compile(rules, SeccompAction::Errno(libc::EPERM as u32))
+    Ok(rules)
 }
 
 /// The calls that give a file the set-user-ID or set-group-ID bit, as
@@ -292,12 +294,23 @@ fn setuid_rules() -> Result<BTreeMap<i64, Vec<SeccompRule>>, SandboxError> {
 /// with ENOSYS and libc falls back to clone, whose flags the kill filter sees.
 /// openat2 hides its mode the same way (a set-user-ID bit could pass), so it
 /// fails likewise and callers fall back to openat.
-fn enosys_filter() -> Result<BpfProgram, SandboxError> {
-    let rules = BTreeMap::from([
+fn enosys_rules() -> Rules {
+    BTreeMap::from([
         (libc::SYS_clone3, Vec::new()),
         (libc::SYS_openat2, Vec::new()),
-    ]);
-    compile(rules, SeccompAction::Errno(libc::ENOSYS as u32))
+    ])
+}
+
+/// The rule sets, strictest first, each with its answer.
+fn rule_sets(write_execute: WriteExecute) -> Result<Vec<(Rules, SeccompAction)>, SandboxError> {
+    Ok(vec![
+        (kill_rules()?, SeccompAction::KillProcess),
+        (
+            eperm_rules(write_execute)?,
+            SeccompAction::Errno(libc::EPERM as u32),
+        ),
+        (enosys_rules(), SeccompAction::Errno(libc::ENOSYS as u32)),
+    ])
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -321,11 +334,9 @@ fn filters(write_execute: WriteExecute) -> Result<Vec<BpfProgram>, SandboxError>
     let mut programs = Vec::new();
     #[cfg(target_arch = "x86_64")]
     programs.push(x32_filter());
-    programs.extend([
-        kill_filter()?,
-        eperm_filter(write_execute)?,
-        enosys_filter()?,
-    ]);
+    for (rules, action) in rule_sets(write_execute)? {
+        programs.push(compile(rules, action)?);
+    }
     Ok(programs)
 }
 
@@ -371,8 +382,9 @@ mod tests {
 
     #[test]
     fn allowing_jit_removes_only_the_write_execute_rules() {
-        let refused = eperm_filter(WriteExecute::Refused).expect("filter");
-        let allowed = eperm_filter(WriteExecute::Allowed).expect("filter");
+        let filter = |w| compile(eperm_rules(w).expect("rules"), SeccompAction::Errno(1));
+        let refused = filter(WriteExecute::Refused).expect("filter");
+        let allowed = filter(WriteExecute::Allowed).expect("filter");
         assert!(
             allowed.len() < refused.len(),
             "the jit filter must be shorter"
@@ -409,24 +421,11 @@ mod tests {
     /// may be in two lists with two answers.
     #[test]
     fn no_call_is_in_two_lists() {
-        let killed: Vec<i64> = KILLED_CALLS.iter().map(|&(_, nr)| nr).collect();
-        let mut errno: Vec<i64> = Vec::new();
-        // The EPERM list's calls, from the filter's own rules.
-        let mut eperm: Vec<i64> = setuid_rules().expect("rules").into_keys().collect();
-        eperm.extend([
-            libc::SYS_io_uring_setup,
-            libc::SYS_io_uring_enter,
-            libc::SYS_io_uring_register,
-            libc::SYS_ioctl,
-            libc::SYS_mmap,
-            libc::SYS_mprotect,
-            libc::SYS_pkey_mprotect,
-            libc::SYS_personality,
-            libc::SYS_shmat,
-        ]);
-        errno.extend(&eperm);
-        errno.extend([libc::SYS_clone3, libc::SYS_openat2]);
-        let mut all = [killed, errno].concat();
+        let mut all: Vec<i64> = rule_sets(WriteExecute::Refused)
+            .expect("rules")
+            .into_iter()
+            .flat_map(|(rules, _)| rules.into_keys())
+            .collect();
         let before = all.len();
         all.sort_unstable();
         all.dedup();
