@@ -198,7 +198,9 @@ pub(crate) struct ChildPlan {
 /// Descriptors the child uses to talk to the parent.
 #[derive(Clone, Copy)]
 pub(crate) struct Channel {
-    /// Read end: one byte from the parent means go; hang-up means it died.
+    /// Read end: a first byte from the parent means build the sandbox, a
+    /// second that the cgroup holds init and the program may start; a
+    /// hang-up means the parent died or failed.
     pub(crate) go: RawFd,
     /// The parent's write end of `go`, closed at once in the child.
     pub(crate) go_parent: RawFd,
@@ -629,6 +631,9 @@ fn supervise(plan: &ChildPlan, channel: Channel) -> ! {
         0,
         errno_of(unsafe { libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) }),
     );
+    // The parent has moved init into the sandbox's cgroup (if any) before
+    // this second byte, so the program is born inside it.
+    wait_for_go(channel);
     // SAFETY: the program process only makes system calls before execve.
     let program = check(channel, Step::Fork, 0, unsafe {
         sys::clone_process(0, None)

@@ -1,9 +1,13 @@
 //! Starting a program in a sandbox and waiting for it, from Chock's side.
 //!
 //! One `clone` makes the user, PID, IPC, mount and network namespaces at once
-//! and hands back a pidfd; the child waits for one byte on a pipe (so a
-//! cgroup can be attached first), builds the sandbox (see `child`), and
-//! reports on a second pipe. Signals meant for the program (Ctrl-C, a
+//! and hands back a pidfd; the child waits for one byte on a pipe, builds
+//! the sandbox (see `child`) while Chock moves it into its cgroup, waits for
+//! a second byte (the cgroup holds it) before it starts the program, and
+//! reports on a second pipe. Moving a process into a cgroup waits for an RCU
+//! grace period (milliseconds on a busy machine, no CPU), so it overlaps
+//! the mount tree rather than delaying it; the program still never runs
+//! outside the cgroup. Signals meant for the program (Ctrl-C, a
 //! terminal hang-up, a cancel) go through the pidfd to init, which passes
 //! them on to the program's process group: a pid recycled after the sandbox
 //! ended can never receive one.
@@ -365,6 +369,12 @@ impl Sandbox {
         }
         // SAFETY: the kernel gave us this pidfd, and nothing else owns it.
         let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd) };
+        let go = |what| {
+            crate::sys::write_all(go_write.as_raw_fd(), b"g")
+                .map_err(|errno| SandboxError::Sys { what, errno })
+        };
+        // First byte: build the mount tree (the cgroup is joined meanwhile).
+        go("starting the sandbox")?;
         drop(go_read);
         drop(report_write);
         drop(walls.ruleset);
@@ -391,18 +401,32 @@ impl Sandbox {
             cgroup,
             program,
         };
+        // Init may already have ended, refusing to build the sandbox (a
+        // swapped mount source): then there is nothing to bound, the move
+        // finds no process and the second byte no reader, and `wait` reports
+        // init's own reason.
         if let Some(cgroup) = &running.cgroup {
-            cgroup.attach(pid).map_err(|e| {
-                SandboxError::host("moving the sandbox into", PathBuf::from("its cgroup"), e)
-            })?;
+            match cgroup.attach(pid) {
+                Err(e) if e.raw_os_error() != Some(libc::ESRCH) => {
+                    return Err(SandboxError::host(
+                        "moving the sandbox into",
+                        PathBuf::from("its cgroup"),
+                        e,
+                    ));
+                }
+                _ => {}
+            }
         }
-        crate::sys::write_all(running.go.as_ref().map_or(-1, AsRawFd::as_raw_fd), b"g").map_err(
-            |errno| SandboxError::Sys {
-                what: "starting the sandbox",
+        // Second byte: init is in the cgroup, so the program may start. A
+        // failure above drops `running`, and with it this pipe: init reads
+        // the hang-up and ends before any program ran.
+        match crate::sys::write_all(running.go.as_ref().map_or(-1, AsRawFd::as_raw_fd), b"g") {
+            Ok(()) | Err(Errno::EPIPE) => Ok(running),
+            Err(errno) => Err(SandboxError::Sys {
+                what: "starting the program",
                 errno,
-            },
-        )?;
-        Ok(running)
+            }),
+        }
     }
 }
 
