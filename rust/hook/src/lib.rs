@@ -9,7 +9,6 @@ pub mod naming;
 pub mod payload;
 pub mod project;
 pub mod run;
-pub mod shell;
 pub mod stop;
 pub mod sync;
 

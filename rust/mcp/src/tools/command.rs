@@ -84,13 +84,18 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
     .await
     .map_err(|e| format!("run_command stopped unexpectedly ({e}); this is a bug in chock mcp"))?;
     let named = named.map_err(|e| format!("run_command: {e}"))?;
-    let act = Act {
-        tool: exec::TOOL,
-        action: named.action.clone(),
-        subject: Some(named.program.clone()),
-        detail: vec![format!("command: {}", shown(&args.argv))],
-    };
-    call.gate(&act, Asking::Person).await?;
+    // Every act the command holds (`sh -c` read per segment, wrappers
+    // looked through, `git.*`) passes the gate, each logged: one refusal
+    // refuses the command.
+    for named_act in &named.acts {
+        let act = Act {
+            tool: exec::TOOL,
+            action: named_act.action.clone(),
+            subject: named_act.subject.clone(),
+            detail: vec![format!("command: {}", shown(&args.argv))],
+        };
+        call.gate(&act, Asking::Person).await?;
+    }
     // Named above by the dev shell alone; what provide_tool built is then
     // shown as well, so its programs run, under exec.nix.store.*.
     let mut toolchain = named.toolchain;

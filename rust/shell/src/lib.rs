@@ -1,8 +1,12 @@
-//! Reading a shell command the way the shell would run it.
+//! Reading a command the way the shell would run it, for every route that
+//! runs one: an agent's hook (a command line), `chock exec` and the tool
+//! server's `run_command` (an argument vector, which may well be
+//! `sh -c TEXT`). All three name programs through [`naming`], so a command
+//! is decided the same whichever way it comes.
 //!
-//! An agent's shell tool gets one string, and the most common complaint
-//! about today's agents is that `cd x && rm -rf ~` is approved as `cd`. This
-//! module parses the string with a real bash grammar (brush-parser) and lists
+//! The most common complaint about today's agents is that `cd x && rm -rf ~`
+//! is approved as `cd`. This crate parses the text with a real bash grammar
+//! (brush-parser) and lists
 //! every act it holds: each program of each segment of `;`, `&&`, `||` and
 //! `|`, of every subshell, group, loop and function body, of every command
 //! substitution and process substitution, the programs wrappers such as
@@ -16,10 +20,12 @@
 //! `LD_PRELOAD`, text that does not parse, nesting too deep to follow.
 
 mod git;
+pub mod naming;
 mod word;
 mod wrappers;
 
 use std::collections::HashSet;
+use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
 
 use brush_parser::ast;
@@ -73,24 +79,38 @@ const MAX_COMMAND_BYTES: usize = 256 * 1024;
 
 /// Lists every act of one shell command, in the order they appear.
 pub fn read(command: &str, start: &Start) -> Vec<Act> {
-    let mut reader = Reader {
-        acts: Vec::new(),
-        functions: HashSet::new(),
-        home: start
-            .home
-            .as_ref()
-            .and_then(|h| h.to_str())
-            .map(str::to_owned),
-        cdpath: start.cdpath,
-        found_arithmetic: false,
-        found_quoted_code: false,
-    };
+    let mut reader = Reader::new(start);
     let mut dir = Dir::Known(start.cwd.clone());
     reader.script(command, &mut dir, 0);
-    if reader.found_arithmetic && reader.found_quoted_code {
-        reader.unparsed("quoted text that looks like a command may be evaluated as arithmetic");
+    reader.finish()
+}
+
+/// Lists every act of one program run with this argument vector (as
+/// `execve` gets it: no shell reads the words, so each is exactly what it
+/// says). A shell among them (`sh -c TEXT`), a wrapper (`sudo`, `env`,
+/// `timeout`) and git are read as in a command line.
+pub fn read_argv(argv: &[OsString], start: &Start) -> Vec<Act> {
+    let mut reader = Reader::new(start);
+    let values: Vec<Value> = argv
+        .iter()
+        .map(|word| match word.to_str() {
+            Some(text) => Value {
+                text: text.to_owned(),
+                certain: true,
+            },
+            // Not UTF-8: not a word Chock can read.
+            None => Value {
+                text: String::new(),
+                certain: false,
+            },
+        })
+        .collect();
+    let mut dir = Dir::Known(start.cwd.clone());
+    match values.split_first() {
+        Some((program, args)) => reader.run(program, args, &mut dir, 0, None),
+        None => reader.unparsed("the command has no program"),
     }
-    dedup(reader.acts)
+    reader.finish()
 }
 
 fn dedup(acts: Vec<Act>) -> Vec<Act> {
@@ -135,6 +155,29 @@ struct Reader {
 }
 
 impl Reader {
+    fn new(start: &Start) -> Reader {
+        Reader {
+            acts: Vec::new(),
+            functions: HashSet::new(),
+            home: start
+                .home
+                .as_ref()
+                .and_then(|h| h.to_str())
+                .map(str::to_owned),
+            cdpath: start.cdpath,
+            found_arithmetic: false,
+            found_quoted_code: false,
+        }
+    }
+
+    /// The acts read, once the whole command has been.
+    fn finish(mut self) -> Vec<Act> {
+        if self.found_arithmetic && self.found_quoted_code {
+            self.unparsed("quoted text that looks like a command may be evaluated as arithmetic");
+        }
+        dedup(self.acts)
+    }
+
     fn unparsed(&mut self, why: impl Into<String>) {
         self.acts.push(Act::Unparsed(why.into()));
     }

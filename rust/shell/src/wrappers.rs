@@ -7,7 +7,7 @@
 //! as the program would be that value instead; such a command is reported as
 //! unreadable rather than guessed at.
 
-use super::word::Value;
+use crate::word::Value;
 
 /// What a wrapper hands control to.
 #[derive(Debug, PartialEq, Eq)]

@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use chock_hook::shell::{self, Act, Start};
+use chock_shell::{self as shell, Act, Start};
 
 /// Reads `bytes` as a shell command line.
 pub fn read_shell(bytes: &[u8]) {

@@ -52,7 +52,7 @@ pub struct Expansion<'a> {
 
 /// Reads one raw word as the parser gave it.
 pub fn read(raw: &str, expansion: Expansion<'_>, found: &mut Found) -> Value {
-    let options = super::parser_options();
+    let options = crate::parser_options();
     // Third-party code reading untrusted text: a panic is a word not read.
     let parsed = std::panic::catch_unwind(|| brush_parser::word::parse(raw, &options).ok());
     match parsed.ok().flatten() {
@@ -76,7 +76,7 @@ pub fn read(raw: &str, expansion: Expansion<'_>, found: &mut Found) -> Value {
 /// Reads the body of a here-document that undergoes expansion, collecting its
 /// command substitutions.
 pub fn read_heredoc(body: &str, found: &mut Found) {
-    let options = super::parser_options();
+    let options = crate::parser_options();
     let parsed =
         std::panic::catch_unwind(|| brush_parser::word::parse_heredoc(body, &options).ok());
     match parsed.ok().flatten() {

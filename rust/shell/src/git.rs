@@ -6,7 +6,7 @@
 //! Like the shim this is a guard against mistakes, not a boundary: a program
 //! can always change a repository some other way.
 
-use super::word::Value;
+use crate::word::Value;
 
 /// Subcommands that never change the repository, the work tree or a remote.
 const READ_ONLY: &[&str] = &[
