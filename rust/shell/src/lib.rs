@@ -19,6 +19,7 @@
 //! command hidden in a parameter expansion, a change to `PATH` or
 //! `LD_PRELOAD`, text that does not parse, nesting too deep to follow.
 
+mod bounds;
 mod git;
 pub mod naming;
 mod word;
@@ -76,6 +77,11 @@ const MAX_DEPTH: u32 = 16;
 
 /// Commands longer than this are not parsed at all.
 const MAX_COMMAND_BYTES: usize = 256 * 1024;
+
+/// The most text handed to the parser while reading one command, counting
+/// each time a substitution's or a `sh -c` script's text is parsed again:
+/// with the nesting bounds this keeps a reading linear in the command.
+const MAX_PARSED_BYTES: usize = 4 * MAX_COMMAND_BYTES;
 
 /// Lists every act of one shell command, in the order they appear.
 pub fn read(command: &str, start: &Start) -> Vec<Act> {
@@ -146,8 +152,20 @@ fn parse(text: &str) -> Option<ast::Program> {
 
 struct Reader {
     acts: Vec<Act>,
-    /// Functions the command defines: calling one runs its body, already read.
+    /// Functions the shell certainly has at this point of the command:
+    /// calling one runs its body, already read where it was defined.
     functions: HashSet<String>,
+    /// Above zero inside a part that may not run (the right of `&&`/`||`,
+    /// a branch, a loop body, a function body): a function defined there
+    /// may not exist, so it shadows nothing.
+    maybe: u32,
+    /// Inside a loop body's second reading: loops within are read once.
+    repeating: bool,
+    /// Text handed to the parser so far (see [`MAX_PARSED_BYTES`]).
+    parsed_bytes: usize,
+    /// The texts of the scripts being read, innermost last (for what the
+    /// parser gives only as a position).
+    texts: Vec<String>,
     home: Option<String>,
     cdpath: bool,
     found_arithmetic: bool,
@@ -159,6 +177,10 @@ impl Reader {
         Reader {
             acts: Vec::new(),
             functions: HashSet::new(),
+            maybe: 0,
+            repeating: false,
+            parsed_bytes: 0,
+            texts: Vec::new(),
             home: start
                 .home
                 .as_ref()
@@ -192,19 +214,58 @@ impl Reader {
             self.unparsed("the command is longer than Chock reads");
             return;
         }
+        self.parsed_bytes = self.parsed_bytes.saturating_add(text.len());
+        if self.parsed_bytes > MAX_PARSED_BYTES {
+            self.unparsed("the command holds more nested text than Chock reads");
+            return;
+        }
+        if let Err(why) = bounds::check(text) {
+            self.unparsed(why);
+            return;
+        }
         let Some(program) = parse(text) else {
             self.unparsed("the command does not parse as bash");
             return;
         };
+        self.texts.push(text.to_owned());
         for list in &program.complete_commands {
             self.list(list, dir, depth);
         }
+        self.texts.pop();
     }
 
-    /// Reads script text that runs in a subshell: its `cd`s stay inside.
+    /// Runs `read` in a subshell of the current shell: the functions it
+    /// defines or unsets stay inside.
+    fn subshell<R>(&mut self, read: impl FnOnce(&mut Self) -> R) -> R {
+        let functions = self.functions.clone();
+        let out = read(self);
+        self.functions = functions;
+        out
+    }
+
+    /// Runs `read` on a part that may not run: the functions it defines
+    /// may not exist after it (what it unsets is gone either way).
+    fn maybe<R>(&mut self, read: impl FnOnce(&mut Self) -> R) -> R {
+        self.maybe += 1;
+        let out = read(self);
+        self.maybe -= 1;
+        out
+    }
+
+    /// Reads script text that runs in a subshell of this shell (a command
+    /// substitution): its `cd`s and functions stay inside.
     fn subshell_script(&mut self, text: &str, dir: &Dir, depth: u32) {
         let mut inner = dir.clone();
-        self.script(text, &mut inner, depth + 1);
+        self.subshell(|reader| reader.script(text, &mut inner, depth + 1));
+    }
+
+    /// Reads script text a new shell process runs (`sh -c TEXT`): it has
+    /// none of this shell's functions.
+    fn process_script(&mut self, text: &str, dir: &Dir, depth: u32) {
+        self.subshell(|reader| {
+            reader.functions.clear();
+            reader.subshell_script(text, dir, depth);
+        });
     }
 
     fn list(&mut self, list: &ast::CompoundList, dir: &mut Dir, depth: u32) {
@@ -212,7 +273,7 @@ impl Reader {
             if matches!(separator, ast::SeparatorOperator::Async) {
                 // A background job runs in a subshell.
                 let mut inner = dir.clone();
-                self.and_or(and_or, &mut inner, depth);
+                self.subshell(|reader| reader.and_or(and_or, &mut inner, depth));
             } else {
                 self.and_or(and_or, dir, depth);
             }
@@ -226,7 +287,7 @@ impl Reader {
             // After `a || b` or `a && b`, whether b ran is known only at run
             // time: a `cd` inside b leaves the directory uncertain.
             let before = dir.clone();
-            self.pipeline(pipeline, dir, depth);
+            self.maybe(|reader| reader.pipeline(pipeline, dir, depth));
             if *dir != before {
                 *dir = Dir::Unknown;
             }
@@ -243,7 +304,7 @@ impl Reader {
         // Every part of a pipeline runs in its own subshell.
         for command in &pipeline.seq {
             let mut inner = dir.clone();
-            self.command(command, &mut inner, depth);
+            self.subshell(|reader| reader.command(command, &mut inner, depth));
         }
     }
 
@@ -259,15 +320,20 @@ impl Reader {
                 }
             }
             ast::Command::Function(function) => {
-                // The body is read where it is defined; calls add nothing new.
-                self.functions.insert(function.fname.value.clone());
+                // The body is read where it is defined (it may never run);
+                // calls add nothing new, where the function surely exists.
                 let ast::FunctionBody(body, redirects) = &function.body;
                 let mut inner = dir.clone();
-                self.compound(body, &mut inner, depth);
-                if let Some(redirects) = redirects {
-                    for redirect in &redirects.0 {
-                        self.redirect(redirect, &inner, depth);
+                self.maybe(|reader| {
+                    reader.compound(body, &mut inner, depth);
+                    if let Some(redirects) = redirects {
+                        for redirect in &redirects.0 {
+                            reader.redirect(redirect, &inner, depth);
+                        }
                     }
+                });
+                if self.maybe == 0 {
+                    self.functions.insert(function.fname.value.clone());
                 }
             }
             ast::Command::ExtendedTest(test, redirects) => {
@@ -284,10 +350,7 @@ impl Reader {
 
     fn compound(&mut self, compound: &ast::CompoundCommand, dir: &mut Dir, depth: u32) {
         match compound {
-            ast::CompoundCommand::Arithmetic(arith) => {
-                self.found_arithmetic = true;
-                self.word(&arith.expr.value, dir, depth);
-            }
+            ast::CompoundCommand::Arithmetic(arith) => self.arithmetic(arith, dir, depth),
             ast::CompoundCommand::ArithmeticForClause(clause) => {
                 self.found_arithmetic = true;
                 for expr in [&clause.initializer, &clause.condition, &clause.updater]
@@ -301,7 +364,7 @@ impl Reader {
             ast::CompoundCommand::BraceGroup(group) => self.list(&group.list, dir, depth),
             ast::CompoundCommand::Subshell(subshell) => {
                 let mut inner = dir.clone();
-                self.list(&subshell.list, &mut inner, depth);
+                self.subshell(|reader| reader.list(&subshell.list, &mut inner, depth));
             }
             ast::CompoundCommand::ForClause(clause) => {
                 for value in clause.values.iter().flatten() {
@@ -318,7 +381,7 @@ impl Reader {
                     }
                     if let Some(body) = &item.cmd {
                         let mut inner = before.clone();
-                        self.list(body, &mut inner, depth);
+                        self.maybe(|reader| reader.list(body, &mut inner, depth));
                         if inner != before {
                             *dir = Dir::Unknown;
                         }
@@ -332,7 +395,7 @@ impl Reader {
                 for other in clause.elses.iter().flatten() {
                     if let Some(condition) = &other.condition {
                         let mut inner = before.clone();
-                        self.list(condition, &mut inner, depth);
+                        self.maybe(|reader| reader.list(condition, &mut inner, depth));
                         if inner != before {
                             *dir = Dir::Unknown;
                         }
@@ -341,7 +404,7 @@ impl Reader {
                 }
                 for branch in branches {
                     let mut inner = before.clone();
-                    self.list(branch, &mut inner, depth);
+                    self.maybe(|reader| reader.list(branch, &mut inner, depth));
                     if inner != before {
                         *dir = Dir::Unknown;
                     }
@@ -355,7 +418,7 @@ impl Reader {
             }
             ast::CompoundCommand::Coprocess(coprocess) => {
                 let mut inner = dir.clone();
-                self.command(&coprocess.body, &mut inner, depth);
+                self.subshell(|reader| reader.command(&coprocess.body, &mut inner, depth));
             }
         }
     }
@@ -365,12 +428,56 @@ impl Reader {
     fn loop_body(&mut self, list: &ast::CompoundList, dir: &mut Dir, depth: u32) {
         let before = dir.clone();
         let mut inner = dir.clone();
-        self.list(list, &mut inner, depth);
+        self.maybe(|reader| reader.list(list, &mut inner, depth));
         if inner != before {
             *dir = Dir::Unknown;
-            // A second pass starts where the first ended.
-            let mut again = Dir::Unknown;
-            self.list(list, &mut again, depth);
+            if !self.repeating {
+                // A second pass starts where the first ended (the directory
+                // unknown); loops inside it are read once, which keeps the
+                // reading of nested loops linear, not doubled per level.
+                self.repeating = true;
+                let mut again = Dir::Unknown;
+                self.maybe(|reader| reader.list(list, &mut again, depth));
+                self.repeating = false;
+            }
+        }
+    }
+
+    /// `(( expr ))`. The parser also reads `( ( cmd ) )`, nested subshells,
+    /// as arithmetic; bash reads arithmetic only where `((` and `))` are
+    /// written together, so anything else is read again as a subshell.
+    fn arithmetic(&mut self, arith: &ast::ArithmeticCommand, dir: &Dir, depth: u32) {
+        self.found_arithmetic = true;
+        self.word(&arith.expr.value, dir, depth);
+        let Some(text) = self.texts.last() else {
+            self.unparsed("Chock lost its place in the command");
+            return;
+        };
+        let (start, end) = (arith.loc.start.index, arith.loc.end.index);
+        let written: Option<String> = (start < end)
+            .then(|| text.chars().skip(start).take(end - start).collect())
+            .filter(|w: &String| w.chars().count() == end - start);
+        let Some(written) = written else {
+            self.unparsed("Chock lost its place in the command");
+            return;
+        };
+        if written.starts_with("((") && written.ends_with("))") {
+            if !looks_like_arithmetic(&arith.expr.value) {
+                // Bash refuses it, but a reading that names nothing where
+                // words stand must not pass for one that found nothing.
+                self.unparsed("`(( ))` holds words that are not arithmetic");
+            }
+            return;
+        }
+        let inner = written
+            .strip_prefix('(')
+            .and_then(|w| w.strip_suffix(')'))
+            .map(str::to_owned);
+        match inner {
+            Some(inner) => {
+                self.subshell_script(&inner, dir, depth);
+            }
+            None => self.unparsed("Chock lost its place in the command"),
         }
     }
 
@@ -500,7 +607,7 @@ impl Reader {
             }
             ast::CommandPrefixOrSuffixItem::ProcessSubstitution(_, subshell) => {
                 let mut inner = dir.clone();
-                self.list(&subshell.list, &mut inner, depth);
+                self.subshell(|reader| reader.list(&subshell.list, &mut inner, depth));
                 argv.push(Value {
                     text: String::new(),
                     certain: false,
@@ -529,7 +636,7 @@ impl Reader {
                     ast::IoFileRedirectTarget::Fd(_) => {}
                     ast::IoFileRedirectTarget::ProcessSubstitution(_, subshell) => {
                         let mut inner = dir.clone();
-                        self.list(&subshell.list, &mut inner, depth);
+                        self.subshell(|reader| reader.list(&subshell.list, &mut inner, depth));
                     }
                     ast::IoFileRedirectTarget::Duplicate(w) => {
                         let value = self.word(&w.value, dir, depth);
@@ -628,6 +735,14 @@ impl Reader {
                 }
                 return;
             }
+            "unset" => {
+                self.acts.push(Act::Run {
+                    program: name.to_owned(),
+                    dir: dir.clone(),
+                });
+                self.unset(args);
+                return;
+            }
             "declare" | "typeset" | "local" | "export" | "readonly" => {
                 self.declaration(name, args, dir);
                 return;
@@ -679,19 +794,43 @@ impl Reader {
                     None => dir.clone(),
                 };
                 if let Some((program, args)) = argv.split_first() {
-                    self.run(program, args, &mut inner_dir, depth + 1, None);
+                    // A wrapper runs a program, never a function of this shell.
+                    self.subshell(|reader| {
+                        reader.functions.clear();
+                        reader.run(program, args, &mut inner_dir, depth + 1, None);
+                    });
                 }
             }
-            Inner::Script(text) => self.subshell_script(&text, dir, depth),
+            Inner::Script(text) => self.process_script(&text, dir, depth),
             Inner::ScriptFile(file) => self.script_file(file, dir),
             Inner::StdinScript => match stdin {
-                Some(StdinText::Literal(text)) => self.subshell_script(text, dir, depth),
+                Some(StdinText::Literal(text)) => self.process_script(text, dir, depth),
                 Some(StdinText::Expanded) => {
                     self.unparsed("a shell reads a script built at run time from its input");
                 }
                 None => self.unparsed("a shell reads its script from its input"),
             },
             Inner::Unreadable(why) => self.unparsed(why),
+        }
+    }
+
+    /// `unset -f NAME` removes a function; plain `unset NAME` does when no
+    /// variable has that name, which Chock cannot know: either way the name
+    /// no longer surely calls a function. `unset -v` removes only variables.
+    fn unset(&mut self, args: &[Value]) {
+        let mut variables_only = false;
+        for arg in args {
+            match arg.literal() {
+                Some(option) if option.starts_with('-') => {
+                    variables_only = option.contains('v') && !option.contains('f');
+                }
+                Some(name) if !variables_only => {
+                    self.functions.remove(name);
+                }
+                Some(_) => {}
+                // A name only known at run time could be any function.
+                None => self.functions.clear(),
+            }
         }
     }
 
@@ -759,6 +898,26 @@ impl Reader {
             _ => Dir::Unknown,
         }
     }
+}
+
+/// Whether an arithmetic expression could be one: no two words stand next
+/// to each other with only blanks between (`rm -f x` is not arithmetic).
+fn looks_like_arithmetic(expr: &str) -> bool {
+    let word = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '$' || c == '}';
+    let mut last_was_word = false;
+    let mut blank_since = false;
+    for c in expr.chars() {
+        if c.is_whitespace() {
+            blank_since = true;
+            continue;
+        }
+        if word(c) && last_was_word && blank_since {
+            return false;
+        }
+        last_was_word = word(c);
+        blank_since = false;
+    }
+    true
 }
 
 /// Whether a program name is git.

@@ -253,3 +253,141 @@ fn codex_s_login_shell_wrapper_is_read_through() {
         vec!["/bin/zsh", "ls", "wc"]
     );
 }
+
+/// Reads `command` on a thread with the small stack test threads get, and
+/// fails when it takes longer than a reading may (see `fuzz/check/shell.rs`).
+fn read_bounded(command: String) -> Vec<Act> {
+    std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(move || {
+            let started = std::time::Instant::now();
+            let found = acts(&command);
+            let took = started.elapsed();
+            assert!(
+                took < std::time::Duration::from_millis(500),
+                "{took:?} to read {} bytes",
+                command.len()
+            );
+            found
+        })
+        .expect("a thread")
+        .join()
+        .expect("the reading ends")
+}
+
+fn nested(shape: &str, levels: usize) -> String {
+    let mut text = "rm -f x".to_owned();
+    for _ in 0..levels {
+        text = shape.replace('X', &text);
+    }
+    text
+}
+
+#[test]
+fn nested_subshells_are_read_in_linear_time_or_unparsed() {
+    // 224 bytes of `((((...(rm;ls);ls)...` doubled the parser's time per level.
+    let long = nested("(X;ls)", 44);
+    assert!(long.len() >= 224);
+    let found = read_bounded(long);
+    assert!(
+        found.iter().any(|a| matches!(a, Act::Unparsed(_))),
+        "{found:?}"
+    );
+    // Within the bound, every level is read.
+    let found = read_bounded(nested("(X;ls)", 7));
+    assert!(found.contains(&Act::Run {
+        program: "rm".into(),
+        dir: Dir::Known("/work/project".into())
+    }));
+}
+
+#[test]
+fn thousands_of_nested_substitutions_are_unparsed_not_a_stack_overflow() {
+    for shape in [
+        "$(X)",
+        "`X`",
+        "{ X; }",
+        "if X; then :; fi",
+        "(X)",
+        "\"$(X)\"",
+    ] {
+        let found = read_bounded(nested(shape, 8000));
+        assert!(
+            found.iter().any(|a| matches!(a, Act::Unparsed(_))),
+            "{shape}: {found:?}"
+        );
+    }
+}
+
+#[test]
+fn nested_loops_that_cd_are_read_once_per_level_not_twice() {
+    let found = read_bounded(nested("while :; do cd a; X; done", 40));
+    assert!(found.contains(&Act::Run {
+        program: "rm".into(),
+        dir: Dir::Unknown
+    }));
+}
+
+#[test]
+fn nested_subshells_written_with_a_space_are_subshells_not_arithmetic() {
+    assert_eq!(programs("( ( rm -f x ) )"), vec!["rm"]);
+    assert_eq!(programs("( (rm -f x) )"), vec!["rm"]);
+    assert_eq!(programs("((rm -f x) )"), vec!["rm"]);
+    assert_eq!(programs("( ( ( cd /tmp && rm -f x ) ) )"), vec!["cd", "rm"]);
+    // Arithmetic written as arithmetic stays arithmetic.
+    assert!(acts("(( i++ ))").is_empty());
+    assert!(acts("(( a > b ? 1 : 2 ))").is_empty());
+    // Words that are not arithmetic are never read as nothing.
+    assert!(unparsed("((rm -f x))"));
+}
+
+#[test]
+fn the_test_command_is_a_program_not_a_glob() {
+    assert_eq!(programs("[ -f x ] && echo y"), vec!["[", "echo"]);
+    assert!(!unparsed("[ -f x ] && echo y"));
+    // A bracket pattern is still a glob.
+    assert!(unparsed("/bin/[r]m x"));
+}
+
+#[test]
+fn a_function_shadows_a_program_only_where_bash_would() {
+    // Defined for certain: the call runs the body, already read.
+    assert_eq!(programs("rm() { echo hi; }; rm x"), vec!["echo"]);
+    // Not from a branch that may not be taken.
+    assert_eq!(
+        programs("if false; then rm() { :; }; fi; rm x"),
+        vec!["false", ":", "rm"]
+    );
+    assert_eq!(
+        programs("false && rm() { :; }; rm x"),
+        vec!["false", ":", "rm"]
+    );
+    assert_eq!(
+        programs("for i in a; do rm() { :; }; done; rm x"),
+        vec![":", "rm"]
+    );
+    // Not from a subshell, a pipeline part or a background job.
+    assert_eq!(programs("(rm() { :; }); rm x"), vec![":", "rm"]);
+    assert_eq!(programs("rm() { :; } | cat; rm x"), vec![":", "cat", "rm"]);
+    assert_eq!(programs("rm() { :; } & rm x"), vec![":", "rm"]);
+    // Not after `unset -f` or a plain `unset`.
+    assert_eq!(
+        programs("rm() { :; }; unset -f rm; rm x"),
+        vec![":", "unset", "rm"]
+    );
+    assert_eq!(
+        programs("rm() { :; }; unset rm; rm x"),
+        vec![":", "unset", "rm"]
+    );
+    assert_eq!(
+        programs("rm() { :; }; unset -v rm; rm x"),
+        vec![":", "unset"]
+    );
+    // Not in a new shell, nor where a wrapper runs the program.
+    assert_eq!(programs("rm() { :; }; sh -c 'rm x'"), vec![":", "sh", "rm"]);
+    assert_eq!(
+        programs("rm() { :; }; command rm x"),
+        vec![":", "command", "rm"]
+    );
+    assert_eq!(programs("rm() { :; }; sudo rm x"), vec![":", "sudo", "rm"]);
+}

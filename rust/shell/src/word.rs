@@ -196,9 +196,13 @@ fn piece_value(
     }
 }
 
-/// The characters that make an unquoted word a pathname pattern.
+/// The characters that make an unquoted word a pathname pattern: `*`, `?`,
+/// and a `[` closed by a later `]` (a lone `[`, the test command, is not).
 fn has_glob(text: &str) -> bool {
-    text.contains(['*', '?', '['])
+    text.contains(['*', '?'])
+        || text
+            .find('[')
+            .is_some_and(|open| text[open + 1..].contains(']'))
 }
 
 /// `{a,b}` and `{1..3}`: bash turns one word into several.

@@ -1,12 +1,23 @@
 //! The check the `shell` fuzz target runs on each input, shared with the
 //! crate's `no_panic` test, which feeds it the corpus kept in the
 //! repository: a command line of any text is split into the programs it
-//! runs without a panic, and no program is named by an empty word (an
-//! empty name is unparsed, never a program).
+//! runs without a panic and within the time bound, and no program is named
+//! by an empty word (an empty name is unparsed, never a program).
 
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 use chock_shell::{self as shell, Act, Start};
+
+/// The longest one reading may take. Under the fuzzer (an optimised build)
+/// it is 50 ms; the corpus replayed by `cargo test` runs unoptimised on a
+/// shared machine, so there it is ten times that, which still catches any
+/// reading whose time grows faster than its text.
+const BOUND: Duration = if cfg!(fuzzing) {
+    Duration::from_millis(50)
+} else {
+    Duration::from_millis(500)
+};
 
 /// Reads `bytes` as a shell command line.
 pub fn read_shell(bytes: &[u8]) {
@@ -18,7 +29,15 @@ pub fn read_shell(bytes: &[u8]) {
         home: Some(PathBuf::from("/home/me")),
         cdpath: false,
     };
-    for act in shell::read(command, &start) {
+    let started = Instant::now();
+    let acts = shell::read(command, &start);
+    let took = started.elapsed();
+    assert!(
+        took < BOUND,
+        "reading {} bytes took {took:?}, over {BOUND:?}: {command:?}",
+        command.len()
+    );
+    for act in acts {
         if let Act::Run { program, .. } = act {
             assert!(!program.is_empty(), "an empty program name in {command:?}");
         }
