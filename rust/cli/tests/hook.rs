@@ -715,3 +715,64 @@ fn an_unknown_agent_is_named_in_the_error() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("`vim`"));
 }
+
+#[test]
+fn a_hook_that_cannot_finish_answers_deny_itself_before_the_agent_s_timeout() {
+    // A payload that never ends (the agent's pipe held open) stalls the
+    // hook; each agent still hears a deny in its own format, by the bound
+    // docs/hooks.md gives, well below every agent's default hook timeout.
+    let sandbox = Sandbox::new();
+    let started = std::time::Instant::now();
+    let mut children = Vec::new();
+    for (agent, fixture) in [
+        ("claude", "claude/bash-cd-rm.json"),
+        ("gemini", "gemini/run_shell_command.json"),
+        ("codex", "codex/bash.json"),
+        ("cursor", "cursor/preToolUse-shell.json"),
+    ] {
+        let payload = sandbox.payload(fixture);
+        let mut child = sandbox
+            .command(chock_bin())
+            .args(["hook", agent])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        stdin
+            .write_all(&payload.as_bytes()[..payload.len() / 2])
+            .unwrap();
+        children.push((agent, child, stdin));
+    }
+    for (agent, child, stdin) in children {
+        let out = child.wait_with_output().unwrap();
+        drop(stdin);
+        let took = started.elapsed();
+        assert!(
+            took < std::time::Duration::from_secs(11),
+            "{agent}: answered after {took:?}"
+        );
+        assert_eq!(out.status.code(), Some(0), "{agent}: {out:?}");
+        let value = json(&out);
+        let (decision, reason) = match agent {
+            "cursor" => (&value["permission"], &value["agent_message"]),
+            "gemini" => (&value["decision"], &value["reason"]),
+            _ => (
+                &value["hookSpecificOutput"]["permissionDecision"],
+                &value["hookSpecificOutput"]["permissionDecisionReason"],
+            ),
+        };
+        assert_eq!(decision, "deny", "{agent}: {value}");
+        assert!(
+            reason.as_str().unwrap().contains("within 9 s"),
+            "{agent}: {reason}"
+        );
+    }
+    let timed_out = sandbox
+        .log_lines()
+        .into_iter()
+        .filter(|l| l["action"] == "chock.hook.timeout" && l["decision"] == "deny")
+        .count();
+    assert_eq!(timed_out, 4, "one log line per refused call");
+}

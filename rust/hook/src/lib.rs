@@ -11,5 +11,6 @@ pub mod project;
 pub mod run;
 pub mod stop;
 pub mod sync;
+pub mod watchdog;
 
 pub use error::HookError;
