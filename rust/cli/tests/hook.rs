@@ -776,3 +776,35 @@ fn a_hook_that_cannot_finish_answers_deny_itself_before_the_agent_s_timeout() {
         .count();
     assert_eq!(timed_out, 4, "one log line per refused call");
 }
+
+#[test]
+fn a_payload_without_its_input_or_its_event_is_refused() {
+    let sandbox = Sandbox::new();
+    for (agent, fixture) in [
+        ("claude", "claude/bash-cd-rm.json"),
+        ("gemini", "gemini/run_shell_command.json"),
+        ("codex", "codex/bash.json"),
+        ("cursor", "cursor/preToolUse-shell.json"),
+    ] {
+        for key in ["tool_input", "hook_event_name"] {
+            let mut payload: Value = serde_json::from_str(&sandbox.payload(fixture)).unwrap();
+            payload.as_object_mut().unwrap().remove(key);
+            let out = sandbox.hook_with(agent, &payload.to_string());
+            let said = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            if agent == "cursor" {
+                assert_eq!(json(&out)["permission"], "deny", "{key}: {said}");
+            } else {
+                assert_eq!(out.status.code(), Some(2), "{agent} {key}: {said}");
+            }
+            assert!(said.contains(key), "{agent}: names what is missing: {said}");
+            assert!(
+                !said.contains("call."),
+                "{agent} {key}: never a rule to allow the tool: {said}"
+            );
+        }
+    }
+}
