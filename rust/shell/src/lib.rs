@@ -490,8 +490,15 @@ impl Reader {
             ast::ExtendedTestExpr::Not(a) | ast::ExtendedTestExpr::Parenthesized(a) => {
                 self.extended_test(a, dir, depth);
             }
-            ast::ExtendedTestExpr::UnaryTest(_, w) => {
-                self.word(&w.value, dir, depth);
+            ast::ExtendedTestExpr::UnaryTest(predicate, w) => {
+                let value = self.word(&w.value, dir, depth);
+                if matches!(
+                    predicate,
+                    ast::UnaryPredicate::ShellVariableIsSetAndAssigned
+                        | ast::UnaryPredicate::ShellVariableIsSetAndNameRef
+                ) {
+                    self.variable_name("[[ -v ]]", &value);
+                }
             }
             ast::ExtendedTestExpr::BinaryTest(_, a, b) => {
                 self.word(&a.value, dir, depth);
@@ -743,6 +750,15 @@ impl Reader {
                 self.unset(args);
                 return;
             }
+            "test" | "[" => self.test_variables(name, args),
+            "read" | "printf" | "mapfile" | "readarray" => {
+                self.acts.push(Act::Run {
+                    program: name.to_owned(),
+                    dir: dir.clone(),
+                });
+                self.variable_builtin(name, args, dir, depth);
+                return;
+            }
             "declare" | "typeset" | "local" | "export" | "readonly" => {
                 self.declaration(name, args, dir);
                 return;
@@ -814,6 +830,98 @@ impl Reader {
         }
     }
 
+    /// A variable a builtin sets or tests, by name: bash evaluates an array
+    /// subscript in it as arithmetic, which runs `$( )` in the text
+    /// (`read 'a[$(cmd)]'`), and a variable that decides which code runs
+    /// (`PATH`, `PS4` under `set -x`) changes what later commands do.
+    fn variable_name(&mut self, builtin: &str, name: &Value) {
+        match name.literal() {
+            None => self.unparsed(format!("{builtin} names a variable only known at run time")),
+            Some(text) if text.contains('[') => self.unparsed(format!(
+                "{builtin} names an array element, whose subscript bash runs as code"
+            )),
+            Some(text) if wrappers::is_code_variable(text) => self.unparsed(format!(
+                "{builtin} sets {text}, which changes which code runs"
+            )),
+            Some(_) => {}
+        }
+    }
+
+    /// `test -v NAME`, `[ -v NAME ]`, `-R NAME`.
+    fn test_variables(&mut self, builtin: &str, args: &[Value]) {
+        for pair in args.windows(2) {
+            if let [option, name] = pair
+                && matches!(option.literal(), Some("-v" | "-R"))
+            {
+                self.variable_name(builtin, name);
+            }
+        }
+    }
+
+    /// `read NAME...`, `printf -v NAME`, `mapfile [-C CALLBACK] NAME`: the
+    /// variables they set, and the callback mapfile runs as code.
+    fn variable_builtin(&mut self, builtin: &str, args: &[Value], dir: &Dir, depth: u32) {
+        // Each builtin's options that take a value; the value of a target
+        // option (`-v`, `-a`) is a variable name.
+        let (with_value, targets, operands_are_names): (&str, &str, bool) = match builtin {
+            "read" => ("adinNptu", "a", true),
+            "printf" => ("v", "v", false),
+            _ => ("CcdnOsu", "", true),
+        };
+        let mut i = 0;
+        while let Some(word) = args.get(i) {
+            let Some(text) = word.literal() else {
+                self.unparsed(format!("an option of {builtin} is only known at run time"));
+                return;
+            };
+            if text == "--" {
+                i += 1;
+                break;
+            }
+            if !(text.starts_with('-') && text.len() > 1) {
+                break;
+            }
+            let mut used = 1;
+            for (at, letter) in text[1..].char_indices() {
+                if !with_value.contains(letter) {
+                    continue;
+                }
+                let rest = &text[1 + at + letter.len_utf8()..];
+                let value = if rest.is_empty() {
+                    used = 2;
+                    args.get(i + 1).cloned()
+                } else {
+                    Some(Value {
+                        text: rest.to_owned(),
+                        certain: word.certain,
+                    })
+                };
+                let Some(value) = value else {
+                    break;
+                };
+                if targets.contains(letter) {
+                    self.variable_name(builtin, &value);
+                }
+                if builtin != "read" && builtin != "printf" && letter == 'C' {
+                    // mapfile's callback is evaluated as a command.
+                    match value.literal() {
+                        Some(callback) => self.subshell_script(callback, dir, depth),
+                        None => {
+                            self.unparsed("the callback mapfile runs is only known at run time")
+                        }
+                    }
+                }
+                break;
+            }
+            i += used;
+        }
+        if operands_are_names {
+            for name in args.get(i..).unwrap_or(&[]) {
+                self.variable_name(builtin, name);
+            }
+        }
+    }
+
     /// `unset -f NAME` removes a function; plain `unset NAME` does when no
     /// variable has that name, which Chock cannot know: either way the name
     /// no longer surely calls a function. `unset -v` removes only variables.
@@ -823,6 +931,11 @@ impl Reader {
             match arg.literal() {
                 Some(option) if option.starts_with('-') => {
                     variables_only = option.contains('v') && !option.contains('f');
+                }
+                Some(name) if name.contains('[') => {
+                    self.unparsed(
+                        "unset names an array element, whose subscript bash runs as code",
+                    );
                 }
                 Some(name) if !variables_only => {
                     self.functions.remove(name);
@@ -854,6 +967,11 @@ impl Reader {
         });
         for arg in args {
             let text = &arg.text;
+            if !text.starts_with('-') && text.split('=').next().is_some_and(|n| n.contains('[')) {
+                self.unparsed(format!(
+                    "{name} names an array element, whose subscript bash runs as code"
+                ));
+            }
             if let Some(var) = wrappers::assignment_name(text)
                 && wrappers::is_code_variable(var)
             {

@@ -391,3 +391,42 @@ fn a_function_shadows_a_program_only_where_bash_would() {
     );
     assert_eq!(programs("rm() { :; }; sudo rm x"), vec![":", "sudo", "rm"]);
 }
+
+#[test]
+fn text_bash_runs_as_code_outside_substitutions_is_unparsed_or_read() {
+    for command in [
+        "PS4='$(rm -rf ~)'; set -x; ls",
+        "export PS4='`id`'; set -x; true",
+        "PS4='+$(id)' bash -x build.sh",
+        "test -v 'a[$(rm -rf ~)]'",
+        "[ -v 'a[$(id)]' ]",
+        "[[ -v a[$(id)] ]]",
+        "[[ -v 'a[$(id)]' ]]",
+        "printf -v 'a[$(id)]' %s x",
+        "printf -va[\\$\\(id\\)] %s x",
+        "read 'a[$(id)]' <<< 1",
+        "read -a 'a[$(id)]' <<< 1",
+        "read PS4 < payload; set -x; ls",
+        "mapfile -t 'a[$(id)]' < /dev/null",
+        "mapfile -C \"$CB\" -c 1 lines < f",
+        "unset 'a[$(id)]'",
+        "declare 'a[$(id)]=1'",
+        "printf -v PATH %s /tmp/evil",
+    ] {
+        assert!(unparsed(command), "{command}: {:?}", acts(command));
+    }
+    // mapfile's callback is a command: it is read.
+    assert_eq!(
+        programs("mapfile -C 'rm -rf x' -c 1 lines < f"),
+        vec!["mapfile", "rm"]
+    );
+    // Plain names are only names.
+    for command in [
+        "read -r line <<< x",
+        "printf -v out '%s' x",
+        "test -v HOME",
+        "mapfile -t lines < f",
+    ] {
+        assert!(!unparsed(command), "{command}: {:?}", acts(command));
+    }
+}

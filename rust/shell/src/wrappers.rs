@@ -45,6 +45,12 @@ const CODE_VARIABLES: &[&str] = &[
     "PROMPT_COMMAND",
     "SHELLOPTS",
     "BASHOPTS",
+    // Prompts are expanded, `$( )` and all, when shown: PS4 before each
+    // command under `set -x`, PS0 to PS2 in an interactive shell.
+    "PS0",
+    "PS1",
+    "PS2",
+    "PS4",
 ];
 
 /// Whether assigning this variable changes which code runs.
