@@ -65,21 +65,6 @@ const GLOBAL_FLAGS: &[&str] = &[
     "--no-advice",
 ];
 
-/// Configuration keys that make git run a program of their choosing.
-const CODE_CONFIG: &[&str] = &[
-    "alias.",
-    "core.sshcommand",
-    "core.pager",
-    "core.editor",
-    "core.hookspath",
-    "core.fsmonitor",
-    "diff.external",
-    "credential.helper",
-    "sequence.editor",
-    "gpg.program",
-    "uploadpack.packobjectshook",
-];
-
 /// What one `git` invocation is asked as.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Git {
@@ -87,16 +72,40 @@ pub enum Git {
     ReadOnly,
     /// Asked under `git.` and this subcommand (`push`, `branch.delete`, `unknown`).
     Action(String),
-    /// Git is told to run a program Chock cannot see (an alias, `core.sshCommand`).
+    /// Git is told to run a program Chock cannot see (`core.hooksPath`,
+    /// `--config-env`), or one built at run time.
     RunsHiddenCode(String),
+    /// Git is told to run this shell command (`-c core.pager=less`,
+    /// `git config alias.x '!rm -rf ~'`): read as a script.
+    RunsCommand(String),
+    /// `git config` writes a file outside the repository: `~/.gitconfig`
+    /// (`--global`), `/etc/gitconfig` (`--system`), `--file FILE`.
+    WritesConfig(ConfigFile),
 }
 
-/// Sorts the words after `git`.
-pub fn classify(args: &[Value]) -> Git {
+/// A configuration file `git config` writes other than the repository's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigFile {
+    /// `--global`: the person's own, in their home directory.
+    Global,
+    /// `--system`: `/etc/gitconfig`.
+    System,
+    /// `--file FILE` (`-f`), as written.
+    File(Value),
+}
+
+/// Sorts the words after `git`: every act they hold, none for a read.
+pub fn classify(args: &[Value]) -> Vec<Git> {
+    let mut acts = Vec::new();
     let mut i = 0;
     while let Some(word) = args.get(i) {
         let Some(text) = word.literal() else {
-            return unknown();
+            // An option built at run time could be `-c core.pager=...`.
+            acts.push(unknown());
+            acts.push(Git::RunsHiddenCode(
+                "a git option only known at run time may name a program".to_owned(),
+            ));
+            return acts;
         };
         if !text.starts_with('-') {
             break;
@@ -104,41 +113,54 @@ pub fn classify(args: &[Value]) -> Git {
         if let Some((option, value)) = text.split_once('=')
             && GLOBAL_WITH_VALUE.contains(&option)
         {
-            if option == "-c" && runs_code(value) {
-                return hidden(value);
+            if option == "-c" {
+                acts.extend(setting(value));
             }
             i += 1;
             continue;
         }
         if GLOBAL_WITH_VALUE.contains(&text) {
             let Some(value) = args.get(i + 1).and_then(Value::literal) else {
-                return unknown();
+                acts.push(unknown());
+                if text == "-c" {
+                    acts.push(Git::RunsHiddenCode(
+                        "git -c sets a value only known at run time".to_owned(),
+                    ));
+                }
+                return acts;
             };
-            if text == "-c" && runs_code(value) {
-                return hidden(value);
+            if text == "-c" {
+                acts.extend(setting(value));
             }
             i += 2;
             continue;
         }
         if text.starts_with("--config-env") || text.starts_with("--exec-path") {
-            return hidden(text);
+            acts.push(hidden(text));
+            return acts;
         }
         if GLOBAL_FLAGS.contains(&text) {
             i += 1;
             continue;
         }
-        return unknown();
+        acts.push(unknown());
+        return acts;
     }
-    let Some(subcommand) = args.get(i).and_then(Value::literal) else {
+    match args.get(i).map(Value::literal) {
         // `git` alone, or `git --version`, prints and changes nothing.
-        return if args.get(i).is_none() {
-            Git::ReadOnly
-        } else {
-            unknown()
-        };
-    };
-    let rest = args.get(i + 1..).unwrap_or(&[]);
-    sort_subcommand(subcommand, rest)
+        None => {}
+        Some(None) => acts.push(unknown()),
+        Some(Some(subcommand)) => {
+            let rest = args.get(i + 1..).unwrap_or(&[]);
+            if subcommand == "config" {
+                acts.extend(config(rest));
+            } else {
+                acts.push(sort_subcommand(subcommand, rest));
+            }
+        }
+    }
+    acts.retain(|act| *act != Git::ReadOnly);
+    acts
 }
 
 fn unknown() -> Git {
@@ -149,15 +171,181 @@ fn hidden(setting: &str) -> Git {
     Git::RunsHiddenCode(format!("git is told to run a program through `{setting}`"))
 }
 
-fn runs_code(setting: &str) -> bool {
-    let key = setting
-        .split('=')
-        .next()
-        .unwrap_or(setting)
-        .to_ascii_lowercase();
-    CODE_CONFIG
-        .iter()
-        .any(|code| key == *code || (code.ends_with('.') && key.starts_with(code)))
+/// How git uses a configuration key's value.
+enum KeyKind {
+    /// A shell command git runs (`core.pager`, `alias.x` starting with `!`).
+    Command,
+    /// Names code Chock cannot see from here (a hooks folder, an included
+    /// file that may set any of these).
+    Hidden,
+    /// Data.
+    Data,
+}
+
+/// What git does with `key` (any case) set to `value`.
+fn key_kind(key: &str, value: &str) -> KeyKind {
+    let key = key.to_ascii_lowercase();
+    let (section, rest) = key.split_once('.').unwrap_or((key.as_str(), ""));
+    let name = rest.rsplit('.').next().unwrap_or(rest);
+    let commands = match section {
+        "core" => matches!(
+            name,
+            "pager" | "editor" | "sshcommand" | "askpass" | "gitproxy" | "alternaterefscommand"
+        ),
+        "sequence" => name == "editor",
+        "diff" => matches!(name, "external" | "textconv" | "command"),
+        "merge" | "mergetool" | "difftool" => matches!(name, "driver" | "cmd"),
+        "filter" => matches!(name, "clean" | "smudge" | "process"),
+        "gpg" => name == "program",
+        "credential" => name == "helper",
+        "uploadpack" => name == "packobjectshook",
+        "pager" | "man" | "browser" => true,
+        "web" => name == "browser",
+        "interactive" => name == "difffilter",
+        "remote" => matches!(name, "uploadpack" | "receivepack" | "proxy"),
+        "hook" => name == "command",
+        "alias" => value.starts_with('!'),
+        _ => false,
+    };
+    let fsmonitor = section == "core" && name == "fsmonitor";
+    if fsmonitor {
+        // A boolean asks for git's own daemon; anything else is a command.
+        let boolean = matches!(
+            value.to_ascii_lowercase().as_str(),
+            "true" | "false" | "yes" | "no" | "on" | "off" | "1" | "0" | ""
+        );
+        return if boolean {
+            KeyKind::Data
+        } else {
+            KeyKind::Command
+        };
+    }
+    if commands {
+        return KeyKind::Command;
+    }
+    if (section == "core" && name == "hookspath") || section == "include" || section == "includeif"
+    {
+        return KeyKind::Hidden;
+    }
+    KeyKind::Data
+}
+
+/// The command a value names, as a shell would read it: `!` marks a shell
+/// command in aliases and credential helpers; a helper without it is
+/// `git credential-NAME`.
+fn command_of(key: &str, value: &str) -> String {
+    let key = key.to_ascii_lowercase();
+    if let Some(command) = value.strip_prefix('!') {
+        return command.to_owned();
+    }
+    if key.starts_with("credential.") && !value.starts_with('/') && !value.is_empty() {
+        return format!("git credential-{value}");
+    }
+    value.to_owned()
+}
+
+/// The acts of setting `key` to `value`.
+fn set(key: &str, value: Option<&Value>) -> Option<Git> {
+    let Some(value) = value else {
+        // No value: read, or unset.
+        return None;
+    };
+    let Some(text) = value.literal() else {
+        return match key_kind(key, "$") {
+            KeyKind::Data => None,
+            _ => Some(Git::RunsHiddenCode(format!(
+                "git is told to run a command built at run time through `{key}`"
+            ))),
+        };
+    };
+    match key_kind(key, text) {
+        KeyKind::Data => None,
+        KeyKind::Hidden => Some(hidden(key)),
+        KeyKind::Command => Some(Git::RunsCommand(command_of(key, text))),
+    }
+}
+
+/// `-c KEY=VALUE`.
+fn setting(text: &str) -> Option<Git> {
+    let (key, value) = text.split_once('=').unwrap_or((text, "true"));
+    set(
+        key,
+        Some(&Value {
+            text: value.to_owned(),
+            certain: true,
+        }),
+    )
+}
+
+/// `git config ...`: whether it writes, which file, and what a key that
+/// names a program would run.
+fn config(rest: &[Value]) -> Vec<Git> {
+    let mut acts = Vec::new();
+    let mut file = None;
+    let mut positional: Vec<&Value> = Vec::new();
+    let mut reads = false;
+    let mut writes = false;
+    let mut i = 0;
+    while let Some(word) = rest.get(i) {
+        match word.literal() {
+            Some("--global") => file = Some(ConfigFile::Global),
+            Some("--system") => file = Some(ConfigFile::System),
+            Some("-f" | "--file") => {
+                file = rest.get(i + 1).cloned().map(ConfigFile::File);
+                i += 1;
+            }
+            Some("--blob" | "--type" | "--default" | "--comment" | "--value") => i += 1,
+            Some(
+                "--get" | "--get-all" | "--get-regexp" | "--get-urlmatch" | "-l" | "--list"
+                | "--show-origin" | "--show-scope" | "--name-only" | "--get-color"
+                | "--get-colorbool",
+            ) => reads = true,
+            Some(
+                "--unset" | "--unset-all" | "--add" | "--replace-all" | "--rename-section"
+                | "--remove-section" | "-e" | "--edit",
+            ) => writes = true,
+            Some(a) if a.starts_with("--file=") => {
+                file = Some(ConfigFile::File(Value {
+                    text: a["--file=".len()..].to_owned(),
+                    certain: true,
+                }));
+            }
+            Some(a) if a.starts_with('-') => {}
+            // A word only known at run time could be anything: a key, a value.
+            _ => positional.push(word),
+        }
+        i += 1;
+    }
+    // The subcommand spelling: `git config set KEY VALUE`, `get`, `list`.
+    match positional.first().and_then(|v| v.literal()) {
+        Some("get" | "list") => {
+            reads = true;
+            positional.remove(0);
+        }
+        Some("set" | "unset" | "edit" | "rename-section" | "remove-section") => {
+            writes = true;
+            positional.remove(0);
+        }
+        _ => {}
+    }
+    if positional.len() >= 2 {
+        writes = true;
+    }
+    if !writes || (reads && positional.len() < 2) {
+        return acts;
+    }
+    acts.push(action("config"));
+    match positional.first().map(|v| v.literal()) {
+        Some(Some(key)) => acts.extend(set(key, positional.get(1).copied())),
+        Some(None) => acts.push(Git::RunsHiddenCode(
+            "git config sets a key only known at run time".to_owned(),
+        )),
+        None => {}
+    }
+    if let Some(file) = file {
+        acts.push(Git::WritesConfig(file));
+    }
+    acts
 }
 
 fn action(name: &str) -> Git {
@@ -175,7 +363,7 @@ fn sort_subcommand(subcommand: &str, rest: &[Value]) -> Git {
     let Some(args) = literal_args(rest) else {
         // The arguments decide between reading and changing for some of these.
         return match subcommand {
-            "branch" | "tag" | "stash" | "remote" | "config" | "worktree" | "notes" | "reflog"
+            "branch" | "tag" | "stash" | "remote" | "worktree" | "notes" | "reflog"
             | "submodule" => action(subcommand),
             _ => named(subcommand),
         };
@@ -226,45 +414,6 @@ fn sort_subcommand(subcommand: &str, rest: &[Value]) -> Git {
             None | Some("-v" | "--verbose" | "show" | "get-url") => Git::ReadOnly,
             _ => action("remote"),
         },
-        "config" => {
-            let reads = args.iter().any(|a| {
-                matches!(
-                    *a,
-                    "--get"
-                        | "--get-all"
-                        | "--get-regexp"
-                        | "-l"
-                        | "--list"
-                        | "get"
-                        | "list"
-                        | "--show-origin"
-                        | "--show-scope"
-                )
-            });
-            let writes = args.iter().any(|a| {
-                matches!(
-                    *a,
-                    "--unset"
-                        | "--unset-all"
-                        | "--add"
-                        | "--replace-all"
-                        | "set"
-                        | "unset"
-                        | "--rename-section"
-                        | "--remove-section"
-                        | "-e"
-                        | "--edit"
-                )
-            });
-            let plain_values = args.iter().filter(|a| !a.starts_with('-')).count();
-            if writes {
-                action("config")
-            } else if reads || plain_values <= 1 {
-                Git::ReadOnly
-            } else {
-                action("config")
-            }
-        }
         "worktree" => match first {
             Some("list") => Git::ReadOnly,
             _ => action("worktree"),
@@ -314,7 +463,7 @@ fn named(subcommand: &str) -> Git {
 mod tests {
     use super::*;
 
-    fn git(line: &str) -> Git {
+    fn all(line: &str) -> Vec<Git> {
         let words: Vec<Value> = line
             .split_whitespace()
             .map(|w| Value {
@@ -323,6 +472,10 @@ mod tests {
             })
             .collect();
         classify(&words)
+    }
+
+    fn git(line: &str) -> Git {
+        all(line).into_iter().next().unwrap_or(Git::ReadOnly)
     }
 
     fn asked(line: &str) -> Option<String> {
@@ -364,12 +517,55 @@ mod tests {
     }
 
     #[test]
-    fn configuration_that_runs_code_is_noticed() {
-        assert!(matches!(git("-c alias.x=!rm x"), Git::RunsHiddenCode(_)));
+    fn configuration_that_runs_code_names_it() {
+        assert_eq!(
+            all("-c core.sshCommand=evil fetch"),
+            vec![Git::RunsCommand("evil".into()), Git::Action("fetch".into())]
+        );
+        assert_eq!(
+            all("-c alias.x=!rm x"),
+            vec![Git::RunsCommand("rm".into()), Git::Action("x".into())]
+        );
+        assert_eq!(
+            all("config core.pager less"),
+            vec![
+                Git::Action("config".into()),
+                Git::RunsCommand("less".into())
+            ]
+        );
+        assert_eq!(
+            all("config credential.helper store"),
+            vec![
+                Git::Action("config".into()),
+                Git::RunsCommand("git credential-store".into())
+            ]
+        );
         assert!(matches!(
-            git("-c core.sshCommand=evil fetch"),
-            Git::RunsHiddenCode(_)
+            all("config core.hooksPath hooks").get(1),
+            Some(Git::RunsHiddenCode(_))
         ));
+        assert!(matches!(
+            all("config core.editor $EDITOR").get(1),
+            Some(Git::RunsHiddenCode(_))
+        ));
+        // Data is data; a boolean fsmonitor is git's own daemon.
         assert_eq!(asked("-c user.name=x commit").as_deref(), Some("commit"));
+        assert_eq!(all("config core.fsmonitor true"), vec![action("config")]);
+        assert_eq!(all("config alias.co checkout"), vec![action("config")]);
+    }
+
+    #[test]
+    fn config_outside_the_repository_is_a_write_of_that_file() {
+        assert_eq!(
+            all("config --global user.name me"),
+            vec![action("config"), Git::WritesConfig(ConfigFile::Global)]
+        );
+        assert_eq!(
+            all("config --system --unset x.y"),
+            vec![action("config"), Git::WritesConfig(ConfigFile::System)]
+        );
+        assert!(all("config --global --get user.name").is_empty());
+        assert!(all("config --list").is_empty());
+        assert!(all("config user.name").is_empty());
     }
 }

@@ -773,10 +773,26 @@ impl Reader {
             dir: dir.clone(),
         });
         if is_git(name) {
-            match git::classify(args) {
-                git::Git::ReadOnly => {}
-                git::Git::Action(action) => self.acts.push(Act::Git(action)),
-                git::Git::RunsHiddenCode(why) => self.unparsed(why),
+            for act in git::classify(args) {
+                match act {
+                    git::Git::ReadOnly => {}
+                    git::Git::Action(action) => self.acts.push(Act::Git(action)),
+                    git::Git::RunsHiddenCode(why) => self.unparsed(why),
+                    git::Git::RunsCommand(command) => self.process_script(&command, dir, depth),
+                    git::Git::WritesConfig(file) => {
+                        let path = match file {
+                            git::ConfigFile::Global => self
+                                .home
+                                .as_deref()
+                                .map(|home| Path::new(home).join(".gitconfig")),
+                            git::ConfigFile::System => Some(PathBuf::from("/etc/gitconfig")),
+                            git::ConfigFile::File(file) => {
+                                file.literal().and_then(|text| absolute(text, dir))
+                            }
+                        };
+                        self.acts.push(Act::Write { path });
+                    }
+                }
             }
             return;
         }

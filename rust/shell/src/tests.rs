@@ -153,7 +153,7 @@ fn what_cannot_be_read_is_unparsed() {
     assert!(unparsed("LD_PRELOAD=./x.so ls"));
     assert!(unparsed("sh -c \"$X\""));
     assert!(unparsed("echo 'unterminated"));
-    assert!(unparsed("git -c alias.x='!rm -rf ~' x"));
+    assert!(unparsed("git -c core.hooksPath=/tmp/h commit"));
     assert!(unparsed("x='a[$(id)]'; echo $((x))"));
     assert!(!unparsed("ls -la && git status"));
 }
@@ -429,4 +429,64 @@ fn text_bash_runs_as_code_outside_substitutions_is_unparsed_or_read() {
     ] {
         assert!(!unparsed(command), "{command}: {:?}", acts(command));
     }
+}
+
+#[test]
+fn git_configuration_that_names_a_program_names_it() {
+    assert_eq!(programs("git -c alias.x='!rm -rf ~' x"), vec!["git", "rm"]);
+    assert_eq!(
+        programs("git -c core.pager='less -R' log"),
+        vec!["git", "less"]
+    );
+    assert_eq!(
+        programs("git config core.sshCommand 'ssh -i key'"),
+        vec!["git", "ssh"]
+    );
+    assert_eq!(
+        programs("git config --local core.fsmonitor ./watch.sh"),
+        vec!["git", "./watch.sh"]
+    );
+    assert_eq!(
+        programs("git config diff.external /usr/bin/vimdiff"),
+        vec!["git", "/usr/bin/vimdiff"]
+    );
+    assert_eq!(
+        programs("git config alias.wipe '!rm -rf .'"),
+        vec!["git", "rm"]
+    );
+    assert_eq!(
+        programs("git config sequence.editor 'sed -i s/pick/drop/'"),
+        vec!["git", "sed"]
+    );
+    assert_eq!(
+        programs("git config gpg.program ./sign"),
+        vec!["git", "./sign"]
+    );
+    assert_eq!(programs("git config credential.helper store"), vec!["git"]);
+    assert!(
+        acts("git config credential.helper store").contains(&Act::Git("credential-store".into()))
+    );
+    for command in [
+        "git config core.hooksPath .githooks",
+        "git config core.editor \"$EDITOR\"",
+        "git config include.path ../evil.cfg",
+        "git -c core.pager=\"$P\" log",
+    ] {
+        assert!(unparsed(command), "{command}: {:?}", acts(command));
+    }
+    assert!(acts("git config core.editor vim").contains(&Act::Git("config".into())));
+}
+
+#[test]
+fn git_config_global_writes_outside_the_project() {
+    assert_eq!(
+        writes("git config --global user.name me"),
+        vec![Some("/home/me/.gitconfig".into())]
+    );
+    assert_eq!(
+        writes("git config --file ../other/.git/config core.bare true"),
+        vec![Some("/work/other/.git/config".into())]
+    );
+    assert!(writes("git config user.name me").is_empty());
+    assert!(writes("git config --global --get user.name").is_empty());
 }
