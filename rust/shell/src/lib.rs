@@ -804,6 +804,7 @@ impl Reader {
             return;
         }
         let Some(inners) = wrappers::inner(name, args) else {
+            self.known_programs_among(args, dir, depth);
             return;
         };
         for inner in inners {
@@ -935,6 +936,23 @@ impl Reader {
             for name in args.get(i..).unwrap_or(&[]) {
                 self.variable_name(builtin, name);
             }
+        }
+    }
+
+    /// A program Chock does not know as a wrapper may still be one
+    /// (`nsenter -t 1 sh -c TEXT`, `ssh-agent bash -c TEXT`): a shell with
+    /// `-c` among its words is read as what it runs, so an unknown wrapper
+    /// never hides a shell command it is known to run.
+    fn known_programs_among(&mut self, args: &[Value], dir: &Dir, depth: u32) {
+        let found = args.windows(2).position(|pair| {
+            pair[0].literal().is_some_and(wrappers::is_shell)
+                && pair[1]
+                    .literal()
+                    .is_some_and(|o| o.starts_with('-') && !o.starts_with("--") && o.contains('c'))
+        });
+        if let Some(at) = found {
+            let argv = args.get(at..).unwrap_or(&[]);
+            self.inner(Inner::Program { argv, chdir: None }, dir, depth, None);
         }
     }
 

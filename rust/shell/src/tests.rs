@@ -490,3 +490,79 @@ fn git_config_global_writes_outside_the_project() {
     assert!(writes("git config user.name me").is_empty());
     assert!(writes("git config --global --get user.name").is_empty());
 }
+
+#[test]
+fn wrappers_name_the_program_they_run() {
+    let cases: &[(&str, &[&str])] = &[
+        ("pkexec rm -rf /", &["pkexec", "rm"]),
+        ("pkexec --user root rm x", &["pkexec", "rm"]),
+        ("runuser -u nobody -- rm x", &["runuser", "rm"]),
+        ("runuser -l nobody -c 'rm x'", &["runuser", "rm"]),
+        ("su -c 'rm x' root", &["su", "rm"]),
+        ("doas -u root rm x", &["doas", "rm"]),
+        ("chroot /srv/root rm x", &["chroot", "rm"]),
+        ("chroot --userspec=1:1 /srv rm x", &["chroot", "rm"]),
+        ("strace -f -o trace.txt rm x", &["strace", "rm"]),
+        ("ltrace -c rm x", &["ltrace", "rm"]),
+        ("script -q -c 'rm -rf x' /dev/null", &["script", "rm"]),
+        ("parallel -j4 rm ::: a b", &["parallel", "rm"]),
+        (
+            "parallel --jobs 2 'cd {} && rm x' ::: a",
+            &["parallel", "cd", "rm"],
+        ),
+        ("nix develop -c rm x", &["nix", "rm"]),
+        ("nix develop .#ci --command rm x", &["nix", "rm"]),
+        ("nix shell nixpkgs#hello -c rm x", &["nix", "rm"]),
+        ("nix-shell --run 'rm x'", &["nix-shell", "rm"]),
+        ("uv run rm x", &["uv", "rm"]),
+        ("uv run --with requests python x.py", &["uv", "python"]),
+        ("poetry run pytest", &["poetry", "pytest"]),
+        ("pipx run black .", &["pipx", "black"]),
+        ("npx -y prettier .", &["npx", "prettier"]),
+        ("npx -c 'rm -rf x'", &["npx", "rm"]),
+        ("npm exec -- eslint .", &["npm", "eslint"]),
+        ("direnv exec . rm x", &["direnv", "rm"]),
+        ("tmux new-session -d -s build 'rm -rf x'", &["tmux", "rm"]),
+        (
+            "tmux new -d rm x \\; split-window 'curl x'",
+            &["tmux", "rm", "curl"],
+        ),
+        ("tmux run-shell 'rm x'", &["tmux", "rm"]),
+        ("screen -dmS build rm x", &["screen", "rm"]),
+        ("watch -n 1 rm x", &["watch", "rm"]),
+        ("flock /tmp/l rm x", &["flock", "rm"]),
+        ("flock /tmp/l -c 'rm x'", &["flock", "rm"]),
+        ("setsid -f rm x", &["setsid", "rm"]),
+        ("stdbuf -oL rm x", &["stdbuf", "rm"]),
+        ("unbuffer -p rm x", &["unbuffer", "rm"]),
+        ("ionice -c 3 rm x", &["ionice", "rm"]),
+        ("chrt -b 0 rm x", &["chrt", "rm"]),
+        ("taskset -c 0 rm x", &["taskset", "rm"]),
+        ("taskset 0x1 rm x", &["taskset", "rm"]),
+        (
+            "systemd-run --user --wait -p MemoryMax=1G rm x",
+            &["systemd-run", "rm"],
+        ),
+        ("firejail --noprofile --net=none rm x", &["firejail", "rm"]),
+        // A wrapper Chock does not know still shows the shell it runs.
+        ("nsenter -t 1 -m -- sh -c 'rm x'", &["nsenter", "sh", "rm"]),
+    ];
+    for (command, expected) in cases {
+        assert_eq!(
+            programs(command),
+            *expected,
+            "{command}: {:?}",
+            acts(command)
+        );
+    }
+    for command in [
+        "tmux send-keys 'rm -rf ~' Enter",
+        "screen -S s -X stuff 'rm x'",
+        "nix run nixpkgs#hello",
+        "uv run -m http.server",
+        "parallel < commands.txt",
+        "strace --frobnicate rm x",
+    ] {
+        assert!(unparsed(command), "{command}: {:?}", acts(command));
+    }
+}

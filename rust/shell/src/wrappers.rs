@@ -7,6 +7,8 @@
 //! as the program would be that value instead; such a command is reported as
 //! unreadable rather than guessed at.
 
+mod launchers;
+
 use crate::word::Value;
 
 /// What a wrapper hands control to.
@@ -53,12 +55,19 @@ const CODE_VARIABLES: &[&str] = &[
     "PS4",
 ];
 
+/// Whether `name` (a literal program name or path) is a shell whose `-c`
+/// text Chock reads.
+pub fn is_shell(name: &str) -> bool {
+    SHELLS.contains(&name.rsplit('/').next().unwrap_or(name))
+}
+
 /// Whether assigning this variable changes which code runs.
 pub fn is_code_variable(name: &str) -> bool {
     CODE_VARIABLES.contains(&name) || name.starts_with("BASH_FUNC_")
 }
 
 /// The option table of one wrapper.
+#[derive(Clone, Copy)]
 struct Spec {
     /// Short options without a value.
     short_flags: &'static str,
@@ -206,6 +215,146 @@ fn spec(name: &str) -> Option<Spec> {
             ..NONE
         },
         "builtin" | "source" | "." => NONE,
+        "pkexec" => Spec {
+            long_flags: &["--disable-internal-agent", "--keep-cwd"],
+            long_with_value: &["--user"],
+            no_program: &["--version", "--help"],
+            ..NONE
+        },
+        "chroot" => Spec {
+            long_flags: &["--skip-chdir"],
+            long_with_value: &["--userspec", "--groups"],
+            positionals: 1,
+            ..NONE
+        },
+        "strace" => Spec {
+            short_flags: "cCdDfFhiknqrtTvVwxyzZ",
+            short_with_value: "abeEIoOpPsSuUX",
+            long_flags: &[
+                "--follow-forks",
+                "--output-separately",
+                "--summary-only",
+                "--summary",
+                "--summary-wall-clock",
+                "--no-abbrev",
+                "--verbose",
+                "--raw",
+                "--instruction-pointer",
+                "--stack-trace",
+                "--seccomp-bpf",
+                "--syscall-times",
+                "--relative-timestamps",
+                "--absolute-timestamps",
+                "--successful-only",
+                "--failed-only",
+                "--quiet",
+                "--decode-fds",
+                "--decode-pids",
+                "--debug",
+                "--daemonize",
+            ],
+            long_with_value: &[
+                "--trace",
+                "--signal",
+                "--status",
+                "--output",
+                "--attach",
+                "--string-limit",
+                "--user",
+                "--env",
+                "--trace-path",
+                "--columns",
+                "--summary-columns",
+                "--summary-sort-by",
+                "--abbrev",
+                "--read",
+                "--write",
+                "--inject",
+                "--fault",
+                "--const-print-style",
+            ],
+            ..NONE
+        },
+        "ltrace" => Spec {
+            short_flags: "bcCfhiLrStTV",
+            short_with_value: "aAeDFlnopsuwx",
+            long_flags: &["--demangle", "--help", "--version", "--no-signals"],
+            long_with_value: &["--align", "--indent", "--output", "--library"],
+            ..NONE
+        },
+        "unbuffer" => Spec {
+            short_flags: "p",
+            ..NONE
+        },
+        "chrt" => Spec {
+            short_flags: "abdefiorRv",
+            short_with_value: "TPD",
+            long_flags: &[
+                "--all-tasks",
+                "--batch",
+                "--deadline",
+                "--fifo",
+                "--idle",
+                "--other",
+                "--rr",
+                "--reset-on-fork",
+                "--verbose",
+            ],
+            long_with_value: &["--sched-runtime", "--sched-period", "--sched-deadline"],
+            no_program: &["-m", "--max", "-p", "--pid"],
+            positionals: 1,
+            ..NONE
+        },
+        "systemd-run" => Spec {
+            short_flags: "rtPqGd",
+            short_with_value: "upEMH",
+            long_flags: &[
+                "--user",
+                "--system",
+                "--scope",
+                "--remain-after-exit",
+                "--send-sighup",
+                "--pty",
+                "--pipe",
+                "--quiet",
+                "--wait",
+                "--collect",
+                "--same-dir",
+                "--no-block",
+                "--no-ask-password",
+                "--on-clock-change",
+                "--on-timezone-change",
+                "--slice-inherit",
+                "--ignore-failure",
+            ],
+            long_with_value: &[
+                "--unit",
+                "--property",
+                "--description",
+                "--slice",
+                "--setenv",
+                "--uid",
+                "--gid",
+                "--nice",
+                "--working-directory",
+                "--machine",
+                "--host",
+                "--service-type",
+                "--on-active",
+                "--on-boot",
+                "--on-startup",
+                "--on-unit-active",
+                "--on-unit-inactive",
+                "--on-calendar",
+                "--timer-property",
+                "--path-property",
+                "--socket-property",
+                "--expand-environment",
+                "--json",
+            ],
+            chdir: &["--working-directory"],
+            ..NONE
+        },
         "xargs" => Spec {
             short_flags: "0rtpxo",
             short_with_value: "adEIiLlnPs",
@@ -240,6 +389,9 @@ pub fn inner<'a>(name: &str, args: &'a [Value]) -> Option<Vec<Inner<'a>>> {
     let base = name.rsplit('/').next().unwrap_or(name);
     if SHELLS.contains(&base) {
         return Some(vec![shell(base, args)]);
+    }
+    if let Some(inners) = launchers::inner(base, args) {
+        return Some(inners);
     }
     match base {
         "find" => return Some(find(args)),
@@ -551,7 +703,7 @@ fn watch(args: &[Value]) -> Inner<'_> {
 }
 
 /// `su [options] [user] -c TEXT`; without `-c`, su starts a login shell.
-fn su(args: &[Value]) -> Vec<Inner<'_>> {
+pub(crate) fn su(args: &[Value]) -> Vec<Inner<'_>> {
     let mut i = 0;
     while let Some(word) = args.get(i) {
         let Some(text) = word.literal() else {
