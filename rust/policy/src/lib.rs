@@ -21,6 +21,7 @@ mod pattern;
 mod policy;
 mod rule;
 mod settings;
+pub mod unparsed;
 
 pub use ask::{Answer, Asker, Nobody, Question};
 pub use decision::Decision;
