@@ -40,8 +40,8 @@ fn every_tool(site: &Site) -> Vec<(&'static str, Value, String)> {
         ),
         (
             "run_command",
-            json!({"argv": ["sh", "-c", "echo ran-in-sandbox"]}),
-            "exec.path.sh".into(),
+            json!({"argv": ["echo", "ran-in-sandbox"]}),
+            "exec.path.echo".into(),
         ),
         (
             "nix_eval",
@@ -131,8 +131,8 @@ fn every_tool_on_allow_runs_and_is_logged() {
         "the subject is the path, by name"
     );
     assert_eq!(
-        env.logged("exec.path.sh").pop().expect("line")["subject"],
-        "sh"
+        env.logged("exec.path.echo").pop().expect("line")["subject"],
+        "echo"
     );
     assert!(
         !env.logged("sandbox.jit").is_empty(),
@@ -2708,4 +2708,36 @@ fn run_command_fetches_a_dev_shell_input_missing_from_the_store_after_one_questi
         1,
         "the built shell fetches nothing more"
     );
+}
+
+#[test]
+fn run_command_reads_a_shell_script_per_segment_and_git_as_the_git_reading() {
+    let env = project_with_files();
+    env.write("important/keep.txt", "keep\n");
+    env.write("sub/x.txt", "x\n");
+    env.rules(r#".{ .action = "exec.path.rm", .decision = .deny }"#);
+    let mut client = env.client(false, &[]);
+    let called = client.call(
+        "run_command",
+        json!({"argv": ["sh", "-c", "cd sub && rm -rf ../important"]}),
+    );
+    assert!(called.is_error, "{called:?}");
+    assert!(
+        called.text.contains("exec.path.rm") && called.text.contains("chock.zon:1"),
+        "{}",
+        called.text
+    );
+    assert_eq!(env.read("important/keep.txt").as_deref(), Some("keep\n"));
+    env.assert_logged("exec.path.sh", "allow", "default");
+    env.assert_logged("exec.path.cd", "allow", "default");
+    env.assert_logged("exec.path.rm", "deny", "rule");
+    // git push is git.push, which no default allows: nobody to ask, refused.
+    let called = client.call(
+        "run_command",
+        json!({"argv": ["git", "push", "origin", "main"]}),
+    );
+    assert!(called.is_error, "{called:?}");
+    assert!(called.text.contains("git.push"), "{}", called.text);
+    let line = env.logged("git.push").pop().expect("git.push is logged");
+    assert_eq!(line["subject"], "git push");
 }

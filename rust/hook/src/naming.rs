@@ -80,6 +80,7 @@ pub fn name(call: &ToolCall, agent: Agent, place: &Place<'_>) -> Vec<Named> {
                 store_dir: place.store_dir,
                 // A hook does not know which dev shell the agent's shell has.
                 dev_shell_paths: &[],
+                confined: false,
             };
             out.extend(
                 shell_naming::name_script(command, &cwd, &shell_place)

@@ -682,6 +682,7 @@ pub fn name_program(
         cdpath: false,
         store_dir: &store,
         dev_shell_paths: paths,
+        confined: true,
     };
     let acts = chock_shell::naming::name_argv(&request.argv, &request.cwd, &place);
     Ok(Named {

@@ -53,6 +53,10 @@ pub struct Place<'a> {
     /// The store paths of the dev shell the command runs in
     /// (`exec.devshell.*`); empty where it is not known (a hook).
     pub dev_shell_paths: &'a [PathBuf],
+    /// The command runs in Chock's sandbox, whose mounts decide what it may
+    /// write: a redirection is then not an act of its own. (A hook's
+    /// command runs on the host, where every write is one.)
+    pub confined: bool,
 }
 
 impl Place<'_> {
@@ -97,6 +101,7 @@ fn name_act(act: Act, place: &Place<'_>) -> Vec<Named> {
             let action = program_action(&program, &dir, place);
             vec![Named::new(action, Some(program))]
         }
+        Act::Write { .. } if place.confined => Vec::new(),
         Act::Write { path } => {
             let subject = path.as_ref().map(|p| p.display().to_string());
             let mut named = vec![Named::new(WRITE_FILE, subject.clone())];
@@ -183,6 +188,7 @@ mod tests {
             cdpath: false,
             store_dir: Path::new("/nix/store"),
             dev_shell_paths: &[],
+            confined: false,
         }
     }
 
@@ -266,6 +272,20 @@ mod tests {
             script("echo x >> ~/.bashrc"),
             vec!["call.write_file", "file.write", "exec.path.echo"]
         );
+    }
+
+    #[test]
+    fn a_confined_command_s_writes_are_the_sandbox_s_to_decide() {
+        let place = Place {
+            confined: true,
+            ..place()
+        };
+        let argv: Vec<OsString> = ["sh", "-c", "echo x > ~/.bashrc"]
+            .iter()
+            .map(OsString::from)
+            .collect();
+        let named = name_argv(&argv, Path::new("/work/project"), &place);
+        assert_eq!(actions(named), vec!["exec.path.sh", "exec.path.echo"]);
     }
 
     #[test]
