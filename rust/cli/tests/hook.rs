@@ -116,15 +116,19 @@ impl Sandbox {
             .replace("@HOME@", self.home.to_str().unwrap())
     }
 
-    fn hook_with(&self, agent: &str, payload: &str) -> Output {
-        let mut child = self
-            .command(chock_bin())
+    /// `chock hook AGENT` started with every stream piped.
+    fn spawn_hook(&self, agent: &str) -> std::process::Child {
+        self.command(chock_bin())
             .args(["hook", agent])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .unwrap();
+            .unwrap()
+    }
+
+    fn hook_with(&self, agent: &str, payload: &str) -> Output {
+        let mut child = self.spawn_hook(agent);
         // Chock reads all of its input before it answers, so the write
         // never meets a closed pipe (an agent would report that as a failure).
         child
@@ -731,14 +735,7 @@ fn a_hook_that_cannot_finish_answers_deny_itself_before_the_agent_s_timeout() {
         ("cursor", "cursor/preToolUse-shell.json"),
     ] {
         let payload = sandbox.payload(fixture);
-        let mut child = sandbox
-            .command(chock_bin())
-            .args(["hook", agent])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = sandbox.spawn_hook(agent);
         let mut stdin = child.stdin.take().unwrap();
         stdin
             .write_all(&payload.as_bytes()[..payload.len() / 2])

@@ -8,7 +8,7 @@
 //! per act; the answer is their minimum. An act that cannot be named is
 //! refused, never guessed at.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use chock_policy::names;
 use chock_shell::naming::{self as shell_naming, FILE_WRITE};
@@ -51,18 +51,10 @@ fn named_or_refused(result: Result<String, names::NameError>, subject: Option<St
     }
 }
 
-/// Where the call happens.
-#[derive(Debug, Clone, Copy)]
-pub struct Place<'a> {
-    /// The project: inside it a write is `call.write_file`, outside it also `file.write`.
-    pub project: &'a Path,
-    /// The home directory `~` stands for.
-    pub home: Option<&'a Path>,
-    /// Whether `CDPATH` is set in the agent's environment.
-    pub cdpath: bool,
-    /// The Nix store, for naming programs in it.
-    pub store_dir: &'a Path,
-}
+/// Where the call happens: chock-shell's place of a command, which for a
+/// hook is the host (`confined: false`, every write an act) with no dev
+/// shell known.
+pub use chock_shell::naming::Place;
 
 /// Names every act of one call, in order, without repeats.
 pub fn name(call: &ToolCall, agent: Agent, place: &Place<'_>) -> Vec<Named> {
@@ -73,17 +65,8 @@ pub fn name(call: &ToolCall, agent: Agent, place: &Place<'_>) -> Vec<Named> {
                 .clone()
                 .or_else(|| call.cwd.clone())
                 .unwrap_or_else(|| place.project.to_path_buf());
-            let shell_place = shell_naming::Place {
-                project: place.project,
-                home: place.home,
-                cdpath: place.cdpath,
-                store_dir: place.store_dir,
-                // A hook does not know which dev shell the agent's shell has.
-                dev_shell_paths: &[],
-                confined: false,
-            };
             out.extend(
-                shell_naming::name_script(command, &cwd, &shell_place)
+                shell_naming::name_script(command, &cwd, place)
                     .into_iter()
                     .map(|n| Named::act(n.action, n.subject)),
             );
@@ -233,6 +216,7 @@ fn mcp(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     fn place() -> Place<'static> {
         Place {
@@ -240,6 +224,8 @@ mod tests {
             home: Some(Path::new("/home/me")),
             cdpath: false,
             store_dir: Path::new("/nix/store"),
+            dev_shell_paths: &[],
+            confined: false,
         }
     }
 

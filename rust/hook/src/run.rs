@@ -97,6 +97,9 @@ pub fn agent_hook(
         home: home.as_deref(),
         cdpath: (env.var)("CDPATH").is_some_and(|v| !v.is_empty()),
         store_dir: &store_dir,
+        // A hook's command runs on the host, in a shell Chock does not know.
+        dev_shell_paths: &[],
+        confined: false,
     };
     let acts = naming::name(&call, agent, &place);
     let asker = Asker {

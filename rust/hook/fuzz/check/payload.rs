@@ -19,6 +19,8 @@ pub fn read_payload(bytes: &[u8]) {
         home: Some(Path::new("/home/me")),
         cdpath: false,
         store_dir: Path::new("/nix/store"),
+        dev_shell_paths: &[],
+        confined: false,
     };
     for agent in Agent::ALL {
         match chock_hook::payload::parse(agent, text) {
