@@ -805,3 +805,105 @@ fn a_payload_without_its_input_or_its_event_is_refused() {
         }
     }
 }
+
+/// `command` as each agent's shell tool sends it (the recorded payloads
+/// with the command replaced), and the answer each agent hears.
+fn every_agent_shell(sandbox: &Sandbox, command: &str) -> Vec<(&'static str, String)> {
+    let mut answers = Vec::new();
+    for (agent, fixture) in [
+        ("claude", "claude/bash-cd-rm.json"),
+        ("gemini", "gemini/run_shell_command.json"),
+        ("codex", "codex/bash.json"),
+        ("cursor", "cursor/preToolUse-shell.json"),
+    ] {
+        let mut payload: Value = serde_json::from_str(&sandbox.payload(fixture)).unwrap();
+        payload["tool_input"]["command"] = Value::from(command);
+        let out = sandbox.hook_with(agent, &payload.to_string());
+        assert_eq!(out.status.code(), Some(0), "{agent} {command}: {out:?}");
+        let answer = if out.stdout.is_empty() {
+            "pass".to_owned()
+        } else {
+            let value = json(&out);
+            let answer = match agent {
+                "cursor" => value["permission"].as_str(),
+                "gemini" => value["decision"].as_str(),
+                _ => value["hookSpecificOutput"]["permissionDecision"].as_str(),
+            };
+            answer.unwrap_or("pass").to_owned()
+        };
+        answers.push((agent, answer));
+    }
+    answers
+}
+
+#[test]
+fn the_shell_reading_holds_for_every_agent() {
+    let sandbox = Sandbox::new();
+    sandbox.policy(&[("exec.path.rm", "deny"), ("exec.unparsed", "deny")]);
+    let denied = [
+        // Nested subshells the parser took for arithmetic.
+        "( ( rm -f x ) )",
+        // A function shadows rm only where it surely exists.
+        "if false; then rm() { :; }; fi; rm -rf x",
+        "(rm() { :; }); rm -rf x",
+        "rm() { :; }; unset -f rm; rm -rf x",
+        "rm() { :; }; command rm -rf x",
+        // Text bash runs as code outside $( ).
+        "PS4='$(rm -rf ~)'; set -x; ls",
+        "read 'a[$(rm -rf ~)]' <<< 1",
+        "printf -v 'a[$(rm -rf ~)]' %s x",
+        "test -v 'a[$(rm -rf ~)]'",
+        "mapfile -C 'rm -rf ~' -c 1 lines < /dev/null",
+        // git configuration that names a program.
+        "git -c core.pager='rm -rf ~' log",
+        "git config alias.x '!rm -rf ~'",
+        "git -c core.hooksPath=/tmp/h commit -m x",
+        // Wrappers.
+        "pkexec rm -rf /",
+        "script -qc 'rm -rf ~' /dev/null",
+        "nix develop -c rm -rf x",
+        "uv run rm -rf x",
+        "tmux new -d 'rm -rf ~'",
+        "systemd-run --user rm -rf x",
+        "firejail --quiet rm -rf x",
+        "nsenter -t 1 -m sh -c 'rm -rf /'",
+        // A reading past its bounds, read in time, never a stack overflow.
+        &"(".repeat(60),
+        &format!("{}ls{}", "$(".repeat(8000), ")".repeat(8000)),
+    ];
+    for command in denied {
+        for (agent, answer) in every_agent_shell(&sandbox, command) {
+            assert_eq!(
+                answer,
+                "deny",
+                "{agent}: {}",
+                &command[..command.len().min(80)]
+            );
+        }
+    }
+    // The test program is a program, not an unreadable glob.
+    for (agent, answer) in every_agent_shell(&sandbox, "[ -f x ] && echo y") {
+        assert_eq!(answer, "pass", "{agent}");
+    }
+    let lines = sandbox.log_lines();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["action"] == "exec.path.[" && l["decision"] == "allow"),
+        "exec.path.[ is decided and logged"
+    );
+    // `git config --global` writes outside the project: file.write, asked.
+    sandbox.policy(&[]);
+    for (agent, answer) in every_agent_shell(&sandbox, "git config --global user.name me") {
+        let expected = if agent == "codex" { "deny" } else { "ask" };
+        assert_eq!(answer, expected, "{agent}");
+    }
+    let last = sandbox.log_lines();
+    assert!(
+        last.iter().any(|l| l["action"] == "file.write"
+            && l["subject"]
+                .as_str()
+                .is_some_and(|s| s.ends_with("/.gitconfig"))),
+        "the file is named"
+    );
+}

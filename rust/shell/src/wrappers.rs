@@ -712,11 +712,31 @@ pub(crate) fn su(args: &[Value]) -> Vec<Inner<'_>> {
         if let Some(script) = text.strip_prefix("--command=") {
             return vec![Inner::Script(script.to_owned())];
         }
-        if matches!(text, "-c" | "--command" | "-C" | "--session-command") {
-            return match args.get(i + 1).and_then(Value::literal) {
-                Some(script) => vec![Inner::Script(script.to_owned())],
-                None => vec![unreadable("the text su -c runs is only known at run time")],
-            };
+        let command = |value: Option<&Value>| match value.and_then(Value::literal) {
+            Some(script) => vec![Inner::Script(script.to_owned())],
+            None => vec![unreadable("the text su -c runs is only known at run time")],
+        };
+        if matches!(text, "--command" | "--session-command") {
+            return command(args.get(i + 1));
+        }
+        if let Some(letters) = text.strip_prefix('-').filter(|l| !l.starts_with('-')) {
+            // Bundled short options: `-lc TEXT`, `-cTEXT`; -g, -G, -s, -w take a value.
+            for (at, letter) in letters.char_indices() {
+                let rest = &letters[at + 1..];
+                if matches!(letter, 'c' | 'C') {
+                    return if rest.is_empty() {
+                        command(args.get(i + 1))
+                    } else {
+                        vec![Inner::Script(rest.to_owned())]
+                    };
+                }
+                if "gGsw".contains(letter) {
+                    if rest.is_empty() {
+                        i += 1;
+                    }
+                    break;
+                }
+            }
         }
         i += 1;
     }

@@ -239,38 +239,59 @@ fn runuser(args: &[Value]) -> Vec<Inner<'_>> {
 
 /// `script [options] [file]` runs a shell; `-c CMD` makes it run CMD.
 fn script(args: &[Value]) -> Inner<'_> {
+    const LONG_WITH_VALUE: &[&str] = &[
+        "--echo",
+        "--output-limit",
+        "--log-timing",
+        "--log-io",
+        "--log-in",
+        "--log-out",
+        "--logging-format",
+    ];
+    let command = |value: Option<&Value>| match value.and_then(Value::literal) {
+        Some(command) => Inner::Script(command.to_owned()),
+        None => unreadable("the command script -c runs is only known at run time"),
+    };
     let mut i = 0;
     while let Some(word) = args.get(i) {
         let Some(text) = word.literal() else {
             return unreadable("an argument of script is only known at run time");
         };
-        if let Some(command) = text.strip_prefix("--command=") {
-            return Inner::Script(command.to_owned());
+        if let Some(inline) = text.strip_prefix("--command=") {
+            return Inner::Script(inline.to_owned());
         }
-        if matches!(text, "-c" | "--command") {
-            return match args.get(i + 1).and_then(Value::literal) {
-                Some(command) => Inner::Script(command.to_owned()),
-                None => unreadable("the command script -c runs is only known at run time"),
-            };
+        if text == "--command" {
+            return command(args.get(i + 1));
         }
-        // Options with a value as the next word.
-        if matches!(
-            text,
-            "-E" | "--echo"
-                | "-o"
-                | "--output-limit"
-                | "-T"
-                | "--log-timing"
-                | "-B"
-                | "--log-io"
-                | "-I"
-                | "--log-in"
-                | "-O"
-                | "--log-out"
-                | "-m"
-                | "--logging-format"
-        ) {
-            i += 1;
+        if LONG_WITH_VALUE.contains(&text) {
+            i += 2;
+            continue;
+        }
+        if let Some(letters) = text.strip_prefix('-').filter(|l| !l.starts_with('-')) {
+            // Bundled short options: `-qc CMD`, `-qcCMD`, `-E never`.
+            let mut used = 1;
+            for (at, letter) in letters.char_indices() {
+                let rest = &letters[at + 1..];
+                if letter == 'c' {
+                    return if rest.is_empty() {
+                        command(args.get(i + 1))
+                    } else {
+                        Inner::Script(rest.to_owned())
+                    };
+                }
+                if "EoTBIOm".contains(letter) {
+                    if rest.is_empty() {
+                        used = 2;
+                    }
+                    break;
+                }
+                if letter == 't' {
+                    // `-t[FILE]`: the file only attached.
+                    break;
+                }
+            }
+            i += used;
+            continue;
         }
         i += 1;
     }
