@@ -17,9 +17,9 @@ use chock_log::{AnsweredBy, Entry, Rotation};
 use crate::agent::Agent;
 use crate::answer::{self, HookAnswer};
 
-/// When the watchdog answers: well below every agent's default hook
-/// timeout (Claude Code, Gemini CLI and Cursor: 60 s and more; Codex: 60
-/// s), and far above what a hook takes (milliseconds).
+/// When the watchdog answers: well below the default hook timeouts the
+/// agents document (60 s for Claude Code's and Gemini CLI's command
+/// hooks), and far above what a hook takes (milliseconds).
 pub const DEADLINE: Duration = Duration::from_secs(9);
 
 /// How long the watchdog tries to write its log line before it answers
