@@ -1054,11 +1054,34 @@ impl Reader {
 
 /// Whether an arithmetic expression could be one: no two words stand next
 /// to each other with only blanks between (`rm -f x` is not arithmetic).
+/// A `$( )` inside is a command of its own (read as a word), so it counts
+/// as one word here.
 fn looks_like_arithmetic(expr: &str) -> bool {
     let word = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '$' || c == '}';
     let mut last_was_word = false;
     let mut blank_since = false;
-    for c in expr.chars() {
+    let mut chars = expr.chars().peekable();
+    let mut substitution = 0usize;
+    while let Some(c) = chars.next() {
+        if c == '$' && chars.peek() == Some(&'(') {
+            substitution += 1;
+            chars.next();
+            continue;
+        }
+        if substitution > 0 {
+            match c {
+                '(' => substitution += 1,
+                ')' => {
+                    substitution -= 1;
+                    if substitution == 0 {
+                        last_was_word = true;
+                        blank_since = false;
+                    }
+                }
+                _ => {}
+            }
+            continue;
+        }
         if c.is_whitespace() {
             blank_since = true;
             continue;

@@ -337,6 +337,8 @@ fn nested_subshells_written_with_a_space_are_subshells_not_arithmetic() {
     // Arithmetic written as arithmetic stays arithmetic.
     assert!(acts("(( i++ ))").is_empty());
     assert!(acts("(( a > b ? 1 : 2 ))").is_empty());
+    assert_eq!(programs("(( $(cat f | wc -l) > 3 ))"), vec!["cat", "wc"]);
+    assert!(!unparsed("(( $(cat f) + 1 ))"));
     // Words that are not arithmetic are never read as nothing.
     assert!(unparsed("((rm -f x))"));
 }
