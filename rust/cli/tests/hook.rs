@@ -720,6 +720,14 @@ fn an_unknown_agent_is_named_in_the_error() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("`vim`"));
 }
 
+/// Each agent's recorded shell payload, which runs `cd build && rm -rf ~`.
+const SHELL_FIXTURES: [(&str, &str); 4] = [
+    ("claude", "claude/bash-cd-rm.json"),
+    ("gemini", "gemini/run_shell_command.json"),
+    ("codex", "codex/bash.json"),
+    ("cursor", "cursor/preToolUse-shell.json"),
+];
+
 #[test]
 fn a_hook_that_cannot_finish_answers_deny_itself_before_the_agent_s_timeout() {
     // A payload that never ends (the agent's pipe held open) stalls the
@@ -728,12 +736,7 @@ fn a_hook_that_cannot_finish_answers_deny_itself_before_the_agent_s_timeout() {
     let sandbox = Sandbox::new();
     let started = std::time::Instant::now();
     let mut children = Vec::new();
-    for (agent, fixture) in [
-        ("claude", "claude/bash-cd-rm.json"),
-        ("gemini", "gemini/run_shell_command.json"),
-        ("codex", "codex/bash.json"),
-        ("cursor", "cursor/preToolUse-shell.json"),
-    ] {
+    for (agent, fixture) in SHELL_FIXTURES {
         let payload = sandbox.payload(fixture);
         let mut child = sandbox.spawn_hook(agent);
         let mut stdin = child.stdin.take().unwrap();
@@ -777,12 +780,7 @@ fn a_hook_that_cannot_finish_answers_deny_itself_before_the_agent_s_timeout() {
 #[test]
 fn a_payload_without_its_input_or_its_event_is_refused() {
     let sandbox = Sandbox::new();
-    for (agent, fixture) in [
-        ("claude", "claude/bash-cd-rm.json"),
-        ("gemini", "gemini/run_shell_command.json"),
-        ("codex", "codex/bash.json"),
-        ("cursor", "cursor/preToolUse-shell.json"),
-    ] {
+    for (agent, fixture) in SHELL_FIXTURES {
         for key in ["tool_input", "hook_event_name"] {
             let mut payload: Value = serde_json::from_str(&sandbox.payload(fixture)).unwrap();
             payload.as_object_mut().unwrap().remove(key);
@@ -810,12 +808,7 @@ fn a_payload_without_its_input_or_its_event_is_refused() {
 /// with the command replaced), and the answer each agent hears.
 fn every_agent_shell(sandbox: &Sandbox, command: &str) -> Vec<(&'static str, String)> {
     let mut answers = Vec::new();
-    for (agent, fixture) in [
-        ("claude", "claude/bash-cd-rm.json"),
-        ("gemini", "gemini/run_shell_command.json"),
-        ("codex", "codex/bash.json"),
-        ("cursor", "cursor/preToolUse-shell.json"),
-    ] {
+    for (agent, fixture) in SHELL_FIXTURES {
         let mut payload: Value = serde_json::from_str(&sandbox.payload(fixture)).unwrap();
         payload["tool_input"]["command"] = Value::from(command);
         let out = sandbox.hook_with(agent, &payload.to_string());

@@ -219,14 +219,12 @@ mod tests {
     use std::path::Path;
 
     fn place() -> Place<'static> {
-        Place {
-            project: Path::new("/work/project"),
-            home: Some(Path::new("/home/me")),
-            cdpath: false,
-            store_dir: Path::new("/nix/store"),
-            dev_shell_paths: &[],
-            confined: false,
-        }
+        Place::on_host(
+            Path::new("/work/project"),
+            Some(Path::new("/home/me")),
+            false,
+            Path::new("/nix/store"),
+        )
     }
 
     fn call(request: Request) -> ToolCall {

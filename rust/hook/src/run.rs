@@ -92,15 +92,12 @@ pub fn agent_hook(
     let rotation = rotation(&policy);
     let home = env.home();
     let store_dir = env.store_dir();
-    let place = Place {
-        project: &project,
-        home: home.as_deref(),
-        cdpath: (env.var)("CDPATH").is_some_and(|v| !v.is_empty()),
-        store_dir: &store_dir,
-        // A hook's command runs on the host, in a shell Chock does not know.
-        dev_shell_paths: &[],
-        confined: false,
-    };
+    let place = Place::on_host(
+        &project,
+        home.as_deref(),
+        (env.var)("CDPATH").is_some_and(|v| !v.is_empty()),
+        &store_dir,
+    );
     let acts = naming::name(&call, agent, &place);
     let asker = Asker {
         agent_kind: agent.name(),

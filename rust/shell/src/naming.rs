@@ -59,7 +59,25 @@ pub struct Place<'a> {
     pub confined: bool,
 }
 
-impl Place<'_> {
+impl<'a> Place<'a> {
+    /// A command run on the host, in a shell Chock knows nothing of (no
+    /// dev shell), where every write is an act: a hook's command.
+    pub fn on_host(
+        project: &'a Path,
+        home: Option<&'a Path>,
+        cdpath: bool,
+        store_dir: &'a Path,
+    ) -> Place<'a> {
+        Place {
+            project,
+            home,
+            cdpath,
+            store_dir,
+            dev_shell_paths: &[],
+            confined: false,
+        }
+    }
+
     fn start(&self, cwd: &Path) -> Start {
         Start {
             cwd: cwd.to_path_buf(),
@@ -182,14 +200,12 @@ mod tests {
     use super::*;
 
     fn place() -> Place<'static> {
-        Place {
-            project: Path::new("/work/project"),
-            home: Some(Path::new("/home/me")),
-            cdpath: false,
-            store_dir: Path::new("/nix/store"),
-            dev_shell_paths: &[],
-            confined: false,
-        }
+        Place::on_host(
+            Path::new("/work/project"),
+            Some(Path::new("/home/me")),
+            false,
+            Path::new("/nix/store"),
+        )
     }
 
     fn actions(named: Vec<Named>) -> Vec<String> {
