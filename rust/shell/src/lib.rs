@@ -161,6 +161,11 @@ struct Reader {
     maybe: u32,
     /// Inside a loop body's second reading: loops within are read once.
     repeating: bool,
+    /// How many loop bodies' first readings the reader is inside.
+    loops: u32,
+    /// A loop inside the outermost one changed the directory: the outermost
+    /// is read a second time, with the directory unknown throughout.
+    read_again: bool,
     /// Text handed to the parser so far (see [`MAX_PARSED_BYTES`]).
     parsed_bytes: usize,
     /// The texts of the scripts being read, innermost last (for what the
@@ -179,6 +184,8 @@ impl Reader {
             functions: HashSet::new(),
             maybe: 0,
             repeating: false,
+            loops: 0,
+            read_again: false,
             parsed_bytes: 0,
             texts: Vec::new(),
             home: start
@@ -425,21 +432,32 @@ impl Reader {
 
     /// A body that may run zero or more times: a `cd` in it leaves the
     /// directory uncertain, for itself and for what follows.
+    ///
+    /// A later pass starts where the one before ended, so when the body
+    /// moves the directory it is read a second time with the directory
+    /// unknown. Only the outermost loop reads again (loops inside it are
+    /// then read with the directory unknown throughout), which keeps the
+    /// reading of nested loops linear, not doubled or squared per level.
     fn loop_body(&mut self, list: &ast::CompoundList, dir: &mut Dir, depth: u32) {
+        let outermost = self.loops == 0 && !self.repeating;
+        if outermost {
+            self.read_again = false;
+        }
         let before = dir.clone();
         let mut inner = dir.clone();
+        self.loops += 1;
         self.maybe(|reader| reader.list(list, &mut inner, depth));
+        self.loops -= 1;
         if inner != before {
             *dir = Dir::Unknown;
-            if !self.repeating {
-                // A second pass starts where the first ended (the directory
-                // unknown); loops inside it are read once, which keeps the
-                // reading of nested loops linear, not doubled per level.
-                self.repeating = true;
-                let mut again = Dir::Unknown;
-                self.maybe(|reader| reader.list(list, &mut again, depth));
-                self.repeating = false;
-            }
+            self.read_again = true;
+        }
+        if outermost && self.read_again {
+            self.read_again = false;
+            self.repeating = true;
+            let mut again = Dir::Unknown;
+            self.maybe(|reader| reader.list(list, &mut again, depth));
+            self.repeating = false;
         }
     }
 

@@ -326,6 +326,22 @@ fn nested_loops_that_cd_are_read_once_per_level_not_twice() {
         program: "rm".into(),
         dir: Dir::Unknown
     }));
+    // What a later pass sees is still read: a relative program after a
+    // `cd` in an earlier pass, in a loop inside a loop (or its subshell).
+    for command in [
+        "while :; do ./x; cd a; done",
+        "for i in a; do while :; do ./x; cd a; done; done",
+        "for i in a; do (while :; do ./x; cd a; done); done",
+    ] {
+        assert!(
+            acts(command).contains(&Act::Run {
+                program: "./x".into(),
+                dir: Dir::Unknown
+            }),
+            "{command}: {:?}",
+            acts(command)
+        );
+    }
 }
 
 #[test]

@@ -1,8 +1,9 @@
 //! The check the `shell` fuzz target runs on each input, shared with the
 //! crate's `no_panic` test, which feeds it the corpus kept in the
 //! repository: a command line of any text is split into the programs it
-//! runs without a panic and within the time bound, and no program is named
-//! by an empty word (an empty name is unparsed, never a program).
+//! runs without a panic and within the time bound (at the fastest of three
+//! tries, so a busy machine does not fail it), and no program is named by
+//! an empty word (an empty name is unparsed, never a program).
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -29,12 +30,23 @@ pub fn read_shell(bytes: &[u8]) {
         home: Some(PathBuf::from("/home/me")),
         cdpath: false,
     };
-    let started = Instant::now();
-    let acts = shell::read(command, &start);
-    let took = started.elapsed();
+    let timed = || {
+        let started = Instant::now();
+        let acts = shell::read(command, &start);
+        (started.elapsed(), acts)
+    };
+    let (mut took, acts) = timed();
+    // The machine may be busy with something else: a reading is too slow
+    // only when it is every time (the fastest of three).
+    for _ in 0..2 {
+        if took < BOUND {
+            break;
+        }
+        took = took.min(timed().0);
+    }
     assert!(
         took < BOUND,
-        "reading {} bytes took {took:?}, over {BOUND:?}: {command:?}",
+        "reading {} bytes took {took:?} at the fastest of three, over {BOUND:?}: {command:?}",
         command.len()
     );
     for act in acts {
