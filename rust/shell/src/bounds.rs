@@ -1,7 +1,8 @@
 //! What the parser is never handed: text nested so deep that reading it
-//! would exhaust the stack, or with so many `(` in a row that the parser's
+//! would exhaust the stack, with so many `(` in a row that the parser's
 //! backtracking (each `((` may open arithmetic or two subshells) doubles its
-//! time per parenthesis. A glance over the raw text, before any parsing,
+//! time per parenthesis, or here-documents inside `$( )` inside
+//! here-documents, which multiply it about tenfold per level. A glance over the raw text, before any parsing,
 //! finds both; such a command is `exec.unparsed`.
 //!
 //! The glance ignores quoting, so a quoted `(((` counts too: a command that
@@ -14,12 +15,36 @@ pub const MAX_NESTING: usize = 64;
 /// The most `(` read in a row, with only blanks between them.
 pub const MAX_PAREN_RUN: usize = 8;
 
+/// The most parenthesis levels, one inside another, that hold a
+/// here-document (`cat <<EOF` inside `$( )` inside a here-document ...).
+pub const MAX_HEREDOC_NESTING: usize = 4;
+
 /// Whether the parser may be handed `text`; the reason when not.
 pub fn check(text: &str) -> Result<(), &'static str> {
     let mut depth: usize = 0;
     let mut run: usize = 0;
     let mut word = String::new();
+    // Per open parenthesis (the text outside any first): whether a `<<`
+    // stands at that level.
+    let mut heredocs: Vec<bool> = vec![false];
+    let mut previous = '\0';
     for c in text.chars() {
+        if c == '<' && previous == '<' {
+            if let Some(level) = heredocs.last_mut() {
+                *level = true;
+            }
+            if heredocs.iter().filter(|h| **h).count() > MAX_HEREDOC_NESTING {
+                return Err("the command nests here-documents deeper than Chock reads");
+            }
+        }
+        previous = c;
+        match c {
+            '(' => heredocs.push(false),
+            ')' if heredocs.len() > 1 => {
+                heredocs.pop();
+            }
+            _ => {}
+        }
         match c {
             '(' => {
                 run += 1;
@@ -90,6 +115,12 @@ mod tests {
     fn deep_or_long_runs_are_refused() {
         assert!(check(&nested("(X;ls)", MAX_PAREN_RUN + 1)).is_err());
         assert!(check(&nested("( X )", MAX_PAREN_RUN + 1)).is_err());
+        let heredocs = "cat <<EOF\n$(".repeat(MAX_HEREDOC_NESTING + 1) + "x\nEOF\n";
+        assert!(check(&heredocs).is_err());
+        let within = "cat <<EOF\n$(".repeat(MAX_HEREDOC_NESTING) + "x\nEOF\n";
+        assert_eq!(check(&within), Ok(()));
+        // Here-documents side by side are not nested.
+        assert_eq!(check(&"cat <<A\nx\nA\n".repeat(20)), Ok(()));
         for shape in [
             "$(X)",
             "{ X; }",
