@@ -13,7 +13,7 @@
 pub const MAX_NESTING: usize = 64;
 
 /// The most `(` read in a row, with only blanks between them.
-pub const MAX_PAREN_RUN: usize = 8;
+pub const MAX_PAREN_RUN: usize = 4;
 
 /// The most parenthesis levels, one inside another, that hold a
 /// here-document (`cat <<EOF` inside `$( )` inside a here-document ...).

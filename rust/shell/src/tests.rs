@@ -294,7 +294,7 @@ fn nested_subshells_are_read_in_linear_time_or_unparsed() {
         "{found:?}"
     );
     // Within the bound, every level is read.
-    let found = read_bounded(nested("(X;ls)", 7));
+    let found = read_bounded(nested("(X;ls)", 3));
     assert!(found.contains(&Act::Run {
         program: "rm".into(),
         dir: Dir::Known("/work/project".into())
