@@ -15,6 +15,9 @@ pub const MAX_NESTING: usize = 64;
 /// The most `(` read in a row, with only blanks between them.
 pub const MAX_PAREN_RUN: usize = 4;
 
+/// The most digits of a file descriptor number in a redirection (`2>`).
+pub const MAX_DESCRIPTOR_DIGITS: usize = 9;
+
 /// The most parenthesis levels, one inside another, that hold a
 /// here-document (`cat <<EOF` inside `$( )` inside a here-document ...).
 pub const MAX_HEREDOC_NESTING: usize = 4;
@@ -28,7 +31,14 @@ pub fn check(text: &str) -> Result<(), &'static str> {
     // stands at that level.
     let mut heredocs: Vec<bool> = vec![false];
     let mut previous = '\0';
+    let mut digits = 0usize;
     for c in text.chars() {
+        // `99999999999>x`: a descriptor number the parser cannot hold (it
+        // panics; the panic is caught, but the command is not read anyway).
+        if matches!(c, '<' | '>') && digits > MAX_DESCRIPTOR_DIGITS {
+            return Err("a redirection names a file descriptor larger than any");
+        }
+        digits = if c.is_ascii_digit() { digits + 1 } else { 0 };
         if c == '<' && previous == '<' {
             if let Some(level) = heredocs.last_mut() {
                 *level = true;
@@ -119,6 +129,8 @@ mod tests {
         assert!(check(&heredocs).is_err());
         let within = "cat <<EOF\n$(".repeat(MAX_HEREDOC_NESTING) + "x\nEOF\n";
         assert_eq!(check(&within), Ok(()));
+        assert!(check("echo 99999999999>x").is_err());
+        assert_eq!(check("echo 2>x 123456789<y"), Ok(()));
         // Here-documents side by side are not nested.
         assert_eq!(check(&"cat <<A\nx\nA\n".repeat(20)), Ok(()));
         for shape in [
