@@ -20,7 +20,7 @@ pub const MAX_DESCRIPTOR_DIGITS: usize = 9;
 
 /// The most parenthesis levels, one inside another, that hold a
 /// here-document (`cat <<EOF` inside `$( )` inside a here-document ...).
-pub const MAX_HEREDOC_NESTING: usize = 4;
+pub const MAX_HEREDOC_NESTING: usize = 2;
 
 /// Whether the parser may be handed `text`; the reason when not.
 pub fn check(text: &str) -> Result<(), &'static str> {
