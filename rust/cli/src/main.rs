@@ -10,7 +10,7 @@ mod inputs;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 /// mimalloc for every allocation, not only the evaluator's values (which
 /// chock-fix already takes from it): the parser's trees, builtins' vectors
@@ -68,6 +68,10 @@ enum Command {
     Stop(commands::hook::StopArgs),
     /// Undo `chock stop`.
     Resume(commands::hook::StopArgs),
+    /// Print the completion script for a shell (bash, zsh, fish, elvish, powershell).
+    Completions(commands::completions::Args),
+    /// Print the manual page chock(1), or write every page into a directory.
+    Man(commands::completions::ManArgs),
 }
 
 fn main() -> ExitCode {
@@ -89,6 +93,8 @@ fn main() -> ExitCode {
         Command::Sync(a) => commands::hook::sync(a),
         Command::Stop(a) => commands::hook::stop(a),
         Command::Resume(a) => commands::hook::resume(a),
+        Command::Completions(a) => commands::completions::run(a, Cli::command()),
+        Command::Man(a) => commands::completions::man(a, Cli::command()),
     };
     match outcome {
         Ok(code) => code,
