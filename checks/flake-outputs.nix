@@ -32,6 +32,7 @@ let
     outputs
     // {
       outPath = toString ../.;
+      shortRev = "0123abc";
       packages = lib.genAttrs systems (_: {
         default = flakePackage;
         chock = flakePackage;
@@ -230,7 +231,7 @@ lib.runTests {
       } { }).chock;
     expected = {
       file = ../nix/package.nix;
-      args = { };
+      args.commit = "0123abc";
     };
   };
 
@@ -352,6 +353,17 @@ lib.runTests {
       false
       false
       false
+    ];
+  };
+
+  testPackageNamesItsCommit = {
+    expr = [
+      package.env
+      (packageWith "1.91.1" { commit = "0123abc"; }).env
+    ];
+    expected = [
+      { }
+      { CHOCK_COMMIT = "0123abc"; }
     ];
   };
 

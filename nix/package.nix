@@ -10,6 +10,10 @@
   stdenv,
   rustPlatform,
   installShellFiles,
+  # The commit `chock --version` names; the flake passes its revision
+  # (`dirty` for a tree with uncommitted changes). The build has no `.git`
+  # to ask, so without it the version says "commit unknown".
+  commit ? null,
 }:
 let
   workspace = (lib.importTOML ../Cargo.toml).workspace.package;
@@ -50,6 +54,8 @@ else
     ];
     # The workspace's shipping profile: release plus fat LTO (Cargo.toml).
     buildType = "dist";
+
+    env = lib.optionalAttrs (commit != null) { CHOCK_COMMIT = commit; };
 
     nativeBuildInputs = [ installShellFiles ];
     # The completions and pages come from running the binary, which a cross

@@ -21,9 +21,13 @@ use clap::{CommandFactory, Parser, Subcommand};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// The version and the commit the binary was built from (build.rs says
+/// where the commit comes from).
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("CHOCK_BUILT_FROM"), ")");
+
 /// Chock decides what a coding agent may do on your machine.
 #[derive(Debug, Parser)]
-#[command(name = "chock", version, about, propagate_version = true)]
+#[command(name = "chock", version = VERSION, about, propagate_version = true)]
 struct Cli {
     /// Log what Chock does on stderr (debug level); `CHOCK_LOG` takes a tracing filter instead.
     #[arg(long, global = true)]

@@ -174,3 +174,33 @@ fn man_dir_that_cannot_be_written_fails_naming_it() {
     let stderr = text(out.stderr);
     assert!(stderr.contains("/nonexistent/chock-man"), "{stderr}");
 }
+
+#[test]
+fn the_version_names_the_commit_built_from() {
+    let version = text(chock(&["--version"]).stdout);
+    let expected = match option_env!("CHOCK_COMMIT") {
+        Some("dirty") => "a tree with uncommitted changes".to_owned(),
+        Some(commit) if !commit.is_empty() => format!("commit {commit}"),
+        _ => {
+            let git = Command::new("git")
+                .args(["rev-parse", "--short=12", "HEAD"])
+                .current_dir(env!("CARGO_MANIFEST_DIR"))
+                .output();
+            match git {
+                Ok(out) if out.status.success() => {
+                    format!("commit {}", text(out.stdout).trim())
+                }
+                _ => "commit unknown".to_owned(),
+            }
+        }
+    };
+    assert_eq!(
+        version,
+        format!("chock {} ({expected})\n", env!("CARGO_PKG_VERSION"))
+    );
+    // Every subcommand says the same.
+    assert_eq!(
+        text(chock(&["policy", "--version"]).stdout),
+        version.replacen("chock", "chock-policy", 1)
+    );
+}
