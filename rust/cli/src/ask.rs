@@ -19,14 +19,17 @@ impl Asker for TerminalAsker {
         if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
             return Answer::Unavailable;
         }
-        let mut stderr = std::io::stderr().lock();
-        let _ = write!(stderr, "{}", prompt(question));
-        let _ = stderr.flush();
-        let mut line = String::new();
-        match std::io::stdin().lock().read_line(&mut line) {
-            Ok(_) => read_answer(&line),
-            Err(_) => Answer::No,
-        }
+        // The progress line stays hidden while the person reads and answers.
+        crate::progress::suspend(|| {
+            let mut stderr = std::io::stderr().lock();
+            let _ = write!(stderr, "{}", prompt(question));
+            let _ = stderr.flush();
+            let mut line = String::new();
+            match std::io::stdin().lock().read_line(&mut line) {
+                Ok(_) => read_answer(&line),
+                Err(_) => Answer::No,
+            }
+        })
     }
 }
 

@@ -7,6 +7,7 @@ mod ask;
 mod commands;
 mod exit;
 mod inputs;
+mod progress;
 
 use std::process::ExitCode;
 
@@ -23,7 +24,12 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// The version and the commit the binary was built from (build.rs says
 /// where the commit comes from).
-const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("CHOCK_BUILT_FROM"), ")");
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("CHOCK_BUILT_FROM"),
+    ")"
+);
 
 /// Chock decides what a coding agent may do on your machine.
 #[derive(Debug, Parser)]
@@ -109,14 +115,20 @@ fn main() -> ExitCode {
     }
 }
 
+/// Log lines on stderr (warnings, or what `--verbose`/`CHOCK_LOG` ask for),
+/// and the progress line on a terminal (src/progress.rs).
 fn init_tracing(verbose: bool) {
     use tracing_subscriber::EnvFilter;
+    use tracing_subscriber::prelude::*;
     let filter = EnvFilter::try_from_env("CHOCK_LOG")
         .unwrap_or_else(|_| EnvFilter::new(if verbose { "debug" } else { "warn" }));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+    let log = tracing_subscriber::fmt::layer()
+        .with_writer(|| progress::Stderr)
         .with_target(false)
         .without_time()
+        .with_filter(filter);
+    tracing_subscriber::registry()
+        .with(log)
+        .with(progress::layer())
         .init();
 }

@@ -28,7 +28,7 @@ use futures_util::stream::FuturesUnordered;
 use crate::decide::{Asking, HostVerdict, decide_host};
 use crate::fetch::{FetchError, Fetcher, HopGate, Limits};
 use crate::lock::{Lock, LockError};
-use crate::progress::{Event, Progress, Reporter, Silent};
+use crate::progress::{Event, Progress, Reporter, Traced};
 use crate::report::{HostAnswer, InputReport, InputState, Report};
 use crate::source::{Input, Source};
 use crate::store;
@@ -194,7 +194,7 @@ impl FlakeInputs {
 
     /// Build time for a build whose evaluation found `paths` missing: the
     /// fetcher from the environment, a connection to the daemon, then
-    /// [`FlakeInputs::at_build`] with no progress shown (the build reports).
+    /// [`FlakeInputs::at_build`], each step a tracing event ([`Traced`]).
     /// What `chock build` and the tool server's builds both do.
     pub async fn fetch_for_build(
         &mut self,
@@ -209,7 +209,7 @@ impl FlakeInputs {
             policy,
             log,
             fetcher: &fetcher,
-            progress: &Silent,
+            progress: &Traced,
         };
         let mut conn = chock_store::daemon::connect().await?;
         let wanted = Wanted::Paths(paths);

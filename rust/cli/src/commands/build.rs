@@ -82,8 +82,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         });
     }
     Ok(
-        match chock_nix::build_fetching_inputs(&request, &context, &mut Session::default(), &inputs)
-        {
+        match crate::progress::during(|| {
+            chock_nix::build_fetching_inputs(&request, &context, &mut Session::default(), &inputs)
+        }) {
             Ok(built) => {
                 print_built(&built, args.json)?;
                 exit::SUCCESS.into()

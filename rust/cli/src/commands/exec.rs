@@ -68,7 +68,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             route: exec::ROUTE.into(),
         },
     };
-    let planned = match exec::plan(&request, &policy, &log, &TerminalAsker, Some(&inputs)) {
+    let planned = match crate::progress::during(|| {
+        exec::plan(&request, &policy, &log, &TerminalAsker, Some(&inputs))
+    }) {
         Ok(planned) => planned,
         Err(error) => return Ok(failed(&error)),
     };
