@@ -79,6 +79,7 @@ run_tests "zon writer" zon.nix
 run_tests "NixOS module" nixos.nix
 run_tests "home-manager module" home-manager.nix
 run_tests "flake outputs, lock and package" flake-outputs.nix
+run_tests "the Nix examples the docs show" examples.nix
 
 # --- what a person reads when a configuration is wrong ----------------------
 
