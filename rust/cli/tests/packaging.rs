@@ -51,7 +51,9 @@ fn parse_with(shell: &str, args: &[&str], script: &Path) -> Option<Output> {
     match Command::new(shell).args(args).arg(script).output() {
         Ok(out) => Some(out),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            eprintln!("{shell} is not installed (scripts/setup installs it): its script is checked for its contents only");
+            eprintln!(
+                "{shell} is not installed (scripts/setup installs it): its script is checked for its contents only"
+            );
             None
         }
         Err(e) => panic!("cannot run {shell}: {e}"),
@@ -107,7 +109,7 @@ fn an_unknown_shell_is_refused_naming_the_ones_known() {
 #[test]
 fn the_man_page_names_every_subcommand_and_renders() {
     let page = text(chock(&["man"]).stdout);
-    assert!(page.starts_with(".ie") || page.contains(".TH chock 1"), "{page}");
+    assert!(page.contains(".TH chock 1"), "{page}");
     for name in subcommands() {
         assert!(
             page.contains(&format!("chock\\-{name}(1)")),
