@@ -32,10 +32,10 @@ fn watch_head() {
     let mut files = vec!["HEAD".to_owned(), "packed-refs".to_owned()];
     files.extend(git(&["symbolic-ref", "-q", "HEAD"]));
     for file in files {
-        if let Some(path) = git(&["rev-parse", "--path-format=absolute", "--git-path", &file]) {
-            if PathBuf::from(&path).exists() {
-                println!("cargo:rerun-if-changed={path}");
-            }
+        if let Some(path) = git(&["rev-parse", "--path-format=absolute", "--git-path", &file])
+            && PathBuf::from(&path).exists()
+        {
+            println!("cargo:rerun-if-changed={path}");
         }
     }
 }

@@ -4,8 +4,12 @@
 //! nothing is printed but the result. Fails, saying what to run, without the
 //! daemon.
 
+mod sandbox_fixture;
+
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
+
+use sandbox_fixture::describe;
 
 fn chock() -> &'static str {
     env!("CARGO_BIN_EXE_chock")
@@ -52,15 +56,6 @@ fn build(project: &Path, state: &Path) -> Command {
         .env("CHOCK_STATE_DIR", state)
         .env_remove("CHOCK_LOG");
     command
-}
-
-fn describe(out: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 #[test]
