@@ -352,7 +352,9 @@ fn codex_payloads_are_answered_in_codex_s_format() {
     assert!(reason.contains("cannot ask"), "{reason}");
     let last = sandbox.log_lines().pop().unwrap();
     assert_eq!(last["action"], "mcp.github.tool.create_issue");
-    assert_eq!(last["decision"], "deny");
+    // The rule's ask, which nobody could answer.
+    assert_eq!(last["decision"], "ask");
+    assert_eq!(last["answered_by"], "nobody");
 }
 
 /// A Claude Code Bash payload for `command`, answered under `policy`.

@@ -232,10 +232,9 @@ fn a_person_who_says_no_refuses_the_act() {
     let site = page_site();
     let mut client = env.client(true, &[]);
     for (i, (tool, args, action)) in every_tool(&site).into_iter().enumerate() {
-        // Decline, cancel and an accepted "no" are all a no.
-        client.elicit_answers.push(match i % 3 {
+        // A decline and an accepted "no" are both a person's no (a cancel is not).
+        client.elicit_answers.push(match i % 2 {
             0 => json!({"action": "decline"}),
-            1 => json!({"action": "cancel"}),
             _ => person_says(false),
         });
         let called = client.call(tool, args);
@@ -1381,7 +1380,8 @@ mod support {
                 .unwrap_or_else(|| panic!("no log line for {action}: {:#?}", self.log_lines()));
             assert_eq!(last["decision"], decision, "{action}: {last}");
             assert_eq!(last["answered_by"], by, "{action}: {last}");
-            assert_eq!(last["agent_kind"], "main", "{last}");
+            // The client's own name, from its `initialize`.
+            assert_eq!(last["agent_kind"], "chock-tests", "{last}");
             assert_eq!(
                 last["project"],
                 self.project
@@ -2707,5 +2707,104 @@ fn run_command_fetches_a_dev_shell_input_missing_from_the_store_after_one_questi
         server.requests().len(),
         1,
         "the built shell fetches nothing more"
+    );
+}
+
+/// Claude Code in print mode answers every elicitation `cancel` at once: no
+/// person said no. The act is refused naming the rule, logged as answered
+/// by the client, and with `chock approve` watching the question goes there.
+#[test]
+fn a_cancelled_question_is_not_a_persons_no_and_falls_back_to_chock_approve() {
+    let env = project_with_files();
+    ask_rules(&env);
+    let mut client = env.client(true, &[]);
+    client.elicit_answers.push(json!({"action": "cancel"}));
+    let called = client.call("write_file", json!({"path": "out/new.txt", "content": "x"}));
+    assert!(called.is_error, "{called:?}");
+    assert!(
+        !called.text.contains("refused by a person")
+            && called.text.contains("dismissed the question")
+            && called
+                .text
+                .contains(r#".{ .action = "call.write_file", .decision = .allow }"#),
+        "{}",
+        called.text
+    );
+    assert_eq!(env.read("out/new.txt"), None);
+    env.assert_logged("call.write_file", "ask", "client");
+    drop(client);
+
+    let client = {
+        let mut client = env.client(true, &[]);
+        client.elicit_answers.push(json!({"action": "cancel"}));
+        client
+    };
+    let mut approver = Approver::start(&env);
+    approver.wait_for("watching chock mcp");
+    let called = std::thread::scope(|scope| {
+        let driver = scope.spawn(move || {
+            let mut client = client;
+            client.call(
+                "write_file",
+                json!({"path": "out/new.txt", "content": "approved\n"}),
+            )
+        });
+        approver.wait_for("allow it once? [y/N]");
+        approver.answer("y");
+        driver.join().expect("client")
+    });
+    assert!(!called.is_error, "{called:?}");
+    assert_eq!(env.read("out/new.txt").as_deref(), Some("approved\n"));
+    env.assert_logged("call.write_file", "allow", "person");
+}
+
+/// agent_then_human is never lifted by a person's yes alone, on any call
+/// of the tool server: not on a file tool, and not on a build it makes.
+#[test]
+fn agent_then_human_is_refused_on_every_tool_with_nobody_asked() {
+    let env = project_with_files();
+    env.rules(
+        r#".{ .action = "call.*", .decision = .agent_then_human },
+           .{ .action = "exec.*", .decision = .agent_then_human },
+           .{ .action = "net.*", .decision = .agent_then_human }"#,
+    );
+    let site = page_site();
+    let mut client = env.client(true, &[]);
+    for (tool, args, action) in every_tool(&site) {
+        client.elicit_answers.push(person_says(true));
+        let called = client.call(tool, args);
+        assert!(
+            called.is_error && called.text.contains("reviewer agent"),
+            "{tool}: {called:?}"
+        );
+        check_not_done(&env, tool);
+        env.assert_logged(&action, "agent_then_human", "nobody");
+    }
+    assert!(
+        client.elicited.is_empty(),
+        "nobody is asked: {:?}",
+        client.elicited
+    );
+    assert!(site.hits("/page").is_empty());
+}
+
+/// A person's yes does not lift agent_then_human on nix.build.* either:
+/// the build is refused by its rule with nobody asked, and nothing is built.
+#[test]
+fn nix_build_on_agent_then_human_asks_nobody_and_builds_nothing() {
+    let (env, attribute) =
+        flake_project(r#".{ .action = "nix.build.*", .decision = .agent_then_human }"#);
+    let mut client = env.client(true, &[]);
+    client.elicit_answers.push(person_says(true));
+    let refused = client.call("nix_build", json!({"attribute": attribute}));
+    assert!(
+        refused.is_error && refused.text.contains("reviewer agent"),
+        "{refused:?}"
+    );
+    assert!(client.elicited.is_empty(), "{:?}", client.elicited);
+    let line = env.last_logged(&build_action(&attribute));
+    assert_eq!(
+        (line["decision"].as_str(), line["answered_by"].as_str()),
+        (Some("agent_then_human"), Some("nobody"))
     );
 }

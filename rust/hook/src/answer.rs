@@ -63,10 +63,17 @@ pub struct Reply {
     pub exit_code: u8,
 }
 
-/// Whether `agent` can hand an `ask` to a person at this hook event.
-pub fn can_ask(agent: Agent, event: &str) -> bool {
+/// Whether `agent` will show an `ask` to a person at this hook event, in
+/// this permission mode (Claude Code's payload `permission_mode`). Claude
+/// Code drops a hook's ask in `bypassPermissions` and refuses what it would
+/// ask in `dontAsk`, and `acceptEdits` accepts writes unasked; only the
+/// modes known to show the ask (`default`, `plan`, or none given) count, so
+/// any other mode is answered as one where nobody will be asked.
+pub fn can_ask(agent: Agent, event: &str, permission_mode: Option<&str>) -> bool {
+    let shows = permission_mode.is_none_or(|m| matches!(m, "default" | "plan"));
     match agent {
-        Agent::Claude | Agent::Gemini => true,
+        Agent::Claude => shows,
+        Agent::Gemini => true,
         Agent::Cursor => event != "beforeReadFile",
         Agent::Codex => false,
     }
@@ -201,7 +208,22 @@ mod tests {
         assert_eq!(reply(Agent::Codex, HookAnswer::Allow, "x").stdout, "");
         let value = parsed(&reply(Agent::Codex, HookAnswer::Deny, "no"));
         assert_eq!(value["hookSpecificOutput"]["permissionDecision"], "deny");
-        assert!(!can_ask(Agent::Codex, "PreToolUse"));
+        assert!(!can_ask(Agent::Codex, "PreToolUse", None));
+    }
+
+    #[test]
+    fn claude_asks_only_in_a_mode_that_shows_the_ask() {
+        for mode in [None, Some("default"), Some("plan")] {
+            assert!(can_ask(Agent::Claude, "PreToolUse", mode), "{mode:?}");
+        }
+        for mode in [
+            "bypassPermissions",
+            "dontAsk",
+            "acceptEdits",
+            "somethingNew",
+        ] {
+            assert!(!can_ask(Agent::Claude, "PreToolUse", Some(mode)), "{mode}");
+        }
     }
 
     #[test]
@@ -209,7 +231,7 @@ mod tests {
         let value = parsed(&reply(Agent::Cursor, HookAnswer::Ask, "r"));
         assert_eq!(value["permission"], "ask");
         assert_eq!(value["agent_message"], "r");
-        assert!(!can_ask(Agent::Cursor, "beforeReadFile"));
+        assert!(!can_ask(Agent::Cursor, "beforeReadFile", None));
         let value = parsed(&reply(Agent::Gemini, HookAnswer::Deny, "r"));
         assert_eq!(value["decision"], "deny");
         assert_eq!(value["reason"], "r");

@@ -33,7 +33,7 @@ pub struct Context<'a> {
     pub log: &'a Log,
     /// The way the request came, written on every log line the build
     /// writes: `build` for `chock build`, `mcp` for the tool server.
-    pub route: &'a str,
+    pub route: chock_gate::Route,
     pub daemon: DaemonOptions,
 }
 
@@ -238,7 +238,7 @@ fn requested(decider: &Decider<'_>, target: &Target) -> Result<Vec<Decided>, Bui
     }
     for decided in &mut decisions {
         decider.record(decided);
-        if decided.decision == chock_policy::Decision::Deny {
+        if decided.refused_by_rules() {
             return Err(decided.denied().into());
         }
         if decided.open() {

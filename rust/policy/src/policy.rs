@@ -41,7 +41,7 @@ pub enum Reading {
 }
 
 impl Reading {
-    fn unnamed(self) -> Decision {
+    pub(crate) fn unnamed(self) -> Decision {
         match self {
             Reading::Act => Decision::Ask,
             Reading::Ceiling => Decision::Allow,
@@ -393,7 +393,7 @@ impl Policy {
         })
     }
 
-    fn project_rules(&self) -> Option<&RuleSet> {
+    pub(crate) fn project_rules(&self) -> Option<&RuleSet> {
         self.project.as_ref().map(|p| &p.rules)
     }
 
@@ -691,7 +691,7 @@ pub fn read_once_note(action: &str) -> Option<&'static str> {
     }
 }
 
-fn decided_by_rule(layer: Layer, rule: &Rule) -> DecidedBy {
+pub(crate) fn decided_by_rule(layer: Layer, rule: &Rule) -> DecidedBy {
     DecidedBy {
         layer,
         file: rule.source.as_ref().map(|s| s.file.as_ref().clone()),

@@ -173,7 +173,7 @@ pub struct Builder<'a> {
     /// or [`chock_policy::Nobody`], which makes every question a refusal).
     pub asker: &'a dyn Asker,
     /// The route written on every log line.
-    pub route: &'a str,
+    pub route: chock_gate::Route,
     /// The agent and tool asking.
     pub who: Who,
     /// Fetches the locked flake inputs missing from the store, as `chock

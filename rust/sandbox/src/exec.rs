@@ -11,7 +11,8 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
 
-use chock_log::{AnsweredBy, Entry, Log};
+use chock_gate::Route;
+use chock_log::Log;
 use chock_policy::names::{ExecContext, exec_program};
 use chock_policy::{Decision, Key, Policy, Reading, StartQuestion, Verdict};
 
@@ -530,7 +531,7 @@ pub fn plan(
 }
 
 /// The route `chock exec` logs under.
-pub const ROUTE: &str = "exec";
+pub const ROUTE: Route = Route::Exec;
 
 /// How a command's dev shell is built when it is not cached: by `policy`,
 /// `asker` answering what it leaves open, logged under `route` as asked by
@@ -541,7 +542,7 @@ pub fn devshell_builder<'a>(
     policy: &'a Policy,
     log: &'a Log,
     asker: &'a dyn chock_policy::Asker,
-    route: &'a str,
+    route: Route,
 ) -> devshell::Builder<'a> {
     devshell::Builder {
         policy,
@@ -612,7 +613,7 @@ pub fn prepare_allowed(
     toolchain: ProjectToolchain,
     policy: &Policy,
     log: &Log,
-    route: &str,
+    route: Route,
 ) -> Result<Prepared, ExecError> {
     let mut notices = Vec::new();
     let (write_execute, jit_notice) = write_execute(request, policy, log, route, &mut notices)?;
@@ -635,7 +636,7 @@ fn write_execute(
     request: &ExecRequest,
     policy: &Policy,
     log: &Log,
-    route: &str,
+    route: Route,
     notices: &mut Vec<Notice>,
 ) -> Result<(WriteExecute, Option<Notice>), ExecError> {
     let answer = policy
@@ -665,11 +666,13 @@ fn write_execute(
     }
 }
 
-/// One decision-log line; a notice when it could not be written.
+/// One decision-log line, as the gate ends the act with nobody to ask
+/// (`chock exec` asks nobody about a program, and `sandbox.jit` is read
+/// before anyone could be); a notice when it could not be written.
 fn record(
     log: &Log,
     request: &ExecRequest,
-    route: &str,
+    route: Route,
     action: &str,
     verdict: &Verdict,
     subject: Option<&str>,
@@ -680,12 +683,22 @@ fn record(
         tool: Some(TOOL.into()),
         action: action.into(),
     };
-    let mut entry = Entry::decided(route, request.project.dir.to_string_lossy(), &key, verdict);
-    if !matches!(verdict.decision, Decision::Allow | Decision::Deny) {
-        // Nobody is there to answer an ask.
-        entry.answered_by = AnsweredBy::Nobody;
-    }
-    entry.subject = subject.map(str::to_owned);
+    let settled = chock_gate::settle(route, verdict, &chock_policy::Nobody, || {
+        chock_policy::Question {
+            action: action.into(),
+            decision: verdict.decision,
+            summary: String::new(),
+            detail: Vec::new(),
+            rules: verdict.suggestion.iter().cloned().collect(),
+        }
+    });
+    let entry = settled.entry(
+        route,
+        request.project.dir.to_string_lossy(),
+        &key,
+        verdict,
+        subject.map(str::to_owned),
+    );
     match log.append(&entry) {
         Some(_) => None,
         None => Some(Notice::LogNotWritten {

@@ -65,7 +65,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             agent_kind: exec::AGENT_KIND.into(),
             model: None,
             tool: Some(exec::TOOL.into()),
-            route: exec::ROUTE.into(),
+            route: exec::ROUTE,
         },
     };
     let planned = match crate::progress::during(|| {
