@@ -755,16 +755,25 @@ fn the_workspace_cannot_be_left() {
     // grep over the whole workspace does not follow the link out.
     let grep = client.call("grep", json!({"pattern": "secret"}));
     assert!(!grep.text.contains("out-dir"), "{}", grep.text);
-    // A link that stays inside is followed, and a write through it changes its target.
+    // A link that stays inside is read through; a write never goes through
+    // a link, and one given by its own path is made.
     assert_eq!(
         client.call("read_file", json!({"path": "in-link"})).text,
         "hello\n"
+    );
+    let through = client.call(
+        "write_file",
+        json!({"path": "in-link", "content": "via link\n"}),
+    );
+    assert!(
+        through.is_error && through.text.contains("symbolic link"),
+        "{through:?}"
     );
     assert!(
         !client
             .call(
                 "write_file",
-                json!({"path": "in-link", "content": "via link\n"})
+                json!({"path": "a.txt", "content": "via link\n"})
             )
             .is_error
     );
@@ -2807,4 +2816,160 @@ fn nix_build_on_agent_then_human_asks_nobody_and_builds_nothing() {
         (line["decision"].as_str(), line["answered_by"].as_str()),
         (Some("agent_then_human"), Some("nobody"))
     );
+}
+
+/// Links the agent can make itself (with run_command) to reach what only a
+/// person edits: `selflink -> .`, `notes/up -> ..`, and a hard link to
+/// chock.zon. Every write and edit through them is refused, and chock.zon
+/// is left as it was.
+#[test]
+fn a_link_to_the_workspace_root_never_reaches_chock_zon() {
+    let env = project_with_files();
+    env.rules(r#".{ .action = "call.*", .decision = .allow }, .{ .action = "exec.*", .decision = .allow }"#);
+    let policy = env.read("chock.zon").expect("chock.zon");
+    let mut client = env.client(false, &[]);
+    // The agent makes the links itself.
+    let made = client.call(
+        "run_command",
+        json!({"argv": ["sh", "-c", "ln -s . selflink && mkdir -p notes && ln -s .. notes/up && echo made"]}),
+    );
+    assert!(made.text.contains("made"), "{made:?}");
+    // A hard link the sandbox would not let the agent make (chock.zon is
+    // its own read-only mount there), made here to show the file is known
+    // by what it is, not by its name.
+    std::fs::hard_link(
+        env.project.join("chock.zon"),
+        env.project.join("notes/hard"),
+    )
+    .expect("hard link");
+    for path in [
+        "selflink/chock.zon",
+        "notes/up/chock.zon",
+        "selflink/selflink/chock.zon",
+        "notes/hard",
+    ] {
+        let written = client.call("write_file", json!({"path": path, "content": ".{}"}));
+        assert!(written.is_error, "{path}: {written:?}");
+        assert!(
+            written.text.contains("symbolic link")
+                || written.text.contains("only a person edits it"),
+            "{path}: {}",
+            written.text
+        );
+        let edited = client.call(
+            "edit_file",
+            json!({"path": path, "old_string": "call.*", "new_string": "net.*"}),
+        );
+        assert!(edited.is_error, "{path}: {edited:?}");
+    }
+    assert_eq!(env.read("chock.zon").as_deref(), Some(policy.as_str()));
+}
+
+/// A folder swapped with a link to .git by renameat2(RENAME_EXCHANGE) in a
+/// loop while write_file writes `sub/config` hundreds of times: the write
+/// lands in the real folder or is refused, and .git/config never changes.
+#[test]
+fn a_folder_exchanged_with_a_link_to_git_never_lets_a_write_into_git() {
+    let env = project_with_files();
+    assert!(sandbox_fixture::git(&env.project, &["init", "-q"]));
+    let config = env.read(".git/config").expect("config");
+    std::fs::create_dir(env.project.join("sub")).expect("sub");
+    std::os::unix::fs::symlink(".git", env.project.join("swap")).expect("link");
+    let mut client = env.client(false, &[]);
+    let project = env.project.clone();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let swapping = stop.clone();
+    let swapper = std::thread::spawn(move || {
+        let dir = rustix::fs::open(
+            &project,
+            rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY,
+            rustix::fs::Mode::empty(),
+        )
+        .expect("project");
+        let mut swaps = 0u64;
+        while !swapping.load(std::sync::atomic::Ordering::Relaxed) {
+            if rustix::fs::renameat_with(
+                &dir,
+                "sub",
+                &dir,
+                "swap",
+                rustix::fs::RenameFlags::EXCHANGE,
+            )
+            .is_ok()
+            {
+                swaps += 1;
+            }
+        }
+        swaps
+    });
+    let mut written = 0;
+    for i in 0..300 {
+        let called = client.call(
+            "write_file",
+            json!({"path": "sub/config", "content": format!("[core]\n\tfsmonitor = planted-{i}\n")}),
+        );
+        if !called.is_error {
+            written += 1;
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let swaps = swapper.join().expect("swapper");
+    assert!(swaps > 100, "the race ran ({swaps} exchanges)");
+    assert!(written > 0, "some writes landed in the real folder");
+    assert_eq!(
+        env.read(".git/config").as_deref(),
+        Some(config.as_str()),
+        "a write reached .git/config"
+    );
+}
+
+/// edit_file while another process appends to the same file: every
+/// appended line is still there, and every edit that answered done is in.
+#[test]
+fn edit_file_keeps_what_a_concurrent_appender_wrote() {
+    let env = project_with_files();
+    env.write("log.txt", "head-0\n");
+    let mut client = env.client(false, &[]);
+    let file = env.project.join("log.txt");
+    const LINES: usize = 2000;
+    let appender = std::thread::spawn(move || {
+        for i in 0..LINES {
+            let mut f = std::fs::OpenOptions::new()
+                .append(true)
+                .open(&file)
+                .expect("open for append");
+            // One write per line, as `echo line >> file` makes.
+            f.write_all(format!("line-{i}\n").as_bytes())
+                .expect("append");
+        }
+    });
+    let mut head = 0;
+    for next in 1..=60 {
+        let called = client.call(
+            "edit_file",
+            json!({"path": "log.txt", "old_string": format!("head-{head}\n"), "new_string": format!("head-{next}\n")}),
+        );
+        if !called.is_error {
+            head = next;
+        } else {
+            assert!(called.text.contains("kept changing"), "{called:?}");
+        }
+    }
+    appender.join().expect("appender");
+    let text = env.read("log.txt").expect("log.txt");
+    assert!(
+        text.starts_with(&format!("head-{head}\n")),
+        "{}",
+        &text[..40]
+    );
+    let lost: Vec<usize> = (0..LINES)
+        .filter(|i| !text.contains(&format!("line-{i}\n")))
+        .collect();
+    assert!(
+        lost.is_empty(),
+        "{} appended lines were lost: {:?}",
+        lost.len(),
+        &lost[..lost.len().min(10)]
+    );
+    assert!(head > 40, "most edits went through ({head})");
 }

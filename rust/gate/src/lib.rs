@@ -349,7 +349,7 @@ mod tests {
     fn only_a_hook_leaves_a_shipped_default_s_allow_to_the_agent() {
         let v = verdict(Decision::Allow, Layer::Default);
         for route in Route::ALL {
-            let got = settle(route, &v, &chock_policy::Nobody, || unreachable_question());
+            let got = settle(route, &v, &chock_policy::Nobody, unreachable_question);
             let want = if route == Route::Hook {
                 Outcome::NoObjection
             } else {
