@@ -637,7 +637,7 @@ fn bad_arguments_are_tool_errors_with_a_sentence() {
         (
             "run_command",
             json!({"argv": []}),
-            "needs the program first",
+            "`argv` has 0 items, outside its bounds (at least 1)",
         ),
         (
             "edit_file",
@@ -661,7 +661,6 @@ fn bad_arguments_are_tool_errors_with_a_sentence() {
             "one name per level",
         ),
         ("nix_build", json!({"attribute": []}), "nix_build"),
-        ("no_such_tool", json!({}), "there is no tool named"),
     ];
     for (tool, args, expected) in cases {
         let called = client.call(tool, args.clone());
@@ -2972,4 +2971,79 @@ fn edit_file_keeps_what_a_concurrent_appender_wrote() {
         &lost[..lost.len().min(10)]
     );
     assert!(head > 40, "most edits went through ({head})");
+}
+
+/// run_command kills a program still running at its time limit and says
+/// so; an argument outside its advertised bounds is refused, naming the
+/// bound; an unknown tool is a JSON-RPC error (-32602), not a tool result.
+#[test]
+fn run_command_has_a_time_limit_bounds_are_kept_and_an_unknown_tool_is_a_protocol_error() {
+    let env = project_with_files();
+    env.rules(r#".{ .action = "exec.*", .decision = .allow }"#);
+    let mut client = env.client(false, &[]);
+    let started = std::time::Instant::now();
+    let slow = client.call(
+        "run_command",
+        json!({"argv": ["sh", "-c", "echo begun; sleep 1005"], "timeout_seconds": 2}),
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        slow.is_error && slow.text.contains("killed after 2 s") && slow.text.contains("begun"),
+        "{slow:?}"
+    );
+    let tools = client.request("tools/list", json!({}));
+    let schema = tools["result"]["tools"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["name"] == "run_command"))
+        .map(|t| t["inputSchema"]["properties"]["timeout_seconds"].clone())
+        .expect("run_command");
+    assert_eq!(schema["maximum"], 3600, "{schema}");
+    for (tool, args, expected) in [
+        (
+            "run_command",
+            json!({"argv": ["true"], "timeout_seconds": 0}),
+            "`timeout_seconds` is 0, outside its bounds (from 1 to 3600)",
+        ),
+        (
+            "run_command",
+            json!({"argv": ["true"], "timeout_seconds": 3601}),
+            "outside its bounds",
+        ),
+        (
+            "grep",
+            json!({"pattern": "x", "max_results": 100000}),
+            "`max_results` is 100000, outside its bounds",
+        ),
+        (
+            "read_file",
+            json!({"path": "a.txt", "offset": 0}),
+            "`offset` is 0, outside its bounds",
+        ),
+        (
+            "fetch_url",
+            json!({"url": "http://127.0.0.1/", "max_bytes": 0}),
+            "outside its bounds",
+        ),
+    ] {
+        let called = client.call(tool, args.clone());
+        assert!(
+            called.is_error && called.text.contains(expected),
+            "{tool} {args}: {called:?}"
+        );
+    }
+    let unknown = client.request(
+        "tools/call",
+        json!({"name": "no_such_tool", "arguments": {}}),
+    );
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    assert!(
+        unknown["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("no_such_tool")),
+        "{unknown}"
+    );
 }
