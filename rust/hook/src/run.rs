@@ -121,7 +121,7 @@ pub fn agent_hook(
         model: call.model.as_deref(),
     };
     let judged = decide::judge(&policy, &asker, acts);
-    let can_ask = answer::can_ask(agent, &call.event, mode.as_deref());
+    let can_ask = answer::can_ask(agent, &call.event, &call.tool, mode.as_deref());
     let hook_answer = decide::call_answer(&judged, can_ask);
     log.judged(&judged, &asker, can_ask, rotation);
     let reason = decide::reason(&judged, can_ask, agent.title());
