@@ -2216,7 +2216,17 @@ fn provide_tool_is_offered_only_when_nix_build_answers_allow_at_start() {
     let (env, _) = provide_project(r#".{ .action = "nix.build", .decision = .allow }"#);
     let mut client = env.client(false, &[]);
     assert!(client.tool_names().iter().any(|n| n == "provide_tool"));
-    env.assert_logged("nix.build", "allow", "rule");
+    // Read at start, before a client has said its name: agent `main`.
+    let start = env.last_logged("nix.build");
+    assert_eq!(
+        (
+            start["decision"].as_str(),
+            start["answered_by"].as_str(),
+            start["agent_kind"].as_str()
+        ),
+        (Some("allow"), Some("rule"), Some("main")),
+        "{start}"
+    );
     // The tool's own start row takes it away as it takes any tool away.
     env.rules(
         r#".{ .action = "nix.build", .decision = .allow }, .{ .action = "mcp.chock.tool.provide_tool", .decision = .deny }"#,

@@ -252,7 +252,6 @@ pub fn unanswered_words(why: Refused) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use chock_policy::DecidedBy;
 
     /// Who is behind a route, as the table's columns name them.
     #[derive(Debug, Clone, Copy)]
@@ -287,16 +286,7 @@ mod tests {
     }
 
     fn verdict(decision: Decision, layer: Layer) -> Verdict {
-        Verdict {
-            decision,
-            decided_by: DecidedBy {
-                layer,
-                file: None,
-                line: None,
-                rule: None,
-            },
-            suggestion: None,
-        }
+        Verdict::bare(decision, layer)
     }
 
     /// The table in docs/policy.md, route by route: every route gives one

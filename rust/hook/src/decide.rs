@@ -59,11 +59,7 @@ pub fn judge(policy: &Policy, asker: &Asker<'_>, acts: Vec<Named>) -> Vec<Judged
             Named::Unnameable { subject, why } => Judged {
                 action: UNNAMED.to_owned(),
                 subject: Some(subject),
-                verdict: Verdict {
-                    decision: Decision::Deny,
-                    decided_by: DecidedBy::nothing(),
-                    suggestion: None,
-                },
+                verdict: Verdict::bare(Decision::Deny, Layer::Nothing),
                 unnamed: Some(why),
             },
         })
@@ -291,16 +287,7 @@ mod tests {
 
     #[test]
     fn hooks_reach_only_a_person() {
-        let verdict = |decision, layer| Verdict {
-            decision,
-            decided_by: DecidedBy {
-                layer,
-                file: None,
-                line: None,
-                rule: None,
-            },
-            suggestion: None,
-        };
+        let verdict = Verdict::bare;
         let project = |d| verdict(d, Layer::Project);
         assert_eq!(
             act_answer(&project(Decision::AgentReview), true),

@@ -493,11 +493,7 @@ struct Logger<'a> {
 impl Logger<'_> {
     fn write(&self, answer: &HostAnswer) {
         let key = self.asking.key(&answer.action);
-        let unnamed = Verdict {
-            decision: answer.decision,
-            decided_by: chock_policy::DecidedBy::nothing(),
-            suggestion: None,
-        };
+        let unnamed = Verdict::bare(answer.decision, chock_policy::Layer::Nothing);
         let entry = chock_gate::line(
             self.asking.route,
             self.project.clone(),

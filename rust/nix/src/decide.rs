@@ -235,6 +235,16 @@ mod tests {
         }
     }
 
+    fn one_rule(action: &str, decision: Decision) -> Policy {
+        Policy::from_rules(
+            vec![Rule::new(
+                Some(Pattern::parse(action).expect("pattern")),
+                decision,
+            )],
+            vec![],
+        )
+    }
+
     fn entries(log: &Log) -> Vec<Entry> {
         log.records()
             .expect("records")
@@ -247,13 +257,7 @@ mod tests {
     fn every_answer_a_build_acts_on_is_one_line() {
         let dir = tempfile::tempdir().expect("tempdir");
         let log = Log::at(dir.path(), chock_log::Rotation::default());
-        let policy = Policy::from_rules(
-            vec![Rule::new(
-                Some(Pattern::parse("nix.net.build.com.github.443").expect("pattern")),
-                Decision::Allow,
-            )],
-            vec![],
-        );
+        let policy = one_rule("nix.net.build.com.github.443", Decision::Allow);
         let who = Who::default();
         let yes = |_: &Question| Answer::Yes;
         let d = decider(&policy, &who, &log, &yes);
@@ -309,13 +313,7 @@ mod tests {
     fn agent_then_human_is_refused_with_nobody_asked() {
         let dir = tempfile::tempdir().expect("tempdir");
         let log = Log::at(dir.path(), chock_log::Rotation::default());
-        let policy = Policy::from_rules(
-            vec![Rule::new(
-                Some(Pattern::parse("nix.build.*").expect("pattern")),
-                Decision::AgentThenHuman,
-            )],
-            vec![],
-        );
+        let policy = one_rule("nix.build.*", Decision::AgentThenHuman);
         let who = Who::default();
         let yes = |q: &Question| -> Answer { panic!("asked about {}", q.action) };
         let d = decider(&policy, &who, &log, &yes);

@@ -125,6 +125,23 @@ pub struct Verdict {
     pub suggestion: Option<Suggestion>,
 }
 
+impl Verdict {
+    /// A verdict that names no rule: `decision` as given by `layer`, with
+    /// nothing to suggest (an act that could not be named, a test).
+    pub fn bare(decision: Decision, layer: Layer) -> Verdict {
+        Verdict {
+            decision,
+            decided_by: DecidedBy {
+                layer,
+                file: None,
+                line: None,
+                rule: None,
+            },
+            suggestion: None,
+        }
+    }
+}
+
 /// A verdict with the action it answers, serialised as `chock policy explain
 /// --json` prints it: `{"action", "decision", "decided_by", "suggestion"}`.
 #[derive(Debug, Clone, Serialize)]
