@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use chock_gate::{Outcome, Refused, Route, Settled};
 use chock_log::{AnsweredBy, Entry, Rotation};
-use chock_policy::{Answer, Key, LoadOptions, Policy, PolicyError, Reading};
+use chock_policy::{Answer, Decision, Key, LoadOptions, Policy, PolicyError, Reading};
 
 use crate::agent::{self, Agent};
 use crate::answer::{self, HookAnswer, Reply};
@@ -321,38 +321,48 @@ impl Logger {
         chock_log::append(&entry, rotation);
     }
 
-    fn entry(&self, action: &str, decision: &str, layer: &str, answered_by: AnsweredBy) -> Entry {
-        Entry {
-            route: ROUTE.to_owned(),
-            project: self.project.clone(),
-            action: action.to_owned(),
+    /// A line no rule decided (a stop, a failure, a person's stop or
+    /// resume), made by the gate as every other line is.
+    fn entry(
+        &self,
+        action: &str,
+        tool: Option<&str>,
+        end: (Decision, AnsweredBy),
+        subject: Option<String>,
+    ) -> Entry {
+        let key = Key {
             agent_kind: self.agent_kind.to_owned(),
             model: None,
-            tool: None,
-            decision: decision.to_owned(),
-            decided_by: chock_log::DecidedBy {
-                layer: layer.to_owned(),
-                file: None,
-                line: None,
-            },
-            answered_by,
-            subject: None,
-        }
+            tool: tool.map(str::to_owned),
+            action: action.to_owned(),
+        };
+        let verdict = chock_policy::Verdict::bare(end.0, chock_policy::Layer::Nothing);
+        chock_gate::line(
+            Route::Hook,
+            self.project.clone(),
+            &key,
+            &verdict,
+            end,
+            subject,
+        )
     }
 
     /// A call refused because Chock is stopped.
     fn stopped(&self, stopped: &InForce, tool: Option<&str>) {
-        let mut entry = self.entry(STOPPED, "deny", "stop", AnsweredBy::Person);
-        entry.tool = tool.map(str::to_owned);
+        let mut entry = self.entry(STOPPED, tool, (Decision::Deny, AnsweredBy::Person), None);
+        entry.decided_by.layer = "stop".to_owned();
         entry.decided_by.file = Some(stopped.file.display().to_string());
         self.append(entry, Rotation::default());
     }
 
     /// A call refused because Chock could not decide it.
     fn failure(&self, reason: &str, tool: Option<&str>, rotation: Rotation) {
-        let mut entry = self.entry(decide::UNNAMED, "deny", "nothing", AnsweredBy::Nobody);
-        entry.tool = tool.map(str::to_owned);
-        entry.subject = Some(reason.to_owned());
+        let entry = self.entry(
+            decide::UNNAMED,
+            tool,
+            (Decision::Deny, AnsweredBy::Nobody),
+            Some(reason.to_owned()),
+        );
         self.append(entry, rotation);
     }
 
@@ -392,7 +402,11 @@ pub const STOPPED: &str = "chock.stopped";
 /// what (`chock.stop` or `chock.resume`) and which file.
 pub fn log_stop_change(project: &Path, action: &str, file: &Path) {
     let logger = Logger::new(project, "person");
-    let mut entry = logger.entry(action, "allow", "nothing", AnsweredBy::Person);
-    entry.subject = Some(file.display().to_string());
+    let entry = logger.entry(
+        action,
+        None,
+        (Decision::Allow, AnsweredBy::Person),
+        Some(file.display().to_string()),
+    );
     logger.append(entry, Rotation::default());
 }
