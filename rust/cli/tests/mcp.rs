@@ -568,11 +568,7 @@ fn a_policy_edited_later_changes_nothing_until_restart_and_the_server_says_so() 
         "said once: {}",
         again.text
     );
-    assert!(
-        client
-            .stderr()
-            .contains("changed after this server read it")
-    );
+    assert!(client.stderr_says("changed after this server read it"));
     let mut restarted = env.client(false, &[]);
     assert!(
         restarted
@@ -1536,6 +1532,20 @@ mod support {
 
         pub fn stderr(&self) -> String {
             self.stderr.lock().map(|s| s.clone()).unwrap_or_default()
+        }
+
+        /// Whether the server's stderr says `needle` within [`WAIT`]: it
+        /// is read by a thread of its own, so a line may come after the
+        /// response it goes with.
+        pub fn stderr_says(&self, needle: &str) -> bool {
+            let deadline = std::time::Instant::now() + WAIT;
+            while !self.stderr().contains(needle) {
+                if std::time::Instant::now() >= deadline {
+                    return false;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            true
         }
 
         /// Sends a request and waits for its response, answering the server's
