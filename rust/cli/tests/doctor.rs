@@ -31,7 +31,7 @@ fn every_layer_is_probed_and_commands_can_run() {
         "tmpfs cap",
         "capabilities and no_new_privs",
         "write^execute",
-        "cgroup v2 memory and pids",
+        "cgroup memory and pids",
         "nix daemon",
         "nix build sandbox",
         "workspace space",

@@ -146,15 +146,32 @@ fn json_captures_the_output_and_the_decision() {
 }
 
 #[test]
-fn a_program_that_creates_chock_zon_has_it_moved_aside() {
+fn a_missing_chock_zon_is_made_first_and_is_read_only_inside() {
     let fx = Fixture::host();
     let out = fx.exec(&[], &["sh", "-c", "printf '.{}' > chock.zon"]);
-    assert!(out.status.success(), "{}", describe(&out));
+    assert!(!out.status.success(), "{}", describe(&out));
+    let stderr = text(&out.stderr);
     assert!(
-        !fx.project.join("chock.zon").exists(),
-        "a chock.zon written inside must not stay"
+        stderr.contains("Read-only file system") && stderr.contains("before the program started"),
+        "{}",
+        describe(&out)
     );
-    assert!(text(&out.stderr).contains("moved to"), "{}", describe(&out));
+    let made = std::fs::read_to_string(fx.project.join("chock.zon")).expect("chock.zon");
+    assert!(
+        made.starts_with("// This project's rules for Chock"),
+        "{made}"
+    );
+    // What Chock made is a policy with no rule: it loads, and the next
+    // command runs under the shipped rules without a word about it.
+    let check = fx
+        .chock()
+        .args(["policy", "check"])
+        .output()
+        .expect("check");
+    assert!(check.status.success(), "{}", describe(&check));
+    let next = fx.exec(&[], &["sh", "-c", "true"]);
+    assert!(next.status.success(), "{}", describe(&next));
+    assert!(!text(&next.stderr).contains("before the program started"));
 }
 
 #[test]

@@ -221,9 +221,11 @@ fn claude_code_payloads_are_answered_allow_ask_and_deny() {
     assert_eq!(answer, "ask", "{reason}");
     assert!(reason.contains("net.fetch.org.ziglang.docs"), "{reason}");
 
-    // A write outside the project is `file.write`, which no default allows.
+    // A write outside the project is `file.write`, which no default
+    // allows; this payload is in acceptEdits, where Claude Code accepts
+    // its edits unasked, so the hook's ask would not be shown: deny.
     let (answer, reason) = claude(&sandbox.hook("claude", "claude/write-bashrc.json"));
-    assert_eq!(answer, "ask", "{reason}");
+    assert_eq!(answer, "deny", "{reason}");
     assert!(reason.contains("file.write"), "{reason}");
 
     let (answer, _) = claude(&sandbox.hook("claude", "claude/mcp-create-issue.json"));
@@ -356,7 +358,9 @@ fn codex_payloads_are_answered_in_codex_s_format() {
     assert!(reason.contains("cannot ask"), "{reason}");
     let last = sandbox.log_lines().pop().unwrap();
     assert_eq!(last["action"], "mcp.github.tool.create_issue");
-    assert_eq!(last["decision"], "deny");
+    // The rule's ask, which nobody could answer.
+    assert_eq!(last["decision"], "ask");
+    assert_eq!(last["answered_by"], "nobody");
 }
 
 /// A Claude Code Bash payload for `command`, answered under `policy`.
@@ -718,6 +722,103 @@ fn an_unknown_agent_is_named_in_the_error() {
     let out = sandbox.chock(&["hook", "vim"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("`vim`"));
+}
+
+/// A Claude Code payload for `tool` with `input`, in `mode`.
+fn claude_call(
+    sandbox: &Sandbox,
+    mode: &str,
+    tool: &str,
+    input: serde_json::Value,
+) -> (String, String) {
+    let payload = serde_json::json!({
+        "session_id": "s",
+        "transcript_path": "/dev/null",
+        "cwd": sandbox.project,
+        "permission_mode": mode,
+        "hook_event_name": "PreToolUse",
+        "tool_name": tool,
+        "tool_input": input,
+        "tool_use_id": "t"
+    });
+    claude(&sandbox.hook_with("claude", &payload.to_string()))
+}
+
+/// Under bypassPermissions (and dontAsk, acceptEdits, any mode not known to
+/// show the ask) Claude Code would drop the hook's ask and write anyway:
+/// where nobody will be asked the hook answers deny with the rule to add.
+#[test]
+fn where_claude_will_not_show_the_ask_the_hook_denies_with_the_rule() {
+    let sandbox = Sandbox::new();
+    sandbox.policy(&[]);
+    let bashrc = sandbox.home.join(".bashrc");
+    let write = serde_json::json!({"file_path": bashrc, "content": "evil\n"});
+    let (answer, reason) = claude_call(&sandbox, "default", "Write", write.clone());
+    assert_eq!(answer, "ask", "{reason}");
+    for mode in ["bypassPermissions", "dontAsk", "acceptEdits", "someNewMode"] {
+        let (answer, reason) = claude_call(&sandbox, mode, "Write", write.clone());
+        assert_eq!(answer, "deny", "{mode}: {reason}");
+        assert!(
+            reason.contains("cannot ask one here") && reason.contains("To allow it, add"),
+            "{mode}: {reason}"
+        );
+    }
+    let last = sandbox.log_lines().pop().unwrap();
+    assert_eq!(
+        (last["decision"].as_str(), last["answered_by"].as_str()),
+        (Some("ask"), Some("nobody")),
+        "{last}"
+    );
+}
+
+/// A call to Chock's own tool server (an MCP server whose command is
+/// `chock mcp`) goes through to the server, which decides it once; a server
+/// that only borrows the name is decided by the hook as any other.
+#[test]
+fn a_call_to_chocks_own_tool_server_is_decided_once_by_the_server() {
+    let sandbox = Sandbox::new();
+    sandbox.policy(&[]);
+    std::fs::write(
+        sandbox.project.join(".mcp.json"),
+        r#"{"mcpServers": {
+            "chock": {"command": "chock", "args": ["mcp"]},
+            "tools": {"command": "chock", "args": ["mcp", "--name", "tools"]},
+            "impostor": {"command": "/tmp/chock-impostor/chock", "args": ["mcp"]}
+        }}"#,
+    )
+    .unwrap();
+    let before = sandbox.log_lines().len();
+    for tool in ["mcp__chock__write_file", "mcp__tools__run_command"] {
+        let (answer, reason) = claude_call(
+            &sandbox,
+            "default",
+            tool,
+            serde_json::json!({"path": "a.txt", "content": "x"}),
+        );
+        assert_eq!(answer, "allow", "{tool}: {reason}");
+        assert!(reason.contains("its own tool server"), "{reason}");
+    }
+    assert_eq!(
+        sandbox.log_lines().len(),
+        before,
+        "the server logs its own decision"
+    );
+    // In print mode too: nothing is asked twice or refused for want of a rule.
+    let (answer, _) = claude_call(
+        &sandbox,
+        "bypassPermissions",
+        "mcp__chock__read_file",
+        serde_json::json!({"path": "a.txt"}),
+    );
+    assert_eq!(answer, "allow");
+    let (answer, reason) = claude_call(
+        &sandbox,
+        "default",
+        "mcp__impostor__read_file",
+        serde_json::json!({"path": "a.txt"}),
+    );
+    assert_eq!(answer, "ask", "{reason}");
+    assert!(reason.contains("mcp.impostor.tool.read_file"), "{reason}");
 }
 
 /// Each agent's recorded shell payload, which runs `cd build && rm -rf ~`.

@@ -387,6 +387,18 @@ fn doubling_a_string_stops_at_the_memory_bound() {
     assert_eq!(err.kind(), Some(ErrorKind::OutOfMemory), "{err}");
 }
 
+/// `e` evaluated strictly in pure mode with `root` as its directory and
+/// only root.
+fn eval_strict_in(root: &Path, e: &str) -> String {
+    let opts = EvalOptions {
+        roots: vec![root.to_path_buf()],
+        ..EvalOptions::default()
+    };
+    let mut request = Request::new(Source::expr(e, root));
+    request.strict = true;
+    String::from_utf8(evaluate(&opts, &request).unwrap().text).unwrap()
+}
+
 #[test]
 fn symlinks_are_typed_and_followed_like_nix() {
     use std::os::unix::fs::symlink;
@@ -404,15 +416,7 @@ fn symlinks_are_typed_and_followed_like_nix() {
     std::fs::write(r.join("pkg/lib/default.nix"), "\"reached\"").unwrap();
     std::fs::write(r.join("real/mods/entry.nix"), "import ../lib").unwrap();
     symlink("../real/mods", r.join("pkg/mods")).unwrap();
-    let opts = EvalOptions {
-        roots: vec![r.to_path_buf()],
-        ..EvalOptions::default()
-    };
-    let run = |e: &str| {
-        let mut request = Request::new(Source::expr(e, r));
-        request.strict = true;
-        String::from_utf8(evaluate(&opts, &request).unwrap().text).unwrap()
-    };
+    let run = |e: &str| eval_strict_in(r, e);
     assert_eq!(
         run("builtins.readDir ./tree"),
         "{ plain = \"regular\"; sub = \"directory\"; to-dir = \"symlink\"; to-file = \"symlink\"; }"
@@ -423,6 +427,41 @@ fn symlinks_are_typed_and_followed_like_nix() {
     );
     assert_eq!(run("builtins.readFile ./tree/to-file"), "\"\"");
     assert_eq!(run("import ./pkg/mods/entry.nix"), "\"reached\"");
+}
+
+#[test]
+fn a_file_imported_through_a_symlink_is_the_same_value() {
+    use std::os::unix::fs::symlink;
+    let root = tempfile::tempdir().expect("a temporary directory");
+    let r = root.path();
+    std::fs::create_dir_all(r.join("real")).unwrap();
+    std::fs::write(
+        r.join("real/lib.nix"),
+        "{ id = x: x; data = builtins.readFile ./data; }",
+    )
+    .unwrap();
+    std::fs::write(r.join("real/data"), "beside the target").unwrap();
+    std::fs::write(r.join("data"), "beside the link").unwrap();
+    symlink("real/lib.nix", r.join("link.nix")).unwrap();
+    symlink("link.nix", r.join("link-to-link.nix")).unwrap();
+    symlink("real", r.join("dir-link")).unwrap();
+    std::fs::write(r.join("real/default.nix"), "{ f = x: x; }").unwrap();
+    let run = |e: &str| eval_strict_in(r, e);
+    // One value for the file and its links (the cache is keyed by the
+    // resolved path), so the function inside compares equal to itself, as
+    // in Nix 2.8; and `./data` is the target's neighbour.
+    assert_eq!(
+        run(
+            "[ (import ./link.nix == import ./real/lib.nix) (import ./link-to-link.nix == import ./real/lib.nix) (import ./link.nix).data ]"
+        ),
+        "[ true true \"beside the target\" ]"
+    );
+    assert_eq!(
+        run(
+            "[ (import ./dir-link == import ./real) (import ./real/default.nix == import ./real) ]"
+        ),
+        "[ true true ]"
+    );
 }
 
 #[test]
@@ -447,6 +486,14 @@ fn fetchers_are_refused_and_dynamic_derivations_are_off() {
         assert!(err.to_string().contains("refused in pure evaluation mode"));
         let err = eval_expr(&impure, &expr).unwrap_err();
         assert_eq!(err.kind(), Some(ErrorKind::NotYet), "{expr}: {err}");
+        // The argument is read first, as Nix reads it: a throw in it is
+        // caught like any other.
+        for options in [&pure, &impure] {
+            for arg in ["(throw \"x\")", "{ url = throw \"x\"; }"] {
+                let tried = format!("(builtins.tryEval (builtins.{name} {arg})).success");
+                assert_eq!(eval_expr(options, &tried).unwrap(), "false", "{tried}");
+            }
+        }
     }
     let err = eval_expr(&pure, "builtins.outputOf \"a\" \"out\"").unwrap_err();
     assert!(

@@ -53,7 +53,7 @@ pub use decide::{Asking, HostVerdict, decide_host};
 pub use fetch::{FetchError, Fetcher, HopGate, Limits};
 pub use lock::{Follows, Lock, LockError, LockedNode, MAX_LOCK_BYTES, MAX_NODES};
 #[cfg(feature = "fetch")]
-pub use progress::{Event, Progress, Silent};
+pub use progress::{Event, Progress, Silent, Traced};
 #[cfg(feature = "fetch")]
 pub use report::{HostAnswer, InputReport, InputState, Report};
 #[cfg(feature = "fetch")]

@@ -162,6 +162,7 @@ impl HostAnswer {
             AnsweredBy::Default => "by a shipped default",
             AnsweredBy::Person => "by a person",
             AnsweredBy::Nobody => "and nobody could be asked",
+            AnsweredBy::Client => "and the client dismissed the question with no person answering",
         };
         let mut text = format!(
             "{}:{} (for {}) is {}, answered {} {by}",

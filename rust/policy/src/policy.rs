@@ -41,7 +41,7 @@ pub enum Reading {
 }
 
 impl Reading {
-    fn unnamed(self) -> Decision {
+    pub(crate) fn unnamed(self) -> Decision {
         match self {
             Reading::Act => Decision::Ask,
             Reading::Ceiling => Decision::Allow,
@@ -123,6 +123,23 @@ pub struct Verdict {
     pub decision: Decision,
     pub decided_by: DecidedBy,
     pub suggestion: Option<Suggestion>,
+}
+
+impl Verdict {
+    /// A verdict that names no rule: `decision` as given by `layer`, with
+    /// nothing to suggest (an act that could not be named, a test).
+    pub fn bare(decision: Decision, layer: Layer) -> Verdict {
+        Verdict {
+            decision,
+            decided_by: DecidedBy {
+                layer,
+                file: None,
+                line: None,
+                rule: None,
+            },
+            suggestion: None,
+        }
+    }
 }
 
 /// A verdict with the action it answers, serialised as `chock policy explain
@@ -393,7 +410,7 @@ impl Policy {
         })
     }
 
-    fn project_rules(&self) -> Option<&RuleSet> {
+    pub(crate) fn project_rules(&self) -> Option<&RuleSet> {
         self.project.as_ref().map(|p| &p.rules)
     }
 
@@ -691,7 +708,7 @@ pub fn read_once_note(action: &str) -> Option<&'static str> {
     }
 }
 
-fn decided_by_rule(layer: Layer, rule: &Rule) -> DecidedBy {
+pub(crate) fn decided_by_rule(layer: Layer, rule: &Rule) -> DecidedBy {
     DecidedBy {
         layer,
         file: rule.source.as_ref().map(|s| s.file.as_ref().clone()),

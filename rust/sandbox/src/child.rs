@@ -269,6 +269,13 @@ pub(crate) fn run_init(plan: &ChildPlan, channel: Channel) -> ! {
         sys::close_all_but(&[channel.go, channel.report, plan.ruleset]),
     );
     write_id_maps(plan, channel);
+    // memfds made in this PID namespace are not executable (vm.memfd_noexec
+    // 2: MFD_EXEC refused, every memfd sealed against exec), so a program
+    // cannot write code into one and execve it through /proc/self/fd. The
+    // kernel lets only a caller that is root on the host write this file;
+    // for any other, the host's own setting (inherited) stands, and
+    // docs/sandbox.md says what that leaves open.
+    let _ = write_proc_file(c"/proc/sys/vm/memfd_noexec", b"2");
     // Not dumpable: the program (uid-equal but without capabilities) cannot
     // open /proc/1/fd, /proc/1/environ or ptrace init.
     // SAFETY: plain prctl with integer arguments.
@@ -278,11 +285,15 @@ pub(crate) fn run_init(plan: &ChildPlan, channel: Channel) -> ! {
         0,
         errno_of(unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0) }),
     );
+    let mut opened = Opened { workspace: -1 };
     for (index, op) in plan.ops.iter().enumerate() {
-        if let Err(errno) = run_op(op) {
+        if let Err(errno) = run_op(op, &mut opened) {
             report(channel, Kind::Op, index as u32, errno as i64);
             sys::exit_now(126);
         }
+    }
+    if opened.workspace >= 0 {
+        close(opened.workspace);
     }
     add_child_rules(plan, channel);
     supervise(plan, channel)
@@ -389,8 +400,67 @@ fn ignore_exists(result: Result<(), Errno>) -> Result<(), Errno> {
     }
 }
 
-fn run_op(op: &Op) -> Result<(), Errno> {
+/// Descriptors the mount steps keep between them.
+struct Opened {
+    /// The workspace as mounted inside ([`Op::OpenWorkspace`]).
+    workspace: RawFd,
+}
+
+/// A held path that can no longer be opened the way Chock opened it (gone,
+/// or a link now on its way) is another object than the one checked.
+fn as_changed(errno: Errno) -> Errno {
+    match errno {
+        Errno::ENOENT | Errno::ENOTDIR | Errno::ELOOP | Errno::EXDEV => Errno::ESTALE,
+        other => other,
+    }
+}
+
+/// Refuses an object that is not the one Chock checked (`ESTALE`).
+fn same_object(fd: RawFd, id: sys::FileId) -> Result<(), Errno> {
+    if sys::file_id(fd)? == id {
+        Ok(())
+    } else {
+        Err(Errno::ESTALE)
+    }
+}
+
+/// Copies the mount tree at `source` (a descriptor, checked to be `id`),
+/// gives the copy `set`, and attaches it over `target` (a descriptor).
+fn bind_fd(source: RawFd, id: sys::FileId, target: RawFd, set: u64) -> Result<(), Errno> {
+    same_object(source, id)?;
+    let tree = sys::clone_tree(source)?;
+    let attached = sys::mount_setattr_fd(tree, set).and_then(|()| sys::move_mount_fd(tree, target));
+    close(tree);
+    attached
+}
+
+fn run_op(op: &Op, opened: &mut Opened) -> Result<(), Errno> {
     match op {
+        Op::BindChecked {
+            source,
+            id,
+            target,
+            set,
+        } => {
+            let source = sys::open_path(libc::AT_FDCWD, source, false).map_err(as_changed)?;
+            let bound = sys::open_path(libc::AT_FDCWD, target, false).and_then(|target| {
+                let bound = bind_fd(source, *id, target, *set);
+                close(target);
+                bound
+            });
+            close(source);
+            bound
+        }
+        Op::OpenWorkspace { path } => {
+            opened.workspace = sys::open_path(libc::AT_FDCWD, path, false)?;
+            Ok(())
+        }
+        Op::Hold { rel, id, set, .. } => {
+            let held = sys::open_path(opened.workspace, rel, true).map_err(as_changed)?;
+            let bound = bind_fd(held, *id, held, *set);
+            close(held);
+            bound
+        }
         Op::MakePrivate => mount(None, c"/", None, libc::MS_REC | libc::MS_PRIVATE, None),
         Op::Tmpfs {
             target,

@@ -399,27 +399,41 @@ fn probe_rows(sandbox: &Sandbox, write_execute: WriteExecute) -> Vec<Row> {
 }
 
 fn cgroup_row() -> Row {
-    let root = nix::unistd::getuid().is_root();
+    const NAME: &str = "cgroup memory and pids";
     match delegation() {
         Delegation::Delegated { dir } => row(
-            "cgroup v2 memory and pids",
+            NAME,
             false,
             Ok(format!(
-                "delegated at {}: memory.max and pids.max are set per command",
+                "cgroup v2, delegated at {}: memory.max and pids.max are set per command",
                 dir.display()
             )),
         ),
-        Delegation::NotDelegated { reason } => {
-            let root_note = if root {
-                "; the kernel exempts uid 0 from RLIMIT_NPROC, so for root nothing bounds the number of processes"
-            } else {
-                ""
-            };
-            warn(
-                "cgroup v2 memory and pids",
-                format!("not used: {reason}{root_note}"),
-            )
-        }
+        Delegation::Legacy { memory, pids } => row(
+            NAME,
+            false,
+            Ok(format!(
+                "cgroup v1, as root: a group per command under {} (memory.limit_in_bytes) and {} (pids.max)",
+                memory.display(),
+                pids.display()
+            )),
+        ),
+        // The kernel exempts uid 0 from RLIMIT_NPROC and no rlimit bounds
+        // the memory of many processes together: for root, no cgroup means
+        // no bound at all, so commands do not run.
+        Delegation::NotDelegated { reason } if nix::unistd::geteuid().is_root() => row(
+            NAME,
+            true,
+            Err(format!(
+                "none usable: {reason}; as root nothing else bounds the number of processes (the kernel exempts uid 0 from RLIMIT_NPROC) or their memory together. Run Chock as a normal user, or give root the memory and pids controllers (cgroup v1 hierarchies, or cgroup v2 delegated to Chock's group)"
+            )),
+        ),
+        Delegation::NotDelegated { reason } => warn(
+            NAME,
+            format!(
+                "not used: {reason}; the processes are bounded by RLIMIT_NPROC, and each process's memory by RLIMIT_DATA, but not their memory together"
+            ),
+        ),
     }
 }
 
@@ -504,10 +518,18 @@ fn space_row(project: &Path) -> Row {
                 free >> 20,
                 FREE_SPACE_FLOOR >> 20
             );
+            // A command does not start below the floor (and is killed when
+            // it passes it), so this row blocks like the layers do.
             if free >= FREE_SPACE_FLOOR {
-                row("workspace space", false, Ok(detail))
+                row("workspace space", true, Ok(detail))
             } else {
-                warn("workspace space", detail)
+                row(
+                    "workspace space",
+                    true,
+                    Err(format!(
+                        "{detail}: commands do not start below the floor; free some space"
+                    )),
+                )
             }
         }
         None => warn(

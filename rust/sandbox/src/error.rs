@@ -51,6 +51,15 @@ pub enum SandboxError {
         /// The errno it failed with.
         errno: Errno,
     },
+    /// A path the sandbox holds was no longer the object Chock checked when
+    /// the sandbox's first process came to bind it.
+    #[error(
+        "the sandbox was not built, so nothing ran: {step} found another file there than the one Chock checked (another command in the project may have swapped it meanwhile); run the command again"
+    )]
+    Changed {
+        /// The step, as a sentence fragment.
+        step: String,
+    },
     /// The program itself could not be executed inside the sandbox.
     #[error("{program} could not be started in the sandbox: {desc}", desc = errno.desc())]
     Exec {

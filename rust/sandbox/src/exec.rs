@@ -11,7 +11,8 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
 
-use chock_log::{AnsweredBy, Entry, Log};
+use chock_gate::Route;
+use chock_log::Log;
 use chock_policy::{Decision, Key, Policy, Reading, StartQuestion, Verdict};
 
 use crate::cache::{self, CACHE_BOUND, CacheStart};
@@ -26,8 +27,7 @@ use crate::spawn::{Command, Finished, Sandbox, Stdio};
 
 /// The capped tmpfs's size.
 pub const TMP_BYTES: u64 = 256 << 20;
-/// Free space below this on the workspace's file system is reported.
-pub const FREE_SPACE_FLOOR: u64 = 1 << 30;
+pub use crate::spawn::FREE_SPACE_FLOOR;
 /// The `PATH` a project without a flake gets.
 const HOST_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 /// Caller variables that say how to talk to the person, never what they
@@ -105,12 +105,11 @@ pub enum Notice {
         /// Where the log is.
         dir: PathBuf,
     },
-    /// Little free space where the workspace is.
-    LowSpace {
-        /// Bytes free.
-        free: u64,
-        /// The floor.
-        floor: u64,
+    /// Guarded names that were missing, made before the program started so
+    /// that it cannot create them (each is bound read-only).
+    Placeholders {
+        /// What was made.
+        made: Vec<PathBuf>,
     },
 }
 
@@ -153,11 +152,13 @@ impl std::fmt::Display for Notice {
                 "the decision log in {} could not be written; the decision stands, but it is not on record",
                 dir.display()
             ),
-            Notice::LowSpace { free, floor } => write!(
+            Notice::Placeholders { made } => write!(
                 f,
-                "only {} MiB free where the workspace is (the floor is {} MiB); builds may fail for space",
-                free >> 20,
-                floor >> 20
+                "made {}, which did not exist, before the program started: a program in the sandbox could otherwise create them for git or Chock to obey outside it; each means what its absence meant (no rule, no hook, no setting) and is read-only inside",
+                made.iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
         }
     }
@@ -244,14 +245,6 @@ pub fn prepare(
         }),
         CacheStart::Kept => {}
     }
-    if let Some(free) = free_space(&request.project.dir)
-        && free < FREE_SPACE_FLOOR
-    {
-        notices.push(Notice::LowSpace {
-            free,
-            floor: FREE_SPACE_FLOOR,
-        });
-    }
     let tool = match &toolchain.dev_shell {
         Some(shell) => Toolchain::DevShell {
             store_paths: shell.store_paths.clone(),
@@ -277,6 +270,11 @@ pub fn prepare(
             .map_or(Stdio::Inherit, |limit| Stdio::Capture { limit }),
     };
     let sandbox = Sandbox::new(layout, limits, write_execute)?;
+    if !sandbox.placeholders().is_empty() {
+        notices.push(Notice::Placeholders {
+            made: sandbox.placeholders().to_vec(),
+        });
+    }
     Ok(Prepared {
         sandbox,
         command,
@@ -284,39 +282,10 @@ pub fn prepare(
     })
 }
 
-/// What a run left, beyond the program's own result.
+/// What a run left.
 pub struct Ran {
     /// How the program ended, and its captured output.
     pub finished: Finished,
-    /// What the program created where only a person may write (a
-    /// `chock.zon`, a git hook or config), each moved aside.
-    pub quarantined: Vec<Quarantined>,
-}
-
-/// A file or folder a program created where only a person may write, and
-/// where it was moved.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct Quarantined {
-    /// The path the program created.
-    pub created: PathBuf,
-    /// Where it is now.
-    pub moved_to: PathBuf,
-}
-
-impl std::fmt::Display for Quarantined {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let why = if self.created.file_name() == Some(std::ffi::OsStr::new(layout::POLICY_FILE)) {
-            "which holds the rules and only you may write"
-        } else {
-            "which git would run or read outside the sandbox"
-        };
-        write!(
-            f,
-            "the program created {}, {why}; it was moved to {}",
-            self.created.display(),
-            self.moved_to.display()
-        )
-    }
 }
 
 impl Prepared {
@@ -344,50 +313,13 @@ impl Prepared {
     /// commands, such as the tool server).
     pub fn start(self) -> Result<Started, ExecError> {
         let running = self.sandbox.spawn(&self.command)?;
-        Ok(Started {
-            running,
-            prepared: self,
-        })
-    }
-
-    /// The policy file and what git runs are bound read-only when they
-    /// exist; when one did not, a program could create it for the next run
-    /// (or the person's next `git commit`) to obey. Every process of the
-    /// sandbox has ended by now, so each that appeared is moved aside, and
-    /// the caller says so.
-    fn quarantine_created(&self) -> Vec<Quarantined> {
-        let stamp = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        let mut moved = Vec::new();
-        for created in &self.sandbox.layout().watched {
-            if created.symlink_metadata().is_err() {
-                continue;
-            }
-            let Some(name) = created.file_name() else {
-                continue;
-            };
-            let moved_to =
-                created.with_file_name(format!("{}.from-sandbox-{stamp}", name.to_string_lossy()));
-            match std::fs::rename(created, &moved_to) {
-                Ok(()) => moved.push(Quarantined {
-                    created: created.clone(),
-                    moved_to,
-                }),
-                Err(e) => tracing::warn!(
-                    "{} was created in the sandbox and could not be moved aside: {e}",
-                    created.display()
-                ),
-            }
-        }
-        moved
+        Ok(Started { running })
     }
 }
 
 /// A program running in its sandbox.
 pub struct Started {
     running: crate::spawn::Running,
-    prepared: Prepared,
 }
 
 impl Started {
@@ -402,14 +334,10 @@ impl Started {
         Ok(self.running.signal_handle()?)
     }
 
-    /// Waits for the program, then moves aside what it created where only
-    /// a person may write.
+    /// Waits for the program to end.
     pub fn wait(self) -> Result<Ran, ExecError> {
         let finished = self.running.wait()?;
-        Ok(Ran {
-            finished,
-            quarantined: self.prepared.quarantine_created(),
-        })
+        Ok(Ran { finished })
     }
 }
 
@@ -611,7 +539,7 @@ pub fn plan(
 }
 
 /// The route `chock exec` logs under.
-pub const ROUTE: &str = "exec";
+pub const ROUTE: Route = Route::Exec;
 
 /// How a command's dev shell is built when it is not cached: by `policy`,
 /// `asker` answering what it leaves open, logged under `route` as asked by
@@ -622,7 +550,7 @@ pub fn devshell_builder<'a>(
     policy: &'a Policy,
     log: &'a Log,
     asker: &'a dyn chock_policy::Asker,
-    route: &'a str,
+    route: Route,
 ) -> devshell::Builder<'a> {
     devshell::Builder {
         policy,
@@ -701,7 +629,7 @@ pub fn prepare_allowed(
     toolchain: ProjectToolchain,
     policy: &Policy,
     log: &Log,
-    route: &str,
+    route: Route,
 ) -> Result<Prepared, ExecError> {
     let mut notices = Vec::new();
     let (write_execute, jit_notice) = write_execute(request, policy, log, route, &mut notices)?;
@@ -724,7 +652,7 @@ fn write_execute(
     request: &ExecRequest,
     policy: &Policy,
     log: &Log,
-    route: &str,
+    route: Route,
     notices: &mut Vec<Notice>,
 ) -> Result<(WriteExecute, Option<Notice>), ExecError> {
     let answer = policy
@@ -754,11 +682,13 @@ fn write_execute(
     }
 }
 
-/// One decision-log line; a notice when it could not be written.
+/// One decision-log line, as the gate ends the act with nobody to ask
+/// (`chock exec` asks nobody about a program, and `sandbox.jit` is read
+/// before anyone could be); a notice when it could not be written.
 fn record(
     log: &Log,
     request: &ExecRequest,
-    route: &str,
+    route: Route,
     action: &str,
     verdict: &Verdict,
     subject: Option<&str>,
@@ -769,12 +699,22 @@ fn record(
         tool: Some(TOOL.into()),
         action: action.into(),
     };
-    let mut entry = Entry::decided(route, request.project.dir.to_string_lossy(), &key, verdict);
-    if !matches!(verdict.decision, Decision::Allow | Decision::Deny) {
-        // Nobody is there to answer an ask.
-        entry.answered_by = AnsweredBy::Nobody;
-    }
-    entry.subject = subject.map(str::to_owned);
+    let settled = chock_gate::settle(route, verdict, &chock_policy::Nobody, || {
+        chock_policy::Question {
+            action: action.into(),
+            decision: verdict.decision,
+            summary: String::new(),
+            detail: Vec::new(),
+            rules: verdict.suggestion.iter().cloned().collect(),
+        }
+    });
+    let entry = settled.entry(
+        route,
+        request.project.dir.to_string_lossy(),
+        &key,
+        verdict,
+        subject.map(str::to_owned),
+    );
     match log.append(&entry) {
         Some(_) => None,
         None => Some(Notice::LogNotWritten {

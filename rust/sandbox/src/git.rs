@@ -11,8 +11,9 @@
 //! cannot be renamed or removed; the git directory and every folder between
 //! it and the workspace are bound over themselves (writable), so the program
 //! cannot move the whole directory aside and put a copy of its own in its
-//! place; one that does not exist is watched, and moved aside after the run
-//! if the program created it (every process of the sandbox has ended then).
+//! place. One that does not exist is made first, with contents that mean
+//! what its absence meant (see [`GUARDED`]), and held like the others, so no
+//! program ever runs while a guarded name is free to be created.
 //!
 //! The rest of the git directory (objects, refs, the index) stays writable,
 //! so `git commit` works inside. A `.git` file (a linked worktree, a
@@ -23,10 +24,22 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use crate::anchor::Placeholder;
 use crate::error::SandboxError;
 
-/// What git runs or reads for commands, in each git directory.
-pub const GUARDED: [&str; 5] = ["hooks", "config", "info", "commondir", "config.worktree"];
+/// What git runs or reads for commands, in each git directory, and what
+/// Chock makes where one is missing: an empty `hooks` and `info` folder (no
+/// hook, no attribute, as `git init` makes them), an empty `config` and
+/// `config.worktree` (no setting), and a `commondir` naming the git
+/// directory itself (`.`: git resolves it to the same directory, so the
+/// repository is its own common directory, as it was).
+pub const GUARDED: [(&str, Placeholder); 5] = [
+    ("hooks", Placeholder::Dir),
+    ("config", Placeholder::File(b"")),
+    ("info", Placeholder::Dir),
+    ("commondir", Placeholder::File(b".\n")),
+    ("config.worktree", Placeholder::File(b"")),
+];
 
 /// At most this many git directories are held (the project's, its linked
 /// worktrees' and its submodules'); more is refused rather than left open.
@@ -43,9 +56,9 @@ pub struct GitGuard {
     pub pinned: Vec<PathBuf>,
     /// Files and folders bound read-only over themselves.
     pub read_only: Vec<PathBuf>,
-    /// Guarded names that did not exist: moved aside after a run that
-    /// created them.
-    pub absent: Vec<PathBuf>,
+    /// Guarded names that did not exist, and what Chock makes there
+    /// before the sandbox starts.
+    pub missing: Vec<(PathBuf, Placeholder)>,
 }
 
 /// Finds what to hold for `workspace` (canonical).
@@ -146,12 +159,12 @@ impl Finder<'_> {
         for folder in dir.ancestors().take_while(|a| *a != self.workspace) {
             self.guard.pinned.push(folder.to_path_buf());
         }
-        for name in GUARDED {
+        for (name, placeholder) in GUARDED {
             let path = dir.join(name);
             match std::fs::symlink_metadata(&path) {
                 Ok(meta) if meta.file_type().is_symlink() => return Err(link_error(&path)),
                 Ok(_) => self.guard.read_only.push(path),
-                Err(_) => self.guard.absent.push(path),
+                Err(_) => self.guard.missing.push((path, placeholder)),
             }
         }
         if let Some(common) = pointer(&dir.join("commondir"), dir, "")? {
@@ -239,7 +252,10 @@ mod tests {
             assert!(g.read_only.contains(&dot.join(name)), "{name}: {g:?}");
         }
         for name in ["commondir", "config.worktree"] {
-            assert!(g.absent.contains(&dot.join(name)), "{name}: {g:?}");
+            assert!(
+                g.missing.iter().any(|(p, _)| *p == dot.join(name)),
+                "{name}: {g:?}"
+            );
         }
     }
 
@@ -289,7 +305,7 @@ mod tests {
         );
         let g = guard(&ws).expect("guard");
         assert_eq!(g.read_only, vec![ws.join(".git")]);
-        assert!(g.pinned.is_empty() && g.absent.is_empty(), "{g:?}");
+        assert!(g.pinned.is_empty() && g.missing.is_empty(), "{g:?}");
     }
 
     #[test]
@@ -306,7 +322,10 @@ mod tests {
         let g = guard(&ws).expect("guard");
         assert!(g.read_only.contains(&wt.join("commondir")), "{g:?}");
         assert!(g.read_only.contains(&module.join("hooks")), "{g:?}");
-        assert!(g.absent.contains(&module.join("config")), "{g:?}");
+        assert!(
+            g.missing.iter().any(|(p, _)| *p == module.join("config")),
+            "{g:?}"
+        );
         for pinned in [
             ws.join(".git/worktrees"),
             wt,

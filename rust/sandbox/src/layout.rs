@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::anchor::Placeholder;
 use crate::error::SandboxError;
 use crate::mounts::{CACHE_MOUNT, Entry, EntryKind, Layout, StoreView};
 
@@ -44,6 +45,15 @@ pub fn store_dir() -> PathBuf {
 /// The name of the file that holds a project's policy, bound read-only.
 pub const POLICY_FILE: &str = "chock.zon";
 
+/// What Chock writes as `chock.zon` where a project had none, before the
+/// first sandbox starts: no rule, which is what no file meant, and a file
+/// that exists can be bound read-only, so no program can write one.
+pub const POLICY_PLACEHOLDER: &[u8] =
+    b"// This project's rules for Chock (docs/policy.md). Chock made this file,\n\
+// holding no rule, before it first ran a program here, so that no program\n\
+// in its sandbox can write one; edit it to add yours.\n\
+.{}\n";
+
 /// Builds the layout of a sandbox for `workspace`.
 pub fn resolve(
     workspace: &Path,
@@ -62,11 +72,16 @@ pub fn resolve(
     let policy = workspace.join(POLICY_FILE);
     let git = crate::git::guard(&workspace)?;
     let mut read_only = git.read_only;
-    let mut watched = git.absent;
+    let mut missing = git.missing;
     match std::fs::symlink_metadata(&policy) {
         Ok(meta) if meta.file_type().is_file() => read_only.push(policy),
-        Ok(_) => {}
-        Err(_) => watched.push(policy),
+        Ok(_) => {
+            return Err(SandboxError::Workspace {
+                path: policy,
+                reason: "it is not a plain file, so Chock cannot hold it read-only; make it a file with the project's rules".into(),
+            });
+        }
+        Err(_) => missing.push((policy, Placeholder::File(POLICY_PLACEHOLDER))),
     }
     let (store, links) = match toolchain {
         Toolchain::DevShell { store_paths, links } => {
@@ -109,7 +124,7 @@ pub fn resolve(
         workspace,
         pinned: git.pinned,
         read_only,
-        watched,
+        missing,
         cache_dir,
         tmp_bytes,
         store,

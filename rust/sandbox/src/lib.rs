@@ -7,6 +7,7 @@
 //! kernel calls may be made, and the dropped capabilities and rlimits what
 //! the process may claim. See `docs/sandbox.md` for the user's view.
 
+mod anchor;
 pub mod cache;
 mod caps;
 mod child;

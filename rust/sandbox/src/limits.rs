@@ -105,14 +105,23 @@ fn current_rlimit(resource: RlimitResource) -> libc::rlimit {
     limit
 }
 
-/// Whether a cgroup v2 with `memory` and `pids` is ours to use, and where.
+/// Whether a cgroup with `memory` and `pids` is ours to use, and where.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum Delegation {
-    /// Children of this directory get `memory` and `pids`.
+    /// Children of this cgroup v2 directory get `memory` and `pids`.
     Delegated {
         /// Our own cgroup directory.
         dir: PathBuf,
+    },
+    /// A caller that is root, on a machine whose `memory` and `pids`
+    /// controllers are cgroup v1 hierarchies: Chock makes a group in each,
+    /// under its own, as root may.
+    Legacy {
+        /// Our own group in the v1 `memory` hierarchy.
+        memory: PathBuf,
+        /// Our own group in the v1 `pids` hierarchy.
+        pids: PathBuf,
     },
     /// Not usable; the reason says why.
     NotDelegated {
@@ -121,15 +130,33 @@ pub enum Delegation {
     },
 }
 
-/// Looks at this process's cgroup for a usable v2 delegation.
+/// Looks at this process's cgroups for a usable v2 delegation, else, for a
+/// root caller, the v1 `memory` and `pids` hierarchies.
 pub fn delegation() -> Delegation {
-    let not = |reason: String| Delegation::NotDelegated { reason };
     let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    let Some(mount) = cgroup2_mount(&mountinfo) else {
+    let own = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    let v2 = delegation_v2(&mountinfo, &own);
+    if matches!(v2, Delegation::NotDelegated { .. }) && nix::unistd::geteuid().is_root() {
+        let group = |controller: &str| {
+            let dir = v1_mount(&mountinfo, controller)?
+                .join(v1_path(&own, controller)?.trim_start_matches('/'));
+            nix::unistd::access(&dir, nix::unistd::AccessFlags::W_OK)
+                .is_ok()
+                .then_some(dir)
+        };
+        if let (Some(memory), Some(pids)) = (group("memory"), group("pids")) {
+            return Delegation::Legacy { memory, pids };
+        }
+    }
+    v2
+}
+
+fn delegation_v2(mountinfo: &str, own: &str) -> Delegation {
+    let not = |reason: String| Delegation::NotDelegated { reason };
+    let Some(mount) = cgroup2_mount(mountinfo) else {
         return not("no cgroup v2 hierarchy is mounted".into());
     };
-    let own = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
-    let Some(path) = unified_path(&own) else {
+    let Some(path) = unified_path(own) else {
         return not("this process is in no cgroup v2 group".into());
     };
     let dir = mount.join(path.trim_start_matches('/'));
@@ -170,10 +197,40 @@ fn unified_path(proc_cgroup: &str) -> Option<&str> {
     proc_cgroup.lines().find_map(|l| l.strip_prefix("0::"))
 }
 
-/// A cgroup made for one sandbox, removed again when dropped.
+/// Where the v1 hierarchy holding `controller` is mounted.
+fn v1_mount(mountinfo: &str, controller: &str) -> Option<PathBuf> {
+    mountinfo.lines().find_map(|line| {
+        let (left, right) = line.split_once(" - ")?;
+        let mut fields = right.split_whitespace();
+        let fstype = fields.next()?;
+        let options = fields.nth(1)?;
+        (fstype == "cgroup" && options.split(',').any(|o| o == controller))
+            .then(|| left.split_whitespace().nth(4).map(PathBuf::from))?
+    })
+}
+
+/// This process's group in the v1 hierarchy holding `controller`.
+fn v1_path<'a>(proc_cgroup: &'a str, controller: &str) -> Option<&'a str> {
+    proc_cgroup.lines().find_map(|l| {
+        let mut parts = l.splitn(3, ':');
+        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+        controllers
+            .split(',')
+            .any(|c| c == controller)
+            .then_some(path)
+    })
+}
+
+/// A cgroup made for one sandbox (one group per v1 hierarchy), removed
+/// again when dropped.
 #[derive(Debug)]
 pub(crate) struct Cgroup {
-    dir: PathBuf,
+    /// Every group made: the v2 one, or the v1 `memory` and `pids` ones.
+    dirs: Vec<PathBuf>,
+    /// Where `memory.events` (v2) or `memory.oom_control` (v1) is read.
+    memory_events: PathBuf,
+    /// Where `pids.events` is read.
+    pids_events: PathBuf,
 }
 
 /// What the cgroup saw: the kernel's own record of why a program was killed.
@@ -185,31 +242,85 @@ pub struct CgroupEvents {
     pub pids_max: u64,
 }
 
+fn make_group(parent: &Path) -> std::io::Result<PathBuf> {
+    static COUNTER: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = parent.join(format!("chock-{}-{n}", std::process::id()));
+    std::fs::create_dir(&dir)?;
+    Ok(dir)
+}
+
 impl Cgroup {
-    /// Creates `chock-<pid>-<n>` under the delegated directory with the limits written.
-    pub(crate) fn create(parent: &Path, limits: &Limits) -> std::io::Result<Cgroup> {
-        static COUNTER: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-        let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = parent.join(format!("chock-{}-{n}", std::process::id()));
-        std::fs::create_dir(&dir)?;
-        let cgroup = Cgroup { dir };
-        std::fs::write(
-            cgroup.dir.join("memory.max"),
-            limits.memory_bytes.to_string(),
-        )?;
-        // Not every kernel has swap accounting; without it there is no swap to bound.
-        let _ = std::fs::write(cgroup.dir.join("memory.swap.max"), "0");
-        std::fs::write(cgroup.dir.join("pids.max"), limits.processes.to_string())?;
-        Ok(cgroup)
+    /// Makes the group(s) `delegation` allows, with the limits written;
+    /// `None` when there is no cgroup to use.
+    pub(crate) fn create(
+        delegation: &Delegation,
+        limits: &Limits,
+    ) -> Result<Option<Cgroup>, (PathBuf, std::io::Error)> {
+        let at = |dir: &Path| {
+            let dir = dir.to_path_buf();
+            move |e| (dir, e)
+        };
+        match delegation {
+            Delegation::NotDelegated { .. } => Ok(None),
+            Delegation::Delegated { dir } => {
+                let group = make_group(dir).map_err(at(dir))?;
+                let cgroup = Cgroup {
+                    dirs: vec![group.clone()],
+                    memory_events: group.join("memory.events"),
+                    pids_events: group.join("pids.events"),
+                };
+                let write = |file: &str, value: String| {
+                    std::fs::write(group.join(file), value).map_err(at(&group))
+                };
+                write("memory.max", limits.memory_bytes.to_string())?;
+                // Not every kernel has swap accounting; without it there is no swap to bound.
+                let _ = write("memory.swap.max", "0".into());
+                write("pids.max", limits.processes.to_string())?;
+                Ok(Some(cgroup))
+            }
+            Delegation::Legacy { memory, pids } => {
+                let memory = make_group(memory).map_err(at(memory))?;
+                let mut cgroup = Cgroup {
+                    dirs: vec![memory.clone()],
+                    memory_events: memory.join("memory.oom_control"),
+                    pids_events: PathBuf::new(),
+                };
+                let pids = make_group(pids).map_err(at(pids))?;
+                cgroup.dirs.push(pids.clone());
+                cgroup.pids_events = pids.join("pids.events");
+                let write = |dir: &Path, file: &str, value: String| {
+                    std::fs::write(dir.join(file), value).map_err(at(dir))
+                };
+                write(
+                    &memory,
+                    "memory.limit_in_bytes",
+                    limits.memory_bytes.to_string(),
+                )?;
+                // Memory plus swap, where the kernel accounts swap at all.
+                if memory.join("memory.memsw.limit_in_bytes").exists() {
+                    write(
+                        &memory,
+                        "memory.memsw.limit_in_bytes",
+                        limits.memory_bytes.to_string(),
+                    )?;
+                }
+                write(&pids, "pids.max", limits.processes.to_string())?;
+                Ok(Some(cgroup))
+            }
+        }
     }
 
     pub(crate) fn attach(&self, pid: libc::pid_t) -> std::io::Result<()> {
-        std::fs::write(self.dir.join("cgroup.procs"), pid.to_string())
+        for dir in &self.dirs {
+            std::fs::write(dir.join("cgroup.procs"), pid.to_string())?;
+        }
+        Ok(())
     }
 
     pub(crate) fn events(&self) -> CgroupEvents {
-        let count = |file: &str, key: &str| {
-            std::fs::read_to_string(self.dir.join(file))
+        let count = |file: &Path, key: &str| {
+            std::fs::read_to_string(file)
                 .ok()
                 .and_then(|t| {
                     t.lines()
@@ -218,15 +329,17 @@ impl Cgroup {
                 .unwrap_or(0)
         };
         CgroupEvents {
-            oom_kills: count("memory.events", "oom_kill "),
-            pids_max: count("pids.events", "max "),
+            oom_kills: count(&self.memory_events, "oom_kill "),
+            pids_max: count(&self.pids_events, "max "),
         }
     }
 }
 
 impl Drop for Cgroup {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir(&self.dir);
+        for dir in &self.dirs {
+            let _ = std::fs::remove_dir(dir);
+        }
     }
 }
 
@@ -264,6 +377,15 @@ mod tests {
             unified_path("4:memory:/x\n0::/user.slice/a.scope\n"),
             Some("/user.slice/a.scope")
         );
+        assert_eq!(
+            v1_mount(mountinfo, "memory"),
+            Some(PathBuf::from("/sys/fs/cgroup/memory"))
+        );
+        assert_eq!(v1_mount(mountinfo, "pids"), None);
+        assert_eq!(
+            v1_path("4:memory:/x\n3:cpu,cpuacct:/y\n0::/z\n", "cpuacct"),
+            Some("/y")
+        );
     }
 
     #[test]
@@ -274,8 +396,13 @@ mod tests {
             memory_bytes: 5 << 20,
             ..Limits::for_this_machine()
         };
-        let cgroup = Cgroup::create(parent.path(), &limits).expect("create");
-        let dir = cgroup.dir.clone();
+        let delegation = Delegation::Delegated {
+            dir: parent.path().to_path_buf(),
+        };
+        let cgroup = Cgroup::create(&delegation, &limits)
+            .expect("create")
+            .expect("a cgroup");
+        let dir = cgroup.dirs[0].clone();
         let read = |f: &str| std::fs::read_to_string(dir.join(f)).expect("file");
         assert_eq!(read("memory.max"), (5u64 << 20).to_string());
         assert_eq!(read("memory.swap.max"), "0");
@@ -314,6 +441,8 @@ mod tests {
         fn any_mount_and_cgroup_table_parses_without_panic(text in "[ -~\n]{0,300}") {
             let _ = cgroup2_mount(&text);
             let _ = unified_path(&text);
+            let _ = v1_mount(&text, "memory");
+            let _ = v1_path(&text, "pids");
         }
     }
 }

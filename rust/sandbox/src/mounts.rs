@@ -27,7 +27,10 @@ use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use crate::sys::{MOUNT_ATTR_NODEV, MOUNT_ATTR_NOEXEC, MOUNT_ATTR_NOSUID, MOUNT_ATTR_RDONLY};
+use crate::anchor::{Anchored, Placeholder};
+use crate::sys::{
+    FileId, MOUNT_ATTR_NODEV, MOUNT_ATTR_NOEXEC, MOUNT_ATTR_NOSUID, MOUNT_ATTR_RDONLY,
+};
 
 /// Where the host's root hangs while the tree is built.
 pub const OLD_ROOT: &str = "/.chock-host-root";
@@ -119,9 +122,9 @@ pub struct Layout {
     /// Files and folders inside the workspace bound read-only over
     /// themselves (`chock.zon`, what git runs or reads).
     pub read_only: Vec<PathBuf>,
-    /// Paths inside the workspace that must not appear: moved aside after a
-    /// run that created them (see `exec::Started::wait`).
-    pub watched: Vec<PathBuf>,
+    /// Guarded names inside the workspace that did not exist: made before
+    /// the sandbox starts (see `anchor`), then bound read-only.
+    pub missing: Vec<(PathBuf, Placeholder)>,
     /// The host directory shown at [`CACHE_MOUNT`].
     pub cache_dir: PathBuf,
     /// The size cap of [`TMP_MOUNT`], in bytes.
@@ -157,6 +160,26 @@ pub(crate) enum Op {
         source: CString,
         target: CString,
         optional: bool,
+    },
+    /// A host folder (the workspace, the cache) bound at `target` with
+    /// `set`, but only if the folder `source` names, opened with no link
+    /// followed, is still the object Chock checked (`id`).
+    BindChecked {
+        source: CString,
+        id: FileId,
+        target: CString,
+        set: u64,
+    },
+    /// Opens the workspace as mounted at `path` inside, for [`Op::Hold`].
+    OpenWorkspace { path: CString },
+    /// Binds the workspace's `rel` over itself with `set`: opened once
+    /// beneath the workspace with no link followed, checked to be `id`,
+    /// and bound through that descriptor. `shown` is the path, for errors.
+    Hold {
+        rel: CString,
+        id: FileId,
+        set: u64,
+        shown: CString,
     },
     /// Add mount attributes (read-only, nosuid...) to the mount at `path`.
     SetAttr {
@@ -198,6 +221,13 @@ impl Op {
             Op::MkDir { path } => format!("creating the directory {}", s(path)),
             Op::MkFile { path } => format!("creating the mount point {}", s(path)),
             Op::Bind { source, target, .. } => format!("binding {} at {}", s(source), s(target)),
+            Op::BindChecked { source, target, .. } => {
+                format!("binding {} at {}", s(source), s(target))
+            }
+            Op::OpenWorkspace { path } => format!("opening the workspace {} inside", s(path)),
+            Op::Hold { shown, set, .. } => {
+                format!("holding {} ({}) over itself", s(shown), attr_words(*set))
+            }
             Op::SetAttr { path, set, .. } => format!("setting {} on {}", attr_words(*set), s(path)),
             Op::Symlink { target, link } => format!("linking {} to {}", s(link), s(target)),
             Op::WriteFile { path, .. } => format!("writing {}", s(path)),
@@ -305,7 +335,7 @@ impl Planner {
 }
 
 /// The whole plan, in the order the child carries it out.
-pub(crate) fn plan(layout: &Layout) -> Vec<Op> {
+pub(crate) fn plan(layout: &Layout, anchored: &Anchored) -> Vec<Op> {
     let mut p = Planner {
         ops: Vec::new(),
         made: BTreeSet::new(),
@@ -327,7 +357,7 @@ pub(crate) fn plan(layout: &Layout) -> Vec<Op> {
         path: c"/".to_owned(),
     });
 
-    plan_run_chock(&mut p, layout);
+    plan_run_chock(&mut p, layout, anchored.cache);
     plan_store(&mut p, &layout.store);
     plan_etc(&mut p, layout);
     for (target, link) in &layout.links {
@@ -341,7 +371,7 @@ pub(crate) fn plan(layout: &Layout) -> Vec<Op> {
     }
     plan_dev(&mut p);
     plan_proc(&mut p);
-    plan_workspace(&mut p, layout);
+    plan_workspace(&mut p, layout, anchored);
     p.push(Op::LoopbackUp);
     p.push(Op::Detach {
         path: cstring(OLD_ROOT),
@@ -357,7 +387,7 @@ pub(crate) fn plan(layout: &Layout) -> Vec<Op> {
     p.ops
 }
 
-fn plan_run_chock(p: &mut Planner, layout: &Layout) {
+fn plan_run_chock(p: &mut Planner, layout: &Layout, cache: FileId) {
     p.mkdir_all(Path::new(TMP_MOUNT));
     p.push(Op::Tmpfs {
         target: cstring(TMP_MOUNT),
@@ -372,15 +402,11 @@ fn plan_run_chock(p: &mut Planner, layout: &Layout) {
         optional: false,
     });
     p.mkdir_all(Path::new(CACHE_MOUNT));
-    p.push(Op::Bind {
+    p.push(Op::BindChecked {
         source: cstring(under_old_root(&layout.cache_dir)),
+        id: cache,
         target: cstring(CACHE_MOUNT),
-        optional: false,
-    });
-    p.push(Op::SetAttr {
-        path: cstring(CACHE_MOUNT),
         set: WRITABLE,
-        recursive: true,
     });
 }
 
@@ -531,36 +557,29 @@ fn plan_proc(p: &mut Planner) {
     }
 }
 
-fn plan_workspace(p: &mut Planner, layout: &Layout) {
+fn plan_workspace(p: &mut Planner, layout: &Layout, anchored: &Anchored) {
     p.mkdir_all(&layout.workspace);
-    p.push(Op::Bind {
+    p.push(Op::BindChecked {
         source: cstring(under_old_root(&layout.workspace)),
+        id: anchored.workspace,
         target: cstring(&layout.workspace),
-        optional: false,
-    });
-    p.push(Op::SetAttr {
-        path: cstring(&layout.workspace),
         set: WRITABLE,
-        recursive: true,
+    });
+    p.push(Op::OpenWorkspace {
+        path: cstring(&layout.workspace),
     });
     // Each bound over itself: the program sees the same file or folder, and
     // cannot rename or remove it, since it is a mount point. Pins go first,
     // so the read-only mounts beneath them sit on them.
-    let binds = layout
-        .pinned
-        .iter()
-        .map(|path| (path, WRITABLE))
-        .chain(layout.read_only.iter().map(|path| (path, READ_ONLY)));
-    for (path, set) in binds {
-        p.push(Op::Bind {
-            source: cstring(path),
-            target: cstring(path),
-            optional: false,
-        });
-        p.push(Op::SetAttr {
-            path: cstring(path),
-            set,
-            recursive: true,
+    for held in &anchored.held {
+        let shown = layout
+            .workspace
+            .join(std::ffi::OsStr::from_bytes(held.rel.as_bytes()));
+        p.push(Op::Hold {
+            rel: held.rel.clone(),
+            id: held.id,
+            set: if held.writable { WRITABLE } else { READ_ONLY },
+            shown: cstring(shown),
         });
     }
 }
@@ -577,7 +596,7 @@ mod tests {
                 PathBuf::from("/home/ada/project/chock.zon"),
                 PathBuf::from("/home/ada/project/.git/hooks"),
             ],
-            watched: Vec::new(),
+            missing: Vec::new(),
             cache_dir: PathBuf::from("/home/ada/.local/share/chock/cache/project-1"),
             tmp_bytes: 256 << 20,
             store,
@@ -594,6 +613,36 @@ mod tests {
                 PathBuf::from("/bin/sh"),
             )],
         }
+    }
+
+    fn id(ino: u64) -> FileId {
+        FileId {
+            dev: 1,
+            ino,
+            kind: libc::S_IFDIR,
+        }
+    }
+
+    /// The workspace, the cache, `.git` pinned, `chock.zon` and `.git/hooks` held read-only.
+    fn anchored() -> Anchored {
+        let held = |rel: &std::ffi::CStr, ino, writable| crate::anchor::Held {
+            rel: rel.to_owned(),
+            id: id(ino),
+            writable,
+        };
+        Anchored {
+            workspace: id(1),
+            cache: id(2),
+            held: vec![
+                held(c".git", 3, true),
+                held(c"chock.zon", 4, false),
+                held(c".git/hooks", 5, false),
+            ],
+        }
+    }
+
+    fn plan(layout: &Layout) -> Vec<Op> {
+        super::plan(layout, &anchored())
     }
 
     fn closure() -> StoreView {
@@ -672,52 +721,47 @@ mod tests {
     }
 
     #[test]
-    fn chock_zon_is_bound_read_only_after_the_workspace() {
+    fn the_workspace_is_bound_checked_then_each_held_path_by_descriptor_in_order() {
         let ops = plan(&layout(closure()));
         let ws = position(
             &ops,
-            &Op::SetAttr {
-                path: c"/home/ada/project".to_owned(),
+            &Op::BindChecked {
+                source: c"/.chock-host-root/home/ada/project".to_owned(),
+                id: id(1),
+                target: c"/home/ada/project".to_owned(),
                 set: WRITABLE,
-                recursive: true,
             },
         );
-        let zon = position(
+        let open = position(
             &ops,
-            &Op::SetAttr {
-                path: c"/home/ada/project/chock.zon".to_owned(),
-                set: READ_ONLY,
-                recursive: true,
+            &Op::OpenWorkspace {
+                path: c"/home/ada/project".to_owned(),
             },
         );
-        assert!(ws < zon);
-    }
-
-    #[test]
-    fn the_git_directory_is_pinned_before_its_hooks_go_read_only() {
-        let ops = plan(&layout(closure()));
-        let pin = position(
-            &ops,
-            &Op::Bind {
-                source: c"/home/ada/project/.git".to_owned(),
-                target: c"/home/ada/project/.git".to_owned(),
-                optional: false,
-            },
+        let holds: Vec<(usize, &Op)> = ops
+            .iter()
+            .enumerate()
+            .filter(|(_, op)| matches!(op, Op::Hold { .. }))
+            .collect();
+        assert!(ws < open && holds.iter().all(|(i, _)| *i > open));
+        let Op::Hold {
+            rel, set, shown, ..
+        } = holds[0].1
+        else {
+            unreachable!()
+        };
+        assert_eq!(
+            (rel.as_c_str(), *set, shown.as_c_str()),
+            (c".git", WRITABLE, c"/home/ada/project/.git")
         );
-        let hooks = position(
-            &ops,
-            &Op::SetAttr {
-                path: c"/home/ada/project/.git/hooks".to_owned(),
-                set: READ_ONLY,
-                recursive: true,
-            },
-        );
-        assert!(pin < hooks);
-        assert!(ops.contains(&Op::SetAttr {
-            path: c"/home/ada/project/.git".to_owned(),
-            set: WRITABLE,
-            recursive: true,
-        }));
+        let Op::Hold { rel, set, .. } = holds[2].1 else {
+            unreachable!()
+        };
+        assert_eq!((rel.as_c_str(), *set), (c".git/hooks", READ_ONLY));
+        // Nothing in the workspace is mounted by a path string.
+        assert!(!ops.iter().any(|op| matches!(op,
+            Op::Bind { target, .. } | Op::SetAttr { path: target, .. }
+                if target.to_bytes().starts_with(b"/home/ada/project"))));
     }
 
     #[test]

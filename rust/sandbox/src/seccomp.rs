@@ -35,6 +35,13 @@ const TIOCSTI: u64 = 0x5412;
 const TIOCLINUX: u64 = 0x541C;
 const READ_IMPLIES_EXEC: u64 = 0x0040_0000;
 const SHM_EXEC: u64 = 0o100000;
+const S_ISUID: u64 = 0o4000;
+const S_ISGID: u64 = 0o2000;
+const O_CREAT: u64 = libc::O_CREAT as u64;
+/// `__O_TMPFILE`, the bit of `O_TMPFILE` that is not `O_DIRECTORY`.
+const O_TMPFILE_BIT: u64 = (libc::O_TMPFILE & !libc::O_DIRECTORY) as u64;
+/// `fchmodat2` (Linux 6.6), newer than the libc crate on some targets.
+const SYS_FCHMODAT2: i64 = 452;
 const PERSONALITY_QUERY: u64 = 0xffff_ffff;
 /// Namespace flags `clone` may carry (CLONE_NEWTIME is left out: in `clone`'s
 /// first argument that bit belongs to the exit signal).
@@ -173,7 +180,7 @@ fn kill_filter() -> Result<BpfProgram, SandboxError> {
 }
 
 fn eperm_filter(write_execute: WriteExecute) -> Result<BpfProgram, SandboxError> {
-    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    let mut rules = setuid_rules()?;
     for nr in [
         libc::SYS_io_uring_setup,
         libc::SYS_io_uring_enter,
@@ -222,10 +229,68 @@ fn eperm_filter(write_execute: WriteExecute) -> Result<BpfProgram, SandboxError>
     compile(rules, SeccompAction::Errno(libc::EPERM as u32))
 }
 
+/// The calls that give a file the set-user-ID or set-group-ID bit, as
+/// systemd's `RestrictSUIDSGID=` lists them: a mode argument with either bit
+/// (for the calls that create, only with `O_CREAT` or `O_TMPFILE`). The
+/// workspace and the cache are the host's, and a setuid file left there runs
+/// with its owner's rights for anybody on the host, which for a root caller
+/// is root's. `(call, mode argument, flags argument)`.
+fn setuid_rules() -> Result<BTreeMap<i64, Vec<SeccompRule>>, SandboxError> {
+    let mut calls: Vec<(i64, u8, Option<u8>)> = vec![
+        (libc::SYS_fchmod, 1, None),
+        (libc::SYS_fchmodat, 2, None),
+        (SYS_FCHMODAT2, 2, None),
+        (libc::SYS_mknodat, 2, None),
+        (libc::SYS_openat, 3, Some(2)),
+    ];
+    #[cfg(target_arch = "x86_64")]
+    calls.extend([
+        (libc::SYS_chmod, 1, None),
+        (libc::SYS_creat, 1, None),
+        (libc::SYS_mknod, 1, None),
+        (libc::SYS_open, 2, Some(1)),
+    ]);
+    let mut rules = BTreeMap::new();
+    for (call, mode, flags) in calls {
+        let mut list = Vec::new();
+        for bit in [S_ISUID, S_ISGID] {
+            let with_bit = condition(
+                mode,
+                SeccompCmpArgLen::Dword,
+                SeccompCmpOp::MaskedEq(bit),
+                bit,
+            )?;
+            match flags {
+                None => list.push(rule(vec![with_bit])?),
+                Some(flags) => {
+                    for creates in [O_CREAT, O_TMPFILE_BIT] {
+                        list.push(rule(vec![
+                            with_bit.clone(),
+                            condition(
+                                flags,
+                                SeccompCmpArgLen::Dword,
+                                SeccompCmpOp::MaskedEq(creates),
+                                creates,
+                            )?,
+                        ])?);
+                    }
+                }
+            }
+        }
+        rules.insert(call, list);
+    }
+    Ok(rules)
+}
+
 /// clone3 hides its flags behind a pointer a filter cannot read, so it fails
 /// with ENOSYS and libc falls back to clone, whose flags the kill filter sees.
+/// openat2 hides its mode the same way (a set-user-ID bit could pass), so it
+/// fails likewise and callers fall back to openat.
 fn enosys_filter() -> Result<BpfProgram, SandboxError> {
-    let rules = BTreeMap::from([(libc::SYS_clone3, Vec::new())]);
+    let rules = BTreeMap::from([
+        (libc::SYS_clone3, Vec::new()),
+        (libc::SYS_openat2, Vec::new()),
+    ]);
     compile(rules, SeccompAction::Errno(libc::ENOSYS as u32))
 }
 
@@ -280,6 +345,14 @@ mod tests {
         );
         // io_uring and TIOCSTI stay in both.
         assert!(allowed.len() > 10);
+    }
+
+    #[test]
+    fn every_call_that_sets_a_mode_is_filtered_for_both_bits() {
+        let rules = setuid_rules().expect("rules");
+        assert!(rules.contains_key(&libc::SYS_fchmodat) && rules.contains_key(&SYS_FCHMODAT2));
+        assert_eq!(rules[&libc::SYS_fchmod].len(), 2);
+        assert_eq!(rules[&libc::SYS_openat].len(), 4);
     }
 
     #[test]

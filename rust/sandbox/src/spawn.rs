@@ -28,6 +28,7 @@ use crate::walls;
 /// several programs.
 pub struct Sandbox {
     layout: Layout,
+    anchors: crate::anchor::Anchors,
     ops: Vec<Op>,
     seccomp: Vec<seccompiler::BpfProgram>,
     limits: Limits,
@@ -130,6 +131,62 @@ pub struct Finished {
     pub truncated: bool,
     /// What the cgroup recorded, when one was used.
     pub cgroup: Option<CgroupEvents>,
+    /// The sandbox was killed because free space on the workspace's or the
+    /// cache's file system fell below [`FREE_SPACE_FLOOR`].
+    pub space_floor: bool,
+}
+
+/// Free space the sandbox leaves on the host file systems it writes (the
+/// workspace's, the cache's): a command does not start below it, and is
+/// killed as soon as it is passed.
+pub const FREE_SPACE_FLOOR: u64 = 1 << 30;
+/// How often the free space is looked at while a command runs.
+const FLOOR_POLL: std::time::Duration = std::time::Duration::from_millis(5);
+
+/// Bytes an unprivileged user may still write on the file system of `fd`.
+fn free_bytes(fd: &OwnedFd) -> Option<u64> {
+    let stat = nix::sys::statvfs::fstatvfs(fd).ok()?;
+    Some(stat.blocks_available().saturating_mul(stat.fragment_size()))
+}
+
+/// Watches the free space of the workspace's and the cache's file systems
+/// while a sandbox runs, and kills the whole sandbox (its init, through the
+/// pidfd) when it falls below the floor.
+///
+/// The watcher is never waited for: it ends by itself once init has ended
+/// (its pidfd turns readable), and it says whether it killed the sandbox
+/// before it kills, so the answer is there when init has been reaped.
+struct FloorWatch {
+    tripped: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl FloorWatch {
+    /// Watches until init (`pidfd`) ends.
+    fn start(watched: Vec<OwnedFd>, pidfd: OwnedFd) -> Result<FloorWatch, SandboxError> {
+        let tripped = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let trip = tripped.clone();
+        std::thread::Builder::new()
+            .name("chock-space-floor".into())
+            .spawn(move || {
+                while !crate::sys::readable_within(pidfd.as_raw_fd(), FLOOR_POLL) {
+                    if watched
+                        .iter()
+                        .any(|fd| free_bytes(fd).is_some_and(|free| free < FREE_SPACE_FLOOR))
+                    {
+                        trip.store(true, Ordering::SeqCst);
+                        let _ = crate::sys::pidfd_send_signal(pidfd.as_raw_fd(), libc::SIGKILL);
+                        return;
+                    }
+                }
+            })
+            .map_err(|e| SandboxError::host("starting", "the free-space watcher", e))?;
+        Ok(FloorWatch { tripped })
+    }
+
+    /// Whether the floor was passed (asked once init has been reaped).
+    fn tripped(&self) -> bool {
+        self.tripped.load(Ordering::SeqCst)
+    }
 }
 
 impl Sandbox {
@@ -140,10 +197,12 @@ impl Sandbox {
         write_execute: WriteExecute,
     ) -> Result<Self, SandboxError> {
         validate(&layout)?;
+        let anchors = crate::anchor::anchor(&layout)?;
         let uid = nix::unistd::getuid().as_raw();
         let gid = nix::unistd::getgid().as_raw();
         Ok(Sandbox {
-            ops: mounts::plan(&layout),
+            ops: mounts::plan(&layout, &anchors.anchored),
+            anchors,
             seccomp: seccomp::filters(write_execute)?,
             layout,
             limits,
@@ -160,6 +219,13 @@ impl Sandbox {
         &self.layout
     }
 
+    /// Guarded names that were missing and that Chock made before this
+    /// sandbox could start (`chock.zon`, `.git/hooks`...), so that no
+    /// program can create them.
+    pub fn placeholders(&self) -> &[PathBuf] {
+        &self.anchors.created
+    }
+
     /// Whether the write-and-execute rule is on.
     pub fn write_execute(&self) -> WriteExecute {
         self.write_execute
@@ -167,6 +233,13 @@ impl Sandbox {
 
     /// Starts `command` in a fresh sandbox.
     pub fn spawn(&self, command: &Command) -> Result<Running, SandboxError> {
+        if let Delegation::NotDelegated { reason } = &self.delegation
+            && nix::unistd::geteuid().is_root()
+        {
+            return Err(SandboxError::Unsupported(format!(
+                "Chock runs as root here and has no cgroup for the command ({reason}), and nothing else bounds root's processes or their memory; run Chock as a normal user, or see `chock doctor`"
+            )));
+        }
         if command.args.len() > child::MAX_ARGS || command.env.len() > child::MAX_ENV {
             return Err(SandboxError::Unsupported(format!(
                 "a sandboxed program takes at most {} arguments and {} environment variables",
@@ -223,14 +296,22 @@ impl Sandbox {
         stdio: Stdio,
         program: Option<PathBuf>,
     ) -> Result<Running, SandboxError> {
-        let walls = walls::build(&self.layout)?;
-        let cgroup = match &self.delegation {
-            Delegation::Delegated { dir } => Some(
-                Cgroup::create(dir, &self.limits)
-                    .map_err(|e| SandboxError::host("creating a cgroup under", dir.clone(), e))?,
-            ),
-            Delegation::NotDelegated { .. } => None,
-        };
+        for (fd, what) in [
+            (&self.anchors.workspace, &self.layout.workspace),
+            (&self.anchors.cache, &self.layout.cache_dir),
+        ] {
+            if let Some(free) = free_bytes(fd).filter(|free| *free < FREE_SPACE_FLOOR) {
+                return Err(SandboxError::Unsupported(format!(
+                    "only {} MiB are free on the file system of {}, below the floor of {} MiB a command leaves to the host; free some space first",
+                    free >> 20,
+                    what.display(),
+                    FREE_SPACE_FLOOR >> 20
+                )));
+            }
+        }
+        let walls = walls::build(&self.layout, &self.anchors)?;
+        let cgroup = Cgroup::create(&self.delegation, &self.limits)
+            .map_err(|(dir, e)| SandboxError::host("creating a cgroup under", dir, e))?;
         let (go_read, go_write) = pipe()?;
         let (report_read, report_write) = pipe()?;
         let capture = match stdio {
@@ -291,9 +372,18 @@ impl Sandbox {
             drop((out_w, err_w, null));
             (reader(out_r, limit), reader(err_r, limit))
         });
+        let dup = |fd: &OwnedFd| {
+            fd.try_clone()
+                .map_err(|e| SandboxError::host("duplicating", "a descriptor", e))
+        };
+        let floor = FloorWatch::start(
+            vec![dup(&self.anchors.workspace)?, dup(&self.anchors.cache)?],
+            dup(&pidfd)?,
+        )?;
         let running = Running {
             pid,
             pidfd,
+            floor: Some(floor),
             go: Some(go_write),
             report: report_read,
             outputs,
@@ -420,6 +510,7 @@ pub struct Running {
     ops: Vec<String>,
     cgroup: Option<Cgroup>,
     program: Option<PathBuf>,
+    floor: Option<FloorWatch>,
 }
 
 /// Signals one sandbox's init, from any thread. Init is named by a pidfd,
@@ -511,6 +602,7 @@ impl Running {
             }
         };
         self.go.take();
+        let space_floor = self.floor.as_ref().is_some_and(FloorWatch::tripped);
         let records = Record::decode_all(&bytes);
         if let Some(error) = self.setup_error(&records) {
             return Err(error);
@@ -532,6 +624,7 @@ impl Running {
                 stderr,
                 truncated,
                 cgroup,
+                space_floor,
             },
         ))
     }
@@ -540,14 +633,18 @@ impl Running {
         records.iter().find_map(|r| {
             let errno = Errno::from_raw(i32::try_from(r.value).unwrap_or(libc::EIO));
             match r.kind {
-                Kind::Op => Some(SandboxError::Setup {
-                    step: self
+                Kind::Op => {
+                    let step = self
                         .ops
                         .get(r.index as usize)
                         .cloned()
-                        .unwrap_or_else(|| "a mount step".into()),
-                    errno,
-                }),
+                        .unwrap_or_else(|| "a mount step".into());
+                    Some(if errno == Errno::ESTALE {
+                        SandboxError::Changed { step }
+                    } else {
+                        SandboxError::Setup { step, errno }
+                    })
+                }
                 Kind::Step => {
                     let step = Step::from_code(r.index).map_or("a setup step", Step::describe);
                     Some(SandboxError::Setup {

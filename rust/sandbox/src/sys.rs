@@ -16,6 +16,9 @@ use nix::errno::Errno;
 
 const SYS_PIDFD_SEND_SIGNAL: libc::c_long = 424;
 const SYS_CLOSE_RANGE: libc::c_long = 436;
+const SYS_OPEN_TREE: libc::c_long = 428;
+const SYS_MOVE_MOUNT: libc::c_long = 429;
+const SYS_OPENAT2: libc::c_long = 437;
 const SYS_MOUNT_SETATTR: libc::c_long = 442;
 const SYS_LANDLOCK_CREATE_RULESET: libc::c_long = 444;
 const SYS_LANDLOCK_ADD_RULE: libc::c_long = 445;
@@ -27,6 +30,13 @@ pub(crate) const MOUNT_ATTR_NOSUID: u64 = 0x2;
 pub(crate) const MOUNT_ATTR_NODEV: u64 = 0x4;
 pub(crate) const MOUNT_ATTR_NOEXEC: u64 = 0x8;
 const AT_RECURSIVE: libc::c_uint = 0x8000;
+const AT_EMPTY_PATH: libc::c_uint = 0x1000;
+const OPEN_TREE_CLONE: libc::c_uint = 1;
+const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x4;
+const MOVE_MOUNT_T_EMPTY_PATH: libc::c_uint = 0x40;
+const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
+const RESOLVE_NO_SYMLINKS: u64 = 0x04;
+const RESOLVE_BENEATH: u64 = 0x08;
 
 const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
 const LANDLOCK_RULE_PATH_BENEATH: libc::c_int = 1;
@@ -117,6 +127,180 @@ pub(crate) fn mount_setattr(path: &CStr, set: u64, recursive: bool) -> Result<()
         )
     };
     result(ret).map(drop)
+}
+
+#[repr(C)]
+struct OpenHow {
+    flags: u64,
+    mode: u64,
+    resolve: u64,
+}
+
+/// What a file is, as the kernel names it: the same pair means the same
+/// object, whatever path led to it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct FileId {
+    pub(crate) dev: u64,
+    pub(crate) ino: u64,
+    /// `S_IFMT` bits of the mode.
+    pub(crate) kind: u32,
+}
+
+/// The identity of an open descriptor (`fstat`).
+pub(crate) fn file_id(fd: RawFd) -> Result<FileId, Errno> {
+    // SAFETY: stat is plain data; fstat fills it.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: as above, on a descriptor the caller owns.
+    result(unsafe { libc::fstat(fd, &mut st) }.into())?;
+    Ok(FileId {
+        dev: st.st_dev,
+        ino: st.st_ino,
+        kind: st.st_mode & libc::S_IFMT,
+    })
+}
+
+/// Opens `path` as an `O_PATH` descriptor with `openat2`, resolving no
+/// symbolic link on the way (a last component that is one gives a
+/// descriptor of the link itself, which the caller's identity check
+/// refuses), and, with `beneath`, never leaving `dir`. Used for every path
+/// a mount takes from the workspace: it is resolved once, here, and the
+/// descriptor is what gets checked and bound.
+pub(crate) fn open_path(dir: RawFd, path: &CStr, beneath: bool) -> Result<RawFd, Errno> {
+    let how = OpenHow {
+        flags: (libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC) as u64,
+        mode: 0,
+        resolve: RESOLVE_NO_SYMLINKS
+            | RESOLVE_NO_MAGICLINKS
+            | if beneath { RESOLVE_BENEATH } else { 0 },
+    };
+    // SAFETY: `path` is NUL-terminated and `how` has the kernel's layout.
+    let ret = unsafe {
+        libc::syscall(
+            SYS_OPENAT2,
+            dir,
+            path.as_ptr(),
+            &how as *const OpenHow,
+            std::mem::size_of::<OpenHow>(),
+        )
+    };
+    result(ret).map(|fd| fd as RawFd)
+}
+
+/// A detached copy of the mount tree at `fd` (`open_tree(OPEN_TREE_CLONE)`,
+/// recursive), to be given attributes and attached with [`move_mount_fd`].
+pub(crate) fn clone_tree(fd: RawFd) -> Result<RawFd, Errno> {
+    // SAFETY: an empty NUL-terminated path with AT_EMPTY_PATH names `fd` itself.
+    let ret = unsafe {
+        libc::syscall(
+            SYS_OPEN_TREE,
+            fd,
+            c"".as_ptr(),
+            OPEN_TREE_CLONE | libc::O_CLOEXEC as libc::c_uint | AT_RECURSIVE | AT_EMPTY_PATH,
+        )
+    };
+    result(ret).map(|fd| fd as RawFd)
+}
+
+/// Sets mount attributes on the detached tree `fd` and every mount in it.
+pub(crate) fn mount_setattr_fd(fd: RawFd, set: u64) -> Result<(), Errno> {
+    let attr = MountAttr {
+        attr_set: set,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    // SAFETY: empty path with AT_EMPTY_PATH names `fd`; `attr` has the kernel's layout.
+    let ret = unsafe {
+        libc::syscall(
+            SYS_MOUNT_SETATTR,
+            fd,
+            c"".as_ptr(),
+            AT_EMPTY_PATH | AT_RECURSIVE,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    result(ret).map(drop)
+}
+
+/// Attaches the detached tree `tree` over the object `target` names: both
+/// are descriptors, so no path is walked again.
+pub(crate) fn move_mount_fd(tree: RawFd, target: RawFd) -> Result<(), Errno> {
+    // SAFETY: empty paths with the EMPTY_PATH flags name the two descriptors.
+    let ret = unsafe {
+        libc::syscall(
+            SYS_MOVE_MOUNT,
+            tree,
+            c"".as_ptr(),
+            target,
+            c"".as_ptr(),
+            MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH,
+        )
+    };
+    result(ret).map(drop)
+}
+
+/// Makes `placeholder` named `name` in the folder `dir` (a descriptor), never
+/// through a link and never over something already there (`EEXIST`).
+pub(crate) fn make_placeholder(
+    dir: RawFd,
+    name: &CStr,
+    placeholder: crate::anchor::Placeholder,
+) -> Result<(), Errno> {
+    match placeholder {
+        crate::anchor::Placeholder::Dir => {
+            // SAFETY: NUL-terminated name relative to a descriptor we own.
+            result(unsafe { libc::mkdirat(dir, name.as_ptr(), 0o755) }.into()).map(drop)
+        }
+        crate::anchor::Placeholder::File(contents) => {
+            // SAFETY: as above; O_EXCL with O_CREAT never follows a link.
+            let fd = result(
+                unsafe {
+                    libc::openat(
+                        dir,
+                        name.as_ptr(),
+                        libc::O_WRONLY
+                            | libc::O_CREAT
+                            | libc::O_EXCL
+                            | libc::O_NOFOLLOW
+                            | libc::O_CLOEXEC,
+                        0o644,
+                    )
+                }
+                .into(),
+            )? as RawFd;
+            let written = write_all(fd, contents);
+            close(fd);
+            written
+        }
+    }
+}
+
+/// Whether `fd` becomes readable (a pidfd: its process ended) within `timeout`.
+pub(crate) fn readable_within(fd: RawFd, timeout: std::time::Duration) -> bool {
+    let mut pollfd = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let millis = libc::c_int::try_from(timeout.as_millis()).unwrap_or(libc::c_int::MAX);
+    // SAFETY: one pollfd that lives across the call.
+    let n = unsafe { libc::poll(&mut pollfd, 1, millis) };
+    n > 0 && pollfd.revents != 0
+}
+
+/// Takes ownership of a descriptor the kernel just returned (from
+/// [`open_path`]), so it is closed when dropped.
+pub(crate) fn owned(fd: RawFd) -> std::os::fd::OwnedFd {
+    use std::os::fd::FromRawFd;
+    // SAFETY: `fd` was just returned by the kernel to this process and has no other owner.
+    unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) }
+}
+
+/// Closes a descriptor this process owns (allocation-free, for the child).
+pub(crate) fn close(fd: RawFd) {
+    // SAFETY: closing a descriptor the caller owns.
+    unsafe { libc::close(fd) };
 }
 
 pub(crate) fn pivot_root(new_root: &CStr, put_old: &CStr) -> Result<(), Errno> {

@@ -16,7 +16,7 @@
 //! No Landlock at all is a refusal to run, never a quiet downgrade.
 
 use std::ffi::CString;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
 
 use landlock::{
@@ -24,6 +24,7 @@ use landlock::{
     RulesetAttr, RulesetCreatedAttr, Scope, make_bitflags,
 };
 
+use crate::anchor::Anchors;
 use crate::error::SandboxError;
 use crate::mounts::{DEVICE_NODES, EntryKind, Layout, StoreView, TMP_MOUNT, cstring};
 use crate::sys;
@@ -111,7 +112,7 @@ fn landlock_error(error: impl std::fmt::Display) -> SandboxError {
 }
 
 /// Builds the ruleset for one sandbox.
-pub(crate) fn build(layout: &Layout) -> Result<Walls, SandboxError> {
+pub(crate) fn build(layout: &Layout, anchors: &Anchors) -> Result<Walls, SandboxError> {
     let support = support()?;
     let handled = AccessFs::from_all(ABI::from(support.abi)).bits();
 
@@ -124,6 +125,14 @@ pub(crate) fn build(layout: &Layout) -> Result<Walls, SandboxError> {
         .create()
         .map_err(landlock_error)?;
 
+    // The workspace and the cache by the descriptors the mounts were
+    // checked against, never by their paths again.
+    for fd in [&anchors.workspace, &anchors.cache] {
+        ruleset
+            .as_mut()
+            .add_rule(PathBeneath::new(fd.as_fd(), read_write()))
+            .map_err(landlock_error)?;
+    }
     let mut add = |path: &Path, access: BitFlags<AccessFs>| -> Result<(), SandboxError> {
         let fd = PathFd::new(path)
             .map_err(|e| SandboxError::Landlock(format!("{}: {e}", path.display())))?;
@@ -138,8 +147,6 @@ pub(crate) fn build(layout: &Layout) -> Result<Walls, SandboxError> {
             .map_err(landlock_error)?;
         Ok(())
     };
-    add(&layout.workspace, read_write())?;
-    add(&layout.cache_dir, read_write())?;
     match &layout.store {
         StoreView::Closure { entries, .. } => {
             for entry in entries

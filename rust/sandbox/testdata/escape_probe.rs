@@ -33,6 +33,8 @@ unsafe extern "C" {
     fn getrlimit(resource: c_int, rlim: *mut [u64; 2]) -> c_int;
     fn setrlimit(resource: c_int, rlim: *const [u64; 2]) -> c_int;
     fn execv(path: *const c_char, argv: *const *const c_char) -> c_int;
+    fn fchmod(fd: c_int, mode: u32) -> c_int;
+    fn mknod(path: *const c_char, mode: u32, dev: u64) -> c_int;
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -47,6 +49,7 @@ mod nr {
     pub const MEMFD_CREATE: i64 = 319;
     pub const EXECVEAT: i64 = 322;
     pub const IOCTL: i64 = 16;
+    pub const RENAMEAT2: i64 = 316;
 }
 #[cfg(target_arch = "aarch64")]
 mod nr {
@@ -60,6 +63,7 @@ mod nr {
     pub const MEMFD_CREATE: i64 = 279;
     pub const EXECVEAT: i64 = 281;
     pub const IOCTL: i64 = 29;
+    pub const RENAMEAT2: i64 = 276;
 }
 const IO_URING_SETUP: i64 = 425;
 
@@ -152,6 +156,17 @@ fn hook_script(hooks: &str, marker: &str) -> std::io::Result<()> {
     std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755))
 }
 
+/// Folders under every name Chock could move `path` aside to in the next
+/// ten minutes (`NAME.from-sandbox-<seconds>`), so that a rename there fails.
+fn decoys(path: &str) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    for t in now..now + 600 {
+        let _ = std::fs::create_dir(format!("{path}.from-sandbox-{t}"));
+    }
+}
+
 fn planted(what: &str) -> ! {
     println!("planted: {what}");
     exit(0)
@@ -160,6 +175,7 @@ fn planted(what: &str) -> ! {
 /// Plants a hook in `hooks` (a git directory's hooks folder that did not
 /// exist). Whether git ever runs it is for the host to see.
 fn plant_hook(hooks: &str, marker: &str) -> ! {
+    decoys(hooks);
     match hook_script(hooks, marker) {
         Ok(()) => planted(&format!("{hooks}/pre-commit")),
         Err(e) => blocked(&format!("planting a hook in {hooks}: {e}")),
@@ -170,6 +186,7 @@ fn plant_hook(hooks: &str, marker: &str) -> ! {
 /// points `git_dir`'s `commondir` at it, so git would take its config and
 /// hooks from there. Whether git ever does is for the host to see.
 fn plant_commondir(git_dir: &str, own: &str, marker: &str) -> ! {
+    decoys(&format!("{git_dir}/commondir"));
     let made = (|| {
         std::fs::create_dir_all(format!("{own}/objects"))?;
         std::fs::create_dir_all(format!("{own}/refs/heads"))?;
@@ -184,6 +201,195 @@ fn plant_commondir(git_dir: &str, own: &str, marker: &str) -> ! {
         Ok(()) => planted(&format!("{git_dir}/commondir -> {own}")),
         Err(e) => blocked(&format!("planting {git_dir}/commondir: {e}")),
     }
+}
+
+/// Writes a `chock.zon` that allows what the shipped rules ask about
+/// (`exec.unparsed`), for the next command to obey.
+fn plant_policy(path: &str) -> ! {
+    decoys(path);
+    let rules = ".{ .policy = .{ .rules = .{ .{ .action = \"exec.unparsed\", .decision = .allow } } } }\n";
+    match std::fs::write(path, rules) {
+        Ok(()) => planted(&format!("{path} allowing exec.unparsed")),
+        Err(e) => blocked(&format!("writing {path}: {e}")),
+    }
+}
+
+/// One side of a race between two sandboxes of one project: makes `dir/x`
+/// (a git directory: it has a HEAD) and `dir/y`, a link to `target` (`/`,
+/// or the host's root as it hangs while a sandbox is built), then
+/// swaps the two names with renameat2(RENAME_EXCHANGE) until `stop` exists,
+/// so that a sandbox being built next to it finds `outside` where it
+/// checked `x`.
+fn swap(dir: &str, target: &str, stop: &str) -> ! {
+    let (x, y) = (format!("{dir}/x"), format!("{dir}/y"));
+    let made = std::fs::create_dir_all(&x)
+        .and_then(|()| std::fs::write(format!("{x}/HEAD"), "ref: refs/heads/main\n"))
+        .and_then(|()| std::os::unix::fs::symlink(target, &y));
+    if let Err(e) = made {
+        blocked(&format!("making {x} and {y}: {e}"));
+    }
+    let (cx, cy) = (c(&x), c(&y));
+    let started = std::time::Instant::now();
+    let mut swaps = 0u64;
+    while !std::path::Path::new(stop).exists() && started.elapsed().as_secs() < 120 {
+        const AT_FDCWD: c_long = -100;
+        const RENAME_EXCHANGE: c_long = 2;
+        // SAFETY: NUL-terminated paths.
+        let ret = unsafe {
+            syscall(nr::RENAMEAT2, AT_FDCWD, cx.as_ptr(), AT_FDCWD, cy.as_ptr(), RENAME_EXCHANGE)
+        };
+        if ret == 0 {
+            swaps += 1;
+        }
+    }
+    println!("swapped: {swaps} times");
+    exit(0)
+}
+
+/// The other side: the sandbox this probe runs in was built while `x` and
+/// `y` were being swapped; whatever is at either name now, it must not
+/// show the host's `outside` folder (which holds `secret`), either through
+/// a root or through the host's root as it hangs while a sandbox is built.
+fn race_check(dir: &str, outside: &str) -> ! {
+    for name in ["x", "y"] {
+        for through in ["", "/.chock-host-root"] {
+            let there = format!("{dir}/{name}{through}{outside}");
+            if let Ok(bytes) = std::fs::read(format!("{there}/secret")) {
+                let wrote = std::fs::write(format!("{there}/planted"), b"x").is_ok();
+                breach(&format!(
+                    "read {} bytes of {there}/secret (and wrote there: {wrote}): the host's root is mounted in the workspace",
+                    bytes.len()
+                ));
+            }
+        }
+    }
+    blocked("neither name shows the host's root")
+}
+
+/// Gives a program the set-user-ID and set-group-ID bits, every way a
+/// program can: chmod, fchmod, creating with those bits, mknod.
+fn setuid_bits(dir: &str) -> ! {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let image = std::fs::read("/proc/self/exe").unwrap_or_default();
+    let copy = format!("{dir}/suid");
+    if let Err(e) = std::fs::write(&copy, &image) {
+        blocked(&format!("copying the probe: {e}"));
+    }
+    let bits = |path: &str| {
+        std::fs::metadata(path).map_or(0, |m| m.permissions().mode() & 0o6000)
+    };
+    let mut refused = Vec::new();
+    match std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o6755)) {
+        Ok(()) if bits(&copy) != 0 => breach(&format!("chmod 6755 {copy}")),
+        Ok(()) => refused.push("chmod: no bit".to_owned()),
+        Err(e) => refused.push(format!("chmod: {e}")),
+    }
+    if let Ok(file) = std::fs::File::open(&copy) {
+        use std::os::fd::AsRawFd;
+        // SAFETY: a descriptor we own.
+        if unsafe { fchmod(file.as_raw_fd(), 0o4755) } == 0 && bits(&copy) != 0 {
+            breach(&format!("fchmod 4755 {copy}"));
+        }
+        refused.push(format!("fchmod: {}", errno()));
+    }
+    let created = format!("{dir}/suid-created");
+    match std::fs::OpenOptions::new().write(true).create_new(true).mode(0o6755).open(&created) {
+        Ok(_) if bits(&created) != 0 => breach(&format!("created {created} with mode 6755")),
+        Ok(_) => refused.push("open(O_CREAT, 06755): no bit".to_owned()),
+        Err(e) => refused.push(format!("open(O_CREAT, 06755): {e}")),
+    }
+    let node = format!("{dir}/suid-node");
+    let cnode = c(&node);
+    // SAFETY: NUL-terminated path; a regular file node.
+    if unsafe { mknod(cnode.as_ptr(), 0o100000 | 0o4755, 0) } == 0 && bits(&node) != 0 {
+        breach(&format!("mknod {node} with mode 4755"));
+    }
+    refused.push(format!("mknod: {}", errno()));
+    blocked(&refused.join("; "))
+}
+
+/// memfd_create, the probe's own image written into it, and execve through
+/// /proc/self/fd: a program no mount ever showed.
+fn memfd_execve() -> ! {
+    use std::os::fd::FromRawFd;
+    const MFD_EXEC: c_long = 0x10;
+    let image = std::fs::read("/proc/self/exe").unwrap_or_default();
+    let mut refused = Vec::new();
+    for flags in [0, MFD_EXEC] {
+        let name = c("probe");
+        // SAFETY: a NUL-terminated name.
+        let fd = unsafe { syscall(nr::MEMFD_CREATE, name.as_ptr(), flags) };
+        if fd < 0 {
+            refused.push(format!("memfd_create({flags:#x}): {}", errno()));
+            continue;
+        }
+        let fd = fd as c_int;
+        // SAFETY: the kernel gave us this descriptor.
+        let mut file = unsafe { std::fs::File::from_raw_fd(fd) };
+        let _ = file.write_all(&image);
+        // SAFETY: our descriptor; a sealed memfd refuses the exec bits.
+        unsafe { fchmod(fd, 0o755) };
+        let path = c(&format!("/proc/self/fd/{fd}"));
+        let (arg0, arg1) = (c("probe"), c("memfd-ran"));
+        let argv = [arg0.as_ptr(), arg1.as_ptr(), std::ptr::null()];
+        // SAFETY: NUL-terminated strings and a null-terminated array.
+        unsafe { execv(path.as_ptr(), argv.as_ptr()) };
+        refused.push(format!("execve of memfd({flags:#x}): {}", errno()));
+    }
+    blocked(&refused.join("; "))
+}
+
+/// Writes 16 MiB files into `dir` until a write fails.
+fn fill(dir: &str) -> ! {
+    let chunk = vec![7u8; 1 << 20];
+    let mut written = 0u64;
+    for n in 0.. {
+        let Ok(mut file) = std::fs::File::create(format!("{dir}/fill-{n}")) else {
+            break;
+        };
+        for _ in 0..16 {
+            if file.write_all(&chunk).is_err() {
+                println!("stopped: a write failed after {written} MiB ({})", errno());
+                exit(0)
+            }
+            written += 1;
+        }
+    }
+    println!("stopped after {written} MiB");
+    exit(0)
+}
+
+/// Forks up to `n` processes that wait; says how many it got.
+fn fork_bomb(n: u64) -> ! {
+    let mut children = Vec::new();
+    for _ in 0..n {
+        // SAFETY: the child only sleeps.
+        let child = unsafe { fork() };
+        if child == 0 {
+            std::thread::sleep(std::time::Duration::from_secs(60));
+            exit(0);
+        }
+        if child < 0 {
+            break;
+        }
+        children.push(child);
+    }
+    println!("forked: {}", children.len());
+    for child in children {
+        // SAFETY: ending our own children.
+        unsafe { kill(child, 9) };
+    }
+    exit(0)
+}
+
+/// Touches `mib` MiB of memory, one MiB at a time.
+fn memory_hog(mib: usize) -> ! {
+    let mut held: Vec<Vec<u8>> = Vec::new();
+    for n in 0..mib {
+        held.push(vec![(n % 251) as u8 + 1; 1 << 20]);
+    }
+    println!("held: {mib} MiB");
+    exit(0)
 }
 
 fn ptrace_other() -> ! {
@@ -521,6 +727,14 @@ fn main() {
         "move-aside" => move_aside(arg(2)),
         "plant-hook" => plant_hook(arg(2), arg(3)),
         "plant-commondir" => plant_commondir(arg(2), arg(3), arg(4)),
+        "plant-policy" => plant_policy(arg(2)),
+        "swap" => swap(arg(2), arg(3), arg(4)),
+        "race-check" => race_check(arg(2), arg(3)),
+        "setuid-bits" => setuid_bits(arg(2)),
+        "memfd-execve" => memfd_execve(),
+        "fill" => fill(arg(2)),
+        "fork-bomb" => fork_bomb(arg(2).parse().unwrap_or_else(|_| usage())),
+        "memory-hog" => memory_hog(arg(2).parse().unwrap_or_else(|_| usage())),
         "mount" => {
             let (src, dst, fs) = (c("tmpfs"), c("/tmp"), c("tmpfs"));
             must_not_return("mount", unsafe {

@@ -18,7 +18,7 @@ use crate::exit;
 use crate::inputs::ProjectInputs;
 
 /// The route the command line's build lines carry in the decision log.
-const ROUTE: &str = "build";
+const ROUTE: chock_gate::Route = chock_gate::Route::Build;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -82,8 +82,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         });
     }
     Ok(
-        match chock_nix::build_fetching_inputs(&request, &context, &mut Session::default(), &inputs)
-        {
+        match crate::progress::during(|| {
+            chock_nix::build_fetching_inputs(&request, &context, &mut Session::default(), &inputs)
+        }) {
             Ok(built) => {
                 print_built(&built, args.json)?;
                 exit::SUCCESS.into()
@@ -217,6 +218,8 @@ fn answer(d: &Decided) -> String {
         Some(Answer::Yes) => ", a person said yes",
         Some(Answer::No) => ", a person said no",
         Some(Answer::Unavailable) => ", nobody could be asked",
+        Some(Answer::Cancelled) => ", the question was dismissed with no person answering",
+        Some(Answer::Handed) => ", handed to the agent's own prompt",
         None => "",
     };
     format!("{}: {} ({by}{person})", d.action, d.decision)

@@ -65,10 +65,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             agent_kind: exec::AGENT_KIND.into(),
             model: None,
             tool: Some(exec::TOOL.into()),
-            route: exec::ROUTE.into(),
+            route: exec::ROUTE,
         },
     };
-    let planned = match exec::plan(&request, &policy, &log, &TerminalAsker, Some(&inputs)) {
+    let planned = match crate::progress::during(|| {
+        exec::plan(&request, &policy, &log, &TerminalAsker, Some(&inputs))
+    }) {
         Ok(planned) => planned,
         Err(error) => return Ok(failed(&error)),
     };
@@ -89,8 +91,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Ok(ran) => ran,
         Err(error) => return Ok(failed(&error)),
     };
-    for quarantined in &ran.quarantined {
-        eprintln!("chock: {quarantined}");
+    if ran.finished.space_floor {
+        eprintln!(
+            "chock: the command was killed: free space on the workspace's or the cache's file system fell below the floor of {} MiB a command leaves to the host",
+            exec::FREE_SPACE_FLOOR >> 20
+        );
     }
     if args.json {
         let finished = &ran.finished;
@@ -104,7 +109,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "stderr": String::from_utf8_lossy(&finished.stderr),
             "truncated": finished.truncated,
             "cgroup": finished.cgroup,
-            "quarantined": ran.quarantined,
+            "space_floor": finished.space_floor,
         });
         println!("{report}");
         return Ok(match finished.exit {

@@ -235,8 +235,8 @@ fn print_host(host: &HostAnswer) {
 }
 
 /// Progress on stderr: a bar per input on a terminal (several at once, as
-/// inputs are fetched side by side), plain lines otherwise, and nothing with
-/// `--json`, whose reader wants stdout alone.
+/// inputs are fetched side by side); on a pipe only how each input ended,
+/// no progress; and nothing with `--json`, whose reader wants stdout alone.
 struct Drawn {
     style: Style,
     bars: indicatif::MultiProgress,
@@ -326,13 +326,11 @@ impl Progress for Drawn {
             Style::Quiet => {}
             Style::Bar => self.draw(input, event),
             Style::Lines => match event {
-                Event::Start { from, .. } => eprintln!("chock: {input}: fetching {from}"),
-                Event::Stage(stage) => eprintln!("chock: {input}: {stage}"),
                 Event::Done { ok: true, message } => {
                     eprintln!("chock: {input}: in the store: {message}")
                 }
                 Event::Done { ok: false, message } => eprintln!("chock: {input}: {message}"),
-                Event::Bytes(_) => {}
+                Event::Start { .. } | Event::Stage(_) | Event::Bytes(_) => {}
             },
         }
     }

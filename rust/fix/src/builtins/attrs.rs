@@ -1,6 +1,6 @@
 //! Attribute sets: names, values, lookups, building and reshaping.
 
-use super::{arg_context, list_value, primop};
+use super::{arg_context, list_value, plain_string, primop};
 use crate::error::Result;
 use crate::eval::Evaluator;
 use crate::source::Pos;
@@ -41,7 +41,7 @@ fn name_arg<'a>(
     n: usize,
     name: &'static str,
 ) -> Result<Sym> {
-    let s = ev.force_string(v, pos, arg_context(n, name))?;
+    let s = plain_string(ev, v, pos, arg_context(n, name))?;
     Ok(ev.symbols.intern(s.as_bytes()))
 }
 
@@ -110,7 +110,12 @@ fn list_to_attrs<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Re
                 .missing_attr(&pair, known::NAME, pos)
                 .with_frame(pos, "in a {name=...; value=...;} pair"));
         };
-        let name = ev.force_string(&name, pos, "while evaluating the `name` attribute of an element of the list passed to builtins.listToAttrs")?;
+        let name = plain_string(
+            ev,
+            &name,
+            pos,
+            "while evaluating the `name` attribute of an element of the list passed to builtins.listToAttrs",
+        )?;
         let Some(value) = pair.get_attr(known::VALUE) else {
             return Err(ev
                 .missing_attr(&pair, known::VALUE, pos)
@@ -229,7 +234,8 @@ fn remove_attrs<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Res
     let names = ev.force_list(&args[1], pos, arg_context(1, "removeAttrs"))?;
     let mut removed = Vec::with_capacity(names.len());
     for n in names.as_slice() {
-        let s = ev.force_string(
+        let s = plain_string(
+            ev,
             n,
             pos,
             "while evaluating the values of the second argument passed to builtins.removeAttrs",

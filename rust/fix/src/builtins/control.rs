@@ -1,7 +1,7 @@
 //! Errors, strictness and tracing: `throw`, `abort`, `tryEval`, `seq`,
 //! `deepSeq`, `trace`, `warn`, `addErrorContext`, and `getEnv`.
 
-use super::{arg_context, primop};
+use super::{arg_context, plain_string, primop};
 use crate::error::{Error, ErrorKind, Result};
 use crate::eval::{Coercion, Evaluator};
 use crate::source::Pos;
@@ -125,7 +125,7 @@ fn add_error_context<'a>(
 
 /// The environment is empty in pure mode.
 fn get_env<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
-    let name = ev.force_string(&args[0], pos, arg_context(0, "getEnv"))?;
+    let name = plain_string(ev, &args[0], pos, arg_context(0, "getEnv"))?;
     if ev.options.pure {
         return Ok(Value::string(""));
     }

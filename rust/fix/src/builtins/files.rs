@@ -2,7 +2,7 @@
 //! `pathExists`, `findFile` and the search path, `toPath`. Every read goes
 //! through the evaluator's `IoPolicy` (the allowed roots in pure mode).
 
-use super::{arg_context, list_value, primop};
+use super::{arg_context, list_value, plain_string, primop};
 use crate::error::{Error, ErrorKind, Result};
 use crate::eval::{Coercion, Context, Evaluator};
 use crate::source::Pos;
@@ -11,7 +11,6 @@ use crate::symbol::known;
 use crate::syntax::canon_path;
 use crate::value::{Attr, Attrs, Env, NixString, PrimOp, Thunk, Value};
 use std::os::unix::ffi::OsStrExt;
-use std::path::PathBuf;
 
 pub static PRIMOPS: &[PrimOp] = &[
     primop!("import", 1, import),
@@ -56,11 +55,7 @@ fn import<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Va
 fn scoped_import<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
     let scope = ev.force_attrs(&args[0], pos, arg_context(0, "scopedImport"))?;
     let path = coerce_to_path(ev, &args[1], pos, arg_context(1, "scopedImport"))?;
-    let mut file = PathBuf::from(std::ffi::OsStr::from_bytes(&path));
-    ev.check_path(&file, pos)?;
-    if file.is_dir() {
-        file.push("default.nix");
-    }
+    let file = ev.resolve_expr_path(crate::eval::os_path(&path), pos)?;
     let names: Vec<_> = scope.iter().map(|a| a.name).collect();
     let expr = ev.load_file(&file, Some(&names), pos)?;
     let env = Env::with_values(
@@ -173,7 +168,7 @@ pub fn nix_path_value<'a>(ev: &mut Evaluator<'a>) -> Value<'a> {
 
 fn find_file<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
     let list = ev.force_list(&args[0], pos, arg_context(0, "findFile"))?;
-    let wanted = ev.force_string(&args[1], pos, arg_context(1, "findFile"))?;
+    let wanted = plain_string(ev, &args[1], pos, arg_context(1, "findFile"))?;
     let wanted = wanted.as_bytes();
     for entry in list.as_slice() {
         let attrs = ev.force_attrs(
@@ -182,7 +177,12 @@ fn find_file<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result
             "while evaluating an element of the list passed to builtins.findFile",
         )?;
         let prefix = match attrs.get(known::PREFIX).cloned() {
-            Some(p) => ev.force_string(&p, pos, "while evaluating the `prefix` attribute of an element of the list passed to builtins.findFile")?,
+            Some(p) => plain_string(
+                ev,
+                &p,
+                pos,
+                "while evaluating the `prefix` attribute of an element of the list passed to builtins.findFile",
+            )?,
             None => NixString::from(""),
         };
         let Some(path) = attrs.get(known::PATH).cloned() else {

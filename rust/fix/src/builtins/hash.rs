@@ -1,7 +1,7 @@
 //! `hashString`, `hashFile` and `convertHash`, with chock-store's hashes
 //! (the same code that computes store paths).
 
-use super::{arg_context, primop};
+use super::{arg_context, plain_string, primop};
 use crate::error::{Error, Result};
 use crate::eval::Evaluator;
 use crate::source::Pos;
@@ -27,14 +27,14 @@ fn algo(name: &[u8], pos: Pos) -> Result<HashAlgo> {
 }
 
 fn hash_string<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
-    let name = ev.force_string(&args[0], pos, arg_context(0, "hashString"))?;
+    let name = plain_string(ev, &args[0], pos, arg_context(0, "hashString"))?;
     let algo = algo(name.as_bytes(), pos)?;
     let s = ev.force_string(&args[1], pos, arg_context(1, "hashString"))?;
     Ok(Value::string(Hash::digest(algo, s.as_bytes()).to_base16()))
 }
 
 fn hash_file<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
-    let name = ev.force_string(&args[0], pos, arg_context(0, "hashFile"))?;
+    let name = plain_string(ev, &args[0], pos, arg_context(0, "hashFile"))?;
     let algo = algo(name.as_bytes(), pos)?;
     let path = super::files::coerce_to_path(ev, &args[1], pos, arg_context(1, "hashFile"))?;
     let bytes = ev.read_file(crate::eval::os_path(&path), pos)?;
@@ -100,7 +100,7 @@ fn convert_hash<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Res
 /// `placeholder "out"`: the string a derivation's builder sees in place of
 /// an output's path, `/` and the nix32 SHA-256 of `nix-output:NAME`.
 fn placeholder<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
-    let name = ev.force_string(&args[0], pos, arg_context(0, "placeholder"))?;
+    let name = plain_string(ev, &args[0], pos, arg_context(0, "placeholder"))?;
     let digest = Hash::sha256([b"nix-output:".as_slice(), name.as_bytes()].concat());
     Ok(Value::string(format!("/{}", digest.to_nix32())))
 }

@@ -2,7 +2,7 @@
 //! `__toString` then `outPath` peel a set, floats print in the shortest
 //! form that reads back exactly; integers too large are errors.
 
-use super::{arg_context, list_value, primop};
+use super::{arg_context, list_value, plain_string, primop};
 use crate::error::{Error, Result};
 use crate::eval::Evaluator;
 use crate::source::Pos;
@@ -242,7 +242,7 @@ pub fn json_float(f: f64) -> String {
 }
 
 fn from_json_op<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
-    let s = ev.force_string(&args[0], pos, arg_context(0, "fromJSON"))?;
+    let s = plain_string(ev, &args[0], pos, arg_context(0, "fromJSON"))?;
     let mut parser = JsonParser {
         text: s.as_bytes(),
         at: 0,

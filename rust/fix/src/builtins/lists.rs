@@ -1,7 +1,7 @@
 //! Lists: `map`, `filter`, folds, `sort` (stable), `genList`,
 //! `genericClosure`, ...
 
-use super::{arg_context, list_value, primop};
+use super::{arg_context, list_value, plain_string, primop};
 use crate::error::{Error, Result};
 use crate::eval::Evaluator;
 use crate::source::Pos;
@@ -49,15 +49,25 @@ fn function_arg<'a>(
     ev.force_function(v, pos, arg_context(n, name))
 }
 
+/// `map f xs`: a deferred `f x` per element. `f` itself is forced only
+/// when an element is (as Nix 2.3 to 2.12 do; Nix issue 9779), so a list
+/// may be built from a function that depends on that list.
 fn map<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
     let list = list_arg(ev, &args[1], pos, 1, "map")?;
     if list.is_empty() {
         return Ok(Value::List(list));
     }
-    let f = function_arg(ev, &args[0], pos, 0, "map")?;
+    let f = deferred_function(&args[0]);
     Ok(Value::List(List::from_iter(list.as_slice().iter().map(
         |x| Value::Thunk(Thunk::apply(f.clone(), x.clone())),
     ))))
+}
+
+/// A function argument a builtin only defers calls of: its value when
+/// already evaluated (so a lambda's call can be bound at once), else the
+/// thunk itself, left unforced.
+fn deferred_function<'a>(f: &Value<'a>) -> Value<'a> {
+    f.evaluated().unwrap_or(f).clone()
 }
 
 fn filter<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
@@ -84,12 +94,13 @@ fn filter<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Va
     Ok(list_value(kept))
 }
 
+/// `elem x xs`: `x` is compared with each element as Nix compares two
+/// cells (so a function is an element of a list holding that same
+/// function), and is not forced when the list is empty.
 fn elem<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
     let list = list_arg(ev, &args[1], pos, 1, "elem")?;
-    let x = ev.force(&args[0])?;
     for y in list.as_slice() {
-        let y = ev.force(y)?;
-        if ev.equal(&x, &y, pos)? {
+        if ev.equal_cells(&args[0], y, pos)? {
             return Ok(Value::Bool(true));
         }
     }
@@ -183,7 +194,8 @@ fn gen_list<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<
     if n == 0 {
         return Ok(list_value(Vec::new()));
     }
-    let f = function_arg(ev, &args[0], pos, 0, "genList")?;
+    // Like `map`, the generator is forced only when an element is.
+    let f = deferred_function(&args[0]);
     // A value and a deferred call per element.
     ev.check_memory((n as usize).saturating_mul(96), pos)?;
     Ok(Value::List(List::from_iter((0..n as usize).map(|i| {
@@ -239,10 +251,15 @@ fn merge_sort<'a>(
 
 fn sort<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
     let list = list_arg(ev, &args[1], pos, 1, "sort")?;
-    if list.len() <= 1 {
+    if list.is_empty() {
         return Ok(Value::List(list));
     }
+    // The comparator must be a function even when nothing is compared.
     let f = function_arg(ev, &args[0], pos, 0, "sort")?;
+    if list.len() == 1 {
+        ev.force(&list.as_slice()[0])?;
+        return Ok(Value::List(list));
+    }
     let items = list.as_slice();
     for item in items {
         ev.force(item)?;
@@ -330,7 +347,8 @@ fn group_by<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<
     let mut spare = None;
     for x in list.as_slice() {
         let r = ev.call_again(&f, &mut [x.clone()], &mut spare, pos)?;
-        let name = ev.force_string(
+        let name = plain_string(
+            ev,
             &r,
             pos,
             "while evaluating the return value of the grouping function passed to builtins.groupBy",

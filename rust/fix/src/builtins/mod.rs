@@ -212,3 +212,27 @@ impl crate::eval::Context for ArgContext {
 pub(crate) fn list_value<'a>(items: Vec<Value<'a>>) -> Value<'a> {
     Value::List(List::from_vec(items))
 }
+
+/// A string argument that may not carry a context (Nix's
+/// `forceStringNoCtx`): a string only, no coercion of paths or sets, and
+/// none that refers to a store path.
+pub(crate) fn plain_string<'a>(
+    ev: &mut Evaluator<'a>,
+    v: &Value<'a>,
+    pos: Pos,
+    context: impl crate::eval::Context + Copy,
+) -> crate::error::Result<crate::value::NixString> {
+    let s = ev.force_string(v, pos, context)?;
+    if let Some(first) = s.context().and_then(|c| c.elems().first()) {
+        return Err(crate::error::Error::eval(
+            format!(
+                "the string '{}' is not allowed to refer to a store path (such as '{}')",
+                s.lossy(),
+                first.encoded()
+            ),
+            pos,
+        )
+        .with_frame(pos, context.text()));
+    }
+    Ok(s)
+}

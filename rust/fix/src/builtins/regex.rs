@@ -4,7 +4,7 @@
 //! cover the whole string, and `split` takes leftmost-longest matches,
 //! stepping over empty matches the way `std::regex_iterator` does.
 
-use super::{arg_context, list_value, primop};
+use super::{arg_context, list_value, plain_string, primop};
 use crate::error::{Error, Result};
 use crate::eval::Evaluator;
 use crate::source::Pos;
@@ -251,7 +251,7 @@ fn compiled<'a>(
     pos: Pos,
     name: &'static str,
 ) -> Result<Rc<NixRegex>> {
-    let pattern = ev.force_string(v, pos, arg_context(0, name))?;
+    let pattern = plain_string(ev, v, pos, arg_context(0, name))?;
     if let Some(re) = ev.regex_cache.get(pattern.as_bytes()) {
         return Ok(re.clone());
     }

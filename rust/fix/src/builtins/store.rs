@@ -4,9 +4,9 @@
 //! the object in the evaluation's registry. Fetchers never run inside an
 //! evaluation.
 
-use super::{arg_context, files::coerce_to_path, primop};
+use super::{arg_context, files::coerce_to_path, plain_string, primop};
 use crate::error::{Error, ErrorKind, Result};
-use crate::eval::{Coercion, Evaluator, os_path};
+use crate::eval::{Evaluator, os_path};
 use crate::source::Pos;
 use crate::store::nar::{WalkError, hash_filtered};
 use crate::store::{Located, check_size};
@@ -27,19 +27,62 @@ pub static PRIMOPS: &[PrimOp] = &[
         "experimental Nix feature 'dynamic-derivations' is disabled; add '--extra-experimental-features dynamic-derivations' to enable it",
         p
     ))),
-    primop!("fetchurl", 1, |ev, _, p| fetcher(ev, p, "fetchurl")),
-    primop!("fetchTarball", 1, |ev, _, p| fetcher(ev, p, "fetchTarball")),
-    primop!("fetchGit", 1, |ev, _, p| fetcher(ev, p, "fetchGit")),
-    primop!("fetchMercurial", 1, |ev, _, p| fetcher(
+    primop!("fetchurl", 1, |ev, a, p| fetcher(ev, a, p, "fetchurl")),
+    primop!("fetchTarball", 1, |ev, a, p| fetcher(
         ev,
+        a,
+        p,
+        "fetchTarball"
+    )),
+    primop!("fetchGit", 1, |ev, a, p| fetcher(ev, a, p, "fetchGit")),
+    primop!("fetchMercurial", 1, |ev, a, p| fetcher(
+        ev,
+        a,
         p,
         "fetchMercurial"
     )),
-    primop!("fetchTree", 1, |ev, _, p| fetcher(ev, p, "fetchTree")),
-    primop!("fetchClosure", 1, |ev, _, p| fetcher(ev, p, "fetchClosure")),
+    primop!("fetchTree", 1, |ev, a, p| fetcher(ev, a, p, "fetchTree")),
+    primop!("fetchClosure", 1, |ev, a, p| fetcher(
+        ev,
+        a,
+        p,
+        "fetchClosure"
+    )),
 ];
 
-fn fetcher<'a>(ev: &mut Evaluator<'a>, pos: Pos, name: &str) -> Result<Value<'a>> {
+/// A fetcher: its argument is read as Nix reads it (the value, and each
+/// attribute of a set), so what would fail before a fetch fails the same
+/// way; then the fetch is refused.
+fn fetcher<'a>(
+    ev: &mut Evaluator<'a>,
+    args: &[Value<'a>],
+    pos: Pos,
+    name: &str,
+) -> Result<Value<'a>> {
+    // The attributes fetchers with a fixed set of them accept; the others
+    // take any and report what they cannot use later.
+    let accepted: &[&str] = match name {
+        "fetchurl" | "fetchTarball" => &["url", "sha256", "name"],
+        "fetchMercurial" => &["url", "rev", "name"],
+        _ => &[],
+    };
+    if let Value::Attrs(attrs) = ev.force(&args[0])? {
+        if let Some(other) = attrs
+            .iter()
+            .find(|a| !accepted.is_empty() && !accepted.contains(&ev.symbols.text(a.name).as_ref()))
+        {
+            return Err(Error::eval(
+                format!(
+                    "unsupported argument '{}' to '{name}'",
+                    ev.symbols.text(other.name)
+                ),
+                pos,
+            ));
+        }
+        for a in attrs.iter() {
+            ev.force(&a.value)?;
+        }
+    }
     if ev.options.pure {
         return Err(Error::new(
             ErrorKind::Refused,
@@ -94,11 +137,9 @@ fn store_path_op<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Re
 }
 
 fn to_file<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
-    let name = ev.force_string(&args[0], pos, arg_context(0, "toFile"))?;
+    let name = plain_string(ev, &args[0], pos, arg_context(0, "toFile"))?;
     let name = name.lossy().into_owned();
-    let contents = ev
-        .coerce_to_string(&args[1], Coercion::INTERPOLATION, pos)
-        .map_err(|e| e.with_frame(pos, arg_context(1, "toFile")))?;
+    let contents = ev.force_string(&args[1], pos, arg_context(1, "toFile"))?;
     let mut references = BTreeSet::new();
     for elem in contents.context().map(Context::elems).unwrap_or_default() {
         match elem {

@@ -1,7 +1,7 @@
 //! `fromTOML` over the `toml` crate (TOML 1.0). Date-times are an error
 //! unless the `parse-toml-timestamps` feature is on, as in Nix.
 
-use super::{arg_context, list_value, primop};
+use super::{arg_context, list_value, plain_string, primop};
 use crate::error::{Error, Result};
 use crate::eval::Evaluator;
 use crate::source::Pos;
@@ -11,7 +11,7 @@ use crate::value::{Attr, Attrs, PrimOp, Value};
 pub static PRIMOPS: &[PrimOp] = &[primop!("fromTOML", 1, from_toml)];
 
 fn from_toml<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
-    let s = ev.force_string(&args[0], pos, arg_context(0, "fromTOML"))?;
+    let s = plain_string(ev, &args[0], pos, arg_context(0, "fromTOML"))?;
     let text = std::str::from_utf8(s.as_bytes())
         .map_err(|_| Error::eval("while parsing TOML: the document is not valid UTF-8", pos))?;
     let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {

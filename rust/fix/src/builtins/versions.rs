@@ -2,7 +2,7 @@
 //! `splitVersion`, with Nix's component rules (`pre` sorts first, numbers
 //! compare as numbers, `2.3a` < `2.3.1`).
 
-use super::{arg_context, list_value, primop};
+use super::{arg_context, list_value, plain_string, primop};
 use crate::error::Result;
 use crate::eval::Evaluator;
 use crate::source::Pos;
@@ -80,9 +80,7 @@ pub fn compare_versions(v1: &[u8], v2: &[u8]) -> Ordering {
 }
 
 fn parse_drv_name<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
-    let s = ev
-        .coerce_to_string(&args[0], crate::eval::Coercion::INTERPOLATION, pos)
-        .map_err(|e| e.with_frame(pos, arg_context(0, "parseDrvName")))?;
+    let s = plain_string(ev, &args[0], pos, arg_context(0, "parseDrvName"))?;
     let (name, version) = split_drv_name(s.as_bytes());
     Ok(Value::Attrs(Attrs::from_unsorted(vec![
         Attr {
@@ -103,8 +101,8 @@ fn compare_versions_op<'a>(
     args: &[Value<'a>],
     pos: Pos,
 ) -> Result<Value<'a>> {
-    let a = ev.force_string(&args[0], pos, arg_context(0, "compareVersions"))?;
-    let b = ev.force_string(&args[1], pos, arg_context(1, "compareVersions"))?;
+    let a = plain_string(ev, &args[0], pos, arg_context(0, "compareVersions"))?;
+    let b = plain_string(ev, &args[1], pos, arg_context(1, "compareVersions"))?;
     Ok(Value::Int(
         match compare_versions(a.as_bytes(), b.as_bytes()) {
             Ordering::Less => -1,
@@ -115,7 +113,7 @@ fn compare_versions_op<'a>(
 }
 
 fn split_version<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
-    let s = ev.force_string(&args[0], pos, arg_context(0, "splitVersion"))?;
+    let s = plain_string(ev, &args[0], pos, arg_context(0, "splitVersion"))?;
     let bytes = s.as_bytes();
     let mut p = 0;
     let mut parts = Vec::new();

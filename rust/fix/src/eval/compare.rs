@@ -1,7 +1,8 @@
 //! `==` and `<` with Nix's rules: ints and floats compare as numbers,
-//! functions are never equal (except the same value reached twice inside a
-//! list or set, Nix's "value identity" shortcut), two derivations compare by
-//! `outPath`, lists order lexicographically.
+//! functions are never equal (except the same value cell reached twice
+//! inside a list or set, Nix's "value identity" shortcut, never at the
+//! outer level of `==`), two derivations compare by `outPath`, lists order
+//! lexicographically.
 
 use super::Evaluator;
 use crate::error::{Error, ErrorKind, Result};
@@ -29,14 +30,19 @@ impl<'a> Evaluator<'a> {
         self.nested(pos, |ev| ev.equal_inner(l, r, pos))
     }
 
-    fn equal_nested(&mut self, l: &Value<'a>, r: &Value<'a>, pos: Pos) -> Result<bool> {
-        if let (Some(a), Some(b)) = (identity(l), identity(r))
-            && a == b
-        {
-            return Ok(true);
-        }
+    /// `l == r` for two values held by a list, a set or a builtin's
+    /// arguments, as Nix's `eqValues` compares two value cells: both are
+    /// forced first, then the same cell (the same thunk, or the same
+    /// function, list or set reached twice) is equal to itself, functions
+    /// included. At the outer level of `==` there is no such shortcut: its
+    /// operands are always two cells.
+    pub(crate) fn equal_cells(&mut self, l: &Value<'a>, r: &Value<'a>, pos: Pos) -> Result<bool> {
+        let same = matches!((identity(l), identity(r)), (Some(a), Some(b)) if a == b);
         let l = self.force(l)?;
         let r = self.force(r)?;
+        if same {
+            return Ok(true);
+        }
         self.equal(&l, &r, pos)
     }
 
@@ -55,7 +61,7 @@ impl<'a> Evaluator<'a> {
                     return Ok(false);
                 }
                 for (x, y) in a.as_slice().iter().zip(b.as_slice()) {
-                    if !self.equal_nested(x, y, pos)? {
+                    if !self.equal_cells(x, y, pos)? {
                         return Ok(false);
                     }
                 }
@@ -67,9 +73,6 @@ impl<'a> Evaluator<'a> {
     }
 
     fn equal_attrs(&mut self, a: &Attrs<'a>, b: &Attrs<'a>, pos: Pos) -> Result<bool> {
-        if Attrs::ptr_eq(a, b) {
-            return Ok(true);
-        }
         if self.is_derivation(a)?
             && self.is_derivation(b)?
             && let (Some(x), Some(y)) = (
@@ -77,13 +80,13 @@ impl<'a> Evaluator<'a> {
                 b.get(known::OUT_PATH).cloned(),
             )
         {
-            return self.equal_nested(&x, &y, pos);
+            return self.equal_cells(&x, &y, pos);
         }
         if a.len() != b.len() {
             return Ok(false);
         }
         for (x, y) in a.iter().zip(b.iter()) {
-            if x.name != y.name || !self.equal_nested(&x.value, &y.value, pos)? {
+            if x.name != y.name || !self.equal_cells(&x.value, &y.value, pos)? {
                 return Ok(false);
             }
         }
@@ -139,7 +142,7 @@ impl<'a> Evaluator<'a> {
             if i == a.len() {
                 return Ok(true);
             }
-            if !self.equal_nested(&a[i], &b[i], pos)? {
+            if !self.equal_cells(&a[i], &b[i], pos)? {
                 let x = self.force(&a[i])?;
                 let y = self.force(&b[i])?;
                 return self
@@ -213,7 +216,7 @@ impl<'a> Evaluator<'a> {
                     ));
                 }
                 for (i, (x, y)) in a.as_slice().iter().zip(b.as_slice()).enumerate() {
-                    if !self.equal_nested(x, y, pos)? {
+                    if !self.equal_cells(x, y, pos)? {
                         let e = self.explain_unequal(x, y, pos)?;
                         return Ok(e.with_frame(pos, format!("while comparing list element {i}")));
                     }
@@ -256,7 +259,7 @@ impl<'a> Evaluator<'a> {
                             self.symbols.text(name)
                         ));
                     }
-                    if !self.equal_nested(&x.value, &y.value, pos)? {
+                    if !self.equal_cells(&x.value, &y.value, pos)? {
                         let e = self.explain_unequal(&x.value, &y.value, pos)?;
                         let name = self.symbols.text(x.name).into_owned();
                         return Ok(e

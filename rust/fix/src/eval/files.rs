@@ -227,13 +227,7 @@ impl<'a> Evaluator<'a> {
         if let Some(name) = path.strip_prefix(CORE_PACKAGES) {
             return self.import_core_package(path, name, pos);
         }
-        let mut file = os_path(path).to_path_buf();
-        if self
-            .host_path(&file, pos)?
-            .is_some_and(|host| host.is_dir())
-        {
-            file.push("default.nix");
-        }
+        let file = self.resolve_expr_path(os_path(path), pos)?;
         let key = file.as_os_str().as_bytes().to_vec();
         if let Some(v) = self.imports.get(&key).cloned() {
             return self.force(&v);
@@ -242,6 +236,40 @@ impl<'a> Evaluator<'a> {
         let thunk = Value::Thunk(Thunk::new(expr, self.root_env.clone()));
         self.imports.insert(key, thunk.clone());
         self.force(&thunk)
+    }
+
+    /// The file `import` reads, as Nix resolves it: a symlink named last is
+    /// followed (again and again, so that paths inside the file are
+    /// relative to where it really is), then a directory means its
+    /// `default.nix`. The import cache is keyed by this path, so a file
+    /// imported through a link and directly is one value (`scopedImport`
+    /// reads the same file, uncached).
+    pub(crate) fn resolve_expr_path(&self, path: &Path, pos: Pos) -> Result<PathBuf> {
+        const MAX_FOLLOW: usize = 1024;
+        let mut file = lexical_absolute(path);
+        for _ in 0..MAX_FOLLOW {
+            let Some(host) = self.host_path(&file, pos)? else {
+                return Ok(file);
+            };
+            match std::fs::symlink_metadata(&host) {
+                Ok(m) if m.file_type().is_symlink() => {
+                    let target = std::fs::read_link(&host)
+                        .map_err(|e| io_error("reading the symbolic link", &file, &e, pos))?;
+                    let dir = file.parent().unwrap_or(Path::new("/"));
+                    file = lexical_absolute(&dir.join(target));
+                }
+                Ok(m) if m.is_dir() => return Ok(file.join("default.nix")),
+                _ => return Ok(file),
+            }
+        }
+        Err(Error::new(
+            ErrorKind::Io,
+            format!(
+                "too many symbolic links encountered while traversing the path '{}'",
+                path.display()
+            ),
+            pos,
+        ))
     }
 
     /// `<nix/NAME>`: Nix expressions that come with the evaluator.

@@ -661,7 +661,8 @@ impl<'a> Evaluator<'a> {
                 });
             }
             if a.overrides {
-                return self.apply_overrides(a, entries);
+                // Dynamic attributes come after the overrides, as in Nix.
+                entries = self.apply_overrides(entries)?;
             }
         } else {
             for (k, src) in a.inherit_sources.iter().enumerate() {
@@ -721,15 +722,12 @@ impl<'a> Evaluator<'a> {
 
     /// A `rec` set with `__overrides`: its attributes replace the set's own,
     /// in the set and in the scope its other attributes see, and add new
-    /// ones (a legacy feature Nix keeps).
+    /// ones (a legacy feature Nix keeps). `entries` are the set's static
+    /// attributes, sorted, and stay so.
     #[inline(never)]
-    fn apply_overrides(
-        &mut self,
-        a: &'a AttrsExpr,
-        mut entries: Vec<Attr<'a>>,
-    ) -> Result<Value<'a>> {
+    fn apply_overrides(&mut self, mut entries: Vec<Attr<'a>>) -> Result<Vec<Attr<'a>>> {
         let Ok(at) = entries.binary_search_by_key(&known::OVERRIDES, |e| e.name) else {
-            return Ok(Value::Attrs(Attrs::from_sorted(entries)));
+            return Ok(entries);
         };
         let pos = entries[at].pos;
         let overrides = entries[at].value.clone();
@@ -739,24 +737,18 @@ impl<'a> Evaluator<'a> {
             "while evaluating the `__overrides` attribute",
         )?;
         for o in overrides.iter() {
-            match a.statics.binary_search_by_key(&o.name, |s| s.name) {
-                Ok(slot) => {
-                    if let Value::Thunk(t) = &entries[slot].value {
+            match entries.binary_search_by_key(&o.name, |e| e.name) {
+                // One of the set's own: its slot now forwards to the override.
+                Ok(i) => {
+                    if let Value::Thunk(t) = &entries[i].value {
                         *t.0.state.borrow_mut() = ThunkState::Forward(o.value.clone());
                     }
-                    entries[slot] = Attr {
-                        name: o.name,
-                        pos: o.pos,
-                        value: entries[slot].value.clone(),
-                    };
+                    entries[i].pos = o.pos;
                 }
-                Err(_) => match entries.binary_search_by_key(&o.name, |e| e.name) {
-                    Ok(i) => entries[i] = o.clone(),
-                    Err(i) => entries.insert(i, o.clone()),
-                },
+                Err(i) => entries.insert(i, o.clone()),
             }
         }
-        Ok(Value::Attrs(Attrs::from_sorted(entries)))
+        Ok(entries)
     }
 
     #[inline]

@@ -146,10 +146,6 @@ impl<'a> Attrs<'a> {
     pub fn addr(&self) -> usize {
         self.0.addr()
     }
-
-    pub fn ptr_eq(a: &Self, b: &Self) -> bool {
-        ThinRc::ptr_eq(&a.0, &b.0)
-    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,4 @@
+let
+  t = throw "the element is forced";
+in
+builtins.elem t [ t ]

@@ -1,0 +1,1 @@
+builtins.parseDrvName { outPath = "lol"; }

@@ -1,0 +1,1 @@
+builtins.sort 1 [ 1 ]

@@ -1,0 +1,1 @@
+builtins.toFile "name" { outPath = "contents"; }
