@@ -5,7 +5,7 @@ use chock_policy::{Decision, Verdict};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::source::{Input, InputRefusal};
+use chock_flakelock::{Input, InputRefusal};
 
 /// Every input of the lock and every host asked about.
 #[derive(Debug, Clone)]

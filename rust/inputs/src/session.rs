@@ -28,11 +28,11 @@ use futures_util::stream::FuturesUnordered;
 
 use crate::decide::{Asking, HostVerdict, decide_host};
 use crate::fetch::{FetchError, Fetcher, HopGate, Limits};
-use crate::lock::{Lock, LockError};
 use crate::progress::{Event, Progress, Reporter, Traced};
 use crate::report::{HostAnswer, InputReport, InputState, Report};
-use crate::source::{Input, Source};
 use crate::store;
+use chock_flakelock::{Input, Source};
+use chock_flakelock::{Lock, LockError};
 
 /// The lock file, in the project's root.
 pub const LOCK_FILE: &str = "flake.lock";

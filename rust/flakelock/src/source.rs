@@ -2,7 +2,7 @@
 //! fetch reaches, the narHash it must have and the store path it lands at.
 //!
 //! Every host is named here, before anything is fetched, through the one
-//! URL reader nix_build uses too ([`chock_policy::url_endpoint`]). A node
+//! URL reader nix_build uses too ([`crate::url_endpoint`]). A node
 //! that cannot be turned into hosts is refused rather than guessed at, and
 //! the refusal names the input: an `indirect` input names a registry entry,
 //! not a host; an `ssh` URL is not fetched (the seed's rule: a session's
@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use chock_policy::{Endpoint, EndpointError, names, url_endpoint};
+use crate::endpoint::{Endpoint, EndpointError, HostError, reversed_host, url_endpoint};
 use chock_store::{Hash, HashAlgo, StorePath, store_path};
 use serde_json::{Map, Value};
 
@@ -163,7 +163,7 @@ pub enum Refusal {
     #[error("{0}")]
     Url(#[from] EndpointError),
     #[error("{0}")]
-    Host(#[from] names::NameError),
+    Host(#[from] HostError),
     #[error(
         "it fetches git submodules, whose hosts the lock does not name, so nobody could be asked about them first; fetch it with `nix flake archive`"
     )]
@@ -278,7 +278,7 @@ fn read_source(node: &LockedNode, project: &Path) -> Result<Source, Refusal> {
         other => return Err(Refusal::UnknownType(other.to_string())),
     };
     for host in &hosts {
-        names::nix_net(names::Phase::Eval, &host.host, host.port)?;
+        reversed_host(&host.host)?;
     }
     let nar_hash = attrs.required("narHash")?;
     let nar_hash = Hash::parse(nar_hash, Some(HashAlgo::Sha256)).map_err(|e| Refusal::Bad {
@@ -820,7 +820,7 @@ mod tests {
             let input = Input::from_node(&node, Path::new("/p/flake.lock"), Path::new("/p"));
             if let Ok(source) = &input.source {
                 for host in &source.hosts {
-                    proptest::prop_assert!(names::nix_net(names::Phase::Eval, &host.host, host.port).is_ok());
+                    proptest::prop_assert!(reversed_host(&host.host).is_ok());
                 }
             }
         }

@@ -36,6 +36,55 @@ pub enum EndpointError {
     BadPort { url: String, port: String },
 }
 
+/// A host that cannot be written as labels of an action name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("host `{host}` cannot be named: {why}")]
+pub struct HostError {
+    pub host: String,
+    pub why: &'static str,
+}
+
+/// `docs.ziglang.org` → `org.ziglang.docs`, refusing what cannot be a host:
+/// empty labels (so `..`, a leading or trailing dot), `*`, spaces, anything
+/// but letters, digits, `-` and `_`.
+pub fn reversed_host(host: &str) -> Result<String, HostError> {
+    let refuse = |why| HostError {
+        host: host.to_string(),
+        why,
+    };
+    if host.is_empty() {
+        return Err(refuse("it is empty"));
+    }
+    if host.contains('*') {
+        return Err(refuse("`*` is not part of a host name"));
+    }
+    if host.contains(char::is_whitespace) {
+        return Err(refuse("a host name has no spaces"));
+    }
+    if !host.is_ascii() {
+        return Err(refuse(
+            "write an international name in its ASCII (xn--) form",
+        ));
+    }
+    let mut labels = Vec::new();
+    for label in host.split('.') {
+        if label.is_empty() {
+            return Err(refuse(
+                "it has an empty label (`..`, or a dot at either end)",
+            ));
+        }
+        if !label
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        {
+            return Err(refuse("a label holds only letters, digits, `-` and `_`"));
+        }
+        labels.push(label.to_ascii_lowercase());
+    }
+    labels.reverse();
+    Ok(labels.join("."))
+}
+
 /// The schemes Chock reads, with the port each names when the URL gives none.
 pub const SCHEMES: [(&str, u16); 5] = [
     ("https", 443),
