@@ -249,6 +249,39 @@ fn merge_sort<'a>(
     Ok(src)
 }
 
+/// `sort builtins.lessThan` over integers only, or strings only (forced):
+/// lessThan's own order with no call per comparison, as Nix also skips the
+/// call for lessThan. The order is total and both sorts are stable, so the
+/// result is the merge sort's; any other list (floats, mixed types, where
+/// lessThan can fail) takes the general path and fails as it would.
+fn sorted_by_less_than<'a>(f: &Value<'a>, items: &[Value<'a>]) -> Option<Vec<Value<'a>>> {
+    if !matches!(f, Value::PrimOp(op) if op.name == "lessThan") {
+        return None;
+    }
+    fn keyed<'v, 'a, K: Ord>(
+        items: &'v [Value<'a>],
+        key: impl Fn(&'v Value<'a>) -> Option<K>,
+    ) -> Option<Vec<Value<'a>>> {
+        let mut pairs = items
+            .iter()
+            .map(|v| Some((key(v.evaluated()?)?, v)))
+            .collect::<Option<Vec<_>>>()?;
+        pairs.sort_by(|a, b| a.0.cmp(&b.0));
+        Some(pairs.into_iter().map(|(_, v)| v.clone()).collect())
+    }
+    match items.first()?.evaluated()? {
+        Value::Int(_) => keyed(items, |v| match v {
+            Value::Int(n) => Some(*n),
+            _ => None,
+        }),
+        Value::String(_) => keyed(items, |v| match v {
+            Value::String(s) => Some(s.as_bytes()),
+            _ => None,
+        }),
+        _ => None,
+    }
+}
+
 fn sort<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
     let list = list_arg(ev, &args[1], pos, 1, "sort")?;
     if list.is_empty() {
@@ -263,6 +296,9 @@ fn sort<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Valu
     let items = list.as_slice();
     for item in items {
         ev.force(item)?;
+    }
+    if let Some(sorted) = sorted_by_less_than(&f, items) {
+        return Ok(list_value(sorted));
     }
     let mut spare = None;
     let mut less = |ev: &mut Evaluator<'a>, a: &Value<'a>, b: &Value<'a>| -> Result<bool> {
