@@ -122,7 +122,10 @@ fn init_tracing(verbose: bool) {
     use tracing_subscriber::prelude::*;
     let filter = EnvFilter::try_from_env("CHOCK_LOG")
         .unwrap_or_else(|_| EnvFilter::new(if verbose { "debug" } else { "warn" }));
+    // Colour only for a person at a terminal, never into a pipe or a file.
+    let colour = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let log = tracing_subscriber::fmt::layer()
+        .with_ansi(colour)
         .with_writer(|| progress::Stderr)
         .with_target(false)
         .without_time()

@@ -162,11 +162,7 @@ fn load_policy(project: &Path) -> Result<Policy, PolicyError> {
 }
 
 fn rotation(policy: &Policy) -> Rotation {
-    let settings = policy.log_settings();
-    Rotation {
-        rotate_bytes: settings.rotate_bytes,
-        keep: settings.keep,
-    }
+    policy.log_settings().into()
 }
 
 /// How a git hook call ended.

@@ -137,6 +137,7 @@ pub(crate) struct LimitsBlock {
 pub(crate) struct LogBlock {
     pub(crate) rotate_bytes: Option<ByteSize>,
     pub(crate) keep: Option<u32>,
+    pub(crate) fsync: Option<bool>,
 }
 
 /// The operator's `config.zon`: only the blocks the policy reader owns.

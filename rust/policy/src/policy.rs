@@ -531,7 +531,7 @@ impl Policy {
         }
     }
 
-    /// The decision log's rotation, from the operator's `config.zon`.
+    /// The decision log's rotation and syncing, from the operator's `config.zon`.
     pub fn log_settings(&self) -> LogSettings {
         let log = self.operator.as_ref().map(|(_, o)| &o.log);
         LogSettings {
@@ -539,6 +539,7 @@ impl Policy {
                 .and_then(|l| l.rotate_bytes)
                 .map_or(DEFAULT_LOG_ROTATE_BYTES, |b| b.0),
             keep: log.and_then(|l| l.keep).unwrap_or(DEFAULT_LOG_KEEP),
+            fsync: log.and_then(|l| l.fsync).unwrap_or(false),
         }
     }
 

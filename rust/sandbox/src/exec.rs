@@ -438,11 +438,7 @@ pub fn load_policy(
 
 /// The decision log, rotated as the operator's config.zon says.
 pub fn open_log(policy: &Policy) -> Result<Log, chock_log::LogError> {
-    let settings = policy.log_settings();
-    Log::from_env(chock_log::Rotation {
-        rotate_bytes: settings.rotate_bytes,
-        keep: settings.keep,
-    })
+    Log::from_env(policy.log_settings().into())
 }
 
 /// The dev shell a command uses: `--dev-shell`, else chock.zon's

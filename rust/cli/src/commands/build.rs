@@ -48,11 +48,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     for warning in policy.warnings() {
         eprintln!("chock: {warning}");
     }
-    let settings = policy.log_settings();
-    let log = chock_log::Log::from_env(chock_log::Rotation {
-        rotate_bytes: settings.rotate_bytes,
-        keep: settings.keep,
-    })?;
+    let log = chock_log::Log::from_env(policy.log_settings().into())?;
     let request = BuildRequest {
         project: project.dir,
         flake: args.flake,

@@ -14,7 +14,7 @@ use std::time::Duration;
 use chock_inputs::{
     Env, Event, Fetcher, FlakeInputs, HostAnswer, InputState, Limits, Progress, Report,
 };
-use chock_log::{Log, Rotation};
+use chock_log::Log;
 use chock_policy::{LoadOptions, Policy};
 use chock_sandbox::project::Project;
 use chock_store::StorePath;
@@ -63,13 +63,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()?;
     let report = if args.fetch {
-        let log = {
-            let settings = policy.log_settings();
-            Log::from_env(Rotation {
-                rotate_bytes: settings.rotate_bytes,
-                keep: settings.keep,
-            })?
-        };
+        let log = Log::from_env(policy.log_settings().into())?;
         let fetcher = Fetcher::from_env(Limits::default())?;
         let progress = Drawn::for_stderr(args.json);
         let env = Env {

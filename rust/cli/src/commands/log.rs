@@ -286,6 +286,7 @@ fn append(log: &Log, args: &AppendArgs) -> anyhow::Result<ExitCode> {
     let rotation = Rotation {
         rotate_bytes: args.rotate_bytes.unwrap_or(settings.rotate_bytes),
         keep: args.keep.unwrap_or(settings.keep),
+        fsync: settings.fsync,
     };
     let log = Log::at(log.dir(), rotation);
     let entry = Entry {
