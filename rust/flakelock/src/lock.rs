@@ -144,11 +144,18 @@ impl Lock {
                 file: file.to_path_buf(),
             });
         }
-        let value: Value = serde_json::from_slice(bytes).map_err(|e| LockError::Json {
-            file: file.to_path_buf(),
-            line: e.line(),
-            column: e.column(),
-            message: e.to_string(),
+        let value: Value = serde_json::from_slice(bytes).map_err(|e| {
+            // serde_json says where in its own words and counts column 0
+            // before the first character (an empty file); the position is
+            // said once, in front, 1-based.
+            let whole = e.to_string();
+            let at = format!(" at line {} column {}", e.line(), e.column());
+            LockError::Json {
+                file: file.to_path_buf(),
+                line: e.line().max(1),
+                column: e.column().max(1),
+                message: whole.strip_suffix(&at).unwrap_or(&whole).to_string(),
+            }
         })?;
         Reader {
             file,
@@ -506,6 +513,15 @@ mod tests {
 
     fn parse(text: &str) -> Result<Lock, LockError> {
         Lock::parse(Path::new("flake.lock"), text.as_bytes())
+    }
+
+    #[test]
+    fn an_empty_or_cut_file_is_placed_at_a_1_based_column_said_once() {
+        let error = parse("").unwrap_err().to_string();
+        assert!(error.starts_with("flake.lock:1:1: EOF while parsing a value;"), "{error}");
+        let error = parse("{\n  \"nodes\": ,").unwrap_err().to_string();
+        assert!(error.starts_with("flake.lock:2:12: expected value;"), "{error}");
+        assert!(!error.contains(" at line "), "{error}");
     }
 
     const WITH_FOLLOWS: &str = r#"{
