@@ -590,6 +590,15 @@ impl Policy {
             })
             .collect();
         warnings.extend(self.nix_settings_folded().1);
+        if let Some((file, operator)) = &self.operator
+            && let Some(line) = operator.misplaced_rules_line
+        {
+            warnings.push(format!(
+                "{}:{line}: config.zon holds no rules (only .nix, .limits and .log settings), so these are ignored; move them to the project's {} under .policy.rules, or to an organisation bundle to bind every project",
+                file.display(),
+                self.project_file.display()
+            ));
+        }
         warnings
     }
 
@@ -775,7 +784,13 @@ fn human_duration(seconds: u64) -> String {
 
 impl Source<'_> {
     fn read_operator(&self) -> Result<OperatorFile, PolicyError> {
-        Ok(chock_zon::from_str_in(Some(self.file), self.text)?)
+        let mut operator: OperatorFile = chock_zon::from_str_in(Some(self.file), self.text)?;
+        operator.misplaced_rules_line = [&operator.policy, &operator.rules]
+            .into_iter()
+            .flatten()
+            .map(|block| chock_zon::line_col(self.text, block.span.start).0)
+            .min();
+        Ok(operator)
     }
 }
 

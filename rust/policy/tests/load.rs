@@ -699,3 +699,34 @@ fn load_errors_that_are_not_in_a_file() {
         "{shown}"
     );
 }
+
+#[test]
+fn rules_written_in_config_zon_are_named_with_the_file_to_move_them_to() {
+    let (dir, mut options) = project("misplaced-rules", None);
+    let operator = write(
+        &dir,
+        "config.zon",
+        ".{\n    .log = .{ .keep = 2 },\n    .policy = .{ .rules = .{ .{ .action = \"git.push\", .decision = .deny } } },\n}",
+    );
+    options.operator_config = Some(operator.clone());
+    let policy = Policy::load(&options).expect("loads");
+    let warning = policy
+        .warnings()
+        .iter()
+        .find(|w| w.contains("config.zon holds no rules"))
+        .unwrap_or_else(|| panic!("no warning in {:?}", policy.warnings()));
+    assert!(
+        warning.starts_with(&format!("{}:3:", operator.display())),
+        "{warning}"
+    );
+    assert!(
+        warning.contains(&dir.join("chock.zon").display().to_string()),
+        "names the project's chock.zon: {warning}"
+    );
+    assert_eq!(policy.log_settings().keep, 2, "the settings still apply");
+
+    // Settings alone: nothing to say.
+    write(&dir, "config.zon", ".{ .log = .{ .keep = 2 } }");
+    let policy = Policy::load(&options).expect("loads");
+    assert!(policy.warnings().is_empty(), "{:?}", policy.warnings());
+}
