@@ -518,9 +518,15 @@ mod tests {
     #[test]
     fn an_empty_or_cut_file_is_placed_at_a_1_based_column_said_once() {
         let error = parse("").unwrap_err().to_string();
-        assert!(error.starts_with("flake.lock:1:1: EOF while parsing a value;"), "{error}");
+        assert!(
+            error.starts_with("flake.lock:1:1: EOF while parsing a value;"),
+            "{error}"
+        );
         let error = parse("{\n  \"nodes\": ,").unwrap_err().to_string();
-        assert!(error.starts_with("flake.lock:2:12: expected value;"), "{error}");
+        assert!(
+            error.starts_with("flake.lock:2:12: expected value;"),
+            "{error}"
+        );
         assert!(!error.contains(" at line "), "{error}");
     }
 

@@ -198,9 +198,15 @@ fn gen_list<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<
     let f = deferred_function(&args[0]);
     // A value and a deferred call per element.
     ev.check_memory((n as usize).saturating_mul(96), pos)?;
-    Ok(Value::List(List::from_iter((0..n as usize).map(|i| {
-        Value::Thunk(Thunk::apply(f.clone(), Value::Int(i as i64)))
-    }))))
+    let mut items = Vec::with_capacity(n as usize);
+    for i in 0..n as usize {
+        // Ctrl-C and the memory bound, between chunks of a long list.
+        if i % (1 << 16) == 0 {
+            ev.poll_interrupt(pos)?;
+        }
+        items.push(Value::Thunk(Thunk::apply(f.clone(), Value::Int(i as i64))));
+    }
+    Ok(Value::List(List::from_vec(items)))
 }
 
 /// A stable merge sort whose comparison may fail (it calls Nix code):

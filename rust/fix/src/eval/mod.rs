@@ -196,7 +196,7 @@ impl<'a> Evaluator<'a> {
     }
 
     /// Ctrl-C and the memory bound, looked at every 64th call.
-    fn poll_interrupt(&self, pos: Pos) -> Result<()> {
+    pub(crate) fn poll_interrupt(&self, pos: Pos) -> Result<()> {
         if let Some(flag) = &self.options.interrupt
             && flag.load(Ordering::Relaxed)
         {

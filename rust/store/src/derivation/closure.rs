@@ -39,7 +39,11 @@ fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, DerivationError> {
     let file = std::fs::File::open(path).map_err(io)?;
     let meta = file.metadata().map_err(io)?;
     let regular = meta.is_file();
-    let bound = if regular { meta.len().min(limit) } else { limit };
+    let bound = if regular {
+        meta.len().min(limit)
+    } else {
+        limit
+    };
     let mut bytes = Vec::with_capacity(usize::try_from(bound.min(1 << 20)).unwrap_or(0));
     // One byte past the bound tells a file that grew, or never ends.
     file.take(bound + 1).read_to_end(&mut bytes).map_err(io)?;
@@ -148,7 +152,14 @@ mod tests {
     fn a_device_that_never_ends_is_read_only_to_the_limit() {
         let error = read_bounded(Path::new("/dev/zero"), 4096).unwrap_err();
         assert!(
-            matches!(error, DerivationError::TooLarge { limit: 4096, regular: false, .. }),
+            matches!(
+                error,
+                DerivationError::TooLarge {
+                    limit: 4096,
+                    regular: false,
+                    ..
+                }
+            ),
             "{error}"
         );
         assert!(error.to_string().contains("not a regular file"), "{error}");
@@ -161,7 +172,10 @@ mod tests {
         std::fs::write(&path, b"Derive([])").unwrap();
         assert_eq!(read_bounded(&path, 1 << 20).unwrap(), b"Derive([])");
         let error = read_bounded(&path, 4).unwrap_err();
-        assert!(matches!(error, DerivationError::TooLarge { regular: true, .. }), "{error}");
+        assert!(
+            matches!(error, DerivationError::TooLarge { regular: true, .. }),
+            "{error}"
+        );
     }
 
     #[test]
