@@ -123,31 +123,23 @@ fn write_line(
     // One write with O_APPEND: the line and its newline land together.
     let mut written = 0;
     while written < out.len() {
-        match current.write(&out[written..]) {
-            Ok(0) => {
-                let source = io::Error::from(io::ErrorKind::WriteZero);
-                return Err(cut_back(
-                    &current,
-                    current_path,
-                    source,
-                    locked,
-                    start,
-                    written,
-                ));
+        let failed = match current.write(&out[written..]) {
+            Ok(0) => io::Error::from(io::ErrorKind::WriteZero),
+            Ok(n) => {
+                written += n;
+                continue;
             }
-            Ok(n) => written += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(source) => {
-                return Err(cut_back(
-                    &current,
-                    current_path,
-                    source,
-                    locked,
-                    start,
-                    written,
-                ));
-            }
-        }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => e,
+        };
+        return Err(cut_back(
+            &current,
+            current_path,
+            failed,
+            locked,
+            start,
+            written,
+        ));
     }
     if rotation.fsync {
         sync(&current, &current_path)?;

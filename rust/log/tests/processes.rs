@@ -77,6 +77,19 @@ fn writer_command(dir: &Path, count: usize) -> Command {
     command
 }
 
+/// Reads on a thread the `SEQ:SHA256` lines a writer prints (test harness
+/// chatter skipped), so that no writer blocks on a full pipe.
+fn read_heads(child: &mut Child) -> std::thread::JoinHandle<Vec<Head>> {
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+            .filter_map(|line| line.parse::<Head>().ok())
+            .collect()
+    })
+}
+
 /// `processes` writers at once, `each` appends apiece: every line chained
 /// (no writer waited out the lock wait), seq 1 to the total with no gap, one
 /// chain verify finds intact, and every line a writer reported is there.
@@ -85,19 +98,7 @@ fn many_writers_leave_one_chain(processes: usize, each: usize) {
     let mut children: Vec<Child> = (0..processes)
         .map(|_| spawn_writer(dir.path(), each))
         .collect();
-    let readers: Vec<_> = children
-        .iter_mut()
-        .map(|child| {
-            let stdout = child.stdout.take().unwrap();
-            std::thread::spawn(move || {
-                BufReader::new(stdout)
-                    .lines()
-                    .map_while(Result::ok)
-                    .filter_map(|line| line.parse::<Head>().ok())
-                    .collect::<Vec<_>>()
-            })
-        })
-        .collect();
+    let readers: Vec<_> = children.iter_mut().map(read_heads).collect();
     for child in &mut children {
         let (status, stderr) = finish(child);
         assert!(status.success(), "a writer failed: {stderr}");
@@ -245,19 +246,7 @@ fn writers_killed_mid_loop_lose_no_completed_line() {
     let log = Log::at(dir.path(), big_rotation());
     for round in 0..4 {
         let mut children: Vec<Child> = (0..3).map(|_| spawn_writer(dir.path(), 0)).collect();
-        let readers: Vec<_> = children
-            .iter_mut()
-            .map(|child| {
-                let stdout = child.stdout.take().unwrap();
-                std::thread::spawn(move || {
-                    BufReader::new(stdout)
-                        .lines()
-                        .map_while(Result::ok)
-                        .filter_map(|line| line.parse::<Head>().ok())
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
+        let readers: Vec<_> = children.iter_mut().map(read_heads).collect();
         std::thread::sleep(Duration::from_millis(300 + 70 * round));
         for child in &mut children {
             child.kill().unwrap(); // SIGKILL
