@@ -27,6 +27,10 @@
       ];
       forAllSystems = f: lib.genAttrs systems (system: f nixpkgs.legacyPackages.${system});
 
+      # The commit `chock --version` names: the flake's revision, or a mark
+      # that the tree had uncommitted changes.
+      commit = self.shortRev or self.dirtyShortRev or "dirty";
+
       # The flake's own package, as the modules' default.
       packageFor = pkgs: pkgs.chock or self.packages.${pkgs.stdenv.hostPlatform.system}.default;
 
@@ -51,10 +55,10 @@
       # writing a chock.zon or a config.zon from Nix.
       lib.zon = import ./nix/lib/zon.nix { inherit lib; };
 
-      overlays.default = final: _prev: { chock = final.callPackage ./nix/package.nix { }; };
+      overlays.default = final: _prev: { chock = final.callPackage ./nix/package.nix { inherit commit; }; };
 
       packages = forAllSystems (pkgs: rec {
-        chock = pkgs.callPackage ./nix/package.nix { };
+        chock = pkgs.callPackage ./nix/package.nix { inherit commit; };
         default = chock;
       });
 

@@ -61,18 +61,10 @@
     sandbox.drivers = [ (zon.enum "native") ];
   };
 
-  # programs.chock.settings (home-manager) -> checks/golden/config.zon
-  homeSettings = {
-    limits = {
-      processes = "256";
-      memory = "25%";
-    };
-    nix = {
-      max_object_bytes = "64MiB";
-      max_session_bytes = "2GiB";
-    };
-    sandbox.driver = zon.enum "native";
-  };
+  # programs.chock.settings (home-manager) -> checks/golden/config.zon: the
+  # settings of the example the README shows (examples/nix/home.nix).
+  homeSettings =
+    (import ../examples/nix/home.nix { config.lib.chock = { inherit zon; }; }).programs.chock.settings;
 
   # A project's chock.zon written with zon.toZON -> checks/golden/chock.zon
   project = {

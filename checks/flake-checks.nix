@@ -60,6 +60,33 @@ let
   };
   configFile = homeManager.config.xdg.configFile."chock/config.zon";
 
+  # The examples the README shows, in real configurations.
+  exampleNixos = lib.nixosSystem {
+    modules = [
+      self.nixosModules.default
+      ../examples/nix/nixos.nix
+      {
+        nixpkgs.hostPlatform = system;
+        boot.isContainer = true;
+        system.stateVersion = "25.11";
+      }
+    ];
+  };
+  exampleHome = home-manager.lib.homeManagerConfiguration {
+    inherit pkgs;
+    modules = [
+      self.homeModules.default
+      ../examples/nix/home.nix
+      {
+        home = {
+          username = "alice";
+          homeDirectory = "/home/alice";
+          stateVersion = "25.11";
+        };
+      }
+    ];
+  };
+
   project = pkgs.writeTextDir "chock.zon" (zon.toZON fixtures.project);
 
   realConfigurationTests = lib.runTests {
@@ -101,6 +128,14 @@ let
       expr = configFile.target;
       expected = ".config/chock/config.zon";
     };
+    testNixosExample = {
+      expr = exampleNixos.config.environment.etc."chock/org-policy.zon".text;
+      expected = builtins.readFile ./golden/example-org-policy.zon;
+    };
+    testHomeManagerExample = {
+      expr = exampleHome.config.xdg.configFile."chock/config.zon".text;
+      expected = builtins.readFile ./golden/config.zon;
+    };
     testHomeManagerInstallsTheFlakePackage = {
       expr = lib.elem chock homeManager.config.home.packages;
       expected = true;
@@ -111,6 +146,7 @@ let
     ./zon.nix
     ./nixos.nix
     ./home-manager.nix
+    ./examples.nix
   ];
   failures =
     lib.concatMap (

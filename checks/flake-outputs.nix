@@ -32,6 +32,7 @@ let
     outputs
     // {
       outPath = toString ../.;
+      shortRev = "0123abc";
       packages = lib.genAttrs systems (_: {
         default = flakePackage;
         chock = flakePackage;
@@ -75,15 +76,24 @@ let
 
   # nix/package.nix with a stand-in for rustPlatform that returns the
   # arguments it was given.
-  packageArgs =
-    rustcVersion:
-    import ../nix/package.nix {
-      inherit lib;
-      rustPlatform = {
-        rust.rustc.version = rustcVersion;
-        buildRustPackage = args: args;
-      };
-    };
+  packageWith =
+    rustcVersion: args:
+    import ../nix/package.nix (
+      {
+        inherit lib;
+        stdenv = {
+          buildPlatform.canExecute = platform: platform == "host";
+          hostPlatform = "host";
+        };
+        installShellFiles = "installShellFiles";
+        rustPlatform = {
+          rust.rustc.version = rustcVersion;
+          buildRustPackage = args: args;
+        };
+      }
+      // args
+    );
+  packageArgs = rustcVersion: packageWith rustcVersion { };
   package = packageArgs "1.91.1";
   keeps = rel: package.src.filter "${toString ../.}/${rel}" "regular";
   workspace = (lib.importTOML ../Cargo.toml).workspace.package;
@@ -221,7 +231,7 @@ lib.runTests {
       } { }).chock;
     expected = {
       file = ../nix/package.nix;
-      args = { };
+      args.commit = "0123abc";
     };
   };
 
@@ -344,6 +354,46 @@ lib.runTests {
       false
       false
     ];
+  };
+
+  testPackageNamesItsCommit = {
+    expr = [
+      package.env
+      (packageWith "1.91.1" { commit = "0123abc"; }).env
+    ];
+    expected = [
+      { }
+      { CHOCK_COMMIT = "0123abc"; }
+    ];
+  };
+
+  testPackageInstallsCompletionsAndManPages = {
+    expr = {
+      inherit (package) nativeBuildInputs;
+      completions = map (shell: lib.hasInfix "--${shell} <($out/bin/chock completions ${shell})" package.postInstall) [
+        "bash"
+        "zsh"
+        "fish"
+      ];
+      man = lib.hasInfix "$out/bin/chock man --dir man" package.postInstall && lib.hasInfix "installManPage man/*.1" package.postInstall;
+      cross =
+        (packageWith "1.91.1" {
+          stdenv = {
+            buildPlatform.canExecute = _: false;
+            hostPlatform = "aarch64";
+          };
+        }).postInstall;
+    };
+    expected = {
+      nativeBuildInputs = [ "installShellFiles" ];
+      completions = [
+        true
+        true
+        true
+      ];
+      man = true;
+      cross = "";
+    };
   };
 
   testOldRustcRefused = {

@@ -1,11 +1,19 @@
-# The `chock` binary, built from this workspace by nixpkgs' Rust builder.
+# The `chock` binary, built from this workspace by nixpkgs' Rust builder,
+# with its shell completions (bash, zsh, fish) and manual pages, which the
+# binary generates from its own command-line definitions.
 #
 # The source is filtered down to what `cargo build -p chock` reads (the
 # workspace manifest, the lock file and the crates), so editing docs, scripts
 # or the Nix files does not rebuild the package.
 {
   lib,
+  stdenv,
   rustPlatform,
+  installShellFiles,
+  # The commit `chock --version` names; the flake passes its revision
+  # (`dirty` for a tree with uncommitted changes). The build has no `.git`
+  # to ask, so without it the version says "commit unknown".
+  commit ? null,
 }:
 let
   workspace = (lib.importTOML ../Cargo.toml).workspace.package;
@@ -46,6 +54,21 @@ else
     ];
     # The workspace's shipping profile: release plus fat LTO (Cargo.toml).
     buildType = "dist";
+
+    env = lib.optionalAttrs (commit != null) { CHOCK_COMMIT = commit; };
+
+    nativeBuildInputs = [ installShellFiles ];
+    # The completions and pages come from running the binary, which a cross
+    # build cannot do.
+    postInstall = lib.optionalString (stdenv.buildPlatform.canExecute stdenv.hostPlatform) ''
+      installShellCompletion --cmd chock \
+        --bash <($out/bin/chock completions bash) \
+        --zsh <($out/bin/chock completions zsh) \
+        --fish <($out/bin/chock completions fish)
+      mkdir -p man
+      $out/bin/chock man --dir man
+      installManPage man/*.1
+    '';
 
     # The test suite needs what a Nix build sandbox does not have: a running
     # Nix daemon, user namespaces, Landlock, Zig. It runs in CI against those

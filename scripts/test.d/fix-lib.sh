@@ -1,9 +1,29 @@
 #!/usr/bin/env bash
-# fix against nixpkgs lib's own test suite: `chock eval --strict
+# fix against nixpkgs lib's own test suites: `chock eval --strict
 # lib/tests/misc.nix`, run from the nixpkgs-lib corpus, must print `[ ]`
 # (every one of its tests passes; Nix 2.8 cannot evaluate current lib, fix
-# must), and `lib.evalModules` over a small module set must give the same
-# JSON as Nix 2.8.
+# must), `lib.evalModules` over a small module set must give the same
+# JSON as Nix 2.8, and lib's shell suites must pass, run with fix standing
+# in for Nix:
+# a `nix-instantiate` first on PATH that runs `chock eval --impure` with the
+# same arguments (less the ones that only tune Nix: --timeout, --eval-only,
+# --read-write-mode). Each suite must pass every check.
+#
+# - lib/tests/modules.sh: the module system (lib.modules, lib.options,
+#   lib.types), error messages included;
+# - lib/tests/network.sh: lib.network;
+# - lib/tests/filesystem.sh: lib.filesystem (reading directories);
+# - lib/tests/systems.nix (an expression, `[ ]` when every test passes):
+#   lib.systems.
+#
+# sources.sh cannot run this way:
+# it copies sources into the store (`"${cleanSource ./.}"`) and lists the
+# copy, and fix never writes to the store (the path is computed, not made).
+#
+# With FIX_LIB_COMPARE=1 each suite runs with Nix 2.8's
+# nix-instantiate right after, and both times are printed (what
+# docs/benchmarks.md reports); Nix 2.8 fails some checks, since this lib is
+# newer than it.
 #
 # Needs: CHOCK_BIN (the release chock), CHOCK_SHARED (scripts/test sets
 # both), nix-instantiate (scripts/setup installs it).
@@ -82,3 +102,64 @@ else
     exit 1
   fi
 fi
+
+work=$(mktemp -d)
+trap 'rm -rf "$modules" "$work"' EXIT
+
+# The shell suites. They write nothing into the corpus, but modules.sh expects the
+# folder to be called `lib` under a nixpkgs checkout (the messages it
+# matches name `lib/modules.nix`): a copy keeps the shared corpus read-only.
+mkdir -p "$work/nixpkgs" "$work/bin"
+cp -r "$corpus/lib" "$work/nixpkgs/lib"
+
+cat > "$work/bin/nix-instantiate" <<EOF
+#!/usr/bin/env bash
+# fix standing in for nix-instantiate (see scripts/test.d/fix-lib.sh).
+args=()
+while ((\$#)); do
+  case \$1 in
+    --timeout) shift 2 ;;
+    --eval-only | --read-write-mode) shift ;;
+    *) args+=("\$1"); shift ;;
+  esac
+done
+exec "$bin" eval --impure "\${args[@]}"
+EOF
+chmod +x "$work/bin/nix-instantiate"
+
+# What a suite's output says of its checks: "407 Pass, 0 Fail", or "tests ok".
+summary() {
+  grep -E '^[0-9]+ (Pass|Fail)$|^tests ok$' "$1" | paste -sd, - | sed 's/,/, /g' || true
+}
+
+failed=0
+for suite in modules network filesystem; do
+  script=$work/nixpkgs/lib/tests/$suite.sh
+  started=$(date +%s%N)
+  if PATH=$work/bin:$PATH bash "$script" > "$work/$suite.out" 2>&1; then
+    took=$((($(date +%s%N) - started) / 1000000))
+    echo "fix-lib: lib/tests/$suite.sh passes with fix in ${took} ms ($(summary "$work/$suite.out"))"
+  else
+    echo "fix-lib: lib/tests/$suite.sh fails with fix standing in for nix-instantiate:" >&2
+    grep -B2 -A12 'TEST FAILED\|failed' "$work/$suite.out" | head -80 >&2 || tail -40 "$work/$suite.out" >&2
+    failed=1
+    continue
+  fi
+  if [[ ${FIX_LIB_COMPARE:-0} == 1 ]]; then
+    started=$(date +%s%N)
+    NIX_REMOTE=${NIX_REMOTE:-daemon} bash "$script" > "$work/$suite.nix.out" 2>&1 && result=passes || result=fails
+    took=$((($(date +%s%N) - started) / 1000000))
+    echo "fix-lib: with Nix 2.8, lib/tests/$suite.sh $result in ${took} ms ($(summary "$work/$suite.nix.out"))"
+  fi
+done
+started=$(date +%s%N)
+got=$(cd "$work/nixpkgs" && "$bin" eval --strict lib/tests/systems.nix 2>&1) || true
+took=$((($(date +%s%N) - started) / 1000000))
+if [[ $got == "[ ]" ]]; then
+  echo "fix-lib: lib/tests/systems.nix gives [ ] in ${took} ms"
+else
+  echo "fix-lib: lib/tests/systems.nix printed, instead of [ ]:" >&2
+  head -c 4000 <<< "$got" >&2
+  failed=1
+fi
+exit $failed

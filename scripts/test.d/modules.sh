@@ -79,6 +79,7 @@ run_tests "zon writer" zon.nix
 run_tests "NixOS module" nixos.nix
 run_tests "home-manager module" home-manager.nix
 run_tests "flake outputs, lock and package" flake-outputs.nix
+run_tests "the Nix examples the docs show" examples.nix
 
 # --- what a person reads when a configuration is wrong ----------------------
 
@@ -205,12 +206,21 @@ fi
 src=$(cd "$work/flake" && nix eval --impure --raw --expr "
   (import ./nix/package.nix {
     lib = import $lib_dir;
+    stdenv = { buildPlatform.canExecute = _: true; hostPlatform = { }; };
+    installShellFiles = null;
     rustPlatform = { rust.rustc.version = \"$(rustc --version | cut -d' ' -f2)\"; buildRustPackage = args: args; };
   }).src.outPath") || die "nix/package.nix's source does not evaluate"
 target=${CHOCK_FLAKE_TARGET_DIR:-$(cd "$repo/.." && pwd)/target-flake}
 chock=$target/debug/chock
 if (cd "$src" && CARGO_TARGET_DIR=$target cargo build --quiet --offline -p chock 2>"$work/cargo.err"); then
   pass "chock builds from the package's filtered source ($src)"
+  # No .git there and no CHOCK_COMMIT: the version says so rather than guess.
+  version=$("$target/debug/chock" --version)
+  if [[ $version == "chock $(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -n 1) (commit unknown)" ]]; then
+    pass "chock --version built without git says: $version"
+  else
+    fail "chock --version built without git and CHOCK_COMMIT says '$version', not '(commit unknown)'"
+  fi
 else
   fail "chock does not build from nix/package.nix's filtered source; a file the build reads is filtered out: $(tail -20 "$work/cargo.err")"
   chock=""

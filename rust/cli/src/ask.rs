@@ -4,7 +4,7 @@
 
 use std::io::{BufRead, IsTerminal, Write};
 
-use chock_policy::{Answer, Asker, Decision, Question};
+use chock_policy::{Answer, Asker, Question};
 
 /// The person at this terminal.
 #[derive(Debug, Clone, Copy, Default)]
@@ -12,21 +12,24 @@ pub struct TerminalAsker;
 
 impl Asker for TerminalAsker {
     fn ask(&self, question: &Question) -> Answer {
-        // A reviewer agent's yes is wanted first, and there is none here.
-        if question.decision != Decision::Ask {
+        // The gate puts only ask and agent_review to a person.
+        if !chock_gate::askable(question.decision) {
             return Answer::Unavailable;
         }
         if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
             return Answer::Unavailable;
         }
-        let mut stderr = std::io::stderr().lock();
-        let _ = write!(stderr, "{}", prompt(question));
-        let _ = stderr.flush();
-        let mut line = String::new();
-        match std::io::stdin().lock().read_line(&mut line) {
-            Ok(_) => read_answer(&line),
-            Err(_) => Answer::No,
-        }
+        // The progress line stays hidden while the person reads and answers.
+        crate::progress::suspend(|| {
+            let mut stderr = std::io::stderr().lock();
+            let _ = write!(stderr, "{}", prompt(question));
+            let _ = stderr.flush();
+            let mut line = String::new();
+            match std::io::stdin().lock().read_line(&mut line) {
+                Ok(_) => read_answer(&line),
+                Err(_) => Answer::No,
+            }
+        })
     }
 }
 
@@ -51,6 +54,7 @@ fn read_answer(line: &str) -> Answer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use chock_policy::Decision;
 
     #[test]
     fn only_yes_is_yes() {

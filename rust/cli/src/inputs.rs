@@ -47,7 +47,9 @@ impl InputFetcher for ProjectInputs<'_> {
 /// Each host fetching was not granted, what answered it, and the rule to
 /// add when one would allow it.
 fn tell_refused_hosts(report: &Report) {
-    for refusal in report.hosts.iter().filter_map(HostAnswer::refusal) {
-        eprintln!("chock: {refusal}");
-    }
+    crate::progress::suspend(|| {
+        for refusal in report.hosts.iter().filter_map(HostAnswer::refusal) {
+            eprintln!("chock: {refusal}");
+        }
+    });
 }

@@ -7,10 +7,11 @@ mod ask;
 mod commands;
 mod exit;
 mod inputs;
+mod progress;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 /// mimalloc for every allocation, not only the evaluator's values (which
 /// chock-fix already takes from it): the parser's trees, builtins' vectors
@@ -21,9 +22,18 @@ use clap::{Parser, Subcommand};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// The version and the commit the binary was built from (build.rs says
+/// where the commit comes from).
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("CHOCK_BUILT_FROM"),
+    ")"
+);
+
 /// Chock decides what a coding agent may do on your machine.
 #[derive(Debug, Parser)]
-#[command(name = "chock", version, about, propagate_version = true)]
+#[command(name = "chock", version = VERSION, about, propagate_version = true)]
 struct Cli {
     /// Log what Chock does on stderr (debug level); `CHOCK_LOG` takes a tracing filter instead.
     #[arg(long, global = true)]
@@ -68,6 +78,10 @@ enum Command {
     Stop(commands::hook::StopArgs),
     /// Undo `chock stop`.
     Resume(commands::hook::StopArgs),
+    /// Print the completion script for a shell (bash, zsh, fish, elvish, powershell).
+    Completions(commands::completions::Args),
+    /// Print the manual page chock(1), or write every page into a directory.
+    Man(commands::completions::ManArgs),
 }
 
 fn main() -> ExitCode {
@@ -89,6 +103,8 @@ fn main() -> ExitCode {
         Command::Sync(a) => commands::hook::sync(a),
         Command::Stop(a) => commands::hook::stop(a),
         Command::Resume(a) => commands::hook::resume(a),
+        Command::Completions(a) => commands::completions::run(a, Cli::command()),
+        Command::Man(a) => commands::completions::man(a, Cli::command()),
     };
     match outcome {
         Ok(code) => code,
@@ -99,14 +115,23 @@ fn main() -> ExitCode {
     }
 }
 
+/// Log lines on stderr (warnings, or what `--verbose`/`CHOCK_LOG` ask for),
+/// and the progress line on a terminal (src/progress.rs).
 fn init_tracing(verbose: bool) {
     use tracing_subscriber::EnvFilter;
+    use tracing_subscriber::prelude::*;
     let filter = EnvFilter::try_from_env("CHOCK_LOG")
         .unwrap_or_else(|_| EnvFilter::new(if verbose { "debug" } else { "warn" }));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+    // Colour only for a person at a terminal, never into a pipe or a file.
+    let colour = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let log = tracing_subscriber::fmt::layer()
+        .with_ansi(colour)
+        .with_writer(|| progress::Stderr)
         .with_target(false)
         .without_time()
+        .with_filter(filter);
+    tracing_subscriber::registry()
+        .with(log)
+        .with(progress::layer())
         .init();
 }

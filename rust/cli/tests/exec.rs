@@ -605,3 +605,48 @@ fn a_dev_shell_input_missing_from_the_store_is_fetched_under_the_rules() {
         "the cached shell fetches nothing more"
     );
 }
+
+#[test]
+fn a_shell_script_is_decided_per_segment_and_git_as_the_git_reading() {
+    let fx = Fixture::host();
+    std::fs::create_dir_all(fx.project.join("important")).expect("mkdir");
+    std::fs::create_dir_all(fx.project.join("sub")).expect("mkdir");
+    std::fs::write(fx.project.join("important/keep.txt"), "keep").expect("write");
+    fx.rules(r#".{ .action = "exec.path.rm", .decision = .deny }"#);
+    let out = fx.exec(&[], &["sh", "-c", "cd sub && rm -rf ../important"]);
+    assert_eq!(out.status.code(), Some(3), "{}", describe(&out));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("exec.path.rm") && stderr.contains("deny"),
+        "the act that decided is named: {stderr}"
+    );
+    assert!(
+        fx.project.join("important/keep.txt").exists(),
+        "rm never ran"
+    );
+    let lines = fx.log_lines();
+    for (action, decision) in [
+        ("exec.path.sh", "allow"),
+        ("exec.path.cd", "allow"),
+        ("exec.path.rm", "deny"),
+    ] {
+        assert!(
+            lines.iter().any(|l| l["action"] == action
+                && l["decision"] == decision
+                && l["route"] == "exec"),
+            "{action} {decision} is logged: {lines:?}"
+        );
+    }
+    // Wrappers are looked through, and git is read as the git shim reads it.
+    let out = fx.exec(
+        &[],
+        &["env", "FOO=1", "timeout", "5", "rm", "-rf", "important"],
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", describe(&out));
+    assert!(fx.project.join("important/keep.txt").exists());
+    let out = fx.exec(&["--json"], &["git", "push", "origin", "main"]);
+    assert_eq!(out.status.code(), Some(3), "{}", describe(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert_eq!(report["action"], "git.push");
+    assert_eq!(fx.last_logged("git.push")["subject"], "git push");
+}

@@ -116,15 +116,19 @@ impl Sandbox {
             .replace("@HOME@", self.home.to_str().unwrap())
     }
 
-    fn hook_with(&self, agent: &str, payload: &str) -> Output {
-        let mut child = self
-            .command(chock_bin())
+    /// `chock hook AGENT` started with every stream piped.
+    fn spawn_hook(&self, agent: &str) -> std::process::Child {
+        self.command(chock_bin())
             .args(["hook", agent])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .unwrap();
+            .unwrap()
+    }
+
+    fn hook_with(&self, agent: &str, payload: &str) -> Output {
+        let mut child = self.spawn_hook(agent);
         // Chock reads all of its input before it answers, so the write
         // never meets a closed pipe (an agent would report that as a failure).
         child
@@ -217,9 +221,11 @@ fn claude_code_payloads_are_answered_allow_ask_and_deny() {
     assert_eq!(answer, "ask", "{reason}");
     assert!(reason.contains("net.fetch.org.ziglang.docs"), "{reason}");
 
-    // A write outside the project is `file.write`, which no default allows.
+    // A write outside the project is `file.write`, which no default
+    // allows; this payload is in acceptEdits, where Claude Code accepts
+    // its edits unasked, so the hook's ask would not be shown: deny.
     let (answer, reason) = claude(&sandbox.hook("claude", "claude/write-bashrc.json"));
-    assert_eq!(answer, "ask", "{reason}");
+    assert_eq!(answer, "deny", "{reason}");
     assert!(reason.contains("file.write"), "{reason}");
 
     let (answer, _) = claude(&sandbox.hook("claude", "claude/mcp-create-issue.json"));
@@ -352,7 +358,9 @@ fn codex_payloads_are_answered_in_codex_s_format() {
     assert!(reason.contains("cannot ask"), "{reason}");
     let last = sandbox.log_lines().pop().unwrap();
     assert_eq!(last["action"], "mcp.github.tool.create_issue");
-    assert_eq!(last["decision"], "deny");
+    // The rule's ask, which nobody could answer.
+    assert_eq!(last["decision"], "ask");
+    assert_eq!(last["answered_by"], "nobody");
 }
 
 /// A Claude Code Bash payload for `command`, answered under `policy`.
@@ -714,4 +722,282 @@ fn an_unknown_agent_is_named_in_the_error() {
     let out = sandbox.chock(&["hook", "vim"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("`vim`"));
+}
+
+/// A Claude Code payload for `tool` with `input`, in `mode`.
+fn claude_call(
+    sandbox: &Sandbox,
+    mode: &str,
+    tool: &str,
+    input: serde_json::Value,
+) -> (String, String) {
+    let payload = serde_json::json!({
+        "session_id": "s",
+        "transcript_path": "/dev/null",
+        "cwd": sandbox.project,
+        "permission_mode": mode,
+        "hook_event_name": "PreToolUse",
+        "tool_name": tool,
+        "tool_input": input,
+        "tool_use_id": "t"
+    });
+    claude(&sandbox.hook_with("claude", &payload.to_string()))
+}
+
+/// Under bypassPermissions (and dontAsk, acceptEdits, any mode not known to
+/// show the ask) Claude Code would drop the hook's ask and write anyway:
+/// where nobody will be asked the hook answers deny with the rule to add.
+#[test]
+fn where_claude_will_not_show_the_ask_the_hook_denies_with_the_rule() {
+    let sandbox = Sandbox::new();
+    sandbox.policy(&[]);
+    let bashrc = sandbox.home.join(".bashrc");
+    let write = serde_json::json!({"file_path": bashrc, "content": "evil\n"});
+    let (answer, reason) = claude_call(&sandbox, "default", "Write", write.clone());
+    assert_eq!(answer, "ask", "{reason}");
+    for mode in ["bypassPermissions", "dontAsk", "acceptEdits", "someNewMode"] {
+        let (answer, reason) = claude_call(&sandbox, mode, "Write", write.clone());
+        assert_eq!(answer, "deny", "{mode}: {reason}");
+        assert!(
+            reason.contains("cannot ask one here") && reason.contains("To allow it, add"),
+            "{mode}: {reason}"
+        );
+    }
+    let last = sandbox.log_lines().pop().unwrap();
+    assert_eq!(
+        (last["decision"].as_str(), last["answered_by"].as_str()),
+        (Some("ask"), Some("nobody")),
+        "{last}"
+    );
+}
+
+/// A call to Chock's own tool server (an MCP server whose command is
+/// `chock mcp`) goes through to the server, which decides it once; a server
+/// that only borrows the name is decided by the hook as any other.
+#[test]
+fn a_call_to_chocks_own_tool_server_is_decided_once_by_the_server() {
+    let sandbox = Sandbox::new();
+    sandbox.policy(&[]);
+    std::fs::write(
+        sandbox.project.join(".mcp.json"),
+        r#"{"mcpServers": {
+            "chock": {"command": "chock", "args": ["mcp"]},
+            "tools": {"command": "chock", "args": ["mcp", "--name", "tools"]},
+            "impostor": {"command": "/tmp/chock-impostor/chock", "args": ["mcp"]}
+        }}"#,
+    )
+    .unwrap();
+    let before = sandbox.log_lines().len();
+    for tool in ["mcp__chock__write_file", "mcp__tools__run_command"] {
+        let (answer, reason) = claude_call(
+            &sandbox,
+            "default",
+            tool,
+            serde_json::json!({"path": "a.txt", "content": "x"}),
+        );
+        assert_eq!(answer, "allow", "{tool}: {reason}");
+        assert!(reason.contains("its own tool server"), "{reason}");
+    }
+    assert_eq!(
+        sandbox.log_lines().len(),
+        before,
+        "the server logs its own decision"
+    );
+    // In print mode too: nothing is asked twice or refused for want of a rule.
+    let (answer, _) = claude_call(
+        &sandbox,
+        "bypassPermissions",
+        "mcp__chock__read_file",
+        serde_json::json!({"path": "a.txt"}),
+    );
+    assert_eq!(answer, "allow");
+    let (answer, reason) = claude_call(
+        &sandbox,
+        "default",
+        "mcp__impostor__read_file",
+        serde_json::json!({"path": "a.txt"}),
+    );
+    assert_eq!(answer, "ask", "{reason}");
+    assert!(reason.contains("mcp.impostor.tool.read_file"), "{reason}");
+}
+
+/// Each agent's recorded shell payload, which runs `cd build && rm -rf ~`.
+const SHELL_FIXTURES: [(&str, &str); 4] = [
+    ("claude", "claude/bash-cd-rm.json"),
+    ("gemini", "gemini/run_shell_command.json"),
+    ("codex", "codex/bash.json"),
+    ("cursor", "cursor/preToolUse-shell.json"),
+];
+
+#[test]
+fn a_hook_that_cannot_finish_answers_deny_itself_before_the_agent_s_timeout() {
+    // A payload that never ends (the agent's pipe held open) stalls the
+    // hook; each agent still hears a deny in its own format, by the bound
+    // docs/hooks.md gives, well below every agent's default hook timeout.
+    let sandbox = Sandbox::new();
+    let started = std::time::Instant::now();
+    let mut children = Vec::new();
+    for (agent, fixture) in SHELL_FIXTURES {
+        let payload = sandbox.payload(fixture);
+        let mut child = sandbox.spawn_hook(agent);
+        let mut stdin = child.stdin.take().unwrap();
+        stdin
+            .write_all(&payload.as_bytes()[..payload.len() / 2])
+            .unwrap();
+        children.push((agent, child, stdin));
+    }
+    for (agent, child, stdin) in children {
+        let out = child.wait_with_output().unwrap();
+        drop(stdin);
+        let took = started.elapsed();
+        assert!(
+            took < std::time::Duration::from_secs(11),
+            "{agent}: answered after {took:?}"
+        );
+        assert_eq!(out.status.code(), Some(0), "{agent}: {out:?}");
+        let value = json(&out);
+        let (decision, reason) = match agent {
+            "cursor" => (&value["permission"], &value["agent_message"]),
+            "gemini" => (&value["decision"], &value["reason"]),
+            _ => (
+                &value["hookSpecificOutput"]["permissionDecision"],
+                &value["hookSpecificOutput"]["permissionDecisionReason"],
+            ),
+        };
+        assert_eq!(decision, "deny", "{agent}: {value}");
+        assert!(
+            reason.as_str().unwrap().contains("within 9 s"),
+            "{agent}: {reason}"
+        );
+    }
+    let timed_out = sandbox
+        .log_lines()
+        .into_iter()
+        .filter(|l| l["action"] == "chock.hook.timeout" && l["decision"] == "deny")
+        .count();
+    assert_eq!(timed_out, 4, "one log line per refused call");
+}
+
+#[test]
+fn a_payload_without_its_input_or_its_event_is_refused() {
+    let sandbox = Sandbox::new();
+    for (agent, fixture) in SHELL_FIXTURES {
+        for key in ["tool_input", "hook_event_name"] {
+            let mut payload: Value = serde_json::from_str(&sandbox.payload(fixture)).unwrap();
+            payload.as_object_mut().unwrap().remove(key);
+            let out = sandbox.hook_with(agent, &payload.to_string());
+            let said = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            if agent == "cursor" {
+                assert_eq!(json(&out)["permission"], "deny", "{key}: {said}");
+            } else {
+                assert_eq!(out.status.code(), Some(2), "{agent} {key}: {said}");
+            }
+            assert!(said.contains(key), "{agent}: names what is missing: {said}");
+            assert!(
+                !said.contains("call."),
+                "{agent} {key}: never a rule to allow the tool: {said}"
+            );
+        }
+    }
+}
+
+/// `command` as each agent's shell tool sends it (the recorded payloads
+/// with the command replaced), and the answer each agent hears.
+fn every_agent_shell(sandbox: &Sandbox, command: &str) -> Vec<(&'static str, String)> {
+    let mut answers = Vec::new();
+    for (agent, fixture) in SHELL_FIXTURES {
+        let mut payload: Value = serde_json::from_str(&sandbox.payload(fixture)).unwrap();
+        payload["tool_input"]["command"] = Value::from(command);
+        let out = sandbox.hook_with(agent, &payload.to_string());
+        assert_eq!(out.status.code(), Some(0), "{agent} {command}: {out:?}");
+        let answer = if out.stdout.is_empty() {
+            "pass".to_owned()
+        } else {
+            let value = json(&out);
+            let answer = match agent {
+                "cursor" => value["permission"].as_str(),
+                "gemini" => value["decision"].as_str(),
+                _ => value["hookSpecificOutput"]["permissionDecision"].as_str(),
+            };
+            answer.unwrap_or("pass").to_owned()
+        };
+        answers.push((agent, answer));
+    }
+    answers
+}
+
+#[test]
+fn the_shell_reading_holds_for_every_agent() {
+    let sandbox = Sandbox::new();
+    sandbox.policy(&[("exec.path.rm", "deny"), ("exec.unparsed", "deny")]);
+    let denied = [
+        // Nested subshells the parser took for arithmetic.
+        "( ( rm -f x ) )",
+        // A function shadows rm only where it surely exists.
+        "if false; then rm() { :; }; fi; rm -rf x",
+        "(rm() { :; }); rm -rf x",
+        "rm() { :; }; unset -f rm; rm -rf x",
+        "rm() { :; }; command rm -rf x",
+        // Text bash runs as code outside $( ).
+        "PS4='$(rm -rf ~)'; set -x; ls",
+        "read 'a[$(rm -rf ~)]' <<< 1",
+        "printf -v 'a[$(rm -rf ~)]' %s x",
+        "test -v 'a[$(rm -rf ~)]'",
+        "mapfile -C 'rm -rf ~' -c 1 lines < /dev/null",
+        // git configuration that names a program.
+        "git -c core.pager='rm -rf ~' log",
+        "git config alias.x '!rm -rf ~'",
+        "git -c core.hooksPath=/tmp/h commit -m x",
+        // Wrappers.
+        "pkexec rm -rf /",
+        "script -qc 'rm -rf ~' /dev/null",
+        "nix develop -c rm -rf x",
+        "uv run rm -rf x",
+        "tmux new -d 'rm -rf ~'",
+        "systemd-run --user rm -rf x",
+        "firejail --quiet rm -rf x",
+        "nsenter -t 1 -m sh -c 'rm -rf /'",
+        // A reading past its bounds, read in time, never a stack overflow.
+        &"(".repeat(60),
+        &format!("{}ls{}", "$(".repeat(8000), ")".repeat(8000)),
+    ];
+    for command in denied {
+        for (agent, answer) in every_agent_shell(&sandbox, command) {
+            assert_eq!(
+                answer,
+                "deny",
+                "{agent}: {}",
+                &command[..command.len().min(80)]
+            );
+        }
+    }
+    // The test program is a program, not an unreadable glob.
+    for (agent, answer) in every_agent_shell(&sandbox, "[ -f x ] && echo y") {
+        assert_eq!(answer, "pass", "{agent}");
+    }
+    let lines = sandbox.log_lines();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["action"] == "exec.path.[" && l["decision"] == "allow"),
+        "exec.path.[ is decided and logged"
+    );
+    // `git config --global` writes outside the project: file.write, asked.
+    sandbox.policy(&[]);
+    for (agent, answer) in every_agent_shell(&sandbox, "git config --global user.name me") {
+        let expected = if agent == "codex" { "deny" } else { "ask" };
+        assert_eq!(answer, expected, "{agent}");
+    }
+    let last = sandbox.log_lines();
+    assert!(
+        last.iter().any(|l| l["action"] == "file.write"
+            && l["subject"]
+                .as_str()
+                .is_some_and(|s| s.ends_with("/.gitconfig"))),
+        "the file is named"
+    );
 }

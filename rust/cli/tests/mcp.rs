@@ -40,8 +40,8 @@ fn every_tool(site: &Site) -> Vec<(&'static str, Value, String)> {
         ),
         (
             "run_command",
-            json!({"argv": ["sh", "-c", "echo ran-in-sandbox"]}),
-            "exec.path.sh".into(),
+            json!({"argv": ["echo", "ran-in-sandbox"]}),
+            "exec.path.echo".into(),
         ),
         (
             "nix_eval",
@@ -131,8 +131,8 @@ fn every_tool_on_allow_runs_and_is_logged() {
         "the subject is the path, by name"
     );
     assert_eq!(
-        env.logged("exec.path.sh").pop().expect("line")["subject"],
-        "sh"
+        env.logged("exec.path.echo").pop().expect("line")["subject"],
+        "echo"
     );
     assert!(
         !env.logged("sandbox.jit").is_empty(),
@@ -232,10 +232,9 @@ fn a_person_who_says_no_refuses_the_act() {
     let site = page_site();
     let mut client = env.client(true, &[]);
     for (i, (tool, args, action)) in every_tool(&site).into_iter().enumerate() {
-        // Decline, cancel and an accepted "no" are all a no.
-        client.elicit_answers.push(match i % 3 {
+        // A decline and an accepted "no" are both a person's no (a cancel is not).
+        client.elicit_answers.push(match i % 2 {
             0 => json!({"action": "decline"}),
-            1 => json!({"action": "cancel"}),
             _ => person_says(false),
         });
         let called = client.call(tool, args);
@@ -569,11 +568,7 @@ fn a_policy_edited_later_changes_nothing_until_restart_and_the_server_says_so() 
         "said once: {}",
         again.text
     );
-    assert!(
-        client
-            .stderr()
-            .contains("changed after this server read it")
-    );
+    assert!(client.stderr_says("changed after this server read it"));
     let mut restarted = env.client(false, &[]);
     assert!(
         restarted
@@ -638,7 +633,7 @@ fn bad_arguments_are_tool_errors_with_a_sentence() {
         (
             "run_command",
             json!({"argv": []}),
-            "needs the program first",
+            "`argv` has 0 items, outside its bounds (at least 1)",
         ),
         (
             "edit_file",
@@ -662,7 +657,6 @@ fn bad_arguments_are_tool_errors_with_a_sentence() {
             "one name per level",
         ),
         ("nix_build", json!({"attribute": []}), "nix_build"),
-        ("no_such_tool", json!({}), "there is no tool named"),
     ];
     for (tool, args, expected) in cases {
         let called = client.call(tool, args.clone());
@@ -756,16 +750,25 @@ fn the_workspace_cannot_be_left() {
     // grep over the whole workspace does not follow the link out.
     let grep = client.call("grep", json!({"pattern": "secret"}));
     assert!(!grep.text.contains("out-dir"), "{}", grep.text);
-    // A link that stays inside is followed, and a write through it changes its target.
+    // A link that stays inside is read through; a write never goes through
+    // a link, and one given by its own path is made.
     assert_eq!(
         client.call("read_file", json!({"path": "in-link"})).text,
         "hello\n"
+    );
+    let through = client.call(
+        "write_file",
+        json!({"path": "in-link", "content": "via link\n"}),
+    );
+    assert!(
+        through.is_error && through.text.contains("symbolic link"),
+        "{through:?}"
     );
     assert!(
         !client
             .call(
                 "write_file",
-                json!({"path": "in-link", "content": "via link\n"})
+                json!({"path": "a.txt", "content": "via link\n"})
             )
             .is_error
     );
@@ -1381,7 +1384,8 @@ mod support {
                 .unwrap_or_else(|| panic!("no log line for {action}: {:#?}", self.log_lines()));
             assert_eq!(last["decision"], decision, "{action}: {last}");
             assert_eq!(last["answered_by"], by, "{action}: {last}");
-            assert_eq!(last["agent_kind"], "main", "{last}");
+            // The client's own name, from its `initialize`.
+            assert_eq!(last["agent_kind"], "chock-tests", "{last}");
             assert_eq!(
                 last["project"],
                 self.project
@@ -1528,6 +1532,20 @@ mod support {
 
         pub fn stderr(&self) -> String {
             self.stderr.lock().map(|s| s.clone()).unwrap_or_default()
+        }
+
+        /// Whether the server's stderr says `needle` within [`WAIT`]: it
+        /// is read by a thread of its own, so a line may come after the
+        /// response it goes with.
+        pub fn stderr_says(&self, needle: &str) -> bool {
+            let deadline = std::time::Instant::now() + WAIT;
+            while !self.stderr().contains(needle) {
+                if std::time::Instant::now() >= deadline {
+                    return false;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            true
         }
 
         /// Sends a request and waits for its response, answering the server's
@@ -2208,7 +2226,17 @@ fn provide_tool_is_offered_only_when_nix_build_answers_allow_at_start() {
     let (env, _) = provide_project(r#".{ .action = "nix.build", .decision = .allow }"#);
     let mut client = env.client(false, &[]);
     assert!(client.tool_names().iter().any(|n| n == "provide_tool"));
-    env.assert_logged("nix.build", "allow", "rule");
+    // Read at start, before a client has said its name: agent `main`.
+    let start = env.last_logged("nix.build");
+    assert_eq!(
+        (
+            start["decision"].as_str(),
+            start["answered_by"].as_str(),
+            start["agent_kind"].as_str()
+        ),
+        (Some("allow"), Some("rule"), Some("main")),
+        "{start}"
+    );
     // The tool's own start row takes it away as it takes any tool away.
     env.rules(
         r#".{ .action = "nix.build", .decision = .allow }, .{ .action = "mcp.chock.tool.provide_tool", .decision = .deny }"#,
@@ -2708,4 +2736,366 @@ fn run_command_fetches_a_dev_shell_input_missing_from_the_store_after_one_questi
         1,
         "the built shell fetches nothing more"
     );
+}
+
+/// Claude Code in print mode answers every elicitation `cancel` at once: no
+/// person said no. The act is refused naming the rule, logged as answered
+/// by the client, and with `chock approve` watching the question goes there.
+#[test]
+fn a_cancelled_question_is_not_a_persons_no_and_falls_back_to_chock_approve() {
+    let env = project_with_files();
+    ask_rules(&env);
+    let mut client = env.client(true, &[]);
+    client.elicit_answers.push(json!({"action": "cancel"}));
+    let called = client.call("write_file", json!({"path": "out/new.txt", "content": "x"}));
+    assert!(called.is_error, "{called:?}");
+    assert!(
+        !called.text.contains("refused by a person")
+            && called.text.contains("dismissed the question")
+            && called
+                .text
+                .contains(r#".{ .action = "call.write_file", .decision = .allow }"#),
+        "{}",
+        called.text
+    );
+    assert_eq!(env.read("out/new.txt"), None);
+    env.assert_logged("call.write_file", "ask", "client");
+    drop(client);
+
+    let client = {
+        let mut client = env.client(true, &[]);
+        client.elicit_answers.push(json!({"action": "cancel"}));
+        client
+    };
+    let mut approver = Approver::start(&env);
+    approver.wait_for("watching chock mcp");
+    let called = std::thread::scope(|scope| {
+        let driver = scope.spawn(move || {
+            let mut client = client;
+            client.call(
+                "write_file",
+                json!({"path": "out/new.txt", "content": "approved\n"}),
+            )
+        });
+        approver.wait_for("allow it once? [y/N]");
+        approver.answer("y");
+        driver.join().expect("client")
+    });
+    assert!(!called.is_error, "{called:?}");
+    assert_eq!(env.read("out/new.txt").as_deref(), Some("approved\n"));
+    env.assert_logged("call.write_file", "allow", "person");
+}
+
+/// agent_then_human is never lifted by a person's yes alone, on any call
+/// of the tool server: not on a file tool, and not on a build it makes.
+#[test]
+fn agent_then_human_is_refused_on_every_tool_with_nobody_asked() {
+    let env = project_with_files();
+    env.rules(
+        r#".{ .action = "call.*", .decision = .agent_then_human },
+           .{ .action = "exec.*", .decision = .agent_then_human },
+           .{ .action = "net.*", .decision = .agent_then_human }"#,
+    );
+    let site = page_site();
+    let mut client = env.client(true, &[]);
+    for (tool, args, action) in every_tool(&site) {
+        client.elicit_answers.push(person_says(true));
+        let called = client.call(tool, args);
+        assert!(
+            called.is_error && called.text.contains("reviewer agent"),
+            "{tool}: {called:?}"
+        );
+        check_not_done(&env, tool);
+        env.assert_logged(&action, "agent_then_human", "nobody");
+    }
+    assert!(
+        client.elicited.is_empty(),
+        "nobody is asked: {:?}",
+        client.elicited
+    );
+    assert!(site.hits("/page").is_empty());
+}
+
+/// A person's yes does not lift agent_then_human on nix.build.* either:
+/// the build is refused by its rule with nobody asked, and nothing is built.
+#[test]
+fn nix_build_on_agent_then_human_asks_nobody_and_builds_nothing() {
+    let (env, attribute) =
+        flake_project(r#".{ .action = "nix.build.*", .decision = .agent_then_human }"#);
+    let mut client = env.client(true, &[]);
+    client.elicit_answers.push(person_says(true));
+    let refused = client.call("nix_build", json!({"attribute": attribute}));
+    assert!(
+        refused.is_error && refused.text.contains("reviewer agent"),
+        "{refused:?}"
+    );
+    assert!(client.elicited.is_empty(), "{:?}", client.elicited);
+    let line = env.last_logged(&build_action(&attribute));
+    assert_eq!(
+        (line["decision"].as_str(), line["answered_by"].as_str()),
+        (Some("agent_then_human"), Some("nobody"))
+    );
+}
+
+/// Links the agent can make itself (with run_command) to reach what only a
+/// person edits: `selflink -> .`, `notes/up -> ..`, and a hard link to
+/// chock.zon. Every write and edit through them is refused, and chock.zon
+/// is left as it was.
+#[test]
+fn a_link_to_the_workspace_root_never_reaches_chock_zon() {
+    let env = project_with_files();
+    env.rules(r#".{ .action = "call.*", .decision = .allow }, .{ .action = "exec.*", .decision = .allow }"#);
+    let policy = env.read("chock.zon").expect("chock.zon");
+    let mut client = env.client(false, &[]);
+    // The agent makes the links itself.
+    let made = client.call(
+        "run_command",
+        json!({"argv": ["sh", "-c", "ln -s . selflink && mkdir -p notes && ln -s .. notes/up && echo made"]}),
+    );
+    assert!(made.text.contains("made"), "{made:?}");
+    // A hard link the sandbox would not let the agent make (chock.zon is
+    // its own read-only mount there), made here to show the file is known
+    // by what it is, not by its name.
+    std::fs::hard_link(
+        env.project.join("chock.zon"),
+        env.project.join("notes/hard"),
+    )
+    .expect("hard link");
+    for path in [
+        "selflink/chock.zon",
+        "notes/up/chock.zon",
+        "selflink/selflink/chock.zon",
+        "notes/hard",
+    ] {
+        let written = client.call("write_file", json!({"path": path, "content": ".{}"}));
+        assert!(written.is_error, "{path}: {written:?}");
+        assert!(
+            written.text.contains("symbolic link")
+                || written.text.contains("only a person edits it"),
+            "{path}: {}",
+            written.text
+        );
+        let edited = client.call(
+            "edit_file",
+            json!({"path": path, "old_string": "call.*", "new_string": "net.*"}),
+        );
+        assert!(edited.is_error, "{path}: {edited:?}");
+    }
+    assert_eq!(env.read("chock.zon").as_deref(), Some(policy.as_str()));
+}
+
+/// A folder swapped with a link to .git by renameat2(RENAME_EXCHANGE) in a
+/// loop while write_file writes `sub/config` hundreds of times: the write
+/// lands in the real folder or is refused, and .git/config never changes.
+#[test]
+fn a_folder_exchanged_with_a_link_to_git_never_lets_a_write_into_git() {
+    let env = project_with_files();
+    assert!(sandbox_fixture::git(&env.project, &["init", "-q"]));
+    let config = env.read(".git/config").expect("config");
+    std::fs::create_dir(env.project.join("sub")).expect("sub");
+    std::os::unix::fs::symlink(".git", env.project.join("swap")).expect("link");
+    let mut client = env.client(false, &[]);
+    let project = env.project.clone();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let swapping = stop.clone();
+    let swapper = std::thread::spawn(move || {
+        let dir = rustix::fs::open(
+            &project,
+            rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY,
+            rustix::fs::Mode::empty(),
+        )
+        .expect("project");
+        let mut swaps = 0u64;
+        while !swapping.load(std::sync::atomic::Ordering::Relaxed) {
+            if rustix::fs::renameat_with(
+                &dir,
+                "sub",
+                &dir,
+                "swap",
+                rustix::fs::RenameFlags::EXCHANGE,
+            )
+            .is_ok()
+            {
+                swaps += 1;
+            }
+        }
+        swaps
+    });
+    let mut written = 0;
+    for i in 0..300 {
+        let called = client.call(
+            "write_file",
+            json!({"path": "sub/config", "content": format!("[core]\n\tfsmonitor = planted-{i}\n")}),
+        );
+        if !called.is_error {
+            written += 1;
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let swaps = swapper.join().expect("swapper");
+    assert!(swaps > 100, "the race ran ({swaps} exchanges)");
+    assert!(written > 0, "some writes landed in the real folder");
+    assert_eq!(
+        env.read(".git/config").as_deref(),
+        Some(config.as_str()),
+        "a write reached .git/config"
+    );
+}
+
+/// edit_file while another process appends to the same file: every
+/// appended line is still there, and every edit that answered done is in.
+#[test]
+fn edit_file_keeps_what_a_concurrent_appender_wrote() {
+    let env = project_with_files();
+    env.write("log.txt", "head-0\n");
+    let mut client = env.client(false, &[]);
+    let file = env.project.join("log.txt");
+    const LINES: usize = 2000;
+    let appender = std::thread::spawn(move || {
+        for i in 0..LINES {
+            let mut f = std::fs::OpenOptions::new()
+                .append(true)
+                .open(&file)
+                .expect("open for append");
+            // One write per line, as `echo line >> file` makes.
+            f.write_all(format!("line-{i}\n").as_bytes())
+                .expect("append");
+        }
+    });
+    let mut head = 0;
+    for next in 1..=60 {
+        let called = client.call(
+            "edit_file",
+            json!({"path": "log.txt", "old_string": format!("head-{head}\n"), "new_string": format!("head-{next}\n")}),
+        );
+        if !called.is_error {
+            head = next;
+        } else {
+            assert!(called.text.contains("kept changing"), "{called:?}");
+        }
+    }
+    appender.join().expect("appender");
+    let text = env.read("log.txt").expect("log.txt");
+    assert!(
+        text.starts_with(&format!("head-{head}\n")),
+        "{}",
+        &text[..40]
+    );
+    let lost: Vec<usize> = (0..LINES)
+        .filter(|i| !text.contains(&format!("line-{i}\n")))
+        .collect();
+    assert!(
+        lost.is_empty(),
+        "{} appended lines were lost: {:?}",
+        lost.len(),
+        &lost[..lost.len().min(10)]
+    );
+    assert!(head > 40, "most edits went through ({head})");
+}
+
+/// run_command kills a program still running at its time limit and says
+/// so; an argument outside its advertised bounds is refused, naming the
+/// bound; an unknown tool is a JSON-RPC error (-32602), not a tool result.
+#[test]
+fn run_command_has_a_time_limit_bounds_are_kept_and_an_unknown_tool_is_a_protocol_error() {
+    let env = project_with_files();
+    env.rules(r#".{ .action = "exec.*", .decision = .allow }"#);
+    let mut client = env.client(false, &[]);
+    let started = std::time::Instant::now();
+    let slow = client.call(
+        "run_command",
+        json!({"argv": ["sh", "-c", "echo begun; sleep 1005"], "timeout_seconds": 2}),
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        slow.is_error && slow.text.contains("killed after 2 s") && slow.text.contains("begun"),
+        "{slow:?}"
+    );
+    let tools = client.request("tools/list", json!({}));
+    let schema = tools["result"]["tools"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["name"] == "run_command"))
+        .map(|t| t["inputSchema"]["properties"]["timeout_seconds"].clone())
+        .expect("run_command");
+    assert_eq!(schema["maximum"], 3600, "{schema}");
+    for (tool, args, expected) in [
+        (
+            "run_command",
+            json!({"argv": ["true"], "timeout_seconds": 0}),
+            "`timeout_seconds` is 0, outside its bounds (from 1 to 3600)",
+        ),
+        (
+            "run_command",
+            json!({"argv": ["true"], "timeout_seconds": 3601}),
+            "outside its bounds",
+        ),
+        (
+            "grep",
+            json!({"pattern": "x", "max_results": 100000}),
+            "`max_results` is 100000, outside its bounds",
+        ),
+        (
+            "read_file",
+            json!({"path": "a.txt", "offset": 0}),
+            "`offset` is 0, outside its bounds",
+        ),
+        (
+            "fetch_url",
+            json!({"url": "http://127.0.0.1/", "max_bytes": 0}),
+            "outside its bounds",
+        ),
+    ] {
+        let called = client.call(tool, args.clone());
+        assert!(
+            called.is_error && called.text.contains(expected),
+            "{tool} {args}: {called:?}"
+        );
+    }
+    let unknown = client.request(
+        "tools/call",
+        json!({"name": "no_such_tool", "arguments": {}}),
+    );
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    assert!(
+        unknown["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("no_such_tool")),
+        "{unknown}"
+    );
+}
+
+#[test]
+fn run_command_reads_a_shell_script_per_segment_and_git_as_the_git_reading() {
+    let env = project_with_files();
+    env.write("important/keep.txt", "keep\n");
+    env.write("sub/x.txt", "x\n");
+    env.rules(r#".{ .action = "exec.path.rm", .decision = .deny }"#);
+    let mut client = env.client(false, &[]);
+    let called = client.call(
+        "run_command",
+        json!({"argv": ["sh", "-c", "cd sub && rm -rf ../important"]}),
+    );
+    assert!(called.is_error, "{called:?}");
+    assert!(
+        called.text.contains("exec.path.rm") && called.text.contains("chock.zon:1"),
+        "{}",
+        called.text
+    );
+    assert_eq!(env.read("important/keep.txt").as_deref(), Some("keep\n"));
+    env.assert_logged("exec.path.sh", "allow", "default");
+    env.assert_logged("exec.path.cd", "allow", "default");
+    env.assert_logged("exec.path.rm", "deny", "rule");
+    // git push is git.push, which no default allows: nobody to ask, refused.
+    let called = client.call(
+        "run_command",
+        json!({"argv": ["git", "push", "origin", "main"]}),
+    );
+    assert!(called.is_error, "{called:?}");
+    assert!(called.text.contains("git.push"), "{}", called.text);
+    let line = env.logged("git.push").pop().expect("git.push is logged");
+    assert_eq!(line["subject"], "git push");
 }

@@ -358,3 +358,35 @@ fn version_and_help() {
         "clap refuses a missing argument"
     );
 }
+
+#[test]
+fn check_warns_when_a_wide_allow_also_answers_exec_unparsed() {
+    let dir = scratch("check-unparsed");
+    let rules = |rules: &str| {
+        std::fs::write(
+            dir.join("chock.zon"),
+            format!(
+                ".{{\n    .policy = .{{\n        .rules = .{{\n{rules}        }},\n    }},\n}}\n"
+            ),
+        )
+        .expect("write");
+    };
+    rules("            .{ .action = \"exec.*\", .decision = .allow },\n");
+    let out = chock(&dir, &["policy", "check"]);
+    assert_eq!(out.status.code(), Some(0), "a warning, not a fault");
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!("{}:4: ", dir.join("chock.zon").display()))
+            && err.contains("exec.unparsed")
+            && err.contains("eval")
+            && err.contains(r#".{ .action = "exec.unparsed", .decision = .ask }"#),
+        "names the rule, what it lets through and the rule to add: {err}"
+    );
+    // With exec.unparsed asked for on its own, nothing to warn about.
+    rules(
+        "            .{ .action = \"exec.*\", .decision = .allow },\n            .{ .action = \"exec.unparsed\", .decision = .ask },\n",
+    );
+    let out = chock(&dir, &["policy", "check"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(!stderr(&out).contains("exec.unparsed"), "{}", stderr(&out));
+}

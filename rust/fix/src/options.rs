@@ -91,7 +91,7 @@ pub struct EvalOptions {
     /// The deepest nesting of calls (Nix's `max-call-depth`).
     pub max_call_depth: usize,
     /// The most memory the evaluation's values may hold, in bytes (by
-    /// default half the machine's memory).
+    /// default a quarter of the machine's memory, at most 8 GiB).
     pub max_memory: Option<usize>,
     /// `-I` entries, then `NIX_PATH`'s; used only when impure.
     pub search_path: Vec<SearchPathEntry>,
@@ -138,8 +138,10 @@ impl Default for EvalOptions {
     }
 }
 
-/// Half the machine's memory: a runaway evaluation stops with an error
-/// before the allocator fails (which would abort the process).
+/// A quarter of the machine's memory, at most 8 GiB: a runaway evaluation
+/// (an endless `genericClosure`, a string doubled in a loop) stops with an
+/// error long before it pushes the machine into swap or the allocator
+/// fails. Evaluating nixpkgs' larger package sets needs 2 to 4 GiB.
 pub fn default_max_memory() -> Option<usize> {
     // SAFETY: sysconf has no preconditions.
     let (pages, page) = unsafe {
@@ -151,7 +153,7 @@ pub fn default_max_memory() -> Option<usize> {
     let total = usize::try_from(pages)
         .ok()?
         .checked_mul(usize::try_from(page).ok()?)?;
-    Some(total / 2)
+    Some((total / 4).min(8 << 30))
 }
 
 /// The Nix system name of this machine, e.g. `x86_64-linux`.

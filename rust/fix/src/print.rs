@@ -2,7 +2,7 @@
 //! renderings used in error messages.
 
 use crate::eval::Evaluator;
-use crate::value::{ThunkState, Value};
+use crate::value::Value;
 use rustc_hash::FxHashSet;
 
 /// A float the way C++ streams print a double (`%g`, six significant
@@ -133,13 +133,12 @@ impl<'a> Printer<'_, 'a> {
     ) -> Result<(), ()> {
         match v {
             Value::Thunk(t) => {
-                let state = t.0.state.borrow();
-                match &*state {
-                    ThunkState::Done(inner) => return self.ambiguous(inner, Some(t.addr()), out),
-                    ThunkState::Blackhole => {
-                        out.extend_from_slice("«potential infinite recursion»".as_bytes())
-                    }
-                    _ => out.extend_from_slice(b"<CODE>"),
+                if let Some(inner) = t.evaluated() {
+                    return self.ambiguous(inner, Some(t.addr()), out);
+                } else if t.is_blackhole() {
+                    out.extend_from_slice("«potential infinite recursion»".as_bytes())
+                } else {
+                    out.extend_from_slice(b"<CODE>")
                 }
             }
             Value::Null => out.extend_from_slice(b"null"),
@@ -203,9 +202,9 @@ impl<'a> Printer<'_, 'a> {
         };
         let nested = !full && self.depth >= 1;
         match v {
-            Value::Thunk(t) => match &*t.0.state.borrow() {
-                ThunkState::Done(inner) => return self.readable(inner, full, out),
-                _ => out.push_str("«thunk»"),
+            Value::Thunk(t) => match t.evaluated() {
+                Some(inner) => return self.readable(inner, full, out),
+                None => out.push_str("«thunk»"),
             },
             Value::String(s) => {
                 let mut bytes = Vec::new();

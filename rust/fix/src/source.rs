@@ -168,11 +168,25 @@ impl SourceMap {
     pub fn frame_with(&self, pos: Pos, indent: &str, code_indent: &str) -> Option<String> {
         let loc = self.resolve(pos)?;
         let mut out = format!("{indent}at {}:\n", loc.display());
-        let lines: Vec<&str> = loc.file.text.split('\n').collect();
+        let file = loc.file;
         let line = loc.line as usize;
+        // Only the lines shown are looked at, and of a long line only a
+        // window around the column: an error in a megabyte-long line prints
+        // a few hundred bytes, not the line.
+        let line_text = |n: usize| -> Option<&str> {
+            let start = *file.line_starts.get(n.checked_sub(1)?)? as usize;
+            let end = file
+                .line_starts
+                .get(n)
+                .map_or(file.text.len(), |&next| next as usize - 1);
+            let text = &file.text[start..end];
+            Some(text.strip_suffix('\r').unwrap_or(text))
+        };
+        let column = loc.column as usize - 1;
+        let window = Window::around(line_text(line).unwrap_or(""), column);
         let show = |out: &mut String, n: usize| {
-            if let Some(text) = lines.get(n - 1) {
-                let text = text.strip_suffix('\r').unwrap_or(text);
+            if let Some(text) = line_text(n) {
+                let text = window.cut(text);
                 if text.is_empty() {
                     let _ = writeln!(out, "{code_indent}{n:>6}|");
                 } else {
@@ -187,18 +201,96 @@ impl SourceMap {
         let _ = writeln!(
             out,
             "{code_indent}      | {}^",
-            " ".repeat(loc.column as usize - 1)
+            " ".repeat(window.caret(column))
         );
-        if line < lines.len() {
+        if line < file.line_starts.len() {
             show(&mut out, line + 1);
         }
         Some(out)
     }
 }
 
+/// How many bytes of a line an error shows at most, around its column.
+const SHOWN_LINE_BYTES: usize = 160;
+
+/// The byte range of a long line that an error frame shows: lines up to
+/// [`SHOWN_LINE_BYTES`] whole, longer ones cut to that many bytes around the
+/// column with `…` where text was left out. The lines above and below are
+/// cut to the same range, so columns still line up.
+struct Window {
+    start: usize,
+    end: usize,
+}
+
+impl Window {
+    fn around(line: &str, column: usize) -> Window {
+        if line.len() <= SHOWN_LINE_BYTES {
+            return Window {
+                start: 0,
+                end: usize::MAX,
+            };
+        }
+        let start = column.saturating_sub(SHOWN_LINE_BYTES / 2);
+        Window {
+            start,
+            end: start + SHOWN_LINE_BYTES,
+        }
+    }
+
+    /// `line` cut to the window (on character boundaries).
+    fn cut<'t>(&self, line: &'t str) -> std::borrow::Cow<'t, str> {
+        if self.start == 0 && self.end >= line.len() {
+            return line.into();
+        }
+        let floor = |mut at: usize| {
+            at = at.min(line.len());
+            while !line.is_char_boundary(at) {
+                at -= 1;
+            }
+            at
+        };
+        let (start, end) = (floor(self.start), floor(self.end));
+        let mut cut = String::with_capacity(end - start + 8);
+        if start > 0 {
+            cut.push('…');
+        }
+        cut.push_str(&line[start..end]);
+        if end < line.len() {
+            cut.push('…');
+        }
+        cut.into()
+    }
+
+    /// Where the caret goes for byte `column` of the line, in the cut line.
+    fn caret(&self, column: usize) -> usize {
+        if self.start == 0 {
+            column
+        } else {
+            // The leading `…` takes one column.
+            column - self.start + 1
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_line_is_shown_as_a_window_around_the_column() {
+        let mut map = SourceMap::new();
+        let line = format!("{}X{}", "a".repeat(500_000), "b".repeat(500_000));
+        let a = map.add(Origin::File("/long.nix".into()), Rc::from(line.as_str()));
+        let frame = map.frame(map.pos(a, 500_000), "").unwrap();
+        assert!(frame.len() < 600, "{} bytes", frame.len());
+        assert!(frame.contains("/long.nix:1:500001"), "{frame}");
+        let lines: Vec<&str> = frame.lines().collect();
+        let shown = lines[1];
+        let caret = lines[2];
+        let x_at = shown.find('X').unwrap();
+        assert_eq!(caret.find('^').unwrap(), x_at - "…".len() + 1, "{frame}");
+        assert!(shown.ends_with('…'));
+    }
 
     #[test]
     fn resolves_lines_and_columns() {

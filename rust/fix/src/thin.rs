@@ -7,6 +7,13 @@
 //! length, a small header and the elements, addressed by an 8-byte pointer.
 //! The evaluator is single-threaded, so the count is a plain `Cell`.
 //!
+//! The count is this module's: safe code changes it only through `clone`
+//! and `drop`, so the unsafe code that relies on it (freeing a block whose
+//! count reaches zero, handing out a writable slice at a count of one) is
+//! all in this file. A holder that copies handles bitwise (`Value::clone`)
+//! counts the copy through `Count`, whose operations are `unsafe` and
+//! state what the caller must do.
+//!
 //! Every block comes from mimalloc: evaluation allocates and frees many
 //! small blocks on one thread, which is what its thread-local free lists
 //! are built for (the system allocator spent a quarter of the time here).
@@ -381,7 +388,7 @@ impl<H, T> ThinRc<H, T> {
 /// Counts one more reference to a block (a count that would wrap aborts,
 /// as `Rc` does).
 #[inline(always)]
-pub fn retain(count: &Cell<usize>) {
+fn retain(count: &Cell<usize>) {
     let next = count.get().wrapping_add(1);
     if next == 0 {
         std::process::abort();
@@ -389,12 +396,52 @@ pub fn retain(count: &Cell<usize>) {
     count.set(next);
 }
 
-impl<H, T> ThinRc<H, T> {
-    /// The reference count, for a holder that copies the pointer itself
-    /// (`Value::clone`) and must count the copy with `retain`.
+/// The reference count of some block, whatever its types, for a holder of
+/// handles of several types (`Value`, one `ThinRc` in each shared variant)
+/// that copies or drops any of them the same way, without a match per
+/// type. Safe to take; what it allows is `unsafe`, with the contracts
+/// below, so the count cannot be broken without writing `unsafe`.
+#[derive(Clone, Copy)]
+pub struct Count<'r>(&'r Cell<usize>);
+
+impl Count<'_> {
+    /// Counts a handle the caller makes by copying the bits of the one this
+    /// count came from.
+    ///
+    /// # Safety
+    /// The caller then makes exactly one bitwise copy of that handle, and
+    /// the copy is dropped as a handle (or forgotten through
+    /// `release_shared`).
     #[inline(always)]
-    pub fn count(&self) -> &Cell<usize> {
-        &self.inner().count
+    pub unsafe fn retain_copy(self) {
+        retain(self.0);
+    }
+
+    /// Gives up the reference of the handle this count came from when
+    /// other handles remain (one decrement, nothing freed), and says
+    /// whether it did; when it did not, the handle is the last and must be
+    /// dropped as usual.
+    ///
+    /// # Safety
+    /// When this returns true the caller must forget the handle (never
+    /// drop it or use it again).
+    #[inline(always)]
+    pub unsafe fn release_shared(self) -> bool {
+        let left = self.0.get();
+        if left > 1 {
+            self.0.set(left - 1);
+            true
+        } else {
+            false
+        }
+    }
+}
+
+impl<H, T> ThinRc<H, T> {
+    /// This block's count, for `Count`'s unsafe operations.
+    #[inline(always)]
+    pub fn count(&self) -> Count<'_> {
+        Count(&self.inner().count)
     }
 }
 

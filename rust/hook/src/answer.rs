@@ -63,10 +63,23 @@ pub struct Reply {
     pub exit_code: u8,
 }
 
-/// Whether `agent` can hand an `ask` to a person at this hook event.
-pub fn can_ask(agent: Agent, event: &str) -> bool {
+/// Whether `agent` will show an `ask` for `tool` to a person at this hook
+/// event, in this permission mode (Claude Code's payload `permission_mode`).
+/// Claude Code drops a hook's ask in `bypassPermissions`, refuses what it
+/// would ask in `dontAsk`, and in `acceptEdits` accepts its file edits
+/// unasked; only `default` and `plan` (or no mode given) show every ask,
+/// `acceptEdits` shows them for its other tools, and any other mode is
+/// answered as one where nobody will be asked.
+pub fn can_ask(agent: Agent, event: &str, tool: &str, permission_mode: Option<&str>) -> bool {
+    let edits = matches!(tool, "Write" | "Edit" | "MultiEdit" | "NotebookEdit");
+    let shows = match permission_mode {
+        None | Some("default" | "plan") => true,
+        Some("acceptEdits") => !edits,
+        Some(_) => false,
+    };
     match agent {
-        Agent::Claude | Agent::Gemini => true,
+        Agent::Claude => shows,
+        Agent::Gemini => true,
         Agent::Cursor => event != "beforeReadFile",
         Agent::Codex => false,
     }
@@ -201,7 +214,40 @@ mod tests {
         assert_eq!(reply(Agent::Codex, HookAnswer::Allow, "x").stdout, "");
         let value = parsed(&reply(Agent::Codex, HookAnswer::Deny, "no"));
         assert_eq!(value["hookSpecificOutput"]["permissionDecision"], "deny");
-        assert!(!can_ask(Agent::Codex, "PreToolUse"));
+        assert!(!can_ask(Agent::Codex, "PreToolUse", "Bash", None));
+    }
+
+    #[test]
+    fn claude_asks_only_in_a_mode_that_shows_the_ask() {
+        for mode in [None, Some("default"), Some("plan")] {
+            assert!(
+                can_ask(Agent::Claude, "PreToolUse", "Write", mode),
+                "{mode:?}"
+            );
+        }
+        for mode in [
+            "bypassPermissions",
+            "dontAsk",
+            "acceptEdits",
+            "somethingNew",
+        ] {
+            assert!(
+                !can_ask(Agent::Claude, "PreToolUse", "Write", Some(mode)),
+                "{mode}"
+            );
+        }
+        assert!(can_ask(
+            Agent::Claude,
+            "PreToolUse",
+            "Bash",
+            Some("acceptEdits")
+        ));
+        assert!(!can_ask(
+            Agent::Claude,
+            "PreToolUse",
+            "Bash",
+            Some("bypassPermissions")
+        ));
     }
 
     #[test]
@@ -209,7 +255,7 @@ mod tests {
         let value = parsed(&reply(Agent::Cursor, HookAnswer::Ask, "r"));
         assert_eq!(value["permission"], "ask");
         assert_eq!(value["agent_message"], "r");
-        assert!(!can_ask(Agent::Cursor, "beforeReadFile"));
+        assert!(!can_ask(Agent::Cursor, "beforeReadFile", "Read", None));
         let value = parsed(&reply(Agent::Gemini, HookAnswer::Deny, "r"));
         assert_eq!(value["decision"], "deny");
         assert_eq!(value["reason"], "r");

@@ -5,7 +5,8 @@
 //! minimum. The sentence names the act that decided, the rule that decided
 //! it (file and line) and the rule that would change it.
 
-use chock_policy::{DecidedBy, Decision, Key, Layer, Policy, Reading, Verdict};
+use chock_gate::{Outcome, Refused, Route, Settled};
+use chock_policy::{Answer, DecidedBy, Decision, Key, Layer, Policy, Question, Reading, Verdict};
 
 use crate::answer::HookAnswer;
 use crate::naming::Named;
@@ -58,36 +59,57 @@ pub fn judge(policy: &Policy, asker: &Asker<'_>, acts: Vec<Named>) -> Vec<Judged
             Named::Unnameable { subject, why } => Judged {
                 action: UNNAMED.to_owned(),
                 subject: Some(subject),
-                verdict: Verdict {
-                    decision: Decision::Deny,
-                    decided_by: DecidedBy::nothing(),
-                    suggestion: None,
-                },
+                verdict: Verdict::bare(Decision::Deny, Layer::Nothing),
                 unnamed: Some(why),
             },
         })
         .collect()
 }
 
-/// What a hook does with one act's verdict. A hook reaches the agent's own
-/// prompt, which a person answers; it cannot reach a reviewer agent. An
-/// allow that only a shipped default gives is "no objection": the shipped
-/// defaults were written for Chock's sandbox, and a hook runs on the host,
-/// so it does not switch off the agent's own prompt. An allow from a rule a
-/// person wrote does.
+/// Whoever a hook's question reaches: the agent's own prompt, which a person
+/// answers and whose answer Chock never hears, or nobody (an agent whose
+/// hooks cannot ask, or a mode in which it will not show the ask).
+struct AgentPrompt {
+    shows: bool,
+}
+
+impl chock_policy::Asker for AgentPrompt {
+    fn ask(&self, _question: &Question) -> Answer {
+        if self.shows {
+            Answer::Handed
+        } else {
+            Answer::Unavailable
+        }
+    }
+}
+
+/// The gate's end for one act's verdict on the hook route (see chock-gate):
+/// `ask` and `agent_review` go to the agent's prompt when it will show one,
+/// else are refused; `agent_then_human` is refused (no reviewer agent); an
+/// allow that only a shipped default gives is no objection, because those
+/// defaults were written for Chock's sandbox and a hook runs on the host.
+pub fn settle(verdict: &Verdict, can_ask: bool) -> Settled {
+    chock_gate::settle(
+        Route::Hook,
+        verdict,
+        &AgentPrompt { shows: can_ask },
+        || Question {
+            action: String::new(),
+            decision: verdict.decision,
+            summary: String::new(),
+            detail: Vec::new(),
+            rules: verdict.suggestion.iter().cloned().collect(),
+        },
+    )
+}
+
+/// What the hook tells the agent about one act.
 pub fn act_answer(verdict: &Verdict, can_ask: bool) -> HookAnswer {
-    let answer = match verdict.decision {
-        Decision::Allow if verdict.decided_by.layer == Layer::Default => HookAnswer::Pass,
-        Decision::Allow => HookAnswer::Allow,
-        // One yes from a person is at least as strict as one from a reviewer.
-        Decision::AgentReview | Decision::Ask => HookAnswer::Ask,
-        // A reviewer and then a person: the reviewer cannot be reached.
-        Decision::AgentThenHuman | Decision::Deny => HookAnswer::Deny,
-    };
-    if answer == HookAnswer::Ask && !can_ask {
-        HookAnswer::Deny
-    } else {
-        answer
+    match settle(verdict, can_ask).outcome {
+        Outcome::Go => HookAnswer::Allow,
+        Outcome::NoObjection => HookAnswer::Pass,
+        Outcome::Prompt => HookAnswer::Ask,
+        Outcome::Refused(_) => HookAnswer::Deny,
     }
 }
 
@@ -144,14 +166,14 @@ pub fn reason(judged: &[Judged], can_ask: bool, agent_title: &str) -> String {
         HookAnswer::Ask => {
             format!("Chock asks you about {act}{of}: {by} answers {decision}.{change}")
         }
-        HookAnswer::Deny => match decision {
-            Decision::Deny => format!("Chock refused {act}{of}: {by} answers deny.{change}"),
-            Decision::AgentThenHuman => format!(
+        HookAnswer::Deny => match settle(&decider.verdict, can_ask).outcome {
+            Outcome::Refused(Refused::NoReviewer) => format!(
                 "Chock refused {act}{of}: {by} wants a reviewer agent and then a person (agent_then_human), and a hook can reach only a person.{change}"
             ),
-            _ => format!(
-                "Chock refused {act}{of}: {by} wants a person to approve it ({decision}), and {agent_title}'s hooks cannot ask one. Run it yourself, or change the rule.{change}"
+            Outcome::Refused(Refused::Nobody) => format!(
+                "Chock refused {act}{of}: {by} wants a person to approve it ({decision}), and {agent_title} cannot ask one here (its hooks cannot ask, or its permission mode does not show the question). Run it yourself, or change the rule.{change}"
             ),
+            _ => format!("Chock refused {act}{of}: {by} answers {decision}.{change}"),
         },
     }
 }
@@ -265,16 +287,7 @@ mod tests {
 
     #[test]
     fn hooks_reach_only_a_person() {
-        let verdict = |decision, layer| Verdict {
-            decision,
-            decided_by: DecidedBy {
-                layer,
-                file: None,
-                line: None,
-                rule: None,
-            },
-            suggestion: None,
-        };
+        let verdict = Verdict::bare;
         let project = |d| verdict(d, Layer::Project);
         assert_eq!(
             act_answer(&project(Decision::AgentReview), true),

@@ -9,8 +9,8 @@ pub mod naming;
 pub mod payload;
 pub mod project;
 pub mod run;
-pub mod shell;
 pub mod stop;
 pub mod sync;
+pub mod watchdog;
 
 pub use error::HookError;

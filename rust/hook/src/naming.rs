@@ -1,24 +1,21 @@
 //! From a tool call to the Chock action names it is decided under.
 //!
 //! Every name comes from `chock_policy::names`, so an act is spelled the same
-//! whether an agent's hook, Chock's tool server or the sandbox asks about it.
-//! A call that holds several acts (a shell command with three programs, a
-//! patch touching five files) gets one name per act; the answer is their
-//! minimum. An act that cannot be named is refused, never guessed at.
+//! whether an agent's hook, Chock's tool server or the sandbox asks about it;
+//! a shell command is read and named by chock-shell, as `chock exec` and
+//! `run_command` read theirs. A call that holds several acts (a shell
+//! command with three programs, a patch touching five files) gets one name
+//! per act; the answer is their minimum. An act that cannot be named is
+//! refused, never guessed at.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use chock_policy::names::{self, ExecContext};
+use chock_policy::names;
+use chock_shell::naming::{self as shell_naming, FILE_WRITE};
 
 use crate::agent::Agent;
 use crate::payload::{Request, ToolCall};
-use crate::project;
-use crate::shell::{self, Act, Dir};
 
-/// The act name for writing a file on the host outside the project.
-pub const FILE_WRITE: &str = "file.write";
-/// The act name for a program Chock cannot resolve.
-pub const EXEC_UNPARSED: &str = "exec.unparsed";
 /// The act name for a web search.
 pub const WEB_SEARCH: &str = "web.search";
 
@@ -44,35 +41,35 @@ impl Named {
     }
 }
 
-/// Where the call happens.
-#[derive(Debug, Clone, Copy)]
-pub struct Place<'a> {
-    /// The project: inside it a write is `call.write_file`, outside it also `file.write`.
-    pub project: &'a Path,
-    /// The home directory `~` stands for.
-    pub home: Option<&'a Path>,
-    /// Whether `CDPATH` is set in the agent's environment.
-    pub cdpath: bool,
-    /// The Nix store, for naming programs in it.
-    pub store_dir: &'a Path,
+fn named_or_refused(result: Result<String, names::NameError>, subject: Option<String>) -> Named {
+    match result {
+        Ok(action) => Named::act(action, subject),
+        Err(error) => Named::Unnameable {
+            subject: subject.unwrap_or_default(),
+            why: error.to_string(),
+        },
+    }
 }
+
+/// Where the call happens: chock-shell's place of a command, which for a
+/// hook is the host (`confined: false`, every write an act) with no dev
+/// shell known.
+pub use chock_shell::naming::Place;
 
 /// Names every act of one call, in order, without repeats.
 pub fn name(call: &ToolCall, agent: Agent, place: &Place<'_>) -> Vec<Named> {
     let mut out = Vec::new();
     match &call.request {
         Request::Shell { command, dir } => {
-            let start = shell::Start {
-                cwd: dir
-                    .clone()
-                    .or_else(|| call.cwd.clone())
-                    .unwrap_or_else(|| place.project.to_path_buf()),
-                home: place.home.map(Path::to_path_buf),
-                cdpath: place.cdpath,
-            };
-            for act in shell::read(command, &start) {
-                name_shell_act(act, place, &mut out);
-            }
+            let cwd = dir
+                .clone()
+                .or_else(|| call.cwd.clone())
+                .unwrap_or_else(|| place.project.to_path_buf());
+            out.extend(
+                shell_naming::name_script(command, &cwd, place)
+                    .into_iter()
+                    .map(|n| Named::act(n.action, n.subject)),
+            );
         }
         Request::Read { paths } => out.push(Named::act("call.read_file", subject_of(paths))),
         Request::Write { paths } => file_acts("call.write_file", paths, place, &mut out),
@@ -126,16 +123,6 @@ pub fn name(call: &ToolCall, agent: Agent, place: &Place<'_>) -> Vec<Named> {
     unique
 }
 
-fn named_or_refused(result: Result<String, names::NameError>, subject: Option<String>) -> Named {
-    match result {
-        Ok(action) => Named::act(action, subject),
-        Err(error) => Named::Unnameable {
-            subject: subject.unwrap_or_default(),
-            why: error.to_string(),
-        },
-    }
-}
-
 fn subject_of(paths: &[PathBuf]) -> Option<String> {
     match paths {
         [] => None,
@@ -161,63 +148,10 @@ fn file_acts(action: &str, paths: &[PathBuf], place: &Place<'_>, out: &mut Vec<N
         ));
     }
     for path in paths {
-        let path = shell::normalize(path);
-        if !path.is_absolute() || !project::contains(place.project, &path) {
+        let path = chock_shell::normalize(path);
+        if !path.is_absolute() || !shell_naming::contains(place.project, &path) {
             out.push(Named::act(FILE_WRITE, Some(path.display().to_string())));
         }
-    }
-}
-
-fn name_shell_act(act: Act, place: &Place<'_>, out: &mut Vec<Named>) {
-    match act {
-        Act::Run { program, dir } => {
-            let action = program_action(&program, &dir, place);
-            out.push(Named::act(action, Some(program)));
-        }
-        Act::Write { path } => {
-            let subject = path.as_ref().map(|p| p.display().to_string());
-            out.push(Named::act("call.write_file", subject.clone()));
-            let inside = path
-                .as_deref()
-                .is_some_and(|p| project::contains(place.project, p));
-            if !inside {
-                out.push(Named::act(
-                    FILE_WRITE,
-                    Some(subject.unwrap_or_else(|| "a path only known at run time".to_owned())),
-                ));
-            }
-        }
-        Act::Git(subcommand) => {
-            let action = if subcommand.contains('.') {
-                // `branch.delete`: a name the policy documents, made of two labels.
-                Ok(format!("git.{subcommand}"))
-            } else {
-                names::git(&subcommand)
-            };
-            out.push(named_or_refused(action, Some(format!("git {subcommand}"))));
-        }
-        Act::Unparsed(why) => out.push(Named::act(EXEC_UNPARSED, Some(why))),
-    }
-}
-
-/// The exec action for one program. A relative path is taken from the
-/// directory the shell is in at that point, so `cd /tmp && ./x` is not a
-/// workspace program.
-fn program_action(program: &str, dir: &Dir, place: &Place<'_>) -> String {
-    let ctx = ExecContext {
-        workspace: place.project,
-        dev_shell_paths: &[],
-        store_dir: place.store_dir,
-    };
-    if !program.contains('/') || program.starts_with('/') {
-        return names::exec_program(program, &ctx);
-    }
-    match dir {
-        Dir::Known(base) => match base.join(program).to_str() {
-            Some(full) => names::exec_program(full, &ctx),
-            None => EXEC_UNPARSED.to_owned(),
-        },
-        Dir::Unknown => EXEC_UNPARSED.to_owned(),
     }
 }
 
@@ -282,14 +216,15 @@ fn mcp(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     fn place() -> Place<'static> {
-        Place {
-            project: Path::new("/work/project"),
-            home: Some(Path::new("/home/me")),
-            cdpath: false,
-            store_dir: Path::new("/nix/store"),
-        }
+        Place::on_host(
+            Path::new("/work/project"),
+            Some(Path::new("/home/me")),
+            false,
+            Path::new("/nix/store"),
+        )
     }
 
     fn call(request: Request) -> ToolCall {
@@ -320,38 +255,8 @@ mod tests {
     }
 
     #[test]
-    fn cd_then_rm_is_decided_as_both() {
-        assert_eq!(
-            shell("cd x && rm -rf ~"),
-            vec!["exec.path.cd", "exec.path.rm"]
-        );
-    }
-
-    #[test]
-    fn programs_are_named_by_their_class() {
-        assert_eq!(shell("./build.sh"), vec!["exec.workspace.build%2Esh"]);
-        assert_eq!(
-            shell("cd sub && ./x"),
-            vec!["exec.path.cd", "exec.workspace.sub.x"]
-        );
-        assert_eq!(
-            shell("cd /tmp && ./x"),
-            vec!["exec.path.cd", "exec.unparsed"]
-        );
-        assert_eq!(
-            shell("/nix/store/abc-jq/bin/jq ."),
-            vec!["exec.nix.store.abc-jq.bin.jq"]
-        );
-        assert_eq!(shell("eval ls"), vec!["exec.unparsed"]);
-    }
-
-    #[test]
     fn writes_outside_the_project_are_file_write() {
-        // A redirection is opened before the program starts.
-        assert_eq!(
-            shell("echo x > notes.txt"),
-            vec!["call.write_file", "exec.path.echo"]
-        );
+        // A shell command is read by chock-shell (its own tests say how).
         assert_eq!(
             shell("echo x >> ~/.bashrc"),
             vec!["call.write_file", "file.write", "exec.path.echo"]
@@ -371,18 +276,6 @@ mod tests {
         assert_eq!(
             actions(Request::Write { paths: vec![] }),
             vec!["call.write_file", "file.write"]
-        );
-    }
-
-    #[test]
-    fn git_state_changes_are_their_own_acts() {
-        assert_eq!(
-            shell("git push origin main"),
-            vec!["exec.path.git", "git.push"]
-        );
-        assert_eq!(
-            shell("git branch -D old"),
-            vec!["exec.path.git", "git.branch.delete"]
         );
     }
 

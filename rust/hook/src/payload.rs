@@ -117,7 +117,15 @@ fn check_event(agent: Agent, event: &str) -> Result<(), HookError> {
             "preToolUse, beforeShellExecution, beforeMCPExecution and beforeReadFile",
         ),
     };
-    if event.is_empty() || allowed.contains(&event) {
+    if event.is_empty() {
+        // The event decides what the payload means: a payload that does not
+        // say it is refused, not read as the likeliest one.
+        return Err(HookError::PayloadShape {
+            agent,
+            missing: "hook_event_name",
+        });
+    }
+    if allowed.contains(&event) {
         Ok(())
     } else {
         Err(HookError::WrongEvent {
@@ -138,11 +146,17 @@ fn tool_and_input(agent: Agent, value: &Value) -> Result<(String, Value), HookEr
         agent,
         missing: "tool_name",
     })?;
+    // Without its input a call cannot be named: refused, never named by its
+    // tool alone (which would suggest allowing every call of that tool).
+    let missing = HookError::PayloadShape {
+        agent,
+        missing: "tool_input",
+    };
     let input = match value.get("tool_input") {
         // Cursor's beforeMCPExecution has sent the input as a JSON string.
-        Some(Value::String(text)) => serde_json::from_str(text).unwrap_or(Value::Null),
+        Some(Value::String(text)) => serde_json::from_str(text).map_err(|_| missing)?,
+        Some(Value::Null) | None => return Err(missing),
         Some(other) => other.clone(),
-        None => Value::Null,
     };
     Ok((tool.to_owned(), input))
 }

@@ -9,10 +9,11 @@ use std::ffi::OsString;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use chock_gate::{Outcome, Refused, Route, Settled};
 use chock_log::{AnsweredBy, Entry, Rotation};
-use chock_policy::{Decision, Key, LoadOptions, Policy, PolicyError, Reading, Verdict};
+use chock_policy::{Answer, Decision, Key, LoadOptions, Policy, PolicyError, Reading};
 
-use crate::agent::Agent;
+use crate::agent::{self, Agent};
 use crate::answer::{self, HookAnswer, Reply};
 use crate::decide::{self, Asker, Judged};
 use crate::naming::{self, Place};
@@ -71,8 +72,10 @@ pub fn agent_hook(
         drain(input);
         return answer::reply(agent, HookAnswer::Deny, &stopped.reason());
     }
-    let call = match read_payload(input).and_then(|text| payload::parse(agent, &text)) {
-        Ok(call) => call,
+    let read = read_payload(input)
+        .and_then(|text| payload::parse(agent, &text).map(|call| (call, permission_mode(&text))));
+    let (call, mode) = match read {
+        Ok(read) => read,
         Err(error) => {
             let reason = error.to_string();
             log.failure(&reason, None, Rotation::default());
@@ -92,20 +95,33 @@ pub fn agent_hook(
     let rotation = rotation(&policy);
     let home = env.home();
     let store_dir = env.store_dir();
-    let place = Place {
-        project: &project,
-        home: home.as_deref(),
-        cdpath: (env.var)("CDPATH").is_some_and(|v| !v.is_empty()),
-        store_dir: &store_dir,
-    };
-    let acts = naming::name(&call, agent, &place);
+    let place = Place::on_host(
+        &project,
+        home.as_deref(),
+        (env.var)("CDPATH").is_some_and(|v| !v.is_empty()),
+        &store_dir,
+    );
+    let named = naming::name(&call, agent, &place);
+    // A call to Chock's own tool server is decided there, once: the
+    // server asks through the client or `chock approve` itself.
+    let own = agent::chock_servers(&project, home.as_deref());
+    let (to_server, acts): (Vec<_>, Vec<_>) = named
+        .into_iter()
+        .partition(|act| agent::for_own_server(act, &own));
+    if !to_server.is_empty() && acts.is_empty() {
+        return answer::reply(
+            agent,
+            HookAnswer::Allow,
+            &agent::through_to_server(&to_server),
+        );
+    }
     let asker = Asker {
         agent_kind: agent.name(),
         tool,
         model: call.model.as_deref(),
     };
     let judged = decide::judge(&policy, &asker, acts);
-    let can_ask = answer::can_ask(agent, &call.event);
+    let can_ask = answer::can_ask(agent, &call.event, &call.tool, mode.as_deref());
     let hook_answer = decide::call_answer(&judged, can_ask);
     log.judged(&judged, &asker, can_ask, rotation);
     let reason = decide::reason(&judged, can_ask, agent.title());
@@ -115,6 +131,15 @@ pub fn agent_hook(
 /// Reads and discards standard input, up to the payload limit.
 fn drain(input: &mut dyn Read) {
     let _ = std::io::copy(&mut input.take(MAX_PAYLOAD_BYTES), &mut std::io::sink());
+}
+
+/// The payload's `permission_mode` (Claude Code's), when it has one.
+fn permission_mode(text: &str) -> Option<String> {
+    serde_json::from_str::<serde_json::Value>(text)
+        .ok()?
+        .get("permission_mode")?
+        .as_str()
+        .map(str::to_owned)
 }
 
 fn read_payload(input: &mut dyn Read) -> Result<String, crate::HookError> {
@@ -137,11 +162,7 @@ fn load_policy(project: &Path) -> Result<Policy, PolicyError> {
 }
 
 fn rotation(policy: &Policy) -> Rotation {
-    let settings = policy.log_settings();
-    Rotation {
-        rotate_bytes: settings.rotate_bytes,
-        keep: settings.keep,
-    }
+    policy.log_settings().into()
 }
 
 /// How a git hook call ended.
@@ -217,65 +238,64 @@ pub fn git_gate(
         unnamed: None,
     };
     let sentence = decide::reason(std::slice::from_ref(&judged), false, "git");
-    let (passed, final_decision, answered_by, message) = match verdict.decision {
-        Decision::Allow => (true, Decision::Allow, answered_by(&verdict), String::new()),
-        Decision::Ask | Decision::AgentReview if gate.ci => (
+    let question = format!(
+        "Chock: allow {}{}? The policy asks a person. [y/N] ",
+        gate.hook.action(),
+        subject
+            .as_deref()
+            .map(|s| format!(" to {s}"))
+            .unwrap_or_default()
+    );
+    // In CI the pull request's reviewer is the person a question goes to;
+    // at a terminal, the person there.
+    let person = |_: &chock_policy::Question| {
+        if gate.ci {
+            return Answer::Handed;
+        }
+        match ask_person(&question) {
+            Some(true) => Answer::Yes,
+            Some(false) => Answer::No,
+            None => Answer::Unavailable,
+        }
+    };
+    let person = std::cell::RefCell::new(person);
+    let settled = chock_gate::settle(
+        Route::Hook,
+        &verdict,
+        &|q: &chock_policy::Question| (person.borrow_mut())(q),
+        || chock_policy::Question {
+            action: gate.hook.action().to_owned(),
+            decision: verdict.decision,
+            summary: String::new(),
+            detail: Vec::new(),
+            rules: verdict.suggestion.iter().cloned().collect(),
+        },
+    );
+    let action = gate.hook.action();
+    let (passed, message) = match settled.outcome {
+        Outcome::Go | Outcome::NoObjection => (true, String::new()),
+        Outcome::Prompt => (
             true,
-            verdict.decision,
-            answered_by(&verdict),
             format!(
-                "chock: {} would ask a person; in CI the pull request's reviewer is that person",
-                gate.hook.action()
+                "chock: {action} would ask a person; in CI the pull request's reviewer is that person"
             ),
         ),
-        Decision::Ask | Decision::AgentReview => {
-            let question = format!(
-                "Chock: allow {}{}? The policy asks a person. [y/N] ",
-                gate.hook.action(),
-                subject
-                    .as_deref()
-                    .map(|s| format!(" to {s}"))
-                    .unwrap_or_default()
-            );
-            match ask_person(&question) {
-                Some(true) => (true, Decision::Allow, AnsweredBy::Person, String::new()),
-                Some(false) => (
-                    false,
-                    Decision::Deny,
-                    AnsweredBy::Person,
-                    format!("chock: {} refused by you", gate.hook.action()),
-                ),
-                None => (
-                    false,
-                    verdict.decision,
-                    AnsweredBy::Nobody,
-                    format!(
-                        "chock: {} needs a person's yes, and no terminal is there to ask.{}",
-                        gate.hook.action(),
-                        decide::change_sentence(&verdict)
-                    ),
-                ),
-            }
+        Outcome::Refused(Refused::PersonSaidNo) => {
+            (false, format!("chock: {action} refused by you"))
         }
-        Decision::AgentThenHuman | Decision::Deny => (
+        Outcome::Refused(Refused::Nobody | Refused::Cancelled) => (
             false,
-            Decision::Deny,
-            answered_by(&verdict),
-            format!("chock: {sentence}"),
+            format!(
+                "chock: {action} needs a person's yes, and no terminal is there to ask.{}",
+                decide::change_sentence(&verdict)
+            ),
         ),
+        Outcome::Refused(Refused::Denied | Refused::NoReviewer) => {
+            (false, format!("chock: {sentence}"))
+        }
     };
-    log.write(
-        &judged,
-        &asker,
-        final_decision.as_str(),
-        answered_by,
-        rotation,
-    );
+    log.write(&judged, &asker, &settled, rotation);
     GateReply { passed, message }
-}
-
-fn answered_by(verdict: &Verdict) -> AnsweredBy {
-    AnsweredBy::of_layer(verdict.decided_by.layer)
 }
 
 /// Writes this crate's lines to the decision log. A logging failure never
@@ -297,76 +317,76 @@ impl Logger {
         chock_log::append(&entry, rotation);
     }
 
-    fn entry(&self, action: &str, decision: &str, layer: &str, answered_by: AnsweredBy) -> Entry {
-        Entry {
-            route: ROUTE.to_owned(),
-            project: self.project.clone(),
-            action: action.to_owned(),
+    /// A line no rule decided (a stop, a failure, a person's stop or
+    /// resume), made by the gate as every other line is.
+    fn entry(
+        &self,
+        action: &str,
+        tool: Option<&str>,
+        end: (Decision, AnsweredBy),
+        subject: Option<String>,
+    ) -> Entry {
+        let key = Key {
             agent_kind: self.agent_kind.to_owned(),
             model: None,
-            tool: None,
-            decision: decision.to_owned(),
-            decided_by: chock_log::DecidedBy {
-                layer: layer.to_owned(),
-                file: None,
-                line: None,
-            },
-            answered_by,
-            subject: None,
-        }
+            tool: tool.map(str::to_owned),
+            action: action.to_owned(),
+        };
+        let verdict = chock_policy::Verdict::bare(end.0, chock_policy::Layer::Nothing);
+        chock_gate::line(
+            Route::Hook,
+            self.project.clone(),
+            &key,
+            &verdict,
+            end,
+            subject,
+        )
     }
 
     /// A call refused because Chock is stopped.
     fn stopped(&self, stopped: &InForce, tool: Option<&str>) {
-        let mut entry = self.entry(STOPPED, "deny", "stop", AnsweredBy::Person);
-        entry.tool = tool.map(str::to_owned);
+        let mut entry = self.entry(STOPPED, tool, (Decision::Deny, AnsweredBy::Person), None);
+        entry.decided_by.layer = "stop".to_owned();
         entry.decided_by.file = Some(stopped.file.display().to_string());
         self.append(entry, Rotation::default());
     }
 
     /// A call refused because Chock could not decide it.
     fn failure(&self, reason: &str, tool: Option<&str>, rotation: Rotation) {
-        let mut entry = self.entry(decide::UNNAMED, "deny", "nothing", AnsweredBy::Nobody);
-        entry.tool = tool.map(str::to_owned);
-        entry.subject = Some(reason.to_owned());
+        let entry = self.entry(
+            decide::UNNAMED,
+            tool,
+            (Decision::Deny, AnsweredBy::Nobody),
+            Some(reason.to_owned()),
+        );
         self.append(entry, rotation);
     }
 
-    /// One line per act of a call, each with the answer the agent got for it.
+    /// One line per act of a call, each as the gate ended it.
     fn judged(&self, judged: &[Judged], asker: &Asker<'_>, can_ask: bool, rotation: Rotation) {
         for one in judged {
-            let answer = decide::act_answer(&one.verdict, can_ask);
-            self.write(
-                one,
-                asker,
-                answer.as_str(),
-                answered_by(&one.verdict),
-                rotation,
-            );
+            self.write(one, asker, &decide::settle(&one.verdict, can_ask), rotation);
         }
     }
 
-    fn write(
-        &self,
-        judged: &Judged,
-        asker: &Asker<'_>,
-        decision: &str,
-        answered_by: AnsweredBy,
-        rotation: Rotation,
-    ) {
+    fn write(&self, judged: &Judged, asker: &Asker<'_>, settled: &Settled, rotation: Rotation) {
         let key = Key {
             agent_kind: self.agent_kind.to_owned(),
             model: asker.model.map(str::to_owned),
             tool: asker.tool.map(str::to_owned),
             action: judged.action.clone(),
         };
-        let mut entry = Entry::decided(ROUTE, self.project.clone(), &key, &judged.verdict);
-        entry.decision = decision.to_owned();
-        entry.answered_by = answered_by;
-        entry.subject = match (&judged.subject, &judged.unnamed) {
+        let subject = match (&judged.subject, &judged.unnamed) {
             (Some(subject), Some(why)) => Some(format!("{subject}: {why}")),
             (subject, _) => subject.clone(),
         };
+        let entry = settled.entry(
+            Route::Hook,
+            self.project.clone(),
+            &key,
+            &judged.verdict,
+            subject,
+        );
         self.append(entry, rotation);
     }
 }
@@ -378,7 +398,11 @@ pub const STOPPED: &str = "chock.stopped";
 /// what (`chock.stop` or `chock.resume`) and which file.
 pub fn log_stop_change(project: &Path, action: &str, file: &Path) {
     let logger = Logger::new(project, "person");
-    let mut entry = logger.entry(action, "allow", "nothing", AnsweredBy::Person);
-    entry.subject = Some(file.display().to_string());
+    let entry = logger.entry(
+        action,
+        None,
+        (Decision::Allow, AnsweredBy::Person),
+        Some(file.display().to_string()),
+    );
     logger.append(entry, Rotation::default());
 }

@@ -1,8 +1,8 @@
-//! No input makes the shell reader, the payload reader or the hook-file
-//! editors panic: an agent's command line and a person's settings file are
-//! untrusted text. The fuzz corpora kept in the repository
-//! (`fuzz/corpus/payload`, `fuzz/corpus/shell`) go through the same checks
-//! the fuzz targets run (`fuzz/check/`), then proptest's inputs.
+//! No input makes the payload reader or the hook-file editors panic: an
+//! agent's payload and a person's settings file are untrusted text. The
+//! fuzz corpus kept in the repository (`fuzz/corpus/payload`) goes through
+//! the check the fuzz target runs (`fuzz/check/`), then proptest's inputs.
+//! (The shell reader's are chock-shell's.)
 
 use std::path::Path;
 
@@ -13,8 +13,6 @@ use proptest::prelude::*;
 
 #[path = "../fuzz/check/payload.rs"]
 mod payload;
-#[path = "../fuzz/check/shell.rs"]
-mod shell_check;
 
 #[test]
 fn the_payload_corpus_reads_without_panicking() {
@@ -26,65 +24,8 @@ fn the_payload_corpus_reads_without_panicking() {
     );
 }
 
-#[test]
-fn the_shell_corpus_reads_without_panicking() {
-    replay_fuzz_corpus(
-        env!("CARGO_MANIFEST_DIR"),
-        "shell",
-        200,
-        shell_check::read_shell,
-    );
-}
-
-/// Pieces of shell syntax, so the generated text reaches deep into the grammar.
-fn shellish() -> impl Strategy<Value = String> {
-    let piece = prop_oneof![
-        Just("rm -rf ~".to_owned()),
-        Just("cd /tmp".to_owned()),
-        Just(" && ".to_owned()),
-        Just(" || ".to_owned()),
-        Just(" | ".to_owned()),
-        Just("; ".to_owned()),
-        Just("$(".to_owned()),
-        Just(")".to_owned()),
-        Just("`".to_owned()),
-        Just("'".to_owned()),
-        Just("\"".to_owned()),
-        Just("<<EOF\n".to_owned()),
-        Just("\nEOF\n".to_owned()),
-        Just("${x:-".to_owned()),
-        Just("}".to_owned()),
-        Just("{ ".to_owned()),
-        Just("(".to_owned()),
-        Just("sudo ".to_owned()),
-        Just("env A=1 ".to_owned()),
-        Just("xargs ".to_owned()),
-        Just("sh -c ".to_owned()),
-        Just("> out".to_owned()),
-        Just("2>&1".to_owned()),
-        Just("$((1+".to_owned()),
-        Just("\\".to_owned()),
-        Just("for i in a; do ".to_owned()),
-        Just("; done".to_owned()),
-        Just("case x in a) ".to_owned()),
-        Just(";; esac".to_owned()),
-        "[a-z./~*?$ ]{0,6}",
-    ];
-    prop::collection::vec(piece, 0..24).prop_map(|pieces| pieces.concat())
-}
-
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(500))]
-
-    #[test]
-    fn the_shell_reader_never_panics(command in shellish()) {
-        shell_check::read_shell(command.as_bytes());
-    }
-
-    #[test]
-    fn arbitrary_bytes_never_panic_the_shell_reader(command in "\\PC{0,200}") {
-        shell_check::read_shell(command.as_bytes());
-    }
 
     #[test]
     fn payloads_never_panic(text in "\\PC{0,300}") {

@@ -13,8 +13,9 @@ pub struct Asking {
     pub agent_kind: String,
     pub model: Option<String>,
     pub tool: Option<String>,
-    /// The decision log's route: `inputs` at session start, `build` at build time.
-    pub route: String,
+    /// The decision log's route: `inputs` at session start, `build` at
+    /// build time (or the route of the command that needed the build).
+    pub route: chock_gate::Route,
 }
 
 impl Asking {
@@ -24,7 +25,7 @@ impl Asking {
             agent_kind: "main".into(),
             model: None,
             tool: None,
-            route: "inputs".into(),
+            route: chock_gate::Route::Inputs,
         }
     }
 
@@ -34,7 +35,7 @@ impl Asking {
             agent_kind: "main".into(),
             model: None,
             tool: tool.map(str::to_string),
-            route: "build".into(),
+            route: chock_gate::Route::Build,
         }
     }
 

@@ -3,11 +3,10 @@
 //!
 //! fix, Chock's evaluator, has no fetcher: a flake input reaches an
 //! evaluation only when it is already in the store. This crate puts it
-//! there. It reads the project's `flake.lock` ([`Lock`], bounded, `follows`
-//! resolved), turns each node into the hosts it is fetched from
-//! ([`Input`], [`Source`]; a node that names no host is refused, naming the
-//! input), answers each host under `nix.net.eval.<reversed host>.<port>`
-//! and the either-phase name, fetches what was allowed ([`Fetcher`]), and
+//! there. It reads the project's `flake.lock` with chock-flakelock ([`Lock`],
+//! [`Input`], [`Source`]: each node and the hosts it is fetched from; a node
+//! that names no host is refused, naming the input), answers each host
+//! under `nix.net.eval.<reversed host>.<port>` and the either-phase name, fetches what was allowed ([`Fetcher`]), and
 //! adds a tree to the store only when its NAR hash is the lock's `narHash`.
 //!
 //! The two moments, on one [`FlakeInputs`] kept for the session:
@@ -35,29 +34,29 @@
 mod decide;
 #[cfg(feature = "fetch")]
 mod fetch;
-mod lock;
 #[cfg(feature = "fetch")]
 mod progress;
 #[cfg(feature = "fetch")]
 mod report;
 #[cfg(feature = "fetch")]
 mod session;
-mod source;
 #[cfg(feature = "fetch")]
 mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
 
+pub use chock_flakelock::{
+    DEFAULT_NAME, Fetch, Follows, Input, InputRefusal, InputType, Location, Lock, LockError,
+    LockedNode, MAX_LOCK_BYTES, MAX_NODES, Refusal, Source,
+};
 pub use decide::{Asking, HostVerdict, decide_host};
 #[cfg(feature = "fetch")]
 pub use fetch::{FetchError, Fetcher, HopGate, Limits};
-pub use lock::{Follows, Lock, LockError, LockedNode, MAX_LOCK_BYTES, MAX_NODES};
 #[cfg(feature = "fetch")]
-pub use progress::{Event, Progress, Silent};
+pub use progress::{Event, Progress, Silent, Traced};
 #[cfg(feature = "fetch")]
 pub use report::{HostAnswer, InputReport, InputState, Report};
 #[cfg(feature = "fetch")]
 pub use session::{BuildFetchError, Env, FlakeInputs, HostPort, LOCK_FILE, Wanted};
-pub use source::{DEFAULT_NAME, Fetch, Input, InputRefusal, InputType, Location, Refusal, Source};
 #[cfg(feature = "fetch")]
 pub use store::valid_paths;

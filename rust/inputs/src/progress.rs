@@ -27,6 +27,27 @@ impl Progress for Silent {
     fn event(&self, _input: &str, _event: Event<'_>) {}
 }
 
+/// Reports each step as a tracing event of target `chock_progress`, which
+/// the binary draws on a terminal and `--verbose` logs. Byte counts are left
+/// out: a fetch at build time shows what it is doing, not how far it is.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Traced;
+
+impl Progress for Traced {
+    fn event(&self, input: &str, event: Event<'_>) {
+        match event {
+            Event::Start { from, .. } => {
+                tracing::info!(target: "chock_progress", "{input}: fetching {from}")
+            }
+            Event::Stage(stage) => tracing::info!(target: "chock_progress", "{input}: {stage}"),
+            Event::Done { message, .. } => {
+                tracing::info!(target: "chock_progress", "{input}: {message}")
+            }
+            Event::Bytes(_) => {}
+        }
+    }
+}
+
 /// One input's view of a [`Progress`].
 pub(crate) struct Reporter<'a> {
     pub(crate) progress: &'a dyn Progress,

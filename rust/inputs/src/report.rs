@@ -5,7 +5,7 @@ use chock_policy::{Decision, Verdict};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::source::{Input, InputRefusal};
+use chock_flakelock::{Input, InputRefusal};
 
 /// Every input of the lock and every host asked about.
 #[derive(Debug, Clone)]
@@ -162,6 +162,7 @@ impl HostAnswer {
             AnsweredBy::Default => "by a shipped default",
             AnsweredBy::Person => "by a person",
             AnsweredBy::Nobody => "and nobody could be asked",
+            AnsweredBy::Client => "and the client dismissed the question with no person answering",
         };
         let mut text = format!(
             "{}:{} (for {}) is {}, answered {} {by}",

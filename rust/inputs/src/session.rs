@@ -18,8 +18,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use chock_log::{AnsweredBy, Entry, Log};
-use chock_policy::{Answer, Asker, Decision, Endpoint, Policy, Question, Verdict};
+use chock_gate::{Outcome, Refused};
+use chock_log::{AnsweredBy, Log};
+use chock_policy::{Asker, Decision, Endpoint, Policy, Question, Verdict};
 use chock_store::StorePath;
 use chock_store::daemon::{DaemonConnection, DaemonError};
 use futures_util::StreamExt;
@@ -27,11 +28,11 @@ use futures_util::stream::FuturesUnordered;
 
 use crate::decide::{Asking, HostVerdict, decide_host};
 use crate::fetch::{FetchError, Fetcher, HopGate, Limits};
-use crate::lock::{Lock, LockError};
-use crate::progress::{Event, Progress, Reporter, Silent};
+use crate::progress::{Event, Progress, Reporter, Traced};
 use crate::report::{HostAnswer, InputReport, InputState, Report};
-use crate::source::{Input, Source};
 use crate::store;
+use chock_flakelock::{Input, Source};
+use chock_flakelock::{Lock, LockError};
 
 /// The lock file, in the project's root.
 pub const LOCK_FILE: &str = "flake.lock";
@@ -194,7 +195,7 @@ impl FlakeInputs {
 
     /// Build time for a build whose evaluation found `paths` missing: the
     /// fetcher from the environment, a connection to the daemon, then
-    /// [`FlakeInputs::at_build`] with no progress shown (the build reports).
+    /// [`FlakeInputs::at_build`], each step a tracing event ([`Traced`]).
     /// What `chock build` and the tool server's builds both do.
     pub async fn fetch_for_build(
         &mut self,
@@ -209,7 +210,7 @@ impl FlakeInputs {
             policy,
             log,
             fetcher: &fetcher,
-            progress: &Silent,
+            progress: &Traced,
         };
         let mut conn = chock_store::daemon::connect().await?;
         let wanted = Wanted::Paths(paths);
@@ -341,13 +342,10 @@ impl FlakeInputs {
                 answers.push(answer);
                 continue;
             }
-            if asker.is_some()
-                && !answer.granted
-                && answer
-                    .verdict
-                    .as_ref()
-                    .is_some_and(|v| v.decision > Decision::Deny)
-            {
+            let asks = answer.verdict.as_ref().is_some_and(|v| {
+                chock_gate::before_asking(logger.asking.route, v) == chock_gate::Step::Ask
+            });
+            if asker.is_some() && asks {
                 undecided.push(answers.len());
             } else {
                 logger.write(&answer);
@@ -362,19 +360,13 @@ impl FlakeInputs {
                 let Some(answer) = answers.get_mut(i) else {
                     continue;
                 };
-                match reply {
-                    Answer::Yes => {
-                        answer.answered_by = AnsweredBy::Person;
-                        answer.decision = Decision::Allow;
-                        answer.granted = true;
-                    }
-                    Answer::No => {
-                        answer.answered_by = AnsweredBy::Person;
-                        answer.decision = Decision::Deny;
-                        self.refused_by_person
-                            .insert((answer.host.clone(), answer.port), answer.action.clone());
-                    }
-                    Answer::Unavailable => answer.answered_by = AnsweredBy::Nobody,
+                let heard = chock_gate::heard(answer.decision, reply);
+                answer.answered_by = heard.answered_by;
+                answer.decision = heard.decision;
+                answer.granted = heard.goes();
+                if heard.outcome == Outcome::Refused(Refused::PersonSaidNo) {
+                    self.refused_by_person
+                        .insert((answer.host.clone(), answer.port), answer.action.clone());
                 }
                 logger.write(answer);
             }
@@ -501,29 +493,20 @@ struct Logger<'a> {
 impl Logger<'_> {
     fn write(&self, answer: &HostAnswer) {
         let key = self.asking.key(&answer.action);
-        let project = self.project.clone();
-        let route = self.asking.route.clone();
-        let mut entry = match &answer.verdict {
-            Some(verdict) => Entry::decided(route, project, &key, verdict),
-            None => Entry::decided(
-                route,
-                project,
-                &key,
-                &Verdict {
-                    decision: answer.decision,
-                    decided_by: chock_policy::DecidedBy::nothing(),
-                    suggestion: None,
-                },
-            ),
-        };
-        entry.decision = answer.decision.as_str().to_string();
-        entry.answered_by = answer.answered_by;
-        entry.subject = Some(format!(
-            "{}:{} for {}",
-            answer.host,
-            answer.port,
-            answer.inputs.join(", ")
-        ));
+        let unnamed = Verdict::bare(answer.decision, chock_policy::Layer::Nothing);
+        let entry = chock_gate::line(
+            self.asking.route,
+            self.project.clone(),
+            &key,
+            answer.verdict.as_ref().unwrap_or(&unnamed),
+            (answer.decision, answer.answered_by),
+            Some(format!(
+                "{}:{} for {}",
+                answer.host,
+                answer.port,
+                answer.inputs.join(", ")
+            )),
+        );
         self.log.append(&entry);
     }
 }

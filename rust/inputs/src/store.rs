@@ -17,7 +17,7 @@ use chock_store::nar;
 use chock_store::{ContentAddress, FileIngestionMethod, FixedOutputHash, StorePath};
 
 use crate::fetch::{FetchError, blocking};
-use crate::source::Source;
+use chock_flakelock::Source;
 
 /// Which of `paths` the store holds already.
 pub async fn valid_paths(

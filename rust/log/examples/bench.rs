@@ -53,13 +53,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
 fn run(scratch: &Path, lines: usize, appends: usize) -> Result<(), Box<dyn std::error::Error>> {
     let plain = plain_append_rate(&scratch.join("plain"), appends)?;
-    let one = append_rate(&scratch.join("one"), appends, 1)?;
+    let one = append_rate(&scratch.join("one"), appends, 1, Rotation::default())?;
     println!(
         "appends, 1 writer:  {one:.0} per second ({appends} appends, each taking the lock); plain O_APPEND writes of the same lines: {plain:.0} per second; ratio {:.2}x the time",
         plain / one
     );
-    let many = append_rate(&scratch.join("many"), appends, WRITERS)?;
+    let many = append_rate(&scratch.join("many"), appends, WRITERS, Rotation::default())?;
     println!("appends, {WRITERS} writers: {many:.0} per second in all ({appends} appends)");
+    // `.log.fsync = true`: a disk flush per line, on the disk TMPDIR is on.
+    let synced = Rotation {
+        fsync: true,
+        ..Rotation::default()
+    };
+    let fsync_appends = (appends / 20).max(100);
+    let fsync = append_rate(&scratch.join("fsync"), fsync_appends, 1, synced)?;
+    println!(
+        "appends with .log.fsync, 1 writer: {fsync:.0} per second ({fsync_appends} appends); {:.1}x the time of appends without it",
+        one / fsync
+    );
 
     let dir = scratch.join("verify");
     let bytes = write_chained(&dir, lines)?;
@@ -111,8 +122,9 @@ fn append_rate(
     dir: &Path,
     total: usize,
     writers: usize,
+    rotation: Rotation,
 ) -> Result<f64, Box<dyn std::error::Error>> {
-    let log = Log::at(dir, Rotation::default());
+    let log = Log::at(dir, rotation);
     let each = total / writers;
     let started = Instant::now();
     std::thread::scope(|scope| {

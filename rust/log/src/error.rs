@@ -21,9 +21,14 @@ pub enum LogError {
     /// A log file could not be read.
     #[error("cannot read {path}: {source}; check its owner and permissions")]
     Read { path: PathBuf, source: io::Error },
-    /// The line could not be written.
-    #[error("cannot write to {path}: {source}; check free space and permissions")]
-    Write { path: PathBuf, source: io::Error },
+    /// The line could not be written. What a short write left was cut off
+    /// again, unless `cut` says why that failed too.
+    #[error("cannot write to {path}: {source}{}; check free space and permissions", cut_failed(.cut))]
+    Write {
+        path: PathBuf,
+        source: io::Error,
+        cut: Option<io::Error>,
+    },
     /// The lock could not be taken for a reason other than another writer holding it.
     #[error("cannot lock {path}: {source}; the file system may not support flock")]
     Lock { path: PathBuf, source: io::Error },
@@ -33,4 +38,10 @@ pub enum LogError {
     /// The record could not be turned into JSON.
     #[error("cannot encode the decision as JSON: {0}")]
     Encode(#[from] serde_json::Error),
+}
+
+fn cut_failed(cut: &Option<io::Error>) -> String {
+    cut.as_ref()
+        .map(|e| format!(" (and a part written could not be cut off again: {e})"))
+        .unwrap_or_default()
 }

@@ -49,22 +49,37 @@ pub use record::{AnsweredBy, DecidedBy, Entry, Head, HeadError, Record, Sha256Ha
 pub use records::{LogLine, Records};
 pub use verify::{Break, BreakKind, ChainStart, KeptHead, SeqPrev, Verification};
 
-/// When the current file is rotated and how many rotated files are kept
-/// (`.log = .{ .rotate_bytes = N, .keep = K }` in config.zon).
+/// When the current file is rotated, how many rotated files are kept, and
+/// whether every line is synced to the disk
+/// (`.log = .{ .rotate_bytes = N, .keep = K, .fsync = B }` in config.zon).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rotation {
     /// The current file is rotated before a line would take it past this size.
     pub rotate_bytes: u64,
     /// How many rotated files (`decisions.1.jsonl` ...) are kept; older ones are removed.
     pub keep: u32,
+    /// `fdatasync` the file after each line (and the folder after a
+    /// rotation), under the lock, before the append returns.
+    pub fsync: bool,
 }
 
 impl Default for Rotation {
-    /// 8 MiB, 8 files kept.
+    /// 8 MiB, 8 files kept, no fsync.
     fn default() -> Rotation {
         Rotation {
             rotate_bytes: 8 << 20,
             keep: 8,
+            fsync: false,
+        }
+    }
+}
+
+impl From<chock_policy::LogSettings> for Rotation {
+    fn from(settings: chock_policy::LogSettings) -> Rotation {
+        Rotation {
+            rotate_bytes: settings.rotate_bytes,
+            keep: settings.keep,
+            fsync: settings.fsync,
         }
     }
 }
@@ -218,12 +233,14 @@ pub fn append(entry: &Entry, rotation: Rotation) -> Option<Appended> {
     }
 }
 
-/// Says the first logging trouble in this process on stderr, and later ones
-/// only to `tracing`, so a broken log does not flood an agent's terminal.
+/// Says the first logging trouble in this process on stderr, plainly, and
+/// later ones only to `tracing` at debug level (`-v` or `CHOCK_LOG=debug`
+/// shows them), so a broken log does not flood an agent's terminal: a
+/// decision of many acts reports an unwritable log once.
 fn report_once(message: &str) {
     static REPORTED: AtomicBool = AtomicBool::new(false);
     if REPORTED.swap(true, Ordering::Relaxed) {
-        tracing::warn!("{message}");
+        tracing::debug!("{message}");
     } else {
         eprintln!("chock: {message}");
     }

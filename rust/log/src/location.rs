@@ -9,6 +9,8 @@ use crate::LogError;
 pub const CURRENT: &str = "decisions.jsonl";
 /// Writers take this file's lock; it stays put while the log files rotate.
 pub const LOCK: &str = "decisions.lock";
+/// Writers line up here for the lock, first come first served.
+pub const QUEUE: &str = "decisions.queue";
 
 /// The log folder from the environment: `$CHOCK_STATE_DIR/log` when set,
 /// else `$XDG_STATE_HOME/chock/log`, else `~/.local/state/chock/log`.

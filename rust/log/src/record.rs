@@ -36,34 +36,6 @@ pub struct Entry {
     pub subject: Option<String>,
 }
 
-impl Entry {
-    /// The line for `key` answered by `verdict`, as the policy gave it: the
-    /// action, agent kind, model and tool from the key; the decision and
-    /// what decided from the verdict; answered by the rule's layer
-    /// ([`AnsweredBy::of_layer`]). The subject is left out. Where a person
-    /// answered in the end, or nobody could, the caller sets `decision` and
-    /// `answered_by` to that.
-    pub fn decided(
-        route: impl Into<String>,
-        project: impl Into<String>,
-        key: &chock_policy::Key,
-        verdict: &chock_policy::Verdict,
-    ) -> Entry {
-        Entry {
-            route: route.into(),
-            project: project.into(),
-            action: key.action.clone(),
-            agent_kind: key.agent_kind.clone(),
-            model: key.model.clone(),
-            tool: key.tool.clone(),
-            decision: verdict.decision.as_str().into(),
-            decided_by: DecidedBy::from(&verdict.decided_by),
-            answered_by: AnsweredBy::of_layer(verdict.decided_by.layer),
-            subject: None,
-        }
-    }
-}
-
 impl From<&chock_policy::DecidedBy> for DecidedBy {
     fn from(by: &chock_policy::DecidedBy) -> DecidedBy {
         DecidedBy {
@@ -97,6 +69,9 @@ pub enum AnsweredBy {
     Person,
     /// A question went unanswered (timed out, nobody there).
     Nobody,
+    /// The client dismissed the question without a person answering it
+    /// (an MCP elicitation answered `cancel`).
+    Client,
 }
 
 impl AnsweredBy {
@@ -118,6 +93,7 @@ impl AnsweredBy {
             AnsweredBy::Default => "default",
             AnsweredBy::Person => "person",
             AnsweredBy::Nobody => "nobody",
+            AnsweredBy::Client => "client",
         }
     }
 }
@@ -233,39 +209,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_policy_answer_becomes_a_line_with_its_layer_and_place() {
-        use chock_policy::{Decision, Key, Layer, Verdict};
-        let key = Key::new("call.write_file").with_tool("Write");
-        let verdict = Verdict {
-            decision: Decision::Allow,
-            decided_by: chock_policy::DecidedBy {
-                layer: Layer::Project,
-                file: Some("/src/demo/chock.zon".into()),
-                line: Some(7),
-                rule: Some(".{ .action = \"call.write_file\", .decision = .allow }".into()),
-            },
-            suggestion: None,
-        };
-        let mut expected = entry();
-        expected.agent_kind = "main".into();
-        assert_eq!(Entry::decided("cli", "/src/demo", &key, &verdict), expected);
-        let nothing = chock_policy::DecidedBy {
-            layer: Layer::Nothing,
-            file: None,
-            line: None,
+    fn a_layer_is_answered_by_its_kind_and_spelt_as_the_policy_spells_it() {
+        use chock_policy::Layer;
+        let by = chock_policy::DecidedBy {
+            layer: Layer::Project,
+            file: Some("/src/demo/chock.zon".into()),
+            line: Some(7),
             rule: None,
         };
-        let line = Entry::decided(
-            "mcp",
-            "/p",
-            &key,
-            &Verdict {
-                decided_by: nothing,
-                ..verdict
-            },
+        let line = DecidedBy::from(&by);
+        assert_eq!(
+            (line.layer.as_str(), line.file.as_deref(), line.line),
+            ("project", Some("/src/demo/chock.zon"), Some(7))
         );
-        assert_eq!(line.decided_by.layer, "nothing");
-        assert_eq!(line.answered_by, AnsweredBy::Nobody);
+        assert_eq!(AnsweredBy::of_layer(Layer::Nothing), AnsweredBy::Nobody);
         assert_eq!(AnsweredBy::of_layer(Layer::Default), AnsweredBy::Default);
         assert_eq!(AnsweredBy::of_layer(Layer::Org), AnsweredBy::Rule);
     }

@@ -308,7 +308,8 @@ pub fn verify(dir: &Path, kept: Option<Head>) -> Result<Verification, LogError> 
 /// Takes and drops the writers' lock, waiting at most [`crate::LOCK_WAIT`].
 fn wait_for_writers(dir: &Path) {
     if let Ok(file) = std::fs::File::open(dir.join(crate::location::LOCK)) {
-        let _ = crate::lock::with_exclusive(file, crate::LOCK_WAIT, |_| ());
+        let turn = crate::lock::Turn::lock_only(file);
+        let _ = crate::lock::with_turn(turn, crate::LOCK_WAIT, || false, |_| ());
     }
 }
 

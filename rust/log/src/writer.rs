@@ -2,12 +2,12 @@
 
 use std::fs::{DirBuilder, File, OpenOptions};
 use std::io::{self, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use crate::lines::Backward;
-use crate::location::{CURRENT, LOCK, rotated_files, rotated_name};
+use crate::location::{CURRENT, LOCK, QUEUE, rotated_files, rotated_name};
 use serde::Serialize;
 
 use crate::record::{Entry, Head, Sha256Hash};
@@ -37,8 +37,19 @@ pub fn append(
     let body = encode_body(&ts, entry)?;
     let lock_path = dir.join(LOCK);
     let lock_file = open_private(&lock_path, false)?;
+    let queue_file = open_private(&dir.join(QUEUE), false)?;
+    let turn = lock::Turn::queued(lock_file, queue_file);
     let owned_dir = dir.to_owned();
-    let written = lock::with_exclusive(lock_file, lock_wait, move |unlocked| {
+    let current_path = dir.join(CURRENT);
+    let mut last_seen = None;
+    // The log moved when the current file is another one or another size.
+    let moved = move || {
+        let now = std::fs::metadata(&current_path)
+            .ok()
+            .map(|meta| (meta.dev(), meta.ino(), meta.len()));
+        last_seen.replace(now) != Some(now)
+    };
+    let written = lock::with_turn(turn, lock_wait, moved, move |unlocked| {
         write_line(&owned_dir, rotation, &body, unlocked)
     })
     .map_err(|source| LogError::Lock {
@@ -70,30 +81,38 @@ fn write_line(
     unlocked: lock::Unlocked,
 ) -> Result<Written, LogError> {
     let current_path = dir.join(CURRENT);
-    let mut current = open_private(&current_path, true)?;
-    let size = current
-        .metadata()
-        .map_err(|source| LogError::Read {
-            path: current_path.clone(),
-            source,
-        })?
-        .len();
-    let reader = current.try_clone().map_err(|source| LogError::Read {
-        path: current_path.clone(),
+    let read_error = |source| LogError::Read {
+        path: dir.join(CURRENT),
         source,
-    })?;
-    let mut point = chain_point(dir, reader, size)?;
+    };
     let locked = unlocked.is_none();
-    let unchained = unlocked.or(point.unreadable.take());
-    let line = encode_line(point.next_seq, point.prev, unchained.as_deref(), body)?;
-    // Only a lock holder rotates: a writer without it must not move files
-    // under the one that has it.
-    let grown = size + line.len() as u64 + 2;
-    if locked && size > 0 && grown > rotation.rotate_bytes {
-        rotate(dir, rotation.keep)?;
-        current = open_private(&current_path, true)?;
-        point.torn = false;
-    }
+    let mut current = open_private(&current_path, true)?;
+    let (point, line, unchained, start) = loop {
+        let size = current.metadata().map_err(read_error)?.len();
+        let reader = current.try_clone().map_err(read_error)?;
+        let mut point = chain_point(dir, reader, size)?;
+        let unchained = unlocked.clone().or(point.unreadable.take());
+        let line = encode_line(point.next_seq, point.prev, unchained.as_deref(), body)?;
+        // Only a lock holder rotates: a writer without it must not move
+        // files under the one that has it.
+        let grown = size + line.len() as u64 + 2;
+        if locked && size > 0 && grown > rotation.rotate_bytes {
+            rotate(dir, rotation.keep)?;
+            current = open_private(&current_path, true)?;
+            if rotation.fsync {
+                // The renames and the new file's name reach the disk too.
+                sync(&File::open(dir).map_err(read_error)?, dir)?;
+            }
+            point.torn = false;
+            let start = current.metadata().map_err(read_error)?.len();
+            break (point, line, unchained, start);
+        }
+        // A line written meanwhile by a writer without the lock (or, for
+        // that writer, by the holder) changes the tail: chain to the new one.
+        if current.metadata().map_err(read_error)?.len() == size {
+            break (point, line, unchained, size);
+        }
+    };
     let mut out = Vec::with_capacity(line.len() + 2);
     if point.torn {
         // End the torn fragment so that this line starts on a line of its own.
@@ -102,15 +121,67 @@ fn write_line(
     out.extend_from_slice(&line);
     out.push(b'\n');
     // One write with O_APPEND: the line and its newline land together.
-    current.write_all(&out).map_err(|source| LogError::Write {
-        path: current_path,
-        source,
-    })?;
+    let mut written = 0;
+    while written < out.len() {
+        let failed = match current.write(&out[written..]) {
+            Ok(0) => io::Error::from(io::ErrorKind::WriteZero),
+            Ok(n) => {
+                written += n;
+                continue;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => e,
+        };
+        return Err(cut_back(
+            &current,
+            current_path,
+            failed,
+            locked,
+            start,
+            written,
+        ));
+    }
+    if rotation.fsync {
+        sync(&current, &current_path)?;
+    }
     Ok(Written {
         seq: point.next_seq,
         line,
         unchained,
     })
+}
+
+/// `fdatasync`: what was written is on the disk when it returns.
+fn sync(file: &File, path: &Path) -> Result<(), LogError> {
+    file.sync_data().map_err(|source| LogError::Write {
+        path: path.to_owned(),
+        source,
+        cut: None,
+    })
+}
+
+/// The error for a write that failed after `written` bytes of it landed at
+/// `start`. A short write (a full disk) must not leave a fragment that reads
+/// as a crash for ever: the lock holder cuts the file back to where its
+/// write began, so the chain goes on once there is room again. Only when
+/// nothing was appended after those bytes; a writer without the lock cuts
+/// nothing.
+fn cut_back(
+    current: &File,
+    path: std::path::PathBuf,
+    source: io::Error,
+    locked: bool,
+    start: u64,
+    written: usize,
+) -> LogError {
+    let cut = match current.metadata() {
+        Ok(meta) if locked && written > 0 && meta.len() == start + written as u64 => {
+            current.set_len(start).err()
+        }
+        Ok(_) => None,
+        Err(e) => Some(e),
+    };
+    LogError::Write { path, source, cut }
 }
 
 /// The part of a line after the chain fields: `"ts":...,<entry fields>}`.
@@ -229,10 +300,14 @@ fn make_dir(dir: &Path) -> Result<(), LogError> {
         })
 }
 
+/// Opens `path` for reading and for appending (a log file), or for reading
+/// and writing at any offset (the lock and the queue: `pwrite` on a file
+/// opened `O_APPEND` would append instead).
 fn open_private(path: &Path, append: bool) -> Result<File, LogError> {
     let mut options = OpenOptions::new();
+    options.read(true);
     if append {
-        options.read(true).append(true);
+        options.append(true);
     } else {
         options.write(true);
     }

@@ -208,6 +208,7 @@ fn rotation_in_the_middle_of_a_run_keeps_the_chain_across_files() {
     let rotation = Rotation {
         rotate_bytes: 2000,
         keep: 3,
+        fsync: false,
     };
     let log = Log::at(dir.path(), rotation);
     for i in 1..=20 {
@@ -263,6 +264,7 @@ fn a_missing_rotated_file_is_a_deletion_at_the_next_files_first_line() {
         Rotation {
             rotate_bytes: 1500,
             keep: 8,
+            fsync: false,
         },
     );
     for i in 1..=30 {
@@ -279,6 +281,7 @@ fn lowering_keep_removes_older_files_at_the_next_rotation() {
     let wide = Rotation {
         rotate_bytes: 1500,
         keep: 8,
+        fsync: false,
     };
     let log = Log::at(dir.path(), wide);
     for i in 1..=30 {
@@ -302,6 +305,7 @@ fn keep_zero_keeps_no_history_and_the_chain_says_where_it_starts() {
         Rotation {
             rotate_bytes: 1000,
             keep: 0,
+            fsync: false,
         },
     );
     for i in 1..=10 {

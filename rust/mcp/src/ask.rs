@@ -93,6 +93,9 @@ pub enum Reply {
     No,
     /// Nobody answered; the reason is said to the agent and the act refused.
     Unanswered(String),
+    /// The client dismissed the question (an elicitation answered `cancel`)
+    /// and no `chock approve` was there to ask instead: no person answered.
+    Cancelled,
 }
 
 /// How long a question waits for a person before it counts as unanswered.
@@ -106,18 +109,24 @@ pub struct Askers {
 }
 
 impl Askers {
-    /// Asks through the client when it elicits, else `chock approve` when one
-    /// is watching; `None` when neither can be reached.
+    /// Asks through the client when it elicits, else (or when the client
+    /// dismisses the question) `chock approve` when one is watching; `None`
+    /// when neither can be reached.
     pub async fn ask(&self, peer: &Peer<RoleServer>, question: &Asked) -> Option<Reply> {
-        if peer
+        let elicited = if peer
             .supported_elicitation_modes()
             .contains(&ElicitationMode::Form)
         {
-            return Some(elicit(peer, question, self.timeout).await);
-        }
+            match elicit(peer, question, self.timeout).await {
+                Reply::Cancelled => Some(Reply::Cancelled),
+                reply => return Some(reply),
+            }
+        } else {
+            None
+        };
         match &self.approve {
             Some(hub) if hub.watched() => Some(hub.ask(question.clone(), self.timeout).await),
-            _ => None,
+            _ => elicited,
         }
     }
 }
@@ -152,7 +161,11 @@ async fn elicit(peer: &Peer<RoleServer>, question: &Asked, timeout: Duration) ->
                     == Some(true);
                 if yes { Reply::Yes } else { Reply::No }
             }
-            _ => Reply::No,
+            // The person declined.
+            ElicitationAction::Decline => Reply::No,
+            // Dismissed, by a person or (Claude Code in print mode) by the
+            // client itself: nobody said no.
+            _ => Reply::Cancelled,
         },
         Err(e) => Reply::Unanswered(format!("the client's prompt failed: {e}")),
     }
@@ -173,8 +186,16 @@ pub struct CallAsker {
 }
 
 impl CallAsker {
-    /// Asks, and says why when nobody answered; `None` when nobody could be asked.
+    /// Asks, and says why when nobody answered; `None` when nobody could be
+    /// asked. Only `ask` and `agent_review` are put to a person
+    /// ([`chock_gate::askable`]); anything else is unanswered.
     pub fn ask_why(&self, question: &Question) -> Option<Reply> {
+        if !chock_gate::askable(question.decision) {
+            return Some(Reply::Unanswered(format!(
+                "a person is never asked about {}",
+                question.decision
+            )));
+        }
         let asked = Asked::new(question, &self.tool, &self.project);
         self.runtime.block_on(async {
             tokio::select! {
@@ -192,6 +213,7 @@ impl Asker for CallAsker {
         match self.ask_why(question) {
             Some(Reply::Yes) => Answer::Yes,
             Some(Reply::No) => Answer::No,
+            Some(Reply::Cancelled) => Answer::Cancelled,
             Some(Reply::Unanswered(_)) | None => Answer::Unavailable,
         }
     }

@@ -138,7 +138,7 @@ impl InputFetcher for SessionInputs<'_> {
             agent_kind: AGENT_KIND.into(),
             model: None,
             tool: Some(self.tool.into()),
-            route: ROUTE.into(),
+            route: ROUTE,
         };
         let paths = missing.iter().map(|m| m.path.clone()).collect();
         let asker = OffRuntime(self.asker);

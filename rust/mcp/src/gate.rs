@@ -1,8 +1,9 @@
 //! Deciding one act: the policy's answer, a person when it asks, one line
 //! in the decision log, and the sentence an agent reads when it is refused.
 
-use chock_log::{AnsweredBy, Entry};
-use chock_policy::{Decision, Key, Layer, Question, Reading, StartQuestion, Verdict};
+use chock_gate::{Outcome, Refused, Settled, Step};
+use chock_log::AnsweredBy;
+use chock_policy::{Answer, Key, Layer, Question, Reading, StartQuestion, Verdict};
 use rmcp::{Peer, RoleServer};
 use tokio_util::sync::CancellationToken;
 
@@ -90,25 +91,28 @@ fn change_sentence(verdict: &Verdict) -> String {
 }
 
 impl Session {
-    fn entry(
+    /// Writes the gate's line for `action` asked through `tool`, by the
+    /// agent `agent` (the client's name from `initialize`, `main` before a
+    /// client has said it).
+    fn record(
         &self,
-        act_tool: &str,
+        agent: &str,
+        tool: &str,
         action: &str,
         subject: Option<&str>,
         verdict: &Verdict,
-    ) -> Entry {
-        let key = Key::new(action).with_tool(act_tool);
-        let mut entry =
-            Entry::decided(ROUTE, self.project.dir.display().to_string(), &key, verdict);
-        entry.subject = subject.map(str::to_owned);
-        entry
-    }
-
-    fn record(&self, mut entry: Entry, decision: Decision, answered_by: AnsweredBy) {
-        entry.decision = decision.as_str().into();
-        entry.answered_by = answered_by;
+        settled: &Settled,
+    ) {
+        let key = Key::new(action).with_tool(tool).with_agent_kind(agent);
+        let entry = settled.entry(
+            ROUTE,
+            self.project.dir.display().to_string(),
+            &key,
+            verdict,
+            subject.map(str::to_owned),
+        );
         if self.log.append(&entry).is_none() {
-            tracing::warn!("the decision for {} was not logged", entry.action);
+            tracing::warn!("the decision for {action} was not logged");
         }
     }
 
@@ -145,11 +149,22 @@ impl Session {
         };
         let decision = answer.verdict.decision;
         if answer.verdict.decided_by.layer != Layer::Nothing {
-            let entry = self.entry(tool, &row.action, None, &answer.verdict);
-            self.record(
-                entry,
+            let settled = Settled {
+                outcome: if answer.granted {
+                    Outcome::Go
+                } else {
+                    Outcome::Refused(chock_gate::Refused::Denied)
+                },
                 decision,
-                AnsweredBy::of_layer(answer.verdict.decided_by.layer),
+                answered_by: AnsweredBy::of_layer(answer.verdict.decided_by.layer),
+            };
+            self.record(
+                AGENT_KIND,
+                tool,
+                &row.action,
+                None,
+                &answer.verdict,
+                &settled,
             );
         }
         (!answer.granted).then(|| Withheld {
@@ -172,9 +187,9 @@ impl Session {
         })
     }
 
-    /// Decides `act`, asks a person when the answer is `ask` and one can be
-    /// reached, and logs the final answer. `Ok` means go ahead; `Err` holds
-    /// the sentence the agent reads.
+    /// Decides `act` through the gate: asks a person when the answer is
+    /// `ask` or `agent_review` and one can be reached, and logs the end.
+    /// `Ok` means go ahead; `Err` holds the sentence the agent reads.
     pub async fn gate(
         &self,
         peer: &Peer<RoleServer>,
@@ -186,81 +201,80 @@ impl Session {
             .with_tool(act.tool)
             .with_agent_kind(AGENT_KIND);
         let verdict = self.policy.decide(&key, Reading::Act);
-        let entry = self.entry(act.tool, &act.action, act.subject.as_deref(), &verdict);
+        let agent = client_name(peer);
         let action = &act.action;
-        match verdict.decision {
-            Decision::Allow => {
-                self.record(
-                    entry,
-                    Decision::Allow,
-                    AnsweredBy::of_layer(verdict.decided_by.layer),
-                );
-                Ok(())
-            }
-            Decision::Deny => {
-                self.record(
-                    entry,
-                    Decision::Deny,
-                    AnsweredBy::of_layer(verdict.decided_by.layer),
-                );
-                Err(format!(
-                    "refused: {action} is denied by {}.{}",
-                    decided_by_words(&verdict),
-                    change_sentence(&verdict)
-                ))
-            }
-            Decision::AgentThenHuman => {
-                self.record(entry, verdict.decision, AnsweredBy::Nobody);
-                Err(format!(
-                    "refused: {action} needs a reviewer agent and then a person ({}), and chock mcp has no reviewer agent.{}",
-                    decided_by_words(&verdict),
-                    change_sentence(&verdict)
-                ))
-            }
-            // A reviewer agent's yes is asked of a person here: chock mcp has
-            // no reviewer, and a person is the stricter of the two.
-            Decision::Ask | Decision::AgentReview => {
-                if asking == Asking::NeverHop {
-                    self.record(entry, verdict.decision, AnsweredBy::Nobody);
-                    return Err(format!(
-                        "refused: a redirect led to {action}, which no rule allows, and a redirect hop is never asked (a page could otherwise ask at every hop).{}",
-                        change_sentence(&verdict)
-                    ));
-                }
+        let (settled, why) = match chock_gate::before_asking(ROUTE, &verdict) {
+            Step::Settled(settled) => (settled, None),
+            // A redirect hop is never asked: a page could otherwise ask at every hop.
+            Step::Ask if asking == Asking::NeverHop => (
+                chock_gate::heard(verdict.decision, Answer::Unavailable),
+                None,
+            ),
+            Step::Ask => {
                 let question = question(act, &verdict);
                 let asker = self.asker(peer, cancel, act.tool);
                 let heard = tokio::task::spawn_blocking(move || asker.ask_why(&question))
                     .await
                     .unwrap_or_else(|e| Some(Reply::Unanswered(format!("asking failed ({e})"))));
-                match heard {
-                    Some(Reply::Yes) => {
-                        self.record(entry, Decision::Allow, AnsweredBy::Person);
-                        Ok(())
-                    }
-                    Some(Reply::No) => {
-                        self.record(entry, Decision::Deny, AnsweredBy::Person);
-                        Err(format!(
-                            "refused by a person: {action} was asked about and the answer was no. Do not ask again for the same act; tell the person what you wanted it for."
-                        ))
-                    }
-                    Some(Reply::Unanswered(why)) => {
-                        self.record(entry, verdict.decision, AnsweredBy::Nobody);
-                        Err(format!(
-                            "refused: {action} needs a person's yes and {why}.{}",
-                            change_sentence(&verdict)
-                        ))
-                    }
-                    None => {
-                        self.record(entry, verdict.decision, AnsweredBy::Nobody);
-                        Err(format!(
-                            "refused: {action} needs a person's yes, and nobody can be asked: this client does not support MCP elicitation and no `chock approve` is running. Run `chock approve` in another terminal and call again.{}",
-                            change_sentence(&verdict)
-                        ))
-                    }
-                }
+                let (answer, why) = match heard {
+                    Some(Reply::Yes) => (Answer::Yes, None),
+                    Some(Reply::No) => (Answer::No, None),
+                    Some(Reply::Cancelled) => (Answer::Cancelled, None),
+                    Some(Reply::Unanswered(why)) => (Answer::Unavailable, Some(why)),
+                    None => (Answer::Unavailable, None),
+                };
+                (chock_gate::heard(verdict.decision, answer), why)
             }
+        };
+        self.record(
+            &agent,
+            act.tool,
+            action,
+            act.subject.as_deref(),
+            &verdict,
+            &settled,
+        );
+        let change = change_sentence(&verdict);
+        let by = decided_by_words(&verdict);
+        match settled.outcome {
+            Outcome::Go => Ok(()),
+            // Only a hook hands an act to its agent; here that would be a
+            // bug, and it fails closed.
+            Outcome::NoObjection | Outcome::Prompt => Err(format!(
+                "refused: {action} was left to the agent's own prompt, which chock mcp does not have; this is a bug in chock mcp"
+            )),
+            Outcome::Refused(Refused::Denied) => {
+                Err(format!("refused: {action} is denied by {by}.{change}"))
+            }
+            Outcome::Refused(Refused::NoReviewer) => Err(format!(
+                "refused: {action} needs a reviewer agent and then a person ({by}), and chock mcp has no reviewer agent, so nobody was asked.{change}"
+            )),
+            Outcome::Refused(Refused::PersonSaidNo) => Err(format!(
+                "refused by a person: {action} was asked about and the answer was no. Do not ask again for the same act; tell the person what you wanted it for."
+            )),
+            Outcome::Refused(Refused::Cancelled) => Err(format!(
+                "refused: {action} needs a person's yes, and {agent} dismissed the question without a person answering it (a client in print mode cancels every question); no `chock approve` is running to ask instead. Run `chock approve` in another terminal and call again, or add the rule.{change}"
+            )),
+            Outcome::Refused(Refused::Nobody) if asking == Asking::NeverHop => Err(format!(
+                "refused: a redirect led to {action}, which no rule allows, and a redirect hop is never asked (a page could otherwise ask at every hop).{change}"
+            )),
+            Outcome::Refused(Refused::Nobody) => Err(match why {
+                Some(why) => format!("refused: {action} needs a person's yes and {why}.{change}"),
+                None => format!(
+                    "refused: {action} needs a person's yes, and nobody can be asked: this client does not support MCP elicitation and no `chock approve` is running. Run `chock approve` in another terminal and call again.{change}"
+                ),
+            }),
         }
     }
+}
+
+/// The client's name, as it gave it in `initialize` (`clientInfo.name`);
+/// `main` when it gave none.
+pub fn client_name(peer: &Peer<RoleServer>) -> String {
+    peer.peer_info()
+        .map(|info| info.client_info.name.trim().to_owned())
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| AGENT_KIND.to_owned())
 }
 
 /// The policy's question for `act`: what a yes lets happen, what a person

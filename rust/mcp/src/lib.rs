@@ -31,6 +31,6 @@ pub use tools::TOOL_NAMES;
 pub use transport::MAX_MESSAGE_BYTES;
 
 /// The route every line this server writes to the decision log carries.
-pub const ROUTE: &str = "mcp";
+pub const ROUTE: chock_gate::Route = chock_gate::Route::Mcp;
 /// The agent kind the server asks as: the agent that talks to it is the main one.
 pub const AGENT_KIND: &str = "main";

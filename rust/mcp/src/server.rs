@@ -88,6 +88,17 @@ impl ServerHandler for ChockServer {
                 .result(Err(format!("refused: {}", withheld.why)))
                 .into());
         }
+        // An unknown tool is a protocol error (JSON-RPC -32602), as the MCP
+        // specification says, not a tool result.
+        if !tools::TOOL_NAMES.contains(&name.as_str()) {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "unknown tool `{name}`; this server's tools are {}",
+                    tools::TOOL_NAMES.join(", ")
+                ),
+                None,
+            ));
+        }
         let arguments = Value::Object(request.arguments.unwrap_or_default());
         let call = Call {
             session: &self.session,

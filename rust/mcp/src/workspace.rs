@@ -8,16 +8,25 @@
 //! of opening, not by a check that a concurrent rename could slip past. A
 //! link that stays inside is followed.
 //!
+//! Writes are stricter: each folder on the way is opened beneath the
+//! workspace descriptor with `openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS)`,
+//! so no link is followed at all, and what may not be written (the root's
+//! `chock.zon`, a git directory) is recognised by the (device, inode) of
+//! what was opened, not by its name. A concurrent swap of a folder for a
+//! link cannot redirect a write: the folder judged is the folder held.
+//!
 //! Writes go to a fresh file beside the target and are renamed over it, so a
 //! refused or failed write leaves the old file as it was, and `renameat`
 //! replaces a name without following it.
 
+use std::ffi::OsStr;
 use std::io::{Read, Write};
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use cap_std::ambient_authority;
-use cap_std::fs::{Dir, OpenOptions, Permissions};
+use cap_std::fs::Dir;
 
 use chock_policy::PROJECT_FILE;
 
@@ -53,6 +62,12 @@ pub enum FileError {
         "`{path}` is in the project's git directory, whose hooks and config git runs outside any sandbox on the person's next commit; the file tools never write there (git itself works through run_command, with hooks, config and info read-only)"
     )]
     GitDirectory { path: String },
+    #[error(
+        "`{path}` is or goes through a symbolic link, and the file tools never write through one (a link could lead outside the workspace, into the git directory or to chock.zon); give the real path"
+    )]
+    LinkOnPath { path: String },
+    #[error("`{path}` is not a regular file")]
+    NotAFile { path: String },
     #[error("`{path}`: the path holds a NUL byte or is empty")]
     BadPath { path: String },
     #[error("`{path}`: {source}")]
@@ -272,104 +287,390 @@ impl Workspace {
     }
 
     /// Writes `bytes` to `rel` whole: a fresh file beside it, renamed over
-    /// it. Folders on the way are made. `chock.zon` at the root and a link
-    /// that leads out are refused before anything is written.
+    /// it. Folders on the way are made. What is refused is decided on what
+    /// was opened (see [`Workspace::parent`] and [`Target`]), before
+    /// anything is written.
     pub fn write(&self, rel: &Path, bytes: &[u8]) -> Result<(), FileError> {
-        let rel = self.write_target(rel)?;
-        let (parent, name) = split(&rel)?;
-        let dir = match self.open_dir(parent) {
-            Err(FileError::NotFound { .. }) => {
-                self.root
-                    .create_dir_all(parent)
-                    .map_err(|e| io_error(parent, e))?;
-                self.open_dir(parent)?
-            }
-            opened => opened?,
-        };
-        let mode = match dir.symlink_metadata(name) {
-            Ok(meta) if meta.is_dir() => {
-                return Err(FileError::IsFolder {
-                    path: Self::show(&rel),
-                });
-            }
-            Ok(meta) => Some(meta.permissions()),
-            Err(_) => None,
-        };
-        let temp = format!(
-            ".{}.chock-{}-{}",
-            name.to_string_lossy(),
-            std::process::id(),
-            TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-        );
-        let result =
-            write_new(&dir, &temp, bytes, mode).and_then(|()| dir.rename(&temp, &dir, name));
-        if let Err(e) = result {
-            dir.remove_file(&temp).ok();
-            return Err(io_error(&rel, e));
-        }
+        let (parent, name) = split(rel)?;
+        let dir = self.parent(rel, parent, true)?;
+        let target = self.target(rel, &dir, name)?;
+        let temp = replace(&dir, name, bytes, target.mode, false).map_err(|e| io_error(rel, e))?;
+        debug_assert!(temp.is_none());
         Ok(())
     }
 
-    /// The file a write of `rel` changes: `rel` itself, or where a link
-    /// at `rel` points when that stays inside.
-    fn write_target(&self, rel: &Path) -> Result<PathBuf, FileError> {
-        let (parent, name) = split(rel)?;
-        let is_link = self
-            .root
-            .symlink_metadata(rel)
-            .is_ok_and(|m| m.file_type().is_symlink());
-        let target = if is_link {
-            // Where the link leads, resolved beneath the root: a link out
-            // fails here with the kernel's refusal.
-            self.root.canonicalize(rel).map_err(|e| io_error(rel, e))?
-        } else {
-            // The parent resolved beneath the root keeps `chock.zon` from
-            // being reached through a folder link.
-            let parent = if parent.as_os_str().is_empty() || !self.root.exists(parent) {
-                parent.to_path_buf()
-            } else {
-                self.root
-                    .canonicalize(parent)
-                    .map_err(|e| io_error(parent, e))?
+    /// Edits the text of `rel` with `edit` and writes the result whole, as
+    /// [`Workspace::write`] does. The file is read and replaced through one
+    /// opened folder; bytes another process appended to the old file while
+    /// the edit was made are carried over to the new one, and any other
+    /// change made meanwhile makes the edit start again (a few times, then
+    /// refuse), so nothing written beside the edit is lost.
+    pub fn edit(
+        &self,
+        rel: &Path,
+        limit: u64,
+        edit: impl Fn(&str) -> Result<String, String>,
+    ) -> Result<(), String> {
+        let (parent, name) = split(rel).map_err(|e| e.to_string())?;
+        let dir = self.parent(rel, parent, false).map_err(|e| e.to_string())?;
+        for _ in 0..EDIT_ATTEMPTS {
+            let target = self.target(rel, &dir, name).map_err(|e| e.to_string())?;
+            let mut file = open_file(&dir, name, rel)?;
+            let text = read_text_from(&mut file, rel, limit)?;
+            let before = Seen::of(&file).map_err(|e| io_error(rel, e).to_string())?;
+            if u64::try_from(before.size).ok() != Some(text.1) {
+                // It grew while being read.
+                continue;
+            }
+            let edited = edit(&text.0)?;
+            let replaced = replace(&dir, name, edited.as_bytes(), target.mode, true)
+                .map_err(|e| format!("{}; nothing was written", io_error(rel, e)))?;
+            let Some(old_name) = replaced else {
+                return Ok(());
             };
-            parent.join(name)
-        };
-        if target == Path::new(PROJECT_FILE) {
-            return Err(FileError::PolicyFile);
+            // The old file now sits at `old_name`: what changed in it
+            // since it was read decides whether the edit stands.
+            let settled = carry_appended(&dir, name, &old_name, &file, &before, text.1);
+            rustix::fs::unlinkat(&dir, old_name.as_str(), rustix::fs::AtFlags::empty()).ok();
+            match settled {
+                Ok(()) => return Ok(()),
+                Err(Changed) => {
+                    // Someone rewrote the file meanwhile: put theirs back and start again.
+                    continue;
+                }
+            }
         }
-        if self.in_git_directory(rel) || self.in_git_directory(&target) {
+        Err(format!(
+            "`{}` kept changing while it was being edited; nothing was written. Read it again and retry",
+            Self::show(rel)
+        ))
+    }
+
+    /// The folder `parent` of `rel`, opened beneath the workspace one
+    /// component at a time with `openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS)`:
+    /// no link is followed on the way, so a link (`selflink -> .`,
+    /// `notes/up -> ..`, a folder swapped for a link mid-call) is refused
+    /// by the kernel at the moment of opening, and the folder held is the
+    /// one judged. Each folder opened is refused when it is a git
+    /// directory, by its (device, inode); missing folders are made when
+    /// `create` is set.
+    fn parent(&self, rel: &Path, parent: &Path, create: bool) -> Result<OwnedFd, FileError> {
+        if parent.components().any(|c| c.as_os_str() == ".git") {
             return Err(FileError::GitDirectory {
                 path: Self::show(rel),
             });
         }
-        Ok(target)
+        let protected = self.git_identities();
+        let mut dir = open_beneath(&self.root, ".").map_err(|e| io_error(rel, e))?;
+        for part in parent.components() {
+            let part = part.as_os_str();
+            let is_link = || {
+                rustix::fs::statat(&dir, part, rustix::fs::AtFlags::SYMLINK_NOFOLLOW).is_ok_and(
+                    |st| {
+                        rustix::fs::FileType::from_raw_mode(st.st_mode)
+                            == rustix::fs::FileType::Symlink
+                    },
+                )
+            };
+            let next = match open_beneath(&dir, part) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && create => {
+                    match rustix::fs::mkdirat(&dir, part, rustix::fs::Mode::from_raw_mode(0o755)) {
+                        Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+                        Err(e) => return Err(io_error(rel, e.into())),
+                    }
+                    open_beneath(&dir, part)
+                }
+                other => other,
+            };
+            let next = match next {
+                Ok(next) => next,
+                Err(_) if is_link() => {
+                    return Err(FileError::LinkOnPath {
+                        path: Self::show(rel),
+                    });
+                }
+                Err(e) => return Err(io_error(rel, e)),
+            };
+            if protected.contains(&identity(&next).map_err(|e| io_error(rel, e))?) {
+                return Err(FileError::GitDirectory {
+                    path: Self::show(rel),
+                });
+            }
+            dir = next;
+        }
+        Ok(dir)
     }
 
-    /// Whether `rel` is a `.git` (folder or file) or lies in one, at any
-    /// depth, or in the git directory a `.git` file or link names.
-    fn in_git_directory(&self, rel: &Path) -> bool {
-        if rel.components().any(|c| c.as_os_str() == ".git") {
-            return true;
+    /// What `name` in the opened folder `dir` is, refused when it may not
+    /// be written: the policy file (the root's `chock.zon`, by its identity,
+    /// and that name in the root folder), a `.git`, a folder, a link.
+    fn target(&self, rel: &Path, dir: &OwnedFd, name: &OsStr) -> Result<Target, FileError> {
+        if name == ".git" {
+            return Err(FileError::GitDirectory {
+                path: Self::show(rel),
+            });
         }
-        let path = self.root_path.join(rel);
+        let root = identity(&self.root).map_err(|e| io_error(rel, e))?;
+        if name == PROJECT_FILE && identity(dir).map_err(|e| io_error(rel, e))? == root {
+            return Err(FileError::PolicyFile);
+        }
+        let policy_file = rustix::fs::statat(
+            &self.root,
+            PROJECT_FILE,
+            rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+        )
+        .ok()
+        .map(|st| (st.st_dev, st.st_ino));
+        match rustix::fs::statat(dir, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW) {
+            Err(rustix::io::Errno::NOENT) => Ok(Target { mode: None }),
+            Err(e) => Err(io_error(rel, e.into())),
+            Ok(st) => {
+                let kind = rustix::fs::FileType::from_raw_mode(st.st_mode);
+                if Some((st.st_dev, st.st_ino)) == policy_file {
+                    return Err(FileError::PolicyFile);
+                }
+                match kind {
+                    rustix::fs::FileType::Directory => Err(FileError::IsFolder {
+                        path: Self::show(rel),
+                    }),
+                    rustix::fs::FileType::Symlink => Err(FileError::LinkOnPath {
+                        path: Self::show(rel),
+                    }),
+                    rustix::fs::FileType::RegularFile => Ok(Target {
+                        mode: Some(st.st_mode & 0o7777),
+                    }),
+                    _ => Err(FileError::NotAFile {
+                        path: Self::show(rel),
+                    }),
+                }
+            }
+        }
+    }
+
+    /// The (device, inode) of every git directory git uses for the workspace.
+    fn git_identities(&self) -> Vec<(u64, u64)> {
         chock_sandbox::git::git_dirs(&self.root_path)
             .iter()
-            .any(|dir| path.starts_with(dir))
+            .filter_map(|dir| std::fs::metadata(dir).ok())
+            .map(|meta| {
+                use std::os::unix::fs::MetadataExt;
+                (meta.dev(), meta.ino())
+            })
+            .collect()
     }
 }
 
-fn write_new(
-    dir: &Dir,
-    temp: &str,
-    bytes: &[u8],
-    mode: Option<Permissions>,
-) -> std::io::Result<()> {
-    let mut file = dir.open_with(temp, OpenOptions::new().write(true).create_new(true))?;
-    file.write_all(bytes)?;
-    if let Some(mode) = mode {
-        file.set_permissions(mode)?;
+/// How many times an edit starts again when its file keeps changing.
+const EDIT_ATTEMPTS: usize = 8;
+/// How long (checks of 5 ms) the replaced file must stay still before it is
+/// removed: a writer that opened it before the exchange writes within that.
+const QUIET_CHECKS: u32 = 20;
+
+/// A file about to be replaced: its permission bits, when it exists.
+struct Target {
+    mode: Option<u32>,
+}
+
+/// The folder `path` beneath `dir`, no link followed, never above `dir`.
+fn open_beneath(dir: &impl AsFd, path: impl rustix::path::Arg) -> std::io::Result<OwnedFd> {
+    use rustix::fs::{Mode, OFlags, ResolveFlags};
+    Ok(rustix::fs::openat2(
+        dir,
+        path,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW,
+        Mode::empty(),
+        ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
+    )?)
+}
+
+fn identity(fd: &impl AsFd) -> std::io::Result<(u64, u64)> {
+    let st = rustix::fs::fstat(fd)?;
+    Ok((st.st_dev, st.st_ino))
+}
+
+/// The regular file `name` in `dir`, for reading, never through a link.
+fn open_file(dir: &OwnedFd, name: &OsStr, rel: &Path) -> Result<std::fs::File, String> {
+    use rustix::fs::{Mode, OFlags, ResolveFlags};
+    rustix::fs::openat2(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOFOLLOW,
+        Mode::empty(),
+        ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS,
+    )
+    .map(std::fs::File::from)
+    .map_err(|e| io_error(rel, e.into()).to_string())
+}
+
+/// The text of an open file of at most `limit` bytes, and its length.
+fn read_text_from(
+    file: &mut std::fs::File,
+    rel: &Path,
+    limit: u64,
+) -> Result<(String, u64), String> {
+    let mut bytes = Vec::new();
+    (&mut *file)
+        .take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| io_error(rel, e).to_string())?;
+    let size = bytes.len() as u64;
+    if size > limit {
+        return Err(FileError::TooLarge {
+            path: Workspace::show(rel),
+            size,
+            limit,
+            what: "it is too large to edit",
+        }
+        .to_string());
     }
-    file.sync_all()
+    let text = String::from_utf8(bytes).map_err(|_| {
+        FileError::NotText {
+            path: Workspace::show(rel),
+            size,
+        }
+        .to_string()
+    })?;
+    Ok((text, size))
+}
+
+/// What a file looked like when it was read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Seen {
+    ino: u64,
+    size: i64,
+}
+
+impl Seen {
+    fn of(fd: &impl AsFd) -> std::io::Result<Seen> {
+        let st = rustix::fs::fstat(fd)?;
+        Ok(Seen {
+            ino: st.st_ino,
+            size: st.st_size,
+        })
+    }
+}
+
+/// The old file was changed in a way other than appending.
+struct Changed;
+
+/// After the edited file took the old one's name: the bytes appended to the
+/// old file (`old`, now at `old_name`) since `read` bytes were read are
+/// added to the new one, until the old file stops growing. Any change that
+/// is not an append puts the old file back and is [`Changed`].
+fn carry_appended(
+    dir: &OwnedFd,
+    name: &OsStr,
+    old_name: &str,
+    old: &std::fs::File,
+    before: &Seen,
+    read: u64,
+) -> Result<(), Changed> {
+    use std::os::unix::fs::FileExt;
+    let exchange_back = || {
+        let _ =
+            rustix::fs::renameat_with(dir, old_name, dir, name, rustix::fs::RenameFlags::EXCHANGE);
+    };
+    // The file moved aside must be the one that was read: another writer
+    // may have replaced it by a rename in between.
+    let moved = rustix::fs::statat(dir, old_name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW);
+    if moved.map(|st| st.st_ino).ok() != Some(before.ino) {
+        exchange_back();
+        return Err(Changed);
+    }
+    let mut carried = read;
+    let mut quiet = 0;
+    while quiet < QUIET_CHECKS {
+        let Ok(now) = Seen::of(old) else {
+            return Err(Changed);
+        };
+        let grown = u64::try_from(now.size).unwrap_or(0);
+        if grown < carried {
+            // Shrunk: not an append.
+            exchange_back();
+            return Err(Changed);
+        }
+        if grown == carried {
+            // A writer that opened the old file before the exchange may
+            // still write to it: it is watched until it has been still a while.
+            quiet += 1;
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            continue;
+        }
+        quiet = 0;
+        let mut tail = vec![0; (grown - carried) as usize];
+        if old.read_exact_at(&mut tail, carried).is_err() {
+            return Err(Changed);
+        }
+        let appended = rustix::fs::openat2(
+            dir,
+            name,
+            rustix::fs::OFlags::WRONLY
+                | rustix::fs::OFlags::APPEND
+                | rustix::fs::OFlags::CLOEXEC
+                | rustix::fs::OFlags::NOFOLLOW,
+            rustix::fs::Mode::empty(),
+            rustix::fs::ResolveFlags::BENEATH | rustix::fs::ResolveFlags::NO_SYMLINKS,
+        );
+        let Ok(appended) = appended else {
+            return Err(Changed);
+        };
+        if std::fs::File::from(appended).write_all(&tail).is_err() {
+            return Err(Changed);
+        }
+        carried = grown;
+    }
+    Ok(())
+}
+
+/// Writes `bytes` to a fresh file in `dir` and puts it at `name` with the
+/// old file's permission bits: renamed over it, or, when `exchange` is set
+/// and a file is there, exchanged with it, so the old file stays reachable
+/// under the returned name for the caller to look at (and remove).
+fn replace(
+    dir: &OwnedFd,
+    name: &OsStr,
+    bytes: &[u8],
+    mode: Option<u32>,
+    exchange: bool,
+) -> std::io::Result<Option<String>> {
+    use rustix::fs::{Mode, OFlags};
+    let temp = format!(
+        ".{}.chock-{}-{}",
+        name.to_string_lossy(),
+        std::process::id(),
+        TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
+    );
+    let written = (|| {
+        let fd = rustix::fs::openat(
+            dir,
+            temp.as_str(),
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o644),
+        )?;
+        if let Some(mode) = mode {
+            rustix::fs::fchmod(&fd, Mode::from_raw_mode(mode))?;
+        }
+        let mut file = std::fs::File::from(fd);
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        if exchange && mode.is_some() {
+            rustix::fs::renameat_with(
+                dir,
+                temp.as_str(),
+                dir,
+                name,
+                rustix::fs::RenameFlags::EXCHANGE,
+            )?;
+            Ok(Some(temp.clone()))
+        } else {
+            rustix::fs::renameat(dir, temp.as_str(), dir, name)?;
+            Ok(None)
+        }
+    })();
+    if written.is_err() {
+        rustix::fs::unlinkat(dir, temp.as_str(), rustix::fs::AtFlags::empty()).ok();
+    }
+    written
 }
 
 fn split(rel: &Path) -> Result<(&Path, &std::ffi::OsStr), FileError> {

@@ -33,7 +33,7 @@ pub struct Context<'a> {
     pub log: &'a Log,
     /// The way the request came, written on every log line the build
     /// writes: `build` for `chock build`, `mcp` for the tool server.
-    pub route: &'a str,
+    pub route: chock_gate::Route,
     pub daemon: DaemonOptions,
 }
 
@@ -103,6 +103,8 @@ fn run(
         attribute: &target.attribute,
         installable: &target.installable,
     };
+    // Each long step is a progress event, which the binary draws on a terminal.
+    tracing::info!(target: "chock_progress", "evaluating {}", target.installable);
     let evaluation = match context.evaluator.evaluate(&eval_request) {
         Err(EvalError::MissingInputs { inputs: missing }) => {
             let Some(fetcher) = inputs else {
@@ -199,7 +201,13 @@ fn run(
         object: context.policy.nix_settings().max_object_bytes,
         session: context.policy.nix_settings().max_session_bytes,
     };
-    for (path, object) in closure.order.iter().filter(|(p, _)| !valid.contains(*p)) {
+    let unwritten: Vec<_> = closure
+        .order
+        .iter()
+        .filter(|(p, _)| !valid.contains(*p))
+        .collect();
+    for (i, (path, object)) in unwritten.iter().enumerate() {
+        tracing::info!(target: "chock_progress", "writing {}/{} to the store: {path}", i + 1, unwritten.len());
         write::write_object(&mut store, &caps, session, path, *object)?;
     }
     for (path, contents) in &texts {
@@ -211,6 +219,7 @@ fn run(
         let stored = write::write_derivation(&mut store, &caps, session, &copy.path, &copy.drv)?;
         write::check("pinned copy", &copy.drv.name, &copy.path, stored)?;
     }
+    tracing::info!(target: "chock_progress", "building {top}");
     let built = realise(&mut store, top, &copies)?;
     check_outputs(top, &plan.outputs, &built)?;
     Ok(Built { plan, built })
@@ -229,7 +238,7 @@ fn requested(decider: &Decider<'_>, target: &Target) -> Result<Vec<Decided>, Bui
     }
     for decided in &mut decisions {
         decider.record(decided);
-        if decided.decision == chock_policy::Decision::Deny {
+        if decided.refused_by_rules() {
             return Err(decided.denied().into());
         }
         if decided.open() {

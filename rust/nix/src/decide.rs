@@ -4,11 +4,11 @@
 //! A plan reads the rules and nothing else: it asks nobody and logs nothing,
 //! as `chock policy explain` does.
 
-use chock_log::{AnsweredBy, Entry, Log};
+use chock_gate::{Outcome, Route, Settled, Step};
+use chock_log::Log;
 use chock_policy::names::{self, Phase};
 use chock_policy::{
-    Answer, Asker, DecidedBy, Decision, Layer, NameError, Policy, Question, Reading, Suggestion,
-    Verdict,
+    Answer, Asker, DecidedBy, Decision, NameError, Policy, Question, Reading, Suggestion, Verdict,
 };
 use serde::Serialize;
 
@@ -42,14 +42,39 @@ impl Decided {
         }
     }
 
+    /// The gate's end for this act so far: `None` while a person is still
+    /// to be asked.
+    fn settled(&self) -> Option<Settled> {
+        match (
+            chock_gate::before_asking(Route::Build, &self.verdict()),
+            self.answer,
+        ) {
+            (Step::Settled(settled), _) => Some(settled),
+            (Step::Ask, Some(answer)) => Some(chock_gate::heard(self.decision, answer)),
+            (Step::Ask, None) => None,
+        }
+    }
+
     /// Whether the act may go ahead: a rule allowed it or a person said yes.
     pub fn granted(&self) -> bool {
-        self.decision == Decision::Allow || self.answer == Some(Answer::Yes)
+        self.settled().is_some_and(|s| s.goes())
     }
 
     /// Whether a person is still to be asked.
     pub fn open(&self) -> bool {
-        !matches!(self.decision, Decision::Allow | Decision::Deny) && self.answer.is_none()
+        self.settled().is_none()
+    }
+
+    /// Whether the rules refused it with nobody asked (`deny`, and
+    /// `agent_then_human`, which no route can ask a reviewer agent about).
+    pub fn refused_by_rules(&self) -> bool {
+        matches!(
+            chock_gate::before_asking(Route::Build, &self.verdict()),
+            Step::Settled(Settled {
+                outcome: Outcome::Refused(_),
+                ..
+            })
+        )
     }
 
     fn verdict(&self) -> Verdict {
@@ -84,8 +109,8 @@ pub(crate) struct Decider<'a> {
     pub who: &'a Who,
     pub asker: &'a dyn Asker,
     pub log: &'a Log,
-    /// The route every line carries (`build`, `mcp`).
-    pub route: &'a str,
+    /// The route every line carries (`build`, `mcp`, `exec`).
+    pub route: Route,
     pub project: String,
     pub mode: Mode,
 }
@@ -113,7 +138,7 @@ impl Decider<'_> {
         Ok(Decided::new(phase, subject, verdict))
     }
 
-    /// Logs a rule's final answer (allow or deny); open ones wait for a person.
+    /// Logs a rule's final answer; open ones wait for a person.
     pub(crate) fn record(&self, decided: &Decided) {
         if self.mode == Mode::Build && !decided.open() {
             self.append(decided);
@@ -132,62 +157,32 @@ impl Decider<'_> {
             decided.answer = Some(answer);
             self.append(decided);
         }
-        match answer {
-            Answer::Yes => Ok(()),
-            Answer::No => Err(Refusal::Declined {
+        match chock_gate::heard(question.decision, answer).outcome {
+            Outcome::Go => Ok(()),
+            Outcome::Refused(chock_gate::Refused::PersonSaidNo) => Err(Refusal::Declined {
                 action: question.action,
                 summary: question.summary,
             }),
-            Answer::Unavailable => Err(Refusal::Unanswered {
+            _ => Err(Refusal::Unanswered {
+                cancelled: answer == Answer::Cancelled,
                 question: Box::new(question),
             }),
         }
     }
 
     fn append(&self, decided: &Decided) {
-        let (decision, answered_by) = match decided.answer {
-            Some(Answer::Yes) => (Decision::Allow.as_str(), AnsweredBy::Person),
-            Some(Answer::No) => (Decision::Deny.as_str(), AnsweredBy::Person),
-            Some(Answer::Unavailable) => (decided.decision.as_str(), AnsweredBy::Nobody),
-            None => (
-                decided.decision.as_str(),
-                match decided.decided_by.layer {
-                    Layer::Project | Layer::Org => AnsweredBy::Rule,
-                    Layer::Default => AnsweredBy::Default,
-                    Layer::Nothing => AnsweredBy::Nobody,
-                },
-            ),
+        let Some(settled) = decided.settled() else {
+            return;
         };
-        let entry = Entry {
-            route: self.route.to_owned(),
-            project: self.project.clone(),
-            action: decided.action.clone(),
-            agent_kind: self.who.agent_kind.clone(),
-            model: self.who.model.clone(),
-            tool: self.who.tool.clone(),
-            decision: decision.into(),
-            decided_by: chock_log::DecidedBy {
-                layer: layer_name(decided.decided_by.layer).into(),
-                file: decided
-                    .decided_by
-                    .file
-                    .as_ref()
-                    .map(|f| f.display().to_string()),
-                line: decided.decided_by.line,
-            },
-            answered_by,
-            subject: decided.subject.clone(),
-        };
+        let key = self.who.key(&decided.action);
+        let entry = settled.entry(
+            self.route,
+            self.project.clone(),
+            &key,
+            &decided.verdict(),
+            decided.subject.clone(),
+        );
         self.log.append(&entry);
-    }
-}
-
-fn layer_name(layer: Layer) -> &'static str {
-    match layer {
-        Layer::Project => "project",
-        Layer::Org => "org",
-        Layer::Default => "default",
-        Layer::Nothing => "nothing",
     }
 }
 
@@ -220,6 +215,7 @@ pub(crate) fn single_question(decided: &Decided, summary: String) -> Question {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use chock_log::{AnsweredBy, Entry};
     use chock_policy::{Pattern, Rule};
 
     fn decider<'a>(
@@ -233,10 +229,20 @@ mod tests {
             who,
             asker,
             log,
-            route: "mcp",
+            route: Route::Mcp,
             project: "/p".into(),
             mode: Mode::Build,
         }
+    }
+
+    fn one_rule(action: &str, decision: Decision) -> Policy {
+        Policy::from_rules(
+            vec![Rule::new(
+                Some(Pattern::parse(action).expect("pattern")),
+                decision,
+            )],
+            vec![],
+        )
     }
 
     fn entries(log: &Log) -> Vec<Entry> {
@@ -251,13 +257,7 @@ mod tests {
     fn every_answer_a_build_acts_on_is_one_line() {
         let dir = tempfile::tempdir().expect("tempdir");
         let log = Log::at(dir.path(), chock_log::Rotation::default());
-        let policy = Policy::from_rules(
-            vec![Rule::new(
-                Some(Pattern::parse("nix.net.build.com.github.443").expect("pattern")),
-                Decision::Allow,
-            )],
-            vec![],
-        );
+        let policy = one_rule("nix.net.build.com.github.443", Decision::Allow);
         let who = Who::default();
         let yes = |_: &Question| Answer::Yes;
         let d = decider(&policy, &who, &log, &yes);
@@ -305,5 +305,25 @@ mod tests {
         let records = entries(&log);
         assert_eq!(records[0].answered_by, AnsweredBy::Nobody);
         assert_eq!(records[0].decision, "ask");
+    }
+
+    /// A person's yes alone never lifts agent_then_human: nobody is asked
+    /// and the build is refused by the rules, whoever is there.
+    #[test]
+    fn agent_then_human_is_refused_with_nobody_asked() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let log = Log::at(dir.path(), chock_log::Rotation::default());
+        let policy = one_rule("nix.build.*", Decision::AgentThenHuman);
+        let who = Who::default();
+        let yes = |q: &Question| -> Answer { panic!("asked about {}", q.action) };
+        let d = decider(&policy, &who, &log, &yes);
+        let decided = d.decide("nix.build.default", None);
+        assert!(!decided.open() && !decided.granted() && decided.refused_by_rules());
+        d.record(&decided);
+        let records = entries(&log);
+        assert_eq!(
+            (records[0].decision.as_str(), records[0].answered_by),
+            ("agent_then_human", AnsweredBy::Nobody)
+        );
     }
 }

@@ -56,8 +56,12 @@ pub enum Refusal {
     },
     #[error("{action}: the person asked said no ({summary})")]
     Declined { action: String, summary: String },
-    #[error("{}", question.unanswered())]
-    Unanswered { question: Box<Question> },
+    #[error("{}{}", question.unanswered(), if *cancelled { "\n  (the client dismissed the question without a person answering it, and no `chock approve` is running)" } else { "" })]
+    Unanswered {
+        question: Box<Question>,
+        /// The client dismissed the question: no person answered it.
+        cancelled: bool,
+    },
     #[error(
         "{drv} was not produced by this evaluation{}, so it is not built: a derivation nobody evaluated here could run any builder; evaluate the attribute that produces it instead",
         needed_by.as_ref().map(|n| format!(" (it is an input of {n})")).unwrap_or_default()
@@ -155,6 +159,12 @@ fn denied_text(action: &str, subject: Option<&str>, verdict: &Verdict) -> String
         verdict.decision,
         crate::decide::describe(verdict)
     );
+    if verdict.decision == chock_policy::Decision::AgentThenHuman {
+        text.push_str(&format!(
+            " ({})",
+            chock_gate::unanswered_words(chock_gate::Refused::NoReviewer)
+        ));
+    }
     if let Some(Suggestion { rule, block }) = &verdict.suggestion {
         text.push_str(&format!("\n  to allow it, add to {block}:\n    {rule},"));
     }

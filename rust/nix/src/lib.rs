@@ -24,7 +24,7 @@
 //!     evaluator: &FixEvaluator::for_policy(&policy),
 //!     asker: &chock_policy::Nobody,
 //!     log: &log,
-//!     route: "build",
+//!     route: chock_gate::Route::Build,
 //!     daemon: Default::default(),
 //! };
 //! let request = BuildRequest {

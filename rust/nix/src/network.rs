@@ -195,7 +195,7 @@ impl Network {
             .map(|h| &h.decision)
             .chain(self.sites.iter().filter_map(|s| s.decision.as_ref()))
             .chain(self.opaque.iter().map(|o| &o.decision))
-            .find(|d| d.decision == Decision::Deny);
+            .find(|d| d.refused_by_rules());
         match denied {
             Some(d) => Err(d.denied()),
             None => Ok(()),
@@ -342,7 +342,7 @@ fn choose_mirror(
             entry.chosen_by_host = Some(decided);
             return Ok(entry);
         }
-        if decided.decision != Decision::Deny {
+        if !decided.refused_by_rules() {
             candidates.push(mirror);
         }
     }

@@ -481,7 +481,7 @@ fn a_flake_inside_the_project_needs_its_own_rule_too() {
     assert_eq!(output(&built), "sub\n");
     project.set_rules(&[BUILD_PACKAGES], "");
     match project.build_with(&request, &Unreached, &Nobody) {
-        Err(BuildError::Refused(Refusal::Unanswered { question })) => {
+        Err(BuildError::Refused(Refusal::Unanswered { question, .. })) => {
             assert_eq!(question.action, "nix.build.flake.%2E.sub");
         }
         other => panic!("{other:?}"),

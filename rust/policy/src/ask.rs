@@ -1,9 +1,12 @@
-//! Asking a person. When the rules answer `ask` (or a reviewer is wanted), the
-//! caller puts one [`Question`] to an [`Asker`]: the command line prompts on
-//! its terminal, the tool server forwards it to whoever approves, and a
-//! process with nobody behind it answers [`Answer::Unavailable`]. The
-//! question carries the rules that would have answered it, so a refusal for
-//! want of a person can name exactly what to write in `chock.zon`.
+//! Asking a person. When the rules answer `ask` or `agent_review`, the gate
+//! (chock-gate) puts one [`Question`] to an [`Asker`]: the command line
+//! prompts on its terminal, the tool server forwards it to the client's
+//! prompt or to `chock approve`, a hook hands it to the agent's own prompt,
+//! and a process with nobody behind it answers [`Answer::Unavailable`]. An
+//! asker is never asked about `agent_then_human` (no route has a reviewer
+//! agent) nor about `allow` or `deny`. The question carries the rules that
+//! would have answered it, so a refusal for want of a person can name
+//! exactly what to write in `chock.zon`.
 
 use serde::Serialize;
 
@@ -31,10 +34,19 @@ pub struct Question {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Answer {
+    /// A person said yes.
     Yes,
+    /// A person said no.
     No,
-    /// Nobody could be asked (no terminal, no approver connected).
+    /// Nobody could be asked (no terminal, no approver connected, the
+    /// question timed out).
     Unavailable,
+    /// The client dismissed the question without a person answering it
+    /// (Claude Code in print mode cancels every question at once): not a no.
+    Cancelled,
+    /// The question went to the agent's own prompt, whose answer Chock does
+    /// not hear (a hook's `ask`): the agent asks the person.
+    Handed,
 }
 
 /// Whatever puts a question to a person and brings the answer back.

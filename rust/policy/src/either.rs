@@ -8,7 +8,7 @@
 
 use crate::decision::Decision;
 use crate::defaults::shipped_rules;
-use crate::policy::{DecidedBy, Layer, Policy, Reading, Verdict};
+use crate::policy::{DecidedBy, Layer, Policy, Reading, Verdict, decided_by_rule};
 use crate::rule::{Key, Rule, beats};
 
 impl Policy {
@@ -17,15 +17,7 @@ impl Policy {
     /// answer is below allow, is the one for the name whose rule decided
     /// (`first` when no rule did).
     pub fn decide_either(&self, first: &Key, second: &Key, reading: Reading) -> Verdict {
-        let project = |key: &Key| {
-            self.rules()
-                .iter()
-                .filter(|r| r.matches(key))
-                .fold(None, |best: Option<&Rule>, r| match best {
-                    Some(b) if !beats(r, b) => Some(b),
-                    _ => Some(r),
-                })
-        };
+        let project = |key: &Key| self.project_rules().and_then(|rules| rules.best(key));
         let (mut verdict, mut decided_key) =
             match winner((project(first), first), (project(second), second)) {
                 Some((rule, key)) => (rule_verdict(Layer::Project, rule), key),
@@ -70,22 +62,14 @@ fn winner<'r, 'k>(
 fn rule_verdict(layer: Layer, rule: &Rule) -> Verdict {
     Verdict {
         decision: rule.decision,
-        decided_by: DecidedBy {
-            layer,
-            file: rule.source.as_ref().map(|s| s.file.as_ref().clone()),
-            line: rule.source.as_ref().map(|s| s.line),
-            rule: Some(rule.as_written()),
-        },
+        decided_by: decided_by_rule(layer, rule),
         suggestion: None,
     }
 }
 
 fn unnamed(reading: Reading) -> Verdict {
     Verdict {
-        decision: match reading {
-            Reading::Act => Decision::Ask,
-            Reading::Ceiling => Decision::Allow,
-        },
+        decision: reading.unnamed(),
         decided_by: DecidedBy::nothing(),
         suggestion: None,
     }

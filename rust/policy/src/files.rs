@@ -137,6 +137,7 @@ pub(crate) struct LimitsBlock {
 pub(crate) struct LogBlock {
     pub(crate) rotate_bytes: Option<ByteSize>,
     pub(crate) keep: Option<u32>,
+    pub(crate) fsync: Option<bool>,
 }
 
 /// The operator's `config.zon`: only the blocks the policy reader owns.
@@ -149,6 +150,16 @@ pub(crate) struct OperatorFile {
     pub(crate) limits: LimitsBlock,
     #[serde(default)]
     pub(crate) log: LogBlock,
+    /// Rules written here by mistake (`.policy = .{ .rules = ... }` or
+    /// `.rules = ...`): config.zon is not a rules layer, so they are read
+    /// only to say so.
+    #[serde(default)]
+    pub(crate) policy: Option<Spanned<serde::de::IgnoredAny>>,
+    #[serde(default)]
+    pub(crate) rules: Option<Spanned<serde::de::IgnoredAny>>,
+    /// The line of the first of those, filled in after reading.
+    #[serde(skip)]
+    pub(crate) misplaced_rules_line: Option<u32>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -11,7 +11,6 @@ mod ask;
 mod decision;
 pub mod defaults;
 mod either;
-mod endpoint;
 mod error;
 mod files;
 mod index;
@@ -22,10 +21,11 @@ mod policy;
 pub mod root;
 mod rule;
 mod settings;
+pub mod unparsed;
 
 pub use ask::{Answer, Asker, Nobody, Question};
+pub use chock_flakelock::{Endpoint, EndpointError, SCHEMES, url_endpoint};
 pub use decision::Decision;
-pub use endpoint::{Endpoint, EndpointError, SCHEMES, url_endpoint};
 pub use error::PolicyError;
 pub use files::{
     Agent, BUNDLE_VERSION, Budget, MAX_AGENT_KINDS, MAX_RULES, MAX_SINKS, NetMode, NetSettings,

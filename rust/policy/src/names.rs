@@ -10,6 +10,15 @@
 
 use std::path::{Component, Path, PathBuf};
 
+impl From<chock_flakelock::HostError> for NameError {
+    fn from(e: chock_flakelock::HostError) -> Self {
+        NameError::Host {
+            host: e.host,
+            why: e.why,
+        }
+    }
+}
+
 /// Why a name could not be made; the act is then refused, never guessed at.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NameError {
@@ -44,45 +53,10 @@ impl Phase {
     }
 }
 
-/// `docs.ziglang.org` → `org.ziglang.docs`, refusing what cannot be a host:
-/// empty labels (so `..`, a leading or trailing dot), `*`, spaces, anything
-/// but letters, digits, `-` and `_`.
+/// `docs.ziglang.org` → `org.ziglang.docs` (see
+/// [`chock_flakelock::reversed_host`]).
 pub fn reversed_host(host: &str) -> Result<String, NameError> {
-    let refuse = |why| NameError::Host {
-        host: host.to_string(),
-        why,
-    };
-    if host.is_empty() {
-        return Err(refuse("it is empty"));
-    }
-    if host.contains('*') {
-        return Err(refuse("`*` is not part of a host name"));
-    }
-    if host.contains(char::is_whitespace) {
-        return Err(refuse("a host name has no spaces"));
-    }
-    if !host.is_ascii() {
-        return Err(refuse(
-            "write an international name in its ASCII (xn--) form",
-        ));
-    }
-    let mut labels = Vec::new();
-    for label in host.split('.') {
-        if label.is_empty() {
-            return Err(refuse(
-                "it has an empty label (`..`, or a dot at either end)",
-            ));
-        }
-        if !label
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-        {
-            return Err(refuse("a label holds only letters, digits, `-` and `_`"));
-        }
-        labels.push(label.to_ascii_lowercase());
-    }
-    labels.reverse();
-    Ok(labels.join("."))
+    Ok(chock_flakelock::reversed_host(host)?)
 }
 
 /// `fetch_url`'s action: `net.fetch.<reversed host>`.

@@ -41,7 +41,7 @@ pub enum Reading {
 }
 
 impl Reading {
-    fn unnamed(self) -> Decision {
+    pub(crate) fn unnamed(self) -> Decision {
         match self {
             Reading::Act => Decision::Ask,
             Reading::Ceiling => Decision::Allow,
@@ -123,6 +123,23 @@ pub struct Verdict {
     pub decision: Decision,
     pub decided_by: DecidedBy,
     pub suggestion: Option<Suggestion>,
+}
+
+impl Verdict {
+    /// A verdict that names no rule: `decision` as given by `layer`, with
+    /// nothing to suggest (an act that could not be named, a test).
+    pub fn bare(decision: Decision, layer: Layer) -> Verdict {
+        Verdict {
+            decision,
+            decided_by: DecidedBy {
+                layer,
+                file: None,
+                line: None,
+                rule: None,
+            },
+            suggestion: None,
+        }
+    }
 }
 
 /// A verdict with the action it answers, serialised as `chock policy explain
@@ -393,7 +410,7 @@ impl Policy {
         })
     }
 
-    fn project_rules(&self) -> Option<&RuleSet> {
+    pub(crate) fn project_rules(&self) -> Option<&RuleSet> {
         self.project.as_ref().map(|p| &p.rules)
     }
 
@@ -514,7 +531,7 @@ impl Policy {
         }
     }
 
-    /// The decision log's rotation, from the operator's `config.zon`.
+    /// The decision log's rotation and syncing, from the operator's `config.zon`.
     pub fn log_settings(&self) -> LogSettings {
         let log = self.operator.as_ref().map(|(_, o)| &o.log);
         LogSettings {
@@ -522,6 +539,7 @@ impl Policy {
                 .and_then(|l| l.rotate_bytes)
                 .map_or(DEFAULT_LOG_ROTATE_BYTES, |b| b.0),
             keep: log.and_then(|l| l.keep).unwrap_or(DEFAULT_LOG_KEEP),
+            fsync: log.and_then(|l| l.fsync).unwrap_or(false),
         }
     }
 
@@ -572,6 +590,15 @@ impl Policy {
             })
             .collect();
         warnings.extend(self.nix_settings_folded().1);
+        if let Some((file, operator)) = &self.operator
+            && let Some(line) = operator.misplaced_rules_line
+        {
+            warnings.push(format!(
+                "{}:{line}: config.zon holds no rules (only .nix, .limits and .log settings), so these are ignored; move them to the project's {} under .policy.rules, or to an organisation bundle to bind every project",
+                file.display(),
+                self.project_file.display()
+            ));
+        }
         warnings
     }
 
@@ -691,7 +718,7 @@ pub fn read_once_note(action: &str) -> Option<&'static str> {
     }
 }
 
-fn decided_by_rule(layer: Layer, rule: &Rule) -> DecidedBy {
+pub(crate) fn decided_by_rule(layer: Layer, rule: &Rule) -> DecidedBy {
     DecidedBy {
         layer,
         file: rule.source.as_ref().map(|s| s.file.as_ref().clone()),
@@ -757,7 +784,13 @@ fn human_duration(seconds: u64) -> String {
 
 impl Source<'_> {
     fn read_operator(&self) -> Result<OperatorFile, PolicyError> {
-        Ok(chock_zon::from_str_in(Some(self.file), self.text)?)
+        let mut operator: OperatorFile = chock_zon::from_str_in(Some(self.file), self.text)?;
+        operator.misplaced_rules_line = [&operator.policy, &operator.rules]
+            .into_iter()
+            .flatten()
+            .map(|block| chock_zon::line_col(self.text, block.span.start).0)
+            .min();
+        Ok(operator)
     }
 }
 

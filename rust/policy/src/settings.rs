@@ -26,11 +26,15 @@ pub struct NixSettings {
     pub max_session_bytes: u64,
 }
 
-/// How the decision log rotates (`.log` block of `config.zon`).
+/// How the decision log rotates, and whether each line is synced to the
+/// disk (`.log` block of `config.zon`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LogSettings {
     pub rotate_bytes: u64,
     pub keep: u32,
+    /// `fdatasync` after every line, so a power cut loses no line that was
+    /// logged (off by default: it costs a disk flush per decision).
+    pub fsync: bool,
 }
 
 /// Resource limits for a sandboxed command (`.limits` block).

@@ -549,7 +549,7 @@ fn settings_fold_project_over_operator_over_builtin_under_the_org_ceiling() {
     let operator = write(
         &dir,
         "config.zon",
-        ".{ .providers = .{ .x = 1 }, .nix = .{ .max_object_bytes = 1, .max_session_bytes = \"512MiB\" }, .log = .{ .rotate_bytes = \"1MiB\", .keep = 3 }, .limits = .{ .memory = \"4GiB\" } }",
+        ".{ .providers = .{ .x = 1 }, .nix = .{ .max_object_bytes = 1, .max_session_bytes = \"512MiB\" }, .log = .{ .rotate_bytes = \"1MiB\", .keep = 3, .fsync = true }, .limits = .{ .memory = \"4GiB\" } }",
     );
     options.operator_config = Some(operator);
     let policy = Policy::load(&options).expect("loads");
@@ -566,7 +566,7 @@ fn settings_fold_project_over_operator_over_builtin_under_the_org_ceiling() {
         "the operator wins over the built-in"
     );
     let log = policy.log_settings();
-    assert_eq!((log.rotate_bytes, log.keep), (1 << 20, 3));
+    assert_eq!((log.rotate_bytes, log.keep, log.fsync), (1 << 20, 3, true));
     let machine = Machine {
         cpus: 8,
         memory_bytes: 64 << 30,
@@ -607,7 +607,7 @@ fn settings_without_any_file_are_the_built_in_ones() {
         (None, 16 << 20, 256 << 20)
     );
     let log = policy.log_settings();
-    assert_eq!((log.rotate_bytes, log.keep), (8 << 20, 8));
+    assert_eq!((log.rotate_bytes, log.keep, log.fsync), (8 << 20, 8, false));
     let machine = Machine {
         cpus: 2,
         memory_bytes: 8 << 30,
@@ -698,4 +698,35 @@ fn load_errors_that_are_not_in_a_file() {
         shown.contains("chock.zon:1:") && shown.contains("UTF-8"),
         "{shown}"
     );
+}
+
+#[test]
+fn rules_written_in_config_zon_are_named_with_the_file_to_move_them_to() {
+    let (dir, mut options) = project("misplaced-rules", None);
+    let operator = write(
+        &dir,
+        "config.zon",
+        ".{\n    .log = .{ .keep = 2 },\n    .policy = .{ .rules = .{ .{ .action = \"git.push\", .decision = .deny } } },\n}",
+    );
+    options.operator_config = Some(operator.clone());
+    let policy = Policy::load(&options).expect("loads");
+    let warning = policy
+        .warnings()
+        .iter()
+        .find(|w| w.contains("config.zon holds no rules"))
+        .unwrap_or_else(|| panic!("no warning in {:?}", policy.warnings()));
+    assert!(
+        warning.starts_with(&format!("{}:3:", operator.display())),
+        "{warning}"
+    );
+    assert!(
+        warning.contains(&dir.join("chock.zon").display().to_string()),
+        "names the project's chock.zon: {warning}"
+    );
+    assert_eq!(policy.log_settings().keep, 2, "the settings still apply");
+
+    // Settings alone: nothing to say.
+    write(&dir, "config.zon", ".{ .log = .{ .keep = 2 } }");
+    let policy = Policy::load(&options).expect("loads");
+    assert!(policy.warnings().is_empty(), "{:?}", policy.warnings());
 }

@@ -173,7 +173,7 @@ pub struct Builder<'a> {
     /// or [`chock_policy::Nobody`], which makes every question a refusal).
     pub asker: &'a dyn Asker,
     /// The route written on every log line.
-    pub route: &'a str,
+    pub route: chock_gate::Route,
     /// The agent and tool asking.
     pub who: Who,
     /// Fetches the locked flake inputs missing from the store, as `chock
@@ -380,7 +380,7 @@ fn build(
         route: builder.route,
         daemon: Default::default(),
     };
-    tracing::info!("building devShells.{system}.{name} through chock-nix before reading it");
+    tracing::info!(target: "chock_progress", "building devShells.{system}.{name} through chock-nix before reading it");
     let mut session = Session::default();
     let built = match builder.inputs {
         Some(inputs) => chock_nix::build_fetching_inputs(&request, &context, &mut session, inputs),
@@ -400,7 +400,7 @@ fn from_nix(
     gc_root: &Path,
 ) -> Result<DevShell, DevShellError> {
     let attribute = format!("devShells.{system}.{name}");
-    tracing::info!(drv = %drv.display(), "reading the dev shell through nix print-dev-env");
+    tracing::info!(target: "chock_progress", drv = %drv.display(), "reading the dev shell through nix print-dev-env");
     let output = nix(&[
         "print-dev-env".as_ref(),
         "--json".as_ref(),

@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
 
-use chock_log::{AnsweredBy, Entry, Log};
-use chock_policy::names::{ExecContext, exec_program};
+use chock_gate::Route;
+use chock_log::Log;
 use chock_policy::{Decision, Key, Policy, Reading, StartQuestion, Verdict};
 
 use crate::cache::{self, CACHE_BOUND, CacheStart};
@@ -438,11 +438,7 @@ pub fn load_policy(
 
 /// The decision log, rotated as the operator's config.zon says.
 pub fn open_log(policy: &Policy) -> Result<Log, chock_log::LogError> {
-    let settings = policy.log_settings();
-    Log::from_env(chock_log::Rotation {
-        rotate_bytes: settings.rotate_bytes,
-        keep: settings.keep,
-    })
+    Log::from_env(policy.log_settings().into())
 }
 
 /// The dev shell a command uses: `--dev-shell`, else chock.zon's
@@ -467,9 +463,10 @@ pub const AGENT_KIND: &str = "main";
 
 /// What the policy answered for one command.
 pub struct Planned {
-    /// The program's `exec.*` action.
+    /// The action that decided: the first of the strictest answer among the
+    /// command's acts (the program's own `exec.*` action when all allow).
     pub action: String,
-    /// The answer, and what gave it.
+    /// Its answer, and what gave it.
     pub verdict: Verdict,
     /// Ready to run when the answer is allow; `None` when refused.
     pub prepared: Option<Prepared>,
@@ -477,9 +474,9 @@ pub struct Planned {
     pub notices: Vec<Notice>,
 }
 
-/// Names the program's action, decides it and `sandbox.jit`, logs both, and
-/// prepares the command when it is allowed. Only `allow` runs: an `exec.*`
-/// answer that wants a person is a refusal. A dev shell that must be built
+/// Names every act of the command, decides each and `sandbox.jit`, logs
+/// each, and prepares the command when all are allowed. Only `allow` runs:
+/// an answer that wants a person is a refusal. A dev shell that must be built
 /// first is decided as `chock build` decides it, `asker` answering what the
 /// rules leave open (a terminal, or nobody), and the flake inputs it needs
 /// that are missing from the store are fetched by `inputs` when given.
@@ -495,34 +492,42 @@ pub fn plan(
         ..devshell_builder(policy, log, asker, ROUTE)
     };
     let named = name_program(request, &builder)?;
-    let verdict = policy.decide(
-        &Key::new(named.action.clone()).with_tool(TOOL),
-        Reading::Act,
-    );
     let mut notices = Vec::new();
-    let logged = record(
-        log,
-        request,
-        ROUTE,
-        &named.action,
-        &verdict,
-        Some(&named.program),
-    );
+    let mut decided: Option<(String, Verdict)> = None;
+    for act in &named.acts {
+        let verdict = policy.decide(&Key::new(act.action.clone()).with_tool(TOOL), Reading::Act);
+        notices.extend(record(
+            log,
+            request,
+            ROUTE,
+            &act.action,
+            &verdict,
+            act.subject.as_deref(),
+        ));
+        if decided
+            .as_ref()
+            .is_none_or(|(_, strictest)| verdict.decision < strictest.decision)
+        {
+            decided = Some((act.action.clone(), verdict));
+        }
+    }
+    let Some((action, verdict)) = decided else {
+        return Err(ExecError::NoProgram);
+    };
     if verdict.decision != Decision::Allow {
-        notices.extend(named.toolchain.notices);
-        notices.extend(logged);
+        let mut all = named.toolchain.notices;
+        all.append(&mut notices);
         return Ok(Planned {
-            action: named.action,
+            action,
             verdict,
             prepared: None,
-            notices,
+            notices: all,
         });
     }
-    notices.extend(logged);
     let mut prepared = prepare_allowed(request, named.toolchain, policy, log, ROUTE)?;
     notices.append(&mut prepared.notices);
     Ok(Planned {
-        action: named.action,
+        action,
         verdict,
         prepared: Some(prepared),
         notices,
@@ -530,7 +535,7 @@ pub fn plan(
 }
 
 /// The route `chock exec` logs under.
-pub const ROUTE: &str = "exec";
+pub const ROUTE: Route = Route::Exec;
 
 /// How a command's dev shell is built when it is not cached: by `policy`,
 /// `asker` answering what it leaves open, logged under `route` as asked by
@@ -541,7 +546,7 @@ pub fn devshell_builder<'a>(
     policy: &'a Policy,
     log: &'a Log,
     asker: &'a dyn chock_policy::Asker,
-    route: &'a str,
+    route: Route,
 ) -> devshell::Builder<'a> {
     devshell::Builder {
         policy,
@@ -557,12 +562,15 @@ pub fn devshell_builder<'a>(
     }
 }
 
-/// A program named by its class, with the toolchain that named it.
+/// A command named act by act, with the toolchain that named it.
 pub struct Named {
     /// The program as given (`argv[0]`).
     pub program: String,
-    /// Its `exec.*` action.
-    pub action: String,
+    /// Every act the command holds, in order: the program's `exec.*`
+    /// action first, then what it runs in turn (`sh -c TEXT` read per
+    /// segment, wrappers looked through, `git.*` for git), as
+    /// `chock_shell::naming` names them for every route.
+    pub acts: Vec<chock_shell::naming::Named>,
     /// The toolchain read to name it (the dev shell's closure decides
     /// `exec.devshell.*`); [`prepare_allowed`] takes it on.
     pub toolchain: ProjectToolchain,
@@ -570,8 +578,8 @@ pub struct Named {
 
 /// Reads the project's toolchain (building a changed dev shell through
 /// chock-nix, which decides `nix.build.*` and the hosts it reaches with
-/// `builder`) and names the program's `exec.*` action, deciding nothing
-/// else: for callers that decide (and ask) themselves, such as the tool
+/// `builder`) and names every act of the command, deciding nothing else:
+/// for callers that decide (and ask) each themselves, such as the tool
 /// server, before [`prepare_allowed`].
 pub fn name_program(
     request: &ExecRequest,
@@ -590,15 +598,20 @@ pub fn name_program(
         .as_ref()
         .map(|s| s.store_paths.as_slice())
         .unwrap_or_default();
-    let context = ExecContext {
-        workspace: &request.project.dir,
-        dev_shell_paths: paths,
+    // The command runs with the sandbox's environment: HOME is the cache,
+    // and no CDPATH is set.
+    let place = chock_shell::naming::Place {
+        project: &request.project.dir,
+        home: Some(Path::new(CACHE_MOUNT)),
+        cdpath: false,
         store_dir: &store,
+        dev_shell_paths: paths,
+        confined: true,
     };
-    let action = exec_program(&program, &context);
+    let acts = chock_shell::naming::name_argv(&request.argv, &request.cwd, &place);
     Ok(Named {
         program,
-        action,
+        acts,
         toolchain,
     })
 }
@@ -612,7 +625,7 @@ pub fn prepare_allowed(
     toolchain: ProjectToolchain,
     policy: &Policy,
     log: &Log,
-    route: &str,
+    route: Route,
 ) -> Result<Prepared, ExecError> {
     let mut notices = Vec::new();
     let (write_execute, jit_notice) = write_execute(request, policy, log, route, &mut notices)?;
@@ -635,7 +648,7 @@ fn write_execute(
     request: &ExecRequest,
     policy: &Policy,
     log: &Log,
-    route: &str,
+    route: Route,
     notices: &mut Vec<Notice>,
 ) -> Result<(WriteExecute, Option<Notice>), ExecError> {
     let answer = policy
@@ -665,11 +678,13 @@ fn write_execute(
     }
 }
 
-/// One decision-log line; a notice when it could not be written.
+/// One decision-log line, as the gate ends the act with nobody to ask
+/// (`chock exec` asks nobody about a program, and `sandbox.jit` is read
+/// before anyone could be); a notice when it could not be written.
 fn record(
     log: &Log,
     request: &ExecRequest,
-    route: &str,
+    route: Route,
     action: &str,
     verdict: &Verdict,
     subject: Option<&str>,
@@ -680,12 +695,22 @@ fn record(
         tool: Some(TOOL.into()),
         action: action.into(),
     };
-    let mut entry = Entry::decided(route, request.project.dir.to_string_lossy(), &key, verdict);
-    if !matches!(verdict.decision, Decision::Allow | Decision::Deny) {
-        // Nobody is there to answer an ask.
-        entry.answered_by = AnsweredBy::Nobody;
-    }
-    entry.subject = subject.map(str::to_owned);
+    let settled = chock_gate::settle(route, verdict, &chock_policy::Nobody, || {
+        chock_policy::Question {
+            action: action.into(),
+            decision: verdict.decision,
+            summary: String::new(),
+            detail: Vec::new(),
+            rules: verdict.suggestion.iter().cloned().collect(),
+        }
+    });
+    let entry = settled.entry(
+        route,
+        request.project.dir.to_string_lossy(),
+        &key,
+        verdict,
+        subject.map(str::to_owned),
+    );
     match log.append(&entry) {
         Some(_) => None,
         None => Some(Notice::LogNotWritten {

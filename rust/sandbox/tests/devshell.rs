@@ -92,7 +92,7 @@ fn the_shell_is_asked_about_built_and_logged_under_the_callers_route() {
         project.path(),
         "default",
         &cache,
-        &devshell_builder(&policy, &log, &no, "mcp"),
+        &devshell_builder(&policy, &log, &no, chock_gate::Route::Mcp),
     )
     .expect_err("a person said no");
     assert!(
@@ -124,7 +124,7 @@ fn the_shell_is_asked_about_built_and_logged_under_the_callers_route() {
         project.path(),
         "default",
         &cache,
-        &devshell_builder(&policy, &log, &yes, "mcp"),
+        &devshell_builder(&policy, &log, &yes, chock_gate::Route::Mcp),
     )
     .expect("a person said yes");
     assert_eq!(*yes.asked.borrow(), std::slice::from_ref(&action));
@@ -148,7 +148,7 @@ fn the_shell_is_asked_about_built_and_logged_under_the_callers_route() {
         project.path(),
         "default",
         &cache,
-        &devshell_builder(&policy, &log, &again, "mcp"),
+        &devshell_builder(&policy, &log, &again, chock_gate::Route::Mcp),
     )
     .expect("served from the cache");
     assert!(cached.cached, "an unchanged flake is served from the cache");

@@ -95,7 +95,12 @@ fn a_started_command_can_be_cancelled() {
     };
     let policy = chock_policy::Policy::from_rules(Vec::new(), Vec::new());
     let log = chock_log::Log::at(dir.path().join("log"), chock_log::Rotation::default());
-    let builder = exec::devshell_builder(&policy, &log, &chock_policy::Nobody, "exec");
+    let builder = exec::devshell_builder(
+        &policy,
+        &log,
+        &chock_policy::Nobody,
+        chock_gate::Route::Exec,
+    );
     let toolchain =
         exec::toolchain(&project, "default", &builder).expect("no flake: the host's toolchain");
     let prepared = exec::prepare(

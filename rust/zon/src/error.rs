@@ -27,9 +27,15 @@ pub struct Error {
     line: u32,
     column: u32,
     message: String,
+    /// The line, or of a long line the window of it that is shown.
     line_text: String,
+    /// Where the caret goes in `line_text`, in characters.
+    caret: usize,
     underline: usize,
 }
+
+/// How many characters of a line an error shows at most, around its column.
+const SHOWN_LINE_CHARS: usize = 160;
 
 impl Error {
     /// Builds an error for `span` of `text`; other crates use this for
@@ -37,13 +43,9 @@ impl Error {
     /// like syntax errors.
     pub fn at(file: Option<&Path>, text: &str, span: Span, message: impl Into<String>) -> Self {
         let (line, column) = line_col(text, span.start);
-        let line_text = line_text(text, span.start);
         let start_in_line = column.saturating_sub(1) as usize;
-        let rest = line_text
-            .chars()
-            .count()
-            .saturating_sub(start_in_line)
-            .max(1);
+        let (line_text, caret) = window(&line_text(text, span.start), start_in_line);
+        let rest = line_text.chars().count().saturating_sub(caret).max(1);
         let span_chars = text
             .get(span.start.min(text.len())..span.end.min(text.len()))
             .map(|s| s.chars().take_while(|c| *c != '\n').count())
@@ -54,6 +56,7 @@ impl Error {
             column,
             message: message.into(),
             line_text,
+            caret,
             underline: span_chars.clamp(1, rest),
         }
     }
@@ -66,6 +69,7 @@ impl Error {
             column: 1,
             message: message.into(),
             line_text: String::new(),
+            caret: 0,
             underline: 0,
         }
     }
@@ -93,7 +97,9 @@ impl Error {
         &self.message
     }
 
-    /// The source line the error points into (empty for whole-file errors).
+    /// The source line the error points into (empty for whole-file errors);
+    /// of a line longer than 160 characters, the 160 around the column,
+    /// with `…` where text was left out.
     pub fn line_text(&self) -> &str {
         &self.line_text
     }
@@ -115,7 +121,7 @@ impl fmt::Display for Error {
                 .map(|c| if c == '\t' { ' ' } else { c })
                 .collect();
             write!(f, "\n {number} | {shown}")?;
-            let pad = " ".repeat(self.column.saturating_sub(1) as usize);
+            let pad = " ".repeat(self.caret);
             write!(f, "\n {gutter} | {pad}{}", "^".repeat(self.underline))?;
         }
         Ok(())
@@ -144,6 +150,29 @@ fn line_text(text: &str, offset: usize) -> String {
         .unwrap_or("")
         .trim_end_matches('\r')
         .to_string()
+}
+
+/// `line` as shown, and where `column` (0-based, in characters) falls in
+/// it: whole when short, else [`SHOWN_LINE_CHARS`] characters around the
+/// column with `…` where text was left out, so that an error in a
+/// megabyte-long line prints a few hundred bytes.
+fn window(line: &str, column: usize) -> (String, usize) {
+    let length = line.chars().count();
+    if length <= SHOWN_LINE_CHARS {
+        return (line.to_string(), column);
+    }
+    let start = column
+        .saturating_sub(SHOWN_LINE_CHARS / 2)
+        .min(length - SHOWN_LINE_CHARS);
+    let mut shown = String::with_capacity(SHOWN_LINE_CHARS + 8);
+    if start > 0 {
+        shown.push('…');
+    }
+    shown.extend(line.chars().skip(start).take(SHOWN_LINE_CHARS));
+    if start + SHOWN_LINE_CHARS < length {
+        shown.push('…');
+    }
+    (shown, column - start + usize::from(start > 0))
 }
 
 fn floor_char_boundary(text: &str, offset: usize) -> usize {
@@ -221,5 +250,32 @@ impl WriteError {
 impl serde::ser::Error for WriteError {
     fn custom<T: fmt::Display>(msg: T) -> Self {
         WriteError::new(msg.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn an_error_in_a_long_line_shows_a_window_with_the_caret_under_it() {
+        let text = ".{ .a = ".repeat(100_000) + "}";
+        let error = crate::validate(&text).unwrap_err();
+        let shown = error.to_string();
+        assert!(shown.len() < 1000, "{} bytes: {shown:.300}", shown.len());
+        let column = error.column() as usize;
+        assert!(column > 160, "the error is far into the line");
+        let lines: Vec<&str> = shown.lines().collect();
+        let code = lines[1].chars().collect::<Vec<_>>();
+        let caret = lines[2].find('^').unwrap();
+        // The caret stands under the character at the error's column.
+        let at = text.chars().nth(column - 1).unwrap();
+        assert_eq!(code[caret], at, "{shown}");
+        assert!(lines[1].contains('…'));
+    }
+
+    #[test]
+    fn a_short_line_is_shown_whole() {
+        let error = crate::validate(".{ .a = , }").unwrap_err();
+        let shown = error.to_string();
+        assert!(shown.contains("| .{ .a = , }"), "{shown}");
     }
 }

@@ -18,7 +18,7 @@ use crate::exit;
 use crate::inputs::ProjectInputs;
 
 /// The route the command line's build lines carry in the decision log.
-const ROUTE: &str = "build";
+const ROUTE: chock_gate::Route = chock_gate::Route::Build;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -48,11 +48,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     for warning in policy.warnings() {
         eprintln!("chock: {warning}");
     }
-    let settings = policy.log_settings();
-    let log = chock_log::Log::from_env(chock_log::Rotation {
-        rotate_bytes: settings.rotate_bytes,
-        keep: settings.keep,
-    })?;
+    let log = chock_log::Log::from_env(policy.log_settings().into())?;
     let request = BuildRequest {
         project: project.dir,
         flake: args.flake,
@@ -82,8 +78,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         });
     }
     Ok(
-        match chock_nix::build_fetching_inputs(&request, &context, &mut Session::default(), &inputs)
-        {
+        match crate::progress::during(|| {
+            chock_nix::build_fetching_inputs(&request, &context, &mut Session::default(), &inputs)
+        }) {
             Ok(built) => {
                 print_built(&built, args.json)?;
                 exit::SUCCESS.into()
@@ -217,6 +214,8 @@ fn answer(d: &Decided) -> String {
         Some(Answer::Yes) => ", a person said yes",
         Some(Answer::No) => ", a person said no",
         Some(Answer::Unavailable) => ", nobody could be asked",
+        Some(Answer::Cancelled) => ", the question was dismissed with no person answering",
+        Some(Answer::Handed) => ", handed to the agent's own prompt",
         None => "",
     };
     format!("{}: {} ({by}{person})", d.action, d.decision)

@@ -63,7 +63,7 @@ pub struct Args {
     /// The deepest nesting of function calls allowed.
     #[arg(long, value_name = "N", default_value_t = chock_fix::DEFAULT_MAX_CALL_DEPTH)]
     pub max_call_depth: usize,
-    /// The most memory the evaluation's values may hold, in MiB (default: half the machine's).
+    /// The most memory the evaluation's values may hold, in MiB (default: a quarter of the machine's, at most 8 GiB).
     #[arg(long, value_name = "MIB")]
     pub max_memory: Option<usize>,
     /// Cut the printed value at this many bytes (agents get 16384), with a note.

@@ -68,10 +68,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             agent_kind: exec::AGENT_KIND.into(),
             model: None,
             tool: Some(exec::TOOL.into()),
-            route: exec::ROUTE.into(),
+            route: exec::ROUTE,
         },
     };
-    let planned = match exec::plan(&request, &policy, &log, &TerminalAsker, Some(&inputs)) {
+    let planned = match crate::progress::during(|| {
+        exec::plan(&request, &policy, &log, &TerminalAsker, Some(&inputs))
+    }) {
         Ok(planned) => planned,
         Err(error) => return Ok(failed(&error)),
     };

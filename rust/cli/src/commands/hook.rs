@@ -12,6 +12,7 @@ use chock_hook::agent::{self, Agent};
 use chock_hook::run::{self, Env, Gate};
 use chock_hook::stop::{self, Scope};
 use chock_hook::sync::{self, Change, GitHook, SyncOptions};
+use chock_hook::watchdog::Watchdog;
 
 use crate::exit;
 
@@ -77,12 +78,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             args.git_args
         );
     }
+    // Whatever is slow, the agent hears a deny before its own timeout.
+    let (explicit, cwd) = (args.project.clone(), env.cwd.clone());
+    let watchdog = Watchdog::start(agent, move || {
+        chock_hook::project::resolve(explicit.as_deref(), Some(agent), var, &cwd)
+    });
     let reply = run::agent_hook(
         agent,
         args.project.as_deref(),
         &mut std::io::stdin().lock(),
         &env,
     );
+    watchdog.claim();
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(reply.stdout.as_bytes())?;
     stdout.flush()?;

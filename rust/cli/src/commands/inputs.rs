@@ -14,7 +14,7 @@ use std::time::Duration;
 use chock_inputs::{
     Env, Event, Fetcher, FlakeInputs, HostAnswer, InputState, Limits, Progress, Report,
 };
-use chock_log::{Log, Rotation};
+use chock_log::Log;
 use chock_policy::{LoadOptions, Policy};
 use chock_sandbox::project::Project;
 use chock_store::StorePath;
@@ -63,13 +63,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()?;
     let report = if args.fetch {
-        let log = {
-            let settings = policy.log_settings();
-            Log::from_env(Rotation {
-                rotate_bytes: settings.rotate_bytes,
-                keep: settings.keep,
-            })?
-        };
+        let log = Log::from_env(policy.log_settings().into())?;
         let fetcher = Fetcher::from_env(Limits::default())?;
         let progress = Drawn::for_stderr(args.json);
         let env = Env {
@@ -235,8 +229,8 @@ fn print_host(host: &HostAnswer) {
 }
 
 /// Progress on stderr: a bar per input on a terminal (several at once, as
-/// inputs are fetched side by side), plain lines otherwise, and nothing with
-/// `--json`, whose reader wants stdout alone.
+/// inputs are fetched side by side); on a pipe only how each input ended,
+/// no progress; and nothing with `--json`, whose reader wants stdout alone.
 struct Drawn {
     style: Style,
     bars: indicatif::MultiProgress,
@@ -326,13 +320,11 @@ impl Progress for Drawn {
             Style::Quiet => {}
             Style::Bar => self.draw(input, event),
             Style::Lines => match event {
-                Event::Start { from, .. } => eprintln!("chock: {input}: fetching {from}"),
-                Event::Stage(stage) => eprintln!("chock: {input}: {stage}"),
                 Event::Done { ok: true, message } => {
                     eprintln!("chock: {input}: in the store: {message}")
                 }
                 Event::Done { ok: false, message } => eprintln!("chock: {input}: {message}"),
-                Event::Bytes(_) => {}
+                Event::Start { .. } | Event::Stage(_) | Event::Bytes(_) => {}
             },
         }
     }

@@ -248,6 +248,7 @@ fn decided_by(answered_by: AnsweredBy, by: &DecidedBy) -> String {
         AnsweredBy::Default => "shipped default".to_owned(),
         AnsweredBy::Person => "a person".to_owned(),
         AnsweredBy::Nobody => "nobody (unanswered)".to_owned(),
+        AnsweredBy::Client => "the client (dismissed, no person answered)".to_owned(),
     }
 }
 
@@ -285,6 +286,7 @@ fn append(log: &Log, args: &AppendArgs) -> anyhow::Result<ExitCode> {
     let rotation = Rotation {
         rotate_bytes: args.rotate_bytes.unwrap_or(settings.rotate_bytes),
         keep: args.keep.unwrap_or(settings.keep),
+        fsync: settings.fsync,
     };
     let log = Log::at(log.dir(), rotation);
     let entry = Entry {

@@ -3,6 +3,7 @@
 pub mod approve;
 pub mod build;
 pub mod cache;
+pub mod completions;
 pub mod derivation;
 pub mod doctor;
 pub mod eval;

@@ -157,6 +157,9 @@ fn check(layers: &Layers) -> anyhow::Result<ExitCode> {
         ));
     }
     parts.push(count(SHIPPED.len(), "shipped default"));
+    for warning in chock_policy::unparsed::wide_rules_allowing_unparsed(&policy) {
+        eprintln!("warning: {warning}");
+    }
     println!("policy ok: {}", parts.join(", "));
     Ok(exit::SUCCESS.into())
 }

@@ -198,9 +198,15 @@ fn gen_list<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<
     let f = deferred_function(&args[0]);
     // A value and a deferred call per element.
     ev.check_memory((n as usize).saturating_mul(96), pos)?;
-    Ok(Value::List(List::from_iter((0..n as usize).map(|i| {
-        Value::Thunk(Thunk::apply(f.clone(), Value::Int(i as i64)))
-    }))))
+    let mut items = Vec::with_capacity(n as usize);
+    for i in 0..n as usize {
+        // Ctrl-C and the memory bound, between chunks of a long list.
+        if i % (1 << 16) == 0 {
+            ev.poll_interrupt(pos)?;
+        }
+        items.push(Value::Thunk(Thunk::apply(f.clone(), Value::Int(i as i64))));
+    }
+    Ok(Value::List(List::from_vec(items)))
 }
 
 /// A stable merge sort whose comparison may fail (it calls Nix code):
@@ -249,6 +255,39 @@ fn merge_sort<'a>(
     Ok(src)
 }
 
+/// `sort builtins.lessThan` over integers only, or strings only (forced):
+/// lessThan's own order with no call per comparison, as Nix also skips the
+/// call for lessThan. The order is total and both sorts are stable, so the
+/// result is the merge sort's; any other list (floats, mixed types, where
+/// lessThan can fail) takes the general path and fails as it would.
+fn sorted_by_less_than<'a>(f: &Value<'a>, items: &[Value<'a>]) -> Option<Vec<Value<'a>>> {
+    if !matches!(f, Value::PrimOp(op) if op.name == "lessThan") {
+        return None;
+    }
+    fn keyed<'v, 'a, K: Ord>(
+        items: &'v [Value<'a>],
+        key: impl Fn(&'v Value<'a>) -> Option<K>,
+    ) -> Option<Vec<Value<'a>>> {
+        let mut pairs = items
+            .iter()
+            .map(|v| Some((key(v.evaluated()?)?, v)))
+            .collect::<Option<Vec<_>>>()?;
+        pairs.sort_by(|a, b| a.0.cmp(&b.0));
+        Some(pairs.into_iter().map(|(_, v)| v.clone()).collect())
+    }
+    match items.first()?.evaluated()? {
+        Value::Int(_) => keyed(items, |v| match v {
+            Value::Int(n) => Some(*n),
+            _ => None,
+        }),
+        Value::String(_) => keyed(items, |v| match v {
+            Value::String(s) => Some(s.as_bytes()),
+            _ => None,
+        }),
+        _ => None,
+    }
+}
+
 fn sort<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
     let list = list_arg(ev, &args[1], pos, 1, "sort")?;
     if list.is_empty() {
@@ -263,6 +302,9 @@ fn sort<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Valu
     let items = list.as_slice();
     for item in items {
         ev.force(item)?;
+    }
+    if let Some(sorted) = sorted_by_less_than(&f, items) {
+        return Ok(list_value(sorted));
     }
     let mut spare = None;
     let mut less = |ev: &mut Evaluator<'a>, a: &Value<'a>, b: &Value<'a>| -> Result<bool> {

@@ -146,7 +146,7 @@ pub fn install(ev: &mut Evaluator<'_>) {
     });
     globals.push((derivation_sym, Value::Thunk(derivation.clone())));
     let builtins = Attrs::from_unsorted(attrs);
-    *itself.0.state.borrow_mut() = ThunkState::Done(Value::Attrs(builtins.clone()));
+    itself.set(ThunkState::Done(Value::Attrs(builtins.clone())));
     globals.push((builtins_sym, Value::Attrs(builtins.clone())));
     for (sym, value) in globals {
         let idx = ev.globals.len() as u32;
@@ -160,12 +160,12 @@ pub fn install(ev: &mut Evaluator<'_>) {
         std::path::Path::new("/"),
         None,
     );
-    *derivation.0.state.borrow_mut() = match lowered {
+    derivation.set(match lowered {
         Ok(expr) => ThunkState::Pending(expr, ev.root_env.clone()),
         // The file ships with fix and is tested; should it ever fail to
         // lower, `derivation` fails with the reason instead of the process.
         Err(e) => ThunkState::Done(Value::string(format!("derivation.nix: {e:?}"))),
-    };
+    });
 }
 
 /// Shorthand for a primop table entry.

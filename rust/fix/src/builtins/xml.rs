@@ -154,7 +154,7 @@ fn value_in<'a>(
     w: &mut Writer,
     drvs_seen: &mut FxHashSet<Vec<u8>>,
 ) -> Result<()> {
-    let unevaluated = matches!(v, Value::Thunk(t) if !matches!(&*t.0.state.borrow(), crate::value::ThunkState::Done(_)));
+    let unevaluated = v.evaluated().is_none();
     if unevaluated && !w.strict {
         w.empty("unevaluated", Vec::new());
         return Ok(());

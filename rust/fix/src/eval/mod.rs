@@ -196,7 +196,7 @@ impl<'a> Evaluator<'a> {
     }
 
     /// Ctrl-C and the memory bound, looked at every 64th call.
-    fn poll_interrupt(&self, pos: Pos) -> Result<()> {
+    pub(crate) fn poll_interrupt(&self, pos: Pos) -> Result<()> {
         if let Some(flag) = &self.options.interrupt
             && flag.load(Ordering::Relaxed)
         {
@@ -340,9 +340,6 @@ impl<'a> Evaluator<'a> {
 
     #[inline]
     pub fn force_thunk(&mut self, t: &Thunk<'a>) -> Result<Value<'a>> {
-        // SAFETY: no mutable borrow of a thunk's state is held while the
-        // evaluator runs (`run_thunk` swaps the state in and out with
-        // short borrows), and the reference ends with the clone.
         match t.evaluated() {
             Some(v) => Ok(v.clone()),
             None => self.run_thunk(t),
@@ -356,7 +353,7 @@ impl<'a> Evaluator<'a> {
         // without passing `eval_node`.
         self.check_stack(Pos::NONE)?;
         crate::stats::count(crate::stats::Counter::ThunksForced);
-        let state = t.0.state.replace(ThunkState::Blackhole);
+        let state = t.start();
         let result = match &state {
             ThunkState::Pending(expr, env) => self.eval(expr, env),
             ThunkState::Call(lambda, env) => self.run_bound_call(lambda, env),
@@ -376,12 +373,12 @@ impl<'a> Evaluator<'a> {
         };
         match result {
             Ok(v) => {
-                *t.0.state.borrow_mut() = ThunkState::Done(v.clone());
+                t.finish(v.clone());
                 Ok(v)
             }
             Err(e) => {
                 // A failed thunk is evaluated again when forced again.
-                *t.0.state.borrow_mut() = state;
+                t.set(state);
                 Err(e)
             }
         }
@@ -741,7 +738,7 @@ impl<'a> Evaluator<'a> {
                 // One of the set's own: its slot now forwards to the override.
                 Ok(i) => {
                     if let Value::Thunk(t) = &entries[i].value {
-                        *t.0.state.borrow_mut() = ThunkState::Forward(o.value.clone());
+                        t.set(ThunkState::Forward(o.value.clone()));
                     }
                     entries[i].pos = o.pos;
                 }

@@ -22,7 +22,7 @@ use crate::eval::{Evaluator, lexical_absolute};
 use crate::source::Pos;
 use crate::store::nar::{WalkError, hash_filtered};
 use crate::value::{Attr, Attrs, PrimOp, Value};
-use chock_inputs::{Fetch, Input, Lock};
+use chock_flakelock::{Fetch, Input, Lock};
 use chock_store::registry::SourceContents;
 use chock_store::store_path::make_source_path;
 use chock_store::{Hash, StorePath};
@@ -338,13 +338,13 @@ fn children(path: &str, by_path: &BTreeMap<String, String>) -> BTreeMap<String, 
 
 /// Where the lock's `narHash` puts an input Chock would not fetch (its
 /// name `locked.name`, else `source`), to use it if the store has it.
-fn locked_store_path(locked: &chock_inputs::LockedNode) -> Option<(StorePath, Hash)> {
+fn locked_store_path(locked: &chock_flakelock::LockedNode) -> Option<(StorePath, Hash)> {
     let attrs = locked.locked.as_ref()?;
     let hash = Hash::parse(attrs.get("narHash")?.as_str()?, None).ok()?;
     let name = attrs
         .get("name")
         .and_then(|n| n.as_str())
-        .unwrap_or(chock_inputs::DEFAULT_NAME);
+        .unwrap_or(chock_flakelock::DEFAULT_NAME);
     let path = make_source_path(name, &hash, &BTreeSet::new()).ok()?;
     Some((path, hash))
 }
@@ -356,7 +356,7 @@ fn locked_store_path(locked: &chock_inputs::LockedNode) -> Option<(StorePath, Ha
 fn node_source<'a>(
     ev: &mut Evaluator<'a>,
     input: &Input,
-    locked: &chock_inputs::LockedNode,
+    locked: &chock_flakelock::LockedNode,
     lock_file: &Path,
     pos: Pos,
 ) -> Result<Found<'a>> {
@@ -416,7 +416,7 @@ fn node_source<'a>(
 fn source_info<'a>(
     store_path: &StorePath,
     nar_hash: &Hash,
-    locked: &chock_inputs::LockedNode,
+    locked: &chock_flakelock::LockedNode,
 ) -> Vec<(String, Value<'a>)> {
     let mut info = vec![
         (

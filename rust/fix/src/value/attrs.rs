@@ -53,7 +53,7 @@ impl<'a> Attrs<'a> {
 
     /// The reference count (see `Value::clone`).
     #[inline(always)]
-    pub(crate) fn count(&self) -> &std::cell::Cell<usize> {
+    pub(crate) fn count(&self) -> crate::thin::Count<'_> {
         self.0.count()
     }
 

@@ -6,18 +6,20 @@
 mod attrs;
 mod context;
 mod string;
+mod thunk;
 
 pub use attrs::{Attr, Attrs};
 pub use context::{Context, ContextAcc, ContextElem};
 pub use string::NixString;
+pub use thunk::{Thunk, ThunkState};
 
 use crate::error::Result;
 use crate::eval::Evaluator;
 use crate::source::Pos;
 use crate::stats::{Counter, count};
-use crate::syntax::ir::{Expr, LambdaExpr};
-use crate::thin::{Shared, ThinRc};
-use std::cell::{OnceCell, RefCell};
+use crate::syntax::ir::LambdaExpr;
+use crate::thin::{Count, Shared, ThinRc};
+use std::cell::OnceCell;
 
 pub enum Value<'a> {
     Null,
@@ -43,8 +45,9 @@ impl Clone for Value<'_> {
     /// every force and every argument passed).
     #[inline]
     fn clone(&self) -> Self {
-        if let Some(count) = self.shared_count() {
-            crate::thin::retain(count);
+        if let Some(count) = self.count() {
+            // SAFETY: the copy below is the one handle this counts.
+            unsafe { count.retain_copy() };
         }
         // SAFETY: the variants without a count are plain data (`PrimOp` is
         // a `&'static`); the others hold one `ThinRc` whose new reference
@@ -56,14 +59,14 @@ impl Clone for Value<'_> {
 impl Value<'_> {
     /// The reference count of the block a shared variant points at.
     #[inline(always)]
-    fn shared_count(&self) -> Option<&std::cell::Cell<usize>> {
+    fn count(&self) -> Option<Count<'_>> {
         match self {
             Value::String(s) | Value::Path(s) => Some(s.count()),
             Value::Attrs(a) => Some(a.count()),
             Value::List(l) => Some(l.0.count()),
             Value::Lambda(c) => Some(c.count()),
             Value::PrimOpApp(p) => Some(p.count()),
-            Value::Thunk(t) => Some(t.0.count()),
+            Value::Thunk(t) => Some(t.count()),
             Value::Null | Value::Bool(_) | Value::Int(_) | Value::Float(_) | Value::PrimOp(_) => {
                 None
             }
@@ -76,12 +79,11 @@ impl Value<'_> {
     /// operands and intermediate results.
     #[inline(always)]
     pub fn discard(self) {
-        match self.shared_count() {
+        match self.count() {
             None => std::mem::forget(self),
-            Some(count) if count.get() > 1 => {
-                count.set(count.get() - 1);
-                std::mem::forget(self);
-            }
+            // SAFETY: the value is forgotten right after giving up its
+            // reference.
+            Some(count) if unsafe { count.release_shared() } => std::mem::forget(self),
             Some(_) => drop(self),
         }
     }
@@ -283,87 +285,6 @@ impl<'a> Env<'a> {
             .as_slice()
             .get(idx as usize)
             .and_then(OnceCell::get)
-    }
-}
-
-/// What a thunk holds: code not yet run, a deferred call made by a
-/// builtin, or the value.
-pub enum ThunkState<'a> {
-    Pending(&'a Expr, Env<'a>),
-    /// A deferred call of a lambda whose parameters are plain names
-    /// (`x: ...`, or the curried pair `name: value: ...`): binding such
-    /// arguments forces nothing, so the call's environment is made with
-    /// the thunk and only the body is left to run. Made by builtins such as
-    /// `map` and `mapAttrs` that must stay lazy.
-    Call(&'a LambdaExpr, Env<'a>),
-    /// `f x ...`: the function then its arguments, for any other function.
-    Apply(ThinRc<(), Value<'a>>),
-    /// Stands for another value (a slot redirected by `__overrides`).
-    Forward(Value<'a>),
-    /// Being evaluated: reaching it again is infinite recursion.
-    Blackhole,
-    Done(Value<'a>),
-}
-
-#[derive(Clone)]
-pub struct Thunk<'a>(pub(crate) Shared<ThunkCell<'a>>);
-
-/// The shared, updatable state of a thunk.
-pub struct ThunkCell<'a> {
-    pub state: RefCell<ThunkState<'a>>,
-}
-
-impl<'a> Thunk<'a> {
-    #[inline]
-    pub fn from_state(state: ThunkState<'a>) -> Self {
-        count(Counter::ThunksCreated);
-        Thunk(Shared::new(ThunkCell {
-            state: RefCell::new(state),
-        }))
-    }
-
-    pub fn new(expr: &'a Expr, env: Env<'a>) -> Self {
-        Thunk::from_state(ThunkState::Pending(expr, env))
-    }
-
-    /// A deferred call `f x`.
-    pub fn apply(f: Value<'a>, arg: Value<'a>) -> Self {
-        if let Value::Lambda(c) = &f
-            && let Some(body) = c.lambda.plain_chain(1)
-        {
-            let env = Env::with_params(&c.env, false, &mut [arg]);
-            return Thunk::from_state(ThunkState::Call(body, env));
-        }
-        Thunk::from_state(ThunkState::Apply(ThinRc::from_array((), [f, arg])))
-    }
-
-    /// A deferred call `f x y`.
-    pub fn apply2(f: Value<'a>, x: Value<'a>, y: Value<'a>) -> Self {
-        if let Value::Lambda(c) = &f
-            && let Some(body) = c.lambda.plain_chain(2)
-        {
-            let env = Env::with_params(&c.env, false, &mut [x, y]);
-            return Thunk::from_state(ThunkState::Call(body, env));
-        }
-        Thunk::from_state(ThunkState::Apply(ThinRc::from_array((), [f, x, y])))
-    }
-
-    pub fn addr(&self) -> usize {
-        self.0.addr()
-    }
-
-    /// The value, if the thunk has been evaluated.
-    #[inline]
-    pub fn evaluated(&self) -> Option<&Value<'a>> {
-        // SAFETY: a thunk's state is written only while it is not `Done`
-        // (`run_thunk` runs only such thunks; the builders write states of
-        // thunks nothing has read yet), and a `Done` state never changes,
-        // so the value referred to stays in place while the thunk lives,
-        // which the borrow of `self` guarantees.
-        match unsafe { self.0.state.try_borrow_unguarded() } {
-            Ok(ThunkState::Done(v)) => Some(v),
-            _ => None,
-        }
     }
 }
 

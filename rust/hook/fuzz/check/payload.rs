@@ -14,12 +14,12 @@ pub fn read_payload(bytes: &[u8]) {
     let Ok(text) = std::str::from_utf8(bytes) else {
         return;
     };
-    let place = Place {
-        project: Path::new("/work/project"),
-        home: Some(Path::new("/home/me")),
-        cdpath: false,
-        store_dir: Path::new("/nix/store"),
-    };
+    let place = Place::on_host(
+        Path::new("/work/project"),
+        Some(Path::new("/home/me")),
+        false,
+        Path::new("/nix/store"),
+    );
     for agent in Agent::ALL {
         match chock_hook::payload::parse(agent, text) {
             Ok(call) => {

@@ -35,7 +35,7 @@ jobs:
     name: chock policy and gates
     runs-on: ubuntu-latest
     steps:
-      - uses: actions/checkout@v4
+      - uses: actions/checkout@3d3c42e5aac5ba805825da76410c181273ba90b1 # v7.0.1
       - name: Install chock {version}
         run: cargo install --locked --git {repository} chock
       - name: Check the policy files

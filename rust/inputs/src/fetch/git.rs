@@ -17,7 +17,7 @@ use std::time::Duration;
 use super::tree::{TreeWriter, io_error, path_from_bytes};
 use super::{FetchError, Limits, blocking};
 use crate::progress::{Event, Reporter};
-use crate::source::Location;
+use chock_flakelock::Location;
 
 /// The most of git's stderr kept for a message.
 const STDERR_KEPT: usize = 4096;

@@ -21,7 +21,7 @@ use std::time::Duration;
 use chock_policy::Endpoint;
 
 use crate::progress::{Event, Reporter};
-use crate::source::{Fetch, Location, Source};
+use chock_flakelock::{Fetch, Location, Source};
 
 /// Bounds on one fetch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

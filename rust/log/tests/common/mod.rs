@@ -29,6 +29,7 @@ pub fn big_rotation() -> Rotation {
     Rotation {
         rotate_bytes: 1 << 40,
         keep: 8,
+        fsync: false,
     }
 }
 

@@ -18,12 +18,17 @@ use crate::gate::{Act, Asking};
 
 /// The most bytes of each stream an agent is given.
 pub const CAPTURE_BYTES: usize = 256 << 10;
+/// How long a program may run when the call names no `timeout_seconds`.
+pub const DEFAULT_TIMEOUT_SECONDS: u64 = 300;
+/// The longest `timeout_seconds` a call may ask for.
+pub const MAX_TIMEOUT_SECONDS: u64 = 3600;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunCommand {
     argv: Vec<String>,
     cwd: Option<String>,
+    timeout_seconds: Option<u64>,
 }
 
 /// The command line as a person reads it (shown when asking, never logged).
@@ -84,13 +89,18 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
     .await
     .map_err(|e| format!("run_command stopped unexpectedly ({e}); this is a bug in chock mcp"))?;
     let named = named.map_err(|e| format!("run_command: {e}"))?;
-    let act = Act {
-        tool: exec::TOOL,
-        action: named.action.clone(),
-        subject: Some(named.program.clone()),
-        detail: vec![format!("command: {}", shown(&args.argv))],
-    };
-    call.gate(&act, Asking::Person).await?;
+    // Every act the command holds (`sh -c` read per segment, wrappers
+    // looked through, `git.*`) passes the gate, each logged: one refusal
+    // refuses the command.
+    for named_act in &named.acts {
+        let act = Act {
+            tool: exec::TOOL,
+            action: named_act.action.clone(),
+            subject: named_act.subject.clone(),
+            detail: vec![format!("command: {}", shown(&args.argv))],
+        };
+        call.gate(&act, Asking::Person).await?;
+    }
     // Named above by the dev shell alone; what provide_tool built is then
     // shown as well, so its programs run, under exec.nix.store.*.
     let mut toolchain = named.toolchain;
@@ -108,15 +118,28 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
             .collect();
         shell.store_paths.extend(extra);
     }
-    // A call the client cancels kills the program: the handle goes to a
-    // task that outlives this call's future, which is dropped on cancel.
+    // A call the client cancels, or a program past its time, is killed:
+    // the handle goes to a task that outlives this call's future, which is
+    // dropped on cancel.
+    let limit = std::time::Duration::from_secs(
+        args.timeout_seconds
+            .unwrap_or(DEFAULT_TIMEOUT_SECONDS)
+            .clamp(1, MAX_TIMEOUT_SECONDS),
+    );
+    let timed_out = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let (started_tell, started) = tokio::sync::oneshot::channel();
     let cancel = call.cancel.clone();
+    let timing = timed_out.clone();
     let killer = tokio::spawn(async move {
         let Ok(handle) = started.await else { return };
-        cancel.cancelled().await;
+        tokio::select! {
+            () = cancel.cancelled() => {}
+            () = tokio::time::sleep(limit) => {
+                timing.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
         if let Err(e) = chock_sandbox::SignalHandle::signal(&handle, nix::libc::SIGKILL) {
-            tracing::warn!("a cancelled command could not be killed: {e}");
+            tracing::warn!("a command could not be killed: {e}");
         }
     });
     let ran = tokio::task::spawn_blocking(move || {
@@ -139,6 +162,10 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
         let _ = writeln!(out, "note: {notice}");
     }
     let status = match finished.exit {
+        _ if timed_out.load(std::sync::atomic::Ordering::SeqCst) => format!(
+            "killed after {} s: the program was still running at its time limit (timeout_seconds, default {DEFAULT_TIMEOUT_SECONDS}, at most {MAX_TIMEOUT_SECONDS}); what it printed until then is below",
+            limit.as_secs()
+        ),
         Exit::Code(code) => format!("exit status {code}"),
         Exit::Signal(signal) => format!("killed by signal {signal}"),
     };
@@ -152,7 +179,7 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
         String::from_utf8_lossy(&finished.stdout),
         String::from_utf8_lossy(&finished.stderr)
     );
-    if finished.exit == Exit::Code(0) {
+    if finished.exit == Exit::Code(0) && !timed_out.load(std::sync::atomic::Ordering::SeqCst) {
         Ok(out)
     } else {
         Err(out)

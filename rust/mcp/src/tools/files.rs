@@ -354,33 +354,32 @@ pub async fn edit_file(call: &Call<'_>, args: EditFile) -> Result<String, String
     }
     gate(call, "edit_file", &rel).await?;
     blocking(call.session, move |s| {
-        let text = s
-            .workspace
-            .read_text(&rel, MAX_READ_BYTES)
-            .map_err(|e| e.to_string())?;
-        let count = text.matches(&args.old_string).count();
         let shown = Workspace::show(&rel);
-        if count == 0 {
-            return Err(format!(
-                "`{shown}` does not contain `old_string`; read the file and copy the text exactly, with its spaces"
-            ));
-        }
-        if count > 1 && !args.replace_all {
-            return Err(format!(
-                "`old_string` occurs {count} times in `{shown}`; give more of the text around it so it occurs once, or set replace_all"
-            ));
-        }
-        let edited = if args.replace_all {
-            text.replace(&args.old_string, &args.new_string)
-        } else {
-            text.replacen(&args.old_string, &args.new_string, 1)
-        };
-        if edited.len() > MAX_WRITE_BYTES {
-            return Err(too_large(&rel, edited.len()));
-        }
-        s.workspace
-            .write(&rel, edited.as_bytes())
-            .map_err(|e| format!("{e}; nothing was written"))?;
+        let count = std::sync::atomic::AtomicUsize::new(0);
+        s.workspace.edit(&rel, MAX_READ_BYTES, |text| {
+            let found = text.matches(&args.old_string).count();
+            count.store(found, std::sync::atomic::Ordering::Relaxed);
+            if found == 0 {
+                return Err(format!(
+                    "`{shown}` does not contain `old_string`; read the file and copy the text exactly, with its spaces"
+                ));
+            }
+            if found > 1 && !args.replace_all {
+                return Err(format!(
+                    "`old_string` occurs {found} times in `{shown}`; give more of the text around it so it occurs once, or set replace_all"
+                ));
+            }
+            let edited = if args.replace_all {
+                text.replace(&args.old_string, &args.new_string)
+            } else {
+                text.replacen(&args.old_string, &args.new_string, 1)
+            };
+            if edited.len() > MAX_WRITE_BYTES {
+                return Err(too_large(&rel, edited.len()));
+            }
+            Ok(edited)
+        })?;
+        let count = count.into_inner();
         Ok(format!(
             "edited {shown}: {count} replacement{}",
             if count == 1 { "" } else { "s" }

@@ -64,6 +64,7 @@ impl Call<'_> {
 /// Runs one tool: `Ok` is the text the agent reads, `Err` the sentence of a
 /// tool error.
 pub async fn dispatch(call: &Call<'_>, name: &str, arguments: Value) -> Result<String, String> {
+    within_bounds(name, &arguments)?;
     match name {
         "read_file" => files::read_file(call, parse(name, arguments)?).await,
         "list_directory" => files::list_directory(call, parse(name, arguments)?).await,
@@ -81,6 +82,58 @@ pub async fn dispatch(call: &Call<'_>, name: &str, arguments: Value) -> Result<S
             TOOL_NAMES.join(", ")
         )),
     }
+}
+
+/// Refuses arguments outside the bounds the tool's schema advertises
+/// (`minimum`, `maximum`, `minItems`, `maxItems`), naming the argument and
+/// the bound: an agent is told, never silently clamped.
+fn within_bounds(tool: &str, arguments: &Value) -> Result<(), String> {
+    let Some(definition) = definition(tool) else {
+        return Ok(());
+    };
+    let Some(properties) = definition
+        .input_schema
+        .get("properties")
+        .and_then(Value::as_object)
+    else {
+        return Ok(());
+    };
+    for (field, schema) in properties {
+        let Some(given) = arguments.get(field) else {
+            continue;
+        };
+        let bound = |key: &str| schema.get(key).and_then(Value::as_f64);
+        let (value, low, high, shown) = match given {
+            Value::Number(n) => (
+                n.as_f64().unwrap_or(f64::NAN),
+                bound("minimum"),
+                bound("maximum"),
+                format!("is {given}"),
+            ),
+            Value::Array(items) => (
+                items.len() as f64,
+                bound("minItems"),
+                bound("maxItems"),
+                format!("has {} items", items.len()),
+            ),
+            _ => continue,
+        };
+        // NaN (a number serde cannot hold exactly) is outside every bound.
+        let below = low.is_some_and(|low| value.is_nan() || value < low);
+        let above = high.is_some_and(|high| value.is_nan() || value > high);
+        if below || above {
+            let range = match (low, high) {
+                (Some(low), Some(high)) => format!("from {low} to {high}"),
+                (Some(low), None) => format!("at least {low}"),
+                (None, Some(high)) => format!("at most {high}"),
+                (None, None) => String::new(),
+            };
+            return Err(format!(
+                "{tool}: `{field}` {shown}, outside its bounds ({range}); nothing was done"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Reads a tool's arguments, naming the fields it takes when they are wrong.
@@ -177,10 +230,11 @@ pub fn definition(name: &str) -> Option<Tool> {
         ),
         "run_command" => tool(
             "run_command",
-            "Run a program in Chock's sandbox, with the project's Nix dev shell as toolchain and the workspace read-write. `argv` is the program and its arguments (no shell: write [\"sh\", \"-c\", \"...\"] for one). Answers the exit status and the output.",
+            "Run a program in Chock's sandbox, with the project's Nix dev shell as toolchain and the workspace read-write. `argv` is the program and its arguments (no shell: write [\"sh\", \"-c\", \"...\"] for one). Answers the exit status and the output. A program still running after `timeout_seconds` (default 300, at most 3600) is killed, and the answer says so.",
             json!({"type": "object", "properties": {
                 "argv": {"type": "array", "items": {"type": "string"}, "minItems": 1},
-                "cwd": {"type": "string", "description": "A folder inside the workspace to run in (default the workspace)."}
+                "cwd": {"type": "string", "description": "A folder inside the workspace to run in (default the workspace)."},
+                "timeout_seconds": {"type": "integer", "minimum": 1, "maximum": command::MAX_TIMEOUT_SECONDS, "description": "Kill the program after this many seconds (default 300)."}
             }, "required": ["argv"], "additionalProperties": false}),
             false,
         ),

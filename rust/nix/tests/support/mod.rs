@@ -192,7 +192,7 @@ pub fn context<'a>(
         evaluator,
         asker,
         log,
-        route: "build",
+        route: chock_gate::Route::Build,
         daemon: DaemonOptions::default(),
     }
 }

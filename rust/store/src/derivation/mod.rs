@@ -136,10 +136,21 @@ pub enum DerivationError {
     },
     #[error("derivation {path} is not valid UTF-8; Chock reads only UTF-8 derivations")]
     NotUtf8 { path: String },
-    #[error("in {path}: {source}")]
+    /// The file's own error follows the path once: the inner error is the
+    /// message, not a `source` an error chain would print a second time.
+    #[error("in {path}: {inner}")]
     InFile {
         path: String,
-        source: Box<DerivationError>,
+        inner: Box<DerivationError>,
+    },
+    #[error(
+        "derivation {path} is larger than {limit} bytes{}; a .drv is a few kilobytes, so this is not one Nix wrote",
+        if *.regular { "" } else { " or is not a regular file" }
+    )]
+    TooLarge {
+        path: String,
+        limit: u64,
+        regular: bool,
     },
     #[error("derivation {name:?} has output {output:?} at {stated} but Nix computes {computed}")]
     WrongOutputPath {

@@ -1,0 +1,208 @@
+//! What a package installs beside the binary, generated from the clap
+//! definitions: `chock completions SHELL` is parsed by that shell (`bash -n`,
+//! `zsh -n`, `fish --no-execute`; scripts/setup installs all three) and
+//! completes every subcommand; `chock man` names every subcommand and
+//! renders with `man -l`; `chock man --dir` writes a page per subcommand.
+//! `chock --version` names the commit the binary was built from.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn chock(args: &[&str]) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_chock"))
+        .args(args)
+        .output()
+        .expect("run chock");
+    assert!(
+        out.status.success(),
+        "chock {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn text(bytes: Vec<u8>) -> String {
+    String::from_utf8(bytes).expect("utf-8 output")
+}
+
+/// The subcommands `chock --help` lists, without `help`.
+fn subcommands() -> Vec<String> {
+    let help = text(chock(&["--help"]).stdout);
+    let names: Vec<String> = help
+        .lines()
+        .skip_while(|line| *line != "Commands:")
+        .skip(1)
+        .take_while(|line| !line.trim().is_empty())
+        .filter_map(|line| line.split_whitespace().next())
+        .filter(|name| *name != "help")
+        .map(str::to_owned)
+        .collect();
+    for expected in ["policy", "build", "completions", "man"] {
+        assert!(
+            names.iter().any(|n| n == expected),
+            "`chock --help` lists no {expected}:\n{help}"
+        );
+    }
+    names
+}
+
+/// Runs `shell` with `args` on `script`; `None` when the shell is not installed.
+fn parse_with(shell: &str, args: &[&str], script: &Path) -> Option<Output> {
+    match Command::new(shell).args(args).arg(script).output() {
+        Ok(out) => Some(out),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            eprintln!(
+                "{shell} is not installed (scripts/setup installs it): its script is checked for its contents only"
+            );
+            None
+        }
+        Err(e) => panic!("cannot run {shell}: {e}"),
+    }
+}
+
+#[test]
+fn each_shells_completions_parse_and_complete_every_subcommand() {
+    let names = subcommands();
+    let dir = tempfile::tempdir().expect("temp dir");
+    for (shell, check, marker) in [
+        ("bash", &["-n"][..], "complete -F _chock"),
+        ("zsh", &["-n"][..], "#compdef chock"),
+        ("fish", &["--no-execute"][..], "complete -c chock"),
+    ] {
+        let script = text(chock(&["completions", shell]).stdout);
+        assert!(
+            script.contains(marker),
+            "{shell} completions lack `{marker}`:\n{script}"
+        );
+        for name in &names {
+            assert!(
+                script.contains(name.as_str()),
+                "{shell} completions do not complete `{name}`"
+            );
+        }
+        let file = dir.path().join(format!("chock.{shell}"));
+        std::fs::write(&file, &script).expect("write script");
+        if let Some(out) = parse_with(shell, check, &file) {
+            assert!(
+                out.status.success(),
+                "{shell} {check:?} refuses chock's completions: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+}
+
+#[test]
+fn an_unknown_shell_is_refused_naming_the_ones_known() {
+    let out = Command::new(env!("CARGO_BIN_EXE_chock"))
+        .args(["completions", "tcsh"])
+        .output()
+        .expect("run chock");
+    assert_eq!(out.status.code(), Some(2), "clap's usage error");
+    let stderr = text(out.stderr);
+    assert!(
+        stderr.contains("bash") && stderr.contains("zsh") && stderr.contains("fish"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn the_man_page_names_every_subcommand_and_renders() {
+    let page = text(chock(&["man"]).stdout);
+    assert!(page.contains(".TH chock 1"), "{page}");
+    for name in subcommands() {
+        assert!(
+            page.contains(&format!("chock\\-{name}(1)")),
+            "chock(1) does not name `{name}`"
+        );
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("chock.1");
+    std::fs::write(&file, &page).expect("write page");
+    let out = Command::new("man")
+        .arg("-l")
+        .arg(&file)
+        .env("MANPAGER", "cat")
+        .env("MANWIDTH", "100")
+        .output();
+    match out {
+        Ok(out) => {
+            let rendered = text(out.stdout);
+            assert!(
+                out.status.success() && rendered.contains("SUBCOMMANDS"),
+                "man -l does not render chock(1): {}\n{rendered}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(rendered.contains("chock-policy(1)"), "{rendered}");
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            eprintln!("man is not installed: chock(1) is checked for its contents only")
+        }
+        Err(e) => panic!("cannot run man: {e}"),
+    }
+}
+
+#[test]
+fn man_dir_writes_a_page_for_every_subcommand() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("man1");
+    std::fs::create_dir(&out).expect("mkdir");
+    chock(&["man", "--dir", out.to_str().expect("utf-8 path")]);
+    let mut pages: Vec<String> = std::fs::read_dir(&out)
+        .expect("read man dir")
+        .map(|e| e.expect("entry").file_name().into_string().expect("name"))
+        .collect();
+    pages.sort();
+    assert!(pages.contains(&"chock.1".to_owned()), "{pages:?}");
+    assert!(
+        pages.contains(&"chock-policy-explain.1".to_owned()),
+        "{pages:?}"
+    );
+    for name in subcommands() {
+        assert!(
+            pages.contains(&format!("chock-{name}.1")),
+            "no page for {name}: {pages:?}"
+        );
+    }
+}
+
+#[test]
+fn man_dir_that_cannot_be_written_fails_naming_it() {
+    let out = Command::new(env!("CARGO_BIN_EXE_chock"))
+        .args(["man", "--dir", "/nonexistent/chock-man"])
+        .output()
+        .expect("run chock");
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(out.stderr);
+    assert!(stderr.contains("/nonexistent/chock-man"), "{stderr}");
+}
+
+#[test]
+fn the_version_names_the_commit_built_from() {
+    let version = text(chock(&["--version"]).stdout);
+    let expected = match option_env!("CHOCK_COMMIT") {
+        Some("dirty") => "a tree with uncommitted changes".to_owned(),
+        Some(commit) if !commit.is_empty() => format!("commit {commit}"),
+        _ => {
+            let git = Command::new("git")
+                .args(["rev-parse", "--short=12", "HEAD"])
+                .current_dir(env!("CARGO_MANIFEST_DIR"))
+                .output();
+            match git {
+                Ok(out) if out.status.success() => {
+                    format!("commit {}", text(out.stdout).trim())
+                }
+                _ => "commit unknown".to_owned(),
+            }
+        }
+    };
+    assert_eq!(
+        version,
+        format!("chock {} ({expected})\n", env!("CARGO_PKG_VERSION"))
+    );
+    // Every subcommand says the same.
+    assert_eq!(
+        text(chock(&["policy", "--version"]).stdout),
+        version.replacen("chock", "chock-policy", 1)
+    );
+}

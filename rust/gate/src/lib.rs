@@ -1,0 +1,381 @@
+//! One gate for every route. The policy says one of five decisions; what an
+//! act then does is decided here and nowhere else, for every door a
+//! question comes through ([`Route`]): `chock exec`, agent hooks, the tool
+//! server, `chock build` and flake inputs. A dev shell a command needs is
+//! built as a build, on the route of the command that needed it.
+//!
+//! | decision | what happens |
+//! |---|---|
+//! | `allow` | goes ahead, nobody asked (in a hook, a shipped default's allow is "no objection": the agent's own permissions decide) |
+//! | `deny` | refused, nobody asked |
+//! | `ask` | one question to whoever the route can reach |
+//! | `agent_review` | the same question, put to a person: no route has a reviewer agent, and a person is the stricter of the two |
+//! | `agent_then_human` | refused, nobody asked: it needs a reviewer agent first, and no route has one, so a person's yes alone never lifts it |
+//!
+//! An [`Asker`] answers a question: `yes` goes ahead, `no` is a person's
+//! refusal; `unavailable` (nobody there) and `cancelled` (the client
+//! dismissed it, no person answered) are refusals that name the rule to
+//! add; `handed` means the agent's own prompt asks (a hook), and Chock does
+//! not hear the answer. The table is in `docs/policy.md`, and the test below
+//! walks every route, decision and asker.
+//!
+//! [`Settled::entry`] makes the one decision-log line every route writes.
+
+use chock_log::{AnsweredBy, Entry};
+use chock_policy::{Answer, Asker, Decision, Key, Layer, Question, Verdict};
+
+/// The door a question came through, as the decision log spells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Route {
+    /// `chock exec`.
+    Exec,
+    /// An agent's hook (`chock hook <agent>`) or a git hook.
+    Hook,
+    /// The tool server (`chock mcp`), and the builds its calls make.
+    Mcp,
+    /// `chock build`.
+    Build,
+    /// Flake inputs read at session start.
+    Inputs,
+}
+
+impl Route {
+    /// Every route, for tables.
+    pub const ALL: [Route; 5] = [
+        Route::Exec,
+        Route::Hook,
+        Route::Mcp,
+        Route::Build,
+        Route::Inputs,
+    ];
+
+    /// The word in the log's `route` field.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Route::Exec => "exec",
+            Route::Hook => "hook",
+            Route::Mcp => "mcp",
+            Route::Build => "build",
+            Route::Inputs => "inputs",
+        }
+    }
+}
+
+/// Why an act was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refused {
+    /// A rule (or a shipped default) answered deny.
+    Denied,
+    /// `agent_then_human`: a reviewer agent must say yes first, and no route has one.
+    NoReviewer,
+    /// A person was asked and said no.
+    PersonSaidNo,
+    /// Nobody could be asked, or nobody answered in time.
+    Nobody,
+    /// The client dismissed the question; no person answered it.
+    Cancelled,
+}
+
+/// What the route does with the act.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// It goes ahead.
+    Go,
+    /// A hook leaves it to the agent's own permissions: only a shipped
+    /// default allows it, and those were written for Chock's sandbox, not
+    /// for the host a hook guards.
+    NoObjection,
+    /// The agent's own prompt asks a person (a hook's `ask`).
+    Prompt,
+    /// It is not done.
+    Refused(Refused),
+}
+
+/// The act's end: what happens, and what the log says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Settled {
+    pub outcome: Outcome,
+    /// The decision the log records: a person's allow or deny, else the rules'.
+    pub decision: Decision,
+    pub answered_by: AnsweredBy,
+}
+
+/// Before anyone is asked: settled by the rules, or a question to put.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    Settled(Settled),
+    /// Put one question to the route's asker, then [`heard`].
+    Ask,
+}
+
+fn of_layer(layer: Layer) -> AnsweredBy {
+    AnsweredBy::of_layer(layer)
+}
+
+/// Whether a question under `decision` may be put to an asker at all: only
+/// `ask` and `agent_review` are. An asker handed anything else answers
+/// [`Answer::Unavailable`], so a caller that skipped the gate still fails closed.
+pub fn askable(decision: Decision) -> bool {
+    matches!(decision, Decision::Ask | Decision::AgentReview)
+}
+
+/// What `route` does with `verdict` before anyone is asked.
+pub fn before_asking(route: Route, verdict: &Verdict) -> Step {
+    let by = of_layer(verdict.decided_by.layer);
+    let settled = |outcome, answered_by| {
+        Step::Settled(Settled {
+            outcome,
+            decision: verdict.decision,
+            answered_by,
+        })
+    };
+    match verdict.decision {
+        Decision::Allow if route == Route::Hook && verdict.decided_by.layer == Layer::Default => {
+            settled(Outcome::NoObjection, by)
+        }
+        Decision::Allow => settled(Outcome::Go, by),
+        Decision::Deny => settled(Outcome::Refused(Refused::Denied), by),
+        Decision::AgentThenHuman => {
+            settled(Outcome::Refused(Refused::NoReviewer), AnsweredBy::Nobody)
+        }
+        Decision::Ask | Decision::AgentReview => Step::Ask,
+    }
+}
+
+/// The end of an act whose question (asked under `decision`) got `answer`.
+pub fn heard(decision: Decision, answer: Answer) -> Settled {
+    let (outcome, decision, answered_by) = match answer {
+        Answer::Yes => (Outcome::Go, Decision::Allow, AnsweredBy::Person),
+        Answer::No => (
+            Outcome::Refused(Refused::PersonSaidNo),
+            Decision::Deny,
+            AnsweredBy::Person,
+        ),
+        Answer::Unavailable => (
+            Outcome::Refused(Refused::Nobody),
+            decision,
+            AnsweredBy::Nobody,
+        ),
+        Answer::Cancelled => (
+            Outcome::Refused(Refused::Cancelled),
+            decision,
+            AnsweredBy::Client,
+        ),
+        Answer::Handed => (Outcome::Prompt, decision, AnsweredBy::Nobody),
+    };
+    Settled {
+        outcome,
+        decision,
+        answered_by,
+    }
+}
+
+/// One act through the gate: the rules, then `asker` when they ask
+/// (`question` is made only then).
+pub fn settle(
+    route: Route,
+    verdict: &Verdict,
+    asker: &dyn Asker,
+    question: impl FnOnce() -> Question,
+) -> Settled {
+    match before_asking(route, verdict) {
+        Step::Settled(settled) => settled,
+        Step::Ask => heard(verdict.decision, asker.ask(&question())),
+    }
+}
+
+impl Settled {
+    /// Whether the act goes ahead now (a hook's no objection and prompt
+    /// leave it to the agent).
+    pub fn goes(&self) -> bool {
+        self.outcome == Outcome::Go
+    }
+
+    /// The decision-log line for `key` on `route`, decided by `verdict`
+    /// and ended as `self`.
+    pub fn entry(
+        &self,
+        route: Route,
+        project: impl Into<String>,
+        key: &Key,
+        verdict: &Verdict,
+        subject: Option<String>,
+    ) -> Entry {
+        line(
+            route,
+            project,
+            key,
+            verdict,
+            (self.decision, self.answered_by),
+            subject,
+        )
+    }
+}
+
+/// The decision-log line for `key` on `route`, decided by `verdict`, whose
+/// last word was `end` (the decision logged and who gave it).
+pub fn line(
+    route: Route,
+    project: impl Into<String>,
+    key: &Key,
+    verdict: &Verdict,
+    end: (Decision, AnsweredBy),
+    subject: Option<String>,
+) -> Entry {
+    Entry {
+        route: route.as_str().into(),
+        project: project.into(),
+        action: key.action.clone(),
+        agent_kind: key.agent_kind.clone(),
+        model: key.model.clone(),
+        tool: key.tool.clone(),
+        decision: end.0.as_str().into(),
+        decided_by: chock_log::DecidedBy::from(&verdict.decided_by),
+        answered_by: end.1,
+        subject,
+    }
+}
+
+/// The words a refusal's sentence uses for who must say yes and why nobody did.
+pub fn unanswered_words(why: Refused) -> &'static str {
+    match why {
+        Refused::Cancelled => {
+            "the client dismissed the question without a person answering it (Claude Code in print mode cancels every question), and no `chock approve` is running"
+        }
+        Refused::NoReviewer => {
+            "it needs a reviewer agent's yes and then a person's, and Chock has no reviewer agent, so a person's yes alone cannot lift it"
+        }
+        _ => "nobody could be asked",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Who is behind a route, as the table's columns name them.
+    #[derive(Debug, Clone, Copy)]
+    enum Behind {
+        /// A person who says yes.
+        Yes,
+        /// A person who says no.
+        No,
+        /// Nobody.
+        Absent,
+        /// A client that dismisses every question.
+        Cancels,
+    }
+
+    /// The asker each route has with `behind` there: a hook hands a
+    /// question to the agent's own prompt when the agent shows one.
+    fn asker(route: Route, behind: Behind) -> impl Fn(&Question) -> Answer {
+        move |q: &Question| {
+            assert!(
+                matches!(q.decision, Decision::Ask | Decision::AgentReview),
+                "an asker is never asked about {}",
+                q.decision
+            );
+            match (route, behind) {
+                (_, Behind::Absent) => Answer::Unavailable,
+                (Route::Hook, _) => Answer::Handed,
+                (_, Behind::Yes) => Answer::Yes,
+                (_, Behind::No) => Answer::No,
+                (_, Behind::Cancels) => Answer::Cancelled,
+            }
+        }
+    }
+
+    fn verdict(decision: Decision, layer: Layer) -> Verdict {
+        Verdict::bare(decision, layer)
+    }
+
+    /// The table in docs/policy.md, route by route: every route gives one
+    /// behaviour, the hook differing only where its agent's own prompt
+    /// and permissions take over.
+    #[test]
+    fn every_route_decision_and_asker_gives_the_documented_answer() {
+        use Outcome::{Go, Prompt};
+        use Refused::{Cancelled, Denied, NoReviewer, Nobody, PersonSaidNo};
+        let refused = Outcome::Refused;
+        for route in Route::ALL {
+            for behind in [Behind::Yes, Behind::No, Behind::Absent, Behind::Cancels] {
+                for decision in Decision::ALL {
+                    let v = verdict(decision, Layer::Project);
+                    let question = || Question {
+                        action: "a.b".into(),
+                        decision,
+                        summary: String::new(),
+                        detail: vec![],
+                        rules: vec![],
+                    };
+                    let got = settle(route, &v, &asker(route, behind), question);
+                    let hook = route == Route::Hook;
+                    let want = match (decision, behind) {
+                        (Decision::Allow, _) => (Go, Decision::Allow, AnsweredBy::Rule),
+                        (Decision::Deny, _) => (refused(Denied), Decision::Deny, AnsweredBy::Rule),
+                        (Decision::AgentThenHuman, _) => {
+                            (refused(NoReviewer), decision, AnsweredBy::Nobody)
+                        }
+                        (_, Behind::Absent) => (refused(Nobody), decision, AnsweredBy::Nobody),
+                        (_, _) if hook => (Prompt, decision, AnsweredBy::Nobody),
+                        (_, Behind::Yes) => (Go, Decision::Allow, AnsweredBy::Person),
+                        (_, Behind::No) => {
+                            (refused(PersonSaidNo), Decision::Deny, AnsweredBy::Person)
+                        }
+                        (_, Behind::Cancels) => (refused(Cancelled), decision, AnsweredBy::Client),
+                    };
+                    assert_eq!(
+                        (got.outcome, got.decision, got.answered_by),
+                        want,
+                        "{} {decision} {behind:?}",
+                        route.as_str()
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn only_a_hook_leaves_a_shipped_default_s_allow_to_the_agent() {
+        let v = verdict(Decision::Allow, Layer::Default);
+        for route in Route::ALL {
+            let got = settle(route, &v, &chock_policy::Nobody, unreachable_question);
+            let want = if route == Route::Hook {
+                Outcome::NoObjection
+            } else {
+                Outcome::Go
+            };
+            assert_eq!(got.outcome, want, "{}", route.as_str());
+            assert_eq!(got.answered_by, AnsweredBy::Default);
+        }
+    }
+
+    fn unreachable_question() -> Question {
+        Question {
+            action: "never".into(),
+            decision: Decision::Allow,
+            summary: String::new(),
+            detail: vec![],
+            rules: vec![],
+        }
+    }
+
+    #[test]
+    fn the_entry_carries_the_key_the_rule_and_the_end() {
+        let mut v = verdict(Decision::Ask, Layer::Project);
+        v.decided_by.file = Some("/p/chock.zon".into());
+        v.decided_by.line = Some(3);
+        let key = Key::new("call.write_file")
+            .with_tool("write_file")
+            .with_agent_kind("claude-code");
+        let settled = heard(v.decision, Answer::Cancelled);
+        let entry = settled.entry(Route::Mcp, "/p", &key, &v, Some("a.txt".into()));
+        assert_eq!(entry.route, "mcp");
+        assert_eq!(entry.agent_kind, "claude-code");
+        assert_eq!(entry.decision, "ask");
+        assert_eq!(entry.answered_by, AnsweredBy::Client);
+        assert_eq!(entry.decided_by.layer, "project");
+        assert_eq!(entry.decided_by.line, Some(3));
+        assert_eq!(entry.subject.as_deref(), Some("a.txt"));
+    }
+}

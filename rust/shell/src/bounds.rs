@@ -1,0 +1,146 @@
+//! What the parser is never handed: text nested so deep that reading it
+//! would exhaust the stack, with so many `(` in a row that the parser's
+//! backtracking (each `((` may open arithmetic or two subshells) doubles its
+//! time per parenthesis, or here-documents inside `$( )` inside
+//! here-documents, which multiply it about tenfold per level. A glance over the raw text, before any parsing,
+//! finds both; such a command is `exec.unparsed`.
+//!
+//! The glance ignores quoting, so a quoted `(((` counts too: a command that
+//! only looks deep is read as unparsed, never one that is deep as shallow.
+
+/// The deepest nesting read: `(`, `{`, `[[`, `if`, `case` and the loops
+/// each open a level, their ends close one.
+pub const MAX_NESTING: usize = 64;
+
+/// The most `(` read in a row, with only blanks between them.
+pub const MAX_PAREN_RUN: usize = 4;
+
+/// The most digits of a file descriptor number in a redirection (`2>`).
+pub const MAX_DESCRIPTOR_DIGITS: usize = 9;
+
+/// The most parenthesis levels, one inside another, that hold a
+/// here-document (`cat <<EOF` inside `$( )` inside a here-document ...).
+pub const MAX_HEREDOC_NESTING: usize = 2;
+
+/// Whether the parser may be handed `text`; the reason when not.
+pub fn check(text: &str) -> Result<(), &'static str> {
+    let mut depth: usize = 0;
+    let mut run: usize = 0;
+    let mut word = String::new();
+    // Per open parenthesis (the text outside any first): whether a `<<`
+    // stands at that level.
+    let mut heredocs: Vec<bool> = vec![false];
+    let mut previous = '\0';
+    let mut digits = 0usize;
+    for c in text.chars() {
+        // `99999999999>x`: a descriptor number the parser cannot hold (it
+        // panics; the panic is caught, but the command is not read anyway).
+        if matches!(c, '<' | '>') && digits > MAX_DESCRIPTOR_DIGITS {
+            return Err("a redirection names a file descriptor larger than any");
+        }
+        digits = if c.is_ascii_digit() { digits + 1 } else { 0 };
+        if c == '<' && previous == '<' {
+            if let Some(level) = heredocs.last_mut() {
+                *level = true;
+            }
+            if heredocs.iter().filter(|h| **h).count() > MAX_HEREDOC_NESTING {
+                return Err("the command nests here-documents deeper than Chock reads");
+            }
+        }
+        previous = c;
+        match c {
+            '(' => heredocs.push(false),
+            ')' if heredocs.len() > 1 => {
+                heredocs.pop();
+            }
+            _ => {}
+        }
+        match c {
+            '(' => {
+                run += 1;
+                depth += 1;
+            }
+            ' ' | '\t' | '\n' | '\r' => {}
+            _ => run = 0,
+        }
+        match c {
+            '{' => depth += 1,
+            ')' | '}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        if c.is_ascii_alphanumeric() || c == '[' || c == ']' || c == '_' {
+            word.push(c);
+        } else {
+            keyword(&word, &mut depth);
+            word.clear();
+        }
+        if run > MAX_PAREN_RUN {
+            return Err("the command opens more parentheses in a row than Chock reads");
+        }
+        if depth > MAX_NESTING {
+            return Err("commands are nested deeper than Chock follows");
+        }
+    }
+    keyword(&word, &mut depth);
+    if depth > MAX_NESTING {
+        return Err("commands are nested deeper than Chock follows");
+    }
+    Ok(())
+}
+
+fn keyword(word: &str, depth: &mut usize) {
+    match word {
+        "if" | "case" | "while" | "until" | "for" | "select" | "[[" => *depth += 1,
+        "fi" | "esac" | "done" | "]]" => *depth = depth.saturating_sub(1),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nested(shape: &str, levels: usize) -> String {
+        let mut text = "ls".to_owned();
+        for _ in 0..levels {
+            text = shape.replace('X', &text);
+        }
+        text
+    }
+
+    #[test]
+    fn ordinary_commands_pass() {
+        for text in [
+            "cd x && (make || { echo failed; exit 1; })",
+            "if [[ -f x ]]; then for a in b; do echo $((1 + (2 * 3))); done; fi",
+            "echo $( (ls) )",
+        ] {
+            assert_eq!(check(text), Ok(()), "{text}");
+        }
+        assert_eq!(check(&nested("(X)", MAX_PAREN_RUN)), Ok(()));
+        assert_eq!(check(&nested("{ X; }", MAX_NESTING)), Ok(()));
+    }
+
+    #[test]
+    fn deep_or_long_runs_are_refused() {
+        assert!(check(&nested("(X;ls)", MAX_PAREN_RUN + 1)).is_err());
+        assert!(check(&nested("( X )", MAX_PAREN_RUN + 1)).is_err());
+        let heredocs = "cat <<EOF\n$(".repeat(MAX_HEREDOC_NESTING + 1) + "x\nEOF\n";
+        assert!(check(&heredocs).is_err());
+        let within = "cat <<EOF\n$(".repeat(MAX_HEREDOC_NESTING) + "x\nEOF\n";
+        assert_eq!(check(&within), Ok(()));
+        assert!(check("echo 99999999999>x").is_err());
+        assert_eq!(check("echo 2>x 123456789<y"), Ok(()));
+        // Here-documents side by side are not nested.
+        assert_eq!(check(&"cat <<A\nx\nA\n".repeat(20)), Ok(()));
+        for shape in [
+            "$(X)",
+            "{ X; }",
+            "if X; then :; fi",
+            "while X; do :; done",
+            "[[ $(X) ]]",
+        ] {
+            assert!(check(&nested(shape, MAX_NESTING + 1)).is_err(), "{shape}");
+        }
+    }
+}

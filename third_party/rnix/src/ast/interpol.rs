@@ -1,0 +1,5 @@
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum InterpolPart<T> {
+    Literal(T),
+    Interpolation(super::Interpol),
+}
