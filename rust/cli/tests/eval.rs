@@ -124,3 +124,21 @@ fn a_missing_attribute_names_what_the_flake_has() {
         "{text}"
     );
 }
+
+/// `--timeout` stops an evaluation that would run for minutes (a billion
+/// additions in shallow calls, little memory) soon after the bound, with a
+/// message that says why; `tryEval` cannot catch it.
+#[test]
+fn an_evaluation_stops_at_its_time_bound() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let endless = "builtins.tryEval (builtins.foldl' (a: i: a + builtins.foldl' (x: y: x + y) 0 (builtins.genList (x: x) 10000)) 0 (builtins.genList (x: x) 100000))";
+    let started = std::time::Instant::now();
+    let out = eval(dir.path(), &["--timeout", "1", "--expr", endless]);
+    let took = started.elapsed();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("time bound"), "{}", stderr(&out));
+    assert!(
+        took < std::time::Duration::from_secs(20),
+        "stopped only after {took:?}"
+    );
+}

@@ -58,6 +58,10 @@ const EVAL_STACK_SIZE: usize = 1 << 30;
 /// The size of an answer for an agent (`Request::max_output`).
 pub const AGENT_OUTPUT_LIMIT: usize = 16_384;
 
+/// How long an agent's evaluation may run (`EvalOptions::deadline`): an
+/// agent waits for its answer, and a person watches the agent wait.
+pub const AGENT_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// What to evaluate.
 #[derive(Clone, Debug)]
 pub enum Source {

@@ -103,6 +103,9 @@ pub struct EvalOptions {
     pub lints: Lints,
     /// Set to stop the evaluation (Ctrl-C).
     pub interrupt: Option<Arc<AtomicBool>>,
+    /// The evaluation stops when this moment has passed (`--timeout`; the
+    /// agent route's [`crate::AGENT_TIME_LIMIT`]). Looked at with Ctrl-C.
+    pub deadline: Option<std::time::Instant>,
     /// Receives `builtins.trace` and warnings; stderr when `None`.
     pub trace: Option<TraceSink>,
     /// Make `builtins.warn` an error, to find where a warning comes from
@@ -131,6 +134,7 @@ impl Default for EvalOptions {
             features: Features::default(),
             lints: Lints::default(),
             interrupt: None,
+            deadline: None,
             trace: None,
             abort_on_warn: false,
             max_object_bytes: crate::store::DEFAULT_MAX_OBJECT_BYTES,

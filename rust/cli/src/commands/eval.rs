@@ -66,6 +66,10 @@ pub struct Args {
     /// The most memory the evaluation's values may hold, in MiB (default: a quarter of the machine's, at most 8 GiB).
     #[arg(long, value_name = "MIB")]
     pub max_memory: Option<usize>,
+    /// Stop the evaluation after this many seconds (default: no bound here;
+    /// an agent's nix_eval stops after 30).
+    #[arg(long, value_name = "SECONDS")]
+    pub timeout: Option<u64>,
     /// Cut the printed value at this many bytes (agents get 16384), with a note.
     #[arg(long, value_name = "BYTES")]
     pub max_output: Option<usize>,
@@ -323,6 +327,9 @@ fn options(args: &Args, cwd: &std::path::Path) -> anyhow::Result<EvalOptions> {
         features,
         lints,
         interrupt: chock_fix::ctrl_c_flag().ok(),
+        deadline: args
+            .timeout
+            .map(|s| std::time::Instant::now() + std::time::Duration::from_secs(s)),
         trace: Some(std::sync::Arc::new(|line: &str| {
             eprintln!("{}", for_stderr(line))
         })),

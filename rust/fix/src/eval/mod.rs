@@ -195,7 +195,8 @@ impl<'a> Evaluator<'a> {
         result
     }
 
-    /// Ctrl-C and the memory bound, looked at every 64th call.
+    /// Ctrl-C, the time bound and the memory bound, looked at every 64th
+    /// call.
     pub(crate) fn poll_interrupt(&self, pos: Pos) -> Result<()> {
         if let Some(flag) = &self.options.interrupt
             && flag.load(Ordering::Relaxed)
@@ -203,6 +204,15 @@ impl<'a> Evaluator<'a> {
             return Err(Error::new(
                 ErrorKind::Interrupted,
                 "evaluation interrupted",
+                pos,
+            ));
+        }
+        if let Some(deadline) = self.options.deadline
+            && std::time::Instant::now() >= deadline
+        {
+            return Err(Error::new(
+                ErrorKind::Interrupted,
+                "evaluation stopped: it ran past its time bound (--timeout)",
                 pos,
             ));
         }

@@ -52,6 +52,7 @@ pub async fn nix_eval(call: &Call<'_>, args: NixEval) -> Result<String, String> 
         roots: vec![workspace.clone()],
         max_memory: Some(EVAL_MEMORY),
         interrupt: Some(stop),
+        deadline: Some(std::time::Instant::now() + chock_fix::AGENT_TIME_LIMIT),
         trace: Some(Arc::new(move |line: &str| {
             if let Ok(mut lines) = sink.lock()
                 && lines.len() < 100
