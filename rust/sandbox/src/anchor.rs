@@ -103,6 +103,19 @@ fn changed(path: &Path, what: &str) -> SandboxError {
     }
 }
 
+/// What an `openat2` beneath the workspace that failed means: a name that
+/// is gone, or a link on the way, is the project changing under a command
+/// running beside this one (a race, refused as such); anything else is the
+/// host's fault.
+fn beneath_error(step: &'static str, path: &Path, errno: Errno) -> SandboxError {
+    match errno {
+        Errno::ELOOP | Errno::EXDEV | Errno::ENOENT | Errno::ENOTDIR => {
+            changed(path, "it is gone, or a symbolic link is on its way")
+        }
+        other => SandboxError::host(step, path, std::io::Error::from(other)),
+    }
+}
+
 /// Opens `rel` beneath `workspace`, no link followed, and says what it is.
 fn open_beneath(workspace: &OwnedFd, rel: &Path) -> Result<FileId, Errno> {
     let fd = sys::owned(sys::open_path(workspace.as_raw_fd(), &cstring(rel), true)?);
@@ -117,9 +130,7 @@ fn make(
     rel: &Path,
     placeholder: Placeholder,
 ) -> Result<bool, SandboxError> {
-    let io = |errno: Errno| {
-        SandboxError::host("making the placeholder", path, std::io::Error::from(errno))
-    };
+    let io = |errno: Errno| beneath_error("making the placeholder", path, errno);
     let (Some(parent), Some(name)) = (rel.parent(), rel.file_name()) else {
         return Err(changed(path, "it has no folder"));
     };
@@ -160,12 +171,8 @@ pub(crate) fn anchor(layout: &Layout) -> Result<Anchors, SandboxError> {
         .chain(layout.missing.iter().map(|(p, _)| (p, false)));
     for (path, writable) in binds {
         let rel = relative(&layout.workspace, path)?;
-        let id = open_beneath(&workspace, rel).map_err(|errno| match errno {
-            Errno::ELOOP | Errno::EXDEV | Errno::ENOENT | Errno::ENOTDIR => {
-                changed(path, "it is gone, or a symbolic link is on its way")
-            }
-            other => SandboxError::host("opening", path.clone(), std::io::Error::from(other)),
-        })?;
+        let id =
+            open_beneath(&workspace, rel).map_err(|errno| beneath_error("opening", path, errno))?;
         if id.kind == libc::S_IFLNK || (writable && id.kind != libc::S_IFDIR) {
             return Err(changed(
                 path,
