@@ -142,3 +142,61 @@ fn an_evaluation_stops_at_its_time_bound() {
         "stopped only after {took:?}"
     );
 }
+
+/// Ctrl-C stops a builtin that allocates in a long loop (`genList` of 5 x 10^7)
+/// soon, as an error; a second Ctrl-C ends a process that reaches no check
+/// (here blocked reading a pipe nobody writes) at once.
+#[test]
+fn ctrl_c_stops_a_long_builtin_and_a_second_one_ends_the_process() {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let start = |args: &[&str]| {
+        Command::new(chock())
+            .arg("eval")
+            .args(args)
+            .current_dir(dir.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("chock runs")
+    };
+    let interrupt = |child: &std::process::Child| {
+        // SAFETY: kill takes plain integers; the child has not been reaped.
+        let sent = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+        assert_eq!(sent, 0, "SIGINT not sent");
+    };
+
+    let child = start(&[
+        "--expr",
+        "builtins.length (builtins.genList (x: x) 50000000)",
+    ]);
+    std::thread::sleep(Duration::from_millis(500));
+    let sent = Instant::now();
+    interrupt(&child);
+    let out = child.wait_with_output().expect("chock ends");
+    let took = sent.elapsed();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("interrupted"), "{}", stderr(&out));
+    assert!(
+        took < Duration::from_secs(5),
+        "stopped {took:?} after Ctrl-C"
+    );
+    println!("genList of 5 x 10^7 stopped {took:?} after Ctrl-C");
+
+    let child = start(&["--impure", "--expr", "builtins.readFile /dev/stdin"]);
+    std::thread::sleep(Duration::from_millis(500));
+    interrupt(&child);
+    std::thread::sleep(Duration::from_millis(300));
+    interrupt(&child);
+    let out = child.wait_with_output().expect("chock ends");
+    assert_eq!(
+        out.status.signal(),
+        Some(libc::SIGINT),
+        "{:?}: {}",
+        out.status,
+        stderr(&out)
+    );
+}

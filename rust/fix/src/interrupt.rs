@@ -8,14 +8,24 @@ use std::sync::{Arc, OnceLock};
 static FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
 
 extern "C" fn on_sigint(_signal: libc::c_int) {
-    if let Some(flag) = FLAG.get() {
-        flag.store(true, Ordering::Relaxed);
+    let Some(flag) = FLAG.get() else { return };
+    if flag.swap(true, Ordering::Relaxed) {
+        // A second Ctrl-C: whatever has not reached a check since the
+        // first (a parse, a long step of a builtin) ends now, as a process
+        // killed by SIGINT ends.
+        // SAFETY: `signal` and `raise` are async-signal-safe; SIG_DFL
+        // takes no pointer.
+        unsafe {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            libc::raise(libc::SIGINT);
+        }
     }
 }
 
 /// Installs the handler (once per process) and returns the flag to put in
-/// `EvalOptions::interrupt`. A second Ctrl-C while the flag is already set
-/// still only sets it; the evaluation stops at its next check.
+/// `EvalOptions::interrupt`. The first Ctrl-C sets the flag and the
+/// evaluation stops with an error at its next check; a second one, while
+/// the flag is set, ends the process at once.
 pub fn ctrl_c_flag() -> std::io::Result<Arc<AtomicBool>> {
     let flag = FLAG
         .get_or_init(|| Arc::new(AtomicBool::new(false)))
