@@ -3,7 +3,8 @@
 # binary generates from its own command-line definitions.
 #
 # The source is filtered down to what `cargo build -p chock` reads (the
-# workspace manifest, the lock file and the crates), so editing docs, scripts
+# workspace manifest, the lock file, the crates and the patched copies of
+# upstream crates in third_party/), so editing docs, scripts
 # or the Nix files does not rebuild the package.
 {
   lib,
@@ -20,8 +21,9 @@ let
   rustc = rustPlatform.rust.rustc;
   root = toString ../.;
 
-  # The workspace manifest, the lock file and the crates; not a crate's fuzz
-  # workspace or any build output left in a crate.
+  # The workspace manifest, the lock file, the crates and third_party/ (the
+  # crates Cargo.toml patches); not a crate's fuzz workspace or any build
+  # output left in a crate.
   keep =
     path: _type:
     let
@@ -31,7 +33,9 @@ let
       "Cargo.toml"
       "Cargo.lock"
       "rust"
+      "third_party"
     ]
+    || lib.hasPrefix "third_party/" rel
     || (lib.hasPrefix "rust/" rel && builtins.match "rust/[^/]+/(fuzz|target)(/.*)?" rel == null);
 in
 if lib.versionOlder rustc.version workspace.rust-version then
