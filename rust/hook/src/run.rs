@@ -300,13 +300,13 @@ pub fn git_gate(
 
 /// Writes this crate's lines to the decision log. A logging failure never
 /// changes an answer (chock-log reports it on stderr once).
-struct Logger {
+pub(crate) struct Logger {
     project: String,
     agent_kind: &'static str,
 }
 
 impl Logger {
-    fn new(project: &Path, agent_kind: &'static str) -> Logger {
+    pub(crate) fn new(project: &Path, agent_kind: &'static str) -> Logger {
         Logger {
             project: project.display().to_string(),
             agent_kind,
@@ -353,8 +353,19 @@ impl Logger {
 
     /// A call refused because Chock could not decide it.
     fn failure(&self, reason: &str, tool: Option<&str>, rotation: Rotation) {
+        self.refused(decide::UNNAMED, reason, tool, rotation);
+    }
+
+    /// A call refused under `action` with nobody asked, `reason` the subject.
+    pub(crate) fn refused(
+        &self,
+        action: &str,
+        reason: &str,
+        tool: Option<&str>,
+        rotation: Rotation,
+    ) {
         let entry = self.entry(
-            decide::UNNAMED,
+            action,
             tool,
             (Decision::Deny, AnsweredBy::Nobody),
             Some(reason.to_owned()),

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use chock_log::{AnsweredBy, Entry, Rotation};
+use chock_log::Rotation;
 
 use crate::agent::Agent;
 use crate::answer::{self, HookAnswer};
@@ -85,23 +85,12 @@ fn refuse(agent: Agent, project: impl FnOnce() -> PathBuf + Send + 'static) {
     let _ = std::thread::Builder::new()
         .name("chock-hook-watchdog-log".into())
         .spawn(move || {
-            let entry = Entry {
-                route: crate::run::ROUTE.to_owned(),
-                project: project().display().to_string(),
-                action: TIMED_OUT.to_owned(),
-                agent_kind: agent.name().to_owned(),
-                model: None,
-                tool: None,
-                decision: "deny".to_owned(),
-                decided_by: chock_log::DecidedBy {
-                    layer: "nothing".to_owned(),
-                    file: None,
-                    line: None,
-                },
-                answered_by: AnsweredBy::Nobody,
-                subject: Some(subject),
-            };
-            chock_log::append(&entry, Rotation::default());
+            crate::run::Logger::new(&project(), agent.name()).refused(
+                TIMED_OUT,
+                &subject,
+                None,
+                Rotation::default(),
+            );
             let _ = logged.send(());
         });
     let _ = wait.recv_timeout(LOG_WITHIN);
