@@ -52,7 +52,12 @@ inner='
 set -euo pipefail
 mount --bind "$SCRATCH/etc" /etc
 mount -t tmpfs -o mode=0755 chock-fresh-socket /nix/var/nix/daemon-socket
-mount --bind "$SCRATCH/tmp" /tmp
+# A checkout under /tmp stays reachable at its own path on the scratch /tmp.
+case $REPO in /tmp/*)
+  mkdir -p "$SCRATCH/tmp/${REPO#/tmp/}"
+  mount --bind "$REPO" "$SCRATCH/tmp/${REPO#/tmp/}" ;;
+esac
+mount --rbind "$SCRATCH/tmp" /tmp
 if getent group nixbld >/dev/null || getent passwd nixbld1 >/dev/null; then
   echo "fresh-machine: the scratch /etc still has nixbld" >&2; exit 1
 fi
