@@ -347,8 +347,7 @@ fn a_damaged_layer_fails_its_digest_and_no_tree_is_used() {
     let biggest = std::fs::read_dir(&blobs)
         .expect("blobs")
         .map(|e| e.expect("entry").path())
-        .filter(|p| std::fs::read(p).expect("blob").starts_with(&[0x1f, 0x8b]))
-        .next()
+        .find(|p| std::fs::read(p).expect("blob").starts_with(&[0x1f, 0x8b]))
         .expect("a gzip blob");
     let mut bytes = std::fs::read(&biggest).expect("read");
     let last = bytes.len() - 9;
