@@ -16,6 +16,7 @@ pub mod doctor;
 mod error;
 pub mod exec;
 pub mod git;
+pub mod image;
 mod layout;
 mod limits;
 mod mounts;

@@ -102,6 +102,15 @@ pub enum StoreView {
         /// Each store path of the closure.
         entries: Vec<Entry>,
     },
+    /// A container image's tree: each entry at its top (and in its `/etc`,
+    /// less the files Chock writes there) read-only at its place inside,
+    /// and no Nix store.
+    Image {
+        /// The tree on the host (`images/<reference>/rootfs`).
+        rootfs: PathBuf,
+        /// Each entry: its path in the tree on the host, and where it shows.
+        entries: Vec<(PathBuf, Entry)>,
+    },
     /// No flake: the whole store, plus the host's system directories.
     Host {
         /// The store directory, if it exists on this machine.
@@ -310,6 +319,11 @@ impl Planner {
 
     /// Shows a host entry read-only at the same path (a link is recreated).
     fn show_read_only(&mut self, entry: &Entry) {
+        self.show_read_only_from(&entry.path, entry);
+    }
+
+    /// Shows the host path `host` read-only at `entry.path` (a link is recreated).
+    fn show_read_only_from(&mut self, host: &Path, entry: &Entry) {
         if let EntryKind::Symlink(target) = &entry.kind {
             if let Some(parent) = entry.path.parent() {
                 self.mkdir_all(parent);
@@ -322,7 +336,7 @@ impl Planner {
         }
         self.mount_point(&entry.path, &entry.kind);
         self.push(Op::Bind {
-            source: cstring(under_old_root(&entry.path)),
+            source: cstring(under_old_root(host)),
             target: cstring(&entry.path),
             optional: false,
         });
@@ -449,6 +463,11 @@ fn plan_store(p: &mut Planner, store: &StoreView) {
                 set: READ_ONLY,
                 recursive: true,
             });
+        }
+        StoreView::Image { entries, .. } => {
+            for (host, entry) in entries {
+                p.show_read_only_from(host, entry);
+            }
         }
         StoreView::Host { store_dir, system } => {
             if let Some(store_dir) = store_dir {

@@ -156,6 +156,14 @@ pub(crate) fn build(layout: &Layout, anchors: &Anchors) -> Result<Walls, Sandbox
                 add(&entry.path, read_exec())?;
             }
         }
+        StoreView::Image { entries, .. } => {
+            for (host, _) in entries
+                .iter()
+                .filter(|(_, e)| !matches!(e.kind, EntryKind::Symlink(_)))
+            {
+                add(host, read_exec())?;
+            }
+        }
         StoreView::Host { store_dir, system } => {
             if let Some(dir) = store_dir {
                 add(dir, read_exec())?;
