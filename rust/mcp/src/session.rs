@@ -90,6 +90,12 @@ impl Session {
             tracing::warn!("chock mcp: {warning}");
         }
         let log = chock_sandbox::exec::open_log(&policy)?;
+        // A container image is read, written when needed and held (shared)
+        // now, so a session that cannot have its tree is refused before
+        // its first call, and no tree is replaced under it until it ends.
+        if let Some(container) = policy.container() {
+            chock_sandbox::image::tree(container)?;
+        }
         let workspace = Workspace::open(&project.dir).map_err(|source| McpError::Workspace {
             path: project.dir.clone(),
             source,
