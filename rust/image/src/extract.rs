@@ -69,6 +69,10 @@ pub struct Writer {
     touched: HashSet<Parts>,
     /// Device nodes left out, so a hard link to one is left out too.
     dropped: HashSet<Parts>,
+    /// The most bytes of tar the layers may hold, all together.
+    limit: u64,
+    /// Bytes of tar read so far.
+    read: u64,
     /// What was written.
     pub stats: Stats,
 }
@@ -181,6 +185,22 @@ impl<R> Hashing<R> {
     }
 }
 
+/// Fails a read past the bound instead of going on.
+struct Bounded<R> {
+    inner: R,
+    left: u64,
+}
+
+impl<R: Read> Read for Bounded<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.left = self.left.checked_sub(n as u64).ok_or_else(|| {
+            std::io::Error::other("the layers hold more bytes than the bound Chock writes")
+        })?;
+        Ok(n)
+    }
+}
+
 /// What a layer's first bytes say it is.
 fn decompress<'a>(
     input: &'a mut Hashing<BufReader<Box<dyn Read + Send>>>,
@@ -214,8 +234,19 @@ impl Writer {
             dirs: BTreeMap::new(),
             touched: HashSet::new(),
             dropped: HashSet::new(),
+            limit: u64::MAX,
+            read: 0,
             stats: Stats::default(),
         })
+    }
+
+    /// This writer, refusing layers whose tars hold more than `bytes` in
+    /// all (a small compressed layer can expand without bound).
+    pub fn with_limit(self, bytes: u64) -> Writer {
+        Writer {
+            limit: bytes,
+            ..self
+        }
     }
 
     /// Writes one layer from its stored bytes (a tar, gzip or zstd
@@ -225,10 +256,16 @@ impl Writer {
         let mut raw = Hashing::new(BufReader::with_capacity(1 << 20, stored));
         let diff_id = {
             let decoded = decompress(&mut raw)?;
-            let mut plain = Hashing::new(decoded);
-            self.apply(&mut plain)?;
-            std::io::copy(&mut plain, &mut std::io::sink())
-                .map_err(|e| format!("it cannot be read to its end ({e})"))?;
+            let left = self.limit.saturating_sub(self.read);
+            let mut plain = Hashing::new(Bounded {
+                inner: decoded,
+                left,
+            });
+            let applied = self.apply(&mut plain);
+            let rest = std::io::copy(&mut plain, &mut std::io::sink());
+            self.read += left - plain.inner.left;
+            applied?;
+            rest.map_err(|e| format!("it cannot be read to its end ({e})"))?;
             plain.digest()
         };
         std::io::copy(&mut raw, &mut std::io::sink())
