@@ -164,24 +164,26 @@ pub fn index_archive(path: &Path) -> Result<HashMap<String, (u64, u64)>, SourceF
     Ok(members)
 }
 
+/// A layout or archive without the image, naming those it holds.
+fn no_such_image(shown: &Path, reference: &Reference, names: &[String]) -> SourceFault {
+    SourceFault::Missing(format!(
+        "{} holds no image named {reference} (it holds {})",
+        shown.display(),
+        if names.is_empty() {
+            "no named image".to_owned()
+        } else {
+            names.join(", ")
+        }
+    ))
+}
+
 /// Reads an OCI layout (a directory, or an archive holding one).
 fn read_oci(blobs: Blobs, reference: &Reference, shown: &Path) -> Result<Plan, SourceFault> {
     let index: Index = manifest::parse("index.json", &blobs.read_small("index.json")?)
         .map_err(SourceFault::Bad)?;
     let mut descriptor = manifest::select(&index, reference, false)
         .cloned()
-        .ok_or_else(|| {
-            let names = manifest::listed_names(&index);
-            SourceFault::Missing(format!(
-                "{} holds no image named {reference} (it holds {})",
-                shown.display(),
-                if names.is_empty() {
-                    "no named image".to_owned()
-                } else {
-                    names.join(", ")
-                }
-            ))
-        })?;
+        .ok_or_else(|| no_such_image(shown, reference, &manifest::listed_names(&index)))?;
     for depth in 0..=MAX_NESTING {
         if !descriptor
             .media_type
@@ -250,15 +252,7 @@ fn read_saved(blobs: Blobs, reference: &Reference, shown: &Path) -> Result<Plan,
         })
         .ok_or_else(|| {
             let names: Vec<String> = saved.iter().flat_map(tags).collect();
-            SourceFault::Missing(format!(
-                "{} holds no image named {reference} (it holds {})",
-                shown.display(),
-                if names.is_empty() {
-                    "no named image".to_owned()
-                } else {
-                    names.join(", ")
-                }
-            ))
+            no_such_image(shown, reference, &names)
         })?;
     if image.layers.len() > MAX_LAYERS {
         return Err(bad(format!(

@@ -154,6 +154,17 @@ pub struct Listed {
     pub in_use: bool,
 }
 
+impl Listed {
+    /// Its reference (its directory when the record cannot be read) and
+    /// the bytes of its files.
+    pub fn shown(&self) -> (String, u64) {
+        self.record.as_ref().map_or_else(
+            || (self.dir.display().to_string(), 0),
+            |r| (r.reference.clone(), r.stats.bytes),
+        )
+    }
+}
+
 /// What removing unused trees did to one.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct Removal {
@@ -317,6 +328,18 @@ impl Images {
         self.ensure()?;
         let name = want.reference.dir_name();
         let tree_dir = self.dir.join(&name);
+        // A session keeps the tree it started with to its end: the image
+        // may have moved since, and is picked up by the next session.
+        if self.holds(&tree_dir)
+            && let Some(record) = read_record(&tree_dir.join("image.json"))
+        {
+            return Ok(Tree {
+                reference: want.reference.clone(),
+                rootfs: tree_dir.join("rootfs"),
+                record,
+                written: false,
+            });
+        }
         let extract_path = self.lock_path(&name, "lock");
         let extract = open_lock(&extract_path)?;
         if !lock(
@@ -450,6 +473,13 @@ impl Images {
             record,
             written: true,
         })
+    }
+
+    fn holds(&self, tree_dir: &Path) -> bool {
+        HELD.lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .any(|(dir, _)| dir == tree_dir)
     }
 
     fn hold(&self, tree_dir: &Path, lock: File) {

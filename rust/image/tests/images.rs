@@ -498,9 +498,23 @@ fn a_moved_tag_waits_for_the_session_on_the_old_tree() {
     // The tag moves: the same reference, other files.
     std::fs::remove_dir_all(&layout).expect("rm");
     oci_layout(&layout, "1", &[layer(&[E::File("version", 0o644, b"two")])]);
-    // This process holds the old tree (as a running session does): the
-    // new image is refused at once, naming it, and the old tree is intact.
-    let error = images
+    // This process holds the old tree, as a running session does, and
+    // keeps it to its end: its next call is served the tree it started with.
+    let again = images
+        .prepare(&want("moving:1", &layout))
+        .expect("the session's own tree");
+    assert!(!again.written);
+    assert_eq!(
+        std::fs::read(again.rootfs.join("version")).expect("old"),
+        b"one"
+    );
+    // Another session (the same trees reached by another path, so this
+    // process opens the locks anew, as another process would) is refused
+    // at once, naming the image, and the old tree is intact.
+    std::os::unix::fs::symlink(dir.path().join("images"), dir.path().join("same-images"))
+        .expect("link");
+    let other = Images::at(dir.path().join("same-images"));
+    let error = other
         .prepare(&want("moving:1", &layout))
         .expect_err("in use");
     let text = error.to_string();

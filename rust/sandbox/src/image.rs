@@ -141,10 +141,7 @@ pub(crate) fn doctor_row() -> Row {
         let each: Vec<String> = listed
             .iter()
             .map(|l| {
-                let (reference, bytes) = l.record.as_ref().map_or_else(
-                    || (l.dir.display().to_string(), 0),
-                    |r| (r.reference.clone(), r.stats.bytes),
-                );
+                let (reference, bytes) = l.shown();
                 format!(
                     "{reference} {}{}",
                     mib(bytes),

@@ -110,10 +110,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     );
                 }
                 for tree in &trees {
-                    let (reference, bytes) = tree.record.as_ref().map_or_else(
-                        || (tree.dir.display().to_string(), 0),
-                        |r| (r.reference.clone(), r.stats.bytes),
-                    );
+                    let (reference, bytes) = tree.shown();
                     println!(
                         "  {:>12}  {reference}{}",
                         mib(bytes),
