@@ -169,3 +169,40 @@ pub(crate) fn doctor_row() -> Row {
 pub fn mib(bytes: u64) -> String {
     format!("{:.1} MiB", bytes as f64 / f64::from(1 << 20))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mounts::EntryKind;
+
+    #[test]
+    fn the_image_shows_its_top_and_its_etc_but_not_what_the_sandbox_makes() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let rootfs = dir.path().join("rootfs");
+        for d in ["usr/bin", "etc/ssl", "dev", "proc", "tmp", "run", "work", "opt"] {
+            std::fs::create_dir_all(rootfs.join(d)).expect("dir");
+        }
+        for f in ["etc/passwd", "etc/os-release", "etc/hosts", "etc/localtime"] {
+            std::fs::write(rootfs.join(f), "x").expect("file");
+        }
+        std::os::unix::fs::symlink("usr/bin", rootfs.join("bin")).expect("bin");
+        let shown = entries(&rootfs, Path::new("/work/project")).expect("entries");
+        let inside: Vec<&Path> = shown.iter().map(|(_, e)| e.path.as_path()).collect();
+        assert_eq!(
+            inside,
+            [
+                Path::new("/bin"),
+                Path::new("/etc/os-release"),
+                Path::new("/etc/ssl"),
+                Path::new("/opt"),
+                Path::new("/usr"),
+            ]
+        );
+        assert_eq!(shown[0].1.kind, EntryKind::Symlink(PathBuf::from("usr/bin")));
+        assert_eq!(shown[4].0, rootfs.join("usr"));
+        assert_eq!(
+            shown_dirs(&rootfs, Path::new("/work/project")),
+            [Path::new("/bin"), Path::new("/opt"), Path::new("/usr")]
+        );
+    }
+}
