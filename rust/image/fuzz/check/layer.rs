@@ -48,8 +48,28 @@ fn walk(dir: &Path, seen: &mut usize) {
     }
 }
 
-/// Writes `bytes` as one layer; panics only when the writer breaks a promise.
+/// Writes `bytes` as one layer; panics only when the writer breaks a
+/// promise. Over the time bound, the input is written twice more and the
+/// fastest of the three counts, so a machine busy with something else does
+/// not fail it.
 pub fn write_layer(bytes: &[u8]) {
+    let mut fastest = write_once(bytes);
+    for _ in 0..2 {
+        if fastest < BOUND {
+            break;
+        }
+        fastest = fastest.min(write_once(bytes));
+    }
+    assert!(
+        fastest < BOUND,
+        "one layer of {} bytes took {fastest:?} at best",
+        bytes.len()
+    );
+}
+
+/// Writes `bytes` once into a fresh tree, checks what was written, and
+/// says how long the writing took.
+fn write_once(bytes: &[u8]) -> Duration {
     let dir = tempfile::tempdir().expect("tempdir");
     let tree = dir.path().join("tree");
     let outside = dir.path().join("outside");
@@ -63,16 +83,12 @@ pub fn write_layer(bytes: &[u8]) {
         diff_id: format!("sha256:{}", "0".repeat(64)),
     };
     let written = writer.layer(Box::new(std::io::Cursor::new(bytes.to_vec())), &layer);
-    if written.is_ok() {
-        panic!("a layer whose digest is all zeros was accepted");
-    }
-    let _ = writer.finish();
     assert!(
-        started.elapsed() < BOUND,
-        "one layer of {} bytes took {:?}",
-        bytes.len(),
-        started.elapsed()
+        written.is_err(),
+        "a layer whose digest is all zeros was accepted"
     );
+    let _ = writer.finish();
+    let took = started.elapsed();
     let mut seen = 0;
     walk(&tree, &mut seen);
     assert_eq!(
@@ -90,4 +106,5 @@ pub fn write_layer(bytes: &[u8]) {
         2,
         "something was written beside the tree: {parent:?}"
     );
+    took
 }
