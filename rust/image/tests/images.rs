@@ -613,3 +613,65 @@ fn a_layout_made_by_umoci_is_read_with_its_whiteouts() {
     );
     assert!(tree.record.stats.whiteouts >= 1);
 }
+
+/// A real race: while layers write three thousand files into `d/`, another
+/// thread swaps `d` with a link to a directory outside the tree
+/// (`renameat2(RENAME_EXCHANGE)`, back and forth, as fast as it can).
+/// Every file lands in the tree or fails; none lands outside.
+#[test]
+fn swapping_a_directory_for_a_link_outside_while_writing_never_leaves_the_tree() {
+    use nix::fcntl::{AT_FDCWD, RenameFlags, renameat2};
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tree = dir.path().join("tree");
+    let outside = dir.path().join("outside");
+    std::fs::create_dir_all(tree.join("d")).expect("d");
+    std::fs::create_dir(&outside).expect("outside");
+    std::os::unix::fs::symlink(&outside, tree.join("evil")).expect("evil");
+    // One layer per file, so a failed write does not end the run.
+    let layers: Vec<Vec<u8>> = (0..3000)
+        .map(|i| layer(&[E::File(&format!("d/f{i}"), 0o644, b"x")]))
+        .collect();
+    let written = AtomicU64::new(0);
+
+    let done = AtomicBool::new(false);
+    let swaps = AtomicU64::new(0);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            while !done.load(Ordering::Relaxed) {
+                if renameat2(
+                    AT_FDCWD,
+                    &tree.join("d"),
+                    AT_FDCWD,
+                    &tree.join("evil"),
+                    RenameFlags::RENAME_EXCHANGE,
+                )
+                .is_ok()
+                {
+                    swaps.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        });
+        let mut writer = chock_image::extract::Writer::new(&tree).expect("writer");
+        for stream in &layers {
+            if writer.apply(&mut stream.as_slice()).is_ok() {
+                written.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        done.store(true, Ordering::Relaxed);
+    });
+    let (swaps, written) = (
+        swaps.load(Ordering::Relaxed),
+        written.load(Ordering::Relaxed),
+    );
+    assert!(
+        swaps > 100 && written > 100,
+        "the race ran: {swaps} swaps, {written} files written"
+    );
+    assert_eq!(
+        std::fs::read_dir(&outside).expect("outside").count(),
+        0,
+        "a file was written through the swapped link"
+    );
+}

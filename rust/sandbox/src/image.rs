@@ -179,7 +179,9 @@ mod tests {
     fn the_image_shows_its_top_and_its_etc_but_not_what_the_sandbox_makes() {
         let dir = tempfile::tempdir().expect("tempdir");
         let rootfs = dir.path().join("rootfs");
-        for d in ["usr/bin", "etc/ssl", "dev", "proc", "tmp", "run", "work", "opt"] {
+        for d in [
+            "usr/bin", "etc/ssl", "dev", "proc", "tmp", "run", "work", "opt",
+        ] {
             std::fs::create_dir_all(rootfs.join(d)).expect("dir");
         }
         for f in ["etc/passwd", "etc/os-release", "etc/hosts", "etc/localtime"] {
@@ -198,7 +200,10 @@ mod tests {
                 Path::new("/usr"),
             ]
         );
-        assert_eq!(shown[0].1.kind, EntryKind::Symlink(PathBuf::from("usr/bin")));
+        assert_eq!(
+            shown[0].1.kind,
+            EntryKind::Symlink(PathBuf::from("usr/bin"))
+        );
         assert_eq!(shown[4].0, rootfs.join("usr"));
         assert_eq!(
             shown_dirs(&rootfs, Path::new("/work/project")),
