@@ -201,10 +201,51 @@ impl<R: Read> Read for Bounded<R> {
     }
 }
 
+type Stored = Hashing<BufReader<Box<dyn Read + Send>>>;
+
+/// A zstd stream of one frame or several, one after the other, as `zstd`
+/// writes a large input.
+enum Zstd<'a> {
+    /// Between frames (or before the first).
+    Between(Option<&'a mut Stored>),
+    /// Inside one.
+    Frame(ruzstd::decoding::StreamingDecoder<&'a mut Stored, ruzstd::decoding::FrameDecoder>),
+}
+
+impl Read for Zstd<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        loop {
+            match self {
+                Zstd::Frame(decoder) => {
+                    let n = decoder.read(buf)?;
+                    if n > 0 || buf.is_empty() {
+                        return Ok(n);
+                    }
+                    // This frame is done: the next may follow.
+                    if let Zstd::Frame(done) = std::mem::replace(self, Zstd::Between(None)) {
+                        *self = Zstd::Between(Some(done.into_inner()));
+                    }
+                }
+                Zstd::Between(input) => {
+                    let Some(input) = input.take() else {
+                        return Ok(0);
+                    };
+                    if input.inner.fill_buf()?.is_empty() {
+                        *self = Zstd::Between(None);
+                        return Ok(0);
+                    }
+                    let decoder = ruzstd::decoding::StreamingDecoder::new(input).map_err(|e| {
+                        std::io::Error::other(format!("its zstd stream cannot be read ({e})"))
+                    })?;
+                    *self = Zstd::Frame(decoder);
+                }
+            }
+        }
+    }
+}
+
 /// What a layer's first bytes say it is.
-fn decompress<'a>(
-    input: &'a mut Hashing<BufReader<Box<dyn Read + Send>>>,
-) -> Result<Box<dyn Read + 'a>, String> {
+fn decompress<'a>(input: &'a mut Stored) -> Result<Box<dyn Read + 'a>, String> {
     let head = input
         .inner
         .fill_buf()
@@ -212,9 +253,7 @@ fn decompress<'a>(
     if head.starts_with(&[0x1f, 0x8b]) {
         Ok(Box::new(flate2::read::GzDecoder::new(input)))
     } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
-        let decoder = ruzstd::decoding::StreamingDecoder::new(input)
-            .map_err(|e| format!("its zstd stream cannot be read ({e})"))?;
-        Ok(Box::new(decoder))
+        Ok(Box::new(Zstd::Between(Some(input))))
     } else {
         Ok(Box::new(input))
     }

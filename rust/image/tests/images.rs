@@ -88,6 +88,11 @@ fn config(diff_ids: &[String]) -> Vec<u8> {
 /// Writes an OCI layout at `dir` holding one image tagged `tag` with
 /// these layers (gzip-compressed).
 fn oci_layout(dir: &Path, tag: &str, layers: &[Vec<u8>]) {
+    oci_layout_with(dir, tag, layers, gzip);
+}
+
+/// The same, each layer stored as `compress` makes it.
+fn oci_layout_with(dir: &Path, tag: &str, layers: &[Vec<u8>], compress: fn(&[u8]) -> Vec<u8>) {
     let blobs = dir.join("blobs/sha256");
     std::fs::create_dir_all(&blobs).expect("blobs");
     let put = |bytes: &[u8]| {
@@ -99,7 +104,7 @@ fn oci_layout(dir: &Path, tag: &str, layers: &[Vec<u8>]) {
     let layer_descriptors: Vec<serde_json::Value> = layers
         .iter()
         .map(|l| {
-            let stored = gzip(l);
+            let stored = compress(l);
             serde_json::json!({"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": put(&stored), "size": stored.len()})
         })
         .collect();
@@ -673,5 +678,56 @@ fn swapping_a_directory_for_a_link_outside_while_writing_never_leaves_the_tree()
         std::fs::read_dir(&outside).expect("outside").count(),
         0,
         "a file was written through the swapped link"
+    );
+}
+
+/// A layer stored as two zstd frames, one after the other, as the `zstd`
+/// tool writes them when appending.
+fn zstd_two_frames(bytes: &[u8]) -> Vec<u8> {
+    let half = bytes.len() / 2;
+    let mut out = Vec::new();
+    for part in [&bytes[..half], &bytes[half..]] {
+        let mut child = std::process::Command::new("zstd")
+            .args(["-q", "-c"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("zstd is installed (scripts/setup)");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(part)
+            .expect("write");
+        let done = child.wait_with_output().expect("zstd");
+        assert!(done.status.success());
+        out.extend(done.stdout);
+    }
+    out
+}
+
+#[test]
+fn a_zstd_layer_of_several_frames_is_read_whole() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let layout = dir.path().join("layout");
+    let big: Vec<u8> = (0..300_000).map(|i| (i % 241) as u8).collect();
+    oci_layout_with(
+        &layout,
+        "1",
+        &[layer(&[
+            E::File("first", 0o644, &big),
+            E::File("second", 0o644, b"two"),
+        ])],
+        zstd_two_frames,
+    );
+    let images = Images::at(dir.path().join("images"));
+    let tree = images.prepare(&want("zstd:1", &layout)).expect("prepare");
+    assert_eq!(
+        std::fs::read(tree.rootfs.join("first")).expect("first"),
+        big
+    );
+    assert_eq!(
+        std::fs::read(tree.rootfs.join("second")).expect("second"),
+        b"two"
     );
 }
