@@ -209,7 +209,7 @@ enum Zstd<'a> {
     /// Between frames (or before the first).
     Between(Option<&'a mut Stored>),
     /// Inside one.
-    Frame(ruzstd::decoding::StreamingDecoder<&'a mut Stored, ruzstd::decoding::FrameDecoder>),
+    Frame(Box<ruzstd::decoding::StreamingDecoder<&'a mut Stored, ruzstd::decoding::FrameDecoder>>),
 }
 
 impl Read for Zstd<'_> {
@@ -223,7 +223,7 @@ impl Read for Zstd<'_> {
                     }
                     // This frame is done: the next may follow.
                     if let Zstd::Frame(done) = std::mem::replace(self, Zstd::Between(None)) {
-                        *self = Zstd::Between(Some(done.into_inner()));
+                        *self = Zstd::Between(Some((*done).into_inner()));
                     }
                 }
                 Zstd::Between(input) => {
@@ -237,7 +237,7 @@ impl Read for Zstd<'_> {
                     let decoder = ruzstd::decoding::StreamingDecoder::new(input).map_err(|e| {
                         std::io::Error::other(format!("its zstd stream cannot be read ({e})"))
                     })?;
-                    *self = Zstd::Frame(decoder);
+                    *self = Zstd::Frame(Box::new(decoder));
                 }
             }
         }
