@@ -123,7 +123,9 @@ fn fault(what: &str, path: &Path, e: impl std::fmt::Display) -> String {
 }
 
 /// Removes `name` in `dir` and, for a directory, everything in it, opening
-/// each directory with no link followed.
+/// each directory with no link followed and unlinking by name beneath it,
+/// so a link planted inside cannot turn the removal into one elsewhere;
+/// read-only directories are opened to their owner first.
 pub fn remove_tree(dir: &OwnedFd, name: &OsStr) -> Result<(), Errno> {
     let stat = match fstatat(dir.as_fd(), name, AtFlags::AT_SYMLINK_NOFOLLOW) {
         Ok(stat) => stat,
@@ -147,7 +149,8 @@ pub fn remove_tree(dir: &OwnedFd, name: &OsStr) -> Result<(), Errno> {
     unlinkat(dir.as_fd(), name, UnlinkatFlags::RemoveDir)
 }
 
-fn children(dir: &OwnedFd) -> Result<Vec<OsString>, Errno> {
+/// The names in `dir`, less `.` and `..`.
+pub fn children(dir: &OwnedFd) -> Result<Vec<OsString>, Errno> {
     let mut names = Vec::new();
     for entry in nix::dir::Dir::from_fd(dir.try_clone().map_err(|_| Errno::EMFILE)?)?.iter() {
         let name = entry?.file_name().to_bytes().to_vec();
