@@ -541,23 +541,31 @@ impl Images {
             .into_iter()
             .map(|name| {
                 let dir = self.dir.join(&name);
-                let use_path = self.lock_path(&name, "use");
-                let in_use = match File::open(&use_path) {
-                    Ok(file) => {
-                        match lock(&file, FlockOperation::NonBlockingLockExclusive, &use_path) {
-                            Ok(got) => !got,
-                            Err(_) => true,
-                        }
-                    }
-                    Err(_) => false,
-                };
                 Listed {
                     record: read_record(&dir.join("image.json")),
+                    in_use: !self.free(&name),
                     dir,
-                    in_use,
                 }
             })
             .collect()
+    }
+
+    /// Whether no session holds the tree `name` and none is writing it:
+    /// the use lock is tried only under the extraction lock, so the try
+    /// can never make a session that is starting see the tree as in use.
+    fn free(&self, name: &str) -> bool {
+        let try_lock = |kind: &str| -> Option<File> {
+            let path = self.lock_path(name, kind);
+            let file = File::open(&path).ok()?;
+            lock(&file, FlockOperation::NonBlockingLockExclusive, &path)
+                .ok()
+                .filter(|got| *got)
+                .map(|_| file)
+        };
+        let Some(_extract) = try_lock("lock") else {
+            return !self.lock_path(name, "lock").exists();
+        };
+        try_lock("use").is_some() || !self.lock_path(name, "use").exists()
     }
 
     /// Removes every tree no session holds and none is writing.
