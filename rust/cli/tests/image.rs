@@ -209,6 +209,35 @@ fn a_session_on_the_tree_holds_off_a_moved_tag_until_it_ends_even_killed() {
     );
     assert!(said.contains("chock.zon:2:"), "names the block: {said}");
 
+    // chock doctor and chock cache see the tree held; removing unused
+    // trees keeps it.
+    let doctor = fx
+        .chock()
+        .args(["doctor", "--json"])
+        .output()
+        .expect("doctor");
+    let report: serde_json::Value = serde_json::from_slice(&doctor.stdout).expect("json");
+    let row = report["rows"]
+        .as_array()
+        .and_then(|rows| rows.iter().find(|r| r["name"] == "image trees"))
+        .expect("an image trees row");
+    let detail = row["detail"].as_str().unwrap_or_default();
+    assert!(
+        detail.contains(REFERENCE) && detail.contains("(in use)"),
+        "{detail}"
+    );
+    let clear = fx
+        .chock()
+        .args(["cache", "clear-images"])
+        .output()
+        .expect("clear");
+    assert!(clear.status.success(), "{}", describe(&clear));
+    assert!(
+        text(&clear.stdout).starts_with("kept "),
+        "{}",
+        describe(&clear)
+    );
+
     // A is killed, and the kernel lets go of its lock.
     a.kill().expect("kill");
     a.wait().expect("wait");
@@ -219,6 +248,29 @@ fn a_session_on_the_tree_holds_off_a_moved_tag_until_it_ends_even_killed() {
         text(&b.stderr).contains("wrote the image"),
         "{}",
         describe(&b)
+    );
+
+    // With no session on it, the tree is listed and then removed.
+    let cache = fx.chock().arg("cache").output().expect("cache");
+    let listed = text(&cache.stdout);
+    assert!(
+        listed.contains(REFERENCE) && !listed.contains("(in use)"),
+        "{listed}"
+    );
+    let clear = fx
+        .chock()
+        .args(["cache", "clear-images"])
+        .output()
+        .expect("clear");
+    assert!(
+        text(&clear.stdout).starts_with("removed "),
+        "{}",
+        describe(&clear)
+    );
+    assert!(
+        !fx.root()
+            .join("state/chock/images/example.org+toolchain:1")
+            .exists()
     );
 }
 
