@@ -299,3 +299,97 @@ fn an_image_not_on_the_machine_is_refused_with_the_command_that_puts_it_there() 
         "{said}"
     );
 }
+
+/// One JSON-RPC exchange with `chock mcp` over its stdio: sends `request`
+/// and reads lines until the answer with the same id.
+fn rpc(
+    stdin: &mut std::process::ChildStdin,
+    lines: &mut std::io::Lines<BufReader<std::process::ChildStdout>>,
+    request: serde_json::Value,
+) -> serde_json::Value {
+    use std::io::Write;
+    writeln!(stdin, "{request}").expect("write");
+    loop {
+        let line = lines.next().expect("the server answers").expect("a line");
+        let message: serde_json::Value = serde_json::from_str(&line).expect("json");
+        if message.get("id") == request.get("id") {
+            return message;
+        }
+    }
+}
+
+/// The tool server holds the tree from its start to its end: its
+/// `run_command` runs in the image, and while it is up a moved tag is
+/// refused to another session; once it ends, the tag is picked up.
+#[test]
+fn the_tool_server_runs_commands_in_the_image_and_holds_it_for_its_session() {
+    use std::io::Write;
+    let fx = project();
+    let mut server = fx
+        .chock()
+        .arg("mcp")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn chock mcp");
+    let mut stdin = server.stdin.take().expect("stdin");
+    let mut lines = BufReader::new(server.stdout.take().expect("stdout")).lines();
+    let init = rpc(
+        &mut stdin,
+        &mut lines,
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+    );
+    assert_eq!(init["result"]["serverInfo"]["name"], "chock", "{init}");
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
+    )
+    .expect("write");
+    let called = rpc(
+        &mut stdin,
+        &mut lines,
+        serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "run_command", "arguments": {"argv": ["cat", "/etc/version"]}}}),
+    );
+    let answer = called["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        answer.contains("exit status 0") && answer.contains("one"),
+        "{called}"
+    );
+
+    make_image(&fx, "two");
+    let other = fx.exec(&[], &["cat", "/etc/version"]);
+    assert_eq!(other.status.code(), Some(1), "{}", describe(&other));
+    assert!(
+        text(&other.stderr).contains("run again later"),
+        "{}",
+        describe(&other)
+    );
+    // The server's own next call still has the tree it started with.
+    let again = rpc(
+        &mut stdin,
+        &mut lines,
+        serde_json::json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+            "name": "run_command", "arguments": {"argv": ["cat", "/etc/version"]}}}),
+    );
+    assert!(
+        again["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("one"),
+        "{again}"
+    );
+
+    drop(stdin);
+    server
+        .wait()
+        .expect("the server ends when its client closes stdin");
+    let after = fx.exec(&[], &["cat", "/etc/version"]);
+    assert!(after.status.success(), "{}", describe(&after));
+    assert_eq!(text(&after.stdout), "two");
+}
