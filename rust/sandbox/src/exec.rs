@@ -468,7 +468,7 @@ fn visible(path: &Path, layout: &Layout) -> bool {
     }
     match &layout.store {
         StoreView::Closure { entries, .. } => entries.iter().any(|e| path.starts_with(&e.path)),
-        StoreView::Image { entries, .. } => entries.iter().any(|(_, e)| path.starts_with(&e.path)),
+        StoreView::Image { entries, .. } => entries.iter().any(|e| path.starts_with(&e.entry.path)),
         StoreView::Host { store_dir, system } => {
             store_dir.as_ref().is_some_and(|s| path.starts_with(s))
                 || system.iter().any(|e| path.starts_with(&e.path))

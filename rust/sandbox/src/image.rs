@@ -16,7 +16,7 @@ use chock_policy::ContainerSettings;
 
 use crate::doctor::{Row, State};
 use crate::error::SandboxError;
-use crate::mounts::Entry;
+use crate::mounts::{Entry, EntryKind, ImageEntry};
 
 /// Top-level directories of an image the sandbox makes itself.
 pub const MADE_BY_THE_SANDBOX: [&str; 6] = ["dev", "proc", "sys", "run", "tmp", "etc"];
@@ -60,12 +60,9 @@ pub fn tree(container: &ContainerSettings) -> Result<Tree, ImageLoadError> {
         })
 }
 
-/// The entries of `rootfs` the sandbox shows, each as (host path, entry
-/// inside), sorted.
-pub(crate) fn entries(
-    rootfs: &Path,
-    workspace: &Path,
-) -> Result<Vec<(PathBuf, Entry)>, SandboxError> {
+/// The entries of `rootfs` the sandbox shows, sorted, each opened once (no
+/// link followed) to record the object it is.
+pub(crate) fn entries(rootfs: &Path, workspace: &Path) -> Result<Vec<ImageEntry>, SandboxError> {
     let workspace_top = workspace
         .components()
         .nth(1)
@@ -101,9 +98,25 @@ fn names(dir: &Path) -> Result<Vec<std::ffi::OsString>, SandboxError> {
     Ok(names)
 }
 
-fn shown(host: &Path, inside: PathBuf) -> Result<(PathBuf, Entry), SandboxError> {
+fn shown(host: &Path, inside: PathBuf) -> Result<ImageEntry, SandboxError> {
     let kind = crate::layout::entry(host)?.kind;
-    Ok((host.to_path_buf(), Entry { path: inside, kind }))
+    let id = match kind {
+        EntryKind::Symlink(_) => None,
+        EntryKind::Dir | EntryKind::File => {
+            let io = |e: nix::errno::Errno| {
+                SandboxError::host("opening the image tree's", host, e.into())
+            };
+            let fd = crate::sys::open_path(libc::AT_FDCWD, &crate::mounts::cstring(host), false)
+                .map_err(io)?;
+            let fd = crate::sys::owned(fd);
+            Some(crate::sys::file_id(std::os::fd::AsRawFd::as_raw_fd(&fd)).map_err(io)?)
+        }
+    };
+    Ok(ImageEntry {
+        host: host.to_path_buf(),
+        entry: Entry { path: inside, kind },
+        id,
+    })
 }
 
 /// The directories at the top of the sandbox that come from the image,
@@ -112,7 +125,7 @@ pub fn shown_dirs(rootfs: &Path, workspace: &Path) -> Vec<PathBuf> {
     entries(rootfs, workspace)
         .unwrap_or_default()
         .into_iter()
-        .map(|(_, entry)| entry.path)
+        .map(|shown| shown.entry.path)
         .filter(|p| !p.starts_with("/etc"))
         .collect()
 }
@@ -173,7 +186,6 @@ pub fn mib(bytes: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mounts::EntryKind;
 
     #[test]
     fn the_image_shows_its_top_and_its_etc_but_not_what_the_sandbox_makes() {
@@ -189,7 +201,7 @@ mod tests {
         }
         std::os::unix::fs::symlink("usr/bin", rootfs.join("bin")).expect("bin");
         let shown = entries(&rootfs, Path::new("/work/project")).expect("entries");
-        let inside: Vec<&Path> = shown.iter().map(|(_, e)| e.path.as_path()).collect();
+        let inside: Vec<&Path> = shown.iter().map(|e| e.entry.path.as_path()).collect();
         assert_eq!(
             inside,
             [
@@ -201,10 +213,15 @@ mod tests {
             ]
         );
         assert_eq!(
-            shown[0].1.kind,
+            shown[0].entry.kind,
             EntryKind::Symlink(PathBuf::from("usr/bin"))
         );
-        assert_eq!(shown[4].0, rootfs.join("usr"));
+        assert_eq!(shown[4].host, rootfs.join("usr"));
+        assert!(shown[0].id.is_none(), "a link is made, never bound");
+        assert!(
+            shown.iter().skip(1).all(|e| e.id.is_some()),
+            "every bound entry was opened once"
+        );
         assert_eq!(
             shown_dirs(&rootfs, Path::new("/work/project")),
             [Path::new("/bin"), Path::new("/opt"), Path::new("/usr")]

@@ -92,6 +92,18 @@ pub struct Entry {
     pub kind: EntryKind,
 }
 
+/// One entry of a container image's tree, shown read-only in the sandbox.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ImageEntry {
+    /// Its path in the tree, on the host.
+    pub host: PathBuf,
+    /// Where it shows inside, and what it is.
+    pub entry: Entry,
+    /// The object `host` named when the layout was read (none for a link,
+    /// which is made as a link): it is bound only if it still is that one.
+    pub(crate) id: Option<FileId>,
+}
+
 /// What of the store (and of the host's system) the sandbox shows.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StoreView {
@@ -108,8 +120,8 @@ pub enum StoreView {
     Image {
         /// The tree on the host (`images/<reference>/rootfs`).
         rootfs: PathBuf,
-        /// Each entry: its path in the tree on the host, and where it shows.
-        entries: Vec<(PathBuf, Entry)>,
+        /// Each entry, where it shows.
+        entries: Vec<ImageEntry>,
     },
     /// No flake: the whole store, plus the host's system directories.
     Host {
@@ -465,8 +477,23 @@ fn plan_store(p: &mut Planner, store: &StoreView) {
             });
         }
         StoreView::Image { entries, .. } => {
-            for (host, entry) in entries {
-                p.show_read_only_from(host, entry);
+            for shown in entries {
+                match (&shown.entry.kind, shown.id) {
+                    // Bound by descriptor, checked to be the object read.
+                    (kind @ (EntryKind::Dir | EntryKind::File), Some(id)) => {
+                        p.mount_point(&shown.entry.path, kind);
+                        p.push(Op::BindChecked {
+                            source: cstring(under_old_root(&shown.host)),
+                            id,
+                            target: cstring(&shown.entry.path),
+                            set: READ_ONLY,
+                        });
+                    }
+                    (EntryKind::Symlink(_), _) => p.show_read_only_from(&shown.host, &shown.entry),
+                    // Never made so (`image::entries` opens every non-link):
+                    // shown as nothing rather than by path.
+                    (_, None) => {}
+                }
             }
         }
         StoreView::Host { store_dir, system } => {

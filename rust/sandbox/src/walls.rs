@@ -157,11 +157,11 @@ pub(crate) fn build(layout: &Layout, anchors: &Anchors) -> Result<Walls, Sandbox
             }
         }
         StoreView::Image { entries, .. } => {
-            for (host, _) in entries
+            for shown in entries
                 .iter()
-                .filter(|(_, e)| !matches!(e.kind, EntryKind::Symlink(_)))
+                .filter(|e| !matches!(e.entry.kind, EntryKind::Symlink(_)))
             {
-                add(host, read_exec())?;
+                add(&shown.host, read_exec())?;
             }
         }
         StoreView::Host { store_dir, system } => {
