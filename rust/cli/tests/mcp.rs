@@ -12,6 +12,8 @@ use serde_json::{Value, json};
 use support::{Env, Page, Site, person_says};
 
 mod sandbox_fixture;
+#[path = "mcp/tasks.rs"]
+mod tasks;
 
 /// One call per tool: the tool, its arguments, and the action it is decided under.
 fn every_tool(site: &Site) -> Vec<(&'static str, Value, String)> {

@@ -15,6 +15,7 @@ use chock_policy::{Decision, NetMode, Policy};
 pub enum Network {
     /// Loopback inside the namespace and nothing else.
     #[default]
+    #[serde(rename = "none")]
     Closed,
     /// The router: each host decided at `net.connect.*`.
     Filtered,

@@ -1,0 +1,197 @@
+//! Published ports, the host's side: a listener on this machine's
+//! 127.0.0.1:<port> whose connections are relayed to 127.0.0.1:<port>
+//! inside one task's sandbox, through that sandbox's dialer
+//! (`chock_sandbox::publish`).
+//!
+//! The listener is on 127.0.0.1 and nowhere else: a published port is for
+//! the person at this machine. A port is published for one task and
+//! unpublished when that task ends or the session does; relayed
+//! connections end with it.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use chock_sandbox::publish::Dialer;
+use tokio::net::{TcpListener, TcpStream};
+use tokio_util::sync::CancellationToken;
+
+use crate::tasks::lock;
+
+/// The most ports one session publishes at once.
+pub const MAX_PUBLISHED: usize = 4;
+/// The most connections relayed at once through one published port.
+const MAX_CONNECTIONS: usize = 64;
+
+struct Published {
+    task: u32,
+    stop: CancellationToken,
+}
+
+/// The session's published ports.
+#[derive(Default)]
+pub struct Ports {
+    table: Mutex<BTreeMap<u16, Published>>,
+}
+
+/// A listener bound and not yet serving: held while the act is decided, so
+/// the port cannot be taken meanwhile.
+pub struct Reserved {
+    port: u16,
+    listener: std::net::TcpListener,
+}
+
+impl Reserved {
+    /// The port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+}
+
+impl Ports {
+    /// The ports published for `task`.
+    pub fn of_task(&self, task: u32) -> Vec<u16> {
+        lock(&self.table)
+            .iter()
+            .filter(|(_, p)| p.task == task)
+            .map(|(port, _)| *port)
+            .collect()
+    }
+
+    /// Which task holds `port`, if one does.
+    pub fn holder(&self, port: u16) -> Option<u32> {
+        lock(&self.table).get(&port).map(|p| p.task)
+    }
+
+    /// Binds 127.0.0.1:`port` for a publication, or says which rule of
+    /// publishing it breaks: a port under 1024, one this session publishes
+    /// already, more than [`MAX_PUBLISHED`], or one something on this
+    /// machine listens on.
+    pub fn reserve(&self, port: u16) -> Result<Reserved, String> {
+        if port < 1024 {
+            return Err(format!(
+                "port {port} is under 1024, which needs privilege this session does not have; have the server listen on a port from 1024 up (e.g. 8000) and publish that"
+            ));
+        }
+        {
+            let table = lock(&self.table);
+            if let Some(held) = table.get(&port) {
+                return Err(format!(
+                    "port {port} is already published, for task {}; stop that task to publish the port for another",
+                    held.task
+                ));
+            }
+            if table.len() >= MAX_PUBLISHED {
+                return Err(format!(
+                    "port {port} would be one more than a session publishes (at most {MAX_PUBLISHED}; published now: {}); stop a task that holds one first",
+                    table
+                        .keys()
+                        .map(u16::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+        }
+        let listener = std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, port))
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::AddrInUse => format!(
+                    "port {port} is already in use on this machine (something else listens on 127.0.0.1:{port}); have the server listen on another port and publish that"
+                ),
+                _ => format!("port {port} cannot be opened on 127.0.0.1 ({e})"),
+            })?;
+        Ok(Reserved { port, listener })
+    }
+
+    /// Serves a reserved port for `task`: each connection accepted on the
+    /// host is relayed to the same port inside, through `dialer`.
+    pub fn publish(
+        &self,
+        reserved: Reserved,
+        task: u32,
+        dialer: Arc<Dialer>,
+    ) -> Result<(), String> {
+        let Reserved { port, listener } = reserved;
+        let listener = listener
+            .set_nonblocking(true)
+            .and_then(|()| TcpListener::from_std(listener))
+            .map_err(|e| format!("port {port} cannot be served ({e})"))?;
+        let stop = CancellationToken::new();
+        {
+            let mut table = lock(&self.table);
+            if table.contains_key(&port) || table.len() >= MAX_PUBLISHED {
+                return Err(format!(
+                    "port {port} was published meanwhile, or the session's {MAX_PUBLISHED} ports were; call again"
+                ));
+            }
+            table.insert(
+                port,
+                Published {
+                    task,
+                    stop: stop.clone(),
+                },
+            );
+        }
+        tokio::spawn(serve(listener, port, dialer, stop));
+        Ok(())
+    }
+
+    /// Unpublishes every port of `task` (it ended).
+    pub fn unpublish_task(&self, task: u32) {
+        lock(&self.table).retain(|_, p| {
+            if p.task == task {
+                p.stop.cancel();
+            }
+            p.task != task
+        });
+    }
+
+    /// Unpublishes every port (the session ends).
+    pub fn unpublish_all(&self) {
+        for (_, published) in std::mem::take(&mut *lock(&self.table)) {
+            published.stop.cancel();
+        }
+    }
+}
+
+async fn serve(listener: TcpListener, port: u16, dialer: Arc<Dialer>, stop: CancellationToken) {
+    let room = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    loop {
+        let accepted = tokio::select! {
+            () = stop.cancelled() => return,
+            accepted = listener.accept() => accepted,
+        };
+        let Ok((outer, _)) = accepted else { continue };
+        // Over the bound, a connection is closed at once rather than queued.
+        let Ok(permit) = room.clone().try_acquire_owned() else {
+            continue;
+        };
+        let dialer = dialer.clone();
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            let _permit = permit;
+            tokio::select! {
+                () = stop.cancelled() => {}
+                () = relay(outer, port, dialer) => {}
+            }
+        });
+    }
+}
+
+async fn relay(mut outer: TcpStream, port: u16, dialer: Arc<Dialer>) {
+    let inner = tokio::task::spawn_blocking(move || dialer.dial(port)).await;
+    let inner = match inner {
+        Ok(Ok(inner)) => inner,
+        // Nothing listens inside (yet), or the task ended: the
+        // connection is closed, as a refused one would be.
+        Ok(Err(e)) => {
+            tracing::debug!("published port {port}: {e}");
+            return;
+        }
+        Err(_) => return,
+    };
+    let Ok(mut inner) = TcpStream::from_std(inner) else {
+        return;
+    };
+    let _ = outer.set_nodelay(true);
+    let _ = inner.set_nodelay(true);
+    let _ = tokio::io::copy_bidirectional(&mut outer, &mut inner).await;
+}
