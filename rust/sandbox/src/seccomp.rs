@@ -384,10 +384,11 @@ pub(crate) fn dialer_program() -> Result<BpfProgram, SandboxError> {
         target_arch()?,
     )
     .map_err(seccomp_error)?;
-    let mut programs = Vec::new();
+    let allowlist = BpfProgram::try_from(filter).map_err(seccomp_error)?;
     #[cfg(target_arch = "x86_64")]
-    programs.push(x32_filter());
-    programs.push(BpfProgram::try_from(filter).map_err(seccomp_error)?);
+    let programs = vec![x32_filter(), allowlist];
+    #[cfg(not(target_arch = "x86_64"))]
+    let programs = vec![allowlist];
     Ok(chain(programs))
 }
 

@@ -357,7 +357,6 @@ fn tasks_end_with_the_session_whether_stdin_closes_or_the_server_is_killed() {
         if killed {
             server.kill().expect("SIGKILL the server");
         } else {
-            drop(say);
             drop(stdin);
         }
         server.wait().expect("the server ended");
