@@ -25,6 +25,19 @@ const MAX_CONNECTIONS: usize = 64;
 struct Published {
     task: u32,
     stop: CancellationToken,
+    /// Told when the listener has been closed.
+    closed: std::sync::mpsc::Receiver<()>,
+}
+
+/// How long unpublishing waits for the listener to be closed.
+const CLOSE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+impl Published {
+    /// Stops serving and waits until the port is closed on the host.
+    fn close(self) {
+        self.stop.cancel();
+        let _ = self.closed.recv_timeout(CLOSE_WAIT);
+    }
 }
 
 /// The session's published ports.
@@ -115,6 +128,7 @@ impl Ports {
             .and_then(|()| TcpListener::from_std(listener))
             .map_err(|e| format!("port {port} cannot be served ({e})"))?;
         let stop = CancellationToken::new();
+        let (closed_tell, closed) = std::sync::mpsc::channel();
         {
             let mut table = lock(&self.table);
             if table.contains_key(&port) || table.len() >= MAX_PUBLISHED {
@@ -127,28 +141,36 @@ impl Ports {
                 Published {
                     task,
                     stop: stop.clone(),
+                    closed,
                 },
             );
         }
-        tokio::spawn(serve(listener, port, dialer, stop));
+        tokio::spawn(async move {
+            serve(listener, port, dialer, stop).await;
+            let _ = closed_tell.send(());
+        });
         Ok(())
     }
 
-    /// Unpublishes every port of `task` (it ended).
+    /// Unpublishes every port of `task` (it ended), and returns once they
+    /// are closed. Blocking: call it off the runtime's threads.
     pub fn unpublish_task(&self, task: u32) {
-        lock(&self.table).retain(|_, p| {
-            if p.task == task {
-                p.stop.cancel();
-            }
-            p.task != task
-        });
+        let taken: Vec<Published> = {
+            let mut table = lock(&self.table);
+            let ports: Vec<u16> = table
+                .iter()
+                .filter(|(_, p)| p.task == task)
+                .map(|(port, _)| *port)
+                .collect();
+            ports.iter().filter_map(|port| table.remove(port)).collect()
+        };
+        taken.into_iter().for_each(Published::close);
     }
 
-    /// Unpublishes every port (the session ends).
+    /// Unpublishes every port (the session ends), as [`Ports::unpublish_task`].
     pub fn unpublish_all(&self) {
-        for (_, published) in std::mem::take(&mut *lock(&self.table)) {
-            published.stop.cancel();
-        }
+        let taken = std::mem::take(&mut *lock(&self.table));
+        taken.into_values().for_each(Published::close);
     }
 }
 

@@ -208,6 +208,8 @@ pub struct Tasks {
     /// The host folder of the records, shown at [`TASKS_MOUNT`].
     dir: PathBuf,
     table: Mutex<Table>,
+    /// Held while a task starts, so the bound on running tasks holds.
+    starting: Mutex<()>,
     pub ports: crate::ports::Ports,
 }
 
@@ -233,6 +235,7 @@ impl Tasks {
         Ok(Tasks {
             dir,
             table: Mutex::default(),
+            starting: Mutex::default(),
             ports: crate::ports::Ports::default(),
         })
     }
@@ -280,6 +283,8 @@ impl Tasks {
         command: String,
         network: Network,
     ) -> Result<Arc<Task>, String> {
+        let _one_at_a_time = lock(&self.starting);
+        self.room()?;
         let (tell, told) = std::sync::mpsc::channel();
         let tasks = self.clone();
         std::thread::Builder::new()
@@ -338,6 +343,9 @@ impl Tasks {
             let _ = reading.join();
         }
         let stopped = task.stop_asked.load(Ordering::SeqCst);
+        // Unpublished before the end is told, so whoever waits for the end
+        // finds the ports closed.
+        self.ports.unpublish_task(task.id);
         task.end(match ran {
             Ok(ran) if stopped => State::Stopped {
                 exit: ran.finished.exit,
@@ -349,7 +357,6 @@ impl Tasks {
                 error: e.to_string(),
             },
         });
-        self.ports.unpublish_task(task.id);
         self.write_record(&task);
     }
 

@@ -1,0 +1,210 @@
+//! A published port against a direct loopback connection, in one run on
+//! one machine: connection setup, round trip and throughput.
+//!
+//! ```sh
+//! cargo build --release -p chock
+//! cargo run --release -p chock-mcp --example published_port -- target/release/chock
+//! ```
+//!
+//! It starts `chock mcp` on a fresh project that allows `exec.*` and
+//! `net.serve.<port>`, starts the same small Python server twice: once as
+//! a background `run_command` (inside the sandbox, reached through the
+//! published port: host listener, dialer, relay) and once directly on the
+//! host's loopback. Then, against each: `SETUPS` fresh connections that
+//! each send one byte and read it back (setup + first round trip), `PINGS`
+//! one-byte round trips over one connection, and one connection that reads
+//! 1 GiB the server writes as fast as it can.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const SETUPS: usize = 300;
+const PINGS: usize = 3000;
+const BULK: u64 = 1 << 30;
+
+/// Per connection: `e` echoes byte by byte, `b` writes 1 GiB and closes.
+const SERVER: &str = r"
+import socket, socketserver, sys
+class Handler(socketserver.BaseRequestHandler):
+    def handle(self):
+        s = self.request
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        mode = s.recv(1)
+        if mode == b'e':
+            while True:
+                b = s.recv(1)
+                if not b:
+                    return
+                s.sendall(b)
+        elif mode == b'b':
+            block = bytes(1 << 20)
+            for _ in range(1024):
+                s.sendall(block)
+class Server(socketserver.ThreadingTCPServer):
+    allow_reuse_address = True
+    daemon_threads = True
+Server(('127.0.0.1', int(sys.argv[1])), Handler).serve_forever()
+";
+
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind(("127.0.0.1", 0)).expect("bind");
+    listener.local_addr().expect("addr").port()
+}
+
+fn connect_until_up(port: u16) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) {
+            let mut byte = [0u8; 1];
+            if stream.write_all(b"ex").is_ok() && stream.read_exact(&mut byte).is_ok() {
+                return;
+            }
+        }
+        assert!(Instant::now() < deadline, "nothing served on {port}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort_unstable();
+    samples[samples.len() / 2]
+}
+
+struct Figures {
+    setup: Duration,
+    ping: Duration,
+    bulk: f64,
+}
+
+fn measure(port: u16) -> Figures {
+    let setup = median(
+        (0..SETUPS)
+            .map(|_| {
+                let start = Instant::now();
+                let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+                stream.set_nodelay(true).ok();
+                stream.write_all(b"ex").expect("write");
+                let mut byte = [0u8; 1];
+                stream.read_exact(&mut byte).expect("echo");
+                start.elapsed()
+            })
+            .collect(),
+    );
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    stream.set_nodelay(true).ok();
+    stream.write_all(b"e").expect("write");
+    let ping = median(
+        (0..PINGS)
+            .map(|_| {
+                let start = Instant::now();
+                stream.write_all(b"x").expect("write");
+                let mut byte = [0u8; 1];
+                stream.read_exact(&mut byte).expect("echo");
+                start.elapsed()
+            })
+            .collect(),
+    );
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    stream.write_all(b"b").expect("write");
+    let mut buffer = vec![0u8; 1 << 20];
+    let mut read = 0u64;
+    let start = Instant::now();
+    loop {
+        let n = stream.read(&mut buffer).expect("read");
+        if n == 0 {
+            break;
+        }
+        read += n as u64;
+    }
+    let took = start.elapsed();
+    assert_eq!(read, BULK, "the whole GiB came through");
+    Figures {
+        setup,
+        ping,
+        bulk: BULK as f64 / took.as_secs_f64() / f64::from(1u32 << 30),
+    }
+}
+
+fn main() {
+    let Some(chock) = std::env::args().nth(1) else {
+        eprintln!("usage: published_port PATH/TO/chock");
+        std::process::exit(1);
+    };
+    let root = tempfile::tempdir().expect("a temporary folder");
+    let project = root.path().join("project");
+    std::fs::create_dir_all(&project).expect("project");
+    let published = free_port();
+    std::fs::write(
+        project.join("chock.zon"),
+        format!(
+            r#".{{ .policy = .{{ .rules = .{{ .{{ .action = "exec.*", .decision = .allow }}, .{{ .action = "net.serve.{published}", .decision = .allow }} }} }} }}"#
+        ),
+    )
+    .expect("chock.zon");
+    let mut child = Command::new(&chock)
+        .args(["mcp", "--no-approve"])
+        .current_dir(&project)
+        .env("HOME", root.path())
+        .env("XDG_STATE_HOME", root.path().join("state"))
+        .env("XDG_CONFIG_HOME", root.path().join("config"))
+        .env("XDG_DATA_HOME", root.path().join("data"))
+        .env_remove("CHOCK_STATE_DIR")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("chock mcp starts");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut say = |message: String| {
+        writeln!(stdin, "{message}").expect("write");
+        stdin.flush().expect("flush");
+        let mut line = String::new();
+        stdout.read_line(&mut line).expect("read");
+        line
+    };
+    say(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}"#.into());
+    say(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}
+{"jsonrpc":"2.0","id":-1,"method":"ping"}"#
+        .into());
+    let call = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "run_command",
+        "arguments": {"argv": ["python3", "-c", SERVER, published.to_string()], "background": true}}});
+    let started = say(call.to_string());
+    assert!(started.contains("published: http://127.0.0.1"), "{started}");
+    let direct = free_port();
+    let mut host_server = Command::new("python3")
+        .args(["-c", SERVER, &direct.to_string()])
+        .spawn()
+        .expect("python3 on the host");
+    connect_until_up(published);
+    connect_until_up(direct);
+    let through = measure(published);
+    let straight = measure(direct);
+    host_server.kill().ok();
+    host_server.wait().ok();
+    drop(stdin);
+    child.wait().ok();
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    println!("| measurement | direct loopback | published port | ratio |");
+    println!("|---|---:|---:|---:|");
+    println!(
+        "| connect + first echo, median of {SETUPS} | {:.0} µs | {:.0} µs | {:.1}x |",
+        us(straight.setup),
+        us(through.setup),
+        us(through.setup) / us(straight.setup)
+    );
+    println!(
+        "| 1-byte round trip on one connection, median of {PINGS} | {:.0} µs | {:.0} µs | {:.1}x |",
+        us(straight.ping),
+        us(through.ping),
+        us(through.ping) / us(straight.ping)
+    );
+    println!(
+        "| 1 GiB from the server | {:.2} GiB/s | {:.2} GiB/s | {:.0}% of direct |",
+        straight.bulk,
+        through.bulk,
+        100.0 * through.bulk / straight.bulk
+    );
+}
