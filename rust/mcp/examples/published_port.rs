@@ -17,8 +17,10 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
+
+mod support;
 
 const SETUPS: usize = 300;
 const PINGS: usize = 3000;
@@ -143,18 +145,7 @@ fn main() {
         ),
     )
     .expect("chock.zon");
-    let mut child = Command::new(&chock)
-        .args(["mcp", "--no-approve"])
-        .current_dir(&project)
-        .env("HOME", root.path())
-        .env("XDG_STATE_HOME", root.path().join("state"))
-        .env("XDG_CONFIG_HOME", root.path().join("config"))
-        .env("XDG_DATA_HOME", root.path().join("data"))
-        .env_remove("CHOCK_STATE_DIR")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("chock mcp starts");
+    let mut child = support::start_mcp(&chock, root.path(), &project);
     let mut stdin = child.stdin.take().expect("stdin");
     let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
     let mut say = |message: String| {

@@ -512,36 +512,49 @@ pub(crate) fn dial_loopback(port: u16, timeout_ms: libc::c_int) -> Result<RawFd,
     }
 }
 
-/// Space for one descriptor in a control message.
+/// Space for one descriptor in a control message (`CMSG_SPACE(4)` on
+/// every 64-bit target; 16 on 32-bit ones, which fits as well).
 const ONE_FD_SPACE: usize = 24;
+
+/// A message over `bytes` with room for one descriptor in `control`.
+fn one_fd_message(iov: &mut libc::iovec, control: &mut [u64; ONE_FD_SPACE / 8]) -> libc::msghdr {
+    // SAFETY: msghdr is plain data; zeroed is a valid value.
+    let mut message: libc::msghdr = unsafe { std::mem::zeroed() };
+    message.msg_iov = iov;
+    message.msg_iovlen = 1;
+    message.msg_control = control.as_mut_ptr().cast();
+    message.msg_controllen = std::mem::size_of_val(control) as _;
+    message
+}
+
+fn iovec(bytes: &mut [u8]) -> libc::iovec {
+    libc::iovec {
+        iov_base: bytes.as_mut_ptr().cast(),
+        iov_len: bytes.len(),
+    }
+}
 
 /// Sends a reply: `status` (0, or the errno of a failed dial) and, with it,
 /// the connected descriptor. Allocation-free.
 pub(crate) fn send_reply(sock: RawFd, status: i32, fd: Option<RawFd>) -> Result<(), Errno> {
     let mut bytes = status.to_ne_bytes();
-    let mut iov = libc::iovec {
-        iov_base: bytes.as_mut_ptr().cast(),
-        iov_len: bytes.len(),
-    };
+    let mut iov = iovec(&mut bytes);
     let mut control = [0u64; ONE_FD_SPACE / 8];
-    // SAFETY: msghdr is plain data; zeroed is a valid value.
-    let mut message: libc::msghdr = unsafe { std::mem::zeroed() };
-    message.msg_iov = &mut iov;
-    message.msg_iovlen = 1;
-    if let Some(fd) = fd {
-        message.msg_control = control.as_mut_ptr().cast();
-        // SAFETY: CMSG_SPACE only computes a size.
-        message.msg_controllen =
-            unsafe { libc::CMSG_SPACE(std::mem::size_of::<RawFd>() as u32) } as _;
-        // SAFETY: the control buffer is large enough for one descriptor
-        // (CMSG_SPACE(4) is 24 on every 64-bit target, 16 on 32-bit) and
+    let mut message = one_fd_message(&mut iov, &mut control);
+    match fd {
+        // SAFETY: the control buffer holds one descriptor's message and is
         // aligned for cmsghdr (u64 storage).
-        unsafe {
+        Some(fd) => unsafe {
+            message.msg_controllen = libc::CMSG_SPACE(std::mem::size_of::<RawFd>() as u32) as _;
             let header = libc::CMSG_FIRSTHDR(&message);
             (*header).cmsg_level = libc::SOL_SOCKET;
             (*header).cmsg_type = libc::SCM_RIGHTS;
             (*header).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<RawFd>() as u32) as _;
             std::ptr::write_unaligned(libc::CMSG_DATA(header).cast::<RawFd>(), fd);
+        },
+        None => {
+            message.msg_control = std::ptr::null_mut();
+            message.msg_controllen = 0;
         }
     }
     loop {
@@ -568,17 +581,9 @@ pub(crate) fn recv_reply(
     sock: RawFd,
 ) -> Result<Option<(i32, Option<std::os::fd::OwnedFd>)>, Errno> {
     let mut bytes = [0u8; 4];
-    let mut iov = libc::iovec {
-        iov_base: bytes.as_mut_ptr().cast(),
-        iov_len: bytes.len(),
-    };
+    let mut iov = iovec(&mut bytes);
     let mut control = [0u64; ONE_FD_SPACE / 8];
-    // SAFETY: msghdr is plain data; zeroed is a valid value.
-    let mut message: libc::msghdr = unsafe { std::mem::zeroed() };
-    message.msg_iov = &mut iov;
-    message.msg_iovlen = 1;
-    message.msg_control = control.as_mut_ptr().cast();
-    message.msg_controllen = std::mem::size_of_val(&control) as _;
+    let mut message = one_fd_message(&mut iov, &mut control);
     let n = loop {
         // SAFETY: the message points at live locals for the call's length.
         let n = unsafe { libc::recvmsg(sock, &mut message, libc::MSG_CMSG_CLOEXEC) };
