@@ -442,3 +442,35 @@ fn git_clone_fetch_and_pull_are_asked_and_not_carried_out() {
     );
     assert!(env.read("cloned/.git/HEAD").is_none());
 }
+
+#[test]
+fn at_most_eight_background_commands_run_at_once() {
+    let env = Env::new();
+    env.rules(r#".{ .action = "exec.*", .decision = .allow }"#);
+    let mut client = env.client(false, &[]);
+    for n in 1..=8 {
+        let started = client.call(
+            "run_command",
+            json!({"argv": ["sleep", "1000"], "background": true}),
+        );
+        assert_eq!(task_id(&started.text), n, "{started:?}");
+    }
+    let ninth = client.call(
+        "run_command",
+        json!({"argv": ["sleep", "1000"], "background": true}),
+    );
+    assert!(
+        ninth.is_error
+            && ninth
+                .text
+                .contains("8 background commands are running (tasks 1, 2, 3, 4, 5, 6, 7, 8)"),
+        "{ninth:?}"
+    );
+    let stopped = client.call("stop_task", json!({"task": 3}));
+    assert!(stopped.text.contains("stopped"), "{stopped:?}");
+    let again = client.call(
+        "run_command",
+        json!({"argv": ["sleep", "1000"], "background": true}),
+    );
+    assert_eq!(task_id(&again.text), 9, "{again:?}");
+}
