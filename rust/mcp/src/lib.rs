@@ -12,6 +12,7 @@
 //! [`serve_stdio`] runs the server; [`approve`] is both the socket the server
 //! listens on for answers and the client `chock approve` uses.
 
+mod agent;
 pub mod approve;
 mod ask;
 mod build;

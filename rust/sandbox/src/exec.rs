@@ -305,6 +305,12 @@ impl Prepared {
         &mut self.sandbox
     }
 
+    /// Sets one variable of the program's environment.
+    pub fn set_env(&mut self, name: &str, value: &str) {
+        self.command.env.retain(|(k, _)| k != name);
+        self.command.env.push((name.into(), value.into()));
+    }
+
     /// Sends the program's stdout and stderr into one pipe the caller reads
     /// while it runs ([`Started::take_stream`]), instead of capturing them.
     pub fn stream_output(&mut self) {

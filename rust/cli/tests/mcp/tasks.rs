@@ -474,3 +474,113 @@ fn at_most_eight_background_commands_run_at_once() {
     );
     assert_eq!(task_id(&again.text), 9, "{again:?}");
 }
+
+/// An ssh agent of the test's own, holding one key.
+struct SshAgent {
+    dir: tempfile::TempDir,
+    agent: std::process::Child,
+}
+
+impl SshAgent {
+    fn start() -> SshAgent {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let key = dir.path().join("key");
+        let made = std::process::Command::new("ssh-keygen")
+            .args([
+                "-q",
+                "-t",
+                "ed25519",
+                "-N",
+                "",
+                "-C",
+                "chock-test-key",
+                "-f",
+            ])
+            .arg(&key)
+            .status()
+            .expect("ssh-keygen");
+        assert!(made.success());
+        let agent = std::process::Command::new("ssh-agent")
+            .arg("-D")
+            .arg("-a")
+            .arg(dir.path().join("agent.sock"))
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("ssh-agent");
+        let agent = SshAgent { dir, agent };
+        wait_until("the agent listens", Duration::from_secs(10), || {
+            agent.socket().exists()
+        });
+        let added = std::process::Command::new("ssh-add")
+            .arg(&key)
+            .env("SSH_AUTH_SOCK", agent.socket())
+            .stderr(Stdio::null())
+            .status()
+            .expect("ssh-add");
+        assert!(added.success());
+        agent
+    }
+
+    fn socket(&self) -> std::path::PathBuf {
+        self.dir.path().join("agent.sock")
+    }
+
+    /// What the agent holds, as `ssh-add -l` lists it on the host.
+    fn keys(&self) -> String {
+        let listed = std::process::Command::new("ssh-add")
+            .arg("-l")
+            .env("SSH_AUTH_SOCK", self.socket())
+            .output()
+            .expect("ssh-add -l");
+        String::from_utf8_lossy(&listed.stdout).into_owned()
+    }
+}
+
+impl Drop for SshAgent {
+    fn drop(&mut self) {
+        self.agent.kill().ok();
+        self.agent.wait().ok();
+    }
+}
+
+#[test]
+fn an_allowed_git_push_gets_the_ssh_agent_for_that_call_only_to_list_and_sign() {
+    let agent = SshAgent::start();
+    let env = Env::new();
+    env.rules(
+        r#".{ .action = "exec.*", .decision = .allow }, .{ .action = "git.push", .decision = .allow }"#,
+    );
+    let socket = agent.socket();
+    let mut client = env.client_with_env(false, &[], &[("SSH_AUTH_SOCK", &socket)]);
+    let armed = client.call(
+        "run_command",
+        json!({"argv": ["sh", "-c", "git push nowhere 2>/dev/null; echo sock=$SSH_AUTH_SOCK; ssh-add -l; ssh-add -D; ssh-add -l"]}),
+    );
+    assert!(!armed.is_error, "{armed:?}");
+    assert!(
+        armed.text.contains("sock=/run/chock/ssh-agent.sock"),
+        "{armed:?}"
+    );
+    // Listed twice: removing every key was refused by the proxy.
+    assert_eq!(armed.text.matches("chock-test-key").count(), 2, "{armed:?}");
+    assert!(
+        agent.keys().contains("chock-test-key"),
+        "the agent still holds the key"
+    );
+    // The next command, with no push, has no agent, and the socket is gone.
+    let later = client.call(
+        "run_command",
+        json!({"argv": ["sh", "-c", "echo sock=${SSH_AUTH_SOCK:-none}; ls /run/chock"]}),
+    );
+    assert!(
+        later.text.contains("sock=none") && !later.text.contains("ssh-agent.sock"),
+        "{later:?}"
+    );
+    let left = std::fs::read_dir(env.approve_dir().with_file_name("agent"))
+        .map(|d| d.count())
+        .unwrap_or(0);
+    assert_eq!(
+        left, 0,
+        "the armed socket's folder is removed after the call"
+    );
+}

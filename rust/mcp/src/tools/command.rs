@@ -134,6 +134,14 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
     if background {
         return super::tasks::start(call, request, toolchain, shown(&args.argv)).await;
     }
+    // An allowed push is given the person's ssh agent for this call only.
+    let agent = if named.acts.iter().any(|act| act.action == "git.push") {
+        chock_log::dir_from_env()
+            .ok()
+            .and_then(|dir| crate::agent::Armed::arm(&dir.join("agent")))
+    } else {
+        None
+    };
     // A call the client cancels, or a program past its time, is killed:
     // the handle goes to a task that outlives this call's future, which is
     // dropped on cancel.
@@ -166,10 +174,19 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
             &mut prepared,
             chock_sandbox::netmode::session(&session.policy),
         );
+        if let Some(agent) = &agent {
+            prepared.sandbox_mut().show_read_only(
+                agent.socket().to_path_buf(),
+                crate::agent::AGENT_MOUNT.into(),
+            );
+            prepared.set_env("SSH_AUTH_SOCK", crate::agent::AGENT_MOUNT);
+        }
         let notices: Vec<String> = prepared.notices.iter().map(ToString::to_string).collect();
         let started = prepared.start()?;
         started_tell.send(started.signal_handle()?).ok();
         let ran = started.wait()?;
+        // Closed with the call.
+        drop(agent);
         Ok::<_, exec::ExecError>((notices, ran))
     })
     .await
