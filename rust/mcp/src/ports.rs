@@ -19,6 +19,8 @@ use crate::tasks::lock;
 
 /// The most ports one session publishes at once.
 pub const MAX_PUBLISHED: usize = 4;
+/// Each direction's buffer in the relay.
+const RELAY_BUFFER: usize = 64 << 10;
 /// The most connections relayed at once through one published port.
 const MAX_CONNECTIONS: usize = 64;
 
@@ -215,5 +217,11 @@ async fn relay(mut outer: TcpStream, port: u16, dialer: Arc<Dialer>) {
     };
     let _ = outer.set_nodelay(true);
     let _ = inner.set_nodelay(true);
-    let _ = tokio::io::copy_bidirectional(&mut outer, &mut inner).await;
+    let _ = tokio::io::copy_bidirectional_with_sizes(
+        &mut outer,
+        &mut inner,
+        RELAY_BUFFER,
+        RELAY_BUFFER,
+    )
+    .await;
 }
