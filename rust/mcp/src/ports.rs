@@ -19,8 +19,8 @@ use crate::tasks::lock;
 
 /// The most ports one session publishes at once.
 pub const MAX_PUBLISHED: usize = 4;
-/// Each direction's buffer in the relay.
-const RELAY_BUFFER: usize = 64 << 10;
+/// The most bytes one splice(2) moves (a pipe's default capacity).
+const RELAY_CHUNK: usize = 64 << 10;
 /// The most connections relayed at once through one published port.
 const MAX_CONNECTIONS: usize = 64;
 
@@ -192,15 +192,14 @@ async fn serve(listener: TcpListener, port: u16, dialer: Arc<Dialer>, stop: Canc
         let stop = stop.clone();
         tokio::spawn(async move {
             let _permit = permit;
-            tokio::select! {
-                () = stop.cancelled() => {}
-                () = relay(outer, port, dialer) => {}
-            }
+            relay(outer, port, dialer, stop).await;
         });
     }
 }
 
-async fn relay(mut outer: TcpStream, port: u16, dialer: Arc<Dialer>) {
+/// Relays one accepted connection to the same port inside, until either
+/// side ends or the port is unpublished.
+async fn relay(outer: TcpStream, port: u16, dialer: Arc<Dialer>, stop: CancellationToken) {
     let inner = tokio::task::spawn_blocking(move || dialer.dial(port)).await;
     let inner = match inner {
         Ok(Ok(inner)) => inner,
@@ -212,16 +211,59 @@ async fn relay(mut outer: TcpStream, port: u16, dialer: Arc<Dialer>) {
         }
         Err(_) => return,
     };
-    let Ok(mut inner) = TcpStream::from_std(inner) else {
+    let Ok(outer) = outer.into_std() else { return };
+    let streams = [outer, inner];
+    let mut ends = Vec::new();
+    for stream in &streams {
+        if stream.set_nonblocking(false).is_err() || stream.set_nodelay(true).is_err() {
+            return;
+        }
+        match stream.try_clone() {
+            Ok(end) => ends.push(end),
+            Err(_) => return,
+        }
+    }
+    let (done_tell, done) = tokio::sync::oneshot::channel();
+    let spawned = std::thread::Builder::new()
+        .name(format!("chock-port-{port}"))
+        .spawn(move || {
+            let [outer, inner] = streams;
+            let inward = std::thread::scope(|scope| {
+                let inward = scope.spawn(|| pump(&outer, &inner));
+                let _ = pump(&inner, &outer);
+                inward.join()
+            });
+            drop(inward);
+            let _ = done_tell.send(());
+        });
+    if spawned.is_err() {
         return;
-    };
-    let _ = outer.set_nodelay(true);
-    let _ = inner.set_nodelay(true);
-    let _ = tokio::io::copy_bidirectional_with_sizes(
-        &mut outer,
-        &mut inner,
-        RELAY_BUFFER,
-        RELAY_BUFFER,
-    )
-    .await;
+    }
+    tokio::select! {
+        _ = done => {}
+        () = stop.cancelled() => {
+            for end in ends {
+                let _ = end.shutdown(std::net::Shutdown::Both);
+            }
+        }
+    }
+}
+
+/// Moves bytes from `from` to `to` through a pipe with splice(2) (the
+/// kernel moves pages; nothing is copied through this process), then
+/// ends `to`'s writing half.
+fn pump(from: &std::net::TcpStream, to: &std::net::TcpStream) -> std::io::Result<()> {
+    use rustix::pipe::{PipeFlags, SpliceFlags, pipe_with, splice};
+    let (pipe_out, pipe_in) = pipe_with(PipeFlags::CLOEXEC)?;
+    loop {
+        let moved = splice(from, None, &pipe_in, None, RELAY_CHUNK, SpliceFlags::MOVE)?;
+        if moved == 0 {
+            break;
+        }
+        let mut left = moved;
+        while left > 0 {
+            left -= splice(&pipe_out, None, to, None, left, SpliceFlags::MOVE)?;
+        }
+    }
+    to.shutdown(std::net::Shutdown::Write)
 }

@@ -100,6 +100,10 @@ fn a_background_dev_server_is_reached_from_the_host_through_a_published_port() {
         "{listed:?}"
     );
     env.assert_logged(&format!("net.serve.{port}"), "allow", "rule");
+    // A connection open when the task stops is ended with it.
+    let mut open = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    open.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
     let stopped = client.call("stop_task", json!({"task": id}));
     assert!(
         stopped.text.contains("stopped, killed by signal 9"),
@@ -107,6 +111,12 @@ fn a_background_dev_server_is_reached_from_the_host_through_a_published_port() {
     );
     // Unpublished with the task: nothing answers, and the port is free again.
     assert!(curl(port, "/hello.txt").is_none());
+    let mut rest = Vec::new();
+    use std::io::Read;
+    assert!(
+        open.read_to_end(&mut rest).is_ok_and(|n| n == 0),
+        "the open connection ended without an answer"
+    );
     std::net::TcpListener::bind(("127.0.0.1", port)).expect("the port is free again");
 }
 
