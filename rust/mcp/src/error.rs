@@ -42,6 +42,15 @@ pub enum McpError {
         #[source]
         source: std::io::Error,
     },
+    /// The folder of the background commands' records could not be made.
+    #[error(
+        "the folder for background commands' records, {path}, cannot be made: {source}; check that its parent is yours and writable"
+    )]
+    TasksDir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     /// The approve socket's folder could not be made or read.
     #[error(
         "the approve socket folder {path} cannot be used: {source}; check its owner and mode (0700)"

@@ -372,6 +372,24 @@ impl Prepared {
         &self.sandbox
     }
 
+    /// The sandbox it runs in, to add to before it starts (a folder shown
+    /// read-only, the network, a port dialer).
+    pub fn sandbox_mut(&mut self) -> &mut Sandbox {
+        &mut self.sandbox
+    }
+
+    /// Sets one variable of the program's environment.
+    pub fn set_env(&mut self, name: &str, value: &str) {
+        self.command.env.retain(|(k, _)| k != name);
+        self.command.env.push((name.into(), value.into()));
+    }
+
+    /// Sends the program's stdout and stderr into one pipe the caller reads
+    /// while it runs ([`Started::take_stream`]), instead of capturing them.
+    pub fn stream_output(&mut self) {
+        self.command.stdio = Stdio::Stream;
+    }
+
     /// Runs the program, forwarding the terminal's signals to it, and waits.
     pub fn run(self) -> Result<Ran, ExecError> {
         let started = self.start()?;
@@ -399,6 +417,16 @@ impl Started {
     /// Sends `signal` to the program's process group.
     pub fn signal(&self, signal: i32) -> Result<(), ExecError> {
         Ok(self.running.signal(signal)?)
+    }
+
+    /// The read end of the program's output, after [`Prepared::stream_output`] (once).
+    pub fn take_stream(&mut self) -> Option<std::os::fd::OwnedFd> {
+        self.running.take_stream()
+    }
+
+    /// The sandbox's port dialer, after [`Sandbox::with_dialer`] (once).
+    pub fn take_dialer(&mut self) -> Option<crate::publish::Dialer> {
+        self.running.take_dialer()
     }
 
     /// A handle that signals the program from another thread while

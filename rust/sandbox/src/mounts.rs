@@ -154,7 +154,8 @@ pub struct Layout {
     pub store: StoreView,
     /// Files written into the sandbox's `/etc` (name, contents).
     pub etc_files: Vec<(String, Vec<u8>)>,
-    /// Host files bound read-only into the sandbox (host path, sandbox path).
+    /// Host files and folders bound read-only into the sandbox (host path,
+    /// sandbox path).
     pub file_binds: Vec<(PathBuf, PathBuf)>,
     /// Symbolic links made inside (target, link), e.g. `/bin/sh`.
     pub links: Vec<(PathBuf, PathBuf)>,
@@ -519,7 +520,12 @@ fn plan_etc(p: &mut Planner, layout: &Layout) {
         });
     }
     for (host, inside) in &layout.file_binds {
-        p.mount_point(inside, &EntryKind::File);
+        let kind = if host.is_dir() {
+            EntryKind::Dir
+        } else {
+            EntryKind::File
+        };
+        p.mount_point(inside, &kind);
         p.push(Op::Bind {
             source: cstring(under_old_root(host)),
             target: cstring(inside),
