@@ -37,6 +37,12 @@ pub(crate) struct ProjectFile {
     pub(crate) nix: NixBlock,
     #[serde(default)]
     pub(crate) limits: LimitsBlock,
+    /// The MCP servers the gateway offers (see `servers`).
+    #[serde(default)]
+    pub(crate) mcp: Option<crate::servers::ServersBlock>,
+    /// The secrets the project names; never where they are kept.
+    #[serde(default)]
+    pub(crate) secrets: Option<crate::servers::SecretsBlock>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -150,6 +156,11 @@ pub(crate) struct OperatorFile {
     pub(crate) limits: LimitsBlock,
     #[serde(default)]
     pub(crate) log: LogBlock,
+    /// Where each secret is kept (read into `stores` after reading).
+    #[serde(default, rename = "secrets")]
+    pub(crate) secret_fields: crate::servers::StoresBlock,
+    #[serde(skip)]
+    pub(crate) stores: crate::servers::OperatorSecrets,
     /// Rules written here by mistake (`.policy = .{ .rules = ... }` or
     /// `.rules = ...`): config.zon is not a rules layer, so they are read
     /// only to say so.
@@ -264,7 +275,7 @@ impl<'a> Source<'a> {
         }
     }
 
-    fn error(&self, span: Span, message: impl Into<String>) -> PolicyError {
+    pub(crate) fn error(&self, span: Span, message: impl Into<String>) -> PolicyError {
         chock_zon::Error::at(Some(self.file), self.text, span, message).into()
     }
 
@@ -293,6 +304,7 @@ pub(crate) struct ProjectLayer {
     pub(crate) net: NetSettings,
     pub(crate) nix: NixBlock,
     pub(crate) limits: LimitsBlock,
+    pub(crate) servers: crate::servers::ProjectServers,
 }
 
 pub(crate) fn read_project(source: &Source<'_>) -> Result<ProjectLayer, PolicyError> {
@@ -301,12 +313,14 @@ pub(crate) fn read_project(source: &Source<'_>) -> Result<ProjectLayer, PolicyEr
         (r.agent_kind, r.model, r.tool, r.action, r.decision)
     })?;
     let agents = check_agents(source, file.policy.agents)?;
+    let servers = crate::servers::read_project_servers(source, file.mcp, file.secrets)?;
     Ok(ProjectLayer {
         rules,
         agents,
         net: file.policy.net,
         nix: file.nix,
         limits: file.limits,
+        servers,
     })
 }
 
