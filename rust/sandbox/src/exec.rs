@@ -308,6 +308,21 @@ impl Prepared {
         ran
     }
 
+    /// Speaks to the program through pipes ([`Started::take_pipes`])
+    /// instead of the streams the request chose (an MCP server).
+    pub fn piped(mut self) -> Prepared {
+        self.command.stdio = Stdio::Pipe;
+        self
+    }
+
+    /// Adds `env` to the program's environment (the secrets it was
+    /// granted), replacing a variable of the same name.
+    pub fn with_env(mut self, env: Vec<(OsString, OsString)>) -> Prepared {
+        self.command.env.retain(|(k, _)| !env.iter().any(|(e, _)| e == k));
+        self.command.env.extend(env);
+        self
+    }
+
     /// Starts the program and returns at once; [`Started::signal`] cancels
     /// it, [`Started::wait`] collects it (for callers that run several
     /// commands, such as the tool server).
@@ -326,6 +341,11 @@ impl Started {
     /// Sends `signal` to the program's process group.
     pub fn signal(&self, signal: i32) -> Result<(), ExecError> {
         Ok(self.running.signal(signal)?)
+    }
+
+    /// With [`Prepared::piped`], once: the program's stdin (to write) and stdout (to read).
+    pub fn take_pipes(&mut self) -> Option<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
+        self.running.take_pipes()
     }
 
     /// A handle that signals the program from another thread while

@@ -53,6 +53,9 @@ pub enum Stdio {
         /// The most bytes kept of each stream; the rest is read and dropped.
         limit: usize,
     },
+    /// stdin and stdout are pipes to Chock ([`Running::take_pipes`]), for
+    /// a program Chock speaks to (an MCP server); stderr is Chock's own.
+    Pipe,
 }
 
 /// One program to run.
@@ -319,12 +322,19 @@ impl Sandbox {
         let (go_read, go_write) = pipe()?;
         let (report_read, report_write) = pipe()?;
         let capture = match stdio {
-            Stdio::Inherit => None,
+            Stdio::Inherit | Stdio::Pipe => None,
             Stdio::Capture { limit } => Some((limit, pipe()?, pipe()?, dev_null()?)),
         };
-        let stdio_fds = match &capture {
-            None => [None, None, None],
-            Some((_, (_, out_w), (_, err_w), null)) => [
+        let piped = match stdio {
+            Stdio::Pipe => Some((pipe()?, pipe()?)),
+            _ => None,
+        };
+        let stdio_fds = match (&capture, &piped) {
+            (None, Some(((in_r, _), (_, out_w)))) => {
+                [Some(in_r.as_raw_fd()), Some(out_w.as_raw_fd()), None]
+            }
+            (None, None) => [None, None, None],
+            (Some((_, (_, out_w), (_, err_w), null)), _) => [
                 Some(null.as_raw_fd()),
                 Some(out_w.as_raw_fd()),
                 Some(err_w.as_raw_fd()),
@@ -382,6 +392,10 @@ impl Sandbox {
             drop((out_w, err_w, null));
             (reader(out_r, limit), reader(err_r, limit))
         });
+        let pipes = piped.map(|((in_r, in_w), (out_r, out_w))| {
+            drop((in_r, out_w));
+            (in_w, out_r)
+        });
         let dup = |fd: &OwnedFd| {
             fd.try_clone()
                 .map_err(|e| SandboxError::host("duplicating", "a descriptor", e))
@@ -397,6 +411,7 @@ impl Sandbox {
             go: Some(go_write),
             report: report_read,
             outputs,
+            pipes,
             ops: self.ops.iter().map(Op::describe).collect(),
             cgroup,
             program,
@@ -531,6 +546,8 @@ pub struct Running {
     go: Option<OwnedFd>,
     report: OwnedFd,
     outputs: Option<(Output, Output)>,
+    /// With [`Stdio::Pipe`]: the program's stdin (to write) and stdout (to read).
+    pipes: Option<(OwnedFd, OwnedFd)>,
     ops: Vec<String>,
     cgroup: Option<Cgroup>,
     program: Option<PathBuf>,
@@ -567,6 +584,12 @@ impl Running {
     /// Sends `signal` to the program's process group (through init).
     pub fn signal(&self, signal: i32) -> Result<(), SandboxError> {
         send_signal(&self.pidfd, signal)
+    }
+
+    /// With [`Stdio::Pipe`], once: the write end of the program's stdin and
+    /// the read end of its stdout.
+    pub fn take_pipes(&mut self) -> Option<(OwnedFd, OwnedFd)> {
+        self.pipes.take()
     }
 
     /// A second handle on init, to signal the program from another thread
