@@ -18,6 +18,8 @@ mod build;
 mod error;
 mod fetch;
 mod gate;
+mod gateway;
+mod secrets;
 mod server;
 mod session;
 mod tools;

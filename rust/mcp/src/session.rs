@@ -78,6 +78,8 @@ pub struct Session {
     pub provided: std::sync::Mutex<std::collections::BTreeSet<PathBuf>>,
     /// Each origin's robots.txt, read once per session.
     pub robots: std::sync::Mutex<std::collections::HashMap<String, Robots>>,
+    /// The secret values given out this session, scrubbed from every answer.
+    pub secrets: crate::secrets::Given,
 }
 
 impl Session {
@@ -125,6 +127,7 @@ impl Session {
             flake_inputs: Default::default(),
             provided: Default::default(),
             robots: Default::default(),
+            secrets: Default::default(),
         };
         session
             .read_start_rows(&options.name)
@@ -241,8 +244,9 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let session = tokio::task::block_in_place(|| Session::start(&options))?;
-    let server = ChockServer::new(Arc::new(session));
+    let session = Arc::new(tokio::task::block_in_place(|| Session::start(&options))?);
+    let gateway = crate::gateway::Gateway::start(&session).await;
+    let server = ChockServer::new(session, gateway);
     let running = match server.serve(LineTransport::new(reader, writer)).await {
         Ok(running) => running,
         // The client went away before it began: nothing was asked, nothing failed.

@@ -52,7 +52,7 @@ impl Call<'_> {
     /// is withdrawn when the client cancels the call.
     pub async fn gate(
         &self,
-        act: &crate::gate::Act,
+        act: &crate::gate::Act<'_>,
         asking: crate::gate::Asking,
     ) -> Result<(), String> {
         self.session
