@@ -11,7 +11,12 @@ use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use chock_policy::{Policy, SecretStore};
+use std::ffi::OsString;
+
+use chock_policy::{Policy, SecretStore, names};
+
+use crate::gate::{Act, Asking};
+use crate::tools::Call;
 
 /// The longest secret read: more is refused, so a wrong file cannot fill memory.
 pub const MAX_SECRET_BYTES: u64 = 64 << 10;
@@ -55,6 +60,45 @@ impl Given {
             .unwrap_or_else(|e| e.into_inner())
             .is_empty()
     }
+}
+
+/// The secrets one tool call names, each decided at the call under
+/// `secret.use.<name>` (an ask reaches a person) and read only then, as
+/// environment variables of the same names. A refusal refuses the call:
+/// nothing runs with a secret missing.
+pub async fn for_call(
+    call: &Call<'_>,
+    tool: &str,
+    wanted: &[String],
+) -> Result<Vec<(OsString, OsString)>, String> {
+    let mut env = Vec::new();
+    for name in wanted {
+        let action = names::secret_use(name).map_err(|e| format!("{tool}: {e}"))?;
+        if !call.session.policy.secrets().contains(name) {
+            return Err(format!(
+                "{tool}: secret `{name}` is not named in .secrets of {}; a project names each secret a command may be given (nothing was run)",
+                call.session.policy.project_file().display()
+            ));
+        }
+        let act = Act {
+            tool,
+            action,
+            subject: Some(name.clone()),
+            detail: vec![format!(
+                "the command is given secret {name} as the environment variable {name}"
+            )],
+        };
+        call.gate(&act, Asking::Person).await?;
+        let session = call.session.clone();
+        let secret = name.clone();
+        let value = tokio::task::spawn_blocking(move || read(&session.policy, &secret))
+            .await
+            .map_err(|e| format!("{tool}: reading secret {name} stopped ({e})"))?
+            .map_err(|why| format!("{tool}: {why} (nothing was run)"))?;
+        call.session.secrets.remember(name, &value);
+        env.push((OsString::from(name), OsString::from(value)));
+    }
+    Ok(env)
 }
 
 /// Reads secret `name` from where the operator's `config.zon` keeps it.

@@ -318,7 +318,9 @@ impl Prepared {
     /// Adds `env` to the program's environment (the secrets it was
     /// granted), replacing a variable of the same name.
     pub fn with_env(mut self, env: Vec<(OsString, OsString)>) -> Prepared {
-        self.command.env.retain(|(k, _)| !env.iter().any(|(e, _)| e == k));
+        self.command
+            .env
+            .retain(|(k, _)| !env.iter().any(|(e, _)| e == k));
         self.command.env.extend(env);
         self
     }

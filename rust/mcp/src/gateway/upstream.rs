@@ -175,7 +175,7 @@ pub async fn connect(
 ) -> Result<Connection, String> {
     let started = async {
         match &server.launch {
-            Launch::Command(argv) => spawn(session, argv, env, client).await,
+            Launch::Command(argv) => spawn(session, &server.name, argv, env, client).await,
             Launch::Url(url) => {
                 let http = http_client()?;
                 let transport = StreamableHttpClientTransport::with_client(
@@ -200,6 +200,7 @@ pub async fn connect(
 
 async fn spawn(
     session: &Arc<Session>,
+    name: &str,
     argv: &[String],
     env: Vec<(OsString, OsString)>,
     client: Client,
@@ -251,6 +252,7 @@ async fn spawn(
         .map_err(|e| format!("its stdout cannot be used: {e}"))?;
     let exit = Arc::new(Mutex::new(None));
     let watching = exit.clone();
+    let server = name.to_owned();
     tokio::task::spawn_blocking(move || {
         let why = match started.wait() {
             Ok(ran) => match ran.finished.exit {
@@ -259,6 +261,7 @@ async fn spawn(
             },
             Err(e) => format!("its sandbox failed: {e}"),
         };
+        tracing::warn!("chock mcp: MCP server `{server}` stopped: {why}");
         *watching.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
     });
     let process = Process { handle, exit };

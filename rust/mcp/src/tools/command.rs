@@ -29,6 +29,8 @@ pub struct RunCommand {
     argv: Vec<String>,
     cwd: Option<String>,
     timeout_seconds: Option<u64>,
+    #[serde(default)]
+    secrets: Vec<String>,
 }
 
 /// The command line as a person reads it (shown when asking, never logged).
@@ -101,6 +103,7 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
         };
         call.gate(&act, Asking::Person).await?;
     }
+    let secrets = crate::secrets::for_call(call, exec::TOOL, &args.secrets).await?;
     // Named above by the dev shell alone; what provide_tool built is then
     // shown as well, so its programs run, under exec.nix.store.*.
     let mut toolchain = named.toolchain;
@@ -144,7 +147,8 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
     });
     let ran = tokio::task::spawn_blocking(move || {
         let prepared =
-            exec::prepare_allowed(&request, toolchain, &session.policy, &session.log, ROUTE)?;
+            exec::prepare_allowed(&request, toolchain, &session.policy, &session.log, ROUTE)?
+                .with_env(secrets);
         let notices: Vec<String> = prepared.notices.iter().map(ToString::to_string).collect();
         let started = prepared.start()?;
         started_tell.send(started.signal_handle()?).ok();

@@ -234,7 +234,8 @@ pub fn definition(name: &str) -> Option<Tool> {
             json!({"type": "object", "properties": {
                 "argv": {"type": "array", "items": {"type": "string"}, "minItems": 1},
                 "cwd": {"type": "string", "description": "A folder inside the workspace to run in (default the workspace)."},
-                "timeout_seconds": {"type": "integer", "minimum": 1, "maximum": command::MAX_TIMEOUT_SECONDS, "description": "Kill the program after this many seconds (default 300)."}
+                "timeout_seconds": {"type": "integer", "minimum": 1, "maximum": command::MAX_TIMEOUT_SECONDS, "description": "Kill the program after this many seconds (default 300)."},
+                "secrets": {"type": "array", "items": {"type": "string"}, "description": "Secrets named in chock.zon's .secrets that this one command is given, each as an environment variable of its own name; each is decided under secret.use.<name>, and its value is replaced by [secret NAME] in the answer."}
             }, "required": ["argv"], "additionalProperties": false}),
             false,
         ),
