@@ -635,3 +635,82 @@ fn resources_and_prompts_are_passed_on() {
     let got = client.request("prompts/get", json!({"name": simple}));
     assert!(got["result"]["messages"].is_array(), "{got}");
 }
+
+#[test]
+fn migrate_shows_then_writes_an_agents_servers_and_permissions() {
+    let env = Env::new();
+    env.write(
+        ".mcp.json",
+        r#"{ "mcpServers": {
+            "github": { "command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"],
+                        "env": { "GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_not_to_be_copied" } },
+            "notion": { "type": "http", "url": "https://mcp.notion.com/mcp" }
+        } }"#,
+    );
+    env.write(
+        ".claude/settings.json",
+        r#"{ "permissions": { "allow": ["mcp__github__get_issue"], "deny": ["mcp__notion__delete_page"] } }"#,
+    );
+    env.rules(r#".{ .action = "git.*", .decision = .allow }"#);
+    let before = env.read("chock.zon");
+    let shown = env
+        .chock()
+        .args(["migrate", "claude"])
+        .output()
+        .expect("migrate");
+    let text = String::from_utf8_lossy(&shown.stdout);
+    assert!(shown.status.success(), "{text}");
+    assert!(
+        text.contains(r#".name = "github""#) && text.contains("--write"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            ".GITHUB_PERSONAL_ACCESS_TOKEN = .{ .env = \"GITHUB_PERSONAL_ACCESS_TOKEN\" }"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("ghp_not_to_be_copied"), "{text}");
+    assert_eq!(
+        env.read("chock.zon"),
+        before,
+        "nothing written without --write"
+    );
+
+    let written = env
+        .chock()
+        .args(["migrate", "claude", "--write"])
+        .output()
+        .expect("migrate");
+    assert!(
+        written.status.success(),
+        "{}",
+        String::from_utf8_lossy(&written.stderr)
+    );
+    let zon = env.read("chock.zon").expect("chock.zon");
+    assert!(!zon.contains("ghp_not_to_be_copied"), "{zon}");
+    let explain = |action: &str| {
+        let out = env
+            .chock()
+            .args(["policy", "explain", action, "--json"])
+            .output()
+            .expect("explain");
+        let value: Value =
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {zon}"));
+        value["decision"].as_str().unwrap_or_default().to_owned()
+    };
+    assert_eq!(explain("git.push"), "allow", "the project's own rules stay");
+    assert_eq!(explain("mcp.github.tool.get_issue"), "allow");
+    assert_eq!(explain("mcp.notion.tool.delete_page"), "deny");
+    assert_eq!(explain("mcp.notion.host.com.notion.mcp"), "allow");
+    let again = env
+        .chock()
+        .args(["migrate", "claude", "--write"])
+        .output()
+        .expect("migrate");
+    assert!(
+        !again.status.success(),
+        "a second write would merge servers by guesswork"
+    );
+    assert!(String::from_utf8_lossy(&again.stderr).contains("by hand"));
+}
