@@ -51,6 +51,21 @@ fn project(env: &Env, servers: &[String], secrets: &str, rules: &[&str]) {
     ));
 }
 
+/// chock.zon with the everything server alone, JIT allowed, and `rule`.
+fn everything_project(env: &Env, marker: &str, rule: &str) {
+    project(env, &[everything(marker, "")], "", &[JIT, rule]);
+}
+
+/// The decision log as it is on disk, every line.
+fn log_text(env: &Env) -> String {
+    let log = env
+        .approve_dir()
+        .parent()
+        .expect("log dir")
+        .join("decisions.jsonl");
+    std::fs::read_to_string(log).expect("the decision log")
+}
+
 fn tools(client: &mut support::Client) -> Vec<Value> {
     let listed = client.request("tools/list", json!({}));
     listed["result"]["tools"].as_array().expect("tools").clone()
@@ -135,13 +150,7 @@ fn a_servers_tools_are_listed_with_their_schemas_and_a_denied_tool_is_absent() {
         "the start row is logged once: {denied_lines:?}"
     );
     assert_eq!(denied_lines[0]["decision"], "deny");
-    let log = std::fs::read_to_string(
-        env.approve_dir()
-            .parent()
-            .expect("log dir")
-            .join("decisions.jsonl"),
-    )
-    .expect("log");
+    let log = log_text(&env);
     assert!(
         !log.contains("a-private-argument"),
         "arguments are never logged"
@@ -151,14 +160,10 @@ fn a_servers_tools_are_listed_with_their_schemas_and_a_denied_tool_is_absent() {
 #[test]
 fn an_asked_call_is_answered_by_elicitation_and_by_chock_approve() {
     let env = Env::new();
-    project(
+    everything_project(
         &env,
-        &[everything("asking", "")],
-        "",
-        &[
-            JIT,
-            r#".{ .action = "mcp.everything.tool.echo", .decision = .ask }"#,
-        ],
+        "asking",
+        r#".{ .action = "mcp.everything.tool.echo", .decision = .ask }"#,
     );
     let mut client = env.client(true, &[]);
     client.elicit_answers.push(person_says(true));
@@ -378,13 +383,7 @@ fn a_secret_is_given_to_one_call_absent_from_the_next_scrubbed_and_never_logged(
     let lines = env.logged("secret.use.API_KEY");
     assert_eq!(lines.len(), 2, "{lines:?}");
     assert_eq!(lines[0]["subject"], "API_KEY", "the name is logged");
-    let log = std::fs::read_to_string(
-        env.approve_dir()
-            .parent()
-            .expect("log dir")
-            .join("decisions.jsonl"),
-    )
-    .expect("log");
+    let log = log_text(&env);
     assert!(!log.contains(SECRET), "the value is never logged");
 }
 
@@ -438,13 +437,7 @@ fn a_server_is_given_a_secret_only_when_allowed_at_start_and_its_output_is_scrub
     let shown = client.call("everything__get-env", json!({}));
     assert!(!shown.is_error, "{shown:?}");
     assert!(!shown.text.contains("API_KEY"), "not given: {shown:?}");
-    let log = std::fs::read_to_string(
-        env.approve_dir()
-            .parent()
-            .expect("log dir")
-            .join("decisions.jsonl"),
-    )
-    .expect("log");
+    let log = log_text(&env);
     assert!(!log.contains(SECRET), "the value is never logged");
 }
 
@@ -482,14 +475,10 @@ fn kill_server(marker: &str) {
 fn a_server_that_dies_is_started_again_once_then_reported() {
     let env = Env::new();
     let marker = format!("dies-{}", std::process::id());
-    project(
+    everything_project(
         &env,
-        &[everything(&marker, "")],
-        "",
-        &[
-            JIT,
-            r#".{ .action = "mcp.everything.tool.*", .decision = .allow }"#,
-        ],
+        &marker,
+        r#".{ .action = "mcp.everything.tool.*", .decision = .allow }"#,
     );
     let mut client = env.client(false, &[]);
     assert_eq!(
@@ -535,14 +524,10 @@ fn a_server_that_dies_is_started_again_once_then_reported() {
 #[test]
 fn progress_and_cancellation_pass_through() {
     let env = Env::new();
-    project(
+    everything_project(
         &env,
-        &[everything("progress", "")],
-        "",
-        &[
-            JIT,
-            r#".{ .action = "mcp.everything.tool.*", .decision = .allow }"#,
-        ],
+        "progress",
+        r#".{ .action = "mcp.everything.tool.*", .decision = .allow }"#,
     );
     let mut client = env.client(false, &[]);
     let done = client.request(

@@ -90,81 +90,68 @@ impl Migration {
     /// Reads `agent`'s files for `project` (and the person's, under `home`).
     pub fn read(agent: Agent, project: &Path, home: Option<&Path>) -> Migration {
         let mut m = Migration::default();
-        let at_home = |p: &str| home.map(|h| h.join(p));
-        match agent {
-            Agent::Claude => {
-                for file in [Some(project.join(".mcp.json")), at_home(".claude.json")]
-                    .into_iter()
-                    .flatten()
-                {
-                    if let Some(json) = m.json(&file) {
+        // Each file, the project's first: (in the project, under home, what it holds).
+        let files: &[(Option<&str>, Option<&str>, Holds)] = match agent {
+            Agent::Claude => &[
+                (Some(".mcp.json"), Some(".claude.json"), Holds::Servers),
+                (
+                    Some(".claude/settings.json"),
+                    Some(".claude/settings.json"),
+                    Holds::ClaudePermissions,
+                ),
+                (
+                    Some(".claude/settings.local.json"),
+                    None,
+                    Holds::ClaudePermissions,
+                ),
+            ],
+            Agent::Cursor => &[
+                (
+                    Some(".cursor/mcp.json"),
+                    Some(".cursor/mcp.json"),
+                    Holds::Servers,
+                ),
+                (
+                    Some(".cursor/cli.json"),
+                    Some(".cursor/cli-config.json"),
+                    Holds::CursorPermissions,
+                ),
+            ],
+            Agent::Gemini => &[(
+                Some(".gemini/settings.json"),
+                Some(".gemini/settings.json"),
+                Holds::Servers,
+            )],
+            Agent::Codex => &[(
+                Some(".codex/config.toml"),
+                Some(".codex/config.toml"),
+                Holds::Codex,
+            )],
+        };
+        for (own, theirs, holds) in files {
+            let paths = [
+                own.map(|p| project.join(p)),
+                theirs.and_then(|p| home.map(|h| h.join(p))),
+            ];
+            for file in paths.into_iter().flatten() {
+                if *holds == Holds::Codex {
+                    m.codex(&file);
+                    continue;
+                }
+                let Some(json) = m.json(&file) else { continue };
+                match holds {
+                    Holds::Servers => {
                         m.json_servers(&file, json.get("mcpServers"));
+                        // ~/.claude.json keeps each project's own servers under its path.
                         let own = json
                             .get("projects")
                             .and_then(|p| p.get(project.to_string_lossy().as_ref()))
                             .and_then(|p| p.get("mcpServers"));
                         m.json_servers(&file, own);
                     }
-                }
-                for file in [
-                    Some(project.join(".claude/settings.json")),
-                    Some(project.join(".claude/settings.local.json")),
-                    at_home(".claude/settings.json"),
-                ]
-                .into_iter()
-                .flatten()
-                {
-                    if let Some(json) = m.json(&file) {
-                        m.claude_permissions(&file, &json);
-                    }
-                }
-            }
-            Agent::Cursor => {
-                for file in [
-                    Some(project.join(".cursor/mcp.json")),
-                    at_home(".cursor/mcp.json"),
-                ]
-                .into_iter()
-                .flatten()
-                {
-                    if let Some(json) = m.json(&file) {
-                        m.json_servers(&file, json.get("mcpServers"));
-                    }
-                }
-                for file in [
-                    Some(project.join(".cursor/cli.json")),
-                    at_home(".cursor/cli-config.json"),
-                ]
-                .into_iter()
-                .flatten()
-                {
-                    if let Some(json) = m.json(&file) {
-                        m.cursor_permissions(&file, &json);
-                    }
-                }
-            }
-            Agent::Gemini => {
-                for file in [
-                    Some(project.join(".gemini/settings.json")),
-                    at_home(".gemini/settings.json"),
-                ]
-                .into_iter()
-                .flatten()
-                {
-                    if let Some(json) = m.json(&file) {
-                        m.json_servers(&file, json.get("mcpServers"));
-                    }
-                }
-            }
-            Agent::Codex => {
-                for file in [
-                    Some(project.join(".codex/config.toml")),
-                    at_home(".codex/config.toml"),
-                ]
-                .into_iter()
-                .flatten()
-                {
-                    m.codex(&file);
+                    Holds::ClaudePermissions => m.claude_permissions(&file, &json),
+                    Holds::CursorPermissions => m.cursor_permissions(&file, &json),
+                    Holds::Codex => {}
                 }
             }
         }
@@ -542,40 +529,43 @@ impl Migration {
 
     /// Claude Code's `permissions`: `mcp__<server>` and `mcp__<server>__<tool>`.
     fn claude_permissions(&mut self, file: &Path, json: &Value) {
-        for (key, decision) in [
-            ("allow", Decision::Allow),
-            ("ask", Decision::Ask),
-            ("deny", Decision::Deny),
-        ] {
-            let entries = json
-                .get("permissions")
-                .and_then(|p| p.get(key))
-                .and_then(Value::as_array);
-            for entry in entries.into_iter().flatten().filter_map(Value::as_str) {
-                match entry.strip_prefix("mcp__") {
-                    Some(rest) => {
-                        let (server, tool) = rest.split_once("__").unwrap_or((rest, "*"));
-                        self.tool_rule(file, entry, server, tool, decision);
-                    }
-                    None => self.untranslated(file, entry),
-                }
-            }
-        }
+        self.permissions(file, json, &["allow", "ask", "deny"], |entry| {
+            let rest = entry.strip_prefix("mcp__")?;
+            Some(rest.split_once("__").unwrap_or((rest, "*")))
+        });
     }
 
     /// Cursor's `permissions`: `Mcp(<server>:<tool>)`.
     fn cursor_permissions(&mut self, file: &Path, json: &Value) {
-        for (key, decision) in [("allow", Decision::Allow), ("deny", Decision::Deny)] {
+        self.permissions(file, json, &["allow", "deny"], |entry| {
+            entry
+                .strip_prefix("Mcp(")?
+                .strip_suffix(')')?
+                .split_once(':')
+        });
+    }
+
+    /// The lists `permissions.<allow|ask|deny>`, each entry read by `tool`
+    /// as a server and a tool (`*` for all), or not an MCP permission.
+    fn permissions(
+        &mut self,
+        file: &Path,
+        json: &Value,
+        lists: &[&str],
+        tool: impl for<'e> Fn(&'e str) -> Option<(&'e str, &'e str)>,
+    ) {
+        for key in lists {
+            let decision = match *key {
+                "allow" => Decision::Allow,
+                "ask" => Decision::Ask,
+                _ => Decision::Deny,
+            };
             let entries = json
                 .get("permissions")
                 .and_then(|p| p.get(key))
                 .and_then(Value::as_array);
             for entry in entries.into_iter().flatten().filter_map(Value::as_str) {
-                match entry
-                    .strip_prefix("Mcp(")
-                    .and_then(|e| e.strip_suffix(')'))
-                    .and_then(|e| e.split_once(':'))
-                {
+                match tool(entry) {
                     Some((server, tool)) => self.tool_rule(file, entry, server, tool, decision),
                     None => self.untranslated(file, entry),
                 }
@@ -690,6 +680,15 @@ impl Migration {
 enum Launch {
     Command(Vec<String>),
     Url(String),
+}
+
+/// What one agent file holds.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Holds {
+    Servers,
+    ClaudePermissions,
+    CursorPermissions,
+    Codex,
 }
 
 /// Where blocks go in an existing `chock.zon`.

@@ -39,6 +39,9 @@ use crate::{AGENT_KIND, ROUTE};
 
 use upstream::{Client, Connection, Relay};
 
+/// How long a finished call's progress token still stands for the agent's.
+const PROGRESS_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Every configured server, started or not.
 pub struct Gateway {
     servers: Vec<Arc<Upstream>>,
@@ -204,17 +207,31 @@ impl Gateway {
         Ok(scrub_result(session, result))
     }
 
-    /// Every resource of every reachable server.
-    pub async fn resources(&self, peer: &Peer<RoleServer>) -> Vec<Resource> {
-        self.relay.meet(peer);
+    /// The peers of the reachable servers that have `capability`, each
+    /// with its server's name.
+    async fn having(
+        &self,
+        capability: fn(&rmcp::model::ServerCapabilities) -> bool,
+    ) -> Vec<(&str, Peer<rmcp::RoleClient>)> {
         let mut out = Vec::new();
         for server in &self.servers {
             if let Some(peer) = server.peer().await
                 && peer
                     .peer_info()
-                    .is_some_and(|i| i.capabilities.resources.is_some())
-                && let Ok(resources) = peer.list_all_resources().await
+                    .is_some_and(|i| capability(&i.capabilities))
             {
+                out.push((server.config.name.as_str(), peer));
+            }
+        }
+        out
+    }
+
+    /// Every resource of every reachable server.
+    pub async fn resources(&self, peer: &Peer<RoleServer>) -> Vec<Resource> {
+        self.relay.meet(peer);
+        let mut out = Vec::new();
+        for (_, peer) in self.having(|c| c.resources.is_some()).await {
+            if let Ok(resources) = peer.list_all_resources().await {
                 out.extend(resources);
             }
         }
@@ -227,16 +244,7 @@ impl Gateway {
         session: &Session,
         request: ReadResourceRequestParams,
     ) -> Option<ReadResourceResult> {
-        for server in &self.servers {
-            let Some(peer) = server.peer().await else {
-                continue;
-            };
-            if peer
-                .peer_info()
-                .is_none_or(|i| i.capabilities.resources.is_none())
-            {
-                continue;
-            }
+        for (_, peer) in self.having(|c| c.resources.is_some()).await {
             if let Ok(mut result) = peer.read_resource(request.clone()).await {
                 for contents in &mut result.contents {
                     if let ResourceContents::TextResourceContents { text, .. } = contents {
@@ -253,15 +261,10 @@ impl Gateway {
     pub async fn prompts(&self, peer: &Peer<RoleServer>) -> Vec<Prompt> {
         self.relay.meet(peer);
         let mut out = Vec::new();
-        for server in &self.servers {
-            if let Some(peer) = server.peer().await
-                && peer
-                    .peer_info()
-                    .is_some_and(|i| i.capabilities.prompts.is_some())
-                && let Ok(prompts) = peer.list_all_prompts().await
-            {
+        for (name, peer) in self.having(|c| c.prompts.is_some()).await {
+            if let Ok(prompts) = peer.list_all_prompts().await {
                 out.extend(prompts.into_iter().map(|mut p| {
-                    p.name = format!("{}{TOOL_SEPARATOR}{}", server.config.name, p.name);
+                    p.name = format!("{name}{TOOL_SEPARATOR}{}", p.name);
                     p
                 }));
             }
@@ -587,7 +590,18 @@ impl Upstream {
             response = handle.await_response() => Some(response),
             () = context.ct.cancelled() => None,
         };
-        self.relay.untrack(&token);
+        if outcome.is_none() {
+            self.relay.untrack(&token);
+        } else {
+            // The server's notifications are handled apart from its
+            // answers, so progress it sent just before the result may be
+            // handled just after: the token stands a moment longer.
+            let relay = self.relay.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(PROGRESS_GRACE).await;
+                relay.untrack(&token);
+            });
+        }
         match outcome {
             None => {
                 peer.notify_cancelled(CancelledNotificationParam::new(

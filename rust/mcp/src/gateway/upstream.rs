@@ -24,8 +24,6 @@ use crate::session::Session;
 
 /// How long a server has to start and answer `initialize`.
 pub const START_TIMEOUT: Duration = Duration::from_secs(60);
-/// How long a URL server has to accept a connection.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What every server's client shares: the agent's client to pass things on
 /// to, and which progress token of a server stands for which of the agent's.
@@ -285,13 +283,7 @@ async fn spawn(
 /// The HTTP client URL servers are reached with: no redirects (a redirect
 /// would reach a host nobody allowed), no proxy, rustls.
 fn http_client() -> Result<reqwest::Client, String> {
-    rustls::crypto::ring::default_provider()
-        .install_default()
-        .ok();
-    reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .no_proxy()
-        .connect_timeout(CONNECT_TIMEOUT)
+    crate::fetch::builder()
         .user_agent(concat!("chock-gateway/", env!("CARGO_PKG_VERSION")))
         .build()
         .map_err(|e| format!("the HTTP client cannot be made: {e}"))
