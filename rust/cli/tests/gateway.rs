@@ -311,6 +311,32 @@ fn a_url_server_is_reached_only_at_a_host_a_rule_allows() {
         .expect("logged");
     assert_eq!(line["decision"], "ask");
     assert_eq!(line["answered_by"], "nobody");
+    drop(client);
+
+    // A URL two parsers read differently: the policy's reader would see
+    // 127.0.0.1 (allowed), the HTTP client connects to 127.0.0.2. It is
+    // refused, and the decoy listening at 127.0.0.2 hears nothing.
+    let decoy = Site::start("127.0.0.2", vec![]);
+    let server = format!(
+        r#".{{ .name = "notes", .url = "http://127.0.0.2:{}\\@127.0.0.1/mcp" }}"#,
+        decoy.addr.port()
+    );
+    project(
+        &env,
+        &[server],
+        "",
+        &[r#".{ .action = "mcp.notes.host.1.0.0.127", .decision = .allow }"#],
+    );
+    let (_client, init) = env.client_speaking("2025-06-18", false, &[], &[]);
+    let instructions = init["result"]["instructions"].as_str().unwrap_or_default();
+    assert!(
+        instructions.contains("read as host `127.0.0.2`"),
+        "{instructions}"
+    );
+    assert!(
+        decoy.requests.lock().expect("requests").is_empty(),
+        "nothing reached the decoy"
+    );
 }
 
 /// The operator's config.zon keeps secret `API_KEY` in the variable

@@ -25,8 +25,8 @@ use chock_log::AnsweredBy;
 use chock_policy::{Answer, Key, Launch, McpServer, Reading, TOOL_SEPARATOR, Verdict, names};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
-    ClientRequest, ContentBlock, GetPromptRequestParams, GetPromptResult, Prompt,
-    ReadResourceRequestParams, ReadResourceResult, Resource, ResourceContents, ServerResult, Tool,
+    ClientRequest, GetPromptRequestParams, GetPromptResult, Prompt, ReadResourceRequestParams,
+    ReadResourceResult, Resource, ServerResult, Tool,
 };
 use rmcp::service::{PeerRequestOptions, RequestContext, ServiceError};
 use rmcp::{Peer, RoleServer};
@@ -204,7 +204,7 @@ impl Gateway {
         let mut params = request;
         params.name = tool.to_owned().into();
         let result = server.call(params, context).await?;
-        Ok(scrub_result(session, result))
+        scrub(session, result)
     }
 
     /// The peers of the reachable servers that have `capability`, each
@@ -245,13 +245,8 @@ impl Gateway {
         request: ReadResourceRequestParams,
     ) -> Option<ReadResourceResult> {
         for (_, peer) in self.having(|c| c.resources.is_some()).await {
-            if let Ok(mut result) = peer.read_resource(request.clone()).await {
-                for contents in &mut result.contents {
-                    if let ResourceContents::TextResourceContents { text, .. } = contents {
-                        *text = session.secrets.scrub(text);
-                    }
-                }
-                return Some(result);
+            if let Ok(result) = peer.read_resource(request.clone()).await {
+                return scrub(session, result).ok();
             }
         }
         None
@@ -287,16 +282,12 @@ impl Gateway {
             .await
             .ok_or_else(|| format!("MCP server `{}` is not running", server.config.name))?;
         request.name = prompt.to_owned();
-        let mut result = peer
-            .get_prompt(request)
-            .await
-            .map_err(|e| format!("MCP server `{}`: {e}", server.config.name))?;
-        for message in &mut result.messages {
-            if let Some(text) = message.content.as_text().map(|t| t.text.clone()) {
-                message.content = ContentBlock::text(session.secrets.scrub(&text));
-            }
-        }
-        Ok(result)
+        let result = peer.get_prompt(request).await.map_err(|e| {
+            session
+                .secrets
+                .scrub(&format!("MCP server `{}`: {e}", server.config.name))
+        })?;
+        scrub(session, result)
     }
 
     /// Whether any server was configured (the server then says it has
@@ -306,20 +297,22 @@ impl Gateway {
     }
 }
 
-/// Replaces every value given out this session in what the agent reads.
-fn scrub_result(session: &Session, mut result: CallToolResult) -> CallToolResult {
+/// Replaces every value given out this session in every string of what the
+/// agent reads (text, embedded resources, structured content alike). An
+/// answer that cannot be read back after scrubbing is withheld whole.
+fn scrub<T: serde::Serialize + serde::de::DeserializeOwned>(
+    session: &Session,
+    answer: T,
+) -> Result<T, String> {
     if !session.secrets.any() {
-        return result;
+        return Ok(answer);
     }
-    for block in &mut result.content {
-        if let Some(text) = block.as_text().map(|t| t.text.clone()) {
-            *block = ContentBlock::text(session.secrets.scrub(&text));
-        }
-    }
-    if let Some(structured) = &mut result.structured_content {
-        scrub_value(session, structured);
-    }
-    result
+    let mut value = serde_json::to_value(&answer).map_err(|e| {
+        format!("the answer cannot be checked for secrets ({e}), so it is withheld")
+    })?;
+    scrub_value(session, &mut value);
+    serde_json::from_value(value)
+        .map_err(|e| format!("the answer cannot be checked for secrets ({e}), so it is withheld"))
 }
 
 fn scrub_value(session: &Session, value: &mut Value) {
@@ -329,6 +322,29 @@ fn scrub_value(session: &Session, value: &mut Value) {
         Value::Object(map) => map.values_mut().for_each(|v| scrub_value(session, v)),
         _ => {}
     }
+}
+
+/// The host the HTTP client will connect to for `url`, read by the parser
+/// the client itself uses, so the host decided is the host reached; a URL
+/// the policy's reader sees another host in is refused.
+fn connected_host(url: &str) -> Result<String, String> {
+    let parsed = reqwest::Url::parse(url).map_err(|e| format!("`{url}` is not a URL: {e}"))?;
+    let host = match parsed.host_str() {
+        Some(host) if !host.starts_with('[') => host.to_ascii_lowercase(),
+        _ => {
+            return Err(format!(
+                "`{url}` names no host a rule can name (an IPv6 address is not read); write a host name"
+            ));
+        }
+    };
+    let read = chock_policy::url_endpoint(url).map_err(|e| e.to_string())?;
+    if read.host != host || !matches!(parsed.scheme(), "http" | "https") {
+        return Err(format!(
+            "`{url}` is read as host `{host}` by the HTTP client and `{}` by the policy, so it is not reached; write the URL plainly, without `\\` or credentials",
+            read.host
+        ));
+    }
+    Ok(host)
 }
 
 /// A row read once at start, logged, granted only by allow (nobody can be
@@ -407,9 +423,9 @@ impl Upstream {
         let name = &self.config.name;
         match &self.config.launch {
             Launch::Url(url) => {
-                let endpoint = chock_policy::url_endpoint(url).map_err(|e| e.to_string())?;
-                let action = names::mcp_host(name, &endpoint.host).map_err(|e| e.to_string())?;
-                let (granted, verdict) = start_allow(session, name, &action, Some(&endpoint.host));
+                let host = connected_host(url)?;
+                let action = names::mcp_host(name, &host).map_err(|e| e.to_string())?;
+                let (granted, verdict) = start_allow(session, name, &action, Some(&host));
                 if granted {
                     Ok(Vec::new())
                 } else {
