@@ -313,9 +313,9 @@ fn a_url_server_is_reached_only_at_a_host_a_rule_allows() {
     assert_eq!(line["answered_by"], "nobody");
     drop(client);
 
-    // A URL two parsers read differently: the policy's reader would see
-    // 127.0.0.1 (allowed), the HTTP client connects to 127.0.0.2. It is
-    // refused, and the decoy listening at 127.0.0.2 hears nothing.
+    // A URL two parsers read differently: a reader would see 127.0.0.1
+    // (allowed), the HTTP client would connect to 127.0.0.2. chock.zon is
+    // refused at its line, and the decoy listening at 127.0.0.2 hears nothing.
     let decoy = Site::start("127.0.0.2", vec![]);
     let server = format!(
         r#".{{ .name = "notes", .url = "http://127.0.0.2:{}\\@127.0.0.1/mcp" }}"#,
@@ -327,11 +327,17 @@ fn a_url_server_is_reached_only_at_a_host_a_rule_allows() {
         "",
         &[r#".{ .action = "mcp.notes.host.1.0.0.127", .decision = .allow }"#],
     );
-    let (_client, init) = env.client_speaking("2025-06-18", false, &[], &[]);
-    let instructions = init["result"]["instructions"].as_str().unwrap_or_default();
+    let refused = env
+        .chock()
+        .arg("mcp")
+        .stdin(Stdio::null())
+        .output()
+        .expect("chock mcp");
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
     assert!(
-        instructions.contains("read as host `127.0.0.2`"),
-        "{instructions}"
+        stderr.contains("chock.zon:2:") && stderr.contains("write the URL plainly"),
+        "{stderr}"
     );
     assert!(
         decoy.requests.lock().expect("requests").is_empty(),

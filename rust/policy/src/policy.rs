@@ -738,6 +738,12 @@ pub fn read_once_note(action: &str) -> Option<&'static str> {
         _ if third_party_tool("mcp.") || third_party_tool("plugin.") => Some(
             "at session start only deny is spent (the tool is removed); any other answer leaves it offered and is asked again per call",
         ),
+        _ if action.starts_with("mcp.") && action.split('.').nth(2) == Some("host") => Some(
+            "a url server's host is read once when the server starts, where only allow reaches it (nobody can be asked yet)",
+        ),
+        _ if action.starts_with("secret.use.") => Some(
+            "for a tool call this is asked at the call; for an MCP server's .env it is read once at start, where only allow gives the secret",
+        ),
         _ => None,
     }
 }

@@ -210,6 +210,15 @@ pub(crate) fn read_project_servers(
                     Launch::Command(argv)
                 }
                 (None, Some(url)) => {
+                    let authority = url.split_once("://").map_or("", |(_, rest)| {
+                        rest.split(['/', '?', '#']).next().unwrap_or("")
+                    });
+                    if url.contains('\\') || authority.contains('@') {
+                        return Err(source.error(
+                            span,
+                            format!("MCP server `{name}`: `{url}` holds a `\\` or credentials (`user@`), which HTTP clients and readers disagree on; write the URL plainly (credentials never go in chock.zon)"),
+                        ));
+                    }
                     let endpoint = crate::url_endpoint(&url).map_err(|e| {
                         source.error(
                             span,
@@ -418,6 +427,10 @@ mod tests {
                 "not http",
             ),
             (
+                ".{ .mcp = .{\n .{ .name = \"a\", .url = \"https://me:pw@h/x\" } } }",
+                "credentials",
+            ),
+            (
                 ".{ .mcp = .{\n .{ .name = \"a\", .command = .{ \"x\" }, .env = .{ .T = \"NOPE\" } } } }",
                 "add \"NOPE\" to .secrets",
             ),
@@ -432,6 +445,15 @@ mod tests {
             assert!(message.contains(says), "{text}: {message}");
             assert!(message.contains("chock.zon:2:"), "{text}: {message}");
         }
+    }
+
+    #[test]
+    fn explain_says_which_server_rows_are_read_at_start() {
+        let note = |action: &str| crate::read_once_note(action).unwrap_or_default();
+        assert!(note("mcp.notion.host.com.notion.mcp").contains("only allow reaches it"));
+        assert!(note("mcp.gh.tool.network").contains("only deny is spent"));
+        assert!(note("secret.use.GH").contains("once at start"));
+        assert_eq!(crate::read_once_note("mcp.gh.network"), None);
     }
 
     #[test]
