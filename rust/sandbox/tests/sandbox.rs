@@ -176,7 +176,7 @@ fn a_piped_program_is_spoken_to_through_its_stdin_and_stdout() {
         .map(OsString::from)
         .collect(),
         env: vec![("PATH".into(), "/usr/bin:/bin".into())],
-        cwd: ws.clone(),
+        cwd: ws,
         stdio: Stdio::Pipe,
     };
     let mut running = sb.spawn(&command).expect("spawn");
