@@ -86,6 +86,8 @@ impl Drop for Speaker {
 
 /// A command run with its own HOME, XDG folders and decision log under `root`.
 pub fn isolated(program: &str, root: &std::path::Path, cwd: &std::path::Path) -> Command {
+    // A relative path names a file here, not in `cwd`.
+    let program = std::fs::canonicalize(program).unwrap_or_else(|_| program.into());
     let mut command = Command::new(program);
     command
         .current_dir(cwd)
