@@ -731,3 +731,25 @@ fn migrate_shows_then_writes_an_agents_servers_and_permissions() {
     );
     assert!(String::from_utf8_lossy(&again.stderr).contains("by hand"));
 }
+
+#[test]
+fn a_server_named_as_chock_itself_is_not_started() {
+    let env = Env::new();
+    let server = format!(
+        r#".{{ .name = "chock", .command = .{{ "{}", "stdio" }} }}"#,
+        installed("mcp-server-everything")
+    );
+    project(&env, &[server], "", &[]);
+    let (mut client, init) = env.client_speaking("2025-06-18", false, &[], &[]);
+    let instructions = init["result"]["instructions"].as_str().unwrap_or_default();
+    assert!(
+        instructions.contains("MCP server `chock` is not offered: its name is this server's own"),
+        "{instructions}"
+    );
+    assert!(
+        !tools(&mut client)
+            .iter()
+            .any(|t| t["name"].as_str().is_some_and(|n| n.starts_with("chock__"))),
+        "none of its tools is offered"
+    );
+}

@@ -65,6 +65,8 @@ pub struct Session {
     /// Tools a start row took away, with the sentence saying which rule.
     pub withheld: Vec<Withheld>,
     pub dev_shell: String,
+    /// The name agents know this server by (`--name`).
+    pub name: String,
     pub watch: PolicyWatch,
     /// What nix_build and provide_tool have written to the store this
     /// session, against `max_session_bytes`.
@@ -122,6 +124,7 @@ impl Session {
             offered: Vec::new(),
             withheld: Vec::new(),
             dev_shell,
+            name: options.name.clone(),
             watch,
             nix_session: Default::default(),
             flake_inputs: Default::default(),

@@ -379,7 +379,15 @@ impl Upstream {
             denied: Default::default(),
             config,
         };
-        let link = match upstream.admit(session) {
+        let admitted = if upstream.config.name == session.name {
+            Err(format!(
+                "its name is this server's own (`{}`), whose tools' rows are mcp.{}.tool.*; rename it in chock.zon",
+                session.name, session.name
+            ))
+        } else {
+            upstream.admit(session)
+        };
+        let link = match admitted {
             Err(why) => Link::Down(why),
             Ok(env) => {
                 upstream.env = env;
