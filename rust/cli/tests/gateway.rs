@@ -753,3 +753,23 @@ fn a_server_named_as_chock_itself_is_not_started() {
         "none of its tools is offered"
     );
 }
+
+#[test]
+fn a_servers_own_question_reaches_the_client() {
+    let env = Env::new();
+    everything_project(
+        &env,
+        "elicits",
+        r#".{ .action = "mcp.everything.tool.*", .decision = .allow }"#,
+    );
+    let mut client = env.client(true, &[]);
+    client.elicit_answers.push(json!({"action": "decline"}));
+    let called = client.call("everything__trigger-elicitation-request", json!({}));
+    assert!(called.text.contains("declined"), "{called:?}");
+    assert_eq!(client.elicited.len(), 1, "{:?}", client.elicited);
+    assert!(
+        client.elicited[0]["params"]["requestedSchema"].is_object(),
+        "the server's own form: {:?}",
+        client.elicited
+    );
+}

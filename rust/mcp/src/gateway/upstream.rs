@@ -87,7 +87,7 @@ impl ClientHandler for Client {
     async fn create_elicitation(
         &self,
         request: ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
+        context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
         let Some(peer) = self.relay.downstream() else {
             return Ok(ElicitResult::new(ElicitationAction::Decline));
@@ -95,9 +95,16 @@ impl ClientHandler for Client {
         if peer.supported_elicitation_modes().is_empty() {
             return Ok(ElicitResult::new(ElicitationAction::Decline));
         }
-        peer.create_elicitation(request)
-            .await
-            .map_err(|e| ErrorData::internal_error(format!("the agent's client: {e}"), None))
+        // The server may withdraw its question (a cancel): then the
+        // client's is dropped, and rmcp tells the client so.
+        tokio::select! {
+            answer = peer.create_elicitation(request) => answer
+                .map_err(|e| ErrorData::internal_error(format!("the agent's client: {e}"), None)),
+            () = context.ct.cancelled() => Err(ErrorData::internal_error(
+                "the server withdrew its question",
+                None,
+            )),
+        }
     }
 
     async fn on_progress(
