@@ -657,3 +657,26 @@ impl Upstream {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::connected_host;
+
+    #[test]
+    fn the_host_decided_is_the_host_the_client_connects_to() {
+        assert_eq!(
+            connected_host("https://Mcp.Notion.com/mcp").as_deref(),
+            Ok("mcp.notion.com")
+        );
+        assert_eq!(
+            connected_host("http://127.0.0.1:8123/mcp").as_deref(),
+            Ok("127.0.0.1")
+        );
+        // A reader that splits at the last `@` sees 127.0.0.1; the client
+        // reads the backslash as the end of the host and connects to 127.0.0.2.
+        let split = connected_host("http://127.0.0.2:80\\@127.0.0.1/mcp").unwrap_err();
+        assert!(split.contains("read as host `127.0.0.2`"), "{split}");
+        assert!(connected_host("http://[::1]:80/mcp").is_err());
+        assert!(connected_host("file:///etc/passwd").is_err());
+    }
+}
