@@ -70,6 +70,8 @@ enum Command {
     Mcp(commands::mcp::Args),
     /// Answer the questions a running `chock mcp` server is waiting on.
     Approve(commands::approve::Args),
+    /// Turn an agent's MCP servers and permissions into chock.zon blocks (shown; written with --write).
+    Migrate(commands::migrate::Args),
     /// Decide one tool call of an agent from its hook payload on stdin.
     Hook(commands::hook::Args),
     /// Wire Chock into each agent's hook file, the git hooks and CI.
@@ -99,6 +101,7 @@ fn main() -> ExitCode {
         Command::Cache(a) => commands::cache::run(a),
         Command::Mcp(a) => commands::mcp::run(a),
         Command::Approve(a) => commands::approve::run(a),
+        Command::Migrate(a) => commands::migrate::run(a),
         Command::Hook(a) => commands::hook::run(a),
         Command::Sync(a) => commands::hook::sync(a),
         Command::Stop(a) => commands::hook::stop(a),

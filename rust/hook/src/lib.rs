@@ -5,6 +5,7 @@ pub mod answer;
 mod cursor_mcp;
 pub mod decide;
 mod error;
+pub mod migrate;
 pub mod naming;
 pub mod payload;
 pub mod project;

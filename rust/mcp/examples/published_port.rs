@@ -16,12 +16,12 @@
 //! 1 GiB the server writes as fast as it can (five to each server, taking
 //! turns).
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-mod support;
+mod latency;
 
 const SETUPS: usize = 300;
 const PINGS: usize = 3000;
@@ -155,24 +155,14 @@ fn main() {
         ),
     )
     .expect("chock.zon");
-    let mut child = support::start_mcp(&chock, root.path(), &project);
-    let mut stdin = child.stdin.take().expect("stdin");
-    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
-    let mut say = |message: String| {
-        writeln!(stdin, "{message}").expect("write");
-        stdin.flush().expect("flush");
-        let mut line = String::new();
-        stdout.read_line(&mut line).expect("read");
-        line
-    };
-    say(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}"#.into());
-    say(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}
-{"jsonrpc":"2.0","id":-1,"method":"ping"}"#
-        .into());
+    let mut command = latency::isolated(&chock, root.path(), &project);
+    command.args(["mcp", "--no-approve"]);
+    let mut speaker = latency::Speaker::start(command);
     let call = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
         "name": "run_command",
         "arguments": {"argv": ["python3", "-c", SERVER, published.to_string()], "background": true}}});
-    let started = say(call.to_string());
+    speaker.round_trip(&call.to_string());
+    let started = speaker.last_answer().to_owned();
     assert!(started.contains("published: http://127.0.0.1"), "{started}");
     let direct = free_port();
     let mut host_server = Command::new("python3")
@@ -191,8 +181,7 @@ fn main() {
     let (through_bulk, straight_bulk) = (median_rate(through_bulk), median_rate(straight_bulk));
     host_server.kill().ok();
     host_server.wait().ok();
-    drop(stdin);
-    child.wait().ok();
+    drop(speaker);
     let us = |d: Duration| d.as_secs_f64() * 1e6;
     println!("| measurement | direct loopback | published port | ratio |");
     println!("|---|---:|---:|---:|");

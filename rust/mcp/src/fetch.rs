@@ -67,20 +67,26 @@ impl Resolve for PublicResolver {
     }
 }
 
+/// A client that follows no redirect (each hop is someone's decision),
+/// uses no proxy, and speaks TLS with rustls.
+pub fn builder() -> reqwest::ClientBuilder {
+    // Another part of the process may have installed one first.
+    rustls::crypto::ring::default_provider()
+        .install_default()
+        .ok();
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .connect_timeout(CONNECT_TIMEOUT)
+}
+
 /// The one client of the process (it pools connections).
 pub fn client() -> Result<reqwest::Client, String> {
     static CLIENT: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
     CLIENT
         .get_or_init(|| {
-            // Another part of the process may have installed one first.
-            rustls::crypto::ring::default_provider()
-                .install_default()
-                .ok();
-            reqwest::Client::builder()
-                .redirect(reqwest::redirect::Policy::none())
-                .no_proxy()
+            builder()
                 .user_agent(USER_AGENT)
-                .connect_timeout(CONNECT_TIMEOUT)
                 .timeout(REQUEST_TIMEOUT)
                 .dns_resolver(std::sync::Arc::new(PublicResolver))
                 .build()

@@ -13,9 +13,9 @@ use crate::{AGENT_KIND, ROUTE};
 
 /// One act a tool call asks for.
 #[derive(Debug, Clone)]
-pub struct Act {
-    /// The tool the agent called.
-    pub tool: &'static str,
+pub struct Act<'a> {
+    /// The tool the agent called (a gateway's tool is `<server>__<tool>`).
+    pub tool: &'a str,
     /// The action answered.
     pub action: String,
     /// What it is about, by name (logged and shown).
@@ -97,7 +97,7 @@ impl Session {
     /// Writes the gate's line for `action` asked through `tool`, by the
     /// agent `agent` (the client's name from `initialize`, `main` before a
     /// client has said it).
-    fn record(
+    pub(crate) fn record(
         &self,
         agent: &str,
         tool: &str,
@@ -197,7 +197,7 @@ impl Session {
         &self,
         peer: &Peer<RoleServer>,
         cancel: &CancellationToken,
-        act: &Act,
+        act: &Act<'_>,
         asking: Asking,
     ) -> Result<(), String> {
         let verdict = self.verdict(act);
@@ -218,7 +218,7 @@ impl Session {
         &self,
         peer: &Peer<RoleServer>,
         cancel: &CancellationToken,
-        act: &Act,
+        act: &Act<'_>,
         asking: Asking,
         verdict: Verdict,
     ) -> Result<(), String> {
@@ -303,7 +303,7 @@ pub fn client_name(peer: &Peer<RoleServer>) -> String {
 
 /// The policy's question for `act`: what a yes lets happen, what a person
 /// reads, and the rule that would answer it next time.
-fn question(act: &Act, verdict: &Verdict) -> Question {
+fn question(act: &Act<'_>, verdict: &Verdict) -> Question {
     let summary = match &act.subject {
         Some(subject) => format!("{} wants {} ({subject})", act.tool, act.action),
         None => format!("{} wants {}", act.tool, act.action),

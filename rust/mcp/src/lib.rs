@@ -9,6 +9,11 @@
 //! to the decision log (route `mcp`), and only then carried out: file tools
 //! inside the workspace and nowhere else, commands in the sandbox.
 //!
+//! The MCP servers `chock.zon` names are offered through the same server
+//! (the gateway): their tools as `<server>__<tool>`, each call decided under
+//! `mcp.<server>.tool.<tool>`; secrets a call or a server is granted are
+//! scrubbed from every answer.
+//!
 //! [`serve_stdio`] runs the server; [`approve`] is both the socket the server
 //! listens on for answers and the client `chock approve` uses.
 
@@ -19,7 +24,9 @@ mod build;
 mod error;
 mod fetch;
 mod gate;
+mod gateway;
 mod ports;
+mod secrets;
 mod server;
 mod session;
 mod tasks;

@@ -5,13 +5,16 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
+    GetPromptResponse, Implementation, ListPromptsResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
+    ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
 
+use crate::gateway::Gateway;
 use crate::session::Session;
 use crate::tools::{self, Call};
 
@@ -23,11 +26,13 @@ do not retry a refused call unchanged; tell the person what you need.";
 
 pub struct ChockServer {
     session: Arc<Session>,
+    /// The MCP servers chock.zon names, offered beside Chock's own tools.
+    gateway: Gateway,
 }
 
 impl ChockServer {
-    pub fn new(session: Arc<Session>) -> ChockServer {
-        ChockServer { session }
+    pub fn new(session: Arc<Session>, gateway: Gateway) -> ChockServer {
+        ChockServer { session, gateway }
     }
 
     fn result(&self, outcome: Result<String, String>) -> CallToolResult {
@@ -38,19 +43,32 @@ impl ChockServer {
             }
             text
         };
+        let scrubbed = |text: String| with_note(self.session.secrets.scrub(&text));
         match outcome {
-            Ok(text) => CallToolResult::success(vec![ContentBlock::text(with_note(text))]),
-            Err(text) => CallToolResult::error(vec![ContentBlock::text(with_note(text))]),
+            Ok(text) => CallToolResult::success(vec![ContentBlock::text(scrubbed(text))]),
+            Err(text) => CallToolResult::error(vec![ContentBlock::text(scrubbed(text))]),
         }
     }
 }
 
 impl ServerHandler for ChockServer {
     fn get_info(&self) -> ServerConfig {
-        let capabilities = ServerCapabilities::builder().enable_tools().build();
+        let capabilities = if self.gateway.is_empty() {
+            ServerCapabilities::builder().enable_tools().build()
+        } else {
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .enable_resources()
+                .enable_prompts()
+                .build()
+        };
         let mut instructions = INSTRUCTIONS.to_string();
         for withheld in self.session.withheld.iter().filter(|w| w.by_rule) {
             instructions.push_str(&format!(" {}.", withheld.why));
+        }
+        for sentence in self.gateway.instructions() {
+            instructions.push_str(&format!(" {sentence}."));
         }
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("chock", env!("CARGO_PKG_VERSION")))
@@ -68,12 +86,13 @@ impl ServerHandler for ChockServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let tools = self
+        let mut tools: Vec<_> = self
             .session
             .offered
             .iter()
             .filter_map(|name| tools::definition(name))
             .collect();
+        tools.extend(self.gateway.tools(&self.session).await);
         Ok(ListToolsResult::with_all_items(tools))
     }
 
@@ -87,6 +106,14 @@ impl ServerHandler for ChockServer {
             return Ok(self
                 .result(Err(format!("refused: {}", withheld.why)))
                 .into());
+        }
+        if self.gateway.owns(&name) {
+            let outcome = self.gateway.call(&self.session, request, &context).await;
+            return Ok(match outcome {
+                Ok(result) => result,
+                Err(why) => self.result(Err(why)),
+            }
+            .into());
         }
         // An unknown tool is a protocol error (JSON-RPC -32602), as the MCP
         // specification says, not a tool result.
@@ -110,5 +137,52 @@ impl ServerHandler for ChockServer {
             () = context.ct.cancelled() => Err(format!("{name} was cancelled by the client")),
         };
         Ok(self.result(outcome).into())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Ok(ListResourcesResult::with_all_items(
+            self.gateway.resources(&context.peer).await,
+        ))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let uri = request.uri.clone();
+        match self.gateway.read_resource(&self.session, request).await {
+            Some(result) => Ok(result.into()),
+            None => Err(ErrorData::resource_not_found(
+                format!("no MCP server behind this gateway has the resource `{uri}`"),
+                None,
+            )),
+        }
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        Ok(ListPromptsResult::with_all_items(
+            self.gateway.prompts(&context.peer).await,
+        ))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        self.gateway
+            .prompt(&self.session, request)
+            .await
+            .map(Into::into)
+            .map_err(|why| ErrorData::invalid_params(why, None))
     }
 }

@@ -66,6 +66,8 @@ pub struct Session {
     /// Tools a start row took away, with the sentence saying which rule.
     pub withheld: Vec<Withheld>,
     pub dev_shell: String,
+    /// The name agents know this server by (`--name`).
+    pub name: String,
     pub watch: PolicyWatch,
     /// What nix_build and provide_tool have written to the store this
     /// session, against `max_session_bytes`.
@@ -81,6 +83,8 @@ pub struct Session {
     pub robots: std::sync::Mutex<std::collections::HashMap<String, Robots>>,
     /// Background commands and the ports published for them.
     pub tasks: Arc<Tasks>,
+    /// The secret values given out this session, scrubbed from every answer.
+    pub secrets: crate::secrets::Given,
 }
 
 impl Session {
@@ -134,12 +138,14 @@ impl Session {
             offered: Vec::new(),
             withheld: Vec::new(),
             dev_shell,
+            name: options.name.clone(),
             watch,
             nix_session: Default::default(),
             flake_inputs: Default::default(),
             provided: Default::default(),
             robots: Default::default(),
             tasks: Arc::new(tasks),
+            secrets: Default::default(),
         };
         session
             .read_start_rows(&options.name)
@@ -279,7 +285,8 @@ where
     let session = Arc::new(tokio::task::block_in_place(|| Session::start(&options))?);
     // However the session ends, its background commands end with it.
     let _tasks_end = EndTasks(session.tasks.clone());
-    let server = ChockServer::new(session);
+    let gateway = crate::gateway::Gateway::start(&session).await;
+    let server = ChockServer::new(session, gateway);
     let running = match server.serve(LineTransport::new(reader, writer)).await {
         Ok(running) => running,
         // The client went away before it began: nothing was asked, nothing failed.

@@ -39,6 +39,12 @@ pub(crate) struct ProjectFile {
     pub(crate) limits: LimitsBlock,
     #[serde(default)]
     container: Option<Spanned<ContainerBlock>>,
+    /// The MCP servers the gateway offers (see `servers`).
+    #[serde(default)]
+    pub(crate) mcp: Option<crate::servers::ServersBlock>,
+    /// The secrets the project names; never where they are kept.
+    #[serde(default)]
+    pub(crate) secrets: Option<crate::servers::SecretsBlock>,
 }
 
 /// `.container`: the image a project's toolchain comes from.
@@ -179,6 +185,11 @@ pub(crate) struct OperatorFile {
     pub(crate) limits: LimitsBlock,
     #[serde(default)]
     pub(crate) log: LogBlock,
+    /// Where each secret is kept (read into `stores` after reading).
+    #[serde(default, rename = "secrets")]
+    pub(crate) secret_fields: crate::servers::StoresBlock,
+    #[serde(skip)]
+    pub(crate) stores: crate::servers::OperatorSecrets,
     /// Rules written here by mistake (`.policy = .{ .rules = ... }` or
     /// `.rules = ...`): config.zon is not a rules layer, so they are read
     /// only to say so.
@@ -293,7 +304,7 @@ impl<'a> Source<'a> {
         }
     }
 
-    fn error(&self, span: Span, message: impl Into<String>) -> PolicyError {
+    pub(crate) fn error(&self, span: Span, message: impl Into<String>) -> PolicyError {
         chock_zon::Error::at(Some(self.file), self.text, span, message).into()
     }
 
@@ -323,6 +334,7 @@ pub(crate) struct ProjectLayer {
     pub(crate) nix: NixBlock,
     pub(crate) limits: LimitsBlock,
     pub(crate) container: Option<ContainerSettings>,
+    pub(crate) servers: crate::servers::ProjectServers,
 }
 
 pub(crate) fn read_project(source: &Source<'_>) -> Result<ProjectLayer, PolicyError> {
@@ -339,6 +351,7 @@ pub(crate) fn read_project(source: &Source<'_>) -> Result<ProjectLayer, PolicyEr
         )?),
         None => None,
     };
+    let servers = crate::servers::read_project_servers(source, file.mcp, file.secrets)?;
     Ok(ProjectLayer {
         rules,
         agents,
@@ -346,6 +359,7 @@ pub(crate) fn read_project(source: &Source<'_>) -> Result<ProjectLayer, PolicyEr
         nix: file.nix,
         limits: file.limits,
         container,
+        servers,
     })
 }
 

@@ -20,6 +20,7 @@ mod pattern;
 mod policy;
 pub mod root;
 mod rule;
+mod servers;
 mod settings;
 pub mod unparsed;
 
@@ -40,6 +41,9 @@ pub use policy::{
     StartAnswer, StartQuestion, Suggestion, Verdict, read_once_note,
 };
 pub use rule::{Key, Rule, RuleSource, Specificity};
+pub use servers::{
+    Launch, MAX_SECRETS, MAX_SERVERS, McpServer, SecretEnv, SecretStore, TOOL_SEPARATOR,
+};
 pub use settings::{
     Amount, ByteSize, Limits, LogSettings, Machine, NixSettings, human_bytes, parse_bytes,
 };

@@ -19,6 +19,7 @@ use crate::index::RuleSet;
 use crate::names::{self, NameError};
 use crate::pattern::Pattern;
 use crate::rule::{Key, Rule};
+use crate::servers::{McpServer, SecretStore};
 use crate::settings::{
     DEFAULT_LOG_KEEP, DEFAULT_LOG_ROTATE_BYTES, DEFAULT_MAX_OBJECT_BYTES,
     DEFAULT_MAX_SESSION_BYTES, Limits, LogSettings, Machine, NixSettings, human_bytes,
@@ -263,6 +264,7 @@ impl Policy {
             nix: Default::default(),
             limits: Default::default(),
             container: None,
+            servers: Default::default(),
         };
         let org = org
             .into_iter()
@@ -428,6 +430,28 @@ impl Policy {
     /// Whether the project has a `chock.zon`.
     pub fn has_project_file(&self) -> bool {
         self.project.is_some()
+    }
+
+    /// The MCP servers `chock.zon` names, in the order written.
+    pub fn mcp_servers(&self) -> &[McpServer] {
+        self.project
+            .as_ref()
+            .map_or(&[], |p| p.servers.servers.as_slice())
+    }
+
+    /// The secrets `chock.zon` names.
+    pub fn secrets(&self) -> &[String] {
+        self.project
+            .as_ref()
+            .map_or(&[], |p| p.servers.secrets.as_slice())
+    }
+
+    /// Where the operator's `config.zon` says `secret` is kept; `None` when
+    /// it says nothing (the secret then cannot be given).
+    pub fn secret_store(&self, secret: &str) -> Option<&SecretStore> {
+        self.operator
+            .as_ref()
+            .and_then(|(_, o)| o.stores.get(secret))
     }
 
     /// The operator's `config.zon`, when one was read.
@@ -721,6 +745,12 @@ pub fn read_once_note(action: &str) -> Option<&'static str> {
         _ if third_party_tool("mcp.") || third_party_tool("plugin.") => Some(
             "at session start only deny is spent (the tool is removed); any other answer leaves it offered and is asked again per call",
         ),
+        _ if action.starts_with("mcp.") && action.split('.').nth(2) == Some("host") => Some(
+            "a url server's host is read once when the server starts, where only allow reaches it (nobody can be asked yet)",
+        ),
+        _ if action.starts_with("secret.use.") => Some(
+            "for a tool call this is asked at the call; for an MCP server's .env it is read once at start, where only allow gives the secret",
+        ),
         _ => None,
     }
 }
@@ -797,6 +827,10 @@ impl Source<'_> {
             .flatten()
             .map(|block| chock_zon::line_col(self.text, block.span.start).0)
             .min();
+        operator.stores = crate::servers::read_operator_secrets(
+            self,
+            std::mem::take(&mut operator.secret_fields),
+        )?;
         Ok(operator)
     }
 }

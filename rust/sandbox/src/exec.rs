@@ -378,10 +378,12 @@ impl Prepared {
         &mut self.sandbox
     }
 
-    /// Sets one variable of the program's environment.
-    pub fn set_env(&mut self, name: &str, value: &str) {
-        self.command.env.retain(|(k, _)| k != name);
-        self.command.env.push((name.into(), value.into()));
+    /// Sets one variable of the program's environment, replacing one of
+    /// the same name.
+    pub fn set_env(&mut self, name: impl Into<OsString>, value: impl Into<OsString>) {
+        let name = name.into();
+        self.command.env.retain(|(k, _)| *k != name);
+        self.command.env.push((name, value.into()));
     }
 
     /// Sends the program's stdout and stderr into one pipe the caller reads
@@ -397,6 +399,22 @@ impl Prepared {
         let ran = started.wait();
         drop(forwarding);
         ran
+    }
+
+    /// Speaks to the program through pipes ([`Started::take_pipes`])
+    /// instead of the streams the request chose (an MCP server).
+    pub fn piped(mut self) -> Prepared {
+        self.command.stdio = Stdio::Pipe;
+        self
+    }
+
+    /// Adds `env` to the program's environment (the secrets it was
+    /// granted), replacing a variable of the same name.
+    pub fn with_env(mut self, env: Vec<(OsString, OsString)>) -> Prepared {
+        for (name, value) in env {
+            self.set_env(name, value);
+        }
+        self
     }
 
     /// Starts the program and returns at once; [`Started::signal`] cancels
@@ -427,6 +445,11 @@ impl Started {
     /// The sandbox's port dialer, after [`Sandbox::with_dialer`] (once).
     pub fn take_dialer(&mut self) -> Option<crate::publish::Dialer> {
         self.running.take_dialer()
+    }
+
+    /// With [`Prepared::piped`], once: the program's stdin (to write) and stdout (to read).
+    pub fn take_pipes(&mut self) -> Option<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
+        self.running.take_pipes()
     }
 
     /// A handle that signals the program from another thread while

@@ -59,6 +59,9 @@ pub enum Stdio {
     /// read end the caller takes ([`Running::take_stream`]) and reads while
     /// the program runs.
     Stream,
+    /// stdin and stdout are pipes to Chock ([`Running::take_pipes`]), for
+    /// a program Chock speaks to (an MCP server); stderr is Chock's own.
+    Pipe,
 }
 
 /// One program to run.
@@ -351,24 +354,31 @@ impl Sandbox {
         let (report_read, report_write) = pipe()?;
         let capture = match stdio {
             Stdio::Capture { limit } => Some((limit, pipe()?, pipe()?, dev_null()?)),
-            Stdio::Inherit | Stdio::Stream => None,
+            Stdio::Inherit | Stdio::Stream | Stdio::Pipe => None,
         };
         let stream = match stdio {
             Stdio::Stream => Some((pipe()?, dev_null()?)),
-            Stdio::Inherit | Stdio::Capture { .. } => None,
+            Stdio::Inherit | Stdio::Capture { .. } | Stdio::Pipe => None,
         };
-        let stdio_fds = match (&capture, &stream) {
-            (Some((_, (_, out_w), (_, err_w), null)), _) => [
+        let piped = match stdio {
+            Stdio::Pipe => Some((pipe()?, pipe()?)),
+            Stdio::Inherit | Stdio::Capture { .. } | Stdio::Stream => None,
+        };
+        let stdio_fds = match (&capture, &stream, &piped) {
+            (Some((_, (_, out_w), (_, err_w), null)), _, _) => [
                 Some(null.as_raw_fd()),
                 Some(out_w.as_raw_fd()),
                 Some(err_w.as_raw_fd()),
             ],
-            (None, Some(((_, w), null))) => [
+            (None, Some(((_, w), null)), _) => [
                 Some(null.as_raw_fd()),
                 Some(w.as_raw_fd()),
                 Some(w.as_raw_fd()),
             ],
-            (None, None) => [None, None, None],
+            (None, None, Some(((in_r, _), (_, out_w)))) => {
+                [Some(in_r.as_raw_fd()), Some(out_w.as_raw_fd()), None]
+            }
+            (None, None, None) => [None, None, None],
         };
         let dialer = if self.dialer {
             Some(crate::publish::pair()?)
@@ -441,6 +451,10 @@ impl Sandbox {
             drop(theirs);
             ours
         });
+        let pipes = piped.map(|((in_r, in_w), (out_r, out_w))| {
+            drop((in_r, out_w));
+            (in_w, out_r)
+        });
         let dup = |fd: &OwnedFd| {
             fd.try_clone()
                 .map_err(|e| SandboxError::host("duplicating", "a descriptor", e))
@@ -458,6 +472,7 @@ impl Sandbox {
             outputs,
             stream,
             dialer,
+            pipes,
             ops: self.ops.iter().map(Op::describe).collect(),
             cgroup,
             program,
@@ -596,6 +611,8 @@ pub struct Running {
     stream: Option<OwnedFd>,
     /// The port dialer, until taken.
     dialer: Option<crate::publish::Dialer>,
+    /// With [`Stdio::Pipe`]: the program's stdin (to write) and stdout (to read).
+    pipes: Option<(OwnedFd, OwnedFd)>,
     ops: Vec<String>,
     cgroup: Option<Cgroup>,
     program: Option<PathBuf>,
@@ -632,6 +649,12 @@ impl Running {
     /// Sends `signal` to the program's process group (through init).
     pub fn signal(&self, signal: i32) -> Result<(), SandboxError> {
         send_signal(&self.pidfd, signal)
+    }
+
+    /// With [`Stdio::Pipe`], once: the write end of the program's stdin and
+    /// the read end of its stdout.
+    pub fn take_pipes(&mut self) -> Option<(OwnedFd, OwnedFd)> {
+        self.pipes.take()
     }
 
     /// A second handle on init, to signal the program from another thread

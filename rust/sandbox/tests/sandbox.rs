@@ -157,3 +157,40 @@ fn the_sandbox_keeps_none_of_the_callers_descriptors_open() {
     running.signal(libc::SIGKILL).expect("end it");
     let _ = running.wait();
 }
+
+#[test]
+fn a_piped_program_is_spoken_to_through_its_stdin_and_stdout() {
+    use std::io::{BufRead, Write};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&ws).expect("ws");
+    let sb = sandbox(&ws, &dir.path().join("cache"));
+    let command = Command {
+        program: "/bin/sh".into(),
+        args: [
+            "/bin/sh",
+            "-c",
+            "while read line; do echo \"got $line\"; done",
+        ]
+        .iter()
+        .map(OsString::from)
+        .collect(),
+        env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+        cwd: ws,
+        stdio: Stdio::Pipe,
+    };
+    let mut running = sb.spawn(&command).expect("spawn");
+    let (stdin, stdout) = running.take_pipes().expect("pipes");
+    assert!(running.take_pipes().is_none(), "the pipes are given once");
+    let mut stdin = std::fs::File::from(stdin);
+    let mut stdout = std::io::BufReader::new(std::fs::File::from(stdout));
+    for word in ["one", "two"] {
+        writeln!(stdin, "{word}").expect("write");
+        let mut line = String::new();
+        stdout.read_line(&mut line).expect("read");
+        assert_eq!(line, format!("got {word}\n"));
+    }
+    // Closing its stdin ends the program, as it would outside.
+    drop(stdin);
+    assert_eq!(running.wait().expect("wait").exit, Exit::Code(0));
+}

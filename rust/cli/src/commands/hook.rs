@@ -132,7 +132,7 @@ fn ask_at_terminal(question: &str) -> Option<bool> {
     Some(answer == "y" || answer == "yes")
 }
 
-fn project_dir(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
+pub(crate) fn project_dir(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
     let cwd = cwd()?;
     Ok(chock_hook::project::resolve(explicit, None, var, &cwd))
 }

@@ -30,6 +30,8 @@ pub struct RunCommand {
     cwd: Option<String>,
     timeout_seconds: Option<u64>,
     background: Option<bool>,
+    #[serde(default)]
+    secrets: Vec<String>,
 }
 
 /// The command line as a person reads it (shown when asking, never logged).
@@ -63,6 +65,9 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
     let background = args.background == Some(true);
     if background && args.timeout_seconds.is_some() {
         return Err("run_command: `timeout_seconds` does not apply to a background command, which runs until stop_task or the end of the session; leave it out".into());
+    }
+    if background && !args.secrets.is_empty() {
+        return Err("run_command: `secrets` are given to a command the person can be asked about, and a background command is never asked; run it in the foreground, or leave `secrets` out".into());
     }
     let session = call.session.clone();
     let cwd = match &args.cwd {
@@ -114,6 +119,7 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
     if let Some(missing) = super::git::not_carried_out(&named.acts, &shown(&args.argv)) {
         return Err(missing);
     }
+    let secrets = crate::secrets::for_call(call, exec::TOOL, &args.secrets).await?;
     // Named above by the dev shell alone; what provide_tool built is then
     // shown as well, so its programs run, under exec.nix.store.*.
     let mut toolchain = named.toolchain;
@@ -168,7 +174,8 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
     });
     let ran = tokio::task::spawn_blocking(move || {
         let mut prepared =
-            exec::prepare_allowed(&request, toolchain, &session.policy, &session.log, ROUTE)?;
+            exec::prepare_allowed(&request, toolchain, &session.policy, &session.log, ROUTE)?
+                .with_env(secrets);
         super::furnish(
             &session,
             &mut prepared,

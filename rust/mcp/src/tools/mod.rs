@@ -59,7 +59,7 @@ impl Call<'_> {
     /// is withdrawn when the client cancels the call.
     pub async fn gate(
         &self,
-        act: &crate::gate::Act,
+        act: &crate::gate::Act<'_>,
         asking: crate::gate::Asking,
     ) -> Result<(), String> {
         self.session
@@ -246,7 +246,8 @@ pub fn definition(name: &str) -> Option<Tool> {
                 "argv": {"type": "array", "items": {"type": "string"}, "minItems": 1},
                 "cwd": {"type": "string", "description": "A folder inside the workspace to run in (default the workspace)."},
                 "timeout_seconds": {"type": "integer", "minimum": 1, "maximum": command::MAX_TIMEOUT_SECONDS, "description": "Kill the program after this many seconds (default 300); not with `background`."},
-                "background": {"type": "boolean", "description": "Start it as a background task and answer at once with its id."}
+                "background": {"type": "boolean", "description": "Start it as a background task and answer at once with its id."},
+                "secrets": {"type": "array", "items": {"type": "string"}, "description": "Secrets named in chock.zon's .secrets that this one command is given, each as an environment variable of its own name; each is decided under secret.use.<name>, and its value is replaced by [secret NAME] in the answer."}
             }, "required": ["argv"], "additionalProperties": false}),
             false,
         ),

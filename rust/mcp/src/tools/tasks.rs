@@ -152,7 +152,7 @@ async fn publish_named(call: &Call<'_>, task: &Arc<Task>) -> Vec<String> {
     lines
 }
 
-fn serve_act(port: u16, task: &Task, tool: &'static str) -> Act {
+fn serve_act(port: u16, task: &Task, tool: &'static str) -> Act<'static> {
     Act {
         tool,
         action: names::net_serve(port),

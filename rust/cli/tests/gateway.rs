@@ -1,0 +1,775 @@
+//! The MCP gateway for real: `chock mcp` in front of servers from the
+//! ecosystem, installed by `scripts/setup` (npm's
+//! `@modelcontextprotocol/server-everything` and `server-filesystem`,
+//! started in the sandbox; PyPI's `mcp`, whose FastMCP serves Streamable
+//! HTTP on loopback), driven by the scripted client of the `mcp` tests.
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use support::{Env, Site, answered_in_chock_approve, person_says};
+
+mod sandbox_fixture;
+#[path = "mcp_support/mod.rs"]
+mod support;
+
+/// Node's JIT needs pages that are written and then run, which the
+/// sandbox refuses unless `sandbox.jit` allows it.
+const JIT: &str = r#".{ .action = "sandbox.jit", .decision = .allow }"#;
+
+/// The everything server, with `marker` on its command line so this test
+/// can find its process among others'.
+fn everything(marker: &str, env: &str) -> String {
+    let program = installed("mcp-server-everything");
+    format!(
+        r#".{{ .name = "everything", .command = .{{ "{program}", "stdio", "{marker}" }}{env} }}"#
+    )
+}
+
+/// Where an npm server's program is; the test fails saying how to install it.
+fn installed(program: &str) -> String {
+    for dir in ["/usr/bin", "/usr/local/bin"] {
+        let path = Path::new(dir).join(program);
+        if path.exists() {
+            return path.display().to_string();
+        }
+    }
+    panic!(
+        "{program} is not installed: run scripts/setup (it installs the MCP servers these tests use from npm)"
+    )
+}
+
+/// chock.zon with these servers, secrets and rules.
+fn project(env: &Env, servers: &[String], secrets: &str, rules: &[&str]) {
+    env.zon(&format!(
+        ".{{\n    .mcp = .{{ {} }},\n    .secrets = .{{ {secrets} }},\n    .policy = .{{ .rules = .{{ {} }} }},\n}}\n",
+        servers.join(", "),
+        rules.join(", ")
+    ));
+}
+
+/// chock.zon with the everything server alone, JIT allowed, and `rule`.
+fn everything_project(env: &Env, marker: &str, rule: &str) {
+    project(env, &[everything(marker, "")], "", &[JIT, rule]);
+}
+
+/// The decision log as it is on disk, every line.
+fn log_text(env: &Env) -> String {
+    let log = env
+        .approve_dir()
+        .parent()
+        .expect("log dir")
+        .join("decisions.jsonl");
+    std::fs::read_to_string(log).expect("the decision log")
+}
+
+fn tools(client: &mut support::Client) -> Vec<Value> {
+    let listed = client.request("tools/list", json!({}));
+    listed["result"]["tools"].as_array().expect("tools").clone()
+}
+
+#[test]
+fn a_servers_tools_are_listed_with_their_schemas_and_a_denied_tool_is_absent() {
+    let env = Env::new();
+    env.write("notes/hello.txt", "hello from the workspace\n");
+    let filesystem = format!(
+        r#".{{ .name = "files", .command = .{{ "{}", "{}" }} }}"#,
+        installed("mcp-server-filesystem"),
+        env.project.display()
+    );
+    project(
+        &env,
+        &[everything("listing", ""), filesystem],
+        "",
+        &[
+            JIT,
+            r#".{ .action = "mcp.everything.tool.get-env", .decision = .deny }"#,
+            r#".{ .action = "mcp.everything.tool.echo", .decision = .allow }"#,
+            r#".{ .action = "mcp.files.tool.*", .decision = .allow }"#,
+        ],
+    );
+    let mut client = env.client(false, &[]);
+    let listed = tools(&mut client);
+    let names: Vec<&str> = listed.iter().filter_map(|t| t["name"].as_str()).collect();
+    for own in chock_mcp::TOOL_NAMES
+        .iter()
+        .filter(|t| **t != "provide_tool")
+    {
+        assert!(
+            names.contains(own),
+            "Chock's own {own} is still offered: {names:?}"
+        );
+    }
+    assert!(names.contains(&"everything__echo"), "{names:?}");
+    assert!(names.contains(&"files__read_text_file"), "{names:?}");
+    assert!(
+        !names.contains(&"everything__get-env"),
+        "a tool denied at start is not offered: {names:?}"
+    );
+    // The server's own schema, passed through.
+    let echo = listed
+        .iter()
+        .find(|t| t["name"] == "everything__echo")
+        .expect("echo");
+    assert_eq!(
+        echo["inputSchema"]["properties"]["message"]["type"], "string",
+        "{echo}"
+    );
+    assert_eq!(
+        echo["inputSchema"]["required"],
+        json!(["message"]),
+        "{echo}"
+    );
+
+    let called = client.call("everything__echo", json!({"message": "a-private-argument"}));
+    assert!(!called.is_error, "{called:?}");
+    assert_eq!(called.text, "Echo: a-private-argument");
+    let read = client.call(
+        "files__read_text_file",
+        json!({"path": env.project.join("notes/hello.txt")}),
+    );
+    assert!(read.text.contains("hello from the workspace"), "{read:?}");
+    // A denied tool called anyway is refused, and nothing reaches the server.
+    let denied = client.call("everything__get-env", json!({}));
+    assert!(
+        denied.is_error && denied.text.contains("not offered"),
+        "{denied:?}"
+    );
+
+    let echo_lines = env.logged("mcp.everything.tool.echo");
+    assert_eq!(echo_lines.len(), 1, "{echo_lines:?}");
+    assert_eq!(echo_lines[0]["tool"], "everything__echo");
+    assert_eq!(echo_lines[0]["decision"], "allow");
+    let denied_lines = env.logged("mcp.everything.tool.get-env");
+    assert_eq!(
+        denied_lines.len(),
+        1,
+        "the start row is logged once: {denied_lines:?}"
+    );
+    assert_eq!(denied_lines[0]["decision"], "deny");
+    let log = log_text(&env);
+    assert!(
+        !log.contains("a-private-argument"),
+        "arguments are never logged"
+    );
+}
+
+#[test]
+fn an_asked_call_is_answered_by_elicitation_and_by_chock_approve() {
+    let env = Env::new();
+    everything_project(
+        &env,
+        "asking",
+        r#".{ .action = "mcp.everything.tool.echo", .decision = .ask }"#,
+    );
+    let mut client = env.client(true, &[]);
+    client.elicit_answers.push(person_says(true));
+    let called = client.call("everything__echo", json!({"message": "yes please"}));
+    assert_eq!(called.text, "Echo: yes please", "{called:?}");
+    assert!(
+        client.elicited[0]["params"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("everything__echo wants mcp.everything.tool.echo")),
+        "{:?}",
+        client.elicited
+    );
+    client.elicit_answers.push(person_says(false));
+    let refused = client.call("everything__echo", json!({"message": "no"}));
+    assert!(
+        refused.is_error && refused.text.contains("refused by a person"),
+        "{refused:?}"
+    );
+    env.assert_logged("mcp.everything.tool.echo", "deny", "person");
+    drop(client);
+
+    let (question, called) =
+        answered_in_chock_approve(&env, "everything__echo", json!({"message": "approved"}));
+    assert!(question.contains("mcp.everything.tool.echo"), "{question}");
+    assert_eq!(called.text, "Echo: approved", "{called:?}");
+    env.assert_logged("mcp.everything.tool.echo", "allow", "person");
+}
+
+/// A FastMCP server over Streamable HTTP on loopback, from PyPI's `mcp`.
+struct FastMcp {
+    child: Child,
+    port: u16,
+}
+
+impl FastMcp {
+    fn start() -> FastMcp {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let script = r#"
+import sys
+from mcp.server.fastmcp import FastMCP
+server = FastMCP("notes", host="127.0.0.1", port=int(sys.argv[1]))
+
+@server.tool()
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+server.run(transport="streamable-http")
+"#;
+        let child = Command::new("python3")
+            .args(["-c", script, &port.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("python3 (run scripts/setup)");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "the FastMCP server did not listen within 30 s: is PyPI's `mcp` installed? (scripts/setup)"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        FastMcp { child, port }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/mcp", self.port)
+    }
+}
+
+impl Drop for FastMcp {
+    fn drop(&mut self) {
+        self.child.kill().ok();
+        self.child.wait().ok();
+    }
+}
+
+#[test]
+fn a_url_server_is_reached_only_at_a_host_a_rule_allows() {
+    let fast = FastMcp::start();
+    let env = Env::new();
+    let server = format!(r#".{{ .name = "notes", .url = "{}" }}"#, fast.url());
+    project(
+        &env,
+        std::slice::from_ref(&server),
+        "",
+        &[
+            r#".{ .action = "mcp.notes.host.1.0.0.127", .decision = .allow }"#,
+            r#".{ .action = "mcp.notes.tool.add", .decision = .allow }"#,
+        ],
+    );
+    let mut client = env.client(false, &[]);
+    let listed = tools(&mut client);
+    let add = listed
+        .iter()
+        .find(|t| t["name"] == "notes__add")
+        .unwrap_or_else(|| panic!("notes__add is listed: {listed:?}"));
+    assert_eq!(
+        add["inputSchema"]["properties"]["a"]["type"], "integer",
+        "{add}"
+    );
+    let called = client.call("notes__add", json!({"a": 2, "b": 40}));
+    assert!(called.text.contains("42"), "{called:?}");
+    let line = env
+        .logged("mcp.notes.host.1.0.0.127")
+        .pop()
+        .expect("logged");
+    assert_eq!(
+        (&line["decision"], &line["subject"]),
+        (&json!("allow"), &json!("127.0.0.1"))
+    );
+    drop(client);
+
+    // With no rule for the host, nothing connects: a site that records
+    // every request stands where the server was.
+    let site = Site::start("127.0.0.1", vec![]);
+    let server = format!(r#".{{ .name = "notes", .url = "{}" }}"#, site.url("/mcp"));
+    project(&env, &[server], "", &[]);
+    let (mut client, init) = env.client_speaking("2025-06-18", false, &[], &[]);
+    let instructions = init["result"]["instructions"].as_str().unwrap_or_default();
+    assert!(
+        instructions.contains("MCP server `notes` is not offered")
+            && instructions
+                .contains(r#".{ .action = "mcp.notes.host.1.0.0.127", .decision = .allow }"#),
+        "{instructions}"
+    );
+    let listed = tools(&mut client);
+    assert!(
+        !listed
+            .iter()
+            .any(|t| t["name"].as_str().is_some_and(|n| n.starts_with("notes__")))
+    );
+    assert!(
+        site.hits("/mcp").is_empty(),
+        "nothing reached a host no rule allows"
+    );
+    let line = env
+        .logged("mcp.notes.host.1.0.0.127")
+        .pop()
+        .expect("logged");
+    assert_eq!(line["decision"], "ask");
+    assert_eq!(line["answered_by"], "nobody");
+    drop(client);
+
+    // A URL two parsers read differently: a reader would see 127.0.0.1
+    // (allowed), the HTTP client would connect to 127.0.0.2. chock.zon is
+    // refused at its line, and the decoy listening at 127.0.0.2 hears nothing.
+    let decoy = Site::start("127.0.0.2", vec![]);
+    let server = format!(
+        r#".{{ .name = "notes", .url = "http://127.0.0.2:{}\\@127.0.0.1/mcp" }}"#,
+        decoy.addr.port()
+    );
+    project(
+        &env,
+        &[server],
+        "",
+        &[r#".{ .action = "mcp.notes.host.1.0.0.127", .decision = .allow }"#],
+    );
+    let refused = env
+        .chock()
+        .arg("mcp")
+        .stdin(Stdio::null())
+        .output()
+        .expect("chock mcp");
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("chock.zon:2:") && stderr.contains("write the URL plainly"),
+        "{stderr}"
+    );
+    assert!(
+        decoy.requests.lock().expect("requests").is_empty(),
+        "nothing reached the decoy"
+    );
+}
+
+/// The operator's config.zon keeps secret `API_KEY` in the variable
+/// `CHOCK_TEST_API_KEY` of the shell `chock mcp` is started from.
+fn operator_keeps_api_key(env: &Env) {
+    std::fs::create_dir_all(env.config_dir()).expect("mkdir");
+    std::fs::write(
+        env.config_dir().join("config.zon"),
+        r#".{ .secrets = .{ .API_KEY = .{ .env = "CHOCK_TEST_API_KEY" } } }"#,
+    )
+    .expect("config.zon");
+}
+
+const SECRET: &str = "sk-test-7f3a9c1e5d";
+
+#[test]
+fn a_secret_is_given_to_one_call_absent_from_the_next_scrubbed_and_never_logged() {
+    let env = Env::new();
+    operator_keeps_api_key(&env);
+    project(
+        &env,
+        &[],
+        r#""API_KEY""#,
+        &[
+            r#".{ .action = "exec.*", .decision = .allow }"#,
+            r#".{ .action = "secret.use.API_KEY", .decision = .ask }"#,
+        ],
+    );
+    let mut client = env.client_with_env(true, &[], &[("CHOCK_TEST_API_KEY", Path::new(SECRET))]);
+    client.elicit_answers.push(person_says(true));
+    let given = client.call(
+        "run_command",
+        json!({"argv": ["sh", "-c", "echo key=$API_KEY; echo ${#API_KEY} chars"], "secrets": ["API_KEY"]}),
+    );
+    assert!(!given.is_error, "{given:?}");
+    assert!(
+        given.text.contains("key=[secret API_KEY]"),
+        "scrubbed: {given:?}"
+    );
+    assert!(
+        given.text.contains(&format!("{} chars", SECRET.len())),
+        "given: {given:?}"
+    );
+    assert!(!given.text.contains(SECRET));
+    let next = client.call(
+        "run_command",
+        json!({"argv": ["sh", "-c", "echo key=${API_KEY:-none}"]}),
+    );
+    assert!(
+        next.text.contains("key=none"),
+        "absent from the next call: {next:?}"
+    );
+    client.elicit_answers.push(person_says(false));
+    let refused = client.call(
+        "run_command",
+        json!({"argv": ["sh", "-c", "echo ran"], "secrets": ["API_KEY"]}),
+    );
+    assert!(
+        refused.is_error && !refused.text.contains("ran\n"),
+        "a refused secret refuses the call: {refused:?}"
+    );
+    let unnamed = client.call(
+        "run_command",
+        json!({"argv": ["true"], "secrets": ["OTHER"]}),
+    );
+    assert!(
+        unnamed.is_error && unnamed.text.contains("not named in .secrets"),
+        "{unnamed:?}"
+    );
+    let lines = env.logged("secret.use.API_KEY");
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert_eq!(lines[0]["subject"], "API_KEY", "the name is logged");
+    let log = log_text(&env);
+    assert!(!log.contains(SECRET), "the value is never logged");
+}
+
+#[test]
+fn a_server_is_given_a_secret_only_when_allowed_at_start_and_its_output_is_scrubbed() {
+    let env = Env::new();
+    operator_keeps_api_key(&env);
+    let server = everything("secret", r#", .env = .{ .API_KEY = "API_KEY" }"#);
+    let rules = |decision: &str| {
+        vec![
+            JIT.to_owned(),
+            r#".{ .action = "mcp.everything.tool.*", .decision = .allow }"#.to_owned(),
+            format!(r#".{{ .action = "secret.use.API_KEY", .decision = .{decision} }}"#),
+        ]
+    };
+    let vars = [("CHOCK_TEST_API_KEY", Path::new(SECRET))];
+    let allowed = rules("allow");
+    project(
+        &env,
+        std::slice::from_ref(&server),
+        r#""API_KEY""#,
+        &allowed.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    let mut client = env.client_with_env(false, &[], &vars);
+    let shown = client.call("everything__get-env", json!({}));
+    assert!(shown.text.contains("[secret API_KEY]"), "{shown:?}");
+    assert!(!shown.text.contains(SECRET), "{shown:?}");
+    assert!(
+        !shown.text.contains("CHOCK_TEST_API_KEY"),
+        "the shell's variables stay out of the sandbox"
+    );
+    drop(client);
+    let line = env
+        .logged("secret.use.API_KEY")
+        .pop()
+        .expect("logged at start");
+    assert_eq!(
+        (&line["decision"], &line["subject"]),
+        (&json!("allow"), &json!("API_KEY"))
+    );
+
+    // Ask, at start, where nobody can answer: the server starts without it.
+    let asked = rules("ask");
+    project(
+        &env,
+        &[server],
+        r#""API_KEY""#,
+        &asked.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    let mut client = env.client_with_env(false, &[], &vars);
+    let shown = client.call("everything__get-env", json!({}));
+    assert!(!shown.is_error, "{shown:?}");
+    assert!(!shown.text.contains("API_KEY"), "not given: {shown:?}");
+    let log = log_text(&env);
+    assert!(!log.contains(SECRET), "the value is never logged");
+}
+
+/// The host pids of this test's everything server (found by its marker).
+fn server_pids(marker: &str) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .expect("/proc")
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| {
+                let text = String::from_utf8_lossy(&c);
+                text.contains("mcp-server-everything") && text.contains(marker)
+            })
+        })
+        .collect()
+}
+
+fn kill_server(marker: &str) {
+    let pids = server_pids(marker);
+    assert!(!pids.is_empty(), "the server with marker {marker} runs");
+    for pid in pids {
+        Command::new("kill")
+            .args(["-9", &pid.to_string()])
+            .status()
+            .expect("kill");
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !server_pids(marker).is_empty() {
+        assert!(Instant::now() < deadline, "the server did not die");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_server_that_dies_is_started_again_once_then_reported() {
+    let env = Env::new();
+    let marker = format!("dies-{}", std::process::id());
+    everything_project(
+        &env,
+        &marker,
+        r#".{ .action = "mcp.everything.tool.*", .decision = .allow }"#,
+    );
+    let mut client = env.client(false, &[]);
+    assert_eq!(
+        client
+            .call("everything__echo", json!({"message": "1"}))
+            .text,
+        "Echo: 1"
+    );
+    kill_server(&marker);
+    assert!(
+        client.stderr_says("MCP server `everything` stopped: "),
+        "{}",
+        client.stderr()
+    );
+    let again = client.call("everything__echo", json!({"message": "2"}));
+    assert_eq!(again.text, "Echo: 2", "started again: {again:?}");
+    assert!(
+        client.stderr_says("starting it again, once"),
+        "{}",
+        client.stderr()
+    );
+    kill_server(&marker);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while client
+        .stderr()
+        .matches("MCP server `everything` stopped: ")
+        .count()
+        < 2
+    {
+        assert!(Instant::now() < deadline, "{}", client.stderr());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let reported = client.call("everything__echo", json!({"message": "3"}));
+    assert!(
+        reported.is_error
+            && reported
+                .text
+                .contains("after it had been started again once"),
+        "{reported:?}"
+    );
+}
+
+#[test]
+fn progress_and_cancellation_pass_through() {
+    let env = Env::new();
+    everything_project(
+        &env,
+        "progress",
+        r#".{ .action = "mcp.everything.tool.*", .decision = .allow }"#,
+    );
+    let mut client = env.client(false, &[]);
+    let done = client.request(
+        "tools/call",
+        json!({"name": "everything__trigger-long-running-operation",
+               "arguments": {"duration": 1, "steps": 2},
+               "_meta": {"progressToken": "mine-7"}}),
+    );
+    assert!(
+        done["result"]["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("completed")),
+        "{done}"
+    );
+    // A progress notification sent just before the result may be passed
+    // on just after it: one more call gives it time to arrive.
+    client.call("everything__echo", json!({"message": "after"}));
+    let progress = |client: &support::Client, token: &str| {
+        client
+            .notifications
+            .iter()
+            .filter(|n| {
+                n["method"] == "notifications/progress" && n["params"]["progressToken"] == token
+            })
+            .count()
+    };
+    assert_eq!(progress(&client, "mine-7"), 2, "{:?}", client.notifications);
+
+    // A call the client cancels: the gateway stops waiting, tells the
+    // server, and passes on no more of its progress.
+    client.send(&json!({"jsonrpc": "2.0", "id": 900, "method": "tools/call",
+        "params": {"name": "everything__trigger-long-running-operation",
+                   "arguments": {"duration": 20, "steps": 40}, "_meta": {"progressToken": "p"}}}));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while progress(&client, "p") == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "no progress came: {:?}",
+            client.notifications
+        );
+        client.call("everything__echo", json!({"message": "wait"}));
+    }
+    client.send(
+        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 900, "reason": "test"}}),
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    let before = progress(&client, "p");
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(
+        client
+            .call("everything__echo", json!({"message": "still serving"}))
+            .text,
+        "Echo: still serving"
+    );
+    assert_eq!(
+        progress(&client, "p"),
+        before,
+        "no progress after the cancel"
+    );
+}
+
+#[test]
+fn resources_and_prompts_are_passed_on() {
+    let env = Env::new();
+    project(&env, &[everything("resources", "")], "", &[JIT]);
+    let mut client = env.client(false, &[]);
+    let resources = client.request("resources/list", json!({}));
+    let first = resources["result"]["resources"][0].clone();
+    let uri = first["uri"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{resources}"));
+    let read = client.request("resources/read", json!({"uri": uri}));
+    assert_eq!(read["result"]["contents"][0]["uri"], uri, "{read}");
+    let prompts = client.request("prompts/list", json!({}));
+    let names: Vec<&str> = prompts["result"]["prompts"]
+        .as_array()
+        .expect("prompts")
+        .iter()
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    assert!(
+        names.iter().all(|n| n.starts_with("everything__")),
+        "{names:?}"
+    );
+    let simple = names
+        .iter()
+        .find(|n| n.contains("simple"))
+        .expect("a simple prompt");
+    let got = client.request("prompts/get", json!({"name": simple}));
+    assert!(got["result"]["messages"].is_array(), "{got}");
+}
+
+#[test]
+fn migrate_shows_then_writes_an_agents_servers_and_permissions() {
+    let env = Env::new();
+    env.write(
+        ".mcp.json",
+        r#"{ "mcpServers": {
+            "github": { "command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"],
+                        "env": { "GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_not_to_be_copied" } },
+            "notion": { "type": "http", "url": "https://mcp.notion.com/mcp" }
+        } }"#,
+    );
+    env.write(
+        ".claude/settings.json",
+        r#"{ "permissions": { "allow": ["mcp__github__get_issue"], "deny": ["mcp__notion__delete_page"] } }"#,
+    );
+    env.rules(r#".{ .action = "git.*", .decision = .allow }"#);
+    let before = env.read("chock.zon");
+    let shown = env
+        .chock()
+        .args(["migrate", "claude"])
+        .output()
+        .expect("migrate");
+    let text = String::from_utf8_lossy(&shown.stdout);
+    assert!(shown.status.success(), "{text}");
+    assert!(
+        text.contains(r#".name = "github""#) && text.contains("--write"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            ".GITHUB_PERSONAL_ACCESS_TOKEN = .{ .env = \"GITHUB_PERSONAL_ACCESS_TOKEN\" }"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("ghp_not_to_be_copied"), "{text}");
+    assert_eq!(
+        env.read("chock.zon"),
+        before,
+        "nothing written without --write"
+    );
+
+    let written = env
+        .chock()
+        .args(["migrate", "claude", "--write"])
+        .output()
+        .expect("migrate");
+    assert!(
+        written.status.success(),
+        "{}",
+        String::from_utf8_lossy(&written.stderr)
+    );
+    let zon = env.read("chock.zon").expect("chock.zon");
+    assert!(!zon.contains("ghp_not_to_be_copied"), "{zon}");
+    let explain = |action: &str| {
+        let out = env
+            .chock()
+            .args(["policy", "explain", action, "--json"])
+            .output()
+            .expect("explain");
+        let value: Value =
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {zon}"));
+        value["decision"].as_str().unwrap_or_default().to_owned()
+    };
+    assert_eq!(explain("git.push"), "allow", "the project's own rules stay");
+    assert_eq!(explain("mcp.github.tool.get_issue"), "allow");
+    assert_eq!(explain("mcp.notion.tool.delete_page"), "deny");
+    assert_eq!(explain("mcp.notion.host.com.notion.mcp"), "allow");
+    let again = env
+        .chock()
+        .args(["migrate", "claude", "--write"])
+        .output()
+        .expect("migrate");
+    assert!(
+        !again.status.success(),
+        "a second write would merge servers by guesswork"
+    );
+    assert!(String::from_utf8_lossy(&again.stderr).contains("by hand"));
+}
+
+#[test]
+fn a_server_named_as_chock_itself_is_not_started() {
+    let env = Env::new();
+    let server = format!(
+        r#".{{ .name = "chock", .command = .{{ "{}", "stdio" }} }}"#,
+        installed("mcp-server-everything")
+    );
+    project(&env, &[server], "", &[]);
+    let (mut client, init) = env.client_speaking("2025-06-18", false, &[], &[]);
+    let instructions = init["result"]["instructions"].as_str().unwrap_or_default();
+    assert!(
+        instructions.contains("MCP server `chock` is not offered: its name is this server's own"),
+        "{instructions}"
+    );
+    assert!(
+        !tools(&mut client)
+            .iter()
+            .any(|t| t["name"].as_str().is_some_and(|n| n.starts_with("chock__"))),
+        "none of its tools is offered"
+    );
+}
+
+#[test]
+fn a_servers_own_question_reaches_the_client() {
+    let env = Env::new();
+    everything_project(
+        &env,
+        "elicits",
+        r#".{ .action = "mcp.everything.tool.*", .decision = .allow }"#,
+    );
+    let mut client = env.client(true, &[]);
+    client.elicit_answers.push(json!({"action": "decline"}));
+    let called = client.call("everything__trigger-elicitation-request", json!({}));
+    assert!(called.text.contains("declined"), "{called:?}");
+    assert_eq!(client.elicited.len(), 1, "{:?}", client.elicited);
+    assert!(
+        client.elicited[0]["params"]["requestedSchema"].is_object(),
+        "the server's own form: {:?}",
+        client.elicited
+    );
+}

@@ -1,0 +1,682 @@
+//! The gateway: every MCP server `chock.zon` names, offered through
+//! `chock mcp` beside Chock's own tools, each call decided.
+//!
+//! A server's tool `t` is offered as `<server>__<t>` with the server's own
+//! schema. At start each tool's `mcp.<server>.tool.<t>` is read and only a
+//! deny is spent there: the tool is not offered. Every other answer leaves
+//! it offered, and each call is decided again under the same key (asking a
+//! person by elicitation or `chock approve`, as Chock's own tools do) and
+//! logged on route `mcp` (the action names the server and the tool; the
+//! arguments are never logged). A URL server is reached only when
+//! `mcp.<server>.host.<reversed host>` answers allow at start; a command
+//! server runs in the sandbox and gets a secret only when
+//! `secret.use.<name>` answers allow at start. Resources and prompts are
+//! passed on as the servers give them; progress and cancellation go both
+//! ways; a server that dies is started again once, then reported.
+
+mod upstream;
+
+use std::ffi::OsString;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use chock_gate::{Outcome, Refused, Settled, Step};
+use chock_log::AnsweredBy;
+use chock_policy::{Answer, Key, Launch, McpServer, Reading, TOOL_SEPARATOR, Verdict, names};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
+    ClientRequest, GetPromptRequestParams, GetPromptResult, Prompt, ReadResourceRequestParams,
+    ReadResourceResult, Resource, ServerResult, Tool,
+};
+use rmcp::service::{PeerRequestOptions, RequestContext, ServiceError};
+use rmcp::{Peer, RoleServer};
+use serde_json::Value;
+use tokio::sync::Mutex;
+
+use crate::gate::{Act, Asking, decided_by_words};
+use crate::session::Session;
+use crate::{AGENT_KIND, ROUTE};
+
+use upstream::{Client, Connection, Relay};
+
+/// How long a finished call's progress token still stands for the agent's.
+const PROGRESS_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Every configured server, started or not.
+pub struct Gateway {
+    servers: Vec<Arc<Upstream>>,
+    relay: Arc<Relay>,
+}
+
+/// One configured server.
+struct Upstream {
+    session: Arc<Session>,
+    relay: Arc<Relay>,
+    config: McpServer,
+    /// The secrets it was granted at start, as its environment.
+    env: Vec<(OsString, OsString)>,
+    link: Mutex<Link>,
+    /// Whether it was started again after dying (it is, once).
+    restarted: AtomicBool,
+    tools_changed: Arc<AtomicBool>,
+    /// Its tools as offered (after the start rows), by their tool name.
+    tools: std::sync::RwLock<Vec<Offered>>,
+    /// Why tools were not offered, for the instructions.
+    withheld: std::sync::RwLock<Vec<String>>,
+    /// The tools a rule denied at start, logged once each.
+    denied: std::sync::Mutex<std::collections::BTreeSet<String>>,
+}
+
+enum Link {
+    Up(Connection),
+    /// Not reachable: why, in a sentence an agent can read.
+    Down(String),
+}
+
+#[derive(Clone)]
+struct Offered {
+    tool: Tool,
+    action: String,
+}
+
+impl Gateway {
+    /// Starts every server `chock.zon` names, at once, each with
+    /// [`upstream::START_TIMEOUT`]; one that cannot start is reported, never fatal.
+    pub async fn start(session: &Arc<Session>) -> Gateway {
+        let relay = Arc::new(Relay::default());
+        let mut starting = tokio::task::JoinSet::new();
+        for (index, config) in session.policy.mcp_servers().iter().cloned().enumerate() {
+            let session = session.clone();
+            let relay = relay.clone();
+            starting.spawn(async move {
+                let upstream = Upstream::start(&session, config, relay).await;
+                (index, upstream)
+            });
+        }
+        let mut servers = Vec::new();
+        while let Some(joined) = starting.join_next().await {
+            if let Ok(started) = joined {
+                servers.push(started);
+            }
+        }
+        servers.sort_by_key(|(index, _)| *index);
+        Gateway {
+            servers: servers.into_iter().map(|(_, u)| Arc::new(u)).collect(),
+            relay,
+        }
+    }
+
+    /// Sentences for the agent at start: servers not reached, tools a rule withheld.
+    pub fn instructions(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for server in &self.servers {
+            if let Ok(link) = server.link.try_lock()
+                && let Link::Down(why) = &*link
+            {
+                out.push(format!(
+                    "MCP server `{}` is not offered: {why}",
+                    server.config.name
+                ));
+            }
+            out.extend(
+                server
+                    .withheld
+                    .read()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .iter()
+                    .cloned(),
+            );
+        }
+        out
+    }
+
+    /// Every offered tool of every server, named `<server>__<tool>`.
+    pub async fn tools(&self, session: &Session) -> Vec<Tool> {
+        let mut out = Vec::new();
+        for server in &self.servers {
+            if server.tools_changed.swap(false, Ordering::SeqCst) {
+                server.list_tools(session).await;
+            }
+            for offered in server
+                .tools
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .iter()
+            {
+                let mut tool = offered.tool.clone();
+                tool.name = format!("{}{TOOL_SEPARATOR}{}", server.config.name, tool.name).into();
+                out.push(tool);
+            }
+        }
+        out
+    }
+
+    /// Whether `name` is one of the gateway's tools (`<server>__...` of a configured server).
+    pub fn owns(&self, name: &str) -> bool {
+        self.split(name).is_some()
+    }
+
+    fn split<'n>(&self, name: &'n str) -> Option<(&Arc<Upstream>, &'n str)> {
+        let (server, tool) = name.split_once(TOOL_SEPARATOR)?;
+        let upstream = self.servers.iter().find(|s| s.config.name == server)?;
+        Some((upstream, tool))
+    }
+
+    /// One call of `<server>__<tool>`: decided, passed on, its answer scrubbed.
+    pub async fn call(
+        &self,
+        session: &Session,
+        request: CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, String> {
+        self.relay.meet(&context.peer);
+        let name = request.name.to_string();
+        let Some((server, tool)) = self.split(&name) else {
+            return Err(format!("there is no tool named `{name}`"));
+        };
+        let offered = server
+            .tools
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .find(|o| o.tool.name == tool)
+            .cloned();
+        let Some(offered) = offered else {
+            return Err(format!(
+                "MCP server `{}` offers no tool `{tool}` (a tool a rule denies at start is not offered)",
+                server.config.name
+            ));
+        };
+        let act = Act {
+            tool: &name,
+            action: offered.action.clone(),
+            subject: None,
+            detail: vec![format!(
+                "a tool of the MCP server `{}` ({}:{})",
+                server.config.name,
+                server.config.file.display(),
+                server.config.line
+            )],
+        };
+        session
+            .gate(&context.peer, &context.ct, &act, Asking::Person)
+            .await?;
+        let mut params = request;
+        params.name = tool.to_owned().into();
+        let result = server.call(params, context).await?;
+        scrub(session, result)
+    }
+
+    /// The peers of the reachable servers that have `capability`, each
+    /// with its server's name.
+    async fn having(
+        &self,
+        capability: fn(&rmcp::model::ServerCapabilities) -> bool,
+    ) -> Vec<(&str, Peer<rmcp::RoleClient>)> {
+        let mut out = Vec::new();
+        for server in &self.servers {
+            if let Some(peer) = server.peer().await
+                && peer
+                    .peer_info()
+                    .is_some_and(|i| capability(&i.capabilities))
+            {
+                out.push((server.config.name.as_str(), peer));
+            }
+        }
+        out
+    }
+
+    /// Every resource of every reachable server.
+    pub async fn resources(&self, peer: &Peer<RoleServer>) -> Vec<Resource> {
+        self.relay.meet(peer);
+        let mut out = Vec::new();
+        for (_, peer) in self.having(|c| c.resources.is_some()).await {
+            if let Ok(resources) = peer.list_all_resources().await {
+                out.extend(resources);
+            }
+        }
+        out
+    }
+
+    /// Reads `uri` from the first server that has it.
+    pub async fn read_resource(
+        &self,
+        session: &Session,
+        request: ReadResourceRequestParams,
+    ) -> Option<ReadResourceResult> {
+        for (_, peer) in self.having(|c| c.resources.is_some()).await {
+            if let Ok(result) = peer.read_resource(request.clone()).await {
+                return scrub(session, result).ok();
+            }
+        }
+        None
+    }
+
+    /// Every prompt of every reachable server, named `<server>__<prompt>`.
+    pub async fn prompts(&self, peer: &Peer<RoleServer>) -> Vec<Prompt> {
+        self.relay.meet(peer);
+        let mut out = Vec::new();
+        for (name, peer) in self.having(|c| c.prompts.is_some()).await {
+            if let Ok(prompts) = peer.list_all_prompts().await {
+                out.extend(prompts.into_iter().map(|mut p| {
+                    p.name = format!("{name}{TOOL_SEPARATOR}{}", p.name);
+                    p
+                }));
+            }
+        }
+        out
+    }
+
+    /// `<server>__<prompt>`, from its server.
+    pub async fn prompt(
+        &self,
+        session: &Session,
+        mut request: GetPromptRequestParams,
+    ) -> Result<GetPromptResult, String> {
+        let name = request.name.clone();
+        let Some((server, prompt)) = self.split(&name) else {
+            return Err(format!("there is no prompt named `{name}`"));
+        };
+        let peer = server
+            .peer()
+            .await
+            .ok_or_else(|| format!("MCP server `{}` is not running", server.config.name))?;
+        request.name = prompt.to_owned();
+        let result = peer.get_prompt(request).await.map_err(|e| {
+            session
+                .secrets
+                .scrub(&format!("MCP server `{}`: {e}", server.config.name))
+        })?;
+        scrub(session, result)
+    }
+
+    /// Whether any server was configured (the server then says it has
+    /// resources and prompts).
+    pub fn is_empty(&self) -> bool {
+        self.servers.is_empty()
+    }
+}
+
+/// Replaces every value given out this session in every string of what the
+/// agent reads (text, embedded resources, structured content alike). An
+/// answer that cannot be read back after scrubbing is withheld whole.
+fn scrub<T: serde::Serialize + serde::de::DeserializeOwned>(
+    session: &Session,
+    answer: T,
+) -> Result<T, String> {
+    if !session.secrets.any() {
+        return Ok(answer);
+    }
+    let mut value = serde_json::to_value(&answer).map_err(|e| {
+        format!("the answer cannot be checked for secrets ({e}), so it is withheld")
+    })?;
+    scrub_value(session, &mut value);
+    serde_json::from_value(value)
+        .map_err(|e| format!("the answer cannot be checked for secrets ({e}), so it is withheld"))
+}
+
+fn scrub_value(session: &Session, value: &mut Value) {
+    match value {
+        Value::String(text) => *text = session.secrets.scrub(text),
+        Value::Array(items) => items.iter_mut().for_each(|v| scrub_value(session, v)),
+        Value::Object(map) => map.values_mut().for_each(|v| scrub_value(session, v)),
+        _ => {}
+    }
+}
+
+/// The host the HTTP client will connect to for `url`, read by the parser
+/// the client itself uses, so the host decided is the host reached; a URL
+/// the policy's reader sees another host in is refused.
+fn connected_host(url: &str) -> Result<String, String> {
+    let parsed = reqwest::Url::parse(url).map_err(|e| format!("`{url}` is not a URL: {e}"))?;
+    let host = match parsed.host_str() {
+        Some(host) if !host.starts_with('[') => host.to_ascii_lowercase(),
+        _ => {
+            return Err(format!(
+                "`{url}` names no host a rule can name (an IPv6 address is not read); write a host name"
+            ));
+        }
+    };
+    let read = chock_policy::url_endpoint(url).map_err(|e| e.to_string())?;
+    if read.host != host || !matches!(parsed.scheme(), "http" | "https") {
+        return Err(format!(
+            "`{url}` is read as host `{host}` by the HTTP client and `{}` by the policy, so it is not reached; write the URL plainly, without `\\` or credentials",
+            read.host
+        ));
+    }
+    Ok(host)
+}
+
+/// A row read once at start, logged, granted only by allow (nobody can be
+/// asked before the first call).
+fn start_allow(
+    session: &Session,
+    tool: &str,
+    action: &str,
+    subject: Option<&str>,
+) -> (bool, Verdict) {
+    let key = Key::new(action).with_tool(tool).with_agent_kind(AGENT_KIND);
+    let verdict = session.policy.decide(&key, Reading::Act);
+    let settled = match chock_gate::before_asking(ROUTE, &verdict) {
+        Step::Settled(settled) => settled,
+        Step::Ask => chock_gate::heard(verdict.decision, Answer::Unavailable),
+    };
+    session.record(AGENT_KIND, tool, action, subject, &verdict, &settled);
+    (settled.outcome == Outcome::Go, verdict)
+}
+
+impl Upstream {
+    async fn start(session: &Arc<Session>, config: McpServer, relay: Arc<Relay>) -> Upstream {
+        let mut upstream = Upstream {
+            session: session.clone(),
+            relay,
+            env: Vec::new(),
+            link: Mutex::new(Link::Down(String::new())),
+            restarted: AtomicBool::new(false),
+            tools_changed: Arc::new(AtomicBool::new(false)),
+            tools: Default::default(),
+            withheld: Default::default(),
+            denied: Default::default(),
+            config,
+        };
+        let admitted = if upstream.config.name == session.name {
+            Err(format!(
+                "its name is this server's own (`{}`), whose tools' rows are mcp.{}.tool.*; rename it in chock.zon",
+                session.name, session.name
+            ))
+        } else {
+            upstream.admit(session)
+        };
+        let link = match admitted {
+            Err(why) => Link::Down(why),
+            Ok(env) => {
+                upstream.env = env;
+                match upstream::connect(
+                    session,
+                    &upstream.config,
+                    upstream.env.clone(),
+                    upstream.client(),
+                )
+                .await
+                {
+                    Ok(connection) => Link::Up(connection),
+                    Err(why) => {
+                        tracing::warn!(
+                            "chock mcp: MCP server `{}` did not start: {why}",
+                            upstream.config.name
+                        );
+                        Link::Down(format!("it did not start: {why}"))
+                    }
+                }
+            }
+        };
+        let up = matches!(link, Link::Up(_));
+        *upstream.link.get_mut() = link;
+        if up {
+            upstream.list_tools(session).await;
+        }
+        upstream
+    }
+
+    fn client(&self) -> Client {
+        Client {
+            relay: self.relay.clone(),
+            tools_changed: self.tools_changed.clone(),
+        }
+    }
+
+    /// The rows read before a server starts: a URL server's host (only
+    /// allow reaches it), a command server's secrets (only allow gives one).
+    fn admit(&self, session: &Session) -> Result<Vec<(OsString, OsString)>, String> {
+        let name = &self.config.name;
+        match &self.config.launch {
+            Launch::Url(url) => {
+                let host = connected_host(url)?;
+                let action = names::mcp_host(name, &host).map_err(|e| e.to_string())?;
+                let (granted, verdict) = start_allow(session, name, &action, Some(&host));
+                if granted {
+                    Ok(Vec::new())
+                } else {
+                    Err(format!(
+                        "{action} answered {} at start, by {}; a server is reached only at a host a rule allows, because it starts before anybody can be asked. To allow it, add to .policy.rules in {}: .{{ .action = \"{action}\", .decision = .allow }},",
+                        verdict.decision,
+                        decided_by_words(&verdict),
+                        session.policy.project_file().display()
+                    ))
+                }
+            }
+            Launch::Command(_) => {
+                let mut env = Vec::new();
+                for binding in &self.config.env {
+                    let action = names::secret_use(&binding.secret).map_err(|e| e.to_string())?;
+                    let (granted, verdict) =
+                        start_allow(session, name, &action, Some(&binding.var));
+                    if !granted {
+                        tracing::warn!(
+                            "chock mcp: MCP server `{name}` starts without {}: {action} answered {} at start (by {}), and only allow gives a server a secret",
+                            binding.var,
+                            verdict.decision,
+                            decided_by_words(&verdict)
+                        );
+                        continue;
+                    }
+                    match crate::secrets::read(&session.policy, &binding.secret) {
+                        Ok(value) => {
+                            session.secrets.remember(&binding.secret, &value);
+                            env.push((binding.var.clone().into(), value.into()));
+                        }
+                        Err(why) => tracing::warn!(
+                            "chock mcp: MCP server `{name}` starts without {}: {why}",
+                            binding.var
+                        ),
+                    }
+                }
+                Ok(env)
+            }
+        }
+    }
+
+    /// Lists the server's tools and reads each one's start row: a deny
+    /// withholds it, anything else offers it.
+    async fn list_tools(&self, session: &Session) {
+        let Some(peer) = self.peer().await else {
+            return;
+        };
+        let listed = match peer.list_all_tools().await {
+            Ok(tools) => tools,
+            Err(e) => {
+                tracing::warn!(
+                    "chock mcp: MCP server `{}` did not list its tools: {e}",
+                    self.config.name
+                );
+                return;
+            }
+        };
+        let mut offered = Vec::new();
+        let mut withheld = Vec::new();
+        for tool in listed {
+            let gateway_name = format!("{}{TOOL_SEPARATOR}{}", self.config.name, tool.name);
+            let action = match names::mcp_tool(&self.config.name, &tool.name) {
+                Ok(action) => action,
+                Err(e) => {
+                    withheld.push(format!(
+                        "{gateway_name} is not offered: its name cannot be part of an action ({e})"
+                    ));
+                    continue;
+                }
+            };
+            let answer = session.policy.at_start(
+                AGENT_KIND,
+                &chock_policy::StartQuestion::ThirdPartyTool {
+                    action: action.clone(),
+                },
+            );
+            match answer {
+                Ok(answer) if answer.granted => offered.push(Offered { tool, action }),
+                Ok(answer) => {
+                    let first = self
+                        .denied
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .insert(gateway_name.clone());
+                    if !first {
+                        continue;
+                    }
+                    let settled = Settled {
+                        outcome: Outcome::Refused(Refused::Denied),
+                        decision: answer.verdict.decision,
+                        answered_by: AnsweredBy::of_layer(answer.verdict.decided_by.layer),
+                    };
+                    session.record(
+                        AGENT_KIND,
+                        &gateway_name,
+                        &action,
+                        None,
+                        &answer.verdict,
+                        &settled,
+                    );
+                }
+                Err(e) => withheld.push(format!("{gateway_name} is not offered: {e}")),
+            }
+        }
+        *self.tools.write().unwrap_or_else(|e| e.into_inner()) = offered;
+        *self.withheld.write().unwrap_or_else(|e| e.into_inner()) = withheld;
+    }
+
+    /// The connection's peer, restarting a server that died (once).
+    async fn peer(&self) -> Option<rmcp::Peer<rmcp::RoleClient>> {
+        self.live().await.ok()
+    }
+
+    /// The live connection's peer; a server found dead is started again
+    /// the first time, and reported from then on.
+    async fn live(&self) -> Result<rmcp::Peer<rmcp::RoleClient>, String> {
+        let mut link = self.link.lock().await;
+        let gone = match &*link {
+            Link::Up(connection) => match connection.gone() {
+                None => return Ok(connection.service.peer().clone()),
+                Some(gone) => gone,
+            },
+            Link::Down(why) => return Err(why.clone()),
+        };
+        let name = &self.config.name;
+        // The old sandbox is killed before a new one starts.
+        *link = Link::Down(gone.clone());
+        if self.restarted.swap(true, Ordering::SeqCst) {
+            let why = format!(
+                "it stopped ({gone}) after it had been started again once; restart your agent's MCP server (chock mcp) to try again"
+            );
+            tracing::warn!("chock mcp: MCP server `{name}` {why}");
+            *link = Link::Down(why.clone());
+            return Err(why);
+        }
+        tracing::warn!("chock mcp: MCP server `{name}` stopped ({gone}); starting it again, once");
+        match upstream::connect(&self.session, &self.config, self.env.clone(), self.client()).await
+        {
+            Ok(connection) => {
+                let peer = connection.service.peer().clone();
+                *link = Link::Up(connection);
+                drop(link);
+                self.tools_changed.store(true, Ordering::SeqCst);
+                Ok(peer)
+            }
+            Err(why) => {
+                let why = format!("it stopped ({gone}) and did not start again: {why}");
+                *link = Link::Down(why.clone());
+                Err(why)
+            }
+        }
+    }
+
+    /// Passes one call on, with the agent's progress token standing for the
+    /// one rmcp sends, and the agent's cancel passed on as a cancel.
+    async fn call(
+        &self,
+        params: CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, String> {
+        let name = &self.config.name;
+        let peer = self
+            .live()
+            .await
+            .map_err(|why| format!("MCP server `{name}` is not running: {why}"))?;
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let handle = peer
+            .send_request_with_option(request, PeerRequestOptions::no_options())
+            .await
+            .map_err(|e| self.failed(e))?;
+        let id = handle.id.clone();
+        let token = handle.progress_token.clone();
+        if let Some(theirs) = context.meta.get_progress_token() {
+            self.relay.track(token.clone(), theirs);
+        }
+        let outcome = tokio::select! {
+            response = handle.await_response() => Some(response),
+            () = context.ct.cancelled() => None,
+        };
+        if outcome.is_none() {
+            self.relay.untrack(&token);
+        } else {
+            // The server's notifications are handled apart from its
+            // answers, so progress it sent just before the result may be
+            // handled just after: the token stands a moment longer.
+            let relay = self.relay.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(PROGRESS_GRACE).await;
+                relay.untrack(&token);
+            });
+        }
+        match outcome {
+            None => {
+                peer.notify_cancelled(CancelledNotificationParam::new(
+                    Some(id),
+                    Some("the agent's client cancelled the call".into()),
+                ))
+                .await
+                .ok();
+                Err(format!(
+                    "the call to MCP server `{name}` was cancelled by the client"
+                ))
+            }
+            Some(Ok(ServerResult::CallToolResult(result))) => Ok(result),
+            Some(Ok(_)) => Err(format!(
+                "MCP server `{name}` answered the call with something that is not a tool result"
+            )),
+            Some(Err(e)) => Err(self.failed(e)),
+        }
+    }
+
+    fn failed(&self, e: ServiceError) -> String {
+        let name = &self.config.name;
+        match e {
+            ServiceError::McpError(error) => format!("MCP server `{name}`: {}", error.message),
+            ServiceError::TransportClosed | ServiceError::TransportSend(_) => format!(
+                "MCP server `{name}` stopped during the call; it is started again (once) for the next call, and this call may or may not have taken effect"
+            ),
+            other => format!("MCP server `{name}`: {other}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::connected_host;
+
+    #[test]
+    fn the_host_decided_is_the_host_the_client_connects_to() {
+        assert_eq!(
+            connected_host("https://Mcp.Notion.com/mcp").as_deref(),
+            Ok("mcp.notion.com")
+        );
+        assert_eq!(
+            connected_host("http://127.0.0.1:8123/mcp").as_deref(),
+            Ok("127.0.0.1")
+        );
+        // A reader that splits at the last `@` sees 127.0.0.1; the client
+        // reads the backslash as the end of the host and connects to 127.0.0.2.
+        let split = connected_host("http://127.0.0.2:80\\@127.0.0.1/mcp").unwrap_err();
+        assert!(split.contains("read as host `127.0.0.2`"), "{split}");
+        assert!(connected_host("http://[::1]:80/mcp").is_err());
+        assert!(connected_host("file:///etc/passwd").is_err());
+    }
+}

@@ -1,0 +1,297 @@
+//! One server behind the gateway: how it is started (a command in the
+//! sandbox, or a URL at an allowed host), the client side that speaks to it
+//! (rmcp's), and what it sends back that the agent's client should see
+//! (progress, questions, changed lists).
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use chock_policy::{Launch, McpServer};
+use chock_sandbox::exec::{self, ExecRequest};
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
+    Implementation, ProgressNotificationParam, ProgressToken,
+};
+use rmcp::service::{NotificationContext, RequestContext, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ClientHandler, ErrorData, Peer, RoleClient, RoleServer, ServiceExt};
+
+use crate::session::Session;
+
+/// How long a server has to start and answer `initialize`.
+pub const START_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// What every server's client shares: the agent's client to pass things on
+/// to, and which progress token of a server stands for which of the agent's.
+#[derive(Default)]
+pub struct Relay {
+    downstream: RwLock<Option<Peer<RoleServer>>>,
+    progress: Mutex<HashMap<ProgressToken, ProgressToken>>,
+}
+
+impl Relay {
+    /// The agent's client, once it has made a request through the gateway.
+    pub fn meet(&self, peer: &Peer<RoleServer>) {
+        let mut downstream = self.downstream.write().unwrap_or_else(|e| e.into_inner());
+        if downstream.is_none() {
+            *downstream = Some(peer.clone());
+        }
+    }
+
+    fn downstream(&self) -> Option<Peer<RoleServer>> {
+        self.downstream
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// While a call runs, the server's progress under `upstream` is the
+    /// agent's under `downstream`.
+    pub fn track(&self, upstream: ProgressToken, downstream: ProgressToken) {
+        self.progress
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(upstream, downstream);
+    }
+
+    pub fn untrack(&self, upstream: &ProgressToken) {
+        self.progress
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(upstream);
+    }
+}
+
+/// The client side of one server's connection.
+#[derive(Clone)]
+pub struct Client {
+    pub relay: Arc<Relay>,
+    /// Set when the server says its tools changed: the gateway lists them again.
+    pub tools_changed: Arc<AtomicBool>,
+}
+
+impl ClientHandler for Client {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::builder().enable_elicitation().build(),
+            Implementation::new("chock-gateway", env!("CARGO_PKG_VERSION")),
+        )
+    }
+
+    /// A server's own question goes to the person through the agent's
+    /// client when it can ask; otherwise it is declined.
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let Some(peer) = self.relay.downstream() else {
+            return Ok(ElicitResult::new(ElicitationAction::Decline));
+        };
+        if peer.supported_elicitation_modes().is_empty() {
+            return Ok(ElicitResult::new(ElicitationAction::Decline));
+        }
+        // The server may withdraw its question (a cancel): then the
+        // client's is dropped, and rmcp tells the client so.
+        tokio::select! {
+            answer = peer.create_elicitation(request) => answer
+                .map_err(|e| ErrorData::internal_error(format!("the agent's client: {e}"), None)),
+            () = context.ct.cancelled() => Err(ErrorData::internal_error(
+                "the server withdrew its question",
+                None,
+            )),
+        }
+    }
+
+    async fn on_progress(
+        &self,
+        mut params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let downstream = self
+            .relay
+            .progress
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&params.progress_token)
+            .cloned();
+        if let (Some(token), Some(peer)) = (downstream, self.relay.downstream()) {
+            params.progress_token = token;
+            peer.notify_progress(params).await.ok();
+        }
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.tools_changed.store(true, Ordering::SeqCst);
+        if let Some(peer) = self.relay.downstream() {
+            peer.notify_tool_list_changed().await.ok();
+        }
+    }
+}
+
+/// A live connection, and the sandboxed process behind it when there is one.
+pub struct Connection {
+    pub service: RunningService<RoleClient, Client>,
+    /// Kills the sandbox when the connection is dropped.
+    process: Option<Process>,
+}
+
+impl Connection {
+    /// Why the server is gone, once it is.
+    pub fn gone(&self) -> Option<String> {
+        if let Some(process) = &self.process
+            && let Some(exit) = process
+                .exit
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone()
+        {
+            return Some(exit);
+        }
+        self.service
+            .is_closed()
+            .then(|| "its connection closed".to_owned())
+    }
+}
+
+struct Process {
+    handle: chock_sandbox::SignalHandle,
+    exit: Arc<Mutex<Option<String>>>,
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        self.handle.signal(nix::libc::SIGKILL).ok();
+    }
+}
+
+/// Starts `server` and speaks `initialize` to it. A command server runs in
+/// the sandbox, with the project's toolchain and `env` (the secrets it was
+/// granted); a URL server is reached only after its host was allowed.
+pub async fn connect(
+    session: &Arc<Session>,
+    server: &McpServer,
+    env: Vec<(OsString, OsString)>,
+    client: Client,
+) -> Result<Connection, String> {
+    let started = async {
+        match &server.launch {
+            Launch::Command(argv) => spawn(session, &server.name, argv, env, client).await,
+            Launch::Url(url) => {
+                let http = http_client()?;
+                let transport = StreamableHttpClientTransport::with_client(
+                    http,
+                    StreamableHttpClientTransportConfig::with_uri(url.as_str()),
+                );
+                let service = client
+                    .serve(transport)
+                    .await
+                    .map_err(|e| format!("{url} did not answer as an MCP server: {e}"))?;
+                Ok(Connection {
+                    service,
+                    process: None,
+                })
+            }
+        }
+    };
+    tokio::time::timeout(START_TIMEOUT, started)
+        .await
+        .map_err(|_| format!("it did not start within {} s", START_TIMEOUT.as_secs()))?
+}
+
+async fn spawn(
+    session: &Arc<Session>,
+    name: &str,
+    argv: &[String],
+    env: Vec<(OsString, OsString)>,
+    client: Client,
+) -> Result<Connection, String> {
+    let request = ExecRequest {
+        project: session.project.clone(),
+        dev_shell: session.dev_shell.clone(),
+        argv: argv.iter().map(OsString::from).collect(),
+        cwd: session.project.dir.clone(),
+        capture: None,
+    };
+    let building = session.clone();
+    let (started, pipes) = tokio::task::spawn_blocking(move || {
+        // Nobody can be asked before the first call: a dev shell that
+        // needs a question is refused, and says which rule to add.
+        let builder = exec::devshell_builder(
+            &building.policy,
+            &building.log,
+            &chock_policy::Nobody,
+            crate::ROUTE,
+        );
+        let toolchain = exec::toolchain(&request.project, &request.dev_shell, &builder)
+            .map_err(|e| e.to_string())?;
+        let prepared = exec::prepare_allowed(
+            &request,
+            toolchain,
+            &building.policy,
+            &building.log,
+            crate::ROUTE,
+        )
+        .map_err(|e| e.to_string())?;
+        let mut started = prepared
+            .piped()
+            .with_env(env)
+            .start()
+            .map_err(|e| e.to_string())?;
+        let pipes = started
+            .take_pipes()
+            .ok_or("the sandbox gave no pipes; this is a bug in chock mcp")?;
+        Ok::<_, String>((started, pipes))
+    })
+    .await
+    .map_err(|e| format!("starting it stopped unexpectedly ({e})"))??;
+    let handle = started.signal_handle().map_err(|e| e.to_string())?;
+    let (stdin, stdout) = pipes;
+    let writer = tokio::net::unix::pipe::Sender::from_owned_fd(stdin)
+        .map_err(|e| format!("its stdin cannot be used: {e}"))?;
+    let reader = tokio::net::unix::pipe::Receiver::from_owned_fd(stdout)
+        .map_err(|e| format!("its stdout cannot be used: {e}"))?;
+    let exit = Arc::new(Mutex::new(None));
+    let watching = exit.clone();
+    let server = name.to_owned();
+    tokio::task::spawn_blocking(move || {
+        let why = match started.wait() {
+            Ok(ran) => match ran.finished.exit {
+                chock_sandbox::Exit::Code(code) => format!("it exited with status {code}"),
+                chock_sandbox::Exit::Signal(signal) => format!("it was killed by signal {signal}"),
+            },
+            Err(e) => format!("its sandbox failed: {e}"),
+        };
+        tracing::warn!("chock mcp: MCP server `{server}` stopped: {why}");
+        *watching.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
+    });
+    let process = Process { handle, exit };
+    let service = client.serve((reader, writer)).await.map_err(|e| {
+        match process
+            .exit
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+        {
+            Some(exit) => format!("{exit} before it answered `initialize`"),
+            None => format!("it did not answer `initialize`: {e}"),
+        }
+    })?;
+    Ok(Connection {
+        service,
+        process: Some(process),
+    })
+}
+
+/// The HTTP client URL servers are reached with: no redirects (a redirect
+/// would reach a host nobody allowed), no proxy, rustls.
+fn http_client() -> Result<reqwest::Client, String> {
+    crate::fetch::builder()
+        .user_agent(concat!("chock-gateway/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| format!("the HTTP client cannot be made: {e}"))
+}

@@ -1,0 +1,487 @@
+//! The MCP servers a project names (`.mcp` in `chock.zon`), the secrets it
+//! names (`.secrets`), and where the operator keeps each secret (`.secrets`
+//! in `config.zon`). The project says which servers and which secrets; only
+//! the operator's file says where a secret's value is, so a project a
+//! person clones can never point Chock at their keys.
+//!
+//! ```zon
+//! // chock.zon
+//! .mcp = .{
+//!     .{ .name = "github", .command = .{ "github-mcp-server", "stdio" },
+//!        .env = .{ .GITHUB_PERSONAL_ACCESS_TOKEN = "GITHUB_TOKEN" } },
+//!     .{ .name = "notion", .url = "https://mcp.notion.com/mcp" },
+//! },
+//! .secrets = .{ "GITHUB_TOKEN" },
+//!
+//! // config.zon
+//! .secrets = .{
+//!     .GITHUB_TOKEN = .{ .command = .{ "pass", "show", "github/token" } },
+//! },
+//! ```
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::PathBuf;
+
+use chock_zon::Spanned;
+use serde::Deserialize;
+
+use crate::error::PolicyError;
+use crate::files::Source;
+use crate::names;
+
+/// At most this many servers in `.mcp`.
+pub const MAX_SERVERS: usize = 64;
+/// At most this many secrets in `.secrets`.
+pub const MAX_SECRETS: usize = 64;
+/// What separates a server's name from its tool's in the gateway's tool
+/// names (`github__create_issue`), so a server's name never holds it.
+pub const TOOL_SEPARATOR: &str = "__";
+
+/// One server as `chock.zon` writes it.
+#[derive(Debug, Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a server `.{ .name = \"...\", .command = .{ \"program\", \"arg\" } }` or `.{ .name = \"...\", .url = \"https://...\" }`"
+)]
+pub(crate) struct ServerFields {
+    name: String,
+    command: Option<Vec<String>>,
+    url: Option<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+}
+
+/// How the gateway reaches a server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Launch {
+    /// A program Chock starts in its sandbox and speaks to over stdio:
+    /// the program and its arguments.
+    Command(Vec<String>),
+    /// A server somebody else runs, spoken to over Streamable HTTP.
+    Url(String),
+}
+
+/// An environment variable a command server is given, bound to a secret.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecretEnv {
+    /// The variable's name in the server's environment.
+    pub var: String,
+    /// The secret it holds, as `.secrets` names it.
+    pub secret: String,
+}
+
+/// One MCP server of the project.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpServer {
+    /// One label: letters, digits, `_` and `-`, never `__`.
+    pub name: String,
+    pub launch: Launch,
+    /// The secrets it asks for, as environment variables.
+    pub env: Vec<SecretEnv>,
+    /// Where it is written, for sentences that name it.
+    pub file: PathBuf,
+    pub line: u32,
+}
+
+/// Where the operator keeps one secret (`config.zon`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SecretStore {
+    /// An environment variable of the shell Chock was started from.
+    Env(String),
+    /// A file (its whole text, less one trailing newline).
+    File(PathBuf),
+    /// A program whose output is the secret (`pass show x`), run on the host.
+    Command(Vec<String>),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "where a secret is kept: `.{ .env = \"VAR\" }`, `.{ .file = \"/path\" }` or `.{ .command = .{ \"pass\", \"show\", \"x\" } }`"
+)]
+pub(crate) struct StoreFields {
+    env: Option<String>,
+    file: Option<String>,
+    command: Option<Vec<String>>,
+}
+
+/// `.mcp` and `.secrets` of `chock.zon`, checked.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ProjectServers {
+    pub(crate) servers: Vec<McpServer>,
+    pub(crate) secrets: Vec<String>,
+}
+
+/// `.secrets` of `config.zon`, checked.
+pub(crate) type OperatorSecrets = BTreeMap<String, SecretStore>;
+
+/// The raw blocks as serde reads them.
+pub(crate) type ServersBlock = Spanned<Vec<Spanned<ServerFields>>>;
+pub(crate) type SecretsBlock = Spanned<Vec<Spanned<String>>>;
+pub(crate) type StoresBlock = BTreeMap<String, Spanned<StoreFields>>;
+
+fn is_env_name(name: &str) -> bool {
+    let mut bytes = name.bytes();
+    bytes
+        .next()
+        .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+fn is_server_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        && !name.contains(TOOL_SEPARATOR)
+}
+
+pub(crate) fn read_project_servers(
+    source: &Source<'_>,
+    servers: Option<ServersBlock>,
+    secrets: Option<SecretsBlock>,
+) -> Result<ProjectServers, PolicyError> {
+    let mut declared = Vec::new();
+    if let Some(list) = secrets {
+        if list.value.len() > MAX_SECRETS {
+            return Err(source.error(
+                list.span,
+                format!("a project names at most {MAX_SECRETS} secrets"),
+            ));
+        }
+        for Spanned { span, value } in list.value {
+            if names::secret_use(&value).is_err() {
+                return Err(source.error(
+                    span,
+                    format!(
+                        "secret `{value}`: a secret's name holds only letters, digits and `_` (it becomes the action secret.use.<name>)"
+                    ),
+                ));
+            }
+            if declared.contains(&value) {
+                return Err(source.error(
+                    span,
+                    format!("secret `{value}` is named twice in .secrets: keep one"),
+                ));
+            }
+            declared.push(value);
+        }
+    }
+    let mut out = Vec::new();
+    if let Some(list) = servers {
+        if list.value.len() > MAX_SERVERS {
+            return Err(source.error(
+                list.span,
+                format!("a project names at most {MAX_SERVERS} MCP servers"),
+            ));
+        }
+        let mut seen = HashSet::new();
+        for Spanned { span, value } in list.value {
+            let fields = value;
+            let name = fields.name;
+            if !is_server_name(&name) {
+                return Err(source.error(
+                    span,
+                    format!(
+                        "MCP server `{name}`: a server's name is one label of letters, digits, `_` and `-`, without `__` (the gateway names its tools `<server>__<tool>`); rename it"
+                    ),
+                ));
+            }
+            if !seen.insert(name.clone()) {
+                return Err(source.error(
+                    span,
+                    format!("MCP server `{name}` is named twice in .mcp: keep one"),
+                ));
+            }
+            let launch = match (fields.command, fields.url) {
+                (Some(argv), None) => {
+                    if argv.first().is_none_or(String::is_empty) {
+                        return Err(source.error(
+                            span,
+                            format!("MCP server `{name}`: `.command` needs the program first, e.g. .{{ \"npx\", \"-y\", \"some-server\" }}"),
+                        ));
+                    }
+                    if argv.iter().any(|a| a.contains('\0')) {
+                        return Err(source.error(
+                            span,
+                            format!("MCP server `{name}`: an argument holds a NUL byte, which no program can receive"),
+                        ));
+                    }
+                    Launch::Command(argv)
+                }
+                (None, Some(url)) => {
+                    let authority = url.split_once("://").map_or("", |(_, rest)| {
+                        rest.split(['/', '?', '#']).next().unwrap_or("")
+                    });
+                    if url.contains('\\') || authority.contains('@') {
+                        return Err(source.error(
+                            span,
+                            format!("MCP server `{name}`: `{url}` holds a `\\` or credentials (`user@`), which HTTP clients and readers disagree on; write the URL plainly (credentials never go in chock.zon)"),
+                        ));
+                    }
+                    let endpoint = crate::url_endpoint(&url).map_err(|e| {
+                        source.error(
+                            span,
+                            format!("MCP server `{name}`: {e}; write an http:// or https:// URL"),
+                        )
+                    })?;
+                    if !matches!(endpoint.scheme.as_str(), "http" | "https") {
+                        return Err(source.error(
+                            span,
+                            format!("MCP server `{name}`: `{url}` is not http or https; a url server speaks Streamable HTTP"),
+                        ));
+                    }
+                    names::mcp_host(&name, &endpoint.host)
+                        .map_err(|e| source.error(span, format!("MCP server `{name}`: {e}")))?;
+                    if !fields.env.is_empty() {
+                        return Err(source.error(
+                            span,
+                            format!("MCP server `{name}`: `.env` gives variables to a program Chock starts, and a url server is run by somebody else; remove `.env`"),
+                        ));
+                    }
+                    Launch::Url(url)
+                }
+                (Some(_), Some(_)) => {
+                    return Err(source.error(
+                        span,
+                        format!("MCP server `{name}` has both `.command` and `.url`: keep the one it is reached by"),
+                    ));
+                }
+                (None, None) => {
+                    return Err(source.error(
+                        span,
+                        format!("MCP server `{name}` has neither `.command` nor `.url`: add the program to start, or the URL it answers at"),
+                    ));
+                }
+            };
+            let mut env = Vec::new();
+            for (var, secret) in fields.env {
+                if !is_env_name(&var) {
+                    return Err(source.error(
+                        span,
+                        format!("MCP server `{name}`: `{var}` is not an environment variable's name (letters, digits and `_`, not starting with a digit)"),
+                    ));
+                }
+                if !declared.contains(&secret) {
+                    return Err(source.error(
+                        span,
+                        format!("MCP server `{name}`: `.env.{var}` names secret `{secret}`, which .secrets does not name; add \"{secret}\" to .secrets (a value is never written in chock.zon: the operator's config.zon says where it is kept)"),
+                    ));
+                }
+                env.push(SecretEnv { var, secret });
+            }
+            out.push(McpServer {
+                name,
+                launch,
+                env,
+                file: source.file.to_path_buf(),
+                line: chock_zon::line_col(source.text, span.start).0,
+            });
+        }
+    }
+    Ok(ProjectServers {
+        servers: out,
+        secrets: declared,
+    })
+}
+
+pub(crate) fn read_operator_secrets(
+    source: &Source<'_>,
+    stores: StoresBlock,
+) -> Result<OperatorSecrets, PolicyError> {
+    let mut out = BTreeMap::new();
+    for (name, Spanned { span, value }) in stores {
+        if names::secret_use(&name).is_err() {
+            return Err(source.error(
+                span,
+                format!("secret `{name}`: a secret's name holds only letters, digits and `_`"),
+            ));
+        }
+        let fields = value;
+        let store = match (fields.env, fields.file, fields.command) {
+            (Some(var), None, None) if is_env_name(&var) => SecretStore::Env(var),
+            (Some(var), None, None) => {
+                return Err(source.error(
+                    span,
+                    format!("secret `{name}`: `{var}` is not an environment variable's name"),
+                ));
+            }
+            (None, Some(file), None) if file.starts_with('/') => {
+                SecretStore::File(PathBuf::from(file))
+            }
+            (None, Some(file), None) => {
+                return Err(source.error(
+                    span,
+                    format!("secret `{name}`: `{file}` is not an absolute path; write the file's full path"),
+                ));
+            }
+            (None, None, Some(argv))
+                if argv.first().is_some_and(|p| !p.is_empty())
+                    && !argv.iter().any(|a| a.contains('\0')) =>
+            {
+                SecretStore::Command(argv)
+            }
+            (None, None, Some(_)) => {
+                return Err(source.error(
+                    span,
+                    format!("secret `{name}`: `.command` needs the program first, e.g. .{{ \"pass\", \"show\", \"{name}\" }}"),
+                ));
+            }
+            _ => {
+                return Err(source.error(
+                    span,
+                    format!("secret `{name}`: say where it is kept with exactly one of `.env`, `.file` or `.command`"),
+                ));
+            }
+        };
+        out.insert(name, store);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{LoadOptions, Policy, PolicyError};
+
+    fn load(project: &str, operator: Option<&str>) -> Result<Policy, PolicyError> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("chock.zon"), project).expect("write");
+        let operator_config = operator.map(|text| {
+            let path = dir.path().join("config.zon");
+            std::fs::write(&path, text).expect("write");
+            path
+        });
+        Policy::load(&LoadOptions {
+            project_dir: dir.path().to_path_buf(),
+            operator_config,
+            discovered_bundles: vec![],
+            org_bundles: vec![],
+        })
+    }
+
+    fn refusal(project: &str) -> String {
+        load(project, None).expect_err("refused").to_string()
+    }
+
+    #[test]
+    fn servers_and_secrets_are_read_with_their_lines() {
+        let policy = load(
+            ".{\n .mcp = .{\n  .{ .name = \"gh\", .command = .{ \"gh-mcp\", \"stdio\" }, .env = .{ .TOKEN = \"GH\" } },\n  .{ .name = \"notion\", .url = \"https://mcp.notion.com/mcp\" },\n },\n .secrets = .{ \"GH\" },\n}\n",
+            Some(".{ .secrets = .{ .GH = .{ .command = .{ \"pass\", \"show\", \"gh\" } } } }"),
+        )
+        .expect("loads");
+        let servers = policy.mcp_servers();
+        assert_eq!(servers.len(), 2);
+        assert_eq!(servers[0].name, "gh");
+        assert_eq!(servers[0].line, 3);
+        assert_eq!(
+            servers[0].launch,
+            super::Launch::Command(vec!["gh-mcp".into(), "stdio".into()])
+        );
+        assert_eq!(servers[0].env[0].var, "TOKEN");
+        assert_eq!(
+            servers[1].launch,
+            super::Launch::Url("https://mcp.notion.com/mcp".into())
+        );
+        assert_eq!(policy.secrets(), ["GH".to_string()]);
+        assert_eq!(
+            policy.secret_store("GH"),
+            Some(&super::SecretStore::Command(vec![
+                "pass".into(),
+                "show".into(),
+                "gh".into()
+            ]))
+        );
+        assert_eq!(policy.secret_store("OTHER"), None);
+    }
+
+    #[test]
+    fn bad_servers_are_refused_at_their_line_saying_what_to_do() {
+        for (text, says) in [
+            (
+                ".{ .mcp = .{\n .{ .name = \"a.b\", .command = .{ \"x\" } } } }",
+                "one label",
+            ),
+            (
+                ".{ .mcp = .{\n .{ .name = \"a__b\", .command = .{ \"x\" } } } }",
+                "without `__`",
+            ),
+            (
+                ".{ .mcp = .{\n .{ .name = \"a\", .command = .{ \"x\" } }, .{ .name = \"a\", .url = \"https://h/\" } } }",
+                "named twice",
+            ),
+            (
+                ".{ .mcp = .{\n .{ .name = \"a\" } } }",
+                "neither `.command` nor `.url`",
+            ),
+            (
+                ".{ .mcp = .{\n .{ .name = \"a\", .command = .{ \"x\" }, .url = \"https://h/\" } } }",
+                "both",
+            ),
+            (
+                ".{ .mcp = .{\n .{ .name = \"a\", .command = .{} } } }",
+                "program first",
+            ),
+            (
+                ".{ .mcp = .{\n .{ .name = \"a\", .url = \"ftp://h/x\" } } }",
+                "not http",
+            ),
+            (
+                ".{ .mcp = .{\n .{ .name = \"a\", .url = \"https://me:pw@h/x\" } } }",
+                "credentials",
+            ),
+            (
+                ".{ .mcp = .{\n .{ .name = \"a\", .command = .{ \"x\" }, .env = .{ .T = \"NOPE\" } } } }",
+                "add \"NOPE\" to .secrets",
+            ),
+            (
+                ".{ .mcp = .{\n .{ .name = \"a\", .command = .{ \"x\" }, .cwd = \"/\" } } }",
+                "cwd",
+            ),
+            (".{ .secrets = .{\n \"a.b\" } }", "only letters"),
+            (".{ .secrets = .{\n \"A\", \"A\" } }", "named twice"),
+        ] {
+            let message = refusal(text);
+            assert!(message.contains(says), "{text}: {message}");
+            assert!(message.contains("chock.zon:2:"), "{text}: {message}");
+        }
+    }
+
+    #[test]
+    fn explain_says_which_server_rows_are_read_at_start() {
+        let note = |action: &str| crate::read_once_note(action).unwrap_or_default();
+        assert!(note("mcp.notion.host.com.notion.mcp").contains("only allow reaches it"));
+        assert!(note("mcp.gh.tool.network").contains("only deny is spent"));
+        assert!(note("secret.use.GH").contains("once at start"));
+        assert_eq!(crate::read_once_note("mcp.gh.network"), None);
+    }
+
+    #[test]
+    fn a_project_cannot_say_where_a_secret_is_kept() {
+        let message = refusal(".{ .secrets = .{ .A = .{ .env = \"HOME\" } } }");
+        assert!(message.contains("chock.zon:1:"), "{message}");
+    }
+
+    #[test]
+    fn an_operator_store_is_exactly_one_of_three() {
+        for (text, says) in [
+            (
+                ".{ .secrets = .{\n .A = .{ .env = \"X\", .file = \"/f\" } } }",
+                "exactly one",
+            ),
+            (
+                ".{ .secrets = .{\n .A = .{ .file = \"rel\" } } }",
+                "absolute",
+            ),
+            (".{ .secrets = .{\n .A = .{ .env = \"1X\" } } }", "variable"),
+            (
+                ".{ .secrets = .{\n .A = .{ .command = .{} } } }",
+                "program first",
+            ),
+        ] {
+            let message = load(".{}", Some(text)).expect_err(text).to_string();
+            assert!(message.contains(says), "{text}: {message}");
+            assert!(message.contains("config.zon:2:"), "{text}: {message}");
+        }
+    }
+}
