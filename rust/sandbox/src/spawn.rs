@@ -397,7 +397,8 @@ impl Sandbox {
             go: Some(go_write),
             report: report_read,
             outputs,
-            ops: self.ops.iter().map(Op::describe).collect(),
+            // Described only if init reports a step that failed.
+            ops: plan.ops,
             cgroup,
             program,
         };
@@ -531,7 +532,7 @@ pub struct Running {
     go: Option<OwnedFd>,
     report: OwnedFd,
     outputs: Option<(Output, Output)>,
-    ops: Vec<String>,
+    ops: Vec<Op>,
     cgroup: Option<Cgroup>,
     program: Option<PathBuf>,
     floor: Option<FloorWatch>,
@@ -661,8 +662,7 @@ impl Running {
                     let step = self
                         .ops
                         .get(r.index as usize)
-                        .cloned()
-                        .unwrap_or_else(|| "a mount step".into());
+                        .map_or_else(|| "a mount step".into(), Op::describe);
                     Some(if errno == Errno::ESTALE {
                         SandboxError::Changed { step }
                     } else {
