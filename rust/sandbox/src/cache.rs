@@ -51,25 +51,68 @@ pub enum CacheStart {
 }
 
 /// Bytes under `path` (itself included), never following a link; stops
-/// counting once `stop_above` is passed.
+/// counting once `stop_above` is passed. Every start measures the cache,
+/// so the walk goes by descriptor: each folder is opened `O_NOFOLLOW` and
+/// its entries are looked at relative to it, one name each rather than a
+/// whole path from `/`, and a folder swapped for a link while the walk
+/// runs is not entered.
 fn tree_bytes(path: &Path, stop_above: u64) -> u64 {
-    let mut total = 0u64;
-    let mut pending = vec![path.to_path_buf()];
-    while let Some(next) = pending.pop() {
-        let Ok(meta) = std::fs::symlink_metadata(&next) else {
-            continue;
-        };
-        total = total.saturating_add(meta.blocks().saturating_mul(512));
-        if total > stop_above {
-            break;
-        }
-        if meta.is_dir()
-            && let Ok(entries) = std::fs::read_dir(&next)
-        {
-            pending.extend(entries.filter_map(|e| e.ok().map(|e| e.path())));
-        }
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return 0;
+    };
+    let mut total = meta.blocks().saturating_mul(512);
+    if meta.is_dir()
+        && total <= stop_above
+        && let Ok(dir) = nix::fcntl::open(
+            path,
+            OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        )
+    {
+        add_contents(&dir, &mut total, stop_above);
     }
     total
+}
+
+/// Adds the bytes of everything in `dir` to `total`, until it passes `stop_above`.
+fn add_contents(dir: &OwnedFd, total: &mut u64, stop_above: u64) {
+    let Ok(mut entries) = dir
+        .try_clone()
+        .map_err(drop)
+        .and_then(|fd| Dir::from_fd(fd).map_err(drop))
+    else {
+        return;
+    };
+    for entry in entries.iter().filter_map(Result::ok) {
+        let name = entry.file_name();
+        if name.to_bytes() == b"." || name.to_bytes() == b".." {
+            continue;
+        }
+        let Ok(stat) = fstatat(dir.as_fd(), name, AtFlags::AT_SYMLINK_NOFOLLOW) else {
+            continue;
+        };
+        *total = total.saturating_add(
+            u64::try_from(stat.st_blocks)
+                .unwrap_or(0)
+                .saturating_mul(512),
+        );
+        if *total > stop_above {
+            return;
+        }
+        if SFlag::from_bits_truncate(stat.st_mode) & SFlag::S_IFMT == SFlag::S_IFDIR
+            && let Ok(child) = openat(
+                dir.as_fd(),
+                name,
+                OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+                Mode::empty(),
+            )
+        {
+            add_contents(&child, total, stop_above);
+            if *total > stop_above {
+                return;
+            }
+        }
+    }
 }
 
 /// Measures the cache, entry by entry.
@@ -181,6 +224,27 @@ mod tests {
         assert_eq!(
             std::fs::read_to_string(outside.join("precious")).expect("still there"),
             "keep"
+        );
+    }
+
+    #[test]
+    fn measuring_never_follows_a_planted_link() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let cache = dir.path().join("cache");
+        let outside = dir.path().join("outside");
+        std::fs::create_dir_all(cache.join("a/b/c")).expect("cache");
+        std::fs::create_dir_all(&outside).expect("outside");
+        std::fs::write(outside.join("big"), vec![1u8; 4 << 20]).expect("big");
+        std::fs::write(cache.join("a/b/c/small"), vec![1u8; 64 * 1024]).expect("small");
+        std::os::unix::fs::symlink(&outside, cache.join("a/escape")).expect("link");
+        std::os::unix::fs::symlink(outside.join("big"), cache.join("a/b/file-link")).expect("link");
+        let bytes = tree_bytes(&cache, u64::MAX);
+        assert!(bytes >= 64 * 1024, "the nested file is counted: {bytes}");
+        assert!(bytes < 1 << 20, "nothing behind a link is counted: {bytes}");
+        let stopped = tree_bytes(&cache, 1);
+        assert!(
+            stopped > 1 && stopped < bytes,
+            "counting stops once past the bound: {stopped} of {bytes}"
         );
     }
 
