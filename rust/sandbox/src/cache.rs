@@ -6,9 +6,10 @@
 //! the bound is emptied at the next start, which says so (a cache is
 //! rebuildable by definition). Everything in it was written by sandboxed
 //! programs, so Chock's own walks over it never follow a link: measuring
-//! uses `lstat`, and emptying opens each directory with `O_NOFOLLOW` and
-//! unlinks by name relative to it, so a link planted inside cannot turn a
-//! `chock cache clear` into a delete elsewhere.
+//! and emptying open each directory with `O_NOFOLLOW` and look at
+//! (`fstatat` without following) or unlink each name relative to it, so a
+//! link planted inside cannot turn a `chock cache clear` into a delete
+//! elsewhere.
 
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
