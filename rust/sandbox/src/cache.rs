@@ -6,17 +6,19 @@
 //! the bound is emptied at the next start, which says so (a cache is
 //! rebuildable by definition). Everything in it was written by sandboxed
 //! programs, so Chock's own walks over it never follow a link: measuring
-//! and emptying open each directory with `O_NOFOLLOW` and look at
-//! (`fstatat` without following) or unlink each name relative to it, so a
-//! link planted inside cannot turn a `chock cache clear` into a delete
-//! elsewhere.
+//! opens each directory beneath the cache with no link on the way and
+//! looks at each name relative to it (`fstatat` without following), and
+//! emptying opens each directory with `O_NOFOLLOW` and unlinks by name
+//! relative to it, so a link planted inside cannot turn a `chock cache
+//! clear` into a delete elsewhere.
 
 use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use nix::dir::Dir;
-use nix::fcntl::{AtFlags, OFlag, openat};
+use nix::fcntl::{AtFlags, OFlag, OpenHow, ResolveFlag, openat, openat2};
 use nix::sys::stat::{FileStat, Mode, SFlag, fchmod, fstatat};
 use nix::unistd::{UnlinkatFlags, unlinkat};
 
@@ -53,67 +55,70 @@ pub enum CacheStart {
 
 /// Bytes under `path` (itself included), never following a link; stops
 /// counting once `stop_above` is passed. Every start measures the cache,
-/// so the walk goes by descriptor: each folder is opened `O_NOFOLLOW` and
-/// its entries are looked at relative to it, one name each rather than a
-/// whole path from `/`, and a folder swapped for a link while the walk
-/// runs is not entered.
+/// so the walk goes by descriptor: each folder is opened beneath `path`
+/// with no link on the way (`openat2`, `RESOLVE_BENEATH |
+/// RESOLVE_NO_SYMLINKS`) and its entries are looked at relative to it, one
+/// name each rather than a whole path from `/`; a folder swapped for a link
+/// while the walk runs is not entered. One folder is open at a time, so no
+/// depth of folders runs out of descriptors or stack.
 fn tree_bytes(path: &Path, stop_above: u64) -> u64 {
     let Ok(meta) = std::fs::symlink_metadata(path) else {
         return 0;
     };
     let mut total = meta.blocks().saturating_mul(512);
-    if meta.is_dir()
-        && total <= stop_above
-        && let Ok(dir) = nix::fcntl::open(
-            path,
-            OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
-            Mode::empty(),
-        )
-    {
-        add_contents(&dir, &mut total, stop_above);
+    if !meta.is_dir() {
+        return total;
     }
-    total
-}
-
-/// Adds the bytes of everything in `dir` to `total`, until it passes `stop_above`.
-fn add_contents(dir: &OwnedFd, total: &mut u64, stop_above: u64) {
-    let Ok(mut entries) = dir
-        .try_clone()
-        .map_err(drop)
-        .and_then(|fd| Dir::from_fd(fd).map_err(drop))
-    else {
-        return;
+    let Ok(top) = nix::fcntl::open(
+        path,
+        OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    ) else {
+        return total;
     };
-    for entry in entries.iter().filter_map(Result::ok) {
-        let name = entry.file_name();
-        if name.to_bytes() == b"." || name.to_bytes() == b".." {
-            continue;
+    let how = || {
+        OpenHow::new()
+            .flags(OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC)
+            .resolve(ResolveFlag::RESOLVE_BENEATH | ResolveFlag::RESOLVE_NO_SYMLINKS)
+    };
+    // Folders still to read, relative to the top.
+    let mut pending = vec![PathBuf::from(".")];
+    while let Some(rel) = pending.pop() {
+        if total > stop_above {
+            break;
         }
-        let Ok(stat) = fstatat(dir.as_fd(), name, AtFlags::AT_SYMLINK_NOFOLLOW) else {
+        let Ok(dir) = openat2(top.as_fd(), rel.as_path(), how()) else {
             continue;
         };
-        *total = total.saturating_add(
-            u64::try_from(stat.st_blocks)
-                .unwrap_or(0)
-                .saturating_mul(512),
-        );
-        if *total > stop_above {
-            return;
-        }
-        if SFlag::from_bits_truncate(stat.st_mode) & SFlag::S_IFMT == SFlag::S_IFDIR
-            && let Ok(child) = openat(
-                dir.as_fd(),
-                name,
-                OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
-                Mode::empty(),
-            )
-        {
-            add_contents(&child, total, stop_above);
-            if *total > stop_above {
-                return;
+        let Ok(mut entries) = dir
+            .try_clone()
+            .map_err(drop)
+            .and_then(|fd| Dir::from_fd(fd).map_err(drop))
+        else {
+            continue;
+        };
+        for entry in entries.iter().filter_map(Result::ok) {
+            let name = entry.file_name();
+            if name.to_bytes() == b"." || name.to_bytes() == b".." {
+                continue;
+            }
+            let Ok(stat) = fstatat(dir.as_fd(), name, AtFlags::AT_SYMLINK_NOFOLLOW) else {
+                continue;
+            };
+            total = total.saturating_add(
+                u64::try_from(stat.st_blocks)
+                    .unwrap_or(0)
+                    .saturating_mul(512),
+            );
+            if total > stop_above {
+                break;
+            }
+            if SFlag::from_bits_truncate(stat.st_mode) & SFlag::S_IFMT == SFlag::S_IFDIR {
+                pending.push(rel.join(std::ffi::OsStr::from_bytes(name.to_bytes())));
             }
         }
     }
+    total
 }
 
 /// Measures the cache, entry by entry.
@@ -246,6 +251,40 @@ mod tests {
         assert!(
             stopped > 1 && stopped < bytes,
             "counting stops once past the bound: {stopped} of {bytes}"
+        );
+    }
+
+    #[test]
+    fn a_tree_deeper_than_the_descriptors_allow_is_counted_to_its_bottom() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let cache = dir.path().join("cache");
+        std::fs::create_dir_all(&cache).expect("cache");
+        // 1,100 levels: more than the 1,024 descriptors a process usually
+        // may hold, fewer than PATH_MAX allows beneath the top. Made one
+        // level at a time from the last, since the whole path is too long
+        // to name from `/`.
+        let mut here: OwnedFd = std::fs::File::open(&cache).expect("top").into();
+        for _ in 0..1100 {
+            nix::sys::stat::mkdirat(here.as_fd(), "d", Mode::S_IRWXU).expect("mkdir");
+            here = openat(
+                here.as_fd(),
+                "d",
+                OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+                Mode::empty(),
+            )
+            .expect("open");
+        }
+        let file = openat(
+            here.as_fd(),
+            "big",
+            OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_CLOEXEC,
+            Mode::S_IRUSR | Mode::S_IWUSR,
+        )
+        .expect("file");
+        nix::unistd::write(&file, &vec![1u8; 1 << 20]).expect("write");
+        assert!(
+            tree_bytes(&cache, u64::MAX) >= 1 << 20,
+            "the bottom file is counted"
         );
     }
 
