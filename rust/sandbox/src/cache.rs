@@ -207,18 +207,26 @@ fn remove_contents(dir: &OwnedFd) -> std::io::Result<()> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn clearing_never_follows_a_planted_link() {
+    /// A cache holding 64 KiB, with links planted to a folder outside
+    /// (holding 4 MiB and a precious file) and to that file.
+    fn planted() -> (tempfile::TempDir, PathBuf, PathBuf) {
         let dir = tempfile::tempdir().expect("tempdir");
         let cache = dir.path().join("cache");
         let outside = dir.path().join("outside");
         std::fs::create_dir_all(cache.join("go/pkg")).expect("cache");
         std::fs::create_dir_all(&outside).expect("outside");
         std::fs::write(outside.join("precious"), "keep").expect("precious");
-        std::fs::write(cache.join("go/pkg/mod.zip"), vec![0u8; 8192]).expect("file");
+        std::fs::write(outside.join("big"), vec![1u8; 4 << 20]).expect("big");
+        std::fs::write(cache.join("go/pkg/mod.zip"), vec![0u8; 64 * 1024]).expect("file");
         std::os::unix::fs::symlink(&outside, cache.join("escape")).expect("link");
         std::os::unix::fs::symlink(outside.join("precious"), cache.join("go/file-link"))
             .expect("link");
+        (dir, cache, outside)
+    }
+
+    #[test]
+    fn clearing_never_follows_a_planted_link() {
+        let (_dir, cache, outside) = planted();
         let mut perms = std::fs::metadata(cache.join("go/pkg"))
             .expect("meta")
             .permissions();
@@ -235,15 +243,7 @@ mod tests {
 
     #[test]
     fn measuring_never_follows_a_planted_link() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let cache = dir.path().join("cache");
-        let outside = dir.path().join("outside");
-        std::fs::create_dir_all(cache.join("a/b/c")).expect("cache");
-        std::fs::create_dir_all(&outside).expect("outside");
-        std::fs::write(outside.join("big"), vec![1u8; 4 << 20]).expect("big");
-        std::fs::write(cache.join("a/b/c/small"), vec![1u8; 64 * 1024]).expect("small");
-        std::os::unix::fs::symlink(&outside, cache.join("a/escape")).expect("link");
-        std::os::unix::fs::symlink(outside.join("big"), cache.join("a/b/file-link")).expect("link");
+        let (_dir, cache, _outside) = planted();
         let bytes = tree_bytes(&cache, u64::MAX);
         assert!(bytes >= 64 * 1024, "the nested file is counted: {bytes}");
         assert!(bytes < 1 << 20, "nothing behind a link is counted: {bytes}");
