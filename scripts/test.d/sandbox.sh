@@ -6,8 +6,8 @@
 #      refused without a rule (exit 3, nothing built), built with one;
 #   4. `chock exec -- /bin/true` against `bwrap --ro-bind / / --unshare-all
 #      /bin/true`: the wall time of each (30 rounds, taking turns), medians
-#      and their ratio, then the CPU per start of each (30 each, taking
-#      turns) and its ratio (figures in docs/benchmarks.md).
+#      and their ratio, then the CPU per start of each (5 rounds taking
+#      turns, the median round) and its ratio (figures in docs/benchmarks.md).
 # Needs user namespaces, Landlock, the Nix daemon, bwrap and python3
 # (scripts/setup installs and starts them). Exits non-zero on a failure;
 # the benchmark only reports.
@@ -108,16 +108,22 @@ PY
 # figure is the CPU a start costs: perf's task-clock, which counts every
 # process and thread the command made (getrusage would miss bwrap's: its
 # sandbox's first process is not reaped by the bwrap that is waited for).
-# Three rounds of each, taking turns, so a change in load falls on both.
+# Five rounds of each, taking turns, so a change in load falls on both;
+# the median round, so one round that met a burst of other work does not
+# move the figure.
 if command -v perf >/dev/null && perf stat -e task-clock true >/dev/null 2>&1; then
   cpu() { perf stat -x, -r "$1" -e task-clock "${@:2}" 2>&1 >/dev/null | awk -F, '/task-clock/ { print $1 }'; }
-  runs=$(( (${CHOCK_BENCH_RUNS:-30} + 2) / 3 ))
-  b=0 c=0
-  for _ in 1 2 3; do
-    b=$(python3 -c "print($b + $(cpu "$runs" "${bwrap_cmd[@]}"))")
-    c=$(python3 -c "print($c + $(cpu "$runs" "$CHOCK_BIN" exec --project "$project" -- /bin/true))")
+  runs=$(( (${CHOCK_BENCH_RUNS:-30} + 4) / 5 ))
+  b=() c=()
+  for _ in 1 2 3 4 5; do
+    b+=("$(cpu "$runs" "${bwrap_cmd[@]}")")
+    c+=("$(cpu "$runs" "$CHOCK_BIN" exec --project "$project" -- /bin/true)")
   done
-  python3 -c "b, c = $b / 3, $c / 3; print(f'CPU per start (perf task-clock): bwrap {b:.2f} ms, chock exec {c:.2f} ms, ratio {c / b:.2f}x')"
+  python3 - "${b[*]}" "${c[*]}" <<'PY'
+import statistics, sys
+b, c = (statistics.median(float(v) for v in arg.split()) for arg in sys.argv[1:3])
+print(f"CPU per start (perf task-clock, median of 5 rounds): bwrap {b:.2f} ms, chock exec {c:.2f} ms, ratio {c / b:.2f}x")
+PY
 else
   echo "CPU per start: perf is not installed (apt-get install linux-perf), not measured"
 fi
