@@ -5,10 +5,10 @@
 #   3. a changed dev shell is built only as `chock build` would build it:
 #      refused without a rule (exit 3, nothing built), built with one;
 #   4. `chock exec -- /bin/true` against `bwrap --ro-bind / / --unshare-all
-#      /bin/true`, in one hyperfine run of 30 each, medians and their ratio,
-#      then the CPU per start of each (30 each, taking turns) and its ratio
-#      (figures in docs/benchmarks.md).
-# Needs user namespaces, Landlock, the Nix daemon, bwrap and hyperfine
+#      /bin/true`: the wall time of each (30 rounds, taking turns), medians
+#      and their ratio, then the CPU per start of each (5 rounds taking
+#      turns, the median round) and its ratio (figures in docs/benchmarks.md).
+# Needs user namespaces, Landlock, the Nix daemon, bwrap and python3
 # (scripts/setup installs and starts them). Exits non-zero on a failure;
 # the benchmark only reports.
 set -euo pipefail
@@ -87,30 +87,43 @@ printf '.{ .policy = .{ .rules = .{ .{ .action = "exec.unparsed", .decision = .a
 # loading the policy, the decision-log line and its own mount tree.
 bwrap_cmd=(bwrap --ro-bind / / --unshare-all --new-session --die-with-parent /bin/true)
 "${bwrap_cmd[@]}"
-printf -v bwrap_line '%q ' "${bwrap_cmd[@]}"
-printf -v chock_line '%q exec --project %q -- /bin/true' "$CHOCK_BIN" "$project"
-hyperfine -N --warmup 5 --runs "${CHOCK_BENCH_RUNS:-30}" --export-json "$work/bench.json" \
-  -n bwrap "$bwrap_line" -n "chock exec" "$chock_line" >/dev/null
-python3 - "$work/bench.json" <<'PY'
-import json, sys
-results = {r["command"]: r for r in json.load(open(sys.argv[1]))["results"]}
-bwrap, chock = results["bwrap"]["median"], results["chock exec"]["median"]
-print(f"median: bwrap {bwrap * 1000:.1f} ms, chock exec {chock * 1000:.1f} ms, ratio {chock / bwrap:.2f}x")
+# Taking turns: each round runs bwrap, then chock exec, so a change in the
+# machine's load falls on both (one command's runs after the other's would
+# each see another load).
+python3 - "${CHOCK_BENCH_RUNS:-30}" "$CHOCK_BIN" "$project" "${bwrap_cmd[@]}" <<'PY'
+import statistics, subprocess, sys, time
+rounds, chock, project, bwrap = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4:]
+commands = {"bwrap": bwrap, "chock exec": [chock, "exec", "--project", project, "--", "/bin/true"]}
+times = {name: [] for name in commands}
+for _ in range(rounds + 5):
+    for name, argv in commands.items():
+        start = time.perf_counter()
+        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+        times[name].append(time.perf_counter() - start)
+# The first five rounds warm the caches and are not counted.
+bwrap_ms, chock_ms = (statistics.median(times[n][5:]) * 1000 for n in commands)
+print(f"median wall time, taking turns: bwrap {bwrap_ms:.1f} ms, chock exec {chock_ms:.1f} ms, ratio {chock_ms / bwrap_ms:.2f}x")
 PY
 # Wall time on a loaded machine is mostly waiting for a CPU, so the steadier
 # figure is the CPU a start costs: perf's task-clock, which counts every
 # process and thread the command made (getrusage would miss bwrap's: its
 # sandbox's first process is not reaped by the bwrap that is waited for).
-# Three rounds of each, taking turns, so a change in load falls on both.
+# Five rounds of each, taking turns, so a change in load falls on both;
+# the median round, so one round that met a burst of other work does not
+# move the figure.
 if command -v perf >/dev/null && perf stat -e task-clock true >/dev/null 2>&1; then
   cpu() { perf stat -x, -r "$1" -e task-clock "${@:2}" 2>&1 >/dev/null | awk -F, '/task-clock/ { print $1 }'; }
-  runs=$(( (${CHOCK_BENCH_RUNS:-30} + 2) / 3 ))
-  b=0 c=0
-  for _ in 1 2 3; do
-    b=$(python3 -c "print($b + $(cpu "$runs" "${bwrap_cmd[@]}"))")
-    c=$(python3 -c "print($c + $(cpu "$runs" "$CHOCK_BIN" exec --project "$project" -- /bin/true))")
+  runs=$(( (${CHOCK_BENCH_RUNS:-30} + 4) / 5 ))
+  b=() c=()
+  for _ in 1 2 3 4 5; do
+    b+=("$(cpu "$runs" "${bwrap_cmd[@]}")")
+    c+=("$(cpu "$runs" "$CHOCK_BIN" exec --project "$project" -- /bin/true)")
   done
-  python3 -c "b, c = $b / 3, $c / 3; print(f'CPU per start (perf task-clock): bwrap {b:.2f} ms, chock exec {c:.2f} ms, ratio {c / b:.2f}x')"
+  python3 - "${b[*]}" "${c[*]}" <<'PY'
+import statistics, sys
+b, c = (statistics.median(float(v) for v in arg.split()) for arg in sys.argv[1:3])
+print(f"CPU per start (perf task-clock, median of 5 rounds): bwrap {b:.2f} ms, chock exec {c:.2f} ms, ratio {c / b:.2f}x")
+PY
 else
   echo "CPU per start: perf is not installed (apt-get install linux-perf), not measured"
 fi

@@ -43,7 +43,10 @@ struct Cli {
     command: Command,
 }
 
+/// Each command's own arguments are built only when it is the one named
+/// (`defer`): a start of `chock exec` does not build the whole tree.
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 enum Command {
     /// Check, explain and list the rules that answer an agent's acts.
     #[command(subcommand)]

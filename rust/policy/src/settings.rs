@@ -60,17 +60,24 @@ pub const DEFAULT_LOG_ROTATE_BYTES: u64 = 8 * MIB;
 pub const DEFAULT_LOG_KEEP: u32 = 8;
 
 impl Machine {
-    /// This machine: CPUs from the scheduler, memory from `/proc/meminfo`
-    /// (2 GiB assumed when it cannot be read, the floor of the memory default).
+    /// This machine: the CPUs this process may run on (`sched_getaffinity`)
+    /// and the memory the kernel reports (`sysinfo`), two system calls and
+    /// no file read, since every sandbox start asks (1 CPU and 2 GiB, the
+    /// floor of the memory default, are assumed when either call fails).
     pub fn detect() -> Machine {
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u64);
-        let memory_bytes = std::fs::read_to_string("/proc/meminfo")
-            .ok()
-            .and_then(|text| {
-                let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
-                let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-                kib.checked_mul(1024)
+        let cpus = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0))
+            .map(|set| {
+                (0..nix::sched::CpuSet::count())
+                    .filter(|&cpu| set.is_set(cpu).unwrap_or(false))
+                    .count() as u64
             })
+            .ok()
+            .filter(|&n| n > 0)
+            .unwrap_or(1);
+        let memory_bytes = nix::sys::sysinfo::sysinfo()
+            .map(|info| info.ram_total())
+            .ok()
+            .filter(|&bytes| bytes > 0)
             .unwrap_or(2 * GIB);
         Machine { cpus, memory_bytes }
     }

@@ -166,7 +166,7 @@ pub(crate) fn entry(path: &Path) -> Result<Entry, SandboxError> {
     })
 }
 
-/// Who runs Chock, looked up once (each lookup goes through NSS).
+/// Who runs Chock, looked up once.
 pub(crate) struct Caller {
     pub(crate) uid: nix::unistd::Uid,
     pub(crate) gid: nix::unistd::Gid,
@@ -180,22 +180,43 @@ pub(crate) fn caller() -> &'static Caller {
         let uid = nix::unistd::getuid();
         let gid = nix::unistd::getgid();
         let name = |n: Option<String>| n.unwrap_or_else(|| "chock".to_owned());
+        // The local files first, where a machine's own users are, and NSS
+        // (directories, sssd...) only for an id they do not name: NSS
+        // starts by reading nsswitch.conf and trying the nscd socket, a
+        // cost every sandbox start would pay.
         Caller {
             uid,
             gid,
-            user: name(
+            user: name(name_in("/etc/passwd", uid.as_raw()).or_else(|| {
                 nix::unistd::User::from_uid(uid)
                     .ok()
                     .flatten()
-                    .map(|u| u.name),
-            ),
-            group: name(
+                    .map(|u| u.name)
+            })),
+            group: name(name_in("/etc/group", gid.as_raw()).or_else(|| {
                 nix::unistd::Group::from_gid(gid)
                     .ok()
                     .flatten()
-                    .map(|g| g.name),
-            ),
+                    .map(|g| g.name)
+            })),
         }
+    })
+}
+
+/// The name `file` (`/etc/passwd` or `/etc/group`: `name:password:id:...`)
+/// gives `id`, if a line names it.
+fn name_in(file: &str, id: u32) -> Option<String> {
+    let text = std::fs::read_to_string(file).ok()?;
+    names_id(&text, id).map(str::to_owned)
+}
+
+fn names_id(text: &str, id: u32) -> Option<&str> {
+    text.lines().find_map(|line| {
+        let mut fields = line.split(':');
+        let name = fields.next()?;
+        let found = fields.nth(1)?.parse::<u32>().ok()?;
+        // `+name` and `-name` are NIS compat entries, not names.
+        (found == id && !name.is_empty() && !name.starts_with(['+', '-'])).then_some(name)
     })
 }
 
@@ -229,4 +250,39 @@ fn etc_files() -> Vec<(String, Vec<u8>)> {
             b"passwd: files\ngroup: files\nhosts: files\n".to_vec(),
         ),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_passwd_line_names_its_id_and_nis_entries_do_not() {
+        let text = "+ada::1000:1000::/:/bin/sh\nroot:x:0:0:root:/root:/bin/bash\n\nbroken\nada:x:1000:1000::/home/ada:/bin/sh\n";
+        assert_eq!(names_id(text, 1000), Some("ada"));
+        assert_eq!(names_id(text, 0), Some("root"));
+        assert_eq!(names_id(text, 7), None);
+    }
+
+    #[test]
+    fn the_caller_is_named_as_nss_names_it() {
+        let uid = nix::unistd::getuid();
+        let gid = nix::unistd::getgid();
+        let nss_user = nix::unistd::User::from_uid(uid)
+            .ok()
+            .flatten()
+            .map(|u| u.name);
+        let nss_group = nix::unistd::Group::from_gid(gid)
+            .ok()
+            .flatten()
+            .map(|g| g.name);
+        assert_eq!(
+            Some(caller().user.clone()),
+            nss_user.or(Some("chock".into()))
+        );
+        assert_eq!(
+            Some(caller().group.clone()),
+            nss_group.or(Some("chock".into()))
+        );
+    }
 }

@@ -473,7 +473,8 @@ impl Sandbox {
             stream,
             dialer,
             pipes,
-            ops: self.ops.iter().map(Op::describe).collect(),
+            // Described only if init reports a step that failed.
+            ops: plan.ops,
             cgroup,
             program,
         };
@@ -613,7 +614,7 @@ pub struct Running {
     dialer: Option<crate::publish::Dialer>,
     /// With [`Stdio::Pipe`]: the program's stdin (to write) and stdout (to read).
     pipes: Option<(OwnedFd, OwnedFd)>,
-    ops: Vec<String>,
+    ops: Vec<Op>,
     cgroup: Option<Cgroup>,
     program: Option<PathBuf>,
     floor: Option<FloorWatch>,
@@ -759,8 +760,7 @@ impl Running {
                     let step = self
                         .ops
                         .get(r.index as usize)
-                        .cloned()
-                        .unwrap_or_else(|| "a mount step".into());
+                        .map_or_else(|| "a mount step".into(), Op::describe);
                     Some(if errno == Errno::ESTALE {
                         SandboxError::Changed { step }
                     } else {

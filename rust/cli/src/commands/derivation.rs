@@ -13,6 +13,7 @@ use clap::Subcommand;
 use crate::exit;
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum Command {
     /// Print derivations as `nix show-derivation` does.
     Show {

@@ -12,6 +12,7 @@ use clap::{Args, Subcommand};
 use crate::exit;
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum Command {
     /// Walk every log file, oldest first, and report the first break in the chain.
     Verify {

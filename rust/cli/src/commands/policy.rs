@@ -15,6 +15,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use crate::exit;
 
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum Command {
     /// Load every layer and report the first fault, or a one-line summary.
     Check {
