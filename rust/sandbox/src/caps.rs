@@ -166,3 +166,44 @@ pub fn current() -> Result<(u64, u64, u64), Errno> {
         join(data[0].inheritable, data[1].inheritable),
     ))
 }
+
+/// Keeps `CAP_NET_ADMIN` across the next `execve` (inheritable, then
+/// ambient), for a helper that joined a user namespace and then runs a
+/// host tool there: without it, a caller who is not root in that namespace
+/// would start the tool with no capability at all.
+pub(crate) fn keep_net_admin_across_exec() -> Result<(), Errno> {
+    const CAP_NET_ADMIN: u32 = 12;
+    let header = CapHeader {
+        version: LINUX_CAPABILITY_VERSION_3,
+        pid: 0,
+    };
+    let mut data = [CapData {
+        effective: 0,
+        permitted: 0,
+        inheritable: 0,
+    }; 2];
+    // SAFETY: version 3 fills two data structs, both live across the call.
+    let ret =
+        unsafe { libc::syscall(libc::SYS_capget, &header as *const CapHeader, data.as_mut_ptr()) };
+    if ret < 0 {
+        return Err(Errno::last());
+    }
+    data[0].inheritable |= 1 << CAP_NET_ADMIN;
+    // SAFETY: as above.
+    let ret =
+        unsafe { libc::syscall(libc::SYS_capset, &header as *const CapHeader, data.as_ptr()) };
+    if ret < 0 {
+        return Err(Errno::last());
+    }
+    // SAFETY: prctl with integer arguments only; the capability is the third.
+    let ret = unsafe {
+        libc::prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_RAISE as libc::c_ulong,
+            CAP_NET_ADMIN as libc::c_ulong,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+        )
+    };
+    if ret < 0 { Err(Errno::last()) } else { Ok(()) }
+}

@@ -19,6 +19,7 @@ pub mod git;
 mod layout;
 mod limits;
 mod mounts;
+pub mod net;
 pub mod project;
 mod seccomp;
 mod spawn;

@@ -407,3 +407,338 @@ pub(crate) fn write_all(fd: RawFd, mut bytes: &[u8]) -> Result<(), Errno> {
     }
     Ok(())
 }
+
+/// Joins the namespace `fd` names (`nstype` is its `CLONE_NEW*` kind).
+pub(crate) fn setns(fd: RawFd, nstype: libc::c_int) -> Result<(), Errno> {
+    // SAFETY: setns takes a descriptor and a flag.
+    result(unsafe { libc::setns(fd, nstype) } as libc::c_long).map(drop)
+}
+
+/// Makes `command` run in the user and network namespaces `user` and
+/// `net` name (descriptors that stay open until it has started): joined in
+/// the forked child before `execve`, so the program acts on the sandbox's
+/// network with the capabilities its owner has there.
+pub(crate) fn run_in_namespaces(command: &mut std::process::Command, user: RawFd, net: RawFd) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs in the forked child and only makes two
+    // system calls (no allocation, no lock).
+    unsafe {
+        command.pre_exec(move || {
+            setns(user, libc::CLONE_NEWUSER)
+                .and_then(|()| setns(net, libc::CLONE_NEWNET))
+                .and_then(|()| crate::caps::keep_net_admin_across_exec())
+                .map_err(|e| std::io::Error::from_raw_os_error(e as i32))
+        });
+    }
+}
+
+/// One socket to make inside a network namespace.
+#[derive(Clone, Copy)]
+pub(crate) struct SocketSpec {
+    /// `SOCK_STREAM` (listening) or `SOCK_DGRAM`.
+    pub(crate) kind: libc::c_int,
+    /// Where it is bound.
+    pub(crate) addr: std::net::SocketAddr,
+}
+
+/// A socket address as the kernel takes it.
+enum RawAddr {
+    V4(libc::sockaddr_in),
+    V6(libc::sockaddr_in6),
+}
+
+impl RawAddr {
+    fn of(addr: std::net::SocketAddr) -> RawAddr {
+        match addr {
+            std::net::SocketAddr::V4(a) => RawAddr::V4(libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: a.port().to_be(),
+                sin_addr: libc::in_addr {
+                    s_addr: u32::from_ne_bytes(a.ip().octets()),
+                },
+                sin_zero: [0; 8],
+            }),
+            std::net::SocketAddr::V6(a) => RawAddr::V6(libc::sockaddr_in6 {
+                sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                sin6_port: a.port().to_be(),
+                sin6_flowinfo: 0,
+                sin6_addr: libc::in6_addr {
+                    s6_addr: a.ip().octets(),
+                },
+                sin6_scope_id: 0,
+            }),
+        }
+    }
+
+    fn family(&self) -> libc::c_int {
+        match self {
+            RawAddr::V4(_) => libc::AF_INET,
+            RawAddr::V6(_) => libc::AF_INET6,
+        }
+    }
+
+    fn bind(&self, fd: RawFd) -> libc::c_int {
+        // SAFETY: each pointer and length describe the live struct.
+        unsafe {
+            match self {
+                RawAddr::V4(a) => libc::bind(
+                    fd,
+                    (a as *const libc::sockaddr_in).cast(),
+                    std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+                ),
+                RawAddr::V6(a) => libc::bind(
+                    fd,
+                    (a as *const libc::sockaddr_in6).cast(),
+                    std::mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t,
+                ),
+            }
+        }
+    }
+}
+
+/// The most sockets [`sockets_in`] makes at once.
+pub(crate) const MAX_SOCKETS: usize = 4;
+
+/// Makes `specs` (at most [`MAX_SOCKETS`]) inside the namespaces `user` and
+/// `net` name, from a forked child that joins them, and hands them back
+/// over a socket pair: a socket belongs to the network namespace it was
+/// made in for its whole life, wherever its descriptor goes.
+pub(crate) fn sockets_in(
+    user: RawFd,
+    net: RawFd,
+    specs: &[SocketSpec],
+) -> Result<Vec<std::os::fd::OwnedFd>, Errno> {
+    if specs.len() > MAX_SOCKETS {
+        return Err(Errno::E2BIG);
+    }
+    let addrs: Vec<(libc::c_int, RawAddr)> =
+        specs.iter().map(|s| (s.kind, RawAddr::of(s.addr))).collect();
+    let mut pair = [-1; 2];
+    // SAFETY: socketpair writes two descriptors into the array.
+    result(unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
+            0,
+            pair.as_mut_ptr(),
+        )
+    } as libc::c_long)?;
+    let (ours, theirs) = (owned(pair[0]), owned(pair[1]));
+    // SAFETY: the child only makes system calls and leaves with _exit.
+    let pid = unsafe { clone_process(0, None) }?;
+    if pid == 0 {
+        let code = match make_and_send(user, net, &addrs, std::os::fd::AsRawFd::as_raw_fd(&theirs)) {
+            Ok(()) => 0,
+            Err(errno) => errno as i32,
+        };
+        exit_now(code.clamp(0, 255));
+    }
+    drop(theirs);
+    let received = receive_fds(std::os::fd::AsRawFd::as_raw_fd(&ours), specs.len());
+    let mut status = 0;
+    loop {
+        // SAFETY: waiting for our own child.
+        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if r >= 0 || Errno::last() != Errno::EINTR {
+            break;
+        }
+    }
+    match received {
+        Ok(fds) if fds.len() == specs.len() => Ok(fds),
+        Ok(_) => Err(Errno::EPROTO),
+        Err(errno) => {
+            if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) != 0 {
+                Err(Errno::from_raw(libc::WEXITSTATUS(status)))
+            } else {
+                Err(errno)
+            }
+        }
+    }
+}
+
+/// In the forked child: join, make, send. No allocation.
+fn make_and_send(
+    user: RawFd,
+    net: RawFd,
+    addrs: &[(libc::c_int, RawAddr)],
+    to: RawFd,
+) -> Result<(), Errno> {
+    setns(user, libc::CLONE_NEWUSER)?;
+    setns(net, libc::CLONE_NEWNET)?;
+    let mut made = [-1 as RawFd; MAX_SOCKETS];
+    for (slot, (kind, addr)) in made.iter_mut().zip(addrs) {
+        // SAFETY: plain socket creation.
+        let fd = result(unsafe { libc::socket(addr.family(), *kind | libc::SOCK_CLOEXEC, 0) }
+            as libc::c_long)? as RawFd;
+        *slot = fd;
+        let one: libc::c_int = 1;
+        // SAFETY: the option value is a live c_int.
+        unsafe {
+            libc::setsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_REUSEADDR,
+                (&one as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            );
+            if addr.family() == libc::AF_INET6 {
+                libc::setsockopt(
+                    fd,
+                    libc::IPPROTO_IPV6,
+                    libc::IPV6_V6ONLY,
+                    (&one as *const libc::c_int).cast(),
+                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+                );
+            }
+        }
+        result(addr.bind(fd) as libc::c_long)?;
+        if *kind == libc::SOCK_STREAM {
+            // SAFETY: listening on our own socket.
+            result(unsafe { libc::listen(fd, 128) } as libc::c_long)?;
+        }
+    }
+    send_fds(to, made.get(..addrs.len()).unwrap_or_default())
+}
+
+fn send_fds(to: RawFd, fds: &[RawFd]) -> Result<(), Errno> {
+    const SPACE: usize = 64;
+    // u64s, so the control headers inside are aligned.
+    let mut control = [0u64; SPACE / 8];
+    let bytes = std::mem::size_of_val(fds);
+    // SAFETY: CMSG_SPACE is a pure computation.
+    let space = unsafe { libc::CMSG_SPACE(bytes as u32) } as usize;
+    if space > SPACE {
+        return Err(Errno::E2BIG);
+    }
+    let mut byte = [0u8; 1];
+    let mut iov = libc::iovec {
+        iov_base: byte.as_mut_ptr().cast(),
+        iov_len: 1,
+    };
+    // SAFETY: msghdr is plain data; every pointer set below is live.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = space as _;
+    // SAFETY: the control buffer holds one header of `space` bytes.
+    unsafe {
+        let cmsg = libc::CMSG_FIRSTHDR(&msg);
+        (*cmsg).cmsg_level = libc::SOL_SOCKET;
+        (*cmsg).cmsg_type = libc::SCM_RIGHTS;
+        (*cmsg).cmsg_len = libc::CMSG_LEN(bytes as u32) as _;
+        std::ptr::copy_nonoverlapping(fds.as_ptr(), libc::CMSG_DATA(cmsg).cast(), fds.len());
+    }
+    // SAFETY: msg is fully initialised.
+    result(unsafe { libc::sendmsg(to, &msg, 0) } as libc::c_long).map(drop)
+}
+
+fn receive_fds(from: RawFd, count: usize) -> Result<Vec<std::os::fd::OwnedFd>, Errno> {
+    let mut control = [0u64; 8];
+    let mut byte = [0u8; 1];
+    let mut iov = libc::iovec {
+        iov_base: byte.as_mut_ptr().cast(),
+        iov_len: 1,
+    };
+    // SAFETY: msghdr is plain data; every pointer set below is live.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = std::mem::size_of_val(&control) as _;
+    loop {
+        // SAFETY: msg describes live buffers.
+        let n = unsafe { libc::recvmsg(from, &mut msg, libc::MSG_CMSG_CLOEXEC) };
+        if n == 0 {
+            // The helper ended without sending.
+            return Err(Errno::EPIPE);
+        }
+        if n > 0 {
+            break;
+        }
+        if Errno::last() != Errno::EINTR {
+            return Err(Errno::last());
+        }
+    }
+    let mut fds = Vec::new();
+    // SAFETY: walking the control messages the kernel wrote.
+    unsafe {
+        let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
+        while !cmsg.is_null() {
+            if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_RIGHTS {
+                let data = libc::CMSG_DATA(cmsg).cast::<RawFd>();
+                let len = ((*cmsg).cmsg_len as usize).saturating_sub(libc::CMSG_LEN(0) as usize)
+                    / std::mem::size_of::<RawFd>();
+                for i in 0..len {
+                    fds.push(owned(std::ptr::read_unaligned(data.add(i))));
+                }
+            }
+            cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
+        }
+    }
+    if fds.len() != count {
+        return Err(Errno::EPROTO);
+    }
+    Ok(fds)
+}
+
+/// Where a connection redirected by the namespace's ruleset was going
+/// (`SO_ORIGINAL_DST`, from the connection tracking of its namespace).
+pub(crate) fn original_destination(fd: RawFd, v6: bool) -> Result<std::net::SocketAddr, Errno> {
+    const SO_ORIGINAL_DST: libc::c_int = 80;
+    if v6 {
+        // SAFETY: sockaddr_in6 is plain data; the kernel fills at most `len` bytes.
+        let mut addr: libc::sockaddr_in6 = unsafe { std::mem::zeroed() };
+        let mut len = std::mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t;
+        // SAFETY: as above.
+        result(unsafe {
+            libc::getsockopt(
+                fd,
+                libc::SOL_IPV6,
+                SO_ORIGINAL_DST,
+                (&mut addr as *mut libc::sockaddr_in6).cast(),
+                &mut len,
+            )
+        } as libc::c_long)?;
+        Ok(std::net::SocketAddr::new(
+            std::net::Ipv6Addr::from(addr.sin6_addr.s6_addr).into(),
+            u16::from_be(addr.sin6_port),
+        ))
+    } else {
+        // SAFETY: sockaddr_in is plain data; the kernel fills at most `len` bytes.
+        let mut addr: libc::sockaddr_in = unsafe { std::mem::zeroed() };
+        let mut len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        // SAFETY: as above.
+        result(unsafe {
+            libc::getsockopt(
+                fd,
+                libc::SOL_IP,
+                SO_ORIGINAL_DST,
+                (&mut addr as *mut libc::sockaddr_in).cast(),
+                &mut len,
+            )
+        } as libc::c_long)?;
+        Ok(std::net::SocketAddr::new(
+            std::net::Ipv4Addr::from(addr.sin_addr.s_addr.to_ne_bytes()).into(),
+            u16::from_be(addr.sin_port),
+        ))
+    }
+}
+
+/// Makes closing the TCP socket `fd` send a reset (`SO_LINGER` of zero).
+pub(crate) fn reset_on_close(fd: RawFd) {
+    let linger = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    // SAFETY: the option value is a live linger struct.
+    unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&linger as *const libc::linger).cast(),
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        )
+    };
+}
