@@ -128,6 +128,11 @@ pub fn run(options: &Options<'_>) -> Report {
     rows.push(row("nix daemon", has_flake, probe_daemon()).or_warn_unless(has_flake));
     rows.push(daemon_sandbox_row());
     rows.push(space_row(options.project));
+    // The router is needed only by projects that permit something under
+    // net, so its rows warn rather than block.
+    for (name, result) in crate::net::probe::rows() {
+        rows.push(row(name, false, result).or_warn_unless(false));
+    }
     let can_run = !rows.iter().any(|r| r.blocking && r.state == State::Fail);
     Report { rows, can_run }
 }

@@ -432,7 +432,9 @@ pub(crate) fn run_in_namespaces(command: &mut std::process::Command, user: RawFd
     }
 }
 
-/// One socket to make inside a network namespace.
+/// One socket to make inside a network namespace: bound (and, for a
+/// stream, listening) at `addr`, or left unbound when its address is
+/// unspecified.
 #[derive(Clone, Copy)]
 pub(crate) struct SocketSpec {
     /// `SOCK_STREAM` (listening) or `SOCK_DGRAM`.
@@ -467,6 +469,13 @@ impl RawAddr {
                 },
                 sin6_scope_id: 0,
             }),
+        }
+    }
+
+    fn is_unspecified(&self) -> bool {
+        match self {
+            RawAddr::V4(a) => a.sin_addr.s_addr == 0,
+            RawAddr::V6(a) => a.sin6_addr.s6_addr == [0; 16],
         }
     }
 
@@ -590,6 +599,10 @@ fn make_and_send(
                     std::mem::size_of::<libc::c_int>() as libc::socklen_t,
                 );
             }
+        }
+        if addr.is_unspecified() {
+            // A socket to dial or send from, left unbound.
+            continue;
         }
         result(addr.bind(fd) as libc::c_long)?;
         if *kind == libc::SOCK_STREAM {
@@ -741,4 +754,46 @@ pub(crate) fn reset_on_close(fd: RawFd) {
             std::mem::size_of::<libc::linger>() as libc::socklen_t,
         )
     };
+}
+
+/// Connects the unbound TCP socket `fd` to `addr`, waiting at most `timeout`.
+pub(crate) fn connect_timeout(
+    fd: &std::os::fd::OwnedFd,
+    addr: std::net::SocketAddr,
+    timeout: std::time::Duration,
+) -> Result<(), Errno> {
+    use std::os::fd::AsRawFd;
+    let raw = fd.as_raw_fd();
+    let target = RawAddr::of(addr);
+    // A blocking connect gives up after the send timeout.
+    let limit = libc::timeval {
+        tv_sec: timeout.as_secs() as libc::time_t,
+        tv_usec: libc::suseconds_t::from(timeout.subsec_micros() as i32),
+    };
+    // SAFETY: the option value is a live timeval.
+    unsafe {
+        libc::setsockopt(
+            raw,
+            libc::SOL_SOCKET,
+            libc::SO_SNDTIMEO,
+            (&limit as *const libc::timeval).cast(),
+            std::mem::size_of::<libc::timeval>() as libc::socklen_t,
+        )
+    };
+    // SAFETY: each pointer and length describe the live struct.
+    let ret = unsafe {
+        match &target {
+            RawAddr::V4(a) => libc::connect(
+                raw,
+                (a as *const libc::sockaddr_in).cast(),
+                std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+            ),
+            RawAddr::V6(a) => libc::connect(
+                raw,
+                (a as *const libc::sockaddr_in6).cast(),
+                std::mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t,
+            ),
+        }
+    };
+    if ret == 0 { Ok(()) } else { Err(Errno::last()) }
 }

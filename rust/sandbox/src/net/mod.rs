@@ -31,6 +31,7 @@ pub mod addr;
 mod dns;
 mod gate;
 mod ns;
+pub mod probe;
 mod relay;
 mod table;
 

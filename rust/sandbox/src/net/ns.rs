@@ -29,6 +29,11 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// Makes `specs` inside this namespace.
+    pub(crate) fn sockets(&self, specs: &[SocketSpec]) -> Result<Vec<OwnedFd>, nix::errno::Errno> {
+        sys::sockets_in(self.user.as_raw_fd(), self.net.as_raw_fd(), specs)
+    }
+
     /// Runs `program` (nft or ip) inside the namespace with `script` on
     /// its standard input.
     fn run(&self, program: &str, args: &[&str], script: &str) -> Result<(), String> {
@@ -141,6 +146,7 @@ route add ::/0 dev lo src {SOURCE_V6}
 
 /// The router's threads for one sandbox; dropping this stops them.
 pub(crate) struct Attached {
+    pub(crate) shared: Arc<Shared>,
     /// Closing it wakes every thread with a hang-up.
     stop: Option<OwnedFd>,
     threads: Vec<JoinHandle<()>>,
@@ -203,9 +209,10 @@ pub(crate) fn attach(router: &Router, pid: libc::pid_t) -> Result<Attached, Sand
     let stop_read = Arc::new(stop_read);
     let resolver = super::dns::start(shared.clone(), [dns4, dns6], stop_read.clone())
         .map_err(|e| setup_error("the resolver", e))?;
-    let relay = super::relay::start(shared, [relay4, relay6], stop_read)
+    let relay = super::relay::start(shared.clone(), [relay4, relay6], stop_read)
         .map_err(|e| setup_error("the relay", e))?;
     Ok(Attached {
+        shared,
         stop: Some(stop_write),
         threads: vec![resolver, relay],
     })
