@@ -11,6 +11,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use support::{Env, Page, Site, person_says};
 
+mod net_lab;
 mod sandbox_fixture;
 
 /// One call per tool: the tool, its arguments, and the action it is decided under.
@@ -223,6 +224,42 @@ fn every_tool_on_ask_asks_through_the_clients_elicitation() {
         assert_eq!(asked["params"]["mode"], "form");
     }
     assert_eq!(client.elicited.len(), 9);
+}
+
+/// The network router on the tool server: a host no rule answers is asked
+/// through the client as the command connects, and reached only on yes.
+/// Runs in network namespaces the test makes (root).
+#[test]
+fn run_command_asks_the_client_about_each_host_it_connects_to() {
+    let lab = net_lab::Lab::new();
+    lab.enter();
+    let env = project_with_files();
+    env.rules(
+        r#".{ .action = "exec.*", .decision = .allow }, .{ .action = "net.connect.*", .decision = .ask }"#,
+    );
+    let resolver = lab.resolver();
+    let ca = lab.ca();
+    let mut client = env.client_with_env(
+        true,
+        &[],
+        &[
+            ("CHOCK_NET_RESOLVER", std::path::Path::new(&resolver)),
+            ("SSL_CERT_FILE", &ca),
+        ],
+    );
+    let curl = |host: &str| json!({"argv": ["curl", "-sS", "-m", "10", format!("https://{host}:8443/")]});
+    client.elicit_answers.push(person_says(true));
+    let called = client.call("run_command", curl("allowed.test"));
+    assert!(called.text.contains("hello through the router"), "{called:?}");
+    let asked = client.elicited.last().expect("an elicitation");
+    let message = asked["params"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("net.connect.test.allowed.8443"), "{message}");
+    env.assert_logged("net.connect.test.allowed.8443", "allow", "person");
+    client.elicit_answers.push(person_says(false));
+    let called = client.call("run_command", curl("asked.test"));
+    assert!(!called.text.contains("hello through the router"), "{called:?}");
+    env.assert_logged("net.connect.test.asked.8443", "deny", "person");
+    assert_eq!(lab.log().matches("8443 ").count(), 1, "{}", lab.log());
 }
 
 #[test]

@@ -476,12 +476,13 @@ pub fn write_execute_state(policy: &Policy) -> WriteExecute {
 /// The router a command of `project` gets under `policy`, when
 /// `.policy.net.router` wants one ([`crate::net::wanted`]): its names and
 /// connections decided through the gate on `route`, a question going to
-/// `asker`, each answer logged to `log`. Hand it to [`Prepared::with_router`].
+/// `asker`, each answer logged to `log` under the agent name `agent`.
+/// Hand it to [`Prepared::with_router`].
 pub fn router<P>(
     policy: P,
     log: &Log,
     asker: std::sync::Arc<dyn chock_policy::Asker + Send + Sync>,
-    route: Route,
+    (route, agent): (Route, &str),
     project: &Project,
 ) -> Result<Option<crate::net::Router>, ExecError>
 where
@@ -494,8 +495,11 @@ where
         policy,
         log.clone(),
         asker,
-        route,
-        project.dir.to_string_lossy().into_owned(),
+        (
+            route,
+            project.dir.to_string_lossy().into_owned(),
+            agent.to_owned(),
+        ),
     );
     crate::net::Router::new(std::sync::Arc::new(gate))
         .map(Some)

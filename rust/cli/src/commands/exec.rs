@@ -95,7 +95,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         policy.clone(),
         &log,
         std::sync::Arc::new(TerminalAsker),
-        exec::ROUTE,
+        (exec::ROUTE, exec::AGENT_KIND),
         &request.project,
     ) {
         Ok(Some(router)) => prepared.with_router(router),

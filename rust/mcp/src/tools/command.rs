@@ -142,9 +142,23 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
             tracing::warn!("a command could not be killed: {e}");
         }
     });
+    // With a router, each host the program reaches is decided as it
+    // connects, its questions going to this call's client or `chock approve`.
+    let router = exec::router(
+        SessionPolicy(session.clone()),
+        &session.log,
+        std::sync::Arc::new(session.asker(call.peer, &call.cancel, exec::TOOL)),
+        (ROUTE, &crate::gate::client_name(call.peer)),
+        &session.project,
+    )
+    .map_err(|e| format!("run_command: {e}"))?;
     let ran = tokio::task::spawn_blocking(move || {
         let prepared =
             exec::prepare_allowed(&request, toolchain, &session.policy, &session.log, ROUTE)?;
+        let prepared = match router {
+            Some(router) => prepared.with_router(router),
+            None => prepared,
+        };
         let notices: Vec<String> = prepared.notices.iter().map(ToString::to_string).collect();
         let started = prepared.start()?;
         started_tell.send(started.signal_handle()?).ok();
@@ -194,5 +208,16 @@ mod tests {
     fn a_command_line_is_shown_quoted_where_needed() {
         let argv = ["sh", "-c", "echo it's"].map(String::from);
         assert_eq!(shown(&argv), r"sh -c 'echo it'\''s'");
+    }
+}
+
+/// The session's policy, held for as long as a command's router decides.
+struct SessionPolicy(std::sync::Arc<crate::session::Session>);
+
+impl std::ops::Deref for SessionPolicy {
+    type Target = chock_policy::Policy;
+
+    fn deref(&self) -> &chock_policy::Policy {
+        &self.0.policy
     }
 }

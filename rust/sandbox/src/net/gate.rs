@@ -33,19 +33,21 @@ pub struct NetGate<P> {
     route: Route,
     project: String,
     agent_kind: String,
+    /// The agent the log names (the client's own name on the tool server).
+    logged_agent: String,
     tool: String,
     settled: Mutex<HashMap<String, bool>>,
 }
 
 impl<P: Deref<Target = Policy> + Send + Sync> NetGate<P> {
-    /// Decides under `policy`, asking `asker`, logging to `log` as acts
-    /// of `agent_kind` through `tool` on `route` in `project`.
+    /// Decides under `policy` as the main agent's acts through
+    /// `run_command`, asking `asker`, logging to `log` on `route` in
+    /// `project` under the agent name `logged_agent`.
     pub fn new(
         policy: P,
         log: Log,
         asker: Arc<dyn Asker + Send + Sync>,
-        route: Route,
-        project: String,
+        (route, project, logged_agent): (Route, String, String),
     ) -> NetGate<P> {
         NetGate {
             policy,
@@ -54,6 +56,7 @@ impl<P: Deref<Target = Policy> + Send + Sync> NetGate<P> {
             route,
             project,
             agent_kind: crate::exec::AGENT_KIND.into(),
+            logged_agent,
             tool: crate::exec::TOOL.into(),
             settled: Mutex::new(HashMap::new()),
         }
@@ -113,7 +116,7 @@ impl<P: Deref<Target = Policy> + Send + Sync> Decide for NetGate<P> {
         let entry = end.entry(
             self.route,
             self.project.clone(),
-            &key,
+            &key.clone().with_agent_kind(self.logged_agent.clone()),
             &verdict,
             Some(format!("{host}:{port}")),
         );
