@@ -797,3 +797,51 @@ pub(crate) fn connect_timeout(
     };
     if ret == 0 { Ok(()) } else { Err(Errno::last()) }
 }
+
+/// Moves bytes from the socket `from` to the socket `to` through a pipe
+/// with `splice(2)`, in the kernel, until `from` ends: the relay's copy.
+/// Returns how it ended: `Ok` at the end of `from`, an error when either
+/// side failed (`EINVAL` when the kernel cannot splice these descriptors).
+pub(crate) fn splice_all(from: RawFd, to: RawFd) -> Result<(), Errno> {
+    const CHUNK: usize = 1 << 20;
+    let (pipe_read, pipe_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+    let (pr, pw) = (
+        std::os::fd::AsRawFd::as_raw_fd(&pipe_read),
+        std::os::fd::AsRawFd::as_raw_fd(&pipe_write),
+    );
+    // A larger pipe moves more per call; the default is kept if refused.
+    // SAFETY: fcntl with integer arguments.
+    unsafe { libc::fcntl(pw, libc::F_SETPIPE_SZ, CHUNK as libc::c_int) };
+    loop {
+        // SAFETY: splice between descriptors we hold, no offsets.
+        let n = unsafe {
+            libc::splice(from, std::ptr::null_mut(), pw, std::ptr::null_mut(), CHUNK, libc::SPLICE_F_MOVE)
+        };
+        if n < 0 {
+            if Errno::last() == Errno::EINTR {
+                continue;
+            }
+            return Err(Errno::last());
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        let mut left = n as usize;
+        while left > 0 {
+            // SAFETY: as above.
+            let m = unsafe {
+                libc::splice(pr, std::ptr::null_mut(), to, std::ptr::null_mut(), left, libc::SPLICE_F_MOVE)
+            };
+            if m < 0 {
+                if Errno::last() == Errno::EINTR {
+                    continue;
+                }
+                return Err(Errno::last());
+            }
+            if m == 0 {
+                return Err(Errno::EPIPE);
+            }
+            left -= m as usize;
+        }
+    }
+}

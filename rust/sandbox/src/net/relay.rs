@@ -17,7 +17,7 @@ use super::ns::Shared;
 
 /// How long a dial to the real host may take.
 const DIAL_TIMEOUT: Duration = Duration::from_secs(10);
-/// The buffer each direction of a link copies through.
+/// The buffer each direction of a link copies through where it cannot splice.
 const BUFFER: usize = 64 * 1024;
 
 /// Starts the relay on its two listening sockets (IPv4, IPv6) until `stop` hangs up.
@@ -116,8 +116,20 @@ fn link(shared: &Shared, inner: TcpStream, v6: bool) {
     }
 }
 
-/// Copies `from` to `to` until `from` ends, then half-closes `to`.
+/// Copies `from` to `to` until `from` ends, then half-closes `to`: in the
+/// kernel with `splice`, or through a buffer where it cannot splice.
 fn pump(mut from: TcpStream, mut to: TcpStream) {
+    match crate::sys::splice_all(from.as_raw_fd(), to.as_raw_fd()) {
+        Err(nix::errno::Errno::EINVAL) => copy(&mut from, &mut to),
+        Err(_) => {
+            let _ = from.shutdown(Shutdown::Read);
+        }
+        Ok(()) => {}
+    }
+    let _ = to.shutdown(Shutdown::Write);
+}
+
+fn copy(from: &mut TcpStream, to: &mut TcpStream) {
     let mut buffer = vec![0u8; BUFFER];
     loop {
         match from.read(&mut buffer) {
@@ -132,5 +144,4 @@ fn pump(mut from: TcpStream, mut to: TcpStream) {
             Err(_) => break,
         }
     }
-    let _ = to.shutdown(Shutdown::Write);
 }
