@@ -247,17 +247,27 @@ fn run_command_asks_the_client_about_each_host_it_connects_to() {
             ("SSL_CERT_FILE", &ca),
         ],
     );
-    let curl = |host: &str| json!({"argv": ["curl", "-sS", "-m", "10", format!("https://{host}:8443/")]});
+    let curl =
+        |host: &str| json!({"argv": ["curl", "-sS", "-m", "10", format!("https://{host}:8443/")]});
     client.elicit_answers.push(person_says(true));
     let called = client.call("run_command", curl("allowed.test"));
-    assert!(called.text.contains("hello through the router"), "{called:?}");
+    assert!(
+        called.text.contains("hello through the router"),
+        "{called:?}"
+    );
     let asked = client.elicited.last().expect("an elicitation");
     let message = asked["params"]["message"].as_str().unwrap_or_default();
-    assert!(message.contains("net.connect.test.allowed.8443"), "{message}");
+    assert!(
+        message.contains("net.connect.test.allowed.8443"),
+        "{message}"
+    );
     env.assert_logged("net.connect.test.allowed.8443", "allow", "person");
     client.elicit_answers.push(person_says(false));
     let called = client.call("run_command", curl("asked.test"));
-    assert!(!called.text.contains("hello through the router"), "{called:?}");
+    assert!(
+        !called.text.contains("hello through the router"),
+        "{called:?}"
+    );
     env.assert_logged("net.connect.test.asked.8443", "deny", "person");
     assert_eq!(lab.log().matches("8443 ").count(), 1, "{}", lab.log());
 }

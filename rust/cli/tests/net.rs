@@ -31,14 +31,24 @@ fn allowed_hosts_are_reached_and_every_other_is_refused_before_it_is_reached() {
     );
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
-    assert_eq!(stdout.matches("hello through the router").count(), 3, "{stdout}");
+    assert_eq!(
+        stdout.matches("hello through the router").count(),
+        3,
+        "{stdout}"
+    );
     assert!(stdout.contains("(python)"), "{stdout}");
     let log = lab.log();
-    assert_eq!(log.matches(&format!("8080 ")).count(), 2, "{log}");
-    assert_eq!(log.matches("8443 ").count(), 1, "https with the test CA through the trust store: {log}");
+    assert_eq!(log.matches("8080 ").count(), 2, "{log}");
+    assert_eq!(
+        log.matches("8443 ").count(),
+        1,
+        "https with the test CA through the trust store: {log}"
+    );
     assert!(
-        fixture.log_lines().iter().any(|l| l["action"] == "net.connect.test.allowed.8080"
-            && l["decision"] == "allow"),
+        fixture
+            .log_lines()
+            .iter()
+            .any(|l| l["action"] == "net.connect.test.allowed.8080" && l["decision"] == "allow"),
         "the connection is decided and logged"
     );
 
@@ -60,19 +70,42 @@ fn allowed_hosts_are_reached_and_every_other_is_refused_before_it_is_reached() {
         ),
     );
     let stdout = text(&out.stdout);
-    assert!(began.elapsed() < Duration::from_secs(20), "refusals are at once, not timeouts");
+    assert!(
+        began.elapsed() < Duration::from_secs(20),
+        "refusals are at once, not timeouts"
+    );
     // Refused in the kernel (7: connection refused at once), by the
     // resolver (6: no address), or by the relay after the decision (any
     // failure: the connection is reset).
-    for refused in ["denied=6", "literal=7", "meta name=6", "metadata=7", "python literal=1"] {
-        assert!(stdout.contains(refused), "{refused} in {stdout}\n{}", text(&out.stderr));
+    for refused in [
+        "denied=6",
+        "literal=7",
+        "meta name=6",
+        "metadata=7",
+        "python literal=1",
+    ] {
+        assert!(
+            stdout.contains(refused),
+            "{refused} in {stdout}\n{}",
+            text(&out.stderr)
+        );
     }
     for reset in ["asked=", "asked again="] {
-        assert!(stdout.contains(reset) && !stdout.contains(&format!("{reset}0")), "{reset} in {stdout}");
+        assert!(
+            stdout.contains(reset) && !stdout.contains(&format!("{reset}0")),
+            "{reset} in {stdout}"
+        );
     }
     let log = lab.log();
-    assert!(!log.contains("dns denied.test"), "a refused name is never looked up: {log}");
-    assert_eq!(log.matches("8080 ").count(), 2, "no new connection reached the server: {log}");
+    assert!(
+        !log.contains("dns denied.test"),
+        "a refused name is never looked up: {log}"
+    );
+    assert_eq!(
+        log.matches("8080 ").count(),
+        2,
+        "no new connection reached the server: {log}"
+    );
     let asked: Vec<_> = fixture
         .log_lines()
         .into_iter()
@@ -101,7 +134,10 @@ fn router_modes_decide_whether_there_is_a_network_at_all() {
     // .auto with a permit: a router.
     zon("auto", RULES);
     let out = text(&lab.exec(&fixture, probe).stdout);
-    assert!(out.contains("routed") && out.contains("trust") && out.contains("curl=0"), "{out}");
+    assert!(
+        out.contains("routed") && out.contains("trust") && out.contains("curl=0"),
+        "{out}"
+    );
     // .none: never, whatever the rules.
     zon("none", RULES);
     let out = text(&lab.exec(&fixture, probe).stdout);

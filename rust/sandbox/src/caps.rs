@@ -183,8 +183,13 @@ pub(crate) fn keep_net_admin_across_exec() -> Result<(), Errno> {
         inheritable: 0,
     }; 2];
     // SAFETY: version 3 fills two data structs, both live across the call.
-    let ret =
-        unsafe { libc::syscall(libc::SYS_capget, &header as *const CapHeader, data.as_mut_ptr()) };
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_capget,
+            &header as *const CapHeader,
+            data.as_mut_ptr(),
+        )
+    };
     if ret < 0 {
         return Err(Errno::last());
     }

@@ -520,8 +520,10 @@ pub(crate) fn sockets_in(
     if specs.len() > MAX_SOCKETS {
         return Err(Errno::E2BIG);
     }
-    let addrs: Vec<(libc::c_int, RawAddr)> =
-        specs.iter().map(|s| (s.kind, RawAddr::of(s.addr))).collect();
+    let addrs: Vec<(libc::c_int, RawAddr)> = specs
+        .iter()
+        .map(|s| (s.kind, RawAddr::of(s.addr)))
+        .collect();
     let mut pair = [-1; 2];
     // SAFETY: socketpair writes two descriptors into the array.
     result(unsafe {
@@ -536,7 +538,8 @@ pub(crate) fn sockets_in(
     // SAFETY: the child only makes system calls and leaves with _exit.
     let pid = unsafe { clone_process(0, None) }?;
     if pid == 0 {
-        let code = match make_and_send(user, net, &addrs, std::os::fd::AsRawFd::as_raw_fd(&theirs)) {
+        let code = match make_and_send(user, net, &addrs, std::os::fd::AsRawFd::as_raw_fd(&theirs))
+        {
             Ok(()) => 0,
             Err(errno) => errno as i32,
         };
@@ -577,8 +580,9 @@ fn make_and_send(
     let mut made = [-1 as RawFd; MAX_SOCKETS];
     for (slot, (kind, addr)) in made.iter_mut().zip(addrs) {
         // SAFETY: plain socket creation.
-        let fd = result(unsafe { libc::socket(addr.family(), *kind | libc::SOCK_CLOEXEC, 0) }
-            as libc::c_long)? as RawFd;
+        let fd = result(
+            unsafe { libc::socket(addr.family(), *kind | libc::SOCK_CLOEXEC, 0) } as libc::c_long,
+        )? as RawFd;
         *slot = fd;
         let one: libc::c_int = 1;
         // SAFETY: the option value is a live c_int.
@@ -815,7 +819,14 @@ pub(crate) fn splice_all(from: RawFd, to: RawFd) -> Result<(), Errno> {
     loop {
         // SAFETY: splice between descriptors we hold, no offsets.
         let n = unsafe {
-            libc::splice(from, std::ptr::null_mut(), pw, std::ptr::null_mut(), CHUNK, libc::SPLICE_F_MOVE)
+            libc::splice(
+                from,
+                std::ptr::null_mut(),
+                pw,
+                std::ptr::null_mut(),
+                CHUNK,
+                libc::SPLICE_F_MOVE,
+            )
         };
         if n < 0 {
             if Errno::last() == Errno::EINTR {
@@ -830,7 +841,14 @@ pub(crate) fn splice_all(from: RawFd, to: RawFd) -> Result<(), Errno> {
         while left > 0 {
             // SAFETY: as above.
             let m = unsafe {
-                libc::splice(pr, std::ptr::null_mut(), to, std::ptr::null_mut(), left, libc::SPLICE_F_MOVE)
+                libc::splice(
+                    pr,
+                    std::ptr::null_mut(),
+                    to,
+                    std::ptr::null_mut(),
+                    left,
+                    libc::SPLICE_F_MOVE,
+                )
             };
             if m < 0 {
                 if Errno::last() == Errno::EINTR {

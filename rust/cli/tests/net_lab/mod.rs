@@ -45,29 +45,94 @@ impl Lab {
         let (client, server) = (format!("10.231.{subnet}.1"), format!("10.231.{subnet}.2"));
         run("ip", &["netns", "add", &server_ns]);
         run("ip", &["netns", "add", &client_ns]);
-        run("ip", &["link", "add", &veth_c, "type", "veth", "peer", "name", &veth_s]);
+        run(
+            "ip",
+            &[
+                "link", "add", &veth_c, "type", "veth", "peer", "name", &veth_s,
+            ],
+        );
         run("ip", &["link", "set", &veth_c, "netns", &client_ns]);
         run("ip", &["link", "set", &veth_s, "netns", &server_ns]);
-        for (ns, dev, addr) in [(&client_ns, &veth_c, &client), (&server_ns, &veth_s, &server)] {
-            run("ip", &["-n", ns, "addr", "add", &format!("{addr}/24"), "dev", dev]);
+        for (ns, dev, addr) in [
+            (&client_ns, &veth_c, &client),
+            (&server_ns, &veth_s, &server),
+        ] {
+            run(
+                "ip",
+                &["-n", ns, "addr", "add", &format!("{addr}/24"), "dev", dev],
+            );
             run("ip", &["-n", ns, "link", "set", dev, "up"]);
             run("ip", &["-n", ns, "link", "set", "lo", "up"]);
         }
         let dir = tempfile::tempdir().expect("tempdir");
         let d = dir.path();
         let ssl = |args: &[&str]| {
-            let out = Command::new("openssl").args(args).current_dir(d).output().expect("openssl");
-            assert!(out.status.success(), "openssl {args:?}: {}", text(&out.stderr));
+            let out = Command::new("openssl")
+                .args(args)
+                .current_dir(d)
+                .output()
+                .expect("openssl");
+            assert!(
+                out.status.success(),
+                "openssl {args:?}: {}",
+                text(&out.stderr)
+            );
         };
-        ssl(&["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt", "-subj", "/CN=chock test CA", "-days", "1"]);
-        ssl(&["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "srv.key", "-out", "srv.csr", "-subj", "/CN=allowed.test"]);
+        ssl(&[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.crt",
+            "-subj",
+            "/CN=chock test CA",
+            "-days",
+            "1",
+        ]);
+        ssl(&[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "srv.key",
+            "-out",
+            "srv.csr",
+            "-subj",
+            "/CN=allowed.test",
+        ]);
         std::fs::write(d.join("ext"), "subjectAltName=DNS:allowed.test\n").expect("ext");
-        ssl(&["x509", "-req", "-in", "srv.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-out", "srv.crt", "-days", "1", "-extfile", "ext"]);
+        ssl(&[
+            "x509",
+            "-req",
+            "-in",
+            "srv.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "srv.crt",
+            "-days",
+            "1",
+            "-extfile",
+            "ext",
+        ]);
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/net_lab/servers.py");
         let mut servers = Command::new("ip")
             .args(["netns", "exec", &server_ns, "/usr/bin/python3"])
             .arg(&script)
-            .args([server.as_str(), &d.join("log").to_string_lossy(), "srv.crt", "srv.key"])
+            .args([
+                server.as_str(),
+                &d.join("log").to_string_lossy(),
+                "srv.crt",
+                "srv.key",
+            ])
             .args([
                 format!("allowed.test={server}"),
                 format!("asked.test={server}"),
@@ -158,4 +223,3 @@ fn nix_is_root() -> bool {
     // SAFETY: geteuid has no arguments and cannot fail.
     unsafe { libc::geteuid() == 0 }
 }
-

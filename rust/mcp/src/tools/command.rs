@@ -200,17 +200,6 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_command_line_is_shown_quoted_where_needed() {
-        let argv = ["sh", "-c", "echo it's"].map(String::from);
-        assert_eq!(shown(&argv), r"sh -c 'echo it'\''s'");
-    }
-}
-
 /// The session's policy, held for as long as a command's router decides.
 struct SessionPolicy(std::sync::Arc<crate::session::Session>);
 
@@ -219,5 +208,16 @@ impl std::ops::Deref for SessionPolicy {
 
     fn deref(&self) -> &chock_policy::Policy {
         &self.0.policy
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_command_line_is_shown_quoted_where_needed() {
+        let argv = ["sh", "-c", "echo it's"].map(String::from);
+        assert_eq!(shown(&argv), r"sh -c 'echo it'\''s'");
     }
 }

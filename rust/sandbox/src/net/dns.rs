@@ -126,7 +126,11 @@ async fn answer(shared: &Shared, resolver: &TokioResolver, datagram: &[u8]) -> O
         return reply.to_vec().ok();
     }
     let fqdn = format!("{host}.");
-    let looked = tokio::time::timeout(LOOKUP_TIMEOUT * 2, resolver.lookup(fqdn.as_str(), record_type)).await;
+    let looked = tokio::time::timeout(
+        LOOKUP_TIMEOUT * 2,
+        resolver.lookup(fqdn.as_str(), record_type),
+    )
+    .await;
     let addrs: Vec<IpAddr> = match looked {
         Ok(Ok(lookup)) => lookup
             .answers()

@@ -116,7 +116,7 @@ impl<P: Deref<Target = Policy> + Send + Sync> Decide for NetGate<P> {
         let entry = end.entry(
             self.route,
             self.project.clone(),
-            &key.clone().with_agent_kind(self.logged_agent.clone()),
+            &key.with_agent_kind(self.logged_agent.clone()),
             &verdict,
             Some(format!("{host}:{port}")),
         );

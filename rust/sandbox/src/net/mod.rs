@@ -150,7 +150,8 @@ fn reaches_under(pattern: Option<&Pattern>, prefix: &str) -> bool {
         return true;
     };
     let body = pattern.body();
-    let below = |a: &str, b: &str| a.len() > b.len() && a.starts_with(b) && a.as_bytes()[b.len()] == b'.';
+    let below =
+        |a: &str, b: &str| a.len() > b.len() && a.starts_with(b) && a.as_bytes()[b.len()] == b'.';
     body == prefix && pattern.is_class()
         || below(body, prefix)
         || (pattern.is_class() && below(prefix, body))
@@ -237,7 +238,9 @@ mod tests {
         Policy::from_rules(
             zon_rules
                 .iter()
-                .map(|(action, decision)| Rule::new(Some(Pattern::parse(action).unwrap()), *decision))
+                .map(|(action, decision)| {
+                    Rule::new(Some(Pattern::parse(action).unwrap()), *decision)
+                })
                 .collect(),
             Vec::new(),
         )
@@ -246,10 +249,16 @@ mod tests {
     #[test]
     fn auto_builds_a_router_only_for_a_rule_that_permits_under_net() {
         assert!(!wanted(&rules(&[])));
-        assert!(!wanted(&rules(&[("net.connect.com.github.443", Decision::Deny)])));
+        assert!(!wanted(&rules(&[(
+            "net.connect.com.github.443",
+            Decision::Deny
+        )])));
         assert!(!wanted(&rules(&[("netx.a", Decision::Allow)])));
         assert!(!wanted(&rules(&[("exec.host.*", Decision::Allow)])));
-        assert!(wanted(&rules(&[("net.connect.com.github.443", Decision::Allow)])));
+        assert!(wanted(&rules(&[(
+            "net.connect.com.github.443",
+            Decision::Allow
+        )])));
         assert!(wanted(&rules(&[("net.connect.*", Decision::Ask)])));
         assert!(wanted(&rules(&[("net.*", Decision::Allow)])));
     }

@@ -190,8 +190,16 @@ pub(crate) fn attach(router: &Router, pid: libc::pid_t) -> Result<Attached, Sand
         .run("nft", &["-f", "-"], &ruleset())
         .map_err(|e| setup_error("the ruleset", e))?;
     let specs = [
-        (libc::SOCK_STREAM, IpAddr::V4(Ipv4Addr::LOCALHOST), RELAY_PORT),
-        (libc::SOCK_STREAM, IpAddr::V6(Ipv6Addr::LOCALHOST), RELAY_PORT),
+        (
+            libc::SOCK_STREAM,
+            IpAddr::V4(Ipv4Addr::LOCALHOST),
+            RELAY_PORT,
+        ),
+        (
+            libc::SOCK_STREAM,
+            IpAddr::V6(Ipv6Addr::LOCALHOST),
+            RELAY_PORT,
+        ),
         (libc::SOCK_DGRAM, IpAddr::V4(Ipv4Addr::LOCALHOST), 53),
         (libc::SOCK_DGRAM, IpAddr::V6(Ipv6Addr::LOCALHOST), 53),
     ]
@@ -202,10 +210,14 @@ pub(crate) fn attach(router: &Router, pid: libc::pid_t) -> Result<Attached, Sand
     let mut sockets = sys::sockets_in(shared.user.as_raw_fd(), shared.net.as_raw_fd(), &specs)
         .map_err(|e| setup_error("the relay's and the resolver's sockets", e))?
         .into_iter();
-    let mut next = || sockets.next().ok_or_else(|| setup_error("the sockets", "one is missing"));
+    let mut next = || {
+        sockets
+            .next()
+            .ok_or_else(|| setup_error("the sockets", "one is missing"))
+    };
     let (relay4, relay6, dns4, dns6) = (next()?, next()?, next()?, next()?);
-    let (stop_read, stop_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
-        .map_err(|e| setup_error("a pipe", e))?;
+    let (stop_read, stop_write) =
+        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| setup_error("a pipe", e))?;
     let stop_read = Arc::new(stop_read);
     let resolver = super::dns::start(shared.clone(), [dns4, dns6], stop_read.clone())
         .map_err(|e| setup_error("the resolver", e))?;

@@ -46,7 +46,10 @@ pub fn rows() -> Vec<(&'static str, Result<String, String>)> {
             return rows;
         }
     };
-    rows.push(("network namespace", Ok("a user and network namespace Chock sets up from outside".into())));
+    rows.push((
+        "network namespace",
+        Ok("a user and network namespace Chock sets up from outside".into()),
+    ));
     let refuser = Arc::new(Refuser::default());
     let router = Router {
         decide: refuser.clone(),
@@ -116,9 +119,14 @@ fn probe_resolver(attached: &super::Attached) -> Result<String, String> {
     if reply.metadata.message_type == MessageType::Response
         && reply.metadata.response_code == ResponseCode::Refused
     {
-        Ok(format!("answers on 127.0.0.1:53 inside; a refused name ({PROBE_NAME}) is REFUSED, not looked up"))
+        Ok(format!(
+            "answers on 127.0.0.1:53 inside; a refused name ({PROBE_NAME}) is REFUSED, not looked up"
+        ))
     } else {
-        Err(format!("the resolver answered {} for a refused name", reply.metadata.response_code))
+        Err(format!(
+            "the resolver answered {} for a refused name",
+            reply.metadata.response_code
+        ))
     }
 }
 
@@ -143,8 +151,12 @@ fn probe_relay(attached: &super::Attached, refuser: &Refuser) -> Result<String, 
     // Dialled from inside the namespace: the ruleset sends it to the relay,
     // which recovers the destination, asks the (refusing) decider, and resets.
     let target = SocketAddr::new(IpAddr::V4(PROBE_TARGET), PROBE_PORT);
-    sys::connect_timeout(&socket, target, Duration::from_secs(3))
-        .map_err(|e| format!("dialling {target} inside did not reach the relay: {}", e.desc()))?;
+    sys::connect_timeout(&socket, target, Duration::from_secs(3)).map_err(|e| {
+        format!(
+            "dialling {target} inside did not reach the relay: {}",
+            e.desc()
+        )
+    })?;
     let stream = TcpStream::from(socket);
     let _ = stream.set_read_timeout(Some(Duration::from_secs(3)));
     let mut byte = [0u8; 1];
@@ -155,6 +167,8 @@ fn probe_relay(attached: &super::Attached, refuser: &Refuser) -> Result<String, 
             "a connection to {target} inside reached the relay, which recovered its destination and decided it (refused)"
         ))
     } else {
-        Err(format!("the relay did not decide the connection to {target} (saw {seen:?})"))
+        Err(format!(
+            "the relay did not decide the connection to {target} (saw {seen:?})"
+        ))
     }
 }

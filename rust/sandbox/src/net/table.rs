@@ -38,8 +38,16 @@ impl Table {
         self.names.push_back((host.to_owned(), kept));
         let after = self.all();
         Change {
-            add: after.iter().filter(|a| !before.contains(a)).copied().collect(),
-            remove: before.iter().filter(|a| !after.contains(a)).copied().collect(),
+            add: after
+                .iter()
+                .filter(|a| !before.contains(a))
+                .copied()
+                .collect(),
+            remove: before
+                .iter()
+                .filter(|a| !after.contains(a))
+                .copied()
+                .collect(),
         }
     }
 
@@ -62,7 +70,11 @@ impl Table {
     }
 
     fn all(&self) -> Vec<IpAddr> {
-        let mut all: Vec<IpAddr> = self.names.iter().flat_map(|(_, a)| a.iter().copied()).collect();
+        let mut all: Vec<IpAddr> = self
+            .names
+            .iter()
+            .flat_map(|(_, a)| a.iter().copied())
+            .collect();
         all.sort();
         all.dedup();
         all
@@ -84,12 +96,22 @@ mod tests {
         assert_eq!(change.add, vec![ip("10.0.0.1")]);
         assert_eq!(table.host_of(ip("10.0.0.1")).as_deref(), Some("a.test"));
         // a second name for the same address: newest wins, nothing added.
-        assert_eq!(table.remember("b.test", &[ip("10.0.0.1")]), Change::default());
+        assert_eq!(
+            table.remember("b.test", &[ip("10.0.0.1")]),
+            Change::default()
+        );
         assert_eq!(table.host_of(ip("10.0.0.1")).as_deref(), Some("b.test"));
         for n in 0..MAX_NAMES {
-            table.remember(&format!("n{n}.test"), &[ip(&format!("10.1.{}.{}", n / 256, n % 256))]);
+            table.remember(
+                &format!("n{n}.test"),
+                &[ip(&format!("10.1.{}.{}", n / 256, n % 256))],
+            );
         }
-        assert_eq!(table.host_of(ip("10.0.0.1")), None, "the oldest names were forgotten");
+        assert_eq!(
+            table.host_of(ip("10.0.0.1")),
+            None,
+            "the oldest names were forgotten"
+        );
         assert!(table.names.len() <= MAX_NAMES);
         let change = table.remember("n0.test", &[ip("10.9.9.9")]);
         assert_eq!(change.add, vec![ip("10.9.9.9")]);
