@@ -136,9 +136,8 @@ pub(crate) fn last_cap() -> u32 {
         .unwrap_or(63)
 }
 
-/// The capability sets of the calling process, as `capget` reports them
-/// (effective, permitted, inheritable), each as 64 bits.
-pub fn current() -> Result<(u64, u64, u64), Errno> {
+/// The calling process's capability sets, as `capget` (version 3) fills them.
+fn capget() -> Result<[CapData; 2], Errno> {
     let mut header = CapHeader {
         version: LINUX_CAPABILITY_VERSION_3,
         pid: 0,
@@ -159,6 +158,13 @@ pub fn current() -> Result<(u64, u64, u64), Errno> {
     if ret < 0 {
         return Err(Errno::last());
     }
+    Ok(data)
+}
+
+/// The capability sets of the calling process, as `capget` reports them
+/// (effective, permitted, inheritable), each as 64 bits.
+pub fn current() -> Result<(u64, u64, u64), Errno> {
+    let data = capget()?;
     let join = |lo: u32, hi: u32| u64::from(lo) | (u64::from(hi) << 32);
     Ok((
         join(data[0].effective, data[1].effective),
@@ -177,24 +183,9 @@ pub(crate) fn keep_net_admin_across_exec() -> Result<(), Errno> {
         version: LINUX_CAPABILITY_VERSION_3,
         pid: 0,
     };
-    let mut data = [CapData {
-        effective: 0,
-        permitted: 0,
-        inheritable: 0,
-    }; 2];
-    // SAFETY: version 3 fills two data structs, both live across the call.
-    let ret = unsafe {
-        libc::syscall(
-            libc::SYS_capget,
-            &header as *const CapHeader,
-            data.as_mut_ptr(),
-        )
-    };
-    if ret < 0 {
-        return Err(Errno::last());
-    }
+    let mut data = capget()?;
     data[0].inheritable |= 1 << CAP_NET_ADMIN;
-    // SAFETY: as above.
+    // SAFETY: version 3 takes two data structs, both live across the call.
     let ret =
         unsafe { libc::syscall(libc::SYS_capset, &header as *const CapHeader, data.as_ptr()) };
     if ret < 0 {

@@ -486,22 +486,24 @@ impl RawAddr {
         }
     }
 
-    fn bind(&self, fd: RawFd) -> libc::c_int {
-        // SAFETY: each pointer and length describe the live struct.
-        unsafe {
-            match self {
-                RawAddr::V4(a) => libc::bind(
-                    fd,
-                    (a as *const libc::sockaddr_in).cast(),
-                    std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
-                ),
-                RawAddr::V6(a) => libc::bind(
-                    fd,
-                    (a as *const libc::sockaddr_in6).cast(),
-                    std::mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t,
-                ),
-            }
+    /// The address as the kernel calls take it: a pointer and a length.
+    fn raw(&self) -> (*const libc::sockaddr, libc::socklen_t) {
+        match self {
+            RawAddr::V4(a) => (
+                (a as *const libc::sockaddr_in).cast(),
+                std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+            ),
+            RawAddr::V6(a) => (
+                (a as *const libc::sockaddr_in6).cast(),
+                std::mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t,
+            ),
         }
+    }
+
+    fn bind(&self, fd: RawFd) -> libc::c_int {
+        let (ptr, len) = self.raw();
+        // SAFETY: the pointer and length describe the live struct.
+        unsafe { libc::bind(fd, ptr, len) }
     }
 }
 
@@ -568,6 +570,21 @@ pub(crate) fn sockets_in(
     }
 }
 
+/// Turns a boolean socket option on.
+fn set_flag(fd: RawFd, level: libc::c_int, option: libc::c_int) {
+    let one: libc::c_int = 1;
+    // SAFETY: the option value is a live c_int.
+    unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            option,
+            (&one as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+}
+
 /// In the forked child: join, make, send. No allocation.
 fn make_and_send(
     user: RawFd,
@@ -584,25 +601,9 @@ fn make_and_send(
             unsafe { libc::socket(addr.family(), *kind | libc::SOCK_CLOEXEC, 0) } as libc::c_long,
         )? as RawFd;
         *slot = fd;
-        let one: libc::c_int = 1;
-        // SAFETY: the option value is a live c_int.
-        unsafe {
-            libc::setsockopt(
-                fd,
-                libc::SOL_SOCKET,
-                libc::SO_REUSEADDR,
-                (&one as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            );
-            if addr.family() == libc::AF_INET6 {
-                libc::setsockopt(
-                    fd,
-                    libc::IPPROTO_IPV6,
-                    libc::IPV6_V6ONLY,
-                    (&one as *const libc::c_int).cast(),
-                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-                );
-            }
+        set_flag(fd, libc::SOL_SOCKET, libc::SO_REUSEADDR);
+        if addr.family() == libc::AF_INET6 {
+            set_flag(fd, libc::IPPROTO_IPV6, libc::IPV6_V6ONLY);
         }
         if addr.is_unspecified() {
             // A socket to dial or send from, left unbound.
@@ -617,9 +618,29 @@ fn make_and_send(
     send_fds(to, made.get(..addrs.len()).unwrap_or_default())
 }
 
+/// The one byte a descriptor-passing message carries.
+fn one_byte(byte: &mut [u8; 1]) -> libc::iovec {
+    libc::iovec {
+        iov_base: byte.as_mut_ptr().cast(),
+        iov_len: 1,
+    }
+}
+
+/// A message of `iov` with the first `space` bytes of `control` (u64s, so
+/// the control headers inside are aligned) for its control messages.
+fn message(iov: &mut libc::iovec, control: &mut [u64; 8], space: usize) -> libc::msghdr {
+    // SAFETY: msghdr is plain data; every pointer set below is live while
+    // the caller holds `iov` and `control`.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = space.min(std::mem::size_of_val(control)) as _;
+    msg
+}
+
 fn send_fds(to: RawFd, fds: &[RawFd]) -> Result<(), Errno> {
     const SPACE: usize = 64;
-    // u64s, so the control headers inside are aligned.
     let mut control = [0u64; SPACE / 8];
     let bytes = std::mem::size_of_val(fds);
     // SAFETY: CMSG_SPACE is a pure computation.
@@ -628,16 +649,8 @@ fn send_fds(to: RawFd, fds: &[RawFd]) -> Result<(), Errno> {
         return Err(Errno::E2BIG);
     }
     let mut byte = [0u8; 1];
-    let mut iov = libc::iovec {
-        iov_base: byte.as_mut_ptr().cast(),
-        iov_len: 1,
-    };
-    // SAFETY: msghdr is plain data; every pointer set below is live.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control.as_mut_ptr().cast();
-    msg.msg_controllen = space as _;
+    let mut iov = one_byte(&mut byte);
+    let msg = message(&mut iov, &mut control, space);
     // SAFETY: the control buffer holds one header of `space` bytes.
     unsafe {
         let cmsg = libc::CMSG_FIRSTHDR(&msg);
@@ -653,16 +666,9 @@ fn send_fds(to: RawFd, fds: &[RawFd]) -> Result<(), Errno> {
 fn receive_fds(from: RawFd, count: usize) -> Result<Vec<std::os::fd::OwnedFd>, Errno> {
     let mut control = [0u64; 8];
     let mut byte = [0u8; 1];
-    let mut iov = libc::iovec {
-        iov_base: byte.as_mut_ptr().cast(),
-        iov_len: 1,
-    };
-    // SAFETY: msghdr is plain data; every pointer set below is live.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control.as_mut_ptr().cast();
-    msg.msg_controllen = std::mem::size_of_val(&control) as _;
+    let mut iov = one_byte(&mut byte);
+    let space = std::mem::size_of_val(&control);
+    let mut msg = message(&mut iov, &mut control, space);
     loop {
         // SAFETY: msg describes live buffers.
         let n = unsafe { libc::recvmsg(from, &mut msg, libc::MSG_CMSG_CLOEXEC) };
@@ -703,42 +709,41 @@ fn receive_fds(from: RawFd, count: usize) -> Result<Vec<std::os::fd::OwnedFd>, E
 /// (`SO_ORIGINAL_DST`, from the connection tracking of its namespace).
 pub(crate) fn original_destination(fd: RawFd, v6: bool) -> Result<std::net::SocketAddr, Errno> {
     const SO_ORIGINAL_DST: libc::c_int = 80;
-    if v6 {
-        // SAFETY: sockaddr_in6 is plain data; the kernel fills at most `len` bytes.
-        let mut addr: libc::sockaddr_in6 = unsafe { std::mem::zeroed() };
-        let mut len = std::mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t;
-        // SAFETY: as above.
-        result(unsafe {
-            libc::getsockopt(
-                fd,
-                libc::SOL_IPV6,
-                SO_ORIGINAL_DST,
-                (&mut addr as *mut libc::sockaddr_in6).cast(),
-                &mut len,
-            )
-        } as libc::c_long)?;
-        Ok(std::net::SocketAddr::new(
-            std::net::Ipv6Addr::from(addr.sin6_addr.s6_addr).into(),
-            u16::from_be(addr.sin6_port),
-        ))
-    } else {
-        // SAFETY: sockaddr_in is plain data; the kernel fills at most `len` bytes.
-        let mut addr: libc::sockaddr_in = unsafe { std::mem::zeroed() };
-        let mut len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
-        // SAFETY: as above.
-        result(unsafe {
-            libc::getsockopt(
-                fd,
-                libc::SOL_IP,
-                SO_ORIGINAL_DST,
-                (&mut addr as *mut libc::sockaddr_in).cast(),
-                &mut len,
-            )
-        } as libc::c_long)?;
-        Ok(std::net::SocketAddr::new(
-            std::net::Ipv4Addr::from(addr.sin_addr.s_addr.to_ne_bytes()).into(),
-            u16::from_be(addr.sin_port),
-        ))
+    // SAFETY: sockaddr_storage is plain data; the kernel fills at most `len` bytes.
+    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    let level = if v6 { libc::SOL_IPV6 } else { libc::SOL_IP };
+    // SAFETY: as above.
+    result(unsafe {
+        libc::getsockopt(
+            fd,
+            level,
+            SO_ORIGINAL_DST,
+            (&mut storage as *mut libc::sockaddr_storage).cast(),
+            &mut len,
+        )
+    } as libc::c_long)?;
+    match libc::c_int::from(storage.ss_family) {
+        libc::AF_INET => {
+            // SAFETY: the kernel wrote a sockaddr_in, which the storage holds.
+            let addr =
+                unsafe { *(&storage as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>() };
+            Ok(std::net::SocketAddr::new(
+                std::net::Ipv4Addr::from(addr.sin_addr.s_addr.to_ne_bytes()).into(),
+                u16::from_be(addr.sin_port),
+            ))
+        }
+        libc::AF_INET6 => {
+            // SAFETY: the kernel wrote a sockaddr_in6, which the storage holds.
+            let addr = unsafe {
+                *(&storage as *const libc::sockaddr_storage).cast::<libc::sockaddr_in6>()
+            };
+            Ok(std::net::SocketAddr::new(
+                std::net::Ipv6Addr::from(addr.sin6_addr.s6_addr).into(),
+                u16::from_be(addr.sin6_port),
+            ))
+        }
+        _ => Err(Errno::EAFNOSUPPORT),
     }
 }
 
@@ -784,22 +789,34 @@ pub(crate) fn connect_timeout(
             std::mem::size_of::<libc::timeval>() as libc::socklen_t,
         )
     };
-    // SAFETY: each pointer and length describe the live struct.
-    let ret = unsafe {
-        match &target {
-            RawAddr::V4(a) => libc::connect(
-                raw,
-                (a as *const libc::sockaddr_in).cast(),
-                std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
-            ),
-            RawAddr::V6(a) => libc::connect(
-                raw,
-                (a as *const libc::sockaddr_in6).cast(),
-                std::mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t,
-            ),
-        }
-    };
+    let (ptr, len) = target.raw();
+    // SAFETY: the pointer and length describe the live struct.
+    let ret = unsafe { libc::connect(raw, ptr, len) };
     if ret == 0 { Ok(()) } else { Err(Errno::last()) }
+}
+
+/// One `splice` of at most `len` bytes from `from` to `to` (one is a pipe),
+/// retried on EINTR.
+fn splice_some(from: RawFd, to: RawFd, len: usize) -> Result<usize, Errno> {
+    loop {
+        // SAFETY: splice between descriptors the caller holds, no offsets.
+        let n = unsafe {
+            libc::splice(
+                from,
+                std::ptr::null_mut(),
+                to,
+                std::ptr::null_mut(),
+                len,
+                libc::SPLICE_F_MOVE,
+            )
+        };
+        if n >= 0 {
+            return Ok(n as usize);
+        }
+        if Errno::last() != Errno::EINTR {
+            return Err(Errno::last());
+        }
+    }
 }
 
 /// Moves bytes from the socket `from` to the socket `to` through a pipe
@@ -817,49 +834,16 @@ pub(crate) fn splice_all(from: RawFd, to: RawFd) -> Result<(), Errno> {
     // SAFETY: fcntl with integer arguments.
     unsafe { libc::fcntl(pw, libc::F_SETPIPE_SZ, CHUNK as libc::c_int) };
     loop {
-        // SAFETY: splice between descriptors we hold, no offsets.
-        let n = unsafe {
-            libc::splice(
-                from,
-                std::ptr::null_mut(),
-                pw,
-                std::ptr::null_mut(),
-                CHUNK,
-                libc::SPLICE_F_MOVE,
-            )
-        };
-        if n < 0 {
-            if Errno::last() == Errno::EINTR {
-                continue;
-            }
-            return Err(Errno::last());
-        }
+        let n = splice_some(from, pw, CHUNK)?;
         if n == 0 {
             return Ok(());
         }
-        let mut left = n as usize;
+        let mut left = n;
         while left > 0 {
-            // SAFETY: as above.
-            let m = unsafe {
-                libc::splice(
-                    pr,
-                    std::ptr::null_mut(),
-                    to,
-                    std::ptr::null_mut(),
-                    left,
-                    libc::SPLICE_F_MOVE,
-                )
-            };
-            if m < 0 {
-                if Errno::last() == Errno::EINTR {
-                    continue;
-                }
-                return Err(Errno::last());
+            match splice_some(pr, to, left)? {
+                0 => return Err(Errno::EPIPE),
+                m => left -= m,
             }
-            if m == 0 {
-                return Err(Errno::EPIPE);
-            }
-            left -= m as usize;
         }
     }
 }

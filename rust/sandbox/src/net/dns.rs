@@ -12,7 +12,6 @@ use hickory_proto::rr::{RData, Record, RecordType};
 use hickory_resolver::TokioResolver;
 use hickory_resolver::config::{NameServerConfig, ResolverConfig};
 use hickory_resolver::net::runtime::TokioRuntimeProvider;
-use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 
 use super::ns::Shared;
 use super::{MAX_DATAGRAM, MAX_NAME_BYTES};
@@ -41,20 +40,7 @@ pub(crate) fn start(
         .name("chock-net-dns".into())
         .spawn(move || {
             let mut buffer = [0u8; MAX_DATAGRAM];
-            loop {
-                let mut fds = [
-                    PollFd::new(sockets[0].as_fd(), PollFlags::POLLIN),
-                    PollFd::new(sockets[1].as_fd(), PollFlags::POLLIN),
-                    PollFd::new(stop.as_fd(), PollFlags::POLLIN),
-                ];
-                match poll(&mut fds, PollTimeout::NONE) {
-                    Ok(_) => {}
-                    Err(nix::errno::Errno::EINTR) => continue,
-                    Err(_) => return,
-                }
-                if fds[2].any().unwrap_or(true) {
-                    return;
-                }
+            while super::ns::wait_readable([sockets[0].as_fd(), sockets[1].as_fd()], &stop) {
                 for socket in &sockets {
                     while let Ok((n, from)) = socket.recv_from(&mut buffer) {
                         let query = buffer.get(..n).unwrap_or_default();

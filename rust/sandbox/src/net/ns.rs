@@ -96,6 +96,25 @@ impl Shared {
     }
 }
 
+/// Waits until `sockets` may be read; false once `stop` hangs up (or
+/// waiting fails), when the thread serving them ends.
+pub(crate) fn wait_readable(sockets: [std::os::fd::BorrowedFd<'_>; 2], stop: &OwnedFd) -> bool {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    use std::os::fd::AsFd;
+    loop {
+        let mut fds = [
+            PollFd::new(sockets[0], PollFlags::POLLIN),
+            PollFd::new(sockets[1], PollFlags::POLLIN),
+            PollFd::new(stop.as_fd(), PollFlags::POLLIN),
+        ];
+        match poll(&mut fds, PollTimeout::NONE) {
+            Ok(_) => return !fds[2].any().unwrap_or(true),
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(_) => return false,
+        }
+    }
+}
+
 /// Where a host tool is: the system directories only, never the caller's PATH.
 pub(crate) fn tool(name: &str) -> Option<PathBuf> {
     ["/usr/sbin", "/sbin", "/usr/bin", "/bin"]

@@ -89,18 +89,22 @@ fn hold_namespace() -> Result<(libc::pid_t, std::os::fd::OwnedFd), String> {
     Ok((pid, write))
 }
 
-fn probe_resolver(attached: &super::Attached) -> Result<String, String> {
+/// An unbound socket of `kind` made inside the probe's namespace.
+fn inside(attached: &super::Attached, kind: libc::c_int) -> Result<std::os::fd::OwnedFd, String> {
     let spec = SocketSpec {
-        kind: libc::SOCK_DGRAM,
+        kind,
         addr: SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0),
     };
-    let socket = attached
+    attached
         .shared
         .sockets(&[spec])
         .map_err(|e| format!("a socket inside: {}", e.desc()))?
         .pop()
-        .map(UdpSocket::from)
-        .ok_or("a socket inside: none came")?;
+        .ok_or_else(|| "a socket inside: none came".to_owned())
+}
+
+fn probe_resolver(attached: &super::Attached) -> Result<String, String> {
+    let socket = UdpSocket::from(inside(attached, libc::SOCK_DGRAM)?);
     let mut query = Message::query();
     let name = Name::from_ascii(format!("{PROBE_NAME}.")).map_err(|e| e.to_string())?;
     query.add_query(Query::query(name, RecordType::A));
@@ -138,16 +142,7 @@ fn probe_relay(attached: &super::Attached, refuser: &Refuser) -> Result<String, 
         .map_err(|_| "the name table is poisoned")?
         .remember(PROBE_NAME, &[IpAddr::V4(PROBE_TARGET)]);
     attached.shared.apply(&change)?;
-    let spec = SocketSpec {
-        kind: libc::SOCK_STREAM,
-        addr: SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0),
-    };
-    let socket = attached
-        .shared
-        .sockets(&[spec])
-        .map_err(|e| format!("a socket inside: {}", e.desc()))?
-        .pop()
-        .ok_or("a socket inside: none came")?;
+    let socket = inside(attached, libc::SOCK_STREAM)?;
     // Dialled from inside the namespace: the ruleset sends it to the relay,
     // which recovers the destination, asks the (refusing) decider, and resets.
     let target = SocketAddr::new(IpAddr::V4(PROBE_TARGET), PROBE_PORT);

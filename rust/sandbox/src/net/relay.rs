@@ -10,8 +10,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-
 use super::MAX_LINKS;
 use super::ns::Shared;
 
@@ -34,20 +32,7 @@ pub(crate) fn start(
     std::thread::Builder::new()
         .name("chock-net-relay".into())
         .spawn(move || {
-            loop {
-                let mut fds = [
-                    PollFd::new(listeners[0].as_fd(), PollFlags::POLLIN),
-                    PollFd::new(listeners[1].as_fd(), PollFlags::POLLIN),
-                    PollFd::new(stop.as_fd(), PollFlags::POLLIN),
-                ];
-                match poll(&mut fds, PollTimeout::NONE) {
-                    Ok(_) => {}
-                    Err(nix::errno::Errno::EINTR) => continue,
-                    Err(_) => return,
-                }
-                if fds[2].any().unwrap_or(true) {
-                    return;
-                }
+            while super::ns::wait_readable([listeners[0].as_fd(), listeners[1].as_fd()], &stop) {
                 for (index, listener) in listeners.iter().enumerate() {
                     while let Ok((inner, _)) = listener.accept() {
                         if links.fetch_add(1, Ordering::SeqCst) >= MAX_LINKS {
