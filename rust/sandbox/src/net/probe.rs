@@ -8,6 +8,7 @@ use std::time::Duration;
 use hickory_proto::op::{Message, MessageType, Query, ResponseCode};
 use hickory_proto::rr::{Name, RecordType};
 
+use super::ns::Shared;
 use super::{Decide, Router};
 use crate::sys::{self, SocketSpec};
 
@@ -90,13 +91,12 @@ fn hold_namespace() -> Result<(libc::pid_t, std::os::fd::OwnedFd), String> {
 }
 
 /// An unbound socket of `kind` made inside the probe's namespace.
-fn inside(attached: &super::Attached, kind: libc::c_int) -> Result<std::os::fd::OwnedFd, String> {
+fn inside(shared: &Shared, kind: libc::c_int) -> Result<std::os::fd::OwnedFd, String> {
     let spec = SocketSpec {
         kind,
         addr: SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0),
     };
-    attached
-        .shared
+    shared
         .sockets(&[spec])
         .map_err(|e| format!("a socket inside: {}", e.desc()))?
         .pop()
@@ -104,7 +104,7 @@ fn inside(attached: &super::Attached, kind: libc::c_int) -> Result<std::os::fd::
 }
 
 fn probe_resolver(attached: &super::Attached) -> Result<String, String> {
-    let socket = UdpSocket::from(inside(attached, libc::SOCK_DGRAM)?);
+    let socket = UdpSocket::from(inside(&attached.shared, libc::SOCK_DGRAM)?);
     let mut query = Message::query();
     let name = Name::from_ascii(format!("{PROBE_NAME}.")).map_err(|e| e.to_string())?;
     query.add_query(Query::query(name, RecordType::A));
@@ -142,7 +142,7 @@ fn probe_relay(attached: &super::Attached, refuser: &Refuser) -> Result<String, 
         .map_err(|_| "the name table is poisoned")?
         .remember(PROBE_NAME, &[IpAddr::V4(PROBE_TARGET)]);
     attached.shared.apply(&change)?;
-    let socket = inside(attached, libc::SOCK_STREAM)?;
+    let socket = inside(&attached.shared, libc::SOCK_STREAM)?;
     // Dialled from inside the namespace: the ruleset sends it to the relay,
     // which recovers the destination, asks the (refusing) decider, and resets.
     let target = SocketAddr::new(IpAddr::V4(PROBE_TARGET), PROBE_PORT);
@@ -165,5 +165,49 @@ fn probe_relay(attached: &super::Attached, refuser: &Refuser) -> Result<String, 
         Err(format!(
             "the relay did not decide the connection to {target} (saw {seen:?})"
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// With the relay gone, a connection the ruleset sends to it is refused
+    /// by the kernel at once, and an address never handed out is refused
+    /// as well: neither hangs. Needs user namespaces, iproute2 and nftables.
+    #[test]
+    fn a_dead_relay_and_an_address_never_handed_out_are_refused_at_once() {
+        let (holder, release) = hold_namespace().expect("a namespace");
+        let router = Router {
+            decide: Arc::new(Refuser::default()),
+            upstream: None,
+        };
+        let attached = super::super::attach(&router, holder).expect("the router");
+        let shared = attached.shared.clone();
+        let change = shared
+            .table
+            .lock()
+            .expect("table")
+            .remember(PROBE_NAME, &[IpAddr::V4(PROBE_TARGET)]);
+        shared.apply(&change).expect("the allow set");
+        let dial = |target: Ipv4Addr| {
+            let socket = inside(&shared, libc::SOCK_STREAM).expect("a socket inside");
+            let began = std::time::Instant::now();
+            let result = sys::connect_timeout(
+                &socket,
+                SocketAddr::new(IpAddr::V4(target), PROBE_PORT),
+                Duration::from_secs(5),
+            );
+            (result, began.elapsed())
+        };
+        let (never, took) = dial(Ipv4Addr::new(192, 0, 2, 2));
+        assert_eq!(never, Err(nix::errno::Errno::ECONNREFUSED));
+        assert!(took < Duration::from_secs(1), "{took:?}");
+        drop(attached);
+        let (dead, took) = dial(PROBE_TARGET);
+        assert_eq!(dead, Err(nix::errno::Errno::ECONNREFUSED));
+        assert!(took < Duration::from_secs(1), "{took:?}");
+        drop(release);
+        let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(holder), None);
     }
 }
