@@ -114,6 +114,29 @@ fn allowed_hosts_are_reached_and_every_other_is_refused_before_it_is_reached() {
     assert_eq!(asked.len(), 1, "asked once: {asked:?}");
     assert_eq!(asked[0]["decision"], "ask");
     assert_eq!(asked[0]["answered_by"], "nobody");
+
+    // A literal a rule allows outright is reachable, on that port only.
+    let reversed: Vec<&str> = server.split('.').rev().collect();
+    fixture.rules(&format!(
+        r#"{RULES}, .{{ .action = "net.connect.{}.8080", .decision = .allow }}"#,
+        reversed.join(".")
+    ));
+    let out = lab.exec(
+        &fixture,
+        &format!("curl -sS -m 10 http://{server}:8080/ && curl -sS -m 10 http://{server}:9000/; echo other port=$?"),
+    );
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("hello through the router"),
+        "{stdout}{}",
+        text(&out.stderr)
+    );
+    assert!(
+        stdout.contains("other port=") && !stdout.contains("other port=0"),
+        "the relay refuses the port no rule allows: {stdout}"
+    );
+    assert_eq!(lab.log().matches("8080 ").count(), 3, "{}", lab.log());
+    assert!(!lab.log().contains("9000 "), "{}", lab.log());
 }
 
 #[test]

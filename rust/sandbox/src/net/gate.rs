@@ -18,6 +18,12 @@ pub trait Decide: Send + Sync {
     /// `net.connect.<reversed host>.<port>`: true only when the rules allow
     /// it, or a person who could be asked said yes.
     fn connect(&self, host: &str, port: u16) -> bool;
+    /// IPv4 address literals some rule allows outright
+    /// (`net.connect.<reversed octets>.<port>`): they are in the allow set
+    /// from the start, though no name was looked up for them.
+    fn literals(&self) -> Vec<std::net::Ipv4Addr> {
+        Vec::new()
+    }
 }
 
 /// The most answers a run remembers; past it a connection is asked again.
@@ -89,6 +95,32 @@ impl<P: Deref<Target = Policy> + Send + Sync> Decide for NetGate<P> {
                 .decide(&self.key(format!("{prefix}{port}")), Reading::Act);
             !matches!(verdict.decision, Decision::Deny | Decision::AgentThenHuman)
         })
+    }
+
+    fn literals(&self) -> Vec<std::net::Ipv4Addr> {
+        let mut found: Vec<std::net::Ipv4Addr> = super::every_rule(&self.policy)
+            .filter_map(|r| r.action.as_ref())
+            .filter(|p| !p.is_class())
+            .filter_map(|p| {
+                let rest = p.as_str().strip_prefix("net.connect.")?;
+                let labels: Vec<&str> = rest.split('.').collect();
+                let [d, c, b, a, port] = labels.as_slice() else {
+                    return None;
+                };
+                let octets = [a, b, c, d].map(|o| o.parse::<u8>().ok());
+                let [Some(a), Some(b), Some(c), Some(d)] = octets else {
+                    return None;
+                };
+                port.parse::<u16>().ok()?;
+                let verdict = self
+                    .policy
+                    .decide(&self.key(p.as_str().to_owned()), Reading::Act);
+                (verdict.decision == Decision::Allow).then_some(std::net::Ipv4Addr::new(a, b, c, d))
+            })
+            .collect();
+        found.sort();
+        found.dedup();
+        found
     }
 
     fn connect(&self, host: &str, port: u16) -> bool {

@@ -208,6 +208,26 @@ pub(crate) fn attach(router: &Router, pid: libc::pid_t) -> Result<Attached, Sand
     shared
         .run("nft", &["-f", "-"], &ruleset())
         .map_err(|e| setup_error("the ruleset", e))?;
+    // Address literals a rule allows are reachable without a lookup, each
+    // remembered under its own dotted name, so it is decided as itself.
+    for literal in router
+        .decide
+        .literals()
+        .into_iter()
+        .take(super::MAX_NAMES / 2)
+    {
+        if super::addr::refused(literal.into()).is_some() {
+            continue;
+        }
+        let change = shared
+            .table
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remember(&literal.to_string(), &[literal.into()]);
+        shared
+            .apply(&change)
+            .map_err(|e| setup_error("the allow set", e))?;
+    }
     let specs = [
         (
             libc::SOCK_STREAM,
