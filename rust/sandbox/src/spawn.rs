@@ -392,9 +392,18 @@ impl Sandbox {
         let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd) };
         // The network is set up before init may start (and before it makes
         // itself undumpable, which would close its namespaces to Chock).
-        // A failure drops the go pipe: init ends before any program ran.
-        let network = match &self.router {
-            Some(router) => Some(crate::net::attach(router, pid)?),
+        let network = match self
+            .router
+            .as_ref()
+            .map(|router| crate::net::attach(router, pid))
+        {
+            Some(Err(error)) => {
+                // Init reads the hang-up, ends, and is reaped here.
+                drop(go_write);
+                let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None);
+                return Err(error);
+            }
+            Some(Ok(attached)) => Some(attached),
             None => None,
         };
         let go = |what| {
