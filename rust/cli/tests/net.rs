@@ -15,6 +15,7 @@ use sandbox_fixture::{Fixture, text};
 
 const RULES: &str = r#".{ .action = "exec.*", .decision = .allow },
     .{ .action = "net.connect.test.allowed.*", .decision = .allow },
+    .{ .action = "net.connect.test.six.*", .decision = .allow },
     .{ .action = "net.connect.test.denied.*", .decision = .deny }"#;
 
 #[test]
@@ -39,6 +40,20 @@ fn allowed_hosts_are_reached_and_every_other_is_refused_before_it_is_reached() {
     assert!(stdout.contains("(python)"), "{stdout}");
     let log = lab.log();
     assert_eq!(log.matches("8080 ").count(), 2, "{log}");
+    // IPv6: an AAAA answer enters the allow set and the relay carries it.
+    let out = lab.exec(&fixture, "curl -6 -sS -m 10 http://six.test:8080/");
+    assert!(
+        text(&out.stdout).contains("hello through the router"),
+        "{}{}{}{:?}",
+        text(&out.stdout),
+        text(&out.stderr),
+        lab.log(),
+        fixture
+            .log_lines()
+            .iter()
+            .filter(|l| l["action"].as_str().unwrap_or("").starts_with("net."))
+            .collect::<Vec<_>>()
+    );
     assert_eq!(
         log.matches("8443 ").count(),
         1,
@@ -103,7 +118,7 @@ fn allowed_hosts_are_reached_and_every_other_is_refused_before_it_is_reached() {
     );
     assert_eq!(
         log.matches("8080 ").count(),
-        2,
+        3,
         "no new connection reached the server: {log}"
     );
     let asked: Vec<_> = fixture
@@ -135,7 +150,7 @@ fn allowed_hosts_are_reached_and_every_other_is_refused_before_it_is_reached() {
         stdout.contains("other port=") && !stdout.contains("other port=0"),
         "the relay refuses the port no rule allows: {stdout}"
     );
-    assert_eq!(lab.log().matches("8080 ").count(), 3, "{}", lab.log());
+    assert_eq!(lab.log().matches("8080 ").count(), 4, "{}", lab.log());
     assert!(!lab.log().contains("9000 "), "{}", lab.log());
 }
 

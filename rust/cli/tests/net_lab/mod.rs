@@ -43,6 +43,10 @@ impl Lab {
         let (veth_c, veth_s) = (format!("chkc{tag}"), format!("chks{tag}"));
         let subnet = 10 + (std::process::id() % 200) as u8 + n as u8;
         let (client, server) = (format!("10.231.{subnet}.1"), format!("10.231.{subnet}.2"));
+        let (client6, server6) = (
+            format!("fd00:231:{subnet}::1"),
+            format!("fd00:231:{subnet}::2"),
+        );
         run("ip", &["netns", "add", &server_ns]);
         run("ip", &["netns", "add", &client_ns]);
         run(
@@ -53,13 +57,18 @@ impl Lab {
         );
         run("ip", &["link", "set", &veth_c, "netns", &client_ns]);
         run("ip", &["link", "set", &veth_s, "netns", &server_ns]);
-        for (ns, dev, addr) in [
-            (&client_ns, &veth_c, &client),
-            (&server_ns, &veth_s, &server),
+        for (ns, dev, addr, addr6) in [
+            (&client_ns, &veth_c, &client, &client6),
+            (&server_ns, &veth_s, &server, &server6),
         ] {
             run(
                 "ip",
                 &["-n", ns, "addr", "add", &format!("{addr}/24"), "dev", dev],
+            );
+            let addr6 = format!("{addr6}/64");
+            run(
+                "ip",
+                &["-n", ns, "addr", "add", &addr6, "dev", dev, "nodad"],
             );
             run("ip", &["-n", ns, "link", "set", dev, "up"]);
             run("ip", &["-n", ns, "link", "set", "lo", "up"]);
@@ -128,16 +137,17 @@ impl Lab {
             .args(["netns", "exec", &server_ns, "/usr/bin/python3"])
             .arg(&script)
             .args([
-                server.as_str(),
-                &d.join("log").to_string_lossy(),
-                "srv.crt",
-                "srv.key",
+                format!("{server},{server6}"),
+                d.join("log").to_string_lossy().into_owned(),
+                "srv.crt".to_owned(),
+                "srv.key".to_owned(),
             ])
             .args([
                 format!("allowed.test={server}"),
                 format!("asked.test={server}"),
                 format!("denied.test={server}"),
                 format!("other.test={server}"),
+                format!("six.test={server6}"),
                 "meta.test=169.254.169.254".to_owned(),
             ])
             .current_dir(d)
