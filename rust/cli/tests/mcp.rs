@@ -13,6 +13,8 @@ use support::{Env, Page, Site, person_says};
 
 mod net_lab;
 mod sandbox_fixture;
+#[path = "mcp/tasks.rs"]
+mod tasks;
 
 /// One call per tool: the tool, its arguments, and the action it is decided under.
 fn every_tool(site: &Site) -> Vec<(&'static str, Value, String)> {
@@ -99,9 +101,10 @@ fn check_not_done(env: &Env, tool: &str) {
 #[test]
 fn every_tool_on_allow_runs_and_is_logged() {
     let env = project_with_files();
-    // nix.build allowed at start offers provide_tool: every tool is listed.
+    // nix.build allowed at start offers provide_tool, and a port rule
+    // serve_port: every tool is listed.
     env.rules(
-        r#".{ .action = "net.fetch.1.0.0.127", .decision = .allow }, .{ .action = "nix.build", .decision = .allow }"#,
+        r#".{ .action = "net.fetch.1.0.0.127", .decision = .allow }, .{ .action = "nix.build", .decision = .allow }, .{ .action = "net.serve.3000", .decision = .ask }"#,
     );
     let site = page_site();
     let mut client = env.client(false, &[]);

@@ -15,8 +15,9 @@
 //! decision-log line (hash-chained, under its lock) and the confined open.
 
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+mod support;
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -30,18 +31,7 @@ fn main() {
     std::fs::create_dir_all(&project).expect("project");
     let file = project.join("a.txt");
     std::fs::write(&file, "x".repeat(4096)).expect("the file");
-    let mut child = Command::new(&chock)
-        .args(["mcp", "--no-approve"])
-        .current_dir(&project)
-        .env("HOME", root.path())
-        .env("XDG_STATE_HOME", root.path().join("state"))
-        .env("XDG_CONFIG_HOME", root.path().join("config"))
-        .env("XDG_DATA_HOME", root.path().join("data"))
-        .env_remove("CHOCK_STATE_DIR")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("chock mcp starts");
+    let mut child = support::start_mcp(&chock, root.path(), &project);
     let mut stdin = child.stdin.take().expect("stdin");
     let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
     let mut line = String::new();

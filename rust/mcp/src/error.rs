@@ -14,6 +14,10 @@ pub enum McpError {
     /// The decision log's folder is unknown.
     #[error(transparent)]
     Log(#[from] chock_log::LogError),
+    /// The container image chock.zon names cannot be the toolchain: a
+    /// session holds its tree from its first second, or does not start.
+    #[error(transparent)]
+    Image(#[from] chock_sandbox::image::ImageLoadError),
     /// The server's name cannot be one label of `mcp.<name>.tool.<tool>`.
     #[error(
         "the server name `{name}` cannot name its tools' start rows ({source}); pass --name with letters, digits, `-` or `_`"
@@ -34,6 +38,15 @@ pub enum McpError {
         "the workspace {path} cannot be opened: {source}; check that it exists and is readable"
     )]
     Workspace {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The folder of the background commands' records could not be made.
+    #[error(
+        "the folder for background commands' records, {path}, cannot be made: {source}; check that its parent is yours and writable"
+    )]
+    TasksDir {
         path: PathBuf,
         #[source]
         source: std::io::Error,

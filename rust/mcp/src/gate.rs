@@ -31,6 +31,9 @@ pub enum Asking {
     Person,
     /// A redirect hop: never asked, only a rule can allow it.
     NeverHop,
+    /// A background command: nobody waits for its answer, so only a rule
+    /// can allow it.
+    NeverBackground,
 }
 
 /// A tool a row read at start took away.
@@ -197,16 +200,34 @@ impl Session {
         act: &Act,
         asking: Asking,
     ) -> Result<(), String> {
+        let verdict = self.verdict(act);
+        self.gate_verdict(peer, cancel, act, asking, verdict).await
+    }
+
+    /// The policy's answer for `act`, as [`Session::gate`] reads it.
+    pub fn verdict(&self, act: &Act) -> Verdict {
         let key = Key::new(act.action.clone())
             .with_tool(act.tool)
             .with_agent_kind(AGENT_KIND);
-        let verdict = self.policy.decide(&key, Reading::Act);
+        self.policy.decide(&key, Reading::Act)
+    }
+
+    /// [`Session::gate`] with the answer already read (for a caller that
+    /// reads it more strictly than the policy does).
+    pub async fn gate_verdict(
+        &self,
+        peer: &Peer<RoleServer>,
+        cancel: &CancellationToken,
+        act: &Act,
+        asking: Asking,
+        verdict: Verdict,
+    ) -> Result<(), String> {
         let agent = client_name(peer);
         let action = &act.action;
         let (settled, why) = match chock_gate::before_asking(ROUTE, &verdict) {
             Step::Settled(settled) => (settled, None),
             // A redirect hop is never asked: a page could otherwise ask at every hop.
-            Step::Ask if asking == Asking::NeverHop => (
+            Step::Ask if asking != Asking::Person => (
                 chock_gate::heard(verdict.decision, Answer::Unavailable),
                 None,
             ),
@@ -257,6 +278,9 @@ impl Session {
             )),
             Outcome::Refused(Refused::Nobody) if asking == Asking::NeverHop => Err(format!(
                 "refused: a redirect led to {action}, which no rule allows, and a redirect hop is never asked (a page could otherwise ask at every hop).{change}"
+            )),
+            Outcome::Refused(Refused::Nobody) if asking == Asking::NeverBackground => Err(format!(
+                "refused: {action} would need a person's yes ({by}), and a background command never asks: it runs after its call has returned, when nobody waits for an answer. Run it without `background` so a person can be asked, or allow it outright.{change}"
             )),
             Outcome::Refused(Refused::Nobody) => Err(match why {
                 Some(why) => format!("refused: {action} needs a person's yes and {why}.{change}"),

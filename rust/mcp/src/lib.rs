@@ -12,14 +12,17 @@
 //! [`serve_stdio`] runs the server; [`approve`] is both the socket the server
 //! listens on for answers and the client `chock approve` uses.
 
+mod agent;
 pub mod approve;
 mod ask;
 mod build;
 mod error;
 mod fetch;
 mod gate;
+mod ports;
 mod server;
 mod session;
+mod tasks;
 mod tools;
 mod transport;
 mod workspace;

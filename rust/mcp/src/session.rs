@@ -18,7 +18,8 @@ use crate::ask::{ASK_TIMEOUT, Askers};
 use crate::error::McpError;
 use crate::gate::{StartRow, Withheld};
 use crate::server::ChockServer;
-use crate::tools::{PROVIDE_TOOL, Robots, TOOL_NAMES};
+use crate::tasks::Tasks;
+use crate::tools::{PROVIDE_TOOL, Robots, SERVE_PORT, TOOL_NAMES};
 use crate::transport::LineTransport;
 use crate::workspace::Workspace;
 
@@ -78,6 +79,8 @@ pub struct Session {
     pub provided: std::sync::Mutex<std::collections::BTreeSet<PathBuf>>,
     /// Each origin's robots.txt, read once per session.
     pub robots: std::sync::Mutex<std::collections::HashMap<String, Robots>>,
+    /// Background commands and the ports published for them.
+    pub tasks: Arc<Tasks>,
 }
 
 impl Session {
@@ -90,6 +93,12 @@ impl Session {
             tracing::warn!("chock mcp: {warning}");
         }
         let log = chock_sandbox::exec::open_log(&policy)?;
+        // A container image is read, written when needed and held (shared)
+        // now, so a session that cannot have its tree is refused before
+        // its first call, and no tree is replaced under it until it ends.
+        if let Some(container) = policy.container() {
+            chock_sandbox::image::tree(container)?;
+        }
         let workspace = Workspace::open(&project.dir).map_err(|source| McpError::Workspace {
             path: project.dir.clone(),
             source,
@@ -108,6 +117,11 @@ impl Session {
         };
         let dev_shell = chock_sandbox::exec::dev_shell_name(options.dev_shell.clone(), &policy);
         let watch = PolicyWatch::new(policy.project_file().to_path_buf());
+        let tasks_dir = chock_log::dir_from_env()?.join("tasks");
+        let tasks = Tasks::new(&tasks_dir).map_err(|source| McpError::TasksDir {
+            path: tasks_dir,
+            source,
+        })?;
         let mut session = Session {
             project,
             workspace,
@@ -125,6 +139,7 @@ impl Session {
             flake_inputs: Default::default(),
             provided: Default::default(),
             robots: Default::default(),
+            tasks: Arc::new(tasks),
         };
         session
             .read_start_rows(&options.name)
@@ -148,6 +163,17 @@ impl Session {
                 rows.push(StartRow::nix_build());
             }
             match rows.iter().find_map(|row| self.start_row(tool, row)) {
+                // Offered only where some rule could permit a port.
+                None if tool == SERVE_PORT && !crate::tools::could_permit_a_port(self) => {
+                    self.withheld.push(Withheld {
+                        tool,
+                        why: format!(
+                            "{SERVE_PORT} is not offered: no rule in {} names a port under net.serve (a rule such as .{{ .action = \"net.serve.3000\", .decision = .allow }} publishes one)",
+                            self.policy.project_file().display()
+                        ),
+                        by_rule: false,
+                    });
+                }
                 None => self.offered.push(tool),
                 Some(withheld) => self.withheld.push(withheld),
             }
@@ -226,6 +252,15 @@ impl PolicyWatch {
     }
 }
 
+/// Kills the session's background commands when dropped.
+struct EndTasks(Arc<Tasks>);
+
+impl Drop for EndTasks {
+    fn drop(&mut self) {
+        tokio::task::block_in_place(|| self.0.shutdown());
+    }
+}
+
 /// Runs the server on stdin and stdout until the client closes stdin.
 pub fn serve_stdio(options: ServeOptions) -> Result<(), McpError> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -241,8 +276,10 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let session = tokio::task::block_in_place(|| Session::start(&options))?;
-    let server = ChockServer::new(Arc::new(session));
+    let session = Arc::new(tokio::task::block_in_place(|| Session::start(&options))?);
+    // However the session ends, its background commands end with it.
+    let _tasks_end = EndTasks(session.tasks.clone());
+    let server = ChockServer::new(session);
     let running = match server.serve(LineTransport::new(reader, writer)).await {
         Ok(running) => running,
         // The client went away before it began: nothing was asked, nothing failed.

@@ -48,6 +48,7 @@ pub static SHIPPED: &[ShippedRule] = &[
     row("call.nix_eval", Allow),
     // Programs, by the class they belong to.
     row("exec.devshell.*", Allow),
+    row("exec.image.*", Allow),
     row("exec.nix.store.*", Ask),
     row("exec.workspace.*", Allow),
     row("exec.path.*", Allow),
@@ -136,6 +137,7 @@ mod tests {
         let answer = |a: &str| shipped_rules().best(&Key::new(a)).map(|r| r.decision);
         assert_eq!(answer("call.write_file"), Some(Allow));
         assert_eq!(answer("exec.devshell.abc-zig.bin.zig"), Some(Allow));
+        assert_eq!(answer("exec.image.usr.bin.gcc"), Some(Allow));
         assert_eq!(answer("exec.nix.store.abc-jq.bin.jq"), Some(Ask));
         assert_eq!(answer("nix.net.build.opaque"), Some(Allow));
         assert_eq!(answer("skill.read.operator"), Some(Allow));

@@ -37,6 +37,35 @@ pub(crate) struct ProjectFile {
     pub(crate) nix: NixBlock,
     #[serde(default)]
     pub(crate) limits: LimitsBlock,
+    #[serde(default)]
+    container: Option<Spanned<ContainerBlock>>,
+}
+
+/// `.container`: the image a project's toolchain comes from.
+#[derive(Debug, Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "the `.container` block: `.{ .image = \"debian:12\" }`, with an optional `.path` to an OCI layout or a saved archive"
+)]
+struct ContainerBlock {
+    image: String,
+    path: Option<String>,
+}
+
+/// The image a project's toolchain comes from (`.container` in
+/// `chock.zon`), in place of a Nix dev shell.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainerSettings {
+    /// The image reference as written (`debian:12`).
+    pub image: String,
+    /// An OCI layout directory or an archive holding the image, relative
+    /// paths taken from the project; without one podman's and docker's
+    /// local stores are asked.
+    pub path: Option<std::path::PathBuf>,
+    /// Where it is written: `chock.zon` and the block's line.
+    pub file: std::path::PathBuf,
+    /// The block's line.
+    pub line: u32,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -293,6 +322,7 @@ pub(crate) struct ProjectLayer {
     pub(crate) net: NetSettings,
     pub(crate) nix: NixBlock,
     pub(crate) limits: LimitsBlock,
+    pub(crate) container: Option<ContainerSettings>,
 }
 
 pub(crate) fn read_project(source: &Source<'_>) -> Result<ProjectLayer, PolicyError> {
@@ -301,12 +331,64 @@ pub(crate) fn read_project(source: &Source<'_>) -> Result<ProjectLayer, PolicyEr
         (r.agent_kind, r.model, r.tool, r.action, r.decision)
     })?;
     let agents = check_agents(source, file.policy.agents)?;
+    let container = match file.container {
+        Some(block) => Some(check_container(
+            source,
+            block,
+            file.nix.dev_shell.is_some(),
+        )?),
+        None => None,
+    };
     Ok(ProjectLayer {
         rules,
         agents,
         net: file.policy.net,
         nix: file.nix,
         limits: file.limits,
+        container,
+    })
+}
+
+fn check_container(
+    source: &Source<'_>,
+    Spanned { span, value }: Spanned<ContainerBlock>,
+    dev_shell: bool,
+) -> Result<ContainerSettings, PolicyError> {
+    if dev_shell {
+        return Err(source.error(
+            span,
+            "this project names both a dev shell (`.nix.dev_shell`) and a container image (`.container`), and its toolchain is one or the other: remove one of the two",
+        ));
+    }
+    if value.image.is_empty()
+        || value
+            .image
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control())
+    {
+        return Err(source.error(
+            span,
+            "`.container.image` is an image reference with no space, such as `debian:12` or `ghcr.io/org/tool:1.0`",
+        ));
+    }
+    let path = match value.path {
+        Some(path) if path.is_empty() || path.contains('\0') => {
+            return Err(source.error(
+                span,
+                "`.container.path` names an OCI layout directory or an archive; it is empty here",
+            ));
+        }
+        Some(path) => {
+            let dir = source.file.parent().unwrap_or(Path::new("."));
+            Some(dir.join(path))
+        }
+        None => None,
+    };
+    Ok(ContainerSettings {
+        image: value.image,
+        path,
+        file: source.file.to_path_buf(),
+        line: chock_zon::line_col(source.text, span.start).0,
     })
 }
 

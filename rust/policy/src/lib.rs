@@ -28,8 +28,8 @@ pub use chock_flakelock::{Endpoint, EndpointError, SCHEMES, url_endpoint};
 pub use decision::Decision;
 pub use error::PolicyError;
 pub use files::{
-    Agent, BUNDLE_VERSION, Budget, MAX_AGENT_KINDS, MAX_RULES, MAX_SINKS, NetMode, NetSettings,
-    OrgBundle, Sink, SinkKind, Subagents,
+    Agent, BUNDLE_VERSION, Budget, ContainerSettings, MAX_AGENT_KINDS, MAX_RULES, MAX_SINKS,
+    NetMode, NetSettings, OrgBundle, Sink, SinkKind, Subagents,
 };
 pub use index::RuleSet;
 pub use names::{ExecContext, NameError, Phase};

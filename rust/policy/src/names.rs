@@ -172,6 +172,9 @@ pub struct ExecContext<'a> {
     pub dev_shell_paths: &'a [PathBuf],
     /// The Nix store directory, usually `/nix/store`.
     pub store_dir: &'a Path,
+    /// The directories a container image shows at the top of the sandbox
+    /// (`/usr`, `/bin`...), when the toolchain is an image; else empty.
+    pub image_dirs: &'a [PathBuf],
 }
 
 /// The action for running `program`, by the class it belongs to:
@@ -180,6 +183,8 @@ pub struct ExecContext<'a> {
 ///   (`./build.sh` → `exec.workspace.build%2Esh`, `./build/sh` → `exec.workspace.build.sh`);
 /// - a store path in the dev shell closure: `exec.devshell.<name>.<segments>`;
 /// - any other store path: `exec.nix.store.<name>.<segments>`;
+/// - a path in a directory the project's container image shows:
+///   `exec.image.<segments>` (`/usr/bin/gcc` → `exec.image.usr.bin.gcc`);
 /// - anything Chock will not resolve lexically (`..`, a path outside both the
 ///   workspace and the store, an empty or control-character name): `exec.unparsed`.
 pub fn exec_program(program: &str, ctx: &ExecContext<'_>) -> String {
@@ -199,6 +204,13 @@ pub fn exec_program(program: &str, ctx: &ExecContext<'_>) -> String {
     }
     if let Some(rest) = strip_parts(&parts, ctx.workspace) {
         return segments_name("exec.workspace", rest);
+    }
+    if ctx
+        .image_dirs
+        .iter()
+        .any(|dir| strip_parts(&parts, dir).is_some())
+    {
+        return segments_name("exec.image", &parts);
     }
     if let Some(rest) = strip_parts(&parts, ctx.store_dir) {
         let Some(store_name) = rest.first() else {
@@ -447,6 +459,7 @@ mod tests {
         let ctx = ExecContext {
             workspace: Path::new("/home/u/proj"),
             dev_shell_paths: std::slice::from_ref(&dev),
+            image_dirs: &[],
             store_dir: Path::new("/nix/store"),
         };
         let name = |p: &str| exec_program(p, &ctx);
@@ -472,6 +485,22 @@ mod tests {
             name("/nix/store/abc-jq-1.7/bin/jq"),
             "exec.nix.store.abc-jq-1%2E7.bin.jq"
         );
+        // With a container image as the toolchain, what it shows is `exec.image.*`.
+        let image_dirs = [PathBuf::from("/usr"), PathBuf::from("/bin")];
+        let image = ExecContext {
+            image_dirs: &image_dirs,
+            dev_shell_paths: &[],
+            ..ctx
+        };
+        assert_eq!(
+            exec_program("/usr/bin/gcc-12", &image),
+            "exec.image.usr.bin.gcc-12"
+        );
+        assert_eq!(exec_program("/bin/sh", &image), "exec.image.bin.sh");
+        assert_eq!(exec_program("/usr", &image), "exec.unparsed");
+        assert_eq!(exec_program("/opt/x", &image), "exec.unparsed");
+        assert_eq!(exec_program("/usr/../etc/x", &image), "exec.unparsed");
+        assert_eq!(exec_program("/home/u/proj/x", &image), "exec.workspace.x");
     }
 
     #[test]

@@ -262,6 +262,7 @@ impl Policy {
             net: NetSettings::default(),
             nix: Default::default(),
             limits: Default::default(),
+            container: None,
         };
         let org = org
             .into_iter()
@@ -449,6 +450,12 @@ impl Policy {
         self.project
             .as_ref()
             .map_or_else(NetSettings::default, |p| p.net)
+    }
+
+    /// The container image the project's toolchain comes from, if
+    /// `chock.zon` names one.
+    pub fn container(&self) -> Option<&crate::files::ContainerSettings> {
+        self.project.as_ref().and_then(|p| p.container.as_ref())
     }
 
     /// What the load found worth saying: expired bundles, settings held to a

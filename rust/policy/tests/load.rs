@@ -730,3 +730,46 @@ fn rules_written_in_config_zon_are_named_with_the_file_to_move_them_to() {
     let policy = Policy::load(&options).expect("loads");
     assert!(policy.warnings().is_empty(), "{:?}", policy.warnings());
 }
+
+#[test]
+fn a_container_block_names_the_image_and_refuses_a_dev_shell_beside_it() {
+    let (dir, options) = project(
+        "container",
+        Some(".{\n    .container = .{ .image = \"debian:12\", .path = \"images/debian\" },\n}\n"),
+    );
+    let policy = Policy::load(&options).expect("loads");
+    let container = policy.container().expect("container");
+    assert_eq!(container.image, "debian:12");
+    assert_eq!(
+        container.path.as_deref(),
+        Some(dir.join("images/debian").as_path())
+    );
+    assert_eq!(container.line, 2);
+
+    let (_, both) = project(
+        "container-and-shell",
+        Some(
+            ".{\n    .nix = .{ .dev_shell = \"ci\" },\n    .container = .{ .image = \"debian:12\" },\n}\n",
+        ),
+    );
+    let error = load_err(&both);
+    assert!(error.contains("chock.zon:3:"), "{error}");
+    assert!(
+        error.contains("both a dev shell") && error.contains("remove one"),
+        "{error}"
+    );
+
+    let (_, typo) = project(
+        "container-typo",
+        Some(".{ .container = .{ .image = \"debian:12\", .tag = \"x\" } }"),
+    );
+    assert!(
+        load_err(&typo).contains("tag"),
+        "an unknown field in the block is refused"
+    );
+    let (_, blank) = project(
+        "container-blank",
+        Some(".{ .container = .{ .image = \"a b\" } }"),
+    );
+    assert!(load_err(&blank).contains("image reference"));
+}

@@ -10,14 +10,12 @@
 //! unlinks by name relative to it, so a link planted inside cannot turn a
 //! `chock cache clear` into a delete elsewhere.
 
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use nix::dir::Dir;
-use nix::fcntl::{AtFlags, OFlag, openat};
-use nix::sys::stat::{FileStat, Mode, SFlag, fchmod, fstatat};
-use nix::unistd::{UnlinkatFlags, unlinkat};
+use nix::fcntl::OFlag;
+use nix::sys::stat::Mode;
 
 /// The most a project's cache may hold.
 pub const CACHE_BOUND: u64 = 2 << 30;
@@ -128,28 +126,10 @@ pub fn clear(dir: &Path) -> std::io::Result<u64> {
 }
 
 fn remove_contents(dir: &OwnedFd) -> std::io::Result<()> {
-    let names: Vec<std::ffi::CString> = Dir::from_fd(dir.try_clone()?)?
-        .iter()
-        .filter_map(Result::ok)
-        .map(|e| e.file_name().to_owned())
-        .filter(|n| n.as_bytes() != b"." && n.as_bytes() != b"..")
-        .collect();
-    for name in names {
-        let stat: FileStat = fstatat(dir.as_fd(), name.as_c_str(), AtFlags::AT_SYMLINK_NOFOLLOW)?;
-        if SFlag::from_bits_truncate(stat.st_mode) & SFlag::S_IFMT == SFlag::S_IFDIR {
-            let child = openat(
-                dir.as_fd(),
-                name.as_c_str(),
-                OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
-                Mode::empty(),
-            )?;
-            // Toolchains (Go's module cache) leave read-only directories.
-            fchmod(child.as_fd(), Mode::S_IRWXU)?;
-            remove_contents(&child)?;
-            unlinkat(dir.as_fd(), name.as_c_str(), UnlinkatFlags::RemoveDir)?;
-        } else {
-            unlinkat(dir.as_fd(), name.as_c_str(), UnlinkatFlags::NoRemoveDir)?;
-        }
+    // Toolchains (Go's module cache) leave read-only directories, which
+    // `remove_tree` opens to their owner first.
+    for name in chock_image::extract::children(dir)? {
+        chock_image::extract::remove_tree(dir, &name)?;
     }
     Ok(())
 }

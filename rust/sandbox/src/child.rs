@@ -193,6 +193,8 @@ pub(crate) struct ChildPlan {
     pub(crate) payload: Payload,
     /// Descriptors to put at 0, 1 and 2 (None: keep Chock's own).
     pub(crate) stdio: [Option<RawFd>; 3],
+    /// The port dialer, forked before the program (see `publish`).
+    pub(crate) dialer: Option<crate::publish::HelperPlan>,
 }
 
 /// Descriptors the child uses to talk to the parent.
@@ -268,7 +270,12 @@ pub(crate) fn run_init(plan: &ChildPlan, channel: Channel) -> ! {
         channel,
         Step::Stdio,
         0,
-        sys::close_all_but(&[channel.go, channel.report, plan.ruleset]),
+        sys::close_all_but(&[
+            channel.go,
+            channel.report,
+            plan.ruleset,
+            plan.dialer.as_ref().map_or(-1, |d| d.fd),
+        ]),
     );
     write_id_maps(plan, channel);
     // memfds made in this PID namespace are not executable (vm.memfd_noexec
@@ -634,6 +641,14 @@ fn supervise(plan: &ChildPlan, channel: Channel) -> ! {
     // The parent has moved init into the sandbox's cgroup (if any) before
     // this second byte, so the program is born inside it.
     wait_for_go(channel);
+    if let Some(dialer) = &plan.dialer {
+        check(
+            channel,
+            Step::Fork,
+            1,
+            crate::publish::start(dialer, plan.last_cap),
+        );
+    }
     // SAFETY: the program process only makes system calls before execve.
     let program = check(channel, Step::Fork, 0, unsafe {
         sys::clone_process(0, None)

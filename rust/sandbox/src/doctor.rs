@@ -128,6 +128,7 @@ pub fn run(options: &Options<'_>) -> Report {
     rows.push(row("nix daemon", has_flake, probe_daemon()).or_warn_unless(has_flake));
     rows.push(daemon_sandbox_row());
     rows.push(space_row(options.project));
+    rows.push(crate::image::doctor_row());
     // The router is needed only by projects that permit something under
     // net, so its rows warn rather than block.
     for (name, result) in crate::net::probe::rows() {

@@ -59,6 +59,9 @@ pub enum ExecError {
         /// The PATH searched.
         path: String,
     },
+    /// The container image chock.zon names cannot be the toolchain.
+    #[error(transparent)]
+    Image(#[from] crate::image::ImageLoadError),
     /// The cache could not be prepared.
     #[error("the cache {path} cannot be used: {source}; `chock cache clear` empties it")]
     Cache {
@@ -94,6 +97,21 @@ pub enum Notice {
         attribute: String,
         /// Store paths in its closure.
         paths: usize,
+    },
+    /// The container image's tree was written now.
+    ImageWritten {
+        /// The reference.
+        reference: String,
+        /// Files and bytes written.
+        files: u64,
+        /// Bytes.
+        bytes: u64,
+        /// Milliseconds it took.
+        millis: u64,
+        /// Set-ID bits and device nodes left out.
+        dropped: u64,
+        /// The tree.
+        rootfs: PathBuf,
     },
     /// `sandbox.jit` answered allow: no write-and-execute rule for this command.
     WriteExecuteOff {
@@ -142,6 +160,25 @@ impl std::fmt::Display for Notice {
                 f,
                 "built the dev shell {attribute} through chock-nix and read it through `nix print-dev-env` ({paths} store paths); it stays cached until flake.nix or flake.lock change"
             ),
+            Notice::ImageWritten {
+                reference,
+                files,
+                bytes,
+                millis,
+                dropped,
+                rootfs,
+            } => write!(
+                f,
+                "wrote the image {reference} into {} ({files} files, {}, in {:.1} s{}); every session on it shares that tree, read-only, until the image changes",
+                rootfs.display(),
+                crate::image::mib(*bytes),
+                *millis as f64 / 1000.0,
+                if *dropped > 0 {
+                    format!(", {dropped} set-ID bits and device nodes left out")
+                } else {
+                    String::new()
+                }
+            ),
             Notice::WriteExecuteOff { rule } => write!(
                 f,
                 "sandbox.jit answered allow ({}): the write-and-execute rule is OFF for this command, so a page may be writable and executable at once",
@@ -182,20 +219,47 @@ pub struct ExecRequest {
 pub struct ProjectToolchain {
     /// The dev shell, when the project has a flake.
     pub dev_shell: Option<DevShell>,
+    /// The container image's tree, when chock.zon names one (then there is
+    /// no dev shell).
+    pub image: Option<chock_image::Tree>,
     /// Notices so far.
     pub notices: Vec<Notice>,
 }
 
-/// Reads the project's toolchain: its dev shell when it has a flake.nix,
-/// built through chock-nix by `builder`'s rules unless it is cached.
+/// Reads the project's toolchain: the container image chock.zon names
+/// (written into its tree first when needed), else its dev shell when it
+/// has a flake.nix, built through chock-nix by `builder`'s rules unless it
+/// is cached.
 pub fn toolchain(
     project: &Project,
     dev_shell: &str,
     builder: &devshell::Builder<'_>,
 ) -> Result<ProjectToolchain, ExecError> {
+    if let Some(container) = builder.policy.container() {
+        let tree = crate::image::tree(container)?;
+        let notices = if tree.written {
+            let stats = tree.record.stats;
+            vec![Notice::ImageWritten {
+                reference: tree.record.reference.clone(),
+                files: stats.files,
+                bytes: stats.bytes,
+                millis: tree.record.millis,
+                dropped: stats.setid_dropped + stats.devices_dropped,
+                rootfs: tree.rootfs.clone(),
+            }]
+        } else {
+            Vec::new()
+        };
+        return Ok(ProjectToolchain {
+            dev_shell: None,
+            image: Some(tree),
+            notices,
+        });
+    }
     if !project.dir.join("flake.nix").is_file() {
         return Ok(ProjectToolchain {
             dev_shell: None,
+            image: None,
             notices: vec![Notice::NoFlake],
         });
     }
@@ -210,6 +274,7 @@ pub fn toolchain(
     };
     Ok(ProjectToolchain {
         dev_shell: Some(shell),
+        image: None,
         notices,
     })
 }
@@ -245,12 +310,15 @@ pub fn prepare(
         }),
         CacheStart::Kept => {}
     }
-    let tool = match &toolchain.dev_shell {
-        Some(shell) => Toolchain::DevShell {
+    let tool = match (&toolchain.dev_shell, &toolchain.image) {
+        (Some(shell), _) => Toolchain::DevShell {
             store_paths: shell.store_paths.clone(),
             links: shell.links.clone(),
         },
-        None => Toolchain::Host,
+        (None, Some(tree)) => Toolchain::Image {
+            rootfs: tree.rootfs.clone(),
+        },
+        (None, None) => Toolchain::Host,
     };
     let layout = layout::resolve(&request.project.dir, &cache_dir, &tool, TMP_BYTES)?;
     let cwd = if request.cwd.starts_with(&layout.workspace) {
@@ -258,7 +326,12 @@ pub fn prepare(
     } else {
         layout.workspace.clone()
     };
-    let env = environment(toolchain.dev_shell.as_ref(), &cwd);
+    let base = match (&toolchain.dev_shell, &toolchain.image) {
+        (Some(shell), _) => Some(shell.env.clone()),
+        (None, Some(tree)) => Some(image_env(tree)),
+        (None, None) => None,
+    };
+    let env = environment(base, &cwd);
     let program = locate(program_name, &env, &cwd, &layout)?;
     let command = Command {
         program,
@@ -316,6 +389,24 @@ impl Prepared {
         self
     }
 
+    /// The sandbox it runs in, to add to before it starts (a folder shown
+    /// read-only, the network, a port dialer).
+    pub fn sandbox_mut(&mut self) -> &mut Sandbox {
+        &mut self.sandbox
+    }
+
+    /// Sets one variable of the program's environment.
+    pub fn set_env(&mut self, name: &str, value: &str) {
+        self.command.env.retain(|(k, _)| k != name);
+        self.command.env.push((name.into(), value.into()));
+    }
+
+    /// Sends the program's stdout and stderr into one pipe the caller reads
+    /// while it runs ([`Started::take_stream`]), instead of capturing them.
+    pub fn stream_output(&mut self) {
+        self.command.stdio = Stdio::Stream;
+    }
+
     /// Runs the program, forwarding the terminal's signals to it, and waits.
     pub fn run(self) -> Result<Ran, ExecError> {
         let started = self.start()?;
@@ -345,6 +436,16 @@ impl Started {
         Ok(self.running.signal(signal)?)
     }
 
+    /// The read end of the program's output, after [`Prepared::stream_output`] (once).
+    pub fn take_stream(&mut self) -> Option<std::os::fd::OwnedFd> {
+        self.running.take_stream()
+    }
+
+    /// The sandbox's port dialer, after [`Sandbox::with_dialer`] (once).
+    pub fn take_dialer(&mut self) -> Option<crate::publish::Dialer> {
+        self.running.take_dialer()
+    }
+
     /// A handle that signals the program from another thread while
     /// [`Started::wait`] runs.
     pub fn signal_handle(&self) -> Result<crate::spawn::SignalHandle, ExecError> {
@@ -364,15 +465,28 @@ pub(crate) fn free_space(dir: &Path) -> Option<u64> {
     Some(stat.blocks_available().saturating_mul(stat.fragment_size()))
 }
 
-/// The program's environment: the dev shell's variables (or a plain PATH),
+/// What an image's configuration sets, less what describes a container
+/// rather than a toolchain (`HOME`, `TMPDIR`... as for a dev shell), with
+/// the usual PATH when it sets none.
+fn image_env(tree: &chock_image::Tree) -> BTreeMap<String, String> {
+    let mut env: BTreeMap<String, String> = tree
+        .record
+        .env
+        .iter()
+        .filter(|(name, _)| !devshell::SKIPPED.contains(&name.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    env.entry("PATH".into()).or_insert_with(|| HOST_PATH.into());
+    env
+}
+
+/// The program's environment: the toolchain's variables (or a plain PATH),
 /// then the sandbox's own directories, then a few caller variables that
 /// only say how to talk to the person. Nothing else of the caller's
 /// environment reaches the program, so no key in it leaks.
-fn environment(shell: Option<&DevShell>, cwd: &Path) -> BTreeMap<String, String> {
-    let mut env: BTreeMap<String, String> = match shell {
-        Some(shell) => shell.env.clone(),
-        None => BTreeMap::from([("PATH".to_owned(), HOST_PATH.to_owned())]),
-    };
+fn environment(base: Option<BTreeMap<String, String>>, cwd: &Path) -> BTreeMap<String, String> {
+    let mut env: BTreeMap<String, String> =
+        base.unwrap_or_else(|| BTreeMap::from([("PATH".to_owned(), HOST_PATH.to_owned())]));
     for name in PASSED {
         if let Ok(value) = std::env::var(name) {
             env.insert(name.into(), value);
@@ -399,6 +513,7 @@ fn visible(path: &Path, layout: &Layout) -> bool {
     }
     match &layout.store {
         StoreView::Closure { entries, .. } => entries.iter().any(|e| path.starts_with(&e.path)),
+        StoreView::Image { entries, .. } => entries.iter().any(|e| path.starts_with(&e.entry.path)),
         StoreView::Host { store_dir, system } => {
             store_dir.as_ref().is_some_and(|s| path.starts_with(s))
                 || system.iter().any(|e| path.starts_with(&e.path))
@@ -434,7 +549,18 @@ fn locate(
         .map(Path::new)
         .filter(|dir| dir.is_absolute() && !dir.components().any(|c| c == Component::ParentDir))
         .map(|dir| dir.join(given))
-        .find(|candidate| visible(candidate, layout) && is_executable_file(candidate));
+        .find(|candidate| {
+            visible(candidate, layout)
+                && match &layout.store {
+                    // Resolved inside the image, as the sandbox will.
+                    StoreView::Image { rootfs, .. }
+                        if !candidate.starts_with(&layout.workspace) =>
+                    {
+                        chock_image::executable(rootfs, candidate)
+                    }
+                    _ => is_executable_file(candidate),
+                }
+        });
     found.ok_or_else(|| ExecError::NotFound {
         name: name.to_string_lossy().into_owned(),
         path: path_var,
@@ -473,12 +599,14 @@ pub fn write_execute_state(policy: &Policy) -> WriteExecute {
     }
 }
 
-/// The router a command of `project` gets under `policy`, when
-/// `.policy.net.router` wants one ([`crate::net::wanted`]): its names and
+/// The router a command of `project` gets under `policy` when its
+/// `network` is filtered ([`crate::netmode::session`] for a foreground
+/// command, [`crate::netmode::background`] for a background one): its names and
 /// connections decided through the gate on `route`, a question going to
 /// `asker`, each answer logged to `log` under the agent name `agent`.
 /// Hand it to [`Prepared::with_router`].
 pub fn router<P>(
+    network: crate::netmode::Network,
     policy: P,
     log: &Log,
     asker: std::sync::Arc<dyn chock_policy::Asker + Send + Sync>,
@@ -488,7 +616,7 @@ pub fn router<P>(
 where
     P: std::ops::Deref<Target = Policy> + Send + Sync + 'static,
 {
-    if !crate::net::wanted(&policy) {
+    if network != crate::netmode::Network::Filtered {
         return Ok(None);
     }
     let gate = crate::net::NetGate::new(
@@ -643,6 +771,11 @@ pub fn name_program(
         .into_owned();
     let toolchain = toolchain(&request.project, &request.dev_shell, builder)?;
     let store = layout::store_dir();
+    let image_dirs = toolchain
+        .image
+        .as_ref()
+        .map(|tree| crate::image::shown_dirs(&tree.rootfs, &request.project.dir))
+        .unwrap_or_default();
     let paths = toolchain
         .dev_shell
         .as_ref()
@@ -656,6 +789,7 @@ pub fn name_program(
         cdpath: false,
         store_dir: &store,
         dev_shell_paths: paths,
+        image_dirs: &image_dirs,
         confined: true,
     };
     let acts = chock_shell::naming::name_argv(&request.argv, &request.cwd, &place);

@@ -19,6 +19,12 @@ pub enum Toolchain {
         /// Links to make inside (target, link).
         links: Vec<(PathBuf, PathBuf)>,
     },
+    /// A container image's tree (`images/<reference>/rootfs`), read-only,
+    /// and no Nix store.
+    Image {
+        /// The tree on the host.
+        rootfs: PathBuf,
+    },
     /// No flake: the whole store read-only, plus the host's system
     /// directories, so the host's own programs run.
     Host,
@@ -97,6 +103,13 @@ pub fn resolve(
                 links.clone(),
             )
         }
+        Toolchain::Image { rootfs } => (
+            StoreView::Image {
+                entries: crate::image::entries(rootfs, &workspace)?,
+                rootfs: rootfs.clone(),
+            },
+            Vec::new(),
+        ),
         Toolchain::Host => {
             let store = store_dir();
             let system = HOST_SYSTEM
@@ -134,7 +147,7 @@ pub fn resolve(
     })
 }
 
-fn entry(path: &Path) -> Result<Entry, SandboxError> {
+pub(crate) fn entry(path: &Path) -> Result<Entry, SandboxError> {
     let meta =
         std::fs::symlink_metadata(path).map_err(|e| SandboxError::host("reading", path, e))?;
     let kind = if meta.file_type().is_symlink() {

@@ -16,11 +16,14 @@ pub mod doctor;
 mod error;
 pub mod exec;
 pub mod git;
+pub mod image;
 mod layout;
 mod limits;
 mod mounts;
 pub mod net;
+pub mod netmode;
 pub mod project;
+pub mod publish;
 mod seccomp;
 mod spawn;
 mod sys;
@@ -30,7 +33,9 @@ pub use caps::current as current_capabilities;
 pub use error::SandboxError;
 pub use layout::{HOST_SYSTEM, POLICY_FILE, Toolchain, resolve as resolve_layout, store_dir};
 pub use limits::{CgroupEvents, Delegation, Limits, delegation};
-pub use mounts::{CACHE_MOUNT, Entry, EntryKind, Layout, RUN_CHOCK, StoreView, TMP_MOUNT};
+pub use mounts::{
+    CACHE_MOUNT, Entry, EntryKind, ImageEntry, Layout, RUN_CHOCK, StoreView, TMP_MOUNT,
+};
 pub use seccomp::{KILLED_CALLS, WriteExecute};
 pub use spawn::{
     Command, Exit, Finished, ProbeOutcome, Running, Sandbox, SignalForwarding, SignalHandle, Stdio,

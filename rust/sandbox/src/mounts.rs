@@ -92,6 +92,18 @@ pub struct Entry {
     pub kind: EntryKind,
 }
 
+/// One entry of a container image's tree, shown read-only in the sandbox.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ImageEntry {
+    /// Its path in the tree, on the host.
+    pub host: PathBuf,
+    /// Where it shows inside, and what it is.
+    pub entry: Entry,
+    /// The object `host` named when the layout was read (none for a link,
+    /// which is made as a link): it is bound only if it still is that one.
+    pub(crate) id: Option<FileId>,
+}
+
 /// What of the store (and of the host's system) the sandbox shows.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StoreView {
@@ -101,6 +113,15 @@ pub enum StoreView {
         store_dir: PathBuf,
         /// Each store path of the closure.
         entries: Vec<Entry>,
+    },
+    /// A container image's tree: each entry at its top (and in its `/etc`,
+    /// less the files Chock writes there) read-only at its place inside,
+    /// and no Nix store.
+    Image {
+        /// The tree on the host (`images/<reference>/rootfs`).
+        rootfs: PathBuf,
+        /// Each entry, where it shows.
+        entries: Vec<ImageEntry>,
     },
     /// No flake: the whole store, plus the host's system directories.
     Host {
@@ -133,7 +154,8 @@ pub struct Layout {
     pub store: StoreView,
     /// Files written into the sandbox's `/etc` (name, contents).
     pub etc_files: Vec<(String, Vec<u8>)>,
-    /// Host files bound read-only into the sandbox (host path, sandbox path).
+    /// Host files and folders bound read-only into the sandbox (host path,
+    /// sandbox path).
     pub file_binds: Vec<(PathBuf, PathBuf)>,
     /// Symbolic links made inside (target, link), e.g. `/bin/sh`.
     pub links: Vec<(PathBuf, PathBuf)>,
@@ -310,6 +332,11 @@ impl Planner {
 
     /// Shows a host entry read-only at the same path (a link is recreated).
     fn show_read_only(&mut self, entry: &Entry) {
+        self.show_read_only_from(&entry.path, entry);
+    }
+
+    /// Shows the host path `host` read-only at `entry.path` (a link is recreated).
+    fn show_read_only_from(&mut self, host: &Path, entry: &Entry) {
         if let EntryKind::Symlink(target) = &entry.kind {
             if let Some(parent) = entry.path.parent() {
                 self.mkdir_all(parent);
@@ -322,7 +349,7 @@ impl Planner {
         }
         self.mount_point(&entry.path, &entry.kind);
         self.push(Op::Bind {
-            source: cstring(under_old_root(&entry.path)),
+            source: cstring(under_old_root(host)),
             target: cstring(&entry.path),
             optional: false,
         });
@@ -450,6 +477,26 @@ fn plan_store(p: &mut Planner, store: &StoreView) {
                 recursive: true,
             });
         }
+        StoreView::Image { entries, .. } => {
+            for shown in entries {
+                match (&shown.entry.kind, shown.id) {
+                    // Bound by descriptor, checked to be the object read.
+                    (kind @ (EntryKind::Dir | EntryKind::File), Some(id)) => {
+                        p.mount_point(&shown.entry.path, kind);
+                        p.push(Op::BindChecked {
+                            source: cstring(under_old_root(&shown.host)),
+                            id,
+                            target: cstring(&shown.entry.path),
+                            set: READ_ONLY,
+                        });
+                    }
+                    (EntryKind::Symlink(_), _) => p.show_read_only_from(&shown.host, &shown.entry),
+                    // Never made so (`image::entries` opens every non-link):
+                    // shown as nothing rather than by path.
+                    (_, None) => {}
+                }
+            }
+        }
         StoreView::Host { store_dir, system } => {
             if let Some(store_dir) = store_dir {
                 p.show_read_only(&Entry {
@@ -473,7 +520,12 @@ fn plan_etc(p: &mut Planner, layout: &Layout) {
         });
     }
     for (host, inside) in &layout.file_binds {
-        p.mount_point(inside, &EntryKind::File);
+        let kind = if host.is_dir() {
+            EntryKind::Dir
+        } else {
+            EntryKind::File
+        };
+        p.mount_point(inside, &kind);
         p.push(Op::Bind {
             source: cstring(under_old_root(host)),
             target: cstring(inside),

@@ -345,9 +345,57 @@ fn filters(write_execute: WriteExecute) -> Result<Vec<BpfProgram>, SandboxError>
 /// length, so no other jump moves). cBPF jumps only forward, and the jump
 /// lands exactly past the filter's last instruction.
 pub(crate) fn program(write_execute: WriteExecute) -> Result<BpfProgram, SandboxError> {
+    Ok(chain(filters(write_execute)?))
+}
+
+/// The port dialer's program (see `publish`): an allowlist, every other
+/// call kills it. It may receive a port, make an IPv4 socket, connect it,
+/// wait for it, send it out and close it, and nothing else: no file can be
+/// opened, no program run, no other kind of socket made.
+pub(crate) fn dialer_program() -> Result<BpfProgram, SandboxError> {
+    let mut allowed = vec![
+        libc::SYS_recvfrom,
+        libc::SYS_sendmsg,
+        libc::SYS_connect,
+        libc::SYS_ppoll,
+        libc::SYS_getsockopt,
+        libc::SYS_close,
+        libc::SYS_exit,
+        libc::SYS_exit_group,
+        libc::SYS_rt_sigreturn,
+        libc::SYS_restart_syscall,
+    ];
+    #[cfg(target_arch = "x86_64")]
+    allowed.push(libc::SYS_poll);
+    let mut rules: Rules = allowed.into_iter().map(|nr| (nr, Vec::new())).collect();
+    rules.insert(
+        libc::SYS_socket,
+        vec![rule(vec![condition(
+            0,
+            SeccompCmpArgLen::Dword,
+            SeccompCmpOp::Eq,
+            libc::AF_INET as u64,
+        )?])?],
+    );
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::KillProcess,
+        SeccompAction::Allow,
+        target_arch()?,
+    )
+    .map_err(seccomp_error)?;
+    let allowlist = BpfProgram::try_from(filter).map_err(seccomp_error)?;
+    #[cfg(target_arch = "x86_64")]
+    let programs = vec![x32_filter(), allowlist];
+    #[cfg(not(target_arch = "x86_64"))]
+    let programs = vec![allowlist];
+    Ok(chain(programs))
+}
+
+/// Filters chained into one program, as [`program`] describes.
+fn chain(programs: Vec<BpfProgram>) -> BpfProgram {
     const BPF_RET_K: u16 = 0x06;
     const BPF_JMP_JA: u16 = 0x05;
-    let programs = filters(write_execute)?;
     let last = programs.len().saturating_sub(1);
     let mut chained = Vec::new();
     for (index, filter) in programs.into_iter().enumerate() {
@@ -365,7 +413,7 @@ pub(crate) fn program(write_execute: WriteExecute) -> Result<BpfProgram, Sandbox
             insn
         }));
     }
-    Ok(chained)
+    chained
 }
 
 #[cfg(test)]

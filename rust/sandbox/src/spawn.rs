@@ -42,6 +42,8 @@ pub struct Sandbox {
     gid_map: Vec<u8>,
     write_execute: WriteExecute,
     router: Option<crate::net::Router>,
+    network: crate::netmode::Network,
+    dialer: bool,
 }
 
 /// Where the program's standard streams go.
@@ -54,6 +56,10 @@ pub enum Stdio {
         /// The most bytes kept of each stream; the rest is read and dropped.
         limit: usize,
     },
+    /// stdin from `/dev/null`; stdout and stderr both into one pipe, whose
+    /// read end the caller takes ([`Running::take_stream`]) and reads while
+    /// the program runs.
+    Stream,
 }
 
 /// One program to run.
@@ -217,6 +223,8 @@ impl Sandbox {
             gid_map: format!("{gid} {gid} 1\n").into_bytes(),
             write_execute,
             router: None,
+            network: crate::netmode::Network::default(),
+            dialer: false,
         })
     }
 
@@ -249,6 +257,29 @@ impl Sandbox {
     /// program can create them.
     pub fn placeholders(&self) -> &[PathBuf] {
         &self.anchors.created
+    }
+
+    /// Shows the host folder or file `host` read-only at `inside` (an
+    /// absolute path the sandbox does not otherwise use).
+    pub fn show_read_only(&mut self, host: PathBuf, inside: PathBuf) {
+        self.layout.file_binds.push((host, inside));
+        self.ops = mounts::plan(&self.layout, &self.anchors.anchored);
+    }
+
+    /// Gives the sandbox `network` (see [`crate::netmode`]).
+    pub fn set_network(&mut self, network: crate::netmode::Network) {
+        self.network = network;
+    }
+
+    /// The network the sandbox is given.
+    pub fn network(&self) -> crate::netmode::Network {
+        self.network
+    }
+
+    /// Starts a port dialer beside each program (see [`crate::publish`]),
+    /// which [`Running::take_dialer`] hands out.
+    pub fn with_dialer(&mut self) {
+        self.dialer = true;
     }
 
     /// Whether the write-and-execute rule is on.
@@ -340,16 +371,30 @@ impl Sandbox {
         let (go_read, go_write) = pipe()?;
         let (report_read, report_write) = pipe()?;
         let capture = match stdio {
-            Stdio::Inherit => None,
             Stdio::Capture { limit } => Some((limit, pipe()?, pipe()?, dev_null()?)),
+            Stdio::Inherit | Stdio::Stream => None,
         };
-        let stdio_fds = match &capture {
-            None => [None, None, None],
-            Some((_, (_, out_w), (_, err_w), null)) => [
+        let stream = match stdio {
+            Stdio::Stream => Some((pipe()?, dev_null()?)),
+            Stdio::Inherit | Stdio::Capture { .. } => None,
+        };
+        let stdio_fds = match (&capture, &stream) {
+            (Some((_, (_, out_w), (_, err_w), null)), _) => [
                 Some(null.as_raw_fd()),
                 Some(out_w.as_raw_fd()),
                 Some(err_w.as_raw_fd()),
             ],
+            (None, Some(((_, w), null))) => [
+                Some(null.as_raw_fd()),
+                Some(w.as_raw_fd()),
+                Some(w.as_raw_fd()),
+            ],
+            (None, None) => [None, None, None],
+        };
+        let dialer = if self.dialer {
+            Some(crate::publish::pair()?)
+        } else {
+            None
         };
         let plan = ChildPlan {
             ops: self.ops.clone(),
@@ -363,6 +408,12 @@ impl Sandbox {
             cwd: c_string(cwd.as_os_str()),
             payload,
             stdio: stdio_fds,
+            dialer: dialer
+                .as_ref()
+                .map(|(_, theirs, seccomp)| crate::publish::HelperPlan {
+                    fd: theirs.as_raw_fd(),
+                    seccomp: seccomp.clone(),
+                }),
         };
         let channel = Channel {
             go: go_read.as_raw_fd(),
@@ -419,6 +470,14 @@ impl Sandbox {
             drop((out_w, err_w, null));
             (reader(out_r, limit), reader(err_r, limit))
         });
+        let stream = stream.map(|((read, write), null)| {
+            drop((write, null));
+            read
+        });
+        let dialer = dialer.map(|(ours, theirs, _)| {
+            drop(theirs);
+            ours
+        });
         let dup = |fd: &OwnedFd| {
             fd.try_clone()
                 .map_err(|e| SandboxError::host("duplicating", "a descriptor", e))
@@ -434,6 +493,8 @@ impl Sandbox {
             go: Some(go_write),
             report: report_read,
             outputs,
+            stream,
+            dialer,
             ops: self.ops.iter().map(Op::describe).collect(),
             cgroup,
             program,
@@ -569,6 +630,10 @@ pub struct Running {
     go: Option<OwnedFd>,
     report: OwnedFd,
     outputs: Option<(Output, Output)>,
+    /// The read end of [`Stdio::Stream`], until taken.
+    stream: Option<OwnedFd>,
+    /// The port dialer, until taken.
+    dialer: Option<crate::publish::Dialer>,
     ops: Vec<String>,
     cgroup: Option<Cgroup>,
     program: Option<PathBuf>,
@@ -618,6 +683,16 @@ impl Running {
             .try_clone()
             .map_err(|e| SandboxError::host("duplicating", "the sandbox's pidfd", e))?;
         Ok(SignalHandle { pidfd })
+    }
+
+    /// The read end of the program's output with [`Stdio::Stream`] (once).
+    pub fn take_stream(&mut self) -> Option<OwnedFd> {
+        self.stream.take()
+    }
+
+    /// The port dialer, when the sandbox was made [`Sandbox::with_dialer`] (once).
+    pub fn take_dialer(&mut self) -> Option<crate::publish::Dialer> {
+        self.dialer.take()
     }
 
     /// Passes Ctrl-C, Ctrl-\, a hang-up and SIGTERM aimed at Chock on to

@@ -408,6 +408,208 @@ pub(crate) fn write_all(fd: RawFd, mut bytes: &[u8]) -> Result<(), Errno> {
     Ok(())
 }
 
+/// A connected pair of `SOCK_SEQPACKET` Unix sockets (close-on-exec), for
+/// the port dialer: one message per request and per reply.
+pub(crate) fn seqpacket_pair() -> Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd), Errno> {
+    let mut fds = [-1 as RawFd; 2];
+    // SAFETY: socketpair writes two descriptors into the local array.
+    let ret = unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
+            0,
+            fds.as_mut_ptr(),
+        )
+    };
+    result(libc::c_long::from(ret))?;
+    Ok((owned(fds[0]), owned(fds[1])))
+}
+
+/// Reads one port request (two bytes, native order); `None` when the other
+/// end is gone. Allocation-free.
+pub(crate) fn recv_port(sock: RawFd) -> Option<u16> {
+    let mut port = [0u8; 2];
+    loop {
+        // SAFETY: receiving into a two-byte local buffer.
+        let n = unsafe { libc::recv(sock, port.as_mut_ptr().cast(), port.len(), 0) };
+        if n < 0 && Errno::last() == Errno::EINTR {
+            continue;
+        }
+        return (n == 2).then(|| u16::from_ne_bytes(port));
+    }
+}
+
+/// Connects a new TCP socket to 127.0.0.1:`port` in the caller's network
+/// namespace, waiting at most `timeout_ms`; the socket is left non-blocking.
+/// Allocation-free.
+pub(crate) fn dial_loopback(port: u16, timeout_ms: libc::c_int) -> Result<RawFd, Errno> {
+    // SAFETY: plain socket call.
+    let fd = unsafe {
+        libc::socket(
+            libc::AF_INET,
+            libc::SOCK_STREAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
+            0,
+        )
+    };
+    let fd = result(libc::c_long::from(fd))? as RawFd;
+    let address = libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from(std::net::Ipv4Addr::LOCALHOST).to_be(),
+        },
+        sin_zero: [0; 8],
+    };
+    let connected = (|| {
+        // SAFETY: the address is a live sockaddr_in of the size given.
+        let ret = unsafe {
+            libc::connect(
+                fd,
+                std::ptr::from_ref(&address).cast(),
+                std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+            )
+        };
+        if ret == 0 {
+            return Ok(());
+        }
+        if Errno::last() != Errno::EINPROGRESS {
+            return Err(Errno::last());
+        }
+        let mut pollfd = libc::pollfd {
+            fd,
+            events: libc::POLLOUT,
+            revents: 0,
+        };
+        // SAFETY: one pollfd that lives across the call.
+        if unsafe { libc::poll(&mut pollfd, 1, timeout_ms) } <= 0 {
+            return Err(Errno::ETIMEDOUT);
+        }
+        let mut error: libc::c_int = 0;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: SO_ERROR writes one int into the local.
+        let ret = unsafe {
+            libc::getsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_ERROR,
+                std::ptr::from_mut(&mut error).cast(),
+                &mut len,
+            )
+        };
+        result(libc::c_long::from(ret))?;
+        if error == 0 {
+            Ok(())
+        } else {
+            Err(Errno::from_raw(error))
+        }
+    })();
+    match connected {
+        Ok(()) => Ok(fd),
+        Err(errno) => {
+            close(fd);
+            Err(errno)
+        }
+    }
+}
+
+/// Space for one descriptor in a control message (`CMSG_SPACE(4)` on
+/// every 64-bit target; 16 on 32-bit ones, which fits as well).
+const ONE_FD_SPACE: usize = 24;
+
+/// A message over `bytes` with room for one descriptor in `control`.
+fn one_fd_message(iov: &mut libc::iovec, control: &mut [u64; ONE_FD_SPACE / 8]) -> libc::msghdr {
+    // SAFETY: msghdr is plain data; zeroed is a valid value.
+    let mut message: libc::msghdr = unsafe { std::mem::zeroed() };
+    message.msg_iov = iov;
+    message.msg_iovlen = 1;
+    message.msg_control = control.as_mut_ptr().cast();
+    message.msg_controllen = std::mem::size_of_val(control) as _;
+    message
+}
+
+fn iovec(bytes: &mut [u8]) -> libc::iovec {
+    libc::iovec {
+        iov_base: bytes.as_mut_ptr().cast(),
+        iov_len: bytes.len(),
+    }
+}
+
+/// Sends a reply: `status` (0, or the errno of a failed dial) and, with it,
+/// the connected descriptor. Allocation-free.
+pub(crate) fn send_reply(sock: RawFd, status: i32, fd: Option<RawFd>) -> Result<(), Errno> {
+    let mut bytes = status.to_ne_bytes();
+    let mut iov = iovec(&mut bytes);
+    let mut control = [0u64; ONE_FD_SPACE / 8];
+    let mut message = one_fd_message(&mut iov, &mut control);
+    match fd {
+        // SAFETY: the control buffer holds one descriptor's message and is
+        // aligned for cmsghdr (u64 storage).
+        Some(fd) => unsafe {
+            message.msg_controllen = libc::CMSG_SPACE(std::mem::size_of::<RawFd>() as u32) as _;
+            let header = libc::CMSG_FIRSTHDR(&message);
+            (*header).cmsg_level = libc::SOL_SOCKET;
+            (*header).cmsg_type = libc::SCM_RIGHTS;
+            (*header).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<RawFd>() as u32) as _;
+            std::ptr::write_unaligned(libc::CMSG_DATA(header).cast::<RawFd>(), fd);
+        },
+        None => {
+            message.msg_control = std::ptr::null_mut();
+            message.msg_controllen = 0;
+        }
+    }
+    loop {
+        // SAFETY: the message points at live locals for the call's length.
+        let n = unsafe { libc::sendmsg(sock, &message, libc::MSG_NOSIGNAL) };
+        if n < 0 && Errno::last() == Errno::EINTR {
+            continue;
+        }
+        return result(n as libc::c_long).map(drop);
+    }
+}
+
+/// Sends a port request (the host's side).
+pub(crate) fn send_port(sock: RawFd, port: u16) -> Result<(), Errno> {
+    let bytes = port.to_ne_bytes();
+    // SAFETY: sending a two-byte local buffer.
+    let n = unsafe { libc::send(sock, bytes.as_ptr().cast(), bytes.len(), libc::MSG_NOSIGNAL) };
+    result(n as libc::c_long).map(drop)
+}
+
+/// Receives a reply (the host's side): the status and, when it is 0, the
+/// descriptor that came with it. `None` when the helper is gone.
+pub(crate) fn recv_reply(
+    sock: RawFd,
+) -> Result<Option<(i32, Option<std::os::fd::OwnedFd>)>, Errno> {
+    let mut bytes = [0u8; 4];
+    let mut iov = iovec(&mut bytes);
+    let mut control = [0u64; ONE_FD_SPACE / 8];
+    let mut message = one_fd_message(&mut iov, &mut control);
+    let n = loop {
+        // SAFETY: the message points at live locals for the call's length.
+        let n = unsafe { libc::recvmsg(sock, &mut message, libc::MSG_CMSG_CLOEXEC) };
+        if n < 0 && Errno::last() == Errno::EINTR {
+            continue;
+        }
+        break result(n as libc::c_long)?;
+    };
+    if n == 0 {
+        return Ok(None);
+    }
+    let mut fd = None;
+    // SAFETY: walking the control messages the kernel wrote into `control`.
+    unsafe {
+        let mut header = libc::CMSG_FIRSTHDR(&message);
+        while !header.is_null() {
+            if (*header).cmsg_level == libc::SOL_SOCKET && (*header).cmsg_type == libc::SCM_RIGHTS {
+                let raw = std::ptr::read_unaligned(libc::CMSG_DATA(header).cast::<RawFd>());
+                fd = Some(owned(raw));
+            }
+            header = libc::CMSG_NXTHDR(&message, header);
+        }
+    }
+    Ok(Some((i32::from_ne_bytes(bytes), fd)))
+}
+
 /// Joins the namespace `fd` names (`nstype` is its `CLONE_NEW*` kind).
 pub(crate) fn setns(fd: RawFd, nstype: libc::c_int) -> Result<(), Errno> {
     // SAFETY: setns takes a descriptor and a flag.

@@ -156,6 +156,14 @@ pub(crate) fn build(layout: &Layout, anchors: &Anchors) -> Result<Walls, Sandbox
                 add(&entry.path, read_exec())?;
             }
         }
+        StoreView::Image { entries, .. } => {
+            for shown in entries
+                .iter()
+                .filter(|e| !matches!(e.entry.kind, EntryKind::Symlink(_)))
+            {
+                add(&shown.host, read_exec())?;
+            }
+        }
         StoreView::Host { store_dir, system } => {
             if let Some(dir) = store_dir {
                 add(dir, read_exec())?;
@@ -169,7 +177,18 @@ pub(crate) fn build(layout: &Layout, anchors: &Anchors) -> Result<Walls, Sandbox
         }
     }
     for (host, _) in &layout.file_binds {
-        add(host, read_only())?;
+        // A bound socket (the ssh agent an allowed push is given) is there
+        // to be connected to, which Landlock ABI 9 governs.
+        let socket = std::fs::symlink_metadata(host)
+            .is_ok_and(|m| std::os::unix::fs::FileTypeExt::is_socket(&m.file_type()));
+        add(
+            host,
+            if socket {
+                read_only() | AccessFs::ResolveUnix
+            } else {
+                read_only()
+            },
+        )?;
     }
     for node in DEVICE_NODES {
         add(&Path::new("/dev").join(node), device())?;

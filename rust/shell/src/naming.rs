@@ -53,6 +53,9 @@ pub struct Place<'a> {
     /// The store paths of the dev shell the command runs in
     /// (`exec.devshell.*`); empty where it is not known (a hook).
     pub dev_shell_paths: &'a [PathBuf],
+    /// The directories the project's container image shows (`/usr`,
+    /// `/bin`...: `exec.image.*`); empty with no image, or on the host.
+    pub image_dirs: &'a [PathBuf],
     /// The command runs in Chock's sandbox, whose mounts decide what it may
     /// write: a redirection is then not an act of its own. (A hook's
     /// command runs on the host, where every write is one.)
@@ -74,6 +77,7 @@ impl<'a> Place<'a> {
             cdpath,
             store_dir,
             dev_shell_paths: &[],
+            image_dirs: &[],
             confined: false,
         }
     }
@@ -154,6 +158,7 @@ fn program_action(program: &str, dir: &Dir, place: &Place<'_>) -> String {
         workspace: place.project,
         dev_shell_paths: place.dev_shell_paths,
         store_dir: place.store_dir,
+        image_dirs: place.image_dirs,
     };
     if !program.contains('/') || program.starts_with('/') {
         return names::exec_program(program, &ctx);

@@ -1,9 +1,12 @@
-//! `chock cache [clear]`: what a project's toolchain cache holds, and
-//! emptying it. The measuring and the link-safe emptying are chock-sandbox's.
+//! `chock cache [clear|clear-images]`: what a project's toolchain cache
+//! holds and the container image trees on this machine, emptying the one
+//! and removing those of the others no session holds. The measuring and the
+//! link-safe emptying are chock-sandbox's; the trees are chock-image's.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use chock_image::Images;
 use chock_sandbox::cache;
 use chock_sandbox::devshell;
 use chock_sandbox::project::Project;
@@ -26,17 +29,35 @@ pub struct Args {
 pub enum Action {
     /// Empty the cache (no confirmation: a cache is rebuilt as needed) and forget the cached dev shell.
     Clear,
+    /// Remove every container image tree no session holds (each is written again from the image when a project next needs it).
+    ClearImages,
 }
 
-fn mib(bytes: u64) -> String {
-    format!("{:.1} MiB", bytes as f64 / f64::from(1 << 20))
-}
+use chock_sandbox::image::mib;
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let project = Project::for_command(args.project.as_deref())?;
     let dir = project.cache_dir()?;
     let shells_dir = project.dev_shell_dir()?;
     match args.action {
+        Some(Action::ClearImages) => {
+            let removed = Images::from_env()?.remove_unused()?;
+            if args.json {
+                println!("{}", serde_json::json!({ "images": removed }));
+            } else if removed.is_empty() {
+                println!("no image trees on this machine");
+            }
+            for tree in removed.iter().filter(|_| !args.json) {
+                if tree.removed {
+                    println!("removed {} ({})", tree.dir.display(), mib(tree.bytes));
+                } else {
+                    println!(
+                        "kept {}: a session is using it (or writing it) now",
+                        tree.dir.display()
+                    );
+                }
+            }
+        }
         Some(Action::Clear) => {
             let freed = cache::clear(&dir)?;
             devshell::forget(&shells_dir)?;
@@ -53,6 +74,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         None => {
             let usage = cache::usage(&dir)?;
             let shells = devshell::cached(&shells_dir);
+            let images = Images::from_env()?;
+            let trees = images.list();
             if args.json {
                 let shells: Vec<_> = shells
                     .iter()
@@ -60,7 +83,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     .collect();
                 println!(
                     "{}",
-                    serde_json::json!({ "cache": usage, "dev_shells": shells })
+                    serde_json::json!({ "cache": usage, "dev_shells": shells, "images": trees })
                 );
             } else {
                 println!("cache of {}: {}", project.dir.display(), dir.display());
@@ -78,6 +101,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                         shell.attribute,
                         shell.store_paths.len(),
                         shell.env_path.display()
+                    );
+                }
+                if !trees.is_empty() {
+                    println!(
+                        "container image trees (every project's) in {}:",
+                        images.dir().display()
+                    );
+                }
+                for tree in &trees {
+                    let (reference, bytes) = tree.shown();
+                    println!(
+                        "  {:>12}  {reference}{}",
+                        mib(bytes),
+                        if tree.in_use { "  (in use)" } else { "" }
                     );
                 }
             }

@@ -50,6 +50,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     for warning in policy.warnings() {
         eprintln!("chock: {warning}");
     }
+    if let (Some(name), Some(container)) = (&args.dev_shell, policy.container()) {
+        anyhow::bail!(
+            "--dev-shell {name} names a dev shell, and {}:{} names the container image {} as this project's toolchain; a toolchain is one or the other, so drop --dev-shell",
+            container.file.display(),
+            container.line,
+            container.image
+        );
+    }
     let log = exec::open_log(&policy)?;
     let request = ExecRequest {
         project,
@@ -92,6 +100,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     // With a router, each host the program reaches is asked at this terminal.
     let prepared = match exec::router(
+        chock_sandbox::netmode::session(&policy),
         policy.clone(),
         &log,
         std::sync::Arc::new(TerminalAsker),
@@ -191,7 +200,10 @@ fn failed(error: &ExecError) -> ExitCode {
             BuildError::Request(_) | BuildError::Eval(_) => exit::FAILURE,
         },
         ExecError::Sandbox(_) | ExecError::Cache { .. } => exit::FAULT,
-        ExecError::Project(_) | ExecError::DevShell(_) | ExecError::NoProgram => exit::FAILURE,
+        ExecError::Project(_)
+        | ExecError::DevShell(_)
+        | ExecError::Image(_)
+        | ExecError::NoProgram => exit::FAILURE,
     };
     code.into()
 }

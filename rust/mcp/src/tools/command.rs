@@ -29,6 +29,7 @@ pub struct RunCommand {
     argv: Vec<String>,
     cwd: Option<String>,
     timeout_seconds: Option<u64>,
+    background: Option<bool>,
 }
 
 /// The command line as a person reads it (shown when asking, never logged).
@@ -58,6 +59,10 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
         return Err(
             "run_command: an argument holds a NUL byte, which no program can receive".into(),
         );
+    }
+    let background = args.background == Some(true);
+    if background && args.timeout_seconds.is_some() {
+        return Err("run_command: `timeout_seconds` does not apply to a background command, which runs until stop_task or the end of the session; leave it out".into());
     }
     let session = call.session.clone();
     let cwd = match &args.cwd {
@@ -91,7 +96,12 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
     let named = named.map_err(|e| format!("run_command: {e}"))?;
     // Every act the command holds (`sh -c` read per segment, wrappers
     // looked through, `git.*`) passes the gate, each logged: one refusal
-    // refuses the command.
+    // refuses the command. A background command is never asked about.
+    let asking = if background {
+        Asking::NeverBackground
+    } else {
+        Asking::Person
+    };
     for named_act in &named.acts {
         let act = Act {
             tool: exec::TOOL,
@@ -99,7 +109,10 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
             subject: named_act.subject.clone(),
             detail: vec![format!("command: {}", shown(&args.argv))],
         };
-        call.gate(&act, Asking::Person).await?;
+        call.gate(&act, asking).await?;
+    }
+    if let Some(missing) = super::git::not_carried_out(&named.acts, &shown(&args.argv)) {
+        return Err(missing);
     }
     // Named above by the dev shell alone; what provide_tool built is then
     // shown as well, so its programs run, under exec.nix.store.*.
@@ -118,6 +131,17 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
             .collect();
         shell.store_paths.extend(extra);
     }
+    if background {
+        return super::tasks::start(call, request, toolchain, shown(&args.argv)).await;
+    }
+    // An allowed push is given the person's ssh agent for this call only.
+    let agent = if named.acts.iter().any(|act| act.action == "git.push") {
+        chock_log::dir_from_env()
+            .ok()
+            .and_then(|dir| crate::agent::Armed::arm(&dir.join("agent")))
+    } else {
+        None
+    };
     // A call the client cancels, or a program past its time, is killed:
     // the handle goes to a task that outlives this call's future, which is
     // dropped on cancel.
@@ -145,6 +169,7 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
     // With a router, each host the program reaches is decided as it
     // connects, its questions going to this call's client or `chock approve`.
     let router = exec::router(
+        chock_sandbox::netmode::session(&session.policy),
         SessionPolicy(session.clone()),
         &session.log,
         std::sync::Arc::new(session.asker(call.peer, &call.cancel, exec::TOOL)),
@@ -153,16 +178,29 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
     )
     .map_err(|e| format!("run_command: {e}"))?;
     let ran = tokio::task::spawn_blocking(move || {
-        let prepared =
+        let mut prepared =
             exec::prepare_allowed(&request, toolchain, &session.policy, &session.log, ROUTE)?;
-        let prepared = match router {
-            Some(router) => prepared.with_router(router),
-            None => prepared,
-        };
+        super::furnish(
+            &session,
+            &mut prepared,
+            chock_sandbox::netmode::session(&session.policy),
+        );
+        if let Some(agent) = &agent {
+            prepared.sandbox_mut().show_read_only(
+                agent.socket().to_path_buf(),
+                crate::agent::AGENT_MOUNT.into(),
+            );
+            prepared.set_env("SSH_AUTH_SOCK", crate::agent::AGENT_MOUNT);
+        }
+        if let Some(router) = router {
+            prepared = prepared.with_router(router);
+        }
         let notices: Vec<String> = prepared.notices.iter().map(ToString::to_string).collect();
         let started = prepared.start()?;
         started_tell.send(started.signal_handle()?).ok();
         let ran = started.wait()?;
+        // Closed with the call.
+        drop(agent);
         Ok::<_, exec::ExecError>((notices, ran))
     })
     .await
@@ -201,7 +239,7 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
 }
 
 /// The session's policy, held for as long as a command's router decides.
-struct SessionPolicy(std::sync::Arc<crate::session::Session>);
+pub(super) struct SessionPolicy(pub(super) std::sync::Arc<crate::session::Session>);
 
 impl std::ops::Deref for SessionPolicy {
     type Target = chock_policy::Policy;

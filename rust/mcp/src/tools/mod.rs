@@ -7,11 +7,14 @@
 
 mod command;
 mod files;
+mod git;
 mod nix;
 mod provide;
+mod tasks;
 mod web;
 
 pub use provide::PROVIDE_TOOL;
+pub use tasks::{SERVE_PORT, could_permit_a_port, furnish};
 pub use web::Robots;
 
 use std::sync::Arc;
@@ -25,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 use crate::session::Session;
 
 /// Every tool this server can offer, in the order they are listed.
-pub const TOOL_NAMES: [&str; 11] = [
+pub const TOOL_NAMES: [&str; 15] = [
     "read_file",
     "list_directory",
     "glob",
@@ -37,6 +40,10 @@ pub const TOOL_NAMES: [&str; 11] = [
     "nix_build",
     PROVIDE_TOOL,
     "fetch_url",
+    "task_output",
+    "stop_task",
+    "list_tasks",
+    SERVE_PORT,
 ];
 
 /// What a tool call needs besides its arguments.
@@ -77,6 +84,10 @@ pub async fn dispatch(call: &Call<'_>, name: &str, arguments: Value) -> Result<S
         "nix_build" => nix::nix_build(call, parse(name, arguments)?).await,
         PROVIDE_TOOL => provide::provide_tool(call, parse(name, arguments)?).await,
         "fetch_url" => web::fetch_url(call, parse(name, arguments)?).await,
+        "task_output" => tasks::task_output(call, parse(name, arguments)?).await,
+        "stop_task" => tasks::stop_task(call, parse(name, arguments)?).await,
+        "list_tasks" => tasks::list_tasks(call, parse(name, arguments)?).await,
+        SERVE_PORT => tasks::serve_port(call, parse(name, arguments)?).await,
         other => Err(format!(
             "there is no tool named `{other}`; this server's tools are {}",
             TOOL_NAMES.join(", ")
@@ -230,11 +241,12 @@ pub fn definition(name: &str) -> Option<Tool> {
         ),
         "run_command" => tool(
             "run_command",
-            "Run a program in Chock's sandbox, with the project's Nix dev shell as toolchain and the workspace read-write. `argv` is the program and its arguments (no shell: write [\"sh\", \"-c\", \"...\"] for one). Answers the exit status and the output. A program still running after `timeout_seconds` (default 300, at most 3600) is killed, and the answer says so.",
+            "Run a program in Chock's sandbox, with the project's Nix dev shell as toolchain and the workspace read-write. `argv` is the program and its arguments (no shell: write [\"sh\", \"-c\", \"...\"] for one). Answers the exit status and the output. A program still running after `timeout_seconds` (default 300, at most 3600) is killed, and the answer says so. With `background: true` (for a dev server, a watcher) it answers at once with a task id and runs on until stop_task or the end of the session; read its output with task_output. A background command is never asked about: only what the policy allows outright runs, and ports rules name (net.serve.<port>) are published for it on this machine's 127.0.0.1.",
             json!({"type": "object", "properties": {
                 "argv": {"type": "array", "items": {"type": "string"}, "minItems": 1},
                 "cwd": {"type": "string", "description": "A folder inside the workspace to run in (default the workspace)."},
-                "timeout_seconds": {"type": "integer", "minimum": 1, "maximum": command::MAX_TIMEOUT_SECONDS, "description": "Kill the program after this many seconds (default 300)."}
+                "timeout_seconds": {"type": "integer", "minimum": 1, "maximum": command::MAX_TIMEOUT_SECONDS, "description": "Kill the program after this many seconds (default 300); not with `background`."},
+                "background": {"type": "boolean", "description": "Start it as a background task and answer at once with its id."}
             }, "required": ["argv"], "additionalProperties": false}),
             false,
         ),
@@ -273,6 +285,40 @@ pub fn definition(name: &str) -> Option<Tool> {
                 "max_bytes": {"type": "integer", "minimum": 1, "maximum": web::MAX_FETCH_BYTES}
             }, "required": ["url"], "additionalProperties": false}),
             true,
+        ),
+        "task_output" => tool(
+            "task_output",
+            "Read a background task's output (stdout and stderr together) from `offset` (default 0); the answer gives the next offset to read from. `wait_seconds` (at most 30) waits for output past the offset first. A task keeps its last 1 MiB of output; a read from before that says how much was dropped.",
+            json!({"type": "object", "properties": {
+                "task": {"type": "integer", "minimum": 1},
+                "offset": {"type": "integer", "minimum": 0},
+                "max_bytes": {"type": "integer", "minimum": 1, "maximum": crate::tasks::OUTPUT_BYTES},
+                "wait_seconds": {"type": "integer", "minimum": 0, "maximum": tasks::MAX_WAIT_SECONDS}
+            }, "required": ["task"], "additionalProperties": false}),
+            true,
+        ),
+        "stop_task" => tool(
+            "stop_task",
+            "Stop a background task: its whole sandbox is killed and its published ports are closed.",
+            json!({"type": "object", "properties": {
+                "task": {"type": "integer", "minimum": 1}
+            }, "required": ["task"], "additionalProperties": false}),
+            false,
+        ),
+        "list_tasks" => tool(
+            "list_tasks",
+            "List this session's background tasks: id, command, state (running, or how it ended), network, output so far and published ports.",
+            json!({"type": "object", "properties": {}, "additionalProperties": false}),
+            true,
+        ),
+        SERVE_PORT => tool(
+            SERVE_PORT,
+            "Publish a port a background task's server listens on (inside its sandbox, on 127.0.0.1) at the same port on this machine's 127.0.0.1, so the person can open it. Decided at net.serve.<port>: a person may be asked. Ports under 1024, ports in use on this machine and more than 4 per session are refused. `task` may be left out when one task runs.",
+            json!({"type": "object", "properties": {
+                "port": {"type": "integer", "minimum": 1, "maximum": 65535},
+                "task": {"type": "integer", "minimum": 1}
+            }, "required": ["port"], "additionalProperties": false}),
+            false,
         ),
         _ => return None,
     })

@@ -39,7 +39,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use chock_policy::{Decision, NetMode, Pattern, Policy, Rule};
+use chock_policy::{Decision, Pattern, Policy, Rule};
 
 pub use gate::{Decide, NetGate};
 pub(crate) use ns::{Attached, attach};
@@ -119,19 +119,16 @@ fn upstream_from_env() -> Result<Option<SocketAddr>, String> {
         })
 }
 
-/// Whether a run under `policy` gets a router (`.policy.net.router`):
-/// `.filtered` always, `.none` never, `.auto` only when some rule permits
-/// something under `net` (a rule that only denies builds nothing).
-pub fn wanted(policy: &Policy) -> bool {
-    match policy.net().router {
-        NetMode::Filtered => true,
-        NetMode::None => false,
-        NetMode::Auto => every_rule(policy).any(|rule| {
-            rule.decision != Decision::Deny
-                && rule.decision != Decision::AgentThenHuman
-                && reaches_under(rule.action.as_ref(), "net")
-        }),
-    }
+/// Whether some rule (the project's, an organisation bundle's or a shipped
+/// default) permits something under `net`: what `.policy.net.router =
+/// .auto` reads ([`crate::netmode::session`]). A rule that only denies (or
+/// needs a reviewer agent no route has) permits nothing.
+pub fn permits_under_net(policy: &Policy) -> bool {
+    every_rule(policy).any(|rule| {
+        rule.decision != Decision::Deny
+            && rule.decision != Decision::AgentThenHuman
+            && reaches_under(rule.action.as_ref(), "net")
+    })
 }
 
 /// Every rule of every layer: the project's, each organisation bundle's,
@@ -247,20 +244,16 @@ mod tests {
     }
 
     #[test]
-    fn auto_builds_a_router_only_for_a_rule_that_permits_under_net() {
-        assert!(!wanted(&rules(&[])));
-        assert!(!wanted(&rules(&[(
-            "net.connect.com.github.443",
-            Decision::Deny
-        )])));
-        assert!(!wanted(&rules(&[("netx.a", Decision::Allow)])));
-        assert!(!wanted(&rules(&[("exec.host.*", Decision::Allow)])));
-        assert!(wanted(&rules(&[(
-            "net.connect.com.github.443",
-            Decision::Allow
-        )])));
-        assert!(wanted(&rules(&[("net.connect.*", Decision::Ask)])));
-        assert!(wanted(&rules(&[("net.*", Decision::Allow)])));
+    fn only_a_rule_that_permits_under_net_counts() {
+        let permits = |r: &[(&str, Decision)]| permits_under_net(&rules(r));
+        assert!(!permits(&[]));
+        assert!(!permits(&[("net.connect.com.github.443", Decision::Deny)]));
+        assert!(!permits(&[("net.connect.*", Decision::AgentThenHuman)]));
+        assert!(!permits(&[("netx.a", Decision::Allow)]));
+        assert!(!permits(&[("exec.host.*", Decision::Allow)]));
+        assert!(permits(&[("net.connect.com.github.443", Decision::Allow)]));
+        assert!(permits(&[("net.connect.*", Decision::Ask)]));
+        assert!(permits(&[("net.*", Decision::Allow)]));
     }
 
     #[test]

@@ -1,0 +1,146 @@
+//! The ssh agent, armed for one approved `git push`.
+//!
+//! A command whose acts hold `git.push` (so a rule or a person allowed it)
+//! is given `SSH_AUTH_SOCK` pointing at a socket bound into its sandbox for
+//! that call only. The socket is a proxy to the agent of the person who
+//! started the server (their own `SSH_AUTH_SOCK`), and it passes on only
+//! what a push needs: listing the keys and signing with one. Adding,
+//! removing or locking keys, and every other request, is answered with
+//! the agent protocol's failure without reaching the agent. When the call
+//! ends the socket is closed and its folder removed, so no later command
+//! can use the agent.
+
+use std::io::{Read, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Where the socket is inside the sandbox.
+pub const AGENT_MOUNT: &str = "/run/chock/ssh-agent.sock";
+/// `SSH_AGENTC_REQUEST_IDENTITIES`.
+const REQUEST_IDENTITIES: u8 = 11;
+/// `SSH_AGENTC_SIGN_REQUEST`.
+const SIGN_REQUEST: u8 = 13;
+/// `SSH_AGENT_FAILURE`, as a whole message.
+const FAILURE: [u8; 5] = [0, 0, 0, 1, 5];
+/// The longest message passed on (OpenSSH's own bound).
+const MAX_MESSAGE: usize = 256 << 10;
+
+/// The proxy for one call; dropping it closes the socket.
+pub struct Armed {
+    dir: PathBuf,
+    socket: PathBuf,
+    closed: Arc<AtomicBool>,
+}
+
+impl Armed {
+    /// Arms the proxy when the server has an agent to reach (its own
+    /// `SSH_AUTH_SOCK`); `None` when it has none. The socket is made in a
+    /// fresh `0700` folder under `parent`.
+    pub fn arm(parent: &Path) -> Option<Armed> {
+        let upstream = PathBuf::from(std::env::var_os("SSH_AUTH_SOCK")?);
+        match Armed::start(parent, upstream) {
+            Ok(armed) => Some(armed),
+            Err(e) => {
+                tracing::warn!("the ssh agent could not be armed for git push: {e}");
+                None
+            }
+        }
+    }
+
+    fn start(parent: &Path, upstream: PathBuf) -> std::io::Result<Armed> {
+        use std::os::unix::fs::DirBuilderExt;
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(parent)?;
+        let dir = parent.join(format!(
+            "{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
+        let socket = dir.join("agent.sock");
+        let listener = UnixListener::bind(&socket)?;
+        let closed = Arc::new(AtomicBool::new(false));
+        let stop = closed.clone();
+        std::thread::Builder::new()
+            .name("chock-ssh-agent".into())
+            .spawn(move || {
+                for inner in listener.incoming() {
+                    if stop.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    let Ok(inner) = inner else { continue };
+                    let upstream = upstream.clone();
+                    std::thread::spawn(move || {
+                        if let Err(e) = relay(inner, &upstream) {
+                            tracing::debug!("ssh agent proxy: {e}");
+                        }
+                    });
+                }
+            })?;
+        Ok(Armed {
+            dir,
+            socket,
+            closed,
+        })
+    }
+
+    /// The socket on the host, to bind at [`AGENT_MOUNT`].
+    pub fn socket(&self) -> &Path {
+        &self.socket
+    }
+}
+
+impl Drop for Armed {
+    fn drop(&mut self) {
+        self.closed.store(true, Ordering::SeqCst);
+        // Wakes the accepting thread, which then sees it is closed.
+        let _ = UnixStream::connect(&self.socket);
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Reads one agent message (length and body); `None` at the end.
+fn read_message(stream: &mut UnixStream) -> std::io::Result<Option<Vec<u8>>> {
+    let mut length = [0u8; 4];
+    match stream.read_exact(&mut length) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(e),
+    }
+    let length = u32::from_be_bytes(length) as usize;
+    if length == 0 || length > MAX_MESSAGE {
+        return Err(std::io::Error::other(format!(
+            "a message of {length} bytes, outside 1..{MAX_MESSAGE}"
+        )));
+    }
+    let mut message = vec![0u8; 4 + length];
+    if let Some(head) = message.get_mut(..4) {
+        head.copy_from_slice(&(length as u32).to_be_bytes());
+    }
+    stream.read_exact(message.get_mut(4..).unwrap_or_default())?;
+    Ok(Some(message))
+}
+
+/// Passes listing and signing requests to the agent, one at a time, and
+/// answers everything else with a failure.
+fn relay(mut inner: UnixStream, upstream: &Path) -> std::io::Result<()> {
+    let mut agent = UnixStream::connect(upstream)?;
+    while let Some(request) = read_message(&mut inner)? {
+        let kind = request.get(4).copied().unwrap_or_default();
+        if kind != REQUEST_IDENTITIES && kind != SIGN_REQUEST {
+            inner.write_all(&FAILURE)?;
+            continue;
+        }
+        agent.write_all(&request)?;
+        let Some(answer) = read_message(&mut agent)? else {
+            return Ok(());
+        };
+        inner.write_all(&answer)?;
+    }
+    Ok(())
+}
