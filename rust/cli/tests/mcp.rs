@@ -275,6 +275,63 @@ fn run_command_asks_the_client_about_each_host_it_connects_to() {
     assert_eq!(lab.log().matches("8443 ").count(), 1, "{}", lab.log());
 }
 
+/// A background command's router never asks: what the rules allow outright
+/// is reached, and a host that would have asked is refused with nobody
+/// asked. Runs in network namespaces the test makes (root).
+#[test]
+fn a_background_command_reaches_only_what_is_allowed_outright() {
+    let lab = net_lab::Lab::new();
+    lab.enter();
+    let env = project_with_files();
+    env.rules(
+        r#".{ .action = "exec.*", .decision = .allow }, .{ .action = "net.connect.test.allowed.*", .decision = .allow }"#,
+    );
+    let resolver = lab.resolver();
+    let mut client = env.client_with_env(
+        true,
+        &[],
+        &[("CHOCK_NET_RESOLVER", std::path::Path::new(&resolver))],
+    );
+    let script = "curl -sS -m 10 http://allowed.test:8080/; curl -sS -m 10 http://asked.test:8080/; echo asked=$?";
+    let started = client.call(
+        "run_command",
+        json!({"argv": ["sh", "-c", script], "background": true}),
+    );
+    assert!(started.text.contains("network: filtered"), "{started:?}");
+    let id: u64 = started
+        .text
+        .split("started task ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|id| id.parse().ok())
+        .unwrap_or_else(|| panic!("no task id: {started:?}"));
+    let mut output = String::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    // What the task printed, after task_output's header (which shows the command).
+    while std::time::Instant::now() < deadline && !output.contains("asked=") {
+        let text = client
+            .call("task_output", json!({"task": id, "wait_seconds": 3}))
+            .text;
+        output = text
+            .split("--- output ---")
+            .nth(1)
+            .unwrap_or_default()
+            .to_owned();
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(output.contains("hello through the router"), "{output}");
+    assert!(
+        output.contains("asked=") && !output.contains("asked=0"),
+        "{output}"
+    );
+    assert!(
+        client.elicited.is_empty(),
+        "a background command never asks"
+    );
+    env.assert_logged("net.connect.test.asked.8080", "ask", "nobody");
+    assert_eq!(lab.log().matches("8080 ").count(), 1, "{}", lab.log());
+}
+
 #[test]
 fn a_person_who_says_no_refuses_the_act() {
     let env = project_with_files();
