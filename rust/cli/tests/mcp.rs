@@ -298,25 +298,15 @@ fn a_background_command_reaches_only_what_is_allowed_outright() {
         json!({"argv": ["sh", "-c", script], "background": true}),
     );
     assert!(started.text.contains("network: filtered"), "{started:?}");
-    let id: u64 = started
-        .text
-        .split("started task ")
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
-        .and_then(|id| id.parse().ok())
-        .unwrap_or_else(|| panic!("no task id: {started:?}"));
+    let id = tasks::task_id(&started.text);
     let mut output = String::new();
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    // What the task printed, after task_output's header (which shows the command).
+    // What the task printed (task_output's header shows the command too).
     while std::time::Instant::now() < deadline && !output.contains("asked=") {
         let text = client
             .call("task_output", json!({"task": id, "wait_seconds": 3}))
             .text;
-        output = text
-            .split("--- output ---")
-            .nth(1)
-            .unwrap_or_default()
-            .to_owned();
+        output = tasks::output_of(&text).to_owned();
         std::thread::sleep(Duration::from_millis(200));
     }
     assert!(output.contains("hello through the router"), "{output}");
