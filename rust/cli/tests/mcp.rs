@@ -11,6 +11,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use support::{Approver, Env, Page, Site, answered_in_chock_approve, person_says};
 
+mod net_lab;
 mod sandbox_fixture;
 #[path = "mcp/tasks.rs"]
 mod tasks;
@@ -226,6 +227,99 @@ fn every_tool_on_ask_asks_through_the_clients_elicitation() {
         assert_eq!(asked["params"]["mode"], "form");
     }
     assert_eq!(client.elicited.len(), 9);
+}
+
+/// The network router on the tool server: a host no rule answers is asked
+/// through the client as the command connects, and reached only on yes.
+/// Runs in network namespaces the test makes (root).
+#[test]
+fn run_command_asks_the_client_about_each_host_it_connects_to() {
+    let lab = net_lab::Lab::new();
+    lab.enter();
+    let env = project_with_files();
+    env.rules(
+        r#".{ .action = "exec.*", .decision = .allow }, .{ .action = "net.connect.*", .decision = .ask }"#,
+    );
+    let resolver = lab.resolver();
+    let ca = lab.ca();
+    let mut client = env.client_with_env(
+        true,
+        &[],
+        &[
+            ("CHOCK_NET_RESOLVER", std::path::Path::new(&resolver)),
+            ("SSL_CERT_FILE", &ca),
+        ],
+    );
+    let curl =
+        |host: &str| json!({"argv": ["curl", "-sS", "-m", "10", format!("https://{host}:8443/")]});
+    client.elicit_answers.push(person_says(true));
+    let called = client.call("run_command", curl("allowed.test"));
+    assert!(
+        called.text.contains("hello through the router"),
+        "{called:?}"
+    );
+    let asked = client.elicited.last().expect("an elicitation");
+    let message = asked["params"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("net.connect.test.allowed.8443"),
+        "{message}"
+    );
+    env.assert_logged("net.connect.test.allowed.8443", "allow", "person");
+    client.elicit_answers.push(person_says(false));
+    let called = client.call("run_command", curl("asked.test"));
+    assert!(
+        !called.text.contains("hello through the router"),
+        "{called:?}"
+    );
+    env.assert_logged("net.connect.test.asked.8443", "deny", "person");
+    assert_eq!(lab.log().matches("8443 ").count(), 1, "{}", lab.log());
+}
+
+/// A background command's router never asks: what the rules allow outright
+/// is reached, and a host that would have asked is refused with nobody
+/// asked. Runs in network namespaces the test makes (root).
+#[test]
+fn a_background_command_reaches_only_what_is_allowed_outright() {
+    let lab = net_lab::Lab::new();
+    lab.enter();
+    let env = project_with_files();
+    env.rules(
+        r#".{ .action = "exec.*", .decision = .allow }, .{ .action = "net.connect.test.allowed.*", .decision = .allow }"#,
+    );
+    let resolver = lab.resolver();
+    let mut client = env.client_with_env(
+        true,
+        &[],
+        &[("CHOCK_NET_RESOLVER", std::path::Path::new(&resolver))],
+    );
+    let script = "curl -sS -m 10 http://allowed.test:8080/; curl -sS -m 10 http://asked.test:8080/; echo asked=$?";
+    let started = client.call(
+        "run_command",
+        json!({"argv": ["sh", "-c", script], "background": true}),
+    );
+    assert!(started.text.contains("network: filtered"), "{started:?}");
+    let id = tasks::task_id(&started.text);
+    let mut output = String::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    // What the task printed (task_output's header shows the command too).
+    while std::time::Instant::now() < deadline && !output.contains("asked=") {
+        let text = client
+            .call("task_output", json!({"task": id, "wait_seconds": 3}))
+            .text;
+        output = tasks::output_of(&text).to_owned();
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(output.contains("hello through the router"), "{output}");
+    assert!(
+        output.contains("asked=") && !output.contains("asked=0"),
+        "{output}"
+    );
+    assert!(
+        client.elicited.is_empty(),
+        "a background command never asks"
+    );
+    env.assert_logged("net.connect.test.asked.8080", "ask", "nobody");
+    assert_eq!(lab.log().matches("8080 ").count(), 1, "{}", lab.log());
 }
 
 #[test]

@@ -136,9 +136,8 @@ pub(crate) fn last_cap() -> u32 {
         .unwrap_or(63)
 }
 
-/// The capability sets of the calling process, as `capget` reports them
-/// (effective, permitted, inheritable), each as 64 bits.
-pub fn current() -> Result<(u64, u64, u64), Errno> {
+/// The calling process's capability sets, as `capget` (version 3) fills them.
+fn capget() -> Result<[CapData; 2], Errno> {
     let mut header = CapHeader {
         version: LINUX_CAPABILITY_VERSION_3,
         pid: 0,
@@ -159,10 +158,48 @@ pub fn current() -> Result<(u64, u64, u64), Errno> {
     if ret < 0 {
         return Err(Errno::last());
     }
+    Ok(data)
+}
+
+/// The capability sets of the calling process, as `capget` reports them
+/// (effective, permitted, inheritable), each as 64 bits.
+pub fn current() -> Result<(u64, u64, u64), Errno> {
+    let data = capget()?;
     let join = |lo: u32, hi: u32| u64::from(lo) | (u64::from(hi) << 32);
     Ok((
         join(data[0].effective, data[1].effective),
         join(data[0].permitted, data[1].permitted),
         join(data[0].inheritable, data[1].inheritable),
     ))
+}
+
+/// Keeps `CAP_NET_ADMIN` across the next `execve` (inheritable, then
+/// ambient), for a helper that joined a user namespace and then runs a
+/// host tool there: without it, a caller who is not root in that namespace
+/// would start the tool with no capability at all.
+pub(crate) fn keep_net_admin_across_exec() -> Result<(), Errno> {
+    const CAP_NET_ADMIN: u32 = 12;
+    let header = CapHeader {
+        version: LINUX_CAPABILITY_VERSION_3,
+        pid: 0,
+    };
+    let mut data = capget()?;
+    data[0].inheritable |= 1 << CAP_NET_ADMIN;
+    // SAFETY: version 3 takes two data structs, both live across the call.
+    let ret =
+        unsafe { libc::syscall(libc::SYS_capset, &header as *const CapHeader, data.as_ptr()) };
+    if ret < 0 {
+        return Err(Errno::last());
+    }
+    // SAFETY: prctl with integer arguments only; the capability is the third.
+    let ret = unsafe {
+        libc::prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_RAISE as libc::c_ulong,
+            CAP_NET_ADMIN as libc::c_ulong,
+            0 as libc::c_ulong,
+            0 as libc::c_ulong,
+        )
+    };
+    if ret < 0 { Err(Errno::last()) } else { Ok(()) }
 }

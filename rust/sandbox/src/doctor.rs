@@ -129,6 +129,11 @@ pub fn run(options: &Options<'_>) -> Report {
     rows.push(daemon_sandbox_row());
     rows.push(space_row(options.project));
     rows.push(crate::image::doctor_row());
+    // The router is needed only by projects that permit something under
+    // net, so its rows warn rather than block.
+    for (name, result) in crate::net::probe::rows() {
+        rows.push(row(name, false, result).or_warn_unless(false));
+    }
     let can_run = !rows.iter().any(|r| r.blocking && r.state == State::Fail);
     Report { rows, can_run }
 }

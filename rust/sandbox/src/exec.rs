@@ -372,6 +372,23 @@ impl Prepared {
         &self.sandbox
     }
 
+    /// Gives the program a network through `router`: the resolver named in
+    /// its `/etc/resolv.conf`, the relay, and the host's trust store
+    /// (`SSL_CERT_FILE`, unless the dev shell set its own).
+    pub fn with_router(mut self, router: crate::net::Router) -> Prepared {
+        let env = &self.command.env;
+        let files = crate::net::files(&|name| {
+            env.iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.to_string_lossy().into_owned())
+        });
+        self.command
+            .env
+            .extend(files.env.iter().map(|(k, v)| (k.into(), v.into())));
+        self.sandbox = self.sandbox.with_router(router, &files);
+        self
+    }
+
     /// The sandbox it runs in, to add to before it starts (a folder shown
     /// read-only, the network, a port dialer).
     pub fn sandbox_mut(&mut self) -> &mut Sandbox {
@@ -603,6 +620,41 @@ pub fn write_execute_state(policy: &Policy) -> WriteExecute {
         Ok(answer) if answer.granted => WriteExecute::Allowed,
         _ => WriteExecute::Refused,
     }
+}
+
+/// The router a command of `project` gets under `policy` when its
+/// `network` is filtered ([`crate::netmode::session`] for a foreground
+/// command, [`crate::netmode::background`] for a background one): its names and
+/// connections decided through the gate on `route`, a question going to
+/// `asker`, each answer logged to `log` under the agent name `agent`.
+/// Hand it to [`Prepared::with_router`].
+pub fn router<P>(
+    network: crate::netmode::Network,
+    policy: P,
+    log: &Log,
+    asker: std::sync::Arc<dyn chock_policy::Asker + Send + Sync>,
+    (route, agent): (Route, &str),
+    project: &Project,
+) -> Result<Option<crate::net::Router>, ExecError>
+where
+    P: std::ops::Deref<Target = Policy> + Send + Sync + 'static,
+{
+    if network != crate::netmode::Network::Filtered {
+        return Ok(None);
+    }
+    let gate = crate::net::NetGate::new(
+        policy,
+        log.clone(),
+        asker,
+        (
+            route,
+            project.dir.to_string_lossy().into_owned(),
+            agent.to_owned(),
+        ),
+    );
+    crate::net::Router::new(std::sync::Arc::new(gate))
+        .map(Some)
+        .map_err(|e| ExecError::Sandbox(SandboxError::Unsupported(e)))
 }
 
 /// The tool a command is asked through, in the policy key and the log.

@@ -20,6 +20,7 @@ pub mod image;
 mod layout;
 mod limits;
 mod mounts;
+pub mod net;
 pub mod netmode;
 pub mod project;
 pub mod publish;

@@ -7,7 +7,7 @@
 //! at `net.connect.*`). A router is a mechanism, never a permission: it
 //! grants no host by itself.
 
-use chock_policy::{Decision, NetMode, Policy};
+use chock_policy::{NetMode, Policy};
 
 /// The network a sandbox is given.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -32,26 +32,14 @@ impl Network {
 }
 
 /// What the session itself has: `.policy.net.router`, where `.auto` gives
-/// a router only when some rule that is not a deny names something under
-/// `net`.
+/// a router only when some rule of any layer permits something under `net`
+/// ([`crate::net::permits_under_net`]).
 pub fn session(policy: &Policy) -> Network {
     match policy.net().router {
         NetMode::None => Network::Closed,
         NetMode::Filtered => Network::Filtered,
-        NetMode::Auto => {
-            let permits_net = policy.rules().iter().any(|rule| {
-                rule.decision != Decision::Deny
-                    && rule
-                        .action
-                        .as_ref()
-                        .is_some_and(|action| action.as_str().starts_with("net."))
-            });
-            if permits_net {
-                Network::Filtered
-            } else {
-                Network::Closed
-            }
-        }
+        NetMode::Auto if crate::net::permits_under_net(policy) => Network::Filtered,
+        NetMode::Auto => Network::Closed,
     }
 }
 
@@ -68,7 +56,7 @@ pub fn background(policy: &Policy) -> Network {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use chock_policy::{Pattern, Rule};
+    use chock_policy::{Decision, Pattern, Rule};
 
     fn policy(rules: &[(&str, Decision)]) -> Policy {
         Policy::from_rules(

@@ -41,6 +41,7 @@ pub struct Sandbox {
     uid_map: Vec<u8>,
     gid_map: Vec<u8>,
     write_execute: WriteExecute,
+    router: Option<crate::net::Router>,
     network: crate::netmode::Network,
     dialer: bool,
 }
@@ -224,9 +225,29 @@ impl Sandbox {
             uid_map: format!("{uid} {uid} 1\n").into_bytes(),
             gid_map: format!("{gid} {gid} 1\n").into_bytes(),
             write_execute,
+            router: None,
             network: crate::netmode::Network::default(),
             dialer: false,
         })
+    }
+
+    /// Gives every program this sandbox starts a network through `router`,
+    /// with the files it needs inside (`crate::net::files`).
+    pub(crate) fn with_router(
+        mut self,
+        router: crate::net::Router,
+        files: &crate::net::Files,
+    ) -> Sandbox {
+        self.layout.etc_files.extend(files.etc.iter().cloned());
+        self.layout.links.extend(files.links.iter().cloned());
+        self.ops = mounts::plan(&self.layout, &self.anchors.anchored);
+        self.router = Some(router);
+        self
+    }
+
+    /// Whether programs started here have a network router.
+    pub fn routed(&self) -> bool {
+        self.router.is_some()
     }
 
     /// The layout this sandbox was made from.
@@ -430,6 +451,22 @@ impl Sandbox {
         }
         // SAFETY: the kernel gave us this pidfd, and nothing else owns it.
         let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd) };
+        // The network is set up before init may start (and before it makes
+        // itself undumpable, which would close its namespaces to Chock).
+        let network = match self
+            .router
+            .as_ref()
+            .map(|router| crate::net::attach(router, pid))
+        {
+            Some(Err(error)) => {
+                // Init reads the hang-up, ends, and is reaped here.
+                drop(go_write);
+                let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None);
+                return Err(error);
+            }
+            Some(Ok(attached)) => Some(attached),
+            None => None,
+        };
         let go = |what| {
             crate::sys::write_all(go_write.as_raw_fd(), b"g")
                 .map_err(|errno| SandboxError::Sys { what, errno })
@@ -477,6 +514,7 @@ impl Sandbox {
             ops: plan.ops,
             cgroup,
             program,
+            _network: network,
         };
         // Init may already have ended, refusing to build the sandbox (a
         // swapped mount source): then there is nothing to bound, the move
@@ -618,6 +656,8 @@ pub struct Running {
     cgroup: Option<Cgroup>,
     program: Option<PathBuf>,
     floor: Option<FloorWatch>,
+    /// The router's threads, stopped when the run is collected.
+    _network: Option<crate::net::Attached>,
 }
 
 /// Signals one sandbox's init, from any thread. Init is named by a pidfd,

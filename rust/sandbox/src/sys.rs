@@ -609,3 +609,443 @@ pub(crate) fn recv_reply(
     }
     Ok(Some((i32::from_ne_bytes(bytes), fd)))
 }
+
+/// Joins the namespace `fd` names (`nstype` is its `CLONE_NEW*` kind).
+pub(crate) fn setns(fd: RawFd, nstype: libc::c_int) -> Result<(), Errno> {
+    // SAFETY: setns takes a descriptor and a flag.
+    result(unsafe { libc::setns(fd, nstype) } as libc::c_long).map(drop)
+}
+
+/// Makes `command` run in the user and network namespaces `user` and
+/// `net` name (descriptors that stay open until it has started): joined in
+/// the forked child before `execve`, so the program acts on the sandbox's
+/// network with the capabilities its owner has there.
+pub(crate) fn run_in_namespaces(command: &mut std::process::Command, user: RawFd, net: RawFd) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs in the forked child and only makes two
+    // system calls (no allocation, no lock).
+    unsafe {
+        command.pre_exec(move || {
+            setns(user, libc::CLONE_NEWUSER)
+                .and_then(|()| setns(net, libc::CLONE_NEWNET))
+                .and_then(|()| crate::caps::keep_net_admin_across_exec())
+                .map_err(|e| std::io::Error::from_raw_os_error(e as i32))
+        });
+    }
+}
+
+/// One socket to make inside a network namespace: bound (and, for a
+/// stream, listening) at `addr`, or left unbound when its address is
+/// unspecified.
+#[derive(Clone, Copy)]
+pub(crate) struct SocketSpec {
+    /// `SOCK_STREAM` (listening) or `SOCK_DGRAM`.
+    pub(crate) kind: libc::c_int,
+    /// Where it is bound.
+    pub(crate) addr: std::net::SocketAddr,
+}
+
+/// A socket address as the kernel takes it.
+enum RawAddr {
+    V4(libc::sockaddr_in),
+    V6(libc::sockaddr_in6),
+}
+
+impl RawAddr {
+    fn of(addr: std::net::SocketAddr) -> RawAddr {
+        match addr {
+            std::net::SocketAddr::V4(a) => RawAddr::V4(libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: a.port().to_be(),
+                sin_addr: libc::in_addr {
+                    s_addr: u32::from_ne_bytes(a.ip().octets()),
+                },
+                sin_zero: [0; 8],
+            }),
+            std::net::SocketAddr::V6(a) => RawAddr::V6(libc::sockaddr_in6 {
+                sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                sin6_port: a.port().to_be(),
+                sin6_flowinfo: 0,
+                sin6_addr: libc::in6_addr {
+                    s6_addr: a.ip().octets(),
+                },
+                sin6_scope_id: 0,
+            }),
+        }
+    }
+
+    fn is_unspecified(&self) -> bool {
+        match self {
+            RawAddr::V4(a) => a.sin_addr.s_addr == 0,
+            RawAddr::V6(a) => a.sin6_addr.s6_addr == [0; 16],
+        }
+    }
+
+    fn family(&self) -> libc::c_int {
+        match self {
+            RawAddr::V4(_) => libc::AF_INET,
+            RawAddr::V6(_) => libc::AF_INET6,
+        }
+    }
+
+    /// The address as the kernel calls take it: a pointer and a length.
+    fn raw(&self) -> (*const libc::sockaddr, libc::socklen_t) {
+        match self {
+            RawAddr::V4(a) => (
+                (a as *const libc::sockaddr_in).cast(),
+                std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+            ),
+            RawAddr::V6(a) => (
+                (a as *const libc::sockaddr_in6).cast(),
+                std::mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t,
+            ),
+        }
+    }
+
+    fn bind(&self, fd: RawFd) -> libc::c_int {
+        let (ptr, len) = self.raw();
+        // SAFETY: the pointer and length describe the live struct.
+        unsafe { libc::bind(fd, ptr, len) }
+    }
+}
+
+/// The most sockets [`sockets_in`] makes at once.
+pub(crate) const MAX_SOCKETS: usize = 4;
+
+/// Makes `specs` (at most [`MAX_SOCKETS`]) inside the namespaces `user` and
+/// `net` name, from a forked child that joins them, and hands them back
+/// over a socket pair: a socket belongs to the network namespace it was
+/// made in for its whole life, wherever its descriptor goes.
+pub(crate) fn sockets_in(
+    user: RawFd,
+    net: RawFd,
+    specs: &[SocketSpec],
+) -> Result<Vec<std::os::fd::OwnedFd>, Errno> {
+    if specs.len() > MAX_SOCKETS {
+        return Err(Errno::E2BIG);
+    }
+    let addrs: Vec<(libc::c_int, RawAddr)> = specs
+        .iter()
+        .map(|s| (s.kind, RawAddr::of(s.addr)))
+        .collect();
+    let mut pair = [-1; 2];
+    // SAFETY: socketpair writes two descriptors into the array.
+    result(unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
+            0,
+            pair.as_mut_ptr(),
+        )
+    } as libc::c_long)?;
+    let (ours, theirs) = (owned(pair[0]), owned(pair[1]));
+    // SAFETY: the child only makes system calls and leaves with _exit.
+    let pid = unsafe { clone_process(0, None) }?;
+    if pid == 0 {
+        let code = match make_and_send(user, net, &addrs, std::os::fd::AsRawFd::as_raw_fd(&theirs))
+        {
+            Ok(()) => 0,
+            Err(errno) => errno as i32,
+        };
+        exit_now(code.clamp(0, 255));
+    }
+    drop(theirs);
+    let received = receive_fds(std::os::fd::AsRawFd::as_raw_fd(&ours), specs.len());
+    let mut status = 0;
+    loop {
+        // SAFETY: waiting for our own child.
+        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if r >= 0 || Errno::last() != Errno::EINTR {
+            break;
+        }
+    }
+    match received {
+        Ok(fds) if fds.len() == specs.len() => Ok(fds),
+        Ok(_) => Err(Errno::EPROTO),
+        Err(errno) => {
+            if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) != 0 {
+                Err(Errno::from_raw(libc::WEXITSTATUS(status)))
+            } else {
+                Err(errno)
+            }
+        }
+    }
+}
+
+/// Turns a boolean socket option on.
+fn set_flag(fd: RawFd, level: libc::c_int, option: libc::c_int) {
+    let one: libc::c_int = 1;
+    // SAFETY: the option value is a live c_int.
+    unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            option,
+            (&one as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+}
+
+/// In the forked child: join, make, send. No allocation.
+fn make_and_send(
+    user: RawFd,
+    net: RawFd,
+    addrs: &[(libc::c_int, RawAddr)],
+    to: RawFd,
+) -> Result<(), Errno> {
+    setns(user, libc::CLONE_NEWUSER)?;
+    setns(net, libc::CLONE_NEWNET)?;
+    let mut made = [-1 as RawFd; MAX_SOCKETS];
+    for (slot, (kind, addr)) in made.iter_mut().zip(addrs) {
+        // SAFETY: plain socket creation.
+        let fd = result(
+            unsafe { libc::socket(addr.family(), *kind | libc::SOCK_CLOEXEC, 0) } as libc::c_long,
+        )? as RawFd;
+        *slot = fd;
+        set_flag(fd, libc::SOL_SOCKET, libc::SO_REUSEADDR);
+        if addr.family() == libc::AF_INET6 {
+            set_flag(fd, libc::IPPROTO_IPV6, libc::IPV6_V6ONLY);
+        }
+        if addr.is_unspecified() {
+            // A socket to dial or send from, left unbound.
+            continue;
+        }
+        result(addr.bind(fd) as libc::c_long)?;
+        if *kind == libc::SOCK_STREAM {
+            // SAFETY: listening on our own socket.
+            result(unsafe { libc::listen(fd, 128) } as libc::c_long)?;
+        }
+    }
+    send_fds(to, made.get(..addrs.len()).unwrap_or_default())
+}
+
+/// The one byte a descriptor-passing message carries.
+fn one_byte(byte: &mut [u8; 1]) -> libc::iovec {
+    libc::iovec {
+        iov_base: byte.as_mut_ptr().cast(),
+        iov_len: 1,
+    }
+}
+
+/// A message of `iov` with the first `space` bytes of `control` (u64s, so
+/// the control headers inside are aligned) for its control messages.
+fn message(iov: &mut libc::iovec, control: &mut [u64; 8], space: usize) -> libc::msghdr {
+    // SAFETY: msghdr is plain data; every pointer set below is live while
+    // the caller holds `iov` and `control`.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = space.min(std::mem::size_of_val(control)) as _;
+    msg
+}
+
+fn send_fds(to: RawFd, fds: &[RawFd]) -> Result<(), Errno> {
+    const SPACE: usize = 64;
+    let mut control = [0u64; SPACE / 8];
+    let bytes = std::mem::size_of_val(fds);
+    // SAFETY: CMSG_SPACE is a pure computation.
+    let space = unsafe { libc::CMSG_SPACE(bytes as u32) } as usize;
+    if space > SPACE {
+        return Err(Errno::E2BIG);
+    }
+    let mut byte = [0u8; 1];
+    let mut iov = one_byte(&mut byte);
+    let msg = message(&mut iov, &mut control, space);
+    // SAFETY: the control buffer holds one header of `space` bytes.
+    unsafe {
+        let cmsg = libc::CMSG_FIRSTHDR(&msg);
+        (*cmsg).cmsg_level = libc::SOL_SOCKET;
+        (*cmsg).cmsg_type = libc::SCM_RIGHTS;
+        (*cmsg).cmsg_len = libc::CMSG_LEN(bytes as u32) as _;
+        std::ptr::copy_nonoverlapping(fds.as_ptr(), libc::CMSG_DATA(cmsg).cast(), fds.len());
+    }
+    // SAFETY: msg is fully initialised.
+    result(unsafe { libc::sendmsg(to, &msg, 0) } as libc::c_long).map(drop)
+}
+
+fn receive_fds(from: RawFd, count: usize) -> Result<Vec<std::os::fd::OwnedFd>, Errno> {
+    let mut control = [0u64; 8];
+    let mut byte = [0u8; 1];
+    let mut iov = one_byte(&mut byte);
+    let space = std::mem::size_of_val(&control);
+    let mut msg = message(&mut iov, &mut control, space);
+    loop {
+        // SAFETY: msg describes live buffers.
+        let n = unsafe { libc::recvmsg(from, &mut msg, libc::MSG_CMSG_CLOEXEC) };
+        if n == 0 {
+            // The helper ended without sending.
+            return Err(Errno::EPIPE);
+        }
+        if n > 0 {
+            break;
+        }
+        if Errno::last() != Errno::EINTR {
+            return Err(Errno::last());
+        }
+    }
+    let mut fds = Vec::new();
+    // SAFETY: walking the control messages the kernel wrote.
+    unsafe {
+        let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
+        while !cmsg.is_null() {
+            if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_RIGHTS {
+                let data = libc::CMSG_DATA(cmsg).cast::<RawFd>();
+                let len = ((*cmsg).cmsg_len as usize).saturating_sub(libc::CMSG_LEN(0) as usize)
+                    / std::mem::size_of::<RawFd>();
+                for i in 0..len {
+                    fds.push(owned(std::ptr::read_unaligned(data.add(i))));
+                }
+            }
+            cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
+        }
+    }
+    if fds.len() != count {
+        return Err(Errno::EPROTO);
+    }
+    Ok(fds)
+}
+
+/// Where a connection redirected by the namespace's ruleset was going
+/// (`SO_ORIGINAL_DST`, from the connection tracking of its namespace).
+pub(crate) fn original_destination(fd: RawFd, v6: bool) -> Result<std::net::SocketAddr, Errno> {
+    const SO_ORIGINAL_DST: libc::c_int = 80;
+    // SAFETY: sockaddr_storage is plain data; the kernel fills at most `len` bytes.
+    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    let level = if v6 { libc::SOL_IPV6 } else { libc::SOL_IP };
+    // SAFETY: as above.
+    result(unsafe {
+        libc::getsockopt(
+            fd,
+            level,
+            SO_ORIGINAL_DST,
+            (&mut storage as *mut libc::sockaddr_storage).cast(),
+            &mut len,
+        )
+    } as libc::c_long)?;
+    match libc::c_int::from(storage.ss_family) {
+        libc::AF_INET => {
+            // SAFETY: the kernel wrote a sockaddr_in, which the storage holds.
+            let addr =
+                unsafe { *(&storage as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>() };
+            Ok(std::net::SocketAddr::new(
+                std::net::Ipv4Addr::from(addr.sin_addr.s_addr.to_ne_bytes()).into(),
+                u16::from_be(addr.sin_port),
+            ))
+        }
+        libc::AF_INET6 => {
+            // SAFETY: the kernel wrote a sockaddr_in6, which the storage holds.
+            let addr = unsafe {
+                *(&storage as *const libc::sockaddr_storage).cast::<libc::sockaddr_in6>()
+            };
+            Ok(std::net::SocketAddr::new(
+                std::net::Ipv6Addr::from(addr.sin6_addr.s6_addr).into(),
+                u16::from_be(addr.sin6_port),
+            ))
+        }
+        _ => Err(Errno::EAFNOSUPPORT),
+    }
+}
+
+/// Makes closing the TCP socket `fd` send a reset (`SO_LINGER` of zero).
+pub(crate) fn reset_on_close(fd: RawFd) {
+    let linger = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    // SAFETY: the option value is a live linger struct.
+    unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&linger as *const libc::linger).cast(),
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        )
+    };
+}
+
+/// Connects the unbound TCP socket `fd` to `addr`, waiting at most `timeout`.
+pub(crate) fn connect_timeout(
+    fd: &std::os::fd::OwnedFd,
+    addr: std::net::SocketAddr,
+    timeout: std::time::Duration,
+) -> Result<(), Errno> {
+    use std::os::fd::AsRawFd;
+    let raw = fd.as_raw_fd();
+    let target = RawAddr::of(addr);
+    // A blocking connect gives up after the send timeout.
+    let limit = libc::timeval {
+        tv_sec: timeout.as_secs() as libc::time_t,
+        tv_usec: libc::suseconds_t::from(timeout.subsec_micros() as i32),
+    };
+    // SAFETY: the option value is a live timeval.
+    unsafe {
+        libc::setsockopt(
+            raw,
+            libc::SOL_SOCKET,
+            libc::SO_SNDTIMEO,
+            (&limit as *const libc::timeval).cast(),
+            std::mem::size_of::<libc::timeval>() as libc::socklen_t,
+        )
+    };
+    let (ptr, len) = target.raw();
+    // SAFETY: the pointer and length describe the live struct.
+    let ret = unsafe { libc::connect(raw, ptr, len) };
+    if ret == 0 { Ok(()) } else { Err(Errno::last()) }
+}
+
+/// One `splice` of at most `len` bytes from `from` to `to` (one is a pipe),
+/// retried on EINTR.
+fn splice_some(from: RawFd, to: RawFd, len: usize) -> Result<usize, Errno> {
+    loop {
+        // SAFETY: splice between descriptors the caller holds, no offsets.
+        let n = unsafe {
+            libc::splice(
+                from,
+                std::ptr::null_mut(),
+                to,
+                std::ptr::null_mut(),
+                len,
+                libc::SPLICE_F_MOVE,
+            )
+        };
+        if n >= 0 {
+            return Ok(n as usize);
+        }
+        if Errno::last() != Errno::EINTR {
+            return Err(Errno::last());
+        }
+    }
+}
+
+/// Moves bytes from the socket `from` to the socket `to` through a pipe
+/// with `splice(2)`, in the kernel, until `from` ends: the relay's copy.
+/// Returns how it ended: `Ok` at the end of `from`, an error when either
+/// side failed (`EINVAL` when the kernel cannot splice these descriptors).
+pub(crate) fn splice_all(from: RawFd, to: RawFd) -> Result<(), Errno> {
+    const CHUNK: usize = 1 << 20;
+    let (pipe_read, pipe_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+    let (pr, pw) = (
+        std::os::fd::AsRawFd::as_raw_fd(&pipe_read),
+        std::os::fd::AsRawFd::as_raw_fd(&pipe_write),
+    );
+    // A larger pipe moves more per call; the default is kept if refused.
+    // SAFETY: fcntl with integer arguments.
+    unsafe { libc::fcntl(pw, libc::F_SETPIPE_SZ, CHUNK as libc::c_int) };
+    loop {
+        let n = splice_some(from, pw, CHUNK)?;
+        if n == 0 {
+            return Ok(());
+        }
+        let mut left = n;
+        while left > 0 {
+            match splice_some(pr, to, left)? {
+                0 => return Err(Errno::EPIPE),
+                m => left -= m,
+            }
+        }
+    }
+}

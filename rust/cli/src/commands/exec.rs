@@ -46,7 +46,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     for notice in project.ignored_notices() {
         eprintln!("chock: {notice}");
     }
-    let policy = exec::load_policy(&project, args.org_bundle)?;
+    let policy = std::sync::Arc::new(exec::load_policy(&project, args.org_bundle)?);
     for warning in policy.warnings() {
         eprintln!("chock: {warning}");
     }
@@ -97,6 +97,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .unwrap_or_default();
     let Some(prepared) = planned.prepared else {
         return Ok(refused(&planned, &program, args.json));
+    };
+    // With a router, each host the program reaches is asked at this terminal.
+    let prepared = match exec::router(
+        chock_sandbox::netmode::session(&policy),
+        policy.clone(),
+        &log,
+        std::sync::Arc::new(TerminalAsker),
+        (exec::ROUTE, exec::AGENT_KIND),
+        &request.project,
+    ) {
+        Ok(Some(router)) => prepared.with_router(router),
+        Ok(None) => prepared,
+        Err(error) => return Ok(failed(&error)),
     };
     let ran = match prepared.run() {
         Ok(ran) => ran,

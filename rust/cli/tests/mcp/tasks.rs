@@ -47,7 +47,7 @@ fn curl_until_served(port: u16, path: &str) -> String {
 }
 
 /// The task id in run_command's answer (`started task N in the background`).
-fn task_id(text: &str) -> u64 {
+pub(crate) fn task_id(text: &str) -> u64 {
     text.split("started task ")
         .nth(1)
         .and_then(|rest| rest.split_whitespace().next())
@@ -292,7 +292,7 @@ fn output_is_read_from_an_offset_and_a_cut_is_said() {
 }
 
 /// What task_output read, without its header.
-fn output_of(text: &str) -> &str {
+pub(crate) fn output_of(text: &str) -> &str {
     text.split_once("--- output ---\n")
         .map_or("", |(_, output)| output)
 }

@@ -172,6 +172,17 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
             tracing::warn!("a command could not be killed: {e}");
         }
     });
+    // With a router, each host the program reaches is decided as it
+    // connects, its questions going to this call's client or `chock approve`.
+    let router = exec::router(
+        chock_sandbox::netmode::session(&session.policy),
+        SessionPolicy(session.clone()),
+        &session.log,
+        std::sync::Arc::new(session.asker(call.peer, &call.cancel, exec::TOOL)),
+        (ROUTE, &crate::gate::client_name(call.peer)),
+        &session.project,
+    )
+    .map_err(|e| format!("run_command: {e}"))?;
     let ran = tokio::task::spawn_blocking(move || {
         let mut prepared =
             exec::prepare_allowed(&request, toolchain, &session.policy, &session.log, ROUTE)?
@@ -187,6 +198,9 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
                 crate::agent::AGENT_MOUNT.into(),
             );
             prepared.set_env("SSH_AUTH_SOCK", crate::agent::AGENT_MOUNT);
+        }
+        if let Some(router) = router {
+            prepared = prepared.with_router(router);
         }
         let notices: Vec<String> = prepared.notices.iter().map(ToString::to_string).collect();
         let started = prepared.start()?;
@@ -228,6 +242,17 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
         Ok(out)
     } else {
         Err(out)
+    }
+}
+
+/// The session's policy, held for as long as a command's router decides.
+pub(super) struct SessionPolicy(pub(super) std::sync::Arc<crate::session::Session>);
+
+impl std::ops::Deref for SessionPolicy {
+    type Target = chock_policy::Policy;
+
+    fn deref(&self) -> &chock_policy::Policy {
+        &self.0.policy
     }
 }
 

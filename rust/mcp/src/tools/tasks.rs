@@ -49,12 +49,26 @@ pub async fn start(
     let session = call.session.clone();
     session.tasks.room()?;
     let network = netmode::background(&session.policy);
+    // A background command never asks: its router reaches what the rules
+    // allow outright, and refuses the rest with nobody asked.
+    let router = exec::router(
+        network,
+        super::command::SessionPolicy(session.clone()),
+        &session.log,
+        std::sync::Arc::new(chock_policy::Nobody),
+        (ROUTE, &crate::gate::client_name(call.peer)),
+        &session.project,
+    )
+    .map_err(|e| format!("run_command: {e}"))?;
     let started = tokio::task::spawn_blocking(move || {
         let mut prepared =
             exec::prepare_allowed(&request, toolchain, &session.policy, &session.log, ROUTE)
                 .map_err(|e| format!("run_command: {e}"))?;
         let notices: Vec<String> = prepared.notices.iter().map(ToString::to_string).collect();
         furnish(&session, &mut prepared, network);
+        if let Some(router) = router {
+            prepared = prepared.with_router(router);
+        }
         prepared.sandbox_mut().with_dialer();
         prepared.stream_output();
         let task = session.tasks.start(prepared, command, network)?;

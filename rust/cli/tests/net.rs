@@ -1,0 +1,188 @@
+//! The network router for real: `chock exec` runs inside a network
+//! namespace this test made, joined by a veth pair to a second one where a
+//! DNS server, an HTTP server, an HTTPS server with a test CA and a byte
+//! source listen on a non-loopback address. Nothing here reaches any other
+//! address. Needs root (to make the namespaces), iproute2, nftables,
+//! python3, curl and openssl.
+
+mod net_lab;
+mod sandbox_fixture;
+
+use std::time::{Duration, Instant};
+
+use net_lab::Lab;
+use sandbox_fixture::{Fixture, text};
+
+const RULES: &str = r#".{ .action = "exec.*", .decision = .allow },
+    .{ .action = "net.connect.test.allowed.*", .decision = .allow },
+    .{ .action = "net.connect.test.six.*", .decision = .allow },
+    .{ .action = "net.connect.test.denied.*", .decision = .deny }"#;
+
+#[test]
+fn allowed_hosts_are_reached_and_every_other_is_refused_before_it_is_reached() {
+    let lab = Lab::new();
+    let fixture = Fixture::host();
+    fixture.rules(RULES);
+    let server = &lab.server;
+    let out = lab.exec(
+        &fixture,
+        "curl -sS -m 10 http://allowed.test:8080/ && \
+         curl -sS -m 10 https://allowed.test:8443/ && \
+         python3 -c 'import socket; s = socket.create_connection((\"allowed.test\", 8080), timeout=10); s.sendall(b\"GET / HTTP/1.0\\r\\n\\r\\n\"); print(s.recv(200).decode().splitlines()[-1], \"(python)\")'",
+    );
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    assert_eq!(
+        stdout.matches("hello through the router").count(),
+        3,
+        "{stdout}"
+    );
+    assert!(stdout.contains("(python)"), "{stdout}");
+    let log = lab.log();
+    assert_eq!(log.matches("8080 ").count(), 2, "{log}");
+    // IPv6: an AAAA answer enters the allow set and the relay carries it.
+    let out = lab.exec(&fixture, "curl -6 -sS -m 10 http://six.test:8080/");
+    assert!(
+        text(&out.stdout).contains("hello through the router"),
+        "{}{}{}{:?}",
+        text(&out.stdout),
+        text(&out.stderr),
+        lab.log(),
+        fixture
+            .log_lines()
+            .iter()
+            .filter(|l| l["action"].as_str().unwrap_or("").starts_with("net."))
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(
+        log.matches("8443 ").count(),
+        1,
+        "https with the test CA through the trust store: {log}"
+    );
+    assert!(
+        fixture
+            .log_lines()
+            .iter()
+            .any(|l| l["action"] == "net.connect.test.allowed.8080" && l["decision"] == "allow"),
+        "the connection is decided and logged"
+    );
+
+    // A name every rule refuses is never looked up; a literal address and a
+    // name nobody named are never reached; metadata addresses never.
+    let began = Instant::now();
+    let out = lab.exec(
+        &fixture,
+        &format!(
+            // Literals first: an address a name was handed out for is
+            // decided as that name, so these run before any lookup.
+            "curl -sS -m 10 http://{server}:8080/ ; echo literal=$?; \
+             python3 -c 'import socket; socket.create_connection((\"{server}\", 8080), timeout=10)' 2>/dev/null; echo python literal=$?; \
+             curl -sS -m 10 http://169.254.169.254/ ; echo metadata=$?; \
+             curl -sS -m 10 http://meta.test/ ; echo meta name=$?; \
+             curl -sS -m 10 http://denied.test:8080/ ; echo denied=$?; \
+             curl -sS -m 10 http://asked.test:8080/ ; echo asked=$?; \
+             curl -sS -m 10 http://asked.test:8080/ ; echo asked again=$?"
+        ),
+    );
+    let stdout = text(&out.stdout);
+    assert!(
+        began.elapsed() < Duration::from_secs(20),
+        "refusals are at once, not timeouts"
+    );
+    // Refused in the kernel (7: connection refused at once), by the
+    // resolver (6: no address), or by the relay after the decision (any
+    // failure: the connection is reset).
+    for refused in [
+        "denied=6",
+        "literal=7",
+        "meta name=6",
+        "metadata=7",
+        "python literal=1",
+    ] {
+        assert!(
+            stdout.contains(refused),
+            "{refused} in {stdout}\n{}",
+            text(&out.stderr)
+        );
+    }
+    for reset in ["asked=", "asked again="] {
+        assert!(
+            stdout.contains(reset) && !stdout.contains(&format!("{reset}0")),
+            "{reset} in {stdout}"
+        );
+    }
+    let log = lab.log();
+    assert!(
+        !log.contains("dns denied.test"),
+        "a refused name is never looked up: {log}"
+    );
+    assert_eq!(
+        log.matches("8080 ").count(),
+        3,
+        "no new connection reached the server: {log}"
+    );
+    let asked: Vec<_> = fixture
+        .log_lines()
+        .into_iter()
+        .filter(|l| l["action"] == "net.connect.test.asked.8080")
+        .collect();
+    assert_eq!(asked.len(), 1, "asked once: {asked:?}");
+    assert_eq!(asked[0]["decision"], "ask");
+    assert_eq!(asked[0]["answered_by"], "nobody");
+
+    // A literal a rule allows outright is reachable, on that port only.
+    let reversed: Vec<&str> = server.split('.').rev().collect();
+    fixture.rules(&format!(
+        r#"{RULES}, .{{ .action = "net.connect.{}.8080", .decision = .allow }}"#,
+        reversed.join(".")
+    ));
+    let out = lab.exec(
+        &fixture,
+        &format!("curl -sS -m 10 http://{server}:8080/ && curl -sS -m 10 http://{server}:9000/; echo other port=$?"),
+    );
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("hello through the router"),
+        "{stdout}{}",
+        text(&out.stderr)
+    );
+    assert!(
+        stdout.contains("other port=") && !stdout.contains("other port=0"),
+        "the relay refuses the port no rule allows: {stdout}"
+    );
+    assert_eq!(lab.log().matches("8080 ").count(), 4, "{}", lab.log());
+    assert!(!lab.log().contains("9000 "), "{}", lab.log());
+}
+
+#[test]
+fn router_modes_decide_whether_there_is_a_network_at_all() {
+    let lab = Lab::new();
+    let fixture = Fixture::host();
+    let zon = |router: &str, rules: &str| {
+        fixture.zon(&format!(
+            ".{{ .policy = .{{ .net = .{{ .router = .{router} }}, .rules = .{{ {rules} }} }} }}\n"
+        ));
+    };
+    let probe = "test -e /etc/resolv.conf && echo routed; test -n \"$SSL_CERT_FILE\" && echo trust; curl -sS -m 5 http://allowed.test:8080/ >/dev/null 2>&1; echo curl=$?";
+    let exec_only = r#".{ .action = "exec.*", .decision = .allow }"#;
+    // .auto with nothing permitted under net: no router.
+    zon("auto", exec_only);
+    let out = text(&lab.exec(&fixture, probe).stdout);
+    assert!(!out.contains("routed") && !out.contains("trust"), "{out}");
+    // .auto with a permit: a router.
+    zon("auto", RULES);
+    let out = text(&lab.exec(&fixture, probe).stdout);
+    assert!(
+        out.contains("routed") && out.contains("trust") && out.contains("curl=0"),
+        "{out}"
+    );
+    // .none: never, whatever the rules.
+    zon("none", RULES);
+    let out = text(&lab.exec(&fixture, probe).stdout);
+    assert!(!out.contains("routed") && out.contains("curl=6"), "{out}");
+    // .filtered: always, and it grants nothing by itself.
+    zon("filtered", exec_only);
+    let out = text(&lab.exec(&fixture, probe).stdout);
+    assert!(out.contains("routed") && !out.contains("curl=0"), "{out}");
+    assert_eq!(lab.log().matches("8080 ").count(), 1, "{}", lab.log());
+}

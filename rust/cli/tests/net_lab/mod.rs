@@ -1,0 +1,235 @@
+//! A lab for the router tests: two network namespaces made by the test,
+//! a veth pair between them, and on the far side (servers.py) a DNS
+//! server, an HTTP server, an HTTPS server with a test CA and a byte
+//! source on a non-loopback address. Nothing reaches any other address.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use crate::sandbox_fixture::{Fixture, text};
+
+static NEXT: AtomicU32 = AtomicU32::new(0);
+
+/// Two namespaces, a veth pair between them, and the servers on the far side.
+pub struct Lab {
+    server_ns: String,
+    client_ns: String,
+    /// The servers' address.
+    pub server: String,
+    servers: Child,
+    dir: tempfile::TempDir,
+}
+
+fn run(program: &str, args: &[&str]) {
+    let status = Command::new(program)
+        .args(args)
+        .status()
+        .unwrap_or_else(|e| panic!("{program} could not start: {e}"));
+    assert!(status.success(), "{program} {args:?} failed");
+}
+
+impl Lab {
+    pub fn new() -> Lab {
+        assert!(
+            nix_is_root(),
+            "the router tests make network namespaces and need root"
+        );
+        let n = NEXT.fetch_add(1, Ordering::SeqCst);
+        let tag = format!("{}-{n}", std::process::id() % 100_000);
+        let (server_ns, client_ns) = (format!("chock-s-{tag}"), format!("chock-c-{tag}"));
+        let (veth_c, veth_s) = (format!("chkc{tag}"), format!("chks{tag}"));
+        let subnet = 10 + (std::process::id() % 200) as u8 + n as u8;
+        let (client, server) = (format!("10.231.{subnet}.1"), format!("10.231.{subnet}.2"));
+        let (client6, server6) = (
+            format!("fd00:231:{subnet}::1"),
+            format!("fd00:231:{subnet}::2"),
+        );
+        run("ip", &["netns", "add", &server_ns]);
+        run("ip", &["netns", "add", &client_ns]);
+        run(
+            "ip",
+            &[
+                "link", "add", &veth_c, "type", "veth", "peer", "name", &veth_s,
+            ],
+        );
+        run("ip", &["link", "set", &veth_c, "netns", &client_ns]);
+        run("ip", &["link", "set", &veth_s, "netns", &server_ns]);
+        for (ns, dev, addr, addr6) in [
+            (&client_ns, &veth_c, &client, &client6),
+            (&server_ns, &veth_s, &server, &server6),
+        ] {
+            run(
+                "ip",
+                &["-n", ns, "addr", "add", &format!("{addr}/24"), "dev", dev],
+            );
+            let addr6 = format!("{addr6}/64");
+            run(
+                "ip",
+                &["-n", ns, "addr", "add", &addr6, "dev", dev, "nodad"],
+            );
+            run("ip", &["-n", ns, "link", "set", dev, "up"]);
+            run("ip", &["-n", ns, "link", "set", "lo", "up"]);
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        let d = dir.path();
+        let ssl = |args: &[&str]| {
+            let out = Command::new("openssl")
+                .args(args)
+                .current_dir(d)
+                .output()
+                .expect("openssl");
+            assert!(
+                out.status.success(),
+                "openssl {args:?}: {}",
+                text(&out.stderr)
+            );
+        };
+        ssl(&[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.crt",
+            "-subj",
+            "/CN=chock test CA",
+            "-days",
+            "1",
+        ]);
+        ssl(&[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "srv.key",
+            "-out",
+            "srv.csr",
+            "-subj",
+            "/CN=allowed.test",
+        ]);
+        std::fs::write(d.join("ext"), "subjectAltName=DNS:allowed.test\n").expect("ext");
+        ssl(&[
+            "x509",
+            "-req",
+            "-in",
+            "srv.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "srv.crt",
+            "-days",
+            "1",
+            "-extfile",
+            "ext",
+        ]);
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/net_lab/servers.py");
+        let mut servers = Command::new("ip")
+            .args(["netns", "exec", &server_ns, "/usr/bin/python3"])
+            .arg(&script)
+            .args([
+                format!("{server},{server6}"),
+                d.join("log").to_string_lossy().into_owned(),
+                "srv.crt".to_owned(),
+                "srv.key".to_owned(),
+            ])
+            .args([
+                format!("allowed.test={server}"),
+                format!("asked.test={server}"),
+                format!("denied.test={server}"),
+                format!("other.test={server}"),
+                format!("six.test={server6}"),
+                "meta.test=169.254.169.254".to_owned(),
+            ])
+            .current_dir(d)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("servers");
+        let mut ready = [0u8; 6];
+        use std::io::Read;
+        servers
+            .stdout
+            .as_mut()
+            .expect("stdout")
+            .read_exact(&mut ready)
+            .expect("the servers start");
+        Lab {
+            server_ns,
+            client_ns,
+            server,
+            servers,
+            dir,
+        }
+    }
+
+    /// The servers' log: one line per DNS question and per TCP connection.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("log")).unwrap_or_default()
+    }
+
+    pub fn ca(&self) -> PathBuf {
+        self.dir.path().join("ca.crt")
+    }
+
+    /// `chock exec -- sh -c SCRIPT` in the client namespace, resolving
+    /// through the lab's DNS server.
+    pub fn exec(&self, fixture: &Fixture, script: &str) -> Output {
+        let chock = fixture.chock();
+        let mut command = Command::new("nsenter");
+        command
+            .arg(format!("--net=/run/netns/{}", self.client_ns))
+            .arg(chock.get_program())
+            .args(["exec", "--", "/bin/sh", "-c", script])
+            .current_dir(chock.get_current_dir().expect("dir"))
+            .env("CHOCK_NET_RESOLVER", format!("{}:53", self.server))
+            .env("SSL_CERT_FILE", self.ca())
+            .stdin(Stdio::null());
+        for (key, value) in chock.get_envs() {
+            match value {
+                Some(v) => command.env(key, v),
+                None => command.env_remove(key),
+            };
+        }
+        command.output().expect("chock exec")
+    }
+}
+
+impl Lab {
+    /// Moves the calling thread (and what it starts) into the client
+    /// namespace, where Chock runs.
+    pub fn enter(&self) {
+        let ns = std::fs::File::open(format!("/run/netns/{}", self.client_ns)).expect("netns");
+        // SAFETY: setns on this thread with a descriptor we own.
+        let r = unsafe { libc::setns(std::os::fd::AsRawFd::as_raw_fd(&ns), libc::CLONE_NEWNET) };
+        assert_eq!(r, 0, "setns into the client namespace");
+    }
+
+    /// The environment that points Chock's resolver and trust store at the lab.
+    pub fn resolver(&self) -> String {
+        format!("{}:53", self.server)
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        let _ = self.servers.kill();
+        let _ = self.servers.wait();
+        for ns in [&self.client_ns, &self.server_ns] {
+            let _ = Command::new("ip").args(["netns", "del", ns]).status();
+        }
+    }
+}
+
+fn nix_is_root() -> bool {
+    // SAFETY: geteuid has no arguments and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# The network router against a direct connection, in one run: connection
+# setup time (connect, send a request, first byte back; median of 200 per
+# round) and the throughput of a 1 GiB transfer per round, from a client network namespace to a
+# server namespace this script makes (a veth pair, 10.231.250.0/24), once
+# directly and once from inside `chock exec` through the router. Needs root,
+# iproute2, nftables, python3 and a release build (cargo build --release -p chock).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+chock=${CHOCK:-$root/target/release/chock}
+lab=$(mktemp -d)
+server_ns=chock-bench-s-$$ client_ns=chock-bench-c-$$
+cleanup() {
+  [[ -n ${servers:-} ]] && kill "$servers" 2>/dev/null || true
+  ip netns del "$server_ns" 2>/dev/null || true
+  ip netns del "$client_ns" 2>/dev/null || true
+  rm -rf "$lab"
+}
+trap cleanup EXIT
+ip netns add "$server_ns"
+ip netns add "$client_ns"
+ip link add chkbc$$ type veth peer name chkbs$$
+ip link set chkbc$$ netns "$client_ns"
+ip link set chkbs$$ netns "$server_ns"
+ip -n "$client_ns" addr add 10.231.250.1/24 dev chkbc$$
+ip -n "$server_ns" addr add 10.231.250.2/24 dev chkbs$$
+for ns in "$client_ns" "$server_ns"; do
+  ip -n "$ns" link set lo up
+done
+ip -n "$client_ns" link set chkbc$$ up
+ip -n "$server_ns" link set chkbs$$ up
+cd "$lab"
+openssl req -x509 -newkey rsa:2048 -nodes -keyout srv.key -out srv.crt -subj /CN=allowed.test -days 1 2>/dev/null
+ip netns exec "$server_ns" /usr/bin/python3 "$root/rust/cli/tests/net_lab/servers.py" \
+  10.231.250.2 "$lab/log" srv.crt srv.key allowed.test=10.231.250.2 > "$lab/ready" &
+servers=$!
+for _ in $(seq 50); do grep -q ready "$lab/ready" 2>/dev/null && break; sleep 0.1; done
+
+mkdir -p project home
+cat > project/chock.zon <<'ZON'
+.{ .policy = .{ .rules = .{
+    .{ .action = "exec.*", .decision = .allow },
+    .{ .action = "net.connect.test.allowed.*", .decision = .allow },
+} } }
+ZON
+cat > project/measure.py <<'PY'
+import socket, struct, sys, time
+host = socket.getaddrinfo(sys.argv[1], 8080, socket.AF_INET)[0][4][0]
+rounds, size = 200, 1 << 30
+times = []
+for _ in range(rounds):
+    began = time.perf_counter()
+    s = socket.create_connection((host, 8080), timeout=10)
+    s.sendall(b"GET / HTTP/1.0\r\n\r\n")
+    s.recv(1)
+    times.append(time.perf_counter() - began)
+    s.close()
+times.sort()
+s = socket.create_connection((host, 9000), timeout=30)
+s.sendall(struct.pack("!Q", size))
+buffer = bytearray(1 << 20)
+got, began = 0, time.perf_counter()
+while got < size:
+    n = s.recv_into(buffer)
+    if not n:
+        break
+    got += n
+took = time.perf_counter() - began
+print(f"{times[len(times) // 2] * 1000:.3f} {got / took / (1 << 20):.0f} {got}")
+PY
+export HOME=$lab/home XDG_DATA_HOME=$lab/home/d XDG_STATE_HOME=$lab/home/s XDG_CONFIG_HOME=$lab/home/c
+export CHOCK_NET_RESOLVER=10.231.250.2:53
+cd project
+# Five rounds taking turns (the machine is shared, so one pair of runs can
+# catch a burst of load); each figure is the median of its five.
+: > direct.txt
+: > router.txt
+for _ in 1 2 3 4 5; do
+  nsenter --net=/run/netns/"$client_ns" /usr/bin/python3 measure.py 10.231.250.2 >> direct.txt
+  nsenter --net=/run/netns/"$client_ns" "$chock" exec -- /usr/bin/python3 measure.py allowed.test 2>/dev/null >> router.txt
+done
+median() { sort -n | sed -n 3p; }
+d_setup=$(cut -d' ' -f1 direct.txt | median); d_rate=$(cut -d' ' -f2 direct.txt | median)
+r_setup=$(cut -d' ' -f1 router.txt | median); r_rate=$(cut -d' ' -f2 router.txt | median)
+d_got=$(cut -d' ' -f3 direct.txt | sort -u | tr '\n' ' '); r_got=$(cut -d' ' -f3 router.txt | sort -u | tr '\n' ' ')
+# What a router adds to a command's start: `chock exec -- /bin/true` with
+# `.router = .none` and `.filtered`, taking turns, median of 20 each.
+start_ms() {
+  python3 - "$chock" <<'PY'
+import subprocess, sys, time, pathlib
+zon = pathlib.Path("chock.zon")
+rules = '.rules = .{ .{ .action = "exec.*", .decision = .allow } }'
+times = {"none": [], "filtered": []}
+for _ in range(20):
+    for mode in times:
+        zon.write_text(f".{{ .policy = .{{ .net = .{{ .router = .{mode} }}, {rules} }} }}\n")
+        began = time.perf_counter()
+        subprocess.run([sys.argv[1], "exec", "--", "/bin/true"], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        times[mode].append(time.perf_counter() - began)
+for mode in times:
+    times[mode].sort()
+print(f"{times['none'][10] * 1000:.1f} {times['filtered'][10] * 1000:.1f}")
+PY
+}
+cp chock.zon chock.zon.bench
+read -r s_none s_router < <(nsenter --net=/run/netns/"$client_ns" bash -c "$(declare -f start_ms); chock=$chock; start_ms")
+mv chock.zon.bench chock.zon
+echo "| measure | direct | through the router | router / direct |"
+echo "|---|---|---|---|"
+echo "| connection setup, median of 200, median of 5 rounds (ms) | $d_setup | $r_setup | $(python3 -c "print(f'{$r_setup/$d_setup:.2f}')") |"
+echo "| 1 GiB transfer, median of 5 rounds (MiB/s) | $d_rate | $r_rate | $(python3 -c "print(f'{$r_rate/$d_rate:.2f}')") |"
+echo "| \`chock exec -- /bin/true\`, median of 20 (ms) | $s_none (no router) | $s_router | $(python3 -c "print(f'{$s_router/$s_none:.2f}')") |"
+echo "(bytes received: direct $d_got, router $r_got; load average $(cut -d' ' -f1 /proc/loadavg))"
