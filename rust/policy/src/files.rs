@@ -37,6 +37,12 @@ pub(crate) struct ProjectFile {
     pub(crate) nix: NixBlock,
     #[serde(default)]
     pub(crate) limits: LimitsBlock,
+    #[serde(default)]
+    pub(crate) apply: Option<Spanned<crate::workspace::ApplyBlock>>,
+    #[serde(default)]
+    pub(crate) workspace: Spanned<Vec<Spanned<crate::workspace::BindFields>>>,
+    #[serde(default)]
+    pub(crate) deny_read: Spanned<Vec<Spanned<String>>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -264,7 +270,12 @@ impl<'a> Source<'a> {
         }
     }
 
-    fn error(&self, span: Span, message: impl Into<String>) -> PolicyError {
+    /// The line `span` starts on.
+    pub(crate) fn line(&self, span: Span) -> u32 {
+        chock_zon::line_col(self.text, span.start).0
+    }
+
+    pub(crate) fn error(&self, span: Span, message: impl Into<String>) -> PolicyError {
         chock_zon::Error::at(Some(self.file), self.text, span, message).into()
     }
 
@@ -293,6 +304,7 @@ pub(crate) struct ProjectLayer {
     pub(crate) net: NetSettings,
     pub(crate) nix: NixBlock,
     pub(crate) limits: LimitsBlock,
+    pub(crate) workspace: crate::workspace::WorkspaceSettings,
 }
 
 pub(crate) fn read_project(source: &Source<'_>) -> Result<ProjectLayer, PolicyError> {
@@ -301,7 +313,10 @@ pub(crate) fn read_project(source: &Source<'_>) -> Result<ProjectLayer, PolicyEr
         (r.agent_kind, r.model, r.tool, r.action, r.decision)
     })?;
     let agents = check_agents(source, file.policy.agents)?;
+    let workspace =
+        crate::workspace::read(source, file.apply, file.workspace, file.deny_read)?;
     Ok(ProjectLayer {
+        workspace,
         rules,
         agents,
         net: file.policy.net,

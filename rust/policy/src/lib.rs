@@ -22,6 +22,7 @@ pub mod root;
 mod rule;
 mod settings;
 pub mod unparsed;
+pub mod workspace;
 
 pub use ask::{Answer, Asker, Nobody, Question};
 pub use chock_flakelock::{Endpoint, EndpointError, SCHEMES, url_endpoint};
