@@ -252,13 +252,22 @@ pub fn prepare(
         },
         None => Toolchain::Host,
     };
-    let layout = layout::resolve(&request.project.dir, &cache_dir, &tool, TMP_BYTES)?;
+    let layout = match &request.project.workspace {
+        Some(view) => crate::workspace::fit(view, &cache_dir, &tool, TMP_BYTES)?,
+        None => layout::resolve(&request.project.dir, &cache_dir, &tool, TMP_BYTES)?,
+    };
     let cwd = if request.cwd.starts_with(&layout.workspace) {
         request.cwd.clone()
     } else {
         layout.workspace.clone()
     };
-    let env = environment(toolchain.dev_shell.as_ref(), &cwd);
+    let mut env = environment(toolchain.dev_shell.as_ref(), &cwd);
+    if layout.session.as_ref().is_some_and(|s| s.objects.is_some()) {
+        env.insert(
+            "GIT_ALTERNATE_OBJECT_DIRECTORIES".into(),
+            crate::workspace::OBJECTS_MOUNT.into(),
+        );
+    }
     let program = locate(program_name, &env, &cwd, &layout)?;
     let command = Command {
         program,

@@ -131,6 +131,7 @@ pub fn resolve(
         etc_files: etc_files(),
         file_binds,
         links,
+        session: None,
     })
 }
 
