@@ -21,7 +21,7 @@ pub const MAX_BINDS: usize = 64;
 pub const MAX_DENY_READ: usize = 256;
 
 /// Where an approved apply lands.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ApplyMode {
     /// Parked at `refs/chock/<session>`; no branch moves.

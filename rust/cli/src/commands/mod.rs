@@ -1,5 +1,6 @@
 //! One module per command; each owns its arguments and turns them into a library call.
 
+pub mod apply;
 pub mod approve;
 pub mod build;
 pub mod cache;
@@ -13,3 +14,4 @@ pub mod inputs;
 pub mod log;
 pub mod mcp;
 pub mod policy;
+pub mod workspace;
