@@ -313,8 +313,7 @@ pub(crate) fn read_project(source: &Source<'_>) -> Result<ProjectLayer, PolicyEr
         (r.agent_kind, r.model, r.tool, r.action, r.decision)
     })?;
     let agents = check_agents(source, file.policy.agents)?;
-    let workspace =
-        crate::workspace::read(source, file.apply, file.workspace, file.deny_read)?;
+    let workspace = crate::workspace::read(source, file.apply, file.workspace, file.deny_read)?;
     Ok(ProjectLayer {
         workspace,
         rules,

@@ -53,7 +53,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     return Ok(exit::FAILURE.into());
                 }
                 many => {
-                    eprintln!("chock: {} workspaces could be applied; name one:", many.len());
+                    eprintln!(
+                        "chock: {} workspaces could be applied; name one:",
+                        many.len()
+                    );
                     for w in many {
                         eprintln!("  chock apply {}", w.meta.session);
                     }
@@ -63,13 +66,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     };
     let outcome = SessionWorkspace::open_dir(&dir).and_then(|mut held| {
-        let outcome = workspace::apply::apply(
-            &mut held,
-            &policy,
-            &log,
-            exec::ROUTE,
-            &TerminalAsker,
-        )?;
+        let outcome =
+            workspace::apply::apply(&mut held, &policy, &log, exec::ROUTE, &TerminalAsker)?;
         // Carried (landed or parked) or empty: the workspace has done its work.
         if matches!(
             outcome.1,

@@ -85,7 +85,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     }
                 }
             }
-            Ok(if kept == 0 { exit::SUCCESS } else { exit::REFUSED }.into())
+            Ok(if kept == 0 {
+                exit::SUCCESS
+            } else {
+                exit::REFUSED
+            }
+            .into())
         }
     }
 }

@@ -96,7 +96,11 @@ impl Plan {
             plural(self.commits.len())
         );
         if !self.copies.is_empty() {
-            text.push_str(&format!(", {} copy bind{} written back", self.copies.len(), plural(self.copies.len())));
+            text.push_str(&format!(
+                ", {} copy bind{} written back",
+                self.copies.len(),
+                plural(self.copies.len())
+            ));
         }
         text.push_str(&format!("; {landing}"));
         text
@@ -249,7 +253,14 @@ impl SessionWorkspace {
         if commit == base && copies.is_empty() {
             return Ok(None);
         }
-        let mut guarded = vec!["diff".to_owned(), "--name-only".into(), "-z".into(), base.clone(), commit.clone(), "--".into()];
+        let mut guarded = vec![
+            "diff".to_owned(),
+            "--name-only".into(),
+            "-z".into(),
+            base.clone(),
+            commit.clone(),
+            "--".into(),
+        ];
         guarded.extend(guarded_paths(self));
         let touched = split_z(&git.run(&guarded)?.stdout);
         if !touched.is_empty() {
@@ -316,7 +327,9 @@ impl SessionWorkspace {
         if !integrate.granted {
             let by = &integrate.verdict.decided_by;
             let rule = match (&by.rule, &by.file, by.line) {
-                (Some(rule), Some(file), Some(line)) => format!("{rule} ({}:{line})", file.display()),
+                (Some(rule), Some(file), Some(line)) => {
+                    format!("{rule} ({}:{line})", file.display())
+                }
                 (Some(rule), _, _) => rule.clone(),
                 _ => "a rule".into(),
             };
@@ -354,7 +367,12 @@ impl SessionWorkspace {
         // The agent could write the alternates file; Chock's own says
         // where the objects come from.
         let alternates = self.tree().join(".git/objects/info/alternates");
-        let mut text = self.meta.host_objects.as_os_str().as_encoded_bytes().to_vec();
+        let mut text = self
+            .meta
+            .host_objects
+            .as_os_str()
+            .as_encoded_bytes()
+            .to_vec();
         text.push(b'\n');
         std::fs::write(&alternates, text).map_err(super::io("writing", &alternates))?;
         git.run(["update-ref", SESSION_BRANCH, &plan.commit])?;
@@ -388,7 +406,12 @@ impl SessionWorkspace {
                 Err(why) => parked(Some(why)),
             },
         };
-        let denied: Vec<&Path> = self.meta.deny_read.iter().map(|c| c.rel.as_path()).collect();
+        let denied: Vec<&Path> = self
+            .meta
+            .deny_read
+            .iter()
+            .map(|c| c.rel.as_path())
+            .collect();
         for name in &plan.copies {
             files::mirror(&self.tree(), &self.meta.project, Path::new(name), &denied)?;
         }
@@ -511,7 +534,11 @@ fn land(
         host.run(["update-ref", "-m", "chock apply undone", &full, &tip, &new])?;
         return Ok(Err(format!(
             "your working tree has changes the apply would overwrite ({}); commit or stash them and apply again",
-            moved_tree.stderr.lines().next().unwrap_or("git read-tree refused")
+            moved_tree
+                .stderr
+                .lines()
+                .next()
+                .unwrap_or("git read-tree refused")
         )));
     }
     Ok(Ok(new))
@@ -519,14 +546,22 @@ fn land(
 
 /// `commit` made again with `tree` on `parent`, keeping its author and message.
 fn replay(host: &Git, commit: &str, tree: &str, parent: &str) -> Result<String, WorkspaceError> {
-    let fields = host.run(["show", "-s", "-z", "--format=%an%x00%ae%x00%aI%x00%B", commit])?;
+    let fields = host.run([
+        "show",
+        "-s",
+        "-z",
+        "--format=%an%x00%ae%x00%aI%x00%B",
+        commit,
+    ])?;
     let parts: Vec<String> = fields
         .stdout
         .split(|b| *b == 0)
         .map(|s| String::from_utf8_lossy(s).into_owned())
         .collect();
     let [name, email, date, message, ..] = parts.as_slice() else {
-        return Err(WorkspaceError::Refused(format!("cannot read the commit {commit}")));
+        return Err(WorkspaceError::Refused(format!(
+            "cannot read the commit {commit}"
+        )));
     };
     let with_author = host.clone().with_env(
         [
@@ -536,7 +571,11 @@ fn replay(host: &Git, commit: &str, tree: &str, parent: &str) -> Result<String, 
         ]
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v.clone()))
-        .chain(identity(host).into_iter().filter(|(k, _)| k.starts_with("GIT_COMMITTER")))
+        .chain(
+            identity(host)
+                .into_iter()
+                .filter(|(k, _)| k.starts_with("GIT_COMMITTER")),
+        )
         .collect(),
     );
     with_author.line(["commit-tree", tree, "-p", parent, "-m", message.trim_end()])

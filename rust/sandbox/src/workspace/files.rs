@@ -50,7 +50,9 @@ fn copy_entry(
     if let Some(parent) = target.parent() {
         std::fs::create_dir_all(parent).map_err(io("creating", parent))?;
     }
-    if std::fs::symlink_metadata(&target).is_ok_and(|t| t.is_dir() != meta.is_dir() || t.file_type().is_symlink()) {
+    if std::fs::symlink_metadata(&target)
+        .is_ok_and(|t| t.is_dir() != meta.is_dir() || t.file_type().is_symlink())
+    {
         remove_entry(&target)?;
     }
     if meta.file_type().is_symlink() {

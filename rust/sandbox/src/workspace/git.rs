@@ -103,7 +103,11 @@ impl Git {
     }
 
     /// Runs git with `args` (and `input` on stdin), whatever its exit.
-    pub(crate) fn output<I, S>(&self, args: I, input: Option<&[u8]>) -> Result<Output, WorkspaceError>
+    pub(crate) fn output<I, S>(
+        &self,
+        args: I,
+        input: Option<&[u8]>,
+    ) -> Result<Output, WorkspaceError>
     where
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,

@@ -224,13 +224,23 @@ fn read_meta(dir: &Path) -> Result<Meta, WorkspaceError> {
 /// What a person is told when a workspace is made or used.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum WorkspaceNotice {
-    Made { session: String, dir: PathBuf },
+    Made {
+        session: String,
+        dir: PathBuf,
+    },
     /// The project had uncommitted work the workspace does not hold.
-    DirtyLeftOut { files: usize },
+    DirtyLeftOut {
+        files: usize,
+    },
     /// Uncommitted work copied in (`--allow-dirty`).
-    DirtyCopied { files: usize },
+    DirtyCopied {
+        files: usize,
+    },
     /// A bind the rules kept out, or made read-only.
-    Bind { name: String, how: String },
+    Bind {
+        name: String,
+        how: String,
+    },
 }
 
 impl std::fmt::Display for WorkspaceNotice {
@@ -371,7 +381,10 @@ impl SessionWorkspace {
         check_deny_read(&settings, project)?;
         std::fs::create_dir_all(dir).map_err(io("creating the workspace", dir))?;
         let held = lock(dir)?.ok_or_else(|| {
-            WorkspaceError::Refused(format!("the workspace {} is being made by another process", dir.display()))
+            WorkspaceError::Refused(format!(
+                "the workspace {} is being made by another process",
+                dir.display()
+            ))
         })?;
         let mut workspace = SessionWorkspace {
             dir: dir.to_path_buf(),
@@ -416,7 +429,12 @@ impl SessionWorkspace {
         git.run(["init", "-q", "--template="])?;
         let info = self.git_dir().join("objects/info");
         std::fs::create_dir_all(&info).map_err(io("creating", &info))?;
-        let mut alternates = self.meta.host_objects.as_os_str().as_encoded_bytes().to_vec();
+        let mut alternates = self
+            .meta
+            .host_objects
+            .as_os_str()
+            .as_encoded_bytes()
+            .to_vec();
         alternates.push(b'\n');
         std::fs::write(info.join("alternates"), alternates)
             .map_err(io("writing", &info.join("alternates")))?;
@@ -427,7 +445,11 @@ impl SessionWorkspace {
         let dirty = dirty_files(host)?;
         if !dirty.is_empty() {
             if request.allow_dirty {
-                let denied: Vec<&Path> = settings.deny_read.iter().map(|d| d.path.as_path()).collect();
+                let denied: Vec<&Path> = settings
+                    .deny_read
+                    .iter()
+                    .map(|d| d.path.as_path())
+                    .collect();
                 for rel in &dirty {
                     files::mirror(&request.project.dir, &tree, Path::new(rel), &denied)?;
                 }
@@ -446,7 +468,11 @@ impl SessionWorkspace {
                 Some(line) => format!("{}:{line}", deny.file.display()),
                 None => deny.file.display().to_string(),
             };
-            if self.meta.binds.iter().any(|b| deny.path.starts_with(&b.name) && b.mode != BindMode::TempCopy.as_str() && b.mode != BindMode::Copy.as_str()) {
+            if self.meta.binds.iter().any(|b| {
+                deny.path.starts_with(&b.name)
+                    && b.mode != BindMode::TempCopy.as_str()
+                    && b.mode != BindMode::Copy.as_str()
+            }) {
                 // Inside a bind of the person's own path: covered by the
                 // identity it has there when each sandbox starts.
                 continue;
@@ -574,7 +600,13 @@ impl SessionWorkspace {
     /// What the workspace holds that the person's repository does not.
     pub fn pending(&self) -> Result<Pending, WorkspaceError> {
         let git = self.git();
-        let status = git.run(["status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames"])?;
+        let status = git.run([
+            "status",
+            "--porcelain=v1",
+            "-z",
+            "--untracked-files=all",
+            "--no-renames",
+        ])?;
         let uncommitted = git::split_z(&status.stdout)
             .into_iter()
             .map(|line| line.get(3..).unwrap_or_default().to_owned())
@@ -599,7 +631,9 @@ impl SessionWorkspace {
                 .meta
                 .binds
                 .iter()
-                .filter(|b| b.mode == BindMode::ReadOnly.as_str() || b.mode == BindMode::Write.as_str())
+                .filter(|b| {
+                    b.mode == BindMode::ReadOnly.as_str() || b.mode == BindMode::Write.as_str()
+                })
                 .map(|b| BindMount {
                     rel: PathBuf::from(&b.name),
                     host: self.meta.project.join(&b.name),

@@ -53,8 +53,13 @@ pub(crate) fn anchor(
         let io = |errno| beneath_error("opening the bind", host, errno);
         let fd = sys::owned(sys::open_path(libc::AT_FDCWD, &cstring(host), false).map_err(io)?);
         let id = sys::file_id(fd.as_raw_fd()).map_err(io)?;
-        let point = open_beneath(workspace, &bind.rel)
-            .map_err(|errno| beneath_error("opening the bind's mount point", &view.shown.join(&bind.rel), errno))?;
+        let point = open_beneath(workspace, &bind.rel).map_err(|errno| {
+            beneath_error(
+                "opening the bind's mount point",
+                &view.shown.join(&bind.rel),
+                errno,
+            )
+        })?;
         if id.kind == libc::S_IFLNK || (id.kind == libc::S_IFDIR) != (point.kind == libc::S_IFDIR) {
             return Err(changed(
                 host,

@@ -62,4 +62,5 @@ pub(crate) fn fit(
 }
 
 /// What a reader of a covered file finds.
-pub const NOTICE: &[u8] = b"chock: this file is named in deny_read, so no program in a session workspace reads it.\n";
+pub const NOTICE: &[u8] =
+    b"chock: this file is named in deny_read, so no program in a session workspace reads it.\n";
