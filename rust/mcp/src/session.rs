@@ -18,9 +18,10 @@ use crate::ask::{ASK_TIMEOUT, Askers};
 use crate::error::McpError;
 use crate::gate::{StartRow, Withheld};
 use crate::server::ChockServer;
-use crate::tools::{PROVIDE_TOOL, Robots, TOOL_NAMES};
+use crate::tools::{PROVIDE_TOOL, REQUEST_APPLY, Robots, TOOL_NAMES};
 use crate::transport::LineTransport;
 use crate::workspace::Workspace;
+use chock_sandbox::workspace::SessionWorkspace;
 
 /// How `chock mcp` was started.
 #[derive(Debug, Clone)]
@@ -38,6 +39,10 @@ pub struct ServeOptions {
     pub ask_timeout: Duration,
     /// The dev shell run_command uses (default: chock.zon's, else `default`).
     pub dev_shell: Option<String>,
+    /// Work on a session workspace of its own instead of the project.
+    pub workspace: bool,
+    /// Copy the project's uncommitted work into that workspace.
+    pub allow_dirty: bool,
 }
 
 impl Default for ServeOptions {
@@ -49,6 +54,8 @@ impl Default for ServeOptions {
             approve: true,
             ask_timeout: ASK_TIMEOUT,
             dev_shell: None,
+            workspace: false,
+            allow_dirty: false,
         }
     }
 }
@@ -78,19 +85,32 @@ pub struct Session {
     pub provided: std::sync::Mutex<std::collections::BTreeSet<PathBuf>>,
     /// Each origin's robots.txt, read once per session.
     pub robots: std::sync::Mutex<std::collections::HashMap<String, Robots>>,
+    /// The session workspace every tool works on (`--workspace`).
+    pub session_workspace: Option<std::sync::Mutex<SessionWorkspace>>,
 }
 
 impl Session {
     /// Loads the policy once, opens the log and the workspace, reads the
     /// start rows and, when asked to, listens for `chock approve`.
     pub fn start(options: &ServeOptions) -> Result<Session, McpError> {
-        let project = Project::for_command(options.project.as_deref())?;
+        let mut project = Project::for_command(options.project.as_deref())?;
         let policy = chock_sandbox::exec::load_policy(&project, options.org_bundles.clone())?;
         for warning in policy.warnings() {
             tracing::warn!("chock mcp: {warning}");
         }
         let log = chock_sandbox::exec::open_log(&policy)?;
-        let workspace = Workspace::open(&project.dir).map_err(|source| McpError::Workspace {
+        let session_workspace = if options.workspace {
+            let held = crate::tools::make_workspace(&project, &policy, &log, options.allow_dirty)?;
+            project.workspace = Some(held.view());
+            Some(held)
+        } else {
+            None
+        };
+        let opened = match &project.workspace {
+            Some(view) => Workspace::open_session(view),
+            None => Workspace::open(&project.dir),
+        };
+        let workspace = opened.map_err(|source| McpError::Workspace {
             path: project.dir.clone(),
             source,
         })?;
@@ -125,6 +145,7 @@ impl Session {
             flake_inputs: Default::default(),
             provided: Default::default(),
             robots: Default::default(),
+            session_workspace: session_workspace.map(std::sync::Mutex::new),
         };
         session
             .read_start_rows(&options.name)
@@ -143,6 +164,9 @@ impl Session {
     /// names is logged; one nothing names says nothing.
     fn read_start_rows(&mut self, name: &str) -> Result<(), chock_policy::NameError> {
         for tool in TOOL_NAMES {
+            if tool == REQUEST_APPLY && self.session_workspace.is_none() {
+                continue;
+            }
             let mut rows = vec![StartRow::third_party_tool(names::mcp_tool(name, tool)?)];
             if tool == PROVIDE_TOOL {
                 rows.push(StartRow::nix_build());
@@ -242,16 +266,19 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let session = tokio::task::block_in_place(|| Session::start(&options))?;
-    let server = ChockServer::new(Arc::new(session));
+    let server_session = Arc::new(session);
+    let server = ChockServer::new(server_session.clone());
     let running = match server.serve(LineTransport::new(reader, writer)).await {
         Ok(running) => running,
         // The client went away before it began: nothing was asked, nothing failed.
         Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
         Err(e) => return Err(McpError::Session(e.to_string())),
     };
-    running
+    let waited = running
         .waiting()
         .await
-        .map_err(|e| McpError::Session(e.to_string()))?;
+        .map_err(|e| McpError::Session(e.to_string()));
+    crate::tools::finish_workspace(&server_session);
+    waited?;
     Ok(())
 }

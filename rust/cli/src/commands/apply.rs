@@ -66,8 +66,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     };
     let outcome = SessionWorkspace::open_dir(&dir).and_then(|mut held| {
-        let outcome =
-            workspace::apply::apply(&mut held, &policy, &log, exec::ROUTE, &TerminalAsker)?;
+        let outcome = workspace::apply::apply(
+            &mut held,
+            &policy,
+            &log,
+            exec::ROUTE,
+            &TerminalAsker,
+            &chock_nix::Who::default(),
+        )?;
         // Carried (landed or parked) or empty: the workspace has done its work.
         if matches!(
             outcome.1,

@@ -5,12 +5,14 @@
 //! gate, and only then does the work. A failure is a sentence for the agent,
 //! never a crash of the server.
 
+mod apply;
 mod command;
 mod files;
 mod nix;
 mod provide;
 mod web;
 
+pub use apply::{REQUEST_APPLY, finish_workspace, make_workspace};
 pub use provide::PROVIDE_TOOL;
 pub use web::Robots;
 
@@ -25,7 +27,7 @@ use tokio_util::sync::CancellationToken;
 use crate::session::Session;
 
 /// Every tool this server can offer, in the order they are listed.
-pub const TOOL_NAMES: [&str; 11] = [
+pub const TOOL_NAMES: [&str; 12] = [
     "read_file",
     "list_directory",
     "glob",
@@ -37,6 +39,7 @@ pub const TOOL_NAMES: [&str; 11] = [
     "nix_build",
     PROVIDE_TOOL,
     "fetch_url",
+    REQUEST_APPLY,
 ];
 
 /// What a tool call needs besides its arguments.
@@ -77,6 +80,7 @@ pub async fn dispatch(call: &Call<'_>, name: &str, arguments: Value) -> Result<S
         "nix_build" => nix::nix_build(call, parse(name, arguments)?).await,
         PROVIDE_TOOL => provide::provide_tool(call, parse(name, arguments)?).await,
         "fetch_url" => web::fetch_url(call, parse(name, arguments)?).await,
+        REQUEST_APPLY => apply::request_apply(call, parse(name, arguments)?).await,
         other => Err(format!(
             "there is no tool named `{other}`; this server's tools are {}",
             TOOL_NAMES.join(", ")
@@ -273,6 +277,12 @@ pub fn definition(name: &str) -> Option<Tool> {
                 "max_bytes": {"type": "integer", "minimum": 1, "maximum": web::MAX_FETCH_BYTES}
             }, "required": ["url"], "additionalProperties": false}),
             true,
+        ),
+        REQUEST_APPLY => tool(
+            REQUEST_APPLY,
+            "Ask for the work in this session's workspace to be carried into the person's repository: it is committed there as the session commit and, after the person approves (workspace.apply), lands as chock.zon's .apply.mode says (or parks at refs/chock/<session>). Answers what was carried and where.",
+            json!({"type": "object", "properties": {}, "additionalProperties": false}),
+            false,
         ),
         _ => return None,
     })

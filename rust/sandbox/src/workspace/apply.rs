@@ -593,7 +593,8 @@ pub fn question(plan: &Plan, verdict: &Verdict) -> Question {
 }
 
 /// A whole apply: the session commit, the plan, the one `workspace.apply`
-/// question through the gate (asked of `asker`, logged on `route`), and,
+/// question through the gate (asked of `asker` for `who`, logged on
+/// `route`), and,
 /// when it goes ahead, the carry.
 pub fn apply(
     workspace: &mut SessionWorkspace,
@@ -601,11 +602,17 @@ pub fn apply(
     log: &Log,
     route: Route,
     asker: &dyn Asker,
+    who: &chock_nix::Who,
 ) -> Result<(Option<Plan>, Applied), WorkspaceError> {
     let Some(plan) = workspace.plan_apply(policy, log, route)? else {
         return Ok((None, Applied::Nothing));
     };
-    let key = Key::new(ACTION.to_owned()).with_agent_kind(AGENT_KIND);
+    let key = Key {
+        agent_kind: who.agent_kind.clone(),
+        model: who.model.clone(),
+        tool: who.tool.clone(),
+        action: ACTION.to_owned(),
+    };
     let verdict = policy.decide(&key, Reading::Act);
     let asked = question(&plan, &verdict);
     let settled = chock_gate::settle(route, &verdict, asker, || asked.clone());

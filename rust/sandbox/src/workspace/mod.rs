@@ -656,8 +656,14 @@ impl SessionWorkspace {
 
     /// Removes the workspace and everything in it.
     pub fn remove(self) -> Result<(), WorkspaceError> {
-        files::remove_all(&self.dir)
+        remove_dir(&self.dir)
     }
+}
+
+/// Removes a workspace's folder whole; for a holder that cannot give up
+/// its [`SessionWorkspace`] (it is shared), while it holds the lock.
+pub fn remove_dir(dir: &Path) -> Result<(), WorkspaceError> {
+    files::remove_all(dir)
 }
 
 /// The files of the person's tree that differ from `HEAD` (changed,
