@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Making a session workspace for a repository of 100,000 files
-# (`chock exec --workspace -- /bin/true`: the workspace made, then one
+# (`chock exec --workspace -- true`: the workspace made, then one
 # sandboxed command on it) against `git worktree add --detach` of the same
 # HEAD, in the same hyperfine run. The repository is made in a temporary
 # folder and deleted at the end. FILES and RUNS change the size and count.
@@ -29,10 +29,10 @@ echo "repository: $(git -C "$repo" ls-files | wc -l) files"
 export HOME=$work/home XDG_DATA_HOME=$work/data XDG_CACHE_HOME=$work/cache CHOCK_STATE_DIR=$work/state
 mkdir -p "$HOME"
 cd "$repo"
-hyperfine -w 1 -r "${RUNS:-5}" --export-json "$work/workspace.hf.json" \
+hyperfine -w "${WARMUP:-0}" -r "${RUNS:-3}" --export-json "$work/workspace.hf.json" \
   --prepare "rm -rf $work/wt $work/state/workspaces; git -C $repo worktree prune" \
   -n "git worktree add" "git -C $repo worktree add -q --detach $work/wt HEAD" \
-  -n "chock exec --workspace" "$bin exec --workspace -- /bin/true"
+  -n "chock exec --workspace" "$bin exec --workspace -- true"
 python3 - "$work/workspace.hf.json" <<'PY'
 import json, sys
 r = {x["command"]: x for x in json.load(open(sys.argv[1]))["results"]}

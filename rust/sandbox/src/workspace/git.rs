@@ -93,7 +93,14 @@ impl Git {
             command.env_remove(var);
         }
         if let Some((git_dir, tree)) = &self.explicit {
-            command.env("GIT_DIR", git_dir).env("GIT_WORK_TREE", tree);
+            // The session's repository answers to its own config alone:
+            // no filter or diff driver of the person's runs on what the
+            // agent wrote there.
+            command
+                .env("GIT_DIR", git_dir)
+                .env("GIT_WORK_TREE", tree)
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .env("GIT_CONFIG_GLOBAL", "/dev/null");
         }
         command.env("GIT_TERMINAL_PROMPT", "0").env("LC_ALL", "C");
         for (k, v) in &self.env {

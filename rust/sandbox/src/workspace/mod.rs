@@ -667,13 +667,22 @@ pub fn remove_dir(dir: &Path) -> Result<(), WorkspaceError> {
 }
 
 /// The files of the person's tree that differ from `HEAD` (changed,
-/// deleted, or new and not ignored).
+/// deleted, or new and not ignored): one `git status`, which walks the
+/// tree once, taking no lock on the person's index.
 fn dirty_files(host: &Git) -> Result<Vec<String>, WorkspaceError> {
-    let changed = host.run(["diff", "--name-only", "--no-renames", "-z", "HEAD", "--"])?;
-    let new = host.run(["ls-files", "--others", "--exclude-standard", "-z"])?;
-    let mut all = git::split_z(&changed.stdout);
-    all.extend(git::split_z(&new.stdout));
-    all.retain(|p| p != crate::layout::POLICY_FILE);
+    let status = host.run([
+        "--no-optional-locks",
+        "status",
+        "--porcelain=v1",
+        "-z",
+        "--untracked-files=all",
+        "--no-renames",
+    ])?;
+    let mut all: Vec<String> = git::split_z(&status.stdout)
+        .into_iter()
+        .filter_map(|line| line.get(3..).map(str::to_owned))
+        .filter(|p| p != crate::layout::POLICY_FILE)
+        .collect();
     all.sort();
     all.dedup();
     Ok(all)
