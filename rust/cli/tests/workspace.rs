@@ -422,7 +422,6 @@ fn a_deny_read_file_is_unreadable_inside_even_while_names_are_swapped() {
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let racer = {
         let stop = stop.clone();
-        let tree = tree.clone();
         std::thread::spawn(move || {
             let mut swaps = 0u64;
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {

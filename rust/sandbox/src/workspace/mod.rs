@@ -391,7 +391,7 @@ impl SessionWorkspace {
             meta: Meta {
                 session: request.session.to_owned(),
                 project: project.clone(),
-                base: base.clone(),
+                base,
                 created_ms: now_ms(),
                 allow_dirty: request.allow_dirty,
                 host_objects,
@@ -792,6 +792,6 @@ pub fn list(project: Option<&Project>) -> Result<Vec<Listed>, WorkspaceError> {
             }
         }
     }
-    found.sort_by(|a, b| a.meta.created_ms.cmp(&b.meta.created_ms));
+    found.sort_by_key(|a| a.meta.created_ms);
     Ok(found)
 }
