@@ -1290,19 +1290,9 @@ fn the_server_ends_when_the_client_closes_stdin() {
 /// HOME, XDG directories and decision log, and loopback HTTP servers that
 /// record what they were sent.
 #[allow(dead_code)]
-fn git(dir: &std::path::Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .args(["-c", "user.name=Ada", "-c", "user.email=ada@example.org"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("git is installed");
-    assert!(out.status.success(), "git {args:?}");
-    String::from_utf8_lossy(&out.stdout).trim_end().to_owned()
-}
-
 #[test]
 fn a_workspace_server_works_on_its_copy_until_request_apply_lands_it() {
+    use sandbox_fixture::git_stdout as git;
     let env = Env::new();
     env.write("a.txt", "hello\n");
     env.write("secret.env", "TOPSECRET\n");

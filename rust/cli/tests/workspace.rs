@@ -10,22 +10,7 @@ mod sandbox_fixture;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use sandbox_fixture::{Fixture, describe, text};
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .args(["-c", "user.name=Ada", "-c", "user.email=ada@example.org"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("git is installed");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim_end().to_owned()
-}
+use sandbox_fixture::{Fixture, describe, git_stdout as git, text};
 
 /// A repository on `main` with `a.txt`, and `chock.zon` holding `zon`
 /// (committed), `workspace.apply` allowed unless `zon` says otherwise.

@@ -98,6 +98,16 @@ pub struct DenyRead {
     pub line: Option<u32>,
 }
 
+impl DenyRead {
+    /// Where it is named: `FILE:LINE`, or the file alone.
+    pub fn place(&self) -> String {
+        match self.line {
+            Some(line) => format!("{}:{line}", self.file.display()),
+            None => self.file.display().to_string(),
+        }
+    }
+}
+
 /// The workspace settings of one project.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct WorkspaceSettings {

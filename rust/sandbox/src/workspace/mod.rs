@@ -464,10 +464,7 @@ impl SessionWorkspace {
             }
         }
         for deny in &settings.deny_read {
-            let named_in = match deny.line {
-                Some(line) => format!("{}:{line}", deny.file.display()),
-                None => deny.file.display().to_string(),
-            };
+            let named_in = deny.place();
             if self.meta.binds.iter().any(|b| {
                 deny.path.starts_with(&b.name)
                     && b.mode != BindMode::TempCopy.as_str()
@@ -600,17 +597,7 @@ impl SessionWorkspace {
     /// What the workspace holds that the person's repository does not.
     pub fn pending(&self) -> Result<Pending, WorkspaceError> {
         let git = self.git();
-        let status = git.run([
-            "status",
-            "--porcelain=v1",
-            "-z",
-            "--untracked-files=all",
-            "--no-renames",
-        ])?;
-        let uncommitted = git::split_z(&status.stdout)
-            .into_iter()
-            .map(|line| line.get(3..).unwrap_or_default().to_owned())
-            .collect();
+        let uncommitted = changed_files(&git)?;
         let commits = git
             .line(["rev-list", "--count", &format!("{}..HEAD", self.meta.base)])?
             .parse()
@@ -666,11 +653,11 @@ pub fn remove_dir(dir: &Path) -> Result<(), WorkspaceError> {
     files::remove_all(dir)
 }
 
-/// The files of the person's tree that differ from `HEAD` (changed,
-/// deleted, or new and not ignored): one `git status`, which walks the
-/// tree once, taking no lock on the person's index.
-fn dirty_files(host: &Git) -> Result<Vec<String>, WorkspaceError> {
-    let status = host.run([
+/// The files of a tree that differ from its `HEAD` (changed, deleted, or
+/// new and not ignored): one `git status`, which walks the tree once,
+/// taking no lock on the index.
+fn changed_files(git: &Git) -> Result<Vec<String>, WorkspaceError> {
+    let status = git.run([
         "--no-optional-locks",
         "status",
         "--porcelain=v1",
@@ -678,13 +665,16 @@ fn dirty_files(host: &Git) -> Result<Vec<String>, WorkspaceError> {
         "--untracked-files=all",
         "--no-renames",
     ])?;
-    let mut all: Vec<String> = git::split_z(&status.stdout)
+    Ok(git::split_z(&status.stdout)
         .into_iter()
         .filter_map(|line| line.get(3..).map(str::to_owned))
-        .filter(|p| p != crate::layout::POLICY_FILE)
-        .collect();
-    all.sort();
-    all.dedup();
+        .collect())
+}
+
+/// The person's uncommitted files, `chock.zon` aside (never copied).
+fn dirty_files(host: &Git) -> Result<Vec<String>, WorkspaceError> {
+    let mut all = changed_files(host)?;
+    all.retain(|p| p != crate::layout::POLICY_FILE);
     Ok(all)
 }
 
@@ -693,10 +683,7 @@ fn dirty_files(host: &Git) -> Result<Vec<String>, WorkspaceError> {
 /// policy was read; a bundle's list is checked here too.
 fn check_deny_read(settings: &WorkspaceSettings, project: &Path) -> Result<(), WorkspaceError> {
     for deny in &settings.deny_read {
-        let named = match deny.line {
-            Some(line) => format!("{}:{line}", deny.file.display()),
-            None => deny.file.display().to_string(),
-        };
+        let named = deny.place();
         let text = deny.path.to_string_lossy();
         if let Some(fault) = chock_policy::workspace::path_fault(&text) {
             return Err(WorkspaceError::Refused(format!(
