@@ -255,6 +255,42 @@ fn an_apply_nobody_can_answer_carries_nothing() {
 }
 
 #[test]
+fn no_apply_carries_a_change_to_chock_zon_or_a_deny_read_file() {
+    let fx = repo(&format!(
+        ".{{ .deny_read = .{{ \"secret.env\" }}, .policy = .{{ .rules = .{{ {APPLY_ALLOWED} }} }} }}\n"
+    ));
+    std::fs::write(fx.project.join("secret.env"), "TOPSECRET\n").expect("secret");
+    git(&fx.project, &["add", "secret.env"]);
+    git(&fx.project, &["commit", "-q", "-m", "secret"]);
+    // git plumbing writes what the read-only chock.zon and the covered
+    // secret would not let a program write in the tree.
+    let out = in_workspace(
+        &fx,
+        &[],
+        "blob=$(printf '.{}\\n' | git hash-object -w --stdin) && \
+         git update-index --cacheinfo 100644,$blob,chock.zon && \
+         git update-index --no-skip-worktree secret.env && git add secret.env && \
+         git -c user.name=a -c user.email=b commit -q -m sneaky && echo committed",
+    );
+    assert_eq!(text(&out.stdout), "committed\n", "{}", describe(&out));
+    let zon = std::fs::read(fx.project.join("chock.zon")).expect("chock.zon");
+    let out = apply(&fx, &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    let said = text(&out.stderr);
+    assert!(
+        said.contains("chock.zon")
+            && said.contains("secret.env")
+            && said.contains("nothing was applied"),
+        "{said}"
+    );
+    assert_eq!(
+        std::fs::read(fx.project.join("chock.zon")).expect("chock.zon"),
+        zon
+    );
+    assert!(git(&fx.project, &["for-each-ref", "refs/chock"]).is_empty());
+}
+
+#[test]
 fn binds_of_each_mode() {
     let fx = repo(".{}\n");
     for dir in ["ro", "tc", "w", "cp", "wa"] {

@@ -253,16 +253,20 @@ impl SessionWorkspace {
         if commit == base && copies.is_empty() {
             return Ok(None);
         }
+        // Any commit of the session that touches one, even one a later
+        // commit undoes: each lands as it is in rebase and merge.
         let mut guarded = vec![
-            "diff".to_owned(),
+            "log".to_owned(),
+            "--format=".into(),
             "--name-only".into(),
             "-z".into(),
-            base.clone(),
-            commit.clone(),
+            range.clone(),
             "--".into(),
         ];
         guarded.extend(guarded_paths(self));
-        let touched = split_z(&git.run(&guarded)?.stdout);
+        let mut touched = split_z(&git.run(&guarded)?.stdout);
+        touched.sort();
+        touched.dedup();
         if !touched.is_empty() {
             return Err(WorkspaceError::Refused(format!(
                 "the session's commits change {}, which no apply carries (chock.zon is edited by a person alone; a deny_read file was never readable in the workspace); nothing was applied: remove those changes in the workspace (`git checkout {base} -- PATH` there) and apply again",
