@@ -2,10 +2,9 @@
 # Making a session workspace for a repository of 100,000 files
 # (`chock exec --workspace -- true`: the workspace made, then one
 # sandboxed command on it) against `git worktree add --detach` of the same
-# HEAD, in the same hyperfine run. The repository is made in a temporary
-# folder and deleted at the end. FILES and RUNS change the size and count.
+# HEAD, in one run, taking turns. The repository is made in a temporary
+# folder and deleted at the end. FILES and ROUNDS change the size and count.
 set -euo pipefail
-command -v hyperfine >/dev/null || { echo "hyperfine is missing: run scripts/setup" >&2; exit 1; }
 bin=$(realpath "${CHOCK_BIN:-target/debug/chock}")
 files=${FILES:-100000}
 work=$(mktemp -d)
@@ -29,13 +28,27 @@ echo "repository: $(git -C "$repo" ls-files | wc -l) files"
 export HOME=$work/home XDG_DATA_HOME=$work/data XDG_CACHE_HOME=$work/cache CHOCK_STATE_DIR=$work/state
 mkdir -p "$HOME"
 cd "$repo"
-hyperfine -w "${WARMUP:-0}" -r "${RUNS:-3}" --export-json "$work/workspace.hf.json" \
-  --prepare "rm -rf $work/wt $work/state/workspaces; git -C $repo worktree prune" \
-  -n "git worktree add" "git -C $repo worktree add -q --detach $work/wt HEAD" \
-  -n "chock exec --workspace" "$bin exec --workspace -- true"
-python3 - "$work/workspace.hf.json" <<'PY'
-import json, sys
-r = {x["command"]: x for x in json.load(open(sys.argv[1]))["results"]}
-g, c = r["git worktree add"]["median"], r["chock exec --workspace"]["median"]
-print(f"median: git worktree add {g:.3f} s, chock exec --workspace {c:.3f} s, ratio {c / g:.2f}")
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+# The two take turns, round by round, so both see the same load.
+python3 - "$repo" "$work" "$bin" "${ROUNDS:-3}" <<'PY'
+import shutil, statistics, subprocess, sys, time
+repo, work, chock, rounds = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+def clean():
+    shutil.rmtree(f"{work}/wt", ignore_errors=True)
+    subprocess.run(["git", "-C", repo, "worktree", "prune"], check=True)
+    subprocess.run(["rm", "-rf", f"{work}/state/workspaces"], check=True)
+def timed(command):
+    start = time.perf_counter()
+    subprocess.run(command, check=True, cwd=repo, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - start
+git, ours = [], []
+for n in range(rounds):
+    clean()
+    git.append(timed(["git", "-C", repo, "worktree", "add", "-q", "--detach", f"{work}/wt", "HEAD"]))
+    clean()
+    ours.append(timed([chock, "exec", "--workspace", "--", "true"]))
+    print(f"round {n + 1}: git worktree add {git[-1]:.2f} s, chock exec --workspace {ours[-1]:.2f} s, ratio {ours[-1] / git[-1]:.2f}", flush=True)
+g, c = statistics.median(git), statistics.median(ours)
+print(f"median of {rounds}: git worktree add {g:.2f} s, chock exec --workspace {c:.2f} s, ratio {c / g:.2f}")
 PY
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"

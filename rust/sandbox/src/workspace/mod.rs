@@ -343,14 +343,36 @@ impl SessionWorkspace {
     ) -> Result<(SessionWorkspace, Vec<WorkspaceNotice>), WorkspaceError> {
         let project = &request.project.dir;
         let host = Git::host(project);
-        let inside = host.output(["rev-parse", "--is-inside-work-tree"], None)?;
-        if !inside.ok || inside.text() != "true" {
-            return Err(WorkspaceError::Refused(format!(
-                "{} is not a git repository, and a session workspace is made from one (a linked worktree of its HEAD); run `git init` and commit, or run without --workspace",
-                project.display()
-            )));
-        }
-        let top = PathBuf::from(host.line(["rev-parse", "--show-toplevel"])?);
+        // One call: the top of the work tree, the common git directory
+        // and HEAD's commit (it fails outside a repository or before the
+        // first commit, which a second look tells apart).
+        let found = host.output(
+            [
+                "rev-parse",
+                "--path-format=absolute",
+                "--show-toplevel",
+                "--git-common-dir",
+                "HEAD^{commit}",
+            ],
+            None,
+        )?;
+        let text = found.text();
+        let lines: Vec<&str> = text.lines().collect();
+        let (true, [top, common, base]) = (found.ok, lines.as_slice()) else {
+            let repository = host.output(["rev-parse", "--is-inside-work-tree"], None)?;
+            return Err(WorkspaceError::Refused(if repository.ok {
+                format!(
+                    "the repository {} has no commit yet, and a workspace starts from HEAD; commit once first",
+                    project.display()
+                )
+            } else {
+                format!(
+                    "{} is not a git repository, and a session workspace is made from one (a linked worktree of its HEAD); run `git init` and commit, or run without --workspace",
+                    project.display()
+                )
+            }));
+        };
+        let (top, common, base) = (PathBuf::from(top), PathBuf::from(common), base.to_string());
         if top.canonicalize().ok().as_deref() != Some(project.as_path()) {
             return Err(WorkspaceError::Refused(format!(
                 "the project {} is inside the repository {}, and a workspace holds a whole repository; run Chock from {}",
@@ -359,20 +381,6 @@ impl SessionWorkspace {
                 top.display()
             )));
         }
-        let base = host
-            .run(["rev-parse", "--verify", "-q", "HEAD^{commit}"])
-            .map_err(|_| {
-                WorkspaceError::Refused(format!(
-                    "the repository {} has no commit yet, and a workspace starts from HEAD; commit once first",
-                    project.display()
-                ))
-            })?
-            .text();
-        let common = PathBuf::from(host.line([
-            "rev-parse",
-            "--path-format=absolute",
-            "--git-common-dir",
-        ])?);
         let host_objects = common
             .join("objects")
             .canonicalize()
@@ -438,7 +446,9 @@ impl SessionWorkspace {
         alternates.push(b'\n');
         std::fs::write(info.join("alternates"), alternates)
             .map_err(io("writing", &info.join("alternates")))?;
-        git.run(["update-ref", "--no-deref", "HEAD", &self.meta.base])?;
+        // Detached at the base: HEAD holds the commit itself.
+        let head = self.git_dir().join("HEAD");
+        std::fs::write(&head, format!("{}\n", self.meta.base)).map_err(io("writing", &head))?;
         git.run(["read-tree", "--reset", "-u", "HEAD"])?;
         let mut excluded: Vec<String> = vec![format!("/{}", crate::layout::POLICY_FILE)];
         let mut notices = Vec::new();
