@@ -77,6 +77,17 @@ pub fn finish_workspace(session: &Session) {
     }
 }
 
+impl Session {
+    /// The tree the tools read and evaluate: the session workspace's, or
+    /// the project itself.
+    pub fn tree(&self) -> std::path::PathBuf {
+        self.project
+            .workspace
+            .as_ref()
+            .map_or_else(|| self.project.dir.clone(), |w| w.source.clone())
+    }
+}
+
 pub async fn request_apply(call: &Call<'_>, _args: RequestApply) -> Result<String, String> {
     let session = call.session.clone();
     if session.session_workspace.is_none() {

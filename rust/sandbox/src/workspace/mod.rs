@@ -241,6 +241,10 @@ pub enum WorkspaceNotice {
         name: String,
         how: String,
     },
+    /// `--allow-dirty` given for a workspace that was already made.
+    Existing {
+        session: String,
+    },
 }
 
 impl std::fmt::Display for WorkspaceNotice {
@@ -262,6 +266,10 @@ impl std::fmt::Display for WorkspaceNotice {
                 if *files == 1 { "" } else { "s" }
             ),
             WorkspaceNotice::Bind { name, how } => write!(f, "workspace bind {name}: {how}"),
+            WorkspaceNotice::Existing { session } => write!(
+                f,
+                "the workspace {session} was made earlier, so --allow-dirty copied nothing (it copies only into a workspace being made); `chock workspace clear` removes it"
+            ),
         }
     }
 }
@@ -295,7 +303,15 @@ impl SessionWorkspace {
         }
         let dir = Self::dir_of(request.project, request.session)?;
         if dir.join("meta.json").is_file() {
-            return Ok((Self::open_dir(&dir)?, Vec::new()));
+            let held = Self::open_dir(&dir)?;
+            let notices = if request.allow_dirty {
+                vec![WorkspaceNotice::Existing {
+                    session: request.session.to_owned(),
+                }]
+            } else {
+                Vec::new()
+            };
+            return Ok((held, notices));
         }
         Self::make(request, &dir)
     }
