@@ -20,6 +20,19 @@ pub(crate) fn mirror(
     rel: &Path,
     denied: &[&Path],
 ) -> Result<usize, WorkspaceError> {
+    // A folder on the way that is a link (a program may have made one in
+    // a workspace's tree) would lead the copy out of `from`.
+    let mut on_the_way = from.to_path_buf();
+    for part in rel.parent().into_iter().flat_map(Path::components) {
+        on_the_way.push(part);
+        if std::fs::symlink_metadata(&on_the_way).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(WorkspaceError::Refused(format!(
+                "{} is a symbolic link, so {} is not copied through it; make it a folder again",
+                on_the_way.display(),
+                rel.display()
+            )));
+        }
+    }
     let mut count = 0;
     copy_entry(from, to, rel, denied, &mut count)?;
     Ok(count)
