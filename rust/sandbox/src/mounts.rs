@@ -305,6 +305,19 @@ pub(crate) struct Planner {
 }
 
 impl Planner {
+    #[cfg(test)]
+    pub(crate) fn new() -> Planner {
+        Planner {
+            ops: Vec::new(),
+            made: BTreeSet::new(),
+        }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn into_ops(self) -> Vec<Op> {
+        self.ops
+    }
+
     pub(crate) fn push(&mut self, op: Op) {
         self.ops.push(op);
     }

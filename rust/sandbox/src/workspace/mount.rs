@@ -133,3 +133,61 @@ pub(crate) fn plan_session(p: &mut Planner, view: &View, anchored: &Anchored, sh
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workspace::{BindMount, Cover};
+    use std::path::PathBuf;
+
+    fn id(ino: u64, kind: u32) -> FileId {
+        FileId { dev: 7, ino, kind }
+    }
+
+    #[test]
+    fn objects_binds_and_covers_are_planned_by_descriptor_after_the_workspace() {
+        let view = View {
+            source: PathBuf::from("/state/ws/tree"),
+            shown: PathBuf::from("/home/ada/p"),
+            objects: Some(PathBuf::from("/home/ada/p/.git/objects")),
+            binds: vec![BindMount {
+                rel: PathBuf::from("scripts/release"),
+                host: PathBuf::from("/home/ada/p/scripts/release"),
+                writable: false,
+            }],
+            covers: vec![Cover {
+                rel: PathBuf::from("conf/secret"),
+                dev: 7,
+                ino: 9,
+                named_in: "chock.zon:3".into(),
+            }],
+        };
+        let anchored = Anchored {
+            objects: Some(id(1, libc::S_IFDIR)),
+            binds: vec![id(2, libc::S_IFDIR)],
+            covers: vec![id(9, libc::S_IFREG)],
+        };
+        let mut planner = Planner::new();
+        plan_session(&mut planner, &view, &anchored, &view.shown);
+        let ops = planner.into_ops();
+        assert!(ops.contains(&Op::BindChecked {
+            source: c"/.chock-host-root/home/ada/p/.git/objects".to_owned(),
+            id: id(1, libc::S_IFDIR),
+            target: c"/run/chock/objects".to_owned(),
+            set: READ_ONLY,
+        }));
+        let bind = ops
+            .iter()
+            .position(|op| matches!(op, Op::BindInto { rel, set, .. } if rel.as_c_str() == c"scripts/release" && *set == READ_ONLY))
+            .expect("the bind, read-only");
+        let notice = ops
+            .iter()
+            .position(|op| matches!(op, Op::WriteFile { path, .. } if path.as_c_str() == c"/run/chock/deny-read"))
+            .expect("the notice");
+        let cover = ops
+            .iter()
+            .position(|op| matches!(op, Op::Cover { rel, id: covered, .. } if rel.as_c_str() == c"conf/secret" && covered.ino == 9))
+            .expect("the cover");
+        assert!(bind < notice && notice < cover, "{ops:?}");
+    }
+}
