@@ -59,7 +59,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let log = exec::open_log(&policy)?;
     let mut project = project;
-    let workspace = match &args.workspace {
+    // Held (locked) while the command runs; what it holds is shown by
+    // `chock workspace`, not after each command (a walk of the whole tree).
+    let _held = match &args.workspace {
         Some(session) => {
             let made = SessionWorkspace::open_or_make(&workspace::Request {
                 project: &project,
@@ -127,16 +129,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Ok(ran) => ran,
         Err(error) => return Ok(failed(&error)),
     };
-    if let Some(held) = &workspace {
-        match held.pending() {
-            Ok(pending) if !pending.is_empty() => eprintln!(
-                "chock: the workspace {} holds {pending}; `chock apply {}` carries it into the project",
-                held.meta.session, held.meta.session
-            ),
-            Ok(_) => {}
-            Err(error) => eprintln!("chock: {error}"),
-        }
-    }
     if ran.finished.space_floor {
         eprintln!(
             "chock: the command was killed: free space on the workspace's or the cache's file system fell below the floor of {} MiB a command leaves to the host",
