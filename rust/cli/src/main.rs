@@ -69,6 +69,10 @@ enum Command {
     Doctor(commands::doctor::Args),
     /// Show or clear the per-project toolchain cache.
     Cache(commands::cache::Args),
+    /// Carry a session workspace's work into the project, after one workspace.apply question.
+    Apply(commands::apply::Args),
+    /// List the session workspaces kept on this machine, or clear them.
+    Workspace(commands::workspace::Args),
     /// Serve Chock's tools to an agent over the Model Context Protocol (stdio).
     Mcp(commands::mcp::Args),
     /// Answer the questions a running `chock mcp` server is waiting on.
@@ -102,6 +106,8 @@ fn main() -> ExitCode {
         Command::Exec(a) => commands::exec::run(a),
         Command::Doctor(a) => commands::doctor::run(a),
         Command::Cache(a) => commands::cache::run(a),
+        Command::Apply(a) => commands::apply::run(a),
+        Command::Workspace(a) => commands::workspace::run(a),
         Command::Mcp(a) => commands::mcp::run(a),
         Command::Approve(a) => commands::approve::run(a),
         Command::Migrate(a) => commands::migrate::run(a),

@@ -109,8 +109,13 @@ fn every_tool_on_allow_runs_and_is_logged() {
     let site = page_site();
     let mut client = env.client(false, &[]);
     let names = client.tool_names();
-    assert_eq!(names.len(), chock_mcp::TOOL_NAMES.len(), "{names:?}");
-    for tool in chock_mcp::TOOL_NAMES {
+    // request_apply is offered only to a server with a session workspace.
+    let offered: Vec<&str> = chock_mcp::TOOL_NAMES
+        .into_iter()
+        .filter(|t| *t != "request_apply")
+        .collect();
+    assert_eq!(names.len(), offered.len(), "{names:?}");
+    for tool in offered {
         assert!(
             names.iter().any(|n| n == tool),
             "{tool} is listed: {names:?}"
@@ -1285,6 +1290,67 @@ fn the_server_ends_when_the_client_closes_stdin() {
     assert_eq!(
         sockets, 0,
         "the approve socket is removed when the server ends"
+    );
+}
+
+#[test]
+fn a_workspace_server_works_on_its_copy_until_request_apply_lands_it() {
+    use sandbox_fixture::git_stdout as git;
+    let env = Env::new();
+    env.write("a.txt", "hello\n");
+    env.write("secret.env", "TOPSECRET\n");
+    env.zon(
+        ".{ .deny_read = .{ \"secret.env\" }, .policy = .{ .rules = .{ .{ .action = \"workspace.apply\", .decision = .allow } } } }\n",
+    );
+    git(&env.project, &["init", "-q", "-b", "main"]);
+    git(&env.project, &["add", "."]);
+    git(&env.project, &["commit", "-q", "-m", "init"]);
+    let mut client = env.client(false, &["--workspace"]);
+    assert!(client.tool_names().iter().any(|n| n == "request_apply"));
+    let wrote = client.call(
+        "write_file",
+        json!({"path": "new.txt", "content": "agent\n"}),
+    );
+    assert!(!wrote.is_error, "{wrote:?}");
+    let ran = client.call(
+        "run_command",
+        json!({"argv": ["sh", "-c", "cat new.txt; cat secret.env; echo more >> a.txt"]}),
+    );
+    assert!(
+        ran.text.contains("agent") && !ran.text.contains("TOPSECRET"),
+        "{ran:?}"
+    );
+    let read = client.call("read_file", json!({"path": "secret.env"}));
+    assert!(read.is_error && read.text.contains("deny_read"), "{read:?}");
+    assert_eq!(
+        env.read("new.txt"),
+        None,
+        "the project is untouched before the apply"
+    );
+    assert_eq!(env.read("a.txt").as_deref(), Some("hello\n"));
+    let applied = client.call("request_apply", json!({}));
+    assert!(!applied.is_error, "{applied:?}");
+    assert!(applied.text.contains("applied: main"), "{applied:?}");
+    assert_eq!(env.read("new.txt").as_deref(), Some("agent\n"));
+    assert_eq!(env.read("a.txt").as_deref(), Some("hello\nmore\n"));
+    assert_eq!(env.read("secret.env").as_deref(), Some("TOPSECRET\n"));
+    env.assert_logged("workspace.apply", "allow", "rule");
+    // Work after the apply, then the session is killed: the work is kept.
+    let wrote = client.call(
+        "write_file",
+        json!({"path": "later.txt", "content": "later\n"}),
+    );
+    assert!(!wrote.is_error, "{wrote:?}");
+    drop(client);
+    let listed = env
+        .chock()
+        .arg("workspace")
+        .output()
+        .expect("chock workspace");
+    let listed = String::from_utf8_lossy(&listed.stdout).into_owned();
+    assert!(
+        listed.contains("mcp-") && listed.contains("1 file changed and not committed"),
+        "{listed}"
     );
 }
 

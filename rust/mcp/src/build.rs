@@ -52,7 +52,7 @@ pub async fn build(call: &Call<'_>, wanted: ToBuild) -> Result<Built, String> {
     let tool = wanted.tool;
     let asker = session.asker(call.peer, &call.cancel, tool);
     let request = BuildRequest {
-        project: session.project.dir.clone(),
+        project: session.tree(),
         flake: wanted.flake,
         attribute: wanted.attribute,
         who: Who {

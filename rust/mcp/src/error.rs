@@ -51,6 +51,9 @@ pub enum McpError {
         #[source]
         source: std::io::Error,
     },
+    /// The session workspace (`--workspace`) could not be made.
+    #[error(transparent)]
+    SessionWorkspace(#[from] chock_sandbox::workspace::WorkspaceError),
     /// The approve socket's folder could not be made or read.
     #[error(
         "the approve socket folder {path} cannot be used: {source}; check its owner and mode (0700)"

@@ -19,9 +19,10 @@ use crate::error::McpError;
 use crate::gate::{StartRow, Withheld};
 use crate::server::ChockServer;
 use crate::tasks::Tasks;
-use crate::tools::{PROVIDE_TOOL, Robots, SERVE_PORT, TOOL_NAMES};
+use crate::tools::{PROVIDE_TOOL, REQUEST_APPLY, Robots, SERVE_PORT, TOOL_NAMES};
 use crate::transport::LineTransport;
 use crate::workspace::Workspace;
+use chock_sandbox::workspace::SessionWorkspace;
 
 /// How `chock mcp` was started.
 #[derive(Debug, Clone)]
@@ -39,6 +40,10 @@ pub struct ServeOptions {
     pub ask_timeout: Duration,
     /// The dev shell run_command uses (default: chock.zon's, else `default`).
     pub dev_shell: Option<String>,
+    /// Work on a session workspace of its own instead of the project.
+    pub workspace: bool,
+    /// Copy the project's uncommitted work into that workspace.
+    pub allow_dirty: bool,
 }
 
 impl Default for ServeOptions {
@@ -50,6 +55,8 @@ impl Default for ServeOptions {
             approve: true,
             ask_timeout: ASK_TIMEOUT,
             dev_shell: None,
+            workspace: false,
+            allow_dirty: false,
         }
     }
 }
@@ -85,13 +92,15 @@ pub struct Session {
     pub tasks: Arc<Tasks>,
     /// The secret values given out this session, scrubbed from every answer.
     pub secrets: crate::secrets::Given,
+    /// The session workspace every tool works on (`--workspace`).
+    pub session_workspace: Option<std::sync::Mutex<SessionWorkspace>>,
 }
 
 impl Session {
     /// Loads the policy once, opens the log and the workspace, reads the
     /// start rows and, when asked to, listens for `chock approve`.
     pub fn start(options: &ServeOptions) -> Result<Session, McpError> {
-        let project = Project::for_command(options.project.as_deref())?;
+        let mut project = Project::for_command(options.project.as_deref())?;
         let policy = chock_sandbox::exec::load_policy(&project, options.org_bundles.clone())?;
         for warning in policy.warnings() {
             tracing::warn!("chock mcp: {warning}");
@@ -103,7 +112,18 @@ impl Session {
         if let Some(container) = policy.container() {
             chock_sandbox::image::tree(container)?;
         }
-        let workspace = Workspace::open(&project.dir).map_err(|source| McpError::Workspace {
+        let session_workspace = if options.workspace {
+            let held = crate::tools::make_workspace(&project, &policy, &log, options.allow_dirty)?;
+            project.workspace = Some(held.view());
+            Some(held)
+        } else {
+            None
+        };
+        let opened = match &project.workspace {
+            Some(view) => Workspace::open_session(view),
+            None => Workspace::open(&project.dir),
+        };
+        let workspace = opened.map_err(|source| McpError::Workspace {
             path: project.dir.clone(),
             source,
         })?;
@@ -146,6 +166,7 @@ impl Session {
             robots: Default::default(),
             tasks: Arc::new(tasks),
             secrets: Default::default(),
+            session_workspace: session_workspace.map(std::sync::Mutex::new),
         };
         session
             .read_start_rows(&options.name)
@@ -164,6 +185,9 @@ impl Session {
     /// names is logged; one nothing names says nothing.
     fn read_start_rows(&mut self, name: &str) -> Result<(), chock_policy::NameError> {
         for tool in TOOL_NAMES {
+            if tool == REQUEST_APPLY && self.session_workspace.is_none() {
+                continue;
+            }
             let mut rows = vec![StartRow::third_party_tool(names::mcp_tool(name, tool)?)];
             if tool == PROVIDE_TOOL {
                 rows.push(StartRow::nix_build());
@@ -286,16 +310,18 @@ where
     // However the session ends, its background commands end with it.
     let _tasks_end = EndTasks(session.tasks.clone());
     let gateway = crate::gateway::Gateway::start(&session).await;
-    let server = ChockServer::new(session, gateway);
+    let server = ChockServer::new(session.clone(), gateway);
     let running = match server.serve(LineTransport::new(reader, writer)).await {
         Ok(running) => running,
         // The client went away before it began: nothing was asked, nothing failed.
         Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
         Err(e) => return Err(McpError::Session(e.to_string())),
     };
-    running
+    let waited = running
         .waiting()
         .await
-        .map_err(|e| McpError::Session(e.to_string()))?;
+        .map_err(|e| McpError::Session(e.to_string()));
+    crate::tools::finish_workspace(&session);
+    waited?;
     Ok(())
 }

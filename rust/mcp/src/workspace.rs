@@ -66,6 +66,8 @@ pub enum FileError {
         "`{path}` is or goes through a symbolic link, and the file tools never write through one (a link could lead outside the workspace, into the git directory or to chock.zon); give the real path"
     )]
     LinkOnPath { path: String },
+    #[error("`{path}` is named in deny_read: no session reads it")]
+    DenyRead { path: String },
     #[error("`{path}` is not a regular file")]
     NotAFile { path: String },
     #[error("`{path}`: the path holds a NUL byte or is empty")]
@@ -97,7 +99,13 @@ pub enum Kind {
 /// The project directory as a capability: paths resolve beneath it only.
 pub struct Workspace {
     root: Dir,
+    /// Where paths are given from: the project's path, also for a
+    /// session workspace shown there.
     root_path: PathBuf,
+    /// Where the root is on the host (a session workspace's tree).
+    host_root: PathBuf,
+    /// `deny_read` files, by (device, inode): never read.
+    denied: Vec<(u64, u64)>,
 }
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -108,6 +116,20 @@ impl Workspace {
         Ok(Workspace {
             root: Dir::open_ambient_dir(root, ambient_authority())?,
             root_path: root.to_path_buf(),
+            host_root: root.to_path_buf(),
+            denied: Vec::new(),
+        })
+    }
+
+    /// Opens a session workspace: its tree `view.source`, given paths from
+    /// the project's path `view.shown`, its `deny_read` files refused by
+    /// identity.
+    pub fn open_session(view: &chock_sandbox::workspace::View) -> std::io::Result<Workspace> {
+        Ok(Workspace {
+            root: Dir::open_ambient_dir(&view.source, ambient_authority())?,
+            root_path: view.shown.clone(),
+            host_root: view.source.clone(),
+            denied: view.covers.iter().map(|c| (c.dev, c.ino)).collect(),
         })
     }
 
@@ -166,6 +188,14 @@ impl Workspace {
             return Err(FileError::IsFolder {
                 path: Self::show(rel),
             });
+        }
+        {
+            use cap_std::fs::MetadataExt;
+            if self.denied.contains(&(meta.dev(), meta.ino())) {
+                return Err(FileError::DenyRead {
+                    path: Self::show(rel),
+                });
+            }
         }
         if meta.len() > limit {
             return Err(FileError::TooLarge {
@@ -449,7 +479,7 @@ impl Workspace {
 
     /// The (device, inode) of every git directory git uses for the workspace.
     fn git_identities(&self) -> Vec<(u64, u64)> {
-        chock_sandbox::git::git_dirs(&self.root_path)
+        chock_sandbox::git::git_dirs(&self.host_root)
             .iter()
             .filter_map(|dir| std::fs::metadata(dir).ok())
             .map(|meta| {

@@ -45,6 +45,12 @@ pub(crate) struct ProjectFile {
     /// The secrets the project names; never where they are kept.
     #[serde(default)]
     pub(crate) secrets: Option<crate::servers::SecretsBlock>,
+    #[serde(default)]
+    pub(crate) apply: Option<Spanned<crate::workspace::ApplyBlock>>,
+    #[serde(default)]
+    pub(crate) workspace: Spanned<Vec<Spanned<crate::workspace::BindFields>>>,
+    #[serde(default)]
+    pub(crate) deny_read: Spanned<Vec<Spanned<String>>>,
 }
 
 /// `.container`: the image a project's toolchain comes from.
@@ -304,6 +310,11 @@ impl<'a> Source<'a> {
         }
     }
 
+    /// The line `span` starts on.
+    pub(crate) fn line(&self, span: Span) -> u32 {
+        chock_zon::line_col(self.text, span.start).0
+    }
+
     pub(crate) fn error(&self, span: Span, message: impl Into<String>) -> PolicyError {
         chock_zon::Error::at(Some(self.file), self.text, span, message).into()
     }
@@ -335,6 +346,7 @@ pub(crate) struct ProjectLayer {
     pub(crate) limits: LimitsBlock,
     pub(crate) container: Option<ContainerSettings>,
     pub(crate) servers: crate::servers::ProjectServers,
+    pub(crate) workspace: crate::workspace::WorkspaceSettings,
 }
 
 pub(crate) fn read_project(source: &Source<'_>) -> Result<ProjectLayer, PolicyError> {
@@ -352,7 +364,9 @@ pub(crate) fn read_project(source: &Source<'_>) -> Result<ProjectLayer, PolicyEr
         None => None,
     };
     let servers = crate::servers::read_project_servers(source, file.mcp, file.secrets)?;
+    let workspace = crate::workspace::read(source, file.apply, file.workspace, file.deny_read)?;
     Ok(ProjectLayer {
+        workspace,
         rules,
         agents,
         net: file.policy.net,

@@ -23,6 +23,7 @@ mod rule;
 mod servers;
 mod settings;
 pub mod unparsed;
+pub mod workspace;
 
 pub use ask::{Answer, Asker, Nobody, Question};
 pub use chock_flakelock::{Endpoint, EndpointError, SCHEMES, url_endpoint};

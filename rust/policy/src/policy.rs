@@ -265,6 +265,7 @@ impl Policy {
             limits: Default::default(),
             container: None,
             servers: Default::default(),
+            workspace: Default::default(),
         };
         let org = org
             .into_iter()
@@ -467,6 +468,26 @@ impl Policy {
     /// Agent kinds the project declares.
     pub fn agents(&self) -> &[Agent] {
         self.project.as_ref().map_or(&[], |p| &p.agents)
+    }
+
+    /// The workspace settings of `chock.zon` (`.apply`, `.workspace`,
+    /// `.deny_read`), with every organisation bundle's `deny_read` added.
+    pub fn workspace(&self) -> crate::workspace::WorkspaceSettings {
+        let mut settings = self
+            .project
+            .as_ref()
+            .map(|p| p.workspace.clone())
+            .unwrap_or_default();
+        for bundle in &self.org {
+            for path in &bundle.deny_read {
+                settings.deny_read.push(crate::workspace::DenyRead {
+                    path: PathBuf::from(path),
+                    file: bundle.file.clone(),
+                    line: None,
+                });
+            }
+        }
+        settings
     }
 
     /// `.policy.net`.

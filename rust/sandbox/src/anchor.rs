@@ -51,6 +51,8 @@ pub(crate) struct Anchored {
     pub(crate) cache: FileId,
     /// Shallowest first, the writable pins before the read-only binds.
     pub(crate) held: Vec<Held>,
+    /// A session workspace's objects, binds and covers.
+    pub(crate) session: Option<crate::workspace::Anchored>,
 }
 
 /// One folder or file inside the workspace bound over itself.
@@ -66,12 +68,14 @@ pub(crate) struct Held {
 pub(crate) struct Anchors {
     pub(crate) workspace: OwnedFd,
     pub(crate) cache: OwnedFd,
+    /// A session workspace's view of the person's objects, for Landlock.
+    pub(crate) objects: Option<OwnedFd>,
     pub(crate) anchored: Anchored,
     /// Placeholders made now, for the person to be told.
     pub(crate) created: Vec<PathBuf>,
 }
 
-fn open_top(path: &Path) -> Result<(OwnedFd, FileId), SandboxError> {
+pub(crate) fn open_top(path: &Path) -> Result<(OwnedFd, FileId), SandboxError> {
     let io = |errno: Errno| SandboxError::host("opening", path, std::io::Error::from(errno));
     let fd = sys::owned(sys::open_path(libc::AT_FDCWD, &cstring(path), false).map_err(io)?);
     let id = sys::file_id(fd.as_raw_fd()).map_err(io)?;
@@ -94,7 +98,7 @@ fn relative<'a>(workspace: &Path, path: &'a Path) -> Result<&'a Path, SandboxErr
         })
 }
 
-fn changed(path: &Path, what: &str) -> SandboxError {
+pub(crate) fn changed(path: &Path, what: &str) -> SandboxError {
     SandboxError::Workspace {
         path: path.to_path_buf(),
         reason: format!(
@@ -107,7 +111,7 @@ fn changed(path: &Path, what: &str) -> SandboxError {
 /// is gone, or a link on the way, is the project changing under a command
 /// running beside this one (a race, refused as such); anything else is the
 /// host's fault.
-fn beneath_error(step: &'static str, path: &Path, errno: Errno) -> SandboxError {
+pub(crate) fn beneath_error(step: &'static str, path: &Path, errno: Errno) -> SandboxError {
     match errno {
         Errno::ELOOP | Errno::EXDEV | Errno::ENOENT | Errno::ENOTDIR => {
             changed(path, "it is gone, or a symbolic link is on its way")
@@ -117,7 +121,7 @@ fn beneath_error(step: &'static str, path: &Path, errno: Errno) -> SandboxError 
 }
 
 /// Opens `rel` beneath `workspace`, no link followed, and says what it is.
-fn open_beneath(workspace: &OwnedFd, rel: &Path) -> Result<FileId, Errno> {
+pub(crate) fn open_beneath(workspace: &OwnedFd, rel: &Path) -> Result<FileId, Errno> {
     let fd = sys::owned(sys::open_path(workspace.as_raw_fd(), &cstring(rel), true)?);
     sys::file_id(fd.as_raw_fd())
 }
@@ -153,12 +157,17 @@ fn make(
 /// Opens the workspace and the cache, makes each missing guarded name, and
 /// records the identity of every path the sandbox holds.
 pub(crate) fn anchor(layout: &Layout) -> Result<Anchors, SandboxError> {
-    let (workspace, workspace_id) = open_top(&layout.workspace)?;
+    // A session workspace's tree is what is bound at the project's path.
+    let host = layout
+        .session
+        .as_ref()
+        .map_or(&layout.workspace, |s| &s.source);
+    let (workspace, workspace_id) = open_top(host)?;
     let (cache, cache_id) = open_top(&layout.cache_dir)?;
     let mut created = Vec::new();
     let mut held = Vec::new();
     for (path, placeholder) in &layout.missing {
-        let rel = relative(&layout.workspace, path)?;
+        let rel = relative(host, path)?;
         if make(&workspace, path, rel, *placeholder)? {
             created.push(path.clone());
         }
@@ -170,7 +179,7 @@ pub(crate) fn anchor(layout: &Layout) -> Result<Anchors, SandboxError> {
         .chain(layout.read_only.iter().map(|p| (p, false)))
         .chain(layout.missing.iter().map(|(p, _)| (p, false)));
     for (path, writable) in binds {
-        let rel = relative(&layout.workspace, path)?;
+        let rel = relative(host, path)?;
         let id =
             open_beneath(&workspace, rel).map_err(|errno| beneath_error("opening", path, errno))?;
         if id.kind == libc::S_IFLNK || (writable && id.kind != libc::S_IFDIR) {
@@ -185,13 +194,22 @@ pub(crate) fn anchor(layout: &Layout) -> Result<Anchors, SandboxError> {
             writable,
         });
     }
+    let (objects, session) = match &layout.session {
+        Some(view) => {
+            let (objects, session) = crate::workspace::anchor(&workspace, view)?;
+            (objects, Some(session))
+        }
+        None => (None, None),
+    };
     Ok(Anchors {
         workspace,
         cache,
+        objects,
         anchored: Anchored {
             workspace: workspace_id,
             cache: cache_id,
             held,
+            session,
         },
         created,
     })

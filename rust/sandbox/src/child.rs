@@ -460,6 +460,38 @@ fn run_op(op: &Op, opened: &mut Opened) -> Result<(), Errno> {
             close(source);
             bound
         }
+        Op::BindInto {
+            source,
+            id,
+            rel,
+            set,
+            ..
+        } => {
+            let source = sys::open_path(libc::AT_FDCWD, source, false).map_err(as_changed)?;
+            let bound = sys::open_path(opened.workspace, rel, true)
+                .map_err(as_changed)
+                .and_then(|target| {
+                    let bound = bind_fd(source, *id, target, *set);
+                    close(target);
+                    bound
+                });
+            close(source);
+            bound
+        }
+        Op::Cover {
+            rel, id, notice, ..
+        } => {
+            let target = sys::open_path(opened.workspace, rel, true).map_err(as_changed)?;
+            let covered = same_object(target, *id).and_then(|()| {
+                let notice = sys::open_path(libc::AT_FDCWD, notice, false)?;
+                let bound = sys::file_id(notice)
+                    .and_then(|own| bind_fd(notice, own, target, crate::mounts::READ_ONLY));
+                close(notice);
+                bound
+            });
+            close(target);
+            covered
+        }
         Op::OpenWorkspace { path } => {
             opened.workspace = sys::open_path(libc::AT_FDCWD, path, false)?;
             Ok(())

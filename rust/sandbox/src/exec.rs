@@ -320,7 +320,10 @@ pub fn prepare(
         },
         (None, None) => Toolchain::Host,
     };
-    let layout = layout::resolve(&request.project.dir, &cache_dir, &tool, TMP_BYTES)?;
+    let layout = match &request.project.workspace {
+        Some(view) => crate::workspace::fit(view, &cache_dir, &tool, TMP_BYTES)?,
+        None => layout::resolve(&request.project.dir, &cache_dir, &tool, TMP_BYTES)?,
+    };
     let cwd = if request.cwd.starts_with(&layout.workspace) {
         request.cwd.clone()
     } else {
@@ -331,7 +334,13 @@ pub fn prepare(
         (None, Some(tree)) => Some(image_env(tree)),
         (None, None) => None,
     };
-    let env = environment(base, &cwd);
+    let mut env = environment(base, &cwd);
+    if layout.session.as_ref().is_some_and(|s| s.objects.is_some()) {
+        env.insert(
+            "GIT_ALTERNATE_OBJECT_DIRECTORIES".into(),
+            crate::workspace::OBJECTS_MOUNT.into(),
+        );
+    }
     let program = locate(program_name, &env, &cwd, &layout)?;
     let command = Command {
         program,

@@ -144,6 +144,7 @@ pub fn resolve(
         etc_files: etc_files(),
         file_binds,
         links,
+        session: None,
     })
 }
 

@@ -28,6 +28,7 @@ mod seccomp;
 mod spawn;
 mod sys;
 mod walls;
+pub mod workspace;
 
 pub use caps::current as current_capabilities;
 pub use error::SandboxError;

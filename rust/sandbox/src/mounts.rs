@@ -44,8 +44,8 @@ pub const CACHE_MOUNT: &str = "/run/chock/cache";
 /// The capped tmpfs, `TMPDIR`.
 pub const TMP_MOUNT: &str = "/run/chock/tmp";
 
-const READ_ONLY: u64 = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
-const WRITABLE: u64 = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+pub(crate) const READ_ONLY: u64 = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+pub(crate) const WRITABLE: u64 = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
 
 /// Device nodes the sandbox gets from the host, each bound alone.
 pub const DEVICE_NODES: [&str; 6] = ["null", "zero", "full", "random", "urandom", "tty"];
@@ -159,6 +159,9 @@ pub struct Layout {
     pub file_binds: Vec<(PathBuf, PathBuf)>,
     /// Symbolic links made inside (target, link), e.g. `/bin/sh`.
     pub links: Vec<(PathBuf, PathBuf)>,
+    /// A session workspace shown at `workspace` instead of the project:
+    /// then `pinned`, `read_only` and `missing` lie in its tree.
+    pub session: Option<crate::workspace::View>,
 }
 
 /// One step of building the tree. Every path is already a C string so the
@@ -191,6 +194,25 @@ pub(crate) enum Op {
         id: FileId,
         target: CString,
         set: u64,
+    },
+    /// Binds the host path `source` (opened with no link followed, checked
+    /// to be `id`) over the workspace's `rel` (opened beneath the workspace
+    /// with no link followed) with `set`: a workspace bind.
+    BindInto {
+        source: CString,
+        id: FileId,
+        rel: CString,
+        set: u64,
+        shown: CString,
+    },
+    /// Covers the workspace's `rel`, opened beneath the workspace with no
+    /// link followed and checked to be `id`, with the file `notice`,
+    /// read-only, through that descriptor: a `deny_read` file.
+    Cover {
+        rel: CString,
+        id: FileId,
+        notice: CString,
+        shown: CString,
     },
     /// Opens the workspace as mounted at `path` inside, for [`Op::Hold`].
     OpenWorkspace { path: CString },
@@ -247,6 +269,10 @@ impl Op {
                 format!("binding {} at {}", s(source), s(target))
             }
             Op::OpenWorkspace { path } => format!("opening the workspace {} inside", s(path)),
+            Op::BindInto { source, shown, .. } => {
+                format!("binding {} at {}", s(source), s(shown))
+            }
+            Op::Cover { shown, .. } => format!("covering the deny_read file {}", s(shown)),
             Op::Hold { shown, set, .. } => {
                 format!("holding {} ({}) over itself", s(shown), attr_words(*set))
             }
@@ -288,25 +314,38 @@ pub(crate) fn cstring(path: impl AsRef<Path>) -> CString {
         .unwrap_or_else(|_| c"/.chock-invalid-path".to_owned())
 }
 
-fn under_old_root(host: &Path) -> PathBuf {
+pub(crate) fn under_old_root(host: &Path) -> PathBuf {
     let relative = host.strip_prefix("/").unwrap_or(host);
     Path::new(OLD_ROOT).join(relative)
 }
 
 /// Builds the ordered list of steps, keeping track of the directories made
 /// so far so each is made once.
-struct Planner {
+pub(crate) struct Planner {
     ops: Vec<Op>,
     made: BTreeSet<PathBuf>,
 }
 
 impl Planner {
-    fn push(&mut self, op: Op) {
+    #[cfg(test)]
+    pub(crate) fn new() -> Planner {
+        Planner {
+            ops: Vec::new(),
+            made: BTreeSet::new(),
+        }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn into_ops(self) -> Vec<Op> {
+        self.ops
+    }
+
+    pub(crate) fn push(&mut self, op: Op) {
         self.ops.push(op);
     }
 
     /// `mkdir -p`, one step per missing ancestor.
-    fn mkdir_all(&mut self, path: &Path) {
+    pub(crate) fn mkdir_all(&mut self, path: &Path) {
         let mut ancestors: Vec<&Path> = path.ancestors().filter(|p| *p != Path::new("/")).collect();
         ancestors.reverse();
         for dir in ancestors {
@@ -610,9 +649,13 @@ fn plan_proc(p: &mut Planner) {
 }
 
 fn plan_workspace(p: &mut Planner, layout: &Layout, anchored: &Anchored) {
+    let host = layout
+        .session
+        .as_ref()
+        .map_or(&layout.workspace, |s| &s.source);
     p.mkdir_all(&layout.workspace);
     p.push(Op::BindChecked {
-        source: cstring(under_old_root(&layout.workspace)),
+        source: cstring(under_old_root(host)),
         id: anchored.workspace,
         target: cstring(&layout.workspace),
         set: WRITABLE,
@@ -633,6 +676,9 @@ fn plan_workspace(p: &mut Planner, layout: &Layout, anchored: &Anchored) {
             set: if held.writable { WRITABLE } else { READ_ONLY },
             shown: cstring(shown),
         });
+    }
+    if let (Some(view), Some(session)) = (&layout.session, &anchored.session) {
+        crate::workspace::plan_session(p, view, session, &layout.workspace);
     }
 }
 
@@ -664,6 +710,7 @@ mod tests {
                 PathBuf::from("/nix/store/aaa-bash/bin/bash"),
                 PathBuf::from("/bin/sh"),
             )],
+            session: None,
         }
     }
 
@@ -690,6 +737,7 @@ mod tests {
                 held(c"chock.zon", 4, false),
                 held(c".git/hooks", 5, false),
             ],
+            session: None,
         }
     }
 

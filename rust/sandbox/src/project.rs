@@ -41,6 +41,9 @@ pub struct Project {
     /// The `chock.zon` files between the working directory and the project
     /// that are not policy (see [`chock_policy::root`]), nearest first.
     pub ignored: Vec<PathBuf>,
+    /// The session workspace commands run on instead of `dir`, shown at
+    /// `dir` (`--workspace`); `None` runs them on the project itself.
+    pub workspace: Option<crate::workspace::View>,
 }
 
 impl Project {
@@ -74,6 +77,7 @@ impl Project {
             dir,
             id,
             ignored: Vec::new(),
+            workspace: None,
         })
     }
 

@@ -133,6 +133,13 @@ pub(crate) fn build(layout: &Layout, anchors: &Anchors) -> Result<Walls, Sandbox
             .add_rule(PathBeneath::new(fd.as_fd(), read_write()))
             .map_err(landlock_error)?;
     }
+    // A session workspace's view of the person's objects, read-only.
+    if let Some(fd) = &anchors.objects {
+        ruleset
+            .as_mut()
+            .add_rule(PathBeneath::new(fd.as_fd(), read_only()))
+            .map_err(landlock_error)?;
+    }
     let mut add = |path: &Path, access: BitFlags<AccessFs>| -> Result<(), SandboxError> {
         let fd = PathFd::new(path)
             .map_err(|e| SandboxError::Landlock(format!("{}: {e}", path.display())))?;

@@ -12,6 +12,7 @@ use chock_nix::BuildError;
 use chock_sandbox::devshell::DevShellError;
 use chock_sandbox::exec::{self, ExecError, ExecRequest, Planned};
 use chock_sandbox::project::Project;
+use chock_sandbox::workspace::{self, SessionWorkspace};
 use chock_sandbox::{Exit, SandboxError};
 
 use crate::ask::TerminalAsker;
@@ -35,6 +36,12 @@ pub struct Args {
     /// An organisation bundle to bind, besides those found on this machine (repeatable).
     #[arg(long = "org-bundle", value_name = "FILE")]
     pub org_bundle: Vec<PathBuf>,
+    /// Run on a session workspace (a copy of the repository's HEAD under Chock's state directory) instead of the project, made when missing; its work reaches the project only through `chock apply`. SESSION defaults to `exec`.
+    #[arg(long, value_name = "SESSION", num_args = 0..=1, default_missing_value = "exec")]
+    pub workspace: Option<String>,
+    /// With --workspace: copy the project's uncommitted work into a workspace being made.
+    #[arg(long, requires = "workspace")]
+    pub allow_dirty: bool,
     /// The program and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "PROGRAM")]
     pub command: Vec<OsString>,
@@ -59,6 +66,34 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         );
     }
     let log = exec::open_log(&policy)?;
+    let mut project = project;
+    // Held (locked) while the command runs; what it holds is shown by
+    // `chock workspace`, not after each command (a walk of the whole tree).
+    let _held = match &args.workspace {
+        Some(session) => {
+            let made = SessionWorkspace::open_or_make(&workspace::Request {
+                project: &project,
+                session,
+                allow_dirty: args.allow_dirty,
+                policy: &policy,
+                log: &log,
+                route: exec::ROUTE,
+            });
+            let (held, notices) = match made {
+                Ok(made) => made,
+                Err(error) => {
+                    eprintln!("chock: {error}");
+                    return Ok(exit::FAILURE.into());
+                }
+            };
+            for notice in notices {
+                eprintln!("chock: {notice}");
+            }
+            project.workspace = Some(held.view());
+            Some(held)
+        }
+        None => None,
+    };
     let request = ExecRequest {
         project,
         dev_shell: exec::dev_shell_name(args.dev_shell, &policy),

@@ -27,6 +27,12 @@ pub struct Args {
     /// The dev shell run_command uses (devShells.<system>.<NAME>); wins over `.nix.dev_shell` in chock.zon.
     #[arg(long, value_name = "NAME")]
     pub dev_shell: Option<String>,
+    /// Work on a session workspace of this server's own (a copy of the repository's HEAD) instead of the project; its work reaches the project through request_apply or `chock apply`.
+    #[arg(long)]
+    pub workspace: bool,
+    /// With --workspace: copy the project's uncommitted work into it.
+    #[arg(long, requires = "workspace")]
+    pub allow_dirty: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -37,6 +43,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         approve: !args.no_approve,
         ask_timeout: Duration::from_secs(args.ask_timeout),
         dev_shell: args.dev_shell,
+        workspace: args.workspace,
+        allow_dirty: args.allow_dirty,
     };
     match chock_mcp::serve_stdio(options) {
         Ok(()) => Ok(exit::SUCCESS.into()),

@@ -1,5 +1,6 @@
 //! One module per command; each owns its arguments and turns them into a library call.
 
+pub mod apply;
 pub mod approve;
 pub mod build;
 pub mod cache;
@@ -14,3 +15,4 @@ pub mod log;
 pub mod mcp;
 pub mod migrate;
 pub mod policy;
+pub mod workspace;

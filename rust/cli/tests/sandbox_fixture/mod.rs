@@ -271,6 +271,22 @@ pub fn probe_binary() -> &'static Path {
 
 /// Runs git in `dir` on the host, as the person would; whether it succeeded.
 pub fn git(dir: &Path, args: &[&str]) -> bool {
+    git_output(dir, args).status.success()
+}
+
+/// git in `dir` as the fixture's person; its stdout, trimmed, asserting it succeeded.
+#[allow(dead_code)]
+pub fn git_stdout(dir: &Path, args: &[&str]) -> String {
+    let out = git_output(dir, args);
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim_end().to_owned()
+}
+
+fn git_output(dir: &Path, args: &[&str]) -> Output {
     Command::new("git")
         .args([
             "-c",
@@ -282,8 +298,6 @@ pub fn git(dir: &Path, args: &[&str]) -> bool {
         .current_dir(dir)
         .output()
         .expect("git is installed (scripts/setup)")
-        .status
-        .success()
 }
 
 pub fn text(bytes: &[u8]) -> String {

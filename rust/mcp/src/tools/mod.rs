@@ -5,6 +5,7 @@
 //! gate, and only then does the work. A failure is a sentence for the agent,
 //! never a crash of the server.
 
+mod apply;
 mod command;
 mod files;
 mod git;
@@ -13,6 +14,7 @@ mod provide;
 mod tasks;
 mod web;
 
+pub use apply::{REQUEST_APPLY, finish_workspace, make_workspace};
 pub use provide::PROVIDE_TOOL;
 pub use tasks::{SERVE_PORT, could_permit_a_port, furnish};
 pub use web::Robots;
@@ -28,7 +30,7 @@ use tokio_util::sync::CancellationToken;
 use crate::session::Session;
 
 /// Every tool this server can offer, in the order they are listed.
-pub const TOOL_NAMES: [&str; 15] = [
+pub const TOOL_NAMES: [&str; 16] = [
     "read_file",
     "list_directory",
     "glob",
@@ -44,6 +46,7 @@ pub const TOOL_NAMES: [&str; 15] = [
     "stop_task",
     "list_tasks",
     SERVE_PORT,
+    REQUEST_APPLY,
 ];
 
 /// What a tool call needs besides its arguments.
@@ -88,6 +91,7 @@ pub async fn dispatch(call: &Call<'_>, name: &str, arguments: Value) -> Result<S
         "stop_task" => tasks::stop_task(call, parse(name, arguments)?).await,
         "list_tasks" => tasks::list_tasks(call, parse(name, arguments)?).await,
         SERVE_PORT => tasks::serve_port(call, parse(name, arguments)?).await,
+        REQUEST_APPLY => apply::request_apply(call, parse(name, arguments)?).await,
         other => Err(format!(
             "there is no tool named `{other}`; this server's tools are {}",
             TOOL_NAMES.join(", ")
@@ -319,6 +323,12 @@ pub fn definition(name: &str) -> Option<Tool> {
                 "port": {"type": "integer", "minimum": 1, "maximum": 65535},
                 "task": {"type": "integer", "minimum": 1}
             }, "required": ["port"], "additionalProperties": false}),
+            false,
+        ),
+        REQUEST_APPLY => tool(
+            REQUEST_APPLY,
+            "Ask for the work in this session's workspace to be carried into the person's repository: it is committed there as the session commit and, after the person approves (workspace.apply), lands as chock.zon's .apply.mode says (or parks at refs/chock/<session>). Answers what was carried and where.",
+            json!({"type": "object", "properties": {}, "additionalProperties": false}),
             false,
         ),
         _ => return None,

@@ -46,7 +46,7 @@ pub async fn nix_eval(call: &Call<'_>, args: NixEval) -> Result<String, String> 
     });
     let traces = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
     let sink = traces.clone();
-    let workspace = call.session.project.dir.clone();
+    let workspace = call.session.tree();
     let options = EvalOptions {
         pure: true,
         roots: vec![workspace.clone()],

@@ -1,0 +1,109 @@
+//! `chock apply`: carry a session workspace's work into the project after
+//! one `workspace.apply` question at this terminal. The workspace, the
+//! landing and the question are chock-sandbox's; this module picks the
+//! workspace and prints the outcome.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use chock_sandbox::exec;
+use chock_sandbox::project::Project;
+use chock_sandbox::workspace::{self, SessionWorkspace, apply::Applied};
+
+use crate::ask::TerminalAsker;
+use crate::exit;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The session whose workspace to apply (default: the project's only workspace not in use).
+    #[arg(value_name = "SESSION")]
+    pub session: Option<String>,
+    /// The project directory (default: the nearest directory up from here with chock.zon, flake.nix or .git).
+    #[arg(long, value_name = "DIR")]
+    pub project: Option<PathBuf>,
+    /// An organisation bundle to bind, besides those found on this machine (repeatable).
+    #[arg(long = "org-bundle", value_name = "FILE")]
+    pub org_bundle: Vec<PathBuf>,
+    /// Print one JSON object: the plan and what became of it.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let project = Project::for_command(args.project.as_deref())?;
+    let policy = exec::load_policy(&project, args.org_bundle)?;
+    for warning in policy.warnings() {
+        eprintln!("chock: {warning}");
+    }
+    let log = exec::open_log(&policy)?;
+    let dir = match args.session {
+        Some(session) => SessionWorkspace::dir_of(&project, &session)?,
+        None => {
+            let kept: Vec<_> = workspace::list(Some(&project))?
+                .into_iter()
+                .filter(|w| !w.live)
+                .collect();
+            match kept.as_slice() {
+                [one] => one.dir.clone(),
+                [] => {
+                    eprintln!(
+                        "chock: {} has no workspace to apply (`chock exec --workspace` makes one)",
+                        project.dir.display()
+                    );
+                    return Ok(exit::FAILURE.into());
+                }
+                many => {
+                    eprintln!(
+                        "chock: {} workspaces could be applied; name one:",
+                        many.len()
+                    );
+                    for w in many {
+                        eprintln!("  chock apply {}", w.meta.session);
+                    }
+                    return Ok(exit::FAILURE.into());
+                }
+            }
+        }
+    };
+    let outcome = SessionWorkspace::open_dir(&dir).and_then(|mut held| {
+        let outcome = workspace::apply::apply(
+            &mut held,
+            &policy,
+            &log,
+            exec::ROUTE,
+            &TerminalAsker,
+            &chock_nix::Who::default(),
+        )?;
+        // Carried (landed or parked) or empty: the workspace has done its work.
+        if matches!(
+            outcome.1,
+            Applied::Nothing | Applied::Landed { .. } | Applied::Parked { .. }
+        ) {
+            held.remove()?;
+        }
+        Ok(outcome)
+    });
+    let (plan, applied) = match outcome {
+        Ok(done) => done,
+        Err(error) => {
+            eprintln!("chock: {error}");
+            return Ok(exit::FAILURE.into());
+        }
+    };
+    if args.json {
+        println!(
+            "{}",
+            serde_json::json!({ "plan": plan, "applied": applied })
+        );
+    } else {
+        if let Some(plan) = &plan {
+            eprintln!("chock: {}", plan.summary());
+        }
+        println!("{applied}");
+    }
+    Ok(match applied {
+        Applied::Refused { .. } => exit::REFUSED,
+        _ => exit::SUCCESS,
+    }
+    .into())
+}

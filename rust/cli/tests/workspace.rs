@@ -1,0 +1,598 @@
+//! The session workspace for real: `chock exec --workspace` on a copy of a
+//! real git repository, `chock apply` in each mode against a branch that
+//! moved, conflicts, dirty trees, an organisation's integrate deny, binds,
+//! deny_read under a swapping race, an agent writing git's own files, and
+//! a killed session that `chock workspace` finds.
+//! Needs user namespaces and Landlock (`scripts/setup`).
+
+mod sandbox_fixture;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use sandbox_fixture::{Fixture, describe, git_stdout as git, text};
+
+/// A repository on `main` with `a.txt`, and `chock.zon` holding `zon`
+/// (committed), `workspace.apply` allowed unless `zon` says otherwise.
+fn repo(zon: &str) -> Fixture {
+    let fx = Fixture::host();
+    git(&fx.project, &["init", "-q", "-b", "main"]);
+    std::fs::write(fx.project.join("a.txt"), "one\ntwo\nthree\n").expect("a.txt");
+    fx.zon(zon);
+    git(&fx.project, &["add", "."]);
+    git(&fx.project, &["commit", "-q", "-m", "init"]);
+    fx
+}
+
+const APPLY_ALLOWED: &str = r#".{ .action = "workspace.apply", .decision = .allow }"#;
+
+fn zon_with(mode: &str, extra_rules: &str) -> String {
+    format!(
+        ".{{ .apply = .{{ .mode = .{mode} }}, .policy = .{{ .rules = .{{ {APPLY_ALLOWED}, {extra_rules} }} }} }}\n"
+    )
+}
+
+/// `chock exec --workspace [flags] -- sh -c script`.
+fn in_workspace(fx: &Fixture, flags: &[&str], script: &str) -> Output {
+    let mut all = vec!["--workspace"];
+    all.extend_from_slice(flags);
+    fx.exec(&all, &["sh", "-c", script])
+}
+
+fn apply(fx: &Fixture, flags: &[&str]) -> Output {
+    fx.chock()
+        .arg("apply")
+        .args(flags)
+        .output()
+        .expect("run chock apply")
+}
+
+/// The agent changes a.txt's last line and adds b.txt, committing one of
+/// them itself; then the person's main moves (a new file, c.txt).
+fn work_then_move_main(fx: &Fixture) {
+    let out = in_workspace(
+        fx,
+        &[],
+        "sed -i 's/three/THREE/' a.txt && git -c user.name=Agent -c user.email=agent@x commit -qam 'agent: shout' && echo new > b.txt",
+    );
+    assert!(out.status.success(), "{}", describe(&out));
+    assert_eq!(
+        std::fs::read_to_string(fx.project.join("a.txt")).expect("a.txt"),
+        "one\ntwo\nthree\n",
+        "the project is untouched before the apply"
+    );
+    std::fs::write(fx.project.join("c.txt"), "person\n").expect("c.txt");
+    git(&fx.project, &["add", "c.txt"]);
+    git(&fx.project, &["commit", "-q", "-m", "person: moves main"]);
+}
+
+#[test]
+fn an_apply_in_each_mode_lands_on_a_branch_that_moved() {
+    for mode in ["merge", "rebase", "squash", "ref"] {
+        let fx = repo(&zon_with(mode, ""));
+        work_then_move_main(&fx);
+        let moved = git(&fx.project, &["rev-parse", "main"]);
+        let out = apply(&fx, &[]);
+        assert!(out.status.success(), "{mode}: {}", describe(&out));
+        let stderr = text(&out.stderr);
+        assert!(
+            stderr.contains("2 files") && stderr.contains("2 commits"),
+            "{mode}: the summary names files and commits: {stderr}"
+        );
+        let a = std::fs::read_to_string(fx.project.join("a.txt")).expect("a.txt");
+        let parents = git(&fx.project, &["log", "-1", "--format=%P", "main"]);
+        let subjects = git(&fx.project, &["log", "--format=%s", "main"]);
+        match mode {
+            "merge" => {
+                assert_eq!(parents.split(' ').count(), 2, "a merge commit: {parents}");
+                assert!(parents.starts_with(&moved));
+            }
+            "rebase" => {
+                assert_eq!(parents.split(' ').count(), 1);
+                assert!(
+                    git(
+                        &fx.project,
+                        &["merge-base", "--is-ancestor", &moved, "main"]
+                    )
+                    .is_empty()
+                );
+                let lines: Vec<&str> = subjects.lines().collect();
+                assert_eq!(
+                    lines,
+                    [
+                        "chock session exec",
+                        "agent: shout",
+                        "person: moves main",
+                        "init"
+                    ],
+                    "the session's commits replayed on main"
+                );
+                assert_eq!(
+                    git(&fx.project, &["log", "-1", "--format=%an", "main~1"]),
+                    "Agent",
+                    "a replayed commit keeps its author"
+                );
+            }
+            "squash" => {
+                assert_eq!(parents, moved, "one commit on the moved main");
+                assert!(subjects.starts_with("chock session exec\n"));
+            }
+            _ => {
+                assert_eq!(git(&fx.project, &["rev-parse", "main"]), moved);
+                assert_eq!(a, "one\ntwo\nthree\n", "ref moves nothing of the person's");
+                let parked = git(&fx.project, &["show", "refs/chock/exec:a.txt"]);
+                assert_eq!(parked, "one\ntwo\nTHREE");
+                assert!(text(&out.stdout).contains("parked at refs/chock/exec"));
+                continue;
+            }
+        }
+        assert_eq!(
+            a, "one\ntwo\nTHREE\n",
+            "{mode}: the tree moved with the branch"
+        );
+        assert!(fx.project.join("b.txt").is_file() && fx.project.join("c.txt").is_file());
+        assert!(
+            git(&fx.project, &["status", "--porcelain"]).is_empty(),
+            "{mode}: nothing is left half-applied"
+        );
+        assert!(git(&fx.project, &["for-each-ref", "refs/chock"]).is_empty());
+        let logged = fx.last_logged("workspace.apply");
+        assert_eq!(logged["decision"], "allow");
+        assert_eq!(fx.last_logged("workspace.integrate")["decision"], "allow");
+    }
+}
+
+#[test]
+fn a_conflict_parks_at_the_ref_and_leaves_the_tree_alone() {
+    let fx = repo(&zon_with("merge", ""));
+    let out = in_workspace(&fx, &[], "sed -i 's/two/agent/' a.txt");
+    assert!(out.status.success(), "{}", describe(&out));
+    std::fs::write(fx.project.join("a.txt"), "one\nperson\nthree\n").expect("a.txt");
+    git(&fx.project, &["commit", "-q", "-am", "person"]);
+    let before = git(&fx.project, &["rev-parse", "main"]);
+    let out = apply(&fx, &[]);
+    assert!(out.status.success(), "{}", describe(&out));
+    let said = text(&out.stdout);
+    assert!(
+        said.contains("parked at refs/chock/exec")
+            && said.contains("conflicts")
+            && said.contains("a.txt"),
+        "{said}"
+    );
+    assert_eq!(git(&fx.project, &["rev-parse", "main"]), before);
+    assert!(git(&fx.project, &["status", "--porcelain"]).is_empty());
+    assert_eq!(
+        git(&fx.project, &["show", "refs/chock/exec:a.txt"]),
+        "one\nagent\nthree"
+    );
+}
+
+#[test]
+fn uncommitted_work_is_left_out_unless_allow_dirty_copies_it() {
+    let fx = repo(&zon_with("merge", ""));
+    std::fs::write(fx.project.join("a.txt"), "dirty\n").expect("a.txt");
+    std::fs::write(fx.project.join("new.txt"), "untracked\n").expect("new.txt");
+    let out = in_workspace(&fx, &[], "cat a.txt; test -e new.txt && echo has-new; true");
+    assert!(out.status.success(), "{}", describe(&out));
+    assert_eq!(
+        text(&out.stdout),
+        "one\ntwo\nthree\n",
+        "the committed state"
+    );
+    assert!(
+        text(&out.stderr).contains("2 uncommitted files")
+            && text(&out.stderr).contains("--allow-dirty"),
+        "{}",
+        describe(&out)
+    );
+    let out = in_workspace(
+        &fx,
+        &["other", "--allow-dirty"],
+        "cat a.txt; test -e new.txt && echo has-new",
+    );
+    assert!(out.status.success(), "{}", describe(&out));
+    assert_eq!(text(&out.stdout), "dirty\nhas-new\n");
+    assert!(text(&out.stderr).contains("copied 2 uncommitted files"));
+    // The person's own uncommitted files are still theirs, untouched.
+    assert_eq!(
+        std::fs::read_to_string(fx.project.join("a.txt")).expect("a.txt"),
+        "dirty\n"
+    );
+}
+
+#[test]
+fn an_organisations_integrate_deny_parks_every_apply_at_the_ref() {
+    let fx = repo(&zon_with("merge", ""));
+    let bundle = fx.root().join("org.zon");
+    std::fs::write(
+        &bundle,
+        ".{ .rules = .{ .{ .action = \"workspace.integrate\", .decision = .deny } } }\n",
+    )
+    .expect("bundle");
+    let out = in_workspace(&fx, &[], "echo more >> a.txt");
+    assert!(out.status.success(), "{}", describe(&out));
+    let before = git(&fx.project, &["rev-parse", "main"]);
+    let out = apply(&fx, &["--org-bundle", bundle.to_str().expect("utf-8")]);
+    assert!(out.status.success(), "{}", describe(&out));
+    assert!(
+        text(&out.stdout).contains("parked at refs/chock/exec")
+            && text(&out.stdout).contains("workspace.integrate answers deny"),
+        "{}",
+        describe(&out)
+    );
+    assert_eq!(git(&fx.project, &["rev-parse", "main"]), before);
+    assert!(git(&fx.project, &["show", "refs/chock/exec:a.txt"]).ends_with("more"));
+    let logged = fx.last_logged("workspace.integrate");
+    assert_eq!(
+        (
+            logged["decision"].as_str(),
+            logged["decided_by"]["layer"].as_str()
+        ),
+        (Some("deny"), Some("org"))
+    );
+}
+
+#[test]
+fn an_apply_nobody_can_answer_carries_nothing() {
+    let fx = repo(".{}\n");
+    let out = in_workspace(&fx, &[], "echo more >> a.txt");
+    assert!(out.status.success(), "{}", describe(&out));
+    let out = apply(&fx, &[]);
+    assert_eq!(out.status.code(), Some(3), "{}", describe(&out));
+    assert!(
+        text(&out.stdout).contains("workspace.apply")
+            && text(&out.stdout).contains("decision = .allow"),
+        "the refusal names the rule: {}",
+        describe(&out)
+    );
+    assert!(git(&fx.project, &["for-each-ref", "refs/chock"]).is_empty());
+    let listed = fx.chock().arg("workspace").output().expect("workspace");
+    assert!(
+        text(&listed.stdout).contains("exec"),
+        "{}",
+        describe(&listed)
+    );
+}
+
+#[test]
+fn no_apply_carries_a_change_to_chock_zon_or_a_deny_read_file() {
+    let fx = repo(&format!(
+        ".{{ .deny_read = .{{ \"secret.env\" }}, .policy = .{{ .rules = .{{ {APPLY_ALLOWED} }} }} }}\n"
+    ));
+    std::fs::write(fx.project.join("secret.env"), "TOPSECRET\n").expect("secret");
+    git(&fx.project, &["add", "secret.env"]);
+    git(&fx.project, &["commit", "-q", "-m", "secret"]);
+    // git plumbing writes what the read-only chock.zon and the covered
+    // secret would not let a program write in the tree.
+    let out = in_workspace(
+        &fx,
+        &[],
+        "blob=$(printf '.{}\\n' | git hash-object -w --stdin) && \
+         git update-index --cacheinfo 100644,$blob,chock.zon && \
+         git update-index --no-skip-worktree secret.env && git add secret.env && \
+         git -c user.name=a -c user.email=b commit -q -m sneaky && echo committed",
+    );
+    assert_eq!(text(&out.stdout), "committed\n", "{}", describe(&out));
+    let zon = std::fs::read(fx.project.join("chock.zon")).expect("chock.zon");
+    let out = apply(&fx, &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    let said = text(&out.stderr);
+    assert!(
+        said.contains("chock.zon")
+            && said.contains("secret.env")
+            && said.contains("nothing was applied"),
+        "{said}"
+    );
+    assert_eq!(
+        std::fs::read(fx.project.join("chock.zon")).expect("chock.zon"),
+        zon
+    );
+    assert!(git(&fx.project, &["for-each-ref", "refs/chock"]).is_empty());
+}
+
+#[test]
+fn binds_of_each_mode() {
+    let fx = repo(".{}\n");
+    for dir in ["ro", "tc", "w", "cp", "wa"] {
+        std::fs::create_dir(fx.project.join(dir)).expect("mkdir");
+        std::fs::write(fx.project.join(dir).join("f"), "host\n").expect("f");
+    }
+    std::fs::write(fx.project.join(".gitignore"), "ro/\ntc/\nw/\ncp/\nwa/\n").expect("ignore");
+    fx.zon(&format!(
+        ".{{ .workspace = .{{ .{{ .name = \"ro\", .mode = .read_only }}, .{{ .name = \"tc\", .mode = .temp_copy }}, .{{ .name = \"w\", .mode = .write }}, .{{ .name = \"cp\", .mode = .copy }}, .{{ .name = \"wa\", .mode = .write, .write = .ask }} }},\n\
+         .policy = .{{ .rules = .{{ {APPLY_ALLOWED}, .{{ .action = \"workspace.bind.*\", .decision = .allow }} }} }} }}\n"
+    ));
+    git(&fx.project, &["add", "."]);
+    git(&fx.project, &["commit", "-q", "-m", "binds"]);
+    let out = in_workspace(
+        &fx,
+        &[],
+        "cat ro/f; echo x > ro/f 2>/dev/null && echo ro-written; echo tc > tc/f; echo w > w/f; echo cp > cp/f; echo x > wa/f 2>/dev/null && echo wa-written; true",
+    );
+    assert!(out.status.success(), "{}", describe(&out));
+    assert_eq!(
+        text(&out.stdout),
+        "host\n",
+        "read_only and an asked write bind are read-only: {}",
+        describe(&out)
+    );
+    assert!(
+        text(&out.stderr).contains("workspace bind wa: shown read-only"),
+        "{}",
+        describe(&out)
+    );
+    let host = |dir: &str| std::fs::read_to_string(fx.project.join(dir).join("f")).expect("f");
+    assert_eq!(
+        (host("ro"), host("tc"), host("w"), host("cp"), host("wa")),
+        (
+            "host\n".into(),
+            "host\n".into(),
+            "w\n".into(),
+            "host\n".into(),
+            "host\n".into()
+        ),
+        "write writes the person's path; the copies are copies"
+    );
+    for action in ["workspace.bind.ro", "workspace.bind.cp"] {
+        assert_eq!(fx.last_logged(action)["decision"], "allow");
+    }
+    let out = apply(&fx, &[]);
+    assert!(out.status.success(), "{}", describe(&out));
+    assert!(
+        text(&out.stderr).contains("1 copy bind written back"),
+        "{}",
+        describe(&out)
+    );
+    assert_eq!(
+        host("cp"),
+        "cp\n",
+        "a copy bind is written back by the apply"
+    );
+    assert_eq!(host("tc"), "host\n", "a temp_copy is never written back");
+    assert!(
+        git(&fx.project, &["status", "--porcelain"]).is_empty(),
+        "binds are not committed"
+    );
+}
+
+#[test]
+fn a_bind_the_rules_do_not_allow_is_not_made() {
+    let fx = repo(".{}\n");
+    std::fs::create_dir(fx.project.join("ro")).expect("mkdir");
+    std::fs::write(fx.project.join("ro/f"), "host\n").expect("f");
+    fx.zon(".{ .workspace = .{ .{ .name = \"ro\", .mode = .read_only } } }\n");
+    git(&fx.project, &["add", "chock.zon"]);
+    git(&fx.project, &["commit", "-q", "-m", "bind"]);
+    let out = in_workspace(&fx, &[], "test -e ro/f && echo visible; true");
+    assert!(out.status.success(), "{}", describe(&out));
+    assert_eq!(text(&out.stdout), "");
+    assert!(
+        text(&out.stderr).contains("workspace bind ro: not made")
+            && text(&out.stderr).contains("workspace.bind.ro"),
+        "{}",
+        describe(&out)
+    );
+}
+
+#[test]
+fn deny_read_refuses_a_folder_at_start() {
+    let fx = repo(".{ .deny_read = .{ \"conf\" } }\n");
+    std::fs::create_dir(fx.project.join("conf")).expect("mkdir");
+    let out = in_workspace(&fx, &[], "true");
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    assert!(
+        text(&out.stderr).contains("chock.zon:1") && text(&out.stderr).contains("is a folder"),
+        "{}",
+        describe(&out)
+    );
+}
+
+/// `renameat2(RENAME_EXCHANGE)` of two names in one folder.
+fn exchange(a: &Path, b: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let a = std::ffi::CString::new(a.as_os_str().as_bytes()).expect("path");
+    let b = std::ffi::CString::new(b.as_os_str().as_bytes()).expect("path");
+    // SAFETY: two NUL-terminated paths; renameat2 reads them only.
+    unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            a.as_ptr(),
+            libc::AT_FDCWD,
+            b.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        ) == 0
+    }
+}
+
+fn tree_of(fx: &Fixture, session: &str) -> PathBuf {
+    let root = fx.root().join("state/chock/workspaces");
+    let project = std::fs::read_dir(&root)
+        .expect("workspaces")
+        .flatten()
+        .next()
+        .expect("one project")
+        .path();
+    project.join(session).join("tree")
+}
+
+#[test]
+fn a_deny_read_file_is_unreadable_inside_even_while_names_are_swapped() {
+    let fx = repo(".{ .deny_read = .{ \"conf/secret\" } }\n");
+    std::fs::create_dir_all(fx.project.join("conf")).expect("mkdir");
+    std::fs::create_dir_all(fx.project.join("decoys")).expect("mkdir");
+    std::fs::write(fx.project.join("conf/secret"), "TOPSECRET\n").expect("secret");
+    std::fs::write(fx.project.join("conf/decoy"), "decoy\n").expect("decoy");
+    std::fs::write(fx.project.join("decoys/secret"), "decoy2\n").expect("decoy");
+    git(&fx.project, &["add", "."]);
+    git(&fx.project, &["commit", "-q", "-m", "secret"]);
+    let out = in_workspace(
+        &fx,
+        &[],
+        "cat conf/secret; mv conf/secret elsewhere 2>/dev/null && echo moved; true",
+    );
+    assert!(out.status.success(), "{}", describe(&out));
+    assert!(
+        text(&out.stdout).starts_with("chock: this file is named in deny_read")
+            && !text(&out.stdout).contains("moved"),
+        "{}",
+        describe(&out)
+    );
+    // Another sandbox of the session (played here from the host) swaps the
+    // file and its folder with decoys as fast as it can while sandboxes start.
+    let tree = tree_of(&fx, "exec");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let racer = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut swaps = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                swaps += u64::from(exchange(
+                    &tree.join("conf/secret"),
+                    &tree.join("conf/decoy"),
+                ));
+                swaps += u64::from(exchange(&tree.join("conf"), &tree.join("decoys")));
+            }
+            swaps
+        })
+    };
+    let (mut ran, mut refused) = (0, 0);
+    for _ in 0..12 {
+        let out = in_workspace(
+            &fx,
+            &[],
+            "cat conf/secret conf/decoy decoys/secret 2>/dev/null; true",
+        );
+        assert!(
+            !text(&out.stdout).contains("TOPSECRET"),
+            "the secret was read: {}",
+            describe(&out)
+        );
+        if out.status.success() {
+            ran += 1;
+        } else {
+            assert!(
+                text(&out.stderr).contains("deny_read"),
+                "{}",
+                describe(&out)
+            );
+            refused += 1;
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let swaps = racer.join().expect("racer");
+    assert!(swaps > 100, "the race really ran ({swaps} swaps)");
+    assert_eq!(ran + refused, 12);
+}
+
+#[test]
+fn git_hooks_and_config_written_inside_leave_the_persons_repository_unchanged() {
+    let fx = repo(&zon_with(
+        "merge",
+        r#".{ .action = "exec.unparsed", .decision = .allow }"#,
+    ));
+    let dot_git = fx.project.join(".git");
+    let config = std::fs::read(dot_git.join("config")).expect("config");
+    let hooks = git(&fx.project, &["ls-files", "--others", "--", ".git"]);
+    let listed = |dir: &Path| -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        names.sort();
+        names
+    };
+    let hooks_before = listed(&dot_git.join("hooks"));
+    let out = in_workspace(
+        &fx,
+        &[],
+        "for f in .git/hooks/pre-commit .git/config .git/info/attributes /run/chock/objects/planted; do \
+           (printf '#!/bin/sh\\ntouch /tmp/pwned\\n' > $f) 2>/dev/null && echo wrote $f; done; \
+         git config core.hooksPath /tmp 2>/dev/null && echo configured; \
+         mkdir -p .git/hooks2 && git -c user.name=a -c user.email=b commit -q --allow-empty -m inside && echo committed",
+    );
+    assert!(out.status.success(), "{}", describe(&out));
+    assert_eq!(text(&out.stdout), "committed\n", "{}", describe(&out));
+    let out = apply(&fx, &[]);
+    assert!(out.status.success(), "{}", describe(&out));
+    assert_eq!(
+        std::fs::read(dot_git.join("config")).expect("config"),
+        config
+    );
+    assert_eq!(listed(&dot_git.join("hooks")), hooks_before);
+    assert_eq!(
+        git(&fx.project, &["ls-files", "--others", "--", ".git"]),
+        hooks
+    );
+    assert!(!dot_git.join("hooks2").exists() && !dot_git.join("worktrees").exists());
+    assert_eq!(git(&fx.project, &["log", "-1", "--format=%s"]), "inside");
+}
+
+#[test]
+fn a_killed_session_leaves_its_work_for_chock_workspace_to_find() {
+    let fx = repo(&zon_with("merge", ""));
+    let mut child = fx
+        .chock()
+        .args([
+            "exec",
+            "--workspace",
+            "killed",
+            "--",
+            "sh",
+            "-c",
+            "echo unsaved > notes.txt; echo ready; sleep 60",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let mut stdout = child.stdout.take().expect("stdout");
+    let mut ready = [0u8; 6];
+    std::io::Read::read_exact(&mut stdout, &mut ready).expect("the program started");
+    let listed = fx.chock().arg("workspace").output().expect("workspace");
+    assert!(
+        text(&listed.stdout).contains("in use by a running session"),
+        "{}",
+        describe(&listed)
+    );
+    child.kill().expect("kill");
+    child.wait().expect("wait");
+    let listed = fx.chock().arg("workspace").output().expect("workspace");
+    assert!(
+        text(&listed.stdout).contains("killed")
+            && text(&listed.stdout).contains("1 file changed and not committed"),
+        "{}",
+        describe(&listed)
+    );
+    let cleared = fx
+        .chock()
+        .args(["workspace", "clear"])
+        .output()
+        .expect("clear");
+    assert_eq!(
+        cleared.status.code(),
+        Some(3),
+        "kept without a yes: {}",
+        describe(&cleared)
+    );
+    assert!(tree_of(&fx, "killed").join("notes.txt").is_file());
+    let out = apply(&fx, &["killed"]);
+    assert!(out.status.success(), "{}", describe(&out));
+    assert_eq!(
+        std::fs::read_to_string(fx.project.join("notes.txt")).expect("notes"),
+        "unsaved\n",
+        "the killed session's work is not lost"
+    );
+    let cleared = fx
+        .chock()
+        .args(["workspace", "clear", "--yes"])
+        .output()
+        .expect("clear");
+    assert!(cleared.status.success(), "{}", describe(&cleared));
+    assert!(
+        text(&fx.chock().arg("workspace").output().expect("ws").stdout)
+            .contains("no workspace is kept")
+    );
+}

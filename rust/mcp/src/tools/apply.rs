@@ -1,0 +1,135 @@
+//! The session workspace of `chock mcp --workspace`: made at start, every
+//! tool working on it; `request_apply`, with which an agent asks for its
+//! work to be carried into the person's repository (one `workspace.apply`
+//! question, asked of the person as any other); and what is said at the
+//! end about work never applied, which is kept, never lost.
+
+use chock_log::Log;
+use chock_policy::Policy;
+use chock_sandbox::project::Project;
+use chock_sandbox::workspace::{self, SessionWorkspace, apply::Applied};
+use serde::Deserialize;
+
+use super::Call;
+use crate::ROUTE;
+use crate::error::McpError;
+use crate::session::Session;
+
+/// The tool's name.
+pub const REQUEST_APPLY: &str = "request_apply";
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequestApply {}
+
+/// Makes this server's workspace, saying on stderr what the person should know.
+pub fn make_workspace(
+    project: &Project,
+    policy: &Policy,
+    log: &Log,
+    allow_dirty: bool,
+) -> Result<SessionWorkspace, McpError> {
+    let session = workspace::new_session("mcp");
+    let (held, notices) = SessionWorkspace::open_or_make(&workspace::Request {
+        project,
+        session: &session,
+        allow_dirty,
+        policy,
+        log,
+        route: ROUTE,
+    })?;
+    for notice in notices {
+        tracing::warn!("chock mcp: {notice}");
+    }
+    Ok(held)
+}
+
+/// At the end: a workspace holding nothing unapplied is removed; one that
+/// does is kept, and the person told where and how to apply it.
+pub fn finish_workspace(session: &Session) {
+    let Some(held) = &session.session_workspace else {
+        return;
+    };
+    let held = held
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    match held.pending() {
+        Ok(pending) if pending.is_empty() => {
+            let dir = held.dir.clone();
+            // Removed under the lock this process holds.
+            if let Err(e) = workspace::remove_dir(&dir) {
+                tracing::warn!("chock mcp: {e}");
+            }
+        }
+        Ok(pending) => {
+            let name = &held.meta.session;
+            let line = format!(
+                "chock mcp: the workspace {name} holds {pending}, kept at {}; `chock apply {name}` carries it into {}, `chock workspace` lists it",
+                held.tree().display(),
+                held.meta.project.display()
+            );
+            eprintln!("{line}");
+        }
+        Err(e) => eprintln!(
+            "chock mcp: the workspace {} is kept: {e}",
+            held.dir.display()
+        ),
+    }
+}
+
+impl Session {
+    /// The tree the tools read and evaluate: the session workspace's, or
+    /// the project itself.
+    pub fn tree(&self) -> std::path::PathBuf {
+        self.project
+            .workspace
+            .as_ref()
+            .map_or_else(|| self.project.dir.clone(), |w| w.source.clone())
+    }
+}
+
+pub async fn request_apply(call: &Call<'_>, _args: RequestApply) -> Result<String, String> {
+    let session = call.session.clone();
+    if session.session_workspace.is_none() {
+        return Err(
+            "request_apply: this server works on the project itself (started without --workspace), so there is nothing to apply"
+                .into(),
+        );
+    }
+    let asker = session.asker(call.peer, &call.cancel, REQUEST_APPLY);
+    let who = chock_nix::Who {
+        agent_kind: crate::gate::client_name(call.peer),
+        tool: Some(REQUEST_APPLY.into()),
+        model: None,
+    };
+    let outcome = tokio::task::spawn_blocking(move || {
+        let Some(held) = &session.session_workspace else {
+            return Err("no workspace".to_owned());
+        };
+        let mut held = held
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        workspace::apply::apply(
+            &mut held,
+            &session.policy,
+            &session.log,
+            ROUTE,
+            &asker,
+            &who,
+        )
+        .map_err(|e| format!("request_apply: {e}"))
+    })
+    .await
+    .map_err(|e| {
+        format!("request_apply stopped unexpectedly ({e}); this is a bug in chock mcp")
+    })??;
+    let (plan, applied) = outcome;
+    let said = match &plan {
+        Some(plan) => format!("{}\n{applied}", plan.summary()),
+        None => applied.to_string(),
+    };
+    match applied {
+        Applied::Refused { .. } => Err(format!("refused: {said}")),
+        _ => Ok(said),
+    }
+}

@@ -1,0 +1,651 @@
+//! Apply: the workspace's work, committed there as the session commit,
+//! carried into the person's repository after one `workspace.apply`
+//! question that shows what it holds (files, lines, commits) and where it
+//! lands.
+//!
+//! The commit always reaches `refs/chock/<session>` first. Where it goes
+//! from there is settled before the question is put, so the question says
+//! exactly what a yes does: `.apply.mode` in `chock.zon` (`ref`, `merge`,
+//! `rebase`, `squash`) unless `workspace.integrate` answers deny (read with
+//! the ceiling reading: only deny takes the capability away), then `ref`.
+//! Every landing is computed whole (`git merge-tree`, `commit-tree`) before
+//! anything of the person's moves: a conflict parks the work at the ref and
+//! says so, and the branch and the tree move together or not at all.
+
+use std::path::{Path, PathBuf};
+
+use chock_gate::Route;
+use chock_log::Log;
+use chock_policy::workspace::ApplyMode;
+use chock_policy::{Asker, Key, Policy, Question, Reading, StartQuestion, Verdict};
+use serde::Serialize;
+
+use super::git::{Git, split_z};
+use super::{AGENT_KIND, REF_PREFIX, SessionWorkspace, WorkspaceError, files};
+
+/// The action an apply is asked under.
+pub const ACTION: &str = "workspace.apply";
+/// The branch in the session's own repository the commit is fetched from.
+const SESSION_BRANCH: &str = "refs/heads/chock-session";
+
+/// One file the session changed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FileChange {
+    pub path: String,
+    /// Lines added and removed; `None` for a binary file.
+    pub lines: Option<(u64, u64)>,
+}
+
+/// Where an approved apply lands, settled before the question.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Landing {
+    /// Parked at `refs/chock/<session>`; `why` when the project's mode was
+    /// another one.
+    Ref { why: Option<String> },
+    /// Onto the branch checked out, in this mode.
+    Branch { branch: String, mode: ApplyMode },
+}
+
+/// What an apply would carry, and where.
+#[derive(Clone, Debug, Serialize)]
+pub struct Plan {
+    pub session: String,
+    pub project: PathBuf,
+    /// The session commit.
+    pub commit: String,
+    pub base: String,
+    pub files: Vec<FileChange>,
+    /// `abbrev subject` of each commit, oldest first.
+    pub commits: Vec<String>,
+    /// `copy` binds written back.
+    pub copies: Vec<String>,
+    pub landing: Landing,
+}
+
+impl Plan {
+    /// `refs/chock/<session>`.
+    pub fn reference(&self) -> String {
+        format!("{REF_PREFIX}{}", self.session)
+    }
+
+    /// One line: files, lines, commits and the landing.
+    pub fn summary(&self) -> String {
+        let (added, removed) = self
+            .files
+            .iter()
+            .filter_map(|f| f.lines)
+            .fold((0, 0), |(a, r), (x, y)| (a + x, r + y));
+        let plural = |n: usize| if n == 1 { "" } else { "s" };
+        let landing = match &self.landing {
+            Landing::Ref { why: None } => format!("parks at {}", self.reference()),
+            Landing::Ref { why: Some(why) } => {
+                format!("parks at {} ({why})", self.reference())
+            }
+            Landing::Branch { branch, mode } => {
+                format!("lands on {branch} as {}", mode.as_str())
+            }
+        };
+        let mut text = format!(
+            "carry session {} into {}: {} file{} (+{added} -{removed}), {} commit{}",
+            self.session,
+            self.project.display(),
+            self.files.len(),
+            plural(self.files.len()),
+            self.commits.len(),
+            plural(self.commits.len())
+        );
+        if !self.copies.is_empty() {
+            text.push_str(&format!(
+                ", {} copy bind{} written back",
+                self.copies.len(),
+                plural(self.copies.len())
+            ));
+        }
+        text.push_str(&format!("; {landing}"));
+        text
+    }
+
+    /// The lines under the summary: every file, commit and copy bind.
+    pub fn detail(&self) -> Vec<String> {
+        let mut lines: Vec<String> = self
+            .files
+            .iter()
+            .map(|f| match f.lines {
+                Some((a, r)) => format!("{} +{a} -{r}", f.path),
+                None => format!("{} (binary)", f.path),
+            })
+            .collect();
+        lines.extend(self.commits.iter().map(|c| format!("commit {c}")));
+        lines.extend(
+            self.copies
+                .iter()
+                .map(|c| format!("writes back {c} (a copy bind) into your tree")),
+        );
+        lines
+    }
+}
+
+/// What an apply came to.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Applied {
+    /// The workspace holds nothing the repository lacks.
+    Nothing,
+    /// On the branch: `commit` is its new tip.
+    Landed {
+        branch: String,
+        mode: ApplyMode,
+        commit: String,
+    },
+    /// At the ref, and why when the mode was another one.
+    Parked {
+        reference: String,
+        commit: String,
+        why: Option<String>,
+    },
+    /// Not carried; the sentence says why and what to do.
+    Refused { sentence: String },
+}
+
+impl std::fmt::Display for Applied {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Applied::Nothing => write!(f, "the workspace holds nothing to apply"),
+            Applied::Landed {
+                branch,
+                mode,
+                commit,
+            } => write!(
+                f,
+                "applied: {branch} is now {} ({})",
+                short(commit),
+                mode.as_str()
+            ),
+            Applied::Parked {
+                reference,
+                commit,
+                why,
+            } => {
+                write!(f, "parked at {reference} ({})", short(commit))?;
+                if let Some(why) = why {
+                    write!(f, ": {why}")?;
+                }
+                write!(
+                    f,
+                    "; nothing of your branch or tree moved (`git merge {reference}` takes it)"
+                )
+            }
+            Applied::Refused { sentence } => write!(f, "{sentence}"),
+        }
+    }
+}
+
+fn short(commit: &str) -> &str {
+    commit.get(..12).unwrap_or(commit)
+}
+
+/// Who commits: the person's own `user.name` and `user.email`, else Chock.
+fn identity(host: &Git) -> Vec<(String, String)> {
+    let get = |key: &str, fallback: &str| {
+        host.output(["config", "--get", key], None)
+            .ok()
+            .filter(|o| o.ok && !o.text().is_empty())
+            .map_or_else(|| fallback.to_owned(), |o| o.text())
+    };
+    let name = get("user.name", "Chock session");
+    let email = get("user.email", "chock@localhost");
+    vec![
+        ("GIT_AUTHOR_NAME".into(), name.clone()),
+        ("GIT_AUTHOR_EMAIL".into(), email.clone()),
+        ("GIT_COMMITTER_NAME".into(), name),
+        ("GIT_COMMITTER_EMAIL".into(), email),
+    ]
+}
+
+/// Paths no apply carries a change to: `chock.zon` (only a person edits
+/// it) and every `deny_read` file (no session could read it, so a change
+/// there is the notice, not the file).
+fn guarded_paths(workspace: &SessionWorkspace) -> Vec<String> {
+    std::iter::once(crate::layout::POLICY_FILE.to_owned())
+        .chain(
+            workspace
+                .meta
+                .deny_read
+                .iter()
+                .map(|c| c.rel.to_string_lossy().into_owned()),
+        )
+        .collect()
+}
+
+impl SessionWorkspace {
+    /// Commits what the tree holds as the session commit and says what an
+    /// apply would carry and where; `None` when there is nothing.
+    pub fn plan_apply(
+        &mut self,
+        policy: &Policy,
+        log: &Log,
+        route: Route,
+    ) -> Result<Option<Plan>, WorkspaceError> {
+        let host = Git::host(&self.meta.project);
+        let git = self.git().with_env(identity(&host));
+        git.run(["add", "-A"])?;
+        let staged = git.output(["diff", "--cached", "--quiet"], None)?;
+        if !staged.ok {
+            git.run([
+                "commit",
+                "-q",
+                "--no-verify",
+                "-m",
+                &format!("chock session {}", self.meta.session),
+            ])?;
+        }
+        let commit = git.line(["rev-parse", "HEAD"])?;
+        let base = self.meta.base.clone();
+        let range = format!("{base}..{commit}");
+        let copies: Vec<String> = self
+            .meta
+            .binds
+            .iter()
+            .filter(|b| b.write_back)
+            .map(|b| b.name.clone())
+            .collect();
+        if commit == base && copies.is_empty() {
+            return Ok(None);
+        }
+        // Any commit of the session that touches one, even one a later
+        // commit undoes: each lands as it is in rebase and merge.
+        let mut guarded = vec![
+            "log".to_owned(),
+            "--format=".into(),
+            "--name-only".into(),
+            "-z".into(),
+            range.clone(),
+            "--".into(),
+        ];
+        guarded.extend(guarded_paths(self));
+        let mut touched = split_z(&git.run(&guarded)?.stdout);
+        touched.sort();
+        touched.dedup();
+        if !touched.is_empty() {
+            return Err(WorkspaceError::Refused(format!(
+                "the session's commits change {}, which no apply carries (chock.zon is edited by a person alone; a deny_read file was never readable in the workspace); nothing was applied: remove those changes in the workspace (`git checkout {base} -- PATH` there) and apply again",
+                touched.join(", ")
+            )));
+        }
+        let numstat = git.run(["diff", "--numstat", "-z", "--no-renames", &base, &commit])?;
+        let files = split_z(&numstat.stdout)
+            .into_iter()
+            .filter_map(|line| {
+                let mut parts = line.splitn(3, '\t');
+                let (a, r, path) = (parts.next()?, parts.next()?, parts.next()?);
+                Some(FileChange {
+                    path: path.to_owned(),
+                    lines: a.parse().ok().zip(r.parse().ok()),
+                })
+            })
+            .collect();
+        let commits = git
+            .run(["log", "--reverse", "--format=%h %s", &range])?
+            .text()
+            .lines()
+            .map(str::to_owned)
+            .collect();
+        let landing = self.landing(policy, log, route, &host)?;
+        Ok(Some(Plan {
+            session: self.meta.session.clone(),
+            project: self.meta.project.clone(),
+            commit,
+            base,
+            files,
+            commits,
+            copies,
+            landing,
+        }))
+    }
+
+    /// `workspace.integrate` (logged) and `.apply.mode` settle the landing.
+    fn landing(
+        &self,
+        policy: &Policy,
+        log: &Log,
+        route: Route,
+        host: &Git,
+    ) -> Result<Landing, WorkspaceError> {
+        let integrate = policy
+            .at_start(AGENT_KIND, &StartQuestion::WorkspaceIntegrate)
+            .map_err(|e| WorkspaceError::Refused(format!("workspace.integrate: {e}")))?;
+        let key = Key::new("workspace.integrate".to_owned()).with_agent_kind(AGENT_KIND);
+        let entry = chock_gate::line(
+            route,
+            self.meta.project.to_string_lossy(),
+            &key,
+            &integrate.verdict,
+            (
+                integrate.verdict.decision,
+                chock_log::AnsweredBy::of_layer(integrate.verdict.decided_by.layer),
+            ),
+            None,
+        );
+        let _ = log.append(&entry);
+        if !integrate.granted {
+            let by = &integrate.verdict.decided_by;
+            let rule = match (&by.rule, &by.file, by.line) {
+                (Some(rule), Some(file), Some(line)) => {
+                    format!("{rule} ({}:{line})", file.display())
+                }
+                (Some(rule), _, _) => rule.clone(),
+                _ => "a rule".into(),
+            };
+            return Ok(Landing::Ref {
+                why: Some(format!(
+                    "workspace.integrate answers deny by {rule}, so no apply moves a branch of yours"
+                )),
+            });
+        }
+        let mode = policy.workspace().apply_mode;
+        if mode == ApplyMode::Ref {
+            return Ok(Landing::Ref { why: None });
+        }
+        let head = host.output(["symbolic-ref", "-q", "HEAD"], None)?;
+        match head.text().strip_prefix("refs/heads/") {
+            Some(branch) if head.ok => Ok(Landing::Branch {
+                branch: branch.to_owned(),
+                mode,
+            }),
+            _ => Ok(Landing::Ref {
+                why: Some(format!(
+                    "your HEAD is detached, so there is no branch to {}",
+                    mode.as_str()
+                )),
+            }),
+        }
+    }
+
+    /// Carries `plan` into the person's repository: the commit to
+    /// `refs/chock/<session>`, then onto the branch when the landing says
+    /// so, then the copy binds; the workspace's base becomes the commit.
+    pub fn carry(&mut self, plan: &Plan) -> Result<Applied, WorkspaceError> {
+        let host = Git::host(&self.meta.project).with_env(identity(&Git::host(&self.meta.project)));
+        let git = self.git();
+        // The agent could write the alternates file; Chock's own says
+        // where the objects come from.
+        let alternates = self.tree().join(".git/objects/info/alternates");
+        let mut text = self
+            .meta
+            .host_objects
+            .as_os_str()
+            .as_encoded_bytes()
+            .to_vec();
+        text.push(b'\n');
+        std::fs::write(&alternates, text).map_err(super::io("writing", &alternates))?;
+        git.run(["update-ref", SESSION_BRANCH, &plan.commit])?;
+        let git_dir = self.tree().join(".git");
+        let reference = plan.reference();
+        host.run([
+            "fetch".as_ref(),
+            "-q".as_ref(),
+            "--no-tags".as_ref(),
+            "--no-write-fetch-head".as_ref(),
+            "--no-recurse-submodules".as_ref(),
+            git_dir.as_os_str(),
+            format!("+{SESSION_BRANCH}:{reference}").as_ref(),
+        ])?;
+        let parked = |why: Option<String>| Applied::Parked {
+            reference: reference.clone(),
+            commit: plan.commit.clone(),
+            why,
+        };
+        let applied = match &plan.landing {
+            Landing::Ref { why } => parked(why.clone()),
+            Landing::Branch { branch, mode } => match land(&host, plan, branch, *mode)? {
+                Ok(commit) => {
+                    host.run(["update-ref", "-d", &reference])?;
+                    Applied::Landed {
+                        branch: branch.clone(),
+                        mode: *mode,
+                        commit,
+                    }
+                }
+                Err(why) => parked(Some(why)),
+            },
+        };
+        let denied: Vec<&Path> = self
+            .meta
+            .deny_read
+            .iter()
+            .map(|c| c.rel.as_path())
+            .collect();
+        for name in &plan.copies {
+            files::mirror(&self.tree(), &self.meta.project, Path::new(name), &denied)?;
+        }
+        self.meta.base = plan.commit.clone();
+        self.save()?;
+        Ok(applied)
+    }
+}
+
+/// The merge of `ours` and `theirs` as a tree (`base` given or found), or
+/// the conflicted paths.
+fn merge_tree(
+    host: &Git,
+    base: Option<&str>,
+    ours: &str,
+    theirs: &str,
+) -> Result<Result<String, Vec<String>>, WorkspaceError> {
+    let mut args = vec![
+        "merge-tree".to_owned(),
+        "--write-tree".into(),
+        "--no-messages".into(),
+        "--name-only".into(),
+        "-z".into(),
+    ];
+    if let Some(base) = base {
+        args.push(format!("--merge-base={base}"));
+    }
+    args.push(ours.into());
+    args.push(theirs.into());
+    let out = host.output(&args, None)?;
+    let fields = split_z(&out.stdout);
+    match (out.code, fields.first()) {
+        (Some(0), Some(tree)) => Ok(Ok(tree.clone())),
+        (Some(1), Some(_)) => Ok(Err(fields.into_iter().skip(1).collect())),
+        _ => Err(host.failed(&args, &out)),
+    }
+}
+
+fn conflict(paths: &[String], branch: &str) -> String {
+    format!(
+        "it conflicts with {branch} in {}",
+        if paths.is_empty() {
+            "some files".to_owned()
+        } else {
+            paths.join(", ")
+        }
+    )
+}
+
+/// Computes the new tip for `mode` and moves the branch and the tree to
+/// it; `Err(why)` parks (nothing of the person's moved).
+fn land(
+    host: &Git,
+    plan: &Plan,
+    branch: &str,
+    mode: ApplyMode,
+) -> Result<Result<String, String>, WorkspaceError> {
+    let full = format!("refs/heads/{branch}");
+    let tip = host.line(["rev-parse", "--verify", &full])?;
+    let moved = !host
+        .output(["merge-base", "--is-ancestor", &tip, &plan.commit], None)?
+        .ok;
+    let message = format!("chock session {}", plan.session);
+    let new = match mode {
+        ApplyMode::Ref => return Ok(Err("the mode is ref".into())),
+        ApplyMode::Merge if !moved => plan.commit.clone(),
+        ApplyMode::Merge => match merge_tree(host, None, &tip, &plan.commit)? {
+            Ok(tree) => host.line([
+                "commit-tree",
+                &tree,
+                "-p",
+                &tip,
+                "-p",
+                &plan.commit,
+                "-m",
+                &format!("Merge {message}"),
+            ])?,
+            Err(paths) => return Ok(Err(conflict(&paths, branch))),
+        },
+        ApplyMode::Squash => {
+            let tree = if moved {
+                match merge_tree(host, None, &tip, &plan.commit)? {
+                    Ok(tree) => tree,
+                    Err(paths) => return Ok(Err(conflict(&paths, branch))),
+                }
+            } else {
+                host.line(["rev-parse", &format!("{}^{{tree}}", plan.commit)])?
+            };
+            let mut text = message.clone();
+            for c in &plan.commits {
+                text.push_str(&format!("\n\n{c}"));
+            }
+            host.line(["commit-tree", &tree, "-p", &tip, "-m", &text])?
+        }
+        ApplyMode::Rebase if !moved => plan.commit.clone(),
+        ApplyMode::Rebase => {
+            let list = host.run([
+                "rev-list",
+                "--reverse",
+                "--topo-order",
+                "--no-merges",
+                &format!("{}..{}", plan.base, plan.commit),
+            ])?;
+            let mut current = tip.clone();
+            for commit in list.text().lines() {
+                let parent = format!("{commit}^");
+                let tree = match merge_tree(host, Some(&parent), &current, commit)? {
+                    Ok(tree) => tree,
+                    Err(paths) => return Ok(Err(conflict(&paths, branch))),
+                };
+                current = replay(host, commit, &tree, &current)?;
+            }
+            current
+        }
+    };
+    host.output(["update-index", "-q", "--refresh"], None)?;
+    host.run(["update-ref", "-m", &message, &full, &new, &tip])?;
+    let moved_tree = host.output(["read-tree", "-m", "-u", &tip, &new], None)?;
+    if !moved_tree.ok {
+        host.run(["update-ref", "-m", "chock apply undone", &full, &tip, &new])?;
+        return Ok(Err(format!(
+            "your working tree has changes the apply would overwrite ({}); commit or stash them and apply again",
+            moved_tree
+                .stderr
+                .lines()
+                .next()
+                .unwrap_or("git read-tree refused")
+        )));
+    }
+    Ok(Ok(new))
+}
+
+/// `commit` made again with `tree` on `parent`, keeping its author and message.
+fn replay(host: &Git, commit: &str, tree: &str, parent: &str) -> Result<String, WorkspaceError> {
+    let fields = host.run([
+        "show",
+        "-s",
+        "-z",
+        "--format=%an%x00%ae%x00%aI%x00%B",
+        commit,
+    ])?;
+    let parts: Vec<String> = fields
+        .stdout
+        .split(|b| *b == 0)
+        .map(|s| String::from_utf8_lossy(s).into_owned())
+        .collect();
+    let [name, email, date, message, ..] = parts.as_slice() else {
+        return Err(WorkspaceError::Refused(format!(
+            "cannot read the commit {commit}"
+        )));
+    };
+    let with_author = host.clone().with_env(
+        [
+            ("GIT_AUTHOR_NAME", name),
+            ("GIT_AUTHOR_EMAIL", email),
+            ("GIT_AUTHOR_DATE", date),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.clone()))
+        .chain(
+            identity(host)
+                .into_iter()
+                .filter(|(k, _)| k.starts_with("GIT_COMMITTER")),
+        )
+        .collect(),
+    );
+    with_author.line(["commit-tree", tree, "-p", parent, "-m", message.trim_end()])
+}
+
+/// The `workspace.apply` question for `plan`.
+pub fn question(plan: &Plan, verdict: &Verdict) -> Question {
+    Question {
+        action: ACTION.into(),
+        decision: verdict.decision,
+        summary: plan.summary(),
+        detail: plan.detail(),
+        rules: verdict.suggestion.iter().cloned().collect(),
+    }
+}
+
+/// A whole apply: the session commit, the plan, the one `workspace.apply`
+/// question through the gate (asked of `asker` for `who`, logged on
+/// `route`), and,
+/// when it goes ahead, the carry.
+pub fn apply(
+    workspace: &mut SessionWorkspace,
+    policy: &Policy,
+    log: &Log,
+    route: Route,
+    asker: &dyn Asker,
+    who: &chock_nix::Who,
+) -> Result<(Option<Plan>, Applied), WorkspaceError> {
+    let Some(plan) = workspace.plan_apply(policy, log, route)? else {
+        return Ok((None, Applied::Nothing));
+    };
+    let key = Key {
+        agent_kind: who.agent_kind.clone(),
+        model: who.model.clone(),
+        tool: who.tool.clone(),
+        action: ACTION.to_owned(),
+    };
+    let verdict = policy.decide(&key, Reading::Act);
+    let asked = question(&plan, &verdict);
+    let settled = chock_gate::settle(route, &verdict, asker, || asked.clone());
+    let entry = settled.entry(
+        route,
+        workspace.meta.project.to_string_lossy(),
+        &key,
+        &verdict,
+        Some(workspace.meta.session.clone()),
+    );
+    let _ = log.append(&entry);
+    if !settled.goes() {
+        let sentence = match settled.outcome {
+            chock_gate::Outcome::Refused(chock_gate::Refused::PersonSaidNo) => {
+                "you said no: nothing was carried; the work stays in the workspace".to_owned()
+            }
+            chock_gate::Outcome::Refused(chock_gate::Refused::Denied) => format!(
+                "{ACTION} answers deny{}: nothing was carried; the work stays in the workspace",
+                verdict
+                    .decided_by
+                    .rule
+                    .as_ref()
+                    .map(|r| format!(" by {r}"))
+                    .unwrap_or_default()
+            ),
+            _ => format!("{}; nothing was carried", asked.unanswered()),
+        };
+        return Ok((Some(plan), Applied::Refused { sentence }));
+    }
+    let applied = workspace.carry(&plan)?;
+    Ok((Some(plan), applied))
+}

@@ -1,0 +1,810 @@
+//! The session workspace: the copy of the project an agent works on, whose
+//! work reaches the person's tree only through an approved apply.
+//!
+//! In a git project it is a repository of its own under Chock's state
+//! directory (`<state>/workspaces/<project>/<session>/tree`), detached at the
+//! project's `HEAD`, with its own index, refs and git directory, and an
+//! `objects/info/alternates` that names the person's object directory, so
+//! nothing is copied but the checked-out files. The person's `.git` is never
+//! shown inside a sandbox: its objects are bound read-only at
+//! [`OBJECTS_MOUNT`], and every hook, config or ref the agent writes lands in
+//! the session's own git directory, whose hooks, config and info are held
+//! read-only like a project's. Chock reads the session's repository on the
+//! host only with hooks, fsmonitor and pager off.
+//!
+//! A sandbox given a workspace ([`View`]) shows the tree at the project's own
+//! path, so paths mean what they meant; see [`apply`] for how its work lands.
+
+pub mod apply;
+mod files;
+mod git;
+mod mount;
+mod view;
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use chock_gate::Route;
+use chock_log::Log;
+use chock_policy::workspace::{Bind, BindMode, WorkspaceSettings};
+use chock_policy::{Decision, Key, Policy, Reading, Verdict};
+use serde::{Deserialize, Serialize};
+
+pub(crate) use mount::{Anchored, anchor, plan_session};
+pub(crate) use view::fit;
+pub use view::{BindMount, Cover, OBJECTS_MOUNT, View};
+
+use crate::project::{Project, ProjectError};
+use git::Git;
+
+/// The session's commit parks here in the person's repository.
+pub const REF_PREFIX: &str = "refs/chock/";
+/// The agent kind a workspace's start questions are asked as.
+const AGENT_KIND: &str = "main";
+
+/// Why a workspace could not be made, read or applied.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkspaceError {
+    #[error("`{command}` failed in {}: {stderr}", dir.display())]
+    Git {
+        command: String,
+        dir: PathBuf,
+        stderr: String,
+    },
+    #[error("{what} {}: {source}", path.display())]
+    Io {
+        what: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Refused, with the sentence saying why and what to do.
+    #[error("{0}")]
+    Refused(String),
+    #[error(transparent)]
+    Log(#[from] chock_log::LogError),
+    #[error(transparent)]
+    Project(#[from] ProjectError),
+}
+
+pub(crate) fn io(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> WorkspaceError {
+    let path = path.to_path_buf();
+    move |source| WorkspaceError::Io { what, path, source }
+}
+
+/// A `deny_read` file inside the workspace, by the identity it had when
+/// the workspace was made (before any program of the session ran).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Covered {
+    pub rel: PathBuf,
+    pub dev: u64,
+    pub ino: u64,
+    /// Where it is named (`chock.zon:12`), for the notice a reader finds.
+    pub named_in: String,
+}
+
+/// A bind as made, after `workspace.bind.<name>` was answered.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MadeBind {
+    pub name: String,
+    pub mode: String,
+    /// The person's own path is shown writable (`write` with the fold at allow).
+    pub writable: bool,
+    /// A `copy` bind the apply writes back (the fold at allow).
+    pub write_back: bool,
+}
+
+/// What a workspace is, kept beside it as `meta.json`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Meta {
+    pub session: String,
+    pub project: PathBuf,
+    /// The commit the workspace holds changes against: `HEAD` when it was
+    /// made, then each applied session commit.
+    pub base: String,
+    pub created_ms: u64,
+    pub allow_dirty: bool,
+    /// The person's object directory, shown read-only inside.
+    pub host_objects: PathBuf,
+    pub deny_read: Vec<Covered>,
+    pub binds: Vec<MadeBind>,
+}
+
+/// One session's workspace, held (locked) by this process.
+pub struct SessionWorkspace {
+    /// `<state>/workspaces/<project id>/<session>`.
+    pub dir: PathBuf,
+    pub meta: Meta,
+    _lock: nix::fcntl::Flock<File>,
+}
+
+/// What a workspace holds that the person's repository does not.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Pending {
+    /// Files changed in the tree and not yet committed there.
+    pub uncommitted: Vec<String>,
+    /// Commits made in the workspace since its base.
+    pub commits: usize,
+}
+
+impl Pending {
+    pub fn is_empty(&self) -> bool {
+        self.uncommitted.is_empty() && self.commits == 0
+    }
+}
+
+impl std::fmt::Display for Pending {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.is_empty() {
+            return write!(f, "nothing unapplied");
+        }
+        write!(
+            f,
+            "{} file{} changed and not committed, {} commit{} not applied",
+            self.uncommitted.len(),
+            if self.uncommitted.len() == 1 { "" } else { "s" },
+            self.commits,
+            if self.commits == 1 { "" } else { "s" }
+        )
+    }
+}
+
+/// Where every workspace lives: `<state>/workspaces` (the state directory
+/// the decision log is in).
+pub fn root() -> Result<PathBuf, WorkspaceError> {
+    let log = chock_log::dir_from_env()?;
+    Ok(log
+        .parent()
+        .map_or_else(|| log.clone(), Path::to_path_buf)
+        .join("workspaces"))
+}
+
+/// Whether `name` can name a session (and `refs/chock/<name>`): 1 to 64 of
+/// `a-z A-Z 0-9 - _`, not starting with `-`.
+pub fn valid_session(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && !name.starts_with('-')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// A fresh session name: `<prefix>-<UTC date and time>-<4 hex digits>`.
+pub fn new_session(prefix: &str) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let salt = sha2::Digest::finalize(sha2::Digest::chain_update(
+        <sha2::Sha256 as sha2::Digest>::new(),
+        format!("{}{}", now.as_nanos(), std::process::id()),
+    ));
+    format!(
+        "{prefix}-{}-{}",
+        now.as_secs(),
+        hex::encode(salt.get(..2).unwrap_or_default())
+    )
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+fn lock(dir: &Path) -> Result<Option<nix::fcntl::Flock<File>>, WorkspaceError> {
+    let path = dir.join("lock");
+    let file = File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(io("opening the lock", &path))?;
+    match nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock) {
+        Ok(held) => Ok(Some(held)),
+        Err((_, nix::errno::Errno::EWOULDBLOCK)) => Ok(None),
+        Err((_, errno)) => Err(WorkspaceError::Io {
+            what: "locking",
+            path,
+            source: errno.into(),
+        }),
+    }
+}
+
+fn read_meta(dir: &Path) -> Result<Meta, WorkspaceError> {
+    let path = dir.join("meta.json");
+    let text = std::fs::read(&path).map_err(io("reading", &path))?;
+    serde_json::from_slice(&text).map_err(|e| {
+        WorkspaceError::Refused(format!(
+            "{} is not a workspace Chock can read ({e}); remove it with `chock workspace clear`",
+            path.display()
+        ))
+    })
+}
+
+/// What a person is told when a workspace is made or used.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WorkspaceNotice {
+    Made {
+        session: String,
+        dir: PathBuf,
+    },
+    /// The project had uncommitted work the workspace does not hold.
+    DirtyLeftOut {
+        files: usize,
+    },
+    /// Uncommitted work copied in (`--allow-dirty`).
+    DirtyCopied {
+        files: usize,
+    },
+    /// A bind the rules kept out, or made read-only.
+    Bind {
+        name: String,
+        how: String,
+    },
+    /// `--allow-dirty` given for a workspace that was already made.
+    Existing {
+        session: String,
+    },
+}
+
+impl std::fmt::Display for WorkspaceNotice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WorkspaceNotice::Made { session, dir } => write!(
+                f,
+                "made the workspace {session} ({}): commands run on it, and its work reaches your tree only through `chock apply`",
+                dir.display()
+            ),
+            WorkspaceNotice::DirtyLeftOut { files } => write!(
+                f,
+                "the project has {files} uncommitted file{} that the workspace does not hold (it holds the committed state); pass --allow-dirty to copy them in",
+                if *files == 1 { "" } else { "s" }
+            ),
+            WorkspaceNotice::DirtyCopied { files } => write!(
+                f,
+                "copied {files} uncommitted file{} of the project into the workspace (--allow-dirty)",
+                if *files == 1 { "" } else { "s" }
+            ),
+            WorkspaceNotice::Bind { name, how } => write!(f, "workspace bind {name}: {how}"),
+            WorkspaceNotice::Existing { session } => write!(
+                f,
+                "the workspace {session} was made earlier, so --allow-dirty copied nothing (it copies only into a workspace being made); `chock workspace clear` removes it"
+            ),
+        }
+    }
+}
+
+/// How a workspace is asked for.
+pub struct Request<'a> {
+    pub project: &'a Project,
+    pub session: &'a str,
+    pub allow_dirty: bool,
+    pub policy: &'a Policy,
+    pub log: &'a Log,
+    pub route: Route,
+}
+
+impl SessionWorkspace {
+    /// The directory of `session`'s workspace for `project`.
+    pub fn dir_of(project: &Project, session: &str) -> Result<PathBuf, WorkspaceError> {
+        Ok(root()?.join(&project.id).join(session))
+    }
+
+    /// Opens the workspace `request.session` names, making it when it does
+    /// not exist; refused while another process holds it.
+    pub fn open_or_make(
+        request: &Request<'_>,
+    ) -> Result<(SessionWorkspace, Vec<WorkspaceNotice>), WorkspaceError> {
+        if !valid_session(request.session) {
+            return Err(WorkspaceError::Refused(format!(
+                "`{}` cannot name a workspace: use 1 to 64 letters, digits, `-` or `_`",
+                request.session
+            )));
+        }
+        let dir = Self::dir_of(request.project, request.session)?;
+        if dir.join("meta.json").is_file() {
+            let held = Self::open_dir(&dir)?;
+            let notices = if request.allow_dirty {
+                vec![WorkspaceNotice::Existing {
+                    session: request.session.to_owned(),
+                }]
+            } else {
+                Vec::new()
+            };
+            return Ok((held, notices));
+        }
+        Self::make(request, &dir)
+    }
+
+    /// Opens the workspace at `dir` (one [`list`] names), holding it.
+    pub fn open_dir(dir: &Path) -> Result<SessionWorkspace, WorkspaceError> {
+        let held = lock(dir)?.ok_or_else(|| {
+            WorkspaceError::Refused(format!(
+                "the workspace {} is in use by a running session; wait for it to end",
+                dir.display()
+            ))
+        })?;
+        Ok(SessionWorkspace {
+            dir: dir.to_path_buf(),
+            meta: read_meta(dir)?,
+            _lock: held,
+        })
+    }
+
+    /// The tree the agent works on.
+    pub fn tree(&self) -> PathBuf {
+        self.dir.join("tree")
+    }
+
+    fn git_dir(&self) -> PathBuf {
+        self.tree().join(".git")
+    }
+
+    pub(crate) fn git(&self) -> Git {
+        Git::session(&self.git_dir(), &self.tree())
+    }
+
+    fn save(&self) -> Result<(), WorkspaceError> {
+        let path = self.dir.join("meta.json");
+        let text = serde_json::to_vec_pretty(&self.meta)
+            .map_err(|e| WorkspaceError::Refused(format!("cannot write the workspace: {e}")))?;
+        let temp = self.dir.join("meta.json.new");
+        std::fs::write(&temp, text).map_err(io("writing", &temp))?;
+        std::fs::rename(&temp, &path).map_err(io("writing", &path))
+    }
+
+    fn make(
+        request: &Request<'_>,
+        dir: &Path,
+    ) -> Result<(SessionWorkspace, Vec<WorkspaceNotice>), WorkspaceError> {
+        let project = &request.project.dir;
+        let host = Git::host(project);
+        // One call: the top of the work tree, the common git directory
+        // and HEAD's commit (it fails outside a repository or before the
+        // first commit, which a second look tells apart).
+        let found = host.output(
+            [
+                "rev-parse",
+                "--path-format=absolute",
+                "--show-toplevel",
+                "--git-common-dir",
+                "HEAD^{commit}",
+            ],
+            None,
+        )?;
+        let text = found.text();
+        let lines: Vec<&str> = text.lines().collect();
+        let (true, [top, common, base]) = (found.ok, lines.as_slice()) else {
+            let repository = host.output(["rev-parse", "--is-inside-work-tree"], None)?;
+            return Err(WorkspaceError::Refused(if repository.ok {
+                format!(
+                    "the repository {} has no commit yet, and a workspace starts from HEAD; commit once first",
+                    project.display()
+                )
+            } else {
+                format!(
+                    "{} is not a git repository, and a session workspace is made from one (a linked worktree of its HEAD); run `git init` and commit, or run without --workspace",
+                    project.display()
+                )
+            }));
+        };
+        let (top, common, base) = (PathBuf::from(top), PathBuf::from(common), base.to_string());
+        if top.canonicalize().ok().as_deref() != Some(project.as_path()) {
+            return Err(WorkspaceError::Refused(format!(
+                "the project {} is inside the repository {}, and a workspace holds a whole repository; run Chock from {}",
+                project.display(),
+                top.display(),
+                top.display()
+            )));
+        }
+        let host_objects = common
+            .join("objects")
+            .canonicalize()
+            .map_err(io("reading the object directory", &common.join("objects")))?;
+        let settings = request.policy.workspace();
+        check_deny_read(&settings, project)?;
+        std::fs::create_dir_all(dir).map_err(io("creating the workspace", dir))?;
+        let held = lock(dir)?.ok_or_else(|| {
+            WorkspaceError::Refused(format!(
+                "the workspace {} is being made by another process",
+                dir.display()
+            ))
+        })?;
+        let mut workspace = SessionWorkspace {
+            dir: dir.to_path_buf(),
+            meta: Meta {
+                session: request.session.to_owned(),
+                project: project.clone(),
+                base,
+                created_ms: now_ms(),
+                allow_dirty: request.allow_dirty,
+                host_objects,
+                deny_read: Vec::new(),
+                binds: Vec::new(),
+            },
+            _lock: held,
+        };
+        let made = workspace.fill(request, &settings, &host);
+        if let Err(error) = made {
+            // Half a workspace is no workspace: nothing of it is kept.
+            let _ = files::remove_all(dir);
+            return Err(error);
+        }
+        let mut notices = vec![WorkspaceNotice::Made {
+            session: request.session.to_owned(),
+            dir: workspace.tree(),
+        }];
+        notices.extend(made.unwrap_or_default());
+        Ok((workspace, notices))
+    }
+
+    /// Checks the tree out, copies what was asked for in, makes the binds'
+    /// mount points and records every identity the sandbox will check.
+    fn fill(
+        &mut self,
+        request: &Request<'_>,
+        settings: &WorkspaceSettings,
+        host: &Git,
+    ) -> Result<Vec<WorkspaceNotice>, WorkspaceError> {
+        let tree = self.tree();
+        std::fs::create_dir_all(&tree).map_err(io("creating", &tree))?;
+        let git = self.git();
+        // No template: no sample hooks, nothing Chock did not write.
+        git.run(["init", "-q", "--template="])?;
+        let info = self.git_dir().join("objects/info");
+        std::fs::create_dir_all(&info).map_err(io("creating", &info))?;
+        let mut alternates = self
+            .meta
+            .host_objects
+            .as_os_str()
+            .as_encoded_bytes()
+            .to_vec();
+        alternates.push(b'\n');
+        std::fs::write(info.join("alternates"), alternates)
+            .map_err(io("writing", &info.join("alternates")))?;
+        // Detached at the base: HEAD holds the commit itself.
+        let head = self.git_dir().join("HEAD");
+        std::fs::write(&head, format!("{}\n", self.meta.base)).map_err(io("writing", &head))?;
+        git.run(["read-tree", "--reset", "-u", "HEAD"])?;
+        let mut excluded: Vec<String> = vec![format!("/{}", crate::layout::POLICY_FILE)];
+        let mut notices = Vec::new();
+        let dirty = dirty_files(host)?;
+        if !dirty.is_empty() {
+            if request.allow_dirty {
+                let denied: Vec<&Path> = settings
+                    .deny_read
+                    .iter()
+                    .map(|d| d.path.as_path())
+                    .collect();
+                for rel in &dirty {
+                    files::mirror(&request.project.dir, &tree, Path::new(rel), &denied)?;
+                }
+                notices.push(WorkspaceNotice::DirtyCopied { files: dirty.len() });
+            } else {
+                notices.push(WorkspaceNotice::DirtyLeftOut { files: dirty.len() });
+            }
+        }
+        for bind in &settings.binds {
+            if let Some(notice) = self.make_bind(request, bind, &mut excluded)? {
+                notices.push(notice);
+            }
+        }
+        for deny in &settings.deny_read {
+            let named_in = deny.place();
+            if self.meta.binds.iter().any(|b| {
+                deny.path.starts_with(&b.name)
+                    && b.mode != BindMode::TempCopy.as_str()
+                    && b.mode != BindMode::Copy.as_str()
+            }) {
+                // Inside a bind of the person's own path: covered by the
+                // identity it has there when each sandbox starts.
+                continue;
+            }
+            let (dev, ino, made) = files::hold_file(&tree, &deny.path)?;
+            if made {
+                excluded.push(format!("/{}", deny.path.display()));
+            } else {
+                // Inside, git would read the notice as a change to commit;
+                // the apply refuses any commit that changes it anyway.
+                let rel = deny.path.to_string_lossy();
+                git.run(["update-index", "--skip-worktree", "--", &rel])?;
+            }
+            self.meta.deny_read.push(Covered {
+                rel: deny.path.clone(),
+                dev,
+                ino,
+                named_in,
+            });
+        }
+        let exclude = self.git_dir().join("info/exclude");
+        std::fs::create_dir_all(self.git_dir().join("info")).map_err(io("creating", &exclude))?;
+        std::fs::write(&exclude, excluded.join("\n") + "\n").map_err(io("writing", &exclude))?;
+        self.save()?;
+        Ok(notices)
+    }
+
+    fn make_bind(
+        &mut self,
+        request: &Request<'_>,
+        bind: &Bind,
+        excluded: &mut Vec<String>,
+    ) -> Result<Option<WorkspaceNotice>, WorkspaceError> {
+        let tree = self.tree();
+        let host_path = request.project.dir.join(&bind.name);
+        let tracked = self
+            .git()
+            .output(["ls-files", "--error-unmatch", "--", &bind.name], None)?;
+        if tracked.ok {
+            return Err(WorkspaceError::Refused(format!(
+                "{}:{}: workspace bind `{}` is in the repository, which the workspace already holds; name only paths git does not carry",
+                bind.file.display(),
+                bind.line,
+                bind.name
+            )));
+        }
+        let meta = std::fs::symlink_metadata(&host_path).map_err(|_| {
+            WorkspaceError::Refused(format!(
+                "{}:{}: workspace bind `{}` does not exist in {}; make it or remove the bind",
+                bind.file.display(),
+                bind.line,
+                bind.name,
+                request.project.dir.display()
+            ))
+        })?;
+        if meta.file_type().is_symlink() {
+            return Err(WorkspaceError::Refused(format!(
+                "{}:{}: workspace bind `{}` is a symbolic link; name the path it leads to",
+                bind.file.display(),
+                bind.line,
+                bind.name
+            )));
+        }
+        let action = format!("workspace.bind.{}", bind.name);
+        let verdict = decide(request, &action);
+        let rule = verdict.decision;
+        let fold = rule.min(bind.write);
+        let (made, writable, write_back) = match bind.mode {
+            BindMode::ReadOnly | BindMode::TempCopy => (rule == Decision::Allow, false, false),
+            BindMode::Write => (rule != Decision::Deny, fold == Decision::Allow, false),
+            BindMode::Copy => (rule != Decision::Deny, false, fold == Decision::Allow),
+        };
+        log_start(request, &action, &verdict, made);
+        if !made {
+            return Ok(Some(WorkspaceNotice::Bind {
+                name: bind.name.clone(),
+                how: format!(
+                    "not made: {action} answered {rule}, and a bind is read before anyone can be asked, so only allow makes it{}",
+                    verdict
+                        .suggestion
+                        .as_ref()
+                        .map(|s| format!(" (add to {}: {})", s.block, s.rule))
+                        .unwrap_or_default()
+                ),
+            }));
+        }
+        let denied: Vec<PathBuf> = request
+            .policy
+            .workspace()
+            .deny_read
+            .into_iter()
+            .map(|d| d.path)
+            .collect();
+        let denied: Vec<&Path> = denied.iter().map(PathBuf::as_path).collect();
+        match bind.mode {
+            BindMode::TempCopy | BindMode::Copy => {
+                files::mirror(&request.project.dir, &tree, Path::new(&bind.name), &denied)?;
+            }
+            BindMode::ReadOnly | BindMode::Write => {
+                files::mount_point(&tree, Path::new(&bind.name), meta.is_dir())?;
+            }
+        }
+        excluded.push(format!("/{}", bind.name));
+        self.meta.binds.push(MadeBind {
+            name: bind.name.clone(),
+            mode: bind.mode.as_str().into(),
+            writable,
+            write_back,
+        });
+        let how = match bind.mode {
+            BindMode::Write if !writable => Some(format!(
+                "shown read-only: {action} folded with the block's .write answers {fold}, and only allow makes it writable"
+            )),
+            BindMode::Copy if !write_back => Some(format!(
+                "a copy that is never written back: {action} folded with the block's .write answers {fold}, and only allow lets an apply write it"
+            )),
+            _ => None,
+        };
+        Ok(how.map(|how| WorkspaceNotice::Bind {
+            name: bind.name.clone(),
+            how,
+        }))
+    }
+
+    /// What the workspace holds that the person's repository does not.
+    pub fn pending(&self) -> Result<Pending, WorkspaceError> {
+        let git = self.git();
+        let uncommitted = changed_files(&git)?;
+        let commits = git
+            .line(["rev-list", "--count", &format!("{}..HEAD", self.meta.base)])?
+            .parse()
+            .unwrap_or(0);
+        Ok(Pending {
+            uncommitted,
+            commits,
+        })
+    }
+
+    /// What a sandbox needs to show this workspace at the project's path.
+    pub fn view(&self) -> View {
+        View {
+            source: self.tree(),
+            shown: self.meta.project.clone(),
+            objects: Some(self.meta.host_objects.clone()),
+            binds: self
+                .meta
+                .binds
+                .iter()
+                .filter(|b| {
+                    b.mode == BindMode::ReadOnly.as_str() || b.mode == BindMode::Write.as_str()
+                })
+                .map(|b| BindMount {
+                    rel: PathBuf::from(&b.name),
+                    host: self.meta.project.join(&b.name),
+                    writable: b.writable,
+                })
+                .collect(),
+            covers: self
+                .meta
+                .deny_read
+                .iter()
+                .map(|c| Cover {
+                    rel: c.rel.clone(),
+                    dev: c.dev,
+                    ino: c.ino,
+                    named_in: c.named_in.clone(),
+                })
+                .collect(),
+        }
+    }
+
+    /// Removes the workspace and everything in it.
+    pub fn remove(self) -> Result<(), WorkspaceError> {
+        remove_dir(&self.dir)
+    }
+}
+
+/// Removes a workspace's folder whole; for a holder that cannot give up
+/// its [`SessionWorkspace`] (it is shared), while it holds the lock.
+pub fn remove_dir(dir: &Path) -> Result<(), WorkspaceError> {
+    files::remove_all(dir)
+}
+
+/// The files of a tree that differ from its `HEAD` (changed, deleted, or
+/// new and not ignored): one `git status`, which walks the tree once,
+/// taking no lock on the index.
+fn changed_files(git: &Git) -> Result<Vec<String>, WorkspaceError> {
+    let status = git.run([
+        "--no-optional-locks",
+        "status",
+        "--porcelain=v1",
+        "-z",
+        "--untracked-files=all",
+        "--no-renames",
+    ])?;
+    Ok(git::split_z(&status.stdout)
+        .into_iter()
+        .filter_map(|line| line.get(3..).map(str::to_owned))
+        .collect())
+}
+
+/// The person's uncommitted files, `chock.zon` aside (never copied).
+fn dirty_files(host: &Git) -> Result<Vec<String>, WorkspaceError> {
+    let mut all = changed_files(host)?;
+    all.retain(|p| p != crate::layout::POLICY_FILE);
+    Ok(all)
+}
+
+/// Refuses at start what `deny_read` cannot cover: a folder (name each
+/// file), a link. Globs, absolute paths and chock.zon were refused when the
+/// policy was read; a bundle's list is checked here too.
+fn check_deny_read(settings: &WorkspaceSettings, project: &Path) -> Result<(), WorkspaceError> {
+    for deny in &settings.deny_read {
+        let named = deny.place();
+        let text = deny.path.to_string_lossy();
+        if let Some(fault) = chock_policy::workspace::path_fault(&text) {
+            return Err(WorkspaceError::Refused(format!(
+                "{named}: deny_read `{text}`: {fault}"
+            )));
+        }
+        if let Ok(meta) = std::fs::symlink_metadata(project.join(&deny.path)) {
+            if meta.is_dir() {
+                return Err(WorkspaceError::Refused(format!(
+                    "{named}: deny_read `{text}` is a folder; name each file in it instead"
+                )));
+            }
+            if meta.file_type().is_symlink() {
+                return Err(WorkspaceError::Refused(format!(
+                    "{named}: deny_read `{text}` is a symbolic link; name the file it leads to"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn decide(request: &Request<'_>, action: &str) -> Verdict {
+    request.policy.decide(
+        &Key::new(action.to_owned()).with_agent_kind(AGENT_KIND),
+        Reading::Act,
+    )
+}
+
+/// One decision-log line for a question read at start, when nobody can be
+/// asked (`granted` is what it came to).
+fn log_start(request: &Request<'_>, action: &str, verdict: &Verdict, granted: bool) {
+    let key = Key::new(action.to_owned()).with_agent_kind(AGENT_KIND);
+    let answered_by = chock_log::AnsweredBy::of_layer(verdict.decided_by.layer);
+    let entry = chock_gate::line(
+        request.route,
+        request.project.dir.to_string_lossy(),
+        &key,
+        verdict,
+        (verdict.decision, answered_by),
+        Some(if granted { "made" } else { "not made" }.to_owned()),
+    );
+    let _ = request.log.append(&entry);
+}
+
+/// One workspace found on disk.
+#[derive(Clone, Debug, Serialize)]
+pub struct Listed {
+    pub dir: PathBuf,
+    pub meta: Meta,
+    /// A running session holds it.
+    pub live: bool,
+    /// What it holds that is not applied (`None` while it is live).
+    pub pending: Option<Pending>,
+}
+
+/// Every workspace under [`root`], for `project` alone when given.
+pub fn list(project: Option<&Project>) -> Result<Vec<Listed>, WorkspaceError> {
+    let root = root()?;
+    let mut found = Vec::new();
+    let projects: Vec<PathBuf> = match project {
+        Some(p) => vec![root.join(&p.id)],
+        None => match std::fs::read_dir(&root) {
+            Ok(entries) => entries.flatten().map(|e| e.path()).collect(),
+            Err(_) => Vec::new(),
+        },
+    };
+    for dir in projects {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let dir = entry.path();
+            let Ok(meta) = read_meta(&dir) else {
+                continue;
+            };
+            match SessionWorkspace::open_dir(&dir) {
+                Ok(held) => {
+                    let pending = held.pending().ok();
+                    found.push(Listed {
+                        dir,
+                        meta,
+                        live: false,
+                        pending,
+                    });
+                }
+                Err(_) => found.push(Listed {
+                    dir,
+                    meta,
+                    live: true,
+                    pending: None,
+                }),
+            }
+        }
+    }
+    found.sort_by_key(|a| a.meta.created_ms);
+    Ok(found)
+}
