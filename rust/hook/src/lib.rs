@@ -5,6 +5,7 @@ pub mod answer;
 mod cursor_mcp;
 pub mod decide;
 mod error;
+pub mod guards;
 pub mod naming;
 pub mod payload;
 pub mod project;
