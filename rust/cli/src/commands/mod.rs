@@ -12,4 +12,5 @@ pub mod hook;
 pub mod inputs;
 pub mod log;
 pub mod mcp;
+pub mod packages;
 pub mod policy;
