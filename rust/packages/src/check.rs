@@ -462,10 +462,7 @@ fn conflicts(policy: &Policy) -> Stage {
             .map(move |r| (format!("policy `{}`", p.id), r))
     });
     for (owner, rule) in project.chain(packages) {
-        let mut same = rule.clone();
-        same.decision = chock_policy::Decision::Deny;
-        same.source = None;
-        let key = same.to_zon();
+        let key = matcher(rule);
         let place = rule
             .source
             .as_ref()
@@ -477,8 +474,10 @@ fn conflicts(policy: &Policy) -> Stage {
             {
                 problems.push(problem(
                     format!(
-                        "{other} ({other_place}) answers {} and {owner} ({place}) answers {} for the same rule `{}`; the more restrictive wins, silently",
-                        decision, rule.decision, rule.as_written()
+                        "{other} ({other_place}) answers {} and {owner} ({place}) answers {} for the same match `{}`; the more restrictive wins, silently",
+                        decision,
+                        rule.decision,
+                        key
                     ),
                     "keep one answer: change or remove one of the two rules",
                 ));
@@ -490,6 +489,20 @@ fn conflicts(policy: &Policy) -> Stage {
         }
     }
     Stage::new("conflicts", problems, Vec::new())
+}
+
+/// What a rule matches, without its decision: `.action = "git.push", .tool = "Bash"`.
+fn matcher(rule: &chock_policy::Rule) -> String {
+    [
+        ("agent_kind", &rule.agent_kind),
+        ("model", &rule.model),
+        ("tool", &rule.tool),
+        ("action", &rule.action),
+    ]
+    .iter()
+    .filter_map(|(name, p)| p.as_ref().map(|p| format!(".{name} = {:?}", p.as_str())))
+    .collect::<Vec<_>>()
+    .join(", ")
 }
 
 /// One call of the recorded sample and the decision it got.
