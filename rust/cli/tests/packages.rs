@@ -325,8 +325,16 @@ impl Repo {
 }
 
 #[test]
-fn a_guard_that_hangs_fails_or_answers_garbage_is_a_deny_at_its_bound() {
+fn a_guard_that_hangs_fails_overreaches_or_answers_garbage_is_a_deny() {
     let repo = Repo::new();
+    // A guard that reached a server on the host's loopback would answer
+    // allow; in its own network namespace it cannot.
+    let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    server.set_nonblocking(true).unwrap();
+    let port = server.local_addr().unwrap().port();
+    let reach = format!(
+        "#!/usr/bin/python3\nimport json, socket\ntry:\n    socket.create_connection(('127.0.0.1', {port}), timeout=0.3)\n    print(json.dumps({{'decision': 'allow'}}))\nexcept OSError as e:\n    print(json.dumps({{'decision': 'deny', 'reason': 'no network here: ' + str(e)}}))\n"
+    );
     let cases = [
         (
             "hangs",
@@ -343,10 +351,11 @@ fn a_guard_that_hangs_fails_or_answers_garbage_is_a_deny_at_its_bound() {
             "#!/bin/sh\necho 'yes please'\n",
             "did not answer",
         ),
+        ("network", reach.as_str(), "no network here"),
         (
-            "network",
-            "#!/bin/sh\nif ip -o link 2>/dev/null | grep -v ' lo:' | grep -q .; then echo '{\"decision\":\"allow\"}'; else echo '{\"decision\":\"deny\",\"reason\":\"no network here\"}'; fi\n",
-            "no network here",
+            "greedy",
+            "#!/usr/bin/python3\nb = bytearray(1 << 30)\nprint('{\"decision\": \"allow\"}')\n",
+            "passed its memory bound of 268435456 bytes",
         ),
     ];
     for (id, script, _) in cases {
@@ -373,6 +382,10 @@ fn a_guard_that_hangs_fails_or_answers_garbage_is_a_deny_at_its_bound() {
         let subject = lines[0]["subject"].as_str().unwrap();
         assert!(subject.contains(why), "{id}: {subject}");
     }
+    assert!(
+        server.accept().is_err(),
+        "no guard reached the host's loopback"
+    );
 }
 
 #[test]
