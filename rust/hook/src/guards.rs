@@ -160,7 +160,7 @@ fn run_bounded(project: &Path, package: &PolicyPackage, call: &Value) -> Result<
             "sh".into(),
             "-c".into(),
             format!("exec \"$0\" < /etc/{CALL_FILE}").into(),
-            program.clone().into_os_string(),
+            program.into_os_string(),
         ],
         env: vec![
             (
