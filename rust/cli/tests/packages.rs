@@ -48,22 +48,9 @@ impl Repo {
     }
 
     fn command(&self, program: &str, dir: &Path) -> Command {
-        let mut command = Command::new(program);
         let bin_dir = Path::new(chock_bin()).parent().unwrap();
-        command
-            .current_dir(dir)
-            .env_clear()
-            .env("PATH", format!("{}:/usr/bin:/bin", bin_dir.display()))
-            .env("HOME", &self.home)
-            .env("XDG_CONFIG_HOME", self.home.join(".config"))
-            .env("XDG_DATA_HOME", self.home.join(".local/share"))
-            .env("CHOCK_STATE_DIR", &self.state)
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_AUTHOR_NAME", "Test")
-            .env("GIT_AUTHOR_EMAIL", "test@example.com")
-            .env("GIT_COMMITTER_NAME", "Test")
-            .env("GIT_COMMITTER_EMAIL", "test@example.com");
-        command
+        let path = format!("{}:/usr/bin:/bin", bin_dir.display());
+        chock_testkit::isolated_command(program, dir, &path, &self.home, &self.state)
     }
 
     fn git(&self, dir: &Path, args: &[&str]) -> Output {
