@@ -83,8 +83,15 @@ fn is_git_root(source: &Path) -> bool {
 }
 
 /// Fetches `id` from `source` (at `commit` when given, for a git catalog).
-pub fn fetch(source: &str, id: &str, commit: Option<&str>) -> Result<Fetched, PackageError> {
-    let path = Path::new(source);
+/// A relative `source` is read from `project`, so the lock means the same
+/// wherever `chock install` runs.
+pub fn fetch(
+    project: &Path,
+    source: &str,
+    id: &str,
+    commit: Option<&str>,
+) -> Result<Fetched, PackageError> {
+    let path = &project.join(source);
     if !path.is_dir() {
         return Err(PackageError::Refused(format!(
             "{source}: no such catalog; give a directory or a local git repository"
@@ -201,7 +208,7 @@ pub fn install(
     id: &str,
     replace: &mut dyn FnMut(&Pending) -> bool,
 ) -> Result<Installed, PackageError> {
-    let fetched = fetch(source, id, None)?;
+    let fetched = fetch(project, source, id, None)?;
     let outcome = put(project, id, &fetched, replace)?;
     let mut lock = Lock::read(project)?;
     lock.put(Locked {
@@ -262,7 +269,7 @@ pub fn install_locked(
     let lock = Lock::read(project)?;
     let mut done = Vec::new();
     for locked in &lock.policies {
-        let fetched = fetch(&locked.source, &locked.id, Some(&locked.commit))?;
+        let fetched = fetch(project, &locked.source, &locked.id, Some(&locked.commit))?;
         if fetched.hash != locked.hash {
             return Err(PackageError::Refused(format!(
                 "{}#{}{}: its content is {} now, and chock.lock pins {}: the catalog changed under the pin; `chock install {}#{}` takes the new content (shown as a diff first)",

@@ -162,3 +162,66 @@ pub fn content_hash(dir: &Path) -> Result<String, PackageError> {
     }
     Ok(format!("sha256:{}", hex::encode(hasher.finalize())))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt as _;
+
+    #[test]
+    fn the_hash_sees_every_byte_name_and_executable_bit_and_refuses_links() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path();
+        std::fs::create_dir_all(p.join("evals")).unwrap();
+        std::fs::write(p.join("manifest.zon"), ".{}").unwrap();
+        std::fs::write(p.join("evals/a.json"), "{}").unwrap();
+        let first = content_hash(p).unwrap();
+        assert!(
+            first.starts_with("sha256:") && first.len() == 7 + 64,
+            "{first}"
+        );
+        assert_eq!(content_hash(p).unwrap(), first);
+        let changes: [&dyn Fn(); 3] = [
+            &|| std::fs::write(p.join("evals/a.json"), "{ }").unwrap(),
+            &|| std::fs::rename(p.join("evals/a.json"), p.join("evals/b.json")).unwrap(),
+            &|| {
+                std::fs::set_permissions(
+                    p.join("manifest.zon"),
+                    std::fs::Permissions::from_mode(0o755),
+                )
+                .unwrap()
+            },
+        ];
+        let mut seen = vec![first];
+        for change in changes {
+            change();
+            let now = content_hash(p).unwrap();
+            assert!(!seen.contains(&now), "a change left the hash as it was");
+            seen.push(now);
+        }
+        std::os::unix::fs::symlink("/etc/passwd", p.join("evals/link")).unwrap();
+        let error = content_hash(p).unwrap_err().to_string();
+        assert!(error.contains("only plain files"), "{error}");
+    }
+
+    #[test]
+    fn the_lock_is_written_sorted_and_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut lock = Lock::default();
+        for id in ["b", "a"] {
+            lock.put(Locked {
+                id: id.into(),
+                source: "../catalog".into(),
+                commit: "0".repeat(40),
+                hash: format!("sha256:{}", "1".repeat(64)),
+            });
+        }
+        lock.write(dir.path()).unwrap();
+        let read = Lock::read(dir.path()).unwrap();
+        assert_eq!(read, lock);
+        assert_eq!(read.policies[0].id, "a");
+        std::fs::write(dir.path().join(LOCK_FILE), ".{ .version = 1, .extra = 1 }").unwrap();
+        let error = Lock::read(dir.path()).unwrap_err().to_string();
+        assert!(error.contains("chock.lock:1:"), "{error}");
+    }
+}
