@@ -83,6 +83,18 @@ enum Command {
     Hook(commands::hook::Args),
     /// Wire Chock into each agent's hook file, the git hooks and CI.
     Sync(commands::hook::SyncArgs),
+    /// Write a new policy package.
+    #[command(subcommand)]
+    New(commands::packages::NewCommand),
+    /// Run the repository's policy checks in order (validate, verify, evals, matrix, mechanisms, index, conflicts, baseline).
+    Check(commands::packages::CheckArgs),
+    /// Install a policy package from a catalog, pinned in chock.lock; with no argument, exactly what the lock names.
+    Install(commands::packages::InstallArgs),
+    /// Export the log head, the verify result and the lock's hashes as one JSON document.
+    #[command(subcommand)]
+    Witness(commands::packages::WitnessCommand),
+    /// Verify the decision log's chain (`--verify-log`), optionally against a kept head.
+    Status(commands::packages::StatusArgs),
     /// Make every hook refuse everything until `chock resume`.
     Stop(commands::hook::StopArgs),
     /// Undo `chock stop`.
@@ -113,6 +125,11 @@ fn main() -> ExitCode {
         Command::Migrate(a) => commands::migrate::run(a),
         Command::Hook(a) => commands::hook::run(a),
         Command::Sync(a) => commands::hook::sync(a),
+        Command::New(c) => commands::packages::new(c),
+        Command::Check(a) => commands::packages::check(a),
+        Command::Install(a) => commands::packages::install(a),
+        Command::Witness(c) => commands::packages::witness(c),
+        Command::Status(a) => commands::packages::status(a),
         Command::Stop(a) => commands::hook::stop(a),
         Command::Resume(a) => commands::hook::resume(a),
         Command::Completions(a) => commands::completions::run(a, Cli::command()),

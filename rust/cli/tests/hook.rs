@@ -82,27 +82,13 @@ impl Sandbox {
 
     /// A `chock` (or any program) command with this sandbox's environment.
     fn command(&self, program: &str) -> Command {
-        let mut command = Command::new(program);
         let bin_dir = Path::new(chock_bin()).parent().unwrap();
         let path = format!(
             "{}:{}",
             bin_dir.display(),
             std::env::var("PATH").unwrap_or_default()
         );
-        command
-            .current_dir(&self.project)
-            .env_clear()
-            .env("PATH", path)
-            .env("HOME", &self.home)
-            .env("XDG_CONFIG_HOME", self.home.join(".config"))
-            .env("XDG_DATA_HOME", self.home.join(".local/share"))
-            .env("CHOCK_STATE_DIR", &self.state)
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_AUTHOR_NAME", "Test")
-            .env("GIT_AUTHOR_EMAIL", "test@example.com")
-            .env("GIT_COMMITTER_NAME", "Test")
-            .env("GIT_COMMITTER_EMAIL", "test@example.com");
-        command
+        chock_testkit::isolated_command(program, &self.project, &path, &self.home, &self.state)
     }
 
     fn chock(&self, args: &[&str]) -> Output {

@@ -210,6 +210,10 @@ fn describe_decided_by(by: &DecidedBy) -> String {
     match by.layer {
         Layer::Project => format!("the project's rule{rule}{place}"),
         Layer::Org => format!("the organisation's rule{rule}{place} (no project can loosen it)"),
+        Layer::Policy => format!(
+            "the installed policy `{}`{rule}{place}",
+            by.policy.as_deref().unwrap_or("?")
+        ),
         Layer::Default => format!("Chock's shipped default{rule}"),
         Layer::Nothing => "no rule names it, so Chock".to_owned(),
     }

@@ -6,6 +6,7 @@ mod cursor_mcp;
 pub mod decide;
 mod error;
 pub mod migrate;
+pub mod guards;
 pub mod naming;
 pub mod payload;
 pub mod project;

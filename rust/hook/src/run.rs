@@ -11,11 +11,12 @@ use std::path::{Path, PathBuf};
 
 use chock_gate::{Outcome, Refused, Route, Settled};
 use chock_log::{AnsweredBy, Entry, Rotation};
-use chock_policy::{Answer, Decision, Key, LoadOptions, Policy, PolicyError, Reading};
+use chock_policy::{Answer, Decision, HookPoint, Key, LoadOptions, Policy, PolicyError, Reading};
 
 use crate::agent::{self, Agent};
 use crate::answer::{self, HookAnswer, Reply};
 use crate::decide::{self, Asker, Judged};
+use crate::guards;
 use crate::naming::{self, Place};
 use crate::payload;
 use crate::project;
@@ -72,9 +73,10 @@ pub fn agent_hook(
         drain(input);
         return answer::reply(agent, HookAnswer::Deny, &stopped.reason());
     }
-    let read = read_payload(input)
-        .and_then(|text| payload::parse(agent, &text).map(|call| (call, permission_mode(&text))));
-    let (call, mode) = match read {
+    let read = read_payload(input).and_then(|text| {
+        payload::parse(agent, &text).map(|call| (call, permission_mode(&text), text))
+    });
+    let (call, mode, text) = match read {
         Ok(read) => read,
         Err(error) => {
             let reason = error.to_string();
@@ -120,7 +122,15 @@ pub fn agent_hook(
         tool,
         model: call.model.as_deref(),
     };
-    let judged = decide::judge(&policy, &asker, acts);
+    let mut judged = decide::judge(&policy, &asker, acts);
+    let detail = serde_json::from_str(&text).unwrap_or(serde_json::Value::Null);
+    let call_json = guards::call(HookPoint::Tool, agent.name(), &project, detail);
+    judged.extend(guards::judge(
+        &policy,
+        &project,
+        HookPoint::Tool,
+        &call_json,
+    ));
     let can_ask = answer::can_ask(agent, &call.event, &call.tool, mode.as_deref());
     let hook_answer = decide::call_answer(&judged, can_ask);
     log.judged(&judged, &asker, can_ask, rotation);
@@ -234,9 +244,31 @@ pub fn git_gate(
     let judged = Judged {
         action: key.action,
         subject: subject.clone(),
-        verdict: verdict.clone(),
+        verdict,
         unnamed: None,
     };
+    // A guard that answers lower than the rules decides; every other
+    // guard's answer is a line of its own.
+    let mut guarded = guards::git(&policy, &project, gate.hook, gate.ci, gate.args);
+    let lowest = guarded
+        .iter()
+        .enumerate()
+        .filter(|(_, g)| g.verdict.decision < judged.verdict.decision)
+        .min_by_key(|(_, g)| g.verdict.decision)
+        .map(|(i, _)| i);
+    let judged = match lowest {
+        Some(i) => guarded.remove(i),
+        None => judged,
+    };
+    for other in &guarded {
+        log.write(
+            other,
+            &asker,
+            &decide::settle(&other.verdict, false),
+            rotation,
+        );
+    }
+    let verdict = judged.verdict.clone();
     let sentence = decide::reason(std::slice::from_ref(&judged), false, "git");
     let question = format!(
         "Chock: allow {}{}? The policy asks a person. [y/N] ",

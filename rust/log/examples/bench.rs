@@ -32,6 +32,7 @@ fn entry(i: usize) -> Entry {
             layer: "project".into(),
             file: Some("/home/someone/src/project/chock.zon".into()),
             line: Some(42),
+            policy: None,
         },
         answered_by: AnsweredBy::Rule,
         subject: Some(format!(

@@ -18,7 +18,7 @@
 //!     model: None,
 //!     tool: Some("nix_build".into()),
 //!     decision: "allow".into(),
-//!     decided_by: DecidedBy { layer: "project".into(), file: Some("/src/demo/chock.zon".into()), line: Some(12) },
+//!     decided_by: DecidedBy { layer: "project".into(), file: Some("/src/demo/chock.zon".into()), line: Some(12), policy: None },
 //!     answered_by: AnsweredBy::Rule,
 //!     subject: Some("/nix/store/...-demo.drv".into()),
 //! };

@@ -42,6 +42,7 @@ impl From<&chock_policy::DecidedBy> for DecidedBy {
             layer: by.layer.as_str().into(),
             file: by.file.as_ref().map(|f| f.to_string_lossy().into_owned()),
             line: by.line,
+            policy: by.policy.clone(),
         }
     }
 }
@@ -49,12 +50,15 @@ impl From<&chock_policy::DecidedBy> for DecidedBy {
 /// Where the answer came from: the policy layer and, for a written rule, its place.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DecidedBy {
-    /// `project`, `org`, `default` or `nothing`, as the policy engine names its layers.
+    /// `project`, `org`, `policy`, `default` or `nothing`, as the policy engine names its layers.
     pub layer: String,
     /// The file holding the rule, when a written rule decided.
     pub file: Option<String>,
     /// The rule's line in that file.
     pub line: Option<u32>,
+    /// The installed policy package whose rule or guard decided, by id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<String>,
 }
 
 /// Who gave the final answer.
@@ -80,7 +84,9 @@ impl AnsweredBy {
     /// when no rule matched, nobody.
     pub fn of_layer(layer: chock_policy::Layer) -> AnsweredBy {
         match layer {
-            chock_policy::Layer::Project | chock_policy::Layer::Org => AnsweredBy::Rule,
+            chock_policy::Layer::Project
+            | chock_policy::Layer::Org
+            | chock_policy::Layer::Policy => AnsweredBy::Rule,
             chock_policy::Layer::Default => AnsweredBy::Default,
             chock_policy::Layer::Nothing => AnsweredBy::Nobody,
         }
@@ -216,12 +222,15 @@ mod tests {
             file: Some("/src/demo/chock.zon".into()),
             line: Some(7),
             rule: None,
+            policy: Some("no-big".into()),
         };
         let line = DecidedBy::from(&by);
         assert_eq!(
             (line.layer.as_str(), line.file.as_deref(), line.line),
             ("project", Some("/src/demo/chock.zon"), Some(7))
         );
+        assert_eq!(line.policy.as_deref(), Some("no-big"));
+        assert_eq!(AnsweredBy::of_layer(Layer::Policy), AnsweredBy::Rule);
         assert_eq!(AnsweredBy::of_layer(Layer::Nothing), AnsweredBy::Nobody);
         assert_eq!(AnsweredBy::of_layer(Layer::Default), AnsweredBy::Default);
         assert_eq!(AnsweredBy::of_layer(Layer::Org), AnsweredBy::Rule);
@@ -240,6 +249,7 @@ mod tests {
                 layer: "project".into(),
                 file: Some("/src/demo/chock.zon".into()),
                 line: Some(7),
+                policy: None,
             },
             answered_by: AnsweredBy::Rule,
             subject: None,

@@ -339,6 +339,7 @@ mod tests {
                 layer: "default".into(),
                 file: None,
                 line: None,
+                policy: None,
             },
             answered_by: AnsweredBy::Person,
             subject: Some("example.org\n".into()),

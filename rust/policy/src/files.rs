@@ -100,7 +100,7 @@ pub(crate) struct PolicyBlock {
     deny_unknown_fields,
     expecting = "a rule `.{ .action = \"...\", .decision = .allow }`"
 )]
-struct StrictRule {
+pub(crate) struct StrictRule {
     agent_kind: Option<Pattern>,
     model: Option<Pattern>,
     tool: Option<Pattern>,
@@ -331,7 +331,7 @@ impl<'a> Source<'a> {
         }
     }
 
-    fn read<T: serde::de::DeserializeOwned>(&self) -> Result<T, PolicyError> {
+    pub(crate) fn read<T: serde::de::DeserializeOwned>(&self) -> Result<T, PolicyError> {
         Ok(chock_zon::from_str_in(Some(self.file), self.text)?)
     }
 }
@@ -351,9 +351,7 @@ pub(crate) struct ProjectLayer {
 
 pub(crate) fn read_project(source: &Source<'_>) -> Result<ProjectLayer, PolicyError> {
     let file: ProjectFile = source.read()?;
-    let rules = source.rules(file.policy.rules, |r| {
-        (r.agent_kind, r.model, r.tool, r.action, r.decision)
-    })?;
+    let rules = source.strict_rules(file.policy.rules)?;
     let agents = check_agents(source, file.policy.agents)?;
     let container = match file.container {
         Some(block) => Some(check_container(
@@ -429,6 +427,16 @@ type RuleParts = (
 );
 
 impl Source<'_> {
+    /// Rules written as `chock.zon` writes them: exactly the five fields.
+    pub(crate) fn strict_rules(
+        &self,
+        list: Spanned<Vec<Spanned<StrictRule>>>,
+    ) -> Result<RuleSet, PolicyError> {
+        self.rules(list, |r| {
+            (r.agent_kind, r.model, r.tool, r.action, r.decision)
+        })
+    }
+
     fn rules<R>(
         &self,
         list: Spanned<Vec<Spanned<R>>>,

@@ -16,6 +16,7 @@ mod files;
 mod index;
 pub mod names;
 mod nix_net;
+pub mod package;
 mod pattern;
 mod policy;
 pub mod root;
@@ -36,6 +37,7 @@ pub use files::{
 pub use index::RuleSet;
 pub use names::{ExecContext, NameError, Phase};
 pub use nix_net::{MAX_SITE_BYTES, NIX_NET_HOSTS, NIX_NET_OPAQUE, nix_net_mirror};
+pub use package::{HookPoint, PolicyPackage};
 pub use pattern::{EXACT_SCORE, Pattern, PatternError};
 pub use policy::{
     DecidedBy, Explained, Layer, LoadOptions, PROJECT_FILE, Policy, Reading, SYSTEM_BUNDLE,

@@ -17,6 +17,7 @@ use crate::files::{
 };
 use crate::index::RuleSet;
 use crate::names::{self, NameError};
+use crate::package::{PolicyPackage, read_packages};
 use crate::pattern::Pattern;
 use crate::rule::{Key, Rule};
 use crate::servers::{McpServer, SecretStore};
@@ -58,6 +59,8 @@ pub enum Layer {
     Project,
     /// A rule in an organisation bundle, lower than the project's answer.
     Org,
+    /// A rule of an installed policy package (`.agents/policies/<id>/`).
+    Policy,
     /// A shipped default row.
     Default,
     /// No rule matched: the reading's answer for an unnamed act.
@@ -71,6 +74,7 @@ impl Layer {
         match self {
             Layer::Project => "project",
             Layer::Org => "org",
+            Layer::Policy => "policy",
             Layer::Default => "default",
             Layer::Nothing => "nothing",
         }
@@ -81,6 +85,7 @@ impl Layer {
         match self {
             Layer::Project => "the project's rule",
             Layer::Org => "the organisation's bundle",
+            Layer::Policy => "an installed policy's rule",
             Layer::Default => "a shipped default",
             Layer::Nothing => "nothing matched",
         }
@@ -95,6 +100,9 @@ pub struct DecidedBy {
     pub line: Option<u32>,
     /// The rule as written (shipped defaults as ZON).
     pub rule: Option<String>,
+    /// The policy package whose rule or guard decided, by id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policy: Option<String>,
 }
 
 impl DecidedBy {
@@ -105,6 +113,7 @@ impl DecidedBy {
             file: None,
             line: None,
             rule: None,
+            policy: None,
         }
     }
 }
@@ -137,6 +146,7 @@ impl Verdict {
                 file: None,
                 line: None,
                 rule: None,
+                policy: None,
             },
             suggestion: None,
         }
@@ -206,6 +216,7 @@ pub struct Policy {
     project: Option<ProjectLayer>,
     operator: Option<(PathBuf, OperatorFile)>,
     org: Vec<OrgBundle>,
+    packages: Vec<PolicyPackage>,
     warnings: Vec<String>,
 }
 
@@ -241,11 +252,13 @@ impl Policy {
                 .ok_or_else(|| PolicyError::NoBundle { path: path.clone() })?;
             org.push(read_bundle(&Source::new(path, &text))?);
         }
+        let packages = read_packages(&options.project_dir)?;
         let mut policy = Policy {
             project_file,
             project,
             operator,
             org,
+            packages,
             warnings: Vec::new(),
         };
         policy.warnings = policy.collect_warnings(now_ms());
@@ -292,6 +305,7 @@ impl Policy {
             project: Some(project),
             operator: None,
             org,
+            packages: Vec::new(),
             warnings: Vec::new(),
         }
     }
@@ -350,9 +364,38 @@ impl Policy {
 
     /// The answer before any org ceiling: project rules, else shipped
     /// defaults, else the reading's answer for an unnamed act.
+    /// The same policy with `packages` as its installed policies (in place
+    /// of those read from the project): `chock check` compiles a package
+    /// it is still checking this way.
+    pub fn with_packages(mut self, packages: Vec<PolicyPackage>) -> Policy {
+        self.packages = packages;
+        self
+    }
+
+    /// The installed policy packages, in the order of their ids.
+    pub fn packages(&self) -> &[PolicyPackage] {
+        &self.packages
+    }
+
     fn project_answer(&self, key: &Key, reading: Reading) -> (Decision, DecidedBy) {
-        if let Some(rule) = self.project_rules().and_then(|r| r.best(key)) {
-            return (rule.decision, decided_by_rule(Layer::Project, rule));
+        let own = self.project_rules().and_then(|r| r.best(key));
+        let mut best = own.map(|rule| (rule, decided_by_rule(Layer::Project, rule)));
+        for package in &self.packages {
+            let Some(rule) = package.rules.best(key) else {
+                continue;
+            };
+            let wins = best.as_ref().is_none_or(|(held, _)| {
+                let (theirs, ours) = (rule.specificity(), held.specificity());
+                theirs > ours || (theirs == ours && rule.decision < held.decision)
+            });
+            if wins {
+                let mut by = decided_by_rule(Layer::Policy, rule);
+                by.policy = Some(package.id.clone());
+                best = Some((rule, by));
+            }
+        }
+        if let Some((rule, by)) = best {
+            return (rule.decision, by);
         }
         if let Some(rule) = shipped_rules().best(key) {
             return (rule.decision, decided_by_rule(Layer::Default, rule));
@@ -782,6 +825,7 @@ pub(crate) fn decided_by_rule(layer: Layer, rule: &Rule) -> DecidedBy {
         file: rule.source.as_ref().map(|s| s.file.as_ref().clone()),
         line: rule.source.as_ref().map(|s| s.line),
         rule: Some(rule.as_written()),
+        policy: None,
     }
 }
 

@@ -45,3 +45,30 @@ pub fn require_nix_daemon(socket: &Path) {
         );
     }
 }
+
+/// `program` run in `dir` with nothing of the machine's environment: PATH
+/// is `bin_dir` then `path`, HOME, the XDG folders and Chock's state folder
+/// are the test's own, and git reads no system config and signs as "Test".
+pub fn isolated_command(
+    program: &str,
+    dir: &Path,
+    path: &str,
+    home: &Path,
+    state: &Path,
+) -> std::process::Command {
+    let mut command = std::process::Command::new(program);
+    command
+        .current_dir(dir)
+        .env_clear()
+        .env("PATH", path)
+        .env("HOME", home)
+        .env("XDG_CONFIG_HOME", home.join(".config"))
+        .env("XDG_DATA_HOME", home.join(".local/share"))
+        .env("CHOCK_STATE_DIR", state)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "Test")
+        .env("GIT_AUTHOR_EMAIL", "test@example.com")
+        .env("GIT_COMMITTER_NAME", "Test")
+        .env("GIT_COMMITTER_EMAIL", "test@example.com");
+    command
+}

@@ -166,12 +166,16 @@ pub fn sync(args: SyncArgs) -> anyhow::Result<ExitCode> {
             Err(error) => eprintln!("chock sync: {error}"),
         }
     }
+    let index = crate::commands::packages::sync_index(&project);
+    if let Err(error) = &index {
+        eprintln!("chock sync: the policies' INDEX.md: {error:#}");
+    }
     if !on_path("chock") {
         eprintln!(
             "chock sync: the hook files call `chock`, which is not on PATH here: install it (cargo install --path rust/cli) so the hooks can run"
         );
     }
-    Ok(if report.succeeded() {
+    Ok(if report.succeeded() && index.is_ok() {
         exit::SUCCESS.into()
     } else {
         exit::FAILURE.into()

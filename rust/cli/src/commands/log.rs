@@ -302,6 +302,7 @@ fn append(log: &Log, args: &AppendArgs) -> anyhow::Result<ExitCode> {
             layer: "nothing".into(),
             file: None,
             line: None,
+            policy: None,
         },
         answered_by: AnsweredBy::Nobody,
         subject: args.subject.clone(),

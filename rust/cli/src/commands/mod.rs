@@ -14,5 +14,6 @@ pub mod inputs;
 pub mod log;
 pub mod mcp;
 pub mod migrate;
+pub mod packages;
 pub mod policy;
 pub mod workspace;

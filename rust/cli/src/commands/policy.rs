@@ -195,10 +195,13 @@ fn explain(
 fn explain_text(key: &Key, reading: Reading, verdict: &Verdict) -> String {
     let by = &verdict.decided_by;
     let mut out = format!("{}: {}\n", key.action, verdict.decision);
-    let place = match (&by.file, by.line) {
+    let mut place = match (&by.file, by.line) {
         (Some(file), Some(line)) => format!(" at {}:{line}", file.display()),
         _ => String::new(),
     };
+    if let Some(id) = &by.policy {
+        place = format!(" `{id}`{place}");
+    }
     match (by.layer, &by.rule) {
         (Layer::Nothing, _) => {
             let answer = match reading {

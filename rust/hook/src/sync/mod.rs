@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use crate::HookError;
 use crate::agent::Agent;
 
-pub use git_hooks::GitHook;
+pub use git_hooks::{GitHook, hooks_dir};
 
 /// What `chock sync` was asked to do.
 #[derive(Debug, Clone)]

@@ -19,6 +19,7 @@ pub fn entry(i: usize) -> Entry {
             layer: "project".into(),
             file: Some("/src/demo/chock.zon".into()),
             line: Some(7),
+            policy: None,
         },
         answered_by: AnsweredBy::Rule,
         subject: Some(format!("file-{i}")),

@@ -1,0 +1,209 @@
+//! `chock new policy`, `chock check`, `chock install`, `chock witness
+//! export` and `chock status --verify-log`: policy packages from authoring
+//! to the kept witness (the work is chock-packages').
+
+use std::io::{IsTerminal as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use chock_log::{Head, Log, Rotation};
+use chock_packages::install::{self, Installed, Pending};
+use chock_packages::{check, index, skeleton, witness};
+
+use crate::exit;
+
+#[derive(Debug, clap::Subcommand)]
+pub enum NewCommand {
+    /// Write a policy package skeleton in .agents/policies/<ID>/ that passes `chock check`.
+    Policy {
+        /// The policy's id: lowercase letters, digits and `-`.
+        id: String,
+        /// The project (default: the nearest folder holding chock.zon or .git).
+        #[arg(long, value_name = "DIR")]
+        project: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CheckArgs {
+    /// Run only these stages, e.g. `validate,evals` (validate, verify, evals, matrix, mechanisms, index, conflicts, baseline).
+    #[arg(long, value_name = "STAGES")]
+    only: Option<String>,
+    /// Print the stages as one JSON document, for CI.
+    #[arg(long)]
+    json: bool,
+    /// Record the decisions of the sample of calls (the decision log's, the policies' own) as the baseline, instead of checking.
+    #[arg(long)]
+    record_baseline: bool,
+    /// The project (default: the nearest folder holding chock.zon or .git).
+    #[arg(long, value_name = "DIR")]
+    project: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct InstallArgs {
+    /// SOURCE#ID: a catalog (a directory or a git repository) and the policy's id; none reinstalls exactly what chock.lock names.
+    spec: Option<String>,
+    /// Replace an installed policy whose content differs, after showing the diff, without asking.
+    #[arg(long)]
+    yes: bool,
+    /// The project (default: the nearest folder holding chock.zon or .git).
+    #[arg(long, value_name = "DIR")]
+    project: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum WitnessCommand {
+    /// Print the log head, the verify result and the lock's hashes as one JSON document to keep elsewhere.
+    Export {
+        /// The project (default: the nearest folder holding chock.zon or .git).
+        #[arg(long, value_name = "DIR")]
+        project: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+pub struct StatusArgs {
+    /// Walk the decision log's hash chain and report the first break (exit 1 at a break).
+    #[arg(long)]
+    verify_log: bool,
+    /// A head kept earlier (SEQ:SHA256, as `chock witness export` carries it): confirm it is still there.
+    #[arg(long, value_name = "SEQ:SHA", requires = "verify_log")]
+    head: Option<Head>,
+    #[arg(long)]
+    json: bool,
+}
+
+fn project_dir(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
+    let cwd = std::env::current_dir()?;
+    Ok(chock_hook::project::resolve(
+        explicit,
+        None,
+        |name| std::env::var_os(name),
+        &cwd,
+    ))
+}
+
+pub fn new(command: NewCommand) -> anyhow::Result<ExitCode> {
+    let NewCommand::Policy { id, project } = command;
+    let project = project_dir(project.as_deref())?;
+    let dir = skeleton::new_policy(&project, &id)?;
+    println!("created   {}", dir.display());
+    println!(
+        "edit its manifest.zon and evals/, then `chock check` and `chock sync` to put it in force"
+    );
+    Ok(exit::SUCCESS.into())
+}
+
+pub fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
+    let project = project_dir(args.project.as_deref())?;
+    if args.record_baseline {
+        let count = check::record_baseline(&project)?;
+        println!("recorded  the decisions of {count} calls as the baseline");
+        return Ok(exit::SUCCESS.into());
+    }
+    let stages = check::parse_stages(args.only.as_deref())?;
+    let report = check::run(&project, &stages);
+    let failed = report.iter().any(check::Stage::failed);
+    if args.json {
+        let out = serde_json::json!({ "passed": !failed, "stages": report });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        for stage in &report {
+            println!("{:<10} {}", stage.stage, stage.status);
+            for note in &stage.notes {
+                println!("  {note}");
+            }
+            for problem in &stage.problems {
+                for line in problem.what.lines() {
+                    println!("  {line}");
+                }
+                println!("    fix: {}", problem.fix);
+            }
+        }
+    }
+    Ok(if failed { exit::FAILURE } else { exit::SUCCESS }.into())
+}
+
+fn confirm(pending: &Pending, yes: bool) -> bool {
+    println!("{}", pending.diff);
+    if yes {
+        return true;
+    }
+    if !std::io::stdin().is_terminal() {
+        return false;
+    }
+    print!(
+        "replace the installed policy `{}` with this? [y/N] ",
+        pending.id
+    );
+    let _ = std::io::stdout().flush();
+    let mut answer = String::new();
+    std::io::stdin().read_line(&mut answer).is_ok() && answer.trim().eq_ignore_ascii_case("y")
+}
+
+fn show(installed: &Installed) {
+    let (word, id, hash) = match installed {
+        Installed::New { id, hash } => ("installed", id, hash),
+        Installed::Unchanged { id, hash } => ("unchanged", id, hash),
+        Installed::Replaced { id, hash } => ("replaced", id, hash),
+    };
+    println!("{word:<9} {id}  {hash}");
+}
+
+pub fn install(args: InstallArgs) -> anyhow::Result<ExitCode> {
+    let project = project_dir(args.project.as_deref())?;
+    let yes = args.yes;
+    match args.spec.as_deref() {
+        Some(spec) => {
+            let (source, id) = install::parse_spec(spec)?;
+            let done = install::install(&project, source, id, &mut |p| confirm(p, yes))?;
+            show(&done);
+        }
+        None => {
+            // The lock is what the project agreed on: a local change to an
+            // installed policy is shown, then put back.
+            let done = install::install_locked(&project, &mut |p| confirm(p, true))?;
+            for one in &done {
+                show(one);
+            }
+        }
+    }
+    println!("run `chock sync` to compile the policies into the hooks and INDEX.md");
+    Ok(exit::SUCCESS.into())
+}
+
+pub fn witness(command: WitnessCommand) -> anyhow::Result<ExitCode> {
+    let WitnessCommand::Export { project } = command;
+    let project = project_dir(project.as_deref())?;
+    let log = Log::from_env(Rotation::default())?;
+    let out = witness::export(&project, &log)?;
+    println!("{}", serde_json::to_string_pretty(&out)?);
+    Ok(exit::SUCCESS.into())
+}
+
+pub fn status(args: StatusArgs) -> anyhow::Result<ExitCode> {
+    if !args.verify_log {
+        anyhow::bail!("`chock status` answers `--verify-log [--head SEQ:SHA]`; name it");
+    }
+    crate::commands::log::run(crate::commands::log::Command::Verify {
+        head: args.head,
+        json: args.json,
+    })
+}
+
+/// The policies' part of `chock sync`: `INDEX.md` and the pointer in `AGENTS.md`.
+pub fn sync_index(project: &Path) -> anyhow::Result<()> {
+    let policy =
+        chock_policy::Policy::load(&chock_policy::LoadOptions::from_env(project, Vec::new())?)?;
+    for (path, written) in index::sync(project, policy.packages())? {
+        let word = match written {
+            index::Written::Created => "created",
+            index::Written::Updated => "updated",
+            index::Written::Unchanged => "unchanged",
+        };
+        let shown = path.strip_prefix(project).unwrap_or(&path);
+        println!("{word:<9} {}  (policies)", shown.display());
+    }
+    Ok(())
+}

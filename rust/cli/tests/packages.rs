@@ -1,0 +1,597 @@
+//! Policy packages through the binary, in real git repositories: a policy
+//! written with `chock new` and its evals passing, `chock sync` writing
+//! INDEX.md and the AGENTS.md pointer, a guard refusing a file over 5 MB
+//! in a real `git commit`, guards that hang or answer garbage refused at
+//! their bound, a catalog in a local git repository installed and pinned,
+//! a tampered file caught by verify, an upstream change shown as a diff, a
+//! conflict and a baseline diff reported.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+fn chock_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_chock")
+}
+
+/// A project in a real repository, with its own home and state folders.
+struct Repo {
+    _root: tempfile::TempDir,
+    root: PathBuf,
+    project: PathBuf,
+    home: PathBuf,
+    state: PathBuf,
+}
+
+impl Repo {
+    fn new() -> Repo {
+        let root = tempfile::tempdir().unwrap();
+        let base = root.path().to_path_buf();
+        let project = base.join("project");
+        let home = base.join("home");
+        let state = base.join("state");
+        for dir in [&project, &home, &state, &project.join(".claude")] {
+            std::fs::create_dir_all(dir).unwrap();
+        }
+        let repo = Repo {
+            _root: root,
+            root: base,
+            project,
+            home,
+            state,
+        };
+        repo.git(&repo.project, &["init", "-q", "-b", "main"]);
+        repo
+    }
+
+    fn command(&self, program: &str, dir: &Path) -> Command {
+        let bin_dir = Path::new(chock_bin()).parent().unwrap();
+        let path = format!("{}:/usr/bin:/bin", bin_dir.display());
+        chock_testkit::isolated_command(program, dir, &path, &self.home, &self.state)
+    }
+
+    fn git(&self, dir: &Path, args: &[&str]) -> Output {
+        let out = self.command("git", dir).args(args).output().unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+        out
+    }
+
+    fn chock(&self, args: &[&str]) -> Output {
+        self.command(chock_bin(), &self.project)
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    }
+
+    fn hook(&self, agent: &str, payload: &str) -> Output {
+        let mut child = self
+            .command(chock_bin(), &self.project)
+            .args(["hook", agent])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(payload.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    }
+
+    /// A recorded payload of the hook tests, placed in this project.
+    fn payload(&self, fixture: &str) -> String {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../hook/tests/fixtures")
+            .join(fixture);
+        std::fs::read_to_string(path)
+            .unwrap()
+            .replace("@PROJECT@", self.project.to_str().unwrap())
+            .replace("@HOME@", self.home.to_str().unwrap())
+    }
+
+    fn package(&self, id: &str) -> PathBuf {
+        self.project.join(".agents/policies").join(id)
+    }
+
+    fn log_lines(&self) -> Vec<Value> {
+        std::fs::read_to_string(self.state.join("log/decisions.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn write_exec(path: &Path, text: &str) {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// A package with `rules` (ZON rule literals), at `hooks`, and a guard when given.
+fn write_package(dir: &Path, hooks: &str, rules: &str, guard: Option<(&str, u64)>) {
+    let id = dir.file_name().unwrap().to_str().unwrap();
+    let guard_line = guard
+        .map(|(_, ms)| format!(".guard = .{{ .program = \"guard.sh\", .timeout_ms = {ms} }},"))
+        .unwrap_or_default();
+    std::fs::create_dir_all(dir.join("evals")).unwrap();
+    std::fs::write(
+        dir.join("manifest.zon"),
+        format!(
+            ".{{\n    .id = \"{id}\",\n    .version = \"1.0.0\",\n    .summary = \"test policy {id}\",\n    .hooks = .{{ {hooks} }},\n    .rules = .{{ {rules} }},\n    {guard_line}\n    .guidance = \"Follow {id}.\",\n}}\n"
+        ),
+    )
+    .unwrap();
+    if let Some((script, _)) = guard {
+        write_exec(&dir.join("guard.sh"), script);
+    }
+}
+
+/// Denies any staged file over 5 MB, reading the call's `staged` list.
+const MAX_5MB_GUARD: &str = r#"#!/bin/sh
+call=$(cat)
+for size in $(printf '%s' "$call" | grep -o '"bytes":[0-9]*' | cut -d: -f2); do
+  if [ "$size" -gt 5242880 ]; then
+    echo '{"decision": "deny", "reason": "a staged file is over 5 MB"}'
+    exit 0
+  fi
+done
+echo '{"decision": "allow"}'
+"#;
+
+#[test]
+fn a_policy_written_with_new_passes_its_checks_and_sync_writes_the_index_once() {
+    let repo = Repo::new();
+    let out = repo.chock(&["new", "policy", "no-force"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = repo.chock(&["check", "--only", "validate,evals,conflicts,verify"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("no-force: 2/2 cases passed"),
+        "{}",
+        text(&out)
+    );
+
+    // Before sync the hooks and the index are missing, and check says how to fix it.
+    let out = repo.chock(&["check", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let stage = |name: &str| {
+        report["stages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["stage"] == name)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(stage("index")["status"], "failed");
+    assert!(
+        stage("index")["problems"][0]["fix"]
+            .as_str()
+            .unwrap()
+            .contains("chock sync")
+    );
+
+    std::fs::write(repo.project.join("AGENTS.md"), "# Agents\n\nBe careful.\n").unwrap();
+    let out = repo.chock(&["sync"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = repo.chock(&["check", "--json"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let agents = std::fs::read_to_string(repo.project.join("AGENTS.md")).unwrap();
+    assert!(agents.starts_with("# Agents\n\nBe careful.\n"), "{agents}");
+    assert_eq!(
+        agents.matches("kept by `chock sync`").count(),
+        1,
+        "{agents}"
+    );
+    let index = std::fs::read_to_string(repo.project.join(".agents/policies/INDEX.md")).unwrap();
+    assert!(index.contains("## no-force 0.1.0"), "{index}");
+    assert!(
+        index.contains(r#".action = "git.push", .decision = .ask"#),
+        "{index}"
+    );
+
+    // A rule change rewrites the index; the pointer stays as it was.
+    let manifest = repo.package("no-force").join("manifest.zon");
+    let changed = std::fs::read_to_string(&manifest)
+        .unwrap()
+        .replace(".decision = .ask", ".decision = .deny")
+        .replace("\"expect\": \"ask\"", "\"expect\": \"deny\"");
+    std::fs::write(&manifest, changed).unwrap();
+    let out = repo.chock(&["sync"]);
+    assert!(
+        text(&out).contains("updated   .agents/policies/INDEX.md"),
+        "{}",
+        text(&out)
+    );
+    assert!(text(&out).contains("unchanged AGENTS.md"), "{}", text(&out));
+    assert_eq!(
+        std::fs::read_to_string(repo.project.join("AGENTS.md")).unwrap(),
+        agents
+    );
+
+    // The package's rule is its own layer, and explain names it.
+    let out = repo.chock(&[
+        "policy",
+        "explain",
+        "git.push",
+        "--agent-kind",
+        "git",
+        "--tool",
+        "pre-push",
+    ]);
+    let shown = text(&out);
+    assert!(shown.contains("git.push: deny"), "{shown}");
+    assert!(
+        shown.contains("an installed policy's rule `no-force`"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn a_guard_refuses_a_file_over_5_mb_in_a_real_pre_commit_and_logs_its_id() {
+    let repo = Repo::new();
+    let dir = repo.package("max-5mb");
+    write_package(&dir, "\"pre-commit\"", "", Some((MAX_5MB_GUARD, 5000)));
+    std::fs::write(
+        dir.join("evals/big.json"),
+        r#"{"hook": "pre-commit", "staged": [{"path": "big.bin", "bytes": 6000000}], "expect": "deny"}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("evals/small.json"),
+        r#"{"hook": "pre-commit", "staged": [{"path": "a.txt", "bytes": 3}], "expect": "allow"}"#,
+    )
+    .unwrap();
+    let out = repo.chock(&["sync"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = repo.chock(&["check"]);
+    assert!(out.status.success(), "{}", text(&out));
+
+    std::fs::write(repo.project.join("a.txt"), "hi\n").unwrap();
+    repo.git(&repo.project, &["add", "a.txt"]);
+    let out = repo
+        .command("git", &repo.project)
+        .args(["commit", "-qm", "small"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "a small file is committed: {}",
+        text(&out)
+    );
+
+    std::fs::write(repo.project.join("big.bin"), vec![0u8; 6 << 20]).unwrap();
+    repo.git(&repo.project, &["add", "big.bin"]);
+    let out = repo
+        .command("git", &repo.project)
+        .args(["commit", "-qm", "big"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "a 6 MiB file is refused");
+    assert!(
+        text(&out).contains("a staged file is over 5 MB"),
+        "{}",
+        text(&out)
+    );
+    assert!(text(&out).contains("`max-5mb`"), "{}", text(&out));
+    let log = repo.out_of_log("guard.max-5mb");
+    assert_eq!(log.len(), 2, "{log:?}");
+    let refused = &log[1];
+    assert_eq!(refused["route"], "hook");
+    assert_eq!(refused["tool"], "pre-commit");
+    assert_eq!(refused["decision"], "deny");
+    assert_eq!(refused["decided_by"]["layer"], "policy");
+    assert_eq!(refused["decided_by"]["policy"], "max-5mb");
+}
+
+impl Repo {
+    fn out_of_log(&self, action: &str) -> Vec<Value> {
+        self.log_lines()
+            .into_iter()
+            .filter(|l| l["action"] == action)
+            .collect()
+    }
+}
+
+#[test]
+fn a_guard_that_hangs_fails_overreaches_or_answers_garbage_is_a_deny() {
+    let repo = Repo::new();
+    // A guard that reached a server on the host's loopback would answer
+    // allow; in its own network namespace it cannot.
+    let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    server.set_nonblocking(true).unwrap();
+    let port = server.local_addr().unwrap().port();
+    let reach = format!(
+        "#!/usr/bin/python3\nimport json, socket\ntry:\n    socket.create_connection(('127.0.0.1', {port}), timeout=0.3)\n    print(json.dumps({{'decision': 'allow'}}))\nexcept OSError as e:\n    print(json.dumps({{'decision': 'deny', 'reason': 'no network here: ' + str(e)}}))\n"
+    );
+    let cases = [
+        (
+            "hangs",
+            "#!/bin/sh\nexec sleep 60\n",
+            "no answer within its bound of 700 ms",
+        ),
+        (
+            "fails",
+            "#!/bin/sh\necho broken >&2\nexit 3\n",
+            "failed (exit 3): broken",
+        ),
+        (
+            "garbage",
+            "#!/bin/sh\necho 'yes please'\n",
+            "did not answer",
+        ),
+        ("network", reach.as_str(), "no network here"),
+        (
+            "greedy",
+            "#!/usr/bin/python3\nb = bytearray(1 << 30)\nprint('{\"decision\": \"allow\"}')\n",
+            "passed its memory bound of 268435456 bytes",
+        ),
+    ];
+    for (id, script, _) in cases {
+        write_package(&repo.package(id), "\"tool\"", "", Some((script, 700)));
+    }
+    let started = Instant::now();
+    let out = repo.hook("claude", &repo.payload("claude/bash-cargo-test.json"));
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_secs(20),
+        "the hung guard was bounded: {took:?}"
+    );
+    let reply: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", text(&out)));
+    assert_eq!(
+        reply["hookSpecificOutput"]["permissionDecision"], "deny",
+        "{reply}"
+    );
+    for (id, _, why) in cases {
+        let lines = repo.out_of_log(&format!("guard.{id}"));
+        assert_eq!(lines.len(), 1, "{id}: {lines:?}");
+        assert_eq!(lines[0]["decision"], "deny", "{id}");
+        assert_eq!(lines[0]["decided_by"]["policy"], id);
+        let subject = lines[0]["subject"].as_str().unwrap();
+        assert!(subject.contains(why), "{id}: {subject}");
+    }
+    assert!(
+        server.accept().is_err(),
+        "no guard reached the host's loopback"
+    );
+}
+
+#[test]
+fn a_catalog_in_git_is_installed_pinned_verified_and_a_change_is_a_diff_first() {
+    let repo = Repo::new();
+    let catalog = repo.root.join("catalog");
+    std::fs::create_dir_all(&catalog).unwrap();
+    repo.git(&catalog, &["init", "-q", "-b", "main"]);
+    let upstream = catalog.join("policies/no-force");
+    write_package(
+        &upstream,
+        "\"pre-push\"",
+        ".{ .action = \"git.push\", .decision = .ask }",
+        None,
+    );
+    std::fs::write(
+        upstream.join("evals/push.json"),
+        r#"{"hook": "pre-push", "args": ["origin"], "expect": "ask"}"#,
+    )
+    .unwrap();
+    repo.git(&catalog, &["add", "."]);
+    repo.git(&catalog, &["commit", "-qm", "no-force 1"]);
+    let first = String::from_utf8(repo.git(&catalog, &["rev-parse", "HEAD"]).stdout).unwrap();
+    // Relative to the project, as a lock committed with it means it.
+    let spec = "../catalog#no-force".to_owned();
+
+    let out = repo.chock(&["install", &spec]);
+    assert!(out.status.success(), "{}", text(&out));
+    let lock = std::fs::read_to_string(repo.project.join("chock.lock")).unwrap();
+    assert!(lock.contains(first.trim()), "the commit is pinned: {lock}");
+    assert!(lock.contains("sha256:"), "{lock}");
+    let out = repo.chock(&["check", "--only", "verify,evals"]);
+    assert!(out.status.success(), "{}", text(&out));
+
+    // A file changed after the install is caught, and `chock install` puts it back.
+    let manifest = repo.package("no-force").join("manifest.zon");
+    let original = std::fs::read_to_string(&manifest).unwrap();
+    std::fs::write(
+        &manifest,
+        original.replace(".decision = .ask", ".decision = .allow"),
+    )
+    .unwrap();
+    let out = repo.chock(&["check", "--only", "verify"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("a file was changed after the install"),
+        "{}",
+        text(&out)
+    );
+    let out = repo.chock(&["install"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(std::fs::read_to_string(&manifest).unwrap(), original);
+    assert!(repo.chock(&["check", "--only", "verify"]).status.success());
+
+    // An upstream change is shown as a diff and replaces nothing unasked.
+    let up = upstream.join("manifest.zon");
+    std::fs::write(
+        &up,
+        std::fs::read_to_string(&up)
+            .unwrap()
+            .replace("1.0.0", "1.1.0"),
+    )
+    .unwrap();
+    repo.git(&catalog, &["commit", "-qam", "no-force 1.1"]);
+    let out = repo.chock(&["install", &spec]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("-    .version = \"1.0.0\","),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        text(&out).contains("+    .version = \"1.1.0\","),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(std::fs::read_to_string(&manifest).unwrap(), original);
+    assert_eq!(
+        std::fs::read_to_string(repo.project.join("chock.lock")).unwrap(),
+        lock
+    );
+    let out = repo.chock(&["install", &spec, "--yes"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        std::fs::read_to_string(&manifest)
+            .unwrap()
+            .contains("1.1.0")
+    );
+    assert!(
+        !std::fs::read_to_string(repo.project.join("chock.lock"))
+            .unwrap()
+            .contains(first.trim())
+    );
+
+    // The witness carries the log head, the verify result and the lock's hashes.
+    let out = repo.chock(&["witness", "export"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let witness: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(witness["verify"]["status"], "passed");
+    assert_eq!(witness["lock"][0]["id"], "no-force");
+    assert!(
+        witness["lock"][0]["hash"]
+            .as_str()
+            .unwrap()
+            .starts_with("sha256:")
+    );
+}
+
+#[test]
+fn the_kept_head_is_confirmed_and_an_edited_line_breaks_it() {
+    let repo = Repo::new();
+    write_package(
+        &repo.package("ask-push"),
+        "\"tool\"",
+        ".{ .action = \"git.push\", .decision = .ask }",
+        None,
+    );
+    for _ in 0..3 {
+        repo.hook("claude", &repo.payload("claude/bash-cargo-test.json"));
+    }
+    let out = repo.chock(&["witness", "export"]);
+    let witness: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", text(&out)));
+    let head = witness["log"]["head"].as_str().unwrap().to_owned();
+    assert_eq!(witness["log"]["intact"], true);
+    let out = repo.chock(&["status", "--verify-log", "--head", &head]);
+    assert!(out.status.success(), "{}", text(&out));
+    let log = repo.state.join("log/decisions.jsonl");
+    let edited = std::fs::read_to_string(&log)
+        .unwrap()
+        .replacen("\"allow\"", "\"deny\"", 1);
+    std::fs::write(&log, edited).unwrap();
+    let out = repo.chock(&["status", "--verify-log", "--head", &head]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+}
+
+#[test]
+fn a_conflict_between_two_policies_is_reported_with_both_places() {
+    let repo = Repo::new();
+    write_package(
+        &repo.package("a-allows"),
+        "\"tool\"",
+        ".{ .action = \"git.push\", .decision = .allow }",
+        None,
+    );
+    write_package(
+        &repo.package("b-denies"),
+        "\"tool\"",
+        ".{ .action = \"git.push\", .decision = .deny }",
+        None,
+    );
+    let out = repo.chock(&["check", "--only", "conflicts"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let shown = text(&out);
+    assert!(shown.contains("policy `a-allows`"), "{shown}");
+    assert!(shown.contains("policy `b-denies`"), "{shown}");
+    assert!(shown.contains("a-allows/manifest.zon:6"), "{shown}");
+    assert!(shown.contains("b-denies/manifest.zon:6"), "{shown}");
+    assert!(shown.contains("fix: keep one answer"), "{shown}");
+}
+
+#[test]
+fn a_rule_change_shows_as_a_baseline_diff() {
+    let repo = Repo::new();
+    let dir = repo.package("careful");
+    write_package(
+        &dir,
+        "\"tool\"",
+        ".{ .action = \"git.push\", .decision = .ask }",
+        None,
+    );
+    // The decision log's calls join the sample.
+    let out = repo.hook("claude", &repo.payload("claude/bash-cargo-test.json"));
+    assert!(out.status.success());
+    let out = repo.chock(&["check", "--record-baseline"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        repo.chock(&["check", "--only", "baseline"])
+            .status
+            .success()
+    );
+    let manifest = dir.join("manifest.zon");
+    std::fs::write(
+        &manifest,
+        std::fs::read_to_string(&manifest)
+            .unwrap()
+            .replace(".ask", ".deny"),
+    )
+    .unwrap();
+    let out = repo.chock(&["check", "--only", "baseline"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let shown = text(&out);
+    assert!(shown.contains("git.push (main)"), "{shown}");
+    assert!(shown.contains("- ask by policy careful"), "{shown}");
+    assert!(shown.contains("+ deny by policy careful"), "{shown}");
+}
+
+#[test]
+fn a_bad_manifest_names_its_line_and_the_later_stages_wait() {
+    let repo = Repo::new();
+    let dir = repo.package("typo");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("manifest.zon"),
+        ".{\n    .id = \"typo\",\n    .version = \"1\",\n    .summary = \"s\",\n    .hooks = .{ \"pre-comit\" },\n}\n",
+    )
+    .unwrap();
+    let out = repo.chock(&["check", "--only", "validate,evals"]);
+    assert_eq!(out.status.code(), Some(1));
+    let shown = text(&out);
+    assert!(shown.contains("typo/manifest.zon:5:"), "{shown}");
+    assert!(shown.contains("is no hook point"), "{shown}");
+    assert!(shown.contains("evals      skipped"), "{shown}");
+    // The hook refuses rather than run without the policy.
+    let out = repo.hook("claude", &repo.payload("claude/bash-cargo-test.json"));
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("typo/manifest.zon:5:"),
+        "{}",
+        text(&out)
+    );
+}

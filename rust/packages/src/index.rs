@@ -1,0 +1,208 @@
+//! `.agents/policies/INDEX.md`, the page an agent reads for the policies in
+//! force (every rule in full, every guard, every package's guidance), and
+//! the one managed pointer to it in `AGENTS.md`. The pointer's text never
+//! depends on the rules, so `AGENTS.md` changes once, when it is added.
+
+use std::path::{Path, PathBuf};
+
+use chock_policy::PolicyPackage;
+use chock_policy::package::POLICIES_DIR;
+use serde::Deserialize;
+
+use crate::lock::write_atomically;
+use crate::{PackageError, io};
+
+/// The index's name, in the policies folder.
+pub const INDEX_FILE: &str = "INDEX.md";
+/// The file the pointer goes in, in the project's root.
+pub const AGENTS_FILE: &str = "AGENTS.md";
+/// The first line of the pointer block.
+pub const BEGIN: &str = "<!-- chock: policies (kept by `chock sync`) -->";
+/// The last line of the pointer block.
+pub const END: &str = "<!-- /chock: policies -->";
+/// The index's budget when `chock.zon` names none (`.index.max_tokens`).
+pub const DEFAULT_MAX_TOKENS: u64 = 4000;
+
+/// The index's path in `project`.
+pub fn index_path(project: &Path) -> PathBuf {
+    project.join(POLICIES_DIR).join(INDEX_FILE)
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct ProjectIndex {
+    #[serde(default)]
+    index: IndexBlock,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct IndexBlock {
+    max_tokens: Option<u64>,
+}
+
+/// The index's budget: `.index.max_tokens` in `chock.zon`, else
+/// [`DEFAULT_MAX_TOKENS`].
+pub fn max_tokens(project: &Path) -> Result<u64, PackageError> {
+    let path = project.join(chock_policy::PROJECT_FILE);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(DEFAULT_MAX_TOKENS),
+        Err(e) => return Err(io(&path, "reading")(e)),
+    };
+    let read: ProjectIndex = chock_zon::from_str_in(Some(&path), &text)
+        .map_err(|e| PackageError::Refused(e.to_string()))?;
+    Ok(read.index.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS))
+}
+
+/// Tokens as the index budget counts them: one per four bytes, rounded up
+/// (close to what agents' tokenizers make of English and code).
+pub fn tokens(text: &str) -> u64 {
+    (text.len() as u64).div_ceil(4)
+}
+
+/// The index's text for `packages`.
+pub fn render(packages: &[PolicyPackage]) -> String {
+    let mut out = String::from(
+        "# Policies in force\n\nWritten by `chock sync` from `.agents/policies/*/manifest.zon`; do not edit. \
+Git hooks and agent hooks enforce these whatever this page says; it is here so you know them before you act.\n",
+    );
+    if packages.is_empty() {
+        out.push_str("\nNo policy is installed.\n");
+    }
+    for package in packages {
+        let hooks: Vec<&str> = package.hooks.iter().map(|h| h.as_str()).collect();
+        out.push_str(&format!(
+            "\n## {} {}\n\n{}\n\nApplies at: {}.\n",
+            package.id,
+            package.version,
+            package.summary.trim(),
+            hooks.join(", ")
+        ));
+        if !package.rules.is_empty() {
+            out.push_str("\nRules:\n\n");
+            for rule in package.rules.rules() {
+                out.push_str(&format!("- `{}`\n", rule.as_written()));
+            }
+        }
+        if package.guard.is_some() {
+            out.push_str("\nA guard program checks each call here and may refuse it.\n");
+        }
+        if !package.guidance.trim().is_empty() {
+            out.push_str(&format!("\n{}\n", package.guidance.trim()));
+        }
+    }
+    out
+}
+
+/// The pointer block, the same whatever the rules are.
+pub fn pointer() -> String {
+    format!(
+        "{BEGIN}\nBefore you act, read [the policies in force]({POLICIES_DIR}/{INDEX_FILE}).\n{END}\n"
+    )
+}
+
+/// `AGENTS.md`'s new text for its current text, or `None` when its pointer
+/// is already there exactly.
+pub fn agents_updated(path: &Path, current: Option<&str>) -> Result<Option<String>, PackageError> {
+    let block = pointer();
+    let Some(current) = current.filter(|t| !t.trim().is_empty()) else {
+        return Ok(Some(block));
+    };
+    if let Some(start) = current.find(BEGIN) {
+        let Some(len) = current[start..].find(END) else {
+            return Err(PackageError::Refused(format!(
+                "{}: Chock's pointer starts but has no `{END}` line; put it back or remove the block",
+                path.display()
+            )));
+        };
+        let mut end = start + len + END.len();
+        if current[end..].starts_with('\n') {
+            end += 1;
+        }
+        let text = format!("{}{block}{}", &current[..start], &current[end..]);
+        return Ok((text != current).then_some(text));
+    }
+    let sep = if current.ends_with('\n') {
+        "\n"
+    } else {
+        "\n\n"
+    };
+    Ok(Some(format!("{current}{sep}{block}")))
+}
+
+/// What writing one file did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Written {
+    Created,
+    Updated,
+    Unchanged,
+}
+
+/// Writes `INDEX.md` and the pointer in `AGENTS.md` (when a policy is
+/// installed), each only when its text differs.
+pub fn sync(
+    project: &Path,
+    packages: &[PolicyPackage],
+) -> Result<Vec<(PathBuf, Written)>, PackageError> {
+    let mut done = Vec::new();
+    if packages.is_empty() && !index_path(project).exists() {
+        return Ok(done);
+    }
+    let index = index_path(project);
+    done.push((
+        index.clone(),
+        write_if_changed(&index, Some(render(packages)))?,
+    ));
+    let agents = project.join(AGENTS_FILE);
+    let current = read_optional(&agents)?;
+    let new = agents_updated(&agents, current.as_deref())?;
+    done.push((agents.clone(), write_if_changed(&agents, new)?));
+    Ok(done)
+}
+
+fn read_optional(path: &Path) -> Result<Option<String>, PackageError> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(Some(text)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io(path, "reading")(e)),
+    }
+}
+
+fn write_if_changed(path: &Path, new: Option<String>) -> Result<Written, PackageError> {
+    let current = read_optional(path)?;
+    let Some(new) = new else {
+        return Ok(Written::Unchanged);
+    };
+    if current.as_deref() == Some(new.as_str()) {
+        return Ok(Written::Unchanged);
+    }
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(io(dir, "creating"))?;
+    }
+    write_atomically(path, new.as_bytes())?;
+    Ok(if current.is_some() {
+        Written::Updated
+    } else {
+        Written::Created
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pointer_is_added_once_and_keeps_the_persons_text() {
+        let path = Path::new("AGENTS.md");
+        let first = agents_updated(path, Some("# Our agents\n\nBe kind.\n"))
+            .expect("update")
+            .expect("changed");
+        assert!(first.starts_with("# Our agents\n\nBe kind.\n\n"), "{first}");
+        assert!(first.ends_with(&pointer()));
+        assert_eq!(agents_updated(path, Some(&first)).expect("again"), None);
+        let moved = first.replace("Be kind.", "Be kinder.");
+        assert_eq!(agents_updated(path, Some(&moved)).expect("edited"), None);
+        let broken = format!("{BEGIN}\nhalf");
+        assert!(agents_updated(path, Some(&broken)).is_err());
+    }
+}

@@ -1,0 +1,41 @@
+//! Policy packages as a unit a person authors, checks, installs and keeps:
+//! `chock new policy` ([`skeleton`]), `chock check` ([`check`]), `INDEX.md`
+//! and the pointer in `AGENTS.md` ([`index`]), `chock.lock` and
+//! `chock install` ([`lock`], [`install`]), and `chock witness export`
+//! ([`witness`]). Reading a manifest and compiling a package's rules into
+//! the policy is `chock-policy`'s; running a guard is `chock-hook`'s.
+
+pub mod check;
+pub mod evals;
+pub mod index;
+pub mod install;
+pub mod lock;
+pub mod skeleton;
+pub mod witness;
+
+/// Why a package command could not do its work.
+#[derive(Debug, thiserror::Error)]
+pub enum PackageError {
+    #[error("{}: {action}: {source}", path.display())]
+    Io {
+        path: std::path::PathBuf,
+        action: &'static str,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Policy(#[from] chock_policy::PolicyError),
+    /// Anything else, said in full with what to do.
+    #[error("{0}")]
+    Refused(String),
+}
+
+pub(crate) fn io<'a>(
+    path: &'a std::path::Path,
+    action: &'static str,
+) -> impl FnOnce(std::io::Error) -> PackageError + 'a {
+    move |source| PackageError::Io {
+        path: path.to_path_buf(),
+        action,
+        source,
+    }
+}

@@ -1,0 +1,79 @@
+//! `chock new policy <id>`: a package that passes `chock check` as written,
+//! for a person to change: a manifest with one rule and guidance, and two
+//! eval cases (a push the rule asks about, a call it leaves alone).
+
+use std::path::{Path, PathBuf};
+
+use chock_policy::package::{EVALS_DIR, MANIFEST, POLICIES_DIR, valid_id};
+
+use crate::{PackageError, io};
+
+/// Writes the skeleton of `id` under `project` and returns its folder.
+/// An existing folder is never written over.
+pub fn new_policy(project: &Path, id: &str) -> Result<PathBuf, PackageError> {
+    if !valid_id(id) {
+        return Err(PackageError::Refused(format!(
+            "`{id}` is not a policy id: use lowercase letters, digits and `-`, such as `no-large-files`"
+        )));
+    }
+    let dir = project.join(POLICIES_DIR).join(id);
+    if dir.exists() {
+        return Err(PackageError::Refused(format!(
+            "{} already exists: pick another id, or edit that policy",
+            dir.display()
+        )));
+    }
+    let evals = dir.join(EVALS_DIR);
+    std::fs::create_dir_all(&evals).map_err(io(&evals, "creating"))?;
+    let files = [
+        (dir.join(MANIFEST), manifest(id)),
+        (evals.join("push-is-asked.json"), PUSH_CASE.to_owned()),
+        (evals.join("tests-run.json"), TESTS_CASE.to_owned()),
+    ];
+    for (path, text) in files {
+        std::fs::write(&path, text).map_err(io(&path, "writing"))?;
+    }
+    Ok(dir)
+}
+
+fn manifest(id: &str) -> String {
+    format!(
+        r#".{{
+    .id = "{id}",
+    .version = "0.1.0",
+    .summary = "Say in one line what this policy keeps from happening.",
+    // Where it applies: "tool" (agents' tool calls), "pre-commit", "pre-push", "ci".
+    .hooks = .{{ "tool", "pre-push" }},
+    // Rules as chock.zon writes them; they join the project's own.
+    .rules = .{{
+        .{{ .action = "git.push", .decision = .ask }},
+    }},
+    // A guard reads each call as JSON on stdin and prints
+    // {{"decision": "allow" | "ask" | "deny", "reason": "..."}}:
+    // .guard = .{{ .program = "guard.sh", .timeout_ms = 2000, .memory = "64MiB" }},
+    .guidance = "Explain to agents what to do instead of what this policy refuses.",
+}}
+"#
+    )
+}
+
+const PUSH_CASE: &str = r#"{
+  "hook": "pre-push",
+  "args": ["origin", "https://example.invalid/repo.git"],
+  "expect": "ask"
+}
+"#;
+
+const TESTS_CASE: &str = r#"{
+  "hook": "tool",
+  "agent": "claude",
+  "payload": {
+    "session_id": "eval",
+    "hook_event_name": "PreToolUse",
+    "permission_mode": "default",
+    "tool_name": "Bash",
+    "tool_input": { "command": "cargo test" }
+  },
+  "expect": "allow"
+}
+"#;
