@@ -242,12 +242,25 @@ pub struct CgroupEvents {
     pub pids_max: u64,
 }
 
+/// Makes `chock-<pid>-<n>` under `parent`. A group of that name can be
+/// left by an earlier Chock that had this pid and was killed before it
+/// removed its groups: it is removed when empty (the kernel refuses to
+/// remove a group that holds a process) and the next name is tried.
 fn make_group(parent: &Path) -> std::io::Result<PathBuf> {
     static COUNTER: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let dir = parent.join(format!("chock-{}-{n}", std::process::id()));
-    std::fs::create_dir(&dir)?;
-    Ok(dir)
+    const ATTEMPTS: u32 = 64;
+    let mut attempt = 0;
+    loop {
+        let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = parent.join(format!("chock-{}-{n}", std::process::id()));
+        match std::fs::create_dir(&dir) {
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempt < ATTEMPTS => {
+                let _ = std::fs::remove_dir(&dir);
+                attempt += 1;
+            }
+            done => return done.map(|()| dir),
+        }
+    }
 }
 
 impl Cgroup {
@@ -346,6 +359,31 @@ impl Drop for Cgroup {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Names left by a killed Chock that had this pid: an empty one is
+    /// removed and made again, one that cannot be removed (a group still
+    /// holding a process; here a folder with a file) is passed over.
+    #[test]
+    fn a_group_left_by_an_earlier_process_with_this_pid_is_passed_over() {
+        let parent = tempfile::tempdir().expect("tempdir");
+        for n in 0..32 {
+            let stale = parent
+                .path()
+                .join(format!("chock-{}-{n}", std::process::id()));
+            std::fs::create_dir(&stale).expect("mkdir");
+            if n % 2 == 0 {
+                std::fs::write(stale.join("tasks"), "1\n").expect("write");
+            }
+        }
+        let mut made = Vec::new();
+        for _ in 0..3 {
+            let group = make_group(parent.path()).expect("a group is made");
+            assert!(group.is_dir(), "{}", group.display());
+            assert!(!group.join("tasks").exists(), "a busy group was reused");
+            assert!(!made.contains(&group));
+            made.push(group);
+        }
+    }
 
     #[test]
     fn a_project_lowers_and_never_raises() {
