@@ -3,7 +3,7 @@
 //! libraries, named in chock.zon, written into its tree and bound
 //! read-only by `chock exec`; sessions that start together, a session that
 //! holds the tree while the tag moves, and one killed while it holds it.
-//! Needs user namespaces, Landlock and umoci (`scripts/setup`).
+//! Needs user namespaces, Landlock, umoci and podman (`scripts/setup`).
 
 mod sandbox_fixture;
 
@@ -296,6 +296,102 @@ fn an_image_not_on_the_machine_is_refused_with_the_command_that_puts_it_there() 
     let said = text(&out.stderr);
     assert!(
         said.contains("chock.zon:3:") && said.contains("both a dev shell"),
+        "{said}"
+    );
+}
+
+/// `podman` with its store in `<root>/podman` (vfs, so no overlay mount is
+/// needed), never the machine's own; what it printed.
+fn podman(fx: &Fixture, args: &[&str]) -> String {
+    let out = std::process::Command::new("podman")
+        .env("CONTAINERS_STORAGE_CONF", podman_storage(fx))
+        .args(args)
+        .output()
+        .expect("podman is installed (scripts/setup installs it)");
+    assert!(out.status.success(), "podman {args:?}: {}", describe(&out));
+    text(&out.stdout).trim().to_owned()
+}
+
+/// A storage.conf that keeps podman's images under the fixture.
+fn podman_storage(fx: &Fixture) -> std::path::PathBuf {
+    let conf = fx.root().join("storage.conf");
+    if !conf.exists() {
+        let at = |name: &str| fx.root().join(name).display().to_string();
+        std::fs::write(
+            &conf,
+            format!(
+                "[storage]\ndriver = \"vfs\"\ngraphroot = \"{}\"\nrunroot = \"{}\"\n",
+                at("podman/root"),
+                at("podman/run")
+            ),
+        )
+        .expect("storage.conf");
+    }
+    conf
+}
+
+#[test]
+fn an_image_in_podmans_store_is_read_through_podman_save_and_nothing_is_pulled() {
+    let fx = Fixture::host();
+    make_image(&fx, "from-podman");
+    // Into podman's store from the layout as an OCI archive (`podman load`
+    // reads a file; nothing is fetched), then tagged as chock.zon names it.
+    let layout = fx.root().join("layout");
+    let archive = fx.root().join("layout.tar");
+    let tar = std::process::Command::new("tar")
+        .arg("-C")
+        .arg(&layout)
+        .arg("-cf")
+        .arg(&archive)
+        .arg(".")
+        .output()
+        .expect("tar");
+    assert!(tar.status.success(), "{}", describe(&tar));
+    let loaded = podman(&fx, &["load", "-q", "-i", &archive.display().to_string()]);
+    let name = loaded
+        .strip_prefix("Loaded image: ")
+        .unwrap_or_else(|| panic!("podman load said: {loaded}"));
+    podman(&fx, &["tag", name, REFERENCE]);
+    let id = podman(&fx, &["image", "inspect", "--format", "{{.Id}}", REFERENCE]);
+    std::fs::remove_dir_all(&layout).expect("the layout goes: only podman has the image");
+    fx.zon(&format!(
+        ".{{\n    .container = .{{ .image = \"{REFERENCE}\" }},\n}}\n"
+    ));
+    let out = fx
+        .chock()
+        .env("CONTAINERS_STORAGE_CONF", podman_storage(&fx))
+        .args(["exec", "--", "cat", "/etc/version"])
+        .output()
+        .expect("run chock");
+    assert!(out.status.success(), "{}", describe(&out));
+    assert_eq!(text(&out.stdout), "from-podman");
+    assert!(
+        text(&out.stderr).contains("wrote the image example.org/toolchain:1"),
+        "{}",
+        describe(&out)
+    );
+    let record = fx
+        .root()
+        .join("state/chock/images/example.org+toolchain:1/image.json");
+    let record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&record).expect("the tree's record")).expect("json");
+    assert_eq!(record["source"], "podman's local store", "{record}");
+    assert_eq!(record["source_id"], format!("sha256:{id}"), "{record}");
+
+    // Gone from podman's store too: refused with the command that puts it back.
+    podman(&fx, &["rmi", REFERENCE]);
+    fx.zon(".{\n    .container = .{ .image = \"example.org/toolchain:2\" },\n}\n");
+    let out = fx
+        .chock()
+        .env("CONTAINERS_STORAGE_CONF", podman_storage(&fx))
+        .args(["exec", "--", "cat", "/etc/version"])
+        .output()
+        .expect("run chock");
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    let said = text(&out.stderr);
+    assert!(
+        said.contains("not on this machine")
+            && said.contains("podman pull example.org/toolchain:2"),
         "{said}"
     );
 }

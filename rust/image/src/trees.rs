@@ -254,6 +254,13 @@ fn sync_dir(path: &Path) {
 }
 
 /// Where the source was, in words.
+/// The start of the file an engine's `save` writes the image into
+/// (`<this><pid>.tar`): the tree's name with each `:` as `=` (no reference
+/// holds one), since `podman save` refuses a file name with a `:` in it.
+fn export_prefix(name: &str) -> String {
+    format!(".export-{}-", name.replace(':', "="))
+}
+
 fn shown(want: &Want, engine: Option<&str>) -> String {
     match (&want.path, engine) {
         (Some(path), _) => path.display().to_string(),
@@ -422,7 +429,7 @@ impl Images {
         let plan = match found {
             Found::Plan(plan) => plan,
             Found::Engine(engine) => {
-                let archive = self.dir.join(format!(".export-{name}-{pid}.tar"));
+                let archive = self.dir.join(format!("{}{pid}.tar", export_prefix(&name)));
                 export = Scratch(Some(archive.clone()));
                 tracing::info!(target: "chock_progress", "saving {} from {}", want.reference, engine.program);
                 source::export(&engine, &want.reference, &archive)
@@ -497,18 +504,20 @@ impl Images {
         let Ok(entries) = std::fs::read_dir(&self.dir) else {
             return;
         };
+        let prefixes = [
+            format!(".new-{name}-"),
+            format!(".old-{name}-"),
+            export_prefix(name),
+        ];
         for entry in entries.filter_map(Result::ok) {
             let file = entry.file_name();
             let file = file.to_string_lossy();
-            let ours = [".new-", ".old-", ".export-"].iter().any(|prefix| {
-                file.strip_prefix(prefix)
-                    .and_then(|rest| rest.strip_prefix(name))
-                    .and_then(|rest| rest.strip_prefix('-'))
-                    .is_some_and(|pid| {
-                        pid.trim_end_matches(".tar")
-                            .bytes()
-                            .all(|b| b.is_ascii_digit())
-                    })
+            let ours = prefixes.iter().any(|prefix| {
+                file.strip_prefix(prefix.as_str()).is_some_and(|pid| {
+                    pid.trim_end_matches(".tar")
+                        .bytes()
+                        .all(|b| b.is_ascii_digit())
+                })
             });
             if ours {
                 let path = entry.path();
