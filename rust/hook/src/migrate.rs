@@ -765,10 +765,23 @@ mod tests {
         .unwrap_or_else(|e| panic!("{e}\n{text}"))
     }
 
-    fn decision(policy: &chock_policy::Policy, action: &str) -> Decision {
-        policy
-            .decide(&chock_policy::Key::new(action), chock_policy::Reading::Act)
-            .decision
+    /// Each action is decided as paired.
+    fn assert_decides(policy: &chock_policy::Policy, expected: &[(&str, Decision)]) {
+        for (action, decision) in expected {
+            let decided = policy
+                .decide(&chock_policy::Key::new(*action), chock_policy::Reading::Act)
+                .decision;
+            assert_eq!(decided, *decision, "{action}");
+        }
+    }
+
+    /// A note says `needle`.
+    fn assert_noted(m: &Migration, needle: &str) {
+        assert!(
+            m.notes.iter().any(|n| n.contains(needle)),
+            "{needle}: {:?}",
+            m.notes
+        );
     }
 
     #[test]
@@ -807,18 +820,14 @@ mod tests {
         assert!(!zon.contains("hunter2"), "a value is never copied: {zon}");
         let policy = loads(project.path(), &zon);
         assert_eq!(policy.mcp_servers().len(), 3);
-        assert_eq!(
-            decision(&policy, "mcp.github.tool.get_issue"),
-            Decision::Allow
-        );
-        assert_eq!(
-            decision(&policy, "mcp.github.tool.create_issue"),
-            Decision::Ask
-        );
-        assert_eq!(decision(&policy, "mcp.notion.tool.search"), Decision::Deny);
-        assert_eq!(
-            decision(&policy, "mcp.notion.host.com.notion.mcp"),
-            Decision::Allow
+        assert_decides(
+            &policy,
+            &[
+                ("mcp.github.tool.get_issue", Decision::Allow),
+                ("mcp.github.tool.create_issue", Decision::Ask),
+                ("mcp.notion.tool.search", Decision::Deny),
+                ("mcp.notion.host.com.notion.mcp", Decision::Allow),
+            ],
         );
         let notes = m.notes.join("\n");
         for said in [
@@ -856,16 +865,15 @@ mod tests {
         );
         let m = Migration::read(Agent::Gemini, project.path(), None);
         let policy = loads(project.path(), &m.zon());
-        assert_eq!(
-            decision(&policy, "mcp.time.tool.get_current_time"),
-            Decision::Allow
+        assert_decides(
+            &policy,
+            &[
+                ("mcp.time.tool.get_current_time", Decision::Allow),
+                ("mcp.time.tool.convert_time", Decision::Deny),
+                ("mcp.docs.tool.search", Decision::Ask),
+                ("mcp.docs.tool.delete", Decision::Deny),
+            ],
         );
-        assert_eq!(
-            decision(&policy, "mcp.time.tool.convert_time"),
-            Decision::Deny
-        );
-        assert_eq!(decision(&policy, "mcp.docs.tool.search"), Decision::Ask);
-        assert_eq!(decision(&policy, "mcp.docs.tool.delete"), Decision::Deny);
 
         write(
             project.path(),
@@ -879,19 +887,14 @@ mod tests {
         );
         let m = Migration::read(Agent::Cursor, project.path(), None);
         let policy = loads(project.path(), &m.zon());
-        assert_eq!(
-            decision(&policy, "mcp.linear.tool.list_issues"),
-            Decision::Allow
+        assert_decides(
+            &policy,
+            &[
+                ("mcp.linear.tool.list_issues", Decision::Allow),
+                ("mcp.linear.tool.delete_issue", Decision::Deny),
+            ],
         );
-        assert_eq!(
-            decision(&policy, "mcp.linear.tool.delete_issue"),
-            Decision::Deny
-        );
-        assert!(
-            m.notes.iter().any(|n| n.contains("Shell(ls)")),
-            "{:?}",
-            m.notes
-        );
+        assert_noted(&m, "Shell(ls)");
     }
 
     #[test]
@@ -921,19 +924,14 @@ bearer_token_env_var = "FIGMA_TOKEN"
         );
         assert_eq!(m.stores["CONTEXT7_KEY"], "CONTEXT7_KEY");
         let policy = loads(project.path(), &m.zon());
-        assert_eq!(
-            decision(&policy, "mcp.context7.tool.resolve-library-id"),
-            Decision::Deny
+        assert_decides(
+            &policy,
+            &[
+                ("mcp.context7.tool.resolve-library-id", Decision::Deny),
+                ("mcp.figma.host.com.figma.mcp", Decision::Allow),
+            ],
         );
-        assert_eq!(
-            decision(&policy, "mcp.figma.host.com.figma.mcp"),
-            Decision::Allow
-        );
-        assert!(
-            m.notes.iter().any(|n| n.contains("bearer token")),
-            "{:?}",
-            m.notes
-        );
+        assert_noted(&m, "bearer token");
     }
 
     #[test]
@@ -954,14 +952,19 @@ bearer_token_env_var = "FIGMA_TOKEN"
         let merged = m.merged(Some(existing)).expect("merged");
         assert!(merged.contains("// the project's own"), "{merged}");
         let policy = loads(project.path(), &merged);
-        assert_eq!(decision(&policy, "git.push"), Decision::Allow);
-        assert_eq!(decision(&policy, "mcp.time.tool.x"), Decision::Allow);
+        assert_decides(
+            &policy,
+            &[
+                ("git.push", Decision::Allow),
+                ("mcp.time.tool.x", Decision::Allow),
+            ],
+        );
         assert_eq!(policy.mcp_servers()[0].name, "time");
         let without_policy = m
             .merged(Some(".{ .nix = .{ .dev_shell = \"ci\" } }"))
             .expect("merged");
         let policy = loads(project.path(), &without_policy);
-        assert_eq!(decision(&policy, "mcp.time.tool.x"), Decision::Allow);
+        assert_decides(&policy, &[("mcp.time.tool.x", Decision::Allow)]);
         assert!(
             m.merged(Some(".{ .mcp = .{} }"))
                 .unwrap_err()
