@@ -2,7 +2,10 @@
 //! ecosystem, installed by `scripts/setup` (npm's
 //! `@modelcontextprotocol/server-everything` and `server-filesystem`,
 //! started in the sandbox; PyPI's `mcp`, whose FastMCP serves Streamable
-//! HTTP on loopback), driven by the scripted client of the `mcp` tests.
+//! HTTP and the older HTTP+SSE on loopback, and runs as a command server in
+//! the sandbox), driven by the scripted client of the `mcp` tests. The
+//! command server's network is tested against a lab of network namespaces
+//! the test makes (`net_lab`).
 
 use std::net::TcpListener;
 use std::path::Path;
@@ -12,6 +15,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use support::{Env, Site, answered_in_chock_approve, person_says};
 
+mod net_lab;
 mod sandbox_fixture;
 #[path = "mcp_support/mod.rs"]
 mod support;
@@ -195,14 +199,16 @@ fn an_asked_call_is_answered_by_elicitation_and_by_chock_approve() {
     env.assert_logged("mcp.everything.tool.echo", "allow", "person");
 }
 
-/// A FastMCP server over Streamable HTTP on loopback, from PyPI's `mcp`.
+/// A FastMCP server on loopback, from PyPI's `mcp`, over Streamable HTTP
+/// (`streamable-http`, at /mcp) or the older HTTP+SSE (`sse`, at /sse).
 struct FastMcp {
     child: Child,
     port: u16,
+    path: &'static str,
 }
 
 impl FastMcp {
-    fn start() -> FastMcp {
+    fn start(transport: &'static str) -> FastMcp {
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("a free port")
@@ -217,10 +223,10 @@ def add(a: int, b: int) -> int:
     """Add two integers."""
     return a + b
 
-server.run(transport="streamable-http")
+server.run(transport=sys.argv[2])
 "#;
         let child = Command::new("python3")
-            .args(["-c", script, &port.to_string()])
+            .args(["-c", script, &port.to_string(), transport])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -234,11 +240,12 @@ server.run(transport="streamable-http")
             );
             std::thread::sleep(Duration::from_millis(50));
         }
-        FastMcp { child, port }
+        let path = if transport == "sse" { "/sse" } else { "/mcp" };
+        FastMcp { child, port, path }
     }
 
     fn url(&self) -> String {
-        format!("http://127.0.0.1:{}/mcp", self.port)
+        format!("http://127.0.0.1:{}{}", self.port, self.path)
     }
 }
 
@@ -251,7 +258,7 @@ impl Drop for FastMcp {
 
 #[test]
 fn a_url_server_is_reached_only_at_a_host_a_rule_allows() {
-    let fast = FastMcp::start();
+    let fast = FastMcp::start("streamable-http");
     let env = Env::new();
     let server = format!(r#".{{ .name = "notes", .url = "{}" }}"#, fast.url());
     project(
@@ -774,5 +781,244 @@ fn a_servers_own_question_reaches_the_client() {
         client.elicited[0]["params"]["requestedSchema"].is_object(),
         "the server's own form: {:?}",
         client.elicited
+    );
+}
+
+#[test]
+fn a_url_server_speaking_only_the_older_sse_transport_is_reached_at_an_allowed_host() {
+    let fast = FastMcp::start("sse");
+    let env = Env::new();
+    let server = format!(r#".{{ .name = "notes", .url = "{}" }}"#, fast.url());
+    project(
+        &env,
+        std::slice::from_ref(&server),
+        "",
+        &[
+            r#".{ .action = "mcp.notes.host.1.0.0.127", .decision = .allow }"#,
+            r#".{ .action = "mcp.notes.tool.add", .decision = .allow }"#,
+        ],
+    );
+    let mut client = env.client(false, &[]);
+    let listed = tools(&mut client);
+    let add = listed
+        .iter()
+        .find(|t| t["name"] == "notes__add")
+        .unwrap_or_else(|| panic!("notes__add is listed: {listed:?} {}", client.stderr()));
+    assert_eq!(
+        add["inputSchema"]["properties"]["b"]["type"], "integer",
+        "{add}"
+    );
+    let called = client.call("notes__add", json!({"a": 20, "b": 22}));
+    assert!(called.text.contains("42"), "{called:?}");
+    assert!(
+        client.stderr_says("speaks the older HTTP+SSE transport"),
+        "{}",
+        client.stderr()
+    );
+    drop(client);
+
+    // The same host decision as Streamable HTTP: no rule, no connection.
+    project(&env, &[server], "", &[]);
+    let (mut client, init) = env.client_speaking("2025-06-18", false, &[], &[]);
+    let instructions = init["result"]["instructions"].as_str().unwrap_or_default();
+    assert!(
+        instructions.contains("MCP server `notes` is not offered")
+            && instructions.contains("mcp.notes.host.1.0.0.127"),
+        "{instructions}"
+    );
+    assert!(
+        !tools(&mut client)
+            .iter()
+            .any(|t| t["name"].as_str().is_some_and(|n| n.starts_with("notes__")))
+    );
+    let line = env
+        .logged("mcp.notes.host.1.0.0.127")
+        .pop()
+        .expect("logged");
+    assert_eq!(
+        (&line["decision"], &line["answered_by"]),
+        (&json!("ask"), &json!("nobody"))
+    );
+}
+
+#[test]
+fn a_secret_given_as_a_file_is_there_for_one_call_only_scrubbed_and_never_logged() {
+    let env = Env::new();
+    operator_keeps_api_key(&env);
+    project(
+        &env,
+        &[],
+        r#""API_KEY""#,
+        &[
+            r#".{ .action = "exec.*", .decision = .allow }"#,
+            r#".{ .action = "secret.use.API_KEY", .decision = .allow }"#,
+        ],
+    );
+    let mut client = env.client_with_env(false, &[], &[("CHOCK_TEST_API_KEY", Path::new(SECRET))]);
+    let file = "/run/chock/secrets/API_KEY";
+    let given = client.call(
+        "run_command",
+        json!({"argv": ["sh", "-c", format!(
+            "echo key=$(cat {file}); echo bytes=$(wc -c < {file}); \
+             echo mode=$(stat -c '%a %u' {file}) dir=$(stat -c %a /run/chock/secrets) me=$(id -u); \
+             echo env=${{API_KEY:-none}}; \
+             (echo x > {file}) 2>/dev/null && echo written || echo read-only; \
+             grep ' /run/chock/secrets ' /proc/self/mounts | cut -d' ' -f3,4")],
+         "secret_files": ["API_KEY"]}),
+    );
+    assert!(!given.is_error, "{given:?}");
+    assert!(
+        given.text.contains("key=[secret API_KEY]"),
+        "read, and scrubbed from the answer: {given:?}"
+    );
+    assert!(!given.text.contains(SECRET), "{given:?}");
+    assert!(
+        given.text.contains(&format!("bytes={}", SECRET.len())),
+        "{given:?}"
+    );
+    let me = given
+        .text
+        .split("me=")
+        .nth(1)
+        .and_then(|rest| rest.lines().next())
+        .expect("the sandbox user's id");
+    assert!(
+        given.text.contains(&format!("mode=400 {me} dir=500")),
+        "0400, owned by the sandbox's user, in a 0500 folder: {given:?}"
+    );
+    assert!(given.text.contains("env=none"), "a file only: {given:?}");
+    assert!(given.text.contains("read-only"), "{given:?}");
+    assert!(
+        given.text.contains("tmpfs ro,"),
+        "a read-only tmpfs of its own: {given:?}"
+    );
+
+    let next = client.call(
+        "run_command",
+        json!({"argv": ["sh", "-c", format!("test -e {file} && echo present || echo absent")]}),
+    );
+    assert!(
+        next.text.contains("absent"),
+        "gone with the call that was given it: {next:?}"
+    );
+    let lines = env.logged("secret.use.API_KEY");
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(
+        (&lines[0]["decision"], &lines[0]["subject"]),
+        (&json!("allow"), &json!("API_KEY"))
+    );
+    assert!(
+        !log_text(&env).contains(SECRET),
+        "the value is never logged"
+    );
+}
+
+/// A command server written with PyPI's `mcp` (FastMCP over stdio), run
+/// in the sandbox on the host's /usr/bin/python3: `fetch` reads a URL,
+/// `secret` the file it may have been given.
+const FETCHER: &str = r#"
+import urllib.request
+from mcp.server.fastmcp import FastMCP
+server = FastMCP("fetcher")
+
+@server.tool()
+def fetch(url: str) -> str:
+    """Fetch a URL."""
+    try:
+        with urllib.request.urlopen(url, timeout=10) as answer:
+            return "fetched: " + answer.read().decode()
+    except Exception as e:
+        return f"failed: {e}"
+
+@server.tool()
+def secret() -> str:
+    """Read the secret file."""
+    try:
+        return "secret: " + open("/run/chock/secrets/API_KEY").read()
+    except OSError as e:
+        return f"no secret: {e}"
+
+server.run()
+"#;
+
+#[test]
+fn a_command_servers_network_is_its_own_rule_then_each_host() {
+    let lab = net_lab::Lab::new();
+    // This thread, and the chock mcp it starts, live in the lab's client namespace.
+    lab.enter();
+    let env = Env::new();
+    operator_keeps_api_key(&env);
+    env.write("fetcher.py", FETCHER);
+    let server = format!(
+        r#".{{ .name = "fetcher", .command = .{{ "/usr/bin/python3", "{}" }}, .secret_files = .{{ "API_KEY" }} }}"#,
+        env.project.join("fetcher.py").display()
+    );
+    let host_rules = [
+        r#".{ .action = "mcp.fetcher.tool.*", .decision = .allow }"#,
+        r#".{ .action = "secret.use.API_KEY", .decision = .allow }"#,
+        r#".{ .action = "net.connect.test.allowed.*", .decision = .allow }"#,
+        r#".{ .action = "net.connect.test.asked.*", .decision = .ask }"#,
+    ];
+    let resolver = lab.resolver();
+    let vars = [
+        ("CHOCK_TEST_API_KEY", Path::new(SECRET)),
+        ("CHOCK_NET_RESOLVER", Path::new(&resolver)),
+    ];
+    let mut rules = host_rules.to_vec();
+    rules.push(r#".{ .action = "mcp.fetcher.network", .decision = .allow }"#);
+    project(&env, std::slice::from_ref(&server), r#""API_KEY""#, &rules);
+    let mut client = env.client_with_env(false, &[], &vars);
+    let reached = client.call(
+        "fetcher__fetch",
+        json!({"url": "http://allowed.test:8080/"}),
+    );
+    assert!(
+        reached.text.contains("fetched: hello through the router"),
+        "{reached:?} {}",
+        client.stderr()
+    );
+    // A host the rules only ask about: nobody can be asked for a server.
+    let asked = client.call("fetcher__fetch", json!({"url": "http://asked.test:8080/"}));
+    assert!(asked.text.contains("failed"), "{asked:?}");
+    assert_eq!(
+        lab.log().matches("8080 ").count(),
+        1,
+        "only the allowed host was connected to: {}",
+        lab.log()
+    );
+    let connect = env.logged("net.connect.test.allowed.8080");
+    assert_eq!(connect[0]["decision"], "allow", "{connect:?}");
+    assert_eq!(env.logged("mcp.fetcher.network")[0]["decision"], "allow");
+    // The server's secret file, read by its tool, scrubbed from the answer.
+    let secret = client.call("fetcher__secret", json!({}));
+    assert!(
+        secret.text.contains("secret: [secret API_KEY]") && !secret.text.contains(SECRET),
+        "{secret:?}"
+    );
+    drop(client);
+
+    // Without mcp.fetcher.network the server has loopback only: the host
+    // is never looked up and never connected to, whatever net.connect says.
+    project(&env, &[server], r#""API_KEY""#, &host_rules);
+    let before = lab.log();
+    let mut client = env.client_with_env(false, &[], &vars);
+    let refused = client.call(
+        "fetcher__fetch",
+        json!({"url": "http://allowed.test:8080/"}),
+    );
+    assert!(refused.text.contains("failed"), "{refused:?}");
+    assert_eq!(
+        lab.log(),
+        before,
+        "no lookup and no connection reached the lab"
+    );
+    let line = env.logged("mcp.fetcher.network").pop().expect("logged");
+    assert_eq!(
+        (&line["decision"], &line["answered_by"]),
+        (&json!("ask"), &json!("nobody"))
+    );
+    assert!(
+        !log_text(&env).contains(SECRET),
+        "the value is never logged"
     );
 }

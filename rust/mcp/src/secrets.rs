@@ -2,7 +2,9 @@
 //! value this session has given out off the agent's screen.
 //!
 //! A value is read only after `secret.use.<name>` granted it, is handed to
-//! a program as an environment variable, never reaches the decision log
+//! a program as an environment variable or as a file under
+//! `/run/chock/secrets` (a tmpfs of the program's sandbox, gone when it
+//! ends), never reaches the decision log
 //! (the action names the secret, never its value), and is replaced by
 //! `[secret NAME]` in every text the server returns to the agent.
 
@@ -14,6 +16,7 @@ use std::time::{Duration, Instant};
 use std::ffi::OsString;
 
 use chock_policy::{Policy, SecretStore, names};
+use chock_sandbox::{SECRETS_MOUNT, SecretFile};
 
 use crate::gate::{Act, Asking};
 use crate::tools::Call;
@@ -62,16 +65,27 @@ impl Given {
     }
 }
 
-/// The secrets one tool call names, each decided at the call under
-/// `secret.use.<name>` (an ask reaches a person) and read only then, as
-/// environment variables of the same names. A refusal refuses the call:
-/// nothing runs with a secret missing.
+/// What a program is given: secrets as environment variables and as files.
+#[derive(Default)]
+pub struct Granted {
+    pub env: Vec<(OsString, OsString)>,
+    pub files: Vec<SecretFile>,
+}
+
+/// The secrets one tool call names, `as_env` as environment variables of
+/// the same names and `as_files` as files `/run/chock/secrets/<name>`,
+/// each decided once at the call under `secret.use.<name>` (an ask reaches
+/// a person) and read only then. A refusal refuses the call: nothing runs
+/// with a secret missing.
 pub async fn for_call(
     call: &Call<'_>,
     tool: &str,
-    wanted: &[String],
-) -> Result<Vec<(OsString, OsString)>, String> {
-    let mut env = Vec::new();
+    as_env: &[String],
+    as_files: &[String],
+) -> Result<Granted, String> {
+    let mut granted = Granted::default();
+    let mut wanted: Vec<&String> = as_env.iter().collect();
+    wanted.extend(as_files.iter().filter(|f| !as_env.contains(f)));
     for name in wanted {
         let action = names::secret_use(name).map_err(|e| format!("{tool}: {e}"))?;
         if !call.session.policy.secrets().contains(name) {
@@ -84,8 +98,10 @@ pub async fn for_call(
             tool,
             action,
             subject: Some(name.clone()),
-            detail: vec![format!(
-                "the command is given secret {name} as the environment variable {name}"
+            detail: vec![given_as(
+                name,
+                as_env.contains(name),
+                as_files.contains(name),
             )],
         };
         call.gate(&act, Asking::Person).await?;
@@ -96,9 +112,31 @@ pub async fn for_call(
             .map_err(|e| format!("{tool}: reading secret {name} stopped ({e})"))?
             .map_err(|why| format!("{tool}: {why} (nothing was run)"))?;
         call.session.secrets.remember(name, &value);
-        env.push((OsString::from(name), OsString::from(value)));
+        if as_files.contains(name) {
+            granted.files.push(SecretFile {
+                name: name.clone(),
+                contents: value.clone().into_bytes(),
+            });
+        }
+        if as_env.contains(name) {
+            granted
+                .env
+                .push((OsString::from(name), OsString::from(value)));
+        }
     }
-    Ok(env)
+    Ok(granted)
+}
+
+/// How the command is given secret `name`, as a person is told when asked.
+fn given_as(name: &str, env: bool, file: bool) -> String {
+    let file_words = format!("the file {SECRETS_MOUNT}/{name}");
+    match (env, file) {
+        (true, true) => format!(
+            "the command is given secret {name} as the environment variable {name} and as {file_words}"
+        ),
+        (false, true) => format!("the command is given secret {name} as {file_words}"),
+        _ => format!("the command is given secret {name} as the environment variable {name}"),
+    }
 }
 
 /// Reads secret `name` from where the operator's `config.zon` keeps it.

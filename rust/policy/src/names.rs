@@ -327,6 +327,11 @@ pub fn mcp_host(server: &str, host: &str) -> Result<String, NameError> {
     ))
 }
 
+/// Whether a command server has a network: `mcp.<server>.network`.
+pub fn mcp_network(server: &str) -> Result<String, NameError> {
+    Ok(format!("mcp.{}.network", label(server)?))
+}
+
 /// A tool of a plugin: `plugin.<plugin>.tool.<tool>`.
 pub fn plugin_tool(plugin: &str, tool: &str) -> Result<String, NameError> {
     Ok(format!("plugin.{}.tool.{}", label(plugin)?, label(tool)?))

@@ -812,8 +812,16 @@ pub fn read_once_note(action: &str) -> Option<&'static str> {
         _ if action.starts_with("mcp.") && action.split('.').nth(2) == Some("host") => Some(
             "a url server's host is read once when the server starts, where only allow reaches it (nobody can be asked yet)",
         ),
+        _ if action.starts_with("mcp.")
+            && action.split('.').count() == 3
+            && action.ends_with(".network") =>
+        {
+            Some(
+                "a command server's network is read once when it starts, where only allow gives it a network (its router then reaches only hosts net.connect.* allows outright)",
+            )
+        }
         _ if action.starts_with("secret.use.") => Some(
-            "for a tool call this is asked at the call; for an MCP server's .env it is read once at start, where only allow gives the secret",
+            "for a tool call this is asked at the call; for an MCP server's .env or .secret_files it is read once at start, where only allow gives the secret",
         ),
         _ => None,
     }

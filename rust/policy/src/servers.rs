@@ -8,10 +8,11 @@
 //! // chock.zon
 //! .mcp = .{
 //!     .{ .name = "github", .command = .{ "github-mcp-server", "stdio" },
-//!        .env = .{ .GITHUB_PERSONAL_ACCESS_TOKEN = "GITHUB_TOKEN" } },
+//!        .env = .{ .GITHUB_PERSONAL_ACCESS_TOKEN = "GITHUB_TOKEN" },
+//!        .secret_files = .{ "DEPLOY_KEY" } },
 //!     .{ .name = "notion", .url = "https://mcp.notion.com/mcp" },
 //! },
-//! .secrets = .{ "GITHUB_TOKEN" },
+//! .secrets = .{ "GITHUB_TOKEN", "DEPLOY_KEY" },
 //!
 //! // config.zon
 //! .secrets = .{
@@ -49,6 +50,8 @@ pub(crate) struct ServerFields {
     url: Option<String>,
     #[serde(default)]
     env: BTreeMap<String, String>,
+    #[serde(default)]
+    secret_files: Vec<String>,
 }
 
 /// How the gateway reaches a server.
@@ -78,6 +81,8 @@ pub struct McpServer {
     pub launch: Launch,
     /// The secrets it asks for, as environment variables.
     pub env: Vec<SecretEnv>,
+    /// The secrets it asks for as files, `/run/chock/secrets/<name>`.
+    pub secret_files: Vec<String>,
     /// Where it is written, for sentences that name it.
     pub file: PathBuf,
     pub line: u32,
@@ -233,10 +238,10 @@ pub(crate) fn read_project_servers(
                     }
                     names::mcp_host(&name, &endpoint.host)
                         .map_err(|e| source.error(span, format!("MCP server `{name}`: {e}")))?;
-                    if !fields.env.is_empty() {
+                    if !fields.env.is_empty() || !fields.secret_files.is_empty() {
                         return Err(source.error(
                             span,
-                            format!("MCP server `{name}`: `.env` gives variables to a program Chock starts, and a url server is run by somebody else; remove `.env`"),
+                            format!("MCP server `{name}`: `.env` and `.secret_files` give secrets to a program Chock starts, and a url server is run by somebody else; remove them"),
                         ));
                     }
                     Launch::Url(url)
@@ -270,10 +275,29 @@ pub(crate) fn read_project_servers(
                 }
                 env.push(SecretEnv { var, secret });
             }
+            let mut secret_files: Vec<String> = Vec::new();
+            for secret in fields.secret_files {
+                if !declared.contains(&secret) {
+                    return Err(source.error(
+                        span,
+                        format!("MCP server `{name}`: `.secret_files` names secret `{secret}`, which .secrets does not name; add \"{secret}\" to .secrets"),
+                    ));
+                }
+                if secret_files.contains(&secret) {
+                    return Err(source.error(
+                        span,
+                        format!(
+                            "MCP server `{name}`: `.secret_files` names `{secret}` twice; keep one"
+                        ),
+                    ));
+                }
+                secret_files.push(secret);
+            }
             out.push(McpServer {
                 name,
                 launch,
                 env,
+                secret_files,
                 file: source.file.to_path_buf(),
                 line: chock_zon::line_col(source.text, span.start).0,
             });
@@ -366,7 +390,7 @@ mod tests {
     #[test]
     fn servers_and_secrets_are_read_with_their_lines() {
         let policy = load(
-            ".{\n .mcp = .{\n  .{ .name = \"gh\", .command = .{ \"gh-mcp\", \"stdio\" }, .env = .{ .TOKEN = \"GH\" } },\n  .{ .name = \"notion\", .url = \"https://mcp.notion.com/mcp\" },\n },\n .secrets = .{ \"GH\" },\n}\n",
+            ".{\n .mcp = .{\n  .{ .name = \"gh\", .command = .{ \"gh-mcp\", \"stdio\" }, .env = .{ .TOKEN = \"GH\" }, .secret_files = .{ \"GH\" } },\n  .{ .name = \"notion\", .url = \"https://mcp.notion.com/mcp\" },\n },\n .secrets = .{ \"GH\" },\n}\n",
             Some(".{ .secrets = .{ .GH = .{ .command = .{ \"pass\", \"show\", \"gh\" } } } }"),
         )
         .expect("loads");
@@ -379,6 +403,7 @@ mod tests {
             super::Launch::Command(vec!["gh-mcp".into(), "stdio".into()])
         );
         assert_eq!(servers[0].env[0].var, "TOKEN");
+        assert_eq!(servers[0].secret_files, ["GH".to_string()]);
         assert_eq!(
             servers[1].launch,
             super::Launch::Url("https://mcp.notion.com/mcp".into())
@@ -435,6 +460,14 @@ mod tests {
                 "add \"NOPE\" to .secrets",
             ),
             (
+                ".{ .mcp = .{\n .{ .name = \"a\", .command = .{ \"x\" }, .secret_files = .{ \"NOPE\" } } } }",
+                "add \"NOPE\" to .secrets",
+            ),
+            (
+                ".{ .mcp = .{\n .{ .name = \"a\", .url = \"https://h/\", .secret_files = .{ \"A\" } } }, .secrets = .{ \"A\" } }",
+                "url server is run by somebody else",
+            ),
+            (
                 ".{ .mcp = .{\n .{ .name = \"a\", .command = .{ \"x\" }, .cwd = \"/\" } } }",
                 "cwd",
             ),
@@ -453,7 +486,8 @@ mod tests {
         assert!(note("mcp.notion.host.com.notion.mcp").contains("only allow reaches it"));
         assert!(note("mcp.gh.tool.network").contains("only deny is spent"));
         assert!(note("secret.use.GH").contains("once at start"));
-        assert_eq!(crate::read_once_note("mcp.gh.network"), None);
+        assert!(note("mcp.gh.network").contains("only allow gives it a network"));
+        assert_eq!(crate::read_once_note("mcp.gh.other"), None);
     }
 
     #[test]

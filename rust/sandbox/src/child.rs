@@ -549,13 +549,17 @@ fn run_op(op: &Op, opened: &mut Opened) -> Result<(), Errno> {
         Op::Symlink { target, link } => ignore_exists(
             errno_of(unsafe { libc::symlink(target.as_ptr(), link.as_ptr()) }).map(drop),
         ),
-        Op::WriteFile { path, contents } => {
-            // SAFETY: NUL-terminated path.
+        Op::WriteFile {
+            path,
+            contents,
+            mode,
+        } => {
+            // SAFETY: NUL-terminated path; `mode` is a plain integer.
             let fd = errno_of(unsafe {
                 libc::open(
                     path.as_ptr(),
                     libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC,
-                    0o444,
+                    libc::c_uint::from(*mode),
                 )
             })?;
             let result = sys::write_all(fd, contents);

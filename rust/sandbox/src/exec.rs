@@ -443,6 +443,18 @@ impl Prepared {
         self
     }
 
+    /// Gives the program `files` under `/run/chock/secrets` (the secrets it
+    /// was granted as files; see [`Sandbox::give_secret_files`]).
+    pub fn with_secret_files(
+        mut self,
+        files: Vec<crate::mounts::SecretFile>,
+    ) -> Result<Prepared, ExecError> {
+        if !files.is_empty() {
+            self.sandbox.give_secret_files(files)?;
+        }
+        Ok(self)
+    }
+
     /// Starts the program and returns at once; [`Started::signal`] cancels
     /// it, [`Started::wait`] collects it (for callers that run several
     /// commands, such as the tool server).

@@ -145,6 +145,7 @@ pub fn resolve(
         file_binds,
         links,
         session: None,
+        secret_files: Vec::new(),
     })
 }
 

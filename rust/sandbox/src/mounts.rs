@@ -14,6 +14,10 @@
 //!   host's system directories, read-only);
 //! - `/run/chock/cache` (read-write, from the host's data directory) and
 //!   `/run/chock/tmp` (a tmpfs with a size cap, also bound at `/tmp`);
+//! - `/run/chock/secrets` (a read-only tmpfs of its own, mode 0500) with
+//!   one file of mode 0400 per secret the run was granted as a file, only
+//!   when there is one; it lives in the sandbox's mount namespace, so it is
+//!   gone when the run ends;
 //! - `/etc` with generated `passwd`, `group`, `hosts` and `nsswitch.conf`
 //!   and the host's time zone; `/dev` with six device nodes, a private
 //!   `devpts` and a capped `/dev/shm`; a fresh read-only `/proc` with the
@@ -43,6 +47,43 @@ pub const RUN_CHOCK: &str = "/run/chock";
 pub const CACHE_MOUNT: &str = "/run/chock/cache";
 /// The capped tmpfs, `TMPDIR`.
 pub const TMP_MOUNT: &str = "/run/chock/tmp";
+/// Where the secrets a run was granted as files are, one file each.
+pub const SECRETS_MOUNT: &str = "/run/chock/secrets";
+/// The most bytes all of a run's secret files may hold together.
+pub const MAX_SECRET_FILE_BYTES: usize = 4 << 20;
+
+/// One secret given to a run as a file, `SECRETS_MOUNT/<name>`. Its
+/// contents never show in a `Debug` print (a failed run describes its
+/// steps, never their contents).
+#[derive(Clone, PartialEq, Eq)]
+pub struct SecretFile {
+    /// The file's name: a plain name, no `/`, not `.` or `..`.
+    pub name: String,
+    /// What the file holds.
+    pub contents: Vec<u8>,
+}
+
+impl std::fmt::Debug for SecretFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "SecretFile({}, {} bytes)",
+            self.name,
+            self.contents.len()
+        )
+    }
+}
+
+impl SecretFile {
+    /// Whether `name` can be a file's name directly under [`SECRETS_MOUNT`].
+    pub fn is_plain_name(name: &str) -> bool {
+        !name.is_empty()
+            && name.len() <= 255
+            && name != "."
+            && name != ".."
+            && !name.bytes().any(|b| b == b'/' || b == 0)
+    }
+}
 
 pub(crate) const READ_ONLY: u64 = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
 pub(crate) const WRITABLE: u64 = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
@@ -162,6 +203,8 @@ pub struct Layout {
     /// A session workspace shown at `workspace` instead of the project:
     /// then `pinned`, `read_only` and `missing` lie in its tree.
     pub session: Option<crate::workspace::View>,
+    /// Secrets given as files under [`SECRETS_MOUNT`].
+    pub secret_files: Vec<SecretFile>,
 }
 
 /// One step of building the tree. Every path is already a C string so the
@@ -233,8 +276,12 @@ pub(crate) enum Op {
     },
     /// A symbolic link (an existing one is fine).
     Symlink { target: CString, link: CString },
-    /// A file with fixed contents, read-only for everyone.
-    WriteFile { path: CString, contents: Vec<u8> },
+    /// A new file with fixed contents and permission bits `mode`.
+    WriteFile {
+        path: CString,
+        contents: Vec<u8>,
+        mode: libc::mode_t,
+    },
     /// A fresh read-only procfs for the new PID namespace.
     Proc { target: CString },
     /// A private devpts instance.
@@ -474,6 +521,40 @@ fn plan_run_chock(p: &mut Planner, layout: &Layout, cache: FileId) {
         target: cstring(CACHE_MOUNT),
         set: WRITABLE,
     });
+    plan_secret_files(p, &layout.secret_files);
+}
+
+/// A tmpfs of its own for the secret files, owned by the sandbox's user
+/// (the caller's uid, mapped to itself), the directory 0500 and each file
+/// 0400, made read-only once written. Nothing is mounted when there are none.
+fn plan_secret_files(p: &mut Planner, files: &[SecretFile]) {
+    if files.is_empty() {
+        return;
+    }
+    const PAGE: usize = 4096;
+    let bytes: usize = files
+        .iter()
+        .map(|f| f.contents.len().div_ceil(PAGE).max(1) * PAGE)
+        .sum::<usize>()
+        + PAGE;
+    p.mkdir_all(Path::new(SECRETS_MOUNT));
+    p.push(Op::Tmpfs {
+        target: cstring(SECRETS_MOUNT),
+        data: cstring(format!("mode=0500,size={bytes}")),
+        flags: (libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC) as libc::c_ulong,
+    });
+    for file in files {
+        p.push(Op::WriteFile {
+            path: cstring(Path::new(SECRETS_MOUNT).join(&file.name)),
+            contents: file.contents.clone(),
+            mode: 0o400,
+        });
+    }
+    p.push(Op::SetAttr {
+        path: cstring(SECRETS_MOUNT),
+        set: READ_ONLY | MOUNT_ATTR_NOEXEC,
+        recursive: false,
+    });
 }
 
 fn plan_store(p: &mut Planner, store: &StoreView) {
@@ -556,6 +637,7 @@ fn plan_etc(p: &mut Planner, layout: &Layout) {
         p.push(Op::WriteFile {
             path: cstring(Path::new("/etc").join(name)),
             contents: contents.clone(),
+            mode: 0o444,
         });
     }
     for (host, inside) in &layout.file_binds {
@@ -711,6 +793,7 @@ mod tests {
                 PathBuf::from("/bin/sh"),
             )],
             session: None,
+            secret_files: Vec::new(),
         }
     }
 
@@ -862,6 +945,41 @@ mod tests {
         assert!(!ops.iter().any(|op| matches!(op,
             Op::Bind { target, .. } | Op::SetAttr { path: target, .. }
                 if target.to_bytes().starts_with(b"/home/ada/project"))));
+    }
+
+    #[test]
+    fn secret_files_get_a_tmpfs_of_their_own_written_0400_then_read_only() {
+        let mut shown = layout(closure());
+        assert!(
+            !plan(&shown)
+                .iter()
+                .any(|op| matches!(op, Op::Tmpfs { target, .. } if target.as_c_str() == c"/run/chock/secrets")),
+            "no secret, no mount"
+        );
+        shown.secret_files = vec![SecretFile {
+            name: "API_KEY".into(),
+            contents: b"v".to_vec(),
+        }];
+        let ops = plan(&shown);
+        let at = |wanted: &dyn Fn(&Op) -> bool| ops.iter().position(wanted).expect("planned");
+        let mounted = at(&|op| {
+            matches!(op, Op::Tmpfs { target, data, .. }
+                if target.as_c_str() == c"/run/chock/secrets" && data.as_c_str() == c"mode=0500,size=8192")
+        });
+        let written = at(&|op| {
+            matches!(op, Op::WriteFile { path, mode: 0o400, .. }
+                if path.as_c_str() == c"/run/chock/secrets/API_KEY")
+        });
+        let sealed = at(&|op| {
+            matches!(op, Op::SetAttr { path, set, .. }
+                if path.as_c_str() == c"/run/chock/secrets" && set & MOUNT_ATTR_RDONLY != 0)
+        });
+        assert!(mounted < written && written < sealed, "{ops:?}");
+        assert!(!format!("{:?}", shown.secret_files).contains('v'));
+        assert!(SecretFile::is_plain_name("API_KEY"));
+        for bad in ["", ".", "..", "a/b"] {
+            assert!(!SecretFile::is_plain_name(bad), "{bad}");
+        }
     }
 
     #[test]

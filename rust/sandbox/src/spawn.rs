@@ -269,6 +269,50 @@ impl Sandbox {
         self.ops = mounts::plan(&self.layout, &self.anchors.anchored);
     }
 
+    /// Gives every program this sandbox starts `files` under
+    /// [`mounts::SECRETS_MOUNT`], each readable by the sandbox's user
+    /// alone, on a tmpfs that ends with the run. A name that is not a plain
+    /// file name, a name given twice, or more than
+    /// [`mounts::MAX_SECRET_FILE_BYTES`] in all is refused.
+    pub fn give_secret_files(
+        &mut self,
+        files: Vec<mounts::SecretFile>,
+    ) -> Result<(), SandboxError> {
+        let mut total = 0usize;
+        for file in self.layout.secret_files.iter().chain(&files) {
+            total = total.saturating_add(file.contents.len());
+        }
+        for (i, file) in files.iter().enumerate() {
+            if !mounts::SecretFile::is_plain_name(&file.name) {
+                return Err(SandboxError::Unsupported(format!(
+                    "a secret file's name must be a plain file name, not `{}`",
+                    file.name.escape_debug()
+                )));
+            }
+            if self
+                .layout
+                .secret_files
+                .iter()
+                .chain(&files[..i])
+                .any(|f| f.name == file.name)
+            {
+                return Err(SandboxError::Unsupported(format!(
+                    "secret file `{}` is given twice",
+                    file.name
+                )));
+            }
+        }
+        if total > mounts::MAX_SECRET_FILE_BYTES {
+            return Err(SandboxError::Unsupported(format!(
+                "the secret files hold {total} bytes, more than the {} a run is given",
+                mounts::MAX_SECRET_FILE_BYTES
+            )));
+        }
+        self.layout.secret_files.extend(files);
+        self.ops = mounts::plan(&self.layout, &self.anchors.anchored);
+        Ok(())
+    }
+
     /// Gives the sandbox `network` (see [`crate::netmode`]).
     pub fn set_network(&mut self, network: crate::netmode::Network) {
         self.network = network;

@@ -26,7 +26,9 @@ use landlock::{
 
 use crate::anchor::Anchors;
 use crate::error::SandboxError;
-use crate::mounts::{DEVICE_NODES, EntryKind, Layout, StoreView, TMP_MOUNT, cstring};
+use crate::mounts::{
+    DEVICE_NODES, EntryKind, Layout, SECRETS_MOUNT, StoreView, TMP_MOUNT, cstring,
+};
 use crate::sys;
 
 /// The newest ABI this build knows; the kernel's own may be older.
@@ -209,6 +211,9 @@ pub(crate) fn build(layout: &Layout, anchors: &Anchors) -> Result<Walls, Sandbox
         (c"/dev/shm".to_owned(), read_write()),
         (cstring(TMP_MOUNT), read_write()),
     ];
+    if !layout.secret_files.is_empty() {
+        child_rules.push((cstring(SECRETS_MOUNT), read_only()));
+    }
     if let StoreView::Closure { store_dir, .. } = &layout.store {
         // Listing the store shows the closure's names; reading inside a
         // store path needs that path's own rule.

@@ -9,20 +9,23 @@
 //! logged on route `mcp` (the action names the server and the tool; the
 //! arguments are never logged). A URL server is reached only when
 //! `mcp.<server>.host.<reversed host>` answers allow at start; a command
-//! server runs in the sandbox and gets a secret only when
-//! `secret.use.<name>` answers allow at start. Resources and prompts are
+//! server runs in the sandbox, gets a secret only when `secret.use.<name>`
+//! answers allow at start, and a network (the sandbox's router, each host
+//! decided at `net.connect.*` with nobody to ask) only when
+//! `mcp.<server>.network` does. Resources and prompts are
 //! passed on as the servers give them; progress and cancellation go both
 //! ways; a server that dies is started again once, then reported.
 
+mod sse;
 mod upstream;
 
-use std::ffi::OsString;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use chock_gate::{Outcome, Refused, Settled, Step};
 use chock_log::AnsweredBy;
 use chock_policy::{Answer, Key, Launch, McpServer, Reading, TOOL_SEPARATOR, Verdict, names};
+use chock_sandbox::netmode::Network;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam,
     ClientRequest, GetPromptRequestParams, GetPromptResult, Prompt, ReadResourceRequestParams,
@@ -53,8 +56,8 @@ struct Upstream {
     session: Arc<Session>,
     relay: Arc<Relay>,
     config: McpServer,
-    /// The secrets it was granted at start, as its environment.
-    env: Vec<(OsString, OsString)>,
+    /// What it was granted at start (secrets, a network).
+    grants: upstream::Grants,
     link: Mutex<Link>,
     /// Whether it was started again after dying (it is, once).
     restarted: AtomicBool,
@@ -370,7 +373,7 @@ impl Upstream {
         let mut upstream = Upstream {
             session: session.clone(),
             relay,
-            env: Vec::new(),
+            grants: upstream::Grants::default(),
             link: Mutex::new(Link::Down(String::new())),
             restarted: AtomicBool::new(false),
             tools_changed: Arc::new(AtomicBool::new(false)),
@@ -389,12 +392,12 @@ impl Upstream {
         };
         let link = match admitted {
             Err(why) => Link::Down(why),
-            Ok(env) => {
-                upstream.env = env;
+            Ok(grants) => {
+                upstream.grants = grants;
                 match upstream::connect(
                     session,
                     &upstream.config,
-                    upstream.env.clone(),
+                    &upstream.grants,
                     upstream.client(),
                 )
                 .await
@@ -426,8 +429,9 @@ impl Upstream {
     }
 
     /// The rows read before a server starts: a URL server's host (only
-    /// allow reaches it), a command server's secrets (only allow gives one).
-    fn admit(&self, session: &Session) -> Result<Vec<(OsString, OsString)>, String> {
+    /// allow reaches it), a command server's secrets and network (only
+    /// allow gives one).
+    fn admit(&self, session: &Session) -> Result<upstream::Grants, String> {
         let name = &self.config.name;
         match &self.config.launch {
             Launch::Url(url) => {
@@ -435,7 +439,7 @@ impl Upstream {
                 let action = names::mcp_host(name, &host).map_err(|e| e.to_string())?;
                 let (granted, verdict) = start_allow(session, name, &action, Some(&host));
                 if granted {
-                    Ok(Vec::new())
+                    Ok(upstream::Grants::default())
                 } else {
                     Err(format!(
                         "{action} answered {} at start, by {}; a server is reached only at a host a rule allows, because it starts before anybody can be asked. To allow it, add to .policy.rules in {}: .{{ .action = \"{action}\", .decision = .allow }},",
@@ -446,34 +450,80 @@ impl Upstream {
                 }
             }
             Launch::Command(_) => {
-                let mut env = Vec::new();
+                let mut grants = upstream::Grants::default();
                 for binding in &self.config.env {
-                    let action = names::secret_use(&binding.secret).map_err(|e| e.to_string())?;
-                    let (granted, verdict) =
-                        start_allow(session, name, &action, Some(&binding.var));
-                    if !granted {
-                        tracing::warn!(
-                            "chock mcp: MCP server `{name}` starts without {}: {action} answered {} at start (by {}), and only allow gives a server a secret",
-                            binding.var,
-                            verdict.decision,
-                            decided_by_words(&verdict)
-                        );
-                        continue;
-                    }
-                    match crate::secrets::read(&session.policy, &binding.secret) {
-                        Ok(value) => {
-                            session.secrets.remember(&binding.secret, &value);
-                            env.push((binding.var.clone().into(), value.into()));
-                        }
-                        Err(why) => tracing::warn!(
-                            "chock mcp: MCP server `{name}` starts without {}: {why}",
-                            binding.var
-                        ),
+                    if let Some(value) = self.start_secret(session, &binding.secret, &binding.var) {
+                        grants.env.push((binding.var.clone().into(), value.into()));
                     }
                 }
-                Ok(env)
+                for secret in &self.config.secret_files {
+                    let path = format!("{}/{secret}", chock_sandbox::SECRETS_MOUNT);
+                    if let Some(value) = self.start_secret(session, secret, &path) {
+                        grants.files.push(chock_sandbox::SecretFile {
+                            name: secret.clone(),
+                            contents: value.into_bytes(),
+                        });
+                    }
+                }
+                grants.network = self.start_network(session)?;
+                Ok(grants)
             }
         }
+    }
+
+    /// `secret.use.<secret>` at start, for the server to be given it as
+    /// `given_as` (a variable, or a file's path): only allow reads the
+    /// value; anything else starts the server without it, saying so.
+    fn start_secret(&self, session: &Session, secret: &str, given_as: &str) -> Option<String> {
+        let name = &self.config.name;
+        let action = names::secret_use(secret).ok()?;
+        let (granted, verdict) = start_allow(session, name, &action, Some(given_as));
+        if !granted {
+            tracing::warn!(
+                "chock mcp: MCP server `{name}` starts without {given_as}: {action} answered {} at start (by {}), and only allow gives a server a secret",
+                verdict.decision,
+                decided_by_words(&verdict)
+            );
+            return None;
+        }
+        match crate::secrets::read(&session.policy, secret) {
+            Ok(value) => {
+                session.secrets.remember(secret, &value);
+                Some(value)
+            }
+            Err(why) => {
+                tracing::warn!("chock mcp: MCP server `{name}` starts without {given_as}: {why}");
+                None
+            }
+        }
+    }
+
+    /// `mcp.<server>.network` at start: only allow gives a command server
+    /// the sandbox's router (unless `.policy.net.router` is `.none`), which
+    /// then reaches each host only where `net.connect.*` allows it
+    /// outright, since nobody can be asked for a server. Anything else
+    /// leaves it the loopback of its own namespace.
+    fn start_network(&self, session: &Session) -> Result<Network, String> {
+        let name = &self.config.name;
+        let action = names::mcp_network(name).map_err(|e| e.to_string())?;
+        let (granted, verdict) = start_allow(session, name, &action, None);
+        if !granted {
+            if verdict.decision != chock_policy::Decision::Deny {
+                tracing::info!(
+                    "chock mcp: MCP server `{name}` has no network: {action} answered {} at start (by {}); to give it one, add .{{ .action = \"{action}\", .decision = .allow }},",
+                    verdict.decision,
+                    decided_by_words(&verdict)
+                );
+            }
+            return Ok(Network::Closed);
+        }
+        if session.policy.net().router == chock_policy::NetMode::None {
+            tracing::warn!(
+                "chock mcp: MCP server `{name}` has no network: {action} allows it, but .policy.net.router is .none"
+            );
+            return Ok(Network::Closed);
+        }
+        Ok(Network::Filtered)
     }
 
     /// Lists the server's tools and reads each one's start row: a deny
@@ -571,8 +621,7 @@ impl Upstream {
             return Err(why);
         }
         tracing::warn!("chock mcp: MCP server `{name}` stopped ({gone}); starting it again, once");
-        match upstream::connect(&self.session, &self.config, self.env.clone(), self.client()).await
-        {
+        match upstream::connect(&self.session, &self.config, &self.grants, self.client()).await {
             Ok(connection) => {
                 let peer = connection.service.peer().clone();
                 *link = Link::Up(connection);

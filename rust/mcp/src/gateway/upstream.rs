@@ -133,6 +133,17 @@ impl ClientHandler for Client {
     }
 }
 
+/// What a command server was granted at start.
+#[derive(Default)]
+pub struct Grants {
+    /// Secrets as environment variables.
+    pub env: Vec<(OsString, OsString)>,
+    /// Secrets as files under `/run/chock/secrets`.
+    pub files: Vec<chock_sandbox::SecretFile>,
+    /// Loopback only, or the router.
+    pub network: chock_sandbox::netmode::Network,
+}
+
 /// A live connection, and the sandboxed process behind it when there is one.
 pub struct Connection {
     pub service: RunningService<RoleClient, Client>,
@@ -170,27 +181,20 @@ impl Drop for Process {
 }
 
 /// Starts `server` and speaks `initialize` to it. A command server runs in
-/// the sandbox, with the project's toolchain and `env` (the secrets it was
-/// granted); a URL server is reached only after its host was allowed.
+/// the sandbox, with the project's toolchain and what it was granted (its
+/// secrets, its network); a URL server is reached only after its host was
+/// allowed.
 pub async fn connect(
     session: &Arc<Session>,
     server: &McpServer,
-    env: Vec<(OsString, OsString)>,
+    grants: &Grants,
     client: Client,
 ) -> Result<Connection, String> {
     let started = async {
         match &server.launch {
-            Launch::Command(argv) => spawn(session, &server.name, argv, env, client).await,
+            Launch::Command(argv) => spawn(session, &server.name, argv, grants, client).await,
             Launch::Url(url) => {
-                let http = http_client()?;
-                let transport = StreamableHttpClientTransport::with_client(
-                    http,
-                    StreamableHttpClientTransportConfig::with_uri(url.as_str()),
-                );
-                let service = client
-                    .serve(transport)
-                    .await
-                    .map_err(|e| format!("{url} did not answer as an MCP server: {e}"))?;
+                let service = reach(url, client).await?;
                 Ok(Connection {
                     service,
                     process: None,
@@ -203,13 +207,55 @@ pub async fn connect(
         .map_err(|_| format!("it did not start within {} s", START_TIMEOUT.as_secs()))?
 }
 
+/// Speaks Streamable HTTP to `url`; when that is refused, falls back to
+/// the older HTTP+SSE transport at the same URL, as the MCP specification
+/// tells a client to (a server that still speaks only SSE answers the
+/// POST with an error, and the GET with its event stream).
+async fn reach(url: &str, client: Client) -> Result<RunningService<RoleClient, Client>, String> {
+    let http = http_client()?;
+    let transport = StreamableHttpClientTransport::with_client(
+        http.clone(),
+        StreamableHttpClientTransportConfig::with_uri(url),
+    );
+    let streamable = match client.clone().serve(transport).await {
+        Ok(service) => return Ok(service),
+        Err(e) => e,
+    };
+    let sse = match super::sse::SseTransport::open(http, url).await {
+        Ok(sse) => sse,
+        Err(why) => {
+            return Err(format!(
+                "{url} did not answer as an MCP server over Streamable HTTP ({streamable}), nor over the older HTTP+SSE transport ({why})"
+            ));
+        }
+    };
+    tracing::warn!(
+        "chock mcp: {url} speaks the older HTTP+SSE transport, which MCP replaced by Streamable HTTP; it is used"
+    );
+    client.serve(sse).await.map_err(|e| {
+        format!("{url} opened an HTTP+SSE stream but did not answer `initialize`: {e}")
+    })
+}
+
 async fn spawn(
     session: &Arc<Session>,
     name: &str,
     argv: &[String],
-    env: Vec<(OsString, OsString)>,
+    grants: &Grants,
     client: Client,
 ) -> Result<Connection, String> {
+    // A server is never asked about: its router reaches what the rules
+    // allow outright and refuses the rest, as a background command's does.
+    let router = chock_sandbox::exec::router(
+        grants.network,
+        crate::tools::SessionPolicy(session.clone()),
+        &session.log,
+        Arc::new(chock_policy::Nobody),
+        (crate::ROUTE, &format!("mcp:{name}")),
+        &session.project,
+    )
+    .map_err(|e| e.to_string())?;
+    let (env, files, network) = (grants.env.clone(), grants.files.clone(), grants.network);
     let request = ExecRequest {
         project: session.project.clone(),
         dev_shell: session.dev_shell.clone(),
@@ -237,11 +283,16 @@ async fn spawn(
             crate::ROUTE,
         )
         .map_err(|e| e.to_string())?;
-        let mut started = prepared
+        let mut prepared = prepared
             .piped()
             .with_env(env)
-            .start()
+            .with_secret_files(files)
             .map_err(|e| e.to_string())?;
+        prepared.sandbox_mut().set_network(network);
+        if let Some(router) = router {
+            prepared = prepared.with_router(router);
+        }
+        let mut started = prepared.start().map_err(|e| e.to_string())?;
         let pipes = started
             .take_pipes()
             .ok_or("the sandbox gave no pipes; this is a bug in chock mcp")?;

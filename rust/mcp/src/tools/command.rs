@@ -32,6 +32,8 @@ pub struct RunCommand {
     background: Option<bool>,
     #[serde(default)]
     secrets: Vec<String>,
+    #[serde(default)]
+    secret_files: Vec<String>,
 }
 
 /// The command line as a person reads it (shown when asking, never logged).
@@ -66,8 +68,8 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
     if background && args.timeout_seconds.is_some() {
         return Err("run_command: `timeout_seconds` does not apply to a background command, which runs until stop_task or the end of the session; leave it out".into());
     }
-    if background && !args.secrets.is_empty() {
-        return Err("run_command: `secrets` are given to a command the person can be asked about, and a background command is never asked; run it in the foreground, or leave `secrets` out".into());
+    if background && !(args.secrets.is_empty() && args.secret_files.is_empty()) {
+        return Err("run_command: `secrets` and `secret_files` are given to a command the person can be asked about, and a background command is never asked; run it in the foreground, or leave them out".into());
     }
     let session = call.session.clone();
     let cwd = match &args.cwd {
@@ -119,7 +121,8 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
     if let Some(missing) = super::git::not_carried_out(&named.acts, &shown(&args.argv)) {
         return Err(missing);
     }
-    let secrets = crate::secrets::for_call(call, exec::TOOL, &args.secrets).await?;
+    let secrets =
+        crate::secrets::for_call(call, exec::TOOL, &args.secrets, &args.secret_files).await?;
     // Named above by the dev shell alone; what provide_tool built is then
     // shown as well, so its programs run, under exec.nix.store.*.
     let mut toolchain = named.toolchain;
@@ -186,7 +189,8 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
     let ran = tokio::task::spawn_blocking(move || {
         let mut prepared =
             exec::prepare_allowed(&request, toolchain, &session.policy, &session.log, ROUTE)?
-                .with_env(secrets);
+                .with_env(secrets.env)
+                .with_secret_files(secrets.files)?;
         super::furnish(
             &session,
             &mut prepared,
@@ -246,7 +250,7 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
 }
 
 /// The session's policy, held for as long as a command's router decides.
-pub(super) struct SessionPolicy(pub(super) std::sync::Arc<crate::session::Session>);
+pub(crate) struct SessionPolicy(pub(crate) std::sync::Arc<crate::session::Session>);
 
 impl std::ops::Deref for SessionPolicy {
     type Target = chock_policy::Policy;

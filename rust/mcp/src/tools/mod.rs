@@ -15,6 +15,7 @@ mod tasks;
 mod web;
 
 pub use apply::{REQUEST_APPLY, finish_workspace, make_workspace};
+pub(crate) use command::SessionPolicy;
 pub use provide::PROVIDE_TOOL;
 pub use tasks::{SERVE_PORT, could_permit_a_port, furnish};
 pub use web::Robots;
@@ -251,7 +252,8 @@ pub fn definition(name: &str) -> Option<Tool> {
                 "cwd": {"type": "string", "description": "A folder inside the workspace to run in (default the workspace)."},
                 "timeout_seconds": {"type": "integer", "minimum": 1, "maximum": command::MAX_TIMEOUT_SECONDS, "description": "Kill the program after this many seconds (default 300); not with `background`."},
                 "background": {"type": "boolean", "description": "Start it as a background task and answer at once with its id."},
-                "secrets": {"type": "array", "items": {"type": "string"}, "description": "Secrets named in chock.zon's .secrets that this one command is given, each as an environment variable of its own name; each is decided under secret.use.<name>, and its value is replaced by [secret NAME] in the answer."}
+                "secrets": {"type": "array", "items": {"type": "string"}, "description": "Secrets named in chock.zon's .secrets that this one command is given, each as an environment variable of its own name; each is decided under secret.use.<name>, and its value is replaced by [secret NAME] in the answer."},
+                "secret_files": {"type": "array", "items": {"type": "string"}, "description": "Secrets named in chock.zon's .secrets that this one command is given as files, /run/chock/secrets/<name>, readable by the command alone and gone when it ends (for programs that read a key from a file); decided like `secrets`."}
             }, "required": ["argv"], "additionalProperties": false}),
             false,
         ),

@@ -123,6 +123,7 @@ pub(crate) fn plan_session(p: &mut Planner, view: &View, anchored: &Anchored, sh
     p.push(Op::WriteFile {
         path: cstring(NOTICE_FILE),
         contents: NOTICE.to_vec(),
+        mode: 0o444,
     });
     for (cover, id) in view.covers.iter().zip(&anchored.covers) {
         p.push(Op::Cover {
