@@ -120,7 +120,7 @@ pub(crate) type ServersBlock = Spanned<Vec<Spanned<ServerFields>>>;
 pub(crate) type SecretsBlock = Spanned<Vec<Spanned<String>>>;
 pub(crate) type StoresBlock = BTreeMap<String, Spanned<StoreFields>>;
 
-fn is_env_name(name: &str) -> bool {
+pub(crate) fn is_env_name(name: &str) -> bool {
     let mut bytes = name.bytes();
     bytes
         .next()
