@@ -47,7 +47,8 @@ pub use policy::{
 pub use providers::{KeySource, MAX_PROVIDERS, ProviderInstance, ProviderKind};
 pub use rule::{Key, Rule, RuleSource, Specificity};
 pub use servers::{
-    Launch, MAX_SECRETS, MAX_SERVERS, McpServer, SecretEnv, SecretStore, TOOL_SEPARATOR,
+    COMMAND_TIMEOUT, Launch, MAX_SECRET_BYTES, MAX_SECRETS, MAX_SERVERS, McpServer, SecretEnv,
+    SecretStore, TOOL_SEPARATOR,
 };
 pub use settings::{
     Amount, ByteSize, Limits, LogSettings, Machine, NixSettings, human_bytes, parse_bytes,

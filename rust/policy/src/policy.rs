@@ -516,7 +516,9 @@ impl Policy {
     /// The model provider instances of the operator's `config.zon`, in the
     /// order written.
     pub fn providers(&self) -> &[crate::ProviderInstance] {
-        self.operator.as_ref().map_or(&[], |(_, o)| o.providers.as_slice())
+        self.operator
+            .as_ref()
+            .map_or(&[], |(_, o)| o.providers.as_slice())
     }
 
     /// The provider instance named `name`, if `config.zon` names it.

@@ -460,7 +460,7 @@ impl Upstream {
                         );
                         continue;
                     }
-                    match crate::secrets::read(&session.policy, &binding.secret) {
+                    match session.policy.read_secret(&binding.secret) {
                         Ok(value) => {
                             session.secrets.remember(&binding.secret, &value);
                             env.push((binding.var.clone().into(), value.into()));
