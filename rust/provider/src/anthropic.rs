@@ -52,7 +52,9 @@ impl Wire for Anthropic {
                     is_error,
                 } => (
                     "user",
-                    vec![json!({"type": "tool_result", "tool_use_id": call_id, "content": content, "is_error": is_error})],
+                    vec![
+                        json!({"type": "tool_result", "tool_use_id": call_id, "content": content, "is_error": is_error}),
+                    ],
                 ),
             };
             match messages.last_mut() {
@@ -206,7 +208,12 @@ impl ReadStream for Reader {
         on_text: &mut (dyn FnMut(&str) + Send),
     ) -> Result<bool, StreamFault> {
         let parsed: Event = json(&event.data, "an event")?;
-        if !self.started && !matches!(parsed, Event::MessageStart { .. } | Event::Ping {} | Event::Error { .. }) {
+        if !self.started
+            && !matches!(
+                parsed,
+                Event::MessageStart { .. } | Event::Ping {} | Event::Error { .. }
+            )
+        {
             return Err(StreamFault::Malformed(
                 "the stream did not begin with message_start".into(),
             ));

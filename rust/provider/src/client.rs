@@ -322,12 +322,11 @@ impl Model for Client {
         request: &Request<'_>,
         on_text: &mut (dyn FnMut(&str) + Send),
     ) -> Result<Reply, ProviderError> {
-        let body = serde_json::to_vec(&self.wire.body(request)).map_err(|e| {
-            ProviderError::Malformed {
+        let body =
+            serde_json::to_vec(&self.wire.body(request)).map_err(|e| ProviderError::Malformed {
                 instance: self.instance.clone(),
                 why: format!("the request cannot be written as JSON: {e}"),
-            }
-        })?;
+            })?;
         let mut number = 1;
         loop {
             match self.attempt(&body, number, on_text).await {

@@ -107,7 +107,10 @@ impl Credentials {
             Err(e) => return Err(self.error(&path, format!("cannot be read: {e}"))),
         };
         if !meta.is_file() {
-            return Err(self.error(&path, "is not a plain file; remove it and run `chock login` again"));
+            return Err(self.error(
+                &path,
+                "is not a plain file; remove it and run `chock login` again",
+            ));
         }
         if meta.mode() & 0o077 != 0 {
             return Err(self.error(

@@ -59,9 +59,7 @@ impl SseParser {
         self.buf.drain(..start);
         self.scanned = self.buf.len();
         if self.buf.len() > MAX_EVENT_BYTES {
-            return Err(self.malformed(format!(
-                "a line longer than {MAX_EVENT_BYTES} bytes"
-            )));
+            return Err(self.malformed(format!("a line longer than {MAX_EVENT_BYTES} bytes")));
         }
         Ok(())
     }
@@ -110,9 +108,9 @@ impl SseParser {
         match field {
             "data" => {
                 if self.data.len() + value.len() + 1 > MAX_EVENT_BYTES {
-                    return Err(self.malformed(format!(
-                        "an event longer than {MAX_EVENT_BYTES} bytes"
-                    )));
+                    return Err(
+                        self.malformed(format!("an event longer than {MAX_EVENT_BYTES} bytes"))
+                    );
                 }
                 if self.has_data {
                     self.data.push('\n');
@@ -174,7 +172,10 @@ mod tests {
     fn a_strange_line_or_a_cut_stream_is_malformed() {
         let err = events(&[b"data: 1\n\nHTTP/1.1 200 OK\n"]).expect_err("malformed");
         assert_eq!(err.line, 3);
-        assert!(err.to_string().contains("not an event-stream field"), "{err}");
+        assert!(
+            err.to_string().contains("not an event-stream field"),
+            "{err}"
+        );
         assert!(events(&[b"data: 1\n"]).is_err(), "ended inside an event");
         assert!(events(&[b"data: 1"]).is_err(), "ended inside a line");
         assert!(events(&[b"data: \xff\n\n"]).is_err(), "not UTF-8");

@@ -100,7 +100,10 @@ impl Gathered {
 }
 
 /// `data` as JSON, or a malformed stream naming what was expected.
-pub(crate) fn json<T: serde::de::DeserializeOwned>(data: &str, what: &str) -> Result<T, StreamFault> {
+pub(crate) fn json<T: serde::de::DeserializeOwned>(
+    data: &str,
+    what: &str,
+) -> Result<T, StreamFault> {
     serde_json::from_str(data)
         .map_err(|e| StreamFault::Malformed(format!("{what} is not what the API sends ({e})")))
 }

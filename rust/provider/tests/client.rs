@@ -221,8 +221,8 @@ async fn send(
     key: Option<&str>,
     settings: Settings,
 ) -> (Result<chock_provider::Reply, ProviderError>, Vec<String>) {
-    let client = Client::new(&server.instance(kind), key.map(str::to_owned), settings)
-        .expect("client");
+    let client =
+        Client::new(&server.instance(kind), key.map(str::to_owned), settings).expect("client");
     let conversation = conversation();
     let request = Request {
         model: "m-1",
@@ -244,7 +244,10 @@ async fn streamed_text_and_a_tool_call_in_pieces_are_assembled_for_every_kind() 
         let (reply, streamed) = send(&server, kind, Some("sk-test"), quick()).await;
         let reply = reply.unwrap_or_else(|e| panic!("{kind:?}: {e}"));
         assert_eq!(streamed.concat(), "Hello", "{kind:?}");
-        assert!(streamed.len() >= 2, "{kind:?}: streamed as it came: {streamed:?}");
+        assert!(
+            streamed.len() >= 2,
+            "{kind:?}: streamed as it came: {streamed:?}"
+        );
         assert_eq!(reply.text, "Hello");
         assert_eq!(
             reply.tool_calls,
@@ -331,10 +334,16 @@ async fn a_4xx_is_not_retried_and_says_what_to_do() {
         let (reply, streamed) = send(&server, kind, Some("sk-bad"), quick()).await;
         let err = reply.expect_err("refused");
         let words = err.to_string();
-        assert!(matches!(err, ProviderError::Http { status: 401, .. }), "{words}");
+        assert!(
+            matches!(err, ProviderError::Http { status: 401, .. }),
+            "{words}"
+        );
         assert!(words.contains("invalid x-api-key"), "{words}");
         assert!(words.contains("chock login loop"), "{words}");
-        assert!(!words.contains("sk-bad"), "the key is never in an error: {words}");
+        assert!(
+            !words.contains("sk-bad"),
+            "the key is never in an error: {words}"
+        );
         assert!(streamed.is_empty());
         assert_eq!(server.requests().len(), 1, "a 4xx is not retried");
     }
@@ -419,14 +428,25 @@ async fn a_stalled_stream_is_abandoned_at_the_time_bound() {
         let started = Instant::now();
         let (reply, streamed) = send(&server, kind, None, settings).await;
         let err = reply.expect_err("stalled");
-        assert!(matches!(err, ProviderError::Stalled { .. }), "{kind:?}: {err}");
+        assert!(
+            matches!(err, ProviderError::Stalled { .. }),
+            "{kind:?}: {err}"
+        );
         assert!(
             started.elapsed() < Duration::from_secs(3),
             "{:?}",
             started.elapsed()
         );
-        assert_eq!(streamed, vec!["Hel".to_owned()], "what came before is shown");
-        assert_eq!(server.requests().len(), 1, "a stream begun is not sent again");
+        assert_eq!(
+            streamed,
+            vec!["Hel".to_owned()],
+            "what came before is shown"
+        );
+        assert_eq!(
+            server.requests().len(),
+            1,
+            "a stream begun is not sent again"
+        );
     }
 }
 
@@ -447,7 +467,11 @@ async fn a_malformed_line_a_cut_stream_and_bad_arguments_fail_closed() {
                 matches!(err, ProviderError::Malformed { .. }),
                 "{kind:?} case {i}: {err}"
             );
-            assert_eq!(server.requests().len(), 1, "a malformed reply is not retried");
+            assert_eq!(
+                server.requests().len(),
+                1,
+                "a malformed reply is not retried"
+            );
         }
     }
 }
@@ -518,7 +542,10 @@ async fn a_server_that_is_not_there_is_retried_then_named() {
     let (reply, _) = send(&server, ProviderKind::Anthropic, None, quick()).await;
     let err = reply.expect_err("unreachable");
     assert!(
-        matches!(err, ProviderError::Unreachable { .. } | ProviderError::GaveUp { .. }),
+        matches!(
+            err,
+            ProviderError::Unreachable { .. } | ProviderError::GaveUp { .. }
+        ),
         "{err}"
     );
     assert!(err.to_string().contains("loop"), "{err}");

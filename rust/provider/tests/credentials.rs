@@ -9,7 +9,11 @@ use chock_policy::{LoadOptions, Policy};
 use chock_provider::{Credentials, ProviderError, key_for, select_model};
 
 fn mode(path: &Path) -> u32 {
-    std::fs::metadata(path).expect("metadata").permissions().mode() & 0o777
+    std::fs::metadata(path)
+        .expect("metadata")
+        .permissions()
+        .mode()
+        & 0o777
 }
 
 #[test]
@@ -94,16 +98,26 @@ fn each_key_source_gives_its_key_or_says_where_to_put_it() {
     assert!(err.to_string().contains("chock login a"), "{err}");
     store.store("a", "sk-login").expect("store");
     assert_eq!(
-        key_for(&policy, &instance("a"), &store).expect("key").as_deref(),
+        key_for(&policy, &instance("a"), &store)
+            .expect("key")
+            .as_deref(),
         Some("sk-login")
     );
     assert_eq!(
-        key_for(&policy, &instance("s"), &store).expect("key").as_deref(),
+        key_for(&policy, &instance("s"), &store)
+            .expect("key")
+            .as_deref(),
         Some("sk-from-file")
     );
     let err = key_for(&policy, &instance("e"), &store).expect_err("unset");
-    assert!(err.to_string().contains("CHOCK_TEST_SURELY_UNSET_KEY"), "{err}");
-    assert_eq!(key_for(&policy, &instance("n"), &store).expect("none"), None);
+    assert!(
+        err.to_string().contains("CHOCK_TEST_SURELY_UNSET_KEY"),
+        "{err}"
+    );
+    assert_eq!(
+        key_for(&policy, &instance("n"), &store).expect("none"),
+        None
+    );
 }
 
 #[test]

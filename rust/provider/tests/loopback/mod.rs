@@ -169,7 +169,10 @@ fn answer(stream: TcpStream, seen: &Mutex<Vec<Recorded>>, queue: &Mutex<VecDeque
         body: vec![],
     });
     let mut out = stream;
-    let mut head = format!("HTTP/1.1 {} Scripted\r\nconnection: close\r\n", reply.status);
+    let mut head = format!(
+        "HTTP/1.1 {} Scripted\r\nconnection: close\r\n",
+        reply.status
+    );
     for (name, value) in &reply.headers {
         head.push_str(&format!("{name}: {value}\r\n"));
     }
