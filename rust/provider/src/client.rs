@@ -11,7 +11,6 @@ use chock_policy::{ProviderInstance, ProviderKind};
 
 use crate::conversation::{Reply, Request, Usage};
 use crate::error::ProviderError;
-use crate::sse::SseParser;
 use crate::wire::{StreamFault, Wire};
 
 /// The most bytes one reply's stream may hold.
@@ -53,6 +52,7 @@ impl Default for Settings {
 /// Sends requests to one provider instance.
 pub struct Client {
     instance: String,
+    kind: ProviderKind,
     url: String,
     key: Option<String>,
     wire: Box<dyn Wire>,
@@ -111,13 +111,10 @@ impl Client {
                 url: instance.base_url.clone(),
                 why: format!("the HTTP client cannot start: {e}"),
             })?;
-        let wire: Box<dyn Wire> = match instance.kind {
-            ProviderKind::Anthropic => Box::new(crate::anthropic::Anthropic),
-            ProviderKind::OpenaiChat => Box::new(crate::openai_chat::OpenaiChat),
-            ProviderKind::OpenaiResponses => Box::new(crate::openai_responses::OpenaiResponses),
-        };
+        let wire = crate::stream::wire(instance.kind);
         Ok(Client {
             instance: instance.name.clone(),
+            kind: instance.kind,
             url: format!("{}{}", instance.base_url, wire.path()),
             key,
             wire,
@@ -279,10 +276,7 @@ impl Client {
                 "it answered with content type `{content_type}`, not an event stream"
             )));
         }
-        let mut parser = SseParser::new();
-        let mut reader = self.wire.reader();
-        let mut events = Vec::new();
-        let mut total = 0usize;
+        let mut stream = crate::stream::ReplyStream::new(self.kind);
         loop {
             let piece = tokio::time::timeout(self.settings.stall, response.chunk())
                 .await
@@ -292,25 +286,12 @@ impl Client {
                 })?
                 .map_err(|e| malformed(format!("the stream broke: {}", describe(&e))))?;
             let Some(piece) = piece else {
-                parser.finish().map_err(|e| malformed(e.to_string()))?;
-                return Err(malformed("the stream ended before its last event".into()));
+                return Err(fault(stream.ended()));
             };
-            total += piece.len();
-            if total > MAX_REPLY_BYTES {
-                return Err(malformed(format!(
-                    "the stream is longer than {MAX_REPLY_BYTES} bytes"
-                )));
-            }
-            parser
-                .feed(&piece, &mut events)
-                .map_err(|e| malformed(e.to_string()))?;
-            for event in events.drain(..) {
-                if reader.event(event, on_text).map_err(fault)? {
-                    let reply = reader.finish().map_err(fault)?;
-                    let mut used = self.used.lock().unwrap_or_else(|e| e.into_inner());
-                    *used = used.plus(reply.usage);
-                    return Ok(reply);
-                }
+            if let Some(reply) = stream.feed(&piece, on_text).map_err(fault)? {
+                let mut used = self.used.lock().unwrap_or_else(|e| e.into_inner());
+                *used = used.plus(reply.usage);
+                return Ok(reply);
             }
         }
     }

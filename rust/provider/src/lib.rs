@@ -16,6 +16,7 @@ mod openai_chat;
 mod openai_responses;
 mod select;
 pub mod sse;
+mod stream;
 mod wire;
 
 pub use anthropic::VERSION as ANTHROPIC_VERSION;
@@ -24,3 +25,4 @@ pub use conversation::{Conversation, Reply, Request, StopReason, ToolCall, ToolD
 pub use credentials::{Credentials, MAX_KEY_BYTES, key_for};
 pub use error::ProviderError;
 pub use select::select_model;
+pub use stream::{ReplyStream, StreamFault};

@@ -6,11 +6,13 @@ use crate::conversation::{Reply, Request, StopReason, ToolCall, Usage, arguments
 use crate::sse::SseEvent;
 
 /// Why a stream could not become a reply.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum StreamFault {
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StreamFault {
     /// The stream broke the API's grammar.
+    #[error("malformed: {0}")]
     Malformed(String),
     /// The provider said, inside the stream, that the request failed.
+    #[error("the provider reported: {0}")]
     Provider(String),
 }
 
