@@ -717,7 +717,7 @@ impl Policy {
             && let Some(line) = operator.misplaced_rules_line
         {
             warnings.push(format!(
-                "{}:{line}: config.zon holds no rules (only .nix, .limits and .log settings), so these are ignored; move them to the project's {} under .policy.rules, or to an organisation bundle to bind every project",
+                "{}:{line}: config.zon holds no rules (only settings: .nix, .limits, .log, .secrets, .providers), so these are ignored; move them to the project's {} under .policy.rules, or to an organisation bundle to bind every project",
                 file.display(),
                 self.project_file.display()
             ));
