@@ -159,14 +159,12 @@ enum BlockStart {
 }
 
 #[derive(Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[serde(tag = "type")]
 enum Delta {
-    TextDelta {
-        text: String,
-    },
-    InputJsonDelta {
-        partial_json: String,
-    },
+    #[serde(rename = "text_delta")]
+    Text { text: String },
+    #[serde(rename = "input_json_delta")]
+    InputJson { partial_json: String },
     #[serde(other)]
     Other,
 }
@@ -239,8 +237,8 @@ impl ReadStream for Reader {
                 BlockStart::Other => {}
             },
             Event::ContentBlockDelta { index, delta } => match delta {
-                Delta::TextDelta { text } => self.gathered.text(&text, on_text),
-                Delta::InputJsonDelta { partial_json } => {
+                Delta::Text { text } => self.gathered.text(&text, on_text),
+                Delta::InputJson { partial_json } => {
                     let call = self
                         .blocks
                         .iter()

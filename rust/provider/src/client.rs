@@ -202,7 +202,7 @@ impl Client {
                     instance: self.instance.clone(),
                     status,
                     message,
-                    hint: hint(status, &self.instance).into(),
+                    hint: hint(status, &self.instance),
                 }))
             }
         }
