@@ -82,8 +82,8 @@ async fn main() {
     };
     let server = Server::start(vec![scripted; 3 * (n + warm)]);
     let instance = server.instance(ProviderKind::Anthropic);
-    let client = Client::new(&instance, Some("sk-bench".into()), Settings::default())
-        .expect("client");
+    let client =
+        Client::new(&instance, Some("sk-bench".into()), Settings::default()).expect("client");
     let conversation = Conversation {
         system: Some("be brief".into()),
         turns: vec![Turn::User("read src/main.rs".into())],
@@ -96,7 +96,10 @@ async fn main() {
     };
     let payload = serde_json::to_vec(&json!({"model": "m", "max_tokens": 1024, "stream": true, "system": "be brief", "messages": [{"role": "user", "content": [{"type": "text", "text": "read src/main.rs"}]}]})).expect("json");
     let url = format!("{}/v1/messages", instance.base_url);
-    let http = reqwest::Client::builder().no_proxy().build().expect("reqwest");
+    let http = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("reqwest");
 
     let mut raw = Vec::new();
     for i in 0..n + warm {
@@ -150,9 +153,15 @@ async fn main() {
     let (raw_m, raw_p) = median_p90(raw);
     let (plain_m, plain_p) = median_p90(plain);
     let (client_m, client_p) = median_p90(assembled);
-    println!("{n} requests each, a {} byte stream of 57 events", body.len());
+    println!(
+        "{n} requests each, a {} byte stream of 57 events",
+        body.len()
+    );
     println!("raw TCP:  median {raw_m:.1} µs, p90 {raw_p:.1} µs");
-    println!("reqwest:  median {plain_m:.1} µs, p90 {plain_p:.1} µs ({:.2}x raw)", plain_m / raw_m);
+    println!(
+        "reqwest:  median {plain_m:.1} µs, p90 {plain_p:.1} µs ({:.2}x raw)",
+        plain_m / raw_m
+    );
     println!(
         "client:   median {client_m:.1} µs, p90 {client_p:.1} µs ({:.2}x raw, {:.2}x reqwest; adds {:.1} µs to reqwest)",
         client_m / raw_m,
