@@ -1,7 +1,8 @@
 //! A provider on loopback, written for the tests: a plain HTTP/1.1 server
 //! that answers each connection with the next scripted reply (a status,
 //! headers, and a body written in pieces with pauses between them, or left
-//! hanging), and records every request it was sent.
+//! hanging), and records every request it was sent. Each test binary and
+//! the `overhead` example use a part of it.
 
 #![allow(dead_code)]
 
