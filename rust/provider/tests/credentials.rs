@@ -1,12 +1,18 @@
 //! The credential store on a real file system, where each kind of `.key`
-//! finds its key, and `model.select` decided and logged.
+//! finds its key, `model.select` decided and logged, and the three put
+//! together in front of a provider on loopback.
+
+mod loopback;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use chock_log::{Log, Rotation};
 use chock_policy::{LoadOptions, Policy};
-use chock_provider::{Credentials, ProviderError, key_for, select_model};
+use chock_provider::{
+    Client, Conversation, Credentials, Model, ProviderError, Request, Settings, Turn, key_for,
+    select_model,
+};
 
 fn mode(path: &Path) -> u32 {
     std::fs::metadata(path)
@@ -171,4 +177,44 @@ fn model_select_refuses_all_but_allow_and_logs_each_decision() {
         ]
     );
     assert_eq!(lines[0]["model"], "m-1");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_s_start_selects_the_model_reads_the_stored_key_and_sends_it() {
+    let body = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
+    let server = loopback::Server::start(vec![loopback::Scripted::stream(body, 4096)]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let policy = policy(
+        dir.path(),
+        ".{}",
+        &format!(
+            ".{{ .providers = .{{ .{{ .name = \"local\", .kind = .openai_chat, .base_url = \"http://127.0.0.1:{}/v1\" }} }} }}",
+            server.port
+        ),
+    );
+    let store = Credentials::at(dir.path().join("credentials"));
+    store.store("local", "sk-stored").expect("login");
+    let log = Log::at(dir.path().join("log"), Rotation::default());
+    let (instance, _) =
+        select_model(&policy, &log, "/p", "main", "local", "qwen3").expect("selected");
+    let key = key_for(&policy, instance, &store).expect("key");
+    let client = Client::new(instance, key, Settings::default()).expect("client");
+    let conversation = Conversation {
+        system: None,
+        turns: vec![Turn::User("hello".into())],
+        tools: vec![],
+    };
+    let request = Request {
+        model: "qwen3",
+        max_tokens: 64,
+        conversation: &conversation,
+    };
+    let reply = client.send(&request, &mut |_| {}).await.expect("reply");
+    assert_eq!(reply.text, "hi");
+    let sent = &server.requests()[0];
+    assert_eq!(sent.header("authorization"), Some("Bearer sk-stored"));
+    assert_eq!(sent.body["model"], "qwen3");
+    let logged = std::fs::read_to_string(dir.path().join("log/decisions.jsonl")).expect("log");
+    assert!(!logged.contains("sk-stored"), "a key never reaches the log");
+    assert!(!logged.contains("hello"), "nor a word of the conversation");
 }
