@@ -77,6 +77,8 @@ enum Command {
     Mcp(commands::mcp::Args),
     /// Answer the questions a running `chock mcp` server is waiting on.
     Approve(commands::approve::Args),
+    /// Store a provider instance's key in the credential store (read without echo, or from stdin); --list, --remove.
+    Login(commands::login::Args),
     /// Turn an agent's MCP servers and permissions into chock.zon blocks (shown; written with --write).
     Migrate(commands::migrate::Args),
     /// Decide one tool call of an agent from its hook payload on stdin.
@@ -122,6 +124,7 @@ fn main() -> ExitCode {
         Command::Workspace(a) => commands::workspace::run(a),
         Command::Mcp(a) => commands::mcp::run(a),
         Command::Approve(a) => commands::approve::run(a),
+        Command::Login(a) => commands::login::run(a),
         Command::Migrate(a) => commands::migrate::run(a),
         Command::Hook(a) => commands::hook::run(a),
         Command::Sync(a) => commands::hook::sync(a),

@@ -1,8 +1,9 @@
 //! One gate for every route. The policy says one of five decisions; what an
 //! act then does is decided here and nowhere else, for every door a
 //! question comes through ([`Route`]): `chock exec`, agent hooks, the tool
-//! server, `chock build` and flake inputs. A dev shell a command needs is
-//! built as a build, on the route of the command that needed it.
+//! server, `chock build`, flake inputs and Chock's own session. A dev shell
+//! a command needs is built as a build, on the route of the command that
+//! needed it.
 //!
 //! | decision | what happens |
 //! |---|---|
@@ -37,16 +38,20 @@ pub enum Route {
     Build,
     /// Flake inputs read at session start.
     Inputs,
+    /// Chock's own agent session (`chock run`), and what it decides before
+    /// its first turn (`model.select`).
+    Run,
 }
 
 impl Route {
     /// Every route, for tables.
-    pub const ALL: [Route; 5] = [
+    pub const ALL: [Route; 6] = [
         Route::Exec,
         Route::Hook,
         Route::Mcp,
         Route::Build,
         Route::Inputs,
+        Route::Run,
     ];
 
     /// The word in the log's `route` field.
@@ -57,6 +62,7 @@ impl Route {
             Route::Mcp => "mcp",
             Route::Build => "build",
             Route::Inputs => "inputs",
+            Route::Run => "run",
         }
     }
 }

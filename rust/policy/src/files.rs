@@ -196,6 +196,11 @@ pub(crate) struct OperatorFile {
     pub(crate) secret_fields: crate::servers::StoresBlock,
     #[serde(skip)]
     pub(crate) stores: crate::servers::OperatorSecrets,
+    /// The model provider instances (read into `providers` after reading).
+    #[serde(default, rename = "providers")]
+    pub(crate) provider_fields: Option<crate::providers::ProvidersBlock>,
+    #[serde(skip)]
+    pub(crate) providers: Vec<crate::providers::ProviderInstance>,
     /// Rules written here by mistake (`.policy = .{ .rules = ... }` or
     /// `.rules = ...`): config.zon is not a rules layer, so they are read
     /// only to say so.

@@ -19,6 +19,7 @@ mod nix_net;
 pub mod package;
 mod pattern;
 mod policy;
+mod providers;
 pub mod root;
 mod rule;
 mod servers;
@@ -43,9 +44,11 @@ pub use policy::{
     DecidedBy, Explained, Layer, LoadOptions, PROJECT_FILE, Policy, Reading, SYSTEM_BUNDLE,
     StartAnswer, StartQuestion, Suggestion, Verdict, read_once_note,
 };
+pub use providers::{KeySource, MAX_PROVIDERS, ProviderInstance, ProviderKind};
 pub use rule::{Key, Rule, RuleSource, Specificity};
 pub use servers::{
-    Launch, MAX_SECRETS, MAX_SERVERS, McpServer, SecretEnv, SecretStore, TOOL_SEPARATOR,
+    COMMAND_TIMEOUT, Launch, MAX_SECRET_BYTES, MAX_SECRETS, MAX_SERVERS, McpServer, SecretEnv,
+    SecretStore, TOOL_SEPARATOR,
 };
 pub use settings::{
     Amount, ByteSize, Limits, LogSettings, Machine, NixSettings, human_bytes, parse_bytes,

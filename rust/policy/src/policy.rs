@@ -312,10 +312,21 @@ impl Policy {
 
     /// The answer to `key`, and what gave it.
     pub fn decide(&self, key: &Key, reading: Reading) -> Verdict {
-        let (own, mut decided_by) = self.project_answer(key, reading);
+        self.decide_by(&|rules: &RuleSet| rules.best(key), key, reading)
+    }
+
+    /// [`Policy::decide`] with `best` finding each layer's rule, so a
+    /// question of two rows (`model.select`) is answered by the same fold.
+    fn decide_by<'a>(
+        &'a self,
+        best: &dyn Fn(&'a RuleSet) -> Option<&'a Rule>,
+        key: &Key,
+        reading: Reading,
+    ) -> Verdict {
+        let (own, mut decided_by) = self.project_answer(best, reading);
         let mut decision = own;
         for bundle in &self.org {
-            if let Some(rule) = bundle.rules.best(key)
+            if let Some(rule) = best(&bundle.rules)
                 && rule.decision < decision
             {
                 decision = rule.decision;
@@ -377,11 +388,15 @@ impl Policy {
         &self.packages
     }
 
-    fn project_answer(&self, key: &Key, reading: Reading) -> (Decision, DecidedBy) {
-        let own = self.project_rules().and_then(|r| r.best(key));
+    fn project_answer<'a>(
+        &'a self,
+        best_of: &dyn Fn(&'a RuleSet) -> Option<&'a Rule>,
+        reading: Reading,
+    ) -> (Decision, DecidedBy) {
+        let own = self.project_rules().and_then(best_of);
         let mut best = own.map(|rule| (rule, decided_by_rule(Layer::Project, rule)));
         for package in &self.packages {
-            let Some(rule) = package.rules.best(key) else {
+            let Some(rule) = best_of(&package.rules) else {
                 continue;
             };
             let wins = best.as_ref().is_none_or(|(held, _)| {
@@ -397,7 +412,7 @@ impl Policy {
         if let Some((rule, by)) = best {
             return (rule.decision, by);
         }
-        if let Some(rule) = shipped_rules().best(key) {
+        if let Some(rule) = best_of(shipped_rules()) {
             return (rule.decision, decided_by_rule(Layer::Default, rule));
         }
         (reading.unnamed(), DecidedBy::nothing())
@@ -496,6 +511,19 @@ impl Policy {
         self.operator
             .as_ref()
             .and_then(|(_, o)| o.stores.get(secret))
+    }
+
+    /// The model provider instances of the operator's `config.zon`, in the
+    /// order written.
+    pub fn providers(&self) -> &[crate::ProviderInstance] {
+        self.operator
+            .as_ref()
+            .map_or(&[], |(_, o)| o.providers.as_slice())
+    }
+
+    /// The provider instance named `name`, if `config.zon` names it.
+    pub fn provider(&self, name: &str) -> Option<&crate::ProviderInstance> {
+        self.providers().iter().find(|p| p.name == name)
     }
 
     /// The operator's `config.zon`, when one was read.
@@ -689,7 +717,7 @@ impl Policy {
             && let Some(line) = operator.misplaced_rules_line
         {
             warnings.push(format!(
-                "{}:{line}: config.zon holds no rules (only .nix, .limits and .log settings), so these are ignored; move them to the project's {} under .policy.rules, or to an organisation bundle to bind every project",
+                "{}:{line}: config.zon holds no rules (only settings: .nix, .limits, .log, .secrets, .providers), so these are ignored; move them to the project's {} under .policy.rules, or to an organisation bundle to bind every project",
                 file.display(),
                 self.project_file.display()
             ));
@@ -720,19 +748,13 @@ impl Policy {
                 self.decide(&key("workspace.integrate".into()), Reading::Ceiling),
                 StartRule::AnythingButDeny,
             ),
-            StartQuestion::ModelSelect { instance, model } => {
-                let wide = self.decide(&key(names::provider(instance)?), Reading::Ceiling);
-                let narrow = self.decide(
+            StartQuestion::ModelSelect { instance, model } => (
+                self.model_select(
+                    &key(names::provider(instance)?),
                     &key(names::provider_model(instance, model)?),
-                    Reading::Ceiling,
-                );
-                let verdict = if narrow.decision <= wide.decision {
-                    narrow
-                } else {
-                    wide
-                };
-                (verdict, StartRule::OnlyAllow)
-            }
+                ),
+                StartRule::OnlyAllow,
+            ),
             StartQuestion::ThirdPartyTool { action } => (
                 self.decide(&key(action.clone()), Reading::Act),
                 StartRule::AnythingButDeny,
@@ -748,6 +770,36 @@ impl Policy {
         };
         Ok(StartAnswer { granted, verdict })
     }
+}
+
+impl Policy {
+    /// `model.select`'s two ceiling rows, `provider.<instance>` (`wide`) and
+    /// `provider.<instance>.<model>` (`narrow`): in each layer the narrower
+    /// row wins, that is a rule naming the model (`provider.work.gpt-5`,
+    /// `provider.work.*`) over one naming the instance (`provider.work`),
+    /// over one naming neither (`provider.*`); then every organisation
+    /// bundle is a ceiling on the project's answer, as for any key.
+    fn model_select(&self, wide: &Key, narrow: &Key) -> Verdict {
+        self.decide_by(
+            &|rules: &RuleSet| narrower_row(rules, wide, narrow),
+            narrow,
+            Reading::Ceiling,
+        )
+    }
+}
+
+/// The rule of `rules` for the narrower of two rows: the best for `narrow`
+/// when its action names something below `wide`, else the best for `wide`.
+fn narrower_row<'r>(rules: &'r RuleSet, wide: &Key, narrow: &Key) -> Option<&'r Rule> {
+    let below_wide = |rule: &&Rule| {
+        rule.action
+            .as_ref()
+            .is_some_and(|p| p.matches(&narrow.action) && !p.matches(&wide.action))
+    };
+    rules
+        .best(narrow)
+        .filter(below_wide)
+        .or_else(|| rules.best(wide))
 }
 
 /// A question answered once at session start.
@@ -904,6 +956,11 @@ impl Source<'_> {
             self,
             std::mem::take(&mut operator.secret_fields),
         )?;
+        operator.providers = crate::providers::read_providers(
+            self,
+            operator.provider_fields.take(),
+            &operator.stores,
+        )?;
         Ok(operator)
     }
 }
@@ -954,6 +1011,42 @@ mod tests {
         assert_eq!(
             (v.decision, v.decided_by.layer),
             (Decision::AgentReview, Layer::Project)
+        );
+    }
+
+    #[test]
+    fn model_select_takes_the_narrower_row_in_each_layer_and_the_org_as_a_ceiling() {
+        let select = |project: Vec<Rule>, org: Vec<Vec<Rule>>, model: &str| {
+            let policy = Policy::from_rules(project, org);
+            let question = StartQuestion::ModelSelect {
+                instance: "work".into(),
+                model: model.into(),
+            };
+            let answer = policy.at_start("main", &question).expect("named");
+            (answer.granted, answer.verdict.decision)
+        };
+        let r = |action: &str, decision| rule(None, action, decision);
+        use Decision::{Allow, Ask, Deny};
+        // Nothing named: the ceiling reading allows.
+        assert_eq!(select(vec![], vec![], "m-1"), (true, Allow));
+        // The instance denied, one model allowed: the model's row is narrower.
+        let project = vec![r("provider.work", Deny), r("provider.work.m-1", Allow)];
+        assert_eq!(select(project.clone(), vec![], "m-1"), (true, Allow));
+        assert_eq!(select(project, vec![], "m-2"), (false, Deny));
+        // A class over the instance's models is narrower than the instance.
+        let project = vec![r("provider.work", Allow), r("provider.work.*", Ask)];
+        assert_eq!(select(project, vec![], "m-1"), (false, Ask));
+        // The instance's row is narrower than a class over every provider.
+        let project = vec![r("provider.*", Deny), r("provider.work", Allow)];
+        assert_eq!(select(project, vec![], "m-1"), (true, Allow));
+        // An organisation's deny of the instance binds a project's allow of a model.
+        let project = vec![r("provider.work.m-1", Allow)];
+        let org = vec![vec![r("provider.work", Deny)]];
+        assert_eq!(select(project, org, "m-1"), (false, Deny));
+        // Anything short of allow refuses: nobody is there to ask.
+        assert_eq!(
+            select(vec![r("provider.work.m-1", Ask)], vec![], "m-1"),
+            (false, Ask)
         );
     }
 

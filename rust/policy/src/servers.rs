@@ -21,7 +21,10 @@
 //! ```
 
 use std::collections::{BTreeMap, HashSet};
+use std::io::Read;
 use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use chock_zon::Spanned;
 use serde::Deserialize;
@@ -34,6 +37,10 @@ use crate::names;
 pub const MAX_SERVERS: usize = 64;
 /// At most this many secrets in `.secrets`.
 pub const MAX_SECRETS: usize = 64;
+/// The longest secret read: more is refused, so a wrong file cannot fill memory.
+pub const MAX_SECRET_BYTES: u64 = 64 << 10;
+/// How long a store's command (`pass show x`) may take.
+pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
 /// What separates a server's name from its tool's in the gateway's tool
 /// names (`github__create_issue`), so a server's name never holds it.
 pub const TOOL_SEPARATOR: &str = "__";
@@ -125,7 +132,7 @@ pub(crate) type ServersBlock = Spanned<Vec<Spanned<ServerFields>>>;
 pub(crate) type SecretsBlock = Spanned<Vec<Spanned<String>>>;
 pub(crate) type StoresBlock = BTreeMap<String, Spanned<StoreFields>>;
 
-fn is_env_name(name: &str) -> bool {
+pub(crate) fn is_env_name(name: &str) -> bool {
     let mut bytes = name.bytes();
     bytes
         .next()
@@ -363,9 +370,163 @@ pub(crate) fn read_operator_secrets(
     Ok(out)
 }
 
+impl crate::Policy {
+    /// Reads secret `name` from where the operator's `config.zon` keeps it.
+    /// The error is a sentence for a person; it never holds the value.
+    pub fn read_secret(&self, name: &str) -> Result<String, String> {
+        let store = self.secret_store(name).ok_or_else(|| {
+        let config = self
+            .operator_file()
+            .map_or("your config.zon ($XDG_CONFIG_HOME/chock/config.zon)".into(), |p| {
+                p.display().to_string()
+            });
+        format!(
+            "secret {name} has no store: add `.secrets = .{{ .{name} = .{{ .env = \"VAR\" }} }}` (or `.file`, or `.command`) to {config}"
+        )
+    })?;
+        let value = match store {
+        SecretStore::Env(var) => std::env::var(var).map_err(|_| {
+            format!("secret {name} is kept in the environment variable {var}, which is not set (or not UTF-8) where Chock was started")
+        })?,
+        SecretStore::File(path) => {
+            let file = std::fs::File::open(path)
+                .map_err(|e| format!("secret {name}: {} cannot be read: {e}", path.display()))?;
+            let mut text = String::new();
+            file.take(MAX_SECRET_BYTES + 1)
+                .read_to_string(&mut text)
+                .map_err(|e| format!("secret {name}: {} cannot be read as text: {e}", path.display()))?;
+            if text.len() as u64 > MAX_SECRET_BYTES {
+                return Err(format!(
+                    "secret {name}: {} is longer than {MAX_SECRET_BYTES} bytes; a secret is a key, not a document",
+                    path.display()
+                ));
+            }
+            text
+        }
+        SecretStore::Command(argv) => run_store_command(name, argv)?,
+    };
+        let value = value
+            .strip_suffix('\n')
+            .map(|v| v.strip_suffix('\r').unwrap_or(v))
+            .unwrap_or(&value)
+            .to_owned();
+        if value.is_empty() {
+            return Err(format!("secret {name} is empty where it is kept"));
+        }
+        if value.contains('\0') {
+            return Err(format!(
+                "secret {name} holds a NUL byte, which no environment variable can carry"
+            ));
+        }
+        Ok(value)
+    }
+}
+
+/// Runs a store's command on the host (it is the operator's own, like
+/// `pass show x`), with nothing on stdin, and takes its output.
+fn run_store_command(name: &str, argv: &[String]) -> Result<String, String> {
+    let shown = argv.join(" ");
+    let (program, args) = argv
+        .split_first()
+        .ok_or_else(|| format!("secret {name}: the store's command is empty"))?;
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("secret {name}: `{shown}` cannot be started: {e}"))?;
+    let mut stdout = child
+        .stdout
+        .take()
+        .ok_or_else(|| format!("secret {name}: `{shown}` has no output"))?;
+    let reading = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let read = (&mut stdout)
+            .take(MAX_SECRET_BYTES + 1)
+            .read_to_end(&mut bytes);
+        // Whatever is left is drained, so the command never blocks on a full pipe.
+        std::io::copy(&mut stdout, &mut std::io::sink()).ok();
+        read.map(|_| bytes)
+    });
+    let started = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if started.elapsed() > COMMAND_TIMEOUT => {
+                child.kill().ok();
+                child.wait().ok();
+                return Err(format!(
+                    "secret {name}: `{shown}` did not finish within {} s (does it wait for a passphrase? unlock the store first)",
+                    COMMAND_TIMEOUT.as_secs()
+                ));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+            Err(e) => return Err(format!("secret {name}: waiting for `{shown}` failed: {e}")),
+        }
+    };
+    let bytes = reading
+        .join()
+        .map_err(|_| format!("secret {name}: reading `{shown}` failed"))?
+        .map_err(|e| format!("secret {name}: reading `{shown}` failed: {e}"))?;
+    if !status.success() {
+        return Err(format!("secret {name}: `{shown}` failed ({status})"));
+    }
+    if bytes.len() as u64 > MAX_SECRET_BYTES {
+        return Err(format!(
+            "secret {name}: `{shown}` printed more than {MAX_SECRET_BYTES} bytes"
+        ));
+    }
+    String::from_utf8(bytes)
+        .map_err(|_| format!("secret {name}: `{shown}` printed bytes that are not UTF-8"))
+}
+
 #[cfg(test)]
 mod tests {
     use crate::{LoadOptions, Policy, PolicyError};
+
+    fn policy_with(config: &str) -> (tempfile::TempDir, Policy) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("chock.zon"), ".{ .secrets = .{ \"A\" } }").expect("write");
+        let path = dir.path().join("config.zon");
+        std::fs::write(&path, config).expect("write");
+        let policy = Policy::load(&crate::LoadOptions {
+            project_dir: dir.path().to_path_buf(),
+            operator_config: Some(path),
+            discovered_bundles: vec![],
+            org_bundles: vec![],
+        })
+        .expect("policy");
+        (dir, policy)
+    }
+
+    #[test]
+    fn a_secret_is_read_from_a_file_a_command_or_nowhere() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("key");
+        std::fs::write(&file, "s3cr3t-file\n").expect("write");
+        let (_d, policy) = policy_with(&format!(
+            ".{{ .secrets = .{{ .A = .{{ .file = \"{}\" }} }} }}",
+            file.display()
+        ));
+        assert_eq!(policy.read_secret("A").as_deref(), Ok("s3cr3t-file"));
+        let (_d, policy) = policy_with(
+            ".{ .secrets = .{ .A = .{ .command = .{ \"printf\", \"from-command\\n\" } } } }",
+        );
+        assert_eq!(policy.read_secret("A").as_deref(), Ok("from-command"));
+        let (_d, policy) = policy_with(".{ .secrets = .{ .A = .{ .command = .{ \"false\" } } } }");
+        assert!(policy.read_secret("A").unwrap_err().contains("failed"));
+        let (_d, policy) = policy_with(".{}");
+        assert!(
+            policy
+                .read_secret("A")
+                .unwrap_err()
+                .contains("has no store")
+        );
+        let (_d, policy) =
+            policy_with(".{ .secrets = .{ .A = .{ .env = \"CHOCK_TEST_SURELY_UNSET\" } } }");
+        assert!(policy.read_secret("A").unwrap_err().contains("not set"));
+    }
 
     fn load(project: &str, operator: Option<&str>) -> Result<Policy, PolicyError> {
         let dir = tempfile::tempdir().expect("tempdir");

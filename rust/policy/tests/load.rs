@@ -549,7 +549,7 @@ fn settings_fold_project_over_operator_over_builtin_under_the_org_ceiling() {
     let operator = write(
         &dir,
         "config.zon",
-        ".{ .providers = .{ .x = 1 }, .nix = .{ .max_object_bytes = 1, .max_session_bytes = \"512MiB\" }, .log = .{ .rotate_bytes = \"1MiB\", .keep = 3, .fsync = true }, .limits = .{ .memory = \"4GiB\" } }",
+        ".{ .providers = .{ .{ .name = \"x\", .kind = .anthropic } }, .nix = .{ .max_object_bytes = 1, .max_session_bytes = \"512MiB\" }, .log = .{ .rotate_bytes = \"1MiB\", .keep = 3, .fsync = true }, .limits = .{ .memory = \"4GiB\" } }",
     );
     options.operator_config = Some(operator);
     let policy = Policy::load(&options).expect("loads");

@@ -12,6 +12,7 @@ pub mod exec;
 pub mod hook;
 pub mod inputs;
 pub mod log;
+pub mod login;
 pub mod mcp;
 pub mod migrate;
 pub mod packages;

@@ -486,7 +486,7 @@ impl Upstream {
             );
             return None;
         }
-        match crate::secrets::read(&session.policy, secret) {
+        match session.policy.read_secret(secret) {
             Ok(value) => {
                 session.secrets.remember(secret, &value);
                 Some(value)

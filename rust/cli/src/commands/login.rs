@@ -1,0 +1,132 @@
+//! `chock login <instance>`: stores a provider instance's key in the
+//! credential store (`$XDG_DATA_HOME/chock/credentials/<instance>`, mode
+//! 0600, written whole or not at all). The key is read from the terminal
+//! without echo, or from stdin when it is a pipe; it is never an argument,
+//! so it never reaches the shell's history or another user's `ps`.
+//! `--list` shows each configured instance and where its key is;
+//! `--remove` forgets a stored key.
+
+use std::io::{BufRead, IsTerminal, Read, Write};
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use chock_policy::{KeySource, LoadOptions, Policy};
+use chock_provider::{Credentials, MAX_KEY_BYTES};
+
+use crate::exit;
+
+#[derive(Debug, clap::Args)]
+#[command(group = clap::ArgGroup::new("what").required(true).args(["instance", "list", "remove"]))]
+pub struct Args {
+    /// The provider instance, by its name in config.zon's `.providers`.
+    pub instance: Option<String>,
+    /// List the configured instances, where each one's key is kept, and the keys stored.
+    #[arg(long)]
+    pub list: bool,
+    /// Remove the key stored for this instance.
+    #[arg(long, value_name = "INSTANCE")]
+    pub remove: Option<String>,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let store = Credentials::from_env()?;
+    if let Some(instance) = args.remove {
+        if store.remove(&instance)? {
+            println!("removed the key stored for {instance}");
+        } else {
+            println!("no key is stored for {instance}");
+        }
+        return Ok(exit::SUCCESS.into());
+    }
+    let here = std::env::current_dir().context("the current directory cannot be read")?;
+    let policy = Policy::load(&LoadOptions::from_env(here, Vec::new())?)?;
+    if args.list {
+        return list(&policy, &store);
+    }
+    let Some(instance) = args.instance else {
+        bail!("name the provider instance to log in to: chock login <instance>");
+    };
+    let configured = policy.provider(&instance).ok_or_else(|| {
+        let config = policy.operator_file().map_or_else(
+            || "your config.zon ($XDG_CONFIG_HOME/chock/config.zon)".to_owned(),
+            |p| p.display().to_string(),
+        );
+        anyhow::anyhow!(
+            "no provider instance `{instance}` in {config}: add `.providers = .{{ .{{ .name = \"{instance}\", .kind = .anthropic, .key = .login }} }}` (or .openai_chat, .openai_responses) there first"
+        )
+    })?;
+    let key = read_key(&instance)?;
+    let file = store.store(&instance, &key)?;
+    println!("stored the key for {instance} in {}", file.display());
+    if configured.key != KeySource::Login {
+        eprintln!(
+            "chock: note: {}:{} says `{instance}`'s key is kept {}, so this stored key is not used until that says `.key = .login`",
+            configured.file.display(),
+            configured.line,
+            where_kept(&configured.key)
+        );
+    }
+    Ok(exit::SUCCESS.into())
+}
+
+fn where_kept(key: &KeySource) -> String {
+    match key {
+        KeySource::Login => "in the credential store (chock login)".into(),
+        KeySource::Secret(name) => format!("as the secret {name} of .secrets"),
+        KeySource::Env(var) => format!("in the environment variable {var}"),
+        KeySource::None => "nowhere (.key = .none: no key is sent)".into(),
+    }
+}
+
+fn list(policy: &Policy, store: &Credentials) -> anyhow::Result<ExitCode> {
+    let stored = store.list()?;
+    if policy.providers().is_empty() {
+        println!("no provider instance is configured (.providers in config.zon)");
+    }
+    for p in policy.providers() {
+        let key = match &p.key {
+            KeySource::Login if stored.contains(&p.name) => "key stored (chock login)".to_owned(),
+            KeySource::Login => format!("no key stored yet: run `chock login {}`", p.name),
+            other => format!("key kept {}", where_kept(other)),
+        };
+        println!("{}  {}  {}  {key}", p.name, p.kind.as_str(), p.base_url);
+    }
+    for name in stored.iter().filter(|n| policy.provider(n).is_none()) {
+        println!(
+            "{name}  (not in config.zon)  key stored; `chock login --remove {name}` forgets it"
+        );
+    }
+    Ok(exit::SUCCESS.into())
+}
+
+/// The key from the terminal, not echoed, or from stdin on a pipe.
+fn read_key(instance: &str) -> anyhow::Result<String> {
+    let stdin = std::io::stdin();
+    if !stdin.is_terminal() {
+        let mut text = String::new();
+        stdin
+            .lock()
+            .take(MAX_KEY_BYTES as u64 + 2)
+            .read_to_string(&mut text)
+            .context("the key on stdin cannot be read as text")?;
+        return Ok(text);
+    }
+    let mut stderr = std::io::stderr();
+    write!(
+        stderr,
+        "key for provider {instance} (not shown as you type): "
+    )?;
+    stderr.flush()?;
+    let before = rustix::termios::tcgetattr(&stdin).context("the terminal cannot be read")?;
+    let mut quiet = before.clone();
+    quiet.local_modes.remove(rustix::termios::LocalModes::ECHO);
+    rustix::termios::tcsetattr(&stdin, rustix::termios::OptionalActions::Flush, &quiet)
+        .context("the terminal's echo cannot be turned off")?;
+    let mut line = String::new();
+    let read = stdin.lock().read_line(&mut line);
+    rustix::termios::tcsetattr(&stdin, rustix::termios::OptionalActions::Now, &before)
+        .context("the terminal's echo cannot be turned back on (run `stty echo`)")?;
+    writeln!(stderr)?;
+    read.context("the key cannot be read from the terminal")?;
+    Ok(line)
+}

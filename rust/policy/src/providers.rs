@@ -1,0 +1,315 @@
+//! The model providers the operator configures (`.providers` in
+//! `config.zon`): each instance's name, the API it speaks, where it answers
+//! and where its key is kept. Only the operator's file names them, like the
+//! places secrets are kept, so a project a person clones can never point
+//! Chock at another server or at their keys. Which instance and model a
+//! session may use is `model.select` ([`crate::StartQuestion::ModelSelect`]).
+//!
+//! ```zon
+//! // config.zon
+//! .providers = .{
+//!     .{ .name = "claude", .kind = .anthropic, .key = .login },
+//!     .{ .name = "work", .kind = .openai_responses, .key = .{ .secret = "OPENAI_KEY" } },
+//!     .{ .name = "router", .kind = .openai_chat,
+//!        .base_url = "https://openrouter.ai/api/v1", .key = .{ .env = "OPENROUTER_API_KEY" } },
+//!     .{ .name = "local", .kind = .openai_chat, .base_url = "http://127.0.0.1:8080/v1", .key = .none },
+//! },
+//! .secrets = .{ .OPENAI_KEY = .{ .command = .{ "pass", "show", "openai" } } },
+//! ```
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+
+use chock_zon::Spanned;
+use serde::Deserialize;
+
+use crate::error::PolicyError;
+use crate::files::Source;
+use crate::names;
+use crate::servers::{OperatorSecrets, is_env_name};
+
+/// At most this many provider instances in `.providers`.
+pub const MAX_PROVIDERS: usize = 64;
+
+/// The API an instance speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+#[serde(
+    rename_all = "snake_case",
+    expecting = "a provider kind: `.anthropic`, `.openai_chat` or `.openai_responses`"
+)]
+pub enum ProviderKind {
+    /// Anthropic's Messages API (`POST <base>/v1/messages`).
+    Anthropic,
+    /// OpenAI's Chat Completions (`POST <base>/chat/completions`), which
+    /// vLLM, llama.cpp's server, Ollama and OpenRouter speak too.
+    OpenaiChat,
+    /// OpenAI's Responses API (`POST <base>/responses`).
+    OpenaiResponses,
+}
+
+impl ProviderKind {
+    /// The kind as `config.zon` spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProviderKind::Anthropic => "anthropic",
+            ProviderKind::OpenaiChat => "openai_chat",
+            ProviderKind::OpenaiResponses => "openai_responses",
+        }
+    }
+
+    /// The base URL when `.base_url` is left out: the vendor's own.
+    pub fn default_base_url(self) -> &'static str {
+        match self {
+            ProviderKind::Anthropic => "https://api.anthropic.com",
+            ProviderKind::OpenaiChat | ProviderKind::OpenaiResponses => "https://api.openai.com/v1",
+        }
+    }
+}
+
+/// Where an instance's key is kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeySource {
+    /// A secret of `config.zon`'s `.secrets` (an environment variable, a
+    /// file or a command, as that block says).
+    Secret(String),
+    /// An environment variable of the shell Chock was started from.
+    Env(String),
+    /// The credential store in the data directory, written by `chock login`.
+    Login,
+    /// No key: a local server that asks for none.
+    None,
+}
+
+/// One provider instance of the operator's `config.zon`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderInstance {
+    /// One label (letters, digits, `_`, `-`): the `<instance>` of
+    /// `provider.<instance>` and of `chock login <instance>`.
+    pub name: String,
+    pub kind: ProviderKind,
+    /// Without a trailing `/`.
+    pub base_url: String,
+    pub key: KeySource,
+    /// Where it is written, for sentences that name it.
+    pub file: PathBuf,
+    pub line: u32,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a provider `.{ .name = \"...\", .kind = .anthropic, .key = .login }`"
+)]
+pub(crate) struct ProviderFields {
+    name: String,
+    kind: ProviderKind,
+    base_url: Option<String>,
+    key: Option<KeyFields>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(
+    rename_all = "snake_case",
+    expecting = "where the key is: `.login`, `.none`, `.{ .secret = \"NAME\" }` or `.{ .env = \"VAR\" }`"
+)]
+enum KeyFields {
+    Secret(String),
+    Env(String),
+    Login,
+    None,
+}
+
+/// The raw block as serde reads it.
+pub(crate) type ProvidersBlock = Spanned<Vec<Spanned<ProviderFields>>>;
+
+/// `.providers` of `config.zon`, checked: names unique labels, URLs http or
+/// https without credentials, a `.secret` named in `.secrets`.
+pub(crate) fn read_providers(
+    source: &Source<'_>,
+    block: Option<ProvidersBlock>,
+    secrets: &OperatorSecrets,
+) -> Result<Vec<ProviderInstance>, PolicyError> {
+    let Some(list) = block else {
+        return Ok(Vec::new());
+    };
+    if list.value.len() > MAX_PROVIDERS {
+        return Err(source.error(
+            list.span,
+            format!("config.zon names at most {MAX_PROVIDERS} provider instances"),
+        ));
+    }
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    for Spanned { span, value } in list.value {
+        let name = value.name;
+        if names::provider(&name).is_err() || name.contains('.') {
+            return Err(source.error(
+                span,
+                format!(
+                    "provider `{name}`: an instance's name is one label of letters, digits, `_` and `-` (it becomes the action provider.{name}); rename it"
+                ),
+            ));
+        }
+        if !seen.insert(name.clone()) {
+            return Err(source.error(
+                span,
+                format!("provider `{name}` is named twice in .providers: keep one"),
+            ));
+        }
+        let base_url = value
+            .base_url
+            .unwrap_or_else(|| value.kind.default_base_url().to_owned());
+        check_base_url(&name, &base_url).map_err(|why| source.error(span, why))?;
+        let key = match value.key.unwrap_or(KeyFields::Login) {
+            KeyFields::Secret(secret) if secrets.contains_key(&secret) => KeySource::Secret(secret),
+            KeyFields::Secret(secret) => {
+                return Err(source.error(
+                    span,
+                    format!(
+                        "provider `{name}`: `.key` names secret `{secret}`, which this file's .secrets does not keep; add `.secrets = .{{ .{secret} = .{{ .env = \"VAR\" }} }}` (or `.file`, or `.command`)"
+                    ),
+                ));
+            }
+            KeyFields::Env(var) if is_env_name(&var) => KeySource::Env(var),
+            KeyFields::Env(var) => {
+                return Err(source.error(
+                    span,
+                    format!(
+                        "provider `{name}`: `{var}` is not an environment variable's name (letters, digits and `_`, not starting with a digit)"
+                    ),
+                ));
+            }
+            KeyFields::Login => KeySource::Login,
+            KeyFields::None => KeySource::None,
+        };
+        out.push(ProviderInstance {
+            name,
+            kind: value.kind,
+            base_url: base_url.trim_end_matches('/').to_owned(),
+            key,
+            file: source.file.to_path_buf(),
+            line: chock_zon::line_col(source.text, span.start).0,
+        });
+    }
+    Ok(out)
+}
+
+fn check_base_url(name: &str, url: &str) -> Result<(), String> {
+    let authority = url.split_once("://").map_or("", |(_, rest)| {
+        rest.split(['/', '?', '#']).next().unwrap_or("")
+    });
+    if url.contains('\\') || authority.contains('@') {
+        return Err(format!(
+            "provider `{name}`: `{url}` holds a `\\` or credentials (`user@`); write the URL plainly and say where the key is with `.key`"
+        ));
+    }
+    if url.contains(['?', '#']) {
+        return Err(format!(
+            "provider `{name}`: `{url}` holds a query or fragment; a base URL is a scheme, a host and a path"
+        ));
+    }
+    let endpoint = crate::url_endpoint(url)
+        .map_err(|e| format!("provider `{name}`: {e}; write an http:// or https:// URL"))?;
+    if !matches!(endpoint.scheme.as_str(), "http" | "https") {
+        return Err(format!(
+            "provider `{name}`: `{url}` is not http or https; write the URL the API answers at"
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{KeySource, ProviderKind};
+    use crate::{LoadOptions, Policy, PolicyError};
+
+    fn load(operator: &str) -> Result<Policy, PolicyError> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("config.zon");
+        std::fs::write(&path, operator).expect("write");
+        Policy::load(&LoadOptions {
+            project_dir: dir.path().to_path_buf(),
+            operator_config: Some(path),
+            discovered_bundles: vec![],
+            org_bundles: vec![],
+        })
+    }
+
+    #[test]
+    fn instances_are_read_with_defaults_and_lines() {
+        let policy = load(
+            ".{\n .providers = .{\n  .{ .name = \"claude\", .kind = .anthropic },\n  .{ .name = \"work\", .kind = .openai_responses, .key = .{ .secret = \"OAI\" } },\n  .{ .name = \"local\", .kind = .openai_chat, .base_url = \"http://127.0.0.1:8080/v1/\", .key = .none },\n  .{ .name = \"or\", .kind = .openai_chat, .base_url = \"https://openrouter.ai/api/v1\", .key = .{ .env = \"OPENROUTER_API_KEY\" } },\n },\n .secrets = .{ .OAI = .{ .env = \"OPENAI_API_KEY\" } },\n}\n",
+        )
+        .expect("loads");
+        let p = policy.providers();
+        assert_eq!(p.len(), 4);
+        assert_eq!(
+            (p[0].kind, p[0].base_url.as_str(), &p[0].key, p[0].line),
+            (
+                ProviderKind::Anthropic,
+                "https://api.anthropic.com",
+                &KeySource::Login,
+                3
+            )
+        );
+        assert_eq!(p[1].key, KeySource::Secret("OAI".into()));
+        assert_eq!(p[1].base_url, "https://api.openai.com/v1");
+        assert_eq!(
+            (p[2].base_url.as_str(), &p[2].key),
+            ("http://127.0.0.1:8080/v1", &KeySource::None)
+        );
+        assert_eq!(p[3].key, KeySource::Env("OPENROUTER_API_KEY".into()));
+        assert_eq!(policy.provider("work").map(|i| i.line), Some(4));
+        assert!(policy.provider("nobody").is_none());
+    }
+
+    #[test]
+    fn bad_instances_are_refused_at_their_line_saying_what_to_do() {
+        for (text, says) in [
+            (
+                ".{ .providers = .{\n .{ .name = \"a.b\", .kind = .anthropic } } }",
+                "one label",
+            ),
+            (
+                ".{ .providers = .{\n .{ .name = \"a\", .kind = .anthropic }, .{ .name = \"a\", .kind = .openai_chat } } }",
+                "named twice",
+            ),
+            (
+                ".{ .providers = .{\n .{ .name = \"a\", .kind = .gemini } } }",
+                "openai_chat",
+            ),
+            (
+                ".{ .providers = .{\n .{ .name = \"a\", .kind = .anthropic, .base_url = \"ftp://h/\" } } }",
+                "not http",
+            ),
+            (
+                ".{ .providers = .{\n .{ .name = \"a\", .kind = .anthropic, .base_url = \"https://me:pw@h/\" } } }",
+                "credentials",
+            ),
+            (
+                ".{ .providers = .{\n .{ .name = \"a\", .kind = .anthropic, .base_url = \"https://h/?x=1\" } } }",
+                "query",
+            ),
+            (
+                ".{ .providers = .{\n .{ .name = \"a\", .kind = .anthropic, .key = .{ .secret = \"NOPE\" } } } }",
+                "add `.secrets = .{ .NOPE",
+            ),
+            (
+                ".{ .providers = .{\n .{ .name = \"a\", .kind = .anthropic, .key = .{ .env = \"1X\" } } } }",
+                "environment variable",
+            ),
+            (
+                ".{ .providers = .{\n .{ .name = \"a\", .kind = .anthropic, .key = .keychain } } }",
+                "`login`",
+            ),
+            (
+                ".{ .providers = .{\n .{ .name = \"a\", .kind = .anthropic, .api_key = \"sk\" } } }",
+                "api_key",
+            ),
+        ] {
+            let message = load(text).expect_err(text).to_string();
+            assert!(message.contains(says), "{text}: {message}");
+            assert!(message.contains("config.zon:2:"), "{text}: {message}");
+        }
+    }
+}
