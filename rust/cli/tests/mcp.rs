@@ -13,6 +13,8 @@ use support::{Approver, Env, Page, Site, answered_in_chock_approve, person_says}
 
 mod net_lab;
 mod sandbox_fixture;
+#[path = "mcp/push.rs"]
+mod push;
 #[path = "mcp/tasks.rs"]
 mod tasks;
 

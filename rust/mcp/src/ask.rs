@@ -131,6 +131,64 @@ impl Askers {
     }
 }
 
+/// The properties of the client's form for a credential.
+pub const USERNAME_FIELD: &str = "username";
+pub const PASSWORD_FIELD: &str = "password";
+
+impl Askers {
+    /// Asks a person for the user name and password (or token) of one
+    /// remote through the client's prompt; `Err` says why none was given.
+    /// `message` says what for; the answer is never logged.
+    pub async fn ask_credential(
+        &self,
+        peer: &Peer<RoleServer>,
+        message: String,
+        username: Option<&str>,
+    ) -> Result<(String, String), String> {
+        if !peer
+            .supported_elicitation_modes()
+            .contains(&ElicitationMode::Form)
+        {
+            return Err("nobody could be asked for it: this client does not support MCP elicitation (configure a git credential helper on the host, which is asked first)".into());
+        }
+        let schema = ElicitationSchema::builder()
+            .required_string_property(USERNAME_FIELD, |s| {
+                let s = s.title("User name");
+                match username {
+                    Some(name) => s.with_default(name),
+                    None => s,
+                }
+            })
+            .required_string_property(PASSWORD_FIELD, |s| {
+                s.title("Password or token")
+                    .description("Given to git for this one push, never logged, and removed from what the agent reads.")
+            })
+            .build_unchecked();
+        let params = ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message,
+            requested_schema: schema,
+        };
+        let result = peer
+            .create_elicitation_with_timeout(params, Some(self.timeout))
+            .await
+            .map_err(|e| format!("the client's prompt failed: {e}"))?;
+        if result.action != ElicitationAction::Accept {
+            return Err("the person gave none".into());
+        }
+        let field = |name: &str| {
+            result
+                .content
+                .as_ref()
+                .and_then(|c| c.get(name))
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_owned)
+                .unwrap_or_default()
+        };
+        Ok((field(USERNAME_FIELD), field(PASSWORD_FIELD)))
+    }
+}
+
 /// The property the client's form asks for.
 pub const ELICIT_FIELD: &str = "allow";
 
@@ -203,6 +261,23 @@ impl CallAsker {
                 () = self.cancel.cancelled() => Some(Reply::Unanswered(
                     "the client cancelled the call".into(),
                 )),
+            }
+        })
+    }
+}
+
+impl CallAsker {
+    /// [`Askers::ask_credential`] from a blocking thread; the call's
+    /// cancellation withdraws the question.
+    pub fn ask_credential(
+        &self,
+        message: String,
+        username: Option<&str>,
+    ) -> Result<(String, String), String> {
+        self.runtime.block_on(async {
+            tokio::select! {
+                answer = self.askers.ask_credential(&self.peer, message, username) => answer,
+                () = self.cancel.cancelled() => Err("the client cancelled the call".into()),
             }
         })
     }

@@ -21,6 +21,8 @@ mod agent;
 pub mod approve;
 mod ask;
 mod build;
+mod call_socket;
+mod credential;
 mod error;
 mod fetch;
 mod gate;

@@ -219,6 +219,80 @@ impl Lab {
     }
 }
 
+/// A git server over HTTP with Basic auth on the lab's far side
+/// (`git_http.py`: `git http-backend` behind it), serving one bare
+/// repository, `remote.git`.
+pub struct GitHttp {
+    server: Child,
+    dir: tempfile::TempDir,
+}
+
+/// The port [`GitHttp`] listens on.
+pub const GIT_HTTP_PORT: u16 = 8081;
+
+impl Lab {
+    /// Starts [`GitHttp`], accepting only `user` with `password`.
+    pub fn git_http(&self, user: &str, password: &str) -> GitHttp {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let bare = dir.path().join("remote.git");
+        let made = Command::new("git")
+            .args(["init", "-q", "--bare", "-b", "main"])
+            .arg(&bare)
+            .status()
+            .expect("git init");
+        assert!(made.success());
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/net_lab/git_http.py");
+        let mut server = Command::new("ip")
+            .args(["netns", "exec", &self.server_ns, "/usr/bin/python3"])
+            .arg(&script)
+            .arg(&self.server)
+            .arg(GIT_HTTP_PORT.to_string())
+            .arg(dir.path())
+            .args([user, password])
+            .arg(dir.path().join("log"))
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("git_http.py");
+        let mut ready = [0u8; 6];
+        use std::io::Read;
+        server
+            .stdout
+            .as_mut()
+            .expect("stdout")
+            .read_exact(&mut ready)
+            .expect("the git server starts");
+        GitHttp { server, dir }
+    }
+}
+
+impl GitHttp {
+    /// The commit `main` names in the served repository, if any.
+    pub fn main(&self) -> Option<String> {
+        let out = Command::new("git")
+            .arg("--git-dir")
+            .arg(self.dir.path().join("remote.git"))
+            .args(["rev-parse", "--verify", "-q", "refs/heads/main"])
+            .output()
+            .expect("git rev-parse");
+        out.status
+            .success()
+            .then(|| text(&out.stdout).trim().to_owned())
+    }
+
+    /// One line per request: method, path, and `authorised`, `wrong` or
+    /// `anonymous`.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("log")).unwrap_or_default()
+    }
+}
+
+impl Drop for GitHttp {
+    fn drop(&mut self) {
+        let _ = self.server.kill();
+        let _ = self.server.wait();
+    }
+}
+
 impl Drop for Lab {
     fn drop(&mut self) {
         let _ = self.servers.kill();

@@ -141,7 +141,8 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
         return super::tasks::start(call, request, toolchain, shown(&args.argv)).await;
     }
     // An allowed push is given the person's ssh agent for this call only.
-    let agent = if named.acts.iter().any(|act| act.action == "git.push") {
+    let pushes = named.acts.iter().any(|act| act.action == "git.push");
+    let agent = if pushes {
         chock_log::dir_from_env()
             .ok()
             .and_then(|dir| crate::agent::Armed::arm(&dir.join("agent")))
@@ -183,6 +184,12 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
         &session.project,
     )
     .map_err(|e| format!("run_command: {e}"))?;
+    // ... and, to reach an http or https remote, a credential socket for
+    // this call only, answering for a host this call's router lets through.
+    let credential = match &router {
+        Some(router) if pushes => arm_credential(call, router),
+        _ => None,
+    };
     let ran = tokio::task::spawn_blocking(move || {
         let mut prepared =
             exec::prepare_allowed(&request, toolchain, &session.policy, &session.log, ROUTE)?
@@ -199,15 +206,28 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
             );
             prepared.set_env("SSH_AUTH_SOCK", crate::agent::AGENT_MOUNT);
         }
+        if let Some(credential) = &credential {
+            prepared.sandbox_mut().show_read_only(
+                credential.socket().to_path_buf(),
+                crate::credential::CREDENTIAL_MOUNT.into(),
+            );
+            for (name, value) in crate::credential::git_env() {
+                prepared.set_env(name, value);
+            }
+        }
         if let Some(router) = router {
             prepared = prepared.with_router(router);
         }
-        let notices: Vec<String> = prepared.notices.iter().map(ToString::to_string).collect();
+        let mut notices: Vec<String> =
+            prepared.notices.iter().map(ToString::to_string).collect();
         let started = prepared.start()?;
         started_tell.send(started.signal_handle()?).ok();
         let ran = started.wait()?;
         // Closed with the call.
         drop(agent);
+        if let Some(credential) = credential {
+            notices.extend(credential.notes());
+        }
         Ok::<_, exec::ExecError>((notices, ran))
     })
     .await
@@ -243,6 +263,23 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
     } else {
         Err(out)
     }
+}
+
+/// The credential socket of one push call (`None`, with a warning, when
+/// it cannot be made: git then finds no credential).
+fn arm_credential(
+    call: &Call<'_>,
+    router: &chock_sandbox::net::Router,
+) -> Option<crate::credential::Armed> {
+    let parent = chock_log::dir_from_env().ok()?.join("credential");
+    let source = crate::credential::source(
+        router.clone(),
+        call.session.asker(call.peer, &call.cancel, exec::TOOL),
+        call.session.clone(),
+    );
+    crate::credential::Armed::arm(&parent, source)
+        .map_err(|e| tracing::warn!("the git credential socket could not be made: {e}"))
+        .ok()
 }
 
 /// The session's policy, held for as long as a command's router decides.
