@@ -3,15 +3,17 @@
 //! the far side of the router's lab, in network namespaces the test makes
 //! (root), and gets its credential for that one call over a socket, from a
 //! person asked through the client or from the operator's own git
-//! credential helper on the host.
+//! credential helper on the host; or, to an ssh remote (OpenSSH's server in
+//! the same lab), signs with the person's ssh agent.
 
 use std::path::Path;
 use std::process::Command;
 
 use serde_json::{Value, json};
 
-use crate::net_lab::{GIT_HTTP_PORT, Lab};
+use crate::net_lab::{GIT_HTTP_PORT, Lab, SSHD_PORT};
 use crate::support::{Env, person_says};
+use crate::tasks::SshAgent;
 
 const PASSWORD: &str = "tok-5f1e9c-only-for-this-push";
 
@@ -193,4 +195,59 @@ fn the_operators_git_credential_helper_on_the_host_answers_an_allowed_push() {
     assert!(!pushed.is_error, "{pushed:?}\n{}", server.log());
     assert_eq!(server.main().as_deref(), Some(head.as_str()));
     assert!(!pushed.text.contains(PASSWORD), "{pushed:?}");
+}
+
+#[test]
+fn an_approved_push_over_ssh_signs_with_the_persons_agent_through_the_router() {
+    let lab = Lab::new();
+    lab.enter();
+    let agent = SshAgent::start();
+    let server = lab.sshd(&agent.public_key());
+    let env = Env::new();
+    env.rules(
+        r#".{ .action = "exec.*", .decision = .allow }, .{ .action = "net.connect.test.allowed.*", .decision = .allow }, .{ .action = "git.push", .decision = .ask }"#,
+    );
+    let remote = format!(
+        "ssh://root@allowed.test:{SSHD_PORT}{}",
+        server.repository().display()
+    );
+    for args in [
+        &["init", "-q", "-b", "main"][..],
+        &["add", "chock.zon"],
+        &["commit", "-q", "-m", "first"],
+        &["remote", "add", "origin", &remote],
+        // The test's server key is new to everyone.
+        &[
+            "config",
+            "core.sshCommand",
+            "ssh -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o BatchMode=yes",
+        ],
+    ] {
+        git(&env.project, args);
+    }
+    let head = git(&env.project, &["rev-parse", "HEAD"]);
+    let resolver = lab.resolver();
+    let socket = agent.socket();
+    let mut client = env.client_with_env(
+        true,
+        &[],
+        &[
+            ("CHOCK_NET_RESOLVER", Path::new(&resolver)),
+            ("SSH_AUTH_SOCK", &socket),
+        ],
+    );
+    // Refused: nothing reaches the server, nothing moves.
+    client.elicit_answers.push(person_says(false));
+    let refused = client.call("run_command", push());
+    assert!(refused.is_error, "{refused:?}");
+    assert_eq!(server.main(), None);
+    assert!(!server.log().contains("Connection from"), "{}", server.log());
+    // Approved: the key in the person's agent signs, through the router.
+    client.elicit_answers.push(person_says(true));
+    let pushed = client.call("run_command", push());
+    assert!(!pushed.is_error, "{pushed:?}\n{}", server.log());
+    assert_eq!(server.main().as_deref(), Some(head.as_str()));
+    assert!(server.log().contains("Accepted publickey for root"), "{}", server.log());
+    assert_eq!(client.elicited.len(), 2, "git.push twice, no credential asked");
+    env.assert_logged("net.connect.test.allowed.2222", "allow", "rule");
 }

@@ -293,6 +293,112 @@ impl Drop for GitHttp {
     }
 }
 
+/// OpenSSH's server on the lab's far side, letting in root with one
+/// public key only (no password), serving git over ssh.
+pub struct Sshd {
+    server: Child,
+    dir: tempfile::TempDir,
+}
+
+/// The port [`Sshd`] listens on.
+pub const SSHD_PORT: u16 = 2222;
+
+impl Lab {
+    /// Starts [`Sshd`] with `public_key` the one key it takes, and a bare
+    /// repository `remote.git` in its folder ([`Sshd::repository`]).
+    pub fn sshd(&self, public_key: &Path) -> Sshd {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let d = dir.path();
+        let made = Command::new("git")
+            .args(["init", "-q", "--bare", "-b", "main"])
+            .arg(d.join("remote.git"))
+            .status()
+            .expect("git init");
+        assert!(made.success());
+        let keygen = Command::new("ssh-keygen")
+            .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+            .arg(d.join("host_key"))
+            .status()
+            .expect("ssh-keygen");
+        assert!(keygen.success());
+        std::fs::copy(public_key, d.join("authorized_keys")).expect("authorized_keys");
+        std::fs::write(
+            d.join("sshd_config"),
+            format!(
+                "Port {SSHD_PORT}\nListenAddress {}\nHostKey {}\nAuthorizedKeysFile {}\nPermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\nPidFile none\nLogLevel VERBOSE\n",
+                self.server,
+                d.join("host_key").display(),
+                d.join("authorized_keys").display()
+            ),
+        )
+        .expect("sshd_config");
+        // sshd's privilege separation folder.
+        std::fs::create_dir_all("/run/sshd").expect("/run/sshd");
+        let mut server = Command::new("ip")
+            .args(["netns", "exec", &self.server_ns, "/usr/sbin/sshd", "-D", "-e", "-f"])
+            .arg(d.join("sshd_config"))
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("sshd");
+        let stderr = server.stderr.take().expect("stderr");
+        let mut lines = std::io::BufRead::lines(std::io::BufReader::new(stderr));
+        let mut seen = String::new();
+        loop {
+            let line = lines
+                .next()
+                .and_then(Result::ok)
+                .unwrap_or_else(|| panic!("sshd did not start: {seen}"));
+            seen.push_str(&line);
+            seen.push('\n');
+            if line.contains("Server listening") {
+                break;
+            }
+        }
+        let log = d.join("log");
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                use std::io::Write;
+                if let Ok(mut file) = std::fs::OpenOptions::new().create(true).append(true).open(&log) {
+                    let _ = writeln!(file, "{line}");
+                }
+            }
+        });
+        Sshd { server, dir }
+    }
+}
+
+impl Sshd {
+    /// The served repository's path on the server.
+    pub fn repository(&self) -> PathBuf {
+        self.dir.path().join("remote.git")
+    }
+
+    /// The commit `main` names in the served repository, if any.
+    pub fn main(&self) -> Option<String> {
+        let out = Command::new("git")
+            .arg("--git-dir")
+            .arg(self.repository())
+            .args(["rev-parse", "--verify", "-q", "refs/heads/main"])
+            .output()
+            .expect("git rev-parse");
+        out.status
+            .success()
+            .then(|| text(&out.stdout).trim().to_owned())
+    }
+
+    /// What sshd said after it started.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("log")).unwrap_or_default()
+    }
+}
+
+impl Drop for Sshd {
+    fn drop(&mut self) {
+        let _ = self.server.kill();
+        let _ = self.server.wait();
+    }
+}
+
 impl Drop for Lab {
     fn drop(&mut self) {
         let _ = self.servers.kill();
