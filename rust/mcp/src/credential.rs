@@ -149,7 +149,7 @@ fn split_port(field: &str, default: u16) -> Option<(&str, u16)> {
 }
 
 /// A user name and its password or token.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Credential {
     pub username: String,
     pub password: String,
@@ -165,7 +165,7 @@ impl std::fmt::Debug for Credential {
 
 impl Credential {
     /// Both parts present and each one line.
-    fn checked(self) -> Option<Credential> {
+    pub(crate) fn checked(self) -> Option<Credential> {
         let one_line = |s: &str| !s.is_empty() && !s.contains(['\n', '\r', '\0']);
         (one_line(&self.username) && one_line(&self.password)).then_some(self)
     }
@@ -227,7 +227,9 @@ impl Drop for Armed {
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// One connection: git's request (to the end of its stream), then the
@@ -365,19 +367,7 @@ pub fn source(
         }
         let credential = match from_helper(wanted) {
             Some(credential) => credential,
-            None => {
-                let message = format!(
-                    "Chock: git push to {} needs a user name and password (or token).\n  project: {}\n  It is handed to git in the sandbox for this one call over a socket, never logged, and removed from what the agent reads.",
-                    wanted.url(),
-                    session.project.dir.display()
-                );
-                let (username, password) =
-                    asker.ask_credential(message, wanted.username.as_deref())?;
-                typed(&username, &password)
-                    .ok_or_else(|| {
-                        "the answer had an empty or multi-line user name or password".to_owned()
-                    })?
-            }
+            None => asker.ask_credential("git.push", &wanted.url(), wanted.username.as_deref())?,
         };
         session.secrets.remember(SCRUBBED_AS, &credential.password);
         Ok(credential)

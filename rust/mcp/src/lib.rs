@@ -36,7 +36,8 @@ mod tools;
 mod transport;
 mod workspace;
 
-pub use ask::{Asked, CallAsker, Reply};
+pub use ask::{Asked, CallAsker, CredentialFor, Reply};
+pub use credential::Credential;
 pub use error::McpError;
 pub use session::{ServeOptions, serve, serve_stdio};
 pub use tools::TOOL_NAMES;

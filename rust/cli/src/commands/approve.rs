@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use chock_mcp::approve::{self, Event, Heard, Watcher};
+use chock_mcp::{Credential, CredentialFor};
 
 use crate::exit;
 
@@ -76,6 +77,9 @@ struct Shown {
     pid: u32,
     id: u64,
     text: String,
+    /// For a credential question: what it is for, and the user name typed
+    /// once it has been.
+    credential: Option<(CredentialFor, Option<String>)>,
 }
 
 impl Shown {
@@ -85,7 +89,10 @@ impl Shown {
 }
 
 /// Prints each question as it comes and sends the answer typed: `y` or
-/// `yes` allows it once, anything else refuses it. Questions that arrive
+/// `yes` allows it once, anything else refuses it. A question for a
+/// credential (a `git push` to an http or https remote) asks for a user
+/// name, then for the password or token with the terminal's echo off; an
+/// empty line refuses it. Questions that arrive
 /// while one is shown wait their turn. A question the server withdraws
 /// (timed out, or the agent cancelled its call) leaves the prompt, so the
 /// next line typed never answers a question nobody waits on any more.
@@ -106,20 +113,28 @@ fn watch(mut watcher: Watcher) -> anyhow::Result<ExitCode> {
                 "\nquestion {} from chock mcp {}:\n{}",
                 next.id, next.pid, next.text
             );
-            print!("allow it once? [y/N] ");
+            match &next.credential {
+                Some((wanted, _)) => print!(
+                    "user name for {}{}: ",
+                    wanted.remote,
+                    wanted
+                        .username
+                        .as_deref()
+                        .map_or(String::new(), |u| format!(" [{u}]"))
+                ),
+                None => print!("allow it once? [y/N] "),
+            }
             stdout.flush()?;
             current = Some(next);
         }
         match typed.try_recv() {
             Ok(line) => {
                 if let Some(shown) = current.take() {
-                    let allow = matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes");
-                    if let Err(error) = watcher.answer(&shown.path, shown.id, allow) {
-                        eprintln!("chock approve: {error}");
-                    }
+                    current = answer(&mut watcher, shown, &line)?;
                 }
             }
             Err(std::sync::mpsc::TryRecvError::Disconnected) => {
+                echo(true);
                 println!();
                 return Ok(exit::SUCCESS.into());
             }
@@ -137,6 +152,7 @@ fn watch(mut watcher: Watcher) -> anyhow::Result<ExitCode> {
             Heard::Closed { pid, path } => {
                 if current.as_ref().is_some_and(|c| c.path == path) {
                     current = None;
+                    echo(true);
                 }
                 queue.retain(|q| q.path != path);
                 println!("chock mcp {pid} stopped");
@@ -147,6 +163,7 @@ fn watch(mut watcher: Watcher) -> anyhow::Result<ExitCode> {
                     pid,
                     id,
                     text: question.text(),
+                    credential: question.credential.map(|wanted| (wanted, None)),
                 }),
                 Event::Answered { id, allow } => {
                     println!(
@@ -158,6 +175,7 @@ fn watch(mut watcher: Watcher) -> anyhow::Result<ExitCode> {
                     queue.retain(|q| !q.same(&path, id));
                     if current.as_ref().is_some_and(|c| c.same(&path, id)) {
                         current = None;
+                        echo(true);
                         println!("\nquestion {id} withdrawn: {why}");
                     }
                 }
@@ -165,6 +183,63 @@ fn watch(mut watcher: Watcher) -> anyhow::Result<ExitCode> {
                 _ => {}
             },
         }
+    }
+}
+
+/// Takes one line typed for the question shown: the answer, or for a
+/// credential question its user name (then the question stays, asking for
+/// the password with echo off). The question still shown, if any.
+fn answer(watcher: &mut Watcher, mut shown: Shown, line: &str) -> anyhow::Result<Option<Shown>> {
+    let line = line.trim_end_matches(['\r', '\n']);
+    let (allow, credential) = match &mut shown.credential {
+        None => (
+            matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes"),
+            None,
+        ),
+        Some((wanted, typed @ None)) => {
+            let name = match line.trim() {
+                "" => wanted.username.clone().unwrap_or_default(),
+                name => name.to_owned(),
+            };
+            if !name.is_empty() {
+                *typed = Some(name);
+                print!("password or token (not shown; an empty line refuses): ");
+                std::io::stdout().flush()?;
+                echo(false);
+                return Ok(Some(shown));
+            }
+            (false, None)
+        }
+        Some((_, Some(username))) => {
+            echo(true);
+            println!();
+            let credential = Credential {
+                username: username.clone(),
+                password: line.to_owned(),
+            };
+            (!line.is_empty(), (!line.is_empty()).then_some(credential))
+        }
+    };
+    if let Err(error) = watcher.answer(&shown.path, shown.id, allow, credential) {
+        eprintln!("chock approve: {error}");
+    }
+    Ok(None)
+}
+
+/// Turns the terminal's echo on or off (nothing when stdin is no terminal).
+fn echo(on: bool) {
+    let stdin = std::io::stdin();
+    let Ok(mut mode) = rustix::termios::tcgetattr(&stdin) else {
+        return;
+    };
+    mode.local_modes.set(rustix::termios::LocalModes::ECHO, on);
+    if let Err(error) =
+        rustix::termios::tcsetattr(&stdin, rustix::termios::OptionalActions::Now, &mode)
+    {
+        eprintln!(
+            "chock approve: the terminal's echo could not be turned {}: {error}",
+            if on { "on" } else { "off" }
+        );
     }
 }
 

@@ -12,7 +12,7 @@ use std::process::Command;
 use serde_json::{Value, json};
 
 use crate::net_lab::{GIT_HTTP_PORT, Lab, SSHD_PORT};
-use crate::support::{Env, person_says};
+use crate::support::{Approver, Env, person_says};
 use crate::tasks::SshAgent;
 
 const PASSWORD: &str = "tok-5f1e9c-only-for-this-push";
@@ -50,7 +50,10 @@ fn git(dir: &Path, args: &[&str]) -> String {
 
 /// A new commit on `main`; its id.
 fn commit(env: &Env, message: &str) -> String {
-    git(&env.project, &["commit", "-q", "--allow-empty", "-m", message]);
+    git(
+        &env.project,
+        &["commit", "-q", "--allow-empty", "-m", message],
+    );
     git(&env.project, &["rev-parse", "HEAD"])
 }
 
@@ -75,17 +78,12 @@ fn an_approved_push_over_http_gets_the_password_a_person_typed_for_that_call_onl
     repository(&env);
     let first = git(&env.project, &["rev-parse", "HEAD"]);
     let resolver = lab.resolver();
-    let mut client = env.client_with_env(
-        true,
-        &[],
-        &[("CHOCK_NET_RESOLVER", Path::new(&resolver))],
-    );
+    let mut client =
+        env.client_with_env(true, &[], &[("CHOCK_NET_RESOLVER", Path::new(&resolver))]);
 
     // Approved, and the person types the password when git asks for it.
     client.elicit_answers.push(person_says(true));
-    client
-        .elicit_answers
-        .push(person_types("pusher", PASSWORD));
+    client.elicit_answers.push(person_types("pusher", PASSWORD));
     let pushed = client.call("run_command", push());
     assert!(!pushed.is_error, "{pushed:?}\n{}", server.log());
     assert_eq!(server.main().as_deref(), Some(first.as_str()));
@@ -94,10 +92,16 @@ fn an_approved_push_over_http_gets_the_password_a_person_typed_for_that_call_onl
         .as_str()
         .unwrap_or_default();
     assert!(
-        asked.contains(&format!("git push to http://allowed.test:{GIT_HTTP_PORT} needs")),
+        asked.contains(&format!(
+            "git push to http://allowed.test:{GIT_HTTP_PORT} needs"
+        )),
         "{asked}"
     );
-    assert!(server.log().contains("POST /remote.git/git-receive-pack authorised"));
+    assert!(
+        server
+            .log()
+            .contains("POST /remote.git/git-receive-pack authorised")
+    );
     assert!(!pushed.text.contains(PASSWORD), "{pushed:?}");
     env.assert_logged("git.push", "allow", "person");
     env.assert_logged("net.connect.test.allowed.8081", "allow", "rule");
@@ -130,9 +134,7 @@ fn an_approved_push_over_http_gets_the_password_a_person_typed_for_that_call_onl
     // takes the credential first has it scrubbed from what the agent
     // reads, and git's push after it gets none, so nothing moves.
     client.elicit_answers.push(person_says(true));
-    client
-        .elicit_answers
-        .push(person_types("pusher", PASSWORD));
+    client.elicit_answers.push(person_types("pusher", PASSWORD));
     let script = format!(
         "printf 'protocol=http\\nhost=allowed.test:{GIT_HTTP_PORT}\\npath=remote.git\\n\\n' | git credential fill; git push origin main"
     );
@@ -181,16 +183,16 @@ fn the_operators_git_credential_helper_on_the_host_answers_an_allowed_push() {
     std::fs::create_dir_all(&git_config).expect("mkdir");
     std::fs::write(
         git_config.join("config"),
-        format!("[credential]\n\thelper = store --file {}\n", store.display()),
+        format!(
+            "[credential]\n\thelper = store --file {}\n",
+            store.display()
+        ),
     )
     .expect("git config");
     let resolver = lab.resolver();
     // A client that cannot elicit: nobody could be asked.
-    let mut client = env.client_with_env(
-        false,
-        &[],
-        &[("CHOCK_NET_RESOLVER", Path::new(&resolver))],
-    );
+    let mut client =
+        env.client_with_env(false, &[], &[("CHOCK_NET_RESOLVER", Path::new(&resolver))]);
     let pushed = client.call("run_command", push());
     assert!(!pushed.is_error, "{pushed:?}\n{}", server.log());
     assert_eq!(server.main().as_deref(), Some(head.as_str()));
@@ -241,13 +243,66 @@ fn an_approved_push_over_ssh_signs_with_the_persons_agent_through_the_router() {
     let refused = client.call("run_command", push());
     assert!(refused.is_error, "{refused:?}");
     assert_eq!(server.main(), None);
-    assert!(!server.log().contains("Connection from"), "{}", server.log());
+    assert!(
+        !server.log().contains("Connection from"),
+        "{}",
+        server.log()
+    );
     // Approved: the key in the person's agent signs, through the router.
     client.elicit_answers.push(person_says(true));
     let pushed = client.call("run_command", push());
     assert!(!pushed.is_error, "{pushed:?}\n{}", server.log());
     assert_eq!(server.main().as_deref(), Some(head.as_str()));
-    assert!(server.log().contains("Accepted publickey for root"), "{}", server.log());
-    assert_eq!(client.elicited.len(), 2, "git.push twice, no credential asked");
+    assert!(
+        server.log().contains("Accepted publickey for root"),
+        "{}",
+        server.log()
+    );
+    assert_eq!(
+        client.elicited.len(),
+        2,
+        "git.push twice, no credential asked"
+    );
     env.assert_logged("net.connect.test.allowed.2222", "allow", "rule");
+}
+
+#[test]
+fn a_person_in_chock_approve_types_the_password_for_a_client_that_cannot_elicit() {
+    let lab = Lab::new();
+    lab.enter();
+    let server = lab.git_http("pusher", PASSWORD);
+    let env = Env::new();
+    env.rules(
+        r#".{ .action = "exec.*", .decision = .allow }, .{ .action = "net.connect.test.allowed.*", .decision = .allow }, .{ .action = "git.push", .decision = .ask }"#,
+    );
+    repository(&env);
+    let head = git(&env.project, &["rev-parse", "HEAD"]);
+    let resolver = lab.resolver();
+    let client = env.client_with_env(false, &[], &[("CHOCK_NET_RESOLVER", Path::new(&resolver))]);
+    let mut approver = Approver::start(&env);
+    approver.wait_for("watching chock mcp");
+    let (shown, pushed) = std::thread::scope(|scope| {
+        let driver = scope.spawn(move || {
+            let mut client = client;
+            client.call("run_command", push())
+        });
+        approver.wait_for("allow it once? [y/N]");
+        approver.answer("y");
+        let shown = approver.wait_for(&format!(
+            "user name for http://allowed.test:{GIT_HTTP_PORT}: "
+        ));
+        approver.answer("pusher");
+        approver.wait_for("password or token (not shown; an empty line refuses): ");
+        approver.answer(PASSWORD);
+        (shown, driver.join().expect("client"))
+    });
+    assert!(
+        shown.contains("needs a user name and password (or token)"),
+        "{shown}"
+    );
+    assert!(!pushed.is_error, "{pushed:?}\n{}", server.log());
+    assert_eq!(server.main().as_deref(), Some(head.as_str()));
+    assert!(!pushed.text.contains(PASSWORD), "{pushed:?}");
+    let log = serde_json::to_string(&env.log_lines()).expect("json");
+    assert!(!log.contains(PASSWORD), "the password is never logged");
 }

@@ -335,7 +335,15 @@ impl Lab {
         // sshd's privilege separation folder.
         std::fs::create_dir_all("/run/sshd").expect("/run/sshd");
         let mut server = Command::new("ip")
-            .args(["netns", "exec", &self.server_ns, "/usr/sbin/sshd", "-D", "-e", "-f"])
+            .args([
+                "netns",
+                "exec",
+                &self.server_ns,
+                "/usr/sbin/sshd",
+                "-D",
+                "-e",
+                "-f",
+            ])
             .arg(d.join("sshd_config"))
             .stderr(Stdio::piped())
             .spawn()
@@ -358,7 +366,11 @@ impl Lab {
         std::thread::spawn(move || {
             for line in lines.map_while(Result::ok) {
                 use std::io::Write;
-                if let Ok(mut file) = std::fs::OpenOptions::new().create(true).append(true).open(&log) {
+                if let Ok(mut file) = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&log)
+                {
                     let _ = writeln!(file, "{line}");
                 }
             }

@@ -218,8 +218,7 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
         if let Some(router) = router {
             prepared = prepared.with_router(router);
         }
-        let mut notices: Vec<String> =
-            prepared.notices.iter().map(ToString::to_string).collect();
+        let mut notices: Vec<String> = prepared.notices.iter().map(ToString::to_string).collect();
         let started = prepared.start()?;
         started_tell.send(started.signal_handle()?).ok();
         let ran = started.wait()?;
