@@ -350,13 +350,13 @@ pub fn from_helper(wanted: &Wanted) -> Option<Credential> {
 
 /// Where one push call's credential comes from: the host must be one
 /// this call's `router` lets through (decided as a connection to it would
-/// be), then the operator's helper ([`from_helper`]), then a person asked
-/// through the call's channel. The password given is scrubbed from every
-/// answer `session` returns from then on.
+/// be), then the operator's helper ([`from_helper`]), then `ask` (a person,
+/// through the call's channel). `given` is told the credential handed out
+/// (to scrub it from what the agent reads).
 pub fn source(
     router: chock_sandbox::net::Router,
-    asker: crate::ask::CallAsker,
-    session: Arc<crate::session::Session>,
+    ask: impl Fn(&Wanted) -> Result<Credential, String> + Send + Sync + 'static,
+    given: impl Fn(&Credential) + Send + Sync + 'static,
 ) -> Box<Source> {
     Box::new(move |wanted: &Wanted| {
         if !router.connect(&wanted.host, wanted.port) {
@@ -367,9 +367,9 @@ pub fn source(
         }
         let credential = match from_helper(wanted) {
             Some(credential) => credential,
-            None => asker.ask_credential("git.push", &wanted.url(), wanted.username.as_deref())?,
+            None => ask(wanted)?,
         };
-        session.secrets.remember(SCRUBBED_AS, &credential.password);
+        given(&credential);
         Ok(credential)
     })
 }

@@ -17,12 +17,12 @@
 //! [`serve_stdio`] runs the server; [`approve`] is both the socket the server
 //! listens on for answers and the client `chock approve` uses.
 
-mod agent;
+pub mod agent;
 pub mod approve;
 mod ask;
 mod build;
 mod call_socket;
-mod credential;
+pub mod credential;
 mod error;
 mod fetch;
 mod gate;
@@ -37,7 +37,6 @@ mod transport;
 mod workspace;
 
 pub use ask::{Asked, CallAsker, CredentialFor, Reply};
-pub use credential::Credential;
 pub use error::McpError;
 pub use session::{ServeOptions, serve, serve_stdio};
 pub use tools::TOOL_NAMES;

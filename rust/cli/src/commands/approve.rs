@@ -6,8 +6,9 @@ use std::io::{BufRead, Write};
 use std::process::ExitCode;
 use std::time::Duration;
 
+use chock_mcp::CredentialFor;
 use chock_mcp::approve::{self, Event, Heard, Watcher};
-use chock_mcp::{Credential, CredentialFor};
+use chock_mcp::credential::Credential;
 
 use crate::exit;
 
@@ -134,7 +135,7 @@ fn watch(mut watcher: Watcher) -> anyhow::Result<ExitCode> {
                 }
             }
             Err(std::sync::mpsc::TryRecvError::Disconnected) => {
-                echo(true);
+                crate::ask::echo(true);
                 println!();
                 return Ok(exit::SUCCESS.into());
             }
@@ -152,7 +153,7 @@ fn watch(mut watcher: Watcher) -> anyhow::Result<ExitCode> {
             Heard::Closed { pid, path } => {
                 if current.as_ref().is_some_and(|c| c.path == path) {
                     current = None;
-                    echo(true);
+                    crate::ask::echo(true);
                 }
                 queue.retain(|q| q.path != path);
                 println!("chock mcp {pid} stopped");
@@ -175,7 +176,7 @@ fn watch(mut watcher: Watcher) -> anyhow::Result<ExitCode> {
                     queue.retain(|q| !q.same(&path, id));
                     if current.as_ref().is_some_and(|c| c.same(&path, id)) {
                         current = None;
-                        echo(true);
+                        crate::ask::echo(true);
                         println!("\nquestion {id} withdrawn: {why}");
                     }
                 }
@@ -205,13 +206,13 @@ fn answer(watcher: &mut Watcher, mut shown: Shown, line: &str) -> anyhow::Result
                 *typed = Some(name);
                 print!("password or token (not shown; an empty line refuses): ");
                 std::io::stdout().flush()?;
-                echo(false);
+                crate::ask::echo(false);
                 return Ok(Some(shown));
             }
             (false, None)
         }
         Some((_, Some(username))) => {
-            echo(true);
+            crate::ask::echo(true);
             println!();
             let credential = Credential {
                 username: username.clone(),
@@ -224,23 +225,6 @@ fn answer(watcher: &mut Watcher, mut shown: Shown, line: &str) -> anyhow::Result
         eprintln!("chock approve: {error}");
     }
     Ok(None)
-}
-
-/// Turns the terminal's echo on or off (nothing when stdin is no terminal).
-fn echo(on: bool) {
-    let stdin = std::io::stdin();
-    let Ok(mut mode) = rustix::termios::tcgetattr(&stdin) else {
-        return;
-    };
-    mode.local_modes.set(rustix::termios::LocalModes::ECHO, on);
-    if let Err(error) =
-        rustix::termios::tcsetattr(&stdin, rustix::termios::OptionalActions::Now, &mode)
-    {
-        eprintln!(
-            "chock approve: the terminal's echo could not be turned {}: {error}",
-            if on { "on" } else { "off" }
-        );
-    }
 }
 
 /// The lines typed on stdin, read on a thread of their own so that a

@@ -134,7 +134,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         return Ok(refused(&planned, &program, args.json));
     };
     // With a router, each host the program reaches is asked at this terminal.
-    let prepared = match exec::router(
+    let router = match exec::router(
         chock_sandbox::netmode::session(&policy),
         policy.clone(),
         &log,
@@ -142,14 +142,30 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         (exec::ROUTE, exec::AGENT_KIND),
         &request.project,
     ) {
-        Ok(Some(router)) => prepared.with_router(router),
-        Ok(None) => prepared,
+        Ok(router) => router,
         Err(error) => return Ok(failed(&error)),
     };
+    // An allowed push gets its credential for this command only: the
+    // person's ssh agent, and for an http or https remote a credential
+    // socket (the operator's helper, else this terminal).
+    let mut prepared = prepared;
+    let armed = match &router {
+        Some(router) if planned.pushes => arm_push(&mut prepared, router),
+        _ => (None, None),
+    };
+    if let Some(router) = router {
+        prepared = prepared.with_router(router);
+    }
     let ran = match prepared.run() {
         Ok(ran) => ran,
         Err(error) => return Ok(failed(&error)),
     };
+    if let (_, Some(credential)) = &armed {
+        for note in credential.notes() {
+            eprintln!("chock: {note}");
+        }
+    }
+    drop(armed);
     if ran.finished.space_floor {
         eprintln!(
             "chock: the command was killed: free space on the workspace's or the cache's file system fell below the floor of {} MiB a command leaves to the host",
@@ -178,6 +194,44 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .into());
     }
     Ok(ran.finished.exit.pass_through().into())
+}
+
+/// Binds the ssh agent proxy and the git credential socket into a push's
+/// sandbox (as `chock mcp` does for `run_command`); both close when dropped.
+fn arm_push(
+    prepared: &mut chock_sandbox::exec::Prepared,
+    router: &chock_sandbox::net::Router,
+) -> (
+    Option<chock_mcp::agent::Armed>,
+    Option<chock_mcp::credential::Armed>,
+) {
+    use chock_mcp::{agent, credential};
+    let Ok(dir) = chock_log::dir_from_env() else {
+        return (None, None);
+    };
+    let agent = agent::Armed::arm(&dir.join("agent"));
+    if let Some(agent) = &agent {
+        prepared
+            .sandbox_mut()
+            .show_read_only(agent.socket().to_path_buf(), agent::AGENT_MOUNT.into());
+        prepared.set_env("SSH_AUTH_SOCK", agent::AGENT_MOUNT);
+    }
+    let source = credential::source(router.clone(), crate::ask::credential, |_| {});
+    let credential = match credential::Armed::arm(&dir.join("credential"), source) {
+        Ok(armed) => armed,
+        Err(error) => {
+            eprintln!("chock: the git credential socket could not be made: {error}");
+            return (agent, None);
+        }
+    };
+    prepared.sandbox_mut().show_read_only(
+        credential.socket().to_path_buf(),
+        credential::CREDENTIAL_MOUNT.into(),
+    );
+    for (name, value) in credential::git_env() {
+        prepared.set_env(name, value);
+    }
+    (agent, Some(credential))
 }
 
 /// Anything but allow: `chock exec` has nobody to ask, so it refuses and

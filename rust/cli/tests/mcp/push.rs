@@ -7,11 +7,10 @@
 //! the same lab), signs with the person's ssh agent.
 
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::{Value, json};
 
-use crate::net_lab::{GIT_HTTP_PORT, Lab, SSHD_PORT};
+use crate::net_lab::{GIT_HTTP_PORT, Lab, SSHD_PORT, git};
 use crate::support::{Approver, Env, person_says};
 use crate::tasks::SshAgent;
 
@@ -29,23 +28,6 @@ fn repository(env: &Env) {
     ] {
         git(&env.project, args);
     }
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.test"])
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .expect("git");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
 
 /// A new commit on `main`; its id.

@@ -219,6 +219,21 @@ impl Lab {
     }
 }
 
+/// `git ARGS` on the host in `dir`, with no configuration but a name to
+/// commit as; its output.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.test"])
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .expect("git");
+    assert!(out.status.success(), "git {args:?}: {}", text(&out.stderr));
+    text(&out.stdout).trim().to_owned()
+}
+
 /// A git server over HTTP with Basic auth on the lab's far side
 /// (`git_http.py`: `git http-backend` behind it), serving one bare
 /// repository, `remote.git`.

@@ -271,10 +271,16 @@ fn arm_credential(
     router: &chock_sandbox::net::Router,
 ) -> Option<crate::credential::Armed> {
     let parent = chock_log::dir_from_env().ok()?.join("credential");
+    let asker = call.session.asker(call.peer, &call.cancel, exec::TOOL);
+    let session = call.session.clone();
     let source = crate::credential::source(
         router.clone(),
-        call.session.asker(call.peer, &call.cancel, exec::TOOL),
-        call.session.clone(),
+        move |wanted| asker.ask_credential("git.push", &wanted.url(), wanted.username.as_deref()),
+        move |given| {
+            session
+                .secrets
+                .remember(crate::credential::SCRUBBED_AS, &given.password);
+        },
     );
     crate::credential::Armed::arm(&parent, source)
         .map_err(|e| tracing::warn!("the git credential socket could not be made: {e}"))
