@@ -79,9 +79,10 @@ pub fn credential(
             "" => wanted.username.clone().unwrap_or_default(),
             name => name.to_owned(),
         };
+        // Off before the prompt shows, so nothing typed after it is echoed.
+        echo(false);
         let _ = write!(stderr, "  password or token (not shown): ");
         let _ = stderr.flush();
-        echo(false);
         let mut password = String::new();
         let got = read(&mut password);
         echo(true);

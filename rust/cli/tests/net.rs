@@ -191,10 +191,11 @@ fn router_modes_decide_whether_there_is_a_network_at_all() {
 /// in the sandbox reaches the lab's git server (Basic auth in front of
 /// `git http-backend`) through the router, and its credential comes over
 /// the command's socket from the operator's git credential helper on the
-/// host. Without a helper and with no terminal there is nobody to ask:
-/// git gets nothing, the person is told why, and nothing moves.
+/// host, else from the person at the terminal (the password typed with
+/// echo off). Without a helper and with no terminal there is nobody to
+/// ask: git gets nothing, the person is told why, and nothing moves.
 #[test]
-fn chock_exec_pushes_with_the_operators_credential_helper_and_without_one_moves_nothing() {
+fn chock_exec_pushes_with_a_credential_from_the_terminal_or_the_operators_helper() {
     const PASSWORD: &str = "tok-exec-7c21-only-for-this-push";
     let lab = Lab::new();
     let server = lab.git_http("pusher", PASSWORD);
@@ -226,6 +227,34 @@ fn chock_exec_pushes_with_the_operators_credential_helper_and_without_one_moves_
         text(&out.stderr)
     );
     assert_eq!(server.main(), None);
+
+    // At a terminal the person is asked, and the password is not shown.
+    let (shown, pushed) = lab.exec_at_terminal(
+        &fixture,
+        "git push origin main",
+        &[
+            ("user name: ", "pusher"),
+            ("password or token (not shown): ", PASSWORD),
+        ],
+    );
+    assert!(pushed, "{shown}\n{}", server.log());
+    assert!(
+        shown.contains(&format!(
+            "git push to http://allowed.test:{} needs a user name and password",
+            net_lab::GIT_HTTP_PORT
+        )),
+        "{shown}"
+    );
+    assert!(
+        !shown.contains(PASSWORD),
+        "the password is not echoed: {shown}"
+    );
+    assert_eq!(server.main().as_deref(), Some(head.as_str()));
+    net_lab::git(
+        &fixture.project,
+        &["commit", "-q", "--allow-empty", "-m", "second"],
+    );
+    let head = net_lab::git(&fixture.project, &["rev-parse", "HEAD"]);
 
     let store = fixture.root().join("git-credentials");
     std::fs::write(

@@ -204,9 +204,10 @@ fn answer(watcher: &mut Watcher, mut shown: Shown, line: &str) -> anyhow::Result
             };
             if !name.is_empty() {
                 *typed = Some(name);
+                // Off before the prompt shows, so nothing typed after it is echoed.
+                crate::ask::echo(false);
                 print!("password or token (not shown; an empty line refuses): ");
                 std::io::stdout().flush()?;
-                crate::ask::echo(false);
                 return Ok(Some(shown));
             }
             (false, None)

@@ -204,6 +204,73 @@ impl Lab {
 }
 
 impl Lab {
+    /// `chock exec -- sh -c SCRIPT` as [`Lab::exec`], with a terminal: run
+    /// under util-linux's `script`, whose pseudo-terminal is the command's
+    /// stdin, stdout and stderr. Each `(prompt, line)` waits until the
+    /// terminal shows `prompt`, then types `line`. Everything the terminal
+    /// showed, and whether the command succeeded.
+    pub fn exec_at_terminal(
+        &self,
+        fixture: &Fixture,
+        script: &str,
+        typed: &[(&str, &str)],
+    ) -> (String, bool) {
+        use std::io::{Read, Write};
+        let chock = fixture.chock();
+        let quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
+        let line = format!(
+            "nsenter --net=/run/netns/{} {} exec -- /bin/sh -c {}",
+            self.client_ns,
+            quote(&chock.get_program().to_string_lossy()),
+            quote(script)
+        );
+        let mut command = Command::new("script");
+        command
+            .args(["-q", "-e", "-c", &line, "/dev/null"])
+            .current_dir(chock.get_current_dir().expect("dir"))
+            .env("CHOCK_NET_RESOLVER", format!("{}:53", self.server))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        for (key, value) in chock.get_envs() {
+            match value {
+                Some(v) => command.env(key, v),
+                None => command.env_remove(key),
+            };
+        }
+        let mut child = command.spawn().expect("script");
+        let mut stdin = child.stdin.take().expect("stdin");
+        let mut stdout = child.stdout.take().expect("stdout");
+        let (tell, shown) = std::sync::mpsc::channel::<String>();
+        std::thread::spawn(move || {
+            let mut buffer = [0u8; 4096];
+            while let Ok(n) = stdout.read(&mut buffer) {
+                if n == 0 || tell.send(text(&buffer[..n])).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut seen = String::new();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        for (prompt, answer) in typed {
+            while !seen.contains(prompt) {
+                let left = deadline.saturating_duration_since(std::time::Instant::now());
+                match shown.recv_timeout(left) {
+                    Ok(more) => seen.push_str(&more),
+                    Err(_) => panic!("the terminal never showed {prompt:?}; it showed {seen:?}"),
+                }
+            }
+            writeln!(stdin, "{answer}").expect("type");
+            stdin.flush().expect("flush");
+        }
+        let status = child.wait().expect("script");
+        seen.extend(shown.try_iter());
+        drop(stdin);
+        (seen, status.success())
+    }
+}
+
+impl Lab {
     /// Moves the calling thread (and what it starts) into the client
     /// namespace, where Chock runs.
     pub fn enter(&self) {
