@@ -17,7 +17,7 @@
 //! [`serve_stdio`] runs the server; [`approve`] is both the socket the server
 //! listens on for answers and the client `chock approve` uses.
 
-pub mod agent;
+mod agent;
 pub mod approve;
 mod ask;
 mod build;
@@ -28,6 +28,7 @@ mod fetch;
 mod gate;
 mod gateway;
 mod ports;
+pub mod push;
 mod secrets;
 mod server;
 mod session;

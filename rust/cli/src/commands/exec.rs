@@ -149,10 +149,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // person's ssh agent, and for an http or https remote a credential
     // socket (the operator's helper, else this terminal).
     let mut prepared = prepared;
-    let armed = match &router {
-        Some(router) if planned.pushes => arm_push(&mut prepared, router),
-        _ => (None, None),
-    };
+    let push = planned
+        .pushes
+        .then(|| chock_mcp::push::Armed::arm(router.as_ref(), crate::ask::credential, |_| {}));
+    if let Some(push) = &push {
+        push.bind(&mut prepared);
+    }
     if let Some(router) = router {
         prepared = prepared.with_router(router);
     }
@@ -160,12 +162,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Ok(ran) => ran,
         Err(error) => return Ok(failed(&error)),
     };
-    if let (_, Some(credential)) = &armed {
-        for note in credential.notes() {
-            eprintln!("chock: {note}");
-        }
+    for note in push.iter().flat_map(chock_mcp::push::Armed::notes) {
+        eprintln!("chock: {note}");
     }
-    drop(armed);
+    drop(push);
     if ran.finished.space_floor {
         eprintln!(
             "chock: the command was killed: free space on the workspace's or the cache's file system fell below the floor of {} MiB a command leaves to the host",
@@ -194,44 +194,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .into());
     }
     Ok(ran.finished.exit.pass_through().into())
-}
-
-/// Binds the ssh agent proxy and the git credential socket into a push's
-/// sandbox (as `chock mcp` does for `run_command`); both close when dropped.
-fn arm_push(
-    prepared: &mut chock_sandbox::exec::Prepared,
-    router: &chock_sandbox::net::Router,
-) -> (
-    Option<chock_mcp::agent::Armed>,
-    Option<chock_mcp::credential::Armed>,
-) {
-    use chock_mcp::{agent, credential};
-    let Ok(dir) = chock_log::dir_from_env() else {
-        return (None, None);
-    };
-    let agent = agent::Armed::arm(&dir.join("agent"));
-    if let Some(agent) = &agent {
-        prepared
-            .sandbox_mut()
-            .show_read_only(agent.socket().to_path_buf(), agent::AGENT_MOUNT.into());
-        prepared.set_env("SSH_AUTH_SOCK", agent::AGENT_MOUNT);
-    }
-    let source = credential::source(router.clone(), crate::ask::credential, |_| {});
-    let credential = match credential::Armed::arm(&dir.join("credential"), source) {
-        Ok(armed) => armed,
-        Err(error) => {
-            eprintln!("chock: the git credential socket could not be made: {error}");
-            return (agent, None);
-        }
-    };
-    prepared.sandbox_mut().show_read_only(
-        credential.socket().to_path_buf(),
-        credential::CREDENTIAL_MOUNT.into(),
-    );
-    for (name, value) in credential::git_env() {
-        prepared.set_env(name, value);
-    }
-    (agent, Some(credential))
 }
 
 /// Anything but allow: `chock exec` has nobody to ask, so it refuses and

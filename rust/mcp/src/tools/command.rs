@@ -140,15 +140,7 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
     if background {
         return super::tasks::start(call, request, toolchain, shown(&args.argv)).await;
     }
-    // An allowed push is given the person's ssh agent for this call only.
     let pushes = named.acts.iter().any(|act| act.action == "git.push");
-    let agent = if pushes {
-        chock_log::dir_from_env()
-            .ok()
-            .and_then(|dir| crate::agent::Armed::arm(&dir.join("agent")))
-    } else {
-        None
-    };
     // A call the client cancels, or a program past its time, is killed:
     // the handle goes to a task that outlives this call's future, which is
     // dropped on cancel.
@@ -184,12 +176,9 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
         &session.project,
     )
     .map_err(|e| format!("run_command: {e}"))?;
-    // ... and, to reach an http or https remote, a credential socket for
-    // this call only, answering for a host this call's router lets through.
-    let credential = match &router {
-        Some(router) if pushes => arm_credential(call, router),
-        _ => None,
-    };
+    // An allowed push is given the person's ssh agent and (with a router)
+    // a credential socket, for this call only.
+    let push = pushes.then(|| arm_push(call, router.as_ref()));
     let ran = tokio::task::spawn_blocking(move || {
         let mut prepared =
             exec::prepare_allowed(&request, toolchain, &session.policy, &session.log, ROUTE)?
@@ -199,21 +188,8 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
             &mut prepared,
             chock_sandbox::netmode::session(&session.policy),
         );
-        if let Some(agent) = &agent {
-            prepared.sandbox_mut().show_read_only(
-                agent.socket().to_path_buf(),
-                crate::agent::AGENT_MOUNT.into(),
-            );
-            prepared.set_env("SSH_AUTH_SOCK", crate::agent::AGENT_MOUNT);
-        }
-        if let Some(credential) = &credential {
-            prepared.sandbox_mut().show_read_only(
-                credential.socket().to_path_buf(),
-                crate::credential::CREDENTIAL_MOUNT.into(),
-            );
-            for (name, value) in crate::credential::git_env() {
-                prepared.set_env(name, value);
-            }
+        if let Some(push) = &push {
+            push.bind(&mut prepared);
         }
         if let Some(router) = router {
             prepared = prepared.with_router(router);
@@ -223,9 +199,8 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
         started_tell.send(started.signal_handle()?).ok();
         let ran = started.wait()?;
         // Closed with the call.
-        drop(agent);
-        if let Some(credential) = credential {
-            notices.extend(credential.notes());
+        if let Some(push) = push {
+            notices.extend(push.notes());
         }
         Ok::<_, exec::ExecError>((notices, ran))
     })
@@ -264,27 +239,20 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
     }
 }
 
-/// The credential socket of one push call (`None`, with a warning, when
-/// it cannot be made: git then finds no credential).
-fn arm_credential(
-    call: &Call<'_>,
-    router: &chock_sandbox::net::Router,
-) -> Option<crate::credential::Armed> {
-    let parent = chock_log::dir_from_env().ok()?.join("credential");
+/// What one push call is given: a person for its credential is asked
+/// through this call's channel, and what is given is scrubbed from then on.
+fn arm_push(call: &Call<'_>, router: Option<&chock_sandbox::net::Router>) -> crate::push::Armed {
     let asker = call.session.asker(call.peer, &call.cancel, exec::TOOL);
     let session = call.session.clone();
-    let source = crate::credential::source(
-        router.clone(),
+    crate::push::Armed::arm(
+        router,
         move |wanted| asker.ask_credential("git.push", &wanted.url(), wanted.username.as_deref()),
         move |given| {
             session
                 .secrets
                 .remember(crate::credential::SCRUBBED_AS, &given.password);
         },
-    );
-    crate::credential::Armed::arm(&parent, source)
-        .map_err(|e| tracing::warn!("the git credential socket could not be made: {e}"))
-        .ok()
+    )
 }
 
 /// The session's policy, held for as long as a command's router decides.
