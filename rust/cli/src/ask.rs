@@ -33,6 +33,82 @@ impl Asker for TerminalAsker {
     }
 }
 
+/// Turns the terminal's echo on or off (nothing when stdin is no terminal),
+/// saying so on stderr when the terminal refuses.
+pub fn echo(on: bool) {
+    if let Err(error) = set_echo(on) {
+        eprintln!(
+            "chock: the terminal's echo could not be turned {}: {error}",
+            if on { "on" } else { "off" }
+        );
+    }
+}
+
+fn set_echo(on: bool) -> std::io::Result<()> {
+    let stdin = std::io::stdin();
+    let mut mode = match rustix::termios::tcgetattr(&stdin) {
+        Ok(mode) => mode,
+        Err(_) if !stdin.is_terminal() => return Ok(()),
+        Err(error) => return Err(error.into()),
+    };
+    mode.local_modes.set(rustix::termios::LocalModes::ECHO, on);
+    rustix::termios::tcsetattr(&stdin, rustix::termios::OptionalActions::Now, &mode)?;
+    Ok(())
+}
+
+/// Shows `prompt` on stderr and reads one line from the terminal with its
+/// echo off, turned off before the prompt shows so nothing typed after it
+/// is echoed; refuses when the echo cannot be turned off. The echo is on
+/// again afterwards, whatever the read did.
+pub fn read_hidden_line(prompt: &str) -> std::io::Result<String> {
+    set_echo(false)?;
+    let mut stderr = std::io::stderr().lock();
+    let _ = write!(stderr, "{prompt}");
+    let _ = stderr.flush();
+    let mut line = String::new();
+    let read = std::io::stdin().lock().read_line(&mut line);
+    echo(true);
+    let _ = writeln!(stderr);
+    read.map(|_| line)
+}
+
+/// Asks the person at this terminal for the user name and password (or
+/// token) of the remote a `git push` reaches: the user name (the URL's as
+/// the default), then the password with the terminal's echo off. `Err`
+/// says why there is none (no terminal, or an empty answer).
+pub fn credential(
+    wanted: &chock_mcp::credential::Wanted,
+) -> Result<chock_mcp::credential::Credential, String> {
+    if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
+        return Err("nobody could be asked for it: there is no terminal".into());
+    }
+    crate::progress::suspend(|| {
+        let mut stderr = std::io::stderr().lock();
+        let read = |line: &mut String| std::io::stdin().lock().read_line(line).map(|_| ());
+        let _ = write!(
+            stderr,
+            "chock: git push to {} needs a user name and password (or token), given to git for this one command\n  user name{}: ",
+            wanted.url(),
+            wanted
+                .username
+                .as_deref()
+                .map_or(String::new(), |u| format!(" [{u}]"))
+        );
+        let _ = stderr.flush();
+        let mut username = String::new();
+        read(&mut username).map_err(|e| format!("reading the user name failed: {e}"))?;
+        let username = match username.trim() {
+            "" => wanted.username.clone().unwrap_or_default(),
+            name => name.to_owned(),
+        };
+        drop(stderr);
+        let password = read_hidden_line("  password or token (not shown): ")
+            .map_err(|e| format!("reading the password failed: {e}"))?;
+        chock_mcp::credential::typed(&username, password.trim_end_matches(['\r', '\n']))
+            .ok_or_else(|| "the person gave none".to_owned())
+    })
+}
+
 /// The question as the person sees it.
 fn prompt(question: &Question) -> String {
     let mut text = format!("chock asks: {}\n  {}\n", question.action, question.summary);

@@ -186,3 +186,104 @@ fn router_modes_decide_whether_there_is_a_network_at_all() {
     assert!(out.contains("routed") && !out.contains("curl=0"), "{out}");
     assert_eq!(lab.log().matches("8080 ").count(), 1, "{}", lab.log());
 }
+
+/// `chock exec` of an allowed `git push` to an http remote: the real git
+/// in the sandbox reaches the lab's git server (Basic auth in front of
+/// `git http-backend`) through the router, and its credential comes over
+/// the command's socket from the operator's git credential helper on the
+/// host, else from the person at the terminal (the password typed with
+/// echo off). Without a helper and with no terminal there is nobody to
+/// ask: git gets nothing, the person is told why, and nothing moves.
+#[test]
+fn chock_exec_pushes_with_a_credential_from_the_terminal_or_the_operators_helper() {
+    const PASSWORD: &str = "tok-exec-7c21-only-for-this-push";
+    let lab = Lab::new();
+    let server = lab.git_http("pusher", PASSWORD);
+    let fixture = Fixture::host();
+    fixture.rules(
+        r#".{ .action = "exec.*", .decision = .allow },
+        .{ .action = "net.connect.test.allowed.*", .decision = .allow },
+        .{ .action = "git.push", .decision = .allow }"#,
+    );
+    let remote = format!("http://allowed.test:{}/remote.git", net_lab::GIT_HTTP_PORT);
+    for args in [
+        &["init", "-q", "-b", "main"][..],
+        &["add", "chock.zon"],
+        &["commit", "-q", "-m", "first"],
+        &["remote", "add", "origin", &remote],
+    ] {
+        net_lab::git(&fixture.project, args);
+    }
+    let head = net_lab::git(&fixture.project, &["rev-parse", "HEAD"]);
+
+    let out = lab.exec(&fixture, "git push origin main");
+    assert!(!out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains(&format!(
+            "no credential for http://allowed.test:{}: nobody could be asked for it: there is no terminal",
+            net_lab::GIT_HTTP_PORT
+        )),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(server.main(), None);
+
+    // At a terminal the person is asked, and the password is not shown.
+    let (shown, pushed) = lab.exec_at_terminal(
+        &fixture,
+        "git push origin main",
+        &[
+            ("user name: ", "pusher"),
+            ("password or token (not shown): ", PASSWORD),
+        ],
+    );
+    assert!(pushed, "{shown}\n{}", server.log());
+    assert!(
+        shown.contains(&format!(
+            "git push to http://allowed.test:{} needs a user name and password",
+            net_lab::GIT_HTTP_PORT
+        )),
+        "{shown}"
+    );
+    assert!(
+        !shown.contains(PASSWORD),
+        "the password is not echoed: {shown}"
+    );
+    assert_eq!(server.main().as_deref(), Some(head.as_str()));
+    net_lab::git(
+        &fixture.project,
+        &["commit", "-q", "--allow-empty", "-m", "second"],
+    );
+    let head = net_lab::git(&fixture.project, &["rev-parse", "HEAD"]);
+
+    let store = fixture.root().join("git-credentials");
+    std::fs::write(
+        &store,
+        format!(
+            "http://pusher:{PASSWORD}@allowed.test%3a{}\n",
+            net_lab::GIT_HTTP_PORT
+        ),
+    )
+    .expect("store");
+    let git_config = fixture.root().join("config/git");
+    std::fs::create_dir_all(&git_config).expect("mkdir");
+    std::fs::write(
+        git_config.join("config"),
+        format!(
+            "[credential]\n\thelper = store --file {}\n",
+            store.display()
+        ),
+    )
+    .expect("git config");
+    let out = lab.exec(&fixture, "git push origin main");
+    assert!(
+        out.status.success(),
+        "{}{}{}",
+        text(&out.stdout),
+        text(&out.stderr),
+        server.log()
+    );
+    assert_eq!(server.main().as_deref(), Some(head.as_str()));
+    let log = serde_json::to_string(&fixture.log_lines()).expect("json");
+    assert!(log.contains("git.push") && !log.contains(PASSWORD));
+}

@@ -11,10 +11,10 @@
 //! can use the agent.
 
 use std::io::{Read, Write};
-use std::os::unix::net::{UnixListener, UnixStream};
+use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::call_socket::CallSocket;
 
 /// Where the socket is inside the sandbox.
 pub const AGENT_MOUNT: &str = "/run/chock/ssh-agent.sock";
@@ -29,9 +29,7 @@ const MAX_MESSAGE: usize = 256 << 10;
 
 /// The proxy for one call; dropping it closes the socket.
 pub struct Armed {
-    dir: PathBuf,
-    socket: PathBuf,
-    closed: Arc<AtomicBool>,
+    socket: CallSocket,
 }
 
 impl Armed {
@@ -40,8 +38,13 @@ impl Armed {
     /// fresh `0700` folder under `parent`.
     pub fn arm(parent: &Path) -> Option<Armed> {
         let upstream = PathBuf::from(std::env::var_os("SSH_AUTH_SOCK")?);
-        match Armed::start(parent, upstream) {
-            Ok(armed) => Some(armed),
+        let serve = move |inner| {
+            if let Err(e) = relay(inner, &upstream) {
+                tracing::debug!("ssh agent proxy: {e}");
+            }
+        };
+        match CallSocket::bind(parent, "agent.sock", serve) {
+            Ok(socket) => Some(Armed { socket }),
             Err(e) => {
                 tracing::warn!("the ssh agent could not be armed for git push: {e}");
                 None
@@ -49,58 +52,9 @@ impl Armed {
         }
     }
 
-    fn start(parent: &Path, upstream: PathBuf) -> std::io::Result<Armed> {
-        use std::os::unix::fs::DirBuilderExt;
-        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(parent)?;
-        let dir = parent.join(format!(
-            "{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
-        let socket = dir.join("agent.sock");
-        let listener = UnixListener::bind(&socket)?;
-        let closed = Arc::new(AtomicBool::new(false));
-        let stop = closed.clone();
-        std::thread::Builder::new()
-            .name("chock-ssh-agent".into())
-            .spawn(move || {
-                for inner in listener.incoming() {
-                    if stop.load(Ordering::SeqCst) {
-                        return;
-                    }
-                    let Ok(inner) = inner else { continue };
-                    let upstream = upstream.clone();
-                    std::thread::spawn(move || {
-                        if let Err(e) = relay(inner, &upstream) {
-                            tracing::debug!("ssh agent proxy: {e}");
-                        }
-                    });
-                }
-            })?;
-        Ok(Armed {
-            dir,
-            socket,
-            closed,
-        })
-    }
-
     /// The socket on the host, to bind at [`AGENT_MOUNT`].
     pub fn socket(&self) -> &Path {
-        &self.socket
-    }
-}
-
-impl Drop for Armed {
-    fn drop(&mut self) {
-        self.closed.store(true, Ordering::SeqCst);
-        // Wakes the accepting thread, which then sees it is closed.
-        let _ = UnixStream::connect(&self.socket);
-        let _ = std::fs::remove_dir_all(&self.dir);
+        self.socket.path()
     }
 }
 

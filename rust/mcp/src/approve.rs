@@ -10,7 +10,10 @@
 //! The protocol is one JSON object per line. The approver sends
 //! `{"op":"watch"}` (then every question waiting and each new one comes as
 //! `{"event":"question",...}`), `{"op":"list"}`, or
-//! `{"op":"answer","id":N,"allow":true}`. A question answered by one
+//! `{"op":"answer","id":N,"allow":true}`. A question with a `credential`
+//! (a `git push` that needs a password) is answered with
+//! `"credential":{"username":...,"password":...}` beside `"allow":true`;
+//! the password is never sent back on any connection. A question answered by one
 //! approver, timed out, or cancelled by the client is `withdrawn` from the
 //! others. A server asks through this socket only while an approver
 //! watches; otherwise nobody is there and the ask is a refusal.
@@ -29,6 +32,7 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::ask::{Asked, Reply};
+use crate::credential::Credential;
 use crate::error::McpError;
 
 /// The longest line either end reads.
@@ -42,8 +46,14 @@ pub enum Request {
     Watch,
     /// The questions waiting now, then the connection closes.
     List,
-    /// The person's answer to one question.
-    Answer { id: u64, allow: bool },
+    /// The person's answer to one question (with the credential a
+    /// credential question asks for).
+    Answer {
+        id: u64,
+        allow: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        credential: Option<Credential>,
+    },
 }
 
 /// What a server sends.
@@ -109,7 +119,7 @@ fn prepare_dir(dir: &Path) -> Result<(), McpError> {
 
 struct Pending {
     question: Asked,
-    reply: oneshot::Sender<Reply>,
+    reply: oneshot::Sender<(Reply, Option<Credential>)>,
 }
 
 #[derive(Default)]
@@ -197,6 +207,26 @@ impl ApproveHub {
 
     /// Puts `question` to every approver watching and waits for the first answer.
     pub async fn ask(&self, question: Asked, timeout: Duration) -> Reply {
+        self.asked(question, timeout).await.0
+    }
+
+    /// Puts a credential question ([`Asked::credential`]) to every approver
+    /// watching and waits for the first answer; `Err` says why none came.
+    pub async fn ask_credential(
+        &self,
+        question: Asked,
+        timeout: Duration,
+    ) -> Result<Credential, String> {
+        match self.asked(question, timeout).await {
+            (Reply::Yes, Some(credential)) => credential.checked().ok_or_else(|| {
+                "the answer had an empty or multi-line user name or password".to_owned()
+            }),
+            (Reply::Unanswered(why), _) => Err(why),
+            _ => Err("the person gave none in `chock approve`".into()),
+        }
+    }
+
+    async fn asked(&self, question: Asked, timeout: Duration) -> (Reply, Option<Credential>) {
         let (reply, answer) = oneshot::channel();
         let id = {
             let mut state = self.state();
@@ -214,15 +244,18 @@ impl ApproveHub {
         let _withdraw = Withdraw { hub: self, id };
         match tokio::time::timeout(timeout, answer).await {
             Ok(Ok(answer)) => answer,
-            Ok(Err(_)) => Reply::Unanswered("the question was dropped".into()),
-            Err(_) => Reply::Unanswered(format!(
-                "nobody answered in `chock approve` within {} s",
-                timeout.as_secs()
-            )),
+            Ok(Err(_)) => (Reply::Unanswered("the question was dropped".into()), None),
+            Err(_) => (
+                Reply::Unanswered(format!(
+                    "nobody answered in `chock approve` within {} s",
+                    timeout.as_secs()
+                )),
+                None,
+            ),
         }
     }
 
-    fn answer(&self, id: u64, allow: bool) -> bool {
+    fn answer(&self, id: u64, allow: bool, credential: Option<Credential>) -> bool {
         let mut state = self.state();
         let Some(pending) = state.pending.remove(&id) else {
             return false;
@@ -232,6 +265,12 @@ impl ApproveHub {
             why: "answered".into(),
         });
         let answer = if allow { Reply::Yes } else { Reply::No };
+        // Only a credential question takes one; a yes to it without one is no answer.
+        let answer = match (&pending.question.credential, credential) {
+            (None, _) => (answer, None),
+            (Some(_), Some(credential)) if allow => (answer, Some(credential)),
+            (Some(_), _) => (Reply::No, None),
+        };
         pending.reply.send(answer).is_ok()
     }
 
@@ -326,7 +365,11 @@ async fn serve_connection(hub: ApproveHub, stream: UnixStream) {
             Ok(Request::List) => Some(Event::Questions {
                 questions: hub.waiting(),
             }),
-            Ok(Request::Answer { id, allow }) => Some(if hub.answer(id, allow) {
+            Ok(Request::Answer {
+                id,
+                allow,
+                credential,
+            }) => Some(if hub.answer(id, allow, credential) {
                 Event::Answered { id, allow }
             } else {
                 Event::Withdrawn {
@@ -590,8 +633,15 @@ impl Watcher {
         Some(heard)
     }
 
-    /// Sends the person's answer to the server that asked.
-    pub fn answer(&mut self, server: &Path, id: u64, allow: bool) -> Result<(), McpError> {
+    /// Sends the person's answer to the server that asked (with the
+    /// credential a credential question asks for).
+    pub fn answer(
+        &mut self,
+        server: &Path,
+        id: u64,
+        allow: bool,
+        credential: Option<Credential>,
+    ) -> Result<(), McpError> {
         let unreachable = |source| McpError::Unreachable {
             path: server.to_path_buf(),
             source,
@@ -600,8 +650,12 @@ impl Watcher {
             .writers
             .get_mut(server)
             .ok_or_else(|| unreachable(std::io::Error::other("it has stopped")))?;
-        let mut line = serde_json::to_vec(&Request::Answer { id, allow })
-            .map_err(|e| unreachable(std::io::Error::other(e)))?;
+        let mut line = serde_json::to_vec(&Request::Answer {
+            id,
+            allow,
+            credential,
+        })
+        .map_err(|e| unreachable(std::io::Error::other(e)))?;
         line.push(b'\n');
         stream.write_all(&line).map_err(unreachable)
     }

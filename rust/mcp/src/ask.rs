@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 use chock_policy::{Answer, Asker, Question};
 
 use crate::approve::ApproveHub;
+use crate::credential::Credential;
 
 /// A question as a person reads it on any screen: the policy's question,
 /// with the tool and project it came from. This is what travels to
@@ -36,6 +37,18 @@ pub struct Asked {
     pub allow_rules: Vec<(String, String)>,
     /// The rule that would refuse it with nobody asked.
     pub deny_rule: String,
+    /// Set when the question asks for a credential rather than a yes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credential: Option<CredentialFor>,
+}
+
+/// What a credential question asks for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CredentialFor {
+    /// The remote, as a person reads it (`https://host:port/path`).
+    pub remote: String,
+    /// The user name the remote's URL names, offered as the answer's.
+    pub username: Option<String>,
 }
 
 impl Asked {
@@ -55,6 +68,32 @@ impl Asked {
                 ".{{ .action = \"{}\", .decision = .deny }}",
                 question.action
             ),
+            credential: None,
+        }
+    }
+
+    /// A question for the user name and password (or token) of `remote`,
+    /// for a call of `tool` already allowed under `action`.
+    pub fn credential(
+        (tool, action, project): (&str, &str, &str),
+        remote: &str,
+        username: Option<&str>,
+    ) -> Asked {
+        Asked {
+            project: project.into(),
+            tool: tool.into(),
+            action: action.into(),
+            summary: format!("git push to {remote} needs a user name and password (or token)"),
+            detail: vec![
+                format!("project: {project}"),
+                "It is handed to git in the sandbox for this one call over a socket, never logged, and removed from what the agent reads.".into(),
+            ],
+            allow_rules: Vec::new(),
+            deny_rule: String::new(),
+            credential: Some(CredentialFor {
+                remote: remote.into(),
+                username: username.map(str::to_owned),
+            }),
         }
     }
 
@@ -77,10 +116,12 @@ impl Asked {
             }
             text.push_str(&format!("\n    {rule},"));
         }
-        text.push_str(&format!(
-            "\n  to refuse it with nobody asked:\n    {},",
-            self.deny_rule
-        ));
+        if !self.deny_rule.is_empty() {
+            text.push_str(&format!(
+                "\n  to refuse it with nobody asked:\n    {},",
+                self.deny_rule
+            ));
+        }
         text
     }
 }
@@ -128,6 +169,76 @@ impl Askers {
             Some(hub) if hub.watched() => Some(hub.ask(question.clone(), self.timeout).await),
             _ => elicited,
         }
+    }
+}
+
+/// The properties of the client's form for a credential.
+pub const USERNAME_FIELD: &str = "username";
+pub const PASSWORD_FIELD: &str = "password";
+
+impl Askers {
+    /// Asks a person for the user name and password (or token) of one
+    /// remote through the client's prompt; `Err` says why none was given.
+    /// `message` says what for; the answer is never logged.
+    pub async fn ask_credential(
+        &self,
+        peer: &Peer<RoleServer>,
+        question: Asked,
+    ) -> Result<Credential, String> {
+        // `chock approve` first when one watches: the password then never
+        // passes through the client.
+        if let Some(hub) = &self.approve
+            && hub.watched()
+        {
+            return hub.ask_credential(question, self.timeout).await;
+        }
+        if !peer
+            .supported_elicitation_modes()
+            .contains(&ElicitationMode::Form)
+        {
+            return Err("nobody could be asked for it: this client does not support MCP elicitation and no `chock approve` is running (a git credential helper on the host is asked first)".into());
+        }
+        let username = question
+            .credential
+            .as_ref()
+            .and_then(|c| c.username.as_deref());
+        let message = question.text();
+        let schema = ElicitationSchema::builder()
+            .required_string_property(USERNAME_FIELD, |s| {
+                let s = s.title("User name");
+                match username {
+                    Some(name) => s.with_default(name),
+                    None => s,
+                }
+            })
+            .required_string_property(PASSWORD_FIELD, |s| {
+                s.title("Password or token")
+                    .description("Given to git for this one push, never logged, and removed from what the agent reads.")
+            })
+            .build_unchecked();
+        let params = ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message,
+            requested_schema: schema,
+        };
+        let result = peer
+            .create_elicitation_with_timeout(params, Some(self.timeout))
+            .await
+            .map_err(|e| format!("the client's prompt failed: {e}"))?;
+        if result.action != ElicitationAction::Accept {
+            return Err("the person gave none".into());
+        }
+        let field = |name: &str| {
+            result
+                .content
+                .as_ref()
+                .and_then(|c| c.get(name))
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_owned)
+                .unwrap_or_default()
+        };
+        crate::credential::typed(&field(USERNAME_FIELD), &field(PASSWORD_FIELD))
+            .ok_or_else(|| "the answer had an empty or multi-line user name or password".to_owned())
     }
 }
 
@@ -203,6 +314,25 @@ impl CallAsker {
                 () = self.cancel.cancelled() => Some(Reply::Unanswered(
                     "the client cancelled the call".into(),
                 )),
+            }
+        })
+    }
+}
+
+impl CallAsker {
+    /// [`Askers::ask_credential`] from a blocking thread; the call's
+    /// cancellation withdraws the question.
+    pub fn ask_credential(
+        &self,
+        action: &str,
+        remote: &str,
+        username: Option<&str>,
+    ) -> Result<Credential, String> {
+        let question = Asked::credential((&self.tool, action, &self.project), remote, username);
+        self.runtime.block_on(async {
+            tokio::select! {
+                answer = self.askers.ask_credential(&self.peer, question) => answer,
+                () = self.cancel.cancelled() => Err("the client cancelled the call".into()),
             }
         })
     }

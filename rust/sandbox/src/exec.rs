@@ -694,6 +694,9 @@ pub struct Planned {
     pub prepared: Option<Prepared>,
     /// Notices for the person (also when refused).
     pub notices: Vec<Notice>,
+    /// Whether the command holds `git.push` (allowed, when it runs): its
+    /// caller may give it a credential for the push.
+    pub pushes: bool,
 }
 
 /// Names every act of the command, decides each and `sandbox.jit`, logs
@@ -736,6 +739,7 @@ pub fn plan(
     let Some((action, verdict)) = decided else {
         return Err(ExecError::NoProgram);
     };
+    let pushes = named.acts.iter().any(|act| act.action == "git.push");
     if verdict.decision != Decision::Allow {
         let mut all = named.toolchain.notices;
         all.append(&mut notices);
@@ -744,6 +748,7 @@ pub fn plan(
             verdict,
             prepared: None,
             notices: all,
+            pushes,
         });
     }
     let mut prepared = prepare_allowed(request, named.toolchain, policy, log, ROUTE)?;
@@ -753,6 +758,7 @@ pub fn plan(
         verdict,
         prepared: Some(prepared),
         notices,
+        pushes,
     })
 }
 

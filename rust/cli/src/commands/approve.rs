@@ -6,7 +6,9 @@ use std::io::{BufRead, Write};
 use std::process::ExitCode;
 use std::time::Duration;
 
+use chock_mcp::CredentialFor;
 use chock_mcp::approve::{self, Event, Heard, Watcher};
+use chock_mcp::credential::Credential;
 
 use crate::exit;
 
@@ -76,6 +78,9 @@ struct Shown {
     pid: u32,
     id: u64,
     text: String,
+    /// For a credential question: what it is for, and the user name typed
+    /// once it has been.
+    credential: Option<(CredentialFor, Option<String>)>,
 }
 
 impl Shown {
@@ -85,7 +90,10 @@ impl Shown {
 }
 
 /// Prints each question as it comes and sends the answer typed: `y` or
-/// `yes` allows it once, anything else refuses it. Questions that arrive
+/// `yes` allows it once, anything else refuses it. A question for a
+/// credential (a `git push` to an http or https remote) asks for a user
+/// name, then for the password or token with the terminal's echo off; an
+/// empty line refuses it. Questions that arrive
 /// while one is shown wait their turn. A question the server withdraws
 /// (timed out, or the agent cancelled its call) leaves the prompt, so the
 /// next line typed never answers a question nobody waits on any more.
@@ -106,20 +114,28 @@ fn watch(mut watcher: Watcher) -> anyhow::Result<ExitCode> {
                 "\nquestion {} from chock mcp {}:\n{}",
                 next.id, next.pid, next.text
             );
-            print!("allow it once? [y/N] ");
+            match &next.credential {
+                Some((wanted, _)) => print!(
+                    "user name for {}{}: ",
+                    wanted.remote,
+                    wanted
+                        .username
+                        .as_deref()
+                        .map_or(String::new(), |u| format!(" [{u}]"))
+                ),
+                None => print!("allow it once? [y/N] "),
+            }
             stdout.flush()?;
             current = Some(next);
         }
         match typed.try_recv() {
             Ok(line) => {
                 if let Some(shown) = current.take() {
-                    let allow = matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes");
-                    if let Err(error) = watcher.answer(&shown.path, shown.id, allow) {
-                        eprintln!("chock approve: {error}");
-                    }
+                    current = answer(&mut watcher, shown, &line)?;
                 }
             }
             Err(std::sync::mpsc::TryRecvError::Disconnected) => {
+                crate::ask::echo(true);
                 println!();
                 return Ok(exit::SUCCESS.into());
             }
@@ -137,6 +153,7 @@ fn watch(mut watcher: Watcher) -> anyhow::Result<ExitCode> {
             Heard::Closed { pid, path } => {
                 if current.as_ref().is_some_and(|c| c.path == path) {
                     current = None;
+                    crate::ask::echo(true);
                 }
                 queue.retain(|q| q.path != path);
                 println!("chock mcp {pid} stopped");
@@ -147,6 +164,7 @@ fn watch(mut watcher: Watcher) -> anyhow::Result<ExitCode> {
                     pid,
                     id,
                     text: question.text(),
+                    credential: question.credential.map(|wanted| (wanted, None)),
                 }),
                 Event::Answered { id, allow } => {
                     println!(
@@ -158,6 +176,7 @@ fn watch(mut watcher: Watcher) -> anyhow::Result<ExitCode> {
                     queue.retain(|q| !q.same(&path, id));
                     if current.as_ref().is_some_and(|c| c.same(&path, id)) {
                         current = None;
+                        crate::ask::echo(true);
                         println!("\nquestion {id} withdrawn: {why}");
                     }
                 }
@@ -166,6 +185,47 @@ fn watch(mut watcher: Watcher) -> anyhow::Result<ExitCode> {
             },
         }
     }
+}
+
+/// Takes one line typed for the question shown: the answer, or for a
+/// credential question its user name (then the question stays, asking for
+/// the password with echo off). The question still shown, if any.
+fn answer(watcher: &mut Watcher, mut shown: Shown, line: &str) -> anyhow::Result<Option<Shown>> {
+    let line = line.trim_end_matches(['\r', '\n']);
+    let (allow, credential) = match &mut shown.credential {
+        None => (
+            matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes"),
+            None,
+        ),
+        Some((wanted, typed @ None)) => {
+            let name = match line.trim() {
+                "" => wanted.username.clone().unwrap_or_default(),
+                name => name.to_owned(),
+            };
+            if !name.is_empty() {
+                *typed = Some(name);
+                // Off before the prompt shows, so nothing typed after it is echoed.
+                crate::ask::echo(false);
+                print!("password or token (not shown; an empty line refuses): ");
+                std::io::stdout().flush()?;
+                return Ok(Some(shown));
+            }
+            (false, None)
+        }
+        Some((_, Some(username))) => {
+            crate::ask::echo(true);
+            println!();
+            let credential = Credential {
+                username: username.clone(),
+                password: line.to_owned(),
+            };
+            (!line.is_empty(), (!line.is_empty()).then_some(credential))
+        }
+    };
+    if let Err(error) = watcher.answer(&shown.path, shown.id, allow, credential) {
+        eprintln!("chock approve: {error}");
+    }
+    Ok(None)
 }
 
 /// The lines typed on stdin, read on a thread of their own so that a

@@ -134,7 +134,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         return Ok(refused(&planned, &program, args.json));
     };
     // With a router, each host the program reaches is asked at this terminal.
-    let prepared = match exec::router(
+    let router = match exec::router(
         chock_sandbox::netmode::session(&policy),
         policy.clone(),
         &log,
@@ -142,14 +142,30 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         (exec::ROUTE, exec::AGENT_KIND),
         &request.project,
     ) {
-        Ok(Some(router)) => prepared.with_router(router),
-        Ok(None) => prepared,
+        Ok(router) => router,
         Err(error) => return Ok(failed(&error)),
     };
+    // An allowed push gets its credential for this command only: the
+    // person's ssh agent, and for an http or https remote a credential
+    // socket (the operator's helper, else this terminal).
+    let mut prepared = prepared;
+    let push = planned
+        .pushes
+        .then(|| chock_mcp::push::Armed::arm(router.as_ref(), crate::ask::credential, |_| {}));
+    if let Some(push) = &push {
+        push.bind(&mut prepared);
+    }
+    if let Some(router) = router {
+        prepared = prepared.with_router(router);
+    }
     let ran = match prepared.run() {
         Ok(ran) => ran,
         Err(error) => return Ok(failed(&error)),
     };
+    for note in push.iter().flat_map(chock_mcp::push::Armed::notes) {
+        eprintln!("chock: {note}");
+    }
+    drop(push);
     if ran.finished.space_floor {
         eprintln!(
             "chock: the command was killed: free space on the workspace's or the cache's file system fell below the floor of {} MiB a command leaves to the host",

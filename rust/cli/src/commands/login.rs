@@ -6,7 +6,7 @@
 //! `--list` shows each configured instance and where its key is;
 //! `--remove` forgets a stored key.
 
-use std::io::{BufRead, IsTerminal, Read, Write};
+use std::io::{IsTerminal, Read};
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
@@ -111,22 +111,9 @@ fn read_key(instance: &str) -> anyhow::Result<String> {
             .context("the key on stdin cannot be read as text")?;
         return Ok(text);
     }
-    let mut stderr = std::io::stderr();
-    write!(
-        stderr,
+    let line = crate::ask::read_hidden_line(&format!(
         "key for provider {instance} (not shown as you type): "
-    )?;
-    stderr.flush()?;
-    let before = rustix::termios::tcgetattr(&stdin).context("the terminal cannot be read")?;
-    let mut quiet = before.clone();
-    quiet.local_modes.remove(rustix::termios::LocalModes::ECHO);
-    rustix::termios::tcsetattr(&stdin, rustix::termios::OptionalActions::Flush, &quiet)
-        .context("the terminal's echo cannot be turned off")?;
-    let mut line = String::new();
-    let read = stdin.lock().read_line(&mut line);
-    rustix::termios::tcsetattr(&stdin, rustix::termios::OptionalActions::Now, &before)
-        .context("the terminal's echo cannot be turned back on (run `stty echo`)")?;
-    writeln!(stderr)?;
-    read.context("the key cannot be read from the terminal")?;
+    ))
+    .context("the key cannot be read from the terminal with its echo off")?;
     Ok(line)
 }

@@ -486,13 +486,13 @@ fn at_most_eight_background_commands_run_at_once() {
 }
 
 /// An ssh agent of the test's own, holding one key.
-struct SshAgent {
+pub struct SshAgent {
     dir: tempfile::TempDir,
     agent: std::process::Child,
 }
 
 impl SshAgent {
-    fn start() -> SshAgent {
+    pub fn start() -> SshAgent {
         let dir = tempfile::tempdir().expect("tempdir");
         let key = dir.path().join("key");
         let made = std::process::Command::new("ssh-keygen")
@@ -531,8 +531,13 @@ impl SshAgent {
         agent
     }
 
-    fn socket(&self) -> std::path::PathBuf {
+    pub fn socket(&self) -> std::path::PathBuf {
         self.dir.path().join("agent.sock")
+    }
+
+    /// The public half of the key the agent holds.
+    pub fn public_key(&self) -> std::path::PathBuf {
+        self.dir.path().join("key.pub")
     }
 
     /// What the agent holds, as `ssh-add -l` lists it on the host.

@@ -204,6 +204,73 @@ impl Lab {
 }
 
 impl Lab {
+    /// `chock exec -- sh -c SCRIPT` as [`Lab::exec`], with a terminal: run
+    /// under util-linux's `script`, whose pseudo-terminal is the command's
+    /// stdin, stdout and stderr. Each `(prompt, line)` waits until the
+    /// terminal shows `prompt`, then types `line`. Everything the terminal
+    /// showed, and whether the command succeeded.
+    pub fn exec_at_terminal(
+        &self,
+        fixture: &Fixture,
+        script: &str,
+        typed: &[(&str, &str)],
+    ) -> (String, bool) {
+        use std::io::{Read, Write};
+        let chock = fixture.chock();
+        let quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
+        let line = format!(
+            "nsenter --net=/run/netns/{} {} exec -- /bin/sh -c {}",
+            self.client_ns,
+            quote(&chock.get_program().to_string_lossy()),
+            quote(script)
+        );
+        let mut command = Command::new("script");
+        command
+            .args(["-q", "-e", "-c", &line, "/dev/null"])
+            .current_dir(chock.get_current_dir().expect("dir"))
+            .env("CHOCK_NET_RESOLVER", format!("{}:53", self.server))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        for (key, value) in chock.get_envs() {
+            match value {
+                Some(v) => command.env(key, v),
+                None => command.env_remove(key),
+            };
+        }
+        let mut child = command.spawn().expect("script");
+        let mut stdin = child.stdin.take().expect("stdin");
+        let mut stdout = child.stdout.take().expect("stdout");
+        let (tell, shown) = std::sync::mpsc::channel::<String>();
+        std::thread::spawn(move || {
+            let mut buffer = [0u8; 4096];
+            while let Ok(n) = stdout.read(&mut buffer) {
+                if n == 0 || tell.send(text(&buffer[..n])).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut seen = String::new();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        for (prompt, answer) in typed {
+            while !seen.contains(prompt) {
+                let left = deadline.saturating_duration_since(std::time::Instant::now());
+                match shown.recv_timeout(left) {
+                    Ok(more) => seen.push_str(&more),
+                    Err(_) => panic!("the terminal never showed {prompt:?}; it showed {seen:?}"),
+                }
+            }
+            writeln!(stdin, "{answer}").expect("type");
+            stdin.flush().expect("flush");
+        }
+        let status = child.wait().expect("script");
+        seen.extend(shown.try_iter());
+        drop(stdin);
+        (seen, status.success())
+    }
+}
+
+impl Lab {
     /// Moves the calling thread (and what it starts) into the client
     /// namespace, where Chock runs.
     pub fn enter(&self) {
@@ -216,6 +283,213 @@ impl Lab {
     /// The environment that points Chock's resolver and trust store at the lab.
     pub fn resolver(&self) -> String {
         format!("{}:53", self.server)
+    }
+}
+
+/// `git ARGS` on the host in `dir`, with no configuration but a name to
+/// commit as; its output.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.test"])
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .expect("git");
+    assert!(out.status.success(), "git {args:?}: {}", text(&out.stderr));
+    text(&out.stdout).trim().to_owned()
+}
+
+/// A git server over HTTP with Basic auth on the lab's far side
+/// (`git_http.py`: `git http-backend` behind it), serving one bare
+/// repository, `remote.git`.
+pub struct GitHttp {
+    server: Child,
+    dir: tempfile::TempDir,
+}
+
+/// The port [`GitHttp`] listens on.
+pub const GIT_HTTP_PORT: u16 = 8081;
+
+impl Lab {
+    /// Starts [`GitHttp`], accepting only `user` with `password`.
+    pub fn git_http(&self, user: &str, password: &str) -> GitHttp {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let bare = dir.path().join("remote.git");
+        let made = Command::new("git")
+            .args(["init", "-q", "--bare", "-b", "main"])
+            .arg(&bare)
+            .status()
+            .expect("git init");
+        assert!(made.success());
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/net_lab/git_http.py");
+        let mut server = Command::new("ip")
+            .args(["netns", "exec", &self.server_ns, "/usr/bin/python3"])
+            .arg(&script)
+            .arg(&self.server)
+            .arg(GIT_HTTP_PORT.to_string())
+            .arg(dir.path())
+            .args([user, password])
+            .arg(dir.path().join("log"))
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("git_http.py");
+        let mut ready = [0u8; 6];
+        use std::io::Read;
+        server
+            .stdout
+            .as_mut()
+            .expect("stdout")
+            .read_exact(&mut ready)
+            .expect("the git server starts");
+        GitHttp { server, dir }
+    }
+}
+
+impl GitHttp {
+    /// The commit `main` names in the served repository, if any.
+    pub fn main(&self) -> Option<String> {
+        let out = Command::new("git")
+            .arg("--git-dir")
+            .arg(self.dir.path().join("remote.git"))
+            .args(["rev-parse", "--verify", "-q", "refs/heads/main"])
+            .output()
+            .expect("git rev-parse");
+        out.status
+            .success()
+            .then(|| text(&out.stdout).trim().to_owned())
+    }
+
+    /// One line per request: method, path, and `authorised`, `wrong` or
+    /// `anonymous`.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("log")).unwrap_or_default()
+    }
+}
+
+impl Drop for GitHttp {
+    fn drop(&mut self) {
+        let _ = self.server.kill();
+        let _ = self.server.wait();
+    }
+}
+
+/// OpenSSH's server on the lab's far side, letting in root with one
+/// public key only (no password), serving git over ssh.
+pub struct Sshd {
+    server: Child,
+    dir: tempfile::TempDir,
+}
+
+/// The port [`Sshd`] listens on.
+pub const SSHD_PORT: u16 = 2222;
+
+impl Lab {
+    /// Starts [`Sshd`] with `public_key` the one key it takes, and a bare
+    /// repository `remote.git` in its folder ([`Sshd::repository`]).
+    pub fn sshd(&self, public_key: &Path) -> Sshd {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let d = dir.path();
+        let made = Command::new("git")
+            .args(["init", "-q", "--bare", "-b", "main"])
+            .arg(d.join("remote.git"))
+            .status()
+            .expect("git init");
+        assert!(made.success());
+        let keygen = Command::new("ssh-keygen")
+            .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+            .arg(d.join("host_key"))
+            .status()
+            .expect("ssh-keygen");
+        assert!(keygen.success());
+        std::fs::copy(public_key, d.join("authorized_keys")).expect("authorized_keys");
+        std::fs::write(
+            d.join("sshd_config"),
+            format!(
+                "Port {SSHD_PORT}\nListenAddress {}\nHostKey {}\nAuthorizedKeysFile {}\nPermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\nPidFile none\nLogLevel VERBOSE\n",
+                self.server,
+                d.join("host_key").display(),
+                d.join("authorized_keys").display()
+            ),
+        )
+        .expect("sshd_config");
+        // sshd's privilege separation folder.
+        std::fs::create_dir_all("/run/sshd").expect("/run/sshd");
+        let mut server = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &self.server_ns,
+                "/usr/sbin/sshd",
+                "-D",
+                "-e",
+                "-f",
+            ])
+            .arg(d.join("sshd_config"))
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("sshd");
+        let stderr = server.stderr.take().expect("stderr");
+        let mut lines = std::io::BufRead::lines(std::io::BufReader::new(stderr));
+        let mut seen = String::new();
+        loop {
+            let line = lines
+                .next()
+                .and_then(Result::ok)
+                .unwrap_or_else(|| panic!("sshd did not start: {seen}"));
+            seen.push_str(&line);
+            seen.push('\n');
+            if line.contains("Server listening") {
+                break;
+            }
+        }
+        let log = d.join("log");
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                use std::io::Write;
+                if let Ok(mut file) = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&log)
+                {
+                    let _ = writeln!(file, "{line}");
+                }
+            }
+        });
+        Sshd { server, dir }
+    }
+}
+
+impl Sshd {
+    /// The served repository's path on the server.
+    pub fn repository(&self) -> PathBuf {
+        self.dir.path().join("remote.git")
+    }
+
+    /// The commit `main` names in the served repository, if any.
+    pub fn main(&self) -> Option<String> {
+        let out = Command::new("git")
+            .arg("--git-dir")
+            .arg(self.repository())
+            .args(["rev-parse", "--verify", "-q", "refs/heads/main"])
+            .output()
+            .expect("git rev-parse");
+        out.status
+            .success()
+            .then(|| text(&out.stdout).trim().to_owned())
+    }
+
+    /// What sshd said after it started.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("log")).unwrap_or_default()
+    }
+}
+
+impl Drop for Sshd {
+    fn drop(&mut self) {
+        let _ = self.server.kill();
+        let _ = self.server.wait();
     }
 }
 

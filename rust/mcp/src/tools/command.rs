@@ -143,14 +143,7 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
     if background {
         return super::tasks::start(call, request, toolchain, shown(&args.argv)).await;
     }
-    // An allowed push is given the person's ssh agent for this call only.
-    let agent = if named.acts.iter().any(|act| act.action == "git.push") {
-        chock_log::dir_from_env()
-            .ok()
-            .and_then(|dir| crate::agent::Armed::arm(&dir.join("agent")))
-    } else {
-        None
-    };
+    let pushes = named.acts.iter().any(|act| act.action == "git.push");
     // A call the client cancels, or a program past its time, is killed:
     // the handle goes to a task that outlives this call's future, which is
     // dropped on cancel.
@@ -186,6 +179,9 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
         &session.project,
     )
     .map_err(|e| format!("run_command: {e}"))?;
+    // An allowed push is given the person's ssh agent and (with a router)
+    // a credential socket, for this call only.
+    let push = pushes.then(|| arm_push(call, router.as_ref()));
     let ran = tokio::task::spawn_blocking(move || {
         let mut prepared =
             exec::prepare_allowed(&request, toolchain, &session.policy, &session.log, ROUTE)?
@@ -196,22 +192,20 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
             &mut prepared,
             chock_sandbox::netmode::session(&session.policy),
         );
-        if let Some(agent) = &agent {
-            prepared.sandbox_mut().show_read_only(
-                agent.socket().to_path_buf(),
-                crate::agent::AGENT_MOUNT.into(),
-            );
-            prepared.set_env("SSH_AUTH_SOCK", crate::agent::AGENT_MOUNT);
+        if let Some(push) = &push {
+            push.bind(&mut prepared);
         }
         if let Some(router) = router {
             prepared = prepared.with_router(router);
         }
-        let notices: Vec<String> = prepared.notices.iter().map(ToString::to_string).collect();
+        let mut notices: Vec<String> = prepared.notices.iter().map(ToString::to_string).collect();
         let started = prepared.start()?;
         started_tell.send(started.signal_handle()?).ok();
         let ran = started.wait()?;
         // Closed with the call.
-        drop(agent);
+        if let Some(push) = push {
+            notices.extend(push.notes());
+        }
         Ok::<_, exec::ExecError>((notices, ran))
     })
     .await
@@ -247,6 +241,22 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
     } else {
         Err(out)
     }
+}
+
+/// What one push call is given: a person for its credential is asked
+/// through this call's channel, and what is given is scrubbed from then on.
+fn arm_push(call: &Call<'_>, router: Option<&chock_sandbox::net::Router>) -> crate::push::Armed {
+    let asker = call.session.asker(call.peer, &call.cancel, exec::TOOL);
+    let session = call.session.clone();
+    crate::push::Armed::arm(
+        router,
+        move |wanted| asker.ask_credential("git.push", &wanted.url(), wanted.username.as_deref()),
+        move |given| {
+            session
+                .secrets
+                .remember(crate::credential::SCRUBBED_AS, &given.password);
+        },
+    )
 }
 
 /// The session's policy, held for as long as a command's router decides.

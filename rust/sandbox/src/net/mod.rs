@@ -94,6 +94,14 @@ impl Router {
         })
     }
 
+    /// Decides `net.connect.<reversed host>.<port>` as a connection to it
+    /// would be (asked and logged once per run; a connection made later
+    /// gets the same answer): for a caller that must know before anything
+    /// connects whether the host will be reached.
+    pub fn connect(&self, host: &str, port: u16) -> bool {
+        self.decide.connect(&host.to_ascii_lowercase(), port)
+    }
+
     /// Resolves through the DNS server at `upstream` instead.
     pub fn with_upstream(mut self, upstream: SocketAddr) -> Router {
         self.upstream = Some(upstream);
