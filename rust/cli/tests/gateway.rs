@@ -258,30 +258,7 @@ impl Drop for FastMcp {
 
 #[test]
 fn a_url_server_is_reached_only_at_a_host_a_rule_allows() {
-    let fast = FastMcp::start("streamable-http");
-    let env = Env::new();
-    let server = format!(r#".{{ .name = "notes", .url = "{}" }}"#, fast.url());
-    project(
-        &env,
-        std::slice::from_ref(&server),
-        "",
-        &[
-            r#".{ .action = "mcp.notes.host.1.0.0.127", .decision = .allow }"#,
-            r#".{ .action = "mcp.notes.tool.add", .decision = .allow }"#,
-        ],
-    );
-    let mut client = env.client(false, &[]);
-    let listed = tools(&mut client);
-    let add = listed
-        .iter()
-        .find(|t| t["name"] == "notes__add")
-        .unwrap_or_else(|| panic!("notes__add is listed: {listed:?}"));
-    assert_eq!(
-        add["inputSchema"]["properties"]["a"]["type"], "integer",
-        "{add}"
-    );
-    let called = client.call("notes__add", json!({"a": 2, "b": 40}));
-    assert!(called.text.contains("42"), "{called:?}");
+    let (_fast, env, _, client) = notes_added_through_the_gateway("streamable-http");
     let line = env
         .logged("mcp.notes.host.1.0.0.127")
         .pop()
@@ -296,32 +273,11 @@ fn a_url_server_is_reached_only_at_a_host_a_rule_allows() {
     // every request stands where the server was.
     let site = Site::start("127.0.0.1", vec![]);
     let server = format!(r#".{{ .name = "notes", .url = "{}" }}"#, site.url("/mcp"));
-    project(&env, &[server], "", &[]);
-    let (mut client, init) = env.client_speaking("2025-06-18", false, &[], &[]);
-    let instructions = init["result"]["instructions"].as_str().unwrap_or_default();
-    assert!(
-        instructions.contains("MCP server `notes` is not offered")
-            && instructions
-                .contains(r#".{ .action = "mcp.notes.host.1.0.0.127", .decision = .allow }"#),
-        "{instructions}"
-    );
-    let listed = tools(&mut client);
-    assert!(
-        !listed
-            .iter()
-            .any(|t| t["name"].as_str().is_some_and(|n| n.starts_with("notes__")))
-    );
+    notes_not_offered_without_a_rule(&env, server);
     assert!(
         site.hits("/mcp").is_empty(),
         "nothing reached a host no rule allows"
     );
-    let line = env
-        .logged("mcp.notes.host.1.0.0.127")
-        .pop()
-        .expect("logged");
-    assert_eq!(line["decision"], "ask");
-    assert_eq!(line["answered_by"], "nobody");
-    drop(client);
 
     // A URL two parsers read differently: a reader would see 127.0.0.1
     // (allowed), the HTTP client would connect to 127.0.0.2. chock.zon is
@@ -786,7 +742,24 @@ fn a_servers_own_question_reaches_the_client() {
 
 #[test]
 fn a_url_server_speaking_only_the_older_sse_transport_is_reached_at_an_allowed_host() {
-    let fast = FastMcp::start("sse");
+    let (_fast, env, server, client) = notes_added_through_the_gateway("sse");
+    assert!(
+        client.stderr_says("speaks the older HTTP+SSE transport"),
+        "{}",
+        client.stderr()
+    );
+    drop(client);
+    // The same host decision as Streamable HTTP: no rule, no connection.
+    notes_not_offered_without_a_rule(&env, server);
+}
+
+/// A FastMCP `notes` server over `transport`, its host and its `add` tool
+/// allowed: listed through the gateway with its schema and answering 42.
+/// The server, the project, its block in chock.zon and the open client.
+fn notes_added_through_the_gateway(
+    transport: &'static str,
+) -> (FastMcp, Env, String, support::Client) {
+    let fast = FastMcp::start(transport);
     let env = Env::new();
     let server = format!(r#".{{ .name = "notes", .url = "{}" }}"#, fast.url());
     project(
@@ -804,26 +777,28 @@ fn a_url_server_speaking_only_the_older_sse_transport_is_reached_at_an_allowed_h
         .iter()
         .find(|t| t["name"] == "notes__add")
         .unwrap_or_else(|| panic!("notes__add is listed: {listed:?} {}", client.stderr()));
-    assert_eq!(
-        add["inputSchema"]["properties"]["b"]["type"], "integer",
-        "{add}"
-    );
-    let called = client.call("notes__add", json!({"a": 20, "b": 22}));
+    for argument in ["a", "b"] {
+        assert_eq!(
+            add["inputSchema"]["properties"][argument]["type"], "integer",
+            "{add}"
+        );
+    }
+    let called = client.call("notes__add", json!({"a": 2, "b": 40}));
     assert!(called.text.contains("42"), "{called:?}");
-    assert!(
-        client.stderr_says("speaks the older HTTP+SSE transport"),
-        "{}",
-        client.stderr()
-    );
-    drop(client);
+    (fast, env, server, client)
+}
 
-    // The same host decision as Streamable HTTP: no rule, no connection.
-    project(&env, &[server], "", &[]);
+/// With no rule for its host, the url server `server` (named `notes`) is
+/// not offered, the instructions name the rule that would offer it, and
+/// its host was asked with nobody there.
+fn notes_not_offered_without_a_rule(env: &Env, server: String) {
+    project(env, &[server], "", &[]);
     let (mut client, init) = env.client_speaking("2025-06-18", false, &[], &[]);
     let instructions = init["result"]["instructions"].as_str().unwrap_or_default();
     assert!(
         instructions.contains("MCP server `notes` is not offered")
-            && instructions.contains("mcp.notes.host.1.0.0.127"),
+            && instructions
+                .contains(r#".{ .action = "mcp.notes.host.1.0.0.127", .decision = .allow }"#),
         "{instructions}"
     );
     assert!(
