@@ -256,25 +256,11 @@ fn chock_exec_pushes_with_a_credential_from_the_terminal_or_the_operators_helper
     );
     let head = net_lab::git(&fixture.project, &["rev-parse", "HEAD"]);
 
-    let store = fixture.root().join("git-credentials");
-    std::fs::write(
-        &store,
-        format!(
-            "http://pusher:{PASSWORD}@allowed.test%3a{}\n",
-            net_lab::GIT_HTTP_PORT
-        ),
-    )
-    .expect("store");
-    let git_config = fixture.root().join("config/git");
-    std::fs::create_dir_all(&git_config).expect("mkdir");
-    std::fs::write(
-        git_config.join("config"),
-        format!(
-            "[credential]\n\thelper = store --file {}\n",
-            store.display()
-        ),
-    )
-    .expect("git config");
+    net_lab::operator_keeps_git_credential(
+        &fixture.root().join("config/git"),
+        &fixture.root().join("git-credentials"),
+        PASSWORD,
+    );
     let out = lab.exec(&fixture, "git push origin main");
     assert!(
         out.status.success(),

@@ -10,7 +10,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::net_lab::{GIT_HTTP_PORT, Lab, SSHD_PORT, git};
+use crate::net_lab::{self, GIT_HTTP_PORT, Lab, SSHD_PORT, git};
 use crate::support::{Approver, Env, person_says};
 use crate::tasks::SshAgent;
 
@@ -155,22 +155,11 @@ fn the_operators_git_credential_helper_on_the_host_answers_an_allowed_push() {
     let head = git(&env.project, &["rev-parse", "HEAD"]);
     // The operator's global git configuration ($XDG_CONFIG_HOME/git/config),
     // with git's own store helper holding the credential.
-    let store = env.outside().join("git-credentials");
-    std::fs::write(
-        &store,
-        format!("http://pusher:{PASSWORD}@allowed.test%3a{GIT_HTTP_PORT}\n"),
-    )
-    .expect("store");
-    let git_config = env.config_dir().with_file_name("git");
-    std::fs::create_dir_all(&git_config).expect("mkdir");
-    std::fs::write(
-        git_config.join("config"),
-        format!(
-            "[credential]\n\thelper = store --file {}\n",
-            store.display()
-        ),
-    )
-    .expect("git config");
+    net_lab::operator_keeps_git_credential(
+        &env.config_dir().with_file_name("git"),
+        &env.outside().join("git-credentials"),
+        PASSWORD,
+    );
     let resolver = lab.resolver();
     // A client that cannot elicit: nobody could be asked.
     let mut client =

@@ -350,15 +350,7 @@ impl Lab {
 impl GitHttp {
     /// The commit `main` names in the served repository, if any.
     pub fn main(&self) -> Option<String> {
-        let out = Command::new("git")
-            .arg("--git-dir")
-            .arg(self.dir.path().join("remote.git"))
-            .args(["rev-parse", "--verify", "-q", "refs/heads/main"])
-            .output()
-            .expect("git rev-parse");
-        out.status
-            .success()
-            .then(|| text(&out.stdout).trim().to_owned())
+        main_of(&self.dir.path().join("remote.git"))
     }
 
     /// One line per request: method, path, and `authorised`, `wrong` or
@@ -366,6 +358,39 @@ impl GitHttp {
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("log")).unwrap_or_default()
     }
+}
+
+/// The operator's global git configuration in `git_config_dir`
+/// (`$XDG_CONFIG_HOME/git`), with git's own store helper keeping, in
+/// `store`, `password` for user `pusher` at the lab's git server.
+pub fn operator_keeps_git_credential(git_config_dir: &Path, store: &Path, password: &str) {
+    std::fs::write(
+        store,
+        format!("http://pusher:{password}@allowed.test%3a{GIT_HTTP_PORT}\n"),
+    )
+    .expect("store");
+    std::fs::create_dir_all(git_config_dir).expect("mkdir");
+    std::fs::write(
+        git_config_dir.join("config"),
+        format!(
+            "[credential]\n\thelper = store --file {}\n",
+            store.display()
+        ),
+    )
+    .expect("git config");
+}
+
+/// The commit `main` names in the bare repository `git_dir`, if any.
+fn main_of(git_dir: &std::path::Path) -> Option<String> {
+    let out = Command::new("git")
+        .arg("--git-dir")
+        .arg(git_dir)
+        .args(["rev-parse", "--verify", "-q", "refs/heads/main"])
+        .output()
+        .expect("git rev-parse");
+    out.status
+        .success()
+        .then(|| text(&out.stdout).trim().to_owned())
 }
 
 impl Drop for GitHttp {
@@ -469,15 +494,7 @@ impl Sshd {
 
     /// The commit `main` names in the served repository, if any.
     pub fn main(&self) -> Option<String> {
-        let out = Command::new("git")
-            .arg("--git-dir")
-            .arg(self.repository())
-            .args(["rev-parse", "--verify", "-q", "refs/heads/main"])
-            .output()
-            .expect("git rev-parse");
-        out.status
-            .success()
-            .then(|| text(&out.stdout).trim().to_owned())
+        main_of(&self.repository())
     }
 
     /// What sshd said after it started.
