@@ -209,6 +209,11 @@ pub(crate) fn build(layout: &Layout, anchors: &Anchors) -> Result<Walls, Sandbox
         (c"/dev/shm".to_owned(), read_write()),
         (cstring(TMP_MOUNT), read_write()),
     ];
+    // An overlay workspace's inodes are overlayfs's, made by the child's
+    // mount: a rule on the project's own folder does not reach them.
+    if layout.session.as_ref().is_some_and(|s| s.overlay.is_some()) {
+        child_rules.push((cstring(&layout.workspace), read_write()));
+    }
     if let StoreView::Closure { store_dir, .. } = &layout.store {
         // Listing the store shows the closure's names; reading inside a
         // store path needs that path's own rule.

@@ -32,6 +32,8 @@ pub(crate) struct Anchored {
     binds: Vec<FileId>,
     /// One per [`View::covers`], in order.
     covers: Vec<FileId>,
+    /// An overlay's upper layer and work folder.
+    overlay: Option<(FileId, FileId)>,
 }
 
 /// Opens what `view` mounts and records each identity; `workspace` is the
@@ -78,14 +80,42 @@ pub(crate) fn anchor(
         }
         covers.push(id);
     }
+    let overlay = match &view.overlay {
+        Some(layers) => Some((open_top(&layers.upper)?.1, open_top(&layers.work)?.1)),
+        None => None,
+    };
     Ok((
         objects_fd,
         Anchored {
             objects,
             binds,
             covers,
+            overlay,
         },
     ))
+}
+
+/// The overlay an overlay workspace is: mounted at `shown` over the project
+/// (`lower`, the host folder the sandbox checked as its workspace), each
+/// layer opened with no link followed and checked to be the folder Chock
+/// recorded, then handed to overlayfs by descriptor. `None` for a
+/// workspace that is a tree of its own.
+pub(crate) fn plan_overlay(
+    view: &View,
+    anchored: &Anchored,
+    lower: (&Path, FileId),
+    shown: &Path,
+) -> Option<Op> {
+    let (layers, (upper, work)) = (view.overlay.as_ref()?, anchored.overlay?);
+    Some(Op::Overlay {
+        lower: cstring(under_old_root(lower.0)),
+        lower_id: lower.1,
+        upper: cstring(under_old_root(&layers.upper)),
+        upper_id: upper,
+        work: cstring(under_old_root(&layers.work)),
+        work_id: work,
+        target: cstring(shown),
+    })
 }
 
 fn refused_swap(shown: &Path, named_in: &str) -> SandboxError {
@@ -161,11 +191,13 @@ mod tests {
                 ino: 9,
                 named_in: "chock.zon:3".into(),
             }],
+            overlay: None,
         };
         let anchored = Anchored {
             objects: Some(id(1, libc::S_IFDIR)),
             binds: vec![id(2, libc::S_IFDIR)],
             covers: vec![id(9, libc::S_IFREG)],
+            overlay: None,
         };
         let mut planner = Planner::new();
         plan_session(&mut planner, &view, &anchored, &view.shown);
