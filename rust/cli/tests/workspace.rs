@@ -805,3 +805,118 @@ fn an_overlay_keeps_its_work_when_integrate_is_denied_and_covers_deny_read() {
         "TOPSECRET\n"
     );
 }
+
+#[test]
+fn binds_take_the_narrower_of_the_rule_and_the_blocks_write() {
+    let fx = repo(".{}\n");
+    for dir in ["w", "cp", "gone"] {
+        std::fs::create_dir(fx.project.join(dir)).expect("mkdir");
+        std::fs::write(fx.project.join(dir).join("f"), "host\n").expect("f");
+    }
+    std::fs::write(fx.project.join(".gitignore"), "w/\ncp/\ngone/\n").expect("ignore");
+    // `w`: the block allows writing, the rule asks: read-only. `cp`: the
+    // rule allows, the block asks: never written back. `gone`: denied.
+    fx.zon(&format!(
+        ".{{ .workspace = .{{ .{{ .name = \"w\", .mode = .write }}, .{{ .name = \"cp\", .mode = .copy, .write = .ask }}, .{{ .name = \"gone\", .mode = .copy }} }},\n\
+         .policy = .{{ .rules = .{{ {APPLY_ALLOWED}, .{{ .action = \"workspace.bind.w\", .decision = .ask }}, .{{ .action = \"workspace.bind.cp\", .decision = .allow }}, .{{ .action = \"workspace.bind.gone\", .decision = .deny }} }} }} }}\n"
+    ));
+    git(&fx.project, &["add", "."]);
+    git(&fx.project, &["commit", "-q", "-m", "binds"]);
+    let out = in_workspace(
+        &fx,
+        &[],
+        "echo x > w/f 2>/dev/null && echo w-written; echo agent > cp/f; test -e gone/f && echo gone-shown; cat cp/f",
+    );
+    assert!(out.status.success(), "{}", describe(&out));
+    assert_eq!(text(&out.stdout), "agent\n", "{}", describe(&out));
+    let said = text(&out.stderr);
+    assert!(
+        said.contains("workspace bind w: shown read-only")
+            && said.contains("workspace bind cp: a copy that is never written back")
+            && said.contains("workspace bind gone: not made"),
+        "{said}"
+    );
+    assert_eq!(fx.last_logged("workspace.bind.w")["decision"], "ask");
+    assert_eq!(fx.last_logged("workspace.bind.gone")["decision"], "deny");
+    let out = apply(&fx, &[]);
+    assert!(out.status.success(), "{}", describe(&out));
+    for dir in ["w", "cp"] {
+        assert_eq!(
+            std::fs::read_to_string(fx.project.join(dir).join("f")).expect("f"),
+            "host\n",
+            "{dir} is the person's as it was"
+        );
+    }
+}
+
+#[test]
+fn the_apply_question_shows_every_file_and_clear_asks_at_a_terminal() {
+    let fx = repo(".{}\n");
+    let out = in_workspace(
+        &fx,
+        &[],
+        "sed -i s/two/TWO/ a.txt && echo new > b.txt && git -c user.name=A -c user.email=a@x commit -qam 'agent: two'",
+    );
+    assert!(out.status.success(), "{}", describe(&out));
+    let asked = chock_testkit::on_terminal(
+        fx.chock().arg("apply"),
+        "y\n",
+        std::time::Duration::from_secs(60),
+    );
+    assert_eq!(asked.code, Some(0), "{}", asked.shown);
+    assert!(
+        asked.shown.contains("chock asks: workspace.apply")
+            && asked.shown.contains("a.txt +1 -1")
+            && asked.shown.contains("b.txt +1 -0")
+            && asked.shown.contains("agent: two")
+            && asked.shown.contains("lands on main as merge"),
+        "the one question says files, lines, commits and the landing: {}",
+        asked.shown
+    );
+    assert_eq!(
+        std::fs::read_to_string(fx.project.join("b.txt")).expect("b.txt"),
+        "new\n"
+    );
+    assert_eq!(fx.last_logged("workspace.apply")["answered_by"], "person");
+
+    // Unapplied work: `clear` asks, and keeps it on a no.
+    let out = in_workspace(&fx, &["kept"], "echo more > c.txt");
+    assert!(out.status.success(), "{}", describe(&out));
+    let said_no = chock_testkit::on_terminal(
+        fx.chock().args(["workspace", "clear"]),
+        "n\n",
+        std::time::Duration::from_secs(60),
+    );
+    assert!(said_no.shown.contains("[y/N]"), "{}", said_no.shown);
+    assert!(tree_of(&fx, "kept").join("c.txt").is_file(), "kept on a no");
+    let said_yes = chock_testkit::on_terminal(
+        fx.chock().args(["workspace", "clear"]),
+        "y\n",
+        std::time::Duration::from_secs(60),
+    );
+    assert_eq!(said_yes.code, Some(0), "{}", said_yes.shown);
+    let listed = fx.chock().arg("workspace").output().expect("workspace");
+    assert!(
+        text(&listed.stdout).contains("no workspace is kept"),
+        "removed on a yes: {}",
+        describe(&listed)
+    );
+}
+
+#[test]
+fn the_tool_server_refuses_a_workspace_over_a_project_that_is_no_repository() {
+    let fx = plain(".{}\n");
+    let out = fx
+        .chock()
+        .args(["mcp", "--workspace"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("chock mcp");
+    assert!(!out.status.success(), "{}", describe(&out));
+    assert!(
+        text(&out.stderr).contains("is not a git repository")
+            && text(&out.stderr).contains("chock exec --workspace"),
+        "{}",
+        describe(&out)
+    );
+}
