@@ -920,3 +920,30 @@ fn the_tool_server_refuses_a_workspace_over_a_project_that_is_no_repository() {
         describe(&out)
     );
 }
+
+#[test]
+fn an_organisations_deny_read_is_covered_and_a_glob_there_refused_at_start() {
+    let fx = repo(".{}\n");
+    std::fs::write(fx.project.join("org.secret"), "ORGSECRET\n").expect("secret");
+    git(&fx.project, &["add", "org.secret"]);
+    git(&fx.project, &["commit", "-q", "-m", "secret"]);
+    let bundle = fx.root().join("org.zon");
+    std::fs::write(&bundle, ".{ .deny_read = .{ \"org.secret\" } }\n").expect("bundle");
+    let flag = format!("--org-bundle={}", bundle.display());
+    let out = in_workspace(&fx, &[&flag], "cat org.secret");
+    assert!(out.status.success(), "{}", describe(&out));
+    assert!(
+        text(&out.stdout).starts_with("chock: this file is named in deny_read")
+            && !text(&out.stdout).contains("ORGSECRET"),
+        "{}",
+        describe(&out)
+    );
+    std::fs::write(&bundle, ".{ .deny_read = .{ \"keys/*.pem\" } }\n").expect("bundle");
+    let out = in_workspace(&fx, &["other", &flag], "true");
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    assert!(
+        text(&out.stderr).contains("org.zon") && text(&out.stderr).contains("globs are not read"),
+        "{}",
+        describe(&out)
+    );
+}
