@@ -914,6 +914,29 @@ mod tests {
     use super::*;
 
     #[test]
+    fn overlay_options_name_each_layer_by_descriptor_and_never_overflow() {
+        let mut data = OverlayData::new();
+        data.push(b"lowerdir=");
+        data.fd(0);
+        data.push(b",upperdir=");
+        data.fd(7);
+        data.push(b",workdir=");
+        data.fd(1234567);
+        assert_eq!(
+            data.finish().map(CStr::to_bytes),
+            Ok(
+                &b"lowerdir=/proc/self/fd/0,upperdir=/proc/self/fd/7,workdir=/proc/self/fd/1234567"
+                    [..]
+            )
+        );
+        let mut long = OverlayData::new();
+        for _ in 0..20 {
+            long.fd(i32::MAX);
+        }
+        assert_eq!(long.finish().map(drop), Err(Errno::ENAMETOOLONG));
+    }
+
+    #[test]
     fn records_round_trip_and_a_torn_tail_is_dropped() {
         let records = [
             Record {

@@ -175,6 +175,49 @@ mod tests {
     }
 
     #[test]
+    fn an_overlay_is_planned_from_its_checked_layers_and_a_tree_gets_none() {
+        let layers = super::super::Layers {
+            upper: PathBuf::from("/state/ws/upper"),
+            work: PathBuf::from("/state/ws/work"),
+        };
+        let view = View {
+            source: PathBuf::from("/home/ada/p"),
+            shown: PathBuf::from("/home/ada/p"),
+            objects: None,
+            binds: Vec::new(),
+            covers: Vec::new(),
+            overlay: Some(layers),
+        };
+        let anchored = Anchored {
+            objects: None,
+            binds: Vec::new(),
+            covers: Vec::new(),
+            overlay: Some((id(2, libc::S_IFDIR), id(3, libc::S_IFDIR))),
+        };
+        let lower = id(1, libc::S_IFDIR);
+        assert_eq!(
+            plan_overlay(&view, &anchored, (&view.source, lower), &view.shown),
+            Some(Op::Overlay {
+                lower: c"/.chock-host-root/home/ada/p".to_owned(),
+                lower_id: lower,
+                upper: c"/.chock-host-root/state/ws/upper".to_owned(),
+                upper_id: id(2, libc::S_IFDIR),
+                work: c"/.chock-host-root/state/ws/work".to_owned(),
+                work_id: id(3, libc::S_IFDIR),
+                target: c"/home/ada/p".to_owned(),
+            })
+        );
+        let tree = View {
+            overlay: None,
+            ..view
+        };
+        assert_eq!(
+            plan_overlay(&tree, &anchored, (&tree.source, lower), &tree.shown),
+            None
+        );
+    }
+
+    #[test]
     fn objects_binds_and_covers_are_planned_by_descriptor_after_the_workspace() {
         let view = View {
             source: PathBuf::from("/state/ws/tree"),
