@@ -700,3 +700,29 @@ fn matrix_mechanisms_and_index_say_what_is_not_enforced_and_ci_logs_as_ci() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(text(&out).contains("max_tokens"), "{}", text(&out));
 }
+
+#[test]
+fn a_catalog_that_is_a_plain_folder_is_installed_with_no_commit_and_reinstalled_from_the_lock() {
+    let repo = Repo::new();
+    let catalog = repo.root.join("folder-catalog");
+    write_package(
+        &catalog.join("ask-push"),
+        "\"tool\"",
+        ".{ .action = \"git.push\", .decision = .ask }",
+        None,
+    );
+    let out = repo.chock(&["install", "../folder-catalog#ask-push"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let lock = std::fs::read_to_string(repo.project.join("chock.lock")).unwrap();
+    assert!(
+        lock.contains("../folder-catalog")
+            && lock.contains("sha256:")
+            && lock.contains(".commit = \"\""),
+        "{lock}"
+    );
+    std::fs::remove_dir_all(repo.package("ask-push")).unwrap();
+    let out = repo.chock(&["install"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(repo.package("ask-push").join("manifest.zon").is_file());
+    assert!(repo.chock(&["check", "--only", "verify"]).status.success());
+}
