@@ -39,6 +39,9 @@ def clean():
     shutil.rmtree(f"{work}/wt", ignore_errors=True)
     subprocess.run(["git", "-C", repo, "worktree", "prune"], check=True)
     subprocess.run(["rm", "-rf", f"{work}/state/workspaces"], check=True)
+    # What the removal left to write back is written now, not in the next
+    # measurement.
+    subprocess.run(["sync"], check=True)
 def timed(command):
     start = time.perf_counter()
     subprocess.run(command, check=True, cwd=repo, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

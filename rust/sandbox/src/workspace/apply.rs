@@ -208,7 +208,7 @@ impl std::fmt::Display for Applied {
             ),
             Applied::Kept { dir, why } => write!(
                 f,
-                "kept in the workspace {}: {why}; nothing of your tree changed (`chock apply` again once it is settled, `chock workspace clear` drops it)",
+                "kept in the workspace {}: {why}; nothing of your tree changed (the session's files are there to read or copy; `chock workspace clear` drops them)",
                 dir.display()
             ),
             Applied::Refused { sentence } => write!(f, "{sentence}"),
