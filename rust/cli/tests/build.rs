@@ -8,11 +8,10 @@ mod files;
 #[path = "../../nix/tests/support/http.rs"]
 mod http;
 
-use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use http::Server;
 
@@ -207,91 +206,12 @@ fn a_foreign_flake_is_refused_in_one_sentence_and_bad_names_are_usage_errors() {
     assert!(text(&dotted.stderr).contains("never one dotted string"));
 }
 
-/// A pty: the child's stdin and stderr are the terminal, its stdout a pipe.
-struct Pty {
-    master: std::fs::File,
-    slave: OwnedFd,
-}
-
-fn pty() -> Pty {
-    let (mut master, mut slave) = (0, 0);
-    // SAFETY: openpty writes two descriptors into the integers it is given.
-    let rc = unsafe {
-        libc::openpty(
-            &mut master,
-            &mut slave,
-            std::ptr::null_mut(),
-            std::ptr::null(),
-            std::ptr::null(),
-        )
-    };
-    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
-    // SAFETY: both descriptors were just opened and are owned here alone.
-    unsafe {
-        Pty {
-            master: std::fs::File::from_raw_fd(master),
-            slave: OwnedFd::from_raw_fd(slave),
-        }
-    }
-}
-
 /// Runs `chock build` on a terminal, answers `answer` at the prompt, and
 /// returns the exit code, stdout and what the terminal showed.
 fn on_terminal(f: &Fixture, answer: &str) -> (Option<i32>, String, String) {
-    let pty = pty();
-    let mut child = f
-        .command(&PACKAGE)
-        .stdin(Stdio::from(pty.slave.try_clone().expect("dup")))
-        .stderr(Stdio::from(pty.slave.try_clone().expect("dup")))
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("spawn chock");
-    drop(pty.slave);
-    let mut master = pty.master;
-    let fd = master.as_raw_fd();
-    // SAFETY: fcntl on a descriptor this function owns.
-    unsafe {
-        libc::fcntl(
-            fd,
-            libc::F_SETFL,
-            libc::fcntl(fd, libc::F_GETFL) | libc::O_NONBLOCK,
-        )
-    };
-    let mut shown = String::new();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let mut answered = false;
-    loop {
-        let mut buf = [0u8; 4096];
-        match master.read(&mut buf) {
-            Ok(n) if n > 0 => shown.push_str(&String::from_utf8_lossy(&buf[..n])),
-            _ => std::thread::sleep(Duration::from_millis(20)),
-        }
-        if !answered && shown.contains("[y/N]") {
-            master.write_all(answer.as_bytes()).expect("answer");
-            answered = true;
-        }
-        if let Some(status) = child.try_wait().expect("wait") {
-            // What the child wrote just before it ended is still in the pty.
-            while let Ok(n) = master.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                shown.push_str(&String::from_utf8_lossy(&buf[..n]));
-            }
-            let mut stdout = String::new();
-            child
-                .stdout
-                .take()
-                .expect("stdout")
-                .read_to_string(&mut stdout)
-                .expect("stdout");
-            return (status.code(), stdout, shown);
-        }
-        assert!(
-            Instant::now() < deadline,
-            "chock build hung; the terminal showed:\n{shown}"
-        );
-    }
+    let done =
+        chock_testkit::on_terminal(&mut f.command(&PACKAGE), answer, Duration::from_secs(120));
+    (done.code, done.stdout, done.shown)
 }
 
 #[test]

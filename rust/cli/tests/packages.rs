@@ -295,7 +295,7 @@ fn a_guard_refuses_a_file_over_5_mb_in_a_real_pre_commit_and_logs_its_id() {
     let log = repo.out_of_log("guard.max-5mb");
     assert_eq!(log.len(), 2, "{log:?}");
     let refused = &log[1];
-    assert_eq!(refused["route"], "hook");
+    assert_eq!(refused["route"], "git");
     assert_eq!(refused["tool"], "pre-commit");
     assert_eq!(refused["decision"], "deny");
     assert_eq!(refused["decided_by"]["layer"], "policy");
@@ -594,4 +594,135 @@ fn a_bad_manifest_names_its_line_and_the_later_stages_wait() {
         "{}",
         text(&out)
     );
+}
+
+#[test]
+fn matrix_mechanisms_and_index_say_what_is_not_enforced_and_ci_logs_as_ci() {
+    let repo = Repo::new();
+    write_package(
+        &repo.package("ask-push"),
+        "\"tool\", \"ci\"",
+        ".{ .action = \"git.push\", .decision = .ask }",
+        None,
+    );
+    let guarded = repo.package("no-commit");
+    write_package(
+        &guarded,
+        "\"pre-commit\", \"ci\"",
+        "",
+        Some((
+            "#!/bin/sh\necho '{\"decision\": \"deny\", \"reason\": \"frozen\"}'\n",
+            5000,
+        )),
+    );
+    let out = repo.chock(&["sync", "--agents", "claude,codex"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = repo.chock(&["check", "--json", "--only", "matrix,mechanisms"]);
+    let report: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", text(&out)));
+    let stage = |name: &str| {
+        report["stages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["stage"] == name)
+            .unwrap()
+            .clone()
+    };
+    let matrix = stage("matrix").to_string();
+    assert!(
+        matrix.contains("ask-push at tool: claude enforced")
+            && matrix.contains("codex enforced; cannot ask, so an ask is a deny")
+            && matrix.contains("cursor not wired")
+            && matrix.contains("ask-push at ci: not wired"),
+        "{matrix}"
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let mechanisms = stage("mechanisms").to_string();
+    assert!(
+        mechanisms.contains("no CI workflow runs Chock") && mechanisms.contains("chock sync --ci"),
+        "{mechanisms}"
+    );
+
+    let out = repo.chock(&["sync", "--ci", "--agents", "claude,codex"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        repo.chock(&["check", "--only", "mechanisms"])
+            .status
+            .success()
+    );
+    std::fs::set_permissions(
+        guarded.join("guard.sh"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o644),
+    )
+    .unwrap();
+    let out = repo.chock(&["check", "--only", "mechanisms"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("is not an executable file") && text(&out).contains("chmod +x"),
+        "{}",
+        text(&out)
+    );
+    std::fs::set_permissions(
+        guarded.join("guard.sh"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+
+    // The CI gate's run of pre-commit: the guard's deny is a line of route ci.
+    std::fs::write(repo.project.join("a.txt"), "a\n").unwrap();
+    repo.git(&repo.project, &["add", "a.txt"]);
+    let out = repo.chock(&["hook", "pre-commit", "--ci"]);
+    assert!(!out.status.success(), "{}", text(&out));
+    let lines = repo.out_of_log("guard.no-commit");
+    let last = lines.last().expect("a guard line");
+    assert_eq!(
+        (
+            &last["route"],
+            &last["decision"],
+            &last["decided_by"]["policy"]
+        ),
+        (
+            &Value::from("ci"),
+            &Value::from("deny"),
+            &Value::from("no-commit")
+        ),
+        "{last}"
+    );
+
+    // An index over its budget is a failed stage naming the setting.
+    std::fs::write(
+        repo.project.join("chock.zon"),
+        ".{ .index = .{ .max_tokens = 5 } }\n",
+    )
+    .unwrap();
+    let out = repo.chock(&["check", "--only", "index"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("max_tokens"), "{}", text(&out));
+}
+
+#[test]
+fn a_catalog_that_is_a_plain_folder_is_installed_with_no_commit_and_reinstalled_from_the_lock() {
+    let repo = Repo::new();
+    let catalog = repo.root.join("folder-catalog");
+    write_package(
+        &catalog.join("ask-push"),
+        "\"tool\"",
+        ".{ .action = \"git.push\", .decision = .ask }",
+        None,
+    );
+    let out = repo.chock(&["install", "../folder-catalog#ask-push"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let lock = std::fs::read_to_string(repo.project.join("chock.lock")).unwrap();
+    assert!(
+        lock.contains("../folder-catalog")
+            && lock.contains("sha256:")
+            && lock.contains(".commit = \"\""),
+        "{lock}"
+    );
+    std::fs::remove_dir_all(repo.package("ask-push")).unwrap();
+    let out = repo.chock(&["install"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(repo.package("ask-push").join("manifest.zon").is_file());
+    assert!(repo.chock(&["check", "--only", "verify"]).status.success());
 }

@@ -596,3 +596,354 @@ fn a_killed_session_leaves_its_work_for_chock_workspace_to_find() {
             .contains("no workspace is kept")
     );
 }
+
+/// A project that is not a git repository, holding `a.txt`, `gone.txt`
+/// and `keep/x.txt`, with `chock.zon` holding `zon`.
+fn plain(zon: &str) -> Fixture {
+    let fx = Fixture::host();
+    std::fs::write(fx.project.join("a.txt"), "one\ntwo\nthree\n").expect("a.txt");
+    std::fs::write(fx.project.join("gone.txt"), "bye\n").expect("gone.txt");
+    std::fs::create_dir(fx.project.join("keep")).expect("keep");
+    std::fs::write(fx.project.join("keep/x.txt"), "x\n").expect("x.txt");
+    fx.zon(zon);
+    fx
+}
+
+/// Every file under `dir` with its contents, sorted.
+fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, Vec<u8>)>) {
+        for entry in std::fs::read_dir(dir).expect("read_dir").flatten() {
+            let path = entry.path();
+            let rel = path
+                .strip_prefix(root)
+                .expect("under")
+                .display()
+                .to_string();
+            if path.is_dir() {
+                out.push((format!("{rel}/"), Vec::new()));
+                walk(root, &path, out);
+            } else {
+                out.push((rel, std::fs::read(&path).unwrap_or_default()));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, dir, &mut out);
+    out.sort();
+    out
+}
+
+#[test]
+fn a_project_that_is_no_repository_works_on_an_overlay_until_the_apply_writes_it() {
+    let fx = plain(&zon_with("merge", ""));
+    let before = snapshot(&fx.project);
+    let out = in_workspace(
+        &fx,
+        &[],
+        "set -e; sed -i s/three/THREE/ a.txt; rm gone.txt; mkdir -p new/deep; echo fresh > new/deep/f.txt; \
+         rm -r keep; mkdir keep; echo other > keep/y.txt; git init -q .; \
+         cat a.txt; test ! -e gone.txt && echo gone; grep -c '/chock.zon ' /proc/self/mountinfo",
+    );
+    assert!(out.status.success(), "{}", describe(&out));
+    assert_eq!(
+        text(&out.stdout),
+        "one\ntwo\nTHREE\ngone\n1\n",
+        "the program sees its own writes, and chock.zon is held by a mount: {}",
+        describe(&out)
+    );
+    assert!(
+        text(&out.stderr).contains("is an overlay over it"),
+        "{}",
+        describe(&out)
+    );
+    assert_eq!(
+        snapshot(&fx.project),
+        before,
+        "nothing of the project changed before the apply"
+    );
+    // The next command sees the same workspace.
+    let out = in_workspace(&fx, &[], "cat new/deep/f.txt keep/y.txt; ls keep");
+    assert_eq!(
+        text(&out.stdout),
+        "fresh\nother\ny.txt\n",
+        "{}",
+        describe(&out)
+    );
+    let listed = fx.chock().arg("workspace").output().expect("workspace");
+    assert!(
+        text(&listed.stdout).contains("not committed"),
+        "{}",
+        describe(&listed)
+    );
+
+    let out = apply(&fx, &["--json"]);
+    assert!(out.status.success(), "{}", describe(&out));
+    let done: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let files: Vec<String> = done["plan"]["files"]
+        .as_array()
+        .expect("files")
+        .iter()
+        .map(|f| format!("{} {}", f["path"].as_str().unwrap_or("?"), f["lines"]))
+        .collect();
+    assert_eq!(
+        files,
+        [
+            "a.txt [1,1]",
+            "gone.txt [0,1]",
+            "keep/x.txt [0,1]",
+            "keep/y.txt [1,0]",
+            "new/deep/f.txt [1,0]"
+        ],
+        "the plan names every file and its lines: {done}"
+    );
+    assert_eq!(
+        done["plan"]["left_out"],
+        serde_json::json!([".git"]),
+        "{done}"
+    );
+    assert_eq!(done["plan"]["landing"]["kind"], "tree", "{done}");
+    assert_eq!(done["applied"]["kind"], "written", "{done}");
+    let read = |rel: &str| std::fs::read_to_string(fx.project.join(rel)).ok();
+    assert_eq!(read("a.txt").as_deref(), Some("one\ntwo\nTHREE\n"));
+    assert_eq!(read("gone.txt"), None, "a removed file is removed");
+    assert_eq!(read("new/deep/f.txt").as_deref(), Some("fresh\n"));
+    assert_eq!(read("keep/y.txt").as_deref(), Some("other\n"));
+    assert_eq!(
+        read("keep/x.txt"),
+        None,
+        "a folder replaced whole loses what the session removed"
+    );
+    assert!(
+        !fx.project.join(".git").exists(),
+        "a repository the session made never reaches the project"
+    );
+    assert_eq!(fx.last_logged("workspace.apply")["decision"], "allow");
+    let listed = fx.chock().arg("workspace").output().expect("workspace");
+    assert!(
+        text(&listed.stdout).contains("no workspace is kept"),
+        "{}",
+        describe(&listed)
+    );
+}
+
+#[test]
+fn an_overlay_apply_the_person_raced_keeps_everything_in_the_workspace() {
+    let fx = plain(&zon_with("merge", ""));
+    let out = in_workspace(&fx, &[], "echo agent > a.txt; echo more > b.txt");
+    assert!(out.status.success(), "{}", describe(&out));
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::write(fx.project.join("a.txt"), "person\n").expect("a.txt");
+    let out = apply(&fx, &[]);
+    assert!(out.status.success(), "{}", describe(&out));
+    let said = text(&out.stdout);
+    assert!(
+        said.contains("kept in the workspace") && said.contains("you changed a.txt"),
+        "{said}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(fx.project.join("a.txt")).expect("a.txt"),
+        "person\n"
+    );
+    assert!(
+        !fx.project.join("b.txt").exists(),
+        "nothing is written when anything conflicts"
+    );
+    let listed = fx.chock().arg("workspace").output().expect("workspace");
+    assert!(
+        text(&listed.stdout).contains("2 files changed"),
+        "the work is kept: {}",
+        describe(&listed)
+    );
+}
+
+#[test]
+fn an_overlay_keeps_its_work_when_integrate_is_denied_and_covers_deny_read() {
+    let fx = plain(&format!(
+        ".{{ .deny_read = .{{ \"secret.env\" }}, .policy = .{{ .rules = .{{ {APPLY_ALLOWED}, .{{ .action = \"workspace.integrate\", .decision = .deny }} }} }} }}\n"
+    ));
+    std::fs::write(fx.project.join("secret.env"), "TOPSECRET\n").expect("secret");
+    let out = in_workspace(
+        &fx,
+        &[],
+        "cat secret.env; mv secret.env moved 2>/dev/null; cat secret.env moved 2>/dev/null; echo new > b.txt",
+    );
+    assert!(out.status.success(), "{}", describe(&out));
+    assert!(
+        text(&out.stdout).starts_with("chock: this file is named in deny_read")
+            && !text(&out.stdout).contains("TOPSECRET"),
+        "{}",
+        describe(&out)
+    );
+    let out = apply(&fx, &[]);
+    // The notice moved away is a change to a deny_read file: refused whole.
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    assert!(
+        text(&out.stderr).contains("secret.env"),
+        "{}",
+        describe(&out)
+    );
+    assert!(!fx.project.join("b.txt").exists());
+    let out = fx
+        .chock()
+        .args(["workspace", "clear", "--yes"])
+        .output()
+        .expect("clear");
+    assert!(out.status.success(), "{}", describe(&out));
+    let out = in_workspace(&fx, &[], "echo new > b.txt");
+    assert!(out.status.success(), "{}", describe(&out));
+    let out = apply(&fx, &[]);
+    assert!(out.status.success(), "{}", describe(&out));
+    assert!(
+        text(&out.stdout).contains("kept in the workspace")
+            && text(&out.stdout).contains("workspace.integrate answers deny"),
+        "{}",
+        describe(&out)
+    );
+    assert!(!fx.project.join("b.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(fx.project.join("secret.env")).expect("secret"),
+        "TOPSECRET\n"
+    );
+}
+
+#[test]
+fn binds_take_the_narrower_of_the_rule_and_the_blocks_write() {
+    let fx = repo(".{}\n");
+    for dir in ["w", "cp", "gone"] {
+        std::fs::create_dir(fx.project.join(dir)).expect("mkdir");
+        std::fs::write(fx.project.join(dir).join("f"), "host\n").expect("f");
+    }
+    std::fs::write(fx.project.join(".gitignore"), "w/\ncp/\ngone/\n").expect("ignore");
+    // `w`: the block allows writing, the rule asks: read-only. `cp`: the
+    // rule allows, the block asks: never written back. `gone`: denied.
+    fx.zon(&format!(
+        ".{{ .workspace = .{{ .{{ .name = \"w\", .mode = .write }}, .{{ .name = \"cp\", .mode = .copy, .write = .ask }}, .{{ .name = \"gone\", .mode = .copy }} }},\n\
+         .policy = .{{ .rules = .{{ {APPLY_ALLOWED}, .{{ .action = \"workspace.bind.w\", .decision = .ask }}, .{{ .action = \"workspace.bind.cp\", .decision = .allow }}, .{{ .action = \"workspace.bind.gone\", .decision = .deny }} }} }} }}\n"
+    ));
+    git(&fx.project, &["add", "."]);
+    git(&fx.project, &["commit", "-q", "-m", "binds"]);
+    let out = in_workspace(
+        &fx,
+        &[],
+        "echo x > w/f 2>/dev/null && echo w-written; echo agent > cp/f; test -e gone/f && echo gone-shown; cat cp/f",
+    );
+    assert!(out.status.success(), "{}", describe(&out));
+    assert_eq!(text(&out.stdout), "agent\n", "{}", describe(&out));
+    let said = text(&out.stderr);
+    assert!(
+        said.contains("workspace bind w: shown read-only")
+            && said.contains("workspace bind cp: a copy that is never written back")
+            && said.contains("workspace bind gone: not made"),
+        "{said}"
+    );
+    assert_eq!(fx.last_logged("workspace.bind.w")["decision"], "ask");
+    assert_eq!(fx.last_logged("workspace.bind.gone")["decision"], "deny");
+    let out = apply(&fx, &[]);
+    assert!(out.status.success(), "{}", describe(&out));
+    for dir in ["w", "cp"] {
+        assert_eq!(
+            std::fs::read_to_string(fx.project.join(dir).join("f")).expect("f"),
+            "host\n",
+            "{dir} is the person's as it was"
+        );
+    }
+}
+
+#[test]
+fn the_apply_question_shows_every_file_and_clear_asks_at_a_terminal() {
+    let fx = repo(".{}\n");
+    let out = in_workspace(
+        &fx,
+        &[],
+        "sed -i s/two/TWO/ a.txt && echo new > b.txt && git -c user.name=A -c user.email=a@x commit -qam 'agent: two'",
+    );
+    assert!(out.status.success(), "{}", describe(&out));
+    let asked = chock_testkit::on_terminal(
+        fx.chock().arg("apply"),
+        "y\n",
+        std::time::Duration::from_secs(60),
+    );
+    assert_eq!(asked.code, Some(0), "{}", asked.shown);
+    assert!(
+        asked.shown.contains("chock asks: workspace.apply")
+            && asked.shown.contains("a.txt +1 -1")
+            && asked.shown.contains("b.txt +1 -0")
+            && asked.shown.contains("agent: two")
+            && asked.shown.contains("lands on main as merge"),
+        "the one question says files, lines, commits and the landing: {}",
+        asked.shown
+    );
+    assert_eq!(
+        std::fs::read_to_string(fx.project.join("b.txt")).expect("b.txt"),
+        "new\n"
+    );
+    assert_eq!(fx.last_logged("workspace.apply")["answered_by"], "person");
+
+    // Unapplied work: `clear` asks, and keeps it on a no.
+    let out = in_workspace(&fx, &["kept"], "echo more > c.txt");
+    assert!(out.status.success(), "{}", describe(&out));
+    let said_no = chock_testkit::on_terminal(
+        fx.chock().args(["workspace", "clear"]),
+        "n\n",
+        std::time::Duration::from_secs(60),
+    );
+    assert!(said_no.shown.contains("[y/N]"), "{}", said_no.shown);
+    assert!(tree_of(&fx, "kept").join("c.txt").is_file(), "kept on a no");
+    let said_yes = chock_testkit::on_terminal(
+        fx.chock().args(["workspace", "clear"]),
+        "y\n",
+        std::time::Duration::from_secs(60),
+    );
+    assert_eq!(said_yes.code, Some(0), "{}", said_yes.shown);
+    let listed = fx.chock().arg("workspace").output().expect("workspace");
+    assert!(
+        text(&listed.stdout).contains("no workspace is kept"),
+        "removed on a yes: {}",
+        describe(&listed)
+    );
+}
+
+#[test]
+fn the_tool_server_refuses_a_workspace_over_a_project_that_is_no_repository() {
+    let fx = plain(".{}\n");
+    let out = fx
+        .chock()
+        .args(["mcp", "--workspace"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("chock mcp");
+    assert!(!out.status.success(), "{}", describe(&out));
+    assert!(
+        text(&out.stderr).contains("is not a git repository")
+            && text(&out.stderr).contains("chock exec --workspace"),
+        "{}",
+        describe(&out)
+    );
+}
+
+#[test]
+fn an_organisations_deny_read_is_covered_and_a_glob_there_refused_at_start() {
+    let fx = repo(".{}\n");
+    std::fs::write(fx.project.join("org.secret"), "ORGSECRET\n").expect("secret");
+    git(&fx.project, &["add", "org.secret"]);
+    git(&fx.project, &["commit", "-q", "-m", "secret"]);
+    let bundle = fx.root().join("org.zon");
+    std::fs::write(&bundle, ".{ .deny_read = .{ \"org.secret\" } }\n").expect("bundle");
+    let flag = format!("--org-bundle={}", bundle.display());
+    let out = in_workspace(&fx, &[&flag], "cat org.secret");
+    assert!(out.status.success(), "{}", describe(&out));
+    assert!(
+        text(&out.stdout).starts_with("chock: this file is named in deny_read")
+            && !text(&out.stdout).contains("ORGSECRET"),
+        "{}",
+        describe(&out)
+    );
+    std::fs::write(&bundle, ".{ .deny_read = .{ \"keys/*.pem\" } }\n").expect("bundle");
+    let out = in_workspace(&fx, &["other", &flag], "true");
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    assert!(
+        text(&out.stderr).contains("org.zon") && text(&out.stderr).contains("globs are not read"),
+        "{}",
+        describe(&out)
+    );
+}

@@ -30,8 +30,12 @@ use chock_policy::{Answer, Asker, Decision, Key, Layer, Question, Verdict};
 pub enum Route {
     /// `chock exec`.
     Exec,
-    /// An agent's hook (`chock hook <agent>`) or a git hook.
+    /// An agent's hook (`chock hook <agent>`).
     Hook,
+    /// A git hook (`pre-commit`, `pre-push`) at the person's terminal.
+    Git,
+    /// A git hook's check run by the CI gate on a pull request.
+    Ci,
     /// The tool server (`chock mcp`), and the builds its calls make.
     Mcp,
     /// `chock build`.
@@ -45,9 +49,11 @@ pub enum Route {
 
 impl Route {
     /// Every route, for tables.
-    pub const ALL: [Route; 6] = [
+    pub const ALL: [Route; 8] = [
         Route::Exec,
         Route::Hook,
+        Route::Git,
+        Route::Ci,
         Route::Mcp,
         Route::Build,
         Route::Inputs,
@@ -59,6 +65,8 @@ impl Route {
         match self {
             Route::Exec => "exec",
             Route::Hook => "hook",
+            Route::Git => "git",
+            Route::Ci => "ci",
             Route::Mcp => "mcp",
             Route::Build => "build",
             Route::Inputs => "inputs",

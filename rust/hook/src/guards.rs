@@ -119,7 +119,7 @@ pub fn staged_files(project: &Path) -> Result<Value, String> {
 pub fn run(project: &Path, package: &PolicyPackage, call: &Value) -> GuardAnswer {
     let started = Instant::now();
     let (decision, reason) = match run_bounded(project, package, call) {
-        Ok(answer) => (answer.decision, answer.reason),
+        Ok(answer) => answer,
         Err(why) => (Decision::Deny, why),
     };
     GuardAnswer {
@@ -129,7 +129,11 @@ pub fn run(project: &Path, package: &PolicyPackage, call: &Value) -> GuardAnswer
     }
 }
 
-fn run_bounded(project: &Path, package: &PolicyPackage, call: &Value) -> Result<Answer, String> {
+fn run_bounded(
+    project: &Path,
+    package: &PolicyPackage,
+    call: &Value,
+) -> Result<(Decision, String), String> {
     let guard = package
         .guard
         .as_ref()
@@ -224,11 +228,19 @@ fn run_bounded(project: &Path, package: &PolicyPackage, call: &Value) -> Result<
             "its guard printed more than {MAX_ANSWER_BYTES} bytes"
         ));
     }
-    serde_json::from_slice::<Answer>(&finished.stdout).map_err(|e| {
-        format!(
-            "its guard did not answer `{{\"decision\": \"allow\" | \"ask\" | \"deny\", \"reason\": \"...\"}}` ({e})"
-        )
-    })
+    read_answer(&finished.stdout)
+}
+
+/// Reads what a guard printed as its answer; anything but one
+/// `{"decision": ..., "reason": ...}` object is an error saying so.
+pub fn read_answer(bytes: &[u8]) -> Result<(Decision, String), String> {
+    serde_json::from_slice::<Answer>(bytes)
+        .map(|a| (a.decision, a.reason))
+        .map_err(|e| {
+            format!(
+                "its guard did not answer `{{\"decision\": \"allow\" | \"ask\" | \"deny\", \"reason\": \"...\"}}` ({e})"
+            )
+        })
 }
 
 fn first_line(bytes: &[u8]) -> String {

@@ -205,7 +205,7 @@ pub fn git_gate(
     ask_person: &mut dyn FnMut(&str) -> Option<bool>,
 ) -> GateReply {
     let project = project::resolve(gate.project, None, env.var, &env.cwd);
-    let log = Logger::new(&project, "git");
+    let log = Logger::git(&project, gate.ci);
     let subject = gate.args.first().cloned();
     if let Some(stopped) = stop::in_force(&project, env.state_dir().as_deref()) {
         log.stopped(&stopped, Some(gate.hook.name()));
@@ -292,7 +292,7 @@ pub fn git_gate(
     };
     let person = std::cell::RefCell::new(person);
     let settled = chock_gate::settle(
-        Route::Hook,
+        log.route,
         &verdict,
         &|q: &chock_policy::Question| (person.borrow_mut())(q),
         || chock_policy::Question {
@@ -335,6 +335,7 @@ pub fn git_gate(
 pub(crate) struct Logger {
     project: String,
     agent_kind: &'static str,
+    route: Route,
 }
 
 impl Logger {
@@ -342,6 +343,15 @@ impl Logger {
         Logger {
             project: project.display().to_string(),
             agent_kind,
+            route: Route::Hook,
+        }
+    }
+
+    /// The lines of a git hook: route `git`, or `ci` when the CI gate runs it.
+    fn git(project: &Path, ci: bool) -> Logger {
+        Logger {
+            route: if ci { Route::Ci } else { Route::Git },
+            ..Logger::new(project, "git")
         }
     }
 
@@ -366,7 +376,7 @@ impl Logger {
         };
         let verdict = chock_policy::Verdict::bare(end.0, chock_policy::Layer::Nothing);
         chock_gate::line(
-            Route::Hook,
+            self.route,
             self.project.clone(),
             &key,
             &verdict,
@@ -424,7 +434,7 @@ impl Logger {
             (subject, _) => subject.clone(),
         };
         let entry = settled.entry(
-            Route::Hook,
+            self.route,
             self.project.clone(),
             &key,
             &judged.verdict,

@@ -1,7 +1,8 @@
 //! No input makes the payload reader or the hook-file editors panic: an
 //! agent's payload and a person's settings file are untrusted text. The
 //! fuzz corpus kept in the repository (`fuzz/corpus/payload`) goes through
-//! the check the fuzz target runs (`fuzz/check/`), then proptest's inputs.
+//! the check the fuzz target runs (`fuzz/check/`), then proptest's inputs;
+//! so does the `verdict` corpus, what a policy guard prints as its answer.
 //! (The shell reader's are chock-shell's.)
 
 use std::path::Path;
@@ -14,6 +15,9 @@ use proptest::prelude::*;
 #[path = "../fuzz/check/payload.rs"]
 mod payload;
 
+#[path = "../fuzz/check/verdict.rs"]
+mod verdict;
+
 #[test]
 fn the_payload_corpus_reads_without_panicking() {
     replay_fuzz_corpus(
@@ -24,8 +28,33 @@ fn the_payload_corpus_reads_without_panicking() {
     );
 }
 
+#[test]
+fn the_guard_answer_corpus_reads_without_panicking() {
+    replay_fuzz_corpus(
+        env!("CARGO_MANIFEST_DIR"),
+        "verdict",
+        10,
+        verdict::read_verdict,
+    );
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(500))]
+
+    #[test]
+    fn guard_answers_never_panic(text in "\\PC{0,200}") {
+        verdict::read_verdict(text.as_bytes());
+    }
+
+    #[test]
+    fn answer_shaped_text_never_panics(
+        decision in "[a-z_]{0,14}",
+        reason in "\\PC{0,30}",
+        tail in prop_oneof![Just(""), Just("\n"), Just(" x"), Just("{}")],
+    ) {
+        let text = format!("{}{tail}", serde_json::json!({"decision": decision, "reason": reason}));
+        verdict::read_verdict(text.as_bytes());
+    }
 
     #[test]
     fn payloads_never_panic(text in "\\PC{0,300}") {

@@ -112,6 +112,12 @@ pub fn read_cases(package: &PolicyPackage) -> Result<Vec<Case>, PackageError> {
 
 fn read_case(path: &Path) -> Result<Case, PackageError> {
     let text = std::fs::read_to_string(path).map_err(io(path, "reading the eval case"))?;
+    parse_case(path, &text)
+}
+
+/// Reads `text` as the eval case `path`; a fault names the file, and the
+/// line for JSON that does not parse.
+pub fn parse_case(path: &Path, text: &str) -> Result<Case, PackageError> {
     let bad = |why: String| {
         PackageError::Refused(format!(
             "{}: {why}; a case is {{\"hook\": \"tool\", \"agent\": \"claude\", \"payload\": {{...}}, \"expect\": \"deny\"}} or {{\"hook\": \"pre-commit\", \"staged\": [{{\"path\": \"a\", \"bytes\": 1}}], \"expect\": \"allow\"}}",
@@ -119,7 +125,7 @@ fn read_case(path: &Path) -> Result<Case, PackageError> {
         ))
     };
     let file: CaseFile =
-        serde_json::from_str(&text).map_err(|e| bad(format!("line {}: {e}", e.line())))?;
+        serde_json::from_str(text).map_err(|e| bad(format!("line {}: {e}", e.line())))?;
     let hook = HookPoint::from_name(&file.hook)
         .ok_or_else(|| bad(format!("`{}` is no hook point", file.hook)))?;
     let (agent, detail) = match hook {

@@ -62,7 +62,12 @@ impl Lock {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Lock::default()),
             Err(e) => return Err(io(&path, "reading the lockfile")(e)),
         };
-        let lock: Lock = chock_zon::from_str_in(Some(&path), &text).map_err(|e| {
+        Lock::parse(&path, &text)
+    }
+
+    /// Reads `text` as the lockfile `path`.
+    pub fn parse(path: &Path, text: &str) -> Result<Lock, PackageError> {
+        let lock: Lock = chock_zon::from_str_in(Some(path), text).map_err(|e| {
             PackageError::Refused(format!(
                 "{e}\n(the lockfile is written by `chock install`: restore it from version control)"
             ))
@@ -80,10 +85,15 @@ impl Lock {
     /// Writes the lock, entries in the order of their ids.
     pub fn write(&mut self, project: &Path) -> Result<(), PackageError> {
         self.policies.sort_by(|a, b| a.id.cmp(&b.id));
-        let path = project.join(LOCK_FILE);
+        let text = self.to_text()?;
+        write_atomically(&project.join(LOCK_FILE), text.as_bytes())
+    }
+
+    /// The lock as the file holds it.
+    pub fn to_text(&self) -> Result<String, PackageError> {
         let text = chock_zon::to_string(self)
             .map_err(|e| PackageError::Refused(format!("writing the lockfile: {e}")))?;
-        write_atomically(&path, format!("{text}\n").as_bytes())
+        Ok(format!("{text}\n"))
     }
 
     /// The entry for `id`.

@@ -157,7 +157,13 @@ pub fn read_package(dir: &Path) -> Result<PolicyPackage, PolicyError> {
     read_manifest(dir, &manifest, &text)
 }
 
-fn read_manifest(dir: &Path, manifest: &Path, text: &str) -> Result<PolicyPackage, PolicyError> {
+/// Reads `text` as the manifest `manifest` of the package in `dir`: every
+/// fault an error naming the file, line and column.
+pub fn read_manifest(
+    dir: &Path,
+    manifest: &Path,
+    text: &str,
+) -> Result<PolicyPackage, PolicyError> {
     let source = Source::new(manifest, text);
     let file: ManifestFile = source.read()?;
     let folder = dir.file_name().and_then(|n| n.to_str()).unwrap_or("");

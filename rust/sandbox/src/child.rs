@@ -424,6 +424,55 @@ fn as_changed(errno: Errno) -> Errno {
     }
 }
 
+/// The options of an overlay mount, written without allocating: each layer
+/// named as `/proc/self/fd/N` of a descriptor already checked.
+struct OverlayData {
+    bytes: [u8; 160],
+    len: usize,
+}
+
+impl OverlayData {
+    fn new() -> OverlayData {
+        OverlayData {
+            bytes: [0; 160],
+            len: 0,
+        }
+    }
+
+    fn push(&mut self, text: &[u8]) {
+        for byte in text {
+            if let Some(slot) = self.bytes.get_mut(self.len) {
+                *slot = *byte;
+            }
+            self.len += 1;
+        }
+    }
+
+    fn fd(&mut self, fd: RawFd) {
+        self.push(b"/proc/self/fd/");
+        let mut digits = [0u8; 10];
+        let (mut n, mut at) = (fd.unsigned_abs(), digits.len());
+        loop {
+            at -= 1;
+            digits[at] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 || at == 0 {
+                break;
+            }
+        }
+        self.push(&digits[at..]);
+    }
+
+    /// The options as a C string; `ENAMETOOLONG` if they did not fit.
+    fn finish(&mut self) -> Result<&CStr, Errno> {
+        if self.len >= self.bytes.len() {
+            return Err(Errno::ENAMETOOLONG);
+        }
+        self.bytes[self.len] = 0;
+        CStr::from_bytes_with_nul(&self.bytes[..=self.len]).map_err(|_| Errno::EINVAL)
+    }
+}
+
 /// Refuses an object that is not the one Chock checked (`ESTALE`).
 fn same_object(fd: RawFd, id: sys::FileId) -> Result<(), Errno> {
     if sys::file_id(fd)? == id {
@@ -491,6 +540,45 @@ fn run_op(op: &Op, opened: &mut Opened) -> Result<(), Errno> {
             });
             close(target);
             covered
+        }
+        Op::Overlay {
+            lower,
+            lower_id,
+            upper,
+            upper_id,
+            work,
+            work_id,
+            target,
+        } => {
+            let mut layers = [-1; 3];
+            let opened = [(lower, lower_id), (upper, upper_id), (work, work_id)]
+                .iter()
+                .zip(layers.iter_mut())
+                .try_for_each(|((path, id), fd)| {
+                    *fd = sys::open_path(libc::AT_FDCWD, path, false).map_err(as_changed)?;
+                    same_object(*fd, **id)
+                });
+            let mut data = OverlayData::new();
+            let mounted = opened.and_then(|()| {
+                data.push(b"lowerdir=");
+                data.fd(layers[0]);
+                data.push(b",upperdir=");
+                data.fd(layers[1]);
+                data.push(b",workdir=");
+                data.fd(layers[2]);
+                data.push(b",userxattr");
+                mount(
+                    Some(c"overlay"),
+                    target,
+                    Some(c"overlay"),
+                    libc::MS_NOSUID | libc::MS_NODEV,
+                    Some(data.finish()?),
+                )
+            });
+            for fd in layers.into_iter().filter(|fd| *fd >= 0) {
+                close(fd);
+            }
+            mounted
         }
         Op::OpenWorkspace { path } => {
             opened.workspace = sys::open_path(libc::AT_FDCWD, path, false)?;
@@ -828,6 +916,29 @@ pub(crate) const MAX_ENV: usize = 1024;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn overlay_options_name_each_layer_by_descriptor_and_never_overflow() {
+        let mut data = OverlayData::new();
+        data.push(b"lowerdir=");
+        data.fd(0);
+        data.push(b",upperdir=");
+        data.fd(7);
+        data.push(b",workdir=");
+        data.fd(1234567);
+        assert_eq!(
+            data.finish().map(CStr::to_bytes),
+            Ok(
+                &b"lowerdir=/proc/self/fd/0,upperdir=/proc/self/fd/7,workdir=/proc/self/fd/1234567"
+                    [..]
+            )
+        );
+        let mut long = OverlayData::new();
+        for _ in 0..20 {
+            long.fd(i32::MAX);
+        }
+        assert_eq!(long.finish().map(drop), Err(Errno::ENAMETOOLONG));
+    }
 
     #[test]
     fn records_round_trip_and_a_torn_tail_is_dropped() {

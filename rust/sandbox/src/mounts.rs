@@ -257,6 +257,20 @@ pub(crate) enum Op {
         notice: CString,
         shown: CString,
     },
+    /// An overlayfs at `target` (`nosuid`, `nodev`): the host folders
+    /// `lower`, `upper` and `work`, each opened with no link followed and
+    /// checked to be its id, given to overlayfs by descriptor
+    /// (`/proc/self/fd/N`), with its attributes in `user.` xattrs, as a
+    /// user namespace mounts it. An overlay workspace.
+    Overlay {
+        lower: CString,
+        lower_id: FileId,
+        upper: CString,
+        upper_id: FileId,
+        work: CString,
+        work_id: FileId,
+        target: CString,
+    },
     /// Opens the workspace as mounted at `path` inside, for [`Op::Hold`].
     OpenWorkspace { path: CString },
     /// Binds the workspace's `rel` over itself with `set`: opened once
@@ -315,6 +329,17 @@ impl Op {
             Op::BindChecked { source, target, .. } => {
                 format!("binding {} at {}", s(source), s(target))
             }
+            Op::Overlay {
+                lower,
+                upper,
+                target,
+                ..
+            } => format!(
+                "mounting an overlay of {} (changes to {}) at {}",
+                s(lower),
+                s(upper),
+                s(target)
+            ),
             Op::OpenWorkspace { path } => format!("opening the workspace {} inside", s(path)),
             Op::BindInto { source, shown, .. } => {
                 format!("binding {} at {}", s(source), s(shown))
@@ -736,27 +761,49 @@ fn plan_workspace(p: &mut Planner, layout: &Layout, anchored: &Anchored) {
         .as_ref()
         .map_or(&layout.workspace, |s| &s.source);
     p.mkdir_all(&layout.workspace);
-    p.push(Op::BindChecked {
+    let overlay = match (&layout.session, &anchored.session) {
+        (Some(view), Some(session)) => crate::workspace::plan_overlay(
+            view,
+            session,
+            (host, anchored.workspace),
+            &layout.workspace,
+        ),
+        _ => None,
+    };
+    let overlaid = overlay.is_some();
+    p.push(overlay.unwrap_or_else(|| Op::BindChecked {
         source: cstring(under_old_root(host)),
         id: anchored.workspace,
         target: cstring(&layout.workspace),
         set: WRITABLE,
-    });
+    }));
     p.push(Op::OpenWorkspace {
         path: cstring(&layout.workspace),
     });
     // Each bound over itself: the program sees the same file or folder, and
     // cannot rename or remove it, since it is a mount point. Pins go first,
-    // so the read-only mounts beneath them sit on them.
+    // so the read-only mounts beneath them sit on them. Over an overlay the
+    // object inside is overlayfs's, not the one checked on the host, so the
+    // host's own (checked) is bound over the name instead.
     for held in &anchored.held {
-        let shown = layout
-            .workspace
-            .join(std::ffi::OsStr::from_bytes(held.rel.as_bytes()));
-        p.push(Op::Hold {
-            rel: held.rel.clone(),
-            id: held.id,
-            set: if held.writable { WRITABLE } else { READ_ONLY },
-            shown: cstring(shown),
+        let rel = std::ffi::OsStr::from_bytes(held.rel.as_bytes());
+        let shown = cstring(layout.workspace.join(rel));
+        let set = if held.writable { WRITABLE } else { READ_ONLY };
+        p.push(if overlaid {
+            Op::BindInto {
+                source: cstring(under_old_root(&host.join(rel))),
+                id: held.id,
+                rel: held.rel.clone(),
+                set,
+                shown,
+            }
+        } else {
+            Op::Hold {
+                rel: held.rel.clone(),
+                id: held.id,
+                set,
+                shown,
+            }
         });
     }
     if let (Some(view), Some(session)) = (&layout.session, &anchored.session) {

@@ -159,6 +159,29 @@ pub(crate) fn file_id(fd: RawFd) -> Result<FileId, Errno> {
     })
 }
 
+/// Whether the folder `path` (on the host, no link followed) is marked
+/// opaque in an overlay's upper layer (`user.overlay.opaque` is `y`, as
+/// overlayfs mounted with `userxattr` writes it): it hides the lower
+/// layer's folder whole.
+pub(crate) fn overlay_opaque(path: &std::path::Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(path) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    let mut value = [0u8; 2];
+    // SAFETY: NUL-terminated path and name; the kernel writes at most
+    // `value.len()` bytes into `value`.
+    let len = unsafe {
+        libc::lgetxattr(
+            path.as_ptr(),
+            c"user.overlay.opaque".as_ptr(),
+            value.as_mut_ptr().cast(),
+            value.len(),
+        )
+    };
+    len == 1 && value[0] == b'y'
+}
+
 /// Opens `path` as an `O_PATH` descriptor with `openat2`, resolving no
 /// symbolic link on the way (a last component that is one gives a
 /// descriptor of the link itself, which the caller's identity check

@@ -214,6 +214,11 @@ pub(crate) fn build(layout: &Layout, anchors: &Anchors) -> Result<Walls, Sandbox
     if !layout.secret_files.is_empty() {
         child_rules.push((cstring(SECRETS_MOUNT), read_only()));
     }
+    // An overlay workspace's inodes are overlayfs's, made by the child's
+    // mount: a rule on the project's own folder does not reach them.
+    if layout.session.as_ref().is_some_and(|s| s.overlay.is_some()) {
+        child_rules.push((cstring(&layout.workspace), read_write()));
+    }
     if let StoreView::Closure { store_dir, .. } = &layout.store {
         // Listing the store shows the closure's names; reading inside a
         // store path needs that path's own rule.

@@ -1,5 +1,6 @@
-//! Test support shared by the crates' integration tests: replaying a fuzz
-//! corpus, and requiring the Nix daemon.
+//! Test support shared by the crates' integration tests and fuzz checks:
+//! replaying a fuzz corpus, the time bound of a reading, requiring the Nix
+//! daemon, and running a command on a terminal.
 //!
 //! Every parser of outside input has a cargo-fuzz target whose corpus is
 //! kept in the repository; each crate's tests replay it on stable Rust with
@@ -7,6 +8,7 @@
 //! found interesting (docs/fuzzing.md).
 
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 /// Runs `check` on every file of `<crate>/fuzz/corpus/<name>`, where
 /// `crate_dir` is the calling crate's `env!("CARGO_MANIFEST_DIR")`; a check
@@ -31,6 +33,36 @@ pub fn replay_fuzz_corpus(crate_dir: &str, name: &str, min: usize, check: fn(&[u
         count >= min,
         "the corpus at {} has only {count} files, fewer than {min}",
         corpus.display()
+    );
+}
+
+/// The longest one reading of a fuzz input may take, for a reader whose
+/// time must stay linear in its input: 50 ms under the fuzzer (an
+/// optimised build); ten times that when `cargo test` replays the corpus
+/// unoptimised on a shared machine, which still catches any reading whose
+/// time grows faster than its text.
+pub const FUZZ_BOUND: Duration = if cfg!(fuzzing) {
+    Duration::from_millis(50)
+} else {
+    Duration::from_millis(500)
+};
+
+/// Runs `read` and panics, naming `what`, when it took [`FUZZ_BOUND`] or
+/// more every time at the fastest of three tries (a machine busy with
+/// something else does not fail it).
+pub fn assert_within_bound(what: &dyn Fn() -> String, mut read: impl FnMut()) {
+    let mut fastest = Duration::MAX;
+    for _ in 0..3 {
+        let started = Instant::now();
+        read();
+        fastest = fastest.min(started.elapsed());
+        if fastest < FUZZ_BOUND {
+            return;
+        }
+    }
+    panic!(
+        "reading {} took {fastest:?} at the fastest of three, over {FUZZ_BOUND:?}",
+        what()
     );
 }
 
@@ -71,4 +103,99 @@ pub fn isolated_command(
         .env("GIT_COMMITTER_NAME", "Test")
         .env("GIT_COMMITTER_EMAIL", "test@example.com");
     command
+}
+
+/// What a command run on a terminal came to: its exit code, what it wrote
+/// to stdout (a pipe), and what the terminal showed (its stderr).
+pub struct OnTerminal {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub shown: String,
+}
+
+/// Runs `command` with a pseudo-terminal as its stdin and stderr (stdout
+/// a pipe), typing `answer` at the first `[y/N]` it shows; fails the test
+/// when it runs longer than `limit`.
+pub fn on_terminal(
+    command: &mut std::process::Command,
+    answer: &str,
+    limit: Duration,
+) -> OnTerminal {
+    use std::io::{Read, Write};
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::process::Stdio;
+    let (mut master, mut slave) = (0, 0);
+    // SAFETY: openpty writes two descriptors into the integers it is given.
+    let rc = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+    // SAFETY: both descriptors were just opened and are owned here alone.
+    let (mut master, slave) = unsafe {
+        (
+            std::fs::File::from_raw_fd(master),
+            OwnedFd::from_raw_fd(slave),
+        )
+    };
+    let mut child = command
+        .stdin(Stdio::from(slave.try_clone().expect("dup")))
+        .stderr(Stdio::from(slave.try_clone().expect("dup")))
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn the command");
+    drop(slave);
+    let fd = master.as_raw_fd();
+    // SAFETY: fcntl on a descriptor this function owns.
+    unsafe {
+        libc::fcntl(
+            fd,
+            libc::F_SETFL,
+            libc::fcntl(fd, libc::F_GETFL) | libc::O_NONBLOCK,
+        )
+    };
+    let mut shown = String::new();
+    let deadline = Instant::now() + limit;
+    let mut answered = false;
+    loop {
+        let mut buf = [0u8; 4096];
+        match master.read(&mut buf) {
+            Ok(n) if n > 0 => shown.push_str(&String::from_utf8_lossy(&buf[..n])),
+            _ => std::thread::sleep(Duration::from_millis(20)),
+        }
+        if !answered && shown.contains("[y/N]") {
+            master.write_all(answer.as_bytes()).expect("answer");
+            answered = true;
+        }
+        if let Some(status) = child.try_wait().expect("wait") {
+            // What the child wrote just before it ended is still in the pty.
+            while let Ok(n) = master.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                shown.push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+            let mut stdout = String::new();
+            child
+                .stdout
+                .take()
+                .expect("stdout")
+                .read_to_string(&mut stdout)
+                .expect("stdout");
+            return OnTerminal {
+                code: status.code(),
+                stdout,
+                shown,
+            };
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the command hung; the terminal showed:\n{shown}"
+        );
+    }
 }

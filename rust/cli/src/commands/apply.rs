@@ -74,10 +74,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             &TerminalAsker,
             &chock_nix::Who::default(),
         )?;
-        // Carried (landed or parked) or empty: the workspace has done its work.
+        // Carried (landed, parked or written) or empty: the workspace has
+        // done its work. Work kept or refused stays where it is.
         if matches!(
             outcome.1,
-            Applied::Nothing | Applied::Landed { .. } | Applied::Parked { .. }
+            Applied::Nothing
+                | Applied::Landed { .. }
+                | Applied::Parked { .. }
+                | Applied::Written { .. }
         ) {
             held.remove()?;
         }

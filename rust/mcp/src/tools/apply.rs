@@ -37,6 +37,7 @@ pub fn make_workspace(
         policy,
         log,
         route: ROUTE,
+        host_tree: true,
     })?;
     for notice in notices {
         tracing::warn!("chock mcp: {notice}");

@@ -11,6 +11,11 @@
 //! Every landing is computed whole (`git merge-tree`, `commit-tree`) before
 //! anything of the person's moves: a conflict parks the work at the ref and
 //! says so, and the branch and the tree move together or not at all.
+//!
+//! An overlay workspace (a project that is not a git repository) has no
+//! commit: its upper layer is written into the project's tree, whole or
+//! not at all, and a conflict or a landing that may not move anything
+//! keeps the work in the workspace.
 
 use std::path::{Path, PathBuf};
 
@@ -45,6 +50,10 @@ pub enum Landing {
     Ref { why: Option<String> },
     /// Onto the branch checked out, in this mode.
     Branch { branch: String, mode: ApplyMode },
+    /// An overlay's changes written into the project's tree.
+    Tree,
+    /// An overlay's changes kept in the workspace, and why.
+    Kept { why: String },
 }
 
 /// What an apply would carry, and where.
@@ -61,6 +70,10 @@ pub struct Plan {
     /// `copy` binds written back.
     pub copies: Vec<String>,
     pub landing: Landing,
+    /// An overlay's paths no apply carries (a `.git` the session made, a
+    /// bind not written back).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<String>,
 }
 
 impl Plan {
@@ -85,6 +98,8 @@ impl Plan {
             Landing::Branch { branch, mode } => {
                 format!("lands on {branch} as {}", mode.as_str())
             }
+            Landing::Tree => "writes them into your tree".to_owned(),
+            Landing::Kept { why } => format!("stays in the workspace ({why})"),
         };
         let mut text = format!(
             "carry session {} into {}: {} file{} (+{added} -{removed}), {} commit{}",
@@ -122,6 +137,11 @@ impl Plan {
                 .iter()
                 .map(|c| format!("writes back {c} (a copy bind) into your tree")),
         );
+        lines.extend(
+            self.left_out
+                .iter()
+                .map(|c| format!("leaves out {c} (never carried)")),
+        );
         lines
     }
 }
@@ -144,6 +164,11 @@ pub enum Applied {
         commit: String,
         why: Option<String>,
     },
+    /// An overlay's changes written into the project's tree.
+    Written { files: usize },
+    /// An overlay's changes kept in the workspace: nothing of the tree
+    /// changed.
+    Kept { dir: PathBuf, why: String },
     /// Not carried; the sentence says why and what to do.
     Refused { sentence: String },
 }
@@ -176,6 +201,16 @@ impl std::fmt::Display for Applied {
                     "; nothing of your branch or tree moved (`git merge {reference}` takes it)"
                 )
             }
+            Applied::Written { files } => write!(
+                f,
+                "applied: {files} file{} written into your tree",
+                if *files == 1 { "" } else { "s" }
+            ),
+            Applied::Kept { dir, why } => write!(
+                f,
+                "kept in the workspace {}: {why}; nothing of your tree changed (the session's files are there to read or copy; `chock workspace clear` drops them)",
+                dir.display()
+            ),
             Applied::Refused { sentence } => write!(f, "{sentence}"),
         }
     }
@@ -227,6 +262,9 @@ impl SessionWorkspace {
         log: &Log,
         route: Route,
     ) -> Result<Option<Plan>, WorkspaceError> {
+        if self.meta.overlay {
+            return self.plan_overlay_apply(policy, log, route);
+        }
         let host = Git::host(&self.meta.project);
         let git = self.git().with_env(identity(&host));
         git.run(["add", "-A"])?;
@@ -301,17 +339,52 @@ impl SessionWorkspace {
             commits,
             copies,
             landing,
+            left_out: Vec::new(),
         }))
     }
 
-    /// `workspace.integrate` (logged) and `.apply.mode` settle the landing.
-    fn landing(
+    /// An overlay's plan: its upper layer read against the project, landing
+    /// in the tree unless `.apply.mode` is `ref` or `workspace.integrate`
+    /// answers deny (a project with no git has no ref to park at, so the
+    /// work stays in the workspace).
+    fn plan_overlay_apply(
         &self,
         policy: &Policy,
         log: &Log,
         route: Route,
-        host: &Git,
-    ) -> Result<Landing, WorkspaceError> {
+    ) -> Result<Option<Plan>, WorkspaceError> {
+        let carried = self.overlay_changes()?;
+        if carried.changes.is_empty() {
+            return Ok(None);
+        }
+        let landing = match self.integrate(policy, log, route)? {
+            Some(why) => Landing::Kept { why },
+            None if policy.workspace().apply_mode == ApplyMode::Ref => Landing::Kept {
+                why: "the mode is ref, and a project that is not a git repository has no ref to park at".into(),
+            },
+            None => Landing::Tree,
+        };
+        Ok(Some(Plan {
+            session: self.meta.session.clone(),
+            project: self.meta.project.clone(),
+            commit: String::new(),
+            base: String::new(),
+            files: carried.files,
+            commits: Vec::new(),
+            copies: Vec::new(),
+            landing,
+            left_out: carried.left_out,
+        }))
+    }
+
+    /// `workspace.integrate` (logged): why no apply may move anything of
+    /// the person's, or `None` when it may.
+    fn integrate(
+        &self,
+        policy: &Policy,
+        log: &Log,
+        route: Route,
+    ) -> Result<Option<String>, WorkspaceError> {
         let integrate = policy
             .at_start(AGENT_KIND, &StartQuestion::WorkspaceIntegrate)
             .map_err(|e| WorkspaceError::Refused(format!("workspace.integrate: {e}")))?;
@@ -328,20 +401,37 @@ impl SessionWorkspace {
             None,
         );
         let _ = log.append(&entry);
-        if !integrate.granted {
-            let by = &integrate.verdict.decided_by;
-            let rule = match (&by.rule, &by.file, by.line) {
-                (Some(rule), Some(file), Some(line)) => {
-                    format!("{rule} ({}:{line})", file.display())
-                }
-                (Some(rule), _, _) => rule.clone(),
-                _ => "a rule".into(),
-            };
-            return Ok(Landing::Ref {
-                why: Some(format!(
-                    "workspace.integrate answers deny by {rule}, so no apply moves a branch of yours"
-                )),
-            });
+        if integrate.granted {
+            return Ok(None);
+        }
+        let by = &integrate.verdict.decided_by;
+        let rule = match (&by.rule, &by.file, by.line) {
+            (Some(rule), Some(file), Some(line)) => {
+                format!("{rule} ({}:{line})", file.display())
+            }
+            (Some(rule), _, _) => rule.clone(),
+            _ => "a rule".into(),
+        };
+        Ok(Some(format!(
+            "workspace.integrate answers deny by {rule}, so no apply moves {}",
+            if self.meta.overlay {
+                "anything of your tree"
+            } else {
+                "a branch of yours"
+            }
+        )))
+    }
+
+    /// `workspace.integrate` (logged) and `.apply.mode` settle the landing.
+    fn landing(
+        &self,
+        policy: &Policy,
+        log: &Log,
+        route: Route,
+        host: &Git,
+    ) -> Result<Landing, WorkspaceError> {
+        if let Some(why) = self.integrate(policy, log, route)? {
+            return Ok(Landing::Ref { why: Some(why) });
         }
         let mode = policy.workspace().apply_mode;
         if mode == ApplyMode::Ref {
@@ -366,6 +456,9 @@ impl SessionWorkspace {
     /// `refs/chock/<session>`, then onto the branch when the landing says
     /// so, then the copy binds; the workspace's base becomes the commit.
     pub fn carry(&mut self, plan: &Plan) -> Result<Applied, WorkspaceError> {
+        if self.meta.overlay {
+            return self.carry_overlay(plan);
+        }
         let host = Git::host(&self.meta.project).with_env(identity(&Git::host(&self.meta.project)));
         let git = self.git();
         // The agent could write the alternates file; Chock's own says
@@ -398,6 +491,8 @@ impl SessionWorkspace {
         };
         let applied = match &plan.landing {
             Landing::Ref { why } => parked(why.clone()),
+            // An overlay's landings; a repository's plan never names them.
+            Landing::Tree | Landing::Kept { .. } => parked(None),
             Landing::Branch { branch, mode } => match land(&host, plan, branch, *mode)? {
                 Ok(commit) => {
                     host.run(["update-ref", "-d", &reference])?;
@@ -422,6 +517,38 @@ impl SessionWorkspace {
         self.meta.base = plan.commit.clone();
         self.save()?;
         Ok(applied)
+    }
+}
+
+impl SessionWorkspace {
+    /// Writes an overlay's changes into the project, or keeps them: the
+    /// changes are read again (what was asked about is what is written, or
+    /// nothing), and every conflict is found before anything is written.
+    fn carry_overlay(&mut self, plan: &Plan) -> Result<Applied, WorkspaceError> {
+        let kept = |why: String| Applied::Kept {
+            dir: self.upper(),
+            why,
+        };
+        if let Landing::Kept { why } = &plan.landing {
+            return Ok(kept(why.clone()));
+        }
+        let carried = self.overlay_changes()?;
+        if carried.files != plan.files {
+            return Ok(kept(
+                "the workspace changed after the question was put".into(),
+            ));
+        }
+        let conflicts = self.overlay_conflicts(&carried.changes);
+        if !conflicts.is_empty() {
+            return Ok(kept(format!(
+                "you changed {} since the workspace was made, and so did the session",
+                conflicts.join(", ")
+            )));
+        }
+        self.overlay_write(&carried.changes)?;
+        Ok(Applied::Written {
+            files: plan.files.len(),
+        })
     }
 }
 

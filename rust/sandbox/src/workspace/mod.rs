@@ -12,6 +12,10 @@
 //! read-only like a project's. Chock reads the session's repository on the
 //! host only with hooks, fsmonitor and pager off.
 //!
+//! A project that is not a git repository gets an overlay instead (see
+//! [`overlay`]): the project is the lower layer, and every write lands in an
+//! upper layer under the workspace's folder.
+//!
 //! A sandbox given a workspace ([`View`]) shows the tree at the project's own
 //! path, so paths mean what they meant; see [`apply`] for how its work lands.
 
@@ -19,6 +23,7 @@ pub mod apply;
 mod files;
 mod git;
 mod mount;
+mod overlay;
 mod view;
 
 use std::fs::File;
@@ -30,9 +35,9 @@ use chock_policy::workspace::{Bind, BindMode, WorkspaceSettings};
 use chock_policy::{Decision, Key, Policy, Reading, Verdict};
 use serde::{Deserialize, Serialize};
 
-pub(crate) use mount::{Anchored, anchor, plan_session};
+pub(crate) use mount::{Anchored, anchor, plan_overlay, plan_session};
 pub(crate) use view::fit;
-pub use view::{BindMount, Cover, OBJECTS_MOUNT, View};
+pub use view::{BindMount, Cover, Layers, OBJECTS_MOUNT, View};
 
 use crate::project::{Project, ProjectError};
 use git::Git;
@@ -108,6 +113,10 @@ pub struct Meta {
     pub host_objects: PathBuf,
     pub deny_read: Vec<Covered>,
     pub binds: Vec<MadeBind>,
+    /// An overlay over a project that is not a git repository: no commit,
+    /// no objects; the work is the upper layer.
+    #[serde(default)]
+    pub overlay: bool,
 }
 
 /// One session's workspace, held (locked) by this process.
@@ -245,6 +254,8 @@ pub enum WorkspaceNotice {
     Existing {
         session: String,
     },
+    /// The project is no git repository: the workspace is an overlay.
+    Overlay,
 }
 
 impl std::fmt::Display for WorkspaceNotice {
@@ -266,6 +277,10 @@ impl std::fmt::Display for WorkspaceNotice {
                 if *files == 1 { "" } else { "s" }
             ),
             WorkspaceNotice::Bind { name, how } => write!(f, "workspace bind {name}: {how}"),
+            WorkspaceNotice::Overlay => write!(
+                f,
+                "the project is not a git repository, so the workspace is an overlay over it: it shows the project as it is now, and every write lands in the workspace until `chock apply` writes it into the project"
+            ),
             WorkspaceNotice::Existing { session } => write!(
                 f,
                 "the workspace {session} was made earlier, so --allow-dirty copied nothing (it copies only into a workspace being made); `chock workspace clear` removes it"
@@ -282,6 +297,10 @@ pub struct Request<'a> {
     pub policy: &'a Policy,
     pub log: &'a Log,
     pub route: Route,
+    /// The caller reads and writes the tree on the host (the tool server's
+    /// file tools), which an overlay is not: a project that is not a git
+    /// repository is refused.
+    pub host_tree: bool,
 }
 
 impl SessionWorkspace {
@@ -331,8 +350,11 @@ impl SessionWorkspace {
         })
     }
 
-    /// The tree the agent works on.
+    /// The tree the agent works on (an overlay's upper layer: its changes).
     pub fn tree(&self) -> PathBuf {
+        if self.meta.overlay {
+            return self.upper();
+        }
         self.dir.join("tree")
     }
 
@@ -376,17 +398,13 @@ impl SessionWorkspace {
         let lines: Vec<&str> = text.lines().collect();
         let (true, [top, common, base]) = (found.ok, lines.as_slice()) else {
             let repository = host.output(["rev-parse", "--is-inside-work-tree"], None)?;
-            return Err(WorkspaceError::Refused(if repository.ok {
-                format!(
+            if repository.ok {
+                return Err(WorkspaceError::Refused(format!(
                     "the repository {} has no commit yet, and a workspace starts from HEAD; commit once first",
                     project.display()
-                )
-            } else {
-                format!(
-                    "{} is not a git repository, and a session workspace is made from one (a linked worktree of its HEAD); run `git init` and commit, or run without --workspace",
-                    project.display()
-                )
-            }));
+                )));
+            }
+            return Self::make_overlay(request, dir);
         };
         let (top, common, base) = (PathBuf::from(top), PathBuf::from(common), base.to_string());
         if top.canonicalize().ok().as_deref() != Some(project.as_path()) {
@@ -403,6 +421,44 @@ impl SessionWorkspace {
             .map_err(io("reading the object directory", &common.join("objects")))?;
         let settings = request.policy.workspace();
         check_deny_read(&settings, project)?;
+        let mut workspace = Self::start(request, dir, base, host_objects, false)?;
+        let made = workspace.fill(request, &settings, &host);
+        Self::made(workspace, made, request, dir)
+    }
+
+    /// The overlay workspace of a project that is not a git repository.
+    fn make_overlay(
+        request: &Request<'_>,
+        dir: &Path,
+    ) -> Result<(SessionWorkspace, Vec<WorkspaceNotice>), WorkspaceError> {
+        let project = &request.project.dir;
+        if request.host_tree {
+            return Err(WorkspaceError::Refused(format!(
+                "{} is not a git repository, and the tool server's workspace is a repository's worktree its file tools read on the host; run `git init` and commit, or run without --workspace (`chock exec --workspace` works on an overlay of it)",
+                project.display()
+            )));
+        }
+        if std::fs::symlink_metadata(project.join(".git")).is_ok() {
+            return Err(WorkspaceError::Refused(format!(
+                "{} has a .git that git does not read as a repository; repair or remove it, then run again",
+                project.display()
+            )));
+        }
+        let settings = request.policy.workspace();
+        check_deny_read(&settings, project)?;
+        let mut workspace = Self::start(request, dir, String::new(), PathBuf::new(), true)?;
+        let made = workspace.fill_overlay(request, &settings);
+        Self::made(workspace, made, request, dir)
+    }
+
+    /// The workspace's folder made and locked, and its metadata begun.
+    fn start(
+        request: &Request<'_>,
+        dir: &Path,
+        base: String,
+        host_objects: PathBuf,
+        overlay: bool,
+    ) -> Result<SessionWorkspace, WorkspaceError> {
         std::fs::create_dir_all(dir).map_err(io("creating the workspace", dir))?;
         let held = lock(dir)?.ok_or_else(|| {
             WorkspaceError::Refused(format!(
@@ -410,21 +466,30 @@ impl SessionWorkspace {
                 dir.display()
             ))
         })?;
-        let mut workspace = SessionWorkspace {
+        Ok(SessionWorkspace {
             dir: dir.to_path_buf(),
             meta: Meta {
                 session: request.session.to_owned(),
-                project: project.clone(),
+                project: request.project.dir.clone(),
                 base,
                 created_ms: now_ms(),
                 allow_dirty: request.allow_dirty,
                 host_objects,
                 deny_read: Vec::new(),
                 binds: Vec::new(),
+                overlay,
             },
             _lock: held,
-        };
-        let made = workspace.fill(request, &settings, &host);
+        })
+    }
+
+    /// The workspace with what to tell, or nothing of it kept.
+    fn made(
+        workspace: SessionWorkspace,
+        made: Result<Vec<WorkspaceNotice>, WorkspaceError>,
+        request: &Request<'_>,
+        dir: &Path,
+    ) -> Result<(SessionWorkspace, Vec<WorkspaceNotice>), WorkspaceError> {
         if let Err(error) = made {
             // Half a workspace is no workspace: nothing of it is kept.
             let _ = files::remove_all(dir);
@@ -436,6 +501,44 @@ impl SessionWorkspace {
         }];
         notices.extend(made.unwrap_or_default());
         Ok((workspace, notices))
+    }
+
+    /// Makes the overlay's layers, the binds (decided, nothing to copy: the
+    /// overlay is the copy) and a notice in the upper layer over each
+    /// `deny_read` file: overlayfs shows the upper layer's file, and a
+    /// rename or removal of it leaves a whiteout, never the project's.
+    fn fill_overlay(
+        &mut self,
+        request: &Request<'_>,
+        settings: &WorkspaceSettings,
+    ) -> Result<Vec<WorkspaceNotice>, WorkspaceError> {
+        let upper = self.upper();
+        for layer in [&upper, &self.dir.join(overlay::WORK)] {
+            std::fs::create_dir_all(layer).map_err(io("creating", layer))?;
+        }
+        let mut notices = vec![WorkspaceNotice::Overlay];
+        let mut excluded = Vec::new();
+        for bind in &settings.binds {
+            if let Some(notice) = self.make_bind(request, bind, &mut excluded)? {
+                notices.push(notice);
+            }
+        }
+        for deny in &settings.deny_read {
+            let path = upper.join(&deny.path);
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent).map_err(io("creating", parent))?;
+            }
+            std::fs::write(&path, view::NOTICE).map_err(io("writing", &path))?;
+            let meta = std::fs::symlink_metadata(&path).map_err(io("reading", &path))?;
+            self.meta.deny_read.push(Covered {
+                rel: deny.path.clone(),
+                dev: std::os::unix::fs::MetadataExt::dev(&meta),
+                ino: std::os::unix::fs::MetadataExt::ino(&meta),
+                named_in: deny.place(),
+            });
+        }
+        self.save()?;
+        Ok(notices)
     }
 
     /// Checks the tree out, copies what was asked for in, makes the binds'
@@ -531,10 +634,12 @@ impl SessionWorkspace {
     ) -> Result<Option<WorkspaceNotice>, WorkspaceError> {
         let tree = self.tree();
         let host_path = request.project.dir.join(&bind.name);
-        let tracked = self
-            .git()
-            .output(["ls-files", "--error-unmatch", "--", &bind.name], None)?;
-        if tracked.ok {
+        let tracked = !self.meta.overlay
+            && self
+                .git()
+                .output(["ls-files", "--error-unmatch", "--", &bind.name], None)?
+                .ok;
+        if tracked {
             return Err(WorkspaceError::Refused(format!(
                 "{}:{}: workspace bind `{}` is in the repository, which the workspace already holds; name only paths git does not carry",
                 bind.file.display(),
@@ -590,7 +695,10 @@ impl SessionWorkspace {
             .map(|d| d.path)
             .collect();
         let denied: Vec<&Path> = denied.iter().map(PathBuf::as_path).collect();
+        // An overlay is already a copy of every path, and shows each one a
+        // mount needs; the apply leaves out what is not written back.
         match bind.mode {
+            _ if self.meta.overlay => {}
             BindMode::TempCopy | BindMode::Copy => {
                 files::mirror(&request.project.dir, &tree, Path::new(&bind.name), &denied)?;
             }
@@ -622,6 +730,16 @@ impl SessionWorkspace {
 
     /// What the workspace holds that the person's repository does not.
     pub fn pending(&self) -> Result<Pending, WorkspaceError> {
+        if self.meta.overlay {
+            let changes = overlay::changes(&self.upper(), &self.meta.project)?;
+            return Ok(Pending {
+                uncommitted: changes
+                    .iter()
+                    .map(|c| c.rel().display().to_string())
+                    .collect(),
+                commits: 0,
+            });
+        }
         let git = self.git();
         let uncommitted = changed_files(&git)?;
         let commits = git
@@ -636,10 +754,19 @@ impl SessionWorkspace {
 
     /// What a sandbox needs to show this workspace at the project's path.
     pub fn view(&self) -> View {
+        let overlay = self.meta.overlay.then(|| Layers {
+            upper: self.upper(),
+            work: self.dir.join(overlay::WORK),
+        });
         View {
-            source: self.tree(),
+            // An overlay's lower layer is the project itself.
+            source: if overlay.is_some() {
+                self.meta.project.clone()
+            } else {
+                self.tree()
+            },
             shown: self.meta.project.clone(),
-            objects: Some(self.meta.host_objects.clone()),
+            objects: (!self.meta.overlay).then(|| self.meta.host_objects.clone()),
             binds: self
                 .meta
                 .binds
@@ -663,7 +790,9 @@ impl SessionWorkspace {
                     ino: c.ino,
                     named_in: c.named_in.clone(),
                 })
+                .filter(|_| !self.meta.overlay)
                 .collect(),
+            overlay,
         }
     }
 

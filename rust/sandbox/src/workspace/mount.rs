@@ -32,6 +32,8 @@ pub(crate) struct Anchored {
     binds: Vec<FileId>,
     /// One per [`View::covers`], in order.
     covers: Vec<FileId>,
+    /// An overlay's upper layer and work folder.
+    overlay: Option<(FileId, FileId)>,
 }
 
 /// Opens what `view` mounts and records each identity; `workspace` is the
@@ -78,14 +80,42 @@ pub(crate) fn anchor(
         }
         covers.push(id);
     }
+    let overlay = match &view.overlay {
+        Some(layers) => Some((open_top(&layers.upper)?.1, open_top(&layers.work)?.1)),
+        None => None,
+    };
     Ok((
         objects_fd,
         Anchored {
             objects,
             binds,
             covers,
+            overlay,
         },
     ))
+}
+
+/// The overlay an overlay workspace is: mounted at `shown` over the project
+/// (`lower`, the host folder the sandbox checked as its workspace), each
+/// layer opened with no link followed and checked to be the folder Chock
+/// recorded, then handed to overlayfs by descriptor. `None` for a
+/// workspace that is a tree of its own.
+pub(crate) fn plan_overlay(
+    view: &View,
+    anchored: &Anchored,
+    lower: (&Path, FileId),
+    shown: &Path,
+) -> Option<Op> {
+    let (layers, (upper, work)) = (view.overlay.as_ref()?, anchored.overlay?);
+    Some(Op::Overlay {
+        lower: cstring(under_old_root(lower.0)),
+        lower_id: lower.1,
+        upper: cstring(under_old_root(&layers.upper)),
+        upper_id: upper,
+        work: cstring(under_old_root(&layers.work)),
+        work_id: work,
+        target: cstring(shown),
+    })
 }
 
 fn refused_swap(shown: &Path, named_in: &str) -> SandboxError {
@@ -146,6 +176,49 @@ mod tests {
     }
 
     #[test]
+    fn an_overlay_is_planned_from_its_checked_layers_and_a_tree_gets_none() {
+        let layers = super::super::Layers {
+            upper: PathBuf::from("/state/ws/upper"),
+            work: PathBuf::from("/state/ws/work"),
+        };
+        let view = View {
+            source: PathBuf::from("/home/ada/p"),
+            shown: PathBuf::from("/home/ada/p"),
+            objects: None,
+            binds: Vec::new(),
+            covers: Vec::new(),
+            overlay: Some(layers),
+        };
+        let anchored = Anchored {
+            objects: None,
+            binds: Vec::new(),
+            covers: Vec::new(),
+            overlay: Some((id(2, libc::S_IFDIR), id(3, libc::S_IFDIR))),
+        };
+        let lower = id(1, libc::S_IFDIR);
+        assert_eq!(
+            plan_overlay(&view, &anchored, (&view.source, lower), &view.shown),
+            Some(Op::Overlay {
+                lower: c"/.chock-host-root/home/ada/p".to_owned(),
+                lower_id: lower,
+                upper: c"/.chock-host-root/state/ws/upper".to_owned(),
+                upper_id: id(2, libc::S_IFDIR),
+                work: c"/.chock-host-root/state/ws/work".to_owned(),
+                work_id: id(3, libc::S_IFDIR),
+                target: c"/home/ada/p".to_owned(),
+            })
+        );
+        let tree = View {
+            overlay: None,
+            ..view
+        };
+        assert_eq!(
+            plan_overlay(&tree, &anchored, (&tree.source, lower), &tree.shown),
+            None
+        );
+    }
+
+    #[test]
     fn objects_binds_and_covers_are_planned_by_descriptor_after_the_workspace() {
         let view = View {
             source: PathBuf::from("/state/ws/tree"),
@@ -162,11 +235,13 @@ mod tests {
                 ino: 9,
                 named_in: "chock.zon:3".into(),
             }],
+            overlay: None,
         };
         let anchored = Anchored {
             objects: Some(id(1, libc::S_IFDIR)),
             binds: vec![id(2, libc::S_IFDIR)],
             covers: vec![id(9, libc::S_IFREG)],
+            overlay: None,
         };
         let mut planner = Planner::new();
         plan_session(&mut planner, &view, &anchored, &view.shown);

@@ -1,7 +1,8 @@
 //! What a sandbox needs to show a session workspace instead of the
 //! project: the tree (shown at the project's own path), the person's
 //! objects read-only, each bind of a path of the person's, and each
-//! `deny_read` file with the identity it must still have when it is covered.
+//! `deny_read` file with the identity it must still have when it is covered;
+//! or, for a project that is not a git repository, the overlay's layers.
 
 use std::path::PathBuf;
 
@@ -22,6 +23,18 @@ pub struct View {
     pub binds: Vec<BindMount>,
     /// Files covered by a notice.
     pub covers: Vec<Cover>,
+    /// A project that is not a git repository: the tree is an overlay
+    /// whose lower layer is `source` (the project) and whose upper layer
+    /// takes every write.
+    pub overlay: Option<Layers>,
+}
+
+/// The upper layer and overlayfs's work folder of an overlay workspace,
+/// both on the host under the workspace's folder.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Layers {
+    pub upper: PathBuf,
+    pub work: PathBuf,
 }
 
 /// One path of the person's project shown in the workspace.

@@ -1,0 +1,344 @@
+//! The workspace of a project that is not a git repository: an overlay.
+//!
+//! Each sandbox mounts overlayfs in its own user namespace at the
+//! project's path: the project itself is the lower layer, read through and
+//! never written; every write lands in the upper layer, a folder under the
+//! workspace's (`upper/`, with overlayfs's `work/` beside it). A deleted
+//! file is a whiteout there (a character device 0:0), a folder put in the
+//! place of one of the project's is marked opaque (`user.overlay.opaque`).
+//! So the upper layer *is* the session's work, and an apply reads it on the
+//! host: what to write into the project and what to remove.
+//!
+//! There is no commit to compare with, so a change the person made after
+//! the workspace was made is seen by its inode change time: a file of the
+//! project the session also changed, whose `ctime` is later than the
+//! workspace, is a conflict, and the apply writes nothing at all.
+
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::{Path, PathBuf};
+
+use super::apply::FileChange;
+use super::git::Git;
+use super::{SessionWorkspace, WorkspaceError, files, io};
+
+/// The upper layer, under the workspace's folder.
+pub(crate) const UPPER: &str = "upper";
+/// overlayfs's work folder, beside it.
+pub(crate) const WORK: &str = "work";
+
+/// One change the upper layer holds against the project.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Change {
+    /// Written as the upper layer has it: a file, a link, or a folder that
+    /// is new or replaces the project's whole.
+    Write(PathBuf),
+    /// Removed from the project.
+    Remove(PathBuf),
+}
+
+impl Change {
+    pub(crate) fn rel(&self) -> &Path {
+        match self {
+            Change::Write(rel) | Change::Remove(rel) => rel,
+        }
+    }
+}
+
+/// At most this many entries of the upper layer are read, so a runaway
+/// session is refused rather than walked for an hour.
+const MAX_ENTRIES: usize = 200_000;
+
+/// Every change the upper layer `upper` holds against `project`, in path
+/// order. A file the session opened for writing but left as it was is no
+/// change.
+pub(crate) fn changes(upper: &Path, project: &Path) -> Result<Vec<Change>, WorkspaceError> {
+    let mut out = Vec::new();
+    let mut seen = 0;
+    walk(upper, project, Path::new(""), &mut out, &mut seen)?;
+    Ok(out)
+}
+
+fn walk(
+    upper: &Path,
+    project: &Path,
+    rel: &Path,
+    out: &mut Vec<Change>,
+    seen: &mut usize,
+) -> Result<(), WorkspaceError> {
+    let dir = upper.join(rel);
+    let mut names: Vec<_> = std::fs::read_dir(&dir)
+        .map_err(io("reading", &dir))?
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    names.sort();
+    for name in names {
+        *seen += 1;
+        if *seen > MAX_ENTRIES {
+            return Err(WorkspaceError::Refused(format!(
+                "{} holds more than {MAX_ENTRIES} changed entries, more than Chock reads for an apply",
+                upper.display()
+            )));
+        }
+        let rel = rel.join(name);
+        let ours = upper.join(&rel);
+        let meta = std::fs::symlink_metadata(&ours).map_err(io("reading", &ours))?;
+        let theirs = std::fs::symlink_metadata(project.join(&rel)).ok();
+        let kind = meta.file_type();
+        if kind.is_char_device() && meta.rdev() == 0 {
+            if theirs.is_some() {
+                out.push(Change::Remove(rel));
+            }
+        } else if meta.is_dir() {
+            let merged = theirs.as_ref().is_some_and(std::fs::Metadata::is_dir)
+                && !crate::sys::overlay_opaque(&ours);
+            if merged {
+                walk(upper, project, &rel, out, seen)?;
+            } else {
+                if theirs.is_some() {
+                    out.push(Change::Remove(rel.clone()));
+                }
+                out.push(Change::Write(rel));
+            }
+        } else if (kind.is_file() || kind.is_symlink())
+            && !theirs.is_some_and(|t| same(&ours, &meta, &project.join(&rel), &t))
+        {
+            out.push(Change::Write(rel));
+        }
+    }
+    Ok(())
+}
+
+/// Whether the upper layer's file is the project's as it is (copied up but
+/// not changed): same kind, mode, size and bytes, or the same link target.
+fn same(ours: &Path, meta: &std::fs::Metadata, theirs: &Path, their: &std::fs::Metadata) -> bool {
+    if meta.file_type() != their.file_type() || meta.mode() != their.mode() {
+        return false;
+    }
+    if meta.file_type().is_symlink() {
+        return std::fs::read_link(ours).ok() == std::fs::read_link(theirs).ok();
+    }
+    meta.len() == their.len()
+        && matches!((std::fs::read(ours), std::fs::read(theirs)), (Ok(a), Ok(b)) if a == b)
+}
+
+/// Every file and link under `root/rel` (or `rel` itself when it is one).
+fn files_under(root: &Path, rel: &Path, out: &mut Vec<PathBuf>) {
+    let path = root.join(rel);
+    let Ok(meta) = std::fs::symlink_metadata(&path) else {
+        return;
+    };
+    if !meta.is_dir() {
+        if meta.is_file() || meta.file_type().is_symlink() {
+            out.push(rel.to_path_buf());
+        }
+        return;
+    }
+    let mut names: Vec<_> = std::fs::read_dir(&path)
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    names.sort();
+    for name in names {
+        files_under(root, &rel.join(name), out);
+    }
+}
+
+/// Lines added and removed from `old` to `new` (either may be missing), as
+/// git counts them; `None` for a binary file.
+fn lines(project: &Path, old: &Path, new: &Path) -> Option<(u64, u64)> {
+    let side = |p: &Path| {
+        if p.symlink_metadata().is_ok() {
+            p.to_path_buf()
+        } else {
+            PathBuf::from("/dev/null")
+        }
+    };
+    let (old, new) = (side(old), side(new));
+    let out = Git::host(project)
+        .output(
+            [
+                "diff".as_ref(),
+                "--no-index".as_ref(),
+                "--no-ext-diff".as_ref(),
+                "--numstat".as_ref(),
+                "--".as_ref(),
+                old.as_os_str(),
+                new.as_os_str(),
+            ],
+            None,
+        )
+        .ok()?;
+    let text = out.text();
+    let mut parts = text.split('\t');
+    let (added, removed) = (parts.next()?, parts.next()?);
+    match (added.parse(), removed.parse()) {
+        (Ok(a), Ok(r)) => Some((a, r)),
+        // No line printed: the two are the same text.
+        _ if text.is_empty() => Some((0, 0)),
+        _ => None,
+    }
+}
+
+/// Whether a change at `rel` reaches the project at all: never `.git` (a
+/// repository the session made would bring its hooks and config into the
+/// person's tree), never a path under a `temp_copy` bind or a `copy` bind
+/// not written back, never a `read_only` or `write` bind (a mount of the
+/// person's own path, written or not there directly).
+fn carried(workspace: &SessionWorkspace, rel: &Path) -> bool {
+    if rel.components().any(|c| c.as_os_str() == ".git") {
+        return false;
+    }
+    !workspace
+        .meta
+        .binds
+        .iter()
+        .any(|b| rel.starts_with(&b.name) && !b.write_back)
+}
+
+/// What an apply of an overlay workspace would carry: the files written
+/// and removed (each with its lines), and the paths it leaves out. Refused,
+/// naming them, when any change touches `chock.zon` or a `deny_read` file.
+pub(crate) struct Carried {
+    pub(crate) changes: Vec<Change>,
+    pub(crate) files: Vec<FileChange>,
+    pub(crate) left_out: Vec<String>,
+}
+
+impl SessionWorkspace {
+    pub(crate) fn upper(&self) -> PathBuf {
+        self.dir.join(UPPER)
+    }
+
+    /// The upper layer read against the project.
+    pub(crate) fn overlay_changes(&self) -> Result<Carried, WorkspaceError> {
+        let (upper, project) = (self.upper(), &self.meta.project);
+        let mut kept = Vec::new();
+        let mut left_out = Vec::new();
+        let mut guarded = Vec::new();
+        for change in changes(&upper, project)? {
+            let rel = change.rel();
+            let notice = self.meta.deny_read.iter().find(|c| c.rel == rel);
+            if let Some(cover) = notice {
+                // The notice Chock wrote, still as it was, is no change.
+                let untouched = matches!(&change, Change::Write(_))
+                    && std::fs::read(upper.join(rel)).is_ok_and(|b| b == super::view::NOTICE)
+                    && std::fs::symlink_metadata(upper.join(rel))
+                        .is_ok_and(|m| (m.dev(), m.ino()) == (cover.dev, cover.ino));
+                if !untouched {
+                    guarded.push(rel.display().to_string());
+                }
+                continue;
+            }
+            if rel == Path::new(crate::layout::POLICY_FILE) {
+                guarded.push(rel.display().to_string());
+                continue;
+            }
+            if carried(self, rel) {
+                kept.push(change);
+            } else {
+                left_out.push(rel.display().to_string());
+            }
+        }
+        if !guarded.is_empty() {
+            return Err(WorkspaceError::Refused(format!(
+                "the session changed {}, which no apply carries (chock.zon is edited by a person alone; a deny_read file was never readable in the workspace); nothing was applied: undo those changes in the workspace and apply again, or remove it with `chock workspace clear`",
+                guarded.join(", ")
+            )));
+        }
+        let denied: Vec<PathBuf> = self.meta.deny_read.iter().map(|c| c.rel.clone()).collect();
+        let mut files: Vec<FileChange> = Vec::new();
+        for change in &kept {
+            let mut paths = Vec::new();
+            match change {
+                Change::Write(rel) => files_under(&upper, rel, &mut paths),
+                Change::Remove(rel) => files_under(project, rel, &mut paths),
+            }
+            for rel in paths.into_iter().filter(|p| !denied.contains(p)) {
+                let (old, new) = match change {
+                    Change::Write(_) => (project.join(&rel), upper.join(&rel)),
+                    Change::Remove(_) => (project.join(&rel), PathBuf::from("/nonexistent")),
+                };
+                let path = rel.display().to_string();
+                if let Some(known) = files.iter_mut().find(|f| f.path == path) {
+                    // A folder replaced whole: removed, then written.
+                    known.lines = lines(project, &old, &new);
+                } else {
+                    files.push(FileChange {
+                        path,
+                        lines: lines(project, &old, &new),
+                    });
+                }
+            }
+        }
+        Ok(Carried {
+            changes: kept,
+            files,
+            left_out,
+        })
+    }
+
+    /// The project's files the person changed since the workspace was made
+    /// that the session changes too (by their inode change time).
+    pub(crate) fn overlay_conflicts(&self, changes: &[Change]) -> Vec<String> {
+        let made_ns = u128::from(self.meta.created_ms) * 1_000_000;
+        let mut conflicts = Vec::new();
+        for change in changes {
+            let mut paths = Vec::new();
+            files_under(&self.meta.project, change.rel(), &mut paths);
+            for rel in paths {
+                let Ok(meta) = std::fs::symlink_metadata(self.meta.project.join(&rel)) else {
+                    continue;
+                };
+                let changed_ns = (meta.ctime() as i128 * 1_000_000_000 + meta.ctime_nsec() as i128)
+                    .max(0) as u128;
+                if changed_ns > made_ns {
+                    conflicts.push(rel.display().to_string());
+                }
+            }
+        }
+        conflicts
+    }
+
+    /// Writes `changes` into the project: removals first, then each path as
+    /// the upper layer has it; never through a link of the project's.
+    pub(crate) fn overlay_write(&self, changes: &[Change]) -> Result<(), WorkspaceError> {
+        let project = &self.meta.project;
+        for change in changes {
+            let rel = change.rel();
+            let mut on_the_way = project.clone();
+            for part in rel.parent().into_iter().flat_map(Path::components) {
+                on_the_way.push(part);
+                if std::fs::symlink_metadata(&on_the_way).is_ok_and(|m| m.file_type().is_symlink())
+                {
+                    return Err(WorkspaceError::Refused(format!(
+                        "{} is a symbolic link in your tree, so {} is not written through it",
+                        on_the_way.display(),
+                        rel.display()
+                    )));
+                }
+            }
+        }
+        let denied: Vec<&Path> = self
+            .meta
+            .deny_read
+            .iter()
+            .map(|c| c.rel.as_path())
+            .collect();
+        for change in changes {
+            if let Change::Remove(rel) = change {
+                let path = project.join(rel);
+                match std::fs::symlink_metadata(&path) {
+                    Ok(meta) if meta.is_dir() => files::remove_all(&path)?,
+                    Ok(_) => std::fs::remove_file(&path).map_err(io("removing", &path))?,
+                    Err(_) => {}
+                }
+            }
+        }
+        for change in changes {
+            if let Change::Write(rel) = change {
+                files::mirror(&self.upper(), project, rel, &denied)?;
+            }
+        }
+        Ok(())
+    }
+}
