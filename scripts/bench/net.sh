@@ -44,7 +44,7 @@ cat > project/chock.zon <<'ZON'
 } } }
 ZON
 cat > project/measure.py <<'PY'
-import socket, struct, sys, time
+import resource, socket, struct, sys, time
 host = socket.getaddrinfo(sys.argv[1], 8080, socket.AF_INET)[0][4][0]
 rounds, size = 200, 1 << 30
 times = []
@@ -66,7 +66,17 @@ while got < size:
         break
     got += n
 took = time.perf_counter() - began
-print(f"{times[len(times) // 2] * 1000:.3f} {got / took / (1 << 20):.0f} {got}")
+used = resource.getrusage(resource.RUSAGE_SELF)
+print(f"{times[len(times) // 2] * 1000:.3f} {got / took / (1 << 20):.0f} {got} {used.ru_utime + used.ru_stime:.2f}")
+PY
+# Runs a command and appends the processor time it and its children used
+# (user + system, seconds) to its last line of output: for the router, the
+# whole `chock exec` (its start, the relay's threads and the program) at once.
+cat > project/cpu.py <<'PY'
+import resource, subprocess, sys
+out = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout.strip()
+used = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(f"{out} {used.ru_utime + used.ru_stime:.2f}")
 PY
 export HOME=$lab/home XDG_DATA_HOME=$lab/home/d XDG_STATE_HOME=$lab/home/s XDG_CONFIG_HOME=$lab/home/c
 export CHOCK_NET_RESOLVER=10.231.250.2:53
@@ -77,11 +87,15 @@ cd project
 : > router.txt
 for _ in 1 2 3 4 5; do
   nsenter --net=/run/netns/"$client_ns" /usr/bin/python3 measure.py 10.231.250.2 >> direct.txt
-  nsenter --net=/run/netns/"$client_ns" "$chock" exec -- /usr/bin/python3 measure.py allowed.test 2>/dev/null >> router.txt
+  nsenter --net=/run/netns/"$client_ns" /usr/bin/python3 cpu.py "$chock" exec -- /usr/bin/python3 measure.py allowed.test >> router.txt
 done
 median() { sort -n | sed -n 3p; }
 d_setup=$(cut -d' ' -f1 direct.txt | median); d_rate=$(cut -d' ' -f2 direct.txt | median)
 r_setup=$(cut -d' ' -f1 router.txt | median); r_rate=$(cut -d' ' -f2 router.txt | median)
+# Processor time: the client program's own (fourth field) and, through the
+# router, the whole `chock exec`'s (fifth: its start, relay and program).
+d_cpu=$(cut -d' ' -f4 direct.txt | median); r_cpu=$(cut -d' ' -f5 router.txt | median)
+r_prog=$(cut -d' ' -f4 router.txt | median)
 d_got=$(cut -d' ' -f3 direct.txt | sort -u | tr '\n' ' '); r_got=$(cut -d' ' -f3 router.txt | sort -u | tr '\n' ' ')
 # What a router adds to a command's start: `chock exec -- /bin/true` with
 # `.router = .none` and `.filtered`, taking turns, median of 20 each.
@@ -109,5 +123,6 @@ echo "| measure | direct | through the router | router / direct |"
 echo "|---|---|---|---|"
 echo "| connection setup, median of 200, median of 5 rounds (ms) | $d_setup | $r_setup | $(python3 -c "print(f'{$r_setup/$d_setup:.2f}')") |"
 echo "| 1 GiB transfer, median of 5 rounds (MiB/s) | $d_rate | $r_rate | $(python3 -c "print(f'{$r_rate/$d_rate:.2f}')") |"
+echo "| processor time of the receiving side, median of 5 rounds (s) | $d_cpu (client) | $r_cpu (client $r_prog; the rest chock: its start and the relay) | $(python3 -c "print(f'{$r_cpu/$d_cpu:.2f}')") |"
 echo "| \`chock exec -- /bin/true\`, median of 20 (ms) | $s_none (no router) | $s_router | $(python3 -c "print(f'{$s_router/$s_none:.2f}')") |"
 echo "(bytes received: direct $d_got, router $r_got; load average $(cut -d' ' -f1 /proc/loadavg))"
