@@ -177,6 +177,28 @@ impl Session {
         Ok(session)
     }
 
+    /// What the agent reads of a call's outcome: the session's secrets
+    /// scrubbed, and a note the first time `chock.zon` is seen changed.
+    pub fn answer(&self, outcome: Result<String, String>) -> Result<String, String> {
+        let note = self.watch.notice();
+        let said = |text: String| {
+            let mut text = self.secrets.scrub(&text);
+            if let Some(note) = &note {
+                text.push_str(&format!("\n\nnote: {note}"));
+            }
+            text
+        };
+        outcome.map(said).map_err(said)
+    }
+
+    /// The refusal a call of a tool a start row took away is answered with.
+    pub fn withheld_refusal(&self, tool: &str) -> Option<String> {
+        self.withheld
+            .iter()
+            .find(|w| w.tool == tool)
+            .map(|withheld| format!("refused: {}", withheld.why))
+    }
+
     /// The rows read once, before the first call: each tool's
     /// `mcp.<name>.tool.<tool>`, where only a deny is spent (the tool is
     /// not offered, and costs the agent no context), and `nix.build`,
@@ -283,7 +305,7 @@ impl PolicyWatch {
 }
 
 /// Kills the session's background commands when dropped.
-struct EndTasks(Arc<Tasks>);
+pub(crate) struct EndTasks(pub(crate) Arc<Tasks>);
 
 impl Drop for EndTasks {
     fn drop(&mut self) {

@@ -96,9 +96,9 @@ pub async fn request_apply(call: &Call<'_>, _args: RequestApply) -> Result<Strin
                 .into(),
         );
     }
-    let asker = session.asker(call.peer, &call.cancel, REQUEST_APPLY);
+    let asker = session.asker(call.client, &call.cancel, REQUEST_APPLY);
     let who = chock_nix::Who {
-        agent_kind: crate::gate::client_name(call.peer),
+        agent_kind: call.client.name(),
         tool: Some(REQUEST_APPLY.into()),
         model: None,
     };
