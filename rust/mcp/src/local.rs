@@ -7,6 +7,9 @@
 
 use std::sync::Arc;
 
+use chock_log::Log;
+use chock_policy::Policy;
+use chock_sandbox::project::Project;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -47,15 +50,23 @@ pub struct InProcess {
 
 impl InProcess {
     /// Starts the session as `chock mcp` does (`options.workspace` makes a
-    /// session workspace); `caller` is who calls its tools. Must run on a
+    /// session workspace), asking `before` first once the policy is read
+    /// (its `Err` stops the start: nothing is made; its `Ok` is given
+    /// back); `caller` is who calls its tools. Must run on a
     /// multi-threaded tokio runtime, outside its async tasks' threads.
-    pub fn start(options: &ServeOptions, caller: Local) -> Result<InProcess, McpError> {
-        let session = Arc::new(Session::start(options)?);
-        Ok(InProcess {
+    pub fn start<T>(
+        options: &ServeOptions,
+        caller: Local,
+        before: impl FnOnce(&Project, &Policy, &Log) -> Result<T, String>,
+    ) -> Result<(InProcess, T), McpError> {
+        let (session, before) = Session::start_after(options, before)?;
+        let session = Arc::new(session);
+        let started = InProcess {
             _tasks: EndTasks(session.tasks.clone()),
             session,
             client: Client::Local(caller),
-        })
+        };
+        Ok((started, before))
     }
 
     /// The tools offered, in their order, as the MCP server lists them;
@@ -82,21 +93,6 @@ impl InProcess {
             .filter(|w| w.by_rule)
             .map(|w| w.why.clone())
             .collect()
-    }
-
-    /// The project's folder.
-    pub fn project(&self) -> &std::path::Path {
-        &self.session.project.dir
-    }
-
-    /// The policy read at start.
-    pub fn policy(&self) -> &chock_policy::Policy {
-        &self.session.policy
-    }
-
-    /// The decision log.
-    pub fn log(&self) -> &chock_log::Log {
-        &self.session.log
     }
 
     /// Calls one tool by name: `Ok` is what the model reads, `Err` the

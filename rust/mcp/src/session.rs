@@ -100,12 +100,22 @@ impl Session {
     /// Loads the policy once, opens the log and the workspace, reads the
     /// start rows and, when asked to, listens for `chock approve`.
     pub fn start(options: &ServeOptions) -> Result<Session, McpError> {
+        Session::start_after(options, |_, _, _| Ok(())).map(|(session, ())| session)
+    }
+
+    /// [`Session::start`], with `before` asked once the policy is read and
+    /// the log open, before anything is made: its `Err` stops the start.
+    pub fn start_after<T>(
+        options: &ServeOptions,
+        before: impl FnOnce(&Project, &Policy, &Log) -> Result<T, String>,
+    ) -> Result<(Session, T), McpError> {
         let mut project = Project::for_command(options.project.as_deref())?;
         let policy = chock_sandbox::exec::load_policy(&project, options.org_bundles.clone())?;
         for warning in policy.warnings() {
             tracing::warn!("chock mcp: {warning}");
         }
         let log = chock_sandbox::exec::open_log(&policy)?;
+        let before = before(&project, &policy, &log).map_err(McpError::Stopped)?;
         // A container image is read, written when needed and held (shared)
         // now, so a session that cannot have its tree is refused before
         // its first call, and no tree is replaced under it until it ends.
@@ -174,7 +184,7 @@ impl Session {
                 name: options.name.clone(),
                 source,
             })?;
-        Ok(session)
+        Ok((session, before))
     }
 
     /// What the agent reads of a call's outcome: the session's secrets
