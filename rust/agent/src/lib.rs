@@ -131,6 +131,7 @@ async fn session(
         project: options.project.clone(),
         workspace: true,
         allow_dirty: options.allow_dirty,
+        workspace_prefix: "run",
         ..ServeOptions::default()
     };
     let caller = Local {

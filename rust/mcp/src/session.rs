@@ -44,6 +44,8 @@ pub struct ServeOptions {
     pub workspace: bool,
     /// Copy the project's uncommitted work into that workspace.
     pub allow_dirty: bool,
+    /// What that workspace's session name begins with (`mcp`, `run`).
+    pub workspace_prefix: &'static str,
 }
 
 impl Default for ServeOptions {
@@ -57,6 +59,7 @@ impl Default for ServeOptions {
             dev_shell: None,
             workspace: false,
             allow_dirty: false,
+            workspace_prefix: "mcp",
         }
     }
 }
@@ -123,7 +126,12 @@ impl Session {
             chock_sandbox::image::tree(container)?;
         }
         let session_workspace = if options.workspace {
-            let held = crate::tools::make_workspace(&project, &policy, &log, options.allow_dirty)?;
+            let held = crate::tools::make_workspace(
+                &project,
+                &policy,
+                &log,
+                (options.workspace_prefix, options.allow_dirty),
+            )?;
             project.workspace = Some(held.view());
             Some(held)
         } else {

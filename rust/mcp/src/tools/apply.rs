@@ -27,9 +27,9 @@ pub fn make_workspace(
     project: &Project,
     policy: &Policy,
     log: &Log,
-    allow_dirty: bool,
+    (prefix, allow_dirty): (&str, bool),
 ) -> Result<SessionWorkspace, McpError> {
-    let session = workspace::new_session("mcp");
+    let session = workspace::new_session(prefix);
     let (held, notices) = SessionWorkspace::open_or_make(&workspace::Request {
         project,
         session: &session,
