@@ -237,7 +237,9 @@ fn choose(
                     |p| p.display().to_string(),
                 );
                 return Err(RunError::NoProvider(if names.is_empty() {
-                    format!("{file} names no provider instance: add one to its .providers (docs/providers.md)")
+                    format!(
+                        "{file} names no provider instance: add one to its .providers (docs/providers.md)"
+                    )
                 } else {
                     format!(
                         "{file} names {} provider instances ({}): choose one with --provider",
@@ -248,18 +250,12 @@ fn choose(
             }
         },
     };
-    let (configured, _) = chock_provider::select_model(
-        policy,
-        log,
-        &project,
-        AGENT_KIND,
-        &instance,
-        &options.model,
-    )
-    .map_err(|e| match e {
-        refused @ ProviderError::Refused { .. } => RunError::Refused(refused.to_string()),
-        other => RunError::Provider(other),
-    })?;
+    let (configured, _) =
+        chock_provider::select_model(policy, log, &project, AGENT_KIND, &instance, &options.model)
+            .map_err(|e| match e {
+                refused @ ProviderError::Refused { .. } => RunError::Refused(refused.to_string()),
+                other => RunError::Provider(other),
+            })?;
     let key = chock_provider::key_for(policy, configured, &Credentials::from_env()?)?;
     Ok(Client::new(configured, key, options.settings)?)
 }
@@ -273,7 +269,10 @@ fn call_line(
 ) -> String {
     let mut args = arguments.to_string();
     if args.len() > 120 {
-        let cut = (0..=117).rev().find(|i| args.is_char_boundary(*i)).unwrap_or(0);
+        let cut = (0..=117)
+            .rev()
+            .find(|i| args.is_char_boundary(*i))
+            .unwrap_or(0);
         args.truncate(cut);
         args.push_str("...");
     }

@@ -33,7 +33,10 @@ fn project(kind: ProviderKind, server: &Server, rules: &str) -> Fixture {
     git(&fx.project, &["commit", "-q", "-m", "init"]);
     let (kind_name, base) = match kind {
         ProviderKind::Anthropic => ("anthropic", format!("http://127.0.0.1:{}", server.port)),
-        ProviderKind::OpenaiChat => ("openai_chat", format!("http://127.0.0.1:{}/v1", server.port)),
+        ProviderKind::OpenaiChat => (
+            "openai_chat",
+            format!("http://127.0.0.1:{}/v1", server.port),
+        ),
         ProviderKind::OpenaiResponses => (
             "openai_responses",
             format!("http://127.0.0.1:{}/v1", server.port),
@@ -89,12 +92,19 @@ fn reply(kind: ProviderKind, said: &str, calls: &[(&str, &str, Value)]) -> Scrip
                     &json!({"type": "content_block_stop", "index": index}),
                 ));
             }
-            let stop = if calls.is_empty() { "end_turn" } else { "tool_use" };
+            let stop = if calls.is_empty() {
+                "end_turn"
+            } else {
+                "tool_use"
+            };
             events.push(event(
                 Some("message_delta"),
                 &json!({"type": "message_delta", "delta": {"stop_reason": stop}, "usage": {"output_tokens": 5}}),
             ));
-            events.push(event(Some("message_stop"), &json!({"type": "message_stop"})));
+            events.push(event(
+                Some("message_stop"),
+                &json!({"type": "message_stop"}),
+            ));
             events.concat()
         }
         ProviderKind::OpenaiChat => {
@@ -108,7 +118,11 @@ fn reply(kind: ProviderKind, said: &str, calls: &[(&str, &str, Value)]) -> Scrip
                     &json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": i, "id": id, "type": "function", "function": {"name": name, "arguments": arguments.to_string()}}]}}]}),
                 ));
             }
-            let stop = if calls.is_empty() { "stop" } else { "tool_calls" };
+            let stop = if calls.is_empty() {
+                "stop"
+            } else {
+                "tool_calls"
+            };
             events.push(event(
                 None,
                 &json!({"choices": [{"index": 0, "delta": {}, "finish_reason": stop}]}),
@@ -167,7 +181,8 @@ fn the_model_writes_runs_and_stops_and_the_work_is_applied() {
     assert!(out.status.success(), "{}", describe(&out));
     let stdout = text(&out.stdout);
     assert!(
-        stdout.contains("I will write the note.") && stdout.contains("Done: note.txt and copy.txt."),
+        stdout.contains("I will write the note.")
+            && stdout.contains("Done: note.txt and copy.txt."),
         "the model's text is streamed to stdout: {stdout}"
     );
     let stderr = text(&out.stderr);
@@ -197,7 +212,10 @@ fn the_model_writes_runs_and_stops_and_the_work_is_applied() {
         tools.contains(&"write_file") && tools.contains(&"run_command"),
         "the tool server's definitions are given to the model: {tools:?}"
     );
-    assert!(!tools.contains(&"request_apply"), "the apply is the loop's, at the end");
+    assert!(
+        !tools.contains(&"request_apply"),
+        "the apply is the loop's, at the end"
+    );
     let results = requests[2].body["messages"].to_string();
     assert!(
         results.contains("toolu_2") && results.contains("exit"),
@@ -223,8 +241,15 @@ fn a_refused_model_stops_the_run_naming_the_rule() {
         stderr.contains("provider.loop.m1") && stderr.contains("chock.zon"),
         "the refusal names the rule: {stderr}"
     );
-    assert!(server.requests().is_empty(), "nothing was sent to the model");
-    let list = fx.chock().arg("workspace").output().expect("chock workspace");
+    assert!(
+        server.requests().is_empty(),
+        "nothing was sent to the model"
+    );
+    let list = fx
+        .chock()
+        .arg("workspace")
+        .output()
+        .expect("chock workspace");
     assert!(
         text(&list.stdout).contains("no workspace is kept"),
         "no workspace was made: {}",
@@ -304,7 +329,11 @@ fn max_turns_stops_the_session_and_keeps_its_work() {
         !fx.project.join("log.txt").exists(),
         "unfinished work is not applied"
     );
-    let list = fx.chock().arg("workspace").output().expect("chock workspace");
+    let list = fx
+        .chock()
+        .arg("workspace")
+        .output()
+        .expect("chock workspace");
     assert!(
         text(&list.stdout).starts_with("run-"),
         "the work is kept in the session workspace: {}",

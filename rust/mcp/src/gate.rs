@@ -120,12 +120,7 @@ impl Session {
 
     /// The asker for one call of `tool`, to hand to blocking code (it must
     /// be called from the runtime's handle, on a thread of its own).
-    pub fn asker(
-        &self,
-        client: &Client,
-        cancel: &CancellationToken,
-        tool: &str,
-    ) -> CallAsker {
+    pub fn asker(&self, client: &Client, cancel: &CancellationToken, tool: &str) -> CallAsker {
         CallAsker {
             askers: self.askers.clone(),
             client: client.clone(),
@@ -200,7 +195,8 @@ impl Session {
         asking: Asking,
     ) -> Result<(), String> {
         let verdict = self.verdict(act);
-        self.gate_verdict(client, cancel, act, asking, verdict).await
+        self.gate_verdict(client, cancel, act, asking, verdict)
+            .await
     }
 
     /// The policy's answer for `act`, as [`Session::gate`] reads it.
