@@ -3,8 +3,8 @@
 //! command in the sandbox, then stops, its work applied into a real git
 //! project; a model model.select refuses; a call the policy denies,
 //! answered to the model as a refusal; and a session stopped at
-//! --max-turns, its work kept. Anthropic Messages and OpenAI Chat
-//! Completions both. Needs user namespaces and Landlock (`scripts/setup`).
+//! --max-turns, its work kept; an ask with no terminal answered through
+//! `chock approve`. Anthropic Messages and OpenAI Chat Completions both. Needs user namespaces and Landlock (`scripts/setup`).
 
 #[path = "../../provider/tests/loopback/mod.rs"]
 mod loopback;
@@ -339,4 +339,79 @@ fn max_turns_stops_the_session_and_keeps_its_work() {
         "the work is kept in the session workspace: {}",
         describe(&list)
     );
+}
+
+#[test]
+fn an_ask_with_no_terminal_reaches_chock_approve() {
+    use std::io::{Read, Write};
+    use std::process::Stdio;
+    let kind = ProviderKind::Anthropic;
+    let mut first = reply(
+        kind,
+        "Writing.",
+        &[(
+            "toolu_1",
+            "write_file",
+            json!({"path": "note.txt", "content": "asked\n"}),
+        )],
+    );
+    // The reply waits until `chock approve` watches the session.
+    first
+        .body
+        .insert(0, loopback::Piece::Pause(std::time::Duration::from_secs(3)));
+    let server = Server::start(vec![first, reply(kind, "Written.", &[])]);
+    let fx = project(
+        kind,
+        &server,
+        r#".{ .action = "call.write_file", .decision = .ask }"#,
+    );
+    let run = fx
+        .chock()
+        .args(["run", "--model", "m1", "--", "write a note"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn chock run");
+    let mut approver = fx
+        .chock()
+        .arg("approve")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn chock approve");
+    let mut answers = approver.stdin.take().expect("stdin");
+    let mut shown = approver.stdout.take().expect("stdout");
+    let (tell, heard) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut seen = String::new();
+        let mut buffer = [0u8; 4096];
+        while let Ok(n) = shown.read(&mut buffer) {
+            if n == 0 {
+                break;
+            }
+            seen.push_str(&String::from_utf8_lossy(&buffer[..n]));
+            if seen.contains("allow it once? [y/N]") {
+                let _ = tell.send(seen.clone());
+            }
+        }
+    });
+    let question = heard
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("chock approve is asked");
+    assert!(question.contains("call.write_file"), "{question}");
+    writeln!(answers, "y").expect("answer");
+    let out = run.wait_with_output().expect("chock run ends");
+    let _ = approver.kill();
+    let _ = approver.wait();
+    assert!(out.status.success(), "{}", describe(&out));
+    assert_eq!(
+        std::fs::read_to_string(fx.project.join("note.txt")).expect("note.txt applied"),
+        "asked\n"
+    );
+    let logged = fx.last_logged("call.write_file");
+    assert_eq!(logged["decision"], "allow", "{logged}");
+    assert_eq!(logged["answered_by"], "person", "{logged}");
+    assert_eq!(logged["agent_kind"], "chock-run", "{logged}");
 }
