@@ -79,6 +79,10 @@ pub enum RunError {
     /// `config.zon` names no instance to use, or several and none was chosen.
     #[error("{0}")]
     NoProvider(String),
+    /// The instance cannot be used as `config.zon` names it (unknown, its
+    /// key missing, its client unable to start); nothing was made.
+    #[error(transparent)]
+    Setup(ProviderError),
     /// `model.select` refused the model; nothing was made.
     #[error("{0}")]
     Refused(String),
@@ -254,10 +258,11 @@ fn choose(
         chock_provider::select_model(policy, log, &project, AGENT_KIND, &instance, &options.model)
             .map_err(|e| match e {
                 refused @ ProviderError::Refused { .. } => RunError::Refused(refused.to_string()),
-                other => RunError::Provider(other),
+                other => RunError::Setup(other),
             })?;
-    let key = chock_provider::key_for(policy, configured, &Credentials::from_env()?)?;
-    Ok(Client::new(configured, key, options.settings)?)
+    let credentials = Credentials::from_env().map_err(RunError::Setup)?;
+    let key = chock_provider::key_for(policy, configured, &credentials).map_err(RunError::Setup)?;
+    Client::new(configured, key, options.settings).map_err(RunError::Setup)
 }
 
 /// One line for a tool call: the tool, its arguments cut short, and how

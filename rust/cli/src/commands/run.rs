@@ -85,9 +85,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             let code = match error {
                 RunError::Refused(_) => exit::REFUSED,
                 RunError::Provider(_) => exit::FAULT,
-                RunError::NoProvider(_) | RunError::Start(_) | RunError::Runtime(_) => {
-                    exit::FAILURE
-                }
+                RunError::NoProvider(_)
+                | RunError::Setup(_)
+                | RunError::Start(_)
+                | RunError::Runtime(_) => exit::FAILURE,
             };
             return Ok(code.into());
         }
