@@ -115,7 +115,7 @@ fn prompt(question: &Question) -> String {
     for line in &question.detail {
         text.push_str(&format!("    {line}\n"));
     }
-    text.push_str("allow it for this build? [y/N] ");
+    text.push_str("allow it this once? [y/N] ");
     text
 }
 
@@ -152,7 +152,7 @@ mod tests {
         };
         assert_eq!(
             prompt(&question),
-            "chock asks: nix.net.hosts\n  1 host\n    a.example:443\nallow it for this build? [y/N] "
+            "chock asks: nix.net.hosts\n  1 host\n    a.example:443\nallow it this once? [y/N] "
         );
     }
 }

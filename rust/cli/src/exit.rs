@@ -11,6 +11,8 @@ pub const FAILURE: u8 = 1;
 pub const FAULT: u8 = 2;
 /// The act was refused by the policy or by a person.
 pub const REFUSED: u8 = 3;
+/// `chock run` stopped at `--max-turns` with the model still calling tools.
+pub const STOPPED: u8 = 4;
 /// The command exists in the table but is not built yet.
 pub const NOT_BUILT: u8 = 5;
 

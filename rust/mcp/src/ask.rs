@@ -139,6 +139,52 @@ pub enum Reply {
     Cancelled,
 }
 
+/// Who calls the tools: an MCP client over the protocol, or a program
+/// running them in this process (`chock run`), with the person at its
+/// terminal. The gate names the caller in the log and asks through it.
+#[derive(Clone)]
+pub enum Client {
+    Mcp(Peer<RoleServer>),
+    Local(Local),
+}
+
+/// A caller in this process: its name, and the person it can ask first
+/// (a blocking [`Asker`], e.g. the terminal's), before `chock approve`.
+#[derive(Clone)]
+pub struct Local {
+    pub name: String,
+    pub person: std::sync::Arc<dyn Asker + Send + Sync>,
+}
+
+impl Client {
+    /// The caller's name in the log: the MCP client's name as it gave it in
+    /// `initialize` (`clientInfo.name`), a local caller's own; `main` when
+    /// it gave none.
+    pub fn name(&self) -> String {
+        let name = match self {
+            Client::Mcp(peer) => peer
+                .peer_info()
+                .map(|info| info.client_info.name.trim().to_owned()),
+            Client::Local(local) => Some(local.name.trim().to_owned()),
+        };
+        name.filter(|name| !name.is_empty())
+            .unwrap_or_else(|| crate::AGENT_KIND.to_owned())
+    }
+
+    fn elicits(&self) -> Option<&Peer<RoleServer>> {
+        match self {
+            Client::Mcp(peer)
+                if peer
+                    .supported_elicitation_modes()
+                    .contains(&ElicitationMode::Form) =>
+            {
+                Some(peer)
+            }
+            _ => None,
+        }
+    }
+}
+
 /// How long a question waits for a person before it counts as unanswered.
 pub const ASK_TIMEOUT: Duration = Duration::from_secs(600);
 
@@ -153,11 +199,8 @@ impl Askers {
     /// Asks through the client when it elicits, else (or when the client
     /// dismisses the question) `chock approve` when one is watching; `None`
     /// when neither can be reached.
-    pub async fn ask(&self, peer: &Peer<RoleServer>, question: &Asked) -> Option<Reply> {
-        let elicited = if peer
-            .supported_elicitation_modes()
-            .contains(&ElicitationMode::Form)
-        {
+    pub async fn ask(&self, client: &Client, question: &Asked) -> Option<Reply> {
+        let elicited = if let Some(peer) = client.elicits() {
             match elicit(peer, question, self.timeout).await {
                 Reply::Cancelled => Some(Reply::Cancelled),
                 reply => return Some(reply),
@@ -182,7 +225,7 @@ impl Askers {
     /// `message` says what for; the answer is never logged.
     pub async fn ask_credential(
         &self,
-        peer: &Peer<RoleServer>,
+        client: &Client,
         question: Asked,
     ) -> Result<Credential, String> {
         // `chock approve` first when one watches: the password then never
@@ -192,12 +235,9 @@ impl Askers {
         {
             return hub.ask_credential(question, self.timeout).await;
         }
-        if !peer
-            .supported_elicitation_modes()
-            .contains(&ElicitationMode::Form)
-        {
+        let Some(peer) = client.elicits() else {
             return Err("nobody could be asked for it: this client does not support MCP elicitation and no `chock approve` is running (a git credential helper on the host is asked first)".into());
-        }
+        };
         let username = question
             .credential
             .as_ref()
@@ -287,7 +327,7 @@ async fn elicit(peer: &Peer<RoleServer>, question: &Asked, timeout: Duration) ->
 /// blocking thread. It must not be used on the runtime's own threads.
 pub struct CallAsker {
     pub askers: Askers,
-    pub peer: Peer<RoleServer>,
+    pub client: Client,
     pub tool: String,
     pub project: String,
     pub runtime: tokio::runtime::Handle,
@@ -307,10 +347,19 @@ impl CallAsker {
                 question.decision
             )));
         }
+        // A local caller's person is asked first, on this blocking thread;
+        // with nobody there, `chock approve` is.
+        if let Client::Local(local) = &self.client {
+            match local.person.ask(question) {
+                Answer::Yes => return Some(Reply::Yes),
+                Answer::No => return Some(Reply::No),
+                Answer::Cancelled | Answer::Unavailable | Answer::Handed => {}
+            }
+        }
         let asked = Asked::new(question, &self.tool, &self.project);
         self.runtime.block_on(async {
             tokio::select! {
-                reply = self.askers.ask(&self.peer, &asked) => reply,
+                reply = self.askers.ask(&self.client, &asked) => reply,
                 () = self.cancel.cancelled() => Some(Reply::Unanswered(
                     "the client cancelled the call".into(),
                 )),
@@ -331,7 +380,7 @@ impl CallAsker {
         let question = Asked::credential((&self.tool, action, &self.project), remote, username);
         self.runtime.block_on(async {
             tokio::select! {
-                answer = self.askers.ask_credential(&self.peer, question) => answer,
+                answer = self.askers.ask_credential(&self.client, question) => answer,
                 () = self.cancel.cancelled() => Err("the client cancelled the call".into()),
             }
         })

@@ -50,7 +50,7 @@ pub fn check_attribute(tool: &str, attribute: &[String]) -> Result<(), String> {
 pub async fn build(call: &Call<'_>, wanted: ToBuild) -> Result<Built, String> {
     let session = call.session.clone();
     let tool = wanted.tool;
-    let asker = session.asker(call.peer, &call.cancel, tool);
+    let asker = session.asker(call.client, &call.cancel, tool);
     let request = BuildRequest {
         project: session.tree(),
         flake: wanted.flake,

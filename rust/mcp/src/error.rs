@@ -30,6 +30,10 @@ pub enum McpError {
     /// The async runtime could not start.
     #[error("could not start the server's runtime: {0}; free some memory or threads and retry")]
     Runtime(std::io::Error),
+    /// The caller stopped the start once the policy was read (`chock run`:
+    /// the model was refused); the sentence says why.
+    #[error("{0}")]
+    Stopped(String),
     /// The MCP session ended in a fault rather than by the client closing stdin.
     #[error("the MCP session failed: {0}")]
     Session(String),

@@ -4,10 +4,9 @@
 use chock_gate::{Outcome, Refused, Settled, Step};
 use chock_log::AnsweredBy;
 use chock_policy::{Answer, Key, Layer, Question, Reading, StartQuestion, Verdict};
-use rmcp::{Peer, RoleServer};
 use tokio_util::sync::CancellationToken;
 
-use crate::ask::{CallAsker, Reply};
+use crate::ask::{CallAsker, Client, Reply};
 use crate::session::Session;
 use crate::{AGENT_KIND, ROUTE};
 
@@ -121,15 +120,10 @@ impl Session {
 
     /// The asker for one call of `tool`, to hand to blocking code (it must
     /// be called from the runtime's handle, on a thread of its own).
-    pub fn asker(
-        &self,
-        peer: &Peer<RoleServer>,
-        cancel: &CancellationToken,
-        tool: &str,
-    ) -> CallAsker {
+    pub fn asker(&self, client: &Client, cancel: &CancellationToken, tool: &str) -> CallAsker {
         CallAsker {
             askers: self.askers.clone(),
-            peer: peer.clone(),
+            client: client.clone(),
             tool: tool.into(),
             project: self.project.dir.display().to_string(),
             runtime: tokio::runtime::Handle::current(),
@@ -195,13 +189,14 @@ impl Session {
     /// `Ok` means go ahead; `Err` holds the sentence the agent reads.
     pub async fn gate(
         &self,
-        peer: &Peer<RoleServer>,
+        client: &Client,
         cancel: &CancellationToken,
         act: &Act<'_>,
         asking: Asking,
     ) -> Result<(), String> {
         let verdict = self.verdict(act);
-        self.gate_verdict(peer, cancel, act, asking, verdict).await
+        self.gate_verdict(client, cancel, act, asking, verdict)
+            .await
     }
 
     /// The policy's answer for `act`, as [`Session::gate`] reads it.
@@ -216,13 +211,13 @@ impl Session {
     /// reads it more strictly than the policy does).
     pub async fn gate_verdict(
         &self,
-        peer: &Peer<RoleServer>,
+        client: &Client,
         cancel: &CancellationToken,
         act: &Act<'_>,
         asking: Asking,
         verdict: Verdict,
     ) -> Result<(), String> {
-        let agent = client_name(peer);
+        let agent = client.name();
         let action = &act.action;
         let (settled, why) = match chock_gate::before_asking(ROUTE, &verdict) {
             Step::Settled(settled) => (settled, None),
@@ -233,7 +228,7 @@ impl Session {
             ),
             Step::Ask => {
                 let question = question(act, &verdict);
-                let asker = self.asker(peer, cancel, act.tool);
+                let asker = self.asker(client, cancel, act.tool);
                 let heard = tokio::task::spawn_blocking(move || asker.ask_why(&question))
                     .await
                     .unwrap_or_else(|e| Some(Reply::Unanswered(format!("asking failed ({e})"))));
@@ -290,15 +285,6 @@ impl Session {
             }),
         }
     }
-}
-
-/// The client's name, as it gave it in `initialize` (`clientInfo.name`);
-/// `main` when it gave none.
-pub fn client_name(peer: &Peer<RoleServer>) -> String {
-    peer.peer_info()
-        .map(|info| info.client_info.name.trim().to_owned())
-        .filter(|name| !name.is_empty())
-        .unwrap_or_else(|| AGENT_KIND.to_owned())
 }
 
 /// The policy's question for `act`: what a yes lets happen, what a person

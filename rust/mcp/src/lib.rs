@@ -27,6 +27,7 @@ mod error;
 mod fetch;
 mod gate;
 mod gateway;
+pub mod local;
 mod ports;
 pub mod push;
 mod secrets;
@@ -37,8 +38,9 @@ mod tools;
 mod transport;
 mod workspace;
 
-pub use ask::{Asked, CallAsker, CredentialFor, Reply};
+pub use ask::{Asked, CallAsker, Client, CredentialFor, Local, Reply};
 pub use error::McpError;
+pub use server::INSTRUCTIONS;
 pub use session::{ServeOptions, serve, serve_stdio};
 pub use tools::TOOL_NAMES;
 pub use transport::MAX_MESSAGE_BYTES;

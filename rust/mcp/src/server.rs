@@ -18,8 +18,9 @@ use crate::gateway::Gateway;
 use crate::session::Session;
 use crate::tools::{self, Call};
 
-/// What the server tells the agent once, at the start.
-const INSTRUCTIONS: &str = "Chock's tools: every call is decided by the project's policy (chock.zon), \
+/// What the server tells the agent once, at the start (and `chock run`
+/// its model, in the system prompt).
+pub const INSTRUCTIONS: &str = "Chock's tools: every call is decided by the project's policy (chock.zon), \
 may ask the person, and is written to a decision log. File tools work inside the workspace only; \
 run_command runs in a sandbox. A refusal says which rule decided and which rule would allow the act: \
 do not retry a refused call unchanged; tell the person what you need.";
@@ -36,17 +37,9 @@ impl ChockServer {
     }
 
     fn result(&self, outcome: Result<String, String>) -> CallToolResult {
-        let note = self.session.watch.notice();
-        let with_note = |mut text: String| {
-            if let Some(note) = &note {
-                text.push_str(&format!("\n\nnote: {note}"));
-            }
-            text
-        };
-        let scrubbed = |text: String| with_note(self.session.secrets.scrub(&text));
-        match outcome {
-            Ok(text) => CallToolResult::success(vec![ContentBlock::text(scrubbed(text))]),
-            Err(text) => CallToolResult::error(vec![ContentBlock::text(scrubbed(text))]),
+        match self.session.answer(outcome) {
+            Ok(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
+            Err(text) => CallToolResult::error(vec![ContentBlock::text(text)]),
         }
     }
 }
@@ -102,10 +95,8 @@ impl ServerHandler for ChockServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let name = request.name.to_string();
-        if let Some(withheld) = self.session.withheld.iter().find(|w| w.tool == name) {
-            return Ok(self
-                .result(Err(format!("refused: {}", withheld.why)))
-                .into());
+        if let Some(refusal) = self.session.withheld_refusal(&name) {
+            return Ok(self.result(Err(refusal)).into());
         }
         if self.gateway.owns(&name) {
             let outcome = self.gateway.call(&self.session, request, &context).await;
@@ -127,9 +118,10 @@ impl ServerHandler for ChockServer {
             ));
         }
         let arguments = Value::Object(request.arguments.unwrap_or_default());
+        let client = crate::ask::Client::Mcp(context.peer.clone());
         let call = Call {
             session: &self.session,
-            peer: &context.peer,
+            client: &client,
             cancel: context.ct.clone(),
         };
         let outcome = tokio::select! {

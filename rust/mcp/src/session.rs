@@ -44,6 +44,8 @@ pub struct ServeOptions {
     pub workspace: bool,
     /// Copy the project's uncommitted work into that workspace.
     pub allow_dirty: bool,
+    /// What that workspace's session name begins with (`mcp`, `run`).
+    pub workspace_prefix: &'static str,
 }
 
 impl Default for ServeOptions {
@@ -57,6 +59,7 @@ impl Default for ServeOptions {
             dev_shell: None,
             workspace: false,
             allow_dirty: false,
+            workspace_prefix: "mcp",
         }
     }
 }
@@ -100,12 +103,22 @@ impl Session {
     /// Loads the policy once, opens the log and the workspace, reads the
     /// start rows and, when asked to, listens for `chock approve`.
     pub fn start(options: &ServeOptions) -> Result<Session, McpError> {
+        Session::start_after(options, |_, _, _| Ok(())).map(|(session, ())| session)
+    }
+
+    /// [`Session::start`], with `before` asked once the policy is read and
+    /// the log open, before anything is made: its `Err` stops the start.
+    pub fn start_after<T>(
+        options: &ServeOptions,
+        before: impl FnOnce(&Project, &Policy, &Log) -> Result<T, String>,
+    ) -> Result<(Session, T), McpError> {
         let mut project = Project::for_command(options.project.as_deref())?;
         let policy = chock_sandbox::exec::load_policy(&project, options.org_bundles.clone())?;
         for warning in policy.warnings() {
             tracing::warn!("chock mcp: {warning}");
         }
         let log = chock_sandbox::exec::open_log(&policy)?;
+        let before = before(&project, &policy, &log).map_err(McpError::Stopped)?;
         // A container image is read, written when needed and held (shared)
         // now, so a session that cannot have its tree is refused before
         // its first call, and no tree is replaced under it until it ends.
@@ -113,7 +126,12 @@ impl Session {
             chock_sandbox::image::tree(container)?;
         }
         let session_workspace = if options.workspace {
-            let held = crate::tools::make_workspace(&project, &policy, &log, options.allow_dirty)?;
+            let held = crate::tools::make_workspace(
+                &project,
+                &policy,
+                &log,
+                (options.workspace_prefix, options.allow_dirty),
+            )?;
             project.workspace = Some(held.view());
             Some(held)
         } else {
@@ -174,7 +192,29 @@ impl Session {
                 name: options.name.clone(),
                 source,
             })?;
-        Ok(session)
+        Ok((session, before))
+    }
+
+    /// What the agent reads of a call's outcome: the session's secrets
+    /// scrubbed, and a note the first time `chock.zon` is seen changed.
+    pub fn answer(&self, outcome: Result<String, String>) -> Result<String, String> {
+        let note = self.watch.notice();
+        let said = |text: String| {
+            let mut text = self.secrets.scrub(&text);
+            if let Some(note) = &note {
+                text.push_str(&format!("\n\nnote: {note}"));
+            }
+            text
+        };
+        outcome.map(said).map_err(said)
+    }
+
+    /// The refusal a call of a tool a start row took away is answered with.
+    pub fn withheld_refusal(&self, tool: &str) -> Option<String> {
+        self.withheld
+            .iter()
+            .find(|w| w.tool == tool)
+            .map(|withheld| format!("refused: {}", withheld.why))
     }
 
     /// The rows read once, before the first call: each tool's
@@ -283,7 +323,7 @@ impl PolicyWatch {
 }
 
 /// Kills the session's background commands when dropped.
-struct EndTasks(Arc<Tasks>);
+pub(crate) struct EndTasks(pub(crate) Arc<Tasks>);
 
 impl Drop for EndTasks {
     fn drop(&mut self) {

@@ -17,4 +17,5 @@ pub mod mcp;
 pub mod migrate;
 pub mod packages;
 pub mod policy;
+pub mod run;
 pub mod workspace;

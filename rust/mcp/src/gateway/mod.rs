@@ -202,7 +202,12 @@ impl Gateway {
             )],
         };
         session
-            .gate(&context.peer, &context.ct, &act, Asking::Person)
+            .gate(
+                &crate::ask::Client::Mcp(context.peer.clone()),
+                &context.ct,
+                &act,
+                Asking::Person,
+            )
             .await?;
         let mut params = request;
         params.name = tool.to_owned().into();

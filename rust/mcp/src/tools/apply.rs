@@ -27,9 +27,9 @@ pub fn make_workspace(
     project: &Project,
     policy: &Policy,
     log: &Log,
-    allow_dirty: bool,
+    (prefix, allow_dirty): (&str, bool),
 ) -> Result<SessionWorkspace, McpError> {
-    let session = workspace::new_session("mcp");
+    let session = workspace::new_session(prefix);
     let (held, notices) = SessionWorkspace::open_or_make(&workspace::Request {
         project,
         session: &session,
@@ -97,9 +97,9 @@ pub async fn request_apply(call: &Call<'_>, _args: RequestApply) -> Result<Strin
                 .into(),
         );
     }
-    let asker = session.asker(call.peer, &call.cancel, REQUEST_APPLY);
+    let asker = session.asker(call.client, &call.cancel, REQUEST_APPLY);
     let who = chock_nix::Who {
-        agent_kind: crate::gate::client_name(call.peer),
+        agent_kind: call.client.name(),
         tool: Some(REQUEST_APPLY.into()),
         model: None,
     };

@@ -89,7 +89,7 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
     // A changed dev shell is built through chock-nix before anything is
     // named; its questions reach this call's client, and the flake inputs
     // it lacks are fetched as nix_build fetches them.
-    let asker = session.asker(call.peer, &call.cancel, exec::TOOL);
+    let asker = session.asker(call.client, &call.cancel, exec::TOOL);
     let building = session.clone();
     let (request, named) = tokio::task::spawn_blocking(move || {
         let inputs = SessionInputs::new(&building, &asker, exec::TOOL);
@@ -174,8 +174,8 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
         chock_sandbox::netmode::session(&session.policy),
         SessionPolicy(session.clone()),
         &session.log,
-        std::sync::Arc::new(session.asker(call.peer, &call.cancel, exec::TOOL)),
-        (ROUTE, &crate::gate::client_name(call.peer)),
+        std::sync::Arc::new(session.asker(call.client, &call.cancel, exec::TOOL)),
+        (ROUTE, &call.client.name()),
         &session.project,
     )
     .map_err(|e| format!("run_command: {e}"))?;
@@ -246,7 +246,7 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
 /// What one push call is given: a person for its credential is asked
 /// through this call's channel, and what is given is scrubbed from then on.
 fn arm_push(call: &Call<'_>, router: Option<&chock_sandbox::net::Router>) -> crate::push::Armed {
-    let asker = call.session.asker(call.peer, &call.cancel, exec::TOOL);
+    let asker = call.session.asker(call.client, &call.cancel, exec::TOOL);
     let session = call.session.clone();
     crate::push::Armed::arm(
         router,

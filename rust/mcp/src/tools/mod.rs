@@ -23,7 +23,6 @@ pub use web::Robots;
 use std::sync::Arc;
 
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
-use rmcp::{Peer, RoleServer};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -53,7 +52,7 @@ pub const TOOL_NAMES: [&str; 16] = [
 /// What a tool call needs besides its arguments.
 pub struct Call<'a> {
     pub session: &'a Arc<Session>,
-    pub peer: &'a Peer<RoleServer>,
+    pub client: &'a crate::ask::Client,
     /// Set when the client cancels the call.
     pub cancel: CancellationToken,
 }
@@ -67,7 +66,7 @@ impl Call<'_> {
         asking: crate::gate::Asking,
     ) -> Result<(), String> {
         self.session
-            .gate(self.peer, &self.cancel, act, asking)
+            .gate(self.client, &self.cancel, act, asking)
             .await
     }
 }

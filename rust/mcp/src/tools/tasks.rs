@@ -56,7 +56,7 @@ pub async fn start(
         super::command::SessionPolicy(session.clone()),
         &session.log,
         std::sync::Arc::new(chock_policy::Nobody),
-        (ROUTE, &crate::gate::client_name(call.peer)),
+        (ROUTE, &call.client.name()),
         &session.project,
     )
     .map_err(|e| format!("run_command: {e}"))?;
@@ -245,7 +245,7 @@ pub async fn serve_port(call: &Call<'_>, args: ServePort) -> Result<String, Stri
     let act = serve_act(port, &task, SERVE_PORT);
     let verdict = port_verdict(session, &act, port);
     call.session
-        .gate_verdict(call.peer, &call.cancel, &act, Asking::Person, verdict)
+        .gate_verdict(call.client, &call.cancel, &act, Asking::Person, verdict)
         .await?;
     publish(session, reserved, &task).map_err(|why| format!("{SERVE_PORT}: not published: {why}"))
 }

@@ -1,0 +1,124 @@
+//! `chock run`: Chock's own agent session in the current project. The
+//! session is chock-agent's; this module turns flags into its options and
+//! draws it as plain lines: the model's text streamed to stdout, each tool
+//! call and its decision as one line on stderr.
+
+use std::io::{IsTerminal, Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use chock_agent::{How, RunError, RunOptions, Show};
+use chock_mcp::local::Finished;
+
+use crate::ask::TerminalAsker;
+use crate::exit;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The project directory (default: the nearest directory up from here with chock.zon, flake.nix or .git).
+    #[arg(long, value_name = "DIR")]
+    pub project: Option<PathBuf>,
+    /// The provider instance of config.zon (default: the only one there).
+    #[arg(long, value_name = "INSTANCE", env = "CHOCK_PROVIDER")]
+    pub provider: Option<String>,
+    /// The model id, as the provider names it (decided by model.select before anything else).
+    #[arg(long, value_name = "ID", env = "CHOCK_MODEL")]
+    pub model: String,
+    /// The most requests sent to the model; a session still calling tools then stops and its work is kept.
+    #[arg(long, value_name = "N", default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_turns: u32,
+    /// Copy the project's uncommitted work into the session workspace.
+    #[arg(long)]
+    pub allow_dirty: bool,
+    /// The task (default: read from stdin).
+    #[arg(last = true, value_name = "TASK")]
+    pub task: Vec<String>,
+}
+
+/// Plain lines: text to stdout, one line per tool call to stderr.
+struct Plain;
+
+impl Show for Plain {
+    fn text(&mut self, piece: &str) {
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(piece.as_bytes());
+        let _ = out.flush();
+    }
+
+    fn line(&mut self, line: &str) {
+        eprintln!("chock run: {line}");
+    }
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let task = if args.task.is_empty() {
+        if std::io::stdin().is_terminal() {
+            eprintln!("chock run: what should the agent do? (end with Ctrl-D)");
+        }
+        let mut text = String::new();
+        if let Err(e) = std::io::stdin().read_to_string(&mut text) {
+            eprintln!("chock run: the task could not be read from stdin: {e}");
+            return Ok(exit::FAILURE.into());
+        }
+        text
+    } else {
+        args.task.join(" ")
+    };
+    if task.trim().is_empty() {
+        eprintln!("chock run: no task: give one after `--` or on stdin");
+        return Ok(exit::FAILURE.into());
+    }
+    let options = RunOptions {
+        project: args.project,
+        provider: args.provider,
+        model: args.model,
+        max_turns: args.max_turns,
+        allow_dirty: args.allow_dirty,
+        task,
+        settings: chock_provider::Settings::default(),
+    };
+    let ended = match chock_agent::run(options, Arc::new(TerminalAsker), &mut Plain) {
+        Ok(ended) => ended,
+        Err(error) => {
+            eprintln!("chock run: {error}");
+            let code = match error {
+                RunError::Refused(_) => exit::REFUSED,
+                RunError::Provider(_) => exit::FAULT,
+                RunError::NoProvider(_)
+                | RunError::Setup(_)
+                | RunError::Start(_)
+                | RunError::Runtime(_) => exit::FAILURE,
+            };
+            return Ok(code.into());
+        }
+    };
+    let usage = ended.usage;
+    let how = match ended.how {
+        How::Done => "the model finished",
+        How::MaxTurns => "stopped at --max-turns, the model still calling tools",
+    };
+    eprintln!(
+        "chock run: {how} after {} requests ({} tokens in, {} out)",
+        ended.turns, usage.input_tokens, usage.output_tokens
+    );
+    let code = match &ended.workspace {
+        Finished::Applied(said) => {
+            eprintln!("chock run: applied: {said}");
+            exit::SUCCESS
+        }
+        Finished::NoWorkspace | Finished::Nothing => {
+            eprintln!("chock run: the workspace held no work to apply");
+            exit::SUCCESS
+        }
+        Finished::Kept(why) => {
+            eprintln!("chock run: not applied: {why}");
+            exit::REFUSED
+        }
+    };
+    Ok(match ended.how {
+        How::MaxTurns => exit::STOPPED,
+        How::Done => code,
+    }
+    .into())
+}
