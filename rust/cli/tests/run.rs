@@ -245,11 +245,7 @@ fn a_refused_model_stops_the_run_naming_the_rule() {
         server.requests().is_empty(),
         "nothing was sent to the model"
     );
-    let list = fx
-        .chock()
-        .arg("workspace")
-        .output()
-        .expect("chock workspace");
+    let list = chock_workspace(&fx);
     assert!(
         text(&list.stdout).contains("no workspace is kept"),
         "no workspace was made: {}",
@@ -329,11 +325,7 @@ fn max_turns_stops_the_session_and_keeps_its_work() {
         !fx.project.join("log.txt").exists(),
         "unfinished work is not applied"
     );
-    let list = fx
-        .chock()
-        .arg("workspace")
-        .output()
-        .expect("chock workspace");
+    let list = chock_workspace(&fx);
     assert!(
         text(&list.stdout).starts_with("run-"),
         "the work is kept in the session workspace: {}",
@@ -414,4 +406,12 @@ fn an_ask_with_no_terminal_reaches_chock_approve() {
     assert_eq!(logged["decision"], "allow", "{logged}");
     assert_eq!(logged["answered_by"], "person", "{logged}");
     assert_eq!(logged["agent_kind"], "chock-run", "{logged}");
+}
+
+/// What `chock workspace` says of the workspaces sessions kept.
+fn chock_workspace(fx: &Fixture) -> Output {
+    fx.chock()
+        .arg("workspace")
+        .output()
+        .expect("chock workspace")
 }
