@@ -41,7 +41,7 @@ fi
 command -v cargo >/dev/null || die "cargo is missing"
 
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
 
 nix_eval_json() { # FILE ATTR: the attribute of checks/FILE, called with nixpkgs' lib, as JSON
   nix-instantiate --eval --strict --json \
@@ -212,7 +212,14 @@ src=$(cd "$work/flake" && nix eval --impure --raw --expr "
   }).src.outPath") || die "nix/package.nix's source does not evaluate"
 target=${CHOCK_FLAKE_TARGET_DIR:-$(cd "$repo/.." && pwd)/target-flake}
 chock=$target/debug/chock
-if (cd "$src" && CARGO_TARGET_DIR=$target cargo build --quiet --offline -p chock 2>"$work/cargo.err"); then
+# Cargo tells what to rebuild by modification times, and every file in the
+# Nix store has the same one (1970), so a target directory kept from an
+# earlier run would take a newer source for the one it built. The build
+# reads a copy with times of now, read-only as a Nix build's source is.
+copy=$work/package-source
+cp -r --no-preserve=mode,timestamps "$src" "$copy"
+chmod -R a-w "$copy"
+if (cd "$copy" && CARGO_TARGET_DIR=$target cargo build --quiet --offline -p chock 2>"$work/cargo.err"); then
   pass "chock builds from the package's filtered source ($src)"
   # No .git there and no CHOCK_COMMIT: the version says so rather than guess.
   version=$("$target/debug/chock" --version)
