@@ -44,7 +44,7 @@ pub fn echo(on: bool) {
     }
 }
 
-fn set_echo(on: bool) -> std::io::Result<()> {
+pub fn set_echo(on: bool) -> std::io::Result<()> {
     let stdin = std::io::stdin();
     let mut mode = match rustix::termios::tcgetattr(&stdin) {
         Ok(mode) => mode,
@@ -57,19 +57,102 @@ fn set_echo(on: bool) -> std::io::Result<()> {
 }
 
 /// Shows `prompt` on stderr and reads one line from the terminal with its
-/// echo off, turned off before the prompt shows so nothing typed after it
-/// is echoed; refuses when the echo cannot be turned off. The echo is on
-/// again afterwards, whatever the read did.
+/// echo off (from stdin as it is when it is no terminal), without its line
+/// end. The terminal's mode is changed before the prompt shows, so nothing
+/// typed after it is echoed, and put back however the read ends; Ctrl-C is
+/// read as a key there and ends the read as `Interrupted`, so the terminal
+/// is never left without its echo. Refuses when the mode cannot be changed.
 pub fn read_hidden_line(prompt: &str) -> std::io::Result<String> {
-    set_echo(false)?;
+    let stdin = std::io::stdin();
+    if !stdin.is_terminal() {
+        let mut line = String::new();
+        stdin.lock().read_line(&mut line)?;
+        return Ok(line.trim_end_matches(['\r', '\n']).to_owned());
+    }
+    let hidden = HiddenTerminal::start(&stdin)?;
     let mut stderr = std::io::stderr().lock();
     let _ = write!(stderr, "{prompt}");
     let _ = stderr.flush();
-    let mut line = String::new();
-    let read = std::io::stdin().lock().read_line(&mut line);
-    echo(true);
+    let read = hidden_line(stdin.lock());
+    drop(hidden);
     let _ = writeln!(stderr);
-    read.map(|_| line)
+    read
+}
+
+/// The terminal in the mode a hidden line is read in: no echo, no line
+/// editing by the kernel, and Ctrl-C a key rather than a signal (a signal
+/// would end the process before the mode is put back). The mode it had is
+/// put back on drop.
+struct HiddenTerminal {
+    saved: rustix::termios::Termios,
+}
+
+impl HiddenTerminal {
+    fn start(stdin: &std::io::Stdin) -> std::io::Result<HiddenTerminal> {
+        use rustix::termios::{LocalModes, OptionalActions, SpecialCodeIndex};
+        let saved = rustix::termios::tcgetattr(stdin)?;
+        let mut hidden = saved.clone();
+        hidden
+            .local_modes
+            .remove(LocalModes::ECHO | LocalModes::ICANON | LocalModes::ISIG);
+        hidden.special_codes[SpecialCodeIndex::VMIN] = 1;
+        hidden.special_codes[SpecialCodeIndex::VTIME] = 0;
+        rustix::termios::tcsetattr(stdin, OptionalActions::Now, &hidden)?;
+        Ok(HiddenTerminal { saved })
+    }
+}
+
+impl Drop for HiddenTerminal {
+    fn drop(&mut self) {
+        let stdin = std::io::stdin();
+        if let Err(error) =
+            rustix::termios::tcsetattr(&stdin, rustix::termios::OptionalActions::Now, &self.saved)
+        {
+            eprintln!(
+                "chock: the terminal's mode could not be put back ({error}): run `stty sane`"
+            );
+        }
+    }
+}
+
+/// One line typed with the kernel's line editing off: Enter ends it,
+/// Backspace takes back a character, Ctrl-U the whole line, Ctrl-D on an
+/// empty line is the end of input, Ctrl-C stops the read.
+fn hidden_line(input: impl BufRead) -> std::io::Result<String> {
+    const CTRL_C: u8 = 0x03;
+    const CTRL_D: u8 = 0x04;
+    const CTRL_U: u8 = 0x15;
+    const BACKSPACE: u8 = 0x08;
+    const DELETE: u8 = 0x7f;
+    let mut line = Vec::new();
+    for byte in input.bytes() {
+        match byte? {
+            b'\r' | b'\n' => break,
+            CTRL_C => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::Interrupted,
+                    "stopped with Ctrl-C",
+                ));
+            }
+            CTRL_D if line.is_empty() => break,
+            CTRL_U => line.clear(),
+            BACKSPACE | DELETE => {
+                // A whole character: its continuation bytes, then its first.
+                while let Some(byte) = line.pop() {
+                    if byte & 0xc0 != 0x80 {
+                        break;
+                    }
+                }
+            }
+            byte => line.push(byte),
+        }
+    }
+    String::from_utf8(line).map_err(|_| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "what was typed is not UTF-8 text",
+        )
+    })
 }
 
 /// Asks the person at this terminal for the user name and password (or
@@ -154,5 +237,19 @@ mod tests {
             prompt(&question),
             "chock asks: nix.net.hosts\n  1 host\n    a.example:443\nallow it this once? [y/N] "
         );
+    }
+
+    #[test]
+    fn a_hidden_line_is_edited_as_typed() {
+        let read = |typed: &[u8]| hidden_line(typed);
+        assert_eq!(read(b"secret\r").unwrap(), "secret");
+        assert_eq!(read(b"sec\x7fcret\n").unwrap(), "secret");
+        assert_eq!(read("ké\x08\x7fey\r".as_bytes()).unwrap(), "ey");
+        assert_eq!(read(b"wrong\x15right\r").unwrap(), "right");
+        assert_eq!(read(b"\x04").unwrap(), "");
+        assert_eq!(read(b"no end").unwrap(), "no end");
+        let stopped = read(b"half\x03rest\r").unwrap_err();
+        assert_eq!(stopped.kind(), std::io::ErrorKind::Interrupted);
+        assert!(read(b"\xff\r").is_err());
     }
 }

@@ -1,8 +1,5 @@
 //! Exit codes shared by every command; the README's table is written from these.
 
-// Some codes are used only by commands that later issues build.
-#![allow(dead_code)]
-
 /// The command did what was asked (a policy answer of deny is still a success for `explain`).
 pub const SUCCESS: u8 = 0;
 /// The command line was not understood, or something it needs could not be loaded.
@@ -13,11 +10,6 @@ pub const FAULT: u8 = 2;
 pub const REFUSED: u8 = 3;
 /// `chock run` stopped at `--max-turns` with the model still calling tools.
 pub const STOPPED: u8 = 4;
-/// The command exists in the table but is not built yet.
-pub const NOT_BUILT: u8 = 5;
-
-/// Prints why a command is not built yet and returns its exit code, never 0.
-pub fn not_built(command: &str, waits_on: &str) -> std::process::ExitCode {
-    eprintln!("chock {command}: not implemented yet, because it waits on {waits_on}");
-    NOT_BUILT.into()
-}
+/// Stopped with Ctrl-C at a prompt, as a shell reports a process that
+/// SIGINT ended.
+pub const INTERRUPTED: u8 = 130;

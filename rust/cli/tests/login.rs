@@ -145,3 +145,41 @@ fn a_key_typed_at_a_terminal_is_not_echoed() {
         "sk-typed-456\n"
     );
 }
+
+#[test]
+fn ctrl_c_at_the_hidden_prompt_stores_nothing_and_puts_the_echo_back() {
+    let home = home();
+    // After chock ends, `stty -a` on the same pseudo-terminal shows its
+    // mode: echo must be on again.
+    let command = format!("{CHOCK} login work; echo \"exit $?\"; stty -a");
+    let mut child = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .current_dir(home.path())
+        .env("HOME", home.path())
+        .env("XDG_CONFIG_HOME", home.path().join("config"))
+        .env("XDG_DATA_HOME", home.path().join("data"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("script (util-linux) runs");
+    let mut stdin = child.stdin.take().expect("stdin");
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    stdin.write_all(b"sk-half\x03").expect("type");
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    drop(stdin);
+    let out = child.wait_with_output().expect("wait");
+    let shown = text(&out.stdout);
+    assert!(
+        shown.contains("stopped with Ctrl-C; nothing stored"),
+        "{shown}"
+    );
+    assert!(shown.contains("exit 130"), "{shown}");
+    assert!(!shown.contains("sk-half"), "the key was echoed: {shown}");
+    let words: Vec<&str> = shown.split_whitespace().collect();
+    assert!(
+        words.contains(&"echo") && words.contains(&"icanon") && words.contains(&"isig"),
+        "the terminal was left without its echo or line editing: {shown}"
+    );
+    assert!(!home.path().join("data/chock/credentials/work").exists());
+}

@@ -1607,6 +1607,47 @@ fn chock_approve_with_no_server_says_so() {
 }
 
 #[test]
+fn ctrl_c_ends_chock_approve_with_the_terminals_echo_back_on() {
+    let env = Env::new();
+    // chock approve on a pseudo-terminal whose echo is off (as while a
+    // password is typed); after Ctrl-C, `stty -a` shows the mode it left.
+    let template = env.chock();
+    let command = format!(
+        "stty -echo; {} approve; echo \"exit $?\"; stty -a",
+        template.get_program().to_string_lossy()
+    );
+    let mut script = std::process::Command::new("script");
+    script.args(["-qec", &command, "/dev/null"]);
+    for (key, value) in template.get_envs() {
+        match value {
+            Some(value) => script.env(key, value),
+            None => script.env_remove(key),
+        };
+    }
+    if let Some(dir) = template.get_current_dir() {
+        script.current_dir(dir);
+    }
+    let mut child = script
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("script (util-linux) runs");
+    let mut stdin = child.stdin.take().expect("stdin");
+    std::thread::sleep(Duration::from_millis(1500));
+    stdin.write_all(b"\x03").expect("type Ctrl-C");
+    std::thread::sleep(Duration::from_millis(1000));
+    drop(stdin);
+    let out = child.wait_with_output().expect("wait");
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.contains("waiting for questions"), "{shown}");
+    assert!(shown.contains("exit 130"), "{shown}");
+    assert!(
+        shown.split_whitespace().any(|word| word == "echo"),
+        "the terminal was left without its echo: {shown}"
+    );
+}
+
+#[test]
 fn before_initialize_a_request_is_answered_and_a_notification_ends_nothing() {
     let env = project_with_files();
     let mut child = env

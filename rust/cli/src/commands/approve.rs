@@ -6,6 +6,8 @@ use std::io::{BufRead, Write};
 use std::process::ExitCode;
 use std::time::Duration;
 
+use anyhow::Context;
+
 use chock_mcp::CredentialFor;
 use chock_mcp::approve::{self, Event, Heard, Watcher};
 use chock_mcp::credential::Credential;
@@ -99,6 +101,7 @@ impl Shown {
 /// next line typed never answers a question nobody waits on any more.
 /// Ends at the end of input.
 fn watch(mut watcher: Watcher) -> anyhow::Result<ExitCode> {
+    end_on_ctrl_c()?;
     eprintln!(
         "chock approve: waiting for questions from your chock mcp servers (Ctrl-D or Ctrl-C to stop)"
     );
@@ -203,12 +206,20 @@ fn answer(watcher: &mut Watcher, mut shown: Shown, line: &str) -> anyhow::Result
                 name => name.to_owned(),
             };
             if !name.is_empty() {
-                *typed = Some(name);
-                // Off before the prompt shows, so nothing typed after it is echoed.
-                crate::ask::echo(false);
-                print!("password or token (not shown; an empty line refuses): ");
-                std::io::stdout().flush()?;
-                return Ok(Some(shown));
+                // Off before the prompt shows, so nothing typed after it is
+                // echoed; a password that would show is never asked for.
+                match crate::ask::set_echo(false) {
+                    Ok(()) => {
+                        *typed = Some(name);
+                        print!("password or token (not shown; an empty line refuses): ");
+                        std::io::stdout().flush()?;
+                        return Ok(Some(shown));
+                    }
+                    Err(error) => eprintln!(
+                        "chock approve: the terminal's echo could not be turned off ({error}), so a password typed would show: question {} refused",
+                        shown.id
+                    ),
+                }
             }
             (false, None)
         }
@@ -231,6 +242,30 @@ fn answer(watcher: &mut Watcher, mut shown: Shown, line: &str) -> anyhow::Result
 /// The lines typed on stdin, read on a thread of their own so that a
 /// question can be withdrawn while the person is at the prompt; the channel
 /// closes at the end of input.
+/// Ctrl-C ends `chock approve` (exit 130) with the terminal's echo on
+/// again: it is off while a password is typed, and the default end of a
+/// process on SIGINT would leave it off. The handler is in place before the
+/// first question shows.
+fn end_on_ctrl_c() -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()
+        .context("could not start the runtime that waits for Ctrl-C")?;
+    let mut interrupt = runtime
+        .block_on(async {
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+        })
+        .context("could not wait for Ctrl-C")?;
+    std::thread::spawn(move || {
+        if runtime.block_on(interrupt.recv()).is_some() {
+            crate::ask::echo(true);
+            println!();
+            std::process::exit(exit::INTERRUPTED.into());
+        }
+    });
+    Ok(())
+}
+
 fn typed_lines() -> std::sync::mpsc::Receiver<String> {
     let (tell, lines) = std::sync::mpsc::channel();
     std::thread::spawn(move || {

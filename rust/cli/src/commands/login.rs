@@ -55,7 +55,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "no provider instance `{instance}` in {config}: add `.providers = .{{ .{{ .name = \"{instance}\", .kind = .anthropic, .key = .login }} }}` (or .openai_chat, .openai_responses) there first"
         )
     })?;
-    let key = read_key(&instance)?;
+    let key = match read_key(&instance) {
+        Ok(key) => key,
+        Err(e)
+            if e.downcast_ref::<std::io::Error>().map(std::io::Error::kind)
+                == Some(std::io::ErrorKind::Interrupted) =>
+        {
+            eprintln!("chock login: stopped with Ctrl-C; nothing stored");
+            return Ok(exit::INTERRUPTED.into());
+        }
+        Err(e) => return Err(e),
+    };
     let file = store.store(&instance, &key)?;
     println!("stored the key for {instance} in {}", file.display());
     if configured.key != KeySource::Login {
