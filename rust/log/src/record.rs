@@ -86,7 +86,8 @@ impl AnsweredBy {
         match layer {
             chock_policy::Layer::Project
             | chock_policy::Layer::Org
-            | chock_policy::Layer::Policy => AnsweredBy::Rule,
+            | chock_policy::Layer::Policy
+            | chock_policy::Layer::Promise => AnsweredBy::Rule,
             chock_policy::Layer::Default => AnsweredBy::Default,
             chock_policy::Layer::Nothing => AnsweredBy::Nobody,
         }
