@@ -713,6 +713,10 @@ fn ask_user_with_no_terminal_is_answered_in_chock_approve() {
         .recv_timeout(std::time::Duration::from_secs(60))
         .expect("chock approve is asked");
     assert!(question.contains("May I rename the crate?"), "{question}");
+    assert!(
+        !question.contains(".decision = .deny"),
+        "no rule answers the agent's own question, so none is offered: {question}"
+    );
     writeln!(answers, "y").expect("answer");
     let out = run.wait_with_output().expect("chock run ends");
     let _ = approver.kill();
@@ -786,4 +790,127 @@ fn the_gateways_servers_are_offered_and_their_calls_decided() {
     let logged = fx.last_logged("mcp.everything.tool.echo");
     assert_eq!(logged["decision"], "allow", "{logged}");
     assert_eq!(logged["agent_kind"], "chock-run", "{logged}");
+}
+
+#[test]
+fn ask_user_at_a_terminal_is_answered_there() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let kind = ProviderKind::Anthropic;
+    let server = Server::start(vec![
+        reply(
+            kind,
+            "Asking.",
+            &[(
+                "t1",
+                "ask_user",
+                json!({"question": "Shall I keep the old API?"}),
+            )],
+        ),
+        reply(kind, "Kept.", &[]),
+    ]);
+    let fx = project(kind, &server, "");
+    let inner = fx.chock();
+    let line = std::iter::once(inner.get_program())
+        .chain(inner.get_args())
+        .map(|a| a.to_string_lossy().into_owned())
+        .chain(["run", "--model", "m1", "--", "ask"].map(String::from))
+        .map(|a| format!("'{a}'"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    // `script` runs the line on a pty: stdin and stderr are a terminal.
+    let mut script = Command::new("script");
+    script
+        .args(["--quiet", "--return", "--command", &line, "/dev/null"])
+        .env("TERM", "dumb")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (name, value) in inner.get_envs() {
+        match value {
+            Some(value) => script.env(name, value),
+            None => script.env_remove(name),
+        };
+    }
+    if let Some(dir) = inner.get_current_dir() {
+        script.current_dir(dir);
+    }
+    let mut child = script
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run util-linux's script for a pty ({e})"));
+    let mut typed = child.stdin.take().expect("stdin");
+    writeln!(typed, "y").expect("the answer typed");
+    let out = child.wait_with_output().expect("script ends");
+    drop(typed);
+    let screen = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    assert!(
+        screen.contains("the agent asks: Shall I keep the old API?"),
+        "the question is shown at the terminal: {screen}"
+    );
+    let requests = server.requests();
+    assert!(
+        results_of(&requests[1]).contains("the person answered yes"),
+        "{screen}"
+    );
+}
+
+#[test]
+fn an_authorised_widening_replaces_its_promise_and_the_others_stay() {
+    let kind = ProviderKind::OpenaiChat;
+    let promise = |action: &str, ceiling: &str| json!({"action": action, "ceiling": ceiling, "reason": "careful"});
+    let server = Server::start(vec![
+        reply(
+            kind,
+            "Promising.",
+            &[
+                ("c1", "restrict_self", promise("call.write_file", "deny")),
+                ("c2", "restrict_self", promise("call.edit_file", "deny")),
+            ],
+        ),
+        reply(
+            kind,
+            "Widening.",
+            &[
+                ("c3", "policy_widen", promise("call.write_file", "allow")),
+                (
+                    "c4",
+                    "write_file",
+                    json!({"path": "note.txt", "content": "widened\n"}),
+                ),
+                (
+                    "c5",
+                    "edit_file",
+                    json!({"path": "a.txt", "old_string": "one", "new_string": "two"}),
+                ),
+            ],
+        ),
+        reply(kind, "Done.", &[]),
+    ]);
+    let fx = project(
+        kind,
+        &server,
+        r#".{ .action = "policy.widen", .decision = .allow }"#,
+    );
+    let out = run(&fx, &[], "widen");
+    assert!(out.status.success(), "{}", describe(&out));
+    let messages = server.requests()[2].body["messages"].to_string();
+    assert!(
+        messages.contains("widened: the promise on `call.write_file` is replaced"),
+        "{messages}"
+    );
+    assert!(
+        messages.contains("refused: call.edit_file is denied by the session's own promise"),
+        "the other promise still holds: {messages}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(fx.project.join("note.txt")).expect("note.txt applied"),
+        "widened\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(fx.project.join("a.txt")).expect("a.txt"),
+        "one\n"
+    );
+    let widen = fx.last_logged("policy.widen");
+    assert_eq!(widen["decision"], "allow", "{widen}");
 }
