@@ -26,6 +26,12 @@ pub const ANSWER_BYTES: usize = 128 << 10;
 pub fn read(tools: &InProcess, folder: Option<&str>) -> Result<String, String> {
     let mut folders = vec![String::new()];
     if let Some(folder) = folder {
+        if folder.starts_with('/') {
+            return Err(
+                "read_guidance: `path` is a folder relative to the workspace, e.g. `src/parser`"
+                    .into(),
+            );
+        }
         let mut at = String::new();
         for part in folder.split('/').filter(|p| !p.is_empty() && *p != ".") {
             if part == ".." {

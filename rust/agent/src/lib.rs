@@ -220,6 +220,8 @@ async fn session(
             Err(e) => {
                 // The work so far is kept, never lost.
                 tools.finish(false).await;
+                // Background commands end before their scratchpad goes.
+                drop(tools);
                 if let Err(left) = scratchpad.remove() {
                     show.line(&left);
                 }
@@ -251,6 +253,8 @@ async fn session(
     };
     // Only finished work is offered; work stopped at max turns is kept.
     let workspace = tools.finish(how == How::Done).await;
+    // Background commands end before their scratchpad goes.
+    drop(tools);
     if let Err(left) = scratchpad.remove() {
         show.line(&left);
     }

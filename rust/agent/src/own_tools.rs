@@ -27,7 +27,7 @@ use serde_json::{Value, json};
 use crate::Show;
 use crate::memory::{MEMORY_BYTES, Memory};
 use crate::plan::Plan;
-use crate::ratchet::{Change, MAX_PROMISES, Promise};
+use crate::ratchet::{Change, Promise};
 use crate::state::{Event, State};
 
 pub const UPDATE_PLAN: &str = "update_plan";
@@ -249,8 +249,7 @@ impl OwnTools {
     }
 
     fn restrict(&mut self, promise: Promise) -> Result<String, String> {
-        let held = self.state().promises;
-        match held.classify(&promise) {
+        match self.state().promises.room_for(&promise)? {
             Change::NoChange => Ok(format!(
                 "no change: `{}` is already held at most {}",
                 promise.action, promise.ceiling
@@ -260,11 +259,6 @@ impl OwnTools {
                 promise.action
             )),
             Change::Narrows => {
-                if held.on(&promise.action).is_none() && held.held().len() >= MAX_PROMISES {
-                    return Err(format!(
-                        "refused: a session holds at most {MAX_PROMISES} promises, and this one has them all; narrow one already made instead"
-                    ));
-                }
                 let said = format!(
                     "promised: every later act under `{}` is answered at most {} for the rest of this session",
                     promise.action, promise.ceiling

@@ -142,6 +142,22 @@ impl Promises {
         }
     }
 
+    /// Whether `proposal` may be held: [`Promises::classify`], and a new
+    /// narrowing refused once [`MAX_PROMISES`] are held (narrowing one
+    /// already made is still taken).
+    pub fn room_for(&self, proposal: &Promise) -> Result<Change, String> {
+        let change = self.classify(proposal);
+        if change == Change::Narrows
+            && self.on(&proposal.action).is_none()
+            && self.held.len() >= MAX_PROMISES
+        {
+            return Err(format!(
+                "refused: a session holds at most {MAX_PROMISES} promises, and this one has them all; narrow one already made instead"
+            ));
+        }
+        Ok(change)
+    }
+
     /// The promise on exactly `pattern`, as written.
     pub fn on(&self, pattern: &Pattern) -> Option<&Promise> {
         self.held.iter().find(|p| p.action == *pattern)
@@ -218,6 +234,32 @@ mod tests {
         );
         // A class above the promise is not bound by it.
         assert_eq!(held.classify(&promise("exec.*", "ask")), Change::Narrows);
+    }
+
+    #[test]
+    fn a_session_holds_at_most_32_promises() {
+        let mut held = Promises::default();
+        for i in 0..MAX_PROMISES {
+            let p = promise(&format!("net.fetch.host{i}"), "deny");
+            assert_eq!(held.room_for(&p), Ok(Change::Narrows));
+            held.promise(p);
+        }
+        let more = held.room_for(&promise("git.push", "deny"));
+        assert!(more.unwrap_err().contains("at most 32"));
+        // Narrowing one already made is still taken, in its place.
+        let lower = promise("net.fetch.host0", "deny");
+        assert_eq!(held.room_for(&lower), Ok(Change::NoChange));
+        let first = Promise {
+            ceiling: Decision::Deny,
+            ..promise("net.fetch.host1", "deny")
+        };
+        held.widen(Promise {
+            ceiling: Decision::Ask,
+            ..first.clone()
+        });
+        assert_eq!(held.room_for(&first), Ok(Change::Narrows));
+        held.promise(first);
+        assert_eq!(held.held().len(), MAX_PROMISES);
     }
 
     #[test]

@@ -436,6 +436,7 @@ fn the_loops_own_tools_plan_read_guidance_keep_memory_and_give_a_scratchpad() {
             &[
                 ("t1", "update_plan", plan),
                 ("t2", "read_guidance", json!({})),
+                ("t2b", "read_guidance", json!({"path": "docs"})),
                 (
                     "t3",
                     "write_memory",
@@ -468,7 +469,13 @@ fn the_loops_own_tools_plan_read_guidance_keep_memory_and_give_a_scratchpad() {
         "Always run make check before you finish.\n",
     )
     .expect("AGENTS.md");
-    git(&fx.project, &["add", "AGENTS.md"]);
+    std::fs::create_dir(fx.project.join("docs")).expect("docs");
+    std::fs::write(
+        fx.project.join("docs/CLAUDE.md"),
+        "Docs are in British English.\n",
+    )
+    .expect("docs/CLAUDE.md");
+    git(&fx.project, &["add", "AGENTS.md", "docs/CLAUDE.md"]);
     git(&fx.project, &["commit", "-q", "-m", "guidance"]);
     let out = fx
         .chock()
@@ -507,6 +514,10 @@ fn the_loops_own_tools_plan_read_guidance_keep_memory_and_give_a_scratchpad() {
     assert!(
         first.contains("--- AGENTS.md ---") && first.contains("Always run make check"),
         "the guidance is read: {first}"
+    );
+    assert!(
+        first.contains("--- docs/CLAUDE.md ---") && first.contains("British English"),
+        "a folder's guidance is read with the root's: {first}"
     );
     assert!(
         first.contains("plan updated: 1 of 3 steps completed"),
