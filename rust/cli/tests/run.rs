@@ -663,6 +663,7 @@ fn a_promise_refuses_what_the_policy_allows_and_only_policy_widen_can_lift_it() 
     assert!(!fx.project.join("note.txt").exists());
     let logged = fx.last_logged("call.write_file");
     assert_eq!(logged["decision"], "deny", "{logged}");
+    assert_eq!(logged["decided_by"]["layer"], "promise", "{logged}");
     let widen = fx.last_logged("policy.widen");
     assert_eq!(widen["answered_by"], "nobody", "{widen}");
     assert_eq!(widen["decision"], "ask", "{widen}");
