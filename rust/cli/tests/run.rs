@@ -761,7 +761,17 @@ fn the_gateways_servers_are_offered_and_their_calls_decided() {
                     json!({"message": "through the gateway"}),
                 ),
                 ("c2", "everything__get-sum", json!({"a": 1, "b": 2})),
+                (
+                    "c3",
+                    "restrict_self",
+                    json!({"action": "mcp.everything.*", "ceiling": "deny", "reason": "enough echoes"}),
+                ),
             ],
+        ),
+        reply(
+            kind,
+            "Again.",
+            &[("c4", "everything__echo", json!({"message": "once more"}))],
         ),
         reply(kind, "Echoed.", &[]),
     ]);
@@ -779,7 +789,7 @@ fn the_gateways_servers_are_offered_and_their_calls_decided() {
         .expect("chock run");
     assert!(out.status.success(), "{}", describe(&out));
     let requests = server.requests();
-    assert_eq!(requests.len(), 2, "{}", describe(&out));
+    assert_eq!(requests.len(), 3, "{}", describe(&out));
     let tools: Vec<&str> = requests[0].body["tools"]
         .as_array()
         .expect("tools")
@@ -799,9 +809,20 @@ fn the_gateways_servers_are_offered_and_their_calls_decided() {
         messages.contains("mcp.everything.tool.get-sum needs a person's yes"),
         "a tool no rule allows is asked about, and refused with nobody: {messages}"
     );
+    let again = requests[2].body["messages"].to_string();
+    assert!(
+        again.contains("refused: mcp.everything.tool.echo is denied by the session's own promise")
+            && !again.contains("Echo: once more"),
+        "a promise binds the gateway's calls too: {again}"
+    );
     let logged = fx.last_logged("mcp.everything.tool.echo");
-    assert_eq!(logged["decision"], "allow", "{logged}");
+    assert_eq!(logged["decided_by"]["layer"], "promise", "{logged}");
     assert_eq!(logged["agent_kind"], "chock-run", "{logged}");
+    let first = fx
+        .log_lines()
+        .into_iter()
+        .find(|l| l["action"] == "mcp.everything.tool.echo" && l["decision"] == "allow");
+    assert!(first.is_some(), "the first call was allowed by the rule");
 }
 
 #[test]
