@@ -164,8 +164,23 @@ impl OwnTools {
 
     /// One call, by name: the loop's own tools here, every other to the
     /// tool server (its own tools and the gateway's). `Ok` is what the
-    /// model reads, `Err` a refusal or an error.
+    /// model reads, `Err` a refusal or an error; either way with the
+    /// session's secrets scrubbed, as every tool's answer is.
     pub async fn call(
+        &mut self,
+        tools: &InProcess,
+        show: &mut dyn Show,
+        name: &str,
+        arguments: Value,
+    ) -> Result<String, String> {
+        if !definitions().iter().any(|d| d.name == name) {
+            return tools.call(name, arguments).await;
+        }
+        let outcome = self.own(tools, show, name, arguments).await;
+        tools.answer(outcome)
+    }
+
+    async fn own(
         &mut self,
         tools: &InProcess,
         show: &mut dyn Show,
@@ -244,7 +259,9 @@ impl OwnTools {
                 let wanted = Promise::from_arguments(name, arguments)?;
                 self.widen(tools, wanted).await
             }
-            _ => tools.call(name, arguments).await,
+            other => Err(format!(
+                "there is no tool named `{other}` among the loop's own"
+            )),
         }
     }
 

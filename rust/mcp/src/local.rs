@@ -154,6 +154,13 @@ impl InProcess {
             .unwrap_or_else(|e| Some(Reply::Unanswered(format!("asking failed ({e})"))))
     }
 
+    /// What the model reads of a caller's own tool's outcome, as of every
+    /// tool's: the session's secrets scrubbed, and a note the first time
+    /// `chock.zon` is seen changed.
+    pub fn answer(&self, outcome: Result<String, String>) -> Result<String, String> {
+        self.session.answer(outcome)
+    }
+
     /// The project the session serves.
     pub fn project(&self) -> &Project {
         &self.session.project
