@@ -7,7 +7,19 @@
 //! calling tools or the turns run out. At the end the workspace's work
 //! goes through the one `workspace.apply` question, or is kept and said
 //! where. What is shown is the caller's ([`Show`]): a library never draws
-//! on a terminal. See `docs/run.md`.
+//! on a terminal. Beside the tool server's tools the model is offered the
+//! loop's own ([`own_tools`]): a plan, questions to the person, the
+//! project's guidance and memory, and promises about its own acts
+//! ([`ratchet`]), kept as events of the session's [`state`]. See
+//! `docs/run.md`.
+
+pub mod guidance;
+pub mod memory;
+pub mod own_tools;
+pub mod plan;
+pub mod ratchet;
+mod scratch;
+pub mod state;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -39,6 +51,8 @@ pub struct RunOptions {
     pub max_turns: u32,
     /// Copy the project's uncommitted work into the session workspace.
     pub allow_dirty: bool,
+    /// The dev shell run_command uses (default: chock.zon's, else `default`).
+    pub dev_shell: Option<String>,
     /// What the person asks for.
     pub task: String,
     /// How hard the client tries and how long it waits.
@@ -51,6 +65,12 @@ pub trait Show: Send {
     fn text(&mut self, piece: &str);
     /// One line about the session: a tool call and its decision, the end.
     fn line(&mut self, line: &str);
+    /// The agent's plan, each time it changes: by default one line per step.
+    fn plan(&mut self, plan: &plan::Plan) {
+        for step in plan.lines() {
+            self.line(&format!("plan {step}"));
+        }
+    }
 }
 
 /// How a session ended.
@@ -63,6 +83,10 @@ pub struct Ended {
     pub usage: Usage,
     /// What became of the workspace's work.
     pub workspace: Finished,
+    /// The session's state at the end (the plan, the promises).
+    pub state: state::State,
+    /// The events that state is the fold of, in order.
+    pub events: Vec<state::Event>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,6 +116,9 @@ pub enum RunError {
     /// A request to the model failed (after its retries).
     #[error(transparent)]
     Provider(#[from] ProviderError),
+    /// The scratchpad could not be made, or the loop's own tools set up.
+    #[error("{0}")]
+    Own(String),
     /// The async runtime could not start.
     #[error("could not start the session's runtime: {0}; free some memory or threads and retry")]
     Runtime(std::io::Error),
@@ -103,7 +130,9 @@ fn system_prompt(withheld: &[String]) -> String {
     let mut text = format!(
         "You are a coding agent working in a person's project through Chock. {} \
 You work on a session workspace, a copy of the project's repository: when you finish, \
-your work is offered to the person to apply. Finish by answering without calling a tool.",
+your work is offered to the person to apply. Commands also have a scratchpad for notes and \
+intermediate files at $CHOCK_SCRATCHPAD, never applied and removed at the end. \
+Finish by answering without calling a tool.",
         chock_mcp::INSTRUCTIONS
     );
     for why in withheld {
@@ -131,11 +160,14 @@ async fn session(
     person: Arc<dyn Asker + Send + Sync>,
     show: &mut dyn Show,
 ) -> Result<Ended, RunError> {
+    let scratchpad = scratch::Scratchpad::make().map_err(RunError::Own)?;
     let serve = ServeOptions {
         project: options.project.clone(),
         workspace: true,
         allow_dirty: options.allow_dirty,
         workspace_prefix: "run",
+        dev_shell: options.dev_shell.clone(),
+        scratchpad: Some(scratchpad.dir().to_path_buf()),
         ..ServeOptions::default()
     };
     let caller = Local {
@@ -159,18 +191,17 @@ async fn session(
         (Err(_), Some(e)) => return Err(e),
         (Err(e), None) => return Err(e.into()),
     };
+    let mut own = own_tools::OwnTools::new(&tools).map_err(RunError::Own)?;
+    let mut offered = own_tools::definitions();
+    offered.extend(tools.tools().await.into_iter().map(|t| ToolDef {
+        name: t.name,
+        description: t.description,
+        input_schema: t.input_schema,
+    }));
     let mut conversation = Conversation {
         system: Some(system_prompt(&tools.withheld())),
         turns: vec![Turn::User(options.task.clone())],
-        tools: tools
-            .tools()
-            .into_iter()
-            .map(|t| ToolDef {
-                name: t.name,
-                description: t.description,
-                input_schema: t.input_schema,
-            })
-            .collect(),
+        tools: offered,
     };
     let mut turns = 0;
     let how = loop {
@@ -189,6 +220,11 @@ async fn session(
             Err(e) => {
                 // The work so far is kept, never lost.
                 tools.finish(false).await;
+                // Background commands end before their scratchpad goes.
+                drop(tools);
+                if let Err(left) = scratchpad.remove() {
+                    show.line(&left);
+                }
                 return Err(e.into());
             }
         };
@@ -200,7 +236,9 @@ async fn session(
             break How::Done;
         }
         for call in reply.tool_calls {
-            let outcome = tools.call(&call.name, call.arguments.clone()).await;
+            let outcome = own
+                .call(&tools, show, &call.name, call.arguments.clone())
+                .await;
             show.line(&call_line(&call.name, &call.arguments, &outcome));
             let (content, is_error) = match outcome {
                 Ok(text) => (text, false),
@@ -215,11 +253,18 @@ async fn session(
     };
     // Only finished work is offered; work stopped at max turns is kept.
     let workspace = tools.finish(how == How::Done).await;
+    // Background commands end before their scratchpad goes.
+    drop(tools);
+    if let Err(left) = scratchpad.remove() {
+        show.line(&left);
+    }
     Ok(Ended {
         how,
         turns,
         usage: client.used(),
         workspace,
+        state: own.state(),
+        events: own.events().to_vec(),
     })
 }
 

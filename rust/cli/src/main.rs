@@ -69,6 +69,8 @@ enum Command {
     Doctor(commands::doctor::Args),
     /// Show or clear the per-project toolchain cache.
     Cache(commands::cache::Args),
+    /// Show or clear the notes agents kept about this project (chock run's memory).
+    Memory(commands::memory::Args),
     /// Carry a session workspace's work into the project, after one workspace.apply question.
     Apply(commands::apply::Args),
     /// List the session workspaces kept on this machine, or clear them.
@@ -122,6 +124,7 @@ fn main() -> ExitCode {
         Command::Exec(a) => commands::exec::run(a),
         Command::Doctor(a) => commands::doctor::run(a),
         Command::Cache(a) => commands::cache::run(a),
+        Command::Memory(a) => commands::memory::run(a),
         Command::Apply(a) => commands::apply::run(a),
         Command::Workspace(a) => commands::workspace::run(a),
         Command::Mcp(a) => commands::mcp::run(a),

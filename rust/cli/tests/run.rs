@@ -415,3 +415,535 @@ fn chock_workspace(fx: &Fixture) -> Output {
         .output()
         .expect("chock workspace")
 }
+
+/// Every tool result the request carries, as one text (Anthropic Messages).
+fn results_of(request: &loopback::Recorded) -> String {
+    request.body["messages"].to_string()
+}
+
+#[test]
+fn the_loops_own_tools_plan_read_guidance_keep_memory_and_give_a_scratchpad() {
+    let kind = ProviderKind::Anthropic;
+    let plan = json!({"steps": [
+        {"step": "read the guidance", "status": "completed"},
+        {"step": "take notes", "status": "in_progress"},
+        {"step": "finish", "status": "pending"}
+    ]});
+    let server = Server::start(vec![
+        reply(
+            kind,
+            "Planning.",
+            &[
+                ("t1", "update_plan", plan),
+                ("t2", "read_guidance", json!({})),
+                ("t2b", "read_guidance", json!({"path": "docs"})),
+                (
+                    "t3",
+                    "write_memory",
+                    json!({"content": "the tests run with make check\n"}),
+                ),
+            ],
+        ),
+        reply(
+            kind,
+            "Reading back.",
+            &[
+                ("t4", "read_memory", json!({})),
+                (
+                    "t5",
+                    "run_command",
+                    json!({"argv": ["sh", "-c", "echo kept > \"$CHOCK_SCRATCHPAD/n.txt\" && cat \"$CHOCK_SCRATCHPAD/n.txt\" && echo \"at $CHOCK_SCRATCHPAD\""]}),
+                ),
+                (
+                    "t6",
+                    "ask_user",
+                    json!({"question": "Shall I also update the docs?"}),
+                ),
+            ],
+        ),
+        reply(kind, "Done.", &[]),
+    ]);
+    let fx = project(kind, &server, "");
+    std::fs::write(
+        fx.project.join("AGENTS.md"),
+        "Always run make check before you finish.\n",
+    )
+    .expect("AGENTS.md");
+    std::fs::create_dir(fx.project.join("docs")).expect("docs");
+    std::fs::write(
+        fx.project.join("docs/CLAUDE.md"),
+        "Docs are in British English.\n",
+    )
+    .expect("docs/CLAUDE.md");
+    git(&fx.project, &["add", "AGENTS.md", "docs/CLAUDE.md"]);
+    git(&fx.project, &["commit", "-q", "-m", "guidance"]);
+    let out = fx
+        .chock()
+        .args(["run", "--model", "m1", "--", "take notes"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("chock run");
+    assert!(out.status.success(), "{}", describe(&out));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("plan [x] read the guidance")
+            && stderr.contains("plan [>] take notes")
+            && stderr.contains("plan [ ] finish"),
+        "the plan is shown as lines: {stderr}"
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3, "{}", describe(&out));
+    let tools: Vec<&str> = requests[0].body["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    for own in [
+        "update_plan",
+        "ask_user",
+        "read_guidance",
+        "read_memory",
+        "write_memory",
+        "restrict_self",
+        "policy_widen",
+    ] {
+        assert!(tools.contains(&own), "{own} is offered: {tools:?}");
+    }
+    let first = results_of(&requests[1]);
+    assert!(
+        first.contains("--- AGENTS.md ---") && first.contains("Always run make check"),
+        "the guidance is read: {first}"
+    );
+    assert!(
+        first.contains("--- docs/CLAUDE.md ---") && first.contains("British English"),
+        "a folder's guidance is read with the root's: {first}"
+    );
+    assert!(
+        first.contains("plan updated: 1 of 3 steps completed"),
+        "{first}"
+    );
+    let second = results_of(&requests[2]);
+    assert!(
+        second.contains("the tests run with make check"),
+        "the memory written is read back: {second}"
+    );
+    assert!(
+        second.contains("kept") && second.contains("at /run/chock/scratch"),
+        "the command has its scratchpad: {second}"
+    );
+    assert!(
+        second.contains("nobody can be asked"),
+        "ask_user with nobody to ask answers at once: {second}"
+    );
+    for action in [
+        "call.read_guidance",
+        "call.read_memory",
+        "call.write_memory",
+    ] {
+        let logged = fx.last_logged(action);
+        assert_eq!(logged["decision"], "allow", "{logged}");
+        assert_eq!(logged["agent_kind"], "chock-run", "{logged}");
+    }
+    let scratch = fx.root().join("state/chock/scratch");
+    let left: Vec<_> = std::fs::read_dir(&scratch)
+        .map(|d| d.filter_map(Result::ok).map(|e| e.path()).collect())
+        .unwrap_or_default();
+    assert!(
+        left.is_empty(),
+        "the scratchpad is removed at the end: {left:?}"
+    );
+    assert!(
+        !fx.project.join("n.txt").exists(),
+        "nothing in the scratchpad is applied"
+    );
+
+    // chock memory shows the notes; clear asks, and with nobody keeps them.
+    let shown = fx.chock().arg("memory").output().expect("chock memory");
+    assert!(shown.status.success(), "{}", describe(&shown));
+    assert_eq!(text(&shown.stdout), "the tests run with make check\n");
+    let kept = fx
+        .chock()
+        .args(["memory", "clear"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("chock memory clear");
+    assert_eq!(kept.status.code(), Some(3), "{}", describe(&kept));
+    assert!(text(&kept.stderr).contains("--yes"), "{}", describe(&kept));
+    let cleared = fx
+        .chock()
+        .args(["memory", "clear", "--yes"])
+        .output()
+        .expect("chock memory clear --yes");
+    assert!(cleared.status.success(), "{}", describe(&cleared));
+    let none = fx.chock().arg("memory").output().expect("chock memory");
+    assert!(
+        text(&none.stdout).contains("no notes are kept"),
+        "{}",
+        describe(&none)
+    );
+}
+
+#[test]
+fn a_promise_refuses_what_the_policy_allows_and_only_policy_widen_can_lift_it() {
+    let kind = ProviderKind::Anthropic;
+    let promise = |ceiling: &str| json!({"action": "call.write_file", "ceiling": ceiling, "reason": "this task only reads"});
+    let server = Server::start(vec![
+        reply(
+            kind,
+            "Promising.",
+            &[("t1", "restrict_self", promise("deny"))],
+        ),
+        reply(
+            kind,
+            "Trying.",
+            &[
+                (
+                    "t2",
+                    "write_file",
+                    json!({"path": "note.txt", "content": "x"}),
+                ),
+                ("t3", "restrict_self", promise("ask")),
+                ("t4", "restrict_self", promise("deny")),
+                ("t5", "policy_widen", promise("allow")),
+                ("t6", "read_file", json!({"path": "a.txt"})),
+            ],
+        ),
+        reply(kind, "Stopped.", &[]),
+    ]);
+    let fx = project(kind, &server, "");
+    let out = fx
+        .chock()
+        .args(["run", "--model", "m1", "--", "read only"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("chock run");
+    assert!(out.status.success(), "{}", describe(&out));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3, "{}", describe(&out));
+    let results: Vec<Value> = requests[2].body["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .filter(|c| c["type"] == "tool_result")
+        .collect();
+    let result = |id: &str| {
+        let found = results
+            .iter()
+            .find(|r| r["tool_use_id"] == id)
+            .unwrap_or_else(|| panic!("no result for {id}: {results:?}"));
+        (found["content"].to_string(), found["is_error"] == true)
+    };
+    let (written, refused) = result("t2");
+    assert!(
+        refused
+            && written.contains("refused: call.write_file is denied by the session's own promise")
+            && written.contains("this task only reads")
+            && written.contains("policy.widen"),
+        "the call the policy allows is refused, naming the promise: {written}"
+    );
+    let (wider, refused) = result("t3");
+    assert!(
+        refused && wider.contains("policy_widen"),
+        "a wider restriction is refused, pointing to policy_widen: {wider}"
+    );
+    let (equal, refused) = result("t4");
+    assert!(!refused && equal.contains("no change"), "{equal}");
+    let (widen, refused) = result("t5");
+    assert!(
+        refused && widen.contains("policy.widen needs a person's yes"),
+        "policy.widen is asked, and refused with nobody: {widen}"
+    );
+    let (read, refused) = result("t6");
+    assert!(
+        !refused && read.contains("one"),
+        "other calls go on: {read}"
+    );
+    assert!(!fx.project.join("note.txt").exists());
+    let logged = fx.last_logged("call.write_file");
+    assert_eq!(logged["decision"], "deny", "{logged}");
+    assert_eq!(logged["decided_by"]["layer"], "promise", "{logged}");
+    let widen = fx.last_logged("policy.widen");
+    assert_eq!(widen["answered_by"], "nobody", "{widen}");
+    assert_eq!(widen["decision"], "ask", "{widen}");
+}
+
+#[test]
+fn ask_user_with_no_terminal_is_answered_in_chock_approve() {
+    use std::io::{Read, Write};
+    use std::process::Stdio;
+    let kind = ProviderKind::Anthropic;
+    let mut first = reply(
+        kind,
+        "Asking.",
+        &[(
+            "t1",
+            "ask_user",
+            json!({"question": "May I rename the crate?"}),
+        )],
+    );
+    // The reply waits until `chock approve` watches the session.
+    first
+        .body
+        .insert(0, loopback::Piece::Pause(std::time::Duration::from_secs(3)));
+    let server = Server::start(vec![first, reply(kind, "Thanks.", &[])]);
+    let fx = project(kind, &server, "");
+    let run = fx
+        .chock()
+        .args(["run", "--model", "m1", "--", "ask first"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn chock run");
+    let mut approver = fx
+        .chock()
+        .arg("approve")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn chock approve");
+    let mut answers = approver.stdin.take().expect("stdin");
+    let mut shown = approver.stdout.take().expect("stdout");
+    let (tell, heard) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut seen = String::new();
+        let mut buffer = [0u8; 4096];
+        while let Ok(n) = shown.read(&mut buffer) {
+            if n == 0 {
+                break;
+            }
+            seen.push_str(&String::from_utf8_lossy(&buffer[..n]));
+            if seen.contains("[y/N]") {
+                let _ = tell.send(seen.clone());
+            }
+        }
+    });
+    let question = heard
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("chock approve is asked");
+    assert!(question.contains("May I rename the crate?"), "{question}");
+    assert!(
+        !question.contains(".decision = .deny"),
+        "no rule answers the agent's own question, so none is offered: {question}"
+    );
+    writeln!(answers, "y").expect("answer");
+    let out = run.wait_with_output().expect("chock run ends");
+    let _ = approver.kill();
+    let _ = approver.wait();
+    assert!(out.status.success(), "{}", describe(&out));
+    let requests = server.requests();
+    assert!(
+        results_of(&requests[1]).contains("the person answered yes"),
+        "{}",
+        describe(&out)
+    );
+}
+
+#[test]
+fn the_gateways_servers_are_offered_and_their_calls_decided() {
+    let program = ["/usr/bin", "/usr/local/bin"]
+        .iter()
+        .map(|d| std::path::Path::new(d).join("mcp-server-everything"))
+        .find(|p| p.exists())
+        .expect("mcp-server-everything is installed by scripts/setup");
+    let kind = ProviderKind::OpenaiChat;
+    let server = Server::start(vec![
+        reply(
+            kind,
+            "Echoing.",
+            &[
+                (
+                    "c1",
+                    "everything__echo",
+                    json!({"message": "through the gateway"}),
+                ),
+                ("c2", "everything__get-sum", json!({"a": 1, "b": 2})),
+                (
+                    "c3",
+                    "restrict_self",
+                    json!({"action": "mcp.everything.*", "ceiling": "deny", "reason": "enough echoes"}),
+                ),
+            ],
+        ),
+        reply(
+            kind,
+            "Again.",
+            &[("c4", "everything__echo", json!({"message": "once more"}))],
+        ),
+        reply(kind, "Echoed.", &[]),
+    ]);
+    let fx = project(kind, &server, "");
+    fx.zon(&format!(
+        ".{{ .apply = .{{ .mode = .merge }}, .mcp = .{{ .{{ .name = \"everything\", .command = .{{ \"{}\", \"stdio\" }} }} }}, .policy = .{{ .rules = .{{ {APPLY_ALLOWED}, .{{ .action = \"sandbox.jit\", .decision = .allow }}, .{{ .action = \"mcp.everything.tool.echo\", .decision = .allow }} }} }} }}\n",
+        program.display()
+    ));
+    git(&fx.project, &["commit", "-q", "-am", "the gateway"]);
+    let out = fx
+        .chock()
+        .args(["run", "--model", "m1", "--", "echo"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("chock run");
+    assert!(out.status.success(), "{}", describe(&out));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3, "{}", describe(&out));
+    let tools: Vec<&str> = requests[0].body["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    assert!(
+        tools.contains(&"everything__echo") && tools.contains(&"read_file"),
+        "the gateway's tools are offered beside Chock's: {tools:?}"
+    );
+    let messages = requests[1].body["messages"].to_string();
+    assert!(
+        messages.contains("Echo: through the gateway"),
+        "the server's answer is the call's result: {messages}"
+    );
+    assert!(
+        messages.contains("mcp.everything.tool.get-sum needs a person's yes"),
+        "a tool no rule allows is asked about, and refused with nobody: {messages}"
+    );
+    let again = requests[2].body["messages"].to_string();
+    assert!(
+        again.contains("refused: mcp.everything.tool.echo is denied by the session's own promise")
+            && !again.contains("Echo: once more"),
+        "a promise binds the gateway's calls too: {again}"
+    );
+    let logged = fx.last_logged("mcp.everything.tool.echo");
+    assert_eq!(logged["decided_by"]["layer"], "promise", "{logged}");
+    assert_eq!(logged["agent_kind"], "chock-run", "{logged}");
+    let first = fx
+        .log_lines()
+        .into_iter()
+        .find(|l| l["action"] == "mcp.everything.tool.echo" && l["decision"] == "allow");
+    assert!(first.is_some(), "the first call was allowed by the rule");
+}
+
+#[test]
+fn ask_user_at_a_terminal_is_answered_there() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let kind = ProviderKind::Anthropic;
+    let server = Server::start(vec![
+        reply(
+            kind,
+            "Asking.",
+            &[(
+                "t1",
+                "ask_user",
+                json!({"question": "Shall I keep the old API?"}),
+            )],
+        ),
+        reply(kind, "Kept.", &[]),
+    ]);
+    let fx = project(kind, &server, "");
+    let inner = fx.chock();
+    let line = std::iter::once(inner.get_program())
+        .chain(inner.get_args())
+        .map(|a| a.to_string_lossy().into_owned())
+        .chain(["run", "--model", "m1", "--", "ask"].map(String::from))
+        .map(|a| format!("'{a}'"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    // `script` runs the line on a pty: stdin and stderr are a terminal.
+    let mut script = Command::new("script");
+    script
+        .args(["--quiet", "--return", "--command", &line, "/dev/null"])
+        .env("TERM", "dumb")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (name, value) in inner.get_envs() {
+        match value {
+            Some(value) => script.env(name, value),
+            None => script.env_remove(name),
+        };
+    }
+    if let Some(dir) = inner.get_current_dir() {
+        script.current_dir(dir);
+    }
+    let mut child = script
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run util-linux's script for a pty ({e})"));
+    let mut typed = child.stdin.take().expect("stdin");
+    writeln!(typed, "y").expect("the answer typed");
+    let out = child.wait_with_output().expect("script ends");
+    drop(typed);
+    let screen = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    assert!(
+        screen.contains("the agent asks: Shall I keep the old API?"),
+        "the question is shown at the terminal: {screen}"
+    );
+    let requests = server.requests();
+    assert!(
+        results_of(&requests[1]).contains("the person answered yes"),
+        "{screen}"
+    );
+}
+
+#[test]
+fn an_authorised_widening_replaces_its_promise_and_the_others_stay() {
+    let kind = ProviderKind::OpenaiChat;
+    let promise = |action: &str, ceiling: &str| json!({"action": action, "ceiling": ceiling, "reason": "careful"});
+    let server = Server::start(vec![
+        reply(
+            kind,
+            "Promising.",
+            &[
+                ("c1", "restrict_self", promise("call.write_file", "deny")),
+                ("c2", "restrict_self", promise("call.edit_file", "deny")),
+            ],
+        ),
+        reply(
+            kind,
+            "Widening.",
+            &[
+                ("c3", "policy_widen", promise("call.write_file", "allow")),
+                (
+                    "c4",
+                    "write_file",
+                    json!({"path": "note.txt", "content": "widened\n"}),
+                ),
+                (
+                    "c5",
+                    "edit_file",
+                    json!({"path": "a.txt", "old_string": "one", "new_string": "two"}),
+                ),
+            ],
+        ),
+        reply(kind, "Done.", &[]),
+    ]);
+    let fx = project(
+        kind,
+        &server,
+        r#".{ .action = "policy.widen", .decision = .allow }"#,
+    );
+    let out = run(&fx, &[], "widen");
+    assert!(out.status.success(), "{}", describe(&out));
+    let messages = server.requests()[2].body["messages"].to_string();
+    assert!(
+        messages.contains("widened: the promise on `call.write_file` is replaced"),
+        "{messages}"
+    );
+    assert!(
+        messages.contains("refused: call.edit_file is denied by the session's own promise"),
+        "the other promise still holds: {messages}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(fx.project.join("note.txt")).expect("note.txt applied"),
+        "widened\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(fx.project.join("a.txt")).expect("a.txt"),
+        "one\n"
+    );
+    let widen = fx.last_logged("policy.widen");
+    assert_eq!(widen["decision"], "allow", "{widen}");
+}

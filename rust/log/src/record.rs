@@ -50,7 +50,8 @@ impl From<&chock_policy::DecidedBy> for DecidedBy {
 /// Where the answer came from: the policy layer and, for a written rule, its place.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DecidedBy {
-    /// `project`, `org`, `policy`, `default` or `nothing`, as the policy engine names its layers.
+    /// `project`, `org`, `policy`, `default`, `nothing` or `promise`, as
+    /// the policy engine names its layers.
     pub layer: String,
     /// The file holding the rule, when a written rule decided.
     pub file: Option<String>,
@@ -86,7 +87,8 @@ impl AnsweredBy {
         match layer {
             chock_policy::Layer::Project
             | chock_policy::Layer::Org
-            | chock_policy::Layer::Policy => AnsweredBy::Rule,
+            | chock_policy::Layer::Policy
+            | chock_policy::Layer::Promise => AnsweredBy::Rule,
             chock_policy::Layer::Default => AnsweredBy::Default,
             chock_policy::Layer::Nothing => AnsweredBy::Nobody,
         }

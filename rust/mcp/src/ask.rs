@@ -35,7 +35,8 @@ pub struct Asked {
     pub detail: Vec<String>,
     /// The rules that would answer yes with nobody asked, each with where it goes.
     pub allow_rules: Vec<(String, String)>,
-    /// The rule that would refuse it with nobody asked.
+    /// The rule that would refuse it with nobody asked (empty when no rule
+    /// could answer the question).
     pub deny_rule: String,
     /// Set when the question asks for a credential rather than a yes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -64,10 +65,16 @@ impl Asked {
                 .iter()
                 .map(|s| (s.rule.clone(), s.block.clone()))
                 .collect(),
-            deny_rule: format!(
-                ".{{ .action = \"{}\", .decision = .deny }}",
-                question.action
-            ),
+            // A question no rule could answer (the agent's own, ask_user)
+            // names none either way.
+            deny_rule: if question.rules.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    ".{{ .action = \"{}\", .decision = .deny }}",
+                    question.action
+                )
+            },
             credential: None,
         }
     }

@@ -3,7 +3,9 @@
 
 use chock_gate::{Outcome, Refused, Settled, Step};
 use chock_log::AnsweredBy;
-use chock_policy::{Answer, Key, Layer, Question, Reading, StartQuestion, Verdict};
+use chock_policy::{
+    Answer, DecidedBy, Decision, Key, Layer, Question, Reading, StartQuestion, Verdict,
+};
 use tokio_util::sync::CancellationToken;
 
 use crate::ask::{CallAsker, Client, Reply};
@@ -33,6 +35,15 @@ pub enum Asking {
     /// A background command: nobody waits for its answer, so only a rule
     /// can allow it.
     NeverBackground,
+}
+
+/// A further term of every call's minimum, beside the policy: the
+/// promises a `chock run` session made itself (`restrict_self`). It can
+/// only lower an answer, never raise one.
+pub trait Ceiling: Send + Sync {
+    /// The most `action` may be answered, and the promise that says so as
+    /// it is shown in a refusal; `None` when nothing bounds it.
+    fn ceiling(&self, action: &str) -> Option<(Decision, String)>;
 }
 
 /// A tool a row read at start took away.
@@ -84,10 +95,14 @@ pub fn decided_by_words(verdict: &Verdict) -> String {
     }
 }
 
-/// "To allow it, add to ...": the rule and where it goes, when there is one.
+/// "To allow it, add to ...": the rule and where it goes, when there is
+/// one; for a session's own promise, the action that can lift it.
 fn change_sentence(verdict: &Verdict) -> String {
     match &verdict.suggestion {
         Some(s) => format!(" To allow it, add to {}: {},", s.block, s.rule),
+        None if verdict.decided_by.layer == Layer::Promise => {
+            " Only policy.widen, naming that promise, can lift it, and a person is asked.".into()
+        }
         None => String::new(),
     }
 }
@@ -199,12 +214,28 @@ impl Session {
             .await
     }
 
-    /// The policy's answer for `act`, as [`Session::gate`] reads it.
+    /// The policy's answer for `act`, as [`Session::gate`] reads it, held
+    /// under the session's own ceiling ([`Ceiling`]): where a promise is
+    /// lower, it is the answer, and it names the promise.
     pub fn verdict(&self, act: &Act) -> Verdict {
         let key = Key::new(act.action.clone())
             .with_tool(act.tool)
             .with_agent_kind(AGENT_KIND);
-        self.policy.decide(&key, Reading::Act)
+        let verdict = self.policy.decide(&key, Reading::Act);
+        match self.ceiling.get().and_then(|c| c.ceiling(&act.action)) {
+            Some((ceiling, promise)) if ceiling < verdict.decision => Verdict {
+                decision: ceiling,
+                decided_by: DecidedBy {
+                    layer: Layer::Promise,
+                    file: None,
+                    line: None,
+                    rule: Some(promise),
+                    policy: None,
+                },
+                suggestion: None,
+            },
+            _ => verdict,
+        }
     }
 
     /// [`Session::gate`] with the answer already read (for a caller that

@@ -1,9 +1,12 @@
 //! The tools called in this process, outside MCP: `chock run` starts the
 //! same [`Session`] as `chock mcp` (the policy, the log, the workspace, the
 //! people it can ask), offers the model the same definitions, and runs
-//! each call through the same dispatch and the same gate. Only the caller
-//! differs: a [`Local`] one, whose person is asked at its terminal before
-//! `chock approve`.
+//! each call through the same dispatch and the same gate, and the MCP
+//! servers `chock.zon` names (the gateway) as `chock mcp` offers them. Only
+//! the caller differs: a [`Local`] one, whose person is asked at its
+//! terminal before `chock approve`. The caller's own tools decide through
+//! [`InProcess::decide`], ask through [`InProcess::ask`], and may bound
+//! every later call with a [`Ceiling`].
 
 use std::sync::Arc;
 
@@ -13,8 +16,10 @@ use chock_sandbox::project::Project;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::ask::{Client, Local};
+use crate::ask::{Client, Local, Reply};
 use crate::error::McpError;
+use crate::gate::{Act, Asking, Ceiling};
+use crate::gateway::Gateway;
 use crate::session::{EndTasks, ServeOptions, Session};
 use crate::tools::{self, Call, REQUEST_APPLY};
 
@@ -44,6 +49,7 @@ pub enum Finished {
 pub struct InProcess {
     session: Arc<Session>,
     client: Client,
+    gateway: Gateway,
     // However the session ends, its background commands end with it.
     _tasks: EndTasks,
 }
@@ -52,8 +58,9 @@ impl InProcess {
     /// Starts the session as `chock mcp` does (`options.workspace` makes a
     /// session workspace), asking `before` first once the policy is read
     /// (its `Err` stops the start: nothing is made; its `Ok` is given
-    /// back); `caller` is who calls its tools. Must run on a
-    /// multi-threaded tokio runtime, outside its async tasks' threads.
+    /// back); `caller` is who calls its tools. The gateway's servers are
+    /// started as `chock mcp` starts them. Must run on a multi-threaded
+    /// tokio runtime, outside its async tasks' threads.
     pub fn start<T>(
         options: &ServeOptions,
         caller: Local,
@@ -61,22 +68,29 @@ impl InProcess {
     ) -> Result<(InProcess, T), McpError> {
         let (session, before) = Session::start_after(options, before)?;
         let session = Arc::new(session);
+        let tasks = EndTasks(session.tasks.clone());
+        let gateway = tokio::runtime::Handle::current().block_on(Gateway::start(&session));
         let started = InProcess {
-            _tasks: EndTasks(session.tasks.clone()),
+            _tasks: tasks,
             session,
             client: Client::Local(caller),
+            gateway,
         };
         Ok((started, before))
     }
 
-    /// The tools offered, in their order, as the MCP server lists them;
-    /// request_apply is left to the end of the session.
-    pub fn tools(&self) -> Vec<ToolDefinition> {
-        self.session
+    /// The tools offered, in their order, as the MCP server lists them
+    /// (Chock's own, then the gateway's `<server>__<tool>`); request_apply
+    /// is left to the end of the session.
+    pub async fn tools(&self) -> Vec<ToolDefinition> {
+        let own = self
+            .session
             .offered
             .iter()
             .filter(|name| **name != REQUEST_APPLY)
-            .filter_map(|name| tools::definition(name))
+            .filter_map(|name| tools::definition(name));
+        let gateway = self.gateway.tools(&self.session).await;
+        own.chain(gateway)
             .map(|tool| ToolDefinition {
                 name: tool.name.to_string(),
                 description: tool.description.as_deref().unwrap_or_default().to_owned(),
@@ -85,14 +99,84 @@ impl InProcess {
             .collect()
     }
 
-    /// Why tools a rule took away at start are not offered, one sentence each.
+    /// Why tools are not offered (a rule took them away at start, a
+    /// gateway server was not reached), one sentence each.
     pub fn withheld(&self) -> Vec<String> {
         self.session
             .withheld
             .iter()
             .filter(|w| w.by_rule)
             .map(|w| w.why.clone())
+            .chain(self.gateway.instructions())
             .collect()
+    }
+
+    /// Bounds every later call of the session by `ceiling`, a further term
+    /// of each decision's minimum; set once (a second is refused).
+    pub fn bound_by(&self, ceiling: Arc<dyn Ceiling>) -> Result<(), String> {
+        self.session
+            .ceiling
+            .set(ceiling)
+            .map_err(|_| "the session's ceiling is already set".to_owned())
+    }
+
+    /// Decides one act of the caller's own tool `tool` through the gate,
+    /// as a tool call's act is decided (a person asked when the answer is
+    /// ask, the decision logged): `Err` is the refusal the model reads.
+    pub async fn decide(
+        &self,
+        tool: &str,
+        action: &str,
+        subject: Option<String>,
+        detail: Vec<String>,
+    ) -> Result<(), String> {
+        let act = Act {
+            tool,
+            action: action.to_owned(),
+            subject,
+            detail,
+        };
+        let cancel = CancellationToken::new();
+        self.session
+            .gate(&self.client, &cancel, &act, Asking::Person)
+            .await
+    }
+
+    /// Puts `question` to a person by the path every ask takes (the
+    /// caller's person, then `chock approve`); `None` when nobody could be
+    /// asked. It never waits past the session's ask timeout.
+    pub async fn ask(&self, tool: &str, question: chock_policy::Question) -> Option<Reply> {
+        let asker = self
+            .session
+            .asker(&self.client, &CancellationToken::new(), tool);
+        tokio::task::spawn_blocking(move || asker.ask_why(&question))
+            .await
+            .unwrap_or_else(|e| Some(Reply::Unanswered(format!("asking failed ({e})"))))
+    }
+
+    /// What the model reads of a caller's own tool's outcome, as of every
+    /// tool's: the session's secrets scrubbed, and a note the first time
+    /// `chock.zon` is seen changed.
+    pub fn answer(&self, outcome: Result<String, String>) -> Result<String, String> {
+        self.session.answer(outcome)
+    }
+
+    /// The project the session serves.
+    pub fn project(&self) -> &Project {
+        &self.session.project
+    }
+
+    /// The text of `given`, a file of the workspace read beneath it by
+    /// descriptor (no link leads out), of at most `limit` bytes; `Ok(None)`
+    /// when there is no such file.
+    pub fn read_text(&self, given: &str, limit: u64) -> Result<Option<String>, String> {
+        let workspace = &self.session.workspace;
+        let rel = workspace.relative(given).map_err(|e| e.to_string())?;
+        match workspace.read_text(&rel, limit) {
+            Ok(text) => Ok(Some(text)),
+            Err(crate::workspace::FileError::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e.to_string()),
+        }
     }
 
     /// Calls one tool by name: `Ok` is what the model reads, `Err` the
@@ -101,8 +185,30 @@ impl InProcess {
         if let Some(refusal) = self.session.withheld_refusal(name) {
             return self.session.answer(Err(refusal));
         }
+        if self.gateway.owns(name) {
+            let request = rmcp::model::CallToolRequestParams::new(name.to_owned()).with_arguments(
+                match arguments {
+                    Value::Object(map) => map,
+                    _ => Default::default(),
+                },
+            );
+            let cancel = CancellationToken::new();
+            let outcome = self
+                .gateway
+                .call_as(&self.session, &self.client, &cancel, request, None)
+                .await
+                .and_then(|result| {
+                    let text = result_text(&result);
+                    if result.is_error == Some(true) {
+                        Err(text)
+                    } else {
+                        Ok(text)
+                    }
+                });
+            return self.session.answer(outcome);
+        }
         if name == REQUEST_APPLY || !self.session.offered.contains(&name) {
-            let offered = self.tools().into_iter().map(|t| t.name);
+            let offered = self.tools().await.into_iter().map(|t| t.name);
             return Err(format!(
                 "there is no tool named `{name}`; the tools are {}",
                 offered.collect::<Vec<_>>().join(", ")
@@ -150,4 +256,30 @@ impl InProcess {
         tokio::task::block_in_place(|| tools::finish_workspace(&self.session));
         finished
     }
+}
+
+/// What a model reads of a gateway tool's result: its text blocks, one
+/// after the other, with other content named; the structured content when
+/// there is no text.
+fn result_text(result: &rmcp::model::CallToolResult) -> String {
+    let mut parts: Vec<String> = result
+        .content
+        .iter()
+        .map(|block| match block.as_text() {
+            Some(text) => text.text.clone(),
+            None => match serde_json::to_value(block) {
+                Ok(value) => format!(
+                    "[{} content, not shown]",
+                    value["type"].as_str().unwrap_or("other")
+                ),
+                Err(_) => "[content, not shown]".to_owned(),
+            },
+        })
+        .collect();
+    if parts.is_empty()
+        && let Some(structured) = &result.structured_content
+    {
+        parts.push(structured.to_string());
+    }
+    parts.join("\n")
 }

@@ -46,6 +46,10 @@ pub struct ServeOptions {
     pub allow_dirty: bool,
     /// What that workspace's session name begins with (`mcp`, `run`).
     pub workspace_prefix: &'static str,
+    /// A folder every run_command is given read-write at
+    /// `/run/chock/scratch` (`CHOCK_SCRATCHPAD`): `chock run`'s scratchpad,
+    /// made and removed by its session.
+    pub scratchpad: Option<PathBuf>,
 }
 
 impl Default for ServeOptions {
@@ -60,6 +64,7 @@ impl Default for ServeOptions {
             workspace: false,
             allow_dirty: false,
             workspace_prefix: "mcp",
+            scratchpad: None,
         }
     }
 }
@@ -97,6 +102,11 @@ pub struct Session {
     pub secrets: crate::secrets::Given,
     /// The session workspace every tool works on (`--workspace`).
     pub session_workspace: Option<std::sync::Mutex<SessionWorkspace>>,
+    /// The scratchpad run_command is given ([`ServeOptions::scratchpad`]).
+    pub scratchpad: Option<PathBuf>,
+    /// A further term of every call's minimum, set once by the caller
+    /// that holds the session's promises (`chock run`).
+    pub ceiling: std::sync::OnceLock<Arc<dyn crate::gate::Ceiling>>,
 }
 
 impl Session {
@@ -185,6 +195,8 @@ impl Session {
             tasks: Arc::new(tasks),
             secrets: Default::default(),
             session_workspace: session_workspace.map(std::sync::Mutex::new),
+            scratchpad: options.scratchpad.clone(),
+            ceiling: std::sync::OnceLock::new(),
         };
         session
             .read_start_rows(&options.name)

@@ -101,6 +101,20 @@ impl Pattern {
             && value.as_bytes().get(body.len()) == Some(&b'.')
     }
 
+    /// Whether every name `other` matches, `self` matches too (used by the
+    /// ratchet): an exact name covers only itself; a class covers every
+    /// name it matches, itself, and every narrower class below it
+    /// (`git.*` covers `git.branch.*`, not the other way); a name never
+    /// covers a class.
+    pub fn covers(&self, other: &Pattern) -> bool {
+        match (self.class, other.class) {
+            (false, false) => self.text == other.text,
+            (false, true) => false,
+            (true, false) => self.matches(&other.text),
+            (true, true) => self.body() == other.body() || self.matches(other.body()),
+        }
+    }
+
     /// How specific the pattern is: an exact name beats any class, and a
     /// class with more segments beats one with fewer.
     pub fn score(&self) -> u64 {
@@ -156,6 +170,19 @@ mod tests {
         assert!(!git.matches("git."));
         assert!(!git.matches("gitlab.push"));
         assert!(!git.matches("xgit.push"));
+    }
+
+    #[test]
+    fn a_class_covers_itself_and_narrower_classes_and_a_name_only_itself() {
+        assert!(p("git.*").covers(&p("git.*")));
+        assert!(p("git.*").covers(&p("git.branch.*")));
+        assert!(p("git.*").covers(&p("git.push")));
+        assert!(!p("git.branch.*").covers(&p("git.*")));
+        assert!(!p("git.*").covers(&p("gitlab.*")));
+        assert!(!p("git.*").covers(&p("git")));
+        assert!(p("git.push").covers(&p("git.push")));
+        assert!(!p("git.push").covers(&p("git.push.*")));
+        assert!(!p("git.push").covers(&p("git.*")));
     }
 
     #[test]

@@ -65,6 +65,9 @@ pub enum Layer {
     Default,
     /// No rule matched: the reading's answer for an unnamed act.
     Nothing,
+    /// A promise the session made itself (`restrict_self` in `chock run`),
+    /// a further term of the minimum that can only lower an answer.
+    Promise,
 }
 
 impl Layer {
@@ -77,6 +80,7 @@ impl Layer {
             Layer::Policy => "policy",
             Layer::Default => "default",
             Layer::Nothing => "nothing",
+            Layer::Promise => "promise",
         }
     }
 
@@ -88,6 +92,7 @@ impl Layer {
             Layer::Policy => "an installed policy's rule",
             Layer::Default => "a shipped default",
             Layer::Nothing => "nothing matched",
+            Layer::Promise => "the session's own promise",
         }
     }
 }

@@ -49,6 +49,8 @@ pub enum Placeholder {
 pub(crate) struct Anchored {
     pub(crate) workspace: FileId,
     pub(crate) cache: FileId,
+    /// The scratchpad, when the run is given one.
+    pub(crate) scratch: Option<FileId>,
     /// Shallowest first, the writable pins before the read-only binds.
     pub(crate) held: Vec<Held>,
     /// A session workspace's objects, binds and covers.
@@ -68,6 +70,8 @@ pub(crate) struct Held {
 pub(crate) struct Anchors {
     pub(crate) workspace: OwnedFd,
     pub(crate) cache: OwnedFd,
+    /// The scratchpad, when the run is given one.
+    pub(crate) scratch: Option<OwnedFd>,
     /// A session workspace's view of the person's objects, for Landlock.
     pub(crate) objects: Option<OwnedFd>,
     pub(crate) anchored: Anchored,
@@ -164,6 +168,13 @@ pub(crate) fn anchor(layout: &Layout) -> Result<Anchors, SandboxError> {
         .map_or(&layout.workspace, |s| &s.source);
     let (workspace, workspace_id) = open_top(host)?;
     let (cache, cache_id) = open_top(&layout.cache_dir)?;
+    let (scratch, scratch_id) = match &layout.scratch_dir {
+        Some(dir) => {
+            let (fd, id) = open_top(dir)?;
+            (Some(fd), Some(id))
+        }
+        None => (None, None),
+    };
     let mut created = Vec::new();
     let mut held = Vec::new();
     for (path, placeholder) in &layout.missing {
@@ -204,10 +215,12 @@ pub(crate) fn anchor(layout: &Layout) -> Result<Anchors, SandboxError> {
     Ok(Anchors {
         workspace,
         cache,
+        scratch,
         objects,
         anchored: Anchored {
             workspace: workspace_id,
             cache: cache_id,
+            scratch: scratch_id,
             held,
             session,
         },

@@ -146,6 +146,7 @@ pub fn resolve(
         links,
         session: None,
         secret_files: Vec::new(),
+        scratch_dir: None,
     })
 }
 

@@ -36,7 +36,7 @@ pub use layout::{HOST_SYSTEM, POLICY_FILE, Toolchain, resolve as resolve_layout,
 pub use limits::{CgroupEvents, Delegation, Limits, delegation};
 pub use mounts::{
     CACHE_MOUNT, Entry, EntryKind, ImageEntry, Layout, MAX_SECRET_FILE_BYTES, RUN_CHOCK,
-    SECRETS_MOUNT, SecretFile, StoreView, TMP_MOUNT,
+    SCRATCH_MOUNT, SECRETS_MOUNT, SecretFile, StoreView, TMP_MOUNT,
 };
 pub use seccomp::{KILLED_CALLS, WriteExecute};
 pub use spawn::{

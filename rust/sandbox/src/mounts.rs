@@ -14,6 +14,8 @@
 //!   host's system directories, read-only);
 //! - `/run/chock/cache` (read-write, from the host's data directory) and
 //!   `/run/chock/tmp` (a tmpfs with a size cap, also bound at `/tmp`);
+//! - `/run/chock/scratch` (read-write, a session's scratchpad on the host),
+//!   only when the run is given one;
 //! - `/run/chock/secrets` (a read-only tmpfs of its own, mode 0500) with
 //!   one file of mode 0400 per secret the run was granted as a file, only
 //!   when there is one; it lives in the sandbox's mount namespace, so it is
@@ -47,6 +49,8 @@ pub const RUN_CHOCK: &str = "/run/chock";
 pub const CACHE_MOUNT: &str = "/run/chock/cache";
 /// The capped tmpfs, `TMPDIR`.
 pub const TMP_MOUNT: &str = "/run/chock/tmp";
+/// Where a session's scratchpad is shown, read-write, when it has one.
+pub const SCRATCH_MOUNT: &str = "/run/chock/scratch";
 /// Where the secrets a run was granted as files are, one file each.
 pub const SECRETS_MOUNT: &str = "/run/chock/secrets";
 /// The most bytes all of a run's secret files may hold together.
@@ -189,6 +193,8 @@ pub struct Layout {
     pub missing: Vec<(PathBuf, Placeholder)>,
     /// The host directory shown at [`CACHE_MOUNT`].
     pub cache_dir: PathBuf,
+    /// The host directory shown at [`SCRATCH_MOUNT`], when there is one.
+    pub scratch_dir: Option<PathBuf>,
     /// The size cap of [`TMP_MOUNT`], in bytes.
     pub tmp_bytes: u64,
     /// The store and toolchain.
@@ -495,7 +501,7 @@ pub(crate) fn plan(layout: &Layout, anchored: &Anchored) -> Vec<Op> {
         path: c"/".to_owned(),
     });
 
-    plan_run_chock(&mut p, layout, anchored.cache);
+    plan_run_chock(&mut p, layout, anchored);
     plan_store(&mut p, &layout.store);
     plan_etc(&mut p, layout);
     for (target, link) in &layout.links {
@@ -525,7 +531,7 @@ pub(crate) fn plan(layout: &Layout, anchored: &Anchored) -> Vec<Op> {
     p.ops
 }
 
-fn plan_run_chock(p: &mut Planner, layout: &Layout, cache: FileId) {
+fn plan_run_chock(p: &mut Planner, layout: &Layout, anchored: &Anchored) {
     p.mkdir_all(Path::new(TMP_MOUNT));
     p.push(Op::Tmpfs {
         target: cstring(TMP_MOUNT),
@@ -542,10 +548,19 @@ fn plan_run_chock(p: &mut Planner, layout: &Layout, cache: FileId) {
     p.mkdir_all(Path::new(CACHE_MOUNT));
     p.push(Op::BindChecked {
         source: cstring(under_old_root(&layout.cache_dir)),
-        id: cache,
+        id: anchored.cache,
         target: cstring(CACHE_MOUNT),
         set: WRITABLE,
     });
+    if let (Some(dir), Some(id)) = (&layout.scratch_dir, anchored.scratch) {
+        p.mkdir_all(Path::new(SCRATCH_MOUNT));
+        p.push(Op::BindChecked {
+            source: cstring(under_old_root(dir)),
+            id,
+            target: cstring(SCRATCH_MOUNT),
+            set: WRITABLE,
+        });
+    }
     plan_secret_files(p, &layout.secret_files);
 }
 
@@ -841,6 +856,7 @@ mod tests {
             )],
             session: None,
             secret_files: Vec::new(),
+            scratch_dir: None,
         }
     }
 
@@ -862,6 +878,7 @@ mod tests {
         Anchored {
             workspace: id(1),
             cache: id(2),
+            scratch: None,
             held: vec![
                 held(c".git", 3, true),
                 held(c"chock.zon", 4, false),

@@ -133,6 +133,12 @@ impl Project {
         Ok(data_home()?.join("chock").join("cache").join(&self.id))
     }
 
+    /// Where the notes agents keep about the project are (`chock run`'s
+    /// read_memory and write_memory, `chock memory`).
+    pub fn memory_dir(&self) -> Result<PathBuf, ProjectError> {
+        Ok(data_home()?.join("chock").join("memory").join(&self.id))
+    }
+
     /// Where the dev shell's environment, closure and GC root are kept.
     pub fn dev_shell_dir(&self) -> Result<PathBuf, ProjectError> {
         Ok(cache_home()?.join("chock").join("devshell").join(&self.id))

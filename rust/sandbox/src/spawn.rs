@@ -269,6 +269,18 @@ impl Sandbox {
         self.ops = mounts::plan(&self.layout, &self.anchors.anchored);
     }
 
+    /// Shows the host folder `host` read-write at [`mounts::SCRATCH_MOUNT`]
+    /// (a session's scratchpad), opened now and bound only if it is still
+    /// that folder when the sandbox starts.
+    pub fn give_scratchpad(&mut self, host: &Path) -> Result<(), SandboxError> {
+        let (fd, id) = crate::anchor::open_top(host)?;
+        self.anchors.scratch = Some(fd);
+        self.anchors.anchored.scratch = Some(id);
+        self.layout.scratch_dir = Some(host.to_path_buf());
+        self.ops = mounts::plan(&self.layout, &self.anchors.anchored);
+        Ok(())
+    }
+
     /// Gives every program this sandbox starts `files` under
     /// [`mounts::SECRETS_MOUNT`], each readable by the sandbox's user
     /// alone, on a tmpfs that ends with the run. A name that is not a plain

@@ -129,7 +129,10 @@ pub(crate) fn build(layout: &Layout, anchors: &Anchors) -> Result<Walls, Sandbox
 
     // The workspace and the cache by the descriptors the mounts were
     // checked against, never by their paths again.
-    for fd in [&anchors.workspace, &anchors.cache] {
+    for fd in [&anchors.workspace, &anchors.cache]
+        .into_iter()
+        .chain(anchors.scratch.as_ref())
+    {
         ruleset
             .as_mut()
             .add_rule(PathBeneath::new(fd.as_fd(), read_write()))

@@ -14,6 +14,7 @@ pub mod inputs;
 pub mod log;
 pub mod login;
 pub mod mcp;
+pub mod memory;
 pub mod migrate;
 pub mod packages;
 pub mod policy;

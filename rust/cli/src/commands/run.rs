@@ -31,6 +31,9 @@ pub struct Args {
     /// Copy the project's uncommitted work into the session workspace.
     #[arg(long)]
     pub allow_dirty: bool,
+    /// The dev shell run_command uses (default: chock.zon's, else `default`).
+    #[arg(long, value_name = "NAME")]
+    pub dev_shell: Option<String>,
     /// The task (default: read from stdin).
     #[arg(last = true, value_name = "TASK")]
     pub task: Vec<String>,
@@ -75,6 +78,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         model: args.model,
         max_turns: args.max_turns,
         allow_dirty: args.allow_dirty,
+        dev_shell: args.dev_shell,
         task,
         settings: chock_provider::Settings::default(),
     };
@@ -88,6 +92,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 RunError::NoProvider(_)
                 | RunError::Setup(_)
                 | RunError::Start(_)
+                | RunError::Own(_)
                 | RunError::Runtime(_) => exit::FAILURE,
             };
             return Ok(code.into());

@@ -165,7 +165,8 @@ impl Gateway {
         Some((upstream, tool))
     }
 
-    /// One call of `<server>__<tool>`: decided, passed on, its answer scrubbed.
+    /// One call of `<server>__<tool>` from an MCP client: decided, passed
+    /// on, its answer scrubbed.
     pub async fn call(
         &self,
         session: &Session,
@@ -173,6 +174,23 @@ impl Gateway {
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResult, String> {
         self.relay.meet(&context.peer);
+        let client = crate::ask::Client::Mcp(context.peer.clone());
+        let progress = context.meta.get_progress_token();
+        self.call_as(session, &client, &context.ct, request, progress)
+            .await
+    }
+
+    /// One call of `<server>__<tool>` from `client` (an MCP client, or a
+    /// caller in this process), `cancel` withdrawing it; the server's
+    /// progress under `progress` is the client's.
+    pub async fn call_as(
+        &self,
+        session: &Session,
+        client: &crate::ask::Client,
+        cancel: &tokio_util::sync::CancellationToken,
+        request: CallToolRequestParams,
+        progress: Option<rmcp::model::ProgressToken>,
+    ) -> Result<CallToolResult, String> {
         let name = request.name.to_string();
         let Some((server, tool)) = self.split(&name) else {
             return Err(format!("there is no tool named `{name}`"));
@@ -201,17 +219,10 @@ impl Gateway {
                 server.config.line
             )],
         };
-        session
-            .gate(
-                &crate::ask::Client::Mcp(context.peer.clone()),
-                &context.ct,
-                &act,
-                Asking::Person,
-            )
-            .await?;
+        session.gate(client, cancel, &act, Asking::Person).await?;
         let mut params = request;
         params.name = tool.to_owned().into();
-        let result = server.call(params, context).await?;
+        let result = server.call(params, cancel, progress).await?;
         scrub(session, result)
     }
 
@@ -647,7 +658,8 @@ impl Upstream {
     async fn call(
         &self,
         params: CallToolRequestParams,
-        context: &RequestContext<RoleServer>,
+        cancel: &tokio_util::sync::CancellationToken,
+        progress: Option<rmcp::model::ProgressToken>,
     ) -> Result<CallToolResult, String> {
         let name = &self.config.name;
         let peer = self
@@ -661,12 +673,12 @@ impl Upstream {
             .map_err(|e| self.failed(e))?;
         let id = handle.id.clone();
         let token = handle.progress_token.clone();
-        if let Some(theirs) = context.meta.get_progress_token() {
+        if let Some(theirs) = progress {
             self.relay.track(token.clone(), theirs);
         }
         let outcome = tokio::select! {
             response = handle.await_response() => Some(response),
-            () = context.ct.cancelled() => None,
+            () = cancel.cancelled() => None,
         };
         if outcome.is_none() {
             self.relay.untrack(&token);

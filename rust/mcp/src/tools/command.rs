@@ -191,7 +191,7 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
             &session,
             &mut prepared,
             chock_sandbox::netmode::session(&session.policy),
-        );
+        )?;
         if let Some(push) = &push {
             push.bind(&mut prepared);
         }

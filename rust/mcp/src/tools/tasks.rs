@@ -31,12 +31,25 @@ pub const MAX_WAIT_SECONDS: u64 = 30;
 const STOP_WAIT: Duration = Duration::from_secs(5);
 
 /// What every sandbox of the session is given besides the project's own:
-/// the task records, read-only, and the network the policy says.
-pub fn furnish(session: &Session, prepared: &mut exec::Prepared, network: Network) {
+/// the task records, read-only, the network the policy says, and the
+/// session's scratchpad when it has one.
+pub fn furnish(
+    session: &Session,
+    prepared: &mut exec::Prepared,
+    network: Network,
+) -> Result<(), chock_sandbox::SandboxError> {
     let sandbox = prepared.sandbox_mut();
     sandbox.show_read_only(session.tasks.dir().to_path_buf(), TASKS_MOUNT.into());
     sandbox.set_network(network);
+    if let Some(scratchpad) = &session.scratchpad {
+        sandbox.give_scratchpad(scratchpad)?;
+        prepared.set_env(SCRATCHPAD_VAR, chock_sandbox::SCRATCH_MOUNT);
+    }
+    Ok(())
 }
+
+/// The variable that tells a command where its session's scratchpad is.
+pub const SCRATCHPAD_VAR: &str = "CHOCK_SCRATCHPAD";
 
 /// Starts an allowed command as a background task and publishes the ports
 /// rules name for it.
@@ -65,7 +78,7 @@ pub async fn start(
             exec::prepare_allowed(&request, toolchain, &session.policy, &session.log, ROUTE)
                 .map_err(|e| format!("run_command: {e}"))?;
         let notices: Vec<String> = prepared.notices.iter().map(ToString::to_string).collect();
-        furnish(&session, &mut prepared, network);
+        furnish(&session, &mut prepared, network).map_err(|e| format!("run_command: {e}"))?;
         if let Some(router) = router {
             prepared = prepared.with_router(router);
         }

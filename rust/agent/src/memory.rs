@@ -1,0 +1,143 @@
+//! The notes agents keep about a project between sessions: one text file
+//! per project in Chock's data directory (never in the project, so it is
+//! neither committed nor seen by the sandbox), at most [`MEMORY_BYTES`],
+//! replaced atomically. `read_memory` and `write_memory` are decided at
+//! `call.read_memory` and `call.write_memory`; `chock memory` shows or
+//! clears it.
+
+use std::io::{Read, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use chock_sandbox::project::Project;
+
+/// The most bytes the notes hold.
+pub const MEMORY_BYTES: usize = 64 << 10;
+/// The notes' file name in the project's memory directory.
+const NOTES: &str = "notes.md";
+
+/// One project's notes.
+pub struct Memory {
+    dir: PathBuf,
+}
+
+impl Memory {
+    /// The notes of `project`.
+    pub fn of(project: &Project) -> Result<Memory, String> {
+        let dir = project.memory_dir().map_err(|e| e.to_string())?;
+        Ok(Memory { dir })
+    }
+
+    /// The file that holds them.
+    pub fn file(&self) -> PathBuf {
+        self.dir.join(NOTES)
+    }
+
+    /// The notes; `None` when there are none. A file over the bound, or a
+    /// link, is refused rather than read.
+    pub fn read(&self) -> Result<Option<String>, String> {
+        let file = self.file();
+        let opened = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(nix::libc::O_NOFOLLOW)
+            .open(&file);
+        let mut opened = match opened {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(format!("{}: {e}", file.display())),
+        };
+        let mut bytes = Vec::new();
+        (&mut opened)
+            .take(MEMORY_BYTES as u64 + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| format!("{}: {e}", file.display()))?;
+        if bytes.len() > MEMORY_BYTES {
+            return Err(format!(
+                "{} is over the {MEMORY_BYTES}-byte bound of the notes; clear it with `chock memory clear`",
+                file.display()
+            ));
+        }
+        String::from_utf8(bytes).map(Some).map_err(|_| {
+            format!(
+                "{} is not UTF-8 text; clear it with `chock memory clear`",
+                file.display()
+            )
+        })
+    }
+
+    /// Replaces the notes with `text`, atomically: a new file beside the
+    /// old, synced, then renamed over it, so a reader sees the old notes
+    /// or the new, never part of either.
+    pub fn write(&self, text: &str) -> Result<(), String> {
+        if text.len() > MEMORY_BYTES {
+            return Err(format!(
+                "the notes would be {} bytes, over their {MEMORY_BYTES}-byte bound; keep what matters",
+                text.len()
+            ));
+        }
+        let at = |e: std::io::Error, path: &Path| format!("{}: {e}", path.display());
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&self.dir)
+            .map_err(|e| at(e, &self.dir))?;
+        let temp = self
+            .dir
+            .join(format!(".{NOTES}.{}.tmp", std::process::id()));
+        let written = (|| {
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&temp)?;
+            file.write_all(text.as_bytes())?;
+            file.sync_all()?;
+            std::fs::rename(&temp, self.file())?;
+            std::fs::File::open(&self.dir)?.sync_all()
+        })();
+        if written.is_err() {
+            let _ = std::fs::remove_file(&temp);
+        }
+        written.map_err(|e| at(e, &self.file()))
+    }
+
+    /// Removes the notes; whether there were any.
+    pub fn clear(&self) -> Result<bool, String> {
+        match std::fs::remove_file(self.file()) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(format!("{}: {e}", self.file().display())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn notes_are_written_whole_read_back_bounded_and_cleared() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let memory = Memory {
+            dir: dir.path().join("memory/p-1"),
+        };
+        assert_eq!(memory.read(), Ok(None));
+        memory.write("one\n").expect("write");
+        memory.write("two\n").expect("write again");
+        assert_eq!(memory.read(), Ok(Some("two\n".into())));
+        let over = "x".repeat(MEMORY_BYTES + 1);
+        assert!(memory.write(&over).unwrap_err().contains("bound"));
+        assert_eq!(
+            memory.read(),
+            Ok(Some("two\n".into())),
+            "a refused write leaves the notes"
+        );
+        let names: Vec<_> = std::fs::read_dir(&memory.dir)
+            .expect("dir")
+            .map(|e| e.expect("entry").file_name())
+            .collect();
+        assert_eq!(names, ["notes.md"], "no temporary file is left");
+        assert_eq!(memory.clear(), Ok(true));
+        assert_eq!(memory.clear(), Ok(false));
+    }
+}

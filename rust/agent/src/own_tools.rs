@@ -1,0 +1,387 @@
+//! The loop's own tools, offered to the model beside the tool server's,
+//! and the one place every call of the session is dispatched.
+//!
+//! | tool | decided at | what it does |
+//! |---|---|---|
+//! | `update_plan` | the loop (no row) | replaces the plan, shown to the person |
+//! | `ask_user` | the loop (no row) | puts a yes-or-no question to the person by the path every ask takes |
+//! | `read_guidance` | `call.read_guidance` | reads AGENTS.md, CLAUDE.md and the like |
+//! | `read_memory` | `call.read_memory` | reads the project's notes |
+//! | `write_memory` | `call.write_memory` | replaces (or appends to) them |
+//! | `restrict_self` | the loop (no row: it only narrows) | makes a promise |
+//! | `policy_widen` | `policy.widen` (unnamed: ask) | replaces one promise with a wider one |
+//!
+//! A decided call is logged as the tool server's calls are (its tool, its
+//! action, who answered); the loop's own answers are events of the
+//! session's state ([`crate::state::Event`]). Every later call, of any
+//! tool, is held under the promises ([`Bound`]).
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use chock_mcp::local::InProcess;
+use chock_policy::{Decision, Question};
+use chock_provider::ToolDef;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::Show;
+use crate::memory::{MEMORY_BYTES, Memory};
+use crate::plan::Plan;
+use crate::ratchet::{Change, Promise};
+use crate::state::{Event, State};
+
+pub const UPDATE_PLAN: &str = "update_plan";
+pub const ASK_USER: &str = "ask_user";
+pub const READ_GUIDANCE: &str = "read_guidance";
+pub const READ_MEMORY: &str = "read_memory";
+pub const WRITE_MEMORY: &str = "write_memory";
+pub const RESTRICT_SELF: &str = "restrict_self";
+pub const POLICY_WIDEN: &str = "policy_widen";
+/// The action `policy_widen` is decided at.
+pub const WIDEN_ACTION: &str = "policy.widen";
+/// The most bytes of an `ask_user` question.
+pub const QUESTION_BYTES: usize = 2000;
+
+/// The loop's own tools, as the model is told of them.
+pub fn definitions() -> Vec<ToolDef> {
+    let promise = |what: &str| {
+        json!({"type": "object", "properties": {
+            "action": {"type": "string", "description": format!("{what} An action name (`git.push`) or a class (`net.fetch.*`), at most 64 bytes.")},
+            "ceiling": {"type": "string", "enum": ["deny", "agent_then_human", "ask", "agent_review", "allow"]},
+            "reason": {"type": "string", "description": "Why, at most 500 bytes."}
+        }, "required": ["action", "ceiling", "reason"], "additionalProperties": false})
+    };
+    let def = |name: &str, description: &str, input_schema: Value| ToolDef {
+        name: name.into(),
+        description: description.into(),
+        input_schema,
+    };
+    vec![
+        def(
+            UPDATE_PLAN,
+            "Replace your task list, shown to the person: every step, each pending, in_progress (at most one) or completed. Keep it current as you work.",
+            json!({"type": "object", "properties": {
+                "steps": {"type": "array", "maxItems": crate::plan::MAX_STEPS, "items": {"type": "object", "properties": {
+                    "step": {"type": "string"},
+                    "status": {"type": "string", "enum": ["pending", "in_progress", "completed"]}
+                }, "required": ["step", "status"], "additionalProperties": false}}
+            }, "required": ["steps"], "additionalProperties": false}),
+        ),
+        def(
+            ASK_USER,
+            "Ask the person a question they answer yes or no (at their terminal, or in `chock approve`). When nobody can be asked, the answer says so at once: decide yourself, or finish and say what you need.",
+            json!({"type": "object", "properties": {
+                "question": {"type": "string", "description": "One question, answerable yes or no."}
+            }, "required": ["question"], "additionalProperties": false}),
+        ),
+        def(
+            READ_GUIDANCE,
+            "Read the instructions the project keeps for coding agents (AGENTS.md, CLAUDE.md, GEMINI.md, .github/copilot-instructions.md and the like) at the workspace's root and in each folder down to `path`. Read them before you start.",
+            json!({"type": "object", "properties": {
+                "path": {"type": "string", "description": "A folder of the workspace whose guidance is wanted too (default: the root only)."}
+            }, "additionalProperties": false}),
+        ),
+        def(
+            READ_MEMORY,
+            "Read the notes agents kept about this project in earlier sessions.",
+            json!({"type": "object", "properties": {}, "additionalProperties": false}),
+        ),
+        def(
+            WRITE_MEMORY,
+            "Replace the notes kept about this project for later sessions (or add to them with `append`): what you learned that is not in the code. At most 64 KiB in all.",
+            json!({"type": "object", "properties": {
+                "content": {"type": "string"},
+                "append": {"type": "boolean", "description": "Add `content` at the end instead of replacing the notes."}
+            }, "required": ["content"], "additionalProperties": false}),
+        ),
+        def(
+            RESTRICT_SELF,
+            "Promise a ceiling on your own later calls: every act whose action `action` covers is answered at most `ceiling` for the rest of the session, whatever the policy says. A promise can only narrow (at most 32); to loosen one, call policy_widen.",
+            promise("The actions the promise binds."),
+        ),
+        def(
+            POLICY_WIDEN,
+            "Ask to replace one of your promises with a wider ceiling. `action` names the promise exactly as it was made. It is decided at policy.widen: a person is asked unless a rule answers.",
+            promise("The promise's action, exactly as made."),
+        ),
+    ]
+}
+
+/// The loop's own tools and the session's state.
+pub struct OwnTools {
+    state: Arc<Mutex<State>>,
+    events: Vec<Event>,
+    memory: Result<Memory, String>,
+}
+
+/// The promises as the session's gate reads them: a further term of every
+/// later call's minimum.
+struct Bound(Arc<Mutex<State>>);
+
+impl chock_mcp::Ceiling for Bound {
+    fn ceiling(&self, action: &str) -> Option<(Decision, String)> {
+        let state = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        state
+            .promises
+            .ceiling(action)
+            .map(|p| (p.ceiling, p.shown()))
+    }
+}
+
+impl OwnTools {
+    /// The own tools of the session `tools`, whose every later call is
+    /// held under the promises made here.
+    pub fn new(tools: &InProcess) -> Result<OwnTools, String> {
+        let state = Arc::new(Mutex::new(State::default()));
+        tools.bound_by(Arc::new(Bound(state.clone())))?;
+        Ok(OwnTools {
+            state,
+            events: Vec::new(),
+            memory: Memory::of(tools.project()),
+        })
+    }
+
+    /// The state now.
+    pub fn state(&self) -> State {
+        self.state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Every event so far, in order; [`State::fold`] of them is [`OwnTools::state`].
+    pub fn events(&self) -> &[Event] {
+        &self.events
+    }
+
+    fn record(&mut self, event: Event) {
+        self.state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .apply(&event);
+        self.events.push(event);
+    }
+
+    /// One call, by name: the loop's own tools here, every other to the
+    /// tool server (its own tools and the gateway's). `Ok` is what the
+    /// model reads, `Err` a refusal or an error; either way with the
+    /// session's secrets scrubbed, as every tool's answer is.
+    pub async fn call(
+        &mut self,
+        tools: &InProcess,
+        show: &mut dyn Show,
+        name: &str,
+        arguments: Value,
+    ) -> Result<String, String> {
+        if !definitions().iter().any(|d| d.name == name) {
+            return tools.call(name, arguments).await;
+        }
+        let outcome = self.own(tools, show, name, arguments).await;
+        tools.answer(outcome)
+    }
+
+    async fn own(
+        &mut self,
+        tools: &InProcess,
+        show: &mut dyn Show,
+        name: &str,
+        arguments: Value,
+    ) -> Result<String, String> {
+        match name {
+            UPDATE_PLAN => {
+                let plan = Plan::from_arguments(arguments)?;
+                show.plan(&plan);
+                let said = plan.summary();
+                self.record(Event::Plan { plan });
+                Ok(said)
+            }
+            ASK_USER => ask_user(tools, arguments).await,
+            READ_GUIDANCE => {
+                #[derive(Deserialize)]
+                #[serde(deny_unknown_fields)]
+                struct Args {
+                    path: Option<String>,
+                }
+                let args: Args = parse(name, arguments)?;
+                let folder = args.path.clone().unwrap_or_else(|| ".".into());
+                tools
+                    .decide(name, "call.read_guidance", Some(folder), Vec::new())
+                    .await?;
+                crate::guidance::read(tools, args.path.as_deref())
+            }
+            READ_MEMORY => {
+                let _: Empty = parse(name, arguments)?;
+                let memory = self.memory.as_ref().map_err(Clone::clone)?;
+                let file = memory.file().display().to_string();
+                tools
+                    .decide(name, "call.read_memory", Some(file), Vec::new())
+                    .await?;
+                Ok(memory
+                    .read()?
+                    .unwrap_or_else(|| "no notes are kept about this project yet".into()))
+            }
+            WRITE_MEMORY => {
+                #[derive(Deserialize)]
+                #[serde(deny_unknown_fields)]
+                struct Args {
+                    content: String,
+                    append: Option<bool>,
+                }
+                let args: Args = parse(name, arguments)?;
+                let memory = self.memory.as_ref().map_err(Clone::clone)?;
+                let file = memory.file().display().to_string();
+                tools
+                    .decide(
+                        name,
+                        "call.write_memory",
+                        Some(file.clone()),
+                        vec![format!("{} bytes of notes", args.content.len())],
+                    )
+                    .await?;
+                let text = if args.append == Some(true) {
+                    let mut text = memory.read()?.unwrap_or_default();
+                    if !text.is_empty() && !text.ends_with('\n') {
+                        text.push('\n');
+                    }
+                    text.push_str(&args.content);
+                    text
+                } else {
+                    args.content
+                };
+                memory.write(&text)?;
+                Ok(format!(
+                    "the notes hold {} bytes (of {MEMORY_BYTES}); later sessions read them with read_memory",
+                    text.len()
+                ))
+            }
+            RESTRICT_SELF => self.restrict(Promise::from_arguments(name, arguments)?),
+            POLICY_WIDEN => {
+                let wanted = Promise::from_arguments(name, arguments)?;
+                self.widen(tools, wanted).await
+            }
+            other => Err(format!(
+                "there is no tool named `{other}` among the loop's own"
+            )),
+        }
+    }
+
+    fn restrict(&mut self, promise: Promise) -> Result<String, String> {
+        match self.state().promises.room_for(&promise)? {
+            Change::NoChange => Ok(format!(
+                "no change: `{}` is already held at most {}",
+                promise.action, promise.ceiling
+            )),
+            Change::Widens(current) => Err(format!(
+                "refused: your promises already hold `{}` at most {current}, and a restriction only narrows. To loosen a promise, call {POLICY_WIDEN} naming it exactly; a person is asked.",
+                promise.action
+            )),
+            Change::Narrows => {
+                let said = format!(
+                    "promised: every later act under `{}` is answered at most {} for the rest of this session",
+                    promise.action, promise.ceiling
+                );
+                self.record(Event::Promised { promise });
+                Ok(said)
+            }
+        }
+    }
+
+    async fn widen(&mut self, tools: &InProcess, wanted: Promise) -> Result<String, String> {
+        let held = self.state().promises;
+        let Some(current) = held.on(&wanted.action).cloned() else {
+            let made: Vec<String> = held
+                .held()
+                .iter()
+                .map(|p| format!("`{}`", p.action))
+                .collect();
+            return Err(format!(
+                "{POLICY_WIDEN}: no promise was made on exactly `{}`; the promises are {}",
+                wanted.action,
+                if made.is_empty() {
+                    "none".into()
+                } else {
+                    made.join(", ")
+                }
+            ));
+        };
+        if wanted.ceiling <= current.ceiling {
+            return Err(format!(
+                "{POLICY_WIDEN}: `{}` is held at most {}, and {} is not wider; to narrow it, call {RESTRICT_SELF}",
+                wanted.action, current.ceiling, wanted.ceiling
+            ));
+        }
+        tools
+            .decide(
+                POLICY_WIDEN,
+                WIDEN_ACTION,
+                Some(wanted.action.to_string()),
+                vec![
+                    format!("the agent promised: {}", current.shown()),
+                    format!(
+                        "it asks to raise it to {}, because: {}",
+                        wanted.ceiling, wanted.reason
+                    ),
+                ],
+            )
+            .await?;
+        let action = wanted.action.clone();
+        self.record(Event::Widened {
+            promise: wanted,
+            authorised: true,
+        });
+        let now = self.state().promises.ceiling_over(&action);
+        Ok(format!(
+            "widened: the promise on `{action}` is replaced; that pattern is now held at most {now} by your promises"
+        ))
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Empty {}
+
+fn parse<T: serde::de::DeserializeOwned>(tool: &str, arguments: Value) -> Result<T, String> {
+    let takes = definitions()
+        .into_iter()
+        .find(|d| d.name == tool)
+        .and_then(|d| {
+            d.input_schema["properties"]
+                .as_object()
+                .map(|p| p.keys().cloned().collect::<Vec<_>>().join(", "))
+        })
+        .unwrap_or_default();
+    serde_json::from_value(arguments)
+        .map_err(|e| format!("{tool}: the arguments cannot be read: {e}; it takes {takes}"))
+}
+
+/// `ask_user`: the question goes where every ask goes; nobody there is
+/// said at once, never waited for.
+async fn ask_user(tools: &InProcess, arguments: Value) -> Result<String, String> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Args {
+        question: String,
+    }
+    let args: Args = parse(ASK_USER, arguments)?;
+    let question = args.question.trim();
+    if question.is_empty() || question.len() > QUESTION_BYTES {
+        return Err(format!(
+            "{ASK_USER}: `question` must be given, at most {QUESTION_BYTES} bytes"
+        ));
+    }
+    let asked = Question {
+        action: ASK_USER.into(),
+        decision: Decision::Ask,
+        summary: format!("the agent asks: {question}"),
+        detail: vec!["answer yes or no; the agent reads the answer".into()],
+        rules: Vec::new(),
+    };
+    use chock_mcp::Reply;
+    match tools.ask(ASK_USER, asked).await {
+        Some(Reply::Yes) => Ok("the person answered yes".into()),
+        Some(Reply::No) => Ok("the person answered no".into()),
+        Some(Reply::Cancelled) => Err("nobody answered: the question was dismissed without an answer; decide yourself, or finish and say what you need".into()),
+        Some(Reply::Unanswered(why)) => Err(format!("nobody answered: {why}; decide yourself, or finish and say what you need")),
+        None => Err("nobody can be asked: there is no terminal to ask at and no `chock approve` is running; decide yourself, or finish and say what you need".into()),
+    }
+}
