@@ -24,12 +24,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
+use agent_client_protocol_schema::ProtocolVersion;
 use agent_client_protocol_schema::v1::{
     AgentCapabilities, CancelNotification, ContentBlock, EmbeddedResourceResource, Error,
     Implementation, InitializeRequest, InitializeResponse, NewSessionRequest, NewSessionResponse,
     PromptCapabilities, PromptRequest, PromptResponse, RequestId, SessionId, StopReason,
 };
-use agent_client_protocol_schema::ProtocolVersion;
 use chock_agent::{CancellationToken, How, RunOptions, Session};
 use chock_mcp::local::Finished;
 use serde::de::DeserializeOwned;
@@ -337,7 +337,10 @@ fn prompt_text(blocks: &[ContentBlock]) -> Result<String, Error> {
             ContentBlock::ResourceLink(link) => format!("[{}]({})", link.name, link.uri),
             ContentBlock::Resource(embedded) => match &embedded.resource {
                 EmbeddedResourceResource::TextResourceContents(text) => {
-                    format!("<resource uri=\"{}\">\n{}\n</resource>", text.uri, text.text)
+                    format!(
+                        "<resource uri=\"{}\">\n{}\n</resource>",
+                        text.uri, text.text
+                    )
                 }
                 _ => return Err(unread("a binary resource")),
             },
@@ -382,7 +385,9 @@ mod tests {
             text,
             "fix this\n\n[a.rs](file:///p/a.rs)\n\n<resource uri=\"file:///p/b.rs\">\nfn main() {}\n</resource>"
         );
-        assert!(prompt_text(&[ContentBlock::Image(ImageContent::new("AA==", "image/png"))]).is_err());
+        assert!(
+            prompt_text(&[ContentBlock::Image(ImageContent::new("AA==", "image/png"))]).is_err()
+        );
         assert!(prompt_text(&[ContentBlock::Text(TextContent::new("  "))]).is_err());
     }
 
@@ -392,7 +397,10 @@ mod tests {
         assert_eq!(answer["protocolVersion"], 1);
         assert_eq!(answer["authMethods"], json!([]));
         assert_eq!(answer["agentCapabilities"]["loadSession"], false);
-        assert_eq!(answer["agentCapabilities"]["promptCapabilities"]["embeddedContext"], true);
+        assert_eq!(
+            answer["agentCapabilities"]["promptCapabilities"]["embeddedContext"],
+            true
+        );
         assert_eq!(answer["agentInfo"]["name"], "chock");
     }
 }

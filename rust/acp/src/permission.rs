@@ -38,23 +38,22 @@ impl Asker for Permission {
         let (call, title) = lock(&self.turn.call)
             .clone()
             .unwrap_or_else(|| (question.action.clone(), question.action.clone()));
-        let request = RequestPermissionRequest::new(
-            self.session.clone(),
-            ToolCallUpdate::new(
-                call,
-                ToolCallUpdateFields::new()
-                    .title(title)
-                    .content(vec![ToolCallContent::Content(
-                        agent_client_protocol_schema::v1::Content::new(ContentBlock::Text(
-                            TextContent::new(asked(question)),
+        let request =
+            RequestPermissionRequest::new(
+                self.session.clone(),
+                ToolCallUpdate::new(
+                    call,
+                    ToolCallUpdateFields::new().title(title).content(vec![
+                        ToolCallContent::Content(agent_client_protocol_schema::v1::Content::new(
+                            ContentBlock::Text(TextContent::new(asked(question))),
                         )),
-                    )]),
-            ),
-            vec![
-                PermissionOption::new(ALLOW, "Allow once", PermissionOptionKind::AllowOnce),
-                PermissionOption::new(REJECT, "Reject", PermissionOptionKind::RejectOnce),
-            ],
-        );
+                    ]),
+                ),
+                vec![
+                    PermissionOption::new(ALLOW, "Allow once", PermissionOptionKind::AllowOnce),
+                    PermissionOption::new(REJECT, "Reject", PermissionOptionKind::RejectOnce),
+                ],
+            );
         let answer = self.peer.request("session/request_permission", &request);
         loop {
             match answer.recv_timeout(CANCEL_POLL) {

@@ -217,13 +217,23 @@ mod tests {
     #[test]
     fn messages_are_told_apart_by_their_fields() {
         let request = parse(br#"{"jsonrpc":"2.0","id":3,"method":"initialize","params":{}}"#);
-        assert!(matches!(request, Ok(Incoming::Request { id: RequestId::Number(3), ref method, .. }) if method == "initialize"));
-        let note = parse(br#"{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}"#);
+        assert!(
+            matches!(request, Ok(Incoming::Request { id: RequestId::Number(3), ref method, .. }) if method == "initialize")
+        );
+        let note =
+            parse(br#"{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}"#);
         assert!(matches!(note, Ok(Incoming::Notification { .. })));
-        let answer = parse(br#"{"jsonrpc":"2.0","id":"a","result":{"outcome":{"outcome":"cancelled"}}}"#);
-        assert!(matches!(answer, Ok(Incoming::Response { result: Ok(_), .. })));
+        let answer =
+            parse(br#"{"jsonrpc":"2.0","id":"a","result":{"outcome":{"outcome":"cancelled"}}}"#);
+        assert!(matches!(
+            answer,
+            Ok(Incoming::Response { result: Ok(_), .. })
+        ));
         let failed = parse(br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"no"}}"#);
-        assert!(matches!(failed, Ok(Incoming::Response { result: Err(_), .. })));
+        assert!(matches!(
+            failed,
+            Ok(Incoming::Response { result: Err(_), .. })
+        ));
     }
 
     #[test]

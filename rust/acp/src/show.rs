@@ -98,7 +98,12 @@ fn kind(tool: &str) -> ToolKind {
 fn title(tool: &str, arguments: &Value) -> String {
     let about = ["path", "url", "pattern", "attribute", "expression"]
         .iter()
-        .find_map(|key| arguments.get(key).and_then(Value::as_str).map(str::to_owned))
+        .find_map(|key| {
+            arguments
+                .get(key)
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        })
         .or_else(|| {
             let argv = arguments.get("argv")?.as_array()?;
             Some(

@@ -19,11 +19,11 @@ use std::sync::Arc;
 use chock_mcp::local::{Finished, InProcess};
 use chock_mcp::{Local, ServeOptions};
 use chock_policy::Asker;
+pub use chock_provider::ToolCall;
 use chock_provider::{
     Client, Conversation, Credentials, Model, ProviderError, Request, Settings, StopReason,
     ToolDef, Turn, Usage,
 };
-pub use chock_provider::ToolCall;
 pub use tokio_util::sync::CancellationToken;
 
 /// The agent kind `model.select` and every tool call are decided for.
@@ -204,13 +204,11 @@ impl Session {
         let started = runtime.block_on(async {
             tokio::task::block_in_place(|| {
                 InProcess::start(&serve, caller, |project, policy, log| {
-                    choose(&options, project.dir.display().to_string(), policy, log).map_err(
-                        |e| {
-                            let said = e.to_string();
-                            failed = Some(e);
-                            said
-                        },
-                    )
+                    choose(&options, project.dir.display().to_string(), policy, log).map_err(|e| {
+                        let said = e.to_string();
+                        failed = Some(e);
+                        said
+                    })
                 })
             })
         });
