@@ -283,21 +283,17 @@ impl Server {
     /// The client is gone: every prompt is cancelled and waited for, then
     /// each session's work is offered to `workspace.apply`.
     fn end(&self) -> Vec<SessionEnd> {
-        let made = std::mem::take(&mut *lock(&self.made));
-        for entry in &made {
+        for entry in lock(&self.made).iter() {
             lock(&entry.turn.cancel).cancel();
         }
-        // A session still starting finishes its start, and is ended below.
-        loop {
-            let workers = std::mem::take(&mut *lock(&self.workers));
-            if workers.is_empty() {
-                break;
-            }
-            for worker in workers {
-                let _ = worker.join();
-            }
+        // Nothing reads the client any more, so no worker starts after
+        // these; a session still starting finishes its start, and is
+        // ended below with the others.
+        let workers = std::mem::take(&mut *lock(&self.workers));
+        for worker in workers {
+            let _ = worker.join();
         }
-        let made = [made, std::mem::take(&mut *lock(&self.made))].concat();
+        let made = std::mem::take(&mut *lock(&self.made));
         made.iter()
             .filter_map(|entry| {
                 let session = lock(&entry.session).take()?;

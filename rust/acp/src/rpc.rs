@@ -152,9 +152,9 @@ impl Peer {
 
     /// Answers request `id` with `result`.
     pub fn respond<T: Serialize>(&self, id: RequestId, result: Result<T, Error>) {
-        match result.and_then(|value| {
-            serde_json::to_value(value).map_err(|e| Error::into_internal_error(e))
-        }) {
+        match result
+            .and_then(|value| serde_json::to_value(value).map_err(Error::into_internal_error))
+        {
             Ok(result) => self.write(&json!({"jsonrpc": "2.0", "id": id, "result": result})),
             Err(error) => self.reply_error(id, error),
         }
