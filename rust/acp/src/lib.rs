@@ -9,12 +9,14 @@
 //! each session's work goes through the one `workspace.apply` question, as
 //! at the end of `chock run`. See `docs/acp.md`.
 //!
-//! The messages are the official schema crate's types; the JSON-RPC lines
-//! around them are [`rpc`]'s, one blocking reader and a thread per running
-//! request, since the session and the gate's asker are blocking.
+//! The messages are typed in [`schema`] as the protocol's schema spells
+//! them; the JSON-RPC lines around them are [`rpc`]'s, one blocking reader
+//! and a thread per running request, since the session and the gate's
+//! asker are blocking.
 
 mod permission;
 mod rpc;
+mod schema;
 mod show;
 
 use std::collections::HashMap;
@@ -24,16 +26,17 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
-use agent_client_protocol_schema::ProtocolVersion;
-use agent_client_protocol_schema::v1::{
-    AgentCapabilities, CancelNotification, ContentBlock, EmbeddedResourceResource, Error,
-    Implementation, InitializeRequest, InitializeResponse, NewSessionRequest, NewSessionResponse,
-    PromptCapabilities, PromptRequest, PromptResponse, RequestId, SessionId, StopReason,
-};
 use chock_agent::{CancellationToken, How, RunOptions, Session};
 use chock_mcp::local::Finished;
 use serde::de::DeserializeOwned;
-use serde_json::{Value, json};
+use serde_json::Value;
+
+use crate::rpc::RequestId;
+use crate::schema::{
+    AgentCapabilities, CancelNotification, ContentBlock, Error, Implementation, InitializeRequest,
+    InitializeResponse, NewSessionRequest, NewSessionResponse, PROTOCOL_VERSION,
+    PromptCapabilities, PromptRequest, PromptResponse, StopReason,
+};
 
 pub use rpc::MAX_LINE_BYTES;
 
@@ -75,7 +78,7 @@ pub fn serve(
 struct Server {
     peer: Arc<rpc::Peer>,
     template: RunOptions,
-    sessions: Mutex<HashMap<SessionId, Arc<Entry>>>,
+    sessions: Mutex<HashMap<String, Arc<Entry>>>,
     /// The sessions in the order they were made, to end them in it.
     made: Mutex<Vec<Arc<Entry>>>,
     workers: Mutex<Vec<JoinHandle<()>>>,
@@ -84,7 +87,7 @@ struct Server {
 
 /// One session the client made.
 struct Entry {
-    id: SessionId,
+    id: String,
     project: PathBuf,
     /// `None` once it ended.
     session: Mutex<Option<Session>>,
@@ -122,14 +125,8 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// The params of `method` as its type, or the error that says why not.
 fn params<T: DeserializeOwned>(method: &str, params: Value) -> Result<T, Error> {
-    serde_json::from_value(params).map_err(|e| {
-        Error::invalid_params().data(json!(format!("the params of {method} are not ACP's: {e}")))
-    })
-}
-
-/// A sentence for the person, as the error of a request.
-fn failed(message: impl Into<String>) -> Error {
-    Error::new(-32603, message)
+    serde_json::from_value(params)
+        .map_err(|e| Error::invalid_params(format!("the params of {method} are not ACP's: {e}")))
 }
 
 impl Server {
@@ -157,9 +154,9 @@ impl Server {
             }
             "authenticate" => self.peer.reply_error(
                 id,
-                Error::invalid_params().data(json!(
-                    "chock acp offers no authentication methods: a provider's key is configured in config.zon or stored by `chock login <instance>`"
-                )),
+                Error::invalid_params(
+                    "chock acp offers no authentication methods: a provider's key is configured in config.zon or stored by `chock login <instance>`",
+                ),
             ),
             "session/new" => match params::<NewSessionRequest>(method, value) {
                 Ok(request) => self.work(move |server| {
@@ -174,9 +171,9 @@ impl Server {
             },
             _ => self.peer.reply_error(
                 id,
-                Error::method_not_found().data(json!(format!(
+                Error::method_not_found(format!(
                     "chock acp does not answer {method}: it answers initialize, session/new, session/prompt and session/cancel"
-                ))),
+                )),
             ),
         }
     }
@@ -192,13 +189,13 @@ impl Server {
 
     fn new_session(&self, request: NewSessionRequest) -> Result<NewSessionResponse, Error> {
         if !request.cwd.is_absolute() {
-            return Err(Error::invalid_params().data(json!(format!(
+            return Err(Error::invalid_params(format!(
                 "cwd {} is not an absolute path",
                 request.cwd.display()
-            ))));
+            )));
         }
         let number = self.next_session.fetch_add(1, Ordering::SeqCst);
-        let id = SessionId::new(format!("chock-{}-{number}", std::process::id()));
+        let id = format!("chock-{}-{number}", std::process::id());
         let turn = Arc::new(Turn::new());
         let asker = permission::Permission {
             peer: self.peer.clone(),
@@ -210,7 +207,7 @@ impl Server {
             ..self.template.clone()
         };
         let session = Session::start(options, Arc::new(asker))
-            .map_err(|e| failed(format!("the session could not start: {e}")))?;
+            .map_err(|e| Error::failed(format!("the session could not start: {e}")))?;
         let entry = Arc::new(Entry {
             id: id.clone(),
             project: request.cwd,
@@ -219,7 +216,7 @@ impl Server {
         });
         lock(&self.sessions).insert(id.clone(), entry.clone());
         lock(&self.made).push(entry);
-        Ok(NewSessionResponse::new(id))
+        Ok(NewSessionResponse { session_id: id })
     }
 
     fn prompt(self: &Arc<Self>, id: RequestId, request: PromptRequest) {
@@ -227,7 +224,7 @@ impl Server {
         let Some(entry) = entry else {
             return self
                 .peer
-                .reply_error(id, Error::session_not_found(request.session_id));
+                .reply_error(id, Error::session_not_found(&request.session_id));
         };
         let text = match prompt_text(&request.prompt) {
             Ok(text) => text,
@@ -236,10 +233,10 @@ impl Server {
         if entry.turn.busy.swap(true, Ordering::SeqCst) {
             return self.peer.reply_error(
                 id,
-                Error::invalid_request().data(json!(format!(
+                Error::invalid_request(format!(
                     "session {} is still answering a prompt: cancel it (session/cancel) or wait for its end",
                     entry.id
-                ))),
+                )),
             );
         }
         // The token is the prompt's from now on, so a cancel read after
@@ -261,7 +258,7 @@ impl Server {
     ) -> Result<PromptResponse, Error> {
         let mut held = lock(&entry.session);
         let Some(session) = held.as_mut() else {
-            return Err(Error::session_not_found(entry.id.clone()));
+            return Err(Error::session_not_found(&entry.id));
         };
         let mut updates = show::Updates {
             peer: self.peer.clone(),
@@ -271,13 +268,15 @@ impl Server {
         };
         let how = session
             .prompt(text, &mut updates, cancel)
-            .map_err(|e| failed(e.to_string()))?;
-        Ok(PromptResponse::new(match how {
-            How::Done => StopReason::EndTurn,
-            How::MaxTurns => StopReason::MaxTurnRequests,
-            How::Refusal => StopReason::Refusal,
-            How::Cancelled => StopReason::Cancelled,
-        }))
+            .map_err(|e| Error::failed(e.to_string()))?;
+        Ok(PromptResponse {
+            stop_reason: match how {
+                How::Done => StopReason::EndTurn,
+                How::MaxTurns => StopReason::MaxTurnRequests,
+                How::Refusal => StopReason::Refusal,
+                How::Cancelled => StopReason::Cancelled,
+            },
+        })
     }
 
     /// The client is gone: every prompt is cancelled and waited for, then
@@ -298,7 +297,7 @@ impl Server {
             .filter_map(|entry| {
                 let session = lock(&entry.session).take()?;
                 Some(SessionEnd {
-                    id: entry.id.to_string(),
+                    id: entry.id.clone(),
                     project: entry.project.clone(),
                     workspace: session.finish(true),
                 })
@@ -312,14 +311,23 @@ impl Server {
 /// prompts of text, links and embedded text, and no authentication (a
 /// provider's key is the operator's, `chock login`).
 fn initialized() -> InitializeResponse {
-    InitializeResponse::new(ProtocolVersion::V1)
-        .agent_capabilities(
-            AgentCapabilities::new()
-                .load_session(false)
-                .prompt_capabilities(PromptCapabilities::new().embedded_context(true)),
-        )
-        .auth_methods(Vec::new())
-        .agent_info(Implementation::new("chock", env!("CARGO_PKG_VERSION")).title("Chock"))
+    InitializeResponse {
+        protocol_version: PROTOCOL_VERSION,
+        agent_capabilities: AgentCapabilities {
+            load_session: false,
+            prompt_capabilities: PromptCapabilities {
+                image: false,
+                audio: false,
+                embedded_context: true,
+            },
+        },
+        auth_methods: Vec::new(),
+        agent_info: Implementation {
+            name: "chock".into(),
+            title: "Chock".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        },
+    }
 }
 
 /// The prompt as the text the model reads: text as it is, a link as its
@@ -329,62 +337,60 @@ fn prompt_text(blocks: &[ContentBlock]) -> Result<String, Error> {
     let mut parts = Vec::new();
     for block in blocks {
         parts.push(match block {
-            ContentBlock::Text(text) => text.text.clone(),
-            ContentBlock::ResourceLink(link) => format!("[{}]({})", link.name, link.uri),
-            ContentBlock::Resource(embedded) => match &embedded.resource {
-                EmbeddedResourceResource::TextResourceContents(text) => {
-                    format!(
-                        "<resource uri=\"{}\">\n{}\n</resource>",
-                        text.uri, text.text
-                    )
-                }
-                _ => return Err(unread("a binary resource")),
+            ContentBlock::Text { text } => text.clone(),
+            ContentBlock::ResourceLink { name, uri } => format!("[{name}]({uri})"),
+            ContentBlock::Resource { resource } => match &resource.text {
+                Some(text) => format!("<resource uri=\"{}\">\n{text}\n</resource>", resource.uri),
+                None => return Err(unread("a binary resource")),
             },
-            ContentBlock::Image(_) => return Err(unread("an image")),
-            ContentBlock::Audio(_) => return Err(unread("audio")),
-            _ => return Err(unread("a kind of content ACP version 1 does not name")),
+            ContentBlock::Image {} => return Err(unread("an image")),
+            ContentBlock::Audio {} => return Err(unread("audio")),
+            ContentBlock::Unknown => {
+                return Err(unread("a kind of content ACP version 1 does not name"));
+            }
         });
     }
     if parts.iter().all(|p| p.trim().is_empty()) {
-        return Err(Error::invalid_params().data(json!("the prompt holds no text")));
+        return Err(Error::invalid_params("the prompt holds no text"));
     }
     Ok(parts.join("\n\n"))
 }
 
 fn unread(what: &str) -> Error {
-    Error::invalid_params().data(json!(format!(
+    Error::invalid_params(format!(
         "chock acp reads text, links and embedded text; the prompt holds {what}"
-    )))
+    ))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agent_client_protocol_schema::v1::{
-        EmbeddedResource, ImageContent, ResourceLink, TextContent, TextResourceContents,
-    };
+    use serde_json::json;
+
+    fn blocks(value: Value) -> Vec<ContentBlock> {
+        serde_json::from_value(value).expect("blocks")
+    }
 
     #[test]
     fn a_prompt_is_its_text_links_and_embedded_text() {
-        let text = prompt_text(&[
-            ContentBlock::Text(TextContent::new("fix this")),
-            ContentBlock::ResourceLink(ResourceLink::new("a.rs", "file:///p/a.rs")),
-            ContentBlock::Resource(EmbeddedResource::new(
-                EmbeddedResourceResource::TextResourceContents(TextResourceContents::new(
-                    "fn main() {}",
-                    "file:///p/b.rs",
-                )),
-            )),
-        ])
+        let text = prompt_text(&blocks(json!([
+            {"type": "text", "text": "fix this"},
+            {"type": "resource_link", "name": "a.rs", "uri": "file:///p/a.rs"},
+            {"type": "resource", "resource": {"uri": "file:///p/b.rs", "text": "fn main() {}"}},
+        ])))
         .expect("read");
         assert_eq!(
             text,
             "fix this\n\n[a.rs](file:///p/a.rs)\n\n<resource uri=\"file:///p/b.rs\">\nfn main() {}\n</resource>"
         );
-        assert!(
-            prompt_text(&[ContentBlock::Image(ImageContent::new("AA==", "image/png"))]).is_err()
-        );
-        assert!(prompt_text(&[ContentBlock::Text(TextContent::new("  "))]).is_err());
+        for refused in [
+            json!([{"type": "image", "data": "AA==", "mimeType": "image/png"}]),
+            json!([{"type": "resource", "resource": {"uri": "file:///x", "blob": "AA=="}}]),
+            json!([{"type": "hologram"}]),
+            json!([{"type": "text", "text": "  "}]),
+        ] {
+            assert!(prompt_text(&blocks(refused.clone())).is_err(), "{refused}");
+        }
     }
 
     #[test]

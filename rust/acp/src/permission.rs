@@ -9,14 +9,13 @@ use std::sync::Arc;
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::Duration;
 
-use agent_client_protocol_schema::v1::{
-    ContentBlock, PermissionOption, PermissionOptionKind, RequestPermissionOutcome,
-    RequestPermissionRequest, RequestPermissionResponse, SessionId, TextContent, ToolCallContent,
-    ToolCallUpdate, ToolCallUpdateFields,
-};
 use chock_policy::{Answer, Asker, Question};
 
 use crate::rpc::Peer;
+use crate::schema::{
+    PermissionOption, PermissionOptionKind, PermissionOutcome, RequestPermissionRequest,
+    RequestPermissionResponse, TextBlock, ToolCallContent, ToolCallUpdate,
+};
 use crate::{Turn, lock};
 
 const ALLOW: &str = "allow_once";
@@ -29,7 +28,7 @@ const CANCEL_POLL: Duration = Duration::from_millis(100);
 /// A session's asker: its questions go to the client.
 pub struct Permission {
     pub peer: Arc<Peer>,
-    pub session: SessionId,
+    pub session: String,
     pub turn: Arc<Turn>,
 }
 
@@ -38,22 +37,26 @@ impl Asker for Permission {
         let (call, title) = lock(&self.turn.call)
             .clone()
             .unwrap_or_else(|| (question.action.clone(), question.action.clone()));
-        let request =
-            RequestPermissionRequest::new(
-                self.session.clone(),
-                ToolCallUpdate::new(
-                    call,
-                    ToolCallUpdateFields::new().title(title).content(vec![
-                        ToolCallContent::Content(agent_client_protocol_schema::v1::Content::new(
-                            ContentBlock::Text(TextContent::new(asked(question))),
-                        )),
-                    ]),
-                ),
-                vec![
-                    PermissionOption::new(ALLOW, "Allow once", PermissionOptionKind::AllowOnce),
-                    PermissionOption::new(REJECT, "Reject", PermissionOptionKind::RejectOnce),
-                ],
-            );
+        let option = |id: &str, name: &str, kind| PermissionOption {
+            option_id: id.to_owned(),
+            name: name.to_owned(),
+            kind,
+        };
+        let request = RequestPermissionRequest {
+            session_id: self.session.clone(),
+            tool_call: ToolCallUpdate {
+                tool_call_id: call,
+                title: Some(title),
+                status: None,
+                content: Some(vec![ToolCallContent::Content {
+                    content: TextBlock::new(asked(question)),
+                }]),
+            },
+            options: vec![
+                option(ALLOW, "Allow once", PermissionOptionKind::AllowOnce),
+                option(REJECT, "Reject", PermissionOptionKind::RejectOnce),
+            ],
+        };
         let answer = self.peer.request("session/request_permission", &request);
         loop {
             match answer.recv_timeout(CANCEL_POLL) {
@@ -74,11 +77,9 @@ impl Asker for Permission {
 fn read(value: serde_json::Value) -> Answer {
     match serde_json::from_value::<RequestPermissionResponse>(value) {
         Ok(response) => match response.outcome {
-            RequestPermissionOutcome::Selected(selected) if &*selected.option_id.0 == ALLOW => {
-                Answer::Yes
-            }
-            RequestPermissionOutcome::Selected(_) => Answer::No,
-            _ => Answer::Cancelled,
+            PermissionOutcome::Selected { option_id } if option_id == ALLOW => Answer::Yes,
+            PermissionOutcome::Selected { .. } => Answer::No,
+            PermissionOutcome::Cancelled => Answer::Cancelled,
         },
         Err(_) => Answer::Unavailable,
     }

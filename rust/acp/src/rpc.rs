@@ -10,9 +10,14 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Mutex, PoisonError};
 
-use agent_client_protocol_schema::v1::{Error, RequestId};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+
+use crate::schema::Error;
+
+/// A request's id, as the client wrote it (a number or a string), given
+/// back as it came.
+pub type RequestId = Value;
 
 /// The longest line read from the client; a longer one is refused whole.
 pub const MAX_LINE_BYTES: usize = 64 << 20;
@@ -62,10 +67,8 @@ pub fn read(input: &mut dyn BufRead, peer: &Peer, handle: &mut dyn FnMut(Incomin
         }
         if line.len() > MAX_LINE_BYTES {
             peer.reply_error(
-                RequestId::Null,
-                Error::invalid_request().data(json!(format!(
-                    "a message is longer than {MAX_LINE_BYTES} bytes"
-                ))),
+                Value::Null,
+                Error::invalid_request(format!("a message is longer than {MAX_LINE_BYTES} bytes")),
             );
             // Drop the rest of the long line.
             let mut rest = Vec::new();
@@ -79,17 +82,18 @@ pub fn read(input: &mut dyn BufRead, peer: &Peer, handle: &mut dyn FnMut(Incomin
         }
         match parse(&line) {
             Ok(message) => handle(message),
-            Err(error) => peer.reply_error(RequestId::Null, error),
+            Err(error) => peer.reply_error(Value::Null, error),
         }
     }
 }
 
 fn parse(line: &[u8]) -> Result<Incoming, Error> {
-    let message: Message = serde_json::from_slice(line)
-        .map_err(|e| Error::parse_error().data(json!(e.to_string())))?;
+    let message: Message =
+        serde_json::from_slice(line).map_err(|e| Error::parse_error(e.to_string()))?;
     if message.jsonrpc.as_deref() != Some("2.0") {
-        return Err(Error::invalid_request().data(json!("`jsonrpc` must be \"2.0\"")));
+        return Err(Error::invalid_request("`jsonrpc` must be \"2.0\""));
     }
+    // A null id reads as none (JSON-RPC 1.0's notifications).
     match (message.method, message.id) {
         (Some(method), Some(id)) => Ok(Incoming::Request {
             id,
@@ -105,13 +109,14 @@ fn parse(line: &[u8]) -> Result<Incoming, Error> {
                 (_, Some(error)) => Err(error),
                 (Some(result), None) => Ok(result),
                 (None, None) => {
-                    return Err(Error::invalid_request()
-                        .data(json!("a response holds `result` or `error`")));
+                    return Err(Error::invalid_request(
+                        "a response holds `result` or `error`",
+                    ));
                 }
             };
             Ok(Incoming::Response { id, result })
         }
-        (None, None) => Err(Error::invalid_request().data(json!("no `method` and no `id`"))),
+        (None, None) => Err(Error::invalid_request("no `method` and no `id`")),
     }
 }
 
@@ -153,7 +158,7 @@ impl Peer {
     /// Answers request `id` with `result`.
     pub fn respond<T: Serialize>(&self, id: RequestId, result: Result<T, Error>) {
         match result
-            .and_then(|value| serde_json::to_value(value).map_err(Error::into_internal_error))
+            .and_then(|value| serde_json::to_value(value).map_err(|e| Error::failed(e.to_string())))
         {
             Ok(result) => self.write(&json!({"jsonrpc": "2.0", "id": id, "result": result})),
             Err(error) => self.reply_error(id, error),
@@ -188,12 +193,12 @@ impl Peer {
     /// Hands the client's answer to the request that waits for it; an
     /// answer to nothing we asked is dropped.
     pub fn answered(&self, id: &RequestId, result: Result<Value, Error>) {
-        let RequestId::Number(id) = id else { return };
+        let Some(id) = id.as_i64() else { return };
         let waiting = self
             .waiting
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .remove(id);
+            .remove(&id);
         if let Some(tell) = waiting {
             let _ = tell.send(result);
         }
@@ -218,7 +223,7 @@ mod tests {
     fn messages_are_told_apart_by_their_fields() {
         let request = parse(br#"{"jsonrpc":"2.0","id":3,"method":"initialize","params":{}}"#);
         assert!(
-            matches!(request, Ok(Incoming::Request { id: RequestId::Number(3), ref method, .. }) if method == "initialize")
+            matches!(request, Ok(Incoming::Request { ref id, ref method, .. }) if method == "initialize" && *id == json!(3))
         );
         let note =
             parse(br#"{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}"#);

@@ -8,15 +8,14 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use agent_client_protocol_schema::v1::{
-    Content, ContentBlock, ContentChunk, SessionId, SessionNotification, SessionUpdate,
-    TextContent, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate,
-    ToolCallUpdateFields, ToolKind,
-};
 use chock_agent::Show;
 use serde_json::Value;
 
 use crate::rpc::Peer;
+use crate::schema::{
+    Location, SessionNotification, SessionUpdate, TextBlock, ToolCall, ToolCallContent,
+    ToolCallStatus, ToolCallUpdate, ToolKind,
+};
 use crate::{Turn, lock};
 
 /// The most of a tool's result shown in the editor; the model reads all.
@@ -24,7 +23,7 @@ const SHOWN_BYTES: usize = 16 << 10;
 
 pub struct Updates {
     pub peer: Arc<Peer>,
-    pub session: SessionId,
+    pub session: String,
     pub project: PathBuf,
     pub turn: Arc<Turn>,
 }
@@ -33,36 +32,46 @@ impl Updates {
     fn update(&self, update: SessionUpdate) {
         self.peer.notify(
             "session/update",
-            &SessionNotification::new(self.session.clone(), update),
+            &SessionNotification {
+                session_id: self.session.clone(),
+                update,
+            },
         );
     }
 }
 
 impl Show for Updates {
     fn text(&mut self, piece: &str) {
-        self.update(SessionUpdate::AgentMessageChunk(ContentChunk::new(
-            ContentBlock::Text(TextContent::new(piece)),
-        )));
+        self.update(SessionUpdate::AgentMessageChunk {
+            content: TextBlock::new(piece),
+        });
     }
 
     /// A line about the session, apart from the model's own words.
     fn line(&mut self, line: &str) {
-        self.update(SessionUpdate::AgentThoughtChunk(ContentChunk::new(
-            ContentBlock::Text(TextContent::new(format!("{line}\n"))),
-        )));
+        self.update(SessionUpdate::AgentThoughtChunk {
+            content: TextBlock::new(format!("{line}\n")),
+        });
     }
 
     fn call_started(&mut self, call: &chock_agent::ToolCall) {
         let title = title(&call.name, &call.arguments);
         *lock(&self.turn.call) = Some((call.id.clone(), title.clone()));
-        let mut shown = ToolCall::new(call.id.clone(), title)
-            .kind(kind(&call.name))
-            .status(ToolCallStatus::InProgress)
-            .raw_input(call.arguments.clone());
-        if let Some(path) = call.arguments.get("path").and_then(Value::as_str) {
-            shown = shown.locations(vec![ToolCallLocation::new(self.project.join(path))]);
-        }
-        self.update(SessionUpdate::ToolCall(shown));
+        let location = call
+            .arguments
+            .get("path")
+            .and_then(Value::as_str)
+            .map(|path| Location {
+                path: self.project.join(path),
+            });
+        self.update(SessionUpdate::ToolCall(ToolCall {
+            tool_call_id: call.id.clone(),
+            title,
+            kind: kind(&call.name),
+            status: ToolCallStatus::InProgress,
+            raw_input: call.arguments.clone(),
+            locations: location.into_iter().collect(),
+        }));
     }
 
     fn call_ended(&mut self, call: &chock_agent::ToolCall, outcome: &Result<String, String>) {
@@ -71,14 +80,14 @@ impl Show for Updates {
             Ok(result) => (ToolCallStatus::Completed, result),
             Err(why) => (ToolCallStatus::Failed, why),
         };
-        self.update(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
-            call.id.clone(),
-            ToolCallUpdateFields::new()
-                .status(status)
-                .content(vec![ToolCallContent::Content(Content::new(
-                    ContentBlock::Text(TextContent::new(cut(said))),
-                ))]),
-        )));
+        self.update(SessionUpdate::ToolCallUpdate(ToolCallUpdate {
+            tool_call_id: call.id.clone(),
+            title: None,
+            status: Some(status),
+            content: Some(vec![ToolCallContent::Content {
+                content: TextBlock::new(cut(said)),
+            }]),
+        }));
     }
 }
 
