@@ -5,8 +5,8 @@
 //! whose tool call asks, answered allow (the file written and applied
 //! when the client leaves) or reject (refused, naming the rule); the
 //! model's text and each tool call streamed as session/update; a turn
-//! cancelled while its command runs; a second prompt continuing the same
-//! conversation. Needs node, user namespaces and Landlock.
+//! cancelled while its command runs, and one while the model's reply
+//! streams; a second prompt continuing the same conversation. Needs node, user namespaces and Landlock.
 
 #[path = "../../provider/tests/loopback/mod.rs"]
 mod loopback;
@@ -16,7 +16,7 @@ mod sandbox_fixture;
 use std::process::Command;
 
 use chock_policy::ProviderKind;
-use loopback::Server;
+use loopback::{Piece, Server};
 use run_support::{project, reply};
 use sandbox_fixture::{Fixture, describe};
 use serde_json::{Value, json};
@@ -243,7 +243,7 @@ fn a_cancelled_turn_stops_its_command_and_the_conversation_goes_on() {
     let report = drive(
         &fx,
         "allow",
-        json!([{"text": "sleep", "cancelOnToolCall": true}, {"text": "and now?"}]),
+        json!([{"text": "sleep", "cancelOn": "tool_call"}, {"text": "and now?"}]),
     );
     assert_eq!(stop_reasons(&report), ["cancelled", "end_turn"]);
     let after = report["stops"][0]["afterCancelMs"]
@@ -268,4 +268,55 @@ fn a_cancelled_turn_stops_its_command_and_the_conversation_goes_on() {
     );
     let stderr = report["stderr"].as_str().unwrap_or_default();
     assert!(stderr.contains("held no work"), "{stderr}");
+}
+
+#[test]
+fn a_reply_cancelled_while_it_streams_is_dropped() {
+    let kind = ProviderKind::Anthropic;
+    // The reply's text arrives, then the stream stalls before its end.
+    let whole: Vec<u8> = reply(kind, "Thinking about it.", &[])
+        .body
+        .into_iter()
+        .flat_map(|piece| match piece {
+            Piece::Bytes(bytes) => bytes,
+            Piece::Pause(_) | Piece::Hang(_) => Vec::new(),
+        })
+        .collect();
+    let stall = whole
+        .windows(b"event: content_block_stop".len())
+        .position(|w| w == b"event: content_block_stop")
+        .expect("the text block ends");
+    let mut slow = reply(kind, "", &[]);
+    slow.body = vec![
+        Piece::Bytes(whole[..stall].to_vec()),
+        Piece::Pause(std::time::Duration::from_secs(60)),
+        Piece::Bytes(whole[stall..].to_vec()),
+    ];
+    let server = Server::start(vec![slow, reply(kind, "Here again.", &[])]);
+    let fx = project(kind, &server, "");
+    let report = drive(
+        &fx,
+        "allow",
+        json!([
+            {"text": "think hard", "cancelOn": "agent_message_chunk"},
+            {"text": "never mind"}
+        ]),
+    );
+    assert_eq!(stop_reasons(&report), ["cancelled", "end_turn"]);
+    let after = report["stops"][0]["afterCancelMs"]
+        .as_u64()
+        .expect("the time from cancel to the answer");
+    assert!(
+        after < 30_000,
+        "the stream was dropped, not waited for: {after} ms"
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2, "{report:#}");
+    let second = requests[1].body["messages"].to_string();
+    assert!(
+        second.contains("think hard")
+            && second.contains("never mind")
+            && !second.contains("Thinking about it."),
+        "the prompts go on, the reply cut short does not: {second}"
+    );
 }

@@ -1,15 +1,15 @@
 // An editor, as far as the tests need one: the reference ACP client
 // library (@agentclientprotocol/sdk, installed by scripts/setup) starts
 // `chock acp`, initializes, makes a session in the project, sends each
-// prompt of the plan in turn (cancelling one when its first tool call
-// shows, if the plan says so), answers every permission question as the
+// prompt of the plan in turn (cancelling one when its first update of a
+// kind shows, if the plan says so), answers every permission question as the
 // plan says, then closes the agent's stdin and waits for it to exit.
 // Everything it saw is printed as one JSON object on stdout.
 //
 //   node client.mjs PLAN_JSON
 //   PLAN_JSON: {"command": [program, args...], "cwd": dir,
 //               "permission": "allow" | "reject",
-//               "prompts": [{"text": ..., "cancelOnToolCall": bool}]}
+//               "prompts": [{"text": ..., "cancelOn": sessionUpdate kind}]}
 
 import { spawn } from "node:child_process";
 import { Readable, Writable } from "node:stream";
@@ -29,7 +29,7 @@ let stderr = "";
 agent.stderr.on("data", (d) => (stderr += d));
 const exited = new Promise((done) => agent.on("exit", (code) => done(code)));
 
-let onToolCall = null;
+let onUpdate = null;
 const app = acp
   .client({ name: "chock-acp-test" })
   .onRequest(acp.methods.client.session.requestPermission, ({ params }) => {
@@ -40,8 +40,8 @@ const app = acp
   })
   .onNotification(acp.methods.client.session.update, ({ params }) => {
     events.push({ update: params.update });
-    if (params.update.sessionUpdate === "tool_call" && onToolCall) {
-      onToolCall(params.sessionId);
+    if (onUpdate) {
+      onUpdate(params);
     }
   });
 
@@ -64,9 +64,10 @@ try {
     report.sessionId = session.sessionId;
     report.stops = [];
     for (const prompt of plan.prompts) {
-      onToolCall = prompt.cancelOnToolCall
-        ? (sessionId) => {
-            onToolCall = null;
+      onUpdate = prompt.cancelOn
+        ? ({ sessionId, update }) => {
+            if (update.sessionUpdate !== prompt.cancelOn) return;
+            onUpdate = null;
             report.cancelledAt = Date.now();
             ctx.notify(acp.methods.agent.session.cancel, { sessionId });
           }
