@@ -33,7 +33,7 @@ pub const CALLER: &str = "chock-run";
 /// The most tokens one reply may hold.
 pub const MAX_TOKENS: u32 = 16384;
 
-/// How `chock run` was started.
+/// How a session is started (`chock run`, and each of `chock acp`'s).
 #[derive(Clone)]
 pub struct RunOptions {
     /// The project (default: found from the working directory).
