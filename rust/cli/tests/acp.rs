@@ -3,7 +3,8 @@
 //! starts the real binary in a real git project, against the provider
 //! crate's scripted loopback server (`tests/acp/client.mjs`). A prompt
 //! whose tool call asks, answered allow (the file written and applied
-//! when the client leaves) or reject (refused, naming the rule); the
+//! when the client leaves), reject (refused, naming the rule), or not at
+//! all (the client fails the request: refused, naming the rule to add); the
 //! model's text and each tool call streamed as session/update; a turn
 //! cancelled while its command runs, and one while the model's reply
 //! streams; a second prompt continuing the same conversation. Needs node, user namespaces and Landlock.
@@ -222,6 +223,26 @@ fn a_rejected_ask_is_refused_and_the_model_told() {
     let logged = fx.last_logged("call.write_file");
     assert_eq!(logged["decision"], "deny", "{logged}");
     assert_eq!(logged["answered_by"], "person", "{logged}");
+}
+
+#[test]
+fn a_question_the_client_cannot_answer_is_refused_naming_the_rule() {
+    let kind = ProviderKind::Anthropic;
+    let server = writer(kind, "Nobody answered.");
+    let fx = project(kind, &server, ASK_WRITE);
+    let report = drive(&fx, "error", json!([{"text": "write a note"}]));
+    assert_eq!(stop_reasons(&report), ["end_turn"]);
+    assert_eq!(permissions(&report).len(), 1, "{report:#}");
+    let ended = updates(&report, "tool_call_update");
+    assert_eq!(ended[0]["status"], "failed", "{report:#}");
+    let refusal = ended[0]["content"].to_string();
+    assert!(
+        refusal.contains("call.write_file") && refusal.contains(".decision = .allow"),
+        "the refusal names the rule that would allow it: {refusal}"
+    );
+    assert!(!fx.project.join("note.txt").exists());
+    let logged = fx.last_logged("call.write_file");
+    assert_eq!(logged["answered_by"], "nobody", "{logged}");
 }
 
 #[test]

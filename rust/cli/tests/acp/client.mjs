@@ -8,7 +8,8 @@
 //
 //   node client.mjs PLAN_JSON
 //   PLAN_JSON: {"command": [program, args...], "cwd": dir,
-//               "permission": "allow" | "reject",
+//               "permission": "allow" | "reject" | "error" (the client
+//                             cannot answer: its handler throws),
 //               "prompts": [{"text": ..., "cancelOn": sessionUpdate kind}]}
 
 import { spawn } from "node:child_process";
@@ -34,6 +35,9 @@ const app = acp
   .client({ name: "chock-acp-test" })
   .onRequest(acp.methods.client.session.requestPermission, ({ params }) => {
     events.push({ permission: params });
+    if (plan.permission === "error") {
+      throw new Error("nobody is at this editor");
+    }
     const kind = plan.permission === "allow" ? "allow_once" : "reject_once";
     const option = params.options.find((o) => o.kind === kind);
     return { outcome: { outcome: "selected", optionId: option.optionId } };
