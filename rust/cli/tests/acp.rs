@@ -341,3 +341,69 @@ fn a_reply_cancelled_while_it_streams_is_dropped() {
         "the prompts go on, the reply cut short does not: {second}"
     );
 }
+
+#[test]
+fn what_chock_acp_cannot_do_is_answered_with_the_error_that_says_why() {
+    use std::io::Write;
+    use std::process::Stdio;
+    let kind = ProviderKind::Anthropic;
+    let server = Server::start(vec![]);
+    let fx = project(kind, &server, "");
+    // Not a git repository: no session workspace can be made there.
+    let elsewhere = fx.home.display().to_string();
+    let lines = [
+        "this is not json".to_owned(),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}).to_string(),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "session/load", "params": {}}).to_string(),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "session/new", "params": {"cwd": "relative", "mcpServers": []}}).to_string(),
+        json!({"jsonrpc": "2.0", "id": 4, "method": "session/new", "params": {"cwd": elsewhere, "mcpServers": []}}).to_string(),
+        json!({"jsonrpc": "2.0", "id": 5, "method": "session/prompt", "params": {"sessionId": "nope", "prompt": [{"type": "text", "text": "hi"}]}}).to_string(),
+        json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": "nope"}}).to_string(),
+    ];
+    let mut agent = fx
+        .chock()
+        .args(["acp", "--model", "m1"])
+        .env_remove("CHOCK_PROVIDER")
+        .env_remove("CHOCK_MODEL")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn chock acp");
+    let mut input = agent.stdin.take().expect("stdin");
+    for line in &lines {
+        writeln!(input, "{line}").expect("write");
+    }
+    drop(input);
+    let out = agent.wait_with_output().expect("chock acp ends");
+    assert!(out.status.success(), "{}", describe(&out));
+    let answers: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each line of stdout is JSON"))
+        .collect();
+    let by_id = |id: Value| {
+        answers
+            .iter()
+            .find(|a| a["id"] == id)
+            .unwrap_or_else(|| panic!("no answer to {id}: {answers:#?}"))
+    };
+    assert_eq!(by_id(Value::Null)["error"]["code"], -32700);
+    assert_eq!(
+        by_id(json!(1))["error"]["code"],
+        -32602,
+        "initialize without protocolVersion"
+    );
+    assert_eq!(by_id(json!(2))["error"]["code"], -32601);
+    assert_eq!(by_id(json!(3))["error"]["code"], -32602);
+    let not_git = by_id(json!(4))["error"]["message"].to_string();
+    assert!(
+        not_git.contains("could not start") && not_git.contains("git"),
+        "{not_git}"
+    );
+    assert_eq!(by_id(json!(5))["error"]["code"], -32002);
+    assert_eq!(
+        answers.len(),
+        6,
+        "the notification is not answered: {answers:#?}"
+    );
+}
