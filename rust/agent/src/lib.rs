@@ -12,6 +12,10 @@
 //! project's guidance and memory, and promises about its own acts
 //! ([`ratchet`]), kept as events of the session's [`state`]. See
 //! `docs/run.md`.
+//!
+//! [`run`] is one task from start to end; a [`Session`] keeps the
+//! conversation and the workspace across prompts, each of which may be
+//! cancelled (`chock acp`, `docs/acp.md`).
 
 pub mod guidance;
 pub mod memory;
@@ -27,10 +31,12 @@ use std::sync::Arc;
 use chock_mcp::local::{Finished, InProcess};
 use chock_mcp::{Local, ServeOptions};
 use chock_policy::Asker;
+pub use chock_provider::ToolCall;
 use chock_provider::{
-    Client, Conversation, Credentials, Model, ProviderError, Request, Settings, ToolDef, Turn,
-    Usage,
+    Client, Conversation, Credentials, Model, ProviderError, Request, Settings, StopReason,
+    ToolDef, Turn, Usage,
 };
+pub use tokio_util::sync::CancellationToken;
 
 /// The agent kind `model.select` and every tool call are decided for.
 pub const AGENT_KIND: &str = chock_mcp::AGENT_KIND;
@@ -39,7 +45,8 @@ pub const CALLER: &str = "chock-run";
 /// The most tokens one reply may hold.
 pub const MAX_TOKENS: u32 = 16384;
 
-/// How `chock run` was started.
+/// How a session is started (`chock run`, and each of `chock acp`'s).
+#[derive(Clone)]
 pub struct RunOptions {
     /// The project (default: found from the working directory).
     pub project: Option<PathBuf>,
@@ -47,14 +54,12 @@ pub struct RunOptions {
     pub provider: Option<String>,
     /// The model id, as it goes on the wire.
     pub model: String,
-    /// The most requests sent to the model.
+    /// The most requests sent to the model for one prompt.
     pub max_turns: u32,
     /// Copy the project's uncommitted work into the session workspace.
     pub allow_dirty: bool,
     /// The dev shell run_command uses (default: chock.zon's, else `default`).
     pub dev_shell: Option<String>,
-    /// What the person asks for.
-    pub task: String,
     /// How hard the client tries and how long it waits.
     pub settings: Settings,
 }
@@ -70,6 +75,15 @@ pub trait Show: Send {
         for step in plan.lines() {
             self.line(&format!("plan {step}"));
         }
+    }
+    /// A tool call the model asked for, before it goes through the gate.
+    fn call_started(&mut self, call: &ToolCall) {
+        let _ = call;
+    }
+    /// How a tool call was answered: `Ok` its result, `Err` the refusal or
+    /// error the model reads. By default one line ([`Show::line`]).
+    fn call_ended(&mut self, call: &ToolCall, outcome: &Result<String, String>) {
+        self.line(&call_line(&call.name, &call.arguments, outcome));
     }
 }
 
@@ -89,12 +103,19 @@ pub struct Ended {
     pub events: Vec<state::Event>,
 }
 
+/// How one prompt ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum How {
     /// The model stopped calling tools.
     Done,
     /// It was still calling tools after `max_turns` requests.
     MaxTurns,
+    /// The model refused to go on (the provider's `refusal` or
+    /// `content_filter` stop).
+    Refusal,
+    /// The prompt's token was cancelled: the reply streaming was dropped,
+    /// the call running ended, the calls after it not run.
+    Cancelled,
 }
 
 /// Why a session could not start or go on.
@@ -130,9 +151,7 @@ fn system_prompt(withheld: &[String]) -> String {
     let mut text = format!(
         "You are a coding agent working in a person's project through Chock. {} \
 You work on a session workspace, a copy of the project's repository: when you finish, \
-your work is offered to the person to apply. Commands also have a scratchpad for notes and \
-intermediate files at $CHOCK_SCRATCHPAD, never applied and removed at the end. \
-Finish by answering without calling a tool.",
+your work is offered to the person to apply. Finish by answering without calling a tool.",
         chock_mcp::INSTRUCTIONS
     );
     for why in withheld {
@@ -141,131 +160,259 @@ Finish by answering without calling a tool.",
     text
 }
 
-/// Runs one session to its end; `person` is asked first when an act needs
-/// a yes (then `chock approve`).
+/// Runs one session to its end on `task`; `person` is asked first when an
+/// act needs a yes (then `chock approve`).
 pub fn run(
     options: RunOptions,
+    task: &str,
     person: Arc<dyn Asker + Send + Sync>,
     show: &mut dyn Show,
 ) -> Result<Ended, RunError> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(RunError::Runtime)?;
-    runtime.block_on(session(options, person, show))
-}
-
-async fn session(
-    options: RunOptions,
-    person: Arc<dyn Asker + Send + Sync>,
-    show: &mut dyn Show,
-) -> Result<Ended, RunError> {
-    let scratchpad = scratch::Scratchpad::make().map_err(RunError::Own)?;
-    let serve = ServeOptions {
-        project: options.project.clone(),
-        workspace: true,
-        allow_dirty: options.allow_dirty,
-        workspace_prefix: "run",
-        dev_shell: options.dev_shell.clone(),
-        scratchpad: Some(scratchpad.dir().to_path_buf()),
-        ..ServeOptions::default()
-    };
-    let caller = Local {
-        name: CALLER.into(),
-        person,
-    };
-    // model.select first, once the policy is read: a refused model stops
-    // the run before a workspace is made.
-    let mut failed: Option<RunError> = None;
-    let started = tokio::task::block_in_place(|| {
-        InProcess::start(&serve, caller, |project, policy, log| {
-            choose(&options, project.dir.display().to_string(), policy, log).map_err(|e| {
-                let said = e.to_string();
-                failed = Some(e);
-                said
-            })
-        })
-    });
-    let (tools, client) = match (started, failed) {
-        (Ok(started), _) => started,
-        (Err(_), Some(e)) => return Err(e),
-        (Err(e), None) => return Err(e.into()),
-    };
-    let mut own = own_tools::OwnTools::new(&tools).map_err(RunError::Own)?;
-    let mut offered = own_tools::definitions();
-    offered.extend(tools.tools().await.into_iter().map(|t| ToolDef {
-        name: t.name,
-        description: t.description,
-        input_schema: t.input_schema,
-    }));
-    let mut conversation = Conversation {
-        system: Some(system_prompt(&tools.withheld())),
-        turns: vec![Turn::User(options.task.clone())],
-        tools: offered,
-    };
-    let mut turns = 0;
-    let how = loop {
-        if turns >= options.max_turns {
-            break How::MaxTurns;
-        }
-        turns += 1;
-        let request = Request {
-            model: &options.model,
-            max_tokens: MAX_TOKENS,
-            conversation: &conversation,
-        };
-        let sent = client.send(&request, &mut |piece| show.text(piece)).await;
-        let reply = match sent {
-            Ok(reply) => reply,
-            Err(e) => {
-                // The work so far is kept, never lost.
-                tools.finish(false).await;
-                // Background commands end before their scratchpad goes.
-                drop(tools);
-                if let Err(left) = scratchpad.remove() {
-                    show.line(&left);
-                }
-                return Err(e.into());
+    let mut session = Session::start(options, person)?;
+    let how = match session.prompt(task, show, &CancellationToken::new()) {
+        Ok(how) => how,
+        Err(e) => {
+            // The work so far is kept, never lost.
+            let closed = session.finish(false);
+            if let Some(left) = closed.scratchpad_left {
+                show.line(&left);
             }
-        };
-        if !reply.text.is_empty() && !reply.text.ends_with('\n') {
-            show.text("\n");
-        }
-        conversation.turns.push(reply.turn());
-        if reply.tool_calls.is_empty() {
-            break How::Done;
-        }
-        for call in reply.tool_calls {
-            let outcome = own
-                .call(&tools, show, &call.name, call.arguments.clone())
-                .await;
-            show.line(&call_line(&call.name, &call.arguments, &outcome));
-            let (content, is_error) = match outcome {
-                Ok(text) => (text, false),
-                Err(text) => (text, true),
-            };
-            conversation.turns.push(Turn::ToolResult {
-                call_id: call.id,
-                content,
-                is_error,
-            });
+            return Err(e);
         }
     };
-    // Only finished work is offered; work stopped at max turns is kept.
-    let workspace = tools.finish(how == How::Done).await;
-    // Background commands end before their scratchpad goes.
-    drop(tools);
-    if let Err(left) = scratchpad.remove() {
+    let turns = session.requests;
+    let usage = session.used();
+    let state = session.state();
+    let events = session.events().to_vec();
+    // Only finished work is offered; work stopped early is kept.
+    let closed = session.finish(how == How::Done);
+    if let Some(left) = closed.scratchpad_left {
         show.line(&left);
     }
     Ok(Ended {
         how,
         turns,
-        usage: client.used(),
-        workspace,
-        state: own.state(),
-        events: own.events().to_vec(),
+        usage,
+        workspace: closed.workspace,
+        state,
+        events,
     })
+}
+
+/// A session: the model decided, the workspace made, and one conversation
+/// that each prompt continues.
+pub struct Session {
+    tools: InProcess,
+    own: own_tools::OwnTools,
+    client: Client,
+    conversation: Conversation,
+    model: String,
+    max_turns: u32,
+    /// Requests sent over the session.
+    requests: u32,
+    // After the tools, so background commands end before it goes.
+    scratchpad: scratch::Scratchpad,
+    // Last, so the tool server's session ends before its runtime does.
+    runtime: tokio::runtime::Runtime,
+}
+
+/// How a session's end went.
+#[derive(Debug)]
+pub struct Closed {
+    /// What became of the workspace's work.
+    pub workspace: Finished,
+    /// The scratchpad could not be removed: where it is left, and why.
+    pub scratchpad_left: Option<String>,
+}
+
+impl Session {
+    /// Decides `model.select`, then makes the workspace and the tool
+    /// server's session; a refused model makes nothing.
+    pub fn start(
+        options: RunOptions,
+        person: Arc<dyn Asker + Send + Sync>,
+    ) -> Result<Session, RunError> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .map_err(RunError::Runtime)?;
+        let scratchpad = scratch::Scratchpad::make().map_err(RunError::Own)?;
+        let serve = ServeOptions {
+            project: options.project.clone(),
+            workspace: true,
+            allow_dirty: options.allow_dirty,
+            workspace_prefix: "run",
+            dev_shell: options.dev_shell.clone(),
+            scratchpad: Some(scratchpad.dir().to_path_buf()),
+            ..ServeOptions::default()
+        };
+        let caller = Local {
+            name: CALLER.into(),
+            person,
+        };
+        // model.select first, once the policy is read: a refused model stops
+        // the run before a workspace is made.
+        let mut failed: Option<RunError> = None;
+        let started = runtime.block_on(async {
+            tokio::task::block_in_place(|| {
+                InProcess::start(&serve, caller, |project, policy, log| {
+                    choose(&options, project.dir.display().to_string(), policy, log).map_err(|e| {
+                        let said = e.to_string();
+                        failed = Some(e);
+                        said
+                    })
+                })
+            })
+        });
+        let (tools, client) = match (started, failed) {
+            (Ok(started), _) => started,
+            (Err(_), Some(e)) => return Err(e),
+            (Err(e), None) => return Err(e.into()),
+        };
+        let own = own_tools::OwnTools::new(&tools).map_err(RunError::Own)?;
+        let mut offered = own_tools::definitions();
+        offered.extend(
+            runtime
+                .block_on(tools.tools())
+                .into_iter()
+                .map(|t| ToolDef {
+                    name: t.name,
+                    description: t.description,
+                    input_schema: t.input_schema,
+                }),
+        );
+        let conversation = Conversation {
+            system: Some(system_prompt(&tools.withheld())),
+            turns: Vec::new(),
+            tools: offered,
+        };
+        Ok(Session {
+            tools,
+            own,
+            client,
+            conversation,
+            model: options.model,
+            max_turns: options.max_turns,
+            requests: 0,
+            scratchpad,
+            runtime,
+        })
+    }
+
+    /// Adds the person's `text` to the conversation and runs the loop until
+    /// the model stops calling tools, `max_turns` requests were sent for
+    /// it, or `cancel` is cancelled. A failed request ends the prompt; the
+    /// session stays usable.
+    pub fn prompt(
+        &mut self,
+        text: &str,
+        show: &mut dyn Show,
+        cancel: &CancellationToken,
+    ) -> Result<How, RunError> {
+        let runtime = self.runtime.handle().clone();
+        runtime.block_on(self.turns(text, show, cancel))
+    }
+
+    async fn turns(
+        &mut self,
+        text: &str,
+        show: &mut dyn Show,
+        cancel: &CancellationToken,
+    ) -> Result<How, RunError> {
+        self.conversation.turns.push(Turn::User(text.to_owned()));
+        let mut sent = 0;
+        loop {
+            if cancel.is_cancelled() {
+                return Ok(How::Cancelled);
+            }
+            if sent >= self.max_turns {
+                return Ok(How::MaxTurns);
+            }
+            sent += 1;
+            self.requests += 1;
+            let request = Request {
+                model: &self.model,
+                max_tokens: MAX_TOKENS,
+                conversation: &self.conversation,
+            };
+            // A reply cut short is dropped whole: the conversation keeps
+            // only whole turns.
+            let mut streamed = |piece: &str| show.text(piece);
+            let reply = tokio::select! {
+                reply = self.client.send(&request, &mut streamed) => reply?,
+                () = cancel.cancelled() => return Ok(How::Cancelled),
+            };
+            if !reply.text.is_empty() && !reply.text.ends_with('\n') {
+                show.text("\n");
+            }
+            self.conversation.turns.push(reply.turn());
+            if reply.tool_calls.is_empty() {
+                return Ok(match &reply.stop {
+                    StopReason::Other(why) if why == "refusal" || why == "content_filter" => {
+                        How::Refusal
+                    }
+                    _ => How::Done,
+                });
+            }
+            // Every call gets a result, so the next prompt continues a
+            // conversation the provider accepts.
+            for call in reply.tool_calls {
+                let outcome = if cancel.is_cancelled() {
+                    Err("not run: the person cancelled the turn".to_owned())
+                } else {
+                    show.call_started(&call);
+                    let outcome = self
+                        .own
+                        .call(&self.tools, show, &call.name, call.arguments.clone(), cancel)
+                        .await;
+                    show.call_ended(&call, &outcome);
+                    outcome
+                };
+                let (content, is_error) = match outcome {
+                    Ok(text) => (text, false),
+                    Err(text) => (text, true),
+                };
+                self.conversation.turns.push(Turn::ToolResult {
+                    call_id: call.id,
+                    content,
+                    is_error,
+                });
+            }
+        }
+    }
+
+    /// Tokens used over the session.
+    pub fn used(&self) -> Usage {
+        self.client.used()
+    }
+
+    /// The session's state now (the plan, the promises).
+    pub fn state(&self) -> state::State {
+        self.own.state()
+    }
+
+    /// The events that state is the fold of, in order.
+    pub fn events(&self) -> &[state::Event] {
+        self.own.events()
+    }
+
+    /// Ends the session: with `apply`, its work goes through the one
+    /// `workspace.apply` question; whatever is not applied is kept. The
+    /// scratchpad goes after the background commands that may use it.
+    pub fn finish(self, apply: bool) -> Closed {
+        let Session {
+            tools,
+            scratchpad,
+            runtime,
+            ..
+        } = self;
+        let workspace = runtime.block_on(tools.finish(apply));
+        drop(tools);
+        Closed {
+            workspace,
+            scratchpad_left: scratchpad.remove().err(),
+        }
+    }
 }
 
 /// The instance and model decided (`model.select`), and the client for them.

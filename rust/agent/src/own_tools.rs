@@ -24,7 +24,7 @@ use chock_provider::ToolDef;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::Show;
+use crate::{CancellationToken, Show};
 use crate::memory::{MEMORY_BYTES, Memory};
 use crate::plan::Plan;
 use crate::ratchet::{Change, Promise};
@@ -172,9 +172,10 @@ impl OwnTools {
         show: &mut dyn Show,
         name: &str,
         arguments: Value,
+        cancel: &CancellationToken,
     ) -> Result<String, String> {
         if !definitions().iter().any(|d| d.name == name) {
-            return tools.call(name, arguments).await;
+            return tools.call(name, arguments, cancel).await;
         }
         let outcome = self.own(tools, show, name, arguments).await;
         tools.answer(outcome)

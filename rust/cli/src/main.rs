@@ -79,6 +79,8 @@ enum Command {
     Mcp(commands::mcp::Args),
     /// Run Chock's own agent session on a task in this project: a model of config.zon, Chock's tools through the gate, the work applied at the end.
     Run(commands::run::Args),
+    /// Serve Chock's own agent session to an editor (Zed and others) over the Agent Client Protocol on stdio.
+    Acp(commands::acp::Args),
     /// Answer the questions a running `chock mcp` server is waiting on.
     Approve(commands::approve::Args),
     /// Store a provider instance's key in the credential store (read without echo, or from stdin); --list, --remove.
@@ -129,6 +131,7 @@ fn main() -> ExitCode {
         Command::Workspace(a) => commands::workspace::run(a),
         Command::Mcp(a) => commands::mcp::run(a),
         Command::Run(a) => commands::run::run(a),
+        Command::Acp(a) => commands::acp::run(a),
         Command::Approve(a) => commands::approve::run(a),
         Command::Login(a) => commands::login::run(a),
         Command::Migrate(a) => commands::migrate::run(a),

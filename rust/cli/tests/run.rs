@@ -8,136 +8,16 @@
 
 #[path = "../../provider/tests/loopback/mod.rs"]
 mod loopback;
+mod run_support;
 mod sandbox_fixture;
 
 use std::process::Output;
 
 use chock_policy::ProviderKind;
-use loopback::{Scripted, Server, event};
+use loopback::Server;
+use run_support::{APPLY_ALLOWED, project, reply};
 use sandbox_fixture::{Fixture, describe, git_stdout as git, text};
 use serde_json::{Value, json};
-
-const APPLY_ALLOWED: &str = r#".{ .action = "workspace.apply", .decision = .allow }"#;
-
-/// A git project on `main` with `a.txt`, chock.zon's rules `rules` after
-/// workspace.apply allowed (merge mode), and config.zon naming one
-/// instance, `loop`, of `kind` at `server`.
-fn project(kind: ProviderKind, server: &Server, rules: &str) -> Fixture {
-    let fx = Fixture::host();
-    git(&fx.project, &["init", "-q", "-b", "main"]);
-    std::fs::write(fx.project.join("a.txt"), "one\n").expect("a.txt");
-    fx.zon(&format!(
-        ".{{ .apply = .{{ .mode = .merge }}, .policy = .{{ .rules = .{{ {APPLY_ALLOWED}, {rules} }} }} }}\n"
-    ));
-    git(&fx.project, &["add", "."]);
-    git(&fx.project, &["commit", "-q", "-m", "init"]);
-    let (kind_name, base) = match kind {
-        ProviderKind::Anthropic => ("anthropic", format!("http://127.0.0.1:{}", server.port)),
-        ProviderKind::OpenaiChat => (
-            "openai_chat",
-            format!("http://127.0.0.1:{}/v1", server.port),
-        ),
-        ProviderKind::OpenaiResponses => (
-            "openai_responses",
-            format!("http://127.0.0.1:{}/v1", server.port),
-        ),
-    };
-    let config = fx.root().join("config/chock");
-    std::fs::create_dir_all(&config).expect("config dir");
-    std::fs::write(
-        config.join("config.zon"),
-        format!(
-            ".{{ .providers = .{{ .{{ .name = \"loop\", .kind = .{kind_name}, .base_url = \"{base}\", .key = .none }} }} }}\n"
-        ),
-    )
-    .expect("config.zon");
-    fx
-}
-
-/// One scripted reply of `kind`: `text`, then `calls` (id, tool,
-/// arguments); it stops for tool use when there are calls.
-fn reply(kind: ProviderKind, said: &str, calls: &[(&str, &str, Value)]) -> Scripted {
-    let body = match kind {
-        ProviderKind::Anthropic => {
-            let mut events = vec![
-                event(
-                    Some("message_start"),
-                    &json!({"type": "message_start", "message": {"id": "msg", "type": "message", "role": "assistant", "content": [], "model": "m", "usage": {"input_tokens": 10, "output_tokens": 1}}}),
-                ),
-                event(
-                    Some("content_block_start"),
-                    &json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
-                ),
-                event(
-                    Some("content_block_delta"),
-                    &json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": said}}),
-                ),
-                event(
-                    Some("content_block_stop"),
-                    &json!({"type": "content_block_stop", "index": 0}),
-                ),
-            ];
-            for (i, (id, name, arguments)) in calls.iter().enumerate() {
-                let index = i + 1;
-                events.push(event(
-                    Some("content_block_start"),
-                    &json!({"type": "content_block_start", "index": index, "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}}),
-                ));
-                events.push(event(
-                    Some("content_block_delta"),
-                    &json!({"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": arguments.to_string()}}),
-                ));
-                events.push(event(
-                    Some("content_block_stop"),
-                    &json!({"type": "content_block_stop", "index": index}),
-                ));
-            }
-            let stop = if calls.is_empty() {
-                "end_turn"
-            } else {
-                "tool_use"
-            };
-            events.push(event(
-                Some("message_delta"),
-                &json!({"type": "message_delta", "delta": {"stop_reason": stop}, "usage": {"output_tokens": 5}}),
-            ));
-            events.push(event(
-                Some("message_stop"),
-                &json!({"type": "message_stop"}),
-            ));
-            events.concat()
-        }
-        ProviderKind::OpenaiChat => {
-            let mut events = vec![event(
-                None,
-                &json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": said}, "finish_reason": null}]}),
-            )];
-            for (i, (id, name, arguments)) in calls.iter().enumerate() {
-                events.push(event(
-                    None,
-                    &json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": i, "id": id, "type": "function", "function": {"name": name, "arguments": arguments.to_string()}}]}}]}),
-                ));
-            }
-            let stop = if calls.is_empty() {
-                "stop"
-            } else {
-                "tool_calls"
-            };
-            events.push(event(
-                None,
-                &json!({"choices": [{"index": 0, "delta": {}, "finish_reason": stop}]}),
-            ));
-            events.push(event(
-                None,
-                &json!({"choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 5}}),
-            ));
-            events.push("data: [DONE]\n\n".to_owned());
-            events.concat()
-        }
-        ProviderKind::OpenaiResponses => unreachable!("not scripted here"),
-    };
-    Scripted::stream(&body, 64)
-}
 
 fn run(fx: &Fixture, flags: &[&str], task: &str) -> Output {
     fx.chock()

@@ -181,7 +181,14 @@ impl InProcess {
 
     /// Calls one tool by name: `Ok` is what the model reads, `Err` the
     /// sentence of a tool error (a refusal among them), secrets scrubbed.
-    pub async fn call(&self, name: &str, arguments: Value) -> Result<String, String> {
+    /// `cancel` ends the call as an MCP client's cancellation does: a
+    /// command it runs is killed, a question still waiting withdrawn.
+    pub async fn call(
+        &self,
+        name: &str,
+        arguments: Value,
+        cancel: &CancellationToken,
+    ) -> Result<String, String> {
         if let Some(refusal) = self.session.withheld_refusal(name) {
             return self.session.answer(Err(refusal));
         }
@@ -217,9 +224,12 @@ impl InProcess {
         let call = Call {
             session: &self.session,
             client: &self.client,
-            cancel: CancellationToken::new(),
+            cancel: cancel.clone(),
         };
-        let outcome = tools::dispatch(&call, name, arguments).await;
+        let outcome = tokio::select! {
+            outcome = tools::dispatch(&call, name, arguments) => outcome,
+            () = cancel.cancelled() => Err(format!("{name} was cancelled by the person")),
+        };
         self.session.answer(outcome)
     }
 

@@ -1,5 +1,6 @@
 //! One module per command; each owns its arguments and turns them into a library call.
 
+pub mod acp;
 pub mod apply;
 pub mod approve;
 pub mod build;

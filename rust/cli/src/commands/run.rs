@@ -19,13 +19,23 @@ pub struct Args {
     /// The project directory (default: the nearest directory up from here with chock.zon, flake.nix or .git).
     #[arg(long, value_name = "DIR")]
     pub project: Option<PathBuf>,
+    #[command(flatten)]
+    pub session: SessionArgs,
+    /// The task (default: read from stdin).
+    #[arg(last = true, value_name = "TASK")]
+    pub task: Vec<String>,
+}
+
+/// How a session is run, for `chock run` and `chock acp` alike.
+#[derive(Debug, clap::Args)]
+pub struct SessionArgs {
     /// The provider instance of config.zon (default: the only one there).
     #[arg(long, value_name = "INSTANCE", env = "CHOCK_PROVIDER")]
     pub provider: Option<String>,
     /// The model id, as the provider names it (decided by model.select before anything else).
     #[arg(long, value_name = "ID", env = "CHOCK_MODEL")]
     pub model: String,
-    /// The most requests sent to the model; a session still calling tools then stops and its work is kept.
+    /// The most requests sent to the model for one task (with `chock acp`, one prompt); a session still calling tools then stops and its work is kept.
     #[arg(long, value_name = "N", default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_turns: u32,
     /// Copy the project's uncommitted work into the session workspace.
@@ -34,9 +44,20 @@ pub struct Args {
     /// The dev shell run_command uses (default: chock.zon's, else `default`).
     #[arg(long, value_name = "NAME")]
     pub dev_shell: Option<String>,
-    /// The task (default: read from stdin).
-    #[arg(last = true, value_name = "TASK")]
-    pub task: Vec<String>,
+}
+
+impl SessionArgs {
+    pub fn options(self, project: Option<PathBuf>) -> RunOptions {
+        RunOptions {
+            project,
+            provider: self.provider,
+            model: self.model,
+            max_turns: self.max_turns,
+            allow_dirty: self.allow_dirty,
+            dev_shell: self.dev_shell,
+            settings: chock_provider::Settings::default(),
+        }
+    }
 }
 
 /// Plain lines: text to stdout, one line per tool call to stderr.
@@ -72,17 +93,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         eprintln!("chock run: no task: give one after `--` or on stdin");
         return Ok(exit::FAILURE.into());
     }
-    let options = RunOptions {
-        project: args.project,
-        provider: args.provider,
-        model: args.model,
-        max_turns: args.max_turns,
-        allow_dirty: args.allow_dirty,
-        dev_shell: args.dev_shell,
-        task,
-        settings: chock_provider::Settings::default(),
-    };
-    let ended = match chock_agent::run(options, Arc::new(TerminalAsker), &mut Plain) {
+    let options = args.session.options(args.project);
+    let ended = match chock_agent::run(options, &task, Arc::new(TerminalAsker), &mut Plain) {
         Ok(ended) => ended,
         Err(error) => {
             eprintln!("chock run: {error}");
@@ -102,6 +114,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let how = match ended.how {
         How::Done => "the model finished",
         How::MaxTurns => "stopped at --max-turns, the model still calling tools",
+        How::Refusal => "stopped: the model refused to go on",
+        How::Cancelled => "cancelled",
     };
     eprintln!(
         "chock run: {how} after {} requests ({} tokens in, {} out)",
@@ -122,7 +136,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     };
     Ok(match ended.how {
-        How::MaxTurns => exit::STOPPED,
+        How::MaxTurns | How::Refusal | How::Cancelled => exit::STOPPED,
         How::Done => code,
     }
     .into())

@@ -1,0 +1,409 @@
+//! `chock acp` driven by a real ACP client: the reference client library
+//! (`@agentclientprotocol/sdk` from npm, installed by `scripts/setup`)
+//! starts the real binary in a real git project, against the provider
+//! crate's scripted loopback server (`tests/acp/client.mjs`). A prompt
+//! whose tool call asks, answered allow (the file written and applied
+//! when the client leaves), reject (refused, naming the rule), or not at
+//! all (the client fails the request: refused, naming the rule to add); the
+//! model's text and each tool call streamed as session/update; a turn
+//! cancelled while its command runs, and one while the model's reply
+//! streams; a second prompt continuing the same conversation. Needs node, user namespaces and Landlock.
+
+#[path = "../../provider/tests/loopback/mod.rs"]
+mod loopback;
+mod run_support;
+mod sandbox_fixture;
+
+use std::process::Command;
+
+use chock_policy::ProviderKind;
+use loopback::{Piece, Server};
+use run_support::{project, reply};
+use sandbox_fixture::{Fixture, describe};
+use serde_json::{Value, json};
+
+const ASK_WRITE: &str = r#".{ .action = "call.write_file", .decision = .ask }"#;
+
+/// Runs the client on `prompts`, answering questions with `permission`;
+/// what it saw.
+fn drive(fx: &Fixture, permission: &str, prompts: Value) -> Value {
+    let sdk = "/usr/lib/node_modules/@agentclientprotocol/sdk/package.json";
+    assert!(
+        std::path::Path::new(sdk).exists(),
+        "{sdk} is missing: run scripts/setup, which installs @agentclientprotocol/sdk"
+    );
+    let plan = json!({
+        "command": [env!("CARGO_BIN_EXE_chock"), "acp", "--model", "m1"],
+        "cwd": fx.project,
+        "permission": permission,
+        "prompts": prompts,
+    });
+    // The fixture's HOME and XDG directories, for the agent the client starts.
+    let chock = fx.chock();
+    let mut node = Command::new("node");
+    for (name, value) in chock.get_envs() {
+        match value {
+            Some(value) => node.env(name, value),
+            None => node.env_remove(name),
+        };
+    }
+    let out = node
+        .env_remove("CHOCK_PROVIDER")
+        .env_remove("CHOCK_MODEL")
+        .current_dir(&fx.project)
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/acp/client.mjs"))
+        .arg(plan.to_string())
+        .output()
+        .expect("run node");
+    assert!(out.status.success(), "{}", describe(&out));
+    let report: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("the client's report ({e}): {}", describe(&out)));
+    assert!(report.get("error").is_none(), "{report:#}");
+    assert_eq!(report["code"], 0, "chock acp exits 0: {report:#}");
+    report
+}
+
+/// The session/update notifications of `kind`, in order.
+fn updates<'a>(report: &'a Value, kind: &str) -> Vec<&'a Value> {
+    report["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter_map(|e| e.get("update"))
+        .filter(|u| u["sessionUpdate"] == kind)
+        .collect()
+}
+
+/// The model's text as the client put it together.
+fn said(report: &Value) -> String {
+    updates(report, "agent_message_chunk")
+        .iter()
+        .filter_map(|u| u["content"]["text"].as_str())
+        .collect()
+}
+
+fn permissions(report: &Value) -> Vec<&Value> {
+    report["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter_map(|e| e.get("permission"))
+        .collect()
+}
+
+fn stop_reasons(report: &Value) -> Vec<&str> {
+    report["stops"]
+        .as_array()
+        .expect("stops")
+        .iter()
+        .map(|s| s["stopReason"].as_str().expect("stopReason"))
+        .collect()
+}
+
+/// A model that writes note.txt (which asks), then says `after`, and
+/// answers a second prompt.
+fn writer(kind: ProviderKind, after: &str) -> Server {
+    Server::start(vec![
+        reply(
+            kind,
+            "I will write the note.",
+            &[(
+                "toolu_1",
+                "write_file",
+                json!({"path": "note.txt", "content": "hello\n"}),
+            )],
+        ),
+        reply(kind, after, &[]),
+        reply(kind, "Still here.", &[]),
+    ])
+}
+
+#[test]
+fn an_allowed_ask_writes_the_file_and_the_next_prompt_continues() {
+    let kind = ProviderKind::Anthropic;
+    let server = writer(kind, "Written.");
+    let fx = project(kind, &server, ASK_WRITE);
+    let report = drive(
+        &fx,
+        "allow",
+        json!([{"text": "write a note"}, {"text": "anything else?"}]),
+    );
+    assert_eq!(report["initialize"]["protocolVersion"], 1, "{report:#}");
+    assert_eq!(report["initialize"]["agentInfo"]["name"], "chock");
+    assert_eq!(stop_reasons(&report), ["end_turn", "end_turn"]);
+    let text = said(&report);
+    assert!(
+        text.contains("I will write the note.")
+            && text.contains("Written.")
+            && text.contains("Still here."),
+        "the model's text streams as agent_message_chunk: {text}"
+    );
+
+    let calls = updates(&report, "tool_call");
+    assert_eq!(calls.len(), 1, "{report:#}");
+    assert_eq!(calls[0]["toolCallId"], "toolu_1");
+    assert_eq!(calls[0]["status"], "in_progress");
+    assert_eq!(calls[0]["kind"], "edit");
+    assert_eq!(calls[0]["title"], "write_file note.txt");
+    assert_eq!(calls[0]["rawInput"]["path"], "note.txt");
+    let ended = updates(&report, "tool_call_update");
+    assert_eq!(ended.len(), 1, "{report:#}");
+    assert_eq!(ended[0]["toolCallId"], "toolu_1");
+    assert_eq!(ended[0]["status"], "completed", "{report:#}");
+
+    let asked = permissions(&report);
+    assert_eq!(asked.len(), 1, "asked once: {report:#}");
+    assert_eq!(asked[0]["toolCall"]["toolCallId"], "toolu_1");
+    let question = asked[0]["toolCall"]["content"].to_string();
+    assert!(
+        question.contains("call.write_file") && question.contains(".decision = .allow"),
+        "the question names the action and the rule that would answer it: {question}"
+    );
+    let kinds: Vec<&str> = asked[0]["options"]
+        .as_array()
+        .expect("options")
+        .iter()
+        .filter_map(|o| o["kind"].as_str())
+        .collect();
+    assert_eq!(kinds, ["allow_once", "reject_once"]);
+
+    let logged = fx.last_logged("call.write_file");
+    assert_eq!(logged["decision"], "allow", "{logged}");
+    assert_eq!(logged["answered_by"], "person", "{logged}");
+
+    // The second prompt continued the conversation: the first prompt, the
+    // call and its result went with it.
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3, "{report:#}");
+    let third = requests[2].body["messages"].to_string();
+    assert!(
+        third.contains("write a note")
+            && third.contains("toolu_1")
+            && third.contains("anything else?"),
+        "{third}"
+    );
+
+    // The client left: the work went through workspace.apply.
+    assert_eq!(
+        std::fs::read_to_string(fx.project.join("note.txt")).expect("note.txt applied"),
+        "hello\n"
+    );
+    let stderr = report["stderr"].as_str().unwrap_or_default();
+    assert!(stderr.contains("applied"), "{stderr}");
+    assert_eq!(fx.last_logged("workspace.apply")["decision"], "allow");
+}
+
+#[test]
+fn a_rejected_ask_is_refused_and_the_model_told() {
+    let kind = ProviderKind::OpenaiChat;
+    let server = writer(kind, "I was refused.");
+    let fx = project(kind, &server, ASK_WRITE);
+    let report = drive(&fx, "reject", json!([{"text": "write a note"}]));
+    assert_eq!(stop_reasons(&report), ["end_turn"]);
+    assert_eq!(permissions(&report).len(), 1, "{report:#}");
+    let ended = updates(&report, "tool_call_update");
+    assert_eq!(ended.len(), 1, "{report:#}");
+    assert_eq!(ended[0]["status"], "failed", "{report:#}");
+    let refusal = ended[0]["content"].to_string();
+    assert!(refusal.contains("refused"), "{refusal}");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let messages = requests[1].body["messages"].as_array().expect("messages");
+    let result = messages
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .expect("the call's result is sent back");
+    assert!(
+        result["content"]
+            .as_str()
+            .is_some_and(|c| c.starts_with("refused")),
+        "{result}"
+    );
+    assert!(!fx.project.join("note.txt").exists());
+    let logged = fx.last_logged("call.write_file");
+    assert_eq!(logged["decision"], "deny", "{logged}");
+    assert_eq!(logged["answered_by"], "person", "{logged}");
+}
+
+#[test]
+fn a_question_the_client_cannot_answer_is_refused_naming_the_rule() {
+    let kind = ProviderKind::Anthropic;
+    let server = writer(kind, "Nobody answered.");
+    let fx = project(kind, &server, ASK_WRITE);
+    let report = drive(&fx, "error", json!([{"text": "write a note"}]));
+    assert_eq!(stop_reasons(&report), ["end_turn"]);
+    assert_eq!(permissions(&report).len(), 1, "{report:#}");
+    let ended = updates(&report, "tool_call_update");
+    assert_eq!(ended[0]["status"], "failed", "{report:#}");
+    let refusal = ended[0]["content"].to_string();
+    assert!(
+        refusal.contains("call.write_file") && refusal.contains(".decision = .allow"),
+        "the refusal names the rule that would allow it: {refusal}"
+    );
+    assert!(!fx.project.join("note.txt").exists());
+    let logged = fx.last_logged("call.write_file");
+    assert_eq!(logged["answered_by"], "nobody", "{logged}");
+}
+
+#[test]
+fn a_cancelled_turn_stops_its_command_and_the_conversation_goes_on() {
+    let kind = ProviderKind::Anthropic;
+    let server = Server::start(vec![
+        reply(
+            kind,
+            "Sleeping.",
+            &[(
+                "toolu_1",
+                "run_command",
+                json!({"argv": ["sleep", "60"], "timeout_seconds": 120}),
+            )],
+        ),
+        reply(kind, "Awake again.", &[]),
+    ]);
+    let fx = project(kind, &server, "");
+    let report = drive(
+        &fx,
+        "allow",
+        json!([{"text": "sleep", "cancelOn": "tool_call"}, {"text": "and now?"}]),
+    );
+    assert_eq!(stop_reasons(&report), ["cancelled", "end_turn"]);
+    let after = report["stops"][0]["afterCancelMs"]
+        .as_u64()
+        .expect("the time from cancel to the answer");
+    assert!(
+        after < 30_000,
+        "the command was stopped, not waited for: {after} ms"
+    );
+    let ended = updates(&report, "tool_call_update");
+    assert_eq!(ended.len(), 1, "{report:#}");
+    assert_eq!(ended[0]["status"], "failed", "{report:#}");
+    assert!(said(&report).contains("Awake again."));
+    // The second request carries the cancelled call's result and the new
+    // prompt after the first.
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2, "{report:#}");
+    let second = requests[1].body["messages"].to_string();
+    assert!(
+        second.contains("toolu_1") && second.contains("cancelled") && second.contains("and now?"),
+        "{second}"
+    );
+    let stderr = report["stderr"].as_str().unwrap_or_default();
+    assert!(stderr.contains("held no work"), "{stderr}");
+}
+
+#[test]
+fn a_reply_cancelled_while_it_streams_is_dropped() {
+    let kind = ProviderKind::Anthropic;
+    // The reply's text arrives, then the stream stalls before its end.
+    let whole: Vec<u8> = reply(kind, "Thinking about it.", &[])
+        .body
+        .into_iter()
+        .flat_map(|piece| match piece {
+            Piece::Bytes(bytes) => bytes,
+            Piece::Pause(_) | Piece::Hang(_) => Vec::new(),
+        })
+        .collect();
+    let stall = whole
+        .windows(b"event: content_block_stop".len())
+        .position(|w| w == b"event: content_block_stop")
+        .expect("the text block ends");
+    let mut slow = reply(kind, "", &[]);
+    slow.body = vec![
+        Piece::Bytes(whole[..stall].to_vec()),
+        Piece::Pause(std::time::Duration::from_secs(60)),
+        Piece::Bytes(whole[stall..].to_vec()),
+    ];
+    let server = Server::start(vec![slow, reply(kind, "Here again.", &[])]);
+    let fx = project(kind, &server, "");
+    let report = drive(
+        &fx,
+        "allow",
+        json!([
+            {"text": "think hard", "cancelOn": "agent_message_chunk"},
+            {"text": "never mind"}
+        ]),
+    );
+    assert_eq!(stop_reasons(&report), ["cancelled", "end_turn"]);
+    let after = report["stops"][0]["afterCancelMs"]
+        .as_u64()
+        .expect("the time from cancel to the answer");
+    assert!(
+        after < 30_000,
+        "the stream was dropped, not waited for: {after} ms"
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2, "{report:#}");
+    let second = requests[1].body["messages"].to_string();
+    assert!(
+        second.contains("think hard")
+            && second.contains("never mind")
+            && !second.contains("Thinking about it."),
+        "the prompts go on, the reply cut short does not: {second}"
+    );
+}
+
+#[test]
+fn what_chock_acp_cannot_do_is_answered_with_the_error_that_says_why() {
+    use std::io::Write;
+    use std::process::Stdio;
+    let kind = ProviderKind::Anthropic;
+    let server = Server::start(vec![]);
+    let fx = project(kind, &server, "");
+    // Not a git repository: no session workspace can be made there.
+    let elsewhere = fx.home.display().to_string();
+    let lines = [
+        "this is not json".to_owned(),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}).to_string(),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "session/load", "params": {}}).to_string(),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "session/new", "params": {"cwd": "relative", "mcpServers": []}}).to_string(),
+        json!({"jsonrpc": "2.0", "id": 4, "method": "session/new", "params": {"cwd": elsewhere, "mcpServers": []}}).to_string(),
+        json!({"jsonrpc": "2.0", "id": 5, "method": "session/prompt", "params": {"sessionId": "nope", "prompt": [{"type": "text", "text": "hi"}]}}).to_string(),
+        json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": "nope"}}).to_string(),
+    ];
+    let mut agent = fx
+        .chock()
+        .args(["acp", "--model", "m1"])
+        .env_remove("CHOCK_PROVIDER")
+        .env_remove("CHOCK_MODEL")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn chock acp");
+    let mut input = agent.stdin.take().expect("stdin");
+    for line in &lines {
+        writeln!(input, "{line}").expect("write");
+    }
+    drop(input);
+    let out = agent.wait_with_output().expect("chock acp ends");
+    assert!(out.status.success(), "{}", describe(&out));
+    let answers: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each line of stdout is JSON"))
+        .collect();
+    let by_id = |id: Value| {
+        answers
+            .iter()
+            .find(|a| a["id"] == id)
+            .unwrap_or_else(|| panic!("no answer to {id}: {answers:#?}"))
+    };
+    assert_eq!(by_id(Value::Null)["error"]["code"], -32700);
+    assert_eq!(
+        by_id(json!(1))["error"]["code"],
+        -32602,
+        "initialize without protocolVersion"
+    );
+    assert_eq!(by_id(json!(2))["error"]["code"], -32601);
+    assert_eq!(by_id(json!(3))["error"]["code"], -32602);
+    let not_git = by_id(json!(4))["error"]["message"].to_string();
+    assert!(
+        not_git.contains("could not start") && not_git.contains("git"),
+        "{not_git}"
+    );
+    assert_eq!(by_id(json!(5))["error"]["code"], -32002);
+    assert_eq!(
+        answers.len(),
+        6,
+        "the notification is not answered: {answers:#?}"
+    );
+}
