@@ -22,6 +22,7 @@
 pub mod apply;
 mod files;
 mod git;
+mod merged;
 mod mount;
 mod overlay;
 mod view;
@@ -35,6 +36,7 @@ use chock_policy::workspace::{Bind, BindMode, WorkspaceSettings};
 use chock_policy::{Decision, Key, Policy, Reading, Verdict};
 use serde::{Deserialize, Serialize};
 
+pub use merged::{Merged, mount as mount_overlay};
 pub(crate) use mount::{Anchored, anchor, plan_overlay, plan_session};
 pub(crate) use view::fit;
 pub use view::{BindMount, Cover, Layers, OBJECTS_MOUNT, View};
