@@ -135,7 +135,7 @@ async fn session(
         project: options.project.clone(),
         workspace: true,
         allow_dirty: options.allow_dirty,
-        workspace_prefix: "run",
+        command: "chock run",
         ..ServeOptions::default()
     };
     let caller = Local {

@@ -299,10 +299,6 @@ pub struct Request<'a> {
     pub policy: &'a Policy,
     pub log: &'a Log,
     pub route: Route,
-    /// The caller reads and writes the tree on the host (the tool server's
-    /// file tools), which an overlay is not: a project that is not a git
-    /// repository is refused.
-    pub host_tree: bool,
 }
 
 impl SessionWorkspace {
@@ -434,12 +430,6 @@ impl SessionWorkspace {
         dir: &Path,
     ) -> Result<(SessionWorkspace, Vec<WorkspaceNotice>), WorkspaceError> {
         let project = &request.project.dir;
-        if request.host_tree {
-            return Err(WorkspaceError::Refused(format!(
-                "{} is not a git repository, and the tool server's workspace is a repository's worktree its file tools read on the host; run `git init` and commit, or run without --workspace (`chock exec --workspace` works on an overlay of it)",
-                project.display()
-            )));
-        }
         if std::fs::symlink_metadata(project.join(".git")).is_ok() {
             return Err(WorkspaceError::Refused(format!(
                 "{} has a .git that git does not read as a repository; repair or remove it, then run again",
