@@ -118,7 +118,11 @@ fn every_tool_works_on_the_overlay_until_request_apply_writes_it() {
     assert_eq!(env.read("new/deep.txt").as_deref(), Some("agent\n"));
     assert_eq!(env.read("a.txt").as_deref(), Some("one\nTWO\n"));
     assert_eq!(env.read("keep/y.txt").as_deref(), Some("y\n"));
-    assert_eq!(env.read("gone.txt"), None, "the session's removal is carried");
+    assert_eq!(
+        env.read("gone.txt"),
+        None,
+        "the session's removal is carried"
+    );
     env.assert_logged("workspace.apply", "allow", "rule");
     // The session goes on over the project as it now is.
     let read = client.call("read_file", json!({"path": "a.txt"}));
@@ -149,7 +153,11 @@ fn a_file_the_person_removed_after_the_session_changed_it_is_a_conflict() {
     let read = client.call("read_file", json!({"path": "keep/x.txt"}));
     assert_eq!(read.text, "agent\n", "the work is kept: {read:?}");
     drop(client);
-    let listed = env.chock().arg("workspace").output().expect("chock workspace");
+    let listed = env
+        .chock()
+        .arg("workspace")
+        .output()
+        .expect("chock workspace");
     assert!(
         String::from_utf8_lossy(&listed.stdout).contains("2 files changed"),
         "{listed:?}"
@@ -183,7 +191,9 @@ fn a_link_the_person_swaps_in_is_never_followed() {
     assert!(!grepped.text.contains("keep/"), "{grepped:?}");
     assert!(!env.outside().join("planted.txt").exists());
     assert_eq!(
-        std::fs::read_to_string(env.outside().join("x.txt")).ok().as_deref(),
+        std::fs::read_to_string(env.outside().join("x.txt"))
+            .ok()
+            .as_deref(),
         Some("OUTSIDE\n")
     );
 }

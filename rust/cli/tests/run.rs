@@ -31,6 +31,22 @@ fn project(kind: ProviderKind, server: &Server, rules: &str) -> Fixture {
     ));
     git(&fx.project, &["add", "."]);
     git(&fx.project, &["commit", "-q", "-m", "init"]);
+    with_provider(fx, kind, server)
+}
+
+/// [`project`] with no git: `a.txt` and `gone.txt`, workspace.apply allowed.
+fn plain_project(kind: ProviderKind, server: &Server) -> Fixture {
+    let fx = Fixture::host();
+    std::fs::write(fx.project.join("a.txt"), "one\n").expect("a.txt");
+    std::fs::write(fx.project.join("gone.txt"), "bye\n").expect("gone.txt");
+    fx.zon(&format!(
+        ".{{ .policy = .{{ .rules = .{{ {APPLY_ALLOWED} }} }} }}\n"
+    ));
+    with_provider(fx, kind, server)
+}
+
+/// `fx` with config.zon naming one instance, `loop`, of `kind` at `server`.
+fn with_provider(fx: Fixture, kind: ProviderKind, server: &Server) -> Fixture {
     let (kind_name, base) = match kind {
         ProviderKind::Anthropic => ("anthropic", format!("http://127.0.0.1:{}", server.port)),
         ProviderKind::OpenaiChat => (
@@ -414,4 +430,78 @@ fn chock_workspace(fx: &Fixture) -> Output {
         .arg("workspace")
         .output()
         .expect("chock workspace")
+}
+
+/// A project that is not a git repository: the session works on an
+/// overlay (its write and its command's removal seen by each other, the
+/// project untouched until the end), the apply writes the work into the
+/// tree, and work kept is said as `chock run`'s.
+#[test]
+fn a_project_with_no_git_runs_on_an_overlay() {
+    let kind = ProviderKind::Anthropic;
+    let server = Server::start(vec![
+        reply(
+            kind,
+            "Writing.",
+            &[(
+                "t1",
+                "write_file",
+                json!({"path": "note.txt", "content": "hello\n"}),
+            )],
+        ),
+        reply(
+            kind,
+            "Tidying.",
+            &[(
+                "t2",
+                "run_command",
+                json!({"argv": ["sh", "-c", "rm gone.txt && cat note.txt a.txt > copy.txt"]}),
+            )],
+        ),
+        reply(
+            kind,
+            "Checking.",
+            &[("t3", "read_file", json!({"path": "gone.txt"}))],
+        ),
+        reply(kind, "Done.", &[]),
+    ]);
+    let fx = plain_project(kind, &server);
+    let out = run(&fx, &[], "write a note");
+    assert!(out.status.success(), "{}", describe(&out));
+    let read = fx.project.join("copy.txt");
+    assert_eq!(
+        std::fs::read_to_string(&read).expect("copy.txt applied"),
+        "hello\none\n"
+    );
+    assert!(
+        !fx.project.join("gone.txt").exists(),
+        "the removal is applied"
+    );
+    let results = server.requests()[3].body["messages"].to_string();
+    assert!(
+        results.contains("t3") && results.contains("does not exist"),
+        "read_file honours the command's removal: {results}"
+    );
+
+    let again = |id: &str| {
+        reply(
+            kind,
+            "More.",
+            &[(
+                id,
+                "write_file",
+                json!({"path": "later.txt", "content": "later\n"}),
+            )],
+        )
+    };
+    let server = Server::start(vec![again("t1"), again("t2")]);
+    let fx = plain_project(kind, &server);
+    let out = run(&fx, &["--max-turns", "1"], "loop");
+    assert_eq!(out.status.code(), Some(4), "{}", describe(&out));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("chock run: the workspace run-") && !stderr.contains("chock mcp"),
+        "the kept work is said as chock run's: {stderr}"
+    );
+    assert!(!fx.project.join("later.txt").exists());
 }
