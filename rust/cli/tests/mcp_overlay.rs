@@ -197,3 +197,52 @@ fn a_link_the_person_swaps_in_is_never_followed() {
         Some("OUTSIDE\n")
     );
 }
+
+/// A background command and another command at once: each sandbox mounts
+/// the overlay with a work folder of its own (overlayfs clears its work
+/// folder when it mounts, so a shared one would break the first mount's
+/// next copy-up), and the first still writes after the second started.
+#[test]
+fn a_background_command_still_writes_after_another_command_ran() {
+    let env = plain();
+    env.zon(
+        ".{ .policy = .{ .rules = .{ .{ .action = \"workspace.apply\", .decision = .allow }, .{ .action = \"exec.*\", .decision = .allow } } } }\n",
+    );
+    let mut client = env.client(false, &["--workspace"]);
+    let started = client.call(
+        "run_command",
+        json!({"argv": ["sh", "-c", "echo started; sleep 3; echo bg >> a.txt && echo copied\"\"-up"], "background": true}),
+    );
+    assert!(
+        !started.is_error && started.text.contains("started task"),
+        "{started:?}"
+    );
+    let id: u64 = started
+        .text
+        .split("started task ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|id| id.parse().ok())
+        .expect("a task id");
+    let ran = client.call(
+        "run_command",
+        json!({"argv": ["sh", "-c", "echo fg >> keep/x.txt && echo done"]}),
+    );
+    assert!(!ran.is_error && ran.text.contains("done"), "{ran:?}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let output = client.call("task_output", json!({"task": id, "wait_seconds": 5}));
+        if output.text.contains("copied-up") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline && !output.text.contains("ended"),
+            "the background command's write failed: {output:?}"
+        );
+    }
+    let read = client.call("read_file", json!({"path": "a.txt"}));
+    assert_eq!(read.text, "one\ntwo\nbg\n", "{read:?}");
+    let read = client.call("read_file", json!({"path": "keep/x.txt"}));
+    assert_eq!(read.text, "x\nfg\n", "{read:?}");
+    assert_eq!(env.read("a.txt").as_deref(), Some("one\ntwo\n"));
+}

@@ -16,8 +16,10 @@
 //! folder, a write copies up into the upper layer.
 //!
 //! Each mount is made for one tool call and has a work folder of its own
-//! (`work/tools-<pid>-<n>`, removed when it is dropped): overlayfs empties
-//! its work folder when it mounts, so two overlays never share one. A
+//! (`work/tools-<pid>-<n>`, removed when it is dropped; a sandbox's is
+//! `work/sandbox-<pid>-<n>`): overlayfs empties its work folder when it
+//! mounts, which breaks every other mount using it, so no two overlays
+//! ever share one. A
 //! mount made fresh for each call also sees every change a command made
 //! since (overlayfs caches what it looked up, and a mount kept open would
 //! not see a file another mount of the same layers removed).
@@ -41,22 +43,61 @@ static MOUNTS: AtomicU64 = AtomicU64::new(0);
 pub struct Merged {
     /// The mount's root (an `O_RDONLY` folder descriptor) and the mount.
     fds: Option<(OwnedFd, OwnedFd)>,
-    /// This mount's own work folder, removed after the mount is dropped.
-    work: PathBuf,
+    /// This mount's own work folder, removed after the mount is dropped
+    /// (fields drop in order).
+    _work: OwnWork,
+}
+
+/// A work folder of one overlay mount (`<work>/<prefix>-<pid>-<n>`),
+/// removed when dropped.
+#[derive(Debug)]
+pub(crate) struct OwnWork {
+    pub(crate) path: PathBuf,
+    pub(crate) id: FileId,
+}
+
+impl OwnWork {
+    /// Makes a fresh folder in the work folder `parent` (opened at
+    /// `parent_path`), opened beneath it with no link followed.
+    pub(crate) fn make(
+        parent: &OwnedFd,
+        parent_path: &Path,
+        prefix: &str,
+    ) -> std::io::Result<OwnWork> {
+        let name = format!(
+            "{prefix}-{}-{}",
+            std::process::id(),
+            MOUNTS.fetch_add(1, Ordering::Relaxed)
+        );
+        nix::sys::stat::mkdirat(
+            parent,
+            name.as_str(),
+            nix::sys::stat::Mode::from_bits_truncate(0o700),
+        )?;
+        let path = parent_path.join(&name);
+        let opened = sys::open_path(parent.as_raw_fd(), &cstring(Path::new(&name)), true)
+            .map(sys::owned)
+            .and_then(|fd| sys::file_id(fd.as_raw_fd()));
+        match opened {
+            Ok(id) => Ok(OwnWork { path, id }),
+            Err(e) => {
+                let _ = files::remove_all(&path);
+                Err(e.into())
+            }
+        }
+    }
+}
+
+impl Drop for OwnWork {
+    fn drop(&mut self) {
+        let _ = files::remove_all(&self.path);
+    }
 }
 
 impl Merged {
     /// The overlay's root folder: open paths beneath it.
     pub fn root(&self) -> Option<&OwnedFd> {
         self.fds.as_ref().map(|(root, _)| root)
-    }
-}
-
-impl Drop for Merged {
-    fn drop(&mut self) {
-        // The mount goes with its last descriptor; then its work folder.
-        drop(self.fds.take());
-        let _ = files::remove_all(&self.work);
     }
 }
 
@@ -70,30 +111,12 @@ pub fn mount(view: &View) -> Result<Option<Merged>, WorkspaceError> {
     let (_, lower) = opened(&view.source)?;
     let (_, upper) = opened(&layers.upper)?;
     let (work_parent, _) = opened(&layers.work)?;
-    let name = format!(
-        "tools-{}-{}",
-        std::process::id(),
-        MOUNTS.fetch_add(1, Ordering::Relaxed)
-    );
-    let work = layers.work.join(&name);
-    nix::sys::stat::mkdirat(
-        &work_parent,
-        name.as_str(),
-        nix::sys::stat::Mode::from_bits_truncate(0o700),
-    )
-    .map_err(|e| io("creating", &work)(e.into()))?;
-    // From here the folder is removed with the mount, or now.
-    let mut merged = Merged { fds: None, work };
-    let work_fd = sys::owned(
-        sys::open_path(work_parent.as_raw_fd(), &cstring(Path::new(&name)), true)
-            .map_err(|e| io("opening", &merged.work)(e.into()))?,
-    );
-    let work_id =
-        sys::file_id(work_fd.as_raw_fd()).map_err(|e| io("opening", &merged.work)(e.into()))?;
+    let work = OwnWork::make(&work_parent, &layers.work, "tools")
+        .map_err(|e| io("creating a work folder in", &layers.work)(e))?;
     let layers_checked = [
         (cstring(&view.source), lower),
         (cstring(&layers.upper), upper),
-        (cstring(&merged.work), work_id),
+        (cstring(&work.path), work.id),
     ];
     let mount = mount_in_child(&layers_checked).map_err(|why| {
         WorkspaceError::Refused(format!(
@@ -109,8 +132,10 @@ pub fn mount(view: &View) -> Result<Option<Merged>, WorkspaceError> {
         nix::sys::stat::Mode::empty(),
     )
     .map_err(|e| io("opening the overlay of", &view.source)(e.into()))?;
-    merged.fds = Some((root, mount));
-    Ok(Some(merged))
+    Ok(Some(Merged {
+        fds: Some((root, mount)),
+        _work: work,
+    }))
 }
 
 /// The child that makes the mount, in its own user namespace (this user's

@@ -36,6 +36,7 @@ use chock_policy::workspace::{Bind, BindMode, WorkspaceSettings};
 use chock_policy::{Decision, Key, Policy, Reading, Verdict};
 use serde::{Deserialize, Serialize};
 
+pub(crate) use merged::OwnWork;
 pub use merged::{Merged, mount as mount_overlay};
 pub(crate) use mount::{Anchored, anchor, plan_overlay, plan_session};
 pub(crate) use view::fit;
