@@ -909,7 +909,8 @@ fn the_apply_question_shows_every_file_and_clear_asks_at_a_terminal() {
 /// work stays in the workspace for a later apply.
 #[test]
 fn an_overlay_apply_after_the_person_removed_or_replaced_a_file_writes_nothing() {
-    let cases: [(&str, fn(&Path)); 3] = [
+    type Person = fn(&Path);
+    let cases: [(&str, Person); 3] = [
         ("removed", |p| std::fs::remove_file(p).expect("rm")),
         ("a folder", |p| {
             std::fs::remove_file(p).expect("rm");

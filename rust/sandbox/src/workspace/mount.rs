@@ -40,14 +40,15 @@ pub(crate) struct Anchored {
     overlay: Option<(FileId, std::path::PathBuf, FileId)>,
 }
 
+/// What [`anchor`] opened: the person's objects (for Landlock), the
+/// identities, and an overlay's own work folder.
+type Opened = (Option<OwnedFd>, Anchored, Option<Arc<OwnWork>>);
+
 /// Opens what `view` mounts and records each identity; `workspace` is the
 /// tree, opened. An overlay gets a work folder of its own, removed when the
 /// last holder of the returned [`OwnWork`] (the sandbox, each program it
 /// runs) is gone.
-pub(crate) fn anchor(
-    workspace: &OwnedFd,
-    view: &View,
-) -> Result<(Option<OwnedFd>, Anchored, Option<Arc<OwnWork>>), SandboxError> {
+pub(crate) fn anchor(workspace: &OwnedFd, view: &View) -> Result<Opened, SandboxError> {
     let (objects_fd, objects) = match &view.objects {
         Some(path) => {
             let (fd, id) = open_top(path)?;
