@@ -246,3 +246,35 @@ fn a_background_command_still_writes_after_another_command_ran() {
     assert_eq!(read.text, "x\nfg\n", "{read:?}");
     assert_eq!(env.read("a.txt").as_deref(), Some("one\ntwo\n"));
 }
+
+/// A `read_only` bind of the person's own path is a plain path of the
+/// overlay for the file tools: read through, never written (the write
+/// would stay in the overlay, and no apply carries a bind).
+#[test]
+fn the_file_tools_read_a_bind_but_never_write_under_it() {
+    let env = plain();
+    env.write("scripts/release.sh", "echo release\n");
+    env.zon(
+        ".{ .workspace = .{ .{ .name = \"scripts\", .mode = .read_only } }, .policy = .{ .rules = .{ .{ .action = \"workspace.apply\", .decision = .allow }, .{ .action = \"workspace.bind.*\", .decision = .allow } } } }\n",
+    );
+    let mut client = env.client(false, &["--workspace"]);
+    let read = client.call("read_file", json!({"path": "scripts/release.sh"}));
+    assert_eq!(read.text, "echo release\n", "{read:?}");
+    let wrote = client.call(
+        "write_file",
+        json!({"path": "scripts/release.sh", "content": "agent\n"}),
+    );
+    assert!(wrote.is_error && wrote.text.contains("bind"), "{wrote:?}");
+    let edited = client.call(
+        "edit_file",
+        json!({"path": "scripts/release.sh", "old_string": "release", "new_string": "x"}),
+    );
+    assert!(
+        edited.is_error && edited.text.contains("bind"),
+        "{edited:?}"
+    );
+    assert_eq!(
+        env.read("scripts/release.sh").as_deref(),
+        Some("echo release\n")
+    );
+}

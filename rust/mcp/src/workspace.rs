@@ -18,6 +18,14 @@
 //! Writes go to a fresh file beside the target and are renamed over it, so a
 //! refused or failed write leaves the old file as it was, and `renameat`
 //! replaces a name without following it.
+//!
+//! Each call works on an [`Opened`] workspace: a tree's handle as it is,
+//! or, for an overlay workspace (a project that is not a git repository),
+//! the root of an overlay mounted for that call alone (see
+//! `chock_sandbox::workspace::Merged`), so overlayfs says what each path
+//! is (whiteouts, opaque folders, copy-up) exactly as in a sandbox, and
+//! the same rules above apply beneath it. What a given path means is
+//! decided in one place, [`Workspace::relative`].
 
 use std::ffi::OsStr;
 use std::io::{Read, Write};
@@ -68,6 +76,10 @@ pub enum FileError {
     LinkOnPath { path: String },
     #[error("`{path}` is named in deny_read: no session reads it")]
     DenyRead { path: String },
+    #[error(
+        "`{path}` is under a read_only or write bind of the person's own path, which the file tools of an overlay workspace never write (the write would stay in the overlay, and no apply carries it); a writable bind is written by run_command"
+    )]
+    OverlayBind { path: String },
     #[error("the workspace could not be opened: {why}")]
     Overlay { why: String },
     #[error("`{path}` is not a regular file")]
@@ -109,6 +121,11 @@ pub struct Workspace {
     host_root: PathBuf,
     /// `deny_read` files, by (device, inode): never read.
     denied: Vec<(u64, u64)>,
+    /// An overlay's binds of the person's own paths (`read_only`,
+    /// `write`): mounts in a sandbox, but plain paths of the overlay here,
+    /// where a write would land in the upper layer and no apply carries
+    /// it, so the file tools do not write under them.
+    bound: Vec<PathBuf>,
 }
 
 /// What the file tools open paths beneath.
@@ -148,6 +165,7 @@ impl Workspace {
             root_path: root.to_path_buf(),
             host_root: root.to_path_buf(),
             denied: Vec::new(),
+            bound: Vec::new(),
         })
     }
 
@@ -166,6 +184,10 @@ impl Workspace {
             root_path: view.shown.clone(),
             host_root: view.source.clone(),
             denied: view.covers.iter().map(|c| (c.dev, c.ino)).collect(),
+            bound: match view.overlay {
+                Some(_) => view.binds.iter().map(|b| b.rel.clone()).collect(),
+                None => Vec::new(),
+            },
         })
     }
 
@@ -454,6 +476,11 @@ impl Opened<'_> {
     /// directory, by its (device, inode); missing folders are made when
     /// `create` is set.
     fn parent(&self, rel: &Path, parent: &Path, create: bool) -> Result<OwnedFd, FileError> {
+        if self.bound.iter().any(|bind| rel.starts_with(bind)) {
+            return Err(FileError::OverlayBind {
+                path: Workspace::show(rel),
+            });
+        }
         if parent.components().any(|c| c.as_os_str() == ".git") {
             return Err(FileError::GitDirectory {
                 path: Workspace::show(rel),
