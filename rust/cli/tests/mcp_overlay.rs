@@ -249,7 +249,8 @@ fn a_background_command_still_writes_after_another_command_ran() {
 
 /// A `read_only` bind of the person's own path is a plain path of the
 /// overlay for the file tools: read through, never written (the write
-/// would stay in the overlay, and no apply carries a bind).
+/// would stay in the overlay, and no apply carries a bind). The work left
+/// when the server ends is carried by `chock apply`.
 #[test]
 fn the_file_tools_read_a_bind_but_never_write_under_it() {
     let env = plain();
@@ -277,4 +278,20 @@ fn the_file_tools_read_a_bind_but_never_write_under_it() {
         env.read("scripts/release.sh").as_deref(),
         Some("echo release\n")
     );
+    // Work left when the server ends is kept; `chock apply` writes it.
+    let wrote = client.call(
+        "write_file",
+        json!({"path": "notes.txt", "content": "kept\n"}),
+    );
+    assert!(!wrote.is_error, "{wrote:?}");
+    drop(client);
+    assert_eq!(env.read("notes.txt"), None);
+    let out = env.chock().arg("apply").output().expect("chock apply");
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success() && said.contains("1 file written into your tree"),
+        "{said} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(env.read("notes.txt").as_deref(), Some("kept\n"));
 }
