@@ -726,6 +726,36 @@ fn a_project_that_is_no_repository_works_on_an_overlay_until_the_apply_writes_it
     );
 }
 
+/// A project with no chock.zon: the placeholder every sandbox holds is
+/// made with the workspace, not by its first sandbox, so it is no change
+/// of the person's, and a file the session made new at the root is
+/// written, not kept as a conflict.
+#[test]
+fn an_overlay_over_a_project_with_no_chock_zon_applies_new_files() {
+    let fx = plain(".{}\n");
+    std::fs::remove_file(fx.project.join("chock.zon")).expect("rm chock.zon");
+    let project = fx.project.to_str().expect("utf-8").to_owned();
+    let flags = ["--project", project.as_str()];
+    let out = in_workspace(&fx, &flags, "echo new > b.txt");
+    assert!(out.status.success(), "{}", describe(&out));
+    assert!(fx.project.join("chock.zon").is_file(), "the placeholder");
+    // The person writes a rule into the file as it is (no new name).
+    std::fs::write(fx.project.join("chock.zon"), zon_with("merge", "")).expect("rules");
+    let out = apply(&fx, &flags);
+    assert!(out.status.success(), "{}", describe(&out));
+    assert!(
+        text(&out.stdout).contains("1 file written"),
+        "{}",
+        describe(&out)
+    );
+    assert_eq!(
+        std::fs::read_to_string(fx.project.join("b.txt"))
+            .ok()
+            .as_deref(),
+        Some("new\n")
+    );
+}
+
 #[test]
 fn an_overlay_apply_the_person_raced_keeps_everything_in_the_workspace() {
     let fx = plain(&zon_with("merge", ""));

@@ -439,6 +439,17 @@ impl SessionWorkspace {
         }
         let settings = request.policy.workspace();
         check_deny_read(&settings, project)?;
+        // Every sandbox holds chock.zon, making it first where the project
+        // has none (see `layout::POLICY_PLACEHOLDER`). Made now, before the
+        // workspace's time is taken: the apply reads any change of the
+        // project's after that time (its root's too) as the person's.
+        let policy_file = project.join(crate::layout::POLICY_FILE);
+        match std::fs::File::create_new(&policy_file) {
+            Ok(mut file) => std::io::Write::write_all(&mut file, crate::layout::POLICY_PLACEHOLDER)
+                .map_err(io("writing", &policy_file))?,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(io("creating", &policy_file)(e)),
+        }
         let mut workspace = Self::start(request, dir, String::new(), PathBuf::new(), true)?;
         let made = workspace.fill_overlay(request, &settings);
         Self::made(workspace, made, request, dir)
