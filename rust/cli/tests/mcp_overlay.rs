@@ -124,9 +124,26 @@ fn every_tool_works_on_the_overlay_until_request_apply_writes_it() {
         "the session's removal is carried"
     );
     env.assert_logged("workspace.apply", "allow", "rule");
-    // The session goes on over the project as it now is.
+    // The session goes on over the project as it now is, and the next
+    // apply carries only what came after (no conflict with the apply's own
+    // writes).
     let read = client.call("read_file", json!({"path": "a.txt"}));
     assert_eq!(read.text, "one\nTWO\n", "{read:?}");
+    let edited = client.call(
+        "edit_file",
+        json!({"path": "a.txt", "old_string": "one", "new_string": "ONE"}),
+    );
+    assert!(!edited.is_error, "{edited:?}");
+    let ran = client.call("run_command", json!({"argv": ["rm", "keep/x.txt"]}));
+    assert!(!ran.is_error, "{ran:?}");
+    let applied = client.call("request_apply", json!({}));
+    assert!(
+        !applied.is_error && applied.text.contains("2 files written into your tree"),
+        "{applied:?}"
+    );
+    assert_eq!(env.read("a.txt").as_deref(), Some("ONE\nTWO\n"));
+    assert_eq!(env.read("keep/x.txt"), None);
+    assert_eq!(env.read("new/deep.txt").as_deref(), Some("agent\n"));
 }
 
 #[test]

@@ -546,6 +546,7 @@ impl SessionWorkspace {
             )));
         }
         self.overlay_write(&carried.changes)?;
+        self.overlay_applied(&carried.changes)?;
         Ok(Applied::Written {
             files: plan.files.len(),
         })

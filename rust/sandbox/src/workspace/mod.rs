@@ -111,6 +111,11 @@ pub struct Meta {
     /// made, then each applied session commit.
     pub base: String,
     pub created_ms: u64,
+    /// An overlay's last apply that wrote into the project: from then on
+    /// the project holds the session's work so far, and only a change of
+    /// the person's after it is a conflict.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub applied_ms: Option<u64>,
     pub allow_dirty: bool,
     /// The person's object directory, shown read-only inside.
     pub host_objects: PathBuf,
@@ -197,7 +202,7 @@ pub fn new_session(prefix: &str) -> String {
     )
 }
 
-fn now_ms() -> u64 {
+pub(crate) fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
@@ -477,6 +482,7 @@ impl SessionWorkspace {
                 project: request.project.dir.clone(),
                 base,
                 created_ms: now_ms(),
+                applied_ms: None,
                 allow_dirty: request.allow_dirty,
                 host_objects,
                 deny_read: Vec::new(),

@@ -308,7 +308,8 @@ impl SessionWorkspace {
     ///   changed counts too: the two cannot be told apart, and a conflict
     ///   keeps the work rather than undo a removal of the person's).
     pub(crate) fn overlay_conflicts(&self, changes: &[Change]) -> Vec<String> {
-        let made_ns = u128::from(self.meta.created_ms) * 1_000_000;
+        let since = self.meta.applied_ms.unwrap_or(self.meta.created_ms);
+        let made_ns = u128::from(since) * 1_000_000;
         let project = &self.meta.project;
         let changed_since = |path: &Path| {
             std::fs::symlink_metadata(path).ok().map(|meta| {
@@ -387,5 +388,23 @@ impl SessionWorkspace {
             }
         }
         Ok(())
+    }
+
+    /// After `changes` were written into the project: each is taken out of
+    /// the upper layer (the project now shows it), and the time is kept,
+    /// so the next apply carries only what came after and counts only the
+    /// person's changes after it as conflicts.
+    pub(crate) fn overlay_applied(&mut self, changes: &[Change]) -> Result<(), WorkspaceError> {
+        let upper = self.upper();
+        for change in changes {
+            let path = upper.join(change.rel());
+            match std::fs::symlink_metadata(&path) {
+                Ok(meta) if meta.is_dir() => files::remove_all(&path)?,
+                Ok(_) => std::fs::remove_file(&path).map_err(io("removing", &path))?,
+                Err(_) => {}
+            }
+        }
+        self.meta.applied_ms = Some(super::now_ms());
+        self.save()
     }
 }
