@@ -241,7 +241,7 @@ impl Session {
             project: options.project.clone(),
             workspace: true,
             allow_dirty: options.allow_dirty,
-            workspace_prefix: "run",
+            command: "chock run",
             dev_shell: options.dev_shell.clone(),
             scratchpad: Some(scratchpad.dir().to_path_buf()),
             ..ServeOptions::default()

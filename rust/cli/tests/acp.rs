@@ -349,8 +349,8 @@ fn what_chock_acp_cannot_do_is_answered_with_the_error_that_says_why() {
     let kind = ProviderKind::Anthropic;
     let server = Server::start(vec![]);
     let fx = project(kind, &server, "");
-    // Not a git repository: no session workspace can be made there.
-    let elsewhere = fx.home.display().to_string();
+    // No such folder: no session can be made there.
+    let elsewhere = fx.home.join("missing").display().to_string();
     let lines = [
         "this is not json".to_owned(),
         json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}).to_string(),
@@ -395,10 +395,10 @@ fn what_chock_acp_cannot_do_is_answered_with_the_error_that_says_why() {
     );
     assert_eq!(by_id(json!(2))["error"]["code"], -32601);
     assert_eq!(by_id(json!(3))["error"]["code"], -32602);
-    let not_git = by_id(json!(4))["error"]["message"].to_string();
+    let missing = by_id(json!(4))["error"]["message"].to_string();
     assert!(
-        not_git.contains("could not start") && not_git.contains("git"),
-        "{not_git}"
+        missing.contains("could not start") && missing.contains("missing"),
+        "{missing}"
     );
     assert_eq!(by_id(json!(5))["error"]["code"], -32002);
     assert_eq!(

@@ -15,7 +15,7 @@ use std::process::Output;
 
 use chock_policy::ProviderKind;
 use loopback::Server;
-use run_support::{APPLY_ALLOWED, project, reply};
+use run_support::{APPLY_ALLOWED, plain_project, project, reply};
 use sandbox_fixture::{Fixture, describe, git_stdout as git, text};
 use serde_json::{Value, json};
 
@@ -826,4 +826,78 @@ fn an_authorised_widening_replaces_its_promise_and_the_others_stay() {
     );
     let widen = fx.last_logged("policy.widen");
     assert_eq!(widen["decision"], "allow", "{widen}");
+}
+
+/// A project that is not a git repository: the session works on an
+/// overlay (its write and its command's removal seen by each other, the
+/// project untouched until the end), the apply writes the work into the
+/// tree, and work kept is said as `chock run`'s.
+#[test]
+fn a_project_with_no_git_runs_on_an_overlay() {
+    let kind = ProviderKind::Anthropic;
+    let server = Server::start(vec![
+        reply(
+            kind,
+            "Writing.",
+            &[(
+                "t1",
+                "write_file",
+                json!({"path": "note.txt", "content": "hello\n"}),
+            )],
+        ),
+        reply(
+            kind,
+            "Tidying.",
+            &[(
+                "t2",
+                "run_command",
+                json!({"argv": ["sh", "-c", "rm gone.txt && cat note.txt a.txt > copy.txt"]}),
+            )],
+        ),
+        reply(
+            kind,
+            "Checking.",
+            &[("t3", "read_file", json!({"path": "gone.txt"}))],
+        ),
+        reply(kind, "Done.", &[]),
+    ]);
+    let fx = plain_project(kind, &server);
+    let out = run(&fx, &[], "write a note");
+    assert!(out.status.success(), "{}", describe(&out));
+    let read = fx.project.join("copy.txt");
+    assert_eq!(
+        std::fs::read_to_string(&read).expect("copy.txt applied"),
+        "hello\none\n"
+    );
+    assert!(
+        !fx.project.join("gone.txt").exists(),
+        "the removal is applied"
+    );
+    let results = server.requests()[3].body["messages"].to_string();
+    assert!(
+        results.contains("t3") && results.contains("does not exist"),
+        "read_file honours the command's removal: {results}"
+    );
+
+    let again = |id: &str| {
+        reply(
+            kind,
+            "More.",
+            &[(
+                id,
+                "write_file",
+                json!({"path": "later.txt", "content": "later\n"}),
+            )],
+        )
+    };
+    let server = Server::start(vec![again("t1"), again("t2")]);
+    let fx = plain_project(kind, &server);
+    let out = run(&fx, &["--max-turns", "1"], "loop");
+    assert_eq!(out.status.code(), Some(4), "{}", describe(&out));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("chock run: the workspace run-") && !stderr.contains("chock mcp"),
+        "the kept work is said as chock run's: {stderr}"
+    );
+    assert!(!fx.project.join("later.txt").exists());
 }

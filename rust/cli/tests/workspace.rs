@@ -726,6 +726,36 @@ fn a_project_that_is_no_repository_works_on_an_overlay_until_the_apply_writes_it
     );
 }
 
+/// A project with no chock.zon: the placeholder every sandbox holds is
+/// made with the workspace, not by its first sandbox, so it is no change
+/// of the person's, and a file the session made new at the root is
+/// written, not kept as a conflict.
+#[test]
+fn an_overlay_over_a_project_with_no_chock_zon_applies_new_files() {
+    let fx = plain(".{}\n");
+    std::fs::remove_file(fx.project.join("chock.zon")).expect("rm chock.zon");
+    let project = fx.project.to_str().expect("utf-8").to_owned();
+    let flags = ["--project", project.as_str()];
+    let out = in_workspace(&fx, &flags, "echo new > b.txt");
+    assert!(out.status.success(), "{}", describe(&out));
+    assert!(fx.project.join("chock.zon").is_file(), "the placeholder");
+    // The person writes a rule into the file as it is (no new name).
+    std::fs::write(fx.project.join("chock.zon"), zon_with("merge", "")).expect("rules");
+    let out = apply(&fx, &flags);
+    assert!(out.status.success(), "{}", describe(&out));
+    assert!(
+        text(&out.stdout).contains("1 file written"),
+        "{}",
+        describe(&out)
+    );
+    assert_eq!(
+        std::fs::read_to_string(fx.project.join("b.txt"))
+            .ok()
+            .as_deref(),
+        Some("new\n")
+    );
+}
+
 #[test]
 fn an_overlay_apply_the_person_raced_keeps_everything_in_the_workspace() {
     let fx = plain(&zon_with("merge", ""));
@@ -737,7 +767,7 @@ fn an_overlay_apply_the_person_raced_keeps_everything_in_the_workspace() {
     assert!(out.status.success(), "{}", describe(&out));
     let said = text(&out.stdout);
     assert!(
-        said.contains("kept in the workspace") && said.contains("you changed a.txt"),
+        said.contains("kept in the workspace") && said.contains("you changed or removed a.txt"),
         "{said}"
     );
     assert_eq!(
@@ -903,22 +933,47 @@ fn the_apply_question_shows_every_file_and_clear_asks_at_a_terminal() {
     );
 }
 
+/// The person removes a file the session changed, or puts a folder or a
+/// link in its place, after the workspace was made: each is a conflict,
+/// nothing at all is written (not even the session's new file), and the
+/// work stays in the workspace for a later apply.
 #[test]
-fn the_tool_server_refuses_a_workspace_over_a_project_that_is_no_repository() {
-    let fx = plain(".{}\n");
-    let out = fx
-        .chock()
-        .args(["mcp", "--workspace"])
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("chock mcp");
-    assert!(!out.status.success(), "{}", describe(&out));
-    assert!(
-        text(&out.stderr).contains("is not a git repository")
-            && text(&out.stderr).contains("chock exec --workspace"),
-        "{}",
-        describe(&out)
-    );
+fn an_overlay_apply_after_the_person_removed_or_replaced_a_file_writes_nothing() {
+    type Person = fn(&Path);
+    let cases: [(&str, Person); 3] = [
+        ("removed", |p| std::fs::remove_file(p).expect("rm")),
+        ("a folder", |p| {
+            std::fs::remove_file(p).expect("rm");
+            std::fs::create_dir(p).expect("mkdir");
+        }),
+        ("a link", |p| {
+            std::fs::remove_file(p).expect("rm");
+            std::os::unix::fs::symlink("/etc/hostname", p).expect("ln");
+        }),
+    ];
+    for (how, person) in cases {
+        let fx = plain(&zon_with("merge", ""));
+        let out = in_workspace(&fx, &[], "echo agent >> keep/x.txt; echo new > b.txt");
+        assert!(out.status.success(), "{how}: {}", describe(&out));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        person(&fx.project.join("keep/x.txt"));
+        let before = snapshot(&fx.project);
+        let out = apply(&fx, &[]);
+        assert!(out.status.success(), "{how}: {}", describe(&out));
+        let said = text(&out.stdout);
+        assert!(
+            said.contains("kept in the workspace") && said.contains("keep/x.txt"),
+            "{how}: {said}"
+        );
+        assert_eq!(snapshot(&fx.project), before, "{how}: nothing is written");
+        assert!(!fx.project.join("b.txt").exists(), "{how}");
+        let listed = fx.chock().arg("workspace").output().expect("workspace");
+        assert!(
+            text(&listed.stdout).contains("2 files changed"),
+            "{how}: the work is kept: {}",
+            describe(&listed)
+        );
+    }
 }
 
 #[test]

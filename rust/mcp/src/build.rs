@@ -81,7 +81,12 @@ pub async fn build(call: &Call<'_>, wanted: ToBuild) -> Result<Built, String> {
         chock_nix::build_fetching_inputs(&request, &context, &mut written, &inputs)
     })
     .await
-    .map_err(|e| format!("{tool} stopped unexpectedly ({e}); this is a bug in chock mcp"))?;
+    .map_err(|e| {
+        format!(
+            "{tool} stopped unexpectedly ({e}); this is a bug in {}",
+            call.session.command
+        )
+    })?;
     built.map_err(|e| format!("{tool}: {e}"))
 }
 

@@ -288,13 +288,15 @@ impl Session {
             // Only a hook hands an act to its agent; here that would be a
             // bug, and it fails closed.
             Outcome::NoObjection | Outcome::Prompt => Err(format!(
-                "refused: {action} was left to the agent's own prompt, which chock mcp does not have; this is a bug in chock mcp"
+                "refused: {action} was left to the agent's own prompt, which {0} does not have; this is a bug in {0}",
+                self.command
             )),
             Outcome::Refused(Refused::Denied) => {
                 Err(format!("refused: {action} is denied by {by}.{change}"))
             }
             Outcome::Refused(Refused::NoReviewer) => Err(format!(
-                "refused: {action} needs a reviewer agent and then a person ({by}), and chock mcp has no reviewer agent, so nobody was asked.{change}"
+                "refused: {action} needs a reviewer agent and then a person ({by}), and {} has no reviewer agent, so nobody was asked.{change}",
+                self.command
             )),
             Outcome::Refused(Refused::PersonSaidNo) => Err(format!(
                 "refused by a person: {action} was asked about and the answer was no. Do not ask again for the same act; tell the person what you wanted it for."

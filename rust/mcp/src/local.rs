@@ -172,7 +172,8 @@ impl InProcess {
     pub fn read_text(&self, given: &str, limit: u64) -> Result<Option<String>, String> {
         let workspace = &self.session.workspace;
         let rel = workspace.relative(given).map_err(|e| e.to_string())?;
-        match workspace.read_text(&rel, limit) {
+        let opened = workspace.opened().map_err(|e| e.to_string())?;
+        match opened.read_text(&rel, limit) {
             Ok(text) => Ok(Some(text)),
             Err(crate::workspace::FileError::NotFound { .. }) => Ok(None),
             Err(e) => Err(e.to_string()),

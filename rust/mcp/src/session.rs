@@ -44,12 +44,21 @@ pub struct ServeOptions {
     pub workspace: bool,
     /// Copy the project's uncommitted work into that workspace.
     pub allow_dirty: bool,
-    /// What that workspace's session name begins with (`mcp`, `run`).
-    pub workspace_prefix: &'static str,
+    /// The command this server runs as (`chock mcp`, `chock run`): what
+    /// it says to the person begins with it, and its workspace's session
+    /// name with its last word.
+    pub command: &'static str,
     /// A folder every run_command is given read-write at
     /// `/run/chock/scratch` (`CHOCK_SCRATCHPAD`): `chock run`'s scratchpad,
     /// made and removed by its session.
     pub scratchpad: Option<PathBuf>,
+}
+
+impl ServeOptions {
+    /// What the workspace's session name begins with: `mcp`, `run`.
+    pub fn workspace_prefix(&self) -> &'static str {
+        self.command.rsplit(' ').next().unwrap_or(self.command)
+    }
 }
 
 impl Default for ServeOptions {
@@ -63,7 +72,7 @@ impl Default for ServeOptions {
             dev_shell: None,
             workspace: false,
             allow_dirty: false,
-            workspace_prefix: "mcp",
+            command: "chock mcp",
             scratchpad: None,
         }
     }
@@ -83,6 +92,8 @@ pub struct Session {
     pub dev_shell: String,
     /// The name agents know this server by (`--name`).
     pub name: String,
+    /// The command it runs as ([`ServeOptions::command`]).
+    pub command: &'static str,
     pub watch: PolicyWatch,
     /// What nix_build and provide_tool have written to the store this
     /// session, against `max_session_bytes`.
@@ -125,7 +136,7 @@ impl Session {
         let mut project = Project::for_command(options.project.as_deref())?;
         let policy = chock_sandbox::exec::load_policy(&project, options.org_bundles.clone())?;
         for warning in policy.warnings() {
-            tracing::warn!("chock mcp: {warning}");
+            tracing::warn!("{}: {warning}", options.command);
         }
         let log = chock_sandbox::exec::open_log(&policy)?;
         let before = before(&project, &policy, &log).map_err(McpError::Stopped)?;
@@ -140,7 +151,11 @@ impl Session {
                 &project,
                 &policy,
                 &log,
-                (options.workspace_prefix, options.allow_dirty),
+                (
+                    options.command,
+                    options.workspace_prefix(),
+                    options.allow_dirty,
+                ),
             )?;
             project.workspace = Some(held.view());
             Some(held)
@@ -160,7 +175,10 @@ impl Session {
             match approve::socket_dir().and_then(|dir| ApproveHub::start(&dir, &project_text)) {
                 Ok(hub) => Some(hub),
                 Err(e) => {
-                    tracing::warn!("chock mcp: `chock approve` cannot reach this server: {e}");
+                    tracing::warn!(
+                        "{}: `chock approve` cannot reach this server: {e}",
+                        options.command
+                    );
                     None
                 }
             }
@@ -168,7 +186,7 @@ impl Session {
             None
         };
         let dev_shell = chock_sandbox::exec::dev_shell_name(options.dev_shell.clone(), &policy);
-        let watch = PolicyWatch::new(policy.project_file().to_path_buf());
+        let watch = PolicyWatch::new(policy.project_file().to_path_buf(), options.command);
         let tasks_dir = chock_log::dir_from_env()?.join("tasks");
         let tasks = Tasks::new(&tasks_dir).map_err(|source| McpError::TasksDir {
             path: tasks_dir,
@@ -187,6 +205,7 @@ impl Session {
             withheld: Vec::new(),
             dev_shell,
             name: options.name.clone(),
+            command: options.command,
             watch,
             nix_session: Default::default(),
             flake_inputs: Default::default(),
@@ -267,6 +286,7 @@ impl Session {
 /// Notices when `chock.zon` changes after the policy was read.
 pub struct PolicyWatch {
     file: PathBuf,
+    command: &'static str,
     at_start: Option<Fingerprint>,
     told: AtomicBool,
 }
@@ -289,10 +309,11 @@ fn fingerprint(file: &std::path::Path) -> Option<Fingerprint> {
 }
 
 impl PolicyWatch {
-    fn new(file: PathBuf) -> PolicyWatch {
+    fn new(file: PathBuf, command: &'static str) -> PolicyWatch {
         let at_start = fingerprint(&file);
         PolicyWatch {
             file,
+            command,
             at_start,
             told: AtomicBool::new(false),
         }
@@ -329,7 +350,7 @@ impl PolicyWatch {
             "{} changed after this server read it; the rules read at start still answer every call until the server is restarted (restart your agent's MCP server to use the new rules)",
             self.file.display()
         );
-        tracing::warn!("chock mcp: {sentence}");
+        tracing::warn!("{}: {sentence}", self.command);
         Some(sentence)
     }
 }

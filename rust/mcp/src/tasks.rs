@@ -292,7 +292,7 @@ impl Tasks {
             .spawn(move || tasks.run(prepared, command, network, &tell))
             .map_err(|e| format!("run_command: the task's thread could not start ({e})"))?;
         told.recv().unwrap_or_else(|_| {
-            Err("run_command: the task's thread ended before the program started; this is a bug in chock mcp".into())
+            Err("run_command: the task's thread ended before the program started; this is a bug in Chock".into())
         })
     }
 

@@ -18,6 +18,14 @@
 //! Writes go to a fresh file beside the target and are renamed over it, so a
 //! refused or failed write leaves the old file as it was, and `renameat`
 //! replaces a name without following it.
+//!
+//! Each call works on an [`Opened`] workspace: a tree's handle as it is,
+//! or, for an overlay workspace (a project that is not a git repository),
+//! the root of an overlay mounted for that call alone (see
+//! `chock_sandbox::workspace::Merged`), so overlayfs says what each path
+//! is (whiteouts, opaque folders, copy-up) exactly as in a sandbox, and
+//! the same rules above apply beneath it. What a given path means is
+//! decided in one place, [`Workspace::relative`].
 
 use std::ffi::OsStr;
 use std::io::{Read, Write};
@@ -68,6 +76,12 @@ pub enum FileError {
     LinkOnPath { path: String },
     #[error("`{path}` is named in deny_read: no session reads it")]
     DenyRead { path: String },
+    #[error(
+        "`{path}` is under a read_only or write bind of the person's own path, which the file tools of an overlay workspace never write (the write would stay in the overlay, and no apply carries it); a writable bind is written by run_command"
+    )]
+    OverlayBind { path: String },
+    #[error("the workspace could not be opened: {why}")]
+    Overlay { why: String },
     #[error("`{path}` is not a regular file")]
     NotAFile { path: String },
     #[error("`{path}`: the path holds a NUL byte or is empty")]
@@ -98,14 +112,47 @@ pub enum Kind {
 
 /// The project directory as a capability: paths resolve beneath it only.
 pub struct Workspace {
-    root: Dir,
+    source: Source,
     /// Where paths are given from: the project's path, also for a
     /// session workspace shown there.
     root_path: PathBuf,
-    /// Where the root is on the host (a session workspace's tree).
+    /// Where the root is on the host (a session workspace's tree; for an
+    /// overlay, the project).
     host_root: PathBuf,
     /// `deny_read` files, by (device, inode): never read.
     denied: Vec<(u64, u64)>,
+    /// An overlay's binds of the person's own paths (`read_only`,
+    /// `write`): mounts in a sandbox, but plain paths of the overlay here,
+    /// where a write would land in the upper layer and no apply carries
+    /// it, so the file tools do not write under them.
+    bound: Vec<PathBuf>,
+}
+
+/// What the file tools open paths beneath.
+enum Source {
+    /// A folder on the host: the project, or a session workspace's tree.
+    Tree(Dir),
+    /// An overlay workspace: mounted afresh for each call (see
+    /// [`chock_sandbox::workspace::Merged`]), so every call sees the
+    /// overlay as a command would, whiteouts and all.
+    Overlay(chock_sandbox::workspace::View),
+}
+
+/// The workspace opened for one tool call: every path of the call is
+/// opened beneath `root`.
+pub struct Opened<'a> {
+    root: Dir,
+    of: &'a Workspace,
+    /// An overlay's mount, kept until the call is done (after `root`).
+    _merged: Option<chock_sandbox::workspace::Merged>,
+}
+
+impl std::ops::Deref for Opened<'_> {
+    type Target = Workspace;
+
+    fn deref(&self) -> &Workspace {
+        self.of
+    }
 }
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -114,22 +161,33 @@ impl Workspace {
     /// Opens `root` (an absolute, canonical directory).
     pub fn open(root: &Path) -> std::io::Result<Workspace> {
         Ok(Workspace {
-            root: Dir::open_ambient_dir(root, ambient_authority())?,
+            source: Source::Tree(Dir::open_ambient_dir(root, ambient_authority())?),
             root_path: root.to_path_buf(),
             host_root: root.to_path_buf(),
             denied: Vec::new(),
+            bound: Vec::new(),
         })
     }
 
-    /// Opens a session workspace: its tree `view.source`, given paths from
-    /// the project's path `view.shown`, its `deny_read` files refused by
-    /// identity.
+    /// Opens a session workspace: its tree `view.source` (or the overlay
+    /// over it), given paths from the project's path `view.shown`, its
+    /// `deny_read` files refused by identity (an overlay's are covered by
+    /// the notice in its upper layer, which is what a read finds).
     pub fn open_session(view: &chock_sandbox::workspace::View) -> std::io::Result<Workspace> {
+        let source = if view.overlay.is_some() {
+            Source::Overlay(view.clone())
+        } else {
+            Source::Tree(Dir::open_ambient_dir(&view.source, ambient_authority())?)
+        };
         Ok(Workspace {
-            root: Dir::open_ambient_dir(&view.source, ambient_authority())?,
+            source,
             root_path: view.shown.clone(),
             host_root: view.source.clone(),
             denied: view.covers.iter().map(|c| (c.dev, c.ino)).collect(),
+            bound: match view.overlay {
+                Some(_) => view.binds.iter().map(|b| b.rel.clone()).collect(),
+                None => Vec::new(),
+            },
         })
     }
 
@@ -180,26 +238,59 @@ impl Workspace {
         }
     }
 
+    /// Opens the workspace for one call: a tree as it is, an overlay
+    /// mounted for the call.
+    pub fn opened(&self) -> Result<Opened<'_>, FileError> {
+        match &self.source {
+            Source::Tree(dir) => Ok(Opened {
+                root: dir.try_clone().map_err(|e| io_error(Path::new(""), e))?,
+                of: self,
+                _merged: None,
+            }),
+            Source::Overlay(view) => {
+                let merged = chock_sandbox::workspace::mount_overlay(view)
+                    .map_err(|e| FileError::Overlay { why: e.to_string() })?
+                    .ok_or_else(|| FileError::Overlay {
+                        why: "the workspace is no overlay".into(),
+                    })?;
+                let root = merged
+                    .root()
+                    .ok_or_else(|| FileError::Overlay {
+                        why: "the overlay has no root".into(),
+                    })?
+                    .try_clone()
+                    .map_err(|e| io_error(Path::new(""), e))?;
+                Ok(Opened {
+                    root: Dir::from_std_file(std::fs::File::from(root)),
+                    of: self,
+                    _merged: Some(merged),
+                })
+            }
+        }
+    }
+}
+
+impl Opened<'_> {
     /// Reads a file of at most `limit` bytes.
     pub fn read(&self, rel: &Path, limit: u64) -> Result<Vec<u8>, FileError> {
         let file = self.root.open(at(rel)).map_err(|e| io_error(rel, e))?;
         let meta = file.metadata().map_err(|e| io_error(rel, e))?;
         if meta.is_dir() {
             return Err(FileError::IsFolder {
-                path: Self::show(rel),
+                path: Workspace::show(rel),
             });
         }
         {
             use cap_std::fs::MetadataExt;
             if self.denied.contains(&(meta.dev(), meta.ino())) {
                 return Err(FileError::DenyRead {
-                    path: Self::show(rel),
+                    path: Workspace::show(rel),
                 });
             }
         }
         if meta.len() > limit {
             return Err(FileError::TooLarge {
-                path: Self::show(rel),
+                path: Workspace::show(rel),
                 size: meta.len(),
                 limit,
                 what: "read a part of it with `offset` and `limit`",
@@ -211,7 +302,7 @@ impl Workspace {
             .map_err(|e| io_error(rel, e))?;
         if bytes.len() as u64 > limit {
             return Err(FileError::TooLarge {
-                path: Self::show(rel),
+                path: Workspace::show(rel),
                 size: bytes.len() as u64,
                 limit,
                 what: "it grew while being read",
@@ -225,7 +316,7 @@ impl Workspace {
         let bytes = self.read(rel, limit)?;
         let size = bytes.len() as u64;
         String::from_utf8(bytes).map_err(|_| FileError::NotText {
-            path: Self::show(rel),
+            path: Workspace::show(rel),
             size,
         })
     }
@@ -265,7 +356,7 @@ impl Workspace {
         self.root.open_dir(rel).map_err(|e| match io_error(rel, e) {
             FileError::Io { source, .. } if source.raw_os_error() == Some(nix::libc::ENOTDIR) => {
                 FileError::NotFolder {
-                    path: Self::show(rel),
+                    path: Workspace::show(rel),
                 }
             }
             other => other,
@@ -372,7 +463,7 @@ impl Workspace {
         }
         Err(format!(
             "`{}` kept changing while it was being edited; nothing was written. Read it again and retry",
-            Self::show(rel)
+            Workspace::show(rel)
         ))
     }
 
@@ -385,9 +476,14 @@ impl Workspace {
     /// directory, by its (device, inode); missing folders are made when
     /// `create` is set.
     fn parent(&self, rel: &Path, parent: &Path, create: bool) -> Result<OwnedFd, FileError> {
+        if self.bound.iter().any(|bind| rel.starts_with(bind)) {
+            return Err(FileError::OverlayBind {
+                path: Workspace::show(rel),
+            });
+        }
         if parent.components().any(|c| c.as_os_str() == ".git") {
             return Err(FileError::GitDirectory {
-                path: Self::show(rel),
+                path: Workspace::show(rel),
             });
         }
         let protected = self.git_identities();
@@ -416,14 +512,14 @@ impl Workspace {
                 Ok(next) => next,
                 Err(_) if is_link() => {
                     return Err(FileError::LinkOnPath {
-                        path: Self::show(rel),
+                        path: Workspace::show(rel),
                     });
                 }
                 Err(e) => return Err(io_error(rel, e)),
             };
             if protected.contains(&identity(&next).map_err(|e| io_error(rel, e))?) {
                 return Err(FileError::GitDirectory {
-                    path: Self::show(rel),
+                    path: Workspace::show(rel),
                 });
             }
             dir = next;
@@ -437,7 +533,7 @@ impl Workspace {
     fn target(&self, rel: &Path, dir: &OwnedFd, name: &OsStr) -> Result<Target, FileError> {
         if name == ".git" {
             return Err(FileError::GitDirectory {
-                path: Self::show(rel),
+                path: Workspace::show(rel),
             });
         }
         let root = identity(&self.root).map_err(|e| io_error(rel, e))?;
@@ -461,16 +557,16 @@ impl Workspace {
                 }
                 match kind {
                     rustix::fs::FileType::Directory => Err(FileError::IsFolder {
-                        path: Self::show(rel),
+                        path: Workspace::show(rel),
                     }),
                     rustix::fs::FileType::Symlink => Err(FileError::LinkOnPath {
-                        path: Self::show(rel),
+                        path: Workspace::show(rel),
                     }),
                     rustix::fs::FileType::RegularFile => Ok(Target {
                         mode: Some(st.st_mode & 0o7777),
                     }),
                     _ => Err(FileError::NotAFile {
-                        path: Self::show(rel),
+                        path: Workspace::show(rel),
                     }),
                 }
             }
@@ -786,7 +882,10 @@ mod tests {
         let file = dir.path().join("run.sh");
         std::fs::write(&file, "old").expect("write");
         std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o750)).expect("chmod");
-        ws.write(Path::new("run.sh"), b"new").expect("write");
+        ws.opened()
+            .expect("opened")
+            .write(Path::new("run.sh"), b"new")
+            .expect("write");
         assert_eq!(std::fs::read_to_string(&file).ok().as_deref(), Some("new"));
         let mode = std::fs::metadata(&file).expect("meta").permissions().mode();
         assert_eq!(mode & 0o777, 0o750);
@@ -812,7 +911,7 @@ mod tests {
         ] {
             assert!(
                 matches!(
-                    ws.write(Path::new(path), b"x"),
+                    ws.opened().expect("opened").write(Path::new(path), b"x"),
                     Err(FileError::GitDirectory { .. })
                 ),
                 "{path}"
@@ -821,11 +920,15 @@ mod tests {
         std::fs::remove_dir_all(dir.path().join(".git")).expect("rm");
         std::fs::write(dir.path().join(".git"), "gitdir: meta\n").expect(".git file");
         assert!(matches!(
-            ws.write(Path::new("meta/hooks/pre-commit"), b"x"),
+            ws.opened()
+                .expect("opened")
+                .write(Path::new("meta/hooks/pre-commit"), b"x"),
             Err(FileError::GitDirectory { .. })
         ));
         assert!(!dir.path().join("meta/hooks").exists());
-        ws.write(Path::new("sub.git"), b"a name that only looks like it")
+        ws.opened()
+            .expect("opened")
+            .write(Path::new("sub.git"), b"a name that only looks like it")
             .expect("written");
     }
 

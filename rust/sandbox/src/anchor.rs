@@ -77,6 +77,9 @@ pub(crate) struct Anchors {
     pub(crate) anchored: Anchored,
     /// Placeholders made now, for the person to be told.
     pub(crate) created: Vec<PathBuf>,
+    /// An overlay workspace's work folder for this sandbox, removed when
+    /// the sandbox and every program it ran are gone.
+    pub(crate) own_work: Option<std::sync::Arc<crate::workspace::OwnWork>>,
 }
 
 pub(crate) fn open_top(path: &Path) -> Result<(OwnedFd, FileId), SandboxError> {
@@ -205,12 +208,12 @@ pub(crate) fn anchor(layout: &Layout) -> Result<Anchors, SandboxError> {
             writable,
         });
     }
-    let (objects, session) = match &layout.session {
+    let (objects, session, own_work) = match &layout.session {
         Some(view) => {
-            let (objects, session) = crate::workspace::anchor(&workspace, view)?;
-            (objects, Some(session))
+            let (objects, session, own_work) = crate::workspace::anchor(&workspace, view)?;
+            (objects, Some(session), own_work)
         }
-        None => (None, None),
+        None => (None, None, None),
     };
     Ok(Anchors {
         workspace,
@@ -225,5 +228,6 @@ pub(crate) fn anchor(layout: &Layout) -> Result<Anchors, SandboxError> {
             session,
         },
         created,
+        own_work,
     })
 }

@@ -284,7 +284,7 @@ pub(crate) fn run_init(plan: &ChildPlan, channel: Channel) -> ! {
     // kernel lets only a caller that is root on the host write this file;
     // for any other, the host's own setting (inherited) stands, and
     // docs/sandbox.md says what that leaves open.
-    let _ = write_proc_file(c"/proc/sys/vm/memfd_noexec", b"2");
+    let _ = sys::write_proc_file(c"/proc/sys/vm/memfd_noexec", b"2");
     // Not dumpable: the program (uid-equal but without capabilities) cannot
     // open /proc/1/fd, /proc/1/environ or ptrace init.
     // SAFETY: plain prctl with integer arguments.
@@ -352,32 +352,24 @@ fn connect_stdio(plan: &ChildPlan, channel: Channel) {
     }
 }
 
-fn write_proc_file(path: &CStr, contents: &[u8]) -> Result<(), Errno> {
-    // SAFETY: NUL-terminated path.
-    let fd = errno_of(unsafe { libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC) })?;
-    let result = sys::write_all(fd, contents);
-    close(fd);
-    result
-}
-
 fn write_id_maps(plan: &ChildPlan, channel: Channel) {
     check(
         channel,
         Step::Setgroups,
         0,
-        write_proc_file(c"/proc/self/setgroups", b"deny"),
+        sys::write_proc_file(c"/proc/self/setgroups", b"deny"),
     );
     check(
         channel,
         Step::UidMap,
         0,
-        write_proc_file(c"/proc/self/uid_map", &plan.uid_map),
+        sys::write_proc_file(c"/proc/self/uid_map", &plan.uid_map),
     );
     check(
         channel,
         Step::GidMap,
         0,
-        write_proc_file(c"/proc/self/gid_map", &plan.gid_map),
+        sys::write_proc_file(c"/proc/self/gid_map", &plan.gid_map),
     );
 }
 
@@ -426,20 +418,20 @@ fn as_changed(errno: Errno) -> Errno {
 
 /// The options of an overlay mount, written without allocating: each layer
 /// named as `/proc/self/fd/N` of a descriptor already checked.
-struct OverlayData {
+pub(crate) struct OverlayData {
     bytes: [u8; 160],
     len: usize,
 }
 
 impl OverlayData {
-    fn new() -> OverlayData {
+    pub(crate) fn new() -> OverlayData {
         OverlayData {
             bytes: [0; 160],
             len: 0,
         }
     }
 
-    fn push(&mut self, text: &[u8]) {
+    pub(crate) fn push(&mut self, text: &[u8]) {
         for byte in text {
             if let Some(slot) = self.bytes.get_mut(self.len) {
                 *slot = *byte;
@@ -448,7 +440,7 @@ impl OverlayData {
         }
     }
 
-    fn fd(&mut self, fd: RawFd) {
+    pub(crate) fn fd(&mut self, fd: RawFd) {
         self.push(b"/proc/self/fd/");
         let mut digits = [0u8; 10];
         let (mut n, mut at) = (fd.unsigned_abs(), digits.len());
@@ -464,7 +456,7 @@ impl OverlayData {
     }
 
     /// The options as a C string; `ENAMETOOLONG` if they did not fit.
-    fn finish(&mut self) -> Result<&CStr, Errno> {
+    pub(crate) fn finish(&mut self) -> Result<&CStr, Errno> {
         if self.len >= self.bytes.len() {
             return Err(Errno::ENAMETOOLONG);
         }

@@ -570,6 +570,7 @@ impl Sandbox {
             ops: plan.ops,
             cgroup,
             program,
+            _own_work: self.anchors.own_work.clone(),
             _network: network,
         };
         // Init may already have ended, refusing to build the sandbox (a
@@ -712,6 +713,8 @@ pub struct Running {
     cgroup: Option<Cgroup>,
     program: Option<PathBuf>,
     floor: Option<FloorWatch>,
+    /// An overlay workspace's work folder, kept while the program runs.
+    _own_work: Option<std::sync::Arc<crate::workspace::OwnWork>>,
     /// The router's threads, stopped when the run is collected.
     _network: Option<crate::net::Attached>,
 }

@@ -18,6 +18,9 @@ const SYS_PIDFD_SEND_SIGNAL: libc::c_long = 424;
 const SYS_CLOSE_RANGE: libc::c_long = 436;
 const SYS_OPEN_TREE: libc::c_long = 428;
 const SYS_MOVE_MOUNT: libc::c_long = 429;
+const SYS_FSOPEN: libc::c_long = 430;
+const SYS_FSCONFIG: libc::c_long = 431;
+const SYS_FSMOUNT: libc::c_long = 432;
 const SYS_OPENAT2: libc::c_long = 437;
 const SYS_MOUNT_SETATTR: libc::c_long = 442;
 const SYS_LANDLOCK_CREATE_RULESET: libc::c_long = 444;
@@ -207,6 +210,96 @@ pub(crate) fn open_path(dir: RawFd, path: &CStr, beneath: bool) -> Result<RawFd,
         )
     };
     result(ret).map(|fd| fd as RawFd)
+}
+
+/// Writes `contents` to the file `path` (a `/proc` file of this process:
+/// its id maps, `setgroups`). Allocation-free.
+pub(crate) fn write_proc_file(path: &CStr, contents: &[u8]) -> Result<(), Errno> {
+    // SAFETY: NUL-terminated path.
+    let fd = unsafe { libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC) };
+    let fd = result(libc::c_long::from(fd))? as RawFd;
+    let written = write_all(fd, contents);
+    close(fd);
+    written
+}
+
+const FSOPEN_CLOEXEC: libc::c_uint = 1;
+const FSMOUNT_CLOEXEC: libc::c_uint = 1;
+const FSCONFIG_SET_FLAG: libc::c_uint = 0;
+const FSCONFIG_SET_STRING: libc::c_uint = 1;
+const FSCONFIG_CMD_CREATE: libc::c_uint = 6;
+
+/// Which step of [`detached_overlay`] failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum OverlayStep {
+    Open = 1,
+    Option = 2,
+    Create = 3,
+    Mount = 4,
+}
+
+/// A detached overlayfs (`fsopen`, `fsconfig`, `fsmount`), attached to no
+/// mount namespace: each `(key, value)` of `options` set as a string, each
+/// of `flags` as a flag, the mount given `attrs`. Its descriptor is the
+/// mount's root; the mount lives as long as a descriptor of it does.
+/// Allocation-free, for a child of a threaded process.
+pub(crate) fn detached_overlay(
+    options: &[(&CStr, &CStr)],
+    flags: &[&CStr],
+    attrs: u64,
+) -> Result<RawFd, (OverlayStep, Errno)> {
+    // SAFETY: a NUL-terminated file system name and a flag.
+    let fs = unsafe { libc::syscall(SYS_FSOPEN, c"overlay".as_ptr(), FSOPEN_CLOEXEC) };
+    let fs = result(fs).map_err(|e| (OverlayStep::Open, e))? as RawFd;
+    let configured = (|| {
+        for (key, value) in options {
+            // SAFETY: NUL-terminated key and value on the fs context `fs`.
+            let ret = unsafe {
+                libc::syscall(
+                    SYS_FSCONFIG,
+                    fs,
+                    FSCONFIG_SET_STRING,
+                    key.as_ptr(),
+                    value.as_ptr(),
+                    0,
+                )
+            };
+            result(ret).map_err(|e| (OverlayStep::Option, e))?;
+        }
+        for flag in flags {
+            // SAFETY: a NUL-terminated key with no value.
+            let ret = unsafe {
+                libc::syscall(
+                    SYS_FSCONFIG,
+                    fs,
+                    FSCONFIG_SET_FLAG,
+                    flag.as_ptr(),
+                    std::ptr::null::<libc::c_char>(),
+                    0,
+                )
+            };
+            result(ret).map_err(|e| (OverlayStep::Option, e))?;
+        }
+        // SAFETY: no key or value: the context is made into a superblock.
+        let ret = unsafe {
+            libc::syscall(
+                SYS_FSCONFIG,
+                fs,
+                FSCONFIG_CMD_CREATE,
+                std::ptr::null::<libc::c_char>(),
+                std::ptr::null::<libc::c_char>(),
+                0,
+            )
+        };
+        result(ret).map_err(|e| (OverlayStep::Create, e))?;
+        // SAFETY: the fs context, flags and mount attributes.
+        let ret = unsafe { libc::syscall(SYS_FSMOUNT, fs, FSMOUNT_CLOEXEC, attrs) };
+        result(ret)
+            .map(|fd| fd as RawFd)
+            .map_err(|e| (OverlayStep::Mount, e))
+    })();
+    close(fs);
+    configured
 }
 
 /// A detached copy of the mount tree at `fd` (`open_tree(OPEN_TREE_CLONE)`,

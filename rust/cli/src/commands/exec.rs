@@ -78,7 +78,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 policy: &policy,
                 log: &log,
                 route: exec::ROUTE,
-                host_tree: false,
             });
             let (held, notices) = match made {
                 Ok(made) => made,

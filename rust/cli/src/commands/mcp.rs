@@ -27,7 +27,7 @@ pub struct Args {
     /// The dev shell run_command uses (devShells.<system>.<NAME>); wins over `.nix.dev_shell` in chock.zon.
     #[arg(long, value_name = "NAME")]
     pub dev_shell: Option<String>,
-    /// Work on a session workspace of this server's own (a copy of the repository's HEAD) instead of the project; its work reaches the project through request_apply or `chock apply`.
+    /// Work on a session workspace of this server's own (a copy of the repository's HEAD, or an overlay over a project that is not a git repository) instead of the project; its work reaches the project through request_apply or `chock apply`.
     #[arg(long)]
     pub workspace: bool,
     /// With --workspace: copy the project's uncommitted work into it.

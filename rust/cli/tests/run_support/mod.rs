@@ -24,6 +24,23 @@ pub fn project(kind: ProviderKind, server: &Server, rules: &str) -> Fixture {
     ));
     git(&fx.project, &["add", "."]);
     git(&fx.project, &["commit", "-q", "-m", "init"]);
+    with_provider(fx, kind, server)
+}
+
+/// [`project`] with no git: `a.txt` and `gone.txt`, workspace.apply allowed.
+#[allow(dead_code, reason = "the run tests use it, the acp tests do not")]
+pub fn plain_project(kind: ProviderKind, server: &Server) -> Fixture {
+    let fx = Fixture::host();
+    std::fs::write(fx.project.join("a.txt"), "one\n").expect("a.txt");
+    std::fs::write(fx.project.join("gone.txt"), "bye\n").expect("gone.txt");
+    fx.zon(&format!(
+        ".{{ .policy = .{{ .rules = .{{ {APPLY_ALLOWED} }} }} }}\n"
+    ));
+    with_provider(fx, kind, server)
+}
+
+/// `fx` with config.zon naming one instance, `loop`, of `kind` at `server`.
+fn with_provider(fx: Fixture, kind: ProviderKind, server: &Server) -> Fixture {
     let (kind_name, base) = match kind {
         ProviderKind::Anthropic => ("anthropic", format!("http://127.0.0.1:{}", server.port)),
         ProviderKind::OpenaiChat => (

@@ -27,7 +27,7 @@ pub fn make_workspace(
     project: &Project,
     policy: &Policy,
     log: &Log,
-    (prefix, allow_dirty): (&str, bool),
+    (command, prefix, allow_dirty): (&str, &str, bool),
 ) -> Result<SessionWorkspace, McpError> {
     let session = workspace::new_session(prefix);
     let (held, notices) = SessionWorkspace::open_or_make(&workspace::Request {
@@ -37,10 +37,9 @@ pub fn make_workspace(
         policy,
         log,
         route: ROUTE,
-        host_tree: true,
     })?;
     for notice in notices {
-        tracing::warn!("chock mcp: {notice}");
+        tracing::warn!("{command}: {notice}");
     }
     Ok(held)
 }
@@ -59,20 +58,22 @@ pub fn finish_workspace(session: &Session) {
             let dir = held.dir.clone();
             // Removed under the lock this process holds.
             if let Err(e) = workspace::remove_dir(&dir) {
-                tracing::warn!("chock mcp: {e}");
+                tracing::warn!("{}: {e}", session.command);
             }
         }
         Ok(pending) => {
             let name = &held.meta.session;
             let line = format!(
-                "chock mcp: the workspace {name} holds {pending}, kept at {}; `chock apply {name}` carries it into {}, `chock workspace` lists it",
+                "{}: the workspace {name} holds {pending}, kept at {}; `chock apply {name}` carries it into {}, `chock workspace` lists it",
+                session.command,
                 held.tree().display(),
                 held.meta.project.display()
             );
             eprintln!("{line}");
         }
         Err(e) => eprintln!(
-            "chock mcp: the workspace {} is kept: {e}",
+            "{}: the workspace {} is kept: {e}",
+            session.command,
             held.dir.display()
         ),
     }
@@ -122,7 +123,10 @@ pub async fn request_apply(call: &Call<'_>, _args: RequestApply) -> Result<Strin
     })
     .await
     .map_err(|e| {
-        format!("request_apply stopped unexpectedly ({e}); this is a bug in chock mcp")
+        format!(
+            "request_apply stopped unexpectedly ({e}); this is a bug in {}",
+            call.session.command
+        )
     })??;
     let (plan, applied) = outcome;
     let said = match &plan {

@@ -99,7 +99,12 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
         (request, named)
     })
     .await
-    .map_err(|e| format!("run_command stopped unexpectedly ({e}); this is a bug in chock mcp"))?;
+    .map_err(|e| {
+        format!(
+            "run_command stopped unexpectedly ({e}); this is a bug in {}",
+            call.session.command
+        )
+    })?;
     let named = named.map_err(|e| format!("run_command: {e}"))?;
     // Every act the command holds (`sh -c` read per segment, wrappers
     // looked through, `git.*`) passes the gate, each logged: one refusal
@@ -209,7 +214,12 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
         Ok::<_, exec::ExecError>((notices, ran))
     })
     .await
-    .map_err(|e| format!("run_command stopped unexpectedly ({e}); this is a bug in chock mcp"));
+    .map_err(|e| {
+        format!(
+            "run_command stopped unexpectedly ({e}); this is a bug in {}",
+            call.session.command
+        )
+    });
     killer.abort();
     let ran = ran?;
     let (notices, ran) = ran.map_err(|e| format!("run_command: {e}"))?;

@@ -46,10 +46,16 @@ async fn blocking<T: Send + 'static>(
     session: &Arc<Session>,
     work: impl FnOnce(&Session) -> Result<T, String> + Send + 'static,
 ) -> Result<T, String> {
+    let command = session.command;
     let session = session.clone();
     tokio::task::spawn_blocking(move || work(&session))
         .await
-        .map_err(|e| format!("the tool stopped unexpectedly ({e}); this is a bug in chock mcp"))?
+        .map_err(|e| format!("the tool stopped unexpectedly ({e}); this is a bug in {command}"))?
+}
+
+/// The workspace opened for this call (an overlay is mounted for it).
+fn opened(session: &Session) -> Result<crate::workspace::Opened<'_>, String> {
+    session.workspace.opened().map_err(|e| e.to_string())
 }
 
 fn relative(call: &Call<'_>, path: &str) -> Result<PathBuf, String> {
@@ -71,8 +77,7 @@ pub async fn read_file(call: &Call<'_>, args: ReadFile) -> Result<String, String
     let rel = relative(call, &args.path)?;
     gate(call, "read_file", &rel).await?;
     blocking(call.session, move |s| {
-        let text = s
-            .workspace
+        let text = opened(s)?
             .read_text(&rel, MAX_READ_BYTES)
             .map_err(|e| e.to_string())?;
         Ok(select_lines(&text, args.offset, args.limit))
@@ -126,7 +131,7 @@ pub async fn list_directory(call: &Call<'_>, args: ListDirectory) -> Result<Stri
     let rel = relative(call, &args.path)?;
     gate(call, "list_directory", &rel).await?;
     blocking(call.session, move |s| {
-        let listed = s.workspace.list(&rel).map_err(|e| e.to_string())?;
+        let listed = opened(s)?.list(&rel).map_err(|e| e.to_string())?;
         let mut out = String::new();
         for entry in &listed {
             match entry.kind {
@@ -166,10 +171,7 @@ pub async fn glob(call: &Call<'_>, args: Glob) -> Result<String, String> {
     let matcher = glob_matcher(&args.pattern)?;
     gate(call, "glob", &rel).await?;
     blocking(call.session, move |s| {
-        let walked = s
-            .workspace
-            .walk(&rel, MAX_WALK)
-            .map_err(|e| e.to_string())?;
+        let walked = opened(s)?.walk(&rel, MAX_WALK).map_err(|e| e.to_string())?;
         let mut out = String::new();
         let mut found = 0;
         for (path, kind) in &walked.entries {
@@ -232,12 +234,10 @@ pub async fn grep(call: &Call<'_>, args: Grep) -> Result<String, String> {
         .clamp(1, MAX_GREP_RESULTS);
     gate(call, "grep", &rel).await?;
     blocking(call.session, move |s| {
-        let files: Vec<PathBuf> = match s.workspace.list(&rel) {
+        let tree = opened(s)?;
+        let files: Vec<PathBuf> = match tree.list(&rel) {
             Ok(_) => {
-                let walked = s
-                    .workspace
-                    .walk(&rel, MAX_WALK)
-                    .map_err(|e| e.to_string())?;
+                let walked = tree.walk(&rel, MAX_WALK).map_err(|e| e.to_string())?;
                 walked
                     .entries
                     .into_iter()
@@ -257,7 +257,7 @@ pub async fn grep(call: &Call<'_>, args: Grep) -> Result<String, String> {
             {
                 continue;
             }
-            let Ok(bytes) = s.workspace.read(&path, MAX_READ_BYTES) else {
+            let Ok(bytes) = tree.read(&path, MAX_READ_BYTES) else {
                 continue;
             };
             if bytes.iter().take(8192).any(|b| *b == 0) {
@@ -323,7 +323,7 @@ pub async fn write_file(call: &Call<'_>, args: WriteFile) -> Result<String, Stri
     }
     gate(call, "write_file", &rel).await?;
     blocking(call.session, move |s| {
-        s.workspace
+        opened(s)?
             .write(&rel, args.content.as_bytes())
             .map_err(|e| format!("{e}; nothing was written"))?;
         Ok(format!(
@@ -356,7 +356,7 @@ pub async fn edit_file(call: &Call<'_>, args: EditFile) -> Result<String, String
     blocking(call.session, move |s| {
         let shown = Workspace::show(&rel);
         let count = std::sync::atomic::AtomicUsize::new(0);
-        s.workspace.edit(&rel, MAX_READ_BYTES, |text| {
+        opened(s)?.edit(&rel, MAX_READ_BYTES, |text| {
             let found = text.matches(&args.old_string).count();
             count.store(found, std::sync::atomic::Ordering::Relaxed);
             if found == 0 {

@@ -328,7 +328,7 @@ pub fn definition(name: &str) -> Option<Tool> {
         ),
         REQUEST_APPLY => tool(
             REQUEST_APPLY,
-            "Ask for the work in this session's workspace to be carried into the person's repository: it is committed there as the session commit and, after the person approves (workspace.apply), lands as chock.zon's .apply.mode says (or parks at refs/chock/<session>). Answers what was carried and where.",
+            "Ask for the work in this session's workspace to be carried into the person's repository: it is committed there as the session commit and, after the person approves (workspace.apply), lands as chock.zon's .apply.mode says (or parks at refs/chock/<session>); in a project that is not a git repository the changes are written into its tree, whole or not at all. Answers what was carried and where.",
             json!({"type": "object", "properties": {}, "additionalProperties": false}),
             false,
         ),

@@ -76,7 +76,10 @@ pub async fn nix_eval(call: &Call<'_>, args: NixEval) -> Result<String, String> 
     let outcome = tokio::task::spawn_blocking(move || chock_fix::evaluate(&options, &request))
         .await
         .map_err(|e| {
-            format!("the evaluation stopped unexpectedly ({e}); this is a bug in chock mcp")
+            format!(
+                "the evaluation stopped unexpectedly ({e}); this is a bug in {}",
+                call.session.command
+            )
         })?;
     watcher.abort();
     let mut text = String::new();

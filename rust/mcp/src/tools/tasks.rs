@@ -88,7 +88,12 @@ pub async fn start(
         Ok::<_, String>((notices, task))
     })
     .await
-    .map_err(|e| format!("run_command stopped unexpectedly ({e}); this is a bug in chock mcp"))?;
+    .map_err(|e| {
+        format!(
+            "run_command stopped unexpectedly ({e}); this is a bug in {}",
+            call.session.command
+        )
+    })?;
     let (notices, task) = started?;
     let mut out = String::new();
     for notice in notices {

@@ -541,11 +541,12 @@ impl SessionWorkspace {
         let conflicts = self.overlay_conflicts(&carried.changes);
         if !conflicts.is_empty() {
             return Ok(kept(format!(
-                "you changed {} since the workspace was made, and so did the session",
+                "you changed or removed {} since the workspace was made (or the folder that held it), and the session changed it too",
                 conflicts.join(", ")
             )));
         }
         self.overlay_write(&carried.changes)?;
+        self.overlay_applied(&carried.changes)?;
         Ok(Applied::Written {
             files: plan.files.len(),
         })

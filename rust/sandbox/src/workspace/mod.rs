@@ -22,6 +22,7 @@
 pub mod apply;
 mod files;
 mod git;
+mod merged;
 mod mount;
 mod overlay;
 mod view;
@@ -35,6 +36,8 @@ use chock_policy::workspace::{Bind, BindMode, WorkspaceSettings};
 use chock_policy::{Decision, Key, Policy, Reading, Verdict};
 use serde::{Deserialize, Serialize};
 
+pub(crate) use merged::OwnWork;
+pub use merged::{Merged, mount as mount_overlay};
 pub(crate) use mount::{Anchored, anchor, plan_overlay, plan_session};
 pub(crate) use view::fit;
 pub use view::{BindMount, Cover, Layers, OBJECTS_MOUNT, View};
@@ -108,6 +111,11 @@ pub struct Meta {
     /// made, then each applied session commit.
     pub base: String,
     pub created_ms: u64,
+    /// An overlay's last apply that wrote into the project: from then on
+    /// the project holds the session's work so far, and only a change of
+    /// the person's after it is a conflict.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub applied_ms: Option<u64>,
     pub allow_dirty: bool,
     /// The person's object directory, shown read-only inside.
     pub host_objects: PathBuf,
@@ -194,7 +202,7 @@ pub fn new_session(prefix: &str) -> String {
     )
 }
 
-fn now_ms() -> u64 {
+pub(crate) fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
@@ -297,10 +305,6 @@ pub struct Request<'a> {
     pub policy: &'a Policy,
     pub log: &'a Log,
     pub route: Route,
-    /// The caller reads and writes the tree on the host (the tool server's
-    /// file tools), which an overlay is not: a project that is not a git
-    /// repository is refused.
-    pub host_tree: bool,
 }
 
 impl SessionWorkspace {
@@ -432,12 +436,6 @@ impl SessionWorkspace {
         dir: &Path,
     ) -> Result<(SessionWorkspace, Vec<WorkspaceNotice>), WorkspaceError> {
         let project = &request.project.dir;
-        if request.host_tree {
-            return Err(WorkspaceError::Refused(format!(
-                "{} is not a git repository, and the tool server's workspace is a repository's worktree its file tools read on the host; run `git init` and commit, or run without --workspace (`chock exec --workspace` works on an overlay of it)",
-                project.display()
-            )));
-        }
         if std::fs::symlink_metadata(project.join(".git")).is_ok() {
             return Err(WorkspaceError::Refused(format!(
                 "{} has a .git that git does not read as a repository; repair or remove it, then run again",
@@ -446,6 +444,17 @@ impl SessionWorkspace {
         }
         let settings = request.policy.workspace();
         check_deny_read(&settings, project)?;
+        // Every sandbox holds chock.zon, making it first where the project
+        // has none (see `layout::POLICY_PLACEHOLDER`). Made now, before the
+        // workspace's time is taken: the apply reads any change of the
+        // project's after that time (its root's too) as the person's.
+        let policy_file = project.join(crate::layout::POLICY_FILE);
+        match std::fs::File::create_new(&policy_file) {
+            Ok(mut file) => std::io::Write::write_all(&mut file, crate::layout::POLICY_PLACEHOLDER)
+                .map_err(io("writing", &policy_file))?,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(io("creating", &policy_file)(e)),
+        }
         let mut workspace = Self::start(request, dir, String::new(), PathBuf::new(), true)?;
         let made = workspace.fill_overlay(request, &settings);
         Self::made(workspace, made, request, dir)
@@ -473,6 +482,7 @@ impl SessionWorkspace {
                 project: request.project.dir.clone(),
                 base,
                 created_ms: now_ms(),
+                applied_ms: None,
                 allow_dirty: request.allow_dirty,
                 host_objects,
                 deny_read: Vec::new(),

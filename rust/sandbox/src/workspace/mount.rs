@@ -15,6 +15,9 @@
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::Path;
 
+use std::sync::Arc;
+
+use super::merged::OwnWork;
 use super::view::{NOTICE, View};
 use crate::anchor::{beneath_error, changed, open_beneath, open_top};
 use crate::error::SandboxError;
@@ -32,16 +35,20 @@ pub(crate) struct Anchored {
     binds: Vec<FileId>,
     /// One per [`View::covers`], in order.
     covers: Vec<FileId>,
-    /// An overlay's upper layer and work folder.
-    overlay: Option<(FileId, FileId)>,
+    /// An overlay's upper layer, and this sandbox's own work folder (its
+    /// path and identity).
+    overlay: Option<(FileId, std::path::PathBuf, FileId)>,
 }
 
+/// What [`anchor`] opened: the person's objects (for Landlock), the
+/// identities, and an overlay's own work folder.
+type Opened = (Option<OwnedFd>, Anchored, Option<Arc<OwnWork>>);
+
 /// Opens what `view` mounts and records each identity; `workspace` is the
-/// tree, opened.
-pub(crate) fn anchor(
-    workspace: &OwnedFd,
-    view: &View,
-) -> Result<(Option<OwnedFd>, Anchored), SandboxError> {
+/// tree, opened. An overlay gets a work folder of its own, removed when the
+/// last holder of the returned [`OwnWork`] (the sandbox, each program it
+/// runs) is gone.
+pub(crate) fn anchor(workspace: &OwnedFd, view: &View) -> Result<Opened, SandboxError> {
     let (objects_fd, objects) = match &view.objects {
         Some(path) => {
             let (fd, id) = open_top(path)?;
@@ -80,9 +87,15 @@ pub(crate) fn anchor(
         }
         covers.push(id);
     }
-    let overlay = match &view.overlay {
-        Some(layers) => Some((open_top(&layers.upper)?.1, open_top(&layers.work)?.1)),
-        None => None,
+    let (overlay, own_work) = match &view.overlay {
+        Some(layers) => {
+            let upper = open_top(&layers.upper)?.1;
+            let parent = open_top(&layers.work)?.0;
+            let own = OwnWork::make(&parent, &layers.work, "sandbox")
+                .map_err(|e| SandboxError::host("creating a work folder in", &layers.work, e))?;
+            (Some((upper, own.path.clone(), own.id)), Some(Arc::new(own)))
+        }
+        None => (None, None),
     };
     Ok((
         objects_fd,
@@ -92,6 +105,7 @@ pub(crate) fn anchor(
             covers,
             overlay,
         },
+        own_work,
     ))
 }
 
@@ -106,14 +120,14 @@ pub(crate) fn plan_overlay(
     lower: (&Path, FileId),
     shown: &Path,
 ) -> Option<Op> {
-    let (layers, (upper, work)) = (view.overlay.as_ref()?, anchored.overlay?);
+    let (layers, (upper, work, work_id)) = (view.overlay.as_ref()?, anchored.overlay.as_ref()?);
     Some(Op::Overlay {
         lower: cstring(under_old_root(lower.0)),
         lower_id: lower.1,
         upper: cstring(under_old_root(&layers.upper)),
-        upper_id: upper,
-        work: cstring(under_old_root(&layers.work)),
-        work_id: work,
+        upper_id: *upper,
+        work: cstring(under_old_root(work)),
+        work_id: *work_id,
         target: cstring(shown),
     })
 }
@@ -193,7 +207,11 @@ mod tests {
             objects: None,
             binds: Vec::new(),
             covers: Vec::new(),
-            overlay: Some((id(2, libc::S_IFDIR), id(3, libc::S_IFDIR))),
+            overlay: Some((
+                id(2, libc::S_IFDIR),
+                PathBuf::from("/state/ws/work/sandbox-1-0"),
+                id(3, libc::S_IFDIR),
+            )),
         };
         let lower = id(1, libc::S_IFDIR);
         assert_eq!(
@@ -203,7 +221,7 @@ mod tests {
                 lower_id: lower,
                 upper: c"/.chock-host-root/state/ws/upper".to_owned(),
                 upper_id: id(2, libc::S_IFDIR),
-                work: c"/.chock-host-root/state/ws/work".to_owned(),
+                work: c"/.chock-host-root/state/ws/work/sandbox-1-0".to_owned(),
                 work_id: id(3, libc::S_IFDIR),
                 target: c"/home/ada/p".to_owned(),
             })

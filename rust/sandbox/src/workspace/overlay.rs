@@ -143,6 +143,24 @@ fn files_under(root: &Path, rel: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// `root/rel` and every entry under it (folders too), no link followed.
+fn entries_under(root: &Path, rel: &Path, out: &mut Vec<PathBuf>) {
+    let path = root.join(rel);
+    let Ok(meta) = std::fs::symlink_metadata(&path) else {
+        return;
+    };
+    out.push(rel.to_path_buf());
+    if !meta.is_dir() {
+        return;
+    }
+    let names: Vec<_> = std::fs::read_dir(&path)
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    for name in names {
+        entries_under(root, &rel.join(name), out);
+    }
+}
+
 /// Lines added and removed from `old` to `new` (either may be missing), as
 /// git counts them; `None` for a binary file.
 fn lines(project: &Path, old: &Path, new: &Path) -> Option<(u64, u64)> {
@@ -277,25 +295,55 @@ impl SessionWorkspace {
         })
     }
 
-    /// The project's files the person changed since the workspace was made
-    /// that the session changes too (by their inode change time).
+    /// The paths the session changed that the person changed too since the
+    /// workspace was made, by inode change time (which every write,
+    /// removal, rename and new name in a folder moves):
+    ///
+    /// - a path the project still has: it, or anything under it, changed
+    ///   since (a file edited, replaced by a folder or a link, a folder
+    ///   made in the place of a file);
+    /// - a path the project no longer has: the nearest folder above it that
+    ///   is still there changed since, so the person may have removed or
+    ///   moved it (a file the session made new in a folder the person
+    ///   changed counts too: the two cannot be told apart, and a conflict
+    ///   keeps the work rather than undo a removal of the person's).
     pub(crate) fn overlay_conflicts(&self, changes: &[Change]) -> Vec<String> {
-        let made_ns = u128::from(self.meta.created_ms) * 1_000_000;
+        let since = self.meta.applied_ms.unwrap_or(self.meta.created_ms);
+        let made_ns = u128::from(since) * 1_000_000;
+        let project = &self.meta.project;
+        let changed_since = |path: &Path| {
+            std::fs::symlink_metadata(path).ok().map(|meta| {
+                let ns = (meta.ctime() as i128 * 1_000_000_000 + meta.ctime_nsec() as i128).max(0);
+                ns as u128 > made_ns
+            })
+        };
         let mut conflicts = Vec::new();
         for change in changes {
-            let mut paths = Vec::new();
-            files_under(&self.meta.project, change.rel(), &mut paths);
-            for rel in paths {
-                let Ok(meta) = std::fs::symlink_metadata(self.meta.project.join(&rel)) else {
-                    continue;
-                };
-                let changed_ns = (meta.ctime() as i128 * 1_000_000_000 + meta.ctime_nsec() as i128)
-                    .max(0) as u128;
-                if changed_ns > made_ns {
-                    conflicts.push(rel.display().to_string());
+            let rel = change.rel();
+            if std::fs::symlink_metadata(project.join(rel)).is_ok() {
+                let mut paths = Vec::new();
+                entries_under(project, rel, &mut paths);
+                conflicts.extend(
+                    paths
+                        .into_iter()
+                        .filter(|p| changed_since(&project.join(p)) == Some(true))
+                        .map(|p| p.display().to_string()),
+                );
+                continue;
+            }
+            let mut above = rel.parent();
+            while let Some(dir) = above {
+                if let Some(changed) = changed_since(&project.join(dir)) {
+                    if changed {
+                        conflicts.push(rel.display().to_string());
+                    }
+                    break;
                 }
+                above = dir.parent();
             }
         }
+        conflicts.sort();
+        conflicts.dedup();
         conflicts
     }
 
@@ -340,5 +388,23 @@ impl SessionWorkspace {
             }
         }
         Ok(())
+    }
+
+    /// After `changes` were written into the project: each is taken out of
+    /// the upper layer (the project now shows it), and the time is kept,
+    /// so the next apply carries only what came after and counts only the
+    /// person's changes after it as conflicts.
+    pub(crate) fn overlay_applied(&mut self, changes: &[Change]) -> Result<(), WorkspaceError> {
+        let upper = self.upper();
+        for change in changes {
+            let path = upper.join(change.rel());
+            match std::fs::symlink_metadata(&path) {
+                Ok(meta) if meta.is_dir() => files::remove_all(&path)?,
+                Ok(_) => std::fs::remove_file(&path).map_err(io("removing", &path))?,
+                Err(_) => {}
+            }
+        }
+        self.meta.applied_ms = Some(super::now_ms());
+        self.save()
     }
 }
