@@ -205,10 +205,33 @@ pub struct SessionNotification {
 #[derive(Debug, Serialize)]
 #[serde(tag = "sessionUpdate", rename_all = "snake_case")]
 pub enum SessionUpdate {
-    AgentMessageChunk { content: TextBlock },
-    AgentThoughtChunk { content: TextBlock },
+    AgentMessageChunk {
+        content: TextBlock,
+    },
+    AgentThoughtChunk {
+        content: TextBlock,
+    },
     ToolCall(ToolCall),
     ToolCallUpdate(ToolCallUpdate),
+    /// The agent's plan, whole, each time it changes.
+    Plan {
+        entries: Vec<PlanEntry>,
+    },
+}
+
+/// One step of the plan. Chock's plan has no priorities: every step is
+/// `medium`.
+#[derive(Debug, Serialize)]
+pub struct PlanEntry {
+    pub content: String,
+    pub priority: PlanPriority,
+    pub status: chock_agent::plan::Status,
+}
+
+#[derive(Debug, Clone, Copy, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PlanPriority {
+    Medium,
 }
 
 /// A text content block, the one kind Chock writes.

@@ -3,7 +3,8 @@
 //! `tool_call` when it goes to the gate (in progress, with its arguments
 //! and the file it names) and a `tool_call_update` when it is answered
 //! (completed with its result, or failed with the refusal or error, which
-//! names the rule).
+//! names the rule). The agent's plan is a `plan` update, whole, each time
+//! it changes.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -13,8 +14,8 @@ use serde_json::Value;
 
 use crate::rpc::Peer;
 use crate::schema::{
-    Location, SessionNotification, SessionUpdate, TextBlock, ToolCall, ToolCallContent,
-    ToolCallStatus, ToolCallUpdate, ToolKind,
+    Location, PlanEntry, PlanPriority, SessionNotification, SessionUpdate, TextBlock, ToolCall,
+    ToolCallContent, ToolCallStatus, ToolCallUpdate, ToolKind,
 };
 use crate::{Turn, lock};
 
@@ -52,6 +53,19 @@ impl Show for Updates {
         self.update(SessionUpdate::AgentThoughtChunk {
             content: TextBlock::new(format!("{line}\n")),
         });
+    }
+
+    fn plan(&mut self, plan: &chock_agent::plan::Plan) {
+        let entries = plan
+            .steps
+            .iter()
+            .map(|step| PlanEntry {
+                content: step.step.clone(),
+                priority: PlanPriority::Medium,
+                status: step.status,
+            })
+            .collect();
+        self.update(SessionUpdate::Plan { entries });
     }
 
     fn call_started(&mut self, call: &chock_agent::ToolCall) {

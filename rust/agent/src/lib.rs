@@ -363,7 +363,13 @@ impl Session {
                     show.call_started(&call);
                     let outcome = self
                         .own
-                        .call(&self.tools, show, &call.name, call.arguments.clone(), cancel)
+                        .call(
+                            &self.tools,
+                            show,
+                            &call.name,
+                            call.arguments.clone(),
+                            cancel,
+                        )
                         .await;
                     show.call_ended(&call, &outcome);
                     outcome

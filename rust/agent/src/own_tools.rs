@@ -24,11 +24,11 @@ use chock_provider::ToolDef;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::{CancellationToken, Show};
 use crate::memory::{MEMORY_BYTES, Memory};
 use crate::plan::Plan;
 use crate::ratchet::{Change, Promise};
 use crate::state::{Event, State};
+use crate::{CancellationToken, Show};
 
 pub const UPDATE_PLAN: &str = "update_plan";
 pub const ASK_USER: &str = "ask_user";

@@ -194,6 +194,40 @@ fn an_allowed_ask_writes_the_file_and_the_next_prompt_continues() {
 }
 
 #[test]
+fn the_agents_plan_reaches_the_editor_as_plan_updates() {
+    let kind = ProviderKind::Anthropic;
+    let server = Server::start(vec![
+        reply(
+            kind,
+            "Planning.",
+            &[(
+                "toolu_1",
+                "update_plan",
+                json!({"steps": [
+                    {"step": "read the parser", "status": "completed"},
+                    {"step": "fix the bug", "status": "in_progress"},
+                    {"step": "run the tests", "status": "pending"}
+                ]}),
+            )],
+        ),
+        reply(kind, "Planned.", &[]),
+    ]);
+    let fx = project(kind, &server, "");
+    let report = drive(&fx, "allow", json!([{"text": "make a plan"}]));
+    assert_eq!(stop_reasons(&report), ["end_turn"], "{report:#}");
+    let plans = updates(&report, "plan");
+    assert_eq!(plans.len(), 1, "{report:#}");
+    assert_eq!(
+        plans[0]["entries"],
+        json!([
+            {"content": "read the parser", "priority": "medium", "status": "completed"},
+            {"content": "fix the bug", "priority": "medium", "status": "in_progress"},
+            {"content": "run the tests", "priority": "medium", "status": "pending"}
+        ])
+    );
+}
+
+#[test]
 fn a_rejected_ask_is_refused_and_the_model_told() {
     let kind = ProviderKind::OpenaiChat;
     let server = writer(kind, "I was refused.");
