@@ -162,7 +162,15 @@ mod tests {
                 prices[0].cache_write,
                 prices[0].line
             ),
-            (ProviderKind::Anthropic, "claude-x", 3.0, 15.0, Some(0.3), None, 3)
+            (
+                ProviderKind::Anthropic,
+                "claude-x",
+                3.0,
+                15.0,
+                Some(0.3),
+                None,
+                3
+            )
         );
         assert_eq!((prices[1].input, prices[1].line), (0.0, 4));
     }
