@@ -6,8 +6,11 @@
 //! sent, each tool call run and its result appended, until the model stops
 //! calling tools or the turns run out. At the end the workspace's work
 //! goes through the one `workspace.apply` question, or is kept and said
-//! where. What is shown is the caller's ([`Show`]): a library never draws
-//! on a terminal. See `docs/run.md`.
+//! where. Every session is written to its session log (chock-sessions):
+//! the task, each reply and the tokens it used, each tool result, the
+//! end; `--continue` and `--session` fold that log back into the
+//! conversation and go on writing it. What is shown is the caller's
+//! ([`Show`]): a library never draws on a terminal. See `docs/run.md`.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -16,9 +19,10 @@ use chock_mcp::local::{Finished, InProcess};
 use chock_mcp::{Local, ServeOptions};
 use chock_policy::Asker;
 use chock_provider::{
-    Client, Conversation, Credentials, Model, ProviderError, Request, Settings, ToolDef, Turn,
-    Usage,
+    Client, Conversation, Credentials, Model, ProviderError, Request, Settings, ToolCall, ToolDef,
+    Turn, Usage,
 };
+use chock_sessions::{Event, SessionError, SessionLog, Sessions, Stored};
 
 /// The agent kind `model.select` and every tool call are decided for.
 pub const AGENT_KIND: &str = chock_mcp::AGENT_KIND;
@@ -43,6 +47,17 @@ pub struct RunOptions {
     pub task: String,
     /// How hard the client tries and how long it waits.
     pub settings: Settings,
+    /// Go on with an earlier session of this project instead of a new one.
+    pub resume: Option<Resume>,
+}
+
+/// Which earlier session to go on with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resume {
+    /// The newest session of the project (`--continue`).
+    Newest,
+    /// The session with this id (`--session ID`).
+    Id(String),
 }
 
 /// What the person sees as the session goes; the binary draws it.
@@ -56,6 +71,8 @@ pub trait Show: Send {
 /// How a session ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Ended {
+    /// The session's id (its log's and its workspace's name).
+    pub session: String,
     pub how: How,
     /// Requests sent to the model.
     pub turns: u32,
@@ -92,6 +109,18 @@ pub enum RunError {
     /// A request to the model failed (after its retries).
     #[error(transparent)]
     Provider(#[from] ProviderError),
+    /// The session log cannot be started, or the session to resume cannot
+    /// be used (not found, running, another project's, not verifying).
+    #[error(transparent)]
+    Session(#[from] SessionError),
+    /// The session to resume is another project's.
+    #[error(
+        "session {session} is of the project {project}: run from there, or with --project {project}"
+    )]
+    OtherProject { session: String, project: String },
+    /// The project cannot be found.
+    #[error(transparent)]
+    Project(#[from] chock_sandbox::project::ProjectError),
     /// The async runtime could not start.
     #[error("could not start the session's runtime: {0}; free some memory or threads and retry")]
     Runtime(std::io::Error),
@@ -126,16 +155,134 @@ pub fn run(
     runtime.block_on(session(options, person, show))
 }
 
+/// The session to write: a fresh id, or an earlier session's log held to
+/// go on writing, with its events.
+struct Opened {
+    id: String,
+    earlier: Option<(SessionLog, Vec<Stored>)>,
+}
+
+/// Finds and holds the session to resume (refused while it runs, when it
+/// is another project's, or when its log does not verify).
+fn open_session(
+    sessions: &Sessions,
+    options: &RunOptions,
+    project: &str,
+) -> Result<Opened, RunError> {
+    let id = match &options.resume {
+        None => {
+            return Ok(Opened {
+                id: chock_sessions::new_id(),
+                earlier: None,
+            });
+        }
+        Some(Resume::Newest) => sessions.newest_for(project)?,
+        Some(Resume::Id(id)) => id.clone(),
+    };
+    let (log, stored) = sessions.resume(&id)?;
+    let started_in = stored.iter().find_map(|s| match &s.event {
+        Event::Start(start) => Some(start.project.clone()),
+        _ => None,
+    });
+    if let Some(other) = started_in.filter(|p| p != project) {
+        return Err(RunError::OtherProject {
+            session: id,
+            project: other,
+        });
+    }
+    Ok(Opened {
+        id,
+        earlier: Some((log, stored)),
+    })
+}
+
+/// The conversation an earlier session's events make: the tasks, the
+/// model's replies, the results it was given. A call the session stopped
+/// before running is answered as not run, so every call has its result.
+pub fn conversation_of(stored: &[Stored]) -> Vec<Turn> {
+    let mut turns = Vec::new();
+    let mut unanswered: Vec<String> = Vec::new();
+    let close = |turns: &mut Vec<Turn>, unanswered: &mut Vec<String>| {
+        for call_id in unanswered.drain(..) {
+            turns.push(Turn::ToolResult {
+                call_id,
+                content: "this call was not run: the session stopped before it".into(),
+                is_error: true,
+            });
+        }
+    };
+    for s in stored {
+        match &s.event {
+            Event::User(user) => {
+                close(&mut turns, &mut unanswered);
+                turns.push(Turn::User(user.text.clone()));
+            }
+            Event::Turn(turn) => {
+                close(&mut turns, &mut unanswered);
+                unanswered = turn.tool_calls.iter().map(|c| c.id.clone()).collect();
+                turns.push(Turn::Assistant {
+                    text: turn.text.clone(),
+                    tool_calls: turn
+                        .tool_calls
+                        .iter()
+                        .map(|c| ToolCall {
+                            id: c.id.clone(),
+                            name: c.name.clone(),
+                            arguments: c.arguments.clone(),
+                        })
+                        .collect(),
+                });
+            }
+            Event::ToolResult(result) => {
+                unanswered.retain(|id| *id != result.call_id);
+                turns.push(Turn::ToolResult {
+                    call_id: result.call_id.clone(),
+                    content: result.content.clone(),
+                    is_error: result.answer != chock_sessions::Answer::Allowed,
+                });
+            }
+            Event::Start(_) | Event::Resume(_) | Event::End(_) | Event::Custom(_) => {}
+        }
+    }
+    close(&mut turns, &mut unanswered);
+    turns
+}
+
+/// The session's log as the loop writes it: a failure to write is said
+/// once and the session goes on (the work matters more than its record).
+struct Record {
+    log: SessionLog,
+    failed: bool,
+}
+
+impl Record {
+    fn write(&mut self, event: &Event, show: &mut dyn Show) {
+        if let Err(e) = self.log.append(event)
+            && !std::mem::replace(&mut self.failed, true)
+        {
+            show.line(&format!(
+                "the session log {} could not be written, so this session may not resume whole: {e}",
+                self.log.path().display()
+            ));
+        }
+    }
+}
+
 async fn session(
     options: RunOptions,
     person: Arc<dyn Asker + Send + Sync>,
     show: &mut dyn Show,
 ) -> Result<Ended, RunError> {
+    let project = chock_sandbox::project::Project::for_command(options.project.as_deref())?;
+    let project_text = project.dir.display().to_string();
+    let sessions = Sessions::from_env()?;
+    let opened = open_session(&sessions, &options, &project_text)?;
     let serve = ServeOptions {
-        project: options.project.clone(),
+        project: Some(project.dir.clone()),
         workspace: true,
         allow_dirty: options.allow_dirty,
         workspace_prefix: "run",
+        workspace_session: Some(opened.id.clone()),
         ..ServeOptions::default()
     };
     let caller = Local {
@@ -154,14 +301,46 @@ async fn session(
             })
         })
     });
-    let (tools, client) = match (started, failed) {
+    let (tools, (client, model)) = match (started, failed) {
         (Ok(started), _) => started,
         (Err(_), Some(e)) => return Err(e),
         (Err(e), None) => return Err(e.into()),
     };
+    let (mut record, earlier) = match opened.earlier {
+        Some((log, stored)) => {
+            let mut record = Record { log, failed: false };
+            record.write(&Event::Resume(model.clone()), show);
+            (record, conversation_of(&stored))
+        }
+        None => match sessions.create(&opened.id) {
+            Ok(log) => {
+                let mut record = Record { log, failed: false };
+                let start = chock_sessions::Start {
+                    session: opened.id.clone(),
+                    project: project_text.clone(),
+                    model: model.clone(),
+                    chock: env!("CARGO_PKG_VERSION").into(),
+                };
+                record.write(&Event::Start(start), show);
+                (record, Vec::new())
+            }
+            Err(e) => {
+                tools.finish(false).await;
+                return Err(e.into());
+            }
+        },
+    };
+    record.write(
+        &Event::User(chock_sessions::User {
+            text: options.task.clone(),
+        }),
+        show,
+    );
+    let mut turns_so_far = earlier;
+    turns_so_far.push(Turn::User(options.task.clone()));
     let mut conversation = Conversation {
         system: Some(system_prompt(&tools.withheld())),
-        turns: vec![Turn::User(options.task.clone())],
+        turns: turns_so_far,
         tools: tools
             .tools()
             .into_iter()
@@ -187,6 +366,13 @@ async fn session(
         let reply = match sent {
             Ok(reply) => reply,
             Err(e) => {
+                record.write(
+                    &Event::End(chock_sessions::End {
+                        how: chock_sessions::How::Failed,
+                        said: e.to_string(),
+                    }),
+                    show,
+                );
                 // The work so far is kept, never lost.
                 tools.finish(false).await;
                 return Err(e.into());
@@ -195,6 +381,7 @@ async fn session(
         if !reply.text.is_empty() && !reply.text.ends_with('\n') {
             show.text("\n");
         }
+        record.write(&Event::Turn(turn_event(&reply, &model)), show);
         conversation.turns.push(reply.turn());
         if reply.tool_calls.is_empty() {
             break How::Done;
@@ -202,10 +389,20 @@ async fn session(
         for call in reply.tool_calls {
             let outcome = tools.call(&call.name, call.arguments.clone()).await;
             show.line(&call_line(&call.name, &call.arguments, &outcome));
+            let answer = chock_sessions::Answer::of(&outcome);
             let (content, is_error) = match outcome {
                 Ok(text) => (text, false),
                 Err(text) => (text, true),
             };
+            record.write(
+                &Event::ToolResult(chock_sessions::ToolResult {
+                    call_id: call.id.clone(),
+                    tool: call.name.clone(),
+                    answer,
+                    content: content.clone(),
+                }),
+                show,
+            );
             conversation.turns.push(Turn::ToolResult {
                 call_id: call.id,
                 content,
@@ -215,12 +412,59 @@ async fn session(
     };
     // Only finished work is offered; work stopped at max turns is kept.
     let workspace = tools.finish(how == How::Done).await;
+    record.write(
+        &Event::End(chock_sessions::End {
+            how: match how {
+                How::Done => chock_sessions::How::Done,
+                How::MaxTurns => chock_sessions::How::MaxTurns,
+            },
+            said: finished_text(&workspace),
+        }),
+        show,
+    );
     Ok(Ended {
+        session: opened.id,
         how,
         turns,
         usage: client.used(),
         workspace,
     })
+}
+
+/// A reply as the session log keeps it.
+fn turn_event(
+    reply: &chock_provider::Reply,
+    model: &chock_sessions::ModelRef,
+) -> chock_sessions::Turn {
+    chock_sessions::Turn {
+        text: reply.text.clone(),
+        tool_calls: reply
+            .tool_calls
+            .iter()
+            .map(|c| chock_sessions::Call {
+                id: c.id.clone(),
+                name: c.name.clone(),
+                arguments: c.arguments.clone(),
+            })
+            .collect(),
+        tokens: chock_sessions::Tokens {
+            input: reply.usage.input_tokens,
+            output: reply.usage.output_tokens,
+            cache_read: reply.usage.cache_read_tokens,
+            cache_write: reply.usage.cache_write_tokens,
+        },
+        model: model.clone(),
+    }
+}
+
+/// What became of the workspace, in words, for the log's end.
+fn finished_text(finished: &Finished) -> String {
+    match finished {
+        Finished::NoWorkspace => "no workspace".into(),
+        Finished::Nothing => "the workspace held no work to apply".into(),
+        Finished::Applied(said) => format!("applied: {said}"),
+        Finished::Kept(why) => format!("not applied, kept: {why}"),
+    }
 }
 
 /// The instance and model decided (`model.select`), and the client for them.
@@ -229,7 +473,7 @@ fn choose(
     project: String,
     policy: &chock_policy::Policy,
     log: &chock_log::Log,
-) -> Result<Client, RunError> {
+) -> Result<(Client, chock_sessions::ModelRef), RunError> {
     let instance = match &options.provider {
         Some(name) => name.clone(),
         None => match policy.providers() {
@@ -262,7 +506,13 @@ fn choose(
             })?;
     let credentials = Credentials::from_env().map_err(RunError::Setup)?;
     let key = chock_provider::key_for(policy, configured, &credentials).map_err(RunError::Setup)?;
-    Client::new(configured, key, options.settings).map_err(RunError::Setup)
+    let client = Client::new(configured, key, options.settings).map_err(RunError::Setup)?;
+    let model = chock_sessions::ModelRef {
+        instance: configured.name.clone(),
+        kind: configured.kind.as_str().to_owned(),
+        model: options.model.clone(),
+    };
+    Ok((client, model))
 }
 
 /// One line for a tool call: the tool, its arguments cut short, and how

@@ -77,6 +77,10 @@ enum Command {
     Mcp(commands::mcp::Args),
     /// Run Chock's own agent session on a task in this project: a model of config.zon, Chock's tools through the gate, the work applied at the end.
     Run(commands::run::Args),
+    /// List the sessions of `chock run`, verify their logs, export, remove or prune them.
+    Sessions(commands::sessions::Args),
+    /// Tokens and cost per session of `chock run`, and in total.
+    Usage(commands::usage::Args),
     /// Answer the questions a running `chock mcp` server is waiting on.
     Approve(commands::approve::Args),
     /// Store a provider instance's key in the credential store (read without echo, or from stdin); --list, --remove.
@@ -126,6 +130,8 @@ fn main() -> ExitCode {
         Command::Workspace(a) => commands::workspace::run(a),
         Command::Mcp(a) => commands::mcp::run(a),
         Command::Run(a) => commands::run::run(a),
+        Command::Sessions(a) => commands::sessions::run(a),
+        Command::Usage(a) => commands::usage::run(a),
         Command::Approve(a) => commands::approve::run(a),
         Command::Login(a) => commands::login::run(a),
         Command::Migrate(a) => commands::migrate::run(a),

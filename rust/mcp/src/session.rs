@@ -46,6 +46,10 @@ pub struct ServeOptions {
     pub allow_dirty: bool,
     /// What that workspace's session name begins with (`mcp`, `run`).
     pub workspace_prefix: &'static str,
+    /// The workspace's session name, when the caller chose it (`chock run`
+    /// names it after its session, and reuses a kept one on resume); else
+    /// a fresh one with `workspace_prefix`.
+    pub workspace_session: Option<String>,
 }
 
 impl Default for ServeOptions {
@@ -60,6 +64,7 @@ impl Default for ServeOptions {
             workspace: false,
             allow_dirty: false,
             workspace_prefix: "mcp",
+            workspace_session: None,
         }
     }
 }
@@ -126,11 +131,15 @@ impl Session {
             chock_sandbox::image::tree(container)?;
         }
         let session_workspace = if options.workspace {
+            let name = options
+                .workspace_session
+                .clone()
+                .unwrap_or_else(|| chock_sandbox::workspace::new_session(options.workspace_prefix));
             let held = crate::tools::make_workspace(
                 &project,
                 &policy,
                 &log,
-                (options.workspace_prefix, options.allow_dirty),
+                (&name, options.allow_dirty),
             )?;
             project.workspace = Some(held.view());
             Some(held)

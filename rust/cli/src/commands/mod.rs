@@ -18,4 +18,6 @@ pub mod migrate;
 pub mod packages;
 pub mod policy;
 pub mod run;
+pub mod sessions;
+pub mod usage;
 pub mod workspace;

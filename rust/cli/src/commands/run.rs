@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use chock_agent::{How, RunError, RunOptions, Show};
+use chock_agent::{How, Resume, RunError, RunOptions, Show};
 use chock_mcp::local::Finished;
 
 use crate::ask::TerminalAsker;
@@ -31,6 +31,12 @@ pub struct Args {
     /// Copy the project's uncommitted work into the session workspace.
     #[arg(long)]
     pub allow_dirty: bool,
+    /// Go on with the newest session of this project: its conversation, its kept workspace, its log.
+    #[arg(long = "continue", conflicts_with = "session")]
+    pub resume: bool,
+    /// Go on with the session ID (`chock sessions` lists them).
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
     /// The task (default: read from stdin).
     #[arg(last = true, value_name = "TASK")]
     pub task: Vec<String>,
@@ -77,6 +83,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         allow_dirty: args.allow_dirty,
         task,
         settings: chock_provider::Settings::default(),
+        resume: match (args.resume, args.session) {
+            (_, Some(id)) => Some(Resume::Id(id)),
+            (true, None) => Some(Resume::Newest),
+            (false, None) => None,
+        },
     };
     let ended = match chock_agent::run(options, Arc::new(TerminalAsker), &mut Plain) {
         Ok(ended) => ended,
@@ -88,6 +99,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 RunError::NoProvider(_)
                 | RunError::Setup(_)
                 | RunError::Start(_)
+                | RunError::Session(_)
+                | RunError::OtherProject { .. }
+                | RunError::Project(_)
                 | RunError::Runtime(_) => exit::FAILURE,
             };
             return Ok(code.into());
@@ -99,8 +113,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         How::MaxTurns => "stopped at --max-turns, the model still calling tools",
     };
     eprintln!(
-        "chock run: {how} after {} requests ({} tokens in, {} out)",
-        ended.turns, usage.input_tokens, usage.output_tokens
+        "chock run: {how} after {} requests ({} tokens in, {} out); session {} (`chock run --session {}` goes on with it)",
+        ended.turns, usage.input_tokens, usage.output_tokens, ended.session, ended.session
     );
     let code = match &ended.workspace {
         Finished::Applied(said) => {

@@ -27,12 +27,11 @@ pub fn make_workspace(
     project: &Project,
     policy: &Policy,
     log: &Log,
-    (prefix, allow_dirty): (&str, bool),
+    (session, allow_dirty): (&str, bool),
 ) -> Result<SessionWorkspace, McpError> {
-    let session = workspace::new_session(prefix);
     let (held, notices) = SessionWorkspace::open_or_make(&workspace::Request {
         project,
-        session: &session,
+        session,
         allow_dirty,
         policy,
         log,
