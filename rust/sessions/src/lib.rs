@@ -165,9 +165,11 @@ impl Sessions {
         SessionLog::reopen(id, path, lock)
     }
 
-    /// Whether session `id` is running: another process holds its lock.
+    /// Whether session `id` is running: another process holds its lock
+    /// (a session that never had one is not).
     pub fn running(&self, id: &str) -> bool {
-        matches!(Lock::take(&self.lock_path(id)), Ok(None))
+        let lock = self.lock_path(id);
+        lock.exists() && matches!(Lock::take(&lock), Ok(None))
     }
 
     /// The ids of every session log in the folder, in no order.
