@@ -537,3 +537,74 @@ fn call_line(
     };
     format!("tool {name} {args}: {answer}")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chock_sessions::{Answer, Call, ModelRef, Tokens, ToolResult, User};
+
+    fn stored(event: Event) -> Stored {
+        Stored {
+            seq: 1,
+            ts: "t".into(),
+            event,
+        }
+    }
+
+    #[test]
+    fn a_log_folds_back_into_turns_and_a_call_never_run_is_answered() {
+        let model = ModelRef {
+            instance: "i".into(),
+            kind: "anthropic".into(),
+            model: "m".into(),
+        };
+        let call = |id: &str| Call {
+            id: id.into(),
+            name: "read_file".into(),
+            arguments: serde_json::json!({"path": "a"}),
+        };
+        let events = [
+            Event::User(User {
+                text: "task".into(),
+            }),
+            Event::Turn(chock_sessions::Turn {
+                text: "two calls".into(),
+                tool_calls: vec![call("c1"), call("c2")],
+                tokens: Tokens::default(),
+                model,
+            }),
+            Event::ToolResult(ToolResult {
+                call_id: "c1".into(),
+                tool: "read_file".into(),
+                answer: Answer::Refused,
+                content: "refused: no".into(),
+            }),
+            Event::End(chock_sessions::End {
+                how: chock_sessions::How::Failed,
+                said: "the model went away".into(),
+            }),
+            Event::User(User {
+                text: "again".into(),
+            }),
+        ];
+        let stored: Vec<Stored> = events.into_iter().map(stored).collect();
+        let turns = conversation_of(&stored);
+        assert_eq!(turns.len(), 5, "{turns:?}");
+        assert_eq!(turns[0], Turn::User("task".into()));
+        assert!(matches!(&turns[1], Turn::Assistant { tool_calls, .. } if tool_calls.len() == 2));
+        assert_eq!(
+            turns[2],
+            Turn::ToolResult {
+                call_id: "c1".into(),
+                content: "refused: no".into(),
+                is_error: true,
+            }
+        );
+        assert!(
+            matches!(&turns[3], Turn::ToolResult { call_id, is_error: true, .. } if call_id == "c2"),
+            "the call never run is answered before the next task: {:?}",
+            turns[3]
+        );
+        assert_eq!(turns[4], Turn::User("again".into()));
+    }
+}

@@ -49,9 +49,12 @@ pub struct Sessions {
     dir: PathBuf,
 }
 
-/// A session's lock, held while it runs.
+/// A session's lock, held while it runs (the kernel lets go when the
+/// file is closed, or the process dies).
 #[derive(Debug)]
-pub(crate) struct Lock(#[allow(dead_code)] File);
+pub(crate) struct Lock {
+    _held: File,
+}
 
 impl Lock {
     /// Takes the lock at `path` without waiting; `None` when another
@@ -69,7 +72,7 @@ impl Lock {
                 source,
             })?;
         match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
-            Ok(()) => Ok(Some(Lock(file))),
+            Ok(()) => Ok(Some(Lock { _held: file })),
             Err(rustix::io::Errno::WOULDBLOCK) => Ok(None),
             Err(e) => Err(SessionError::Io {
                 what: "locking",

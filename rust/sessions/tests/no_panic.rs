@@ -60,7 +60,7 @@ proptest! {
         let last_start = bytes[..bytes.len() - 1].iter().rposition(|b| *b == b'\n').expect("lines") + 1;
         let at = at.index(last_start);
         prop_assume!(bytes[at] != to);
-        let mut changed = bytes.clone();
+        let mut changed = bytes;
         changed[at] = to;
         log::read_log(&changed);
         prop_assert!(verify_bytes(&changed).broken.is_some(), "byte {} changed and not seen", at);

@@ -19,7 +19,10 @@ pub fn read_log(bytes: &[u8]) {
             let checked = verify_bytes(bytes);
             let parsed = parse_bytes(bytes);
             let summary = Summary::of("run-fuzz", false, Ok(bytes.to_vec()));
-            let text = parsed.as_ref().ok().map(|stored| transcript("run-fuzz", stored));
+            let text = parsed
+                .as_ref()
+                .ok()
+                .map(|stored| transcript("run-fuzz", stored));
             outcome = Some((checked, parsed, summary, text));
         },
     );
