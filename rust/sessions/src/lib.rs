@@ -227,12 +227,13 @@ impl Sessions {
         Ok(all)
     }
 
-    /// The newest session of `project` (by when it started), for `--continue`.
+    /// The newest session of `project` (the one written last: a session
+    /// resumed is newer than one started after it), for `--continue`.
     pub fn newest_for(&self, project: &str) -> Result<String, SessionError> {
         self.list()?
             .into_iter()
-            .rev()
-            .find(|s| s.project.as_deref() == Some(project))
+            .filter(|s| s.project.as_deref() == Some(project))
+            .max_by(|a, b| (&a.last, &a.started).cmp(&(&b.last, &b.started)))
             .map(|s| s.id)
             .ok_or_else(|| SessionError::NoneForProject {
                 project: project.to_owned(),
@@ -311,5 +312,81 @@ impl Sessions {
                 path,
                 source,
             })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn start(id: &str, project: &str) -> Event {
+        Event::Start(Start {
+            session: id.into(),
+            project: project.into(),
+            model: ModelRef {
+                instance: "i".into(),
+                kind: "anthropic".into(),
+                model: "m".into(),
+            },
+            chock: "0".into(),
+        })
+    }
+
+    fn pause() {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+
+    #[test]
+    fn the_newest_of_a_project_is_the_one_written_last_and_a_held_one_is_running() {
+        let dir = tempfile::tempdir().unwrap();
+        let sessions = Sessions::at(dir.path());
+        let mut older = sessions.create("run-1-aaaa").unwrap();
+        older.append(&start("run-1-aaaa", "/p")).unwrap();
+        pause();
+        let mut newer = sessions.create("run-2-bbbb").unwrap();
+        newer.append(&start("run-2-bbbb", "/p")).unwrap();
+        pause();
+        let mut other = sessions.create("run-3-cccc").unwrap();
+        other.append(&start("run-3-cccc", "/q")).unwrap();
+        assert!(sessions.running("run-1-aaaa"), "its lock is held");
+        assert!(matches!(
+            sessions.resume("run-1-aaaa"),
+            Err(SessionError::Running(_))
+        ));
+        assert!(matches!(
+            sessions.remove("run-1-aaaa"),
+            Err(SessionError::Running(_))
+        ));
+        drop((older, newer, other));
+        assert!(!sessions.running("run-1-aaaa"));
+        assert_eq!(sessions.newest_for("/p").unwrap(), "run-2-bbbb");
+        pause();
+        let (mut resumed, earlier) = sessions.resume("run-1-aaaa").unwrap();
+        assert_eq!(earlier.len(), 1);
+        resumed
+            .append(&Event::User(User {
+                text: "again".into(),
+            }))
+            .unwrap();
+        drop(resumed);
+        assert_eq!(sessions.newest_for("/p").unwrap(), "run-1-aaaa");
+        assert!(matches!(
+            sessions.newest_for("/r"),
+            Err(SessionError::NoneForProject { .. })
+        ));
+        let listed: Vec<String> = sessions.list().unwrap().into_iter().map(|s| s.id).collect();
+        assert_eq!(
+            listed,
+            ["run-1-aaaa", "run-2-bbbb", "run-3-cccc"],
+            "oldest first"
+        );
+        assert!(matches!(
+            sessions.create("../x"),
+            Err(SessionError::BadId(_))
+        ));
+        assert!(matches!(
+            sessions.create("run-2-bbbb"),
+            Err(SessionError::Exists(_))
+        ));
     }
 }

@@ -18,6 +18,8 @@ pub struct Summary {
     pub id: String,
     /// When its first event was written.
     pub started: Option<String>,
+    /// When its last event was written.
+    pub last: Option<String>,
     pub project: Option<String>,
     /// The model it talked to last.
     pub model: Option<ModelRef>,
@@ -40,6 +42,7 @@ impl Summary {
         let mut summary = Summary {
             id: id.to_owned(),
             started: None,
+            last: None,
             project: None,
             model: None,
             turns: 0,
@@ -58,6 +61,7 @@ impl Summary {
 
     fn fold(&mut self, stored: &[Stored]) {
         self.started = stored.first().map(|s| s.ts.clone());
+        self.last = stored.last().map(|s| s.ts.clone());
         for s in stored {
             match &s.event {
                 Event::Start(start) => {
