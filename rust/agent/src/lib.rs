@@ -11,7 +11,11 @@
 //! loop's own ([`own_tools`]): a plan, questions to the person, the
 //! project's guidance and memory, and promises about its own acts
 //! ([`ratchet`]), kept as events of the session's [`state`]. See
-//! `docs/run.md`.
+//! `docs/run.md`. Every session is written to its session log
+//! (chock-sessions, [`record`]): the task, each reply and the tokens it
+//! used, each tool result, the plan and the promises, the end; `--continue`
+//! and `--session` fold that log back into the conversation and the state
+//! and go on writing it.
 //!
 //! [`run`] is one task from start to end; a [`Session`] keeps the
 //! conversation and the workspace across prompts, each of which may be
@@ -22,6 +26,7 @@ pub mod memory;
 pub mod own_tools;
 pub mod plan;
 pub mod ratchet;
+pub mod record;
 mod scratch;
 pub mod state;
 
@@ -36,6 +41,7 @@ use chock_provider::{
     Client, Conversation, Credentials, Model, ProviderError, Request, Settings, StopReason,
     ToolDef, Turn, Usage,
 };
+use chock_sessions::{Event, SessionError, Sessions};
 pub use tokio_util::sync::CancellationToken;
 
 /// The agent kind `model.select` and every tool call are decided for.
@@ -62,6 +68,17 @@ pub struct RunOptions {
     pub dev_shell: Option<String>,
     /// How hard the client tries and how long it waits.
     pub settings: Settings,
+    /// Go on with an earlier session of this project instead of a new one.
+    pub resume: Option<Resume>,
+}
+
+/// Which earlier session to go on with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resume {
+    /// The newest session of the project (`--continue`).
+    Newest,
+    /// The session with this id (`--session ID`).
+    Id(String),
 }
 
 /// What the person sees as the session goes; the binary draws it.
@@ -91,6 +108,8 @@ pub trait Show: Send {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Ended {
     pub how: How,
+    /// The session's id (its log's and its workspace's name).
+    pub session: String,
     /// Requests sent to the model.
     pub turns: u32,
     /// Tokens used over the session.
@@ -137,7 +156,20 @@ pub enum RunError {
     /// A request to the model failed (after its retries).
     #[error(transparent)]
     Provider(#[from] ProviderError),
-    /// The scratchpad could not be made, or the loop's own tools set up.
+    /// The session log cannot be started, or the session to resume cannot
+    /// be used (not found, running, another project's, not verifying).
+    #[error(transparent)]
+    Session(#[from] SessionError),
+    /// The session to resume is another project's.
+    #[error(
+        "session {session} is of the project {project}: run from there, or with --project {project}"
+    )]
+    OtherProject { session: String, project: String },
+    /// The project cannot be found.
+    #[error(transparent)]
+    Project(#[from] chock_sandbox::project::ProjectError),
+    /// The scratchpad could not be made, the loop's own tools set up, or
+    /// an earlier session's state read.
     #[error("{0}")]
     Own(String),
     /// The async runtime could not start.
@@ -184,6 +216,7 @@ pub fn run(
     let usage = session.used();
     let state = session.state();
     let events = session.events().to_vec();
+    let id = session.id().to_owned();
     // Only finished work is offered; work stopped early is kept.
     let closed = session.finish(how == How::Done);
     if let Some(left) = closed.scratchpad_left {
@@ -191,6 +224,7 @@ pub fn run(
     }
     Ok(Ended {
         how,
+        session: id,
         turns,
         usage,
         workspace: closed.workspace,
@@ -202,9 +236,16 @@ pub fn run(
 /// A session: the model decided, the workspace made, and one conversation
 /// that each prompt continues.
 pub struct Session {
+    id: String,
     tools: InProcess,
     own: own_tools::OwnTools,
+    /// How many of the own tools' state events are in the log.
+    logged_state: usize,
+    record: record::Record,
+    /// How the last prompt ended, for the log's end.
+    last: chock_sessions::How,
     client: Client,
+    model_ref: chock_sessions::ModelRef,
     conversation: Conversation,
     model: String,
     max_turns: u32,
@@ -227,7 +268,9 @@ pub struct Closed {
 
 impl Session {
     /// Decides `model.select`, then makes the workspace and the tool
-    /// server's session; a refused model makes nothing.
+    /// server's session, and starts the session's log (or, resuming,
+    /// holds the earlier session's, verified, and folds it back into the
+    /// conversation and the state); a refused model makes nothing.
     pub fn start(
         options: RunOptions,
         person: Arc<dyn Asker + Send + Sync>,
@@ -236,9 +279,14 @@ impl Session {
             .enable_all()
             .build()
             .map_err(RunError::Runtime)?;
+        let project = chock_sandbox::project::Project::for_command(options.project.as_deref())?;
+        let project_text = project.dir.display().to_string();
+        let sessions = Sessions::from_env()?;
+        let opened = record::open_session(&sessions, &options, &project_text)?;
         let scratchpad = scratch::Scratchpad::make().map_err(RunError::Own)?;
         let serve = ServeOptions {
-            project: options.project.clone(),
+            project: Some(project.dir),
+            workspace_session: Some(opened.id.clone()),
             workspace: true,
             allow_dirty: options.allow_dirty,
             command: "chock run",
@@ -264,12 +312,37 @@ impl Session {
                 })
             })
         });
-        let (tools, client) = match (started, failed) {
+        let (tools, (client, model_ref)) = match (started, failed) {
             (Ok(started), _) => started,
             (Err(_), Some(e)) => return Err(e),
             (Err(e), None) => return Err(e.into()),
         };
-        let own = own_tools::OwnTools::new(&tools).map_err(RunError::Own)?;
+        let (record, earlier, earlier_state) = match opened.earlier {
+            Some((log, stored)) => {
+                let mut record = record::Record::new(log);
+                record.write(&Event::Resume(model_ref.clone()));
+                let state = record::state_of(&stored)?;
+                (record, record::conversation_of(&stored), state)
+            }
+            None => match sessions.create(&opened.id) {
+                Ok(log) => {
+                    let mut record = record::Record::new(log);
+                    record.write(&Event::Start(chock_sessions::Start {
+                        session: opened.id.clone(),
+                        project: project_text,
+                        model: model_ref.clone(),
+                        chock: env!("CARGO_PKG_VERSION").into(),
+                    }));
+                    (record, Vec::new(), Vec::new())
+                }
+                Err(e) => {
+                    runtime.block_on(tools.finish(false));
+                    return Err(e.into());
+                }
+            },
+        };
+        let logged_state = earlier_state.len();
+        let own = own_tools::OwnTools::new(&tools, earlier_state).map_err(RunError::Own)?;
         let mut offered = own_tools::definitions();
         offered.extend(
             runtime
@@ -283,13 +356,18 @@ impl Session {
         );
         let conversation = Conversation {
             system: Some(system_prompt(&tools.withheld())),
-            turns: Vec::new(),
+            turns: earlier,
             tools: offered,
         };
         Ok(Session {
+            id: opened.id,
             tools,
             own,
+            logged_state,
+            record,
+            last: chock_sessions::How::Done,
             client,
+            model_ref,
             conversation,
             model: options.model,
             max_turns: options.max_turns,
@@ -310,7 +388,32 @@ impl Session {
         cancel: &CancellationToken,
     ) -> Result<How, RunError> {
         let runtime = self.runtime.handle().clone();
-        runtime.block_on(self.turns(text, show, cancel))
+        let ended = runtime.block_on(self.turns(text, show, cancel));
+        self.last = match &ended {
+            Ok(How::Done) => chock_sessions::How::Done,
+            Ok(How::MaxTurns) => chock_sessions::How::MaxTurns,
+            Ok(How::Refusal) => chock_sessions::How::Refusal,
+            Ok(How::Cancelled) => chock_sessions::How::Cancelled,
+            Err(_) => chock_sessions::How::Failed,
+        };
+        self.say_unlogged(show);
+        ended
+    }
+
+    /// Writes to the log the state events the own tools added since the
+    /// last time.
+    fn log_state(&mut self) {
+        for event in &self.own.events()[self.logged_state..] {
+            self.record.write_state(event);
+        }
+        self.logged_state = self.own.events().len();
+    }
+
+    /// Says once that the log could not be written.
+    fn say_unlogged(&mut self, show: &mut dyn Show) {
+        if let Some(unsaid) = self.record.unsaid() {
+            show.line(&unsaid);
+        }
     }
 
     async fn turns(
@@ -319,6 +422,9 @@ impl Session {
         show: &mut dyn Show,
         cancel: &CancellationToken,
     ) -> Result<How, RunError> {
+        self.record.write(&Event::User(chock_sessions::User {
+            text: text.to_owned(),
+        }));
         self.conversation.turns.push(Turn::User(text.to_owned()));
         let mut sent = 0;
         loop {
@@ -345,6 +451,8 @@ impl Session {
             if !reply.text.is_empty() && !reply.text.ends_with('\n') {
                 show.text("\n");
             }
+            self.record
+                .write(&Event::Turn(record::turn_event(&reply, &self.model_ref)));
             self.conversation.turns.push(reply.turn());
             if reply.tool_calls.is_empty() {
                 return Ok(match &reply.stop {
@@ -372,18 +480,28 @@ impl Session {
                         )
                         .await;
                     show.call_ended(&call, &outcome);
+                    self.log_state();
                     outcome
                 };
+                let answer = chock_sessions::Answer::of(&outcome);
                 let (content, is_error) = match outcome {
                     Ok(text) => (text, false),
                     Err(text) => (text, true),
                 };
+                self.record
+                    .write(&Event::ToolResult(chock_sessions::ToolResult {
+                        call_id: call.id.clone(),
+                        tool: call.name.clone(),
+                        answer,
+                        content: content.clone(),
+                    }));
                 self.conversation.turns.push(Turn::ToolResult {
                     call_id: call.id,
                     content,
                     is_error,
                 });
             }
+            self.say_unlogged(show);
         }
     }
 
@@ -402,18 +520,29 @@ impl Session {
         self.own.events()
     }
 
+    /// The session's id: its log's and its workspace's name.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
     /// Ends the session: with `apply`, its work goes through the one
     /// `workspace.apply` question; whatever is not applied is kept. The
     /// scratchpad goes after the background commands that may use it.
     pub fn finish(self, apply: bool) -> Closed {
         let Session {
             tools,
+            mut record,
+            last,
             scratchpad,
             runtime,
             ..
         } = self;
         let workspace = runtime.block_on(tools.finish(apply));
         drop(tools);
+        record.write(&Event::End(chock_sessions::End {
+            how: last,
+            said: record::finished_text(&workspace),
+        }));
         Closed {
             workspace,
             scratchpad_left: scratchpad.remove().err(),
@@ -427,7 +556,7 @@ fn choose(
     project: String,
     policy: &chock_policy::Policy,
     log: &chock_log::Log,
-) -> Result<Client, RunError> {
+) -> Result<(Client, chock_sessions::ModelRef), RunError> {
     let instance = match &options.provider {
         Some(name) => name.clone(),
         None => match policy.providers() {
@@ -460,7 +589,13 @@ fn choose(
             })?;
     let credentials = Credentials::from_env().map_err(RunError::Setup)?;
     let key = chock_provider::key_for(policy, configured, &credentials).map_err(RunError::Setup)?;
-    Client::new(configured, key, options.settings).map_err(RunError::Setup)
+    let client = Client::new(configured, key, options.settings).map_err(RunError::Setup)?;
+    let model = chock_sessions::ModelRef {
+        instance: configured.name.clone(),
+        kind: configured.kind.as_str().to_owned(),
+        model: options.model.clone(),
+    };
+    Ok((client, model))
 }
 
 /// One line for a tool call: the tool, its arguments cut short, and how

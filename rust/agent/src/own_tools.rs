@@ -130,13 +130,14 @@ impl chock_mcp::Ceiling for Bound {
 
 impl OwnTools {
     /// The own tools of the session `tools`, whose every later call is
-    /// held under the promises made here.
-    pub fn new(tools: &InProcess) -> Result<OwnTools, String> {
-        let state = Arc::new(Mutex::new(State::default()));
+    /// held under the promises made here; `earlier` are the state events of
+    /// the session resumed (none for a new one), folded first.
+    pub fn new(tools: &InProcess, earlier: Vec<Event>) -> Result<OwnTools, String> {
+        let state = Arc::new(Mutex::new(State::fold(&earlier)));
         tools.bound_by(Arc::new(Bound(state.clone())))?;
         Ok(OwnTools {
             state,
-            events: Vec::new(),
+            events: earlier,
             memory: Memory::of(tools.project()),
         })
     }

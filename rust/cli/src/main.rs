@@ -81,6 +81,10 @@ enum Command {
     Run(commands::run::Args),
     /// Serve Chock's own agent session to an editor (Zed and others) over the Agent Client Protocol on stdio.
     Acp(commands::acp::Args),
+    /// List the sessions of `chock run`, verify their logs, export, remove or prune them.
+    Sessions(commands::sessions::Args),
+    /// Tokens and cost per session of `chock run`, and in total.
+    Usage(commands::usage::Args),
     /// Answer the questions a running `chock mcp` server is waiting on.
     Approve(commands::approve::Args),
     /// Store a provider instance's key in the credential store (read without echo, or from stdin); --list, --remove.
@@ -132,6 +136,8 @@ fn main() -> ExitCode {
         Command::Mcp(a) => commands::mcp::run(a),
         Command::Run(a) => commands::run::run(a),
         Command::Acp(a) => commands::acp::run(a),
+        Command::Sessions(a) => commands::sessions::run(a),
+        Command::Usage(a) => commands::usage::run(a),
         Command::Approve(a) => commands::approve::run(a),
         Command::Login(a) => commands::login::run(a),
         Command::Migrate(a) => commands::migrate::run(a),

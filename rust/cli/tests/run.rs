@@ -4,7 +4,14 @@
 //! project; a model model.select refuses; a call the policy denies,
 //! answered to the model as a refusal; and a session stopped at
 //! --max-turns, its work kept; an ask with no terminal answered through
-//! `chock approve`. Anthropic Messages and OpenAI Chat Completions both. Needs user namespaces and Landlock (`scripts/setup`).
+//! `chock approve`. Anthropic Messages and OpenAI Chat Completions both.
+//! The loop's own tools (plan, guidance, memory, scratchpad, ask_user,
+//! promises), the gateway's servers, a project outside git on an overlay.
+//! The session log: a session's log verifies and an edited byte is named;
+//! export, remove, prune; `chock usage` with a priced, a free and an
+//! unknown model; `--continue` sends the earlier turns, reuses the kept
+//! workspace, keeps the promises and writes on the same chain. Needs user
+//! namespaces and Landlock (`scripts/setup`).
 
 #[path = "../../provider/tests/loopback/mod.rs"]
 mod loopback;
@@ -900,4 +907,479 @@ fn a_project_with_no_git_runs_on_an_overlay() {
         "the kept work is said as chock run's: {stderr}"
     );
     assert!(!fx.project.join("later.txt").exists());
+}
+
+/// The session logs in the state directory, oldest name first.
+fn session_logs(fx: &Fixture) -> Vec<std::path::PathBuf> {
+    let dir = fx.root().join("state/chock/sessions");
+    let mut logs: Vec<_> = std::fs::read_dir(&dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+                .collect()
+        })
+        .unwrap_or_default();
+    logs.sort();
+    logs
+}
+
+/// The id of a session log.
+fn id_of(log: &std::path::Path) -> String {
+    log.file_stem()
+        .and_then(|s| s.to_str())
+        .expect("a session id")
+        .to_owned()
+}
+
+fn chock_sessions(fx: &Fixture, args: &[&str]) -> Output {
+    fx.chock()
+        .arg("sessions")
+        .args(args)
+        .output()
+        .expect("chock sessions")
+}
+
+/// Each line of a session log as JSON.
+fn events(log: &std::path::Path) -> Vec<Value> {
+    std::fs::read_to_string(log)
+        .expect("session log")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect()
+}
+
+#[test]
+fn a_session_log_verifies_and_an_edited_byte_is_named() {
+    let kind = ProviderKind::Anthropic;
+    let server = Server::start(vec![
+        reply(
+            kind,
+            "Reading.",
+            &[("toolu_1", "read_file", json!({"path": "a.txt"}))],
+        ),
+        reply(kind, "It says one.", &[]),
+        reply(kind, "never sent", &[]),
+    ]);
+    let fx = project(kind, &server, "");
+    let out = run(&fx, &[], "what does a.txt say?");
+    assert!(out.status.success(), "{}", describe(&out));
+    let logs = session_logs(&fx);
+    assert_eq!(logs.len(), 1, "one log per session");
+    let id = id_of(&logs[0]);
+    assert!(id.starts_with("run-"), "{id}");
+    assert!(
+        text(&out.stderr).contains(&id),
+        "the end names the session: {}",
+        describe(&out)
+    );
+    let kinds: Vec<String> = events(&logs[0])
+        .iter()
+        .map(|e| e["type"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["start", "user", "turn", "tool_result", "turn", "end"],
+        "the task, each turn, each result and the end"
+    );
+    let lines = events(&logs[0]);
+    assert_eq!(lines[2]["model"], "m1");
+    assert_eq!(lines[2]["instance"], "loop");
+    assert_eq!(lines[2]["tokens"]["input"], 10);
+    assert_eq!(lines[3]["answer"], "allowed");
+    assert!(
+        lines[3]["content"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("one"),
+        "{}",
+        lines[3]
+    );
+    assert_eq!(lines[5]["how"], "done");
+    let listed = chock_sessions(&fx, &[]);
+    let listing = text(&listed.stdout);
+    assert!(
+        listing.contains(&id) && listing.contains("loop/m1  2  done"),
+        "{}",
+        describe(&listed)
+    );
+    let verified = chock_sessions(&fx, &["verify"]);
+    assert!(verified.status.success(), "{}", describe(&verified));
+    assert!(
+        text(&verified.stdout).contains("intact, 6 lines"),
+        "{}",
+        describe(&verified)
+    );
+    // One byte of the task's line changed: the next line's link names it.
+    let original = std::fs::read_to_string(&logs[0]).expect("log");
+    let edited = original.replacen("what does a.txt say?", "what does b.txt say?", 1);
+    assert_ne!(original, edited);
+    std::fs::write(&logs[0], edited).expect("edit the log");
+    let verified = chock_sessions(&fx, &["verify", &id]);
+    assert_eq!(verified.status.code(), Some(1), "{}", describe(&verified));
+    let said = text(&verified.stdout);
+    assert!(
+        said.contains(&format!("{}:2: line 2 was changed", logs[0].display())),
+        "the first broken line is named: {said}"
+    );
+    // A log that does not verify is not resumed.
+    let resumed = run(&fx, &["--continue"], "go on");
+    assert_eq!(resumed.status.code(), Some(1), "{}", describe(&resumed));
+    assert!(
+        text(&resumed.stderr).contains(":2: line 2 was changed"),
+        "{}",
+        describe(&resumed)
+    );
+    assert_eq!(server.requests().len(), 2, "nothing was sent to the model");
+}
+
+#[test]
+fn sessions_are_exported_removed_and_pruned_but_never_while_running() {
+    let kind = ProviderKind::OpenaiChat;
+    let server = Server::start(vec![
+        reply(kind, "First ```fenced``` answer.", &[]),
+        reply(kind, "Second.", &[]),
+    ]);
+    let fx = project(kind, &server, "");
+    for task in ["first task", "second task"] {
+        let out = run(&fx, &[], task);
+        assert!(out.status.success(), "{}", describe(&out));
+    }
+    let logs = session_logs(&fx);
+    assert_eq!(logs.len(), 2);
+    let (first, second) = (id_of(&logs[0]), id_of(&logs[1]));
+
+    let to = fx.root().join("export");
+    let exported = chock_sessions(
+        &fx,
+        &["export", &first, "--to", to.to_str().expect("utf-8")],
+    );
+    assert!(exported.status.success(), "{}", describe(&exported));
+    assert_eq!(
+        std::fs::read(to.join(format!("{first}.jsonl"))).expect("the log"),
+        std::fs::read(&logs[0]).expect("log"),
+        "the log is exported byte for byte"
+    );
+    let transcript =
+        std::fs::read_to_string(to.join(format!("{first}.md"))).expect("the transcript");
+    assert!(
+        transcript.contains("## Task") && transcript.contains("first task"),
+        "{transcript}"
+    );
+    assert!(
+        transcript.contains("````\nFirst ```fenced``` answer.\n````"),
+        "{transcript}"
+    );
+    let again = chock_sessions(
+        &fx,
+        &["export", &first, "--to", to.to_str().expect("utf-8")],
+    );
+    assert_eq!(again.status.code(), Some(1), "{}", describe(&again));
+    assert!(
+        text(&again.stderr).contains("already exists"),
+        "{}",
+        describe(&again)
+    );
+
+    // No terminal, no --yes: nobody said yes, so it is kept.
+    let asked = chock_sessions(&fx, &["remove", &first]);
+    assert_eq!(asked.status.code(), Some(3), "{}", describe(&asked));
+    assert!(logs[0].exists());
+
+    // A running session (its lock held) is neither removed nor pruned.
+    let lock = std::fs::File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(logs[0].with_extension("lock"))
+        .expect("lock file");
+    rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive)
+        .expect("the test holds the session's lock");
+    let refused = chock_sessions(&fx, &["remove", "--yes", &first]);
+    assert_eq!(refused.status.code(), Some(3), "{}", describe(&refused));
+    assert!(
+        text(&refused.stderr).contains("running"),
+        "{}",
+        describe(&refused)
+    );
+    assert!(
+        text(&chock_sessions(&fx, &[]).stdout).contains("  running"),
+        "a held lock shows as running"
+    );
+    // Both made old; pruning skips the running one.
+    for log in &logs {
+        let status = std::process::Command::new("touch")
+            .args(["-d", "3 days ago"])
+            .arg(log)
+            .status()
+            .expect("touch");
+        assert!(status.success());
+    }
+    let pruned = chock_sessions(&fx, &["prune", "--older-than", "2"]);
+    assert!(pruned.status.success(), "{}", describe(&pruned));
+    assert!(logs[0].exists(), "a running session is never pruned");
+    assert!(!logs[1].exists(), "{}", describe(&pruned));
+    assert!(text(&pruned.stdout).contains(&format!("removed {second}")));
+    drop(lock);
+
+    let removed = chock_sessions(&fx, &["remove", "--yes", &first]);
+    assert!(removed.status.success(), "{}", describe(&removed));
+    assert!(!logs[0].exists());
+    let gone = chock_sessions(&fx, &["remove", "--yes", "../escape"]);
+    assert_eq!(gone.status.code(), Some(1), "{}", describe(&gone));
+    assert!(text(&gone.stderr).contains("not a session id"));
+}
+
+#[test]
+fn usage_prices_sessions_and_keeps_free_and_unknown_apart() {
+    let kind = ProviderKind::Anthropic;
+    let server = Server::start(vec![
+        reply(kind, "priced", &[]),
+        reply(kind, "free", &[]),
+        reply(kind, "unknown", &[]),
+    ]);
+    let fx = project(kind, &server, "");
+    let config = fx.root().join("config/chock/config.zon");
+    let text_of = std::fs::read_to_string(&config).expect("config.zon");
+    let with_prices = text_of.replacen(
+        ".{ .providers",
+        ".{ .prices = .{ .{ .kind = .anthropic, .model = \"local-free\", .input = 0, .output = 0 } }, .providers",
+        1,
+    );
+    std::fs::write(&config, with_prices).expect("config.zon");
+    for model in ["claude-sonnet-4-5", "local-free", "mystery-1"] {
+        let out = fx
+            .chock()
+            .args(["run", "--model", model, "--", "say something"])
+            .env_remove("CHOCK_PROVIDER")
+            .env_remove("CHOCK_MODEL")
+            .output()
+            .expect("chock run");
+        assert!(out.status.success(), "{}", describe(&out));
+    }
+    let ids: Vec<String> = session_logs(&fx).iter().map(|l| id_of(l)).collect();
+    let by_model = |model: &str| {
+        ids.iter()
+            .find(|id| {
+                let log = fx.root().join(format!("state/chock/sessions/{id}.jsonl"));
+                events(&log)[0]["model"] == model
+            })
+            .expect("a session of that model")
+            .clone()
+    };
+    let (priced, free, unknown) = (
+        by_model("claude-sonnet-4-5"),
+        by_model("local-free"),
+        by_model("mystery-1"),
+    );
+    let out = fx.chock().arg("usage").output().expect("chock usage");
+    assert!(out.status.success(), "{}", describe(&out));
+    let said = text(&out.stdout);
+    let line_of = |id: &str| {
+        said.lines()
+            .find(|l| l.starts_with(id))
+            .unwrap_or_default()
+            .to_owned()
+    };
+    // 10 tokens in at $3 and 5 out at $15 per million: $0.000105.
+    assert!(line_of(&priced).ends_with("$0.0001"), "{said}");
+    assert!(line_of(&free).ends_with("free"), "{said}");
+    assert!(
+        line_of(&unknown).contains("unknown: mystery-1 (anthropic)"),
+        "{said}"
+    );
+    let unknown_at = said.find("unknown price").expect("an unknown section");
+    assert!(said.find(&unknown).expect("listed") > unknown_at, "{said}");
+    assert!(
+        said.contains("total: $0.0001 for 1 priced sessions; 1 free; 1 unknown"),
+        "{said}"
+    );
+    let shown = fx
+        .chock()
+        .args(["usage", "show", &priced])
+        .output()
+        .expect("chock usage show");
+    assert!(shown.status.success(), "{}", describe(&shown));
+    assert!(
+        text(&shown.stdout).contains("1 turns, 10 tokens in (0 from cache, 0 to cache), 5 out: $0.0001 (at $3/$15 per million in/out)"),
+        "{}",
+        describe(&shown)
+    );
+    // A bad price is refused at its line.
+    std::fs::write(
+        &config,
+        ".{\n .prices = .{\n .{ .kind = .anthropic, .model = \"x\", .input = -2, .output = 1 } } }\n",
+    )
+    .expect("config.zon");
+    let refused = fx.chock().arg("usage").output().expect("chock usage");
+    assert_eq!(refused.status.code(), Some(1), "{}", describe(&refused));
+    assert!(
+        text(&refused.stderr).contains("config.zon:3:"),
+        "{}",
+        describe(&refused)
+    );
+}
+
+#[test]
+fn continue_sends_the_earlier_turns_reuses_the_workspace_and_chains_on() {
+    let kind = ProviderKind::Anthropic;
+    let server = Server::start(vec![
+        reply(
+            kind,
+            "Writing the note.",
+            &[(
+                "toolu_1",
+                "write_file",
+                json!({"path": "note.txt", "content": "hello\n"}),
+            )],
+        ),
+        reply(
+            kind,
+            "Reading it back.",
+            &[(
+                "toolu_2",
+                "run_command",
+                json!({"argv": ["cat", "note.txt"]}),
+            )],
+        ),
+        reply(kind, "Finished both.", &[]),
+    ]);
+    let fx = project(kind, &server, "");
+    // Stopped after one request: its work is kept in its workspace.
+    let first = run(&fx, &["--max-turns", "1"], "write a note");
+    assert_eq!(first.status.code(), Some(4), "{}", describe(&first));
+    let logs = session_logs(&fx);
+    assert_eq!(logs.len(), 1);
+    let id = id_of(&logs[0]);
+    assert!(
+        text(&chock_workspace(&fx).stdout).starts_with(&id),
+        "the workspace is named as the session"
+    );
+    let second = run(&fx, &["--continue"], "now read it back");
+    assert!(second.status.success(), "{}", describe(&second));
+    assert_eq!(session_logs(&fx).len(), 1, "the same session goes on");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    let messages = requests[1].body["messages"].to_string();
+    for earlier in [
+        "write a note",
+        "Writing the note.",
+        "toolu_1",
+        "now read it back",
+    ] {
+        assert!(
+            messages.contains(earlier),
+            "the resumed request carries `{earlier}`: {messages}"
+        );
+    }
+    let result = requests[2].body["messages"].to_string();
+    assert!(
+        result.contains("hello"),
+        "the kept workspace holds the first run's note: {result}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(fx.project.join("note.txt")).expect("applied"),
+        "hello\n",
+        "both runs' work applied at the end"
+    );
+    let lines = events(&logs[0]);
+    let kinds: Vec<&str> = lines
+        .iter()
+        .map(|e| e["type"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "start",
+            "user",
+            "turn",
+            "tool_result",
+            "end",
+            "resume",
+            "user",
+            "turn",
+            "tool_result",
+            "turn",
+            "end"
+        ]
+    );
+    for (i, line) in lines.iter().enumerate() {
+        assert_eq!(line["seq"], i as u64 + 1, "one chain: {line}");
+    }
+    let verified = chock_sessions(&fx, &["verify", &id]);
+    assert!(verified.status.success(), "{}", describe(&verified));
+    let listing = text(&chock_sessions(&fx, &[]).stdout);
+    assert!(listing.contains("loop/m1  3  done"), "{listing}");
+    // --session names it; another id is refused, naming what exists.
+    let unknown = run(&fx, &["--session", "run-0-none"], "again");
+    assert_eq!(unknown.status.code(), Some(1), "{}", describe(&unknown));
+    assert!(
+        text(&unknown.stderr).contains("no session `run-0-none`"),
+        "{}",
+        describe(&unknown)
+    );
+}
+
+/// A promise made in one run binds the next call of the session resumed:
+/// its `policy.self` event is in the log, folded back before the first
+/// request, and the plan comes back with it.
+#[test]
+fn a_promise_survives_continue_and_binds_the_resumed_session() {
+    let kind = ProviderKind::Anthropic;
+    let server = Server::start(vec![
+        reply(
+            kind,
+            "Promising.",
+            &[
+                (
+                    "t1",
+                    "restrict_self",
+                    json!({"action": "call.write_file", "ceiling": "deny", "reason": "this task only reads"}),
+                ),
+                (
+                    "t2",
+                    "update_plan",
+                    json!({"steps": [{"step": "read only", "status": "in_progress"}]}),
+                ),
+            ],
+        ),
+        reply(
+            kind,
+            "Writing after all.",
+            &[(
+                "t3",
+                "write_file",
+                json!({"path": "note.txt", "content": "x"}),
+            )],
+        ),
+        reply(kind, "Stopped.", &[]),
+    ]);
+    let fx = project(kind, &server, "");
+    let first = run(&fx, &["--max-turns", "1"], "read only");
+    assert_eq!(first.status.code(), Some(4), "{}", describe(&first));
+    let logs = session_logs(&fx);
+    assert_eq!(logs.len(), 1);
+    let kinds: Vec<String> = events(&logs[0])
+        .iter()
+        .map(|e| e["type"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert!(
+        kinds.contains(&"policy.self".to_owned()) && kinds.contains(&"plan".to_owned()),
+        "the promise and the plan are in the log: {kinds:?}"
+    );
+
+    let second = run(&fx, &["--continue"], "now write the note");
+    assert!(second.status.success(), "{}", describe(&second));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3, "{}", describe(&second));
+    let results = results_of(&requests[2]);
+    assert!(
+        results.contains("refused: call.write_file is denied by the session's own promise")
+            && results.contains("this task only reads"),
+        "the resumed session is bound by the promise: {results}"
+    );
+    assert!(!fx.project.join("note.txt").exists());
+    let verified = chock_sessions(&fx, &["verify"]);
+    assert!(verified.status.success(), "{}", describe(&verified));
 }

@@ -31,7 +31,7 @@
 
 mod error;
 mod lines;
-mod link;
+pub mod link;
 mod location;
 mod lock;
 mod record;
@@ -44,7 +44,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 pub use error::LogError;
-pub use location::dir_from_env;
+pub use location::{dir_from_env, state_dir_from_env};
 pub use record::{AnsweredBy, DecidedBy, Entry, Head, HeadError, Record, Sha256Hash};
 pub use records::{LogLine, Records};
 pub use verify::{Break, BreakKind, ChainStart, KeptHead, SeqPrev, Verification};

@@ -1,10 +1,55 @@
-//! The chain fields of one line (`seq`, `prev`, `unchained`), read fast.
+//! The chain fields of one line (`seq`, `prev`, `unchained`): how a
+//! chained line is built, and read back fast. The one place for it: the
+//! decision log writes its lines with [`body`] and [`line`], and so does
+//! every other hash-chained file of Chock (a session's log).
 
 use std::borrow::Cow;
+use std::time::SystemTime;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::record::Sha256Hash;
+
+/// The time a line is written with: RFC 3339, UTC, milliseconds
+/// (`2026-04-30T12:34:56.789Z`).
+pub fn timestamp(at: SystemTime) -> String {
+    humantime::format_rfc3339_millis(at).to_string()
+}
+
+/// The part of a line after the chain fields: `"ts":"...",<fields>}`, where
+/// `fields` serialises as a JSON object (a struct, or an enum tagged inside).
+pub fn body(ts: &str, fields: &impl Serialize) -> Result<Vec<u8>, serde_json::Error> {
+    #[derive(Serialize)]
+    struct Body<'a, T> {
+        ts: &'a str,
+        #[serde(flatten)]
+        fields: &'a T,
+    }
+    let mut body = serde_json::to_vec(&Body { ts, fields })?;
+    // Drop the opening brace: the chain fields go before the rest.
+    body.remove(0);
+    Ok(body)
+}
+
+/// A whole line (without its newline): `{"seq":N,"prev":"<hex>",`, then
+/// `"unchained":"why",` when given, then `body`. For a decision it is byte
+/// for byte what `serde_json` writes for a [`crate::Record`].
+pub fn line(
+    seq: u64,
+    prev: Sha256Hash,
+    unchained: Option<&str>,
+    body: &[u8],
+) -> Result<Vec<u8>, serde_json::Error> {
+    let mut line = Vec::with_capacity(body.len() + 160);
+    line.extend_from_slice(format!(r#"{{"seq":{seq},"prev":"{prev}","#).as_bytes());
+    if let Some(why) = unchained {
+        line.extend_from_slice(br#""unchained":"#);
+        serde_json::to_writer(&mut line, why)?;
+        line.push(b',');
+    }
+    line.extend_from_slice(body);
+    Ok(line)
+}
 
 /// What a line says about its place in the chain.
 #[derive(Debug, Clone, PartialEq, Eq)]

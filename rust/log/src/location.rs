@@ -12,25 +12,35 @@ pub const LOCK: &str = "decisions.lock";
 /// Writers line up here for the lock, first come first served.
 pub const QUEUE: &str = "decisions.queue";
 
-/// The log folder from the environment: `$CHOCK_STATE_DIR/log` when set,
-/// else `$XDG_STATE_HOME/chock/log`, else `~/.local/state/chock/log`.
+/// The log folder from the environment: `log` in [`state_dir_from_env`].
 pub fn dir_from_env() -> Result<PathBuf, LogError> {
     dir_from(|name| std::env::var_os(name))
+}
+
+/// Chock's state directory, which holds the log, the session logs and the
+/// workspaces: `$CHOCK_STATE_DIR` when set, else `$XDG_STATE_HOME/chock`,
+/// else `~/.local/state/chock`.
+pub fn state_dir_from_env() -> Result<PathBuf, LogError> {
+    state_dir_from(|name| std::env::var_os(name))
 }
 
 /// [`dir_from_env`] over any variable lookup, so it can be tested without
 /// touching the process environment.
 pub fn dir_from(var: impl Fn(&str) -> Option<OsString>) -> Result<PathBuf, LogError> {
+    Ok(state_dir_from(var)?.join("log"))
+}
+
+fn state_dir_from(var: impl Fn(&str) -> Option<OsString>) -> Result<PathBuf, LogError> {
     // Empty and relative values are ignored, as the XDG base directory spec asks.
     let absolute = |name: &str| var(name).map(PathBuf::from).filter(|p| p.is_absolute());
     if let Some(root) = absolute("CHOCK_STATE_DIR") {
-        return Ok(root.join("log"));
+        return Ok(root);
     }
     if let Some(state) = absolute("XDG_STATE_HOME") {
-        return Ok(state.join("chock").join("log"));
+        return Ok(state.join("chock"));
     }
     if let Some(home) = absolute("HOME") {
-        return Ok(home.join(".local/state/chock/log"));
+        return Ok(home.join(".local/state/chock"));
     }
     Err(LogError::NoStateDir)
 }

@@ -8,7 +8,6 @@ use std::time::{Duration, SystemTime};
 
 use crate::lines::Backward;
 use crate::location::{CURRENT, LOCK, QUEUE, rotated_files, rotated_name};
-use serde::Serialize;
 
 use crate::record::{Entry, Head, Sha256Hash};
 use crate::{Appended, LogError, Rotation, link, lock};
@@ -33,8 +32,8 @@ pub fn append(
     make_dir(dir)?;
     // Everything but the chain fields is encoded before taking the lock, so
     // that the lock is held only to read the tail and write one line.
-    let ts = humantime::format_rfc3339_millis(SystemTime::now()).to_string();
-    let body = encode_body(&ts, entry)?;
+    let ts = link::timestamp(SystemTime::now());
+    let body = link::body(&ts, entry)?;
     let lock_path = dir.join(LOCK);
     let lock_file = open_private(&lock_path, false)?;
     let queue_file = open_private(&dir.join(QUEUE), false)?;
@@ -92,7 +91,7 @@ fn write_line(
         let reader = current.try_clone().map_err(read_error)?;
         let mut point = chain_point(dir, reader, size)?;
         let unchained = unlocked.clone().or(point.unreadable.take());
-        let line = encode_line(point.next_seq, point.prev, unchained.as_deref(), body)?;
+        let line = link::line(point.next_seq, point.prev, unchained.as_deref(), body)?;
         // Only a lock holder rotates: a writer without it must not move
         // files under the one that has it.
         let grown = size + line.len() as u64 + 2;
@@ -182,38 +181,6 @@ fn cut_back(
         Err(e) => Some(e),
     };
     LogError::Write { path, source, cut }
-}
-
-/// The part of a line after the chain fields: `"ts":...,<entry fields>}`.
-fn encode_body(ts: &str, entry: &Entry) -> Result<Vec<u8>, LogError> {
-    #[derive(Serialize)]
-    struct Body<'a> {
-        ts: &'a str,
-        #[serde(flatten)]
-        entry: &'a Entry,
-    }
-    let mut body = serde_json::to_vec(&Body { ts, entry })?;
-    // Drop the opening brace: the chain fields go before the rest.
-    body.remove(0);
-    Ok(body)
-}
-
-/// A whole line, byte for byte what `serde_json` writes for a [`crate::Record`].
-fn encode_line(
-    seq: u64,
-    prev: Sha256Hash,
-    unchained: Option<&str>,
-    body: &[u8],
-) -> Result<Vec<u8>, LogError> {
-    let mut line = Vec::with_capacity(body.len() + 160);
-    line.extend_from_slice(format!(r#"{{"seq":{seq},"prev":"{prev}","#).as_bytes());
-    if let Some(why) = unchained {
-        line.extend_from_slice(br#""unchained":"#);
-        serde_json::to_writer(&mut line, why)?;
-        line.push(b',');
-    }
-    line.extend_from_slice(body);
-    Ok(line)
 }
 
 /// What the next line chains to: the last whole line of the log, skipping a
@@ -349,10 +316,10 @@ mod tests {
     #[test]
     fn lines_are_exactly_what_serde_writes_for_a_record() {
         let ts = "2026-01-02T03:04:05.006Z";
-        let body = encode_body(ts, &entry()).unwrap();
+        let body = link::body(ts, &entry()).unwrap();
         for unchained in [None, Some("the lock \"stayed\" held")] {
             let prev = Sha256Hash::of_line(b"before");
-            let line = encode_line(41, prev, unchained, &body).unwrap();
+            let line = link::line(41, prev, unchained, &body).unwrap();
             let record = Record {
                 seq: 41,
                 prev: prev.to_string(),

@@ -52,6 +52,10 @@ pub struct ServeOptions {
     /// `/run/chock/scratch` (`CHOCK_SCRATCHPAD`): `chock run`'s scratchpad,
     /// made and removed by its session.
     pub scratchpad: Option<PathBuf>,
+    /// The workspace's session name, when the caller chose it (`chock run`
+    /// names it after its session, and reuses a kept one on resume); else
+    /// a fresh one with [`ServeOptions::workspace_prefix`].
+    pub workspace_session: Option<String>,
 }
 
 impl ServeOptions {
@@ -74,6 +78,7 @@ impl Default for ServeOptions {
             allow_dirty: false,
             command: "chock mcp",
             scratchpad: None,
+            workspace_session: None,
         }
     }
 }
@@ -147,15 +152,14 @@ impl Session {
             chock_sandbox::image::tree(container)?;
         }
         let session_workspace = if options.workspace {
+            let name = options.workspace_session.clone().unwrap_or_else(|| {
+                chock_sandbox::workspace::new_session(options.workspace_prefix())
+            });
             let held = crate::tools::make_workspace(
                 &project,
                 &policy,
                 &log,
-                (
-                    options.command,
-                    options.workspace_prefix(),
-                    options.allow_dirty,
-                ),
+                (options.command, &name, options.allow_dirty),
             )?;
             project.workspace = Some(held.view());
             Some(held)

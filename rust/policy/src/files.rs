@@ -201,6 +201,11 @@ pub(crate) struct OperatorFile {
     pub(crate) provider_fields: Option<crate::providers::ProvidersBlock>,
     #[serde(skip)]
     pub(crate) providers: Vec<crate::providers::ProviderInstance>,
+    /// What models cost, for `chock usage` (read into `prices` after reading).
+    #[serde(default, rename = "prices")]
+    pub(crate) price_fields: Option<crate::prices::PricesBlock>,
+    #[serde(skip)]
+    pub(crate) prices: Vec<crate::prices::Price>,
     /// Rules written here by mistake (`.policy = .{ .rules = ... }` or
     /// `.rules = ...`): config.zon is not a rules layer, so they are read
     /// only to say so.

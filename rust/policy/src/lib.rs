@@ -19,6 +19,7 @@ mod nix_net;
 pub mod package;
 mod pattern;
 mod policy;
+mod prices;
 mod providers;
 pub mod root;
 mod rule;
@@ -44,6 +45,7 @@ pub use policy::{
     DecidedBy, Explained, Layer, LoadOptions, PROJECT_FILE, Policy, Reading, SYSTEM_BUNDLE,
     StartAnswer, StartQuestion, Suggestion, Verdict, read_once_note,
 };
+pub use prices::{MAX_PRICES, Price};
 pub use providers::{KeySource, MAX_PROVIDERS, ProviderInstance, ProviderKind};
 pub use rule::{Key, Rule, RuleSource, Specificity};
 pub use servers::{

@@ -526,6 +526,14 @@ impl Policy {
             .map_or(&[], |(_, o)| o.providers.as_slice())
     }
 
+    /// The prices of the operator's `config.zon` (`.prices`), in the order
+    /// written.
+    pub fn prices(&self) -> &[crate::Price] {
+        self.operator
+            .as_ref()
+            .map_or(&[], |(_, o)| o.prices.as_slice())
+    }
+
     /// The provider instance named `name`, if `config.zon` names it.
     pub fn provider(&self, name: &str) -> Option<&crate::ProviderInstance> {
         self.providers().iter().find(|p| p.name == name)
@@ -722,7 +730,7 @@ impl Policy {
             && let Some(line) = operator.misplaced_rules_line
         {
             warnings.push(format!(
-                "{}:{line}: config.zon holds no rules (only settings: .nix, .limits, .log, .secrets, .providers), so these are ignored; move them to the project's {} under .policy.rules, or to an organisation bundle to bind every project",
+                "{}:{line}: config.zon holds no rules (only settings: .nix, .limits, .log, .secrets, .providers, .prices), so these are ignored; move them to the project's {} under .policy.rules, or to an organisation bundle to bind every project",
                 file.display(),
                 self.project_file.display()
             ));
@@ -966,6 +974,7 @@ impl Source<'_> {
             operator.provider_fields.take(),
             &operator.stores,
         )?;
+        operator.prices = crate::prices::read_prices(self, operator.price_fields.take())?;
         Ok(operator)
     }
 }

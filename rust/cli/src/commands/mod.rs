@@ -20,4 +20,6 @@ pub mod migrate;
 pub mod packages;
 pub mod policy;
 pub mod run;
+pub mod sessions;
+pub mod usage;
 pub mod workspace;

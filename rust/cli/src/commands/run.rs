@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use chock_agent::{How, RunError, RunOptions, Show};
+use chock_agent::{How, Resume, RunError, RunOptions, Show};
 use chock_mcp::local::Finished;
 
 use crate::ask::TerminalAsker;
@@ -21,6 +21,12 @@ pub struct Args {
     pub project: Option<PathBuf>,
     #[command(flatten)]
     pub session: SessionArgs,
+    /// Go on with the newest session of this project: its conversation, its kept workspace, its log.
+    #[arg(long = "continue", conflicts_with = "session_id")]
+    pub resume: bool,
+    /// Go on with the session ID (`chock sessions` lists them).
+    #[arg(long = "session", value_name = "ID")]
+    pub session_id: Option<String>,
     /// The task (default: read from stdin).
     #[arg(last = true, value_name = "TASK")]
     pub task: Vec<String>,
@@ -56,6 +62,7 @@ impl SessionArgs {
             allow_dirty: self.allow_dirty,
             dev_shell: self.dev_shell,
             settings: chock_provider::Settings::default(),
+            resume: None,
         }
     }
 }
@@ -93,7 +100,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         eprintln!("chock run: no task: give one after `--` or on stdin");
         return Ok(exit::FAILURE.into());
     }
-    let options = args.session.options(args.project);
+    let mut options = args.session.options(args.project);
+    options.resume = match (args.resume, args.session_id) {
+        (_, Some(id)) => Some(Resume::Id(id)),
+        (true, None) => Some(Resume::Newest),
+        (false, None) => None,
+    };
     let ended = match chock_agent::run(options, &task, Arc::new(TerminalAsker), &mut Plain) {
         Ok(ended) => ended,
         Err(error) => {
@@ -105,6 +117,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 | RunError::Setup(_)
                 | RunError::Start(_)
                 | RunError::Own(_)
+                | RunError::Session(_)
+                | RunError::OtherProject { .. }
+                | RunError::Project(_)
                 | RunError::Runtime(_) => exit::FAILURE,
             };
             return Ok(code.into());
@@ -118,8 +133,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         How::Cancelled => "cancelled",
     };
     eprintln!(
-        "chock run: {how} after {} requests ({} tokens in, {} out)",
-        ended.turns, usage.input_tokens, usage.output_tokens
+        "chock run: {how} after {} requests ({} tokens in, {} out); session {} (`chock run --session {}` goes on with it)",
+        ended.turns, usage.input_tokens, usage.output_tokens, ended.session, ended.session
     );
     let code = match &ended.workspace {
         Finished::Applied(said) => {

@@ -27,12 +27,11 @@ pub fn make_workspace(
     project: &Project,
     policy: &Policy,
     log: &Log,
-    (command, prefix, allow_dirty): (&str, &str, bool),
+    (command, session, allow_dirty): (&str, &str, bool),
 ) -> Result<SessionWorkspace, McpError> {
-    let session = workspace::new_session(prefix);
     let (held, notices) = SessionWorkspace::open_or_make(&workspace::Request {
         project,
-        session: &session,
+        session,
         allow_dirty,
         policy,
         log,

@@ -169,11 +169,7 @@ impl std::fmt::Display for Pending {
 /// Where every workspace lives: `<state>/workspaces` (the state directory
 /// the decision log is in).
 pub fn root() -> Result<PathBuf, WorkspaceError> {
-    let log = chock_log::dir_from_env()?;
-    Ok(log
-        .parent()
-        .map_or_else(|| log.clone(), Path::to_path_buf)
-        .join("workspaces"))
+    Ok(chock_log::state_dir_from_env()?.join("workspaces"))
 }
 
 /// Whether `name` can name a session (and `refs/chock/<name>`): 1 to 64 of

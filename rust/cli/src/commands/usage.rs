@@ -1,0 +1,152 @@
+//! `chock usage`: the tokens each session of `chock run` used and what
+//! they cost, from the session logs, priced by the shipped table under
+//! config.zon's `.prices`. A session whose model has no price is shown
+//! apart as unknown, never guessed; one priced at 0 is free.
+
+use std::process::ExitCode;
+
+use chock_policy::{LoadOptions, Policy};
+use chock_sessions::prices::{Cost, Prices};
+use chock_sessions::{Sessions, Summary};
+
+use crate::exit;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// One session: tokens and cost per model.
+    Show { id: String },
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let here = std::env::current_dir()?;
+    let policy = Policy::load(&LoadOptions::from_env(here, Vec::new())?)?;
+    let prices = Prices::new(policy.prices());
+    let sessions = Sessions::from_env()?;
+    let all = sessions.list()?;
+    match args.command {
+        None => Ok(total(&all, &prices)),
+        Some(Command::Show { id }) => {
+            sessions.path(&id)?;
+            let Some(session) = all.iter().find(|s| s.id == id) else {
+                anyhow::bail!(
+                    "no session `{id}` in {} (`chock sessions` lists them)",
+                    sessions.dir().display()
+                );
+            };
+            Ok(show(session, &prices))
+        }
+    }
+}
+
+fn dollars(amount: f64) -> String {
+    format!("${amount:.4}")
+}
+
+fn cost_text(cost: Cost) -> String {
+    match cost {
+        Cost::Priced(amount) => dollars(amount),
+        Cost::Free => "free".into(),
+        Cost::Unknown => "unknown".into(),
+    }
+}
+
+fn total(all: &[Summary], prices: &Prices) -> ExitCode {
+    if all.is_empty() {
+        println!("no session is kept");
+        return exit::SUCCESS.into();
+    }
+    let mut priced = (0, 0.0);
+    let mut free = 0;
+    let mut unknown = Vec::new();
+    println!("SESSION  TOKENS IN  OUT  COST");
+    for s in all {
+        let tokens = s.tokens();
+        let cost = prices.cost(s);
+        match cost {
+            Cost::Priced(amount) => {
+                priced.0 += 1;
+                priced.1 += amount;
+            }
+            Cost::Free => free += 1,
+            Cost::Unknown => {
+                unknown.push(s);
+                continue;
+            }
+        }
+        println!(
+            "{}  {}  {}  {}",
+            s.id,
+            tokens.input,
+            tokens.output,
+            cost_text(cost)
+        );
+    }
+    if !unknown.is_empty() {
+        println!("unknown price (not in the total; add the model to .prices in config.zon):");
+        for s in &unknown {
+            let tokens = s.tokens();
+            let models: Vec<String> = s
+                .usage
+                .iter()
+                .filter(|u| prices.rate_of(&u.model).is_none())
+                .map(|u| format!("{} ({})", u.model.model, u.model.kind))
+                .collect();
+            println!(
+                "{}  {}  {}  unknown: {}",
+                s.id,
+                tokens.input,
+                tokens.output,
+                models.join(", ")
+            );
+        }
+    }
+    println!(
+        "total: {} for {} priced sessions; {} free; {} unknown",
+        dollars(priced.1),
+        priced.0,
+        free,
+        unknown.len()
+    );
+    exit::SUCCESS.into()
+}
+
+fn show(s: &Summary, prices: &Prices) -> ExitCode {
+    println!(
+        "session {} ({}, {} turns)",
+        s.id,
+        s.project.as_deref().unwrap_or("-"),
+        s.turns
+    );
+    for used in &s.usage {
+        let t = used.tokens;
+        let cost = match prices.rate_of(&used.model) {
+            Some(rate) if rate.is_free() => "free".to_owned(),
+            Some(rate) => format!(
+                "{} (at ${}/${} per million in/out)",
+                dollars(rate.cost(t)),
+                rate.input,
+                rate.output
+            ),
+            None => "unknown: no price for this model (add it to .prices in config.zon)".into(),
+        };
+        println!(
+            "  {}/{} ({}): {} turns, {} tokens in ({} from cache, {} to cache), {} out: {cost}",
+            used.model.instance,
+            used.model.model,
+            used.model.kind,
+            used.turns,
+            t.input,
+            t.cache_read,
+            t.cache_write,
+            t.output
+        );
+    }
+    println!("cost: {}", cost_text(prices.cost(s)));
+    exit::SUCCESS.into()
+}

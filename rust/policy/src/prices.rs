@@ -1,0 +1,211 @@
+//! What the operator says a model costs (`.prices` in `config.zon`), for
+//! `chock usage`. The table Chock ships is the sessions crate's; a price
+//! here adds a model to it, or replaces the shipped price of the same
+//! provider kind and model. US dollars per million tokens.
+//!
+//! ```zon
+//! // config.zon
+//! .prices = .{
+//!     .{ .kind = .anthropic, .model = "claude-sonnet-4-5", .input = 3, .output = 15,
+//!        .cache_read = 0.3, .cache_write = 3.75 },
+//!     .{ .kind = .openai_chat, .model = "qwen3-coder", .input = 0, .output = 0 },
+//! },
+//! ```
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+
+use chock_zon::Spanned;
+use serde::Deserialize;
+
+use crate::ProviderKind;
+use crate::error::PolicyError;
+use crate::files::Source;
+
+/// At most this many prices in `.prices`.
+pub const MAX_PRICES: usize = 1024;
+
+/// One model's price, in US dollars per million tokens.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Price {
+    /// The API the model is reached through.
+    pub kind: ProviderKind,
+    /// The model id, as the provider names it.
+    pub model: String,
+    /// Per million input tokens not read from or written to a cache.
+    pub input: f64,
+    /// Per million output tokens.
+    pub output: f64,
+    /// Per million input tokens read from the prompt cache (default: `input`).
+    pub cache_read: Option<f64>,
+    /// Per million input tokens written to the prompt cache (default: `input`).
+    pub cache_write: Option<f64>,
+    /// Where it is written, for sentences that name it.
+    pub file: PathBuf,
+    pub line: u32,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a price `.{ .kind = .anthropic, .model = \"...\", .input = 3, .output = 15 }`"
+)]
+pub(crate) struct PriceFields {
+    kind: ProviderKind,
+    model: String,
+    input: f64,
+    output: f64,
+    cache_read: Option<f64>,
+    cache_write: Option<f64>,
+}
+
+/// The raw block as serde reads it.
+pub(crate) type PricesBlock = Spanned<Vec<Spanned<PriceFields>>>;
+
+/// `.prices` of `config.zon`, checked: a model id of 1 to 256 bytes, each
+/// amount a finite number from 0, one price per kind and model.
+pub(crate) fn read_prices(
+    source: &Source<'_>,
+    block: Option<PricesBlock>,
+) -> Result<Vec<Price>, PolicyError> {
+    let Some(list) = block else {
+        return Ok(Vec::new());
+    };
+    if list.value.len() > MAX_PRICES {
+        return Err(source.error(
+            list.span,
+            format!("config.zon names at most {MAX_PRICES} prices"),
+        ));
+    }
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    for Spanned { span, value } in list.value {
+        let model = value.model;
+        if model.is_empty() || model.len() > 256 || model.chars().any(char::is_control) {
+            return Err(source.error(
+                span,
+                "a price's .model is the model id as the provider names it: 1 to 256 bytes, no control characters",
+            ));
+        }
+        let amounts = [
+            ("input", Some(value.input)),
+            ("output", Some(value.output)),
+            ("cache_read", value.cache_read),
+            ("cache_write", value.cache_write),
+        ];
+        for (field, amount) in amounts {
+            if let Some(amount) = amount
+                && (!amount.is_finite() || amount < 0.0)
+            {
+                return Err(source.error(
+                    span,
+                    format!(
+                        "the price of `{model}`: .{field} = {amount} is not an amount; write US dollars per million tokens, 0 or more (0 = free)"
+                    ),
+                ));
+            }
+        }
+        if !seen.insert((value.kind, model.clone())) {
+            return Err(source.error(
+                span,
+                format!(
+                    "`{model}` of kind .{} is priced twice in .prices: keep one",
+                    value.kind.as_str()
+                ),
+            ));
+        }
+        out.push(Price {
+            kind: value.kind,
+            model,
+            input: value.input,
+            output: value.output,
+            cache_read: value.cache_read,
+            cache_write: value.cache_write,
+            file: source.file.to_path_buf(),
+            line: chock_zon::line_col(source.text, span.start).0,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{LoadOptions, Policy, PolicyError, ProviderKind};
+
+    fn load(operator: &str) -> Result<Policy, PolicyError> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("config.zon");
+        std::fs::write(&path, operator).expect("write");
+        Policy::load(&LoadOptions {
+            project_dir: dir.path().to_path_buf(),
+            operator_config: Some(path),
+            discovered_bundles: vec![],
+            org_bundles: vec![],
+        })
+    }
+
+    #[test]
+    fn prices_are_read_with_their_lines() {
+        let policy = load(
+            ".{\n .prices = .{\n  .{ .kind = .anthropic, .model = \"claude-x\", .input = 3, .output = 15, .cache_read = 0.3 },\n  .{ .kind = .openai_chat, .model = \"local\", .input = 0, .output = 0 },\n },\n}\n",
+        )
+        .expect("loads");
+        let prices = policy.prices();
+        assert_eq!(prices.len(), 2);
+        assert_eq!(
+            (
+                prices[0].kind,
+                prices[0].model.as_str(),
+                prices[0].input,
+                prices[0].output,
+                prices[0].cache_read,
+                prices[0].cache_write,
+                prices[0].line
+            ),
+            (
+                ProviderKind::Anthropic,
+                "claude-x",
+                3.0,
+                15.0,
+                Some(0.3),
+                None,
+                3
+            )
+        );
+        assert_eq!((prices[1].input, prices[1].line), (0.0, 4));
+    }
+
+    #[test]
+    fn bad_prices_are_refused_at_their_line_saying_what_to_do() {
+        for (text, says) in [
+            (
+                ".{ .prices = .{\n .{ .kind = .anthropic, .model = \"m\", .input = -1, .output = 1 } } }",
+                ".input = -1 is not an amount",
+            ),
+            (
+                ".{ .prices = .{\n .{ .kind = .anthropic, .model = \"\", .input = 1, .output = 1 } } }",
+                "1 to 256 bytes",
+            ),
+            (
+                ".{ .prices = .{\n .{ .kind = .anthropic, .model = \"m\", .input = 1, .output = 1 }, .{ .kind = .anthropic, .model = \"m\", .input = 2, .output = 2 } } }",
+                "priced twice",
+            ),
+            (
+                ".{ .prices = .{\n .{ .kind = .gemini, .model = \"m\", .input = 1, .output = 1 } } }",
+                "openai_chat",
+            ),
+            (
+                ".{ .prices = .{\n .{ .kind = .anthropic, .model = \"m\", .input = 1 } } }",
+                "output",
+            ),
+            (
+                ".{ .prices = .{\n .{ .kind = .anthropic, .model = \"m\", .input = 1, .output = 1, .currency = \"EUR\" } } }",
+                "currency",
+            ),
+        ] {
+            let message = load(text).expect_err(text).to_string();
+            assert!(message.contains(says), "{text}: {message}");
+            assert!(message.contains("config.zon:2:"), "{text}: {message}");
+        }
+    }
+}

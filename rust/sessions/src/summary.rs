@@ -1,0 +1,113 @@
+//! A session folded into what `chock sessions` and `chock usage` show.
+
+use crate::error::SessionError;
+use crate::event::{End, Event, ModelRef, Tokens};
+use crate::file::{Stored, parse_bytes};
+
+/// The tokens one model used in a session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelUsage {
+    pub model: ModelRef,
+    pub turns: u64,
+    pub tokens: Tokens,
+}
+
+/// One session, folded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Summary {
+    pub id: String,
+    /// When its first event was written.
+    pub started: Option<String>,
+    /// When its last event was written.
+    pub last: Option<String>,
+    pub project: Option<String>,
+    /// The model it talked to last.
+    pub model: Option<ModelRef>,
+    /// Model replies over the whole session, resumes included.
+    pub turns: u64,
+    /// How it ended last; `None` while running, or when it stopped
+    /// without saying (killed).
+    pub ended: Option<End>,
+    /// Its lock is held by a live process.
+    pub running: bool,
+    /// Tokens per model, in the order first used.
+    pub usage: Vec<ModelUsage>,
+    /// Why its log could not be read whole, when it could not.
+    pub unreadable: Option<String>,
+}
+
+impl Summary {
+    /// Folds a log's bytes (or why they could not be read).
+    pub fn of(id: &str, running: bool, bytes: Result<Vec<u8>, SessionError>) -> Summary {
+        let mut summary = Summary {
+            id: id.to_owned(),
+            started: None,
+            last: None,
+            project: None,
+            model: None,
+            turns: 0,
+            ended: None,
+            running,
+            usage: Vec::new(),
+            unreadable: None,
+        };
+        match bytes.map(|b| parse_bytes(&b)) {
+            Ok(Ok(stored)) => summary.fold(&stored),
+            Ok(Err((line, why))) => summary.unreadable = Some(format!("line {line}: {why}")),
+            Err(e) => summary.unreadable = Some(e.to_string()),
+        }
+        summary
+    }
+
+    fn fold(&mut self, stored: &[Stored]) {
+        self.started = stored.first().map(|s| s.ts.clone());
+        self.last = stored.last().map(|s| s.ts.clone());
+        for s in stored {
+            match &s.event {
+                Event::Start(start) => {
+                    self.project = Some(start.project.clone());
+                    self.model = Some(start.model.clone());
+                }
+                Event::Resume(model) => {
+                    self.model = Some(model.clone());
+                    self.ended = None;
+                }
+                Event::Turn(turn) => {
+                    self.turns += 1;
+                    match self.usage.iter_mut().find(|u| u.model == turn.model) {
+                        Some(used) => {
+                            used.turns += 1;
+                            used.tokens = used.tokens.plus(turn.tokens);
+                        }
+                        None => self.usage.push(ModelUsage {
+                            model: turn.model.clone(),
+                            turns: 1,
+                            tokens: turn.tokens,
+                        }),
+                    }
+                }
+                Event::End(end) => self.ended = Some(end.clone()),
+                Event::User(_) | Event::ToolResult(_) | Event::Custom(_) => {}
+            }
+        }
+    }
+
+    /// Tokens over every model.
+    pub fn tokens(&self) -> Tokens {
+        self.usage
+            .iter()
+            .fold(Tokens::default(), |sum, u| sum.plus(u.tokens))
+    }
+
+    /// How it ended, in one word: `running`, `done`, `max_turns`, `failed`,
+    /// `unreadable`, or `stopped` (it ended without saying how: killed).
+    pub fn state(&self) -> &str {
+        if self.running {
+            "running"
+        } else if self.unreadable.is_some() {
+            "unreadable"
+        } else {
+            self.ended.as_ref().map_or("stopped", |e| e.how.as_str())
+        }
+    }
+}
