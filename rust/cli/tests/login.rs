@@ -113,14 +113,12 @@ fn an_instance_config_zon_does_not_name_or_an_empty_key_is_refused() {
     );
 }
 
-#[test]
-fn a_key_typed_at_a_terminal_is_not_echoed() {
-    let home = home();
-    // `script` runs chock on a pseudo-terminal and copies what it shows;
-    // the key is typed a second after the prompt, once echo is off.
-    let command = format!("{CHOCK} login work",);
+/// Runs `command` on a pseudo-terminal (`script`, util-linux) and types
+/// `keys` a second and a half later, once the prompt's mode is set: what
+/// the terminal showed.
+fn typed_at_a_terminal(home: &tempfile::TempDir, command: &str, keys: &[u8]) -> String {
     let mut child = Command::new("script")
-        .args(["-qec", &command, "/dev/null"])
+        .args(["-qec", command, "/dev/null"])
         .current_dir(home.path())
         .env("HOME", home.path())
         .env("XDG_CONFIG_HOME", home.path().join("config"))
@@ -132,11 +130,18 @@ fn a_key_typed_at_a_terminal_is_not_echoed() {
         .expect("script (util-linux) runs");
     let mut stdin = child.stdin.take().expect("stdin");
     std::thread::sleep(std::time::Duration::from_millis(1500));
-    stdin.write_all(b"sk-typed-456\n").expect("type");
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    stdin.write_all(keys).expect("type");
+    std::thread::sleep(std::time::Duration::from_millis(1000));
     drop(stdin);
-    let out = child.wait_with_output().expect("wait");
-    let shown = text(&out.stdout);
+    text(&child.wait_with_output().expect("wait").stdout)
+}
+
+#[test]
+fn a_key_typed_at_a_terminal_is_not_echoed() {
+    let home = home();
+    // `script` runs chock on a pseudo-terminal and copies what it shows;
+    // the key is typed a second after the prompt, once echo is off.
+    let shown = typed_at_a_terminal(&home, &format!("{CHOCK} login work"), b"sk-typed-456\n");
     assert!(shown.contains("not shown as you type"), "{shown}");
     assert!(shown.contains("stored the key for work"), "{shown}");
     assert!(!shown.contains("sk-typed"), "the key was echoed: {shown}");
@@ -151,25 +156,11 @@ fn ctrl_c_at_the_hidden_prompt_stores_nothing_and_puts_the_echo_back() {
     let home = home();
     // After chock ends, `stty -a` on the same pseudo-terminal shows its
     // mode: echo must be on again.
-    let command = format!("{CHOCK} login work; echo \"exit $?\"; stty -a");
-    let mut child = Command::new("script")
-        .args(["-qec", &command, "/dev/null"])
-        .current_dir(home.path())
-        .env("HOME", home.path())
-        .env("XDG_CONFIG_HOME", home.path().join("config"))
-        .env("XDG_DATA_HOME", home.path().join("data"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("script (util-linux) runs");
-    let mut stdin = child.stdin.take().expect("stdin");
-    std::thread::sleep(std::time::Duration::from_millis(1500));
-    stdin.write_all(b"sk-half\x03").expect("type");
-    std::thread::sleep(std::time::Duration::from_millis(1000));
-    drop(stdin);
-    let out = child.wait_with_output().expect("wait");
-    let shown = text(&out.stdout);
+    let shown = typed_at_a_terminal(
+        &home,
+        &format!("{CHOCK} login work; echo \"exit $?\"; stty -a"),
+        b"sk-half\x03",
+    );
     assert!(
         shown.contains("stopped with Ctrl-C; nothing stored"),
         "{shown}"

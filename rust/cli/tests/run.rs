@@ -222,8 +222,6 @@ fn max_turns_stops_the_session_and_keeps_its_work() {
 
 #[test]
 fn an_ask_with_no_terminal_reaches_chock_approve() {
-    use std::io::{Read, Write};
-    use std::process::Stdio;
     let kind = ProviderKind::Anthropic;
     let mut first = reply(
         kind,
@@ -244,9 +242,28 @@ fn an_ask_with_no_terminal_reaches_chock_approve() {
         &server,
         r#".{ .action = "call.write_file", .decision = .ask }"#,
     );
+    let (question, out) = run_answered_in_approve(&fx, "write a note", "y");
+    assert!(question.contains("call.write_file"), "{question}");
+    assert!(out.status.success(), "{}", describe(&out));
+    assert_eq!(
+        std::fs::read_to_string(fx.project.join("note.txt")).expect("note.txt applied"),
+        "asked\n"
+    );
+    let logged = fx.last_logged("call.write_file");
+    assert_eq!(logged["decision"], "allow", "{logged}");
+    assert_eq!(logged["answered_by"], "person", "{logged}");
+    assert_eq!(logged["agent_kind"], "chock-run", "{logged}");
+}
+
+/// `chock run -- TASK` with nobody at its terminal and a real `chock
+/// approve` beside it, whose first question (`[y/N]`) is answered `answer`:
+/// the question as shown, and the run's output.
+fn run_answered_in_approve(fx: &Fixture, task: &str, answer: &str) -> (String, Output) {
+    use std::io::{Read, Write};
+    use std::process::Stdio;
     let run = fx
         .chock()
-        .args(["run", "--model", "m1", "--", "write a note"])
+        .args(["run", "--model", "m1", "--", task])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -271,7 +288,7 @@ fn an_ask_with_no_terminal_reaches_chock_approve() {
                 break;
             }
             seen.push_str(&String::from_utf8_lossy(&buffer[..n]));
-            if seen.contains("allow it once? [y/N]") {
+            if seen.contains("[y/N]") {
                 let _ = tell.send(seen.clone());
             }
         }
@@ -279,20 +296,11 @@ fn an_ask_with_no_terminal_reaches_chock_approve() {
     let question = heard
         .recv_timeout(std::time::Duration::from_secs(60))
         .expect("chock approve is asked");
-    assert!(question.contains("call.write_file"), "{question}");
-    writeln!(answers, "y").expect("answer");
+    writeln!(answers, "{answer}").expect("answer");
     let out = run.wait_with_output().expect("chock run ends");
     let _ = approver.kill();
     let _ = approver.wait();
-    assert!(out.status.success(), "{}", describe(&out));
-    assert_eq!(
-        std::fs::read_to_string(fx.project.join("note.txt")).expect("note.txt applied"),
-        "asked\n"
-    );
-    let logged = fx.last_logged("call.write_file");
-    assert_eq!(logged["decision"], "allow", "{logged}");
-    assert_eq!(logged["answered_by"], "person", "{logged}");
-    assert_eq!(logged["agent_kind"], "chock-run", "{logged}");
+    (question, out)
 }
 
 /// What `chock workspace` says of the workspaces sessions kept.
@@ -558,8 +566,6 @@ fn a_promise_refuses_what_the_policy_allows_and_only_policy_widen_can_lift_it() 
 
 #[test]
 fn ask_user_with_no_terminal_is_answered_in_chock_approve() {
-    use std::io::{Read, Write};
-    use std::process::Stdio;
     let kind = ProviderKind::Anthropic;
     let mut first = reply(
         kind,
@@ -576,50 +582,12 @@ fn ask_user_with_no_terminal_is_answered_in_chock_approve() {
         .insert(0, loopback::Piece::Pause(std::time::Duration::from_secs(3)));
     let server = Server::start(vec![first, reply(kind, "Thanks.", &[])]);
     let fx = project(kind, &server, "");
-    let run = fx
-        .chock()
-        .args(["run", "--model", "m1", "--", "ask first"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn chock run");
-    let mut approver = fx
-        .chock()
-        .arg("approve")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn chock approve");
-    let mut answers = approver.stdin.take().expect("stdin");
-    let mut shown = approver.stdout.take().expect("stdout");
-    let (tell, heard) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut seen = String::new();
-        let mut buffer = [0u8; 4096];
-        while let Ok(n) = shown.read(&mut buffer) {
-            if n == 0 {
-                break;
-            }
-            seen.push_str(&String::from_utf8_lossy(&buffer[..n]));
-            if seen.contains("[y/N]") {
-                let _ = tell.send(seen.clone());
-            }
-        }
-    });
-    let question = heard
-        .recv_timeout(std::time::Duration::from_secs(60))
-        .expect("chock approve is asked");
+    let (question, out) = run_answered_in_approve(&fx, "ask first", "y");
     assert!(question.contains("May I rename the crate?"), "{question}");
     assert!(
         !question.contains(".decision = .deny"),
         "no rule answers the agent's own question, so none is offered: {question}"
     );
-    writeln!(answers, "y").expect("answer");
-    let out = run.wait_with_output().expect("chock run ends");
-    let _ = approver.kill();
-    let _ = approver.wait();
     assert!(out.status.success(), "{}", describe(&out));
     let requests = server.requests();
     assert!(
@@ -909,7 +877,7 @@ fn a_project_with_no_git_runs_on_an_overlay() {
     assert!(!fx.project.join("later.txt").exists());
 }
 
-/// The session logs in the state directory, oldest name first.
+/// The session logs in the state directory, the oldest first.
 fn session_logs(fx: &Fixture) -> Vec<std::path::PathBuf> {
     let dir = fx.root().join("state/chock/sessions");
     let mut logs: Vec<_> = std::fs::read_dir(&dir)
@@ -921,7 +889,9 @@ fn session_logs(fx: &Fixture) -> Vec<std::path::PathBuf> {
                 .collect()
         })
         .unwrap_or_default();
-    logs.sort();
+    // Oldest first: two sessions started in one second have ids in no
+    // order, their first lines' times in the right one.
+    logs.sort_by_key(|log| events(log).first().map(|e| e["ts"].to_string()));
     logs
 }
 

@@ -25,6 +25,8 @@ pub mod root;
 mod rule;
 mod servers;
 mod settings;
+#[cfg(test)]
+mod test_support;
 pub mod unparsed;
 pub mod workspace;
 

@@ -130,19 +130,8 @@ pub(crate) fn read_prices(
 
 #[cfg(test)]
 mod tests {
-    use crate::{LoadOptions, Policy, PolicyError, ProviderKind};
-
-    fn load(operator: &str) -> Result<Policy, PolicyError> {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("config.zon");
-        std::fs::write(&path, operator).expect("write");
-        Policy::load(&LoadOptions {
-            project_dir: dir.path().to_path_buf(),
-            operator_config: Some(path),
-            discovered_bundles: vec![],
-            org_bundles: vec![],
-        })
-    }
+    use crate::ProviderKind;
+    use crate::test_support::with_operator_config as load;
 
     #[test]
     fn prices_are_read_with_their_lines() {

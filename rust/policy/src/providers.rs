@@ -221,19 +221,7 @@ fn check_base_url(name: &str, url: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::{KeySource, ProviderKind};
-    use crate::{LoadOptions, Policy, PolicyError};
-
-    fn load(operator: &str) -> Result<Policy, PolicyError> {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("config.zon");
-        std::fs::write(&path, operator).expect("write");
-        Policy::load(&LoadOptions {
-            project_dir: dir.path().to_path_buf(),
-            operator_config: Some(path),
-            discovered_bundles: vec![],
-            org_bundles: vec![],
-        })
-    }
+    use crate::test_support::with_operator_config as load;
 
     #[test]
     fn instances_are_read_with_defaults_and_lines() {

@@ -1,0 +1,17 @@
+//! What the unit tests of several modules share.
+
+use crate::{LoadOptions, Policy, PolicyError};
+
+/// The policy of an empty project with `operator` as the operator's
+/// config.zon.
+pub fn with_operator_config(operator: &str) -> Result<Policy, PolicyError> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("config.zon");
+    std::fs::write(&path, operator).expect("write");
+    Policy::load(&LoadOptions {
+        project_dir: dir.path().to_path_buf(),
+        operator_config: Some(path),
+        discovered_bundles: vec![],
+        org_bundles: vec![],
+    })
+}
