@@ -22,19 +22,20 @@ mod show;
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::thread::JoinHandle;
 
-use chock_agent::{CancellationToken, Closed, How, RunOptions, Session};
+use chock_agent::{CancellationToken, Closed, How, Resume, RunOptions, Session};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::rpc::RequestId;
 use crate::schema::{
     AgentCapabilities, CancelNotification, ContentBlock, Error, Implementation, InitializeRequest,
-    InitializeResponse, NewSessionRequest, NewSessionResponse, PROTOCOL_VERSION,
-    PromptCapabilities, PromptRequest, PromptResponse, StopReason,
+    InitializeResponse, LoadSessionRequest, LoadSessionResponse, NewSessionRequest,
+    NewSessionResponse, PROTOCOL_VERSION, PromptCapabilities, PromptRequest, PromptResponse,
+    StopReason,
 };
 
 pub use rpc::MAX_LINE_BYTES;
@@ -66,7 +67,6 @@ pub fn serve(
         sessions: Mutex::new(HashMap::new()),
         made: Mutex::new(Vec::new()),
         workers: Mutex::new(Vec::new()),
-        next_session: AtomicU64::new(1),
     });
     rpc::read(input, &server.peer, &mut |message| server.handle(message));
     server.peer.close();
@@ -81,7 +81,6 @@ struct Server {
     /// The sessions in the order they were made, to end them in it.
     made: Mutex<Vec<Arc<Entry>>>,
     workers: Mutex<Vec<JoinHandle<()>>>,
-    next_session: AtomicU64,
 }
 
 /// One session the client made.
@@ -164,6 +163,13 @@ impl Server {
                 }),
                 Err(error) => self.peer.reply_error(id, error),
             },
+            "session/load" => match params::<LoadSessionRequest>(method, value) {
+                Ok(request) => self.work(move |server| {
+                    let answer = server.load_session(request);
+                    server.peer.respond(id, answer);
+                }),
+                Err(error) => self.peer.reply_error(id, error),
+            },
             "session/prompt" => match params::<PromptRequest>(method, value) {
                 Ok(request) => self.prompt(id, request),
                 Err(error) => self.peer.reply_error(id, error),
@@ -171,7 +177,7 @@ impl Server {
             _ => self.peer.reply_error(
                 id,
                 Error::method_not_found(format!(
-                    "chock acp does not answer {method}: it answers initialize, session/new, session/prompt and session/cancel"
+                    "chock acp does not answer {method}: it answers initialize, session/new, session/load, session/prompt and session/cancel"
                 )),
             ),
         }
@@ -187,35 +193,67 @@ impl Server {
     }
 
     fn new_session(&self, request: NewSessionRequest) -> Result<NewSessionResponse, Error> {
-        if !request.cwd.is_absolute() {
+        let entry = self.start(request.cwd, None)?;
+        Ok(NewSessionResponse {
+            session_id: entry.id.clone(),
+        })
+    }
+
+    /// Takes up a session `chock run` or `chock acp` wrote, as `chock run
+    /// --session` does (its log verified, its promises folded back), and
+    /// replays its conversation to the client before answering.
+    fn load_session(&self, request: LoadSessionRequest) -> Result<LoadSessionResponse, Error> {
+        let entry = self.start(request.cwd, Some(Resume::Id(request.session_id)))?;
+        let held = lock(&entry.session);
+        if let Some(session) = held.as_ref() {
+            let mut updates = self.updates(&entry);
+            show::replay(session.conversation(), &mut updates);
+        }
+        Ok(LoadSessionResponse {})
+    }
+
+    /// Starts a session in `cwd`, new or resumed; its id is its log's.
+    fn start(&self, cwd: PathBuf, resume: Option<Resume>) -> Result<Arc<Entry>, Error> {
+        if !cwd.is_absolute() {
             return Err(Error::invalid_params(format!(
                 "cwd {} is not an absolute path",
-                request.cwd.display()
+                cwd.display()
             )));
         }
-        let number = self.next_session.fetch_add(1, Ordering::SeqCst);
-        let id = format!("chock-{}-{number}", std::process::id());
         let turn = Arc::new(Turn::new());
+        let id = Arc::new(OnceLock::new());
         let asker = permission::Permission {
             peer: self.peer.clone(),
             session: id.clone(),
             turn: turn.clone(),
         };
         let options = RunOptions {
-            project: Some(request.cwd.clone()),
+            project: Some(cwd.clone()),
+            resume,
             ..self.template.clone()
         };
         let session = Session::start(options, Arc::new(asker))
             .map_err(|e| Error::failed(format!("the session could not start: {e}")))?;
+        let id = id.get_or_init(|| session.id().to_owned()).clone();
         let entry = Arc::new(Entry {
             id: id.clone(),
-            project: request.cwd,
+            project: cwd,
             session: Mutex::new(Some(session)),
             turn,
         });
-        lock(&self.sessions).insert(id.clone(), entry.clone());
-        lock(&self.made).push(entry);
-        Ok(NewSessionResponse { session_id: id })
+        lock(&self.sessions).insert(id, entry.clone());
+        lock(&self.made).push(entry.clone());
+        Ok(entry)
+    }
+
+    /// What the client is shown of `entry`'s session.
+    fn updates(&self, entry: &Entry) -> show::Updates {
+        show::Updates {
+            peer: self.peer.clone(),
+            session: entry.id.clone(),
+            project: entry.project.clone(),
+            turn: entry.turn.clone(),
+        }
     }
 
     fn prompt(self: &Arc<Self>, id: RequestId, request: PromptRequest) {
@@ -259,12 +297,7 @@ impl Server {
         let Some(session) = held.as_mut() else {
             return Err(Error::session_not_found(&entry.id));
         };
-        let mut updates = show::Updates {
-            peer: self.peer.clone(),
-            session: entry.id.clone(),
-            project: entry.project.clone(),
-            turn: entry.turn.clone(),
-        };
+        let mut updates = self.updates(entry);
         let how = session
             .prompt(text, &mut updates, cancel)
             .map_err(|e| Error::failed(e.to_string()))?;
@@ -313,7 +346,7 @@ fn initialized() -> InitializeResponse {
     InitializeResponse {
         protocol_version: PROTOCOL_VERSION,
         agent_capabilities: AgentCapabilities {
-            load_session: false,
+            load_session: true,
             prompt_capabilities: PromptCapabilities {
                 image: false,
                 audio: false,
@@ -397,7 +430,7 @@ mod tests {
         let answer = serde_json::to_value(initialized()).expect("json");
         assert_eq!(answer["protocolVersion"], 1);
         assert_eq!(answer["authMethods"], json!([]));
-        assert_eq!(answer["agentCapabilities"]["loadSession"], false);
+        assert_eq!(answer["agentCapabilities"]["loadSession"], true);
         assert_eq!(
             answer["agentCapabilities"]["promptCapabilities"]["embeddedContext"],
             true

@@ -5,8 +5,8 @@
 //! ended) leaves the question to `chock approve`, and then refused; a
 //! cancelled prompt withdraws it.
 
-use std::sync::Arc;
 use std::sync::mpsc::RecvTimeoutError;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use chock_policy::{Answer, Asker, Question};
@@ -28,12 +28,17 @@ const CANCEL_POLL: Duration = Duration::from_millis(100);
 /// A session's asker: its questions go to the client.
 pub struct Permission {
     pub peer: Arc<Peer>,
-    pub session: String,
+    /// The session's id, known once it started (it is its log's); nothing
+    /// is asked before.
+    pub session: Arc<OnceLock<String>>,
     pub turn: Arc<Turn>,
 }
 
 impl Asker for Permission {
     fn ask(&self, question: &Question) -> Answer {
+        let Some(session) = self.session.get() else {
+            return Answer::Unavailable;
+        };
         let (call, title) = lock(&self.turn.call)
             .clone()
             .unwrap_or_else(|| (question.action.clone(), question.action.clone()));
@@ -43,7 +48,7 @@ impl Asker for Permission {
             kind,
         };
         let request = RequestPermissionRequest {
-            session_id: self.session.clone(),
+            session_id: session.clone(),
             tool_call: ToolCallUpdate {
                 tool_call_id: call,
                 title: Some(title),

@@ -85,6 +85,15 @@ pub struct NewSessionRequest {
     pub cwd: PathBuf,
 }
 
+/// `session/load`: a session of this project that `chock run` or `chock
+/// acp` wrote, by its id.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LoadSessionRequest {
+    pub session_id: String,
+    pub cwd: PathBuf,
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PromptRequest {
@@ -180,6 +189,10 @@ pub struct NewSessionResponse {
     pub session_id: String,
 }
 
+/// `session/load` answers once the conversation was replayed.
+#[derive(Debug, Serialize)]
+pub struct LoadSessionResponse {}
+
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PromptResponse {
@@ -205,6 +218,9 @@ pub struct SessionNotification {
 #[derive(Debug, Serialize)]
 #[serde(tag = "sessionUpdate", rename_all = "snake_case")]
 pub enum SessionUpdate {
+    UserMessageChunk {
+        content: TextBlock,
+    },
     AgentMessageChunk {
         content: TextBlock,
     },

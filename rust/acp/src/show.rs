@@ -158,6 +158,43 @@ fn cut_to(text: &str, bound: usize) -> String {
     format!("{}… ({} bytes more)", &text[..at], text.len() - at)
 }
 
+/// A resumed session's conversation, shown to the client as it would have
+/// seen it happen: the person's words, the model's, each tool call and its
+/// result.
+pub fn replay(conversation: &[chock_agent::Turn], updates: &mut Updates) {
+    let mut calls: Vec<chock_agent::ToolCall> = Vec::new();
+    for turn in conversation {
+        match turn {
+            chock_agent::Turn::User(text) => updates.update(SessionUpdate::UserMessageChunk {
+                content: TextBlock::new(text.clone()),
+            }),
+            chock_agent::Turn::Assistant { text, tool_calls } => {
+                if !text.is_empty() {
+                    updates.text(text);
+                }
+                for call in tool_calls {
+                    updates.call_started(call);
+                }
+                calls = tool_calls.clone();
+            }
+            chock_agent::Turn::ToolResult {
+                call_id,
+                content,
+                is_error,
+            } => {
+                if let Some(call) = calls.iter().find(|c| c.id == *call_id) {
+                    let outcome = if *is_error {
+                        Err(content.clone())
+                    } else {
+                        Ok(content.clone())
+                    };
+                    updates.call_ended(call, &outcome);
+                }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -36,11 +36,11 @@ use std::sync::Arc;
 use chock_mcp::local::{Finished, InProcess};
 use chock_mcp::{Local, ServeOptions};
 use chock_policy::Asker;
-pub use chock_provider::ToolCall;
 use chock_provider::{
     Client, Conversation, Credentials, Model, ProviderError, Request, Settings, StopReason,
-    ToolDef, Turn, Usage,
+    ToolDef, Usage,
 };
+pub use chock_provider::{ToolCall, Turn};
 use chock_sessions::{Event, SessionError, Sessions};
 pub use tokio_util::sync::CancellationToken;
 
@@ -523,6 +523,11 @@ impl Session {
     /// The session's id: its log's and its workspace's name.
     pub fn id(&self) -> &str {
         &self.id
+    }
+
+    /// The conversation so far (a resumed session's, folded from its log).
+    pub fn conversation(&self) -> &[Turn] {
+        &self.conversation.turns
     }
 
     /// Ends the session: with `apply`, its work goes through the one

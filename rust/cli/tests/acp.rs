@@ -27,6 +27,11 @@ const ASK_WRITE: &str = r#".{ .action = "call.write_file", .decision = .ask }"#;
 /// Runs the client on `prompts`, answering questions with `permission`;
 /// what it saw.
 fn drive(fx: &Fixture, permission: &str, prompts: Value) -> Value {
+    drive_session(fx, permission, prompts, None)
+}
+
+/// [`drive`], taking up the session `load` with session/load when given.
+fn drive_session(fx: &Fixture, permission: &str, prompts: Value, load: Option<&str>) -> Value {
     let sdk = "/usr/lib/node_modules/@agentclientprotocol/sdk/package.json";
     assert!(
         std::path::Path::new(sdk).exists(),
@@ -37,6 +42,7 @@ fn drive(fx: &Fixture, permission: &str, prompts: Value) -> Value {
         "cwd": fx.project,
         "permission": permission,
         "prompts": prompts,
+        "load": load,
     });
     // The fixture's HOME and XDG directories, for the agent the client starts.
     let chock = fx.chock();
@@ -227,6 +233,55 @@ fn the_agents_plan_reaches_the_editor_as_plan_updates() {
     );
 }
 
+/// A session written by one editor connection is taken up by the next with
+/// session/load: its conversation replayed to the client (the person's
+/// words, the model's, the call and its result), then a prompt that goes
+/// on with it, on the same chain of the session's log.
+#[test]
+fn session_load_replays_the_session_and_goes_on_with_it() {
+    let kind = ProviderKind::Anthropic;
+    let server = writer(kind, "Written.");
+    let fx = project(kind, &server, ASK_WRITE);
+    let first = drive(&fx, "allow", json!([{"text": "write a note"}]));
+    let id = first["sessionId"]
+        .as_str()
+        .expect("a session id")
+        .to_owned();
+    assert!(id.starts_with("run-"), "the id is the session log's: {id}");
+
+    let second = drive_session(&fx, "allow", json!([{"text": "anything else?"}]), Some(&id));
+    assert_eq!(second["sessionId"], id.as_str());
+    let users: Vec<String> = updates(&second, "user_message_chunk")
+        .iter()
+        .map(|u| u["content"]["text"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(users, ["write a note"], "{second:#}");
+    let text = said(&second);
+    assert!(
+        text.contains("I will write the note.") && text.contains("Still here."),
+        "the earlier reply is replayed, then the new one streams: {text}"
+    );
+    let replayed = updates(&second, "tool_call_update");
+    assert_eq!(replayed.len(), 1, "{second:#}");
+    assert_eq!(replayed[0]["toolCallId"], "toolu_1");
+    assert_eq!(replayed[0]["status"], "completed");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    let third = requests[2].body["messages"].to_string();
+    assert!(
+        third.contains("write a note")
+            && third.contains("toolu_1")
+            && third.contains("anything else?"),
+        "{third}"
+    );
+    let verified = fx
+        .chock()
+        .args(["sessions", "verify", &id])
+        .output()
+        .expect("chock sessions verify");
+    assert!(verified.status.success(), "{}", describe(&verified));
+}
+
 #[test]
 fn a_rejected_ask_is_refused_and_the_model_told() {
     let kind = ProviderKind::OpenaiChat;
@@ -388,11 +443,12 @@ fn what_chock_acp_cannot_do_is_answered_with_the_error_that_says_why() {
     let lines = [
         "this is not json".to_owned(),
         json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}).to_string(),
-        json!({"jsonrpc": "2.0", "id": 2, "method": "session/load", "params": {}}).to_string(),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "session/set_mode", "params": {}}).to_string(),
         json!({"jsonrpc": "2.0", "id": 3, "method": "session/new", "params": {"cwd": "relative", "mcpServers": []}}).to_string(),
         json!({"jsonrpc": "2.0", "id": 4, "method": "session/new", "params": {"cwd": elsewhere, "mcpServers": []}}).to_string(),
         json!({"jsonrpc": "2.0", "id": 5, "method": "session/prompt", "params": {"sessionId": "nope", "prompt": [{"type": "text", "text": "hi"}]}}).to_string(),
         json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": "nope"}}).to_string(),
+        json!({"jsonrpc": "2.0", "id": 6, "method": "session/load", "params": {"sessionId": "run-1-none", "cwd": fx.project, "mcpServers": []}}).to_string(),
     ];
     let mut agent = fx
         .chock()
@@ -435,9 +491,14 @@ fn what_chock_acp_cannot_do_is_answered_with_the_error_that_says_why() {
         "{missing}"
     );
     assert_eq!(by_id(json!(5))["error"]["code"], -32002);
+    let unknown = by_id(json!(6))["error"]["message"].to_string();
+    assert!(
+        unknown.contains("could not start") && unknown.contains("run-1-none"),
+        "{unknown}"
+    );
     assert_eq!(
         answers.len(),
-        6,
+        7,
         "the notification is not answered: {answers:#?}"
     );
 }

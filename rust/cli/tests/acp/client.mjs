@@ -10,7 +10,9 @@
 //   PLAN_JSON: {"command": [program, args...], "cwd": dir,
 //               "permission": "allow" | "reject" | "error" (the client
 //                             cannot answer: its handler throws),
-//               "prompts": [{"text": ..., "cancelOn": sessionUpdate kind}]}
+//               "prompts": [{"text": ..., "cancelOn": sessionUpdate kind}],
+//               "load": a session id to take up with session/load instead
+//                       of making one with session/new}
 
 import { spawn } from "node:child_process";
 import { Readable, Writable } from "node:stream";
@@ -61,10 +63,18 @@ try {
       clientCapabilities: {},
       clientInfo: { name: "chock-acp-test", version: "1" },
     });
-    const session = await ctx.request(acp.methods.agent.session.new, {
-      cwd: plan.cwd,
-      mcpServers: [],
-    });
+    const session = plan.load
+      ? (await ctx.request(acp.methods.agent.session.load, {
+          sessionId: plan.load,
+          cwd: plan.cwd,
+          mcpServers: [],
+        }),
+        { sessionId: plan.load })
+      : await ctx.request(acp.methods.agent.session.new, {
+          cwd: plan.cwd,
+          mcpServers: [],
+        });
+    events.push({ started: session.sessionId });
     report.sessionId = session.sessionId;
     report.stops = [];
     for (const prompt of plan.prompts) {
