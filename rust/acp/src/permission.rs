@@ -92,17 +92,7 @@ fn read(value: serde_json::Value) -> Answer {
 
 /// The question as the person reads it in the editor.
 fn asked(question: &Question) -> String {
-    let mut text = format!("Chock asks: {}\n{}", question.action, question.summary);
-    for line in &question.detail {
-        text.push_str(&format!("\n  {line}"));
-    }
-    for suggestion in &question.rules {
-        text.push_str(&format!(
-            "\nTo allow it without asking, add to {}: {}",
-            suggestion.block, suggestion.rule
-        ));
-    }
-    text
+    format!("Chock asks: {}", question.shown())
 }
 
 #[cfg(test)]

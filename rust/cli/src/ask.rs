@@ -194,12 +194,7 @@ pub fn credential(
 
 /// The question as the person sees it.
 fn prompt(question: &Question) -> String {
-    let mut text = format!("chock asks: {}\n  {}\n", question.action, question.summary);
-    for line in &question.detail {
-        text.push_str(&format!("    {line}\n"));
-    }
-    text.push_str("allow it this once? [y/N] ");
-    text
+    format!("chock asks: {}\nallow it this once? [y/N] ", question.shown())
 }
 
 /// `y` or `yes` (any case) is yes; anything else, an empty line or end of input, no.
@@ -225,17 +220,20 @@ mod tests {
     }
 
     #[test]
-    fn the_prompt_shows_the_action_summary_and_detail() {
+    fn the_prompt_shows_the_action_summary_detail_and_the_rule_to_write() {
         let question = Question {
             action: "nix.net.hosts".into(),
             decision: Decision::Ask,
             summary: "1 host".into(),
             detail: vec!["a.example:443".into()],
-            rules: vec![],
+            rules: vec![chock_policy::Suggestion {
+                rule: ".{ .action = \"nix.net.build.example.a.443\", .decision = .allow }".into(),
+                block: ".policy.rules in /p/chock.zon".into(),
+            }],
         };
         assert_eq!(
             prompt(&question),
-            "chock asks: nix.net.hosts\n  1 host\n    a.example:443\nallow it this once? [y/N] "
+            "chock asks: nix.net.hosts\n  1 host\n    a.example:443\n  to stop being asked, add to .policy.rules in /p/chock.zon:\n    .{ .action = \"nix.net.build.example.a.443\", .decision = .allow },\nallow it this once? [y/N] "
         );
     }
 

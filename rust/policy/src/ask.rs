@@ -84,15 +84,32 @@ impl Question {
             "{} needs a yes from {who} and nobody could be asked: {}",
             self.action, self.summary
         );
+        self.push_rules(&mut text, "to allow it");
+        text
+    }
+
+    /// The question as a person reads it before answering: the action,
+    /// what a yes lets happen, the details, and the rules that would answer
+    /// it without asking.
+    pub fn shown(&self) -> String {
+        let mut text = format!("{}\n  {}", self.action, self.summary);
+        for line in &self.detail {
+            text.push_str(&format!("\n    {line}"));
+        }
+        self.push_rules(&mut text, "to stop being asked");
+        text
+    }
+
+    /// The rules that would answer it, under the block each goes in.
+    fn push_rules(&self, text: &mut String, why: &str) {
         let mut last_block: Option<&str> = None;
         for suggestion in &self.rules {
             if last_block != Some(suggestion.block.as_str()) {
-                text.push_str(&format!("\n  to allow it, add to {}:", suggestion.block));
+                text.push_str(&format!("\n  {why}, add to {}:", suggestion.block));
                 last_block = Some(&suggestion.block);
             }
             text.push_str(&format!("\n    {},", suggestion.rule));
         }
-        text
     }
 }
 
