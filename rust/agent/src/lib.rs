@@ -297,6 +297,7 @@ impl Session {
         let caller = Local {
             name: CALLER.into(),
             person,
+            spawned: Vec::new(),
         };
         // model.select first, once the policy is read: a refused model stops
         // the run before a workspace is made.
