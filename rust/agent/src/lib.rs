@@ -39,8 +39,8 @@ use chock_mcp::{Local, ServeOptions};
 use chock_policy::Asker;
 pub use chock_provider::ToolCall;
 use chock_provider::{
-    Client, Conversation, Credentials, Model, ProviderError, Request, Settings, StopReason,
-    Turn, Usage,
+    Client, Conversation, Credentials, Model, ProviderError, Request, Settings, StopReason, Turn,
+    Usage,
 };
 use chock_sessions::{Event, SessionError, Sessions};
 pub use tokio_util::sync::CancellationToken;

@@ -328,7 +328,9 @@ impl OwnTools {
                 let answer = ran.answer.clone();
                 match chock_sessions::Event::custom(crate::spawn::AGENT_EVENT, &ran) {
                     Ok(event) => self.ran.push(event),
-                    Err(e) => show.line(&format!("the spawned agent's run could not be logged: {e}")),
+                    Err(e) => {
+                        show.line(&format!("the spawned agent's run could not be logged: {e}"))
+                    }
                 }
                 answer
             }

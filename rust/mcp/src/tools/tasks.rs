@@ -16,9 +16,9 @@ use serde::Deserialize;
 
 use super::Call;
 use crate::ROUTE;
+use crate::ask::Client;
 use crate::gate::{Act, Asking};
 use crate::ports::Reserved;
-use crate::ask::Client;
 use crate::session::Session;
 use crate::tasks::{MAX_RUNNING, OUTPUT_BYTES, TASKS_MOUNT, Task, ids};
 
