@@ -322,6 +322,11 @@ impl OwnTools {
             }
             SPAWN_AGENT => {
                 let args: crate::spawn::Args = parse(name, arguments)?;
+                if args.task.trim().is_empty() {
+                    return Err(format!(
+                        "{SPAWN_AGENT}: `task` must say the whole task; the agent sees nothing else"
+                    ));
+                }
                 crate::spawn::allowed(tools, *caller.children, &args.kind)?;
                 *caller.children += 1;
                 let ran = crate::spawn::run(self, tools, provider, show, args, cancel).await;
