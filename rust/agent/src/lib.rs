@@ -28,6 +28,7 @@ pub mod plan;
 pub mod ratchet;
 pub mod record;
 mod scratch;
+pub mod spawn;
 pub mod state;
 
 use std::path::PathBuf;
@@ -37,8 +38,7 @@ use chock_mcp::local::{Finished, InProcess};
 use chock_mcp::{Local, ServeOptions};
 use chock_policy::Asker;
 use chock_provider::{
-    Client, Conversation, Credentials, Model, ProviderError, Request, Settings, StopReason,
-    ToolDef, Usage,
+    Client, Conversation, Credentials, Model, ProviderError, Request, Settings, StopReason, Usage,
 };
 pub use chock_provider::{ToolCall, Turn};
 use chock_sessions::{Event, SessionError, Sessions};
@@ -179,7 +179,7 @@ pub enum RunError {
 
 /// The system prompt: the tool server's own instructions, and what this
 /// session is.
-fn system_prompt(withheld: &[String]) -> String {
+pub(crate) fn system_prompt(withheld: &[String]) -> String {
     let mut text = format!(
         "You are a coding agent working in a person's project through Chock. {} \
 You work on a session workspace, a copy of the project's repository: when you finish, \
@@ -251,6 +251,8 @@ pub struct Session {
     max_turns: u32,
     /// Requests sent over the session.
     requests: u32,
+    /// Agents the main agent spawned over the session.
+    children: u32,
     // After the tools, so background commands end before it goes.
     scratchpad: scratch::Scratchpad,
     // Last, so the tool server's session ends before its runtime does.
@@ -297,6 +299,7 @@ impl Session {
         let caller = Local {
             name: CALLER.into(),
             person,
+            spawned: Vec::new(),
         };
         // model.select first, once the policy is read: a refused model stops
         // the run before a workspace is made.
@@ -343,17 +346,7 @@ impl Session {
         };
         let logged_state = earlier_state.len();
         let own = own_tools::OwnTools::new(&tools, earlier_state).map_err(RunError::Own)?;
-        let mut offered = own_tools::definitions();
-        offered.extend(
-            runtime
-                .block_on(tools.tools())
-                .into_iter()
-                .map(|t| ToolDef {
-                    name: t.name,
-                    description: t.description,
-                    input_schema: t.input_schema,
-                }),
-        );
+        let offered = runtime.block_on(own_tools::offered(&tools, false));
         let conversation = Conversation {
             system: Some(system_prompt(&tools.withheld())),
             turns: earlier,
@@ -372,6 +365,7 @@ impl Session {
             model: options.model,
             max_turns: options.max_turns,
             requests: 0,
+            children: 0,
             scratchpad,
             runtime,
         })
@@ -400,9 +394,12 @@ impl Session {
         ended
     }
 
-    /// Writes to the log the state events the own tools added since the
-    /// last time.
+    /// Writes to the log the spawned agents' runs and the state events the
+    /// own tools added since the last time.
     fn log_state(&mut self) {
+        for event in self.own.take_ran() {
+            self.record.write(&event);
+        }
         for event in &self.own.events()[self.logged_state..] {
             self.record.write_state(event);
         }
@@ -469,10 +466,21 @@ impl Session {
                     Err("not run: the person cancelled the turn".to_owned())
                 } else {
                     show.call_started(&call);
+                    let provider = spawn::Provider {
+                        client: &self.client,
+                        model: &self.model,
+                        model_ref: &self.model_ref,
+                        max_turns: self.max_turns,
+                    };
+                    let mut caller = own_tools::Caller {
+                        tools: &self.tools,
+                        children: &mut self.children,
+                    };
                     let outcome = self
                         .own
                         .call(
-                            &self.tools,
+                            &mut caller,
+                            &provider,
                             show,
                             &call.name,
                             call.arguments.clone(),

@@ -10,6 +10,11 @@
 //! | `write_memory` | `call.write_memory` | replaces (or appends to) them |
 //! | `restrict_self` | the loop (no row: it only narrows) | makes a promise |
 //! | `policy_widen` | `policy.widen` (unnamed: ask) | replaces one promise with a wider one |
+//! | `spawn_agent` | the loop: declared kinds, `.subagents` | runs a child agent on a task ([`crate::spawn`]) |
+//!
+//! A spawned agent is offered the same tools but `update_plan`,
+//! `restrict_self` and `policy_widen`, which are the main agent's: the plan
+//! and the promises are the session's.
 //!
 //! A decided call is logged as the tool server's calls are (its tool, its
 //! action, who answered); the loop's own answers are events of the
@@ -27,6 +32,7 @@ use serde_json::{Value, json};
 use crate::memory::{MEMORY_BYTES, Memory};
 use crate::plan::Plan;
 use crate::ratchet::{Change, Promise};
+use crate::spawn::Provider;
 use crate::state::{Event, State};
 use crate::{CancellationToken, Show};
 
@@ -37,6 +43,9 @@ pub const READ_MEMORY: &str = "read_memory";
 pub const WRITE_MEMORY: &str = "write_memory";
 pub const RESTRICT_SELF: &str = "restrict_self";
 pub const POLICY_WIDEN: &str = "policy_widen";
+pub const SPAWN_AGENT: &str = "spawn_agent";
+/// The own tools only the main agent is offered.
+const MAIN_ONLY: [&str; 3] = [UPDATE_PLAN, RESTRICT_SELF, POLICY_WIDEN];
 /// The action `policy_widen` is decided at.
 pub const WIDEN_ACTION: &str = "policy.widen";
 /// The most bytes of an `ask_user` question.
@@ -104,7 +113,37 @@ pub fn definitions() -> Vec<ToolDef> {
             "Ask to replace one of your promises with a wider ceiling. `action` names the promise exactly as it was made. It is decided at policy.widen: a person is asked unless a rule answers.",
             promise("The promise's action, exactly as made."),
         ),
+        def(
+            SPAWN_AGENT,
+            "Hand one task to a new agent of a kind chock.zon declares (its .policy.agents, whose parent is your kind) and wait for its final answer. It works in the same workspace with the same tools, never allowed more than you.",
+            json!({"type": "object", "properties": {
+                "kind": {"type": "string", "description": "The agent kind, as chock.zon declares it."},
+                "task": {"type": "string", "description": "The whole task: the agent sees nothing of your conversation."}
+            }, "required": ["kind", "task"], "additionalProperties": false}),
+        ),
     ]
+}
+
+/// Every tool offered to an agent of the session `tools`: the loop's own
+/// (for a spawned agent, without the main agent's), then the tool server's.
+pub async fn offered(tools: &InProcess, spawned: bool) -> Vec<ToolDef> {
+    let mut offered: Vec<ToolDef> = definitions()
+        .into_iter()
+        .filter(|d| !spawned || !MAIN_ONLY.contains(&d.name.as_str()))
+        .collect();
+    offered.extend(tools.tools().await.into_iter().map(|t| ToolDef {
+        name: t.name,
+        description: t.description,
+        input_schema: t.input_schema,
+    }));
+    offered
+}
+
+/// The agent a call comes from: its session of the tool server and how
+/// many agents it has spawned so far.
+pub struct Caller<'a> {
+    pub tools: &'a InProcess,
+    pub children: &'a mut u32,
 }
 
 /// The loop's own tools and the session's state.
@@ -112,6 +151,8 @@ pub struct OwnTools {
     state: Arc<Mutex<State>>,
     events: Vec<Event>,
     memory: Result<Memory, String>,
+    /// Spawned agents' runs not yet taken for the log.
+    ran: Vec<chock_sessions::Event>,
 }
 
 /// The promises as the session's gate reads them: a further term of every
@@ -139,6 +180,7 @@ impl OwnTools {
             state,
             events: earlier,
             memory: Memory::of(tools.project()),
+            ran: Vec::new(),
         })
     }
 
@@ -155,6 +197,11 @@ impl OwnTools {
         &self.events
     }
 
+    /// The log events of the spawned agents' runs since the last time.
+    pub fn take_ran(&mut self) -> Vec<chock_sessions::Event> {
+        std::mem::take(&mut self.ran)
+    }
+
     fn record(&mut self, event: Event) {
         self.state
             .lock()
@@ -169,26 +216,38 @@ impl OwnTools {
     /// session's secrets scrubbed, as every tool's answer is.
     pub async fn call(
         &mut self,
-        tools: &InProcess,
+        caller: &mut Caller<'_>,
+        provider: &Provider<'_>,
         show: &mut dyn Show,
         name: &str,
         arguments: Value,
         cancel: &CancellationToken,
     ) -> Result<String, String> {
+        let tools = caller.tools;
         if !definitions().iter().any(|d| d.name == name) {
             return tools.call(name, arguments, cancel).await;
         }
-        let outcome = self.own(tools, show, name, arguments).await;
+        let outcome = if tools.chain().len() > 1 && MAIN_ONLY.contains(&name) {
+            Err(format!(
+                "{name} is the main agent's: the plan and the promises are the session's, and a spawned agent is not offered it"
+            ))
+        } else {
+            self.own(caller, provider, show, name, arguments, cancel)
+                .await
+        };
         tools.answer(outcome)
     }
 
     async fn own(
         &mut self,
-        tools: &InProcess,
+        caller: &mut Caller<'_>,
+        provider: &Provider<'_>,
         show: &mut dyn Show,
         name: &str,
         arguments: Value,
+        cancel: &CancellationToken,
     ) -> Result<String, String> {
+        let tools = caller.tools;
         match name {
             UPDATE_PLAN => {
                 let plan = Plan::from_arguments(arguments)?;
@@ -260,6 +319,25 @@ impl OwnTools {
             POLICY_WIDEN => {
                 let wanted = Promise::from_arguments(name, arguments)?;
                 self.widen(tools, wanted).await
+            }
+            SPAWN_AGENT => {
+                let args: crate::spawn::Args = parse(name, arguments)?;
+                if args.task.trim().is_empty() {
+                    return Err(format!(
+                        "{SPAWN_AGENT}: `task` must say the whole task; the agent sees nothing else"
+                    ));
+                }
+                crate::spawn::allowed(tools, *caller.children, &args.kind)?;
+                *caller.children += 1;
+                let ran = crate::spawn::run(self, tools, provider, show, args, cancel).await;
+                let answer = ran.answer.clone();
+                match chock_sessions::Event::custom(crate::spawn::AGENT_EVENT, &ran) {
+                    Ok(event) => self.ran.push(event),
+                    Err(e) => {
+                        show.line(&format!("the spawned agent's run could not be logged: {e}"))
+                    }
+                }
+                answer
             }
             other => Err(format!(
                 "there is no tool named `{other}` among the loop's own"

@@ -194,7 +194,10 @@ pub fn credential(
 
 /// The question as the person sees it.
 fn prompt(question: &Question) -> String {
-    format!("chock asks: {}\nallow it this once? [y/N] ", question.shown())
+    format!(
+        "chock asks: {}\nallow it this once? [y/N] ",
+        question.shown()
+    )
 }
 
 /// `y` or `yes` (any case) is yes; anything else, an empty line or end of input, no.

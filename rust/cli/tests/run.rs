@@ -10,8 +10,10 @@
 //! The session log: a session's log verifies and an edited byte is named;
 //! export, remove, prune; `chock usage` with a priced, a free and an
 //! unknown model; `--continue` sends the earlier turns, reuses the kept
-//! workspace, keeps the promises and writes on the same chain. Needs user
-//! namespaces and Landlock (`scripts/setup`).
+//! workspace, keeps the promises and writes on the same chain.
+//! spawn_agent: a child refused what its kind's rule denies and its
+//! parent's promise forbids, the spawn bounds, its run in the session log.
+//! Needs user namespaces and Landlock (`scripts/setup`).
 
 #[path = "../../provider/tests/loopback/mod.rs"]
 mod loopback;
@@ -22,7 +24,7 @@ use std::process::Output;
 
 use chock_policy::ProviderKind;
 use loopback::Server;
-use run_support::{APPLY_ALLOWED, plain_project, project, reply};
+use run_support::{APPLY_ALLOWED, plain_project, project, project_zon, reply};
 use sandbox_fixture::{Fixture, describe, git_stdout as git, text};
 use serde_json::{Value, json};
 
@@ -1352,4 +1354,258 @@ fn a_promise_survives_continue_and_binds_the_resumed_session() {
     assert!(!fx.project.join("note.txt").exists());
     let verified = chock_sessions(&fx, &["verify"]);
     assert!(verified.status.success(), "{}", describe(&verified));
+}
+
+/// The results in an OpenAI Chat request's messages, by call id.
+fn chat_results(request: &loopback::Recorded) -> std::collections::HashMap<String, String> {
+    request.body["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| {
+            (
+                m["tool_call_id"].as_str().unwrap_or_default().to_owned(),
+                m["content"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// chock.zon declaring `main`, its child `tester` and the tester's child
+/// `deep`, writes allowed but a tester's, at most one child per agent.
+fn spawning_project(kind: ProviderKind, server: &Server) -> Fixture {
+    project_zon(
+        kind,
+        server,
+        &format!(
+            r#".{{ .apply = .{{ .mode = .merge }}, .subagents = .{{ .max_width = 1 }}, .policy = .{{
+    .agents = .{{ .{{ .kind = "main" }}, .{{ .kind = "tester", .parent = "main" }}, .{{ .kind = "deep", .parent = "tester" }} }},
+    .rules = .{{ {APPLY_ALLOWED},
+        .{{ .action = "call.write_file", .decision = .allow }},
+        .{{ .agent_kind = "tester", .action = "call.write_file", .decision = .deny }} }} }} }}
+"#
+        ),
+    )
+}
+
+#[test]
+fn a_spawned_agent_never_gets_more_than_its_parent_and_its_bounds_are_held() {
+    let kind = ProviderKind::OpenaiChat;
+    let spawn = |kind: &str| json!({"kind": kind, "task": "write note.txt"});
+    let write = |path: &str| json!({"path": path, "content": "x"});
+    let server = Server::start(vec![
+        // The main agent spawns a tester, which runs on the same server.
+        reply(
+            kind,
+            "Handing over.",
+            &[("p1", "spawn_agent", spawn("tester"))],
+        ),
+        reply(
+            kind,
+            "Writing.",
+            &[
+                ("c1", "write_file", write("note.txt")),
+                ("c2", "spawn_agent", spawn("deep")),
+                (
+                    "c3",
+                    "restrict_self",
+                    json!({"action": "git.push", "ceiling": "deny", "reason": "r"}),
+                ),
+                ("c4", "read_file", json!({"path": "a.txt"})),
+            ],
+        ),
+        reply(kind, "The tester was refused the write.", &[]),
+        // Back in the main agent.
+        reply(
+            kind,
+            "Writing myself.",
+            &[
+                ("p2", "write_file", write("parent.txt")),
+                ("p3", "spawn_agent", spawn("tester")),
+                ("p4", "spawn_agent", spawn("nobody")),
+                ("p5", "spawn_agent", spawn("deep")),
+            ],
+        ),
+        reply(kind, "Done.", &[]),
+    ]);
+    let fx = spawning_project(kind, &server);
+    let out = run(&fx, &[], "write a note");
+    assert!(out.status.success(), "{}", describe(&out));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 5, "{}", describe(&out));
+
+    // The child's conversation is its own: its system prompt and its task.
+    let child = &requests[1].body["messages"];
+    assert!(
+        child[0]["content"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("`tester` agent"),
+        "{child}"
+    );
+    assert_eq!(child[1]["content"], "write note.txt", "{child}");
+    let tools: Vec<&str> = requests[1].body["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    assert!(
+        tools.contains(&"write_file") && !tools.contains(&"restrict_self"),
+        "{tools:?}"
+    );
+
+    let results = chat_results(&requests[2]);
+    assert!(
+        results["c1"].starts_with("refused: call.write_file is denied"),
+        "the tester's rule denies it: {results:?}"
+    );
+    assert!(
+        results["c2"].contains(".subagents.max_depth is 1"),
+        "a grandchild is past the default depth: {results:?}"
+    );
+    assert!(results["c3"].contains("main agent's"), "{results:?}");
+    assert!(
+        results["c4"].contains("one"),
+        "other calls go on: {results:?}"
+    );
+
+    let results = chat_results(&requests[4]);
+    assert_eq!(
+        results["p1"], "The tester was refused the write.",
+        "the child's answer is the result"
+    );
+    assert!(
+        !results["p2"].starts_with("refused"),
+        "the main agent may write: {results:?}"
+    );
+    assert!(
+        results["p3"].contains(".subagents.max_width is 1"),
+        "a second child is past max_width: {results:?}"
+    );
+    assert!(
+        results["p4"].contains("`nobody` is not an agent kind chock.zon declares")
+            && results["p4"].contains(".policy.agents"),
+        "{results:?}"
+    );
+    assert!(
+        results["p5"].contains("a `main` agent cannot spawn `deep`"),
+        "{results:?}"
+    );
+    assert!(fx.project.join("parent.txt").exists(), "{}", describe(&out));
+    assert!(!fx.project.join("note.txt").exists());
+
+    let lines = fx.log_lines();
+    let writes: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["action"] == "call.write_file")
+        .collect();
+    assert!(
+        writes
+            .iter()
+            .any(|l| l["agent_kind"] == "tester" && l["decision"] == "deny"),
+        "the child's refusal is logged under its kind: {writes:#?}"
+    );
+    assert!(
+        writes
+            .iter()
+            .any(|l| l["agent_kind"] != "tester" && l["decision"] == "allow"),
+        "{writes:#?}"
+    );
+
+    let logs = session_logs(&fx);
+    let ran = events(&logs[0])
+        .into_iter()
+        .find(|e| e["type"] == "agent")
+        .expect("the child's run is logged");
+    assert_eq!(ran["kind"], "tester", "{ran}");
+    assert_eq!(ran["chain"], json!(["main", "tester"]), "{ran}");
+    assert_eq!(
+        ran["answer"]["Ok"], "The tester was refused the write.",
+        "{ran}"
+    );
+    assert_eq!(ran["turns"].as_array().map(Vec::len), Some(6), "{ran}");
+    let exported = fx.root().join("exported");
+    let out = chock_sessions(
+        &fx,
+        &[
+            "export",
+            &id_of(&logs[0]),
+            "--to",
+            &exported.display().to_string(),
+        ],
+    );
+    assert!(out.status.success(), "{}", describe(&out));
+    let transcript: String = std::fs::read_dir(&exported)
+        .expect("exported")
+        .flatten()
+        .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+        .collect();
+    assert!(
+        transcript.contains("## agent") && transcript.contains("write note.txt"),
+        "{transcript}"
+    );
+}
+
+/// A child is refused what its parent is refused. chock.zon cannot say it
+/// the other way round (a child's rule allowing what its parent's denies is
+/// refused at load), so the parent here is refused by its own promise,
+/// which binds every call of the session, a child's too.
+#[test]
+fn a_parents_promise_binds_the_agents_it_spawns() {
+    let kind = ProviderKind::OpenaiChat;
+    let server = Server::start(vec![
+        reply(
+            kind,
+            "Promising, then handing over.",
+            &[
+                (
+                    "p1",
+                    "restrict_self",
+                    json!({"action": "call.write_file", "ceiling": "deny", "reason": "read only"}),
+                ),
+                (
+                    "p2",
+                    "spawn_agent",
+                    json!({"kind": "writer", "task": "write note.txt"}),
+                ),
+            ],
+        ),
+        reply(
+            kind,
+            "Writing.",
+            &[(
+                "c1",
+                "write_file",
+                json!({"path": "note.txt", "content": "x"}),
+            )],
+        ),
+        reply(kind, "Refused.", &[]),
+        reply(kind, "Done.", &[]),
+    ]);
+    let fx = project_zon(
+        kind,
+        &server,
+        &format!(
+            r#".{{ .apply = .{{ .mode = .merge }}, .policy = .{{
+    .agents = .{{ .{{ .kind = "main" }}, .{{ .kind = "writer", .parent = "main" }} }},
+    .rules = .{{ {APPLY_ALLOWED}, .{{ .action = "call.write_file", .decision = .allow }} }} }} }}
+"#
+        ),
+    );
+    let out = run(&fx, &[], "read only");
+    assert!(out.status.success(), "{}", describe(&out));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 4, "{}", describe(&out));
+    let results = chat_results(&requests[2]);
+    assert!(
+        results["c1"].contains("denied by the session's own promise")
+            && results["c1"].contains("read only"),
+        "{results:?}"
+    );
+    let logged = fx.last_logged("call.write_file");
+    assert_eq!(logged["agent_kind"], "writer", "{logged}");
+    assert_eq!(logged["decided_by"]["layer"], "promise", "{logged}");
+    assert!(!fx.project.join("note.txt").exists());
 }

@@ -161,6 +161,9 @@ pub enum Client {
 pub struct Local {
     pub name: String,
     pub person: std::sync::Arc<dyn Asker + Send + Sync>,
+    /// The agent kinds it was spawned through, the main agent's first and
+    /// its own last; empty for the main agent.
+    pub spawned: Vec<String>,
 }
 
 impl Client {
@@ -176,6 +179,18 @@ impl Client {
         };
         name.filter(|name| !name.is_empty())
             .unwrap_or_else(|| crate::AGENT_KIND.to_owned())
+    }
+
+    /// The spawn chain every act of this caller is decided through
+    /// ([`chock_policy::Policy::decide_chain`]): the main agent's kind, then
+    /// each spawned kind down to the caller's.
+    pub fn chain(&self) -> Vec<&str> {
+        match self {
+            Client::Local(local) if !local.spawned.is_empty() => {
+                local.spawned.iter().map(String::as_str).collect()
+            }
+            _ => vec![crate::AGENT_KIND],
+        }
     }
 
     fn elicits(&self) -> Option<&Peer<RoleServer>> {

@@ -209,19 +209,24 @@ impl Session {
         act: &Act<'_>,
         asking: Asking,
     ) -> Result<(), String> {
-        let verdict = self.verdict(act);
+        let verdict = self.verdict(client, act);
         self.gate_verdict(client, cancel, act, asking, verdict)
             .await
     }
 
-    /// The policy's answer for `act`, as [`Session::gate`] reads it, held
-    /// under the session's own ceiling ([`Ceiling`]): where a promise is
-    /// lower, it is the answer, and it names the promise.
-    pub fn verdict(&self, act: &Act) -> Verdict {
+    /// The policy's answer for `act` of `client`, as [`Session::gate`]
+    /// reads it: folded over every link of the client's spawn chain (a
+    /// spawned agent never gets more than any agent above it), then held
+    /// under the session's own ceiling ([`Ceiling`]), which binds every
+    /// agent of the session: where a promise is lower, it is the answer,
+    /// and it names the promise.
+    pub fn verdict(&self, client: &Client, act: &Act) -> Verdict {
+        let chain = client.chain();
+        let kind = chain.last().copied().unwrap_or(AGENT_KIND);
         let key = Key::new(act.action.clone())
             .with_tool(act.tool)
-            .with_agent_kind(AGENT_KIND);
-        let verdict = self.policy.decide(&key, Reading::Act);
+            .with_agent_kind(kind);
+        let verdict = self.policy.decide_chain(&chain, &key, Reading::Act);
         match self.ceiling.get().and_then(|c| c.ceiling(&act.action)) {
             Some((ceiling, promise)) if ceiling < verdict.decision => Verdict {
                 decision: ceiling,

@@ -49,9 +49,10 @@ pub enum Finished {
 pub struct InProcess {
     session: Arc<Session>,
     client: Client,
-    gateway: Gateway,
-    // However the session ends, its background commands end with it.
-    _tasks: EndTasks,
+    gateway: Arc<Gateway>,
+    // However the session ends, its background commands end with it (with
+    // the last of the callers that share it).
+    _tasks: Arc<EndTasks>,
 }
 
 impl InProcess {
@@ -71,12 +72,57 @@ impl InProcess {
         let tasks = EndTasks(session.tasks.clone());
         let gateway = tokio::runtime::Handle::current().block_on(Gateway::start(&session));
         let started = InProcess {
-            _tasks: tasks,
+            _tasks: Arc::new(tasks),
             session,
             client: Client::Local(caller),
-            gateway,
+            gateway: Arc::new(gateway),
         };
         Ok((started, before))
+    }
+
+    /// The same session called by an agent of `kind` that this caller
+    /// spawns: its acts are decided through the spawn chain with `kind`
+    /// last, so it never gets more than any agent above it, logged under
+    /// `kind`, and asked about to the same person. The caller's
+    /// [`InProcess::finish`] ends the workspace; the spawned one never does.
+    pub fn spawned(&self, kind: &str) -> InProcess {
+        let (person, mut spawned) = match &self.client {
+            Client::Local(local) => (local.person.clone(), local.spawned.clone()),
+            Client::Mcp(_) => (
+                Arc::new(chock_policy::Nobody) as Arc<dyn chock_policy::Asker + Send + Sync>,
+                Vec::new(),
+            ),
+        };
+        if spawned.is_empty() {
+            spawned.push(crate::AGENT_KIND.to_owned());
+        }
+        spawned.push(kind.to_owned());
+        InProcess {
+            session: self.session.clone(),
+            client: Client::Local(Local {
+                name: kind.to_owned(),
+                person,
+                spawned,
+            }),
+            gateway: self.gateway.clone(),
+            _tasks: self._tasks.clone(),
+        }
+    }
+
+    /// The agent kinds this caller was spawned through, the main agent's
+    /// first and its own last.
+    pub fn chain(&self) -> Vec<&str> {
+        self.client.chain()
+    }
+
+    /// The policy's caps on the spawn tree.
+    pub fn subagent_caps(&self) -> chock_policy::SubagentCaps {
+        self.session.policy.subagents()
+    }
+
+    /// The agent kinds `chock.zon` declares.
+    pub fn agent_kinds(&self) -> &[chock_policy::Agent] {
+        self.session.policy.agents()
     }
 
     /// The tools offered, in their order, as the MCP server lists them

@@ -51,6 +51,9 @@ pub(crate) struct ProjectFile {
     pub(crate) workspace: Spanned<Vec<Spanned<crate::workspace::BindFields>>>,
     #[serde(default)]
     pub(crate) deny_read: Spanned<Vec<Spanned<String>>>,
+    /// Caps on `chock run`'s spawn tree.
+    #[serde(default)]
+    subagents: Option<Spanned<SubagentFields>>,
 }
 
 /// `.container`: the image a project's toolchain comes from.
@@ -304,6 +307,23 @@ pub struct Subagents {
     pub max_width: Option<u32>,
 }
 
+/// `.subagents`, of `chock.zon` or a bundle: at least one cap.
+fn check_subagents(
+    source: &Source<'_>,
+    block: Option<Spanned<SubagentFields>>,
+) -> Result<Option<Subagents>, PolicyError> {
+    let Some(Spanned { span, value }) = block else {
+        return Ok(None);
+    };
+    if value.max_depth.is_none() && value.max_width.is_none() {
+        return Err(source.error(span, "subagents needs .max_depth, .max_width or both"));
+    }
+    Ok(Some(Subagents {
+        max_depth: value.max_depth,
+        max_width: value.max_width,
+    }))
+}
+
 /// A loaded file: its path and exact text, for placing later refusals.
 pub(crate) struct Source<'a> {
     pub(crate) file: &'a Path,
@@ -357,6 +377,7 @@ pub(crate) struct ProjectLayer {
     pub(crate) container: Option<ContainerSettings>,
     pub(crate) servers: crate::servers::ProjectServers,
     pub(crate) workspace: crate::workspace::WorkspaceSettings,
+    pub(crate) subagents: Option<Subagents>,
 }
 
 pub(crate) fn read_project(source: &Source<'_>) -> Result<ProjectLayer, PolicyError> {
@@ -373,8 +394,10 @@ pub(crate) fn read_project(source: &Source<'_>) -> Result<ProjectLayer, PolicyEr
     };
     let servers = crate::servers::read_project_servers(source, file.mcp, file.secrets)?;
     let workspace = crate::workspace::read(source, file.apply, file.workspace, file.deny_read)?;
+    let subagents = check_subagents(source, file.subagents)?;
     Ok(ProjectLayer {
         workspace,
+        subagents,
         rules,
         agents,
         net: file.policy.net,
@@ -605,18 +628,7 @@ pub(crate) fn read_bundle(source: &Source<'_>) -> Result<OrgBundle, PolicyError>
         }
         None => None,
     };
-    let subagents = match file.subagents {
-        Some(Spanned { span, value }) => {
-            if value.max_depth.is_none() && value.max_width.is_none() {
-                return Err(source.error(span, "subagents needs .max_depth, .max_width or both"));
-            }
-            Some(Subagents {
-                max_depth: value.max_depth,
-                max_width: value.max_width,
-            })
-        }
-        None => None,
-    };
+    let subagents = check_subagents(source, file.subagents)?;
     let rules = source.rules(file.rules, |r| {
         (r.agent_kind, r.model, r.tool, r.action, r.decision)
     })?;

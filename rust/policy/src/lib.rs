@@ -44,8 +44,9 @@ pub use nix_net::{MAX_SITE_BYTES, NIX_NET_HOSTS, NIX_NET_OPAQUE, nix_net_mirror}
 pub use package::{HookPoint, PolicyPackage};
 pub use pattern::{EXACT_SCORE, Pattern, PatternError};
 pub use policy::{
-    DecidedBy, Explained, Layer, LoadOptions, PROJECT_FILE, Policy, Reading, SYSTEM_BUNDLE,
-    StartAnswer, StartQuestion, Suggestion, Verdict, read_once_note,
+    DEFAULT_MAX_DEPTH, DEFAULT_MAX_WIDTH, DecidedBy, Explained, Layer, LoadOptions, PROJECT_FILE,
+    Policy, Reading, SYSTEM_BUNDLE, StartAnswer, StartQuestion, SubagentCaps, Suggestion, Verdict,
+    read_once_note,
 };
 pub use prices::{MAX_PRICES, Price};
 pub use providers::{KeySource, MAX_PROVIDERS, ProviderInstance, ProviderKind};

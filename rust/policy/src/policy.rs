@@ -214,6 +214,22 @@ impl LoadOptions {
     }
 }
 
+/// How deep a spawn chain may go below the main agent when `chock.zon`
+/// does not say: children, never grandchildren.
+pub const DEFAULT_MAX_DEPTH: u32 = 1;
+/// How many children one agent may spawn over a session when `chock.zon`
+/// does not say.
+pub const DEFAULT_MAX_WIDTH: u32 = 4;
+
+/// The caps on a spawn tree as they hold (see [`Policy::subagents`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SubagentCaps {
+    /// How many links below the main agent a chain may have (0: no child).
+    pub max_depth: u32,
+    /// How many children one agent may spawn over a session.
+    pub max_width: u32,
+}
+
 /// Every layer, loaded and checked.
 #[derive(Debug)]
 pub struct Policy {
@@ -284,6 +300,7 @@ impl Policy {
             container: None,
             servers: Default::default(),
             workspace: Default::default(),
+            subagents: None,
         };
         let org = org
             .into_iter()
@@ -552,6 +569,25 @@ impl Policy {
     /// Agent kinds the project declares.
     pub fn agents(&self) -> &[Agent] {
         self.project.as_ref().map_or(&[], |p| &p.agents)
+    }
+
+    /// The caps on `chock run`'s spawn tree: `chock.zon`'s `.subagents`
+    /// (each cap it leaves unset is the built-in one,
+    /// [`DEFAULT_MAX_DEPTH`] and [`DEFAULT_MAX_WIDTH`]), each held to the
+    /// lowest organisation bundle's.
+    pub fn subagents(&self) -> SubagentCaps {
+        let own = self.project.as_ref().and_then(|p| p.subagents);
+        let mut caps = SubagentCaps {
+            max_depth: own.and_then(|s| s.max_depth).unwrap_or(DEFAULT_MAX_DEPTH),
+            max_width: own.and_then(|s| s.max_width).unwrap_or(DEFAULT_MAX_WIDTH),
+        };
+        for bundle in &self.org {
+            if let Some(held) = bundle.subagents {
+                caps.max_depth = caps.max_depth.min(held.max_depth.unwrap_or(u32::MAX));
+                caps.max_width = caps.max_width.min(held.max_width.unwrap_or(u32::MAX));
+            }
+        }
+        caps
     }
 
     /// The workspace settings of `chock.zon` (`.apply`, `.workspace`,

@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use chock_policy::{
-    Decision, Key, Layer, LoadOptions, Machine, Policy, PolicyError, Reading, StartQuestion,
-    human_bytes,
+    DEFAULT_MAX_DEPTH, DEFAULT_MAX_WIDTH, Decision, Key, Layer, LoadOptions, Machine, Policy,
+    PolicyError, Reading, StartQuestion, SubagentCaps, human_bytes,
 };
 
 fn scratch(name: &str) -> PathBuf {
@@ -443,6 +443,46 @@ fn an_org_bundle_is_a_ceiling_that_binds_unnamed_acts() {
         .expect("answer");
     assert!(!jit.granted);
     assert_eq!(jit.verdict.decision, Decision::Deny);
+}
+
+#[test]
+fn subagent_caps_come_from_chock_zon_held_to_the_lowest_bundle() {
+    let (_, options) = project("caps-default", None);
+    assert_eq!(
+        Policy::load(&options).expect("loads").subagents(),
+        SubagentCaps {
+            max_depth: DEFAULT_MAX_DEPTH,
+            max_width: DEFAULT_MAX_WIDTH
+        }
+    );
+    let (dir, mut options) = project(
+        "caps",
+        Some(".{ .subagents = .{ .max_depth = 3, .max_width = 2 } }"),
+    );
+    let policy = Policy::load(&options).expect("loads");
+    assert_eq!(
+        policy.subagents(),
+        SubagentCaps {
+            max_depth: 3,
+            max_width: 2
+        }
+    );
+    let bundle = write(
+        &dir,
+        "org.zon",
+        ".{ .version = 1, .subagents = .{ .max_depth = 1 } }\n",
+    );
+    options.org_bundles.push(bundle);
+    assert_eq!(
+        Policy::load(&options).expect("loads").subagents(),
+        SubagentCaps {
+            max_depth: 1,
+            max_width: 2
+        },
+        "the bundle's depth is a ceiling, its unset width none"
+    );
+    let (_, options) = project("caps-empty", Some(".{ .subagents = .{} }"));
+    assert!(load_err(&options).contains("subagents needs .max_depth, .max_width or both"));
 }
 
 #[test]

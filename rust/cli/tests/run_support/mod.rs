@@ -16,12 +16,22 @@ pub const APPLY_ALLOWED: &str = r#".{ .action = "workspace.apply", .decision = .
 /// workspace.apply allowed (merge mode), and config.zon naming one
 /// instance, `loop`, of `kind` at `server`.
 pub fn project(kind: ProviderKind, server: &Server, rules: &str) -> Fixture {
+    project_zon(
+        kind,
+        server,
+        &format!(
+            ".{{ .apply = .{{ .mode = .merge }}, .policy = .{{ .rules = .{{ {APPLY_ALLOWED}, {rules} }} }} }}\n"
+        ),
+    )
+}
+
+/// [`project`] with `zon` as its whole chock.zon.
+#[allow(dead_code, reason = "the run tests use it, the acp tests do not")]
+pub fn project_zon(kind: ProviderKind, server: &Server, zon: &str) -> Fixture {
     let fx = Fixture::host();
     git(&fx.project, &["init", "-q", "-b", "main"]);
     std::fs::write(fx.project.join("a.txt"), "one\n").expect("a.txt");
-    fx.zon(&format!(
-        ".{{ .apply = .{{ .mode = .merge }}, .policy = .{{ .rules = .{{ {APPLY_ALLOWED}, {rules} }} }} }}\n"
-    ));
+    fx.zon(zon);
     git(&fx.project, &["add", "."]);
     git(&fx.project, &["commit", "-q", "-m", "init"]);
     with_provider(fx, kind, server)

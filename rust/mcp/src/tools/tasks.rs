@@ -16,6 +16,7 @@ use serde::Deserialize;
 
 use super::Call;
 use crate::ROUTE;
+use crate::ask::Client;
 use crate::gate::{Act, Asking};
 use crate::ports::Reserved;
 use crate::session::Session;
@@ -261,7 +262,7 @@ pub async fn serve_port(call: &Call<'_>, args: ServePort) -> Result<String, Stri
         .reserve(port)
         .map_err(|why| format!("{SERVE_PORT}: not published: {why}"))?;
     let act = serve_act(port, &task, SERVE_PORT);
-    let verdict = port_verdict(session, &act, port);
+    let verdict = port_verdict(session, call.client, &act, port);
     call.session
         .gate_verdict(call.client, &call.cancel, &act, Asking::Person, verdict)
         .await?;
@@ -271,8 +272,8 @@ pub async fn serve_port(call: &Call<'_>, args: ServePort) -> Result<String, Stri
 /// `net.serve.<port>`, read so that only a rule naming the port allows it
 /// outright: a pattern's allow names no port, so a person answers for the
 /// number instead.
-fn port_verdict(session: &Session, act: &Act, port: u16) -> Verdict {
-    let verdict = session.verdict(act);
+fn port_verdict(session: &Session, client: &Client, act: &Act, port: u16) -> Verdict {
+    let verdict = session.verdict(client, act);
     let exact = format!("\"{}\"", act.action);
     let by_pattern = verdict.decision == Decision::Allow
         && verdict
