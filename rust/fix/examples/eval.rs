@@ -5,6 +5,12 @@
 
 use chock_fix::{EvalOptions, Request, Source, evaluate};
 
+/// mimalloc for every allocation, as the `chock` binary has it, so a
+/// profile of the example is a profile of what ships (rnix's trees and the
+/// builtins' vectors otherwise go to glibc's malloc).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> std::process::ExitCode {
     let Some(file) = std::env::args().nth(1) else {
         eprintln!("usage: eval FILE");

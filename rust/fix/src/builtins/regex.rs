@@ -29,6 +29,10 @@ pub struct NixRegex {
     whole: Regex,
     /// `(?:P)\z`: the groups of a match known to end at the haystack's end.
     to_end: Regex,
+    /// Whether the pattern has groups. Without any, a match's groups are
+    /// known without a search that tracks them (the capture engines cost
+    /// several times a DFA's search).
+    has_groups: bool,
 }
 
 /// Rewrites a POSIX ERE into the syntax of the `regex` crates.
@@ -159,16 +163,21 @@ fn build(pattern: &str, kind: MatchKind) -> std::result::Result<Regex, String> {
 impl NixRegex {
     pub fn compile(ere: &[u8]) -> std::result::Result<NixRegex, String> {
         let p = translate(ere)?;
+        let whole = build(&format!(r"\A(?:{p})\z"), MatchKind::LeftmostFirst)?;
         Ok(NixRegex {
             first: build(&p, MatchKind::LeftmostFirst)?,
             longest: build(&p, MatchKind::All)?,
-            whole: build(&format!(r"\A(?:{p})\z"), MatchKind::LeftmostFirst)?,
+            has_groups: whole.captures_len() > 1,
+            whole,
             to_end: build(&format!(r"(?:{p})\z"), MatchKind::LeftmostFirst)?,
         })
     }
 
     /// The groups of a match of the whole of `hay`.
     pub fn full_match(&self, hay: &[u8]) -> Option<Groups> {
+        if !self.has_groups {
+            return self.whole.is_match(hay).then(Vec::new);
+        }
         let mut caps = self.whole.create_captures();
         self.whole.captures(hay, &mut caps);
         if !caps.is_match() {
@@ -198,6 +207,9 @@ impl NixRegex {
 
     /// The groups of the highest-priority match spanning exactly `start..end`.
     fn groups(&self, hay: &[u8], start: usize, end: usize) -> Groups {
+        if !self.has_groups {
+            return Vec::new();
+        }
         let mut caps = self.to_end.create_captures();
         let input = Input::new(&hay[..end])
             .range(start..)

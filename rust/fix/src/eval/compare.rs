@@ -27,6 +27,10 @@ fn identity(v: &Value<'_>) -> Option<usize> {
 impl<'a> Evaluator<'a> {
     /// `l == r` for two forced values.
     pub fn equal(&mut self, l: &Value<'a>, r: &Value<'a>, pos: Pos) -> Result<bool> {
+        // Two integers (`elem`, `==` on numbers): no nesting to count.
+        if let (Value::Int(a), Value::Int(b)) = (l, r) {
+            return Ok(a == b);
+        }
         self.nested(pos, |ev| ev.equal_inner(l, r, pos))
     }
 
@@ -37,6 +41,9 @@ impl<'a> Evaluator<'a> {
     /// included. At the outer level of `==` there is no such shortcut: its
     /// operands are always two cells.
     pub(crate) fn equal_cells(&mut self, l: &Value<'a>, r: &Value<'a>, pos: Pos) -> Result<bool> {
+        if let (Some(Value::Int(a)), Some(Value::Int(b))) = (l.evaluated(), r.evaluated()) {
+            return Ok(a == b);
+        }
         let same = matches!((identity(l), identity(r)), (Some(a), Some(b)) if a == b);
         let l = self.force(l)?;
         let r = self.force(r)?;

@@ -45,6 +45,9 @@ impl<'a> Evaluator<'a> {
             BinOp::Eq | BinOp::Neq => {
                 let l = self.eval(&b.lhs, env)?;
                 let r = self.eval(&b.rhs, env)?;
+                if let (Value::Int(x), Value::Int(y)) = (&l, &r) {
+                    return Ok(Value::Bool((x == y) == (b.op == BinOp::Eq)));
+                }
                 let eq = self.equal(&l, &r, pos);
                 discard_both(l, r);
                 let eq = eq?;
@@ -53,6 +56,9 @@ impl<'a> Evaluator<'a> {
             BinOp::Lt | BinOp::Ge => {
                 let l = self.eval(&b.lhs, env)?;
                 let r = self.eval(&b.rhs, env)?;
+                if let (Value::Int(x), Value::Int(y)) = (&l, &r) {
+                    return Ok(Value::Bool((x < y) == (b.op == BinOp::Lt)));
+                }
                 let lt = self.less_than(&l, &r, pos);
                 discard_both(l, r);
                 let lt = lt?;
@@ -62,6 +68,9 @@ impl<'a> Evaluator<'a> {
                 // `a > b` is `b < a`; Nix evaluates `b` first.
                 let r = self.eval(&b.rhs, env)?;
                 let l = self.eval(&b.lhs, env)?;
+                if let (Value::Int(x), Value::Int(y)) = (&l, &r) {
+                    return Ok(Value::Bool((y < x) == (b.op == BinOp::Gt)));
+                }
                 let gt = self.less_than(&r, &l, pos);
                 discard_both(l, r);
                 let gt = gt?;
@@ -93,6 +102,11 @@ impl<'a> Evaluator<'a> {
             BinOp::Add => {
                 let l = self.eval(&b.lhs, env)?;
                 let r = self.eval(&b.rhs, env)?;
+                if let (Value::Int(x), Value::Int(y)) = (&l, &r)
+                    && let Some(n) = x.checked_add(*y)
+                {
+                    return Ok(Value::Int(n));
+                }
                 let sum = self.add(&l, &r, pos);
                 discard_both(l, r);
                 sum
@@ -100,6 +114,11 @@ impl<'a> Evaluator<'a> {
             BinOp::Sub | BinOp::Mul | BinOp::Div => {
                 let l = self.eval(&b.lhs, env)?;
                 let r = self.eval(&b.rhs, env)?;
+                // Numbers: the operation itself, inlined; what can fail
+                // (overflow, division by zero) and other types go to `arith`.
+                if let Some(v) = number_op(b.op, &l, &r) {
+                    return Ok(v);
+                }
                 let result = self.arith(b.op, &l, &r, pos);
                 discard_both(l, r);
                 result

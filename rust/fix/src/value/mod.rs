@@ -255,7 +255,12 @@ impl<'a> Env<'a> {
         }
         crate::stats::add(Counter::Envs, args.len() as u64);
         for (slot, arg) in slots.iter_mut().zip(args) {
-            *slot = OnceCell::from(std::mem::replace(arg, Value::Null));
+            let old = std::mem::replace(slot, OnceCell::from(std::mem::replace(arg, Value::Null)));
+            // The previous call's argument, through the inlined path (most
+            // are numbers or values others still hold).
+            if let Some(v) = old.into_inner() {
+                v.discard();
+            }
         }
         true
     }

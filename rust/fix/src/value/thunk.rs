@@ -143,7 +143,14 @@ impl<'a> Thunk<'a> {
     /// Stores the value of a thunk that `start` took out.
     #[inline]
     pub fn finish(&self, value: Value<'a>) {
-        drop(self.replace_unless_done(ThunkState::Done(value)));
+        let old = self.replace_unless_done(ThunkState::Done(value));
+        // Nearly always the black hole `start` left, which owns nothing:
+        // no call of the drop glue for it.
+        if matches!(old, ThunkState::Blackhole) {
+            std::mem::forget(old);
+        } else {
+            drop(old);
+        }
     }
 
     /// Writes the state of a thunk not evaluated: puts back what `start`
