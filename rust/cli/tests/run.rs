@@ -699,7 +699,7 @@ fn the_gateways_servers_are_offered_and_their_calls_decided() {
 }
 
 #[test]
-fn ask_user_at_a_terminal_is_answered_there() {
+fn ask_user_at_a_terminal_is_answered_there_yes_or_no_and_in_words() {
     use std::io::Write;
     use std::process::{Command, Stdio};
     let kind = ProviderKind::Anthropic;
@@ -707,11 +707,18 @@ fn ask_user_at_a_terminal_is_answered_there() {
         reply(
             kind,
             "Asking.",
-            &[(
-                "t1",
-                "ask_user",
-                json!({"question": "Shall I keep the old API?"}),
-            )],
+            &[
+                (
+                    "t1",
+                    "ask_user",
+                    json!({"question": "Shall I keep the old API?"}),
+                ),
+                (
+                    "t2",
+                    "ask_user",
+                    json!({"question": "What is its new name?", "text": true}),
+                ),
+            ],
         ),
         reply(kind, "Kept.", &[]),
     ]);
@@ -746,6 +753,7 @@ fn ask_user_at_a_terminal_is_answered_there() {
         .unwrap_or_else(|e| panic!("cannot run util-linux's script for a pty ({e})"));
     let mut typed = child.stdin.take().expect("stdin");
     writeln!(typed, "y").expect("the answer typed");
+    writeln!(typed, "  old_api_v2 ").expect("the answer in words typed");
     let out = child.wait_with_output().expect("script ends");
     drop(typed);
     let screen = text(&out.stdout);
@@ -754,10 +762,19 @@ fn ask_user_at_a_terminal_is_answered_there() {
         screen.contains("the agent asks: Shall I keep the old API?"),
         "the question is shown at the terminal: {screen}"
     );
+    assert!(
+        screen.contains("What is its new name?") && screen.contains("your answer (one line): "),
+        "the question asking for words is shown there too: {screen}"
+    );
     let requests = server.requests();
     assert!(
         results_of(&requests[1]).contains("the person answered yes"),
         "{screen}"
+    );
+    let (named, refused) = result_for(&requests[1], "t2");
+    assert!(
+        !refused && named.contains("the person answered: old_api_v2"),
+        "{named}"
     );
 }
 

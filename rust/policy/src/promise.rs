@@ -104,7 +104,7 @@ mod tests {
             policy
                 .decide_chain(
                     &["main", "tester"],
-                    &key.clone().with_agent_kind("tester"),
+                    &key.with_agent_kind("tester"),
                     Reading::Act
                 )
                 .decided_by
