@@ -301,12 +301,19 @@ impl Session {
             person,
             spawned: Vec::new(),
         };
-        // model.select first, once the policy is read: a refused model stops
-        // the run before a workspace is made.
+        // The promises of the session resumed bind from its first decision.
+        let folded = own_tools::Folded::new(match &opened.earlier {
+            Some((_, stored)) => record::state_of(stored)?,
+            None => Vec::new(),
+        });
+        let logged_state = folded.logged();
+        // model.select first, once the policy is read and bound by the
+        // promises: a refused model stops the run before a workspace is made.
         let mut failed: Option<RunError> = None;
         let started = runtime.block_on(async {
             tokio::task::block_in_place(|| {
                 InProcess::start(&serve, caller, |project, policy, log| {
+                    policy.bound_by(folded.ceiling())?;
                     choose(&options, project.dir.display().to_string(), policy, log).map_err(|e| {
                         let said = e.to_string();
                         failed = Some(e);
@@ -320,12 +327,11 @@ impl Session {
             (Err(_), Some(e)) => return Err(e),
             (Err(e), None) => return Err(e.into()),
         };
-        let (record, earlier, earlier_state) = match opened.earlier {
+        let (record, earlier) = match opened.earlier {
             Some((log, stored)) => {
                 let mut record = record::Record::new(log);
                 record.write(&Event::Resume(model_ref.clone()));
-                let state = record::state_of(&stored)?;
-                (record, record::conversation_of(&stored), state)
+                (record, record::conversation_of(&stored))
             }
             None => match sessions.create(&opened.id) {
                 Ok(log) => {
@@ -336,7 +342,7 @@ impl Session {
                         model: model_ref.clone(),
                         chock: env!("CARGO_PKG_VERSION").into(),
                     }));
-                    (record, Vec::new(), Vec::new())
+                    (record, Vec::new())
                 }
                 Err(e) => {
                     runtime.block_on(tools.finish(false));
@@ -344,8 +350,7 @@ impl Session {
                 }
             },
         };
-        let logged_state = earlier_state.len();
-        let own = own_tools::OwnTools::new(&tools, earlier_state).map_err(RunError::Own)?;
+        let own = own_tools::OwnTools::new(&tools, folded);
         let offered = runtime.block_on(own_tools::offered(&tools, false));
         let conversation = Conversation {
             system: Some(system_prompt(&tools.withheld())),

@@ -4,7 +4,7 @@
 //! | tool | decided at | what it does |
 //! |---|---|---|
 //! | `update_plan` | the loop (no row) | replaces the plan, shown to the person |
-//! | `ask_user` | the loop (no row) | puts a yes-or-no question to the person by the path every ask takes |
+//! | `ask_user` | the loop (no row) | puts a yes-or-no question (or, with `text`, one asking for a line of words) to the person by the path every ask takes |
 //! | `read_guidance` | `call.read_guidance` | reads AGENTS.md, CLAUDE.md and the like |
 //! | `read_memory` | `call.read_memory` | reads the project's notes |
 //! | `write_memory` | `call.write_memory` | replaces (or appends to) them |
@@ -50,6 +50,8 @@ const MAIN_ONLY: [&str; 3] = [UPDATE_PLAN, RESTRICT_SELF, POLICY_WIDEN];
 pub const WIDEN_ACTION: &str = "policy.widen";
 /// The most bytes of an `ask_user` question.
 pub const QUESTION_BYTES: usize = 2000;
+/// The most bytes of a person's answer in words the agent reads.
+pub const ANSWER_BYTES: usize = 2000;
 
 /// The loop's own tools, as the model is told of them.
 pub fn definitions() -> Vec<ToolDef> {
@@ -78,9 +80,10 @@ pub fn definitions() -> Vec<ToolDef> {
         ),
         def(
             ASK_USER,
-            "Ask the person a question they answer yes or no (at their terminal, or in `chock approve`). When nobody can be asked, the answer says so at once: decide yourself, or finish and say what you need.",
+            "Ask the person a question they answer yes or no, or with `text` in a line of words (at their terminal, or in `chock approve`). When nobody can be asked, the answer says so at once: decide yourself, or finish and say what you need.",
             json!({"type": "object", "properties": {
-                "question": {"type": "string", "description": "One question, answerable yes or no."}
+                "question": {"type": "string", "description": "One question, answerable yes or no (or, with `text`, in one line)."},
+                "text": {"type": "boolean", "description": "Ask for an answer in words (one line, at most 2000 bytes) instead of yes or no."}
             }, "required": ["question"], "additionalProperties": false}),
         ),
         def(
@@ -169,19 +172,47 @@ impl chock_mcp::Ceiling for Bound {
     }
 }
 
-impl OwnTools {
-    /// The own tools of the session `tools`, whose every later call is
-    /// held under the promises made here; `earlier` are the state events of
-    /// the session resumed (none for a new one), folded first.
-    pub fn new(tools: &InProcess, earlier: Vec<Event>) -> Result<OwnTools, String> {
-        let state = Arc::new(Mutex::new(State::fold(&earlier)));
-        tools.bound_by(Arc::new(Bound(state.clone())))?;
-        Ok(OwnTools {
-            state,
+/// The session's state folded from the events of the session resumed,
+/// before its tool server starts.
+pub struct Folded {
+    state: Arc<Mutex<State>>,
+    events: Vec<Event>,
+}
+
+impl Folded {
+    /// Folds `earlier`, the state events of the session resumed (none for a
+    /// new one).
+    pub fn new(earlier: Vec<Event>) -> Folded {
+        Folded {
+            state: Arc::new(Mutex::new(State::fold(&earlier))),
             events: earlier,
+        }
+    }
+
+    /// How many state events the session's log holds already.
+    pub fn logged(&self) -> usize {
+        self.events.len()
+    }
+
+    /// The promises, now and as later made, as a ceiling to bind to the
+    /// session's policy ([`chock_policy::Policy::bound_by`]) before it
+    /// decides anything, `model.select` first: every decision made for the
+    /// session is then held under them.
+    pub fn ceiling(&self) -> Arc<dyn chock_mcp::Ceiling> {
+        Arc::new(Bound(self.state.clone()))
+    }
+}
+
+impl OwnTools {
+    /// The own tools of the session `tools`, from its state `folded`
+    /// (whose [`Folded::ceiling`] the session's policy is bound by).
+    pub fn new(tools: &InProcess, folded: Folded) -> OwnTools {
+        OwnTools {
+            state: folded.state,
+            events: folded.events,
             memory: Memory::of(tools.project()),
             ran: Vec::new(),
-        })
+        }
     }
 
     /// The state now.
@@ -328,6 +359,7 @@ impl OwnTools {
                     ));
                 }
                 crate::spawn::allowed(tools, *caller.children, &args.kind)?;
+                crate::spawn::model_allowed(tools, provider, &args.kind)?;
                 *caller.children += 1;
                 let ran = crate::spawn::run(self, tools, provider, show, args, cancel).await;
                 let answer = ran.answer.clone();
@@ -435,12 +467,15 @@ fn parse<T: serde::de::DeserializeOwned>(tool: &str, arguments: Value) -> Result
 }
 
 /// `ask_user`: the question goes where every ask goes; nobody there is
-/// said at once, never waited for.
+/// said at once, never waited for. With `text`, the answer is one line of
+/// words, cleaned ([`cleaned_answer`]).
 async fn ask_user(tools: &InProcess, arguments: Value) -> Result<String, String> {
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
     struct Args {
         question: String,
+        #[serde(default)]
+        text: bool,
     }
     let args: Args = parse(ASK_USER, arguments)?;
     let question = args.question.trim();
@@ -448,6 +483,26 @@ async fn ask_user(tools: &InProcess, arguments: Value) -> Result<String, String>
         return Err(format!(
             "{ASK_USER}: `question` must be given, at most {QUESTION_BYTES} bytes"
         ));
+    }
+    if args.text {
+        let asked = Question {
+            action: ASK_USER.into(),
+            decision: Decision::Ask,
+            summary: format!("the agent asks: {question}"),
+            detail: vec!["answer in one line; the agent reads the answer".into()],
+            rules: Vec::new(),
+        };
+        return match tools.ask_text(ASK_USER, asked).await {
+            Ok(raw) => match cleaned_answer(&raw) {
+                answer if answer.is_empty() => {
+                    Ok("the person gave no answer (an empty line)".into())
+                }
+                answer => Ok(format!("the person answered: {answer}")),
+            },
+            Err(why) => Err(format!(
+                "nobody answered: {why}; decide yourself, or finish and say what you need"
+            )),
+        };
     }
     let asked = Question {
         action: ASK_USER.into(),
@@ -463,5 +518,36 @@ async fn ask_user(tools: &InProcess, arguments: Value) -> Result<String, String>
         Some(Reply::Cancelled) => Err("nobody answered: the question was dismissed without an answer; decide yourself, or finish and say what you need".into()),
         Some(Reply::Unanswered(why)) => Err(format!("nobody answered: {why}; decide yourself, or finish and say what you need")),
         None => Err("nobody can be asked: there is no terminal to ask at and no `chock approve` is running; decide yourself, or finish and say what you need".into()),
+    }
+}
+
+/// A person's answer in words as the agent reads it (and the session log
+/// keeps it): every control character (line ends, escapes) taken out,
+/// trimmed, and cut to [`ANSWER_BYTES`] on a character's boundary.
+fn cleaned_answer(raw: &str) -> String {
+    let clean: String = raw.chars().filter(|c| !c.is_control()).collect();
+    let clean = clean.trim();
+    let cut = (0..=clean.len().min(ANSWER_BYTES))
+        .rev()
+        .find(|i| clean.is_char_boundary(*i))
+        .unwrap_or(0);
+    clean[..cut].trim_end().to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_answer_in_words_loses_control_characters_and_is_bounded() {
+        assert_eq!(
+            cleaned_answer("  call it \u{1b}[31mred\u{7}\tnow\r\n"),
+            "call it [31mrednow"
+        );
+        let long = "é".repeat(ANSWER_BYTES);
+        let cut = cleaned_answer(&long);
+        assert!(cut.len() <= ANSWER_BYTES && cut.len() > ANSWER_BYTES - 2);
+        assert!(cut.chars().all(|c| c == 'é'));
+        assert_eq!(cleaned_answer("\n\r "), "");
     }
 }

@@ -93,6 +93,27 @@ pub(crate) fn allowed(tools: &InProcess, children: u32, kind: &str) -> Result<()
     Ok(())
 }
 
+/// `model.select` for a `kind` child on the session's model, decided and
+/// logged as the session's own was at start (under the promises made since,
+/// as every decision of the session is): only allow lets it run.
+pub(crate) fn model_allowed(
+    tools: &InProcess,
+    provider: &Provider<'_>,
+    kind: &str,
+) -> Result<(), String> {
+    let (policy, log) = tools.policy_and_log();
+    chock_provider::select_model(
+        policy,
+        log,
+        &tools.project().dir.display().to_string(),
+        kind,
+        &provider.model_ref.instance,
+        provider.model,
+    )
+    .map(|_| ())
+    .map_err(|e| format!("refused: {SPAWN_AGENT}: {e}"))
+}
+
 /// Runs a `kind` child of `parent` on `task` to its end: its final text, or
 /// why it has none, and its turns for the log.
 pub(crate) async fn run(

@@ -2,7 +2,7 @@
 //! read from stdin. With no terminal on both there is nobody to ask, and the
 //! caller refuses with the rules that would answer next time.
 
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::{BufRead, IsTerminal, Read, Write};
 
 use chock_policy::{Answer, Asker, Question};
 
@@ -31,7 +31,33 @@ impl Asker for TerminalAsker {
             }
         })
     }
+
+    /// The question on stderr, one line read from stdin.
+    fn ask_text(&self, question: &Question) -> Option<String> {
+        if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
+            return None;
+        }
+        crate::progress::suspend(|| {
+            let mut stderr = std::io::stderr().lock();
+            let _ = write!(
+                stderr,
+                "chock asks: {}\nyour answer (one line): ",
+                question.summary
+            );
+            let _ = stderr.flush();
+            let mut line = String::new();
+            let read = std::io::stdin()
+                .lock()
+                .take(MAX_TEXT_READ)
+                .read_line(&mut line);
+            Some(read.map_or_else(|_| String::new(), |_| line))
+        })
+    }
 }
+
+/// The most bytes of a free-text answer read at the terminal; the agent
+/// keeps fewer (`ask_user` cuts and cleans it).
+const MAX_TEXT_READ: u64 = 64 * 1024;
 
 /// Turns the terminal's echo on or off (nothing when stdin is no terminal),
 /// saying so on stderr when the terminal refuses.

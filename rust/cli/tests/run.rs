@@ -13,10 +13,16 @@
 //! workspace, keeps the promises and writes on the same chain.
 //! spawn_agent: a child refused what its kind's rule denies and its
 //! parent's promise forbids, the spawn bounds, its run in the session log.
+//! A promise binding every decision made for the session: the hosts
+//! run_command connects to (in network namespaces the test makes, as
+//! root), the hosts a build reaches (the Nix daemon), model.select when
+//! resumed and for a spawned agent. ask_user asking for words: refused
+//! with nobody to ask, answered in `chock approve` and cleaned.
 //! Needs user namespaces and Landlock (`scripts/setup`).
 
 #[path = "../../provider/tests/loopback/mod.rs"]
 mod loopback;
+mod net_lab;
 mod run_support;
 mod sandbox_fixture;
 
@@ -261,6 +267,16 @@ fn an_ask_with_no_terminal_reaches_chock_approve() {
 /// approve` beside it, whose first question (`[y/N]`) is answered `answer`:
 /// the question as shown, and the run's output.
 fn run_answered_in_approve(fx: &Fixture, task: &str, answer: &str) -> (String, Output) {
+    run_answered_in_approve_at(fx, task, "[y/N]", answer)
+}
+
+/// [`run_answered_in_approve`], answering once `chock approve` shows `prompt`.
+fn run_answered_in_approve_at(
+    fx: &Fixture,
+    task: &str,
+    prompt: &'static str,
+    answer: &str,
+) -> (String, Output) {
     use std::io::{Read, Write};
     use std::process::Stdio;
     let run = fx
@@ -290,7 +306,7 @@ fn run_answered_in_approve(fx: &Fixture, task: &str, answer: &str) -> (String, O
                 break;
             }
             seen.push_str(&String::from_utf8_lossy(&buffer[..n]));
-            if seen.contains("[y/N]") {
+            if seen.contains(prompt) {
                 let _ = tell.send(seen.clone());
             }
         }
@@ -683,7 +699,7 @@ fn the_gateways_servers_are_offered_and_their_calls_decided() {
 }
 
 #[test]
-fn ask_user_at_a_terminal_is_answered_there() {
+fn ask_user_at_a_terminal_is_answered_there_yes_or_no_and_in_words() {
     use std::io::Write;
     use std::process::{Command, Stdio};
     let kind = ProviderKind::Anthropic;
@@ -691,11 +707,18 @@ fn ask_user_at_a_terminal_is_answered_there() {
         reply(
             kind,
             "Asking.",
-            &[(
-                "t1",
-                "ask_user",
-                json!({"question": "Shall I keep the old API?"}),
-            )],
+            &[
+                (
+                    "t1",
+                    "ask_user",
+                    json!({"question": "Shall I keep the old API?"}),
+                ),
+                (
+                    "t2",
+                    "ask_user",
+                    json!({"question": "What is its new name?", "text": true}),
+                ),
+            ],
         ),
         reply(kind, "Kept.", &[]),
     ]);
@@ -730,6 +753,7 @@ fn ask_user_at_a_terminal_is_answered_there() {
         .unwrap_or_else(|e| panic!("cannot run util-linux's script for a pty ({e})"));
     let mut typed = child.stdin.take().expect("stdin");
     writeln!(typed, "y").expect("the answer typed");
+    writeln!(typed, "  old_api_v2 ").expect("the answer in words typed");
     let out = child.wait_with_output().expect("script ends");
     drop(typed);
     let screen = text(&out.stdout);
@@ -738,10 +762,19 @@ fn ask_user_at_a_terminal_is_answered_there() {
         screen.contains("the agent asks: Shall I keep the old API?"),
         "the question is shown at the terminal: {screen}"
     );
+    assert!(
+        screen.contains("What is its new name?") && screen.contains("your answer (one line): "),
+        "the question asking for words is shown there too: {screen}"
+    );
     let requests = server.requests();
     assert!(
         results_of(&requests[1]).contains("the person answered yes"),
         "{screen}"
+    );
+    let (named, refused) = result_for(&requests[1], "t2");
+    assert!(
+        !refused && named.contains("the person answered: old_api_v2"),
+        "{named}"
     );
 }
 
@@ -1608,4 +1641,275 @@ fn a_parents_promise_binds_the_agents_it_spawns() {
     assert_eq!(logged["agent_kind"], "writer", "{logged}");
     assert_eq!(logged["decided_by"]["layer"], "promise", "{logged}");
     assert!(!fx.project.join("note.txt").exists());
+}
+
+/// The content of the tool result for call `id` (Anthropic Messages), and
+/// whether it is an error.
+fn result_for(request: &loopback::Recorded, id: &str) -> (String, bool) {
+    let results: Vec<Value> = request.body["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .filter(|c| c["type"] == "tool_result")
+        .collect();
+    let found = results
+        .iter()
+        .find(|r| r["tool_use_id"] == id)
+        .unwrap_or_else(|| panic!("no result for {id}: {results:?}"));
+    (found["content"].to_string(), found["is_error"] == true)
+}
+
+/// A promise binds the hosts a sandboxed command connects to: the router
+/// decides each connection under the session's promises, and the refusal
+/// names the promise in the decision log. Runs in network namespaces the
+/// test makes (root).
+#[test]
+fn a_promise_binds_the_hosts_run_command_connects_to() {
+    let lab = net_lab::Lab::new();
+    lab.enter();
+    let kind = ProviderKind::Anthropic;
+    let curl =
+        json!({"argv": ["sh", "-c", "curl -sS -m 10 http://allowed.test:8080/; echo curl=$?"]});
+    let server = Server::start(vec![
+        reply(kind, "Fetching.", &[("t1", "run_command", curl.clone())]),
+        reply(
+            kind,
+            "Promising.",
+            &[(
+                "t2",
+                "restrict_self",
+                json!({"action": "net.connect.test.allowed.8080", "ceiling": "deny", "reason": "offline from now on"}),
+            )],
+        ),
+        reply(kind, "Fetching again.", &[("t3", "run_command", curl)]),
+        reply(kind, "Done.", &[]),
+    ]);
+    let fx = project(
+        kind,
+        &server,
+        r#".{ .action = "exec.*", .decision = .allow }, .{ .action = "net.connect.test.allowed.*", .decision = .allow }"#,
+    );
+    let out = fx
+        .chock()
+        .args(["run", "--model", "m1", "--", "fetch twice"])
+        .env("CHOCK_NET_RESOLVER", lab.resolver())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("chock run");
+    assert!(out.status.success(), "{}", describe(&out));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 4, "{}", describe(&out));
+    let (before, _) = result_for(&requests[1], "t1");
+    assert!(
+        before.contains("hello through the router") && before.contains("curl=0"),
+        "the policy allows the host: {before}"
+    );
+    let (after, _) = result_for(&requests[3], "t3");
+    assert!(
+        !after.contains("hello through the router") && !after.contains("curl=0"),
+        "the promise refuses it in the relay: {after}"
+    );
+    assert_eq!(lab.log().matches("8080 ").count(), 1, "{}", lab.log());
+    let logged = fx.last_logged("net.connect.test.allowed.8080");
+    assert_eq!(logged["decision"], "deny", "{logged}");
+    assert_eq!(logged["decided_by"]["layer"], "promise", "{logged}");
+}
+
+/// A promise binds the hosts a build reaches: nix_build decides each
+/// under the session's promises, before anything is fetched. Needs the Nix
+/// daemon (NIX_REMOTE=daemon), which the build opens before its hosts.
+#[test]
+fn a_promise_binds_the_hosts_a_build_reaches() {
+    chock_testkit::require_nix_daemon(&chock_store::daemon::socket_path());
+    let kind = ProviderKind::Anthropic;
+    let attribute = json!({"attribute": ["packages", "x86_64-linux", "default"]});
+    let server = Server::start(vec![
+        reply(
+            kind,
+            "Promising.",
+            &[(
+                "t1",
+                "restrict_self",
+                json!({"action": "nix.net.*", "ceiling": "deny", "reason": "no downloads"}),
+            )],
+        ),
+        reply(kind, "Building.", &[("t2", "nix_build", attribute)]),
+        reply(kind, "Done.", &[]),
+    ]);
+    let fx = project(
+        kind,
+        &server,
+        r#".{ .action = "nix.build.*", .decision = .allow }, .{ .action = "nix.net.1.0.0.127.*", .decision = .allow }"#,
+    );
+    // A fixed output fetched from a port nobody listens on, named afresh
+    // so the store never holds it already.
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_nanos();
+    let name = format!("promised-{}-{nanos}.txt", std::process::id());
+    std::fs::write(
+        fx.project.join("flake.nix"),
+        format!(
+            r#"{{
+  outputs = {{ self }}: {{
+    packages.x86_64-linux.default = derivation {{
+      name = "{name}";
+      url = "http://127.0.0.1:9/{name}";
+      urls = "http://127.0.0.1:9/{name}";
+      builder = "builtin:fetchurl";
+      system = "builtin";
+      outputHash = "{nanos:064x}";
+      outputHashAlgo = "sha256";
+      outputHashMode = "flat";
+      executable = "";
+      unpack = "";
+      preferLocalBuild = true;
+    }};
+  }};
+}}
+"#
+        ),
+    )
+    .expect("flake.nix");
+    git(&fx.project, &["add", "flake.nix"]);
+    git(&fx.project, &["commit", "-q", "-m", "flake"]);
+    let out = run(&fx, &[], "build it");
+    assert!(out.status.success(), "{}", describe(&out));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3, "{}", describe(&out));
+    let (built, refused) = result_for(&requests[2], "t2");
+    assert!(
+        refused && built.contains("nix.net.build.1.0.0.127.9") && built.contains("no downloads"),
+        "the build is refused at its host, naming the promise: {built}"
+    );
+    let build = fx.last_logged("nix.build.packages.x86_64-linux.default");
+    assert_eq!(build["decision"], "allow", "{build}");
+    let host = fx.last_logged("nix.net.build.1.0.0.127.9");
+    assert_eq!(host["decision"], "deny", "{host}");
+    assert_eq!(host["decided_by"]["layer"], "promise", "{host}");
+}
+
+/// A promise binds model.select: a spawned agent's, decided for its kind
+/// when it is spawned, and the resumed session's, decided before anything
+/// else with the promises of its log already bound.
+#[test]
+fn a_promise_binds_model_select_for_a_spawned_agent_and_a_resumed_session() {
+    let kind = ProviderKind::OpenaiChat;
+    let server = Server::start(vec![
+        reply(
+            kind,
+            "Promising, then handing over.",
+            &[
+                (
+                    "p1",
+                    "restrict_self",
+                    json!({"action": "provider.*", "ceiling": "deny", "reason": "no more models"}),
+                ),
+                (
+                    "p2",
+                    "spawn_agent",
+                    json!({"kind": "writer", "task": "write note.txt"}),
+                ),
+            ],
+        ),
+        reply(kind, "Done.", &[]),
+    ]);
+    let fx = project_zon(
+        kind,
+        &server,
+        &format!(
+            r#".{{ .apply = .{{ .mode = .merge }}, .policy = .{{
+    .agents = .{{ .{{ .kind = "main" }}, .{{ .kind = "writer", .parent = "main" }} }},
+    .rules = .{{ {APPLY_ALLOWED} }} }} }}
+"#
+        ),
+    );
+    let first = run(&fx, &[], "hand it over");
+    assert!(first.status.success(), "{}", describe(&first));
+    let requests = server.requests();
+    assert_eq!(
+        requests.len(),
+        2,
+        "the child sent nothing: {}",
+        describe(&first)
+    );
+    let results = chat_results(&requests[1]);
+    assert!(
+        results["p2"].contains("model.select") && results["p2"].contains("no more models"),
+        "the spawn is refused at model.select, naming the promise: {results:?}"
+    );
+    let child = fx.last_logged("provider.loop.m1");
+    assert_eq!(child["agent_kind"], "writer", "{child}");
+    assert_eq!(child["decision"], "deny", "{child}");
+    assert_eq!(child["decided_by"]["layer"], "promise", "{child}");
+
+    let second = run(&fx, &["--continue"], "go on");
+    assert_eq!(second.status.code(), Some(3), "{}", describe(&second));
+    let stderr = text(&second.stderr);
+    assert!(
+        stderr.contains("model.select refuses") && stderr.contains("no more models"),
+        "{stderr}"
+    );
+    assert_eq!(server.requests().len(), 2, "no request is sent");
+    let resumed = fx.last_logged("provider.loop.m1");
+    assert_eq!(resumed["agent_kind"], "main", "{resumed}");
+    assert_eq!(resumed["decided_by"]["layer"], "promise", "{resumed}");
+}
+
+/// ask_user asking for words: with no terminal and no `chock approve`, it
+/// is refused at once; in `chock approve`, the line typed is the answer,
+/// its control characters taken out, and the session log keeps it.
+#[test]
+fn ask_user_for_words_is_refused_with_nobody_and_answered_in_chock_approve() {
+    let kind = ProviderKind::Anthropic;
+    let ask = json!({"question": "What should the crate be called?", "text": true});
+    let server = Server::start(vec![
+        reply(kind, "Asking.", &[("t1", "ask_user", ask.clone())]),
+        reply(kind, "Nobody there.", &[]),
+    ]);
+    let fx = project(kind, &server, "");
+    let out = run(&fx, &[], "ask first");
+    assert!(out.status.success(), "{}", describe(&out));
+    let (nobody, refused) = result_for(&server.requests()[1], "t1");
+    assert!(
+        refused
+            && nobody.contains("nobody can be asked for an answer in words")
+            && nobody.contains("chock approve"),
+        "{nobody}"
+    );
+
+    let mut first = reply(kind, "Asking.", &[("t1", "ask_user", ask)]);
+    // The reply waits until `chock approve` watches the session.
+    first
+        .body
+        .insert(0, loopback::Piece::Pause(std::time::Duration::from_secs(3)));
+    let server = Server::start(vec![first, reply(kind, "Thanks.", &[])]);
+    let fx = project(kind, &server, "");
+    let (question, out) = run_answered_in_approve_at(
+        &fx,
+        "ask first",
+        "your answer (one line): ",
+        "  chock-\u{1b}[1mfast\u{7}\tcrate  ",
+    );
+    assert!(
+        question.contains("What should the crate be called?"),
+        "{question}"
+    );
+    assert!(out.status.success(), "{}", describe(&out));
+    let (answer, refused) = result_for(&server.requests()[1], "t1");
+    assert!(
+        !refused && answer.contains("the person answered: chock-[1mfastcrate"),
+        "{answer}"
+    );
+    let logs = session_logs(&fx);
+    let kept = events(&logs[0])
+        .into_iter()
+        .find(|e| e["type"] == "tool_result" && e["call_id"] == "t1")
+        .expect("the answer's result in the session log");
+    assert_eq!(
+        kept["content"], "the person answered: chock-[1mfastcrate",
+        "{kept}"
+    );
 }

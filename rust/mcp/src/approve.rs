@@ -13,7 +13,9 @@
 //! `{"op":"answer","id":N,"allow":true}`. A question with a `credential`
 //! (a `git push` that needs a password) is answered with
 //! `"credential":{"username":...,"password":...}` beside `"allow":true`;
-//! the password is never sent back on any connection. A question answered by one
+//! the password is never sent back on any connection. A question with
+//! `wants_text` (the agent's own question asking for words) is answered
+//! with `"text":"..."` beside `"allow":true`. A question answered by one
 //! approver, timed out, or cancelled by the client is `withdrawn` from the
 //! others. A server asks through this socket only while an approver
 //! watches; otherwise nobody is there and the ask is a refusal.
@@ -53,6 +55,8 @@ pub enum Request {
         allow: bool,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         credential: Option<Credential>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        text: Option<String>,
     },
 }
 
@@ -117,9 +121,16 @@ fn prepare_dir(dir: &Path) -> Result<(), McpError> {
 
 // ---------------------------------------------------------------- server side
 
+/// What an answer carries beside yes or no: what its question asked for.
+enum Carried {
+    Nothing,
+    Credential(Credential),
+    Text(String),
+}
+
 struct Pending {
     question: Asked,
-    reply: oneshot::Sender<(Reply, Option<Credential>)>,
+    reply: oneshot::Sender<(Reply, Carried)>,
 }
 
 #[derive(Default)]
@@ -218,15 +229,28 @@ impl ApproveHub {
         timeout: Duration,
     ) -> Result<Credential, String> {
         match self.asked(question, timeout).await {
-            (Reply::Yes, Some(credential)) => credential.checked().ok_or_else(|| {
-                "the answer had an empty or multi-line user name or password".to_owned()
-            }),
+            (Reply::Yes, Carried::Credential(credential)) => {
+                credential.checked().ok_or_else(|| {
+                    "the answer had an empty or multi-line user name or password".to_owned()
+                })
+            }
             (Reply::Unanswered(why), _) => Err(why),
             _ => Err("the person gave none in `chock approve`".into()),
         }
     }
 
-    async fn asked(&self, question: Asked, timeout: Duration) -> (Reply, Option<Credential>) {
+    /// Puts a question asking for text ([`Asked::wanting_text`]) to every
+    /// approver watching and waits for the first answer, raw as typed;
+    /// `Err` says why none came.
+    pub async fn ask_text(&self, question: Asked, timeout: Duration) -> Result<String, String> {
+        match self.asked(question, timeout).await {
+            (Reply::Yes, Carried::Text(text)) => Ok(text),
+            (Reply::Unanswered(why), _) => Err(why),
+            _ => Err("the person gave no answer in `chock approve`".into()),
+        }
+    }
+
+    async fn asked(&self, question: Asked, timeout: Duration) -> (Reply, Carried) {
         let (reply, answer) = oneshot::channel();
         let id = {
             let mut state = self.state();
@@ -244,18 +268,26 @@ impl ApproveHub {
         let _withdraw = Withdraw { hub: self, id };
         match tokio::time::timeout(timeout, answer).await {
             Ok(Ok(answer)) => answer,
-            Ok(Err(_)) => (Reply::Unanswered("the question was dropped".into()), None),
+            Ok(Err(_)) => (
+                Reply::Unanswered("the question was dropped".into()),
+                Carried::Nothing,
+            ),
             Err(_) => (
                 Reply::Unanswered(format!(
                     "nobody answered in `chock approve` within {} s",
                     timeout.as_secs()
                 )),
-                None,
+                Carried::Nothing,
             ),
         }
     }
 
-    fn answer(&self, id: u64, allow: bool, credential: Option<Credential>) -> bool {
+    fn answer(
+        &self,
+        id: u64,
+        allow: bool,
+        (credential, text): (Option<Credential>, Option<String>),
+    ) -> bool {
         let mut state = self.state();
         let Some(pending) = state.pending.remove(&id) else {
             return false;
@@ -264,12 +296,22 @@ impl ApproveHub {
             id,
             why: "answered".into(),
         });
-        let answer = if allow { Reply::Yes } else { Reply::No };
-        // Only a credential question takes one; a yes to it without one is no answer.
-        let answer = match (&pending.question.credential, credential) {
-            (None, _) => (answer, None),
-            (Some(_), Some(credential)) if allow => (answer, Some(credential)),
-            (Some(_), _) => (Reply::No, None),
+        // Only a credential question takes one, and only a question asking
+        // for text takes text; a yes to either without it is no answer.
+        let answer = if pending.question.credential.is_some() {
+            match credential {
+                Some(credential) if allow => (Reply::Yes, Carried::Credential(credential)),
+                _ => (Reply::No, Carried::Nothing),
+            }
+        } else if pending.question.wants_text {
+            match text {
+                Some(text) if allow => (Reply::Yes, Carried::Text(text)),
+                _ => (Reply::No, Carried::Nothing),
+            }
+        } else if allow {
+            (Reply::Yes, Carried::Nothing)
+        } else {
+            (Reply::No, Carried::Nothing)
         };
         pending.reply.send(answer).is_ok()
     }
@@ -369,7 +411,8 @@ async fn serve_connection(hub: ApproveHub, stream: UnixStream) {
                 id,
                 allow,
                 credential,
-            }) => Some(if hub.answer(id, allow, credential) {
+                text,
+            }) => Some(if hub.answer(id, allow, (credential, text)) {
                 Event::Answered { id, allow }
             } else {
                 Event::Withdrawn {
@@ -640,7 +683,7 @@ impl Watcher {
         server: &Path,
         id: u64,
         allow: bool,
-        credential: Option<Credential>,
+        (credential, text): (Option<Credential>, Option<String>),
     ) -> Result<(), McpError> {
         let unreachable = |source| McpError::Unreachable {
             path: server.to_path_buf(),
@@ -654,6 +697,7 @@ impl Watcher {
             id,
             allow,
             credential,
+            text,
         })
         .map_err(|e| unreachable(std::io::Error::other(e)))?;
         line.push(b'\n');

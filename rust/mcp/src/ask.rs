@@ -41,6 +41,10 @@ pub struct Asked {
     /// Set when the question asks for a credential rather than a yes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub credential: Option<CredentialFor>,
+    /// Set when the question asks for one line of text rather than a yes
+    /// (the agent's own question, `ask_user` with `text`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub wants_text: bool,
 }
 
 /// What a credential question asks for.
@@ -76,7 +80,14 @@ impl Asked {
                 )
             },
             credential: None,
+            wants_text: false,
         }
+    }
+
+    /// The same question, asking for one line of text rather than a yes.
+    pub fn wanting_text(mut self) -> Asked {
+        self.wants_text = true;
+        self
     }
 
     /// A question for the user name and password (or token) of `remote`,
@@ -101,6 +112,7 @@ impl Asked {
                 remote: remote.into(),
                 username: username.map(str::to_owned),
             }),
+            wants_text: false,
         }
     }
 
@@ -233,6 +245,19 @@ impl Askers {
         match &self.approve {
             Some(hub) if hub.watched() => Some(hub.ask(question.clone(), self.timeout).await),
             _ => elicited,
+        }
+    }
+}
+
+impl Askers {
+    /// Asks a person for one line of text (`question` made with
+    /// [`Asked::wanting_text`]) in `chock approve`; `Err` says why none
+    /// came. A client's prompt is not asked: only a local caller asks for
+    /// text, and its own person first ([`CallAsker::ask_text`]).
+    pub async fn ask_text(&self, question: Asked) -> Result<String, String> {
+        match &self.approve {
+            Some(hub) if hub.watched() => hub.ask_text(question, self.timeout).await,
+            _ => Err("nobody can be asked for an answer in words: there is no terminal to ask at (an editor over ACP offers choices only) and no `chock approve` is running".into()),
         }
     }
 }
@@ -403,6 +428,27 @@ impl CallAsker {
         self.runtime.block_on(async {
             tokio::select! {
                 answer = self.askers.ask_credential(&self.client, question) => answer,
+                () = self.cancel.cancelled() => Err("the client cancelled the call".into()),
+            }
+        })
+    }
+}
+
+impl CallAsker {
+    /// One line of text for `question` from a blocking thread, raw as
+    /// typed: a local caller's person first (its terminal), else `chock
+    /// approve`; `Err` says why none came. The call's cancellation
+    /// withdraws the question.
+    pub fn ask_text(&self, question: &Question) -> Result<String, String> {
+        if let Client::Local(local) = &self.client
+            && let Some(text) = local.person.ask_text(question)
+        {
+            return Ok(text);
+        }
+        let asked = Asked::new(question, &self.tool, &self.project).wanting_text();
+        self.runtime.block_on(async {
+            tokio::select! {
+                answer = self.askers.ask_text(asked) => answer,
                 () = self.cancel.cancelled() => Err("the client cancelled the call".into()),
             }
         })

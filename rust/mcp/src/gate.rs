@@ -3,9 +3,7 @@
 
 use chock_gate::{Outcome, Refused, Settled, Step};
 use chock_log::AnsweredBy;
-use chock_policy::{
-    Answer, DecidedBy, Decision, Key, Layer, Question, Reading, StartQuestion, Verdict,
-};
+use chock_policy::{Answer, Key, Layer, Question, Reading, StartQuestion, Verdict};
 use tokio_util::sync::CancellationToken;
 
 use crate::ask::{CallAsker, Client, Reply};
@@ -35,15 +33,6 @@ pub enum Asking {
     /// A background command: nobody waits for its answer, so only a rule
     /// can allow it.
     NeverBackground,
-}
-
-/// A further term of every call's minimum, beside the policy: the
-/// promises a `chock run` session made itself (`restrict_self`). It can
-/// only lower an answer, never raise one.
-pub trait Ceiling: Send + Sync {
-    /// The most `action` may be answered, and the promise that says so as
-    /// it is shown in a refusal; `None` when nothing bounds it.
-    fn ceiling(&self, action: &str) -> Option<(Decision, String)>;
 }
 
 /// A tool a row read at start took away.
@@ -216,31 +205,17 @@ impl Session {
 
     /// The policy's answer for `act` of `client`, as [`Session::gate`]
     /// reads it: folded over every link of the client's spawn chain (a
-    /// spawned agent never gets more than any agent above it), then held
-    /// under the session's own ceiling ([`Ceiling`]), which binds every
-    /// agent of the session: where a promise is lower, it is the answer,
-    /// and it names the promise.
+    /// spawned agent never gets more than any agent above it). The
+    /// session's own promises, once bound to the policy
+    /// ([`chock_policy::Policy::bound_by`]), are a term of that fold: where
+    /// a promise is lower, it is the answer, and it names the promise.
     pub fn verdict(&self, client: &Client, act: &Act) -> Verdict {
         let chain = client.chain();
         let kind = chain.last().copied().unwrap_or(AGENT_KIND);
         let key = Key::new(act.action.clone())
             .with_tool(act.tool)
             .with_agent_kind(kind);
-        let verdict = self.policy.decide_chain(&chain, &key, Reading::Act);
-        match self.ceiling.get().and_then(|c| c.ceiling(&act.action)) {
-            Some((ceiling, promise)) if ceiling < verdict.decision => Verdict {
-                decision: ceiling,
-                decided_by: DecidedBy {
-                    layer: Layer::Promise,
-                    file: None,
-                    line: None,
-                    rule: Some(promise),
-                    policy: None,
-                },
-                suggestion: None,
-            },
-            _ => verdict,
-        }
+        self.policy.decide_chain(&chain, &key, Reading::Act)
     }
 
     /// [`Session::gate`] with the answer already read (for a caller that

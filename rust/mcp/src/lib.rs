@@ -39,8 +39,8 @@ mod transport;
 mod workspace;
 
 pub use ask::{Asked, CallAsker, Client, CredentialFor, Local, Reply};
+pub use chock_policy::Ceiling;
 pub use error::McpError;
-pub use gate::Ceiling;
 pub use server::INSTRUCTIONS;
 pub use session::{ServeOptions, serve, serve_stdio};
 pub use tools::TOOL_NAMES;

@@ -6,7 +6,8 @@
 //! the caller differs: a [`Local`] one, whose person is asked at its
 //! terminal before `chock approve`. The caller's own tools decide through
 //! [`InProcess::decide`], ask through [`InProcess::ask`], and may bound
-//! every later call with a [`Ceiling`].
+//! every decision made for the session with a [`crate::Ceiling`], bound to
+//! the policy the start hook is given ([`Policy::bound_by`]).
 
 use std::sync::Arc;
 
@@ -18,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::ask::{Client, Local, Reply};
 use crate::error::McpError;
-use crate::gate::{Act, Asking, Ceiling};
+use crate::gate::{Act, Asking};
 use crate::gateway::Gateway;
 use crate::session::{EndTasks, ServeOptions, Session};
 use crate::tools::{self, Call, REQUEST_APPLY};
@@ -157,13 +158,21 @@ impl InProcess {
             .collect()
     }
 
-    /// Bounds every later call of the session by `ceiling`, a further term
-    /// of each decision's minimum; set once (a second is refused).
-    pub fn bound_by(&self, ceiling: Arc<dyn Ceiling>) -> Result<(), String> {
-        self.session
-            .ceiling
-            .set(ceiling)
-            .map_err(|_| "the session's ceiling is already set".to_owned())
+    /// Asks a person for one line of text about `question` by the path
+    /// every ask takes (the caller's person, then `chock approve`), raw as
+    /// typed; `Err` says why none came. It never waits past the session's
+    /// ask timeout.
+    pub async fn ask_text(
+        &self,
+        tool: &str,
+        question: chock_policy::Question,
+    ) -> Result<String, String> {
+        let asker = self
+            .session
+            .asker(&self.client, &CancellationToken::new(), tool);
+        tokio::task::spawn_blocking(move || asker.ask_text(&question))
+            .await
+            .unwrap_or_else(|e| Err(format!("asking failed ({e})")))
     }
 
     /// Decides one act of the caller's own tool `tool` through the gate,
@@ -210,6 +219,12 @@ impl InProcess {
     /// The project the session serves.
     pub fn project(&self) -> &Project {
         &self.session.project
+    }
+
+    /// The session's policy (bound by its promises, in `chock run`) and
+    /// its decision log, for a decision the caller makes itself.
+    pub fn policy_and_log(&self) -> (&Policy, &Log) {
+        (&self.session.policy, &self.session.log)
     }
 
     /// The text of `given`, a file of the workspace read beneath it by

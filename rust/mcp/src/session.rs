@@ -120,9 +120,6 @@ pub struct Session {
     pub session_workspace: Option<std::sync::Mutex<SessionWorkspace>>,
     /// The scratchpad run_command is given ([`ServeOptions::scratchpad`]).
     pub scratchpad: Option<PathBuf>,
-    /// A further term of every call's minimum, set once by the caller
-    /// that holds the session's promises (`chock run`).
-    pub ceiling: std::sync::OnceLock<Arc<dyn crate::gate::Ceiling>>,
 }
 
 impl Session {
@@ -219,7 +216,6 @@ impl Session {
             secrets: Default::default(),
             session_workspace: session_workspace.map(std::sync::Mutex::new),
             scratchpad: options.scratchpad.clone(),
-            ceiling: std::sync::OnceLock::new(),
         };
         session
             .read_start_rows(&options.name)

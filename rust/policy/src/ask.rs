@@ -52,6 +52,14 @@ pub enum Answer {
 /// Whatever puts a question to a person and brings the answer back.
 pub trait Asker {
     fn ask(&self, question: &Question) -> Answer;
+
+    /// One line of free text for `question` (the agent's own question,
+    /// `ask_user` with `text`), raw as typed; `None` when this asker cannot
+    /// take text from a person (no terminal, a client whose prompt offers
+    /// choices only), so the next way of asking is tried.
+    fn ask_text(&self, _question: &Question) -> Option<String> {
+        None
+    }
 }
 
 /// Any function from a question to an answer is an asker (scripted answers in tests).

@@ -42,7 +42,9 @@ impl Policy {
         if verdict.decision < Decision::Allow {
             verdict.suggestion = self.decide(decided_key, reading).suggestion;
         }
-        verdict
+        // The session's promises, over either name.
+        let verdict = self.promised(verdict, &first.action);
+        self.promised(verdict, &second.action)
     }
 }
 

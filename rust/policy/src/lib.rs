@@ -20,6 +20,7 @@ pub mod package;
 mod pattern;
 mod policy;
 mod prices;
+mod promise;
 mod providers;
 pub mod root;
 mod rule;
@@ -49,6 +50,7 @@ pub use policy::{
     read_once_note,
 };
 pub use prices::{MAX_PRICES, Price};
+pub use promise::Ceiling;
 pub use providers::{KeySource, MAX_PROVIDERS, ProviderInstance, ProviderKind};
 pub use rule::{Key, Rule, RuleSource, Specificity};
 pub use servers::{

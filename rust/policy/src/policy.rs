@@ -239,6 +239,8 @@ pub struct Policy {
     org: Vec<OrgBundle>,
     packages: Vec<PolicyPackage>,
     warnings: Vec<String>,
+    /// The session's own promises, once a session binds them.
+    pub(crate) bound: crate::promise::Bound,
 }
 
 impl Policy {
@@ -281,6 +283,7 @@ impl Policy {
             org,
             packages,
             warnings: Vec::new(),
+            bound: Default::default(),
         };
         policy.warnings = policy.collect_warnings(now_ms());
         for warning in &policy.warnings {
@@ -329,6 +332,7 @@ impl Policy {
             org,
             packages: Vec::new(),
             warnings: Vec::new(),
+            bound: Default::default(),
         }
     }
 
@@ -356,11 +360,12 @@ impl Policy {
             }
         }
         let suggestion = (decision < Decision::Allow).then(|| self.suggest(key, own));
-        Verdict {
+        let verdict = Verdict {
             decision,
             decided_by,
             suggestion: suggestion.flatten(),
-        }
+        };
+        self.promised(verdict, &key.action)
     }
 
     /// The answer for an agent spawned through `chain` (the main agent first,
@@ -829,11 +834,12 @@ impl Policy {
     /// over one naming neither (`provider.*`); then every organisation
     /// bundle is a ceiling on the project's answer, as for any key.
     fn model_select(&self, wide: &Key, narrow: &Key) -> Verdict {
-        self.decide_by(
+        let verdict = self.decide_by(
             &|rules: &RuleSet| narrower_row(rules, wide, narrow),
             narrow,
             Reading::Ceiling,
-        )
+        );
+        self.promised(verdict, &wide.action)
     }
 }
 

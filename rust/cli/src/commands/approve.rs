@@ -83,6 +83,8 @@ struct Shown {
     /// For a credential question: what it is for, and the user name typed
     /// once it has been.
     credential: Option<(CredentialFor, Option<String>)>,
+    /// Whether it asks for a line of text (the agent's own question).
+    wants_text: bool,
 }
 
 impl Shown {
@@ -95,7 +97,8 @@ impl Shown {
 /// `yes` allows it once, anything else refuses it. A question for a
 /// credential (a `git push` to an http or https remote) asks for a user
 /// name, then for the password or token with the terminal's echo off; an
-/// empty line refuses it. Questions that arrive
+/// empty line refuses it. A question asking for text (the agent's own)
+/// takes the line typed as its answer (an empty one gives none). Questions that arrive
 /// while one is shown wait their turn. A question the server withdraws
 /// (timed out, or the agent cancelled its call) leaves the prompt, so the
 /// next line typed never answers a question nobody waits on any more.
@@ -126,6 +129,7 @@ fn watch(mut watcher: Watcher) -> anyhow::Result<ExitCode> {
                         .as_deref()
                         .map_or(String::new(), |u| format!(" [{u}]"))
                 ),
+                None if next.wants_text => print!("your answer (one line): "),
                 None => print!("allow it once? [y/N] "),
             }
             stdout.flush()?;
@@ -168,6 +172,7 @@ fn watch(mut watcher: Watcher) -> anyhow::Result<ExitCode> {
                     id,
                     text: question.text(),
                     credential: question.credential.map(|wanted| (wanted, None)),
+                    wants_text: question.wants_text,
                 }),
                 Event::Answered { id, allow } => {
                     println!(
@@ -195,6 +200,13 @@ fn watch(mut watcher: Watcher) -> anyhow::Result<ExitCode> {
 /// the password with echo off). The question still shown, if any.
 fn answer(watcher: &mut Watcher, mut shown: Shown, line: &str) -> anyhow::Result<Option<Shown>> {
     let line = line.trim_end_matches(['\r', '\n']);
+    if shown.wants_text {
+        let answered = (None, Some(line.to_owned()));
+        if let Err(error) = watcher.answer(&shown.path, shown.id, true, answered) {
+            eprintln!("chock approve: {error}");
+        }
+        return Ok(None);
+    }
     let (allow, credential) = match &mut shown.credential {
         None => (
             matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes"),
@@ -233,7 +245,7 @@ fn answer(watcher: &mut Watcher, mut shown: Shown, line: &str) -> anyhow::Result
             (!line.is_empty(), (!line.is_empty()).then_some(credential))
         }
     };
-    if let Err(error) = watcher.answer(&shown.path, shown.id, allow, credential) {
+    if let Err(error) = watcher.answer(&shown.path, shown.id, allow, (credential, None)) {
         eprintln!("chock approve: {error}");
     }
     Ok(None)
