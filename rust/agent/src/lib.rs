@@ -27,6 +27,7 @@ pub mod own_tools;
 pub mod plan;
 pub mod ratchet;
 pub mod record;
+pub mod review;
 mod scratch;
 pub mod spawn;
 pub mod state;
@@ -244,7 +245,9 @@ pub struct Session {
     record: record::Record,
     /// How the last prompt ended, for the log's end.
     last: chock_sessions::How,
-    client: Client,
+    client: Arc<Client>,
+    /// The reviewer agent `chock.zon` names, when it names one.
+    reviewer: Option<Arc<review::Reviewer>>,
     model_ref: chock_sessions::ModelRef,
     conversation: Conversation,
     model: String,
@@ -346,6 +349,25 @@ impl Session {
         };
         let logged_state = earlier_state.len();
         let own = own_tools::OwnTools::new(&tools, earlier_state).map_err(RunError::Own)?;
+        let client = Arc::new(client);
+        // With no reviewer named (or one a bundle forbids), agent_review is
+        // asked of a person and agent_then_human refused, as in chock mcp.
+        let reviewer = match tools.reviewer_kind() {
+            Ok(kind) => {
+                let reviewer = Arc::new(review::Reviewer::new(
+                    kind,
+                    client.clone(),
+                    (options.model.clone(), model_ref.clone()),
+                    own.shared_state(),
+                    own.under_way(),
+                ));
+                tools
+                    .reviewed_by(reviewer.clone())
+                    .map_err(RunError::Own)?;
+                Some(reviewer)
+            }
+            Err(_) => None,
+        };
         let offered = runtime.block_on(own_tools::offered(&tools, false));
         let conversation = Conversation {
             system: Some(system_prompt(&tools.withheld())),
@@ -360,6 +382,7 @@ impl Session {
             record,
             last: chock_sessions::How::Done,
             client,
+            reviewer,
             model_ref,
             conversation,
             model: options.model,
@@ -406,6 +429,21 @@ impl Session {
         self.logged_state = self.own.events().len();
     }
 
+    /// Shows each review the reviewer agent did since the last time, and
+    /// writes it to the log.
+    fn say_reviews(&mut self, show: &mut dyn Show) {
+        let Some(reviewer) = &self.reviewer else {
+            return;
+        };
+        for done in reviewer.take_done() {
+            show.line(&done.line());
+            match Event::custom(review::REVIEW_EVENT, &done) {
+                Ok(event) => self.record.write(&event),
+                Err(e) => show.line(&format!("the review could not be logged: {e}")),
+            }
+        }
+    }
+
     /// Says once that the log could not be written.
     fn say_unlogged(&mut self, show: &mut dyn Show) {
         if let Some(unsaid) = self.record.unsaid() {
@@ -422,6 +460,7 @@ impl Session {
         self.record.write(&Event::User(chock_sessions::User {
             text: text.to_owned(),
         }));
+        self.own.under_way().set_task(text);
         self.conversation.turns.push(Turn::User(text.to_owned()));
         let mut sent = 0;
         loop {
@@ -487,6 +526,7 @@ impl Session {
                             cancel,
                         )
                         .await;
+                    self.say_reviews(show);
                     show.call_ended(&call, &outcome);
                     self.log_state();
                     outcome
@@ -548,10 +588,17 @@ impl Session {
             last,
             scratchpad,
             runtime,
+            reviewer,
             ..
         } = self;
         let workspace = runtime.block_on(tools.finish(apply));
         drop(tools);
+        // The apply itself may have been reviewed.
+        for done in reviewer.iter().flat_map(|r| r.take_done()) {
+            if let Ok(event) = Event::custom(review::REVIEW_EVENT, &done) {
+                record.write(&event);
+            }
+        }
         record.write(&Event::End(chock_sessions::End {
             how: last,
             said: record::finished_text(&workspace),

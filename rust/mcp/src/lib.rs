@@ -40,7 +40,7 @@ mod workspace;
 
 pub use ask::{Asked, CallAsker, Client, CredentialFor, Local, Reply};
 pub use error::McpError;
-pub use gate::Ceiling;
+pub use gate::{Act, Ceiling, ForReview, Reviewed, Reviewer};
 pub use server::INSTRUCTIONS;
 pub use session::{ServeOptions, serve, serve_stdio};
 pub use tools::TOOL_NAMES;

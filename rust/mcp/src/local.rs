@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::ask::{Client, Local, Reply};
 use crate::error::McpError;
-use crate::gate::{Act, Asking, Ceiling};
+use crate::gate::{Act, Asking, Ceiling, Reviewer};
 use crate::gateway::Gateway;
 use crate::session::{EndTasks, ServeOptions, Session};
 use crate::tools::{self, Call, REQUEST_APPLY};
@@ -164,6 +164,26 @@ impl InProcess {
             .ceiling
             .set(ceiling)
             .map_err(|_| "the session's ceiling is already set".to_owned())
+    }
+
+    /// Puts every later act of the session whose rules answer
+    /// `agent_review` or `agent_then_human` to `reviewer` first; set once
+    /// (a second is refused).
+    pub fn reviewed_by(&self, reviewer: Arc<dyn Reviewer>) -> Result<(), String> {
+        self.session
+            .reviewer
+            .set(reviewer)
+            .map_err(|_| "the session's reviewer is already set".to_owned())
+    }
+
+    /// The reviewer agent `chock.zon` names, unless a bundle forbids
+    /// reviewer agents: `Err` says why there is none.
+    pub fn reviewer_kind(&self) -> Result<String, String> {
+        self.session
+            .policy
+            .reviewer()
+            .map(|r| r.agent_kind.clone())
+            .map_err(|e| e.to_string())
     }
 
     /// Decides one act of the caller's own tool `tool` through the gate,

@@ -123,6 +123,10 @@ pub struct Session {
     /// A further term of every call's minimum, set once by the caller
     /// that holds the session's promises (`chock run`).
     pub ceiling: std::sync::OnceLock<Arc<dyn crate::gate::Ceiling>>,
+    /// The reviewer agent that answers `agent_review` and
+    /// `agent_then_human` first, set once by a caller that runs one
+    /// (`chock run`, when chock.zon names its kind); none in `chock mcp`.
+    pub reviewer: std::sync::OnceLock<Arc<dyn crate::gate::Reviewer>>,
 }
 
 impl Session {
@@ -220,6 +224,7 @@ impl Session {
             session_workspace: session_workspace.map(std::sync::Mutex::new),
             scratchpad: options.scratchpad.clone(),
             ceiling: std::sync::OnceLock::new(),
+            reviewer: std::sync::OnceLock::new(),
         };
         session
             .read_start_rows(&options.name)
