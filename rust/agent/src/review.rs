@@ -310,7 +310,7 @@ pub fn answer_definition() -> ToolDef {
 /// answer; anything else is none.
 fn answer_of(reply: &Reply) -> Reviewed {
     #[derive(Deserialize)]
-    #[serde(deny_unknown_fields, rename_all = "snake_case")]
+    #[serde(rename_all = "snake_case")]
     enum Word {
         Approve,
         Refuse,

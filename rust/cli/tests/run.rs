@@ -1706,7 +1706,7 @@ fn a_reviewer_agent_approves_an_agent_review_call_and_it_goes_ahead() {
         "call.write_file",
         "note.txt",
         "reviewed\\\\n",
-        "agent_review by project rule",
+        "agent_review by the project's rule",
         "write a note",
     ] {
         assert!(shown.contains(words), "{words} in {shown}");
