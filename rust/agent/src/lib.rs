@@ -361,9 +361,7 @@ impl Session {
                     own.shared_state(),
                     own.under_way(),
                 ));
-                tools
-                    .reviewed_by(reviewer.clone())
-                    .map_err(RunError::Own)?;
+                tools.reviewed_by(reviewer.clone()).map_err(RunError::Own)?;
                 Some(reviewer)
             }
             Err(_) => None,

@@ -348,9 +348,7 @@ fn answer_of(reply: &Reply) -> Reviewed {
     };
     let reason = answer.reason.trim();
     if reason.is_empty() || reason.len() > REASON_BYTES {
-        return failed(format!(
-            "its reason is empty or over {REASON_BYTES} bytes"
-        ));
+        return failed(format!("its reason is empty or over {REASON_BYTES} bytes"));
     }
     Reviewed {
         review: match answer.decision {
@@ -423,11 +421,17 @@ mod tests {
                 "cannot be read",
             ),
             (
-                vec![(REVIEW_ANSWER, json!({"decision": "approve", "reason": "x", "also": 1}))],
+                vec![(
+                    REVIEW_ANSWER,
+                    json!({"decision": "approve", "reason": "x", "also": 1}),
+                )],
                 "cannot be read",
             ),
             (
-                vec![(REVIEW_ANSWER, json!({"decision": "approve", "reason": "  "}))],
+                vec![(
+                    REVIEW_ANSWER,
+                    json!({"decision": "approve", "reason": "  "}),
+                )],
                 "empty",
             ),
             (

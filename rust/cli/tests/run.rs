@@ -1681,7 +1681,9 @@ fn a_reviewer_agent_approves_an_agent_review_call_and_it_goes_ahead() {
     assert_eq!(logged["answered_by"], "reviewer", "{logged}");
     let stderr = text(&out.stderr);
     assert!(
-        stderr.contains("review call.write_file by `reviewer`: yes: the task asks for exactly this note"),
+        stderr.contains(
+            "review call.write_file by `reviewer`: yes: the task asks for exactly this note"
+        ),
         "the review is shown: {stderr}"
     );
     // The reviewer's request: its own prompt, the act and its arguments,
@@ -1769,7 +1771,11 @@ fn a_reviewer_agents_no_refuses_the_call_with_its_reason() {
 fn agent_then_human_needs_the_reviewers_yes_before_a_person_is_asked() {
     let kind = ProviderKind::Anthropic;
     let write = |path: &str| json!({"path": path, "content": "x\n"});
-    let mut first = reply(kind, "First.", &[("toolu_1", "write_file", write("first.txt"))]);
+    let mut first = reply(
+        kind,
+        "First.",
+        &[("toolu_1", "write_file", write("first.txt"))],
+    );
     // The reply waits until `chock approve` watches the session.
     first
         .body
@@ -1777,7 +1783,11 @@ fn agent_then_human_needs_the_reviewers_yes_before_a_person_is_asked() {
     let server = Server::start(vec![
         first,
         review_answer(kind, "refuse", "first.txt is not part of the task"),
-        reply(kind, "Second.", &[("toolu_2", "write_file", write("second.txt"))]),
+        reply(
+            kind,
+            "Second.",
+            &[("toolu_2", "write_file", write("second.txt"))],
+        ),
         review_answer(kind, "approve", "second.txt is the task"),
         reply(kind, "Done.", &[]),
     ]);

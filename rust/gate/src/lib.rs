@@ -465,9 +465,11 @@ mod tests {
                         (Decision::AgentReview, Review::Yes, _) => {
                             (Go, Decision::Allow, AnsweredBy::Reviewer)
                         }
-                        (_, Review::No, _) => {
-                            (refused(ReviewerSaidNo), Decision::Deny, AnsweredBy::Reviewer)
-                        }
+                        (_, Review::No, _) => (
+                            refused(ReviewerSaidNo),
+                            Decision::Deny,
+                            AnsweredBy::Reviewer,
+                        ),
                         (Decision::AgentThenHuman, Review::Failed, _) => {
                             (refused(ReviewFailed), decision, AnsweredBy::Nobody)
                         }
@@ -482,7 +484,11 @@ mod tests {
                         want,
                         "{decision} {review:?} {behind:?}"
                     );
-                    assert_eq!(asked.get(), person_asked, "{decision} {review:?} {behind:?}");
+                    assert_eq!(
+                        asked.get(),
+                        person_asked,
+                        "{decision} {review:?} {behind:?}"
+                    );
                 }
             }
         }

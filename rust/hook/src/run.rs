@@ -324,10 +324,7 @@ pub fn git_gate(
         ),
         // A git hook has no reviewer agent: the last two never come here.
         Outcome::Refused(
-            Refused::Denied
-            | Refused::NoReviewer
-            | Refused::ReviewerSaidNo
-            | Refused::ReviewFailed,
+            Refused::Denied | Refused::NoReviewer | Refused::ReviewerSaidNo | Refused::ReviewFailed,
         ) => (false, format!("chock: {sentence}")),
     };
     log.write(&judged, &asker, &settled, rotation);

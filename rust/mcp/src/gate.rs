@@ -4,7 +4,7 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use chock_gate::{Outcome, Review, Refused, Settled, Step};
+use chock_gate::{Outcome, Refused, Review, Settled, Step};
 use chock_log::AnsweredBy;
 use chock_policy::{
     Answer, DecidedBy, Decision, Key, Layer, Question, Reading, StartQuestion, Verdict,
@@ -142,18 +142,21 @@ fn change_sentence(verdict: &Verdict) -> String {
 }
 
 impl Session {
-    /// Why an `agent_then_human` act found no reviewer agent, in words.
-    fn no_reviewer_words(&self, asking: Asking) -> String {
-        match (self.reviewer.get(), self.policy.reviewer()) {
-            (Some(_), _) => match asking {
-                Asking::NeverHop => "a redirect hop is never put to a reviewer or a person".into(),
-                _ => "a background command is never put to a reviewer or a person: run it without `background`".into(),
-            },
-            (None, Err(none)) => none.to_string(),
-            (None, Ok(_)) => format!(
+    /// Why an `agent_then_human` act of `client` found no reviewer agent, in words.
+    fn no_reviewer_words(&self, client: &Client, asking: Asking) -> String {
+        match (self.reviewer.get(), client) {
+            (Some(_), _) if asking == Asking::NeverHop => {
+                "a redirect hop is never put to a reviewer or a person".into()
+            }
+            (Some(_), _) => "a background command is never put to a reviewer or a person: run it without `background`".into(),
+            (None, Client::Mcp(_)) => format!(
                 "{} has no reviewer agent (only `chock run` and `chock acp` run the one chock.zon names)",
                 self.command
             ),
+            (None, Client::Local(_)) => match self.policy.reviewer() {
+                Err(none) => none.to_string(),
+                Ok(_) => "no reviewer agent was started".into(),
+            },
         }
     }
 
@@ -374,7 +377,7 @@ impl Session {
             }
             Outcome::Refused(Refused::NoReviewer) => Err(format!(
                 "refused: {action} needs a reviewer agent and then a person ({by}), and {}, so nobody was asked.{change}",
-                self.no_reviewer_words(asking)
+                self.no_reviewer_words(client, asking)
             )),
             Outcome::Refused(Refused::ReviewerSaidNo) => Err(format!(
                 "refused by the reviewer agent: {action} ({by}) was reviewed and the answer was no: {}. Do not call again for the same act unchanged; tell the person what you wanted it for.{change}",

@@ -45,9 +45,8 @@ pub use package::{HookPoint, PolicyPackage};
 pub use pattern::{EXACT_SCORE, Pattern, PatternError};
 pub use policy::{
     DEFAULT_MAX_DEPTH, DEFAULT_MAX_WIDTH, DecidedBy, Explained, Layer, LoadOptions, NoReviewer,
-    PROJECT_FILE,
-    Policy, Reading, SYSTEM_BUNDLE, StartAnswer, StartQuestion, SubagentCaps, Suggestion, Verdict,
-    read_once_note,
+    PROJECT_FILE, Policy, Reading, SYSTEM_BUNDLE, StartAnswer, StartQuestion, SubagentCaps,
+    Suggestion, Verdict, read_once_note,
 };
 pub use prices::{MAX_PRICES, Price};
 pub use providers::{KeySource, MAX_PROVIDERS, ProviderInstance, ProviderKind};

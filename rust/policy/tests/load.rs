@@ -6,8 +6,7 @@ use std::path::{Path, PathBuf};
 
 use chock_policy::{
     DEFAULT_MAX_DEPTH, DEFAULT_MAX_WIDTH, Decision, Key, Layer, LoadOptions, Machine, NoReviewer,
-    Policy,
-    PolicyError, Reading, StartQuestion, SubagentCaps, human_bytes,
+    Policy, PolicyError, Reading, StartQuestion, SubagentCaps, human_bytes,
 };
 
 fn scratch(name: &str) -> PathBuf {
@@ -500,20 +499,39 @@ fn the_reviewer_is_a_declared_kind_and_a_bundle_may_forbid_reviewer_agents() {
     let policy = Policy::load(&options).expect("loads");
     let review = policy.reviewer().expect("a reviewer");
     assert_eq!(review.agent_kind, "reviewer");
-    assert_eq!((review.file.clone(), review.line), (dir.join("chock.zon"), 3));
+    assert_eq!(
+        (review.file.clone(), review.line),
+        (dir.join("chock.zon"), 3)
+    );
     // A bundle that does not mention review leaves it; one that forbids
     // reviewer agents takes it away, whatever chock.zon says.
     options.org_bundles = vec![write(&dir, "quiet.zon", ".{ .version = 1 }\n")];
     assert!(Policy::load(&options).expect("loads").reviewer().is_ok());
-    let forbids = write(&dir, "forbids.zon", ".{ .review = .{ .by_agent = false } }\n");
+    let forbids = write(
+        &dir,
+        "forbids.zon",
+        ".{ .review = .{ .by_agent = false } }\n",
+    );
     options.org_bundles.push(forbids.clone());
     let held = Policy::load(&options).expect("loads");
     assert_eq!(held.reviewer(), Err(NoReviewer::Forbidden(forbids)));
-    assert!(held.reviewer().unwrap_err().to_string().contains("by_agent = false"));
+    assert!(
+        held.reviewer()
+            .unwrap_err()
+            .to_string()
+            .contains("by_agent = false")
+    );
     // A misspelt field in the bundle refuses it rather than letting agents approve.
-    options.org_bundles = vec![write(&dir, "typo.zon", ".{\n .review = .{ .by_agnet = false },\n}\n")];
+    options.org_bundles = vec![write(
+        &dir,
+        "typo.zon",
+        ".{\n .review = .{ .by_agnet = false },\n}\n",
+    )];
     let shown = load_err(&options);
-    assert!(shown.contains("typo.zon:2") && shown.contains("by_agnet"), "{shown}");
+    assert!(
+        shown.contains("typo.zon:2") && shown.contains("by_agnet"),
+        "{shown}"
+    );
 
     for (name, text, words) in [
         (
