@@ -427,18 +427,11 @@ impl Session {
         self.logged_state = self.own.events().len();
     }
 
-    /// Shows each review the reviewer agent did since the last time, and
-    /// writes it to the log.
+    /// Shows each review the reviewer agent did since the last time (each
+    /// written to the log).
     fn say_reviews(&mut self, show: &mut dyn Show) {
-        let Some(reviewer) = &self.reviewer else {
-            return;
-        };
-        for done in reviewer.take_done() {
+        for done in log_reviews(&mut self.record, self.reviewer.as_deref()) {
             show.line(&done.line());
-            match Event::custom(review::REVIEW_EVENT, &done) {
-                Ok(event) => self.record.write(&event),
-                Err(e) => show.line(&format!("the review could not be logged: {e}")),
-            }
         }
     }
 
@@ -592,11 +585,7 @@ impl Session {
         let workspace = runtime.block_on(tools.finish(apply));
         drop(tools);
         // The apply itself may have been reviewed.
-        for done in reviewer.iter().flat_map(|r| r.take_done()) {
-            if let Ok(event) = Event::custom(review::REVIEW_EVENT, &done) {
-                record.write(&event);
-            }
-        }
+        log_reviews(&mut record, reviewer.as_deref());
         record.write(&Event::End(chock_sessions::End {
             how: last,
             said: record::finished_text(&workspace),
@@ -606,6 +595,24 @@ impl Session {
             scratchpad_left: scratchpad.remove().err(),
         }
     }
+}
+
+/// Writes the reviews `reviewer` did since the last time to the log, as
+/// `review` events, and gives them.
+fn log_reviews(
+    record: &mut record::Record,
+    reviewer: Option<&review::Reviewer>,
+) -> Vec<review::Done> {
+    let done = reviewer
+        .map(review::Reviewer::take_done)
+        .unwrap_or_default();
+    for one in &done {
+        // The kind and the fields are this crate's, never the reserved ones.
+        if let Ok(event) = Event::custom(review::REVIEW_EVENT, one) {
+            record.write(&event);
+        }
+    }
+    done
 }
 
 /// The instance and model decided (`model.select`), and the client for them.
