@@ -27,6 +27,7 @@ pub mod own_tools;
 pub mod plan;
 pub mod ratchet;
 pub mod record;
+pub mod review;
 mod scratch;
 pub mod spawn;
 pub mod state;
@@ -244,7 +245,9 @@ pub struct Session {
     record: record::Record,
     /// How the last prompt ended, for the log's end.
     last: chock_sessions::How,
-    client: Client,
+    client: Arc<Client>,
+    /// The reviewer agent `chock.zon` names, when it names one.
+    reviewer: Option<Arc<review::Reviewer>>,
     model_ref: chock_sessions::ModelRef,
     conversation: Conversation,
     model: String,
@@ -351,6 +354,23 @@ impl Session {
             },
         };
         let own = own_tools::OwnTools::new(&tools, folded);
+        let client = Arc::new(client);
+        // With no reviewer named (or one a bundle forbids), agent_review is
+        // asked of a person and agent_then_human refused, as in chock mcp.
+        let reviewer = match tools.reviewer_kind() {
+            Ok(kind) => {
+                let reviewer = Arc::new(review::Reviewer::new(
+                    kind,
+                    client.clone(),
+                    (options.model.clone(), model_ref.clone()),
+                    own.shared_state(),
+                    own.under_way(),
+                ));
+                tools.reviewed_by(reviewer.clone()).map_err(RunError::Own)?;
+                Some(reviewer)
+            }
+            Err(_) => None,
+        };
         let offered = runtime.block_on(own_tools::offered(&tools, false));
         let conversation = Conversation {
             system: Some(system_prompt(&tools.withheld())),
@@ -365,6 +385,7 @@ impl Session {
             record,
             last: chock_sessions::How::Done,
             client,
+            reviewer,
             model_ref,
             conversation,
             model: options.model,
@@ -411,6 +432,14 @@ impl Session {
         self.logged_state = self.own.events().len();
     }
 
+    /// Shows each review the reviewer agent did since the last time (each
+    /// written to the log).
+    fn say_reviews(&mut self, show: &mut dyn Show) {
+        for done in log_reviews(&mut self.record, self.reviewer.as_deref()) {
+            show.line(&done.line());
+        }
+    }
+
     /// Says once that the log could not be written.
     fn say_unlogged(&mut self, show: &mut dyn Show) {
         if let Some(unsaid) = self.record.unsaid() {
@@ -427,6 +456,7 @@ impl Session {
         self.record.write(&Event::User(chock_sessions::User {
             text: text.to_owned(),
         }));
+        self.own.under_way().set_task(text);
         self.conversation.turns.push(Turn::User(text.to_owned()));
         let mut sent = 0;
         loop {
@@ -492,6 +522,7 @@ impl Session {
                             cancel,
                         )
                         .await;
+                    self.say_reviews(show);
                     show.call_ended(&call, &outcome);
                     self.log_state();
                     outcome
@@ -553,10 +584,13 @@ impl Session {
             last,
             scratchpad,
             runtime,
+            reviewer,
             ..
         } = self;
         let workspace = runtime.block_on(tools.finish(apply));
         drop(tools);
+        // The apply itself may have been reviewed.
+        log_reviews(&mut record, reviewer.as_deref());
         record.write(&Event::End(chock_sessions::End {
             how: last,
             said: record::finished_text(&workspace),
@@ -566,6 +600,24 @@ impl Session {
             scratchpad_left: scratchpad.remove().err(),
         }
     }
+}
+
+/// Writes the reviews `reviewer` did since the last time to the log, as
+/// `review` events, and gives them.
+fn log_reviews(
+    record: &mut record::Record,
+    reviewer: Option<&review::Reviewer>,
+) -> Vec<review::Done> {
+    let done = reviewer
+        .map(review::Reviewer::take_done)
+        .unwrap_or_default();
+    for one in &done {
+        // The kind and the fields are this crate's, never the reserved ones.
+        if let Ok(event) = Event::custom(review::REVIEW_EVENT, one) {
+            record.write(&event);
+        }
+    }
+    done
 }
 
 /// The instance and model decided (`model.select`), and the client for them.

@@ -156,6 +156,8 @@ pub struct OwnTools {
     memory: Result<Memory, String>,
     /// Spawned agents' runs not yet taken for the log.
     ran: Vec<chock_sessions::Event>,
+    /// The calls under way and the task, as a reviewer agent is told of them.
+    under_way: Arc<crate::review::UnderWay>,
 }
 
 /// The promises as the session's gate reads them: a further term of every
@@ -212,7 +214,18 @@ impl OwnTools {
             events: folded.events,
             memory: Memory::of(tools.project()),
             ran: Vec::new(),
+            under_way: Arc::default(),
         }
+    }
+
+    /// The state as it is shared (a reviewer agent reads the plan).
+    pub(crate) fn shared_state(&self) -> Arc<Mutex<State>> {
+        self.state.clone()
+    }
+
+    /// The calls under way and the task, shared with a reviewer agent.
+    pub(crate) fn under_way(&self) -> Arc<crate::review::UnderWay> {
+        self.under_way.clone()
     }
 
     /// The state now.
@@ -246,6 +259,20 @@ impl OwnTools {
     /// model reads, `Err` a refusal or an error; either way with the
     /// session's secrets scrubbed, as every tool's answer is.
     pub async fn call(
+        &mut self,
+        caller: &mut Caller<'_>,
+        provider: &Provider<'_>,
+        show: &mut dyn Show,
+        name: &str,
+        arguments: Value,
+        cancel: &CancellationToken,
+    ) -> Result<String, String> {
+        let _under_way = self.under_way.began(name, &arguments);
+        self.dispatch(caller, provider, show, name, arguments, cancel)
+            .await
+    }
+
+    async fn dispatch(
         &mut self,
         caller: &mut Caller<'_>,
         provider: &Provider<'_>,

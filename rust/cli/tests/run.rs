@@ -1913,3 +1913,290 @@ fn ask_user_for_words_is_refused_with_nobody_and_answered_in_chock_approve() {
         "{kept}"
     );
 }
+
+/// A project whose chock.zon names a `reviewer` kind as its reviewer agent,
+/// with `rules` after workspace.apply allowed.
+fn reviewed_project(kind: ProviderKind, server: &Server, rules: &str) -> Fixture {
+    project_zon(
+        kind,
+        server,
+        &format!(
+            r#".{{ .apply = .{{ .mode = .merge }}, .review = .{{ .agent_kind = "reviewer" }}, .policy = .{{
+    .agents = .{{ .{{ .kind = "main" }}, .{{ .kind = "reviewer" }} }},
+    .rules = .{{ {APPLY_ALLOWED}, {rules} }} }} }}
+"#
+        ),
+    )
+}
+
+/// The reviewer's scripted answer: a `review_answer` call.
+fn review_answer(kind: ProviderKind, decision: &str, reason: &str) -> loopback::Scripted {
+    reply(
+        kind,
+        "",
+        &[(
+            "r1",
+            "review_answer",
+            json!({"decision": decision, "reason": reason}),
+        )],
+    )
+}
+
+/// The `review` events of the project's one session log.
+fn reviews(fx: &Fixture) -> Vec<Value> {
+    let logs = session_logs(fx);
+    assert_eq!(logs.len(), 1, "{logs:?}");
+    events(&logs[0])
+        .into_iter()
+        .filter(|e| e["type"] == "review")
+        .collect()
+}
+
+#[test]
+fn a_reviewer_agent_approves_an_agent_review_call_and_it_goes_ahead() {
+    let kind = ProviderKind::Anthropic;
+    let server = Server::start(vec![
+        reply(
+            kind,
+            "Writing.",
+            &[(
+                "toolu_1",
+                "write_file",
+                json!({"path": "note.txt", "content": "reviewed\n"}),
+            )],
+        ),
+        review_answer(kind, "approve", "the task asks for exactly this note"),
+        reply(kind, "Written.", &[]),
+    ]);
+    let fx = reviewed_project(
+        kind,
+        &server,
+        r#".{ .action = "call.write_file", .decision = .agent_review }"#,
+    );
+    let out = run(&fx, &[], "write a note");
+    assert!(out.status.success(), "{}", describe(&out));
+    assert_eq!(
+        std::fs::read_to_string(fx.project.join("note.txt")).expect("note.txt applied"),
+        "reviewed\n",
+        "the reviewer's yes let the write through with nobody asked"
+    );
+    let logged = fx.last_logged("call.write_file");
+    assert_eq!(logged["decision"], "allow", "{logged}");
+    assert_eq!(logged["answered_by"], "reviewer", "{logged}");
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(
+            "review call.write_file by `reviewer`: yes: the task asks for exactly this note"
+        ),
+        "the review is shown: {stderr}"
+    );
+    // The reviewer's request: its own prompt, the act and its arguments,
+    // the rule, the task, and no tool but its answer.
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3, "{}", describe(&out));
+    let asked = &requests[1].body;
+    let tools: Vec<&str> = asked["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(tools, ["review_answer"], "a reviewer runs nothing");
+    assert!(
+        asked["system"].to_string().contains("`reviewer` agent"),
+        "{}",
+        asked["system"]
+    );
+    let shown = asked["messages"].to_string();
+    for words in [
+        "call.write_file",
+        "note.txt",
+        "reviewed\\\\n",
+        "agent_review by the project's rule",
+        "write a note",
+    ] {
+        assert!(shown.contains(words), "{words} in {shown}");
+    }
+    let reviews = reviews(&fx);
+    assert_eq!(reviews.len(), 1, "{reviews:?}");
+    assert_eq!(reviews[0]["answer"], "yes");
+    assert_eq!(reviews[0]["action"], "call.write_file");
+    assert_eq!(reviews[0]["kind"], "reviewer");
+    assert!(
+        reviews[0]["turn"]["tool_calls"][0]["name"] == "review_answer",
+        "{}",
+        reviews[0]
+    );
+    let verified = chock_sessions(&fx, &["verify"]);
+    assert!(verified.status.success(), "{}", describe(&verified));
+}
+
+#[test]
+fn a_reviewer_agents_no_refuses_the_call_with_its_reason() {
+    let kind = ProviderKind::OpenaiChat;
+    let server = Server::start(vec![
+        reply(
+            kind,
+            "Writing.",
+            &[(
+                "call_1",
+                "write_file",
+                json!({"path": "note.txt", "content": "x"}),
+            )],
+        ),
+        review_answer(kind, "refuse", "the task never asked for a note"),
+        reply(kind, "I was refused.", &[]),
+    ]);
+    let fx = reviewed_project(
+        kind,
+        &server,
+        r#".{ .action = "call.write_file", .decision = .agent_review }"#,
+    );
+    let out = run(&fx, &[], "read a.txt");
+    assert!(out.status.success(), "{}", describe(&out));
+    assert!(!fx.project.join("note.txt").exists(), "nothing was written");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3, "{}", describe(&out));
+    let result = chat_results(&requests[2]);
+    let refusal = &result["call_1"];
+    assert!(
+        refusal.starts_with("refused by the reviewer agent: call.write_file")
+            && refusal.contains("the task never asked for a note")
+            && refusal.contains("To allow it, add to"),
+        "the agent reads the reason and the rule to write: {refusal}"
+    );
+    let logged = fx.last_logged("call.write_file");
+    assert_eq!(logged["decision"], "deny", "{logged}");
+    assert_eq!(logged["answered_by"], "reviewer", "{logged}");
+    assert_eq!(reviews(&fx)[0]["answer"], "no");
+}
+
+#[test]
+fn agent_then_human_needs_the_reviewers_yes_before_a_person_is_asked() {
+    let kind = ProviderKind::Anthropic;
+    let write = |path: &str| json!({"path": path, "content": "x\n"});
+    let mut first = reply(
+        kind,
+        "First.",
+        &[("toolu_1", "write_file", write("first.txt"))],
+    );
+    // The reply waits until `chock approve` watches the session.
+    first
+        .body
+        .insert(0, loopback::Piece::Pause(std::time::Duration::from_secs(3)));
+    let server = Server::start(vec![
+        first,
+        review_answer(kind, "refuse", "first.txt is not part of the task"),
+        reply(
+            kind,
+            "Second.",
+            &[("toolu_2", "write_file", write("second.txt"))],
+        ),
+        review_answer(kind, "approve", "second.txt is the task"),
+        reply(kind, "Done.", &[]),
+    ]);
+    let fx = reviewed_project(
+        kind,
+        &server,
+        r#".{ .action = "call.write_file", .decision = .agent_then_human }"#,
+    );
+    let (question, out) = run_answered_in_approve(&fx, "write second.txt", "y");
+    assert!(out.status.success(), "{}", describe(&out));
+    // The reviewer's no ended the first call: the person's first question
+    // is the second file's, and it shows the reviewer's yes.
+    assert!(
+        question.contains("second.txt")
+            && !question.contains("first.txt")
+            && question.contains("the reviewer agent said yes: second.txt is the task"),
+        "{question}"
+    );
+    assert!(!fx.project.join("first.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(fx.project.join("second.txt")).expect("second.txt applied"),
+        "x\n"
+    );
+    let lines: Vec<Value> = fx
+        .log_lines()
+        .into_iter()
+        .filter(|l| l["action"] == "call.write_file")
+        .collect();
+    let ends: Vec<(&str, &str)> = lines
+        .iter()
+        .map(|l| {
+            (
+                l["decision"].as_str().unwrap_or_default(),
+                l["answered_by"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(ends, [("deny", "reviewer"), ("allow", "person")]);
+    let answers: Vec<Value> = reviews(&fx).iter().map(|r| r["answer"].clone()).collect();
+    assert_eq!(answers, ["no", "yes"]);
+}
+
+#[test]
+fn a_reviewer_that_answers_garbage_fails_closed() {
+    let kind = ProviderKind::OpenaiChat;
+    let server = Server::start(vec![
+        reply(
+            kind,
+            "Writing.",
+            &[(
+                "call_1",
+                "write_file",
+                json!({"path": "note.txt", "content": "x"}),
+            )],
+        ),
+        // No answer tool called: agent_review goes to a person, and there is none.
+        reply(kind, "Looks fine to me!", &[]),
+        reply(
+            kind,
+            "Listing.",
+            &[("call_2", "list_directory", json!({"path": "."}))],
+        ),
+        // An answer that is not one: agent_then_human is refused, nobody asked.
+        reply(
+            kind,
+            "",
+            &[("r1", "review_answer", json!({"decision": "yes please"}))],
+        ),
+        reply(kind, "Both refused.", &[]),
+    ]);
+    let fx = reviewed_project(
+        kind,
+        &server,
+        r#".{ .action = "call.write_file", .decision = .agent_review },
+           .{ .action = "call.list_directory", .decision = .agent_then_human }"#,
+    );
+    let out = run(&fx, &[], "write a note and list");
+    assert!(out.status.success(), "{}", describe(&out));
+    assert!(!fx.project.join("note.txt").exists());
+    let requests = server.requests();
+    assert_eq!(requests.len(), 5, "{}", describe(&out));
+    let results = chat_results(&requests[4]);
+    assert!(
+        results["call_1"].starts_with("refused: call.write_file needs a person's yes"),
+        "agent_review with no answer from the reviewer goes to a person: {}",
+        results["call_1"]
+    );
+    assert!(
+        results["call_2"].contains("the reviewer agent gave no answer")
+            && results["call_2"].contains("cannot be read"),
+        "{}",
+        results["call_2"]
+    );
+    let write = fx.last_logged("call.write_file");
+    assert_eq!(
+        (&write["decision"], &write["answered_by"]),
+        (&json!("agent_review"), &json!("nobody")),
+        "{write}"
+    );
+    let list = fx.last_logged("call.list_directory");
+    assert_eq!(
+        (&list["decision"], &list["answered_by"]),
+        (&json!("agent_then_human"), &json!("nobody")),
+        "{list}"
+    );
+    let answers: Vec<Value> = reviews(&fx).iter().map(|r| r["answer"].clone()).collect();
+    assert_eq!(answers, ["failed", "failed"]);
+}

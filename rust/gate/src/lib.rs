@@ -10,8 +10,14 @@
 //! | `allow` | goes ahead, nobody asked (in a hook, a shipped default's allow is "no objection": the agent's own permissions decide) |
 //! | `deny` | refused, nobody asked |
 //! | `ask` | one question to whoever the route can reach |
-//! | `agent_review` | the same question, put to a person: no route has a reviewer agent, and a person is the stricter of the two |
-//! | `agent_then_human` | refused, nobody asked: it needs a reviewer agent first, and no route has one, so a person's yes alone never lifts it |
+//! | `agent_review` | with a reviewer agent: its yes goes ahead, its no refuses, and when it cannot answer the question goes to a person; without one, the same question put to a person, the stricter of the two |
+//! | `agent_then_human` | with a reviewer agent: its yes, then a person's; its no, or no answer from it, refuses and nobody is asked; without one, refused, nobody asked, so a person's yes alone never lifts it |
+//!
+//! Only Chock's own session has a reviewer agent (`chock run` and `chock
+//! acp`, when `chock.zon` names its kind in `.review`): there a question
+//! under `agent_review` or `agent_then_human` goes to it first
+//! ([`reviewed_first`]), and [`after_review`] says what its answer leads
+//! to. Every other door goes straight to [`before_asking`].
 //!
 //! An [`Asker`] answers a question: `yes` goes ahead, `no` is a person's
 //! refusal; `unavailable` (nobody there) and `cancelled` (the client
@@ -80,8 +86,13 @@ impl Route {
 pub enum Refused {
     /// A rule (or a shipped default) answered deny.
     Denied,
-    /// `agent_then_human`: a reviewer agent must say yes first, and no route has one.
+    /// `agent_then_human`: a reviewer agent must say yes first, and there is none.
     NoReviewer,
+    /// A reviewer agent was asked and said no.
+    ReviewerSaidNo,
+    /// `agent_then_human`: the reviewer agent gave no answer (it failed, took
+    /// too long, or answered something that is not one), so nobody said yes.
+    ReviewFailed,
     /// A person was asked and said no.
     PersonSaidNo,
     /// Nobody could be asked, or nobody answered in time.
@@ -133,7 +144,64 @@ pub fn askable(decision: Decision) -> bool {
     matches!(decision, Decision::Ask | Decision::AgentReview)
 }
 
-/// What `route` does with `verdict` before anyone is asked.
+/// A reviewer agent's answer to one act.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Review {
+    /// It approved the act.
+    Yes,
+    /// It refused the act.
+    No,
+    /// It gave no answer: its request failed, it took too long, or what it
+    /// said is not an answer.
+    Failed,
+}
+
+/// Whether a door with a reviewer agent puts a question under `decision`
+/// to it before anything else: `agent_review` and `agent_then_human` are.
+pub fn reviewed_first(decision: Decision) -> bool {
+    decision.needs_review()
+}
+
+/// What follows a reviewer agent's `review` of an act the rules answered
+/// `decision` ([`reviewed_first`]): settled, or one question to a person
+/// (its end then [`heard`] under `decision`). A reviewer's yes on
+/// `agent_review` is the last word; on `agent_then_human` a person must
+/// say yes too. Its no refuses. A reviewer that cannot answer fails
+/// closed: `agent_review` goes to a person as on a door with no reviewer,
+/// `agent_then_human` is refused with nobody asked.
+pub fn after_review(decision: Decision, review: Review) -> Step {
+    let settled = |outcome, decision, answered_by| {
+        Step::Settled(Settled {
+            outcome,
+            decision,
+            answered_by,
+        })
+    };
+    match (review, decision) {
+        (Review::Yes, Decision::AgentReview) => {
+            settled(Outcome::Go, Decision::Allow, AnsweredBy::Reviewer)
+        }
+        (Review::Yes, Decision::AgentThenHuman) | (Review::Failed, Decision::AgentReview) => {
+            Step::Ask
+        }
+        (Review::No, Decision::AgentReview | Decision::AgentThenHuman) => settled(
+            Outcome::Refused(Refused::ReviewerSaidNo),
+            Decision::Deny,
+            AnsweredBy::Reviewer,
+        ),
+        (Review::Failed, Decision::AgentThenHuman) => settled(
+            Outcome::Refused(Refused::ReviewFailed),
+            decision,
+            AnsweredBy::Nobody,
+        ),
+        // Only those two are reviewed; anything else reaching here is a
+        // caller's bug, and it fails closed.
+        (_, other) => settled(Outcome::Refused(Refused::Denied), other, AnsweredBy::Nobody),
+    }
+}
+
+/// What `route` does with `verdict` before anyone is asked, on a door with
+/// no reviewer agent (or for a question it does not review).
 pub fn before_asking(route: Route, verdict: &Verdict) -> Step {
     let by = of_layer(verdict.decided_by.layer);
     let settled = |outcome, answered_by| {
@@ -257,7 +325,10 @@ pub fn unanswered_words(why: Refused) -> &'static str {
             "the client dismissed the question without a person answering it (Claude Code in print mode cancels every question), and no `chock approve` is running"
         }
         Refused::NoReviewer => {
-            "it needs a reviewer agent's yes and then a person's, and Chock has no reviewer agent, so a person's yes alone cannot lift it"
+            "it needs a reviewer agent's yes and then a person's, and only Chock's own session has a reviewer agent (when chock.zon names its kind in .review), so a person's yes alone cannot lift it"
+        }
+        Refused::ReviewFailed => {
+            "it needs a reviewer agent's yes and then a person's, and the reviewer agent gave no answer"
         }
         _ => "nobody could be asked",
     }
@@ -343,6 +414,80 @@ mod tests {
                         want,
                         "{} {decision} {behind:?}",
                         route.as_str()
+                    );
+                }
+            }
+        }
+    }
+
+    /// The table's reviewer column: where a reviewer agent is, what its
+    /// answer and then a person's lead to, and who is asked at all.
+    #[test]
+    fn a_reviewer_answers_first_and_a_person_only_where_the_table_says() {
+        use Outcome::Go;
+        use Refused::{Nobody, PersonSaidNo, ReviewFailed, ReviewerSaidNo};
+        for decision in Decision::ALL {
+            assert_eq!(
+                reviewed_first(decision),
+                matches!(decision, Decision::AgentReview | Decision::AgentThenHuman),
+                "{decision}"
+            );
+        }
+        let refused = Outcome::Refused;
+        for decision in [Decision::AgentReview, Decision::AgentThenHuman] {
+            for review in [Review::Yes, Review::No, Review::Failed] {
+                for behind in [Behind::Yes, Behind::No, Behind::Absent] {
+                    let asked = std::cell::Cell::new(false);
+                    let person = |q: &Question| {
+                        asked.set(true);
+                        assert!(askable(q.decision), "{}", q.decision);
+                        asker(Route::Run, behind)(q)
+                    };
+                    let got = match after_review(decision, review) {
+                        Step::Settled(settled) => settled,
+                        Step::Ask => heard(
+                            decision,
+                            person(&Question {
+                                action: "a.b".into(),
+                                decision: Decision::Ask,
+                                summary: String::new(),
+                                detail: vec![],
+                                rules: vec![],
+                            }),
+                        ),
+                    };
+                    let person_asked = matches!(
+                        (decision, review),
+                        (Decision::AgentReview, Review::Failed)
+                            | (Decision::AgentThenHuman, Review::Yes)
+                    );
+                    let want = match (decision, review, behind) {
+                        (Decision::AgentReview, Review::Yes, _) => {
+                            (Go, Decision::Allow, AnsweredBy::Reviewer)
+                        }
+                        (_, Review::No, _) => (
+                            refused(ReviewerSaidNo),
+                            Decision::Deny,
+                            AnsweredBy::Reviewer,
+                        ),
+                        (Decision::AgentThenHuman, Review::Failed, _) => {
+                            (refused(ReviewFailed), decision, AnsweredBy::Nobody)
+                        }
+                        (_, _, Behind::Yes) => (Go, Decision::Allow, AnsweredBy::Person),
+                        (_, _, Behind::No) => {
+                            (refused(PersonSaidNo), Decision::Deny, AnsweredBy::Person)
+                        }
+                        (_, _, _) => (refused(Nobody), decision, AnsweredBy::Nobody),
+                    };
+                    assert_eq!(
+                        (got.outcome, got.decision, got.answered_by),
+                        want,
+                        "{decision} {review:?} {behind:?}"
+                    );
+                    assert_eq!(
+                        asked.get(),
+                        person_asked,
+                        "{decision} {review:?} {behind:?}"
                     );
                 }
             }

@@ -322,9 +322,10 @@ pub fn git_gate(
                 decide::change_sentence(&verdict)
             ),
         ),
-        Outcome::Refused(Refused::Denied | Refused::NoReviewer) => {
-            (false, format!("chock: {sentence}"))
-        }
+        // A git hook has no reviewer agent: the last two never come here.
+        Outcome::Refused(
+            Refused::Denied | Refused::NoReviewer | Refused::ReviewerSaidNo | Refused::ReviewFailed,
+        ) => (false, format!("chock: {sentence}")),
     };
     log.write(&judged, &asker, &settled, rotation);
     GateReply { passed, message }

@@ -163,6 +163,7 @@ impl HostAnswer {
             AnsweredBy::Person => "by a person",
             AnsweredBy::Nobody => "and nobody could be asked",
             AnsweredBy::Client => "and the client dismissed the question with no person answering",
+            AnsweredBy::Reviewer => "by a reviewer agent",
         };
         let mut text = format!(
             "{}:{} (for {}) is {}, answered {} {by}",

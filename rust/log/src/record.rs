@@ -77,6 +77,9 @@ pub enum AnsweredBy {
     /// The client dismissed the question without a person answering it
     /// (an MCP elicitation answered `cancel`).
     Client,
+    /// A reviewer agent answered (`agent_review`, in Chock's own session),
+    /// or refused an `agent_then_human` act before any person was asked.
+    Reviewer,
 }
 
 impl AnsweredBy {
@@ -102,6 +105,7 @@ impl AnsweredBy {
             AnsweredBy::Person => "person",
             AnsweredBy::Nobody => "nobody",
             AnsweredBy::Client => "client",
+            AnsweredBy::Reviewer => "reviewer",
         }
     }
 }

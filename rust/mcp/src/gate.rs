@@ -1,9 +1,12 @@
 //! Deciding one act: the policy's answer, a person when it asks, one line
 //! in the decision log, and the sentence an agent reads when it is refused.
 
-use chock_gate::{Outcome, Refused, Settled, Step};
+use std::future::Future;
+use std::pin::Pin;
+
+use chock_gate::{Outcome, Refused, Review, Settled, Step};
 use chock_log::AnsweredBy;
-use chock_policy::{Answer, Key, Layer, Question, Reading, StartQuestion, Verdict};
+use chock_policy::{Answer, Decision, Key, Layer, Question, Reading, StartQuestion, Verdict};
 use tokio_util::sync::CancellationToken;
 
 use crate::ask::{CallAsker, Client, Reply};
@@ -33,6 +36,37 @@ pub enum Asking {
     /// A background command: nobody waits for its answer, so only a rule
     /// can allow it.
     NeverBackground,
+}
+
+/// A reviewer agent: answers an act whose rules said `agent_review` or
+/// `agent_then_human` before any person is asked. Only Chock's own session
+/// has one (`chock run`, `chock acp`, when `chock.zon` names its kind), set
+/// once per session ([`crate::local::InProcess::reviewed_by`]).
+pub trait Reviewer: Send + Sync {
+    /// The reviewer's answer to `asked`; it never fails: a reviewer that
+    /// cannot answer says [`Review::Failed`] and why.
+    fn review<'a>(
+        &'a self,
+        asked: ForReview<'a>,
+    ) -> Pin<Box<dyn Future<Output = Reviewed> + Send + 'a>>;
+}
+
+/// What a reviewer is given: the act, the rule that answered, and whose act it is.
+pub struct ForReview<'a> {
+    pub act: &'a Act<'a>,
+    pub decision: Decision,
+    /// The rule that answered, in words ([`decided_by_words`]).
+    pub rule: String,
+    /// The agent's name as the log has it, and the kinds it was spawned through.
+    pub agent: String,
+    pub chain: Vec<String>,
+}
+
+/// A reviewer's answer: yes, no, or none, with its reason (or why it gave none).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reviewed {
+    pub review: Review,
+    pub reason: String,
 }
 
 /// A tool a row read at start took away.
@@ -97,6 +131,24 @@ fn change_sentence(verdict: &Verdict) -> String {
 }
 
 impl Session {
+    /// Why an `agent_then_human` act of `client` found no reviewer agent, in words.
+    fn no_reviewer_words(&self, client: &Client, asking: Asking) -> String {
+        match (self.reviewer.get(), client) {
+            (Some(_), _) if asking == Asking::NeverHop => {
+                "a redirect hop is never put to a reviewer or a person".into()
+            }
+            (Some(_), _) => "a background command is never put to a reviewer or a person: run it without `background`".into(),
+            (None, Client::Mcp(_)) => format!(
+                "{} has no reviewer agent (only `chock run` and `chock acp` run the one chock.zon names)",
+                self.command
+            ),
+            (None, Client::Local(_)) => match self.policy.reviewer() {
+                Err(none) => none.to_string(),
+                Ok(_) => "no reviewer agent was started".into(),
+            },
+        }
+    }
+
     /// Writes the gate's line for `action` asked through `tool`, by the
     /// agent `agent` (the client's name from `initialize`, `main` before a
     /// client has said it).
@@ -230,7 +282,31 @@ impl Session {
     ) -> Result<(), String> {
         let agent = client.name();
         let action = &act.action;
-        let (settled, why) = match chock_gate::before_asking(ROUTE, &verdict) {
+        // A reviewer agent answers first, where the session has one and the
+        // act is one a person could be asked about.
+        let reviewer = self
+            .reviewer
+            .get()
+            .filter(|_| asking == Asking::Person && chock_gate::reviewed_first(verdict.decision));
+        let (step, reviewed) = match reviewer {
+            Some(reviewer) => {
+                let reviewed = reviewer
+                    .review(ForReview {
+                        act,
+                        decision: verdict.decision,
+                        rule: decided_by_words(&verdict),
+                        agent: agent.clone(),
+                        chain: client.chain().iter().map(|k| (*k).to_owned()).collect(),
+                    })
+                    .await;
+                (
+                    chock_gate::after_review(verdict.decision, reviewed.review),
+                    Some(reviewed),
+                )
+            }
+            None => (chock_gate::before_asking(ROUTE, &verdict), None),
+        };
+        let (settled, why) = match step {
             Step::Settled(settled) => (settled, None),
             // A redirect hop is never asked: a page could otherwise ask at every hop.
             Step::Ask if asking != Asking::Person => (
@@ -238,7 +314,7 @@ impl Session {
                 None,
             ),
             Step::Ask => {
-                let question = question(act, &verdict);
+                let question = question(act, &verdict, reviewed.as_ref());
                 let asker = self.asker(client, cancel, act.tool);
                 let heard = tokio::task::spawn_blocking(move || asker.ask_why(&question))
                     .await
@@ -275,8 +351,16 @@ impl Session {
                 Err(format!("refused: {action} is denied by {by}.{change}"))
             }
             Outcome::Refused(Refused::NoReviewer) => Err(format!(
-                "refused: {action} needs a reviewer agent and then a person ({by}), and {} has no reviewer agent, so nobody was asked.{change}",
-                self.command
+                "refused: {action} needs a reviewer agent and then a person ({by}), and {}, so nobody was asked.{change}",
+                self.no_reviewer_words(client, asking)
+            )),
+            Outcome::Refused(Refused::ReviewerSaidNo) => Err(format!(
+                "refused by the reviewer agent: {action} ({by}) was reviewed and the answer was no: {}. Do not call again for the same act unchanged; tell the person what you wanted it for.{change}",
+                reviewed.as_ref().map_or("", |r| r.reason.as_str())
+            )),
+            Outcome::Refused(Refused::ReviewFailed) => Err(format!(
+                "refused: {action} needs a reviewer agent's yes and then a person's ({by}), and the reviewer agent gave no answer ({}), so nobody was asked.{change}",
+                reviewed.as_ref().map_or("", |r| r.reason.as_str())
             )),
             Outcome::Refused(Refused::PersonSaidNo) => Err(format!(
                 "refused by a person: {action} was asked about and the answer was no. Do not ask again for the same act; tell the person what you wanted it for."
@@ -301,8 +385,10 @@ impl Session {
 }
 
 /// The policy's question for `act`: what a yes lets happen, what a person
-/// reads, and the rule that would answer it next time.
-fn question(act: &Act<'_>, verdict: &Verdict) -> Question {
+/// reads, and the rule that would answer it next time. After a reviewer
+/// agent's answer, the person reads it too; after its yes on
+/// `agent_then_human`, what is left to ask is one person's yes (`ask`).
+fn question(act: &Act<'_>, verdict: &Verdict, reviewed: Option<&Reviewed>) -> Question {
     let summary = match &act.subject {
         Some(subject) => format!("{} wants {} ({subject})", act.tool, act.action),
         None => format!("{} wants {}", act.tool, act.action),
@@ -313,9 +399,23 @@ fn question(act: &Act<'_>, verdict: &Verdict) -> Question {
         verdict.decision,
         decided_by_words(verdict)
     ));
+    let mut decision = verdict.decision;
+    match reviewed {
+        Some(Reviewed {
+            review: Review::Yes,
+            reason,
+        }) => {
+            detail.push(format!("the reviewer agent said yes: {reason}"));
+            decision = Decision::Ask;
+        }
+        Some(Reviewed { reason, .. }) => {
+            detail.push(format!("the reviewer agent gave no answer: {reason}"))
+        }
+        None => {}
+    }
     Question {
         action: act.action.clone(),
-        decision: verdict.decision,
+        decision,
         summary,
         detail,
         rules: verdict.suggestion.iter().cloned().collect(),

@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::ask::{Client, Local, Reply};
 use crate::error::McpError;
-use crate::gate::{Act, Asking};
+use crate::gate::{Act, Asking, Reviewer};
 use crate::gateway::Gateway;
 use crate::session::{EndTasks, ServeOptions, Session};
 use crate::tools::{self, Call, REQUEST_APPLY};
@@ -173,6 +173,26 @@ impl InProcess {
         tokio::task::spawn_blocking(move || asker.ask_text(&question))
             .await
             .unwrap_or_else(|e| Err(format!("asking failed ({e})")))
+    }
+
+    /// Puts every later act of the session whose rules answer
+    /// `agent_review` or `agent_then_human` to `reviewer` first; set once
+    /// (a second is refused).
+    pub fn reviewed_by(&self, reviewer: Arc<dyn Reviewer>) -> Result<(), String> {
+        self.session
+            .reviewer
+            .set(reviewer)
+            .map_err(|_| "the session's reviewer is already set".to_owned())
+    }
+
+    /// The reviewer agent `chock.zon` names, unless a bundle forbids
+    /// reviewer agents: `Err` says why there is none.
+    pub fn reviewer_kind(&self) -> Result<String, String> {
+        self.session
+            .policy
+            .reviewer()
+            .map(|r| r.agent_kind.clone())
+            .map_err(|e| e.to_string())
     }
 
     /// Decides one act of the caller's own tool `tool` through the gate,

@@ -120,6 +120,10 @@ pub struct Session {
     pub session_workspace: Option<std::sync::Mutex<SessionWorkspace>>,
     /// The scratchpad run_command is given ([`ServeOptions::scratchpad`]).
     pub scratchpad: Option<PathBuf>,
+    /// The reviewer agent that answers `agent_review` and
+    /// `agent_then_human` first, set once by a caller that runs one
+    /// (`chock run`, when chock.zon names its kind); none in `chock mcp`.
+    pub reviewer: std::sync::OnceLock<Arc<dyn crate::gate::Reviewer>>,
 }
 
 impl Session {
@@ -216,6 +220,7 @@ impl Session {
             secrets: Default::default(),
             session_workspace: session_workspace.map(std::sync::Mutex::new),
             scratchpad: options.scratchpad.clone(),
+            reviewer: std::sync::OnceLock::new(),
         };
         session
             .read_start_rows(&options.name)

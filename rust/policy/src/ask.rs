@@ -3,8 +3,9 @@
 //! prompts on its terminal, the tool server forwards it to the client's
 //! prompt or to `chock approve`, a hook hands it to the agent's own prompt,
 //! and a process with nobody behind it answers [`Answer::Unavailable`]. An
-//! asker is never asked about `agent_then_human` (no route has a reviewer
-//! agent) nor about `allow` or `deny`. The question carries the rules that
+//! asker is never asked about `agent_then_human` (a person is asked only
+//! after a reviewer agent's yes, and then what is left is `ask`) nor about
+//! `allow` or `deny`. The question carries the rules that
 //! would have answered it, so a refusal for want of a person can name
 //! exactly what to write in `chock.zon`.
 

@@ -54,6 +54,41 @@ pub(crate) struct ProjectFile {
     /// Caps on `chock run`'s spawn tree.
     #[serde(default)]
     subagents: Option<Spanned<SubagentFields>>,
+    /// The reviewer agent of `chock run`.
+    #[serde(default)]
+    review: Option<Spanned<ReviewFields>>,
+}
+
+/// `.review` of `chock.zon`: the agent kind that answers `agent_review`
+/// and `agent_then_human` in Chock's own session.
+#[derive(Debug, Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "the `.review` block: `.{ .agent_kind = \"reviewer\" }`, naming a kind of .policy.agents"
+)]
+struct ReviewFields {
+    agent_kind: String,
+}
+
+/// The reviewer agent `chock.zon` names, and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Review {
+    /// Its agent kind, declared in `.policy.agents`.
+    pub agent_kind: String,
+    pub file: std::path::PathBuf,
+    pub line: u32,
+}
+
+/// `.review` of an organisation bundle: whether a reviewer agent may answer
+/// at all. Unlike the rest of a bundle, an unknown field here refuses it: a
+/// misspelt `.by_agent = false` would otherwise let agents approve.
+#[derive(Debug, Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "the `.review` block: `.{ .by_agent = false }`"
+)]
+struct OrgReviewFields {
+    by_agent: bool,
 }
 
 /// `.container`: the image a project's toolchain comes from.
@@ -251,6 +286,7 @@ struct OrgFile {
     sinks: Spanned<Vec<Spanned<SinkFields>>>,
     budget: Option<Spanned<BudgetFields>>,
     subagents: Option<Spanned<SubagentFields>>,
+    review: Option<OrgReviewFields>,
     #[serde(default)]
     deny_read: Vec<String>,
     #[serde(default)]
@@ -378,6 +414,7 @@ pub(crate) struct ProjectLayer {
     pub(crate) servers: crate::servers::ProjectServers,
     pub(crate) workspace: crate::workspace::WorkspaceSettings,
     pub(crate) subagents: Option<Subagents>,
+    pub(crate) review: Option<Review>,
 }
 
 pub(crate) fn read_project(source: &Source<'_>) -> Result<ProjectLayer, PolicyError> {
@@ -395,9 +432,11 @@ pub(crate) fn read_project(source: &Source<'_>) -> Result<ProjectLayer, PolicyEr
     let servers = crate::servers::read_project_servers(source, file.mcp, file.secrets)?;
     let workspace = crate::workspace::read(source, file.apply, file.workspace, file.deny_read)?;
     let subagents = check_subagents(source, file.subagents)?;
+    let review = check_review(source, file.review, &agents)?;
     Ok(ProjectLayer {
         workspace,
         subagents,
+        review,
         rules,
         agents,
         net: file.policy.net,
@@ -503,6 +542,29 @@ impl Source<'_> {
     }
 }
 
+/// `.review`: a kind `.policy.agents` declares.
+fn check_review(
+    source: &Source<'_>,
+    block: Option<Spanned<ReviewFields>>,
+    agents: &[Agent],
+) -> Result<Option<Review>, PolicyError> {
+    let Some(Spanned { span, value }) = block else {
+        return Ok(None);
+    };
+    let kind = value.agent_kind;
+    if !agents.iter().any(|a| a.kind == kind) {
+        return Err(source.error(
+            span,
+            format!("review: agent kind `{kind}` is not declared: add .{{ .kind = \"{kind}\" }} to .policy.agents"),
+        ));
+    }
+    Ok(Some(Review {
+        agent_kind: kind,
+        file: source.file.to_path_buf(),
+        line: source.line(span),
+    }))
+}
+
 fn check_agents(
     source: &Source<'_>,
     list: Spanned<Vec<Spanned<AgentFields>>>,
@@ -576,6 +638,9 @@ pub struct OrgBundle {
     pub sinks: Vec<Sink>,
     pub budget: Option<Budget>,
     pub subagents: Option<Subagents>,
+    /// `.review.by_agent`: `false` forbids reviewer agents in every
+    /// session under this bundle.
+    pub review_by_agent: bool,
     pub deny_read: Vec<String>,
     pub(crate) rules: RuleSet,
     pub(crate) max_object_bytes: Option<u64>,
@@ -641,6 +706,7 @@ pub(crate) fn read_bundle(source: &Source<'_>) -> Result<OrgBundle, PolicyError>
         sinks,
         budget,
         subagents,
+        review_by_agent: file.review.is_none_or(|r| r.by_agent),
         deny_read: file.deny_read,
         rules,
         max_object_bytes: file.nix.max_object_bytes.map(|b| b.0),

@@ -37,7 +37,7 @@ pub use decision::Decision;
 pub use error::PolicyError;
 pub use files::{
     Agent, BUNDLE_VERSION, Budget, ContainerSettings, MAX_AGENT_KINDS, MAX_RULES, MAX_SINKS,
-    NetMode, NetSettings, OrgBundle, Sink, SinkKind, Subagents,
+    NetMode, NetSettings, OrgBundle, Review, Sink, SinkKind, Subagents,
 };
 pub use index::RuleSet;
 pub use names::{ExecContext, NameError, Phase};
@@ -45,9 +45,9 @@ pub use nix_net::{MAX_SITE_BYTES, NIX_NET_HOSTS, NIX_NET_OPAQUE, nix_net_mirror}
 pub use package::{HookPoint, PolicyPackage};
 pub use pattern::{EXACT_SCORE, Pattern, PatternError};
 pub use policy::{
-    DEFAULT_MAX_DEPTH, DEFAULT_MAX_WIDTH, DecidedBy, Explained, Layer, LoadOptions, PROJECT_FILE,
-    Policy, Reading, SYSTEM_BUNDLE, StartAnswer, StartQuestion, SubagentCaps, Suggestion, Verdict,
-    read_once_note,
+    DEFAULT_MAX_DEPTH, DEFAULT_MAX_WIDTH, DecidedBy, Explained, Layer, LoadOptions, NoReviewer,
+    PROJECT_FILE, Policy, Reading, SYSTEM_BUNDLE, StartAnswer, StartQuestion, SubagentCaps,
+    Suggestion, Verdict, read_once_note,
 };
 pub use prices::{MAX_PRICES, Price};
 pub use promise::Ceiling;

@@ -13,7 +13,8 @@ use crate::decision::Decision;
 use crate::defaults::shipped_rules;
 use crate::error::PolicyError;
 use crate::files::{
-    Agent, NetSettings, OperatorFile, OrgBundle, ProjectLayer, Source, read_bundle, read_project,
+    Agent, NetSettings, OperatorFile, OrgBundle, ProjectLayer, Review, Source, read_bundle,
+    read_project,
 };
 use crate::index::RuleSet;
 use crate::names::{self, NameError};
@@ -230,6 +231,17 @@ pub struct SubagentCaps {
     pub max_width: u32,
 }
 
+/// Why a session has no reviewer agent ([`Policy::reviewer`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoReviewer {
+    /// The project's `chock.zon` names none.
+    #[error("{} names no reviewer agent: declare its kind in .policy.agents and name it in .review = .{{ .agent_kind = \"reviewer\" }}", .0.display())]
+    NotNamed(PathBuf),
+    /// An organisation bundle forbids them.
+    #[error("the organisation bundle {} forbids reviewer agents (.review.by_agent = false)", .0.display())]
+    Forbidden(PathBuf),
+}
+
 /// Every layer, loaded and checked.
 #[derive(Debug)]
 pub struct Policy {
@@ -304,6 +316,7 @@ impl Policy {
             servers: Default::default(),
             workspace: Default::default(),
             subagents: None,
+            review: None,
         };
         let org = org
             .into_iter()
@@ -317,6 +330,7 @@ impl Policy {
                 sinks: Vec::new(),
                 budget: None,
                 subagents: None,
+                review_by_agent: true,
                 deny_read: Vec::new(),
                 rules: RuleSet::new(rules),
                 max_object_bytes: None,
@@ -593,6 +607,19 @@ impl Policy {
             }
         }
         caps
+    }
+
+    /// The reviewer agent of `chock run`: the kind `chock.zon`'s `.review`
+    /// names, unless an organisation bundle forbids reviewer agents
+    /// (`.review = .{ .by_agent = false }`). `Err` says why there is none.
+    pub fn reviewer(&self) -> Result<&Review, NoReviewer> {
+        if let Some(bundle) = self.org.iter().find(|b| !b.review_by_agent) {
+            return Err(NoReviewer::Forbidden(bundle.file.clone()));
+        }
+        self.project
+            .as_ref()
+            .and_then(|p| p.review.as_ref())
+            .ok_or_else(|| NoReviewer::NotNamed(self.project_file.clone()))
     }
 
     /// The workspace settings of `chock.zon` (`.apply`, `.workspace`,

@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use chock_policy::{
-    DEFAULT_MAX_DEPTH, DEFAULT_MAX_WIDTH, Decision, Key, Layer, LoadOptions, Machine, Policy,
-    PolicyError, Reading, StartQuestion, SubagentCaps, human_bytes,
+    DEFAULT_MAX_DEPTH, DEFAULT_MAX_WIDTH, Decision, Key, Layer, LoadOptions, Machine, NoReviewer,
+    Policy, PolicyError, Reading, StartQuestion, SubagentCaps, human_bytes,
 };
 
 fn scratch(name: &str) -> PathBuf {
@@ -483,6 +483,73 @@ fn subagent_caps_come_from_chock_zon_held_to_the_lowest_bundle() {
     );
     let (_, options) = project("caps-empty", Some(".{ .subagents = .{} }"));
     assert!(load_err(&options).contains("subagents needs .max_depth, .max_width or both"));
+}
+
+#[test]
+fn the_reviewer_is_a_declared_kind_and_a_bundle_may_forbid_reviewer_agents() {
+    let (_, options) = project("review-none", None);
+    let none = Policy::load(&options).expect("loads");
+    assert!(
+        matches!(none.reviewer(), Err(NoReviewer::NotNamed(_))),
+        "{:?}",
+        none.reviewer()
+    );
+    let zon = ".{\n  .policy = .{ .agents = .{ .{ .kind = \"main\" }, .{ .kind = \"reviewer\" } } },\n  .review = .{ .agent_kind = \"reviewer\" },\n}\n";
+    let (dir, mut options) = project("review", Some(zon));
+    let policy = Policy::load(&options).expect("loads");
+    let review = policy.reviewer().expect("a reviewer");
+    assert_eq!(review.agent_kind, "reviewer");
+    assert_eq!(
+        (review.file.clone(), review.line),
+        (dir.join("chock.zon"), 3)
+    );
+    // A bundle that does not mention review leaves it; one that forbids
+    // reviewer agents takes it away, whatever chock.zon says.
+    options.org_bundles = vec![write(&dir, "quiet.zon", ".{ .version = 1 }\n")];
+    assert!(Policy::load(&options).expect("loads").reviewer().is_ok());
+    let forbids = write(
+        &dir,
+        "forbids.zon",
+        ".{ .review = .{ .by_agent = false } }\n",
+    );
+    options.org_bundles.push(forbids.clone());
+    let held = Policy::load(&options).expect("loads");
+    assert_eq!(held.reviewer(), Err(NoReviewer::Forbidden(forbids)));
+    assert!(
+        held.reviewer()
+            .unwrap_err()
+            .to_string()
+            .contains("by_agent = false")
+    );
+    // A misspelt field in the bundle refuses it rather than letting agents approve.
+    options.org_bundles = vec![write(
+        &dir,
+        "typo.zon",
+        ".{\n .review = .{ .by_agnet = false },\n}\n",
+    )];
+    let shown = load_err(&options);
+    assert!(
+        shown.contains("typo.zon:2") && shown.contains("by_agnet"),
+        "{shown}"
+    );
+
+    for (name, text, words) in [
+        (
+            "review-undeclared",
+            ".{\n .review = .{ .agent_kind = \"checker\" },\n}\n",
+            "chock.zon:2:12: review: agent kind `checker` is not declared: add .{ .kind = \"checker\" } to .policy.agents",
+        ),
+        (
+            "review-unknown-field",
+            ".{ .policy = .{ .agents = .{ .{ .kind = \"r\" } } }, .review = .{ .agent_kind = \"r\", .model = \"m\" } }",
+            "model",
+        ),
+        ("review-empty", ".{ .review = .{} }", "agent_kind"),
+    ] {
+        let (_, options) = project(name, Some(text));
+        let shown = load_err(&options);
+        assert!(shown.contains(words), "{name}: {shown}");
+    }
 }
 
 #[test]

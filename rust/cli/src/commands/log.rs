@@ -250,6 +250,7 @@ fn decided_by(answered_by: AnsweredBy, by: &DecidedBy) -> String {
         AnsweredBy::Person => "a person".to_owned(),
         AnsweredBy::Nobody => "nobody (unanswered)".to_owned(),
         AnsweredBy::Client => "the client (dismissed, no person answered)".to_owned(),
+        AnsweredBy::Reviewer => "a reviewer agent".to_owned(),
     }
 }
 
