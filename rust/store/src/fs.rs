@@ -124,6 +124,23 @@ pub fn open(path: &Path) -> io::Result<File> {
     }
 }
 
+/// Opens the file at `path` for reading without waiting (a FIFO planted
+/// in its place cannot hold the reader), following a last link.
+pub fn open_nonblocking(path: &Path) -> io::Result<File> {
+    match at(path) {
+        At::Host => {
+            use std::os::unix::fs::OpenOptionsExt;
+            std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(OFlags::NONBLOCK.bits() as i32)
+                .open(path)
+        }
+        At::Beneath(root, rel) => {
+            beneath(&root, &rel, OFlags::RDONLY | OFlags::NONBLOCK).map(File::from)
+        }
+    }
+}
+
 /// Opens the file at `path` for reading, never through a last link.
 pub fn open_nofollow(path: &Path) -> io::Result<File> {
     match at(path) {
