@@ -76,6 +76,8 @@ struct Step {
     write: bool,
     /// Whether the landing exchanged it with an old entry.
     exchanged: bool,
+    /// Whether it is in place (and not put back).
+    landed: bool,
 }
 
 /// Writes `changes` (read from the upper layer `upper`) into `project`,
@@ -120,6 +122,7 @@ pub(crate) fn write_changes(
                             temporary: temporary(),
                             write: false,
                             exchanged: false,
+                            landed: false,
                         });
                     }
                 }
@@ -132,6 +135,7 @@ pub(crate) fn write_changes(
                         temporary: temporary.clone(),
                         write: true,
                         exchanged: false,
+                        landed: false,
                     };
                     // Pushed first, so a half-made temporary is removed too.
                     steps.push(step);
@@ -183,6 +187,12 @@ fn nothing_written(project: &Path, e: WorkspaceError) -> WorkspaceError {
 
 /// One step of the landing, on the held folder.
 fn land(folders: &Folders<'_>, step: &mut Step) -> Result<(), WorkspaceError> {
+    landing(folders, step)?;
+    step.landed = true;
+    Ok(())
+}
+
+fn landing(folders: &Folders<'_>, step: &mut Step) -> Result<(), WorkspaceError> {
     let dir = folders.held[step.parent].as_fd();
     let failed = |e: Errno| {
         WorkspaceError::Refused(format!(
@@ -238,7 +248,7 @@ fn put_back(folders: &Folders<'_>, steps: &mut [Step]) -> Vec<String> {
             (&step.temporary, &step.name, RenameFlags::RENAME_NOREPLACE)
         };
         match renameat2(dir, from.as_os_str(), dir, to.as_os_str(), flags) {
-            Ok(()) => step.exchanged = false,
+            Ok(()) => step.landed = false,
             Err(e) => not_back.push(format!(
                 "{} (your old entry is {}: {})",
                 step.rel.display(),
@@ -250,10 +260,11 @@ fn put_back(folders: &Folders<'_>, steps: &mut [Step]) -> Vec<String> {
     not_back
 }
 
-/// Removes every staged temporary (the old entries of steps put back are
-/// under their own names again).
+/// Removes every staged temporary of a step not in place (the old entries
+/// of steps put back are under their own names again; a step that could
+/// not be put back keeps the old entry under its temporary name).
 fn clear(folders: &Folders<'_>, steps: &[Step]) {
-    for step in steps.iter().filter(|s| s.write) {
+    for step in steps.iter().filter(|s| s.write && !s.landed) {
         let _ = remove_beneath(folders.held[step.parent].as_fd(), &step.temporary);
     }
 }
