@@ -346,7 +346,10 @@ fn nix_eval_evaluates_the_overlay_with_its_removals() {
     let ran = client.call("run_command", json!({"argv": ["rm", "lib/gone.nix"]}));
     assert!(!ran.is_error, "{ran:?}");
     assert_eq!(eval(&mut client, "(import ./.).who"), "\"agent\"");
-    assert_eq!(eval(&mut client, "builtins.pathExists ./lib/gone.nix"), "false");
+    assert_eq!(
+        eval(&mut client, "builtins.pathExists ./lib/gone.nix"),
+        "false"
+    );
     assert_eq!(
         eval(&mut client, "builtins.attrNames (builtins.readDir ./lib)"),
         "[ \"kept.nix\" ]"
@@ -361,7 +364,11 @@ fn nix_eval_evaluates_the_overlay_with_its_removals() {
         ),
         "[ \"kept.nix\" ]"
     );
-    assert_eq!(snapshot(&env.project), before, "the person's tree is untouched");
+    assert_eq!(
+        snapshot(&env.project),
+        before,
+        "the person's tree is untouched"
+    );
     drop(client);
 
     // The person's tree, once it holds what the overlay held, copies to
@@ -403,7 +410,10 @@ fn nix_build_builds_the_flake_the_agent_wrote_in_the_overlay() {
 }}
 "#
     );
-    for (path, content) in [("flake.nix", flake.as_str()), ("words.txt", "from the agent\n")] {
+    for (path, content) in [
+        ("flake.nix", flake.as_str()),
+        ("words.txt", "from the agent\n"),
+    ] {
         let wrote = client.call("write_file", json!({"path": path, "content": content}));
         assert!(!wrote.is_error, "{wrote:?}");
     }

@@ -46,10 +46,11 @@ pub struct Shown(u64);
 /// later one's root is read.
 pub fn show(path: &Path, root: OwnedFd) -> Shown {
     let id = NEXT.fetch_add(1, Ordering::Relaxed);
-    SHOWN
-        .write()
-        .unwrap_or_else(PoisonError::into_inner)
-        .push((id, path.to_path_buf(), Arc::new(root)));
+    SHOWN.write().unwrap_or_else(PoisonError::into_inner).push((
+        id,
+        path.to_path_buf(),
+        Arc::new(root),
+    ));
     Shown(id)
 }
 

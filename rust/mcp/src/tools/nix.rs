@@ -85,13 +85,13 @@ pub async fn nix_eval(call: &Call<'_>, args: NixEval) -> Result<String, String> 
         let _shown = shown;
         chock_fix::evaluate(&options, &request)
     })
-        .await
-        .map_err(|e| {
-            format!(
-                "the evaluation stopped unexpectedly ({e}); this is a bug in {}",
-                call.session.command
-            )
-        })?;
+    .await
+    .map_err(|e| {
+        format!(
+            "the evaluation stopped unexpectedly ({e}); this is a bug in {}",
+            call.session.command
+        )
+    })?;
     watcher.abort();
     let mut text = String::new();
     for line in traces.lock().map(|l| l.clone()).unwrap_or_default() {

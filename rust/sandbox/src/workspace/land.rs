@@ -285,9 +285,9 @@ impl Folders<'_> {
             return Ok(known);
         }
         let fd = if dir.as_os_str().is_empty() {
-            self.top.try_clone().map_err(|e| {
-                WorkspaceError::Refused(format!("{}: {e}", self.project.display()))
-            })?
+            self.top
+                .try_clone()
+                .map_err(|e| WorkspaceError::Refused(format!("{}: {e}", self.project.display())))?
         } else {
             let shown = self.project.join(dir);
             let fd = sys::open_path(self.top.as_raw_fd(), &cstring(dir), true)
@@ -347,9 +347,7 @@ fn copy(
         )));
     }
     let failed = |what: &'static str| {
-        move |e: Errno| {
-            WorkspaceError::Refused(format!("{what} {}: {}", rel.display(), e.desc()))
-        }
+        move |e: Errno| WorkspaceError::Refused(format!("{what} {}: {}", rel.display(), e.desc()))
     };
     let source = beneath(upper, rel, OFlag::O_PATH | OFlag::O_NOFOLLOW)
         .map_err(failed("reading the session's"))?;
@@ -459,12 +457,13 @@ fn remove_beneath(dir: std::os::fd::BorrowedFd<'_>, name: &OsStr) -> Result<(), 
             .resolve(ResolveFlag::RESOLVE_BENEATH | ResolveFlag::RESOLVE_NO_SYMLINKS),
     )?;
     let _ = nix::sys::stat::fchmod(&inner, Mode::from_bits_truncate(0o700));
-    let names: Vec<OsString> = nix::dir::Dir::from_fd(inner.try_clone().map_err(|_| Errno::EMFILE)?)?
-        .iter()
-        .filter_map(Result::ok)
-        .map(|e| OsStr::from_bytes(e.file_name().to_bytes()).to_os_string())
-        .filter(|n| n != "." && n != "..")
-        .collect();
+    let names: Vec<OsString> =
+        nix::dir::Dir::from_fd(inner.try_clone().map_err(|_| Errno::EMFILE)?)?
+            .iter()
+            .filter_map(Result::ok)
+            .map(|e| OsStr::from_bytes(e.file_name().to_bytes()).to_os_string())
+            .filter(|n| n != "." && n != "..")
+            .collect();
     for child in names {
         remove_beneath(inner.as_fd(), &child)?;
     }
@@ -612,7 +611,11 @@ mod tests {
     #[test]
     fn an_apply_racing_a_folder_swapped_for_a_link_never_writes_outside() {
         let (dir, project, upper) = layers(&[("sub/new", "session\n"), ("sub/other", "more\n")]);
-        let outside = dir.path().canonicalize().expect("canonical").join("outside");
+        let outside = dir
+            .path()
+            .canonicalize()
+            .expect("canonical")
+            .join("outside");
         std::fs::create_dir(&outside).expect("mkdir");
         std::fs::create_dir(project.join("sub")).expect("mkdir");
         std::os::unix::fs::symlink(&outside, project.join("link")).expect("link");
