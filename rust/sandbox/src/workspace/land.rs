@@ -101,7 +101,8 @@ pub(crate) fn write_changes(
     // removed and written: the write's exchange does both.
     let written: Vec<&Path> = changes
         .iter()
-        .filter_map(|c| matches!(c, Change::Write(_)).then(|| c.rel()))
+        .filter(|c| matches!(c, Change::Write(_)))
+        .map(Change::rel)
         .collect();
     let mut steps: Vec<Step> = Vec::new();
     let mut count = 0;
