@@ -312,3 +312,125 @@ fn the_file_tools_read_a_bind_but_never_write_under_it() {
     );
     assert_eq!(env.read("notes.txt").as_deref(), Some("kept\n"));
 }
+
+const NIX_ALLOWED: &str = ".{ .policy = .{ .rules = .{ \
+    .{ .action = \"workspace.apply\", .decision = .allow }, \
+    .{ .action = \"call.nix_eval\", .decision = .allow }, \
+    .{ .action = \"nix.build.*\", .decision = .allow } } } }\n";
+
+/// nix_eval evaluates the overlay, not the person's tree: a `default.nix`
+/// the agent rewrote is what `import ./.` reads, a file a command removed
+/// is absent (`pathExists`, `readDir`, and the source copied into the
+/// store, whose path is the one the person's tree gets once it has the
+/// same files), and the person's tree is untouched.
+#[test]
+fn nix_eval_evaluates_the_overlay_with_its_removals() {
+    let env = Env::new();
+    env.write("default.nix", "{ who = \"person\"; }\n");
+    env.write("lib/kept.nix", "1\n");
+    env.write("lib/gone.nix", "2\n");
+    env.zon(NIX_ALLOWED);
+    let before = snapshot(&env.project);
+    let mut client = env.client(false, &["--workspace"]);
+    let eval = |client: &mut support::Client, expression: &str| {
+        let called = client.call("nix_eval", json!({"expression": expression}));
+        assert!(!called.is_error, "{expression}: {called:?}");
+        called.text.trim().to_string()
+    };
+    assert_eq!(eval(&mut client, "(import ./.).who"), "\"person\"");
+    let wrote = client.call(
+        "write_file",
+        json!({"path": "default.nix", "content": "{ who = \"agent\"; }\n"}),
+    );
+    assert!(!wrote.is_error, "{wrote:?}");
+    let ran = client.call("run_command", json!({"argv": ["rm", "lib/gone.nix"]}));
+    assert!(!ran.is_error, "{ran:?}");
+    assert_eq!(eval(&mut client, "(import ./.).who"), "\"agent\"");
+    assert_eq!(
+        eval(&mut client, "builtins.pathExists ./lib/gone.nix"),
+        "false"
+    );
+    assert_eq!(
+        eval(&mut client, "builtins.attrNames (builtins.readDir ./lib)"),
+        "[ \"kept.nix\" ]"
+    );
+    let imported = client.call("nix_eval", json!({"expression": "import ./lib/gone.nix"}));
+    assert!(imported.is_error, "{imported:?}");
+    let copied = eval(&mut client, "\"${./lib}\"");
+    assert_eq!(
+        eval(
+            &mut client,
+            "builtins.attrNames (builtins.readDir \"${./lib}\")"
+        ),
+        "[ \"kept.nix\" ]"
+    );
+    assert_eq!(
+        snapshot(&env.project),
+        before,
+        "the person's tree is untouched"
+    );
+    drop(client);
+
+    // The person's tree, once it holds what the overlay held, copies to
+    // the same store path: the removed file was never in the source.
+    std::fs::remove_file(env.project.join("lib/gone.nix")).expect("rm");
+    let mut plain = env.client(false, &[]);
+    assert_eq!(eval(&mut plain, "\"${./lib}\""), copied);
+    assert_eq!(eval(&mut plain, "(import ./.).who"), "\"person\"");
+}
+
+/// nix_build builds the flake the agent wrote in the overlay: the person's
+/// project has none.
+#[test]
+fn nix_build_builds_the_flake_the_agent_wrote_in_the_overlay() {
+    chock_testkit::require_nix_daemon(&chock_store::daemon::socket_path());
+    let env = Env::new();
+    env.write("words.txt", "from the person\n");
+    env.zon(NIX_ALLOWED);
+    let system = chock_sandbox::devshell::system();
+    let nonce = format!(
+        "{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    );
+    let mut client = env.client(false, &["--workspace"]);
+    let flake = format!(
+        r#"{{
+  outputs = {{ self }}: {{
+    packages.{system}.default = derivation {{
+      name = "overlay-built-{nonce}";
+      system = "{system}";
+      builder = "/bin/sh";
+      src = ./.;
+      args = [ "-c" "read line < $src/words.txt; echo $line > $out" ];
+    }};
+  }};
+}}
+"#
+    );
+    for (path, content) in [
+        ("flake.nix", flake.as_str()),
+        ("words.txt", "from the agent\n"),
+    ] {
+        let wrote = client.call("write_file", json!({"path": path, "content": content}));
+        assert!(!wrote.is_error, "{wrote:?}");
+    }
+    let attribute = json!(["packages", system, "default"]);
+    let built = client.call("nix_build", json!({"attribute": attribute}));
+    assert!(!built.is_error, "{built:?}");
+    let out = built
+        .text
+        .split("out: ")
+        .nth(1)
+        .and_then(|o| o.split_whitespace().next())
+        .map(|o| o.trim_end_matches(['.', ',']).to_string())
+        .unwrap_or_else(|| panic!("no out path in {}", built.text));
+    assert_eq!(
+        std::fs::read_to_string(&out).expect("the output"),
+        "from the agent\n"
+    );
+    assert!(!env.project.join("flake.nix").exists());
+    assert_eq!(env.read("words.txt").as_deref(), Some("from the person\n"));
+}

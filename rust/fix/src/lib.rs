@@ -342,7 +342,7 @@ fn load<'a>(ev: &mut Evaluator<'a>, source: &Source) -> Result<&'a syntax::ir::E
     match source {
         Source::File(path) => {
             let path = eval::lexical_absolute(path);
-            let file = if path.is_dir() {
+            let file = if chock_store::fs::is_dir(&path) {
                 path.join("default.nix")
             } else {
                 path

@@ -13,7 +13,6 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::io::Read;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
@@ -114,11 +113,7 @@ impl Lock {
         };
         // Non-blocking, so a FIFO planted as flake.lock cannot hold the
         // session start; only a regular file is read.
-        let handle = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(file)
-            .map_err(read_error)?;
+        let handle = chock_store::fs::open_nonblocking(file).map_err(read_error)?;
         if !handle.metadata().map_err(read_error)?.is_file() {
             return Err(LockError::NotAFile {
                 file: file.to_path_buf(),

@@ -86,7 +86,7 @@ impl FlakeInputs {
     /// ordinary case for a project without a flake).
     pub fn open(project: &Path) -> Result<Option<FlakeInputs>, LockError> {
         let file = project.join(LOCK_FILE);
-        match std::fs::symlink_metadata(&file) {
+        match chock_store::fs::symlink_metadata(&file) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(source) => return Err(LockError::Read { file, source }),
             Ok(_) => {}

@@ -61,8 +61,18 @@ pub async fn build(call: &Call<'_>, wanted: ToBuild) -> Result<Built, String> {
             model: None,
         },
     };
+    // An overlay workspace is read beneath its mount until the sources
+    // are written into the store.
+    let shown = call
+        .session
+        .workspace
+        .shown_to_nix()
+        .map_err(|e| format!("{tool}: {e}"))?;
     // The build blocks (the daemon, a person), so it runs off the async threads.
     let built = tokio::task::spawn_blocking(move || {
+        // Held by the build itself, so a cancelled call does not leave it
+        // reading the project's paths on the host.
+        let _shown = shown;
         let inputs = SessionInputs::new(&session, &asker, tool);
         let context = Context {
             policy: &session.policy,

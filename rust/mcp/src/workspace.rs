@@ -270,6 +270,44 @@ impl Workspace {
     }
 }
 
+/// An overlay workspace shown to a nix call (`nix_eval`, `nix_build`,
+/// `provide_tool`): while it lives, the evaluator, the flake lock reader
+/// and the writing of sources into the store read every path under the
+/// project's beneath the root of an overlay mounted for this call
+/// (`chock_store::fs`), so they see what the session wrote and removed,
+/// and never a link out of it.
+pub struct ShownToNix {
+    /// Dropped first: nothing reads beneath the mount once it goes.
+    _shown: chock_store::fs::Shown,
+    _merged: chock_sandbox::workspace::Merged,
+}
+
+impl Workspace {
+    /// The workspace shown to one nix call: an overlay mounted for it
+    /// (`None` for a tree, which the evaluation reads where it is).
+    pub fn shown_to_nix(&self) -> Result<Option<ShownToNix>, FileError> {
+        let Source::Overlay(view) = &self.source else {
+            return Ok(None);
+        };
+        let merged = chock_sandbox::workspace::mount_overlay(view)
+            .map_err(|e| FileError::Overlay { why: e.to_string() })?
+            .ok_or_else(|| FileError::Overlay {
+                why: "the workspace is no overlay".into(),
+            })?;
+        let root = merged
+            .root()
+            .ok_or_else(|| FileError::Overlay {
+                why: "the overlay has no root".into(),
+            })?
+            .try_clone()
+            .map_err(|e| io_error(Path::new(""), e))?;
+        Ok(Some(ShownToNix {
+            _shown: chock_store::fs::show(&view.source, root),
+            _merged: merged,
+        }))
+    }
+}
+
 impl Opened<'_> {
     /// Reads a file of at most `limit` bytes.
     pub fn read(&self, rel: &Path, limit: u64) -> Result<Vec<u8>, FileError> {

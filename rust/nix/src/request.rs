@@ -95,7 +95,7 @@ impl BuildRequest {
                 (Some(action), dir, reference.clone())
             }
         };
-        if !flake_dir.join("flake.nix").is_file() {
+        if !chock_store::fs::is_file(&flake_dir.join("flake.nix")) {
             return Err(RequestError::NoFlake { dir: flake_dir }.into());
         }
         let reference = reference
@@ -168,6 +168,25 @@ fn resolve_inside(project: &Path, reference: &str) -> Result<PathBuf, crate::Bui
         .find_map(|scheme| base.strip_prefix(scheme))
         .or_else(|| base.starts_with(['.', '/']).then_some(base))
         .ok_or_else(foreign)?;
+    if chock_store::fs::shown_under(project).is_some() {
+        // A project read beneath a held descriptor (an overlay workspace):
+        // the name alone says where, and the kernel keeps the folder
+        // beneath the project when it is opened.
+        let mut dir = PathBuf::from("/");
+        for part in project.join(local).components() {
+            match part {
+                std::path::Component::ParentDir => {
+                    dir.pop();
+                }
+                std::path::Component::Normal(name) => dir.push(name),
+                _ => {}
+            }
+        }
+        if !dir.starts_with(project) || !chock_store::fs::is_dir(&dir) {
+            return Err(foreign().into());
+        }
+        return Ok(dir);
+    }
     let project_real = project
         .canonicalize()
         .map_err(|source| RequestError::Project {

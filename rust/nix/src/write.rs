@@ -172,7 +172,7 @@ fn tree_nar(
 ) -> Result<Vec<u8>, BuildError> {
     let staged;
     let root: PathBuf = match kept {
-        Some(kept) if tree.is_dir() => {
+        Some(kept) if chock_store::fs::is_dir(tree) => {
             staged = stage(tree, kept)?;
             staged.path().join("tree")
         }
@@ -215,14 +215,17 @@ fn stage(tree: &Path, kept: &BTreeSet<PathBuf>) -> Result<tempfile::TempDir, Bui
         }
         let from = tree.join(entry);
         let to = root.join(entry);
-        let meta = std::fs::symlink_metadata(&from).map_err(io(&from))?;
+        let meta = chock_store::fs::symlink_metadata(&from).map_err(io(&from))?;
         if meta.is_dir() {
             std::fs::create_dir_all(&to).map_err(io(&to))?;
         } else if meta.file_type().is_symlink() {
-            let target = std::fs::read_link(&from).map_err(io(&from))?;
+            let target = chock_store::fs::read_link(&from).map_err(io(&from))?;
             std::os::unix::fs::symlink(target, &to).map_err(io(&to))?;
         } else {
-            std::fs::copy(&from, &to).map_err(io(&from))?;
+            let mut source = chock_store::fs::open_nofollow(&from).map_err(io(&from))?;
+            let mut copy = std::fs::File::create(&to).map_err(io(&to))?;
+            io::copy(&mut source, &mut copy).map_err(io(&from))?;
+            copy.set_permissions(meta.permissions()).map_err(io(&to))?;
         }
     }
     Ok(staging)
@@ -231,7 +234,7 @@ fn stage(tree: &Path, kept: &BTreeSet<PathBuf>) -> Result<tempfile::TempDir, Bui
 fn read_bounded(file: &Path, cap: u64, object: &StorePath) -> Result<Vec<u8>, BuildError> {
     use std::io::Read;
     let mut bytes = Vec::new();
-    std::fs::File::open(file)
+    chock_store::fs::open(file)
         .and_then(|f| f.take(cap.saturating_add(1)).read_to_end(&mut bytes))
         .map_err(|source| Fault::Io {
             path: file.to_path_buf(),
@@ -240,7 +243,7 @@ fn read_bounded(file: &Path, cap: u64, object: &StorePath) -> Result<Vec<u8>, Bu
     if bytes.len() as u64 > cap {
         return Err(Refusal::ObjectTooLarge {
             path: object.to_string(),
-            bytes: std::fs::metadata(file).map_or(bytes.len() as u64, |m| m.len()),
+            bytes: chock_store::fs::metadata(file).map_or(bytes.len() as u64, |m| m.len()),
             cap,
         }
         .into());

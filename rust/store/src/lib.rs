@@ -36,6 +36,7 @@
 #[cfg(feature = "daemon")]
 pub mod daemon;
 pub mod derivation;
+pub mod fs;
 pub mod hash;
 pub mod nar;
 pub mod nix32;

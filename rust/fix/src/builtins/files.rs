@@ -134,8 +134,8 @@ fn path_exists<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Resu
     }
     let exists = match ev.locate(file, pos)? {
         Located::Text(_) => !must_be_dir,
-        Located::Host(host) if must_be_dir => host.is_dir(),
-        Located::Host(host) => std::fs::symlink_metadata(host).is_ok(),
+        Located::Host(host) if must_be_dir => chock_store::fs::is_dir(&host),
+        Located::Host(host) => chock_store::fs::exists_no_follow(&host),
     };
     Ok(Value::Bool(exists))
 }
@@ -217,7 +217,7 @@ fn find_file<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result
         let candidate = canon_path(&candidate);
         let file = crate::eval::os_path(&candidate);
         ev.check_path(file, pos)?;
-        if std::fs::symlink_metadata(file).is_ok() {
+        if chock_store::fs::exists_no_follow(file) {
             return Ok(Value::Path(NixString::from(candidate)));
         }
     }

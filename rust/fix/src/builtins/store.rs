@@ -295,7 +295,7 @@ fn add_path<'a>(
             },
         )
     } else {
-        let bytes = std::fs::read(&host).map_err(|e| {
+        let bytes = chock_store::fs::read(&host).map_err(|e| {
             Error::new(
                 ErrorKind::Io,
                 format!("opening file '{}': {e}", logical.display()),

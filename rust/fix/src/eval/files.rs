@@ -15,7 +15,11 @@ use std::rc::Rc;
 
 /// Which files an evaluation may read. In pure mode only paths inside the
 /// roots (after resolving symlinks, so a link cannot lead out) and the
-/// store; in impure mode anything the process can read.
+/// store; in impure mode anything the process can read. A path of a tree
+/// read beneath a held descriptor (an overlay workspace, see
+/// `chock_store::fs`) is judged by its name alone: when that tree lies in a
+/// root, the kernel keeps every open of it beneath the tree
+/// (`RESOLVE_BENEATH`), and no link is resolved here on the host.
 pub struct IoPolicy {
     pure: bool,
     roots: Vec<PathBuf>,
@@ -66,9 +70,19 @@ impl IoPolicy {
         if !self.pure {
             return Ok(());
         }
-        let real = Self::resolve(path);
-        if self.roots.iter().any(|root| real.starts_with(root)) {
-            return Ok(());
+        if let Some(top) = chock_store::fs::shown_under(path) {
+            if self.roots.iter().any(|root| top.starts_with(root)) {
+                return Ok(());
+            }
+        } else {
+            let real = Self::resolve(path);
+            // A link elsewhere into a shown tree would read the host's
+            // files under its name, not the tree's.
+            if chock_store::fs::shown_under(&real).is_none()
+                && self.roots.iter().any(|root| real.starts_with(root))
+            {
+                return Ok(());
+            }
         }
         let allowed: Vec<String> = self.roots.iter().map(|r| r.display().to_string()).collect();
         Err(Error::new(
@@ -124,7 +138,7 @@ impl<'a> Evaluator<'a> {
     pub fn read_file(&self, path: &Path, pos: Pos) -> Result<Vec<u8>> {
         match self.locate(path, pos)? {
             Located::Host(host) => {
-                std::fs::read(&host).map_err(|e| io_error("opening file", path, &e, pos))
+                chock_store::fs::read(&host).map_err(|e| io_error("opening file", path, &e, pos))
             }
             Located::Text(bytes) => Ok(bytes),
         }
@@ -134,17 +148,12 @@ impl<'a> Evaluator<'a> {
         let host = self
             .host_path(path, pos)?
             .unwrap_or_else(|| path.to_path_buf());
-        let entries =
-            std::fs::read_dir(&host).map_err(|e| io_error("reading directory", path, &e, pos))?;
-        let mut out = Vec::new();
-        for entry in entries {
-            let entry = entry.map_err(|e| io_error("reading directory", path, &e, pos))?;
-            let kind = entry
-                .file_type()
-                .map_err(|e| io_error("reading directory", path, &e, pos))?;
-            out.push((entry.file_name().as_bytes().to_vec(), kind));
-        }
-        Ok(out)
+        let entries = chock_store::fs::read_dir(&host)
+            .map_err(|e| io_error("reading directory", path, &e, pos))?;
+        Ok(entries
+            .into_iter()
+            .map(|(name, kind)| (name.as_bytes().to_vec(), kind))
+            .collect())
     }
 
     /// `builtins.readFileType`-style: the type of the path itself (not
@@ -157,7 +166,7 @@ impl<'a> Evaluator<'a> {
                 .ok()
                 .map(|m| m.file_type()));
         };
-        match std::fs::symlink_metadata(&host) {
+        match chock_store::fs::symlink_metadata(&host) {
             Ok(m) => Ok(Some(m.file_type())),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => Ok(None),
@@ -179,7 +188,7 @@ impl<'a> Evaluator<'a> {
                 path,
             )));
         };
-        if std::fs::symlink_metadata(&host).is_err() {
+        if !chock_store::fs::exists_no_follow(&host) {
             return Err(Error::new(
                 ErrorKind::Io,
                 format!("path '{}' does not exist", file.display()),
@@ -251,9 +260,9 @@ impl<'a> Evaluator<'a> {
             let Some(host) = self.host_path(&file, pos)? else {
                 return Ok(file);
             };
-            match std::fs::symlink_metadata(&host) {
+            match chock_store::fs::symlink_metadata(&host) {
                 Ok(m) if m.file_type().is_symlink() => {
-                    let target = std::fs::read_link(&host)
+                    let target = chock_store::fs::read_link(&host)
                         .map_err(|e| io_error("reading the symbolic link", &file, &e, pos))?;
                     let dir = file.parent().unwrap_or(Path::new("/"));
                     file = lexical_absolute(&dir.join(target));

@@ -18,8 +18,13 @@ pub struct GitState {
 }
 
 /// The state of the work tree whose top is `dir`; `None` when `dir` holds
-/// no `.git` or git cannot read it (the flake is then a plain directory).
+/// no `.git` or git cannot read it (the flake is then a plain directory),
+/// and for a tree read beneath a held descriptor (an overlay workspace,
+/// see `chock_store::fs`), where git, which walks paths, cannot go.
 pub fn state(dir: &Path) -> Option<GitState> {
+    if chock_store::fs::shown_under(dir).is_some() {
+        return None;
+    }
     std::fs::symlink_metadata(dir.join(".git")).ok()?;
     let head = git(dir, &["log", "-1", "--format=%H %ct"]);
     let (rev, last_modified) = match head.as_deref().and_then(|h| h.split_once(' ')) {

@@ -114,7 +114,7 @@ pub(crate) fn flake_value<'a>(ev: &mut Evaluator<'a>, dir: &Path, pos: Pos) -> R
         return ev.force(&done);
     }
     ev.check_path(dir, pos)?;
-    if !dir.join("flake.nix").is_file() {
+    if !chock_store::fs::is_file(&dir.join("flake.nix")) {
         return Err(Error::new(
             ErrorKind::Io,
             format!(
@@ -217,7 +217,7 @@ impl<'a> Graph<'a> {
             inputs: BTreeMap::new(),
             source: NodeSource::Info(root_info),
         };
-        if lock_file.exists() {
+        if chock_store::fs::metadata(&lock_file).is_ok() {
             let lock = Lock::read(&lock_file)
                 .map_err(|e| Error::new(ErrorKind::Io, e.to_string(), pos))?;
             let by_path = input_paths(&lock);
@@ -572,7 +572,7 @@ fn hash_tree(ev: &Evaluator<'_>, dir: &Path, pos: Pos) -> Result<Walked> {
 
 fn mtime(path: &Path) -> i64 {
     use std::os::unix::fs::MetadataExt;
-    std::fs::symlink_metadata(path).map_or(0, |m| m.mtime())
+    chock_store::fs::symlink_metadata(path).map_or(0, |m| m.mtime())
 }
 
 /// The directory of the flake named `reference` (see [`resolve_reference`]),

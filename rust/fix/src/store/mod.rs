@@ -70,7 +70,7 @@ impl Produced {
         {
             return Ok(Located::Text(text.contents.clone()));
         }
-        if path.symlink_metadata().is_ok() {
+        if chock_store::fs::exists_no_follow(path) {
             return Ok(Located::Host(path.to_path_buf()));
         }
         let absolute = store_path.to_absolute();

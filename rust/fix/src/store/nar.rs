@@ -87,26 +87,25 @@ fn node<E>(
     kept: &mut BTreeSet<PathBuf>,
 ) -> Result<(), WalkError<E>> {
     let io_err = |e| WalkError::Io(path.to_path_buf(), e);
-    let meta = std::fs::symlink_metadata(path).map_err(io_err)?;
+    let meta = chock_store::fs::symlink_metadata(path).map_err(io_err)?;
     w.string(b"(");
     w.string(b"type");
     let kind = meta.file_type();
     if kind.is_symlink() {
-        let target = std::fs::read_link(path).map_err(io_err)?;
+        let target = chock_store::fs::read_link(path).map_err(io_err)?;
         w.string(b"symlink");
         w.string(b"target");
         w.string(target.as_os_str().as_bytes());
     } else if kind.is_dir() {
         w.string(b"directory");
         let mut entries = Vec::new();
-        for entry in std::fs::read_dir(path).map_err(io_err)? {
-            let entry = entry.map_err(io_err)?;
-            entries.push(entry.file_name());
+        for (name, _) in chock_store::fs::read_dir(path).map_err(io_err)? {
+            entries.push(name);
         }
         entries.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
         for name in entries {
             let child = path.join(&name);
-            let child_kind = std::fs::symlink_metadata(&child)
+            let child_kind = chock_store::fs::symlink_metadata(&child)
                 .map_err(|e| WalkError::Io(child.clone(), e))?
                 .file_type();
             if !filter(&child, kind_name(&child_kind)).map_err(WalkError::Filter)? {
@@ -132,7 +131,7 @@ fn node<E>(
         if w.size.saturating_add(meta.len()) > w.max {
             return Err(WalkError::TooLarge(w.size.saturating_add(meta.len())));
         }
-        let contents = std::fs::read(path).map_err(io_err)?;
+        let contents = chock_store::fs::read(path).map_err(io_err)?;
         w.string(b"contents");
         w.string(&contents);
     }

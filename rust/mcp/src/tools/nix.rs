@@ -44,6 +44,12 @@ pub async fn nix_eval(call: &Call<'_>, args: NixEval) -> Result<String, String> 
         cancel.cancelled().await;
         stop_on_cancel.store(true, Ordering::Relaxed);
     });
+    // An overlay workspace is read beneath its mount for this call.
+    let shown = call
+        .session
+        .workspace
+        .shown_to_nix()
+        .map_err(|e| format!("nix_eval: {e}"))?;
     let traces = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
     let sink = traces.clone();
     let workspace = call.session.tree();
@@ -73,14 +79,19 @@ pub async fn nix_eval(call: &Call<'_>, args: NixEval) -> Result<String, String> 
     } else {
         OutputFormat::Nix
     };
-    let outcome = tokio::task::spawn_blocking(move || chock_fix::evaluate(&options, &request))
-        .await
-        .map_err(|e| {
-            format!(
-                "the evaluation stopped unexpectedly ({e}); this is a bug in {}",
-                call.session.command
-            )
-        })?;
+    // The mount is held by the evaluation itself: a call cancelled while
+    // it runs does not leave it reading the project's paths on the host.
+    let outcome = tokio::task::spawn_blocking(move || {
+        let _shown = shown;
+        chock_fix::evaluate(&options, &request)
+    })
+    .await
+    .map_err(|e| {
+        format!(
+            "the evaluation stopped unexpectedly ({e}); this is a bug in {}",
+            call.session.command
+        )
+    })?;
     watcher.abort();
     let mut text = String::new();
     for line in traces.lock().map(|l| l.clone()).unwrap_or_default() {

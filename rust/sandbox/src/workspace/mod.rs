@@ -22,6 +22,7 @@
 pub mod apply;
 mod files;
 mod git;
+mod land;
 mod merged;
 mod mount;
 mod overlay;

@@ -347,47 +347,16 @@ impl SessionWorkspace {
         conflicts
     }
 
-    /// Writes `changes` into the project: removals first, then each path as
-    /// the upper layer has it; never through a link of the project's.
+    /// Writes `changes` into the project, all or none, by descriptor and
+    /// never through a link of the project's (see `land.rs`).
     pub(crate) fn overlay_write(&self, changes: &[Change]) -> Result<(), WorkspaceError> {
-        let project = &self.meta.project;
-        for change in changes {
-            let rel = change.rel();
-            let mut on_the_way = project.clone();
-            for part in rel.parent().into_iter().flat_map(Path::components) {
-                on_the_way.push(part);
-                if std::fs::symlink_metadata(&on_the_way).is_ok_and(|m| m.file_type().is_symlink())
-                {
-                    return Err(WorkspaceError::Refused(format!(
-                        "{} is a symbolic link in your tree, so {} is not written through it",
-                        on_the_way.display(),
-                        rel.display()
-                    )));
-                }
-            }
-        }
         let denied: Vec<&Path> = self
             .meta
             .deny_read
             .iter()
             .map(|c| c.rel.as_path())
             .collect();
-        for change in changes {
-            if let Change::Remove(rel) = change {
-                let path = project.join(rel);
-                match std::fs::symlink_metadata(&path) {
-                    Ok(meta) if meta.is_dir() => files::remove_all(&path)?,
-                    Ok(_) => std::fs::remove_file(&path).map_err(io("removing", &path))?,
-                    Err(_) => {}
-                }
-            }
-        }
-        for change in changes {
-            if let Change::Write(rel) = change {
-                files::mirror(&self.upper(), project, rel, &denied)?;
-            }
-        }
-        Ok(())
+        super::land::write_changes(&self.upper(), &self.meta.project, changes, &denied)
     }
 
     /// After `changes` were written into the project: each is taken out of

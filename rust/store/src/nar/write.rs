@@ -1,6 +1,5 @@
 //! Packing a tree or a byte string into a NAR, exactly as Nix's `dumpPath`.
 
-use std::fs;
 use std::io::{self, Read, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
@@ -64,7 +63,7 @@ pub fn write_bytes(contents: &[u8], executable: bool, out: &mut dyn Write) -> io
 }
 
 fn write_node(path: &Path, out: &mut dyn Write) -> Result<(), NarError> {
-    let meta = fs::symlink_metadata(path).map_err(io_error(path))?;
+    let meta = crate::fs::symlink_metadata(path).map_err(io_error(path))?;
     let tokens = |out: &mut dyn Write, list: &[&str]| {
         list.iter()
             .try_for_each(|t| put_str(out, t.as_bytes()))
@@ -72,7 +71,7 @@ fn write_node(path: &Path, out: &mut dyn Write) -> Result<(), NarError> {
     };
     let file_type = meta.file_type();
     if file_type.is_symlink() {
-        let target = fs::read_link(path).map_err(io_error(path))?;
+        let target = crate::fs::read_link(path).map_err(io_error(path))?;
         tokens(out, &["(", "type", "symlink", "target"])?;
         put_str(out, target.as_os_str().as_bytes()).map_err(out_error)?;
     } else if file_type.is_file() {
@@ -84,11 +83,11 @@ fn write_node(path: &Path, out: &mut dyn Write) -> Result<(), NarError> {
         write_file_contents(path, meta.len(), out)?;
     } else if file_type.is_dir() {
         tokens(out, &["(", "type", "directory"])?;
-        let mut names: Vec<_> = fs::read_dir(path)
+        let mut names: Vec<_> = crate::fs::read_dir(path)
             .map_err(io_error(path))?
-            .map(|e| e.map(|e| e.file_name()))
-            .collect::<Result<_, _>>()
-            .map_err(io_error(path))?;
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect();
         names.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
         for name in names {
             tokens(out, &["entry", "(", "name"])?;
@@ -111,7 +110,7 @@ fn write_file_contents(path: &Path, len: u64, out: &mut dyn Write) -> Result<(),
         path: path.display().to_string(),
     };
     out.write_all(&len.to_le_bytes()).map_err(out_error)?;
-    let file = fs::File::open(path).map_err(io_error(path))?;
+    let file = crate::fs::open_nofollow(path).map_err(io_error(path))?;
     let mut limited = file.take(len);
     let copied = io::copy(&mut limited, out).map_err(io_error(path))?;
     let mut file = limited.into_inner();
@@ -165,6 +164,7 @@ pub fn hash_path_with(path: &Path, algo: HashAlgo) -> Result<Hash, NarError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
     use std::os::unix::fs::symlink;
 
     fn hello_dir() -> tempfile::TempDir {

@@ -1,0 +1,302 @@
+//! Reading files of a tree that is read beneath a held descriptor.
+//!
+//! An overlay workspace (a project that is not a git repository) is shown
+//! at the project's own path, but what the session wrote is only in the
+//! overlay mounted for one tool call (detached: attached to no mount
+//! namespace, so no path leads into it). While a [`Shown`] guard is alive,
+//! every read of these functions under its path is resolved beneath the
+//! overlay's root descriptor with `openat2(RESOLVE_BENEATH)`: a path that
+//! climbs out with `..` or through an absolute link is refused by the
+//! kernel at the moment of opening, a link that stays inside is followed,
+//! and overlayfs says what each name is (a file the session removed is
+//! absent, one it wrote is its own). A directory walk opens each entry
+//! beneath that root afresh, so a folder swapped for a link meanwhile is
+//! never followed out of it. Any other path is read on the host as it is.
+//!
+//! The guard is process-wide, not passed along: the evaluator, the NAR
+//! writer, the flake lock reader and the build all read the project through
+//! here, on threads of their own, without each being told. The tool
+//! server registers one for each nix call on an overlay workspace, for as
+//! long as the call holds its mount.
+
+use std::ffi::OsString;
+use std::fs::{File, FileType, Metadata};
+use std::io::{self, Read};
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, PoisonError, RwLock};
+
+use rustix::fs::{Mode, OFlags, ResolveFlags};
+
+/// Each shown tree: its guard's number, its path and its root.
+type Registered = (u64, PathBuf, Arc<OwnedFd>);
+
+static SHOWN: RwLock<Vec<Registered>> = RwLock::new(Vec::new());
+static NEXT: AtomicU64 = AtomicU64::new(0);
+
+/// While alive, paths under `path` are read beneath `root`.
+#[derive(Debug)]
+pub struct Shown(u64);
+
+/// Reads paths under `path` (absolute) beneath the folder descriptor
+/// `root` until the guard is dropped. When two guards show the same path
+/// (two calls at once, each with its own mount of the same overlay) the
+/// later one's root is read.
+pub fn show(path: &Path, root: OwnedFd) -> Shown {
+    let id = NEXT.fetch_add(1, Ordering::Relaxed);
+    SHOWN.write().unwrap_or_else(PoisonError::into_inner).push((
+        id,
+        path.to_path_buf(),
+        Arc::new(root),
+    ));
+    Shown(id)
+}
+
+impl Drop for Shown {
+    fn drop(&mut self) {
+        SHOWN
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|(id, _, _)| *id != self.0);
+    }
+}
+
+/// Where a path is read.
+enum At {
+    Host,
+    /// Beneath this root, at this relative path (`.` for the root).
+    Beneath(Arc<OwnedFd>, PathBuf),
+}
+
+fn at(path: &Path) -> At {
+    let shown = SHOWN.read().unwrap_or_else(PoisonError::into_inner);
+    for (_, top, root) in shown.iter().rev() {
+        if let Ok(rel) = path.strip_prefix(top) {
+            let rel = if rel.as_os_str().is_empty() {
+                PathBuf::from(".")
+            } else {
+                rel.to_path_buf()
+            };
+            return At::Beneath(root.clone(), rel);
+        }
+    }
+    At::Host
+}
+
+/// Whether `path` is read beneath a shown tree's root (its own path, or a
+/// path under it), and that tree's path.
+pub fn shown_under(path: &Path) -> Option<PathBuf> {
+    let shown = SHOWN.read().unwrap_or_else(PoisonError::into_inner);
+    shown
+        .iter()
+        .rev()
+        .find(|(_, top, _)| path.starts_with(top))
+        .map(|(_, top, _)| top.clone())
+}
+
+/// Whether `path`, lexically, has `..` in it.
+fn climbs(rel: &Path) -> bool {
+    rel.components().any(|c| c == Component::ParentDir)
+}
+
+fn beneath(root: &OwnedFd, rel: &Path, flags: OFlags) -> io::Result<OwnedFd> {
+    if climbs(rel) {
+        // A shown path is lexically inside its tree; `..` would be a
+        // second reading of what the name means.
+        return Err(rustix::io::Errno::XDEV.into());
+    }
+    Ok(rustix::fs::openat2(
+        root,
+        rel,
+        flags | OFlags::CLOEXEC,
+        Mode::empty(),
+        ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
+    )?)
+}
+
+/// Opens the file at `path` for reading, following a last link (inside a
+/// shown tree, only one that stays inside).
+pub fn open(path: &Path) -> io::Result<File> {
+    match at(path) {
+        At::Host => File::open(path),
+        At::Beneath(root, rel) => beneath(&root, &rel, OFlags::RDONLY).map(File::from),
+    }
+}
+
+/// Opens the file at `path` for reading without waiting (a FIFO planted
+/// in its place cannot hold the reader), following a last link.
+pub fn open_nonblocking(path: &Path) -> io::Result<File> {
+    match at(path) {
+        At::Host => {
+            use std::os::unix::fs::OpenOptionsExt;
+            std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(OFlags::NONBLOCK.bits() as i32)
+                .open(path)
+        }
+        At::Beneath(root, rel) => {
+            beneath(&root, &rel, OFlags::RDONLY | OFlags::NONBLOCK).map(File::from)
+        }
+    }
+}
+
+/// Opens the file at `path` for reading, never through a last link.
+pub fn open_nofollow(path: &Path) -> io::Result<File> {
+    match at(path) {
+        At::Host => {
+            use std::os::unix::fs::OpenOptionsExt;
+            std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(OFlags::NOFOLLOW.bits() as i32)
+                .open(path)
+        }
+        At::Beneath(root, rel) => {
+            beneath(&root, &rel, OFlags::RDONLY | OFlags::NOFOLLOW).map(File::from)
+        }
+    }
+}
+
+/// The bytes of the file at `path`.
+pub fn read(path: &Path) -> io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    open(path)?.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// What `path` itself is (a last link is not followed).
+pub fn symlink_metadata(path: &Path) -> io::Result<Metadata> {
+    match at(path) {
+        At::Host => std::fs::symlink_metadata(path),
+        At::Beneath(root, rel) => {
+            File::from(beneath(&root, &rel, OFlags::PATH | OFlags::NOFOLLOW)?).metadata()
+        }
+    }
+}
+
+/// What `path` names, a last link followed.
+pub fn metadata(path: &Path) -> io::Result<Metadata> {
+    match at(path) {
+        At::Host => std::fs::metadata(path),
+        At::Beneath(root, rel) => File::from(beneath(&root, &rel, OFlags::PATH)?).metadata(),
+    }
+}
+
+/// Whether `path` exists, a last link not followed.
+pub fn exists_no_follow(path: &Path) -> bool {
+    symlink_metadata(path).is_ok()
+}
+
+/// Whether `path` is a regular file, a last link followed.
+pub fn is_file(path: &Path) -> bool {
+    metadata(path).is_ok_and(|m| m.is_file())
+}
+
+/// Whether `path` is a folder, a last link followed.
+pub fn is_dir(path: &Path) -> bool {
+    metadata(path).is_ok_and(|m| m.is_dir())
+}
+
+/// The target of the link at `path`.
+pub fn read_link(path: &Path) -> io::Result<PathBuf> {
+    match at(path) {
+        At::Host => std::fs::read_link(path),
+        At::Beneath(root, rel) => {
+            let link = beneath(&root, &rel, OFlags::PATH | OFlags::NOFOLLOW)?;
+            let target = rustix::fs::readlinkat(&link, "", Vec::new())?;
+            Ok(PathBuf::from(std::ffi::OsStr::from_bytes(
+                target.as_bytes(),
+            )))
+        }
+    }
+}
+
+/// The entries of the folder at `path` (a last link followed), each with
+/// what it is (a link not followed), unsorted.
+pub fn read_dir(path: &Path) -> io::Result<Vec<(OsString, FileType)>> {
+    match at(path) {
+        At::Host => std::fs::read_dir(path)?
+            .map(|entry| {
+                let entry = entry?;
+                Ok((entry.file_name(), entry.file_type()?))
+            })
+            .collect(),
+        At::Beneath(root, rel) => {
+            let dir = beneath(&root, &rel, OFlags::RDONLY | OFlags::DIRECTORY)?;
+            let mut out = Vec::new();
+            for entry in rustix::fs::Dir::read_from(&dir)? {
+                let entry = entry?;
+                let name = entry.file_name().to_bytes();
+                if name == b"." || name == b".." {
+                    continue;
+                }
+                let name = std::ffi::OsStr::from_bytes(name).to_os_string();
+                // What the entry is, from the folder held: never the name
+                // walked again from the root.
+                let kind = File::from(rustix::fs::openat(
+                    dir.as_fd(),
+                    name.as_os_str(),
+                    OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                    Mode::empty(),
+                )?)
+                .metadata()?
+                .file_type();
+                out.push((name, kind));
+            }
+            Ok(out)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A shown path is read beneath its root: the root's files, not the
+    /// path's; a link out and `..` refused; the guard's end ends it.
+    #[test]
+    fn a_shown_path_is_read_beneath_its_root() {
+        let shown = tempfile::tempdir().expect("tempdir");
+        let real = tempfile::tempdir().expect("tempdir");
+        let outside = tempfile::tempdir().expect("tempdir");
+        std::fs::write(shown.path().join("a"), "host").expect("write");
+        std::fs::write(real.path().join("a"), "beneath").expect("write");
+        std::fs::write(outside.path().join("secret"), "s").expect("write");
+        std::os::unix::fs::symlink(outside.path().join("secret"), real.path().join("out"))
+            .expect("link");
+        std::os::unix::fs::symlink("a", real.path().join("in")).expect("link");
+        std::fs::create_dir(real.path().join("d")).expect("mkdir");
+        let root = File::open(real.path()).expect("open").into();
+        let guard = show(shown.path(), root);
+        let a = shown.path().join("a");
+        assert_eq!(read(&a).expect("read"), b"beneath");
+        assert_eq!(read(&shown.path().join("in")).expect("read"), b"beneath");
+        assert!(read(&shown.path().join("out")).is_err());
+        assert!(read(&shown.path().join("d/../a")).is_err());
+        assert!(symlink_metadata(&shown.path().join("out")).is_ok_and(|m| m.is_symlink()));
+        assert_eq!(
+            read_link(&shown.path().join("in")).expect("link"),
+            Path::new("a")
+        );
+        let mut names: Vec<_> = read_dir(shown.path())
+            .expect("list")
+            .into_iter()
+            .map(|(n, k)| (n.into_string().expect("utf-8"), k.is_dir()))
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            [
+                ("a".into(), false),
+                ("d".into(), true),
+                ("in".into(), false),
+                ("out".into(), false)
+            ]
+        );
+        assert!(shown_under(&a).is_some());
+        drop(guard);
+        assert_eq!(read(&a).expect("read"), b"host");
+        assert!(shown_under(&a).is_none());
+    }
+}
