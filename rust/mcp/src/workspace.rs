@@ -248,18 +248,7 @@ impl Workspace {
                 _merged: None,
             }),
             Source::Overlay(view) => {
-                let merged = chock_sandbox::workspace::mount_overlay(view)
-                    .map_err(|e| FileError::Overlay { why: e.to_string() })?
-                    .ok_or_else(|| FileError::Overlay {
-                        why: "the workspace is no overlay".into(),
-                    })?;
-                let root = merged
-                    .root()
-                    .ok_or_else(|| FileError::Overlay {
-                        why: "the overlay has no root".into(),
-                    })?
-                    .try_clone()
-                    .map_err(|e| io_error(Path::new(""), e))?;
+                let (merged, root) = mounted_for_call(view)?;
                 Ok(Opened {
                     root: Dir::from_std_file(std::fs::File::from(root)),
                     of: self,
@@ -268,6 +257,25 @@ impl Workspace {
             }
         }
     }
+}
+
+/// The overlay `view` mounted for one call, and a descriptor of its root.
+fn mounted_for_call(
+    view: &chock_sandbox::workspace::View,
+) -> Result<(chock_sandbox::workspace::Merged, std::os::fd::OwnedFd), FileError> {
+    let merged = chock_sandbox::workspace::mount_overlay(view)
+        .map_err(|e| FileError::Overlay { why: e.to_string() })?
+        .ok_or_else(|| FileError::Overlay {
+            why: "the workspace is no overlay".into(),
+        })?;
+    let root = merged
+        .root()
+        .ok_or_else(|| FileError::Overlay {
+            why: "the overlay has no root".into(),
+        })?
+        .try_clone()
+        .map_err(|e| io_error(Path::new(""), e))?;
+    Ok((merged, root))
 }
 
 /// An overlay workspace shown to a nix call (`nix_eval`, `nix_build`,
@@ -289,18 +297,7 @@ impl Workspace {
         let Source::Overlay(view) = &self.source else {
             return Ok(None);
         };
-        let merged = chock_sandbox::workspace::mount_overlay(view)
-            .map_err(|e| FileError::Overlay { why: e.to_string() })?
-            .ok_or_else(|| FileError::Overlay {
-                why: "the workspace is no overlay".into(),
-            })?;
-        let root = merged
-            .root()
-            .ok_or_else(|| FileError::Overlay {
-                why: "the overlay has no root".into(),
-            })?
-            .try_clone()
-            .map_err(|e| io_error(Path::new(""), e))?;
+        let (merged, root) = mounted_for_call(view)?;
         Ok(Some(ShownToNix {
             _shown: chock_store::fs::show(&view.source, root),
             _merged: merged,
