@@ -61,8 +61,8 @@ pub async fn build(call: &Call<'_>, wanted: ToBuild) -> Result<Built, String> {
             model: None,
         },
     };
-    // An overlay workspace is read beneath its mount until the sources
-    // are written into the store.
+    // The workspace is read beneath its root (an overlay's mounted for the
+    // call) until the sources are written into the store.
     let shown = call
         .session
         .workspace

@@ -278,30 +278,39 @@ fn mounted_for_call(
     Ok((merged, root))
 }
 
-/// An overlay workspace shown to a nix call (`nix_eval`, `nix_build`,
+/// The workspace shown to a nix call (`nix_eval`, `nix_build`,
 /// `provide_tool`): while it lives, the evaluator, the flake lock reader
 /// and the writing of sources into the store read every path under the
-/// project's beneath the root of an overlay mounted for this call
-/// (`chock_store::fs`), so they see what the session wrote and removed,
-/// and never a link out of it.
+/// workspace's beneath its root descriptor (`chock_store::fs`): an
+/// overlay's, mounted for this call, so they see what the session wrote
+/// and removed; a folder's, held open, so a link swapped in after a check
+/// never leads a read out of it.
 pub struct ShownToNix {
     /// Dropped first: nothing reads beneath the mount once it goes.
     _shown: chock_store::fs::Shown,
-    _merged: chock_sandbox::workspace::Merged,
+    _merged: Option<chock_sandbox::workspace::Merged>,
 }
 
 impl Workspace {
-    /// The workspace shown to one nix call: an overlay mounted for it
-    /// (`None` for a tree, which the evaluation reads where it is).
-    pub fn shown_to_nix(&self) -> Result<Option<ShownToNix>, FileError> {
-        let Source::Overlay(view) = &self.source else {
-            return Ok(None);
+    /// The workspace shown to one nix call.
+    pub fn shown_to_nix(&self) -> Result<ShownToNix, FileError> {
+        let (root, merged, tree) = match &self.source {
+            Source::Tree(dir) => {
+                let root = dir
+                    .try_clone()
+                    .map_err(|e| io_error(Path::new(""), e))?
+                    .into_std_file();
+                (root.into(), None, chock_store::fs::Tree::AtItsPath)
+            }
+            Source::Overlay(view) => {
+                let (merged, root) = mounted_for_call(view)?;
+                (root, Some(merged), chock_store::fs::Tree::Detached)
+            }
         };
-        let (merged, root) = mounted_for_call(view)?;
-        Ok(Some(ShownToNix {
-            _shown: chock_store::fs::show(&view.source, root),
+        Ok(ShownToNix {
+            _shown: chock_store::fs::show(&self.host_root, root, tree),
             _merged: merged,
-        }))
+        })
     }
 }
 

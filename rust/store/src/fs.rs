@@ -13,11 +13,18 @@
 //! beneath that root afresh, so a folder swapped for a link meanwhile is
 //! never followed out of it. Any other path is read on the host as it is.
 //!
+//! A folder on the host is shown the same way ([`Tree::AtItsPath`]): the
+//! tool server shows the project (or the session's worktree) for each nix
+//! call, so a link an agent swaps between the evaluator's check of a path
+//! and its read can never lead the read out of the tree; only programs
+//! that walk paths themselves (git, for a flake's state) still reach it
+//! by its path, which a detached tree has not.
+//!
 //! The guard is process-wide, not passed along: the evaluator, the NAR
 //! writer, the flake lock reader and the build all read the project through
 //! here, on threads of their own, without each being told. The tool
-//! server registers one for each nix call on an overlay workspace, for as
-//! long as the call holds its mount.
+//! server registers one for each nix call, for as long as the call runs
+//! (and holds an overlay's mount).
 
 use std::ffi::OsString;
 use std::fs::{File, FileType, Metadata};
@@ -30,8 +37,26 @@ use std::sync::{Arc, PoisonError, RwLock};
 
 use rustix::fs::{Mode, OFlags, ResolveFlags};
 
-/// Each shown tree: its guard's number, its path and its root.
-type Registered = (u64, PathBuf, Arc<OwnedFd>);
+/// What a shown tree is besides its root.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tree {
+    /// Reachable by no path (an overlay mounted for one call): only its
+    /// root descriptor leads into it, so programs that walk paths (git)
+    /// cannot read it.
+    Detached,
+    /// A folder on the host, also at its own path: read beneath its root
+    /// descriptor all the same, so a link swapped in between a check and
+    /// a read never leads out of it.
+    AtItsPath,
+}
+
+/// One shown tree.
+struct Registered {
+    id: u64,
+    path: PathBuf,
+    root: Arc<OwnedFd>,
+    tree: Tree,
+}
 
 static SHOWN: RwLock<Vec<Registered>> = RwLock::new(Vec::new());
 static NEXT: AtomicU64 = AtomicU64::new(0);
@@ -44,13 +69,17 @@ pub struct Shown(u64);
 /// `root` until the guard is dropped. When two guards show the same path
 /// (two calls at once, each with its own mount of the same overlay) the
 /// later one's root is read.
-pub fn show(path: &Path, root: OwnedFd) -> Shown {
+pub fn show(path: &Path, root: OwnedFd, tree: Tree) -> Shown {
     let id = NEXT.fetch_add(1, Ordering::Relaxed);
-    SHOWN.write().unwrap_or_else(PoisonError::into_inner).push((
-        id,
-        path.to_path_buf(),
-        Arc::new(root),
-    ));
+    SHOWN
+        .write()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push(Registered {
+            id,
+            path: path.to_path_buf(),
+            root: Arc::new(root),
+            tree,
+        });
     Shown(id)
 }
 
@@ -59,7 +88,7 @@ impl Drop for Shown {
         SHOWN
             .write()
             .unwrap_or_else(PoisonError::into_inner)
-            .retain(|(id, _, _)| *id != self.0);
+            .retain(|shown| shown.id != self.0);
     }
 }
 
@@ -72,7 +101,10 @@ enum At {
 
 fn at(path: &Path) -> At {
     let shown = SHOWN.read().unwrap_or_else(PoisonError::into_inner);
-    for (_, top, root) in shown.iter().rev() {
+    for Registered {
+        path: top, root, ..
+    } in shown.iter().rev()
+    {
         if let Ok(rel) = path.strip_prefix(top) {
             let rel = if rel.as_os_str().is_empty() {
                 PathBuf::from(".")
@@ -85,15 +117,26 @@ fn at(path: &Path) -> At {
     At::Host
 }
 
-/// Whether `path` is read beneath a shown tree's root (its own path, or a
-/// path under it), and that tree's path.
-pub fn shown_under(path: &Path) -> Option<PathBuf> {
+/// The shown tree `path` is read beneath (its own path, or a path under
+/// it): that tree's path and what it is.
+fn shown_tree(path: &Path) -> Option<(PathBuf, Tree)> {
     let shown = SHOWN.read().unwrap_or_else(PoisonError::into_inner);
     shown
         .iter()
         .rev()
-        .find(|(_, top, _)| path.starts_with(top))
-        .map(|(_, top, _)| top.clone())
+        .find(|shown| path.starts_with(&shown.path))
+        .map(|shown| (shown.path.clone(), shown.tree))
+}
+
+/// Whether `path` is read beneath a shown tree's root (its own path, or a
+/// path under it), and that tree's path.
+pub fn shown_under(path: &Path) -> Option<PathBuf> {
+    shown_tree(path).map(|(top, _)| top)
+}
+
+/// Whether `path` is in a shown tree no path leads into ([`Tree::Detached`]).
+pub fn detached_under(path: &Path) -> bool {
+    matches!(shown_tree(path), Some((_, Tree::Detached)))
 }
 
 /// Whether `path`, lexically, has `..` in it.
@@ -268,7 +311,7 @@ mod tests {
         std::os::unix::fs::symlink("a", real.path().join("in")).expect("link");
         std::fs::create_dir(real.path().join("d")).expect("mkdir");
         let root = File::open(real.path()).expect("open").into();
-        let guard = show(shown.path(), root);
+        let guard = show(shown.path(), root, Tree::Detached);
         let a = shown.path().join("a");
         assert_eq!(read(&a).expect("read"), b"beneath");
         assert_eq!(read(&shown.path().join("in")).expect("read"), b"beneath");
@@ -294,9 +337,9 @@ mod tests {
                 ("out".into(), false)
             ]
         );
-        assert!(shown_under(&a).is_some());
+        assert!(shown_under(&a).is_some() && detached_under(&a));
         drop(guard);
         assert_eq!(read(&a).expect("read"), b"host");
-        assert!(shown_under(&a).is_none());
+        assert!(shown_under(&a).is_none() && !detached_under(&a));
     }
 }

@@ -19,10 +19,10 @@ pub struct GitState {
 
 /// The state of the work tree whose top is `dir`; `None` when `dir` holds
 /// no `.git` or git cannot read it (the flake is then a plain directory),
-/// and for a tree read beneath a held descriptor (an overlay workspace,
-/// see `chock_store::fs`), where git, which walks paths, cannot go.
+/// and for a tree no path leads into (an overlay workspace, see
+/// `chock_store::fs`), where git, which walks paths, cannot go.
 pub fn state(dir: &Path) -> Option<GitState> {
-    if chock_store::fs::shown_under(dir).is_some() {
+    if chock_store::fs::detached_under(dir) {
         return None;
     }
     std::fs::symlink_metadata(dir.join(".git")).ok()?;

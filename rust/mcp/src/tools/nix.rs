@@ -44,7 +44,8 @@ pub async fn nix_eval(call: &Call<'_>, args: NixEval) -> Result<String, String> 
         cancel.cancelled().await;
         stop_on_cancel.store(true, Ordering::Relaxed);
     });
-    // An overlay workspace is read beneath its mount for this call.
+    // The workspace is read beneath its root for this call (an overlay's
+    // mounted for it), never through a link leading out of it.
     let shown = call
         .session
         .workspace
