@@ -1942,6 +1942,35 @@ fn review_answer(kind: ProviderKind, decision: &str, reason: &str) -> loopback::
     )
 }
 
+/// A model that writes `note.txt` (call `id`, `content`) under a rule
+/// answering `agent_review`, the reviewer's `answer` (decision, reason),
+/// and a last reply; and the project it runs in.
+fn a_reviewed_write(
+    kind: ProviderKind,
+    (id, content): (&str, &str),
+    (decision, reason): (&str, &str),
+) -> (Server, Fixture) {
+    let server = Server::start(vec![
+        reply(
+            kind,
+            "Writing.",
+            &[(
+                id,
+                "write_file",
+                json!({"path": "note.txt", "content": content}),
+            )],
+        ),
+        review_answer(kind, decision, reason),
+        reply(kind, "Done.", &[]),
+    ]);
+    let fx = reviewed_project(
+        kind,
+        &server,
+        r#".{ .action = "call.write_file", .decision = .agent_review }"#,
+    );
+    (server, fx)
+}
+
 /// The `review` events of the project's one session log.
 fn reviews(fx: &Fixture) -> Vec<Value> {
     let logs = session_logs(fx);
@@ -1955,23 +1984,10 @@ fn reviews(fx: &Fixture) -> Vec<Value> {
 #[test]
 fn a_reviewer_agent_approves_an_agent_review_call_and_it_goes_ahead() {
     let kind = ProviderKind::Anthropic;
-    let server = Server::start(vec![
-        reply(
-            kind,
-            "Writing.",
-            &[(
-                "toolu_1",
-                "write_file",
-                json!({"path": "note.txt", "content": "reviewed\n"}),
-            )],
-        ),
-        review_answer(kind, "approve", "the task asks for exactly this note"),
-        reply(kind, "Written.", &[]),
-    ]);
-    let fx = reviewed_project(
+    let (server, fx) = a_reviewed_write(
         kind,
-        &server,
-        r#".{ .action = "call.write_file", .decision = .agent_review }"#,
+        ("toolu_1", "reviewed\n"),
+        ("approve", "the task asks for exactly this note"),
     );
     let out = run(&fx, &[], "write a note");
     assert!(out.status.success(), "{}", describe(&out));
@@ -2034,23 +2050,10 @@ fn a_reviewer_agent_approves_an_agent_review_call_and_it_goes_ahead() {
 #[test]
 fn a_reviewer_agents_no_refuses_the_call_with_its_reason() {
     let kind = ProviderKind::OpenaiChat;
-    let server = Server::start(vec![
-        reply(
-            kind,
-            "Writing.",
-            &[(
-                "call_1",
-                "write_file",
-                json!({"path": "note.txt", "content": "x"}),
-            )],
-        ),
-        review_answer(kind, "refuse", "the task never asked for a note"),
-        reply(kind, "I was refused.", &[]),
-    ]);
-    let fx = reviewed_project(
+    let (server, fx) = a_reviewed_write(
         kind,
-        &server,
-        r#".{ .action = "call.write_file", .decision = .agent_review }"#,
+        ("call_1", "x"),
+        ("refuse", "the task never asked for a note"),
     );
     let out = run(&fx, &[], "read a.txt");
     assert!(out.status.success(), "{}", describe(&out));
