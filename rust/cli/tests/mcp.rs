@@ -1627,6 +1627,10 @@ fn ctrl_c_ends_chock_approve_with_the_terminals_echo_back_on() {
     if let Some(dir) = template.get_current_dir() {
         script.current_dir(dir);
     }
+    // `script` runs the line with $SHELL. Ctrl-C signals the terminal's
+    // whole process group: a non-interactive dash dies of it at once,
+    // where bash waits for chock as a person's shell would.
+    script.env("SHELL", "/bin/bash");
     let mut child = script
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
