@@ -1,12 +1,14 @@
 //! `chock build` through the binary, with the real Nix daemon and loopback
 //! servers that count requests: exit codes, `--plan --json`, the refusal
 //! with nobody at a terminal, and a person answering at a real terminal (a
-//! pty). Fails, saying what to run, without the daemon.
+//! pty), and a project read beneath a held descriptor while names are
+//! swapped. Fails, saying what to run, without the daemon.
 
 #[path = "../../nix/tests/support/files.rs"]
 mod files;
 #[path = "../../nix/tests/support/http.rs"]
 mod http;
+mod sandbox_fixture;
 
 use std::io::Write;
 use std::path::Path;
@@ -321,4 +323,48 @@ fn a_missing_flake_input_is_fetched_under_the_rules_and_the_attribute_evaluated_
         std::fs::read_to_string(output).expect("output"),
         format!("{tag}\n")
     );
+}
+
+/// `chock build` reads the project beneath one held descriptor, from the
+/// evaluation to the sources it writes: a link exchanged (renameat2 in a
+/// loop, as an agent's background command could) with one to a file
+/// outside, between the evaluator's check of `./x` and its read, never
+/// leads a read out of the project.
+#[test]
+fn a_build_never_reads_through_a_link_exchanged_after_its_check() {
+    let f = Fixture::new(&[("nix.build.packages.*", "allow")]);
+    let project = f.project.path();
+    std::fs::write(
+        project.join("flake.nix"),
+        r#"{ outputs = { self }: { packages.x86_64-linux.race = derivation {
+  name = builtins.readFile ./x; system = "x86_64-linux";
+  builder = "/bin/sh"; args = [ "-c" "echo > $out" ];
+}; }; }"#,
+    )
+    .expect("flake.nix");
+    let outside = tempfile::tempdir().expect("tempdir");
+    std::fs::write(outside.path().join("secret"), "outside-secret").expect("secret");
+    std::fs::write(project.join("inside.txt"), "inside-text").expect("inside");
+    std::os::unix::fs::symlink("inside.txt", project.join("x")).expect("link");
+    std::os::unix::fs::symlink(outside.path().join("secret"), project.join("y")).expect("link");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let swapper = sandbox_fixture::exchanging(vec![(project.join("x"), project.join("y"))], &stop);
+    let until = std::time::Instant::now() + Duration::from_secs(6);
+    let (mut runs, mut inside) = (0, 0);
+    while std::time::Instant::now() < until {
+        let out = f.run(&["--plan", "--json", "packages", "x86_64-linux", "race"]);
+        let shown = format!("{}{}", text(&out.stdout), text(&out.stderr));
+        assert!(
+            !shown.contains("outside-secret"),
+            "plan {runs} read the file outside: {shown}"
+        );
+        if out.status.success() && shown.contains("-inside-text.drv") {
+            inside += 1;
+        }
+        runs += 1;
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let swaps = swapper.join().expect("swapper");
+    assert!(swaps > 1000, "the race ran ({swaps} exchanges)");
+    assert!(inside > 0, "some of the {runs} plans read inside");
 }

@@ -1,6 +1,9 @@
 //! `chock eval --flake REF ATTR...`: one attribute of a flake's outputs,
 //! given one name per argument; a derivation answers its drvPath and
-//! outPath (as nix_eval does), the same paths Nix 2.8 gives.
+//! outPath (as nix_eval does), the same paths Nix 2.8 gives. A pure
+//! evaluation never reads outside its roots, even while names are swapped.
+
+mod sandbox_fixture;
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -199,4 +202,86 @@ fn ctrl_c_stops_a_long_builtin_and_a_second_one_ends_the_process() {
         out.status,
         stderr(&out)
     );
+}
+
+/// A link in the project that leads out of it is not followed by a pure
+/// evaluation, whether read by `--expr` or through a flake's own source
+/// (whose links Nix keeps as links): the error says so.
+#[test]
+fn a_link_leading_out_of_the_project_is_not_followed() {
+    let dir = project();
+    let outside = tempfile::tempdir().expect("tempdir");
+    std::fs::write(outside.path().join("secret"), "outside-secret").expect("secret");
+    std::fs::write(
+        dir.path().join("flake.nix"),
+        "{ outputs = { self }: { read = builtins.readFile ./x; }; }",
+    )
+    .expect("flake.nix");
+    let relative = format!(
+        "../{}/secret",
+        outside.path().file_name().expect("name").to_string_lossy()
+    );
+    for target in [
+        outside.path().join("secret").display().to_string(),
+        relative,
+    ] {
+        let _ = std::fs::remove_file(dir.path().join("x"));
+        std::os::unix::fs::symlink(&target, dir.path().join("x")).expect("link");
+        for args in [
+            &["--expr", "builtins.readFile ./x"][..],
+            &["--flake", ".", "read"],
+        ] {
+            let out = eval(dir.path(), args);
+            assert!(
+                !out.status.success(),
+                "{args:?} through {target}: {}",
+                stdout(&out)
+            );
+            assert!(
+                !stdout(&out).contains("outside-secret"),
+                "{args:?} through {target}"
+            );
+            assert!(
+                stderr(&out).contains("leads out of the project")
+                    || stderr(&out).contains("forbidden in pure evaluation mode"),
+                "{args:?} through {target}: {}",
+                stderr(&out)
+            );
+        }
+    }
+}
+
+/// A pure `chock eval` reads its roots beneath a held descriptor: a link
+/// exchanged (renameat2 in a loop, as an agent's background command could)
+/// with one to a file outside, between the evaluator's check of `./x` and
+/// its read, never leads the read out of the project.
+#[test]
+fn a_pure_eval_never_reads_through_a_link_exchanged_after_its_check() {
+    let dir = project();
+    let outside = tempfile::tempdir().expect("tempdir");
+    std::fs::write(outside.path().join("secret"), "outside-secret").expect("secret");
+    std::fs::write(dir.path().join("inside.txt"), "inside-text").expect("inside");
+    std::os::unix::fs::symlink("inside.txt", dir.path().join("x")).expect("link");
+    std::os::unix::fs::symlink(outside.path().join("secret"), dir.path().join("y")).expect("link");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let swapper =
+        sandbox_fixture::exchanging(vec![(dir.path().join("x"), dir.path().join("y"))], &stop);
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(6);
+    let (mut runs, mut inside) = (0, 0);
+    while std::time::Instant::now() < until {
+        let out = eval(dir.path(), &["--expr", "builtins.readFile ./x"]);
+        let shown = format!("{}{}", stdout(&out), stderr(&out));
+        assert!(
+            !shown.contains("outside-secret"),
+            "run {runs} read the file outside: {shown}"
+        );
+        if out.status.success() && shown.contains("inside-text") {
+            inside += 1;
+        }
+        runs += 1;
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let swaps = swapper.join().expect("swapper");
+    assert!(swaps > 1000, "the race ran ({swaps} exchanges)");
+    assert!(inside > 0, "some of the {runs} reads landed inside");
 }

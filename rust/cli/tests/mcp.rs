@@ -2547,35 +2547,6 @@ fn a_link_to_the_workspace_root_never_reaches_chock_zon() {
     assert_eq!(env.read("chock.zon").as_deref(), Some(policy.as_str()));
 }
 
-/// Exchanges the names `a` and `b` in `dir` with renameat2(RENAME_EXCHANGE)
-/// as fast as it can, as an agent's background command could, until
-/// `stop`; the thread answers how many exchanges it made.
-fn exchanging(
-    dir: &std::path::Path,
-    a: &'static str,
-    b: &'static str,
-    stop: &std::sync::Arc<std::sync::atomic::AtomicBool>,
-) -> std::thread::JoinHandle<u64> {
-    let dir = rustix::fs::open(
-        dir,
-        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY,
-        rustix::fs::Mode::empty(),
-    )
-    .expect("folder");
-    let stop = stop.clone();
-    std::thread::spawn(move || {
-        let mut swaps = 0u64;
-        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-            if rustix::fs::renameat_with(&dir, a, &dir, b, rustix::fs::RenameFlags::EXCHANGE)
-                .is_ok()
-            {
-                swaps += 1;
-            }
-        }
-        swaps
-    })
-}
-
 /// nix_eval reads the project beneath its root: a link exchanged, between
 /// the evaluator's check of a path and its read, with one to a file outside
 /// the project never leads the read out of it.
@@ -2588,7 +2559,8 @@ fn nix_eval_never_reads_through_a_link_exchanged_after_its_check() {
     std::os::unix::fs::symlink(env.outside().join("secret"), env.project.join("y")).expect("link");
     let mut client = env.client(false, &[]);
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let swapper = exchanging(&env.project, "x", "y", &stop);
+    let swapper =
+        sandbox_fixture::exchanging(vec![(env.project.join("x"), env.project.join("y"))], &stop);
     let until = std::time::Instant::now() + std::time::Duration::from_secs(8);
     let (mut calls, mut inside) = (0, 0);
     while std::time::Instant::now() < until {
@@ -2620,7 +2592,10 @@ fn a_folder_exchanged_with_a_link_to_git_never_lets_a_write_into_git() {
     std::os::unix::fs::symlink(".git", env.project.join("swap")).expect("link");
     let mut client = env.client(false, &[]);
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let swapper = exchanging(&env.project, "sub", "swap", &stop);
+    let swapper = sandbox_fixture::exchanging(
+        vec![(env.project.join("sub"), env.project.join("swap"))],
+        &stop,
+    );
     let mut written = 0;
     for i in 0..300 {
         let called = client.call(

@@ -387,23 +387,6 @@ fn deny_read_refuses_a_folder_at_start() {
     );
 }
 
-/// `renameat2(RENAME_EXCHANGE)` of two names in one folder.
-fn exchange(a: &Path, b: &Path) -> bool {
-    use std::os::unix::ffi::OsStrExt;
-    let a = std::ffi::CString::new(a.as_os_str().as_bytes()).expect("path");
-    let b = std::ffi::CString::new(b.as_os_str().as_bytes()).expect("path");
-    // SAFETY: two NUL-terminated paths; renameat2 reads them only.
-    unsafe {
-        libc::renameat2(
-            libc::AT_FDCWD,
-            a.as_ptr(),
-            libc::AT_FDCWD,
-            b.as_ptr(),
-            libc::RENAME_EXCHANGE,
-        ) == 0
-    }
-}
-
 fn tree_of(fx: &Fixture, session: &str) -> PathBuf {
     let root = fx.root().join("state/chock/workspaces");
     let project = std::fs::read_dir(&root)
@@ -441,20 +424,13 @@ fn a_deny_read_file_is_unreadable_inside_even_while_names_are_swapped() {
     // file and its folder with decoys as fast as it can while sandboxes start.
     let tree = tree_of(&fx, "exec");
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let racer = {
-        let stop = stop.clone();
-        std::thread::spawn(move || {
-            let mut swaps = 0u64;
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                swaps += u64::from(exchange(
-                    &tree.join("conf/secret"),
-                    &tree.join("conf/decoy"),
-                ));
-                swaps += u64::from(exchange(&tree.join("conf"), &tree.join("decoys")));
-            }
-            swaps
-        })
-    };
+    let racer = sandbox_fixture::exchanging(
+        vec![
+            (tree.join("conf/secret"), tree.join("conf/decoy")),
+            (tree.join("conf"), tree.join("decoys")),
+        ],
+        &stop,
+    );
     let (mut ran, mut refused) = (0, 0);
     for _ in 0..12 {
         let out = in_workspace(

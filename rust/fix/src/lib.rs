@@ -159,6 +159,12 @@ pub enum FixError {
     Thread(std::io::Error),
     #[error("the evaluation thread stopped unexpectedly; this is a bug in fix, please report it")]
     Crashed,
+    /// A root of a pure evaluation changed while it was being opened.
+    #[error("could not hold {} to read it beneath: {source}; a link was put in its place while it was opened, evaluate again once nothing is changing it", root.display())]
+    Root {
+        root: PathBuf,
+        source: std::io::Error,
+    },
     /// Flake inputs the evaluation needed that are not in the store: every
     /// absent input of the lock, each with its path and host, so a caller
     /// can fetch them all and evaluate once more.
@@ -176,10 +182,13 @@ impl FixError {
     }
 }
 
-/// Runs `work` on a thread with a large stack.
+/// Runs `work` on a thread with a large stack, the roots of a pure
+/// evaluation held for as long as it runs.
 fn on_eval_thread<T: Send>(
+    options: &EvalOptions,
     work: impl FnOnce() -> Result<T, FixError> + Send,
 ) -> Result<T, FixError> {
+    let _held = hold_roots(options)?;
     std::thread::scope(|scope| {
         let handle = std::thread::Builder::new()
             .name("fix-eval".into())
@@ -190,9 +199,28 @@ fn on_eval_thread<T: Send>(
     })
 }
 
+/// In pure mode, every root is read beneath a descriptor held while the
+/// evaluation runs (`chock_store::fs::hold_at_its_path`): a link swapped
+/// in between the check of a path and its read (an agent racing the
+/// evaluation) can never lead the read out of the roots.
+fn hold_roots(options: &EvalOptions) -> Result<Vec<chock_store::fs::Shown>, FixError> {
+    if !options.pure {
+        return Ok(Vec::new());
+    }
+    let mut held = Vec::new();
+    for root in &options.roots {
+        let guard = chock_store::fs::hold_at_its_path(root).map_err(|source| FixError::Root {
+            root: root.clone(),
+            source,
+        })?;
+        held.extend(guard);
+    }
+    Ok(held)
+}
+
 /// Evaluates a request and renders the answer.
 pub fn evaluate(options: &EvalOptions, request: &Request) -> Result<Output, FixError> {
-    on_eval_thread(|| {
+    on_eval_thread(options, || {
         let arena = typed_arena::Arena::new();
         let mut ev = Evaluator::new(&arena, options.clone(), EVAL_STACK_SIZE);
         let result = run(&mut ev, request);
@@ -235,7 +263,7 @@ pub fn evaluate_flake_attribute(
     flake_dir: &Path,
     attribute: &[String],
 ) -> Result<FlakeOutput, FixError> {
-    on_eval_thread(|| {
+    on_eval_thread(options, || {
         let arena = typed_arena::Arena::new();
         let mut ev = Evaluator::new(&arena, options.clone(), EVAL_STACK_SIZE);
         let result = flake_attribute(&mut ev, flake_dir, attribute);
@@ -330,7 +358,7 @@ fn select_flake_attribute<'a>(
 /// Parses a source and makes every check made before evaluation
 /// (`chock eval --parse`).
 pub fn check_parse(options: &EvalOptions, source: &Source) -> Result<(), FixError> {
-    on_eval_thread(|| {
+    on_eval_thread(options, || {
         let arena = typed_arena::Arena::new();
         let mut ev = Evaluator::new(&arena, options.clone(), EVAL_STACK_SIZE);
         let result = load(&mut ev, source).map(|_| ());

@@ -13,7 +13,7 @@ use chock_store::{Derivation, StorePath};
 use crate::closure::{self, Closure, Object};
 use crate::daemon::{self, Store};
 use crate::decide::{Decided, Decider, Mode, single_question};
-use crate::error::{BuildError, Fault, Refusal};
+use crate::error::{BuildError, Fault, Refusal, RequestError};
 use crate::evaluator::{EvalError, EvalRequest, Evaluator, InputFetcher};
 use crate::fetches::{self, Fetch};
 use crate::mirrors::{self, MirrorLists};
@@ -75,6 +75,15 @@ fn run(
     session: &mut Session,
     inputs: Option<&dyn InputFetcher>,
 ) -> Result<Built, BuildError> {
+    // The evaluation, the flake's lock and the sources written to the store
+    // read the project beneath one held descriptor: a link an agent swaps
+    // in after a check never leads a read out of it.
+    let _held = chock_store::fs::hold_at_its_path(&request.project).map_err(|source| {
+        RequestError::Project {
+            dir: request.project.clone(),
+            source,
+        }
+    })?;
     let target = request.target()?;
     let decider = Decider {
         policy: context.policy,

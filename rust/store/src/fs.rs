@@ -92,6 +92,32 @@ impl Drop for Shown {
     }
 }
 
+/// Shows the host folder `dir` at its own path ([`Tree::AtItsPath`]) for
+/// as long as the guard lives: what a host-side evaluation or build reads
+/// of a project an agent can write. The folder is opened with no link
+/// anywhere along its name, so a link swapped in after it was checked is
+/// refused (`ELOOP`), never followed.
+///
+/// Nothing is held (`None`) for a folder a shown tree already covers, for
+/// the root of the file system (nothing is outside it), or for a name that
+/// is not its own real path or not a folder (no real path is under such a
+/// name, so a check by real path finds nothing inside it anyway).
+pub fn hold_at_its_path(dir: &Path) -> io::Result<Option<Shown>> {
+    let named_by_real_path = std::fs::canonicalize(dir).is_ok_and(|real| real == dir);
+    let whole = dir.parent().is_none();
+    if !named_by_real_path || whole || !dir.is_dir() || shown_under(dir).is_some() {
+        return Ok(None);
+    }
+    let root = rustix::fs::openat2(
+        rustix::fs::CWD,
+        dir,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+        ResolveFlags::NO_SYMLINKS,
+    )?;
+    Ok(Some(show(dir, root, Tree::AtItsPath)))
+}
+
 /// Where a path is read.
 enum At {
     Host,

@@ -312,3 +312,26 @@ pub fn describe(output: &Output) -> String {
         text(&output.stderr)
     )
 }
+
+/// Swaps each pair of names with `renameat2(RENAME_EXCHANGE)`, pair after
+/// pair, as fast as it can until `stop` is set: an agent racing a check
+/// against a use. Answers how many swaps were made.
+pub fn exchanging(
+    pairs: Vec<(PathBuf, PathBuf)>,
+    stop: &std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<u64> {
+    let stop = stop.clone();
+    std::thread::spawn(move || {
+        let mut swaps = 0u64;
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            for (a, b) in &pairs {
+                let flags = rustix::fs::RenameFlags::EXCHANGE;
+                if rustix::fs::renameat_with(rustix::fs::CWD, a, rustix::fs::CWD, b, flags).is_ok()
+                {
+                    swaps += 1;
+                }
+            }
+        }
+        swaps
+    })
+}

@@ -71,7 +71,18 @@ impl IoPolicy {
             return Ok(());
         }
         if let Some(top) = chock_store::fs::shown_under(path) {
-            if self.roots.iter().any(|root| top.starts_with(root)) {
+            let inside = self.roots.iter().any(|root| top.starts_with(root));
+            // A folder at its own path is checked by real path as well, so a
+            // link out is refused naming the roots; one swapped in after this
+            // check is refused by the read beneath the folder. A detached
+            // tree has no path to resolve: the read beneath it decides.
+            if inside
+                && (chock_store::fs::detached_under(path)
+                    || self
+                        .roots
+                        .iter()
+                        .any(|root| Self::resolve(path).starts_with(root)))
+            {
                 return Ok(());
             }
         } else {
@@ -105,6 +116,18 @@ fn io_error(action: &str, path: &Path, e: &std::io::Error, pos: Pos) -> Error {
     let reason = match e.kind() {
         std::io::ErrorKind::NotFound => "No such file or directory".to_string(),
         std::io::ErrorKind::PermissionDenied => "Permission denied".to_string(),
+        // A tree read beneath its root (chock_store::fs) refuses a name
+        // that leads out of it when it is opened.
+        std::io::ErrorKind::CrossesDevices => {
+            return Error::new(
+                ErrorKind::Refused,
+                format!(
+                    "access to path '{}' is forbidden in pure evaluation mode: a link on the way leads out of the project, and nothing outside it is read",
+                    path.display()
+                ),
+                pos,
+            );
+        }
         _ => e.to_string(),
     };
     Error::new(
