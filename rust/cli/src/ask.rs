@@ -197,11 +197,14 @@ pub fn credential(
         let _ = write!(
             stderr,
             "chock: git push to {} needs a user name and password (or token), given to git for this one command\n  user name{}: ",
-            wanted.url(),
+            chock_policy::visible(&wanted.url()),
             wanted
                 .username
                 .as_deref()
-                .map_or(String::new(), |u| format!(" [{u}]"))
+                .map_or(String::new(), |u| format!(
+                    " [{}]",
+                    chock_policy::visible(u)
+                ))
         );
         let _ = stderr.flush();
         let mut username = String::new();

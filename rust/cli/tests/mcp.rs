@@ -1590,6 +1590,25 @@ fn agent_review_is_asked_of_a_person_and_agent_then_human_is_refused() {
     env.assert_logged("call.write_file", "agent_then_human", "nobody");
 }
 
+/// A file name an agent chose with a terminal escape (erase the line) and
+/// a carriage return in it reaches the person in `chock approve` written
+/// as those escapes: it can neither hide nor forge part of the question.
+#[test]
+fn chock_approve_shows_control_characters_an_agent_chose_as_their_escapes() {
+    let env = project_with_files();
+    ask_rules(&env);
+    let name = "a\u{1b}[2K\rallowed.txt";
+    let (question, written) =
+        answered_in_chock_approve(&env, "write_file", json!({"path": name, "content": "x"}));
+    assert!(!written.is_error, "{written:?}");
+    assert!(
+        !question.contains('\u{1b}') && !question.contains('\r'),
+        "{question:?}"
+    );
+    assert!(question.contains(r"a\u{1b}[2K\rallowed.txt"), "{question}");
+    assert_eq!(env.read(name).as_deref(), Some("x"));
+}
+
 #[test]
 fn chock_approve_with_no_server_says_so() {
     let env = Env::new();

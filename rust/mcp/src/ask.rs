@@ -13,7 +13,7 @@ use rmcp::{Peer, RoleServer};
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-use chock_policy::{Answer, Asker, Question};
+use chock_policy::{Answer, Asker, Question, visible};
 
 use crate::approve::ApproveHub;
 use crate::credential::Credential;
@@ -118,27 +118,31 @@ impl Asked {
 
     /// One line: what the agent wants.
     pub fn headline(&self) -> String {
-        self.summary.clone()
+        visible(&self.summary).into_owned()
     }
 
-    /// Everything a person should read before answering.
+    /// Everything a person should read before answering, each part as a
+    /// terminal shows it ([`visible`]).
     pub fn text(&self) -> String {
-        let mut text = format!("Chock: {}", self.summary);
+        let mut text = format!("Chock: {}", visible(&self.summary));
         for line in &self.detail {
-            text.push_str(&format!("\n  {line}"));
+            text.push_str(&format!("\n  {}", visible(line)));
         }
         let mut last_block: Option<&str> = None;
         for (rule, block) in &self.allow_rules {
             if last_block != Some(block.as_str()) {
-                text.push_str(&format!("\n  to stop being asked, add to {block}:"));
+                text.push_str(&format!(
+                    "\n  to stop being asked, add to {}:",
+                    visible(block)
+                ));
                 last_block = Some(block);
             }
-            text.push_str(&format!("\n    {rule},"));
+            text.push_str(&format!("\n    {},", visible(rule)));
         }
         if !self.deny_rule.is_empty() {
             text.push_str(&format!(
                 "\n  to refuse it with nobody asked:\n    {},",
-                self.deny_rule
+                visible(&self.deny_rule)
             ));
         }
         text

@@ -101,9 +101,9 @@ impl Question {
     /// what a yes lets happen, the details, and the rules that would answer
     /// it without asking.
     pub fn shown(&self) -> String {
-        let mut text = format!("{}\n  {}", self.action, self.summary);
+        let mut text = format!("{}\n  {}", visible(&self.action), visible(&self.summary));
         for line in &self.detail {
-            text.push_str(&format!("\n    {line}"));
+            text.push_str(&format!("\n    {}", visible(line)));
         }
         self.push_rules(&mut text, "to stop being asked");
         text
@@ -114,17 +114,70 @@ impl Question {
         let mut last_block: Option<&str> = None;
         for suggestion in &self.rules {
             if last_block != Some(suggestion.block.as_str()) {
-                text.push_str(&format!("\n  {why}, add to {}:", suggestion.block));
+                text.push_str(&format!(
+                    "\n  {why}, add to {}:",
+                    visible(&suggestion.block)
+                ));
                 last_block = Some(&suggestion.block);
             }
-            text.push_str(&format!("\n    {},", suggestion.rule));
+            text.push_str(&format!("\n    {},", visible(&suggestion.rule)));
         }
     }
+}
+
+/// `text` as a terminal shows it, character for character: each control
+/// character (a line end, a carriage return, an escape sequence's ESC) and
+/// each character that reorders text (the bidirectional overrides and
+/// isolates) is written as its escape (`\n`, `\u{1b}`, `\u{202e}`). A
+/// question is built from what an agent chose (a path, a command, a
+/// host), and none of it may hide part of the question or forge a line of
+/// it: every part of a question a person reads goes through here.
+pub fn visible(text: &str) -> std::borrow::Cow<'_, str> {
+    let hidden = |c: char| {
+        c.is_control()
+            || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    };
+    if !text.chars().any(hidden) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut shown = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if hidden(c) {
+            shown.extend(c.escape_default());
+        } else {
+            shown.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(shown)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_an_agent_chose_cannot_hide_or_forge_part_of_a_question() {
+        let mut q = question();
+        q.summary = "write a\u{1b}[2K\rallow: nothing\u{202e}txt.exe".into();
+        q.detail = vec!["line one\n  to stop being asked, add to /etc:".into()];
+        let shown = q.shown();
+        assert!(
+            !shown.chars().any(|c| c.is_control() && c != '\n'),
+            "{shown:?}"
+        );
+        assert!(!shown.contains('\u{202e}'), "{shown:?}");
+        assert!(
+            shown.contains(r"write a\u{1b}[2K\rallow: nothing\u{202e}txt.exe"),
+            "{shown}"
+        );
+        assert!(shown.contains(r"line one\n  to stop"), "{shown}");
+        assert_eq!(
+            shown.lines().count(),
+            question().shown().lines().count() + 1,
+            "{shown}"
+        );
+        assert_eq!(visible("plain é text"), "plain é text");
+    }
 
     fn question() -> Question {
         Question {

@@ -31,7 +31,7 @@ mod test_support;
 pub mod unparsed;
 pub mod workspace;
 
-pub use ask::{Answer, Asker, Nobody, Question};
+pub use ask::{Answer, Asker, Nobody, Question, visible};
 pub use chock_flakelock::{Endpoint, EndpointError, SCHEMES, url_endpoint};
 pub use decision::Decision;
 pub use error::PolicyError;

@@ -11,6 +11,7 @@ use anyhow::Context;
 use chock_mcp::CredentialFor;
 use chock_mcp::approve::{self, Event, Heard, Watcher};
 use chock_mcp::credential::Credential;
+use chock_policy::visible;
 
 use crate::exit;
 
@@ -123,11 +124,11 @@ fn watch(mut watcher: Watcher) -> anyhow::Result<ExitCode> {
             match &next.credential {
                 Some((wanted, _)) => print!(
                     "user name for {}{}: ",
-                    wanted.remote,
+                    visible(&wanted.remote),
                     wanted
                         .username
                         .as_deref()
-                        .map_or(String::new(), |u| format!(" [{u}]"))
+                        .map_or(String::new(), |u| format!(" [{}]", visible(u)))
                 ),
                 None if next.wants_text => print!("your answer (one line): "),
                 None => print!("allow it once? [y/N] "),
@@ -185,7 +186,7 @@ fn watch(mut watcher: Watcher) -> anyhow::Result<ExitCode> {
                     if current.as_ref().is_some_and(|c| c.same(&path, id)) {
                         current = None;
                         crate::ask::echo(true);
-                        println!("\nquestion {id} withdrawn: {why}");
+                        println!("\nquestion {id} withdrawn: {}", visible(&why));
                     }
                 }
                 Event::Error { message } => eprintln!("chock approve: {message}"),
