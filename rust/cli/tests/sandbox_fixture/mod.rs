@@ -335,3 +335,36 @@ pub fn exchanging(
         swaps
     })
 }
+
+/// A link race in `project`: `x` is a link to `inside.txt` (holding
+/// `inside-text`) and `y` one to a file outside holding `outside-secret`;
+/// the two names are exchanged in a loop while `read` reads `./x` again
+/// and again for `seconds`. `read` answers whether it succeeded and all it
+/// showed. Fails when a read showed the file outside; asserts that the
+/// race ran and that some reads landed inside.
+pub fn race_a_link_out(project: &Path, seconds: u64, mut read: impl FnMut() -> (bool, String)) {
+    let outside = tempfile::tempdir().expect("tempdir");
+    std::fs::write(outside.path().join("secret"), "outside-secret").expect("secret");
+    std::fs::write(project.join("inside.txt"), "inside-text").expect("inside");
+    std::os::unix::fs::symlink("inside.txt", project.join("x")).expect("link");
+    std::os::unix::fs::symlink(outside.path().join("secret"), project.join("y")).expect("link");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let swapper = exchanging(vec![(project.join("x"), project.join("y"))], &stop);
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(seconds);
+    let (mut reads, mut inside) = (0, 0);
+    while std::time::Instant::now() < until {
+        let (succeeded, shown) = read();
+        assert!(
+            !shown.contains("outside-secret"),
+            "read {reads} showed the file outside: {shown}"
+        );
+        if succeeded && shown.contains("inside-text") {
+            inside += 1;
+        }
+        reads += 1;
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let swaps = swapper.join().expect("swapper");
+    assert!(swaps > 1000, "the race ran ({swaps} exchanges)");
+    assert!(inside > 0, "some of the {reads} reads landed inside");
+}
