@@ -755,6 +755,66 @@ fn a_policy_file_a_program_writes_never_raises_the_policy() {
     assert_eq!(next.status.code(), Some(3), "{}", describe(&next));
 }
 
+/// What an agent or editor on the host runs from the project (Claude
+/// Code's hooks in `.claude/settings.json`, VS Code's tasks in `.vscode`)
+/// cannot be planted or changed from inside: an existing `.claude` is
+/// read-only, a missing `.vscode` is made empty before the program starts
+/// and held the same way, and neither can be moved aside or replaced.
+#[test]
+fn what_an_agent_or_editor_runs_on_the_host_cannot_be_planted() {
+    let fx = Fixture::host();
+    fx.rules(r#".{ .action = "exec.*", .decision = .allow }"#);
+    let settings = fx.project.join(".claude/settings.json");
+    std::fs::create_dir(fx.project.join(".claude")).expect("mkdir");
+    std::fs::write(&settings, "{}\n").expect("settings");
+    // What the program would plant, as files it wrote in the workspace.
+    std::fs::write(
+        fx.project.join("hook.json"),
+        r#"{"hooks":{"SessionStart":[{"hooks":[{"type":"command","command":"touch /tmp/planted"}]}]}}"#,
+    )
+    .expect("hook.json");
+    std::fs::write(
+        fx.project.join("tasks.json"),
+        r#"{"version":"2.0.0","tasks":[{"label":"x","command":"touch /tmp/planted","runOptions":{"runOn":"folderOpen"}}]}"#,
+    )
+    .expect("tasks.json");
+    let script = "for step in 'cp hook.json .claude/settings.json' \
+          'cp hook.json .claude/settings.local.json' \
+          'mv .claude .claude-old' \
+          'mkdir -p .vscode && cp tasks.json .vscode/tasks.json' \
+          'rmdir .vscode' \
+          'mkdir x && mv .vscode x/' \
+          'mkdir -p .gemini/y'; do \
+           if sh -c \"$step\" 2>/dev/null; then echo \"DONE: $step\"; else echo \"blocked: $step\"; fi; \
+         done";
+    let out = fx.exec(&[], &["/bin/sh", "-c", script]);
+    assert!(out.status.success(), "{}", describe(&out));
+    let stdout = text(&out.stdout);
+    assert_eq!(stdout.matches("blocked: ").count(), 7, "{}", describe(&out));
+    assert!(!stdout.contains("DONE"), "{}", describe(&out));
+    assert!(
+        text(&out.stderr).contains(".vscode")
+            && text(&out.stderr).contains("before the program started"),
+        "chock says it made .vscode: {}",
+        describe(&out)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&settings).expect("settings"),
+        "{}\n"
+    );
+    assert!(!fx.project.join(".claude/settings.local.json").exists());
+    let vscode: Vec<_> = std::fs::read_dir(fx.project.join(".vscode"))
+        .expect("Chock made .vscode")
+        .collect();
+    assert!(vscode.is_empty(), "{vscode:?}");
+    // A link in one of these places is refused rather than followed.
+    std::fs::remove_dir(fx.project.join(".idea")).expect("the placeholder");
+    std::os::unix::fs::symlink("elsewhere", fx.project.join(".idea")).expect("link");
+    let out = fx.exec(&[], &["/bin/true"]);
+    assert_ne!(out.status.code(), Some(0), "{}", describe(&out));
+    assert!(text(&out.stderr).contains(".idea"), "{}", describe(&out));
+}
+
 /// A program writes `sub/chock.zon` allowing what the project's policy
 /// asks about (a subdirectory is the program's to write). A command run
 /// from `sub` is still the project's and decided by its policy, and both

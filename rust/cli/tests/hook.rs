@@ -529,8 +529,11 @@ fn sync_twice_changes_nothing_the_second_time_and_keeps_the_person_s_settings() 
     let gemini_settings = sandbox.project.join(".gemini/settings.json");
     std::fs::create_dir_all(gemini_settings.parent().unwrap()).unwrap();
     std::fs::write(&gemini_settings, "{\n  // mine\n  \"theme\": \"dark\"\n}\n").unwrap();
-    std::fs::create_dir_all(sandbox.project.join(".cursor")).unwrap();
+    // An agent's folder holding anything is wired; an empty one (what
+    // Chock's sandbox makes where a project had none) is not.
+    std::fs::create_dir_all(sandbox.project.join(".cursor/rules")).unwrap();
     std::fs::create_dir_all(sandbox.project.join(".codex")).unwrap();
+    std::fs::write(sandbox.project.join(".codex/config.toml"), "").unwrap();
     let pre_commit = sandbox.project.join(".git/hooks/pre-commit");
     std::fs::write(&pre_commit, "#!/bin/sh\necho my own check\n").unwrap();
 
@@ -609,7 +612,8 @@ fn sync_leaves_a_file_it_cannot_parse_untouched_and_names_it() {
     std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
     let broken = "{ \"model\": \"opus\", \n";
     std::fs::write(&settings, broken).unwrap();
-    std::fs::create_dir_all(sandbox.project.join(".cursor")).unwrap();
+    std::fs::create_dir_all(sandbox.project.join(".cursor/rules")).unwrap();
+    std::fs::create_dir_all(sandbox.project.join(".gemini")).unwrap();
 
     let out = sandbox.chock(&["sync"]);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
@@ -617,8 +621,9 @@ fn sync_leaves_a_file_it_cannot_parse_untouched_and_names_it() {
     assert!(stderr.contains(".claude/settings.json"), "{stderr}");
     assert!(stderr.contains("left this file as it was"), "{stderr}");
     assert_eq!(std::fs::read_to_string(&settings).unwrap(), broken);
-    // The other files were still synced.
+    // The other files were still synced; an empty agent folder is not wired.
     assert!(sandbox.project.join(".cursor/hooks.json").exists());
+    assert!(!sandbox.project.join(".gemini/settings.json").exists());
     assert!(sandbox.project.join(".git/hooks/pre-push").exists());
 }
 

@@ -290,6 +290,40 @@ fn no_apply_carries_a_change_to_chock_zon_or_a_deny_read_file() {
     assert!(git(&fx.project, &["for-each-ref", "refs/chock"]).is_empty());
 }
 
+/// What an agent or editor on the host runs from the project's top (here
+/// Claude Code's hooks and VS Code's tasks) is the session's to write in
+/// its copy, but no apply carries it, from a repository's worktree or an
+/// overlay: the person edits it alone, on the host.
+#[test]
+fn no_apply_carries_what_an_agent_or_editor_runs() {
+    let plant = "mkdir -p .claude .vscode && echo '{\"hooks\":{}}' > .claude/settings.json && \
+                 echo '{}' > .vscode/tasks.json && echo done";
+    for fx in [repo(&zon_with("merge", "")), plain(&zon_with("merge", ""))] {
+        let before = snapshot(&fx.project);
+        let out = in_workspace(&fx, &[], plant);
+        assert_eq!(text(&out.stdout), "done\n", "{}", describe(&out));
+        if fx.project.join(".git").exists() {
+            let commit = in_workspace(
+                &fx,
+                &[],
+                "git add -A && git -c user.name=a -c user.email=b commit -q -m hooks && echo committed",
+            );
+            assert_eq!(text(&commit.stdout), "committed\n", "{}", describe(&commit));
+        }
+        let out = apply(&fx, &[]);
+        assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+        let said = text(&out.stderr);
+        assert!(
+            (said.contains("changed .claude") || said.contains("change .claude"))
+                && said.contains(".vscode")
+                && said.contains("edited by a person alone")
+                && said.contains("nothing was applied"),
+            "{said}"
+        );
+        assert_eq!(snapshot(&fx.project), before, "the project is untouched");
+    }
+}
+
 #[test]
 fn binds_of_each_mode() {
     let fx = repo(".{}\n");

@@ -191,7 +191,7 @@ impl std::fmt::Display for Notice {
             ),
             Notice::Placeholders { made } => write!(
                 f,
-                "made {}, which did not exist, before the program started: a program in the sandbox could otherwise create them for git or Chock to obey outside it; each means what its absence meant (no rule, no hook, no setting) and is read-only inside",
+                "made {}, which did not exist, before the program started: a program in the sandbox could otherwise create them for git, Chock, an agent or an editor to obey outside it; each means what its absence meant (no rule, no hook, no setting) and is read-only inside",
                 made.iter()
                     .map(|p| p.display().to_string())
                     .collect::<Vec<_>>()
@@ -322,7 +322,7 @@ pub fn prepare(
     };
     let layout = match &request.project.workspace {
         Some(view) => crate::workspace::fit(view, &cache_dir, &tool, TMP_BYTES)?,
-        None => layout::resolve(&request.project.dir, &cache_dir, &tool, TMP_BYTES)?,
+        None => layout::resolve_project(&request.project.dir, &cache_dir, &tool, TMP_BYTES)?,
     };
     let cwd = if request.cwd.starts_with(&layout.workspace) {
         request.cwd.clone()

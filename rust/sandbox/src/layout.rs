@@ -60,6 +60,87 @@ pub const POLICY_PLACEHOLDER: &[u8] =
 // in its sandbox can write one; edit it to add yours.\n\
 .{}\n";
 
+/// What the agents and editors a person runs on the host read from the top
+/// of a project and then *run*, outside any sandbox: hooks, MCP servers and
+/// commands (`.claude`, `.codex`, `.gemini`, `.cursor`, `.mcp.json`), tasks
+/// and settings that name programs (`.vscode`, `.idea`). Each that exists
+/// is held read-only, like `chock.zon`. A missing folder is made empty
+/// first (an empty folder configures nothing, and git does not list it)
+/// and held the same way, so no program can plant one for the person's
+/// next session. A missing `.mcp.json` is not made (a file would show in
+/// the person's `git status`): the agents ask a person before they start a
+/// project's MCP server, unless a setting in the held folders says not to.
+pub const RUN_ON_HOST: [(&str, Option<Placeholder>); 7] = [
+    (".claude", Some(Placeholder::Dir)),
+    (".codex", Some(Placeholder::Dir)),
+    (".gemini", Some(Placeholder::Dir)),
+    (".cursor", Some(Placeholder::Dir)),
+    (".vscode", Some(Placeholder::Dir)),
+    (".idea", Some(Placeholder::Dir)),
+    (".mcp.json", None),
+];
+
+/// Whether a change at `rel` (relative to a project) is one no apply of a
+/// session carries: `chock.zon`, or anything at or under a name of
+/// [`RUN_ON_HOST`]. A person edits these alone, on the host.
+pub fn only_a_person_edits(rel: &Path) -> bool {
+    rel == Path::new(POLICY_FILE) || RUN_ON_HOST.iter().any(|(name, _)| rel.starts_with(name))
+}
+
+/// Why an apply refuses to carry a change to what a person edits alone
+/// ([`only_a_person_edits`]) or to a `deny_read` file.
+pub const WHY_NO_APPLY_CARRIES: &str = "chock.zon, and what agents and editors run from the project's top (.claude, .codex, .gemini, .cursor, .vscode, .idea, .mcp.json), are edited by a person alone, on the host; a deny_read file was never readable in the workspace";
+
+/// The names of [`only_a_person_edits`], as git pathspecs.
+pub fn only_a_person_edits_pathspecs() -> impl Iterator<Item = String> {
+    std::iter::once(POLICY_FILE)
+        .chain(RUN_ON_HOST.iter().map(|(name, _)| *name))
+        .map(str::to_owned)
+}
+
+/// [`resolve`] for a sandbox whose workspace is the project itself, with
+/// what agents and editors run from it held as well ([`RUN_ON_HOST`]). A
+/// session workspace's copy is the agent's to write instead, and no apply
+/// carries a change there ([`only_a_person_edits`]).
+pub fn resolve_project(
+    workspace: &Path,
+    cache_dir: &Path,
+    toolchain: &Toolchain,
+    tmp_bytes: u64,
+) -> Result<Layout, SandboxError> {
+    let mut layout = resolve(workspace, cache_dir, toolchain, tmp_bytes)?;
+    hold_run_on_host(
+        &layout.workspace,
+        &mut layout.read_only,
+        &mut layout.missing,
+    )?;
+    Ok(layout)
+}
+
+/// Holds each of [`RUN_ON_HOST`] in `workspace`: read-only when it exists,
+/// made first when it is a missing folder. A link there is refused: what
+/// it names could not be held.
+fn hold_run_on_host(
+    workspace: &Path,
+    read_only: &mut Vec<PathBuf>,
+    missing: &mut Vec<(PathBuf, Placeholder)>,
+) -> Result<(), SandboxError> {
+    for (name, placeholder) in RUN_ON_HOST {
+        let path = workspace.join(name);
+        match std::fs::symlink_metadata(&path) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                return Err(SandboxError::Workspace {
+                    path,
+                    reason: "it is a symbolic link, and what an agent or editor runs from here must be held read-only in the sandbox; make it a real folder or file".into(),
+                });
+            }
+            Ok(_) => read_only.push(path),
+            Err(_) => missing.extend(placeholder.map(|p| (path, p))),
+        }
+    }
+    Ok(())
+}
+
 /// Builds the layout of a sandbox for `workspace`.
 pub fn resolve(
     workspace: &Path,

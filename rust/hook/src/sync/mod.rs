@@ -127,14 +127,16 @@ pub fn sync(options: &SyncOptions) -> SyncReport {
     }
 }
 
-/// The agents whose own folder the project has.
+/// The agents whose own folder the project has, holding anything: an
+/// empty one configures nothing, and is what Chock's sandbox makes where
+/// a project had none (so that no program can plant one).
 pub fn detect_agents(project: &Path) -> Vec<Agent> {
     Agent::ALL
         .into_iter()
         .filter(|agent| {
-            agent_file(project, *agent)
-                .parent()
-                .is_some_and(Path::is_dir)
+            agent_file(project, *agent).parent().is_some_and(|folder| {
+                std::fs::read_dir(folder).is_ok_and(|mut entries| entries.next().is_some())
+            })
         })
         .collect()
 }

@@ -238,11 +238,12 @@ fn identity(host: &Git) -> Vec<(String, String)> {
     ]
 }
 
-/// Paths no apply carries a change to: `chock.zon` (only a person edits
-/// it) and every `deny_read` file (no session could read it, so a change
+/// Paths no apply carries a change to: `chock.zon` and what agents and
+/// editors run (only a person edits them, `layout::only_a_person_edits`)
+/// and every `deny_read` file (no session could read it, so a change
 /// there is the notice, not the file).
 fn guarded_paths(workspace: &SessionWorkspace) -> Vec<String> {
-    std::iter::once(crate::layout::POLICY_FILE.to_owned())
+    crate::layout::only_a_person_edits_pathspecs()
         .chain(
             workspace
                 .meta
@@ -307,8 +308,9 @@ impl SessionWorkspace {
         touched.dedup();
         if !touched.is_empty() {
             return Err(WorkspaceError::Refused(format!(
-                "the session's commits change {}, which no apply carries (chock.zon is edited by a person alone; a deny_read file was never readable in the workspace); nothing was applied: remove those changes in the workspace (`git checkout {base} -- PATH` there) and apply again",
-                touched.join(", ")
+                "the session's commits change {}, which no apply carries ({}); nothing was applied: remove those changes in the workspace (`git checkout {base} -- PATH` there) and apply again",
+                touched.join(", "),
+                crate::layout::WHY_NO_APPLY_CARRIES
             )));
         }
         let numstat = git.run(["diff", "--numstat", "-z", "--no-renames", &base, &commit])?;

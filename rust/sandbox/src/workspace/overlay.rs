@@ -247,7 +247,7 @@ impl SessionWorkspace {
                 }
                 continue;
             }
-            if rel == Path::new(crate::layout::POLICY_FILE) {
+            if crate::layout::only_a_person_edits(rel) {
                 guarded.push(rel.display().to_string());
                 continue;
             }
@@ -259,8 +259,9 @@ impl SessionWorkspace {
         }
         if !guarded.is_empty() {
             return Err(WorkspaceError::Refused(format!(
-                "the session changed {}, which no apply carries (chock.zon is edited by a person alone; a deny_read file was never readable in the workspace); nothing was applied: undo those changes in the workspace and apply again, or remove it with `chock workspace clear`",
-                guarded.join(", ")
+                "the session changed {}, which no apply carries ({}); nothing was applied: undo those changes in the workspace and apply again, or remove it with `chock workspace clear`",
+                guarded.join(", "),
+                crate::layout::WHY_NO_APPLY_CARRIES
             )));
         }
         let denied: Vec<PathBuf> = self.meta.deny_read.iter().map(|c| c.rel.clone()).collect();
