@@ -685,6 +685,48 @@ fn bad_arguments_are_tool_errors_with_a_sentence() {
     assert!(takes.text.contains("it takes"), "{}", takes.text);
 }
 
+/// What an agent or editor on the person's machine runs from the
+/// project's top (Claude Code's hooks, Gemini CLI's settings, VS Code's
+/// settings, a project's MCP servers) is never written by the file tools
+/// in the person's project, whatever the rules say; a name that only
+/// begins the same way is the agent's.
+#[test]
+fn the_file_tools_never_write_what_an_agent_or_editor_runs() {
+    let env = project_with_files();
+    env.write(".vscode/settings.json", "{}\n");
+    let mut client = env.client(false, &[]);
+    for (tool, args) in [
+        (
+            "write_file",
+            json!({"path": ".claude/settings.json", "content": "{\"hooks\":{}}"}),
+        ),
+        (
+            "write_file",
+            json!({"path": "src/../.gemini/settings.json", "content": "{}"}),
+        ),
+        ("write_file", json!({"path": ".mcp.json", "content": "{}"})),
+        (
+            "edit_file",
+            json!({"path": ".vscode/settings.json", "old_string": "{}", "new_string": "{\"x\": 1}"}),
+        ),
+    ] {
+        let called = client.call(tool, args.clone());
+        assert!(
+            called.is_error && called.text.contains("outside any sandbox"),
+            "{tool} {args}: {called:?}"
+        );
+    }
+    for name in [".claude", ".gemini", ".mcp.json"] {
+        assert!(!env.project.join(name).exists(), "{name} was made");
+    }
+    assert_eq!(env.read(".vscode/settings.json").as_deref(), Some("{}\n"));
+    let called = client.call(
+        "write_file",
+        json!({"path": ".claude-notes.md", "content": "notes"}),
+    );
+    assert!(!called.is_error, "{called:?}");
+}
+
 #[test]
 fn the_workspace_cannot_be_left() {
     let env = project_with_files();

@@ -71,6 +71,10 @@ pub enum FileError {
     )]
     GitDirectory { path: String },
     #[error(
+        "`{path}` is what an agent or editor on the person's machine runs from the project (hooks, MCP servers, tasks), outside any sandbox; the file tools never write it in the person's project, and no sandbox can: the person edits it (a session workspace's copy may be written, but no apply carries it)"
+    )]
+    RunsOnHost { path: String },
+    #[error(
         "`{path}` is or goes through a symbolic link, and the file tools never write through one (a link could lead outside the workspace, into the git directory or to chock.zon); give the real path"
     )]
     LinkOnPath { path: String },
@@ -126,6 +130,11 @@ pub struct Workspace {
     /// where a write would land in the upper layer and no apply carries
     /// it, so the file tools do not write under them.
     bound: Vec<PathBuf>,
+    /// Whether this is the person's project itself, not a session's copy:
+    /// then what agents and editors run from its top (`.claude`,
+    /// `.vscode`, ...; `chock_sandbox::RUN_ON_HOST`) is the
+    /// person's alone to write, as it is in a sandbox.
+    in_place: bool,
 }
 
 /// What the file tools open paths beneath.
@@ -166,6 +175,7 @@ impl Workspace {
             host_root: root.to_path_buf(),
             denied: Vec::new(),
             bound: Vec::new(),
+            in_place: true,
         })
     }
 
@@ -188,6 +198,7 @@ impl Workspace {
                 Some(_) => view.binds.iter().map(|b| b.rel.clone()).collect(),
                 None => Vec::new(),
             },
+            in_place: false,
         })
     }
 
@@ -527,6 +538,11 @@ impl Opened<'_> {
         }
         if parent.components().any(|c| c.as_os_str() == ".git") {
             return Err(FileError::GitDirectory {
+                path: Workspace::show(rel),
+            });
+        }
+        if self.in_place && chock_sandbox::runs_on_host(rel) {
+            return Err(FileError::RunsOnHost {
                 path: Workspace::show(rel),
             });
         }

@@ -84,7 +84,13 @@ pub const RUN_ON_HOST: [(&str, Option<Placeholder>); 7] = [
 /// session carries: `chock.zon`, or anything at or under a name of
 /// [`RUN_ON_HOST`]. A person edits these alone, on the host.
 pub fn only_a_person_edits(rel: &Path) -> bool {
-    rel == Path::new(POLICY_FILE) || RUN_ON_HOST.iter().any(|(name, _)| rel.starts_with(name))
+    rel == Path::new(POLICY_FILE) || runs_on_host(rel)
+}
+
+/// Whether `rel` (relative to a project) is at or under a name of
+/// [`RUN_ON_HOST`].
+pub fn runs_on_host(rel: &Path) -> bool {
+    RUN_ON_HOST.iter().any(|(name, _)| rel.starts_with(name))
 }
 
 /// Why an apply refuses to carry a change to what a person edits alone

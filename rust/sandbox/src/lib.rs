@@ -32,7 +32,10 @@ pub mod workspace;
 
 pub use caps::current as current_capabilities;
 pub use error::SandboxError;
-pub use layout::{HOST_SYSTEM, POLICY_FILE, Toolchain, resolve as resolve_layout, store_dir};
+pub use layout::{
+    HOST_SYSTEM, POLICY_FILE, RUN_ON_HOST, Toolchain, resolve as resolve_layout, runs_on_host,
+    store_dir,
+};
 pub use limits::{CgroupEvents, Delegation, Limits, delegation};
 pub use mounts::{
     CACHE_MOUNT, Entry, EntryKind, ImageEntry, Layout, MAX_SECRET_FILE_BYTES, RUN_CHOCK,
