@@ -23,13 +23,35 @@ use std::cell::Cell;
 use std::marker::PhantomData;
 use std::ptr::{self, NonNull};
 
+/// The part of a block a handle points at. A block of elements has its
+/// length in the word before it; a block without elements (`Shared`:
+/// thunks, closures) has none, so a thunk is 32 bytes, not 40. The
+/// elements follow at `data_offset::<H, T>()`.
 #[repr(C)]
 struct Inner<H, T> {
     count: Cell<usize>,
-    len: usize,
     header: H,
-    // The elements follow at `data_offset::<H, T>()`.
     _elements: [T; 0],
+}
+
+/// Whether blocks of `T` carry a length word (every element type but a
+/// zero-sized one, which only `Shared` uses, always with no elements).
+const fn has_len<T>() -> bool {
+    std::mem::size_of::<T>() != 0
+}
+
+/// Bytes before the `Inner` part: the length word, if any, padded to
+/// `Inner`'s alignment (the word is the last of them, right before
+/// `Inner`).
+const fn prefix<H, T>() -> usize {
+    let align = std::mem::align_of::<Inner<H, T>>();
+    if !has_len::<T>() {
+        0
+    } else if align > std::mem::size_of::<usize>() {
+        align
+    } else {
+        std::mem::size_of::<usize>()
+    }
 }
 
 /// A shared, immutable header and slice in one allocation.
@@ -140,16 +162,23 @@ unsafe fn release(ptr: *mut u8, size: usize) {
     unsafe { libmimalloc_sys::mi_free(ptr.cast()) }
 }
 
-/// Where the elements start. `Inner` ends in `[T; 0]`, so its size is
-/// already a multiple of `T`'s alignment and the elements follow directly;
-/// `layout_for` computes the same offset through `Layout::extend`.
+/// Where the elements start, from the `Inner` part. `Inner` ends in
+/// `[T; 0]`, so its size is already a multiple of `T`'s alignment and the
+/// elements follow directly; `layout_for` computes the same offset through
+/// `Layout::extend`.
 const fn data_offset<H, T>() -> usize {
     std::mem::size_of::<Inner<H, T>>()
 }
 
+/// The layout of a block of `len` elements and the offset of its elements
+/// from the block's start. The length word, when there is one, comes
+/// first (see `prefix`).
 fn layout_for<H, T>(len: usize) -> (Layout, usize) {
     let head = Layout::new::<Inner<H, T>>();
     let Ok(array) = Layout::array::<T>(len) else {
+        alloc::handle_alloc_error(head)
+    };
+    let Ok(head) = Layout::from_size_align(prefix::<H, T>() + head.size(), head.align()) else {
         alloc::handle_alloc_error(head)
     };
     let Ok((layout, offset)) = head.extend(array) else {
@@ -183,11 +212,11 @@ impl<H, T> Drop for BuildGuard<H, T> {
         // SAFETY: the header and the first `written` elements were
         // initialised by `from_iter` before this guard can run.
         unsafe {
-            let base = self.ptr.as_ptr().cast::<u8>();
+            let inner = self.ptr.as_ptr().cast::<u8>();
             ptr::drop_in_place(ptr::addr_of_mut!((*self.ptr.as_ptr()).header));
-            let data = base.add(self.offset).cast::<T>();
+            let data = inner.add(self.offset).cast::<T>();
             ptr::drop_in_place(ptr::slice_from_raw_parts_mut(data, self.written));
-            release(base, self.layout.size());
+            release(inner.sub(prefix::<H, T>()), self.layout.size());
             crate::memory::freed(self.layout.size());
         }
     }
@@ -199,23 +228,45 @@ impl<H, T> ThinRc<H, T> {
     /// pointer.
     #[inline]
     fn start(header: H, len: usize) -> (NonNull<Inner<H, T>>, *mut T, Layout) {
+        // A block without a length word has no room to say it holds
+        // elements (`Shared` never does).
+        assert!(has_len::<T>() || len == 0, "ThinRc: elements of a zero-sized type");
         let (layout, offset) = layout_for::<H, T>(len);
         let raw = allocate(layout);
-        let Some(ptr) = NonNull::new(raw.cast::<Inner<H, T>>()) else {
+        if raw.is_null() {
             alloc::handle_alloc_error(layout)
-        };
+        }
         crate::memory::allocated(layout.size());
         crate::stats::count(crate::stats::Counter::Allocations);
         crate::stats::add(crate::stats::Counter::AllocatedBytes, layout.size() as u64);
-        // SAFETY: `ptr` is a fresh allocation sized for `Inner` plus `len`
-        // elements; these writes and the data pointer stay inside it.
-        let data = unsafe {
-            ptr::addr_of_mut!((*ptr.as_ptr()).count).write(Cell::new(1));
-            ptr::addr_of_mut!((*ptr.as_ptr()).len).write(len);
-            ptr::addr_of_mut!((*ptr.as_ptr()).header).write(header);
-            raw.add(offset).cast::<T>()
-        };
-        (ptr, data, layout)
+        // SAFETY: `raw` is a fresh allocation sized for the length word (if
+        // any), `Inner` and `len` elements; these writes and the data
+        // pointer stay inside it.
+        unsafe {
+            let inner = raw.add(prefix::<H, T>()).cast::<Inner<H, T>>();
+            if has_len::<T>() {
+                inner.cast::<usize>().sub(1).write(len);
+            }
+            ptr::addr_of_mut!((*inner).count).write(Cell::new(1));
+            ptr::addr_of_mut!((*inner).header).write(header);
+            (
+                NonNull::new_unchecked(inner),
+                raw.add(offset).cast::<T>(),
+                layout,
+            )
+        }
+    }
+
+    /// The number of elements.
+    #[inline(always)]
+    fn len(&self) -> usize {
+        if has_len::<T>() {
+            // SAFETY: a block of elements has its length in the word
+            // before `Inner`, written by `start`.
+            unsafe { *self.ptr.as_ptr().cast::<usize>().sub(1) }
+        } else {
+            0
+        }
     }
 
     /// Builds from a header and exactly `iter.len()` elements.
@@ -359,7 +410,7 @@ impl<H, T> ThinRc<H, T> {
     pub fn as_slice(&self) -> &[T] {
         // SAFETY: `len` elements were initialised right after the `Inner`
         // block by `from_iter`.
-        unsafe { std::slice::from_raw_parts(self.data(), self.inner().len) }
+        unsafe { std::slice::from_raw_parts(self.data(), self.len()) }
     }
 
     /// The elements, writable, when this handle is the only reference to
@@ -371,7 +422,7 @@ impl<H, T> ThinRc<H, T> {
         // SAFETY: a count of one and `&mut self` mean no other handle or
         // borrow of the block exists; the elements are initialised as in
         // `as_slice`.
-        Some(unsafe { std::slice::from_raw_parts_mut(self.data(), self.inner().len) })
+        Some(unsafe { std::slice::from_raw_parts_mut(self.data(), self.len()) })
     }
 
     /// Whether both handles point at the same allocation.
@@ -479,16 +530,22 @@ impl<H, T> ThinRc<H, T> {
     /// # Safety
     /// `raw` must come from a `ThinRc<H, T>` whose last handle is gone.
     unsafe fn free(raw: NonNull<u8>) {
-        let base = raw.cast::<Inner<H, T>>().as_ptr();
+        let inner = raw.cast::<Inner<H, T>>().as_ptr();
         // SAFETY: per the contract the block is live, initialised, and
-        // unreachable from anywhere else.
+        // unreachable from anywhere else; it starts `prefix` bytes before
+        // `Inner`, with the length word when there is one.
         unsafe {
-            let len = (*base).len;
+            let base = raw.as_ptr().sub(prefix::<H, T>());
+            let len = if has_len::<T>() {
+                raw.as_ptr().cast::<usize>().sub(1).read()
+            } else {
+                0
+            };
             let (layout, offset) = layout_for::<H, T>(len);
-            ptr::drop_in_place(ptr::addr_of_mut!((*base).header));
-            let data = base.cast::<u8>().add(offset).cast::<T>();
+            ptr::drop_in_place(ptr::addr_of_mut!((*inner).header));
+            let data = base.add(offset).cast::<T>();
             ptr::drop_in_place(ptr::slice_from_raw_parts_mut(data, len));
-            release(base.cast::<u8>(), layout.size());
+            release(base, layout.size());
             crate::memory::freed(layout.size());
         }
     }
@@ -592,12 +649,28 @@ mod tests {
 
     #[test]
     fn offset_matches_layout() {
-        assert_eq!(layout_for::<u8, u64>(3).1, data_offset::<u8, u64>());
-        assert_eq!(layout_for::<(), u8>(3).1, data_offset::<(), u8>());
+        fn elements_at<H, T>() -> usize {
+            prefix::<H, T>() + data_offset::<H, T>()
+        }
+        assert_eq!(layout_for::<u8, u64>(3).1, elements_at::<u8, u64>());
+        assert_eq!(layout_for::<(), u8>(3).1, elements_at::<(), u8>());
         assert_eq!(
             layout_for::<Option<Rc<()>>, [u64; 2]>(3).1,
-            data_offset::<Option<Rc<()>>, [u64; 2]>()
+            elements_at::<Option<Rc<()>>, [u64; 2]>()
         );
+    }
+
+    #[test]
+    fn a_block_without_elements_has_no_length_word() {
+        // count and header only: a thunk's state (24 bytes) makes 32.
+        assert_eq!(layout_for::<[u64; 3], ()>(0).0.size(), 32);
+        assert_eq!(layout_for::<[u64; 3], u8>(0).0.size(), 40);
+        let s: Shared<[u64; 3]> = Shared::new([1, 2, 3]);
+        assert_eq!(*s, [1, 2, 3]);
+        assert!(s.as_slice().is_empty());
+        let held = s.clone();
+        drop(s);
+        assert_eq!(*held, [1, 2, 3]);
     }
 
     #[test]
