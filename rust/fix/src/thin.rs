@@ -515,11 +515,15 @@ const MAX_DROP_DEPTH: u32 = 1000;
 /// A free that was queued: the allocation and the function that frees it.
 type Deferred = (NonNull<u8>, unsafe fn(NonNull<u8>));
 
+/// In `DROP_STATE`, the bit that says `DEFERRED` holds anything; the
+/// bits below it are the nesting of frees.
+const QUEUED: u32 = 1 << 31;
+
 thread_local! {
-    static DROP_DEPTH: Cell<u32> = const { Cell::new(0) };
-    /// Whether `DEFERRED` holds anything: a plain cell, so the outermost
-    /// free (nearly every free) tests it without touching the queue.
-    static QUEUED: Cell<bool> = const { Cell::new(false) };
+    /// How deep frees are nested, and whether any was queued: one cell,
+    /// read and written once on each side of a free (nearly every free is
+    /// the outermost one and queues nothing).
+    static DROP_STATE: Cell<u32> = const { Cell::new(0) };
     static DEFERRED: std::cell::RefCell<Vec<Deferred>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
@@ -573,25 +577,28 @@ impl<H, T> ThinRc<H, T> {
     /// `raw` is a block of this type with no references left.
     #[inline(never)]
     unsafe fn drop_last(raw: NonNull<u8>) {
-        let depth = DROP_DEPTH.with(Cell::get);
-        if depth >= MAX_DROP_DEPTH {
+        let state = DROP_STATE.with(Cell::get);
+        if state & !QUEUED >= MAX_DROP_DEPTH {
             DEFERRED.with(|d| d.borrow_mut().push((raw, Self::free)));
-            QUEUED.with(|q| q.set(true));
+            DROP_STATE.with(|s| s.set(state | QUEUED));
             return;
         }
-        DROP_DEPTH.with(|d| d.set(depth + 1));
+        DROP_STATE.with(|s| s.set(state + 1));
         // SAFETY: the caller hands over the last reference.
         unsafe { Self::free(raw) };
-        if depth == 0 && QUEUED.with(Cell::get) {
+        // One deeper than `state`, and queued if a deeper free queued.
+        let after = DROP_STATE.with(Cell::get);
+        if after == 1 | QUEUED {
             // The outermost free runs what deeper frees queued, each one
-            // starting from depth one again.
+            // starting from depth one again (the depth stays one here).
             while let Some((block, free)) = DEFERRED.with(|d| d.borrow_mut().pop()) {
                 // SAFETY: queued blocks are last handles, freed exactly once.
                 unsafe { free(block) };
             }
-            QUEUED.with(|q| q.set(false));
+            DROP_STATE.with(|s| s.set(0));
+        } else {
+            DROP_STATE.with(|s| s.set(after - 1));
         }
-        DROP_DEPTH.with(|d| d.set(depth));
     }
 }
 
