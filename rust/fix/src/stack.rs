@@ -32,6 +32,9 @@ mod tests {
         let top = super::address();
         let deep = address_below(1000);
         // A thousand frames of at least a return address each.
-        assert!(deep + 8 * 1000 <= top, "top {top:#x}, 1000 calls down {deep:#x}");
+        assert!(
+            deep + 8 * 1000 <= top,
+            "top {top:#x}, 1000 calls down {deep:#x}"
+        );
     }
 }

@@ -297,7 +297,10 @@ impl<H, T> ThinRc<H, T> {
     fn start(header: H, len: usize) -> (NonNull<Inner<H, T>>, *mut T, Layout) {
         // A block without a length word has no room to say it holds
         // elements (`Shared` never does).
-        assert!(has_len::<T>() || len == 0, "ThinRc: elements of a zero-sized type");
+        assert!(
+            has_len::<T>() || len == 0,
+            "ThinRc: elements of a zero-sized type"
+        );
         let (layout, offset) = layout_for::<H, T>(len);
         let raw = allocate(layout);
         if raw.is_null() {
