@@ -2,6 +2,8 @@
 //! `cargo run --release -p chock-fix --example eval -- FILE` prints what
 //! `chock eval --impure --strict FILE` prints. Build it with
 //! `CARGO_PROFILE_RELEASE_DEBUG=line-tables-only` for perf or callgrind.
+//! With `EVAL_STATS` set it also prints what the evaluation did (thunks,
+//! calls, allocations, peak bytes: what `chock eval --stats` prints).
 
 use chock_fix::{EvalOptions, Request, Source, evaluate};
 
@@ -25,6 +27,9 @@ fn main() -> std::process::ExitCode {
     match evaluate(&options, &request) {
         Ok(out) => {
             println!("{}", String::from_utf8_lossy(&out.text));
+            if std::env::var_os("EVAL_STATS").is_some() {
+                eprintln!("{:#?}", out.stats);
+            }
             std::process::ExitCode::SUCCESS
         }
         Err(e) => {

@@ -23,13 +23,35 @@ use std::cell::Cell;
 use std::marker::PhantomData;
 use std::ptr::{self, NonNull};
 
+/// The part of a block a handle points at. A block of elements has its
+/// length in the word before it; a block without elements (`Shared`:
+/// thunks, closures) has none, so a thunk is 32 bytes, not 40. The
+/// elements follow at `data_offset::<H, T>()`.
 #[repr(C)]
 struct Inner<H, T> {
     count: Cell<usize>,
-    len: usize,
     header: H,
-    // The elements follow at `data_offset::<H, T>()`.
     _elements: [T; 0],
+}
+
+/// Whether blocks of `T` carry a length word (every element type but a
+/// zero-sized one, which only `Shared` uses, always with no elements).
+const fn has_len<T>() -> bool {
+    std::mem::size_of::<T>() != 0
+}
+
+/// Bytes before the `Inner` part: the length word, if any, padded to
+/// `Inner`'s alignment (the word is the last of them, right before
+/// `Inner`).
+const fn prefix<H, T>() -> usize {
+    let align = std::mem::align_of::<Inner<H, T>>();
+    if !has_len::<T>() {
+        0
+    } else if align > std::mem::size_of::<usize>() {
+        align
+    } else {
+        std::mem::size_of::<usize>()
+    }
 }
 
 /// A shared, immutable header and slice in one allocation.
@@ -43,32 +65,103 @@ pub struct ThinRc<H, T> {
 const SMALL_MAX: usize = 128;
 const SMALL_CLASSES: usize = SMALL_MAX / 8;
 
+/// Small blocks are carved from chunks of this many bytes.
+const CHUNK_BYTES: usize = 64 * 1024;
+
 /// A freed small block, linked into the list of its size class.
 struct FreeBlock {
     next: *mut FreeBlock,
 }
 
-/// Per size class (8, 16, ... 128 bytes), the blocks freed and not yet
-/// reused. An evaluation allocates and frees blocks of a handful of sizes
-/// millions of times (one environment per call), and popping a list is a
-/// few instructions where mimalloc's malloc and free take about fifty.
-/// The blocks go back to mimalloc when the thread ends.
+/// The start of a chunk: the chunk taken before it.
+struct Chunk {
+    previous: *mut Chunk,
+}
+
+/// A thread's small blocks. A block is a reused one, taken from the free
+/// list of its size class (8, 16, ... 128 bytes), or a fresh one, the next
+/// bytes of the current chunk. An evaluation allocates blocks of a handful
+/// of sizes millions of times (one environment per call, one thunk per
+/// deferred expression): popping a list or moving a pointer is a few
+/// instructions, where mimalloc's malloc and free take twenty to fifty.
+///
+/// The chunks go back to mimalloc when the thread ends, with every block
+/// in them, live or not. That is sound because nothing can use a block by
+/// then: a block is only reachable from its own thread (`ThinRc` is
+/// neither `Send` nor `Sync`), the thread's code has returned, and no
+/// thread-local holds a block (`DEFERRED` holds addresses it never follows
+/// once its thread ends). What is still live then is garbage in reference
+/// cycles (a recursive set, a `let` that refers to itself: the module
+/// system leaves nearly all it built so), which a thread that only counted
+/// references would leak; an evaluation's thread frees it all.
 struct SmallBlocks {
     heads: [Cell<*mut FreeBlock>; SMALL_CLASSES],
+    /// The unused part of the current chunk.
+    fresh: Cell<*mut u8>,
+    end: Cell<*mut u8>,
+    /// The current chunk, linked to the ones before it.
+    chunks: Cell<*mut Chunk>,
+}
+
+impl SmallBlocks {
+    /// A block of `size` bytes (the largest of size class `class`); null
+    /// if mimalloc has no memory.
+    #[inline(always)]
+    fn take(&self, class: usize, size: usize) -> *mut u8 {
+        let head = &self.heads[class];
+        let block = head.get();
+        if !block.is_null() {
+            // SAFETY: a listed block is free and was written as a
+            // `FreeBlock` when it was listed.
+            head.set(unsafe { (*block).next });
+            return block.cast();
+        }
+        let fresh = self.fresh.get();
+        if (self.end.get() as usize) - (fresh as usize) >= size {
+            // SAFETY: `fresh + size` is at most `end`, inside the chunk.
+            self.fresh.set(unsafe { fresh.add(size) });
+            return fresh;
+        }
+        self.take_from_new_chunk(size)
+    }
+
+    /// Starts a new chunk (the rest of the current one, smaller than a
+    /// block, stays unused) and takes a block of `size` bytes from it.
+    #[cold]
+    #[inline(never)]
+    fn take_from_new_chunk(&self, size: usize) -> *mut u8 {
+        // SAFETY: mi_malloc has no preconditions.
+        let chunk = unsafe { libmimalloc_sys::mi_malloc(CHUNK_BYTES) }.cast::<u8>();
+        if chunk.is_null() {
+            return chunk;
+        }
+        // SAFETY: the chunk is fresh, CHUNK_BYTES long and aligned for a
+        // `Chunk`; its first block follows the `Chunk` word, and the first
+        // block and the one after fit in it.
+        unsafe {
+            chunk.cast::<Chunk>().write(Chunk {
+                previous: self.chunks.get(),
+            });
+            self.chunks.set(chunk.cast());
+            let first = chunk.add(std::mem::size_of::<Chunk>());
+            self.fresh.set(first.add(size));
+            self.end.set(chunk.add(CHUNK_BYTES));
+            first
+        }
+    }
 }
 
 impl Drop for SmallBlocks {
     fn drop(&mut self) {
-        for head in &self.heads {
-            let mut block = head.replace(ptr::null_mut());
-            while !block.is_null() {
-                // SAFETY: every listed block is a free block from mi_malloc
-                // that nothing else refers to.
-                unsafe {
-                    let next = (*block).next;
-                    libmimalloc_sys::mi_free(block.cast());
-                    block = next;
-                }
+        // The thread has ended: no block is used again (see `SmallBlocks`).
+        let mut chunk = self.chunks.replace(ptr::null_mut());
+        while !chunk.is_null() {
+            // SAFETY: every listed chunk came from mi_malloc and is freed
+            // once.
+            unsafe {
+                let previous = (*chunk).previous;
+                libmimalloc_sys::mi_free(chunk.cast());
+                chunk = previous;
             }
         }
     }
@@ -76,7 +169,12 @@ impl Drop for SmallBlocks {
 
 thread_local! {
     static SMALL: SmallBlocks = const {
-        SmallBlocks { heads: [const { Cell::new(ptr::null_mut()) }; SMALL_CLASSES] }
+        SmallBlocks {
+            heads: [const { Cell::new(ptr::null_mut()) }; SMALL_CLASSES],
+            fresh: Cell::new(ptr::null_mut()),
+            end: Cell::new(ptr::null_mut()),
+            chunks: Cell::new(ptr::null_mut()),
+        }
     };
 }
 
@@ -86,32 +184,23 @@ fn small_class(size: usize) -> Option<usize> {
     (size <= SMALL_MAX).then(|| size.div_ceil(8).saturating_sub(1))
 }
 
-/// A block: a reused small one, or from mimalloc. Blocks here are aligned
-/// to at most 8, which `mi_malloc` always gives, so the aligned entry
-/// point (slower) is not needed.
+/// A block: a small one from this thread's chunks, or from mimalloc. A
+/// small block has the largest size of its class, so any later request of
+/// the class fits when it is reused. Blocks here are aligned to at most 8,
+/// which both give (`mi_malloc` without its slower aligned entry point).
 #[inline]
 fn allocate(layout: Layout) -> *mut u8 {
     debug_assert!(layout.align() <= 8);
     if let Some(class) = small_class(layout.size()) {
-        let reused = SMALL.try_with(|s| {
-            let head = &s.heads[class];
-            let block = head.get();
-            if !block.is_null() {
-                // SAFETY: a listed block is free and was written as a
-                // `FreeBlock` when it was listed.
-                head.set(unsafe { (*block).next });
-            }
-            block
-        });
-        if let Ok(block) = reused
-            && !block.is_null()
-        {
-            return block.cast();
+        let size = (class + 1) * 8;
+        if let Ok(block) = SMALL.try_with(|s| s.take(class, size)) {
+            return block;
         }
-        // A block of the largest size of its class, so any later request
-        // of the class fits when it is reused.
+        // The thread's blocks are gone (its thread-locals are being
+        // destroyed): nothing allocates then, but a block from mimalloc
+        // would be correct.
         // SAFETY: mi_malloc has no preconditions.
-        return unsafe { libmimalloc_sys::mi_malloc((class + 1) * 8).cast::<u8>() };
+        return unsafe { libmimalloc_sys::mi_malloc(size).cast::<u8>() };
     }
     // SAFETY: mi_malloc has no preconditions; the size is never zero here.
     unsafe { libmimalloc_sys::mi_malloc(layout.size()).cast::<u8>() }
@@ -125,31 +214,38 @@ fn allocate(layout: Layout) -> *mut u8 {
 unsafe fn release(ptr: *mut u8, size: usize) {
     if let Some(class) = small_class(size) {
         let block = ptr.cast::<FreeBlock>();
-        let listed = SMALL.try_with(|s| {
+        // Once the thread's blocks are gone (never, see `SmallBlocks`) the
+        // block is left where it is: it may be inside a freed chunk.
+        let _ = SMALL.try_with(|s| {
             let head = &s.heads[class];
             // SAFETY: the block is at least 8 bytes, aligned to 8, and
             // ours alone from here on.
             unsafe { block.write(FreeBlock { next: head.get() }) };
             head.set(block);
         });
-        if listed.is_ok() {
-            return;
-        }
+        return;
     }
     // SAFETY: per the contract, a live block from mi_malloc.
     unsafe { libmimalloc_sys::mi_free(ptr.cast()) }
 }
 
-/// Where the elements start. `Inner` ends in `[T; 0]`, so its size is
-/// already a multiple of `T`'s alignment and the elements follow directly;
-/// `layout_for` computes the same offset through `Layout::extend`.
+/// Where the elements start, from the `Inner` part. `Inner` ends in
+/// `[T; 0]`, so its size is already a multiple of `T`'s alignment and the
+/// elements follow directly; `layout_for` computes the same offset through
+/// `Layout::extend`.
 const fn data_offset<H, T>() -> usize {
     std::mem::size_of::<Inner<H, T>>()
 }
 
+/// The layout of a block of `len` elements and the offset of its elements
+/// from the block's start. The length word, when there is one, comes
+/// first (see `prefix`).
 fn layout_for<H, T>(len: usize) -> (Layout, usize) {
     let head = Layout::new::<Inner<H, T>>();
     let Ok(array) = Layout::array::<T>(len) else {
+        alloc::handle_alloc_error(head)
+    };
+    let Ok(head) = Layout::from_size_align(prefix::<H, T>() + head.size(), head.align()) else {
         alloc::handle_alloc_error(head)
     };
     let Ok((layout, offset)) = head.extend(array) else {
@@ -183,11 +279,11 @@ impl<H, T> Drop for BuildGuard<H, T> {
         // SAFETY: the header and the first `written` elements were
         // initialised by `from_iter` before this guard can run.
         unsafe {
-            let base = self.ptr.as_ptr().cast::<u8>();
+            let inner = self.ptr.as_ptr().cast::<u8>();
             ptr::drop_in_place(ptr::addr_of_mut!((*self.ptr.as_ptr()).header));
-            let data = base.add(self.offset).cast::<T>();
+            let data = inner.add(self.offset).cast::<T>();
             ptr::drop_in_place(ptr::slice_from_raw_parts_mut(data, self.written));
-            release(base, self.layout.size());
+            release(inner.sub(prefix::<H, T>()), self.layout.size());
             crate::memory::freed(self.layout.size());
         }
     }
@@ -199,23 +295,48 @@ impl<H, T> ThinRc<H, T> {
     /// pointer.
     #[inline]
     fn start(header: H, len: usize) -> (NonNull<Inner<H, T>>, *mut T, Layout) {
+        // A block without a length word has no room to say it holds
+        // elements (`Shared` never does).
+        assert!(
+            has_len::<T>() || len == 0,
+            "ThinRc: elements of a zero-sized type"
+        );
         let (layout, offset) = layout_for::<H, T>(len);
         let raw = allocate(layout);
-        let Some(ptr) = NonNull::new(raw.cast::<Inner<H, T>>()) else {
+        if raw.is_null() {
             alloc::handle_alloc_error(layout)
-        };
+        }
         crate::memory::allocated(layout.size());
         crate::stats::count(crate::stats::Counter::Allocations);
         crate::stats::add(crate::stats::Counter::AllocatedBytes, layout.size() as u64);
-        // SAFETY: `ptr` is a fresh allocation sized for `Inner` plus `len`
-        // elements; these writes and the data pointer stay inside it.
-        let data = unsafe {
-            ptr::addr_of_mut!((*ptr.as_ptr()).count).write(Cell::new(1));
-            ptr::addr_of_mut!((*ptr.as_ptr()).len).write(len);
-            ptr::addr_of_mut!((*ptr.as_ptr()).header).write(header);
-            raw.add(offset).cast::<T>()
-        };
-        (ptr, data, layout)
+        // SAFETY: `raw` is a fresh allocation sized for the length word (if
+        // any), `Inner` and `len` elements; these writes and the data
+        // pointer stay inside it.
+        unsafe {
+            let inner = raw.add(prefix::<H, T>()).cast::<Inner<H, T>>();
+            if has_len::<T>() {
+                inner.cast::<usize>().sub(1).write(len);
+            }
+            ptr::addr_of_mut!((*inner).count).write(Cell::new(1));
+            ptr::addr_of_mut!((*inner).header).write(header);
+            (
+                NonNull::new_unchecked(inner),
+                raw.add(offset).cast::<T>(),
+                layout,
+            )
+        }
+    }
+
+    /// The number of elements.
+    #[inline(always)]
+    fn len(&self) -> usize {
+        if has_len::<T>() {
+            // SAFETY: a block of elements has its length in the word
+            // before `Inner`, written by `start`.
+            unsafe { *self.ptr.as_ptr().cast::<usize>().sub(1) }
+        } else {
+            0
+        }
     }
 
     /// Builds from a header and exactly `iter.len()` elements.
@@ -359,7 +480,7 @@ impl<H, T> ThinRc<H, T> {
     pub fn as_slice(&self) -> &[T] {
         // SAFETY: `len` elements were initialised right after the `Inner`
         // block by `from_iter`.
-        unsafe { std::slice::from_raw_parts(self.data(), self.inner().len) }
+        unsafe { std::slice::from_raw_parts(self.data(), self.len()) }
     }
 
     /// The elements, writable, when this handle is the only reference to
@@ -371,7 +492,7 @@ impl<H, T> ThinRc<H, T> {
         // SAFETY: a count of one and `&mut self` mean no other handle or
         // borrow of the block exists; the elements are initialised as in
         // `as_slice`.
-        Some(unsafe { std::slice::from_raw_parts_mut(self.data(), self.inner().len) })
+        Some(unsafe { std::slice::from_raw_parts_mut(self.data(), self.len()) })
     }
 
     /// Whether both handles point at the same allocation.
@@ -464,11 +585,15 @@ const MAX_DROP_DEPTH: u32 = 1000;
 /// A free that was queued: the allocation and the function that frees it.
 type Deferred = (NonNull<u8>, unsafe fn(NonNull<u8>));
 
+/// In `DROP_STATE`, the bit that says `DEFERRED` holds anything; the
+/// bits below it are the nesting of frees.
+const QUEUED: u32 = 1 << 31;
+
 thread_local! {
-    static DROP_DEPTH: Cell<u32> = const { Cell::new(0) };
-    /// Whether `DEFERRED` holds anything: a plain cell, so the outermost
-    /// free (nearly every free) tests it without touching the queue.
-    static QUEUED: Cell<bool> = const { Cell::new(false) };
+    /// How deep frees are nested, and whether any was queued: one cell,
+    /// read and written once on each side of a free (nearly every free is
+    /// the outermost one and queues nothing).
+    static DROP_STATE: Cell<u32> = const { Cell::new(0) };
     static DEFERRED: std::cell::RefCell<Vec<Deferred>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
@@ -479,16 +604,22 @@ impl<H, T> ThinRc<H, T> {
     /// # Safety
     /// `raw` must come from a `ThinRc<H, T>` whose last handle is gone.
     unsafe fn free(raw: NonNull<u8>) {
-        let base = raw.cast::<Inner<H, T>>().as_ptr();
+        let inner = raw.cast::<Inner<H, T>>().as_ptr();
         // SAFETY: per the contract the block is live, initialised, and
-        // unreachable from anywhere else.
+        // unreachable from anywhere else; it starts `prefix` bytes before
+        // `Inner`, with the length word when there is one.
         unsafe {
-            let len = (*base).len;
+            let base = raw.as_ptr().sub(prefix::<H, T>());
+            let len = if has_len::<T>() {
+                raw.as_ptr().cast::<usize>().sub(1).read()
+            } else {
+                0
+            };
             let (layout, offset) = layout_for::<H, T>(len);
-            ptr::drop_in_place(ptr::addr_of_mut!((*base).header));
-            let data = base.cast::<u8>().add(offset).cast::<T>();
+            ptr::drop_in_place(ptr::addr_of_mut!((*inner).header));
+            let data = base.add(offset).cast::<T>();
             ptr::drop_in_place(ptr::slice_from_raw_parts_mut(data, len));
-            release(base.cast::<u8>(), layout.size());
+            release(base, layout.size());
             crate::memory::freed(layout.size());
         }
     }
@@ -516,25 +647,28 @@ impl<H, T> ThinRc<H, T> {
     /// `raw` is a block of this type with no references left.
     #[inline(never)]
     unsafe fn drop_last(raw: NonNull<u8>) {
-        let depth = DROP_DEPTH.with(Cell::get);
-        if depth >= MAX_DROP_DEPTH {
+        let state = DROP_STATE.with(Cell::get);
+        if state & !QUEUED >= MAX_DROP_DEPTH {
             DEFERRED.with(|d| d.borrow_mut().push((raw, Self::free)));
-            QUEUED.with(|q| q.set(true));
+            DROP_STATE.with(|s| s.set(state | QUEUED));
             return;
         }
-        DROP_DEPTH.with(|d| d.set(depth + 1));
+        DROP_STATE.with(|s| s.set(state + 1));
         // SAFETY: the caller hands over the last reference.
         unsafe { Self::free(raw) };
-        if depth == 0 && QUEUED.with(Cell::get) {
+        // One deeper than `state`, and queued if a deeper free queued.
+        let after = DROP_STATE.with(Cell::get);
+        if after == 1 | QUEUED {
             // The outermost free runs what deeper frees queued, each one
-            // starting from depth one again.
+            // starting from depth one again (the depth stays one here).
             while let Some((block, free)) = DEFERRED.with(|d| d.borrow_mut().pop()) {
                 // SAFETY: queued blocks are last handles, freed exactly once.
                 unsafe { free(block) };
             }
-            QUEUED.with(|q| q.set(false));
+            DROP_STATE.with(|s| s.set(0));
+        } else {
+            DROP_STATE.with(|s| s.set(after - 1));
         }
-        DROP_DEPTH.with(|d| d.set(depth));
     }
 }
 
@@ -592,12 +726,28 @@ mod tests {
 
     #[test]
     fn offset_matches_layout() {
-        assert_eq!(layout_for::<u8, u64>(3).1, data_offset::<u8, u64>());
-        assert_eq!(layout_for::<(), u8>(3).1, data_offset::<(), u8>());
+        fn elements_at<H, T>() -> usize {
+            prefix::<H, T>() + data_offset::<H, T>()
+        }
+        assert_eq!(layout_for::<u8, u64>(3).1, elements_at::<u8, u64>());
+        assert_eq!(layout_for::<(), u8>(3).1, elements_at::<(), u8>());
         assert_eq!(
             layout_for::<Option<Rc<()>>, [u64; 2]>(3).1,
-            data_offset::<Option<Rc<()>>, [u64; 2]>()
+            elements_at::<Option<Rc<()>>, [u64; 2]>()
         );
+    }
+
+    #[test]
+    fn a_block_without_elements_has_no_length_word() {
+        // count and header only: a thunk's state (24 bytes) makes 32.
+        assert_eq!(layout_for::<[u64; 3], ()>(0).0.size(), 32);
+        assert_eq!(layout_for::<[u64; 3], u8>(0).0.size(), 40);
+        let s: Shared<[u64; 3]> = Shared::new([1, 2, 3]);
+        assert_eq!(*s, [1, 2, 3]);
+        assert!(s.as_slice().is_empty());
+        let held = s.clone();
+        drop(s);
+        assert_eq!(*held, [1, 2, 3]);
     }
 
     #[test]
@@ -644,6 +794,27 @@ mod tests {
             assert_ne!(c.addr(), first);
             let big: ThinRc<(), usize> = ThinRc::from_iter((), 0..64usize);
             assert_eq!(big.as_slice().iter().sum::<usize>(), 2016);
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn small_blocks_span_chunks_and_end_with_their_thread() {
+        std::thread::spawn(|| {
+            // Several chunks' worth of blocks of two sizes, all held, each
+            // keeping what was written in it.
+            let blocks: Vec<ThinRc<usize, u64>> = (0..3 * CHUNK_BYTES / 32)
+                .map(|i| ThinRc::from_iter(i, std::iter::repeat_n(i as u64, i % 2 + 1)))
+                .collect();
+            for (i, b) in blocks.iter().enumerate() {
+                assert_eq!(*b.header(), i);
+                assert!(b.as_slice().iter().all(|&x| x == i as u64));
+                assert_eq!(b.as_slice().len(), i % 2 + 1);
+            }
+            // Garbage nothing will free (as a reference cycle is): its
+            // chunk goes back with the thread's.
+            std::mem::forget(blocks[7].clone());
         })
         .join()
         .unwrap();

@@ -384,6 +384,7 @@ impl<'a> Evaluator<'a> {
         match result {
             Ok(v) => {
                 t.finish(v.clone());
+                state.discard();
                 Ok(v)
             }
             Err(e) => {

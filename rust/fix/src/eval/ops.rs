@@ -46,7 +46,9 @@ impl<'a> Evaluator<'a> {
                 let l = self.eval(&b.lhs, env)?;
                 let r = self.eval(&b.rhs, env)?;
                 if let (Value::Int(x), Value::Int(y)) = (&l, &r) {
-                    return Ok(Value::Bool((x == y) == (b.op == BinOp::Eq)));
+                    let eq = x == y;
+                    discard_both(l, r);
+                    return Ok(Value::Bool(eq == (b.op == BinOp::Eq)));
                 }
                 let eq = self.equal(&l, &r, pos);
                 discard_both(l, r);
@@ -57,7 +59,9 @@ impl<'a> Evaluator<'a> {
                 let l = self.eval(&b.lhs, env)?;
                 let r = self.eval(&b.rhs, env)?;
                 if let (Value::Int(x), Value::Int(y)) = (&l, &r) {
-                    return Ok(Value::Bool((x < y) == (b.op == BinOp::Lt)));
+                    let lt = x < y;
+                    discard_both(l, r);
+                    return Ok(Value::Bool(lt == (b.op == BinOp::Lt)));
                 }
                 let lt = self.less_than(&l, &r, pos);
                 discard_both(l, r);
@@ -69,7 +73,9 @@ impl<'a> Evaluator<'a> {
                 let r = self.eval(&b.rhs, env)?;
                 let l = self.eval(&b.lhs, env)?;
                 if let (Value::Int(x), Value::Int(y)) = (&l, &r) {
-                    return Ok(Value::Bool((y < x) == (b.op == BinOp::Gt)));
+                    let gt = y < x;
+                    discard_both(l, r);
+                    return Ok(Value::Bool(gt == (b.op == BinOp::Gt)));
                 }
                 let gt = self.less_than(&r, &l, pos);
                 discard_both(l, r);
@@ -105,6 +111,7 @@ impl<'a> Evaluator<'a> {
                 if let (Value::Int(x), Value::Int(y)) = (&l, &r)
                     && let Some(n) = x.checked_add(*y)
                 {
+                    discard_both(l, r);
                     return Ok(Value::Int(n));
                 }
                 let sum = self.add(&l, &r, pos);
@@ -117,6 +124,7 @@ impl<'a> Evaluator<'a> {
                 // Numbers: the operation itself, inlined; what can fail
                 // (overflow, division by zero) and other types go to `arith`.
                 if let Some(v) = number_op(b.op, &l, &r) {
+                    discard_both(l, r);
                     return Ok(v);
                 }
                 let result = self.arith(b.op, &l, &r, pos);
@@ -330,7 +338,9 @@ pub(crate) fn no_store_reference_in_path(
     Ok(())
 }
 
-/// Drops two operands through the inlined fast path (`Value::discard`).
+/// Drops two operands through the inlined fast path (`Value::discard`):
+/// numbers, nearly every operand, then cost nothing, where a plain drop
+/// at the end of `binop` called the drop glue for each.
 #[inline(always)]
 fn discard_both(l: Value<'_>, r: Value<'_>) {
     l.discard();

@@ -21,6 +21,13 @@ use crate::syntax::ir::LambdaExpr;
 use crate::thin::{Count, Shared, ThinRc};
 use std::cell::OnceCell;
 
+/// The tag is a whole word (`repr(u64)`), so every variant's payload is
+/// the second word and a value moves as two words. With the compiler's
+/// byte tag, `Bool` kept its payload in byte 1, and every move of a value
+/// (each force, argument and result) copied the tag byte and bytes 1 to 7
+/// separately. The tag's unused values still give `Option<Value>` its
+/// niche, so both stay 16 bytes.
+#[repr(u64)]
 pub enum Value<'a> {
     Null,
     Bool(bool),
@@ -360,6 +367,8 @@ mod tests {
     fn value_is_two_words() {
         assert_eq!(std::mem::size_of::<Value<'static>>(), 16);
         assert_eq!(std::mem::size_of::<Option<Value<'static>>>(), 16);
+        // A thunk's block is its count and this: 32 bytes.
+        assert_eq!(std::mem::size_of::<ThunkState<'static>>(), 24);
     }
 
     #[test]
