@@ -675,16 +675,31 @@ fn run_op(op: &Op, opened: &mut Opened) -> Result<(), Errno> {
             libc::MS_NOSUID | libc::MS_NOEXEC,
             Some(c"newinstance,ptmxmode=0666,mode=620"),
         ),
-        Op::MaskDir { target } => match mount(
-            Some(c"tmpfs"),
-            target,
-            Some(c"tmpfs"),
-            libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-            Some(c"size=0,mode=0555"),
-        ) {
-            Err(Errno::ENOENT) => Ok(()),
-            other => other,
-        },
+        Op::MaskDirs { targets } => {
+            // The first directory that exists gets the tmpfs; a bind
+            // copies its read-only, nosuid, nodev and noexec flags.
+            let mut empty: Option<&CStr> = None;
+            for target in targets {
+                let masked = match empty {
+                    None => mount(
+                        Some(c"tmpfs"),
+                        target,
+                        Some(c"tmpfs"),
+                        libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                        Some(c"size=0,mode=0555"),
+                    ),
+                    Some(first) => mount(Some(first), target, None, libc::MS_BIND, None),
+                };
+                match masked {
+                    Ok(()) => {
+                        empty.get_or_insert(target);
+                    }
+                    Err(Errno::ENOENT) => {}
+                    Err(errno) => return Err(errno),
+                }
+            }
+            Ok(())
+        }
         Op::PivotRoot { new_root, put_old } => sys::pivot_root(new_root, put_old),
         // SAFETY: NUL-terminated path.
         Op::Chdir { path } => errno_of(unsafe { libc::chdir(path.as_ptr()) }).map(drop),
