@@ -881,14 +881,18 @@ impl FloorWatch {
         unsafe { libc::kill(-1, libc::SIGKILL) };
     }
 
-    /// How long init may wait for a signal before it must look again.
+    /// How long init may wait for a signal before it must look again
+    /// (once tripped, a second: only the program's end is awaited).
     fn timeout(&self) -> libc::timespec {
-        let millis = self.next.map_or(1000, |next| {
-            (next - sys::monotonic_millis()).clamp(0, FLOOR_POLL_MS)
-        });
-        libc::timespec {
-            tv_sec: 0,
-            tv_nsec: millis * 1_000_000,
+        match self.next {
+            Some(next) => libc::timespec {
+                tv_sec: 0,
+                tv_nsec: (next - sys::monotonic_millis()).clamp(0, FLOOR_POLL_MS) * 1_000_000,
+            },
+            None => libc::timespec {
+                tv_sec: 1,
+                tv_nsec: 0,
+            },
         }
     }
 }
