@@ -170,7 +170,7 @@ impl Record {
                     Kind::SpaceFloor,
                 ]
                 .into_iter()
-                    .find(|k| *k as u32 == kind)?;
+                .find(|k| *k as u32 == kind)?;
                 Some(Record { kind, index, value })
             })
             .collect()

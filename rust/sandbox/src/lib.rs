@@ -35,8 +35,8 @@ pub use error::SandboxError;
 pub use layout::{HOST_SYSTEM, POLICY_FILE, Toolchain, resolve as resolve_layout, store_dir};
 pub use limits::{CgroupEvents, Delegation, Limits, delegation};
 pub use mounts::{
-    CACHE_MOUNT, Entry, EntryKind, ImageEntry, Layout, MAX_SECRET_FILE_BYTES, PROC_MASKED_DIRS, RUN_CHOCK,
-    SCRATCH_MOUNT, SECRETS_MOUNT, SecretFile, StoreView, TMP_MOUNT,
+    CACHE_MOUNT, Entry, EntryKind, ImageEntry, Layout, MAX_SECRET_FILE_BYTES, PROC_MASKED_DIRS,
+    RUN_CHOCK, SCRATCH_MOUNT, SECRETS_MOUNT, SecretFile, StoreView, TMP_MOUNT,
 };
 pub use seccomp::{KILLED_CALLS, WriteExecute};
 pub use spawn::{
