@@ -364,7 +364,7 @@ impl Op {
             Op::Devpts { target } => format!("mounting a private devpts at {}", s(target)),
             Op::MaskDirs { targets } => format!(
                 "masking {}",
-                targets.iter().map(|t| s(t)).collect::<Vec<_>>().join(", ")
+                targets.iter().map(&s).collect::<Vec<_>>().join(", ")
             ),
             Op::PivotRoot { new_root, .. } => format!("pivot_root into {}", s(new_root)),
             Op::Chdir { path } => format!("changing directory to {}", s(path)),
