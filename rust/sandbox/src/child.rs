@@ -898,6 +898,11 @@ impl FloorWatch {
 }
 
 fn run_program(plan: &ChildPlan, channel: Channel) -> ! {
+    // The host file systems' descriptors are init's alone: not even a
+    // probe run in place of a program holds them.
+    for fd in plan.watched {
+        close(fd);
+    }
     let empty = signal_set(&[]);
     // SAFETY: restoring an empty mask in the program process.
     check(
