@@ -48,6 +48,9 @@ pub(crate) enum Kind {
     Status = 4,
     /// A probe returned `value`.
     Probe = 5,
+    /// Free space on a watched file system fell below the floor: init
+    /// killed every process of the sandbox.
+    SpaceFloor = 6,
 }
 
 /// Steps other than mounts, for the parent's error message.
@@ -158,9 +161,16 @@ impl Record {
                 let kind = u32::from_ne_bytes(word(0..4)?);
                 let index = u32::from_ne_bytes(word(4..8)?);
                 let value = i64::from_ne_bytes(chunk.get(8..16)?.try_into().ok()?);
-                let kind = [Kind::Op, Kind::Step, Kind::Exec, Kind::Status, Kind::Probe]
-                    .into_iter()
-                    .find(|k| *k as u32 == kind)?;
+                let kind = [
+                    Kind::Op,
+                    Kind::Step,
+                    Kind::Exec,
+                    Kind::Status,
+                    Kind::Probe,
+                    Kind::SpaceFloor,
+                ]
+                .into_iter()
+                .find(|k| *k as u32 == kind)?;
                 Some(Record { kind, index, value })
             })
             .collect()
@@ -195,6 +205,9 @@ pub(crate) struct ChildPlan {
     pub(crate) stdio: [Option<RawFd>; 3],
     /// The port dialer, forked before the program (see `publish`).
     pub(crate) dialer: Option<crate::publish::HelperPlan>,
+    /// The host file systems whose free space init watches while the
+    /// program runs (the workspace's and the cache's, by descriptor).
+    pub(crate) watched: [RawFd; 2],
 }
 
 /// Descriptors the child uses to talk to the parent.
@@ -275,6 +288,8 @@ pub(crate) fn run_init(plan: &ChildPlan, channel: Channel) -> ! {
             channel.report,
             plan.ruleset,
             plan.dialer.as_ref().map_or(-1, |d| d.fd),
+            plan.watched[0],
+            plan.watched[1],
         ]),
     );
     write_id_maps(plan, channel);
@@ -660,16 +675,31 @@ fn run_op(op: &Op, opened: &mut Opened) -> Result<(), Errno> {
             libc::MS_NOSUID | libc::MS_NOEXEC,
             Some(c"newinstance,ptmxmode=0666,mode=620"),
         ),
-        Op::MaskDir { target } => match mount(
-            Some(c"tmpfs"),
-            target,
-            Some(c"tmpfs"),
-            libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-            Some(c"size=0,mode=0555"),
-        ) {
-            Err(Errno::ENOENT) => Ok(()),
-            other => other,
-        },
+        Op::MaskDirs { targets } => {
+            // The first directory that exists gets the tmpfs; a bind
+            // copies its read-only, nosuid, nodev and noexec flags.
+            let mut empty: Option<&CStr> = None;
+            for target in targets {
+                let masked = match empty {
+                    None => mount(
+                        Some(c"tmpfs"),
+                        target,
+                        Some(c"tmpfs"),
+                        libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                        Some(c"size=0,mode=0555"),
+                    ),
+                    Some(first) => mount(Some(first), target, None, libc::MS_BIND, None),
+                };
+                match masked {
+                    Ok(()) => {
+                        empty.get_or_insert(target);
+                    }
+                    Err(Errno::ENOENT) => {}
+                    Err(errno) => return Err(errno),
+                }
+            }
+            Ok(())
+        }
         Op::PivotRoot { new_root, put_old } => sys::pivot_root(new_root, put_old),
         // SAFETY: NUL-terminated path.
         Op::Chdir { path } => errno_of(unsafe { libc::chdir(path.as_ptr()) }).map(drop),
@@ -773,11 +803,14 @@ fn supervise(plan: &ChildPlan, channel: Channel) -> ! {
         run_program(plan, channel);
     }
     close(plan.ruleset);
+    let mut floor = FloorWatch::new(plan.watched);
     loop {
-        // SAFETY: `set` is initialised; the siginfo is written by the kernel.
+        floor.check(channel);
+        let wait = floor.timeout();
+        // SAFETY: `set` and `wait` are initialised; the siginfo is written by the kernel.
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
         // SAFETY: as above.
-        let signal = unsafe { libc::sigwaitinfo(&set, &mut info) };
+        let signal = unsafe { libc::sigtimedwait(&set, &mut info, &wait) };
         if signal < 0 {
             continue;
         }
@@ -805,7 +838,71 @@ fn supervise(plan: &ChildPlan, channel: Channel) -> ! {
     }
 }
 
+/// How often init looks at the free space while the program runs.
+const FLOOR_POLL_MS: i64 = 5;
+
+/// Init's watch on the free space of the host file systems the sandbox
+/// writes: below [`crate::spawn::FREE_SPACE_FLOOR`] it says so on the
+/// report pipe and kills every other process of the sandbox (init alone
+/// cannot be killed from inside); the program's death by SIGKILL is then
+/// reported as any other end.
+struct FloorWatch {
+    watched: [RawFd; 2],
+    /// When to look next (monotonic milliseconds); `None` once tripped.
+    next: Option<i64>,
+}
+
+impl FloorWatch {
+    fn new(watched: [RawFd; 2]) -> FloorWatch {
+        FloorWatch {
+            watched,
+            next: Some(sys::monotonic_millis() + FLOOR_POLL_MS),
+        }
+    }
+
+    /// Looks when it is time: however many signals wake init, the free
+    /// space is looked at every [`FLOOR_POLL_MS`].
+    fn check(&mut self, channel: Channel) {
+        let Some(next) = self.next else { return };
+        let now = sys::monotonic_millis();
+        if now < next {
+            return;
+        }
+        let below = self.watched.iter().any(|fd| {
+            sys::free_bytes(*fd).is_some_and(|free| free < crate::spawn::FREE_SPACE_FLOOR)
+        });
+        if !below {
+            self.next = Some(now + FLOOR_POLL_MS);
+            return;
+        }
+        self.next = None;
+        report(channel, Kind::SpaceFloor, 0, 0);
+        // SAFETY: from init, -1 is every other process of its PID namespace.
+        unsafe { libc::kill(-1, libc::SIGKILL) };
+    }
+
+    /// How long init may wait for a signal before it must look again
+    /// (once tripped, a second: only the program's end is awaited).
+    fn timeout(&self) -> libc::timespec {
+        match self.next {
+            Some(next) => libc::timespec {
+                tv_sec: 0,
+                tv_nsec: (next - sys::monotonic_millis()).clamp(0, FLOOR_POLL_MS) * 1_000_000,
+            },
+            None => libc::timespec {
+                tv_sec: 1,
+                tv_nsec: 0,
+            },
+        }
+    }
+}
+
 fn run_program(plan: &ChildPlan, channel: Channel) -> ! {
+    // The host file systems' descriptors are init's alone: not even a
+    // probe run in place of a program holds them.
+    for fd in plan.watched {
+        close(fd);
+    }
     let empty = signal_set(&[]);
     // SAFETY: restoring an empty mask in the program process.
     check(

@@ -38,8 +38,8 @@ pub use layout::{
 };
 pub use limits::{CgroupEvents, Delegation, Limits, delegation};
 pub use mounts::{
-    CACHE_MOUNT, Entry, EntryKind, ImageEntry, Layout, MAX_SECRET_FILE_BYTES, RUN_CHOCK,
-    SCRATCH_MOUNT, SECRETS_MOUNT, SecretFile, StoreView, TMP_MOUNT,
+    CACHE_MOUNT, Entry, EntryKind, ImageEntry, Layout, MAX_SECRET_FILE_BYTES, PROC_MASKED_DIRS,
+    RUN_CHOCK, SCRATCH_MOUNT, SECRETS_MOUNT, SecretFile, StoreView, TMP_MOUNT,
 };
 pub use seccomp::{KILLED_CALLS, WriteExecute};
 pub use spawn::{

@@ -114,7 +114,8 @@ pub const PROC_MASKED_FILES: [&str; 14] = [
     "config.gz",
     "vmallocinfo",
 ];
-/// Directories of `/proc` covered by an empty read-only tmpfs.
+/// Directories of `/proc` covered by an empty read-only tmpfs (one, bound
+/// over each).
 pub const PROC_MASKED_DIRS: [&str; 6] = ["acpi", "asound", "bus", "irq", "scsi", "driver"];
 
 /// What a path on the host is, as far as mounting it goes.
@@ -306,8 +307,10 @@ pub(crate) enum Op {
     Proc { target: CString },
     /// A private devpts instance.
     Devpts { target: CString },
-    /// An empty read-only tmpfs over a directory that may not exist.
-    MaskDir { target: CString },
+    /// One empty read-only tmpfs over each of `targets` that exists:
+    /// mounted over the first, then bound over the others (a bind costs
+    /// the kernel far less than a new file system).
+    MaskDirs { targets: Vec<CString> },
     /// `pivot_root` into `new_root`, the old root going to `put_old`.
     PivotRoot { new_root: CString, put_old: CString },
     /// Change directory.
@@ -359,7 +362,10 @@ impl Op {
             Op::WriteFile { path, .. } => format!("writing {}", s(path)),
             Op::Proc { target } => format!("mounting a fresh procfs at {}", s(target)),
             Op::Devpts { target } => format!("mounting a private devpts at {}", s(target)),
-            Op::MaskDir { target } => format!("masking {}", s(target)),
+            Op::MaskDirs { targets } => format!(
+                "masking {}",
+                targets.iter().map(&s).collect::<Vec<_>>().join(", ")
+            ),
             Op::PivotRoot { new_root, .. } => format!("pivot_root into {}", s(new_root)),
             Op::Chdir { path } => format!("changing directory to {}", s(path)),
             Op::Detach { path } => format!("detaching {}", s(path)),
@@ -763,11 +769,12 @@ fn plan_proc(p: &mut Planner) {
             optional: true,
         });
     }
-    for name in PROC_MASKED_DIRS {
-        p.push(Op::MaskDir {
-            target: cstring(Path::new("/proc").join(name)),
-        });
-    }
+    p.push(Op::MaskDirs {
+        targets: PROC_MASKED_DIRS
+            .iter()
+            .map(|name| cstring(Path::new("/proc").join(name)))
+            .collect(),
+    });
 }
 
 fn plan_workspace(p: &mut Planner, layout: &Layout, anchored: &Anchored) {

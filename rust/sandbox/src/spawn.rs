@@ -152,56 +152,9 @@ pub struct Finished {
 
 /// Free space the sandbox leaves on the host file systems it writes (the
 /// workspace's, the cache's): a command does not start below it, and is
-/// killed as soon as it is passed.
+/// killed as soon as it is passed (init looks every 5 ms while the program
+/// runs; see `child`).
 pub const FREE_SPACE_FLOOR: u64 = 1 << 30;
-/// How often the free space is looked at while a command runs.
-const FLOOR_POLL: std::time::Duration = std::time::Duration::from_millis(5);
-
-/// Bytes an unprivileged user may still write on the file system of `fd`.
-fn free_bytes(fd: &OwnedFd) -> Option<u64> {
-    let stat = nix::sys::statvfs::fstatvfs(fd).ok()?;
-    Some(stat.blocks_available().saturating_mul(stat.fragment_size()))
-}
-
-/// Watches the free space of the workspace's and the cache's file systems
-/// while a sandbox runs, and kills the whole sandbox (its init, through the
-/// pidfd) when it falls below the floor.
-///
-/// The watcher is never waited for: it ends by itself once init has ended
-/// (its pidfd turns readable), and it says whether it killed the sandbox
-/// before it kills, so the answer is there when init has been reaped.
-struct FloorWatch {
-    tripped: std::sync::Arc<std::sync::atomic::AtomicBool>,
-}
-
-impl FloorWatch {
-    /// Watches until init (`pidfd`) ends.
-    fn start(watched: Vec<OwnedFd>, pidfd: OwnedFd) -> Result<FloorWatch, SandboxError> {
-        let tripped = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let trip = tripped.clone();
-        std::thread::Builder::new()
-            .name("chock-space-floor".into())
-            .spawn(move || {
-                while !crate::sys::readable_within(pidfd.as_raw_fd(), FLOOR_POLL) {
-                    if watched
-                        .iter()
-                        .any(|fd| free_bytes(fd).is_some_and(|free| free < FREE_SPACE_FLOOR))
-                    {
-                        trip.store(true, Ordering::SeqCst);
-                        let _ = crate::sys::pidfd_send_signal(pidfd.as_raw_fd(), libc::SIGKILL);
-                        return;
-                    }
-                }
-            })
-            .map_err(|e| SandboxError::host("starting", "the free-space watcher", e))?;
-        Ok(FloorWatch { tripped })
-    }
-
-    /// Whether the floor was passed (asked once init has been reaped).
-    fn tripped(&self) -> bool {
-        self.tripped.load(Ordering::SeqCst)
-    }
-}
 
 impl Sandbox {
     /// Prepares a sandbox from a resolved layout.
@@ -415,7 +368,9 @@ impl Sandbox {
             (&self.anchors.workspace, &self.layout.workspace),
             (&self.anchors.cache, &self.layout.cache_dir),
         ] {
-            if let Some(free) = free_bytes(fd).filter(|free| *free < FREE_SPACE_FLOOR) {
+            if let Some(free) =
+                crate::sys::free_bytes(fd.as_raw_fd()).filter(|free| *free < FREE_SPACE_FLOOR)
+            {
                 return Err(SandboxError::Unsupported(format!(
                     "only {} MiB are free on the file system of {}, below the floor of {} MiB a command leaves to the host; free some space first",
                     free >> 20,
@@ -480,6 +435,10 @@ impl Sandbox {
                     fd: theirs.as_raw_fd(),
                     seccomp: seccomp.clone(),
                 }),
+            watched: [
+                self.anchors.workspace.as_raw_fd(),
+                self.anchors.cache.as_raw_fd(),
+            ],
         };
         let channel = Channel {
             go: go_read.as_raw_fd(),
@@ -548,18 +507,9 @@ impl Sandbox {
             drop((in_r, out_w));
             (in_w, out_r)
         });
-        let dup = |fd: &OwnedFd| {
-            fd.try_clone()
-                .map_err(|e| SandboxError::host("duplicating", "a descriptor", e))
-        };
-        let floor = FloorWatch::start(
-            vec![dup(&self.anchors.workspace)?, dup(&self.anchors.cache)?],
-            dup(&pidfd)?,
-        )?;
         let running = Running {
             pid,
             pidfd,
-            floor: Some(floor),
             go: Some(go_write),
             report: report_read,
             outputs,
@@ -712,7 +662,6 @@ pub struct Running {
     ops: Vec<Op>,
     cgroup: Option<Cgroup>,
     program: Option<PathBuf>,
-    floor: Option<FloorWatch>,
     /// An overlay workspace's work folder, kept while the program runs.
     _own_work: Option<std::sync::Arc<crate::workspace::OwnWork>>,
     /// The router's threads, stopped when the run is collected.
@@ -824,8 +773,8 @@ impl Running {
             }
         };
         self.go.take();
-        let space_floor = self.floor.as_ref().is_some_and(FloorWatch::tripped);
         let records = Record::decode_all(&bytes);
+        let space_floor = records.iter().any(|r| r.kind == Kind::SpaceFloor);
         if let Some(error) = self.setup_error(&records) {
             return Err(error);
         }
@@ -877,7 +826,7 @@ impl Running {
                     program: self.program.clone().unwrap_or_default(),
                     errno,
                 }),
-                Kind::Status | Kind::Probe => None,
+                Kind::Status | Kind::Probe | Kind::SpaceFloor => None,
             }
         })
     }

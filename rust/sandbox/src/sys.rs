@@ -392,6 +392,36 @@ pub(crate) fn make_placeholder(
     }
 }
 
+/// Bytes an unprivileged user may still write on the file system of `fd`
+/// (what `statvfs` calls `f_bavail` blocks of `f_frsize` bytes), or `None`
+/// when the kernel would not say. Allocation-free, for init's free-space
+/// watch: `fstatfs` directly, because glibc's `fstatvfs` may read
+/// `/proc/mounts`.
+pub(crate) fn free_bytes(fd: RawFd) -> Option<u64> {
+    // SAFETY: statfs is plain data that the kernel fills.
+    let mut stat: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `stat` is a live local the call writes.
+    if unsafe { libc::fstatfs(fd, &mut stat) } < 0 {
+        return None;
+    }
+    let fragment = if stat.f_frsize > 0 {
+        stat.f_frsize
+    } else {
+        stat.f_bsize
+    };
+    let fragment = u64::try_from(fragment).ok()?;
+    Some(stat.f_bavail.saturating_mul(fragment))
+}
+
+/// The monotonic clock in milliseconds (allocation-free, for init).
+pub(crate) fn monotonic_millis() -> i64 {
+    // SAFETY: timespec is plain data that the kernel fills.
+    let mut now: libc::timespec = unsafe { std::mem::zeroed() };
+    // SAFETY: `now` is a live local the call writes; CLOCK_MONOTONIC always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+    now.tv_sec.saturating_mul(1000) + now.tv_nsec / 1_000_000
+}
+
 /// Whether `fd` becomes readable (a pidfd: its process ended) within `timeout`.
 pub(crate) fn readable_within(fd: RawFd, timeout: std::time::Duration) -> bool {
     let mut pollfd = libc::pollfd {

@@ -194,3 +194,48 @@ fn a_piped_program_is_spoken_to_through_its_stdin_and_stdout() {
     drop(stdin);
     assert_eq!(running.wait().expect("wait").exit, Exit::Code(0));
 }
+
+/// The host-describing directories of `/proc` (`PROC_MASKED_DIRS`) are
+/// covered, each that exists, by an empty tmpfs that is read-only, nosuid,
+/// nodev and noexec, whether it got the file system or a bind of it.
+#[test]
+fn the_hosts_proc_directories_are_masked_empty_and_read_only() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ws = dir.path().join("ws");
+    std::fs::create_dir(&ws).expect("ws");
+    let sb = sandbox(&ws, &dir.path().join("cache"));
+    let masked: Vec<&str> = chock_sandbox::PROC_MASKED_DIRS
+        .into_iter()
+        .filter(|name| Path::new("/proc").join(name).is_dir())
+        .collect();
+    assert!(masked.len() >= 2, "this kernel shows {masked:?}");
+    let script = "for d in \"$@\"; do \
+        echo \"$d entries=$(ls -A /proc/$d | wc -l)\"; \
+        touch /proc/$d/x 2>/dev/null && echo \"$d written\"; \
+        awk -v d=\"/proc/$d\" '$5 == d { print \"'$d' \" $6 \" \" $(NF-2) }' /proc/self/mountinfo; \
+        done";
+    let mut args = vec!["/bin/sh", "-c", script, "sh"];
+    args.extend(&masked);
+    let done = run(&sb, &ws, &args);
+    let out = String::from_utf8_lossy(&done.stdout);
+    assert_eq!(
+        done.exit,
+        Exit::Code(0),
+        "{out}{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    for name in &masked {
+        assert!(out.contains(&format!("{name} entries=0\n")), "{out}");
+        assert!(!out.contains(&format!("{name} written")), "{out}");
+        let mount = out
+            .lines()
+            .find(|l| l.starts_with(&format!("{name} ")) && !l.contains('='))
+            .unwrap_or_else(|| panic!("no mount over /proc/{name}: {out}"));
+        let mut fields = mount.split(' ').skip(1);
+        let (options, fstype) = (fields.next().unwrap_or(""), fields.next());
+        assert_eq!(fstype, Some("tmpfs"), "{out}");
+        for option in ["ro", "nosuid", "nodev", "noexec"] {
+            assert!(options.split(',').any(|o| o == option), "{mount}");
+        }
+    }
+}
