@@ -36,6 +36,9 @@ impl Repo {
         for dir in [&project, &home, &state, &project.join(".claude")] {
             std::fs::create_dir_all(dir).unwrap();
         }
+        // A project whose Claude Code folder holds its settings: chock sync
+        // wires an agent whose folder is not empty.
+        std::fs::write(project.join(".claude/settings.json"), "{}\n").unwrap();
         let repo = Repo {
             _root: root,
             root: base,
