@@ -159,8 +159,8 @@ pub enum FixError {
     Thread(std::io::Error),
     #[error("the evaluation thread stopped unexpectedly; this is a bug in fix, please report it")]
     Crashed,
-    /// A root of a pure evaluation changed while it was being opened.
-    #[error("could not hold {} to read it beneath: {source}; a link was put in its place while it was opened, evaluate again once nothing is changing it", root.display())]
+    /// A root of a pure evaluation could not be opened to be read beneath.
+    #[error("could not open the root {} to read beneath it: {source}; if something put a link in its place meanwhile, evaluate again once nothing changes it, else make it a readable folder", root.display())]
     Root {
         root: PathBuf,
         source: std::io::Error,

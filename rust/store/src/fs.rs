@@ -188,42 +188,31 @@ fn beneath(root: &OwnedFd, rel: &Path, flags: OFlags) -> io::Result<OwnedFd> {
 /// Opens the file at `path` for reading, following a last link (inside a
 /// shown tree, only one that stays inside).
 pub fn open(path: &Path) -> io::Result<File> {
-    match at(path) {
-        At::Host => File::open(path),
-        At::Beneath(root, rel) => beneath(&root, &rel, OFlags::RDONLY).map(File::from),
-    }
+    open_with(path, OFlags::empty())
 }
 
 /// Opens the file at `path` for reading without waiting (a FIFO planted
 /// in its place cannot hold the reader), following a last link.
 pub fn open_nonblocking(path: &Path) -> io::Result<File> {
-    match at(path) {
-        At::Host => {
-            use std::os::unix::fs::OpenOptionsExt;
-            std::fs::OpenOptions::new()
-                .read(true)
-                .custom_flags(OFlags::NONBLOCK.bits() as i32)
-                .open(path)
-        }
-        At::Beneath(root, rel) => {
-            beneath(&root, &rel, OFlags::RDONLY | OFlags::NONBLOCK).map(File::from)
-        }
-    }
+    open_with(path, OFlags::NONBLOCK)
 }
 
 /// Opens the file at `path` for reading, never through a last link.
 pub fn open_nofollow(path: &Path) -> io::Result<File> {
+    open_with(path, OFlags::NOFOLLOW)
+}
+
+/// Opens the file at `path` for reading with `flags` besides.
+fn open_with(path: &Path, flags: OFlags) -> io::Result<File> {
     match at(path) {
         At::Host => {
             use std::os::unix::fs::OpenOptionsExt;
             std::fs::OpenOptions::new()
                 .read(true)
-                .custom_flags(OFlags::NOFOLLOW.bits() as i32)
+                .custom_flags(flags.bits() as i32)
                 .open(path)
         }
-        At::Beneath(root, rel) => {
-            beneath(&root, &rel, OFlags::RDONLY | OFlags::NOFOLLOW).map(File::from)
-        }
+        At::Beneath(root, rel) => beneath(&root, &rel, OFlags::RDONLY | flags).map(File::from),
     }
 }
 

@@ -213,27 +213,24 @@ fn landing(folders: &Folders<'_>, step: &mut Step) -> Result<(), WorkspaceError>
         )
         .map_err(failed);
     }
-    if lstat(dir, &step.name).is_some() {
-        renameat2(
-            dir,
-            step.temporary.as_os_str(),
-            dir,
-            step.name.as_os_str(),
-            RenameFlags::RENAME_EXCHANGE,
-        )
-        .map_err(failed)?;
-        step.exchanged = true;
-        Ok(())
+    // Over what is there, exchanged (so it can be put back); else only
+    // where nothing is.
+    let exists = lstat(dir, &step.name).is_some();
+    let flags = if exists {
+        RenameFlags::RENAME_EXCHANGE
     } else {
-        renameat2(
-            dir,
-            step.temporary.as_os_str(),
-            dir,
-            step.name.as_os_str(),
-            RenameFlags::RENAME_NOREPLACE,
-        )
-        .map_err(failed)
-    }
+        RenameFlags::RENAME_NOREPLACE
+    };
+    renameat2(
+        dir,
+        step.temporary.as_os_str(),
+        dir,
+        step.name.as_os_str(),
+        flags,
+    )
+    .map_err(failed)?;
+    step.exchanged = exists;
+    Ok(())
 }
 
 /// Undoes landed `steps`, the last first; the paths that could not be.
