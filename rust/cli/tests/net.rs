@@ -273,3 +273,160 @@ fn chock_exec_pushes_with_a_credential_from_the_terminal_or_the_operators_helper
     let log = serde_json::to_string(&fixture.log_lines()).expect("json");
     assert!(log.contains("git.push") && !log.contains(PASSWORD));
 }
+
+/// What the program runs to attack the direct path: see the test below.
+const DIRECT_ATTACK: &str = r#"
+import ctypes, os, socket, sys, threading, time
+server = sys.argv[1]
+libc = ctypes.CDLL(None, use_errno=True)
+libc.connect.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_uint]
+
+def inet(ip, port, size=16):
+    b = bytearray(size)
+    b[0:2] = socket.AF_INET.to_bytes(2, sys.byteorder)
+    b[2:4] = port.to_bytes(2, "big")
+    b[4:8] = socket.inet_aton(ip)
+    return bytes(b)
+
+def raw_connect(fd, address):
+    buf = ctypes.create_string_buffer(address, len(address))
+    return 0 if libc.connect(fd, buf, len(address)) == 0 else ctypes.get_errno()
+
+direct = socket.create_connection(("allowed.test", 8080), timeout=10)
+print("direct", direct.getsockname()[0])
+direct.sendall(b"GET / HTTP/1.0\r\n\r\n")
+print("direct reply", b"hello" in direct.recv(200))
+bound = socket.socket()
+bound.bind(("0.0.0.0", 0))
+bound.settimeout(10)
+bound.connect(("allowed.test", 8080))
+print("relayed", bound.getsockname()[0])
+bound.sendall(b"GET / HTTP/1.0\r\n\r\n")
+print("relayed reply", b"hello" in bound.recv(200))
+
+held = socket.create_connection(("allowed.test", 8080), timeout=10)
+print("again", raw_connect(held.fileno(), inet(server, 9000)))
+print("unspec", raw_connect(held.fileno(), bytes(16)))
+for name, s in (("fresh", socket.socket()), ("held", held)):
+    try:
+        s.sendto(b"x", socket.MSG_FASTOPEN, (server, 9000))
+        print("fastopen", name, 0)
+    except OSError as e:
+        print("fastopen", name, e.errno)
+
+# The race: a Unix connect, which the kernel carries out as the program
+# made it, while other threads swap the descriptor for the held host socket
+# and the address for a disconnect or the server's undecided port.
+path = "/tmp/race.sock"
+unix_server = socket.socket(socket.AF_UNIX)
+unix_server.bind(path)
+unix_server.listen(1000)
+slot = os.dup(held.fileno())
+unix = bytearray(110)
+unix[0:2] = socket.AF_UNIX.to_bytes(2, sys.byteorder)
+unix[2:2 + len(path)] = path.encode()
+shapes = [bytes(unix), bytes(110), inet(server, 9000, 110)]
+buf = ctypes.create_string_buffer(shapes[0], 110)
+end = time.time() + float(sys.argv[2])
+seen = {}
+def caller():
+    while time.time() < end:
+        r = libc.connect(slot, buf, 110)
+        e = 0 if r == 0 else ctypes.get_errno()
+        seen[e] = seen.get(e, 0) + 1
+def swapper():
+    while time.time() < end:
+        u = socket.socket(socket.AF_UNIX)
+        os.dup2(u.fileno(), slot)
+        u.close()
+        os.dup2(held.fileno(), slot)
+def flipper():
+    while time.time() < end:
+        for shape in shapes:
+            ctypes.memmove(buf, shape, 110)
+threads = [threading.Thread(target=f) for f in (caller, caller, swapper, flipper)]
+for t in threads: t.start()
+for t in threads: t.join()
+print("race", sorted(seen.items()))
+try:
+    held.listen(5)
+    port = held.getsockname()[1]
+    print("listening", port)
+    open("listening", "w").write(str(port))
+    time.sleep(4)
+except OSError as e:
+    print("listen", e.errno)
+"#;
+
+/// The direct path, attacked: an allowed connection is the host's own
+/// socket in the program's hands (its local address is the client's, not
+/// the sandbox's), a socket bound first keeps the relay, and the host socket
+/// reaches its decided peer only: reconnecting it, disconnecting it, TCP
+/// Fast Open, and a race that swaps the descriptor and the address of a
+/// Unix connect the kernel carries out never reach the server's undecided
+/// port, and a host socket made to listen hears nobody.
+#[test]
+fn the_direct_path_hands_over_the_decided_connection_and_nothing_more() {
+    let lab = Lab::new();
+    let fixture = Fixture::host();
+    fixture.rules(
+        r#".{ .action = "exec.*", .decision = .allow },
+        .{ .action = "net.connect.test.allowed.8080", .decision = .allow }"#,
+    );
+    std::fs::write(fixture.project.join("attack.py"), DIRECT_ATTACK).expect("script");
+    let listening = fixture.project.join("listening");
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let stranger = std::thread::scope(|scope| {
+        let knock = scope.spawn(|| {
+            lab.enter();
+            while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                if let Some(port) = std::fs::read_to_string(&listening)
+                    .ok()
+                    .and_then(|p| p.trim().parse::<u16>().ok())
+                {
+                    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+                    return Some(
+                        std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2)).is_ok(),
+                    );
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            None
+        });
+        let out = lab.exec(&fixture, &format!("python3 attack.py {} 3", lab.server));
+        done.store(true, std::sync::atomic::Ordering::SeqCst);
+        let stdout = text(&out.stdout);
+        assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+        let client = lab
+            .server
+            .strip_suffix(".2")
+            .expect("the lab's server is .2");
+        let client = format!("{client}.1");
+        for line in [
+            format!("direct {client}"),
+            "direct reply True".into(),
+            "relayed 169.254.0.1".into(),
+            "relayed reply True".into(),
+            format!("again {}", libc::EISCONN),
+            format!("unspec {}", libc::EISCONN),
+            format!("fastopen fresh {}", libc::EPERM),
+            format!("fastopen held {}", libc::EPERM),
+        ] {
+            assert!(stdout.contains(&line), "{line} in {stdout}");
+        }
+        assert!(stdout.contains("race ["), "{stdout}");
+        eprintln!("{stdout}");
+        knock.join().expect("knock")
+    });
+    assert_ne!(
+        stranger,
+        Some(true),
+        "a host socket made to listen heard a stranger"
+    );
+    let log = lab.log();
+    assert!(
+        !log.contains("9000 "),
+        "the undecided port was reached: {log}"
+    );
+    assert_eq!(log.matches("8080 ").count(), 3, "{log}");
+}

@@ -79,10 +79,11 @@ pub(crate) enum Step {
     Chdir,
     CloseRange,
     Seccomp,
+    DirectPath,
 }
 
 impl Step {
-    const ALL: [Step; 22] = [
+    const ALL: [Step; 23] = [
         Step::ParentGone,
         Step::Deathsig,
         Step::Setsid,
@@ -105,6 +106,7 @@ impl Step {
         Step::Chdir,
         Step::CloseRange,
         Step::Seccomp,
+        Step::DirectPath,
     ];
 
     pub(crate) fn from_code(code: u32) -> Option<Step> {
@@ -135,6 +137,7 @@ impl Step {
             Step::Chdir => "changing to the working directory",
             Step::CloseRange => "closing inherited descriptors on exec",
             Step::Seccomp => "installing the seccomp filter",
+            Step::DirectPath => "handing the network's connect filter to Chock",
         }
     }
 }
@@ -205,6 +208,9 @@ pub(crate) struct ChildPlan {
     pub(crate) stdio: [Option<RawFd>; 3],
     /// The port dialer, forked before the program (see `publish`).
     pub(crate) dialer: Option<crate::publish::HelperPlan>,
+    /// The router's direct path (see `net::direct`): the program installs
+    /// its filter and hands the listener out before it executes.
+    pub(crate) direct: Option<crate::net::DirectPlan>,
     /// The host file systems whose free space init watches while the
     /// program runs (the workspace's and the cache's, by descriptor).
     pub(crate) watched: [RawFd; 2],
@@ -288,6 +294,7 @@ pub(crate) fn run_init(plan: &ChildPlan, channel: Channel) -> ! {
             channel.report,
             plan.ruleset,
             plan.dialer.as_ref().map_or(-1, |d| d.fd),
+            plan.direct.as_ref().map_or(-1, |d| d.sock),
             plan.watched[0],
             plan.watched[1],
         ]),
@@ -803,6 +810,9 @@ fn supervise(plan: &ChildPlan, channel: Channel) -> ! {
         run_program(plan, channel);
     }
     close(plan.ruleset);
+    if let Some(direct) = &plan.direct {
+        close(direct.sock);
+    }
     let mut floor = FloorWatch::new(plan.watched);
     loop {
         floor.check(channel);
@@ -963,6 +973,22 @@ fn run_program(plan: &ChildPlan, channel: Channel) -> ! {
         errno_of(unsafe { libc::chdir(plan.cwd.as_ptr()) }),
     );
     check(channel, Step::CloseRange, 0, sys::close_range_cloexec(3));
+    if let Some(direct) = &plan.direct {
+        let listener = check(
+            channel,
+            Step::DirectPath,
+            0,
+            sys::notify::install_listener(&direct.filter),
+        );
+        check(
+            channel,
+            Step::DirectPath,
+            1,
+            sys::send_fd(direct.sock, listener),
+        );
+        close(listener);
+        close(direct.sock);
+    }
     if seccompiler::apply_filter(&plan.seccomp).is_err() {
         fail(channel, Step::Seccomp, 0, Errno::last());
     }

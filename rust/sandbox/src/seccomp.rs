@@ -210,6 +210,13 @@ fn eperm_rules(write_execute: WriteExecute) -> Result<Rules, SandboxError> {
         })
         .collect::<Result<Vec<_>, _>>()?;
     rules.insert(libc::SYS_ioctl, tty_injection);
+    // TCP Fast Open connects inside a send, where no `connect` is seen: a
+    // socket the router's direct path handed over must never be connected
+    // anywhere else, so the flag is refused (programs fall back to connect).
+    let fast_open = libc::MSG_FASTOPEN as u64;
+    rules.insert(libc::SYS_sendto, vec![bits_set(3, fast_open)?]);
+    rules.insert(libc::SYS_sendmsg, vec![bits_set(2, fast_open)?]);
+    rules.insert(libc::SYS_sendmmsg, vec![bits_set(3, fast_open)?]);
     if write_execute == WriteExecute::Refused {
         let write_and_exec = (libc::PROT_WRITE | libc::PROT_EXEC) as u64;
         rules.insert(libc::SYS_mmap, vec![bits_set(2, write_and_exec)?]);
@@ -346,6 +353,34 @@ fn filters(write_execute: WriteExecute) -> Result<Vec<BpfProgram>, SandboxError>
 /// lands exactly past the filter's last instruction.
 pub(crate) fn program(write_execute: WriteExecute) -> Result<BpfProgram, SandboxError> {
     Ok(chain(filters(write_execute)?))
+}
+
+/// The direct path's filter (see `net::direct`): `connect` is answered by
+/// Chock through the listener this filter is installed with; every other
+/// call is left to the program's own filter. Installed beside it, so the
+/// strictest answer of the two still wins.
+pub(crate) fn connect_notify_program() -> BpfProgram {
+    const BPF_LD_W_ABS: u16 = 0x20;
+    const BPF_JMP_JEQ_K: u16 = 0x05 | 0x10;
+    const BPF_RET_K: u16 = 0x06;
+    /// `seccomp_data`: the call's number, then the architecture.
+    const NR: u32 = 0;
+    const ARCH: u32 = 4;
+    #[cfg(target_arch = "x86_64")]
+    const AUDIT_ARCH: u32 = 0xC000_003E;
+    #[cfg(target_arch = "aarch64")]
+    const AUDIT_ARCH: u32 = 0xC000_00B7;
+    #[cfg(target_arch = "riscv64")]
+    const AUDIT_ARCH: u32 = 0xC000_00F3;
+    let insn = |code, jt, jf, k| seccompiler::sock_filter { code, jt, jf, k };
+    vec![
+        insn(BPF_LD_W_ABS, 0, 0, ARCH),
+        insn(BPF_JMP_JEQ_K, 0, 3, AUDIT_ARCH),
+        insn(BPF_LD_W_ABS, 0, 0, NR),
+        insn(BPF_JMP_JEQ_K, 0, 1, libc::SYS_connect as u32),
+        insn(BPF_RET_K, 0, 0, libc::SECCOMP_RET_USER_NOTIF),
+        insn(BPF_RET_K, 0, 0, libc::SECCOMP_RET_ALLOW),
+    ]
 }
 
 /// The port dialer's program (see `publish`): an allowlist, every other

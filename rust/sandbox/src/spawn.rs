@@ -379,7 +379,12 @@ impl Sandbox {
                 )));
             }
         }
-        let walls = walls::build(&self.layout, &self.anchors)?;
+        // The direct path, where a router is and the kernel has what it needs.
+        let direct = match &self.router {
+            Some(_) if crate::net::direct_supported() => Some(crate::net::direct_pair()?),
+            _ => None,
+        };
+        let walls = walls::build(&self.layout, &self.anchors, direct.is_some())?;
         let cgroup = Cgroup::create(&self.delegation, &self.limits)
             .map_err(|(dir, e)| SandboxError::host("creating a cgroup under", dir, e))?;
         let (go_read, go_write) = pipe()?;
@@ -439,6 +444,10 @@ impl Sandbox {
                 self.anchors.workspace.as_raw_fd(),
                 self.anchors.cache.as_raw_fd(),
             ],
+            direct: direct.as_ref().map(|(_, theirs)| crate::net::DirectPlan {
+                sock: theirs.as_raw_fd(),
+                filter: seccomp::connect_notify_program(),
+            }),
         };
         let channel = Channel {
             go: go_read.as_raw_fd(),
@@ -468,10 +477,12 @@ impl Sandbox {
         let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd) };
         // The network is set up before init may start (and before it makes
         // itself undumpable, which would close its namespaces to Chock).
+        let (direct_ours, direct_theirs) = direct.unzip();
+        drop(direct_theirs);
         let network = match self
             .router
             .as_ref()
-            .map(|router| crate::net::attach(router, pid))
+            .map(|router| crate::net::attach(router, pid, direct_ours))
         {
             Some(Err(error)) => {
                 // Init reads the hang-up, ends, and is reaped here.

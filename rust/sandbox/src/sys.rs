@@ -14,6 +14,8 @@ use std::os::fd::RawFd;
 
 use nix::errno::Errno;
 
+pub(crate) mod notify;
+
 const SYS_PIDFD_SEND_SIGNAL: libc::c_long = 424;
 const SYS_CLOSE_RANGE: libc::c_long = 436;
 const SYS_OPEN_TREE: libc::c_long = 428;
@@ -985,6 +987,17 @@ fn message(iov: &mut libc::iovec, control: &mut [u64; 8], space: usize) -> libc:
     msg.msg_control = control.as_mut_ptr().cast();
     msg.msg_controllen = space.min(std::mem::size_of_val(control)) as _;
     msg
+}
+
+/// Sends one descriptor over the Unix socket `to`. Allocation-free.
+pub(crate) fn send_fd(to: RawFd, fd: RawFd) -> Result<(), Errno> {
+    send_fds(to, &[fd])
+}
+
+/// Receives the one descriptor [`send_fd`] sent (`EPIPE`: the sender ended
+/// without sending).
+pub(crate) fn receive_fd(from: RawFd) -> Result<std::os::fd::OwnedFd, Errno> {
+    receive_fds(from, 1)?.pop().ok_or(Errno::EPROTO)
 }
 
 fn send_fds(to: RawFd, fds: &[RawFd]) -> Result<(), Errno> {

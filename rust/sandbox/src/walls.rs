@@ -20,8 +20,8 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::path::Path;
 
 use landlock::{
-    ABI, Access, AccessFs, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset,
-    RulesetAttr, RulesetCreatedAttr, Scope, make_bitflags,
+    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd,
+    Ruleset, RulesetAttr, RulesetCreatedAttr, Scope, make_bitflags,
 };
 
 use crate::anchor::Anchors;
@@ -113,15 +113,31 @@ fn landlock_error(error: impl std::fmt::Display) -> SandboxError {
     SandboxError::Landlock(error.to_string())
 }
 
-/// Builds the ruleset for one sandbox.
-pub(crate) fn build(layout: &Layout, anchors: &Anchors) -> Result<Walls, SandboxError> {
+/// Builds the ruleset for one sandbox. With `refuse_tcp_connect` (the
+/// router's direct path), no TCP connect the kernel would carry out for the
+/// program is allowed: Chock makes each one (see `net::direct`), and a
+/// kernel without Landlock's network rights is an error, never a quiet
+/// downgrade.
+pub(crate) fn build(
+    layout: &Layout,
+    anchors: &Anchors,
+    refuse_tcp_connect: bool,
+) -> Result<Walls, SandboxError> {
     let support = support()?;
     let handled = AccessFs::from_all(ABI::from(support.abi)).bits();
 
     let mut ruleset = Ruleset::default()
         .set_compatibility(CompatLevel::BestEffort)
         .handle_access(read_write())
-        .map_err(landlock_error)?
+        .map_err(landlock_error)?;
+    if refuse_tcp_connect {
+        ruleset = ruleset
+            .set_compatibility(CompatLevel::HardRequirement)
+            .handle_access(AccessNet::ConnectTcp)
+            .map_err(landlock_error)?
+            .set_compatibility(CompatLevel::BestEffort);
+    }
+    let mut ruleset = ruleset
         .scope(Scope::AbstractUnixSocket | Scope::Signal)
         .map_err(landlock_error)?
         .create()

@@ -28,6 +28,7 @@
 //! decided, and a router with nothing permitted reaches nothing.
 
 pub mod addr;
+mod direct;
 mod dns;
 mod gate;
 mod ns;
@@ -41,6 +42,7 @@ use std::sync::Arc;
 
 use chock_policy::{Decision, Pattern, Policy, Rule};
 
+pub(crate) use direct::{Plan as DirectPlan, pair as direct_pair, supported as direct_supported};
 pub use gate::{Decide, NetGate};
 pub(crate) use ns::{Attached, attach};
 

@@ -188,8 +188,14 @@ fn setup_error(what: &str, detail: impl std::fmt::Display) -> SandboxError {
 
 /// Gives the sandbox whose init is `pid` (not yet reaped, so the pid is
 /// still its own) a router: addresses and routes, the ruleset, and the
-/// resolver's and relay's sockets made inside it, served from here.
-pub(crate) fn attach(router: &Router, pid: libc::pid_t) -> Result<Attached, SandboxError> {
+/// resolver's and relay's sockets made inside it, served from here; with
+/// `direct` (Chock's end of the pair the program sends its listener over),
+/// the direct path too.
+pub(crate) fn attach(
+    router: &Router,
+    pid: libc::pid_t,
+    direct: Option<OwnedFd>,
+) -> Result<Attached, SandboxError> {
     let open = |kind: &str| {
         let path = format!("/proc/{pid}/ns/{kind}");
         std::fs::File::open(&path)
@@ -255,16 +261,26 @@ pub(crate) fn attach(router: &Router, pid: libc::pid_t) -> Result<Attached, Sand
             .ok_or_else(|| setup_error("the sockets", "one is missing"))
     };
     let (relay4, relay6, dns4, dns6) = (next()?, next()?, next()?, next()?);
+    let netns = sys::notify::netns_cookie(relay4.as_raw_fd())
+        .map_err(|e| setup_error("the namespace's cookie", e))?;
     let (stop_read, stop_write) =
         nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| setup_error("a pipe", e))?;
     let stop_read = Arc::new(stop_read);
+    let mut threads = Vec::new();
+    if let Some(ours) = direct {
+        threads.push(
+            super::direct::start(shared.clone(), ours, netns, stop_read.clone())
+                .map_err(|e| setup_error("the direct path", e))?,
+        );
+    }
     let resolver = super::dns::start(shared.clone(), [dns4, dns6], stop_read.clone())
         .map_err(|e| setup_error("the resolver", e))?;
     let relay = super::relay::start(shared.clone(), [relay4, relay6], stop_read)
         .map_err(|e| setup_error("the relay", e))?;
+    threads.extend([resolver, relay]);
     Ok(Attached {
         shared,
         stop: Some(stop_write),
-        threads: vec![resolver, relay],
+        threads,
     })
 }

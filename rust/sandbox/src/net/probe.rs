@@ -56,7 +56,7 @@ pub fn rows() -> Vec<(&'static str, Result<String, String>)> {
         decide: refuser.clone(),
         upstream: Some(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 53)),
     };
-    match super::attach(&router, holder) {
+    match super::attach(&router, holder, None) {
         Err(e) => rows.push(("network ruleset", Err(e.to_string()))),
         Ok(attached) => {
             rows.push((
@@ -182,7 +182,7 @@ mod tests {
             decide: Arc::new(Refuser::default()),
             upstream: None,
         };
-        let attached = super::super::attach(&router, holder).expect("the router");
+        let attached = super::super::attach(&router, holder, None).expect("the router");
         let shared = attached.shared.clone();
         let change = shared
             .table
