@@ -3,7 +3,9 @@
 # setup time (connect, send a request, first byte back; median of 200 per
 # round) and the throughput of a 1 GiB transfer per round, from a client network namespace to a
 # server namespace this script makes (a veth pair, 10.231.250.0/24), once
-# directly and once from inside `chock exec` through the router. Needs root,
+# directly and twice from inside `chock exec` through the router: as a program
+# connects (the direct path, where the kernel has it) and from sockets bound
+# before they connect (which the relay carries). Needs root,
 # iproute2, nftables, python3 and a release build (cargo build --release -p chock).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -47,16 +49,18 @@ cat > project/measure.py <<'PY'
 import resource, socket, struct, sys, time
 host = socket.getaddrinfo(sys.argv[1], 8080, socket.AF_INET)[0][4][0]
 rounds, size = 200, 1 << 30
+# "bound": each socket is bound before it connects, so the relay carries it.
+source = ("0.0.0.0", 0) if sys.argv[2:] == ["bound"] else None
 times = []
 for _ in range(rounds):
     began = time.perf_counter()
-    s = socket.create_connection((host, 8080), timeout=10)
+    s = socket.create_connection((host, 8080), timeout=10, source_address=source)
     s.sendall(b"GET / HTTP/1.0\r\n\r\n")
     s.recv(1)
     times.append(time.perf_counter() - began)
     s.close()
 times.sort()
-s = socket.create_connection((host, 9000), timeout=30)
+s = socket.create_connection((host, 9000), timeout=30, source_address=source)
 s.sendall(struct.pack("!Q", size))
 buffer = bytearray(1 << 20)
 got, began = 0, time.perf_counter()
@@ -85,18 +89,21 @@ cd project
 # catch a burst of load); each figure is the median of its five.
 : > direct.txt
 : > router.txt
+: > relay.txt
 for _ in 1 2 3 4 5; do
   nsenter --net=/run/netns/"$client_ns" /usr/bin/python3 measure.py 10.231.250.2 >> direct.txt
   nsenter --net=/run/netns/"$client_ns" /usr/bin/python3 cpu.py "$chock" exec -- /usr/bin/python3 measure.py allowed.test >> router.txt
+  nsenter --net=/run/netns/"$client_ns" /usr/bin/python3 cpu.py "$chock" exec -- /usr/bin/python3 measure.py allowed.test bound >> relay.txt
 done
 median() { sort -n | sed -n 3p; }
 d_setup=$(cut -d' ' -f1 direct.txt | median); d_rate=$(cut -d' ' -f2 direct.txt | median)
 r_setup=$(cut -d' ' -f1 router.txt | median); r_rate=$(cut -d' ' -f2 router.txt | median)
+l_setup=$(cut -d' ' -f1 relay.txt | median); l_rate=$(cut -d' ' -f2 relay.txt | median)
 # Processor time: the client program's own (fourth field) and, through the
 # router, the whole `chock exec`'s (fifth: its start, relay and program).
 d_cpu=$(cut -d' ' -f4 direct.txt | median); r_cpu=$(cut -d' ' -f5 router.txt | median)
-r_prog=$(cut -d' ' -f4 router.txt | median)
-d_got=$(cut -d' ' -f3 direct.txt | sort -u | tr '\n' ' '); r_got=$(cut -d' ' -f3 router.txt | sort -u | tr '\n' ' ')
+r_prog=$(cut -d' ' -f4 router.txt | median); l_cpu=$(cut -d' ' -f5 relay.txt | median)
+d_got=$(cut -d' ' -f3 direct.txt | sort -u | tr '\n' ' '); r_got=$(cut -d' ' -f3 router.txt relay.txt | sort -u | tr '\n' ' ')
 # What a router adds to a command's start: `chock exec -- /bin/true` with
 # `.router = .none` and `.filtered`, taking turns, median of 20 each.
 start_ms() {
@@ -119,10 +126,11 @@ PY
 cp chock.zon chock.zon.bench
 read -r s_none s_router < <(nsenter --net=/run/netns/"$client_ns" bash -c "$(declare -f start_ms); chock=$chock; start_ms")
 mv chock.zon.bench chock.zon
-echo "| measure | direct | through the router | router / direct |"
-echo "|---|---|---|---|"
-echo "| connection setup, median of 200, median of 5 rounds (ms) | $d_setup | $r_setup | $(python3 -c "print(f'{$r_setup/$d_setup:.2f}')") |"
-echo "| 1 GiB transfer, median of 5 rounds (MiB/s) | $d_rate | $r_rate | $(python3 -c "print(f'{$r_rate/$d_rate:.2f}')") |"
-echo "| processor time of the receiving side, median of 5 rounds (s) | $d_cpu (client) | $r_cpu (client $r_prog; the rest chock: its start and the relay) | $(python3 -c "print(f'{$r_cpu/$d_cpu:.2f}')") |"
-echo "| \`chock exec -- /bin/true\`, median of 20 (ms) | $s_none (no router) | $s_router | $(python3 -c "print(f'{$s_router/$s_none:.2f}')") |"
+ratio() { python3 -c "print(f'{$1/$2:.2f}')"; }
+echo "| measure | direct | router | router / direct | relay (bound sockets) | relay / direct |"
+echo "|---|---|---|---|---|---|"
+echo "| connection setup, median of 200, median of 5 rounds (ms) | $d_setup | $r_setup | $(ratio "$r_setup" "$d_setup") | $l_setup | $(ratio "$l_setup" "$d_setup") |"
+echo "| 1 GiB transfer, median of 5 rounds (MiB/s) | $d_rate | $r_rate | $(ratio "$r_rate" "$d_rate") | $l_rate | $(ratio "$l_rate" "$d_rate") |"
+echo "| processor time of the receiving side, median of 5 rounds (s) | $d_cpu (client) | $r_cpu (client $r_prog; the rest chock's) | $(ratio "$r_cpu" "$d_cpu") | $l_cpu | $(ratio "$l_cpu" "$d_cpu") |"
+echo "| \`chock exec -- /bin/true\`, median of 20 (ms) | $s_none (no router) | $s_router | $(ratio "$s_router" "$s_none") | | |"
 echo "(bytes received: direct $d_got, router $r_got; load average $(cut -d' ' -f1 /proc/loadavg))"

@@ -1,7 +1,8 @@
 //! The raw system calls the sandbox needs and that neither libc nor nix wraps
 //! the way we need them: clone with a pidfd and no new stack, the Landlock
 //! calls on a ruleset fd, `mount_setattr`, `pivot_root`, `close_range` and
-//! `pidfd_send_signal`.
+//! `pidfd_send_signal`; in [`notify`], those of the router's direct path
+//! (seccomp notifications, `pidfd_getfd`, socket options).
 //!
 //! Everything here is callable between `clone` and `execve` in a child of a
 //! process that may have had other threads: no allocation, no locks, only

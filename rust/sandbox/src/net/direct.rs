@@ -175,6 +175,19 @@ fn answer(
         Ok(address) => address,
         Err(errno) => return send(listener, notice.id, Reply::Fail(errno)),
     };
+    let route = route(shared, &call, &address);
+    // A call that cannot wait (a non-blocking socket, an answer already
+    // known) is carried out here; one that may wait for a dial or a person
+    // gets a thread of its own, so the calls behind it are not held up.
+    let waits = !nonblocking(&call.socket)
+        || matches!(&route, Route::Direct(host, target)
+            if shared.router.decide.settled(host, target.port()).is_none());
+    if !waits {
+        if let Some(reply) = carry(shared, listener, &call, &address, route) {
+            send(listener, notice.id, reply);
+        }
+        return;
+    }
     if busy.fetch_add(1, Ordering::SeqCst) >= MAX_LINKS {
         busy.fetch_sub(1, Ordering::SeqCst);
         return send(listener, notice.id, Reply::Fail(Errno::ECONNREFUSED));
@@ -183,7 +196,7 @@ fn answer(
     let spawned = std::thread::Builder::new()
         .name("chock-net-direct".into())
         .spawn(move || {
-            if let Some(reply) = settle(&own_shared, &own_listener, &call, &address) {
+            if let Some(reply) = carry(&own_shared, &own_listener, &call, &address, route) {
                 send(&own_listener, call.notice.id, reply);
             }
             count.fetch_sub(1, Ordering::SeqCst);
@@ -192,6 +205,13 @@ fn answer(
         busy.fetch_sub(1, Ordering::SeqCst);
         send(listener, notice.id, Reply::Fail(Errno::EAGAIN));
     }
+}
+
+/// Whether the program's socket is non-blocking (its own connect would
+/// return at once).
+fn nonblocking(socket: &OwnedFd) -> bool {
+    nix::fcntl::fcntl(socket, nix::fcntl::FcntlArg::F_GETFL)
+        .is_ok_and(|flags| flags & libc::O_NONBLOCK != 0)
 }
 
 fn send(listener: &OwnedFd, id: u64, reply: Reply) {
@@ -238,11 +258,49 @@ fn address_of(call: &Call) -> Result<Vec<u8>, Errno> {
     Ok(address)
 }
 
+/// Where a TCP connect goes.
+enum Route {
+    /// The sandbox's namespace decides: its ruleset, the relay.
+    Namespace,
+    /// Decided as this host, and dialled from the host to this address.
+    Direct(String, SocketAddr),
+}
+
+/// The route of a TCP connect: direct for an unbound socket going to an
+/// address the resolver handed out for a name.
+fn route(shared: &Shared, call: &Call, address: &[u8]) -> Route {
+    let direct = || {
+        let target = socket_address(address, call.domain)?;
+        let ip = match target.ip() {
+            IpAddr::V6(v6) if v6.to_ipv4_mapped().is_some() => return None,
+            ip => ip,
+        };
+        if ip.is_loopback() || super::addr::refused(ip).is_some() {
+            return None;
+        }
+        if notify::bound_port(&call.socket).ok()? != 0 {
+            return None;
+        }
+        let host = shared
+            .table
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .host_of(ip)?;
+        Some(Route::Direct(host, target))
+    };
+    direct().unwrap_or(Route::Namespace)
+}
+
 /// Decides and carries out one TCP connect. `None` when the call went away
 /// while it was dialled.
-fn settle(shared: &Shared, listener: &OwnedFd, call: &Call, address: &[u8]) -> Option<Reply> {
-    let Some((host, target)) = direct_target(shared, call, address) else {
-        // The sandbox's namespace decides: its ruleset, the relay.
+fn carry(
+    shared: &Shared,
+    listener: &OwnedFd,
+    call: &Call,
+    address: &[u8],
+    route: Route,
+) -> Option<Reply> {
+    let Route::Direct(host, target) = route else {
         return Some(match notify::connect_bytes(&call.socket, address) {
             Ok(()) => Reply::Return(0),
             Err(errno) => Reply::Fail(errno),
@@ -251,9 +309,7 @@ fn settle(shared: &Shared, listener: &OwnedFd, call: &Call, address: &[u8]) -> O
     if !shared.router.decide.connect(&host, target.port()) {
         return Some(Reply::Fail(Errno::ECONNREFUSED));
     }
-    let blocking = !nix::fcntl::fcntl(&call.socket, nix::fcntl::FcntlArg::F_GETFL)
-        .is_ok_and(|flags| flags & libc::O_NONBLOCK != 0);
-    let (outer, done) = match dial(call, target, blocking) {
+    let (outer, done) = match dial(call, target, !nonblocking(&call.socket)) {
         Ok(dialled) => dialled,
         Err(errno) => return Some(Reply::Fail(errno)),
     };
@@ -268,28 +324,6 @@ fn settle(shared: &Shared, listener: &OwnedFd, call: &Call, address: &[u8]) -> O
     } else {
         Reply::Fail(Errno::EINPROGRESS)
     })
-}
-
-/// Where the call may go directly, and as which host: an unbound socket,
-/// going to an address the resolver handed out for a name.
-fn direct_target(shared: &Shared, call: &Call, address: &[u8]) -> Option<(String, SocketAddr)> {
-    let target = socket_address(address, call.domain)?;
-    let ip = match target.ip() {
-        IpAddr::V6(v6) if v6.to_ipv4_mapped().is_some() => return None,
-        ip => ip,
-    };
-    if ip.is_loopback() || super::addr::refused(ip).is_some() {
-        return None;
-    }
-    if notify::bound_port(&call.socket).ok()? != 0 {
-        return None;
-    }
-    let host = shared
-        .table
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .host_of(ip)?;
-    Some((host, target))
 }
 
 /// The socket address in `bytes`, when it is one of `domain`'s.

@@ -24,6 +24,11 @@ pub trait Decide: Send + Sync {
     fn literals(&self) -> Vec<std::net::Ipv4Addr> {
         Vec::new()
     }
+    /// The answer [`Decide::connect`] already gave `host` and `port` in this
+    /// run, if any: known without asking or waiting.
+    fn settled(&self, _host: &str, _port: u16) -> Option<bool> {
+        None
+    }
 }
 
 /// The most answers a run remembers; past it a connection is asked again.
@@ -121,6 +126,15 @@ impl<P: Deref<Target = Policy> + Send + Sync> Decide for NetGate<P> {
         found.sort();
         found.dedup();
         found
+    }
+
+    fn settled(&self, host: &str, port: u16) -> Option<bool> {
+        let action = names::net_connect(host, port).ok()?;
+        self.settled
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&action)
+            .copied()
     }
 
     fn connect(&self, host: &str, port: u16) -> bool {

@@ -27,7 +27,10 @@ const SECCOMP_GET_ACTION_AVAIL: libc::c_uint = 2;
 pub(crate) const MAX_ADDRESS: usize = 128;
 
 /// In the program process: installs `filter`, whose notifications go to the
-/// descriptor returned. Needs `no_new_privs`. Allocation-free.
+/// descriptor returned. Needs `no_new_privs`. Allocation-free. Once Chock
+/// has read a call, only a fatal signal interrupts it, so a runtime that
+/// signals its threads all the time (Go's preemption) does not restart a
+/// connect Chock is already dialling.
 pub(crate) fn install_listener(filter: &[seccompiler::sock_filter]) -> Result<RawFd, Errno> {
     let program = libc::sock_fprog {
         len: u16::try_from(filter.len()).map_err(|_| Errno::E2BIG)?,
@@ -40,7 +43,7 @@ pub(crate) fn install_listener(filter: &[seccompiler::sock_filter]) -> Result<Ra
         libc::syscall(
             libc::SYS_seccomp,
             libc::SECCOMP_SET_MODE_FILTER,
-            libc::SECCOMP_FILTER_FLAG_NEW_LISTENER,
+            libc::SECCOMP_FILTER_FLAG_NEW_LISTENER | libc::SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV,
             &program as *const libc::sock_fprog,
         )
     };
