@@ -135,6 +135,8 @@ impl SmallBlocks {
         if chunk.is_null() {
             return chunk;
         }
+        // The chunk is held until the thread ends, whatever its blocks do.
+        crate::memory::allocated(CHUNK_BYTES);
         // SAFETY: the chunk is fresh, CHUNK_BYTES long and aligned for a
         // `Chunk`; its first block follows the `Chunk` word, and the first
         // block and the one after fit in it.
@@ -188,6 +190,11 @@ fn small_class(size: usize) -> Option<usize> {
 /// small block has the largest size of its class, so any later request of
 /// the class fits when it is reused. Blocks here are aligned to at most 8,
 /// which both give (`mi_malloc` without its slower aligned entry point).
+///
+/// The memory bound (`crate::memory`) counts what this thread holds from
+/// mimalloc: a large block while it lives, a chunk of small blocks from
+/// when it is taken until the thread ends (its blocks are reused, never
+/// given back), so taking or freeing a small block counts nothing.
 #[inline]
 fn allocate(layout: Layout) -> *mut u8 {
     debug_assert!(layout.align() <= 8);
@@ -198,10 +205,12 @@ fn allocate(layout: Layout) -> *mut u8 {
         }
         // The thread's blocks are gone (its thread-locals are being
         // destroyed): nothing allocates then, but a block from mimalloc
-        // would be correct.
+        // would be correct (it is never freed: `release` leaves small
+        // blocks where they are at that point).
         // SAFETY: mi_malloc has no preconditions.
         return unsafe { libmimalloc_sys::mi_malloc(size).cast::<u8>() };
     }
+    crate::memory::allocated(layout.size());
     // SAFETY: mi_malloc has no preconditions; the size is never zero here.
     unsafe { libmimalloc_sys::mi_malloc(layout.size()).cast::<u8>() }
 }
@@ -225,6 +234,7 @@ unsafe fn release(ptr: *mut u8, size: usize) {
         });
         return;
     }
+    crate::memory::freed(size);
     // SAFETY: per the contract, a live block from mi_malloc.
     unsafe { libmimalloc_sys::mi_free(ptr.cast()) }
 }
@@ -284,7 +294,6 @@ impl<H, T> Drop for BuildGuard<H, T> {
             let data = inner.add(self.offset).cast::<T>();
             ptr::drop_in_place(ptr::slice_from_raw_parts_mut(data, self.written));
             release(inner.sub(prefix::<H, T>()), self.layout.size());
-            crate::memory::freed(self.layout.size());
         }
     }
 }
@@ -306,7 +315,6 @@ impl<H, T> ThinRc<H, T> {
         if raw.is_null() {
             alloc::handle_alloc_error(layout)
         }
-        crate::memory::allocated(layout.size());
         crate::stats::count(crate::stats::Counter::Allocations);
         crate::stats::add(crate::stats::Counter::AllocatedBytes, layout.size() as u64);
         // SAFETY: `raw` is a fresh allocation sized for the length word (if
@@ -620,7 +628,6 @@ impl<H, T> ThinRc<H, T> {
             let data = base.add(offset).cast::<T>();
             ptr::drop_in_place(ptr::slice_from_raw_parts_mut(data, len));
             release(base, layout.size());
-            crate::memory::freed(layout.size());
         }
     }
 }
