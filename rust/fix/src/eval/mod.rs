@@ -906,8 +906,27 @@ impl<'a> Evaluator<'a> {
         env: &Env<'a>,
         pos: Pos,
     ) -> Result<Value<'a>> {
-        let args = self.thunks(args, env);
-        self.call_primop(op, &args, pos)
+        // Builtins take one to three arguments: gathered in an array, with
+        // no length or spill to keep as a `SmallVec` has.
+        match args {
+            [a] => self.call_primop(op, &[self.argument(a, env)], pos),
+            [a, b] => {
+                let args = [self.argument(a, env), self.argument(b, env)];
+                self.call_primop(op, &args, pos)
+            }
+            [a, b, c] => {
+                let args = [
+                    self.argument(a, env),
+                    self.argument(b, env),
+                    self.argument(c, env),
+                ];
+                self.call_primop(op, &args, pos)
+            }
+            _ => {
+                let args = self.thunks(args, env);
+                self.call_primop(op, &args, pos)
+            }
+        }
     }
 
     /// The arguments of a call, unevaluated. Pushed one by one: a
