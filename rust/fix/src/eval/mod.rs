@@ -886,7 +886,12 @@ impl<'a> Evaluator<'a> {
             }
             if matches!(f, Value::Lambda(_)) && a.args.len() - i >= 2 {
                 // `f x y`: the rest in one go, curried lambdas without
-                // their intermediate closures.
+                // their intermediate closures (two arguments, the most
+                // common, in an array rather than a `SmallVec`).
+                if let [x, y] = &a.args[i..] {
+                    let mut rest = [self.argument(x, env), self.argument(y, env)];
+                    return self.call_owned(f, &mut rest, a.pos);
+                }
                 let mut rest = self.thunks(&a.args[i..], env);
                 return self.call_owned(f, &mut rest, a.pos);
             }
