@@ -991,12 +991,18 @@ impl<'a> Evaluator<'a> {
                 if app.args.len() + 1 == app.op.arity {
                     // The last argument: the builtin runs on arguments
                     // gathered on the stack, no `Vec` made.
-                    let mut args: SmallVec<[Value<'a>; 4]> = SmallVec::new();
-                    for a in app.args.iter() {
-                        args.push(a.clone());
+                    match app.args.as_slice() {
+                        [a] => self.call_primop(app.op, &[a.clone(), arg], pos),
+                        [a, b] => self.call_primop(app.op, &[a.clone(), b.clone(), arg], pos),
+                        _ => {
+                            let mut args: SmallVec<[Value<'a>; 4]> = SmallVec::new();
+                            for a in app.args.iter() {
+                                args.push(a.clone());
+                            }
+                            args.push(arg);
+                            self.call_primop(app.op, &args, pos)
+                        }
                     }
-                    args.push(arg);
-                    self.call_primop(app.op, &args, pos)
                 } else {
                     let mut args = Vec::with_capacity(app.args.len() + 1);
                     args.extend(app.args.iter().cloned());
