@@ -94,14 +94,23 @@ struct Chunk {
 /// cycles (a recursive set, a `let` that refers to itself: the module
 /// system leaves nearly all it built so), which a thread that only counted
 /// references would leak; an evaluation's thread frees it all.
+///
+/// `SmallBlocks` has no destructor, so reaching it is one address
+/// computation, with no check that it is still alive; the chunks are
+/// listed in `CHUNKS`, whose destructor frees them and marks the blocks
+/// gone.
 struct SmallBlocks {
     heads: [Cell<*mut FreeBlock>; SMALL_CLASSES],
     /// The unused part of the current chunk.
     fresh: Cell<*mut u8>,
     end: Cell<*mut u8>,
-    /// The current chunk, linked to the ones before it.
-    chunks: Cell<*mut Chunk>,
+    /// Set when the thread's chunks were freed: a block freed later (never,
+    /// see above) is left where it is, as it may be inside a freed chunk.
+    gone: Cell<bool>,
 }
+
+/// The thread's chunks: the current one, linked to the ones before it.
+struct Chunks(Cell<*mut Chunk>);
 
 impl SmallBlocks {
     /// A block of `size` bytes (the largest of size class `class`); null
@@ -130,21 +139,21 @@ impl SmallBlocks {
     #[cold]
     #[inline(never)]
     fn take_from_new_chunk(&self, size: usize) -> *mut u8 {
-        // SAFETY: mi_malloc has no preconditions.
-        let chunk = unsafe { libmimalloc_sys::mi_malloc(CHUNK_BYTES) }.cast::<u8>();
+        let Ok(chunk) = CHUNKS.try_with(|chunks| chunks.take()) else {
+            // The thread's chunks are gone (its thread-locals are being
+            // destroyed): nothing allocates then, but a block from mimalloc
+            // would be correct (it is never freed: `release` leaves small
+            // blocks where they are from then on).
+            // SAFETY: mi_malloc has no preconditions.
+            return unsafe { libmimalloc_sys::mi_malloc(size).cast::<u8>() };
+        };
         if chunk.is_null() {
             return chunk;
         }
-        // The chunk is held until the thread ends, whatever its blocks do.
-        crate::memory::allocated(CHUNK_BYTES);
-        // SAFETY: the chunk is fresh, CHUNK_BYTES long and aligned for a
-        // `Chunk`; its first block follows the `Chunk` word, and the first
-        // block and the one after fit in it.
+        // SAFETY: the chunk is fresh, CHUNK_BYTES long; its first block
+        // follows the `Chunk` word, and the first block and the one after
+        // fit in it.
         unsafe {
-            chunk.cast::<Chunk>().write(Chunk {
-                previous: self.chunks.get(),
-            });
-            self.chunks.set(chunk.cast());
             let first = chunk.add(std::mem::size_of::<Chunk>());
             self.fresh.set(first.add(size));
             self.end.set(chunk.add(CHUNK_BYTES));
@@ -153,10 +162,41 @@ impl SmallBlocks {
     }
 }
 
-impl Drop for SmallBlocks {
+impl Chunks {
+    /// A fresh chunk from mimalloc, listed (null if mimalloc has no
+    /// memory).
+    fn take(&self) -> *mut u8 {
+        // SAFETY: mi_malloc has no preconditions.
+        let chunk = unsafe { libmimalloc_sys::mi_malloc(CHUNK_BYTES) }.cast::<u8>();
+        if chunk.is_null() {
+            return chunk;
+        }
+        // The chunk is held until the thread ends, whatever its blocks do.
+        crate::memory::allocated(CHUNK_BYTES);
+        // SAFETY: the chunk is fresh and aligned for a `Chunk`.
+        unsafe {
+            chunk.cast::<Chunk>().write(Chunk {
+                previous: self.0.get(),
+            });
+        }
+        self.0.set(chunk.cast());
+        chunk
+    }
+}
+
+impl Drop for Chunks {
     fn drop(&mut self) {
         // The thread has ended: no block is used again (see `SmallBlocks`).
-        let mut chunk = self.chunks.replace(ptr::null_mut());
+        // `SmallBlocks` has no destructor, so it is still there to say so.
+        SMALL.with(|s| {
+            s.gone.set(true);
+            for head in &s.heads {
+                head.set(ptr::null_mut());
+            }
+            s.fresh.set(ptr::null_mut());
+            s.end.set(ptr::null_mut());
+        });
+        let mut chunk = self.0.replace(ptr::null_mut());
         while !chunk.is_null() {
             // SAFETY: every listed chunk came from mi_malloc and is freed
             // once.
@@ -175,9 +215,10 @@ thread_local! {
             heads: [const { Cell::new(ptr::null_mut()) }; SMALL_CLASSES],
             fresh: Cell::new(ptr::null_mut()),
             end: Cell::new(ptr::null_mut()),
-            chunks: Cell::new(ptr::null_mut()),
+            gone: Cell::new(false),
         }
     };
+    static CHUNKS: Chunks = const { Chunks(Cell::new(ptr::null_mut())) };
 }
 
 /// The size class of a small block (sizes are multiples of 8 here).
@@ -200,15 +241,7 @@ fn allocate(layout: Layout) -> *mut u8 {
     debug_assert!(layout.align() <= 8);
     if let Some(class) = small_class(layout.size()) {
         let size = (class + 1) * 8;
-        if let Ok(block) = SMALL.try_with(|s| s.take(class, size)) {
-            return block;
-        }
-        // The thread's blocks are gone (its thread-locals are being
-        // destroyed): nothing allocates then, but a block from mimalloc
-        // would be correct (it is never freed: `release` leaves small
-        // blocks where they are at that point).
-        // SAFETY: mi_malloc has no preconditions.
-        return unsafe { libmimalloc_sys::mi_malloc(size).cast::<u8>() };
+        return SMALL.with(|s| s.take(class, size));
     }
     crate::memory::allocated(layout.size());
     // SAFETY: mi_malloc has no preconditions; the size is never zero here.
@@ -223,9 +256,10 @@ fn allocate(layout: Layout) -> *mut u8 {
 unsafe fn release(ptr: *mut u8, size: usize) {
     if let Some(class) = small_class(size) {
         let block = ptr.cast::<FreeBlock>();
-        // Once the thread's blocks are gone (never, see `SmallBlocks`) the
-        // block is left where it is: it may be inside a freed chunk.
-        let _ = SMALL.try_with(|s| {
+        SMALL.with(|s| {
+            if s.gone.get() {
+                return;
+            }
             let head = &s.heads[class];
             // SAFETY: the block is at least 8 bytes, aligned to 8, and
             // ours alone from here on.
