@@ -221,10 +221,11 @@ thread_local! {
     static CHUNKS: Chunks = const { Chunks(Cell::new(ptr::null_mut())) };
 }
 
-/// The size class of a small block (sizes are multiples of 8 here).
+/// The size class of a small block: 1 to 8 bytes is class 0, 9 to 16
+/// class 1, and so on (a block is never empty: it holds its count).
 #[inline(always)]
 fn small_class(size: usize) -> Option<usize> {
-    (size <= SMALL_MAX).then(|| size.div_ceil(8).saturating_sub(1))
+    (size <= SMALL_MAX).then(|| (size - 1) / 8)
 }
 
 /// A block: a small one from this thread's chunks, or from mimalloc. A
@@ -283,19 +284,23 @@ const fn data_offset<H, T>() -> usize {
 
 /// The layout of a block of `len` elements and the offset of its elements
 /// from the block's start. The length word, when there is one, comes
-/// first (see `prefix`).
+/// first (see `prefix`). The prefix is a multiple of `Inner`'s alignment
+/// and `Inner` ends in `[T; 0]`, so the elements follow right after it;
+/// the size is rounded up to the alignment. Only the multiplication and
+/// the addition that depend on `len` are checked (every allocation and
+/// free computes this).
+#[inline(always)]
 fn layout_for<H, T>(len: usize) -> (Layout, usize) {
-    let head = Layout::new::<Inner<H, T>>();
-    let Ok(array) = Layout::array::<T>(len) else {
-        alloc::handle_alloc_error(head)
-    };
-    let Ok(head) = Layout::from_size_align(prefix::<H, T>() + head.size(), head.align()) else {
-        alloc::handle_alloc_error(head)
-    };
-    let Ok((layout, offset)) = head.extend(array) else {
-        alloc::handle_alloc_error(head)
-    };
-    (layout.pad_to_align(), offset)
+    let align = std::mem::align_of::<Inner<H, T>>();
+    let offset = prefix::<H, T>() + data_offset::<H, T>();
+    let size = len
+        .checked_mul(std::mem::size_of::<T>())
+        .and_then(|bytes| bytes.checked_add(offset + align - 1))
+        .map(|bytes| bytes & !(align - 1));
+    match size.map(|size| Layout::from_size_align(size, align)) {
+        Some(Ok(layout)) => (layout, offset),
+        _ => alloc::handle_alloc_error(Layout::new::<Inner<H, T>>()),
+    }
 }
 
 /// Frees a half-built allocation if the element iterator panics.
@@ -766,16 +771,30 @@ mod tests {
     }
 
     #[test]
-    fn offset_matches_layout() {
-        fn elements_at<H, T>() -> usize {
-            prefix::<H, T>() + data_offset::<H, T>()
+    fn layout_matches_std_layout() {
+        // What `Layout::extend` makes of the prefix and `Inner` followed by
+        // `len` elements, padded to the alignment.
+        fn by_std<H, T>(len: usize) -> (Layout, usize) {
+            let head = Layout::new::<Inner<H, T>>();
+            let head = Layout::from_size_align(prefix::<H, T>() + head.size(), head.align()).unwrap();
+            let (layout, offset) = head.extend(Layout::array::<T>(len).unwrap()).unwrap();
+            (layout.pad_to_align(), offset)
         }
-        assert_eq!(layout_for::<u8, u64>(3).1, elements_at::<u8, u64>());
-        assert_eq!(layout_for::<(), u8>(3).1, elements_at::<(), u8>());
-        assert_eq!(
-            layout_for::<Option<Rc<()>>, [u64; 2]>(3).1,
-            elements_at::<Option<Rc<()>>, [u64; 2]>()
-        );
+        fn check<H, T>() {
+            for len in [0, 1, 2, 3, 7, 100] {
+                assert_eq!(layout_for::<H, T>(len), by_std::<H, T>(len), "{len} elements");
+                assert_eq!(layout_for::<H, T>(len).1, prefix::<H, T>() + data_offset::<H, T>());
+            }
+        }
+        check::<u8, u64>();
+        check::<(), u8>();
+        check::<u16, u8>();
+        check::<Option<Rc<()>>, [u64; 2]>();
+        check::<[u64; 3], ()>();
+        #[repr(align(32))]
+        struct Wide(#[allow(dead_code)] u8);
+        check::<Wide, u8>();
+        check::<u8, Wide>();
     }
 
     #[test]
