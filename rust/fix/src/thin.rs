@@ -776,14 +776,22 @@ mod tests {
         // `len` elements, padded to the alignment.
         fn by_std<H, T>(len: usize) -> (Layout, usize) {
             let head = Layout::new::<Inner<H, T>>();
-            let head = Layout::from_size_align(prefix::<H, T>() + head.size(), head.align()).unwrap();
+            let head =
+                Layout::from_size_align(prefix::<H, T>() + head.size(), head.align()).unwrap();
             let (layout, offset) = head.extend(Layout::array::<T>(len).unwrap()).unwrap();
             (layout.pad_to_align(), offset)
         }
         fn check<H, T>() {
             for len in [0, 1, 2, 3, 7, 100] {
-                assert_eq!(layout_for::<H, T>(len), by_std::<H, T>(len), "{len} elements");
-                assert_eq!(layout_for::<H, T>(len).1, prefix::<H, T>() + data_offset::<H, T>());
+                assert_eq!(
+                    layout_for::<H, T>(len),
+                    by_std::<H, T>(len),
+                    "{len} elements"
+                );
+                assert_eq!(
+                    layout_for::<H, T>(len).1,
+                    prefix::<H, T>() + data_offset::<H, T>()
+                );
             }
         }
         check::<u8, u64>();
