@@ -173,6 +173,12 @@ impl Chunks {
         }
         // The chunk is held until the thread ends, whatever its blocks do.
         crate::memory::allocated(CHUNK_BYTES);
+        // SAFETY: the range is the chunk just allocated; populating pages
+        // changes no contents (an older kernel refuses the advice, and the
+        // pages are then faulted in one by one as before).
+        unsafe {
+            libc::madvise(chunk.cast(), CHUNK_BYTES, libc::MADV_POPULATE_WRITE);
+        }
         // SAFETY: the chunk is fresh and aligned for a `Chunk`.
         unsafe {
             chunk.cast::<Chunk>().write(Chunk {
