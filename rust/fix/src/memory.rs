@@ -1,9 +1,12 @@
-//! The memory bound. Every allocation that grows with what a program
-//! does (lists, sets, strings, environments, thunks, closures) adds its size
-//! to a per-thread count and takes it off when freed. The evaluation runs
-//! on a thread of its own, so the count is exactly the memory its values
-//! hold; the evaluator compares it with `max_memory` as it goes, and
-//! builtins that are about to build something large check first.
+//! The memory bound. What the values of a program (lists, sets, strings,
+//! environments, thunks, closures) take from the allocator is added to a
+//! per-thread count and taken off when given back: a large block while it
+//! lives, a 64 KiB chunk of small blocks from when it is taken until the
+//! thread ends (`thin::allocate`). The evaluation runs on a thread of its
+//! own, so the count is the memory held for its values (small blocks
+//! freed and kept for reuse included); the evaluator compares it with
+//! `max_memory` as it goes, and builtins that are about to build something
+//! large check first.
 
 use std::cell::Cell;
 

@@ -31,7 +31,8 @@ pub struct Stats {
     /// closures) and their bytes.
     pub allocations: u64,
     pub allocated_bytes: u64,
-    /// The most bytes the values held at one time.
+    /// The most bytes held for values at one time (small blocks counted by
+    /// the 64 KiB chunks they come from, see `memory`).
     pub peak_live_bytes: u64,
 }
 

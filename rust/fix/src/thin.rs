@@ -94,14 +94,23 @@ struct Chunk {
 /// cycles (a recursive set, a `let` that refers to itself: the module
 /// system leaves nearly all it built so), which a thread that only counted
 /// references would leak; an evaluation's thread frees it all.
+///
+/// `SmallBlocks` has no destructor, so reaching it is one address
+/// computation, with no check that it is still alive; the chunks are
+/// listed in `CHUNKS`, whose destructor frees them and marks the blocks
+/// gone.
 struct SmallBlocks {
     heads: [Cell<*mut FreeBlock>; SMALL_CLASSES],
     /// The unused part of the current chunk.
     fresh: Cell<*mut u8>,
     end: Cell<*mut u8>,
-    /// The current chunk, linked to the ones before it.
-    chunks: Cell<*mut Chunk>,
+    /// Set when the thread's chunks were freed: a block freed later (never,
+    /// see above) is left where it is, as it may be inside a freed chunk.
+    gone: Cell<bool>,
 }
+
+/// The thread's chunks: the current one, linked to the ones before it.
+struct Chunks(Cell<*mut Chunk>);
 
 impl SmallBlocks {
     /// A block of `size` bytes (the largest of size class `class`); null
@@ -130,19 +139,21 @@ impl SmallBlocks {
     #[cold]
     #[inline(never)]
     fn take_from_new_chunk(&self, size: usize) -> *mut u8 {
-        // SAFETY: mi_malloc has no preconditions.
-        let chunk = unsafe { libmimalloc_sys::mi_malloc(CHUNK_BYTES) }.cast::<u8>();
+        let Ok(chunk) = CHUNKS.try_with(|chunks| chunks.take()) else {
+            // The thread's chunks are gone (its thread-locals are being
+            // destroyed): nothing allocates then, but a block from mimalloc
+            // would be correct (it is never freed: `release` leaves small
+            // blocks where they are from then on).
+            // SAFETY: mi_malloc has no preconditions.
+            return unsafe { libmimalloc_sys::mi_malloc(size).cast::<u8>() };
+        };
         if chunk.is_null() {
             return chunk;
         }
-        // SAFETY: the chunk is fresh, CHUNK_BYTES long and aligned for a
-        // `Chunk`; its first block follows the `Chunk` word, and the first
-        // block and the one after fit in it.
+        // SAFETY: the chunk is fresh, CHUNK_BYTES long; its first block
+        // follows the `Chunk` word, and the first block and the one after
+        // fit in it.
         unsafe {
-            chunk.cast::<Chunk>().write(Chunk {
-                previous: self.chunks.get(),
-            });
-            self.chunks.set(chunk.cast());
             let first = chunk.add(std::mem::size_of::<Chunk>());
             self.fresh.set(first.add(size));
             self.end.set(chunk.add(CHUNK_BYTES));
@@ -151,10 +162,47 @@ impl SmallBlocks {
     }
 }
 
-impl Drop for SmallBlocks {
+impl Chunks {
+    /// A fresh chunk from mimalloc, listed (null if mimalloc has no
+    /// memory).
+    fn take(&self) -> *mut u8 {
+        // SAFETY: mi_malloc has no preconditions.
+        let chunk = unsafe { libmimalloc_sys::mi_malloc(CHUNK_BYTES) }.cast::<u8>();
+        if chunk.is_null() {
+            return chunk;
+        }
+        // The chunk is held until the thread ends, whatever its blocks do.
+        crate::memory::allocated(CHUNK_BYTES);
+        // SAFETY: the range is the chunk just allocated; populating pages
+        // changes no contents (an older kernel refuses the advice, and the
+        // pages are then faulted in one by one as before).
+        unsafe {
+            libc::madvise(chunk.cast(), CHUNK_BYTES, libc::MADV_POPULATE_WRITE);
+        }
+        // SAFETY: the chunk is fresh and aligned for a `Chunk`.
+        unsafe {
+            chunk.cast::<Chunk>().write(Chunk {
+                previous: self.0.get(),
+            });
+        }
+        self.0.set(chunk.cast());
+        chunk
+    }
+}
+
+impl Drop for Chunks {
     fn drop(&mut self) {
         // The thread has ended: no block is used again (see `SmallBlocks`).
-        let mut chunk = self.chunks.replace(ptr::null_mut());
+        // `SmallBlocks` has no destructor, so it is still there to say so.
+        SMALL.with(|s| {
+            s.gone.set(true);
+            for head in &s.heads {
+                head.set(ptr::null_mut());
+            }
+            s.fresh.set(ptr::null_mut());
+            s.end.set(ptr::null_mut());
+        });
+        let mut chunk = self.0.replace(ptr::null_mut());
         while !chunk.is_null() {
             // SAFETY: every listed chunk came from mi_malloc and is freed
             // once.
@@ -173,35 +221,36 @@ thread_local! {
             heads: [const { Cell::new(ptr::null_mut()) }; SMALL_CLASSES],
             fresh: Cell::new(ptr::null_mut()),
             end: Cell::new(ptr::null_mut()),
-            chunks: Cell::new(ptr::null_mut()),
+            gone: Cell::new(false),
         }
     };
+    static CHUNKS: Chunks = const { Chunks(Cell::new(ptr::null_mut())) };
 }
 
-/// The size class of a small block (sizes are multiples of 8 here).
+/// The size class of a small block: 1 to 8 bytes is class 0, 9 to 16
+/// class 1, and so on (a block is never empty: it holds its count).
 #[inline(always)]
 fn small_class(size: usize) -> Option<usize> {
-    (size <= SMALL_MAX).then(|| size.div_ceil(8).saturating_sub(1))
+    (size <= SMALL_MAX).then(|| (size - 1) / 8)
 }
 
 /// A block: a small one from this thread's chunks, or from mimalloc. A
 /// small block has the largest size of its class, so any later request of
 /// the class fits when it is reused. Blocks here are aligned to at most 8,
 /// which both give (`mi_malloc` without its slower aligned entry point).
+///
+/// The memory bound (`crate::memory`) counts what this thread holds from
+/// mimalloc: a large block while it lives, a chunk of small blocks from
+/// when it is taken until the thread ends (its blocks are reused, never
+/// given back), so taking or freeing a small block counts nothing.
 #[inline]
 fn allocate(layout: Layout) -> *mut u8 {
     debug_assert!(layout.align() <= 8);
     if let Some(class) = small_class(layout.size()) {
         let size = (class + 1) * 8;
-        if let Ok(block) = SMALL.try_with(|s| s.take(class, size)) {
-            return block;
-        }
-        // The thread's blocks are gone (its thread-locals are being
-        // destroyed): nothing allocates then, but a block from mimalloc
-        // would be correct.
-        // SAFETY: mi_malloc has no preconditions.
-        return unsafe { libmimalloc_sys::mi_malloc(size).cast::<u8>() };
+        return SMALL.with(|s| s.take(class, size));
     }
+    crate::memory::allocated(layout.size());
     // SAFETY: mi_malloc has no preconditions; the size is never zero here.
     unsafe { libmimalloc_sys::mi_malloc(layout.size()).cast::<u8>() }
 }
@@ -214,9 +263,10 @@ fn allocate(layout: Layout) -> *mut u8 {
 unsafe fn release(ptr: *mut u8, size: usize) {
     if let Some(class) = small_class(size) {
         let block = ptr.cast::<FreeBlock>();
-        // Once the thread's blocks are gone (never, see `SmallBlocks`) the
-        // block is left where it is: it may be inside a freed chunk.
-        let _ = SMALL.try_with(|s| {
+        SMALL.with(|s| {
+            if s.gone.get() {
+                return;
+            }
             let head = &s.heads[class];
             // SAFETY: the block is at least 8 bytes, aligned to 8, and
             // ours alone from here on.
@@ -225,6 +275,7 @@ unsafe fn release(ptr: *mut u8, size: usize) {
         });
         return;
     }
+    crate::memory::freed(size);
     // SAFETY: per the contract, a live block from mi_malloc.
     unsafe { libmimalloc_sys::mi_free(ptr.cast()) }
 }
@@ -239,19 +290,23 @@ const fn data_offset<H, T>() -> usize {
 
 /// The layout of a block of `len` elements and the offset of its elements
 /// from the block's start. The length word, when there is one, comes
-/// first (see `prefix`).
+/// first (see `prefix`). The prefix is a multiple of `Inner`'s alignment
+/// and `Inner` ends in `[T; 0]`, so the elements follow right after it;
+/// the size is rounded up to the alignment. Only the multiplication and
+/// the addition that depend on `len` are checked (every allocation and
+/// free computes this).
+#[inline(always)]
 fn layout_for<H, T>(len: usize) -> (Layout, usize) {
-    let head = Layout::new::<Inner<H, T>>();
-    let Ok(array) = Layout::array::<T>(len) else {
-        alloc::handle_alloc_error(head)
-    };
-    let Ok(head) = Layout::from_size_align(prefix::<H, T>() + head.size(), head.align()) else {
-        alloc::handle_alloc_error(head)
-    };
-    let Ok((layout, offset)) = head.extend(array) else {
-        alloc::handle_alloc_error(head)
-    };
-    (layout.pad_to_align(), offset)
+    let align = std::mem::align_of::<Inner<H, T>>();
+    let offset = prefix::<H, T>() + data_offset::<H, T>();
+    let size = len
+        .checked_mul(std::mem::size_of::<T>())
+        .and_then(|bytes| bytes.checked_add(offset + align - 1))
+        .map(|bytes| bytes & !(align - 1));
+    match size.map(|size| Layout::from_size_align(size, align)) {
+        Some(Ok(layout)) => (layout, offset),
+        _ => alloc::handle_alloc_error(Layout::new::<Inner<H, T>>()),
+    }
 }
 
 /// Frees a half-built allocation if the element iterator panics.
@@ -284,7 +339,6 @@ impl<H, T> Drop for BuildGuard<H, T> {
             let data = inner.add(self.offset).cast::<T>();
             ptr::drop_in_place(ptr::slice_from_raw_parts_mut(data, self.written));
             release(inner.sub(prefix::<H, T>()), self.layout.size());
-            crate::memory::freed(self.layout.size());
         }
     }
 }
@@ -306,7 +360,6 @@ impl<H, T> ThinRc<H, T> {
         if raw.is_null() {
             alloc::handle_alloc_error(layout)
         }
-        crate::memory::allocated(layout.size());
         crate::stats::count(crate::stats::Counter::Allocations);
         crate::stats::add(crate::stats::Counter::AllocatedBytes, layout.size() as u64);
         // SAFETY: `raw` is a fresh allocation sized for the length word (if
@@ -620,7 +673,6 @@ impl<H, T> ThinRc<H, T> {
             let data = base.add(offset).cast::<T>();
             ptr::drop_in_place(ptr::slice_from_raw_parts_mut(data, len));
             release(base, layout.size());
-            crate::memory::freed(layout.size());
         }
     }
 }
@@ -725,16 +777,38 @@ mod tests {
     }
 
     #[test]
-    fn offset_matches_layout() {
-        fn elements_at<H, T>() -> usize {
-            prefix::<H, T>() + data_offset::<H, T>()
+    fn layout_matches_std_layout() {
+        // What `Layout::extend` makes of the prefix and `Inner` followed by
+        // `len` elements, padded to the alignment.
+        fn by_std<H, T>(len: usize) -> (Layout, usize) {
+            let head = Layout::new::<Inner<H, T>>();
+            let head =
+                Layout::from_size_align(prefix::<H, T>() + head.size(), head.align()).unwrap();
+            let (layout, offset) = head.extend(Layout::array::<T>(len).unwrap()).unwrap();
+            (layout.pad_to_align(), offset)
         }
-        assert_eq!(layout_for::<u8, u64>(3).1, elements_at::<u8, u64>());
-        assert_eq!(layout_for::<(), u8>(3).1, elements_at::<(), u8>());
-        assert_eq!(
-            layout_for::<Option<Rc<()>>, [u64; 2]>(3).1,
-            elements_at::<Option<Rc<()>>, [u64; 2]>()
-        );
+        fn check<H, T>() {
+            for len in [0, 1, 2, 3, 7, 100] {
+                assert_eq!(
+                    layout_for::<H, T>(len),
+                    by_std::<H, T>(len),
+                    "{len} elements"
+                );
+                assert_eq!(
+                    layout_for::<H, T>(len).1,
+                    prefix::<H, T>() + data_offset::<H, T>()
+                );
+            }
+        }
+        check::<u8, u64>();
+        check::<(), u8>();
+        check::<u16, u8>();
+        check::<Option<Rc<()>>, [u64; 2]>();
+        check::<[u64; 3], ()>();
+        #[repr(align(32))]
+        struct Wide(#[allow(dead_code)] u8);
+        check::<Wide, u8>();
+        check::<u8, Wide>();
     }
 
     #[test]

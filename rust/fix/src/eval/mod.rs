@@ -886,7 +886,12 @@ impl<'a> Evaluator<'a> {
             }
             if matches!(f, Value::Lambda(_)) && a.args.len() - i >= 2 {
                 // `f x y`: the rest in one go, curried lambdas without
-                // their intermediate closures.
+                // their intermediate closures (two arguments, the most
+                // common, in an array rather than a `SmallVec`).
+                if let [x, y] = &a.args[i..] {
+                    let mut rest = [self.argument(x, env), self.argument(y, env)];
+                    return self.call_owned(f, &mut rest, a.pos);
+                }
                 let mut rest = self.thunks(&a.args[i..], env);
                 return self.call_owned(f, &mut rest, a.pos);
             }
@@ -906,8 +911,27 @@ impl<'a> Evaluator<'a> {
         env: &Env<'a>,
         pos: Pos,
     ) -> Result<Value<'a>> {
-        let args = self.thunks(args, env);
-        self.call_primop(op, &args, pos)
+        // Builtins take one to three arguments: gathered in an array, with
+        // no length or spill to keep as a `SmallVec` has.
+        match args {
+            [a] => self.call_primop(op, &[self.argument(a, env)], pos),
+            [a, b] => {
+                let args = [self.argument(a, env), self.argument(b, env)];
+                self.call_primop(op, &args, pos)
+            }
+            [a, b, c] => {
+                let args = [
+                    self.argument(a, env),
+                    self.argument(b, env),
+                    self.argument(c, env),
+                ];
+                self.call_primop(op, &args, pos)
+            }
+            _ => {
+                let args = self.thunks(args, env);
+                self.call_primop(op, &args, pos)
+            }
+        }
     }
 
     /// The arguments of a call, unevaluated. Pushed one by one: a
@@ -967,12 +991,18 @@ impl<'a> Evaluator<'a> {
                 if app.args.len() + 1 == app.op.arity {
                     // The last argument: the builtin runs on arguments
                     // gathered on the stack, no `Vec` made.
-                    let mut args: SmallVec<[Value<'a>; 4]> = SmallVec::new();
-                    for a in app.args.iter() {
-                        args.push(a.clone());
+                    match app.args.as_slice() {
+                        [a] => self.call_primop(app.op, &[a.clone(), arg], pos),
+                        [a, b] => self.call_primop(app.op, &[a.clone(), b.clone(), arg], pos),
+                        _ => {
+                            let mut args: SmallVec<[Value<'a>; 4]> = SmallVec::new();
+                            for a in app.args.iter() {
+                                args.push(a.clone());
+                            }
+                            args.push(arg);
+                            self.call_primop(app.op, &args, pos)
+                        }
                     }
-                    args.push(arg);
-                    self.call_primop(app.op, &args, pos)
                 } else {
                     let mut args = Vec::with_capacity(app.args.len() + 1);
                     args.extend(app.args.iter().cloned());
