@@ -32,9 +32,14 @@ fn the_exit_code_passes_through_and_the_decision_is_logged() {
     assert_eq!(exec["decision"], "allow");
     assert_eq!(exec["route"], "exec");
     assert_eq!(exec["subject"], "sh");
-    assert!(
-        lines.iter().any(|l| l["action"] == "sandbox.jit"),
-        "sandbox.jit is read and logged"
+    let jit = lines
+        .iter()
+        .find(|l| l["action"] == "sandbox.jit")
+        .expect("sandbox.jit is read and logged");
+    assert_eq!(
+        jit["seq"].as_u64(),
+        exec["seq"].as_u64().map(|seq| seq + 1),
+        "the command's line and sandbox.jit's are written together, one after the other"
     );
 }
 
