@@ -161,8 +161,9 @@ impl Log {
     /// [`Log::try_append_all`] for decision paths, as [`Log::append`]:
     /// never fails, never panics; `None` when no line was written.
     pub fn append_all(&self, entries: &[Entry]) -> Option<Vec<Appended>> {
-        let outcome =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.try_append_all(entries)));
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.try_append_all(entries)
+        }));
         let decisions = || {
             entries
                 .iter()

@@ -504,7 +504,10 @@ mod tests {
             mounts.mountinfo.is_none() || cgroup2_mount(&mountinfo).is_none(),
             "the mount table was read although the usual places held the hierarchies"
         );
-        assert!(!is_fs("/sys/fs/cgroup/no-such-hierarchy", nix::sys::statfs::CGROUP_SUPER_MAGIC));
+        assert!(!is_fs(
+            "/sys/fs/cgroup/no-such-hierarchy",
+            nix::sys::statfs::CGROUP_SUPER_MAGIC
+        ));
     }
 
     #[test]
