@@ -4,8 +4,9 @@
 //!
 //! [`plan`] names the program's `exec.*` action, decides it (and
 //! `sandbox.jit`) through the policy, writes one decision-log line per
-//! decision, and either refuses or hands back a [`Prepared`] command; the
-//! caller prints the notices and calls [`Prepared::run`].
+//! decision (all of them in one append), and either refuses or hands back
+//! a [`Prepared`] command; the caller prints the notices and calls
+//! [`Prepared::run`].
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -750,10 +751,14 @@ pub fn plan(
             pushes,
         });
     }
-    // The command's lines and `sandbox.jit`'s go to the log together.
-    let jit = sandbox_jit(policy)?;
-    entries.push(entry(request, ROUTE, "sandbox.jit", &jit.verdict, None));
+    // The command's lines and `sandbox.jit`'s go to the log together (the
+    // command's alone when `sandbox.jit` cannot be named).
+    let jit = sandbox_jit(policy);
+    if let Ok(jit) = &jit {
+        entries.push(entry(request, ROUTE, "sandbox.jit", &jit.verdict, None));
+    }
     let mut notices: Vec<Notice> = record(log, &entries).into_iter().collect();
+    let jit = jit?;
     let mut prepared = prepare_decided(request, named.toolchain, policy, jit)?;
     notices.append(&mut prepared.notices);
     Ok(Planned {
