@@ -32,10 +32,17 @@ fn the_exit_code_passes_through_and_the_decision_is_logged() {
     assert_eq!(exec["decision"], "allow");
     assert_eq!(exec["route"], "exec");
     assert_eq!(exec["subject"], "sh");
-    assert!(
-        lines.iter().any(|l| l["action"] == "sandbox.jit"),
-        "sandbox.jit is read and logged"
+    // The command's lines (the program, then each part of `sh -c`) and
+    // sandbox.jit's last, written together in one run of sequence numbers.
+    assert_eq!(lines.first(), Some(exec));
+    assert_eq!(
+        lines.last().map(|l| &l["action"]),
+        Some(&serde_json::json!("sandbox.jit")),
+        "sandbox.jit is read and logged after the command's lines"
     );
+    let seqs: Vec<_> = lines.iter().map(|l| l["seq"].as_u64()).collect();
+    let expected: Vec<_> = (1..=lines.len() as u64).map(Some).collect();
+    assert_eq!(seqs, expected);
 }
 
 #[test]

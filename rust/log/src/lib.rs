@@ -138,36 +138,66 @@ impl Log {
     /// a newline in the same write, and the new line chains past it to the
     /// last whole line.
     pub fn try_append(&self, entry: &Entry) -> Result<Appended, LogError> {
-        writer::append(&self.dir, self.rotation, self.lock_wait, entry)
+        let mut appended = self.try_append_all(std::slice::from_ref(entry))?;
+        Ok(appended.remove(0))
+    }
+
+    /// [`Log::try_append`] for several lines at once, in order, each
+    /// chained to the one before it: one turn of the lock and one write for
+    /// all of them, so no other writer's line lands between them. No
+    /// entries, no write.
+    pub fn try_append_all(&self, entries: &[Entry]) -> Result<Vec<Appended>, LogError> {
+        writer::append(&self.dir, self.rotation, self.lock_wait, entries)
     }
 
     /// [`Log::try_append`] for decision paths: never fails, never panics.
     /// The first failure or unchained line in a process is reported on
     /// stderr; later ones only through `tracing`.
     pub fn append(&self, entry: &Entry) -> Option<Appended> {
-        let outcome =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.try_append(entry)));
+        self.append_all(std::slice::from_ref(entry))
+            .map(|mut appended| appended.remove(0))
+    }
+
+    /// [`Log::try_append_all`] for decision paths, as [`Log::append`]:
+    /// never fails, never panics; `None` when no line was written.
+    pub fn append_all(&self, entries: &[Entry]) -> Option<Vec<Appended>> {
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.try_append_all(entries)
+        }));
+        let decisions = || {
+            entries
+                .iter()
+                .map(|entry| format!("`{}` for {}", entry.decision, entry.action))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         match outcome {
             Ok(Ok(appended)) => {
-                if let Some(why) = &appended.unchained {
+                if let Some(why) = appended.first().and_then(|a| a.unchained.as_ref()) {
+                    let seqs = appended
+                        .iter()
+                        .map(|a| a.head.seq.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    let lines = if appended.len() == 1 { "line" } else { "lines" };
                     report_once(&format!(
-                        "decision log line {} was written unchained ({why}); `chock log verify` will show it",
-                        appended.head.seq
+                        "decision log {lines} {seqs} {} written unchained ({why}); `chock log verify` will show it",
+                        if appended.len() == 1 { "was" } else { "were" }
                     ));
                 }
                 Some(appended)
             }
             Ok(Err(error)) => {
                 report_once(&format!(
-                    "the decision `{}` for {} was not logged: {error}",
-                    entry.decision, entry.action
+                    "the decision {} was not logged: {error}",
+                    decisions()
                 ));
                 None
             }
             Err(_) => {
                 report_once(&format!(
-                    "the decision `{}` for {} was not logged: the log writer failed",
-                    entry.decision, entry.action
+                    "the decision {} was not logged: the log writer failed",
+                    decisions()
                 ));
                 None
             }

@@ -209,6 +209,15 @@ pub struct RevLines {
 /// doubles while a line is longer.
 const FIRST_CHUNK: usize = 4096;
 
+/// Where the last newline in `bytes` is. Every append reads the log's tail
+/// backward, a few lines long, so this is a plain loop rather than
+/// `memchr`: `memchr`'s first call in a process asks the CPU which vector
+/// instructions it has (`cpuid`), which a virtual machine traps, and that
+/// cost more than the search itself on every `chock exec`.
+fn last_newline(bytes: &[u8]) -> Option<usize> {
+    bytes.iter().rposition(|&b| b == b'\n')
+}
+
 impl RevLines {
     /// Reads the end of the first `size` bytes of `file`; returns the reader
     /// and the torn fragment after the last newline, if the file has one.
@@ -219,10 +228,10 @@ impl RevLines {
             pending: Vec::new(),
             chunk: FIRST_CHUNK,
         };
-        while memchr::memchr(b'\n', &lines.pending).is_none() && lines.pos > 0 {
+        while !lines.pending.contains(&b'\n') && lines.pos > 0 {
             lines.read_before()?;
         }
-        let whole = memchr::memrchr(b'\n', &lines.pending).map_or(0, |i| i + 1);
+        let whole = last_newline(&lines.pending).map_or(0, |i| i + 1);
         let fragment = lines.pending.split_off(whole);
         Ok((lines, (!fragment.is_empty()).then_some(fragment)))
     }
@@ -234,7 +243,7 @@ impl RevLines {
                 return Ok(None);
             };
             let body = self.pending.get(..body_len).unwrap_or_default();
-            if let Some(newline) = memchr::memrchr(b'\n', body) {
+            if let Some(newline) = last_newline(body) {
                 let line = body.get(newline + 1..).unwrap_or_default().to_vec();
                 self.pending.truncate(newline + 1);
                 return Ok(Some(line));

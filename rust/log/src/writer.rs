@@ -22,18 +22,25 @@ struct ChainPoint {
     torn: bool,
 }
 
-/// Appends `entry` to the log in `dir` (see [`crate::Log::try_append`]).
+/// Appends `entries` to the log in `dir`, in order, under one turn of the
+/// lock and in one write (see [`crate::Log::try_append_all`]).
 pub fn append(
     dir: &Path,
     rotation: Rotation,
     lock_wait: Duration,
-    entry: &Entry,
-) -> Result<Appended, LogError> {
+    entries: &[Entry],
+) -> Result<Vec<Appended>, LogError> {
+    if entries.is_empty() {
+        return Ok(Vec::new());
+    }
     make_dir(dir)?;
     // Everything but the chain fields is encoded before taking the lock, so
-    // that the lock is held only to read the tail and write one line.
+    // that the lock is held only to read the tail and write the lines.
     let ts = link::timestamp(SystemTime::now());
-    let body = link::body(&ts, entry)?;
+    let bodies = entries
+        .iter()
+        .map(|entry| link::body(&ts, entry))
+        .collect::<Result<Vec<_>, _>>()?;
     let lock_path = dir.join(LOCK);
     let lock_file = open_private(&lock_path, false)?;
     let queue_file = open_private(&dir.join(QUEUE), false)?;
@@ -49,19 +56,22 @@ pub fn append(
         last_seen.replace(now) != Some(now)
     };
     let written = lock::with_turn(turn, lock_wait, moved, move |unlocked| {
-        write_line(&owned_dir, rotation, &body, unlocked)
+        write_lines(&owned_dir, rotation, &bodies, unlocked)
     })
     .map_err(|source| LogError::Lock {
         path: lock_path,
         source,
     })??;
-    Ok(Appended {
-        head: Head {
-            seq: written.seq,
-            hash: Sha256Hash::of_line(&written.line),
-        },
-        unchained: written.unchained,
-    })
+    Ok(written
+        .into_iter()
+        .map(|written| Appended {
+            head: Head {
+                seq: written.seq,
+                hash: Sha256Hash::of_line(&written.line),
+            },
+            unchained: written.unchained,
+        })
+        .collect())
 }
 
 /// A line as it went out.
@@ -71,14 +81,15 @@ struct Written {
     unchained: Option<String>,
 }
 
-/// Chains `body` to the last whole line and writes it: the part of an
-/// append done under the lock (or, when `unlocked` says why not, without it).
-fn write_line(
+/// Chains `bodies` to the last whole line, each to the one before it, and
+/// writes them: the part of an append done under the lock (or, when
+/// `unlocked` says why not, without it).
+fn write_lines(
     dir: &Path,
     rotation: Rotation,
-    body: &[u8],
+    bodies: &[Vec<u8>],
     unlocked: lock::Unlocked,
-) -> Result<Written, LogError> {
+) -> Result<Vec<Written>, LogError> {
     let current_path = dir.join(CURRENT);
     let read_error = |source| LogError::Read {
         path: dir.join(CURRENT),
@@ -86,15 +97,26 @@ fn write_line(
     };
     let locked = unlocked.is_none();
     let mut current = open_private(&current_path, true)?;
-    let (point, line, unchained, start) = loop {
+    let (torn, lines, start) = loop {
         let size = current.metadata().map_err(read_error)?.len();
         let reader = current.try_clone().map_err(read_error)?;
         let mut point = chain_point(dir, reader, size)?;
         let unchained = unlocked.clone().or(point.unreadable.take());
-        let line = link::line(point.next_seq, point.prev, unchained.as_deref(), body)?;
+        let mut lines = Vec::with_capacity(bodies.len());
+        let (mut seq, mut prev) = (point.next_seq, point.prev);
+        for body in bodies {
+            let line = link::line(seq, prev, unchained.as_deref(), body)?;
+            prev = Sha256Hash::of_line(&line);
+            lines.push(Written {
+                seq,
+                line,
+                unchained: unchained.clone(),
+            });
+            seq = seq.saturating_add(1);
+        }
         // Only a lock holder rotates: a writer without it must not move
         // files under the one that has it.
-        let grown = size + line.len() as u64 + 2;
+        let grown = size + lines.iter().map(|w| w.line.len() as u64 + 1).sum::<u64>() + 1;
         if locked && size > 0 && grown > rotation.rotate_bytes {
             rotate(dir, rotation.keep)?;
             current = open_private(&current_path, true)?;
@@ -102,24 +124,25 @@ fn write_line(
                 // The renames and the new file's name reach the disk too.
                 sync(&File::open(dir).map_err(read_error)?, dir)?;
             }
-            point.torn = false;
             let start = current.metadata().map_err(read_error)?.len();
-            break (point, line, unchained, start);
+            break (false, lines, start);
         }
         // A line written meanwhile by a writer without the lock (or, for
         // that writer, by the holder) changes the tail: chain to the new one.
         if current.metadata().map_err(read_error)?.len() == size {
-            break (point, line, unchained, size);
+            break (point.torn, lines, size);
         }
     };
-    let mut out = Vec::with_capacity(line.len() + 2);
-    if point.torn {
-        // End the torn fragment so that this line starts on a line of its own.
+    let mut out = Vec::with_capacity(lines.iter().map(|w| w.line.len() + 1).sum::<usize>() + 1);
+    if torn {
+        // End the torn fragment so that the first line starts on a line of its own.
         out.push(b'\n');
     }
-    out.extend_from_slice(&line);
-    out.push(b'\n');
-    // One write with O_APPEND: the line and its newline land together.
+    for written in &lines {
+        out.extend_from_slice(&written.line);
+        out.push(b'\n');
+    }
+    // One write with O_APPEND: the lines and their newlines land together.
     let mut written = 0;
     while written < out.len() {
         let failed = match current.write(&out[written..]) {
@@ -143,11 +166,7 @@ fn write_line(
     if rotation.fsync {
         sync(&current, &current_path)?;
     }
-    Ok(Written {
-        seq: point.next_seq,
-        line,
-        unchained,
-    })
+    Ok(lines)
 }
 
 /// `fdatasync`: what was written is on the disk when it returns.

@@ -439,3 +439,67 @@ fn records_reads_every_line_in_order_and_marks_what_is_not_a_record() {
     assert_eq!(lines[2].line, 3);
     assert!(lines[3].record.is_err());
 }
+
+#[test]
+fn several_lines_in_one_append_chain_one_to_the_next_past_a_torn_tail() {
+    let (_dir, log) = log_with(2);
+    let path = current(&log);
+    let before = read_lines(&path);
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes.extend_from_slice(&before[1].as_bytes()[..30]);
+    std::fs::write(&path, &bytes).unwrap();
+
+    let appended = log.try_append_all(&[entry(3), entry(4), entry(5)]).unwrap();
+    assert_eq!(
+        appended.iter().map(|a| a.head.seq).collect::<Vec<_>>(),
+        [3, 4, 5]
+    );
+    assert!(appended.iter().all(|a| a.unchained.is_none()));
+    let after = read_lines(&path);
+    assert_eq!(after.len(), 6, "the fragment ended, then one line each");
+    let mut prev = hash(&before[1]);
+    for (i, line) in after[3..].iter().enumerate() {
+        let record: Record = serde_json::from_str(line).unwrap();
+        assert_eq!(record.entry, entry(i + 3));
+        assert_eq!(record.prev, prev.to_string());
+        prev = hash(line);
+        assert_eq!(appended[i].head.hash, prev);
+    }
+    assert_eq!(log.head().unwrap().unwrap().hash, prev);
+    assert_eq!(log.try_append_all(&[]).unwrap(), []);
+    assert_eq!(read_lines(&path).len(), 6, "no entries, no write");
+}
+
+#[test]
+fn several_lines_without_the_lock_are_each_written_unchained() {
+    let (_dir, log) = log_with(1);
+    let log = log.with_lock_wait(Duration::from_millis(50));
+    let held = hold_lock(&log);
+    let appended = log.try_append_all(&[entry(2), entry(3)]).unwrap();
+    drop(held);
+    assert_eq!(appended.len(), 2);
+    for (a, seq) in appended.iter().zip([2, 3]) {
+        assert_eq!(a.head.seq, seq);
+        let why = a.unchained.as_deref().expect("unchained");
+        assert!(why.contains("lock stayed held"), "{why}");
+    }
+    assert_eq!(read_lines(&current(&log)).len(), 3);
+}
+
+#[test]
+fn several_lines_that_pass_the_rotation_size_start_the_next_file_together() {
+    let dir = tempfile::tempdir().unwrap();
+    let rotation = Rotation {
+        rotate_bytes: 1000,
+        keep: 3,
+        fsync: false,
+    };
+    let log = Log::at(dir.path(), rotation);
+    log.try_append_all(&[entry(1), entry(2)]).unwrap();
+    log.try_append_all(&[entry(3), entry(4)]).unwrap();
+    let report = log.verify(None).unwrap();
+    assert!(report.intact(), "{report:?}");
+    assert_eq!(report.files.len(), 2, "{:?}", report.files);
+    assert_eq!(read_lines(&current(&log)).len(), 2, "both in the new file");
+    assert_eq!(report.head.unwrap().seq, 4);
+}

@@ -4,8 +4,9 @@
 //!
 //! [`plan`] names the program's `exec.*` action, decides it (and
 //! `sandbox.jit`) through the policy, writes one decision-log line per
-//! decision, and either refuses or hands back a [`Prepared`] command; the
-//! caller prints the notices and calls [`Prepared::run`].
+//! decision (all of them in one append), and either refuses or hands back
+//! a [`Prepared`] command; the caller prints the notices and calls
+//! [`Prepared::run`].
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -717,12 +718,11 @@ pub fn plan(
         ..devshell_builder(policy, log, asker, ROUTE)
     };
     let named = name_program(request, &builder)?;
-    let mut notices = Vec::new();
+    let mut entries = Vec::new();
     let mut decided: Option<(String, Verdict)> = None;
     for act in &named.acts {
         let verdict = policy.decide(&Key::new(act.action.clone()).with_tool(TOOL), Reading::Act);
-        notices.extend(record(
-            log,
+        entries.push(entry(
             request,
             ROUTE,
             &act.action,
@@ -742,7 +742,7 @@ pub fn plan(
     let pushes = named.acts.iter().any(|act| act.action == "git.push");
     if verdict.decision != Decision::Allow {
         let mut all = named.toolchain.notices;
-        all.append(&mut notices);
+        all.extend(record(log, &entries));
         return Ok(Planned {
             action,
             verdict,
@@ -751,7 +751,15 @@ pub fn plan(
             pushes,
         });
     }
-    let mut prepared = prepare_allowed(request, named.toolchain, policy, log, ROUTE)?;
+    // The command's lines and `sandbox.jit`'s go to the log together (the
+    // command's alone when `sandbox.jit` cannot be named).
+    let jit = sandbox_jit(policy);
+    if let Ok(jit) = &jit {
+        entries.push(entry(request, ROUTE, "sandbox.jit", &jit.verdict, None));
+    }
+    let mut notices: Vec<Notice> = record(log, &entries).into_iter().collect();
+    let jit = jit?;
+    let mut prepared = prepare_decided(request, named.toolchain, policy, jit)?;
     notices.append(&mut prepared.notices);
     Ok(Planned {
         action,
@@ -861,8 +869,33 @@ pub fn prepare_allowed(
     log: &Log,
     route: Route,
 ) -> Result<Prepared, ExecError> {
-    let mut notices = Vec::new();
-    let (write_execute, jit_notice) = write_execute(request, policy, log, route, &mut notices)?;
+    let jit = sandbox_jit(policy)?;
+    let logged = record(
+        log,
+        &[entry(request, route, "sandbox.jit", &jit.verdict, None)],
+    );
+    let mut prepared = prepare_decided(request, toolchain, policy, jit)?;
+    prepared.notices.splice(0..0, logged);
+    Ok(prepared)
+}
+
+/// [`prepare_allowed`] once `sandbox.jit` is decided and logged.
+fn prepare_decided(
+    request: &ExecRequest,
+    toolchain: ProjectToolchain,
+    policy: &Policy,
+    jit: chock_policy::StartAnswer,
+) -> Result<Prepared, ExecError> {
+    let (write_execute, jit_notice) = if jit.granted {
+        (
+            WriteExecute::Allowed,
+            Some(Notice::WriteExecuteOff {
+                rule: jit.verdict.decided_by.rule,
+            }),
+        )
+    } else {
+        (WriteExecute::Refused, None)
+    };
     // One look at the machine serves both the floor and the policy's limits.
     let machine = chock_policy::Machine::detect();
     let project_limits = policy.limits_on(&machine);
@@ -871,58 +904,31 @@ pub fn prepare_allowed(
         Some(project_limits.memory_bytes),
     );
     let mut prepared = prepare(request, toolchain, limits, write_execute)?;
-    notices.extend(jit_notice);
-    notices.append(&mut prepared.notices);
-    prepared.notices = notices;
+    prepared.notices.splice(0..0, jit_notice);
     Ok(prepared)
 }
 
 /// `sandbox.jit`, read once per command: only allow lifts the rule.
-fn write_execute(
-    request: &ExecRequest,
-    policy: &Policy,
-    log: &Log,
-    route: Route,
-    notices: &mut Vec<Notice>,
-) -> Result<(WriteExecute, Option<Notice>), ExecError> {
-    let answer = policy
+fn sandbox_jit(policy: &Policy) -> Result<chock_policy::StartAnswer, ExecError> {
+    policy
         .at_start(AGENT_KIND, &StartQuestion::SandboxJit)
         .map_err(|e| {
             ExecError::Sandbox(SandboxError::Unsupported(format!(
                 "sandbox.jit could not be named: {e}"
             )))
-        })?;
-    notices.extend(record(
-        log,
-        request,
-        route,
-        "sandbox.jit",
-        &answer.verdict,
-        None,
-    ));
-    if answer.granted {
-        Ok((
-            WriteExecute::Allowed,
-            Some(Notice::WriteExecuteOff {
-                rule: answer.verdict.decided_by.rule,
-            }),
-        ))
-    } else {
-        Ok((WriteExecute::Refused, None))
-    }
+        })
 }
 
 /// One decision-log line, as the gate ends the act with nobody to ask
 /// (`chock exec` asks nobody about a program, and `sandbox.jit` is read
-/// before anyone could be); a notice when it could not be written.
-fn record(
-    log: &Log,
+/// before anyone could be).
+fn entry(
     request: &ExecRequest,
     route: Route,
     action: &str,
     verdict: &Verdict,
     subject: Option<&str>,
-) -> Option<Notice> {
+) -> chock_log::Entry {
     let key = Key {
         agent_kind: AGENT_KIND.into(),
         model: None,
@@ -938,14 +944,19 @@ fn record(
             rules: verdict.suggestion.iter().cloned().collect(),
         }
     });
-    let entry = settled.entry(
+    settled.entry(
         route,
         request.project.dir.to_string_lossy(),
         &key,
         verdict,
         subject.map(str::to_owned),
-    );
-    match log.append(&entry) {
+    )
+}
+
+/// Writes `entries` to the log in one append (one open and one turn of
+/// its lock for all of them); a notice when they could not be written.
+fn record(log: &Log, entries: &[chock_log::Entry]) -> Option<Notice> {
+    match log.append_all(entries) {
         Some(_) => None,
         None => Some(Notice::LogNotWritten {
             dir: log.dir().to_path_buf(),

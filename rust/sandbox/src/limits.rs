@@ -133,13 +133,15 @@ pub enum Delegation {
 /// Looks at this process's cgroups for a usable v2 delegation, else, for a
 /// root caller, the v1 `memory` and `pids` hierarchies.
 pub fn delegation() -> Delegation {
-    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
     let own = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
-    let v2 = delegation_v2(&mountinfo, &own);
+    let mut mounts = Mounts::default();
+    let v2 = delegation_v2(&mut mounts, &own);
     if matches!(v2, Delegation::NotDelegated { .. }) && nix::unistd::geteuid().is_root() {
-        let group = |controller: &str| {
-            let dir = v1_mount(&mountinfo, controller)?
-                .join(v1_path(&own, controller)?.trim_start_matches('/'));
+        let mut group = |controller: &str| {
+            let (hierarchy, path) = v1_group(&own, controller)?;
+            let dir = mounts
+                .v1(hierarchy, controller)?
+                .join(path.trim_start_matches('/'));
             nix::unistd::access(&dir, nix::unistd::AccessFlags::W_OK)
                 .is_ok()
                 .then_some(dir)
@@ -151,9 +153,63 @@ pub fn delegation() -> Delegation {
     v2
 }
 
-fn delegation_v2(mountinfo: &str, own: &str) -> Delegation {
+/// Where the cgroup hierarchies are mounted. Every start asks, so the
+/// places systemd and the distributions use are tried first, each checked
+/// by its file system type (`statfs`): the v2 hierarchy at
+/// `/sys/fs/cgroup` or `/sys/fs/cgroup/unified`, a v1 hierarchy at
+/// `/sys/fs/cgroup/<its controllers>` (`memory`, `cpu,cpuacct`), the name
+/// `/proc/self/cgroup` gives it. Only when one is not there is
+/// `/proc/self/mountinfo` read (once), which the kernel writes out mount by
+/// mount.
+#[derive(Default)]
+struct Mounts {
+    mountinfo: Option<String>,
+}
+
+impl Mounts {
+    fn mountinfo(&mut self) -> &str {
+        self.mountinfo.get_or_insert_with(|| {
+            std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default()
+        })
+    }
+
+    fn v2(&mut self) -> Option<PathBuf> {
+        ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"]
+            .into_iter()
+            .find(|dir| is_fs(dir, nix::sys::statfs::CGROUP2_SUPER_MAGIC))
+            .map(PathBuf::from)
+            .or_else(|| cgroup2_mount(self.mountinfo()))
+    }
+
+    /// The v1 hierarchy `hierarchy` (its controllers, as `/proc/self/cgroup`
+    /// names them), which holds `controller`.
+    fn v1(&mut self, hierarchy: &str, controller: &str) -> Option<PathBuf> {
+        let usual = Path::new("/sys/fs/cgroup").join(hierarchy);
+        if !hierarchy.contains('/')
+            && hierarchy != ".."
+            && is_fs(&usual, nix::sys::statfs::CGROUP_SUPER_MAGIC)
+        {
+            return Some(usual);
+        }
+        v1_mount(self.mountinfo(), controller)
+    }
+}
+
+/// Whether `dir` is the root of a file system of type `magic`: a folder
+/// of that type whose parent is of another.
+fn is_fs(dir: impl AsRef<Path>, magic: nix::sys::statfs::FsType) -> bool {
+    let dir = dir.as_ref();
+    let type_of = |path: &Path| {
+        nix::sys::statfs::statfs(path)
+            .ok()
+            .map(|s| s.filesystem_type())
+    };
+    type_of(dir) == Some(magic) && dir.parent().and_then(type_of) != Some(magic)
+}
+
+fn delegation_v2(mounts: &mut Mounts, own: &str) -> Delegation {
     let not = |reason: String| Delegation::NotDelegated { reason };
-    let Some(mount) = cgroup2_mount(mountinfo) else {
+    let Some(mount) = mounts.v2() else {
         return not("no cgroup v2 hierarchy is mounted".into());
     };
     let Some(path) = unified_path(own) else {
@@ -209,15 +265,16 @@ fn v1_mount(mountinfo: &str, controller: &str) -> Option<PathBuf> {
     })
 }
 
-/// This process's group in the v1 hierarchy holding `controller`.
-fn v1_path<'a>(proc_cgroup: &'a str, controller: &str) -> Option<&'a str> {
+/// This process's group in the v1 hierarchy holding `controller`: the
+/// hierarchy's controllers (`cpu,cpuacct`) and the group's path.
+fn v1_group<'a>(proc_cgroup: &'a str, controller: &str) -> Option<(&'a str, &'a str)> {
     proc_cgroup.lines().find_map(|l| {
         let mut parts = l.splitn(3, ':');
         let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
         controllers
             .split(',')
             .any(|c| c == controller)
-            .then_some(path)
+            .then_some((controllers, path))
     })
 }
 
@@ -421,9 +478,42 @@ mod tests {
         );
         assert_eq!(v1_mount(mountinfo, "pids"), None);
         assert_eq!(
-            v1_path("4:memory:/x\n3:cpu,cpuacct:/y\n0::/z\n", "cpuacct"),
-            Some("/y")
+            v1_group("4:memory:/x\n3:cpu,cpuacct:/y\n0::/z\n", "cpuacct"),
+            Some(("cpu,cpuacct", "/y"))
         );
+    }
+
+    /// The usual places, checked by file system type, name the same
+    /// hierarchies as the mount table on this machine.
+    #[test]
+    fn the_hierarchies_found_without_the_mount_table_are_the_mounted_ones() {
+        let own = std::fs::read_to_string("/proc/self/cgroup").expect("own cgroups");
+        let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").expect("mounts");
+        let mut mounts = Mounts::default();
+        let mut found = vec![cgroup2_mount(&mountinfo)];
+        assert_eq!(mounts.v2(), found[0]);
+        for controller in ["memory", "pids"] {
+            if let Some((hierarchy, _)) = v1_group(&own, controller) {
+                found.push(v1_mount(&mountinfo, controller));
+                assert_eq!(
+                    mounts.v1(hierarchy, controller),
+                    found[found.len() - 1],
+                    "{controller}"
+                );
+            }
+        }
+        let usual = found
+            .iter()
+            .flatten()
+            .all(|dir| dir.starts_with("/sys/fs/cgroup"));
+        assert!(
+            !usual || found[0].is_none() || mounts.mountinfo.is_none(),
+            "the mount table was read although the usual places held the hierarchies"
+        );
+        assert!(!is_fs(
+            "/sys/fs/cgroup/no-such-hierarchy",
+            nix::sys::statfs::CGROUP_SUPER_MAGIC
+        ));
     }
 
     #[test]
@@ -480,7 +570,7 @@ mod tests {
             let _ = cgroup2_mount(&text);
             let _ = unified_path(&text);
             let _ = v1_mount(&text, "memory");
-            let _ = v1_path(&text, "pids");
+            let _ = v1_group(&text, "pids");
         }
     }
 }
