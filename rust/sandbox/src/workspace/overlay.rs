@@ -313,10 +313,9 @@ impl SessionWorkspace {
         let made_ns = u128::from(since) * 1_000_000;
         let project = &self.meta.project;
         let changed_since = |path: &Path| {
-            std::fs::symlink_metadata(path).ok().map(|meta| {
-                let ns = (meta.ctime() as i128 * 1_000_000_000 + meta.ctime_nsec() as i128).max(0);
-                ns as u128 > made_ns
-            })
+            std::fs::symlink_metadata(path)
+                .ok()
+                .map(|meta| ctime_ns(&meta) > made_ns)
         };
         let mut conflicts = Vec::new();
         for change in changes {
@@ -374,7 +373,31 @@ impl SessionWorkspace {
                 Err(_) => {}
             }
         }
-        self.meta.applied_ms = Some(super::now_ms());
+        self.meta.applied_ms = Some(super::now_ms().max(self.latest_change_ms(changes)));
         self.save()
     }
+
+    /// The latest inode change time, rounded up to the millisecond, of what
+    /// an apply of `changes` touched in the project: each path, what is
+    /// under it, and the folders above it. The apply's own writes are then
+    /// never taken for the person's, however close the clock's millisecond.
+    fn latest_change_ms(&self, changes: &[Change]) -> u64 {
+        let project = &self.meta.project;
+        let mut touched = Vec::new();
+        for change in changes {
+            entries_under(project, change.rel(), &mut touched);
+            touched.extend(change.rel().ancestors().skip(1).map(Path::to_path_buf));
+        }
+        touched
+            .iter()
+            .filter_map(|rel| std::fs::symlink_metadata(project.join(rel)).ok())
+            .map(|meta| u64::try_from(ctime_ns(&meta).div_ceil(1_000_000)).unwrap_or(u64::MAX))
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+/// An entry's inode change time in nanoseconds since the epoch.
+fn ctime_ns(meta: &std::fs::Metadata) -> u128 {
+    (meta.ctime() as i128 * 1_000_000_000 + meta.ctime_nsec() as i128).max(0) as u128
 }
