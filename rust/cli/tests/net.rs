@@ -336,7 +336,9 @@ def caller():
         seen[e] = seen.get(e, 0) + 1
 def swapper():
     while time.time() < end:
+        # Non-blocking, so a connect never waits on the listener's full queue.
         u = socket.socket(socket.AF_UNIX)
+        u.setblocking(False)
         os.dup2(u.fileno(), slot)
         u.close()
         os.dup2(held.fileno(), slot)
@@ -393,7 +395,10 @@ fn the_direct_path_hands_over_the_decided_connection_and_nothing_more() {
             }
             None
         });
-        let out = lab.exec(&fixture, &format!("python3 attack.py {} 3", lab.server));
+        let out = lab.exec(
+            &fixture,
+            &format!("timeout 60 python3 -u attack.py {} 3", lab.server),
+        );
         done.store(true, std::sync::atomic::Ordering::SeqCst);
         let stdout = text(&out.stdout);
         assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
