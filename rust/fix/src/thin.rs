@@ -231,7 +231,7 @@ thread_local! {
 /// class 1, and so on (a block is never empty: it holds its count).
 #[inline(always)]
 fn small_class(size: usize) -> Option<usize> {
-    (size <= SMALL_MAX).then(|| (size - 1) / 8)
+    (size <= SMALL_MAX).then(|| size.saturating_sub(1) / 8)
 }
 
 /// A block: a small one from this thread's chunks, or from mimalloc. A

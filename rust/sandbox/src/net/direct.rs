@@ -42,17 +42,13 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread::JoinHandle;
-use std::time::Duration;
 
 use nix::errno::Errno;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 
-use super::MAX_LINKS;
 use super::ns::Shared;
+use super::{DIAL_TIMEOUT, MAX_LINKS};
 use crate::sys::notify::{self, MAX_ADDRESS, Notice, Reply};
-
-/// How long a dial to the real host may take (as the relay's).
-const DIAL_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Whether this kernel has what the direct path needs (asked once).
 pub(crate) fn supported() -> bool {
@@ -411,6 +407,7 @@ fn close_on_exec(tid: u32, fd: i32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     fn v4(ip: [u8; 4], port: u16) -> Vec<u8> {
         let mut bytes = (libc::AF_INET as u16).to_ne_bytes().to_vec();

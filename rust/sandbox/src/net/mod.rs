@@ -52,6 +52,8 @@ pub const RELAY_PORT: u16 = 1;
 /// The port refused TCP is sent to: nobody listens there, so the kernel
 /// answers with a reset (connection refused, never a hang).
 pub const REFUSE_PORT: u16 = 2;
+/// How long a dial to the real host may take, by the relay or the direct path.
+pub(crate) const DIAL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 /// The most connections the relay carries at once; more are refused.
 pub const MAX_LINKS: usize = 32;
 /// The most names the resolver remembers; the oldest is forgotten (and its

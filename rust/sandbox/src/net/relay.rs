@@ -8,13 +8,10 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread::JoinHandle;
-use std::time::Duration;
 
-use super::MAX_LINKS;
 use super::ns::Shared;
+use super::{DIAL_TIMEOUT, MAX_LINKS};
 
-/// How long a dial to the real host may take.
-const DIAL_TIMEOUT: Duration = Duration::from_secs(10);
 /// The buffer each direction of a link copies through where it cannot splice.
 const BUFFER: usize = 64 * 1024;
 
