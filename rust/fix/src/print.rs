@@ -143,7 +143,7 @@ impl<'a> Printer<'_, 'a> {
             }
             Value::Null => out.extend_from_slice(b"null"),
             Value::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
-            Value::Int(n) => out.extend_from_slice(n.to_string().as_bytes()),
+            Value::Int(n) => out.extend_from_slice(crate::value::decimal(*n, &mut [0; 20])),
             Value::Float(f) => out.extend_from_slice(format_float(*f).as_bytes()),
             Value::String(s) => quote_string(s.as_bytes(), out),
             Value::Path(p) => out.extend_from_slice(p.as_bytes()),

@@ -506,6 +506,42 @@ impl<H, T> ThinRc<H, T> {
         }
     }
 
+    /// Builds from a header and `parts` with `sep` between each two (a
+    /// string join), each copied once into the block.
+    pub fn from_joined<P: AsRef<[T]>>(header: H, parts: &[P], sep: &[T]) -> Self
+    where
+        T: Copy,
+    {
+        let len = parts
+            .iter()
+            .try_fold(0usize, |n, p| n.checked_add(p.as_ref().len()))
+            .and_then(|n| {
+                sep.len()
+                    .checked_mul(parts.len().saturating_sub(1))
+                    .and_then(|s| n.checked_add(s))
+            })
+            .unwrap_or_else(|| alloc::handle_alloc_error(Layout::new::<Inner<H, T>>()));
+        let (ptr, mut data, _) = Self::start(header, len);
+        for (i, part) in parts.iter().enumerate() {
+            let part = part.as_ref();
+            // SAFETY: the parts and the `parts.len() - 1` separators add up
+            // to exactly `len` elements of a `Copy` type, so every element
+            // is written, inside the block, and nothing needs dropping.
+            unsafe {
+                if i > 0 {
+                    ptr::copy_nonoverlapping(sep.as_ptr(), data, sep.len());
+                    data = data.add(sep.len());
+                }
+                ptr::copy_nonoverlapping(part.as_ptr(), data, part.len());
+                data = data.add(part.len());
+            }
+        }
+        ThinRc {
+            ptr,
+            _owns: PhantomData,
+        }
+    }
+
     #[inline(always)]
     fn inner(&self) -> &Inner<H, T> {
         // SAFETY: the pointer stays valid while any `ThinRc` to it exists.
@@ -831,6 +867,17 @@ mod tests {
         let e: ThinRc<u32, u64> = ThinRc::from_slice(9, &[]);
         assert!(e.as_slice().is_empty());
         assert_eq!(*e.header(), 9);
+    }
+
+    #[test]
+    fn joins_with_a_separator() {
+        let parts: [&[u8]; 3] = [b"ab", b"", b"c"];
+        let joined = ThinRc::<(), u8>::from_joined((), &parts, b", ");
+        assert_eq!(joined.as_slice(), b"ab, , c");
+        let none: [&[u8]; 0] = [];
+        assert!(ThinRc::<(), u8>::from_joined((), &none, b",").as_slice().is_empty());
+        let one: [&[u8]; 1] = [b"x"];
+        assert_eq!(ThinRc::<(), u8>::from_joined((), &one, b",").as_slice(), b"x");
     }
 
     #[test]

@@ -57,7 +57,7 @@ fn to_json_in<'a>(
     match &v {
         Value::Null => out.extend_from_slice(b"null"),
         Value::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
-        Value::Int(n) => out.extend_from_slice(n.to_string().as_bytes()),
+        Value::Int(n) => out.extend_from_slice(crate::value::decimal(*n, &mut [0; 20])),
         Value::Float(f) => out.extend_from_slice(json_float(*f).as_bytes()),
         Value::String(s) => {
             ev.json_context.add(s.context());

@@ -260,30 +260,36 @@ fn merge_sort<'a>(
 /// call for lessThan. The order is total and both sorts are stable, so the
 /// result is the merge sort's; any other list (floats, mixed types, where
 /// lessThan can fail) takes the general path and fails as it would.
-fn sorted_by_less_than<'a>(f: &Value<'a>, items: &[Value<'a>]) -> Option<Vec<Value<'a>>> {
+/// Integers are sorted as plain numbers (equal ones cannot be told apart,
+/// so stability is moot) and the sorted list holds the numbers themselves,
+/// not the thunks they came from.
+fn sorted_by_less_than<'a>(f: &Value<'a>, items: &[Value<'a>]) -> Option<List<'a>> {
     if !matches!(f, Value::PrimOp(op) if op.name == "lessThan") {
         return None;
     }
-    fn keyed<'v, 'a, K: Ord>(
-        items: &'v [Value<'a>],
-        key: impl Fn(&'v Value<'a>) -> Option<K>,
-    ) -> Option<Vec<Value<'a>>> {
-        let mut pairs = items
-            .iter()
-            .map(|v| Some((key(v.evaluated()?)?, v)))
-            .collect::<Option<Vec<_>>>()?;
-        pairs.sort_by(|a, b| a.0.cmp(&b.0));
-        Some(pairs.into_iter().map(|(_, v)| v.clone()).collect())
-    }
     match items.first()?.evaluated()? {
-        Value::Int(_) => keyed(items, |v| match v {
-            Value::Int(n) => Some(*n),
-            _ => None,
-        }),
-        Value::String(_) => keyed(items, |v| match v {
-            Value::String(s) => Some(s.as_bytes()),
-            _ => None,
-        }),
+        Value::Int(_) => {
+            let mut numbers = items
+                .iter()
+                .map(|v| match v.evaluated()? {
+                    Value::Int(n) => Some(*n),
+                    _ => None,
+                })
+                .collect::<Option<Vec<i64>>>()?;
+            numbers.sort_unstable();
+            Some(List::from_iter(numbers.into_iter().map(Value::Int)))
+        }
+        Value::String(_) => {
+            let mut pairs = items
+                .iter()
+                .map(|v| match v.evaluated()? {
+                    s @ Value::String(bytes) => Some((bytes.as_bytes(), s)),
+                    _ => None,
+                })
+                .collect::<Option<Vec<_>>>()?;
+            pairs.sort_by(|a, b| a.0.cmp(b.0));
+            Some(List::from_iter(pairs.into_iter().map(|(_, v)| v.clone())))
+        }
         _ => None,
     }
 }
@@ -304,7 +310,7 @@ fn sort<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Valu
         ev.force(item)?;
     }
     if let Some(sorted) = sorted_by_less_than(&f, items) {
-        return Ok(list_value(sorted));
+        return Ok(Value::List(sorted));
     }
     let mut spare = None;
     let mut less = |ev: &mut Evaluator<'a>, a: &Value<'a>, b: &Value<'a>| -> Result<bool> {

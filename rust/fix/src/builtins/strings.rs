@@ -94,25 +94,28 @@ fn concat_strings_sep<'a>(
 ) -> Result<Value<'a>> {
     let sep = ev.force_string(&args[0], pos, "while evaluating the first argument (the separator string) passed to builtins.concatStringsSep")?;
     let list = ev.force_list(&args[1], pos, "while evaluating the second argument (the list of strings to concat) passed to builtins.concatStringsSep")?;
-    let mut out = Vec::new();
+    // Coerced first, then copied once into a block of the joined length.
+    let mut parts = Vec::with_capacity(list.len());
     let mut context = ContextAcc::default();
-    for (i, item) in list.as_slice().iter().enumerate() {
-        if i > 0 {
-            out.extend_from_slice(sep.as_bytes());
-            context.add(sep.context());
-        }
+    let mut len = 0usize;
+    for item in list.as_slice() {
         let s = coerced(
             ev,
             item,
             pos,
             "while evaluating one element of the list of strings to concat passed to builtins.concatStringsSep",
         )?;
-        out.extend_from_slice(s.as_bytes());
+        len = len.saturating_add(s.len()).saturating_add(sep.len());
+        ev.check_memory(len, pos)?;
         context.add(s.context());
-        ev.check_memory(out.len(), pos)?;
+        parts.push(s);
     }
-    Ok(Value::String(NixString::with_context(
-        &out,
+    if parts.len() > 1 {
+        context.add(sep.context());
+    }
+    Ok(Value::String(NixString::joined(
+        &parts,
+        sep.as_bytes(),
         context.finish(),
     )))
 }
@@ -154,8 +157,30 @@ fn replace_strings<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> 
     context.add(s.context());
     let s = s.as_bytes();
     let mut out = Vec::with_capacity(s.len());
+    // The bytes a pattern starts with. With no empty pattern, a position
+    // whose byte starts none matches nothing, so runs of such bytes are
+    // copied whole instead of trying every pattern at each.
+    let mut starts = [false; 256];
+    let mut any_empty = false;
+    for pat in &patterns {
+        match pat.as_bytes().first() {
+            Some(&b) => starts[usize::from(b)] = true,
+            None => any_empty = true,
+        }
+    }
     let mut p = 0;
     while p <= s.len() {
+        if !any_empty {
+            let run = s[p..]
+                .iter()
+                .position(|&b| starts[usize::from(b)])
+                .unwrap_or(s.len() - p);
+            out.extend_from_slice(&s[p..p + run]);
+            p += run;
+            if p == s.len() {
+                break;
+            }
+        }
         let matched = patterns
             .iter()
             .position(|pat| s[p..].starts_with(pat.as_bytes()));

@@ -78,7 +78,7 @@ impl<'a> Evaluator<'a> {
             match &v {
                 Value::Bool(true) => return Ok(NixString::from("1")),
                 Value::Bool(false) | Value::Null => return Ok(NixString::from("")),
-                Value::Int(n) => return Ok(NixString::from(n.to_string())),
+                Value::Int(n) => return Ok(NixString::from_int(*n)),
                 Value::Float(f) => return Ok(NixString::from(format!("{f:.6}"))),
                 Value::List(items) => {
                     let mut out = Vec::new();

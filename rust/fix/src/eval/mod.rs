@@ -591,30 +591,45 @@ impl<'a> Evaluator<'a> {
 
     #[inline(never)]
     fn interpolate(&mut self, i: &'a Interpolation, env: &Env<'a>) -> Result<Value<'a>> {
-        let mut pieces: SmallVec<[NixString; 4]> = SmallVec::new();
+        // The strings of the interpolated parts, in order; a string value
+        // is taken as it is (no coercion, no count taken and given back),
+        // and the literals are read in place.
+        let mut strings: SmallVec<[NixString; 4]> = SmallVec::new();
         let mut context = crate::value::ContextAcc::default();
         for part in i.parts.iter() {
-            match part {
-                Part::Lit(s) => pieces.push(s.clone()),
-                Part::Expr(e, pos) => {
-                    let v = self.eval(e, env)?;
-                    let how = if i.path {
-                        Coercion::PATH_SEGMENT
-                    } else {
-                        Coercion::INTERPOLATION
-                    };
-                    let s = self
-                        .coerce_to_string(&v, how, *pos)
-                        .map_err(|e| e.with_frame(*pos, "while evaluating a path segment"))?;
-                    if i.path {
-                        ops::no_store_reference_in_path(&s, *pos)?;
+            if let Part::Expr(e, pos) = part {
+                let s = match self.eval(e, env)? {
+                    Value::String(s) => s,
+                    v => {
+                        let how = if i.path {
+                            Coercion::PATH_SEGMENT
+                        } else {
+                            Coercion::INTERPOLATION
+                        };
+                        self.coerce_to_string(&v, how, *pos).map_err(|e| {
+                            e.with_frame(*pos, "while evaluating a path segment")
+                        })?
                     }
-                    context.add(s.context());
-                    pieces.push(s);
+                };
+                if i.path {
+                    ops::no_store_reference_in_path(&s, *pos)?;
+                }
+                context.add(s.context());
+                strings.push(s);
+            }
+        }
+        let mut slices: SmallVec<[&[u8]; 8]> = SmallVec::with_capacity(i.parts.len());
+        let mut evaluated = strings.iter();
+        for part in i.parts.iter() {
+            match part {
+                Part::Lit(s) => slices.push(s.as_bytes()),
+                Part::Expr(..) => {
+                    if let Some(s) = evaluated.next() {
+                        slices.push(s.as_bytes());
+                    }
                 }
             }
         }
-        let slices: SmallVec<[&[u8]; 4]> = pieces.iter().map(|p| p.as_bytes()).collect();
         self.check_memory(slices.iter().map(|s| s.len()).sum(), Pos::NONE)?;
         let joined = NixString::from_parts_with(&slices, context.finish());
         if i.path {

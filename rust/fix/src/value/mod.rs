@@ -10,7 +10,7 @@ mod thunk;
 
 pub use attrs::{Attr, Attrs};
 pub use context::{Context, ContextAcc, ContextElem};
-pub use string::NixString;
+pub use string::{NixString, decimal};
 pub use thunk::{Thunk, ThunkState};
 
 use crate::error::Result;

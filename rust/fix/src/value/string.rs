@@ -21,6 +21,16 @@ impl NixString {
         NixString(ThinRc::from_slices(None, parts))
     }
 
+    /// `parts` joined by `sep`, with `context`: one copy of each byte.
+    pub fn joined(parts: &[NixString], sep: &[u8], context: Option<Context>) -> Self {
+        NixString(ThinRc::from_joined(context, parts, sep))
+    }
+
+    /// The decimal text of an integer, as Nix prints it.
+    pub fn from_int(n: i64) -> Self {
+        NixString::new(decimal(n, &mut [0; 20]))
+    }
+
     /// A string that refers to the store objects in `context`.
     pub fn with_context(bytes: &[u8], context: Option<Context>) -> Self {
         NixString(ThinRc::from_slice(context, bytes))
@@ -70,6 +80,32 @@ impl NixString {
     pub fn ptr_eq(a: &Self, b: &Self) -> bool {
         ThinRc::ptr_eq(&a.0, &b.0)
     }
+}
+
+impl AsRef<[u8]> for NixString {
+    fn as_ref(&self) -> &[u8] {
+        self.as_bytes()
+    }
+}
+
+/// The decimal digits of `n` (with a `-` when negative), written at the
+/// end of `buf`: the 20 bytes fit `i64::MIN`.
+pub fn decimal(n: i64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut i = buf.len();
+    let mut m = n.unsigned_abs();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (m % 10) as u8;
+        m /= 10;
+        if m == 0 {
+            break;
+        }
+    }
+    if n < 0 {
+        i -= 1;
+        buf[i] = b'-';
+    }
+    &buf[i..]
 }
 
 impl From<&str> for NixString {
@@ -138,6 +174,20 @@ mod tests {
         assert_eq!(s.as_bytes(), b"abcde");
         assert_eq!(s.len(), 5);
         assert_eq!(NixString::from_parts(&[]).as_bytes(), b"");
+    }
+
+    #[test]
+    fn decimal_like_to_string() {
+        for n in [0, 7, -7, 10, 1234567890, -100, i64::MAX, i64::MIN] {
+            assert_eq!(decimal(n, &mut [0; 20]), n.to_string().as_bytes());
+            assert_eq!(NixString::from_int(n).as_bytes(), n.to_string().as_bytes());
+        }
+    }
+
+    #[test]
+    fn joins_with_a_separator() {
+        let parts = [NixString::from("a"), NixString::from("bc")];
+        assert_eq!(NixString::joined(&parts, b"--", None).as_bytes(), b"a--bc");
     }
 
     #[test]
