@@ -7,6 +7,7 @@ use crate::eval::Evaluator;
 use crate::source::Pos;
 use crate::symbol::known;
 use crate::value::{Attr, Attrs, List, PrimOp, Thunk, Value};
+use crate::thin::Exact;
 use rustc_hash::FxHashMap;
 
 pub static PRIMOPS: &[PrimOp] = &[
@@ -70,28 +71,48 @@ fn deferred_function<'a>(f: &Value<'a>) -> Value<'a> {
     f.evaluated().unwrap_or(f).clone()
 }
 
+/// The elements of `list` whose bit is set in `keep` (`count` of them),
+/// in order, in a list of their own. An element already evaluated goes in
+/// as its value rather than its thunk, so the new list holds no count on
+/// the thunk (a number then costs nothing to copy or drop).
+fn kept_elements<'a>(list: &List<'a>, keep: &[u64], count: usize) -> List<'a> {
+    let items = list
+        .as_slice()
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| keep[i / 64] >> (i % 64) & 1 == 1)
+        .map(|(_, x)| x.evaluated().unwrap_or(x).clone());
+    List::from_iter(Exact {
+        inner: items,
+        left: count,
+    })
+}
+
 fn filter<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
     let list = list_arg(ev, &args[1], pos, 1, "filter")?;
     if list.is_empty() {
         return Ok(Value::List(list));
     }
     let f = function_arg(ev, &args[0], pos, 0, "filter")?;
-    let mut kept = Vec::new();
+    // Which elements stay, one bit each; the list is built once at the end.
+    let mut keep = vec![0u64; list.len().div_ceil(64)];
+    let mut kept = 0;
     let mut spare = None;
-    for x in list.as_slice() {
+    for (i, x) in list.as_slice().iter().enumerate() {
         let r = ev.call_again(&f, &mut [x.clone()], &mut spare, pos)?;
         if ev.force_bool(
             &r,
             pos,
             "while evaluating the return value of the filtering function passed to builtins.filter",
         )? {
-            kept.push(x.clone());
+            keep[i / 64] |= 1 << (i % 64);
+            kept += 1;
         }
     }
-    if kept.len() == list.len() {
+    if kept == list.len() {
         return Ok(Value::List(list));
     }
-    Ok(list_value(kept))
+    Ok(Value::List(kept_elements(&list, &keep, kept)))
 }
 
 /// `elem x xs`: `x` is compared with each element as Nix compares two
@@ -198,15 +219,26 @@ fn gen_list<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<
     let f = deferred_function(&args[0]);
     // A value and a deferred call per element.
     ev.check_memory((n as usize).saturating_mul(96), pos)?;
-    let mut items = Vec::with_capacity(n as usize);
-    for i in 0..n as usize {
-        // Ctrl-C and the memory bound, between chunks of a long list.
-        if i % (1 << 16) == 0 {
-            ev.poll_interrupt(pos)?;
+    // Built in place. Ctrl-C and the memory bound are looked at between
+    // chunks of a long list; once they stop it, the rest is nulls and the
+    // list is dropped.
+    let mut stopped = None;
+    let list = List::from_iter((0..n as usize).map(|i| {
+        if stopped.is_none()
+            && i % (1 << 16) == 0
+            && let Err(e) = ev.poll_interrupt(pos)
+        {
+            stopped = Some(e);
         }
-        items.push(Value::Thunk(Thunk::apply(f.clone(), Value::Int(i as i64))));
+        if stopped.is_some() {
+            return Value::Null;
+        }
+        Value::Thunk(Thunk::apply(f.clone(), Value::Int(i as i64)))
+    }));
+    match stopped {
+        Some(e) => Err(e),
+        None => Ok(Value::List(list)),
     }
-    Ok(Value::List(List::from_vec(items)))
 }
 
 /// A stable merge sort whose comparison may fail (it calls Nix code):
@@ -328,27 +360,34 @@ fn sort<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Valu
 fn partition<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
     let f = function_arg(ev, &args[0], pos, 0, "partition")?;
     let list = list_arg(ev, &args[1], pos, 1, "partition")?;
-    let (mut right, mut wrong) = (Vec::new(), Vec::new());
+    // Which elements are right, one bit each (as in `filter`).
+    let mut right = vec![0u64; list.len().div_ceil(64)];
+    let mut count = 0;
     let mut spare = None;
-    for x in list.as_slice() {
+    for (i, x) in list.as_slice().iter().enumerate() {
         ev.force(x)?;
         let r = ev.call_again(&f, &mut [x.clone()], &mut spare, pos)?;
         if ev.force_bool(&r, pos, "while evaluating the return value of the partition function passed to builtins.partition")? {
-            right.push(x.clone());
-        } else {
-            wrong.push(x.clone());
+            right[i / 64] |= 1 << (i % 64);
+            count += 1;
         }
+    }
+    let mut wrong = right.iter().map(|w| !w).collect::<Vec<u64>>();
+    if let Some(last) = wrong.last_mut()
+        && list.len() % 64 != 0
+    {
+        *last &= (1 << (list.len() % 64)) - 1;
     }
     Ok(Value::Attrs(Attrs::from_unsorted(vec![
         Attr {
             name: known::RIGHT,
             pos: Pos::NONE,
-            value: list_value(right),
+            value: Value::List(kept_elements(&list, &right, count)),
         },
         Attr {
             name: known::WRONG,
             pos: Pos::NONE,
-            value: list_value(wrong),
+            value: Value::List(kept_elements(&list, &wrong, list.len() - count)),
         },
     ])))
 }
