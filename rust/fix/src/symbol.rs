@@ -1,8 +1,8 @@
 //! Interned names. Every identifier and attribute name becomes a `Sym`, so
 //! attribute sets compare and search small integers instead of strings.
 
+use crate::value::NixString;
 use rustc_hash::FxHashMap;
-use std::rc::Rc;
 
 /// An interned name. Ordered by creation, not alphabetically: attribute
 /// sets sort by `Sym` for lookup and sort by text only to print.
@@ -63,10 +63,12 @@ known_symbols! {
     TYPE_UNDERSCORE = "_type",
 }
 
-/// The interner. One per evaluation; symbols are never freed.
+/// The interner. One per evaluation; symbols are never freed. Each name
+/// is kept as a Nix string, so `attrNames`, `mapAttrs` and the like hand
+/// out the name itself (a count taken) instead of a copy.
 pub struct Symbols {
-    map: FxHashMap<Rc<[u8]>, Sym>,
-    names: Vec<Rc<[u8]>>,
+    map: FxHashMap<NixString, Sym>,
+    names: Vec<NixString>,
 }
 
 impl Default for Symbols {
@@ -91,8 +93,24 @@ impl Symbols {
         if let Some(&sym) = self.map.get(name) {
             return sym;
         }
+        self.add(NixString::new(name))
+    }
+
+    /// Interns a string without context, keeping that string itself as
+    /// the name when it is new (`listToAttrs` names a set's attributes by
+    /// strings it already holds).
+    pub fn intern_string(&mut self, name: &NixString) -> Sym {
+        if let Some(&sym) = self.map.get(name.as_bytes()) {
+            return sym;
+        }
+        if name.has_context() {
+            return self.add(name.without_context());
+        }
+        self.add(name.clone())
+    }
+
+    fn add(&mut self, text: NixString) -> Sym {
         let sym = Sym(u32::try_from(self.names.len()).unwrap_or(u32::MAX));
-        let text: Rc<[u8]> = Rc::from(name);
         self.names.push(text.clone());
         self.map.insert(text, sym);
         sym
@@ -108,7 +126,18 @@ impl Symbols {
     }
 
     pub fn bytes(&self, sym: Sym) -> &[u8] {
-        self.names.get(sym.index()).map(|n| &n[..]).unwrap_or(b"")
+        self.names
+            .get(sym.index())
+            .map(|n| n.as_bytes())
+            .unwrap_or(b"")
+    }
+
+    /// The name as a Nix string: the interned one, shared.
+    pub fn string(&self, sym: Sym) -> NixString {
+        self.names
+            .get(sym.index())
+            .cloned()
+            .unwrap_or_else(|| NixString::new(b""))
     }
 
     /// The name as text for messages (invalid UTF-8 is replaced).

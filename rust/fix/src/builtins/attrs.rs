@@ -6,7 +6,7 @@ use crate::eval::Evaluator;
 use crate::source::Pos;
 use crate::symbol::{Sym, known};
 use crate::syntax::ir::Param;
-use crate::value::{Attr, Attrs, PrimOp, Thunk, Value};
+use crate::value::{Attr, Attrs, List, PrimOp, Thunk, Value};
 use rustc_hash::FxHashMap;
 
 pub static PRIMOPS: &[PrimOp] = &[
@@ -50,9 +50,8 @@ fn attr_names<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Resul
     let names = attrs
         .lexicographic(&ev.symbols)
         .into_iter()
-        .map(|a| Value::string(ev.symbols.bytes(a.name)))
-        .collect();
-    Ok(list_value(names))
+        .map(|a| Value::String(ev.symbols.string(a.name)));
+    Ok(Value::List(List::from_iter(names)))
 }
 
 fn attr_values<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
@@ -60,9 +59,8 @@ fn attr_values<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Resu
     let values = attrs
         .lexicographic(&ev.symbols)
         .into_iter()
-        .map(|a| a.value.clone())
-        .collect();
-    Ok(list_value(values))
+        .map(|a| a.value.clone());
+    Ok(Value::List(List::from_iter(values)))
 }
 
 fn get_attr<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
@@ -121,7 +119,7 @@ fn list_to_attrs<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Re
                 .missing_attr(&pair, known::VALUE, pos)
                 .with_frame(pos, "in a {name=...; value=...;} pair"));
         };
-        let sym = ev.symbols.intern(name.as_bytes());
+        let sym = ev.symbols.intern_string(&name);
         entries.push(Attr {
             name: sym,
             pos: value.pos,
@@ -186,16 +184,15 @@ fn map_attrs<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result
     let entries = attrs
         .iter()
         .map(|a| {
-            let name = Value::string(ev.symbols.bytes(a.name));
+            let name = Value::String(ev.symbols.string(a.name));
             // Like Nix, the new attributes have no position.
             Attr {
                 name: a.name,
                 pos: Pos::NONE,
                 value: Value::Thunk(Thunk::apply2(f.clone(), name, a.value.clone())),
             }
-        })
-        .collect();
-    Ok(Value::Attrs(Attrs::from_sorted(entries)))
+        });
+    Ok(Value::Attrs(Attrs::from_sorted_iter(entries)))
 }
 
 fn zip_attrs_with<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
@@ -218,7 +215,7 @@ fn zip_attrs_with<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> R
         let Some(values) = grouped.remove(&name) else {
             continue;
         };
-        let name_value = Value::string(ev.symbols.bytes(name));
+        let name_value = Value::String(ev.symbols.string(name));
         let value = Value::Thunk(Thunk::apply2(f.clone(), name_value, list_value(values)));
         entries.push(Attr {
             name,

@@ -82,6 +82,14 @@ impl NixString {
     }
 }
 
+/// Hashes and compares as its bytes do (see `Hash` and `PartialEq`), so a
+/// map keyed by strings can be searched by bytes.
+impl std::borrow::Borrow<[u8]> for NixString {
+    fn borrow(&self) -> &[u8] {
+        self.as_bytes()
+    }
+}
+
 impl AsRef<[u8]> for NixString {
     fn as_ref(&self) -> &[u8] {
         self.as_bytes()
