@@ -875,9 +875,16 @@ mod tests {
         let joined = ThinRc::<(), u8>::from_joined((), &parts, b", ");
         assert_eq!(joined.as_slice(), b"ab, , c");
         let none: [&[u8]; 0] = [];
-        assert!(ThinRc::<(), u8>::from_joined((), &none, b",").as_slice().is_empty());
+        assert!(
+            ThinRc::<(), u8>::from_joined((), &none, b",")
+                .as_slice()
+                .is_empty()
+        );
         let one: [&[u8]; 1] = [b"x"];
-        assert_eq!(ThinRc::<(), u8>::from_joined((), &one, b",").as_slice(), b"x");
+        assert_eq!(
+            ThinRc::<(), u8>::from_joined((), &one, b",").as_slice(),
+            b"x"
+        );
     }
 
     #[test]

@@ -181,17 +181,15 @@ fn function_args<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Re
 fn map_attrs<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
     let attrs = attrs_arg(ev, &args[1], pos, 1, "mapAttrs")?;
     let f = args[0].clone();
-    let entries = attrs
-        .iter()
-        .map(|a| {
-            let name = Value::String(ev.symbols.string(a.name));
-            // Like Nix, the new attributes have no position.
-            Attr {
-                name: a.name,
-                pos: Pos::NONE,
-                value: Value::Thunk(Thunk::apply2(f.clone(), name, a.value.clone())),
-            }
-        });
+    let entries = attrs.iter().map(|a| {
+        let name = Value::String(ev.symbols.string(a.name));
+        // Like Nix, the new attributes have no position.
+        Attr {
+            name: a.name,
+            pos: Pos::NONE,
+            value: Value::Thunk(Thunk::apply2(f.clone(), name, a.value.clone())),
+        }
+    });
     Ok(Value::Attrs(Attrs::from_sorted_iter(entries)))
 }
 

@@ -6,8 +6,8 @@ use crate::error::{Error, Result};
 use crate::eval::Evaluator;
 use crate::source::Pos;
 use crate::symbol::known;
-use crate::value::{Attr, Attrs, List, PrimOp, Thunk, Value};
 use crate::thin::Exact;
+use crate::value::{Attr, Attrs, List, PrimOp, Thunk, Value};
 use rustc_hash::FxHashMap;
 
 pub static PRIMOPS: &[PrimOp] = &[

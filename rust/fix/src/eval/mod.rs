@@ -606,9 +606,8 @@ impl<'a> Evaluator<'a> {
                         } else {
                             Coercion::INTERPOLATION
                         };
-                        self.coerce_to_string(&v, how, *pos).map_err(|e| {
-                            e.with_frame(*pos, "while evaluating a path segment")
-                        })?
+                        self.coerce_to_string(&v, how, *pos)
+                            .map_err(|e| e.with_frame(*pos, "while evaluating a path segment"))?
                     }
                 };
                 if i.path {
