@@ -187,7 +187,7 @@ fn map_attrs<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result
         Attr {
             name: a.name,
             pos: Pos::NONE,
-            value: Value::Thunk(Thunk::apply2(f.clone(), name, a.value.clone())),
+            value: Value::Thunk(Thunk::apply2(&f, name, a.value.clone())),
         }
     });
     Ok(Value::Attrs(Attrs::from_sorted_iter(entries)))
@@ -214,7 +214,7 @@ fn zip_attrs_with<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> R
             continue;
         };
         let name_value = Value::String(ev.symbols.string(name));
-        let value = Value::Thunk(Thunk::apply2(f.clone(), name_value, list_value(values)));
+        let value = Value::Thunk(Thunk::apply2(&f, name_value, list_value(values)));
         entries.push(Attr {
             name,
             pos: Pos::NONE,

@@ -59,9 +59,11 @@ fn map<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value
         return Ok(Value::List(list));
     }
     let f = deferred_function(&args[0]);
-    Ok(Value::List(List::from_iter(list.as_slice().iter().map(
-        |x| Value::Thunk(Thunk::apply(f.clone(), x.clone())),
-    ))))
+    Ok(Value::List(List::from_iter(
+        list.as_slice()
+            .iter()
+            .map(|x| Value::Thunk(Thunk::apply(&f, x.clone()))),
+    )))
 }
 
 /// A function argument a builtin only defers calls of: its value when
@@ -233,7 +235,7 @@ fn gen_list<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<
         if stopped.is_some() {
             return Value::Null;
         }
-        Value::Thunk(Thunk::apply(f.clone(), Value::Int(i as i64)))
+        Value::Thunk(Thunk::apply(&f, Value::Int(i as i64)))
     }));
     match stopped {
         Some(e) => Err(e),

@@ -76,25 +76,25 @@ impl<'a> Thunk<'a> {
     }
 
     /// A deferred call `f x`.
-    pub fn apply(f: Value<'a>, arg: Value<'a>) -> Self {
-        if let Value::Lambda(c) = &f
+    pub fn apply(f: &Value<'a>, arg: Value<'a>) -> Self {
+        if let Value::Lambda(c) = f
             && let Some(body) = c.lambda.plain_chain(1)
         {
             let env = Env::with_params(&c.env, false, &mut [arg]);
             return Thunk::from_state(ThunkState::Call(body, env));
         }
-        Thunk::from_state(ThunkState::Apply(ThinRc::from_array((), [f, arg])))
+        Thunk::from_state(ThunkState::Apply(ThinRc::from_array((), [f.clone(), arg])))
     }
 
     /// A deferred call `f x y`.
-    pub fn apply2(f: Value<'a>, x: Value<'a>, y: Value<'a>) -> Self {
-        if let Value::Lambda(c) = &f
+    pub fn apply2(f: &Value<'a>, x: Value<'a>, y: Value<'a>) -> Self {
+        if let Value::Lambda(c) = f
             && let Some(body) = c.lambda.plain_chain(2)
         {
             let env = Env::with_params(&c.env, false, &mut [x, y]);
             return Thunk::from_state(ThunkState::Call(body, env));
         }
-        Thunk::from_state(ThunkState::Apply(ThinRc::from_array((), [f, x, y])))
+        Thunk::from_state(ThunkState::Apply(ThinRc::from_array((), [f.clone(), x, y])))
     }
 
     pub fn addr(&self) -> usize {
