@@ -432,38 +432,94 @@ impl<'a> Evaluator<'a> {
     }
 
     #[inline(never)]
-    fn eval_node(&mut self, mut expr: &'a Expr, env: &Env<'a>) -> Result<Value<'a>> {
+    fn eval_node(&mut self, expr: &'a Expr, env: &Env<'a>) -> Result<Value<'a>> {
         self.check_stack(Pos::NONE)?;
-        // Bodies in tail position (if, let, with, assert) loop here instead
-        // of recursing, so long chains of them cost no stack.
+        match expr {
+            // Bodies in tail position: a chain of them is walked by
+            // `tail_body`, out of line, so this frame, which stays on the
+            // stack while the body is evaluated (every level of a recursion
+            // through a function's `if` keeps one), holds nothing of theirs.
+            // An `if` on its own: its branch is evaluated here.
+            Expr::If(i) => {
+                let branch = self.branch(i, env)?;
+                self.eval(branch, env)
+            }
+            Expr::Let(_) | Expr::Assert(_) | Expr::With(_) => {
+                let (body, scope) = self.tail_body(expr, env)?;
+                match scope {
+                    None => self.eval(body, env),
+                    Some(scope) => self.eval(body, &scope),
+                }
+            }
+            Expr::Int(n) => Ok(Value::Int(*n)),
+            Expr::Float(f) => Ok(Value::Float(*f)),
+            Expr::Str(s) => Ok(Value::String(s.clone())),
+            Expr::Path(p) => Ok(Value::Path(p.clone())),
+            Expr::Local { depth, idx } => {
+                // Forced through the reference: the environment outlives
+                // this call, so the slot's value is not cloned first.
+                match env.get(*depth, *idx) {
+                    Some(v) => self.force(v),
+                    None => Err(Self::unfilled_slot()),
+                }
+            }
+            Expr::Global(g) => {
+                let v = self.globals[*g as usize].clone();
+                self.force(&v)
+            }
+            Expr::WithVar(w) => self.with_lookup(w, env),
+            Expr::Interpolate(i) => self.interpolate(i, env),
+            Expr::List(items) => Ok(Value::List(List::from_iter(
+                items.iter().map(|e| self.thunk(e, env)),
+            ))),
+            Expr::Attrs(a) => self.attrs(a, env),
+            Expr::Lambda(l) => Ok(Closure::value(l, env)),
+            Expr::Apply(a) => self.apply(a, env),
+            Expr::Select(s) => self.select(s, env),
+            Expr::HasAttr(h) => self.has_attr(h, env).map(Value::Bool),
+            Expr::BinOp(b) => self.binop(b, env),
+            Expr::Not(n) => {
+                let v = self.eval(&n.expr, env)?;
+                match v {
+                    Value::Bool(b) => Ok(Value::Bool(!b)),
+                    other => Err(self.type_error("a Boolean", &other, n.pos)),
+                }
+            }
+            Expr::CurPos(pos) => Ok(self.pos_attrs(*pos)),
+        }
+    }
+
+    /// The branch an `if` takes.
+    #[inline(always)]
+    fn branch(&mut self, i: &'a IfExpr, env: &Env<'a>) -> Result<&'a Expr> {
+        match self.eval(&i.cond, env)? {
+            Value::Bool(b) => Ok(if b { &i.then } else { &i.otherwise }),
+            other => Err(self.not_a_condition(i, &other)),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn not_a_condition(&self, i: &IfExpr, cond: &Value<'a>) -> Error {
+        self.type_error("a Boolean", cond, i.pos)
+            .with_frame(i.pos, "while evaluating a branch condition")
+    }
+
+    /// What a chain of `if`, `assert`, `let` and `with` comes down to: the
+    /// first body that is none of them, and the scope it runs in when a
+    /// `let` or `with` on the way made one. Conditions are evaluated and
+    /// checked here, and bindings made, one step of the chain after the
+    /// other, so a long chain costs no stack.
+    #[inline(never)]
+    fn tail_body(
+        &mut self,
+        mut expr: &'a Expr,
+        env: &Env<'a>,
+    ) -> Result<(&'a Expr, Option<Env<'a>>)> {
         let mut owned_env: Option<Env<'a>> = None;
         loop {
             let env: &Env<'a> = owned_env.as_ref().unwrap_or(env);
             match expr {
-                Expr::Int(n) => return Ok(Value::Int(*n)),
-                Expr::Float(f) => return Ok(Value::Float(*f)),
-                Expr::Str(s) => return Ok(Value::String(s.clone())),
-                Expr::Path(p) => return Ok(Value::Path(p.clone())),
-                Expr::Local { depth, idx } => {
-                    // Forced through the reference: the environment outlives
-                    // this call, so the slot's value is not cloned first.
-                    return match env.get(*depth, *idx) {
-                        Some(v) => self.force(v),
-                        None => Err(Self::unfilled_slot()),
-                    };
-                }
-                Expr::Global(g) => {
-                    let v = self.globals[*g as usize].clone();
-                    return self.force(&v);
-                }
-                Expr::WithVar(w) => return self.with_lookup(w, env),
-                Expr::Interpolate(i) => return self.interpolate(i, env),
-                Expr::List(items) => {
-                    return Ok(Value::List(List::from_iter(
-                        items.iter().map(|e| self.thunk(e, env)),
-                    )));
-                }
-                Expr::Attrs(a) => return self.attrs(a, env),
                 Expr::Let(l) => {
                     let scope = Env::new(env, l.bindings.len());
                     for (i, b) in l.bindings.iter().enumerate() {
@@ -473,21 +529,7 @@ impl<'a> Evaluator<'a> {
                     expr = &l.body;
                     owned_env = Some(scope);
                 }
-                Expr::Lambda(l) => {
-                    return Ok(Closure::value(l, env));
-                }
-                Expr::Apply(a) => return self.apply(a, env),
-                Expr::Select(s) => return self.select(s, env),
-                Expr::HasAttr(h) => return self.has_attr(h, env).map(Value::Bool),
-                Expr::If(i) => {
-                    let cond = self.eval(&i.cond, env)?;
-                    let Value::Bool(b) = cond else {
-                        return Err(self
-                            .type_error("a Boolean", &cond, i.pos)
-                            .with_frame(i.pos, "while evaluating a branch condition"));
-                    };
-                    expr = if b { &i.then } else { &i.otherwise };
-                }
+                Expr::If(i) => expr = self.branch(i, env)?,
                 Expr::Assert(a) => {
                     let cond = self.eval(&a.cond, env)?;
                     match cond {
@@ -506,15 +548,7 @@ impl<'a> Evaluator<'a> {
                     owned_env = Some(Env::with_array(env, [attrs]));
                     expr = &w.body;
                 }
-                Expr::BinOp(b) => return self.binop(b, env),
-                Expr::Not(n) => {
-                    let v = self.eval(&n.expr, env)?;
-                    return match v {
-                        Value::Bool(b) => Ok(Value::Bool(!b)),
-                        other => Err(self.type_error("a Boolean", &other, n.pos)),
-                    };
-                }
-                Expr::CurPos(pos) => return Ok(self.pos_attrs(*pos)),
+                _ => return Ok((expr, owned_env)),
             }
         }
     }
@@ -899,21 +933,34 @@ impl<'a> Evaluator<'a> {
                 continue;
             }
             if matches!(f, Value::Lambda(_)) && a.args.len() - i >= 2 {
-                // `f x y`: the rest in one go, curried lambdas without
-                // their intermediate closures (two arguments, the most
-                // common, in an array rather than a `SmallVec`).
-                if let [x, y] = &a.args[i..] {
-                    let mut rest = [self.argument(x, env), self.argument(y, env)];
-                    return self.call_owned(f, &mut rest, a.pos);
-                }
-                let mut rest = self.thunks(&a.args[i..], env);
-                return self.call_owned(f, &mut rest, a.pos);
+                return self.apply_lambda_to_rest(f, &a.args[i..], env, a.pos);
             }
             let arg = self.argument(&a.args[i], env);
             f = self.call(f, arg, a.pos)?;
             i += 1;
         }
         Ok(f)
+    }
+
+    /// `f x y ...`, the rest in one go: curried lambdas without their
+    /// intermediate closures (two arguments, the most common, in an array
+    /// rather than a `SmallVec`). Out of line, so that `apply`'s frame,
+    /// which every level of a recursion through a call keeps on the stack,
+    /// holds none of the arguments gathered here.
+    #[inline(never)]
+    fn apply_lambda_to_rest(
+        &mut self,
+        f: Value<'a>,
+        args: &'a [Expr],
+        env: &Env<'a>,
+        pos: Pos,
+    ) -> Result<Value<'a>> {
+        if let [x, y] = args {
+            let mut rest = [self.argument(x, env), self.argument(y, env)];
+            return self.call_owned(f, &mut rest, pos);
+        }
+        let mut rest = self.thunks(args, env);
+        self.call_owned(f, &mut rest, pos)
     }
 
     /// A builtin given all its arguments at once: no partial application.
