@@ -403,22 +403,39 @@ impl<H, T> ThinRc<H, T> {
     {
         let iter = iter.into_iter();
         let len = iter.len();
+        match Self::try_from_iter(header, len, iter.map(Ok::<T, std::convert::Infallible>)) {
+            Ok(block) => block,
+        }
+    }
+
+    /// Builds from a header and `len` elements, stopping at the first
+    /// error: the elements written so far are dropped, the block is freed
+    /// and the error comes back (a long build that is interrupted ends
+    /// there, with nothing more made).
+    ///
+    /// An iterator that ends before `len` elements is a bug in the caller;
+    /// it panics after freeing what was built.
+    pub fn try_from_iter<I, E>(header: H, len: usize, items: I) -> Result<Self, E>
+    where
+        I: IntoIterator<Item = Result<T, E>>,
+    {
         let (ptr, data, layout) = Self::start(header, len);
         let mut guard = BuildGuard::new(ptr, layout);
-        for item in iter.take(len) {
+        for item in items.into_iter().take(len) {
+            let item = item?;
             // SAFETY: `written < len`, so the slot is inside the allocation.
             unsafe { data.add(guard.written).write(item) };
             guard.written += 1;
         }
         assert_eq!(
             guard.written, len,
-            "ThinRc::from_iter: iterator yielded fewer elements than announced"
+            "ThinRc::try_from_iter: iterator yielded fewer elements than announced"
         );
         std::mem::forget(guard);
-        ThinRc {
+        Ok(ThinRc {
             ptr,
             _owns: PhantomData,
-        }
+        })
     }
 
     /// A block holding the `N` elements of `items` (no partial-build
@@ -867,6 +884,39 @@ mod tests {
         let e: ThinRc<u32, u64> = ThinRc::from_slice(9, &[]);
         assert!(e.as_slice().is_empty());
         assert_eq!(*e.header(), 9);
+    }
+
+    #[test]
+    fn a_build_stopped_by_an_error_drops_what_it_made() {
+        use std::cell::Cell;
+        use std::rc::Rc;
+        struct Counted(Rc<Cell<usize>>);
+        impl Drop for Counted {
+            fn drop(&mut self) {
+                self.0.set(self.0.get() + 1);
+            }
+        }
+        let dropped = Rc::new(Cell::new(0));
+        let made = Cell::new(0);
+        let items = (0..1000).map(|i| {
+            if i == 300 {
+                return Err("stopped");
+            }
+            made.set(made.get() + 1);
+            Ok(Counted(dropped.clone()))
+        });
+        let built =
+            ThinRc::<Counted, Counted>::try_from_iter(Counted(dropped.clone()), 1000, items);
+        assert_eq!(built.err(), Some("stopped"));
+        assert_eq!(made.get(), 300, "nothing is made after the error");
+        assert_eq!(
+            dropped.get(),
+            301,
+            "the 300 elements and the header are dropped"
+        );
+
+        let whole = ThinRc::<(), u32>::try_from_iter((), 3, (1..=3).map(Ok::<u32, ()>));
+        assert_eq!(whole.map(|b| b.as_slice().to_vec()), Ok(vec![1, 2, 3]));
     }
 
     #[test]

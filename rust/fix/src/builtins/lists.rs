@@ -222,25 +222,18 @@ fn gen_list<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<
     // A value and a deferred call per element.
     ev.check_memory((n as usize).saturating_mul(96), pos)?;
     // Built in place. Ctrl-C and the memory bound are looked at between
-    // chunks of a long list; once they stop it, the rest is nulls and the
-    // list is dropped.
-    let mut stopped = None;
-    let list = List::from_iter((0..n as usize).map(|i| {
-        if stopped.is_none()
-            && i % (1 << 16) == 0
-            && let Err(e) = ev.poll_interrupt(pos)
-        {
-            stopped = Some(e);
-        }
-        if stopped.is_some() {
-            return Value::Null;
-        }
-        Value::Thunk(Thunk::apply(&f, Value::Int(i as i64)))
-    }));
-    match stopped {
-        Some(e) => Err(e),
-        None => Ok(Value::List(list)),
-    }
+    // chunks of a long list; once they stop it, what was built is freed
+    // and nothing more is made.
+    let list = List::try_from_iter(
+        n as usize,
+        (0..n as usize).map(|i| {
+            if i % (1 << 16) == 0 {
+                ev.poll_interrupt(pos)?;
+            }
+            Ok(Value::Thunk(Thunk::apply(&f, Value::Int(i as i64))))
+        }),
+    )?;
+    Ok(Value::List(list))
 }
 
 /// A stable merge sort whose comparison may fail (it calls Nix code):

@@ -138,6 +138,15 @@ impl<'a> List<'a> {
         List(ThinRc::from_iter((), items))
     }
 
+    /// `len` elements, stopping at the first error (see
+    /// `ThinRc::try_from_iter`).
+    pub fn try_from_iter<E>(
+        len: usize,
+        items: impl IntoIterator<Item = std::result::Result<Value<'a>, E>>,
+    ) -> std::result::Result<Self, E> {
+        ThinRc::try_from_iter((), len, items).map(List)
+    }
+
     pub fn from_vec(items: Vec<Value<'a>>) -> Self {
         List::from_iter(items)
     }
