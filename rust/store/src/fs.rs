@@ -66,21 +66,40 @@ static NEXT: AtomicU64 = AtomicU64::new(0);
 pub struct Shown(u64);
 
 /// Reads paths under `path` (absolute) beneath the folder descriptor
-/// `root` until the guard is dropped. When two guards show the same path
-/// (two calls at once, each with its own mount of the same overlay) the
-/// later one's root is read.
+/// `root` until the guard is dropped. A path is read beneath the shown
+/// tree nearest to it (the longest shown path it is under), so a tree
+/// shown at a folder above does not take over one shown inside it. When
+/// two guards show the same path (two calls at once, each with its own
+/// mount of the same overlay) the later one's root is read.
 pub fn show(path: &Path, root: OwnedFd, tree: Tree) -> Shown {
+    register(
+        &mut SHOWN.write().unwrap_or_else(PoisonError::into_inner),
+        path.to_path_buf(),
+        Arc::new(root),
+        tree,
+    )
+}
+
+fn register(shown: &mut Vec<Registered>, path: PathBuf, root: Arc<OwnedFd>, tree: Tree) -> Shown {
     let id = NEXT.fetch_add(1, Ordering::Relaxed);
-    SHOWN
-        .write()
-        .unwrap_or_else(PoisonError::into_inner)
-        .push(Registered {
-            id,
-            path: path.to_path_buf(),
-            root: Arc::new(root),
-            tree,
-        });
+    shown.push(Registered {
+        id,
+        path,
+        root,
+        tree,
+    });
     Shown(id)
+}
+
+/// The shown tree `path` is read beneath: the nearest (longest path)
+/// that `path` is under, the latest shown of those at the same path.
+fn nearest<'a>(shown: &'a [Registered], path: &Path) -> Option<&'a Registered> {
+    shown
+        .iter()
+        .enumerate()
+        .filter(|(_, shown)| path.starts_with(&shown.path))
+        .max_by_key(|(at, shown)| (shown.path.as_os_str().len(), *at))
+        .map(|(_, shown)| shown)
 }
 
 impl Drop for Shown {
@@ -98,15 +117,25 @@ impl Drop for Shown {
 /// anywhere along its name, so a link swapped in after it was checked is
 /// refused (`ELOOP`), never followed.
 ///
-/// Nothing is held (`None`) for a folder a shown tree already covers, for
-/// the root of the file system (nothing is outside it), or for a name that
-/// is not its own real path or not a folder (no real path is under such a
-/// name, so a check by real path finds nothing inside it anyway).
+/// For a folder a shown tree already covers (another call's, or another
+/// evaluation's of the same project), the guard shows that tree again,
+/// with its root and at its path, so that its reads stay beneath that
+/// root for as long as the guard lives even when the other guard goes
+/// first; the check and the registration are one step under the lock.
+///
+/// Nothing is held (`None`) for the root of the file system (nothing is
+/// outside it), or for a name that is not its own real path or not a
+/// folder (no real path is under such a name, so a check by real path
+/// finds nothing inside it anyway).
 pub fn hold_at_its_path(dir: &Path) -> io::Result<Option<Shown>> {
     let named_by_real_path = std::fs::canonicalize(dir).is_ok_and(|real| real == dir);
     let whole = dir.parent().is_none();
-    if !named_by_real_path || whole || !dir.is_dir() || shown_under(dir).is_some() {
+    if !named_by_real_path || whole || !dir.is_dir() {
         return Ok(None);
+    }
+    let registry = || SHOWN.write().unwrap_or_else(PoisonError::into_inner);
+    if let Some(again) = show_again_covering(&mut registry(), dir) {
+        return Ok(Some(again));
     }
     let root = rustix::fs::openat2(
         rustix::fs::CWD,
@@ -115,7 +144,25 @@ pub fn hold_at_its_path(dir: &Path) -> io::Result<Option<Shown>> {
         Mode::empty(),
         ResolveFlags::NO_SYMLINKS,
     )?;
-    Ok(Some(show(dir, root, Tree::AtItsPath)))
+    let mut shown = registry();
+    // Shown meanwhile by another thread: that tree, as above.
+    Ok(Some(show_again_covering(&mut shown, dir).unwrap_or_else(
+        || {
+            register(
+                &mut shown,
+                dir.to_path_buf(),
+                Arc::new(root),
+                Tree::AtItsPath,
+            )
+        },
+    )))
+}
+
+/// The tree covering `dir` shown again, if there is one.
+fn show_again_covering(shown: &mut Vec<Registered>, dir: &Path) -> Option<Shown> {
+    let covering = nearest(shown, dir)?;
+    let (path, root, tree) = (covering.path.clone(), covering.root.clone(), covering.tree);
+    Some(register(shown, path, root, tree))
 }
 
 /// Where a path is read.
@@ -127,31 +174,26 @@ enum At {
 
 fn at(path: &Path) -> At {
     let shown = SHOWN.read().unwrap_or_else(PoisonError::into_inner);
-    for Registered {
+    let Some(Registered {
         path: top, root, ..
-    } in shown.iter().rev()
-    {
-        if let Ok(rel) = path.strip_prefix(top) {
-            let rel = if rel.as_os_str().is_empty() {
-                PathBuf::from(".")
-            } else {
-                rel.to_path_buf()
-            };
-            return At::Beneath(root.clone(), rel);
-        }
-    }
-    At::Host
+    }) = nearest(&shown, path)
+    else {
+        return At::Host;
+    };
+    let rel = path.strip_prefix(top).unwrap_or(Path::new(""));
+    let rel = if rel.as_os_str().is_empty() {
+        PathBuf::from(".")
+    } else {
+        rel.to_path_buf()
+    };
+    At::Beneath(root.clone(), rel)
 }
 
 /// The shown tree `path` is read beneath (its own path, or a path under
 /// it): that tree's path and what it is.
 fn shown_tree(path: &Path) -> Option<(PathBuf, Tree)> {
     let shown = SHOWN.read().unwrap_or_else(PoisonError::into_inner);
-    shown
-        .iter()
-        .rev()
-        .find(|shown| path.starts_with(&shown.path))
-        .map(|shown| (shown.path.clone(), shown.tree))
+    nearest(&shown, path).map(|shown| (shown.path.clone(), shown.tree))
 }
 
 /// Whether `path` is read beneath a shown tree's root (its own path, or a
@@ -356,5 +398,39 @@ mod tests {
         drop(guard);
         assert_eq!(read(&a).expect("read"), b"host");
         assert!(shown_under(&a).is_none() && !detached_under(&a));
+    }
+
+    /// Two holders of one folder: the first one's end leaves the second's
+    /// reads beneath the root, as the check and the read of a path in an
+    /// evaluation running beside another one need.
+    #[test]
+    fn a_folder_held_twice_stays_shown_until_both_holders_end() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let dir = std::fs::canonicalize(dir.path()).expect("real path");
+        let file = dir.join("f");
+        let first = hold_at_its_path(&dir).expect("hold").expect("a guard");
+        let second = hold_at_its_path(&dir).expect("hold").expect("a guard");
+        drop(first);
+        assert_eq!(shown_under(&file).as_deref(), Some(dir.as_path()));
+        drop(second);
+        assert!(shown_under(&file).is_none());
+    }
+
+    /// A folder shown above another shown one does not take over the
+    /// paths inside the nearer one, whichever was shown last.
+    #[test]
+    fn a_path_is_read_beneath_the_nearest_shown_tree() {
+        let top = tempfile::tempdir().expect("tempdir");
+        let top = std::fs::canonicalize(top.path()).expect("real path");
+        let inner = top.join("inner");
+        std::fs::create_dir(&inner).expect("mkdir");
+        let file = inner.join("f");
+        let inner_guard = hold_at_its_path(&inner).expect("hold").expect("a guard");
+        let top_guard = hold_at_its_path(&top).expect("hold").expect("a guard");
+        assert_eq!(shown_under(&file).as_deref(), Some(inner.as_path()));
+        assert_eq!(shown_under(&top.join("g")).as_deref(), Some(top.as_path()));
+        drop(inner_guard);
+        assert_eq!(shown_under(&file).as_deref(), Some(top.as_path()));
+        drop(top_guard);
     }
 }
