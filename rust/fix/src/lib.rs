@@ -193,7 +193,10 @@ fn on_eval_thread<T: Send>(
         let handle = std::thread::Builder::new()
             .name("fix-eval".into())
             .stack_size(EVAL_STACK_SIZE)
-            .spawn_scoped(scope, work)
+            .spawn_scoped(scope, || {
+                stack::prefer_huge_pages();
+                work()
+            })
             .map_err(FixError::Thread)?;
         handle.join().unwrap_or(Err(FixError::Crashed))
     })

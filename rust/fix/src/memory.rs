@@ -1,7 +1,7 @@
 //! The memory bound. What the values of a program (lists, sets, strings,
 //! environments, thunks, closures) take from the allocator is added to a
 //! per-thread count and taken off when given back: a large block while it
-//! lives, a 64 KiB chunk of small blocks from when it is taken until the
+//! lives, a 2 MiB chunk of small blocks from when it is taken until the
 //! thread ends (`thin::allocate`). The evaluation runs on a thread of its
 //! own, so the count is the memory held for its values (small blocks
 //! freed and kept for reuse included); the evaluator compares it with

@@ -32,7 +32,7 @@ pub struct Stats {
     pub allocations: u64,
     pub allocated_bytes: u64,
     /// The most bytes held for values at one time (small blocks counted by
-    /// the 64 KiB chunks they come from, see `memory`).
+    /// the 2 MiB chunks they come from, see `memory`).
     pub peak_live_bytes: u64,
 }
 
