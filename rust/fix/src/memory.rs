@@ -10,6 +10,12 @@
 
 use std::cell::Cell;
 
+/// A transparent huge page: 2 MiB on every platform fix runs on (x86-64
+/// and AArch64 with 4 KiB base pages). Small blocks come in chunks of this
+/// size (`thin`), and the evaluation thread's stack asks for pages of it
+/// (`stack`).
+pub const HUGE_PAGE: usize = 2 << 20;
+
 thread_local! {
     static LIVE: Cell<usize> = const { Cell::new(0) };
     static PEAK: Cell<usize> = const { Cell::new(0) };

@@ -14,10 +14,6 @@ pub fn address() -> usize {
     std::ptr::addr_of!(marker) as usize
 }
 
-/// Transparent huge pages are this size on every platform fix runs on
-/// (x86-64 and AArch64 with 4 KiB base pages).
-const HUGE_PAGE: usize = 2 << 20;
-
 /// Asks the kernel to back the calling thread's stack below the frames in
 /// use with transparent huge pages. A deep recursion walks megabytes of
 /// stack again and again (9,000 nested calls hold about 5 MB): in 4 KiB
@@ -30,9 +26,9 @@ pub fn prefer_huge_pages() {
     let Some(low) = thread_stack_bottom() else {
         return;
     };
-    let start = low.next_multiple_of(HUGE_PAGE);
+    let start = low.next_multiple_of(crate::memory::HUGE_PAGE);
     // Below the frames in use, so pages already faulted in stay as they are.
-    let end = address() & !(HUGE_PAGE - 1);
+    let end = address() & !(crate::memory::HUGE_PAGE - 1);
     if end > start {
         // SAFETY: the range lies inside this thread's stack mapping, below
         // every frame in use; the advice changes how pages are backed,

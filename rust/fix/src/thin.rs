@@ -73,7 +73,7 @@ const SMALL_CLASSES: usize = SMALL_MAX / 8;
 /// up 40 pages for an evaluation that holds 80 MB, not 20,000 (each with
 /// its own zeroing call, page-table entry and accounting: a fifth of the
 /// module cases' time was the kernel's).
-const CHUNK_BYTES: usize = 2 << 20;
+const CHUNK_BYTES: usize = crate::memory::HUGE_PAGE;
 
 /// A freed small block, linked into the list of its size class.
 struct FreeBlock {

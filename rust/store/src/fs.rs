@@ -92,14 +92,15 @@ fn register(shown: &mut Vec<Registered>, path: PathBuf, root: Arc<OwnedFd>, tree
 }
 
 /// The shown tree `path` is read beneath: the nearest (longest path)
-/// that `path` is under, the latest shown of those at the same path.
-fn nearest<'a>(shown: &'a [Registered], path: &Path) -> Option<&'a Registered> {
+/// that `path` is under, the latest shown of those at the same path; and
+/// `path` relative to it.
+fn nearest<'a, 'p>(shown: &'a [Registered], path: &'p Path) -> Option<(&'a Registered, &'p Path)> {
     shown
         .iter()
         .enumerate()
-        .filter(|(_, shown)| path.starts_with(&shown.path))
-        .max_by_key(|(at, shown)| (shown.path.as_os_str().len(), *at))
-        .map(|(_, shown)| shown)
+        .filter_map(|(at, shown)| Some((at, shown, path.strip_prefix(&shown.path).ok()?)))
+        .max_by_key(|(at, shown, _)| (shown.path.as_os_str().len(), *at))
+        .map(|(_, shown, rel)| (shown, rel))
 }
 
 impl Drop for Shown {
@@ -133,10 +134,6 @@ pub fn hold_at_its_path(dir: &Path) -> io::Result<Option<Shown>> {
     if !named_by_real_path || whole || !dir.is_dir() {
         return Ok(None);
     }
-    let registry = || SHOWN.write().unwrap_or_else(PoisonError::into_inner);
-    if let Some(again) = show_again_covering(&mut registry(), dir) {
-        return Ok(Some(again));
-    }
     let root = rustix::fs::openat2(
         rustix::fs::CWD,
         dir,
@@ -144,25 +141,12 @@ pub fn hold_at_its_path(dir: &Path) -> io::Result<Option<Shown>> {
         Mode::empty(),
         ResolveFlags::NO_SYMLINKS,
     )?;
-    let mut shown = registry();
-    // Shown meanwhile by another thread: that tree, as above.
-    Ok(Some(show_again_covering(&mut shown, dir).unwrap_or_else(
-        || {
-            register(
-                &mut shown,
-                dir.to_path_buf(),
-                Arc::new(root),
-                Tree::AtItsPath,
-            )
-        },
-    )))
-}
-
-/// The tree covering `dir` shown again, if there is one.
-fn show_again_covering(shown: &mut Vec<Registered>, dir: &Path) -> Option<Shown> {
-    let covering = nearest(shown, dir)?;
-    let (path, root, tree) = (covering.path.clone(), covering.root.clone(), covering.tree);
-    Some(register(shown, path, root, tree))
+    let mut shown = SHOWN.write().unwrap_or_else(PoisonError::into_inner);
+    let (path, root, tree) = match nearest(&shown, dir) {
+        Some((covering, _)) => (covering.path.clone(), covering.root.clone(), covering.tree),
+        None => (dir.to_path_buf(), Arc::new(root), Tree::AtItsPath),
+    };
+    Ok(Some(register(&mut shown, path, root, tree)))
 }
 
 /// Where a path is read.
@@ -174,13 +158,9 @@ enum At {
 
 fn at(path: &Path) -> At {
     let shown = SHOWN.read().unwrap_or_else(PoisonError::into_inner);
-    let Some(Registered {
-        path: top, root, ..
-    }) = nearest(&shown, path)
-    else {
+    let Some((Registered { root, .. }, rel)) = nearest(&shown, path) else {
         return At::Host;
     };
-    let rel = path.strip_prefix(top).unwrap_or(Path::new(""));
     let rel = if rel.as_os_str().is_empty() {
         PathBuf::from(".")
     } else {
@@ -193,7 +173,7 @@ fn at(path: &Path) -> At {
 /// it): that tree's path and what it is.
 fn shown_tree(path: &Path) -> Option<(PathBuf, Tree)> {
     let shown = SHOWN.read().unwrap_or_else(PoisonError::into_inner);
-    nearest(&shown, path).map(|shown| (shown.path.clone(), shown.tree))
+    nearest(&shown, path).map(|(shown, _)| (shown.path.clone(), shown.tree))
 }
 
 /// Whether `path` is read beneath a shown tree's root (its own path, or a
