@@ -187,7 +187,20 @@ where
         self.consumed += TextSize::of(s);
         self.builder.token(NixLanguage::kind_to_raw(token), s)
     }
+    #[inline(always)]
     fn peek(&mut self) -> Option<SyntaxKind> {
+        // Every precedence level peeks at the same token (chock's patch):
+        // answer from the buffer, inline, when it already starts with a
+        // non-trivia one.
+        if let Some(&(kind, _)) = self.buffer.front()
+            && !kind.is_trivia()
+        {
+            return Some(kind);
+        }
+        self.peek_past_trivia()
+    }
+    #[inline(never)]
+    fn peek_past_trivia(&mut self) -> Option<SyntaxKind> {
         while self.peek_raw().map(|&(t, _)| t.is_trivia()).unwrap_or(false) {
             self.bump();
         }

@@ -83,7 +83,12 @@ impl Tokenizer<'_> {
         &self.state.input[self.state.offset..]
     }
     fn peek(&self) -> Option<char> {
-        self.remaining().chars().next()
+        // Most source is ASCII: one byte is one char (chock's patch).
+        match self.state.input.as_bytes().get(self.state.offset) {
+            Some(&b) if b.is_ascii() => Some(b as char),
+            Some(_) => self.remaining().chars().next(),
+            None => None,
+        }
     }
     fn next(&mut self) -> Option<char> {
         let c = self.peek();
@@ -124,10 +129,27 @@ impl Tokenizer<'_> {
     where
         F: FnMut(char) -> bool,
     {
-        let len: usize =
-            self.remaining().chars().take_while(|&c| f(c)).map(|c| c.len_utf8()).sum::<usize>();
-        self.state.offset += len;
-        len
+        // Byte by byte while the text is ASCII, char by char after a
+        // non-ASCII byte (chock's patch); `f` sees every char either way.
+        let start = self.state.offset;
+        let bytes = self.state.input.as_bytes();
+        let mut at = start;
+        while let Some(&b) = bytes.get(at) {
+            let c = if b.is_ascii() {
+                b as char
+            } else {
+                match self.state.input[at..].chars().next() {
+                    Some(c) => c,
+                    None => break,
+                }
+            };
+            if !f(c) {
+                break;
+            }
+            at += c.len_utf8();
+        }
+        self.state.offset = at;
+        at - start
     }
     fn next_string(&mut self, multiline: bool) -> SyntaxKind {
         loop {
