@@ -82,13 +82,18 @@ impl Tokenizer<'_> {
     fn remaining(&self) -> &str {
         &self.state.input[self.state.offset..]
     }
-    fn peek(&self) -> Option<char> {
-        // Most source is ASCII: one byte is one char (chock's patch).
-        match self.state.input.as_bytes().get(self.state.offset) {
+    /// The char starting at byte `at`, a char boundary (chock's patch):
+    /// most source is ASCII, where one byte is one char and nothing needs
+    /// decoding.
+    fn char_at(&self, at: usize) -> Option<char> {
+        match self.state.input.as_bytes().get(at) {
             Some(&b) if b.is_ascii() => Some(b as char),
-            Some(_) => self.remaining().chars().next(),
+            Some(_) => self.state.input[at..].chars().next(),
             None => None,
         }
+    }
+    fn peek(&self) -> Option<char> {
+        self.char_at(self.state.offset)
     }
     fn next(&mut self) -> Option<char> {
         let c = self.peek();
@@ -129,23 +134,11 @@ impl Tokenizer<'_> {
     where
         F: FnMut(char) -> bool,
     {
-        // Byte by byte while the text is ASCII, char by char after a
-        // non-ASCII byte (chock's patch); `f` sees every char either way.
+        // Char by char through `char_at` (chock's patch), which decodes
+        // nothing while the text is ASCII.
         let start = self.state.offset;
-        let bytes = self.state.input.as_bytes();
         let mut at = start;
-        while let Some(&b) = bytes.get(at) {
-            let c = if b.is_ascii() {
-                b as char
-            } else {
-                match self.state.input[at..].chars().next() {
-                    Some(c) => c,
-                    None => break,
-                }
-            };
-            if !f(c) {
-                break;
-            }
+        while let Some(c) = self.char_at(at).filter(|&c| f(c)) {
             at += c.len_utf8();
         }
         self.state.offset = at;
