@@ -4,10 +4,9 @@
 # (every one of its tests passes; Nix 2.8 cannot evaluate current lib, fix
 # must), `lib.evalModules` over a small module set must give the same
 # JSON as Nix 2.8, and lib's shell suites must pass, run with fix standing
-# in for Nix:
-# a `nix-instantiate` first on PATH that runs `chock eval --impure` with the
-# same arguments (less the ones that only tune Nix: --timeout, --eval-only,
-# --read-write-mode). Each suite must pass every check.
+# in for Nix: scripts/fix-as-nix/nix-instantiate first on PATH, which runs
+# `chock eval --impure` with the same arguments (less the ones that only
+# tune Nix). Each suite must pass every check.
 #
 # - lib/tests/modules.sh: the module system (lib.modules, lib.options,
 #   lib.types), error messages included;
@@ -109,23 +108,9 @@ trap 'rm -rf "$modules" "$work"' EXIT
 # The shell suites. They write nothing into the corpus, but modules.sh expects the
 # folder to be called `lib` under a nixpkgs checkout (the messages it
 # matches name `lib/modules.nix`): a copy keeps the shared corpus read-only.
-mkdir -p "$work/nixpkgs" "$work/bin"
+mkdir -p "$work/nixpkgs"
 cp -r "$corpus/lib" "$work/nixpkgs/lib"
 
-cat > "$work/bin/nix-instantiate" <<EOF
-#!/usr/bin/env bash
-# fix standing in for nix-instantiate (see scripts/test.d/fix-lib.sh).
-args=()
-while ((\$#)); do
-  case \$1 in
-    --timeout) shift 2 ;;
-    --eval-only | --read-write-mode) shift ;;
-    *) args+=("\$1"); shift ;;
-  esac
-done
-exec "$bin" eval --impure "\${args[@]}"
-EOF
-chmod +x "$work/bin/nix-instantiate"
 
 # What a suite's output says of its checks: "407 Pass, 0 Fail", or "tests ok".
 summary() {
@@ -136,7 +121,7 @@ failed=0
 for suite in modules network filesystem; do
   script=$work/nixpkgs/lib/tests/$suite.sh
   started=$(date +%s%N)
-  if PATH=$work/bin:$PATH bash "$script" > "$work/$suite.out" 2>&1; then
+  if PATH=$PWD/scripts/fix-as-nix:$PATH CHOCK_BIN=$bin bash "$script" > "$work/$suite.out" 2>&1; then
     took=$((($(date +%s%N) - started) / 1000000))
     echo "fix-lib: lib/tests/$suite.sh passes with fix in ${took} ms ($(summary "$work/$suite.out"))"
   else
