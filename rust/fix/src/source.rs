@@ -48,7 +48,23 @@ pub struct SourceFile {
     pub origin: Origin,
     pub text: Rc<str>,
     base: u32,
-    line_starts: Vec<u32>,
+    /// The offset of each line's first byte, found when a position in the
+    /// file is first printed: most files read are never named in a message.
+    line_starts: std::cell::OnceCell<Vec<u32>>,
+}
+
+impl SourceFile {
+    fn line_starts(&self) -> &[u32] {
+        self.line_starts.get_or_init(|| {
+            let mut starts = vec![0u32];
+            for (i, b) in self.text.bytes().enumerate() {
+                if b == b'\n' {
+                    starts.push(u32::try_from(i + 1).unwrap_or(u32::MAX));
+                }
+            }
+            starts
+        })
+    }
 }
 
 /// A resolved position: 1-based line and byte column.
@@ -91,12 +107,6 @@ impl SourceMap {
     }
 
     pub fn add(&mut self, origin: Origin, text: Rc<str>) -> FileId {
-        let mut line_starts = vec![0u32];
-        for (i, b) in text.bytes().enumerate() {
-            if b == b'\n' {
-                line_starts.push(u32::try_from(i + 1).unwrap_or(u32::MAX));
-            }
-        }
         let id = FileId(u32::try_from(self.files.len()).unwrap_or(u32::MAX));
         let base = self.next_base;
         let next = u64::from(base) + text.len() as u64 + 1;
@@ -109,7 +119,7 @@ impl SourceMap {
             origin,
             text,
             base,
-            line_starts,
+            line_starts: std::cell::OnceCell::new(),
         });
         id
     }
@@ -147,8 +157,11 @@ impl SourceMap {
 
     pub fn resolve(&self, pos: Pos) -> Option<Location<'_>> {
         let (file, offset) = self.find(pos)?;
-        let line_idx = file.line_starts.partition_point(|&s| s as usize <= offset) - 1;
-        let column = offset - file.line_starts[line_idx] as usize + 1;
+        let line_idx = file
+            .line_starts()
+            .partition_point(|&s| s as usize <= offset)
+            - 1;
+        let column = offset - file.line_starts()[line_idx] as usize + 1;
         Some(Location {
             file,
             line: line_idx as u32 + 1,
@@ -174,9 +187,9 @@ impl SourceMap {
         // window around the column: an error in a megabyte-long line prints
         // a few hundred bytes, not the line.
         let line_text = |n: usize| -> Option<&str> {
-            let start = *file.line_starts.get(n.checked_sub(1)?)? as usize;
+            let start = *file.line_starts().get(n.checked_sub(1)?)? as usize;
             let end = file
-                .line_starts
+                .line_starts()
                 .get(n)
                 .map_or(file.text.len(), |&next| next as usize - 1);
             let text = &file.text[start..end];
@@ -203,7 +216,7 @@ impl SourceMap {
             "{code_indent}      | {}^",
             " ".repeat(window.caret(column))
         );
-        if line < file.line_starts.len() {
+        if line < file.line_starts().len() {
             show(&mut out, line + 1);
         }
         Some(out)
