@@ -76,18 +76,29 @@ let
 
   # nix/package.nix with a stand-in for rustPlatform that returns the
   # arguments it was given.
+  host = {
+    system = "host";
+    rust = {
+      rustcTargetSpec = "x86_64-unknown-linux-gnu";
+      cargoShortTarget = "x86_64-unknown-linux-gnu";
+    };
+  };
   packageWith =
     rustcVersion: args:
     import ../nix/package.nix (
       {
         inherit lib;
         stdenv = {
-          buildPlatform.canExecute = platform: platform == "host";
-          hostPlatform = "host";
+          buildPlatform.canExecute = platform: platform == host;
+          hostPlatform = host;
         };
         installShellFiles = "installShellFiles";
+        path = "/nixpkgs";
         rustPlatform = {
-          rust.rustc.version = rustcVersion;
+          rust.rustc = {
+            version = rustcVersion;
+            llvmPackages.llvm = "llvm";
+          };
           buildRustPackage = args: args;
         };
       }
@@ -336,6 +347,9 @@ lib.runTests {
       "flake.nix"
       "checks/zon.nix"
       "scripts/test"
+      "scripts/build-dist"
+      "scripts/pgo-train"
+      "scripts/fix-as-nix/nix-instantiate"
       "target/release/chock"
     ];
     expected = [
@@ -352,6 +366,9 @@ lib.runTests {
       false
       false
       false
+      false
+      true
+      true
       false
     ];
   };
@@ -385,7 +402,10 @@ lib.runTests {
         }).postInstall;
     };
     expected = {
-      nativeBuildInputs = [ "installShellFiles" ];
+      nativeBuildInputs = [
+        "installShellFiles"
+        "llvm"
+      ];
       completions = [
         true
         true
@@ -395,6 +415,42 @@ lib.runTests {
       cross = "";
     };
   };
+
+  # Built instrumented for the host, trained on this nixpkgs' lib, built
+  # again with the counts; a cross build (which cannot run the instrumented
+  # binary) skips all of it.
+  testPackageIsProfileGuided =
+    let
+      steps = [
+        "-Cprofile-generate="
+        "--target x86_64-unknown-linux-gnu --target-dir target/pgo-train"
+        "scripts/pgo-train"
+        "target/pgo-train/x86_64-unknown-linux-gnu/dist/chock /nixpkgs/lib"
+        "llvm-profdata merge"
+        "-Cprofile-use="
+      ];
+      cross = packageWith "1.91.1" {
+        stdenv = {
+          buildPlatform.canExecute = _: false;
+          hostPlatform = "aarch64";
+        };
+      };
+    in
+    {
+      expr = {
+        native = map (step: lib.hasInfix step package.preBuild) steps;
+        cross = {
+          inherit (cross) preBuild nativeBuildInputs;
+        };
+      };
+      expected = {
+        native = map (_: true) steps;
+        cross = {
+          preBuild = "";
+          nativeBuildInputs = [ "installShellFiles" ];
+        };
+      };
+    };
 
   testOldRustcRefused = {
     expr = s.fails (packageArgs "1.80.0").pname;

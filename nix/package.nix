@@ -4,13 +4,22 @@
 #
 # The source is filtered down to what `cargo build -p chock` reads (the
 # workspace manifest, the lock file, the crates and the patched copies of
-# upstream crates in third_party/), so editing docs, scripts
-# or the Nix files does not rebuild the package.
+# upstream crates in third_party/) and the two scripts of the profile-guided
+# build, so editing docs, other scripts or the Nix files does not rebuild
+# the package.
+#
+# The binary is laid out by a profile of its own work, as scripts/build-dist
+# does: built instrumented, run on nixpkgs lib's test suites from this
+# nixpkgs (`path`) and on an agent's calls (scripts/pgo-train), then built
+# again with the counts. A build that cannot run what it builds (a cross
+# build), or whose first three steps fail, builds without them and says so.
 {
   lib,
   stdenv,
   rustPlatform,
   installShellFiles,
+  # nixpkgs itself: its lib/ and lib's test suites are the training run's.
+  path,
   # The commit `chock --version` names; the flake passes its revision
   # (`dirty` for a tree with uncommitted changes). The build has no `.git`
   # to ask, so without it the version says "commit unknown".
@@ -19,15 +28,17 @@
 let
   workspace = (lib.importTOML ../Cargo.toml).workspace.package;
   rustc = rustPlatform.rust.rustc;
+  # The training run executes the instrumented binary.
+  pgo = stdenv.buildPlatform.canExecute stdenv.hostPlatform;
   root = toString ../.;
 
   # The workspace manifest, the lock file, the crates and third_party/ (the
   # crates Cargo.toml patches); not a crate's fuzz workspace or any build
   # output left in a crate.
   keep =
-    path: _type:
+    file: _type:
     let
-      rel = lib.removePrefix "${root}/" (toString path);
+      rel = lib.removePrefix "${root}/" (toString file);
     in
     lib.elem rel [
       "Cargo.toml"
@@ -36,6 +47,12 @@ let
       "third_party"
     ]
     || lib.hasPrefix "third_party/" rel
+    || lib.elem rel [
+      "scripts"
+      "scripts/pgo-train"
+      "scripts/fix-as-nix"
+      "scripts/fix-as-nix/nix-instantiate"
+    ]
     || (lib.hasPrefix "rust/" rel && builtins.match "rust/[^/]+/(fuzz|target)(/.*)?" rel == null);
 in
 if lib.versionOlder rustc.version workspace.rust-version then
@@ -61,7 +78,25 @@ else
 
     env = lib.optionalAttrs (commit != null) { CHOCK_COMMIT = commit; };
 
-    nativeBuildInputs = [ installShellFiles ];
+    # llvm-profdata of the LLVM rustc is built with: profile counts are read
+    # by that LLVM only.
+    nativeBuildInputs = [ installShellFiles ] ++ lib.optional pgo rustc.llvmPackages.llvm;
+
+    preBuild = lib.optionalString pgo ''
+      counts=$TMPDIR/pgo
+      if RUSTFLAGS="-Cprofile-generate=$counts/train" \
+           cargo build --frozen --profile dist -p chock \
+             --target ${stdenv.hostPlatform.rust.rustcTargetSpec} --target-dir target/pgo-train \
+         && patchShebangs scripts \
+         && LLVM_PROFILE_FILE="$counts/train/chock-%m.profraw" scripts/pgo-train \
+              target/pgo-train/${stdenv.hostPlatform.rust.cargoShortTarget}/dist/chock ${path + "/lib"} \
+         && llvm-profdata merge -o "$counts/chock.profdata" "$counts/train"; then
+        export RUSTFLAGS="-Cprofile-use=$counts/chock.profdata ''${RUSTFLAGS:-}"
+      else
+        echo "chock: the profile-guided steps failed; building without a profile" >&2
+      fi
+      rm -rf target/pgo-train
+    '';
     # The completions and pages come from running the binary, which a cross
     # build cannot do.
     postInstall = lib.optionalString (stdenv.buildPlatform.canExecute stdenv.hostPlatform) ''

@@ -208,6 +208,7 @@ src=$(cd "$work/flake" && nix eval --impure --raw --expr "
     lib = import $lib_dir;
     stdenv = { buildPlatform.canExecute = _: true; hostPlatform = { }; };
     installShellFiles = null;
+    path = \"/nixpkgs\";
     rustPlatform = { rust.rustc.version = \"$(rustc --version | cut -d' ' -f2)\"; buildRustPackage = args: args; };
   }).src.outPath") || die "nix/package.nix's source does not evaluate"
 target=${CHOCK_FLAKE_TARGET_DIR:-$(cd "$repo/.." && pwd)/target-flake}

@@ -9,9 +9,10 @@ geometric means. Wall time is what the goal is stated in; user+system CPU
 time is shown too because shared machines are noisy.
 
 The chock measured by default is the shipped build, `target/dist/chock`
-(`cargo build --profile dist -p chock`: fat LTO and one codegen unit, the
-profile nix/package.nix builds); `--chock target/release/chock` measures
-the quicker-to-build release profile instead.
+as `scripts/build-dist` makes it (the `dist` profile, fat LTO and one
+codegen unit, laid out by a profile of chock's own work, as
+nix/package.nix builds it); `--chock target/release/chock` measures the
+quicker-to-build release profile instead.
 
 usage: run.py [--rounds N] [--chock PATH] [--nix PATH] [--lib DIR] [CASE...]
 """
