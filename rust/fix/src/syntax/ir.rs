@@ -76,7 +76,8 @@ pub struct DynamicAttr {
 /// for `rec`, slot `i` holds static attribute `i`; after the attributes come
 /// the sources of `inherit (e)`, evaluated in the new environment for `rec`
 /// and in the enclosing one otherwise. Values are evaluated in the new
-/// environment when it exists.
+/// environment when it exists. Sources that are all variables take no
+/// slots: `inherit (x) a;` is lowered to `x.a` read where the set is.
 pub struct AttrsExpr {
     pub statics: Box<[StaticAttr]>,
     pub dynamics: Box<[DynamicAttr]>,
@@ -88,7 +89,8 @@ pub struct AttrsExpr {
 }
 
 /// `let`: one environment with a slot per binding (plus the sources of
-/// `inherit (e)`), all evaluated lazily in that environment.
+/// `inherit (e)` unless they are all variables), all evaluated lazily in
+/// that environment.
 pub struct LetExpr {
     pub bindings: Box<[Expr]>,
     pub body: Expr,

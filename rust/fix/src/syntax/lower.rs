@@ -1046,15 +1046,15 @@ impl Lowerer<'_> {
         }
     }
 
-    /// Lowers one attribute's value. `source_base` is the slot of the first
-    /// `inherit (e)` source; `skip` the number of scopes `inherit x;` looks
-    /// past.
+    /// Lowers one attribute's value. `sources` says where the values of
+    /// `inherit (e)` are read; `skip` is the number of scopes `inherit x;`
+    /// looks past.
     fn pending_value(
         &mut self,
         value: PendingValue,
         name: Sym,
         pos: Pos,
-        source_base: u32,
+        sources: &InheritSources,
         skip: usize,
     ) -> Result<Expr> {
         Ok(match value {
@@ -1070,15 +1070,18 @@ impl Lowerer<'_> {
             PendingValue::Nested(p) => Expr::Attrs(Box::new(self.lower_attrs(*p)?)),
             PendingValue::Inherit => self.var(name, pos, skip)?,
             PendingValue::InheritFrom(k) => Expr::Select(Box::new(SelectExpr {
-                base: Expr::Local {
-                    depth: 0,
-                    idx: source_base + k as u32,
-                },
+                base: sources.base(k),
                 path: Box::new([AttrKey::Static(name)]),
                 default: None,
                 pos,
             })),
         })
+    }
+
+    /// The sources of a set's or `let`'s `inherit (e)`, lowered in the
+    /// scope they are evaluated in.
+    fn inherit_sources(&mut self, p: &Pending) -> Result<Vec<Expr>> {
+        p.sources.iter().map(|s| self.expr(s)).collect()
     }
 
     fn lower_attrs(&mut self, mut p: Pending) -> Result<AttrsExpr> {
@@ -1088,59 +1091,54 @@ impl Lowerer<'_> {
         if rec {
             let overrides = p.index.contains_key(&known::OVERRIDES);
             self.scopes.push(binding_scope(&p));
-            let result = self.lower_set_body(p, n, 1);
+            let result = self.inherit_sources(&p).and_then(|sources| {
+                let sources = InheritSources::new(sources, n);
+                let (statics, dynamics) = self.lower_set_body(p, &sources, 1)?;
+                Ok((statics, dynamics, sources.into_slots()))
+            });
             self.scopes.pop();
             let (statics, dynamics, sources) = result?;
-            let env_slots = n + sources.len() as u32;
             return Ok(AttrsExpr {
                 statics,
                 dynamics,
                 rec,
                 overrides,
-                env_slots,
+                env_slots: n + sources.len() as u32,
                 inherit_sources: sources,
             });
         }
-        if !p.sources.is_empty() {
-            let sources = std::mem::take(&mut p.sources)
-                .iter()
-                .map(|s| self.expr(s))
-                .collect::<Result<Vec<_>>>()?;
+        // A non-recursive set's sources are evaluated outside it; unless
+        // they are all variables, they get an environment of their own.
+        let sources = InheritSources::new(self.inherit_sources(&p)?, 0);
+        let (statics, dynamics) = if sources.needs_slots() {
             self.scopes.push(Scope::Hidden);
-            let result = self.lower_set_body(p, 0, 1);
+            let result = self.lower_set_body(p, &sources, 1);
             self.scopes.pop();
-            let (statics, dynamics, _) = result?;
-            let env_slots = sources.len() as u32;
-            return Ok(AttrsExpr {
-                statics,
-                dynamics,
-                rec,
-                overrides: false,
-                env_slots,
-                inherit_sources: sources.into(),
-            });
-        }
-        let (statics, dynamics, _) = self.lower_set_body(p, 0, 0)?;
+            result?
+        } else {
+            self.lower_set_body(p, &sources, 0)?
+        };
+        let sources = sources.into_slots();
         Ok(AttrsExpr {
             statics,
             dynamics,
             rec,
             overrides: false,
-            env_slots: 0,
-            inherit_sources: Box::new([]),
+            env_slots: sources.len() as u32,
+            inherit_sources: sources,
         })
     }
 
-    #[allow(clippy::type_complexity)]
+    /// A set's attributes, static and dynamic.
     fn lower_set_body(
         &mut self,
         p: Pending,
-        source_base: u32,
+        sources: &InheritSources,
         skip: usize,
-    ) -> Result<(Box<[StaticAttr]>, Box<[DynamicAttr]>, Box<[Expr]>)> {
+    ) -> Result<SetBody> {
         let mut statics = Vec::with_capacity(p.statics.len());
         for s in p.statics {
-            let value = self.pending_value(s.value, s.name, s.pos, source_base, skip)?;
+            let value = self.pending_value(s.value, s.name, s.pos, sources, skip)?;
             statics.push(StaticAttr {
                 name: s.name,
                 pos: s.pos,
@@ -1163,12 +1161,7 @@ impl Lowerer<'_> {
                 pos: d.pos,
             });
         }
-        let sources = p
-            .sources
-            .iter()
-            .map(|s| self.expr(s))
-            .collect::<Result<Vec<_>>>()?;
-        Ok((statics.into(), dynamics.into(), sources.into()))
+        Ok((statics.into(), dynamics.into()))
     }
 
     fn lower_let(&mut self, p: Pending, body: &ast::Expr) -> Result<LetExpr> {
@@ -1178,13 +1171,12 @@ impl Lowerer<'_> {
         let n = p.statics.len() as u32;
         self.scopes.push(binding_scope(&p));
         let result = (|| {
+            let sources = InheritSources::new(self.inherit_sources(&p)?, n);
             let mut bindings = Vec::with_capacity(p.statics.len() + p.sources.len());
             for s in p.statics {
-                bindings.push(self.pending_value(s.value, s.name, s.pos, n, 1)?);
+                bindings.push(self.pending_value(s.value, s.name, s.pos, &sources, 1)?);
             }
-            for source in &p.sources {
-                bindings.push(self.expr(source)?);
-            }
+            bindings.extend(sources.into_slots());
             let body = self.expr(body)?;
             Ok(LetExpr {
                 bindings: bindings.into(),
@@ -1193,6 +1185,80 @@ impl Lowerer<'_> {
         })();
         self.scopes.pop();
         result
+    }
+}
+
+type SetBody = (Box<[StaticAttr]>, Box<[DynamicAttr]>);
+
+/// Where `inherit (e) name;` reads `e`. A source that is a variable
+/// (`inherit (module) file;`, `inherit (lib) types;`, the usual case) is
+/// read where it is, as `module.file`: its value is already shared, so a
+/// slot holding it again would cost an environment (for a set) or a slot
+/// (for a `let`) and a step more on every read. Other sources are
+/// evaluated once, into slots of the set's or `let`'s environment, so
+/// each one's value is shared by every name inherited from it.
+enum InheritSources {
+    Variables(Vec<Variable>),
+    /// The sources, in slots from `first` on.
+    Slots {
+        exprs: Vec<Expr>,
+        first: u32,
+    },
+}
+
+impl InheritSources {
+    fn new(exprs: Vec<Expr>, first: u32) -> Self {
+        match exprs.iter().map(Variable::of).collect() {
+            Some(variables) => InheritSources::Variables(variables),
+            None => InheritSources::Slots { exprs, first },
+        }
+    }
+
+    fn needs_slots(&self) -> bool {
+        matches!(self, InheritSources::Slots { .. })
+    }
+
+    /// What the `k`th source is read as.
+    fn base(&self, k: usize) -> Expr {
+        match self {
+            InheritSources::Variables(variables) => variables[k].expr(),
+            InheritSources::Slots { first, .. } => Expr::Local {
+                depth: 0,
+                idx: first + k as u32,
+            },
+        }
+    }
+
+    /// The expressions to evaluate into slots (none for variables).
+    fn into_slots(self) -> Box<[Expr]> {
+        match self {
+            InheritSources::Variables(_) => Box::new([]),
+            InheritSources::Slots { exprs, .. } => exprs.into(),
+        }
+    }
+}
+
+/// A variable of a static scope or of the base environment.
+#[derive(Clone, Copy)]
+enum Variable {
+    Local { depth: u32, idx: u32 },
+    Global(u32),
+}
+
+impl Variable {
+    fn of(e: &Expr) -> Option<Self> {
+        match *e {
+            Expr::Local { depth, idx } => Some(Variable::Local { depth, idx }),
+            Expr::Global(g) => Some(Variable::Global(g)),
+            _ => None,
+        }
+    }
+
+    fn expr(self) -> Expr {
+        match self {
+            Variable::Local { depth, idx } => Expr::Local { depth, idx },
+            Variable::Global(g) => Expr::Global(g),
+        }
     }
 }
 
