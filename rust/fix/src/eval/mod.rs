@@ -833,7 +833,9 @@ impl<'a> Evaluator<'a> {
         for (i, key) in s.path.iter().enumerate() {
             let name = self.attr_name(key, env, s.pos)?;
             let found = match &current {
-                Value::Attrs(attrs) => attrs.get(name).map(|v| self.force(v)),
+                Value::Attrs(attrs) => attrs
+                    .get_hinted(name, &s.hints[i])
+                    .map(|a| self.force(&a.value)),
                 _ => None,
             };
             match found {

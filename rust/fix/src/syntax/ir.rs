@@ -178,8 +178,25 @@ pub enum AttrKey {
 pub struct SelectExpr {
     pub base: Expr,
     pub path: Box<[AttrKey]>,
+    /// Per key of `path`, where in its set the name was found last time:
+    /// the set a selection reads is often the same one, or one of the same
+    /// shape, so the entry there is tried before a search.
+    pub hints: Box<[std::cell::Cell<u32>]>,
     pub default: Option<Expr>,
     pub pos: Pos,
+}
+
+impl SelectExpr {
+    pub fn new(base: Expr, path: Box<[AttrKey]>, default: Option<Expr>, pos: Pos) -> Self {
+        let hints = path.iter().map(|_| std::cell::Cell::new(0)).collect();
+        SelectExpr {
+            base,
+            path,
+            hints,
+            default,
+            pos,
+        }
+    }
 }
 
 pub struct HasAttrExpr {

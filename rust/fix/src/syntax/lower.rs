@@ -320,12 +320,7 @@ impl Lowerer<'_> {
                     None => None,
                 };
                 let pos = self.pos(attrpath.syntax());
-                Expr::Select(Box::new(SelectExpr {
-                    base,
-                    path,
-                    default,
-                    pos,
-                }))
+                Expr::Select(Box::new(SelectExpr::new(base, path, default, pos)))
             }
             ast::Expr::Str(s) => self.string(s)?,
             ast::Expr::PathAbs(p) => self.path(p.syntax(), PathKind::Abs, pos)?,
@@ -339,12 +334,12 @@ impl Lowerer<'_> {
                 let mut shown = Vec::new();
                 self.add_entries(&mut pending, l.entries(), &mut shown)?;
                 let attrs = Expr::Attrs(Box::new(self.lower_attrs(pending)?));
-                Expr::Select(Box::new(SelectExpr {
-                    base: attrs,
-                    path: Box::new([AttrKey::Static(known::BODY)]),
-                    default: None,
+                Expr::Select(Box::new(SelectExpr::new(
+                    attrs,
+                    Box::new([AttrKey::Static(known::BODY)]),
+                    None,
                     pos,
-                }))
+                )))
             }
             ast::Expr::LetIn(l) => {
                 let mut pending = Pending::new(true, pos);
@@ -1069,12 +1064,12 @@ impl Lowerer<'_> {
             }
             PendingValue::Nested(p) => Expr::Attrs(Box::new(self.lower_attrs(*p)?)),
             PendingValue::Inherit => self.var(name, pos, skip)?,
-            PendingValue::InheritFrom(k) => Expr::Select(Box::new(SelectExpr {
-                base: sources.base(k),
-                path: Box::new([AttrKey::Static(name)]),
-                default: None,
+            PendingValue::InheritFrom(k) => Expr::Select(Box::new(SelectExpr::new(
+                sources.base(k),
+                Box::new([AttrKey::Static(name)]),
+                None,
                 pos,
-            })),
+            ))),
         })
     }
 

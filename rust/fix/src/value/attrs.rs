@@ -86,6 +86,25 @@ impl<'a> Attrs<'a> {
             .map(|i| &entries[i])
     }
 
+    /// `get_attr`, trying the entry at `hint` first and leaving there
+    /// where the name was found.
+    #[inline]
+    pub fn get_hinted(&self, name: Sym, hint: &std::cell::Cell<u32>) -> Option<&Attr<'a>> {
+        let entries = self.as_slice();
+        if let Some(attr) = entries.get(hint.get() as usize)
+            && attr.name == name
+        {
+            return Some(attr);
+        }
+        let i = if entries.len() <= LINEAR {
+            entries.iter().position(|a| a.name == name)
+        } else {
+            entries.binary_search_by_key(&name, |a| a.name).ok()
+        }?;
+        hint.set(i as u32);
+        Some(&entries[i])
+    }
+
     pub fn get(&self, name: Sym) -> Option<&Value<'a>> {
         self.get_attr(name).map(|a| &a.value)
     }
@@ -168,6 +187,35 @@ mod tests {
         match v {
             Some(Value::Int(n)) => Some(*n),
             _ => None,
+        }
+    }
+
+    #[test]
+    fn a_hinted_lookup_finds_the_name_wherever_the_hint_points() {
+        let mut symbols = Symbols::new();
+        let names: Vec<String> = (0..20).map(|i| format!("a{i}")).collect();
+        let pairs: Vec<(&str, i64)> = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.as_str(), i as i64))
+            .collect();
+        for set in [set(&mut symbols, &pairs[..5]), set(&mut symbols, &pairs)] {
+            for (i, (name, value)) in pairs[..set.len()].iter().enumerate() {
+                let sym = symbols.intern_str(name);
+                // No hint yet, a hint at another entry, one past the end:
+                // each is searched, and the hint left at the entry found.
+                for start in [0, (i as u32 + 1) % set.len() as u32, 1000] {
+                    let hint = std::cell::Cell::new(start);
+                    let found = set.get_hinted(sym, &hint).map(|a| &a.value);
+                    assert_eq!(int(found), Some(*value));
+                    assert_eq!(set.as_slice()[hint.get() as usize].name, sym);
+                    assert_eq!(int(set.get_hinted(sym, &hint).map(|a| &a.value)), Some(*value));
+                }
+            }
+            let missing = symbols.intern_str("missing");
+            let hint = std::cell::Cell::new(3);
+            assert!(set.get_hinted(missing, &hint).is_none());
+            assert_eq!(hint.get(), 3, "a name not found leaves the hint");
         }
     }
 
