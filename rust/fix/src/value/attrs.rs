@@ -209,7 +209,10 @@ mod tests {
                     let found = set.get_hinted(sym, &hint).map(|a| &a.value);
                     assert_eq!(int(found), Some(*value));
                     assert_eq!(set.as_slice()[hint.get() as usize].name, sym);
-                    assert_eq!(int(set.get_hinted(sym, &hint).map(|a| &a.value)), Some(*value));
+                    assert_eq!(
+                        int(set.get_hinted(sym, &hint).map(|a| &a.value)),
+                        Some(*value)
+                    );
                 }
             }
             let missing = symbols.intern_str("missing");
