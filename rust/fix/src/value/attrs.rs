@@ -171,11 +171,16 @@ impl<'a> Attrs<'a> {
 mod tests {
     use super::*;
 
-    fn set(symbols: &mut Symbols, pairs: &[(&str, i64)]) -> Attrs<'static> {
+    /// `a0 = 0; a1 = 1; ...`, `n` entries: more than a linear scan's.
+    fn numbered(n: usize) -> Vec<(String, i64)> {
+        (0..n).map(|i| (format!("a{i}"), i as i64)).collect()
+    }
+
+    fn set<S: AsRef<str>>(symbols: &mut Symbols, pairs: &[(S, i64)]) -> Attrs<'static> {
         let entries = pairs
             .iter()
             .map(|(n, v)| Attr {
-                name: symbols.intern_str(n),
+                name: symbols.intern_str(n.as_ref()),
                 pos: Pos::NONE,
                 value: Value::Int(*v),
             })
@@ -193,12 +198,7 @@ mod tests {
     #[test]
     fn a_hinted_lookup_finds_the_name_wherever_the_hint_points() {
         let mut symbols = Symbols::new();
-        let names: Vec<String> = (0..20).map(|i| format!("a{i}")).collect();
-        let pairs: Vec<(&str, i64)> = names
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (n.as_str(), i as i64))
-            .collect();
+        let pairs = numbered(20);
         for set in [set(&mut symbols, &pairs[..5]), set(&mut symbols, &pairs)] {
             for (i, (name, value)) in pairs[..set.len()].iter().enumerate() {
                 let sym = symbols.intern_str(name);
@@ -225,15 +225,10 @@ mod tests {
     #[test]
     fn lookup_small_and_large() {
         let mut symbols = Symbols::new();
-        let names: Vec<String> = (0..20).map(|i| format!("a{i}")).collect();
-        let pairs: Vec<(&str, i64)> = names
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (n.as_str(), i as i64))
-            .collect();
+        let pairs = numbered(20);
         let big = set(&mut symbols, &pairs);
-        for (i, n) in names.iter().enumerate() {
-            assert_eq!(int(big.get(symbols.intern_str(n))), Some(i as i64));
+        for (n, v) in &pairs {
+            assert_eq!(int(big.get(symbols.intern_str(n))), Some(*v));
         }
         let small = set(&mut symbols, &[("x", 1)]);
         assert_eq!(int(small.get(symbols.intern_str("x"))), Some(1));
