@@ -74,16 +74,20 @@ impl<'a> Attrs<'a> {
         self.as_slice().is_empty()
     }
 
+    /// Where `name` is among the entries: a scan of a small set, a binary
+    /// search of a larger one.
     #[inline]
-    pub fn get_attr(&self, name: Sym) -> Option<&Attr<'a>> {
+    fn index_of(&self, name: Sym) -> Option<usize> {
         let entries = self.as_slice();
         if entries.len() <= LINEAR {
-            return entries.iter().find(|a| a.name == name);
+            return entries.iter().position(|a| a.name == name);
         }
-        entries
-            .binary_search_by_key(&name, |a| a.name)
-            .ok()
-            .map(|i| &entries[i])
+        entries.binary_search_by_key(&name, |a| a.name).ok()
+    }
+
+    #[inline]
+    pub fn get_attr(&self, name: Sym) -> Option<&Attr<'a>> {
+        self.index_of(name).map(|i| &self.as_slice()[i])
     }
 
     /// `get_attr`, trying the entry at `hint` first and leaving there
@@ -96,11 +100,9 @@ impl<'a> Attrs<'a> {
         {
             return Some(attr);
         }
-        let i = if entries.len() <= LINEAR {
-            entries.iter().position(|a| a.name == name)
-        } else {
-            entries.binary_search_by_key(&name, |a| a.name).ok()
-        }?;
+        let i = self.index_of(name)?;
+        // Only a hint: an index past u32 (never, in practice) is checked
+        // by name before it is used.
         hint.set(i as u32);
         Some(&entries[i])
     }
@@ -171,7 +173,7 @@ impl<'a> Attrs<'a> {
 mod tests {
     use super::*;
 
-    /// `a0 = 0; a1 = 1; ...`, `n` entries: more than a linear scan's.
+    /// `a0 = 0; a1 = 1; ...`: `n` entries.
     fn numbered(n: usize) -> Vec<(String, i64)> {
         (0..n).map(|i| (format!("a{i}"), i as i64)).collect()
     }
