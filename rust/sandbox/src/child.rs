@@ -80,10 +80,11 @@ pub(crate) enum Step {
     CloseRange,
     Seccomp,
     DirectPath,
+    JoinCgroup,
 }
 
 impl Step {
-    const ALL: [Step; 23] = [
+    const ALL: [Step; 24] = [
         Step::ParentGone,
         Step::Deathsig,
         Step::Setsid,
@@ -107,6 +108,7 @@ impl Step {
         Step::CloseRange,
         Step::Seccomp,
         Step::DirectPath,
+        Step::JoinCgroup,
     ];
 
     pub(crate) fn from_code(code: u32) -> Option<Step> {
@@ -138,6 +140,7 @@ impl Step {
             Step::CloseRange => "closing inherited descriptors on exec",
             Step::Seccomp => "installing the seccomp filter",
             Step::DirectPath => "handing the network's connect filter to Chock",
+            Step::JoinCgroup => "joining the sandbox's cgroup",
         }
     }
 }
@@ -214,14 +217,17 @@ pub(crate) struct ChildPlan {
     /// The host file systems whose free space init watches while the
     /// program runs (the workspace's and the cache's, by descriptor).
     pub(crate) watched: [RawFd; 2],
+    /// The `tasks` files of the v1 groups init joins itself (-1: none).
+    pub(crate) cgroup_tasks: [RawFd; 2],
 }
 
 /// Descriptors the child uses to talk to the parent.
 #[derive(Clone, Copy)]
 pub(crate) struct Channel {
     /// Read end: a first byte from the parent means build the sandbox, a
-    /// second that the cgroup holds init and the program may start; a
-    /// hang-up means the parent died or failed.
+    /// second that init is in its cgroup (cloned into it, joined by itself
+    /// or moved by the parent) and the program may start; a hang-up means
+    /// the parent died or failed.
     pub(crate) go: RawFd,
     /// The parent's write end of `go`, closed at once in the child.
     pub(crate) go_parent: RawFd,
@@ -266,6 +272,7 @@ pub(crate) fn run_init(plan: &ChildPlan, channel: Channel) -> ! {
     close(channel.go_parent);
     close(channel.report_parent);
     wait_for_go(channel);
+    join_cgroups(plan, channel);
     // SAFETY: plain prctl with integer arguments.
     check(
         channel,
@@ -342,6 +349,26 @@ fn wait_for_go(channel: Channel) {
             continue;
         }
         fail(channel, Step::ParentGone, 0, Errno::ESRCH);
+    }
+}
+
+/// Joins the sandbox's v1 groups: init writes `0`, itself, into each
+/// group's `tasks` file, opened by Chock (the kernel checks the opener's
+/// credentials). Moving the calling thread is the one move the kernel makes
+/// without its global threadgroup lock, whose writer waits for an RCU grace
+/// period; init has one thread, so that thread is the process, and the
+/// program, forked later, starts in the groups.
+fn join_cgroups(plan: &ChildPlan, channel: Channel) {
+    for (index, &fd) in plan.cgroup_tasks.iter().enumerate() {
+        if fd >= 0 {
+            check(
+                channel,
+                Step::JoinCgroup,
+                index as u32,
+                sys::write_all(fd, b"0"),
+            );
+            close(fd);
+        }
     }
 }
 

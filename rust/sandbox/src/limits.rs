@@ -284,6 +284,8 @@ fn v1_group<'a>(proc_cgroup: &'a str, controller: &str) -> Option<(&'a str, &'a 
 pub(crate) struct Cgroup {
     /// Every group made: the v2 one, or the v1 `memory` and `pids` ones.
     dirs: Vec<PathBuf>,
+    /// Whether the group is a v2 one, which a process can be started in.
+    unified: bool,
     /// Where `memory.events` (v2) or `memory.oom_control` (v1) is read.
     memory_events: PathBuf,
     /// Where `pids.events` is read.
@@ -337,6 +339,7 @@ impl Cgroup {
                 let group = make_group(dir).map_err(at(dir))?;
                 let cgroup = Cgroup {
                     dirs: vec![group.clone()],
+                    unified: true,
                     memory_events: group.join("memory.events"),
                     pids_events: group.join("pids.events"),
                 };
@@ -353,6 +356,7 @@ impl Cgroup {
                 let memory = make_group(memory).map_err(at(memory))?;
                 let mut cgroup = Cgroup {
                     dirs: vec![memory.clone()],
+                    unified: false,
                     memory_events: memory.join("memory.oom_control"),
                     pids_events: PathBuf::new(),
                 };
@@ -381,6 +385,42 @@ impl Cgroup {
         }
     }
 
+    /// The v2 group's directory, opened for `clone3`'s `CLONE_INTO_CGROUP`
+    /// (`sys::clone_process_into`); `None` for v1 groups, which a process
+    /// can only be moved into, or where the directory cannot be opened.
+    pub(crate) fn open_for_clone(&self) -> Option<std::os::fd::OwnedFd> {
+        let dir = self.dirs.first().filter(|_| self.unified)?;
+        nix::fcntl::open(
+            dir,
+            nix::fcntl::OFlag::O_RDONLY
+                | nix::fcntl::OFlag::O_DIRECTORY
+                | nix::fcntl::OFlag::O_CLOEXEC,
+            nix::sys::stat::Mode::empty(),
+        )
+        .ok()
+    }
+
+    /// The `tasks` file of each v1 group, opened for init to write itself
+    /// into (`child::join_cgroups`); none for a v2 group.
+    pub(crate) fn open_tasks(
+        &self,
+    ) -> Result<Vec<std::os::fd::OwnedFd>, (PathBuf, std::io::Error)> {
+        if self.unified {
+            return Ok(Vec::new());
+        }
+        self.dirs
+            .iter()
+            .map(|dir| {
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(dir.join("tasks"))
+                    .map(std::os::fd::OwnedFd::from)
+                    .map_err(|e| (dir.clone(), e))
+            })
+            .collect()
+    }
+
+    /// Moves `pid` into every group: a write to each `cgroup.procs`.
     pub(crate) fn attach(&self, pid: libc::pid_t) -> std::io::Result<()> {
         for dir in &self.dirs {
             std::fs::write(dir.join("cgroup.procs"), pid.to_string())?;
@@ -562,6 +602,76 @@ mod tests {
         }
         drop(cgroup);
         assert!(!dir.exists(), "the cgroup is removed when the sandbox ends");
+    }
+
+    /// As root, on the real cgroup v2 hierarchy (controllers are not needed
+    /// to hold a process): a process cloned into a v2 group is in it from
+    /// its start, with no move; a v1 group offers no directory to clone into.
+    #[test]
+    fn a_process_is_cloned_straight_into_a_v2_group() {
+        let Some(mount) = Mounts::default()
+            .v2()
+            .filter(|_| nix::unistd::geteuid().is_root())
+        else {
+            eprintln!("skipped: needs root and a cgroup v2 hierarchy");
+            return;
+        };
+        let group = make_group(&mount).expect("a group under the v2 root");
+        let cgroup = Cgroup {
+            dirs: vec![group.clone()],
+            unified: true,
+            memory_events: PathBuf::new(),
+            pids_events: PathBuf::new(),
+        };
+        let legacy = Cgroup {
+            unified: false,
+            dirs: vec![group.clone()],
+            memory_events: PathBuf::new(),
+            pids_events: PathBuf::new(),
+        };
+        assert!(legacy.open_for_clone().is_none());
+        let dir = cgroup.open_for_clone().expect("the group's directory");
+        let (hold_read, hold_write) =
+            nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).expect("pipe");
+        let mut pidfd = -1;
+        // SAFETY: the child only reads a pipe and leaves with _exit.
+        let pid = unsafe {
+            crate::sys::clone_process_into(0, &mut pidfd, std::os::fd::AsRawFd::as_raw_fd(&dir))
+        }
+        .expect("clone3 into the group");
+        if pid == 0 {
+            let mut byte = [0u8; 1];
+            // SAFETY: closing this copy of the write end, then reading into
+            // a local buffer until the parent's copy closes.
+            unsafe { libc::close(std::os::fd::AsRawFd::as_raw_fd(&hold_write)) };
+            unsafe {
+                libc::read(
+                    std::os::fd::AsRawFd::as_raw_fd(&hold_read),
+                    byte.as_mut_ptr().cast(),
+                    1,
+                )
+            };
+            crate::sys::exit_now(0);
+        }
+        // SAFETY: the kernel gave us this pidfd.
+        drop(unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(pidfd) });
+        let name = group
+            .file_name()
+            .expect("name")
+            .to_string_lossy()
+            .into_owned();
+        let own = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).expect("its cgroups");
+        let procs =
+            std::fs::read_to_string(group.join("cgroup.procs")).expect("the group's processes");
+        drop(hold_write);
+        nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None).expect("reaped");
+        assert!(
+            unified_path(&own).is_some_and(|path| path.ends_with(&format!("/{name}"))),
+            "{own}"
+        );
+        assert_eq!(procs.trim(), pid.to_string());
+        drop(cgroup);
+        assert!(!group.exists(), "the empty group is removed");
     }
 
     proptest::proptest! {

@@ -417,6 +417,12 @@ impl Sandbox {
             }
             (None, None, None) => [None, None, None],
         };
+        let tasks = match &cgroup {
+            Some(cgroup) => cgroup
+                .open_tasks()
+                .map_err(|(dir, e)| SandboxError::host("opening the tasks file of", dir, e))?,
+            None => Vec::new(),
+        };
         let dialer = if self.dialer {
             Some(crate::publish::pair()?)
         } else {
@@ -444,6 +450,7 @@ impl Sandbox {
                 self.anchors.workspace.as_raw_fd(),
                 self.anchors.cache.as_raw_fd(),
             ],
+            cgroup_tasks: [0, 1].map(|i| tasks.get(i).map_or(-1, AsRawFd::as_raw_fd)),
             direct: direct.as_ref().map(|(_, theirs)| crate::net::DirectPlan {
                 sock: theirs.as_raw_fd(),
                 filter: seccomp::connect_notify_program(),
@@ -461,18 +468,32 @@ impl Sandbox {
             | libc::CLONE_NEWNS
             | libc::CLONE_NEWNET;
         let mut pidfd: RawFd = -1;
-        // SAFETY: the child runs only allocation-free code (child::run_init)
-        // and never returns.
-        let pid =
-            unsafe { crate::sys::clone_process(flags, Some(&mut pidfd)) }.map_err(|errno| {
-                SandboxError::Sys {
-                    what: "creating the namespaces (clone)",
-                    errno,
-                }
-            })?;
+        // A v2 group is joined by init's clone, v1 groups by init itself
+        // (child::join_cgroups); a v2 group on a kernel older than 5.7 by a
+        // move below.
+        let into = cgroup.as_ref().and_then(Cgroup::open_for_clone);
+        let cloned_into = into.as_ref().and_then(|dir| {
+            // SAFETY: the child runs only allocation-free code
+            // (child::run_init) and never returns.
+            match unsafe { crate::sys::clone_process_into(flags, &mut pidfd, dir.as_raw_fd()) } {
+                Err(Errno::ENOSYS | Errno::E2BIG | Errno::EINVAL) => None,
+                cloned => Some(cloned),
+            }
+        });
+        let joined = cloned_into.is_some() || !tasks.is_empty();
+        let pid = match cloned_into {
+            Some(cloned) => cloned,
+            // SAFETY: as for the clone into a group above.
+            None => unsafe { crate::sys::clone_process(flags, Some(&mut pidfd)) },
+        }
+        .map_err(|errno| SandboxError::Sys {
+            what: "creating the namespaces (clone)",
+            errno,
+        })?;
         if pid == 0 {
             child::run_init(&plan, channel);
         }
+        drop((into, tasks));
         // SAFETY: the kernel gave us this pidfd, and nothing else owns it.
         let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd) };
         // The network is set up before init may start (and before it makes
@@ -538,7 +559,7 @@ impl Sandbox {
         // swapped mount source): then there is nothing to bound, the move
         // finds no process and the second byte no reader, and `wait` reports
         // init's own reason.
-        if let Some(cgroup) = &running.cgroup {
+        if let Some(cgroup) = running.cgroup.as_ref().filter(|_| !joined) {
             match cgroup.attach(pid) {
                 Err(e) if e.raw_os_error() != Some(libc::ESRCH) => {
                     return Err(SandboxError::host(

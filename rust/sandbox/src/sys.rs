@@ -1,5 +1,6 @@
 //! The raw system calls the sandbox needs and that neither libc nor nix wraps
-//! the way we need them: clone with a pidfd and no new stack, the Landlock
+//! the way we need them: clone with a pidfd and no new stack (into a cgroup
+//! with clone3), the Landlock
 //! calls on a ruleset fd, `mount_setattr`, `pivot_root`, `close_range` and
 //! `pidfd_send_signal`; in [`notify`], those of the router's direct path
 //! (seccomp notifications, `pidfd_getfd`, socket options).
@@ -18,6 +19,7 @@ use nix::errno::Errno;
 pub(crate) mod notify;
 
 const SYS_PIDFD_SEND_SIGNAL: libc::c_long = 424;
+const SYS_CLONE3: libc::c_long = 435;
 const SYS_CLOSE_RANGE: libc::c_long = 436;
 const SYS_OPEN_TREE: libc::c_long = 428;
 const SYS_MOVE_MOUNT: libc::c_long = 429;
@@ -529,6 +531,60 @@ pub(crate) unsafe fn clone_process(
     // (flags, stack, parent_tid, ...) is the same on x86_64 and aarch64 for the
     // first three arguments, and CLONE_PIDFD writes through parent_tid.
     let ret = unsafe { libc::syscall(libc::SYS_clone, flags, 0usize, pidfd_ptr, 0usize, 0usize) };
+    result(ret).map(|pid| pid as libc::pid_t)
+}
+
+/// `CLONE_INTO_CGROUP` (linux/sched.h, Linux 5.7).
+const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
+
+/// `struct clone_args` up to its `cgroup` field (`CLONE_ARGS_SIZE_VER2`).
+#[repr(C)]
+#[derive(Default)]
+struct CloneArgs {
+    flags: u64,
+    pidfd: u64,
+    child_tid: u64,
+    parent_tid: u64,
+    exit_signal: u64,
+    stack: u64,
+    stack_size: u64,
+    tls: u64,
+    set_tid: u64,
+    set_tid_size: u64,
+    cgroup: u64,
+}
+
+/// [`clone_process`] with a pidfd, the child started in the cgroup v2
+/// group whose directory `cgroup` is open (`clone3` with
+/// `CLONE_INTO_CGROUP`): it is in the group from its first instruction and
+/// no process is moved, where a move (a write to `cgroup.procs`) waits for
+/// an RCU grace period, milliseconds on an idle machine. A kernel older
+/// than 5.7 answers `ENOSYS`, `E2BIG` or `EINVAL`.
+///
+/// # Safety
+/// As for [`clone_process`].
+pub(crate) unsafe fn clone_process_into(
+    flags: libc::c_int,
+    pidfd: &mut RawFd,
+    cgroup: RawFd,
+) -> Result<libc::pid_t, Errno> {
+    let args = CloneArgs {
+        flags: flags as u64 | libc::CLONE_PIDFD as u64 | CLONE_INTO_CGROUP,
+        pidfd: pidfd as *mut RawFd as u64,
+        exit_signal: libc::SIGCHLD as u64,
+        cgroup: cgroup as u64,
+        ..CloneArgs::default()
+    };
+    // SAFETY: `args` is a live clone_args of the size passed; a zero stack
+    // gives fork semantics, and the kernel writes the pidfd through the
+    // pointer to the caller's RawFd.
+    let ret = unsafe {
+        libc::syscall(
+            SYS_CLONE3,
+            &args as *const CloneArgs,
+            std::mem::size_of::<CloneArgs>(),
+        )
+    };
     result(ret).map(|pid| pid as libc::pid_t)
 }
 
