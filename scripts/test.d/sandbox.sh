@@ -5,9 +5,10 @@
 #   3. a changed dev shell is built only as `chock build` would build it:
 #      refused without a rule (exit 3, nothing built), built with one;
 #   4. `chock exec -- /bin/true` against `bwrap --ro-bind / / --unshare-all
-#      /bin/true`: the wall time of each (30 rounds, taking turns), medians
-#      and their ratio, then the CPU per start of each (5 rounds taking
-#      turns, the median round) and its ratio (figures in docs/benchmarks.md).
+#      /bin/true` and against bwrap building the tree Chock builds: the wall
+#      time of each (30 rounds, taking turns), medians and their ratios, then
+#      the CPU per start of each (5 rounds taking turns, the median round)
+#      and its ratios (figures in docs/benchmarks.md).
 # Needs user namespaces, Landlock, the Nix daemon, bwrap and python3
 # (scripts/setup installs and starts them). Exits non-zero on a failure;
 # the benchmark only reports.
@@ -87,42 +88,64 @@ printf '.{ .policy = .{ .rules = .{ .{ .action = "exec.unparsed", .decision = .a
 # loading the policy, the decision-log line and its own mount tree.
 bwrap_cmd=(bwrap --ro-bind / / --unshare-all --new-session --die-with-parent /bin/true)
 "${bwrap_cmd[@]}"
-# Taking turns: each round runs bwrap, then chock exec, so a change in the
-# machine's load falls on both (one command's runs after the other's would
-# each see another load).
-python3 - "${CHOCK_BENCH_RUNS:-30}" "$CHOCK_BIN" "$project" "${bwrap_cmd[@]}" <<'PY'
+# The same reference building the tree Chock builds on this machine (the
+# host's toolchain, the store, /dev with its pseudo-terminals, a fresh
+# /proc, a private /tmp, the project and its cache read-write, the root
+# read-only), so the figures tell the price of that tree from the price of
+# Chock's own work.
+cache_dir=$work/bench-cache
+mkdir -p "$cache_dir"
+same_tree=(bwrap --unshare-all --new-session --die-with-parent --tmpfs / --ro-bind /usr /usr)
+for top in bin sbin lib lib64; do
+  if [[ -L /$top ]]; then same_tree+=(--symlink "$(readlink "/$top")" "/$top")
+  elif [[ -d /$top ]]; then same_tree+=(--ro-bind "/$top" "/$top"); fi
+done
+same_tree+=(--ro-bind-try /nix/store /nix/store --ro-bind-try /etc/alternatives /etc/alternatives
+  --ro-bind-try /etc/ld.so.cache /etc/ld.so.cache --dev /dev --proc /proc --tmpfs /tmp
+  --bind "$project" "$project" --bind "$cache_dir" /run/chock/cache --remount-ro / /bin/true)
+"${same_tree[@]}"
+chock_cmd=("$CHOCK_BIN" exec --project "$project" -- /bin/true)
+# Taking turns: each round runs the three one after the other, so a change
+# in the machine's load falls on all (one command's runs after another's
+# would each see another load).
+python3 - "${CHOCK_BENCH_RUNS:-30}" "${#bwrap_cmd[@]}" "${#same_tree[@]}" "${bwrap_cmd[@]}" "${same_tree[@]}" "${chock_cmd[@]}" <<'PY'
 import statistics, subprocess, sys, time
-rounds, chock, project, bwrap = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4:]
-commands = {"bwrap": bwrap, "chock exec": [chock, "exec", "--project", project, "--", "/bin/true"]}
+rounds, n_bwrap, n_same = (int(a) for a in sys.argv[1:4])
+argv = sys.argv[4:]
+commands = {"bwrap": argv[:n_bwrap], "same tree": argv[n_bwrap:n_bwrap + n_same], "chock": argv[n_bwrap + n_same:]}
 times = {name: [] for name in commands}
 for _ in range(rounds + 5):
-    for name, argv in commands.items():
+    for name, command in commands.items():
         start = time.perf_counter()
-        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+        subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
         times[name].append(time.perf_counter() - start)
 # The first five rounds warm the caches and are not counted.
-bwrap_ms, chock_ms = (statistics.median(times[n][5:]) * 1000 for n in commands)
-print(f"median wall time, taking turns: bwrap {bwrap_ms:.1f} ms, chock exec {chock_ms:.1f} ms, ratio {chock_ms / bwrap_ms:.2f}x")
+ms = {n: statistics.median(t[5:]) * 1000 for n, t in times.items()}
+print(f"median wall time, taking turns: bwrap {ms['bwrap']:.1f} ms, bwrap building Chock's tree {ms['same tree']:.1f} ms, "
+      f"chock exec {ms['chock']:.1f} ms; ratio {ms['chock'] / ms['bwrap']:.2f}x, "
+      f"{ms['chock'] / ms['same tree']:.2f}x against the same tree")
 PY
 # Wall time on a loaded machine is mostly waiting for a CPU, so the steadier
 # figure is the CPU a start costs: perf's task-clock, which counts every
 # process and thread the command made (getrusage would miss bwrap's: its
 # sandbox's first process is not reaped by the bwrap that is waited for).
-# Five rounds of each, taking turns, so a change in load falls on both;
+# Five rounds of each, taking turns, so a change in load falls on all;
 # the median round, so one round that met a burst of other work does not
 # move the figure.
 if command -v perf >/dev/null && perf stat -e task-clock true >/dev/null 2>&1; then
   cpu() { perf stat -x, -r "$1" -e task-clock "${@:2}" 2>&1 >/dev/null | awk -F, '/task-clock/ { print $1 }'; }
   runs=$(( (${CHOCK_BENCH_RUNS:-30} + 4) / 5 ))
-  b=() c=()
+  b=() s=() c=()
   for _ in 1 2 3 4 5; do
     b+=("$(cpu "$runs" "${bwrap_cmd[@]}")")
-    c+=("$(cpu "$runs" "$CHOCK_BIN" exec --project "$project" -- /bin/true)")
+    s+=("$(cpu "$runs" "${same_tree[@]}")")
+    c+=("$(cpu "$runs" "${chock_cmd[@]}")")
   done
-  python3 - "${b[*]}" "${c[*]}" <<'PY'
+  python3 - "${b[*]}" "${s[*]}" "${c[*]}" <<'PY'
 import statistics, sys
-b, c = (statistics.median(float(v) for v in arg.split()) for arg in sys.argv[1:3])
-print(f"CPU per start (perf task-clock, median of 5 rounds): bwrap {b:.2f} ms, chock exec {c:.2f} ms, ratio {c / b:.2f}x")
+b, s, c = (statistics.median(float(v) for v in arg.split()) for arg in sys.argv[1:4])
+print(f"CPU per start (perf task-clock, median of 5 rounds): bwrap {b:.2f} ms, bwrap building Chock's tree {s:.2f} ms, "
+      f"chock exec {c:.2f} ms; ratio {c / b:.2f}x, {c / s:.2f}x against the same tree")
 PY
 else
   echo "CPU per start: perf is not installed (apt-get install linux-perf), not measured"
