@@ -28,7 +28,9 @@ pub struct Stats {
     /// Attribute sets made (literals, `//`, builtins).
     pub sets: u64,
     /// Value allocations (lists, sets, strings, environments, thunks,
-    /// closures) and their bytes.
+    /// closures) and their bytes, a small block's counted at the size of
+    /// its class (a multiple of 8; see `thin`). The small ones are counted
+    /// by the allocator as it takes them, beside the free list it reads.
     pub allocations: u64,
     pub allocated_bytes: u64,
     /// The most bytes held for values at one time (small blocks counted by
@@ -47,6 +49,8 @@ pub enum Counter {
     PrimopCalls,
     AttrLookups,
     Sets,
+    /// Blocks larger than a small block's (from mimalloc), and their
+    /// bytes; the small ones are counted by `thin` as it takes them.
     Allocations,
     AllocatedBytes,
 }
@@ -74,6 +78,7 @@ pub fn add(counter: Counter, n: u64) {
 
 /// The counts of this thread's evaluation so far.
 pub fn snapshot() -> Stats {
+    let (small_blocks, small_bytes) = crate::thin::small_blocks_taken();
     COUNTS.with(|c| {
         let get = |counter: Counter| c[counter as usize].get();
         Stats {
@@ -84,8 +89,8 @@ pub fn snapshot() -> Stats {
             primop_calls: get(Counter::PrimopCalls),
             attr_lookups: get(Counter::AttrLookups),
             sets: get(Counter::Sets),
-            allocations: get(Counter::Allocations),
-            allocated_bytes: get(Counter::AllocatedBytes),
+            allocations: get(Counter::Allocations) + small_blocks,
+            allocated_bytes: get(Counter::AllocatedBytes) + small_bytes,
             peak_live_bytes: crate::memory::peak() as u64,
         }
     })

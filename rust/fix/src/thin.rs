@@ -114,6 +114,9 @@ struct SmallBlocks {
     /// Set when the thread's chunks were freed: a block freed later (never,
     /// see above) is left where it is, as it may be inside a freed chunk.
     gone: Cell<bool>,
+    /// Blocks taken per size class, for `--stats` (`small_blocks_taken`):
+    /// one increment beside the free-list head this code reads anyway.
+    taken: [Cell<u64>; SMALL_CLASSES],
 }
 
 /// The thread's chunks: the current one, linked to the ones before it.
@@ -124,6 +127,8 @@ impl SmallBlocks {
     /// if the kernel has no memory.
     #[inline(always)]
     fn take(&self, class: usize, size: usize) -> *mut u8 {
+        let taken = &self.taken[class];
+        taken.set(taken.get().wrapping_add(1));
         let head = &self.heads[class];
         let block = head.get();
         if !block.is_null() {
@@ -277,6 +282,7 @@ thread_local! {
             fresh: Cell::new(ptr::null_mut()),
             end: Cell::new(ptr::null_mut()),
             gone: Cell::new(false),
+            taken: [const { Cell::new(0) }; SMALL_CLASSES],
         }
     };
     static CHUNKS: Chunks = const { Chunks(Cell::new(ptr::null_mut())) };
@@ -306,8 +312,26 @@ fn allocate(layout: Layout) -> *mut u8 {
         return SMALL.with(|s| s.take(class, size));
     }
     crate::memory::allocated(layout.size());
+    crate::stats::count(crate::stats::Counter::Allocations);
+    crate::stats::add(crate::stats::Counter::AllocatedBytes, layout.size() as u64);
     // SAFETY: mi_malloc has no preconditions; the size is never zero here.
     unsafe { libmimalloc_sys::mi_malloc(layout.size()).cast::<u8>() }
+}
+
+/// The small blocks this thread took, and their bytes (each block counted
+/// at its size class's size).
+pub(crate) fn small_blocks_taken() -> (u64, u64) {
+    SMALL
+        .try_with(|s| {
+            s.taken
+                .iter()
+                .enumerate()
+                .fold((0, 0), |(blocks, bytes), (class, taken)| {
+                    let n = taken.get();
+                    (blocks + n, bytes + n * ((class as u64 + 1) * 8))
+                })
+        })
+        .unwrap_or_default()
 }
 
 /// Frees a block from `allocate` of `size` bytes.
@@ -415,8 +439,6 @@ impl<H, T> ThinRc<H, T> {
         if raw.is_null() {
             alloc::handle_alloc_error(layout)
         }
-        crate::stats::count(crate::stats::Counter::Allocations);
-        crate::stats::add(crate::stats::Counter::AllocatedBytes, layout.size() as u64);
         // SAFETY: `raw` is a fresh allocation sized for the length word (if
         // any), `Inner` and `len` elements; these writes and the data
         // pointer stay inside it.
