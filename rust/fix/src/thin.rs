@@ -426,7 +426,7 @@ impl<H, T> ThinRc<H, T> {
     /// A fresh block for `len` elements with the count, length and header
     /// written; the elements are still to be written, at the returned
     /// pointer.
-    #[inline]
+    #[inline(always)]
     fn start(header: H, len: usize) -> (NonNull<Inner<H, T>>, *mut T, Layout) {
         // A block without a length word has no room to say it holds
         // elements (`Shared` never does).
