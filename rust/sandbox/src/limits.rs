@@ -301,11 +301,40 @@ pub struct CgroupEvents {
     pub pids_max: u64,
 }
 
-/// Makes `chock-<pid>-<n>` under `parent`. A group of that name can be
-/// left by an earlier Chock that had this pid and was killed before it
-/// removed its groups: it is removed when empty (the kernel refuses to
+/// Removes the groups under `parent` that a Chock killed before it
+/// removed them left behind: `chock-<pid>-<n>` whose pid is no live
+/// process. The kernel refuses to remove a group that still holds a
+/// process, so only empty ones go; a live pid's groups are never touched.
+fn sweep_left_groups(parent: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("chock-"))
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<i32>().ok())
+            .filter(|pid| *pid > 0)
+        else {
+            continue;
+        };
+        let gone = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None)
+            == Err(nix::errno::Errno::ESRCH);
+        if gone {
+            let _ = std::fs::remove_dir(entry.path());
+        }
+    }
+}
+
+/// Makes `chock-<pid>-<n>` under `parent`, after sweeping the groups that
+/// killed Chocks left there (`sweep_left_groups`). A group of that name
+/// can be left by an earlier Chock that had this pid and was killed before
+/// it removed its groups: it is removed when empty (the kernel refuses to
 /// remove a group that holds a process) and the next name is tried.
 fn make_group(parent: &Path) -> std::io::Result<PathBuf> {
+    sweep_left_groups(parent);
     static COUNTER: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     const ATTEMPTS: u32 = 64;
     let mut attempt = 0;
@@ -479,6 +508,36 @@ mod tests {
             assert!(!group.join("tasks").exists(), "a busy group was reused");
             assert!(!made.contains(&group));
             made.push(group);
+        }
+    }
+
+    /// Groups that killed Chocks left: an empty one whose pid is gone is
+    /// removed; one that cannot be removed (a group still holding a
+    /// process; here a folder with a file), a live pid's, and any other
+    /// name stay.
+    #[test]
+    fn groups_left_by_killed_processes_are_swept() {
+        let parent = tempfile::tempdir().expect("tempdir");
+        let mut child = std::process::Command::new("true")
+            .spawn()
+            .expect("spawn true");
+        let dead = child.id();
+        child.wait().expect("reaped");
+        let live = std::process::id();
+        let dir = |name: String| {
+            let path = parent.path().join(name);
+            std::fs::create_dir(&path).expect("mkdir");
+            path
+        };
+        let left = dir(format!("chock-{dead}-0"));
+        let busy = dir(format!("chock-{dead}-1"));
+        std::fs::write(busy.join("tasks"), "1\n").expect("write");
+        let ours = dir(format!("chock-{live}-7"));
+        let other = dir(format!("chock-x-{dead}"));
+        sweep_left_groups(parent.path());
+        assert!(!left.exists(), "an empty group of a dead pid stays");
+        for kept in [&busy, &ours, &other] {
+            assert!(kept.exists(), "{} was removed", kept.display());
         }
     }
 
