@@ -511,18 +511,22 @@ mod tests {
         }
     }
 
-    /// Groups that killed Chocks left: an empty one whose pid is gone is
-    /// removed; one that cannot be removed (a group still holding a
-    /// process; here a folder with a file), a live pid's, and any other
-    /// name stay.
-    #[test]
-    fn groups_left_by_killed_processes_are_swept() {
-        let parent = tempfile::tempdir().expect("tempdir");
+    /// A pid that was a process and is gone.
+    fn dead_pid() -> u32 {
         let mut child = std::process::Command::new("true")
             .spawn()
             .expect("spawn true");
         let dead = child.id();
         child.wait().expect("reaped");
+        dead
+    }
+
+    /// The names a sweep reads: an empty group whose pid is gone is
+    /// removed; a live pid's and any other name stay.
+    #[test]
+    fn groups_left_by_killed_processes_are_swept_by_name() {
+        let parent = tempfile::tempdir().expect("tempdir");
+        let dead = dead_pid();
         let live = std::process::id();
         let dir = |name: String| {
             let path = parent.path().join(name);
@@ -530,13 +534,16 @@ mod tests {
             path
         };
         let left = dir(format!("chock-{dead}-0"));
-        let busy = dir(format!("chock-{dead}-1"));
-        std::fs::write(busy.join("tasks"), "1\n").expect("write");
         let ours = dir(format!("chock-{live}-7"));
-        let other = dir(format!("chock-x-{dead}"));
+        let others = [
+            dir(format!("chock-x-{dead}")),
+            dir(format!("chock-{dead}")),
+            dir(format!("other-{dead}-0")),
+            dir("chock-0-0".into()),
+        ];
         sweep_left_groups(parent.path());
         assert!(!left.exists(), "an empty group of a dead pid stays");
-        for kept in [&busy, &ours, &other] {
+        for kept in others.iter().chain([&ours]) {
             assert!(kept.exists(), "{} was removed", kept.display());
         }
     }
@@ -663,67 +670,96 @@ mod tests {
         assert!(!dir.exists(), "the cgroup is removed when the sandbox ends");
     }
 
-    /// As root, on the real cgroup v2 hierarchy (controllers are not needed
-    /// to hold a process): a process cloned into a v2 group is in it from
-    /// its start, with no move; a v1 group offers no directory to clone into.
-    #[test]
-    fn a_process_is_cloned_straight_into_a_v2_group() {
-        let Some(mount) = Mounts::default()
+    /// The cgroup v2 hierarchy, for a test that needs root to make groups
+    /// in it (controllers are not needed to hold a process).
+    fn v2_hierarchy_as_root() -> Option<PathBuf> {
+        let mount = Mounts::default()
             .v2()
-            .filter(|_| nix::unistd::geteuid().is_root())
-        else {
+            .filter(|_| nix::unistd::geteuid().is_root());
+        if mount.is_none() {
             eprintln!("skipped: needs root and a cgroup v2 hierarchy");
-            return;
-        };
-        let group = make_group(&mount).expect("a group under the v2 root");
-        let cgroup = Cgroup {
-            dirs: vec![group.clone()],
+        }
+        mount
+    }
+
+    /// A process cloned into the v2 group `cgroup` (`clone3` with
+    /// `CLONE_INTO_CGROUP`), waiting there until `release`.
+    struct Held {
+        pid: libc::pid_t,
+        hold: std::os::fd::OwnedFd,
+    }
+
+    impl Held {
+        fn in_group(cgroup: &Cgroup) -> Held {
+            use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+            let dir = cgroup.open_for_clone().expect("the group's directory");
+            let (wait, hold) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).expect("pipe");
+            let mut pidfd = -1;
+            // SAFETY: the child only closes its copy of the write end, reads
+            // the pipe until the parent's copy closes, and leaves with _exit.
+            let pid = unsafe { crate::sys::clone_process_into(0, &mut pidfd, dir.as_raw_fd()) }
+                .expect("clone3 into the group");
+            if pid == 0 {
+                let mut byte = [0u8; 1];
+                // SAFETY: closing a descriptor this process holds, then
+                // reading into a local buffer.
+                unsafe {
+                    libc::close(hold.as_raw_fd());
+                    libc::read(wait.as_raw_fd(), byte.as_mut_ptr().cast(), 1);
+                }
+                crate::sys::exit_now(0);
+            }
+            // SAFETY: the kernel gave us this pidfd, and nothing else owns it.
+            drop(unsafe { OwnedFd::from_raw_fd(pidfd) });
+            Held { pid, hold }
+        }
+
+        fn release(self) {
+            drop(self.hold);
+            nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(self.pid), None).expect("reaped");
+        }
+    }
+
+    fn v2_group(dir: PathBuf) -> Cgroup {
+        Cgroup {
+            dirs: vec![dir],
             unified: true,
             memory_events: PathBuf::new(),
             pids_events: PathBuf::new(),
+        }
+    }
+
+    /// As root, on the real cgroup v2 hierarchy: a process cloned into a v2
+    /// group is in it from its start, with no move; a v1 group offers no
+    /// directory to clone into.
+    #[test]
+    fn a_process_is_cloned_straight_into_a_v2_group() {
+        let Some(mount) = v2_hierarchy_as_root() else {
+            return;
         };
-        let legacy = Cgroup {
-            unified: false,
+        let group = make_group(&mount).expect("a group under the v2 root");
+        let cgroup = v2_group(group.clone());
+        // The same directory seen as a v1 group (not dropped: it would
+        // remove the group).
+        let legacy = std::mem::ManuallyDrop::new(Cgroup {
             dirs: vec![group.clone()],
+            unified: false,
             memory_events: PathBuf::new(),
             pids_events: PathBuf::new(),
-        };
+        });
         assert!(legacy.open_for_clone().is_none());
-        let dir = cgroup.open_for_clone().expect("the group's directory");
-        let (hold_read, hold_write) =
-            nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).expect("pipe");
-        let mut pidfd = -1;
-        // SAFETY: the child only reads a pipe and leaves with _exit.
-        let pid = unsafe {
-            crate::sys::clone_process_into(0, &mut pidfd, std::os::fd::AsRawFd::as_raw_fd(&dir))
-        }
-        .expect("clone3 into the group");
-        if pid == 0 {
-            let mut byte = [0u8; 1];
-            // SAFETY: closing this copy of the write end, then reading into
-            // a local buffer until the parent's copy closes.
-            unsafe { libc::close(std::os::fd::AsRawFd::as_raw_fd(&hold_write)) };
-            unsafe {
-                libc::read(
-                    std::os::fd::AsRawFd::as_raw_fd(&hold_read),
-                    byte.as_mut_ptr().cast(),
-                    1,
-                )
-            };
-            crate::sys::exit_now(0);
-        }
-        // SAFETY: the kernel gave us this pidfd.
-        drop(unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(pidfd) });
+        let held = Held::in_group(&cgroup);
         let name = group
             .file_name()
             .expect("name")
             .to_string_lossy()
             .into_owned();
-        let own = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).expect("its cgroups");
+        let own =
+            std::fs::read_to_string(format!("/proc/{}/cgroup", held.pid)).expect("its cgroups");
         let procs =
             std::fs::read_to_string(group.join("cgroup.procs")).expect("the group's processes");
-        drop(hold_write);
-        nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None).expect("reaped");
+        let pid = held.pid;
+        held.release();
         assert!(
             unified_path(&own).is_some_and(|path| path.ends_with(&format!("/{name}"))),
             "{own}"
@@ -731,6 +767,30 @@ mod tests {
         assert_eq!(procs.trim(), pid.to_string());
         drop(cgroup);
         assert!(!group.exists(), "the empty group is removed");
+    }
+
+    /// As root, on the real cgroup v2 hierarchy: of two groups named for a
+    /// pid that is gone, the empty one is swept and the one still holding a
+    /// process stays (the kernel refuses to remove it).
+    #[test]
+    fn a_sweep_removes_empty_left_groups_and_never_a_busy_one() {
+        let Some(mount) = v2_hierarchy_as_root() else {
+            return;
+        };
+        let dead = dead_pid();
+        let left = mount.join(format!("chock-{dead}-0"));
+        let busy = v2_group(mount.join(format!("chock-{dead}-1")));
+        for dir in [&left, &busy.dirs[0]] {
+            std::fs::create_dir(dir).expect("a group under the v2 root");
+        }
+        let held = Held::in_group(&busy);
+        sweep_left_groups(&mount);
+        let busy_stayed = busy.dirs[0].exists();
+        held.release();
+        let _ = std::fs::remove_dir(&left);
+        drop(busy);
+        assert!(busy_stayed, "a group holding a process was removed");
+        assert!(!left.exists(), "an empty group of a dead pid stays");
     }
 
     proptest::proptest! {

@@ -1,7 +1,7 @@
 //! The raw system calls the sandbox needs and that neither libc nor nix wraps
-//! the way we need them: clone with a pidfd and no new stack (into a cgroup
-//! with clone3), the Landlock
-//! calls on a ruleset fd, `mount_setattr`, `pivot_root`, `close_range` and
+//! the way we need them: clone with a pidfd and no new stack (and `clone3`
+//! into a cgroup), the Landlock calls on a ruleset fd, `mount_setattr`,
+//! `pivot_root`, `close_range` and
 //! `pidfd_send_signal`; in [`notify`], those of the router's direct path
 //! (seccomp notifications, `pidfd_getfd`, socket options).
 //!
