@@ -389,7 +389,7 @@ fn a_reply_cancelled_while_it_streams_is_dropped() {
         .into_iter()
         .flat_map(|piece| match piece {
             Piece::Bytes(bytes) => bytes,
-            Piece::Pause(_) | Piece::Hang(_) => Vec::new(),
+            Piece::Pause(_) | Piece::Hang(_) | Piece::Until(_) => Vec::new(),
         })
         .collect();
     let stall = whole

@@ -240,17 +240,14 @@ fn an_ask_with_no_terminal_reaches_chock_approve() {
             json!({"path": "note.txt", "content": "asked\n"}),
         )],
     );
-    // The reply waits until `chock approve` watches the session.
-    first
-        .body
-        .insert(0, loopback::Piece::Pause(std::time::Duration::from_secs(3)));
+    let watching = held_until_approve_watches(&mut first);
     let server = Server::start(vec![first, reply(kind, "Written.", &[])]);
     let fx = project(
         kind,
         &server,
         r#".{ .action = "call.write_file", .decision = .ask }"#,
     );
-    let (question, out) = run_answered_in_approve(&fx, "write a note", "y");
+    let (question, out) = run_answered_in_approve(&fx, "write a note", "y", &watching);
     assert!(question.contains("call.write_file"), "{question}");
     assert!(out.status.success(), "{}", describe(&out));
     assert_eq!(
@@ -266,8 +263,24 @@ fn an_ask_with_no_terminal_reaches_chock_approve() {
 /// `chock run -- TASK` with nobody at its terminal and a real `chock
 /// approve` beside it, whose first question (`[y/N]`) is answered `answer`:
 /// the question as shown, and the run's output.
-fn run_answered_in_approve(fx: &Fixture, task: &str, answer: &str) -> (String, Output) {
-    run_answered_in_approve_at(fx, task, "[y/N]", answer)
+fn run_answered_in_approve(
+    fx: &Fixture,
+    task: &str,
+    answer: &str,
+    watching: &loopback::Signal,
+) -> (String, Output) {
+    run_answered_in_approve_at(fx, task, "[y/N]", answer, watching)
+}
+
+/// Holds `first`, the reply whose call asks a person, until `chock approve`
+/// watches the session (a question asked before then finds nobody watching
+/// and is refused); [`run_answered_in_approve`] raises the signal returned.
+fn held_until_approve_watches(first: &mut loopback::Scripted) -> loopback::Signal {
+    let watching = loopback::Signal::default();
+    first
+        .body
+        .insert(0, loopback::Piece::Until(watching.clone()));
+    watching
 }
 
 /// [`run_answered_in_approve`], answering once `chock approve` shows `prompt`.
@@ -276,6 +289,7 @@ fn run_answered_in_approve_at(
     task: &str,
     prompt: &'static str,
     answer: &str,
+    watching: &loopback::Signal,
 ) -> (String, Output) {
     use std::io::{Read, Write};
     use std::process::Stdio;
@@ -298,6 +312,7 @@ fn run_answered_in_approve_at(
     let mut answers = approver.stdin.take().expect("stdin");
     let mut shown = approver.stdout.take().expect("stdout");
     let (tell, heard) = std::sync::mpsc::channel();
+    let watching = watching.clone();
     std::thread::spawn(move || {
         let mut seen = String::new();
         let mut buffer = [0u8; 4096];
@@ -306,6 +321,10 @@ fn run_answered_in_approve_at(
                 break;
             }
             seen.push_str(&String::from_utf8_lossy(&buffer[..n]));
+            // Printed once the session says it is watched.
+            if seen.contains("watching chock mcp") {
+                watching.raise();
+            }
             if seen.contains(prompt) {
                 let _ = tell.send(seen.clone());
             }
@@ -594,13 +613,10 @@ fn ask_user_with_no_terminal_is_answered_in_chock_approve() {
             json!({"question": "May I rename the crate?"}),
         )],
     );
-    // The reply waits until `chock approve` watches the session.
-    first
-        .body
-        .insert(0, loopback::Piece::Pause(std::time::Duration::from_secs(3)));
+    let watching = held_until_approve_watches(&mut first);
     let server = Server::start(vec![first, reply(kind, "Thanks.", &[])]);
     let fx = project(kind, &server, "");
-    let (question, out) = run_answered_in_approve(&fx, "ask first", "y");
+    let (question, out) = run_answered_in_approve(&fx, "ask first", "y", &watching);
     assert!(question.contains("May I rename the crate?"), "{question}");
     assert!(
         !question.contains(".decision = .deny"),
@@ -1881,10 +1897,7 @@ fn ask_user_for_words_is_refused_with_nobody_and_answered_in_chock_approve() {
     );
 
     let mut first = reply(kind, "Asking.", &[("t1", "ask_user", ask)]);
-    // The reply waits until `chock approve` watches the session.
-    first
-        .body
-        .insert(0, loopback::Piece::Pause(std::time::Duration::from_secs(3)));
+    let watching = held_until_approve_watches(&mut first);
     let server = Server::start(vec![first, reply(kind, "Thanks.", &[])]);
     let fx = project(kind, &server, "");
     let (question, out) = run_answered_in_approve_at(
@@ -1892,6 +1905,7 @@ fn ask_user_for_words_is_refused_with_nobody_and_answered_in_chock_approve() {
         "ask first",
         "your answer (one line): ",
         "  chock-\u{1b}[1mfast\u{7}\tcrate  ",
+        &watching,
     );
     assert!(
         question.contains("What should the crate be called?"),
@@ -2083,10 +2097,7 @@ fn agent_then_human_needs_the_reviewers_yes_before_a_person_is_asked() {
         "First.",
         &[("toolu_1", "write_file", write("first.txt"))],
     );
-    // The reply waits until `chock approve` watches the session.
-    first
-        .body
-        .insert(0, loopback::Piece::Pause(std::time::Duration::from_secs(3)));
+    let watching = held_until_approve_watches(&mut first);
     let server = Server::start(vec![
         first,
         review_answer(kind, "refuse", "first.txt is not part of the task"),
@@ -2103,7 +2114,7 @@ fn agent_then_human_needs_the_reviewers_yes_before_a_person_is_asked() {
         &server,
         r#".{ .action = "call.write_file", .decision = .agent_then_human }"#,
     );
-    let (question, out) = run_answered_in_approve(&fx, "write second.txt", "y");
+    let (question, out) = run_answered_in_approve(&fx, "write second.txt", "y", &watching);
     assert!(out.status.success(), "{}", describe(&out));
     // The reviewer's no ended the first call: the person's first question
     // is the second file's, and it shows the reviewer's yes.

@@ -9,7 +9,7 @@
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use chock_policy::{KeySource, ProviderInstance, ProviderKind};
@@ -21,6 +21,32 @@ pub enum Piece {
     Pause(Duration),
     /// Send nothing more, and keep the connection open for this long.
     Hang(Duration),
+    /// Send nothing until the test raises this signal (or a minute passed):
+    /// a reply that must wait for something outside the server.
+    Until(Signal),
+}
+
+/// Something a test says happened, that a scripted reply waits for
+/// (`Piece::Until`): a wait on the event itself, not a guess at how long it
+/// takes on a loaded machine.
+#[derive(Debug, Clone, Default)]
+pub struct Signal(Arc<(Mutex<bool>, Condvar)>);
+
+impl Signal {
+    pub fn raise(&self) {
+        let (raised, changed) = &*self.0;
+        *raised.lock().expect("lock") = true;
+        changed.notify_all();
+    }
+
+    /// Waits until the signal is raised, at most `limit`.
+    fn wait(&self, limit: Duration) {
+        let (raised, changed) = &*self.0;
+        let guard = raised.lock().expect("lock");
+        let _ = changed
+            .wait_timeout_while(guard, limit, |raised| !*raised)
+            .expect("lock");
+    }
 }
 
 /// One scripted reply.
@@ -189,6 +215,7 @@ fn answer(stream: TcpStream, seen: &Mutex<Vec<Recorded>>, queue: &Mutex<VecDeque
                 }
             }
             Piece::Pause(d) | Piece::Hang(d) => std::thread::sleep(d),
+            Piece::Until(signal) => signal.wait(Duration::from_secs(60)),
         }
     }
 }
