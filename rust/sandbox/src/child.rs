@@ -1,8 +1,9 @@
 //! What runs inside the new namespaces, between `clone` and `execve`.
 //!
 //! Two processes: *init* (PID 1 of the new PID namespace) builds the mount
-//! tree, adds the Landlock rules for inodes it created, then forks the
-//! *program* process and stays behind to reap, forward signals and report
+//! tree, adds the Landlock rules for inodes it created, then starts the
+//! *program* process (sharing init's memory until it executes, as
+//! `posix_spawn` does) and stays behind to reap, forward signals and report
 //! the program's wait status. When init ends, the kernel kills every process
 //! left in the namespace, so nothing a command started outlives it.
 //!
@@ -186,13 +187,44 @@ impl Record {
 /// What the program process finally does.
 pub(crate) enum Payload {
     /// `execve` a program.
-    Exec {
-        program: CString,
-        argv: Vec<CString>,
-        envp: Vec<CString>,
-    },
+    Exec(ExecArgs),
     /// Run a probe function (for `chock doctor`); its return value is reported.
     Probe(fn() -> i64),
+}
+
+/// A program and the argument and environment arrays `execve` takes, built
+/// by the parent: the program process only reads them, and writes nothing
+/// but its own stack (it shares init's memory, see `supervise`).
+pub(crate) struct ExecArgs {
+    program: CString,
+    /// The strings the arrays point into, never changed after `new` (a
+    /// `CString`'s bytes stay where they are when the vector moves).
+    _strings: Vec<CString>,
+    /// Null-terminated.
+    argv: Vec<*const libc::c_char>,
+    /// Null-terminated.
+    envp: Vec<*const libc::c_char>,
+}
+
+impl ExecArgs {
+    pub(crate) fn new(program: CString, argv: Vec<CString>, envp: Vec<CString>) -> ExecArgs {
+        let pointers = |strings: &[CString]| {
+            strings
+                .iter()
+                .map(|s| s.as_ptr())
+                .chain([std::ptr::null()])
+                .collect()
+        };
+        let (argv_pointers, envp_pointers) = (pointers(&argv), pointers(&envp));
+        let mut strings = argv;
+        strings.extend(envp);
+        ExecArgs {
+            program,
+            _strings: strings,
+            argv: argv_pointers,
+            envp: envp_pointers,
+        }
+    }
 }
 
 /// Everything the child needs, prepared by the parent.
@@ -829,13 +861,20 @@ fn supervise(plan: &ChildPlan, channel: Channel) -> ! {
             crate::publish::start(dialer, plan.last_cap),
         );
     }
-    // SAFETY: the program process only makes system calls before execve.
+    // The program process shares init's memory until it executes, as
+    // `posix_spawn`'s does: init's pages are neither copied nor marked
+    // copy-on-write for a process that replaces them at once.
+    let start = ProgramStart { plan, channel };
+    // SAFETY: `program_entry` never returns, makes only system calls and
+    // writes nothing but its own stack and errno, which init does not read
+    // after a successful spawn; `start` outlives the call, which returns
+    // only once the program process has executed or exited.
     let program = check(channel, Step::Fork, 0, unsafe {
-        sys::clone_process(0, None)
+        sys::spawn_sharing_memory(
+            program_entry,
+            &start as *const ProgramStart as *mut libc::c_void,
+        )
     });
-    if program == 0 {
-        run_program(plan, channel);
-    }
     close(plan.ruleset);
     if let Some(direct) = &plan.direct {
         close(direct.sock);
@@ -934,6 +973,20 @@ impl FloorWatch {
     }
 }
 
+/// What the program process starts from.
+struct ProgramStart<'p> {
+    plan: &'p ChildPlan,
+    channel: Channel,
+}
+
+/// The program process's first function, on a stack of its own.
+extern "C" fn program_entry(start: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `supervise` passes a live `ProgramStart` and waits, suspended,
+    // until this process executes or exits.
+    let start = unsafe { &*(start as *const ProgramStart) };
+    run_program(start.plan, start.channel)
+}
+
 fn run_program(plan: &ChildPlan, channel: Channel) -> ! {
     // The host file systems' descriptors are init's alone: not even a
     // probe run in place of a program holds them.
@@ -1020,11 +1073,7 @@ fn run_program(plan: &ChildPlan, channel: Channel) -> ! {
         fail(channel, Step::Seccomp, 0, Errno::last());
     }
     match &plan.payload {
-        Payload::Exec {
-            program,
-            argv,
-            envp,
-        } => exec(program, argv, envp, channel),
+        Payload::Exec(args) => exec(args, channel),
         Payload::Probe(probe) => {
             let value = probe();
             report(channel, Kind::Probe, 0, value);
@@ -1033,27 +1082,18 @@ fn run_program(plan: &ChildPlan, channel: Channel) -> ! {
     }
 }
 
-fn exec(program: &CStr, argv: &[CString], envp: &[CString], channel: Channel) -> ! {
-    // The pointer arrays live on the stack: at most this many arguments and
-    // variables are passed (the parent refuses more).
-    let mut argv_ptrs = [std::ptr::null::<libc::c_char>(); MAX_ARGS + 1];
-    let mut envp_ptrs = [std::ptr::null::<libc::c_char>(); MAX_ENV + 1];
-    for (slot, arg) in argv_ptrs.iter_mut().zip(argv.iter().take(MAX_ARGS)) {
-        *slot = arg.as_ptr();
-    }
-    for (slot, var) in envp_ptrs.iter_mut().zip(envp.iter().take(MAX_ENV)) {
-        *slot = var.as_ptr();
-    }
+fn exec(args: &ExecArgs, channel: Channel) -> ! {
     // SAFETY: both arrays are null-terminated and point into live CStrings.
-    unsafe { libc::execve(program.as_ptr(), argv_ptrs.as_ptr(), envp_ptrs.as_ptr()) };
+    unsafe {
+        libc::execve(
+            args.program.as_ptr(),
+            args.argv.as_ptr(),
+            args.envp.as_ptr(),
+        )
+    };
     report(channel, Kind::Exec, 0, Errno::last() as i64);
     sys::exit_now(127)
 }
-
-/// The most arguments a sandboxed program is given.
-pub(crate) const MAX_ARGS: usize = 4096;
-/// The most environment variables a sandboxed program is given.
-pub(crate) const MAX_ENV: usize = 1024;
 
 #[cfg(test)]
 mod tests {

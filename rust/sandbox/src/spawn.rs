@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicI32, Ordering};
 
 use nix::errno::Errno;
 
-use crate::child::{self, Channel, ChildPlan, Kind, Payload, Record, Step};
+use crate::child::{self, Channel, ChildPlan, ExecArgs, Kind, Payload, Record, Step};
 use crate::error::SandboxError;
 use crate::limits::{Cgroup, CgroupEvents, Delegation, Limits};
 use crate::mounts::{self, Layout, Op};
@@ -308,17 +308,10 @@ impl Sandbox {
                 "Chock runs as root here and has no cgroup for the command ({reason}), and nothing else bounds root's processes or their memory; run Chock as a normal user, or see `chock doctor`"
             )));
         }
-        if command.args.len() > child::MAX_ARGS || command.env.len() > child::MAX_ENV {
-            return Err(SandboxError::Unsupported(format!(
-                "a sandboxed program takes at most {} arguments and {} environment variables",
-                child::MAX_ARGS,
-                child::MAX_ENV
-            )));
-        }
-        let payload = Payload::Exec {
-            program: c_string(command.program.as_os_str()),
-            argv: command.args.iter().map(|a| c_string(a)).collect(),
-            envp: command
+        let payload = Payload::Exec(ExecArgs::new(
+            c_string(command.program.as_os_str()),
+            command.args.iter().map(|a| c_string(a)).collect(),
+            command
                 .env
                 .iter()
                 .map(|(k, v)| {
@@ -328,7 +321,7 @@ impl Sandbox {
                     c_string(&pair)
                 })
                 .collect(),
-        };
+        ));
         self.start(
             payload,
             &command.cwd,

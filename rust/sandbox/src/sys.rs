@@ -1,6 +1,7 @@
 //! The raw system calls the sandbox needs and that neither libc nor nix wraps
 //! the way we need them: clone with a pidfd and no new stack (and `clone3`
-//! into a cgroup), the Landlock calls on a ruleset fd, `mount_setattr`,
+//! into a cgroup), a process started sharing memory until it executes, the
+//! Landlock calls on a ruleset fd, `mount_setattr`,
 //! `pivot_root`, `close_range` and
 //! `pidfd_send_signal`; in [`notify`], those of the router's direct path
 //! (seccomp notifications, `pidfd_getfd`, socket options).
@@ -532,6 +533,70 @@ pub(crate) unsafe fn clone_process(
     // first three arguments, and CLONE_PIDFD writes through parent_tid.
     let ret = unsafe { libc::syscall(libc::SYS_clone, flags, 0usize, pidfd_ptr, 0usize, 0usize) };
     result(ret).map(|pid| pid as libc::pid_t)
+}
+
+/// The stack of a process started by [`spawn_sharing_memory`]: its first
+/// function runs on it until `execve`, which needs little (a few frames
+/// and system calls), and a guard page below it faults rather than let an
+/// overflow write into other memory.
+const SHARED_SPAWN_STACK: usize = 256 << 10;
+
+/// Starts a process that shares this one's memory until it calls `execve`
+/// or `_exit`, as `posix_spawn` does (`clone` with `CLONE_VM` and
+/// `CLONE_VFORK`): no page of this process is copied or marked
+/// copy-on-write for a process that replaces its memory at once. It runs
+/// `entry(arg)` on a stack of its own; this call returns, with its pid,
+/// once it has executed or exited, and until then this thread waits.
+/// Descriptors, signal dispositions, credentials and limits are the new
+/// process's own, as after `fork`.
+///
+/// # Safety
+/// `entry` must never return; until it executes or exits it may only make
+/// system calls, and may write no memory but its stack (and `errno`, which
+/// the caller must not read after a successful spawn). `arg` must stay
+/// valid until this returns.
+pub(crate) unsafe fn spawn_sharing_memory(
+    entry: extern "C" fn(*mut libc::c_void) -> libc::c_int,
+    arg: *mut libc::c_void,
+) -> Result<libc::pid_t, Errno> {
+    // SAFETY: sysconf only reads a value the loader recorded.
+    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
+    let size = SHARED_SPAWN_STACK + page;
+    // SAFETY: a new anonymous private mapping at an address the kernel
+    // picks overlaps no memory in use.
+    let stack = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            size,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    if stack == libc::MAP_FAILED {
+        return Err(Errno::last());
+    }
+    // SAFETY: the guard is the mapping's lowest page, used by nothing yet;
+    // the stack grows down from the mapping's end, which is inside it.
+    // `entry` and `arg` are as the caller promised; with CLONE_VFORK this
+    // thread resumes only once the new process no longer uses the stack,
+    // so unmapping it afterwards is sound.
+    unsafe {
+        let pid = if libc::mprotect(stack, page, libc::PROT_NONE) == 0 {
+            libc::clone(
+                entry,
+                stack.cast::<u8>().add(size).cast(),
+                libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+                arg,
+            )
+        } else {
+            -1
+        };
+        let errno = Errno::last();
+        libc::munmap(stack, size);
+        if pid < 0 { Err(errno) } else { Ok(pid) }
+    }
 }
 
 /// `CLONE_INTO_CGROUP` (linux/sched.h, Linux 5.7).
@@ -1263,5 +1328,46 @@ pub(crate) fn splice_all(from: RawFd, to: RawFd) -> Result<(), Errno> {
                 m => left -= m,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    const MARK: u64 = 0xC10C;
+
+    /// Writes `MARK` where the parent reads, then exits with 7.
+    extern "C" fn mark_and_exit(seen: *mut libc::c_void) -> libc::c_int {
+        // SAFETY: the test passes a live AtomicU64 and waits until this
+        // process exits.
+        let seen = unsafe { &*(seen as *const AtomicU64) };
+        seen.store(MARK, Ordering::SeqCst);
+        exit_now(7)
+    }
+
+    #[test]
+    fn a_process_started_sharing_memory_has_run_and_written_into_ours_when_the_call_returns() {
+        let seen = AtomicU64::new(0);
+        // SAFETY: `mark_and_exit` never returns and writes only `seen`,
+        // which lives until the call returns.
+        let pid = unsafe {
+            spawn_sharing_memory(
+                mark_and_exit,
+                &seen as *const AtomicU64 as *mut libc::c_void,
+            )
+        }
+        .expect("spawn");
+        // Shared memory: a copy's write would not be seen here. Returned
+        // only once the process exited: its write is already there.
+        assert_eq!(seen.load(Ordering::SeqCst), MARK);
+        let mut status = 0;
+        // SAFETY: waiting for our own child; the status is a local.
+        assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 7,
+            "status {status:#x}"
+        );
     }
 }
