@@ -188,7 +188,9 @@ impl Record {
 pub(crate) enum Payload {
     /// `execve` a program.
     Exec(ExecArgs),
-    /// Run a probe function (for `chock doctor`); its return value is reported.
+    /// Run a probe function (for `chock doctor`); its return value is
+    /// reported. It runs as the program process does, sharing init's
+    /// memory: system calls only, no allocation, no writes but its stack.
     Probe(fn() -> i64),
 }
 
