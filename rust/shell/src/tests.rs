@@ -255,24 +255,27 @@ fn codex_s_login_shell_wrapper_is_read_through() {
 }
 
 /// Reads `command` on a thread with the small stack test threads get, and
-/// fails when it takes longer than a reading may (see `fuzz/check/shell.rs`).
+/// fails when it takes longer than a reading may (see `fuzz/check/shell.rs`),
+/// without waiting for a reading that never ends.
 fn read_bounded(command: String) -> Vec<Act> {
-    std::thread::Builder::new()
+    let bound = std::time::Duration::from_millis(500);
+    let (sender, receiver) = std::sync::mpsc::channel();
+    let reading = std::thread::Builder::new()
         .stack_size(2 << 20)
         .spawn(move || {
             let started = std::time::Instant::now();
             let found = acts(&command);
-            let took = started.elapsed();
-            assert!(
-                took < std::time::Duration::from_millis(500),
-                "{took:?} to read {} bytes",
-                command.len()
-            );
-            found
+            let _ = sender.send((started.elapsed(), command.len(), found));
         })
-        .expect("a thread")
-        .join()
-        .expect("the reading ends")
+        .expect("a thread");
+    match receiver.recv_timeout(20 * bound) {
+        Ok((took, len, found)) => {
+            assert!(took < bound, "{took:?} to read {len} bytes");
+            found
+        }
+        Err(_) if reading.is_finished() => panic!("the reading panicked"),
+        Err(_) => panic!("the reading did not end within {:?}", 20 * bound),
+    }
 }
 
 fn nested(shape: &str, levels: usize) -> String {
@@ -299,6 +302,40 @@ fn nested_subshells_are_read_in_linear_time_or_unparsed() {
         program: "rm".into(),
         dir: Dir::Known("/work/project".into())
     }));
+}
+
+#[test]
+fn a_here_document_inside_unclosed_substitutions_is_unparsed_within_the_bound() {
+    // The grammar of a here-document's body backtracks: each `$(`, `$((`,
+    // `(` or `@(` left open multiplied the time of everything after it
+    // (a 1 KiB body under ten `$(` took 0.8 s, twenty would take days).
+    for opener in ["$(", "$((", "$($((", "$(( x ", "$(@( x "] {
+        let body = opener.repeat(20) + &"x ".repeat(2000);
+        let found = read_bounded(format!("cat <<EOF\n{body}\nEOF\n"));
+        assert!(
+            found.iter().any(|a| matches!(a, Act::Unparsed(_))),
+            "{opener}: {found:?}"
+        );
+    }
+}
+
+#[test]
+fn a_long_here_document_full_of_substitutions_is_still_read() {
+    let body = "at $(date) in ${HOME} to $((1 + 2)) `whoami` $(id -u)\n".repeat(2000);
+    let found = read_bounded(format!("cat <<EOF\n{body}EOF\n"));
+    let unparsed: Vec<_> = found
+        .iter()
+        .filter(|a| matches!(a, Act::Unparsed(_)))
+        .collect();
+    assert!(unparsed.is_empty(), "{unparsed:?}");
+    for name in ["date", "whoami", "id", "cat"] {
+        assert!(
+            found
+                .iter()
+                .any(|a| matches!(a, Act::Run { program, .. } if program == name)),
+            "{name} is not read: {found:?}"
+        );
+    }
 }
 
 #[test]
