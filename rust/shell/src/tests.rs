@@ -320,6 +320,20 @@ fn a_here_document_inside_unclosed_substitutions_is_unparsed_within_the_bound() 
 }
 
 #[test]
+fn unclosed_double_parentheses_after_redirections_are_unparsed_within_the_bound() {
+    // `((` may open arithmetic or two subshells; left open after a
+    // redirection (which the glance's run of `(` does not count), each one
+    // made the grammar examine eight times more (five levels and 10 KiB
+    // after them took 0.5 s, eight would take minutes).
+    let command = "((>|t(d>|".repeat(8) + &"echo a; ".repeat(1250);
+    let found = read_bounded(command);
+    assert!(
+        found.iter().any(|a| matches!(a, Act::Unparsed(_))),
+        "{found:?}"
+    );
+}
+
+#[test]
 fn a_long_here_document_full_of_substitutions_is_still_read() {
     let body = "at $(date) in ${HOME} to $((1 + 2)) `whoami` $(id -u)\n".repeat(2000);
     let found = read_bounded(format!("cat <<EOF\n{body}EOF\n"));

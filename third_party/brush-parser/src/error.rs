@@ -11,6 +11,10 @@ pub enum ParseError {
     #[error("syntax error at end of input")]
     ParsingAtEndOfInput,
 
+    /// A parse that examined more tokens than its budget allows.
+    #[error("the input is too complex to parse")]
+    TooComplex,
+
     /// An error occurred while tokenizing the input stream.
     #[error("{} (detected near {})", .inner, .position.as_ref().map_or_else(|| String::from("<unknown position>"), |p| std::format!("line {} col {}", p.line, p.column)))]
     Tokenizing {
@@ -42,6 +46,7 @@ pub mod miette {
                 Self::ParsingAtEndOfInput => {
                     Some(SourceOffset::from_location(&input, usize::MAX, usize::MAX))
                 }
+                Self::TooComplex => None,
             };
 
             PrettyError {

@@ -538,7 +538,7 @@ fn cacheable_parse(
 ) -> Result<Vec<WordPieceWithSource>, error::WordParseError> {
     tracing::debug!(target: "expansion", "Parsing word '{}'", word);
 
-    let budget = PieceBudget::start(word.len());
+    let budget = PieceBudget::for_text(word.len());
     let parsed = expansion_parser::unexpanded_word(word.as_str(), &options);
     if budget.spent() {
         return Err(error::WordParseError::TooComplex(word));
@@ -560,7 +560,7 @@ pub fn parse_heredoc(
     word: &str,
     options: &ParserOptions,
 ) -> Result<Vec<WordPieceWithSource>, error::WordParseError> {
-    let budget = PieceBudget::start(word.len());
+    let budget = PieceBudget::for_text(word.len());
     let parsed = expansion_parser::unexpanded_heredoc_word(word, options);
     if budget.spent() {
         return Err(error::WordParseError::TooComplex(word.to_owned()));
@@ -582,31 +582,38 @@ thread_local! {
     static PIECES_LEFT: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
 }
 
-/// The budget of one parse, from its start until dropped.
-struct PieceBudget;
+/// The budget of one parse, from its start until dropped; a parse started
+/// inside another has its own, and the outer one's is back after it.
+pub(crate) struct PieceBudget {
+    outer: Option<usize>,
+}
 
 impl PieceBudget {
-    fn start(text_len: usize) -> Self {
-        let allowed = PIECES_ALLOWED.saturating_add(text_len.saturating_mul(PIECES_PER_BYTE));
-        PIECES_LEFT.with(|left| left.set(Some(allowed)));
-        PieceBudget
+    fn for_text(text_len: usize) -> Self {
+        Self::of(PIECES_ALLOWED.saturating_add(text_len.saturating_mul(PIECES_PER_BYTE)))
+    }
+
+    /// A budget of `pieces` for the parse about to start on this thread.
+    pub(crate) fn of(pieces: usize) -> Self {
+        let outer = PIECES_LEFT.with(|left| left.replace(Some(pieces)));
+        PieceBudget { outer }
     }
 
     /// Whether the parse ran out of pieces (its answer, if any, is then
     /// not the text's reading).
-    fn spent(&self) -> bool {
+    pub(crate) fn spent(&self) -> bool {
         PIECES_LEFT.with(|left| left.get() == Some(0))
     }
 }
 
 impl Drop for PieceBudget {
     fn drop(&mut self) {
-        PIECES_LEFT.with(|left| left.set(None));
+        PIECES_LEFT.with(|left| left.set(self.outer));
     }
 }
 
 /// Takes one piece from the running parse's budget; false when none is left.
-fn spend_piece() -> bool {
+pub(crate) fn spend_piece() -> bool {
     PIECES_LEFT.with(|left| match left.get() {
         None => true,
         Some(0) => false,

@@ -231,9 +231,23 @@ pub fn parse_tokens(
     tokens: &[Token],
     options: &ParserOptions,
 ) -> Result<ast::Program, crate::error::ParseError> {
+    let budget = crate::word::PieceBudget::of(
+        TOKENS_EXAMINED_ALLOWED
+            .saturating_add(tokens.len().saturating_mul(TOKENS_EXAMINED_PER_TOKEN)),
+    );
     let parse_result = peg::token_parser::program(&Tokens { tokens }, options);
+    if budget.spent() {
+        return Err(crate::error::ParseError::TooComplex);
+    }
     parse_result_to_error(parse_result, tokens)
 }
+
+/// The most tokens a parse of a program may examine: a fixed allowance plus
+/// this many per token. A program that reads in one pass examines a few
+/// dozen per token; text left in unclosed `((` after `((` made the
+/// grammar's backtracking examine eight times more per level.
+const TOKENS_EXAMINED_PER_TOKEN: usize = 128;
+const TOKENS_EXAMINED_ALLOWED: usize = 16_384;
 
 fn parse_result_to_error<R>(
     parse_result: Result<R, ::peg::error::ParseError<usize>>,

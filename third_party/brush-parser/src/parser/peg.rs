@@ -772,6 +772,12 @@ impl<'a> peg::ParseElem<'a> for Tokens<'a> {
 
     #[inline]
     fn parse_elem(&'a self, pos: usize) -> peg::RuleResult<Self::Element> {
+        // Every token examined spends one unit of the parse's budget (see
+        // `parse_tokens`): the grammar backtracks, and unclosed `((` after
+        // `((` multiplied its work with each level.
+        if !crate::word::spend_piece() {
+            return peg::RuleResult::Failed;
+        }
         match self.tokens.get(pos) {
             Some(c) => peg::RuleResult::Matched(pos + 1, c),
             None => peg::RuleResult::Failed,
