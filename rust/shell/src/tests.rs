@@ -260,7 +260,7 @@ fn codex_s_login_shell_wrapper_is_read_through() {
 fn read_bounded(command: String) -> Vec<Act> {
     let bound = std::time::Duration::from_millis(500);
     let (sender, receiver) = std::sync::mpsc::channel();
-    let reading = std::thread::Builder::new()
+    std::thread::Builder::new()
         .stack_size(2 << 20)
         .spawn(move || {
             let started = std::time::Instant::now();
@@ -273,8 +273,10 @@ fn read_bounded(command: String) -> Vec<Act> {
             assert!(took < bound, "{took:?} to read {len} bytes");
             found
         }
-        Err(_) if reading.is_finished() => panic!("the reading panicked"),
-        Err(_) => panic!("the reading did not end within {:?}", 20 * bound),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => panic!("the reading panicked"),
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+            panic!("the reading did not end within {:?}", 20 * bound)
+        }
     }
 }
 
