@@ -199,10 +199,16 @@ pub fn new_session(prefix: &str) -> String {
     )
 }
 
+/// The time now in milliseconds since the epoch, rounded up: an entry
+/// changed before the call has a change time no later than it, even one
+/// changed earlier within the same millisecond (the overlay's apply reads
+/// a change time after a workspace's time as the person's change).
 pub(crate) fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
+        .map_or(0, |d| {
+            u64::try_from(d.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX)
+        })
 }
 
 fn lock(dir: &Path) -> Result<Option<nix::fcntl::Flock<File>>, WorkspaceError> {

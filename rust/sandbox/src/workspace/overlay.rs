@@ -401,3 +401,28 @@ impl SessionWorkspace {
 fn ctime_ns(meta: &std::fs::Metadata) -> u128 {
     (meta.ctime() as i128 * 1_000_000_000 + meta.ctime_nsec() as i128).max(0) as u128
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The workspace's time is taken just after its placeholder is made,
+    /// and the apply reads a later change time as the person's: so no
+    /// entry changed before the time is taken may read as changed after
+    /// it, in the same millisecond either.
+    #[test]
+    fn an_entry_changed_before_the_time_is_taken_is_never_after_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for round in 0..500 {
+            let path = dir.path().join(format!("f{round}"));
+            std::fs::write(&path, "x").expect("write");
+            let taken = u128::from(crate::workspace::now_ms()) * 1_000_000;
+            let changed = ctime_ns(&std::fs::symlink_metadata(&path).expect("stat"));
+            let parent = ctime_ns(&std::fs::symlink_metadata(dir.path()).expect("stat"));
+            assert!(
+                changed <= taken && parent <= taken,
+                "round {round}: changed at {changed} / {parent} ns, time taken {taken} ns"
+            );
+        }
+    }
+}
