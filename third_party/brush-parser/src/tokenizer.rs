@@ -662,7 +662,10 @@ impl<'a, R: ?Sized + std::io::BufRead> Tokenizer<'a, R> {
                     if nesting_count == 0 {
                         break;
                     }
-                    state.append_char(self.next_char()?.unwrap());
+                    let closing = self
+                        .next_char()?
+                        .ok_or(TokenizerError::UnterminatedExpansion)?;
+                    state.append_char(closing);
                 }
                 TokenEndReason::EndOfInput => {
                     return Err(TokenizerError::UnterminatedExpansion);
@@ -671,7 +674,12 @@ impl<'a, R: ?Sized + std::io::BufRead> Tokenizer<'a, R> {
             }
         }
 
-        state.append_char(self.next_char()?.unwrap());
+        // A here-document replayed after the closing character can leave
+        // the input at its end here: an error, not a panic.
+        let closing = self
+            .next_char()?
+            .ok_or(TokenizerError::UnterminatedExpansion)?;
+        state.append_char(closing);
         Ok(())
     }
 
