@@ -137,17 +137,23 @@ pub(crate) fn parser_options() -> brush_parser::ParserOptions {
     }
 }
 
-/// Parses script text; the parser is third-party code, so a panic inside it
-/// is caught and reported as text that does not parse.
-fn parse(text: &str) -> Option<ast::Program> {
+/// Parses script text, or says why it cannot be read; the parser is
+/// third-party code, so a panic inside it is caught and reported as text
+/// that does not parse.
+fn parse(text: &str) -> Result<ast::Program, &'static str> {
     let options = parser_options();
-    std::panic::catch_unwind(|| {
+    let parsed = std::panic::catch_unwind(|| {
         let mut parser =
             brush_parser::Parser::new(std::io::BufReader::new(text.as_bytes()), &options);
-        parser.parse_program().ok()
-    })
-    .ok()
-    .flatten()
+        parser.parse_program()
+    });
+    match parsed {
+        Ok(Ok(program)) => Ok(program),
+        Ok(Err(brush_parser::ParseError::TooComplex)) => {
+            Err("the command is too complex for Chock to read within its bound")
+        }
+        _ => Err("the command does not parse as bash"),
+    }
 }
 
 struct Reader {
@@ -230,9 +236,12 @@ impl Reader {
             self.unparsed(why);
             return;
         }
-        let Some(program) = parse(text) else {
-            self.unparsed("the command does not parse as bash");
-            return;
+        let program = match parse(text) {
+            Ok(program) => program,
+            Err(why) => {
+                self.unparsed(why);
+                return;
+            }
         };
         self.texts.push(text.to_owned());
         for list in &program.complete_commands {
@@ -545,7 +554,11 @@ impl Reader {
         if found.hidden_command {
             self.unparsed("a command is hidden inside a parameter expansion");
         }
-        if found.unreadable {
+        if found.too_complex {
+            self.unparsed(
+                "a word of the command is too complex for Chock to read within its bound",
+            );
+        } else if found.unreadable {
             self.unparsed("a word of the command does not parse");
         }
         self.found_arithmetic |= found.arithmetic;

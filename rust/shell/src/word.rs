@@ -33,6 +33,9 @@ pub struct Found {
     pub hidden_command: bool,
     /// A word (or a here-document) the word grammar could not read.
     pub unreadable: bool,
+    /// The word grammar gave up on a word (or a here-document) that would
+    /// cost more work than its bound allows.
+    pub too_complex: bool,
     /// An arithmetic context (`$((...))`, `${a[i]}`) appeared: the shell may
     /// evaluate a variable's text as code there.
     pub arithmetic: bool,
@@ -54,8 +57,8 @@ pub struct Expansion<'a> {
 pub fn read(raw: &str, expansion: Expansion<'_>, found: &mut Found) -> Value {
     let options = crate::parser_options();
     // Third-party code reading untrusted text: a panic is a word not read.
-    let parsed = std::panic::catch_unwind(|| brush_parser::word::parse(raw, &options).ok());
-    match parsed.ok().flatten() {
+    let parsed = std::panic::catch_unwind(|| brush_parser::word::parse(raw, &options));
+    match parsed_pieces(parsed, found) {
         Some(pieces) => {
             let mut value = Value {
                 text: String::new(),
@@ -66,10 +69,7 @@ pub fn read(raw: &str, expansion: Expansion<'_>, found: &mut Found) -> Value {
             }
             value
         }
-        None => {
-            found.unreadable = true;
-            uncertain()
-        }
+        None => uncertain(),
     }
 }
 
@@ -77,20 +77,36 @@ pub fn read(raw: &str, expansion: Expansion<'_>, found: &mut Found) -> Value {
 /// command substitutions.
 pub fn read_heredoc(body: &str, found: &mut Found) {
     let options = crate::parser_options();
-    let parsed =
-        std::panic::catch_unwind(|| brush_parser::word::parse_heredoc(body, &options).ok());
-    match parsed.ok().flatten() {
-        Some(pieces) => {
-            let mut value = uncertain();
-            let none = Expansion {
-                home: None,
-                cwd: None,
-            };
-            for piece in &pieces {
-                piece_value(piece, body, true, none, found, &mut value);
-            }
+    let parsed = std::panic::catch_unwind(|| brush_parser::word::parse_heredoc(body, &options));
+    if let Some(pieces) = parsed_pieces(parsed, found) {
+        let mut value = uncertain();
+        let none = Expansion {
+            home: None,
+            cwd: None,
+        };
+        for piece in &pieces {
+            piece_value(piece, body, true, none, found, &mut value);
         }
-        None => found.unreadable = true,
+    }
+}
+
+/// The pieces a parse of the word grammar gave, or none with `found` told
+/// why (a panic in the third-party parser is a word not read).
+fn parsed_pieces(
+    parsed: std::thread::Result<Result<Vec<WordPieceWithSource>, brush_parser::WordParseError>>,
+    found: &mut Found,
+) -> Option<Vec<WordPieceWithSource>> {
+    match parsed {
+        Ok(Ok(pieces)) => Some(pieces),
+        Ok(Err(brush_parser::WordParseError::TooComplex(_))) => {
+            found.unreadable = true;
+            found.too_complex = true;
+            None
+        }
+        _ => {
+            found.unreadable = true;
+            None
+        }
     }
 }
 
