@@ -2,14 +2,24 @@
 //! would exhaust the stack, with so many `(` in a row that the parser's
 //! backtracking (each `((` may open arithmetic or two subshells) doubles its
 //! time per parenthesis, or here-documents inside `$( )` inside
-//! here-documents, which multiply it about tenfold per level. A glance over the raw text, before any parsing,
-//! finds both; such a command is `exec.unparsed`.
+//! here-documents, which multiply it about tenfold per level; such a
+//! command is `exec.unparsed`.
 //!
-//! The glance ignores quoting, so a quoted `(((` counts too: a command that
-//! only looks deep is read as unparsed, never one that is deep as shallow.
+//! Two glances find them. The first, over the raw text before the
+//! tokenizer sees it, counts `(` and `{` and ignores quoting, so a quoted
+//! `(((` counts too: a command that only looks deep is read as unparsed,
+//! never one that is deep as shallow. The second, over the tokens the
+//! parser is about to be handed, counts the keywords that open a level
+//! (`if`, `case`, the loops, `[[`): a keyword is only ever an unquoted word
+//! of its own, so `for` in quoted text or in a here-document's body (one
+//! word, read by the word grammar) opens nothing, while every keyword the
+//! parser nests on is counted.
 
+use brush_parser::Token;
 /// The deepest nesting read: `(`, `{`, `[[`, `if`, `case` and the loops
-/// each open a level, their ends close one.
+/// each open a level, their ends close one. The parentheses and braces
+/// counted in the text and the keywords counted in the tokens are added,
+/// each at its deepest.
 pub const MAX_NESTING: usize = 64;
 
 /// The most `(` read in a row, with only blanks between them.
@@ -22,11 +32,12 @@ pub const MAX_DESCRIPTOR_DIGITS: usize = 9;
 /// here-document (`cat <<EOF` inside `$( )` inside a here-document ...).
 pub const MAX_HEREDOC_NESTING: usize = 2;
 
-/// Whether the parser may be handed `text`; the reason when not.
-pub fn check(text: &str) -> Result<(), &'static str> {
+/// Whether the tokenizer may be handed `text`: its deepest nesting of `(`
+/// and `{` when so, the reason when not.
+pub fn check_text(text: &str) -> Result<usize, &'static str> {
     let mut depth: usize = 0;
+    let mut deepest: usize = 0;
     let mut run: usize = 0;
-    let mut word = String::new();
     // Per open parenthesis (the text outside any first): whether a `<<`
     // stands at that level.
     let mut heredocs: Vec<bool> = vec![false];
@@ -56,49 +67,61 @@ pub fn check(text: &str) -> Result<(), &'static str> {
             _ => {}
         }
         match c {
-            '(' => {
-                run += 1;
-                depth += 1;
-            }
+            '(' => run += 1,
             ' ' | '\t' | '\n' | '\r' => {}
             _ => run = 0,
         }
         match c {
-            '{' => depth += 1,
+            '(' | '{' => depth += 1,
             ')' | '}' => depth = depth.saturating_sub(1),
             _ => {}
         }
-        if c.is_ascii_alphanumeric() || c == '[' || c == ']' || c == '_' {
-            word.push(c);
-        } else {
-            keyword(&word, &mut depth);
-            word.clear();
-        }
+        deepest = deepest.max(depth);
         if run > MAX_PAREN_RUN {
             return Err("the command opens more parentheses in a row than Chock reads");
         }
-        if depth > MAX_NESTING {
-            return Err("commands are nested deeper than Chock follows");
+        if deepest > MAX_NESTING {
+            return Err(TOO_DEEP);
         }
     }
-    keyword(&word, &mut depth);
-    if depth > MAX_NESTING {
-        return Err("commands are nested deeper than Chock follows");
+    Ok(deepest)
+}
+
+/// Whether the parser may be handed `tokens`, whose text nests `(` and
+/// `{` `text_depth` deep; the reason when not.
+pub fn check_tokens(tokens: &[Token], text_depth: usize) -> Result<(), &'static str> {
+    let mut depth: usize = 0;
+    let mut deepest: usize = 0;
+    for token in tokens {
+        let Token::Word(word, _) = token else {
+            continue;
+        };
+        match word.as_str() {
+            "if" | "case" | "while" | "until" | "for" | "select" | "[[" => depth += 1,
+            "fi" | "esac" | "done" | "]]" => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        deepest = deepest.max(depth);
+        if text_depth.saturating_add(deepest) > MAX_NESTING {
+            return Err(TOO_DEEP);
+        }
     }
     Ok(())
 }
 
-fn keyword(word: &str, depth: &mut usize) {
-    match word {
-        "if" | "case" | "while" | "until" | "for" | "select" | "[[" => *depth += 1,
-        "fi" | "esac" | "done" | "]]" => *depth = depth.saturating_sub(1),
-        _ => {}
-    }
-}
+const TOO_DEEP: &str = "commands are nested deeper than Chock follows";
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Both glances, as a reading takes them.
+    fn check(text: &str) -> Result<(), &'static str> {
+        let depth = check_text(text)?;
+        let options = crate::parser_options().tokenizer_options();
+        let tokens = brush_parser::uncached_tokenize_str(text, &options).expect("tokens");
+        check_tokens(&tokens, depth)
+    }
 
     fn nested(shape: &str, levels: usize) -> String {
         let mut text = "ls".to_owned();
@@ -141,6 +164,24 @@ mod tests {
             "[[ $(X) ]]",
         ] {
             assert!(check(&nested(shape, MAX_NESTING + 1)).is_err(), "{shape}");
+        }
+        // Parentheses and keywords add up.
+        let half = nested("if X; then :; fi", MAX_NESTING / 2 + 1);
+        assert!(check(&nested("(X)", MAX_NESTING / 2).replace("ls", &half)).is_err());
+    }
+
+    #[test]
+    fn keywords_in_quotes_or_here_documents_open_nothing() {
+        let python = "for x in y:\n    if x:\n        print(x)\n".repeat(MAX_NESTING);
+        for text in [
+            format!("cat > a.py <<'EOF'\n{python}EOF\n"),
+            format!(
+                "git commit -F - <<EOF\n{}EOF\n",
+                "for this, if that\n".repeat(100)
+            ),
+            format!("echo {}", "'if' \"for\" x=while ".repeat(MAX_NESTING)),
+        ] {
+            assert_eq!(check(&text), Ok(()), "{text}");
         }
     }
 }

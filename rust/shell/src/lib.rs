@@ -137,23 +137,25 @@ pub(crate) fn parser_options() -> brush_parser::ParserOptions {
     }
 }
 
-/// Parses script text, or says why it cannot be read; the parser is
-/// third-party code, so a panic inside it is caught and reported as text
-/// that does not parse.
-fn parse(text: &str) -> Result<ast::Program, &'static str> {
+/// Parses script text whose `(` and `{` nest `text_depth` deep (see
+/// `bounds`), or says why it cannot be read; the parser is third-party
+/// code, so a panic inside it is caught and reported as text that does not
+/// parse.
+fn parse(text: &str, text_depth: usize) -> Result<ast::Program, &'static str> {
+    const NOT_BASH: &str = "the command does not parse as bash";
     let options = parser_options();
     let parsed = std::panic::catch_unwind(|| {
-        let mut parser =
-            brush_parser::Parser::new(std::io::BufReader::new(text.as_bytes()), &options);
-        parser.parse_program()
+        let tokens = brush_parser::uncached_tokenize_str(text, &options.tokenizer_options())
+            .map_err(|_| NOT_BASH)?;
+        bounds::check_tokens(&tokens, text_depth)?;
+        brush_parser::parse_tokens(&tokens, &options).map_err(|error| match error {
+            brush_parser::ParseError::TooComplex => {
+                "the command is too complex for Chock to read within its bound"
+            }
+            _ => NOT_BASH,
+        })
     });
-    match parsed {
-        Ok(Ok(program)) => Ok(program),
-        Ok(Err(brush_parser::ParseError::TooComplex)) => {
-            Err("the command is too complex for Chock to read within its bound")
-        }
-        _ => Err("the command does not parse as bash"),
-    }
+    parsed.unwrap_or(Err(NOT_BASH))
 }
 
 struct Reader {
@@ -232,11 +234,7 @@ impl Reader {
             self.unparsed("the command holds more nested text than Chock reads");
             return;
         }
-        if let Err(why) = bounds::check(text) {
-            self.unparsed(why);
-            return;
-        }
-        let program = match parse(text) {
+        let program = match bounds::check_text(text).and_then(|depth| parse(text, depth)) {
             Ok(program) => program,
             Err(why) => {
                 self.unparsed(why);

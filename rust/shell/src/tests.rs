@@ -663,3 +663,11 @@ fn a_here_document_opened_inside_an_unclosed_substitution_is_an_error_not_a_pani
     assert!(parser_ends_without_panic(text));
     assert!(unparsed(text));
 }
+
+#[test]
+fn a_file_written_through_a_here_document_may_hold_any_number_of_keywords() {
+    let code = "for x in y:\n    if x:\n        print(x)\n".repeat(200);
+    let command = format!("cat > a.py <<'EOF'\n{code}EOF\npython3 a.py");
+    assert!(!unparsed(&command), "{:?}", acts(&command));
+    assert_eq!(programs(&command), vec!["cat", "python3"]);
+}
