@@ -35,7 +35,7 @@ pub const MAX_HEREDOC_NESTING: usize = 2;
 /// Whether the tokenizer may be handed `text`: its deepest nesting of `(`
 /// and `{` when so, the reason when not.
 pub fn check_text(text: &str) -> Result<usize, &'static str> {
-    let mut depth: usize = 0;
+    let mut open: Vec<char> = Vec::new();
     let mut deepest: usize = 0;
     let mut run: usize = 0;
     // Per open parenthesis (the text outside any first): whether a `<<`
@@ -71,12 +71,16 @@ pub fn check_text(text: &str) -> Result<usize, &'static str> {
             ' ' | '\t' | '\n' | '\r' => {}
             _ => run = 0,
         }
+        // A closer closes only the opener it matches: `)` inside `${` is
+        // text to the word grammar, and must not hide the level it opened.
         match c {
-            '(' | '{' => depth += 1,
-            ')' | '}' => depth = depth.saturating_sub(1),
+            '(' | '{' | '[' => open.push(c),
+            ')' | '}' | ']' if open.last() == Some(&opener(c)) => {
+                open.pop();
+            }
             _ => {}
         }
-        deepest = deepest.max(depth);
+        deepest = deepest.max(open.len());
         if run > MAX_PAREN_RUN {
             return Err("the command opens more parentheses in a row than Chock reads");
         }
@@ -91,22 +95,53 @@ pub fn check_text(text: &str) -> Result<usize, &'static str> {
 /// `{` `text_depth` deep; the reason when not.
 pub fn check_tokens(tokens: &[Token], text_depth: usize) -> Result<(), &'static str> {
     let mut depth: usize = 0;
-    let mut deepest: usize = 0;
+    // Inside `[[ ]]` each `!`, `&&`, `||` and `(` nests the expression's
+    // tree one deeper (`[[ a && b && c ]]` is `(a && b) && c`).
+    let mut in_test = false;
+    let mut test_operators: usize = 0;
     for token in tokens {
-        let Token::Word(word, _) = token else {
-            continue;
-        };
-        match word.as_str() {
-            "if" | "case" | "while" | "until" | "for" | "select" | "[[" => depth += 1,
-            "fi" | "esac" | "done" | "]]" => depth = depth.saturating_sub(1),
-            _ => {}
+        match token {
+            Token::Word(word, _) => match word.as_str() {
+                // A coprocess's command has no closing keyword: each
+                // counts to the end of the text.
+                "if" | "case" | "while" | "until" | "for" | "select" | "coproc" => depth += 1,
+                "[[" => {
+                    depth += 1;
+                    in_test = true;
+                    test_operators = 0;
+                }
+                "fi" | "esac" | "done" => depth = depth.saturating_sub(1),
+                "]]" => {
+                    depth = depth.saturating_sub(1);
+                    in_test = false;
+                    test_operators = 0;
+                }
+                "!" if in_test => test_operators += 1,
+                _ => {}
+            },
+            Token::Operator(operator, _) => {
+                if in_test && matches!(operator.as_str(), "&&" | "||" | "(") {
+                    test_operators += 1;
+                }
+            }
         }
-        deepest = deepest.max(depth);
-        if text_depth.saturating_add(deepest) > MAX_NESTING {
+        let nesting = text_depth
+            .saturating_add(depth)
+            .saturating_add(test_operators);
+        if nesting > MAX_NESTING {
             return Err(TOO_DEEP);
         }
     }
     Ok(())
+}
+
+/// The opener a closing `)`, `}` or `]` closes.
+fn opener(closer: char) -> char {
+    match closer {
+        ')' => '(',
+        '}' => '{',
+        _ => '[',
+    }
 }
 
 const TOO_DEEP: &str = "commands are nested deeper than Chock follows";
@@ -168,6 +203,25 @@ mod tests {
         // Parentheses and keywords add up.
         let half = nested("if X; then :; fi", MAX_NESTING / 2 + 1);
         assert!(check(&nested("(X)", MAX_NESTING / 2).replace("ls", &half)).is_err());
+    }
+
+    #[test]
+    fn a_closer_closes_only_its_own_opener() {
+        // `)` inside `${` is text: it must not hide the `{` it follows.
+        assert!(check(&format!("echo {}", ")${".repeat(MAX_NESTING + 1))).is_err());
+        assert!(check(&format!("echo {}", "]$(".repeat(MAX_NESTING + 1))).is_err());
+        assert!(check(&format!("echo {}", "$[".repeat(MAX_NESTING + 1))).is_err());
+        assert_eq!(check("case $x in a) { echo ${y[1]}; };; esac"), Ok(()));
+    }
+
+    #[test]
+    fn operators_count_inside_a_test_expression_only() {
+        let test = format!("[[ a{} ]]", " && a".repeat(MAX_NESTING));
+        assert!(check(&test).is_err());
+        assert!(check(&format!("[[ {}a ]]", "! ".repeat(MAX_NESTING))).is_err());
+        let list = format!("[[ a ]]{}", " && a".repeat(MAX_NESTING));
+        assert_eq!(check(&list), Ok(()));
+        assert!(check(&format!("{}ls", "coproc ".repeat(MAX_NESTING + 1))).is_err());
     }
 
     #[test]

@@ -83,12 +83,47 @@ const MAX_COMMAND_BYTES: usize = 256 * 1024;
 /// with the nesting bounds this keeps a reading linear in the command.
 const MAX_PARSED_BYTES: usize = 4 * MAX_COMMAND_BYTES;
 
+/// The stack a reading runs on: every nesting of the command's text costs
+/// the parsers and the reader stack, and no bound on the text alone can
+/// say how much, so the reading has a stack of its own with a floor the
+/// parsers and the reader stop at (`brush_parser::stack`), far above its
+/// end. Pages are only taken as a reading reaches them.
+const READING_STACK: usize = 16 << 20;
+
+/// What of `READING_STACK` stays below the floor: the most one level of
+/// nesting takes between two checks of the floor, with a wide margin.
+const READING_STACK_RESERVE: usize = 1 << 20;
+
+const TOO_DEEP_FOR_THE_STACK: &str = "the command is nested deeper than Chock reads";
+
+/// Runs one reading on a thread with a stack of its own; a reading that
+/// could not run or panicked is one act that cannot be read.
+fn on_reading_stack(read: impl FnOnce() -> Vec<Act> + Send) -> Vec<Act> {
+    std::thread::scope(|scope| {
+        let reading = std::thread::Builder::new()
+            .name("chock-shell-read".into())
+            .stack_size(READING_STACK)
+            .spawn_scoped(scope, || {
+                brush_parser::stack::set_floor_below_here(READING_STACK - READING_STACK_RESERVE);
+                read()
+            });
+        match reading.map(std::thread::ScopedJoinHandle::join) {
+            Ok(Ok(acts)) => acts,
+            _ => vec![Act::Unparsed(
+                "Chock could not finish reading the command".into(),
+            )],
+        }
+    })
+}
+
 /// Lists every act of one shell command, in the order they appear.
 pub fn read(command: &str, start: &Start) -> Vec<Act> {
-    let mut reader = Reader::new(start);
-    let mut dir = Dir::Known(start.cwd.clone());
-    reader.script(command, &mut dir, 0);
-    reader.finish()
+    on_reading_stack(|| {
+        let mut reader = Reader::new(start);
+        let mut dir = Dir::Known(start.cwd.clone());
+        reader.script(command, &mut dir, 0);
+        reader.finish()
+    })
 }
 
 /// Lists every act of one program run with this argument vector (as
@@ -96,6 +131,10 @@ pub fn read(command: &str, start: &Start) -> Vec<Act> {
 /// says). A shell among them (`sh -c TEXT`), a wrapper (`sudo`, `env`,
 /// `timeout`) and git are read as in a command line.
 pub fn read_argv(argv: &[OsString], start: &Start) -> Vec<Act> {
+    on_reading_stack(|| read_argv_here(argv, start))
+}
+
+fn read_argv_here(argv: &[OsString], start: &Start) -> Vec<Act> {
     let mut reader = Reader::new(start);
     let values: Vec<Value> = argv
         .iter()
@@ -146,7 +185,10 @@ fn parse(text: &str, text_depth: usize) -> Result<ast::Program, &'static str> {
     let options = parser_options();
     let parsed = std::panic::catch_unwind(|| {
         let tokens = brush_parser::uncached_tokenize_str(text, &options.tokenizer_options())
-            .map_err(|_| NOT_BASH)?;
+            .map_err(|error| match error {
+                brush_parser::TokenizerError::TooDeep => TOO_DEEP_FOR_THE_STACK,
+                _ => NOT_BASH,
+            })?;
         bounds::check_tokens(&tokens, text_depth)?;
         brush_parser::parse_tokens(&tokens, &options).map_err(|error| match error {
             brush_parser::ParseError::TooComplex => {
@@ -323,6 +365,10 @@ impl Reader {
     }
 
     fn command(&mut self, command: &ast::Command, dir: &mut Dir, depth: u32) {
+        if brush_parser::stack::exhausted() {
+            self.unparsed(TOO_DEEP_FOR_THE_STACK);
+            return;
+        }
         match command {
             ast::Command::Simple(simple) => self.simple(simple, dir, depth),
             ast::Command::Compound(compound, redirects) => {
@@ -507,6 +553,10 @@ impl Reader {
     }
 
     fn extended_test(&mut self, expr: &ast::ExtendedTestExpr, dir: &Dir, depth: u32) {
+        if brush_parser::stack::exhausted() {
+            self.unparsed(TOO_DEEP_FOR_THE_STACK);
+            return;
+        }
         match expr {
             ast::ExtendedTestExpr::And(a, b) | ast::ExtendedTestExpr::Or(a, b) => {
                 self.extended_test(a, dir, depth);

@@ -366,6 +366,10 @@ fn thousands_of_nested_substitutions_are_unparsed_not_a_stack_overflow() {
         "if X; then :; fi",
         "(X)",
         "\"$(X)\"",
+        "coproc X",
+        "echo $[X]",
+        "echo a[X]",
+        "echo ${a:-)X}",
     ] {
         let found = read_bounded(nested(shape, 8000));
         assert!(
@@ -670,4 +674,74 @@ fn a_file_written_through_a_here_document_may_hold_any_number_of_keywords() {
     let command = format!("cat > a.py <<'EOF'\n{code}EOF\npython3 a.py");
     assert!(!unparsed(&command), "{:?}", acts(&command));
     assert_eq!(programs(&command), vec!["cat", "python3"]);
+}
+
+#[test]
+fn a_long_test_expression_is_unparsed_not_a_stack_overflow() {
+    // `[[ a && b && c ]]` is `(a && b) && c`: each operator nests the
+    // expression's tree one deeper, with no bracket to count.
+    for text in [
+        format!("[[ {}a ]]", "! ".repeat(20_000)),
+        format!("[[ a{} ]]", " && a".repeat(20_000)),
+        format!("[[ a{} ]]", " || a".repeat(20_000)),
+    ] {
+        let found = read_bounded(text);
+        assert!(
+            found.iter().any(|a| matches!(a, Act::Unparsed(_))),
+            "{found:?}"
+        );
+    }
+    // Outside `[[ ]]` a list of commands is no deeper for being long.
+    let list = format!("true{}", " && rm -f x".repeat(2_000));
+    assert_eq!(programs(&list), vec!["true", "rm"]);
+}
+
+/// Texts whose nesting the glance before the parser does not see (a
+/// closer inside quotes or inside a word closes nothing for the parser):
+/// the stack's floor stops the reading, whatever the shape.
+#[test]
+fn nesting_the_glance_misses_stops_at_the_stack_floor_not_an_overflow() {
+    for text in [
+        "( echo \")\"; ".repeat(5_000),
+        "{ echo a}; ".repeat(5_000),
+        "echo ".to_owned() + &"}${\"".repeat(20_000),
+        "echo ".to_owned() + &"}${\\".repeat(20_000),
+    ] {
+        let found = read_bounded(text);
+        assert!(
+            found.iter().any(|a| matches!(a, Act::Unparsed(_))),
+            "{found:?}"
+        );
+    }
+}
+
+/// The vendored parsers stop at the floor a thread sets, on their own.
+#[test]
+fn the_parsers_stop_at_the_floor() {
+    std::thread::Builder::new()
+        .stack_size(4 << 20)
+        .spawn(|| {
+            brush_parser::stack::set_floor_below_here(2 << 20);
+            let options = crate::parser_options();
+            let test = format!("[[ {}a ]]", "! ".repeat(100_000));
+            let tokens =
+                brush_parser::uncached_tokenize_str(&test, &options.tokenizer_options()).unwrap();
+            assert!(matches!(
+                brush_parser::parse_tokens(&tokens, &options),
+                Err(brush_parser::ParseError::TooComplex)
+            ));
+            let nested = "$(".repeat(100_000);
+            assert!(matches!(
+                brush_parser::uncached_tokenize_str(&nested, &options.tokenizer_options()),
+                Err(brush_parser::TokenizerError::TooDeep)
+            ));
+            let word = "$[".repeat(100_000);
+            assert!(matches!(
+                brush_parser::word::parse(&word, &options),
+                Err(brush_parser::WordParseError::TooComplex(_))
+            ));
+        })
+        .expect("a thread")
+        .join()
+        .expect("no overflow, no panic");
 }

@@ -14,6 +14,7 @@ pub mod word;
 mod error;
 mod parser;
 mod source;
+pub mod stack;
 mod tokenizer;
 
 

@@ -87,6 +87,11 @@ pub enum TokenizerError {
     #[error("unterminated escape sequence")]
     UnterminatedEscapeSequence,
 
+    /// The input nests deeper than the stack the thread allows its parsers
+    /// (see `crate::stack`).
+    #[error("input nested too deep to tokenize")]
+    TooDeep,
+
     /// An unterminated single-quoted substring was encountered at the end of the input stream.
     #[error("unterminated single quote at {0}")]
     UnterminatedSingleQuote(SourcePosition),
@@ -703,6 +708,10 @@ impl<'a, R: ?Sized + std::io::BufRead> Tokenizer<'a, R> {
         terminating_char: Option<char>,
         include_space: bool,
     ) -> Result<TokenizeResult, TokenizerError> {
+        // Each level of nesting in the text recurses through here.
+        if crate::stack::exhausted() {
+            return Err(TokenizerError::TooDeep);
+        }
         let mut state = TokenParseState::new(&self.cross_state.cursor);
         let mut result: Option<TokenizeResult> = None;
 

@@ -612,11 +612,17 @@ impl Drop for PieceBudget {
     }
 }
 
-/// Takes one piece from the running parse's budget; false when none is left.
+/// Takes one piece from the running parse's budget; false when none is
+/// left. A parse whose stack reached the thread's floor (`crate::stack`)
+/// has spent its budget.
 pub(crate) fn spend_piece() -> bool {
     PIECES_LEFT.with(|left| match left.get() {
         None => true,
         Some(0) => false,
+        Some(_) if crate::stack::exhausted() => {
+            left.set(Some(0));
+            false
+        }
         Some(n) => {
             left.set(Some(n - 1));
             true
