@@ -955,6 +955,8 @@ fn the_shell_reading_holds_for_every_agent() {
         // A reading past its bounds, read in time, never a stack overflow.
         &"(".repeat(60),
         &format!("{}ls{}", "$(".repeat(8000), ")".repeat(8000)),
+        &format!("[[ {}a ]]", "! ".repeat(100_000)),
+        &"( echo \")\"; ".repeat(20_000),
     ];
     for command in denied {
         for (agent, answer) in every_agent_shell(&sandbox, command) {
