@@ -1,25 +1,26 @@
-//! What the parser is never handed: text nested so deep that reading it
-//! would exhaust the stack, with so many `(` in a row that the parser's
-//! backtracking (each `((` may open arithmetic or two subshells) doubles its
-//! time per parenthesis, or here-documents inside `$( )` inside
-//! here-documents, which multiply it about tenfold per level; such a
-//! command is `exec.unparsed`.
+//! What the parser is never handed: text nested deeper than Chock
+//! follows, with so many `(` in a row that the parser's backtracking (each
+//! `((` may open arithmetic or two subshells) doubles its time per
+//! parenthesis, or here-documents inside `$( )` inside here-documents,
+//! which multiply it about tenfold per level; such a command is
+//! `exec.unparsed`. (The stack itself is guarded by the floor the reading
+//! thread sets, which holds whatever these glances miss.)
 //!
 //! Two glances find them. The first, over the raw text before the
-//! tokenizer sees it, counts `(` and `{` and ignores quoting, so a quoted
-//! `(((` counts too: a command that only looks deep is read as unparsed,
-//! never one that is deep as shallow. The second, over the tokens the
-//! parser is about to be handed, counts the keywords that open a level
-//! (`if`, `case`, the loops, `[[`): a keyword is only ever an unquoted word
-//! of its own, so `for` in quoted text or in a here-document's body (one
-//! word, read by the word grammar) opens nothing, while every keyword the
-//! parser nests on is counted.
+//! tokenizer sees it, counts `(`, `{` and `[` and ignores quoting, so a
+//! quoted `(((` counts too; a closer closes only the opener it matches.
+//! The second, over the tokens the parser is about to be handed, counts
+//! the keywords that open a level (`if`, `case`, the loops, `[[`,
+//! `coproc`) and the operators that nest a `[[ ]]` test: a keyword is only
+//! ever an unquoted word of its own, so `for` in quoted text or in a
+//! here-document's body (one word, read by the word grammar) opens
+//! nothing.
 
 use brush_parser::Token;
+
 /// The deepest nesting read: `(`, `{`, `[[`, `if`, `case` and the loops
-/// each open a level, their ends close one. The parentheses and braces
-/// counted in the text and the keywords counted in the tokens are added,
-/// each at its deepest.
+/// each open a level, their ends close one. The brackets counted in the
+/// text and the keywords counted in the tokens are added.
 pub const MAX_NESTING: usize = 64;
 
 /// The most `(` read in a row, with only blanks between them.
@@ -32,8 +33,8 @@ pub const MAX_DESCRIPTOR_DIGITS: usize = 9;
 /// here-document (`cat <<EOF` inside `$( )` inside a here-document ...).
 pub const MAX_HEREDOC_NESTING: usize = 2;
 
-/// Whether the tokenizer may be handed `text`: its deepest nesting of `(`
-/// and `{` when so, the reason when not.
+/// Whether the tokenizer may be handed `text`: its deepest nesting of `(`,
+/// `{` and `[` when so, the reason when not.
 pub fn check_text(text: &str) -> Result<usize, &'static str> {
     let mut open: Vec<char> = Vec::new();
     let mut deepest: usize = 0;
@@ -91,8 +92,8 @@ pub fn check_text(text: &str) -> Result<usize, &'static str> {
     Ok(deepest)
 }
 
-/// Whether the parser may be handed `tokens`, whose text nests `(` and
-/// `{` `text_depth` deep; the reason when not.
+/// Whether the parser may be handed `tokens`, whose text nests brackets
+/// `text_depth` deep; the reason when not.
 pub fn check_tokens(tokens: &[Token], text_depth: usize) -> Result<(), &'static str> {
     let mut depth: usize = 0;
     // Inside `[[ ]]` each `!`, `&&`, `||` and `(` nests the expression's
