@@ -663,9 +663,13 @@ fn parser_ends_without_panic(text: &str) -> bool {
 
 #[test]
 fn a_here_document_opened_inside_an_unclosed_substitution_is_an_error_not_a_panic() {
-    let text = "n $(cat <<EOF x $(ls); do r\n\nd\nEOF\n";
-    assert!(parser_ends_without_panic(text));
-    assert!(unparsed(text));
+    for text in [
+        "n $(cat <<EOF x $(ls); do r\n\nd\nEOF\n",
+        "n ${x <<EOF x $(ls); do r\n\nd\nEOF\n",
+    ] {
+        assert!(parser_ends_without_panic(text), "{text}");
+        assert!(unparsed(text), "{text}");
+    }
 }
 
 #[test]

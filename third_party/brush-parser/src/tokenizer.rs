@@ -1031,8 +1031,12 @@ impl<'a, R: ?Sized + std::io::BufRead> Tokenizer<'a, R> {
                                     TokenEndReason::NonNewLineBlank => state.append_char(' '),
                                     TokenEndReason::SpecifiedTerminatingChar => {
                                         // We hit the end brace we were looking for but did not
-                                        // yet consume it. Do so now.
-                                        state.append_char(self.next_char()?.unwrap());
+                                        // yet consume it. Do so now (a replayed here-document
+                                        // can leave the input at its end: an error).
+                                        let closing = self
+                                            .next_char()?
+                                            .ok_or(TokenizerError::UnterminatedVariable)?;
+                                        state.append_char(closing);
                                         break;
                                     }
                                     TokenEndReason::EndOfInput => {
