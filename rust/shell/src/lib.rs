@@ -176,7 +176,7 @@ pub(crate) fn parser_options() -> brush_parser::ParserOptions {
     }
 }
 
-/// Parses script text whose `(` and `{` nest `text_depth` deep (see
+/// Parses script text whose brackets nest `text_depth` deep (see
 /// `bounds`), or says why it cannot be read; the parser is third-party
 /// code, so a panic inside it is caught and reported as text that does not
 /// parse.
