@@ -687,6 +687,31 @@ impl<H, T> ThinRc<H, T> {
     pub fn addr(&self) -> usize {
         self.ptr.as_ptr() as usize
     }
+
+    /// The handle as a bare pointer that owns its reference, for a holder
+    /// that packs handles into words (a thunk's state); `from_raw` turns
+    /// it back into the handle.
+    #[inline(always)]
+    pub fn into_raw(self) -> *const () {
+        let raw = self.ptr.as_ptr().cast_const().cast::<()>();
+        std::mem::forget(self);
+        raw
+    }
+
+    /// Takes back a handle that `into_raw` gave out.
+    ///
+    /// # Safety
+    /// `raw` must come from `into_raw` of a `ThinRc<H, T>`, and each one is
+    /// taken back once.
+    #[inline(always)]
+    pub unsafe fn from_raw(raw: *const ()) -> Self {
+        ThinRc {
+            // SAFETY: per the contract, a pointer `into_raw` took from a
+            // live handle: never null.
+            ptr: unsafe { NonNull::new_unchecked(raw.cast::<Inner<H, T>>().cast_mut()) },
+            _owns: PhantomData,
+        }
+    }
 }
 
 /// Counts one more reference to a block (a count that would wrap aborts,
