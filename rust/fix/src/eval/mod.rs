@@ -830,11 +830,11 @@ impl<'a> Evaluator<'a> {
         self.check_stack(Pos::NONE)?;
         let mut current = self.eval(&s.base, env)?;
         crate::stats::add(crate::stats::Counter::AttrLookups, s.path.len() as u64);
-        for (i, key) in s.path.iter().enumerate() {
-            let name = self.attr_name(key, env, s.pos)?;
+        for (i, step) in s.path.iter().enumerate() {
+            let name = self.attr_name(&step.key, env, s.pos)?;
             let found = match &current {
                 Value::Attrs(attrs) => attrs
-                    .get_hinted(name, &s.hints[i])
+                    .get_hinted(name, &step.hint)
                     .map(|a| self.force(&a.value)),
                 _ => None,
             };
@@ -864,10 +864,10 @@ impl<'a> Evaluator<'a> {
 
     #[cold]
     #[inline(never)]
-    fn show_path(&self, keys: &[AttrKey], last: Sym) -> String {
+    fn show_path(&self, keys: &[SelectKey], last: Sym) -> String {
         let mut parts: Vec<String> = keys
             .iter()
-            .map(|k| match k {
+            .map(|k| match &k.key {
                 AttrKey::Static(s) => self.symbols.text(*s).into_owned(),
                 AttrKey::Dynamic(_) => "\"${...}\"".to_string(),
             })

@@ -166,9 +166,13 @@ impl LambdaExpr {
 
 pub struct ApplyExpr {
     pub func: Expr,
-    pub args: Box<[Expr]>,
+    pub args: Args,
     pub pos: Pos,
 }
+
+/// A call's arguments: one or two, nearly always, held in the call's own
+/// block, so that a call reads one block for its function and arguments.
+pub type Args = smallvec::SmallVec<[Expr; 2]>;
 
 pub enum AttrKey {
     Static(Sym),
@@ -177,22 +181,34 @@ pub enum AttrKey {
 
 pub struct SelectExpr {
     pub base: Expr,
-    pub path: Box<[AttrKey]>,
-    /// Per key of `path`, where in its set the name was found last time:
-    /// the set a selection reads is often the same one, or one of the same
-    /// shape, so the entry there is tried before a search.
-    pub hints: Box<[std::cell::Cell<u32>]>,
+    /// One or two keys, nearly always: held in the selection's own block.
+    pub path: smallvec::SmallVec<[SelectKey; 2]>,
     pub default: Option<Expr>,
     pub pos: Pos,
 }
 
+/// A key of a selection's path, and where in its set the name was found
+/// last time: the set a selection reads is often the same one, or one of
+/// the same shape, so the entry there is tried before a search. Side by
+/// side, so that a selection reads one block for both.
+pub struct SelectKey {
+    pub key: AttrKey,
+    pub hint: std::cell::Cell<u32>,
+}
+
 impl SelectExpr {
     pub fn new(base: Expr, path: Box<[AttrKey]>, default: Option<Expr>, pos: Pos) -> Self {
-        let hints = path.iter().map(|_| std::cell::Cell::new(0)).collect();
+        let path = path
+            .into_vec()
+            .into_iter()
+            .map(|key| SelectKey {
+                key,
+                hint: std::cell::Cell::new(0),
+            })
+            .collect();
         SelectExpr {
             base,
             path,
-            hints,
             default,
             pos,
         }
@@ -201,7 +217,8 @@ impl SelectExpr {
 
 pub struct HasAttrExpr {
     pub base: Expr,
-    pub path: Box<[AttrKey]>,
+    /// One or two keys, nearly always: held in the test's own block.
+    pub path: smallvec::SmallVec<[AttrKey; 2]>,
     pub pos: Pos,
 }
 

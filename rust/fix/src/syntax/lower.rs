@@ -379,7 +379,7 @@ impl Lowerer<'_> {
                             let func = self.var(known::SUB, pos, 0)?;
                             Expr::Apply(Box::new(ApplyExpr {
                                 func,
-                                args: Box::new([Expr::Int(0), operand]),
+                                args: smallvec::smallvec![Expr::Int(0), operand],
                                 pos,
                             }))
                         }
@@ -400,7 +400,11 @@ impl Lowerer<'_> {
             ast::Expr::HasAttr(h) => {
                 let base = self.expr(&self.need(h.expr(), node)?)?;
                 let path = self.attr_keys(&self.need(h.attrpath(), node)?)?;
-                Expr::HasAttr(Box::new(HasAttrExpr { base, path, pos }))
+                Expr::HasAttr(Box::new(HasAttrExpr {
+                    base,
+                    path: path.into_vec().into(),
+                    pos,
+                }))
             }
             ast::Expr::CurPos(_) => Expr::CurPos(pos),
         })
@@ -422,12 +426,8 @@ impl Lowerer<'_> {
             .iter()
             .rev()
             .map(|e| self.expr(e))
-            .collect::<Result<Vec<_>>>()?;
-        Ok(Expr::Apply(Box::new(ApplyExpr {
-            func,
-            args: args.into(),
-            pos,
-        })))
+            .collect::<Result<Args>>()?;
+        Ok(Expr::Apply(Box::new(ApplyExpr { func, args, pos })))
     }
 
     fn binop(&mut self, b: &ast::BinOp) -> Result<Expr> {
@@ -453,14 +453,14 @@ impl Lowerer<'_> {
             K::PipeRight => {
                 return Ok(Expr::Apply(Box::new(ApplyExpr {
                     func: rhs,
-                    args: Box::new([lhs]),
+                    args: smallvec::smallvec![lhs],
                     pos,
                 })));
             }
             K::PipeLeft => {
                 return Ok(Expr::Apply(Box::new(ApplyExpr {
                     func: lhs,
-                    args: Box::new([rhs]),
+                    args: smallvec::smallvec![rhs],
                     pos,
                 })));
             }
@@ -478,7 +478,7 @@ impl Lowerer<'_> {
                     let func = self.var(name, pos, 0)?;
                     return Ok(Expr::Apply(Box::new(ApplyExpr {
                         func,
-                        args: Box::new([lhs, rhs]),
+                        args: smallvec::smallvec![lhs, rhs],
                         pos,
                     })));
                 }
@@ -514,7 +514,7 @@ impl Lowerer<'_> {
         let call = |func, a, b| {
             Expr::Apply(Box::new(ApplyExpr {
                 func,
-                args: Box::new([a, b]),
+                args: smallvec::smallvec![a, b],
                 pos,
             }))
         };
@@ -701,7 +701,7 @@ impl Lowerer<'_> {
         let nix_path = self.var(known::NIX_PATH, pos, 0)?;
         Ok(Expr::Apply(Box::new(ApplyExpr {
             func,
-            args: Box::new([nix_path, Expr::Str(NixString::from(inner))]),
+            args: smallvec::smallvec![nix_path, Expr::Str(NixString::from(inner))],
             pos,
         })))
     }
