@@ -27,7 +27,7 @@ use std::ptr::{self, NonNull};
 
 /// The part of a block a handle points at. A block of elements has its
 /// length in the word before it; a block without elements (`Shared`:
-/// thunks, closures) has none, so a thunk is 32 bytes, not 40. The
+/// thunks, closures) has none, so a thunk is 24 bytes, not 32. The
 /// elements follow at `data_offset::<H, T>()`.
 #[repr(C)]
 struct Inner<H, T> {

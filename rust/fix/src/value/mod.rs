@@ -376,8 +376,6 @@ mod tests {
     fn value_is_two_words() {
         assert_eq!(std::mem::size_of::<Value<'static>>(), 16);
         assert_eq!(std::mem::size_of::<Option<Value<'static>>>(), 16);
-        // A thunk's block is its count and this: 32 bytes.
-        assert_eq!(std::mem::size_of::<ThunkState<'static>>(), 24);
     }
 
     #[test]
