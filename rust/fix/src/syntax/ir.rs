@@ -174,6 +174,10 @@ pub struct ApplyExpr {
 /// block, so that a call reads one block for its function and arguments.
 pub type Args = smallvec::SmallVec<[Expr; 2]>;
 
+/// An attribute path's keys: one or two, nearly always, held in the
+/// block of the selection or `?` test they belong to.
+pub type Keys = smallvec::SmallVec<[AttrKey; 2]>;
+
 pub enum AttrKey {
     Static(Sym),
     Dynamic(Expr),
@@ -197,9 +201,13 @@ pub struct SelectKey {
 }
 
 impl SelectExpr {
-    pub fn new(base: Expr, path: Box<[AttrKey]>, default: Option<Expr>, pos: Pos) -> Self {
+    pub fn new(
+        base: Expr,
+        path: impl IntoIterator<Item = AttrKey>,
+        default: Option<Expr>,
+        pos: Pos,
+    ) -> Self {
         let path = path
-            .into_vec()
             .into_iter()
             .map(|key| SelectKey {
                 key,
@@ -217,8 +225,7 @@ impl SelectExpr {
 
 pub struct HasAttrExpr {
     pub base: Expr,
-    /// One or two keys, nearly always: held in the test's own block.
-    pub path: smallvec::SmallVec<[AttrKey; 2]>,
+    pub path: Keys,
     pub pos: Pos,
 }
 

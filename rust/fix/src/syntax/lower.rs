@@ -336,7 +336,7 @@ impl Lowerer<'_> {
                 let attrs = Expr::Attrs(Box::new(self.lower_attrs(pending)?));
                 Expr::Select(Box::new(SelectExpr::new(
                     attrs,
-                    Box::new([AttrKey::Static(known::BODY)]),
+                    [AttrKey::Static(known::BODY)],
                     None,
                     pos,
                 )))
@@ -400,11 +400,7 @@ impl Lowerer<'_> {
             ast::Expr::HasAttr(h) => {
                 let base = self.expr(&self.need(h.expr(), node)?)?;
                 let path = self.attr_keys(&self.need(h.attrpath(), node)?)?;
-                Expr::HasAttr(Box::new(HasAttrExpr {
-                    base,
-                    path: path.into_vec().into(),
-                    pos,
-                }))
+                Expr::HasAttr(Box::new(HasAttrExpr { base, path, pos }))
             }
             ast::Expr::CurPos(_) => Expr::CurPos(pos),
         })
@@ -872,15 +868,15 @@ impl Lowerer<'_> {
         Some(self.symbols.intern(&bytes))
     }
 
-    fn attr_keys(&mut self, path: &ast::Attrpath) -> Result<Box<[AttrKey]>> {
-        let mut keys = Vec::new();
+    fn attr_keys(&mut self, path: &ast::Attrpath) -> Result<Keys> {
+        let mut keys = Keys::new();
         for attr in path.attrs() {
             keys.push(match self.key(&attr)? {
                 Key::Static(s) => AttrKey::Static(s),
                 Key::Dynamic(e) => AttrKey::Dynamic(self.expr(&e)?),
             });
         }
-        Ok(keys.into())
+        Ok(keys)
     }
 
     fn pending_from_literal(
@@ -1066,7 +1062,7 @@ impl Lowerer<'_> {
             PendingValue::Inherit => self.var(name, pos, skip)?,
             PendingValue::InheritFrom(k) => Expr::Select(Box::new(SelectExpr::new(
                 sources.base(k),
-                Box::new([AttrKey::Static(name)]),
+                [AttrKey::Static(name)],
                 None,
                 pos,
             ))),
