@@ -119,8 +119,45 @@ struct SmallBlocks {
     taken: [Cell<u64>; SMALL_CLASSES],
 }
 
-/// The thread's chunks: the current one, linked to the ones before it.
-struct Chunks(Cell<*mut Chunk>);
+/// The thread's chunks: the current one, linked to the ones before it,
+/// and the helper that populates the next one ahead of need.
+struct Chunks {
+    current: Cell<*mut Chunk>,
+    ahead: Cell<Ahead>,
+    /// Chunks this thread took from its helper (for tests).
+    #[cfg(test)]
+    taken_ahead: Cell<usize>,
+}
+
+/// Populating a huge page means the kernel zeroing 2 MiB (and, in a
+/// virtual machine, the host backing it): in the module cases a tenth to
+/// a sixth of the evaluation thread's time went to `clear_page`. A thread
+/// that takes a second chunk is a large evaluation, so from then on a
+/// helper thread maps and populates the next chunk while the evaluation
+/// uses the current one, and hands it over through a rendezvous channel:
+/// at most one chunk (2 MiB, not counted by the memory bound until it is
+/// taken) waits in the helper's hands. When the helper is not ready, or
+/// could not be started, the evaluation maps its chunk itself as before.
+/// When the thread's chunks are freed the channel closes, and the helper
+/// unmaps what it holds and ends; the thread waits for that, so when an
+/// evaluation's thread has ended every chunk it took or was given is
+/// unmapped.
+#[derive(Default)]
+enum Ahead {
+    #[default]
+    NotStarted,
+    Running(Helper),
+    Unavailable,
+}
+
+struct Helper {
+    ready: std::sync::mpsc::Receiver<ChunkAddress>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+/// A chunk's address, as it crosses from the helper thread: a mapping is
+/// the process's, so it is owned by whichever thread holds its address.
+type ChunkAddress = usize;
 
 impl SmallBlocks {
     /// A block of `size` bytes (the largest of size class `class`); null
@@ -180,8 +217,12 @@ impl Chunks {
         // A thread's first chunk is faulted in page by page as it is
         // used: a small evaluation touches a few hundred KiB of it, less
         // than zeroing a whole huge page costs.
-        let first = self.0.get().is_null();
-        let chunk = map_chunk(!first);
+        let first = self.current.get().is_null();
+        let chunk = if first {
+            map_chunk(false)
+        } else {
+            self.next_whole_chunk()
+        };
         if chunk.is_null() {
             return chunk;
         }
@@ -190,12 +231,65 @@ impl Chunks {
         // SAFETY: the chunk is fresh and aligned for a `Chunk`.
         unsafe {
             chunk.cast::<Chunk>().write(Chunk {
-                previous: self.0.get(),
+                previous: self.current.get(),
             });
         }
-        self.0.set(chunk.cast());
+        self.current.set(chunk.cast());
         chunk
     }
+
+    /// A whole chunk: the helper's, if it has one ready, or one mapped
+    /// here (see `Ahead`).
+    fn next_whole_chunk(&self) -> *mut u8 {
+        match self.ahead.take() {
+            Ahead::Running(helper) => {
+                let chunk = match helper.ready.try_recv() {
+                    Ok(address) => {
+                        #[cfg(test)]
+                        self.taken_ahead.set(self.taken_ahead.get() + 1);
+                        address as *mut u8
+                    }
+                    Err(_) => map_chunk(true),
+                };
+                self.ahead.set(Ahead::Running(helper));
+                chunk
+            }
+            Ahead::NotStarted => {
+                self.ahead
+                    .set(start_helper().map_or(Ahead::Unavailable, Ahead::Running));
+                map_chunk(true)
+            }
+            Ahead::Unavailable => {
+                self.ahead.set(Ahead::Unavailable);
+                map_chunk(true)
+            }
+        }
+    }
+}
+
+/// Starts the thread that populates whole chunks ahead of need (see
+/// `Ahead`); `None` if no thread can be started.
+fn start_helper() -> Option<Helper> {
+    let (hand_over, ready) = std::sync::mpsc::sync_channel::<ChunkAddress>(0);
+    let thread = std::thread::Builder::new()
+        .name("fix-chunks".into())
+        .stack_size(64 << 10)
+        .spawn(move || {
+            loop {
+                let chunk = map_chunk(true);
+                if chunk.is_null() {
+                    return;
+                }
+                if hand_over.send(chunk as ChunkAddress).is_err() {
+                    // SAFETY: the chunk was mapped above, CHUNK_BYTES long, and
+                    // was never handed over, so nothing refers to it.
+                    unsafe { libc::munmap(chunk.cast(), CHUNK_BYTES) };
+                    return;
+                }
+            }
+        })
+        .ok()?;
+    Some(Helper { ready, thread })
 }
 
 /// Maps `CHUNK_BYTES` of memory at a multiple of `CHUNK_BYTES` (null if
@@ -261,7 +355,13 @@ impl Drop for Chunks {
             s.fresh.set(ptr::null_mut());
             s.end.set(ptr::null_mut());
         });
-        let mut chunk = self.0.replace(ptr::null_mut());
+        // Closing the channel ends the helper, which unmaps its chunk.
+        if let Ahead::Running(Helper { ready, thread }) = self.ahead.take() {
+            drop(ready);
+            // The helper's work is a bounded system call or two; it never panics.
+            let _ = thread.join();
+        }
+        let mut chunk = self.current.replace(ptr::null_mut());
         while !chunk.is_null() {
             // SAFETY: every listed chunk was mapped by `map_chunk`, is
             // CHUNK_BYTES long and is unmapped once; no block in it is
@@ -285,7 +385,14 @@ thread_local! {
             taken: [const { Cell::new(0) }; SMALL_CLASSES],
         }
     };
-    static CHUNKS: Chunks = const { Chunks(Cell::new(ptr::null_mut())) };
+    static CHUNKS: Chunks = const {
+        Chunks {
+            current: Cell::new(ptr::null_mut()),
+            ahead: Cell::new(Ahead::NotStarted),
+            #[cfg(test)]
+            taken_ahead: Cell::new(0),
+        }
+    };
 }
 
 /// The size class of a small block: 1 to 8 bytes is class 0, 9 to 16
@@ -1121,6 +1228,36 @@ mod tests {
             // Garbage nothing will free (as a reference cycle is): its
             // chunk goes back with the thread's.
             std::mem::forget(blocks[7].clone());
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn a_helper_populates_the_next_chunk_ahead() {
+        std::thread::spawn(|| {
+            // A chunk's worth of 32-byte blocks at a time, with a pause
+            // after each for the helper to have the next chunk ready.
+            let per_chunk = CHUNK_BYTES / 32;
+            let mut blocks: Vec<ThinRc<usize, u64>> = Vec::new();
+            for round in 0..6 {
+                blocks.extend(
+                    (0..per_chunk).map(|i| ThinRc::from_iter(round * per_chunk + i, [i as u64])),
+                );
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            let from_helper = CHUNKS.with(|c| c.taken_ahead.get());
+            assert!(from_helper >= 1, "chunks from the helper: {from_helper}");
+            let mut chunks: Vec<usize> = blocks
+                .iter()
+                .map(|b| b.addr() & !(CHUNK_BYTES - 1))
+                .collect();
+            chunks.dedup();
+            assert!(chunks.len() >= 6, "chunks used: {}", chunks.len());
+            for (n, b) in blocks.iter().enumerate() {
+                assert_eq!(*b.header(), n);
+                assert_eq!(b.as_slice(), &[(n % per_chunk) as u64]);
+            }
         })
         .join()
         .unwrap();
