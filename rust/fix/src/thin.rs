@@ -241,28 +241,22 @@ impl Chunks {
     /// A whole chunk: the helper's, if it has one ready, or one mapped
     /// here (see `Ahead`).
     fn next_whole_chunk(&self) -> *mut u8 {
-        match self.ahead.take() {
-            Ahead::Running(helper) => {
-                let chunk = match helper.ready.try_recv() {
-                    Ok(address) => {
-                        #[cfg(test)]
-                        self.taken_ahead.set(self.taken_ahead.get() + 1);
-                        address as *mut u8
-                    }
-                    Err(_) => map_chunk(true),
-                };
-                self.ahead.set(Ahead::Running(helper));
-                chunk
+        let ahead = match self.ahead.take() {
+            Ahead::NotStarted => start_helper().map_or(Ahead::Unavailable, Ahead::Running),
+            started => started,
+        };
+        let ready = match &ahead {
+            Ahead::Running(helper) => helper.ready.try_recv().ok(),
+            _ => None,
+        };
+        self.ahead.set(ahead);
+        match ready {
+            Some(address) => {
+                #[cfg(test)]
+                self.taken_ahead.set(self.taken_ahead.get() + 1);
+                address as *mut u8
             }
-            Ahead::NotStarted => {
-                self.ahead
-                    .set(start_helper().map_or(Ahead::Unavailable, Ahead::Running));
-                map_chunk(true)
-            }
-            Ahead::Unavailable => {
-                self.ahead.set(Ahead::Unavailable);
-                map_chunk(true)
-            }
+            None => map_chunk(true),
         }
     }
 }
