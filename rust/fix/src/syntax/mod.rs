@@ -85,14 +85,7 @@ pub fn parse(sources: &SourceMap, file: FileId) -> Result<rnix::Root> {
 fn check_tokens(root: &rnix::Root, sources: &SourceMap, file: FileId) -> Result<()> {
     use rowan::ast::AstNode;
     let text = &sources.file(file).text;
-    // Most sources are ASCII, which a byte scan answers at once.
-    if text.is_ascii() {
-        return Ok(());
-    }
-    for (offset, c) in text
-        .char_indices()
-        .filter(|(_, c)| !c.is_ascii() && c.is_whitespace())
-    {
+    for (offset, c) in non_ascii_chars(text).filter(|(_, c)| c.is_whitespace()) {
         let at = rnix::TextSize::from(u32::try_from(offset).unwrap_or(u32::MAX));
         let in_whitespace = root
             .syntax()
@@ -108,6 +101,33 @@ fn check_tokens(root: &rnix::Root, sources: &SourceMap, file: FileId) -> Result<
         }
     }
     Ok(())
+}
+
+/// The characters of `text` outside ASCII, with their offsets. Most
+/// sources are ASCII or nearly so: the text is passed over in blocks,
+/// each checked whole a word at a time, and decoded only where a block
+/// holds something else.
+fn non_ascii_chars(text: &str) -> impl Iterator<Item = (usize, char)> + '_ {
+    const BLOCK: usize = 64;
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        while at < bytes.len() {
+            let end = (at + BLOCK).min(bytes.len());
+            let block = &bytes[at..end];
+            if block.is_ascii() {
+                at = end;
+                continue;
+            }
+            // `at` is a character's start: it follows an ASCII byte or a
+            // whole character.
+            let offset = at + block.iter().position(|b| !b.is_ascii())?;
+            let c = text[offset..].chars().next()?;
+            at = offset + c.len_utf8();
+            return Some((offset, c));
+        }
+        None
+    })
 }
 
 fn describe_parse_error(error: &rnix::ParseError, len: usize) -> (usize, String) {
@@ -240,5 +260,50 @@ mod tests {
         // A CR inside an indented string is content, not a line end.
         assert_eq!(normalize_line_ends("''a\rb''"), "''a\rb''");
         assert_eq!(normalize_line_ends("1 +\r2"), "1 +\n2");
+    }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The block scan finds exactly the characters a char-by-char walk
+        /// finds outside ASCII, wherever they fall against a block's end.
+        #[test]
+        fn non_ascii_chars_are_those_of_a_char_walk(
+            pieces in proptest::collection::vec(
+                proptest::prop_oneof![
+                    "[ -~\n]{0,70}",
+                    proptest::char::any().prop_map(String::from),
+                ],
+                0..12,
+            )
+        ) {
+            use proptest::prelude::*;
+            let text: String = pieces.concat();
+            let walked: Vec<(usize, char)> =
+                text.char_indices().filter(|(_, c)| !c.is_ascii()).collect();
+            prop_assert_eq!(non_ascii_chars(&text).collect::<Vec<_>>(), walked);
+        }
+    }
+
+    #[test]
+    fn unicode_whitespace_between_tokens_is_refused_and_in_a_comment_kept() {
+        let mut sources = SourceMap::new();
+        let pad = "#".repeat(63);
+        let spaced = sources.add(
+            crate::source::Origin::String,
+            format!("{pad}\n1 +\u{a0}2").into(),
+        );
+        let error = parse(&sources, spaced).err().map(|e| e.render(&sources));
+        assert!(
+            error
+                .as_deref()
+                .is_some_and(|e| e.contains("unexpected invalid token")),
+            "{error:?}"
+        );
+        let commented = sources.add(
+            crate::source::Origin::String,
+            format!("{pad}\u{a0}\n1 + 2 # \u{2003}").into(),
+        );
+        assert!(parse(&sources, commented).is_ok());
     }
 }
