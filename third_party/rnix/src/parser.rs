@@ -104,6 +104,10 @@ where
     // Recursion depth, used for avoiding stack overflows. This may be incremented
     // by any method as long as it is decremented when that method returns.
     depth: u32,
+
+    // An operand `parse_operators` parsed before the precedence levels ran
+    // (chock's patch): the first `parse_hasattr` they reach answers it.
+    parsed_operand: Option<Checkpoint>,
 }
 impl<'a, I> Parser<'a, I>
 where
@@ -120,6 +124,7 @@ where
             consumed: TextSize::from(0),
 
             depth: 0,
+            parsed_operand: None,
         }
     }
 
@@ -691,6 +696,9 @@ where
         checkpoint
     }
     fn parse_hasattr(&mut self) -> Checkpoint {
+        if let Some(operand) = self.parsed_operand.take() {
+            return operand;
+        }
         let checkpoint = self.parse_negate();
         while self.peek().map(|t| t == T![?]).unwrap_or(false) {
             self.start_node_at(checkpoint, NODE_HAS_ATTR);
@@ -749,6 +757,22 @@ where
     }
     fn parse_pipe_left(&mut self) -> Checkpoint {
         self.parse_right_assoc(Self::parse_pipe_right, T!["<|"] | ())
+    }
+    /// An expression of operators (chock's patch). Most are one operand
+    /// with no operator after it, which this parses without going down
+    /// the fourteen precedence levels and back up them; when an operator
+    /// follows, the levels run as before from the operand already parsed
+    /// (a `!` first is the levels' to parse). The tree is the same.
+    fn parse_operators(&mut self) -> Checkpoint {
+        if self.peek() == Some(TOKEN_INVERT) {
+            return self.parse_pipe_left();
+        }
+        let operand = self.parse_hasattr();
+        if !self.peek().is_some_and(|t| BINARY_OPERATORS.contains(t)) {
+            return operand;
+        }
+        self.parsed_operand = Some(operand);
+        self.parse_pipe_left()
     }
     /// Parse Nix code into an AST
     pub fn parse_expr(&mut self) -> Checkpoint {
@@ -815,12 +839,34 @@ where
                 self.finish_node();
                 checkpoint
             }
-            _ => self.parse_pipe_left(),
+            _ => self.parse_operators(),
         };
         self.depth -= 1;
         out
     }
 }
+
+/// Every operator a precedence level above `parse_hasattr` takes after
+/// its first operand (chock's patch, for `parse_operators`).
+const BINARY_OPERATORS: TokenSet = TokenSet::from_slice(&[
+    T!["<|"],
+    T!["|>"],
+    T![->],
+    T![||],
+    T![&&],
+    T![==],
+    T![!=],
+    T![<],
+    T![<=],
+    T![>],
+    T![>=],
+    T!["//"],
+    T![+],
+    T![-],
+    T![*],
+    T![/],
+    T![++],
+]);
 
 /// Parse tokens into an AST
 pub fn parse<'s, I>(iter: I) -> (GreenNode, Vec<ParseError>)
