@@ -709,13 +709,13 @@ where
         checkpoint
     }
     fn parse_concat(&mut self) -> Checkpoint {
-        self.parse_right_assoc(Self::parse_hasattr, T![++] | ())
+        self.parse_right_assoc(Self::parse_hasattr, CONCAT_OPS)
     }
     fn parse_mul(&mut self) -> Checkpoint {
-        self.parse_left_assoc(Self::parse_concat, T![*] | T![/])
+        self.parse_left_assoc(Self::parse_concat, MUL_OPS)
     }
     fn parse_add(&mut self) -> Checkpoint {
-        self.parse_left_assoc(Self::parse_mul, T![+] | T![-])
+        self.parse_left_assoc(Self::parse_mul, ADD_OPS)
     }
     fn parse_invert(&mut self) -> Checkpoint {
         if self.peek() == Some(TOKEN_INVERT) {
@@ -730,22 +730,22 @@ where
         }
     }
     fn parse_merge(&mut self) -> Checkpoint {
-        self.parse_right_assoc(Self::parse_invert, T!["//"] | ())
+        self.parse_right_assoc(Self::parse_invert, MERGE_OPS)
     }
     fn parse_compare(&mut self) -> Checkpoint {
-        self.parse_non_assoc(Self::parse_merge, T![<] | T![<=] | T![>] | T![>=])
+        self.parse_non_assoc(Self::parse_merge, COMPARE_OPS)
     }
     fn parse_equal(&mut self) -> Checkpoint {
-        self.parse_non_assoc(Self::parse_compare, T![==] | T![!=])
+        self.parse_non_assoc(Self::parse_compare, EQUAL_OPS)
     }
     fn parse_and(&mut self) -> Checkpoint {
-        self.parse_left_assoc(Self::parse_equal, T![&&] | ())
+        self.parse_left_assoc(Self::parse_equal, AND_OPS)
     }
     fn parse_or(&mut self) -> Checkpoint {
-        self.parse_left_assoc(Self::parse_and, T![||] | ())
+        self.parse_left_assoc(Self::parse_and, OR_OPS)
     }
     fn parse_implication(&mut self) -> Checkpoint {
-        self.parse_right_assoc(Self::parse_or, T![->] | ())
+        self.parse_right_assoc(Self::parse_or, IMPLICATION_OPS)
     }
     #[inline(always)]
     fn parse_math(&mut self) -> Checkpoint {
@@ -753,10 +753,10 @@ where
         self.parse_implication()
     }
     fn parse_pipe_right(&mut self) -> Checkpoint {
-        self.parse_left_assoc(Self::parse_math, T!["|>"] | ())
+        self.parse_left_assoc(Self::parse_math, PIPE_RIGHT_OPS)
     }
     fn parse_pipe_left(&mut self) -> Checkpoint {
-        self.parse_right_assoc(Self::parse_pipe_right, T!["<|"] | ())
+        self.parse_right_assoc(Self::parse_pipe_right, PIPE_LEFT_OPS)
     }
     /// An expression of operators (chock's patch). Most are one operand
     /// with no operator after it, which this parses without going down
@@ -764,6 +764,7 @@ where
     /// follows, the levels run as before from the operand already parsed
     /// (a `!` first is the levels' to parse). The tree is the same.
     fn parse_operators(&mut self) -> Checkpoint {
+        debug_assert!(self.parsed_operand.is_none());
         if self.peek() == Some(TOKEN_INVERT) {
             return self.parse_pipe_left();
         }
@@ -846,27 +847,33 @@ where
     }
 }
 
+// The operators of each precedence level above `parse_hasattr`, loosest
+// last (chock's patch: named, so that `parse_operators` knows them all).
+const CONCAT_OPS: TokenSet = TokenSet::new(T![++]);
+const MUL_OPS: TokenSet = TokenSet::from_slice(&[T![*], T![/]]);
+const ADD_OPS: TokenSet = TokenSet::from_slice(&[T![+], T![-]]);
+const MERGE_OPS: TokenSet = TokenSet::new(T!["//"]);
+const COMPARE_OPS: TokenSet = TokenSet::from_slice(&[T![<], T![<=], T![>], T![>=]]);
+const EQUAL_OPS: TokenSet = TokenSet::from_slice(&[T![==], T![!=]]);
+const AND_OPS: TokenSet = TokenSet::new(T![&&]);
+const OR_OPS: TokenSet = TokenSet::new(T![||]);
+const IMPLICATION_OPS: TokenSet = TokenSet::new(T![->]);
+const PIPE_RIGHT_OPS: TokenSet = TokenSet::new(T!["|>"]);
+const PIPE_LEFT_OPS: TokenSet = TokenSet::new(T!["<|"]);
+
 /// Every operator a precedence level above `parse_hasattr` takes after
-/// its first operand (chock's patch, for `parse_operators`).
-const BINARY_OPERATORS: TokenSet = TokenSet::from_slice(&[
-    T!["<|"],
-    T!["|>"],
-    T![->],
-    T![||],
-    T![&&],
-    T![==],
-    T![!=],
-    T![<],
-    T![<=],
-    T![>],
-    T![>=],
-    T!["//"],
-    T![+],
-    T![-],
-    T![*],
-    T![/],
-    T![++],
-]);
+/// its first operand (for `parse_operators`).
+const BINARY_OPERATORS: TokenSet = CONCAT_OPS
+    .union(MUL_OPS)
+    .union(ADD_OPS)
+    .union(MERGE_OPS)
+    .union(COMPARE_OPS)
+    .union(EQUAL_OPS)
+    .union(AND_OPS)
+    .union(OR_OPS)
+    .union(IMPLICATION_OPS)
+    .union(PIPE_RIGHT_OPS)
+    .union(PIPE_LEFT_OPS);
 
 /// Parse tokens into an AST
 pub fn parse<'s, I>(iter: I) -> (GreenNode, Vec<ParseError>)

@@ -270,14 +270,13 @@ mod tests {
         #[test]
         fn non_ascii_chars_are_those_of_a_char_walk(
             pieces in proptest::collection::vec(
-                proptest::prop_oneof![
+                prop_oneof![
                     "[ -~\n]{0,70}",
-                    proptest::char::any().prop_map(String::from),
+                    any::<char>().prop_map(String::from),
                 ],
                 0..12,
             )
         ) {
-            use proptest::prelude::*;
             let text: String = pieces.concat();
             let walked: Vec<(usize, char)> =
                 text.char_indices().filter(|(_, c)| !c.is_ascii()).collect();
