@@ -286,12 +286,63 @@ fn start_helper() -> Option<Helper> {
     Some(Helper { ready, thread })
 }
 
+/// Whether the next whole chunk asks for a huge page or for base pages.
+///
+/// A huge page is the cheaper to populate while the kernel has warm ones
+/// (0.2 ms for 2 MiB on the machine measured, against 0.7 ms for 512 base
+/// pages). But a virtual machine whose balloon reports free memory to its
+/// host (`virtio_balloon` free page reporting) hands back exactly the free
+/// blocks of huge-page size, and the host must back such a block again
+/// when the guest next uses it: about 5 ms per huge page, and a large
+/// module-system evaluation takes 34 of them. Base pages come from the
+/// small free blocks, which are never reported. So a huge page that took
+/// longer than `SLOW_HUGE_PAGE` to populate sends the next
+/// `BASE_PAGE_RUN` chunks to base pages, and then a huge page is tried
+/// again. One choice for the process: the kernel's supply of huge pages
+/// is the whole process's, whichever thread populates.
+struct PageChoice {
+    base_pages_left: std::sync::atomic::AtomicU32,
+}
+
+/// Five times a warm huge page's populate, a fifth of a cold one's.
+const SLOW_HUGE_PAGE: std::time::Duration = std::time::Duration::from_millis(1);
+const BASE_PAGE_RUN: u32 = 16;
+
+static PAGE_CHOICE: PageChoice = PageChoice::new();
+
+impl PageChoice {
+    const fn new() -> Self {
+        PageChoice {
+            base_pages_left: std::sync::atomic::AtomicU32::new(0),
+        }
+    }
+
+    /// Whether to ask for a huge page now (else base pages, one fewer left).
+    fn huge_page_next(&self) -> bool {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.base_pages_left
+            .fetch_update(Relaxed, Relaxed, |left| left.checked_sub(1))
+            .is_err()
+    }
+
+    /// A huge page was populated in `time`.
+    fn huge_page_took(&self, time: std::time::Duration) {
+        if time > SLOW_HUGE_PAGE {
+            self.base_pages_left
+                .store(BASE_PAGE_RUN, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+}
+
 /// Maps `CHUNK_BYTES` of memory at a multiple of `CHUNK_BYTES` (null if
-/// the kernel has none) and, if `whole`, asks for it in one huge page and
-/// has it populated at once. Both are advice: a kernel without
-/// transparent huge pages, or set never to give them, still populates the
-/// range in one call, and an older kernel that refuses both faults the
-/// pages in one by one as they are first written.
+/// the kernel has none). A `whole` chunk is populated at once, in one huge
+/// page or in base pages as `PAGE_CHOICE` says; any other is faulted in
+/// page by page as it is first written (base pages even where the kernel
+/// gives huge pages unasked: a small evaluation touches a few hundred KiB
+/// of its first chunk, less than zeroing 2 MiB costs). All of it is
+/// advice: a kernel without transparent huge pages, or set never to give
+/// them, still populates the range in one call, and an older kernel that
+/// refuses it faults the pages in one by one as they are first written.
 fn map_chunk(whole: bool) -> *mut u8 {
     // Twice the size, so that an aligned chunk lies inside; the rest is
     // given back below.
@@ -316,8 +367,7 @@ fn map_chunk(whole: bool) -> *mut u8 {
     let head = chunk - start;
     let tail = reserved_bytes - head - CHUNK_BYTES;
     // SAFETY: the head and the tail are the parts of the mapping just made
-    // that lie outside the chunk; nothing refers to them. The advice is
-    // given for the chunk alone, which is mapped and changes no contents.
+    // that lie outside the chunk; nothing refers to them.
     unsafe {
         if head > 0 {
             libc::munmap(reserved, head);
@@ -325,13 +375,23 @@ fn map_chunk(whole: bool) -> *mut u8 {
         if tail > 0 {
             libc::munmap((chunk + CHUNK_BYTES) as *mut libc::c_void, tail);
         }
-        if whole {
-            libc::madvise(chunk as *mut libc::c_void, CHUNK_BYTES, libc::MADV_HUGEPAGE);
-            libc::madvise(
-                chunk as *mut libc::c_void,
-                CHUNK_BYTES,
-                libc::MADV_POPULATE_WRITE,
-            );
+    }
+    let advise = |advice| {
+        // SAFETY: the advice is given for the chunk alone, which is mapped
+        // and whose contents none of these advices change.
+        unsafe { libc::madvise(chunk as *mut libc::c_void, CHUNK_BYTES, advice) };
+    };
+    let huge = whole && PAGE_CHOICE.huge_page_next();
+    advise(if huge {
+        libc::MADV_HUGEPAGE
+    } else {
+        libc::MADV_NOHUGEPAGE
+    });
+    if whole {
+        let start = std::time::Instant::now();
+        advise(libc::MADV_POPULATE_WRITE);
+        if huge {
+            PAGE_CHOICE.huge_page_took(start.elapsed());
         }
     }
     chunk as *mut u8
@@ -1181,11 +1241,18 @@ mod tests {
     }
 
     #[test]
-    fn small_blocks_come_from_aligned_chunks_that_ask_for_huge_pages() {
+    fn small_blocks_come_from_aligned_chunks_that_advise_their_pages() {
         std::thread::spawn(|| {
-            let has_huge_pages = |block: &ThinRc<u64, u64>| {
-                crate::stack::mapping_flags(block.addr())
-                    .map(|flags| flags.split(' ').any(|f| f == "hg"))
+            // The huge-page advice of the mapping holding a block:
+            // `hg` (huge pages asked for), `nh` (refused), both or neither.
+            let advice = |block: &ThinRc<u64, u64>| {
+                crate::stack::mapping_flags(block.addr()).map(|flags| {
+                    flags
+                        .split(' ')
+                        .filter(|f| *f == "hg" || *f == "nh")
+                        .map(str::to_owned)
+                        .collect::<Vec<_>>()
+                })
             };
             // 32 bytes each: more than the first chunk holds.
             let blocks: Vec<ThinRc<u64, u64>> = (0..CHUNK_BYTES / 32 + 1)
@@ -1196,14 +1263,35 @@ mod tests {
             // The thread's first block follows its first chunk's header.
             assert_eq!(first.addr() - chunk, std::mem::size_of::<Chunk>() + 8);
             assert_ne!(last.addr() & !(CHUNK_BYTES - 1), chunk);
-            // The first chunk is faulted in as used; the next ones are
-            // asked for as huge pages.
-            if let (Some(first), Some(last)) = (has_huge_pages(first), has_huge_pages(last)) {
-                assert!(!first && last, "first chunk huge: {first}, second: {last}");
+            // The first chunk is faulted in as used, in base pages; the
+            // next ones are asked for in a huge page, or in base pages
+            // while huge pages are slow (`PAGE_CHOICE`): one or the other.
+            if let (Some(first), Some(last)) = (advice(first), advice(last)) {
+                assert_eq!(first, ["nh"], "the first chunk's advice");
+                assert!(
+                    last == ["hg"] || last == ["nh"],
+                    "the next chunk's advice: {last:?}"
+                );
             }
         })
         .join()
         .unwrap();
+    }
+
+    #[test]
+    fn a_slow_huge_page_sends_the_next_chunks_to_base_pages() {
+        let choice = PageChoice::new();
+        assert!(choice.huge_page_next());
+        // A warm huge page keeps the choice.
+        choice.huge_page_took(std::time::Duration::from_micros(200));
+        assert!(choice.huge_page_next());
+        // A cold one: base pages for a run, then a huge page is tried again.
+        choice.huge_page_took(std::time::Duration::from_millis(5));
+        for n in 0..BASE_PAGE_RUN {
+            assert!(!choice.huge_page_next(), "chunk {n} of the run");
+        }
+        assert!(choice.huge_page_next());
+        assert!(choice.huge_page_next());
     }
 
     #[test]
