@@ -294,8 +294,9 @@ fn start_helper() -> Option<Helper> {
 /// host (`virtio_balloon` free page reporting) hands back exactly the free
 /// blocks of huge-page size, and the host must back such a block again
 /// when the guest next uses it: about 5 ms per huge page, and a large
-/// module-system evaluation takes 34 of them. Base pages come from the
-/// small free blocks, which are never reported. So a huge page that took
+/// module-system evaluation takes 34 of them. Base pages are taken from
+/// the smaller free blocks first, which are never reported, so they are
+/// cold only once those run out. So a huge page that took
 /// longer than `SLOW_HUGE_PAGE` to populate sends the next
 /// `BASE_PAGE_RUN` chunks to base pages, and then a huge page is tried
 /// again. One choice for the process: the kernel's supply of huge pages
