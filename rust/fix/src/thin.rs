@@ -69,10 +69,10 @@ const SMALL_CLASSES: usize = SMALL_MAX / 8;
 
 /// Small blocks are carved from chunks of this many bytes, each mapped
 /// from the kernel at an address that is a multiple of its size: one
-/// transparent huge page where the kernel gives them, so the kernel sets
-/// up 40 pages for an evaluation that holds 80 MB, not 20,000 (each with
-/// its own zeroing call, page-table entry and accounting: a fifth of the
-/// module cases' time was the kernel's).
+/// transparent huge page where the kernel gives them warm (`PageChoice`),
+/// so the kernel sets up 40 pages for an evaluation that holds 80 MB, not
+/// 20,000 (each with its own zeroing call, page-table entry and
+/// accounting: a fifth of the module cases' time was the kernel's).
 const CHUNK_BYTES: usize = crate::memory::HUGE_PAGE;
 
 /// A freed small block, linked into the list of its size class.
