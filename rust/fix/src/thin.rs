@@ -133,15 +133,18 @@ struct Chunks {
 /// virtual machine, the host backing it): in the module cases a tenth to
 /// a sixth of the evaluation thread's time went to `clear_page`. A thread
 /// that takes a second chunk is a large evaluation, so from then on a
-/// helper thread maps and populates the next chunk while the evaluation
-/// uses the current one, and hands it over through a rendezvous channel:
-/// at most one chunk (2 MiB, not counted by the memory bound until it is
-/// taken) waits in the helper's hands. When the helper is not ready, or
-/// could not be started, the evaluation maps its chunk itself as before.
-/// When the thread's chunks are freed the channel closes, and the helper
-/// unmaps what it holds and ends; the thread waits for that, so when an
-/// evaluation's thread has ended every chunk it took or was given is
-/// unmapped.
+/// helper thread maps and populates the next chunks while the evaluation
+/// uses the current one, and hands them over through a channel: at most
+/// `CHUNKS_AHEAD` chunks (not counted by the memory bound until taken)
+/// wait, one in the channel and one the helper offers. Two, because an
+/// evaluation sometimes takes chunks in quick succession, and one that
+/// finds none ready maps its own, paying the populate itself. When the
+/// helper is not ready, or could not be started, the evaluation maps its
+/// chunk itself as before. When the thread's chunks are freed it tells
+/// the helper to stop and unmaps every chunk that still comes through the
+/// channel until the helper has ended (the helper unmaps one it populated
+/// after being told), so when an evaluation's thread has ended every
+/// chunk it took or was given is unmapped.
 #[derive(Default)]
 enum Ahead {
     #[default]
@@ -152,8 +155,12 @@ enum Ahead {
 
 struct Helper {
     ready: std::sync::mpsc::Receiver<ChunkAddress>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     thread: std::thread::JoinHandle<()>,
 }
+
+/// The most chunks populated ahead and not yet taken (see `Ahead`).
+const CHUNKS_AHEAD: usize = 2;
 
 /// A chunk's address, as it crosses from the helper thread: a mapping is
 /// the process's, so it is owned by whichever thread holds its address.
@@ -264,17 +271,22 @@ impl Chunks {
 /// Starts the thread that populates whole chunks ahead of need (see
 /// `Ahead`); `None` if no thread can be started.
 fn start_helper() -> Option<Helper> {
-    let (hand_over, ready) = std::sync::mpsc::sync_channel::<ChunkAddress>(0);
+    use std::sync::atomic::Ordering;
+    // The helper offers one chunk while one more waits in the channel.
+    let (hand_over, ready) = std::sync::mpsc::sync_channel::<ChunkAddress>(CHUNKS_AHEAD - 1);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stopped = std::sync::Arc::clone(&stop);
     let thread = std::thread::Builder::new()
         .name("fix-chunks".into())
         .stack_size(64 << 10)
         .spawn(move || {
-            loop {
+            while !stopped.load(Ordering::Acquire) {
                 let chunk = map_chunk(true);
                 if chunk.is_null() {
                     return;
                 }
-                if hand_over.send(chunk as ChunkAddress).is_err() {
+                if stopped.load(Ordering::Acquire) || hand_over.send(chunk as ChunkAddress).is_err()
+                {
                     // SAFETY: the chunk was mapped above, CHUNK_BYTES long, and
                     // was never handed over, so nothing refers to it.
                     unsafe { libc::munmap(chunk.cast(), CHUNK_BYTES) };
@@ -283,7 +295,33 @@ fn start_helper() -> Option<Helper> {
             }
         })
         .ok()?;
-    Some(Helper { ready, thread })
+    Some(Helper {
+        ready,
+        stop,
+        thread,
+    })
+}
+
+impl Helper {
+    /// Stops the helper and unmaps the chunks it populated and nobody
+    /// took; returns how many came through the channel. When it returns
+    /// the helper has ended.
+    fn stop(self) -> usize {
+        self.stop.store(true, std::sync::atomic::Ordering::Release);
+        // Until the helper ends (its sender dropped), whatever it still
+        // sends is unmapped here: the chunk waiting in the channel, and
+        // one it was offering when told to stop.
+        let mut unmapped = 0;
+        for chunk in self.ready.iter() {
+            // SAFETY: a chunk from the channel was mapped by the helper,
+            // CHUNK_BYTES long, and handed to nobody else.
+            unsafe { libc::munmap(chunk as *mut libc::c_void, CHUNK_BYTES) };
+            unmapped += 1;
+        }
+        // The helper's work is a bounded system call or two; it never panics.
+        let _ = self.thread.join();
+        unmapped
+    }
 }
 
 /// Whether the next whole chunk asks for a huge page or for base pages.
@@ -410,11 +448,8 @@ impl Drop for Chunks {
             s.fresh.set(ptr::null_mut());
             s.end.set(ptr::null_mut());
         });
-        // Closing the channel ends the helper, which unmaps its chunk.
-        if let Ahead::Running(Helper { ready, thread }) = self.ahead.take() {
-            drop(ready);
-            // The helper's work is a bounded system call or two; it never panics.
-            let _ = thread.join();
+        if let Ahead::Running(helper) = self.ahead.take() {
+            helper.stop();
         }
         let mut chunk = self.current.replace(ptr::null_mut());
         while !chunk.is_null() {
@@ -1314,6 +1349,16 @@ mod tests {
         })
         .join()
         .unwrap();
+    }
+
+    #[test]
+    fn a_stopped_helper_leaves_no_chunk_mapped() {
+        let helper = start_helper().expect("a helper thread");
+        // Time to populate both chunks (a few milliseconds each, even on
+        // a busy machine): one waits in the channel, the helper offers the
+        // other.
+        std::thread::sleep(std::time::Duration::from_secs(1));
+        assert_eq!(helper.stop(), CHUNKS_AHEAD);
     }
 
     #[test]
