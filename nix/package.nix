@@ -50,6 +50,7 @@ let
     || lib.elem rel [
       "scripts"
       "scripts/pgo-train"
+      "scripts/pgo-train-modules.nix"
       "scripts/fix-as-nix"
       "scripts/fix-as-nix/nix-instantiate"
     ]

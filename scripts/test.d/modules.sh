@@ -211,6 +211,16 @@ src=$(cd "$work/flake" && nix eval --impure --raw --expr "
     path = \"/nixpkgs\";
     rustPlatform = { rust.rustc.version = \"$(rustc --version | cut -d' ' -f2)\"; buildRustPackage = args: args; };
   }).src.outPath") || die "nix/package.nix's source does not evaluate"
+# The profile-guided build's training runs from the same source.
+missing=()
+for file in scripts/pgo-train scripts/pgo-train-modules.nix scripts/fix-as-nix/nix-instantiate; do
+  [[ -f $src/$file ]] || missing+=("$file")
+done
+if ((${#missing[@]} == 0)); then
+  pass "the package's source holds what its training run needs"
+else
+  fail "nix/package.nix's source leaves out ${missing[*]}, which its training run needs"
+fi
 target=${CHOCK_FLAKE_TARGET_DIR:-$(cd "$repo/.." && pwd)/target-flake}
 chock=$target/debug/chock
 # Cargo tells what to rebuild by modification times, and every file in the

@@ -29,6 +29,8 @@ grep -q '^pgo-train: lib/tests/misc.nix gave \[ \]$' <<< "$log" \
   || fail "the instrumented chock did not pass lib/tests/misc.nix in the training run"
 grep -qE '^pgo-train: lib/tests/modules.sh .*: 407 Pass,0 Fail$' <<< "$log" \
   || fail "the instrumented chock did not pass lib/tests/modules.sh in the training run"
+grep -q '^pgo-train: one large module-system evaluation .* gave { host-1 = ' <<< "$log" \
+  || fail "the instrumented chock did not evaluate scripts/pgo-train-modules.nix in the training run"
 
 host=$(rustc -vV | sed -n 's/^host: //p')
 profdata=$(rustc --print sysroot)/lib/rustlib/$host/bin/llvm-profdata
