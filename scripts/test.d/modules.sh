@@ -219,7 +219,7 @@ done
 if ((${#missing[@]} == 0)); then
   pass "the package's source holds what its training run needs"
 else
-  fail "nix/package.nix's source leaves out ${missing[*]}, which its training run needs"
+  fail "nix/package.nix's source leaves out ${missing[*]}, which its training run (scripts/pgo-train) needs; add each to the list of kept files in nix/package.nix"
 fi
 target=${CHOCK_FLAKE_TARGET_DIR:-$(cd "$repo/.." && pwd)/target-flake}
 chock=$target/debug/chock
