@@ -84,7 +84,7 @@ impl FromStr for Agent {
 /// A call to one of them is decided by that server, not by the hook.
 pub fn chock_servers(project: &Path, home: Option<&Path>) -> BTreeSet<String> {
     let mut json_files = vec![
-        project.join(".mcp.json"),
+        project.join(chock_policy::control::MCP_JSON),
         project.join(".cursor/mcp.json"),
         project.join(".gemini/settings.json"),
     ];

@@ -93,7 +93,11 @@ impl Migration {
         // Each file, the project's first: (in the project, under home, what it holds).
         let files: &[(Option<&str>, Option<&str>, Holds)] = match agent {
             Agent::Claude => &[
-                (Some(".mcp.json"), Some(".claude.json"), Holds::Servers),
+                (
+                    Some(chock_policy::control::MCP_JSON),
+                    Some(".claude.json"),
+                    Holds::Servers,
+                ),
                 (
                     Some(".claude/settings.json"),
                     Some(".claude/settings.json"),

@@ -74,7 +74,9 @@ pub fn state_dir_from(var: impl Fn(&str) -> Option<OsString>) -> Result<PathBuf,
 /// The file of a stop of this scope.
 pub fn file(scope: Scope, project: &Path, state_dir: &Path) -> PathBuf {
     match scope {
-        Scope::Project => project.join(".chock").join(STOP_FILE),
+        Scope::Project => project
+            .join(chock_policy::control::CHOCK_DIR)
+            .join(STOP_FILE),
         Scope::Everywhere => state_dir.join(STOP_FILE),
     }
 }
@@ -91,7 +93,9 @@ pub fn in_force(project: &Path, state_dir: Option<&Path>) -> Option<InForce> {
             file: path,
         });
     }
-    let path = project.join(".chock").join(STOP_FILE);
+    let path = project
+        .join(chock_policy::control::CHOCK_DIR)
+        .join(STOP_FILE);
     path.symlink_metadata().is_ok().then_some(InForce {
         scope: Scope::Project,
         file: path,

@@ -429,7 +429,11 @@ impl TestProject {
     /// Writes the project's `flake.lock` and a `chock.zon` with these rules.
     pub fn write(&self, lock: &str, rules: &[(&str, &str)]) {
         std::fs::write(self.project().join("flake.lock"), lock).expect("flake.lock");
-        std::fs::write(self.project().join("chock.zon"), chock_zon(rules)).expect("chock.zon");
+        std::fs::write(
+            self.project().join(chock_policy::control::CHOCK_ZON),
+            chock_zon(rules),
+        )
+        .expect("writing the project's rules");
     }
 
     /// Every line of the decision log in `log/`.

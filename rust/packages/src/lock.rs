@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 use crate::{PackageError, io};
 
 /// The lockfile, in the project's root.
-pub const LOCK_FILE: &str = "chock.lock";
+pub const LOCK_FILE: &str = chock_policy::control::CHOCK_LOCK;
 /// The lockfile's format.
 pub const LOCK_VERSION: u32 = 1;
 /// The most files a package may hold.

@@ -8,6 +8,7 @@
 //! documented in `docs/policy.md`.
 
 mod ask;
+pub mod control;
 mod decision;
 pub mod defaults;
 mod either;

@@ -19,7 +19,7 @@ use crate::index::RuleSet;
 use crate::settings::ByteSize;
 
 /// Where packages live, under the project.
-pub const POLICIES_DIR: &str = ".agents/policies";
+pub const POLICIES_DIR: &str = crate::control::POLICIES_DIR;
 /// A package's manifest, in its folder.
 pub const MANIFEST: &str = "manifest.zon";
 /// A package's eval cases, in its folder.

@@ -28,7 +28,7 @@ use crate::settings::{
 };
 
 /// The project's policy file, in its root.
-pub const PROJECT_FILE: &str = "chock.zon";
+pub const PROJECT_FILE: &str = crate::control::CHOCK_ZON;
 /// The bundle the NixOS module writes.
 pub const SYSTEM_BUNDLE: &str = "/etc/chock/org-policy.zon";
 
@@ -206,7 +206,7 @@ impl LoadOptions {
         Ok(LoadOptions {
             project_dir: project_dir.into(),
             org_bundles,
-            operator_config: config_home.map(|c| c.join("chock/config.zon")),
+            operator_config: config_home.map(|c| c.join(crate::control::OPERATOR_CONFIG)),
             discovered_bundles: vec![
                 PathBuf::from(SYSTEM_BUNDLE),
                 data_home.join("chock/org-policy.zon"),

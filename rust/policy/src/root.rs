@@ -20,7 +20,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// The policy file's name.
-pub const POLICY_FILE: &str = "chock.zon";
+pub const POLICY_FILE: &str = crate::control::CHOCK_ZON;
 
 /// What a working directory's project is.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -49,7 +49,7 @@ pub fn store_dir() -> PathBuf {
 }
 
 /// The name of the file that holds a project's policy, bound read-only.
-pub const POLICY_FILE: &str = "chock.zon";
+pub const POLICY_FILE: &str = chock_policy::control::CHOCK_ZON;
 
 /// What Chock writes as `chock.zon` where a project had none, before the
 /// first sandbox starts: no rule, which is what no file meant, and a file
@@ -77,14 +77,14 @@ pub const RUN_ON_HOST: [(&str, Option<Placeholder>); 7] = [
     (".cursor", Some(Placeholder::Dir)),
     (".vscode", Some(Placeholder::Dir)),
     (".idea", Some(Placeholder::Dir)),
-    (".mcp.json", None),
+    (chock_policy::control::MCP_JSON, None),
 ];
 
 /// Whether a change at `rel` (relative to a project) is one no apply of a
-/// session carries: `chock.zon`, or anything at or under a name of
-/// [`RUN_ON_HOST`]. A person edits these alone, on the host.
+/// session carries: a control input (`chock_policy::control`). A person
+/// edits these alone, on the host.
 pub fn only_a_person_edits(rel: &Path) -> bool {
-    rel == Path::new(POLICY_FILE) || runs_on_host(rel)
+    chock_policy::control::is_control_input(rel)
 }
 
 /// Whether `rel` (relative to a project) is at or under a name of
@@ -95,13 +95,11 @@ pub fn runs_on_host(rel: &Path) -> bool {
 
 /// Why an apply refuses to carry a change to what a person edits alone
 /// ([`only_a_person_edits`]) or to a `deny_read` file.
-pub const WHY_NO_APPLY_CARRIES: &str = "chock.zon, and what agents and editors run from the project's top (.claude, .codex, .gemini, .cursor, .vscode, .idea, .mcp.json), are edited by a person alone, on the host; a deny_read file was never readable in the workspace";
+pub const WHY_NO_APPLY_CARRIES: &str = "what configures Chock or an agent, or runs programs on the host (chock.zon, chock.lock, .agents/policies, .chock, .claude, .codex, .gemini, .cursor, .vscode, .idea, .mcp.json, .git, .envrc, .husky, pre-commit and lefthook files; `chock policy controls` lists them), is edited by a person alone, on the host; a deny_read file was never readable in the workspace";
 
 /// The names of [`only_a_person_edits`], as git pathspecs.
 pub fn only_a_person_edits_pathspecs() -> impl Iterator<Item = String> {
-    std::iter::once(POLICY_FILE)
-        .chain(RUN_ON_HOST.iter().map(|(name, _)| *name))
-        .map(str::to_owned)
+    chock_policy::control::control_pathspecs().map(str::to_owned)
 }
 
 /// [`resolve`] for a sandbox whose workspace is the project itself, with

@@ -1,0 +1,295 @@
+//! Control inputs: every file that configures Chock, that an agent or
+//! editor reads as instructions that run programs, or that runs programs on
+//! the host when the person acts. This is the one list; every route takes
+//! it from here:
+//!
+//! - the sandbox holds each one read-only in its mount tree (a missing
+//!   name is held by a placeholder that lives as long as the sandboxes of
+//!   the project, and is removed after them);
+//! - the tool server's file tools refuse to write one in the person's
+//!   project;
+//! - an agent's own write through its hook is named
+//!   [`control_write`] (`control.write.<kind>`), asked, never the
+//!   ordinary `call.write_file` allow;
+//! - the workspace apply names a change to one first, and refuses it
+//!   unless the project's policy says otherwise;
+//! - `chock sync` writes only the ones it owns, through descriptors.
+//!
+//! A reader of a project file takes its name from here ([`CHOCK_ZON`],
+//! [`CHOCK_LOCK`], [`POLICIES_DIR`], [`CHOCK_DIR`], ...); a test fails when
+//! one of these names is spelled anywhere else in the crates' sources.
+
+use std::path::{Component, Path};
+
+/// The project's rules.
+pub const CHOCK_ZON: &str = "chock.zon";
+/// The pins of the project's policy packages.
+pub const CHOCK_LOCK: &str = "chock.lock";
+/// The project's policy packages, one folder each.
+pub const POLICIES_DIR: &str = ".agents/policies";
+/// Chock's own per-project settings and markers (the stop marker).
+pub const CHOCK_DIR: &str = ".chock";
+/// The project's MCP servers, which agents start.
+pub const MCP_JSON: &str = ".mcp.json";
+/// The operator's settings, beneath the configuration home.
+pub const OPERATOR_CONFIG: &str = "chock/config.zon";
+
+/// Why a file is a control input, which is also the last label of the
+/// action an agent's write to it is asked under.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ControlKind {
+    /// Chock reads it as policy or configuration.
+    Policy,
+    /// An agent or editor reads it as instructions that run programs.
+    Agent,
+    /// It runs programs on the host when the person acts (git, direnv,
+    /// pre-commit frameworks).
+    Host,
+}
+
+impl ControlKind {
+    /// The label, as in `control.write.policy`.
+    pub fn label(self) -> &'static str {
+        match self {
+            ControlKind::Policy => "policy",
+            ControlKind::Agent => "agent",
+            ControlKind::Host => "host",
+        }
+    }
+}
+
+/// Whether a control input is a file or a folder (everything beneath it
+/// counts).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ControlShape {
+    File,
+    Dir,
+}
+
+/// One control input of a project, relative to its top.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ControlInput {
+    /// Relative to the project's top, `/`-separated.
+    pub path: &'static str,
+    pub shape: ControlShape,
+    pub kind: ControlKind,
+    /// Who reads it, for the person and the docs.
+    pub read_by: &'static str,
+}
+
+const fn input(
+    path: &'static str,
+    shape: ControlShape,
+    kind: ControlKind,
+    read_by: &'static str,
+) -> ControlInput {
+    ControlInput {
+        path,
+        shape,
+        kind,
+        read_by,
+    }
+}
+
+use ControlKind::{Agent, Host, Policy};
+use ControlShape::{Dir, File};
+
+/// Every control input of a project. `.git` is one as a whole for the file
+/// tools, the hook and the apply; the sandbox holds only what git runs or
+/// reads there (its hooks and config) read-only, so `git commit` still
+/// works inside.
+pub const CONTROL_INPUTS: &[ControlInput] = &[
+    input(CHOCK_ZON, File, Policy, "Chock: the project's rules"),
+    input(
+        CHOCK_LOCK,
+        File,
+        Policy,
+        "Chock: the pins of policy packages",
+    ),
+    input(
+        POLICIES_DIR,
+        Dir,
+        Policy,
+        "Chock: policy packages' rules and guards",
+    ),
+    input(
+        CHOCK_DIR,
+        Dir,
+        Policy,
+        "Chock: per-project settings and markers",
+    ),
+    input(
+        ".claude",
+        Dir,
+        Agent,
+        "Claude Code: hooks, settings, commands",
+    ),
+    input(".codex", Dir, Agent, "Codex: hooks and settings"),
+    input(".gemini", Dir, Agent, "Gemini CLI: hooks and settings"),
+    input(
+        ".cursor",
+        Dir,
+        Agent,
+        "Cursor: hooks, rules and MCP servers",
+    ),
+    input(
+        ".vscode",
+        Dir,
+        Agent,
+        "VS Code: tasks and settings that run programs",
+    ),
+    input(".idea", Dir, Agent, "JetBrains IDEs: run configurations"),
+    input(MCP_JSON, File, Agent, "agents: the project's MCP servers"),
+    input(".git", Dir, Host, "git: hooks and config it runs"),
+    input(
+        ".envrc",
+        File,
+        Host,
+        "direnv: runs it on entering the folder",
+    ),
+    input(".husky", Dir, Host, "husky: git hooks"),
+    input(
+        ".pre-commit-config.yaml",
+        File,
+        Host,
+        "pre-commit: git hooks",
+    ),
+    input("lefthook.yml", File, Host, "lefthook: git hooks"),
+    input("lefthook.yaml", File, Host, "lefthook: git hooks"),
+    input(".lefthook.yml", File, Host, "lefthook: git hooks"),
+    input(".lefthook.yaml", File, Host, "lefthook: git hooks"),
+];
+
+/// The control input `rel` (relative to the project's top) is, or lies
+/// beneath. A path is compared by its normal parts, so `./.claude/x` and
+/// `.claude//x` are `.claude`; a path with `..` in it is treated as a
+/// control input of the [`Policy`] kind, since what it names cannot be told
+/// from the string (resolve it first).
+pub fn control_input(rel: &Path) -> Option<&'static ControlInput> {
+    let mut parts = Vec::new();
+    for part in rel.components() {
+        match part {
+            Component::Normal(name) => parts.push(name),
+            Component::CurDir => {}
+            Component::RootDir | Component::Prefix(_) | Component::ParentDir => {
+                return Some(&CONTROL_INPUTS[0]);
+            }
+        }
+    }
+    CONTROL_INPUTS.iter().find(|input| {
+        let own: Vec<&str> = input.path.split('/').collect();
+        parts.len() >= own.len() && own.iter().zip(&parts).all(|(a, b)| b.to_str() == Some(*a))
+    })
+}
+
+/// Whether `rel` (relative to the project's top) is, or lies beneath, a
+/// control input.
+pub fn is_control_input(rel: &Path) -> bool {
+    control_input(rel).is_some()
+}
+
+/// The action an agent's write to a control input of `kind` is decided
+/// under: `control.write.<kind>`. No shipped rule answers it, so it asks.
+pub fn control_write(kind: ControlKind) -> String {
+    format!("control.write.{}", kind.label())
+}
+
+/// The control inputs as git pathspecs, for listing what a history
+/// touches.
+pub fn control_pathspecs() -> impl Iterator<Item = &'static str> {
+    CONTROL_INPUTS.iter().map(|input| input.path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_at_and_beneath_each_input() {
+        for input in CONTROL_INPUTS {
+            let at = Path::new(input.path);
+            assert_eq!(control_input(at), Some(input), "{}", input.path);
+            let beneath = at.join("x/y");
+            assert_eq!(control_input(&beneath), Some(input), "{}", input.path);
+        }
+        assert_eq!(
+            control_input(Path::new("./.agents//policies/evil/manifest.zon")).map(|i| i.path),
+            Some(POLICIES_DIR)
+        );
+    }
+
+    #[test]
+    fn leaves_ordinary_paths_alone() {
+        for rel in [
+            "src/main.rs",
+            "chock.zon.bak",
+            ".agents",
+            ".agents/skills/x",
+            ".claudex",
+            "docs/.claude",
+            "README.md",
+        ] {
+            assert_eq!(control_input(Path::new(rel)), None, "{rel}");
+        }
+    }
+
+    #[test]
+    fn a_path_that_climbs_is_held() {
+        assert!(is_control_input(Path::new("src/../chock.zon")));
+        assert!(is_control_input(Path::new("/etc/passwd")));
+    }
+
+    #[test]
+    fn a_write_is_its_own_action() {
+        assert_eq!(control_write(ControlKind::Policy), "control.write.policy");
+        assert_eq!(control_write(ControlKind::Host), "control.write.host");
+    }
+
+    /// Every reader takes a control input's name from this module: the
+    /// names are spelled nowhere else in the crates' own sources (tests
+    /// and fixtures aside), so a new reader cannot open one this list does
+    /// not hold.
+    #[test]
+    fn no_reader_spells_a_control_input_itself() {
+        let rust = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let spelled: Vec<String> = [CHOCK_ZON, CHOCK_LOCK, POLICIES_DIR, CHOCK_DIR, MCP_JSON]
+            .iter()
+            .map(|name| format!("\"{name}\""))
+            .collect();
+        let mut found = Vec::new();
+        for crate_dir in std::fs::read_dir(&rust).expect("the crates") {
+            let src = crate_dir.expect("a crate").path().join("src");
+            scan(&src, &spelled, &mut found);
+        }
+        assert!(
+            found.is_empty(),
+            "control inputs spelled outside rust/policy/src/control.rs (take the constant from there): {found:#?}"
+        );
+    }
+
+    fn scan(dir: &Path, spelled: &[String], found: &mut Vec<String>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                if path.file_name().is_some_and(|n| n == "tests") {
+                    continue;
+                }
+                scan(&path, spelled, found);
+            } else if path.extension().is_some_and(|e| e == "rs")
+                && !path.ends_with("policy/src/control.rs")
+            {
+                let text = std::fs::read_to_string(&path).unwrap_or_default();
+                let code = text.split("#[cfg(test)]").next().unwrap_or("");
+                for (n, line) in code.lines().enumerate() {
+                    let line_code = line.split("//").next().unwrap_or("");
+                    if spelled.iter().any(|s| line_code.contains(s.as_str())) {
+                        found.push(format!("{}:{}: {}", path.display(), n + 1, line.trim()));
+                    }
+                }
+            }
+        }
+    }
+}
