@@ -218,6 +218,75 @@ impl serde::de::Error for DeError {
             span: None,
         }
     }
+
+    fn unknown_field(field: &str, expected: &'static [&'static str]) -> Self {
+        DeError::custom(unknown("field", field, expected))
+    }
+
+    fn unknown_variant(variant: &str, expected: &'static [&'static str]) -> Self {
+        DeError::custom(unknown("variant", variant, expected))
+    }
+}
+
+/// "unknown field `.polciy`: did you mean `.policy`?", then every name the
+/// place takes, so a misspelt name is fixed without opening the docs.
+fn unknown(what: &str, written: &str, expected: &[&str]) -> String {
+    let mut message = format!("unknown {what} `.{written}`");
+    if let Some(near) = nearest(written, expected) {
+        message.push_str(&format!(": did you mean `.{near}`?"));
+    }
+    match expected {
+        [] => message.push_str(" (none is taken here: remove it)"),
+        names => {
+            let names: Vec<String> = names.iter().map(|n| format!("`.{n}`")).collect();
+            message.push_str(&format!(" (expected one of {})", names.join(", ")));
+        }
+    }
+    message
+}
+
+/// The name of `known` closest to `written`, if one is close enough to be
+/// a misspelling of it: at most a third of its letters (and at least one)
+/// added, removed, changed or swapped with a neighbour.
+pub fn nearest<'a>(written: &str, known: &[&'a str]) -> Option<&'a str> {
+    let written: Vec<char> = written.to_lowercase().chars().collect();
+    let bound = (written.len() / 3).clamp(1, 3);
+    known
+        .iter()
+        .map(|name| {
+            let chars: Vec<char> = name.to_lowercase().chars().collect();
+            (edits(&written, &chars), *name)
+        })
+        .filter(|(distance, _)| *distance <= bound)
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, name)| name)
+}
+
+/// The optimal string alignment distance: insertions, deletions,
+/// substitutions and swaps of two neighbours, each one edit.
+fn edits(a: &[char], b: &[char]) -> usize {
+    let width = b.len() + 1;
+    let mut table = vec![0usize; (a.len() + 1) * width];
+    let at = |i: usize, j: usize| i * width + j;
+    for i in 0..=a.len() {
+        table[at(i, 0)] = i;
+    }
+    for j in 0..=b.len() {
+        table[at(0, j)] = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (table[at(i - 1, j)] + 1)
+                .min(table[at(i, j - 1)] + 1)
+                .min(table[at(i - 1, j - 1)] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(table[at(i - 2, j - 2)] + 1);
+            }
+            table[at(i, j)] = best;
+        }
+    }
+    table[at(a.len(), b.len())]
 }
 
 /// Places errors that carry no span yet at `span`: the innermost node that
@@ -270,6 +339,23 @@ mod tests {
         let at = text.chars().nth(column - 1).unwrap();
         assert_eq!(code[caret], at, "{shown}");
         assert!(lines[1].contains('…'));
+    }
+
+    #[test]
+    fn a_misspelt_name_gets_the_nearest_known_one() {
+        let known = ["policy", "nix", "limits", "container"];
+        assert_eq!(super::nearest("polciy", &known), Some("policy"));
+        assert_eq!(super::nearest("Policy", &known), Some("policy"));
+        assert_eq!(super::nearest("limit", &known), Some("limits"));
+        assert_eq!(super::nearest("nxi", &known), Some("nix"));
+        assert_eq!(super::nearest("colour", &known), None);
+        assert_eq!(super::nearest("", &known), None);
+        let message = super::unknown("field", "polciy", &known);
+        assert!(
+            message.starts_with("unknown field `.polciy`: did you mean `.policy`?"),
+            "{message}"
+        );
+        assert!(message.contains("`.container`"), "{message}");
     }
 
     #[test]

@@ -25,7 +25,7 @@ use std::path::Path;
 
 use serde::de::DeserializeOwned;
 
-pub use error::{Error, Span, WriteError, line_col};
+pub use error::{Error, Span, WriteError, line_col, nearest};
 pub use parse::MAX_DEPTH;
 pub use ser::{quote_name, quote_string, to_string};
 pub use spanned::Spanned;
