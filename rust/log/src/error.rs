@@ -18,6 +18,12 @@ pub enum LogError {
     /// A log file or the lock file could not be opened for writing.
     #[error("cannot open {path} for appending: {source}; check its owner and permissions")]
     Open { path: PathBuf, source: io::Error },
+    /// One of the log's files is not a regular file (a FIFO, a device, a
+    /// socket, a folder, a symbolic link): neither read nor written.
+    #[error(
+        "{path} is {what}, not a regular file: the decision log reads and writes only regular files, so nothing was read from or written to it; remove it (Chock makes a new log file) or set CHOCK_STATE_DIR to another folder"
+    )]
+    NotRegular { path: PathBuf, what: &'static str },
     /// A log file could not be read.
     #[error("cannot read {path}: {source}; check its owner and permissions")]
     Read { path: PathBuf, source: io::Error },

@@ -34,6 +34,7 @@ mod lines;
 pub mod link;
 mod location;
 mod lock;
+mod open;
 mod record;
 mod records;
 mod verify;
@@ -207,21 +208,15 @@ impl Log {
     /// The newest record's `SEQ:SHA256`, or `None` when nothing is logged yet.
     pub fn head(&self) -> Result<Option<Head>, LogError> {
         let current = self.dir.join(location::CURRENT);
-        let opened = match std::fs::File::open(&current) {
-            Ok(file) => {
+        let opened = match open::read(&current)? {
+            Some(file) => {
                 let size = file.metadata().map_err(|source| LogError::Read {
                     path: current.clone(),
                     source,
                 })?;
                 Some((file, size.len()))
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(source) => {
-                return Err(LogError::Read {
-                    path: current,
-                    source,
-                });
-            }
+            None => None,
         };
         let mut back = lines::Backward::new(&self.dir, opened)?;
         while let Some(line) = back.next_line()? {

@@ -47,13 +47,9 @@ impl Walk {
         let mut kept = Vec::new();
         let mut handles = Vec::new();
         for path in files {
-            match File::open(&path) {
-                Ok(file) => {
-                    kept.push(path);
-                    handles.push(Some(file));
-                }
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                Err(source) => return Err(LogError::Read { path, source }),
+            if let Some(file) = crate::open::read(&path)? {
+                kept.push(path);
+                handles.push(Some(file));
             }
         }
         Ok(Walk {
@@ -321,21 +317,15 @@ impl Backward {
             let Some(path) = self.rotated.pop() else {
                 return Ok(None);
             };
-            let open = |path: &Path| -> io::Result<(File, u64)> {
-                let file = File::open(path)?;
-                let size = file.metadata()?.len();
-                Ok((file, size))
+            // None: rotated away meanwhile by a writer, nothing older to read.
+            let Some(file) = crate::open::read(&path)? else {
+                return Ok(None);
             };
-            match open(&path) {
-                Ok((file, size)) => {
-                    let (lines, _fragment) = RevLines::new(file, size)
-                        .map_err(|source| LogError::Read { path, source })?;
-                    self.lines = Some(lines);
-                }
-                // Rotated away meanwhile by a writer: nothing older to read.
-                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-                Err(source) => return Err(LogError::Read { path, source }),
-            }
+            let (lines, _fragment) = file
+                .metadata()
+                .and_then(|meta| RevLines::new(file, meta.len()))
+                .map_err(|source| LogError::Read { path, source })?;
+            self.lines = Some(lines);
         }
     }
 }

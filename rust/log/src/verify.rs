@@ -307,7 +307,7 @@ pub fn verify(dir: &Path, kept: Option<Head>) -> Result<Verification, LogError> 
 
 /// Takes and drops the writers' lock, waiting at most [`crate::LOCK_WAIT`].
 fn wait_for_writers(dir: &Path) {
-    if let Ok(file) = std::fs::File::open(dir.join(crate::location::LOCK)) {
+    if let Ok(Some(file)) = crate::open::read(&dir.join(crate::location::LOCK)) {
         let turn = crate::lock::Turn::lock_only(file);
         let _ = crate::lock::with_turn(turn, crate::LOCK_WAIT, || false, |_| ());
     }

@@ -297,14 +297,9 @@ fn open_private(path: &Path, append: bool) -> Result<File, LogError> {
     } else {
         options.write(true);
     }
-    options
-        .create(true)
-        .mode(0o600)
-        .open(path)
-        .map_err(|source| LogError::Open {
-            path: path.to_owned(),
-            source,
-        })
+    options.create(true).mode(0o600);
+    crate::open::regular(path, &mut options)
+        .map_err(|e| e.at(path, |path, source| LogError::Open { path, source }))
 }
 
 #[cfg(test)]
