@@ -36,6 +36,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         eprintln!("chock: {warning}");
     }
     let log = exec::open_log(&policy)?;
+    // An apply killed half-way is finished or rolled back first.
+    match workspace::journal::recover(&project) {
+        Ok(said) => {
+            for line in said {
+                eprintln!("chock: {}", shown(&line));
+            }
+        }
+        Err(error) => {
+            eprintln!("chock: {}", shown(&error.to_string()));
+            return Ok(exit::FAILURE.into());
+        }
+    }
     let dir = match args.session {
         Some(session) => SessionWorkspace::dir_of(&project, &session)?,
         None => {
@@ -90,7 +102,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let (plan, applied) = match outcome {
         Ok(done) => done,
         Err(error) => {
-            eprintln!("chock: {error}");
+            eprintln!("chock: {}", shown(&error.to_string()));
             return Ok(exit::FAILURE.into());
         }
     };
@@ -101,13 +113,23 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         );
     } else {
         if let Some(plan) = &plan {
-            eprintln!("chock: {}", plan.summary());
+            eprintln!("chock: {}", shown(&plan.summary()));
         }
-        println!("{applied}");
+        println!("{}", shown(&applied.to_string()));
     }
     Ok(match applied {
         Applied::Refused { .. } => exit::REFUSED,
         _ => exit::SUCCESS,
     }
     .into())
+}
+
+/// `text` as a terminal shows it: each line escaped as the question is
+/// (a name an agent chose cannot forge a line or hide part of one), the
+/// lines Chock itself broke kept.
+fn shown(text: &str) -> String {
+    text.split('\n')
+        .map(|line| chock_policy::visible(line).into_owned())
+        .collect::<Vec<_>>()
+        .join("\n")
 }

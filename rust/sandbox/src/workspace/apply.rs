@@ -25,8 +25,11 @@ use chock_policy::workspace::ApplyMode;
 use chock_policy::{Asker, Key, Policy, Question, Reading, StartQuestion, Verdict};
 use serde::Serialize;
 
+use chock_policy::visible;
+
 use super::git::{Git, split_z};
-use super::{AGENT_KIND, REF_PREFIX, SessionWorkspace, WorkspaceError, files};
+use super::history::{self, Guard, History};
+use super::{AGENT_KIND, REF_PREFIX, SessionWorkspace, WorkspaceError, journal};
 
 /// The action an apply is asked under.
 pub const ACTION: &str = "workspace.apply";
@@ -56,6 +59,14 @@ pub enum Landing {
     Kept { why: String },
 }
 
+/// A branch's move, computed whole before the question.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Target {
+    pub branch: String,
+    pub tip: String,
+    pub new: String,
+}
+
 /// What an apply would carry, and where.
 #[derive(Clone, Debug, Serialize)]
 pub struct Plan {
@@ -70,6 +81,14 @@ pub struct Plan {
     /// `copy` binds written back.
     pub copies: Vec<String>,
     pub landing: Landing,
+    /// A branch landing as computed before the question: its tip then and
+    /// the commit it moves to (written into the person's repository as
+    /// objects, no ref of theirs moved).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<Target>,
+    /// What the person should know about the landing.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
     /// An overlay's paths no apply carries (a `.git` the session made, a
     /// bind not written back).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -132,6 +151,7 @@ impl Plan {
             })
             .collect();
         lines.extend(self.commits.iter().map(|c| format!("commit {c}")));
+        lines.extend(self.notes.iter().cloned());
         lines.extend(
             self.copies
                 .iter()
@@ -223,10 +243,8 @@ fn short(commit: &str) -> &str {
 /// Who commits: the person's own `user.name` and `user.email`, else Chock.
 fn identity(host: &Git) -> Vec<(String, String)> {
     let get = |key: &str, fallback: &str| {
-        host.output(["config", "--get", key], None)
-            .ok()
-            .filter(|o| o.ok && !o.text().is_empty())
-            .map_or_else(|| fallback.to_owned(), |o| o.text())
+        host.person_setting(key)
+            .unwrap_or_else(|| fallback.to_owned())
     };
     let name = get("user.name", "Chock session");
     let email = get("user.email", "chock@localhost");
@@ -238,25 +256,75 @@ fn identity(host: &Git) -> Vec<(String, String)> {
     ]
 }
 
-/// Paths no apply carries a change to: `chock.zon` and what agents and
-/// editors run (only a person edits them, `layout::only_a_person_edits`)
-/// and every `deny_read` file (no session could read it, so a change
-/// there is the notice, not the file).
-fn guarded_paths(workspace: &SessionWorkspace) -> Vec<String> {
-    crate::layout::only_a_person_edits_pathspecs()
-        .chain(
-            workspace
-                .meta
-                .deny_read
-                .iter()
-                .map(|c| c.rel.to_string_lossy().into_owned()),
-        )
-        .collect()
+/// Every path the session's history touches that no apply carries: a
+/// control input (`chock_policy::control`, through
+/// `layout::only_a_person_edits`), a `deny_read` file (no session could
+/// read it, so a change there is the notice, not the file), a path inside
+/// a bind (never committed; the person's own path, or a copy written back
+/// on its own); and every path no checkout may write.
+fn guarded(
+    workspace: &SessionWorkspace,
+    history: &History,
+) -> (Vec<(String, Guard)>, Vec<(String, &'static str)>) {
+    let mut guarded = Vec::new();
+    let mut bad = Vec::new();
+    for path in history.touched.keys() {
+        if let Some(why) = history::crafted(path) {
+            bad.push((path.clone(), why));
+        } else if crate::layout::only_a_person_edits(Path::new(path)) {
+            let read_by = chock_policy::control::control_input(Path::new(path))
+                .map_or("Chock", |input| input.read_by);
+            guarded.push((path.clone(), Guard::Control(read_by)));
+        } else if workspace
+            .meta
+            .deny_read
+            .iter()
+            .any(|c| c.rel == Path::new(path))
+        {
+            guarded.push((path.clone(), Guard::DenyRead));
+        } else if let Some(bind) = workspace
+            .meta
+            .binds
+            .iter()
+            .find(|b| history::within(path, &b.name))
+        {
+            guarded.push((path.clone(), Guard::Bind(bind.name.clone())));
+        }
+    }
+    (guarded, bad)
+}
+
+/// Lines added and removed per file between two commits of `host`.
+fn numstat(host: &Git, from: &str, to: &str) -> Result<Vec<FileChange>, WorkspaceError> {
+    let out = host.run([
+        "diff",
+        "--numstat",
+        "-z",
+        "--no-renames",
+        "--no-ext-diff",
+        "--no-textconv",
+        from,
+        to,
+    ])?;
+    Ok(split_z(&out.stdout)
+        .into_iter()
+        .filter_map(|line| {
+            let mut parts = line.splitn(3, '\t');
+            let (a, r, path) = (parts.next()?, parts.next()?, parts.next()?);
+            Some(FileChange {
+                path: path.to_owned(),
+                lines: a.parse().ok().zip(r.parse().ok()),
+            })
+        })
+        .collect())
 }
 
 impl SessionWorkspace {
-    /// Commits what the tree holds as the session commit and says what an
-    /// apply would carry and where; `None` when there is nothing.
+    /// Commits what the tree holds as the session commit, fetches it into
+    /// the person's repository (objects only, every one checked by fsck;
+    /// no ref of theirs moves), and says what an apply would carry and
+    /// where, read there from the objects that land; `None` when there is
+    /// nothing.
     pub fn plan_apply(
         &mut self,
         policy: &Policy,
@@ -279,9 +347,8 @@ impl SessionWorkspace {
                 &format!("chock session {}", self.meta.session),
             ])?;
         }
-        let commit = git.line(["rev-parse", "HEAD"])?;
+        let commit = git.line(["rev-parse", "--verify", "HEAD^{commit}"])?;
         let base = self.meta.base.clone();
-        let range = format!("{base}..{commit}");
         let copies: Vec<String> = self
             .meta
             .binds
@@ -292,57 +359,128 @@ impl SessionWorkspace {
         if commit == base && copies.is_empty() {
             return Ok(None);
         }
-        // Any commit of the session that touches one, even one a later
-        // commit undoes: each lands as it is in rebase and merge.
-        let mut guarded = vec![
-            "log".to_owned(),
-            "--format=".into(),
-            "--name-only".into(),
-            "-z".into(),
-            range.clone(),
-            "--".into(),
-        ];
-        guarded.extend(guarded_paths(self));
-        let mut touched = split_z(&git.run(&guarded)?.stdout);
-        touched.sort();
-        touched.dedup();
-        if !touched.is_empty() {
-            return Err(WorkspaceError::Refused(format!(
-                "the session's commits change {}, which no apply carries ({}); nothing was applied: remove those changes in the workspace (`git checkout {base} -- PATH` there) and apply again",
-                touched.join(", "),
-                crate::layout::WHY_NO_APPLY_CARRIES
+        self.fetch_into(&host, &commit)?;
+        let host = host.with_env(identity(&Git::host(&self.meta.project)));
+        let history = History::read(&host, &base, &commit)?;
+        let (guarded, bad) = guarded(self, &history);
+        if !guarded.is_empty() || !bad.is_empty() {
+            return Err(WorkspaceError::Refused(history::refusal(
+                &host,
+                &history,
+                &guarded,
+                &bad,
+                &base,
+                crate::layout::WHY_NO_APPLY_CARRIES,
             )));
         }
-        let numstat = git.run(["diff", "--numstat", "-z", "--no-renames", &base, &commit])?;
-        let files = split_z(&numstat.stdout)
-            .into_iter()
-            .filter_map(|line| {
-                let mut parts = line.splitn(3, '\t');
-                let (a, r, path) = (parts.next()?, parts.next()?, parts.next()?);
-                Some(FileChange {
-                    path: path.to_owned(),
-                    lines: a.parse().ok().zip(r.parse().ok()),
-                })
-            })
-            .collect();
-        let commits = git
-            .run(["log", "--reverse", "--format=%h %s", &range])?
-            .text()
-            .lines()
-            .map(str::to_owned)
-            .collect();
+        let mut notes = Vec::new();
         let landing = self.landing(policy, log, route, &host)?;
+        let (landing, target) = settle(
+            &host,
+            landing,
+            &self.meta.session,
+            &commit,
+            &history,
+            &mut notes,
+        )?;
+        let files = match &target {
+            Some(target) => numstat(&host, &target.tip, &target.new)?,
+            None => numstat(&host, &base, &commit)?,
+        };
+        let shown: std::collections::BTreeSet<&str> =
+            files.iter().map(|f| f.path.as_str()).collect();
+        let undone: Vec<&String> = history
+            .touched
+            .keys()
+            .filter(|p| !shown.contains(p.as_str()))
+            .collect();
+        if !undone.is_empty() {
+            notes.push(format!(
+                "also changed by a commit and back again (in the history, not the tree): {}",
+                undone
+                    .iter()
+                    .map(|p| visible(p).into_owned())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
         Ok(Some(Plan {
             session: self.meta.session.clone(),
             project: self.meta.project.clone(),
             commit,
             base,
             files,
-            commits,
+            commits: history.lines(),
             copies,
             landing,
+            target,
+            notes,
             left_out: Vec::new(),
         }))
+    }
+
+    /// Fetches `commit` from the session's repository into the person's,
+    /// as objects alone (no ref, no `FETCH_HEAD`), with every object
+    /// checked (`fetch.fsckObjects`); refused, naming what git said, when
+    /// one is not sound.
+    fn fetch_into(&self, host: &Git, commit: &str) -> Result<(), WorkspaceError> {
+        let git_dir = self.tree().join(".git");
+        // The agent could write these; Chock's own say where the objects
+        // come from and that the history is whole.
+        let alternates = git_dir.join("objects/info/alternates");
+        let mut text = self
+            .meta
+            .host_objects
+            .as_os_str()
+            .as_encoded_bytes()
+            .to_vec();
+        text.push(b'\n');
+        std::fs::write(&alternates, text).map_err(super::io("writing", &alternates))?;
+        for cut in ["shallow", "info/grafts"] {
+            let path = git_dir.join(cut);
+            if std::fs::symlink_metadata(&path).is_ok() {
+                return Err(WorkspaceError::Refused(format!(
+                    "the workspace's repository has {}, which hides part of its history; nothing was applied: remove it (`rm {}`) and apply again",
+                    visible(&path.display().to_string()),
+                    visible(&path.display().to_string())
+                )));
+            }
+        }
+        self.git().run(["update-ref", SESSION_BRANCH, commit])?;
+        let out = host.output(
+            [
+                "fetch".as_ref(),
+                "-q".as_ref(),
+                "--no-tags".as_ref(),
+                "--no-write-fetch-head".as_ref(),
+                "--no-recurse-submodules".as_ref(),
+                "--no-auto-gc".as_ref(),
+                git_dir.as_os_str(),
+                SESSION_BRANCH.as_ref(),
+            ],
+            None,
+        )?;
+        if !out.ok {
+            return Err(WorkspaceError::Refused(format!(
+                "git's checks refuse an object of the session's history (`git fetch` with fsck said: {}); nothing was applied and your repository is as it was: make those commits again in the workspace",
+                visible(
+                    out.stderr
+                        .lines()
+                        .take(3)
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                        .as_str()
+                )
+            )));
+        }
+        let there = host.output(["cat-file", "-e", &format!("{commit}^{{commit}}")], None)?;
+        if !there.ok {
+            return Err(WorkspaceError::Refused(format!(
+                "the session commit {commit} did not reach {} by the fetch; nothing was applied",
+                self.meta.project.display()
+            )));
+        }
+        Ok(())
     }
 
     /// An overlay's plan: its upper layer read against the project, landing
@@ -375,6 +513,8 @@ impl SessionWorkspace {
             commits: Vec::new(),
             copies: Vec::new(),
             landing,
+            target: None,
+            notes: Vec::new(),
             left_out: carried.left_out,
         }))
     }
@@ -454,67 +594,84 @@ impl SessionWorkspace {
         }
     }
 
-    /// Carries `plan` into the person's repository: the commit to
-    /// `refs/chock/<session>`, then onto the branch when the landing says
-    /// so, then the copy binds; the workspace's base becomes the commit.
+    /// Carries `plan` into the person's repository: the commit (fetched
+    /// when the plan was made) to `refs/chock/<session>`, then the branch
+    /// and the tree to the landing computed then, under a journal the
+    /// next apply finishes or rolls back should this one be killed; then
+    /// the copy binds; the workspace's base becomes the commit.
     pub fn carry(&mut self, plan: &Plan) -> Result<Applied, WorkspaceError> {
         if self.meta.overlay {
             return self.carry_overlay(plan);
         }
-        let host = Git::host(&self.meta.project).with_env(identity(&Git::host(&self.meta.project)));
-        let git = self.git();
-        // The agent could write the alternates file; Chock's own says
-        // where the objects come from.
-        let alternates = self.tree().join(".git/objects/info/alternates");
-        let mut text = self
-            .meta
-            .host_objects
-            .as_os_str()
-            .as_encoded_bytes()
-            .to_vec();
-        text.push(b'\n');
-        std::fs::write(&alternates, text).map_err(super::io("writing", &alternates))?;
-        git.run(["update-ref", SESSION_BRANCH, &plan.commit])?;
-        let git_dir = self.tree().join(".git");
+        let host = Git::host(&self.meta.project);
         let reference = plan.reference();
-        host.run([
-            "fetch".as_ref(),
-            "-q".as_ref(),
-            "--no-tags".as_ref(),
-            "--no-write-fetch-head".as_ref(),
-            "--no-recurse-submodules".as_ref(),
-            git_dir.as_os_str(),
-            format!("+{SESSION_BRANCH}:{reference}").as_ref(),
-        ])?;
+        let message = format!("chock session {}", plan.session);
         let parked = |why: Option<String>| Applied::Parked {
             reference: reference.clone(),
             commit: plan.commit.clone(),
             why,
         };
-        let applied = match &plan.landing {
-            Landing::Ref { why } => parked(why.clone()),
-            // An overlay's landings; a repository's plan never names them.
-            Landing::Tree | Landing::Kept { .. } => parked(None),
-            Landing::Branch { branch, mode } => match land(&host, plan, branch, *mode)? {
-                Ok(commit) => {
-                    host.run(["update-ref", "-d", &reference])?;
-                    Applied::Landed {
+        let applied = match (&plan.landing, &plan.target) {
+            (Landing::Branch { branch, mode }, Some(target)) => {
+                let held = journal::begin(
+                    self,
+                    journal::Step::Git {
                         branch: branch.clone(),
-                        mode: *mode,
-                        commit,
+                        tip: target.tip.clone(),
+                        new: target.new.clone(),
+                        reference: reference.clone(),
+                    },
+                )?;
+                host.run(["update-ref", "-m", &message, &reference, &plan.commit])?;
+                let applied = match move_branch(&host, &self.meta.project, target, &message)? {
+                    Ok(()) => {
+                        host.run(["update-ref", "-d", &reference])?;
+                        Applied::Landed {
+                            branch: branch.clone(),
+                            mode: *mode,
+                            commit: target.new.clone(),
+                        }
                     }
-                }
-                Err(why) => parked(Some(why)),
-            },
+                    Err(why) => parked(Some(why)),
+                };
+                held.done()?;
+                applied
+            }
+            (Landing::Ref { why }, _) => {
+                host.run(["update-ref", "-m", &message, &reference, &plan.commit])?;
+                parked(why.clone())
+            }
+            // An overlay's landings, or a branch with no target: a
+            // repository's plan never holds them.
+            _ => {
+                host.run(["update-ref", "-m", &message, &reference, &plan.commit])?;
+                parked(None)
+            }
         };
-        let denied: Vec<&Path> = self
-            .meta
-            .deny_read
-            .iter()
-            .map(|c| c.rel.as_path())
-            .collect();
-        for name in &plan.copies {
-            files::mirror(&self.tree(), &self.meta.project, Path::new(name), &denied)?;
+        if !plan.copies.is_empty() {
+            let denied: Vec<&Path> = self
+                .meta
+                .deny_read
+                .iter()
+                .map(|c| c.rel.as_path())
+                .collect();
+            let changes: Vec<super::overlay::Change> = plan
+                .copies
+                .iter()
+                .map(|name| {
+                    if std::fs::symlink_metadata(self.tree().join(name)).is_ok() {
+                        super::overlay::Change::Write(name.into())
+                    } else {
+                        super::overlay::Change::Remove(name.into())
+                    }
+                })
+                .collect();
+            super::land::write_changes(&self.tree(), &self.meta.project, &changes, &denied)
+                .map_err(|e| {
+                    WorkspaceError::Refused(format!(
+                        "{applied}; but the copy binds were not written back: {e}"
+                    ))
+                })?;
         }
         self.meta.base = plan.commit.clone();
         self.save()?;
@@ -544,7 +701,7 @@ impl SessionWorkspace {
         if !conflicts.is_empty() {
             return Ok(kept(format!(
                 "you changed or removed {} since the workspace was made (or the folder that held it), and the session changed it too",
-                conflicts.join(", ")
+                shown_paths(&conflicts)
             )));
         }
         self.overlay_write(&carried.changes)?;
@@ -590,92 +747,245 @@ fn conflict(paths: &[String], branch: &str) -> String {
         if paths.is_empty() {
             "some files".to_owned()
         } else {
-            paths.join(", ")
+            shown_paths(paths)
         }
     )
 }
 
-/// Computes the new tip for `mode` and moves the branch and the tree to
-/// it; `Err(why)` parks (nothing of the person's moved).
-fn land(
+/// Paths as one escaped list.
+fn shown_paths(paths: &[String]) -> String {
+    paths
+        .iter()
+        .map(|p| visible(p).into_owned())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The paths that differ between two commits.
+fn changed_paths(host: &Git, from: &str, to: &str) -> Result<Vec<String>, WorkspaceError> {
+    Ok(split_z(
+        &host
+            .run([
+                "diff-tree",
+                "-r",
+                "-z",
+                "--no-renames",
+                "--name-only",
+                from,
+                to,
+            ])?
+            .stdout,
+    ))
+}
+
+/// Why the person's own uncommitted work on a path the landing changes
+/// (an edit, a staged change, a file removed from the tree whether or not
+/// the removal is staged) keeps the landing from moving their tree; it is
+/// theirs, kept as an edit is, and the work parks.
+fn theirs_in_the_way(
     host: &Git,
-    plan: &Plan,
-    branch: &str,
-    mode: ApplyMode,
-) -> Result<Result<String, String>, WorkspaceError> {
+    tip: &str,
+    changed: &[String],
+) -> Result<Option<String>, WorkspaceError> {
+    host.output(["update-index", "-q", "--refresh"], None)?;
+    let differs = split_z(
+        &host
+            .run(["diff-index", "-z", "--name-only", "--no-renames", tip])?
+            .stdout,
+    );
+    let changed: std::collections::BTreeSet<&str> = changed.iter().map(String::as_str).collect();
+    let theirs: Vec<String> = differs
+        .into_iter()
+        .filter(|p| changed.contains(p.as_str()))
+        .collect();
+    Ok((!theirs.is_empty()).then(|| {
+        format!(
+            "you changed or removed {} in your tree since your last commit, and the session changes it too: commit, restore or stage that work (your removal counts as work) and apply again",
+            shown_paths(&theirs)
+        )
+    }))
+}
+
+/// Computes the new tip for a branch landing (a merge, a replay, a
+/// squash: every object written into the person's repository, no ref of
+/// theirs moved), or parks: a conflict, or the person's uncommitted work
+/// on a path it changes.
+fn settle(
+    host: &Git,
+    landing: Landing,
+    session: &str,
+    commit: &str,
+    history: &History,
+    notes: &mut Vec<String>,
+) -> Result<(Landing, Option<Target>), WorkspaceError> {
+    let Landing::Branch { branch, mode } = landing else {
+        return Ok((landing, None));
+    };
     let full = format!("refs/heads/{branch}");
-    let tip = host.line(["rev-parse", "--verify", &full])?;
+    let tip = host.line(["rev-parse", "--verify", &format!("{full}^{{commit}}")])?;
     let moved = !host
-        .output(["merge-base", "--is-ancestor", &tip, &plan.commit], None)?
+        .output(["merge-base", "--is-ancestor", &tip, commit], None)?
         .ok;
-    let message = format!("chock session {}", plan.session);
+    let mut mode = mode;
+    if mode == ApplyMode::Rebase && moved && history.has_merge_or_root() {
+        notes.push(
+            "the session's history holds a merge (or a commit with no parent), which a rebase does not replay: it lands as a merge, every commit as it is".to_owned(),
+        );
+        mode = ApplyMode::Merge;
+    }
+    let message = format!("chock session {session}");
+    let parks = |why: String| Ok((Landing::Ref { why: Some(why) }, None));
     let new = match mode {
-        ApplyMode::Ref => return Ok(Err("the mode is ref".into())),
-        ApplyMode::Merge if !moved => plan.commit.clone(),
-        ApplyMode::Merge => match merge_tree(host, None, &tip, &plan.commit)? {
+        ApplyMode::Ref => return parks("the mode is ref".into()),
+        ApplyMode::Merge | ApplyMode::Rebase if !moved => commit.to_owned(),
+        ApplyMode::Merge => match merge_tree(host, None, &tip, commit)? {
             Ok(tree) => host.line([
                 "commit-tree",
                 &tree,
                 "-p",
                 &tip,
                 "-p",
-                &plan.commit,
+                commit,
                 "-m",
                 &format!("Merge {message}"),
             ])?,
-            Err(paths) => return Ok(Err(conflict(&paths, branch))),
+            Err(paths) => return parks(conflict(&paths, &branch)),
         },
         ApplyMode::Squash => {
             let tree = if moved {
-                match merge_tree(host, None, &tip, &plan.commit)? {
+                match merge_tree(host, None, &tip, commit)? {
                     Ok(tree) => tree,
-                    Err(paths) => return Ok(Err(conflict(&paths, branch))),
+                    Err(paths) => return parks(conflict(&paths, &branch)),
                 }
             } else {
-                host.line(["rev-parse", &format!("{}^{{tree}}", plan.commit)])?
+                host.line(["rev-parse", &format!("{commit}^{{tree}}")])?
             };
             let mut text = message.clone();
-            for c in &plan.commits {
+            for c in history.lines() {
                 text.push_str(&format!("\n\n{c}"));
             }
             host.line(["commit-tree", &tree, "-p", &tip, "-m", &text])?
         }
-        ApplyMode::Rebase if !moved => plan.commit.clone(),
         ApplyMode::Rebase => {
-            let list = host.run([
-                "rev-list",
-                "--reverse",
-                "--topo-order",
-                "--no-merges",
-                &format!("{}..{}", plan.base, plan.commit),
-            ])?;
             let mut current = tip.clone();
-            for commit in list.text().lines() {
-                let parent = format!("{commit}^");
-                let tree = match merge_tree(host, Some(&parent), &current, commit)? {
+            for replayed in &history.commits {
+                let parent = &replayed.parents[0];
+                let tree = match merge_tree(host, Some(parent), &current, &replayed.id)? {
                     Ok(tree) => tree,
-                    Err(paths) => return Ok(Err(conflict(&paths, branch))),
+                    Err(paths) => return parks(conflict(&paths, &branch)),
                 };
-                current = replay(host, commit, &tree, &current)?;
+                current = replay(host, &replayed.id, &tree, &current)?;
             }
             current
         }
     };
-    host.output(["update-index", "-q", "--refresh"], None)?;
-    host.run(["update-ref", "-m", &message, &full, &new, &tip])?;
-    let moved_tree = host.output(["read-tree", "-m", "-u", &tip, &new], None)?;
-    if !moved_tree.ok {
-        host.run(["update-ref", "-m", "chock apply undone", &full, &tip, &new])?;
+    let changed = changed_paths(host, &tip, &new)?;
+    if let Some(why) = theirs_in_the_way(host, &tip, &changed)? {
+        return parks(why);
+    }
+    Ok((
+        Landing::Branch {
+            branch: branch.clone(),
+            mode,
+        },
+        Some(Target { branch, tip, new }),
+    ))
+}
+
+/// What each path is in the tree (kind, inode, size, times), to tell
+/// whether a git that failed wrote any of them.
+fn snapshot(project: &Path, paths: &[String]) -> Vec<Option<(u32, u64, u64, i64, i64)>> {
+    use std::os::unix::fs::MetadataExt;
+    paths
+        .iter()
+        .map(|p| {
+            std::fs::symlink_metadata(project.join(p)).ok().map(|m| {
+                (
+                    m.mode(),
+                    m.ino(),
+                    m.size(),
+                    m.mtime_nsec() + m.mtime() * 1_000_000_000,
+                    m.ctime_nsec() + m.ctime() * 1_000_000_000,
+                )
+            })
+        })
+        .collect()
+}
+
+/// Moves the branch and the tree to `target`, the branch checked to be
+/// where the question saw it; `Err(why)` parks, saying truly what moved.
+fn move_branch(
+    host: &Git,
+    project: &Path,
+    target: &Target,
+    message: &str,
+) -> Result<Result<(), String>, WorkspaceError> {
+    let branch = &target.branch;
+    let full = format!("refs/heads/{branch}");
+    let now = host.line(["rev-parse", "--verify", &format!("{full}^{{commit}}")])?;
+    if now != target.tip {
         return Ok(Err(format!(
-            "your working tree has changes the apply would overwrite ({}); commit or stash them and apply again",
-            moved_tree
-                .stderr
-                .lines()
-                .next()
-                .unwrap_or("git read-tree refused")
+            "{branch} moved since the question was put (it is at {} now); nothing of your branch or tree moved",
+            short(&now)
         )));
     }
-    Ok(Ok(new))
+    let changed = changed_paths(host, &target.tip, &target.new)?;
+    if let Some(why) = theirs_in_the_way(host, &target.tip, &changed)? {
+        return Ok(Err(why));
+    }
+    let before = snapshot(project, &changed);
+    let moved = host.output(
+        ["update-ref", "-m", message, &full, &target.new, &target.tip],
+        None,
+    )?;
+    if !moved.ok {
+        return Ok(Err(format!(
+            "{branch} could not be moved ({}); nothing of your branch or tree moved",
+            visible(
+                moved
+                    .stderr
+                    .lines()
+                    .next()
+                    .unwrap_or("git update-ref refused")
+            )
+        )));
+    }
+    let tree = host.output(["read-tree", "-m", "-u", &target.tip, &target.new], None)?;
+    if tree.ok {
+        return Ok(Ok(()));
+    }
+    host.run([
+        "update-ref",
+        "-m",
+        "chock apply undone",
+        &full,
+        &target.tip,
+        &target.new,
+    ])?;
+    let after = snapshot(project, &changed);
+    let written: Vec<String> = changed
+        .iter()
+        .zip(before.iter().zip(&after))
+        .filter(|(_, (b, a))| b != a)
+        .map(|(p, _)| p.clone())
+        .collect();
+    let said = visible(
+        tree.stderr
+            .lines()
+            .next()
+            .unwrap_or("git read-tree refused"),
+    )
+    .into_owned();
+    Ok(Err(if written.is_empty() {
+        format!(
+            "your working tree has changes the apply would overwrite ({said}); your branch was put back and nothing of your tree moved: commit or stash them and apply again"
+        )
+    } else {
+        format!(
+            "git stopped while moving your tree ({said}) and your branch was put back, but it had already written {}: `git checkout -- PATH` takes each back",
+            shown_paths(&written)
+        )
+    }))
 }
 
 /// `commit` made again with `tree` on `parent`, keeping its author and message.
@@ -738,6 +1048,11 @@ pub fn apply(
     asker: &dyn Asker,
     who: &chock_nix::Who,
 ) -> Result<(Option<Plan>, Applied), WorkspaceError> {
+    // An apply into this project killed half-way is finished or rolled
+    // back before another starts (`chock apply` says what it did).
+    if let Some(dir) = workspace.dir.parent() {
+        journal::recover_dir(dir)?;
+    }
     let Some(plan) = workspace.plan_apply(policy, log, route)? else {
         return Ok((None, Applied::Nothing));
     };

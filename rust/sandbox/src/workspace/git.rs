@@ -1,7 +1,11 @@
 //! Running git on the host for the workspace: in the person's repository
-//! and in the session's own git directory, with nothing either repository
-//! says able to run a program (no hook, no fsmonitor, no pager), and every
-//! failure a sentence naming the command.
+//! and in the session's own git directory, with one fixed configuration
+//! whatever either repository or the machine says: no hook, fsmonitor,
+//! pager, external diff or text conversion runs a program; replace refs
+//! and grafts are ignored (an object is what its bytes say); every object
+//! fetched is checked by git's fsck, strictly; and no system or global
+//! config file is read (the repository's own config is, for what it says
+//! about its layout). Every failure is a sentence naming the command.
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -10,8 +14,10 @@ use std::process::{Command, Stdio};
 use super::WorkspaceError;
 
 /// Settings every git call is given: nothing configured in a repository
-/// runs a program of its own on Chock's behalf.
-const SAFE: [&str; 8] = [
+/// runs a program of its own on Chock's behalf, and every object received
+/// is checked (a tree entry `.git`, `..` or one git's fsck refuses fails
+/// the fetch, with nothing stored).
+const SAFE: [&str; 32] = [
     "-c",
     "core.hooksPath=/dev/null",
     "-c",
@@ -20,6 +26,41 @@ const SAFE: [&str; 8] = [
     "core.pager=cat",
     "-c",
     "advice.detachedHead=false",
+    "-c",
+    "core.protectNTFS=true",
+    "-c",
+    "core.protectHFS=true",
+    "-c",
+    "core.symlinks=true",
+    "-c",
+    "diff.external=",
+    "-c",
+    "fetch.fsckObjects=true",
+    "-c",
+    "transfer.fsckObjects=true",
+    "-c",
+    "receive.fsckObjects=true",
+    "-c",
+    "fetch.fsck.hasDot=error",
+    "-c",
+    "fetch.fsck.hasDotdot=error",
+    "-c",
+    "fetch.fsck.hasDotgit=error",
+    "-c",
+    "gc.auto=0",
+    "-c",
+    "log.showSignature=false",
+];
+
+/// The environment every git call is given: replace refs and grafts off,
+/// no system or global config, no prompt.
+const SAFE_ENV: [(&str, &str); 6] = [
+    ("GIT_NO_REPLACE_OBJECTS", "1"),
+    ("GIT_GRAFT_FILE", "/dev/null"),
+    ("GIT_CONFIG_NOSYSTEM", "1"),
+    ("GIT_CONFIG_GLOBAL", "/dev/null"),
+    ("GIT_TERMINAL_PROMPT", "0"),
+    ("LC_ALL", "C"),
 ];
 
 /// One repository to run git in.
@@ -66,6 +107,11 @@ impl Git {
         }
     }
 
+    /// The directory git runs in.
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     /// The same repository with `env` added to every call.
     pub(crate) fn with_env(mut self, env: Vec<(String, String)>) -> Git {
         self.env = env;
@@ -88,21 +134,25 @@ impl Git {
             "GIT_ALTERNATE_OBJECT_DIRECTORIES",
             "GIT_COMMON_DIR",
             "GIT_CONFIG_PARAMETERS",
+            "GIT_CONFIG_COUNT",
             "GIT_EXTERNAL_DIFF",
+            "GIT_REPLACE_REF_BASE",
+            "GIT_SHALLOW_FILE",
+            "GIT_QUARANTINE_PATH",
+            "GIT_NAMESPACE",
+            "GIT_CEILING_DIRECTORIES",
+            "GIT_SSH_COMMAND",
+            "GIT_ASKPASS",
+            "GIT_EDITOR",
+            "GIT_SEQUENCE_EDITOR",
+            "GIT_TRACE",
         ] {
             command.env_remove(var);
         }
         if let Some((git_dir, tree)) = &self.explicit {
-            // The session's repository answers to its own config alone:
-            // no filter or diff driver of the person's runs on what the
-            // agent wrote there.
-            command
-                .env("GIT_DIR", git_dir)
-                .env("GIT_WORK_TREE", tree)
-                .env("GIT_CONFIG_NOSYSTEM", "1")
-                .env("GIT_CONFIG_GLOBAL", "/dev/null");
+            command.env("GIT_DIR", git_dir).env("GIT_WORK_TREE", tree);
         }
-        command.env("GIT_TERMINAL_PROMPT", "0").env("LC_ALL", "C");
+        command.envs(SAFE_ENV);
         for (k, v) in &self.env {
             command.env(k, v);
         }
@@ -150,6 +200,26 @@ impl Git {
             stdout: out.stdout,
             stderr: String::from_utf8_lossy(&out.stderr).trim_end().to_owned(),
         })
+    }
+
+    /// The person's own setting `key` (their `user.name`, say), read
+    /// with their system and global config as `git config` reads it; a
+    /// read runs no program. `None` when unset.
+    pub(crate) fn person_setting(&self, key: &str) -> Option<String> {
+        let mut command = self.command(["config", "--get", key]);
+        for (var, _) in SAFE_ENV
+            .iter()
+            .filter(|(v, _)| v.starts_with("GIT_CONFIG_"))
+        {
+            command.env_remove(var);
+        }
+        let out = command
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .output()
+            .ok()?;
+        let text = String::from_utf8_lossy(&out.stdout).trim_end().to_owned();
+        (out.status.success() && !text.is_empty()).then_some(text)
     }
 
     /// Runs git with `args` and refuses a failure, naming the command.

@@ -22,6 +22,8 @@
 pub mod apply;
 mod files;
 mod git;
+mod history;
+pub mod journal;
 mod land;
 mod merged;
 mod mount;

@@ -247,20 +247,24 @@ impl SessionWorkspace {
                 }
                 continue;
             }
-            if crate::layout::only_a_person_edits(rel) {
-                guarded.push(rel.display().to_string());
-                continue;
-            }
-            if carried(self, rel) {
-                kept.push(change);
-            } else {
+            // What no apply carries (a `.git` the session made, a bind not
+            // written back) is left out before it is judged.
+            if !carried(self, rel) {
                 left_out.push(rel.display().to_string());
+            } else if crate::layout::only_a_person_edits(rel) {
+                guarded.push(rel.display().to_string());
+            } else {
+                kept.push(change);
             }
         }
         if !guarded.is_empty() {
             return Err(WorkspaceError::Refused(format!(
                 "the session changed {}, which no apply carries ({}); nothing was applied: undo those changes in the workspace and apply again, or remove it with `chock workspace clear`",
-                guarded.join(", "),
+                guarded
+                    .iter()
+                    .map(|g| chock_policy::visible(g).into_owned())
+                    .collect::<Vec<_>>()
+                    .join(", "),
                 crate::layout::WHY_NO_APPLY_CARRIES
             )));
         }
