@@ -115,3 +115,29 @@ fn refusals_say_what_to_give() {
     assert_eq!(gone.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&gone.stderr).contains(missing));
 }
+
+/// A `.drv` of 80 MiB (one long `env` value), as Nix writes one: read by
+/// its size in the store, equal to what `nix show-derivation` prints.
+#[test]
+fn a_large_drv_is_read_by_its_own_size() {
+    let dir = tempfile_dir();
+    let file = dir.join("large.nix");
+    std::fs::write(
+        &file,
+        r#"derivation {
+  name = "large";
+  builder = "/bin/sh";
+  system = "x86_64-linux";
+  long = builtins.concatStringsSep "" (builtins.genList (i: "0123456789abcdef") (5 * 1024 * 1024));
+}"#,
+    )
+    .unwrap();
+    let drv = ok("nix-instantiate", &[file.to_str().unwrap()]);
+    let drv = drv.trim();
+    let _ = std::fs::remove_dir_all(&dir);
+    let size = std::fs::metadata(drv).unwrap().len();
+    assert!(size > 80 << 20, "{drv} is {size} bytes");
+    let ours = json(&ok(chock(), &["derivation", "show", drv]));
+    let nix = json(&ok("nix", &["show-derivation", drv]));
+    assert_eq!(ours, nix, "{drv}");
+}

@@ -22,36 +22,67 @@ pub fn read_derivation(drv_path: &StorePath) -> Result<Derivation, DerivationErr
     })
 }
 
-/// The most a `.drv` may hold. The largest in nixpkgs are a few hundred
-/// kilobytes (long `env` values); a store path linked to a device or a
-/// pipe must not be read without end.
-pub const MAX_DRV_BYTES: u64 = 64 << 20;
+/// The most Chock reads of one `.drv`, whatever its size: a file is read
+/// up to its own size, and this only keeps one file from taking the
+/// machine's memory. The largest `.drv` in nixpkgs hold a few hundred
+/// kilobytes (long `env` values); Nix itself sets no bound.
+pub const MAX_DRV_BYTES: u64 = 1 << 30;
 
-/// Reads the file at `path`, opened once: a regular file up to its own size
-/// as the open file reports it (and never past `limit`), anything else
-/// (a device, a pipe) up to `limit` bytes; more than that is an error.
+/// Reads the file at `path`, opened once, without following a link and
+/// without waiting on a FIFO: a regular file, as the open descriptor says,
+/// read up to the size the descriptor reports, refused when that is over
+/// `limit`; anything else (a device, a pipe, a link) is refused unread.
 fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, DerivationError> {
     use std::io::Read;
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let shown = || path.display().to_string();
     let io = |source| DerivationError::Io {
-        path: path.display().to_string(),
+        path: shown(),
         source,
     };
-    let file = std::fs::File::open(path).map_err(io)?;
-    let meta = file.metadata().map_err(io)?;
-    let regular = meta.is_file();
-    let bound = if regular {
-        meta.len().min(limit)
-    } else {
-        limit
+    let flags = rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOFOLLOW;
+    let not_regular = |what| DerivationError::NotRegular {
+        path: shown(),
+        what,
     };
-    let mut bytes = Vec::with_capacity(usize::try_from(bound.min(1 << 20)).unwrap_or(0));
-    // One byte past the bound tells a file that grew, or never ends.
-    file.take(bound + 1).read_to_end(&mut bytes).map_err(io)?;
-    if bytes.len() as u64 > bound {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(flags.bits().cast_signed())
+        .open(path)
+        .map_err(|e| match rustix::io::Errno::from_io_error(&e) {
+            Some(rustix::io::Errno::LOOP) => not_regular("a symbolic link"),
+            _ => io(e),
+        })?;
+    let meta = file.metadata().map_err(io)?;
+    let kind = meta.file_type();
+    if !kind.is_file() {
+        return Err(not_regular(if kind.is_fifo() {
+            "a FIFO (named pipe)"
+        } else if kind.is_char_device() || kind.is_block_device() {
+            "a device"
+        } else if kind.is_socket() {
+            "a socket"
+        } else if kind.is_dir() {
+            "a folder"
+        } else {
+            "not a regular file"
+        }));
+    }
+    let size = meta.len();
+    if size > limit {
         return Err(DerivationError::TooLarge {
-            path: path.display().to_string(),
-            limit: bound,
-            regular,
+            path: shown(),
+            size,
+            limit,
+        });
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+    // One byte past the size tells a file that grew while it was read.
+    file.take(size + 1).read_to_end(&mut bytes).map_err(io)?;
+    if bytes.len() as u64 != size {
+        return Err(DerivationError::Changed {
+            path: shown(),
+            size,
         });
     }
     Ok(bytes)
@@ -149,31 +180,68 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_device_that_never_ends_is_read_only_to_the_limit() {
-        let error = read_bounded(Path::new("/dev/zero"), 4096).unwrap_err();
-        assert!(
-            matches!(
-                error,
-                DerivationError::TooLarge {
-                    limit: 4096,
-                    regular: false,
-                    ..
-                }
-            ),
-            "{error}"
-        );
-        assert!(error.to_string().contains("not a regular file"), "{error}");
+    fn a_device_a_fifo_and_a_link_are_refused_unread_and_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("x.drv");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let link = dir.path().join("link.drv");
+        std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
+        let started = std::time::Instant::now();
+        for (path, what) in [
+            (Path::new("/dev/zero"), "a device"),
+            (fifo.as_path(), "a FIFO (named pipe)"),
+            (link.as_path(), "a symbolic link"),
+            (dir.path(), "a folder"),
+        ] {
+            let error = read_bounded(path, MAX_DRV_BYTES).unwrap_err();
+            assert!(
+                matches!(&error, DerivationError::NotRegular { what: w, .. } if *w == what),
+                "{path:?}: {error}"
+            );
+            let text = error.to_string();
+            assert!(
+                text.contains("not a regular file") && text.contains(&path.display().to_string()),
+                "{text}"
+            );
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(2));
     }
 
     #[test]
-    fn a_regular_file_is_read_whole_up_to_its_size_and_refused_past_the_limit() {
+    fn a_regular_file_is_read_whole_by_its_own_size_and_refused_past_the_cap() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("x.drv");
         std::fs::write(&path, b"Derive([])").unwrap();
-        assert_eq!(read_bounded(&path, 1 << 20).unwrap(), b"Derive([])");
-        let error = read_bounded(&path, 4).unwrap_err();
+        assert_eq!(read_bounded(&path, MAX_DRV_BYTES).unwrap(), b"Derive([])");
+        // Past 64 MiB, which was once the bound, is read whole.
+        let big = dir.path().join("big.drv");
+        let file = std::fs::File::create(&big).unwrap();
+        file.set_len(65 << 20).unwrap();
+        assert_eq!(read_bounded(&big, MAX_DRV_BYTES).unwrap().len(), 65 << 20);
+        // Over the cap is refused by its size, before a byte is read.
+        file.set_len(MAX_DRV_BYTES + 1).unwrap();
+        let started = std::time::Instant::now();
+        let error = read_bounded(&big, MAX_DRV_BYTES).unwrap_err();
+        assert!(started.elapsed() < std::time::Duration::from_secs(1));
         assert!(
-            matches!(error, DerivationError::TooLarge { regular: true, .. }),
+            matches!(error, DerivationError::TooLarge { size, limit: MAX_DRV_BYTES, .. } if size == MAX_DRV_BYTES + 1),
+            "{error}"
+        );
+        let text = error.to_string();
+        assert!(
+            text.contains(&format!("is {} bytes", MAX_DRV_BYTES + 1))
+                && !text.contains("not one Nix wrote"),
+            "{text}"
+        );
+        // A file whose size says less than it holds (as /proc's do) is
+        // refused, not cut at that size.
+        let error = read_bounded(Path::new("/proc/self/status"), MAX_DRV_BYTES).unwrap_err();
+        assert!(
+            matches!(error, DerivationError::Changed { size: 0, .. }),
             "{error}"
         );
     }

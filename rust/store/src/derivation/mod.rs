@@ -144,14 +144,17 @@ pub enum DerivationError {
         inner: Box<DerivationError>,
     },
     #[error(
-        "derivation {path} is larger than {limit} bytes{}; a .drv is a few kilobytes, so this is not one Nix wrote",
-        if *.regular { "" } else { " or is not a regular file" }
+        "derivation {path} is {size} bytes, more than the {limit} bytes Chock reads of one .drv (the largest in nixpkgs hold a few hundred kilobytes); nothing was read of it: if it is meant to be that large, `nix show-derivation` reads it"
     )]
-    TooLarge {
-        path: String,
-        limit: u64,
-        regular: bool,
-    },
+    TooLarge { path: String, size: u64, limit: u64 },
+    #[error(
+        "derivation {path} is {what}, not a regular file: a .drv in the store is always a regular file, so nothing was read of it; check what made {path}"
+    )]
+    NotRegular { path: String, what: &'static str },
+    #[error(
+        "derivation {path} changed size while it was read ({size} bytes when opened); files in the store never change, so something is writing to it: stop that and run the command again"
+    )]
+    Changed { path: String, size: u64 },
     #[error("derivation {name:?} has output {output:?} at {stated} but Nix computes {computed}")]
     WrongOutputPath {
         name: String,
