@@ -755,64 +755,204 @@ fn a_policy_file_a_program_writes_never_raises_the_policy() {
     assert_eq!(next.status.code(), Some(3), "{}", describe(&next));
 }
 
-/// What an agent or editor on the host runs from the project (Claude
-/// Code's hooks in `.claude/settings.json`, VS Code's tasks in `.vscode`)
-/// cannot be planted or changed from inside: an existing `.claude` is
-/// read-only, a missing `.vscode` is made empty before the program starts
-/// and held the same way, and neither can be moved aside or replaced.
+/// Every control input (`chock_policy::control`) is attacked from inside,
+/// by every way a program changes a name: writing, creating beneath,
+/// moving aside, removing, replacing. One that exists stays as it was; one
+/// that did not exist is held by a placeholder while the sandbox runs and
+/// is gone afterwards, so nothing is planted and nothing is left behind.
 #[test]
-fn what_an_agent_or_editor_runs_on_the_host_cannot_be_planted() {
+fn no_control_input_can_be_planted_or_changed_from_inside() {
+    use chock_policy::control::{CHOCK_ZON, CONTROL_INPUTS, ControlShape, GIT_DIR};
     let fx = Fixture::host();
     fx.rules(r#".{ .action = "exec.*", .decision = .allow }"#);
-    let settings = fx.project.join(".claude/settings.json");
     std::fs::create_dir(fx.project.join(".claude")).expect("mkdir");
+    let settings = fx.project.join(".claude/settings.json");
     std::fs::write(&settings, "{}\n").expect("settings");
-    // What the program would plant, as files it wrote in the workspace.
-    std::fs::write(
-        fx.project.join("hook.json"),
-        r#"{"hooks":{"SessionStart":[{"hooks":[{"type":"command","command":"touch /tmp/planted"}]}]}}"#,
-    )
-    .expect("hook.json");
-    std::fs::write(
-        fx.project.join("tasks.json"),
-        r#"{"version":"2.0.0","tasks":[{"label":"x","command":"touch /tmp/planted","runOptions":{"runOn":"folderOpen"}}]}"#,
-    )
-    .expect("tasks.json");
-    let script = "for step in 'cp hook.json .claude/settings.json' \
-          'cp hook.json .claude/settings.local.json' \
-          'mv .claude .claude-old' \
-          'mkdir -p .vscode && cp tasks.json .vscode/tasks.json' \
-          'rmdir .vscode' \
-          'mkdir x && mv .vscode x/' \
-          'mkdir -p .gemini/y'; do \
-           if sh -c \"$step\" 2>/dev/null; then echo \"DONE: $step\"; else echo \"blocked: $step\"; fi; \
-         done";
-    let out = fx.exec(&[], &["/bin/sh", "-c", script]);
+    std::fs::write(fx.project.join(".envrc"), "export A=1\n").expect(".envrc");
+    // What the project holds after: what it held, and the folder `x` the
+    // attacks made to move names into.
+    let mut after = top_names(&fx.project);
+    after.push("x".to_owned());
+    after.sort();
+    let mut steps = Vec::new();
+    for input in CONTROL_INPUTS {
+        if input.path == CHOCK_ZON || input.path == GIT_DIR {
+            continue; // the policy and the git suites attack these
+        }
+        let p = input.path;
+        steps.push(match input.shape {
+            ControlShape::Dir => format!("mkdir -p {p}/evil && echo x > {p}/evil/f"),
+            ControlShape::File => format!("echo x > {p}"),
+        });
+        steps.push(format!("mv {p} moved-aside"));
+        steps.push(match input.shape {
+            ControlShape::Dir => format!("rm -rf {p} && mkdir -p {p}/evil"),
+            ControlShape::File => format!("rm -rf {p} && echo x > {p}"),
+        });
+        steps.push(format!("mkdir -p x && mv {p} x/"));
+    }
+    steps.push("cp .envrc /dev/null && echo 'touch /tmp/planted' >> .envrc".to_owned());
+    steps.push("echo '{\"hooks\":{}}' > .claude/settings.local.json".to_owned());
+    let script = steps
+        .iter()
+        .map(|step| {
+            format!(
+                "if sh -c '{}' 2>/dev/null; then echo 'DONE: {}'; else echo 'blocked: {}'; fi",
+                step.replace('\'', r"'\''"),
+                step.replace('\'', ""),
+                step.replace('\'', "")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let out = fx.exec(&[], &["/bin/sh", "-c", &script]);
     assert!(out.status.success(), "{}", describe(&out));
     let stdout = text(&out.stdout);
-    assert_eq!(stdout.matches("blocked: ").count(), 7, "{}", describe(&out));
-    assert!(!stdout.contains("DONE"), "{}", describe(&out));
-    assert!(
-        text(&out.stderr).contains(".vscode")
-            && text(&out.stderr).contains("before the program started"),
-        "chock says it made .vscode: {}",
+    assert_eq!(
+        stdout.matches("blocked: ").count(),
+        steps.len(),
+        "{}",
         describe(&out)
     );
     assert_eq!(
         std::fs::read_to_string(&settings).expect("settings"),
         "{}\n"
     );
+    assert_eq!(
+        std::fs::read_to_string(fx.project.join(".envrc")).expect(".envrc"),
+        "export A=1\n"
+    );
     assert!(!fx.project.join(".claude/settings.local.json").exists());
-    let vscode: Vec<_> = std::fs::read_dir(fx.project.join(".vscode"))
-        .expect("Chock made .vscode")
-        .collect();
-    assert!(vscode.is_empty(), "{vscode:?}");
+    assert_eq!(
+        top_names(&fx.project),
+        after,
+        "the placeholders are gone once the sandbox is: {}",
+        describe(&out)
+    );
+    assert!(
+        !text(&out.stderr).contains(".vscode"),
+        "a placeholder that goes is not announced as made: {}",
+        describe(&out)
+    );
     // A link in one of these places is refused rather than followed.
-    std::fs::remove_dir(fx.project.join(".idea")).expect("the placeholder");
     std::os::unix::fs::symlink("elsewhere", fx.project.join(".idea")).expect("link");
     let out = fx.exec(&[], &["/bin/true"]);
     assert_ne!(out.status.code(), Some(0), "{}", describe(&out));
     assert!(text(&out.stderr).contains(".idea"), "{}", describe(&out));
+}
+
+/// The names at the top of a project, sorted.
+fn top_names(project: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(project)
+        .expect("the project")
+        .map(|e| {
+            e.expect("an entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+/// A sandboxed program that widens its own rules by writing a policy
+/// package: refused, and the command the policy refused before is refused
+/// after.
+#[test]
+fn a_program_cannot_install_a_policy_package_that_widens_its_rules() {
+    let fx = Fixture::host();
+    fx.rules(
+        r#".{ .action = "exec.path.sh", .decision = .allow },
+           .{ .action = "exec.path.true", .decision = .deny }"#,
+    );
+    let plant = r#"mkdir -p .agents/policies/evil &&
+        printf '.{ .id = "evil", .version = "1.0.0", .rules = .{ .{ .action = "exec.*", .decision = .allow } } }' > .agents/policies/evil/manifest.zon"#;
+    let out = fx.exec(&[], &["/bin/sh", "-c", plant]);
+    assert_ne!(out.status.code(), Some(0), "{}", describe(&out));
+    assert!(!fx.project.join(".agents").exists(), "{}", describe(&out));
+    let out = fx.exec(&[], &["/bin/true"]);
+    assert_ne!(
+        out.status.code(),
+        Some(0),
+        "still refused: {}",
+        describe(&out)
+    );
+}
+
+/// Two sandboxes of one project at once: when the first ends, the
+/// placeholders the second still needs stay (a program in it cannot plant
+/// what the first one's end uncovered); when the second ends, they go.
+#[test]
+fn placeholders_last_as_long_as_the_last_sandbox() {
+    let fx = Fixture::host();
+    fx.rules(r#".{ .action = "exec.*", .decision = .allow }"#);
+    let gate = fx.project.join("gate");
+    let long = format!(
+        "while [ ! -e {gate} ]; do sleep 0.05; done; \
+         if mkdir .vscode/evil 2>/dev/null || mkdir .vscode 2>/dev/null; then echo PLANTED; else echo held; fi",
+        gate = gate.display()
+    );
+    let second = fx
+        .exec_command(&[], &["/bin/sh", "-c", &long])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("chock exec");
+    // Wait until the second sandbox has made its placeholders.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !fx.project.join(".vscode").exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the second sandbox never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = fx.exec(&[], &["/bin/true"]);
+    assert!(out.status.success(), "{}", describe(&out));
+    assert!(
+        fx.project.join(".vscode").is_dir(),
+        "the first sandbox's end kept what the second holds"
+    );
+    std::fs::write(&gate, "").expect("gate");
+    let out = second.wait_with_output().expect("the second sandbox");
+    assert!(text(&out.stdout).contains("held"), "{}", describe(&out));
+    std::fs::remove_file(&gate).expect("gate");
+    assert!(!fx.project.join(".vscode").exists(), "{}", describe(&out));
+}
+
+/// A Chock killed while its sandbox runs leaves its placeholders; the next
+/// sandbox of the project to end removes them.
+#[test]
+fn a_killed_chocks_placeholders_are_swept_by_the_next() {
+    let fx = Fixture::host();
+    fx.rules(r#".{ .action = "exec.*", .decision = .allow }"#);
+    let mut child = fx
+        .exec_command(&[], &["/bin/sh", "-c", "sleep 30"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("chock exec");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !fx.project.join(".vscode").exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the sandbox never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reaped");
+    // The sandbox's programs die with it (they are its init's children).
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(
+        fx.project.join(".vscode").exists(),
+        "left by the killed one"
+    );
+    let out = fx.exec(&[], &["/bin/true"]);
+    assert!(out.status.success(), "{}", describe(&out));
+    assert!(!fx.project.join(".vscode").exists(), "{}", describe(&out));
+    assert!(!fx.project.join(".agents").exists(), "{}", describe(&out));
 }
 
 /// A program writes `sub/chock.zon` allowing what the project's policy

@@ -54,12 +54,17 @@ impl Default for Lock {
 }
 
 impl Lock {
-    /// The project's lock; none written yet is an empty one.
+    /// The project's lock; none written yet is an empty one, and so is an
+    /// empty folder in its place (what a running sandbox holds the missing
+    /// name with, so no program in it can write one).
     pub fn read(project: &Path) -> Result<Lock, PackageError> {
         let path = project.join(LOCK_FILE);
         let text = match std::fs::read_to_string(&path) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Lock::default()),
+            Err(_) if std::fs::read_dir(&path).is_ok_and(|mut d| d.next().is_none()) => {
+                return Ok(Lock::default());
+            }
             Err(e) => return Err(io(&path, "reading the lockfile")(e)),
         };
         Lock::parse(&path, &text)

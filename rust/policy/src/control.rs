@@ -31,6 +31,8 @@ pub const POLICIES_DIR: &str = ".agents/policies";
 pub const CHOCK_DIR: &str = ".chock";
 /// The project's MCP servers, which agents start.
 pub const MCP_JSON: &str = ".mcp.json";
+/// The project's git directory.
+pub const GIT_DIR: &str = ".git";
 /// The operator's settings, beneath the configuration home.
 pub const OPERATOR_CONFIG: &str = "chock/config.zon";
 
@@ -140,7 +142,7 @@ pub const CONTROL_INPUTS: &[ControlInput] = &[
     ),
     input(".idea", Dir, Agent, "JetBrains IDEs: run configurations"),
     input(MCP_JSON, File, Agent, "agents: the project's MCP servers"),
-    input(".git", Dir, Host, "git: hooks and config it runs"),
+    input(GIT_DIR, Dir, Host, "git: hooks and config it runs"),
     input(
         ".envrc",
         File,
@@ -192,12 +194,6 @@ pub fn is_control_input(rel: &Path) -> bool {
 /// under: `control.write.<kind>`. No shipped rule answers it, so it asks.
 pub fn control_write(kind: ControlKind) -> String {
     format!("control.write.{}", kind.label())
-}
-
-/// The control inputs as git pathspecs, for listing what a history
-/// touches.
-pub fn control_pathspecs() -> impl Iterator<Item = &'static str> {
-    CONTROL_INPUTS.iter().map(|input| input.path)
 }
 
 #[cfg(test)]

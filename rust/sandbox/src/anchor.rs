@@ -75,8 +75,11 @@ pub(crate) struct Anchors {
     /// A session workspace's view of the person's objects, for Landlock.
     pub(crate) objects: Option<OwnedFd>,
     pub(crate) anchored: Anchored,
-    /// Placeholders made now, for the person to be told.
+    /// Placeholders made now that stay, for the person to be told.
     pub(crate) created: Vec<PathBuf>,
+    /// The hold on the placeholders that go when the project's last
+    /// sandbox does, kept while the sandbox and every program it ran live.
+    pub(crate) lease: Option<std::sync::Arc<crate::lease::Lease>>,
     /// An overlay workspace's work folder for this sandbox, removed when
     /// the sandbox and every program it ran are gone.
     pub(crate) own_work: Option<std::sync::Arc<crate::workspace::OwnWork>>,
@@ -180,10 +183,22 @@ pub(crate) fn anchor(layout: &Layout) -> Result<Anchors, SandboxError> {
     };
     let mut created = Vec::new();
     let mut held = Vec::new();
+    let lease = match &layout.lease {
+        Some(record) => Some(crate::lease::Lease::take(record, &workspace)?),
+        None => None,
+    };
     for (path, placeholder) in &layout.missing {
         let rel = relative(host, path)?;
-        if make(&workspace, path, rel, *placeholder)? {
-            created.push(path.clone());
+        if !make(&workspace, path, rel, *placeholder)? {
+            continue;
+        }
+        match lease.as_ref().filter(|_| layout.passing.contains(path)) {
+            Some(lease) => {
+                let id = open_beneath(&workspace, rel)
+                    .map_err(|errno| beneath_error("opening", path, errno))?;
+                lease.record(rel, id)?;
+            }
+            None => created.push(path.clone()),
         }
     }
     let binds = layout
@@ -228,6 +243,7 @@ pub(crate) fn anchor(layout: &Layout) -> Result<Anchors, SandboxError> {
             session,
         },
         created,
+        lease: lease.map(std::sync::Arc::new),
         own_work,
     })
 }

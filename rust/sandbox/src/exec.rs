@@ -323,7 +323,13 @@ pub fn prepare(
     };
     let layout = match &request.project.workspace {
         Some(view) => crate::workspace::fit(view, &cache_dir, &tool, TMP_BYTES)?,
-        None => layout::resolve_project(&request.project.dir, &cache_dir, &tool, TMP_BYTES)?,
+        None => layout::resolve_project(
+            &request.project.dir,
+            &cache_dir,
+            &request.project.lease_record()?,
+            &tool,
+            TMP_BYTES,
+        )?,
     };
     let cwd = if request.cwd.starts_with(&layout.workspace) {
         request.cwd.clone()

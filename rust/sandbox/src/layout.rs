@@ -60,26 +60,6 @@ pub const POLICY_PLACEHOLDER: &[u8] =
 // in its sandbox can write one; edit it to add yours.\n\
 .{}\n";
 
-/// What the agents and editors a person runs on the host read from the top
-/// of a project and then *run*, outside any sandbox: hooks, MCP servers and
-/// commands (`.claude`, `.codex`, `.gemini`, `.cursor`, `.mcp.json`), tasks
-/// and settings that name programs (`.vscode`, `.idea`). Each that exists
-/// is held read-only, like `chock.zon`. A missing folder is made empty
-/// first (an empty folder configures nothing, and git does not list it)
-/// and held the same way, so no program can plant one for the person's
-/// next session. A missing `.mcp.json` is not made (a file would show in
-/// the person's `git status`): the agents ask a person before they start a
-/// project's MCP server, unless a setting in the held folders says not to.
-pub const RUN_ON_HOST: [(&str, Option<Placeholder>); 7] = [
-    (".claude", Some(Placeholder::Dir)),
-    (".codex", Some(Placeholder::Dir)),
-    (".gemini", Some(Placeholder::Dir)),
-    (".cursor", Some(Placeholder::Dir)),
-    (".vscode", Some(Placeholder::Dir)),
-    (".idea", Some(Placeholder::Dir)),
-    (chock_policy::control::MCP_JSON, None),
-];
-
 /// Whether a change at `rel` (relative to a project) is one no apply of a
 /// session carries: a control input (`chock_policy::control`). A person
 /// edits these alone, on the host.
@@ -87,62 +67,91 @@ pub fn only_a_person_edits(rel: &Path) -> bool {
     chock_policy::control::is_control_input(rel)
 }
 
-/// Whether `rel` (relative to a project) is at or under a name of
-/// [`RUN_ON_HOST`].
+/// Whether `rel` (relative to a project) is a control input, which the
+/// file tools do not write in the person's project.
 pub fn runs_on_host(rel: &Path) -> bool {
-    RUN_ON_HOST.iter().any(|(name, _)| rel.starts_with(name))
+    chock_policy::control::is_control_input(rel)
 }
 
 /// Why an apply refuses to carry a change to what a person edits alone
 /// ([`only_a_person_edits`]) or to a `deny_read` file.
 pub const WHY_NO_APPLY_CARRIES: &str = "what configures Chock or an agent, or runs programs on the host (chock.zon, chock.lock, .agents/policies, .chock, .claude, .codex, .gemini, .cursor, .vscode, .idea, .mcp.json, .git, .envrc, .husky, pre-commit and lefthook files; `chock policy controls` lists them), is edited by a person alone, on the host; a deny_read file was never readable in the workspace";
 
-/// The names of [`only_a_person_edits`], as git pathspecs.
-pub fn only_a_person_edits_pathspecs() -> impl Iterator<Item = String> {
-    chock_policy::control::control_pathspecs().map(str::to_owned)
-}
-
 /// [`resolve`] for a sandbox whose workspace is the project itself, with
-/// what agents and editors run from it held as well ([`RUN_ON_HOST`]). A
+/// every control input held as well (`chock_policy::control`): each that
+/// exists read-only; for each that does not, the shallowest missing name on
+/// its way is made an empty folder and held read-only while the project's
+/// sandboxes run, then removed (`lease`, recorded in `lease_record`). A
 /// session workspace's copy is the agent's to write instead, and no apply
 /// carries a change there ([`only_a_person_edits`]).
 pub fn resolve_project(
     workspace: &Path,
     cache_dir: &Path,
+    lease_record: &Path,
     toolchain: &Toolchain,
     tmp_bytes: u64,
 ) -> Result<Layout, SandboxError> {
     let mut layout = resolve(workspace, cache_dir, toolchain, tmp_bytes)?;
-    hold_run_on_host(
-        &layout.workspace,
-        &mut layout.read_only,
-        &mut layout.missing,
-    )?;
+    hold_control_inputs(&mut layout)?;
+    layout.lease = Some(lease_record.to_path_buf());
     Ok(layout)
 }
 
-/// Holds each of [`RUN_ON_HOST`] in `workspace`: read-only when it exists,
-/// made first when it is a missing folder. A link there is refused: what
-/// it names could not be held.
-fn hold_run_on_host(
-    workspace: &Path,
-    read_only: &mut Vec<PathBuf>,
-    missing: &mut Vec<(PathBuf, Placeholder)>,
-) -> Result<(), SandboxError> {
-    for (name, placeholder) in RUN_ON_HOST {
-        let path = workspace.join(name);
+/// Holds each control input of `layout`'s workspace but the two held for
+/// every workspace (`chock.zon`, and what git runs: [`resolve`]). A link
+/// on the way is refused: what it names could not be held.
+fn hold_control_inputs(layout: &mut Layout) -> Result<(), SandboxError> {
+    use chock_policy::control::{CHOCK_ZON, CONTROL_INPUTS, GIT_DIR};
+    for input in CONTROL_INPUTS {
+        if input.path == CHOCK_ZON || input.path == GIT_DIR {
+            continue;
+        }
+        match hold_for(&layout.workspace, Path::new(input.path))? {
+            Hold::ReadOnly(rel) => layout.read_only.push(layout.workspace.join(rel)),
+            Hold::Placeholder(rel) => {
+                let path = layout.workspace.join(rel);
+                if !layout.passing.contains(&path) {
+                    layout.missing.push((path.clone(), Placeholder::Dir));
+                    layout.passing.push(path);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// How a control input is held.
+enum Hold {
+    /// This name, which exists: bound read-only over itself.
+    ReadOnly(PathBuf),
+    /// This name, the shallowest missing one on the input's way: made an
+    /// empty folder, then bound read-only.
+    Placeholder(PathBuf),
+}
+
+/// How to hold the control input `rel` beneath `workspace`: the input
+/// itself when it exists, a file on its way when there is one (nothing can
+/// be made beneath a file, and it must not be replaced by a folder), else
+/// the shallowest missing name.
+fn hold_for(workspace: &Path, rel: &Path) -> Result<Hold, SandboxError> {
+    let mut at = PathBuf::new();
+    for part in rel.components() {
+        at.push(part);
+        let path = workspace.join(&at);
         match std::fs::symlink_metadata(&path) {
             Ok(meta) if meta.file_type().is_symlink() => {
                 return Err(SandboxError::Workspace {
                     path,
-                    reason: "it is a symbolic link, and what an agent or editor runs from here must be held read-only in the sandbox; make it a real folder or file".into(),
+                    reason: "it is a symbolic link, and what configures Chock or an agent, or runs programs on the host, must be held read-only in the sandbox; make it a real folder or file".into(),
                 });
             }
-            Ok(_) => read_only.push(path),
-            Err(_) => missing.extend(placeholder.map(|p| (path, p))),
+            Ok(meta) if meta.is_dir() => {}
+            Ok(_) => return Ok(Hold::ReadOnly(at)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Hold::Placeholder(at)),
+            Err(e) => return Err(SandboxError::host("reading", &path, e)),
         }
     }
-    Ok(())
+    Ok(Hold::ReadOnly(at))
 }
 
 /// Builds the layout of a sandbox for `workspace`.
@@ -223,6 +232,8 @@ pub fn resolve(
         pinned: git.pinned,
         read_only,
         missing,
+        passing: Vec::new(),
+        lease: None,
         cache_dir,
         tmp_bytes,
         store,
@@ -343,6 +354,24 @@ fn etc_files() -> Vec<(String, Vec<u8>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_control_input_is_held_at_the_right_name() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let at = |rel: &str| match hold_for(dir.path(), Path::new(rel)).expect("hold") {
+            Hold::ReadOnly(p) => format!("read-only {}", p.display()),
+            Hold::Placeholder(p) => format!("placeholder {}", p.display()),
+        };
+        assert_eq!(at(".agents/policies"), "placeholder .agents");
+        std::fs::create_dir(dir.path().join(".agents")).expect("mkdir");
+        assert_eq!(at(".agents/policies"), "placeholder .agents/policies");
+        std::fs::create_dir(dir.path().join(".agents/policies")).expect("mkdir");
+        assert_eq!(at(".agents/policies"), "read-only .agents/policies");
+        std::fs::write(dir.path().join(".husky"), "").expect("a file");
+        assert_eq!(at(".husky/pre-commit"), "read-only .husky");
+        std::os::unix::fs::symlink("/", dir.path().join(".envrc")).expect("link");
+        assert!(hold_for(dir.path(), Path::new(".envrc")).is_err());
+    }
 
     #[test]
     fn a_passwd_line_names_its_id_and_nis_entries_do_not() {

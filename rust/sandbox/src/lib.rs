@@ -18,6 +18,7 @@ pub mod exec;
 pub mod git;
 pub mod image;
 mod layout;
+mod lease;
 mod limits;
 mod mounts;
 pub mod net;
@@ -33,8 +34,7 @@ pub mod workspace;
 pub use caps::current as current_capabilities;
 pub use error::SandboxError;
 pub use layout::{
-    HOST_SYSTEM, POLICY_FILE, RUN_ON_HOST, Toolchain, resolve as resolve_layout, runs_on_host,
-    store_dir,
+    HOST_SYSTEM, POLICY_FILE, Toolchain, resolve as resolve_layout, runs_on_host, store_dir,
 };
 pub use limits::{CgroupEvents, Delegation, Limits, delegation};
 pub use mounts::{

@@ -192,6 +192,11 @@ pub struct Layout {
     /// Guarded names inside the workspace that did not exist: made before
     /// the sandbox starts (see `anchor`), then bound read-only.
     pub missing: Vec<(PathBuf, Placeholder)>,
+    /// Those of `missing` that last only while the project's sandboxes
+    /// run (control inputs that did not exist), and the record that says
+    /// which were made (see `lease`).
+    pub passing: Vec<PathBuf>,
+    pub lease: Option<PathBuf>,
     /// The host directory shown at [`CACHE_MOUNT`].
     pub cache_dir: PathBuf,
     /// The host directory shown at [`SCRATCH_MOUNT`], when there is one.
@@ -846,6 +851,8 @@ mod tests {
                 PathBuf::from("/home/ada/project/.git/hooks"),
             ],
             missing: Vec::new(),
+            passing: Vec::new(),
+            lease: None,
             cache_dir: PathBuf::from("/home/ada/.local/share/chock/cache/project-1"),
             tmp_bytes: 256 << 20,
             store,

@@ -133,6 +133,12 @@ impl Project {
         Ok(data_home()?.join("chock").join("cache").join(&self.id))
     }
 
+    /// The record of the placeholders this project's sandboxes hold (a
+    /// file no sandbox shows; see the sandbox's `lease`).
+    pub fn lease_record(&self) -> Result<PathBuf, ProjectError> {
+        Ok(data_home()?.join("chock").join("held").join(&self.id))
+    }
+
     /// Where the notes agents keep about the project are (`chock run`'s
     /// read_memory and write_memory, `chock memory`).
     pub fn memory_dir(&self) -> Result<PathBuf, ProjectError> {

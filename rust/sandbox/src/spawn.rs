@@ -546,6 +546,7 @@ impl Sandbox {
             cgroup,
             program,
             _own_work: self.anchors.own_work.clone(),
+            _lease: self.anchors.lease.clone(),
             _network: network,
         };
         // Init may already have ended, refusing to build the sandbox (a
@@ -689,6 +690,9 @@ pub struct Running {
     program: Option<PathBuf>,
     /// An overlay workspace's work folder, kept while the program runs.
     _own_work: Option<std::sync::Arc<crate::workspace::OwnWork>>,
+    /// The hold on the project's passing placeholders, kept while the
+    /// program runs.
+    _lease: Option<std::sync::Arc<crate::lease::Lease>>,
     /// The router's threads, stopped when the run is collected.
     _network: Option<crate::net::Attached>,
 }

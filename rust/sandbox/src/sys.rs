@@ -398,6 +398,13 @@ pub(crate) fn make_placeholder(
     }
 }
 
+/// Removes the empty folder `name` in the folder `dir` (a descriptor);
+/// `ENOTEMPTY` when something is in it.
+pub(crate) fn remove_empty_dir(dir: RawFd, name: &CStr) -> Result<(), Errno> {
+    // SAFETY: NUL-terminated name relative to a descriptor the caller owns.
+    result(unsafe { libc::unlinkat(dir, name.as_ptr(), libc::AT_REMOVEDIR) }.into()).map(drop)
+}
+
 /// Bytes an unprivileged user may still write on the file system of `fd`
 /// (what `statvfs` calls `f_bavail` blocks of `f_frsize` bytes), or `None`
 /// when the kernel would not say. Allocation-free, for init's free-space

@@ -49,6 +49,11 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Print the control inputs: the files no agent writes unasked, and who reads each.
+    Controls {
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// Where the layers are.
@@ -98,6 +103,7 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
             explain(&layers, &key, reading.into(), json)
         }
         Command::Defaults { json } => defaults(json),
+        Command::Controls { json } => controls(json),
     }
 }
 
@@ -230,6 +236,40 @@ fn explain_text(key: &Key, reading: Reading, verdict: &Verdict) -> String {
         ));
     }
     out
+}
+
+fn controls(as_json: bool) -> anyhow::Result<ExitCode> {
+    use chock_policy::control::{CONTROL_INPUTS, ControlShape, control_write};
+    if as_json {
+        let list: Vec<_> = CONTROL_INPUTS
+            .iter()
+            .map(|input| {
+                serde_json::json!({
+                    "path": input.path,
+                    "shape": match input.shape { ControlShape::File => "file", ControlShape::Dir => "dir" },
+                    "kind": input.kind.label(),
+                    "action": control_write(input.kind),
+                    "read_by": input.read_by,
+                })
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&list)?);
+        return Ok(exit::SUCCESS.into());
+    }
+    println!("# Control inputs: held read-only in the sandbox, refused by the file tools,");
+    println!("# asked as control.write.<kind> when an agent writes one, named first by an apply.");
+    for input in CONTROL_INPUTS {
+        let path = match input.shape {
+            ControlShape::File => input.path.to_owned(),
+            ControlShape::Dir => format!("{}/", input.path),
+        };
+        println!(
+            "{path:<26} {:<22} {}",
+            control_write(input.kind),
+            input.read_by
+        );
+    }
+    Ok(exit::SUCCESS.into())
 }
 
 fn defaults(as_json: bool) -> anyhow::Result<ExitCode> {

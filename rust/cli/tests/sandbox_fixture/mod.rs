@@ -136,13 +136,16 @@ impl Fixture {
 
     /// `chock exec [flags] -- program args...`
     pub fn exec(&self, flags: &[&str], program: &[&str]) -> Output {
-        self.chock()
-            .arg("exec")
-            .args(flags)
-            .arg("--")
-            .args(program)
+        self.exec_command(flags, program)
             .output()
             .expect("run chock")
+    }
+
+    /// The command [`Fixture::exec`] runs, to start without waiting.
+    pub fn exec_command(&self, flags: &[&str], program: &[&str]) -> Command {
+        let mut command = self.chock();
+        command.arg("exec").args(flags).arg("--").args(program);
+        command
     }
 
     /// The decision log's lines.

@@ -1,0 +1,182 @@
+//! Placeholders that last only while the project's sandboxes run.
+//!
+//! A control input that does not exist (`.vscode`, `.agents/policies`,
+//! `.envrc`...) is held by an empty folder Chock makes at its name and binds
+//! read-only, so no program can create it (an empty folder configures
+//! nothing, git lists none, and a reader that wants a file finds none). It
+//! must not outlive the sandboxes that needed it: the person's project is
+//! left as it was. So each one made is written to the project's record, a
+//! file under Chock's data folder that no sandbox shows, and every sandbox
+//! holds a shared lock on that record while it (or any program it started)
+//! lives. The last to let go takes the lock exclusively and removes what the
+//! record names: only an empty folder that is still the one made (device and
+//! inode), through a descriptor of the workspace opened with no link
+//! followed. A record left by a Chock that was killed is swept by the next
+//! sandbox of the project to end.
+
+use std::fs::File;
+use std::io::{Read, Seek, Write};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use nix::fcntl::{Flock, FlockArg};
+
+use crate::error::SandboxError;
+use crate::mounts::cstring;
+use crate::sys::{self, FileId};
+
+/// The longest record read back; more than any project's control inputs
+/// could make, so a longer one is not Chock's and is left alone.
+const MAX_RECORD_BYTES: u64 = 64 * 1024;
+
+/// A shared hold on a project's placeholders, released when dropped.
+pub(crate) struct Lease {
+    record: Flock<File>,
+    path: PathBuf,
+    /// The workspace, opened with no link followed.
+    workspace: OwnedFd,
+    workspace_id: FileId,
+}
+
+impl std::fmt::Debug for Lease {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lease").field("path", &self.path).finish()
+    }
+}
+
+impl Lease {
+    /// Takes a shared hold on the record at `path` for the workspace
+    /// `workspace` (a descriptor its caller opened), waiting while another
+    /// Chock sweeps it.
+    pub(crate) fn take(path: &Path, workspace: &OwnedFd) -> Result<Lease, SandboxError> {
+        let host = |what: &'static str, e: std::io::Error| SandboxError::host(what, path, e);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| host("making the folder of the placeholder record", e))?;
+        }
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(path)
+            .map_err(|e| host("opening the placeholder record", e))?;
+        let record = Flock::lock(file, FlockArg::LockShared)
+            .map_err(|(_, errno)| host("locking the placeholder record", errno.into()))?;
+        let workspace = workspace
+            .try_clone()
+            .map_err(|e| host("keeping the workspace", e))?;
+        let workspace_id = sys::file_id(workspace.as_raw_fd())
+            .map_err(|errno| host("reading the workspace", errno.into()))?;
+        Ok(Lease {
+            record,
+            path: path.to_path_buf(),
+            workspace,
+            workspace_id,
+        })
+    }
+
+    /// Records the placeholder made at `rel` (relative to the workspace),
+    /// whose identity is `id`, in one write, so holders appending together
+    /// never interleave.
+    pub(crate) fn record(&self, rel: &Path, id: FileId) -> Result<(), SandboxError> {
+        let line = format!(
+            "{} {} {} {} {}\n",
+            self.workspace_id.dev,
+            self.workspace_id.ino,
+            id.dev,
+            id.ino,
+            rel.display()
+        );
+        (&*self.record)
+            .write_all(line.as_bytes())
+            .map_err(|e| SandboxError::host("writing the placeholder record", &self.path, e))
+    }
+
+    /// Removes what the record names, when no other sandbox of the project
+    /// holds it. Whatever cannot be removed (a folder the person has since
+    /// filled, one that is no longer the one made) is left as it is.
+    fn sweep(&self) {
+        if self.record.relock(FlockArg::LockExclusiveNonblock).is_err() {
+            return;
+        }
+        let mut text = String::new();
+        let mut file = &*self.record;
+        let read = file
+            .seek(std::io::SeekFrom::Start(0))
+            .and_then(|_| file.take(MAX_RECORD_BYTES).read_to_string(&mut text));
+        if read.is_err() {
+            return;
+        }
+        // The deepest first: a folder made beneath one made earlier
+        // (`.agents/policies` in `.agents`) empties it.
+        let mut lines: Vec<&str> = text.lines().collect();
+        lines.sort_by_key(|line| std::cmp::Reverse(line.matches('/').count()));
+        let kept: String = lines
+            .into_iter()
+            .filter(|line| !self.remove(line))
+            .map(|line| format!("{line}\n"))
+            .collect();
+        if self.record.set_len(0).is_ok() {
+            let _ = file.write_all(kept.as_bytes());
+        }
+    }
+
+    /// Removes the placeholder one record line names; whether the line is
+    /// done with (removed, gone, or not this workspace's to judge).
+    fn remove(&self, line: &str) -> bool {
+        let mut fields = line.splitn(5, ' ');
+        let mut number = || fields.next().and_then(|f| f.parse::<u64>().ok());
+        let (Some(ws_dev), Some(ws_ino), Some(dev), Some(ino)) =
+            (number(), number(), number(), number())
+        else {
+            return true;
+        };
+        let Some(rel) = fields.next().map(Path::new) else {
+            return true;
+        };
+        if (ws_dev, ws_ino) != (self.workspace_id.dev, self.workspace_id.ino) {
+            // Another folder of the same project id (moved, re-made):
+            // nothing here can say what that line named.
+            return true;
+        }
+        remove_placeholder(&self.workspace, rel, dev, ino)
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        self.sweep();
+    }
+}
+
+/// Removes the empty folder at `rel` beneath `workspace` if it is still the
+/// one with this identity; whether the record's line is done with.
+fn remove_placeholder(workspace: &OwnedFd, rel: &Path, dev: u64, ino: u64) -> bool {
+    let (Some(parent), Some(name)) = (rel.parent(), rel.file_name()) else {
+        return true;
+    };
+    let parent = if parent.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        parent
+    };
+    let Ok(folder) = sys::open_path(workspace.as_raw_fd(), &cstring(parent), true) else {
+        return true;
+    };
+    let folder = sys::owned(folder);
+    let Ok(target) = sys::open_path(folder.as_raw_fd(), &cstring(Path::new(name)), true) else {
+        return true;
+    };
+    let target = sys::owned(target);
+    match sys::file_id(target.as_raw_fd()) {
+        Ok(id) if id.dev == dev && id.ino == ino && id.kind == libc::S_IFDIR => {}
+        _ => return true,
+    }
+    drop(target);
+    // ENOTEMPTY: the person put something there since; it is theirs now.
+    let _ = sys::remove_empty_dir(folder.as_raw_fd(), &cstring(Path::new(name)));
+    true
+}
