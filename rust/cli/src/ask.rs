@@ -16,7 +16,7 @@ impl Asker for TerminalAsker {
         if !chock_gate::askable(question.decision) {
             return Answer::Unavailable;
         }
-        if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
+        if !self.can_ask() {
             return Answer::Unavailable;
         }
         // The progress line stays hidden while the person reads and answers.
@@ -32,9 +32,14 @@ impl Asker for TerminalAsker {
         })
     }
 
+    /// Only with a terminal on stdin and stderr, as [`TerminalAsker::ask`] needs.
+    fn can_ask(&self) -> bool {
+        std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
+    }
+
     /// The question on stderr, one line read from stdin.
     fn ask_text(&self, question: &Question) -> Option<String> {
-        if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
+        if !self.can_ask() {
             return None;
         }
         crate::progress::suspend(|| {

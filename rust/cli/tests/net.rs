@@ -93,6 +93,8 @@ fn allowed_hosts_are_reached_and_every_other_is_refused_before_it_is_reached() {
     // resolver (6: no address), or by the relay after the decision (any
     // failure: the connection is reset).
     for refused in [
+        "asked=6",
+        "asked again=6",
         "denied=6",
         "literal=7",
         "meta name=6",
@@ -105,12 +107,6 @@ fn allowed_hosts_are_reached_and_every_other_is_refused_before_it_is_reached() {
             text(&out.stderr)
         );
     }
-    for reset in ["asked=", "asked again="] {
-        assert!(
-            stdout.contains(reset) && !stdout.contains(&format!("{reset}0")),
-            "{reset} in {stdout}"
-        );
-    }
     let log = lab.log();
     assert!(
         !log.contains("dns denied.test"),
@@ -121,12 +117,16 @@ fn allowed_hosts_are_reached_and_every_other_is_refused_before_it_is_reached() {
         3,
         "no new connection reached the server: {log}"
     );
+    // A name no rule names is not looked up either: with no terminal
+    // nobody could be asked about its connection. Its refusal is logged once.
+    assert!(!log.contains("dns asked.test"), "{log}");
     let asked: Vec<_> = fixture
         .log_lines()
         .into_iter()
-        .filter(|l| l["action"] == "net.connect.test.asked.8080")
+        .filter(|l| l["subject"] == "asked.test")
         .collect();
-    assert_eq!(asked.len(), 1, "asked once: {asked:?}");
+    assert_eq!(asked.len(), 1, "logged once: {asked:?}");
+    assert_eq!(asked[0]["action"], "net.connect.test.asked.*");
     assert_eq!(asked[0]["decision"], "ask");
     assert_eq!(asked[0]["answered_by"], "nobody");
 
@@ -152,6 +152,183 @@ fn allowed_hosts_are_reached_and_every_other_is_refused_before_it_is_reached() {
     );
     assert_eq!(lab.log().matches("8080 ").count(), 4, "{}", lab.log());
     assert!(!lab.log().contains("9000 "), "{}", lab.log());
+}
+
+/// What the program runs to ask the sandbox's resolver itself: each
+/// argument `NAME,TYPE,TIMES` is one question (TYPE 1 for A, 28 for AAAA)
+/// sent TIMES times, each answer printed as `NAME TYPE RCODE ADDRESS...`;
+/// then `connect HOST` arguments, each a TCP connection to port 8080
+/// printed as `connect HOST ERRNO` (0 when it connected).
+const DNS_PROBE: &str = r#"
+import errno, socket, struct, sys
+
+def ask(name, qtype):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(10)
+    q = struct.pack("!HHHHHH", 0x4242, 0x0100, 1, 0, 0, 0)
+    for label in name.split(".") if ":" not in name else [name]:
+        q += bytes([len(label)]) + label.encode()
+    q += b"\0" + struct.pack("!HH", qtype, 1)
+    s.sendto(q, ("127.0.0.1", 53))
+    data = s.recv(1500)
+    rcode, count = data[3] & 15, struct.unpack("!H", data[6:8])[0]
+    pos, found = len(q), []
+    for _ in range(count):
+        if data[pos] & 0xC0 == 0xC0:
+            pos += 2
+        else:
+            while data[pos]:
+                pos += 1 + data[pos]
+            pos += 1
+        kind, _, _, size = struct.unpack("!HHIH", data[pos : pos + 10])
+        pos += 10
+        family = {1: socket.AF_INET, 28: socket.AF_INET6}.get(kind)
+        if family:
+            found.append(socket.inet_ntop(family, data[pos : pos + size]))
+        pos += size
+    return rcode, found
+
+for arg in sys.argv[1:]:
+    if arg.startswith("connect "):
+        host = arg.split()[1]
+        try:
+            socket.create_connection((host, 8080), timeout=10).close()
+            print("connect", host, 0)
+        except OSError as e:
+            print("connect", host, e.errno)
+        continue
+    name, qtype, times = arg.split(",")
+    for _ in range(int(times)):
+        rcode, found = ask(name, int(qtype))
+    print(name, qtype, rcode, *found)
+"#;
+
+/// The resolver forwards a name only where a rule could let this route
+/// connect to it, and answers a numeric name as itself. The lab's DNS
+/// server counts the questions it receives: with no terminal (nobody to
+/// ask), a name no rule names and a name only an `ask` rule names reach
+/// it 0 times in 40, an allowed one reaches it; at a terminal the `ask`
+/// one reaches it and the unnamed one still never does. A dotted quad the
+/// rules allow, for which the lab's server crafts an answer pointing at
+/// its other address, is never forwarded: it is answered as itself, the
+/// other address stays unreachable, and the literal is still reached and
+/// decided as itself.
+#[test]
+fn dns_leaves_the_sandbox_only_decided_and_a_literal_is_its_own_answer() {
+    let lab = Lab::new();
+    let fixture = Fixture::host();
+    let (server, other) = (&lab.server, &lab.other);
+    let reversed: Vec<&str> = server.split('.').rev().collect();
+    fixture.rules(&format!(
+        r#".{{ .action = "exec.*", .decision = .allow }},
+        .{{ .action = "net.connect.test.allowed.*", .decision = .allow }},
+        .{{ .action = "net.connect.test.asked.*", .decision = .ask }},
+        .{{ .action = "net.connect.{}.8080", .decision = .allow }}"#,
+        reversed.join(".")
+    ));
+    std::fs::write(fixture.project.join("probe.py"), DNS_PROBE).expect("probe");
+    let six = lab.server6.clone();
+    let out = lab.exec(
+        &fixture,
+        &format!(
+            // The literal first: an address a looked-up name also holds is
+            // decided as that name (allowed.test is the same server).
+            "python3 probe.py {server},1,40 {server},28,1 {six},28,1 {six},1,1 167772161,1,1 \
+             'connect {other}' 'connect {server}' \
+             unnamed.test,1,40 unnamed.test,28,40 asked.test,1,40 allowed.test,1,1"
+        ),
+    );
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    let refused = 5;
+    for line in [
+        format!("unnamed.test 1 {refused}"),
+        format!("unnamed.test 28 {refused}"),
+        format!("asked.test 1 {refused}"),
+        format!("allowed.test 1 0 {server}"),
+        format!("{server} 1 0 {server}"),
+        format!("{server} 28 0"),
+        format!("{six} 28 0 {six}"),
+        format!("{six} 1 0"),
+        format!("167772161 1 {refused}"),
+        format!("connect {other} {}", libc::ECONNREFUSED),
+        format!("connect {server} 0"),
+    ] {
+        assert!(
+            stdout.lines().any(|l| l.trim_end() == line),
+            "{line:?} in {stdout}"
+        );
+    }
+    let log = lab.log();
+    let asked_upstream = |name: &str| {
+        log.lines()
+            .filter(|l| l.starts_with(&format!("dns {name} ")))
+            .count()
+    };
+    for never in [
+        "unnamed.test",
+        "asked.test",
+        server.as_str(),
+        six.as_str(),
+        "167772161",
+    ] {
+        assert_eq!(asked_upstream(never), 0, "{never} was forwarded: {log}");
+    }
+    assert!(asked_upstream("allowed.test") >= 1, "{log}");
+    assert!(
+        !log.contains(&format!(" {other}\n")),
+        "the crafted answer's address was reached: {log}"
+    );
+    assert_eq!(
+        log.matches(&format!("8080 {} {server}\n", lab.client))
+            .count(),
+        1,
+        "{log}"
+    );
+    let lines = fixture.log_lines();
+    let about = |subject: &str| -> Vec<&serde_json::Value> {
+        lines.iter().filter(|l| l["subject"] == subject).collect()
+    };
+    for (name, decision) in [
+        ("unnamed.test", "ask"),
+        ("asked.test", "ask"),
+        ("167772161", "deny"),
+    ] {
+        let found = about(name);
+        assert_eq!(found.len(), 1, "{name} logged once: {lines:?}");
+        assert_eq!(found[0]["decision"], decision, "{name}: {:?}", found[0]);
+        assert_eq!(found[0]["answered_by"], "nobody", "{name}: {:?}", found[0]);
+        let reversed: Vec<&str> = name.split('.').rev().collect();
+        assert_eq!(
+            found[0]["action"],
+            format!("net.connect.{}.*", reversed.join(".")),
+            "{:?}",
+            found[0]
+        );
+    }
+    let literal = about(&format!("{server}:8080"));
+    assert_eq!(literal.len(), 1, "{lines:?}");
+    assert_eq!(literal[0]["decision"], "allow", "{:?}", literal[0]);
+
+    // At a terminal someone can be asked: the name an `ask` rule names is
+    // looked up; the one no rule names still never is.
+    let (shown, ran) = lab.exec_at_terminal(
+        &fixture,
+        "python3 probe.py asked.test,1,3 unnamed.test,1,40",
+        &[],
+    );
+    assert!(ran, "{shown}");
+    assert!(
+        shown.contains(&format!("asked.test 1 0 {server}")),
+        "{shown}"
+    );
+    assert!(
+        shown.contains(&format!("unnamed.test 1 {refused}")),
+        "{shown}"
+    );
+    let log = lab.log();
+    assert!(log.contains("dns asked.test 1"), "{log}");
+    assert!(!log.contains("dns unnamed.test"), "{log}");
 }
 
 #[test]

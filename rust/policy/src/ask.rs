@@ -61,6 +61,14 @@ pub trait Asker {
     fn ask_text(&self, _question: &Question) -> Option<String> {
         None
     }
+
+    /// Whether a question put to this asker could reach anyone at all:
+    /// false for one with nobody behind it ([`Nobody`], a terminal asker
+    /// with no terminal), so a caller that must act before any question
+    /// is put (the router's resolver) knows it would go unanswered.
+    fn can_ask(&self) -> bool {
+        true
+    }
 }
 
 /// Any function from a question to an answer is an asker (scripted answers in tests).
@@ -77,6 +85,10 @@ pub struct Nobody;
 impl Asker for Nobody {
     fn ask(&self, _question: &Question) -> Answer {
         Answer::Unavailable
+    }
+
+    fn can_ask(&self) -> bool {
+        false
     }
 }
 

@@ -382,6 +382,49 @@ impl Policy {
         self.promised(verdict, &key.action)
     }
 
+    /// Every answer an action one label below `key.action` can get for
+    /// `key`'s asker (its tool, model and agent kind), each with the label
+    /// it was decided for: one for each label a rule of any layer names
+    /// there exactly, and one for a label none names. Patterns are exact
+    /// names and `.*` classes only, so every label no rule names gets that
+    /// last answer: the list holds every answer there is. The router's
+    /// resolver asks it of `net.connect.<reversed host>` before any port
+    /// is known.
+    pub fn decide_one_below(&self, key: &Key, reading: Reading) -> Vec<(String, Verdict)> {
+        let prefix = format!("{}.", key.action);
+        let layers = self
+            .project_rules()
+            .into_iter()
+            .chain(self.packages.iter().map(|p| &p.rules))
+            .chain(self.org.iter().map(|b| &b.rules))
+            .chain([shipped_rules()]);
+        let mut labels: std::collections::BTreeSet<String> = layers
+            .flat_map(RuleSet::rules)
+            .filter_map(|rule| rule.action.as_ref())
+            .filter(|pattern| !pattern.is_class())
+            .filter_map(|pattern| pattern.as_str().strip_prefix(&prefix))
+            .filter(|label| !label.is_empty() && !label.contains('.'))
+            .map(str::to_owned)
+            .collect();
+        // Finitely many labels are named, so a number none names is found.
+        let unnamed = (1u64..)
+            .map(|n| n.to_string())
+            .find(|label| !labels.contains(label))
+            .unwrap_or_default();
+        labels.insert(unnamed);
+        labels
+            .into_iter()
+            .map(|label| {
+                let below = Key {
+                    action: format!("{prefix}{label}"),
+                    ..key.clone()
+                };
+                let verdict = self.decide(&below, reading);
+                (label, verdict)
+            })
+            .collect()
+    }
+
     /// The answer for an agent spawned through `chain` (the main agent first,
     /// the asking kind last): the minimum of the answers for every link, so a
     /// subagent never holds more than any ancestor. A chain that is empty,
@@ -1056,6 +1099,53 @@ mod tests {
         let mut r = Rule::new(Pattern::parse(action).ok(), decision);
         r.agent_kind = kind.and_then(|k| Pattern::parse(k).ok());
         r
+    }
+
+    #[test]
+    fn every_answer_one_label_below_is_found_by_its_patterns() {
+        let mut tool_only = rule(None, "net.connect.test.b.*", Decision::Allow);
+        tool_only.tool = Pattern::parse("fetch_url").ok();
+        let policy = Policy::from_rules(
+            vec![
+                rule(None, "net.connect.test.a.8443", Decision::Allow),
+                rule(None, "net.connect.test.*", Decision::Deny),
+                rule(None, "net.connect.test.a.x.9", Decision::Allow),
+                tool_only,
+            ],
+            vec![vec![rule(None, "net.connect.test.a.1", Decision::Deny)]],
+        );
+        let answers = |action: &str, tool: &str| {
+            let key = Key::new(action).with_tool(tool);
+            policy
+                .decide_one_below(&key, Reading::Act)
+                .into_iter()
+                .map(|(label, v)| (label, v.decision, v.decided_by.layer))
+                .collect::<Vec<_>>()
+        };
+        // The exact port, the org bundle's exact port, and one unnamed
+        // port (2: 1 is named): a name two labels down is not one below.
+        assert_eq!(
+            answers("net.connect.test.a", "run_command"),
+            vec![
+                ("1".to_owned(), Decision::Deny, Layer::Project),
+                ("2".to_owned(), Decision::Deny, Layer::Project),
+                ("8443".to_owned(), Decision::Allow, Layer::Project),
+            ]
+        );
+        // A class matches every label; a rule for another tool does not.
+        assert_eq!(
+            answers("net.connect.test.b", "run_command"),
+            vec![("1".to_owned(), Decision::Deny, Layer::Project)]
+        );
+        assert_eq!(
+            answers("net.connect.test.b", "fetch_url"),
+            vec![("1".to_owned(), Decision::Allow, Layer::Project)]
+        );
+        // Nothing named: the unnamed act's own answer.
+        assert_eq!(
+            answers("net.connect.org.c", "run_command"),
+            vec![("1".to_owned(), Decision::Ask, Layer::Nothing)]
+        );
     }
 
     #[test]

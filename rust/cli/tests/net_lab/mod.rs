@@ -17,8 +17,16 @@ static NEXT: AtomicU32 = AtomicU32::new(0);
 pub struct Lab {
     server_ns: String,
     client_ns: String,
+    /// The client namespace's address, where Chock's connections come from.
+    pub client: String,
     /// The servers' address.
     pub server: String,
+    /// The servers' IPv6 address.
+    pub server6: String,
+    /// A second address of the servers, which the lab's DNS server says
+    /// the name spelled as [`Lab::server`] is: what a crafted answer for
+    /// a literal points at.
+    pub other: String,
     servers: Child,
     dir: tempfile::TempDir,
 }
@@ -43,6 +51,7 @@ impl Lab {
         let (veth_c, veth_s) = (format!("chkc{tag}"), format!("chks{tag}"));
         let subnet = 10 + (std::process::id() % 200) as u8 + n as u8;
         let (client, server) = (format!("10.231.{subnet}.1"), format!("10.231.{subnet}.2"));
+        let other = format!("10.231.{subnet}.3");
         let (client6, server6) = (
             format!("fd00:231:{subnet}::1"),
             format!("fd00:231:{subnet}::2"),
@@ -73,6 +82,11 @@ impl Lab {
             run("ip", &["-n", ns, "link", "set", dev, "up"]);
             run("ip", &["-n", ns, "link", "set", "lo", "up"]);
         }
+        let other_cidr = format!("{other}/24");
+        run(
+            "ip",
+            &["-n", &server_ns, "addr", "add", &other_cidr, "dev", &veth_s],
+        );
         let dir = tempfile::tempdir().expect("tempdir");
         let d = dir.path();
         let ssl = |args: &[&str]| {
@@ -137,7 +151,7 @@ impl Lab {
             .args(["netns", "exec", &server_ns, "/usr/bin/python3"])
             .arg(&script)
             .args([
-                format!("{server},{server6}"),
+                format!("{server},{server6},{other}"),
                 d.join("log").to_string_lossy().into_owned(),
                 "srv.crt".to_owned(),
                 "srv.key".to_owned(),
@@ -148,7 +162,12 @@ impl Lab {
                 format!("denied.test={server}"),
                 format!("other.test={server}"),
                 format!("six.test={server6}"),
+                format!("unnamed.test={server}"),
                 "meta.test=169.254.169.254".to_owned(),
+                // Crafted: names that are numbers, answered with another address.
+                format!("{server}={other}"),
+                format!("{server6}={other}"),
+                format!("167772161={other}"),
             ])
             .current_dir(d)
             .stdout(Stdio::piped())
@@ -165,13 +184,17 @@ impl Lab {
         Lab {
             server_ns,
             client_ns,
+            client,
             server,
+            server6,
+            other,
             servers,
             dir,
         }
     }
 
-    /// The servers' log: one line per DNS question and per TCP connection.
+    /// The servers' log: one line per DNS question (`dns NAME TYPE`) and
+    /// per TCP connection (`PORT PEER LOCAL`, LOCAL the address it reached).
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("log")).unwrap_or_default()
     }

@@ -17,9 +17,9 @@ records = dict(pair.split("=", 1) for pair in sys.argv[5:])
 log_lock = threading.Lock()
 
 
-def logged(port, peer):
+def logged(port, peer, local):
     with log_lock, open(log_path, "a") as log:
-        log.write(f"{port} {peer[0]}\n")
+        log.write(f"{port} {peer[0]} {local}\n")
 
 
 def family(address):
@@ -67,7 +67,7 @@ def serve(listener, handler, wrap=None):
     port = listener.getsockname()[1]
     while True:
         conn, peer = listener.accept()
-        logged(port, peer)
+        logged(port, peer, conn.getsockname()[0])
         threading.Thread(target=handler, args=(conn, wrap), daemon=True).start()
 
 

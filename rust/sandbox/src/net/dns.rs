@@ -100,13 +100,26 @@ async fn answer(shared: &Shared, resolver: &TokioResolver, datagram: &[u8]) -> O
     if host.is_empty() || host.len() > MAX_NAME_BYTES {
         return refuse(ResponseCode::Refused);
     }
-    if !shared.router.decide.name(host) {
-        return refuse(ResponseCode::Refused);
-    }
     let mut reply = Message::response(id, OpCode::Query);
     reply.queries = request.queries.clone();
     reply.metadata.recursion_desired = request.metadata.recursion_desired;
     reply.metadata.recursion_available = true;
+    let plain = plain(query.name());
+    if let Some(Numeric::Address(literal)) = plain.as_deref().and_then(numeric) {
+        // An address is its own answer: never looked up, never remembered.
+        let data = match (literal, record_type) {
+            (IpAddr::V4(a), RecordType::A) => Some(RData::A(a.into())),
+            (IpAddr::V6(a), RecordType::AAAA) => Some(RData::AAAA(a.into())),
+            _ => None,
+        };
+        if let Some(data) = data {
+            reply.add_answer(Record::from_rdata(query.name().clone(), ANSWER_TTL, data));
+        }
+        return reply.to_vec().ok();
+    }
+    if !shared.router.decide.name(host) {
+        return refuse(ResponseCode::Refused);
+    }
     if !matches!(record_type, RecordType::A | RecordType::AAAA) {
         // Only addresses are answered: any other type has no data here.
         return reply.to_vec().ok();
@@ -160,4 +173,102 @@ async fn answer(shared: &Shared, resolver: &TokioResolver, datagram: &[u8]) -> O
         reply.add_answer(Record::from_rdata(query.name().clone(), ANSWER_TTL, data));
     }
     reply.to_vec().ok()
+}
+
+/// `name` as plain text (its labels joined with dots), when every label
+/// is printable ASCII with no dot or backslash in it: how an address
+/// literal asked as a name reads (`fd00::5` is one label holding colons,
+/// which the escaped form spells `fd00\:\:5`).
+fn plain(name: &hickory_proto::rr::Name) -> Option<String> {
+    let mut labels = Vec::new();
+    for label in name.iter() {
+        let text = std::str::from_utf8(label).ok()?;
+        if !text
+            .bytes()
+            .all(|b| b.is_ascii_graphic() && b != b'.' && b != b'\\')
+        {
+            return None;
+        }
+        labels.push(text.to_ascii_lowercase());
+    }
+    Some(labels.join("."))
+}
+
+/// A name that is no host name, read before any rule.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Numeric {
+    /// An address literal (`10.0.0.5`, `fd00::5`): answered as itself.
+    Address(IpAddr),
+    /// Numeric in another way (`10.1`, `167772161`, `0x0a.0.0.1`, a colon
+    /// that makes no IPv6 address): what some address parsers read as an
+    /// address and no top-level domain is, so it is refused.
+    Other,
+}
+
+/// Whether `host` is numeric: an address, or a name whose last label is
+/// digits (or `0x` and hex digits), or one holding a colon. `None` for a
+/// host name, which the rules decide.
+pub(crate) fn numeric(host: &str) -> Option<Numeric> {
+    if let Ok(addr) = host.parse::<IpAddr>() {
+        return Some(Numeric::Address(addr));
+    }
+    let last = host.rsplit('.').next().unwrap_or(host);
+    let hex = last
+        .strip_prefix("0x")
+        .is_some_and(|h| h.bytes().all(|b| b.is_ascii_hexdigit()));
+    let digits = !last.is_empty() && last.bytes().all(|b| b.is_ascii_digit());
+    (hex || digits || host.contains(':')).then_some(Numeric::Other)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_address_asked_as_a_name_reads_as_its_literal() {
+        let from = |labels: &[&[u8]]| {
+            let name = hickory_proto::rr::Name::from_labels(labels.iter().copied()).unwrap();
+            plain(&name)
+        };
+        assert_eq!(from(&[b"fd00:231::2"]).as_deref(), Some("fd00:231::2"));
+        assert_eq!(
+            from(&[b"10", b"233", b"1", b"2"]).as_deref(),
+            Some("10.233.1.2")
+        );
+        assert_eq!(
+            from(&[b"Allowed", b"TEST"]).as_deref(),
+            Some("allowed.test")
+        );
+        assert_eq!(from(&[b"10.233", b"1", b"2"]), None, "a dot inside a label");
+        assert_eq!(from(&[b"a\\b"]), None);
+        assert_eq!(from(&[b"a b"]), None);
+    }
+
+    #[test]
+    fn numeric_names_are_told_from_host_names() {
+        let address = |s: &str| Some(Numeric::Address(s.parse().unwrap()));
+        assert_eq!(numeric("10.233.1.2"), address("10.233.1.2"));
+        assert_eq!(numeric("fd00:231::2"), address("fd00:231::2"));
+        assert_eq!(numeric("::ffff:10.0.0.1"), address("::ffff:10.0.0.1"));
+        for other in [
+            "10.1",
+            "167772161",
+            "0x0a.0.0.1",
+            "1.2.3.0x4",
+            "010.233.001.002",
+            "fe80::1%eth0",
+            "a:b",
+        ] {
+            assert_eq!(numeric(other), Some(Numeric::Other), "{other}");
+        }
+        for name in [
+            "allowed.test",
+            "1.example.org",
+            "0xff.test",
+            "10.233.1.2.nip.io",
+            "x",
+        ] {
+            assert_eq!(numeric(name), None, "{name}");
+        }
+    }
 }

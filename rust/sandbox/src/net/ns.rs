@@ -123,12 +123,26 @@ pub(crate) fn tool(name: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// The ruleset: see the module documentation of `net`.
-fn ruleset() -> String {
+/// The ruleset (see the module documentation of `net`), its allow sets
+/// holding `literals` from the start.
+fn ruleset(literals: &[IpAddr]) -> String {
+    let elements = |v6: bool| {
+        let list: Vec<String> = literals
+            .iter()
+            .filter(|a| a.is_ipv6() == v6)
+            .map(IpAddr::to_string)
+            .collect();
+        if list.is_empty() {
+            String::new()
+        } else {
+            format!(" elements = {{ {} }};", list.join(", "))
+        }
+    };
+    let (allow4, allow6) = (elements(false), elements(true));
     format!(
         "table inet chock {{
-  set allow4 {{ type ipv4_addr; size 1024; }}
-  set allow6 {{ type ipv6_addr; size 1024; }}
+  set allow4 {{ type ipv4_addr; size 1024;{allow4} }}
+  set allow6 {{ type ipv6_addr; size 1024;{allow6} }}
   chain divert {{
     type nat hook output priority -100; policy accept;
     ip daddr 127.0.0.0/8 return
@@ -211,29 +225,29 @@ pub(crate) fn attach(
     shared
         .run("ip", &["-batch", "-"], &links())
         .map_err(|e| setup_error("addresses and routes", e))?;
-    shared
-        .run("nft", &["-f", "-"], &ruleset())
-        .map_err(|e| setup_error("the ruleset", e))?;
-    // Address literals a rule allows are reachable without a lookup, each
-    // remembered under its own dotted name, so it is decided as itself.
-    for literal in router
+    // Address literals a rule allows are reachable without a lookup: each
+    // is an entry of its own, decided as itself, in the allow set from the
+    // ruleset's first moment.
+    let literals: Vec<IpAddr> = router
         .decide
         .literals()
         .into_iter()
+        .map(IpAddr::from)
+        .filter(|literal| super::addr::refused(*literal).is_none())
         .take(super::MAX_NAMES / 2)
+        .collect();
     {
-        if super::addr::refused(literal.into()).is_some() {
-            continue;
-        }
-        let change = shared
+        let mut table = shared
             .table
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remember(&literal.to_string(), &[literal.into()]);
-        shared
-            .apply(&change)
-            .map_err(|e| setup_error("the allow set", e))?;
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for literal in &literals {
+            table.literal(*literal);
+        }
     }
+    shared
+        .run("nft", &["-f", "-"], &ruleset(&literals))
+        .map_err(|e| setup_error("the ruleset", e))?;
     let specs = [
         (
             libc::SOCK_STREAM,
