@@ -1017,3 +1017,324 @@ fn an_organisations_deny_read_is_covered_and_a_glob_there_refused_at_start() {
         describe(&out)
     );
 }
+
+/// What the person's repository must hold after any attack on an apply:
+/// a sound object store and no lock file of git's left behind.
+fn sound(fx: &Fixture) {
+    let fsck = std::process::Command::new("git")
+        .args(["fsck", "--strict", "--no-progress"])
+        .current_dir(&fx.project)
+        .output()
+        .expect("git fsck");
+    assert!(fsck.status.success(), "git fsck: {}", describe(&fsck));
+    assert!(
+        !fx.project.join(".git/index.lock").exists(),
+        "no index.lock is left"
+    );
+}
+
+/// `chock apply --json`: the plan the question was built from, and what
+/// became of it.
+fn apply_json(fx: &Fixture) -> (Output, serde_json::Value) {
+    let out = apply(fx, &["--json"]);
+    let json = serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
+    (out, json)
+}
+
+fn planned_files(json: &serde_json::Value) -> Vec<String> {
+    json["plan"]["files"]
+        .as_array()
+        .map(|files| {
+            files
+                .iter()
+                .filter_map(|f| f["path"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The agent makes a real commit and a decoy, and `git replace`s the one
+/// with the other in the workspace: the question is read from the objects
+/// that land, so it names the real change, and what lands is what it
+/// named. A real commit that rewrites chock.zon behind a decoy is refused.
+#[test]
+fn a_replace_ref_cannot_make_the_question_lie() {
+    let fx = repo(&zon_with("merge", ""));
+    let out = in_workspace(
+        &fx,
+        &[],
+        "base=$(git rev-parse HEAD) && echo typo > README && git add README && \
+         git -c user.name=a -c user.email=b commit -qm decoy && decoy=$(git rev-parse HEAD) && \
+         git reset -q --hard $base && echo evil > a.txt && \
+         git -c user.name=a -c user.email=b commit -qam real && \
+         git replace HEAD $decoy && git log -1 --format=%s HEAD",
+    );
+    assert_eq!(text(&out.stdout), "decoy\n", "{}", describe(&out));
+    let (out, json) = apply_json(&fx);
+    assert!(out.status.success(), "{}", describe(&out));
+    assert_eq!(planned_files(&json), ["a.txt"], "{json}");
+    assert_eq!(
+        std::fs::read_to_string(fx.project.join("a.txt")).expect("a.txt"),
+        "evil\n"
+    );
+    assert!(!fx.project.join("README").exists(), "the decoy never lands");
+    assert!(git(&fx.project, &["for-each-ref", "refs/replace"]).is_empty());
+    sound(&fx);
+
+    let fx = repo(&zon_with("merge", ""));
+    let zon = std::fs::read(fx.project.join("chock.zon")).expect("chock.zon");
+    let before = git(&fx.project, &["rev-parse", "main"]);
+    let out = in_workspace(
+        &fx,
+        &[],
+        "base=$(git rev-parse HEAD) && echo typo > README && git add README && \
+         git -c user.name=a -c user.email=b commit -qm decoy && decoy=$(git rev-parse HEAD) && \
+         git reset -q --hard $base && blob=$(printf '.{}\\n' | git hash-object -w --stdin) && \
+         git update-index --cacheinfo 100644,$blob,chock.zon && \
+         git -c user.name=a -c user.email=b commit -qm real && \
+         git replace HEAD $decoy && git update-index --cacheinfo 100644,$blob,chock.zon && echo planted",
+    );
+    assert_eq!(text(&out.stdout), "planted\n", "{}", describe(&out));
+    let out = apply(&fx, &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    let said = text(&out.stderr);
+    assert!(
+        said.contains("chock.zon") && said.contains("nothing was applied"),
+        "{said}"
+    );
+    assert_eq!(
+        std::fs::read(fx.project.join("chock.zon")).expect("chock.zon"),
+        zon
+    );
+    assert_eq!(git(&fx.project, &["rev-parse", "main"]), before);
+    assert!(git(&fx.project, &["for-each-ref", "refs/chock"]).is_empty());
+    sound(&fx);
+}
+
+/// A control file carried by a merge commit's own change, or by a side
+/// commit an `ours` merge hides from the tree, is refused, named on its
+/// own line with its diff; a plain file so hidden is named in the question,
+/// and a rebase of a history with a merge lands as a merge (said first).
+#[test]
+fn a_merge_cannot_hide_a_control_file_or_a_side_commit() {
+    let side = "export GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=b GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=b && \
+                base=$(git rev-parse HEAD) && git checkout -q -b side && ";
+    let commit = "git -c user.name=a -c user.email=b commit -q";
+    for (mode, script) in [
+        (
+            "merge",
+            format!(
+                "{side} echo s > s.txt && git add s.txt && {commit}m side && git checkout -q --detach $base && \
+                 echo m > m.txt && git add m.txt && {commit}m ours && git merge -q --no-ff --no-commit side && \
+                 mkdir -p .claude && echo '{{\"hooks\":{{\"x\":1}}}}' > .claude/settings.json && \
+                 git add .claude && {commit}m merge && echo planted"
+            ),
+        ),
+        (
+            "rebase",
+            format!(
+                "{side} mkdir -p .claude && echo '{{\"hooks\":{{\"x\":1}}}}' > .claude/settings.json && \
+                 git add .claude && {commit}m side && git checkout -q --detach $base && \
+                 echo m > m.txt && git add m.txt && {commit}m ours && \
+                 git -c user.name=a -c user.email=b merge -q -s ours side -m hide && rm -rf .claude && echo planted"
+            ),
+        ),
+    ] {
+        let fx = repo(&zon_with(mode, ""));
+        let before = git(&fx.project, &["rev-parse", "main"]);
+        let out = in_workspace(&fx, &[], &script);
+        assert_eq!(text(&out.stdout), "planted\n", "{mode}: {}", describe(&out));
+        let out = apply(&fx, &[]);
+        assert_eq!(out.status.code(), Some(1), "{mode}: {}", describe(&out));
+        let said = text(&out.stderr);
+        let own_line = said
+            .lines()
+            .find(|l| l.trim_start().starts_with(".claude/settings.json"))
+            .unwrap_or_default();
+        assert!(
+            own_line.contains("changed by commit")
+                && said.contains("+{\"hooks\":{\"x\":1}}")
+                && said.contains("nothing was applied"),
+            "{mode}: {said}"
+        );
+        assert_eq!(git(&fx.project, &["rev-parse", "main"]), before);
+        assert!(!fx.project.join(".claude").exists());
+        assert!(git(&fx.project, &["for-each-ref", "refs/chock"]).is_empty());
+        sound(&fx);
+    }
+
+    let fx = repo(&zon_with("rebase", ""));
+    let out = in_workspace(
+        &fx,
+        &[],
+        &format!(
+            "{side} echo hidden > hidden.txt && git add hidden.txt && {commit}m side && \
+             git checkout -q --detach $base && echo m > m.txt && git add m.txt && {commit}m ours && \
+             git -c user.name=a -c user.email=b merge -q -s ours side -m hide && echo planted"
+        ),
+    );
+    assert_eq!(text(&out.stdout), "planted\n", "{}", describe(&out));
+    std::fs::write(fx.project.join("c.txt"), "person\n").expect("c.txt");
+    git(&fx.project, &["add", "c.txt"]);
+    git(&fx.project, &["commit", "-q", "-m", "person: moves main"]);
+    let moved = git(&fx.project, &["rev-parse", "main"]);
+    let (out, json) = apply_json(&fx);
+    assert!(out.status.success(), "{}", describe(&out));
+    let notes = json["plan"]["notes"].to_string();
+    assert!(
+        notes.contains("hidden.txt") && notes.contains("lands as a merge"),
+        "{json}"
+    );
+    assert_eq!(json["plan"]["landing"]["mode"], "merge", "{json}");
+    assert_eq!(planned_files(&json), ["m.txt"], "{json}");
+    assert!(fx.project.join("m.txt").is_file() && !fx.project.join("hidden.txt").exists());
+    let parents = git(&fx.project, &["log", "-1", "--format=%P", "main"]);
+    assert!(parents.starts_with(&moved) && parents.split(' ').count() == 2);
+    assert!(git(&fx.project, &["status", "--porcelain"]).is_empty());
+    sound(&fx);
+}
+
+/// A commit whose tree holds `.GIT/hooks/post-checkout`, or a `..` entry:
+/// git's fsck refuses it on the fetch, nothing of it is stored, and the
+/// person's repository stays sound.
+#[test]
+fn a_crafted_tree_is_refused_and_the_persons_repository_stays_sound() {
+    for name in [".GIT", "..", ".git"] {
+        let fx = repo(&zon_with(
+            "merge",
+            r#".{ .action = "git.*", .decision = .allow }"#,
+        ));
+        let before = git(&fx.project, &["rev-parse", "main"]);
+        let out = in_workspace(
+            &fx,
+            &[],
+            &format!(
+                "blob=$(printf '#!/bin/sh\\necho pwned\\n' | git hash-object -w --stdin) && \
+                 hooks=$(printf '100755 blob %s\\tpost-checkout\\n' $blob | git mktree) && \
+                 dir=$(printf '040000 tree %s\\thooks\\n' $hooks | git mktree) && \
+                 root=$( (git ls-tree HEAD; printf '040000 tree %s\\t{name}\\n' $dir) | git mktree) && \
+                 c=$(git -c user.name=a -c user.email=b commit-tree $root -p HEAD -m crafted) && \
+                 git update-ref HEAD $c && echo $c"
+            ),
+        );
+        assert!(out.status.success(), "{name}: {}", describe(&out));
+        let crafted = text(&out.stdout).trim().to_owned();
+        let out = apply(&fx, &[]);
+        assert_eq!(out.status.code(), Some(1), "{name}: {}", describe(&out));
+        let said = text(&out.stderr);
+        assert!(
+            said.contains("nothing was applied") && said.contains("fsck"),
+            "{name}: {said}"
+        );
+        assert!(
+            std::process::Command::new("git")
+                .args(["cat-file", "-e", &crafted])
+                .current_dir(&fx.project)
+                .status()
+                .is_ok_and(|s| !s.success()),
+            "{name}: the crafted commit is not stored"
+        );
+        assert_eq!(git(&fx.project, &["rev-parse", "main"]), before);
+        assert!(git(&fx.project, &["for-each-ref", "refs/chock"]).is_empty());
+        assert!(!fx.project.join(".GIT").exists());
+        sound(&fx);
+    }
+}
+
+/// A tracked file the person removed (the removal not staged) that the
+/// session changed parks as an edit would: it stays removed.
+#[test]
+fn a_file_the_person_removed_stays_removed() {
+    let fx = repo(&zon_with("merge", ""));
+    let out = in_workspace(&fx, &[], "sed -i 's/two/agent/' a.txt");
+    assert!(out.status.success(), "{}", describe(&out));
+    std::fs::remove_file(fx.project.join("a.txt")).expect("rm");
+    let before = git(&fx.project, &["rev-parse", "main"]);
+    let out = apply(&fx, &[]);
+    assert!(out.status.success(), "{}", describe(&out));
+    let said = text(&out.stdout);
+    assert!(
+        said.contains("parked at refs/chock/exec") && said.contains("a.txt"),
+        "{said}"
+    );
+    assert!(!fx.project.join("a.txt").exists(), "the removal is kept");
+    assert_eq!(git(&fx.project, &["rev-parse", "main"]), before);
+    assert_eq!(
+        git(&fx.project, &["show", "refs/chock/exec:a.txt"]),
+        "one\nagent\nthree"
+    );
+    sound(&fx);
+}
+
+/// A file name holding an escape sequence, in a conflict line and in a
+/// refusal line: printed escaped, never as the raw bytes a terminal acts on.
+#[test]
+fn every_line_about_an_apply_escapes_what_the_agent_named() {
+    let name = "esc\u{1b}]0;pwned\u{7}\u{1b}[2J.txt";
+    let fx = repo(&zon_with("merge", ""));
+    std::fs::write(fx.project.join(name), "one\n").expect("write");
+    git(&fx.project, &["add", "."]);
+    git(&fx.project, &["commit", "-q", "-m", "odd name"]);
+    let out = in_workspace(&fx, &[], "for f in esc*; do echo agent > \"$f\"; done");
+    assert!(out.status.success(), "{}", describe(&out));
+    std::fs::write(fx.project.join(name), "person\n").expect("write");
+    git(&fx.project, &["commit", "-q", "-am", "person"]);
+    let out = apply(&fx, &[]);
+    assert!(out.status.success(), "{}", describe(&out));
+    let said = text(&out.stdout) + &text(&out.stderr);
+    assert!(said.contains("conflicts"), "{said}");
+    assert!(
+        !said.contains('\u{1b}') && !said.contains('\u{7}'),
+        "{said:?}"
+    );
+    assert!(said.contains("\\u{1b}"), "{said}");
+
+    let fx = repo(&zon_with("merge", ""));
+    let out = in_workspace(
+        &fx,
+        &[],
+        "mkdir -p .claude && echo x > \".claude/$(printf 'a\\033[2Jb')\" && git add -A && \
+         git -c user.name=a -c user.email=b commit -qm odd && echo planted",
+    );
+    assert_eq!(text(&out.stdout), "planted\n", "{}", describe(&out));
+    let out = apply(&fx, &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    let said = text(&out.stdout) + &text(&out.stderr);
+    assert!(said.contains(".claude/a\\u{1b}[2Jb"), "{said}");
+    assert!(!said.contains('\u{1b}'), "{said:?}");
+}
+
+/// A `write` bind is the person's own path: a commit of the session that
+/// puts a file inside it is refused, naming the bind, so no git of the
+/// host ever writes there (where the agent could swap a folder for a link
+/// while it does).
+#[test]
+fn no_apply_lands_a_path_inside_a_bind() {
+    let fx = repo(&format!(
+        ".{{ .workspace = .{{ .{{ .name = \"build\", .mode = .write }} }}, \
+         .policy = .{{ .rules = .{{ {APPLY_ALLOWED}, .{{ .action = \"workspace.bind.*\", .decision = .allow }} }} }} }}\n"
+    ));
+    std::fs::create_dir(fx.project.join("build")).expect("build");
+    std::fs::write(fx.project.join(".gitignore"), "/build\n").expect("ignore");
+    git(&fx.project, &["add", ".gitignore"]);
+    git(&fx.project, &["commit", "-q", "-m", "ignore build"]);
+    let out = in_workspace(
+        &fx,
+        &[],
+        "mkdir -p build/sub && echo x > build/sub/evil && git add -f build/sub/evil && \
+         git -c user.name=a -c user.email=b commit -qm bind && echo planted",
+    );
+    assert_eq!(text(&out.stdout), "planted\n", "{}", describe(&out));
+    std::fs::remove_dir_all(fx.project.join("build/sub")).expect("clean");
+    let before = git(&fx.project, &["rev-parse", "main"]);
+    let out = apply(&fx, &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    let said = text(&out.stderr);
+    assert!(
+        said.contains("build/sub/evil") && said.contains("inside the workspace bind build"),
+        "{said}"
+    );
+    assert_eq!(git(&fx.project, &["rev-parse", "main"]), before);
+    assert!(!fx.project.join("build/sub").exists());
+    sound(&fx);
+}

@@ -336,6 +336,9 @@ impl SessionWorkspace {
         }
         let host = Git::host(&self.meta.project);
         let git = self.git().with_env(identity(&host));
+        // No session runs while this process holds the workspace: an
+        // index lock there is a killed apply's, once nobody holds it open.
+        journal::clear_stale_lock(&self.git_dir().join("index.lock"))?;
         git.run(["add", "-A"])?;
         let staged = git.output(["diff", "--cached", "--quiet"], None)?;
         if !staged.ok {
@@ -826,6 +829,21 @@ fn settle(
     let moved = !host
         .output(["merge-base", "--is-ancestor", &tip, commit], None)?
         .ok;
+    // Already on the branch (an apply that landed before it was stopped):
+    // nothing moves.
+    if host
+        .output(["merge-base", "--is-ancestor", commit, &tip], None)?
+        .ok
+    {
+        let new = tip.clone();
+        return Ok((
+            Landing::Branch {
+                branch: branch.clone(),
+                mode,
+            },
+            Some(Target { branch, tip, new }),
+        ));
+    }
     let mut mode = mode;
     if mode == ApplyMode::Rebase && moved && history.has_merge_or_root() {
         notes.push(

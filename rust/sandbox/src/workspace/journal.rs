@@ -385,6 +385,25 @@ fn on_disk(host: &Git, project: &Path, path: &str) -> Result<Option<String>, Wor
     Ok(Some(String::from_utf8_lossy(&out.stdout).trim().to_owned()))
 }
 
+/// Removes `lock`, a lock file of git's in a repository only Chock uses
+/// while it holds it (the workspace's own), once no process holds it open
+/// (waiting a bounded time for the git a killed apply left running).
+pub(crate) fn clear_stale_lock(lock: &Path) -> Result<(), WorkspaceError> {
+    if std::fs::symlink_metadata(lock).is_err() {
+        return Ok(());
+    }
+    let dir = lock.parent().unwrap_or(Path::new("/"));
+    wait_for_git(dir, &[lock.to_path_buf()])?;
+    match std::fs::remove_file(lock) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(WorkspaceError::Io {
+            what: "removing",
+            path: lock.to_path_buf(),
+            source: e,
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// Waits (a bounded time) until no git runs in `project` and nobody holds
 /// any of `locks` open; refused when one still does.
 fn wait_for_git(project: &Path, locks: &[PathBuf]) -> Result<(), WorkspaceError> {
