@@ -58,6 +58,30 @@ pub struct Stats {
 
 type Parts = Vec<OsString>;
 
+/// How far one image's layers may expand, all layers together: a small
+/// compressed layer (or a GNU sparse entry, which a tar stores as its data
+/// alone) can otherwise stand for any amount of data to write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Bytes of regular files written, a sparse entry counted at its
+    /// expanded size; the tar streams read may hold twice this (headers).
+    pub bytes: u64,
+    /// Tar entries (files, directories, links, whiteouts) read.
+    pub entries: u64,
+}
+
+impl Default for Limits {
+    /// 64 GiB and 4 million entries: several times the largest images in
+    /// common use (a CUDA toolchain image is about 20 GiB and 300,000
+    /// files unpacked).
+    fn default() -> Limits {
+        Limits {
+            bytes: 64 << 30,
+            entries: 4_000_000,
+        }
+    }
+}
+
 /// Writes layers into one directory.
 pub struct Writer {
     root: OwnedFd,
@@ -69,10 +93,14 @@ pub struct Writer {
     touched: HashSet<Parts>,
     /// Device nodes left out, so a hard link to one is left out too.
     dropped: HashSet<Parts>,
-    /// The most bytes of tar the layers may hold, all together.
-    limit: u64,
+    /// How far the layers may expand.
+    limits: Limits,
     /// Bytes of tar read so far.
     read: u64,
+    /// Bytes of regular files written so far.
+    written: u64,
+    /// Tar entries read so far.
+    entries: u64,
     /// What was written.
     pub stats: Stats,
 }
@@ -276,19 +304,26 @@ impl Writer {
             dirs: BTreeMap::new(),
             touched: HashSet::new(),
             dropped: HashSet::new(),
-            limit: u64::MAX,
+            limits: Limits::default(),
             read: 0,
+            written: 0,
+            entries: 0,
             stats: Stats::default(),
         })
     }
 
-    /// This writer, refusing layers whose tars hold more than `bytes` in
-    /// all (a small compressed layer can expand without bound).
+    /// This writer, refusing layers that expand past `limits`.
+    pub fn with_limits(self, limits: Limits) -> Writer {
+        Writer { limits, ..self }
+    }
+
+    /// This writer, refusing layers whose files hold more than `bytes` in
+    /// all, with the default bound on entries.
     pub fn with_limit(self, bytes: u64) -> Writer {
-        Writer {
-            limit: bytes,
-            ..self
-        }
+        self.with_limits(Limits {
+            bytes,
+            ..Limits::default()
+        })
     }
 
     /// Writes one layer from its stored bytes (a tar, gzip or zstd
@@ -298,7 +333,12 @@ impl Writer {
         let mut raw = Hashing::new(BufReader::with_capacity(1 << 20, stored));
         let diff_id = {
             let decoded = decompress(&mut raw)?;
-            let left = self.limit.saturating_sub(self.read);
+            // A tar holds its files' bytes and a header or more for each.
+            let left = self
+                .limits
+                .bytes
+                .saturating_mul(2)
+                .saturating_sub(self.read);
             let mut plain = Hashing::new(Bounded {
                 inner: decoded,
                 left,
@@ -408,6 +448,13 @@ impl Writer {
     }
 
     fn entry<R: Read>(&mut self, entry: &mut tar::Entry<'_, R>) -> Result<(), String> {
+        self.entries += 1;
+        if self.entries > self.limits.entries {
+            return Err(format!(
+                "the image's layers hold more than {} entries, the bound Chock unpacks; nothing of it is used",
+                self.limits.entries
+            ));
+        }
         let path = entry
             .path()
             .map_err(|e| format!("an entry's name cannot be read ({e})"))?
@@ -538,7 +585,8 @@ impl Writer {
             )
             .map_err(|e| fault("writing", &path, e))?;
             let mut file = File::from(fd);
-            let bytes = std::io::copy(entry, &mut file).map_err(|e| fault("writing", &path, e))?;
+            let size = entry.size();
+            let bytes = self.copy_bounded(entry, &mut file, &path, size)?;
             fchmod(file.as_fd(), Mode::from_bits_truncate(mode & 0o777))
                 .map_err(|e| fault("writing", &path, e))?;
             let time = TimeSpec::new(i64::try_from(mtime).unwrap_or(0), 0);
@@ -547,6 +595,32 @@ impl Writer {
             self.stats.bytes += bytes;
         }
         Ok(())
+    }
+
+    /// Copies a file's data (a sparse entry's holes come as zeros) into
+    /// `file`, never writing past the bytes the limits leave: an entry
+    /// whose size (a sparse entry's expanded size, which the tar reader
+    /// checks against its map) is over them is refused before a byte is
+    /// written, and the copy itself stops at them.
+    fn copy_bounded(
+        &mut self,
+        entry: &mut dyn Read,
+        file: &mut File,
+        path: &Path,
+        size: u64,
+    ) -> Result<u64, String> {
+        let (limit, before) = (self.limits.bytes, self.written);
+        let left = limit.saturating_sub(before);
+        if size > left {
+            return Err(format!(
+                "its entry `{}` expands to {size} bytes, past the {limit} bytes of files Chock writes for one image ({before} written before it); nothing of it is used: the image is larger than that, or the layer expands without end (a GNU sparse or highly compressed entry)",
+                path.display(),
+            ));
+        }
+        let bytes = std::io::copy(&mut (&mut *entry).take(left), file)
+            .map_err(|e| fault("writing", path, e))?;
+        self.written += bytes;
+        Ok(bytes)
     }
 
     /// Sets every directory's mode (less set-ID bits, and always open to

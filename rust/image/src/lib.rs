@@ -16,5 +16,6 @@ pub mod reference;
 pub mod source;
 pub mod trees;
 
+pub use extract::Limits;
 pub use reference::{Reference, ReferenceError};
 pub use trees::{ImageError, Images, Listed, Record, Removal, Tree, Want, executable};

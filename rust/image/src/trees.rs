@@ -29,7 +29,7 @@ use std::time::Instant;
 
 use rustix::fs::FlockOperation;
 
-use crate::extract::{Stats, Writer, remove_tree};
+use crate::extract::{Limits, Stats, Writer, remove_tree};
 use crate::reference::Reference;
 use crate::source::{self, Plan, SourceFault};
 
@@ -183,6 +183,7 @@ static HELD: Mutex<Vec<(PathBuf, File)>> = Mutex::new(Vec::new());
 #[derive(Clone, Debug)]
 pub struct Images {
     dir: PathBuf,
+    limits: Limits,
 }
 
 fn open_lock(path: &Path) -> Result<File, ImageError> {
@@ -290,7 +291,16 @@ fn how_to_get(want: &Want) -> String {
 impl Images {
     /// The trees in `dir`.
     pub fn at(dir: impl Into<PathBuf>) -> Images {
-        Images { dir: dir.into() }
+        Images {
+            dir: dir.into(),
+            limits: Limits::default(),
+        }
+    }
+
+    /// The same trees, writing a tree only while its layers stay within
+    /// `limits` (by default [`Limits::default`]).
+    pub fn with_limits(self, limits: Limits) -> Images {
+        Images { limits, ..self }
     }
 
     /// `$CHOCK_STATE_DIR/images`, else `$XDG_STATE_HOME/chock/images`,
@@ -437,8 +447,8 @@ impl Images {
             }
         };
         let started = Instant::now();
-        let stats =
-            write_layers(&plan, &new_rootfs, &want.reference).map_err(|m| bad(from.clone(), m))?;
+        let stats = write_layers(&plan, &new_rootfs, &want.reference, self.limits)
+            .map_err(|m| bad(from.clone(), m))?;
         drop(export);
         let record = Record {
             format: FORMAT.into(),
@@ -613,8 +623,13 @@ enum Found {
     Engine(source::Engine),
 }
 
-fn write_layers(plan: &Plan, rootfs: &Path, reference: &Reference) -> Result<Stats, String> {
-    let mut writer = Writer::new(rootfs)?;
+fn write_layers(
+    plan: &Plan,
+    rootfs: &Path,
+    reference: &Reference,
+    limits: Limits,
+) -> Result<Stats, String> {
+    let mut writer = Writer::new(rootfs)?.with_limits(limits);
     let count = plan.layers.len();
     for (i, layer) in plan.layers.iter().enumerate() {
         tracing::info!(target: "chock_progress", "writing layer {} of {count} of {reference}", i + 1);

@@ -7,7 +7,7 @@ use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use chock_image::{ImageError, Images, Reference, Want};
+use chock_image::{ImageError, Images, Limits, Reference, Want};
 use sha2::{Digest, Sha256};
 
 /// One entry of a layer.
@@ -730,4 +730,140 @@ fn a_zstd_layer_of_several_frames_is_read_whole() {
         std::fs::read(tree.rootfs.join("second")).expect("second"),
         b"two"
     );
+}
+
+/// A layer of one GNU sparse entry: `stored` bytes of data at the end of a
+/// file of `size` bytes, the rest a hole the tar does not store.
+fn sparse_layer(name: &str, size: u64, stored: u64) -> Vec<u8> {
+    let mut header = tar::Header::new_gnu();
+    header.set_entry_type(tar::EntryType::GNUSparse);
+    header.set_path(name).expect("name");
+    header.set_mode(0o644);
+    header.set_mtime(1_700_000_000);
+    header.set_size(stored);
+    let gnu = header.as_gnu_mut().expect("a GNU header");
+    gnu.set_real_size(size);
+    gnu.sparse[0].set_offset(size - stored);
+    gnu.sparse[0].set_length(stored);
+    header.set_cksum();
+    let mut builder = tar::Builder::new(Vec::new());
+    builder
+        .append(
+            &header,
+            vec![7u8; usize::try_from(stored).expect("small")].as_slice(),
+        )
+        .expect("append");
+    builder.into_inner().expect("tar")
+}
+
+/// Bytes under `dir`, as the disk holds them.
+fn disk_bytes(dir: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let mut total = 0;
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let meta = entry.metadata().expect("metadata");
+        total += meta.blocks() * 512;
+        if meta.is_dir() {
+            total += disk_bytes(&entry.path());
+        }
+    }
+    total
+}
+
+#[test]
+fn a_small_layer_of_one_sparse_entry_of_10_gib_is_refused_at_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let layout = dir.path().join("layout");
+    let layer = sparse_layer("big", 10 << 30, 4096);
+    oci_layout(&layout, "1", std::slice::from_ref(&layer));
+    let stored: u64 = std::fs::read_dir(layout.join("blobs/sha256"))
+        .expect("blobs")
+        .map(|e| e.expect("entry").metadata().expect("meta").len())
+        .sum();
+    assert!(stored < 10 << 10, "the layout is {stored} bytes");
+    let bound = 64 << 20;
+    let images = Images::at(dir.path().join("images")).with_limits(Limits {
+        bytes: bound,
+        entries: 1000,
+    });
+    let started = std::time::Instant::now();
+    let error = images
+        .prepare(&want("sparse:1", &layout))
+        .expect_err("refused");
+    let took = started.elapsed();
+    let text = error.to_string();
+    assert!(
+        text.contains("sparse:1")
+            && text.contains("layer 1 of 1")
+            && text.contains("`big` expands to 10737418240 bytes")
+            && text.contains(&format!("past the {bound} bytes")),
+        "{text}"
+    );
+    assert!(took < std::time::Duration::from_secs(5), "took {took:?}");
+    assert!(disk_bytes(&dir.path().join("images")) <= bound);
+    assert!(
+        !dir.path()
+            .join("images/docker.io+library+sparse:1")
+            .exists()
+    );
+
+    // Under a bound it fits, the same layer is written whole, holes as zeros.
+    let fits = sparse_layer("fits", 1 << 20, 4096);
+    oci_layout(&layout, "2", &[fits]);
+    let images = Images::at(dir.path().join("images")).with_limits(Limits {
+        bytes: 1 << 20,
+        entries: 1000,
+    });
+    let tree = images.prepare(&want("sparse:2", &layout)).expect("written");
+    let written = std::fs::read(tree.rootfs.join("fits")).expect("the file");
+    assert_eq!(written.len(), 1 << 20);
+    assert!(written[..(1 << 20) - 4096].iter().all(|&b| b == 0));
+    assert!(written[(1 << 20) - 4096..].iter().all(|&b| b == 7));
+}
+
+#[test]
+fn bytes_and_entries_count_over_all_layers_and_the_refusal_names_the_layer() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let layout = dir.path().join("layout");
+    let data = vec![1u8; 600 << 10];
+    oci_layout(
+        &layout,
+        "1",
+        &[
+            layer(&[E::File("a", 0o644, &data)]),
+            layer(&[E::File("b", 0o644, &data)]),
+        ],
+    );
+    let images = Images::at(dir.path().join("images")).with_limits(Limits {
+        bytes: 1 << 20,
+        entries: 1000,
+    });
+    let text = images
+        .prepare(&want("two:1", &layout))
+        .expect_err("refused")
+        .to_string();
+    assert!(
+        text.contains("layer 2 of 2")
+            && text.contains("`b` expands to 614400 bytes")
+            && text.contains("(614400 written before it)"),
+        "{text}"
+    );
+
+    let many: Vec<E<'_>> = (0..40).map(|_| E::Dir("d", 0o755)).collect();
+    oci_layout(&layout, "2", &[layer(&many[..20]), layer(&many[20..])]);
+    let images = Images::at(dir.path().join("images")).with_limits(Limits {
+        bytes: 1 << 20,
+        entries: 30,
+    });
+    let text = images
+        .prepare(&want("two:2", &layout))
+        .expect_err("refused")
+        .to_string();
+    assert!(
+        text.contains("layer 2 of 2") && text.contains("more than 30 entries"),
+        "{text}"
+    );
+    // The defaults hold an ordinary image.
+    let images = Images::at(dir.path().join("images"));
+    images.prepare(&want("two:2", &layout)).expect("written");
 }
