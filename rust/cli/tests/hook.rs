@@ -551,7 +551,7 @@ fn sync_twice_changes_nothing_the_second_time_and_keeps_the_person_s_settings() 
     );
     assert_eq!(
         settings["hooks"]["PreToolUse"][0]["hooks"][0]["command"],
-        "chock hook claude || exit 2"
+        "timeout -k 5 20 chock hook claude || exit 2"
     );
     // The entry runs as the agent runs it: through a shell. Without chock on
     // PATH it refuses (exit 2) rather than letting the call through.
@@ -580,7 +580,7 @@ fn sync_twice_changes_nothing_the_second_time_and_keeps_the_person_s_settings() 
     assert_eq!(cursor["version"], 1);
     assert_eq!(
         cursor["hooks"]["preToolUse"][0]["command"],
-        "chock hook cursor || exit 2"
+        "timeout -k 5 20 chock hook cursor || exit 2"
     );
     assert_eq!(cursor["hooks"]["preToolUse"][0]["failClosed"], true);
     let codex = std::fs::read_to_string(sandbox.project.join(".codex/hooks.json")).unwrap();
@@ -993,4 +993,373 @@ fn the_shell_reading_holds_for_every_agent() {
                 .is_some_and(|s| s.ends_with("/.gitconfig"))),
         "the file is named"
     );
+}
+
+/// Every control input of a project, each with the kind its write is asked
+/// under, as an agent's own write tool names it (`..` and a linked folder
+/// included, which lead to one on disk).
+fn control_writes(sandbox: &Sandbox) -> Vec<(String, &'static str)> {
+    std::fs::create_dir_all(sandbox.project.join("src")).unwrap();
+    std::os::unix::fs::symlink("../.claude", sandbox.project.join("src/cfg")).unwrap();
+    let mut writes: Vec<(String, &'static str)> = [
+        ("chock.zon", "policy"),
+        ("chock.lock", "policy"),
+        (".agents/policies/evil/manifest.zon", "policy"),
+        (".chock/settings.zon", "policy"),
+        (".claude/settings.json", "agent"),
+        (".codex/hooks.json", "agent"),
+        (".gemini/settings.json", "agent"),
+        (".cursor/hooks.json", "agent"),
+        (".vscode/tasks.json", "agent"),
+        (".idea/workspace.xml", "agent"),
+        (".mcp.json", "agent"),
+        (".git/hooks/pre-commit", "host"),
+        (".envrc", "host"),
+        (".husky/pre-commit", "host"),
+        (".pre-commit-config.yaml", "host"),
+        ("lefthook.yml", "host"),
+        ("src/../.claude/settings.local.json", "agent"),
+        ("src/cfg/settings.json", "agent"),
+    ]
+    .into_iter()
+    .map(|(rel, kind)| (sandbox.project.join(rel).display().to_string(), kind))
+    .collect();
+    // A relative path, taken from the payload's cwd.
+    writes.push(("./.envrc".to_owned(), "host"));
+    writes
+}
+
+/// An agent's own write to a control input is its own act,
+/// `control.write.<kind>`: asked of the person where the agent shows the
+/// question, refused where it cannot, never the `call.write_file` allow
+/// the project's rules give every other file. By Claude Code's Write,
+/// Edit and MultiEdit, Gemini CLI's write_file and replace, Codex's
+/// apply_patch, and a shell redirection in each agent's shell tool.
+#[test]
+fn an_agent_s_own_write_to_a_control_input_is_asked_never_allowed() {
+    let sandbox = Sandbox::new();
+    sandbox.policy(&[("call.write_file", "allow"), ("call.edit_file", "allow")]);
+    let (answer, reason) = claude_call(
+        &sandbox,
+        "default",
+        "Write",
+        serde_json::json!({"file_path": sandbox.project.join("src/lib.rs"), "content": "x"}),
+    );
+    assert_eq!(answer, "allow", "an ordinary file: {reason}");
+    for (path, kind) in control_writes(&sandbox) {
+        let action = format!("control.write.{kind}");
+        let content = serde_json::json!({"file_path": path, "content": "x"});
+        let edit = serde_json::json!({"file_path": path, "old_string": "a", "new_string": "b"});
+        let multi = serde_json::json!({"file_path": path, "edits": [{"old_string": "a", "new_string": "b"}]});
+        for (tool, input) in [("Write", &content), ("Edit", &edit), ("MultiEdit", &multi)] {
+            let (answer, reason) = claude_call(&sandbox, "default", tool, input.clone());
+            assert_eq!(answer, "ask", "{tool} {path}: {reason}");
+            assert!(reason.contains(&action), "{tool} {path}: {reason}");
+            let last = sandbox.log_lines().pop().unwrap();
+            assert_eq!(last["action"], action.as_str(), "{last}");
+            assert!(
+                last["subject"]
+                    .as_str()
+                    .is_some_and(|s| s.ends_with(path.trim_start_matches("./"))),
+                "{last}"
+            );
+            // With nobody to ask, refused.
+            let (answer, reason) = claude_call(&sandbox, "acceptEdits", tool, input.clone());
+            assert_eq!(answer, "deny", "{tool} {path}: {reason}");
+        }
+        for (tool, input) in [("write_file", &content), ("replace", &edit)] {
+            let payload = serde_json::json!({
+                "session_id": "s",
+                "transcript_path": "/dev/null",
+                "cwd": sandbox.project,
+                "hook_event_name": "BeforeTool",
+                "timestamp": "2026-11-30T09:13:02.114Z",
+                "tool_name": tool,
+                "tool_input": input,
+            });
+            let value = json(&sandbox.hook_with("gemini", &payload.to_string()));
+            assert_eq!(value["decision"], "ask", "gemini {tool} {path}: {value}");
+            assert!(
+                value["reason"].as_str().unwrap().contains(&action),
+                "{value}"
+            );
+        }
+        for verb in ["Add", "Update", "Delete"] {
+            let patch = format!("*** Begin Patch\n*** {verb} File: {path}\n+x\n*** End Patch\n");
+            let mut payload: Value =
+                serde_json::from_str(&sandbox.payload("codex/apply_patch.json")).unwrap();
+            payload["tool_input"]["command"] = Value::from(patch);
+            let value = json(&sandbox.hook_with("codex", &payload.to_string()));
+            assert_eq!(
+                value["hookSpecificOutput"]["permissionDecision"], "deny",
+                "codex {verb} {path}: {value}"
+            );
+            let reason = value["hookSpecificOutput"]["permissionDecisionReason"]
+                .as_str()
+                .unwrap();
+            assert!(reason.contains(&action), "codex {verb} {path}: {reason}");
+        }
+    }
+    // A patch touching an ordinary file and a control input is asked
+    // about the control input.
+    let mut payload: Value =
+        serde_json::from_str(&sandbox.payload("codex/apply_patch.json")).unwrap();
+    payload["tool_input"]["command"] = Value::from(
+        "*** Begin Patch\n*** Update File: src/lib.rs\n@@\n-a\n+b\n*** Add File: .husky/pre-push\n+x\n*** End Patch\n",
+    );
+    let value = json(&sandbox.hook_with("codex", &payload.to_string()));
+    assert_eq!(value["hookSpecificOutput"]["permissionDecision"], "deny");
+    assert!(
+        value["hookSpecificOutput"]["permissionDecisionReason"]
+            .as_str()
+            .unwrap()
+            .contains("`control.write.host` (")
+    );
+    // A shell command that writes one by redirection.
+    for (command, kind) in [
+        ("echo 'use flake' > .envrc", "host"),
+        ("printf x >> src/cfg/settings.json", "agent"),
+        ("cat > chock.lock < /dev/null", "policy"),
+        (
+            "tee .agents/policies/evil/manifest.zon < /dev/null > .mcp.json",
+            "agent",
+        ),
+    ] {
+        for (agent, answer) in every_agent_shell(&sandbox, command) {
+            let expected = if agent == "codex" { "deny" } else { "ask" };
+            assert_eq!(answer, expected, "{agent}: {command}");
+        }
+        let logged = sandbox.log_lines();
+        assert!(
+            logged
+                .iter()
+                .any(|l| l["action"] == format!("control.write.{kind}").as_str()),
+            "{command}: {:?}",
+            logged.last()
+        );
+    }
+    // The person's rule can allow it, by its own name.
+    sandbox.policy(&[("control.write.host", "allow")]);
+    let (answer, reason) = claude_call(
+        &sandbox,
+        "default",
+        "Write",
+        serde_json::json!({"file_path": sandbox.project.join(".envrc"), "content": "x"}),
+    );
+    assert_eq!(answer, "allow", "{reason}");
+}
+
+/// A payload missing what its tool needs is refused naming what is
+/// missing, never answered as a call of the tool by its name.
+#[test]
+fn a_payload_missing_what_its_tool_needs_is_refused_naming_it() {
+    let sandbox = Sandbox::new();
+    sandbox.policy(&[]);
+    let base = |event: &str, tool: &str, input: Value| {
+        serde_json::json!({
+            "session_id": "s",
+            "transcript_path": "/dev/null",
+            "cwd": sandbox.project,
+            "permission_mode": "default",
+            "hook_event_name": event,
+            "tool_name": tool,
+            "tool_input": input,
+        })
+        .to_string()
+    };
+    let cases = [
+        (
+            "claude",
+            "PreToolUse",
+            "Bash",
+            serde_json::json!({"description": "x"}),
+            "tool_input.command",
+        ),
+        (
+            "claude",
+            "PreToolUse",
+            "Write",
+            serde_json::json!({"content": "x"}),
+            "tool_input.file_path",
+        ),
+        (
+            "claude",
+            "PreToolUse",
+            "Edit",
+            serde_json::json!({"old_string": "a", "new_string": "b"}),
+            "tool_input.file_path",
+        ),
+        (
+            "claude",
+            "PreToolUse",
+            "MultiEdit",
+            serde_json::json!({"edits": []}),
+            "tool_input.file_path",
+        ),
+        (
+            "claude",
+            "PreToolUse",
+            "Read",
+            serde_json::json!({}),
+            "tool_input.file_path",
+        ),
+        (
+            "gemini",
+            "BeforeTool",
+            "write_file",
+            serde_json::json!({"content": "x"}),
+            "tool_input.file_path",
+        ),
+        (
+            "gemini",
+            "BeforeTool",
+            "run_shell_command",
+            serde_json::json!({"description": "x"}),
+            "tool_input.command",
+        ),
+        (
+            "codex",
+            "PreToolUse",
+            "Bash",
+            serde_json::json!({}),
+            "tool_input.command",
+        ),
+        (
+            "codex",
+            "PreToolUse",
+            "apply_patch",
+            serde_json::json!({"command": "*** Begin Patch\n*** End Patch\n"}),
+            "file in its patch",
+        ),
+        (
+            "cursor",
+            "preToolUse",
+            "Write",
+            serde_json::json!({"contents": "x"}),
+            "tool_input.file_path",
+        ),
+    ];
+    for (agent, event, tool, input, missing) in cases {
+        let out = sandbox.hook_with(agent, &base(event, tool, input));
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if agent == "cursor" {
+            assert_eq!(json(&out)["permission"], "deny", "{tool}: {said}");
+        } else {
+            assert_eq!(out.status.code(), Some(2), "{agent} {tool}: {said}");
+        }
+        assert!(
+            said.contains(missing),
+            "{agent} {tool}: names {missing}: {said}"
+        );
+        assert!(
+            !said.contains("call."),
+            "{agent} {tool}: never a rule to allow the tool: {said}"
+        );
+    }
+}
+
+/// The hook entries `chock sync` writes bound `chock hook` themselves: a
+/// `chock` on PATH that never answers (sleeping forever, and one that also
+/// ignores SIGTERM) is ended, and the call refused (exit 2), well before
+/// the agent's own timeout written beside it, which would run the call.
+#[test]
+fn a_chock_that_never_answers_is_refused_by_the_entry_s_own_bound() {
+    let sandbox = Sandbox::new();
+    let out = sandbox.chock(&["sync", "--agents", "claude,cursor,gemini,codex"]);
+    assert!(out.status.success(), "{out:?}");
+    let read = |rel: &str| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(sandbox.project.join(rel)).unwrap()).unwrap()
+    };
+    let claude = read(".claude/settings.json");
+    let gemini = read(".gemini/settings.json");
+    let codex = read(".codex/hooks.json");
+    let cursor = read(".cursor/hooks.json");
+    // (agent, the entry's command, the agent's own timeout in seconds)
+    let entries = [
+        (
+            "claude",
+            claude["hooks"]["PreToolUse"][0]["hooks"][0]["command"].clone(),
+            claude["hooks"]["PreToolUse"][0]["hooks"][0]["timeout"].as_f64(),
+        ),
+        (
+            "gemini",
+            gemini["hooks"]["BeforeTool"][0]["hooks"][0]["command"].clone(),
+            gemini["hooks"]["BeforeTool"][0]["hooks"][0]["timeout"]
+                .as_f64()
+                .map(|ms| ms / 1000.0),
+        ),
+        (
+            "codex",
+            codex["hooks"]["PreToolUse"][0]["hooks"][0]["command"].clone(),
+            codex["hooks"]["PreToolUse"][0]["hooks"][0]["timeout"].as_f64(),
+        ),
+        (
+            "cursor",
+            cursor["hooks"]["preToolUse"][0]["command"].clone(),
+            None,
+        ),
+    ];
+    let fakes = TempDir::new();
+    let stuck = fakes.0.join("stuck");
+    let deaf = fakes.0.join("deaf");
+    for (dir, script) in [
+        (&stuck, "#!/bin/sh\nexec sleep 100000\n"),
+        (
+            &deaf,
+            "#!/bin/sh\ntrap '' TERM\nwhile :; do sleep 1; done\n",
+        ),
+    ] {
+        std::fs::create_dir_all(dir).unwrap();
+        let fake = dir.join("chock");
+        std::fs::write(&fake, script).unwrap();
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let started = std::time::Instant::now();
+    let mut running = Vec::new();
+    for (agent, command, timeout) in &entries {
+        let command = command
+            .as_str()
+            .unwrap_or_else(|| panic!("{agent}: {command}"));
+        for fake in [&stuck, &deaf] {
+            // As the agent runs it: the entry through a shell, the payload
+            // on standard input.
+            let mut child = Command::new("sh")
+                .args(["-c", command])
+                .current_dir(&sandbox.project)
+                .env_clear()
+                .env("PATH", format!("{}:/usr/bin:/bin", fake.display()))
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let stdin = child.stdin.take().unwrap();
+            running.push((*agent, *timeout, fake.clone(), child, stdin));
+        }
+    }
+    for (agent, timeout, fake, child, stdin) in running {
+        let out = child.wait_with_output().unwrap();
+        drop(stdin);
+        let took = started.elapsed().as_secs_f64();
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{agent} {}: {out:?}",
+            fake.display()
+        );
+        let agent_timeout = timeout.unwrap_or(60.0);
+        assert!(
+            took < agent_timeout - 5.0,
+            "{agent}: refused after {took:.1} s, the agent's own timeout is {agent_timeout} s"
+        );
+        assert!(
+            took > 9.0,
+            "{agent}: the bound is above chock's own 9 s watchdog ({took:.1} s)"
+        );
+    }
 }

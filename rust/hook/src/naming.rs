@@ -8,10 +8,10 @@
 //! per act; the answer is their minimum. An act that cannot be named is
 //! refused, never guessed at.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use chock_policy::names;
-use chock_shell::naming::{self as shell_naming, FILE_WRITE};
+use chock_policy::{control, names};
+use chock_shell::naming::{self as shell_naming, FILE_WRITE, WRITE_FILE};
 
 use crate::agent::Agent;
 use crate::payload::{Request, ToolCall};
@@ -68,7 +68,7 @@ pub fn name(call: &ToolCall, agent: Agent, place: &Place<'_>) -> Vec<Named> {
             out.extend(
                 shell_naming::name_script(command, &cwd, place)
                     .into_iter()
-                    .map(|n| Named::act(n.action, n.subject)),
+                    .map(|n| shell_act(n, place)),
             );
         }
         Request::Read { paths } => out.push(Named::act("call.read_file", subject_of(paths))),
@@ -136,17 +136,59 @@ fn subject_of(paths: &[PathBuf]) -> Option<String> {
     }
 }
 
-/// `call.write_file` or `call.edit_file` for the files, and `file.write`
-/// for each one outside the project (or with no path Chock can read).
-fn file_acts(action: &str, paths: &[PathBuf], place: &Place<'_>, out: &mut Vec<Named>) {
-    out.push(Named::act(action, subject_of(paths)));
-    if paths.is_empty() {
-        // Which file is not said: it may be anywhere.
-        out.push(Named::act(
-            FILE_WRITE,
-            Some("a file the payload does not name".to_owned()),
-        ));
+/// A shell command's act: a write chock-shell reports the path of is
+/// `control.write.<kind>` when that path is a control input.
+fn shell_act(named: shell_naming::Named, place: &Place<'_>) -> Named {
+    let control = match (&named.action, &named.subject) {
+        (action, Some(path)) if action == WRITE_FILE => control_write(Path::new(path), place),
+        _ => None,
+    };
+    match control {
+        Some(action) => Named::act(action, named.subject),
+        None => Named::act(named.action, named.subject),
     }
+}
+
+/// `control.write.<kind>` when `path` (absolute) is, or lies beneath, a
+/// control input of the project: judged on where it leads on disk, links
+/// in the part that exists followed (`src/../.claude/x`, `notes/link/x`
+/// with `link -> ../.claude`), as the agent's write would follow them.
+fn control_write(path: &Path, place: &Place<'_>) -> Option<String> {
+    let path = chock_shell::normalize(path);
+    if !path.is_absolute() {
+        return None;
+    }
+    let real = shell_naming::resolved(&path);
+    let project = shell_naming::resolved(place.project);
+    let rel = real.strip_prefix(&project).ok()?;
+    control::control_input(rel).map(|input| control::control_write(input.kind))
+}
+
+/// `call.write_file` or `call.edit_file` for the files, `control.write.<kind>`
+/// instead for each that is a control input (an act of its own, which no
+/// shipped rule answers, so it asks), and `file.write` for each one
+/// outside the project (or with no path Chock can read).
+fn file_acts(action: &str, paths: &[PathBuf], place: &Place<'_>, out: &mut Vec<Named>) {
+    let mut ordinary = Vec::new();
+    let mut controls = Vec::new();
+    for path in paths {
+        match control_write(path, place) {
+            Some(control) => controls.push(Named::act(control, Some(path.display().to_string()))),
+            None => ordinary.push(path.clone()),
+        }
+    }
+    if paths.is_empty() {
+        // Which file is not said: it may be any, a control input too.
+        out.push(Named::Unnameable {
+            subject: action.to_owned(),
+            why: "the call names no file it writes".to_owned(),
+        });
+        return;
+    }
+    if !ordinary.is_empty() {
+        out.push(Named::act(action, subject_of(&ordinary)));
+    }
+    out.extend(controls);
     for path in paths {
         let path = chock_shell::normalize(path);
         if !path.is_absolute() || !shell_naming::contains(place.project, &path) {
@@ -216,7 +258,6 @@ fn mcp(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
 
     fn place() -> Place<'static> {
         Place::on_host(
@@ -273,9 +314,52 @@ mod tests {
             }),
             vec!["call.edit_file"]
         );
+        let unnamed = actions(Request::Write { paths: vec![] });
+        assert!(
+            unnamed.len() == 1 && unnamed[0].starts_with("refused"),
+            "{unnamed:?}"
+        );
+    }
+
+    #[test]
+    fn a_write_to_a_control_input_is_its_own_act() {
+        let project = tempfile::tempdir().expect("tempdir");
+        let top = project.path().canonicalize().expect("canonical");
+        std::fs::create_dir_all(top.join("src")).expect("src");
+        std::os::unix::fs::symlink("../.codex", top.join("src/link")).expect("link");
+        let place = Place::on_host(&top, None, false, Path::new("/nix/store"));
+        let named = |request: Request| -> Vec<String> {
+            name(&call(request), Agent::Codex, &place)
+                .into_iter()
+                .map(|n| match n {
+                    Named::Act { action, .. } => action,
+                    Named::Unnameable { why, .. } => format!("refused: {why}"),
+                })
+                .collect()
+        };
+        let at = |rel: &str| top.join(rel);
         assert_eq!(
-            actions(Request::Write { paths: vec![] }),
-            vec!["call.write_file", "file.write"]
+            named(Request::Write {
+                paths: vec![at("src/a.rs"), at("chock.lock"), at("src/link/hooks.json")]
+            }),
+            vec![
+                "call.write_file",
+                "control.write.policy",
+                "control.write.agent"
+            ]
+        );
+        assert_eq!(
+            named(Request::Edit {
+                paths: vec![at("src/../.envrc")]
+            }),
+            vec!["control.write.host"]
+        );
+        assert_eq!(
+            named(Request::Shell {
+                command: "echo x > .husky/pre-commit".into(),
+                dir: Some(top.clone()),
+            }),
+            vec!["control.write.host", "exec.path.echo"]
         );
     }
 

@@ -161,12 +161,19 @@ fn tool_and_input(agent: Agent, value: &Value) -> Result<(String, Value), HookEr
     Ok((tool.to_owned(), input))
 }
 
-/// The first of these fields that holds a path.
-fn path_field(input: &Value, keys: &[&str]) -> Vec<PathBuf> {
-    keys.iter()
+/// The path a tool that reads or writes one file names, in the first of
+/// [`PATH_KEYS`] that holds one: a call without it is refused, naming the
+/// field, never decided as a call on no file in particular.
+fn required_path(
+    agent: Agent,
+    input: &Value,
+    missing: &'static str,
+) -> Result<Vec<PathBuf>, HookError> {
+    PATH_KEYS
+        .iter()
         .find_map(|key| string(input, key))
         .map(|p| vec![PathBuf::from(p)])
-        .unwrap_or_default()
+        .ok_or(HookError::PayloadShape { agent, missing })
 }
 
 const PATH_KEYS: &[&str] = &[
@@ -218,18 +225,24 @@ fn claude(value: &Value) -> Result<(String, Request), HookError> {
     let agent = Agent::Claude;
     let (tool, input) = tool_and_input(agent, value)?;
     let request = match tool.as_str() {
-        "Bash" | "Monitor" if input.get("command").is_some() => Request::Shell {
+        // A Bash call always carries its command (one without is refused,
+        // naming it); Monitor has a form that watches a running one, which
+        // is no command of its own.
+        "Bash" | "Monitor" if tool == "Bash" || input.get("command").is_some() => Request::Shell {
             command: shell_command(agent, &input)?,
             dir: None,
         },
         "Read" => Request::Read {
-            paths: path_field(&input, PATH_KEYS),
+            paths: required_path(agent, &input, "tool_input.file_path")?,
         },
         "Write" => Request::Write {
-            paths: path_field(&input, PATH_KEYS),
+            paths: required_path(agent, &input, "tool_input.file_path")?,
         },
-        "Edit" | "MultiEdit" | "NotebookEdit" => Request::Edit {
-            paths: path_field(&input, PATH_KEYS),
+        "Edit" | "MultiEdit" => Request::Edit {
+            paths: required_path(agent, &input, "tool_input.file_path")?,
+        },
+        "NotebookEdit" => Request::Edit {
+            paths: required_path(agent, &input, "tool_input.notebook_path")?,
         },
         "Glob" => Request::Glob,
         "Grep" => Request::Grep,
@@ -292,7 +305,7 @@ fn cursor(value: &Value, event: &str, cwd: Option<&Path>) -> Result<(String, Req
             return Ok((
                 "Read".to_owned(),
                 Request::Read {
-                    paths: path_field(value, PATH_KEYS),
+                    paths: required_path(agent, value, "file_path")?,
                 },
             ));
         }
@@ -319,13 +332,13 @@ fn cursor(value: &Value, event: &str, cwd: Option<&Path>) -> Result<(String, Req
                 .map(PathBuf::from),
         },
         "Read" | "read_file" => Request::Read {
-            paths: path_field(&input, PATH_KEYS),
+            paths: required_path(agent, &input, "tool_input.file_path")?,
         },
         "Write" | "TabWrite" | "Delete" | "delete_file" => Request::Write {
-            paths: path_field(&input, PATH_KEYS),
+            paths: required_path(agent, &input, "tool_input.file_path")?,
         },
         "Edit" | "StrReplace" | "MultiEdit" | "edit_file" | "search_replace" => Request::Edit {
-            paths: path_field(&input, PATH_KEYS),
+            paths: required_path(agent, &input, "tool_input.file_path")?,
         },
         "Glob" | "file_search" => Request::Glob,
         "Grep" | "grep_search" | "codebase_search" | "SemanticSearch" => Request::Grep,
@@ -382,14 +395,14 @@ fn gemini(value: &Value) -> Result<(String, Request), HookError> {
                 .map(PathBuf::from),
         },
         "read_file" => Request::Read {
-            paths: path_field(&input, PATH_KEYS),
+            paths: required_path(agent, &input, "tool_input.file_path")?,
         },
         "read_many_files" => Request::Read { paths: Vec::new() },
         "write_file" => Request::Write {
-            paths: path_field(&input, PATH_KEYS),
+            paths: required_path(agent, &input, "tool_input.file_path")?,
         },
         "replace" | "edit" => Request::Edit {
-            paths: path_field(&input, PATH_KEYS),
+            paths: required_path(agent, &input, "tool_input.file_path")?,
         },
         "glob" => Request::Glob,
         "grep_search" | "search_file_content" => Request::Grep,
@@ -429,7 +442,14 @@ fn codex(value: &Value) -> Result<(String, Request), HookError> {
                     agent,
                     missing: "tool_input.command with the patch",
                 })?;
-            patch_request(patch)
+            let request = patch_request(patch);
+            if matches!(&request, Request::Edit { paths } if paths.is_empty()) {
+                return Err(HookError::PayloadShape {
+                    agent,
+                    missing: "file in its patch (`*** Add File:`, `*** Update File:`, `*** Delete File:`)",
+                });
+            }
+            request
         }
         "update_plan" | "request_user_input" | "view_image" => Request::Conversation,
         "web_search" => Request::Search,

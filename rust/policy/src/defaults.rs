@@ -7,7 +7,8 @@
 //! `git.clone`, `git.fetch`, `git.pull`, `git.unknown`, `exec.unparsed`,
 //! `net.connect.*`, `net.fetch.*`, `net.serve.*`, `nix.build.*`, `nix.net.*`
 //! (but the opaque row), `device.*`, `mcp.*`, `plugin.*`, `style.parse`,
-//! `policy.widen`, `sandbox.jit`, `workspace.apply`.
+//! `policy.widen`, `sandbox.jit`, `workspace.apply`, `control.write.*` (an
+//! agent's write to a control input, `crate::control`).
 
 use std::sync::OnceLock;
 

@@ -179,25 +179,50 @@ pub fn contains(project: &Path, path: &Path) -> bool {
     resolved(path).starts_with(resolved(project))
 }
 
-/// The path with its longest existing ancestor resolved on disk and the
-/// rest (what does not exist yet) appended as written.
-fn resolved(path: &Path) -> PathBuf {
-    let mut existing = path;
-    let mut rest = Vec::new();
-    loop {
-        if let Ok(real) = existing.canonicalize() {
-            let mut out = real;
-            out.extend(rest.iter().rev());
-            return out;
-        }
-        match (existing.parent(), existing.file_name()) {
-            (Some(parent), Some(name)) => {
-                rest.push(name);
-                existing = parent;
+/// Where a write to `path` (absolute) lands: each symbolic link on the way
+/// followed as the kernel would, one whose target does not exist yet too
+/// (`link -> ../.envrc` creates `.envrc`), and the part that does not exist
+/// appended as written. A relative path, or one with more links than the
+/// kernel follows, is given back as it is.
+pub fn resolved(path: &Path) -> PathBuf {
+    use std::collections::VecDeque;
+    use std::path::Component;
+    /// The kernel's own bound on links followed in one lookup.
+    const MAX_LINKS: usize = 40;
+    if !path.is_absolute() {
+        return path.to_path_buf();
+    }
+    let mut out = PathBuf::from("/");
+    let mut rest: VecDeque<PathBuf> = path
+        .components()
+        .map(|c| PathBuf::from(c.as_os_str()))
+        .collect();
+    let mut links = 0;
+    while let Some(part) = rest.pop_front() {
+        match part.components().next() {
+            Some(Component::RootDir) => out = PathBuf::from("/"),
+            Some(Component::ParentDir) => {
+                out.pop();
             }
-            _ => return path.to_path_buf(),
+            Some(Component::Normal(name)) => {
+                let next = out.join(name);
+                match std::fs::read_link(&next) {
+                    Ok(target) => {
+                        links += 1;
+                        if links > MAX_LINKS {
+                            return path.to_path_buf();
+                        }
+                        for (at, c) in target.components().enumerate() {
+                            rest.insert(at, PathBuf::from(c.as_os_str()));
+                        }
+                    }
+                    Err(_) => out = next,
+                }
+            }
+            _ => {}
         }
     }
+    out
 }
 
 #[cfg(test)]

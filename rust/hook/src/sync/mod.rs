@@ -151,29 +151,52 @@ pub fn agent_file(project: &Path, agent: Agent) -> PathBuf {
     }
 }
 
-/// The command an agent's hook entry runs. `|| exit 2`: an agent reads
+/// How long an agent's hook entry lets `chock hook` run, in seconds: above
+/// its own 9 s watchdog, so every call Chock can decide is answered by
+/// Chock, and well below [`AGENT_TIMEOUT_SECS`].
+const HOOK_BOUND_SECS: u32 = 20;
+/// How long after [`HOOK_BOUND_SECS`] a process that ignores SIGTERM has
+/// before it is killed.
+const HOOK_KILL_AFTER_SECS: u32 = 5;
+/// The agent's own timeout written on Chock's entry, in seconds. An agent
+/// whose hook outlives it runs the call anyway, so the entry's own bound
+/// ends first.
+const AGENT_TIMEOUT_SECS: u64 = 60;
+
+/// The command an agent's hook entry runs. `timeout`: a `chock` that never
+/// reaches its watchdog (stuck before it starts, or something slow in its
+/// place) is ended after [`HOOK_BOUND_SECS`], and the call refused, before
+/// the agent's own timeout would let it run. `|| exit 2`: an agent reads
 /// exit 2 as a refusal and most other failures as "go on", so a missing
-/// `chock` (exit 127) or any failure of it refuses the call instead of
-/// letting it through.
+/// `chock` (exit 127), a missing `timeout`, a bound reached (124, 137) or
+/// any failure of chock refuses the call instead of letting it through.
 fn hook_command(chock: &str, agent: Agent) -> String {
-    format!("{chock} hook {} || exit 2", agent.name())
+    format!(
+        "timeout -k {HOOK_KILL_AFTER_SECS} {HOOK_BOUND_SECS} {chock} hook {} || exit 2",
+        agent.name()
+    )
 }
 
 /// Whether a handler in an agent's file is one Chock wrote (by any path to
-/// the binary, with any arguments).
+/// the binary, with any arguments, under `timeout` or not).
 fn is_chocks(agent: Agent) -> impl Fn(&Value) -> bool {
+    let base = |word: &str| {
+        word.rsplit('/')
+            .next()
+            .unwrap_or(word)
+            .trim_matches('"')
+            .to_owned()
+    };
     move |handler| {
         let Some(command) = handler.get("command").and_then(Value::as_str) else {
             return false;
         };
-        let mut words = command.split_whitespace();
-        let program = words.next().unwrap_or("");
-        let base = program
-            .rsplit('/')
-            .next()
-            .unwrap_or(program)
-            .trim_matches('"');
-        base == "chock" && words.next() == Some("hook") && words.next() == Some(agent.name())
+        let words: Vec<&str> = command.split_whitespace().collect();
+        let Some(at) = words.iter().position(|w| base(w) == "chock") else {
+            return false;
+        };
+        let wrapped = at == 0 || base(words[0]) == "timeout";
+        wrapped && words.get(at + 1) == Some(&"hook") && words.get(at + 2) == Some(&agent.name())
     }
 }
 
@@ -185,7 +208,7 @@ fn sync_agent(agent: Agent, path: &Path, chock: &str) -> Result<Change, HookErro
             Agent::Claude | Agent::Codex => {
                 let group = json!({
                     "matcher": "*",
-                    "hooks": [{"type": "command", "command": command, "timeout": 60}]
+                    "hooks": [{"type": "command", "command": command, "timeout": AGENT_TIMEOUT_SECS}]
                 });
                 document.ensure_nested("PreToolUse", &group, is_chocks(agent))?;
             }
@@ -196,7 +219,7 @@ fn sync_agent(agent: Agent, path: &Path, chock: &str) -> Result<Change, HookErro
                         "name": "chock",
                         "type": "command",
                         "command": command,
-                        "timeout": 60000
+                        "timeout": AGENT_TIMEOUT_SECS * 1000
                     }]
                 });
                 document.ensure_nested("BeforeTool", &group, is_chocks(agent))?;
