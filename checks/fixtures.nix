@@ -58,7 +58,7 @@
       }
     ];
     # A ceiling this module does not model, written as a freeform field.
-    sandbox.drivers = [ (zon.enum "native") ];
+    review.by_agent = false;
   };
 
   # programs.chock.settings (home-manager) -> checks/golden/config.zon: the

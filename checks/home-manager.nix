@@ -133,7 +133,12 @@ lib.runTests {
                 programs.chock = {
                   enable = true;
                   package = null;
-                  settings.sandbox.driver = config.lib.chock.zon.enum "microvm";
+                  settings.providers = [
+                    {
+                      name = "work";
+                      kind = config.lib.chock.zon.enum "openai_chat";
+                    }
+                  ];
                 };
               }
             )
@@ -143,7 +148,9 @@ lib.runTests {
       configText c;
     expected = ''
       .{
-          .sandbox = .{ .driver = .microvm },
+          .providers = .{
+              .{ .kind = .openai_chat, .name = "work" },
+          },
       }
     '';
   };

@@ -2,7 +2,7 @@
 # written to $XDG_CONFIG_HOME/chock/config.zon.
 #
 # config.zon holds one person's settings (providers, credentials, defaults,
-# the `limits` and `nix` blocks, the sandbox driver); it is not a layer of
+# the `limits`, `nix` and `log` blocks); it is not a layer of
 # rules. Rules live in each project's chock.zon, and an organisation's ceiling
 # in /etc/chock/org-policy.zon (the NixOS module).
 {
@@ -72,14 +72,14 @@ in
         {
           limits = { processes = "512"; memory = "25%"; };
           nix = { max_object_bytes = "64MiB"; max_session_bytes = "4GiB"; };
-          sandbox.driver = config.lib.chock.zon.enum "native";
+          providers = [ { name = "work"; kind = config.lib.chock.zon.enum "anthropic"; } ];
         }
       '';
       description = ''
         Chock's settings, written to {file}`$XDG_CONFIG_HOME/chock/config.zon`
         (nothing is written while this is empty). Attribute sets become ZON structs,
-        lists tuples; write an enum literal such as `.native` as
-        `config.lib.chock.zon.enum "native"`. Amounts in `limits` and `nix`
+        lists tuples; write an enum literal such as `.anthropic` as
+        `config.lib.chock.zon.enum "anthropic"`. Amounts in `limits` and `nix`
         are checked when the configuration is built. Rules do not belong here:
         a project's rules are in its chock.zon, an organisation's in its bundle.
       '';
@@ -87,7 +87,7 @@ in
   };
 
   config = lib.mkMerge [
-    # For users writing enum literals: config.lib.chock.zon.enum "native".
+    # For users writing enum literals: config.lib.chock.zon.enum "anthropic".
     { lib.chock = { inherit zon; }; }
 
     (lib.mkIf cfg.enable {

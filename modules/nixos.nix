@@ -203,8 +203,9 @@ let
   };
 
   # The ZON field each typed option becomes. Anything else in orgPolicy is
-  # freeform and written under its own name (Chock ignores bundle fields it
-  # does not know, so a ceiling this module does not model can still be set).
+  # freeform and written under its own name, so a ceiling this module does
+  # not model can still be set (Chock refuses a bundle field it does not
+  # know, and checkOrgPolicy reads the bundle at build time).
   typedFields = {
     subject = "subject";
     issuer = "issuer";
@@ -372,7 +373,7 @@ in
 
   config = lib.mkMerge [
     {
-      # For users writing freeform fields: config.lib.chock.zon.enum "native".
+      # For users writing freeform fields: config.lib.chock.zon.enum "directory".
       lib.chock = { inherit zon; };
 
       # A bundle that is silently not written is a policy nobody enforces.

@@ -12,7 +12,13 @@
         max_object_bytes = "64MiB";
         max_session_bytes = "2GiB";
       };
-      sandbox.driver = config.lib.chock.zon.enum "native";
+      providers = [
+        {
+          name = "work";
+          kind = config.lib.chock.zon.enum "anthropic";
+          key = config.lib.chock.zon.enum "login";
+        }
+      ];
     };
   };
 }

@@ -273,7 +273,7 @@ fn check_reports_a_summary_or_the_first_fault() {
     let first = err.lines().next().unwrap_or("");
     assert!(
         first.starts_with(&format!(
-            "{}:4:17: unknown field `actoin`",
+            "{}:4:17: unknown field `.actoin`: did you mean `.action`?",
             dir.join("chock.zon").display()
         )),
         "{err}"

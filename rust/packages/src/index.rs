@@ -28,16 +28,12 @@ pub fn index_path(project: &Path) -> PathBuf {
     project.join(POLICIES_DIR).join(INDEX_FILE)
 }
 
+/// The one block of `chock.zon` this crate reads (chock-policy checks the
+/// whole file, this block among them, on every load).
 #[derive(Debug, Default, Deserialize)]
 struct ProjectIndex {
     #[serde(default)]
-    index: IndexBlock,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct IndexBlock {
-    max_tokens: Option<u64>,
+    index: chock_policy::IndexBlock,
 }
 
 /// The index's budget: `.index.max_tokens` in `chock.zon`, else

@@ -113,7 +113,8 @@ mod tests {
         assert!("maybe".parse::<Decision>().is_err());
         let e = chock_zon::from_str::<Decision>(".agent_reveiw").expect_err("misspelt");
         assert!(
-            e.message().contains("unknown variant `agent_reveiw`"),
+            e.message()
+                .contains("unknown variant `.agent_reveiw`: did you mean `.agent_review`?"),
             "{e}"
         );
     }

@@ -1,9 +1,11 @@
 //! What each file may hold, as serde types, and the checks serde cannot make
-//! (bounds, agent hierarchy, bundle version). Strictness follows who writes
-//! the file: inside `.policy` of `chock.zon` and inside each settings block an
-//! unknown field refuses the file (a typo must not silently widen); the org
-//! bundle ignores unknown fields (a typo in a ceiling only narrows); unknown
-//! top-level blocks are left to the readers that own them.
+//! (bounds, agent hierarchy, bundle version, action namespaces). Every file
+//! fails closed: an unknown field or block anywhere in `chock.zon`,
+//! `config.zon` or an organisation bundle refuses the file, naming the
+//! nearest known name, because a misspelt block binds nothing and a rule
+//! nobody reads is worse than no rule. A block some Chock documents and this
+//! one does not implement yet is refused by name, never ignored; a file in
+//! another file's shape is refused with the shape it must have.
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -28,9 +30,47 @@ pub const MAX_SINKS: usize = 4;
 /// The bundle format this build reads.
 pub const BUNDLE_VERSION: u32 = 1;
 
+/// Blocks some Chock documents and this one does not implement yet: each
+/// refuses the file that holds it, by name, rather than be ignored.
+pub const NOT_IMPLEMENTED: &[&str] =
+    &["style", "devices", "skills", "search", "plugins", "sandbox"];
+
+/// What a rule whose action starts with a namespace Chock does not name
+/// (`exce.path.rm`) does to `chock.zon` (`.unknown_actions`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UnknownActions {
+    /// Refuse the file (the default): such a rule can never match.
+    #[default]
+    Refuse,
+    /// Load it and warn on every load: for a `chock.zon` written for a newer
+    /// Chock that names more.
+    Warn,
+}
+
+/// `.index` of `chock.zon`: the budget of `.agents/policies/INDEX.md`
+/// (read by chock-packages; checked here with the rest of the file).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "the `.index` block: `.{ .max_tokens = 4000 }`"
+)]
+pub struct IndexBlock {
+    pub max_tokens: Option<u64>,
+}
+
 #[derive(Debug, Default, Deserialize)]
-#[serde(expecting = "a struct literal `.{ ... }` at the top of chock.zon")]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a struct literal `.{ ... }` at the top of chock.zon"
+)]
 pub(crate) struct ProjectFile {
+    /// For a `chock.zon` written for a newer Chock: warn, not refuse.
+    #[serde(default)]
+    unknown_actions: UnknownActions,
+    /// Read by chock-packages; here only checked.
+    #[serde(default, rename = "index")]
+    _index: IndexBlock,
     #[serde(default)]
     pub(crate) policy: PolicyBlock,
     #[serde(default)]
@@ -132,7 +172,7 @@ pub(crate) struct PolicyBlock {
     pub(crate) net: NetBlock,
 }
 
-/// A rule in `chock.zon`: exactly these five fields.
+/// A rule, in `chock.zon`, a bundle or a package: exactly these five fields.
 #[derive(Debug, Deserialize)]
 #[serde(
     deny_unknown_fields,
@@ -142,23 +182,15 @@ pub(crate) struct StrictRule {
     agent_kind: Option<Pattern>,
     model: Option<Pattern>,
     tool: Option<Pattern>,
-    action: Option<Pattern>,
-    decision: Decision,
-}
-
-/// A rule in an org bundle: unknown fields are ignored, a decision is still required.
-#[derive(Debug, Deserialize)]
-#[serde(expecting = "a rule `.{ .action = \"...\", .decision = .deny }`")]
-struct LenientRule {
-    agent_kind: Option<Pattern>,
-    model: Option<Pattern>,
-    tool: Option<Pattern>,
-    action: Option<Pattern>,
+    action: Option<Spanned<Pattern>>,
     decision: Decision,
 }
 
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "an agent kind `.{ .kind = \"helper\", .parent = \"main\" }`"
+)]
 struct AgentFields {
     kind: String,
     parent: Option<String>,
@@ -219,9 +251,13 @@ pub(crate) struct LogBlock {
     pub(crate) fsync: Option<bool>,
 }
 
-/// The operator's `config.zon`: only the blocks the policy reader owns.
+/// The operator's `config.zon`: settings, where secrets are kept, the
+/// providers and their prices.
 #[derive(Debug, Default, Deserialize)]
-#[serde(expecting = "a struct literal `.{ ... }` at the top of config.zon")]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a struct literal `.{ ... }` at the top of config.zon"
+)]
 pub(crate) struct OperatorFile {
     #[serde(default)]
     pub(crate) nix: NixBlock,
@@ -244,28 +280,13 @@ pub(crate) struct OperatorFile {
     pub(crate) price_fields: Option<crate::prices::PricesBlock>,
     #[serde(skip)]
     pub(crate) prices: Vec<crate::prices::Price>,
-    /// Rules written here by mistake (`.policy = .{ .rules = ... }` or
-    /// `.rules = ...`): config.zon is not a rules layer, so they are read
-    /// only to say so.
-    #[serde(default)]
-    pub(crate) policy: Option<Spanned<serde::de::IgnoredAny>>,
-    #[serde(default)]
-    pub(crate) rules: Option<Spanned<serde::de::IgnoredAny>>,
-    /// The line of the first of those, filled in after reading.
-    #[serde(skip)]
-    pub(crate) misplaced_rules_line: Option<u32>,
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct OrgNixBlock {
     pub(crate) max_object_bytes: Option<ByteSize>,
     pub(crate) max_session_bytes: Option<ByteSize>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-pub(crate) struct OrgLimitsBlock {
-    pub(crate) processes: Option<ProcessCount>,
-    pub(crate) memory: Option<MemoryAmount>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -274,14 +295,20 @@ struct OrgVersion {
 }
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(expecting = "a struct literal `.{ ... }` at the top of the organisation bundle")]
+#[serde(
+    deny_unknown_fields,
+    expecting = "an organisation bundle `.{ .version = 1, .rules = .{ .{ .action = \"...\", .decision = .deny } } }`"
+)]
 struct OrgFile {
+    /// Read first, by [`OrgVersion`].
+    #[serde(default, rename = "version")]
+    _version: Option<serde::de::IgnoredAny>,
     subject: Option<Spanned<String>>,
     issuer: Option<Spanned<String>>,
     issued_ms: Option<u64>,
     expires_ms: Option<u64>,
     #[serde(default)]
-    rules: Spanned<Vec<Spanned<LenientRule>>>,
+    rules: Spanned<Vec<Spanned<StrictRule>>>,
     #[serde(default)]
     sinks: Spanned<Vec<Spanned<SinkFields>>>,
     budget: Option<Spanned<BudgetFields>>,
@@ -290,12 +317,16 @@ struct OrgFile {
     #[serde(default)]
     deny_read: Vec<String>,
     #[serde(default)]
-    limits: OrgLimitsBlock,
+    limits: LimitsBlock,
     #[serde(default)]
     nix: OrgNixBlock,
 }
 
 #[derive(Debug, Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a sink `.{ .kind = .directory, .path = \"/var/log/chock\" }`"
+)]
 struct SinkFields {
     kind: SinkKind,
     path: String,
@@ -317,6 +348,10 @@ pub struct Sink {
 }
 
 #[derive(Debug, Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "the `.budget` block: `.{ .max_cost = 20.0, .currency = \"USD\" }`"
+)]
 struct BudgetFields {
     max_cost: f64,
     #[serde(default)]
@@ -331,6 +366,10 @@ pub struct Budget {
 }
 
 #[derive(Debug, Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "the `.subagents` block: `.{ .max_depth = 1, .max_width = 4 }`"
+)]
 struct SubagentFields {
     max_depth: Option<u32>,
     max_width: Option<u32>,
@@ -400,6 +439,63 @@ impl<'a> Source<'a> {
     pub(crate) fn read<T: serde::de::DeserializeOwned>(&self) -> Result<T, PolicyError> {
         Ok(chock_zon::from_str_in(Some(self.file), self.text)?)
     }
+
+    /// Reads the file as `kind` after refusing, by name, what the typed
+    /// read would only call unknown: a block this Chock does not implement
+    /// yet, and a block of another file's shape (a bundle written as
+    /// `chock.zon`, rules in `config.zon`). The first in the file is named.
+    pub(crate) fn read_as<T: serde::de::DeserializeOwned>(
+        &self,
+        kind: FileKind,
+    ) -> Result<T, PolicyError> {
+        use serde::de::IgnoredAny;
+        // A top level that is not a struct is left to the typed read, which
+        // says what it must be.
+        let top: HashMap<String, Spanned<IgnoredAny>> =
+            chock_zon::from_str_in(Some(self.file), self.text).unwrap_or_default();
+        let mut blocks: Vec<(&String, Span)> = top.iter().map(|(k, v)| (k, v.span)).collect();
+        blocks.sort_by_key(|(_, span)| span.start);
+        for (name, span) in blocks {
+            if NOT_IMPLEMENTED.contains(&name.as_str()) {
+                return Err(self.error(
+                    span,
+                    format!(
+                        "`.{name}` is not implemented yet in this Chock, and a block that is not read would bind nothing: remove it, or use a Chock that implements it"
+                    ),
+                ));
+            }
+            if let Some(why) = kind.misplaced(name) {
+                return Err(self.error(span, why));
+            }
+        }
+        self.read()
+    }
+}
+
+/// Which file a [`Source`] is, for the shape it must have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FileKind {
+    Project,
+    Operator,
+    Bundle,
+}
+
+impl FileKind {
+    /// Why the top-level block `name` does not belong in this kind of file.
+    fn misplaced(self, name: &str) -> Option<String> {
+        match (self, name) {
+            (FileKind::Project, "rules") => Some(
+                "the rules of chock.zon go in `.policy.rules`: `.{ .policy = .{ .rules = .{ .{ .action = \"git.push\", .decision = .ask } } } }`".into(),
+            ),
+            (FileKind::Operator, "policy" | "rules") => Some(format!(
+                "config.zon holds no rules (only settings: .nix, .limits, .log, .secrets, .providers, .prices): move `.{name}` to the project's chock.zon under .policy.rules, or to an organisation bundle to bind every project"
+            )),
+            (FileKind::Bundle, "policy") => Some(
+                "this is chock.zon's shape, and an organisation bundle holds its rules at the top: `.{ .version = 1, .rules = .{ .{ .action = \"sandbox.jit\", .decision = .deny } } }`; a bundle in chock.zon's shape would bind nothing".into(),
+            ),
+            _ => None,
+        }
+    }
 }
 
 /// What `chock.zon` contributes, checked.
@@ -415,11 +511,13 @@ pub(crate) struct ProjectLayer {
     pub(crate) workspace: crate::workspace::WorkspaceSettings,
     pub(crate) subagents: Option<Subagents>,
     pub(crate) review: Option<Review>,
+    /// Rules in a namespace Chock does not name, under `.unknown_actions = .warn`.
+    pub(crate) warnings: Vec<String>,
 }
 
 pub(crate) fn read_project(source: &Source<'_>) -> Result<ProjectLayer, PolicyError> {
-    let file: ProjectFile = source.read()?;
-    let rules = source.strict_rules(file.policy.rules)?;
+    let file: ProjectFile = source.read_as(FileKind::Project)?;
+    let (rules, warnings) = source.rules(file.policy.rules, file.unknown_actions)?;
     let agents = check_agents(source, file.policy.agents)?;
     let container = match file.container {
         Some(block) => Some(check_container(
@@ -437,6 +535,7 @@ pub(crate) fn read_project(source: &Source<'_>) -> Result<ProjectLayer, PolicyEr
         workspace,
         subagents,
         review,
+        warnings,
         rules,
         agents,
         net: file.policy.net,
@@ -490,30 +589,23 @@ fn check_container(
     })
 }
 
-type RuleParts = (
-    Option<Pattern>,
-    Option<Pattern>,
-    Option<Pattern>,
-    Option<Pattern>,
-    Decision,
-);
-
 impl Source<'_> {
-    /// Rules written as `chock.zon` writes them: exactly the five fields.
+    /// Rules whose every action namespace Chock names (a package's, a
+    /// bundle's): one that does not refuses the file.
     pub(crate) fn strict_rules(
         &self,
         list: Spanned<Vec<Spanned<StrictRule>>>,
     ) -> Result<RuleSet, PolicyError> {
-        self.rules(list, |r| {
-            (r.agent_kind, r.model, r.tool, r.action, r.decision)
-        })
+        Ok(self.rules(list, UnknownActions::Refuse)?.0)
     }
 
-    fn rules<R>(
+    /// The rules of `list`, checked, and a warning for each action in a
+    /// namespace Chock does not name when `unknown` says to warn.
+    fn rules(
         &self,
-        list: Spanned<Vec<Spanned<R>>>,
-        parts: impl Fn(R) -> RuleParts,
-    ) -> Result<RuleSet, PolicyError> {
+        list: Spanned<Vec<Spanned<StrictRule>>>,
+        unknown: UnknownActions,
+    ) -> Result<(RuleSet, Vec<String>), PolicyError> {
         if list.value.len() > MAX_RULES {
             return Err(self.error(
                 list.span,
@@ -523,22 +615,43 @@ impl Source<'_> {
                 ),
             ));
         }
-        let rules = list
-            .value
-            .into_iter()
-            .map(|spanned| {
-                let (agent_kind, model, tool, action, decision) = parts(spanned.value);
-                Rule {
-                    agent_kind,
-                    model,
-                    tool,
-                    action,
-                    decision,
-                    source: Some(self.rule_source(spanned.span)),
+        let mut warnings = Vec::new();
+        let mut rules = Vec::with_capacity(list.value.len());
+        for Spanned { span, value } in list.value {
+            if let Some(action) = &value.action
+                && !crate::names::known_namespace(action.value.as_str())
+            {
+                let error = self.unknown_namespace(action);
+                match unknown {
+                    UnknownActions::Refuse => return Err(error),
+                    UnknownActions::Warn => warnings.push(error.to_string()),
                 }
-            })
-            .collect();
-        Ok(RuleSet::new(rules))
+            }
+            rules.push(Rule {
+                agent_kind: value.agent_kind,
+                model: value.model,
+                tool: value.tool,
+                action: value.action.map(|a| a.value),
+                decision: value.decision,
+                source: Some(self.rule_source(span)),
+            });
+        }
+        Ok((RuleSet::new(rules), warnings))
+    }
+
+    fn unknown_namespace(&self, action: &Spanned<Pattern>) -> PolicyError {
+        let written = crate::names::namespace(action.value.as_str());
+        let near = chock_zon::nearest(written, crate::names::NAMESPACES)
+            .map(|n| format!(" (did you mean `{n}`?)"))
+            .unwrap_or_default();
+        self.error(
+            action.span,
+            format!(
+                "`{}` is in no action namespace Chock names: `{written}`{near} is not one of {}, so this rule could never match; a chock.zon written for a newer Chock may say `.unknown_actions = .warn`",
+                action.value.as_str(),
+                crate::names::NAMESPACES.join(", ")
+            ),
+        )
     }
 }
 
@@ -674,7 +787,7 @@ pub(crate) fn read_bundle(source: &Source<'_>) -> Result<OrgBundle, PolicyError>
             ),
         ));
     }
-    let file: OrgFile = source.read()?;
+    let file: OrgFile = source.read_as(FileKind::Bundle)?;
     for text in [&file.subject, &file.issuer].into_iter().flatten() {
         if text.value.len() > 256 {
             return Err(source.error(text.span, "subject and issuer are at most 256 bytes"));
@@ -694,9 +807,7 @@ pub(crate) fn read_bundle(source: &Source<'_>) -> Result<OrgBundle, PolicyError>
         None => None,
     };
     let subagents = check_subagents(source, file.subagents)?;
-    let rules = source.rules(file.rules, |r| {
-        (r.agent_kind, r.model, r.tool, r.action, r.decision)
-    })?;
+    let rules = source.strict_rules(file.rules)?;
     Ok(OrgBundle {
         file: source.file.to_path_buf(),
         subject: file.subject.map(|s| s.value),

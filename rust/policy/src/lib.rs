@@ -37,8 +37,9 @@ pub use chock_flakelock::{Endpoint, EndpointError, SCHEMES, url_endpoint};
 pub use decision::Decision;
 pub use error::PolicyError;
 pub use files::{
-    Agent, BUNDLE_VERSION, Budget, ContainerSettings, MAX_AGENT_KINDS, MAX_RULES, MAX_SINKS,
-    NetMode, NetSettings, OrgBundle, Review, Sink, SinkKind, Subagents,
+    Agent, BUNDLE_VERSION, Budget, ContainerSettings, IndexBlock, MAX_AGENT_KINDS, MAX_RULES,
+    MAX_SINKS, NOT_IMPLEMENTED, NetMode, NetSettings, OrgBundle, Review, Sink, SinkKind, Subagents,
+    UnknownActions,
 };
 pub use index::RuleSet;
 pub use names::{ExecContext, NameError, Phase};

@@ -368,9 +368,103 @@ pub fn git(subcommand: &str) -> Result<String, NameError> {
     Ok(format!("git.{}", label(subcommand)?))
 }
 
+/// Every first label an action name has: those the namers above make, the
+/// shipped defaults' and the acts Chock asks about by a fixed name
+/// (`workspace.apply`, `sandbox.jit`, `policy.widen`, `model.select`,
+/// `file.write`, `style.parse`, `control.write.*`). A rule whose action
+/// starts with anything else can never match (`exce.path.rm`), so the
+/// readers refuse it.
+pub const NAMESPACES: &[&str] = &[
+    "call",
+    "control",
+    "device",
+    "exec",
+    "file",
+    "git",
+    "lsp",
+    "mcp",
+    "model",
+    "net",
+    "nix",
+    "plugin",
+    "policy",
+    "provider",
+    "sandbox",
+    "secret",
+    "skill",
+    "style",
+    "web",
+    "workspace",
+];
+
+/// The first label of an action name or pattern: `exec` of `exec.path.*`.
+pub fn namespace(action: &str) -> &str {
+    action.split('.').next().unwrap_or(action)
+}
+
+/// Whether `action` (a name or a pattern) starts with a namespace Chock names.
+pub fn known_namespace(action: &str) -> bool {
+    NAMESPACES.contains(&namespace(action))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_name_chock_makes_is_in_a_known_namespace() {
+        let image = ExecContext {
+            workspace: Path::new("/p"),
+            dev_shell_paths: &[],
+            store_dir: Path::new("/nix/store"),
+            image_dirs: &[],
+        };
+        let made = [
+            net_fetch("a.org").unwrap(),
+            net_connect("a.org", 1).unwrap(),
+            nix_net(Phase::Eval, "a.org", 1).unwrap(),
+            nix_net_either("a.org", 1).unwrap(),
+            net_serve(1),
+            nix_build(&["x"]).unwrap(),
+            nix_build_flake("github:a/b").unwrap(),
+            exec_program("jq", &image),
+            exec_program("a/../b", &image),
+            call("x").unwrap(),
+            lsp("zls").unwrap(),
+            provider("x").unwrap(),
+            provider_model("x", "y").unwrap(),
+            mcp_tool("x", "y").unwrap(),
+            mcp_host("x", "a.org").unwrap(),
+            mcp_network("x").unwrap(),
+            plugin_tool("x", "y").unwrap(),
+            secret_use("X").unwrap(),
+            device_usb(1, 2),
+            device_tty(1, 2),
+            device_tty_serial("x").unwrap(),
+            git("push").unwrap(),
+            crate::control::control_write(crate::control::ControlKind::Policy),
+        ];
+        for name in made.iter().map(String::as_str) {
+            assert!(known_namespace(name), "{name}");
+        }
+        for row in crate::defaults::SHIPPED {
+            assert!(known_namespace(row.action), "{}", row.action);
+        }
+        for fixed in [
+            "workspace.apply",
+            "workspace.integrate",
+            "sandbox.jit",
+            "policy.widen",
+            "model.select",
+            "file.write",
+            "style.parse",
+            "web.search",
+        ] {
+            assert!(known_namespace(fixed), "{fixed}");
+        }
+        assert!(!known_namespace("exce.path.rm"));
+        assert_eq!(namespace("exec"), "exec");
+    }
 
     #[test]
     fn hosts_are_reversed_and_lower_cased() {

@@ -13,8 +13,8 @@ use crate::decision::Decision;
 use crate::defaults::shipped_rules;
 use crate::error::PolicyError;
 use crate::files::{
-    Agent, NetSettings, OperatorFile, OrgBundle, ProjectLayer, Review, Source, read_bundle,
-    read_project,
+    Agent, FileKind, NetSettings, OperatorFile, OrgBundle, ProjectLayer, Review, Source,
+    read_bundle, read_project,
 };
 use crate::index::RuleSet;
 use crate::names::{self, NameError};
@@ -317,6 +317,7 @@ impl Policy {
             workspace: Default::default(),
             subagents: None,
             review: None,
+            warnings: Vec::new(),
         };
         let org = org
             .into_iter()
@@ -837,14 +838,8 @@ impl Policy {
             })
             .collect();
         warnings.extend(self.nix_settings_folded().1);
-        if let Some((file, operator)) = &self.operator
-            && let Some(line) = operator.misplaced_rules_line
-        {
-            warnings.push(format!(
-                "{}:{line}: config.zon holds no rules (only settings: .nix, .limits, .log, .secrets, .providers, .prices), so these are ignored; move them to the project's {} under .policy.rules, or to an organisation bundle to bind every project",
-                file.display(),
-                self.project_file.display()
-            ));
+        if let Some(project) = &self.project {
+            warnings.extend(project.warnings.iter().cloned());
         }
         warnings
     }
@@ -1071,12 +1066,7 @@ fn human_duration(seconds: u64) -> String {
 
 impl Source<'_> {
     fn read_operator(&self) -> Result<OperatorFile, PolicyError> {
-        let mut operator: OperatorFile = chock_zon::from_str_in(Some(self.file), self.text)?;
-        operator.misplaced_rules_line = [&operator.policy, &operator.rules]
-            .into_iter()
-            .flatten()
-            .map(|block| chock_zon::line_col(self.text, block.span.start).0)
-            .min();
+        let mut operator: OperatorFile = self.read_as(FileKind::Operator)?;
         operator.stores = crate::servers::read_operator_secrets(
             self,
             std::mem::take(&mut operator.secret_fields),

@@ -288,7 +288,7 @@ mod tests {
             ),
             (
                 ".{ .providers = .{\n .{ .name = \"a\", .kind = .anthropic, .key = .keychain } } }",
-                "`login`",
+                "`.login`",
             ),
             (
                 ".{ .providers = .{\n .{ .name = \"a\", .kind = .anthropic, .api_key = \"sk\" } } }",

@@ -83,7 +83,7 @@ fn no_chock_zon_means_shipped_defaults_then_ask() {
 fn an_empty_literal_and_a_file_without_policy_mean_no_rules() {
     for (name, text) in [
         ("empty", ".{}"),
-        ("other-blocks", ".{ .style = .{ .x = 1 }, .devices = .{} }"),
+        ("settings-only", ".{ .limits = .{ .processes = 300 } }"),
     ] {
         let (_, options) = project(name, Some(text));
         let policy = Policy::load(&options).expect(text);
@@ -205,11 +205,11 @@ fn a_suggestion_that_can_only_tie_says_to_edit_the_rule() {
     let (dir, options) = project(
         "tie",
         Some(
-            ".{ .policy = .{ .rules = .{\n.{ .agent_kind = \"main\", .tool = \"t\", .model = \"m\", .action = \"a.b\", .decision = .deny },\n} } }",
+            ".{ .policy = .{ .rules = .{\n.{ .agent_kind = \"main\", .tool = \"t\", .model = \"m\", .action = \"git.b\", .decision = .deny },\n} } }",
         ),
     );
     let policy = Policy::load(&options).expect("loads");
-    let key = Key::new("a.b").with_tool("t").with_model("m");
+    let key = Key::new("git.b").with_tool("t").with_model("m");
     let s = policy
         .decide(&key, Reading::Act)
         .suggestion
@@ -234,12 +234,12 @@ fn refusals_inside_policy_name_file_line_column_and_what_to_write() {
         (
             ".{ .policy = .{ .rules = .{ .{ .actoin = \"x\", .decision = .allow } } } }",
             "actoin",
-            "unknown field `actoin`",
+            "unknown field `.actoin`: did you mean `.action`?",
         ),
         (
             ".{ .policy = .{ .rules = .{ .{ .action = \"x\", .decision = .agent_reveiw } } } }",
             ".agent_reveiw",
-            "unknown variant `agent_reveiw`",
+            "unknown variant `.agent_reveiw`: did you mean `.agent_review`?",
         ),
         (
             ".{ .policy = .{ .rules = .{ .{ .action = \"*\", .decision = .allow } } } }",
@@ -279,7 +279,7 @@ fn refusals_inside_policy_name_file_line_column_and_what_to_write() {
         (
             ".{ .policy = .{ .rule = .{} } }",
             "rule =",
-            "unknown field `rule`",
+            "unknown field `.rule`: did you mean `.rules`?",
         ),
         (
             ".{ .policy = .{ .{ .action = \"x\", .decision = .allow } } }",
@@ -304,12 +304,12 @@ fn refusals_inside_policy_name_file_line_column_and_what_to_write() {
         (
             ".{ .nix = .{ .max_objcet_bytes = 1 } }",
             "max_objcet_bytes",
-            "unknown field `max_objcet_bytes`",
+            "unknown field `.max_objcet_bytes`: did you mean `.max_object_bytes`?",
         ),
         (
             ".{ .policy = .{ .net = .{ .router = .open } } }",
             ".open",
-            "unknown variant `open`",
+            "unknown variant `.open`",
         ),
     ];
     for (i, (text, at, words)) in cases.iter().enumerate() {
@@ -331,7 +331,7 @@ fn refusals_inside_policy_name_file_line_column_and_what_to_write() {
 
 #[test]
 fn bounds_are_enforced() {
-    let rule = ".{ .action = \"a\", .decision = .ask },";
+    let rule = ".{ .action = \"git.a\", .decision = .ask },";
     let (_, options) = project(
         "512",
         Some(&format!(
@@ -414,7 +414,7 @@ fn an_org_bundle_is_a_ceiling_that_binds_unnamed_acts() {
     let bundle = write(
         &dir,
         "org.zon",
-        ".{\n    .version = 1,\n    .subject = \"acme\",\n    .locked = true,\n    .rules = .{\n        .{ .action = \"git.push\", .decision = .ask, .note = \"ignored\" },\n        .{ .action = \"sandbox.jit\", .decision = .deny },\n    },\n}\n",
+        ".{\n    .version = 1,\n    .subject = \"acme\",\n    .rules = .{\n        .{ .action = \"git.push\", .decision = .ask },\n        .{ .action = \"sandbox.jit\", .decision = .deny },\n    },\n}\n",
     );
     options.org_bundles.push(bundle.clone());
     let policy = Policy::load(&options).expect("loads");
@@ -426,7 +426,7 @@ fn an_org_bundle_is_a_ceiling_that_binds_unnamed_acts() {
         (Decision::Ask, Layer::Org)
     );
     assert_eq!(v.decided_by.file.as_deref(), Some(bundle.as_path()));
-    assert_eq!(v.decided_by.line, Some(6));
+    assert_eq!(v.decided_by.line, Some(5));
     let s = v.suggestion.expect("suggestion");
     assert!(
         s.block.contains("organisation's bundle") && s.block.contains("org.zon"),
@@ -684,7 +684,7 @@ fn settings_fold_project_over_operator_over_builtin_under_the_org_ceiling() {
     options.org_bundles = vec![write(
         &dir,
         "org.zon",
-        ".{ .nix = .{ .max_object_bytes = \"64MiB\", .unknown = 1 }, .limits = .{ .processes = \"2\", .memory = \"1GiB\" } }",
+        ".{ .nix = .{ .max_object_bytes = \"64MiB\" }, .limits = .{ .processes = \"2\", .memory = \"1GiB\" } }",
     )];
     let policy = Policy::load(&options).expect("loads");
     assert_eq!(policy.nix_settings().max_object_bytes, 64 << 20);
@@ -816,21 +816,29 @@ fn rules_written_in_config_zon_are_named_with_the_file_to_move_them_to() {
         ".{\n    .log = .{ .keep = 2 },\n    .policy = .{ .rules = .{ .{ .action = \"git.push\", .decision = .deny } } },\n}",
     );
     options.operator_config = Some(operator.clone());
-    let policy = Policy::load(&options).expect("loads");
-    let warning = policy
-        .warnings()
-        .iter()
-        .find(|w| w.contains("config.zon holds no rules"))
-        .unwrap_or_else(|| panic!("no warning in {:?}", policy.warnings()));
+    // Rules there would bind nothing: the file is refused, not half read.
+    let shown = load_err(&options);
     assert!(
-        warning.starts_with(&format!("{}:3:", operator.display())),
-        "{warning}"
+        shown.starts_with(&format!(
+            "{}:3:15: config.zon holds no rules",
+            operator.display()
+        )),
+        "{shown}"
     );
     assert!(
-        warning.contains(&dir.join("chock.zon").display().to_string()),
-        "names the project's chock.zon: {warning}"
+        shown.contains("move `.policy` to the project's chock.zon"),
+        "{shown}"
     );
-    assert_eq!(policy.log_settings().keep, 2, "the settings still apply");
+    write(
+        &dir,
+        "config.zon",
+        ".{ .rules = .{ .{ .action = \"git.push\", .decision = .deny } } }",
+    );
+    let shown = load_err(&options);
+    assert!(
+        shown.contains("config.zon:1:13: config.zon holds no rules"),
+        "{shown}"
+    );
 
     // Settings alone: nothing to say.
     write(&dir, "config.zon", ".{ .log = .{ .keep = 2 } }");
@@ -879,4 +887,199 @@ fn a_container_block_names_the_image_and_refuses_a_dev_shell_beside_it() {
         Some(".{ .container = .{ .image = \"a b\" } }"),
     );
     assert!(load_err(&blank).contains("image reference"));
+}
+
+/// Each policy file with a typo at the top: refused at the name, with the
+/// nearest block named, never read as a file without rules.
+#[test]
+fn a_misspelt_block_refuses_every_kind_of_file_naming_the_nearest_one() {
+    let (dir, mut options) = project(
+        "typo-project",
+        Some(
+            ".{\n    .polciy = .{ .rules = .{ .{ .action = \"git.push\", .decision = .deny } } },\n}\n",
+        ),
+    );
+    let shown = load_err(&options);
+    assert!(
+        shown.starts_with(&format!(
+            "{}:2:6: unknown field `.polciy`: did you mean `.policy`?",
+            dir.join("chock.zon").display()
+        )),
+        "{shown}"
+    );
+    write(&dir, "chock.zon", ".{}");
+    let operator = write(&dir, "config.zon", ".{ .limts = .{ .processes = 2 } }");
+    options.operator_config = Some(operator.clone());
+    let shown = load_err(&options);
+    assert!(
+        shown.starts_with(&format!(
+            "{}:1:5: unknown field `.limts`: did you mean `.limits`?",
+            operator.display()
+        )),
+        "{shown}"
+    );
+    write(&dir, "config.zon", ".{}");
+    for (text, at, words) in [
+        (
+            ".{ .rulse = .{ .{ .action = \"git.push\", .decision = .deny } } }",
+            ":1:5:",
+            "unknown field `.rulse`: did you mean `.rules`?",
+        ),
+        (
+            ".{ .rules = .{ .{ .action = \"git.push\", .decision = .deny, .note = \"x\" } } }",
+            ":1:61:",
+            "unknown field `.note`",
+        ),
+        (
+            ".{ .review = .{ .by_agnet = false } }",
+            ":1:18:",
+            "unknown field `.by_agnet`: did you mean `.by_agent`?",
+        ),
+        (
+            ".{ .nix = .{ .max_object_bytes = \"64MiB\", .unknown = 1 } }",
+            ":1:44:",
+            "unknown field `.unknown`",
+        ),
+        (
+            ".{ .sinks = .{ .{ .kind = .directory, .path = \"/var/log/x\", .mode = 1 } } }",
+            ":1:62:",
+            "unknown field `.mode`",
+        ),
+    ] {
+        let bundle = write(&dir, "org.zon", text);
+        options.org_bundles = vec![bundle];
+        let shown = load_err(&options);
+        assert!(
+            shown.contains(&format!("org.zon{at} {words}")),
+            "{text}: {shown}"
+        );
+    }
+}
+
+/// A bundle written in chock.zon's shape binds nothing, so it is refused
+/// saying the shape it must have; chock.zon in a bundle's shape likewise.
+#[test]
+fn a_file_in_another_files_shape_is_refused_with_the_shape_it_must_have() {
+    let (dir, mut options) = project("shapes", Some(".{}"));
+    let bundle = write(
+        &dir,
+        "org.zon",
+        ".{\n    .policy = .{ .rules = .{ .{ .action = \"sandbox.jit\", .decision = .deny } } },\n}\n",
+    );
+    options.org_bundles = vec![bundle.clone()];
+    let shown = load_err(&options);
+    assert!(
+        shown.starts_with(&format!(
+            "{}:2:15: this is chock.zon's shape",
+            bundle.display()
+        )),
+        "{shown}"
+    );
+    assert!(shown.contains("`.{ .version = 1, .rules = .{"), "{shown}");
+    options.org_bundles.clear();
+    write(
+        &dir,
+        "chock.zon",
+        ".{ .rules = .{ .{ .action = \"git.push\", .decision = .deny } } }",
+    );
+    let shown = load_err(&options);
+    assert!(
+        shown.contains("chock.zon:1:13: the rules of chock.zon go in `.policy.rules`"),
+        "{shown}"
+    );
+    write(
+        &dir,
+        "chock.zon",
+        ".{ .policy = .{ .rules = .{ \"git.push\" } } }",
+    );
+    let shown = load_err(&options);
+    assert!(shown.contains("chock.zon:1:29: expected a rule"), "{shown}");
+}
+
+/// A block this Chock does not implement is refused by name in every file,
+/// never ignored.
+#[test]
+fn a_block_chock_does_not_implement_is_refused_by_name() {
+    let (dir, mut options) = project("not-yet", None);
+    for block in chock_policy::NOT_IMPLEMENTED {
+        let text =
+            format!(".{{\n    .limits = .{{ .processes = 2 }},\n    .{block} = .{{}},\n}}\n");
+        write(&dir, "chock.zon", &text);
+        let shown = load_err(&options);
+        let col = block.len() + 9;
+        assert!(
+            shown.contains(&format!(
+                "chock.zon:3:{col}: `.{block}` is not implemented yet in this Chock"
+            )),
+            "{shown}"
+        );
+        write(&dir, "chock.zon", ".{}");
+        options.operator_config = Some(write(&dir, "config.zon", &text));
+        let shown = load_err(&options);
+        assert!(
+            shown.contains(&format!(
+                "config.zon:3:{col}: `.{block}` is not implemented"
+            )),
+            "{shown}"
+        );
+        options.operator_config = None;
+        options.org_bundles = vec![write(&dir, "org.zon", &text)];
+        let shown = load_err(&options);
+        assert!(
+            shown.contains(&format!("org.zon:3:{col}: `.{block}` is not implemented")),
+            "{shown}"
+        );
+        options.org_bundles.clear();
+    }
+}
+
+/// `exce.path.rm` can never match: refused in chock.zon, bundles and
+/// packages, unless chock.zon says `.unknown_actions = .warn`.
+#[test]
+fn an_unknown_action_namespace_is_refused_unless_chock_zon_says_warn() {
+    let rules =
+        ".policy = .{ .rules = .{\n    .{ .action = \"exce.path.rm\", .decision = .deny },\n} }";
+    let (dir, mut options) = project("namespace", Some(&format!(".{{ {rules} }}")));
+    let shown = load_err(&options);
+    assert!(
+        shown.contains("chock.zon:2:18: `exce.path.rm` is in no action namespace Chock names: `exce` (did you mean `exec`?)"),
+        "{shown}"
+    );
+    write(
+        &dir,
+        "chock.zon",
+        &format!(".{{ .unknown_actions = .warn, {rules} }}"),
+    );
+    let policy = Policy::load(&options).expect("warn loads");
+    assert_eq!(policy.rules().len(), 1);
+    let warning = policy
+        .warnings()
+        .iter()
+        .find(|w| w.contains("exce.path.rm"))
+        .unwrap_or_else(|| panic!("no warning in {:?}", policy.warnings()));
+    assert!(warning.contains("chock.zon:2:18:"), "{warning}");
+    write(&dir, "chock.zon", ".{ .unknown_actions = .ignore }");
+    assert!(load_err(&options).contains("unknown variant `.ignore`"));
+    // A bundle's and a package's rules are always held to the namespaces.
+    write(&dir, "chock.zon", ".{ .unknown_actions = .warn }");
+    options.org_bundles = vec![write(
+        &dir,
+        "org.zon",
+        ".{ .rules = .{ .{ .action = \"sandbx.jit\", .decision = .deny } } }",
+    )];
+    let shown = load_err(&options);
+    assert!(
+        shown.contains("org.zon:1:29: `sandbx.jit` is in no action namespace"),
+        "{shown}"
+    );
+    options.org_bundles.clear();
+    let package = dir.join(".agents/policies/p");
+    std::fs::create_dir_all(&package).expect("mkdir");
+    write(
+        &package,
+        "manifest.zon",
+        ".{ .id = \"p\", .version = \"1\", .summary = \"s\", .hooks = .{ \"tool\" }, .rules = .{ .{ .action = \"gti.push\", .decision = .deny } } }",
+    );
+    let shown = load_err(&options);
+    assert!(shown.contains("manifest.zon:1:94: `gti.push` is in no action namespace Chock names: `gti` (did you mean `git`?)"), "{shown}");
 }
