@@ -1338,3 +1338,102 @@ fn no_apply_lands_a_path_inside_a_bind() {
     assert!(!fx.project.join("build/sub").exists());
     sound(&fx);
 }
+
+/// `chock apply` is killed (SIGKILL) at points spread over its run, alone
+/// (its git children run on) or with its whole process group; then
+/// `chock apply` runs again. However it was stopped, the person's
+/// repository ends whole: the work landed on main once, the tree and the
+/// index at main, no lock file of git's left, `git fsck` clean, nothing
+/// written outside the project.
+#[test]
+fn an_apply_killed_at_any_point_is_finished_by_the_next() {
+    use std::os::unix::process::CommandExt;
+    const ROUNDS: u64 = 16;
+    const FILES: usize = 300;
+    let mut finished = 0;
+    for round in 0..ROUNDS {
+        let group = round % 2 == 1;
+        let fx = repo(&zon_with("merge", ""));
+        std::fs::create_dir(fx.project.join("f")).expect("f");
+        for i in 0..FILES {
+            std::fs::write(fx.project.join(format!("f/{i:03}")), "person\n").expect("f");
+        }
+        git(&fx.project, &["add", "f"]);
+        git(&fx.project, &["commit", "-q", "-m", "files"]);
+        let out = in_workspace(&fx, &[], "for f in f/*; do echo agent > $f; done");
+        assert!(out.status.success(), "{}", describe(&out));
+        std::fs::write(fx.project.join("c.txt"), "person\n").expect("c.txt");
+        git(&fx.project, &["add", "c.txt"]);
+        git(&fx.project, &["commit", "-q", "-m", "person: moves main"]);
+        let outside: Vec<_> = std::fs::read_dir(fx.root())
+            .expect("root")
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        let mut child = fx
+            .chock()
+            .arg("apply")
+            .process_group(0)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn");
+        std::thread::sleep(std::time::Duration::from_millis(
+            round / 2 * 45 + round % 2 * 20,
+        ));
+        if group {
+            // SAFETY-free: a plain kill(2) of the group the child leads.
+            let pgid = i32::try_from(child.id()).expect("pid");
+            assert_eq!(unsafe { libc::kill(-pgid, libc::SIGKILL) }, 0);
+        } else {
+            let _ = child.kill();
+        }
+        let _ = child.wait();
+        let again = apply(&fx, &[]);
+        let said = describe(&again);
+        if text(&again.stderr).contains("interrupted") {
+            finished += 1;
+        }
+        for i in [0, FILES / 2, FILES - 1] {
+            assert_eq!(
+                std::fs::read_to_string(fx.project.join(format!("f/{i:03}"))).expect("f"),
+                "agent\n",
+                "round {round}: the work landed: {said}"
+            );
+        }
+        assert!(fx.project.join("c.txt").is_file(), "round {round}: {said}");
+        assert_eq!(
+            git(&fx.project, &["status", "--porcelain"]),
+            "",
+            "round {round}: the tree and the index are at main: {said}"
+        );
+        let merges = git(&fx.project, &["rev-list", "--merges", "--count", "main"]);
+        assert!(
+            merges == "1",
+            "round {round}: landed once ({merges} merges): {said}"
+        );
+        let locks = git(&fx.project, &["ls-files", "-o", "--", ".git"]);
+        assert!(locks.is_empty(), "round {round}: {locks}");
+        let refs = std::process::Command::new("find")
+            .args([".git", "-name", "*.lock"])
+            .current_dir(&fx.project)
+            .output()
+            .expect("find");
+        assert!(
+            refs.stdout.is_empty(),
+            "round {round}: a lock is left: {}",
+            text(&refs.stdout)
+        );
+        sound(&fx);
+        let now: Vec<_> = std::fs::read_dir(fx.root())
+            .expect("root")
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(
+            now, outside,
+            "round {round}: nothing is written beside the project"
+        );
+    }
+    eprintln!("{finished} of {ROUNDS} killed applies were finished by the next");
+}

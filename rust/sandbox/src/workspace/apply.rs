@@ -336,9 +336,16 @@ impl SessionWorkspace {
         }
         let host = Git::host(&self.meta.project);
         let git = self.git().with_env(identity(&host));
-        // No session runs while this process holds the workspace: an
-        // index lock there is a killed apply's, once nobody holds it open.
-        journal::clear_stale_lock(&self.git_dir().join("index.lock"))?;
+        // No session runs while this process holds the workspace: a lock
+        // file of git's there is a killed apply's, once nobody holds it open.
+        for lock in [
+            "index.lock",
+            "HEAD.lock",
+            "packed-refs.lock",
+            "refs/heads/chock-session.lock",
+        ] {
+            journal::clear_stale_lock(&self.git_dir().join(lock))?;
+        }
         git.run(["add", "-A"])?;
         let staged = git.output(["diff", "--cached", "--quiet"], None)?;
         if !staged.ok {

@@ -56,7 +56,8 @@ const SAFE: [&str; 32] = [
 /// no system or global config, no prompt.
 const SAFE_ENV: [(&str, &str); 6] = [
     ("GIT_NO_REPLACE_OBJECTS", "1"),
-    ("GIT_GRAFT_FILE", "/dev/null"),
+    // A path that cannot exist (`/dev/null` is no folder): no grafts.
+    ("GIT_GRAFT_FILE", "/dev/null/grafts"),
     ("GIT_CONFIG_NOSYSTEM", "1"),
     ("GIT_CONFIG_GLOBAL", "/dev/null"),
     ("GIT_TERMINAL_PROMPT", "0"),

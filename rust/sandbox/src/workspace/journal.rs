@@ -16,7 +16,9 @@
 //! - the branch at the new tip: the tree is finished (`read-tree -m -u`, or
 //!   path by path when git had written some files: each path the landing
 //!   changes is written only when what is there is still the old or the
-//!   new content, so nothing of the person's is overwritten);
+//!   new content, or the file git was writing when it was killed (gone,
+//!   or cut short of the new content), so nothing of the person's is
+//!   overwritten);
 //! - the branch elsewhere: the person moved it since; nothing is touched.
 
 use std::fs::File;
@@ -309,9 +311,25 @@ fn finish_tree(
         let old_blob = blob(host, tip, &path)?;
         let new_blob = blob(host, new, &path)?;
         let index = indexed(host, &path)?;
-        let file = on_disk(host, project, &path)?;
+        let bytes = on_disk(project, &path)?;
+        let file = match &bytes {
+            Some(b) => Some(hash(host, b)?),
+            None => None,
+        };
         let known = |x: &Option<String>| x == &old_blob || x == &new_blob;
-        if !known(&index) || !known(&file) {
+        // The file git was writing when it was killed: removed (git
+        // removes the old one first) or cut short of the new content.
+        let torn = match (&bytes, &new_blob) {
+            (None, Some(_)) => true,
+            (Some(b), Some(id)) => {
+                b.len() < 1 << 24 && {
+                    let content = host.run(["cat-file", "blob", id])?.stdout;
+                    content.starts_with(b)
+                }
+            }
+            _ => false,
+        };
+        if !known(&index) || !(known(&file) || torn) {
             left.push(path);
         } else if new_blob.is_some() {
             write.push(format!(":(literal){path}"));
@@ -364,25 +382,34 @@ fn indexed(host: &Git, path: &str) -> Result<Option<String>, WorkspaceError> {
         .find_map(|l| l.split_whitespace().nth(1).map(str::to_owned)))
 }
 
-/// The blob id of what the tree holds at `path` (a file's bytes, a link's
-/// target), `None` when nothing is there.
-fn on_disk(host: &Git, project: &Path, path: &str) -> Result<Option<String>, WorkspaceError> {
+/// What the tree holds at `path` (a file's bytes, a link's target),
+/// `None` when nothing is there; anything else reads as empty.
+fn on_disk(project: &Path, path: &str) -> Result<Option<Vec<u8>>, WorkspaceError> {
     let full = project.join(path);
     let Ok(meta) = std::fs::symlink_metadata(&full) else {
         return Ok(None);
     };
-    let bytes = if meta.file_type().is_symlink() {
-        std::fs::read_link(&full)
-            .map_err(io("reading the link", &full))?
-            .into_os_string()
-            .into_encoded_bytes()
-    } else if meta.is_file() {
-        std::fs::read(&full).map_err(io("reading", &full))?
-    } else {
-        return Ok(Some(String::new()));
-    };
-    let out = host.output(["hash-object", "--no-filters", "--stdin"], Some(&bytes))?;
-    Ok(Some(String::from_utf8_lossy(&out.stdout).trim().to_owned()))
+    if meta.file_type().is_symlink() {
+        return Ok(Some(
+            std::fs::read_link(&full)
+                .map_err(io("reading the link", &full))?
+                .into_os_string()
+                .into_encoded_bytes(),
+        ));
+    }
+    if meta.is_file() {
+        return std::fs::read(&full).map(Some).map_err(io("reading", &full));
+    }
+    Ok(Some(Vec::new()))
+}
+
+/// The blob id of `bytes`.
+fn hash(host: &Git, bytes: &[u8]) -> Result<String, WorkspaceError> {
+    let out = host.output(["hash-object", "--no-filters", "--stdin"], Some(bytes))?;
+    if !out.ok {
+        return Err(host.failed(["hash-object", "--stdin"], &out));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }
 
 /// Removes `lock`, a lock file of git's in a repository only Chock uses
