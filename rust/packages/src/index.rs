@@ -9,6 +9,7 @@ use chock_policy::PolicyPackage;
 use chock_policy::package::POLICIES_DIR;
 use serde::Deserialize;
 
+use crate::beneath::PoliciesDir;
 use crate::lock::write_atomically;
 use crate::{PackageError, io};
 
@@ -144,15 +145,19 @@ pub fn sync(
     if packages.is_empty() && !index_path(project).exists() {
         return Ok(done);
     }
-    let index = index_path(project);
-    done.push((
-        index.clone(),
-        write_if_changed(&index, Some(render(packages)))?,
-    ));
+    // Through the folder's descriptor: a link planted at `.agents` or
+    // `policies` is refused, one at INDEX.md replaced, never written through.
+    let policies = PoliciesDir::open(project)?;
+    let index = policies.path().join(INDEX_FILE);
+    let written = write_if_changed(&index, Some(render(packages)), |bytes| {
+        policies.write_file(INDEX_FILE, bytes)
+    })?;
+    done.push((index, written));
     let agents = project.join(AGENTS_FILE);
     let current = read_optional(&agents)?;
     let new = agents_updated(&agents, current.as_deref())?;
-    done.push((agents.clone(), write_if_changed(&agents, new)?));
+    let written = write_if_changed(&agents, new, |bytes| write_atomically(&agents, bytes))?;
+    done.push((agents, written));
     Ok(done)
 }
 
@@ -164,7 +169,11 @@ fn read_optional(path: &Path) -> Result<Option<String>, PackageError> {
     }
 }
 
-fn write_if_changed(path: &Path, new: Option<String>) -> Result<Written, PackageError> {
+fn write_if_changed(
+    path: &Path,
+    new: Option<String>,
+    write: impl FnOnce(&[u8]) -> Result<(), PackageError>,
+) -> Result<Written, PackageError> {
     let current = read_optional(path)?;
     let Some(new) = new else {
         return Ok(Written::Unchanged);
@@ -172,10 +181,7 @@ fn write_if_changed(path: &Path, new: Option<String>) -> Result<Written, Package
     if current.as_deref() == Some(new.as_str()) {
         return Ok(Written::Unchanged);
     }
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(io(dir, "creating"))?;
-    }
-    write_atomically(path, new.as_bytes())?;
+    write(new.as_bytes())?;
     Ok(if current.is_some() {
         Written::Updated
     } else {

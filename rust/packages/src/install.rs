@@ -7,12 +7,20 @@
 //! differs is never replaced unasked: the difference is shown as a diff,
 //! and only `--yes` (or a person's yes at the terminal) replaces it. The
 //! new content is written beside the old and swapped in by renames.
+//!
+//! A package id is one label ([`chock_policy::package::valid_id`]) wherever
+//! it comes from (the command line, `chock.lock`, the manifest), and each
+//! folder the package is found in inside the catalog must be a real one,
+//! not a link. The write goes through descriptors ([`crate::beneath`]):
+//! only beneath `.agents/policies/<id>/`, never through a link planted on
+//! the way.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use chock_policy::package::{MANIFEST, POLICIES_DIR, read_package};
+use chock_policy::package::{ID_RULE, MANIFEST, POLICIES_DIR, read_package, valid_id};
 
+use crate::beneath::{PackageFile, PoliciesDir, fd_path};
 use crate::lock::{Lock, Locked, content_hash, files};
 use crate::{PackageError, io};
 
@@ -44,14 +52,39 @@ pub struct Pending {
     pub diff: String,
 }
 
-/// Splits `SOURCE#ID`.
+/// Splits `SOURCE#ID`, refusing an id that is not one label.
 pub fn parse_spec(spec: &str) -> Result<(&str, &str), PackageError> {
     match spec.rsplit_once('#') {
-        Some((source, id)) if !source.is_empty() && !id.is_empty() => Ok((source, id)),
+        Some((source, id)) if !source.is_empty() && !id.is_empty() => {
+            check_id(id)?;
+            Ok((source, id))
+        }
         _ => Err(PackageError::Refused(format!(
             "`{spec}` names no policy: write SOURCE#ID, such as `../catalog#no-large-files`"
         ))),
     }
+}
+
+/// Refuses `id` unless it is one label: it names the folder
+/// `.agents/policies/<id>/` and nothing else.
+pub fn check_id(id: &str) -> Result<(), PackageError> {
+    if valid_id(id) {
+        Ok(())
+    } else {
+        Err(PackageError::Refused(format!(
+            "`{id}` is not a policy id: {ID_RULE}"
+        )))
+    }
+}
+
+/// Whether every step from `root` down `steps` is a real folder (no link,
+/// no file), so a catalog cannot point a package's folder elsewhere.
+fn real_folders(root: &Path, steps: &[&str]) -> bool {
+    let mut path = root.to_path_buf();
+    steps.iter().all(|step| {
+        path.push(step);
+        std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir())
+    })
 }
 
 fn git(dir: &Path, args: &[&str]) -> Result<String, PackageError> {
@@ -91,6 +124,7 @@ pub fn fetch(
     id: &str,
     commit: Option<&str>,
 ) -> Result<Fetched, PackageError> {
+    check_id(id)?;
     let path = &project.join(source);
     if !path.is_dir() {
         return Err(PackageError::Refused(format!(
@@ -123,14 +157,13 @@ pub fn fetch(
         copy_tree(path, &copy)?;
         (copy, String::new())
     };
-    let candidates = [
-        root.join(id),
-        root.join("policies").join(id),
-        root.join(POLICIES_DIR).join(id),
-    ];
+    let policies: Vec<&str> = POLICIES_DIR.split('/').chain([id]).collect();
+    let candidates: [&[&str]; 3] = [&[id], &["policies", id], &policies];
     let dir = candidates
         .into_iter()
-        .find(|d| d.join(MANIFEST).is_file())
+        .filter(|steps| real_folders(&root, steps))
+        .map(|steps| steps.iter().fold(root.clone(), |dir, step| dir.join(step)))
+        .find(|d| std::fs::symlink_metadata(d.join(MANIFEST)).is_ok_and(|m| m.is_file()))
         .ok_or_else(|| {
             PackageError::Refused(format!(
                 "{source} holds no policy `{id}` (looked for {id}/, policies/{id}/ and {POLICIES_DIR}/{id}/ with a {MANIFEST})"
@@ -180,24 +213,26 @@ pub fn diff(installed: &Path, fetched: &Path) -> Result<String, PackageError> {
     Ok(text)
 }
 
-/// Puts `fetched` in place as `id` under `project`: written beside the old
-/// folder, then swapped in.
-fn place(project: &Path, id: &str, fetched: &Fetched) -> Result<(), PackageError> {
-    let root = project.join(POLICIES_DIR);
-    std::fs::create_dir_all(&root).map_err(io(&root, "creating"))?;
-    let staging = tempfile::Builder::new()
-        .prefix(&format!(".{id}.new"))
-        .tempdir_in(&root)
-        .map_err(io(&root, "creating"))?;
-    let fresh = staging.path().join(id);
-    copy_tree(&fetched.dir, &fresh)?;
-    let target = root.join(id);
-    if target.exists() {
-        let old = staging.path().join("old");
-        std::fs::rename(&target, &old).map_err(io(&target, "moving the old package aside"))?;
-    }
-    std::fs::rename(&fresh, &target).map_err(io(&target, "putting the package in place"))?;
-    Ok(())
+/// The files of the fetched package, read into memory (a package is small:
+/// [`files`] bounds how many).
+fn package_files(fetched: &Fetched) -> Result<Vec<PackageFile>, PackageError> {
+    use std::os::unix::fs::PermissionsExt as _;
+    files(&fetched.dir)?
+        .into_iter()
+        .map(|rel| {
+            let path = fetched.dir.join(&rel);
+            let bytes = std::fs::read(&path).map_err(io(&path, "reading"))?;
+            let mode = std::fs::symlink_metadata(&path)
+                .map_err(io(&path, "reading"))?
+                .permissions()
+                .mode();
+            Ok(PackageFile {
+                rel,
+                bytes,
+                executable: mode & 0o111 != 0,
+            })
+        })
+        .collect()
 }
 
 /// `chock install SOURCE#ID`: fetches, shows a change as a diff unless
@@ -227,15 +262,18 @@ fn put(
     fetched: &Fetched,
     replace: &mut dyn FnMut(&Pending) -> bool,
 ) -> Result<Installed, PackageError> {
-    let target = project.join(POLICIES_DIR).join(id);
+    let policies = PoliciesDir::open(project)?;
     let hash = fetched.hash.clone();
-    if !target.exists() {
-        place(project, id, fetched)?;
+    let Some(installed) = policies.installed(id)? else {
+        policies.put(id, &package_files(fetched)?, false)?;
         return Ok(Installed::New {
             id: id.to_owned(),
             hash,
         });
-    }
+    };
+    // The folder as opened, not the name again: a link swapped in after
+    // the check is not what is read.
+    let target = fd_path(&installed);
     if content_hash(&target)? == fetched.hash {
         return Ok(Installed::Unchanged {
             id: id.to_owned(),
@@ -252,7 +290,7 @@ fn put(
             pending.diff
         )));
     }
-    place(project, id, fetched)?;
+    policies.put(id, &package_files(fetched)?, true)?;
     Ok(Installed::Replaced {
         id: id.to_owned(),
         hash,

@@ -5,6 +5,7 @@
 //! ([`witness`]). Reading a manifest and compiling a package's rules into
 //! the policy is `chock-policy`'s; running a guard is `chock-hook`'s.
 
+pub mod beneath;
 pub mod check;
 pub mod evals;
 pub mod index;

@@ -25,6 +25,9 @@ const MAX_FILES: usize = 4096;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Locked {
+    /// One label ([`chock_policy::package::valid_id`]): a lock naming
+    /// anything else is refused at its line.
+    #[serde(deserialize_with = "chock_policy::package::deserialize_id")]
     pub id: String,
     /// The catalog as given to `chock install` (a directory or a git repository).
     pub source: String,

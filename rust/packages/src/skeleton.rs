@@ -4,35 +4,38 @@
 
 use std::path::{Path, PathBuf};
 
-use chock_policy::package::{EVALS_DIR, MANIFEST, POLICIES_DIR, valid_id};
+use chock_policy::package::{EVALS_DIR, MANIFEST};
 
-use crate::{PackageError, io};
+use crate::PackageError;
+use crate::beneath::{PackageFile, PoliciesDir};
 
 /// Writes the skeleton of `id` under `project` and returns its folder.
 /// An existing folder is never written over.
 pub fn new_policy(project: &Path, id: &str) -> Result<PathBuf, PackageError> {
-    if !valid_id(id) {
-        return Err(PackageError::Refused(format!(
-            "`{id}` is not a policy id: use lowercase letters, digits and `-`, such as `no-large-files`"
-        )));
-    }
-    let dir = project.join(POLICIES_DIR).join(id);
-    if dir.exists() {
+    crate::install::check_id(id)?;
+    let policies = PoliciesDir::open(project)?;
+    let dir = policies.path().join(id);
+    if policies.installed(id)?.is_some() {
         return Err(PackageError::Refused(format!(
             "{} already exists: pick another id, or edit that policy",
             dir.display()
         )));
     }
-    let evals = dir.join(EVALS_DIR);
-    std::fs::create_dir_all(&evals).map_err(io(&evals, "creating"))?;
+    let evals = Path::new(EVALS_DIR);
     let files = [
-        (dir.join(MANIFEST), manifest(id)),
+        (PathBuf::from(MANIFEST), manifest(id)),
         (evals.join("push-is-asked.json"), PUSH_CASE.to_owned()),
         (evals.join("tests-run.json"), TESTS_CASE.to_owned()),
     ];
-    for (path, text) in files {
-        std::fs::write(&path, text).map_err(io(&path, "writing"))?;
-    }
+    let files: Vec<PackageFile> = files
+        .into_iter()
+        .map(|(rel, text)| PackageFile {
+            rel,
+            bytes: text.into_bytes(),
+            executable: false,
+        })
+        .collect();
+    policies.put(id, &files, false)?;
     Ok(dir)
 }
 

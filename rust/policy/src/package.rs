@@ -136,15 +136,30 @@ impl PolicyPackage {
     }
 }
 
-/// Whether `id` is a package id: lowercase letters, digits and `-`, not
-/// starting with `-`, at most 64 bytes.
+/// What a package id is, for every refusal of one.
+pub const ID_RULE: &str = "a policy id is one label: letters, digits, `-` and `_` (such as `no-large-files`), not starting with `-`, at most 64 bytes; no `.`, `/` or space, since it names the folder `.agents/policies/<id>/`";
+
+/// Whether `id` is a package id: one label of ASCII letters, digits, `-`
+/// and `_`, not starting with `-`, at most 64 bytes. It names a folder, so
+/// it can never be empty, `.`, `..` or hold a `/`.
 pub fn valid_id(id: &str) -> bool {
     !id.is_empty()
         && id.len() <= 64
         && !id.starts_with('-')
         && id
             .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// Reads a package id (as `chock.lock` names one), refusing what
+/// [`valid_id`] refuses at the value's line and column.
+pub fn deserialize_id<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    let id = String::deserialize(d)?;
+    if valid_id(&id) {
+        Ok(id)
+    } else {
+        Err(serde::de::Error::custom(format!("`{id}`: {ID_RULE}")))
+    }
 }
 
 /// Reads the package in `dir` (its `manifest.zon`).
@@ -168,10 +183,7 @@ pub fn read_manifest(
     let file: ManifestFile = source.read()?;
     let folder = dir.file_name().and_then(|n| n.to_str()).unwrap_or("");
     if !valid_id(&file.id.value) {
-        return Err(source.error(
-            file.id.span,
-            "a policy id is lowercase letters, digits and `-` (such as `no-large-files`), at most 64 bytes",
-        ));
+        return Err(source.error(file.id.span, ID_RULE));
     }
     if file.id.value != folder {
         return Err(source.error(

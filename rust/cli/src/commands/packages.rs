@@ -16,7 +16,7 @@ use crate::exit;
 pub enum NewCommand {
     /// Write a policy package skeleton in .agents/policies/<ID>/ that passes `chock check`.
     Policy {
-        /// The policy's id: lowercase letters, digits and `-`.
+        /// The policy's id: one label of letters, digits, `-` and `_` (the folder .agents/policies/<ID>/).
         id: String,
         /// The project (default: the nearest folder holding chock.zon or .git).
         #[arg(long, value_name = "DIR")]

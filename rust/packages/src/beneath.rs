@@ -1,0 +1,271 @@
+//! Writing beneath `.agents/policies/` through descriptors, never through a
+//! path resolved twice. Each folder on the way (`.agents`, `policies`, a
+//! package's own) is opened relative to the one before with `O_NOFOLLOW`,
+//! so a symbolic link planted at any step (by a program that ran in the
+//! project) is refused rather than followed; a package is written into a
+//! fresh staging folder opened the same way and renamed into place from
+//! one descriptor to the other, so nothing lands outside the folder a name
+//! opened to.
+
+use std::ffi::OsStr;
+use std::fs::File;
+use std::io::Write as _;
+use std::os::fd::{AsFd, AsRawFd as _, OwnedFd};
+use std::os::unix::ffi::OsStrExt as _;
+use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use chock_policy::package::POLICIES_DIR;
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, RenameFlags};
+use rustix::io::Errno;
+
+use crate::PackageError;
+
+/// One file of a package to write: its path inside the package, its bytes
+/// and whether it is executable.
+pub struct PackageFile {
+    pub rel: PathBuf,
+    pub bytes: Vec<u8>,
+    pub executable: bool,
+}
+
+/// `.agents/policies/` of a project, opened folder by folder.
+pub struct PoliciesDir {
+    fd: OwnedFd,
+    path: PathBuf,
+}
+
+fn failed(path: &Path, action: &'static str, e: Errno) -> PackageError {
+    PackageError::Io {
+        path: path.to_path_buf(),
+        action,
+        source: e.into(),
+    }
+}
+
+/// A link or a file where a folder must be.
+fn not_a_folder(path: &Path) -> PackageError {
+    PackageError::Refused(format!(
+        "{}: is a symbolic link or not a folder, and Chock writes policy packages only into real folders beneath {POLICIES_DIR}/ (a link there could send the write anywhere): remove it and run the command again",
+        path.display()
+    ))
+}
+
+const DIR_FLAGS: OFlags = OFlags::RDONLY
+    .union(OFlags::DIRECTORY)
+    .union(OFlags::NOFOLLOW)
+    .union(OFlags::CLOEXEC);
+
+/// Opens the folder `name` in `parent`, refusing a link; with `create`, a
+/// missing one is made first.
+fn open_dir(
+    parent: impl AsFd,
+    name: &OsStr,
+    shown: &Path,
+    create: bool,
+) -> Result<OwnedFd, PackageError> {
+    let parent = parent.as_fd();
+    match rustix::fs::openat(parent, name, DIR_FLAGS, Mode::empty()) {
+        Ok(fd) => Ok(fd),
+        Err(Errno::NOENT) if create => {
+            match rustix::fs::mkdirat(parent, name, Mode::from_raw_mode(0o755)) {
+                Ok(()) | Err(Errno::EXIST) => {}
+                Err(e) => return Err(failed(shown, "creating", e)),
+            }
+            open_dir(parent, name, shown, false)
+        }
+        Err(Errno::LOOP | Errno::NOTDIR) => Err(not_a_folder(shown)),
+        Err(e) => Err(failed(shown, "opening", e)),
+    }
+}
+
+impl PoliciesDir {
+    /// Opens `project/.agents/policies/`, making the folders that are
+    /// missing; a link at either step is refused.
+    pub fn open(project: &Path) -> Result<PoliciesDir, PackageError> {
+        let mut fd = rustix::fs::open(
+            project,
+            DIR_FLAGS.difference(OFlags::NOFOLLOW),
+            Mode::empty(),
+        )
+        .map_err(|e| failed(project, "opening", e))?;
+        let mut path = project.to_path_buf();
+        for step in Path::new(POLICIES_DIR).components() {
+            path.push(step);
+            fd = open_dir(&fd, step.as_os_str(), &path, true)?;
+        }
+        Ok(PoliciesDir { fd, path })
+    }
+
+    /// Where the folder is, for messages.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The package folder `id` as it is now: none, or the folder opened (a
+    /// link or a file in its place is refused). Read it through
+    /// [`fd_path`], which names the opened folder and no other.
+    pub fn installed(&self, id: &str) -> Result<Option<OwnedFd>, PackageError> {
+        let shown = self.path.join(id);
+        match rustix::fs::statat(&self.fd, id, AtFlags::SYMLINK_NOFOLLOW) {
+            Err(Errno::NOENT) => Ok(None),
+            Err(e) => Err(failed(&shown, "opening", e)),
+            Ok(stat) if FileType::from_raw_mode(stat.st_mode) != FileType::Directory => {
+                Err(not_a_folder(&shown))
+            }
+            Ok(_) => open_dir(&self.fd, OsStr::new(id), &shown, false).map(Some),
+        }
+    }
+
+    /// Writes `files` as the package `id`: into a fresh staging folder, then
+    /// renamed into place. With `replace`, what is at `id` now is moved
+    /// into the staging folder first and removed with it; without, a
+    /// folder that appeared at `id` meanwhile is left alone and the write
+    /// refused.
+    pub fn put(&self, id: &str, files: &[PackageFile], replace: bool) -> Result<(), PackageError> {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let staging = format!(
+            ".{id}.new-{}-{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        );
+        let staging_path = self.path.join(&staging);
+        rustix::fs::mkdirat(&self.fd, staging.as_str(), Mode::from_raw_mode(0o700))
+            .map_err(|e| failed(&staging_path, "creating", e))?;
+        let result = self.fill_and_swap(id, &staging, &staging_path, files, replace);
+        let cleaned = remove_tree(&self.fd, OsStr::new(&staging), &staging_path);
+        result.and(cleaned)
+    }
+
+    fn fill_and_swap(
+        &self,
+        id: &str,
+        staging: &str,
+        staging_path: &Path,
+        files: &[PackageFile],
+        replace: bool,
+    ) -> Result<(), PackageError> {
+        let staging_fd = open_dir(&self.fd, OsStr::new(staging), staging_path, false)?;
+        let fresh = staging_path.join("package");
+        let package_fd = open_dir(&staging_fd, OsStr::new("package"), &fresh, true)?;
+        for file in files {
+            write_file(&package_fd, &fresh, file)?;
+        }
+        let target = self.path.join(id);
+        if replace {
+            match rustix::fs::renameat(&self.fd, id, &staging_fd, "old") {
+                Ok(()) | Err(Errno::NOENT) => {}
+                Err(e) => return Err(failed(&target, "putting in place", e)),
+            }
+        }
+        rustix::fs::renameat_with(&staging_fd, "package", &self.fd, id, RenameFlags::NOREPLACE)
+            .map_err(|e| match e {
+                Errno::EXIST => PackageError::Refused(format!(
+                    "{}: something appeared there while the package was written; nothing was replaced: run the command again",
+                    target.display()
+                )),
+                e => failed(&target, "putting in place", e),
+            })
+    }
+
+    /// Writes `bytes` as the file `name` of this folder, replacing it in
+    /// one rename (a link there is replaced, never written through).
+    pub fn write_file(&self, name: &str, bytes: &[u8]) -> Result<(), PackageError> {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let temp = format!(
+            ".{name}.new-{}-{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        );
+        let shown = self.path.join(name);
+        let file = PackageFile {
+            rel: PathBuf::from(&temp),
+            bytes: bytes.to_vec(),
+            executable: false,
+        };
+        write_file(&self.fd, &self.path, &file)?;
+        rustix::fs::renameat(&self.fd, temp.as_str(), &self.fd, name).map_err(|e| {
+            let _ = rustix::fs::unlinkat(&self.fd, temp.as_str(), AtFlags::empty());
+            failed(&shown, "putting in place", e)
+        })
+    }
+}
+
+/// `/proc/self/fd/N` of an opened folder: a path that reaches that folder
+/// and no other, whatever is renamed or linked meanwhile.
+pub fn fd_path(fd: &OwnedFd) -> PathBuf {
+    PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+}
+
+/// Creates `file` under the folder `root`, each folder on its way opened
+/// without following a link, the file itself new (`O_EXCL`).
+fn write_file(root: &OwnedFd, shown: &Path, file: &PackageFile) -> Result<(), PackageError> {
+    let mut parts: Vec<&OsStr> = Vec::new();
+    for part in file.rel.components() {
+        match part {
+            Component::Normal(name) => parts.push(name),
+            _ => {
+                return Err(PackageError::Refused(format!(
+                    "{}: a package's file names a path inside it, with no `..` and not absolute",
+                    file.rel.display()
+                )));
+            }
+        }
+    }
+    let Some((name, folders)) = parts.split_last() else {
+        return Err(PackageError::Refused(
+            "a package's file has an empty name".into(),
+        ));
+    };
+    let mut path = shown.to_path_buf();
+    let mut dir: Option<OwnedFd> = None;
+    for folder in folders {
+        path.push(folder);
+        let parent = dir.as_ref().unwrap_or(root);
+        dir = Some(open_dir(parent, folder, &path, true)?);
+    }
+    path.push(name);
+    let parent = dir.as_ref().unwrap_or(root);
+    let mode = Mode::from_raw_mode(if file.executable { 0o755 } else { 0o644 });
+    let fd = rustix::fs::openat(
+        parent,
+        *name,
+        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        mode,
+    )
+    .map_err(|e| failed(&path, "writing", e))?;
+    rustix::fs::fchmod(&fd, mode).map_err(|e| failed(&path, "writing", e))?;
+    let mut out = File::from(fd);
+    out.write_all(&file.bytes)
+        .map_err(|source| PackageError::Io {
+            path: path.clone(),
+            action: "writing",
+            source,
+        })?;
+    Ok(())
+}
+
+/// Removes `name` in `parent` and everything under it, descending only
+/// into folders opened without following a link (a link is unlinked
+/// itself).
+fn remove_tree(parent: &OwnedFd, name: &OsStr, shown: &Path) -> Result<(), PackageError> {
+    match open_dir(parent, name, shown, false) {
+        Ok(fd) => {
+            let entries =
+                rustix::fs::Dir::read_from(&fd).map_err(|e| failed(shown, "removing", e))?;
+            for entry in entries {
+                let entry = entry.map_err(|e| failed(shown, "removing", e))?;
+                let child = OsStr::from_bytes(entry.file_name().to_bytes());
+                if child == "." || child == ".." {
+                    continue;
+                }
+                remove_tree(&fd, child, &shown.join(child))?;
+            }
+            rustix::fs::unlinkat(parent, name, AtFlags::REMOVEDIR)
+                .map_err(|e| failed(shown, "removing", e))
+        }
+        Err(PackageError::Refused(_)) => rustix::fs::unlinkat(parent, name, AtFlags::empty())
+            .map_err(|e| failed(shown, "removing", e)),
+        Err(e) => Err(e),
+    }
+}
