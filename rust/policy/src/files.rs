@@ -647,7 +647,7 @@ impl Source<'_> {
         self.error(
             action.span,
             format!(
-                "`{}` is in no action namespace Chock names: `{written}`{near} is not one of {}, so this rule could never match; a chock.zon written for a newer Chock may say `.unknown_actions = .warn`",
+                "`{}` is in no action namespace Chock names{near}: its first label `{written}` is not one of {}, so this rule could never match; a chock.zon written for a newer Chock may say `.unknown_actions = .warn`",
                 action.value.as_str(),
                 crate::names::NAMESPACES.join(", ")
             ),

@@ -1042,7 +1042,7 @@ fn an_unknown_action_namespace_is_refused_unless_chock_zon_says_warn() {
     let (dir, mut options) = project("namespace", Some(&format!(".{{ {rules} }}")));
     let shown = load_err(&options);
     assert!(
-        shown.contains("chock.zon:2:18: `exce.path.rm` is in no action namespace Chock names: `exce` (did you mean `exec`?)"),
+        shown.contains("chock.zon:2:18: `exce.path.rm` is in no action namespace Chock names (did you mean `exec`?): its first label `exce`"),
         "{shown}"
     );
     write(
@@ -1081,5 +1081,5 @@ fn an_unknown_action_namespace_is_refused_unless_chock_zon_says_warn() {
         ".{ .id = \"p\", .version = \"1\", .summary = \"s\", .hooks = .{ \"tool\" }, .rules = .{ .{ .action = \"gti.push\", .decision = .deny } } }",
     );
     let shown = load_err(&options);
-    assert!(shown.contains("manifest.zon:1:94: `gti.push` is in no action namespace Chock names: `gti` (did you mean `git`?)"), "{shown}");
+    assert!(shown.contains("manifest.zon:1:94: `gti.push` is in no action namespace Chock names (did you mean `git`?): its first label `gti`"), "{shown}");
 }
