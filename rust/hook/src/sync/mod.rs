@@ -5,13 +5,14 @@
 //! differs, so a second sync changes nothing. The person's own settings,
 //! hooks and lines stay as they were. A file that cannot be read as what it
 //! should be is left untouched and reported with its path; the other files
-//! are still synced.
+//! are still synced. Each is read and written beneath the folder it belongs
+//! to, through descriptors, and a link on its way is refused (`write`).
 
 mod ci;
 mod git_hooks;
 mod json;
+mod write;
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
@@ -84,7 +85,7 @@ pub fn sync(options: &SyncOptions) -> SyncReport {
     let mut files = Vec::new();
     for &agent in &agents {
         let path = agent_file(&options.project, agent);
-        let result = sync_agent(agent, &path, &options.chock);
+        let result = sync_agent(agent, &options.project, &path, &options.chock);
         files.push(FileOutcome {
             what: format!("{} hooks", agent.title()),
             path,
@@ -95,7 +96,7 @@ pub fn sync(options: &SyncOptions) -> SyncReport {
         Ok(dir) => {
             for hook in GitHook::ALL {
                 let path = dir.join(hook.name());
-                let result = sync_text_file(&path, true, |current| {
+                let result = sync_text_file(&dir, &path, true, |current| {
                     git_hooks::updated(hook, &path, current, &options.chock)
                 });
                 files.push(FileOutcome {
@@ -113,7 +114,9 @@ pub fn sync(options: &SyncOptions) -> SyncReport {
     }
     if options.ci {
         let path = ci::path(&options.project);
-        let result = sync_text_file(&path, false, |current| ci::updated(&path, current));
+        let result = sync_text_file(&options.project, &path, false, |current| {
+            ci::updated(&path, current)
+        });
         files.push(FileOutcome {
             what: "GitHub Actions workflow".to_owned(),
             path,
@@ -200,9 +203,9 @@ fn is_chocks(agent: Agent) -> impl Fn(&Value) -> bool {
     }
 }
 
-fn sync_agent(agent: Agent, path: &Path, chock: &str) -> Result<Change, HookError> {
+fn sync_agent(agent: Agent, project: &Path, path: &Path, chock: &str) -> Result<Change, HookError> {
     let command = hook_command(chock, agent);
-    sync_text_file(path, false, |current| {
+    sync_text_file(project, path, false, |current| {
         let document = json::Document::parse(path, current)?;
         match agent {
             Agent::Claude | Agent::Codex => {
@@ -237,91 +240,116 @@ fn sync_agent(agent: Agent, path: &Path, chock: &str) -> Result<Change, HookErro
     })
 }
 
-/// Reads a text file, asks `update` for its new text, and writes it when it
-/// changed. `executable`: the file must be runnable (a git hook).
+/// Reads a text file beneath `root`, asks `update` for its new text, and
+/// writes it when it changed. `executable`: the file must be runnable (a
+/// git hook).
 fn sync_text_file(
+    root: &Path,
     path: &Path,
     executable: bool,
     update: impl FnOnce(Option<&str>) -> Result<Option<String>, HookError>,
 ) -> Result<Change, HookError> {
-    let current = match std::fs::read(path) {
-        Ok(bytes) => Some(String::from_utf8(bytes).map_err(|_| HookError::Unparsable {
-            path: path.to_owned(),
-            message: "not UTF-8 text".to_owned(),
-        })?),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(source) => {
-            return Err(HookError::Io {
-                path: path.to_owned(),
-                action: "reading",
-                source,
-            });
+    let placed = write::Placed::open(root, path, false).or_else(|e| match e {
+        HookError::Io { ref source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+            write::Placed::open(root, path, true)
         }
+        other => Err(other),
+    })?;
+    let (current, mode) = match placed.read()? {
+        Some((bytes, mode)) => {
+            let text = String::from_utf8(bytes).map_err(|_| HookError::Unparsable {
+                path: path.to_owned(),
+                message: "not UTF-8 text".to_owned(),
+            })?;
+            (Some(text), Some(mode))
+        }
+        None => (None, None),
     };
-    let change = match update(current.as_deref())? {
+    let runnable = |mode: u32| if executable { mode | 0o111 } else { mode };
+    match update(current.as_deref())? {
         Some(text) => {
-            write_atomically(path, &text, executable)?;
-            if current.is_some() {
+            let mode = mode.unwrap_or(if executable { 0o755 } else { 0o644 });
+            placed.replace(text.as_bytes(), runnable(mode))?;
+            Ok(if current.is_some() {
                 Change::Updated
             } else {
                 Change::Created
+            })
+        }
+        None => {
+            if let Some(mode) = mode.filter(|m| runnable(*m) != *m) {
+                placed.set_mode(runnable(mode))?;
             }
+            Ok(Change::Unchanged)
         }
-        None => Change::Unchanged,
-    };
-    if executable {
-        make_executable(path)?;
     }
-    Ok(change)
 }
 
-/// Writes a file whole or not at all: a temporary file beside it, renamed
-/// over it. The old file's permissions are kept.
-fn write_atomically(path: &Path, text: &str, executable: bool) -> Result<(), HookError> {
-    use std::os::unix::fs::PermissionsExt as _;
-    let io = |action: &'static str| {
-        move |source| HookError::Io {
-            path: path.to_owned(),
-            action,
-            source,
-        }
-    };
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(io("creating its folder"))?;
-    let mut temp = tempfile::NamedTempFile::new_in(dir).map_err(io("writing"))?;
-    temp.write_all(text.as_bytes()).map_err(io("writing"))?;
-    let mode = match std::fs::metadata(path) {
-        Ok(meta) => meta.permissions().mode(),
-        Err(_) if executable => 0o755,
-        Err(_) => 0o644,
-    };
-    temp.as_file()
-        .set_permissions(std::fs::Permissions::from_mode(mode))
-        .map_err(io("setting permissions"))?;
-    temp.as_file().sync_all().map_err(io("writing"))?;
-    temp.persist(path)
-        .map_err(|e| e.error)
-        .map_err(io("replacing"))?;
-    Ok(())
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// Gives a hook script the execute bits git needs.
-fn make_executable(path: &Path) -> Result<(), HookError> {
-    use std::os::unix::fs::PermissionsExt as _;
-    let meta = std::fs::metadata(path).map_err(|source| HookError::Io {
-        path: path.to_owned(),
-        action: "reading",
-        source,
-    })?;
-    let mode = meta.permissions().mode();
-    if mode & 0o111 != 0o111 {
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode | 0o111)).map_err(
-            |source| HookError::Io {
-                path: path.to_owned(),
-                action: "making it executable",
-                source,
-            },
-        )?;
+    fn sync_claude(project: &Path, ci: bool) -> SyncReport {
+        sync(&SyncOptions {
+            project: project.to_owned(),
+            agents: Some(vec![Agent::Claude]),
+            ci,
+            chock: "chock".to_owned(),
+        })
     }
-    Ok(())
+
+    /// A cloned project holding links where sync's files go: each is
+    /// refused, naming the link, and nothing is written where they point.
+    #[test]
+    fn sync_never_writes_through_a_link() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let project = dir.path().join("project");
+        let outside = dir.path().join("outside");
+        std::fs::create_dir_all(&project).expect("project");
+        std::fs::create_dir_all(&outside).expect("outside");
+        std::fs::write(outside.join("bashrc"), "mine\n").expect("bashrc");
+        std::os::unix::fs::symlink(&outside, project.join(".claude")).expect("link");
+        std::os::unix::fs::symlink(&outside, project.join(".github")).expect("link");
+        let report = sync_claude(&project, true);
+        for what in ["Claude Code hooks", "GitHub Actions workflow"] {
+            let file = report.files.iter().find(|f| f.what == what).expect(what);
+            let error = file.result.as_ref().expect_err(what).to_string();
+            assert!(error.contains("symbolic link"), "{what}: {error}");
+        }
+        let names: Vec<_> = std::fs::read_dir(&outside)
+            .expect("outside")
+            .map(|e| e.expect("entry").file_name())
+            .collect();
+        assert_eq!(names, ["bashrc"], "nothing written outside");
+
+        std::fs::remove_file(project.join(".claude")).expect("unlink");
+        std::fs::create_dir(project.join(".claude")).expect("mkdir");
+        std::os::unix::fs::symlink(
+            outside.join("bashrc"),
+            project.join(".claude/settings.json"),
+        )
+        .expect("link");
+        let report = sync_claude(&project, false);
+        let error = report.files[0]
+            .result
+            .as_ref()
+            .expect_err("refused")
+            .to_string();
+        assert!(error.contains("symbolic link"), "{error}");
+        assert_eq!(
+            std::fs::read_to_string(outside.join("bashrc")).expect("bashrc"),
+            "mine\n"
+        );
+
+        std::fs::remove_file(project.join(".claude/settings.json")).expect("unlink");
+        let report = sync_claude(&project, false);
+        assert!(
+            matches!(report.files[0].result, Ok(Change::Created)),
+            "{:?}",
+            report.files[0].result
+        );
+        let written =
+            std::fs::read_to_string(project.join(".claude/settings.json")).expect("settings");
+        assert!(written.contains("chock hook claude"), "{written}");
+    }
 }
