@@ -162,13 +162,19 @@ pub fn deserialize_id<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, 
     }
 }
 
-/// Reads the package in `dir` (its `manifest.zon`).
+/// Reads the package in `dir` (its `manifest.zon`, a plain file of at most
+/// [`chock_zon::MAX_FILE_BYTES`]; a link there is refused).
 pub fn read_package(dir: &Path) -> Result<PolicyPackage, PolicyError> {
     let manifest = dir.join(MANIFEST);
-    let text = std::fs::read_to_string(&manifest).map_err(|source| PolicyError::Io {
-        path: manifest.clone(),
-        source,
-    })?;
+    let linked = std::fs::symlink_metadata(&manifest).is_ok_and(|m| m.file_type().is_symlink());
+    if linked {
+        return Err(chock_zon::Error::whole_file(
+            Some(&manifest),
+            "is a symbolic link, and a package's manifest is a plain file in its folder: replace the link with the file",
+        )
+        .into());
+    }
+    let text = chock_zon::read_text(&manifest)?;
     read_manifest(dir, &manifest, &text)
 }
 
@@ -289,7 +295,11 @@ pub fn read_manifest(
 }
 
 /// Every package under `project/.agents/policies/`, in the order of their
-/// ids. No such folder means none.
+/// ids. No such folder means none. A link there, or a folder without its
+/// `manifest.zon`, refuses the load: a package whose rules vanished (its
+/// manifest removed, its folder swapped for a link) must not load as a
+/// project without them. Files (`INDEX.md`) and folders whose name starts
+/// with `.` (an install's staging folder) are not packages.
 pub fn read_packages(project: &Path) -> Result<Vec<PolicyPackage>, PolicyError> {
     let root = project.join(POLICIES_DIR);
     let entries = match std::fs::read_dir(&root) {
@@ -303,8 +313,26 @@ pub fn read_packages(project: &Path) -> Result<Vec<PolicyPackage>, PolicyError> 
             path: root.clone(),
             source,
         })?;
-        let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
-        if is_dir && entry.path().join(MANIFEST).exists() {
+        let kind = entry.file_type().map_err(|source| PolicyError::Io {
+            path: entry.path(),
+            source,
+        })?;
+        let hidden = entry.file_name().as_encoded_bytes().starts_with(b".");
+        if kind.is_symlink() {
+            return Err(chock_zon::Error::whole_file(
+                Some(&entry.path()),
+                format!("is a symbolic link, and {POLICIES_DIR}/ holds packages as real folders: remove the link (`chock install` puts back what chock.lock names)"),
+            )
+            .into());
+        }
+        if kind.is_dir() && !hidden {
+            if std::fs::symlink_metadata(entry.path().join(MANIFEST)).is_err() {
+                return Err(chock_zon::Error::whole_file(
+                    Some(&entry.path().join(MANIFEST)),
+                    "is missing, so the package in this folder would bind nothing: put it back (`chock install` restores what chock.lock names) or remove the folder",
+                )
+                .into());
+            }
             dirs.push(entry.path());
         }
     }

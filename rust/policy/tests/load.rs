@@ -1083,3 +1083,37 @@ fn an_unknown_action_namespace_is_refused_unless_chock_zon_says_warn() {
     let shown = load_err(&options);
     assert!(shown.contains("manifest.zon:1:94: `gti.push` is in no action namespace Chock names (did you mean `git`?): its first label `gti`"), "{shown}");
 }
+
+/// A package whose rules vanished must not load as a project without them:
+/// its folder swapped for a link, its manifest removed or made a link.
+#[test]
+fn a_package_folder_that_lost_its_manifest_or_is_a_link_refuses_the_load() {
+    let (dir, options) = project("package-links", Some(".{}"));
+    let policies = dir.join(".agents/policies");
+    let package = policies.join("p");
+    std::fs::create_dir_all(&package).expect("mkdir");
+    let manifest = ".{ .id = \"p\", .version = \"1\", .summary = \"s\", .hooks = .{ \"tool\" }, .rules = .{ .{ .action = \"git.push\", .decision = .deny } } }";
+    write(&package, "manifest.zon", manifest);
+    write(&policies, "INDEX.md", "# index\n");
+    std::fs::create_dir_all(policies.join(".p.new-1-0")).expect("staging");
+    let policy = Policy::load(&options).expect("a package, a file and a staging folder");
+    assert_eq!(decide(&policy, "git.push"), Decision::Deny);
+    std::fs::remove_file(package.join("manifest.zon")).expect("rm");
+    let shown = load_err(&options);
+    assert!(shown.contains("p/manifest.zon:1:1: is missing"), "{shown}");
+    let elsewhere = dir.join("elsewhere.zon");
+    std::fs::write(&elsewhere, manifest).expect("write");
+    std::os::unix::fs::symlink(&elsewhere, package.join("manifest.zon")).expect("link");
+    let shown = load_err(&options);
+    assert!(
+        shown.contains("p/manifest.zon:1:1: is a symbolic link"),
+        "{shown}"
+    );
+    std::fs::remove_dir_all(&package).expect("rm");
+    std::os::unix::fs::symlink(dir.join("elsewhere"), &package).expect("link");
+    let shown = load_err(&options);
+    assert!(
+        shown.contains("policies/p:1:1: is a symbolic link"),
+        "{shown}"
+    );
+}
