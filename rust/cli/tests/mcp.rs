@@ -2817,3 +2817,407 @@ fn run_command_reads_a_shell_script_per_segment_and_git_as_the_git_reading() {
     let line = env.logged("git.push").pop().expect("git.push is logged");
     assert_eq!(line["subject"], "git push");
 }
+
+/// A policy package the project's policy loads.
+const PACKAGE: &str = ".{ .id = \"p\", .version = \"1.0.0\", .summary = \"s\", .hooks = .{ \"tool\" }, .rules = .{ .{ .action = \"call.lsp\", .decision = .deny } } }\n";
+
+/// Every control input of a project (what configures Chock, what an agent
+/// or editor runs, what runs on the host), as a path the file tools are
+/// given, and what the test writes there first (so edit_file has a file).
+const CONTROL_INPUTS: [(&str, Option<&str>); 16] = [
+    ("chock.lock", Some("as the person wrote it\n")),
+    (".agents/policies/p/manifest.zon", Some(PACKAGE)),
+    (".chock/settings.zon", Some("as the person wrote it\n")),
+    (".claude/settings.json", None),
+    (".codex/hooks.json", None),
+    (".gemini/settings.json", None),
+    (".cursor/hooks.json", None),
+    (".vscode/tasks.json", Some("as the person wrote it\n")),
+    (".idea/workspace.xml", None),
+    (".mcp.json", None),
+    (".envrc", Some("as the person wrote it\n")),
+    (".husky/pre-commit", Some("as the person wrote it\n")),
+    (".pre-commit-config.yaml", None),
+    ("lefthook.yml", None),
+    (".lefthook.yaml", None),
+    (".agents/policies/evil/manifest.zon", None),
+];
+
+/// The file tools write no control input of the person's project, by any
+/// path to it: as named, through `..`, through a folder link the agent
+/// made; each refusal says what the file is, and nothing is made or
+/// changed.
+#[test]
+fn the_file_tools_never_write_a_control_input_of_the_person_s_project() {
+    let env = project_with_files();
+    env.rules(r#".{ .action = "call.*", .decision = .allow }"#);
+    for (path, made) in CONTROL_INPUTS {
+        if let Some(text) = made {
+            env.write(path, text);
+        }
+    }
+    std::os::unix::fs::symlink(".agents/policies", env.project.join("pol")).expect("link");
+    std::os::unix::fs::symlink("../.husky", env.project.join("src/hooks")).expect("link");
+    let before = tree_of(&env.project);
+    let mut client = env.client(false, &[]);
+    for (path, made) in CONTROL_INPUTS {
+        for given in [
+            path.to_owned(),
+            format!("src/../{path}"),
+            format!("./src/./../{path}"),
+            env.project.join(path).display().to_string(),
+        ] {
+            let written = client.call(
+                "write_file",
+                json!({"path": given, "content": "{\"hooks\": \"planted\"}\n"}),
+            );
+            assert!(
+                written.is_error && written.text.contains("control input"),
+                "write_file {given}: {written:?}"
+            );
+            if let Some(text) = made {
+                let edited = client.call(
+                    "edit_file",
+                    json!({"path": given, "old_string": &text[..4], "new_string": "planted"}),
+                );
+                assert!(
+                    edited.is_error && edited.text.contains("control input"),
+                    "edit_file {given}: {edited:?}"
+                );
+            }
+        }
+    }
+    for (given, through) in [
+        ("pol/evil/manifest.zon", "a link to .agents/policies"),
+        ("pol/p/manifest.zon", "a link to .agents/policies"),
+        ("src/hooks/pre-commit", "a link to .husky"),
+    ] {
+        let written = client.call("write_file", json!({"path": given, "content": "x"}));
+        assert!(
+            written.is_error && written.text.contains("symbolic link"),
+            "{given} ({through}): {written:?}"
+        );
+        let edited = client.call(
+            "edit_file",
+            json!({"path": given, "old_string": ".{", "new_string": "x"}),
+        );
+        assert!(edited.is_error, "{given} ({through}): {edited:?}");
+    }
+    assert_eq!(
+        tree_of(&env.project),
+        before,
+        "a control input was made or changed"
+    );
+    // A name that only begins like one is the agent's.
+    for path in [
+        ".envrc.example",
+        ".agents/skills/x.md",
+        "docs/.claude/x",
+        "lefthook.yml.bak",
+    ] {
+        let written = client.call("write_file", json!({"path": path, "content": "x"}));
+        assert!(!written.is_error, "{path}: {written:?}");
+    }
+}
+
+/// Every file and folder under `dir`, with a regular file's bytes and a
+/// link's target, sorted.
+fn tree_of(dir: &std::path::Path) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(at) = stack.pop() {
+        for entry in std::fs::read_dir(&at).expect("list").flatten() {
+            let path = entry.path();
+            let rel = path
+                .strip_prefix(dir)
+                .expect("beneath")
+                .display()
+                .to_string();
+            let kind = entry.file_type().expect("type");
+            let what = if kind.is_symlink() {
+                format!("-> {}", std::fs::read_link(&path).expect("link").display())
+            } else if kind.is_dir() {
+                stack.push(path);
+                "/".to_owned()
+            } else {
+                String::from_utf8_lossy(&std::fs::read(&path).expect("read")).into_owned()
+            };
+            out.push((rel, what));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Folders exchanged with links to control inputs by
+/// renameat2(RENAME_EXCHANGE) in a loop, and a file exchanged with a link
+/// to `.envrc`, while write_file and edit_file go at them hundreds of
+/// times: each write lands in the real folder or file or is refused, and
+/// no control input gains or changes a thing.
+#[test]
+fn folders_exchanged_with_links_to_control_inputs_never_let_a_write_in() {
+    let env = project_with_files();
+    env.write(".agents/policies/p/manifest.zon", PACKAGE);
+    env.write(".claude/settings.json", "{}\n");
+    env.write(".envrc", "use flake\n");
+    env.write("note", "note\n");
+    for dir in ["sub", "sub2"] {
+        std::fs::create_dir(env.project.join(dir)).expect("mkdir");
+    }
+    let link = |target: &str, name: &str| {
+        std::os::unix::fs::symlink(target, env.project.join(name)).expect("link");
+    };
+    link(".agents/policies", "swap");
+    link(".claude", "swap2");
+    link(".envrc", "envlink");
+    let controls = |env: &Env| {
+        let mut tree = tree_of(&env.project.join(".agents"));
+        tree.extend(tree_of(&env.project.join(".claude")));
+        tree.push((".envrc".into(), env.read(".envrc").unwrap_or_default()));
+        tree
+    };
+    let before = controls(&env);
+    let mut client = env.client(false, &[]);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let swapper = sandbox_fixture::exchanging(
+        vec![
+            (env.project.join("sub"), env.project.join("swap")),
+            (env.project.join("sub2"), env.project.join("swap2")),
+            (env.project.join("note"), env.project.join("envlink")),
+        ],
+        &stop,
+    );
+    let mut landed = 0;
+    for i in 0..200 {
+        for (tool, args) in [
+            (
+                "write_file",
+                json!({"path": format!("sub/evil{i}/manifest.zon"), "content": "planted"}),
+            ),
+            (
+                "write_file",
+                json!({"path": "sub2/settings.local.json", "content": "planted"}),
+            ),
+            (
+                "write_file",
+                json!({"path": "note", "content": "planted\n"}),
+            ),
+            (
+                "edit_file",
+                json!({"path": "note", "old_string": "\n", "new_string": "\nplanted\n"}),
+            ),
+        ] {
+            if !client.call(tool, args).is_error {
+                landed += 1;
+            }
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let swaps = swapper.join().expect("swapper");
+    assert!(swaps > 100, "the race ran ({swaps} exchanges)");
+    assert!(
+        landed > 0,
+        "some writes landed in the real folders and file"
+    );
+    assert_eq!(controls(&env), before, "a write reached a control input");
+}
+
+/// Five edit_file calls of one file in flight together, round after round,
+/// while another process appends 5,000 lines to it: every appended line is
+/// there exactly once, and every edit that answered done is in.
+#[test]
+fn five_edits_in_flight_and_an_appender_lose_no_line() {
+    const EDITORS: usize = 5;
+    const LINES: usize = 5000;
+    let env = project_with_files();
+    let counters: String = (0..EDITORS).map(|e| format!("counter-{e}=0\n")).collect();
+    env.write("log.txt", &counters);
+    let mut client = env.client(false, &[]);
+    let file = env.project.join("log.txt");
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let appending = done.clone();
+    let appender = std::thread::spawn(move || {
+        for i in 0..LINES {
+            let mut f = std::fs::OpenOptions::new()
+                .append(true)
+                .open(&file)
+                .expect("open for append");
+            // One write per line, as `echo line >> file` makes.
+            f.write_all(format!("line-{i}\n").as_bytes())
+                .expect("append");
+            if !appending.load(std::sync::atomic::Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_micros(1500));
+            }
+        }
+    });
+    let mut values = [0usize; EDITORS];
+    let mut next_id = 50_000;
+    let mut rounds = 0;
+    while !appender.is_finished() && rounds < 40 {
+        rounds += 1;
+        let ids: Vec<(usize, i64)> = (0..EDITORS)
+            .map(|e| {
+                next_id += 1;
+                client.send(
+                    &json!({"jsonrpc": "2.0", "id": next_id, "method": "tools/call",
+                    "params": {"name": "edit_file", "arguments": {
+                        "path": "log.txt",
+                        "old_string": format!("counter-{e}={}\n", values[e]),
+                        "new_string": format!("counter-{e}={}\n", values[e] + 1)}}}),
+                );
+                (e, next_id)
+            })
+            .collect();
+        for (e, id) in ids {
+            let reply = client.response(&json!(id));
+            if reply["result"]["isError"] == false {
+                values[e] += 1;
+            } else {
+                let text = reply["result"]["content"][0]["text"].as_str().unwrap_or("");
+                assert!(text.contains("kept changing"), "{reply}");
+            }
+        }
+    }
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    appender.join().expect("appender");
+    let text = env.read("log.txt").expect("log.txt");
+    let mut seen = vec![0usize; LINES];
+    for line in text.lines() {
+        if let Some(n) = line.strip_prefix("line-") {
+            seen[n.parse::<usize>().expect("a line number")] += 1;
+        }
+    }
+    let lost: Vec<usize> = (0..LINES).filter(|i| seen[*i] == 0).collect();
+    let twice: Vec<usize> = (0..LINES).filter(|i| seen[*i] > 1).collect();
+    assert!(
+        lost.is_empty() && twice.is_empty(),
+        "{} appended lines lost ({:?}), {} written twice ({:?})",
+        lost.len(),
+        &lost[..lost.len().min(10)],
+        twice.len(),
+        &twice[..twice.len().min(10)]
+    );
+    for (e, value) in values.iter().enumerate() {
+        assert_eq!(
+            text.matches(&format!("counter-{e}=")).count(),
+            1,
+            "counter {e}: {text:.200}"
+        );
+        assert!(
+            text.contains(&format!("counter-{e}={value}\n")),
+            "edit {e} answered done {value} times"
+        );
+    }
+    let edits: usize = values.iter().sum();
+    assert!(
+        rounds >= 5 && edits > rounds * EDITORS / 2,
+        "edits were in flight together while lines were appended ({edits} of {} in {rounds} rounds)",
+        rounds * EDITORS
+    );
+}
+
+/// A server with no MCP server behind it declares only tools, and answers
+/// every resources and prompts method -32601, as for any method it does
+/// not have: raw JSON-RPC, and through the MCP Python SDK's client where
+/// it is installed.
+#[test]
+fn a_server_that_declares_only_tools_answers_nothing_else() {
+    let env = project_with_files();
+    let (mut client, init) = env.client_speaking("2025-06-18", false, &[], &[]);
+    let declared = init["result"]["capabilities"]
+        .as_object()
+        .expect("capabilities");
+    assert!(declared.contains_key("tools"), "{init}");
+    for other in ["resources", "prompts", "completions"] {
+        assert!(!declared.contains_key(other), "{other} declared: {init}");
+    }
+    for (method, params) in [
+        ("resources/list", json!({})),
+        ("resources/read", json!({"uri": "file:///etc/passwd"})),
+        ("resources/templates/list", json!({})),
+        ("prompts/list", json!({})),
+        ("prompts/get", json!({"name": "x"})),
+    ] {
+        let reply = client.request(method, params);
+        assert_eq!(reply["error"]["code"], -32601, "{method}: {reply}");
+        assert!(reply.get("result").is_none(), "{method}: {reply}");
+    }
+    // The server goes on.
+    assert_eq!(
+        client.call("read_file", json!({"path": "a.txt"})).text,
+        "hello\n"
+    );
+    drop(client);
+
+    let sdk = std::process::Command::new("python3")
+        .args(["-c", "import mcp"])
+        .output();
+    if !sdk.is_ok_and(|o| o.status.success()) {
+        eprintln!("the MCP Python SDK is not installed: checked with raw JSON-RPC only");
+        return;
+    }
+    let chock = env.chock();
+    let vars: serde_json::Map<String, Value> = chock
+        .get_envs()
+        .filter_map(|(k, v)| Some((k.to_str()?.to_owned(), json!(v?.to_str()?))))
+        .chain([(
+            "PATH".to_owned(),
+            json!(std::env::var("PATH").unwrap_or_default()),
+        )])
+        .collect();
+    let script = r#"
+import asyncio, json, sys
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.shared.exceptions import McpError
+
+async def main():
+    spec = json.loads(sys.argv[1])
+    server = StdioServerParameters(command=spec["program"], args=["mcp"], env=spec["env"], cwd=spec["cwd"])
+    async with stdio_client(server) as (read, write):
+        async with ClientSession(read, write) as session:
+            init = await session.initialize()
+            caps = init.capabilities
+            print("declared", caps.tools is not None, caps.resources is not None, caps.prompts is not None)
+            for name, call in [("resources/list", session.list_resources()),
+                               ("prompts/list", session.list_prompts()),
+                               ("prompts/get", session.get_prompt("x")),
+                               ("resources/templates/list", session.list_resource_templates())]:
+                try:
+                    await call
+                    print(name, "answered")
+                except McpError as e:
+                    print(name, e.error.code)
+            tools = await session.list_tools()
+            print("tools", len(tools.tools) > 0)
+
+asyncio.run(main())
+"#;
+    let spec = json!({
+        "program": chock.get_program().to_str().expect("program"),
+        "env": vars,
+        "cwd": env.project,
+    });
+    let out = std::process::Command::new("python3")
+        .args(["-c", script, &spec.to_string()])
+        .output()
+        .expect("python3");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        said.lines().collect::<Vec<_>>(),
+        vec![
+            "declared True False False",
+            "resources/list -32601",
+            "prompts/list -32601",
+            "prompts/get -32601",
+            "resources/templates/list -32601",
+            "tools True",
+        ],
+        "{said}"
+    );
+}

@@ -5,10 +5,11 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
-    GetPromptResponse, Implementation, ListPromptsResult, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
-    ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestMethod,
+    GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsRequestMethod,
+    ListPromptsResult, ListResourcesRequestMethod, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestMethod, ReadResourceRequestParams,
+    ReadResourceResponse, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -36,6 +37,14 @@ impl ChockServer {
         ChockServer { session, gateway }
     }
 
+    /// Whether the server relays other MCP servers, and so declares (and
+    /// answers) resources and prompts; without one it declares only tools,
+    /// and a resources or prompts request is answered -32601, as for any
+    /// method it does not have.
+    fn relays(&self) -> bool {
+        !self.gateway.is_empty()
+    }
+
     fn result(&self, outcome: Result<String, String>) -> CallToolResult {
         match self.session.answer(outcome) {
             Ok(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
@@ -46,7 +55,7 @@ impl ChockServer {
 
 impl ServerHandler for ChockServer {
     fn get_info(&self) -> ServerConfig {
-        let capabilities = if self.gateway.is_empty() {
+        let capabilities = if !self.relays() {
             ServerCapabilities::builder().enable_tools().build()
         } else {
             ServerCapabilities::builder()
@@ -136,6 +145,9 @@ impl ServerHandler for ChockServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
+        if !self.relays() {
+            return Err(ErrorData::method_not_found::<ListResourcesRequestMethod>());
+        }
         Ok(ListResourcesResult::with_all_items(
             self.gateway.resources(&context.peer).await,
         ))
@@ -146,6 +158,9 @@ impl ServerHandler for ChockServer {
         request: ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
+        if !self.relays() {
+            return Err(ErrorData::method_not_found::<ReadResourceRequestMethod>());
+        }
         let uri = request.uri.clone();
         match self.gateway.read_resource(&self.session, request).await {
             Some(result) => Ok(result.into()),
@@ -161,6 +176,9 @@ impl ServerHandler for ChockServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
+        if !self.relays() {
+            return Err(ErrorData::method_not_found::<ListPromptsRequestMethod>());
+        }
         Ok(ListPromptsResult::with_all_items(
             self.gateway.prompts(&context.peer).await,
         ))
@@ -171,6 +189,9 @@ impl ServerHandler for ChockServer {
         request: GetPromptRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
+        if !self.relays() {
+            return Err(ErrorData::method_not_found::<GetPromptRequestMethod>());
+        }
         self.gateway
             .prompt(&self.session, request)
             .await

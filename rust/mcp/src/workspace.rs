@@ -15,6 +15,15 @@
 //! what was opened, not by its name. A concurrent swap of a folder for a
 //! link cannot redirect a write: the folder judged is the folder held.
 //!
+//! In the person's project, no control input (`chock_policy::control`:
+//! the policy files, what agents and editors run, what runs on the host)
+//! is written: the path is refused as it is opened (no link followed, `..`
+//! resolved first), and again just before the write lands, by where the
+//! kernel says the held folder is then, so a folder renamed under such a
+//! name meanwhile is refused too. A session workspace is a copy whose
+//! apply names and refuses such changes, so there only the root's
+//! `chock.zon` and git directories are refused.
+//!
 //! Writes go to a fresh file beside the target and are renamed over it, so a
 //! refused or failed write leaves the old file as it was, and `renameat`
 //! replaces a name without following it.
@@ -71,9 +80,9 @@ pub enum FileError {
     )]
     GitDirectory { path: String },
     #[error(
-        "`{path}` is what an agent or editor on the person's machine runs from the project (hooks, MCP servers, tasks), outside any sandbox; the file tools never write it in the person's project, and no sandbox can: the person edits it (a session workspace's copy may be written, but no apply carries it)"
+        "`{path}` is a control input ({read_by}): it configures Chock, or runs programs on the person's machine outside any sandbox, so only a person edits it, by hand; the file tools never write it in the person's project, and no sandbox can (a session workspace's copy may be written, but its apply names the change and refuses it unless the project's policy says otherwise)"
     )]
-    RunsOnHost { path: String },
+    ControlInput { path: String, read_by: &'static str },
     #[error(
         "`{path}` is or goes through a symbolic link, and the file tools never write through one (a link could lead outside the workspace, into the git directory or to chock.zon); give the real path"
     )]
@@ -84,6 +93,10 @@ pub enum FileError {
         "`{path}` is under a read_only or write bind of the person's own path, which the file tools of an overlay workspace never write (the write would stay in the overlay, and no apply carries it); a writable bind is written by run_command"
     )]
     OverlayBind { path: String },
+    #[error(
+        "`{path}`: its folder was moved or removed while it was being written; nothing was written. Look where it is now and try again"
+    )]
+    Moved { path: String },
     #[error("the workspace could not be opened: {why}")]
     Overlay { why: String },
     #[error("`{path}` is not a regular file")]
@@ -131,8 +144,8 @@ pub struct Workspace {
     /// it, so the file tools do not write under them.
     bound: Vec<PathBuf>,
     /// Whether this is the person's project itself, not a session's copy:
-    /// then what agents and editors run from its top (`.claude`,
-    /// `.vscode`, ...; `chock_sandbox::RUN_ON_HOST`) is the
+    /// then every control input (`chock_policy::control`: the policy
+    /// files, what agents and editors run, what runs on the host) is the
     /// person's alone to write, as it is in a sandbox.
     in_place: bool,
 }
@@ -470,6 +483,7 @@ impl Opened<'_> {
         let (parent, name) = split(rel)?;
         let dir = self.parent(rel, parent, true)?;
         let target = self.target(rel, &dir, name)?;
+        self.held_not_control(rel, &dir, name)?;
         let temp = replace(&dir, name, bytes, target.mode, false).map_err(|e| io_error(rel, e))?;
         debug_assert!(temp.is_none());
         Ok(())
@@ -480,7 +494,9 @@ impl Opened<'_> {
     /// opened folder; bytes another process appended to the old file while
     /// the edit was made are carried over to the new one, and any other
     /// change made meanwhile makes the edit start again (a few times, then
-    /// refuse), so nothing written beside the edit is lost.
+    /// refuse), so nothing written beside the edit is lost. Edits of one
+    /// file (its folder's device and inode, and its name) take turns: one
+    /// edit's carrying never meets another's exchange.
     pub fn edit(
         &self,
         rel: &Path,
@@ -489,6 +505,8 @@ impl Opened<'_> {
     ) -> Result<(), String> {
         let (parent, name) = split(rel).map_err(|e| e.to_string())?;
         let dir = self.parent(rel, parent, false).map_err(|e| e.to_string())?;
+        let folder = identity(&dir).map_err(|e| io_error(rel, e).to_string())?;
+        let _editing = EditLock::take((folder.0, folder.1, name.to_os_string()));
         for _ in 0..EDIT_ATTEMPTS {
             let target = self.target(rel, &dir, name).map_err(|e| e.to_string())?;
             let mut file = open_file(&dir, name, rel)?;
@@ -499,6 +517,8 @@ impl Opened<'_> {
                 continue;
             }
             let edited = edit(&text.0)?;
+            self.held_not_control(rel, &dir, name)
+                .map_err(|e| e.to_string())?;
             let replaced = replace(&dir, name, edited.as_bytes(), target.mode, true)
                 .map_err(|e| format!("{}; nothing was written", io_error(rel, e)))?;
             let Some(old_name) = replaced else {
@@ -536,16 +556,12 @@ impl Opened<'_> {
                 path: Workspace::show(rel),
             });
         }
-        if parent.components().any(|c| c.as_os_str() == ".git") {
+        if rel.components().any(|c| c.as_os_str() == ".git") {
             return Err(FileError::GitDirectory {
                 path: Workspace::show(rel),
             });
         }
-        if self.in_place && chock_sandbox::runs_on_host(rel) {
-            return Err(FileError::RunsOnHost {
-                path: Workspace::show(rel),
-            });
-        }
+        self.not_control(rel)?;
         let protected = self.git_identities();
         let mut dir = open_beneath(&self.root, ".").map_err(|e| io_error(rel, e))?;
         for part in parent.components() {
@@ -585,6 +601,51 @@ impl Opened<'_> {
             dir = next;
         }
         Ok(dir)
+    }
+
+    /// In the person's project, `rel` refused when it is, or lies beneath,
+    /// a control input. `rel` is what the write opens: [`Workspace::relative`]
+    /// resolved its `..`, and [`Opened::parent`] follows no link, so the
+    /// name judged is the path opened.
+    fn not_control(&self, rel: &Path) -> Result<(), FileError> {
+        match chock_policy::control::control_input(rel) {
+            Some(input) if self.in_place => Err(FileError::ControlInput {
+                path: Workspace::show(rel),
+                read_by: input.read_by,
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Just before a write puts `name` into the folder held as `dir`: where
+    /// that folder is now, asked of the kernel (`/proc/self/fd`), not the
+    /// path it was opened by. A folder renamed under a control input's name
+    /// while the write held it is refused, and so is one that left the
+    /// workspace or was removed; nothing is written then.
+    fn held_not_control(&self, rel: &Path, dir: &OwnedFd, name: &OsStr) -> Result<(), FileError> {
+        if !self.in_place {
+            return Ok(());
+        }
+        let moved = || FileError::Moved {
+            path: Workspace::show(rel),
+        };
+        let root = place_of(&self.root).map_err(|e| io_error(rel, e))?;
+        let now = place_of(dir).map_err(|e| io_error(rel, e))?;
+        let within = now.strip_prefix(&root).map_err(|_| moved())?;
+        if within
+            .components()
+            .any(|c| !matches!(c, Component::Normal(_)))
+        {
+            return Err(moved());
+        }
+        let at = within.join(name);
+        self.not_control(&at).map_err(|e| match e {
+            FileError::ControlInput { read_by, .. } => FileError::ControlInput {
+                path: format!("{} (now {})", Workspace::show(rel), Workspace::show(&at)),
+                read_by,
+            },
+            other => other,
+        })
     }
 
     /// What `name` in the opened folder `dir` is, refused when it may not
@@ -646,6 +707,41 @@ impl Opened<'_> {
     }
 }
 
+/// A file being edited: its folder's (device, inode) and its name.
+type Editing = (u64, u64, std::ffi::OsString);
+
+/// The turn of one edit of a file: while it is held, no other edit of the
+/// same file by this server reads or replaces it.
+struct EditLock {
+    key: Editing,
+}
+
+/// The files being edited now, and the signal that one was let go.
+static EDITING: (std::sync::Mutex<Vec<Editing>>, std::sync::Condvar) =
+    (std::sync::Mutex::new(Vec::new()), std::sync::Condvar::new());
+
+impl EditLock {
+    /// Waits until no other edit holds `key`, then holds it.
+    fn take(key: Editing) -> EditLock {
+        let (held, let_go) = &EDITING;
+        let mut held = held.lock().unwrap_or_else(|e| e.into_inner());
+        while held.contains(&key) {
+            held = let_go.wait(held).unwrap_or_else(|e| e.into_inner());
+        }
+        held.push(key.clone());
+        EditLock { key }
+    }
+}
+
+impl Drop for EditLock {
+    fn drop(&mut self) {
+        let (held, let_go) = &EDITING;
+        let mut held = held.lock().unwrap_or_else(|e| e.into_inner());
+        held.retain(|k| *k != self.key);
+        let_go.notify_all();
+    }
+}
+
 /// How many times an edit starts again when its file keeps changing.
 const EDIT_ATTEMPTS: usize = 8;
 /// How long (checks of 5 ms) the replaced file must stay still before it is
@@ -667,6 +763,12 @@ fn open_beneath(dir: &impl AsFd, path: impl rustix::path::Arg) -> std::io::Resul
         Mode::empty(),
         ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
     )?)
+}
+
+/// Where the folder `fd` is now, as the kernel names it.
+fn place_of(fd: &impl AsFd) -> std::io::Result<PathBuf> {
+    use std::os::fd::AsRawFd;
+    std::fs::read_link(format!("/proc/self/fd/{}", fd.as_fd().as_raw_fd()))
 }
 
 fn identity(fd: &impl AsFd) -> std::io::Result<(u64, u64)> {
@@ -990,6 +1092,67 @@ mod tests {
             .expect("opened")
             .write(Path::new("sub.git"), b"a name that only looks like it")
             .expect("written");
+    }
+
+    /// The held folder is judged where it is when the write lands: renamed
+    /// under a control input's name, or out of the workspace, after it was
+    /// opened, the write is refused.
+    #[test]
+    fn a_folder_renamed_while_held_is_judged_where_it_is_now() {
+        let (dir, ws) = workspace();
+        std::fs::create_dir(dir.path().join("work")).expect("mkdir");
+        let opened = ws.opened().expect("opened");
+        let rel = Path::new("work/pre-commit");
+        let held = opened.parent(rel, Path::new("work"), false).expect("held");
+        let name = OsStr::new("pre-commit");
+        assert!(opened.held_not_control(rel, &held, name).is_ok());
+        std::fs::rename(dir.path().join("work"), dir.path().join(".husky")).expect("rename");
+        assert!(matches!(
+            opened.held_not_control(rel, &held, name),
+            Err(FileError::ControlInput { .. })
+        ));
+        let outside = tempfile::tempdir().expect("tempdir");
+        std::fs::rename(dir.path().join(".husky"), outside.path().join("w")).expect("rename");
+        assert!(matches!(
+            opened.held_not_control(rel, &held, name),
+            Err(FileError::Moved { .. })
+        ));
+    }
+
+    /// In a session workspace (a copy the apply checks) only the root's
+    /// chock.zon and git directories are refused; the person's project
+    /// refuses every control input.
+    #[test]
+    fn control_inputs_are_refused_in_place_and_written_in_a_copy() {
+        let (dir, ws) = workspace();
+        let copy = Workspace {
+            in_place: false,
+            ..Workspace::open(&dir.path().canonicalize().expect("canonical")).expect("open")
+        };
+        for rel in [
+            ".claude/settings.json",
+            ".envrc",
+            ".agents/policies/p/manifest.zon",
+        ] {
+            assert!(
+                matches!(
+                    ws.opened().expect("opened").write(Path::new(rel), b"x"),
+                    Err(FileError::ControlInput { .. })
+                ),
+                "{rel}"
+            );
+            assert!(!dir.path().join(rel).exists(), "{rel}");
+            copy.opened()
+                .expect("opened")
+                .write(Path::new(rel), b"x")
+                .expect("a copy's is written");
+        }
+        assert!(matches!(
+            copy.opened()
+                .expect("opened")
+                .write(Path::new("chock.zon"), b"x"),
+            Err(FileError::PolicyFile)
+        ));
     }
 
     proptest::proptest! {
