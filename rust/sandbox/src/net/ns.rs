@@ -37,6 +37,13 @@ impl Shared {
     /// Runs `program` (nft or ip) inside the namespace with `script` on
     /// its standard input.
     fn run(&self, program: &str, args: &[&str], script: &str) -> Result<(), String> {
+        self.start(program, args, script)?.finish()
+    }
+
+    /// Starts `program` (nft or ip) inside the namespace with `script` on
+    /// its standard input (all of it written, and closed), not waiting
+    /// for it to end.
+    fn start(&self, program: &str, args: &[&str], script: &str) -> Result<Started, String> {
         let path = tool(program).ok_or_else(|| {
             format!("`{program}` was not found in /usr/sbin, /sbin, /usr/bin or /bin; install it (nftables, iproute2) or set `.policy.net.router = .none`")
         })?;
@@ -51,24 +58,19 @@ impl Shared {
         let mut child = command
             .spawn()
             .map_err(|e| format!("{} could not start: {e}", path.display()))?;
-        if let Some(mut stdin) = child.stdin.take() {
-            stdin
-                .write_all(script.as_bytes())
-                .map_err(|e| format!("{} did not take its input: {e}", path.display()))?;
+        let mut started = Started { path, child: None };
+        if let Some(mut stdin) = child.stdin.take()
+            && let Err(e) = stdin.write_all(script.as_bytes())
+        {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!(
+                "{} did not take its input: {e}",
+                started.path.display()
+            ));
         }
-        let out = child
-            .wait_with_output()
-            .map_err(|e| format!("{} could not be waited for: {e}", path.display()))?;
-        if out.status.success() {
-            Ok(())
-        } else {
-            Err(format!(
-                "{} failed ({}): {}",
-                path.display(),
-                out.status,
-                String::from_utf8_lossy(&out.stderr).trim()
-            ))
-        }
+        started.child = Some(child);
+        Ok(started)
     }
 
     /// Puts a change of the name table into the kernel's allow set.
@@ -93,6 +95,44 @@ impl Shared {
             return Ok(());
         }
         self.run("nft", &["-f", "-"], &script)
+    }
+}
+
+/// A tool started by [`Shared::start`]: [`Started::finish`] waits for it
+/// and says whether it did its work. Dropped unfinished, it is killed and
+/// reaped.
+struct Started {
+    path: PathBuf,
+    child: Option<std::process::Child>,
+}
+
+impl Started {
+    fn finish(mut self) -> Result<(), String> {
+        let Some(child) = self.child.take() else {
+            return Err(format!("{} was not started", self.path.display()));
+        };
+        let out = child
+            .wait_with_output()
+            .map_err(|e| format!("{} could not be waited for: {e}", self.path.display()))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "{} failed ({}): {}",
+                self.path.display(),
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            ))
+        }
+    }
+}
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 }
 
@@ -222,9 +262,6 @@ pub(crate) fn attach(
         table: Mutex::new(Table::default()),
         router: router.clone(),
     });
-    shared
-        .run("ip", &["-batch", "-"], &links())
-        .map_err(|e| setup_error("addresses and routes", e))?;
     // Address literals a rule allows are reachable without a lookup: each
     // is an entry of its own, decided as itself, in the allow set from the
     // ruleset's first moment.
@@ -245,9 +282,16 @@ pub(crate) fn attach(
             table.literal(*literal);
         }
     }
-    shared
-        .run("nft", &["-f", "-"], &ruleset(&literals))
+    // The ruleset and the addresses are independent: both tools run at
+    // once, and both are done before any socket is made (binding needs
+    // loopback up) or the program starts.
+    let rules = shared
+        .start("nft", &["-f", "-"], &ruleset(&literals))
         .map_err(|e| setup_error("the ruleset", e))?;
+    shared
+        .run("ip", &["-batch", "-"], &links())
+        .map_err(|e| setup_error("addresses and routes", e))?;
+    rules.finish().map_err(|e| setup_error("the ruleset", e))?;
     let specs = [
         (
             libc::SOCK_STREAM,
