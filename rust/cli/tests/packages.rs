@@ -729,3 +729,77 @@ fn a_catalog_that_is_a_plain_folder_is_installed_with_no_commit_and_reinstalled_
     assert!(repo.package("ask-push").join("manifest.zon").is_file());
     assert!(repo.chock(&["check", "--only", "verify"]).status.success());
 }
+
+/// `chock install ../catalog#./../../src --yes` once replaced the project's
+/// `src/`; a `chock.lock` naming such an id did the same on a plain
+/// `chock install`, and a link planted at `.agents/policies/<id>` was
+/// written through. Each is refused now, and `src/` and the folder the
+/// link points at are left as they were.
+#[test]
+fn an_id_that_climbs_out_or_a_planted_link_is_refused_and_src_survives() {
+    let repo = Repo::new();
+    let src = repo.project.join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(src.join("main.rs"), "fn main() {}\n").unwrap();
+    let outside = repo.root.join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    for id in ["src", "x"] {
+        write_package(
+            &repo.root.join("catalog").join(id),
+            "\"tool\"",
+            ".{ .action = \"git.push\", .decision = .ask }",
+            None,
+        );
+    }
+    let intact = || {
+        assert_eq!(
+            std::fs::read_to_string(src.join("main.rs")).ok().as_deref(),
+            Some("fn main() {}\n"),
+            "src/ was replaced"
+        );
+        assert_eq!(
+            std::fs::read_dir(&outside).unwrap().count(),
+            0,
+            "written outside"
+        );
+    };
+    for spec in [
+        "../catalog#./../../src",
+        "../catalog#../src",
+        "../catalog#a/b",
+        "../catalog#..",
+    ] {
+        let out = repo.chock(&["install", spec, "--yes"]);
+        assert_eq!(out.status.code(), Some(1), "{spec}: {}", text(&out));
+        assert!(text(&out).contains("is not a policy id"), "{}", text(&out));
+        intact();
+    }
+    let out = repo.chock(&["new", "policy", "../../src"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    intact();
+    std::fs::write(
+        repo.project.join("chock.lock"),
+        ".{\n    .version = 1,\n    .policies = .{\n        .{ .id = \"./../../src\", .source = \"../catalog\", .hash = \"sha256:0\" },\n    },\n}\n",
+    )
+    .unwrap();
+    let out = repo.chock(&["install", "--yes"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("chock.lock:4:18:"), "{}", text(&out));
+    intact();
+    std::fs::remove_file(repo.project.join("chock.lock")).unwrap();
+    std::fs::create_dir_all(repo.project.join(".agents/policies")).unwrap();
+    std::os::unix::fs::symlink(&outside, repo.package("x")).unwrap();
+    let out = repo.chock(&["install", "../catalog#x", "--yes"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("is a symbolic link or not a folder"),
+        "{}",
+        text(&out)
+    );
+    intact();
+    std::fs::remove_file(repo.package("x")).unwrap();
+    let out = repo.chock(&["install", "../catalog#x", "--yes"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(repo.package("x").join("manifest.zon").is_file());
+    intact();
+}

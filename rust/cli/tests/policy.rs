@@ -390,3 +390,178 @@ fn check_warns_when_a_wide_allow_also_answers_exec_unparsed() {
     assert_eq!(out.status.code(), Some(0));
     assert!(!stderr(&out).contains("exec.unparsed"), "{}", stderr(&out));
 }
+
+/// Every kind of policy file with a fault that would once have loaded as
+/// "policy ok (0 rules)": `chock policy check` prints `FILE:LINE:COL:
+/// message` and exits 1, and `chock exec` and a hook refuse to go on.
+#[test]
+fn a_policy_that_does_not_load_is_refused_by_check_exec_and_hooks() {
+    let dir = scratch("fails-closed");
+    let bundle = dir.join("org.zon");
+    let config_dir = dir.join("home/.config/chock");
+    std::fs::create_dir_all(&config_dir).expect("config dir");
+    let config = config_dir.join("config.zon");
+    let chock_zon = dir.join("chock.zon");
+    let rule = ".{ .action = \"git.push\", .decision = .deny }";
+    // One file with a fault at a time; the others are empty or absent.
+    struct Case<'a> {
+        project: String,
+        org: Option<String>,
+        operator: Option<&'a str>,
+        file: &'a Path,
+        at: &'a str,
+        message: &'a str,
+    }
+    let case = |project: String, file, at, message| Case {
+        project,
+        org: None,
+        operator: None,
+        file,
+        at,
+        message,
+    };
+    let cases = [
+        case(
+            format!(".{{\n    .polciy = .{{ .rules = .{{ {rule} }} }},\n}}\n"),
+            &chock_zon,
+            "2:6",
+            "unknown field `.polciy`: did you mean `.policy`?",
+        ),
+        case(
+            ".{ .policy = .{ .rules = .{ .{ .action = \"exce.path.rm\", .decision = .deny } } } }"
+                .into(),
+            &chock_zon,
+            "1:42",
+            "`exce.path.rm` is in no action namespace Chock names (did you mean `exec`?): its first label `exce`",
+        ),
+        case(
+            ".{ .limits = .{ .processes = 4 }, .style = .{} }".into(),
+            &chock_zon,
+            "1:44",
+            "`.style` is not implemented yet in this Chock",
+        ),
+        Case {
+            org: Some(format!(
+                ".{{\n    .policy = .{{ .rules = .{{ {rule} }} }},\n}}\n"
+            )),
+            ..case(
+                ".{}".into(),
+                &bundle,
+                "2:15",
+                "this is chock.zon's shape, and an organisation bundle holds its rules at the top",
+            )
+        },
+        Case {
+            operator: Some(".{ .limts = .{ .processes = 4 } }"),
+            ..case(
+                ".{}".into(),
+                &config,
+                "1:5",
+                "unknown field `.limts`: did you mean `.limits`?",
+            )
+        },
+    ];
+    for Case {
+        project,
+        org,
+        operator,
+        file,
+        at,
+        message,
+    } in cases
+    {
+        std::fs::write(&chock_zon, &project).expect("chock.zon");
+        let _ = std::fs::remove_file(&config);
+        if let Some(text) = operator {
+            std::fs::write(&config, text).expect("config.zon");
+        }
+        let mut check = vec!["policy", "check", "--project", "."];
+        if let Some(text) = &org {
+            std::fs::write(&bundle, text).expect("bundle");
+            check.extend(["--org-bundle", "org.zon"]);
+        }
+        let out = chock(&dir, &check);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{project}: {err}");
+        assert!(!stdout(&out).contains("policy ok"), "{}", stdout(&out));
+        let first = err.lines().next().unwrap_or("");
+        let shown = file.display().to_string();
+        let shown = shown
+            .strip_prefix(&format!("{}/", dir.display()))
+            .unwrap_or(&shown);
+        assert!(
+            first.ends_with(&format!("{shown}:{at}: {message}")[..])
+                || first.contains(&format!("{shown}:{at}: {message}")),
+            "{project}: {first}"
+        );
+        if org.is_some() {
+            continue; // `chock exec` and hooks bind the bundles found on the machine
+        }
+        let _ = std::fs::remove_file(dir.join("ran"));
+        let out = chock(&dir, &["exec", "--", "/bin/sh", "-c", "touch ran"]);
+        assert_ne!(out.status.code(), Some(0), "exec went on: {}", stderr(&out));
+        assert!(stderr(&out).contains(message), "{}", stderr(&out));
+        assert!(
+            !dir.join("ran").exists(),
+            "the command ran under a policy that did not load"
+        );
+        let payload = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../hook/tests/fixtures/claude/bash-cargo-test.json"),
+        )
+        .expect("payload")
+        .replace("@PROJECT@", dir.to_str().expect("utf-8"))
+        .replace("@HOME@", dir.join("home").to_str().expect("utf-8"));
+        let mut child = Command::new(env!("CARGO_BIN_EXE_chock"))
+            .args(["hook", "claude"])
+            .current_dir(&dir)
+            .env("HOME", dir.join("home"))
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("XDG_DATA_HOME")
+            .env_remove("CHOCK_LOG")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("hook");
+        use std::io::Write as _;
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(payload.as_bytes())
+            .expect("payload");
+        let out = child.wait_with_output().expect("hook ends");
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains("the policy could not be loaded, so every call is refused")
+                && stderr(&out).contains(message),
+            "{}",
+            stderr(&out)
+        );
+    }
+}
+
+/// `.unknown_actions = .warn`: a chock.zon written for a newer Chock loads,
+/// and every load says which rule names what on stderr.
+#[test]
+fn unknown_actions_warn_loads_and_warns_with_the_place() {
+    let dir = scratch("unknown-actions-warn");
+    std::fs::write(
+        dir.join("chock.zon"),
+        ".{\n    .unknown_actions = .warn,\n    .policy = .{ .rules = .{\n        .{ .action = \"style.future.thing\", .decision = .deny },\n        .{ .action = \"hologram.project\", .decision = .deny },\n    } },\n}\n",
+    )
+    .expect("chock.zon");
+    let out = chock(&dir, &["policy", "check", "--project", "."]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("(2 rules)"), "{}", stdout(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("warning: ./chock.zon:5:22: `hologram.project` is in no action namespace"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("style.future.thing"),
+        "a known namespace is not warned about: {err}"
+    );
+}

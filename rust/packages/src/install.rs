@@ -280,9 +280,15 @@ fn put(
             hash,
         });
     }
+    // git runs in a process of its own, where this process's descriptors
+    // do not exist: it diffs a copy read through the opened folder.
+    let scratch =
+        tempfile::tempdir().map_err(io(Path::new("/tmp"), "creating a scratch folder"))?;
+    let copy = scratch.path().join(id);
+    copy_tree(&target, &copy)?;
     let pending = Pending {
         id: id.to_owned(),
-        diff: diff(&target, &fetched.dir)?,
+        diff: diff(&copy, &fetched.dir)?,
     };
     if !replace(&pending) {
         return Err(PackageError::Refused(format!(

@@ -168,7 +168,19 @@ fn a_link_planted_on_the_way_is_refused_not_written_through() {
     std::fs::remove_file(world.project.join(".agents")).unwrap();
     assert!(matches!(world.install("x"), Ok(Installed::New { .. })));
     std::fs::write(world.root.join("catalog/x/extra.txt"), "more\n").unwrap();
-    assert!(matches!(world.install("x"), Ok(Installed::Replaced { .. })));
+    let mut shown = String::new();
+    let replaced = install::install(&world.project, "../catalog", "x", &mut |pending| {
+        shown = pending.diff.clone();
+        true
+    });
+    assert!(
+        matches!(replaced, Ok(Installed::Replaced { .. })),
+        "{replaced:?}"
+    );
+    assert!(
+        shown.contains("upstream/extra.txt") && shown.contains("+more"),
+        "the diff is read from the installed folder: {shown}"
+    );
     let mut names: Vec<_> = std::fs::read_dir(&policies)
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
