@@ -121,7 +121,9 @@ fn concat_strings_sep<'a>(
 }
 
 /// Replaces, left to right, the first pattern of `from` that matches at
-/// each position; the replacement is forced only when it is used.
+/// each position. As in Nix 2.8, every pattern and then every replacement
+/// is forced before the string, used or not, so an error in an unused
+/// replacement (a `throw` that `tryEval` catches, too) is the call's error.
 fn replace_strings<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
     let from = ev.force_list(
         &args[0],
@@ -147,7 +149,14 @@ fn replace_strings<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> 
             "while evaluating one of the strings to replace passed to builtins.replaceStrings",
         )?);
     }
-    let mut replacements: Vec<Option<NixString>> = vec![None; to.len()];
+    let mut replacements = Vec::with_capacity(to.len());
+    for r in to.as_slice() {
+        replacements.push(ev.force_string(
+            r,
+            pos,
+            "while evaluating one of the replacement strings passed to builtins.replaceStrings",
+        )?);
+    }
     let s = ev.force_string(
         &args[2],
         pos,
@@ -186,14 +195,9 @@ fn replace_strings<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> 
             .position(|pat| s[p..].starts_with(pat.as_bytes()));
         match matched {
             Some(k) => {
-                if replacements[k].is_none() {
-                    let r = ev.force_string(&to.as_slice()[k], pos, "while evaluating one of the replacement strings passed to builtins.replaceStrings")?;
-                    replacements[k] = Some(r);
-                }
-                if let Some(r) = &replacements[k] {
-                    out.extend_from_slice(r.as_bytes());
-                    context.add(r.context());
-                }
+                let r = &replacements[k];
+                out.extend_from_slice(r.as_bytes());
+                context.add(r.context());
                 let len = patterns[k].len();
                 if len == 0 {
                     if let Some(&c) = s.get(p) {

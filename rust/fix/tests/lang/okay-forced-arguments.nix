@@ -1,7 +1,8 @@
 # What sort and replaceStrings force whether they need it or not: the
-# comparator of a one-element list, every pattern of replaceStrings (a
-# replacement only when it is used, as Nix does since 2.16: the third
-# replaceStrings case is caught by Nix 2.8, which forced them all).
+# comparator of a one-element list, every pattern and every replacement of
+# replaceStrings, used or not, as Nix 2.8 does (the third replaceStrings
+# case succeeds in Nix 2.16 and later, which force a replacement only when
+# it is used).
 let
   succeeds = e: (builtins.tryEval e).success;
 in
