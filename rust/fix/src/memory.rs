@@ -40,6 +40,69 @@ pub fn freed(bytes: usize) {
     LIVE.with(|l| l.set(l.get().wrapping_sub(bytes)));
 }
 
+/// A builtin's working set: what it holds in Rust collections of its own
+/// (`genericClosure`'s work list and the keys it has seen, the entries
+/// `listToAttrs` sorts, the parts `concatStringsSep` joins, the copies
+/// `sort` merges), which the values' allocator does not see. Counted as
+/// held from [`Held::set`] until the guard is dropped, so the bound covers
+/// it as it does values.
+#[derive(Default)]
+pub(crate) struct Held(usize);
+
+impl Held {
+    /// Counts `bytes` from now on, in place of what was counted before.
+    #[inline]
+    pub(crate) fn set(&mut self, bytes: usize) {
+        if bytes >= self.0 {
+            allocated(bytes - self.0);
+        } else {
+            freed(self.0 - bytes);
+        }
+        self.0 = bytes;
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        freed(self.0);
+    }
+}
+
+/// A growable collection whose block [`Held`] can count.
+pub(crate) trait Growable {
+    /// Bytes of one element.
+    const ELEMENT: usize;
+    fn len(&self) -> usize;
+    fn capacity(&self) -> usize;
+    fn reserve_exact(&mut self, more: usize);
+}
+
+impl<T> Growable for Vec<T> {
+    const ELEMENT: usize = std::mem::size_of::<T>();
+    fn len(&self) -> usize {
+        Vec::len(self)
+    }
+    fn capacity(&self) -> usize {
+        Vec::capacity(self)
+    }
+    fn reserve_exact(&mut self, more: usize) {
+        Vec::reserve_exact(self, more);
+    }
+}
+
+impl<T> Growable for std::collections::VecDeque<T> {
+    const ELEMENT: usize = std::mem::size_of::<T>();
+    fn len(&self) -> usize {
+        std::collections::VecDeque::len(self)
+    }
+    fn capacity(&self) -> usize {
+        std::collections::VecDeque::capacity(self)
+    }
+    fn reserve_exact(&mut self, more: usize) {
+        std::collections::VecDeque::reserve_exact(self, more);
+    }
+}
+
 /// The most bytes held at one time by this thread's values (`--stats`).
 pub fn peak() -> usize {
     PEAK.with(Cell::get)
@@ -53,6 +116,19 @@ pub fn live() -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_working_set_is_counted_while_it_is_held() {
+        let before = live();
+        {
+            let mut held = Held::default();
+            held.set(1000);
+            assert_eq!(live(), before + 1000);
+            held.set(400);
+            assert_eq!(live(), before + 400);
+        }
+        assert_eq!(live(), before);
+    }
 
     #[test]
     fn counts_what_is_held() {

@@ -69,6 +69,9 @@ known_symbols! {
 pub struct Symbols {
     map: FxHashMap<NixString, Sym>,
     names: Vec<NixString>,
+    /// The table's own blocks, counted by the memory bound (the names
+    /// themselves are strings, counted as values).
+    held: crate::memory::Held,
 }
 
 impl Default for Symbols {
@@ -82,6 +85,7 @@ impl Symbols {
         let mut symbols = Symbols {
             map: FxHashMap::default(),
             names: Vec::new(),
+            held: crate::memory::Held::default(),
         };
         for text in KNOWN {
             symbols.intern(text.as_bytes());
@@ -111,8 +115,15 @@ impl Symbols {
 
     fn add(&mut self, text: NixString) -> Sym {
         let sym = Sym(u32::try_from(self.names.len()).unwrap_or(u32::MAX));
+        let before = (self.names.capacity(), self.map.capacity());
         self.names.push(text.clone());
         self.map.insert(text, sym);
+        if (self.names.capacity(), self.map.capacity()) != before {
+            self.held.set(
+                self.names.capacity() * std::mem::size_of::<NixString>()
+                    + self.map.capacity() * (std::mem::size_of::<(NixString, Sym)>() + 1),
+            );
+        }
         sym
     }
 

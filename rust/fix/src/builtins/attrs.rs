@@ -96,6 +96,8 @@ fn unsafe_get_attr_pos<'a>(
 
 fn list_to_attrs<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
     let list = ev.force_list(&args[0], pos, arg_context(0, "listToAttrs"))?;
+    let mut held = crate::memory::Held::default();
+    ev.hold::<Attr<'a>>(&mut held, list.len(), pos)?;
     let mut entries = Vec::with_capacity(list.len());
     for item in list.as_slice() {
         let pair = ev.force_attrs(

@@ -336,6 +336,10 @@ fn sort<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Valu
     for item in items {
         ev.force(item)?;
     }
+    // Sorting holds two more lists' worth: the keys or the copy it sorts,
+    // and the buffer it merges into.
+    let mut held = crate::memory::Held::default();
+    ev.hold::<Value<'a>>(&mut held, items.len().saturating_mul(2), pos)?;
     if let Some(sorted) = sorted_by_less_than(&f, items) {
         return Ok(Value::List(sorted));
     }
@@ -476,9 +480,14 @@ fn generic_closure<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> 
         pos,
         "while evaluating the 'operator' attribute passed as argument to builtins.genericClosure",
     )?;
-    let mut work: std::collections::VecDeque<Value<'a>> =
-        start.as_slice().iter().cloned().collect();
-    // The keys seen so far, kept sorted by `<`.
+    // The work list, the keys seen so far (kept sorted by `<`) and the
+    // result are the builtin's working set: counted as they grow.
+    let (mut held_work, mut held_keys, mut held_result) = Default::default();
+    let mut work: std::collections::VecDeque<Value<'a>> = std::collections::VecDeque::new();
+    for item in start.as_slice() {
+        ev.room(&mut held_work, &mut work, pos)?;
+        work.push_back(item.clone());
+    }
     let mut keys: Vec<Value<'a>> = Vec::new();
     let mut result = Vec::new();
     while let Some(e) = work.pop_front() {
@@ -510,7 +519,9 @@ fn generic_closure<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> 
         if found {
             continue;
         }
+        ev.room(&mut held_keys, &mut keys, pos)?;
         keys.insert(lo, key);
+        ev.room(&mut held_result, &mut result, pos)?;
         result.push(e.clone());
         let next = ev.call(op.clone(), e, pos)?;
         let next = ev.force_list(
@@ -520,6 +531,7 @@ fn generic_closure<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> 
         )?;
         for item in next.as_slice() {
             ev.force(item)?;
+            ev.room(&mut held_work, &mut work, pos)?;
             work.push_back(item.clone());
         }
     }

@@ -94,7 +94,10 @@ fn concat_strings_sep<'a>(
 ) -> Result<Value<'a>> {
     let sep = ev.force_string(&args[0], pos, "while evaluating the first argument (the separator string) passed to builtins.concatStringsSep")?;
     let list = ev.force_list(&args[1], pos, "while evaluating the second argument (the list of strings to concat) passed to builtins.concatStringsSep")?;
-    // Coerced first, then copied once into a block of the joined length.
+    // Coerced first, then copied once into a block of the joined length;
+    // the parts are the builtin's working set until then.
+    let mut held = crate::memory::Held::default();
+    ev.hold::<NixString>(&mut held, list.len(), pos)?;
     let mut parts = Vec::with_capacity(list.len());
     let mut context = ContextAcc::default();
     let mut len = 0usize;

@@ -237,6 +237,36 @@ impl<'a> Evaluator<'a> {
         Ok(())
     }
 
+    /// Room for one more element in `v`, a builtin's working set counted
+    /// in `held`: when `v` is full it doubles, the bound checked first for
+    /// the new block beside the old one (both are held while it is
+    /// copied), and `held` then counts the new block.
+    #[inline]
+    pub(crate) fn room<C: crate::memory::Growable>(
+        &self,
+        held: &mut crate::memory::Held,
+        v: &mut C,
+        pos: Pos,
+    ) -> Result<()> {
+        if v.len() < v.capacity() {
+            return Ok(());
+        }
+        let grown = v.capacity().saturating_mul(2).max(8);
+        self.check_memory(grown.saturating_mul(C::ELEMENT), pos)?;
+        v.reserve_exact(grown - v.len());
+        held.set(v.capacity().saturating_mul(C::ELEMENT));
+        Ok(())
+    }
+
+    /// Counts `n` elements of `T` in `held` as a builtin's working set,
+    /// the bound checked first.
+    pub(crate) fn hold<T>(&self, held: &mut crate::memory::Held, n: usize, pos: Pos) -> Result<()> {
+        let bytes = n.saturating_mul(std::mem::size_of::<T>());
+        self.check_memory(bytes, pos)?;
+        held.set(bytes);
+        Ok(())
+    }
+
     /// Sends a `trace` or warning line to the embedding (stderr by default).
     pub(crate) fn emit(&self, line: &str) {
         match &self.options.trace {
