@@ -457,7 +457,7 @@ impl Opened<'_> {
                 let child = path.join(&name);
                 let file_type = meta.file_type();
                 if file_type.is_dir() && !file_type.is_symlink() {
-                    if name == ".git" {
+                    if name == chock_policy::control::GIT_DIR {
                         continue;
                     }
                     if let Ok(sub) = dir.open_dir(&name) {
@@ -556,7 +556,10 @@ impl Opened<'_> {
                 path: Workspace::show(rel),
             });
         }
-        if rel.components().any(|c| c.as_os_str() == ".git") {
+        if rel
+            .components()
+            .any(|c| c.as_os_str() == chock_policy::control::GIT_DIR)
+        {
             return Err(FileError::GitDirectory {
                 path: Workspace::show(rel),
             });
@@ -652,7 +655,7 @@ impl Opened<'_> {
     /// be written: the policy file (the root's `chock.zon`, by its identity,
     /// and that name in the root folder), a `.git`, a folder, a link.
     fn target(&self, rel: &Path, dir: &OwnedFd, name: &OsStr) -> Result<Target, FileError> {
-        if name == ".git" {
+        if name == chock_policy::control::GIT_DIR {
             return Err(FileError::GitDirectory {
                 path: Workspace::show(rel),
             });

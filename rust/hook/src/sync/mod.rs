@@ -298,6 +298,32 @@ mod tests {
         })
     }
 
+    /// Chock's entry is known in the form sync writes now and in the one it
+    /// wrote before the time bound, so a second sync replaces it; the
+    /// person's own handlers are not taken for it.
+    #[test]
+    fn chock_s_entry_is_known_bounded_or_not() {
+        let ours = is_chocks(Agent::Claude);
+        let handler = |command: &str| json!({"type": "command", "command": command});
+        for command in [
+            hook_command("chock", Agent::Claude),
+            hook_command("/opt/chock/bin/chock", Agent::Claude),
+            "chock hook claude || exit 2".to_owned(),
+            "\"/usr/local/bin/chock\" hook claude".to_owned(),
+        ] {
+            assert!(ours(&handler(&command)), "{command}");
+        }
+        for command in [
+            "echo chock hook claude",
+            "mychock hook claude",
+            "timeout 20 chock hook cursor || exit 2",
+            "chock sync",
+            "./fmt.sh",
+        ] {
+            assert!(!ours(&handler(command)), "{command}");
+        }
+    }
+
     /// A cloned project holding links where sync's files go: each is
     /// refused, naming the link, and nothing is written where they point.
     #[test]
