@@ -1339,6 +1339,65 @@ fn no_apply_lands_a_path_inside_a_bind() {
     sound(&fx);
 }
 
+const ROUNDS: u64 = 16;
+const FILES: usize = 300;
+
+/// How long one `chock apply` of a fixture `make` builds takes, unkilled.
+fn apply_time(make: &dyn Fn() -> Fixture) -> std::time::Duration {
+    let fx = make();
+    let started = std::time::Instant::now();
+    let out = apply(&fx, &[]);
+    assert!(out.status.success(), "{}", describe(&out));
+    started.elapsed()
+}
+
+/// Runs `chock apply` and kills it (SIGKILL) at a point of its run that
+/// moves with `round` (so the rounds spread over the `whole` of it), alone
+/// on even rounds (its git children run on) and with its whole process
+/// group on odd ones; then runs `chock apply` again and answers what that
+/// said, and what the killed one had said.
+fn killed_then_applied(fx: &Fixture, round: u64, whole: std::time::Duration) -> Output {
+    use std::os::unix::process::CommandExt;
+    let mut child = fx
+        .chock()
+        .arg("apply")
+        .process_group(0)
+        .stdout(std::fs::File::create(fx.root().join("killed.out")).expect("out"))
+        .stderr(std::fs::File::create(fx.root().join("killed.err")).expect("err"))
+        .spawn()
+        .expect("spawn");
+    let point = (round / 2 + 1) as u32;
+    std::thread::sleep(whole * point / (ROUNDS / 2 + 1) as u32);
+    if round % 2 == 1 {
+        let group = i32::try_from(child.id()).expect("pid");
+        // SAFETY: kill(2) of the process group the child leads.
+        assert_eq!(unsafe { libc::kill(-group, libc::SIGKILL) }, 0);
+    } else {
+        let _ = child.kill();
+    }
+    let _ = child.wait();
+    let mut again = apply(fx, &[]);
+    for name in ["killed.out", "killed.err"] {
+        let path = fx.root().join(name);
+        let said = std::fs::read(&path).unwrap_or_default();
+        let _ = std::fs::remove_file(&path);
+        again
+            .stderr
+            .extend(format!("\n(the killed apply's {name}: {})", text(&said)).bytes());
+    }
+    again
+}
+
+/// Names of the entries in `dir` starting with `.chock-apply-`, anywhere
+/// beneath it.
+fn temporaries_under(dir: &Path) -> Vec<String> {
+    snapshot(dir)
+        .into_iter()
+        .map(|(rel, _)| rel)
+        .filter(|rel| rel.contains(".chock-apply-"))
+        .collect()
+}
+
 /// `chock apply` is killed (SIGKILL) at points spread over its run, alone
 /// (its git children run on) or with its whole process group; then
 /// `chock apply` runs again. However it was stopped, the person's
@@ -1347,12 +1406,7 @@ fn no_apply_lands_a_path_inside_a_bind() {
 /// written outside the project.
 #[test]
 fn an_apply_killed_at_any_point_is_finished_by_the_next() {
-    use std::os::unix::process::CommandExt;
-    const ROUNDS: u64 = 16;
-    const FILES: usize = 300;
-    let mut finished = 0;
-    for round in 0..ROUNDS {
-        let group = round % 2 == 1;
+    let make = || {
         let fx = repo(&zon_with("merge", ""));
         std::fs::create_dir(fx.project.join("f")).expect("f");
         for i in 0..FILES {
@@ -1365,31 +1419,18 @@ fn an_apply_killed_at_any_point_is_finished_by_the_next() {
         std::fs::write(fx.project.join("c.txt"), "person\n").expect("c.txt");
         git(&fx.project, &["add", "c.txt"]);
         git(&fx.project, &["commit", "-q", "-m", "person: moves main"]);
+        fx
+    };
+    let whole = apply_time(&make);
+    let mut finished = 0;
+    for round in 0..ROUNDS {
+        let fx = make();
         let outside: Vec<_> = std::fs::read_dir(fx.root())
             .expect("root")
             .flatten()
             .map(|e| e.file_name())
             .collect();
-        let mut child = fx
-            .chock()
-            .arg("apply")
-            .process_group(0)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("spawn");
-        std::thread::sleep(std::time::Duration::from_millis(
-            round / 2 * 45 + round % 2 * 20,
-        ));
-        if group {
-            // SAFETY-free: a plain kill(2) of the group the child leads.
-            let pgid = i32::try_from(child.id()).expect("pid");
-            assert_eq!(unsafe { libc::kill(-pgid, libc::SIGKILL) }, 0);
-        } else {
-            let _ = child.kill();
-        }
-        let _ = child.wait();
-        let again = apply(&fx, &[]);
+        let again = killed_then_applied(&fx, round, whole);
         let said = describe(&again);
         if text(&again.stderr).contains("interrupted") {
             finished += 1;
@@ -1435,5 +1476,49 @@ fn an_apply_killed_at_any_point_is_finished_by_the_next() {
             "round {round}: nothing is written beside the project"
         );
     }
-    eprintln!("{finished} of {ROUNDS} killed applies were finished by the next");
+    eprintln!(
+        "{finished} of {ROUNDS} killed applies were finished by the next (an apply takes {whole:?})"
+    );
+}
+
+/// The same kills of an overlay's apply (a project with no git): the next
+/// apply takes back what the killed one wrote or finishes it, no
+/// `.chock-apply-*` temporary is left anywhere, and the work lands whole.
+#[test]
+fn an_overlay_apply_killed_at_any_point_leaves_no_temporary() {
+    let make = || {
+        let fx = plain(&zon_with("merge", ""));
+        std::fs::create_dir(fx.project.join("f")).expect("f");
+        for i in 0..FILES {
+            std::fs::write(fx.project.join(format!("f/{i:03}")), "person\n").expect("f");
+        }
+        let out = in_workspace(&fx, &[], "for f in f/*; do echo agent > $f; done");
+        assert!(out.status.success(), "{}", describe(&out));
+        fx
+    };
+    let whole = apply_time(&make);
+    let mut recovered = 0;
+    for round in 0..ROUNDS {
+        let fx = make();
+        let again = killed_then_applied(&fx, round, whole);
+        let said = describe(&again);
+        if text(&again.stderr).contains("interrupted") {
+            recovered += 1;
+        }
+        assert_eq!(
+            temporaries_under(&fx.project),
+            Vec::<String>::new(),
+            "round {round}: {said}"
+        );
+        let agent = (0..FILES)
+            .filter(|i| {
+                std::fs::read_to_string(fx.project.join(format!("f/{i:03}"))).expect("f")
+                    == "agent\n"
+            })
+            .count();
+        assert_eq!(agent, FILES, "round {round}: the work landed whole: {said}");
+    }
+    eprintln!(
+        "{recovered} of {ROUNDS} killed applies were recovered by the next (an apply takes {whole:?})"
+    );
 }

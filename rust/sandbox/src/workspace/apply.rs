@@ -676,7 +676,8 @@ impl SessionWorkspace {
                     }
                 })
                 .collect();
-            super::land::write_changes(&self.tree(), &self.meta.project, &changes, &denied)
+            journal::write_tree(self, &self.tree(), &changes, &denied)
+                .and_then(journal::Held::done)
                 .map_err(|e| {
                     WorkspaceError::Refused(format!(
                         "{applied}; but the copy binds were not written back: {e}"
@@ -714,8 +715,9 @@ impl SessionWorkspace {
                 shown_paths(&conflicts)
             )));
         }
-        self.overlay_write(&carried.changes)?;
+        let held = self.overlay_write(&carried.changes)?;
         self.overlay_applied(&carried.changes)?;
+        held.done()?;
         Ok(Applied::Written {
             files: plan.files.len(),
         })

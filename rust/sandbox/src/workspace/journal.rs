@@ -30,6 +30,7 @@ use chock_policy::visible;
 use serde::{Deserialize, Serialize};
 
 use super::git::{Git, split_z};
+use super::land::{Phase, Staged};
 use super::{SessionWorkspace, WorkspaceError, io, now_ms};
 use crate::project::Project;
 
@@ -49,6 +50,15 @@ pub(crate) enum Step {
         new: String,
         reference: String,
     },
+    /// Writing `changes` into the tree by descriptor (`land.rs`), the
+    /// temporaries named for process `pid`: `steps` once every one is
+    /// staged, `landed` once every one is in place.
+    Tree {
+        pid: u32,
+        changes: Vec<PathBuf>,
+        steps: Option<Vec<Staged>>,
+        landed: bool,
+    },
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -64,10 +74,22 @@ struct Record {
 /// A journal written, and the project's apply lock held, until [`Held::done`].
 pub(crate) struct Held {
     path: PathBuf,
+    record: Record,
     _lock: nix::fcntl::Flock<File>,
 }
 
 impl Held {
+    /// Records where a tree landing is, flushed before it goes on.
+    pub(crate) fn phase(&mut self, phase: Phase<'_>) -> Result<(), WorkspaceError> {
+        if let Step::Tree { steps, landed, .. } = &mut self.record.step {
+            match phase {
+                Phase::Staged(staged) => *steps = Some(staged.to_vec()),
+                Phase::Landed => *landed = true,
+            }
+        }
+        write(&self.path, &self.record)
+    }
+
     /// The apply finished (landed or parked): the journal goes.
     pub(crate) fn done(self) -> Result<(), WorkspaceError> {
         std::fs::remove_file(&self.path).map_err(io("removing", &self.path))?;
@@ -132,15 +154,27 @@ pub(crate) fn begin(workspace: &SessionWorkspace, step: Step) -> Result<Held, Wo
         started_ms: now_ms(),
         step,
     };
-    let text = serde_json::to_vec_pretty(&record)
+    write(&path, &record)?;
+    Ok(Held {
+        path,
+        record,
+        _lock: held,
+    })
+}
+
+/// Writes `record` at `path` whole (a temporary beside it, flushed, then
+/// renamed over it, the folder flushed).
+fn write(path: &Path, record: &Record) -> Result<(), WorkspaceError> {
+    let text = serde_json::to_vec_pretty(record)
         .map_err(|e| WorkspaceError::Refused(format!("cannot write the apply's journal: {e}")))?;
+    let dir = path.parent().unwrap_or(Path::new("/"));
     let temporary = dir.join(format!("{JOURNAL}.{}", std::process::id()));
     let mut file = File::create(&temporary).map_err(io("writing", &temporary))?;
     file.write_all(&text).map_err(io("writing", &temporary))?;
     file.sync_all().map_err(io("writing", &temporary))?;
-    std::fs::rename(&temporary, &path).map_err(io("writing", &path))?;
-    sync_dir(&dir);
-    Ok(Held { path, _lock: held })
+    std::fs::rename(&temporary, path).map_err(io("writing", path))?;
+    sync_dir(dir);
+    Ok(())
 }
 
 /// Finishes or rolls back an apply into `project` that was interrupted
@@ -168,6 +202,45 @@ pub(crate) fn recover_dir(dir: &Path) -> Result<Vec<String>, WorkspaceError> {
     })?;
     let said = match &record.step {
         Step::Git { .. } => recover_git(&record)?,
+        Step::Tree {
+            pid,
+            changes,
+            steps,
+            landed,
+        } => {
+            let left =
+                super::land::recover(&record.project, *pid, changes, steps.as_deref(), *landed)?;
+            // The workspace takes it as the landing left it: its changes
+            // out of the upper layer once they are in place, and the
+            // entries the landing moved (and moved back) never taken for
+            // the person's changes (unless a session holds it: it says so
+            // at its next apply).
+            if let Ok(mut held) = SessionWorkspace::open_dir(&record.workspace) {
+                let changed: Vec<super::overlay::Change> = changes
+                    .iter()
+                    .map(|rel| super::overlay::Change::Write(rel.clone()))
+                    .collect();
+                if held.meta.overlay && *landed {
+                    held.overlay_applied(&changed)?;
+                } else if held.meta.overlay {
+                    held.overlay_touched(&changed)?;
+                }
+            }
+            let mut said = vec![format!(
+                "an apply of session {} into {} was interrupted {}",
+                record.session,
+                record.project.display(),
+                if *landed {
+                    "after every file was in place: the old entries it kept aside are removed"
+                } else {
+                    "before every file was in place: what it wrote is taken back and your tree is as it was; the work stays in the workspace"
+                }
+            )];
+            if !left.is_empty() {
+                said.push(format!("these could not be put back: {}", left.join("; ")));
+            }
+            said
+        }
     };
     std::fs::remove_file(&path).map_err(io("removing", &path))?;
     sync_dir(dir);
@@ -180,7 +253,10 @@ fn recover_git(record: &Record) -> Result<Vec<String>, WorkspaceError> {
         tip,
         new,
         reference,
-    } = &record.step;
+    } = &record.step
+    else {
+        return Ok(Vec::new());
+    };
     let host = Git::host(&record.project);
     let git_dir = PathBuf::from(host.line(["rev-parse", "--absolute-git-dir"])?);
     let common = {
@@ -488,4 +564,40 @@ fn open_by(dev: u64, ino: u64) -> Option<u32> {
             })
         })
     })
+}
+
+/// Writes `changes` from `from` into `workspace`'s project (`land.rs`)
+/// under a journal, so that the next apply takes back a landing killed
+/// half-way; the journal is held until the caller says it is done.
+pub(crate) fn write_tree(
+    workspace: &SessionWorkspace,
+    from: &Path,
+    changes: &[super::overlay::Change],
+    denied: &[&Path],
+) -> Result<Held, WorkspaceError> {
+    let mut held = begin(
+        workspace,
+        Step::Tree {
+            pid: std::process::id(),
+            changes: changes.iter().map(|c| c.rel().to_path_buf()).collect(),
+            steps: None,
+            landed: false,
+        },
+    )?;
+    let written = super::land::write_changes(
+        from,
+        &workspace.meta.project,
+        changes,
+        denied,
+        &mut |phase| held.phase(phase),
+    );
+    match written {
+        Ok(()) => Ok(held),
+        Err(e) => {
+            // Nothing was written (or the error says what was not put
+            // back): the landing needs no recovery.
+            held.done()?;
+            Err(e)
+        }
+    }
 }

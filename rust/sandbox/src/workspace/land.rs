@@ -80,13 +80,33 @@ struct Step {
     landed: bool,
 }
 
+/// One step as the journal keeps it: the path, its temporary name, and
+/// for a write the identity (device, inode) of the entry staged there.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Staged {
+    pub(crate) rel: PathBuf,
+    pub(crate) temporary: String,
+    pub(crate) staged: Option<(u64, u64)>,
+}
+
+/// Where a landing is, for its journal.
+pub(crate) enum Phase<'a> {
+    /// Every step staged, none landed yet.
+    Staged(&'a [Staged]),
+    /// Every step landed; the old entries are to be removed.
+    Landed,
+}
+
 /// Writes `changes` (read from the upper layer `upper`) into `project`,
-/// leaving out `denied` paths (relative): all of them or none.
+/// leaving out `denied` paths (relative): all of them or none. `journal`
+/// is told each phase before it starts, and a failure there stops the
+/// landing as any other does.
 pub(crate) fn write_changes(
     upper: &Path,
     project: &Path,
     changes: &[Change],
     denied: &[&Path],
+    journal: &mut dyn FnMut(Phase<'_>) -> Result<(), WorkspaceError>,
 ) -> Result<(), WorkspaceError> {
     let refused = |e: crate::SandboxError| WorkspaceError::Refused(e.to_string());
     let (top, _) = open_top(project).map_err(refused)?;
@@ -148,6 +168,21 @@ pub(crate) fn write_changes(
         }
         Ok(())
     })();
+    let staged = staged.and_then(|()| {
+        let kept: Vec<Staged> = steps
+            .iter()
+            .map(|step| Staged {
+                rel: step.rel.clone(),
+                temporary: step.temporary.to_string_lossy().into_owned(),
+                staged: step
+                    .write
+                    .then(|| lstat(folders.held[step.parent].as_fd(), &step.temporary))
+                    .flatten()
+                    .map(|st| (st.st_dev, st.st_ino)),
+            })
+            .collect();
+        journal(Phase::Staged(&kept))
+    });
     if let Err(e) = staged {
         clear(&folders, &steps);
         return Err(nothing_written(project, e));
@@ -166,7 +201,10 @@ pub(crate) fn write_changes(
             )));
         }
     }
-    // Every step is done: what the temporaries hold now is the old.
+    // Every step is done: what the temporaries hold now is the old. A
+    // journal that cannot say so leaves them, for the next apply to see
+    // the landing whole and remove them.
+    journal(Phase::Landed)?;
     for step in &steps {
         if !step.write || step.exchanged {
             let _ = remove_beneath(folders.held[step.parent].as_fd(), &step.temporary);
@@ -419,6 +457,118 @@ fn copy(
     }
 }
 
+/// Finishes a landing into `project` that a killed apply (process `pid`)
+/// left: before every step landed (`landed` false), each step that landed
+/// is put back and every staged entry removed, so the tree is as it was;
+/// after, the old entries left under temporary names are removed. With
+/// no steps known (it was killed while staging), every temporary of
+/// `pid`'s in the folders of `changes` is removed. What could not be
+/// done, one sentence each.
+pub(crate) fn recover(
+    project: &Path,
+    pid: u32,
+    changes: &[PathBuf],
+    steps: Option<&[Staged]>,
+    landed: bool,
+) -> Result<Vec<String>, WorkspaceError> {
+    let refused = |e: crate::SandboxError| WorkspaceError::Refused(e.to_string());
+    let (top, _) = open_top(project).map_err(refused)?;
+    let mut folders = Folders {
+        project,
+        top,
+        held: Vec::new(),
+        index: BTreeMap::new(),
+    };
+    let mut left = Vec::new();
+    let Some(steps) = steps else {
+        let prefix = format!(".chock-apply-{pid}-");
+        let mut dirs: Vec<&Path> = changes.iter().filter_map(|c| c.parent()).collect();
+        dirs.sort();
+        dirs.dedup();
+        for dir in dirs {
+            let Ok(at) = folders.hold(dir) else { continue };
+            let held = folders.held[at].as_fd();
+            for name in names_in(held).unwrap_or_default() {
+                if name.as_bytes().starts_with(prefix.as_bytes())
+                    && remove_beneath(held, &name).is_err()
+                {
+                    left.push(format!("{}", project.join(dir).join(&name).display()));
+                }
+            }
+        }
+        return Ok(left);
+    };
+    for step in steps.iter().rev() {
+        let (dir, name) = split(&step.rel)?;
+        let Ok(at) = folders.hold(dir) else {
+            left.push(format!("{} (its folder is gone)", step.rel.display()));
+            continue;
+        };
+        let held = folders.held[at].as_fd();
+        let temporary = OsString::from(&step.temporary);
+        let id = |n: &OsStr| lstat(held, n).map(|st| (st.st_dev, st.st_ino));
+        let done = if landed {
+            remove_beneath(held, &temporary)
+        } else {
+            match step.staged {
+                // A write that landed: the old entry (if any) back.
+                Some(staged) if id(name) == Some(staged) => {
+                    if id(&temporary).is_some() {
+                        renameat2(
+                            held,
+                            temporary.as_os_str(),
+                            held,
+                            name,
+                            RenameFlags::RENAME_EXCHANGE,
+                        )
+                        .and_then(|()| remove_beneath(held, &temporary))
+                    } else {
+                        remove_beneath(held, name)
+                    }
+                }
+                // Staged, not landed.
+                Some(staged) if id(&temporary) == Some(staged) => remove_beneath(held, &temporary),
+                Some(_) => Ok(()),
+                // A removal that landed: the entry back under its name.
+                None if id(name).is_none() && id(&temporary).is_some() => renameat2(
+                    held,
+                    temporary.as_os_str(),
+                    held,
+                    name,
+                    RenameFlags::RENAME_NOREPLACE,
+                ),
+                None => Ok(()),
+            }
+        };
+        if let Err(e) = done {
+            left.push(format!(
+                "{} (its old entry may be {}: {})",
+                step.rel.display(),
+                project.join(dir).join(&temporary).display(),
+                e.desc()
+            ));
+        }
+    }
+    Ok(left)
+}
+
+/// The names in the folder `dir`, `.` and `..` aside.
+fn names_in(dir: std::os::fd::BorrowedFd<'_>) -> Result<Vec<OsString>, Errno> {
+    let inner = openat2(
+        dir,
+        ".",
+        OpenHow::new()
+            .flags(OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC)
+            .resolve(ResolveFlag::RESOLVE_BENEATH | ResolveFlag::RESOLVE_NO_SYMLINKS),
+    )?;
+    Ok(nix::dir::Dir::from_fd(inner)?
+        .iter()
+        .filter_map(Result::ok)
+        .map(|e| OsStr::from_bytes(e.file_name().to_bytes()).to_os_string())
+        .filter(|n| n != "." && n != "..")
+        .collect())
+}
+
 /// `rel` beneath `dir`, no link followed anywhere on the way.
 fn beneath(dir: &OwnedFd, rel: &Path, flags: OFlag) -> Result<OwnedFd, Errno> {
     openat2(
@@ -538,7 +688,7 @@ mod tests {
             Change::Write("was_a_folder".into()),
             Change::Write("tree".into()),
         ];
-        write_changes(&upper, &project, &changes, &[]).expect("applied");
+        write_changes(&upper, &project, &changes, &[], &mut |_| Ok(())).expect("applied");
         let read = |rel: &str| std::fs::read_to_string(project.join(rel)).expect(rel);
         assert_eq!(read("new"), "new\n");
         assert_eq!(read("kept/changed"), "after\n");
@@ -584,7 +734,7 @@ mod tests {
         let changes: Vec<Change> = (0..10)
             .map(|i| Change::Write(format!("d{i}/f").into()))
             .collect();
-        let result = write_changes(&upper, &project, &changes, &[]);
+        let result = write_changes(&upper, &project, &changes, &[], &mut |_| Ok(()));
         let _ = std::process::Command::new("chattr")
             .arg("-i")
             .arg(&fifth)
@@ -645,7 +795,7 @@ mod tests {
         let (mut landed, mut refused) = (0, 0);
         let until = std::time::Instant::now() + std::time::Duration::from_secs(3);
         while std::time::Instant::now() < until {
-            match write_changes(&upper, &project, &changes, &[]) {
+            match write_changes(&upper, &project, &changes, &[], &mut |_| Ok(())) {
                 Ok(()) => {
                     landed += 1;
                     assert_eq!(

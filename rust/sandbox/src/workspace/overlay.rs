@@ -352,15 +352,20 @@ impl SessionWorkspace {
     }
 
     /// Writes `changes` into the project, all or none, by descriptor and
-    /// never through a link of the project's (see `land.rs`).
-    pub(crate) fn overlay_write(&self, changes: &[Change]) -> Result<(), WorkspaceError> {
+    /// never through a link of the project's (see `land.rs`), under the
+    /// apply's journal, which the caller ends once the upper layer is
+    /// cleared too.
+    pub(crate) fn overlay_write(
+        &self,
+        changes: &[Change],
+    ) -> Result<super::journal::Held, WorkspaceError> {
         let denied: Vec<&Path> = self
             .meta
             .deny_read
             .iter()
             .map(|c| c.rel.as_path())
             .collect();
-        super::land::write_changes(&self.upper(), &self.meta.project, changes, &denied)
+        super::journal::write_tree(self, &self.upper(), changes, &denied)
     }
 
     /// After `changes` were written into the project: each is taken out of
@@ -378,6 +383,15 @@ impl SessionWorkspace {
             }
         }
         self.meta.applied_ms = Some(super::now_ms().max(self.latest_change_ms(changes)));
+        self.save()
+    }
+
+    /// After a landing of `changes` was taken back: the entries it moved
+    /// (and moved back) changed, by Chock, not by the person, so the time
+    /// the next apply counts the person's changes from is after them.
+    pub(crate) fn overlay_touched(&mut self, changes: &[Change]) -> Result<(), WorkspaceError> {
+        let latest = self.latest_change_ms(changes);
+        self.meta.applied_ms = Some(self.meta.applied_ms.unwrap_or(0).max(latest));
         self.save()
     }
 
