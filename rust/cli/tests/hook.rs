@@ -1054,7 +1054,10 @@ fn an_agent_s_own_write_to_a_control_input_is_asked_never_allowed() {
         for (tool, input) in [("Write", &content), ("Edit", &edit), ("MultiEdit", &multi)] {
             let (answer, reason) = claude_call(&sandbox, "default", tool, input.clone());
             assert_eq!(answer, "ask", "{tool} {path}: {reason}");
-            assert!(reason.contains(&action), "{tool} {path}: {reason}");
+            assert!(
+                reason.contains(&action) && reason.contains("is a control input"),
+                "{tool} {path}: {reason}"
+            );
             let last = sandbox.log_lines().pop().unwrap();
             assert_eq!(last["action"], action.as_str(), "{last}");
             assert!(

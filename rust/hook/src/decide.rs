@@ -149,7 +149,11 @@ pub fn reason(judged: &[Judged], can_ask: bool, agent_title: &str) -> String {
         return format!("Chock refused {act}{of}: {why}");
     }
     let by = describe_decided_by(&decider.verdict.decided_by);
-    let change = change_sentence(&decider.verdict);
+    let change = format!(
+        "{}{}",
+        change_sentence(&decider.verdict),
+        control_sentence(&decider.action)
+    );
     let decision = decider.verdict.decision;
     match answer {
         HookAnswer::Allow => {
@@ -186,6 +190,19 @@ pub fn change_sentence(verdict: &Verdict) -> String {
         .as_ref()
         .map(|s| format!(" To allow it, add `{}` to {}.", s.rule, s.block))
         .unwrap_or_default()
+}
+
+/// Why a write to a control input is asked on its own, for its action;
+/// nothing for any other.
+fn control_sentence(action: &str) -> &'static str {
+    let control = chock_policy::control::CONTROL_INPUTS
+        .iter()
+        .any(|input| chock_policy::control::control_write(input.kind) == action);
+    if control {
+        " The file is a control input: it configures Chock or an agent, or runs programs on your machine outside any sandbox, so a write to it is decided on its own, whatever rule allows other writes."
+    } else {
+        ""
+    }
 }
 
 fn describe_act(judged: &Judged) -> String {
@@ -273,6 +290,17 @@ mod tests {
             text.contains("exec.path.rm") && text.contains("1 of 2"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn a_control_write_says_why_it_is_asked() {
+        let policy = policy(&[("call.write_file", Decision::Allow)]);
+        let judged = judge(&policy, &asker(), vec![act("control.write.host")]);
+        assert_eq!(call_answer(&judged, true), HookAnswer::Ask);
+        let text = reason(&judged, true, "Claude Code");
+        assert!(text.contains("is a control input"), "{text}");
+        let judged = judge(&policy, &asker(), vec![act("exec.path.rm")]);
+        assert!(!reason(&judged, true, "x").contains("control input"));
     }
 
     #[test]
