@@ -1522,3 +1522,59 @@ fn an_overlay_apply_killed_at_any_point_leaves_no_temporary() {
         "{recovered} of {ROUNDS} killed applies were recovered by the next (an apply takes {whole:?})"
     );
 }
+
+/// A `deny_read` file inside a `read_only` or `write` bind (the person's
+/// own path, mounted) is covered as any other, in a repository and in an
+/// overlay: `cat`, `grep -r` and a copy read the notice. One that does not
+/// exist there cannot be covered, and no sandbox starts.
+#[test]
+fn a_deny_read_file_inside_a_bind_is_covered() {
+    let zon = format!(
+        ".{{ .deny_read = .{{ \"ro/secret.env\", \"w/secret.env\" }}, \
+         .workspace = .{{ .{{ .name = \"ro\", .mode = .read_only }}, .{{ .name = \"w\", .mode = .write }} }}, \
+         .policy = .{{ .rules = .{{ {APPLY_ALLOWED}, .{{ .action = \"workspace.bind.*\", .decision = .allow }} }} }} }}\n"
+    );
+    for fx in [repo(&zon), plain(&zon)] {
+        if fx.project.join(".git").exists() {
+            std::fs::write(fx.project.join(".gitignore"), "/ro\n/w\n").expect("ignore");
+            git(&fx.project, &["add", ".gitignore"]);
+            git(&fx.project, &["commit", "-q", "-m", "ignore binds"]);
+        }
+        for dir in ["ro", "w"] {
+            std::fs::create_dir(fx.project.join(dir)).expect("dir");
+            std::fs::write(fx.project.join(dir).join("secret.env"), "TOPSECRET\n").expect("secret");
+            std::fs::write(fx.project.join(dir).join("open.txt"), "open\n").expect("open");
+        }
+        let out = in_workspace(
+            &fx,
+            &[],
+            "cat ro/secret.env w/secret.env; cat ro/open.txt; grep -r TOPSECRET ro w; cp w/secret.env /tmp/x && cat /tmp/x; echo done",
+        );
+        let said = text(&out.stdout);
+        assert!(
+            said.contains("open\n") && said.ends_with("done\n"),
+            "{}",
+            describe(&out)
+        );
+        assert!(!said.contains("TOPSECRET"), "{}", describe(&out));
+        assert!(said.contains("deny_read"), "{}", describe(&out));
+    }
+    let fx = repo(&format!(
+        ".{{ .deny_read = .{{ \"ro/missing.env\" }}, \
+         .workspace = .{{ .{{ .name = \"ro\", .mode = .read_only }} }}, \
+         .policy = .{{ .rules = .{{ {APPLY_ALLOWED}, .{{ .action = \"workspace.bind.*\", .decision = .allow }} }} }} }}\n"
+    ));
+    std::fs::create_dir(fx.project.join("ro")).expect("ro");
+    let out = in_workspace(&fx, &[], "echo ran");
+    assert!(
+        !out.status.success() && !text(&out.stdout).contains("ran"),
+        "{}",
+        describe(&out)
+    );
+    assert!(
+        text(&out.stderr).contains("ro/missing.env")
+            && text(&out.stderr).contains("does not exist"),
+        "{}",
+        describe(&out)
+    );
+}

@@ -265,7 +265,7 @@ fn identity(host: &Git) -> Vec<(String, String)> {
 fn guarded(
     workspace: &SessionWorkspace,
     history: &History,
-) -> (Vec<(String, Guard)>, Vec<(String, &'static str)>) {
+) -> (Vec<(String, Guard)>, Vec<Crafted>) {
     let mut guarded = Vec::new();
     let mut bad = Vec::new();
     for path in history.touched.keys() {
@@ -293,6 +293,9 @@ fn guarded(
     }
     (guarded, bad)
 }
+
+/// A path no checkout may write, and why.
+type Crafted = (String, &'static str);
 
 /// Lines added and removed per file between two commits of `host`.
 fn numstat(host: &Git, from: &str, to: &str) -> Result<Vec<FileChange>, WorkspaceError> {
@@ -887,7 +890,7 @@ fn settle(
             } else {
                 host.line(["rev-parse", &format!("{commit}^{{tree}}")])?
             };
-            let mut text = message.clone();
+            let mut text = message;
             for c in history.lines() {
                 text.push_str(&format!("\n\n{c}"));
             }
@@ -919,9 +922,12 @@ fn settle(
     ))
 }
 
+/// An entry's mode, inode, size, and change and modification times.
+type Stamp = (u32, u64, u64, i64, i64);
+
 /// What each path is in the tree (kind, inode, size, times), to tell
 /// whether a git that failed wrote any of them.
-fn snapshot(project: &Path, paths: &[String]) -> Vec<Option<(u32, u64, u64, i64, i64)>> {
+fn snapshot(project: &Path, paths: &[String]) -> Vec<Option<Stamp>> {
     use std::os::unix::fs::MetadataExt;
     paths
         .iter()

@@ -539,6 +539,10 @@ impl SessionWorkspace {
             }
         }
         for deny in &settings.deny_read {
+            if let Some(covered) = self.bind_cover(request, deny)? {
+                self.meta.deny_read.push(covered);
+                continue;
+            }
             let path = upper.join(&deny.path);
             if let Some(parent) = path.parent() {
                 std::fs::create_dir_all(parent).map_err(io("creating", parent))?;
@@ -554,6 +558,30 @@ impl SessionWorkspace {
         }
         self.save()?;
         Ok(notices)
+    }
+
+    /// The cover of a `deny_read` file inside a `read_only` or `write` bind
+    /// (a mount of the person's own path, over whatever the workspace has
+    /// there): the person's own file, by the identity it has now.
+    fn bind_cover(
+        &self,
+        request: &Request<'_>,
+        deny: &chock_policy::workspace::DenyRead,
+    ) -> Result<Option<Covered>, WorkspaceError> {
+        let Some(bind) = self.meta.binds.iter().find(|b| {
+            deny.path.starts_with(&b.name)
+                && (b.mode == BindMode::ReadOnly.as_str() || b.mode == BindMode::Write.as_str())
+        }) else {
+            return Ok(None);
+        };
+        let named_in = deny.place();
+        let (dev, ino) = person_file(&request.project.dir, &deny.path, &bind.name, &named_in)?;
+        Ok(Some(Covered {
+            rel: deny.path.clone(),
+            dev,
+            ino,
+            named_in,
+        }))
     }
 
     /// Checks the tree out, copies what was asked for in, makes the binds'
@@ -609,13 +637,8 @@ impl SessionWorkspace {
         }
         for deny in &settings.deny_read {
             let named_in = deny.place();
-            if self.meta.binds.iter().any(|b| {
-                deny.path.starts_with(&b.name)
-                    && b.mode != BindMode::TempCopy.as_str()
-                    && b.mode != BindMode::Copy.as_str()
-            }) {
-                // Inside a bind of the person's own path: covered by the
-                // identity it has there when each sandbox starts.
+            if let Some(covered) = self.bind_cover(request, deny)? {
+                self.meta.deny_read.push(covered);
                 continue;
             }
             let (dev, ino, made) = files::hold_file(&tree, &deny.path)?;
@@ -799,13 +822,23 @@ impl SessionWorkspace {
                 .meta
                 .deny_read
                 .iter()
+                // An overlay covers a file of its own with the notice in
+                // its upper layer; one inside a bind is the person's own
+                // file, mounted over in every sandbox as in a repository.
+                .filter(|c| {
+                    !self.meta.overlay
+                        || self.meta.binds.iter().any(|b| {
+                            c.rel.starts_with(&b.name)
+                                && (b.mode == BindMode::ReadOnly.as_str()
+                                    || b.mode == BindMode::Write.as_str())
+                        })
+                })
                 .map(|c| Cover {
                     rel: c.rel.clone(),
                     dev: c.dev,
                     ino: c.ino,
                     named_in: c.named_in.clone(),
                 })
-                .filter(|_| !self.meta.overlay)
                 .collect(),
             overlay,
         }
@@ -846,6 +879,36 @@ fn dirty_files(host: &Git) -> Result<Vec<String>, WorkspaceError> {
     let mut all = changed_files(host)?;
     all.retain(|p| p != crate::layout::POLICY_FILE);
     Ok(all)
+}
+
+/// The identity of the person's file `rel` (a `deny_read` file inside the
+/// bind `bind`), opened beneath the project with no link followed; refused
+/// when it cannot be covered (missing, a link on the way, not a file).
+fn person_file(
+    project: &Path,
+    rel: &Path,
+    bind: &str,
+    named_in: &str,
+) -> Result<(u64, u64), WorkspaceError> {
+    let refused = |why: &str| {
+        WorkspaceError::Refused(format!(
+            "{named_in}: deny_read `{}` is inside the workspace bind `{bind}`, and {why}, so no sandbox could cover it and none starts; make it a plain file in {} or remove it from deny_read",
+            rel.display(),
+            project.display()
+        ))
+    };
+    let (top, _) = crate::anchor::open_top(project).map_err(|e| refused(&e.to_string()))?;
+    let id = crate::anchor::open_beneath(&top, rel).map_err(|e| match e {
+        nix::errno::Errno::ENOENT => refused("it does not exist there"),
+        nix::errno::Errno::ELOOP | nix::errno::Errno::EXDEV => {
+            refused("it is or goes through a symbolic link")
+        }
+        e => refused(e.desc()),
+    })?;
+    if id.kind != libc::S_IFREG {
+        return Err(refused("it is not a plain file"));
+    }
+    Ok((id.dev, id.ino))
 }
 
 /// Refuses at start what `deny_read` cannot cover: a folder (name each

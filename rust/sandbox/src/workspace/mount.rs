@@ -57,6 +57,7 @@ pub(crate) fn anchor(workspace: &OwnedFd, view: &View) -> Result<Opened, Sandbox
         None => (None, None),
     };
     let mut binds = Vec::new();
+    let mut bind_fds = Vec::new();
     for bind in &view.binds {
         let host = &bind.host;
         let io = |errno| beneath_error("opening the bind", host, errno);
@@ -76,12 +77,24 @@ pub(crate) fn anchor(workspace: &OwnedFd, view: &View) -> Result<Opened, Sandbox
             ));
         }
         binds.push(id);
+        bind_fds.push(fd);
     }
     let mut covers = Vec::new();
     for cover in &view.covers {
         let shown = view.shown.join(&cover.rel);
-        let id = open_beneath(workspace, &cover.rel)
-            .map_err(|errno| beneath_error("opening the deny_read file", &shown, errno))?;
+        // A file inside a bind is the person's own, reached through the
+        // bind (opened above) as the sandbox will reach it.
+        let within = view
+            .binds
+            .iter()
+            .zip(&bind_fds)
+            .find_map(|(bind, fd)| Some((cover.rel.strip_prefix(&bind.rel).ok()?, fd)));
+        let id = match within {
+            Some((rest, fd)) if rest.as_os_str().is_empty() => sys::file_id(fd.as_raw_fd()),
+            Some((rest, fd)) => open_beneath(fd, rest),
+            None => open_beneath(workspace, &cover.rel),
+        }
+        .map_err(|errno| beneath_error("opening the deny_read file", &shown, errno))?;
         if (id.dev, id.ino, id.kind) != (cover.dev, cover.ino, libc::S_IFREG) {
             return Err(refused_swap(&shown, &cover.named_in));
         }
