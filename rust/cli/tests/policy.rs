@@ -437,7 +437,7 @@ fn a_policy_that_does_not_load_is_refused_by_check_exec_and_hooks() {
         case(
             ".{ .limits = .{ .processes = 4 }, .style = .{} }".into(),
             &chock_zon,
-            "1:44",
+            "1:36",
             "`.style` is not implemented yet in this Chock",
         ),
         Case {
@@ -447,7 +447,7 @@ fn a_policy_that_does_not_load_is_refused_by_check_exec_and_hooks() {
             ..case(
                 ".{}".into(),
                 &bundle,
-                "2:15",
+                "2:6",
                 "this is chock.zon's shape, and an organisation bundle holds its rules at the top",
             )
         },

@@ -7,7 +7,7 @@
 //! one does not implement yet is refused by name, never ignored; a file in
 //! another file's shape is refused with the shape it must have.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -450,12 +450,10 @@ impl<'a> Source<'a> {
     ) -> Result<T, PolicyError> {
         use serde::de::IgnoredAny;
         // A top level that is not a struct is left to the typed read, which
-        // says what it must be.
-        let top: HashMap<String, Spanned<IgnoredAny>> =
+        // says what it must be. Keys ordered by span are in file order.
+        let top: BTreeMap<Spanned<String>, IgnoredAny> =
             chock_zon::from_str_in(Some(self.file), self.text).unwrap_or_default();
-        let mut blocks: Vec<(&String, Span)> = top.iter().map(|(k, v)| (k, v.span)).collect();
-        blocks.sort_by_key(|(_, span)| span.start);
-        for (name, span) in blocks {
+        for Spanned { span, value: name } in top.into_keys() {
             if NOT_IMPLEMENTED.contains(&name.as_str()) {
                 return Err(self.error(
                     span,
@@ -464,7 +462,7 @@ impl<'a> Source<'a> {
                     ),
                 ));
             }
-            if let Some(why) = kind.misplaced(name) {
+            if let Some(why) = kind.misplaced(&name) {
                 return Err(self.error(span, why));
             }
         }

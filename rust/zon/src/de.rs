@@ -283,7 +283,8 @@ impl<'a> de::Deserializer<'a> for NodeDeserializer<'a> {
     ) -> Result<V::Value> {
         if name == SPANNED_NAME && fields == SPANNED_FIELDS {
             return visitor.visit_map(SpannedAccess {
-                node: self.node,
+                span: self.node.span,
+                value: Wrapped::Node(self.node),
                 step: 0,
             });
         }
@@ -402,7 +403,8 @@ impl<'a> SeqAccess<'a> for Items<'a> {
 }
 
 /// A field name, handed to serde as a string so `deny_unknown_fields` and
-/// `rename` work as usual; errors point at the name.
+/// `rename` work as usual; errors point at the name. A key read as a
+/// [`crate::Spanned`] gets the name's own span.
 struct NameDeserializer<'a> {
     name: &'a str,
     span: Span,
@@ -415,10 +417,26 @@ impl<'de> de::Deserializer<'de> for NameDeserializer<'de> {
         locate(visitor.visit_borrowed_str(self.name), self.span)
     }
 
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value> {
+        if name == SPANNED_NAME && fields == SPANNED_FIELDS {
+            return visitor.visit_map(SpannedAccess {
+                span: self.span,
+                value: Wrapped::Name(self.name),
+                step: 0,
+            });
+        }
+        self.deserialize_any(visitor)
+    }
+
     serde::forward_to_deserialize_any! {
         bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
         bytes byte_buf option unit unit_struct newtype_struct seq tuple
-        tuple_struct map struct enum identifier ignored_any
+        tuple_struct map enum identifier ignored_any
     }
 }
 
@@ -537,9 +555,16 @@ impl<'a> VariantAccess<'a> for NodeDeserializer<'a> {
     }
 }
 
+/// What a [`crate::Spanned`] wraps: a value, or a field's name.
+enum Wrapped<'a> {
+    Node(&'a Node),
+    Name(&'a str),
+}
+
 /// Hands a [`crate::Spanned`] its byte range and then the value itself.
 struct SpannedAccess<'a> {
-    node: &'a Node,
+    span: Span,
+    value: Wrapped<'a>,
     step: u8,
 }
 
@@ -560,10 +585,14 @@ impl<'a> MapAccess<'a> for SpannedAccess<'a> {
     fn next_value_seed<V: DeserializeSeed<'a>>(&mut self, seed: V) -> Result<V::Value> {
         let step = self.step;
         self.step += 1;
-        match step {
-            0 => seed.deserialize((self.node.span.start as u64).into_deserializer()),
-            1 => seed.deserialize((self.node.span.end as u64).into_deserializer()),
-            _ => seed.deserialize(NodeDeserializer { node: self.node }),
+        match (step, &self.value) {
+            (0, _) => seed.deserialize((self.span.start as u64).into_deserializer()),
+            (1, _) => seed.deserialize((self.span.end as u64).into_deserializer()),
+            (_, Wrapped::Node(node)) => seed.deserialize(NodeDeserializer { node }),
+            (_, Wrapped::Name(name)) => seed.deserialize(NameDeserializer {
+                name,
+                span: self.span,
+            }),
         }
     }
 }

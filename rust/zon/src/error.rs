@@ -6,8 +6,8 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-/// A byte range in the source text.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// A byte range in the source text; ordered by where it starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct Span {
     pub start: usize,
     pub end: usize,

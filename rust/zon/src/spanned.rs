@@ -16,8 +16,10 @@ pub(crate) const SPANNED_VALUE: &str = "$chock_zon::Spanned::value";
 pub(crate) const SPANNED_FIELDS: &[&str] = &[SPANNED_START, SPANNED_END, SPANNED_VALUE];
 
 /// A value and where it was written. Only this crate's deserializer fills the
-/// span; any other deserializer refuses the type.
-#[derive(Debug, Clone, PartialEq, Default)]
+/// span; any other deserializer refuses the type. As a struct's key it is
+/// the field's name and the name's span, and keys ordered by span come in
+/// the order the file writes them.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct Spanned<T> {
     pub span: Span,
     pub value: T,

@@ -231,3 +231,18 @@ fn bytes_that_are_not_utf8_are_refused_with_their_line() {
     let e = chock_zon::from_slice_in::<String>(None, b"// ok\n\"a\xffb\"").expect_err("not UTF-8");
     assert_eq!((e.line(), e.column()), (2, 3), "{e}");
 }
+
+#[test]
+fn a_key_read_as_spanned_has_the_names_own_span_in_file_order() {
+    use std::collections::BTreeMap;
+    let text = ".{\n    .zeta = 1,\n    .alpha = .{ .x = 2 },\n}";
+    let top: BTreeMap<chock_zon::Spanned<String>, serde::de::IgnoredAny> =
+        chock_zon::from_str(text).expect("reads");
+    let names: Vec<(&str, (u32, u32))> = top
+        .keys()
+        .map(|k| (k.value.as_str(), chock_zon::line_col(text, k.span.start)))
+        .collect();
+    assert_eq!(names, vec![("zeta", (2, 6)), ("alpha", (3, 6))]);
+    let key = top.keys().next().expect("a key");
+    assert_eq!(&text[key.span.start..key.span.end], "zeta");
+}
