@@ -841,6 +841,18 @@ fn no_control_input_can_be_planted_or_changed_from_inside() {
     assert!(text(&out.stderr).contains(".idea"), "{}", describe(&out));
 }
 
+/// Waits until a sandbox started in `project` has made its placeholders.
+fn wait_for_placeholders(project: &Path) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !project.join(".vscode").exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the sandbox never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// The names at the top of a project, sorted.
 fn top_names(project: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(project)
@@ -899,15 +911,7 @@ fn placeholders_last_as_long_as_the_last_sandbox() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("chock exec");
-    // Wait until the second sandbox has made its placeholders.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while !fx.project.join(".vscode").exists() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the second sandbox never started"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    wait_for_placeholders(&fx.project);
     let out = fx.exec(&[], &["/bin/true"]);
     assert!(out.status.success(), "{}", describe(&out));
     assert!(
@@ -933,14 +937,7 @@ fn a_killed_chocks_placeholders_are_swept_by_the_next() {
         .stderr(Stdio::null())
         .spawn()
         .expect("chock exec");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while !fx.project.join(".vscode").exists() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the sandbox never started"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    wait_for_placeholders(&fx.project);
     child.kill().expect("SIGKILL");
     child.wait().expect("reaped");
     // The sandbox's programs die with it (they are its init's children).

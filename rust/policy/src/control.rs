@@ -100,62 +100,23 @@ use ControlShape::{Dir, File};
 /// tools, the hook and the apply; the sandbox holds only what git runs or
 /// reads there (its hooks and config) read-only, so `git commit` still
 /// works inside.
+#[rustfmt::skip]
 pub const CONTROL_INPUTS: &[ControlInput] = &[
     input(CHOCK_ZON, File, Policy, "Chock: the project's rules"),
-    input(
-        CHOCK_LOCK,
-        File,
-        Policy,
-        "Chock: the pins of policy packages",
-    ),
-    input(
-        POLICIES_DIR,
-        Dir,
-        Policy,
-        "Chock: policy packages' rules and guards",
-    ),
-    input(
-        CHOCK_DIR,
-        Dir,
-        Policy,
-        "Chock: per-project settings and markers",
-    ),
-    input(
-        ".claude",
-        Dir,
-        Agent,
-        "Claude Code: hooks, settings, commands",
-    ),
+    input(CHOCK_LOCK, File, Policy, "Chock: the pins of policy packages"),
+    input(POLICIES_DIR, Dir, Policy, "Chock: policy packages' rules and guards"),
+    input(CHOCK_DIR, Dir, Policy, "Chock: per-project settings and markers"),
+    input(".claude", Dir, Agent, "Claude Code: hooks, settings, commands"),
     input(".codex", Dir, Agent, "Codex: hooks and settings"),
     input(".gemini", Dir, Agent, "Gemini CLI: hooks and settings"),
-    input(
-        ".cursor",
-        Dir,
-        Agent,
-        "Cursor: hooks, rules and MCP servers",
-    ),
-    input(
-        ".vscode",
-        Dir,
-        Agent,
-        "VS Code: tasks and settings that run programs",
-    ),
+    input(".cursor", Dir, Agent, "Cursor: hooks, rules and MCP servers"),
+    input(".vscode", Dir, Agent, "VS Code: tasks and settings that run programs"),
     input(".idea", Dir, Agent, "JetBrains IDEs: run configurations"),
     input(MCP_JSON, File, Agent, "agents: the project's MCP servers"),
     input(GIT_DIR, Dir, Host, "git: hooks and config it runs"),
-    input(
-        ".envrc",
-        File,
-        Host,
-        "direnv: runs it on entering the folder",
-    ),
+    input(".envrc", File, Host, "direnv: runs it on entering the folder"),
     input(".husky", Dir, Host, "husky: git hooks"),
-    input(
-        ".pre-commit-config.yaml",
-        File,
-        Host,
-        "pre-commit: git hooks",
-    ),
+    input(".pre-commit-config.yaml", File, Host, "pre-commit: git hooks"),
     input("lefthook.yml", File, Host, "lefthook: git hooks"),
     input("lefthook.yaml", File, Host, "lefthook: git hooks"),
     input(".lefthook.yml", File, Host, "lefthook: git hooks"),
