@@ -337,3 +337,48 @@ fn policy_explain_is_a_query_and_writes_no_line() {
     ok(state.run(&["policy", "explain", "exec.path.sh", "--project", project]));
     assert_eq!(lines_of(&state.current()).len(), 1, "explain added a line");
 }
+
+/// Runs `command`, failing the test when it does not end within 10 s.
+fn within_deadline(mut command: Command) -> Output {
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > std::time::Duration::from_secs(10) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{command:?} hangs");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn a_fifo_in_place_of_the_log_is_refused_by_name_never_waited_on() {
+    let state = State::new("fifo");
+    ok(state.run(&["log", "append", "--count", "2"]));
+    let current = state.current();
+    std::fs::remove_file(&current).unwrap();
+    let made = Command::new("mkfifo").arg(&current).status().unwrap();
+    assert!(made.success());
+    for args in [
+        &["log", "verify"][..],
+        &["log", "show"],
+        &["log", "head"],
+        &["log", "append", "--count", "1"],
+    ] {
+        let out = within_deadline(state.chock(args));
+        let text = stderr(&out);
+        assert!(!out.status.success(), "{args:?}: {}", stdout(&out));
+        assert!(
+            text.contains(&current.display().to_string())
+                && text.contains("is a FIFO (named pipe), not a regular file")
+                && text.contains("remove it"),
+            "{args:?}: {text}"
+        );
+    }
+}
