@@ -10,7 +10,8 @@
 //!     .{ .name = "github", .command = .{ "github-mcp-server", "stdio" },
 //!        .env = .{ .GITHUB_PERSONAL_ACCESS_TOKEN = "GITHUB_TOKEN" },
 //!        .secret_files = .{ "DEPLOY_KEY" } },
-//!     .{ .name = "notion", .url = "https://mcp.notion.com/mcp" },
+//!     .{ .name = "notion", .url = "https://mcp.notion.com/mcp",
+//!        .timeout_s = 120, .max_answer_mib = 4 },
 //! },
 //! .secrets = .{ "GITHUB_TOKEN", "DEPLOY_KEY" },
 //!
@@ -59,6 +60,8 @@ pub(crate) struct ServerFields {
     env: BTreeMap<String, String>,
     #[serde(default)]
     secret_files: Vec<String>,
+    timeout_s: Option<u64>,
+    max_answer_mib: Option<u64>,
 }
 
 /// How the gateway reaches a server.
@@ -90,10 +93,23 @@ pub struct McpServer {
     pub env: Vec<SecretEnv>,
     /// The secrets it asks for as files, `/run/chock/secrets/<name>`.
     pub secret_files: Vec<String>,
+    /// The longest any request to it may wait for its answer (`.timeout_s`).
+    pub timeout: Duration,
+    /// The largest message it may send, in bytes (`.max_answer_mib`).
+    pub max_answer_bytes: usize,
     /// Where it is written, for sentences that name it.
     pub file: PathBuf,
     pub line: u32,
 }
+
+/// How long a request to a server waits for its answer unless `.timeout_s` says.
+pub const DEFAULT_SERVER_TIMEOUT: Duration = Duration::from_secs(600);
+/// The largest message a server may send unless `.max_answer_mib` says (MiB).
+pub const DEFAULT_MAX_ANSWER_MIB: u64 = 16;
+/// The most `.timeout_s` may be: a day.
+pub const MAX_SERVER_TIMEOUT_S: u64 = 86_400;
+/// The most `.max_answer_mib` may be.
+pub const MAX_ANSWER_MIB: u64 = 1024;
 
 /// Where the operator keeps one secret (`config.zon`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -300,11 +316,27 @@ pub(crate) fn read_project_servers(
                 }
                 secret_files.push(secret);
             }
+            let timeout_s = fields.timeout_s.unwrap_or(DEFAULT_SERVER_TIMEOUT.as_secs());
+            if !(1..=MAX_SERVER_TIMEOUT_S).contains(&timeout_s) {
+                return Err(source.error(
+                    span,
+                    format!("MCP server `{name}`: `.timeout_s = {timeout_s}` is out of range; write whole seconds from 1 to {MAX_SERVER_TIMEOUT_S}"),
+                ));
+            }
+            let max_answer_mib = fields.max_answer_mib.unwrap_or(DEFAULT_MAX_ANSWER_MIB);
+            if !(1..=MAX_ANSWER_MIB).contains(&max_answer_mib) {
+                return Err(source.error(
+                    span,
+                    format!("MCP server `{name}`: `.max_answer_mib = {max_answer_mib}` is out of range; write whole MiB from 1 to {MAX_ANSWER_MIB}"),
+                ));
+            }
             out.push(McpServer {
                 name,
                 launch,
                 env,
                 secret_files,
+                timeout: Duration::from_secs(timeout_s),
+                max_answer_bytes: (max_answer_mib << 20) as usize,
                 file: source.file.to_path_buf(),
                 line: chock_zon::line_col(source.text, span.start).0,
             });
@@ -544,6 +576,38 @@ mod tests {
         })
     }
 
+    #[test]
+    fn a_servers_bounds_are_read_and_out_of_range_ones_refused() {
+        let policy = load(
+            ".{ .mcp = .{ .{ .name = \"a\", .command = .{ \"x\" }, .timeout_s = 5, .max_answer_mib = 2 } } }",
+            None,
+        )
+        .expect("loads");
+        assert_eq!(
+            policy.mcp_servers()[0].timeout,
+            std::time::Duration::from_secs(5)
+        );
+        assert_eq!(policy.mcp_servers()[0].max_answer_bytes, 2 << 20);
+        for (field, said) in [
+            (".timeout_s = 0", "`.timeout_s = 0` is out of range"),
+            (".timeout_s = 90000", "`.timeout_s = 90000` is out of range"),
+            (
+                ".max_answer_mib = 0",
+                "`.max_answer_mib = 0` is out of range",
+            ),
+            (
+                ".max_answer_mib = 2048",
+                "`.max_answer_mib = 2048` is out of range",
+            ),
+        ] {
+            let refused = refusal(&format!(
+                ".{{ .mcp = .{{\n .{{ .name = \"a\", .command = .{{ \"x\" }}, {field} }} }} }}"
+            ));
+            assert!(refused.contains(said), "{field}: {refused}");
+            assert!(refused.contains(":2"), "names the line: {refused}");
+        }
+    }
+
     fn refusal(project: &str) -> String {
         load(project, None).expect_err("refused").to_string()
     }
@@ -565,6 +629,8 @@ mod tests {
         );
         assert_eq!(servers[0].env[0].var, "TOKEN");
         assert_eq!(servers[0].secret_files, ["GH".to_string()]);
+        assert_eq!(servers[0].timeout, super::DEFAULT_SERVER_TIMEOUT);
+        assert_eq!(servers[0].max_answer_bytes, 16 << 20);
         assert_eq!(
             servers[1].launch,
             super::Launch::Url("https://mcp.notion.com/mcp".into())
