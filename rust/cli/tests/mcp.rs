@@ -3023,8 +3023,9 @@ fn folders_exchanged_with_links_to_control_inputs_never_let_a_write_in() {
 }
 
 /// Five edit_file calls of one file in flight together, round after round,
-/// while another process appends 5,000 lines to it: every appended line is
-/// there exactly once, and every edit that answered done is in.
+/// from two tool servers at once (three and two), while another process
+/// appends 5,000 lines to it: every appended line is there exactly once,
+/// and every edit that answered done is in.
 #[test]
 fn five_edits_in_flight_and_an_appender_lose_no_line() {
     const EDITORS: usize = 5;
@@ -3032,7 +3033,7 @@ fn five_edits_in_flight_and_an_appender_lose_no_line() {
     let env = project_with_files();
     let counters: String = (0..EDITORS).map(|e| format!("counter-{e}=0\n")).collect();
     env.write("log.txt", &counters);
-    let mut client = env.client(false, &[]);
+    let mut clients = [env.client(false, &[]), env.client(false, &[])];
     let file = env.project.join("log.txt");
     let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let appending = done.clone();
@@ -3058,7 +3059,7 @@ fn five_edits_in_flight_and_an_appender_lose_no_line() {
         let ids: Vec<(usize, i64)> = (0..EDITORS)
             .map(|e| {
                 next_id += 1;
-                client.send(
+                clients[e % 2].send(
                     &json!({"jsonrpc": "2.0", "id": next_id, "method": "tools/call",
                     "params": {"name": "edit_file", "arguments": {
                         "path": "log.txt",
@@ -3069,7 +3070,7 @@ fn five_edits_in_flight_and_an_appender_lose_no_line() {
             })
             .collect();
         for (e, id) in ids {
-            let reply = client.response(&json!(id));
+            let reply = clients[e % 2].response(&json!(id));
             if reply["result"]["isError"] == false {
                 values[e] += 1;
             } else {

@@ -495,8 +495,10 @@ impl Opened<'_> {
     /// the edit was made are carried over to the new one, and any other
     /// change made meanwhile makes the edit start again (a few times, then
     /// refuse), so nothing written beside the edit is lost. Edits of one
-    /// file (its folder's device and inode, and its name) take turns: one
-    /// edit's carrying never meets another's exchange.
+    /// file take turns, by an exclusive `flock` on the file they read and on
+    /// the file they put in its place, held until the carrying is done: one
+    /// edit's carrying never meets another's exchange, in this server or
+    /// another.
     pub fn edit(
         &self,
         rel: &Path,
@@ -505,11 +507,10 @@ impl Opened<'_> {
     ) -> Result<(), String> {
         let (parent, name) = split(rel).map_err(|e| e.to_string())?;
         let dir = self.parent(rel, parent, false).map_err(|e| e.to_string())?;
-        let folder = identity(&dir).map_err(|e| io_error(rel, e).to_string())?;
-        let _editing = EditLock::take((folder.0, folder.1, name.to_os_string()));
+        let until = std::time::Instant::now() + EDIT_TURN_WAIT;
         for _ in 0..EDIT_ATTEMPTS {
             let target = self.target(rel, &dir, name).map_err(|e| e.to_string())?;
-            let mut file = open_file(&dir, name, rel)?;
+            let mut file = file_for_edit(&dir, name, rel, until)?;
             let text = read_text_from(&mut file, rel, limit)?;
             let before = Seen::of(&file).map_err(|e| io_error(rel, e).to_string())?;
             if u64::try_from(before.size).ok() != Some(text.1) {
@@ -521,7 +522,9 @@ impl Opened<'_> {
                 .map_err(|e| e.to_string())?;
             let replaced = replace(&dir, name, edited.as_bytes(), target.mode, true)
                 .map_err(|e| format!("{}; nothing was written", io_error(rel, e)))?;
-            let Some(old_name) = replaced else {
+            // The edited file stays locked (`_turn`) until what was
+            // appended meanwhile is carried into it.
+            let Some((old_name, _turn)) = replaced else {
                 return Ok(());
             };
             // The old file now sits at `old_name`: what changed in it
@@ -710,41 +713,6 @@ impl Opened<'_> {
     }
 }
 
-/// A file being edited: its folder's (device, inode) and its name.
-type Editing = (u64, u64, std::ffi::OsString);
-
-/// The turn of one edit of a file: while it is held, no other edit of the
-/// same file by this server reads or replaces it.
-struct EditLock {
-    key: Editing,
-}
-
-/// The files being edited now, and the signal that one was let go.
-static EDITING: (std::sync::Mutex<Vec<Editing>>, std::sync::Condvar) =
-    (std::sync::Mutex::new(Vec::new()), std::sync::Condvar::new());
-
-impl EditLock {
-    /// Waits until no other edit holds `key`, then holds it.
-    fn take(key: Editing) -> EditLock {
-        let (held, let_go) = &EDITING;
-        let mut held = held.lock().unwrap_or_else(|e| e.into_inner());
-        while held.contains(&key) {
-            held = let_go.wait(held).unwrap_or_else(|e| e.into_inner());
-        }
-        held.push(key.clone());
-        EditLock { key }
-    }
-}
-
-impl Drop for EditLock {
-    fn drop(&mut self) {
-        let (held, let_go) = &EDITING;
-        let mut held = held.lock().unwrap_or_else(|e| e.into_inner());
-        held.retain(|k| *k != self.key);
-        let_go.notify_all();
-    }
-}
-
 /// How many times an edit starts again when its file keeps changing.
 const EDIT_ATTEMPTS: usize = 8;
 /// How long (checks of 5 ms) the replaced file must stay still before it is
@@ -777,6 +745,46 @@ fn place_of(fd: &impl AsFd) -> std::io::Result<PathBuf> {
 fn identity(fd: &impl AsFd) -> std::io::Result<(u64, u64)> {
     let st = rustix::fs::fstat(fd)?;
     Ok((st.st_dev, st.st_ino))
+}
+
+/// How long an edit waits for its turn on a file before it refuses.
+const EDIT_TURN_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The file `name` in `dir` opened for an edit and locked (`flock`, so
+/// every open of it contends, in this process and in others): waits while
+/// another edit holds it, until `until`, and opens again when the name
+/// moved on to another file meanwhile (the other edit's result).
+fn file_for_edit(
+    dir: &OwnedFd,
+    name: &OsStr,
+    rel: &Path,
+    until: std::time::Instant,
+) -> Result<std::fs::File, String> {
+    loop {
+        let file = open_file(dir, name, rel)?;
+        match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => {
+                let held = Seen::of(&file).map_err(|e| io_error(rel, e).to_string())?;
+                let named = rustix::fs::statat(dir, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
+                    .map(|st| st.st_ino)
+                    .ok();
+                if named == Some(held.ino) {
+                    return Ok(file);
+                }
+            }
+            Err(rustix::io::Errno::WOULDBLOCK) => {
+                if std::time::Instant::now() >= until {
+                    return Err(format!(
+                        "`{}` stayed locked by another edit or program for {} s; nothing was written. Try again when it is done",
+                        Workspace::show(rel),
+                        EDIT_TURN_WAIT.as_secs()
+                    ));
+                }
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            Err(e) => return Err(io_error(rel, e.into()).to_string()),
+        }
+    }
 }
 
 /// The regular file `name` in `dir`, for reading, never through a link.
@@ -916,14 +924,16 @@ fn carry_appended(
 /// Writes `bytes` to a fresh file in `dir` and puts it at `name` with the
 /// old file's permission bits: renamed over it, or, when `exchange` is set
 /// and a file is there, exchanged with it, so the old file stays reachable
-/// under the returned name for the caller to look at (and remove).
+/// under the returned name for the caller to look at (and remove), and the
+/// new file is returned open and locked (`flock`), so no other edit takes
+/// it before the caller lets go.
 fn replace(
     dir: &OwnedFd,
     name: &OsStr,
     bytes: &[u8],
     mode: Option<u32>,
     exchange: bool,
-) -> std::io::Result<Option<String>> {
+) -> std::io::Result<Option<(String, std::fs::File)>> {
     use rustix::fs::{Mode, OFlags};
     let temp = format!(
         ".{}.chock-{}-{}",
@@ -945,6 +955,7 @@ fn replace(
         file.write_all(bytes)?;
         file.sync_all()?;
         if exchange && mode.is_some() {
+            rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)?;
             rustix::fs::renameat_with(
                 dir,
                 temp.as_str(),
@@ -952,7 +963,7 @@ fn replace(
                 name,
                 rustix::fs::RenameFlags::EXCHANGE,
             )?;
-            Ok(Some(temp.clone()))
+            Ok(Some((temp.clone(), file)))
         } else {
             rustix::fs::renameat(dir, temp.as_str(), dir, name)?;
             Ok(None)
