@@ -3222,3 +3222,31 @@ asyncio.run(main())
         "{said}"
     );
 }
+
+/// A program that holds a lock on a file cannot hang edit_file: the edit
+/// waits its bound for its turn, then refuses with nothing written; once
+/// the lock is let go the edit goes through.
+#[test]
+fn an_edit_of_a_file_held_locked_refuses_after_its_bound() {
+    let env = project_with_files();
+    let mut client = env.client(false, &[]);
+    let held = std::fs::File::open(env.project.join("a.txt")).expect("open");
+    rustix::fs::flock(&held, rustix::fs::FlockOperation::LockExclusive).expect("flock");
+    let started = std::time::Instant::now();
+    let edit = json!({"path": "a.txt", "old_string": "hello", "new_string": "edited"});
+    let called = client.call("edit_file", edit.clone());
+    let took = started.elapsed();
+    assert!(
+        called.is_error && called.text.contains("stayed locked"),
+        "{called:?}"
+    );
+    assert!(
+        took >= Duration::from_secs(9) && took < Duration::from_secs(20),
+        "{took:?}"
+    );
+    assert_eq!(env.read("a.txt").as_deref(), Some("hello\n"));
+    drop(held);
+    let called = client.call("edit_file", edit);
+    assert!(!called.is_error, "{called:?}");
+    assert_eq!(env.read("a.txt").as_deref(), Some("edited\n"));
+}
