@@ -68,17 +68,43 @@ pub struct Limits {
     pub bytes: u64,
     /// Tar entries (files, directories, links, whiteouts) read.
     pub entries: u64,
+    /// Bytes of files written per byte of the layers as stored, read so
+    /// far (beyond the first [`RATIO_FLOOR`] bytes): what a layer may
+    /// expand by.
+    pub ratio: u64,
 }
+
+/// What the layers may write whatever the ratio.
+pub const RATIO_FLOOR: u64 = 1 << 30;
 
 impl Default for Limits {
     /// 64 GiB and 4 million entries: several times the largest images in
     /// common use (a CUDA toolchain image is about 20 GiB and 300,000
-    /// files unpacked).
+    /// files unpacked); and 2048 bytes written per byte stored, twice what
+    /// gzip can reach at best (about 1030 to 1, for zeros), so that no
+    /// gzip or plain layer is refused by it while a GNU sparse entry or a
+    /// zstd stream of zeros, which stand for far more, are.
     fn default() -> Limits {
         Limits {
             bytes: 64 << 30,
             entries: 4_000_000,
+            ratio: 2048,
         }
+    }
+}
+
+/// Counts the bytes read through it into a total shared with the writer.
+struct Counting {
+    inner: Box<dyn Read + Send>,
+    total: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl Read for Counting {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.total
+            .fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+        Ok(n)
     }
 }
 
@@ -101,6 +127,8 @@ pub struct Writer {
     written: u64,
     /// Tar entries read so far.
     entries: u64,
+    /// Bytes of the layers as stored read so far.
+    stored: std::sync::Arc<std::sync::atomic::AtomicU64>,
     /// What was written.
     pub stats: Stats,
 }
@@ -308,6 +336,7 @@ impl Writer {
             read: 0,
             written: 0,
             entries: 0,
+            stored: std::sync::Arc::default(),
             stats: Stats::default(),
         })
     }
@@ -330,6 +359,10 @@ impl Writer {
     /// compressed or not) and checks both its digests.
     pub fn layer(&mut self, stored: Box<dyn Read + Send>, layer: &Layer) -> Result<(), String> {
         self.touched.clear();
+        let stored: Box<dyn Read + Send> = Box::new(Counting {
+            inner: stored,
+            total: self.stored.clone(),
+        });
         let mut raw = Hashing::new(BufReader::with_capacity(1 << 20, stored));
         let diff_id = {
             let decoded = decompress(&mut raw)?;
@@ -609,11 +642,21 @@ impl Writer {
         path: &Path,
         size: u64,
     ) -> Result<u64, String> {
-        let (limit, before) = (self.limits.bytes, self.written);
+        let stored = self.stored.load(std::sync::atomic::Ordering::Relaxed);
+        let by_ratio = stored.saturating_mul(self.limits.ratio).max(RATIO_FLOOR);
+        let (limit, before) = (self.limits.bytes.min(by_ratio), self.written);
         let left = limit.saturating_sub(before);
         if size > left {
+            let bound = if limit < self.limits.bytes {
+                format!(
+                    "the {limit} bytes of files Chock writes for {stored} bytes of layers as stored ({} to 1, at least {RATIO_FLOOR})",
+                    self.limits.ratio
+                )
+            } else {
+                format!("the {limit} bytes of files Chock writes for one image")
+            };
             return Err(format!(
-                "its entry `{}` expands to {size} bytes, past the {limit} bytes of files Chock writes for one image ({before} written before it); nothing of it is used: the image is larger than that, or the layer expands without end (a GNU sparse or highly compressed entry)",
+                "its entry `{}` expands to {size} bytes, past {bound} ({before} written before it); nothing of it is used: the image is larger than that, or the layer expands without end (a GNU sparse or highly compressed entry)",
                 path.display(),
             ));
         }

@@ -785,6 +785,7 @@ fn a_small_layer_of_one_sparse_entry_of_10_gib_is_refused_at_once() {
     let images = Images::at(dir.path().join("images")).with_limits(Limits {
         bytes: bound,
         entries: 1000,
+        ..Limits::default()
     });
     let started = std::time::Instant::now();
     let error = images
@@ -807,12 +808,32 @@ fn a_small_layer_of_one_sparse_entry_of_10_gib_is_refused_at_once() {
             .exists()
     );
 
+    // With the default limits the layer is refused by what it expands by:
+    // at most 2048 bytes written per byte stored, beyond the first GiB.
+    let images = Images::at(dir.path().join("images"));
+    let started = std::time::Instant::now();
+    let error = images
+        .prepare(&want("sparse:1", &layout))
+        .expect_err("refused");
+    let took = started.elapsed();
+    let text = error.to_string();
+    assert!(
+        text.contains("layer 1 of 1")
+            && text.contains("`big` expands to 10737418240 bytes")
+            && text.contains("past the 1073741824 bytes of files Chock writes for")
+            && text.contains("2048 to 1"),
+        "{text}"
+    );
+    assert!(took < std::time::Duration::from_secs(5), "took {took:?}");
+    assert!(disk_bytes(&dir.path().join("images")) <= 1 << 30);
+
     // Under a bound it fits, the same layer is written whole, holes as zeros.
     let fits = sparse_layer("fits", 1 << 20, 4096);
     oci_layout(&layout, "2", &[fits]);
     let images = Images::at(dir.path().join("images")).with_limits(Limits {
         bytes: 1 << 20,
         entries: 1000,
+        ..Limits::default()
     });
     let tree = images.prepare(&want("sparse:2", &layout)).expect("written");
     let written = std::fs::read(tree.rootfs.join("fits")).expect("the file");
@@ -837,6 +858,7 @@ fn bytes_and_entries_count_over_all_layers_and_the_refusal_names_the_layer() {
     let images = Images::at(dir.path().join("images")).with_limits(Limits {
         bytes: 1 << 20,
         entries: 1000,
+        ..Limits::default()
     });
     let text = images
         .prepare(&want("two:1", &layout))
@@ -854,6 +876,7 @@ fn bytes_and_entries_count_over_all_layers_and_the_refusal_names_the_layer() {
     let images = Images::at(dir.path().join("images")).with_limits(Limits {
         bytes: 1 << 20,
         entries: 30,
+        ..Limits::default()
     });
     let text = images
         .prepare(&want("two:2", &layout))
