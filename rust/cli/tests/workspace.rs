@@ -1376,6 +1376,21 @@ fn killed_then_applied(fx: &Fixture, round: u64, whole: std::time::Duration) -> 
         let _ = child.kill();
     }
     let _ = child.wait();
+    // `chock workspace` says an interrupted apply waits, and touches nothing.
+    let journal = std::fs::read_dir(fx.root().join("state/chock/workspaces"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path().join("apply.json"))
+        .find(|p| p.exists());
+    if let Some(journal) = journal {
+        let listed = fx.chock().arg("workspace").output().expect("workspace");
+        assert!(
+            text(&listed.stderr).contains("was interrupted") && journal.exists(),
+            "{}",
+            describe(&listed)
+        );
+    }
     let mut again = apply(fx, &[]);
     for name in ["killed.out", "killed.err"] {
         let path = fx.root().join(name);
@@ -1577,4 +1592,68 @@ fn a_deny_read_file_inside_a_bind_is_covered() {
         "{}",
         describe(&out)
     );
+}
+
+/// A `copy` bind is written back while a folder of the person's inside it
+/// is swapped again and again with a link to a folder outside
+/// (`renameat2(RENAME_EXCHANGE)`): the write-back is staged beside the
+/// bind and exchanged with it whole, by descriptor, so nothing is ever
+/// written outside, and it lands or says nothing was written.
+#[test]
+fn a_copy_binds_write_back_racing_a_swapped_folder_never_writes_outside() {
+    let fx = repo(&format!(
+        ".{{ .workspace = .{{ .{{ .name = \"cp\", .mode = .copy }} }}, \
+         .policy = .{{ .rules = .{{ {APPLY_ALLOWED}, .{{ .action = \"workspace.bind.*\", .decision = .allow }} }} }} }}\n"
+    ));
+    std::fs::write(fx.project.join(".gitignore"), "/cp/\n/link\n").expect("ignore");
+    git(&fx.project, &["add", ".gitignore"]);
+    git(&fx.project, &["commit", "-q", "-m", "ignore"]);
+    let outside = fx.root().join("outside");
+    std::fs::create_dir(&outside).expect("outside");
+    std::os::unix::fs::symlink(&outside, fx.project.join("link")).expect("link");
+    let (mut landed, mut refused, mut swaps) = (0, 0, 0);
+    for round in 0..6 {
+        std::fs::create_dir_all(fx.project.join("cp/sub")).expect("sub");
+        let out = in_workspace(
+            &fx,
+            &[],
+            "mkdir -p cp/sub && echo session > cp/sub/new && echo done",
+        );
+        assert_eq!(text(&out.stdout), "done\n", "{}", describe(&out));
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let swapper = sandbox_fixture::exchanging(
+            vec![(fx.project.join("cp/sub"), fx.project.join("link"))],
+            &stop,
+        );
+        let out = apply(&fx, &[]);
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        swaps += swapper.join().expect("swapper");
+        let said = describe(&out);
+        if out.status.success() {
+            landed += 1;
+        } else {
+            refused += 1;
+            assert!(said.contains("not written back"), "round {round}: {said}");
+        }
+        let left: Vec<_> = std::fs::read_dir(&outside)
+            .expect("outside")
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert!(
+            left.is_empty(),
+            "round {round}: written outside: {left:?}: {said}"
+        );
+        // The link is put back where it was for the next round.
+        if !fx.project.join("link").is_symlink() {
+            let _ = std::fs::remove_file(fx.project.join("cp/sub"));
+            let _ = std::fs::remove_dir_all(fx.project.join("link"));
+            std::os::unix::fs::symlink(&outside, fx.project.join("link")).expect("link");
+        }
+        assert!(temporaries_under(&fx.project).is_empty(), "round {round}");
+        let _ = std::fs::remove_dir_all(fx.project.join("cp"));
+        let _ = std::fs::remove_file(fx.project.join("cp"));
+    }
+    eprintln!("{landed} write-backs landed, {refused} refused, {swaps} swaps");
+    assert!(swaps > 0 && landed > 0);
 }

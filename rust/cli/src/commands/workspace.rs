@@ -42,6 +42,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         Some(Project::for_command(args.project.as_deref())?)
     };
+    if let Some(project) = &project
+        && let Some(said) = workspace::journal::interrupted(project)?
+    {
+        eprintln!("chock: {}", chock_policy::visible(&said));
+    }
     let found = workspace::list(project.as_ref())?;
     match args.command {
         None => {

@@ -184,6 +184,27 @@ pub fn recover(project: &Project) -> Result<Vec<String>, WorkspaceError> {
     recover_dir(&dir)
 }
 
+/// The sentence saying that an apply into `project` was interrupted and
+/// waits to be finished, when one was; nothing is touched.
+pub fn interrupted(project: &Project) -> Result<Option<String>, WorkspaceError> {
+    let dir = super::root()?.join(&project.id);
+    let path = dir.join(JOURNAL);
+    let Ok(text) = std::fs::read(&path) else {
+        return Ok(None);
+    };
+    if lock(&dir)?.is_none() {
+        return Ok(None);
+    }
+    let session = serde_json::from_slice::<Record>(&text)
+        .map(|r| r.session)
+        .unwrap_or_else(|_| "?".to_owned());
+    Ok(Some(format!(
+        "an apply of session {session} into {} was interrupted ({}); `chock apply` finishes or takes it back first",
+        project.dir.display(),
+        path.display()
+    )))
+}
+
 pub(crate) fn recover_dir(dir: &Path) -> Result<Vec<String>, WorkspaceError> {
     let path = dir.join(JOURNAL);
     if !path.exists() {
