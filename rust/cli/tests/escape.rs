@@ -925,6 +925,61 @@ fn placeholders_last_as_long_as_the_last_sandbox() {
     assert!(!fx.project.join(".vscode").exists(), "{}", describe(&out));
 }
 
+/// A folder that holds a control input (`.agents`, with skills of its own
+/// beside the policies) cannot be moved aside or removed with the input in
+/// it, and made afresh with a planted package.
+#[test]
+fn the_folder_around_a_control_input_cannot_be_moved_aside() {
+    let fx = Fixture::host();
+    fx.rules(r#".{ .action = "exec.*", .decision = .allow }"#);
+    for step in [
+        "mv .agents gone",
+        "rm -rf .agents",
+        "mkdir -p x && mv .agents x/",
+        "mkdir -p .agents/policies/evil",
+    ] {
+        std::fs::create_dir_all(fx.project.join(".agents/skills/notes")).expect("skills");
+        let script = format!(
+            "{step} && mkdir -p .agents/policies/evil && echo x > .agents/policies/evil/manifest.zon"
+        );
+        let out = fx.exec(&[], &["/bin/sh", "-c", &script]);
+        assert_ne!(out.status.code(), Some(0), "{step}: {}", describe(&out));
+        assert!(
+            fx.project.join(".agents").is_dir() && !fx.project.join(".agents/policies").exists(),
+            "{step}: {}",
+            describe(&out)
+        );
+    }
+    // What the skills folder holds is still the agent's to write.
+    let out = fx.exec(&[], &["/bin/sh", "-c", "echo hi > .agents/skills/notes/a"]);
+    assert!(out.status.success(), "{}", describe(&out));
+}
+
+/// Sandboxes of one project started and ended together, many times over:
+/// each starts (no end sweeps a placeholder another is counting on), and
+/// none is left once all are done.
+#[test]
+fn sandboxes_started_together_all_start_and_leave_nothing() {
+    let fx = Fixture::host();
+    fx.rules(r#".{ .action = "exec.*", .decision = .allow }"#);
+    for round in 0..5 {
+        let children: Vec<_> = (0..6)
+            .map(|_| {
+                fx.exec_command(&[], &["/bin/true"])
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .expect("chock exec")
+            })
+            .collect();
+        for child in children {
+            let out = child.wait_with_output().expect("chock exec");
+            assert!(out.status.success(), "round {round}: {}", describe(&out));
+        }
+    }
+    assert_eq!(top_names(&fx.project), ["chock.zon"]);
+}
+
 /// A Chock killed while its sandbox runs leaves its placeholders; the next
 /// sandbox of the project to end removes them.
 #[test]

@@ -183,10 +183,10 @@ pub(crate) fn anchor(layout: &Layout) -> Result<Anchors, SandboxError> {
     };
     let mut created = Vec::new();
     let mut held = Vec::new();
-    let lease = match &layout.lease {
-        Some(record) => Some(crate::lease::Lease::take(record, &workspace)?),
-        None => None,
-    };
+    let lease = layout.lease.clone();
+    if lease.as_ref().is_some_and(|l| l.workspace_id() != workspace_id) {
+        return Err(changed(host, "it is no longer the folder it was"));
+    }
     for (path, placeholder) in &layout.missing {
         let rel = relative(host, path)?;
         if !make(&workspace, path, rel, *placeholder)? {
@@ -243,7 +243,7 @@ pub(crate) fn anchor(layout: &Layout) -> Result<Anchors, SandboxError> {
             session,
         },
         created,
-        lease: lease.map(std::sync::Arc::new),
+        lease,
         own_work,
     })
 }

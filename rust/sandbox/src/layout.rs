@@ -91,9 +91,15 @@ pub fn resolve_project(
     toolchain: &Toolchain,
     tmp_bytes: u64,
 ) -> Result<Layout, SandboxError> {
+    // Held before the project is read, so the end of another sandbox
+    // cannot sweep a placeholder this layout counts on finding.
+    let canonical = workspace
+        .canonicalize()
+        .map_err(|e| SandboxError::host("reading the workspace", workspace, e))?;
+    let lease = crate::lease::Lease::take(lease_record, &canonical)?;
     let mut layout = resolve(workspace, cache_dir, toolchain, tmp_bytes)?;
     hold_control_inputs(&mut layout)?;
-    layout.lease = Some(lease_record.to_path_buf());
+    layout.lease = Some(std::sync::Arc::new(lease));
     Ok(layout)
 }
 
@@ -106,7 +112,20 @@ fn hold_control_inputs(layout: &mut Layout) -> Result<(), SandboxError> {
         if input.path == CHOCK_ZON || input.path == GIT_DIR {
             continue;
         }
-        match hold_for(&layout.workspace, Path::new(input.path))? {
+        // A folder between the top and the input (`.agents`) is bound over
+        // itself, so it cannot be renamed away with the input in it and
+        // made afresh without.
+        let rel = Path::new(input.path);
+        for folder in rel.ancestors().skip(1) {
+            let path = layout.workspace.join(folder);
+            if !folder.as_os_str().is_empty()
+                && path.symlink_metadata().is_ok_and(|m| m.is_dir())
+                && !layout.pinned.contains(&path)
+            {
+                layout.pinned.push(path);
+            }
+        }
+        match hold_for(&layout.workspace, rel)? {
             Hold::ReadOnly(rel) => layout.read_only.push(layout.workspace.join(rel)),
             Hold::Placeholder(rel) => {
                 let path = layout.workspace.join(rel);
@@ -117,6 +136,7 @@ fn hold_control_inputs(layout: &mut Layout) -> Result<(), SandboxError> {
             }
         }
     }
+    layout.pinned.sort_by_key(|p| p.components().count());
     Ok(())
 }
 

@@ -46,10 +46,9 @@ impl std::fmt::Debug for Lease {
 }
 
 impl Lease {
-    /// Takes a shared hold on the record at `path` for the workspace
-    /// `workspace` (a descriptor its caller opened), waiting while another
-    /// Chock sweeps it.
-    pub(crate) fn take(path: &Path, workspace: &OwnedFd) -> Result<Lease, SandboxError> {
+    /// Takes a shared hold on the record at `path` for the folder
+    /// `workspace`, waiting while another Chock sweeps it.
+    pub(crate) fn take(path: &Path, workspace: &Path) -> Result<Lease, SandboxError> {
         let host = |what: &'static str, e: std::io::Error| SandboxError::host(what, path, e);
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent)
@@ -65,17 +64,18 @@ impl Lease {
             .map_err(|e| host("opening the placeholder record", e))?;
         let record = Flock::lock(file, FlockArg::LockShared)
             .map_err(|(_, errno)| host("locking the placeholder record", errno.into()))?;
-        let workspace = workspace
-            .try_clone()
-            .map_err(|e| host("keeping the workspace", e))?;
-        let workspace_id = sys::file_id(workspace.as_raw_fd())
-            .map_err(|errno| host("reading the workspace", errno.into()))?;
+        let (workspace, workspace_id) = crate::anchor::open_top(workspace)?;
         Ok(Lease {
             record,
             path: path.to_path_buf(),
             workspace,
             workspace_id,
         })
+    }
+
+    /// The workspace this hold is for.
+    pub(crate) fn workspace_id(&self) -> FileId {
+        self.workspace_id
     }
 
     /// Records the placeholder made at `rel` (relative to the workspace),

@@ -193,10 +193,11 @@ pub struct Layout {
     /// the sandbox starts (see `anchor`), then bound read-only.
     pub missing: Vec<(PathBuf, Placeholder)>,
     /// Those of `missing` that last only while the project's sandboxes
-    /// run (control inputs that did not exist), and the record that says
-    /// which were made (see `lease`).
+    /// run (control inputs that did not exist), and the hold on the record
+    /// that says which were made, taken before the layout was read (see
+    /// `lease`).
     pub passing: Vec<PathBuf>,
-    pub lease: Option<PathBuf>,
+    pub(crate) lease: Option<std::sync::Arc<crate::lease::Lease>>,
     /// The host directory shown at [`CACHE_MOUNT`].
     pub cache_dir: PathBuf,
     /// The host directory shown at [`SCRATCH_MOUNT`], when there is one.
