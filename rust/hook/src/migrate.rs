@@ -159,7 +159,32 @@ impl Migration {
                 }
             }
         }
+        if matches!(agent, Agent::Claude | Agent::Cursor) {
+            m.strictest_first();
+        }
         m
+    }
+
+    /// Claude Code and Cursor read their permissions deny first, then
+    /// ask, then allow, whatever each names, where Chock's more specific
+    /// rule answers: so each tool's rule is made no wider than its
+    /// server's (`mcp__github` denied and `mcp__github__get_issue` allowed
+    /// is a deny there, and here).
+    fn strictest_first(&mut self) {
+        let servers: BTreeMap<String, Decision> = self
+            .rules
+            .iter()
+            .filter(|r| r.action.ends_with(".tool.*"))
+            .map(|r| (r.action.clone(), r.decision))
+            .collect();
+        for rule in &mut self.rules {
+            if let Some((server, tool)) = rule.action.split_once(".tool.")
+                && tool != "*"
+                && let Some(bound) = servers.get(&format!("{server}.tool.*"))
+            {
+                rule.decision = rule.decision.min(*bound);
+            }
+        }
     }
 
     /// Whether there is anything to write.
@@ -854,6 +879,99 @@ mod tests {
             operator.contains(".GITHUB_PERSONAL_ACCESS_TOKEN = .{ .env = \"GH_TOKEN\" }"),
             "{operator}"
         );
+    }
+
+    /// Claude Code's answer to a call of `server`'s `tool` under these
+    /// lists: deny if any entry naming it (the server, or the tool) is
+    /// denied, else ask if any is asked, else allow if any is allowed, else
+    /// ask (an MCP tool nobody allowed is asked about).
+    fn claude_answer(lists: &[(&str, Vec<String>)], server: &str, tool: &str) -> Decision {
+        let names = [format!("mcp__{server}"), format!("mcp__{server}__{tool}")];
+        let listed = |list: &str| {
+            lists
+                .iter()
+                .filter(|(l, _)| *l == list)
+                .any(|(_, entries)| entries.iter().any(|e| names.contains(e)))
+        };
+        if listed("deny") {
+            Decision::Deny
+        } else if listed("ask") {
+            Decision::Ask
+        } else if listed("allow") {
+            Decision::Allow
+        } else {
+            Decision::Ask
+        }
+    }
+
+    #[test]
+    fn a_claude_migration_answers_every_call_as_claude_code_does() {
+        // Every way of putting the server and two of its tools in none,
+        // some or all of the three lists, split over the project's two
+        // files; each call (the two tools and one no entry names) is
+        // answered by the migrated rules as Claude Code answers it.
+        let entries = ["mcp__gh", "mcp__gh__read", "mcp__gh__write"];
+        let lists = ["allow", "ask", "deny"];
+        let calls = ["read", "write", "other"];
+        let mut compared = 0;
+        for combo in 0..(1u32 << (entries.len() * lists.len())) {
+            let mut settings: Vec<(&str, Vec<String>)> = Vec::new();
+            let mut local: Vec<(&str, Vec<String>)> = Vec::new();
+            for (e, entry) in entries.iter().enumerate() {
+                for (l, list) in lists.iter().enumerate() {
+                    let bit = e * lists.len() + l;
+                    if combo & (1 << bit) != 0 {
+                        let file = if bit.is_multiple_of(2) {
+                            &mut settings
+                        } else {
+                            &mut local
+                        };
+                        match file.iter_mut().find(|(name, _)| name == list) {
+                            Some((_, items)) => items.push((*entry).to_owned()),
+                            None => file.push((list, vec![(*entry).to_owned()])),
+                        }
+                    }
+                }
+            }
+            let project = tempfile::tempdir().expect("tempdir");
+            write(
+                project.path(),
+                ".mcp.json",
+                r#"{ "mcpServers": { "gh": { "command": "gh-mcp" } } }"#,
+            );
+            let as_json = |lists: &[(&str, Vec<String>)]| {
+                let permissions: serde_json::Map<String, Value> = lists
+                    .iter()
+                    .map(|(l, items)| ((*l).to_owned(), serde_json::json!(items)))
+                    .collect();
+                serde_json::json!({ "permissions": permissions }).to_string()
+            };
+            write(project.path(), ".claude/settings.json", &as_json(&settings));
+            write(
+                project.path(),
+                ".claude/settings.local.json",
+                &as_json(&local),
+            );
+            let m = Migration::read(Agent::Claude, project.path(), None);
+            let policy = loads(project.path(), &m.zon());
+            let all: Vec<(&str, Vec<String>)> = settings.into_iter().chain(local).collect();
+            for tool in calls {
+                let original = claude_answer(&all, "gh", tool);
+                let migrated = policy
+                    .decide(
+                        &chock_policy::Key::new(format!("mcp.gh.tool.{tool}")),
+                        chock_policy::Reading::Act,
+                    )
+                    .decision;
+                assert_eq!(
+                    migrated, original,
+                    "{tool} under {all:?}: migrated {:?}",
+                    m.rules
+                );
+                compared += 1;
+            }
+        }
+        assert_eq!(compared, 512 * 3);
     }
 
     #[test]
