@@ -107,6 +107,47 @@ fn project() -> Fixture {
     fx
 }
 
+/// chock.zon's bounds on the image's layers hold: an image whose files
+/// pass `.max_bytes` is refused naming the layer, no tree is left, and the
+/// same image within the bound runs.
+#[test]
+fn the_container_blocks_bounds_refuse_an_image_that_expands_past_them() {
+    let fx = Fixture::host();
+    make_image(&fx, "one");
+    let zon = |bound: &str| {
+        fx.zon(&format!(
+            ".{{\n    .container = .{{ .image = \"{REFERENCE}\", .path = \"../layout\", .max_bytes = \"{bound}\" }},\n}}\n"
+        ))
+    };
+    zon("4KiB");
+    let out = fx.exec(&[], &["sh", "-c", "true"]);
+    assert_ne!(out.status.code(), Some(0), "{}", describe(&out));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("layer 1 of 1 (blobs/sha256/") && stderr.contains("4096 bytes"),
+        "the refusal names the layer: {}",
+        describe(&out)
+    );
+    zon("1GiB");
+    let out = fx.exec(&[], &["sh", "-c", "cat /etc/version"]);
+    assert!(out.status.success(), "{}", describe(&out));
+    assert_eq!(text(&out.stdout), "one");
+    fx.zon(&format!(
+        ".{{ .container = .{{ .image = \"{REFERENCE}\", .max_entries = 0 }} }}\n"
+    ));
+    let out = fx
+        .chock()
+        .args(["policy", "check"])
+        .output()
+        .expect("check");
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    assert!(
+        text(&out.stderr).contains("max_entries"),
+        "{}",
+        describe(&out)
+    );
+}
+
 #[test]
 fn chock_exec_runs_a_program_from_the_image_and_nothing_of_the_host_toolchain() {
     let fx = project();

@@ -135,11 +135,14 @@ struct OrgReviewFields {
 #[derive(Debug, Deserialize)]
 #[serde(
     deny_unknown_fields,
-    expecting = "the `.container` block: `.{ .image = \"debian:12\" }`, with an optional `.path` to an OCI layout or a saved archive"
+    expecting = "the `.container` block: `.{ .image = \"debian:12\" }`, with an optional `.path` to an OCI layout or a saved archive and optional bounds `.max_bytes`, `.max_entries`, `.max_ratio`"
 )]
 struct ContainerBlock {
     image: String,
     path: Option<String>,
+    max_bytes: Option<crate::settings::ByteSize>,
+    max_entries: Option<u64>,
+    max_ratio: Option<u64>,
 }
 
 /// The image a project's toolchain comes from (`.container` in
@@ -152,6 +155,12 @@ pub struct ContainerSettings {
     /// paths taken from the project; without one podman's and docker's
     /// local stores are asked.
     pub path: Option<std::path::PathBuf>,
+    /// How far the image's layers may expand, where the block bounds it
+    /// (else the image reader's own bounds): bytes of files written,
+    /// entries read, and bytes written per byte stored.
+    pub max_bytes: Option<u64>,
+    pub max_entries: Option<u64>,
+    pub max_ratio: Option<u64>,
     /// Where it is written: `chock.zon` and the block's line.
     pub file: std::path::PathBuf,
     /// The block's line.
@@ -579,9 +588,21 @@ fn check_container(
         }
         None => None,
     };
+    if value.max_bytes.is_some_and(|b| b.0 == 0)
+        || value.max_entries == Some(0)
+        || value.max_ratio == Some(0)
+    {
+        return Err(source.error(
+            span,
+            "`.container.max_bytes`, `.max_entries` and `.max_ratio` bound how far the image's layers may expand; 0 would refuse every image, so leave the field out for the default",
+        ));
+    }
     Ok(ContainerSettings {
         image: value.image,
         path,
+        max_bytes: value.max_bytes.map(|b| b.0),
+        max_entries: value.max_entries,
+        max_ratio: value.max_ratio,
         file: source.file.to_path_buf(),
         line: chock_zon::line_col(source.text, span.start).0,
     })

@@ -48,7 +48,14 @@ pub fn tree(container: &ContainerSettings) -> Result<Tree, ImageLoadError> {
         in_use,
     };
     let reference = Reference::parse(&container.image).map_err(|e| refuse(e.to_string(), false))?;
-    let images = Images::from_env().map_err(|e| refuse(e.to_string(), false))?;
+    let defaults = chock_image::Limits::default();
+    let images = Images::from_env()
+        .map_err(|e| refuse(e.to_string(), false))?
+        .with_limits(chock_image::Limits {
+            bytes: container.max_bytes.unwrap_or(defaults.bytes),
+            entries: container.max_entries.unwrap_or(defaults.entries),
+            ratio: container.max_ratio.unwrap_or(defaults.ratio),
+        });
     images
         .prepare(&Want {
             reference,
