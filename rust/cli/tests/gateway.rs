@@ -997,3 +997,293 @@ fn a_command_servers_network_is_its_own_rule_then_each_host() {
         "the value is never logged"
     );
 }
+
+/// The project's own hostile server ([`hostile_mcp/server.py`], the
+/// official MCP Python SDK over stdio), copied into the project so the
+/// sandbox shows it, run as `name` with `fields` added to its block.
+fn hostile(env: &Env, name: &str, fields: &str) -> String {
+    env.write("hostile.py", include_str!("hostile_mcp/server.py"));
+    format!(
+        r#".{{ .name = "{name}", .command = .{{ "/usr/bin/python3", "{}", "{name}" }}{fields} }}"#,
+        env.project.join("hostile.py").display()
+    )
+}
+
+/// The host pids of the hostile server named `name` of the project at `dir`.
+fn hostile_pids(dir: &Path, name: &str) -> Vec<i32> {
+    let script = dir.join("hostile.py").display().to_string();
+    std::fs::read_dir("/proc")
+        .expect("/proc")
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| {
+                let args: Vec<&[u8]> = c.split(|b| *b == 0).collect();
+                args.windows(2)
+                    .any(|w| w[0] == script.as_bytes() && w[1] == name.as_bytes())
+            })
+        })
+        .collect()
+}
+
+fn allow_tools(server: &str) -> String {
+    format!(r#".{{ .action = "mcp.{server}.tool.*", .decision = .allow }}"#)
+}
+
+#[test]
+fn a_restarted_server_is_kept_while_idle_the_call_after_a_crash_waits_for_it_and_none_outlives_chock()
+ {
+    let env = Env::new();
+    project(&env, &[hostile(&env, "h", "")], "", &[&allow_tools("h")]);
+    let mut client = env.client(false, &[]);
+    let first = client.call("h__started", json!({}));
+    assert!(!first.is_error, "{first:?}");
+    let crashed = client.call("h__crash", json!({}));
+    assert!(
+        crashed.is_error
+            && crashed
+                .text
+                .contains("MCP server `h` stopped during the call"),
+        "{crashed:?}"
+    );
+    // The very next call waits for the server started again.
+    let second = client.call("h__started", json!({}));
+    assert!(
+        !second.is_error,
+        "the call after a crash is answered: {second:?}"
+    );
+    assert_ne!(second.text, first.text, "by a new start");
+    // Idle longer than the runtime keeps a spare thread (10 s): a server
+    // tied to such a thread would be killed, and its restart spent.
+    std::thread::sleep(Duration::from_secs(14));
+    let third = client.call("h__started", json!({}));
+    assert_eq!(
+        (third.is_error, &third.text),
+        (false, &second.text),
+        "the same server, still running: {}",
+        client.stderr()
+    );
+    assert_eq!(
+        client.stderr().matches("MCP server `h` stopped: ").count(),
+        1,
+        "it stopped once, when it crashed: {}",
+        client.stderr()
+    );
+    // Chock killed outright: its servers go with it.
+    let pids = hostile_pids(&env.project, "h");
+    assert!(!pids.is_empty(), "the server runs");
+    Command::new("kill")
+        .args(["-9", &client.pid().to_string()])
+        .status()
+        .expect("kill");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !hostile_pids(&env.project, "h").is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the server outlived chock: {:?}",
+            hostile_pids(&env.project, "h")
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The JSON-RPC error a tools/call answered (it fails when it answered a result).
+fn rpc_error(client: &mut support::Client, tool: &str, arguments: Value) -> (Value, Duration) {
+    let began = Instant::now();
+    let answered = client.request("tools/call", json!({"name": tool, "arguments": arguments}));
+    let took = began.elapsed();
+    assert!(
+        answered["error"]["message"].is_string(),
+        "{tool}: a JSON-RPC error, not {}",
+        answered.to_string().chars().take(400).collect::<String>()
+    );
+    (answered["error"].clone(), took)
+}
+
+#[test]
+fn an_answer_over_its_bound_and_a_call_never_answered_fail_naming_the_server() {
+    let env = Env::new();
+    project(
+        &env,
+        &[
+            hostile(&env, "small", ", .timeout_s = 3, .max_answer_mib = 2"),
+            hostile(&env, "big", ""),
+        ],
+        "",
+        &[&allow_tools("small"), &allow_tools("big")],
+    );
+    let mut client = env.client(false, &[]);
+    let fits = client.call("small__huge", json!({"mib": 1}));
+    assert_eq!(fits.text.len(), 1 << 20, "1 MiB is within 2");
+    let (error, took) = rpc_error(&mut client, "small__huge", json!({"mib": 3}));
+    let message = error["message"].as_str().expect("message");
+    assert!(
+        message.contains("MCP server `small`") && message.contains("2 MiB"),
+        "{error}"
+    );
+    assert!(
+        took < Duration::from_secs(3),
+        "at once, not at the time bound: {took:?}"
+    );
+    // The default bound: 16 MiB.
+    let (error, _) = rpc_error(&mut client, "big__huge", json!({"mib": 17}));
+    let message = error["message"].as_str().expect("message");
+    assert!(
+        message.contains("MCP server `big`") && message.contains("16 MiB"),
+        "{error}"
+    );
+    let (error, took) = rpc_error(&mut client, "small__hang", json!({}));
+    let message = error["message"].as_str().expect("message");
+    assert!(
+        message.contains("MCP server `small` did not answer within 3 s")
+            && message.contains(".timeout_s"),
+        "{error}"
+    );
+    assert!(
+        took >= Duration::from_secs(3) && took < Duration::from_secs(10),
+        "{took:?}"
+    );
+    // Both servers are kept, and answer.
+    for server in ["small", "big"] {
+        let echoed = client.call(&format!("{server}__echo"), json!({"text": "still here"}));
+        assert_eq!(echoed.text, "still here", "{server}: {echoed:?}");
+    }
+    assert!(
+        !client.stderr().contains("stopped: "),
+        "no server stopped: {}",
+        client.stderr()
+    );
+}
+
+#[test]
+fn what_a_server_says_anywhere_is_scrubbed_of_the_secret_it_was_given() {
+    let env = Env::new();
+    operator_keeps_api_key(&env);
+    project(
+        &env,
+        &[hostile(&env, "h", r#", .env = .{ .API_KEY = "API_KEY" }"#)],
+        r#""API_KEY""#,
+        &[
+            &allow_tools("h"),
+            r#".{ .action = "secret.use.API_KEY", .decision = .allow }"#,
+        ],
+    );
+    let mut client = env.client_with_env(false, &[], &[("CHOCK_TEST_API_KEY", Path::new(SECRET))]);
+    let mut read = Vec::new();
+    let listed = client.request("tools/list", json!({}));
+    let echo = listed["result"]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .find(|t| t["name"] == "h__echo")
+        .cloned()
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert_eq!(
+        echo["description"], "Echo a text. Key: [secret API_KEY]",
+        "{echo}"
+    );
+    read.push(listed);
+    let progressed = client.request(
+        "tools/call",
+        json!({"name": "h__progress", "arguments": {}, "_meta": {"progressToken": "t1"}}),
+    );
+    assert_eq!(
+        progressed["result"]["content"][0]["text"], "progressed",
+        "{progressed}"
+    );
+    read.push(progressed);
+    client.call("h__echo", json!({"text": "after"}));
+    let halfway = client
+        .notifications
+        .iter()
+        .find(|n| {
+            n["method"] == "notifications/progress" && n["params"]["progress"].as_f64() == Some(1.0)
+        })
+        .cloned()
+        .unwrap_or_else(|| panic!("the progress: {:?}", client.notifications));
+    assert_eq!(
+        halfway["params"]["message"], "halfway, key [secret API_KEY]",
+        "{halfway}"
+    );
+    let resource = client.request("resources/read", json!({"uri": "note://h-own"}));
+    assert_eq!(
+        resource["result"]["contents"][0]["text"], "from h, key [secret API_KEY]",
+        "{resource}"
+    );
+    read.push(resource);
+    let prompts = client.request("prompts/list", json!({}));
+    assert_eq!(
+        prompts["result"]["prompts"][0]["description"], "Greet. Key: [secret API_KEY]",
+        "{prompts}"
+    );
+    read.push(prompts);
+    let prompt = client.request("prompts/get", json!({"name": "h__greet"}));
+    assert!(
+        prompt["result"]["messages"][0]["content"]["text"]
+            .as_str()
+            .is_some_and(|t| t.ends_with("key [secret API_KEY]")),
+        "{prompt}"
+    );
+    read.push(prompt);
+    read.extend(client.notifications.iter().cloned());
+    for message in &read {
+        assert!(!message.to_string().contains(SECRET), "{message}");
+    }
+}
+
+#[test]
+fn a_servers_own_question_is_shown_as_its_own_and_answered_to_it() {
+    let env = Env::new();
+    project(&env, &[hostile(&env, "h", "")], "", &[&allow_tools("h")]);
+    let mut client = env.client(true, &[]);
+    client
+        .elicit_answers
+        .push(json!({"action": "accept", "content": {"allow": true}}));
+    let heard = client.call("h__ask", json!({}));
+    assert_eq!(heard.text, "h heard accept allow=True", "{heard:?}");
+    assert_eq!(client.elicited.len(), 1);
+    let message = client.elicited[0]["params"]["message"]
+        .as_str()
+        .expect("a message");
+    assert!(
+        message.starts_with("MCP server `h` asks (this question is the server's, not Chock's"),
+        "{message}"
+    );
+    assert!(
+        !message.lines().any(|l| l.starts_with("Chock:")),
+        "no line of it reads as Chock's: {message}"
+    );
+}
+
+#[test]
+fn a_resource_is_read_from_the_server_that_listed_it_and_an_ambiguous_one_from_none() {
+    let env = Env::new();
+    project(
+        &env,
+        &[hostile(&env, "a", ""), hostile(&env, "b", "")],
+        "",
+        &[],
+    );
+    let mut client = env.client(false, &[]);
+    let listed = client.request("resources/list", json!({}));
+    let uris: Vec<&str> = listed["result"]["resources"]
+        .as_array()
+        .expect("resources")
+        .iter()
+        .filter_map(|r| r["uri"].as_str())
+        .collect();
+    assert!(uris.contains(&"note://b-own"), "{listed}");
+    // a's template `note://{path}` matches b's URI too: b listed it, b answers.
+    let own = client.request("resources/read", json!({"uri": "note://b-own"}));
+    assert_eq!(
+        own["result"]["contents"][0]["text"], "from b, key none",
+        "{own}"
+    );
+    for ambiguous in ["note://shared", "note://unlisted"] {
+        let refused = client.request("resources/read", json!({"uri": ambiguous}));
+        let message = refused["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("MCP servers `a` and `b`"),
+            "{ambiguous}: {refused}"
+        );
+    }
+}

@@ -108,7 +108,7 @@ impl ServerHandler for ChockServer {
             return Ok(self.result(Err(refusal)).into());
         }
         if self.gateway.owns(&name) {
-            let outcome = self.gateway.call(&self.session, request, &context).await;
+            let outcome = self.gateway.call(&self.session, request, &context).await?;
             return Ok(match outcome {
                 Ok(result) => result,
                 Err(why) => self.result(Err(why)),
@@ -161,14 +161,11 @@ impl ServerHandler for ChockServer {
         if !self.relays() {
             return Err(ErrorData::method_not_found::<ReadResourceRequestMethod>());
         }
-        let uri = request.uri.clone();
-        match self.gateway.read_resource(&self.session, request).await {
-            Some(result) => Ok(result.into()),
-            None => Err(ErrorData::resource_not_found(
-                format!("no MCP server behind this gateway has the resource `{uri}`"),
-                None,
-            )),
-        }
+        self.gateway
+            .read_resource(&self.session, request)
+            .await
+            .map(Into::into)
+            .map_err(|why| ErrorData::resource_not_found(why, None))
     }
 
     async fn list_prompts(

@@ -347,6 +347,11 @@ impl Client {
         }
     }
 
+    /// The process id of this `chock mcp`.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// The names `tools/list` answers.
     pub fn tool_names(&mut self) -> Vec<String> {
         let listed = self.request("tools/list", json!({}));

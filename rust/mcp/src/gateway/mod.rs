@@ -12,10 +12,15 @@
 //! server runs in the sandbox, gets a secret only when `secret.use.<name>`
 //! answers allow at start, and a network (the sandbox's router, each host
 //! decided at `net.connect.*` with nobody to ask) only when
-//! `mcp.<server>.network` does. Resources and prompts are
-//! passed on as the servers give them; progress and cancellation go both
-//! ways; a server that dies is started again once, then reported.
+//! `mcp.<server>.network` does. Resources and prompts are passed on,
+//! each resource read from the server that listed it; progress and
+//! cancellation go both ways; a server that dies is started again once,
+//! then reported. Everything a server says is scrubbed of the session's
+//! secrets before the agent reads it, its questions are headed by its name,
+//! and every request to it is bounded in time and size (its `.timeout_s`
+//! and `.max_answer_mib`), a crossed bound failing with an error naming it.
 
+mod lines;
 mod sse;
 mod upstream;
 
@@ -32,7 +37,7 @@ use rmcp::model::{
     ReadResourceResult, Resource, ServerResult, Tool,
 };
 use rmcp::service::{PeerRequestOptions, RequestContext, ServiceError};
-use rmcp::{Peer, RoleServer};
+use rmcp::{ErrorData, Peer, RoleServer};
 use serde_json::Value;
 use tokio::sync::Mutex;
 
@@ -45,10 +50,40 @@ use upstream::{Client, Connection, Relay};
 /// How long a finished call's progress token still stands for the agent's.
 const PROGRESS_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
+/// How long a connection that failed mid-call may take to be seen gone.
+const SETTLE: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Every configured server, started or not.
 pub struct Gateway {
+    session: Arc<Session>,
     servers: Vec<Arc<Upstream>>,
     relay: Arc<Relay>,
+    /// Which servers listed each resource URI, as last listed.
+    listed: std::sync::Mutex<std::collections::HashMap<String, Vec<String>>>,
+}
+
+/// Why a relayed call has no result.
+pub enum Failure {
+    /// Refused, or the server's own error: the agent reads it as the tool's.
+    Said(String),
+    /// A bound of the server's was crossed (its time, its size): a
+    /// JSON-RPC error naming the server.
+    Bound(ErrorData),
+}
+
+impl Failure {
+    fn text(self) -> String {
+        match self {
+            Failure::Said(why) => why,
+            Failure::Bound(error) => error.message.into_owned(),
+        }
+    }
+}
+
+impl From<String> for Failure {
+    fn from(why: String) -> Failure {
+        Failure::Said(why)
+    }
 }
 
 /// One configured server.
@@ -104,13 +139,23 @@ impl Gateway {
         }
         servers.sort_by_key(|(index, _)| *index);
         Gateway {
+            session: session.clone(),
             servers: servers.into_iter().map(|(_, u)| Arc::new(u)).collect(),
             relay,
+            listed: Default::default(),
         }
     }
 
-    /// Sentences for the agent at start: servers not reached, tools a rule withheld.
+    /// Sentences for the agent at start: servers not reached, tools a rule
+    /// withheld (scrubbed: a server's tool names and errors are its words).
     pub fn instructions(&self) -> Vec<String> {
+        self.unscrubbed_instructions()
+            .iter()
+            .map(|sentence| self.session.secrets.scrub(sentence))
+            .collect()
+    }
+
+    fn unscrubbed_instructions(&self) -> Vec<String> {
         let mut out = Vec::new();
         for server in &self.servers {
             if let Ok(link) = server.link.try_lock()
@@ -133,7 +178,9 @@ impl Gateway {
         out
     }
 
-    /// Every offered tool of every server, named `<server>__<tool>`.
+    /// Every offered tool of every server, named `<server>__<tool>`,
+    /// scrubbed (a description is the server's words, and may hold a secret
+    /// it was given); a tool that cannot be scrubbed is not listed.
     pub async fn tools(&self, session: &Session) -> Vec<Tool> {
         let mut out = Vec::new();
         for server in &self.servers {
@@ -148,7 +195,13 @@ impl Gateway {
             {
                 let mut tool = offered.tool.clone();
                 tool.name = format!("{}{TOOL_SEPARATOR}{}", server.config.name, tool.name).into();
-                out.push(tool);
+                match scrub(session, tool) {
+                    Ok(tool) => out.push(tool),
+                    Err(why) => tracing::warn!(
+                        "chock mcp: a tool of MCP server `{}` is not listed: {why}",
+                        server.config.name
+                    ),
+                }
             }
         }
         out
@@ -166,18 +219,26 @@ impl Gateway {
     }
 
     /// One call of `<server>__<tool>` from an MCP client: decided, passed
-    /// on, its answer scrubbed.
+    /// on, its answer scrubbed. A crossed bound (the server's time or size)
+    /// is a JSON-RPC error naming the server; anything else that ends the
+    /// call is the tool's error.
     pub async fn call(
         &self,
         session: &Session,
         request: CallToolRequestParams,
         context: &RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, String> {
+    ) -> Result<Result<CallToolResult, String>, ErrorData> {
         self.relay.meet(&context.peer);
         let client = crate::ask::Client::Mcp(context.peer.clone());
         let progress = context.meta.get_progress_token();
-        self.call_as(session, &client, &context.ct, request, progress)
+        match self
+            .relayed(session, &client, &context.ct, request, progress)
             .await
+        {
+            Ok(result) => Ok(Ok(result)),
+            Err(Failure::Said(why)) => Ok(Err(why)),
+            Err(Failure::Bound(error)) => Err(error),
+        }
     }
 
     /// One call of `<server>__<tool>` from `client` (an MCP client, or a
@@ -191,9 +252,22 @@ impl Gateway {
         request: CallToolRequestParams,
         progress: Option<rmcp::model::ProgressToken>,
     ) -> Result<CallToolResult, String> {
+        self.relayed(session, client, cancel, request, progress)
+            .await
+            .map_err(Failure::text)
+    }
+
+    async fn relayed(
+        &self,
+        session: &Session,
+        client: &crate::ask::Client,
+        cancel: &tokio_util::sync::CancellationToken,
+        request: CallToolRequestParams,
+        progress: Option<rmcp::model::ProgressToken>,
+    ) -> Result<CallToolResult, Failure> {
         let name = request.name.to_string();
         let Some((server, tool)) = self.split(&name) else {
-            return Err(format!("there is no tool named `{name}`"));
+            return Err(format!("there is no tool named `{name}`").into());
         };
         let offered = server
             .tools
@@ -206,7 +280,8 @@ impl Gateway {
             return Err(format!(
                 "MCP server `{}` offers no tool `{tool}` (a tool a rule denies at start is not offered)",
                 server.config.name
-            ));
+            )
+            .into());
         };
         let act = Act {
             tool: &name,
@@ -223,7 +298,8 @@ impl Gateway {
         let mut params = request;
         params.name = tool.to_owned().into();
         let result = server.call(params, cancel, progress).await?;
-        scrub(session, result)
+        server.fits(&result)?;
+        Ok(scrub(session, result)?)
     }
 
     /// The peers of the reachable servers that have `capability`, each
@@ -231,7 +307,7 @@ impl Gateway {
     async fn having(
         &self,
         capability: fn(&rmcp::model::ServerCapabilities) -> bool,
-    ) -> Vec<(&str, Peer<rmcp::RoleClient>)> {
+    ) -> Vec<(&Upstream, Peer<rmcp::RoleClient>)> {
         let mut out = Vec::new();
         for server in &self.servers {
             if let Some(peer) = server.peer().await
@@ -239,47 +315,113 @@ impl Gateway {
                     .peer_info()
                     .is_some_and(|i| capability(&i.capabilities))
             {
-                out.push((server.config.name.as_str(), peer));
+                out.push((server.as_ref(), peer));
             }
         }
         out
     }
 
-    /// Every resource of every reachable server.
+    /// Every resource of every reachable server, scrubbed; each URI is
+    /// remembered with the servers that listed it, so a read goes to its own.
     pub async fn resources(&self, peer: &Peer<RoleServer>) -> Vec<Resource> {
         self.relay.meet(peer);
         let mut out = Vec::new();
-        for (_, peer) in self.having(|c| c.resources.is_some()).await {
-            if let Ok(resources) = peer.list_all_resources().await {
-                out.extend(resources);
+        let mut listed: std::collections::HashMap<String, Vec<String>> = Default::default();
+        for (server, peer) in self.having(|c| c.resources.is_some()).await {
+            let Ok(Ok(resources)) = server.bounded(peer.list_all_resources()).await else {
+                continue;
+            };
+            for resource in resources {
+                let Ok(resource) = scrub(&server.session, resource) else {
+                    continue;
+                };
+                let servers = listed.entry(resource.uri.clone()).or_default();
+                if !servers.contains(&server.config.name) {
+                    servers.push(server.config.name.clone());
+                }
+                out.push(resource);
             }
         }
+        *self.listed.lock().unwrap_or_else(|e| e.into_inner()) = listed;
         out
     }
 
-    /// Reads `uri` from the first server that has it.
+    /// Reads `uri` from the one server that listed it, or, for a URI none
+    /// listed, the one whose template matches it; a URI two servers could
+    /// answer is not read, since which one would be is not the agent's to
+    /// tell.
     pub async fn read_resource(
         &self,
         session: &Session,
         request: ReadResourceRequestParams,
-    ) -> Option<ReadResourceResult> {
-        for (_, peer) in self.having(|c| c.resources.is_some()).await {
-            if let Ok(result) = peer.read_resource(request.clone()).await {
-                return scrub(session, result).ok();
+    ) -> Result<ReadResourceResult, String> {
+        let uri = request.uri.clone();
+        let listed = self
+            .listed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&uri)
+            .cloned()
+            .unwrap_or_default();
+        let holders = if listed.is_empty() {
+            let mut matching = Vec::new();
+            for (server, peer) in self.having(|c| c.resources.is_some()).await {
+                if let Ok(Ok(templates)) = server.bounded(peer.list_all_resource_templates()).await
+                    && templates
+                        .iter()
+                        .any(|t| template_matches(&t.uri_template, &uri))
+                {
+                    matching.push(server.config.name.clone());
+                }
             }
-        }
-        None
+            matching
+        } else {
+            listed
+        };
+        let server = match holders.as_slice() {
+            [] => {
+                return Err(format!(
+                    "no MCP server behind this gateway lists the resource `{uri}` or has a template for it"
+                ));
+            }
+            [one] => self
+                .servers
+                .iter()
+                .find(|s| &s.config.name == one)
+                .ok_or_else(|| format!("no MCP server behind this gateway has `{uri}`"))?,
+            many => {
+                return Err(format!(
+                    "the resource `{uri}` could be read from MCP servers {}, so it is read from none; the servers' URIs overlap",
+                    many.iter()
+                        .map(|n| format!("`{n}`"))
+                        .collect::<Vec<_>>()
+                        .join(" and ")
+                ));
+            }
+        };
+        let name = &server.config.name;
+        let peer = server
+            .live()
+            .await
+            .map_err(|why| format!("MCP server `{name}` is not running: {why}"))?;
+        let result = server
+            .bounded(peer.read_resource(request))
+            .await
+            .map_err(Failure::text)?
+            .map_err(|e| session.secrets.scrub(&server.failed(e)))?;
+        server.fits(&result).map_err(Failure::text)?;
+        scrub(session, result)
     }
 
-    /// Every prompt of every reachable server, named `<server>__<prompt>`.
+    /// Every prompt of every reachable server, named `<server>__<prompt>`, scrubbed.
     pub async fn prompts(&self, peer: &Peer<RoleServer>) -> Vec<Prompt> {
         self.relay.meet(peer);
         let mut out = Vec::new();
-        for (name, peer) in self.having(|c| c.prompts.is_some()).await {
-            if let Ok(prompts) = peer.list_all_prompts().await {
-                out.extend(prompts.into_iter().map(|mut p| {
-                    p.name = format!("{name}{TOOL_SEPARATOR}{}", p.name);
-                    p
+        for (server, peer) in self.having(|c| c.prompts.is_some()).await {
+            if let Ok(Ok(prompts)) = server.bounded(peer.list_all_prompts()).await {
+                out.extend(prompts.into_iter().filter_map(|mut p| {
+                    p.name = format!("{}{TOOL_SEPARATOR}{}", server.config.name, p.name);
+                    scrub(&server.session, p).ok()
                 }));
             }
         }
@@ -301,11 +443,12 @@ impl Gateway {
             .await
             .ok_or_else(|| format!("MCP server `{}` is not running", server.config.name))?;
         request.name = prompt.to_owned();
-        let result = peer.get_prompt(request).await.map_err(|e| {
-            session
-                .secrets
-                .scrub(&format!("MCP server `{}`: {e}", server.config.name))
-        })?;
+        let result = server
+            .bounded(peer.get_prompt(request))
+            .await
+            .map_err(Failure::text)?
+            .map_err(|e| session.secrets.scrub(&server.failed(e)))?;
+        server.fits(&result).map_err(Failure::text)?;
         scrub(session, result)
     }
 
@@ -341,6 +484,36 @@ fn scrub_value(session: &Session, value: &mut Value) {
         Value::Object(map) => map.values_mut().for_each(|v| scrub_value(session, v)),
         _ => {}
     }
+}
+
+/// Whether `uri` is one `template` (RFC 6570) expands to: its literal
+/// parts in order, each expression standing for a run of characters
+/// without `/`, `?` or `#` (`{+x}` and `{#x}` for any run).
+fn template_matches(template: &str, uri: &str) -> bool {
+    let mut parts = Vec::new();
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        let Some(close) = rest[open..].find('}') else {
+            return false;
+        };
+        parts.push((&rest[..open], &rest[open + 1..open + close]));
+        rest = &rest[open + close + 1..];
+    }
+    matches_from(&parts, rest, uri)
+}
+
+fn matches_from(parts: &[(&str, &str)], last: &str, uri: &str) -> bool {
+    let Some(((literal, expression), more)) = parts.split_first() else {
+        return uri == last;
+    };
+    let Some(after) = uri.strip_prefix(literal) else {
+        return false;
+    };
+    let reserved = expression.starts_with(['+', '#']);
+    (1..=after.len())
+        .filter(|&end| after.is_char_boundary(end))
+        .take_while(|&end| reserved || !after[..end].contains(['/', '?', '#']))
+        .any(|end| matches_from(more, last, &after[end..]))
 }
 
 /// The host the HTTP client will connect to for `url`, read by the parser
@@ -439,6 +612,8 @@ impl Upstream {
 
     fn client(&self) -> Client {
         Client {
+            server: self.config.name.clone(),
+            session: self.session.clone(),
             relay: self.relay.clone(),
             tools_changed: self.tools_changed.clone(),
         }
@@ -548,9 +723,17 @@ impl Upstream {
         let Some(peer) = self.peer().await else {
             return;
         };
-        let listed = match peer.list_all_tools().await {
-            Ok(tools) => tools,
-            Err(e) => {
+        let listed = match self.bounded(peer.list_all_tools()).await {
+            Ok(Ok(tools)) => tools,
+            Err(bound) => {
+                tracing::warn!(
+                    "chock mcp: MCP server `{}` did not list its tools: {}",
+                    self.config.name,
+                    bound.text()
+                );
+                return;
+            }
+            Ok(Err(e)) => {
                 tracing::warn!(
                     "chock mcp: MCP server `{}` did not list its tools: {e}",
                     self.config.name
@@ -653,34 +836,112 @@ impl Upstream {
         }
     }
 
+    /// A request of the gateway's own to the server, within its time bound.
+    async fn bounded<T>(&self, request: impl Future<Output = T>) -> Result<T, Failure> {
+        tokio::time::timeout(self.config.timeout, request)
+            .await
+            .map_err(|_| self.late())
+    }
+
+    /// The error of a request the server did not answer in time.
+    fn late(&self) -> Failure {
+        let config = &self.config;
+        Failure::Bound(ErrorData::internal_error(
+            format!(
+                "MCP server `{}` did not answer within {} s, so the request is cancelled; if it needs longer, raise its .timeout_s in {}:{}",
+                config.name,
+                config.timeout.as_secs(),
+                config.file.display(),
+                config.line
+            ),
+            None,
+        ))
+    }
+
+    /// Refuses an answer larger than the server's bound (a command
+    /// server's lines are bounded as they are read; this bounds what a
+    /// url server's transport let through).
+    fn fits<T: serde::Serialize>(&self, answer: &T) -> Result<(), Failure> {
+        struct Counter(usize);
+        impl std::io::Write for Counter {
+            fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+                self.0 += bytes.len();
+                Ok(bytes.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut size = Counter(0);
+        serde_json::to_writer(&mut size, answer).ok();
+        if size.0 <= self.config.max_answer_bytes {
+            return Ok(());
+        }
+        Err(self.oversized(size.0))
+    }
+
+    fn oversized(&self, size: usize) -> Failure {
+        let config = &self.config;
+        Failure::Bound(ErrorData::internal_error(
+            format!(
+                "MCP server `{}` answered with {size} bytes or more, over its bound of {} MiB, so the answer is dropped unread; if it needs more, raise its .max_answer_mib in {}:{}",
+                config.name,
+                config.max_answer_bytes >> 20,
+                config.file.display(),
+                config.line
+            ),
+            None,
+        ))
+    }
+
+    /// Waits until a connection that just failed is known gone, so the
+    /// next request starts the server again rather than failing the same way.
+    async fn settle(&self) {
+        if let Link::Up(connection) = &*self.link.lock().await {
+            connection.settle(SETTLE).await;
+        }
+    }
+
     /// Passes one call on, with the agent's progress token standing for the
-    /// one rmcp sends, and the agent's cancel passed on as a cancel.
+    /// one rmcp sends, and the agent's cancel passed on as a cancel. The
+    /// call waits at most the server's `.timeout_s`, then is cancelled.
     async fn call(
         &self,
         params: CallToolRequestParams,
         cancel: &tokio_util::sync::CancellationToken,
         progress: Option<rmcp::model::ProgressToken>,
-    ) -> Result<CallToolResult, String> {
+    ) -> Result<CallToolResult, Failure> {
         let name = &self.config.name;
-        let peer = self
-            .live()
-            .await
-            .map_err(|why| format!("MCP server `{name}` is not running: {why}"))?;
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        let handle = peer
-            .send_request_with_option(request, PeerRequestOptions::no_options())
-            .await
-            .map_err(|e| self.failed(e))?;
+        let mut retried = false;
+        let (peer, handle) = loop {
+            let peer = self
+                .live()
+                .await
+                .map_err(|why| format!("MCP server `{name}` is not running: {why}"))?;
+            match peer
+                .send_request_with_option(request.clone(), PeerRequestOptions::no_options())
+                .await
+            {
+                Ok(handle) => break (peer, handle),
+                // Not sent: the server is gone, and is started again once.
+                Err(ServiceError::TransportClosed) if !retried => {
+                    retried = true;
+                    self.settle().await;
+                }
+                Err(e) => return Err(self.failed(e).into()),
+            }
+        };
         let id = handle.id.clone();
         let token = handle.progress_token.clone();
         if let Some(theirs) = progress {
             self.relay.track(token.clone(), theirs);
         }
         let outcome = tokio::select! {
-            response = handle.await_response() => Some(response),
+            response = tokio::time::timeout(self.config.timeout, handle.await_response()) => Some(response),
             () = cancel.cancelled() => None,
         };
-        if outcome.is_none() {
+        if !matches!(outcome, Some(Ok(_))) {
             self.relay.untrack(&token);
         } else {
             // The server's notifications are handled apart from its
@@ -692,23 +953,46 @@ impl Upstream {
                 relay.untrack(&token);
             });
         }
+        let withdraw = |reason: &'static str| async {
+            peer.notify_cancelled(CancelledNotificationParam::new(
+                Some(id),
+                Some(reason.into()),
+            ))
+            .await
+            .ok();
+        };
         match outcome {
             None => {
-                peer.notify_cancelled(CancelledNotificationParam::new(
-                    Some(id),
-                    Some("the agent's client cancelled the call".into()),
-                ))
-                .await
-                .ok();
-                Err(format!(
-                    "the call to MCP server `{name}` was cancelled by the client"
-                ))
+                withdraw("the agent's client cancelled the call").await;
+                Err(format!("the call to MCP server `{name}` was cancelled by the client").into())
             }
-            Some(Ok(ServerResult::CallToolResult(result))) => Ok(result),
-            Some(Ok(_)) => Err(format!(
+            Some(Err(_)) => {
+                withdraw("the call took longer than Chock's bound for this server").await;
+                Err(self.late())
+            }
+            Some(Ok(Ok(ServerResult::CallToolResult(result)))) => Ok(result),
+            Some(Ok(Ok(_))) => Err(format!(
                 "MCP server `{name}` answered the call with something that is not a tool result"
-            )),
-            Some(Err(e)) => Err(self.failed(e)),
+            )
+            .into()),
+            // The transport's own answer in place of a line too long to read.
+            Some(Ok(Err(ServiceError::McpError(error))))
+                if error.code.0 == lines::OVERSIZED_CODE =>
+            {
+                Err(Failure::Bound(ErrorData::internal_error(
+                    format!("MCP server `{name}`: {}", error.message),
+                    None,
+                )))
+            }
+            Some(Ok(Err(e))) => {
+                if matches!(
+                    e,
+                    ServiceError::TransportClosed | ServiceError::TransportSend(_)
+                ) {
+                    self.settle().await;
+                }
+                Err(self.failed(e).into())
+            }
         }
     }
 
@@ -726,7 +1010,7 @@ impl Upstream {
 
 #[cfg(test)]
 mod tests {
-    use super::connected_host;
+    use super::{connected_host, template_matches};
 
     #[test]
     fn the_host_decided_is_the_host_the_client_connects_to() {
@@ -744,5 +1028,17 @@ mod tests {
         assert!(split.contains("read as host `127.0.0.2`"), "{split}");
         assert!(connected_host("http://[::1]:80/mcp").is_err());
         assert!(connected_host("file:///etc/passwd").is_err());
+    }
+
+    #[test]
+    fn a_template_matches_the_uris_it_expands_to() {
+        assert!(template_matches("note://{id}", "note://a"));
+        assert!(!template_matches("note://{id}", "note://a/b"));
+        assert!(!template_matches("note://{id}", "note://"));
+        assert!(template_matches("file:///{+path}", "file:///etc/hosts"));
+        assert!(template_matches("x://{a}/y/{b}", "x://1/y/2"));
+        assert!(!template_matches("x://{a}/y/{b}", "x://1/z/2"));
+        assert!(!template_matches("other://{id}", "note://a"));
+        assert!(template_matches("plain://one", "plain://one"));
     }
 }

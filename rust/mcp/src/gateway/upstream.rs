@@ -69,6 +69,9 @@ impl Relay {
 /// The client side of one server's connection.
 #[derive(Clone)]
 pub struct Client {
+    /// The server's name, as chock.zon gives it.
+    pub server: String,
+    pub session: Arc<Session>,
     pub relay: Arc<Relay>,
     /// Set when the server says its tools changed: the gateway lists them again.
     pub tools_changed: Arc<AtomicBool>,
@@ -83,7 +86,9 @@ impl ClientHandler for Client {
     }
 
     /// A server's own question goes to the person through the agent's
-    /// client when it can ask; otherwise it is declined.
+    /// client when it can ask, headed by the server's name so it never
+    /// reads as Chock's own (those begin `Chock:`); otherwise it is
+    /// declined. The answer is this server's request's alone.
     async fn create_elicitation(
         &self,
         request: ElicitRequestParams,
@@ -94,6 +99,17 @@ impl ClientHandler for Client {
         };
         if peer.supported_elicitation_modes().is_empty() {
             return Ok(ElicitResult::new(ElicitationAction::Decline));
+        }
+        let mut request = super::scrub(&self.session, request)
+            .map_err(|why| ErrorData::internal_error(why, None))?;
+        match &mut request {
+            ElicitRequestParams::FormElicitationParams { message, .. }
+            | ElicitRequestParams::UrlElicitationParams { message, .. } => {
+                *message = headed(&self.server, message);
+            }
+            // A kind of question this gateway cannot head with the
+            // server's name is not shown at all.
+            _ => return Ok(ElicitResult::new(ElicitationAction::Decline)),
         }
         // The server may withdraw its question (a cancel): then the
         // client's is dropped, and rmcp tells the client so.
@@ -109,9 +125,12 @@ impl ClientHandler for Client {
 
     async fn on_progress(
         &self,
-        mut params: ProgressNotificationParam,
+        params: ProgressNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
+        let Ok(mut params) = super::scrub(&self.session, params) else {
+            return;
+        };
         let downstream = self
             .relay
             .progress
@@ -131,6 +150,16 @@ impl ClientHandler for Client {
             peer.notify_tool_list_changed().await.ok();
         }
     }
+}
+
+/// A server's question as the person is shown it: one line, the server
+/// named first and its words after, every control character shown as an
+/// escape, so no part of it can pass as a line of Chock's.
+pub(super) fn headed(server: &str, message: &str) -> String {
+    format!(
+        "MCP server `{server}` asks (this question is the server's, not Chock's; your answer goes to `{server}` only): {}",
+        chock_policy::visible(message)
+    )
 }
 
 /// What a command server was granted at start.
@@ -155,11 +184,7 @@ impl Connection {
     /// Why the server is gone, once it is.
     pub fn gone(&self) -> Option<String> {
         if let Some(process) = &self.process
-            && let Some(exit) = process
-                .exit
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .clone()
+            && let Some(exit) = process.exit.borrow().clone()
         {
             return Some(exit);
         }
@@ -167,11 +192,31 @@ impl Connection {
             .is_closed()
             .then(|| "its connection closed".to_owned())
     }
+
+    /// Waits (at most `bound`) until a connection that failed is known
+    /// gone: its process's exit seen, or its connection closed, so the
+    /// next call starts the server again instead of failing the same way.
+    pub async fn settle(&self, bound: Duration) {
+        let deadline = tokio::time::Instant::now() + bound;
+        match &self.process {
+            Some(process) => {
+                let mut exit = process.exit.clone();
+                tokio::time::timeout_at(deadline, exit.wait_for(Option::is_some))
+                    .await
+                    .ok();
+            }
+            None => {
+                while !self.service.is_closed() && tokio::time::Instant::now() < deadline {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
+        }
+    }
 }
 
 struct Process {
     handle: chock_sandbox::SignalHandle,
-    exit: Arc<Mutex<Option<String>>>,
+    exit: tokio::sync::watch::Receiver<Option<String>>,
 }
 
 impl Drop for Process {
@@ -192,7 +237,7 @@ pub async fn connect(
 ) -> Result<Connection, String> {
     let started = async {
         match &server.launch {
-            Launch::Command(argv) => spawn(session, &server.name, argv, grants, client).await,
+            Launch::Command(argv) => spawn(session, server, argv, grants, client).await,
             Launch::Url(url) => {
                 let service = reach(url, client).await?;
                 Ok(Connection {
@@ -237,13 +282,22 @@ async fn reach(url: &str, client: Client) -> Result<RunningService<RoleClient, C
     })
 }
 
+/// Starts a command server in the sandbox, on a thread of its own that
+/// waits for it and lives exactly as long as it does. The sandbox's init
+/// ends with the thread that made it (`PR_SET_PDEATHSIG` is a thread's, not
+/// a process's), so a server started from one of the runtime's pooled
+/// threads would be killed when that thread retires; this one is killed
+/// only when the gateway drops it, or when Chock itself ends however it
+/// ends (every thread goes with the process, and the kernel kills init
+/// and, with it, everything in its PID namespace).
 async fn spawn(
     session: &Arc<Session>,
-    name: &str,
+    server: &McpServer,
     argv: &[String],
     grants: &Grants,
     client: Client,
 ) -> Result<Connection, String> {
+    let name = server.name.clone();
     // A server is never asked about: its router reaches what the rules
     // allow outright and refuses the rest, as a background command's does.
     let router = chock_sandbox::exec::router(
@@ -264,74 +318,90 @@ async fn spawn(
         capture: None,
     };
     let building = session.clone();
-    let (started, pipes) = tokio::task::spawn_blocking(move || {
-        // Nobody can be asked before the first call: a dev shell that
-        // needs a question is refused, and says which rule to add.
-        let builder = exec::devshell_builder(
-            &building.policy,
-            &building.log,
-            &chock_policy::Nobody,
-            crate::ROUTE,
-        );
-        let toolchain = exec::toolchain(&request.project, &request.dev_shell, &builder)
-            .map_err(|e| e.to_string())?;
-        let prepared = exec::prepare_allowed(
-            &request,
-            toolchain,
-            &building.policy,
-            &building.log,
-            crate::ROUTE,
-        )
-        .map_err(|e| e.to_string())?;
-        let mut prepared = prepared
-            .piped()
-            .with_env(env)
-            .with_secret_files(files)
-            .map_err(|e| e.to_string())?;
-        prepared.sandbox_mut().set_network(network);
-        if let Some(router) = router {
-            prepared = prepared.with_router(router);
-        }
-        let mut started = prepared.start().map_err(|e| e.to_string())?;
-        let pipes = started
-            .take_pipes()
-            .ok_or("the sandbox gave no pipes; this is a bug in chock mcp")?;
-        Ok::<_, String>((started, pipes))
-    })
-    .await
-    .map_err(|e| format!("starting it stopped unexpectedly ({e})"))??;
-    let handle = started.signal_handle().map_err(|e| e.to_string())?;
-    let (stdin, stdout) = pipes;
+    let (tell, told) = tokio::sync::oneshot::channel();
+    let (ended, exit) = tokio::sync::watch::channel(None);
+    let server_name = name.clone();
+    std::thread::Builder::new()
+        .name(format!("chock-mcp-{name}"))
+        .spawn(move || {
+            let started = (|| {
+                // Nobody can be asked before the first call: a dev shell
+                // that needs a question is refused, and says which rule to add.
+                let builder = exec::devshell_builder(
+                    &building.policy,
+                    &building.log,
+                    &chock_policy::Nobody,
+                    crate::ROUTE,
+                );
+                let toolchain = exec::toolchain(&request.project, &request.dev_shell, &builder)
+                    .map_err(|e| e.to_string())?;
+                let prepared = exec::prepare_allowed(
+                    &request,
+                    toolchain,
+                    &building.policy,
+                    &building.log,
+                    crate::ROUTE,
+                )
+                .map_err(|e| e.to_string())?;
+                let mut prepared = prepared
+                    .piped()
+                    .with_env(env)
+                    .with_secret_files(files)
+                    .map_err(|e| e.to_string())?;
+                prepared.sandbox_mut().set_network(network);
+                if let Some(router) = router {
+                    prepared = prepared.with_router(router);
+                }
+                let mut started = prepared.start().map_err(|e| e.to_string())?;
+                let pipes = started
+                    .take_pipes()
+                    .ok_or("the sandbox gave no pipes; this is a bug in chock mcp")?;
+                let handle = started.signal_handle().map_err(|e| e.to_string())?;
+                Ok::<_, String>((started, pipes, handle))
+            })();
+            let started = match started {
+                Ok((started, pipes, handle)) => {
+                    if let Err(Ok((_, handle))) = tell.send(Ok((pipes, handle))) {
+                        // Nobody waits for it any more (its start timed out).
+                        handle.signal(nix::libc::SIGKILL).ok();
+                    }
+                    started
+                }
+                Err(why) => {
+                    tell.send(Err(why)).ok();
+                    return;
+                }
+            };
+            let why = match started.wait() {
+                Ok(ran) => match ran.finished.exit {
+                    chock_sandbox::Exit::Code(code) => format!("it exited with status {code}"),
+                    chock_sandbox::Exit::Signal(signal) => {
+                        format!("it was killed by signal {signal}")
+                    }
+                },
+                Err(e) => format!("its sandbox failed: {e}"),
+            };
+            tracing::warn!("chock mcp: MCP server `{server_name}` stopped: {why}");
+            ended.send_replace(Some(why));
+        })
+        .map_err(|e| format!("its thread could not start ({e})"))?;
+    let ((stdin, stdout), handle) = told
+        .await
+        .map_err(|_| "starting it stopped unexpectedly; this is a bug in chock mcp".to_owned())??;
+    let process = Process { handle, exit };
     let writer = tokio::net::unix::pipe::Sender::from_owned_fd(stdin)
         .map_err(|e| format!("its stdin cannot be used: {e}"))?;
     let reader = tokio::net::unix::pipe::Receiver::from_owned_fd(stdout)
         .map_err(|e| format!("its stdout cannot be used: {e}"))?;
-    let exit = Arc::new(Mutex::new(None));
-    let watching = exit.clone();
-    let server = name.to_owned();
-    tokio::task::spawn_blocking(move || {
-        let why = match started.wait() {
-            Ok(ran) => match ran.finished.exit {
-                chock_sandbox::Exit::Code(code) => format!("it exited with status {code}"),
-                chock_sandbox::Exit::Signal(signal) => format!("it was killed by signal {signal}"),
-            },
-            Err(e) => format!("its sandbox failed: {e}"),
-        };
-        tracing::warn!("chock mcp: MCP server `{server}` stopped: {why}");
-        *watching.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
-    });
-    let process = Process { handle, exit };
-    let service = client.serve((reader, writer)).await.map_err(|e| {
-        match process
-            .exit
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-        {
-            Some(exit) => format!("{exit} before it answered `initialize`"),
-            None => format!("it did not answer `initialize`: {e}"),
-        }
-    })?;
+    let transport = super::lines::Lines::new(reader, writer, server.max_answer_bytes);
+    let service =
+        client
+            .serve(transport)
+            .await
+            .map_err(|e| match process.exit.borrow().clone() {
+                Some(exit) => format!("{exit} before it answered `initialize`"),
+                None => format!("it did not answer `initialize`: {e}"),
+            })?;
     Ok(Connection {
         service,
         process: Some(process),
