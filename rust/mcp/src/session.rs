@@ -118,6 +118,9 @@ pub struct Session {
     pub secrets: crate::secrets::Given,
     /// The session workspace every tool works on (`--workspace`).
     pub session_workspace: Option<std::sync::Mutex<SessionWorkspace>>,
+    /// Set when the workspace's files are still being written
+    /// ([`crate::tools::fill_workspace`]); every tool call waits on it.
+    pub workspace_ready: Option<Arc<Ready>>,
     /// The scratchpad run_command is given ([`ServeOptions::scratchpad`]).
     pub scratchpad: Option<PathBuf>,
     /// The reviewer agent that answers `agent_review` and
@@ -129,8 +132,10 @@ pub struct Session {
 impl Session {
     /// Loads the policy once, opens the log and the workspace, reads the
     /// start rows and, when asked to, listens for `chock approve`.
+    /// A new workspace's files are left to write (`workspace_ready`), so
+    /// the server answers `initialize` at once.
     pub fn start(options: &ServeOptions) -> Result<Session, McpError> {
-        Session::start_after(options, |_, _, _| Ok(())).map(|(session, ())| session)
+        Session::begin(options, |_, _, _| Ok(()), true).map(|(session, ())| session)
     }
 
     /// [`Session::start`], with `before` asked once the policy is read and
@@ -138,6 +143,14 @@ impl Session {
     pub fn start_after<T>(
         options: &ServeOptions,
         before: impl FnOnce(&Project, &Policy, &Log) -> Result<T, String>,
+    ) -> Result<(Session, T), McpError> {
+        Session::begin(options, before, false)
+    }
+
+    fn begin<T>(
+        options: &ServeOptions,
+        before: impl FnOnce(&Project, &Policy, &Log) -> Result<T, String>,
+        defer: bool,
     ) -> Result<(Session, T), McpError> {
         let mut project = Project::for_command(options.project.as_deref())?;
         let policy = chock_sandbox::exec::load_policy(&project, options.org_bundles.clone())?;
@@ -160,7 +173,7 @@ impl Session {
                 &project,
                 &policy,
                 &log,
-                (options.command, &name, options.allow_dirty),
+                (options.command, &name, options.allow_dirty, defer),
             )?;
             project.workspace = Some(held.view());
             Some(held)
@@ -218,6 +231,10 @@ impl Session {
             robots: Default::default(),
             tasks: Arc::new(tasks),
             secrets: Default::default(),
+            workspace_ready: session_workspace
+                .as_ref()
+                .filter(|held| held.meta.unfilled)
+                .map(|_| Arc::new(Ready::default())),
             session_workspace: session_workspace.map(std::sync::Mutex::new),
             scratchpad: options.scratchpad.clone(),
             reviewer: std::sync::OnceLock::new(),
@@ -385,6 +402,20 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let session = Arc::new(tokio::task::block_in_place(|| Session::start(&options))?);
+    if session.workspace_ready.is_some() {
+        let filling = session.clone();
+        std::thread::spawn(move || {
+            let filled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                crate::tools::fill_workspace(&filling);
+            }));
+            // A call never waits for a writing that stopped short.
+            if filled.is_err()
+                && let Some(ready) = &filling.workspace_ready
+            {
+                ready.set(Err("the session's workspace could not be made".to_owned()));
+            }
+        });
+    }
     // However the session ends, its background commands end with it.
     let _tasks_end = EndTasks(session.tasks.clone());
     let gateway = crate::gateway::Gateway::start(&session).await;
@@ -402,4 +433,41 @@ where
     crate::tools::finish_workspace(&session);
     waited?;
     Ok(())
+}
+
+/// Whether the session's workspace is ready: `None` while its files are
+/// written, then how that ended.
+#[derive(Default)]
+pub struct Ready {
+    state: std::sync::Mutex<Option<Result<(), String>>>,
+    changed: std::sync::Condvar,
+}
+
+impl Ready {
+    /// Says how the writing ended, to every waiter.
+    pub fn set(&self, outcome: Result<(), String>) {
+        let mut state = self
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        *state = Some(outcome);
+        self.changed.notify_all();
+    }
+
+    /// Waits until the writing ended; how it did.
+    pub fn wait(&self) -> Result<(), String> {
+        let mut state = self
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        loop {
+            if let Some(outcome) = state.as_ref() {
+                return outcome.clone();
+            }
+            state = self
+                .changed
+                .wait(state)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+    }
 }

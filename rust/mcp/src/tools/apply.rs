@@ -22,25 +22,64 @@ pub const REQUEST_APPLY: &str = "request_apply";
 #[serde(deny_unknown_fields)]
 pub struct RequestApply {}
 
-/// Makes this server's workspace, saying on stderr what the person should know.
+/// Makes this server's workspace, saying on stderr what the person should
+/// know; with `defer`, its tree's files are left for [`fill_workspace`]
+/// (everything the tools check is in place already).
 pub fn make_workspace(
     project: &Project,
     policy: &Policy,
     log: &Log,
-    (command, session, allow_dirty): (&str, &str, bool),
+    (command, session, allow_dirty, defer): (&str, &str, bool, bool),
 ) -> Result<SessionWorkspace, McpError> {
-    let (held, notices) = SessionWorkspace::open_or_make(&workspace::Request {
+    let request = workspace::Request {
         project,
         session,
         allow_dirty,
         policy,
         log,
         route: ROUTE,
-    })?;
+    };
+    let (held, notices) = if defer {
+        SessionWorkspace::open_or_start(&request)?
+    } else {
+        SessionWorkspace::open_or_make(&request)?
+    };
     for notice in notices {
         tracing::warn!("{command}: {notice}");
     }
     Ok(held)
+}
+
+/// Writes the files of the session's workspace [`make_workspace`] left
+/// (run on a thread of its own while the server answers), then lets every
+/// tool call waiting for them go on, or fail with what went wrong.
+pub fn fill_workspace(session: &Session) {
+    let (Some(held), Some(ready)) = (&session.session_workspace, &session.workspace_ready) else {
+        return;
+    };
+    let mut held = held
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let name = held.meta.session.clone();
+    let allow_dirty = held.meta.allow_dirty;
+    let filled = held.finish(&workspace::Request {
+        project: &session.project,
+        session: &name,
+        allow_dirty,
+        policy: &session.policy,
+        log: &session.log,
+        route: ROUTE,
+    });
+    drop(held);
+    ready.set(match filled {
+        Ok(notices) => {
+            for notice in notices {
+                tracing::warn!("{}: {notice}", session.command);
+            }
+            Ok(())
+        }
+        Err(e) => Err(format!("the session's workspace could not be made: {e}")),
+    });
 }
 
 /// At the end: a workspace holding nothing unapplied is removed; one that

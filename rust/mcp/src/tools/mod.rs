@@ -14,7 +14,7 @@ mod provide;
 mod tasks;
 mod web;
 
-pub use apply::{REQUEST_APPLY, finish_workspace, make_workspace};
+pub use apply::{REQUEST_APPLY, fill_workspace, finish_workspace, make_workspace};
 pub(crate) use command::SessionPolicy;
 pub use provide::PROVIDE_TOOL;
 pub use tasks::{SERVE_PORT, could_permit_a_port, furnish};
@@ -75,6 +75,13 @@ impl Call<'_> {
 /// tool error.
 pub async fn dispatch(call: &Call<'_>, name: &str, arguments: Value) -> Result<String, String> {
     within_bounds(name, &arguments)?;
+    // The workspace's files are written while the server answers; every
+    // tool waits for them (at once when they are there).
+    if let Some(ready) = call.session.workspace_ready.clone() {
+        tokio::task::spawn_blocking(move || ready.wait())
+            .await
+            .map_err(|e| format!("waiting for the session's workspace: {e}"))??;
+    }
     match name {
         "read_file" => files::read_file(call, parse(name, arguments)?).await,
         "list_directory" => files::list_directory(call, parse(name, arguments)?).await,

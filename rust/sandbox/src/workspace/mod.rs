@@ -128,6 +128,10 @@ pub struct Meta {
     /// no objects; the work is the upper layer.
     #[serde(default)]
     pub overlay: bool,
+    /// The tree is not yet checked out (made, its index, binds and covers
+    /// in place, the files still to write: [`SessionWorkspace::finish`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unfilled: bool,
 }
 
 /// One session's workspace, held (locked) by this process.
@@ -319,8 +323,23 @@ impl SessionWorkspace {
     }
 
     /// Opens the workspace `request.session` names, making it when it does
-    /// not exist; refused while another process holds it.
+    /// not exist, its tree written whole; refused while another process
+    /// holds it.
     pub fn open_or_make(
+        request: &Request<'_>,
+    ) -> Result<(SessionWorkspace, Vec<WorkspaceNotice>), WorkspaceError> {
+        let (mut held, mut notices) = Self::open_or_start(request)?;
+        notices.extend(held.finish(request)?);
+        Ok((held, notices))
+    }
+
+    /// [`open_or_make`](Self::open_or_make) with the tree's files left to
+    /// write: everything a sandbox and the file tools check is in place
+    /// (the repository and its index, the binds, every `deny_read` cover
+    /// by identity, [`view`](Self::view) is final), and the checkout, the
+    /// costly part, is [`finish`](Self::finish)'s, before any use of the
+    /// tree (a tool server answers `initialize` meanwhile).
+    pub fn open_or_start(
         request: &Request<'_>,
     ) -> Result<(SessionWorkspace, Vec<WorkspaceNotice>), WorkspaceError> {
         if !valid_session(request.session) {
@@ -431,8 +450,47 @@ impl SessionWorkspace {
         let settings = request.policy.workspace();
         check_deny_read(&settings, project)?;
         let mut workspace = Self::start(request, dir, base, host_objects, false)?;
-        let made = workspace.fill(request, &settings, &host);
+        let made = workspace.fill(request, &settings);
         Self::made(workspace, made, request, dir)
+    }
+
+    /// Writes the tree's files when they are not yet written (a workspace
+    /// [`open_or_start`](Self::open_or_start) made, or one whose checkout
+    /// was stopped): the checkout (`deny_read` files and binds, already
+    /// in place, left as they are), then the person's uncommitted work
+    /// when `--allow-dirty` asked for it. What to tell.
+    pub fn finish(
+        &mut self,
+        request: &Request<'_>,
+    ) -> Result<Vec<WorkspaceNotice>, WorkspaceError> {
+        if !self.meta.unfilled {
+            return Ok(Vec::new());
+        }
+        let tree = self.tree();
+        // Every entry of the index but the skip-worktree ones (the
+        // deny_read files, each already held by identity).
+        self.git().run(["checkout-index", "-a", "-f", "-q"])?;
+        let mut notices = Vec::new();
+        let dirty = dirty_files(&Git::host(&request.project.dir))?;
+        if !dirty.is_empty() {
+            if self.meta.allow_dirty {
+                let denied: Vec<&Path> = self
+                    .meta
+                    .deny_read
+                    .iter()
+                    .map(|c| c.rel.as_path())
+                    .collect();
+                for rel in &dirty {
+                    files::mirror(&request.project.dir, &tree, Path::new(rel), &denied)?;
+                }
+                notices.push(WorkspaceNotice::DirtyCopied { files: dirty.len() });
+            } else {
+                notices.push(WorkspaceNotice::DirtyLeftOut { files: dirty.len() });
+            }
+        }
+        self.meta.unfilled = false;
+        self.save()?;
+        Ok(notices)
     }
 
     /// The overlay workspace of a project that is not a git repository.
@@ -493,6 +551,7 @@ impl SessionWorkspace {
                 deny_read: Vec::new(),
                 binds: Vec::new(),
                 overlay,
+                unfilled: false,
             },
             _lock: held,
         })
@@ -584,13 +643,13 @@ impl SessionWorkspace {
         }))
     }
 
-    /// Checks the tree out, copies what was asked for in, makes the binds'
-    /// mount points and records every identity the sandbox will check.
+    /// Makes the repository and its index, the binds' mount points and
+    /// copies and every `deny_read` cover, recording each identity the
+    /// sandbox will check; the files of the tree are [`finish`](Self::finish)'s.
     fn fill(
         &mut self,
         request: &Request<'_>,
         settings: &WorkspaceSettings,
-        host: &Git,
     ) -> Result<Vec<WorkspaceNotice>, WorkspaceError> {
         let tree = self.tree();
         std::fs::create_dir_all(&tree).map_err(io("creating", &tree))?;
@@ -611,25 +670,10 @@ impl SessionWorkspace {
         // Detached at the base: HEAD holds the commit itself.
         let head = self.git_dir().join("HEAD");
         std::fs::write(&head, format!("{}\n", self.meta.base)).map_err(io("writing", &head))?;
-        git.run(["read-tree", "--reset", "-u", "HEAD"])?;
+        // The index alone: the files are written by `finish`.
+        git.run(["read-tree", "--reset", "HEAD"])?;
         let mut excluded: Vec<String> = vec![format!("/{}", crate::layout::POLICY_FILE)];
         let mut notices = Vec::new();
-        let dirty = dirty_files(host)?;
-        if !dirty.is_empty() {
-            if request.allow_dirty {
-                let denied: Vec<&Path> = settings
-                    .deny_read
-                    .iter()
-                    .map(|d| d.path.as_path())
-                    .collect();
-                for rel in &dirty {
-                    files::mirror(&request.project.dir, &tree, Path::new(rel), &denied)?;
-                }
-                notices.push(WorkspaceNotice::DirtyCopied { files: dirty.len() });
-            } else {
-                notices.push(WorkspaceNotice::DirtyLeftOut { files: dirty.len() });
-            }
-        }
         for bind in &settings.binds {
             if let Some(notice) = self.make_bind(request, bind, &mut excluded)? {
                 notices.push(notice);
@@ -641,14 +685,19 @@ impl SessionWorkspace {
                 self.meta.deny_read.push(covered);
                 continue;
             }
-            let (dev, ino, made) = files::hold_file(&tree, &deny.path)?;
-            if made {
-                excluded.push(format!("/{}", deny.path.display()));
-            } else {
-                // Inside, git would read the notice as a change to commit;
-                // the apply refuses any commit that changes it anyway.
-                let rel = deny.path.to_string_lossy();
+            let rel = deny.path.to_string_lossy();
+            let tracked = git
+                .output(["ls-files", "--error-unmatch", "--", &rel], None)?
+                .ok;
+            if tracked {
+                // Never checked out (the tree holds an empty file in its
+                // place); inside, git would read the notice as a change to
+                // commit, and the apply refuses any commit that changes it.
                 git.run(["update-index", "--skip-worktree", "--", &rel])?;
+            }
+            let (dev, ino, made) = files::hold_file(&tree, &deny.path)?;
+            if made && !tracked {
+                excluded.push(format!("/{}", deny.path.display()));
             }
             self.meta.deny_read.push(Covered {
                 rel: deny.path.clone(),
@@ -660,6 +709,7 @@ impl SessionWorkspace {
         let exclude = self.git_dir().join("info/exclude");
         std::fs::create_dir_all(self.git_dir().join("info")).map_err(io("creating", &exclude))?;
         std::fs::write(&exclude, excluded.join("\n") + "\n").map_err(io("writing", &exclude))?;
+        self.meta.unfilled = true;
         self.save()?;
         Ok(notices)
     }
