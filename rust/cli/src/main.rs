@@ -3,6 +3,9 @@
 //! builds a sandbox; a command module only turns arguments into a library
 //! call and the result into output and an exit code.
 
+#[macro_use]
+mod out;
+
 mod ask;
 mod commands;
 mod exit;

@@ -107,7 +107,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     };
     if args.json {
-        println!(
+        outln!(
             "{}",
             serde_json::json!({ "plan": plan, "applied": applied })
         );
@@ -115,7 +115,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         if let Some(plan) = &plan {
             eprintln!("chock: {}", shown(&plan.summary()));
         }
-        println!("{}", shown(&applied.to_string()));
+        outln!("{}", shown(&applied.to_string()));
     }
     Ok(match applied {
         Applied::Refused { .. } => exit::REFUSED,

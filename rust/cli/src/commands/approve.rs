@@ -63,13 +63,13 @@ fn list(dir: &std::path::Path, only: Option<u32>, json: bool) -> anyhow::Result<
                 serde_json::json!({"pid": pid, "project": project, "questions": waiting})
             })
             .collect();
-        println!("{}", serde_json::Value::Array(report));
+        outln!("{}", serde_json::Value::Array(report));
         return Ok(exit::SUCCESS.into());
     }
     for (pid, project, waiting) in &servers {
-        println!("chock mcp {pid} for {project}: {} waiting", waiting.len());
+        outln!("chock mcp {pid} for {project}: {} waiting", waiting.len());
         for one in waiting {
-            println!("  question {}: {}", one.id, one.question.headline());
+            outln!("  question {}: {}", one.id, one.question.headline());
         }
     }
     Ok(exit::SUCCESS.into())
@@ -110,19 +110,21 @@ fn watch(mut watcher: Watcher) -> anyhow::Result<ExitCode> {
         "chock approve: waiting for questions from your chock mcp servers (Ctrl-D or Ctrl-C to stop)"
     );
     let typed = typed_lines();
-    let mut stdout = std::io::stdout();
+    let mut stdout = crate::out::stdout();
     let mut current: Option<Shown> = None;
     let mut queue: std::collections::VecDeque<Shown> = std::collections::VecDeque::new();
     loop {
         if current.is_none()
             && let Some(next) = queue.pop_front()
         {
-            println!(
+            outln!(
                 "\nquestion {} from chock mcp {}:\n{}",
-                next.id, next.pid, next.text
+                next.id,
+                next.pid,
+                next.text
             );
             match &next.credential {
-                Some((wanted, _)) => print!(
+                Some((wanted, _)) => out!(
                     "user name for {}{}: ",
                     visible(&wanted.remote),
                     wanted
@@ -130,8 +132,8 @@ fn watch(mut watcher: Watcher) -> anyhow::Result<ExitCode> {
                         .as_deref()
                         .map_or(String::new(), |u| format!(" [{}]", visible(u)))
                 ),
-                None if next.wants_text => print!("your answer (one line): "),
-                None => print!("allow it once? [y/N] "),
+                None if next.wants_text => out!("your answer (one line): "),
+                None => out!("allow it once? [y/N] "),
             }
             stdout.flush()?;
             current = Some(next);
@@ -144,7 +146,7 @@ fn watch(mut watcher: Watcher) -> anyhow::Result<ExitCode> {
             }
             Err(std::sync::mpsc::TryRecvError::Disconnected) => {
                 crate::ask::echo(true);
-                println!();
+                outln!();
                 return Ok(exit::SUCCESS.into());
             }
             Err(std::sync::mpsc::TryRecvError::Empty) => {}
@@ -155,7 +157,7 @@ fn watch(mut watcher: Watcher) -> anyhow::Result<ExitCode> {
         };
         match heard {
             Heard::Connected { pid, project, .. } => {
-                println!("watching chock mcp {pid} for {project}");
+                outln!("watching chock mcp {pid} for {project}");
             }
             Heard::Unreachable(error) => eprintln!("chock approve: {error}"),
             Heard::Closed { pid, path } => {
@@ -164,7 +166,7 @@ fn watch(mut watcher: Watcher) -> anyhow::Result<ExitCode> {
                     crate::ask::echo(true);
                 }
                 queue.retain(|q| q.path != path);
-                println!("chock mcp {pid} stopped");
+                outln!("chock mcp {pid} stopped");
             }
             Heard::Event { path, pid, event } => match event {
                 Event::Question { id, question } => queue.push_back(Shown {
@@ -176,7 +178,7 @@ fn watch(mut watcher: Watcher) -> anyhow::Result<ExitCode> {
                     wants_text: question.wants_text,
                 }),
                 Event::Answered { id, allow } => {
-                    println!(
+                    outln!(
                         "question {id}: {}",
                         if allow { "allowed once" } else { "refused" }
                     );
@@ -186,7 +188,7 @@ fn watch(mut watcher: Watcher) -> anyhow::Result<ExitCode> {
                     if current.as_ref().is_some_and(|c| c.same(&path, id)) {
                         current = None;
                         crate::ask::echo(true);
-                        println!("\nquestion {id} withdrawn: {}", visible(&why));
+                        outln!("\nquestion {id} withdrawn: {}", visible(&why));
                     }
                 }
                 Event::Error { message } => eprintln!("chock approve: {message}"),
@@ -224,8 +226,8 @@ fn answer(watcher: &mut Watcher, mut shown: Shown, line: &str) -> anyhow::Result
                 match crate::ask::set_echo(false) {
                     Ok(()) => {
                         *typed = Some(name);
-                        print!("password or token (not shown; an empty line refuses): ");
-                        std::io::stdout().flush()?;
+                        out!("password or token (not shown; an empty line refuses): ");
+                        crate::out::stdout().flush()?;
                         return Ok(Some(shown));
                     }
                     Err(error) => eprintln!(
@@ -238,7 +240,7 @@ fn answer(watcher: &mut Watcher, mut shown: Shown, line: &str) -> anyhow::Result
         }
         Some((_, Some(username))) => {
             crate::ask::echo(true);
-            println!();
+            outln!();
             let credential = Credential {
                 username: username.clone(),
                 password: line.to_owned(),
@@ -272,7 +274,7 @@ fn end_on_ctrl_c() -> anyhow::Result<()> {
     std::thread::spawn(move || {
         if runtime.block_on(interrupt.recv()).is_some() {
             crate::ask::echo(true);
-            println!();
+            outln!();
             std::process::exit(exit::INTERRUPTED.into());
         }
     });

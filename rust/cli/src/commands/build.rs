@@ -92,7 +92,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
 fn print_built(built: &Built, json: bool) -> anyhow::Result<()> {
     if json {
-        println!("{}", serde_json::to_string(built)?);
+        outln!("{}", serde_json::to_string(built)?);
         return Ok(());
     }
     let outputs: Vec<String> = built
@@ -106,7 +106,7 @@ fn print_built(built: &Built, json: bool) -> anyhow::Result<()> {
             }
         })
         .collect();
-    println!(
+    outln!(
         "{} was built. It produced {}.",
         built.plan.derivation,
         outputs.join(", ")
@@ -116,7 +116,7 @@ fn print_built(built: &Built, json: bool) -> anyhow::Result<()> {
 
 fn print_plan(plan: &Plan, json: bool) -> anyhow::Result<()> {
     if json {
-        println!("{}", serde_json::to_string(plan)?);
+        outln!("{}", serde_json::to_string(plan)?);
         return Ok(());
     }
     let mut out = format!(
@@ -190,7 +190,7 @@ fn print_plan(plan: &Plan, json: bool) -> anyhow::Result<()> {
     for b in &plan.build {
         out.push_str(&format!("  builds {b}\n"));
     }
-    print!("{out}");
+    out!("{out}");
     Ok(())
 }
 
@@ -229,7 +229,7 @@ fn failed(error: &BuildError, json: bool) -> ExitCode {
         BuildError::Fault(_) => ("fault", exit::FAULT),
     };
     if json {
-        println!(
+        outln!(
             "{}",
             serde_json::json!({ "error": { "kind": kind, "message": error.to_string() } })
         );

@@ -43,15 +43,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(Action::ClearImages) => {
             let removed = Images::from_env()?.remove_unused()?;
             if args.json {
-                println!("{}", serde_json::json!({ "images": removed }));
+                outln!("{}", serde_json::json!({ "images": removed }));
             } else if removed.is_empty() {
-                println!("no image trees on this machine");
+                outln!("no image trees on this machine");
             }
             for tree in removed.iter().filter(|_| !args.json) {
                 if tree.removed {
-                    println!("removed {} ({})", tree.dir.display(), mib(tree.bytes));
+                    outln!("removed {} ({})", tree.dir.display(), mib(tree.bytes));
                 } else {
-                    println!(
+                    outln!(
                         "kept {}: a session is using it (or writing it) now",
                         tree.dir.display()
                     );
@@ -62,9 +62,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             let freed = cache::clear(&dir)?;
             devshell::forget(&shells_dir)?;
             if args.json {
-                println!("{}", serde_json::json!({ "dir": dir, "freed": freed }));
+                outln!("{}", serde_json::json!({ "dir": dir, "freed": freed }));
             } else {
-                println!(
+                outln!(
                     "emptied {} (freed {}); the dev shell will be read again",
                     dir.display(),
                     mib(freed)
@@ -81,22 +81,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     .iter()
                     .map(|s| serde_json::json!({ "attribute": s.attribute, "store_paths": s.store_paths.len(), "env_path": s.env_path }))
                     .collect();
-                println!(
+                outln!(
                     "{}",
                     serde_json::json!({ "cache": usage, "dev_shells": shells, "images": trees })
                 );
             } else {
-                println!("cache of {}: {}", project.dir.display(), dir.display());
-                println!(
+                outln!("cache of {}: {}", project.dir.display(), dir.display());
+                outln!(
                     "  holds {} of at most {} (emptied at the next start when over)",
                     mib(usage.bytes),
                     mib(usage.bound)
                 );
                 for (name, bytes) in &usage.entries {
-                    println!("  {:>12}  {name}", mib(*bytes));
+                    outln!("  {:>12}  {name}", mib(*bytes));
                 }
                 for shell in &shells {
-                    println!(
+                    outln!(
                         "  dev shell {} cached: {} store paths, rooted at {}",
                         shell.attribute,
                         shell.store_paths.len(),
@@ -104,14 +104,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     );
                 }
                 if !trees.is_empty() {
-                    println!(
+                    outln!(
                         "container image trees (every project's) in {}:",
                         images.dir().display()
                     );
                 }
                 for tree in &trees {
                     let (reference, bytes) = tree.shown();
-                    println!(
+                    outln!(
                         "  {:>12}  {reference}{}",
                         mib(bytes),
                         if tree.in_use { "  (in use)" } else { "" }

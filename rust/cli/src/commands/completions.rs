@@ -46,7 +46,7 @@ pub fn man(args: ManArgs, command: clap::Command) -> anyhow::Result<ExitCode> {
 }
 
 fn print(bytes: &[u8]) -> anyhow::Result<ExitCode> {
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::out::stdout();
     out.write_all(bytes)
         .and_then(|()| out.flush())
         .context("cannot write to stdout")?;

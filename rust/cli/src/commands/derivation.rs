@@ -37,7 +37,7 @@ fn show(recursive: bool, paths: &[PathBuf]) -> anyhow::Result<ExitCode> {
         .map(|p| drv_path(p))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let derivations = read_closure(&roots, recursive)?;
-    let mut stdout = std::io::BufWriter::with_capacity(256 * 1024, std::io::stdout().lock());
+    let mut stdout = std::io::BufWriter::with_capacity(256 * 1024, crate::out::stdout());
     json::write_show_derivation_json(&derivations, &mut stdout)?;
     stdout
         .write_all(b"\n")

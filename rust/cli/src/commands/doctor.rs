@@ -36,14 +36,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         write_execute,
     });
     if args.json {
-        println!("{}", serde_json::to_string(&report)?);
+        outln!("{}", serde_json::to_string(&report)?);
     } else {
         let verdict = if report.can_run {
             "commands can run here"
         } else {
             "commands cannot run here"
         };
-        println!("chock doctor: {verdict} ({})", project.dir.display());
+        outln!("chock doctor: {verdict} ({})", project.dir.display());
         let width = report.rows.iter().map(|r| r.name.len()).max().unwrap_or(0);
         for row in &report.rows {
             let state = match row.state {
@@ -52,10 +52,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 State::Fail if row.blocking => "FAIL",
                 State::Fail => "off ",
             };
-            println!("  {state}  {:width$}  {}", row.name, row.detail);
+            outln!("  {state}  {:width$}  {}", row.name, row.detail);
         }
         if let Some(note) = policy_note {
-            println!(
+            outln!(
                 "  note  the project's policy did not load, so write^execute shows the default: {note}"
             );
         }

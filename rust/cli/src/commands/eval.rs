@@ -150,7 +150,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match chock_fix::evaluate(&options, &request) {
         Ok(output) => {
             use std::io::Write;
-            let mut stdout = std::io::stdout().lock();
+            let mut stdout = crate::out::stdout();
             stdout.write_all(&output.text)?;
             if !matches!(request.format, OutputFormat::Xml { .. }) {
                 stdout.write_all(b"\n")?;

@@ -186,7 +186,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "cgroup": finished.cgroup,
             "space_floor": finished.space_floor,
         });
-        println!("{report}");
+        outln!("{report}");
         return Ok(match finished.exit {
             Exit::Code(code) => u8::try_from(code).unwrap_or(1),
             Exit::Signal(signal) => u8::try_from(128 + signal).unwrap_or(255),
@@ -208,7 +208,7 @@ fn refused(planned: &Planned, program: &str, json: bool) -> ExitCode {
             "suggestion": verdict.suggestion,
             "notices": planned.notices.iter().map(ToString::to_string).collect::<Vec<_>>(),
         });
-        println!("{report}");
+        outln!("{report}");
         return exit::REFUSED.into();
     }
     let by = match (

@@ -90,7 +90,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         &env,
     );
     watchdog.claim();
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = crate::out::stdout();
     stdout.write_all(reply.stdout.as_bytes())?;
     stdout.flush()?;
     eprint!("{}", reply.stderr);
@@ -147,7 +147,7 @@ pub fn sync(args: SyncArgs) -> anyhow::Result<ExitCode> {
         chock: "chock".to_owned(),
     });
     if report.agents.is_empty() && report.detected {
-        println!(
+        outln!(
             "no agent folder (.claude, .cursor, .gemini, .codex) in {}: name agents with --agents claude,cursor,gemini,codex",
             project.display()
         );
@@ -161,7 +161,7 @@ pub fn sync(args: SyncArgs) -> anyhow::Result<ExitCode> {
                     Change::Updated => "updated",
                     Change::Unchanged => "unchanged",
                 };
-                println!("{word:<9} {}  ({})", shown.display(), file.what);
+                outln!("{word:<9} {}  ({})", shown.display(), file.what);
             }
             Err(error) => eprintln!("chock sync: {error}"),
         }
@@ -206,7 +206,7 @@ pub fn stop(args: StopArgs) -> anyhow::Result<ExitCode> {
         project.display().to_string()
     };
     let again = if already { " (it already was)" } else { "" };
-    println!(
+    outln!(
         "Chock is stopped for {whom}{again}: every hook refuses every tool call until `chock resume{}`.",
         if args.everywhere { " --everywhere" } else { "" }
     );
@@ -219,12 +219,12 @@ pub fn resume(args: StopArgs) -> anyhow::Result<ExitCode> {
     let (file, removed) = stop::resume(scope(args.everywhere), &project, &state)?;
     if removed {
         run::log_stop_change(&project, "chock.resume", &file);
-        println!("Chock resumed: {} is gone.", file.display());
+        outln!("Chock resumed: {} is gone.", file.display());
     } else {
-        println!("There was no stop at {}.", file.display());
+        outln!("There was no stop at {}.", file.display());
     }
     if let Some(still) = stop::in_force(&project, Some(&state)) {
-        println!("Still stopped: {}", still.reason());
+        outln!("Still stopped: {}", still.reason());
     }
     Ok(exit::SUCCESS.into())
 }

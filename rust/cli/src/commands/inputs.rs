@@ -47,12 +47,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let Some(mut inputs) = FlakeInputs::open(&project.dir)? else {
         if args.json {
-            println!(
+            outln!(
                 "{}",
                 json!({ "project": project.dir, "lock": null, "inputs": [], "hosts": [], "follows": [] })
             );
         } else {
-            println!(
+            outln!(
                 "no flake.lock in {}: the project has no flake inputs",
                 project.dir.display()
             );
@@ -144,13 +144,13 @@ fn print_json(project: &Path, inputs: &FlakeInputs, report: &Report) {
         .iter()
         .map(|f| json!({ "input": f.from, "follows": f.to, "node": f.node }))
         .collect();
-    println!("{value}");
+    outln!("{value}");
 }
 
 fn print_text(inputs: &FlakeInputs, report: &Report, policy_file: &Path, fetched: bool) {
     let lock = &inputs.lock().file;
     let count = report.inputs.len();
-    println!(
+    outln!(
         "{}: {count} input{}",
         lock.display(),
         if count == 1 { "" } else { "s" }
@@ -160,11 +160,11 @@ fn print_text(inputs: &FlakeInputs, report: &Report, policy_file: &Path, fetched
             (Some(kind), Some(describe)) => format!(" {kind} {describe}"),
             _ => String::new(),
         };
-        println!("  {}:{what}", input.name);
+        outln!("  {}:{what}", input.name);
         if let Some(path) = &input.store_path {
-            println!("    {path}");
+            outln!("    {path}");
         }
-        println!("    {}", input.state.explain());
+        outln!("    {}", input.state.explain());
     }
     for follows in &inputs.lock().follows {
         let to = if follows.to.is_empty() {
@@ -172,12 +172,12 @@ fn print_text(inputs: &FlakeInputs, report: &Report, policy_file: &Path, fetched
         } else {
             follows.to.as_str()
         };
-        println!("  {} follows {to}", follows.from);
+        outln!("  {} follows {to}", follows.from);
     }
     if report.hosts.is_empty() {
         return;
     }
-    println!(
+    outln!(
         "hosts{}:",
         if fetched {
             ""
@@ -196,12 +196,12 @@ fn print_text(inputs: &FlakeInputs, report: &Report, policy_file: &Path, fetched
         .map(|s| s.rule.as_str())
         .collect();
     if !to_write.is_empty() {
-        println!(
+        outln!(
             "to fetch them at session start, add to .policy.rules in {}:",
             policy_file.display()
         );
         for rule in to_write {
-            println!("    {rule},");
+            outln!("    {rule},");
         }
     }
 }
@@ -216,7 +216,7 @@ fn print_host(host: &HostAnswer) {
             _ => by.layer.describe().to_string(),
         }
     });
-    println!(
+    outln!(
         "  {}:{} {} {} (answered by {}{}) for {}",
         host.host,
         host.port,

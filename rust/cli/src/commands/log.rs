@@ -93,9 +93,9 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
 fn verify(log: &Log, kept: Option<Head>, json: bool) -> anyhow::Result<ExitCode> {
     let report = log.verify(kept)?;
     if json {
-        println!("{}", report.to_json()?);
+        outln!("{}", report.to_json()?);
     } else {
-        print!("{}", describe(&report));
+        out!("{}", describe(&report));
     }
     Ok(if report.intact() {
         exit::SUCCESS
@@ -138,7 +138,7 @@ fn describe(report: &chock_log::Verification) -> String {
 fn head(log: &Log) -> anyhow::Result<ExitCode> {
     match log.head()? {
         Some(head) => {
-            println!("{head}");
+            outln!("{head}");
             Ok(exit::SUCCESS.into())
         }
         None => {
@@ -179,7 +179,7 @@ fn show(log: &Log, filter: &Filter, json: bool) -> anyhow::Result<ExitCode> {
         match &line.record {
             Ok(record) if filter.keeps(record) => {
                 if json {
-                    println!("{}", line.text);
+                    outln!("{}", line.text);
                 } else {
                     rows.push(row(record));
                 }
@@ -189,7 +189,7 @@ fn show(log: &Log, filter: &Filter, json: bool) -> anyhow::Result<ExitCode> {
         }
     }
     if !json {
-        print!("{}", table(&rows));
+        out!("{}", table(&rows));
     }
     if !unreadable.is_empty() {
         eprintln!(
@@ -308,7 +308,7 @@ fn append(log: &Log, args: &AppendArgs) -> anyhow::Result<ExitCode> {
         answered_by: AnsweredBy::Nobody,
         subject: args.subject.clone(),
     };
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::out::stdout();
     for _ in 0..args.count {
         let appended = log
             .try_append(&entry)

@@ -32,9 +32,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let store = Credentials::from_env()?;
     if let Some(instance) = args.remove {
         if store.remove(&instance)? {
-            println!("removed the key stored for {instance}");
+            outln!("removed the key stored for {instance}");
         } else {
-            println!("no key is stored for {instance}");
+            outln!("no key is stored for {instance}");
         }
         return Ok(exit::SUCCESS.into());
     }
@@ -67,7 +67,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Err(e) => return Err(e),
     };
     let file = store.store(&instance, &key)?;
-    println!("stored the key for {instance} in {}", file.display());
+    outln!("stored the key for {instance} in {}", file.display());
     if configured.key != KeySource::Login {
         eprintln!(
             "chock: note: {}:{} says `{instance}`'s key is kept {}, so this stored key is not used until that says `.key = .login`",
@@ -91,7 +91,7 @@ fn where_kept(key: &KeySource) -> String {
 fn list(policy: &Policy, store: &Credentials) -> anyhow::Result<ExitCode> {
     let stored = store.list()?;
     if policy.providers().is_empty() {
-        println!("no provider instance is configured (.providers in config.zon)");
+        outln!("no provider instance is configured (.providers in config.zon)");
     }
     for p in policy.providers() {
         let key = match &p.key {
@@ -99,12 +99,10 @@ fn list(policy: &Policy, store: &Credentials) -> anyhow::Result<ExitCode> {
             KeySource::Login => format!("no key stored yet: run `chock login {}`", p.name),
             other => format!("key kept {}", where_kept(other)),
         };
-        println!("{}  {}  {}  {key}", p.name, p.kind.as_str(), p.base_url);
+        outln!("{}  {}  {}  {key}", p.name, p.kind.as_str(), p.base_url);
     }
     for name in stored.iter().filter(|n| policy.provider(n).is_none()) {
-        println!(
-            "{name}  (not in config.zon)  key stored; `chock login --remove {name}` forgets it"
-        );
+        outln!("{name}  (not in config.zon)  key stored; `chock login --remove {name}` forgets it");
     }
     Ok(exit::SUCCESS.into())
 }

@@ -42,24 +42,24 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     project.dir.display(),
                     file.display()
                 );
-                print!("{notes}");
+                out!("{notes}");
                 if !notes.ends_with('\n') {
-                    println!();
+                    outln!();
                 }
             }
-            None => println!("no notes are kept about {}", project.dir.display()),
+            None => outln!("no notes are kept about {}", project.dir.display()),
         },
         Some(Command::Clear { yes }) => {
             // Whatever it holds (over its bound, not text), it can be removed.
             if std::fs::symlink_metadata(&file).is_err() {
-                println!("no notes are kept about {}", project.dir.display());
+                outln!("no notes are kept about {}", project.dir.display());
                 return Ok(exit::SUCCESS.into());
             }
             if !yes && !confirm(&file) {
                 return Ok(exit::REFUSED.into());
             }
             memory.clear().map_err(anyhow::Error::msg)?;
-            println!("removed {}", file.display());
+            outln!("removed {}", file.display());
         }
     }
     Ok(exit::SUCCESS.into())

@@ -26,25 +26,25 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let migration = Migration::read(agent, &project, home.as_deref());
     let file = project.join(chock_policy::PROJECT_FILE);
     for read in &migration.read {
-        println!("read {}", read.display());
+        outln!("read {}", read.display());
     }
     if migration.is_empty() {
-        println!(
+        outln!(
             "{} names no MCP server and no MCP permission: nothing to migrate",
             agent.title()
         );
         print_notes(&migration);
         return Ok(ExitCode::SUCCESS);
     }
-    println!("\nfor {}:\n{}", file.display(), migration.zon());
+    outln!("\nfor {}:\n{}", file.display(), migration.zon());
     if let Some(operator) = migration.operator_zon() {
-        println!(
+        outln!(
             "for your config.zon (where each secret is kept; never the project's file):\n{operator}"
         );
     }
     print_notes(&migration);
     if !args.write {
-        println!(
+        outln!(
             "nothing was written; run again with --write to add these to {}",
             file.display()
         );
@@ -53,7 +53,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     migration
         .write(&file)
         .map_err(|why| anyhow::anyhow!("{}: {why}", file.display()))?;
-    println!(
+    outln!(
         "wrote {}; point {} at `chock mcp` alone (`chock sync` wires its hooks) so every call goes through the gateway",
         file.display(),
         agent.title()
@@ -63,9 +63,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
 fn print_notes(migration: &Migration) {
     if !migration.notes.is_empty() {
-        println!("not carried over:");
+        outln!("not carried over:");
         for note in &migration.notes {
-            println!("  - {note}");
+            outln!("  - {note}");
         }
     }
 }

@@ -88,8 +88,8 @@ pub fn new(command: NewCommand) -> anyhow::Result<ExitCode> {
     let NewCommand::Policy { id, project } = command;
     let project = project_dir(project.as_deref())?;
     let dir = skeleton::new_policy(&project, &id)?;
-    println!("created   {}", dir.display());
-    println!(
+    outln!("created   {}", dir.display());
+    outln!(
         "edit its manifest.zon and evals/, then `chock check` and `chock sync` to put it in force"
     );
     Ok(exit::SUCCESS.into())
@@ -99,7 +99,7 @@ pub fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
     let project = project_dir(args.project.as_deref())?;
     if args.record_baseline {
         let count = check::record_baseline(&project)?;
-        println!("recorded  the decisions of {count} calls as the baseline");
+        outln!("recorded  the decisions of {count} calls as the baseline");
         return Ok(exit::SUCCESS.into());
     }
     let stages = check::parse_stages(args.only.as_deref())?;
@@ -107,18 +107,18 @@ pub fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
     let failed = report.iter().any(check::Stage::failed);
     if args.json {
         let out = serde_json::json!({ "passed": !failed, "stages": report });
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        outln!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         for stage in &report {
-            println!("{:<10} {}", stage.stage, stage.status);
+            outln!("{:<10} {}", stage.stage, stage.status);
             for note in &stage.notes {
-                println!("  {note}");
+                outln!("  {note}");
             }
             for problem in &stage.problems {
                 for line in problem.what.lines() {
-                    println!("  {line}");
+                    outln!("  {line}");
                 }
-                println!("    fix: {}", problem.fix);
+                outln!("    fix: {}", problem.fix);
             }
         }
     }
@@ -126,18 +126,18 @@ pub fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn confirm(pending: &Pending, yes: bool) -> bool {
-    println!("{}", pending.diff);
+    outln!("{}", pending.diff);
     if yes {
         return true;
     }
     if !std::io::stdin().is_terminal() {
         return false;
     }
-    print!(
+    out!(
         "replace the installed policy `{}` with this? [y/N] ",
         pending.id
     );
-    let _ = std::io::stdout().flush();
+    let _ = crate::out::stdout().flush();
     let mut answer = String::new();
     std::io::stdin().read_line(&mut answer).is_ok() && answer.trim().eq_ignore_ascii_case("y")
 }
@@ -148,7 +148,7 @@ fn show(installed: &Installed) {
         Installed::Unchanged { id, hash } => ("unchanged", id, hash),
         Installed::Replaced { id, hash } => ("replaced", id, hash),
     };
-    println!("{word:<9} {id}  {hash}");
+    outln!("{word:<9} {id}  {hash}");
 }
 
 pub fn install(args: InstallArgs) -> anyhow::Result<ExitCode> {
@@ -169,7 +169,7 @@ pub fn install(args: InstallArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    println!("run `chock sync` to compile the policies into the hooks and INDEX.md");
+    outln!("run `chock sync` to compile the policies into the hooks and INDEX.md");
     Ok(exit::SUCCESS.into())
 }
 
@@ -178,7 +178,7 @@ pub fn witness(command: WitnessCommand) -> anyhow::Result<ExitCode> {
     let project = project_dir(project.as_deref())?;
     let log = Log::from_env(Rotation::default())?;
     let out = witness::export(&project, &log)?;
-    println!("{}", serde_json::to_string_pretty(&out)?);
+    outln!("{}", serde_json::to_string_pretty(&out)?);
     Ok(exit::SUCCESS.into())
 }
 
@@ -203,7 +203,7 @@ pub fn sync_index(project: &Path) -> anyhow::Result<()> {
             index::Written::Unchanged => "unchanged",
         };
         let shown = path.strip_prefix(project).unwrap_or(&path);
-        println!("{word:<9} {}  (policies)", shown.display());
+        outln!("{word:<9} {}  (policies)", shown.display());
     }
     Ok(())
 }

@@ -167,7 +167,7 @@ fn check(layers: &Layers) -> anyhow::Result<ExitCode> {
     for warning in chock_policy::unparsed::wide_rules_allowing_unparsed(&policy) {
         eprintln!("warning: {warning}");
     }
-    println!("policy ok: {}", parts.join(", "));
+    outln!("policy ok: {}", parts.join(", "));
     Ok(exit::SUCCESS.into())
 }
 
@@ -191,9 +191,9 @@ fn explain(
             action: &key.action,
             verdict: &verdict,
         };
-        println!("{}", serde_json::to_string(&explained)?);
+        outln!("{}", serde_json::to_string(&explained)?);
     } else {
-        print!("{}", explain_text(key, reading, &verdict));
+        out!("{}", explain_text(key, reading, &verdict));
     }
     Ok(exit::SUCCESS.into())
 }
@@ -253,17 +253,17 @@ fn controls(as_json: bool) -> anyhow::Result<ExitCode> {
                 })
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&list)?);
+        outln!("{}", serde_json::to_string_pretty(&list)?);
         return Ok(exit::SUCCESS.into());
     }
-    println!("# Control inputs: held read-only in the sandbox, refused by the file tools,");
-    println!("# asked as control.write.<kind> when an agent writes one, named first by an apply.");
+    outln!("# Control inputs: held read-only in the sandbox, refused by the file tools,");
+    outln!("# asked as control.write.<kind> when an agent writes one, named first by an apply.");
     for input in CONTROL_INPUTS {
         let path = match input.shape {
             ControlShape::File => input.path.to_owned(),
             ControlShape::Dir => format!("{}/", input.path),
         };
-        println!(
+        outln!(
             "{path:<26} {:<22} {}",
             control_write(input.kind),
             input.read_by
@@ -274,13 +274,11 @@ fn controls(as_json: bool) -> anyhow::Result<ExitCode> {
 
 fn defaults(as_json: bool) -> anyhow::Result<ExitCode> {
     if as_json {
-        println!("{}", serde_json::to_string_pretty(SHIPPED)?);
+        outln!("{}", serde_json::to_string_pretty(SHIPPED)?);
         return Ok(exit::SUCCESS.into());
     }
-    println!("// Chock's shipped defaults, read only when no rule in chock.zon matches the key.");
-    println!(
-        "// An act none of these names answers ask. A project rule that matches wins outright."
-    );
-    print!("{}", chock_policy::defaults::shipped_as_zon());
+    outln!("// Chock's shipped defaults, read only when no rule in chock.zon matches the key.");
+    outln!("// An act none of these names answers ask. A project rule that matches wins outright.");
+    out!("{}", chock_policy::defaults::shipped_as_zon());
     Ok(exit::SUCCESS.into())
 }

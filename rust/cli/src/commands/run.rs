@@ -72,7 +72,7 @@ struct Plain;
 
 impl Show for Plain {
     fn text(&mut self, piece: &str) {
-        let mut out = std::io::stdout().lock();
+        let mut out = crate::out::stdout();
         let _ = out.write_all(piece.as_bytes());
         let _ = out.flush();
     }

@@ -51,7 +51,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(Command::Verify { id }) => verify(&sessions, id),
         Some(Command::Export { id, to }) => {
             for written in sessions.export(&id, &to)? {
-                println!("wrote {}", written.display());
+                outln!("wrote {}", written.display());
             }
             Ok(exit::SUCCESS.into())
         }
@@ -63,12 +63,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 fn list(sessions: &Sessions) -> anyhow::Result<ExitCode> {
     let all = sessions.list()?;
     if all.is_empty() {
-        println!("no session is kept in {}", sessions.dir().display());
+        outln!("no session is kept in {}", sessions.dir().display());
         return Ok(exit::SUCCESS.into());
     }
-    println!("SESSION  STARTED  PROJECT  MODEL  TURNS  ENDED");
+    outln!("SESSION  STARTED  PROJECT  MODEL  TURNS  ENDED");
     for s in &all {
-        println!(
+        outln!(
             "{}  {}  {}  {}  {}  {}",
             s.id,
             s.started.as_deref().unwrap_or("-"),
@@ -100,14 +100,14 @@ fn verify(sessions: &Sessions, id: Option<String>) -> anyhow::Result<ExitCode> {
         }
     };
     if ids.is_empty() {
-        println!("no session is kept in {}", sessions.dir().display());
+        outln!("no session is kept in {}", sessions.dir().display());
     }
     let mut broken = 0;
     for id in ids {
         let path = sessions.path(&id)?;
         let checked = sessions.verify(&id)?;
         match checked.broken {
-            None => println!(
+            None => outln!(
                 "{id}: intact, {} lines{}",
                 checked.lines,
                 checked
@@ -117,7 +117,7 @@ fn verify(sessions: &Sessions, id: Option<String>) -> anyhow::Result<ExitCode> {
             ),
             Some(b) => {
                 broken += 1;
-                println!("{id}: broken at {}:{}: {}", path.display(), b.line, b.why);
+                outln!("{id}: broken at {}:{}: {}", path.display(), b.line, b.why);
             }
         }
     }
@@ -145,13 +145,13 @@ fn remove(sessions: &Sessions, id: &str, yes: bool) -> anyhow::Result<ExitCode> 
         return Ok(exit::REFUSED.into());
     }
     if !yes && !confirm(id) {
-        println!("kept {id}");
+        outln!("kept {id}");
         return Ok(exit::REFUSED.into());
     }
     sessions.remove(id)?;
-    println!("removed the log of {id}");
+    outln!("removed the log of {id}");
     if let Some(dir) = kept_workspace(id) {
-        println!(
+        outln!(
             "its workspace is still kept at {} (`chock apply {id}` carries its work, `chock workspace clear` removes it)",
             dir.display()
         );
@@ -193,7 +193,7 @@ fn prune(sessions: &Sessions, days: u64) -> anyhow::Result<ExitCode> {
         match sessions.remove(&id) {
             Ok(()) => {
                 removed += 1;
-                println!("removed {id}");
+                outln!("removed {id}");
             }
             // It started running meanwhile.
             Err(SessionError::Running(_)) => {}
@@ -203,7 +203,7 @@ fn prune(sessions: &Sessions, days: u64) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    println!("removed {removed} session logs last written more than {days} days ago");
+    outln!("removed {removed} session logs last written more than {days} days ago");
     Ok(if failed == 0 {
         exit::SUCCESS
     } else {

@@ -58,13 +58,13 @@ fn cost_text(cost: Cost) -> String {
 
 fn total(all: &[Summary], prices: &Prices) -> ExitCode {
     if all.is_empty() {
-        println!("no session is kept");
+        outln!("no session is kept");
         return exit::SUCCESS.into();
     }
     let mut priced = (0, 0.0);
     let mut free = 0;
     let mut unknown = Vec::new();
-    println!("SESSION  TOKENS IN  OUT  COST");
+    outln!("SESSION  TOKENS IN  OUT  COST");
     for s in all {
         let tokens = s.tokens();
         let cost = prices.cost(s);
@@ -79,7 +79,7 @@ fn total(all: &[Summary], prices: &Prices) -> ExitCode {
                 continue;
             }
         }
-        println!(
+        outln!(
             "{}  {}  {}  {}",
             s.id,
             tokens.input,
@@ -88,7 +88,7 @@ fn total(all: &[Summary], prices: &Prices) -> ExitCode {
         );
     }
     if !unknown.is_empty() {
-        println!("unknown price (not in the total; add the model to .prices in config.zon):");
+        outln!("unknown price (not in the total; add the model to .prices in config.zon):");
         for s in &unknown {
             let tokens = s.tokens();
             let models: Vec<String> = s
@@ -97,7 +97,7 @@ fn total(all: &[Summary], prices: &Prices) -> ExitCode {
                 .filter(|u| prices.rate_of(&u.model).is_none())
                 .map(|u| format!("{} ({})", u.model.model, u.model.kind))
                 .collect();
-            println!(
+            outln!(
                 "{}  {}  {}  unknown: {}",
                 s.id,
                 tokens.input,
@@ -106,7 +106,7 @@ fn total(all: &[Summary], prices: &Prices) -> ExitCode {
             );
         }
     }
-    println!(
+    outln!(
         "total: {} for {} priced sessions; {} free; {} unknown",
         dollars(priced.1),
         priced.0,
@@ -117,7 +117,7 @@ fn total(all: &[Summary], prices: &Prices) -> ExitCode {
 }
 
 fn show(s: &Summary, prices: &Prices) -> ExitCode {
-    println!(
+    outln!(
         "session {} ({}, {} turns)",
         s.id,
         s.project.as_deref().unwrap_or("-"),
@@ -135,7 +135,7 @@ fn show(s: &Summary, prices: &Prices) -> ExitCode {
             ),
             None => "unknown: no price for this model (add it to .prices in config.zon)".into(),
         };
-        println!(
+        outln!(
             "  {}/{} ({}): {} turns, {} tokens in ({} from cache, {} to cache), {} out: {cost}",
             used.model.instance,
             used.model.model,
@@ -147,6 +147,6 @@ fn show(s: &Summary, prices: &Prices) -> ExitCode {
             t.output
         );
     }
-    println!("cost: {}", cost_text(prices.cost(s)));
+    outln!("cost: {}", cost_text(prices.cost(s)));
     exit::SUCCESS.into()
 }

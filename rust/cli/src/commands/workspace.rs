@@ -51,11 +51,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.command {
         None => {
             if args.json {
-                println!("{}", serde_json::to_string(&found)?);
+                outln!("{}", serde_json::to_string(&found)?);
                 return Ok(exit::SUCCESS.into());
             }
             if found.is_empty() {
-                println!("no workspace is kept");
+                outln!("no workspace is kept");
             }
             for w in &found {
                 let state = match &w.pending {
@@ -63,7 +63,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     Some(pending) => pending.to_string(),
                     None => "cannot be read".to_owned(),
                 };
-                println!(
+                outln!(
                     "{}  {}  {}\n    {}",
                     w.meta.session,
                     w.meta.project.display(),
@@ -78,12 +78,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             for w in found.into_iter().filter(|w| !w.live) {
                 let pending = w.pending.clone().unwrap_or_default();
                 if !pending.is_empty() && !yes && !confirm(&w, &pending) {
-                    println!("kept {} ({pending})", w.meta.session);
+                    outln!("kept {} ({pending})", w.meta.session);
                     kept += 1;
                     continue;
                 }
                 match SessionWorkspace::open_dir(&w.dir).and_then(SessionWorkspace::remove) {
-                    Ok(()) => println!("removed {}", w.meta.session),
+                    Ok(()) => outln!("removed {}", w.meta.session),
                     Err(error) => {
                         eprintln!("chock: {error}");
                         kept += 1;

@@ -1,0 +1,64 @@
+//! Everything a command prints on stdout goes through `outln!`/`out!` or
+//! [`stdout`], so a reader that goes away never meets a panic. Rust ignores
+//! SIGPIPE, which turns a closed pipe into `EPIPE` on the next write, and
+//! `println!` panics on it. Like ripgrep, Chock then stops quietly with 0:
+//! the reader chose to stop reading (`chock log show --json | head -1`).
+//! Any other write error (a full disk behind `> file`) ends it with 1,
+//! named on stderr. Both end the process where the write failed: nothing a
+//! command does after its output is gone is worth doing.
+
+use std::io::{self, Write};
+
+use crate::exit;
+
+/// `println!` that ends the process as [`closed`] says when stdout is gone.
+macro_rules! outln {
+    () => {
+        $crate::out::write(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::out::write(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// `print!` likewise.
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::out::write(format_args!($($arg)*))
+    };
+}
+
+/// Writes `args` on stdout, or ends the process when it cannot.
+pub fn write(args: std::fmt::Arguments<'_>) {
+    stdout()
+        .write_fmt(args)
+        .unwrap_or_else(|error| closed(&error));
+}
+
+/// Stdout for a command that writes it with `Write` (JSON, raw bytes):
+/// its writes never return an error, they end the process instead.
+pub fn stdout() -> Stdout {
+    Stdout(io::stdout())
+}
+
+pub struct Stdout(io::Stdout);
+
+impl Write for Stdout {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        Ok(self.0.write(bytes).unwrap_or_else(|error| closed(&error)))
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush().unwrap_or_else(|error| closed(&error));
+        Ok(())
+    }
+}
+
+/// Ends the process for a write to stdout that failed with `error`.
+fn closed(error: &io::Error) -> ! {
+    if error.kind() == io::ErrorKind::BrokenPipe {
+        std::process::exit(exit::SUCCESS.into());
+    }
+    let _ = writeln!(io::stderr(), "chock: cannot write to stdout: {error}");
+    std::process::exit(exit::FAILURE.into())
+}

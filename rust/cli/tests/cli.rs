@@ -1,0 +1,132 @@
+//! The command line as its users meet it: output into a closed pipe or a
+//! full disk, the exit codes of usage mistakes, and help for every command
+//! and flag.
+
+mod sandbox_fixture;
+
+use std::process::{Command, Output, Stdio};
+
+use sandbox_fixture::{Fixture, describe, text};
+
+/// Every command that prints a result, each as a reader would pipe it.
+const PRINTING: &[&[&str]] = &[
+    &["--help"],
+    &["--version"],
+    &["doctor"],
+    &["status"],
+    &["log", "show"],
+    &["log", "show", "--json"],
+    &["log", "head"],
+    &["log", "verify"],
+    &["policy", "check"],
+    &["policy", "explain", "fs.read"],
+    &["policy", "defaults"],
+    &["policy", "defaults", "--json"],
+    &["policy", "controls"],
+    &["inputs"],
+    &["cache"],
+    &["memory"],
+    &["workspace"],
+    &["sessions"],
+    &["usage"],
+    &["login", "--list"],
+    &["witness", "export"],
+    &["status", "--verify-log"],
+    &[
+        "eval",
+        "--strict",
+        "--expr",
+        "builtins.genList (x: x) 20000",
+    ],
+    &["completions", "bash"],
+    &["completions", "fish"],
+    &["man"],
+    &["migrate", "claude"],
+];
+
+/// A fixture whose log is past 64 KiB, so a reader that stops early meets
+/// a writer that still has lines to write, as `chock log show | head` does.
+fn with_long_log() -> Fixture {
+    let fx = Fixture::flake();
+    let out = fx
+        .chock()
+        .args([
+            "log",
+            "append",
+            "--count",
+            "600",
+            "--subject",
+            &"x".repeat(200),
+        ])
+        .output()
+        .expect("chock log append");
+    assert!(out.status.success(), "{}", describe(&out));
+    fx
+}
+
+fn into_closed_pipe(mut command: Command) -> Output {
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    command.stdout(writer).stderr(Stdio::piped());
+    command.output().expect("run chock")
+}
+
+#[test]
+fn every_printing_command_stops_quietly_at_a_closed_pipe() {
+    let fx = with_long_log();
+    for args in PRINTING {
+        let mut command = fx.chock();
+        command.args(*args);
+        let out = into_closed_pipe(command);
+        let stderr = text(&out.stderr);
+        assert!(
+            !stderr.contains("panicked") && !stderr.contains("Broken pipe"),
+            "chock {args:?} into a closed pipe:\n{}",
+            describe(&out)
+        );
+        assert_ne!(out.status.code(), Some(101), "chock {args:?} panicked");
+        assert!(
+            out.status.code().is_some(),
+            "chock {args:?} died of a signal"
+        );
+    }
+}
+
+#[test]
+fn a_reader_that_stops_early_ends_the_log_quietly() {
+    let fx = with_long_log();
+    let mut child = fx
+        .chock()
+        .args(["log", "show", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn chock log show");
+    let mut first = [0u8; 100];
+    std::io::Read::read_exact(child.stdout.as_mut().unwrap(), &mut first).expect("read");
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    assert!(out.stderr.is_empty(), "{}", describe(&out));
+}
+
+#[test]
+fn a_full_disk_behind_stdout_is_a_named_failure() {
+    let fx = with_long_log();
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full");
+    let out = fx
+        .chock()
+        .args(["log", "show", "--json"])
+        .stdout(full)
+        .output()
+        .expect("run chock");
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    assert!(
+        text(&out.stderr).contains("cannot write to stdout"),
+        "{}",
+        describe(&out)
+    );
+}
