@@ -672,10 +672,17 @@ fn matrix_mechanisms_and_index_say_what_is_not_enforced_and_ci_logs_as_ci() {
     )
     .unwrap();
 
-    // The CI gate's run of pre-commit: the guard's deny is a line of route ci.
+    // The CI gate's run of pre-commit over a commit made past the hook:
+    // the guard's deny is a line of route ci.
+    repo.git(&repo.project, &["add", "."]);
+    repo.git(
+        &repo.project,
+        &["commit", "-q", "--no-verify", "-m", "start"],
+    );
     std::fs::write(repo.project.join("a.txt"), "a\n").unwrap();
     repo.git(&repo.project, &["add", "a.txt"]);
-    let out = repo.chock(&["hook", "pre-commit", "--ci"]);
+    repo.git(&repo.project, &["commit", "-q", "--no-verify", "-m", "a"]);
+    let out = repo.chock(&["hook", "pre-commit", "--ci", "--base", "HEAD~1"]);
     assert!(!out.status.success(), "{}", text(&out));
     let lines = repo.out_of_log("guard.no-commit");
     let last = lines.last().expect("a guard line");
@@ -802,4 +809,195 @@ fn an_id_that_climbs_out_or_a_planted_link_is_refused_and_src_survives() {
     assert!(out.status.success(), "{}", text(&out));
     assert!(repo.package("x").join("manifest.zon").is_file());
     intact();
+}
+
+/// Denies a change whose files hold `SECRET`, reading each file's content
+/// by its blob; a blob git cannot show is a deny.
+const NO_SECRET_GUARD: &str = r#"#!/bin/sh
+call=$(cat)
+for blob in $(printf '%s' "$call" | grep -o '"blob":"[0-9a-f]*"' | cut -d'"' -f4); do
+  content=$(git cat-file -p "$blob") || { echo '{"decision": "deny", "reason": "unreadable"}'; exit 0; }
+  case $content in *SECRET*) echo '{"decision": "deny", "reason": "a file holds a secret"}'; exit 0;; esac
+done
+echo '{"decision": "allow"}'
+"#;
+
+/// A fresh clone of `remote` at `branch` in `dir`, as CI checks one out.
+fn clone_at(repo: &Repo, remote: &Path, dir: &str, branch: &str, depth: Option<&str>) -> PathBuf {
+    let to = repo.root.join(dir);
+    let url = format!("file://{}", remote.display());
+    let mut args = vec!["clone", "-q", "--branch", branch];
+    if let Some(depth) = depth {
+        args.extend(["--depth", depth]);
+    }
+    args.extend([url.as_str(), to.to_str().unwrap()]);
+    repo.git(&repo.root, &args);
+    to
+}
+
+#[test]
+fn the_ci_gate_judges_every_commit_of_the_pull_request_in_a_fresh_clone() {
+    let repo = Repo::new();
+    let dir = repo.package("max-5mb");
+    write_package(
+        &dir,
+        "\"pre-commit\", \"ci\"",
+        "",
+        Some((MAX_5MB_GUARD, 5000)),
+    );
+    write_package(
+        &repo.package("no-secret"),
+        "\"ci\"",
+        "",
+        Some((NO_SECRET_GUARD, 5000)),
+    );
+    let out = repo.chock(&["sync", "--ci"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let workflow =
+        std::fs::read_to_string(repo.project.join(".github/workflows/chock.yml")).unwrap();
+    assert!(workflow.contains("run: chock check\n"), "{workflow}");
+    std::fs::write(repo.project.join("a.txt"), "a\n").unwrap();
+    repo.git(&repo.project, &["add", "."]);
+    repo.git(&repo.project, &["commit", "-qm", "start"]);
+    let remote = repo.root.join("remote.git");
+    repo.git(
+        &repo.root,
+        &[
+            "init",
+            "-q",
+            "--bare",
+            "-b",
+            "main",
+            remote.to_str().unwrap(),
+        ],
+    );
+    repo.git(
+        &repo.project,
+        &["remote", "add", "origin", remote.to_str().unwrap()],
+    );
+    repo.git(
+        &repo.project,
+        &["push", "-q", "--no-verify", "origin", "main"],
+    );
+
+    // An agent's clone: a 6 MiB file committed past the hook, then taken
+    // out again, so the pull request's head holds no large file.
+    let work = clone_at(&repo, &remote, "work", "main", None);
+    repo.git(&work, &["checkout", "-q", "-b", "big"]);
+    std::fs::write(work.join("big.bin"), vec![1u8; 6 << 20]).unwrap();
+    std::fs::write(work.join("key.txt"), "SECRET\n").unwrap();
+    repo.git(&work, &["add", "big.bin", "key.txt"]);
+    repo.git(&work, &["commit", "-q", "--no-verify", "-m", "big"]);
+    let big = String::from_utf8(repo.git(&work, &["rev-parse", "HEAD"]).stdout).unwrap();
+    let big = big.trim();
+    repo.git(&work, &["rm", "-q", "big.bin"]);
+    std::fs::write(work.join("key.txt"), "none\n").unwrap();
+    repo.git(&work, &["add", "key.txt"]);
+    repo.git(&work, &["commit", "-q", "--no-verify", "-m", "gone again"]);
+    repo.git(&work, &["push", "-q", "--no-verify", "origin", "big"]);
+    repo.git(&work, &["checkout", "-q", "-b", "small", "main"]);
+    std::fs::write(work.join("b.txt"), "b\n").unwrap();
+    repo.git(&work, &["add", "b.txt"]);
+    repo.git(&work, &["commit", "-q", "--no-verify", "-m", "small"]);
+    repo.git(&work, &["push", "-q", "--no-verify", "origin", "small"]);
+
+    let gate = |clone: &Path, args: &[&str], vars: &[(&str, &str)]| {
+        let mut command = repo.command(chock_bin(), clone);
+        command.args(["hook", "pre-commit", "--ci"]).args(args);
+        for (name, value) in vars {
+            command.env(name, value);
+        }
+        command.stdin(Stdio::null()).output().unwrap()
+    };
+
+    // CI's fresh clone of the pull request: nothing is staged there, and
+    // the gate still reads the commit the hook was skipped for.
+    let ci = clone_at(&repo, &remote, "ci-big", "big", None);
+    assert!(!ci.join("big.bin").exists());
+    let out = gate(&ci, &["--base", "origin/main"], &[]);
+    assert_eq!(out.status.code(), Some(3), "refused: {}", text(&out));
+    assert!(
+        text(&out).contains("a staged file is over 5 MB"),
+        "{}",
+        text(&out)
+    );
+    assert!(text(&out).contains(big), "names the commit: {}", text(&out));
+    let line = repo
+        .out_of_log("guard.max-5mb")
+        .into_iter()
+        .find(|l| l["decision"] == "deny")
+        .expect("the guard's deny is logged");
+    assert_eq!(line["route"], "ci", "{line}");
+    assert_eq!(line["tool"], "pre-commit", "{line}");
+    assert!(line["subject"].as_str().unwrap().contains(big), "{line}");
+    // The content of that commit is what a guard reads, by its blob.
+    let secret: Vec<Value> = repo
+        .out_of_log("guard.no-secret")
+        .into_iter()
+        .filter(|l| l["decision"] == "deny")
+        .collect();
+    assert_eq!(
+        secret.len(),
+        1,
+        "only the first commit holds it: {secret:?}"
+    );
+    assert!(
+        secret[0]["subject"].as_str().unwrap().contains(big),
+        "{secret:?}"
+    );
+    // The rules' own act is logged beside the guard that decided.
+    assert!(
+        repo.out_of_log("git.commit")
+            .iter()
+            .any(|l| l["route"] == "ci"),
+        "{:?}",
+        repo.log_lines()
+    );
+
+    // GitHub's variables name the base: its event file first, then the ref.
+    let main = String::from_utf8(repo.git(&ci, &["rev-parse", "origin/main"]).stdout).unwrap();
+    let event = repo.root.join("event.json");
+    std::fs::write(
+        &event,
+        format!(
+            r#"{{"pull_request": {{"base": {{"sha": "{}"}}}}}}"#,
+            main.trim()
+        ),
+    )
+    .unwrap();
+    let out = gate(&ci, &[], &[("GITHUB_EVENT_PATH", event.to_str().unwrap())]);
+    assert_eq!(out.status.code(), Some(3), "refused: {}", text(&out));
+    assert!(text(&out).contains("over 5 MB"), "{}", text(&out));
+    let out = gate(&ci, &[], &[("GITHUB_BASE_REF", "main")]);
+    assert_eq!(out.status.code(), Some(3), "refused: {}", text(&out));
+    assert!(text(&out).contains("over 5 MB"), "{}", text(&out));
+    std::fs::write(&event, "{not json").unwrap();
+    let out = gate(&ci, &[], &[("GITHUB_EVENT_PATH", event.to_str().unwrap())]);
+    assert_eq!(out.status.code(), Some(3), "refused: {}", text(&out));
+    assert!(
+        text(&out).contains("event.json (GITHUB_EVENT_PATH)"),
+        "{}",
+        text(&out)
+    );
+
+    // No base named, or a base the clone does not have: refused, saying what to do.
+    let out = gate(&ci, &[], &[]);
+    assert_eq!(out.status.code(), Some(3), "refused: {}", text(&out));
+    assert!(text(&out).contains("--base REF"), "{}", text(&out));
+    let shallow = clone_at(&repo, &remote, "ci-shallow", "big", Some("1"));
+    let out = gate(&shallow, &["--base", "origin/main"], &[]);
+    assert_eq!(out.status.code(), Some(3), "refused: {}", text(&out));
+    assert!(text(&out).contains("fetch-depth: 0"), "{}", text(&out));
+
+    // A pull request of small commits passes the same gate, and the push's.
+    let ci = clone_at(&repo, &remote, "ci-small", "small", None);
+    let out = gate(&ci, &["--base", "origin/main"], &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = repo
+        .command(chock_bin(), &ci)
+        .args(["hook", "pre-push", "--ci", "--base", "origin/main"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
 }

@@ -68,51 +68,182 @@ pub fn call(point: HookPoint, agent_kind: &str, project: &Path, detail: Value) -
     })
 }
 
-/// The files a commit would add or change, each with its staged size:
-/// `[{"path": ..., "bytes": ...}]`, from `git diff --cached`.
-pub fn staged_files(project: &Path) -> Result<Value, String> {
-    let git = |args: &[&str]| {
-        std::process::Command::new("git")
-            .arg("-C")
-            .arg(project)
-            .args(args)
-            .output()
-            .map_err(|e| format!("running git: {e}"))
-            .and_then(|out| {
-                if out.status.success() {
-                    Ok(out.stdout)
-                } else {
-                    Err(format!(
-                        "git {} failed: {}",
-                        args.join(" "),
-                        String::from_utf8_lossy(&out.stderr).trim()
-                    ))
-                }
-            })
-    };
-    let names = git(&[
-        "diff",
-        "--cached",
-        "--name-only",
-        "-z",
-        "--diff-filter=ACMR",
-    ])?;
-    let mut files = Vec::new();
-    for name in names.split(|b| *b == 0).filter(|n| !n.is_empty()) {
-        if files.len() == MAX_STAGED {
+/// The most commits of a change under review a CI gate judges.
+pub const MAX_COMMITS: usize = 1000;
+
+/// Runs git in `project`, `input` on its standard input; its standard
+/// output, or what failed.
+fn git_output(project: &Path, args: &[&str], input: Option<&[u8]>) -> Result<Vec<u8>, String> {
+    use std::io::Write as _;
+    let mut child = std::process::Command::new("git")
+        .arg("-C")
+        .arg(project)
+        .args(args)
+        .stdin(if input.is_some() {
+            std::process::Stdio::piped()
+        } else {
+            std::process::Stdio::null()
+        })
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("running git: {e}"))?;
+    if let (Some(bytes), Some(mut stdin)) = (input, child.stdin.take()) {
+        stdin
+            .write_all(bytes)
+            .map_err(|e| format!("writing to git {}: {e}", args.join(" ")))?;
+    }
+    let out = child
+        .wait_with_output()
+        .map_err(|e| format!("running git: {e}"))?;
+    if out.status.success() {
+        Ok(out.stdout)
+    } else {
+        Err(format!(
+            "git {} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// The files a diff in git's `--raw -z --no-abbrev` form adds or changes,
+/// each with its blob and size: `[{"path", "blob", "bytes"}]`. A
+/// submodule's entry names a commit of another repository and is left out.
+fn changed_files(project: &Path, raw: &[u8]) -> Result<Value, String> {
+    let mut fields = raw.split(|b| *b == 0).filter(|f| !f.is_empty());
+    let mut entries = Vec::new();
+    while let Some(head) = fields.next() {
+        let head = String::from_utf8_lossy(head);
+        let path = fields
+            .next()
+            .ok_or_else(|| format!("git gave an entry without its path: {head}"))?;
+        // `:old-mode new-mode old-blob new-blob status`
+        let parts: Vec<&str> = head.trim_start_matches(':').split(' ').collect();
+        let [_, mode, _, blob, _] = parts[..] else {
+            return Err(format!("git gave an entry Chock cannot read: {head}"));
+        };
+        if mode == "160000" {
+            continue;
+        }
+        if entries.len() == MAX_STAGED {
             return Err(format!(
-                "more than {MAX_STAGED} files are staged, more than a guard is shown"
+                "more than {MAX_STAGED} files in one commit, more than a guard is shown"
             ));
         }
-        let name = String::from_utf8_lossy(name).into_owned();
-        let size = git(&["cat-file", "-s", &format!(":{name}")])?;
-        let bytes: u64 = String::from_utf8_lossy(&size)
-            .trim()
-            .parse()
-            .map_err(|_| format!("git gave no size for {name}"))?;
-        files.push(json!({ "path": name, "bytes": bytes }));
+        entries.push((String::from_utf8_lossy(path).into_owned(), blob.to_owned()));
+    }
+    if entries.is_empty() {
+        return Ok(Value::Array(Vec::new()));
+    }
+    let asked: String = entries
+        .iter()
+        .map(|(_, blob)| format!("{blob}\n"))
+        .collect();
+    let sizes = git_output(
+        project,
+        &["cat-file", "--batch-check"],
+        Some(asked.as_bytes()),
+    )?;
+    let sizes = String::from_utf8_lossy(&sizes);
+    let mut lines = sizes.lines();
+    let mut files = Vec::with_capacity(entries.len());
+    for (path, blob) in entries {
+        let line = lines.next().unwrap_or("");
+        let bytes: u64 = match line.split(' ').collect::<Vec<_>>()[..] {
+            [sha, "blob", size] if sha == blob => size
+                .parse()
+                .map_err(|_| format!("git gave no size for {path}: {line}"))?,
+            _ => return Err(format!("git gave no size for {path}: {line}")),
+        };
+        files.push(json!({ "path": path, "blob": blob, "bytes": bytes }));
     }
     Ok(Value::Array(files))
+}
+
+/// The diff options every list of changed files is read with.
+const RAW: [&str; 5] = [
+    "--raw",
+    "-z",
+    "--no-abbrev",
+    "--no-renames",
+    "--diff-filter=ACMRT",
+];
+
+/// The files a commit would add or change, each with its staged blob and
+/// size: `[{"path": ..., "blob": ..., "bytes": ...}]`, from `git diff --cached`.
+pub fn staged_files(project: &Path) -> Result<Value, String> {
+    let mut args = vec!["diff", "--cached"];
+    args.extend(RAW);
+    let raw = git_output(project, &args, None)?;
+    changed_files(project, &raw)
+}
+
+/// The files `commit` adds or changes against its first parent (all of
+/// them for a root commit), as [`staged_files`] lists them.
+pub fn commit_files(project: &Path, commit: &str) -> Result<Value, String> {
+    let mut args = vec![
+        "diff-tree",
+        "-r",
+        "--root",
+        "-m",
+        "--first-parent",
+        "--no-commit-id",
+    ];
+    args.extend(RAW);
+    args.push(commit);
+    let raw = git_output(project, &args, None)?;
+    changed_files(project, &raw)
+}
+
+/// The change a CI gate judges: what `base...HEAD` adds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Review {
+    /// The base as it was named (`--base`, or the CI's variables).
+    pub base: String,
+    /// Where the change's history meets the base's.
+    pub merge_base: String,
+    /// The commit under review.
+    pub head: String,
+    /// Its commits not in the base, oldest first.
+    pub commits: Vec<String>,
+}
+
+/// Reads the change `base...HEAD` of `project`: a base git cannot find, or
+/// one with no history shared with HEAD, is an error saying to fetch it.
+pub fn review(project: &Path, base: &str) -> Result<Review, String> {
+    let one = |args: &[&str]| -> Result<String, String> {
+        Ok(String::from_utf8_lossy(&git_output(project, args, None)?)
+            .trim()
+            .to_owned())
+    };
+    let rev = format!("{base}^{{commit}}");
+    let base_commit = one(&["rev-parse", "--verify", "--quiet", &rev]).map_err(|_| {
+        format!(
+            "the base `{base}` is not a commit here: fetch it (actions/checkout with `fetch-depth: 0`, or `git fetch origin {base}`)"
+        )
+    })?;
+    let head = one(&["rev-parse", "--verify", "HEAD^{commit}"])?;
+    let merge_base = one(&["merge-base", &base_commit, &head]).map_err(|_| {
+        format!(
+            "`{base}` and HEAD share no history here: fetch the whole history (actions/checkout with `fetch-depth: 0`)"
+        )
+    })?;
+    let range = format!("{merge_base}..{head}");
+    let listed = one(&["rev-list", "--reverse", &range])?;
+    let commits: Vec<String> = listed.lines().map(str::to_owned).collect();
+    if commits.len() > MAX_COMMITS {
+        return Err(format!(
+            "`{base}...HEAD` holds {} commits, more than the {MAX_COMMITS} a CI gate judges",
+            commits.len()
+        ));
+    }
+    Ok(Review {
+        base: base.to_owned(),
+        merge_base,
+        head,
+        commits,
+    })
 }
 
 /// Runs `package`'s guard on `call` with `project` as its workspace.
@@ -276,61 +407,100 @@ pub fn judge(policy: &Policy, project: &Path, point: HookPoint, call: &Value) ->
         .packages()
         .iter()
         .filter(|p| p.guard.is_some() && p.applies_at(point))
-        .map(|package| {
-            let answer = run(project, package, call);
-            Judged {
-                action: action(package),
-                subject: (!answer.reason.is_empty()).then(|| answer.reason.clone()),
-                verdict: verdict(package, &answer),
-                unnamed: None,
-            }
-        })
+        .map(|package| judged(package, run(project, package, call), None))
         .collect()
 }
 
-/// Runs the guards that apply to a git hook (`ci`: the CI gate's run of
-/// it): a commit's guards read its staged files, a push's its arguments.
+/// A guard's answer as one act; `about` (a commit under review) heads
+/// what it says.
+fn judged(package: &PolicyPackage, answer: GuardAnswer, about: Option<String>) -> Judged {
+    let subject = match (about, answer.reason.is_empty()) {
+        (Some(about), true) => Some(about),
+        (Some(about), false) => Some(format!("{about}: {}", answer.reason)),
+        (None, false) => Some(answer.reason.clone()),
+        (None, true) => None,
+    };
+    Judged {
+        action: action(package),
+        subject,
+        verdict: verdict(package, &answer),
+        unnamed: None,
+    }
+}
+
+/// Runs the guards that apply to a git hook. Outside CI a commit's guards
+/// read its staged files, a push's its arguments. The CI gate's run
+/// (`review`) judges the change under review: each of its commits is put
+/// to the guards as its pre-commit would have seen it, and the push's
+/// guards read the whole range.
 pub fn git(
     policy: &Policy,
     project: &Path,
     hook: crate::sync::GitHook,
-    ci: bool,
+    review: Option<&Review>,
     args: &[String],
 ) -> Vec<Judged> {
-    let point = match (ci, hook) {
-        (true, _) => HookPoint::Ci,
-        (false, crate::sync::GitHook::PreCommit) => HookPoint::PreCommit,
-        (false, crate::sync::GitHook::PrePush) => HookPoint::PrePush,
+    let point = match (review, hook) {
+        (Some(_), _) => HookPoint::Ci,
+        (None, crate::sync::GitHook::PreCommit) => HookPoint::PreCommit,
+        (None, crate::sync::GitHook::PrePush) => HookPoint::PrePush,
     };
-    let any = policy
+    let guarded: Vec<&PolicyPackage> = policy
         .packages()
         .iter()
-        .any(|p| p.guard.is_some() && p.applies_at(point));
-    if !any {
+        .filter(|p| p.guard.is_some() && p.applies_at(point))
+        .collect();
+    if guarded.is_empty() {
         return Vec::new();
     }
-    let detail = match hook {
-        crate::sync::GitHook::PreCommit => staged_files(project).map(|s| json!({ "staged": s })),
-        crate::sync::GitHook::PrePush => Ok(json!({ "args": args })),
-    };
-    match detail {
-        Ok(detail) => judge(policy, project, point, &call(point, "git", project, detail)),
-        Err(why) => policy
-            .packages()
+    // Each call a guard reads, with what its lines are about.
+    let calls: Result<Vec<(Option<String>, Value)>, String> = match (review, hook) {
+        (None, crate::sync::GitHook::PreCommit) => {
+            staged_files(project).map(|s| vec![(None, json!({ "staged": s }))])
+        }
+        (None, crate::sync::GitHook::PrePush) => Ok(vec![(None, json!({ "args": args }))]),
+        (Some(review), crate::sync::GitHook::PreCommit) => review
+            .commits
             .iter()
-            .filter(|p| p.guard.is_some() && p.applies_at(point))
+            .map(|commit| {
+                commit_files(project, commit).map(|s| {
+                    (
+                        Some(commit.clone()),
+                        json!({ "staged": s, "commit": commit }),
+                    )
+                })
+            })
+            .collect(),
+        (Some(review), crate::sync::GitHook::PrePush) => Ok(vec![(
+            Some(format!("{}..{}", review.merge_base, review.head)),
+            json!({
+                "args": args,
+                "base": review.merge_base,
+                "head": review.head,
+                "commits": review.commits,
+            }),
+        )]),
+    };
+    match calls {
+        Ok(calls) => calls
+            .into_iter()
+            .flat_map(|(about, detail)| {
+                let call = call(point, "git", project, detail);
+                guarded
+                    .iter()
+                    .map(|package| judged(package, run(project, package, &call), about.clone()))
+                    .collect::<Vec<_>>()
+            })
+            .collect(),
+        Err(why) => guarded
+            .iter()
             .map(|package| {
                 let answer = GuardAnswer {
                     decision: Decision::Deny,
                     reason: format!("what the guard reads could not be gathered: {why}"),
                     took: Duration::ZERO,
                 };
-                Judged {
-                    action: action(package),
-                    subject: Some(answer.reason.clone()),
-                    verdict: verdict(package, &answer),
-                    unnamed: None,
-                }
+                judged(package, answer, None)
             })
             .collect(),
     }

@@ -194,6 +194,67 @@ pub struct Gate<'a> {
     pub ci: bool,
     /// What git passed the hook (pre-push: the remote's name and URL).
     pub args: &'a [String],
+    /// `--base`: what the CI gate's change under review is measured from
+    /// (else the CI's own variables name it).
+    pub base: Option<&'a str>,
+}
+
+/// The most bytes of a CI's event file read for the pull request's base.
+const MAX_EVENT_BYTES: u64 = 64 << 20;
+
+/// The base of the change a CI gate judges: `--base`, else GitHub's pull
+/// request (its event file's `pull_request.base.sha`, then
+/// `GITHUB_BASE_REF` as `origin/<ref>`), else GitLab's merge request
+/// (`CI_MERGE_REQUEST_DIFF_BASE_SHA`). None of them is an error saying so.
+pub fn review_base(
+    flag: Option<&str>,
+    var: &dyn Fn(&str) -> Option<OsString>,
+) -> Result<String, String> {
+    if let Some(base) = flag {
+        return Ok(base.to_owned());
+    }
+    let set = |name: &str| {
+        var(name)
+            .map(|v| v.to_string_lossy().trim().to_owned())
+            .filter(|v| !v.is_empty())
+    };
+    if let Some(event) = set("GITHUB_EVENT_PATH")
+        && let Some(sha) = event_base(Path::new(&event))?
+    {
+        return Ok(sha);
+    }
+    if let Some(branch) = set("GITHUB_BASE_REF") {
+        return Ok(format!("origin/{branch}"));
+    }
+    if let Some(sha) = set("CI_MERGE_REQUEST_DIFF_BASE_SHA") {
+        return Ok(sha);
+    }
+    Err("the CI gate judges a change against its base, and none is named: run it on a pull request (GITHUB_BASE_REF, GITHUB_EVENT_PATH) or a merge request (CI_MERGE_REQUEST_DIFF_BASE_SHA), or name it with --base REF".to_owned())
+}
+
+/// The pull request's base commit in GitHub's event file, or `None` for an
+/// event of another kind (a push).
+fn event_base(path: &Path) -> Result<Option<String>, String> {
+    use std::io::Read as _;
+    let unreadable = |e: &dyn std::fmt::Display| {
+        format!("{} (GITHUB_EVENT_PATH) cannot be read: {e}", path.display())
+    };
+    let file = std::fs::File::open(path).map_err(|e| unreadable(&e))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_EVENT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| unreadable(&e))?;
+    if bytes.len() as u64 > MAX_EVENT_BYTES {
+        return Err(unreadable(&format!("it is over {MAX_EVENT_BYTES} bytes")));
+    }
+    let event: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| unreadable(&e))?;
+    match event.pointer("/pull_request/base/sha") {
+        None => Ok(None),
+        Some(serde_json::Value::String(sha)) if !sha.is_empty() => Ok(Some(sha.clone())),
+        Some(other) => Err(unreadable(&format!(
+            "its pull_request.base.sha is {other}, not a commit"
+        ))),
+    }
 }
 
 /// Answers a git hook under `git.commit` or `git.push`. `ask_person` puts a
@@ -229,6 +290,21 @@ pub fn git_gate(
         }
     };
     let rotation = rotation(&policy);
+    let review = if gate.ci {
+        match review_base(gate.base, env.var).and_then(|base| guards::review(&project, &base)) {
+            Ok(review) => Some(review),
+            Err(why) => {
+                let reason = format!("the CI gate refuses {}: {why}", gate.hook.action());
+                log.failure(&reason, Some(gate.hook.name()), rotation);
+                return GateReply {
+                    passed: false,
+                    message: reason,
+                };
+            }
+        }
+    } else {
+        None
+    };
     let asker = Asker {
         agent_kind: "git",
         tool: Some(gate.hook.name()),
@@ -247,9 +323,9 @@ pub fn git_gate(
         verdict,
         unnamed: None,
     };
-    // A guard that answers lower than the rules decides; every other
-    // guard's answer is a line of its own.
-    let mut guarded = guards::git(&policy, &project, gate.hook, gate.ci, gate.args);
+    // A guard that answers lower than the rules decides; the rules' act
+    // and every other guard's answer is a line of its own.
+    let mut guarded = guards::git(&policy, &project, gate.hook, review.as_ref(), gate.args);
     let lowest = guarded
         .iter()
         .enumerate()
@@ -257,7 +333,11 @@ pub fn git_gate(
         .min_by_key(|(_, g)| g.verdict.decision)
         .map(|(i, _)| i);
     let judged = match lowest {
-        Some(i) => guarded.remove(i),
+        Some(i) => {
+            let guard = guarded.remove(i);
+            guarded.insert(0, judged);
+            guard
+        }
         None => judged,
     };
     for other in &guarded {

@@ -30,6 +30,10 @@ pub struct Args {
     /// Running in CI, where nobody can be asked: a git gate that would ask passes with a note.
     #[arg(long)]
     pub ci: bool,
+    /// With --ci: the base the change under review is `REF...HEAD` of
+    /// (default: the pull request's, from the CI's own variables).
+    #[arg(long, value_name = "REF", requires = "ci")]
+    pub base: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -103,6 +107,7 @@ fn git_hook(hook: GitHook, args: &Args, env: &Env<'_>) -> ExitCode {
         project: args.project.as_deref(),
         ci: args.ci,
         args: &args.git_args,
+        base: args.base.as_deref(),
     };
     let reply = run::git_gate(&gate, env, &mut ask_at_terminal);
     if !reply.message.is_empty() {

@@ -1,6 +1,7 @@
 //! The GitHub Actions workflow `chock sync --ci` writes: on each pull
-//! request it checks the policy files and runs the commit and push gates
-//! again, as CI, where no person can be asked.
+//! request it runs every stage of `chock check` and the commit and push
+//! gates again over the pull request's commits (`base...HEAD`, the base
+//! from the event), as CI, where no person can be asked.
 //!
 //! The file is Chock's whole: its first line says so, and a file at the same
 //! path without that line is someone else's and is left alone.
@@ -36,11 +37,15 @@ jobs:
     runs-on: ubuntu-latest
     steps:
       - uses: actions/checkout@3d3c42e5aac5ba805825da76410c181273ba90b1 # v7.0.1
+        with:
+          # The gate reads every commit since the base: the whole history.
+          fetch-depth: 0
+          persist-credentials: false
       - name: Install chock {version}
         run: cargo install --locked --git {repository} chock
-      - name: Check the policy files
-        run: chock policy check
-      - name: Gate the commits (git.commit) and the push (git.push)
+      - name: Check the policy (every stage of chock check)
+        run: chock check
+      - name: Gate the pull request's commits (git.commit) and its push (git.push)
         run: |
           chock hook pre-commit --ci
           chock hook pre-push --ci
@@ -70,7 +75,8 @@ mod tests {
     fn the_workflow_is_written_once_and_kept() -> Result<(), HookError> {
         let file = Path::new("chock.yml");
         let first = updated(file, None)?.unwrap_or_default();
-        assert!(first.contains("chock policy check"));
+        assert!(first.contains("run: chock check\n"));
+        assert!(first.contains("fetch-depth: 0"));
         assert!(first.contains("chock hook pre-push --ci"));
         assert_eq!(updated(file, Some(&first))?, None);
         let stale = format!("{MARK}\nname: old\n");
