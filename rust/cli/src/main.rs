@@ -36,7 +36,7 @@ const VERSION: &str = concat!(
 
 /// Chock decides what a coding agent may do on your machine.
 #[derive(Debug, Parser)]
-#[command(name = "chock", version = VERSION, about, propagate_version = true)]
+#[command(name = "chock", version = VERSION, about, propagate_version = true, after_help = exit::TABLE)]
 struct Cli {
     /// Log what Chock does on stderr (debug level); `CHOCK_LOG` takes a tracing filter instead.
     #[arg(long, global = true)]
@@ -121,7 +121,20 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // --help and --version are no mistake; a closed stdout is not
+        // worth a word.
+        Err(error) => {
+            let _ = error.print();
+            return if error.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::SUCCESS
+            }
+            .into();
+        }
+    };
     init_tracing(cli.verbose);
     let outcome = match cli.command {
         Command::Policy(c) => commands::policy::run(c),

@@ -130,3 +130,62 @@ fn a_full_disk_behind_stdout_is_a_named_failure() {
         describe(&out)
     );
 }
+
+#[test]
+fn a_usage_mistake_exits_2_naming_what_is_accepted() {
+    let fx = Fixture::host();
+    for (args, named) in [
+        (&["log", "show", "--decision", "maybe"][..], "allow"),
+        (&["sync", "--agents", "claud"], "claude"),
+        (&["policy", "explian"], "explain"),
+        (&["--no-such-flag"], "--no-such-flag"),
+    ] {
+        let out = fx.chock().args(args).output().expect("run chock");
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "chock {args:?}: {}",
+            describe(&out)
+        );
+        assert!(
+            text(&out.stderr).contains(named),
+            "chock {args:?} names `{named}`: {}",
+            describe(&out)
+        );
+    }
+}
+
+#[test]
+fn the_exit_codes_are_in_help_and_the_manual_page() {
+    let fx = Fixture::host();
+    for args in [&["--help"][..], &["man"]] {
+        let out = fx.chock().args(args).output().expect("run chock");
+        assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+        let shown = text(&out.stdout);
+        for row in [
+            "Exit codes",
+            "0    done",
+            "2    the command line",
+            "125 (refused)",
+        ] {
+            assert!(
+                shown.contains(row),
+                "chock {args:?} lacks `{row}`:\n{shown}"
+            );
+        }
+    }
+}
+
+#[test]
+fn exec_tells_the_program_s_own_3_from_a_refusal() {
+    let fx = Fixture::host();
+    let own = fx.exec(&[], &["sh", "-c", "exit 3"]);
+    assert_eq!(own.status.code(), Some(3), "{}", describe(&own));
+    fx.rules(r#".{ .action = "exec.path.sh", .decision = .deny }"#);
+    let refused = fx.exec(&[], &["sh", "-c", "exit 3"]);
+    assert_eq!(refused.status.code(), Some(125), "{}", describe(&refused));
+    let json = fx.exec(&["--json"], &["sh", "-c", "exit 3"]);
+    assert_eq!(json.status.code(), Some(125), "{}", describe(&json));
+    let report: serde_json::Value = serde_json::from_slice(&json.stdout).expect("one JSON object");
+    assert_eq!(report["decision"], "deny", "{report}");
+}

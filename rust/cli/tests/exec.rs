@@ -86,11 +86,11 @@ fn ctrl_c_reaches_the_program() {
 }
 
 #[test]
-fn a_refusal_names_the_rule_to_write_and_exits_3() {
+fn a_refusal_names_the_rule_to_write_and_exits_125() {
     let fx = Fixture::host();
     fx.rules(r#".{ .action = "exec.path.sh", .decision = .deny }"#);
     let out = fx.exec(&[], &["sh", "-c", "echo ran"]);
-    assert_eq!(out.status.code(), Some(3), "{}", describe(&out));
+    assert_eq!(out.status.code(), Some(125), "{}", describe(&out));
     assert!(!text(&out.stdout).contains("ran"));
     let stderr = text(&out.stderr);
     assert!(
@@ -107,7 +107,7 @@ fn a_refusal_names_the_rule_to_write_and_exits_3() {
 fn an_ask_is_a_refusal_with_the_rule_that_would_allow_it() {
     let fx = Fixture::host();
     let out = fx.exec(&[], &["./a/../b"]);
-    assert_eq!(out.status.code(), Some(3), "{}", describe(&out));
+    assert_eq!(out.status.code(), Some(125), "{}", describe(&out));
     let stderr = text(&out.stderr);
     assert!(stderr.contains("exec.unparsed"), "{stderr}");
     assert!(
@@ -232,7 +232,7 @@ fn the_dev_shell_is_the_toolchain_and_nothing_else_of_the_store() {
 fn a_dev_shell_the_flake_lacks_stops_with_the_names_it_has() {
     let fx = Fixture::flake();
     let out = fx.exec(&["--dev-shell", "nope"], &["true"]);
-    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    assert_eq!(out.status.code(), Some(124), "{}", describe(&out));
     let stderr = text(&out.stderr);
     assert!(
         stderr.contains("no attribute 'devShells.") && stderr.contains(".nope'"),
@@ -349,7 +349,7 @@ fn store_programs_are_named_by_whether_the_closure_holds_them() {
     // Any other store path: exec.nix.store.*, shipped ask, so refused here.
     let outside = fx.outside_store_path();
     let refused = fx.exec(&[], &[outside.to_str().expect("utf-8")]);
-    assert_eq!(refused.status.code(), Some(3), "{}", describe(&refused));
+    assert_eq!(refused.status.code(), Some(125), "{}", describe(&refused));
     assert!(
         text(&refused.stderr).contains("exec.nix.store."),
         "{}",
@@ -489,7 +489,7 @@ fn a_changed_dev_shell_is_built_only_as_chock_build_would() {
     let action = format!("nix.build.devShells.{system}.default");
 
     let refused = fx.exec(&[], &["./probe", "env"]);
-    assert_eq!(refused.status.code(), Some(3), "{}", describe(&refused));
+    assert_eq!(refused.status.code(), Some(125), "{}", describe(&refused));
     let stderr = text(&refused.stderr);
     assert!(
         stderr.contains(&action) && stderr.contains("chock.zon"),
@@ -512,7 +512,7 @@ fn a_changed_dev_shell_is_built_only_as_chock_build_would() {
         r#".{{ .action = "{action}", .decision = .allow }}"#
     ));
     let refused = fx.exec(&[], &["./probe", "env"]);
-    assert_eq!(refused.status.code(), Some(3), "{}", describe(&refused));
+    assert_eq!(refused.status.code(), Some(125), "{}", describe(&refused));
     assert!(
         text(&refused.stderr).contains(&host),
         "{}",
@@ -573,8 +573,8 @@ fn a_dev_shell_input_missing_from_the_store_is_fetched_under_the_rules() {
     );
     assert_eq!(
         refused.status.code(),
-        Some(1),
-        "as chock build ends: {}",
+        Some(124),
+        "Chock failed before the program ran: {}",
         describe(&refused)
     );
     assert!(
@@ -621,7 +621,7 @@ fn a_shell_script_is_decided_per_segment_and_git_as_the_git_reading() {
     std::fs::write(fx.project.join("important/keep.txt"), "keep").expect("write");
     fx.rules(r#".{ .action = "exec.path.rm", .decision = .deny }"#);
     let out = fx.exec(&[], &["sh", "-c", "cd sub && rm -rf ../important"]);
-    assert_eq!(out.status.code(), Some(3), "{}", describe(&out));
+    assert_eq!(out.status.code(), Some(125), "{}", describe(&out));
     let stderr = text(&out.stderr);
     assert!(
         stderr.contains("exec.path.rm") && stderr.contains("deny"),
@@ -649,10 +649,10 @@ fn a_shell_script_is_decided_per_segment_and_git_as_the_git_reading() {
         &[],
         &["env", "FOO=1", "timeout", "5", "rm", "-rf", "important"],
     );
-    assert_eq!(out.status.code(), Some(3), "{}", describe(&out));
+    assert_eq!(out.status.code(), Some(125), "{}", describe(&out));
     assert!(fx.project.join("important/keep.txt").exists());
     let out = fx.exec(&["--json"], &["git", "push", "origin", "main"]);
-    assert_eq!(out.status.code(), Some(3), "{}", describe(&out));
+    assert_eq!(out.status.code(), Some(125), "{}", describe(&out));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
     assert_eq!(report["action"], "git.push");
     assert_eq!(fx.last_logged("git.push")["subject"], "git push");

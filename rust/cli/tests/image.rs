@@ -240,7 +240,7 @@ fn a_session_on_the_tree_holds_off_a_moved_tag_until_it_ends_even_killed() {
         started.elapsed() < Duration::from_secs(5),
         "refused at once, not left waiting"
     );
-    assert_eq!(b.status.code(), Some(1), "{}", describe(&b));
+    assert_eq!(b.status.code(), Some(124), "{}", describe(&b));
     let said = text(&b.stderr);
     assert!(
         said.contains(REFERENCE)
@@ -320,7 +320,7 @@ fn an_image_not_on_the_machine_is_refused_with_the_command_that_puts_it_there() 
     let fx = Fixture::host();
     fx.zon(".{\n    .container = .{ .image = \"ghcr.io/org/absent:3\", .path = \"../no-layout\" },\n}\n");
     let out = fx.exec(&[], &["sh", "-c", "true"]);
-    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    assert_eq!(out.status.code(), Some(124), "{}", describe(&out));
     let said = text(&out.stderr);
     assert!(
         said.contains("chock.zon:2:") && said.contains("not on this machine"),
@@ -428,7 +428,7 @@ fn an_image_in_podmans_store_is_read_through_podman_save_and_nothing_is_pulled()
         .args(["exec", "--", "cat", "/etc/version"])
         .output()
         .expect("run chock");
-    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    assert_eq!(out.status.code(), Some(124), "{}", describe(&out));
     let said = text(&out.stderr);
     assert!(
         said.contains("not on this machine")
@@ -501,7 +501,7 @@ fn the_tool_server_runs_commands_in_the_image_and_holds_it_for_its_session() {
 
     make_image(&fx, "two");
     let other = fx.exec(&[], &["cat", "/etc/version"]);
-    assert_eq!(other.status.code(), Some(1), "{}", describe(&other));
+    assert_eq!(other.status.code(), Some(124), "{}", describe(&other));
     assert!(
         text(&other.stderr).contains("run again later"),
         "{}",

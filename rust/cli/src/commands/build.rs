@@ -226,7 +226,7 @@ fn failed(error: &BuildError, json: bool) -> ExitCode {
         BuildError::Request(_) => ("request", exit::FAILURE),
         BuildError::Eval(_) => ("evaluation", exit::FAILURE),
         BuildError::Refused(_) => ("refused", exit::REFUSED),
-        BuildError::Fault(_) => ("fault", exit::FAULT),
+        BuildError::Fault(_) => ("fault", exit::FAILURE),
     };
     if json {
         outln!(

@@ -63,7 +63,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(if report.can_run {
         exit::SUCCESS
     } else {
-        exit::FAULT
+        exit::FAILURE
     }
     .into())
 }

@@ -47,7 +47,16 @@ pub struct Args {
     pub command: Vec<OsString>,
 }
 
+/// The program's own status, or Chock's outcome in the codes no program's
+/// ordinary status is taken for (`exit::EXEC_FAILED`, `exit::EXEC_REFUSED`).
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    execute(args).or_else(|error| {
+        eprintln!("chock: {error:#}");
+        Ok(exit::EXEC_FAILED.into())
+    })
+}
+
+fn execute(args: Args) -> anyhow::Result<ExitCode> {
     let cwd = std::env::current_dir()?;
     let project = Project::for_command(args.project.as_deref())?;
     for notice in project.ignored_notices() {
@@ -83,7 +92,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 Ok(made) => made,
                 Err(error) => {
                     eprintln!("chock: {error}");
-                    return Ok(exit::FAILURE.into());
+                    return Ok(exit::EXEC_FAILED.into());
                 }
             };
             for notice in notices {
@@ -209,7 +218,7 @@ fn refused(planned: &Planned, program: &str, json: bool) -> ExitCode {
             "notices": planned.notices.iter().map(ToString::to_string).collect::<Vec<_>>(),
         });
         outln!("{report}");
-        return exit::REFUSED.into();
+        return exit::EXEC_REFUSED.into();
     }
     let by = match (
         &verdict.decided_by.rule,
@@ -230,7 +239,7 @@ fn refused(planned: &Planned, program: &str, json: bool) -> ExitCode {
             suggestion.block, suggestion.rule
         );
     }
-    exit::REFUSED.into()
+    exit::EXEC_REFUSED.into()
 }
 
 fn failed(error: &ExecError) -> ExitCode {
@@ -244,17 +253,17 @@ fn failed(error: &ExecError) -> ExitCode {
                 126
             }
         }
-        // The dev shell's build ends as chock build would.
-        ExecError::DevShell(DevShellError::Build { source, .. }) => match source {
-            BuildError::Refused(_) => exit::REFUSED,
-            BuildError::Fault(_) => exit::FAULT,
-            BuildError::Request(_) | BuildError::Eval(_) => exit::FAILURE,
-        },
-        ExecError::Sandbox(_) | ExecError::Cache { .. } => exit::FAULT,
-        ExecError::Project(_)
+        // A refused build of the dev shell is a refusal of the command.
+        ExecError::DevShell(DevShellError::Build {
+            source: BuildError::Refused(_),
+            ..
+        }) => exit::EXEC_REFUSED,
+        ExecError::Sandbox(_)
+        | ExecError::Cache { .. }
+        | ExecError::Project(_)
         | ExecError::DevShell(_)
         | ExecError::Image(_)
-        | ExecError::NoProgram => exit::FAILURE,
+        | ExecError::NoProgram => exit::EXEC_FAILED,
     };
     code.into()
 }

@@ -42,8 +42,8 @@ pub struct SyncArgs {
     #[arg(long, value_name = "DIR")]
     pub project: Option<PathBuf>,
     /// The agents to wire, e.g. `claude,cursor` (default: those whose folder the project has).
-    #[arg(long, value_name = "LIST")]
-    pub agents: Option<String>,
+    #[arg(long, value_name = "LIST", value_parser = agent_list)]
+    pub agents: Option<AgentList>,
     /// Also write the GitHub Actions workflow .github/workflows/chock.yml.
     #[arg(long)]
     pub ci: bool,
@@ -142,9 +142,20 @@ pub(crate) fn project_dir(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
     Ok(chock_hook::project::resolve(explicit, None, var, &cwd))
 }
 
+/// `--agents`: parsed by clap, so a name it does not know is a usage
+/// error (exit 2) naming the agents it does.
+#[derive(Clone, Debug)]
+pub struct AgentList(Vec<agent::Agent>);
+
+fn agent_list(text: &str) -> Result<AgentList, String> {
+    agent::parse_list(text)
+        .map(AgentList)
+        .map_err(|error| error.to_string())
+}
+
 pub fn sync(args: SyncArgs) -> anyhow::Result<ExitCode> {
     let project = project_dir(args.project.as_deref())?;
-    let agents = args.agents.as_deref().map(agent::parse_list).transpose()?;
+    let agents = args.agents.map(|list| list.0);
     let report = sync::sync(&SyncOptions {
         project: project.clone(),
         agents,

@@ -83,7 +83,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             Ok(report) => report,
             Err(error) => {
                 eprintln!("chock inputs: {error:#}");
-                return Ok(exit::FAULT.into());
+                return Ok(exit::FAILURE.into());
             }
         }
     } else {
@@ -112,7 +112,7 @@ fn exit_code(report: &Report, fetched: bool) -> u8 {
         .iter()
         .any(|i| matches!(i.state, InputState::Failed(_)))
     {
-        exit::FAULT
+        exit::FAILURE
     } else {
         exit::REFUSED
     }

@@ -112,7 +112,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             eprintln!("chock run: {error}");
             let code = match error {
                 RunError::Refused(_) => exit::REFUSED,
-                RunError::Provider(_) => exit::FAULT,
+                RunError::Provider(_) => exit::FAILURE,
                 RunError::NoProvider(_)
                 | RunError::Setup(_)
                 | RunError::Start(_)

@@ -207,7 +207,7 @@ fn prune(sessions: &Sessions, days: u64) -> anyhow::Result<ExitCode> {
     Ok(if failed == 0 {
         exit::SUCCESS
     } else {
-        exit::FAULT
+        exit::FAILURE
     }
     .into())
 }
