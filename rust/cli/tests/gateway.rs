@@ -1224,6 +1224,14 @@ fn what_a_server_says_anywhere_is_scrubbed_of_the_secret_it_was_given() {
         "{prompt}"
     );
     read.push(prompt);
+    assert!(
+        !client
+            .notifications
+            .iter()
+            .any(|n| n["method"] == "notifications/message"),
+        "a server's log is not passed on: {:?}",
+        client.notifications
+    );
     read.extend(client.notifications.iter().cloned());
     for message in &read {
         assert!(!message.to_string().contains(SECRET), "{message}");
