@@ -161,12 +161,12 @@ echo '{"decision": "allow"}'
 #[test]
 fn a_policy_written_with_new_passes_its_checks_and_sync_writes_the_index_once() {
     let repo = Repo::new();
-    let out = repo.chock(&["new", "policy", "no-force"]);
+    let out = repo.chock(&["new", "policy", "ask-clean"]);
     assert!(out.status.success(), "{}", text(&out));
     let out = repo.chock(&["check", "--only", "validate,evals,conflicts,verify"]);
     assert!(out.status.success(), "{}", text(&out));
     assert!(
-        text(&out).contains("no-force: 2/2 cases passed"),
+        text(&out).contains("ask-clean: 2/2 cases passed"),
         "{}",
         text(&out)
     );
@@ -205,14 +205,14 @@ fn a_policy_written_with_new_passes_its_checks_and_sync_writes_the_index_once() 
         "{agents}"
     );
     let index = std::fs::read_to_string(repo.project.join(".agents/policies/INDEX.md")).unwrap();
-    assert!(index.contains("## no-force 0.1.0"), "{index}");
+    assert!(index.contains("## ask-clean 0.1.0"), "{index}");
     assert!(
-        index.contains(r#".action = "git.push", .decision = .ask"#),
+        index.contains(r#".action = "git.clean", .decision = .ask"#),
         "{index}"
     );
 
     // A rule change rewrites the index; the pointer stays as it was.
-    let manifest = repo.package("no-force").join("manifest.zon");
+    let manifest = repo.package("ask-clean").join("manifest.zon");
     let changed = std::fs::read_to_string(&manifest)
         .unwrap()
         .replace(".decision = .ask", ".decision = .deny")
@@ -234,18 +234,107 @@ fn a_policy_written_with_new_passes_its_checks_and_sync_writes_the_index_once() 
     let out = repo.chock(&[
         "policy",
         "explain",
-        "git.push",
+        "git.clean",
         "--agent-kind",
-        "git",
+        "claude",
         "--tool",
-        "pre-push",
+        "Bash",
     ]);
     let shown = text(&out);
-    assert!(shown.contains("git.push: deny"), "{shown}");
+    assert!(shown.contains("git.clean: deny"), "{shown}");
     assert!(
-        shown.contains("an installed policy's rule `no-force`"),
+        shown.contains("an installed policy's rule `ask-clean`"),
         "{shown}"
     );
+}
+
+#[test]
+fn checks_that_could_pass_vacuously_fail() {
+    let repo = Repo::new();
+    let dir = repo.package("ask-push");
+    write_package(
+        &dir,
+        "\"tool\"",
+        ".{ .action = \"git.push\", .decision = .ask }",
+        None,
+    );
+    std::fs::write(
+        dir.join("evals/push.json"),
+        r#"{"hook": "pre-push", "args": ["origin"], "expect": "ask"}"#,
+    )
+    .unwrap();
+    // A case at a hook point the package does not name.
+    let out = repo.chock(&["check", "--only", "evals"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("a hook point `ask-push` does not name"),
+        "{}",
+        text(&out)
+    );
+    // Named, it still asks without the package (git.push has no default).
+    write_package(
+        &dir,
+        "\"tool\", \"pre-push\"",
+        ".{ .action = \"git.push\", .decision = .ask }",
+        None,
+    );
+    let out = repo.chock(&["check", "--only", "evals"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("gets ask without `ask-push` too, so it tests nothing of it"),
+        "{}",
+        text(&out)
+    );
+    // A deny the package itself decides passes.
+    write_package(
+        &dir,
+        "\"tool\", \"pre-push\"",
+        ".{ .action = \"git.push\", .agent_kind = \"git\", .decision = .deny }",
+        None,
+    );
+    std::fs::write(
+        dir.join("evals/push.json"),
+        r#"{"hook": "pre-push", "args": ["origin"], "expect": "deny"}"#,
+    )
+    .unwrap();
+    let out = repo.chock(&["check", "--only", "evals"]);
+    assert!(out.status.success(), "{}", text(&out));
+
+    // The baseline samples the agent kind the rule names: the rule turned
+    // to allow is a diff, though `main` still gets the same answer.
+    let out = repo.chock(&["check", "--record-baseline"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let recorded = std::fs::read_to_string(dir.parent().unwrap().join("baseline.json")).unwrap();
+    assert!(recorded.contains(r#""agent_kind": "git""#), "{recorded}");
+    write_package(
+        &dir,
+        "\"tool\", \"pre-push\"",
+        ".{ .action = \"git.push\", .agent_kind = \"git\", .decision = .allow }",
+        None,
+    );
+    let out = repo.chock(&["check", "--only", "baseline"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out)
+            .contains("git.push (git)\n  - deny by policy ask-push\n  + allow by policy ask-push"),
+        "{}",
+        text(&out)
+    );
+    // Only allow cases, each true without the package: none tests it.
+    std::fs::write(
+        dir.join("evals/push.json"),
+        r#"{"hook": "tool", "agent": "claude", "payload": {"session_id": "e", "hook_event_name": "PreToolUse", "permission_mode": "default", "tool_name": "Bash", "tool_input": {"command": "cargo test"}}, "expect": "allow"}"#,
+    )
+    .unwrap();
+    let out = repo.chock(&["check", "--only", "evals"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("so none tests it"), "{}", text(&out));
+
+    // An unreadable manifest fails `--only evals`: every hook refuses meanwhile.
+    std::fs::write(dir.join("manifest.zon"), ".{ .id = \"ask-push\",\n").unwrap();
+    let out = repo.chock(&["check", "--only", "evals"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("manifest.zon"), "{}", text(&out));
 }
 
 #[test]
@@ -388,12 +477,12 @@ fn a_catalog_in_git_is_installed_pinned_verified_and_a_change_is_a_diff_first() 
     write_package(
         &upstream,
         "\"pre-push\"",
-        ".{ .action = \"git.push\", .decision = .ask }",
+        ".{ .action = \"git.push\", .agent_kind = \"git\", .decision = .deny }",
         None,
     );
     std::fs::write(
         upstream.join("evals/push.json"),
-        r#"{"hook": "pre-push", "args": ["origin"], "expect": "ask"}"#,
+        r#"{"hook": "pre-push", "args": ["origin"], "expect": "deny"}"#,
     )
     .unwrap();
     repo.git(&catalog, &["add", "."]);
@@ -415,7 +504,7 @@ fn a_catalog_in_git_is_installed_pinned_verified_and_a_change_is_a_diff_first() 
     let original = std::fs::read_to_string(&manifest).unwrap();
     std::fs::write(
         &manifest,
-        original.replace(".decision = .ask", ".decision = .allow"),
+        original.replace(".decision = .deny", ".decision = .allow"),
     )
     .unwrap();
     let out = repo.chock(&["check", "--only", "verify"]);

@@ -143,11 +143,20 @@ pub fn run(project: &Path, stages: &[&'static str]) -> Vec<Stage> {
                         Vec::new(),
                     );
                 }
-                (_, false) => {
+                // Run with `validate`, the stage says why it waited; run
+                // alone, it fails: a hook refuses every call meanwhile.
+                (_, false) if stages.contains(&"validate") => {
                     return Stage::skipped(
                         stage,
                         "skipped: `validate` found manifests that do not read",
                     );
+                }
+                (_, false) => {
+                    let mut problems = invalid.clone();
+                    for p in &mut problems {
+                        p.what = format!("not run, since every hook refuses every call while a manifest does not read: {}", p.what);
+                    }
+                    return Stage::new(stage, problems, Vec::new());
                 }
             };
             match stage {
@@ -258,12 +267,48 @@ fn run_evals(project: &Path, policy: &Policy) -> Stage {
                 "add a case (a payload and the verdict it must get) for what the policy refuses and for what it lets through",
             ));
         }
+        // The same policy without this package: a case must need it.
+        let others: Vec<PolicyPackage> = policy
+            .packages()
+            .iter()
+            .filter(|p| p.id != package.id)
+            .cloned()
+            .collect();
+        let without = match load(project, &others) {
+            Ok(without) => without,
+            Err(e) => {
+                problems.push(problem(
+                    format!(
+                        "{}: the policy without it could not be compiled: {e}",
+                        package.id
+                    ),
+                    "fix the file and line named",
+                ));
+                continue;
+            }
+        };
         let mut passed = 0;
+        let mut needed = 0;
         for case in &cases {
+            if !package.applies_at(case.hook) {
+                problems.push(problem(
+                    format!(
+                        "{}: a case at `{}`, a hook point `{}` does not name, so nothing enforces what it tests",
+                        case.file.display(),
+                        case.hook.as_str(),
+                        package.id
+                    ),
+                    format!("add \"{}\" to the manifest's `.hooks`, or change the case's `hook`", case.hook.as_str()),
+                ));
+                continue;
+            }
             let outcome = evals::run_case(policy, project, case);
-            if outcome.passed() {
-                passed += 1;
-            } else {
+            let unaided = evals::run_case(&without, project, case);
+            let vacuous = unaided.got == outcome.expect;
+            if !vacuous {
+                needed += 1;
+            }
+            if !outcome.passed() {
                 problems.push(problem(
                     format!(
                         "{}: expected {}, got {}: {}",
@@ -274,7 +319,28 @@ fn run_evals(project: &Path, policy: &Policy) -> Stage {
                     ),
                     "change the policy's rules or guard, or the case's `expect` if the case was wrong",
                 ));
+            } else if vacuous && outcome.expect != evals::Expect::Allow {
+                problems.push(problem(
+                    format!(
+                        "{}: gets {} without `{}` too, so it tests nothing of it",
+                        case.file.display(),
+                        outcome.expect.as_str(),
+                        package.id
+                    ),
+                    "make the case a call this policy's rules or guard decide",
+                ));
+            } else {
+                passed += 1;
             }
+        }
+        if !cases.is_empty() && needed == 0 {
+            problems.push(problem(
+                format!(
+                    "{}: every case gets its verdict without this policy too, so none tests it",
+                    package.id
+                ),
+                "add a case the policy's rules or guard decide (what it refuses or asks about)",
+            ));
         }
         notes.push(format!(
             "{}: {passed}/{} cases passed",
@@ -632,10 +698,40 @@ pub fn record_baseline(project: &Path) -> Result<usize, PackageError> {
             }
         }
     }
+    // Each action a package's rule names, asked by every agent kind and
+    // through every tool any rule names, so a rule scoped to one of them
+    // is in the sample.
+    let every_rule = || {
+        policy
+            .rules()
+            .iter()
+            .chain(policy.packages().iter().flat_map(|p| p.rules.rules()))
+    };
+    let named = |field: fn(&chock_policy::Rule) -> Option<&chock_policy::Pattern>| {
+        let mut names: Vec<String> = every_rule()
+            .filter_map(|r| {
+                field(r)
+                    .filter(|p| !p.is_class())
+                    .map(|p| p.as_str().to_owned())
+            })
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    };
+    let mut kinds = named(|r| r.agent_kind.as_ref());
+    kinds.push("main".to_owned());
+    let tools: Vec<Option<String>> = std::iter::once(None)
+        .chain(named(|r| r.tool.as_ref()).into_iter().map(Some))
+        .collect();
     for package in policy.packages() {
         for rule in package.rules.rules() {
             if let Some(action) = rule.action.as_ref().filter(|p| !p.is_class()) {
-                keys.push(("main".to_owned(), None, action.as_str().to_owned()));
+                for kind in &kinds {
+                    for tool in &tools {
+                        keys.push((kind.clone(), tool.clone(), action.as_str().to_owned()));
+                    }
+                }
             }
         }
     }

@@ -1,6 +1,8 @@
 //! `chock new policy <id>`: a package that passes `chock check` as written,
 //! for a person to change: a manifest with one rule and guidance, and two
-//! eval cases (a push the rule asks about, a call it leaves alone).
+//! eval cases (a `git clean` the rule asks about, which the shipped
+//! defaults allow, so the case fails without the policy; and a call it
+//! leaves alone).
 
 use std::path::{Path, PathBuf};
 
@@ -24,7 +26,7 @@ pub fn new_policy(project: &Path, id: &str) -> Result<PathBuf, PackageError> {
     let evals = Path::new(EVALS_DIR);
     let files = [
         (PathBuf::from(MANIFEST), manifest(id)),
-        (evals.join("push-is-asked.json"), PUSH_CASE.to_owned()),
+        (evals.join("clean-is-asked.json"), CLEAN_CASE.to_owned()),
         (evals.join("tests-run.json"), TESTS_CASE.to_owned()),
     ];
     let files: Vec<PackageFile> = files
@@ -46,23 +48,30 @@ fn manifest(id: &str) -> String {
     .version = "0.1.0",
     .summary = "Say in one line what this policy keeps from happening.",
     // Where it applies: "tool" (agents' tool calls), "pre-commit", "pre-push", "ci".
-    .hooks = .{{ "tool", "pre-push" }},
+    .hooks = .{{ "tool" }},
     // Rules as chock.zon writes them; they join the project's own.
     .rules = .{{
-        .{{ .action = "git.push", .decision = .ask }},
+        .{{ .action = "git.clean", .decision = .ask }},
     }},
     // A guard reads each call as JSON on stdin and prints
     // {{"decision": "allow" | "ask" | "deny", "reason": "..."}}:
     // .guard = .{{ .program = "guard.sh", .timeout_ms = 2000, .memory = "64MiB" }},
-    .guidance = "Explain to agents what to do instead of what this policy refuses.",
+    .guidance = "Explain to agents what to do instead of what this policy refuses: here, list what `git clean -n` would delete and ask the person.",
 }}
 "#
     )
 }
 
-const PUSH_CASE: &str = r#"{
-  "hook": "pre-push",
-  "args": ["origin", "https://example.invalid/repo.git"],
+const CLEAN_CASE: &str = r#"{
+  "hook": "tool",
+  "agent": "claude",
+  "payload": {
+    "session_id": "eval",
+    "hook_event_name": "PreToolUse",
+    "permission_mode": "default",
+    "tool_name": "Bash",
+    "tool_input": { "command": "git clean -fdx" }
+  },
   "expect": "ask"
 }
 "#;
