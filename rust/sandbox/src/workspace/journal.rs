@@ -622,3 +622,94 @@ pub(crate) fn write_tree(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn git(dir: &Path, args: &[&str]) -> String {
+        let out = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("git");
+        assert!(out.status.success(), "git {args:?}");
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
+    /// A repository on `main` at one commit, and the journal of an apply
+    /// that was to move main from it to a second commit, begun at
+    /// `started_ms`.
+    fn interrupted(started_ms: u64) -> (tempfile::TempDir, PathBuf, PathBuf, String, String) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().canonicalize().expect("canonical");
+        let project = root.join("project");
+        std::fs::create_dir(&project).expect("project");
+        git(&project, &["init", "-q", "-b", "main"]);
+        std::fs::write(project.join("a"), "old\n").expect("a");
+        git(&project, &["add", "a"]);
+        git(&project, &["commit", "-q", "-m", "old"]);
+        let tip = git(&project, &["rev-parse", "HEAD"]);
+        std::fs::write(project.join("a"), "new\n").expect("a");
+        git(&project, &["commit", "-q", "-am", "new"]);
+        let new = git(&project, &["rev-parse", "HEAD"]);
+        git(&project, &["reset", "-q", "--hard", &tip]);
+        let state = root.join("state");
+        std::fs::create_dir(&state).expect("state");
+        let record = Record {
+            session: "s".into(),
+            project: project.clone(),
+            workspace: state.join("s"),
+            pid: 1,
+            started_ms,
+            step: Step::Git {
+                branch: "main".into(),
+                tip: tip.clone(),
+                new: new.clone(),
+                reference: "refs/chock/s".into(),
+            },
+        };
+        write(&state.join(JOURNAL), &record).expect("journal");
+        (dir, project, state, tip, new)
+    }
+
+    /// A lock git's index holds that was made before the apply began is
+    /// not provably Chock's: the recovery refuses, naming it, and leaves
+    /// it and the journal alone.
+    #[test]
+    fn a_lock_older_than_the_journal_is_left_and_named() {
+        let (_dir, project, state, tip, _) = interrupted(now_ms() + 60_000);
+        std::fs::write(project.join(".git/index.lock"), "").expect("lock");
+        let why = recover_dir(&state).expect_err("refused").to_string();
+        assert!(
+            why.contains("index.lock") && why.contains("not provably"),
+            "{why}"
+        );
+        assert!(project.join(".git/index.lock").exists());
+        assert!(state.join(JOURNAL).exists());
+        assert_eq!(git(&project, &["rev-parse", "main"]), tip);
+    }
+
+    /// The branch moved, the tree did not, and git's index lock was left
+    /// by the killed apply: the lock goes, the tree and index are moved to
+    /// the branch, and the journal is done.
+    #[test]
+    fn a_branch_moved_without_its_tree_is_finished() {
+        let (_dir, project, state, _, new) = interrupted(now_ms().saturating_sub(1000));
+        git(&project, &["update-ref", "refs/heads/main", &new]);
+        std::fs::write(project.join(".git/index.lock"), "").expect("lock");
+        let said = recover_dir(&state).expect("recovered").join("\n");
+        assert!(
+            said.contains("removed") && said.contains("finished"),
+            "{said}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(project.join("a")).expect("a"),
+            "new\n"
+        );
+        assert_eq!(git(&project, &["status", "--porcelain"]), "");
+        assert!(!project.join(".git/index.lock").exists());
+        assert!(!state.join(JOURNAL).exists());
+    }
+}
