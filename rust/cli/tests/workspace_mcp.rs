@@ -78,7 +78,6 @@ fn initialize_is_answered_before_the_workspace_is_written() {
         "{read}"
     );
     assert!(!read.contains("\"isError\":true"), "{read}");
-    drop(send);
     let _ = child.kill();
     let _ = child.wait();
     eprintln!(
