@@ -85,7 +85,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 match SessionWorkspace::open_dir(&w.dir).and_then(SessionWorkspace::remove) {
                     Ok(()) => outln!("removed {}", w.meta.session),
                     Err(error) => {
-                        eprintln!("chock: {error}");
+                        eprintln!("chock: {}", chock_policy::visible(&error.to_string()));
                         kept += 1;
                     }
                 }
