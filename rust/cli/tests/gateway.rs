@@ -1142,6 +1142,12 @@ fn an_answer_over_its_bound_and_a_call_never_answered_fail_naming_the_server() {
         took >= Duration::from_secs(3) && took < Duration::from_secs(10),
         "{took:?}"
     );
+    // A flood of lines that are not JSON-RPC is dropped, said of in a
+    // few lines of Chock's own output, not one each.
+    let flooded = client.call("small__garbage", json!({"lines": 5000}));
+    assert_eq!(flooded.text, "written", "{flooded:?}");
+    let said = client.stderr().matches("that is not JSON-RPC").count();
+    assert!((1..=13).contains(&said), "{said}: {}", client.stderr());
     // Both servers are kept, and answer.
     for server in ["small", "big"] {
         let echoed = client.call(&format!("{server}__echo"), json!({"text": "still here"}));

@@ -46,6 +46,14 @@ def huge(mib: int) -> str:
 
 
 @server.tool()
+def garbage(lines: int) -> str:
+    """Write `lines` lines that are not JSON-RPC onto the protocol's stream."""
+    sys.stdout.write("not json-rpc\n" * lines)
+    sys.stdout.flush()
+    return "written"
+
+
+@server.tool()
 async def hang() -> str:
     """Never answer."""
     await asyncio.sleep(3600)

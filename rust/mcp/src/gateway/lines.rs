@@ -31,6 +31,9 @@ pub struct Lines {
     head: Vec<u8>,
     tail: Vec<u8>,
     skipped: usize,
+    /// How many lines were dropped; said at the 1st, 2nd, 4th, 8th...,
+    /// so a server that floods bad lines cannot flood Chock's own output.
+    dropped: u64,
 }
 
 impl Lines {
@@ -44,6 +47,7 @@ impl Lines {
             head: Vec::new(),
             tail: Vec::new(),
             skipped: 0,
+            dropped: 0,
         }
     }
 
@@ -95,10 +99,10 @@ impl Lines {
                 match id.and_then(|id| oversized(id, size, self.max)) {
                     Some(answer) => return Some(answer),
                     None => {
-                        tracing::warn!(
-                            "chock mcp: a server sent a message of {size} bytes, over its bound of {} bytes, that answers no request; it is dropped",
-                            self.max
-                        );
+                        let max = self.max;
+                        self.drop_line(format_args!(
+                            "a message of {size} bytes, over its bound of {max} bytes, that answers no request"
+                        ));
                         continue;
                     }
                 }
@@ -110,10 +114,20 @@ impl Lines {
             }
             match serde_json::from_slice(text) {
                 Ok(message) => return Some(message),
-                Err(e) => tracing::warn!(
-                    "chock mcp: a server sent a line that is not JSON-RPC ({e}); it is dropped"
-                ),
+                Err(e) => self.drop_line(format_args!("a line that is not JSON-RPC ({e})")),
             }
+        }
+    }
+}
+
+impl Lines {
+    fn drop_line(&mut self, what: std::fmt::Arguments<'_>) {
+        self.dropped += 1;
+        if self.dropped.is_power_of_two() {
+            tracing::warn!(
+                "chock mcp: a server sent {what}; it is dropped ({} dropped so far)",
+                self.dropped
+            );
         }
     }
 }
