@@ -1090,3 +1090,65 @@ fn the_ci_gate_judges_every_commit_of_the_pull_request_in_a_fresh_clone() {
         .unwrap();
     assert!(out.status.success(), "{}", text(&out));
 }
+
+#[test]
+fn explain_advises_a_rule_that_raises_a_package_deny_or_says_it_is_a_ceiling() {
+    let repo = Repo::new();
+    let dir = repo.package("no-push");
+    write_package(
+        &dir,
+        "\"pre-push\"",
+        ".{ .action = \"git.push\", .decision = .deny }",
+        None,
+    );
+    let explain = |repo: &Repo| {
+        text(&repo.chock(&[
+            "policy",
+            "explain",
+            "git.push",
+            "--agent-kind",
+            "git",
+            "--tool",
+            "pre-push",
+        ]))
+    };
+    let shown = explain(&repo);
+    assert!(shown.contains("git.push: deny"), "{shown}");
+    let advised = shown
+        .lines()
+        .skip_while(|l| !l.contains("to allow it, add to"))
+        .nth(1)
+        .unwrap_or_else(|| panic!("no advice: {shown}"))
+        .trim()
+        .trim_end_matches(',')
+        .to_owned();
+    // Written where it says, the advice changes the answer.
+    std::fs::write(
+        repo.project.join("chock.zon"),
+        format!(".{{ .policy = .{{ .rules = .{{ {advised} }} }} }}\n"),
+    )
+    .unwrap();
+    let shown = explain(&repo);
+    assert!(shown.contains("git.push: allow"), "{advised}: {shown}");
+
+    // A package rule as specific as the call: no rule raises it, and
+    // explain says so and how to remove the package.
+    write_package(
+        &dir,
+        "\"pre-push\"",
+        ".{ .action = \"git.push\", .tool = \"pre-push\", .agent_kind = \"git\", .decision = .deny }",
+        None,
+    );
+    std::fs::write(
+        repo.project.join("chock.zon"),
+        ".{ .policy = .{ .rules = .{ .{ .action = \"git.push\", .tool = \"pre-push\", .agent_kind = \"git\", .decision = .allow } } } }\n",
+    )
+    .unwrap();
+    let shown = explain(&repo);
+    assert!(shown.contains("git.push: deny"), "{shown}");
+    assert!(!shown.contains("to allow it, add to"), "{shown}");
+    assert!(
+        shown.contains("`no-push` is a ceiling here") && shown.contains("`chock remove no-push`"),
+        "{shown}"
+    );
+}

@@ -507,8 +507,31 @@ impl Policy {
     /// below allow: the project's `chock.zon`, else the bundle that lowers it.
     fn suggest(&self, key: &Key, own: Decision) -> Option<Suggestion> {
         if own < Decision::Allow {
-            let winner = self.project_rules().and_then(|r| r.best(key));
+            // The rule to beat is the most specific of the project's and
+            // every package's, as `project_answer` weighs them.
+            let packaged: Vec<&Rule> = self
+                .packages
+                .iter()
+                .filter_map(|p| p.rules.best(key))
+                .collect();
+            let own_best = self.project_rules().and_then(|r| r.best(key));
+            let winner = own_best
+                .into_iter()
+                .chain(packaged.iter().copied())
+                .max_by_key(|r| r.specificity());
             let (rule, beats) = rule_to_beat(key, winner)?;
+            // A package's rule as specific as any rule for this call can
+            // be, below allow, is a ceiling: no rule of chock.zon raises it.
+            let ceiling = winner.map(Rule::specificity);
+            if !beats
+                && packaged
+                    .iter()
+                    .any(|r| Some(r.specificity()) == ceiling && r.decision < Decision::Allow)
+            {
+                return None;
+            }
+            // Else the project's rule of that rank is the one to replace.
+            let winner = own_best.filter(|r| Some(r.specificity()) == ceiling);
             const TIE: &str = "it is as specific, and of two equal rules the more restrictive wins";
             let mut block = match (beats, winner.and_then(|w| w.source.as_ref())) {
                 (true, _) => format!(".policy.rules in {}", self.project_file.display()),

@@ -23,6 +23,9 @@ pub enum Command {
         layers: Layers,
     },
     /// Answer one action and say what decided it, and what rule would change it.
+    #[command(after_help = "Examples:
+  chock policy explain exec.path.rm            who answers `rm`, and the rule that would change it
+  chock policy explain net.fetch.org.github --json")]
     Explain {
         /// The action name, e.g. call.write_file or net.fetch.org.ziglang.docs.
         action: String,
@@ -46,17 +49,20 @@ pub enum Command {
     },
     /// Print the shipped default rules (as ZON, or JSON with --json).
     Defaults {
+        /// Print the rules as one JSON document instead of ZON.
         #[arg(long)]
         json: bool,
     },
     /// Print the control inputs: the files no agent writes unasked, and who reads each.
     Controls {
+        /// Print the control inputs as one JSON document.
         #[arg(long)]
         json: bool,
     },
 }
 
-/// Where the layers are.
+// Where the layers are (flattened into each command that loads them; a
+// doc comment here would become the command's about).
 #[derive(Debug, Args)]
 pub struct Layers {
     /// The project directory holding chock.zon (default: the one found from the current directory).
@@ -201,13 +207,14 @@ fn explain(
 fn explain_text(key: &Key, reading: Reading, verdict: &Verdict) -> String {
     let by = &verdict.decided_by;
     let mut out = format!("{}: {}\n", key.action, verdict.decision);
-    let mut place = match (&by.file, by.line) {
+    let at = match (&by.file, by.line) {
         (Some(file), Some(line)) => format!(" at {}:{line}", file.display()),
         _ => String::new(),
     };
-    if let Some(id) = &by.policy {
-        place = format!(" `{id}`{place}");
-    }
+    let place = match &by.policy {
+        Some(id) => format!(" `{id}`{at}"),
+        None => at.clone(),
+    };
     match (by.layer, &by.rule) {
         (Layer::Nothing, _) => {
             let answer = match reading {
@@ -229,11 +236,17 @@ fn explain_text(key: &Key, reading: Reading, verdict: &Verdict) -> String {
     {
         out.push_str(&format!("  note: {note}\n"));
     }
-    if let Some(s) = &verdict.suggestion {
-        out.push_str(&format!(
+    match (&verdict.suggestion, &by.policy) {
+        (Some(s), _) => out.push_str(&format!(
             "  to allow it, add to {}:\n    {},\n",
             s.block, s.rule
-        ));
+        )),
+        (None, Some(id)) if verdict.decision < chock_policy::Decision::Allow => {
+            out.push_str(&format!(
+                "  the installed policy `{id}` is a ceiling here: its rule is as specific as a rule for this call can be, and of two equal rules the more restrictive wins, so no rule in chock.zon raises it; to allow it, remove the policy (`chock remove {id}`) or change its rule{at}\n",
+            ));
+        }
+        _ => {}
     }
     out
 }
