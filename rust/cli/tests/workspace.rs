@@ -413,7 +413,12 @@ fn deny_read_refuses_a_folder_at_start() {
     let fx = repo(".{ .deny_read = .{ \"conf\" } }\n");
     std::fs::create_dir(fx.project.join("conf")).expect("mkdir");
     let out = in_workspace(&fx, &[], "true");
-    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    assert_eq!(
+        out.status.code(),
+        Some(124),
+        "Chock failed before the program ran: {}",
+        describe(&out)
+    );
     assert!(
         text(&out.stderr).contains("chock.zon:1") && text(&out.stderr).contains("is a folder"),
         "{}",
@@ -1010,7 +1015,12 @@ fn an_organisations_deny_read_is_covered_and_a_glob_there_refused_at_start() {
     );
     std::fs::write(&bundle, ".{ .deny_read = .{ \"keys/*.pem\" } }\n").expect("bundle");
     let out = in_workspace(&fx, &["other", &flag], "true");
-    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    assert_eq!(
+        out.status.code(),
+        Some(124),
+        "Chock failed before the program ran: {}",
+        describe(&out)
+    );
     assert!(
         text(&out.stderr).contains("org.zon") && text(&out.stderr).contains("globs are not read"),
         "{}",
