@@ -14,7 +14,7 @@ mod progress;
 
 use std::process::ExitCode;
 
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches as _, Parser, Subcommand};
 
 /// mimalloc for every allocation, not only the evaluator's values (which
 /// chock-fix already takes from it): the parser's trees, builtins' vectors
@@ -63,12 +63,22 @@ enum Command {
     /// Evaluate a Nix expression with fix, Chock's own evaluator.
     Eval(commands::eval::Args),
     /// Build one attribute of the project through your Nix daemon, after every host it reaches is answered.
+    #[command(after_help = "Examples:
+  chock build packages x86_64-linux default            build one package
+  chock build --plan --json packages x86_64-linux default  what it would fetch and run, asking nobody")]
     Build(commands::build::Args),
     /// List the project's flake inputs, the hosts they come from, and fetch what the policy allows.
     Inputs(commands::inputs::Args),
     /// Run a program in the sandbox, with the project's dev shell as its toolchain.
+    #[command(after_help = "Examples:
+  chock exec -- cargo test              run the tests in the sandbox, the dev shell as toolchain
+  chock exec --json -- make | jq .exit  the decision and the program's status as JSON
+  chock exec --workspace -- sh -c 'make && make check'")]
     Exec(commands::exec::Args),
     /// Probe each sandbox layer for real and say whether commands can run here.
+    #[command(after_help = "Examples:
+  chock doctor                   every check, and whether commands can run here
+  chock doctor && chock sync     wire the agents only on a machine that works")]
     Doctor(commands::doctor::Args),
     /// Show or clear the per-project toolchain cache.
     Cache(commands::cache::Args),
@@ -97,6 +107,10 @@ enum Command {
     /// Decide one tool call of an agent from its hook payload on stdin.
     Hook(commands::hook::Args),
     /// Wire Chock into each agent's hook file, the git hooks and CI.
+    #[command(after_help = "Examples:
+  chock sync --agents claude,codex   wire Claude Code and Codex in this project
+  chock sync                         wire the agents whose folder the project has
+  chock sync --ci                    also the GitHub Actions workflow that runs the checks")]
     Sync(commands::hook::SyncArgs),
     /// Write a new policy package.
     #[command(subcommand)]
@@ -108,8 +122,12 @@ enum Command {
     /// Export the log head, the verify result and the lock's hashes as one JSON document.
     #[command(subcommand)]
     Witness(commands::packages::WitnessCommand),
-    /// Verify the decision log's chain (`--verify-log`), optionally against a kept head.
-    Status(commands::packages::StatusArgs),
+    /// Show whether Chock is stopped, the log's head and the wired agents; `--verify-log` walks the log's chain.
+    #[command(after_help = "Examples:
+  chock status                  stopped or not, the log's head, the wired agents
+  chock status --json | jq .stopped
+  chock status --verify-log     walk the decision log's chain")]
+    Status(commands::status::Args),
     /// Make every hook refuse everything until `chock resume`.
     Stop(commands::hook::StopArgs),
     /// Undo `chock stop`.
@@ -120,8 +138,72 @@ enum Command {
     Man(commands::completions::ManArgs),
 }
 
+/// `chock --help`'s commands by task, in this order (clap lists
+/// subcommands under one heading only). Every visible command is in one
+/// group: a test says so.
+const GROUPS: &[(&str, &[&str])] = &[
+    (
+        "Protect your agents",
+        &[
+            "sync", "status", "doctor", "stop", "resume", "hook", "migrate", "approve",
+        ],
+    ),
+    (
+        "Policy and the decision log",
+        &["policy", "log", "check", "new", "install", "witness"],
+    ),
+    (
+        "Sandbox and Nix",
+        &["exec", "build", "inputs", "eval", "derivation", "cache"],
+    ),
+    (
+        "Chock's own agent",
+        &[
+            "run",
+            "acp",
+            "mcp",
+            "sessions",
+            "usage",
+            "memory",
+            "apply",
+            "workspace",
+            "login",
+        ],
+    ),
+    ("Shell", &["completions", "man"]),
+];
+
+/// The command line with `--help` listing its commands by [`GROUPS`].
+fn command() -> clap::Command {
+    let command = Cli::command();
+    let width = GROUPS
+        .iter()
+        .flat_map(|(_, names)| names.iter().map(|name| name.len()))
+        .max()
+        .unwrap_or(0);
+    let mut listed = String::new();
+    for (heading, names) in GROUPS {
+        listed.push_str(&format!("{heading}:\n"));
+        for name in *names {
+            let about = command
+                .find_subcommand(name)
+                .and_then(clap::Command::get_about)
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            listed.push_str(&format!("  {name:<width$}  {about}\n"));
+        }
+        listed.push('\n');
+    }
+    command.help_template(format!(
+        "{{about-with-newline}}\n{{usage-heading}} {{usage}}\n\n{listed}Options:\n{{options}}{{after-help}}"
+    ))
+}
+
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let parsed = command()
+        .try_get_matches()
+        .and_then(|matches| Cli::from_arg_matches(&matches));
+    let cli = match parsed {
         Ok(cli) => cli,
         // --help and --version are no mistake; a closed stdout is not
         // worth a word.
@@ -163,11 +245,11 @@ fn main() -> ExitCode {
         Command::Check(a) => commands::packages::check(a),
         Command::Install(a) => commands::packages::install(a),
         Command::Witness(c) => commands::packages::witness(c),
-        Command::Status(a) => commands::packages::status(a),
+        Command::Status(a) => commands::status::run(a),
         Command::Stop(a) => commands::hook::stop(a),
         Command::Resume(a) => commands::hook::resume(a),
-        Command::Completions(a) => commands::completions::run(a, Cli::command()),
-        Command::Man(a) => commands::completions::man(a, Cli::command()),
+        Command::Completions(a) => commands::completions::run(a, command()),
+        Command::Man(a) => commands::completions::man(a, command()),
     };
     match outcome {
         Ok(code) => code,
@@ -197,4 +279,99 @@ fn init_tracing(verbose: bool) {
         .with(log)
         .with(progress::layer())
         .init();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Cli;
+    use clap::CommandFactory;
+
+    /// Every visible command and flag, each with the words `--help` shows.
+    fn walk(command: &clap::Command, path: &str, blank: &mut Vec<String>) {
+        for arg in command.get_arguments().filter(|a| !a.is_hide_set()) {
+            if arg
+                .get_help()
+                .is_none_or(|h| h.to_string().trim().is_empty())
+            {
+                blank.push(format!("{path} {}", arg.get_id()));
+            }
+        }
+        for sub in command.get_subcommands().filter(|c| !c.is_hide_set()) {
+            let path = format!("{path} {}", sub.get_name());
+            let about = sub.get_about().map(ToString::to_string).unwrap_or_default();
+            if about.trim().is_empty() {
+                blank.push(path.clone());
+            }
+            // `--help` prints the long about: a doc comment of the Args
+            // struct flattened into the command becomes it, unless the
+            // variant's own words are all there is.
+            if let Some(long) = sub.get_long_about()
+                && !long.to_string().starts_with(about.trim_end_matches('.'))
+            {
+                blank.push(format!("{path} (--help begins `{long}`)"));
+            }
+            walk(sub, &path, blank);
+        }
+    }
+
+    #[test]
+    fn every_command_is_in_one_group_of_help() {
+        let command = Cli::command();
+        let grouped: Vec<&str> = super::GROUPS
+            .iter()
+            .flat_map(|(_, names)| names.iter().copied())
+            .collect();
+        for sub in command.get_subcommands().filter(|c| !c.is_hide_set()) {
+            let times = grouped
+                .iter()
+                .filter(|name| **name == sub.get_name())
+                .count();
+            assert_eq!(
+                times,
+                1,
+                "`chock {}` is in {times} groups of --help",
+                sub.get_name()
+            );
+        }
+        for name in grouped {
+            assert!(
+                command.find_subcommand(name).is_some(),
+                "--help groups `{name}`, no command"
+            );
+        }
+    }
+
+    /// clap takes a flattened struct's doc comment for the about of the
+    /// command it is flattened into (`chock policy explain` began "Where
+    /// the layers are").
+    #[test]
+    fn no_flattened_struct_brings_an_about() {
+        use clap::Args as _;
+        let probe = || clap::Command::new("probe");
+        for (name, command) in [
+            (
+                "Layers",
+                crate::commands::policy::Layers::augment_args(probe()),
+            ),
+            (
+                "SessionArgs",
+                crate::commands::run::SessionArgs::augment_args(probe()),
+            ),
+        ] {
+            assert!(
+                command.get_about().is_none(),
+                "{name}'s doc comment is an about"
+            );
+        }
+    }
+
+    #[test]
+    fn every_command_and_flag_has_help() {
+        let mut command = Cli::command();
+        // The subcommands' arguments are deferred until built.
+        command.build();
+        let mut blank = Vec::new();
+        walk(&command, "chock", &mut blank);
+        assert!(blank.is_empty(), "no help for: {blank:#?}");
+    }
 }

@@ -189,3 +189,39 @@ fn exec_tells_the_program_s_own_3_from_a_refusal() {
     let report: serde_json::Value = serde_json::from_slice(&json.stdout).expect("one JSON object");
     assert_eq!(report["decision"], "deny", "{report}");
 }
+
+#[test]
+fn bare_status_shows_the_stop_the_log_and_the_wired_agents() {
+    let fx = Fixture::flake();
+    let status = |fx: &Fixture| {
+        let out = fx
+            .chock()
+            .args(["status", "--json"])
+            .output()
+            .expect("chock status");
+        assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).expect("one JSON object")
+    };
+    let out = fx.chock().arg("status").output().expect("chock status");
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    assert!(
+        text(&out.stdout).contains("claude   not wired"),
+        "{}",
+        describe(&out)
+    );
+    let before = status(&fx);
+    assert_eq!(before["stopped"], serde_json::Value::Null, "{before}");
+    assert_eq!(before["agents"]["claude"]["wired"], false, "{before}");
+    for args in [&["sync", "--agents", "claude"][..], &["stop"]] {
+        let out = fx.chock().args(args).output().expect("run chock");
+        assert!(out.status.success(), "chock {args:?}: {}", describe(&out));
+    }
+    let after = status(&fx);
+    assert!(after["stopped"].is_string(), "{after}");
+    assert_eq!(after["agents"]["claude"]["wired"], true, "{after}");
+    assert_eq!(after["agents"]["codex"]["wired"], false, "{after}");
+    assert!(
+        after["log"]["head"].is_string(),
+        "the stop is logged: {after}"
+    );
+}

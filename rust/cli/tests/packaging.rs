@@ -25,14 +25,16 @@ fn text(bytes: Vec<u8>) -> String {
     String::from_utf8(bytes).expect("utf-8 output")
 }
 
-/// The subcommands `chock --help` lists, without `help`.
+/// The subcommands `chock --help` lists under its headings by task,
+/// without `help`.
 fn subcommands() -> Vec<String> {
     let help = text(chock(&["--help"]).stdout);
     let names: Vec<String> = help
         .lines()
-        .skip_while(|line| *line != "Commands:")
+        .skip_while(|line| !line.starts_with("Usage:"))
         .skip(1)
-        .take_while(|line| !line.trim().is_empty())
+        .take_while(|line| *line != "Options:")
+        .filter(|line| line.starts_with("  "))
         .filter_map(|line| line.split_whitespace().next())
         .filter(|name| *name != "help")
         .map(str::to_owned)

@@ -20,6 +20,7 @@ pub enum Command {
         /// Include every derivation the given ones depend on.
         #[arg(short, long)]
         recursive: bool,
+        /// The `.drv` files to show (store paths or files).
         #[arg(required = true, value_name = "DRV")]
         paths: Vec<PathBuf>,
     },

@@ -26,6 +26,10 @@ pub enum Command {
     /// Print `SEQ:SHA256` of the newest line, for you to keep somewhere else.
     Head,
     /// Show the decisions as a table: time, action, decision, what decided it, subject.
+    #[command(after_help = "Examples:
+  chock log show --decision deny         every refusal
+  chock log show --action 'exec.*'       every program run
+  chock log show --json | jq -r .action  the lines as stored, for jq")]
     Show {
         /// Only lines from this seq on.
         #[arg(long, value_name = "SEQ")]

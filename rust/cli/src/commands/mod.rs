@@ -21,5 +21,6 @@ pub mod packages;
 pub mod policy;
 pub mod run;
 pub mod sessions;
+pub mod status;
 pub mod usage;
 pub mod workspace;

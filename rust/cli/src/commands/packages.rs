@@ -6,7 +6,7 @@ use std::io::{IsTerminal as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use chock_log::{Head, Log, Rotation};
+use chock_log::{Log, Rotation};
 use chock_packages::install::{self, Installed, Pending};
 use chock_packages::{check, index, skeleton, witness};
 
@@ -60,18 +60,6 @@ pub enum WitnessCommand {
         #[arg(long, value_name = "DIR")]
         project: Option<PathBuf>,
     },
-}
-
-#[derive(Debug, clap::Args)]
-pub struct StatusArgs {
-    /// Walk the decision log's hash chain and report the first break (exit 1 at a break).
-    #[arg(long)]
-    verify_log: bool,
-    /// A head kept earlier (SEQ:SHA256, as `chock witness export` carries it): confirm it is still there.
-    #[arg(long, value_name = "SEQ:SHA", requires = "verify_log")]
-    head: Option<Head>,
-    #[arg(long)]
-    json: bool,
 }
 
 fn project_dir(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
@@ -180,16 +168,6 @@ pub fn witness(command: WitnessCommand) -> anyhow::Result<ExitCode> {
     let out = witness::export(&project, &log)?;
     outln!("{}", serde_json::to_string_pretty(&out)?);
     Ok(exit::SUCCESS.into())
-}
-
-pub fn status(args: StatusArgs) -> anyhow::Result<ExitCode> {
-    if !args.verify_log {
-        anyhow::bail!("`chock status` answers `--verify-log [--head SEQ:SHA]`; name it");
-    }
-    crate::commands::log::run(crate::commands::log::Command::Verify {
-        head: args.head,
-        json: args.json,
-    })
 }
 
 /// The policies' part of `chock sync`: `INDEX.md` and the pointer in `AGENTS.md`.

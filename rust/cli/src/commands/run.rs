@@ -32,7 +32,8 @@ pub struct Args {
     pub task: Vec<String>,
 }
 
-/// How a session is run, for `chock run` and `chock acp` alike.
+// How a session is run, for `chock run` and `chock acp` alike (flattened;
+// a doc comment here would become their about).
 #[derive(Debug, clap::Args)]
 pub struct SessionArgs {
     /// The provider instance of config.zon (default: the only one there).

@@ -26,12 +26,15 @@ pub enum Command {
     },
     /// Write the session's log and a readable transcript (ID.jsonl, ID.md) into DIR; nothing is overwritten.
     Export {
+        /// The session (`chock sessions` lists them).
         id: String,
+        /// The folder to write ID.jsonl and ID.md into.
         #[arg(long, value_name = "DIR")]
         to: PathBuf,
     },
     /// Remove a session's log (never a running one's); asks at a terminal.
     Remove {
+        /// The session (`chock sessions` lists them).
         id: String,
         /// Remove without asking.
         #[arg(long)]
@@ -39,6 +42,7 @@ pub enum Command {
     },
     /// Remove the logs of sessions last written more than N days ago (never a running one's).
     Prune {
+        /// The age in days a session's log must pass to be removed.
         #[arg(long, value_name = "N")]
         older_than: u64,
     },

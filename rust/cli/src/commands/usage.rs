@@ -20,7 +20,10 @@ pub struct Args {
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
     /// One session: tokens and cost per model.
-    Show { id: String },
+    Show {
+        /// The session (`chock sessions` lists them).
+        id: String,
+    },
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
