@@ -77,3 +77,84 @@ fn json_rows_say_what_blocks_and_the_jit_answer_shows() {
     let landlock = row("landlock")["detail"].as_str().expect("detail");
     assert!(landlock.starts_with("ABI "), "{landlock}");
 }
+
+/// The rows of `chock doctor --json` run with `env`, and its exit code.
+fn hook_rows(fx: &Fixture, env: &[(&str, &str)]) -> (Option<i32>, serde_json::Value) {
+    let out = fx
+        .chock()
+        .args(["doctor", "--json"])
+        .envs(env.iter().copied())
+        .output()
+        .expect("run chock doctor");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    (out.status.code(), report)
+}
+
+fn state_of<'a>(report: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    report["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .find(|r| r["name"] == name)
+        .map(|r| &r["state"])
+        .unwrap_or_else(|| panic!("no {name} row: {report}"))
+}
+
+#[test]
+fn what_would_refuse_every_hook_call_fails_the_doctor() {
+    let fx = Fixture::flake();
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_chock"))
+        .parent()
+        .unwrap();
+    let with_chock = format!("{}:/usr/bin:/bin", bin.display());
+    let out = fx
+        .chock()
+        .args(["sync", "--agents", "claude"])
+        .env("PATH", &with_chock)
+        .output()
+        .expect("chock sync");
+    assert!(out.status.success(), "{}", describe(&out));
+
+    let (code, report) = hook_rows(&fx, &[("PATH", &with_chock)]);
+    assert_eq!(code, Some(0), "{report}");
+    for row in [
+        "policy loads",
+        "chock on the hooks' PATH",
+        "timeout on the hooks' PATH",
+        "state folder",
+        "cache folder",
+        "claude hooks",
+    ] {
+        assert_eq!(state_of(&report, row), "ok", "{row}: {report}");
+    }
+
+    // The agents' PATH without chock: every call of a wired agent refused.
+    let (code, report) = hook_rows(&fx, &[("PATH", "/usr/bin:/bin")]);
+    assert_eq!(code, Some(1), "{report}");
+    assert_eq!(
+        state_of(&report, "chock on the hooks' PATH"),
+        "fail",
+        "{report}"
+    );
+    assert_eq!(state_of(&report, "claude hooks"), "fail", "{report}");
+
+    // A state folder that cannot be made (under a file).
+    let file = fx.root().join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let under = file.join("state");
+    let (code, report) = hook_rows(
+        &fx,
+        &[
+            ("PATH", &with_chock),
+            ("CHOCK_STATE_DIR", under.to_str().unwrap()),
+        ],
+    );
+    assert_eq!(code, Some(1), "{report}");
+    assert_eq!(state_of(&report, "state folder"), "fail", "{report}");
+
+    // A chock.zon that does not load.
+    fx.zon(".{ .policy = broken }\n");
+    let (code, report) = hook_rows(&fx, &[("PATH", &with_chock)]);
+    assert_eq!(code, Some(1), "{report}");
+    assert_eq!(state_of(&report, "policy loads"), "fail", "{report}");
+}

@@ -1,10 +1,14 @@
 //! `chock doctor`: probe each sandbox layer for real and say whether commands
-//! can run here. The probes are chock-sandbox's; this module prints the rows.
+//! can run here, then what the agents' hooks need: a policy that loads,
+//! `chock` and `timeout` on their PATH, writable state and cache folders
+//! with space, and each wired agent's entry reaching a working chock. The
+//! sandbox's probes are chock-sandbox's; the hooks' are here.
 
-use std::path::PathBuf;
-use std::process::ExitCode;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
 
-use chock_sandbox::doctor::{self, Options, State};
+use chock_hook::agent::Agent;
+use chock_sandbox::doctor::{self, Options, Row, State};
 use chock_sandbox::exec;
 use chock_sandbox::project::Project;
 
@@ -31,10 +35,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             Some(error.to_string()),
         ),
     };
-    let report = doctor::run(&Options {
+    let mut report = doctor::run(&Options {
         project: &project.dir,
         write_execute,
     });
+    report.rows.extend(hook_rows(&project.dir));
+    report.can_run = !report
+        .rows
+        .iter()
+        .any(|row| row.blocking && row.state == State::Fail);
     if args.json {
         outln!("{}", serde_json::to_string(&report)?);
     } else {
@@ -66,4 +75,155 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         exit::FAILURE
     }
     .into())
+}
+
+/// The least free space the state and cache folders need: the log, a stop
+/// file and a dev shell's environment are small, but a full disk refuses
+/// every hook call (the log line cannot be written).
+const MIN_FREE_BYTES: u64 = 64 << 20;
+
+/// What the agents' hooks need, each a row that blocks when every hook
+/// call would be refused without it.
+fn hook_rows(project: &Path) -> Vec<Row> {
+    let wired: Vec<(Agent, PathBuf)> = Agent::ALL
+        .into_iter()
+        .map(|agent| (agent, chock_hook::sync::agent_file(project, agent)))
+        .filter(|(agent, file)| {
+            std::fs::read_to_string(file).is_ok_and(|t| t.contains(&format!("chock hook {agent}")))
+        })
+        .collect();
+    let any_wired = !wired.is_empty();
+    let mut rows = vec![policy_row(project)];
+    // The hooks run `timeout -k 5 20 chock hook <agent>` through the
+    // agent's shell, with the PATH the agent was started with: this one.
+    let chock = on_path("chock").map_err(|e| {
+        format!("{e}: every hook call is refused; install chock there (cargo install --path rust/cli, or nix profile install)")
+    }).and_then(|path| working_chock(&path));
+    rows.push(row("chock on the hooks' PATH", any_wired, chock.clone()));
+    let timeout = on_path("timeout")
+        .map(|path| {
+            format!(
+                "{} (the hook entries bound chock hook with it)",
+                path.display()
+            )
+        })
+        .map_err(|e| format!("{e}: every hook entry fails; install coreutils"));
+    rows.push(row("timeout on the hooks' PATH", any_wired, timeout));
+    let state = chock_hook::stop::state_dir_from(|name| std::env::var_os(name))
+        .map_err(|e| e.to_string())
+        .and_then(|dir| writable_with_space(&dir));
+    rows.push(row("state folder", true, state));
+    let cache = chock_sandbox::project::cache_home()
+        .map_err(|e| e.to_string())
+        .and_then(|dir| writable_with_space(&dir.join("chock")));
+    rows.push(row("cache folder", false, cache));
+    for (agent, file) in &wired {
+        let shown = file.strip_prefix(project).unwrap_or(file).display();
+        let detail = match &chock {
+            Ok(found) => Ok(format!("{shown} calls chock hook {agent}: {found}")),
+            Err(_) => Err(format!(
+                "{shown} calls chock hook {agent}, and no working chock is on PATH: every call is refused"
+            )),
+        };
+        rows.push(row(hooks_row(*agent), true, detail));
+    }
+    if !any_wired {
+        rows.push(Row {
+            name: "agents wired",
+            state: State::Warn,
+            blocking: false,
+            detail: "none in this project: `chock sync --agents claude` (or cursor, gemini, codex) wires one".into(),
+        });
+    }
+    rows
+}
+
+fn hooks_row(agent: Agent) -> &'static str {
+    match agent {
+        Agent::Claude => "claude hooks",
+        Agent::Cursor => "cursor hooks",
+        Agent::Gemini => "gemini hooks",
+        Agent::Codex => "codex hooks",
+    }
+}
+
+fn row(name: &'static str, blocking: bool, result: Result<String, String>) -> Row {
+    let (state, detail) = match result {
+        Ok(detail) => (State::Ok, detail),
+        Err(detail) => (State::Fail, detail),
+    };
+    Row {
+        name,
+        state,
+        blocking,
+        detail,
+    }
+}
+
+/// Every layer the hooks load (chock.zon, its packages, the operator's
+/// config.zon): one that does not load refuses every call.
+fn policy_row(project: &Path) -> Row {
+    let loaded = chock_policy::LoadOptions::from_env(project, Vec::new())
+        .map_err(|e| e.to_string())
+        .and_then(|options| chock_policy::Policy::load(&options).map_err(|e| e.to_string()))
+        .map(|_| "chock.zon, its packages and config.zon load".to_owned())
+        .map_err(|e| format!("{e}: every hook call is refused until it loads"));
+    row("policy loads", true, loaded)
+}
+
+/// The first `name` on this process's PATH that is an executable file.
+fn on_path(name: &str) -> Result<PathBuf, String> {
+    let paths = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&paths)
+        .map(|dir| dir.join(name))
+        .find(|path| {
+            use std::os::unix::fs::PermissionsExt as _;
+            std::fs::metadata(path)
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+        .ok_or_else(|| format!("no `{name}` on PATH ({})", paths.to_string_lossy()))
+}
+
+/// The chock at `path` answers `--version`.
+fn working_chock(path: &Path) -> Result<String, String> {
+    let out = Command::new(path)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .map_err(|e| format!("{} does not run: {e}", path.display()))?;
+    let version = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    if out.status.success() && version.starts_with("chock ") {
+        Ok(format!("{} ({version})", path.display()))
+    } else {
+        Err(format!(
+            "{} is no working chock (`--version` answered {:?}): every hook call is refused",
+            path.display(),
+            out.status.code()
+        ))
+    }
+}
+
+/// `dir` (made when missing) takes a file, and its file system has
+/// [`MIN_FREE_BYTES`] free.
+fn writable_with_space(dir: &Path) -> Result<String, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{} cannot be made: {e}", dir.display()))?;
+    let probe = dir.join(format!(".chock-doctor-{}", std::process::id()));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+        .map_err(|e| format!("{} is not writable: {e}", dir.display()))?;
+    let _ = std::fs::remove_file(&probe);
+    let stat = rustix::fs::statvfs(dir).map_err(|e| format!("{}: statvfs: {e}", dir.display()))?;
+    let free = stat.f_bavail.saturating_mul(stat.f_frsize);
+    if free < MIN_FREE_BYTES {
+        return Err(format!(
+            "{} has {} MiB free, under the {} MiB the log and caches need: free some space",
+            dir.display(),
+            free >> 20,
+            MIN_FREE_BYTES >> 20
+        ));
+    }
+    Ok(format!("{} ({} MiB free)", dir.display(), free >> 20))
 }
