@@ -549,15 +549,17 @@ fn sync_twice_changes_nothing_the_second_time_and_keeps_the_person_s_settings() 
         settings["hooks"]["PostToolUse"][0]["hooks"][0]["command"],
         "./fmt.sh"
     );
-    assert_eq!(
-        settings["hooks"]["PreToolUse"][0]["hooks"][0]["command"],
-        "timeout -k 5 20 chock hook claude || exit 2"
-    );
-    // The entry runs as the agent runs it: through a shell. Without chock on
-    // PATH it refuses (exit 2) rather than letting the call through.
     let command = settings["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
         .as_str()
         .unwrap();
+    assert!(
+        command.starts_with("command -v chock ")
+            && command.ends_with("; timeout -k 5 20 chock hook claude || exit 2"),
+        "{command}"
+    );
+    // The entry runs as the agent runs it: through a shell. Without chock on
+    // PATH it refuses (exit 2) rather than letting the call through, and
+    // tells a teammate without Chock what to install.
     let missing = Command::new("sh")
         .args(["-c", command])
         .env_clear()
@@ -566,6 +568,11 @@ fn sync_twice_changes_nothing_the_second_time_and_keeps_the_person_s_settings() 
         .output()
         .unwrap();
     assert_eq!(missing.status.code(), Some(2), "{missing:?}");
+    let said = String::from_utf8_lossy(&missing.stderr);
+    assert!(
+        said.contains("Chock, which is not installed here") && !said.contains("not found"),
+        "{said}"
+    );
     let out = sandbox.hook_with("claude", &sandbox.payload("claude/bash-cd-rm.json"));
     assert_eq!(out.status.code(), Some(0));
     let gemini = std::fs::read_to_string(&gemini_settings).unwrap();
@@ -578,9 +585,12 @@ fn sync_twice_changes_nothing_the_second_time_and_keeps_the_person_s_settings() 
     )
     .unwrap();
     assert_eq!(cursor["version"], 1);
-    assert_eq!(
-        cursor["hooks"]["preToolUse"][0]["command"],
-        "timeout -k 5 20 chock hook cursor || exit 2"
+    assert!(
+        cursor["hooks"]["preToolUse"][0]["command"]
+            .as_str()
+            .unwrap()
+            .ends_with("; timeout -k 5 20 chock hook cursor || exit 2"),
+        "{cursor}"
     );
     assert_eq!(cursor["hooks"]["preToolUse"][0]["failClosed"], true);
     let codex = std::fs::read_to_string(sandbox.project.join(".codex/hooks.json")).unwrap();
@@ -700,10 +710,29 @@ fn git_hooks_refuse_a_push_the_policy_denies() {
 #[test]
 fn the_ci_gate_passes_an_ask_and_fails_a_deny() {
     let sandbox = Sandbox::new();
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(&sandbox.project)
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    };
+    git(&["init", "-q"]);
+    git(&["commit", "-q", "--allow-empty", "-m", "base"]);
+    // The gate judges a change against its base: none named is refused.
     let out = sandbox.chock(&["hook", "pre-push", "--ci"]);
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--base REF"),
+        "{out:?}"
+    );
+    let out = sandbox.chock(&["hook", "pre-push", "--ci", "--base", "HEAD"]);
     assert!(out.status.success(), "{out:?}");
     sandbox.policy(&[("git.push", "deny")]);
-    let out = sandbox.chock(&["hook", "pre-push", "--ci"]);
+    let out = sandbox.chock(&["hook", "pre-push", "--ci", "--base", "HEAD"]);
     assert_eq!(out.status.code(), Some(3), "{out:?}");
 }
 

@@ -33,6 +33,9 @@ pub struct Judged {
     pub verdict: Verdict,
     /// Why an act could not be named.
     pub unnamed: Option<String>,
+    /// What a guard said of it: told to whoever is answered, never
+    /// logged, since it may quote what the guard read.
+    pub said: Option<String>,
 }
 
 /// The action written for an act that could not be named.
@@ -54,6 +57,7 @@ pub fn judge(policy: &Policy, asker: &Asker<'_>, acts: Vec<Named>) -> Vec<Judged
                     action,
                     subject,
                     unnamed: None,
+                    said: None,
                 }
             }
             Named::Unnameable { subject, why } => Judged {
@@ -61,6 +65,7 @@ pub fn judge(policy: &Policy, asker: &Asker<'_>, acts: Vec<Named>) -> Vec<Judged
                 subject: Some(subject),
                 verdict: Verdict::bare(Decision::Deny, Layer::Nothing),
                 unnamed: Some(why),
+                said: None,
             },
         })
         .collect()
@@ -206,10 +211,12 @@ fn control_sentence(action: &str) -> &'static str {
 }
 
 fn describe_act(judged: &Judged) -> String {
-    match &judged.subject {
-        Some(subject) if judged.action == UNNAMED => format!("`{subject}`"),
-        Some(subject) => format!("`{}` ({subject})", judged.action),
-        None => format!("`{}`", judged.action),
+    match (&judged.subject, &judged.said) {
+        (Some(subject), _) if judged.action == UNNAMED => format!("`{subject}`"),
+        (Some(subject), Some(said)) => format!("`{}` ({subject}: {said})", judged.action),
+        (Some(subject), None) => format!("`{}` ({subject})", judged.action),
+        (None, Some(said)) => format!("`{}` ({said})", judged.action),
+        (None, None) => format!("`{}`", judged.action),
     }
 }
 

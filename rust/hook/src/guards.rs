@@ -47,6 +47,9 @@ pub struct GuardAnswer {
     pub decision: Decision,
     /// The guard's reason, or what went wrong with it.
     pub reason: String,
+    /// Whether `reason` is the guard's own words (its answer), which may
+    /// quote what it read, rather than Chock's account of a failure.
+    pub from_guard: bool,
     /// How long it took.
     pub took: Duration,
 }
@@ -249,13 +252,14 @@ pub fn review(project: &Path, base: &str) -> Result<Review, String> {
 /// Runs `package`'s guard on `call` with `project` as its workspace.
 pub fn run(project: &Path, package: &PolicyPackage, call: &Value) -> GuardAnswer {
     let started = Instant::now();
-    let (decision, reason) = match run_bounded(project, package, call) {
-        Ok(answer) => answer,
-        Err(why) => (Decision::Deny, why),
+    let (decision, reason, from_guard) = match run_bounded(project, package, call) {
+        Ok((decision, reason)) => (decision, reason, true),
+        Err(why) => (Decision::Deny, why, false),
     };
     GuardAnswer {
         decision,
         reason,
+        from_guard,
         took: started.elapsed(),
     }
 }
@@ -411,20 +415,23 @@ pub fn judge(policy: &Policy, project: &Path, point: HookPoint, call: &Value) ->
         .collect()
 }
 
-/// A guard's answer as one act; `about` (a commit under review) heads
-/// what it says.
+/// A guard's answer as one act about `about` (a commit under review). The
+/// guard's own reason is told but never logged, since it may quote what
+/// the guard read; Chock's account of a failed guard is the subject.
 fn judged(package: &PolicyPackage, answer: GuardAnswer, about: Option<String>) -> Judged {
-    let subject = match (about, answer.reason.is_empty()) {
-        (Some(about), true) => Some(about),
-        (Some(about), false) => Some(format!("{about}: {}", answer.reason)),
-        (None, false) => Some(answer.reason.clone()),
-        (None, true) => None,
+    let verdict = verdict(package, &answer);
+    let (subject, said) = match (answer.from_guard, about) {
+        (_, about) if answer.reason.is_empty() => (about, None),
+        (true, about) => (about, Some(answer.reason)),
+        (false, Some(about)) => (Some(format!("{about}: {}", answer.reason)), None),
+        (false, None) => (Some(answer.reason), None),
     };
     Judged {
         action: action(package),
         subject,
-        verdict: verdict(package, &answer),
+        verdict,
         unnamed: None,
+        said,
     }
 }
 
@@ -498,6 +505,7 @@ pub fn git(
                 let answer = GuardAnswer {
                     decision: Decision::Deny,
                     reason: format!("what the guard reads could not be gathered: {why}"),
+                    from_guard: false,
                     took: Duration::ZERO,
                 };
                 judged(package, answer, None)

@@ -322,6 +322,7 @@ pub fn git_gate(
         subject: subject.clone(),
         verdict,
         unnamed: None,
+        said: None,
     };
     // A guard that answers lower than the rules decides; the rules' act
     // and every other guard's answer is a line of its own.

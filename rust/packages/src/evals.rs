@@ -224,6 +224,7 @@ fn git_call(policy: &Policy, project: &Path, case: &Case) -> Judgement {
         subject: None,
         verdict: policy.decide(&key, Reading::Act),
         unnamed: None,
+        said: None,
     }];
     let request = guards::call(case.hook, "git", project, case.detail.clone());
     judged.extend(guards::judge(policy, project, case.hook, &request));

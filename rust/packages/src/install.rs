@@ -199,17 +199,20 @@ fn copy_tree(from: &Path, to: &Path) -> Result<(), PackageError> {
 }
 
 /// The difference between the installed package and the fetched one, as
-/// `git diff --no-index` shows it.
+/// `git diff --no-index` shows it, its files named `installed/...` and
+/// `upstream/...`.
 pub fn diff(installed: &Path, fetched: &Path) -> Result<String, PackageError> {
     let out = Command::new("git")
-        .args(["diff", "--no-index", "--no-color", "--"])
+        .args(["diff", "--no-index", "--no-color", "--no-prefix", "--"])
         .arg(installed)
         .arg(fetched)
         .output()
         .map_err(io(installed, "running git diff"))?;
+    // git names each file by the path given, less its leading `/`.
+    let shown = |dir: &Path| format!("{}/", dir.display().to_string().trim_start_matches('/'));
     let text = String::from_utf8_lossy(&out.stdout)
-        .replace(&format!("{}/", fetched.display()), "upstream/")
-        .replace(&format!("{}/", installed.display()), "installed/");
+        .replace(&shown(fetched), "upstream/")
+        .replace(&shown(installed), "installed/");
     Ok(text)
 }
 
