@@ -1301,3 +1301,36 @@ fn a_resource_is_read_from_the_server_that_listed_it_and_an_ambiguous_one_from_n
         );
     }
 }
+
+#[test]
+fn a_real_servers_answer_over_the_bound_with_its_id_last_fails_at_once_naming_it() {
+    // The TypeScript SDK writes a response's `id` after its result: the
+    // gateway finds it in the last bytes of a line it never held whole.
+    let env = Env::new();
+    // (A small bound: Node in the sandbox takes a while over tens of MiB.)
+    env.write("big.txt", &"y".repeat(2 << 20));
+    env.write("small.txt", "yy\n");
+    let filesystem = format!(
+        r#".{{ .name = "files", .command = .{{ "{}", "{}" }}, .max_answer_mib = 1 }}"#,
+        installed("mcp-server-filesystem"),
+        env.project.display()
+    );
+    project(&env, &[filesystem], "", &[JIT, &allow_tools("files")]);
+    let mut client = env.client(false, &[]);
+    let path = env.project.join("big.txt").display().to_string();
+    let (error, took) = rpc_error(&mut client, "files__read_text_file", json!({"path": path}));
+    let message = error["message"].as_str().expect("message");
+    assert!(
+        message.contains("MCP server `files`") && message.contains("1 MiB"),
+        "{error}"
+    );
+    assert!(took < Duration::from_secs(60), "{took:?}");
+    let small = client.call(
+        "files__read_text_file",
+        json!({"path": env.project.join("small.txt")}),
+    );
+    assert!(
+        !small.is_error && small.text.starts_with("yy"),
+        "the server is kept: {small:?}"
+    );
+}
