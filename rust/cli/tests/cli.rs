@@ -225,3 +225,66 @@ fn bare_status_shows_the_stop_the_log_and_the_wired_agents() {
         "the stop is logged: {after}"
     );
 }
+
+#[test]
+fn sync_that_wires_no_agent_fails_and_check_writes_nothing() {
+    let fx = Fixture::flake();
+    let out = fx.chock().arg("sync").output().expect("chock sync");
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    assert!(
+        text(&out.stderr).contains("no agent is wired"),
+        "{}",
+        describe(&out)
+    );
+
+    let settings = fx.project.join(".claude/settings.json");
+    let check = |fx: &Fixture| {
+        fx.chock()
+            .args(["sync", "--check", "--agents", "claude"])
+            .output()
+            .expect("chock sync --check")
+    };
+    let out = check(&fx);
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    assert!(
+        text(&out.stdout).contains("would create .claude/settings.json"),
+        "{}",
+        describe(&out)
+    );
+    assert!(
+        !fx.project.join(".claude").exists(),
+        "--check made the folder"
+    );
+
+    let out = fx
+        .chock()
+        .args(["sync", "--agents", "claude"])
+        .output()
+        .expect("chock sync");
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    let out = check(&fx);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+
+    // A person's edit of Chock's entry is a difference; their own key is not.
+    let text_of = std::fs::read_to_string(&settings).unwrap();
+    let mut json: serde_json::Value = serde_json::from_str(&text_of).unwrap();
+    json["model"] = "opus".into();
+    std::fs::write(&settings, serde_json::to_string_pretty(&json).unwrap() + "\n").unwrap();
+    let out = check(&fx);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    json["hooks"]["PreToolUse"][0]["hooks"][0]["command"] = "true".into();
+    let edited = serde_json::to_string_pretty(&json).unwrap() + "\n";
+    std::fs::write(&settings, &edited).unwrap();
+    let out = check(&fx);
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    assert!(
+        text(&out.stdout).contains("would update .claude/settings.json"),
+        "{}",
+        describe(&out)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&settings).unwrap(),
+        edited,
+        "--check wrote"
+    );
+}

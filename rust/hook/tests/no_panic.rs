@@ -96,6 +96,7 @@ proptest! {
             agents: Some(vec![Agent::Claude]),
             ci: false,
             chock: "chock".to_owned(),
+            check: false,
         });
         // A file that failed to sync is still exactly what it was.
         if report.files.first().is_some_and(|f| f.result.is_err()) {

@@ -47,6 +47,9 @@ pub struct SyncArgs {
     /// Also write the GitHub Actions workflow .github/workflows/chock.yml.
     #[arg(long)]
     pub ci: bool,
+    /// Write nothing; exit 1 when a file differs from what sync would write (for CI).
+    #[arg(long)]
+    pub check: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -161,26 +164,40 @@ pub fn sync(args: SyncArgs) -> anyhow::Result<ExitCode> {
         agents,
         ci: args.ci,
         chock: "chock".to_owned(),
+        check: args.check,
     });
-    if report.agents.is_empty() && report.detected {
-        outln!(
-            "no agent folder (.claude, .cursor, .gemini, .codex) in {}: name agents with --agents claude,cursor,gemini,codex",
+    let wired_none = report.agents.is_empty();
+    if wired_none {
+        eprintln!(
+            "chock sync: no agent is wired: {} has no agent folder holding anything (.claude, .cursor, .gemini, .codex); name them with --agents claude,cursor,gemini,codex",
             project.display()
         );
     }
+    let mut differs = false;
     for file in &report.files {
         let shown = file.path.strip_prefix(&project).unwrap_or(&file.path);
         match &file.result {
             Ok(change) => {
-                let word = match change {
-                    Change::Created => "created",
-                    Change::Updated => "updated",
-                    Change::Unchanged => "unchanged",
+                differs |= *change != Change::Unchanged;
+                let word = match (change, args.check) {
+                    (Change::Created, false) => "created",
+                    (Change::Updated, false) => "updated",
+                    (Change::Created, true) => "would create",
+                    (Change::Updated, true) => "would update",
+                    (Change::Unchanged, _) => "unchanged",
                 };
-                outln!("{word:<9} {}  ({})", shown.display(), file.what);
+                let width = if args.check { 12 } else { 9 };
+                outln!("{word:<width$} {}  ({})", shown.display(), file.what);
             }
             Err(error) => eprintln!("chock sync: {error}"),
         }
+    }
+    if args.check {
+        return Ok(if report.succeeded() && !differs && !wired_none {
+            exit::SUCCESS.into()
+        } else {
+            exit::FAILURE.into()
+        });
     }
     let index = crate::commands::packages::sync_index(&project);
     if let Err(error) = &index {
@@ -191,7 +208,7 @@ pub fn sync(args: SyncArgs) -> anyhow::Result<ExitCode> {
             "chock sync: the hook files call `chock`, which is not on PATH here: install it (cargo install --path rust/cli) so the hooks can run"
         );
     }
-    Ok(if report.succeeded() && index.is_ok() {
+    Ok(if report.succeeded() && index.is_ok() && !wired_none {
         exit::SUCCESS.into()
     } else {
         exit::FAILURE.into()

@@ -33,6 +33,9 @@ pub struct SyncOptions {
     pub ci: bool,
     /// How hook files call Chock (`chock`, found on PATH).
     pub chock: String,
+    /// Only say what a sync would change (`chock sync --check`): nothing
+    /// is written, no folder made.
+    pub check: bool,
 }
 
 /// What happened to one file.
@@ -85,7 +88,7 @@ pub fn sync(options: &SyncOptions) -> SyncReport {
     let mut files = Vec::new();
     for &agent in &agents {
         let path = agent_file(&options.project, agent);
-        let result = sync_agent(agent, &options.project, &path, &options.chock);
+        let result = sync_agent(agent, options, &path);
         files.push(FileOutcome {
             what: format!("{} hooks", agent.title()),
             path,
@@ -96,7 +99,7 @@ pub fn sync(options: &SyncOptions) -> SyncReport {
         Ok(dir) => {
             for hook in GitHook::ALL {
                 let path = dir.join(hook.name());
-                let result = sync_text_file(&dir, &path, true, |current| {
+                let result = sync_text_file(&dir, &path, true, options.check, |current| {
                     git_hooks::updated(hook, &path, current, &options.chock)
                 });
                 files.push(FileOutcome {
@@ -114,7 +117,7 @@ pub fn sync(options: &SyncOptions) -> SyncReport {
     }
     if options.ci {
         let path = ci::path(&options.project);
-        let result = sync_text_file(&options.project, &path, false, |current| {
+        let result = sync_text_file(&options.project, &path, false, options.check, |current| {
             ci::updated(&path, current)
         });
         files.push(FileOutcome {
@@ -173,12 +176,18 @@ const AGENT_TIMEOUT_SECS: u64 = 60;
 /// exit 2 as a refusal and most other failures as "go on", so a missing
 /// `chock` (exit 127), a missing `timeout`, a bound reached (124, 137) or
 /// any failure of chock refuses the call instead of letting it through.
+/// Before it, a teammate whose machine has no `chock` (the file is
+/// committed) is told what to install, and the call is still refused.
 fn hook_command(chock: &str, agent: Agent) -> String {
     format!(
-        "timeout -k {HOOK_KILL_AFTER_SECS} {HOOK_BOUND_SECS} {chock} hook {} || exit 2",
+        "command -v {chock} >/dev/null 2>&1 || {{ echo \"{MISSING}\" >&2; exit 2; }}; \
+         timeout -k {HOOK_KILL_AFTER_SECS} {HOOK_BOUND_SECS} {chock} hook {} || exit 2",
         agent.name()
     )
 }
+
+/// What a hook entry says where `chock` is not installed.
+const MISSING: &str = "This project decides each agent tool call with Chock, which is not installed here, so the call is refused. Install it (https://github.com/chock-dev/chock, or nix profile install github:chock-dev/chock), or remove Chock from this agent's hook settings.";
 
 /// Whether a handler in an agent's file is one Chock wrote (by any path to
 /// the binary, with any arguments, under `timeout` or not).
@@ -195,17 +204,19 @@ fn is_chocks(agent: Agent) -> impl Fn(&Value) -> bool {
             return false;
         };
         let words: Vec<&str> = command.split_whitespace().collect();
-        let Some(at) = words.iter().position(|w| base(w) == "chock") else {
-            return false;
-        };
-        let wrapped = at == 0 || base(words[0]) == "timeout";
-        wrapped && words.get(at + 1) == Some(&"hook") && words.get(at + 2) == Some(&agent.name())
+        // `chock hook <agent>` run first, or under `timeout`.
+        (0..words.len()).any(|at| {
+            base(words[at]) == "chock"
+                && words.get(at + 1) == Some(&"hook")
+                && words.get(at + 2) == Some(&agent.name())
+                && (at == 0 || words[..at].iter().any(|w| base(w) == "timeout"))
+        })
     }
 }
 
-fn sync_agent(agent: Agent, project: &Path, path: &Path, chock: &str) -> Result<Change, HookError> {
-    let command = hook_command(chock, agent);
-    sync_text_file(project, path, false, |current| {
+fn sync_agent(agent: Agent, options: &SyncOptions, path: &Path) -> Result<Change, HookError> {
+    let command = hook_command(&options.chock, agent);
+    sync_text_file(&options.project, path, false, options.check, |current| {
         let document = json::Document::parse(path, current)?;
         match agent {
             Agent::Claude | Agent::Codex => {
@@ -242,18 +253,42 @@ fn sync_agent(agent: Agent, project: &Path, path: &Path, chock: &str) -> Result<
 
 /// Reads a text file beneath `root`, asks `update` for its new text, and
 /// writes it when it changed. `executable`: the file must be runnable (a
-/// git hook).
+/// git hook). `check`: the change is only reported, and a missing file's
+/// folders are not made.
 fn sync_text_file(
     root: &Path,
     path: &Path,
     executable: bool,
+    check: bool,
     update: impl FnOnce(Option<&str>) -> Result<Option<String>, HookError>,
 ) -> Result<Change, HookError> {
-    let placed = write::Placed::open(root, path, false).or_else(|e| match e {
-        HookError::Io { ref source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+    let missing = |e: &HookError| matches!(e, HookError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound);
+    if check {
+        let current = match write::Placed::open(root, path, false) {
+            Ok(placed) => placed.read()?,
+            Err(e) if missing(&e) => None,
+            Err(e) => return Err(e),
+        };
+        let current = current
+            .map(|(bytes, _)| {
+                String::from_utf8(bytes).map_err(|_| HookError::Unparsable {
+                    path: path.to_owned(),
+                    message: "not UTF-8 text".to_owned(),
+                })
+            })
+            .transpose()?;
+        return Ok(match (update(current.as_deref())?, &current) {
+            (None, _) => Change::Unchanged,
+            (Some(_), Some(_)) => Change::Updated,
+            (Some(_), None) => Change::Created,
+        });
+    }
+    let placed = write::Placed::open(root, path, false).or_else(|e| {
+        if missing(&e) {
             write::Placed::open(root, path, true)
+        } else {
+            Err(e)
         }
-        other => Err(other),
     })?;
     let (current, mode) = match placed.read()? {
         Some((bytes, mode)) => {
@@ -295,6 +330,7 @@ mod tests {
             agents: Some(vec![Agent::Claude]),
             ci,
             chock: "chock".to_owned(),
+            check: false,
         })
     }
 
@@ -309,6 +345,7 @@ mod tests {
             hook_command("chock", Agent::Claude),
             hook_command("/opt/chock/bin/chock", Agent::Claude),
             "chock hook claude || exit 2".to_owned(),
+            "timeout -k 5 20 chock hook claude || exit 2".to_owned(),
             "\"/usr/local/bin/chock\" hook claude".to_owned(),
         ] {
             assert!(ours(&handler(&command)), "{command}");
