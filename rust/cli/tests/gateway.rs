@@ -1334,3 +1334,62 @@ fn a_real_servers_answer_over_the_bound_with_its_id_last_fails_at_once_naming_it
         "the server is kept: {small:?}"
     );
 }
+
+#[test]
+fn a_url_servers_answer_over_its_bound_is_refused_naming_it_on_either_transport() {
+    for (transport, path) in [("streamable-http", "/mcp"), ("sse", "/sse")] {
+        let env = Env::new();
+        hostile(&env, "h", "");
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let script = env.project.join("hostile.py");
+        let mut child = Command::new("/usr/bin/python3")
+            .arg(&script)
+            .args(["h", transport, &port.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("python3 (run scripts/setup)");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "{transport}: not listening");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        project(
+            &env,
+            &[format!(
+                r#".{{ .name = "h", .url = "http://127.0.0.1:{port}{path}", .max_answer_mib = 1 }}"#
+            )],
+            "",
+            &[
+                r#".{ .action = "mcp.h.host.1.0.0.127", .decision = .allow }"#,
+                &allow_tools("h"),
+            ],
+        );
+        let mut client = env.client(false, &[]);
+        let fits = client.call("h__huge", json!({"mib": 0}));
+        assert!(!fits.is_error, "{transport}: {fits:?} {}", client.stderr());
+        let began = Instant::now();
+        let answered = client.request(
+            "tools/call",
+            json!({"name": "h__huge", "arguments": {"mib": 2}}),
+        );
+        let text = answered.to_string();
+        assert!(
+            text.len() < 64 << 10 && text.contains("MCP server `h`"),
+            "{transport}: {}",
+            text.chars().take(600).collect::<String>()
+        );
+        assert!(
+            began.elapsed() < Duration::from_secs(60),
+            "{transport}: at once"
+        );
+        let echoed = client.call("h__echo", json!({"text": "after"}));
+        assert_eq!(echoed.text, "after", "{transport}: {echoed:?}");
+        child.kill().ok();
+        child.wait().ok();
+    }
+}

@@ -44,7 +44,13 @@ impl SseTransport {
     /// Opens the event stream at `url` and waits for the server's
     /// endpoint. The error is a sentence; it says whether the URL answered
     /// as an SSE server at all.
-    pub async fn open(http: reqwest::Client, url: &str) -> Result<SseTransport, String> {
+    /// No event may be longer than `max` bytes: the stream is closed at one
+    /// that is, before it is held whole.
+    pub async fn open(
+        http: reqwest::Client,
+        url: &str,
+        max: usize,
+    ) -> Result<SseTransport, String> {
         let stream_url =
             reqwest::Url::parse(url).map_err(|e| format!("`{url}` is not a URL: {e}"))?;
         let response = http
@@ -72,7 +78,7 @@ impl SseTransport {
         let (endpoint_tell, endpoint) = oneshot::channel();
         let (tell, incoming) = mpsc::channel(QUEUE);
         let reader = tokio::spawn(read_stream(
-            sse_stream::SseStream::from_bytes_stream(response.bytes_stream()),
+            sse_stream::SseStream::from_bytes_stream(bounded(response.bytes_stream(), max, url)),
             stream_url.clone(),
             endpoint_tell,
             tell,
@@ -103,6 +109,46 @@ impl SseTransport {
             reader,
         })
     }
+}
+
+/// The stream's bytes, ended by an error as soon as one event (the bytes
+/// since the last blank line) runs past `max`.
+fn bounded<S, D>(
+    stream: S,
+    max: usize,
+    url: &str,
+) -> impl futures::Stream<Item = Result<D, std::io::Error>> + use<S, D>
+where
+    S: futures::Stream<Item = Result<D, reqwest::Error>>,
+    D: AsRef<[u8]>,
+{
+    let (mut event, mut line) = (0usize, 0usize);
+    let url = url.to_owned();
+    stream.map(move |chunk| {
+        let chunk = chunk.map_err(std::io::Error::other)?;
+        for &byte in chunk.as_ref() {
+            match byte {
+                b'\n' => {
+                    if line == 0 {
+                        event = 0;
+                    }
+                    line = 0;
+                }
+                b'\r' => {}
+                _ => line += 1,
+            }
+            event += 1;
+        }
+        if event > max {
+            tracing::warn!(
+                "chock mcp: {url} sent an event over its bound of {max} bytes (`.max_answer_mib` in chock.zon); its stream is closed"
+            );
+            return Err(std::io::Error::other(format!(
+                "an event over {max} bytes"
+            )));
+        }
+        Ok(chunk)
+    })
 }
 
 /// The URL the `endpoint` event names, resolved against the stream's URL;
@@ -198,7 +244,38 @@ impl Transport<RoleClient> for SseTransport {
 
 #[cfg(test)]
 mod tests {
-    use super::endpoint_url;
+    use super::{bounded, endpoint_url};
+    use futures::StreamExt;
+
+    #[tokio::test]
+    async fn an_event_over_the_bound_ends_the_stream_before_it_is_whole() {
+        let chunks = |parts: &[&str]| {
+            futures::stream::iter(
+                parts
+                    .iter()
+                    .map(|p| Ok::<_, reqwest::Error>(p.as_bytes().to_vec()))
+                    .collect::<Vec<_>>(),
+            )
+        };
+        // Many events, each within 16 bytes, more than 16 in all.
+        let small: Vec<_> = bounded(
+            chunks(&["data: aaaa\n\n", "data: bbbb\r\n\r\n", "data: cc", "cc\n\n"]),
+            16,
+            "http://127.0.0.1/sse",
+        )
+        .collect()
+        .await;
+        assert!(small.iter().all(Result::is_ok), "{small:?}");
+        let big: Vec<_> = bounded(
+            chunks(&["data: aaaa\n\n", "data: bbbbbbbb", "bbbbbbbb", "never read"]),
+            16,
+            "http://127.0.0.1/sse",
+        )
+        .collect()
+        .await;
+        assert!(big[0].is_ok() && big[1].is_ok(), "{big:?}");
+        assert!(big[2].is_err(), "the event is over 16 bytes: {big:?}");
+    }
 
     #[test]
     fn the_endpoint_is_on_the_streams_origin() {

@@ -188,9 +188,13 @@ impl Connection {
         {
             return Some(exit);
         }
-        self.service
-            .is_closed()
-            .then(|| "its connection closed".to_owned())
+        self.closed().then(|| "its connection closed".to_owned())
+    }
+
+    /// Whether the connection is over: closed by Chock, or its service
+    /// loop ended (the transport closed, so nothing more can be sent).
+    fn closed(&self) -> bool {
+        self.service.is_closed() || self.service.peer().is_transport_closed()
     }
 
     /// Waits (at most `bound`) until a connection that failed is known
@@ -206,7 +210,7 @@ impl Connection {
                     .ok();
             }
             None => {
-                while !self.service.is_closed() && tokio::time::Instant::now() < deadline {
+                while !self.closed() && tokio::time::Instant::now() < deadline {
                     tokio::time::sleep(Duration::from_millis(20)).await;
                 }
             }
@@ -239,7 +243,7 @@ pub async fn connect(
         match &server.launch {
             Launch::Command(argv) => spawn(session, server, argv, grants, client).await,
             Launch::Url(url) => {
-                let service = reach(url, client).await?;
+                let service = reach(url, server.max_answer_bytes, client).await?;
                 Ok(Connection {
                     service,
                     process: None,
@@ -256,17 +260,21 @@ pub async fn connect(
 /// the older HTTP+SSE transport at the same URL, as the MCP specification
 /// tells a client to (a server that still speaks only SSE answers the
 /// POST with an error, and the GET with its event stream).
-async fn reach(url: &str, client: Client) -> Result<RunningService<RoleClient, Client>, String> {
+async fn reach(
+    url: &str,
+    max: usize,
+    client: Client,
+) -> Result<RunningService<RoleClient, Client>, String> {
     let http = http_client()?;
-    let transport = StreamableHttpClientTransport::with_client(
-        http.clone(),
-        StreamableHttpClientTransportConfig::with_uri(url),
-    );
+    // No message longer than the server's bound is read, on either transport.
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url).max_sse_event_size(max);
+    config.max_json_response_size = max;
+    let transport = StreamableHttpClientTransport::with_client(http.clone(), config);
     let streamable = match client.clone().serve(transport).await {
         Ok(service) => return Ok(service),
         Err(e) => e,
     };
-    let sse = match super::sse::SseTransport::open(http, url).await {
+    let sse = match super::sse::SseTransport::open(http, url, max).await {
         Ok(sse) => sse,
         Err(why) => {
             return Err(format!(
