@@ -119,6 +119,12 @@ enum Command {
     Check(commands::packages::CheckArgs),
     /// Install a policy package from a catalog, pinned in chock.lock; with no argument, exactly what the lock names.
     Install(commands::packages::InstallArgs),
+    /// Remove an installed policy package and its chock.lock entry.
+    Remove(commands::packages::ManageArgs),
+    /// Take a policy package out of force, kept in .agents/policies/.disabled/.
+    Disable(commands::packages::ManageArgs),
+    /// Put a disabled policy package back in force.
+    Enable(commands::packages::ManageArgs),
     /// Export the log head, the verify result and the lock's hashes as one JSON document.
     #[command(subcommand)]
     Witness(commands::packages::WitnessCommand),
@@ -150,7 +156,9 @@ const GROUPS: &[(&str, &[&str])] = &[
     ),
     (
         "Policy and the decision log",
-        &["policy", "log", "check", "new", "install", "witness"],
+        &[
+            "policy", "log", "check", "new", "install", "remove", "disable", "enable", "witness",
+        ],
     ),
     (
         "Sandbox and Nix",
@@ -244,6 +252,9 @@ fn main() -> ExitCode {
         Command::New(c) => commands::packages::new(c),
         Command::Check(a) => commands::packages::check(a),
         Command::Install(a) => commands::packages::install(a),
+        Command::Remove(a) => commands::packages::manage(commands::packages::Manage::Remove, a),
+        Command::Disable(a) => commands::packages::manage(commands::packages::Manage::Disable, a),
+        Command::Enable(a) => commands::packages::manage(commands::packages::Manage::Enable, a),
         Command::Witness(c) => commands::packages::witness(c),
         Command::Status(a) => commands::status::run(a),
         Command::Stop(a) => commands::hook::stop(a),

@@ -1168,3 +1168,115 @@ fn explain_advises_a_rule_that_raises_a_package_deny_or_says_it_is_a_ceiling() {
         "{shown}"
     );
 }
+
+#[test]
+fn remove_disable_and_enable_keep_the_lock_true_and_a_mandatory_policy_stays() {
+    let repo = Repo::new();
+    let catalog = repo.root.join("catalog");
+    std::fs::create_dir_all(&catalog).unwrap();
+    repo.git(&catalog, &["init", "-q", "-b", "main"]);
+    write_package(
+        &catalog.join("policies/no-force"),
+        "\"pre-push\"",
+        ".{ .action = \"git.push\", .agent_kind = \"git\", .decision = .deny }",
+        None,
+    );
+    repo.git(&catalog, &["add", "."]);
+    repo.git(&catalog, &["commit", "-qm", "no-force"]);
+    let out = repo.chock(&["install", "../catalog#no-force"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let decided = |repo: &Repo| {
+        text(&repo.chock(&[
+            "policy",
+            "explain",
+            "git.push",
+            "--agent-kind",
+            "git",
+            "--tool",
+            "pre-push",
+        ]))
+    };
+    let lock = || std::fs::read_to_string(repo.project.join("chock.lock")).unwrap();
+    let verified = |repo: &Repo| {
+        let out = repo.chock(&["check", "--only", "verify"]);
+        assert!(out.status.success(), "{}", text(&out));
+        text(&out)
+    };
+    assert!(decided(&repo).contains("git.push: deny"));
+
+    // Disabled: out of force, kept, the lock saying so; verify and a
+    // reinstall from the lock keep it where it waits.
+    let out = repo.chock(&["disable", "no-force"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!repo.package("no-force").exists());
+    let waiting = repo.project.join(".agents/policies/.disabled/no-force");
+    assert!(waiting.join("manifest.zon").is_file());
+    assert!(lock().contains(".disabled = true"), "{}", lock());
+    assert!(
+        decided(&repo).contains("git.push: ask"),
+        "{}",
+        decided(&repo)
+    );
+    assert!(verified(&repo).contains("no-force: sha256:"));
+    let out = repo.chock(&["install"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!repo.package("no-force").exists());
+    let out = repo.chock(&["install", "../catalog#no-force"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("chock enable no-force"),
+        "{}",
+        text(&out)
+    );
+    let out = repo.chock(&["disable", "no-force"]);
+    assert!(text(&out).contains("unchanged no-force"), "{}", text(&out));
+
+    let out = repo.chock(&["enable", "no-force"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(repo.package("no-force").join("manifest.zon").is_file());
+    assert!(!lock().contains("disabled"), "{}", lock());
+    assert!(decided(&repo).contains("git.push: deny"));
+    verified(&repo);
+
+    // Mandatory under the organisation's bundle: a project cannot take it
+    // out, and one taken out by hand stops the policy loading.
+    let bundle = repo.home.join(".local/share/chock/org-policy.zon");
+    std::fs::create_dir_all(bundle.parent().unwrap()).unwrap();
+    std::fs::write(&bundle, ".{ .mandatory_policies = .{ \"no-force\" } }\n").unwrap();
+    for verb in ["disable", "remove"] {
+        let out = repo.chock(&[verb, "no-force"]);
+        assert_eq!(out.status.code(), Some(1), "{verb}: {}", text(&out));
+        assert!(
+            text(&out).contains("is mandatory under the organisation's bundle")
+                && text(&out).contains("org-policy.zon"),
+            "{verb}: {}",
+            text(&out)
+        );
+        assert!(repo.package("no-force").join("manifest.zon").is_file());
+    }
+    let aside = repo.root.join("no-force-aside");
+    std::fs::rename(repo.package("no-force"), &aside).unwrap();
+    let out = repo
+        .command(chock_bin(), &repo.project)
+        .args(["hook", "pre-commit"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert!(
+        text(&out).contains("makes the policy `no-force` mandatory"),
+        "{}",
+        text(&out)
+    );
+    std::fs::rename(&aside, repo.package("no-force")).unwrap();
+    std::fs::remove_file(&bundle).unwrap();
+
+    // Removed: its folder and its lock entry.
+    let out = repo.chock(&["remove", "no-force"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!repo.package("no-force").exists());
+    assert!(!lock().contains("no-force"), "{}", lock());
+    verified(&repo);
+    let out = repo.chock(&["remove", "no-force"]);
+    assert!(text(&out).contains("unchanged no-force"), "{}", text(&out));
+}

@@ -29,6 +29,9 @@ pub struct PackageFile {
     pub executable: bool,
 }
 
+/// The folder of `.agents/policies/` that disabled packages wait in.
+pub const DISABLED_DIR: &str = ".disabled";
+
 /// `.agents/policies/` of a project, opened folder by folder.
 pub struct PoliciesDir {
     fd: OwnedFd,
@@ -100,6 +103,63 @@ impl PoliciesDir {
     /// Where the folder is, for messages.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// `.agents/policies/.disabled/`, where `chock disable` keeps a package
+    /// out of force (a folder whose name starts with `.` is no package),
+    /// made when missing; a link at any step is refused.
+    pub fn open_disabled(project: &Path) -> Result<PoliciesDir, PackageError> {
+        let policies = PoliciesDir::open(project)?;
+        let path = policies.path.join(DISABLED_DIR);
+        let fd = open_dir(&policies.fd, OsStr::new(DISABLED_DIR), &path, true)?;
+        Ok(PoliciesDir { fd, path })
+    }
+
+    /// Removes the package `id`, if there is one: renamed aside in one
+    /// step (so no half-removed package is ever read as one), then its
+    /// tree removed without following a link. Whether there was one.
+    pub fn remove(&self, id: &str) -> Result<bool, PackageError> {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        if self.installed(id)?.is_none() {
+            return Ok(false);
+        }
+        let aside = format!(
+            ".{id}.gone-{}-{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        );
+        let shown = self.path.join(id);
+        rustix::fs::renameat_with(
+            &self.fd,
+            id,
+            &self.fd,
+            aside.as_str(),
+            RenameFlags::NOREPLACE,
+        )
+        .map_err(|e| failed(&shown, "removing", e))?;
+        remove_tree(&self.fd, OsStr::new(&aside), &self.path.join(&aside))?;
+        Ok(true)
+    }
+
+    /// Moves the package `id` from this folder into `to` in one rename,
+    /// never over a folder there.
+    pub fn move_to(&self, id: &str, to: &PoliciesDir) -> Result<(), PackageError> {
+        if self.installed(id)?.is_none() {
+            return Err(PackageError::Refused(format!(
+                "{}: there is no policy `{id}` there",
+                self.path.display()
+            )));
+        }
+        let target = to.path.join(id);
+        rustix::fs::renameat_with(&self.fd, id, &to.fd, id, RenameFlags::NOREPLACE).map_err(|e| {
+            match e {
+                Errno::EXIST => PackageError::Refused(format!(
+                    "{} already exists: remove one of the two copies of `{id}` first",
+                    target.display()
+                )),
+                e => failed(&target, "moving", e),
+            }
+        })
     }
 
     /// The package folder `id` as it is now: none, or the folder opened (a

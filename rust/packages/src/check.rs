@@ -227,7 +227,11 @@ fn verify(project: &Path) -> Stage {
     let mut problems = Vec::new();
     let mut notes = Vec::new();
     for locked in &lock.policies {
-        let dir = project.join(POLICIES_DIR).join(&locked.id);
+        let mut dir = project.join(POLICIES_DIR);
+        if locked.disabled {
+            dir.push(crate::beneath::DISABLED_DIR);
+        }
+        dir.push(&locked.id);
         match content_hash(&dir) {
             Ok(hash) if hash == locked.hash => notes.push(format!("{}: {hash}", locked.id)),
             Ok(hash) => problems.push(problem(

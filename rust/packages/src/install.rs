@@ -246,26 +246,31 @@ pub fn install(
     id: &str,
     replace: &mut dyn FnMut(&Pending) -> bool,
 ) -> Result<Installed, PackageError> {
-    let fetched = fetch(project, source, id, None)?;
-    let outcome = put(project, id, &fetched, replace)?;
     let mut lock = Lock::read(project)?;
+    if lock.get(id).is_some_and(|l| l.disabled) {
+        return Err(PackageError::Refused(format!(
+            "the policy `{id}` is disabled: `chock enable {id}` first, then install it again"
+        )));
+    }
+    let fetched = fetch(project, source, id, None)?;
+    let outcome = put(&PoliciesDir::open(project)?, id, &fetched, replace)?;
     lock.put(Locked {
         id: id.to_owned(),
         source: source.to_owned(),
         commit: fetched.commit.clone(),
         hash: fetched.hash.clone(),
+        disabled: false,
     });
     lock.write(project)?;
     Ok(outcome)
 }
 
 fn put(
-    project: &Path,
+    policies: &PoliciesDir,
     id: &str,
     fetched: &Fetched,
     replace: &mut dyn FnMut(&Pending) -> bool,
 ) -> Result<Installed, PackageError> {
-    let policies = PoliciesDir::open(project)?;
     let hash = fetched.hash.clone();
     let Some(installed) = policies.installed(id)? else {
         policies.put(id, &package_files(fetched)?, false)?;
@@ -333,7 +338,13 @@ pub fn install_locked(
                 locked.id
             )));
         }
-        done.push(put(project, &locked.id, &fetched, replace)?);
+        // A disabled package is put back where it waits, out of force.
+        let policies = if locked.disabled {
+            PoliciesDir::open_disabled(project)?
+        } else {
+            PoliciesDir::open(project)?
+        };
+        done.push(put(&policies, &locked.id, &fetched, replace)?);
     }
     Ok(done)
 }

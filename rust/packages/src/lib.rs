@@ -1,7 +1,8 @@
 //! Policy packages as a unit a person authors, checks, installs and keeps:
 //! `chock new policy` ([`skeleton`]), `chock check` ([`check`]), `INDEX.md`
 //! and the pointer in `AGENTS.md` ([`index`]), `chock.lock` and
-//! `chock install` ([`lock`], [`install`]), and `chock witness export`
+//! `chock install` ([`lock`], [`install`]), `chock remove`, `disable` and
+//! `enable` ([`manage`]), and `chock witness export`
 //! ([`witness`]). Reading a manifest and compiling a package's rules into
 //! the policy is `chock-policy`'s; running a guard is `chock-hook`'s.
 
@@ -11,6 +12,7 @@ pub mod evals;
 pub mod index;
 pub mod install;
 pub mod lock;
+pub mod manage;
 pub mod skeleton;
 pub mod witness;
 

@@ -36,6 +36,9 @@ pub struct Locked {
     pub commit: String,
     /// The package's content hash, `sha256:<hex>`.
     pub hash: String,
+    /// Kept out of force by `chock disable`, in `.agents/policies/.disabled/`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub disabled: bool,
 }
 
 /// The whole lockfile.
@@ -226,12 +229,13 @@ mod tests {
     fn the_lock_is_written_sorted_and_read_back() {
         let dir = tempfile::tempdir().unwrap();
         let mut lock = Lock::default();
-        for id in ["b", "a"] {
+        for (id, disabled) in [("b", false), ("a", true)] {
             lock.put(Locked {
                 id: id.into(),
                 source: "../catalog".into(),
                 commit: "0".repeat(40),
                 hash: format!("sha256:{}", "1".repeat(64)),
+                disabled,
             });
         }
         lock.write(dir.path()).unwrap();

@@ -329,6 +329,8 @@ struct OrgFile {
     limits: LimitsBlock,
     #[serde(default)]
     nix: OrgNixBlock,
+    #[serde(default)]
+    mandatory_policies: Vec<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -774,6 +776,10 @@ pub struct OrgBundle {
     /// session under this bundle.
     pub review_by_agent: bool,
     pub deny_read: Vec<String>,
+    /// `.mandatory_policies`: the ids of policy packages every project
+    /// under this bundle holds in force; one missing or disabled refuses
+    /// the load.
+    pub mandatory_policies: Vec<String>,
     pub(crate) rules: RuleSet,
     pub(crate) max_object_bytes: Option<u64>,
     pub(crate) max_session_bytes: Option<u64>,
@@ -827,6 +833,13 @@ pub(crate) fn read_bundle(source: &Source<'_>) -> Result<OrgBundle, PolicyError>
     };
     let subagents = check_subagents(source, file.subagents)?;
     let rules = source.strict_rules(file.rules)?;
+    let mut mandatory_policies = Vec::new();
+    for id in file.mandatory_policies {
+        if !crate::package::valid_id(&id.value) {
+            return Err(source.error(id.span, crate::package::ID_RULE));
+        }
+        mandatory_policies.push(id.value);
+    }
     Ok(OrgBundle {
         file: source.file.to_path_buf(),
         subject: file.subject.map(|s| s.value),
@@ -838,6 +851,7 @@ pub(crate) fn read_bundle(source: &Source<'_>) -> Result<OrgBundle, PolicyError>
         subagents,
         review_by_agent: file.review.is_none_or(|r| r.by_agent),
         deny_read: file.deny_read,
+        mandatory_policies,
         rules,
         max_object_bytes: file.nix.max_object_bytes.map(|b| b.0),
         max_session_bytes: file.nix.max_session_bytes.map(|b| b.0),

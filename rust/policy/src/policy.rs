@@ -288,6 +288,20 @@ impl Policy {
             org.push(read_bundle(&Source::new(path, &text))?);
         }
         let packages = read_packages(&options.project_dir)?;
+        for bundle in &org {
+            for id in &bundle.mandatory_policies {
+                if !packages.iter().any(|p| &p.id == id) {
+                    return Err(chock_zon::Error::whole_file(
+                        Some(&bundle.file),
+                        format!(
+                            "makes the policy `{id}` mandatory, and {} holds no `{id}` in force (missing, or disabled): `chock enable {id}`, or `chock install SOURCE#{id}`",
+                            options.project_dir.join(crate::package::POLICIES_DIR).display()
+                        ),
+                    )
+                    .into());
+                }
+            }
+        }
         let mut policy = Policy {
             project_file,
             project,
@@ -333,6 +347,7 @@ impl Policy {
                 subagents: None,
                 review_by_agent: true,
                 deny_read: Vec::new(),
+                mandatory_policies: Vec::new(),
                 rules: RuleSet::new(rules),
                 max_object_bytes: None,
                 max_session_bytes: None,

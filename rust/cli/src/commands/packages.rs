@@ -8,6 +8,7 @@ use std::process::ExitCode;
 
 use chock_log::{Log, Rotation};
 use chock_packages::install::{self, Installed, Pending};
+use chock_packages::manage::{self, Done};
 use chock_packages::{check, index, skeleton, witness};
 
 use crate::exit;
@@ -50,6 +51,23 @@ pub struct InstallArgs {
     /// The project (default: the nearest folder holding chock.zon or .git).
     #[arg(long, value_name = "DIR")]
     project: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ManageArgs {
+    /// The policy's id (its folder .agents/policies/<ID>/).
+    id: String,
+    /// The project (default: the nearest folder holding chock.zon or .git).
+    #[arg(long, value_name = "DIR")]
+    project: Option<PathBuf>,
+}
+
+/// What `chock remove`, `disable` and `enable` do.
+#[derive(Debug, Clone, Copy)]
+pub enum Manage {
+    Remove,
+    Disable,
+    Enable,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -158,6 +176,34 @@ pub fn install(args: InstallArgs) -> anyhow::Result<ExitCode> {
         }
     }
     outln!("run `chock sync` to compile the policies into the hooks and INDEX.md");
+    Ok(exit::SUCCESS.into())
+}
+
+pub fn manage(what: Manage, args: ManageArgs) -> anyhow::Result<ExitCode> {
+    let project = project_dir(args.project.as_deref())?;
+    let id = args.id.as_str();
+    let (done, word, already) = match what {
+        Manage::Remove => (
+            manage::remove(&project, id)?,
+            "removed",
+            "was not installed",
+        ),
+        Manage::Disable => (
+            manage::disable(&project, id)?,
+            "disabled",
+            "was disabled already",
+        ),
+        Manage::Enable => (
+            manage::enable(&project, id)?,
+            "enabled",
+            "was in force already",
+        ),
+    };
+    match done {
+        Done::Changed => outln!("{word:<9} {id}"),
+        Done::Already => outln!("unchanged {id}  ({already})"),
+    }
+    outln!("run `chock sync` to write the hooks and INDEX.md for the policies in force");
     Ok(exit::SUCCESS.into())
 }
 
