@@ -382,3 +382,125 @@ fn a_fifo_in_place_of_the_log_is_refused_by_name_never_waited_on() {
         );
     }
 }
+
+/// The rows of `chock log show --json` with these filters, as (seq, decision, route).
+fn shown(state: &State, filters: &[&str]) -> Vec<(u64, String, String)> {
+    let mut args = vec!["log", "show", "--json"];
+    args.extend_from_slice(filters);
+    ok(state.run(&args))
+        .lines()
+        .map(|line| {
+            let v: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
+            (
+                v["seq"].as_u64().unwrap(),
+                v["decision"].as_str().unwrap().to_owned(),
+                v["route"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn show_filters_by_time_count_route_project_and_repeated_kinds() {
+    let state = State::new("filters");
+    let project = state.0.join("proj");
+    std::fs::create_dir_all(project.join("sub")).unwrap();
+    let project_arg = project.to_str().unwrap();
+    for (decision, route) in [
+        ("allow", "hook"),
+        ("deny", "exec"),
+        ("ask", "hook"),
+        ("deny", "mcp"),
+    ] {
+        ok(state.run(&[
+            "log",
+            "append",
+            "--decision",
+            decision,
+            "--route",
+            route,
+            "--project",
+            project_arg,
+        ]));
+    }
+    ok(state.run(&["log", "append", "--decision", "deny"]));
+    let seqs = |rows: Vec<(u64, String, String)>| rows.into_iter().map(|r| r.0).collect::<Vec<_>>();
+
+    assert_eq!(
+        seqs(shown(&state, &["--decision", "deny", "--decision", "ask"])),
+        [2, 3, 4, 5]
+    );
+    assert_eq!(
+        seqs(shown(
+            &state,
+            &["--decision", "deny", "--route", "exec", "--route", "mcp"]
+        )),
+        [2, 4]
+    );
+    assert_eq!(seqs(shown(&state, &["-n", "2"])), [4, 5]);
+    assert_eq!(
+        seqs(shown(
+            &state,
+            &["--decision", "deny", "-n", "1", "--route", "mcp"]
+        )),
+        [4]
+    );
+    assert_eq!(
+        seqs(shown(&state, &["--project", project_arg])),
+        [1, 2, 3, 4]
+    );
+    let sub = project.join("sub");
+    assert!(shown(&state, &["--project", sub.to_str().unwrap()]).is_empty());
+    // Everything was logged within the hour, and after 2000; nothing before.
+    assert_eq!(seqs(shown(&state, &["--since", "1h"])).len(), 5);
+    assert_eq!(seqs(shown(&state, &["--since", "2000-01-01"])).len(), 5);
+    assert!(shown(&state, &["--until", "1h"]).is_empty());
+    assert!(shown(&state, &["--until", "2000-01-01T00:00:00Z"]).is_empty());
+    assert_eq!(
+        seqs(shown(&state, &["--until", "2999-01-01T00:00:00Z"])).len(),
+        5
+    );
+    assert_eq!(
+        seqs(shown(&state, &["--since", "3"])),
+        [3, 4, 5],
+        "a number is a seq"
+    );
+
+    let bad = state.run(&["log", "show", "--since", "yesterday"]);
+    assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
+    assert!(stderr(&bad).contains("RFC 3339"), "{}", stderr(&bad));
+
+    // The table has the route, and is cut to the terminal's width.
+    let table = state
+        .chock(&["log", "show"])
+        .env("COLUMNS", "40")
+        .output()
+        .unwrap();
+    let text = stdout(&table);
+    assert!(text.lines().next().unwrap().contains("ROUTE"), "{text}");
+    assert!(text.lines().all(|l| l.chars().count() <= 40), "{text}");
+}
+
+#[test]
+fn follow_prints_each_new_line_as_it_is_logged() {
+    let state = State::new("follow");
+    ok(state.run(&["log", "append"]));
+    let mut child = state
+        .chock(&["log", "show", "--json", "--follow", "--decision", "deny"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    ok(state.run(&["log", "append", "--decision", "allow"]));
+    ok(state.run(&["log", "append", "--decision", "deny"]));
+    let mut reader = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut reader, &mut line).unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    let v: serde_json::Value = serde_json::from_str(&line).expect("a JSON line");
+    assert_eq!(
+        (v["seq"].as_u64(), v["decision"].as_str()),
+        (Some(3), Some("deny")),
+        "{line}"
+    );
+}

@@ -1,8 +1,10 @@
 //! `chock log verify|head|show`, and the hidden `chock log append` that
 //! tests use to write from many processes at once.
 
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::SystemTime;
 
 use anyhow::Context;
 use chock_log::{AnsweredBy, DecidedBy, Entry, Head, Log, Record, Rotation};
@@ -27,26 +29,48 @@ pub enum Command {
     Head,
     /// Show the decisions as a table: time, action, decision, what decided it, subject.
     #[command(after_help = "Examples:
-  chock log show --decision deny         every refusal
-  chock log show --action 'exec.*'       every program run
-  chock log show --json | jq -r .action  the lines as stored, for jq")]
-    Show {
-        /// Only lines from this seq on.
-        #[arg(long, value_name = "SEQ")]
-        since: Option<u64>,
-        /// Only actions this pattern matches (a name, or a name ending in `.*`).
-        #[arg(long, value_name = "PATTERN", value_parser = action_pattern)]
-        action: Option<Pattern>,
-        /// Only this decision (allow, ask, deny, agent_review, agent_then_human).
-        #[arg(long, value_name = "D")]
-        decision: Option<Decision>,
-        /// Print the matching lines exactly as stored (JSON lines).
-        #[arg(long)]
-        json: bool,
-    },
+  chock log show --decision deny --since 1h    the refusals of the last hour
+  chock log show -n 20 --project .             this project's newest 20
+  chock log show --action 'exec.*' --route hook --follow
+  chock log show --since 2026-12-06 --until 2026-12-07T12:00:00Z
+  chock log show --json | jq -r .action        the lines as stored, for jq
+
+Filters of one kind add up (--decision deny --decision ask is either); kinds narrow each other.")]
+    Show(ShowArgs),
     /// Append test decisions and print each line's `SEQ:SHA256` (for tests).
     #[command(hide = true)]
     Append(AppendArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// Only lines from then on: a duration back from now (`90s`, `15m`, `1h`, `2d`), an RFC 3339 time (`2026-12-06T10:00:00Z`), a day (`2026-12-06`, UTC), or a seq.
+    #[arg(long, value_name = "WHEN", value_parser = when)]
+    since: Option<When>,
+    /// Only lines before then (the same forms as --since).
+    #[arg(long, value_name = "WHEN", value_parser = when)]
+    until: Option<When>,
+    /// Only the newest N of the lines that match.
+    #[arg(short = 'n', long = "lines", value_name = "N")]
+    lines: Option<usize>,
+    /// Only actions this pattern matches (a name, or a name ending in `.*`); repeatable.
+    #[arg(long, value_name = "PATTERN", value_parser = action_pattern)]
+    action: Vec<Pattern>,
+    /// Only this decision (allow, ask, deny, agent_review, agent_then_human); repeatable.
+    #[arg(long, value_name = "D")]
+    decision: Vec<Decision>,
+    /// Only this route (hook, exec, mcp, cli, ...); repeatable.
+    #[arg(long, value_name = "ROUTE")]
+    route: Vec<String>,
+    /// Only decisions about this project or a folder in it (`.` for here).
+    #[arg(long, value_name = "DIR")]
+    project: Option<PathBuf>,
+    /// After the lines there are, print each new one as it is logged, until interrupted.
+    #[arg(short, long)]
+    follow: bool,
+    /// Print the matching lines exactly as stored (JSON lines, one object each, for jq).
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -77,19 +101,7 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Verify { head, json } => verify(&log, head, json),
         Command::Head => head(&log),
-        Command::Show {
-            since,
-            action,
-            decision,
-            json,
-        } => {
-            let filter = Filter {
-                since,
-                action,
-                decision,
-            };
-            show(&log, &filter, json)
-        }
+        Command::Show(args) => show(&log, &args),
         Command::Append(args) => append(&log, &args),
     }
 }
@@ -155,45 +167,110 @@ fn head(log: &Log) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// A point `--since` and `--until` name: a seq, or a time.
+#[derive(Clone, Copy, Debug)]
+pub enum When {
+    Seq(u64),
+    At(SystemTime),
+}
+
+fn when(text: &str) -> Result<When, String> {
+    if let Ok(seq) = text.parse::<u64>() {
+        return Ok(When::Seq(seq));
+    }
+    if let Ok(back) = humantime::parse_duration(text) {
+        return SystemTime::now()
+            .checked_sub(back)
+            .map(When::At)
+            .ok_or_else(|| format!("{text} back from now is before any time"));
+    }
+    let day = format!("{text}T00:00:00Z");
+    let full = if text.len() == 10 { day.as_str() } else { text };
+    humantime::parse_rfc3339_weak(full).map(When::At).map_err(|_| {
+        format!("`{text}` is no time: write a duration back from now (1h, 30m, 2d), an RFC 3339 time (2026-12-06T10:00:00Z), a day (2026-12-06) or a seq")
+    })
+}
+
+impl When {
+    /// Whether `record` is at or after this point.
+    fn reached_by(self, record: &Record) -> bool {
+        match self {
+            When::Seq(seq) => record.seq >= seq,
+            When::At(at) => logged_at(record).is_some_and(|t| t >= at),
+        }
+    }
+}
+
+fn logged_at(record: &Record) -> Option<SystemTime> {
+    humantime::parse_rfc3339_weak(&record.ts).ok()
+}
+
 /// Which lines `show` prints.
 struct Filter {
-    since: Option<u64>,
-    action: Option<Pattern>,
-    decision: Option<Decision>,
+    since: Option<When>,
+    until: Option<When>,
+    action: Vec<Pattern>,
+    decision: Vec<Decision>,
+    route: Vec<String>,
+    project: Option<PathBuf>,
 }
 
 impl Filter {
+    fn of(args: &ShowArgs) -> anyhow::Result<Filter> {
+        let project = match &args.project {
+            Some(dir) => Some(
+                std::fs::canonicalize(dir)
+                    .with_context(|| format!("--project {}: no such folder", dir.display()))?,
+            ),
+            None => None,
+        };
+        Ok(Filter {
+            since: args.since,
+            until: args.until,
+            action: args.action.clone(),
+            decision: args.decision.clone(),
+            route: args.route.clone(),
+            project,
+        })
+    }
+
     fn keeps(&self, record: &Record) -> bool {
-        self.since.is_none_or(|since| record.seq >= since)
+        let entry = &record.entry;
+        self.since.is_none_or(|since| since.reached_by(record))
+            && self.until.is_none_or(|until| !until.reached_by(record))
+            && (self.action.is_empty() || self.action.iter().any(|p| p.matches(&entry.action)))
+            && (self.decision.is_empty()
+                || self.decision.iter().any(|d| d.as_str() == entry.decision))
+            && (self.route.is_empty() || self.route.contains(&entry.route))
             && self
-                .action
+                .project
                 .as_ref()
-                .is_none_or(|pattern| pattern.matches(&record.entry.action))
-            && self
-                .decision
-                .is_none_or(|d| d.as_str() == record.entry.decision)
+                .is_none_or(|dir| std::path::Path::new(&entry.project).starts_with(dir))
     }
 }
 
-fn show(log: &Log, filter: &Filter, json: bool) -> anyhow::Result<ExitCode> {
-    let mut rows = Vec::new();
+/// How often `--follow` looks for new lines.
+const FOLLOW_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
+
+fn show(log: &Log, args: &ShowArgs) -> anyhow::Result<ExitCode> {
+    let filter = Filter::of(args)?;
+    let mut kept = std::collections::VecDeque::new();
     let mut unreadable = Vec::new();
+    let mut last = None;
     for line in log.records()? {
         let line = line?;
         match &line.record {
-            Ok(record) if filter.keeps(record) => {
-                if json {
-                    outln!("{}", line.text);
-                } else {
-                    rows.push(row(record));
+            Ok(record) => {
+                last = Some(record.seq);
+                if filter.keeps(record) {
+                    kept.push_back((line.text.clone(), row(record)));
+                    if args.lines.is_some_and(|n| kept.len() > n) {
+                        kept.pop_front();
+                    }
                 }
             }
-            Ok(_) => {}
             Err(why) => unreadable.push(format!("{}:{}: {why}", line.file.display(), line.line)),
         }
-    }
-    if !json {
-        out!("{}", table(&rows));
     }
     if !unreadable.is_empty() {
         eprintln!(
@@ -204,19 +281,84 @@ fn show(log: &Log, filter: &Filter, json: bool) -> anyhow::Result<ExitCode> {
             eprintln!("  {place}");
         }
     }
-    Ok(exit::SUCCESS.into())
+    let width = terminal_width();
+    let mut columns = widths(&[]);
+    if args.json {
+        for (text, _) in &kept {
+            outln!("{text}");
+        }
+    } else {
+        let rows: Vec<_> = kept.into_iter().map(|(_, row)| row).collect();
+        columns = widths(&rows);
+        out!("{}", table(&rows, &columns, width));
+    }
+    if !args.follow {
+        return Ok(exit::SUCCESS.into());
+    }
+    crate::out::stdout().flush()?;
+    loop {
+        std::thread::sleep(FOLLOW_EVERY);
+        for line in log.records()? {
+            let line = line?;
+            let Ok(record) = &line.record else { continue };
+            if last.is_some_and(|seen| record.seq <= seen) {
+                continue;
+            }
+            last = Some(record.seq);
+            if !filter.keeps(record) {
+                continue;
+            }
+            if args.json {
+                outln!("{}", line.text);
+            } else {
+                outln!("{}", fitted(&format_row(&row(record), &columns), width));
+            }
+        }
+    }
 }
 
-const HEADER: [&str; 6] = [
+/// The terminal's width when stdout is one (`COLUMNS` wins, as for `ls`);
+/// `None` into a pipe or a file, where lines are never cut.
+fn terminal_width() -> Option<usize> {
+    if let Some(columns) = std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok()) {
+        return Some(columns);
+    }
+    let stdout = std::io::stdout();
+    if !std::io::IsTerminal::is_terminal(&stdout) {
+        return None;
+    }
+    rustix::termios::tcgetwinsize(&stdout)
+        .ok()
+        .map(|size| usize::from(size.ws_col))
+        .filter(|&w| w > 0)
+}
+
+/// `line` cut to `width` characters, its end shown by `…`.
+fn fitted(line: &str, width: Option<usize>) -> String {
+    match width {
+        Some(width) if line.chars().count() > width => {
+            let mut cut: String = line.chars().take(width.saturating_sub(1)).collect();
+            cut.push('…');
+            cut
+        }
+        _ => line.to_owned(),
+    }
+}
+
+/// The table's columns; a row is one cell each.
+const HEADER: [&str; 7] = [
     "SEQ",
     "TIME (UTC)",
+    "ROUTE",
     "ACTION",
     "DECISION",
     "DECIDED BY",
     "SUBJECT",
 ];
 
-fn row(record: &Record) -> [String; 6] {
+type Row = [String; 7];
+
+fn row(record: &Record) -> Row {
     let entry = &record.entry;
     let mut seq = record.seq.to_string();
     if record.unchained.is_some() {
@@ -225,6 +367,7 @@ fn row(record: &Record) -> [String; 6] {
     [
         seq,
         readable_time(&record.ts),
+        entry.route.clone(),
         entry.action.clone(),
         entry.decision.clone(),
         decided_by(entry.answered_by, &entry.decided_by),
@@ -258,26 +401,36 @@ fn decided_by(answered_by: AnsweredBy, by: &DecidedBy) -> String {
     }
 }
 
-/// Columns padded to their widest cell; the last one is left ragged.
-fn table(rows: &[[String; 6]]) -> String {
+/// Each column's width: its widest cell, the header's included.
+fn widths(rows: &[Row]) -> [usize; 7] {
     let mut widths = HEADER.map(str::len);
     for row in rows {
         for (width, cell) in widths.iter_mut().zip(row) {
             *width = (*width).max(cell.chars().count());
         }
     }
-    let mut out = String::new();
-    let header = HEADER.map(str::to_owned);
-    for row in std::iter::once(&header).chain(rows) {
-        let mut line = String::new();
-        for (i, (cell, width)) in row.iter().zip(widths).enumerate() {
-            if i + 1 == row.len() {
-                line.push_str(cell);
-            } else {
-                line.push_str(&format!("{cell:<width$}  "));
-            }
+    widths
+}
+
+/// One line of the table: every cell padded but the last, left ragged.
+fn format_row(row: &Row, widths: &[usize; 7]) -> String {
+    let mut line = String::new();
+    for (i, (cell, width)) in row.iter().zip(widths).enumerate() {
+        if i + 1 == row.len() {
+            line.push_str(cell);
+        } else {
+            line.push_str(&format!("{cell:<width$}  "));
         }
-        out.push_str(line.trim_end());
+    }
+    line.trim_end().to_owned()
+}
+
+/// The header and `rows`, each line cut to the terminal's `width`.
+fn table(rows: &[Row], widths: &[usize; 7], width: Option<usize>) -> String {
+    let header = HEADER.map(str::to_owned);
+    let mut out = String::new();
+    for row in std::iter::once(&header).chain(rows) {
+        out.push_str(&fitted(&format_row(row, widths), width));
         out.push('\n');
     }
     out
@@ -372,22 +525,24 @@ mod tests {
         let rows = [[
             "1".to_owned(),
             "t".to_owned(),
+            "hook".to_owned(),
             "call.write_file".to_owned(),
             "allow".to_owned(),
             "shipped default".to_owned(),
             String::new(),
         ]];
-        let text = table(&rows);
+        let text = table(&rows, &widths(&rows), None);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 2);
-        assert!(
-            lines[0].starts_with(
-                "SEQ  TIME (UTC)  ACTION           DECISION  DECIDED BY       SUBJECT"
-            )
-        );
+        assert!(lines[0].starts_with(
+            "SEQ  TIME (UTC)  ROUTE  ACTION           DECISION  DECIDED BY       SUBJECT"
+        ));
         assert_eq!(
             lines[1],
-            "1    t           call.write_file  allow     shipped default"
+            "1    t           hook   call.write_file  allow     shipped default"
         );
+        let cut = table(&rows, &widths(&rows), Some(20));
+        assert!(cut.lines().all(|l| l.chars().count() <= 20), "{cut}");
+        assert!(cut.lines().nth(1).unwrap().ends_with('…'), "{cut}");
     }
 }
