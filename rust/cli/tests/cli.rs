@@ -269,7 +269,11 @@ fn sync_that_wires_no_agent_fails_and_check_writes_nothing() {
     let text_of = std::fs::read_to_string(&settings).unwrap();
     let mut json: serde_json::Value = serde_json::from_str(&text_of).unwrap();
     json["model"] = "opus".into();
-    std::fs::write(&settings, serde_json::to_string_pretty(&json).unwrap() + "\n").unwrap();
+    std::fs::write(
+        &settings,
+        serde_json::to_string_pretty(&json).unwrap() + "\n",
+    )
+    .unwrap();
     let out = check(&fx);
     assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
     json["hooks"]["PreToolUse"][0]["hooks"][0]["command"] = "true".into();
@@ -286,5 +290,67 @@ fn sync_that_wires_no_agent_fails_and_check_writes_nothing() {
         std::fs::read_to_string(&settings).unwrap(),
         edited,
         "--check wrote"
+    );
+}
+
+/// The `chock` lines of the README's quick start, in order, without their comments.
+fn quick_start() -> Vec<Vec<String>> {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
+        .expect("README.md");
+    let section = readme
+        .split("\n## ")
+        .find(|s| s.starts_with("Quick start"))
+        .expect("a Quick start section");
+    section
+        .split("```")
+        .skip(1)
+        .step_by(2)
+        .flat_map(str::lines)
+        .map(|line| line.split(" #").next().unwrap_or("").trim())
+        .filter(|line| line.starts_with("chock "))
+        .map(|line| line.split_whitespace().skip(1).map(str::to_owned).collect())
+        .collect()
+}
+
+#[test]
+fn the_readme_s_quick_start_runs_as_written() {
+    let commands = quick_start();
+    let names: Vec<&str> = commands.iter().map(|c| c[0].as_str()).collect();
+    assert_eq!(
+        names,
+        ["doctor", "sync", "status", "policy", "stop", "resume"],
+        "the quick start's commands"
+    );
+    let fx = Fixture::flake();
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_chock"))
+        .parent()
+        .unwrap();
+    let path = format!("{}:/usr/bin:/bin", bin.display());
+    for args in &commands {
+        let out = fx
+            .chock()
+            .args(args)
+            .env("PATH", &path)
+            .output()
+            .expect("run chock");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "chock {args:?}: {}",
+            describe(&out)
+        );
+    }
+    // What it wired answers a call, and `chock status` says so.
+    let out = fx
+        .chock()
+        .args(["status", "--json"])
+        .output()
+        .expect("chock status");
+    let status: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(status["agents"]["claude"]["wired"], true, "{status}");
+    assert_eq!(
+        status["stopped"],
+        serde_json::Value::Null,
+        "resumed: {status}"
     );
 }
