@@ -1413,6 +1413,30 @@ fn killed_then_applied(fx: &Fixture, round: u64, whole: std::time::Duration) -> 
     again
 }
 
+/// Each process with a file under `dir` open: its id, name and the file.
+fn holders(dir: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    for proc in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(fds) = std::fs::read_dir(proc.path().join("fd")) else {
+            continue;
+        };
+        let comm = std::fs::read_to_string(proc.path().join("comm")).unwrap_or_default();
+        for fd in fds.flatten() {
+            if let Ok(target) = std::fs::read_link(fd.path())
+                && target.starts_with(dir)
+            {
+                found.push(format!(
+                    "{} {} {}",
+                    proc.file_name().to_string_lossy(),
+                    comm.trim(),
+                    target.display()
+                ));
+            }
+        }
+    }
+    found
+}
+
 /// Names of the entries in `dir` starting with `.chock-apply-`, anywhere
 /// beneath it.
 fn temporaries_under(dir: &Path) -> Vec<String> {
@@ -1456,7 +1480,20 @@ fn an_apply_killed_at_any_point_is_finished_by_the_next() {
             .map(|e| e.file_name())
             .collect();
         let again = killed_then_applied(&fx, round, whole);
-        let said = describe(&again);
+        let said = format!(
+            "{}\nholders: {:?}\nrefs: {}\nmain: {}\nlog: {}",
+            describe(&again),
+            holders(fx.root()),
+            git(&fx.project, &["for-each-ref", "refs/chock"]),
+            git(&fx.project, &["log", "--oneline", "-3", "main"]),
+            fx.log_lines()
+                .iter()
+                .rev()
+                .take(3)
+                .map(|l| l.to_string())
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
         if text(&again.stderr).contains("interrupted") {
             finished += 1;
         }

@@ -796,18 +796,22 @@ fn changed_paths(host: &Git, from: &str, to: &str) -> Result<Vec<String>, Worksp
 /// Why the person's own uncommitted work on a path the landing changes
 /// (an edit, a staged change, a file removed from the tree whether or not
 /// the removal is staged) keeps the landing from moving their tree; it is
-/// theirs, kept as an edit is, and the work parks.
-fn theirs_in_the_way(
-    host: &Git,
-    tip: &str,
-    changed: &[String],
-) -> Result<Option<String>, WorkspaceError> {
-    host.output(["update-index", "-q", "--refresh"], None)?;
-    let differs = split_z(
-        &host
-            .run(["diff-index", "-z", "--name-only", "--no-renames", tip])?
-            .stdout,
-    );
+/// theirs, kept as an edit is, and the work parks. Read with `git status`
+/// taking no lock and writing nothing (a landing is computed before the
+/// question, when nothing of the person's may change).
+fn theirs_in_the_way(host: &Git, changed: &[String]) -> Result<Option<String>, WorkspaceError> {
+    let status = host.run([
+        "--no-optional-locks",
+        "status",
+        "--porcelain=v1",
+        "-z",
+        "--untracked-files=no",
+        "--no-renames",
+    ])?;
+    let differs: Vec<String> = split_z(&status.stdout)
+        .into_iter()
+        .filter_map(|line| line.get(3..).map(str::to_owned))
+        .collect();
     let changed: std::collections::BTreeSet<&str> = changed.iter().map(String::as_str).collect();
     let theirs: Vec<String> = differs
         .into_iter()
@@ -910,7 +914,7 @@ fn settle(
         }
     };
     let changed = changed_paths(host, &tip, &new)?;
-    if let Some(why) = theirs_in_the_way(host, &tip, &changed)? {
+    if let Some(why) = theirs_in_the_way(host, &changed)? {
         return parks(why);
     }
     Ok((
@@ -963,9 +967,10 @@ fn move_branch(
         )));
     }
     let changed = changed_paths(host, &target.tip, &target.new)?;
-    if let Some(why) = theirs_in_the_way(host, &target.tip, &changed)? {
+    if let Some(why) = theirs_in_the_way(host, &changed)? {
         return Ok(Err(why));
     }
+    host.output(["update-index", "-q", "--refresh"], None)?;
     let before = snapshot(project, &changed);
     let moved = host.output(
         ["update-ref", "-m", message, &full, &target.new, &target.tip],
@@ -1011,7 +1016,7 @@ fn move_branch(
     .into_owned();
     Ok(Err(if written.is_empty() {
         format!(
-            "your working tree has changes the apply would overwrite ({said}); your branch was put back and nothing of your tree moved: commit or stash them and apply again"
+            "git did not move your tree ({said}); your branch was put back and nothing of your tree moved: if your uncommitted work is in the way, commit or stash it, and apply again"
         )
     } else {
         format!(
