@@ -354,3 +354,38 @@ fn the_readme_s_quick_start_runs_as_written() {
         "resumed: {status}"
     );
 }
+
+#[test]
+fn exec_names_a_missing_interpreter_and_quiet_leaves_out_the_notes() {
+    let fx = Fixture::host();
+    let script = fx.project.join("tool.sh");
+    std::fs::write(&script, "#!/opt/nowhere/python9 -u\nprint('hi')\n").unwrap();
+    let mut perms = std::fs::metadata(&script).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&script, perms).unwrap();
+    fx.rules(r#".{ .action = "exec.*", .decision = .allow }"#);
+    let out = fx.exec(&[], &["./tool.sh"]);
+    assert_eq!(out.status.code(), Some(127), "{}", describe(&out));
+    assert!(
+        text(&out.stderr).contains("/opt/nowhere/python9 is not in the sandbox"),
+        "{}",
+        describe(&out)
+    );
+
+    let noisy = fx.exec(&[], &["true"]);
+    assert_eq!(noisy.status.code(), Some(0), "{}", describe(&noisy));
+    assert!(
+        text(&noisy.stderr).contains("chock: "),
+        "notes without -q: {}",
+        describe(&noisy)
+    );
+    let quiet = fx.exec(&["-q"], &["true"]);
+    assert_eq!(quiet.status.code(), Some(0), "{}", describe(&quiet));
+    assert_eq!(text(&quiet.stderr), "", "{}", describe(&quiet));
+    let refused = fx.exec(&["-q"], &["/nonexistent/x"]);
+    assert!(
+        !refused.stderr.is_empty(),
+        "a failure is still said: {}",
+        describe(&refused)
+    );
+}

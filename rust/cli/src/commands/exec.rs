@@ -42,6 +42,9 @@ pub struct Args {
     /// With --workspace: copy the project's uncommitted work into a workspace being made.
     #[arg(long, requires = "workspace")]
     pub allow_dirty: bool,
+    /// Leave out Chock's notes on stderr (the toolchain, the cache, what was made read-only); a refusal or a failure is still said.
+    #[arg(short, long)]
+    pub quiet: bool,
     /// The program and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "PROGRAM")]
     pub command: Vec<OsString>,
@@ -59,8 +62,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 fn execute(args: Args) -> anyhow::Result<ExitCode> {
     let cwd = std::env::current_dir()?;
     let project = Project::for_command(args.project.as_deref())?;
+    let note = |text: &dyn std::fmt::Display| {
+        if !args.quiet {
+            eprintln!("chock: {text}");
+        }
+    };
     for notice in project.ignored_notices() {
-        eprintln!("chock: {notice}");
+        note(&notice);
     }
     let policy = std::sync::Arc::new(exec::load_policy(&project, args.org_bundle)?);
     for warning in policy.warnings() {
@@ -96,7 +104,7 @@ fn execute(args: Args) -> anyhow::Result<ExitCode> {
                 }
             };
             for notice in notices {
-                eprintln!("chock: {notice}");
+                note(&notice);
             }
             project.workspace = Some(held.view());
             Some(held)
@@ -131,7 +139,7 @@ fn execute(args: Args) -> anyhow::Result<ExitCode> {
     };
     if !args.json {
         for notice in &planned.notices {
-            eprintln!("chock: {notice}");
+            note(notice);
         }
     }
     let program = request
@@ -171,8 +179,8 @@ fn execute(args: Args) -> anyhow::Result<ExitCode> {
         Ok(ran) => ran,
         Err(error) => return Ok(failed(&error)),
     };
-    for note in push.iter().flat_map(chock_mcp::push::Armed::notes) {
-        eprintln!("chock: {note}");
+    for pushed in push.iter().flat_map(chock_mcp::push::Armed::notes) {
+        note(&pushed);
     }
     drop(push);
     if ran.finished.space_floor {
@@ -244,6 +252,11 @@ fn refused(planned: &Planned, program: &str, json: bool) -> ExitCode {
 
 fn failed(error: &ExecError) -> ExitCode {
     eprintln!("chock: {error}");
+    if let ExecError::Sandbox(SandboxError::Exec { program, .. }) = error
+        && let Some(why) = missing_interpreter(program)
+    {
+        eprintln!("  {why}");
+    }
     let code = match error {
         ExecError::NotFound { .. } => 127,
         ExecError::Sandbox(e @ SandboxError::Exec { .. }) => {
@@ -266,4 +279,21 @@ fn failed(error: &ExecError) -> ExitCode {
         | ExecError::NoProgram => exit::EXEC_FAILED,
     };
     code.into()
+}
+
+/// Why a program that is there could not be found: its `#!` names an
+/// interpreter the sandbox does not have (the kernel's ENOENT names the
+/// script, not what it lacks).
+fn missing_interpreter(program: &std::path::Path) -> Option<String> {
+    use std::io::Read as _;
+    let mut head = [0u8; 256];
+    let read = std::fs::File::open(program).ok()?.read(&mut head).ok()?;
+    let first = head[..read].split(|b| *b == b'\n').next()?;
+    let line = std::str::from_utf8(first.strip_prefix(b"#!")?).ok()?.trim();
+    let interpreter = line.split_whitespace().next()?;
+    Some(format!(
+        "{} starts with `#!{line}`, and {interpreter} is not in the sandbox: its toolchain is the project's dev shell (or the host's /usr, /bin and /sbin without a flake); add the interpreter to the dev shell, or name one that is there (`#!/usr/bin/env {}`)",
+        program.display(),
+        interpreter.rsplit('/').next().unwrap_or(interpreter)
+    ))
 }
