@@ -119,6 +119,10 @@ enum Command {
     Check(commands::packages::CheckArgs),
     /// Install a policy package from a catalog, pinned in chock.lock; with no argument, exactly what the lock names.
     Install(commands::packages::InstallArgs),
+    /// List the policy packages of a catalog whose id, summary or guidance holds every word.
+    Search(commands::packages::SearchArgs),
+    /// Show one policy package of a catalog: hooks, rules, guard, evals, content hash.
+    Info(commands::packages::InfoArgs),
     /// Remove an installed policy package and its chock.lock entry.
     Remove(commands::packages::ManageArgs),
     /// Take a policy package out of force, kept in .agents/policies/.disabled/.
@@ -252,6 +256,8 @@ fn main() -> ExitCode {
         Command::New(c) => commands::packages::new(c),
         Command::Check(a) => commands::packages::check(a),
         Command::Install(a) => commands::packages::install(a),
+        Command::Search(a) => commands::packages::search(a),
+        Command::Info(a) => commands::packages::info(a),
         Command::Remove(a) => commands::packages::manage(commands::packages::Manage::Remove, a),
         Command::Disable(a) => commands::packages::manage(commands::packages::Manage::Disable, a),
         Command::Enable(a) => commands::packages::manage(commands::packages::Manage::Enable, a),

@@ -1280,3 +1280,82 @@ fn remove_disable_and_enable_keep_the_lock_true_and_a_mandatory_policy_stays() {
     let out = repo.chock(&["remove", "no-force"]);
     assert!(text(&out).contains("unchanged no-force"), "{}", text(&out));
 }
+
+#[test]
+fn search_and_info_read_a_catalog_and_info_shows_what_install_pins() {
+    let repo = Repo::new();
+    let catalog = repo.root.join("catalog");
+    std::fs::create_dir_all(&catalog).unwrap();
+    repo.git(&catalog, &["init", "-q", "-b", "main"]);
+    write_package(
+        &catalog.join("policies/no-force"),
+        "\"pre-push\"",
+        ".{ .action = \"git.push\", .agent_kind = \"git\", .decision = .deny }",
+        None,
+    );
+    write_package(
+        &catalog.join(".agents/policies/max-5mb"),
+        "\"pre-commit\", \"ci\"",
+        "",
+        Some((MAX_5MB_GUARD, 5000)),
+    );
+    std::fs::write(
+        catalog.join(".agents/policies/max-5mb/evals/big.json"),
+        r#"{"hook": "pre-commit", "staged": [{"path": "big.bin", "bytes": 6000000}], "expect": "deny"}"#,
+    )
+    .unwrap();
+    repo.git(&catalog, &["add", "."]);
+    repo.git(&catalog, &["commit", "-qm", "two policies"]);
+
+    let out = repo.chock(&["search", "--catalog", "../catalog"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let listed = text(&out);
+    assert!(
+        listed.contains("max-5mb 1.0.0  test policy max-5mb  (pre-commit, ci)")
+            && listed.contains("no-force 1.0.0  test policy no-force  (pre-push)"),
+        "{listed}"
+    );
+    let out = repo.chock(&["search", "NO-FORCE", "--catalog", "../catalog"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("no-force") && !text(&out).contains("max-5mb 1.0.0"),
+        "{}",
+        text(&out)
+    );
+    let out = repo.chock(&["search", "kubernetes", "--catalog", "../catalog"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+
+    let out = repo.chock(&["info", "../catalog#max-5mb"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let shown = text(&out);
+    assert!(
+        shown.contains("hooks:    pre-commit, ci")
+            && shown.contains("guard:    guard.sh (at most 5000 ms")
+            && shown.contains("evals:    1 cases"),
+        "{shown}"
+    );
+    let out = repo.chock(&["info", "../catalog#no-force"]);
+    let shown = text(&out);
+    assert!(
+        shown.contains(
+            r#"rule:     .{ .agent_kind = "git", .action = "git.push", .decision = .deny }"#
+        ),
+        "{shown}"
+    );
+    let hash = shown
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("content:  "))
+        .unwrap()
+        .to_owned();
+    let out = repo.chock(&["install", "../catalog#no-force"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let lock = std::fs::read_to_string(repo.project.join("chock.lock")).unwrap();
+    assert!(lock.contains(&hash), "{hash}: {lock}");
+    let out = repo.chock(&["info", "../catalog#nope"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("holds no policy `nope`"),
+        "{}",
+        text(&out)
+    );
+}

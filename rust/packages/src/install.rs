@@ -115,16 +115,29 @@ fn is_git_root(source: &Path) -> bool {
             .is_ok_and(|o| o.status.success() && o.stdout.starts_with(b"true"))
 }
 
-/// Fetches `id` from `source` (at `commit` when given, for a git catalog).
-/// A relative `source` is read from `project`, so the lock means the same
-/// wherever `chock install` runs.
-pub fn fetch(
+/// A catalog read into a scratch folder: a git repository cloned (at a
+/// commit when given), a plain folder copied.
+pub struct Catalog {
+    _scratch: tempfile::TempDir,
+    source: String,
+    root: PathBuf,
+    /// The commit read; empty for a plain folder.
+    pub commit: String,
+}
+
+/// The places a catalog holds the package `id`, as steps from its root.
+fn layouts(id: &str) -> [Vec<&str>; 3] {
+    let policies: Vec<&str> = POLICIES_DIR.split('/').chain([id]).collect();
+    [vec![id], vec!["policies", id], policies]
+}
+
+/// Reads the catalog `source`; a relative one is read from `project`, so
+/// the lock means the same wherever `chock install` runs.
+pub fn open_catalog(
     project: &Path,
     source: &str,
-    id: &str,
     commit: Option<&str>,
-) -> Result<Fetched, PackageError> {
-    check_id(id)?;
+) -> Result<Catalog, PackageError> {
     let path = &project.join(source);
     if !path.is_dir() {
         return Err(PackageError::Refused(format!(
@@ -157,24 +170,79 @@ pub fn fetch(
         copy_tree(path, &copy)?;
         (copy, String::new())
     };
-    let policies: Vec<&str> = POLICIES_DIR.split('/').chain([id]).collect();
-    let candidates: [&[&str]; 3] = [&[id], &["policies", id], &policies];
-    let dir = candidates
-        .into_iter()
-        .filter(|steps| real_folders(&root, steps))
-        .map(|steps| steps.iter().fold(root.clone(), |dir, step| dir.join(step)))
-        .find(|d| std::fs::symlink_metadata(d.join(MANIFEST)).is_ok_and(|m| m.is_file()))
-        .ok_or_else(|| {
-            PackageError::Refused(format!(
-                "{source} holds no policy `{id}` (looked for {id}/, policies/{id}/ and {POLICIES_DIR}/{id}/ with a {MANIFEST})"
-            ))
-        })?;
+    Ok(Catalog {
+        _scratch: scratch,
+        source: source.to_owned(),
+        root,
+        commit,
+    })
+}
+
+impl Catalog {
+    /// The folder of the package `id`: the first of `<id>/`,
+    /// `policies/<id>/` and `.agents/policies/<id>/` that is a real folder
+    /// holding a manifest.
+    pub fn package_dir(&self, id: &str) -> Result<PathBuf, PackageError> {
+        check_id(id)?;
+        layouts(id)
+            .into_iter()
+            .filter(|steps| real_folders(&self.root, steps))
+            .map(|steps| steps.iter().fold(self.root.clone(), |dir, step| dir.join(step)))
+            .find(|d| std::fs::symlink_metadata(d.join(MANIFEST)).is_ok_and(|m| m.is_file()))
+            .ok_or_else(|| {
+                PackageError::Refused(format!(
+                    "{} holds no policy `{id}` (looked for {id}/, policies/{id}/ and {POLICIES_DIR}/{id}/ with a {MANIFEST})",
+                    self.source
+                ))
+            })
+    }
+
+    /// Every package the catalog holds, in the order of their ids: each
+    /// folder name in its three places that is an id and holds a
+    /// manifest. One whose manifest does not read is an error naming it.
+    pub fn packages(&self) -> Result<Vec<chock_policy::PolicyPackage>, PackageError> {
+        let mut ids = std::collections::BTreeSet::new();
+        for place in [
+            PathBuf::new(),
+            PathBuf::from("policies"),
+            PathBuf::from(POLICIES_DIR),
+        ] {
+            let dir = self.root.join(&place);
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if valid_id(&name)
+                    && std::fs::symlink_metadata(entry.path().join(MANIFEST))
+                        .is_ok_and(|m| m.is_file())
+                {
+                    ids.insert(name);
+                }
+            }
+        }
+        ids.iter()
+            .map(|id| Ok(read_package(&self.package_dir(id)?)?))
+            .collect()
+    }
+}
+
+/// Fetches `id` from `source` (at `commit` when given, for a git catalog).
+pub fn fetch(
+    project: &Path,
+    source: &str,
+    id: &str,
+    commit: Option<&str>,
+) -> Result<Fetched, PackageError> {
+    check_id(id)?;
+    let catalog = open_catalog(project, source, commit)?;
+    let dir = catalog.package_dir(id)?;
     read_package(&dir)?;
     let hash = content_hash(&dir)?;
     Ok(Fetched {
-        _scratch: scratch,
+        _scratch: catalog._scratch,
         dir,
-        commit,
+        commit: catalog.commit,
         hash,
     })
 }

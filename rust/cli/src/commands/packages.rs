@@ -54,6 +54,27 @@ pub struct InstallArgs {
 }
 
 #[derive(Debug, clap::Args)]
+pub struct SearchArgs {
+    /// Words to look for in each policy's id, summary and guidance (none lists every one).
+    query: Vec<String>,
+    /// The catalog to search: a directory or a git repository.
+    #[arg(long, value_name = "SOURCE")]
+    catalog: String,
+    /// The project a relative catalog is read from (default: the nearest folder holding chock.zon or .git).
+    #[arg(long, value_name = "DIR")]
+    project: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct InfoArgs {
+    /// SOURCE#ID: a catalog and the policy's id.
+    spec: String,
+    /// The project a relative catalog is read from (default: the nearest folder holding chock.zon or .git).
+    #[arg(long, value_name = "DIR")]
+    project: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
 pub struct ManageArgs {
     /// The policy's id (its folder .agents/policies/<ID>/).
     id: String,
@@ -176,6 +197,74 @@ pub fn install(args: InstallArgs) -> anyhow::Result<ExitCode> {
         }
     }
     outln!("run `chock sync` to compile the policies into the hooks and INDEX.md");
+    Ok(exit::SUCCESS.into())
+}
+
+fn hooks_of(package: &chock_policy::PolicyPackage) -> String {
+    let hooks: Vec<&str> = package.hooks.iter().map(|h| h.as_str()).collect();
+    hooks.join(", ")
+}
+
+pub fn search(args: SearchArgs) -> anyhow::Result<ExitCode> {
+    let project = project_dir(args.project.as_deref())?;
+    let catalog = install::open_catalog(&project, &args.catalog, None)?;
+    let words: Vec<String> = args.query.iter().map(|w| w.to_lowercase()).collect();
+    let mut found = 0;
+    for package in catalog.packages()? {
+        let text =
+            format!("{} {} {}", package.id, package.summary, package.guidance).to_lowercase();
+        if words.iter().all(|w| text.contains(w.as_str())) {
+            found += 1;
+            outln!(
+                "{} {}  {}  ({})",
+                package.id,
+                package.version,
+                package.summary,
+                hooks_of(&package)
+            );
+        }
+    }
+    if found == 0 {
+        outln!("no policy in {} matches", args.catalog);
+        return Ok(exit::FAILURE.into());
+    }
+    outln!(
+        "`chock info {}#ID` shows one; `chock install {}#ID` installs it",
+        args.catalog,
+        args.catalog
+    );
+    Ok(exit::SUCCESS.into())
+}
+
+pub fn info(args: InfoArgs) -> anyhow::Result<ExitCode> {
+    let project = project_dir(args.project.as_deref())?;
+    let (source, id) = install::parse_spec(&args.spec)?;
+    let catalog = install::open_catalog(&project, source, None)?;
+    let dir = catalog.package_dir(id)?;
+    let package = chock_policy::package::read_package(&dir)?;
+    let cases = chock_packages::evals::read_cases(&package)?;
+    outln!("{} {}", package.id, package.version);
+    outln!("  {}", package.summary);
+    outln!("  hooks:    {}", hooks_of(&package));
+    for rule in package.rules.rules() {
+        outln!("  rule:     {}", rule.to_zon());
+    }
+    if let Some(guard) = &package.guard {
+        let program = guard.program.strip_prefix(&dir).unwrap_or(&guard.program);
+        outln!(
+            "  guard:    {} (at most {} ms, {} bytes)",
+            program.display(),
+            guard.timeout_ms,
+            guard.memory_bytes
+        );
+    }
+    outln!("  evals:    {} cases", cases.len());
+    outln!("  guidance: {}", package.guidance);
+    if !catalog.commit.is_empty() {
+        outln!("  commit:   {}", catalog.commit);
+    }
+    outln!("  content:  {}", chock_packages::lock::content_hash(&dir)?);
+    outln!("`chock install {}` installs it", args.spec);
     Ok(exit::SUCCESS.into())
 }
 
