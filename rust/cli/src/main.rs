@@ -271,7 +271,11 @@ fn main() -> ExitCode {
     match outcome {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("chock: {error:#}");
+            let message = format!("{error:#}");
+            if out::wants_json() {
+                outln!("{}", out::error_json(&message, None));
+            }
+            eprintln!("chock: {message}");
             exit::FAILURE.into()
         }
     }

@@ -62,3 +62,49 @@ fn closed(error: &io::Error) -> ! {
     let _ = writeln!(io::stderr(), "chock: cannot write to stdout: {error}");
     std::process::exit(exit::FAILURE.into())
 }
+
+/// The JSON a `--json` command prints on stdout for an error:
+/// `{"error": {"message", "file", "line"}}` (`kind` too where the command
+/// has kinds), `file` and `line` null when the message names no place.
+pub fn error_json(message: &str, kind: Option<&str>) -> serde_json::Value {
+    let (file, line) = place(message).unzip();
+    let mut error = serde_json::json!({ "message": message, "file": file, "line": line });
+    if let Some(kind) = kind {
+        error["kind"] = kind.into();
+    }
+    serde_json::json!({ "error": error })
+}
+
+/// The first `FILE:LINE:COL:` (or `FILE:LINE:`) a message names, as
+/// Chock's parse errors begin.
+fn place(message: &str) -> Option<(String, u64)> {
+    message.split_whitespace().find_map(|word| {
+        let mut parts = word.splitn(3, ':');
+        let file = parts.next()?;
+        let line = parts.next()?.parse().ok()?;
+        parts.next()?;
+        (file.contains('/') || file.contains('.')).then(|| (file.to_owned(), line))
+    })
+}
+
+/// Whether the command line asks for JSON (`--json` before any `--`):
+/// then an error is printed as [`error_json`] on stdout as well.
+pub fn wants_json() -> bool {
+    std::env::args()
+        .skip(1)
+        .take_while(|arg| arg != "--")
+        .any(|arg| arg == "--json")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn an_error_s_place_is_its_file_and_line() {
+        let error = super::error_json("loading: /p/chock.zon:3:7: `x` is not a ZON value", None);
+        assert_eq!(error["error"]["file"], "/p/chock.zon");
+        assert_eq!(error["error"]["line"], 3);
+        let none = super::error_json("no daemon at 12:30:00: refused", Some("fault"));
+        assert_eq!(none["error"]["file"], serde_json::Value::Null);
+        assert_eq!(none["error"]["kind"], "fault");
+    }
+}

@@ -150,6 +150,43 @@ fn a_build_the_rules_allow_prints_what_it_produced() {
     );
     assert_eq!((f.allowed.count(), f.other.count()), (1, 1));
     assert_eq!(f.log().lines().count(), 3, "{}", f.log());
+
+    // For scripts: the output path alone, as `nix build --print-out-paths`.
+    let mut args = vec!["--print-out-paths"];
+    args.extend(PACKAGE);
+    let out = f.run(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let paths = text(&out.stdout);
+    assert_eq!(paths.lines().count(), 1, "{paths}");
+    assert!(
+        paths.starts_with("/nix/store/") && stdout.contains(paths.trim_end()),
+        "{paths}"
+    );
+}
+
+#[test]
+fn a_chock_zon_that_does_not_load_is_a_json_error_naming_its_line() {
+    let f = Fixture::new(&[]);
+    std::fs::write(
+        f.project.path().join("chock.zon"),
+        ".{\n  .policy = broken,\n}\n",
+    )
+    .unwrap();
+    let mut args = vec!["--plan", "--json"];
+    args.extend(PACKAGE);
+    let out = f.run(&args);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let error: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    let zon = f.project.path().join("chock.zon");
+    assert_eq!(error["error"]["file"], zon.to_str().unwrap(), "{error}");
+    assert_eq!(error["error"]["line"], 2, "{error}");
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("broken"),
+        "{error}"
+    );
 }
 
 #[test]

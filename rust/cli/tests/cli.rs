@@ -389,3 +389,63 @@ fn exec_names_a_missing_interpreter_and_quiet_leaves_out_the_notes() {
         describe(&refused)
     );
 }
+
+#[test]
+fn json_where_a_script_looks_and_errors_as_json_too() {
+    let fx = Fixture::host();
+    let json = |args: &[&str]| {
+        let out = fx.chock().args(args).output().expect("run chock");
+        let value = serde_json::from_slice::<serde_json::Value>(&out.stdout)
+            .unwrap_or_else(|e| panic!("chock {args:?} printed no JSON ({e}): {}", describe(&out)));
+        (out.status.code(), value)
+    };
+    let (code, error) = json(&["log", "head", "--json"]);
+    assert_eq!(code, Some(1));
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no decisions"),
+        "{error}"
+    );
+    let out = fx.chock().args(["log", "append"]).output().unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    let (code, head) = json(&["log", "head", "--json"]);
+    assert_eq!((code, head["seq"].as_u64()), (Some(0), Some(1)), "{head}");
+    assert_eq!(head["sha256"].as_str().map(str::len), Some(64), "{head}");
+    let (code, usage) = json(&["usage", "--json"]);
+    assert_eq!(
+        (code, usage["sessions"].as_array().map(Vec::len)),
+        (Some(0), Some(0)),
+        "{usage}"
+    );
+    let sessions = fx.chock().args(["sessions", "--json"]).output().unwrap();
+    assert_eq!(
+        (sessions.status.code(), sessions.stdout.len()),
+        (Some(0), 0),
+        "no session, no line"
+    );
+    let (code, ok) = json(&["policy", "check", "--json"]);
+    assert_eq!(
+        (code, &ok["ok"]),
+        (Some(0), &serde_json::Value::Bool(true)),
+        "{ok}"
+    );
+
+    fx.zon(".{\n  .policy = broken,\n}\n");
+    let zon = fx.project.join("chock.zon");
+    for (args, want) in [
+        (&["policy", "check", "--json"][..], 1),
+        (&["policy", "explain", "fs.read", "--json"], 1),
+        (&["exec", "--json", "--", "true"], 124),
+    ] {
+        let (code, error) = json(args);
+        assert_eq!(code, Some(want), "chock {args:?}: {error}");
+        assert_eq!(
+            error["error"]["file"],
+            zon.to_str().unwrap(),
+            "chock {args:?}: {error}"
+        );
+        assert_eq!(error["error"]["line"], 2, "chock {args:?}: {error}");
+    }
+}

@@ -34,6 +34,9 @@ pub struct Args {
     /// Print one JSON object on stdout.
     #[arg(long)]
     pub json: bool,
+    /// Print only the built output paths, one a line (as `nix build --print-out-paths` does), for scripts.
+    #[arg(long, conflicts_with_all = ["json", "plan"])]
+    pub print_out_paths: bool,
     /// An organisation bundle to bind, besides those found on this machine (repeatable).
     #[arg(long = "org-bundle", value_name = "FILE")]
     pub org_bundle: Vec<PathBuf>,
@@ -82,7 +85,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             chock_nix::build_fetching_inputs(&request, &context, &mut Session::default(), &inputs)
         }) {
             Ok(built) => {
-                print_built(&built, args.json)?;
+                print_built(&built, args.json, args.print_out_paths)?;
                 exit::SUCCESS.into()
             }
             Err(error) => failed(&error, args.json),
@@ -90,9 +93,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     )
 }
 
-fn print_built(built: &Built, json: bool) -> anyhow::Result<()> {
+/// The build's result: JSON, the output paths alone, or a sentence.
+fn print_built(built: &Built, json: bool, paths_only: bool) -> anyhow::Result<()> {
     if json {
         outln!("{}", serde_json::to_string(built)?);
+        return Ok(());
+    }
+    if paths_only {
+        for path in built.built.values() {
+            outln!("{path}");
+        }
         return Ok(());
     }
     let outputs: Vec<String> = built
@@ -229,10 +239,7 @@ fn failed(error: &BuildError, json: bool) -> ExitCode {
         BuildError::Fault(_) => ("fault", exit::FAILURE),
     };
     if json {
-        outln!(
-            "{}",
-            serde_json::json!({ "error": { "kind": kind, "message": error.to_string() } })
-        );
+        outln!("{}", crate::out::error_json(&error.to_string(), Some(kind)));
     } else {
         eprintln!("chock build: {error}");
     }

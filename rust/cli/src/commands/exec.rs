@@ -53,8 +53,13 @@ pub struct Args {
 /// The program's own status, or Chock's outcome in the codes no program's
 /// ordinary status is taken for (`exit::EXEC_FAILED`, `exit::EXEC_REFUSED`).
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let json = args.json;
     execute(args).or_else(|error| {
-        eprintln!("chock: {error:#}");
+        let message = format!("{error:#}");
+        if json {
+            outln!("{}", crate::out::error_json(&message, None));
+        }
+        eprintln!("chock: {message}");
         Ok(exit::EXEC_FAILED.into())
     })
 }
@@ -135,7 +140,7 @@ fn execute(args: Args) -> anyhow::Result<ExitCode> {
         exec::plan(&request, &policy, &log, &TerminalAsker, Some(&inputs))
     }) {
         Ok(planned) => planned,
-        Err(error) => return Ok(failed(&error)),
+        Err(error) => return Ok(failed(&error, args.json)),
     };
     if !args.json {
         for notice in &planned.notices {
@@ -160,7 +165,7 @@ fn execute(args: Args) -> anyhow::Result<ExitCode> {
         &request.project,
     ) {
         Ok(router) => router,
-        Err(error) => return Ok(failed(&error)),
+        Err(error) => return Ok(failed(&error, args.json)),
     };
     // An allowed push gets its credential for this command only: the
     // person's ssh agent, and for an http or https remote a credential
@@ -177,7 +182,7 @@ fn execute(args: Args) -> anyhow::Result<ExitCode> {
     }
     let ran = match prepared.run() {
         Ok(ran) => ran,
-        Err(error) => return Ok(failed(&error)),
+        Err(error) => return Ok(failed(&error, args.json)),
     };
     for pushed in push.iter().flat_map(chock_mcp::push::Armed::notes) {
         note(&pushed);
@@ -250,7 +255,10 @@ fn refused(planned: &Planned, program: &str, json: bool) -> ExitCode {
     exit::EXEC_REFUSED.into()
 }
 
-fn failed(error: &ExecError) -> ExitCode {
+fn failed(error: &ExecError, json: bool) -> ExitCode {
+    if json {
+        outln!("{}", crate::out::error_json(&error.to_string(), None));
+    }
     eprintln!("chock: {error}");
     if let ExecError::Sandbox(SandboxError::Exec { program, .. }) = error
         && let Some(why) = missing_interpreter(program)

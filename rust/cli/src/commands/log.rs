@@ -26,7 +26,11 @@ pub enum Command {
         json: bool,
     },
     /// Print `SEQ:SHA256` of the newest line, for you to keep somewhere else.
-    Head,
+    Head {
+        /// Print `{"seq", "sha256", "head", "dir"}` instead.
+        #[arg(long)]
+        json: bool,
+    },
     /// Show the decisions as a table: time, action, decision, what decided it, subject.
     #[command(after_help = "Examples:
   chock log show --decision deny --since 1h    the refusals of the last hour
@@ -100,7 +104,7 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
     let log = Log::from_env(Rotation::default())?;
     match command {
         Command::Verify { head, json } => verify(&log, head, json),
-        Command::Head => head(&log),
+        Command::Head { json } => head(&log, json),
         Command::Show(args) => show(&log, &args),
         Command::Append(args) => append(&log, &args),
     }
@@ -151,17 +155,27 @@ fn describe(report: &chock_log::Verification) -> String {
     out
 }
 
-fn head(log: &Log) -> anyhow::Result<ExitCode> {
+fn head(log: &Log, json: bool) -> anyhow::Result<ExitCode> {
     match log.head()? {
+        Some(head) if json => {
+            let text = head.to_string();
+            let (seq, sha) = text.split_once(':').unwrap_or((&text, ""));
+            outln!(
+                "{}",
+                serde_json::json!({ "seq": seq.parse::<u64>().ok(), "sha256": sha, "head": text, "dir": log.dir() })
+            );
+            Ok(exit::SUCCESS.into())
+        }
         Some(head) => {
             outln!("{head}");
             Ok(exit::SUCCESS.into())
         }
         None => {
-            eprintln!(
-                "chock log head: no decisions are logged yet in {}",
-                log.dir().display()
-            );
+            let message = format!("no decisions are logged yet in {}", log.dir().display());
+            if json {
+                outln!("{}", crate::out::error_json(&message, None));
+            }
+            eprintln!("chock log head: {message}");
             Ok(exit::FAILURE.into())
         }
     }

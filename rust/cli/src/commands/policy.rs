@@ -21,6 +21,9 @@ pub enum Command {
     Check {
         #[command(flatten)]
         layers: Layers,
+        /// Print `{"ok": true, "files": [...], ...}`, or the fault as `{"error": {"message", "file", "line"}}`.
+        #[arg(long)]
+        json: bool,
     },
     /// Answer one action and say what decided it, and what rule would change it.
     #[command(after_help = "Examples:
@@ -90,7 +93,7 @@ impl From<ReadingArg> for Reading {
 
 pub fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
-        Command::Check { layers } => check(&layers),
+        Command::Check { layers, json } => check(&layers, json),
         Command::Explain {
             action,
             layers,
@@ -114,7 +117,16 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
 }
 
 /// Loads the policy, or prints `FILE:LINE:COL: message` and gives exit 1.
-fn load(layers: &Layers) -> Result<Policy, ExitCode> {
+/// The policy of `layers`, or the exit after its fault was printed (as
+/// JSON on stdout too with `json`).
+fn load(layers: &Layers, json: bool) -> Result<Policy, ExitCode> {
+    let fail = |message: &str| {
+        if json {
+            outln!("{}", crate::out::error_json(message, None));
+        }
+        eprintln!("{message}");
+        ExitCode::from(exit::FAILURE)
+    };
     // Without --project, the project `chock exec` would find: a chock.zon
     // nested in it is not its policy, and is named as ignored.
     let project = match &layers.project {
@@ -136,13 +148,8 @@ fn load(layers: &Layers) -> Result<Policy, ExitCode> {
     Ok(policy)
 }
 
-fn fail(message: &str) -> ExitCode {
-    eprintln!("{message}");
-    exit::FAILURE.into()
-}
-
-fn check(layers: &Layers) -> anyhow::Result<ExitCode> {
-    let policy = match load(layers) {
+fn check(layers: &Layers, json: bool) -> anyhow::Result<ExitCode> {
+    let policy = match load(layers, json) {
         Ok(p) => p,
         Err(code) => return Ok(code),
     };
@@ -173,7 +180,11 @@ fn check(layers: &Layers) -> anyhow::Result<ExitCode> {
     for warning in chock_policy::unparsed::wide_rules_allowing_unparsed(&policy) {
         eprintln!("warning: {warning}");
     }
-    outln!("policy ok: {}", parts.join(", "));
+    if json {
+        outln!("{}", serde_json::json!({ "ok": true, "loaded": parts }));
+    } else {
+        outln!("policy ok: {}", parts.join(", "));
+    }
     Ok(exit::SUCCESS.into())
 }
 
@@ -187,7 +198,7 @@ fn explain(
     reading: Reading,
     as_json: bool,
 ) -> anyhow::Result<ExitCode> {
-    let policy = match load(layers) {
+    let policy = match load(layers, as_json) {
         Ok(p) => p,
         Err(code) => return Ok(code),
     };

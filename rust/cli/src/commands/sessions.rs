@@ -15,6 +15,9 @@ use crate::exit;
 pub struct Args {
     #[command(subcommand)]
     pub command: Option<Command>,
+    /// Print the list as JSON lines, one object a session.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -51,7 +54,7 @@ pub enum Command {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let sessions = Sessions::from_env()?;
     match args.command {
-        None => list(&sessions),
+        None => list(&sessions, args.json),
         Some(Command::Verify { id }) => verify(&sessions, id),
         Some(Command::Export { id, to }) => {
             for written in sessions.export(&id, &to)? {
@@ -64,8 +67,30 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn list(sessions: &Sessions) -> anyhow::Result<ExitCode> {
+fn list(sessions: &Sessions, json: bool) -> anyhow::Result<ExitCode> {
     let all = sessions.list()?;
+    if json {
+        for s in &all {
+            let model = s
+                .model
+                .as_ref()
+                .map(|m| format!("{}/{}", m.instance, m.model));
+            outln!(
+                "{}",
+                serde_json::json!({
+                    "id": s.id,
+                    "started": s.started,
+                    "last": s.last,
+                    "project": s.project,
+                    "model": model,
+                    "turns": s.turns,
+                    "running": s.running,
+                    "state": state(s),
+                })
+            );
+        }
+        return Ok(exit::SUCCESS.into());
+    }
     if all.is_empty() {
         outln!("no session is kept in {}", sessions.dir().display());
         return Ok(exit::SUCCESS.into());

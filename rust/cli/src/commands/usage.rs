@@ -15,6 +15,9 @@ use crate::exit;
 pub struct Args {
     #[command(subcommand)]
     pub command: Option<Command>,
+    /// Print every session's tokens and cost, and the total, as one JSON object.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -33,6 +36,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let sessions = Sessions::from_env()?;
     let all = sessions.list()?;
     match args.command {
+        None if args.json => Ok(total_json(&all, &prices)),
         None => Ok(total(&all, &prices)),
         Some(Command::Show { id }) => {
             sessions.path(&id)?;
@@ -57,6 +61,40 @@ fn cost_text(cost: Cost) -> String {
         Cost::Free => "free".into(),
         Cost::Unknown => "unknown".into(),
     }
+}
+
+/// `cost` as JSON: dollars, `"free"`, or null when no price is known.
+fn cost_json(cost: Cost) -> serde_json::Value {
+    match cost {
+        Cost::Priced(amount) => amount.into(),
+        Cost::Free => "free".into(),
+        Cost::Unknown => serde_json::Value::Null,
+    }
+}
+
+fn total_json(all: &[Summary], prices: &Prices) -> ExitCode {
+    let mut dollars = 0.0;
+    let sessions: Vec<serde_json::Value> = all
+        .iter()
+        .map(|s| {
+            let tokens = s.tokens();
+            let cost = prices.cost(s);
+            if let Cost::Priced(amount) = cost {
+                dollars += amount;
+            }
+            serde_json::json!({
+                "id": s.id,
+                "tokens_in": tokens.input,
+                "tokens_out": tokens.output,
+                "cost": cost_json(cost),
+            })
+        })
+        .collect();
+    outln!(
+        "{}",
+        serde_json::json!({ "sessions": sessions, "total_priced_dollars": dollars })
+    );
+    exit::SUCCESS.into()
 }
 
 fn total(all: &[Summary], prices: &Prices) -> ExitCode {
