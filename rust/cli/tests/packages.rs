@@ -1359,3 +1359,68 @@ fn search_and_info_read_a_catalog_and_info_shows_what_install_pins() {
         text(&out)
     );
 }
+
+/// Swaps two names in one folder back and forth with
+/// renameat2(RENAME_EXCHANGE) until it is killed or has swapped `count`
+/// times.
+const SWAPPER: &str = r#"
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+AT_FDCWD, RENAME_EXCHANGE = -100, 2
+os.chdir(sys.argv[1])
+a, b = sys.argv[2].encode(), sys.argv[3].encode()
+print("ready", flush=True)
+for _ in range(int(sys.argv[4])):
+    libc.renameat2(AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE)
+"#;
+
+#[test]
+fn remove_and_disable_raced_by_a_link_swapped_in_never_touch_what_it_points_to() {
+    use std::io::BufRead as _;
+    let repo = Repo::new();
+    let victim = repo.root.join("victim");
+    let policies = repo.project.join(".agents/policies");
+    for round in 0..12 {
+        std::fs::create_dir_all(victim.join("sub")).unwrap();
+        std::fs::write(victim.join("keep"), "keep\n").unwrap();
+        std::fs::write(victim.join("sub/keep"), "keep\n").unwrap();
+        std::fs::write(victim.join("manifest.zon"), "not a package\n").unwrap();
+        let _ = std::fs::remove_dir_all(&policies);
+        write_package(
+            &policies.join("p"),
+            "\"tool\"",
+            ".{ .action = \"git.push\", .decision = .ask }",
+            None,
+        );
+        std::os::unix::fs::symlink(&victim, policies.join(".swap")).unwrap();
+        let mut swapper = Command::new("python3")
+            .args(["-c", SWAPPER])
+            .arg(&policies)
+            .args(["p", ".swap", "200000"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut ready = String::new();
+        std::io::BufReader::new(swapper.stdout.as_mut().unwrap())
+            .read_line(&mut ready)
+            .unwrap();
+        let verb = if round % 2 == 0 { "remove" } else { "disable" };
+        let out = repo.chock(&[verb, "p"]);
+        let _ = swapper.kill();
+        let _ = swapper.wait();
+        for kept in ["keep", "sub/keep", "manifest.zon"] {
+            assert!(
+                victim.join(kept).is_file(),
+                "round {round}: `chock {verb}` reached {kept} through the link: {}",
+                text(&out)
+            );
+        }
+        assert!(
+            !repo
+                .project
+                .join(".agents/policies/.disabled/p")
+                .is_symlink(),
+            "round {round}: a link was moved into .disabled"
+        );
+    }
+}

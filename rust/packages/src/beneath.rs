@@ -117,12 +117,14 @@ impl PoliciesDir {
 
     /// Removes the package `id`, if there is one: renamed aside in one
     /// step (so no half-removed package is ever read as one), then its
-    /// tree removed without following a link. Whether there was one.
+    /// tree removed without following a link. What was renamed must be the
+    /// folder opened first (its device and inode): anything swapped in
+    /// meanwhile is put back and nothing removed. Whether there was one.
     pub fn remove(&self, id: &str) -> Result<bool, PackageError> {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
-        if self.installed(id)?.is_none() {
+        let Some(opened) = self.installed(id)? else {
             return Ok(false);
-        }
+        };
         let aside = format!(
             ".{id}.gone-{}-{}",
             std::process::id(),
@@ -137,29 +139,41 @@ impl PoliciesDir {
             RenameFlags::NOREPLACE,
         )
         .map_err(|e| failed(&shown, "removing", e))?;
+        if !same_object(&opened, &self.fd, &aside)? {
+            put_back(&self.fd, &aside, &self.fd, id, &shown)?;
+            return Err(changed_meanwhile(&shown, "removed"));
+        }
         remove_tree(&self.fd, OsStr::new(&aside), &self.path.join(&aside))?;
         Ok(true)
     }
 
     /// Moves the package `id` from this folder into `to` in one rename,
-    /// never over a folder there.
+    /// never over a folder there. What arrived must be the folder opened
+    /// first (its device and inode): anything swapped in meanwhile is put
+    /// back and the move refused.
     pub fn move_to(&self, id: &str, to: &PoliciesDir) -> Result<(), PackageError> {
-        if self.installed(id)?.is_none() {
+        let shown = self.path.join(id);
+        let Some(opened) = self.installed(id)? else {
             return Err(PackageError::Refused(format!(
                 "{}: there is no policy `{id}` there",
                 self.path.display()
             )));
-        }
+        };
         let target = to.path.join(id);
-        rustix::fs::renameat_with(&self.fd, id, &to.fd, id, RenameFlags::NOREPLACE).map_err(|e| {
-            match e {
+        rustix::fs::renameat_with(&self.fd, id, &to.fd, id, RenameFlags::NOREPLACE).map_err(
+            |e| match e {
                 Errno::EXIST => PackageError::Refused(format!(
                     "{} already exists: remove one of the two copies of `{id}` first",
                     target.display()
                 )),
                 e => failed(&target, "moving", e),
-            }
-        })
+            },
+        )?;
+        if !same_object(&opened, &to.fd, id)? {
+            put_back(&to.fd, id, &self.fd, id, &shown)?;
+            return Err(changed_meanwhile(&shown, "moved"));
+        }
+        Ok(())
     }
 
     /// The package folder `id` as it is now: none, or the folder opened (a
@@ -251,6 +265,35 @@ impl PoliciesDir {
     }
 }
 
+/// Whether `name` in `parent` is, without following a link, the object
+/// `opened` is (the same device and inode).
+fn same_object(opened: &OwnedFd, parent: &OwnedFd, name: &str) -> Result<bool, PackageError> {
+    let was = rustix::fs::fstat(opened).map_err(|e| failed(Path::new(name), "reading", e))?;
+    let now = rustix::fs::statat(parent, name, AtFlags::SYMLINK_NOFOLLOW)
+        .map_err(|e| failed(Path::new(name), "reading", e))?;
+    Ok(was.st_dev == now.st_dev && was.st_ino == now.st_ino)
+}
+
+/// Renames `from` in `from_dir` back to `to` in `to_dir`, never over
+/// anything there.
+fn put_back(
+    from_dir: &OwnedFd,
+    from: &str,
+    to_dir: &OwnedFd,
+    to: &str,
+    shown: &Path,
+) -> Result<(), PackageError> {
+    rustix::fs::renameat_with(from_dir, from, to_dir, to, RenameFlags::NOREPLACE)
+        .map_err(|e| failed(shown, "putting back what was swapped in", e))
+}
+
+fn changed_meanwhile(shown: &Path, verb: &str) -> PackageError {
+    PackageError::Refused(format!(
+        "{}: it was replaced while it was being {verb} (a link or another folder was swapped in); it was put back and nothing was {verb}: run the command again",
+        shown.display()
+    ))
+}
+
 /// `/proc/self/fd/N` of an opened folder: a path that reaches that folder
 /// and no other, whatever is renamed or linked meanwhile.
 pub fn fd_path(fd: &OwnedFd) -> PathBuf {
@@ -327,5 +370,95 @@ fn remove_tree(parent: &OwnedFd, name: &OsStr, shown: &Path) -> Result<(), Packa
         Err(PackageError::Refused(_)) => rustix::fs::unlinkat(parent, name, AtFlags::empty())
             .map_err(|e| failed(shown, "removing", e)),
         Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Swaps `.agents/policies/p` with a link to a folder outside, over and
+    /// over, while `remove` and `move_to` run: whatever they meet, nothing
+    /// outside is touched, no link lands in `.disabled`, and a swap between
+    /// the check and the rename is caught by the inode and put back.
+    #[test]
+    fn a_link_swapped_in_is_never_followed_and_a_swap_is_put_back() {
+        let root = tempfile::tempdir().unwrap();
+        let project = root.path().join("project");
+        let victim = root.path().join("victim");
+        std::fs::create_dir_all(victim.join("sub")).unwrap();
+        std::fs::write(victim.join("sub/keep"), "keep").unwrap();
+        std::fs::create_dir_all(&project).unwrap();
+        let policies = PoliciesDir::open(&project).unwrap();
+        let disabled = PoliciesDir::open_disabled(&project).unwrap();
+        let dir = policies.path().to_path_buf();
+        std::os::unix::fs::symlink(&victim, dir.join(".swap")).unwrap();
+        let (mut caught, mut done) = (0, 0);
+        for round in 0..400 {
+            let package = [PackageFile {
+                rel: PathBuf::from("manifest.zon"),
+                bytes: b".{}".to_vec(),
+                executable: false,
+            }];
+            if policies.installed("p").ok().flatten().is_none() && !dir.join("p").is_symlink() {
+                policies.put("p", &package, false).unwrap();
+            }
+            let _ = disabled.remove("p");
+            let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let started = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let swapper = {
+                let (stop, started, dir) = (stop.clone(), started.clone(), dir.clone());
+                std::thread::spawn(move || {
+                    let fd = rustix::fs::open(&dir, DIR_FLAGS, Mode::empty()).unwrap();
+                    for _ in 0..20_000 {
+                        started.store(true, Ordering::Relaxed);
+                        if stop.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        let _ = rustix::fs::renameat_with(
+                            &fd,
+                            "p",
+                            &fd,
+                            ".swap",
+                            RenameFlags::EXCHANGE,
+                        );
+                    }
+                })
+            };
+            while !started.load(Ordering::Relaxed) {
+                std::thread::yield_now();
+            }
+            let result = if round % 2 == 0 {
+                policies.remove("p").map(|_| ())
+            } else {
+                policies.move_to("p", &disabled)
+            };
+            stop.store(true, Ordering::Relaxed);
+            swapper.join().unwrap();
+            match result {
+                Ok(()) => done += 1,
+                Err(e) if e.to_string().contains("was replaced while") => caught += 1,
+                Err(_) => {}
+            }
+            assert!(
+                victim.join("sub/keep").is_file(),
+                "round {round}: the link was followed"
+            );
+            assert!(
+                !disabled.path().join("p").is_symlink(),
+                "round {round}: a link was moved"
+            );
+            // Put the names back as they were: `p` a folder (or gone), `.swap` the link.
+            if dir.join("p").is_symlink() {
+                let _ = std::fs::rename(dir.join("p"), dir.join(".tmp"));
+                let _ = std::fs::rename(dir.join(".swap"), dir.join("p"));
+                std::fs::rename(dir.join(".tmp"), dir.join(".swap")).unwrap();
+            }
+        }
+        eprintln!("400 rounds: {done} removed or moved, {caught} swaps caught and put back");
+        assert!(
+            caught > 0,
+            "no round caught a swap ({done} done): the race was not run"
+        );
     }
 }
