@@ -110,7 +110,9 @@ enum Command {
     #[command(after_help = "Examples:
   chock sync --agents claude,codex   wire Claude Code and Codex in this project
   chock sync                         wire the agents whose folder the project has
-  chock sync --ci                    also the GitHub Actions workflow that runs the checks")]
+  chock sync --ci                    also the GitHub Actions workflow that runs the checks
+  chock sync --check                 exit 1 when a hook file differs from what sync writes (CI)
+  chock sync --remove                take back what sync wrote, your own lines kept")]
     Sync(commands::hook::SyncArgs),
     /// Write a new policy package.
     #[command(subcommand)]
@@ -161,7 +163,8 @@ const GROUPS: &[(&str, &[&str])] = &[
     (
         "Policy and the decision log",
         &[
-            "policy", "log", "check", "new", "install", "remove", "disable", "enable", "witness",
+            "policy", "log", "check", "new", "search", "info", "install", "remove", "disable",
+            "enable", "witness",
         ],
     ),
     (

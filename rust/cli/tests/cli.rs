@@ -318,7 +318,7 @@ fn the_readme_s_quick_start_runs_as_written() {
     let names: Vec<&str> = commands.iter().map(|c| c[0].as_str()).collect();
     assert_eq!(
         names,
-        ["doctor", "sync", "status", "policy", "stop", "resume"],
+        ["doctor", "sync", "status", "policy", "stop", "resume", "sync"],
         "the quick start's commands"
     );
     let fx = Fixture::flake();
@@ -340,14 +340,14 @@ fn the_readme_s_quick_start_runs_as_written() {
             describe(&out)
         );
     }
-    // What it wired answers a call, and `chock status` says so.
+    // The last one takes Chock out again, and `chock status` says so.
     let out = fx
         .chock()
         .args(["status", "--json"])
         .output()
         .expect("chock status");
     let status: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
-    assert_eq!(status["agents"]["claude"]["wired"], true, "{status}");
+    assert_eq!(status["agents"]["claude"]["wired"], false, "removed: {status}");
     assert_eq!(
         status["stopped"],
         serde_json::Value::Null,
@@ -448,4 +448,71 @@ fn json_where_a_script_looks_and_errors_as_json_too() {
         );
         assert_eq!(error["error"]["line"], 2, "chock {args:?}: {error}");
     }
+}
+
+#[test]
+fn sync_remove_takes_back_exactly_what_sync_wrote() {
+    let fx = Fixture::flake();
+    let settings = fx.project.join(".claude/settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    let mine = "{\n  \"model\": \"opus\",\n  \"hooks\": {\n    \"PreToolUse\": [\n      {\n        \"matcher\": \"Bash\",\n        \"hooks\": [\n          {\n            \"type\": \"command\",\n            \"command\": \"./lint.sh\"\n          }\n        ]\n      }\n    ]\n  }\n}\n";
+    std::fs::write(&settings, mine).unwrap();
+    let cursor = fx.project.join(".cursor/hooks.json");
+    let pre_commit = fx.project.join(".git/hooks/pre-commit");
+    std::fs::create_dir_all(pre_commit.parent().unwrap()).unwrap();
+    let own_hook = "#!/bin/sh\necho my own check\n";
+    std::fs::write(&pre_commit, own_hook).unwrap();
+
+    let out = fx
+        .chock()
+        .args(["sync", "--agents", "claude,cursor"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", describe(&out));
+    let synced = std::fs::read_to_string(&settings).unwrap();
+    assert!(
+        synced.contains("chock hook claude") && synced.contains("./lint.sh"),
+        "{synced}"
+    );
+
+    let out = fx
+        .chock()
+        .args(["sync", "--remove", "--agents", "claude,cursor"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    assert!(
+        text(&out.stdout).contains("removed Chock's entry from .claude/settings.json"),
+        "{}",
+        describe(&out)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&settings).unwrap(),
+        mine,
+        "the person's file, as it was"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&pre_commit).unwrap(),
+        own_hook,
+        "the person's hook, as it was"
+    );
+    let left: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&cursor).unwrap()).unwrap();
+    assert!(!left.to_string().contains("chock hook"), "{left}");
+    for hook in ["pre-commit", "pre-push"] {
+        let text = std::fs::read_to_string(fx.project.join(".git/hooks").join(hook)).unwrap();
+        assert!(!text.contains("chock"), "{hook}: {text}");
+    }
+    // Twice is nothing more; an agent never wired is nothing at all.
+    let out = fx
+        .chock()
+        .args(["sync", "--remove", "--agents", "claude,codex"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    assert!(!text(&out.stdout).contains("removed"), "{}", describe(&out));
+    assert!(
+        !fx.project.join(".codex").exists(),
+        "--remove made a folder"
+    );
 }

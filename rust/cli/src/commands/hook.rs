@@ -50,6 +50,9 @@ pub struct SyncArgs {
     /// Write nothing; exit 1 when a file differs from what sync would write (for CI).
     #[arg(long)]
     pub check: bool,
+    /// Take back what sync wrote: Chock's entry in each agent's hook file and its block in the git hooks, your own lines kept.
+    #[arg(long, conflicts_with_all = ["check", "ci"])]
+    pub remove: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -165,7 +168,11 @@ pub fn sync(args: SyncArgs) -> anyhow::Result<ExitCode> {
         ci: args.ci,
         chock: "chock".to_owned(),
         check: args.check,
+        remove: args.remove,
     });
+    if args.remove {
+        return Ok(removed(&project, &report));
+    }
     let wired_none = report.agents.is_empty();
     if wired_none {
         eprintln!(
@@ -213,6 +220,29 @@ pub fn sync(args: SyncArgs) -> anyhow::Result<ExitCode> {
     } else {
         exit::FAILURE.into()
     })
+}
+
+/// `chock sync --remove`'s report: what each file gave back.
+fn removed(project: &Path, report: &sync::SyncReport) -> ExitCode {
+    for file in &report.files {
+        let shown = file.path.strip_prefix(project).unwrap_or(&file.path);
+        match &file.result {
+            Ok(Change::Unchanged) => {
+                outln!("nothing of Chock's in {}  ({})", shown.display(), file.what)
+            }
+            Ok(_) => outln!(
+                "removed Chock's entry from {}  ({})",
+                shown.display(),
+                file.what
+            ),
+            Err(error) => eprintln!("chock sync --remove: {error}"),
+        }
+    }
+    if report.succeeded() {
+        exit::SUCCESS.into()
+    } else {
+        exit::FAILURE.into()
+    }
 }
 
 fn on_path(program: &str) -> bool {

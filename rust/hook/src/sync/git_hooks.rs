@@ -88,6 +88,35 @@ pub fn hooks_dir(project: &Path) -> Result<PathBuf, HookError> {
 
 /// The hook's new text for its current text (`None` when it has none), or
 /// `None` when the hook already holds exactly Chock's block.
+/// Where Chock's block is in a hook's text (its `# >>> chock` line to the
+/// end of its `# <<< chock` line), if it has one.
+fn chocks_block(path: &Path, current: &str) -> Result<Option<(usize, usize)>, HookError> {
+    let Some(start) = current.find(BEGIN) else {
+        return Ok(None);
+    };
+    let Some(end_rel) = current[start..].find(END) else {
+        return Err(HookError::Unexpected {
+            path: path.to_owned(),
+            message: format!("Chock's block starts but has no `{END}` line"),
+        });
+    };
+    let mut end = start + end_rel + END.len();
+    if current[end..].starts_with('\n') {
+        end += 1;
+    }
+    Ok(Some((start, end)))
+}
+
+/// `chock sync --remove`: the hook's text without Chock's block (the
+/// person's lines as they were), or `None` when it has none.
+pub fn removed(path: &Path, current: Option<&str>) -> Result<Option<String>, HookError> {
+    let Some(current) = current else {
+        return Ok(None);
+    };
+    Ok(chocks_block(path, current)?
+        .map(|(start, end)| format!("{}{}", &current[..start], &current[end..])))
+}
+
 pub fn updated(
     hook: GitHook,
     path: &Path,
@@ -98,18 +127,7 @@ pub fn updated(
     let Some(current) = current.filter(|text| !text.trim().is_empty()) else {
         return Ok(Some(format!("#!/bin/sh\n{block}")));
     };
-    if let Some(start) = current.find(BEGIN) {
-        let after_start = &current[start..];
-        let Some(end_rel) = after_start.find(END) else {
-            return Err(HookError::Unexpected {
-                path: path.to_owned(),
-                message: format!("Chock's block starts but has no `{END}` line"),
-            });
-        };
-        let mut end = start + end_rel + END.len();
-        if current[end..].starts_with('\n') {
-            end += 1;
-        }
+    if let Some((start, end)) = chocks_block(path, current)? {
         let text = format!("{}{block}{}", &current[..start], &current[end..]);
         return Ok((text != current).then_some(text));
     }

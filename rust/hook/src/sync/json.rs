@@ -129,22 +129,7 @@ impl<'a> Document<'a> {
             return Ok(());
         }
         // Take every handler of Chock's out, then add the one group back.
-        for element in groups.elements() {
-            let Some(object) = element.as_object() else {
-                continue;
-            };
-            let Some(handlers) = object.get("hooks").and_then(|p| p.array_value()) else {
-                continue;
-            };
-            for handler in handlers.elements() {
-                if handler.to_serde_value().is_some_and(|h| is_ours(&h)) {
-                    handler.remove();
-                }
-            }
-            if handlers.elements().is_empty() {
-                element.remove();
-            }
-        }
+        take_nested(&groups, &is_ours);
         groups.ensure_multiline();
         groups.append(input(group));
         Ok(())
@@ -168,14 +153,75 @@ impl<'a> Document<'a> {
         if ours.len() == 1 && ours.first() == Some(handler) {
             return Ok(());
         }
-        for element in handlers.elements() {
-            if element.to_serde_value().is_some_and(|v| is_ours(&v)) {
-                element.remove();
-            }
-        }
+        take_flat(&handlers, &is_ours);
         handlers.ensure_multiline();
         handlers.append(input(handler));
         Ok(())
+    }
+
+    /// `chock sync --remove`: takes every handler of Chock's out of
+    /// `hooks.<event>` (`nested`: out of its matcher groups, and a group
+    /// it leaves empty with it), then the event and `hooks` when that
+    /// leaves them empty, as sync found them. The person's own handlers,
+    /// settings and layout stay.
+    pub fn remove(
+        &self,
+        event: &str,
+        nested: bool,
+        is_ours: impl Fn(&Value) -> bool,
+    ) -> Result<(), HookError> {
+        let root = self.root_object();
+        let Some(hooks_prop) = root.get("hooks") else {
+            return Ok(());
+        };
+        let hooks = hooks_prop
+            .object_value()
+            .ok_or_else(|| unexpected(self.path, "`hooks` is not an object"))?;
+        let Some(event_prop) = hooks.get(event) else {
+            return Ok(());
+        };
+        let list = event_prop
+            .array_value()
+            .ok_or_else(|| unexpected(self.path, &format!("`hooks.{event}` is not a list")))?;
+        if nested {
+            take_nested(&list, &is_ours);
+        } else {
+            take_flat(&list, &is_ours);
+        }
+        if list.elements().is_empty() {
+            event_prop.remove();
+        }
+        if hooks.properties().is_empty() {
+            hooks_prop.remove();
+        }
+        Ok(())
+    }
+}
+
+/// Takes Chock's handlers out of each matcher group of `groups`, and a
+/// group that holds none then.
+fn take_nested(groups: &CstArray, is_ours: &impl Fn(&Value) -> bool) {
+    for element in groups.elements() {
+        let Some(object) = element.as_object() else {
+            continue;
+        };
+        let Some(handlers) = object.get("hooks").and_then(|p| p.array_value()) else {
+            continue;
+        };
+        let had = handlers.elements().len();
+        take_flat(&handlers, is_ours);
+        if had > 0 && handlers.elements().is_empty() {
+            element.remove();
+        }
+    }
+}
+
+/// Takes Chock's handlers out of `handlers`.
+fn take_flat(handlers: &CstArray, is_ours: &impl Fn(&Value) -> bool) {
+    for element in handlers.elements() {
+        if element.to_serde_value().is_some_and(|v| is_ours(&v)) {
+            element.remove();
+        }
     }
 }
 

@@ -36,6 +36,30 @@ pub struct SyncOptions {
     /// Only say what a sync would change (`chock sync --check`): nothing
     /// is written, no folder made.
     pub check: bool,
+    /// Take back what sync wrote (`chock sync --remove`): Chock's entries
+    /// and blocks, the person's own lines kept. The workflow `--ci` wrote
+    /// is not touched.
+    pub remove: bool,
+}
+
+/// What a sync does to each file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Write,
+    Check,
+    Remove,
+}
+
+impl SyncOptions {
+    fn mode(&self) -> Mode {
+        if self.check {
+            Mode::Check
+        } else if self.remove {
+            Mode::Remove
+        } else {
+            Mode::Write
+        }
+    }
 }
 
 /// What happened to one file.
@@ -99,8 +123,12 @@ pub fn sync(options: &SyncOptions) -> SyncReport {
         Ok(dir) => {
             for hook in GitHook::ALL {
                 let path = dir.join(hook.name());
-                let result = sync_text_file(&dir, &path, true, options.check, |current| {
-                    git_hooks::updated(hook, &path, current, &options.chock)
+                let result = sync_text_file(&dir, &path, true, options.mode(), |current| {
+                    if options.remove {
+                        git_hooks::removed(&path, current)
+                    } else {
+                        git_hooks::updated(hook, &path, current, &options.chock)
+                    }
                 });
                 files.push(FileOutcome {
                     what: format!("git {} hook ({})", hook.name(), hook.action()),
@@ -115,9 +143,9 @@ pub fn sync(options: &SyncOptions) -> SyncReport {
             result: Err(error),
         }),
     }
-    if options.ci {
+    if options.ci && !options.remove {
         let path = ci::path(&options.project);
-        let result = sync_text_file(&options.project, &path, false, options.check, |current| {
+        let result = sync_text_file(&options.project, &path, false, options.mode(), |current| {
             ci::updated(&path, current)
         });
         files.push(FileOutcome {
@@ -214,9 +242,33 @@ fn is_chocks(agent: Agent) -> impl Fn(&Value) -> bool {
     }
 }
 
+/// The hook events Chock's entry goes under in each agent's file, and
+/// whether that layout nests handlers in matcher groups. Cursor's
+/// preToolUse sees every tool; its beforeMCPExecution names the MCP
+/// server, which preToolUse does not.
+fn events(agent: Agent) -> &'static [(&'static str, bool)] {
+    match agent {
+        Agent::Claude | Agent::Codex => &[("PreToolUse", true)],
+        Agent::Gemini => &[("BeforeTool", true)],
+        Agent::Cursor => &[("preToolUse", false), ("beforeMCPExecution", false)],
+    }
+}
+
 fn sync_agent(agent: Agent, options: &SyncOptions, path: &Path) -> Result<Change, HookError> {
     let command = hook_command(&options.chock, agent);
-    sync_text_file(&options.project, path, false, options.check, |current| {
+    sync_text_file(&options.project, path, false, options.mode(), |current| {
+        if options.remove {
+            return match current {
+                Some(text) => {
+                    let document = json::Document::parse(path, Some(text))?;
+                    for &(event, nested) in events(agent) {
+                        document.remove(event, nested, is_chocks(agent))?;
+                    }
+                    Ok(document.changed_text())
+                }
+                None => Ok(None),
+            };
+        }
         let document = json::Document::parse(path, current)?;
         match agent {
             Agent::Claude | Agent::Codex => {
@@ -224,7 +276,9 @@ fn sync_agent(agent: Agent, options: &SyncOptions, path: &Path) -> Result<Change
                     "matcher": "*",
                     "hooks": [{"type": "command", "command": command, "timeout": AGENT_TIMEOUT_SECS}]
                 });
-                document.ensure_nested("PreToolUse", &group, is_chocks(agent))?;
+                for (event, _) in events(agent) {
+                    document.ensure_nested(event, &group, is_chocks(agent))?;
+                }
             }
             Agent::Gemini => {
                 let group = json!({
@@ -236,15 +290,16 @@ fn sync_agent(agent: Agent, options: &SyncOptions, path: &Path) -> Result<Change
                         "timeout": AGENT_TIMEOUT_SECS * 1000
                     }]
                 });
-                document.ensure_nested("BeforeTool", &group, is_chocks(agent))?;
+                for (event, _) in events(agent) {
+                    document.ensure_nested(event, &group, is_chocks(agent))?;
+                }
             }
             Agent::Cursor => {
                 document.ensure_field("version", json::input(&json!(1)));
                 let handler = json!({"command": command, "failClosed": true});
-                // preToolUse sees every tool; beforeMCPExecution names the
-                // MCP server, which preToolUse does not.
-                document.ensure_flat("preToolUse", &handler, is_chocks(agent))?;
-                document.ensure_flat("beforeMCPExecution", &handler, is_chocks(agent))?;
+                for (event, _) in events(agent) {
+                    document.ensure_flat(event, &handler, is_chocks(agent))?;
+                }
             }
         }
         Ok(document.changed_text())
@@ -253,17 +308,18 @@ fn sync_agent(agent: Agent, options: &SyncOptions, path: &Path) -> Result<Change
 
 /// Reads a text file beneath `root`, asks `update` for its new text, and
 /// writes it when it changed. `executable`: the file must be runnable (a
-/// git hook). `check`: the change is only reported, and a missing file's
-/// folders are not made.
+/// git hook). `Mode::Check`: the change is only reported, and a missing
+/// file's folders are not made; `Mode::Remove`: a missing file holds
+/// nothing to take back, and nothing is made for it.
 fn sync_text_file(
     root: &Path,
     path: &Path,
     executable: bool,
-    check: bool,
+    how: Mode,
     update: impl FnOnce(Option<&str>) -> Result<Option<String>, HookError>,
 ) -> Result<Change, HookError> {
     let missing = |e: &HookError| matches!(e, HookError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound);
-    if check {
+    if how == Mode::Check {
         let current = match write::Placed::open(root, path, false) {
             Ok(placed) => placed.read()?,
             Err(e) if missing(&e) => None,
@@ -283,13 +339,12 @@ fn sync_text_file(
             (Some(_), None) => Change::Created,
         });
     }
-    let placed = write::Placed::open(root, path, false).or_else(|e| {
-        if missing(&e) {
-            write::Placed::open(root, path, true)
-        } else {
-            Err(e)
-        }
-    })?;
+    let placed = match write::Placed::open(root, path, false) {
+        Ok(placed) => placed,
+        Err(e) if missing(&e) && how == Mode::Remove => return Ok(Change::Unchanged),
+        Err(e) if missing(&e) => write::Placed::open(root, path, true)?,
+        Err(e) => return Err(e),
+    };
     let (current, mode) = match placed.read()? {
         Some((bytes, mode)) => {
             let text = String::from_utf8(bytes).map_err(|_| HookError::Unparsable {
@@ -331,6 +386,7 @@ mod tests {
             ci,
             chock: "chock".to_owned(),
             check: false,
+            remove: false,
         })
     }
 
