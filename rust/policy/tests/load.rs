@@ -593,6 +593,16 @@ fn bundle_refusals() {
             "missing field `decision`",
         ),
         (
+            "mandatory-climbs",
+            ".{\n .mandatory_policies = .{ \"../escape\" },\n}",
+            "mandatory-climbs.zon:2:",
+        ),
+        (
+            "mandatory-missing",
+            ".{ .mandatory_policies = .{ \"no-force\" } }",
+            "makes the policy `no-force` mandatory",
+        ),
+        (
             "star",
             ".{ .rules = .{ .{ .action = \"*\", .decision = .deny } } }",
             "leave the field out",
