@@ -208,3 +208,91 @@ fn the_version_names_the_commit_built_from() {
         version.replacen("chock", "chock-policy", 1)
     );
 }
+
+/// What `shell` offers after `words` with chock's completions loaded;
+/// `None` when the shell is not installed.
+fn completed(shell: &str, script: &Path, words: &[&str]) -> Option<String> {
+    let line = words.join(" ");
+    let program = match shell {
+        "bash" => format!(
+            "source {}; COMP_WORDS=({line}); COMP_CWORD={}; _chock chock {} {}; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+            script.display(),
+            words.len() - 1,
+            words[words.len() - 1],
+            words[words.len() - 2],
+        ),
+        _ => format!("source {}; complete -C '{line}'", script.display()),
+    };
+    match Command::new(shell).args(["-c", &program]).output() {
+        Ok(out) => {
+            assert!(
+                out.status.success(),
+                "{shell}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            Some(text(out.stdout))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => panic!("cannot run {shell}: {e}"),
+    }
+}
+
+#[test]
+fn bash_and_fish_complete_a_subcommand_and_a_flag() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for shell in ["bash", "fish"] {
+        let script = dir.path().join(format!("chock.{shell}"));
+        std::fs::write(&script, chock(&["completions", shell]).stdout).expect("write script");
+        for (words, expected) in [
+            (&["chock", "sy"][..], "sync"),
+            (&["chock", "sync", "--ag"], "--agents"),
+            (&["chock", "log", "show", "--fol"], "--follow"),
+        ] {
+            let Some(offered) = completed(shell, &script, words) else {
+                eprintln!(
+                    "{shell} is not installed: its completions are checked for their contents only"
+                );
+                break;
+            };
+            assert!(
+                offered
+                    .lines()
+                    .any(|l| l.split('\t').next() == Some(expected)),
+                "{shell} completes {words:?} with no `{expected}`:\n{offered}"
+            );
+        }
+    }
+}
+
+#[test]
+fn each_page_s_name_line_is_its_command_s_own_words() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    chock(&["man", "--dir", dir.path().to_str().expect("utf-8 path")]);
+    for (page, about) in [
+        ("chock-policy-explain.1", "Answer one action"),
+        ("chock-run.1", "own agent session on a task"),
+        ("chock-status.1", "Show whether Chock is stopped"),
+    ] {
+        let source = std::fs::read_to_string(dir.path().join(page)).expect("page");
+        let name = source
+            .split(".SH NAME\n")
+            .nth(1)
+            .and_then(|rest| rest.lines().next())
+            .unwrap_or_else(|| panic!("{page} has no NAME section"));
+        assert!(name.contains(about), "{page}'s NAME line is `{name}`");
+        let out = Command::new("man")
+            .arg("-l")
+            .arg(dir.path().join(page))
+            .env("MANPAGER", "cat")
+            .output();
+        if let Ok(out) = out {
+            // man justifies the lines: compare the words.
+            let rendered = text(out.stdout);
+            let words = rendered.split_whitespace().collect::<Vec<_>>().join(" ");
+            assert!(
+                out.status.success() && words.contains(about),
+                "man -l {page}:\n{rendered}"
+            );
+        }
+    }
+}
