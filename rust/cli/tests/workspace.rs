@@ -1378,14 +1378,23 @@ fn killed_then_applied(fx: &Fixture, round: u64, whole: std::time::Duration) -> 
         .expect("spawn");
     let point = (round / 2 + 1) as u32;
     std::thread::sleep(whole * point / (ROUNDS / 2 + 1) as u32);
+    let group = i32::try_from(child.id()).expect("pid");
     if round % 2 == 1 {
-        let group = i32::try_from(child.id()).expect("pid");
         // SAFETY: kill(2) of the process group the child leads.
         assert_eq!(unsafe { libc::kill(-group, libc::SIGKILL) }, 0);
     } else {
         let _ = child.kill();
     }
     let _ = child.wait();
+    if round % 2 == 1 {
+        // A signal is taken when its process next runs: a child killed
+        // between its fork and its exec still holds what Chock held until
+        // then. A person runs the next apply after the group is gone.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while group_runs(group) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
     // `chock workspace` says an interrupted apply waits, and touches nothing.
     let journal = std::fs::read_dir(fx.root().join("state/chock/workspaces"))
         .into_iter()
@@ -1411,6 +1420,20 @@ fn killed_then_applied(fx: &Fixture, round: u64, whole: std::time::Duration) -> 
             .extend(format!("\n(the killed apply's {name}: {})", text(&said)).bytes());
     }
     again
+}
+
+/// Whether a process of the process group `group` is still there and not
+/// yet a zombie (which holds nothing).
+fn group_runs(group: i32) -> bool {
+    std::fs::read_dir("/proc").into_iter().flatten().flatten().any(|proc| {
+        let stat = std::fs::read_to_string(proc.path().join("stat")).unwrap_or_default();
+        // `pid (comm) state ppid pgrp ...`; comm may hold spaces.
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .map(|(_, rest)| rest.split_whitespace().collect())
+            .unwrap_or_default();
+        matches!(fields.as_slice(), [state, _, pgrp, ..] if *state != "Z" && pgrp.parse() == Ok(group))
+    })
 }
 
 /// Each process with a file under `dir` open: its id, name and the file.

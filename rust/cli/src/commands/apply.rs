@@ -51,12 +51,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let dir = match args.session {
         Some(session) => SessionWorkspace::dir_of(&project, &session)?,
         None => {
-            let kept: Vec<_> = workspace::list(Some(&project))?
+            let (live, kept): (Vec<_>, Vec<_>) = workspace::list(Some(&project))?
                 .into_iter()
-                .filter(|w| !w.live)
-                .collect();
+                .partition(|w| w.live);
             match kept.as_slice() {
                 [one] => one.dir.clone(),
+                [] if !live.is_empty() => {
+                    eprintln!(
+                        "chock: the workspace of {} is in use by a running session (or a program it started); run `chock apply` again once it ends",
+                        project.dir.display()
+                    );
+                    return Ok(exit::FAILURE.into());
+                }
                 [] => {
                     eprintln!(
                         "chock: {} has no workspace to apply (`chock exec --workspace` makes one)",
