@@ -599,7 +599,7 @@ fn sync_twice_changes_nothing_the_second_time_and_keeps_the_person_s_settings() 
     assert!(hook.contains("chock hook pre-commit") && hook.contains("echo my own check"));
     let workflow =
         std::fs::read_to_string(sandbox.project.join(".github/workflows/chock.yml")).unwrap();
-    assert!(workflow.contains("run: chock check\n"));
+    assert!(workflow.contains("run: chock check --ci\n"));
 
     let out = sandbox.chock(&["sync", "--ci"]);
     assert!(out.status.success(), "{out:?}");

@@ -960,7 +960,7 @@ fn the_ci_gate_judges_every_commit_of_the_pull_request_in_a_fresh_clone() {
     assert!(out.status.success(), "{}", text(&out));
     let workflow =
         std::fs::read_to_string(repo.project.join(".github/workflows/chock.yml")).unwrap();
-    assert!(workflow.contains("run: chock check\n"), "{workflow}");
+    assert!(workflow.contains("run: chock check --ci\n"), "{workflow}");
     std::fs::write(repo.project.join("a.txt"), "a\n").unwrap();
     repo.git(&repo.project, &["add", "."]);
     repo.git(&repo.project, &["commit", "-qm", "start"]);
@@ -1019,6 +1019,30 @@ fn the_ci_gate_judges_every_commit_of_the_pull_request_in_a_fresh_clone() {
     // the gate still reads the commit the hook was skipped for.
     let ci = clone_at(&repo, &remote, "ci-big", "big", None);
     assert!(!ci.join("big.bin").exists());
+    // A fresh clone has no git hooks: the workflow's `chock check --ci`
+    // does not ask for them, a plain `chock check` does.
+    let mechanisms = |extra: &[&str]| {
+        repo.command(chock_bin(), &ci)
+            .args(["check", "--only", "mechanisms"])
+            .args(extra)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let out = mechanisms(&[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("the git pre-commit hook does not run Chock"),
+        "{}",
+        text(&out)
+    );
+    let out = mechanisms(&["--ci"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("git hooks are not checked in CI"),
+        "{}",
+        text(&out)
+    );
     let out = gate(&ci, &["--base", "origin/main"], &[]);
     assert_eq!(out.status.code(), Some(3), "refused: {}", text(&out));
     assert!(

@@ -118,8 +118,10 @@ pub fn parse_stages(only: Option<&str>) -> Result<Vec<&'static str>, PackageErro
     Ok(picked)
 }
 
-/// Runs `stages` for `project`.
-pub fn run(project: &Path, stages: &[&'static str]) -> Vec<Stage> {
+/// Runs `stages` for `project`; `ci`: in a CI job's fresh clone, which has
+/// no git hooks (they live in `.git/hooks`, never committed), so
+/// `mechanisms` does not ask for them: the CI gate stands in there.
+pub fn run(project: &Path, stages: &[&'static str], ci: bool) -> Vec<Stage> {
     let (packages, invalid) = read_all(project);
     let policy = load(project, &packages);
     stages
@@ -162,7 +164,7 @@ pub fn run(project: &Path, stages: &[&'static str]) -> Vec<Stage> {
             match stage {
                 "evals" => run_evals(project, policy),
                 "matrix" => matrix(project, policy),
-                "mechanisms" => mechanisms(project, policy),
+                "mechanisms" => mechanisms(project, policy, ci),
                 "index" => check_index(project, policy),
                 "conflicts" => conflicts(policy),
                 _ => baseline(project, policy),
@@ -420,9 +422,10 @@ fn wired_word(wired: bool) -> String {
     if wired { "enforced" } else { "not wired" }.to_owned()
 }
 
-fn mechanisms(project: &Path, policy: &Policy) -> Stage {
+fn mechanisms(project: &Path, policy: &Policy, ci: bool) -> Stage {
     use std::os::unix::fs::PermissionsExt as _;
     let mut problems = Vec::new();
+    let mut notes = Vec::new();
     let agents = wired_agents(project);
     for package in policy.packages() {
         if let Some(guard) = &package.guard {
@@ -451,6 +454,14 @@ fn mechanisms(project: &Path, policy: &Policy) -> Stage {
             }
         }
         for point in &package.hooks {
+            if ci && matches!(point, HookPoint::PreCommit | HookPoint::PrePush) {
+                notes.push(format!(
+                    "{} at {}: a clone's git hooks are not checked in CI; the CI gate runs the guards of policies that name \"ci\"",
+                    package.id,
+                    point.as_str()
+                ));
+                continue;
+            }
             let (wired, what) = match point {
                 HookPoint::Tool => (!agents.is_empty(), "no agent's hook file runs Chock"),
                 HookPoint::PreCommit => (
@@ -479,7 +490,7 @@ fn mechanisms(project: &Path, policy: &Policy) -> Stage {
             }
         }
     }
-    Stage::new("mechanisms", problems, Vec::new())
+    Stage::new("mechanisms", problems, notes)
 }
 
 fn check_index(project: &Path, policy: &Policy) -> Stage {

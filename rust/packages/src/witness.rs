@@ -20,7 +20,7 @@ pub fn export(project: &Path, log: &chock_log::Log) -> Result<Value, PackageErro
         .verify(None)
         .map_err(|e| PackageError::Refused(format!("the decision log cannot be read: {e}")))?;
     let lock = Lock::read(project)?;
-    let verify = check::run(project, &["verify"]);
+    let verify = check::run(project, &["verify"], false);
     Ok(json!({
         "witness": WITNESS_VERSION,
         "project": project.display().to_string(),

@@ -33,6 +33,9 @@ pub struct CheckArgs {
     /// Print the stages as one JSON document, for CI.
     #[arg(long)]
     json: bool,
+    /// In a CI job's fresh clone: its git hooks (never committed) are not asked for; the CI gate stands in for them.
+    #[arg(long)]
+    ci: bool,
     /// Record the decisions of the sample of calls (the decision log's, the policies' own) as the baseline, instead of checking.
     #[arg(long)]
     record_baseline: bool,
@@ -130,7 +133,7 @@ pub fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
         return Ok(exit::SUCCESS.into());
     }
     let stages = check::parse_stages(args.only.as_deref())?;
-    let report = check::run(&project, &stages);
+    let report = check::run(&project, &stages, args.ci);
     let failed = report.iter().any(check::Stage::failed);
     if args.json {
         let out = serde_json::json!({ "passed": !failed, "stages": report });

@@ -44,7 +44,7 @@ jobs:
       - name: Install chock {version}
         run: cargo install --locked --git {repository} chock
       - name: Check the policy (every stage of chock check)
-        run: chock check
+        run: chock check --ci
       - name: Gate the pull request's commits (git.commit) and its push (git.push)
         run: |
           chock hook pre-commit --ci
@@ -75,7 +75,7 @@ mod tests {
     fn the_workflow_is_written_once_and_kept() -> Result<(), HookError> {
         let file = Path::new("chock.yml");
         let first = updated(file, None)?.unwrap_or_default();
-        assert!(first.contains("run: chock check\n"));
+        assert!(first.contains("run: chock check --ci\n"));
         assert!(first.contains("fetch-depth: 0"));
         assert!(first.contains("chock hook pre-push --ci"));
         assert_eq!(updated(file, Some(&first))?, None);
