@@ -950,6 +950,14 @@ fn the_ci_gate_judges_every_commit_of_the_pull_request_in_a_fresh_clone() {
         "",
         Some((MAX_5MB_GUARD, 5000)),
     );
+    // Its case at `ci` reads staged files as the CI gate's run of a commit does.
+    std::fs::write(
+        dir.join("evals/ci-big.json"),
+        r#"{"hook": "ci", "staged": [{"path": "big.bin", "bytes": 6000000}], "expect": "deny"}"#,
+    )
+    .unwrap();
+    let out = repo.chock(&["check", "--only", "evals"]);
+    assert!(out.status.success(), "{}", text(&out));
     write_package(
         &repo.package("no-secret"),
         "\"ci\"",

@@ -147,6 +147,9 @@ pub fn parse_case(path: &Path, text: &str) -> Result<Case, PackageError> {
             (Some(agent), payload)
         }
         HookPoint::PreCommit => (None, json!({ "staged": file.staged.unwrap_or(json!([])) })),
+        // The CI gate's run of a commit reads what its pre-commit read; of
+        // the push, its arguments.
+        HookPoint::Ci if file.staged.is_some() => (None, json!({ "staged": file.staged })),
         HookPoint::PrePush | HookPoint::Ci => {
             (None, json!({ "args": file.args.unwrap_or_default() }))
         }
@@ -214,9 +217,11 @@ fn tool_call(
 }
 
 fn git_call(policy: &Policy, project: &Path, case: &Case) -> Judgement {
-    let (tool, action) = match case.hook {
-        HookPoint::PreCommit => ("pre-commit", "git.commit"),
-        _ => ("pre-push", "git.push"),
+    // A case reading staged files is a commit's (pre-commit, or the CI
+    // gate's run of one); any other, a push's.
+    let (tool, action) = match case.detail.get("staged") {
+        Some(_) => ("pre-commit", "git.commit"),
+        None => ("pre-push", "git.push"),
     };
     let key = Key::new(action).with_agent_kind("git").with_tool(tool);
     let mut judged = vec![Judged {
