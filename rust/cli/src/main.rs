@@ -110,6 +110,7 @@ enum Command {
     #[command(after_help = "Examples:
   chock sync --agents claude,codex   wire Claude Code and Codex in this project
   chock sync                         wire the agents whose folder the project has
+  chock sync --user --agents claude  wire Claude Code for every project of yours, nothing to commit
   chock sync --ci                    also the GitHub Actions workflow that runs the checks
   chock sync --check                 exit 1 when a hook file differs from what sync writes (CI)
   chock sync --remove                take back what sync wrote, your own lines kept")]

@@ -318,7 +318,9 @@ fn the_readme_s_quick_start_runs_as_written() {
     let names: Vec<&str> = commands.iter().map(|c| c[0].as_str()).collect();
     assert_eq!(
         names,
-        ["doctor", "sync", "status", "policy", "stop", "resume", "sync"],
+        [
+            "doctor", "sync", "status", "policy", "stop", "resume", "sync"
+        ],
         "the quick start's commands"
     );
     let fx = Fixture::flake();
@@ -347,7 +349,10 @@ fn the_readme_s_quick_start_runs_as_written() {
         .output()
         .expect("chock status");
     let status: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
-    assert_eq!(status["agents"]["claude"]["wired"], false, "removed: {status}");
+    assert_eq!(
+        status["agents"]["claude"]["wired"], false,
+        "removed: {status}"
+    );
     assert_eq!(
         status["stopped"],
         serde_json::Value::Null,
@@ -515,4 +520,47 @@ fn sync_remove_takes_back_exactly_what_sync_wrote() {
         !fx.project.join(".codex").exists(),
         "--remove made a folder"
     );
+}
+
+#[test]
+fn sync_user_wires_the_agents_user_level_settings_and_nothing_in_the_project() {
+    let fx = Fixture::flake();
+    let before = sandbox_fixture::git_stdout(&fx.project, &["status", "--porcelain"]);
+    let out = fx
+        .chock()
+        .args(["sync", "--user", "--agents", "claude"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    assert!(
+        text(&out.stdout).contains("created   ~/.claude/settings.json"),
+        "{}",
+        describe(&out)
+    );
+    let user = std::fs::read_to_string(fx.home.join(".claude/settings.json")).unwrap();
+    assert!(user.contains("chock hook claude"), "{user}");
+    assert!(
+        !fx.project.join(".claude").exists(),
+        "nothing in the project"
+    );
+    assert!(
+        !fx.project.join(".git/hooks/pre-commit").exists(),
+        "no git hooks"
+    );
+    assert_eq!(
+        sandbox_fixture::git_stdout(&fx.project, &["status", "--porcelain"]),
+        before,
+        "nothing to commit"
+    );
+    let out = fx.chock().args(["status", "--json"]).output().unwrap();
+    let status: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(status["agents"]["claude"]["wired"], true, "{status}");
+    let out = fx
+        .chock()
+        .args(["sync", "--user", "--remove", "--agents", "claude"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    let user = std::fs::read_to_string(fx.home.join(".claude/settings.json")).unwrap();
+    assert!(!user.contains("chock hook"), "{user}");
 }

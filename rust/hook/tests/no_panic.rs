@@ -98,6 +98,7 @@ proptest! {
             chock: "chock".to_owned(),
             check: false,
             remove: false,
+            user: false,
         });
         // A file that failed to sync is still exactly what it was.
         if report.files.first().is_some_and(|f| f.result.is_err()) {

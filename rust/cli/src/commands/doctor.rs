@@ -87,9 +87,8 @@ const MIN_FREE_BYTES: u64 = 64 << 20;
 fn hook_rows(project: &Path) -> Vec<Row> {
     let wired: Vec<(Agent, PathBuf)> = Agent::ALL
         .into_iter()
-        .map(|agent| (agent, chock_hook::sync::agent_file(project, agent)))
-        .filter(|(agent, file)| {
-            std::fs::read_to_string(file).is_ok_and(|t| t.contains(&format!("chock hook {agent}")))
+        .filter_map(|agent| {
+            crate::commands::status::wired_file(project, agent).map(|file| (agent, file))
         })
         .collect();
     let any_wired = !wired.is_empty();

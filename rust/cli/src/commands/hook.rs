@@ -53,6 +53,9 @@ pub struct SyncArgs {
     /// Take back what sync wrote: Chock's entry in each agent's hook file and its block in the git hooks, your own lines kept.
     #[arg(long, conflicts_with_all = ["check", "ci"])]
     pub remove: bool,
+    /// Wire the agents' user-level settings (~/.claude/settings.json, ...), read in every project of yours; nothing in the project, nothing to commit.
+    #[arg(long, conflicts_with_all = ["project", "ci"])]
+    pub user: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -160,7 +163,11 @@ fn agent_list(text: &str) -> Result<AgentList, String> {
 }
 
 pub fn sync(args: SyncArgs) -> anyhow::Result<ExitCode> {
-    let project = project_dir(args.project.as_deref())?;
+    let project = if args.user {
+        home()?
+    } else {
+        project_dir(args.project.as_deref())?
+    };
     let agents = args.agents.map(|list| list.0);
     let report = sync::sync(&SyncOptions {
         project: project.clone(),
@@ -169,6 +176,7 @@ pub fn sync(args: SyncArgs) -> anyhow::Result<ExitCode> {
         chock: "chock".to_owned(),
         check: args.check,
         remove: args.remove,
+        user: args.user,
     });
     if args.remove {
         return Ok(removed(&project, &report));
@@ -176,13 +184,18 @@ pub fn sync(args: SyncArgs) -> anyhow::Result<ExitCode> {
     let wired_none = report.agents.is_empty();
     if wired_none {
         eprintln!(
-            "chock sync: no agent is wired: {} has no agent folder holding anything (.claude, .cursor, .gemini, .codex); name them with --agents claude,cursor,gemini,codex",
+            "chock sync: no agent is wired: {} holds no agent folder with anything in it (.claude, .cursor, .gemini, .codex); name them with --agents claude,cursor,gemini,codex",
             project.display()
         );
     }
     let mut differs = false;
     for file in &report.files {
-        let shown = file.path.strip_prefix(&project).unwrap_or(&file.path);
+        let relative = file.path.strip_prefix(&project).unwrap_or(&file.path);
+        let shown = if args.user {
+            Path::new("~").join(relative)
+        } else {
+            relative.to_owned()
+        };
         match &file.result {
             Ok(change) => {
                 differs |= *change != Change::Unchanged;
@@ -206,6 +219,13 @@ pub fn sync(args: SyncArgs) -> anyhow::Result<ExitCode> {
             exit::FAILURE.into()
         });
     }
+    if args.user {
+        return Ok(if report.succeeded() && !wired_none {
+            exit::SUCCESS.into()
+        } else {
+            exit::FAILURE.into()
+        });
+    }
     let index = crate::commands::packages::sync_index(&project);
     if let Err(error) = &index {
         eprintln!("chock sync: the policies' INDEX.md: {error:#}");
@@ -220,6 +240,14 @@ pub fn sync(args: SyncArgs) -> anyhow::Result<ExitCode> {
     } else {
         exit::FAILURE.into()
     })
+}
+
+/// The person's home folder, where the agents keep their user-level settings.
+pub(crate) fn home() -> anyhow::Result<PathBuf> {
+    var("HOME")
+        .map(PathBuf::from)
+        .filter(|home| home.is_absolute())
+        .context("HOME is not set to an absolute path, so the agents' user-level settings cannot be found")
 }
 
 /// `chock sync --remove`'s report: what each file gave back.

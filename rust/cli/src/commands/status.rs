@@ -41,10 +41,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let head = log.head()?.map(|head| head.to_string());
     let agents: Vec<(Agent, PathBuf, bool)> = Agent::ALL
         .into_iter()
-        .map(|agent| {
-            let file = sync::agent_file(&project, agent);
-            let wired = wired(&file, agent);
-            (agent, file, wired)
+        .map(|agent| match wired_file(&project, agent) {
+            Some(file) => (agent, file, true),
+            None => (agent, sync::agent_file(&project, agent), false),
         })
         .collect();
     if args.json {
@@ -88,7 +87,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(exit::SUCCESS.into())
 }
 
-/// Whether the agent's hook file holds the entry `chock sync` writes.
-fn wired(file: &Path, agent: Agent) -> bool {
-    std::fs::read_to_string(file).is_ok_and(|text| text.contains(&format!("chock hook {agent}")))
+/// The hook file that wires `agent` for `project`: the project's own, or
+/// the user-level one `chock sync --user` writes, which every project
+/// reads; `None` when neither holds the entry `chock sync` writes.
+pub(crate) fn wired_file(project: &Path, agent: Agent) -> Option<PathBuf> {
+    let home = crate::commands::hook::home().ok();
+    std::iter::once(sync::agent_file(project, agent))
+        .chain(home.map(|home| sync::agent_file(&home, agent)))
+        .find(|file| {
+            std::fs::read_to_string(file)
+                .is_ok_and(|text| text.contains(&format!("chock hook {agent}")))
+        })
 }

@@ -40,6 +40,10 @@ pub struct SyncOptions {
     /// and blocks, the person's own lines kept. The workflow `--ci` wrote
     /// is not touched.
     pub remove: bool,
+    /// `project` is the person's home folder (`chock sync --user`): the
+    /// agents' user-level settings, which every project of theirs reads;
+    /// no git hooks, no workflow.
+    pub user: bool,
 }
 
 /// What a sync does to each file.
@@ -118,6 +122,13 @@ pub fn sync(options: &SyncOptions) -> SyncReport {
             path,
             result,
         });
+    }
+    if options.user {
+        return SyncReport {
+            agents,
+            detected,
+            files,
+        };
     }
     match git_hooks::hooks_dir(&options.project) {
         Ok(dir) => {
@@ -387,6 +398,7 @@ mod tests {
             chock: "chock".to_owned(),
             check: false,
             remove: false,
+            user: false,
         })
     }
 
