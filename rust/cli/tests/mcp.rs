@@ -3250,3 +3250,33 @@ fn an_edit_of_a_file_held_locked_refuses_after_its_bound() {
     assert!(!called.is_error, "{called:?}");
     assert_eq!(env.read("a.txt").as_deref(), Some("edited\n"));
 }
+
+/// The tool server holds the placeholders of the project's missing control
+/// inputs for its whole session: its commands find them made (none is made
+/// and removed per command, and none can be planted between two), and
+/// once the server is gone the next sandbox's end removes them.
+#[test]
+fn the_tool_server_holds_the_placeholders_for_its_session() {
+    let env = Env::new();
+    env.rules(r#".{ .action = "exec.*", .decision = .allow }"#);
+    let mut client = env.client(false, &[]);
+    for _ in 0..3 {
+        let called = client.call(
+            "run_command",
+            json!({"argv": ["sh", "-c", "mkdir .vscode/x 2>/dev/null && echo planted || echo held"]}),
+        );
+        assert!(called.text.contains("held"), "{called:?}");
+        assert!(
+            env.project.join(".vscode").is_dir(),
+            "kept between the session's commands"
+        );
+    }
+    drop(client);
+    let out = env
+        .chock()
+        .args(["exec", "--", "/bin/true"])
+        .output()
+        .expect("chock exec");
+    assert!(out.status.success(), "{out:?}");
+    assert!(!env.project.join(".vscode").exists(), "{out:?}");
+}

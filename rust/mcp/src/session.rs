@@ -127,6 +127,10 @@ pub struct Session {
     /// `agent_then_human` first, set once by a caller that runs one
     /// (`chock run`, when chock.zon names its kind); none in `chock mcp`.
     pub reviewer: std::sync::OnceLock<Arc<dyn crate::gate::Reviewer>>,
+    /// The placeholders of the person's missing control inputs, kept for
+    /// the session so its commands do not make and remove them each time
+    /// (none for a session workspace, whose copy is the agent's).
+    pub placeholders: Option<chock_sandbox::PlaceholderHold>,
 }
 
 impl Session {
@@ -238,7 +242,13 @@ impl Session {
             session_workspace: session_workspace.map(std::sync::Mutex::new),
             scratchpad: options.scratchpad.clone(),
             reviewer: std::sync::OnceLock::new(),
+            placeholders: None,
         };
+        if session.project.workspace.is_none() {
+            let held = chock_sandbox::hold_placeholders(&session.project)
+                .map_err(|e| McpError::Stopped(e.to_string()))?;
+            session.placeholders = Some(held);
+        }
         session
             .read_start_rows(&options.name)
             .map_err(|source| McpError::Name {

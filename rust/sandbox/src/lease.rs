@@ -146,6 +146,36 @@ impl Lease {
     }
 }
 
+/// A hold on a project's placeholders kept by a long-lived caller (the
+/// tool server, for its whole session), so the sandboxes it starts one after
+/// another find them made and do not make and remove them each time; they
+/// go when the last holder, this one or a sandbox, lets go.
+#[derive(Debug)]
+pub struct PlaceholderHold {
+    _lease: Lease,
+}
+
+/// Holds the placeholders of `project` (the person's own folder, not a
+/// session workspace) until the hold is dropped.
+pub fn hold_placeholders(
+    project: &crate::project::Project,
+) -> Result<PlaceholderHold, SandboxError> {
+    let record = project.lease_record().map_err(|e| {
+        SandboxError::host(
+            "finding the placeholder record",
+            &project.dir,
+            std::io::Error::other(e.to_string()),
+        )
+    })?;
+    let canonical = project
+        .dir
+        .canonicalize()
+        .map_err(|e| SandboxError::host("reading the workspace", &project.dir, e))?;
+    Ok(PlaceholderHold {
+        _lease: Lease::take(&record, &canonical)?,
+    })
+}
+
 impl Drop for Lease {
     fn drop(&mut self) {
         self.sweep();

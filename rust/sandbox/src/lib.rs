@@ -36,6 +36,7 @@ pub use error::SandboxError;
 pub use layout::{
     HOST_SYSTEM, POLICY_FILE, Toolchain, resolve as resolve_layout, runs_on_host, store_dir,
 };
+pub use lease::{PlaceholderHold, hold_placeholders};
 pub use limits::{CgroupEvents, Delegation, Limits, delegation};
 pub use mounts::{
     CACHE_MOUNT, Entry, EntryKind, ImageEntry, Layout, MAX_SECRET_FILE_BYTES, PROC_MASKED_DIRS,
