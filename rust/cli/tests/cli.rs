@@ -564,3 +564,34 @@ fn sync_user_wires_the_agents_user_level_settings_and_nothing_in_the_project() {
     let user = std::fs::read_to_string(fx.home.join(".claude/settings.json")).unwrap();
     assert!(!user.contains("chock hook"), "{user}");
 }
+
+#[test]
+fn the_cache_lives_under_xdg_cache_home_and_an_old_one_moves_there() {
+    let fx = Fixture::host();
+    let out = fx.chock().args(["cache", "--json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let dir = std::path::PathBuf::from(report["cache"]["dir"].as_str().unwrap());
+    assert!(
+        dir.starts_with(fx.root().join("cache")),
+        "{}",
+        dir.display()
+    );
+    // A cache kept where Chock kept it first, under XDG_DATA_HOME.
+    let old = fx
+        .root()
+        .join("data/chock/cache")
+        .join(dir.file_name().unwrap());
+    std::fs::create_dir_all(&old).unwrap();
+    std::fs::write(old.join("kept"), "warm\n").unwrap();
+    fx.rules(r#".{ .action = "exec.*", .decision = .allow }"#);
+    let out = fx.exec(&["-q"], &["cat", "/run/chock/cache/kept"]);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    assert_eq!(
+        text(&out.stdout),
+        "warm\n",
+        "what the old cache held is kept"
+    );
+    assert!(!old.exists(), "moved, not copied");
+    assert_eq!(std::fs::read_to_string(dir.join("kept")).unwrap(), "warm\n");
+}

@@ -415,7 +415,7 @@ fn every_escape_attempt_is_blocked() {
             );
         }
         suite.attempts += 1;
-        let cache = fx.root().join("data/chock/cache");
+        let cache = fx.root().join("cache/chock/cache");
         let marked = find_files(&fx.project)
             .into_iter()
             .chain(find_files(&cache))

@@ -128,9 +128,28 @@ impl Project {
         }
     }
 
-    /// The writable cache shown at `/run/chock/cache`.
+    /// The writable cache shown at `/run/chock/cache`:
+    /// `$XDG_CACHE_HOME/chock/cache/<project>/`, what may be thrown away.
+    /// A cache kept under `$XDG_DATA_HOME` (where Chock kept it first) is
+    /// moved here on its first use, so what it held is not lost; where the
+    /// move cannot be made (another file system) the old one goes on
+    /// serving.
     pub fn cache_dir(&self) -> Result<PathBuf, ProjectError> {
-        Ok(data_home()?.join("chock").join("cache").join(&self.id))
+        let dir = cache_home()?.join("chock").join("cache").join(&self.id);
+        let old = data_home()?.join("chock").join("cache").join(&self.id);
+        let is_real_dir =
+            |path: &Path| std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_dir());
+        if old == dir || std::fs::symlink_metadata(&dir).is_ok() || !is_real_dir(&old) {
+            return Ok(dir);
+        }
+        if let Some(parent) = dir.parent() {
+            let _ = std::fs::create_dir_all(parent);
+        }
+        match std::fs::rename(&old, &dir) {
+            Ok(()) => Ok(dir),
+            Err(_) if is_real_dir(&old) => Ok(old),
+            Err(_) => Ok(dir),
+        }
     }
 
     /// The record of the placeholders this project's sandboxes hold (a
