@@ -662,12 +662,7 @@ impl SessionWorkspace {
             }
         };
         if !plan.copies.is_empty() {
-            let denied: Vec<&Path> = self
-                .meta
-                .deny_read
-                .iter()
-                .map(|c| c.rel.as_path())
-                .collect();
+            let denied = self.denied();
             let changes: Vec<super::overlay::Change> = plan
                 .copies
                 .iter()
@@ -777,7 +772,11 @@ fn shown_paths(paths: &[String]) -> String {
 }
 
 /// The paths that differ between two commits.
-fn changed_paths(host: &Git, from: &str, to: &str) -> Result<Vec<String>, WorkspaceError> {
+pub(super) fn changed_paths(
+    host: &Git,
+    from: &str,
+    to: &str,
+) -> Result<Vec<String>, WorkspaceError> {
     Ok(split_z(
         &host
             .run([

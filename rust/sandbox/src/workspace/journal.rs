@@ -99,22 +99,7 @@ impl Held {
 }
 
 fn lock(dir: &Path) -> Result<Option<nix::fcntl::Flock<File>>, WorkspaceError> {
-    let path = dir.join(LOCK);
-    let file = File::options()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(io("opening the lock", &path))?;
-    match nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock) {
-        Ok(held) => Ok(Some(held)),
-        Err((_, nix::errno::Errno::EWOULDBLOCK)) => Ok(None),
-        Err((_, errno)) => Err(WorkspaceError::Io {
-            what: "locking",
-            path,
-            source: errno.into(),
-        }),
-    }
+    super::lock_file(&dir.join(LOCK))
 }
 
 fn sync_dir(dir: &Path) {
@@ -388,19 +373,7 @@ fn finish_tree(
     if host.output(["read-tree", "-m", "-u", tip, new], None)?.ok {
         return Ok(Vec::new());
     }
-    let changed = split_z(
-        &host
-            .run([
-                "diff-tree",
-                "-r",
-                "-z",
-                "--no-renames",
-                "--name-only",
-                tip,
-                new,
-            ])?
-            .stdout,
-    );
+    let changed = super::apply::changed_paths(host, tip, new)?;
     let mut write = Vec::new();
     let mut remove = Vec::new();
     let mut left = Vec::new();

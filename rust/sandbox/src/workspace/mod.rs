@@ -218,7 +218,12 @@ pub(crate) fn now_ms() -> u64 {
 }
 
 fn lock(dir: &Path) -> Result<Option<nix::fcntl::Flock<File>>, WorkspaceError> {
-    let path = dir.join("lock");
+    lock_file(&dir.join("lock"))
+}
+
+/// Takes the lock file `path` exclusively, or `None` while another holds it.
+pub(crate) fn lock_file(path: &Path) -> Result<Option<nix::fcntl::Flock<File>>, WorkspaceError> {
+    let path = path.to_path_buf();
     let file = File::options()
         .create(true)
         .truncate(false)
@@ -378,6 +383,16 @@ impl SessionWorkspace {
         })
     }
 
+    /// The `deny_read` files, relative to the tree: never read, never
+    /// carried.
+    fn denied(&self) -> Vec<&Path> {
+        self.meta
+            .deny_read
+            .iter()
+            .map(|c| c.rel.as_path())
+            .collect()
+    }
+
     /// The tree the agent works on (an overlay's upper layer: its changes).
     pub fn tree(&self) -> PathBuf {
         if self.meta.overlay {
@@ -474,12 +489,7 @@ impl SessionWorkspace {
         let dirty = dirty_files(&Git::host(&request.project.dir))?;
         if !dirty.is_empty() {
             if self.meta.allow_dirty {
-                let denied: Vec<&Path> = self
-                    .meta
-                    .deny_read
-                    .iter()
-                    .map(|c| c.rel.as_path())
-                    .collect();
+                let denied = self.denied();
                 for rel in &dirty {
                     files::mirror(&request.project.dir, &tree, Path::new(rel), &denied)?;
                 }

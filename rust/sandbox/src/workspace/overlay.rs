@@ -359,12 +359,7 @@ impl SessionWorkspace {
         &self,
         changes: &[Change],
     ) -> Result<super::journal::Held, WorkspaceError> {
-        let denied: Vec<&Path> = self
-            .meta
-            .deny_read
-            .iter()
-            .map(|c| c.rel.as_path())
-            .collect();
+        let denied = self.denied();
         super::journal::write_tree(self, &self.upper(), changes, &denied)
     }
 
