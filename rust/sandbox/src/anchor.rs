@@ -184,7 +184,10 @@ pub(crate) fn anchor(layout: &Layout) -> Result<Anchors, SandboxError> {
     let mut created = Vec::new();
     let mut held = Vec::new();
     let lease = layout.lease.clone();
-    if lease.as_ref().is_some_and(|l| l.workspace_id() != workspace_id) {
+    if lease
+        .as_ref()
+        .is_some_and(|l| l.workspace_id() != workspace_id)
+    {
         return Err(changed(host, "it is no longer the folder it was"));
     }
     for (path, placeholder) in &layout.missing {
