@@ -1044,6 +1044,20 @@ fn a_session_log_verifies_and_an_edited_byte_is_named() {
         said.contains(&format!("{}:2: line 2 was changed", logs[0].display())),
         "the first broken line is named: {said}"
     );
+    // The same for a script, and the list as JSON lines.
+    let verified = chock_sessions(&fx, &["verify", &id, "--json"]);
+    assert_eq!(verified.status.code(), Some(1), "{}", describe(&verified));
+    let report: serde_json::Value =
+        serde_json::from_slice(&verified.stdout).expect("one JSON line");
+    assert_eq!(
+        (&report["intact"], &report["broken"]["line"]),
+        (&false.into(), &2.into()),
+        "{report}"
+    );
+    let listed = chock_sessions(&fx, &["--json"]);
+    let first: serde_json::Value =
+        serde_json::from_str(text(&listed.stdout).lines().next().unwrap()).unwrap();
+    assert_eq!(first["id"], id.as_str(), "{first}");
     // A log that does not verify is not resumed.
     let resumed = run(&fx, &["--continue"], "go on");
     assert_eq!(resumed.status.code(), Some(1), "{}", describe(&resumed));

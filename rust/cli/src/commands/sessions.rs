@@ -26,6 +26,9 @@ pub enum Command {
     Verify {
         /// The session (default: every session).
         id: Option<String>,
+        /// Print one JSON line a session: `{"id", "intact", "lines", "head", "broken": {"file", "line", "why"}}`.
+        #[arg(long)]
+        json: bool,
     },
     /// Write the session's log and a readable transcript (ID.jsonl, ID.md) into DIR; nothing is overwritten.
     Export {
@@ -55,7 +58,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let sessions = Sessions::from_env()?;
     match args.command {
         None => list(&sessions, args.json),
-        Some(Command::Verify { id }) => verify(&sessions, id),
+        Some(Command::Verify { id, json }) => verify(&sessions, id, json),
         Some(Command::Export { id, to }) => {
             for written in sessions.export(&id, &to)? {
                 outln!("wrote {}", written.display());
@@ -119,7 +122,7 @@ fn state(s: &Summary) -> String {
     }
 }
 
-fn verify(sessions: &Sessions, id: Option<String>) -> anyhow::Result<ExitCode> {
+fn verify(sessions: &Sessions, id: Option<String>, json: bool) -> anyhow::Result<ExitCode> {
     let ids = match id {
         Some(id) => vec![id],
         None => {
@@ -128,13 +131,30 @@ fn verify(sessions: &Sessions, id: Option<String>) -> anyhow::Result<ExitCode> {
             ids
         }
     };
-    if ids.is_empty() {
+    if ids.is_empty() && !json {
         outln!("no session is kept in {}", sessions.dir().display());
     }
     let mut broken = 0;
     for id in ids {
         let path = sessions.path(&id)?;
         let checked = sessions.verify(&id)?;
+        if json {
+            broken += usize::from(checked.broken.is_some());
+            let at = checked.broken.as_ref().map(
+                |b| serde_json::json!({ "file": path, "line": b.line, "why": b.why.to_string() }),
+            );
+            outln!(
+                "{}",
+                serde_json::json!({
+                    "id": id,
+                    "intact": checked.broken.is_none(),
+                    "lines": checked.lines,
+                    "head": checked.head.map(|h| h.to_string()),
+                    "broken": at,
+                })
+            );
+            continue;
+        }
         match checked.broken {
             None => outln!(
                 "{id}: intact, {} lines{}",
