@@ -60,7 +60,7 @@ cat >"$shell/flake.nix" <<NIX
 NIX
 status=0
 (cd "$shell" && "$CHOCK_BIN" exec -- true </dev/null) 2>"$work/refused.txt" || status=$?
-if [[ $status != 3 ]] || ! grep -q 'nix.build.devShells.*default' "$work/refused.txt" || [[ -e $marker ]]; then
+if [[ $status != 125 ]] || ! grep -q 'nix.build.devShells.*default' "$work/refused.txt" || [[ -e $marker ]]; then
   cat "$work/refused.txt" >&2
   echo "sandbox: a dev shell no rule allows was not refused before it was built (exit $status)" >&2
   exit 1
