@@ -96,7 +96,7 @@ fn hook_rows(project: &Path) -> Vec<Row> {
     // The hooks run `timeout -k 5 20 chock hook <agent>` through the
     // agent's shell, with the PATH the agent was started with: this one.
     let chock = on_path("chock").map_err(|e| {
-        format!("{e}: every hook call is refused; install chock there (cargo install --path rust/cli, or nix profile install)")
+        format!("{e}: a wired agent's hooks would refuse every call; install chock there (cargo install --path rust/cli, or nix profile install)")
     }).and_then(|path| working_chock(&path));
     rows.push(row("chock on the hooks' PATH", any_wired, chock.clone()));
     let timeout = on_path("timeout")
