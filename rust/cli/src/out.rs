@@ -5,7 +5,9 @@
 //! the reader chose to stop reading (`chock log show --json | head -1`).
 //! Any other write error (a full disk behind `> file`) ends it with 1,
 //! named on stderr. Both end the process where the write failed: nothing a
-//! command does after its output is gone is worth doing.
+//! command does after its output is gone is worth doing. `chock hook` is
+//! the exception: its 0 is an agent's "go on", so it writes its answer
+//! itself and fails when it cannot (commands/hook.rs).
 
 use std::io::{self, Write};
 

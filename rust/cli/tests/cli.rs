@@ -601,3 +601,36 @@ fn the_cache_lives_under_xdg_cache_home_and_an_old_one_moves_there() {
     assert!(!old.exists(), "moved, not copied");
     assert_eq!(std::fs::read_to_string(dir.join("kept")).unwrap(), "warm\n");
 }
+
+/// A hook whose answer cannot be written must not exit 0, the agents'
+/// "go on": it fails, and the entry sync writes turns that into a refusal.
+#[test]
+fn a_hook_that_cannot_answer_into_a_closed_pipe_refuses() {
+    let fx = Fixture::flake();
+    fx.rules(r#".{ .action = "exec.*", .decision = .deny }"#);
+    let payload = serde_json::json!({
+        "session_id": "s",
+        "transcript_path": "/dev/null",
+        "cwd": fx.project,
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": { "command": "rm -rf /" },
+    });
+    let mut command = fx.chock();
+    command.args(["hook", "claude"]).stdin(Stdio::piped());
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    let mut child = command
+        .stdout(writer)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("chock hook");
+    std::io::Write::write_all(
+        child.stdin.as_mut().unwrap(),
+        payload.to_string().as_bytes(),
+    )
+    .expect("payload");
+    drop(child.stdin.take());
+    let out = child.wait_with_output().expect("wait");
+    assert_ne!(out.status.code(), Some(0), "{}", describe(&out));
+}

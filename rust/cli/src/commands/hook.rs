@@ -103,7 +103,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         &env,
     );
     watchdog.claim();
-    let mut stdout = crate::out::stdout();
+    // Not `out::stdout`, which ends a closed pipe with 0: a hook's 0 is
+    // the agent's "go on", so an answer that cannot be written fails
+    // (exit 1), and the entry's `|| exit 2` refuses the call.
+    let mut stdout = std::io::stdout().lock();
     stdout.write_all(reply.stdout.as_bytes())?;
     stdout.flush()?;
     eprint!("{}", reply.stderr);
