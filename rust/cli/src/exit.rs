@@ -22,6 +22,11 @@ pub const EXEC_REFUSED: u8 = 125;
 /// Stopped with Ctrl-C at a prompt, as a shell reports a process that
 /// SIGINT ended.
 pub const INTERRUPTED: u8 = 130;
+/// The reader of stdout went away, as a shell reports a process that
+/// SIGPIPE ended (`git` and coreutils under a closed pipe): never 0, so a
+/// pipeline under `set -o pipefail` does not take `chock check | head` for
+/// a check that passed.
+pub const PIPE_CLOSED: u8 = 141;
 
 /// The table of exit codes, as `chock --help` and chock(1) print it.
 pub const TABLE: &str = "\
@@ -32,5 +37,6 @@ Exit codes:
   3    refused by the policy or by a person
   4    `chock run` stopped at --max-turns, or the model refused to go on (its work kept)
   130  stopped with Ctrl-C at a prompt that reads with the echo off (`login`, `approve`)
+  141  the reader of the output went away (`chock log show | head -1`), quietly, as git does
 `chock exec` exits with the program's own status; its own outcomes are 124 (Chock failed before the program ran),
 125 (refused), 126 (found but not runnable) and 127 (not found). `chock hook` speaks each agent's hook protocol (2 blocks).";

@@ -1,8 +1,11 @@
 //! Everything a command prints on stdout goes through `outln!`/`out!` or
 //! [`stdout`], so a reader that goes away never meets a panic. Rust ignores
 //! SIGPIPE, which turns a closed pipe into `EPIPE` on the next write, and
-//! `println!` panics on it. Like ripgrep, Chock then stops quietly with 0:
-//! the reader chose to stop reading (`chock log show --json | head -1`).
+//! `println!` panics on it. Chock then stops quietly, as git does, with
+//! 141, what a shell shows for a program SIGPIPE ended: the reader chose to
+//! stop reading (`chock log show --json | head -1`), but what the command
+//! would have said was not all said, so a pipeline under `pipefail` must
+//! not take it for a success (`chock check | head`).
 //! Any other write error (a full disk behind `> file`) ends it with 1,
 //! named on stderr. Both end the process where the write failed: nothing a
 //! command does after its output is gone is worth doing. `chock hook` is
@@ -59,7 +62,7 @@ impl Write for Stdout {
 /// Ends the process for a write to stdout that failed with `error`.
 fn closed(error: &io::Error) -> ! {
     if error.kind() == io::ErrorKind::BrokenPipe {
-        std::process::exit(exit::SUCCESS.into());
+        std::process::exit(exit::PIPE_CLOSED.into());
     }
     let _ = writeln!(io::stderr(), "chock: cannot write to stdout: {error}");
     std::process::exit(exit::FAILURE.into())

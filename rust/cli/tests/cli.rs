@@ -112,7 +112,7 @@ fn a_reader_that_stops_early_ends_the_log_quietly() {
     std::io::Read::read_exact(child.stdout.as_mut().unwrap(), &mut first).expect("read");
     drop(child.stdout.take());
     let out = child.wait_with_output().expect("wait");
-    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    assert_eq!(out.status.code(), Some(141), "{}", describe(&out));
     assert!(out.stderr.is_empty(), "{}", describe(&out));
 }
 

@@ -103,7 +103,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         &env,
     );
     watchdog.claim();
-    // Not `out::stdout`, which ends a closed pipe with 0: a hook's 0 is
+    // Not `out::stdout`, which ends a closed pipe quietly: a hook's 0 is
     // the agent's "go on", so an answer that cannot be written fails
     // (exit 1), and the entry's `|| exit 2` refuses the call.
     let mut stdout = std::io::stdout().lock();
