@@ -1409,6 +1409,15 @@ fn killed_then_applied(fx: &Fixture, round: u64, whole: std::time::Duration) -> 
             "{}",
             describe(&listed)
         );
+        // Every fourth round `chock doctor` finishes it, as an apply would.
+        if round % 4 == 0 {
+            let doctor = fx.chock().arg("doctor").output().expect("doctor");
+            assert!(
+                text(&doctor.stdout).contains("interrupted apply") && !journal.exists(),
+                "{}",
+                describe(&doctor)
+            );
+        }
     }
     let mut again = apply(fx, &[]);
     for name in ["killed.out", "killed.err"] {

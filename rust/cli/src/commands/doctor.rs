@@ -40,6 +40,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         write_execute,
     });
     report.rows.extend(hook_rows(&project.dir));
+    report.rows.push(apply_row(&project));
     report.can_run = !report
         .rows
         .iter()
@@ -168,6 +169,19 @@ fn policy_row(project: &Path) -> Row {
         .map(|_| "chock.zon, its packages and config.zon load".to_owned())
         .map_err(|e| format!("{e}: every hook call is refused until it loads"));
     row("policy loads", true, loaded)
+}
+
+/// An apply into the project that was interrupted (killed, or its machine
+/// stopped) is finished or taken back, as the next `chock apply` would;
+/// one that cannot be blocks, since no apply can run until it is.
+fn apply_row(project: &Project) -> Row {
+    let result = chock_sandbox::workspace::journal::recover(project)
+        .map(|said| match said.as_slice() {
+            [] => "no apply was interrupted".to_owned(),
+            said => chock_policy::visible(&said.join("; ")).into_owned(),
+        })
+        .map_err(|e| chock_policy::visible(&e.to_string()).into_owned());
+    row("interrupted apply", true, result)
 }
 
 /// The first `name` on this process's PATH that is an executable file.
