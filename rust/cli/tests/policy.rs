@@ -565,3 +565,31 @@ fn unknown_actions_warn_loads_and_warns_with_the_place() {
         "a known namespace is not warned about: {err}"
     );
 }
+
+/// `chock policy controls` prints the one list every route holds, with
+/// the action an agent's write of each is asked under.
+#[test]
+fn controls_lists_every_control_input_with_its_action() {
+    let dir = scratch("controls");
+    let out = chock(&dir, &["policy", "controls", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let listed = json(&out);
+    let entries = listed.as_array().expect("a list");
+    assert_eq!(entries.len(), chock_policy::control::CONTROL_INPUTS.len());
+    for (entry, input) in entries.iter().zip(chock_policy::control::CONTROL_INPUTS) {
+        assert_eq!(entry["path"], input.path);
+        assert_eq!(
+            entry["action"],
+            chock_policy::control::control_write(input.kind)
+        );
+    }
+    let text = stdout(&chock(&dir, &["policy", "controls"]));
+    for needle in [
+        ".agents/policies/",
+        "chock.lock",
+        ".envrc",
+        "control.write.host",
+    ] {
+        assert!(text.contains(needle), "{needle}: {text}");
+    }
+}
