@@ -978,6 +978,26 @@ fn sandboxes_started_together_all_start_and_leave_nothing() {
         }
     }
     assert_eq!(top_names(&fx.project), ["chock.zon"]);
+    // The folders went back to the pool, empty, for the next start.
+    let held = fx.root().join("data/chock/held");
+    let pools: Vec<_> = std::fs::read_dir(&held)
+        .expect("the placeholder records")
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "pool"))
+        .collect();
+    assert_eq!(pools.len(), 1, "one pool for the project");
+    let kept: Vec<_> = std::fs::read_dir(pools[0].path())
+        .expect("the pool")
+        .flatten()
+        .collect();
+    assert!(!kept.is_empty(), "the pool keeps the folders");
+    for folder in kept {
+        assert_eq!(
+            std::fs::read_dir(folder.path()).expect("a folder").count(),
+            0,
+            "a kept folder is empty"
+        );
+    }
 }
 
 /// A Chock killed while its sandbox runs leaves its placeholders; the next

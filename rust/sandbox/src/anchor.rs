@@ -137,12 +137,14 @@ pub(crate) fn open_beneath(workspace: &OwnedFd, rel: &Path) -> Result<FileId, Er
 }
 
 /// Makes `placeholder` at `rel` beneath `workspace`, through a descriptor of
-/// its folder; whether it was made (false: something is there already).
+/// its folder (an empty folder taken from `pool` when there is one);
+/// whether it was made (false: something is there already).
 fn make(
     workspace: &OwnedFd,
     path: &Path,
     rel: &Path,
     placeholder: Placeholder,
+    pool: Option<&crate::lease::Lease>,
 ) -> Result<bool, SandboxError> {
     let io = |errno: Errno| beneath_error("making the placeholder", path, errno);
     let (Some(parent), Some(name)) = (rel.parent(), rel.file_name()) else {
@@ -157,6 +159,14 @@ fn make(
         return Err(changed(path, "its folder is not a folder"));
     }
     let name = CString::new(name.as_bytes()).map_err(|_| changed(path, "its name holds a NUL"))?;
+    if let Some(pool) = pool.filter(|_| placeholder == Placeholder::Dir) {
+        match pool.take_folder(&folder, &name) {
+            Some(Ok(())) => return Ok(true),
+            Some(Err(Errno::EEXIST)) => return Ok(false),
+            Some(Err(errno)) => return Err(io(errno)),
+            None => {}
+        }
+    }
     match sys::make_placeholder(folder.as_raw_fd(), &name, placeholder) {
         Ok(()) => Ok(true),
         Err(Errno::EEXIST) => Ok(false),
@@ -192,10 +202,11 @@ pub(crate) fn anchor(layout: &Layout) -> Result<Anchors, SandboxError> {
     }
     for (path, placeholder) in &layout.missing {
         let rel = relative(host, path)?;
-        if !make(&workspace, path, rel, *placeholder)? {
+        let passing = lease.as_deref().filter(|_| layout.passing.contains(path));
+        if !make(&workspace, path, rel, *placeholder, passing)? {
             continue;
         }
-        match lease.as_ref().filter(|_| layout.passing.contains(path)) {
+        match passing {
             Some(lease) => {
                 let id = open_beneath(&workspace, rel)
                     .map_err(|errno| beneath_error("opening", path, errno))?;

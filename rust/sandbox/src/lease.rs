@@ -13,6 +13,16 @@
 //! inode), through a descriptor of the workspace opened with no link
 //! followed. A record left by a Chock that was killed is swept by the next
 //! sandbox of the project to end.
+//!
+//! Making a folder allocates an inode, which on some file systems costs
+//! far more than the rest of a sandbox's start (a millisecond each on a
+//! loaded ext4). So the folders are kept, empty, in the record's pool (a
+//! folder beside the record, on the workspace's file system) and moved
+//! into place and back with `rename`: a folder is taken from the pool only
+//! into a name that is free (`RENAME_NOREPLACE`), and put back only while
+//! it is empty, checked again once it is there (one the person filled in
+//! the meantime goes back where it was). Where the pool is on another file
+//! system, folders are made and removed.
 
 use std::fs::File;
 use std::io::{Read, Seek, Write};
@@ -34,6 +44,8 @@ const MAX_RECORD_BYTES: u64 = 64 * 1024;
 pub(crate) struct Lease {
     record: Flock<File>,
     path: PathBuf,
+    /// Empty folders to move into place, on the workspace's file system.
+    pool: Option<OwnedFd>,
     /// The workspace, opened with no link followed.
     workspace: OwnedFd,
     workspace_id: FileId,
@@ -65,9 +77,13 @@ impl Lease {
         let record = Flock::lock(file, FlockArg::LockShared)
             .map_err(|(_, errno)| host("locking the placeholder record", errno.into()))?;
         let (workspace, workspace_id) = crate::anchor::open_top(workspace)?;
+        let mut pool_path = path.as_os_str().to_owned();
+        pool_path.push(".pool");
+        let pool = open_pool(Path::new(&pool_path), workspace_id.dev);
         Ok(Lease {
             record,
             path: path.to_path_buf(),
+            pool,
             workspace,
             workspace_id,
         })
@@ -76,6 +92,34 @@ impl Lease {
     /// The workspace this hold is for.
     pub(crate) fn workspace_id(&self) -> FileId {
         self.workspace_id
+    }
+
+    /// Moves an empty folder of the pool to `name` in `folder`: `None`
+    /// when the pool has none to give (make one instead), `EEXIST` when
+    /// the name is taken.
+    pub(crate) fn take_folder(
+        &self,
+        folder: &OwnedFd,
+        name: &std::ffi::CStr,
+    ) -> Option<Result<(), nix::errno::Errno>> {
+        let pool = self.pool.as_ref()?;
+        for entry in pool_entries(pool) {
+            match nix::fcntl::renameat2(
+                pool,
+                entry.as_c_str(),
+                folder,
+                name,
+                nix::fcntl::RenameFlags::RENAME_NOREPLACE,
+            ) {
+                Ok(()) => return Some(Ok(())),
+                // Taken by a sandbox starting beside this one.
+                Err(nix::errno::Errno::ENOENT) => continue,
+                // Another mount of the file system: make one instead.
+                Err(nix::errno::Errno::EXDEV) => return None,
+                Err(errno) => return Some(Err(errno)),
+            }
+        }
+        None
     }
 
     /// Records the placeholder made at `rel` (relative to the workspace),
@@ -142,7 +186,7 @@ impl Lease {
             // nothing here can say what that line named.
             return true;
         }
-        remove_placeholder(&self.workspace, rel, dev, ino)
+        remove_placeholder(&self.workspace, self.pool.as_ref(), rel, dev, ino)
     }
 }
 
@@ -183,8 +227,15 @@ impl Drop for Lease {
 }
 
 /// Removes the empty folder at `rel` beneath `workspace` if it is still the
-/// one with this identity; whether the record's line is done with.
-fn remove_placeholder(workspace: &OwnedFd, rel: &Path, dev: u64, ino: u64) -> bool {
+/// one with this identity, into `pool` when there is one; whether the
+/// record's line is done with.
+fn remove_placeholder(
+    workspace: &OwnedFd,
+    pool: Option<&OwnedFd>,
+    rel: &Path,
+    dev: u64,
+    ino: u64,
+) -> bool {
     let (Some(parent), Some(name)) = (rel.parent(), rel.file_name()) else {
         return true;
     };
@@ -205,8 +256,79 @@ fn remove_placeholder(workspace: &OwnedFd, rel: &Path, dev: u64, ino: u64) -> bo
         Ok(id) if id.dev == dev && id.ino == ino && id.kind == libc::S_IFDIR => {}
         _ => return true,
     }
-    drop(target);
+    let name = cstring(Path::new(name));
+    if let Some(pool) = pool
+        && is_empty(&target)
+    {
+        drop(target);
+        let kept = cstring(Path::new(&ino.to_string()));
+        let flags = nix::fcntl::RenameFlags::RENAME_NOREPLACE;
+        if nix::fcntl::renameat2(&folder, name.as_c_str(), pool, kept.as_c_str(), flags).is_ok() {
+            // Filled between the look and the move: the person's again.
+            let back = sys::open_path(pool.as_raw_fd(), &kept, true)
+                .map(sys::owned)
+                .is_ok_and(|moved| !is_empty(&moved));
+            if back {
+                let _ =
+                    nix::fcntl::renameat2(pool, kept.as_c_str(), &folder, name.as_c_str(), flags);
+            }
+            return true;
+        }
+    } else {
+        drop(target);
+    }
     // ENOTEMPTY: the person put something there since; it is theirs now.
-    let _ = sys::remove_empty_dir(folder.as_raw_fd(), &cstring(Path::new(name)));
+    let _ = sys::remove_empty_dir(folder.as_raw_fd(), &name);
     true
+}
+
+/// The pool at `path`, made when missing, when it is on the workspace's
+/// file system `dev`.
+fn open_pool(path: &Path, dev: u64) -> Option<OwnedFd> {
+    match std::fs::create_dir(path) {
+        Ok(()) => {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700)).ok()?;
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(_) => return None,
+    }
+    let fd = sys::owned(sys::open_path(libc::AT_FDCWD, &cstring(path), false).ok()?);
+    let id = sys::file_id(fd.as_raw_fd()).ok()?;
+    (id.kind == libc::S_IFDIR && id.dev == dev).then_some(fd)
+}
+
+/// The names in the pool, at most a few more than any project needs.
+fn pool_entries(pool: &OwnedFd) -> Vec<std::ffi::CString> {
+    let Ok(dir) = nix::dir::Dir::openat(
+        pool,
+        c".",
+        nix::fcntl::OFlag::O_RDONLY | nix::fcntl::OFlag::O_DIRECTORY,
+        nix::sys::stat::Mode::empty(),
+    ) else {
+        return Vec::new();
+    };
+    let mut names = Vec::new();
+    for entry in dir.into_iter().flatten().take(64) {
+        let name = entry.file_name();
+        if name != c"." && name != c".." {
+            names.push(name.to_owned());
+        }
+    }
+    names
+}
+
+/// Whether the folder `fd` holds nothing.
+fn is_empty(fd: &OwnedFd) -> bool {
+    let Ok(dir) = nix::dir::Dir::openat(
+        fd,
+        c".",
+        nix::fcntl::OFlag::O_RDONLY | nix::fcntl::OFlag::O_DIRECTORY,
+        nix::sys::stat::Mode::empty(),
+    ) else {
+        return false;
+    };
+    dir.into_iter()
+        .flatten()
+        .all(|entry| entry.file_name() == c"." || entry.file_name() == c"..")
 }
