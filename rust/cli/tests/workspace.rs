@@ -1410,7 +1410,7 @@ fn killed_then_applied(fx: &Fixture, round: u64, whole: std::time::Duration) -> 
             describe(&listed)
         );
         // Every fourth round `chock doctor` finishes it, as an apply would.
-        if round % 4 == 0 {
+        if round.is_multiple_of(4) {
             let doctor = fx.chock().arg("doctor").output().expect("doctor");
             assert!(
                 text(&doctor.stdout).contains("interrupted apply") && !journal.exists(),
