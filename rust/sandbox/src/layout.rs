@@ -67,12 +67,6 @@ pub fn only_a_person_edits(rel: &Path) -> bool {
     chock_policy::control::is_control_input(rel)
 }
 
-/// Whether `rel` (relative to a project) is a control input, which the
-/// file tools do not write in the person's project.
-pub fn runs_on_host(rel: &Path) -> bool {
-    chock_policy::control::is_control_input(rel)
-}
-
 /// Why an apply refuses to carry a change to what a person edits alone
 /// ([`only_a_person_edits`]) or to a `deny_read` file.
 pub const WHY_NO_APPLY_CARRIES: &str = "what configures Chock or an agent, or runs programs on the host (chock.zon, chock.lock, .agents/policies, .chock, .claude, .codex, .gemini, .cursor, .vscode, .idea, .mcp.json, .git, .envrc, .husky, pre-commit and lefthook files; `chock policy controls` lists them), is edited by a person alone, on the host; a deny_read file was never readable in the workspace";
