@@ -16,7 +16,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 git init -q "$tmp/project"
 CHOCK_STATE_DIR=$tmp/state XDG_CONFIG_HOME=$tmp/config XDG_DATA_HOME=$tmp/data \
-  "$CHOCK_BIN" sync --ci --project "$tmp/project" >"$tmp/sync.out" 2>&1 \
+  "$CHOCK_BIN" sync --ci --agents claude --project "$tmp/project" >"$tmp/sync.out" 2>&1 \
   || { cat "$tmp/sync.out" >&2; echo "workflows: chock sync --ci failed" >&2; exit 1; }
 synced=$tmp/project/.github/workflows/chock.yml
 [[ -f $synced ]] || { echo "workflows: chock sync --ci wrote no $synced" >&2; exit 1; }
