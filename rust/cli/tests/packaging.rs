@@ -1,7 +1,8 @@
 //! What a package installs beside the binary, generated from the clap
 //! definitions: `chock completions SHELL` is parsed by that shell (`bash -n`,
-//! `zsh -n`, `fish --no-execute`; scripts/setup installs all three) and
-//! completes every subcommand; `chock man` names every subcommand and
+//! `zsh -n`, `fish --no-execute`; scripts/setup installs all three), names
+//! every subcommand, and completes a subcommand and a flag when typed in
+//! that shell; `chock man` names every subcommand and
 //! renders with `man -l`; `chock man --dir` writes a page per subcommand.
 //! `chock --version` names the commit the binary was built from.
 
@@ -209,10 +210,40 @@ fn the_version_names_the_commit_built_from() {
     );
 }
 
+/// zsh completes only inside a line editor: this drives an interactive
+/// `zsh -f` on a pseudo-terminal (zsh/zpty), loads compinit with the
+/// folder holding `_chock` first on `fpath`, types the words and a Tab, and
+/// prints every candidate the completion functions hand to `compadd`.
+const ZSH_CAPTURE: &str = r#"
+zmodload zsh/zpty || exit 1
+zpty z zsh -f -i
+zpty -w z "PROMPT=''; fpath=($1 \$fpath); autoload -U compinit; compinit -u -D"
+zpty -w z "bindkey '^I' complete-word; zstyle ':completion:*' insert-tab false"
+zpty -w z 'compadd () { typeset -a __hits; builtin compadd -A __hits "$@"; local h; for h in $__hits; do echo -E - "OFFERED:$h"; done; }'
+zpty -w z 'comppostfuncs=( exit )'
+zpty -n -w z "$2"$'\t'
+local all= out
+while zpty -r z out; do all+=$out; done
+print -r -- "$all" | tr -d '\r' | grep -a '^OFFERED:' | sed 's/^OFFERED://'
+"#;
+
 /// What `shell` offers after `words` with chock's completions loaded;
 /// `None` when the shell is not installed.
 fn completed(shell: &str, script: &Path, words: &[&str]) -> Option<String> {
     let line = words.join(" ");
+    if shell == "zsh" {
+        let folder = script.parent().expect("script in a folder");
+        let capture = folder.join("capture.zsh");
+        std::fs::write(&capture, ZSH_CAPTURE).expect("write capture script");
+        return run_shell(
+            Command::new("timeout")
+                .args(["20", "zsh", "-f"])
+                .arg(&capture)
+                .arg(folder)
+                .arg(&line),
+            shell,
+        );
+    }
     let program = match shell {
         "bash" => format!(
             "source {}; COMP_WORDS=({line}); COMP_CWORD={}; _chock chock {} {}; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
@@ -223,7 +254,14 @@ fn completed(shell: &str, script: &Path, words: &[&str]) -> Option<String> {
         ),
         _ => format!("source {}; complete -C '{line}'", script.display()),
     };
-    match Command::new(shell).args(["-c", &program]).output() {
+    run_shell(Command::new(shell).args(["-c", &program]), shell)
+}
+
+/// The output of a shell run for completions; `None` when the shell is
+/// not installed (`timeout` says so with 127).
+fn run_shell(command: &mut Command, shell: &str) -> Option<String> {
+    match command.output() {
+        Ok(out) if out.status.code() == Some(127) => None,
         Ok(out) => {
             assert!(
                 out.status.success(),
@@ -238,10 +276,16 @@ fn completed(shell: &str, script: &Path, words: &[&str]) -> Option<String> {
 }
 
 #[test]
-fn bash_and_fish_complete_a_subcommand_and_a_flag() {
+fn each_shell_completes_a_subcommand_and_a_flag() {
     let dir = tempfile::tempdir().expect("temp dir");
-    for shell in ["bash", "fish"] {
-        let script = dir.path().join(format!("chock.{shell}"));
+    for shell in ["bash", "zsh", "fish"] {
+        // zsh finds a completion function by its file name on `fpath`.
+        let name = if shell == "zsh" {
+            "_chock".to_owned()
+        } else {
+            format!("chock.{shell}")
+        };
+        let script = dir.path().join(name);
         std::fs::write(&script, chock(&["completions", shell]).stdout).expect("write script");
         for (words, expected) in [
             (&["chock", "sy"][..], "sync"),
