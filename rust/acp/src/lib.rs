@@ -304,7 +304,7 @@ impl Server {
         Ok(PromptResponse {
             stop_reason: match how {
                 How::Done => StopReason::EndTurn,
-                How::MaxTurns => StopReason::MaxTurnRequests,
+                How::MaxTurns | How::Budget | How::UnusableCalls => StopReason::MaxTurnRequests,
                 How::Refusal => StopReason::Refusal,
                 How::Cancelled => StopReason::Cancelled,
             },

@@ -136,6 +136,11 @@ pub enum How {
     /// The prompt's token was cancelled: the reply streaming was dropped,
     /// the call running ended, the calls after it not run.
     Cancelled,
+    /// The session reached its budget (`--max-budget`, `--max-tokens`).
+    Budget,
+    /// The model made [`own_tools::MAX_UNUSABLE_CALLS`] calls in a row
+    /// that could not be run (no such tool, arguments no JSON object).
+    UnusableCalls,
 }
 
 /// Why a session could not start or go on.
@@ -414,6 +419,8 @@ impl Session {
             Ok(How::MaxTurns) => chock_sessions::How::MaxTurns,
             Ok(How::Refusal) => chock_sessions::How::Refusal,
             Ok(How::Cancelled) => chock_sessions::How::Cancelled,
+            Ok(How::Budget) => chock_sessions::How::Budget,
+            Ok(How::UnusableCalls) => chock_sessions::How::UnusableCalls,
             Err(_) => chock_sessions::How::Failed,
         };
         self.say_unlogged(show);
@@ -459,6 +466,7 @@ impl Session {
         self.own.under_way().set_task(text);
         self.conversation.turns.push(Turn::User(text.to_owned()));
         let mut sent = 0;
+        let mut unusable_in_row = 0;
         loop {
             if cancel.is_cancelled() {
                 return Ok(How::Cancelled);
@@ -497,9 +505,17 @@ impl Session {
             // Every call gets a result, so the next prompt continues a
             // conversation the provider accepts.
             for call in reply.tool_calls {
+                let unusable = own_tools::unusable(&call, &self.conversation.tools, &self.tools);
                 let outcome = if cancel.is_cancelled() {
                     Err("not run: the person cancelled the turn".to_owned())
+                } else if let Some(why) = unusable {
+                    unusable_in_row += 1;
+                    show.call_started(&call);
+                    let outcome = Err(why);
+                    show.call_ended(&call, &outcome);
+                    outcome
                 } else {
+                    unusable_in_row = 0;
                     show.call_started(&call);
                     let provider = spawn::Provider {
                         client: &self.client,
@@ -546,6 +562,12 @@ impl Session {
                 });
             }
             self.say_unlogged(show);
+            if unusable_in_row >= own_tools::MAX_UNUSABLE_CALLS {
+                show.line(&format!(
+                    "stopped: the model made {unusable_in_row} calls in a row that could not be run"
+                ));
+                return Ok(How::UnusableCalls);
+            }
         }
     }
 

@@ -142,6 +142,40 @@ pub async fn offered(tools: &InProcess, spawned: bool) -> Vec<ToolDef> {
     offered
 }
 
+/// The most calls in a row the model may make that cannot be run (no
+/// such tool, or arguments that are no JSON object) before its prompt is
+/// stopped: each is answered with an error it can correct, and a model
+/// that keeps failing is stuck.
+pub const MAX_UNUSABLE_CALLS: u32 = 5;
+
+/// Why `call` cannot be run at all, as the model reads it: its arguments
+/// are no JSON object, or it names no tool of `offered` (the whole list,
+/// the loop's own among them, is named). `None` for a call the gate and
+/// the tools answer, a withheld tool's among them (refused there).
+pub fn unusable(
+    call: &chock_provider::ToolCall,
+    offered: &[ToolDef],
+    tools: &InProcess,
+) -> Option<String> {
+    let known = offered.iter().any(|d| d.name == call.name)
+        || definitions().iter().any(|d| d.name == call.name)
+        || tools.withheld_refusal(&call.name).is_some();
+    if !known {
+        let names: Vec<&str> = offered.iter().map(|d| d.name.as_str()).collect();
+        return Some(format!(
+            "there is no tool named `{}`; the tools offered are {}. Call one of them by its exact name",
+            call.name,
+            names.join(", ")
+        ));
+    }
+    call.malformed.as_ref().map(|why| {
+        format!(
+            "{why}; the call was not run. Call `{}` again with its arguments as one JSON object, as its schema says",
+            call.name
+        )
+    })
+}
+
 /// The agent a call comes from: its session of the tool server and how
 /// many agents it has spawned so far.
 pub struct Caller<'a> {

@@ -84,11 +84,7 @@ pub fn conversation_of(stored: &[Stored]) -> Vec<Turn> {
                     tool_calls: turn
                         .tool_calls
                         .iter()
-                        .map(|c| ToolCall {
-                            id: c.id.clone(),
-                            name: c.name.clone(),
-                            arguments: c.arguments.clone(),
-                        })
+                        .map(|c| ToolCall::new(c.id.clone(), c.name.clone(), c.arguments.clone()))
                         .collect(),
                 });
             }

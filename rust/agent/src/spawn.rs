@@ -145,6 +145,7 @@ pub(crate) async fn run(
         tools: offered,
     };
     let mut children = 0;
+    let mut unusable_in_row = 0;
     for _ in 0..provider.max_turns {
         let request = Request {
             model: provider.model,
@@ -179,19 +180,28 @@ pub(crate) async fn run(
         }
         for call in reply.tool_calls {
             show.call_started(&call);
-            let mut caller = Caller {
-                tools: &tools,
-                children: &mut children,
+            let outcome = match crate::own_tools::unusable(&call, &conversation.tools, &tools) {
+                Some(why) => {
+                    unusable_in_row += 1;
+                    Err(why)
+                }
+                None => {
+                    unusable_in_row = 0;
+                    let mut caller = Caller {
+                        tools: &tools,
+                        children: &mut children,
+                    };
+                    Box::pin(own.call(
+                        &mut caller,
+                        provider,
+                        show,
+                        &call.name,
+                        call.arguments.clone(),
+                        cancel,
+                    ))
+                    .await
+                }
             };
-            let outcome = Box::pin(own.call(
-                &mut caller,
-                provider,
-                show,
-                &call.name,
-                call.arguments.clone(),
-                cancel,
-            ))
-            .await;
             show.call_ended(&call, &outcome);
             ran.turns.push(serde_json::json!({
                 "call_id": call.id,
@@ -208,6 +218,13 @@ pub(crate) async fn run(
                 content,
                 is_error,
             });
+        }
+        if unusable_in_row >= crate::own_tools::MAX_UNUSABLE_CALLS {
+            ran.answer = Err(format!(
+                "the `{}` agent made {unusable_in_row} calls in a row that could not be run",
+                ran.kind
+            ));
+            return ran;
         }
     }
     ran.answer = Err(format!(

@@ -236,6 +236,12 @@ impl InProcess {
         self.session.answer(outcome)
     }
 
+    /// The refusal a call of `tool` gets when a start row withheld it (it
+    /// is then not offered), else `None`.
+    pub fn withheld_refusal(&self, tool: &str) -> Option<String> {
+        self.session.withheld_refusal(tool)
+    }
+
     /// The project the session serves.
     pub fn project(&self) -> &Project {
         &self.session.project

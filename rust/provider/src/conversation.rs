@@ -21,6 +21,27 @@ pub struct ToolCall {
     pub id: String,
     pub name: String,
     pub arguments: serde_json::Value,
+    /// Why the arguments the model wrote are no JSON object, when they are
+    /// not: the call is not run, `arguments` is then `{}` (what goes back
+    /// on the wire), and the loop answers the model with this error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub malformed: Option<String>,
+}
+
+impl ToolCall {
+    /// A call with well-formed `arguments`.
+    pub fn new(
+        id: impl Into<String>,
+        name: impl Into<String>,
+        arguments: serde_json::Value,
+    ) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments,
+            malformed: None,
+        }
+    }
 }
 
 /// One turn of a conversation.
@@ -123,8 +144,7 @@ impl Reply {
 }
 
 /// A tool call's arguments, streamed as JSON text in pieces, read once the
-/// call is complete: a JSON object (empty text is `{}`), else the stream
-/// is malformed.
+/// call is complete: a JSON object (empty text is `{}`), else why not.
 pub(crate) fn arguments(name: &str, text: &str) -> Result<serde_json::Value, String> {
     if text.trim().is_empty() {
         return Ok(serde_json::Value::Object(Default::default()));

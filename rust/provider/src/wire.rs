@@ -66,7 +66,9 @@ impl Gathered {
         }
     }
 
-    /// The reply: every call complete (an id, a name, JSON-object arguments).
+    /// The reply: every call complete (an id and a name); a call whose
+    /// arguments are no JSON object is kept, marked malformed, for the
+    /// loop to answer with an error the model can correct.
     pub(crate) fn reply(self) -> Result<Reply, StreamFault> {
         let mut tool_calls = Vec::with_capacity(self.calls.len());
         for call in self.calls {
@@ -75,11 +77,15 @@ impl Gathered {
                     "a tool call came without its id or name".into(),
                 ));
             }
-            let args = arguments(&call.name, &call.arguments).map_err(StreamFault::Malformed)?;
+            let (args, malformed) = match arguments(&call.name, &call.arguments) {
+                Ok(args) => (args, None),
+                Err(why) => (serde_json::Value::Object(Default::default()), Some(why)),
+            };
             tool_calls.push(ToolCall {
                 id: call.id,
                 name: call.name,
                 arguments: args,
+                malformed,
             });
         }
         let stop = match self.stop {

@@ -40,11 +40,7 @@ fn conversation() -> Conversation {
             Turn::User("read a.txt".into()),
             Turn::Assistant {
                 text: String::new(),
-                tool_calls: vec![ToolCall {
-                    id: "call_0".into(),
-                    name: "list_files".into(),
-                    arguments: json!({}),
-                }],
+                tool_calls: vec![ToolCall::new("call_0", "list_files", json!({}))],
             },
             Turn::ToolResult {
                 call_id: "call_0".into(),
@@ -251,11 +247,11 @@ async fn streamed_text_and_a_tool_call_in_pieces_are_assembled_for_every_kind() 
         assert_eq!(reply.text, "Hello");
         assert_eq!(
             reply.tool_calls,
-            vec![ToolCall {
-                id: "toolu_1".into(),
-                name: "read_file".into(),
-                arguments: json!({"path": "a.txt"}),
-            }],
+            vec![ToolCall::new(
+                "toolu_1",
+                "read_file",
+                json!({"path": "a.txt"})
+            )],
             "{kind:?}"
         );
         assert_eq!(reply.stop, StopReason::ToolUse, "{kind:?}");
@@ -451,13 +447,12 @@ async fn a_stalled_stream_is_abandoned_at_the_time_bound() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_malformed_line_a_cut_stream_and_bad_arguments_fail_closed() {
+async fn a_malformed_line_and_a_cut_stream_fail_closed() {
     for kind in KINDS {
         let cases = [
             opening(kind) + "HTTP/1.1 200 OK\n\n",
             opening(kind),
             opening(kind) + "data: {not json\n\n",
-            text_and_call(kind).replace("a.txt\\\"}", "a.txt\\\""),
         ];
         for (i, body) in cases.iter().enumerate() {
             let server = Server::start(vec![Scripted::stream(body, 4096)]);
@@ -473,6 +468,32 @@ async fn a_malformed_line_a_cut_stream_and_bad_arguments_fail_closed() {
                 "a malformed reply is not retried"
             );
         }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_whose_arguments_are_no_json_object_comes_back_marked_not_failed() {
+    for kind in KINDS {
+        let server = Server::start(vec![Scripted::stream(
+            &text_and_call(kind).replace("a.txt\\\"}", "a.txt\\\""),
+            4096,
+        )]);
+        let (reply, _) = send(&server, kind, None, quick()).await;
+        let reply = reply.expect("the reply stands");
+        let [call] = &reply.tool_calls[..] else {
+            panic!("{kind:?}: one call: {:?}", reply.tool_calls)
+        };
+        assert_eq!(call.name, "read_file", "{kind:?}");
+        assert_eq!(
+            call.arguments,
+            json!({}),
+            "{kind:?}: `{{}}` goes back on the wire"
+        );
+        let why = call.malformed.as_deref().unwrap_or_default();
+        assert!(
+            why.contains("`read_file`") && why.contains("not JSON"),
+            "{kind:?}: {why}"
+        );
     }
 }
 

@@ -154,8 +154,13 @@ pub enum How {
     Failed,
     /// The model refused to go on (the provider's refusal stop).
     Refusal,
-    /// The person cancelled the last prompt (`chock acp`).
+    /// The person cancelled the last prompt (`chock acp`, or a signal to
+    /// `chock run`).
     Cancelled,
+    /// It reached `--max-budget` or `--max-tokens`.
+    Budget,
+    /// The model made too many calls in a row that could not be run.
+    UnusableCalls,
 }
 
 impl How {
@@ -166,6 +171,8 @@ impl How {
             How::Failed => "failed",
             How::Refusal => "refusal",
             How::Cancelled => "cancelled",
+            How::Budget => "budget",
+            How::UnusableCalls => "unusable_calls",
         }
     }
 }

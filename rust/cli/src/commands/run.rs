@@ -132,6 +132,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         How::MaxTurns => "stopped at --max-turns, the model still calling tools",
         How::Refusal => "stopped: the model refused to go on",
         How::Cancelled => "cancelled",
+        How::Budget => "stopped at the budget (--max-budget, --max-tokens)",
+        How::UnusableCalls => "stopped: the model kept making calls that could not be run",
     };
     eprintln!(
         "chock run: {how} after {} requests ({} tokens in, {} out); session {} (`chock run --session {}` goes on with it)",
@@ -152,7 +154,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     };
     Ok(match ended.how {
-        How::MaxTurns | How::Refusal | How::Cancelled => exit::STOPPED,
+        How::MaxTurns | How::Refusal | How::Cancelled | How::Budget | How::UnusableCalls => {
+            exit::STOPPED
+        }
         How::Done => code,
     }
     .into())

@@ -77,6 +77,15 @@ fn with_provider(fx: Fixture, kind: ProviderKind, server: &Server) -> Fixture {
 /// One scripted reply of `kind`: `text`, then `calls` (id, tool,
 /// arguments); it stops for tool use when there are calls.
 pub fn reply(kind: ProviderKind, said: &str, calls: &[(&str, &str, Value)]) -> Scripted {
+    let calls: Vec<(&str, &str, String)> = calls
+        .iter()
+        .map(|(id, name, arguments)| (*id, *name, arguments.to_string()))
+        .collect();
+    reply_raw(kind, said, &calls)
+}
+
+/// [`reply`] with each call's arguments as the model wrote them, JSON or not.
+pub fn reply_raw(kind: ProviderKind, said: &str, calls: &[(&str, &str, String)]) -> Scripted {
     let body = match kind {
         ProviderKind::Anthropic => {
             let mut events = vec![
@@ -105,7 +114,7 @@ pub fn reply(kind: ProviderKind, said: &str, calls: &[(&str, &str, Value)]) -> S
                 ));
                 events.push(event(
                     Some("content_block_delta"),
-                    &json!({"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": arguments.to_string()}}),
+                    &json!({"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": arguments}}),
                 ));
                 events.push(event(
                     Some("content_block_stop"),
@@ -135,7 +144,7 @@ pub fn reply(kind: ProviderKind, said: &str, calls: &[(&str, &str, Value)]) -> S
             for (i, (id, name, arguments)) in calls.iter().enumerate() {
                 events.push(event(
                     None,
-                    &json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": i, "id": id, "type": "function", "function": {"name": name, "arguments": arguments.to_string()}}]}}]}),
+                    &json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": i, "id": id, "type": "function", "function": {"name": name, "arguments": arguments}}]}}]}),
                 ));
             }
             let stop = if calls.is_empty() {

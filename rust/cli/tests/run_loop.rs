@@ -1,0 +1,232 @@
+//! `chock run`'s loop against what a model gets wrong, for real, against a
+//! scripted provider on loopback speaking each API's stream: a call of a
+//! tool nobody offered and a call whose arguments are no JSON object are
+//! each answered to the model as an error (the unknown one naming every
+//! tool offered, the loop's own among them) and the session goes on; a
+//! model that keeps making such calls is stopped, its work kept, its log
+//! ending `unusable_calls`.
+//! Needs user namespaces and Landlock (`scripts/setup`).
+
+#[path = "../../provider/tests/loopback/mod.rs"]
+mod loopback;
+mod run_support;
+mod sandbox_fixture;
+
+use std::process::Output;
+
+use chock_policy::ProviderKind;
+use loopback::{Recorded, Server};
+use run_support::{project, reply, reply_raw};
+use sandbox_fixture::{Fixture, describe, text};
+use serde_json::{Value, json};
+
+const KINDS: [ProviderKind; 2] = [ProviderKind::Anthropic, ProviderKind::OpenaiChat];
+
+fn run(fx: &Fixture, flags: &[&str], task: &str) -> Output {
+    fx.chock()
+        .arg("run")
+        .args(["--model", "m1"])
+        .args(flags)
+        .arg("--")
+        .arg(task)
+        .env_remove("CHOCK_PROVIDER")
+        .env_remove("CHOCK_MODEL")
+        .output()
+        .expect("run chock run")
+}
+
+/// The result a request sends back for the call `id`: its text and
+/// whether it is marked an error (OpenAI Chat marks none).
+fn result_for(kind: ProviderKind, request: &Recorded, id: &str) -> (String, bool) {
+    let messages = request.body["messages"].as_array().expect("messages");
+    match kind {
+        ProviderKind::Anthropic => {
+            let found = messages
+                .iter()
+                .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+                .find(|c| c["type"] == "tool_result" && c["tool_use_id"] == id)
+                .unwrap_or_else(|| panic!("no result for {id}: {messages:?}"));
+            (
+                found["content"].as_str().unwrap_or_default().to_owned(),
+                found["is_error"] == true,
+            )
+        }
+        _ => {
+            let found = messages
+                .iter()
+                .find(|m| m["role"] == "tool" && m["tool_call_id"] == id)
+                .unwrap_or_else(|| panic!("no result for {id}: {messages:?}"));
+            (
+                found["content"].as_str().unwrap_or_default().to_owned(),
+                true,
+            )
+        }
+    }
+}
+
+/// The arguments the assistant's call `id` is sent back with, as JSON.
+fn sent_arguments(kind: ProviderKind, request: &Recorded, id: &str) -> Value {
+    let messages = request.body["messages"].as_array().expect("messages");
+    match kind {
+        ProviderKind::Anthropic => messages
+            .iter()
+            .filter(|m| m["role"] == "assistant")
+            .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+            .find(|c| c["type"] == "tool_use" && c["id"] == id)
+            .map(|c| c["input"].clone())
+            .unwrap_or_else(|| panic!("no call {id}: {messages:?}")),
+        _ => messages
+            .iter()
+            .filter(|m| m["role"] == "assistant")
+            .flat_map(|m| m["tool_calls"].as_array().cloned().unwrap_or_default())
+            .find(|c| c["id"] == id)
+            .map(|c| {
+                serde_json::from_str(c["function"]["arguments"].as_str().expect("a string"))
+                    .expect("the arguments sent back are JSON")
+            })
+            .unwrap_or_else(|| panic!("no call {id}: {messages:?}")),
+    }
+}
+
+/// Each line of the one session log as JSON.
+fn session_events(fx: &Fixture) -> Vec<Value> {
+    let dir = fx.root().join("state/chock/sessions");
+    let logs: Vec<_> = std::fs::read_dir(&dir)
+        .expect("the sessions folder")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    let [log] = &logs[..] else {
+        panic!("one session log: {logs:?}")
+    };
+    std::fs::read_to_string(log)
+        .expect("session log")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect()
+}
+
+#[test]
+fn an_unknown_tool_and_arguments_that_are_no_json_are_answered_and_the_session_goes_on() {
+    for kind in KINDS {
+        let server = Server::start(vec![
+            reply(kind, "Let me try.", &[("c1", "edit_everything", json!({}))]),
+            reply_raw(
+                kind,
+                "",
+                &[(
+                    "c2",
+                    "write_file",
+                    r#"{"path": "note.txt", "content": "hel"#.into(),
+                )],
+            ),
+            reply(
+                kind,
+                "",
+                &[(
+                    "c3",
+                    "write_file",
+                    json!({"path": "note.txt", "content": "hello\n"}),
+                )],
+            ),
+            reply(kind, "Done.", &[]),
+        ]);
+        let fx = project(kind, &server, "");
+        let out = run(&fx, &[], "write a note");
+        assert!(out.status.success(), "{kind:?}: {}", describe(&out));
+        assert_eq!(
+            std::fs::read_to_string(fx.project.join("note.txt")).expect("note.txt applied"),
+            "hello\n",
+            "{kind:?}: the session went on to the good call"
+        );
+        let requests = server.requests();
+        assert_eq!(requests.len(), 4, "{kind:?}");
+        let (unknown, is_error) = result_for(kind, &requests[1], "c1");
+        assert!(is_error, "{kind:?}: {unknown}");
+        for tool in [
+            "update_plan",
+            "spawn_agent",
+            "read_memory",
+            "write_file",
+            "run_command",
+        ] {
+            assert!(
+                unknown.contains("`edit_everything`") && unknown.contains(tool),
+                "{kind:?}: every offered tool is named, {tool} too: {unknown}"
+            );
+        }
+        assert!(!unknown.contains("request_apply"), "{kind:?}: {unknown}");
+        let (malformed, is_error) = result_for(kind, &requests[2], "c2");
+        assert!(
+            is_error && malformed.contains("not JSON") && malformed.contains("`write_file`"),
+            "{kind:?}: {malformed}"
+        );
+        assert_eq!(
+            sent_arguments(kind, &requests[2], "c2"),
+            json!({}),
+            "{kind:?}: the malformed call goes back as a JSON object the API accepts"
+        );
+        let stderr = text(&out.stderr);
+        assert!(
+            stderr.contains("tool edit_everything {}: there is no tool named"),
+            "{kind:?}: {stderr}"
+        );
+        let events = session_events(&fx);
+        let answers: Vec<&str> = events
+            .iter()
+            .filter(|e| e["type"] == "tool_result")
+            .map(|e| e["answer"].as_str().unwrap_or_default())
+            .collect();
+        assert_eq!(answers, ["failed", "failed", "allowed"], "{kind:?}");
+    }
+}
+
+#[test]
+fn a_model_that_keeps_making_unusable_calls_is_stopped_and_its_work_kept() {
+    let kind = ProviderKind::Anthropic;
+    let mut replies = vec![reply(
+        kind,
+        "",
+        &[(
+            "w",
+            "write_file",
+            json!({"path": "kept.txt", "content": "kept\n"}),
+        )],
+    )];
+    // Five bad calls in a row, over two replies; a sixth reply is never asked for.
+    replies.push(reply(
+        kind,
+        "",
+        &[
+            ("b1", "nope", json!({})),
+            ("b2", "nope", json!({})),
+            ("b3", "nope", json!({})),
+        ],
+    ));
+    replies.push(reply_raw(
+        kind,
+        "",
+        &[
+            ("b4", "read_file", "{".into()),
+            ("b5", "read_file", "[1]".into()),
+        ],
+    ));
+    replies.push(reply(kind, "never read", &[]));
+    let server = Server::start(replies);
+    let fx = project(kind, &server, "");
+    let out = run(&fx, &[], "write and then flail");
+    assert_eq!(out.status.code(), Some(4), "{}", describe(&out));
+    assert_eq!(server.requests().len(), 3, "no request after the bound");
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("5 calls in a row that could not be run") && stderr.contains("not applied"),
+        "{stderr}"
+    );
+    assert!(!fx.project.join("kept.txt").exists(), "nothing applied");
+    let events = session_events(&fx);
+    let end = events.iter().rfind(|e| e["type"] == "end").expect("end");
+    assert_eq!(end["how"], "unusable_calls", "{end}");
+    let said = end["said"].as_str().unwrap_or_default();
+    assert!(said.contains("kept"), "the work is kept: {said}");
+}
