@@ -925,8 +925,8 @@ fn placeholders_last_as_long_as_the_last_sandbox() {
     assert!(!fx.project.join(".vscode").exists(), "{}", describe(&out));
 }
 
-/// A folder that holds a control input (`.agents`, with skills of its own
-/// beside the policies) cannot be moved aside or removed with the input in
+/// A folder that holds a control input (`.agents`, with notes of its own
+/// beside the policies and skills) cannot be moved aside or removed with the input in
 /// it, and made afresh with a planted package.
 #[test]
 fn the_folder_around_a_control_input_cannot_be_moved_aside() {
@@ -938,7 +938,7 @@ fn the_folder_around_a_control_input_cannot_be_moved_aside() {
         "mkdir -p x && mv .agents x/",
         "mkdir -p .agents/policies/evil",
     ] {
-        std::fs::create_dir_all(fx.project.join(".agents/skills/notes")).expect("skills");
+        std::fs::create_dir_all(fx.project.join(".agents/notes")).expect("notes");
         let script = format!(
             "{step} && mkdir -p .agents/policies/evil && echo x > .agents/policies/evil/manifest.zon"
         );
@@ -950,9 +950,21 @@ fn the_folder_around_a_control_input_cannot_be_moved_aside() {
             describe(&out)
         );
     }
-    // What the skills folder holds is still the agent's to write.
-    let out = fx.exec(&[], &["/bin/sh", "-c", "echo hi > .agents/skills/notes/a"]);
+    // What else the folder holds is still the agent's to write; the
+    // skills folder is a control input of its own.
+    let out = fx.exec(&[], &["/bin/sh", "-c", "echo hi > .agents/notes/a"]);
     assert!(out.status.success(), "{}", describe(&out));
+    std::fs::create_dir_all(fx.project.join(".agents/skills/deploy")).expect("skills");
+    let out = fx.exec(
+        &[],
+        &[
+            "/bin/sh",
+            "-c",
+            "echo evil > .agents/skills/deploy/SKILL.md",
+        ],
+    );
+    assert_ne!(out.status.code(), Some(0), "{}", describe(&out));
+    assert!(!fx.project.join(".agents/skills/deploy/SKILL.md").exists());
 }
 
 /// Sandboxes of one project started and ended together, many times over:

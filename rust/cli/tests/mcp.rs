@@ -2911,7 +2911,7 @@ fn the_file_tools_never_write_a_control_input_of_the_person_s_project() {
     // A name that only begins like one is the agent's.
     for path in [
         ".envrc.example",
-        ".agents/skills/x.md",
+        ".agents/notes/x.md",
         "docs/.claude/x",
         "lefthook.yml.bak",
     ] {

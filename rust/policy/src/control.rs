@@ -29,6 +29,8 @@ pub const CHOCK_LOCK: &str = "chock.lock";
 pub const POLICIES_DIR: &str = ".agents/policies";
 /// Chock's own per-project settings and markers (the stop marker).
 pub const CHOCK_DIR: &str = ".chock";
+/// The project's skills, which agents read as instructions.
+pub const SKILLS_DIR: &str = ".agents/skills";
 /// The project's MCP servers, which agents start.
 pub const MCP_JSON: &str = ".mcp.json";
 /// The project's git directory.
@@ -106,6 +108,7 @@ pub const CONTROL_INPUTS: &[ControlInput] = &[
     input(CHOCK_LOCK, File, Policy, "Chock: the pins of policy packages"),
     input(POLICIES_DIR, Dir, Policy, "Chock: policy packages' rules and guards"),
     input(CHOCK_DIR, Dir, Policy, "Chock: per-project settings and markers"),
+    input(SKILLS_DIR, Dir, Agent, "agents and Chock: the project's skills, read as instructions"),
     input(".claude", Dir, Agent, "Claude Code: hooks, settings, commands"),
     input(".codex", Dir, Agent, "Codex: hooks and settings"),
     input(".gemini", Dir, Agent, "Gemini CLI: hooks and settings"),
@@ -173,6 +176,8 @@ mod tests {
             control_input(Path::new("./.agents//policies/evil/manifest.zon")).map(|i| i.path),
             Some(POLICIES_DIR)
         );
+        let skill = control_input(Path::new(".agents/skills/deploy/SKILL.md"));
+        assert_eq!(skill.map(|i| (i.path, i.kind)), Some((SKILLS_DIR, Agent)));
     }
 
     #[test]
@@ -181,7 +186,8 @@ mod tests {
             "src/main.rs",
             "chock.zon.bak",
             ".agents",
-            ".agents/skills/x",
+            ".agents/skillsx",
+            ".agents/other/x",
             ".claudex",
             "docs/.claude",
             "README.md",
@@ -209,10 +215,17 @@ mod tests {
     #[test]
     fn no_reader_spells_a_control_input_itself() {
         let rust = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-        let spelled: Vec<String> = [CHOCK_ZON, CHOCK_LOCK, POLICIES_DIR, CHOCK_DIR, MCP_JSON]
-            .iter()
-            .map(|name| format!("\"{name}\""))
-            .collect();
+        let spelled: Vec<String> = [
+            CHOCK_ZON,
+            CHOCK_LOCK,
+            POLICIES_DIR,
+            CHOCK_DIR,
+            SKILLS_DIR,
+            MCP_JSON,
+        ]
+        .iter()
+        .map(|name| format!("\"{name}\""))
+        .collect();
         let mut found = Vec::new();
         for crate_dir in std::fs::read_dir(&rust).expect("the crates") {
             let src = crate_dir.expect("a crate").path().join("src");

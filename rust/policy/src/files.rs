@@ -32,8 +32,7 @@ pub const BUNDLE_VERSION: u32 = 1;
 
 /// Blocks some Chock documents and this one does not implement yet: each
 /// refuses the file that holds it, by name, rather than be ignored.
-pub const NOT_IMPLEMENTED: &[&str] =
-    &["style", "devices", "skills", "search", "plugins", "sandbox"];
+pub const NOT_IMPLEMENTED: &[&str] = &["style", "devices", "plugins", "sandbox"];
 
 /// What a rule whose action starts with a namespace Chock does not name
 /// (`exce.path.rm`) does to `chock.zon` (`.unknown_actions`).
@@ -94,6 +93,9 @@ pub(crate) struct ProjectFile {
     /// Caps on `chock run`'s spawn tree.
     #[serde(default)]
     subagents: Option<Spanned<SubagentFields>>,
+    /// Which skill layers are listed, and the bound of one read.
+    #[serde(default)]
+    skills: Option<Spanned<crate::skills::SkillsFields>>,
     /// The reviewer agent of `chock run`.
     #[serde(default)]
     review: Option<Spanned<ReviewFields>>,
@@ -289,6 +291,16 @@ pub(crate) struct OperatorFile {
     pub(crate) price_fields: Option<crate::prices::PricesBlock>,
     #[serde(skip)]
     pub(crate) prices: Vec<crate::prices::Price>,
+    /// The web_search tool's engine (read into `search` after reading).
+    #[serde(default, rename = "search")]
+    pub(crate) search_fields: Option<Spanned<crate::search::SearchFields>>,
+    #[serde(skip)]
+    pub(crate) search: Option<crate::search::SearchEngine>,
+    /// Which skill layers are listed (read into `skills` after reading).
+    #[serde(default, rename = "skills")]
+    pub(crate) skill_fields: Option<Spanned<crate::skills::SkillsFields>>,
+    #[serde(skip)]
+    pub(crate) skills: crate::skills::SkillsBlock,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -496,8 +508,14 @@ impl FileKind {
             (FileKind::Project, "rules") => Some(
                 "the rules of chock.zon go in `.policy.rules`: `.{ .policy = .{ .rules = .{ .{ .action = \"git.push\", .decision = .ask } } } }`".into(),
             ),
+            (FileKind::Project, "search") => Some(
+                "the search engine is the operator's to name, never a project's: move `.search` to your config.zon ($XDG_CONFIG_HOME/chock/config.zon)".into(),
+            ),
+            (FileKind::Bundle, "search" | "skills") => Some(format!(
+                "an organisation bundle holds rules, not `.{name}`: the search engine is named in config.zon, and which skills are read is decided by rules on skill.read.<layer>"
+            )),
             (FileKind::Operator, "policy" | "rules") => Some(format!(
-                "config.zon holds no rules (only settings: .nix, .limits, .log, .secrets, .providers, .prices): move `.{name}` to the project's chock.zon under .policy.rules, or to an organisation bundle to bind every project"
+                "config.zon holds no rules (only settings: .nix, .limits, .log, .secrets, .providers, .prices, .search, .skills): move `.{name}` to the project's chock.zon under .policy.rules, or to an organisation bundle to bind every project"
             )),
             (FileKind::Bundle, "policy") => Some(
                 "this is chock.zon's shape, and an organisation bundle holds its rules at the top: `.{ .version = 1, .rules = .{ .{ .action = \"sandbox.jit\", .decision = .deny } } }`; a bundle in chock.zon's shape would bind nothing".into(),
@@ -520,6 +538,7 @@ pub(crate) struct ProjectLayer {
     pub(crate) workspace: crate::workspace::WorkspaceSettings,
     pub(crate) subagents: Option<Subagents>,
     pub(crate) review: Option<Review>,
+    pub(crate) skills: crate::skills::SkillsBlock,
     /// Rules in a namespace Chock does not name, under `.unknown_actions = .warn`.
     pub(crate) warnings: Vec<String>,
 }
@@ -540,7 +559,9 @@ pub(crate) fn read_project(source: &Source<'_>) -> Result<ProjectLayer, PolicyEr
     let workspace = crate::workspace::read(source, file.apply, file.workspace, file.deny_read)?;
     let subagents = check_subagents(source, file.subagents)?;
     let review = check_review(source, file.review, &agents)?;
+    let skills = crate::skills::read_skills(source, file.skills)?;
     Ok(ProjectLayer {
+        skills,
         workspace,
         subagents,
         review,

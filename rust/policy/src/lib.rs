@@ -25,8 +25,10 @@ mod promise;
 mod providers;
 pub mod root;
 mod rule;
+mod search;
 mod servers;
 mod settings;
+mod skills;
 #[cfg(test)]
 mod test_support;
 pub mod unparsed;
@@ -55,6 +57,10 @@ pub use prices::{MAX_PRICES, Price};
 pub use promise::Ceiling;
 pub use providers::{KeySource, MAX_PROVIDERS, ProviderInstance, ProviderKind};
 pub use rule::{Key, Rule, RuleSource, Specificity};
+pub use search::{
+    DEFAULT_SEARCH_BYTES, DEFAULT_SEARCH_RESULTS, DEFAULT_SEARCH_TIMEOUT, MAX_SEARCH_BYTES,
+    MAX_SEARCH_RESULTS, SearchEngine, SearchKind,
+};
 pub use servers::{
     COMMAND_TIMEOUT, Launch, MAX_SECRET_BYTES, MAX_SECRETS, MAX_SERVERS, McpServer, SecretEnv,
     SecretStore, TOOL_SEPARATOR,
@@ -62,3 +68,4 @@ pub use servers::{
 pub use settings::{
     Amount, ByteSize, Limits, LogSettings, Machine, NixSettings, human_bytes, parse_bytes,
 };
+pub use skills::{DEFAULT_SKILL_BYTES, MAX_SKILL_BYTES, SkillLayer, SkillSettings};

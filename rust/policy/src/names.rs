@@ -297,6 +297,16 @@ pub fn provider(instance: &str) -> Result<String, NameError> {
     Ok(format!("provider.{}", label(instance)?))
 }
 
+/// Putting one query to the operator's search engine: one name, no host.
+pub const WEB_SEARCH: &str = "web.search";
+
+/// Reading one skill of `layer` (`operator`, `project`, `packaged`): the
+/// name is the layer, never the skill, so no name a package chose enters
+/// the action namespace.
+pub fn skill_read(layer: &str) -> String {
+    format!("skill.read.{layer}")
+}
+
 /// One model at a provider instance; the model id is escaped (ids like
 /// `gpt-4.1` hold dots).
 pub fn provider_model(instance: &str, model: &str) -> Result<String, NameError> {
@@ -442,6 +452,8 @@ mod tests {
             device_tty(1, 2),
             device_tty_serial("x").unwrap(),
             git("push").unwrap(),
+            skill_read("project"),
+            WEB_SEARCH.to_string(),
             crate::control::control_write(crate::control::ControlKind::Policy),
         ];
         for name in made.iter().map(String::as_str) {

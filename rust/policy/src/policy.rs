@@ -331,6 +331,7 @@ impl Policy {
             workspace: Default::default(),
             subagents: None,
             review: None,
+            skills: Default::default(),
             warnings: Vec::new(),
         };
         let org = org
@@ -655,6 +656,20 @@ impl Policy {
     /// The provider instance named `name`, if `config.zon` names it.
     pub fn provider(&self, name: &str) -> Option<&crate::ProviderInstance> {
         self.providers().iter().find(|p| p.name == name)
+    }
+
+    /// The search engine of the operator's `config.zon` (`.search`): the
+    /// web_search tool is offered only when there is one.
+    pub fn search(&self) -> Option<&crate::SearchEngine> {
+        self.operator.as_ref().and_then(|(_, o)| o.search.as_ref())
+    }
+
+    /// Which skill layers are listed and the bound of one read: what both
+    /// `.skills` blocks (the operator's, the project's) leave.
+    pub fn skills(&self) -> crate::SkillSettings {
+        let operator = self.operator.as_ref().map(|(_, o)| &o.skills);
+        let project = self.project.as_ref().map(|p| &p.skills);
+        crate::skills::settle(&operator.into_iter().chain(project).collect::<Vec<_>>())
     }
 
     /// The operator's `config.zon`, when one was read.
@@ -1115,6 +1130,9 @@ impl Source<'_> {
             &operator.stores,
         )?;
         operator.prices = crate::prices::read_prices(self, operator.price_fields.take())?;
+        operator.search =
+            crate::search::read_search(self, operator.search_fields.take(), &operator.stores)?;
+        operator.skills = crate::skills::read_skills(self, operator.skill_fields.take())?;
         Ok(operator)
     }
 }

@@ -112,7 +112,7 @@ pub(crate) struct ProviderFields {
     rename_all = "snake_case",
     expecting = "where the key is: `.login`, `.none`, `.{ .secret = \"NAME\" }` or `.{ .env = \"VAR\" }`"
 )]
-enum KeyFields {
+pub(crate) enum KeyFields {
     Secret(String),
     Env(String),
     Login,
@@ -159,29 +159,15 @@ pub(crate) fn read_providers(
         let base_url = value
             .base_url
             .unwrap_or_else(|| value.kind.default_base_url().to_owned());
-        check_base_url(&name, &base_url).map_err(|why| source.error(span, why))?;
-        let key = match value.key.unwrap_or(KeyFields::Login) {
-            KeyFields::Secret(secret) if secrets.contains_key(&secret) => KeySource::Secret(secret),
-            KeyFields::Secret(secret) => {
-                return Err(source.error(
-                    span,
-                    format!(
-                        "provider `{name}`: `.key` names secret `{secret}`, which this file's .secrets does not keep; add `.secrets = .{{ .{secret} = .{{ .env = \"VAR\" }} }}` (or `.file`, or `.command`)"
-                    ),
-                ));
-            }
-            KeyFields::Env(var) if is_env_name(&var) => KeySource::Env(var),
-            KeyFields::Env(var) => {
-                return Err(source.error(
-                    span,
-                    format!(
-                        "provider `{name}`: `{var}` is not an environment variable's name (letters, digits and `_`, not starting with a digit)"
-                    ),
-                ));
-            }
-            KeyFields::Login => KeySource::Login,
-            KeyFields::None => KeySource::None,
-        };
+        check_base_url(&format!("provider `{name}`"), &base_url)
+            .map_err(|why| source.error(span, why))?;
+        let key = read_key(
+            source,
+            span,
+            &format!("provider `{name}`"),
+            value.key.unwrap_or(KeyFields::Login),
+            secrets,
+        )?;
         out.push(ProviderInstance {
             name,
             kind: value.kind,
@@ -194,25 +180,58 @@ pub(crate) fn read_providers(
     Ok(out)
 }
 
-fn check_base_url(name: &str, url: &str) -> Result<(), String> {
+/// Where `owner`'s key is kept, checked: a `.secret` named in `.secrets`,
+/// an `.env` that is a variable's name.
+pub(crate) fn read_key(
+    source: &Source<'_>,
+    span: chock_zon::Span,
+    owner: &str,
+    fields: KeyFields,
+    secrets: &OperatorSecrets,
+) -> Result<KeySource, PolicyError> {
+    Ok(match fields {
+        KeyFields::Secret(secret) if secrets.contains_key(&secret) => KeySource::Secret(secret),
+        KeyFields::Secret(secret) => {
+            return Err(source.error(
+                span,
+                format!(
+                    "{owner}: `.key` names secret `{secret}`, which this file's .secrets does not keep; add `.secrets = .{{ .{secret} = .{{ .env = \"VAR\" }} }}` (or `.file`, or `.command`)"
+                ),
+            ));
+        }
+        KeyFields::Env(var) if is_env_name(&var) => KeySource::Env(var),
+        KeyFields::Env(var) => {
+            return Err(source.error(
+                span,
+                format!(
+                    "{owner}: `{var}` is not an environment variable's name (letters, digits and `_`, not starting with a digit)"
+                ),
+            ));
+        }
+        KeyFields::Login => KeySource::Login,
+        KeyFields::None => KeySource::None,
+    })
+}
+
+pub(crate) fn check_base_url(owner: &str, url: &str) -> Result<(), String> {
     let authority = url.split_once("://").map_or("", |(_, rest)| {
         rest.split(['/', '?', '#']).next().unwrap_or("")
     });
     if url.contains('\\') || authority.contains('@') {
         return Err(format!(
-            "provider `{name}`: `{url}` holds a `\\` or credentials (`user@`); write the URL plainly and say where the key is with `.key`"
+            "{owner}: `{url}` holds a `\\` or credentials (`user@`); write the URL plainly and say where the key is with `.key`"
         ));
     }
     if url.contains(['?', '#']) {
         return Err(format!(
-            "provider `{name}`: `{url}` holds a query or fragment; a base URL is a scheme, a host and a path"
+            "{owner}: `{url}` holds a query or fragment; a base URL is a scheme, a host and a path"
         ));
     }
     let endpoint = crate::url_endpoint(url)
-        .map_err(|e| format!("provider `{name}`: {e}; write an http:// or https:// URL"))?;
+        .map_err(|e| format!("{owner}: {e}; write an http:// or https:// URL"))?;
     if !matches!(endpoint.scheme.as_str(), "http" | "https") {
         return Err(format!(
-            "provider `{name}`: `{url}` is not http or https; write the URL the API answers at"
+            "{owner}: `{url}` is not http or https; write the URL the API answers at"
         ));
     }
     Ok(())
