@@ -657,3 +657,153 @@ fn a_shell_script_is_decided_per_segment_and_git_as_the_git_reading() {
     assert_eq!(report["action"], "git.push");
     assert_eq!(fx.last_logged("git.push")["subject"], "git push");
 }
+
+/// A dev shell that names its own trust store keeps it, with a router as
+/// without one; a shell that names none is given the host's bundle where
+/// a router is, and nothing where none is.
+#[test]
+fn a_dev_shells_own_ssl_cert_file_is_kept() {
+    let fx = Fixture::flake();
+    fx.probe();
+    let system = chock_sandbox::devshell::system();
+    let flake = format!(
+        r#"{{
+  outputs = {{ self }}: let
+    system = "{system}";
+    certs = derivation {{
+      name = "project-certs"; inherit system; builder = "/bin/sh";
+      args = [ "-c" "echo the projects own bundle > $out" ];
+    }};
+    shell = extra: derivation ({{
+      name = "shell"; inherit system certs; builder = "/bin/bash";
+      outputs = [ "out" ]; args = [ "-c" "echo shell > $out" ];
+    }} // extra);
+  in {{
+    devShells.${{system}} = {{
+      default = shell {{ SSL_CERT_FILE = "${{certs}}"; }};
+      plain = shell {{ }};
+    }};
+  }};
+}}
+"#
+    );
+    std::fs::write(fx.project.join("flake.nix"), flake).expect("flake.nix");
+    assert!(sandbox_fixture::git(&fx.project, &["add", "flake.nix"]));
+    let run = |router: &str, shell: &str, probe: &[&str]| {
+        fx.zon(&format!(
+            ".{{ .policy = .{{ .net = .{{ .router = .{router} }}, .rules = .{{ {DEV_SHELL_RULE} }} }} }}\n"
+        ));
+        let out = fx.exec(&["--dev-shell", shell], probe);
+        assert!(out.status.success(), "{}", describe(&out));
+        text(&out.stdout)
+    };
+    let env = run("filtered", "default", &["./probe", "env"]);
+    let own = env
+        .lines()
+        .find_map(|l| l.strip_prefix("SSL_CERT_FILE="))
+        .unwrap_or_else(|| panic!("no SSL_CERT_FILE: {env}"))
+        .to_owned();
+    assert!(
+        own.starts_with("/nix/store/") && own.ends_with("-project-certs"),
+        "the shell's own, not the host's: {env}"
+    );
+    // The probe calls any read a breach; here it is the point: the file
+    // is in the shell's closure, so the sandbox shows it.
+    let read = fx.exec(&["--dev-shell", "default"], &["./probe", "read", &own]);
+    let bytes = "the projects own bundle\n".len();
+    assert!(
+        text(&read.stdout).contains(&format!("read {bytes} bytes of {own}")),
+        "{}",
+        describe(&read)
+    );
+    let env = run("none", "default", &["./probe", "env"]);
+    assert!(env.contains(&format!("SSL_CERT_FILE={own}")), "{env}");
+    let env = run("filtered", "plain", &["./probe", "env"]);
+    assert!(
+        env.lines()
+            .any(|l| l == "SSL_CERT_FILE=/etc/chock-ca-certificates.crt"),
+        "{env}"
+    );
+    let env = run("none", "plain", &["./probe", "env"]);
+    assert!(!env.contains("SSL_CERT_FILE="), "{env}");
+}
+
+/// An agent's `git commit` in the sandbox is made as the person: their
+/// `user.name` and `user.email` are read on the host (here from a scratch
+/// HOME's .gitconfig) and given as git's author and committer variables.
+/// Nothing else of that file reaches the sandbox: not an alias, not a
+/// credential helper, not a hooks path that would run the person's hooks.
+/// docs/workspace.md's first example, run as written, commits.
+#[test]
+fn git_in_the_sandbox_commits_as_the_person_and_sees_nothing_else_of_their_config() {
+    let fx = Fixture::host();
+    let hooks = fx.root().join("persons-hooks");
+    std::fs::create_dir_all(&hooks).expect("hooks dir");
+    let ran = fx.root().join("a-hook-ran");
+    let hook = hooks.join("pre-commit");
+    std::fs::write(&hook, format!("#!/bin/sh\ntouch {}\n", ran.display())).expect("hook");
+    std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    std::fs::write(
+        fx.home.join(".gitconfig"),
+        format!(
+            "[user]\n\tname = Pat Person\n\temail = pat@example.org\n[alias]\n\tsneaky = status\n[credential]\n\thelper = store --file {}/creds\n[core]\n\thooksPath = {}\n",
+            fx.root().display(),
+            hooks.display()
+        ),
+    )
+    .expect(".gitconfig");
+    std::fs::create_dir_all(fx.project.join("src")).expect("src");
+    std::fs::write(fx.project.join("src/x.c"), "int old;\n").expect("x.c");
+    for args in [
+        &["init", "-q"][..],
+        &["add", "src/x.c"],
+        &["commit", "-qm", "start", "--no-verify"],
+    ] {
+        assert!(sandbox_fixture::git(&fx.project, args), "git {args:?}");
+    }
+    let out = fx
+        .chock()
+        .args(["exec", "--workspace", "--", "sh", "-c"])
+        .arg("sed -i s/old/new/ src/x.c && git commit -qam \"agent: rename\"")
+        .output()
+        .expect("run");
+    assert!(out.status.success(), "{}", describe(&out));
+    // An unknown git subcommand is an act of its own; allowed here, so the
+    // alias's absence is what stops it.
+    fx.rules(r#".{ .action = "git.sneaky", .decision = .allow }"#);
+    let out = fx.exec(
+        &["--workspace"],
+        &[
+            "sh",
+            "-c",
+            "git log -1 --format='%s|%an <%ae>|%cn <%ce>'; git config --list --show-origin; git sneaky; echo sneaky=$?",
+        ],
+    );
+    let shown = text(&out.stdout);
+    assert!(
+        shown.contains("agent: rename|Pat Person <pat@example.org>|Pat Person <pat@example.org>"),
+        "{}",
+        describe(&out)
+    );
+    let lower = shown.to_lowercase();
+    for leak in [
+        "sneaky = ",
+        "alias.",
+        "credential.",
+        "hookspath",
+        "persons-hooks",
+        ".gitconfig",
+    ] {
+        assert!(
+            !lower.contains(leak),
+            "{leak} reached the sandbox: {}",
+            describe(&out)
+        );
+    }
+    assert!(
+        shown.contains("sneaky=1"),
+        "the alias is unknown inside: {shown}"
+    );
+    assert!(!ran.exists(), "the person's hook ran in the sandbox");
+}

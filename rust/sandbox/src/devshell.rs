@@ -44,11 +44,14 @@ use chock_policy::{Asker, Policy};
 use sha2::{Digest, Sha256};
 
 /// Bumped whenever what is cached changes meaning.
-const FORMAT: &str = "chock-devshell-v1";
+const FORMAT: &str = "chock-devshell-v2";
 
 /// Variables `nix print-dev-env` dumps that describe the build of the shell,
-/// not the shell: Nix's own rc output skips them, and so does Chock.
-pub const SKIPPED: [&str; 18] = [
+/// not the shell: Nix's own rc output skips them, and so does Chock, less
+/// `SSL_CERT_FILE`, which Nix skips so that a person's own survives in
+/// `nix develop`. In the sandbox nothing of the person's environment does,
+/// so a shell that names its own trust store keeps it (see [`NO_CERT_FILE`]).
+pub const SKIPPED: [&str; 17] = [
     "BASHOPTS",
     "HOME",
     "NIX_BUILD_TOP",
@@ -57,7 +60,6 @@ pub const SKIPPED: [&str; 18] = [
     "NIX_REMOTE",
     "PPID",
     "SHELLOPTS",
-    "SSL_CERT_FILE",
     "TEMP",
     "TEMPDIR",
     "TERM",
@@ -68,6 +70,12 @@ pub const SKIPPED: [&str; 18] = [
     "OLDPWD",
     "PWD",
 ];
+
+/// What nixpkgs' stdenv sets `SSL_CERT_FILE` and `NIX_SSL_CERT_FILE` to
+/// when a build names no trust store: a file that does not exist, so no
+/// TLS client in a build trusts anything. It describes the build, not the
+/// shell, and is left out; the sandbox then gives the host's bundle.
+pub const NO_CERT_FILE: &str = "/no-cert-file.crt";
 
 /// Reading the dev shell failed.
 #[derive(Debug, thiserror::Error)]
@@ -474,7 +482,7 @@ struct Variable {
 }
 
 /// What the shell adds to a bare environment: its exported variables, less
-/// those that describe the build.
+/// those that describe the build (and stdenv's [`NO_CERT_FILE`]).
 pub fn shell_env(json: &[u8]) -> Result<BTreeMap<String, String>, DevShellError> {
     let dump: PrintDevEnv =
         serde_json::from_slice(json).map_err(|e| DevShellError::BadJson(e.to_string()))?;
@@ -483,7 +491,7 @@ pub fn shell_env(json: &[u8]) -> Result<BTreeMap<String, String>, DevShellError>
         .into_iter()
         .filter(|(name, var)| var.kind == "exported" && !SKIPPED.contains(&name.as_str()))
         .filter_map(|(name, var)| match var.value {
-            serde_json::Value::String(value) => Some((name, value)),
+            serde_json::Value::String(value) if value != NO_CERT_FILE => Some((name, value)),
             _ => None,
         })
         .collect())
@@ -554,9 +562,14 @@ mod tests {
             "TMPDIR":{"type":"exported","value":"/tmp/nix-build"},
             "BASH":{"type":"var","value":"/bin/bash"},
             "arr":{"type":"array","value":["a"]},
-            "MYVAR":{"type":"exported","value":"x"}}}"#;
+            "MYVAR":{"type":"exported","value":"x"},
+            "SSL_CERT_FILE":{"type":"exported","value":"/nix/store/bbb-certs/ca.pem"},
+            "NIX_SSL_CERT_FILE":{"type":"exported","value":"/no-cert-file.crt"}}}"#;
         let env = shell_env(json).expect("env");
-        assert_eq!(env.keys().collect::<Vec<_>>(), ["MYVAR", "PATH"]);
+        assert_eq!(
+            env.keys().collect::<Vec<_>>(),
+            ["MYVAR", "PATH", "SSL_CERT_FILE"]
+        );
     }
 
     #[test]

@@ -342,6 +342,12 @@ pub fn prepare(
         (None, None) => None,
     };
     let mut env = environment(base, &cwd);
+    // The person's name and address, so an agent's commit is made as it is
+    // everywhere else; HOME inside is the cache, so nothing else of their
+    // git config (aliases, helpers, hooks) is there.
+    for (name, value) in crate::workspace::person_identity(&request.project.dir) {
+        env.entry(name).or_insert(value);
+    }
     if layout.session.as_ref().is_some_and(|s| s.objects.is_some()) {
         env.insert(
             "GIT_ALTERNATE_OBJECT_DIRECTORIES".into(),

@@ -242,18 +242,18 @@ fn short(commit: &str) -> &str {
 
 /// Who commits: the person's own `user.name` and `user.email`, else Chock.
 fn identity(host: &Git) -> Vec<(String, String)> {
-    let get = |key: &str, fallback: &str| {
-        host.person_setting(key)
-            .unwrap_or_else(|| fallback.to_owned())
-    };
-    let name = get("user.name", "Chock session");
-    let email = get("user.email", "chock@localhost");
-    vec![
-        ("GIT_AUTHOR_NAME".into(), name.clone()),
-        ("GIT_AUTHOR_EMAIL".into(), email.clone()),
-        ("GIT_COMMITTER_NAME".into(), name),
-        ("GIT_COMMITTER_EMAIL".into(), email),
-    ]
+    let mut env = super::git::person_identity(host);
+    for (var, fallback) in [
+        ("GIT_AUTHOR_NAME", "Chock session"),
+        ("GIT_AUTHOR_EMAIL", "chock@localhost"),
+        ("GIT_COMMITTER_NAME", "Chock session"),
+        ("GIT_COMMITTER_EMAIL", "chock@localhost"),
+    ] {
+        if !env.iter().any(|(k, _)| k == var) {
+            env.push((var.into(), fallback.into()));
+        }
+    }
+    env
 }
 
 /// Every path the session's history touches that no apply carries: a

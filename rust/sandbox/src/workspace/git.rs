@@ -263,6 +263,22 @@ impl Git {
     }
 }
 
+/// The person's `user.name` and `user.email` as git on the host reads them
+/// in `host` (the repository's config, then the global and system ones),
+/// each given as both the author's and the committer's variable; a setting
+/// that is unset is left out. Nothing else of their config is read.
+pub(crate) fn person_identity(host: &Git) -> Vec<(String, String)> {
+    let mut env = Vec::new();
+    for (key, part) in [("user.name", "NAME"), ("user.email", "EMAIL")] {
+        if let Some(value) = host.person_setting(key) {
+            for role in ["AUTHOR", "COMMITTER"] {
+                env.push((format!("GIT_{role}_{part}"), value.clone()));
+            }
+        }
+    }
+    env
+}
+
 /// NUL-separated names, as `-z` prints them.
 pub(crate) fn split_z(bytes: &[u8]) -> Vec<String> {
     bytes
