@@ -109,10 +109,7 @@ pub(crate) fn read_skills(
     if max_bytes.is_some_and(|b| b == 0 || b > MAX_SKILL_BYTES) {
         return Err(source.error(
             span,
-            format!(
-                ".skills.max_bytes is from 1 byte to {} bytes (4MiB)",
-                MAX_SKILL_BYTES
-            ),
+            format!(".skills.max_bytes is from 1 byte to {MAX_SKILL_BYTES} bytes (4MiB)"),
         ));
     }
     if let Some(layers) = &value.layers {
