@@ -265,8 +265,9 @@ impl Policy {
             });
         }
         let project_file = options.project_dir.join(PROJECT_FILE);
-        let project = match read_if_present(&project_file)? {
-            Some(text) => Some(read_project(&Source::new(&project_file, &text))?),
+        let project_text = read_if_present(&project_file)?;
+        let project = match &project_text {
+            Some(text) => Some(read_project(&Source::new(&project_file, text))?),
             None => None,
         };
         let operator = match &options.operator_config {
@@ -311,11 +312,77 @@ impl Policy {
             warnings: Vec::new(),
             bound: Default::default(),
         };
+        if let Some(text) = &project_text {
+            policy.check_children(text)?;
+        }
         policy.warnings = policy.collect_warnings(now_ms());
         for warning in &policy.warnings {
             tracing::warn!("{warning}");
         }
         Ok(policy)
+    }
+
+    /// Refuses a `chock.zon` under which a declared child kind would be
+    /// answered above its parent. Each act a project rule names (a class
+    /// by one act in it, a rule naming no act by one no rule names) is
+    /// decided, with that rule's tool and model, for every kind that has a
+    /// parent and for the parent; a child answered higher is an error at
+    /// the rule that answered it (the spawn chain's fold would refuse the
+    /// child at run time anyway: this says so where the fault is written).
+    fn check_children(&self, text: &str) -> Result<(), PolicyError> {
+        let probe = |pattern: &Option<Pattern>| {
+            pattern.as_ref().map(|p| {
+                if p.is_class() {
+                    format!("{}.load-check", p.body())
+                } else {
+                    p.as_str().to_owned()
+                }
+            })
+        };
+        for rule in self.rules() {
+            let action = probe(&rule.action).unwrap_or_else(|| "load-check.any".into());
+            for agent in self.agents() {
+                let Some(parent) = agent.parent.as_deref() else {
+                    continue;
+                };
+                let key = |kind: &str| Key {
+                    agent_kind: kind.to_owned(),
+                    model: probe(&rule.model),
+                    tool: probe(&rule.tool),
+                    action: action.clone(),
+                };
+                let child = self.decide(&key(&agent.kind), Reading::Act);
+                let above = self.decide(&key(parent), Reading::Act);
+                if child.decision <= above.decision {
+                    continue;
+                }
+                let line = child
+                    .decided_by
+                    .line
+                    .filter(|_| child.decided_by.file.as_deref() == Some(&self.project_file))
+                    .or_else(|| rule.source.as_ref().map(|s| s.line))
+                    .unwrap_or(1);
+                let parents_rule = match (&above.decided_by.rule, above.decided_by.line) {
+                    (Some(written), Some(line)) => format!("the rule at line {line}, {written}"),
+                    (Some(written), None) => format!("the shipped default {written}"),
+                    _ => "no rule".to_owned(),
+                };
+                return Err(chock_zon::Error::at(
+                    Some(&self.project_file),
+                    text,
+                    line_span(text, line),
+                    format!(
+                        "agent kind `{}` is answered {} for `{action}` where its parent `{parent}` is answered {} (by {parents_rule}); a child kind never holds more than its parent, so lower this rule for `{}` or raise `{parent}`'s",
+                        agent.kind,
+                        child.decision,
+                        above.decision,
+                        agent.kind
+                    ),
+                )
+                .into());
+            }
+        }
+        Ok(())
     }
 
     /// A policy from rules built in code, with no files: for tests and tools.
@@ -1289,5 +1356,21 @@ mod tests {
                 .decision,
             Decision::Allow
         );
+    }
+}
+
+/// The span of line `line` (1-based) of `text`, less its indentation.
+fn line_span(text: &str, line: u32) -> chock_zon::Span {
+    let start = text
+        .split_inclusive('\n')
+        .take(line.saturating_sub(1) as usize)
+        .map(str::len)
+        .sum::<usize>();
+    let rest = text.get(start..).unwrap_or("");
+    let indent = rest.len() - rest.trim_start_matches([' ', '\t']).len();
+    let end = rest.find('\n').map_or(text.len(), |n| start + n);
+    chock_zon::Span {
+        start: start + indent,
+        end: end.max(start + indent),
     }
 }

@@ -403,6 +403,86 @@ fn agents_are_checked() {
     }
 }
 
+/// A child kind's rules that would answer it above its parent are refused
+/// at load, at the rule's line, naming the kind, its parent, the act and
+/// the parent's rule; the same rules lowering the child load.
+#[test]
+fn a_child_kind_given_more_than_its_parent_is_refused_at_load() {
+    let agents =
+        ".agents = .{ .{ .kind = \"main\" }, .{ .kind = \"tester\", .parent = \"main\" } }";
+    let zon = |rules: &[&str]| {
+        format!(
+            ".{{ .policy = .{{\n    {agents},\n    .rules = .{{\n{}    }},\n}} }}\n",
+            rules
+                .iter()
+                .map(|r| format!("        {r},\n"))
+                .collect::<String>()
+        )
+    };
+    for (name, rules, line, act, parents) in [
+        (
+            "child-allowed-denied",
+            &[
+                ".{ .action = \"call.write_file\", .decision = .deny }",
+                ".{ .agent_kind = \"tester\", .action = \"call.write_file\", .decision = .allow }",
+            ][..],
+            5,
+            "`call.write_file`",
+            "answered deny (by the rule at line 4",
+        ),
+        (
+            "child-everything",
+            &[".{ .agent_kind = \"tester\", .decision = .allow }"][..],
+            4,
+            "`load-check.any`",
+            "answered ask (by no rule)",
+        ),
+        (
+            "parent-lowered",
+            &[
+                ".{ .agent_kind = \"main\", .action = \"exec.*\", .decision = .ask }",
+                ".{ .action = \"exec.*\", .decision = .allow }",
+            ][..],
+            5,
+            "`exec.load-check`",
+            "answered ask (by the rule at line 4",
+        ),
+    ] {
+        let (dir, options) = project(name, Some(&zon(rules)));
+        let shown = load_err(&options);
+        let file = dir.join("chock.zon");
+        assert!(
+            shown.starts_with(&format!("{}:{line}:", file.display())),
+            "{name}: {shown}"
+        );
+        for words in [
+            "agent kind `tester` is answered allow for ",
+            act,
+            "where its parent `main` is",
+            parents,
+            "lower this rule for `tester`",
+        ] {
+            assert!(shown.contains(words), "{name}: {words}: {shown}");
+        }
+    }
+    for (name, rules) in [
+        (
+            "child-lowered",
+            &[
+                ".{ .action = \"call.write_file\", .decision = .allow }",
+                ".{ .agent_kind = \"tester\", .action = \"call.write_file\", .decision = .deny }",
+            ][..],
+        ),
+        (
+            "same-for-both",
+            &[".{ .action = \"exec.*\", .decision = .allow }"][..],
+        ),
+    ] {
+        let (_, options) = project(name, Some(&zon(rules)));
+        Policy::load(&options).unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+}
+
 #[test]
 fn an_org_bundle_is_a_ceiling_that_binds_unnamed_acts() {
     let (dir, mut options) = project(
