@@ -1336,8 +1336,12 @@ fn a_real_servers_answer_over_the_bound_with_its_id_last_fails_at_once_naming_it
 }
 
 #[test]
-fn a_url_servers_answer_over_its_bound_is_refused_naming_it_on_either_transport() {
-    for (transport, path) in [("streamable-http", "/mcp"), ("sse", "/sse")] {
+fn a_url_servers_answer_over_its_bound_fails_that_call_alone_naming_it_on_every_transport() {
+    for (transport, path) in [
+        ("streamable-http", "/mcp"),
+        ("json", "/mcp"),
+        ("sse", "/sse"),
+    ] {
         let env = Env::new();
         hostile(&env, "h", "");
         let port = TcpListener::bind("127.0.0.1:0")
@@ -1378,17 +1382,27 @@ fn a_url_servers_answer_over_its_bound_is_refused_naming_it_on_either_transport(
             json!({"name": "h__huge", "arguments": {"mib": 2}}),
         );
         let text = answered.to_string();
+        let message = answered["error"]["message"].as_str().unwrap_or_default();
         assert!(
-            text.len() < 64 << 10 && text.contains("MCP server `h`"),
-            "{transport}: {}",
+            text.len() < 64 << 10
+                && message.contains("MCP server `h`")
+                && message.contains("1 MiB"),
+            "{transport}: a JSON-RPC error naming the server and its bound, not {}",
             text.chars().take(600).collect::<String>()
         );
         assert!(
             began.elapsed() < Duration::from_secs(60),
             "{transport}: at once"
         );
+        // That call failed alone: the connection is kept, and the
+        // server's one restart is not spent on it.
         let echoed = client.call("h__echo", json!({"text": "after"}));
         assert_eq!(echoed.text, "after", "{transport}: {echoed:?}");
+        assert!(
+            !client.stderr().contains("starting it again"),
+            "{transport}: {}",
+            client.stderr()
+        );
         child.kill().ok();
         child.wait().ok();
     }

@@ -4,7 +4,8 @@ into everything it says, words its questions as Chock's, crashes, hangs,
 answers too much, and lists resources another server also lists.
 
 Its name is argv[1]; the secret is $API_KEY when it was given one. It
-speaks stdio, or argv[2] (`streamable-http`, `sse`) at 127.0.0.1:argv[3].
+speaks stdio, or argv[2] (`streamable-http`, `sse`, or `json`: Streamable
+HTTP answering each POST with one JSON body) at 127.0.0.1:argv[3].
 """
 
 import asyncio
@@ -108,6 +109,10 @@ if len(sys.argv) > 3:
     # Over HTTP on loopback: argv[2] the transport, argv[3] the port.
     server.settings.host = "127.0.0.1"
     server.settings.port = int(sys.argv[3])
-    server.run(transport=sys.argv[2])
+    if sys.argv[2] == "json":
+        server.settings.json_response = True
+        server.run(transport="streamable-http")
+    else:
+        server.run(transport=sys.argv[2])
 else:
     server.run()

@@ -27,27 +27,20 @@ pub struct Lines {
     max: usize,
     line: Vec<u8>,
     /// Set while the rest of an oversized line is skipped.
-    oversized: bool,
-    head: Vec<u8>,
-    tail: Vec<u8>,
-    skipped: usize,
-    /// How many lines were dropped; said at the 1st, 2nd, 4th, 8th...,
-    /// so a server that floods bad lines cannot flood Chock's own output.
-    dropped: u64,
+    oversized: Option<Skipped>,
+    dropped: Dropped,
 }
 
 impl Lines {
-    pub fn new(read: Receiver, write: Sender, max: usize) -> Lines {
+    /// The stdio of the server named `server`.
+    pub fn new(server: &str, read: Receiver, write: Sender, max: usize) -> Lines {
         Lines {
             read: BufReader::with_capacity(64 << 10, read),
             write: Arc::new(tokio::sync::Mutex::new(Some(write))),
             max,
             line: Vec::new(),
-            oversized: false,
-            head: Vec::new(),
-            tail: Vec::new(),
-            skipped: 0,
-            dropped: 0,
+            oversized: None,
+            dropped: Dropped::new(server),
         }
     }
 
@@ -64,25 +57,14 @@ impl Lines {
                 let newline = available.iter().position(|b| *b == b'\n');
                 let take = newline.map_or(available.len(), |i| i + 1);
                 let chunk = &available[..take];
-                if !self.oversized && self.line.len() + take > self.max {
-                    self.oversized = true;
-                    self.head = self.line[..self.line.len().min(KEPT)].to_vec();
-                    self.skipped = self.line.len();
-                    self.line = Vec::new();
-                    self.tail.clear();
+                if self.oversized.is_none() && self.line.len() + take > self.max {
+                    let mut skipped = Skipped::default();
+                    skipped.push(&std::mem::take(&mut self.line));
+                    self.oversized = Some(skipped);
                 }
-                if self.oversized {
-                    if self.head.len() < KEPT {
-                        let room = KEPT - self.head.len();
-                        self.head.extend_from_slice(&chunk[..chunk.len().min(room)]);
-                    }
-                    self.tail.extend_from_slice(chunk);
-                    if self.tail.len() > KEPT {
-                        self.tail.drain(..self.tail.len() - KEPT);
-                    }
-                    self.skipped += take;
-                } else {
-                    self.line.extend_from_slice(chunk);
+                match &mut self.oversized {
+                    Some(skipped) => skipped.push(chunk),
+                    None => self.line.extend_from_slice(chunk),
                 }
                 (take, newline.is_some())
             };
@@ -90,17 +72,12 @@ impl Lines {
             if !ended {
                 continue;
             }
-            if self.oversized {
-                self.oversized = false;
-                let size = self.skipped;
-                let id = id_at_start(&self.head).or_else(|| id_at_end(&self.tail));
-                self.head.clear();
-                self.tail.clear();
-                match id.and_then(|id| oversized(id, size, self.max)) {
+            if let Some(skipped) = self.oversized.take() {
+                match skipped.answer(self.max) {
                     Some(answer) => return Some(answer),
                     None => {
-                        let max = self.max;
-                        self.drop_line(format_args!(
+                        let (size, max) = (skipped.size, self.max);
+                        self.dropped.say(format_args!(
                             "a message of {size} bytes, over its bound of {max} bytes, that answers no request"
                         ));
                         continue;
@@ -114,21 +91,70 @@ impl Lines {
             }
             match serde_json::from_slice(text) {
                 Ok(message) => return Some(message),
-                Err(e) => self.drop_line(format_args!("a line that is not JSON-RPC ({e})")),
+                Err(e) => self
+                    .dropped
+                    .say(format_args!("a line that is not JSON-RPC ({e})")),
             }
         }
     }
 }
 
-impl Lines {
-    fn drop_line(&mut self, what: std::fmt::Arguments<'_>) {
-        self.dropped += 1;
-        if self.dropped.is_power_of_two() {
+/// Counts the messages of one server that are dropped, said at the 1st,
+/// 2nd, 4th, 8th..., so a server that floods bad ones cannot flood Chock's
+/// own output.
+pub(super) struct Dropped {
+    server: String,
+    count: u64,
+}
+
+impl Dropped {
+    pub(super) fn new(server: &str) -> Dropped {
+        Dropped {
+            server: server.to_owned(),
+            count: 0,
+        }
+    }
+
+    pub(super) fn say(&mut self, what: std::fmt::Arguments<'_>) {
+        self.count += 1;
+        if self.count.is_power_of_two() {
             tracing::warn!(
-                "chock mcp: a server sent {what}; it is dropped ({} dropped so far)",
-                self.dropped
+                "chock mcp: MCP server `{}` sent {what}; it is dropped ({} dropped so far)",
+                self.server,
+                self.count
             );
         }
+    }
+}
+
+/// What is kept of a message too long to hold whole: its size, and its
+/// first and last bytes, where the `id` of the request it answers is.
+#[derive(Default, Debug, PartialEq)]
+pub(super) struct Skipped {
+    head: Vec<u8>,
+    tail: Vec<u8>,
+    pub(super) size: usize,
+}
+
+impl Skipped {
+    pub(super) fn push(&mut self, bytes: &[u8]) {
+        self.size += bytes.len();
+        if self.head.len() < KEPT {
+            let room = KEPT - self.head.len();
+            self.head.extend_from_slice(&bytes[..bytes.len().min(room)]);
+        }
+        let last = &bytes[bytes.len().saturating_sub(KEPT)..];
+        self.tail.extend_from_slice(last);
+        if self.tail.len() > KEPT {
+            self.tail.drain(..self.tail.len() - KEPT);
+        }
+    }
+
+    /// The error that answers, in the server's place, the request this
+    /// message answered, when its `id` is in the bytes kept.
+    pub(super) fn answer(&self, max: usize) -> Option<RxJsonRpcMessage<RoleClient>> {
+        let id = id_at_start(&self.head).or_else(|| id_at_end(&self.tail))?;
+        oversized(id, self.size, max)
     }
 }
 
@@ -152,7 +178,7 @@ fn is_id(value: &Value) -> bool {
 
 /// The top-level `id` of a JSON object whose start is `head`, when it
 /// comes before the first member that does not fit (`{"jsonrpc":"2.0","id":3,"result":...`).
-pub(super) fn id_at_start(head: &[u8]) -> Option<Value> {
+fn id_at_start(head: &[u8]) -> Option<Value> {
     let mut rest = head.trim_ascii_start().strip_prefix(b"{")?;
     loop {
         rest = rest.trim_ascii_start();
@@ -175,7 +201,7 @@ pub(super) fn id_at_start(head: &[u8]) -> Option<Value> {
 
 /// The top-level `id` of a JSON object whose end is `tail`, when it is
 /// the last member (`...,"jsonrpc":"2.0","id":3}`, as the TypeScript SDK writes).
-pub(super) fn id_at_end(tail: &[u8]) -> Option<Value> {
+fn id_at_end(tail: &[u8]) -> Option<Value> {
     let body = tail.trim_ascii_end().strip_suffix(b"}")?;
     let key = b"\"id\"";
     let mut end = body.len();

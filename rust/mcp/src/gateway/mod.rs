@@ -22,6 +22,7 @@
 
 mod lines;
 mod sse;
+mod streamable;
 mod upstream;
 
 use std::sync::Arc;

@@ -5,9 +5,13 @@
 //!
 //! rmcp dropped its client for this transport, so this is the transport's
 //! two halves over the same HTTP client (no redirects, no proxy), with the
-//! stream read by `sse-stream`, the parser rmcp's own Streamable HTTP
-//! client uses. The endpoint must be on the origin the stream came from:
-//! a server cannot send Chock's messages to a host no rule allowed.
+//! stream read here as the event-stream format says, so that no event is
+//! held past the server's bound: an answer over it is skipped as it
+//! arrives, its first and last bytes kept to find the request it answers,
+//! and that request answered with an error in the server's place, as a
+//! command server's oversized line is; the stream and the server are kept.
+//! The endpoint must be on the origin the stream came from: a server cannot
+//! send Chock's messages to a host no rule allowed.
 
 use std::time::Duration;
 
@@ -16,6 +20,8 @@ use rmcp::RoleClient;
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use tokio::sync::{mpsc, oneshot};
+
+use super::lines::{Dropped, Skipped};
 
 /// How many messages from the server may wait to be read.
 const QUEUE: usize = 64;
@@ -44,10 +50,11 @@ impl SseTransport {
     /// Opens the event stream at `url` and waits for the server's
     /// endpoint. The error is a sentence; it says whether the URL answered
     /// as an SSE server at all.
-    /// No event may be longer than `max` bytes: the stream is closed at one
-    /// that is, before it is held whole.
+    /// No event's data is held past `max` bytes; `server` names the
+    /// server in what Chock says of the messages it drops.
     pub async fn open(
         http: reqwest::Client,
+        server: &str,
         url: &str,
         max: usize,
     ) -> Result<SseTransport, String> {
@@ -78,7 +85,9 @@ impl SseTransport {
         let (endpoint_tell, endpoint) = oneshot::channel();
         let (tell, incoming) = mpsc::channel(QUEUE);
         let reader = tokio::spawn(read_stream(
-            sse_stream::SseStream::from_bytes_stream(bounded(response.bytes_stream(), max, url)),
+            response.bytes_stream(),
+            Events::new(max),
+            Dropped::new(server),
             stream_url.clone(),
             endpoint_tell,
             tell,
@@ -111,44 +120,172 @@ impl SseTransport {
     }
 }
 
-/// The stream's bytes, ended by an error as soon as one event (the bytes
-/// since the last blank line) runs past `max`.
-fn bounded<S, D>(
-    stream: S,
+/// The field of an event a line's value goes to.
+#[derive(Clone, Copy, PartialEq)]
+enum Field {
+    Data,
+    Event,
+    /// `id`, `retry`, a comment (no name), or one this client does not read.
+    Other,
+}
+
+/// The longest field name and event type kept; a longer one is none read here.
+const NAME: usize = 16;
+
+/// One event, as dispatched at the blank line that ends it.
+#[derive(Debug, PartialEq)]
+enum Event {
+    /// Its type (empty for the default, `message`) and its data.
+    Whole { kind: Vec<u8>, data: Vec<u8> },
+    /// An event whose data ran past the bound, of which only the ends were kept.
+    Oversized { kind: Vec<u8>, skipped: Skipped },
+}
+
+/// An event stream read as it arrives, as the WHATWG's rules say (a line
+/// ends at CR, LF or CRLF, a blank line ends an event, a line beginning
+/// with `:` is a comment, one space after a field's colon is not its
+/// value's), no event's data held past `max` bytes.
+struct Events {
     max: usize,
-    url: &str,
-) -> impl futures::Stream<Item = Result<D, std::io::Error>> + use<S, D>
-where
-    S: futures::Stream<Item = Result<D, reqwest::Error>>,
-    D: AsRef<[u8]>,
-{
-    let (mut event, mut line) = (0usize, 0usize);
-    let url = url.to_owned();
-    stream.map(move |chunk| {
-        let chunk = chunk.map_err(std::io::Error::other)?;
-        for &byte in chunk.as_ref() {
-            match byte {
-                b'\n' => {
-                    if line == 0 {
-                        event = 0;
-                    }
-                    line = 0;
-                }
-                b'\r' => {}
-                _ => line += 1,
+    /// The line's field name so far, until its colon.
+    name: Vec<u8>,
+    /// The line's field, once its colon was read.
+    field: Option<Field>,
+    /// The one space after the colon that is not the value's may come yet.
+    space: bool,
+    /// Nothing has been read of this line yet.
+    blank: bool,
+    /// The last byte was a CR, so an LF now ends no other line.
+    after_cr: bool,
+    /// At the stream's start, where a byte order mark is skipped.
+    start: bool,
+    kind: Vec<u8>,
+    data: Vec<u8>,
+    skipped: Option<Skipped>,
+}
+
+impl Events {
+    fn new(max: usize) -> Events {
+        Events {
+            max,
+            name: Vec::new(),
+            field: None,
+            space: false,
+            blank: true,
+            after_cr: false,
+            start: true,
+            kind: Vec::new(),
+            data: Vec::new(),
+            skipped: None,
+        }
+    }
+
+    /// Reads `bytes`, the stream's next; returns the events they ended.
+    fn feed(&mut self, mut bytes: &[u8]) -> Vec<Event> {
+        if self.start && !bytes.is_empty() {
+            self.start = false;
+            bytes = bytes.strip_prefix("\u{feff}".as_bytes()).unwrap_or(bytes);
+        }
+        let mut ended = Vec::new();
+        while !bytes.is_empty() {
+            if std::mem::take(&mut self.after_cr) && bytes[0] == b'\n' {
+                bytes = &bytes[1..];
+                continue;
             }
-            event += 1;
+            let end = bytes.iter().position(|b| matches!(b, b'\r' | b'\n'));
+            let (run, rest) = bytes.split_at(end.unwrap_or(bytes.len()));
+            self.part(run);
+            let Some((&newline, rest)) = rest.split_first() else {
+                break;
+            };
+            self.after_cr = newline == b'\r';
+            ended.extend(self.end_line());
+            bytes = rest;
         }
-        if event > max {
-            tracing::warn!(
-                "chock mcp: {url} sent an event over its bound of {max} bytes (`.max_answer_mib` in chock.zon); its stream is closed"
-            );
-            return Err(std::io::Error::other(format!(
-                "an event over {max} bytes"
-            )));
+        ended
+    }
+
+    /// A run of one line's bytes, without its end.
+    fn part(&mut self, mut run: &[u8]) {
+        if run.is_empty() {
+            return;
         }
-        Ok(chunk)
-    })
+        self.blank = false;
+        if self.field.is_none() {
+            let Some(colon) = run.iter().position(|b| *b == b':') else {
+                self.name_part(run);
+                return;
+            };
+            self.name_part(&run[..colon]);
+            self.field = Some(self.named());
+            self.space = true;
+            run = &run[colon + 1..];
+        }
+        if self.space && !run.is_empty() {
+            self.space = false;
+            run = run.strip_prefix(b" ").unwrap_or(run);
+        }
+        match self.field {
+            Some(Field::Data) => self.data(run),
+            Some(Field::Event) => {
+                let room = (NAME + 1).saturating_sub(self.kind.len());
+                self.kind.extend_from_slice(&run[..run.len().min(room)]);
+            }
+            _ => {}
+        }
+    }
+
+    fn name_part(&mut self, run: &[u8]) {
+        let room = (NAME + 1).saturating_sub(self.name.len());
+        self.name.extend_from_slice(&run[..run.len().min(room)]);
+    }
+
+    fn named(&self) -> Field {
+        match self.name.as_slice() {
+            b"data" => Field::Data,
+            b"event" => Field::Event,
+            _ => Field::Other,
+        }
+    }
+
+    fn data(&mut self, bytes: &[u8]) {
+        if let Some(skipped) = &mut self.skipped {
+            skipped.push(bytes);
+        } else if self.data.len() + bytes.len() > self.max {
+            let mut skipped = Skipped::default();
+            skipped.push(&std::mem::take(&mut self.data));
+            skipped.push(bytes);
+            self.skipped = Some(skipped);
+        } else {
+            self.data.extend_from_slice(bytes);
+        }
+    }
+
+    /// A line's end: a blank line ends the event; a data line's value is
+    /// followed by a line feed in the event's data.
+    fn end_line(&mut self) -> Option<Event> {
+        if std::mem::replace(&mut self.blank, true) {
+            return self.dispatch();
+        }
+        // A line without a colon is a field name with an empty value.
+        let field = self.field.take().unwrap_or_else(|| self.named());
+        self.name.clear();
+        if field == Field::Data {
+            self.data(b"\n");
+        }
+        None
+    }
+
+    fn dispatch(&mut self) -> Option<Event> {
+        let kind = std::mem::take(&mut self.kind);
+        let mut data = std::mem::take(&mut self.data);
+        if let Some(skipped) = self.skipped.take() {
+            return Some(Event::Oversized { kind, skipped });
+        }
+        // An event with no data line is not dispatched.
+        data.pop()?;
+        Some(Event::Whole { kind, data })
+    }
 }
 
 /// The URL the `endpoint` event names, resolved against the stream's URL;
@@ -167,37 +304,69 @@ fn endpoint_url(stream: &reqwest::Url, named: &str) -> Result<reqwest::Url, Stri
 
 /// Reads the stream: the first `endpoint` event goes to `endpoint`, each
 /// `message` event (the default type) to `tell` as a JSON-RPC message. A
-/// message that is not JSON-RPC is dropped with a warning; the stream's end
-/// ends the connection.
-async fn read_stream<S>(
-    mut events: S,
+/// message over the bound that answers a request is that request's error;
+/// any other message that cannot be read is dropped, and said of in
+/// `dropped`. The stream's end ends the connection.
+async fn read_stream<S, D>(
+    mut bytes: S,
+    mut events: Events,
+    mut dropped: Dropped,
     stream_url: reqwest::Url,
     endpoint: oneshot::Sender<Result<reqwest::Url, String>>,
     tell: mpsc::Sender<RxJsonRpcMessage<RoleClient>>,
 ) where
-    S: futures::Stream<Item = Result<sse_stream::Sse, sse_stream::Error>> + Unpin,
+    S: futures::Stream<Item = Result<D, reqwest::Error>> + Unpin,
+    D: AsRef<[u8]>,
 {
     let mut endpoint = Some(endpoint);
-    while let Some(event) = events.next().await {
-        let Ok(event) = event else { break };
-        let data = event.data.unwrap_or_default();
-        match event.event.as_deref() {
-            Some("endpoint") => {
-                if let Some(endpoint) = endpoint.take() {
-                    endpoint.send(endpoint_url(&stream_url, &data)).ok();
+    let max = events.max;
+    while let Some(Ok(chunk)) = bytes.next().await {
+        for event in events.feed(chunk.as_ref()) {
+            let message = match event {
+                Event::Whole { kind, data } if kind == b"endpoint" => {
+                    if let Some(endpoint) = endpoint.take() {
+                        let named = String::from_utf8_lossy(&data);
+                        endpoint.send(endpoint_url(&stream_url, &named)).ok();
+                    }
+                    continue;
                 }
-            }
-            None | Some("message") => match serde_json::from_str(&data) {
-                Ok(message) => {
-                    if tell.send(message).await.is_err() {
-                        break;
+                Event::Oversized { kind, skipped } if kind == b"endpoint" => {
+                    if let Some(endpoint) = endpoint.take() {
+                        endpoint
+                            .send(Err(format!(
+                                "the server named an endpoint of {} bytes, over its bound of {max}",
+                                skipped.size
+                            )))
+                            .ok();
+                    }
+                    continue;
+                }
+                Event::Whole { kind, data } if kind.is_empty() || kind == b"message" => {
+                    match serde_json::from_slice(&data) {
+                        Ok(message) => message,
+                        Err(e) => {
+                            dropped.say(format_args!("a message that is not JSON-RPC ({e})"));
+                            continue;
+                        }
                     }
                 }
-                Err(e) => tracing::warn!(
-                    "chock mcp: {stream_url} sent a message that is not JSON-RPC ({e}); it is dropped"
-                ),
-            },
-            Some(_) => {}
+                Event::Oversized { kind, skipped } if kind.is_empty() || kind == b"message" => {
+                    match skipped.answer(max) {
+                        Some(answer) => answer,
+                        None => {
+                            dropped.say(format_args!(
+                                "a message of {} bytes, over its bound of {max} bytes, that answers no request",
+                                skipped.size
+                            ));
+                            continue;
+                        }
+                    }
+                }
+                Event::Whole { .. } | Event::Oversized { .. } => continue,
+            };
+            if tell.send(message).await.is_err() {
+                return;
+            }
         }
     }
 }
@@ -244,37 +413,70 @@ impl Transport<RoleClient> for SseTransport {
 
 #[cfg(test)]
 mod tests {
-    use super::{bounded, endpoint_url};
-    use futures::StreamExt;
+    use super::{Event, Events, endpoint_url};
 
-    #[tokio::test]
-    async fn an_event_over_the_bound_ends_the_stream_before_it_is_whole() {
-        let chunks = |parts: &[&str]| {
-            futures::stream::iter(
-                parts
-                    .iter()
-                    .map(|p| Ok::<_, reqwest::Error>(p.as_bytes().to_vec()))
-                    .collect::<Vec<_>>(),
-            )
+    fn whole(kind: &str, data: &str) -> Event {
+        Event::Whole {
+            kind: kind.into(),
+            data: data.into(),
+        }
+    }
+
+    #[test]
+    fn events_are_read_across_chunks_and_line_ends_as_the_format_says() {
+        let mut events = Events::new(64);
+        let mut read = Vec::new();
+        for chunk in [
+            "\u{feff}: a comment\r\nevent: endpoint\r\ndata: /messages/?s=1\r",
+            "\n\r\ndata:{\"a\":",
+            "1}\ndata\ndata:  two spaces\nid: 7\nretry: 10\n\n",
+            "event:message\rdata: x\r\rdata: held until its blank line",
+        ] {
+            read.extend(events.feed(chunk.as_bytes()));
+        }
+        assert_eq!(
+            read,
+            [
+                whole("endpoint", "/messages/?s=1"),
+                whole("", "{\"a\":1}\n\n two spaces"),
+                whole("message", "x"),
+            ]
+        );
+        // The last event ends at its blank line; one with no data line is none.
+        assert_eq!(
+            events.feed(b"\n\nevent: x\n\n"),
+            [whole("", "held until its blank line")]
+        );
+    }
+
+    #[test]
+    fn an_event_over_the_bound_is_skipped_as_it_comes_and_answered_by_its_id() {
+        let mut events = Events::new(64);
+        let long = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":9,\"result\":\"{}\"}}",
+            "x".repeat(10_000)
+        );
+        let mut read = events.feed(b"event: message\ndata: ");
+        for piece in long.as_bytes().chunks(100) {
+            read.extend(events.feed(piece));
+            assert!(events.data.len() <= 64, "never held past the bound");
+        }
+        read.extend(events.feed(b"\n\ndata: {\"after\":1}\n\n"));
+        let [Event::Oversized { kind, skipped }, after] = read.as_slice() else {
+            panic!("{read:?}");
         };
-        // Many events, each within 16 bytes, more than 16 in all.
-        let small: Vec<_> = bounded(
-            chunks(&["data: aaaa\n\n", "data: bbbb\r\n\r\n", "data: cc", "cc\n\n"]),
-            16,
-            "http://127.0.0.1/sse",
-        )
-        .collect()
-        .await;
-        assert!(small.iter().all(Result::is_ok), "{small:?}");
-        let big: Vec<_> = bounded(
-            chunks(&["data: aaaa\n\n", "data: bbbbbbbb", "bbbbbbbb", "never read"]),
-            16,
-            "http://127.0.0.1/sse",
-        )
-        .collect()
-        .await;
-        assert!(big[0].is_ok() && big[1].is_ok(), "{big:?}");
-        assert!(big[2].is_err(), "the event is over 16 bytes: {big:?}");
+        assert_eq!(kind, b"message");
+        assert_eq!(skipped.size, long.len() + 1, "its data and its line feed");
+        let answer =
+            serde_json::to_value(skipped.answer(64).expect("its id is read")).expect("json");
+        assert_eq!(answer["id"], 9, "{answer}");
+        assert!(
+            answer["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("over its bound")),
+            "{answer}"
+        );
+        assert_eq!(after, &whole("", "{\"after\":1}"), "the stream goes on");
     }
 
     #[test]

@@ -269,12 +269,15 @@ async fn reach(
     // No message longer than the server's bound is read, on either transport.
     let mut config = StreamableHttpClientTransportConfig::with_uri(url).max_sse_event_size(max);
     config.max_json_response_size = max;
-    let transport = StreamableHttpClientTransport::with_client(http.clone(), config);
+    let transport = StreamableHttpClientTransport::with_client(
+        super::streamable::Answered(http.clone()),
+        config,
+    );
     let streamable = match client.clone().serve(transport).await {
         Ok(service) => return Ok(service),
         Err(e) => e,
     };
-    let sse = match super::sse::SseTransport::open(http, url, max).await {
+    let sse = match super::sse::SseTransport::open(http, &client.server, url, max).await {
         Ok(sse) => sse,
         Err(why) => {
             return Err(format!(
@@ -401,7 +404,7 @@ async fn spawn(
         .map_err(|e| format!("its stdin cannot be used: {e}"))?;
     let reader = tokio::net::unix::pipe::Receiver::from_owned_fd(stdout)
         .map_err(|e| format!("its stdout cannot be used: {e}"))?;
-    let transport = super::lines::Lines::new(reader, writer, server.max_answer_bytes);
+    let transport = super::lines::Lines::new(&name, reader, writer, server.max_answer_bytes);
     let service =
         client
             .serve(transport)
