@@ -37,6 +37,8 @@ pub const MCP_JSON: &str = ".mcp.json";
 pub const GIT_DIR: &str = ".git";
 /// The operator's settings, beneath the configuration home.
 pub const OPERATOR_CONFIG: &str = "chock/config.zon";
+/// The operator's own skills, beneath the configuration home.
+pub const OPERATOR_SKILLS: &str = "chock/skills";
 
 /// Why a file is a control input, which is also the last label of the
 /// action an agent's write to it is asked under.
