@@ -30,6 +30,7 @@ pub mod record;
 pub mod review;
 mod scratch;
 pub mod spawn;
+pub mod spending;
 pub mod state;
 
 use std::path::PathBuf;
@@ -71,6 +72,8 @@ pub struct RunOptions {
     pub settings: Settings,
     /// Go on with an earlier session of this project instead of a new one.
     pub resume: Option<Resume>,
+    /// Where the session stops spending (`--max-budget`, `--max-tokens`).
+    pub budget: spending::Budget,
 }
 
 /// Which earlier session to go on with.
@@ -94,6 +97,10 @@ pub trait Show: Send {
             self.line(&format!("plan {step}"));
         }
     }
+    /// What the session has spent, after each reply of the main agent.
+    fn spent(&mut self, spent: &Spent) {
+        let _ = spent;
+    }
     /// A tool call the model asked for, before it goes through the gate.
     fn call_started(&mut self, call: &ToolCall) {
         let _ = call;
@@ -105,8 +112,22 @@ pub trait Show: Send {
     }
 }
 
+/// What a session has spent, after one reply.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Spent {
+    /// The reply's own tokens.
+    pub turn: Usage,
+    /// Over the session so far, every agent's (spawned ones and the
+    /// reviewer too).
+    pub session: Usage,
+    /// What the reply cost, and the session so far, in dollars, when the
+    /// model has a price.
+    pub turn_cost: Option<f64>,
+    pub session_cost: Option<f64>,
+}
+
 /// How a session ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Ended {
     pub how: How,
     /// The session's id (its log's and its workspace's name).
@@ -115,6 +136,8 @@ pub struct Ended {
     pub turns: u32,
     /// Tokens used over the session.
     pub usage: Usage,
+    /// What they cost in dollars, when the model has a price.
+    pub cost: Option<f64>,
     /// What became of the workspace's work.
     pub workspace: Finished,
     /// The session's state at the end (the plan, the promises).
@@ -178,6 +201,10 @@ pub enum RunError {
     /// an earlier session's state read.
     #[error("{0}")]
     Own(String),
+    /// The budget cannot be held (a dollar budget for a model with no
+    /// price, or no amount); nothing was made.
+    #[error("{0}")]
+    Budget(String),
     /// The async runtime could not start.
     #[error("could not start the session's runtime: {0}; free some memory or threads and retry")]
     Runtime(std::io::Error),
@@ -220,6 +247,7 @@ pub fn run(
     };
     let turns = session.requests;
     let usage = session.used();
+    let cost = session.cost();
     let state = session.state();
     let events = session.events().to_vec();
     let id = session.id().to_owned();
@@ -233,6 +261,7 @@ pub fn run(
         session: id,
         turns,
         usage,
+        cost,
         workspace: closed.workspace,
         state,
         events,
@@ -257,6 +286,7 @@ pub struct Session {
     conversation: Conversation,
     model: String,
     max_turns: u32,
+    spending: spending::Spending,
     /// Requests sent over the session.
     requests: u32,
     /// Agents the main agent spawned over the session.
@@ -330,7 +360,7 @@ impl Session {
                 })
             })
         });
-        let (tools, (client, model_ref)) = match (started, failed) {
+        let (tools, (client, model_ref, spending)) = match (started, failed) {
             (Ok(started), _) => started,
             (Err(_), Some(e)) => return Err(e),
             (Err(e), None) => return Err(e.into()),
@@ -395,6 +425,7 @@ impl Session {
             conversation,
             model: options.model,
             max_turns: options.max_turns,
+            spending,
             requests: 0,
             children: 0,
             scratchpad,
@@ -474,6 +505,10 @@ impl Session {
             if sent >= self.max_turns {
                 return Ok(How::MaxTurns);
             }
+            if let Some(why) = self.spending.reached(self.client.used()) {
+                show.line(&format!("stopped: {why}"));
+                return Ok(How::Budget);
+            }
             sent += 1;
             self.requests += 1;
             let request = Request {
@@ -491,6 +526,13 @@ impl Session {
             if !reply.text.is_empty() && !reply.text.ends_with('\n') {
                 show.text("\n");
             }
+            let session = self.client.used();
+            show.spent(&Spent {
+                turn: reply.usage,
+                session,
+                turn_cost: self.spending.cost(reply.usage),
+                session_cost: self.spending.cost(session),
+            });
             self.record
                 .write(&Event::Turn(record::turn_event(&reply, &self.model_ref)));
             self.conversation.turns.push(reply.turn());
@@ -522,6 +564,7 @@ impl Session {
                         model: &self.model,
                         model_ref: &self.model_ref,
                         max_turns: self.max_turns,
+                        spending: &self.spending,
                     };
                     let mut caller = own_tools::Caller {
                         tools: &self.tools,
@@ -571,9 +614,14 @@ impl Session {
         }
     }
 
-    /// Tokens used over the session.
+    /// Tokens used over the session, by every agent of it.
     pub fn used(&self) -> Usage {
         self.client.used()
+    }
+
+    /// What they cost in dollars, when the model has a price.
+    pub fn cost(&self) -> Option<f64> {
+        self.spending.cost(self.used())
     }
 
     /// The session's state now (the plan, the promises).
@@ -648,7 +696,7 @@ fn choose(
     project: String,
     policy: &chock_policy::Policy,
     log: &chock_log::Log,
-) -> Result<(Client, chock_sessions::ModelRef), RunError> {
+) -> Result<(Client, chock_sessions::ModelRef, spending::Spending), RunError> {
     let instance = match &options.provider {
         Some(name) => name.clone(),
         None => match policy.providers() {
@@ -679,6 +727,15 @@ fn choose(
                 refused @ ProviderError::Refused { .. } => RunError::Refused(refused.to_string()),
                 other => RunError::Setup(other),
             })?;
+    let rate = chock_sessions::prices::Prices::new(policy.prices())
+        .rate(configured.kind.as_str(), &options.model);
+    let spending = spending::Spending::new(
+        options.budget,
+        rate,
+        &options.model,
+        configured.kind.as_str(),
+    )
+    .map_err(RunError::Budget)?;
     let credentials = Credentials::from_env().map_err(RunError::Setup)?;
     let key = chock_provider::key_for(policy, configured, &credentials).map_err(RunError::Setup)?;
     let client = Client::new(configured, key, options.settings).map_err(RunError::Setup)?;
@@ -687,7 +744,7 @@ fn choose(
         kind: configured.kind.as_str().to_owned(),
         model: options.model.clone(),
     };
-    Ok((client, model))
+    Ok((client, model, spending))
 }
 
 /// One line for a tool call: the tool, its arguments cut short, and how

@@ -182,12 +182,7 @@ pub(crate) fn turn_event(
                 arguments: c.arguments.clone(),
             })
             .collect(),
-        tokens: chock_sessions::Tokens {
-            input: reply.usage.input_tokens,
-            output: reply.usage.output_tokens,
-            cache_read: reply.usage.cache_read_tokens,
-            cache_write: reply.usage.cache_write_tokens,
-        },
+        tokens: crate::spending::tokens_of(reply.usage),
         model: model.clone(),
     }
 }

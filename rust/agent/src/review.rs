@@ -31,7 +31,7 @@ use crate::state::State;
 /// The one tool a reviewer is offered.
 pub const REVIEW_ANSWER: &str = "review_answer";
 /// The kind of a session event holding one review.
-pub const REVIEW_EVENT: &str = "review";
+pub const REVIEW_EVENT: &str = chock_sessions::REVIEW_EVENT;
 /// How long a review may take before it counts as no answer.
 pub const REVIEW_TIMEOUT: Duration = Duration::from_secs(180);
 /// The most tokens a reviewer's reply may hold.

@@ -20,10 +20,12 @@ pub struct Provider<'a> {
     pub model_ref: &'a chock_sessions::ModelRef,
     /// The most requests one agent's loop sends for one task.
     pub max_turns: u32,
+    /// The session's budget, which the child's requests spend too.
+    pub spending: &'a crate::spending::Spending,
 }
 
 /// The kind of a session event holding one child's run.
-pub const AGENT_EVENT: &str = "agent";
+pub const AGENT_EVENT: &str = chock_sessions::AGENT_EVENT;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -147,6 +149,10 @@ pub(crate) async fn run(
     let mut children = 0;
     let mut unusable_in_row = 0;
     for _ in 0..provider.max_turns {
+        if let Some(why) = provider.spending.reached(provider.client.used()) {
+            ran.answer = Err(format!("the `{}` agent was stopped: {why}", ran.kind));
+            return ran;
+        }
         let request = Request {
             model: provider.model,
             max_tokens: MAX_TOKENS,

@@ -230,3 +230,214 @@ fn a_model_that_keeps_making_unusable_calls_is_stopped_and_its_work_kept() {
     let said = end["said"].as_str().unwrap_or_default();
     assert!(said.contains("kept"), "the work is kept: {said}");
 }
+
+/// `chock usage` counts every agent of a session: the main one, an agent
+/// it spawned and the reviewer, each apart in `usage show` and `--json`,
+/// all in the total (each scripted reply is 10 tokens in, 5 out).
+#[test]
+fn usage_counts_the_spawned_agents_and_the_reviewers_tokens_per_agent() {
+    let kind = ProviderKind::OpenaiChat;
+    let server = Server::start(vec![
+        reply(
+            kind,
+            "",
+            &[(
+                "p1",
+                "spawn_agent",
+                json!({"kind": "tester", "task": "look around"}),
+            )],
+        ),
+        reply(kind, "Nothing to do.", &[]),
+        reply(
+            kind,
+            "",
+            &[(
+                "p2",
+                "write_file",
+                json!({"path": "note.txt", "content": "x\n"}),
+            )],
+        ),
+        reply(
+            kind,
+            "",
+            &[(
+                "r1",
+                "review_answer",
+                json!({"decision": "approve", "reason": "asked for"}),
+            )],
+        ),
+        reply(kind, "Done.", &[]),
+    ]);
+    let fx = run_support::project_zon(
+        kind,
+        &server,
+        &format!(
+            r#".{{ .apply = .{{ .mode = .merge }}, .review = .{{ .agent_kind = "reviewer" }}, .policy = .{{
+    .agents = .{{ .{{ .kind = "main" }}, .{{ .kind = "tester", .parent = "main" }}, .{{ .kind = "reviewer" }} }},
+    .rules = .{{ {}, .{{ .action = "call.write_file", .decision = .agent_review }} }} }} }}
+"#,
+            run_support::APPLY_ALLOWED
+        ),
+    );
+    let out = run(&fx, &[], "write a note");
+    assert!(out.status.success(), "{}", describe(&out));
+    assert_eq!(server.requests().len(), 5, "{}", describe(&out));
+    assert!(
+        text(&out.stderr).contains("(50 tokens in, 25 out, "),
+        "{}",
+        describe(&out)
+    );
+    let json = fx
+        .chock()
+        .args(["usage", "--json"])
+        .output()
+        .expect("usage");
+    assert!(json.status.success(), "{}", describe(&json));
+    let said: Value = serde_json::from_slice(&json.stdout).expect("one JSON object");
+    let session = &said["sessions"][0];
+    assert_eq!(session["tokens_in"], 50, "what the run said: {said}");
+    assert_eq!(session["tokens_out"], 25, "{said}");
+    let agents: Vec<(String, String, u64, u64)> = session["agents"]
+        .as_array()
+        .expect("agents")
+        .iter()
+        .map(|a| {
+            (
+                a["agent"].as_str().unwrap_or_default().to_owned(),
+                a["role"].as_str().unwrap_or_default().to_owned(),
+                a["turns"].as_u64().unwrap_or_default(),
+                a["tokens_in"].as_u64().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        agents,
+        [
+            ("main".to_owned(), "main".to_owned(), 3, 30),
+            ("tester".to_owned(), "spawned".to_owned(), 1, 10),
+            ("reviewer".to_owned(), "reviewer".to_owned(), 1, 10),
+        ],
+        "{said}"
+    );
+    let id = session["id"].as_str().expect("id");
+    let shown = fx
+        .chock()
+        .args(["usage", "show", id])
+        .output()
+        .expect("show");
+    let shown = text(&shown.stdout);
+    for line in [
+        "main on loop/m1 (openai_chat): 3 turns, 30 tokens in",
+        "tester on loop/m1 (openai_chat): 1 turns, 10 tokens in",
+        "reviewer (reviewer) on loop/m1 (openai_chat): 1 turns, 10 tokens in",
+    ] {
+        assert!(shown.contains(line), "{line} in {shown}");
+    }
+}
+
+/// Two calls that write, then a third reply never asked for.
+fn writes_twice(kind: ProviderKind) -> Server {
+    let write = |id: &str, path: &str| {
+        reply(
+            kind,
+            "",
+            &[(id, "write_file", json!({"path": path, "content": "x\n"}))],
+        )
+    };
+    Server::start(vec![
+        write("w1", "one.txt"),
+        write("w2", "two.txt"),
+        reply(kind, "never read", &[]),
+    ])
+}
+
+/// The `end` event of the project's one session log.
+fn end_of(fx: &Fixture) -> Value {
+    session_events(fx)
+        .into_iter()
+        .rfind(|e| e["type"] == "end")
+        .expect("an end event")
+}
+
+/// `--max-tokens` and `--max-budget` stop the session before the request
+/// that would go past them, the work so far kept, the log ending `budget`;
+/// `--print-cost` shows each reply's tokens and cost and the session's.
+#[test]
+fn the_token_and_dollar_budgets_stop_the_session_and_keep_its_work() {
+    for kind in KINDS {
+        // Each reply is 15 tokens: 30 reach 25 after two.
+        let server = writes_twice(kind);
+        let fx = project(kind, &server, "");
+        let out = run(&fx, &["--max-tokens", "25"], "write two files");
+        assert_eq!(out.status.code(), Some(4), "{kind:?}: {}", describe(&out));
+        assert_eq!(
+            server.requests().len(),
+            2,
+            "{kind:?}: no request past the budget"
+        );
+        let stderr = text(&out.stderr);
+        assert!(
+            stderr.contains("stopped: 30 tokens used, and --max-tokens is 25")
+                && stderr.contains("not applied"),
+            "{kind:?}: {stderr}"
+        );
+        assert!(
+            !fx.project.join("one.txt").exists(),
+            "{kind:?}: kept, not applied"
+        );
+        assert_eq!(end_of(&fx)["how"], "budget", "{kind:?}");
+    }
+    // claude-sonnet-4-5 at $3 in and $15 out per million: each reply of
+    // 10 in and 5 out costs $0.000105.
+    let kind = ProviderKind::Anthropic;
+    let server = writes_twice(kind);
+    let fx = project(kind, &server, "");
+    let out = fx
+        .chock()
+        .args([
+            "run",
+            "--model",
+            "claude-sonnet-4-5",
+            "--max-budget",
+            "0.0002",
+            "--print-cost",
+        ])
+        .args(["--", "write two files"])
+        .env_remove("CHOCK_PROVIDER")
+        .env_remove("CHOCK_MODEL")
+        .output()
+        .expect("chock run");
+    assert_eq!(out.status.code(), Some(4), "{}", describe(&out));
+    assert_eq!(server.requests().len(), 2, "{}", describe(&out));
+    let stderr = text(&out.stderr);
+    for said in [
+        "turn: 10 tokens in, 5 out, $0.0001; session: 10 tokens in, 5 out, $0.0001",
+        "turn: 10 tokens in, 5 out, $0.0001; session: 20 tokens in, 10 out, $0.0002",
+        "stopped: $0.0002 spent, and --max-budget is $0.0002",
+        "(20 tokens in, 10 out, $0.0002)",
+    ] {
+        assert!(stderr.contains(said), "{said} in {stderr}");
+    }
+    assert_eq!(end_of(&fx)["how"], "budget");
+    // Without --print-cost and no terminal, no per-turn line; the end
+    // still says what the session cost (here: no price, so unknown).
+    let server = Server::start(vec![reply(kind, "Done.", &[])]);
+    let fx = project(kind, &server, "");
+    let out = run(&fx, &[], "say done");
+    assert!(out.status.success(), "{}", describe(&out));
+    let stderr = text(&out.stderr);
+    assert!(!stderr.contains("turn: "), "{stderr}");
+    assert!(
+        stderr.contains("(10 tokens in, 5 out, cost unknown (no price for the model))"),
+        "{stderr}"
+    );
+    // A dollar budget needs a price: refused before any request or workspace.
+    let out = run(&fx, &["--max-budget", "1"], "say done");
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    assert!(
+        text(&out.stderr).contains("--max-budget needs the price of `m1` (anthropic)"),
+        "{}",
+        describe(&out)
+    );
+    assert_eq!(server.requests().len(), 1, "no request for the refused run");
+}

@@ -1,15 +1,46 @@
 //! A session folded into what `chock sessions` and `chock usage` show.
 
 use crate::error::SessionError;
-use crate::event::{End, Event, ModelRef, Tokens};
+use crate::event::{End, Event, ModelRef, Tokens, Turn};
 use crate::file::{Stored, parse_bytes};
 
-/// The tokens one model used in a session.
+/// The kind of a session event holding one spawned agent's run: its
+/// `kind`, and its `turns` (each reply as a `turn` event holds it, between
+/// its tool results).
+pub const AGENT_EVENT: &str = "agent";
+/// The kind of a session event holding one act put to the reviewer agent:
+/// the reviewer's `kind`, and its reply as a `turn` event holds it (`turn`,
+/// null when none came).
+pub const REVIEW_EVENT: &str = "review";
+
+/// Which agent of a session used tokens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Agent {
+    /// The session's own agent (the main one).
+    Main,
+    /// An agent it spawned, of this kind.
+    Spawned(String),
+    /// The reviewer agent, of this kind.
+    Reviewer(String),
+}
+
+/// The tokens one agent used through one model in a session.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ModelUsage {
+    pub agent: Agent,
     pub model: ModelRef,
     pub turns: u64,
     pub tokens: Tokens,
+}
+
+/// A spawned agent's run or a review, as far as usage reads it.
+#[derive(serde::Deserialize)]
+struct Spent {
+    kind: String,
+    #[serde(default)]
+    turns: Vec<serde_json::Value>,
+    #[serde(default)]
+    turn: Option<serde_json::Value>,
 }
 
 /// One session, folded.
@@ -30,7 +61,8 @@ pub struct Summary {
     pub ended: Option<End>,
     /// Its lock is held by a live process.
     pub running: bool,
-    /// Tokens per model, in the order first used.
+    /// Tokens per agent and model, in the order first used: the main
+    /// agent's, its spawned agents' and the reviewer's.
     pub usage: Vec<ModelUsage>,
     /// Why its log could not be read whole, when it could not.
     pub unreadable: Option<String>,
@@ -74,25 +106,53 @@ impl Summary {
                 }
                 Event::Turn(turn) => {
                     self.turns += 1;
-                    match self.usage.iter_mut().find(|u| u.model == turn.model) {
-                        Some(used) => {
-                            used.turns += 1;
-                            used.tokens = used.tokens.plus(turn.tokens);
-                        }
-                        None => self.usage.push(ModelUsage {
-                            model: turn.model.clone(),
-                            turns: 1,
-                            tokens: turn.tokens,
-                        }),
-                    }
+                    self.spent(Agent::Main, turn);
                 }
                 Event::End(end) => self.ended = Some(end.clone()),
-                Event::User(_) | Event::ToolResult(_) | Event::Custom(_) => {}
+                Event::Custom(custom) => {
+                    // Another part's event that does not read is its own
+                    // to name (`chock sessions verify` reads every line).
+                    let Some(Ok(spent)) = s.event.decode::<Spent>(&custom.kind) else {
+                        continue;
+                    };
+                    let agent = match custom.kind.as_str() {
+                        AGENT_EVENT => Agent::Spawned(spent.kind),
+                        REVIEW_EVENT => Agent::Reviewer(spent.kind),
+                        _ => continue,
+                    };
+                    // A run's tool results sit between its turns; only a
+                    // turn holds tokens.
+                    for turn in spent.turns.into_iter().chain(spent.turn) {
+                        if let Ok(turn) = serde_json::from_value::<Turn>(turn) {
+                            self.spent(agent.clone(), &turn);
+                        }
+                    }
+                }
+                Event::User(_) | Event::ToolResult(_) => {}
             }
         }
     }
 
-    /// Tokens over every model.
+    fn spent(&mut self, agent: Agent, turn: &Turn) {
+        match self
+            .usage
+            .iter_mut()
+            .find(|u| u.agent == agent && u.model == turn.model)
+        {
+            Some(used) => {
+                used.turns += 1;
+                used.tokens = used.tokens.plus(turn.tokens);
+            }
+            None => self.usage.push(ModelUsage {
+                agent,
+                model: turn.model.clone(),
+                turns: 1,
+                tokens: turn.tokens,
+            }),
+        }
+    }
+
+    /// Tokens over every agent and model.
     pub fn tokens(&self) -> Tokens {
         self.usage
             .iter()

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use chock_agent::spending::dollars;
 use chock_agent::{How, Resume, RunError, RunOptions, Show};
 use chock_mcp::local::Finished;
 
@@ -27,6 +28,9 @@ pub struct Args {
     /// Go on with the session ID (`chock sessions` lists them).
     #[arg(long = "session", value_name = "ID")]
     pub session_id: Option<String>,
+    /// Show the tokens and cost so far after each reply (default: when stderr is a terminal); `--print-cost=false` never.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    pub print_cost: Option<bool>,
     /// The task (default: read from stdin).
     #[arg(last = true, value_name = "TASK")]
     pub task: Vec<String>,
@@ -51,6 +55,12 @@ pub struct SessionArgs {
     /// The dev shell run_command uses (default: chock.zon's, else `default`).
     #[arg(long, value_name = "NAME")]
     pub dev_shell: Option<String>,
+    /// Stop once the session has cost this many dollars (every agent's tokens at the model's price); its work is kept.
+    #[arg(long, value_name = "DOLLARS")]
+    pub max_budget: Option<f64>,
+    /// Stop once the session has used this many tokens, in and out, over every agent; its work is kept.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_tokens: Option<u64>,
 }
 
 impl SessionArgs {
@@ -64,12 +74,31 @@ impl SessionArgs {
             dev_shell: self.dev_shell,
             settings: chock_provider::Settings::default(),
             resume: None,
+            budget: chock_agent::spending::Budget {
+                dollars: self.max_budget,
+                tokens: self.max_tokens,
+            },
         }
     }
 }
 
-/// Plain lines: text to stdout, one line per tool call to stderr.
-struct Plain;
+/// Plain lines: text to stdout, one line per tool call to stderr, and
+/// with `print_cost` what the session has spent after each reply.
+struct Plain {
+    print_cost: bool,
+}
+
+/// Tokens and, when the model has a price, dollars.
+fn spent_text(usage: &chock_provider::Usage, cost: Option<f64>) -> String {
+    let tokens = format!(
+        "{} tokens in, {} out",
+        usage.input_tokens, usage.output_tokens
+    );
+    match cost {
+        Some(cost) => format!("{tokens}, {}", dollars(cost)),
+        None => format!("{tokens}, cost unknown (no price for the model)"),
+    }
+}
 
 impl Show for Plain {
     fn text(&mut self, piece: &str) {
@@ -80,6 +109,16 @@ impl Show for Plain {
 
     fn line(&mut self, line: &str) {
         eprintln!("chock run: {line}");
+    }
+
+    fn spent(&mut self, spent: &chock_agent::Spent) {
+        if self.print_cost {
+            eprintln!(
+                "chock run: turn: {}; session: {}",
+                spent_text(&spent.turn, spent.turn_cost),
+                spent_text(&spent.session, spent.session_cost)
+            );
+        }
     }
 }
 
@@ -107,7 +146,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         (true, None) => Some(Resume::Newest),
         (false, None) => None,
     };
-    let ended = match chock_agent::run(options, &task, Arc::new(TerminalAsker), &mut Plain) {
+    let mut plain = Plain {
+        print_cost: args
+            .print_cost
+            .unwrap_or_else(|| std::io::stderr().is_terminal()),
+    };
+    let ended = match chock_agent::run(options, &task, Arc::new(TerminalAsker), &mut plain) {
         Ok(ended) => ended,
         Err(error) => {
             eprintln!("chock run: {error}");
@@ -121,7 +165,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 | RunError::Session(_)
                 | RunError::OtherProject { .. }
                 | RunError::Project(_)
-                | RunError::Runtime(_) => exit::FAILURE,
+                | RunError::Runtime(_)
+                | RunError::Budget(_) => exit::FAILURE,
             };
             return Ok(code.into());
         }
@@ -136,8 +181,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         How::UnusableCalls => "stopped: the model kept making calls that could not be run",
     };
     eprintln!(
-        "chock run: {how} after {} requests ({} tokens in, {} out); session {} (`chock run --session {}` goes on with it)",
-        ended.turns, usage.input_tokens, usage.output_tokens, ended.session, ended.session
+        "chock run: {how} after {} requests ({}); session {} (`chock run --session {}` goes on with it)",
+        ended.turns,
+        spent_text(&usage, ended.cost),
+        ended.session,
+        ended.session
     );
     let code = match &ended.workspace {
         Finished::Applied(said) => {

@@ -1,13 +1,15 @@
 //! `chock usage`: the tokens each session of `chock run` used and what
 //! they cost, from the session logs, priced by the shipped table under
 //! config.zon's `.prices`. A session whose model has no price is shown
-//! apart as unknown, never guessed; one priced at 0 is free.
+//! apart as unknown, never guessed; one priced at 0 is free. A session's
+//! tokens are every agent's: the main one's, the agents it spawned and the
+//! reviewer agent's, shown apart per agent by `chock usage show`.
 
 use std::process::ExitCode;
 
 use chock_policy::{LoadOptions, Policy};
 use chock_sessions::prices::{Cost, Prices};
-use chock_sessions::{Sessions, Summary};
+use chock_sessions::{Agent, ModelUsage, Sessions, Summary};
 
 use crate::exit;
 
@@ -72,6 +74,43 @@ fn cost_json(cost: Cost) -> serde_json::Value {
     }
 }
 
+/// Who used the tokens: `main`, a spawned agent's kind, or the
+/// reviewer's kind and `(reviewer)`.
+fn agent_text(agent: &Agent) -> String {
+    match agent {
+        Agent::Main => chock_agent::AGENT_KIND.to_owned(),
+        Agent::Spawned(kind) => kind.clone(),
+        Agent::Reviewer(kind) => format!("{kind} (reviewer)"),
+    }
+}
+
+/// One agent's use of one model as JSON.
+fn used_json(used: &ModelUsage, prices: &Prices) -> serde_json::Value {
+    let (role, kind) = match &used.agent {
+        Agent::Main => ("main", chock_agent::AGENT_KIND),
+        Agent::Spawned(kind) => ("spawned", kind.as_str()),
+        Agent::Reviewer(kind) => ("reviewer", kind.as_str()),
+    };
+    let cost = match prices.rate_of(&used.model) {
+        Some(rate) if rate.is_free() => Cost::Free,
+        Some(rate) => Cost::Priced(rate.cost(used.tokens)),
+        None => Cost::Unknown,
+    };
+    serde_json::json!({
+        "agent": kind,
+        "role": role,
+        "instance": used.model.instance,
+        "kind": used.model.kind,
+        "model": used.model.model,
+        "turns": used.turns,
+        "tokens_in": used.tokens.input,
+        "tokens_out": used.tokens.output,
+        "cache_read": used.tokens.cache_read,
+        "cache_write": used.tokens.cache_write,
+        "cost": cost_json(cost),
+    })
+}
+
 fn total_json(all: &[Summary], prices: &Prices) -> ExitCode {
     let mut dollars = 0.0;
     let sessions: Vec<serde_json::Value> = all
@@ -87,6 +126,7 @@ fn total_json(all: &[Summary], prices: &Prices) -> ExitCode {
                 "tokens_in": tokens.input,
                 "tokens_out": tokens.output,
                 "cost": cost_json(cost),
+                "agents": s.usage.iter().map(|u| used_json(u, prices)).collect::<Vec<_>>(),
             })
         })
         .collect();
@@ -177,7 +217,8 @@ fn show(s: &Summary, prices: &Prices) -> ExitCode {
             None => "unknown: no price for this model (add it to .prices in config.zon)".into(),
         };
         outln!(
-            "  {}/{} ({}): {} turns, {} tokens in ({} from cache, {} to cache), {} out: {cost}",
+            "  {} on {}/{} ({}): {} turns, {} tokens in ({} from cache, {} to cache), {} out: {cost}",
+            agent_text(&used.agent),
             used.model.instance,
             used.model.model,
             used.model.kind,
