@@ -98,9 +98,16 @@ fn a_servers_tools_are_listed_with_their_schemas_and_a_denied_tool_is_absent() {
     let mut client = env.client(false, &[]);
     let listed = tools(&mut client);
     let names: Vec<&str> = listed.iter().filter_map(|t| t["name"].as_str()).collect();
-    // provide_tool, serve_port and request_apply are offered only where
-    // the session could use them (a provide rule, a port rule, a workspace).
-    let conditional = ["provide_tool", "serve_port", "request_apply"];
+    // provide_tool, serve_port, request_apply, read_skill and web_search
+    // are offered only where the session could use them (a provide rule,
+    // a port rule, a workspace, a skill, a search engine).
+    let conditional = [
+        "provide_tool",
+        "serve_port",
+        "request_apply",
+        "read_skill",
+        "web_search",
+    ];
     for own in chock_mcp::TOOL_NAMES
         .iter()
         .filter(|t| !conditional.contains(*t))
@@ -1230,18 +1237,96 @@ fn what_a_server_says_anywhere_is_scrubbed_of_the_secret_it_was_given() {
         "{prompt}"
     );
     read.push(prompt);
-    assert!(
-        !client
-            .notifications
-            .iter()
-            .any(|n| n["method"] == "notifications/message"),
-        "a server's log is not passed on: {:?}",
-        client.notifications
+    let logged = client
+        .notifications
+        .iter()
+        .find(|n| n["method"] == "notifications/message")
+        .unwrap_or_else(|| panic!("the server's log: {:?}", client.notifications));
+    assert_eq!(
+        (&logged["params"]["logger"], &logged["params"]["data"]),
+        (&json!("mcp:h"), &json!("log: the key is [secret API_KEY]")),
+        "{logged}"
     );
     read.extend(client.notifications.iter().cloned());
     for message in &read {
         assert!(!message.to_string().contains(SECRET), "{message}");
     }
+}
+
+/// The log messages the client was given, by logger.
+fn logged(client: &support::Client) -> Vec<(String, Value)> {
+    client
+        .notifications
+        .iter()
+        .filter(|n| n["method"] == "notifications/message")
+        .map(|n| {
+            let logger = n["params"]["logger"].as_str().unwrap_or_default();
+            (logger.to_owned(), n["params"]["data"].clone())
+        })
+        .collect()
+}
+
+#[test]
+fn a_servers_log_is_passed_on_as_its_own_scrubbed_cut_and_at_a_bounded_rate() {
+    let env = Env::new();
+    operator_keeps_api_key(&env);
+    project(
+        &env,
+        &[hostile(&env, "h", r#", .env = .{ .API_KEY = "API_KEY" }"#)],
+        r#""API_KEY""#,
+        &[
+            &allow_tools("h"),
+            r#".{ .action = "secret.use.API_KEY", .decision = .allow }"#,
+        ],
+    );
+    let (mut client, init) = env.client_speaking(
+        "2025-06-18",
+        false,
+        &[],
+        &[("CHOCK_TEST_API_KEY", Path::new(SECRET))],
+    );
+    let capabilities = &init["result"]["capabilities"];
+    assert!(capabilities["logging"].is_object(), "{capabilities}");
+    let called = client.call("h__logs", json!({"count": 200}));
+    assert_eq!(called.text, "logged", "{called:?}");
+    client.call("h__echo", json!({"text": "after"}));
+    let logs = logged(&client);
+    let (first, data) = &logs[0];
+    // The server's own logger name comes after its label, on one line.
+    assert!(
+        first.starts_with("mcp:h/Chock: policy") && !first.contains('\n'),
+        "{first:?}"
+    );
+    assert_eq!(data, &json!("the key is [secret API_KEY]"));
+    let (_, cut) = &logs[1];
+    let cut = cut.as_str().expect("a string");
+    assert!(
+        cut.starts_with("[secret API_KEY]yyy") && cut.contains("(cut: ") && cut.len() < 9 << 10,
+        "scrubbed, then cut at 8 KiB: {}",
+        &cut[..cut.len().min(200)]
+    );
+    let from_h = logs.iter().filter(|(l, _)| l.starts_with("mcp:h")).count();
+    let said: Vec<_> = logs.iter().filter(|(l, _)| l == "chock").collect();
+    // 202 sent within a second or two: 20 a second pass.
+    assert!((20..=60).contains(&from_h), "{from_h}: {logs:?}");
+    assert!(
+        !said.is_empty()
+            && said[0].1.as_str().is_some_and(
+                |t| t.contains("MCP server `h` sent more than 20 log messages within a second")
+            ),
+        "{said:?}"
+    );
+    for (_, data) in &logs {
+        assert!(!data.to_string().contains(SECRET), "{data}");
+    }
+    // The client asks for errors only: no warning or info is passed on.
+    let set = client.request("logging/setLevel", json!({"level": "error"}));
+    assert!(set["result"].is_object(), "{set}");
+    std::thread::sleep(Duration::from_secs(1));
+    let before = logged(&client).len();
+    client.call("h__logs", json!({"count": 3}));
+    client.call("h__echo", json!({"text": "after"}));
+    assert_eq!(logged(&client).len(), before, "{:?}", logged(&client));
 }
 
 #[test]

@@ -55,6 +55,9 @@ impl ChockServer {
 
 impl ServerHandler for ChockServer {
     fn get_info(&self) -> ServerConfig {
+        // The gateway passes on its servers' log messages (MCP logging,
+        // which servers still send, is deprecated by SEP-2577).
+        #[expect(deprecated)]
         let capabilities = if !self.relays() {
             ServerCapabilities::builder().enable_tools().build()
         } else {
@@ -63,6 +66,7 @@ impl ServerHandler for ChockServer {
                 .enable_tool_list_changed()
                 .enable_resources()
                 .enable_prompts()
+                .enable_logging()
                 .build()
         };
         let mut instructions = INSTRUCTIONS.to_string();
@@ -138,6 +142,22 @@ impl ServerHandler for ChockServer {
             () = context.ct.cancelled() => Err(format!("{name} was cancelled by the client")),
         };
         Ok(self.result(outcome).into())
+    }
+
+    /// The least severe of the servers' log messages passed on.
+    #[expect(deprecated, reason = "MCP logging is deprecated by SEP-2577")]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        if !self.relays() {
+            return Err(ErrorData::method_not_found::<
+                rmcp::model::SetLevelRequestMethod,
+            >());
+        }
+        self.gateway.set_log_level(request.level);
+        Ok(())
     }
 
     async fn list_resources(

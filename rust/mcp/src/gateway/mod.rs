@@ -98,6 +98,7 @@ struct Upstream {
     /// Whether it was started again after dying (it is, once).
     restarted: AtomicBool,
     tools_changed: Arc<AtomicBool>,
+    logs: Arc<std::sync::Mutex<upstream::LogWindow>>,
     /// Its tools as offered (after the start rows), by their tool name.
     tools: std::sync::RwLock<Vec<Offered>>,
     /// Why tools were not offered, for the instructions.
@@ -453,8 +454,14 @@ impl Gateway {
         scrub(session, result)
     }
 
+    /// The agent's client's `logging/setLevel`, for every server's log.
+    #[expect(deprecated, reason = "MCP logging is deprecated by SEP-2577")]
+    pub fn set_log_level(&self, level: rmcp::model::LoggingLevel) {
+        self.relay.set_log_level(level);
+    }
+
     /// Whether any server was configured (the server then says it has
-    /// resources and prompts).
+    /// resources, prompts and logging).
     pub fn is_empty(&self) -> bool {
         self.servers.is_empty()
     }
@@ -567,6 +574,7 @@ impl Upstream {
             link: Mutex::new(Link::Down(String::new())),
             restarted: AtomicBool::new(false),
             tools_changed: Arc::new(AtomicBool::new(false)),
+            logs: Default::default(),
             tools: Default::default(),
             withheld: Default::default(),
             denied: Default::default(),
@@ -617,6 +625,7 @@ impl Upstream {
             session: self.session.clone(),
             relay: self.relay.clone(),
             tools_changed: self.tools_changed.clone(),
+            logs: self.logs.clone(),
         }
     }
 

@@ -1,13 +1,13 @@
 //! One server behind the gateway: how it is started (a command in the
 //! sandbox, or a URL at an allowed host), the client side that speaks to it
 //! (rmcp's), and what it sends back that the agent's client should see
-//! (progress, questions, changed lists).
+//! (progress, questions, its log, changed lists).
 
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use chock_policy::{Launch, McpServer};
 use chock_sandbox::exec::{self, ExecRequest};
@@ -15,6 +15,11 @@ use rmcp::model::{
     ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
     Implementation, ProgressNotificationParam, ProgressToken,
 };
+#[expect(
+    deprecated,
+    reason = "MCP logging, which servers still send, is deprecated by SEP-2577"
+)]
+use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
 use rmcp::service::{NotificationContext, RequestContext, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -25,12 +30,20 @@ use crate::session::Session;
 /// How long a server has to start and answer `initialize`.
 pub const START_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// How many log messages a server may have passed on within a second.
+pub const LOG_RATE: u32 = 20;
+/// How long a log message's data may be, as JSON, before it is cut.
+pub const LOG_MAX: usize = 8 << 10;
+
 /// What every server's client shares: the agent's client to pass things on
-/// to, and which progress token of a server stands for which of the agent's.
+/// to, which progress token of a server stands for which of the agent's,
+/// and the least severe log message the agent's client asked for.
 #[derive(Default)]
 pub struct Relay {
     downstream: RwLock<Option<Peer<RoleServer>>>,
     progress: Mutex<HashMap<ProgressToken, ProgressToken>>,
+    /// The rank of the client's `logging/setLevel`; every message before it asks.
+    log_level: std::sync::atomic::AtomicU8,
 }
 
 impl Relay {
@@ -64,6 +77,57 @@ impl Relay {
             .unwrap_or_else(|e| e.into_inner())
             .remove(upstream);
     }
+
+    /// The agent's client's `logging/setLevel`: less severe messages of
+    /// the servers are no longer passed on.
+    #[expect(deprecated, reason = "MCP logging is deprecated by SEP-2577")]
+    pub fn set_log_level(&self, level: LoggingLevel) {
+        self.log_level.store(rank(level), Ordering::SeqCst);
+    }
+}
+
+#[expect(deprecated, reason = "MCP logging is deprecated by SEP-2577")]
+fn rank(level: LoggingLevel) -> u8 {
+    match level {
+        LoggingLevel::Debug => 0,
+        LoggingLevel::Info => 1,
+        LoggingLevel::Notice => 2,
+        LoggingLevel::Warning => 3,
+        LoggingLevel::Error => 4,
+        LoggingLevel::Critical => 5,
+        LoggingLevel::Alert => 6,
+        LoggingLevel::Emergency => 7,
+    }
+}
+
+/// How many log messages a server had passed on in the current second.
+pub struct LogWindow {
+    began: Instant,
+    passed: u32,
+}
+
+impl Default for LogWindow {
+    fn default() -> LogWindow {
+        LogWindow {
+            began: Instant::now(),
+            passed: 0,
+        }
+    }
+}
+
+impl LogWindow {
+    /// Whether one more message passes; `Err(true)` for the first one
+    /// dropped in this second, which is said of.
+    fn admit(&mut self) -> Result<(), bool> {
+        if self.began.elapsed() >= Duration::from_secs(1) {
+            *self = LogWindow::default();
+        }
+        self.passed = self.passed.saturating_add(1);
+        match self.passed {
+            n if n <= LOG_RATE => Ok(()),
+            n => Err(n == LOG_RATE + 1),
+        }
+    }
 }
 
 /// The client side of one server's connection.
@@ -75,6 +139,8 @@ pub struct Client {
     pub relay: Arc<Relay>,
     /// Set when the server says its tools changed: the gateway lists them again.
     pub tools_changed: Arc<AtomicBool>,
+    /// Its log messages passed on in the current second.
+    pub logs: Arc<Mutex<LogWindow>>,
 }
 
 impl ClientHandler for Client {
@@ -144,11 +210,82 @@ impl ClientHandler for Client {
         }
     }
 
+    /// A server's log message is passed on as that server's: its logger
+    /// is `mcp:<server>` (then `/` and the server's own logger name, shown
+    /// plainly), its data scrubbed and cut at [`LOG_MAX`] bytes of JSON, at
+    /// most [`LOG_RATE`] a second (the first one dropped is said of, as
+    /// Chock's own message), and none less severe than the client asked for.
+    #[expect(deprecated, reason = "MCP logging is deprecated by SEP-2577")]
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let Some(peer) = self.relay.downstream() else {
+            return;
+        };
+        if rank(params.level) < self.relay.log_level.load(Ordering::SeqCst) {
+            return;
+        }
+        let admitted = self.logs.lock().unwrap_or_else(|e| e.into_inner()).admit();
+        let server = &self.server;
+        let message = match admitted {
+            Ok(()) => self.labelled(params),
+            Err(false) => return,
+            Err(true) => LoggingMessageNotificationParam::new(
+                LoggingLevel::Warning,
+                serde_json::Value::String(format!(
+                    "MCP server `{server}` sent more than {LOG_RATE} log messages within a second; the rest of that second's are dropped"
+                )),
+            )
+            .with_logger("chock"),
+        };
+        peer.notify_logging_message(message).await.ok();
+    }
+
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.tools_changed.store(true, Ordering::SeqCst);
         if let Some(peer) = self.relay.downstream() {
             peer.notify_tool_list_changed().await.ok();
         }
+    }
+}
+
+impl Client {
+    /// A server's log message as the agent's client is given it.
+    #[expect(deprecated, reason = "MCP logging is deprecated by SEP-2577")]
+    fn labelled(&self, params: LoggingMessageNotificationParam) -> LoggingMessageNotificationParam {
+        let server = &self.server;
+        let logger = match &params.logger {
+            None => format!("mcp:{server}"),
+            Some(theirs) => {
+                let scrubbed = self.session.secrets.scrub(theirs);
+                let shown: String = chock_policy::visible(&scrubbed).chars().take(80).collect();
+                format!("mcp:{server}/{shown}")
+            }
+        };
+        // Scrubbed whole, then cut: a secret across the cut is never half left.
+        let data =
+            super::scrub(&self.session, params.data).unwrap_or_else(serde_json::Value::String);
+        let text = match &data {
+            serde_json::Value::String(text) => text.clone(),
+            other => other.to_string(),
+        };
+        let data = if text.len() <= LOG_MAX {
+            data
+        } else {
+            let mut end = LOG_MAX;
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            serde_json::Value::String(format!(
+                "{}... (cut: {} bytes, over Chock's bound of {} KiB for a server's log message)",
+                &text[..end],
+                text.len(),
+                LOG_MAX >> 10
+            ))
+        };
+        LoggingMessageNotificationParam::new(params.level, data).with_logger(logger)
     }
 }
 
