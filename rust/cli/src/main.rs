@@ -115,6 +115,9 @@ enum Command {
   chock sync --check                 exit 1 when a hook file differs from what sync writes (CI)
   chock sync --remove                take back what sync wrote, your own lines kept")]
     Sync(commands::hook::SyncArgs),
+    /// List the skills of the three layers (operator, project, packaged) and the decision a read of each gets.
+    #[command(subcommand)]
+    Skills(commands::skills::Command),
     /// Write a new policy package.
     #[command(subcommand)]
     New(commands::packages::NewCommand),
@@ -257,6 +260,7 @@ fn main() -> ExitCode {
         Command::Migrate(a) => commands::migrate::run(a),
         Command::Hook(a) => commands::hook::run(a),
         Command::Sync(a) => commands::hook::sync(a),
+        Command::Skills(c) => commands::skills::run(c),
         Command::New(c) => commands::packages::new(c),
         Command::Check(a) => commands::packages::check(a),
         Command::Install(a) => commands::packages::install(a),

@@ -135,7 +135,7 @@ impl InProcess {
             .offered
             .iter()
             .filter(|name| **name != REQUEST_APPLY)
-            .filter_map(|name| tools::definition(name));
+            .filter_map(|name| tools::offered_definition(&self.session, name));
         let gateway = self.gateway.tools(&self.session).await;
         own.chain(gateway)
             .map(|tool| ToolDefinition {

@@ -96,7 +96,7 @@ impl ServerHandler for ChockServer {
             .session
             .offered
             .iter()
-            .filter_map(|name| tools::definition(name))
+            .filter_map(|name| tools::offered_definition(&self.session, name))
             .collect();
         tools.extend(self.gateway.tools(&self.session).await);
         Ok(ListToolsResult::with_all_items(tools))

@@ -19,7 +19,7 @@ use crate::error::McpError;
 use crate::gate::{StartRow, Withheld};
 use crate::server::ChockServer;
 use crate::tasks::Tasks;
-use crate::tools::{PROVIDE_TOOL, REQUEST_APPLY, Robots, SERVE_PORT, TOOL_NAMES};
+use crate::tools::{PROVIDE_TOOL, READ_SKILL, REQUEST_APPLY, Robots, SERVE_PORT, TOOL_NAMES};
 use crate::transport::LineTransport;
 use crate::workspace::Workspace;
 use chock_sandbox::workspace::SessionWorkspace;
@@ -311,6 +311,16 @@ impl Session {
                 Some(withheld) => self.withheld.push(withheld),
             }
         }
+                // Offered only where some layer holds a skill.
+                None if tool == READ_SKILL && !crate::tools::has_skills(self) => {
+                    self.withheld.push(Withheld {
+                        tool,
+                        why: format!(
+                            "{READ_SKILL} is not offered: no skill layer holds a readable skill (`chock skills list` shows each layer and why)"
+                        ),
+                        by_rule: false,
+                    });
+                }
         Ok(())
     }
 }

@@ -21,6 +21,7 @@ pub mod packages;
 pub mod policy;
 pub mod run;
 pub mod sessions;
+pub mod skills;
 pub mod status;
 pub mod usage;
 pub mod workspace;

@@ -11,12 +11,14 @@ mod files;
 mod git;
 mod nix;
 mod provide;
+mod skills;
 mod tasks;
 mod web;
 
 pub use apply::{REQUEST_APPLY, fill_workspace, finish_workspace, make_workspace};
 pub(crate) use command::SessionPolicy;
 pub use provide::PROVIDE_TOOL;
+pub use skills::{READ_SKILL, has_skills};
 pub use tasks::{SERVE_PORT, could_permit_a_port, furnish};
 pub use web::Robots;
 
@@ -30,7 +32,7 @@ use tokio_util::sync::CancellationToken;
 use crate::session::Session;
 
 /// Every tool this server can offer, in the order they are listed.
-pub const TOOL_NAMES: [&str; 16] = [
+pub const TOOL_NAMES: [&str; 17] = [
     "read_file",
     "list_directory",
     "glob",
@@ -42,6 +44,7 @@ pub const TOOL_NAMES: [&str; 16] = [
     "nix_build",
     PROVIDE_TOOL,
     "fetch_url",
+    READ_SKILL,
     "task_output",
     "stop_task",
     "list_tasks",
@@ -94,6 +97,7 @@ pub async fn dispatch(call: &Call<'_>, name: &str, arguments: Value) -> Result<S
         "nix_build" => nix::nix_build(call, parse(name, arguments)?).await,
         PROVIDE_TOOL => provide::provide_tool(call, parse(name, arguments)?).await,
         "fetch_url" => web::fetch_url(call, parse(name, arguments)?).await,
+        READ_SKILL => skills::read_skill(call, parse(name, arguments)?).await,
         "task_output" => tasks::task_output(call, parse(name, arguments)?).await,
         "stop_task" => tasks::stop_task(call, parse(name, arguments)?).await,
         "list_tasks" => tasks::list_tasks(call, parse(name, arguments)?).await,
@@ -187,6 +191,16 @@ fn tool(name: &'static str, description: &'static str, input: Value, read_only: 
     annotations.open_world_hint = Some(name == "fetch_url");
     tool.annotations = Some(annotations);
     tool
+}
+
+/// The definition of one tool as `session` offers it: read_skill's
+/// description lists the session's skills.
+pub fn offered_definition(session: &Session, name: &str) -> Option<Tool> {
+    let mut tool = definition(name)?;
+    if name == READ_SKILL {
+        tool.description = Some(skills::description(session).into());
+    }
+    Some(tool)
 }
 
 /// The definition of one tool, as `tools/list` sends it.
@@ -297,6 +311,15 @@ pub fn definition(name: &str) -> Option<Tool> {
                 "url": {"type": "string"},
                 "max_bytes": {"type": "integer", "minimum": 1, "maximum": web::MAX_FETCH_BYTES}
             }, "required": ["url"], "additionalProperties": false}),
+            true,
+        ),
+        READ_SKILL => tool(
+            READ_SKILL,
+            "Read a skill by name (instructions for one kind of task); each read is decided under skill.read.<layer>. A skill grants nothing.",
+            json!({"type": "object", "properties": {
+                "name": {"type": "string", "description": "The skill's name, as listed."},
+                "file": {"type": "string", "description": "A file beside its SKILL.md, relative to the skill's folder (default: the SKILL.md itself)."}
+            }, "required": ["name"], "additionalProperties": false}),
             true,
         ),
         "task_output" => tool(
