@@ -87,6 +87,10 @@ pub enum Resume {
 
 /// What the person sees as the session goes; the binary draws it.
 pub trait Show: Send {
+    /// The session has started (or been resumed): its id and its model.
+    fn started(&mut self, session: &str, model: &chock_sessions::ModelRef) {
+        let _ = (session, model);
+    }
     /// A piece of the model's text, as it streams.
     fn text(&mut self, piece: &str);
     /// One line about the session: a tool call and its decision, the end.
@@ -100,6 +104,11 @@ pub trait Show: Send {
     /// What the session has spent, after each reply of the main agent.
     fn spent(&mut self, spent: &Spent) {
         let _ = spent;
+    }
+    /// A decision the gate logged while a call ran (its action, the
+    /// decision, who answered), before the call's end is shown.
+    fn decided(&mut self, decided: &own_tools::Decided) {
+        let _ = decided;
     }
     /// A tool call the model asked for, before it goes through the gate.
     fn call_started(&mut self, call: &ToolCall) {
@@ -234,6 +243,7 @@ pub fn run(
     show: &mut dyn Show,
 ) -> Result<Ended, RunError> {
     let mut session = Session::start(options, person)?;
+    show.started(&session.id, &session.model_ref);
     let how = match session.prompt(task, show, &CancellationToken::new()) {
         Ok(how) => how,
         Err(e) => {
@@ -388,7 +398,7 @@ impl Session {
                 }
             },
         };
-        let own = own_tools::OwnTools::new(&tools, folded);
+        let own = own_tools::OwnTools::new(&tools, folded).map_err(RunError::Own)?;
         let client = Arc::new(client);
         // With no reviewer named (or one a bundle forbids), agent_review is
         // asked of a person and agent_then_human refused, as in chock mcp.

@@ -183,6 +183,45 @@ pub struct Caller<'a> {
     pub children: &'a mut u32,
 }
 
+/// One decision the gate logged for a call, as a [`Show`] is told of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decided {
+    pub tool: String,
+    pub action: String,
+    pub decision: Decision,
+    pub answered_by: chock_log::AnsweredBy,
+}
+
+/// The decisions logged since they were last taken, in order.
+#[derive(Default)]
+pub(crate) struct Decisions(Mutex<Vec<Decided>>);
+
+impl chock_mcp::Decided for Decisions {
+    fn decided(
+        &self,
+        tool: &str,
+        action: &str,
+        decision: Decision,
+        answered_by: chock_log::AnsweredBy,
+    ) {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(Decided {
+                tool: tool.to_owned(),
+                action: action.to_owned(),
+                decision,
+                answered_by,
+            });
+    }
+}
+
+impl Decisions {
+    fn take(&self) -> Vec<Decided> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+}
+
 /// The loop's own tools and the session's state.
 pub struct OwnTools {
     state: Arc<Mutex<State>>,
@@ -192,6 +231,8 @@ pub struct OwnTools {
     ran: Vec<chock_sessions::Event>,
     /// The calls under way and the task, as a reviewer agent is told of them.
     under_way: Arc<crate::review::UnderWay>,
+    /// The decisions the gate logged, shown after the call that made them.
+    decisions: Arc<Decisions>,
 }
 
 /// The promises as the session's gate reads them: a further term of every
@@ -242,14 +283,17 @@ impl Folded {
 impl OwnTools {
     /// The own tools of the session `tools`, from its state `folded`
     /// (whose [`Folded::ceiling`] the session's policy is bound by).
-    pub fn new(tools: &InProcess, folded: Folded) -> OwnTools {
-        OwnTools {
+    pub fn new(tools: &InProcess, folded: Folded) -> Result<OwnTools, String> {
+        let decisions = Arc::new(Decisions::default());
+        tools.observed_by(decisions.clone())?;
+        Ok(OwnTools {
             state: folded.state,
             events: folded.events,
             memory: Memory::of(tools.project()),
             ran: Vec::new(),
             under_way: Arc::default(),
-        }
+            decisions,
+        })
     }
 
     /// The state as it is shared (a reviewer agent reads the plan).
@@ -302,8 +346,15 @@ impl OwnTools {
         cancel: &CancellationToken,
     ) -> Result<String, String> {
         let _under_way = self.under_way.began(name, &arguments);
-        self.dispatch(caller, provider, show, name, arguments, cancel)
-            .await
+        let outcome = self
+            .dispatch(caller, provider, show, name, arguments, cancel)
+            .await;
+        // A spawned agent's calls took theirs; what is left is this call's
+        // (and a background command's, decided meanwhile).
+        for decided in self.decisions.take() {
+            show.decided(&decided);
+        }
+        outcome
     }
 
     async fn dispatch(

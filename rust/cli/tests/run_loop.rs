@@ -441,3 +441,180 @@ fn the_token_and_dollar_budgets_stop_the_session_and_keep_its_work() {
     );
     assert_eq!(server.requests().len(), 1, "no request for the refused run");
 }
+
+/// Each line of `stdout` checked against docs/run-events.schema.json by
+/// python's `jsonschema` (Draft 2020-12), and read.
+fn validated_events(stdout: &[u8]) -> Vec<Value> {
+    let schema = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/run-events.schema.json"
+    );
+    let lines = tempfile::NamedTempFile::new().expect("a temp file");
+    std::fs::write(lines.path(), stdout).expect("the events");
+    let checked = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import json, sys, jsonschema
+schema = json.load(open(sys.argv[1]))
+jsonschema.Draft202012Validator.check_schema(schema)
+v = jsonschema.Draft202012Validator(schema)
+bad = 0
+for n, line in enumerate(open(sys.argv[2]), 1):
+    for e in v.iter_errors(json.loads(line)):
+        bad += 1
+        print(f'line {n}: {e.message} at {list(e.absolute_path)}: {line.strip()}')
+sys.exit(1 if bad else 0)",
+            schema,
+        ])
+        .arg(lines.path())
+        .output()
+        .expect("python3 with jsonschema");
+    assert!(checked.status.success(), "{}", describe(&checked));
+    text(stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("every line of stdout is JSON"))
+        .collect()
+}
+
+/// `chock run --json`: one JSON object a line for every event, each valid
+/// under the schema shipped in docs/: the start, the text as it streams,
+/// each tool call with the gate's decision (the action, who answered) and
+/// its result, the plan, what each reply spent, and the end with where the
+/// work went and the command that goes on.
+#[test]
+fn json_writes_every_event_as_a_line_the_shipped_schema_validates() {
+    // Each reply is 10 tokens in and 5 out: two are 20 in and 10 out, at
+    // $3 and $15 per million for claude-sonnet-4-5, $2 and $8 for gpt-4.1.
+    for (kind, model, dollars) in [
+        (ProviderKind::Anthropic, "claude-sonnet-4-5", 0.00021),
+        (ProviderKind::OpenaiChat, "gpt-4.1", 0.00012),
+    ] {
+        let server = Server::start(vec![
+            reply(
+                kind,
+                "Planning.",
+                &[
+                    (
+                        "c1",
+                        "update_plan",
+                        json!({"steps": [{"step": "write the note", "status": "in_progress"}]}),
+                    ),
+                    (
+                        "c2",
+                        "write_file",
+                        json!({"path": "note.txt", "content": "hello\n"}),
+                    ),
+                    ("c3", "run_command", json!({"argv": ["true"]})),
+                ],
+            ),
+            reply(kind, "Done.", &[]),
+        ]);
+        let fx = project(
+            kind,
+            &server,
+            r#".{ .action = "call.write_file", .decision = .allow }, .{ .action = "exec.path.true", .decision = .deny }"#,
+        );
+        let out = fx
+            .chock()
+            .args(["run", "--model", model, "--json", "--", "write a note"])
+            .env_remove("CHOCK_PROVIDER")
+            .env_remove("CHOCK_MODEL")
+            .output()
+            .expect("chock run --json");
+        assert!(out.status.success(), "{kind:?}: {}", describe(&out));
+        let events = validated_events(&out.stdout);
+        let types: Vec<&str> = events
+            .iter()
+            .map(|e| e["type"].as_str().unwrap_or_default())
+            .collect();
+        assert_eq!(types.first(), Some(&"start"), "{kind:?}: {types:?}");
+        assert_eq!(types.last(), Some(&"end"), "{kind:?}: {types:?}");
+        assert!(events.iter().all(|e| e["v"] == 1), "{kind:?}");
+        let said: String = events
+            .iter()
+            .filter(|e| e["type"] == "text")
+            .filter_map(|e| e["text"].as_str())
+            .collect();
+        assert!(
+            said.contains("Planning.") && said.contains("Done."),
+            "{kind:?}: {said}"
+        );
+        // A call's events in order: asked for, decided, answered.
+        let of = |id: &str| -> Vec<&Value> {
+            let at = events
+                .iter()
+                .position(|e| e["type"] == "tool_call" && e["id"] == id)
+                .unwrap_or_else(|| panic!("{kind:?}: no tool_call {id}: {types:?}"));
+            let end = at
+                + events[at..]
+                    .iter()
+                    .position(|e| e["type"] == "tool_result")
+                    .expect("its result");
+            events[at..=end].iter().collect()
+        };
+        let write = of("c2");
+        assert_eq!(write.len(), 3, "{kind:?}: {write:?}");
+        assert_eq!(
+            (
+                &write[1]["action"],
+                &write[1]["decision"],
+                &write[1]["answered_by"]
+            ),
+            (&json!("call.write_file"), &json!("allow"), &json!("rule")),
+            "{kind:?}: {write:?}"
+        );
+        assert_eq!(write[2]["answer"], "allowed", "{kind:?}");
+        let command = of("c3");
+        assert_eq!(
+            (
+                &command[1]["action"],
+                &command[1]["decision"],
+                &command[1]["answered_by"]
+            ),
+            (&json!("exec.path.true"), &json!("deny"), &json!("rule")),
+            "{kind:?}: {command:?}"
+        );
+        assert_eq!(command[2]["answer"], "refused", "{kind:?}");
+        assert!(
+            events.iter().any(|e| e["type"] == "plan"
+                && e["steps"][0] == json!({"step": "write the note", "status": "in_progress"})),
+            "{kind:?}: {types:?}"
+        );
+        let usage: Vec<&Value> = events.iter().filter(|e| e["type"] == "usage").collect();
+        assert_eq!(usage.len(), 2, "{kind:?}: one per reply");
+        assert_eq!(usage[1]["session"]["input"], 20, "{kind:?}: {:?}", usage[1]);
+        let cost = usage[1]["session_cost"].as_f64().expect("priced");
+        assert!((cost - dollars).abs() < 1e-12, "{kind:?}: {cost}");
+        let end = events.last().expect("end");
+        assert_eq!(end["how"], "done", "{kind:?}: {end}");
+        assert_eq!(end["workspace"]["state"], "applied", "{kind:?}: {end}");
+        assert_eq!(end["requests"], 2, "{kind:?}: {end}");
+        let session = events[0]["session"].as_str().expect("the id");
+        assert_eq!(
+            end["continue"],
+            format!("chock run --session {session}"),
+            "{kind:?}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(fx.project.join("note.txt")).expect("applied"),
+            "hello\n"
+        );
+    }
+    // A run that cannot start ends with a `failed` event the schema holds too.
+    let server = Server::start(vec![]);
+    let fx = project(ProviderKind::Anthropic, &server, "");
+    let out = run(&fx, &["--json", "--provider", "nowhere"], "anything");
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    let events = validated_events(&out.stdout);
+    let [end] = &events[..] else {
+        panic!("only the end: {events:?}")
+    };
+    assert_eq!(end["how"], "failed", "{end}");
+    assert!(
+        end["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("nowhere"),
+        "{end}"
+    );
+}

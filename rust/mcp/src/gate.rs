@@ -51,6 +51,14 @@ pub trait Reviewer: Send + Sync {
     ) -> Pin<Box<dyn Future<Output = Reviewed> + Send + 'a>>;
 }
 
+/// Told of each decision the gate logs for a session, as it is logged: the
+/// tool called, the action, the decision and who answered. Only Chock's
+/// own session has one (`chock run --json` shows them), set once per
+/// session ([`crate::local::InProcess::observed_by`]).
+pub trait Decided: Send + Sync {
+    fn decided(&self, tool: &str, action: &str, decision: Decision, answered_by: AnsweredBy);
+}
+
 /// What a reviewer is given: the act, the rule that answered, and whose act it is.
 pub struct ForReview<'a> {
     pub act: &'a Act<'a>,
@@ -171,6 +179,9 @@ impl Session {
         );
         if self.log.append(&entry).is_none() {
             tracing::warn!("the decision for {action} was not logged");
+        }
+        if let Some(observer) = self.decided.get() {
+            observer.decided(tool, action, settled.decision, settled.answered_by);
         }
     }
 

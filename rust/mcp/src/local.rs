@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::ask::{Client, Local, Reply};
 use crate::error::McpError;
-use crate::gate::{Act, Asking, Reviewer};
+use crate::gate::{Act, Asking, Decided, Reviewer};
 use crate::gateway::Gateway;
 use crate::session::{EndTasks, ServeOptions, Session};
 use crate::tools::{self, Call, REQUEST_APPLY};
@@ -183,6 +183,15 @@ impl InProcess {
             .reviewer
             .set(reviewer)
             .map_err(|_| "the session's reviewer is already set".to_owned())
+    }
+
+    /// Tells `observer` of each decision the session logs, from now on;
+    /// set once (a second is refused).
+    pub fn observed_by(&self, observer: Arc<dyn Decided>) -> Result<(), String> {
+        self.session
+            .decided
+            .set(observer)
+            .map_err(|_| "the session's observer is already set".to_owned())
     }
 
     /// The reviewer agent `chock.zon` names, unless a bundle forbids

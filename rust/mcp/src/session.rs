@@ -127,6 +127,9 @@ pub struct Session {
     /// `agent_then_human` first, set once by a caller that runs one
     /// (`chock run`, when chock.zon names its kind); none in `chock mcp`.
     pub reviewer: std::sync::OnceLock<Arc<dyn crate::gate::Reviewer>>,
+    /// Told of each decision as it is logged, set once by a caller that
+    /// shows them (`chock run --json`).
+    pub decided: std::sync::OnceLock<Arc<dyn crate::gate::Decided>>,
     /// The placeholders of the person's missing control inputs, kept for
     /// the session so its commands do not make and remove them each time
     /// (none for a session workspace, whose copy is the agent's).
@@ -242,6 +245,7 @@ impl Session {
             session_workspace: session_workspace.map(std::sync::Mutex::new),
             scratchpad: options.scratchpad.clone(),
             reviewer: std::sync::OnceLock::new(),
+            decided: std::sync::OnceLock::new(),
             placeholders: None,
         };
         if session.project.workspace.is_none() {

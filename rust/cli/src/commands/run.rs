@@ -31,6 +31,9 @@ pub struct Args {
     /// Show the tokens and cost so far after each reply (default: when stderr is a terminal); `--print-cost=false` never.
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
     pub print_cost: Option<bool>,
+    /// Write every event of the session to stdout as one JSON object a line (schema: docs/run-events.schema.json) instead of the model's text.
+    #[arg(long)]
+    pub json: bool,
     /// The task (default: read from stdin).
     #[arg(last = true, value_name = "TASK")]
     pub task: Vec<String>,
@@ -122,6 +125,139 @@ impl Show for Plain {
     }
 }
 
+/// The version of the `--json` events' schema (docs/run-events.schema.json):
+/// raised when a field changes meaning or goes; new fields and new event
+/// types do not raise it.
+pub const EVENTS_VERSION: u32 = 1;
+
+/// `--json`: every event as one JSON object a line on stdout.
+struct Json;
+
+impl Json {
+    fn emit(&mut self, kind: &str, fields: serde_json::Value) {
+        let mut event = serde_json::json!({"v": EVENTS_VERSION, "type": kind});
+        if let (Some(event), serde_json::Value::Object(fields)) = (event.as_object_mut(), fields) {
+            event.extend(fields);
+        }
+        outln!("{event}");
+    }
+
+    /// The `end` event: how the session ended and where its work is.
+    fn end(&mut self, ended: &Result<chock_agent::Ended, RunError>) {
+        let fields = match ended {
+            Ok(ended) => {
+                let (state, said) = match &ended.workspace {
+                    Finished::Applied(said) => ("applied", said.clone()),
+                    Finished::Kept(why) => ("kept", why.clone()),
+                    Finished::NoWorkspace | Finished::Nothing => {
+                        ("nothing", "the workspace held no work to apply".to_owned())
+                    }
+                };
+                serde_json::json!({
+                    "how": how_word(&ended.how),
+                    "session": ended.session,
+                    "requests": ended.turns,
+                    "usage": tokens_json(&ended.usage),
+                    "cost": ended.cost,
+                    "workspace": {"state": state, "said": said},
+                    "continue": format!("chock run --session {}", ended.session),
+                })
+            }
+            Err(error) => serde_json::json!({"how": "failed", "error": error.to_string()}),
+        };
+        self.emit("end", fields);
+    }
+}
+
+/// The tokens of `usage` as the events give them.
+fn tokens_json(usage: &chock_provider::Usage) -> serde_json::Value {
+    serde_json::json!({
+        "input": usage.input_tokens,
+        "output": usage.output_tokens,
+        "cache_read": usage.cache_read_tokens,
+        "cache_write": usage.cache_write_tokens,
+    })
+}
+
+/// How a session ended, as the session log's `end` spells it.
+fn how_word(how: &How) -> &'static str {
+    match how {
+        How::Done => "done",
+        How::MaxTurns => "max_turns",
+        How::Refusal => "refusal",
+        How::Cancelled => "cancelled",
+        How::Budget => "budget",
+        How::UnusableCalls => "unusable_calls",
+    }
+}
+
+impl Show for Json {
+    fn started(&mut self, session: &str, model: &chock_sessions::ModelRef) {
+        self.emit(
+            "start",
+            serde_json::json!({"session": session, "instance": model.instance, "kind": model.kind, "model": model.model}),
+        );
+    }
+
+    fn text(&mut self, piece: &str) {
+        self.emit("text", serde_json::json!({"text": piece}));
+    }
+
+    fn line(&mut self, line: &str) {
+        self.emit("notice", serde_json::json!({"text": line}));
+    }
+
+    fn plan(&mut self, plan: &chock_agent::plan::Plan) {
+        self.emit("plan", serde_json::json!({"steps": plan.steps}));
+    }
+
+    fn spent(&mut self, spent: &chock_agent::Spent) {
+        self.emit(
+            "usage",
+            serde_json::json!({
+                "turn": tokens_json(&spent.turn),
+                "session": tokens_json(&spent.session),
+                "turn_cost": spent.turn_cost,
+                "session_cost": spent.session_cost,
+            }),
+        );
+    }
+
+    fn decided(&mut self, decided: &chock_agent::own_tools::Decided) {
+        self.emit(
+            "decision",
+            serde_json::json!({
+                "tool": decided.tool,
+                "action": decided.action,
+                "decision": decided.decision.as_str(),
+                "answered_by": decided.answered_by,
+            }),
+        );
+    }
+
+    fn call_started(&mut self, call: &chock_agent::ToolCall) {
+        self.emit(
+            "tool_call",
+            serde_json::json!({"id": call.id, "name": call.name, "arguments": call.arguments}),
+        );
+    }
+
+    fn call_ended(&mut self, call: &chock_agent::ToolCall, outcome: &Result<String, String>) {
+        let content = match outcome {
+            Ok(text) | Err(text) => text,
+        };
+        self.emit(
+            "tool_result",
+            serde_json::json!({
+                "id": call.id,
+                "name": call.name,
+                "answer": chock_sessions::Answer::of(outcome).as_str(),
+                "content": content,
+            }),
+        );
+    }
+}
+
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let task = if args.task.is_empty() {
         if std::io::stdin().is_terminal() {
@@ -151,7 +287,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .print_cost
             .unwrap_or_else(|| std::io::stderr().is_terminal()),
     };
-    let ended = match chock_agent::run(options, &task, Arc::new(TerminalAsker), &mut plain) {
+    let mut json = args.json.then_some(Json);
+    let show: &mut dyn Show = match json.as_mut() {
+        Some(json) => json,
+        None => &mut plain,
+    };
+    let ended = chock_agent::run(options, &task, Arc::new(TerminalAsker), show);
+    if let Some(json) = json.as_mut() {
+        json.end(&ended);
+    }
+    let ended = match ended {
         Ok(ended) => ended,
         Err(error) => {
             eprintln!("chock run: {error}");
