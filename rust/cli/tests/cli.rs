@@ -436,6 +436,28 @@ fn json_where_a_script_looks_and_errors_as_json_too() {
         (Some(0), 0),
         "no session, no line"
     );
+    let (code, memory) = json(&["memory", "--json"]);
+    assert_eq!(
+        (code, &memory["notes"]),
+        (Some(0), &serde_json::Value::Null),
+        "{memory}"
+    );
+    let notes = std::path::PathBuf::from(memory["file"].as_str().expect("the notes' file"));
+    std::fs::create_dir_all(notes.parent().unwrap()).unwrap();
+    std::fs::write(&notes, "make check runs the tests\n").unwrap();
+    let (code, memory) = json(&["memory", "--json"]);
+    assert_eq!(
+        (code, memory["notes"].as_str()),
+        (Some(0), Some("make check runs the tests\n")),
+        "{memory}"
+    );
+    let (code, cleared) = json(&["memory", "clear", "--yes", "--json"]);
+    assert_eq!(
+        (code, &cleared["removed"]),
+        (Some(0), &true.into()),
+        "{cleared}"
+    );
+    assert!(!notes.exists());
     let (code, ok) = json(&["policy", "check", "--json"]);
     assert_eq!(
         (code, &ok["ok"]),

@@ -79,6 +79,45 @@ fn a_key_on_a_pipe_is_stored_private_listed_and_removed() {
     assert!(listed.contains("no key is sent"), "{listed}");
     assert!(!listed.contains("sk-piped"), "{listed}");
 
+    let out = chock(home.path(), &["login", "--list", "--json"])
+        .output()
+        .expect("run");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        !text(&out.stdout).contains("sk-piped"),
+        "the key is never printed"
+    );
+    let listed: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    let instances = listed["instances"].as_array().expect("instances");
+    assert_eq!(instances.len(), 2, "{listed}");
+    assert_eq!(
+        (
+            &instances[0]["name"],
+            &instances[0]["key"]["kept"],
+            &instances[0]["key"]["stored"]
+        ),
+        (&"work".into(), &"login".into(), &true.into()),
+        "{listed}"
+    );
+    assert_eq!(
+        (
+            &instances[1]["kind"],
+            &instances[1]["base_url"],
+            &instances[1]["key"]["kept"]
+        ),
+        (
+            &"openai_chat".into(),
+            &"http://127.0.0.1:8080/v1".into(),
+            &"none".into()
+        ),
+        "{listed}"
+    );
+    assert_eq!(
+        listed["stored_unconfigured"],
+        serde_json::json!([]),
+        "{listed}"
+    );
+
     let out = chock(home.path(), &["login", "--remove", "work"])
         .output()
         .expect("run");

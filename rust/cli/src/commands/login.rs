@@ -23,6 +23,9 @@ pub struct Args {
     /// List the configured instances, where each one's key is kept, and the keys stored.
     #[arg(long)]
     pub list: bool,
+    /// With --list: print one JSON object, `{"instances": [{"name", "kind", "base_url", "key": {"kept", "where", "stored"}}], "stored_unconfigured": [names]}`; no key is ever printed.
+    #[arg(long, requires = "list")]
+    pub json: bool,
     /// Remove the key stored for this instance.
     #[arg(long, value_name = "INSTANCE")]
     pub remove: Option<String>,
@@ -41,7 +44,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let here = std::env::current_dir().context("the current directory cannot be read")?;
     let policy = Policy::load(&LoadOptions::from_env(here, Vec::new())?)?;
     if args.list {
-        return list(&policy, &store);
+        return list(&policy, &store, args.json);
     }
     let Some(instance) = args.instance else {
         bail!("name the provider instance to log in to: chock login <instance>");
@@ -88,8 +91,39 @@ fn where_kept(key: &KeySource) -> String {
     }
 }
 
-fn list(policy: &Policy, store: &Credentials) -> anyhow::Result<ExitCode> {
+fn list(policy: &Policy, store: &Credentials, json: bool) -> anyhow::Result<ExitCode> {
     let stored = store.list()?;
+    let unconfigured = stored.iter().filter(|n| policy.provider(n).is_none());
+    if json {
+        let instances: Vec<_> = policy
+            .providers()
+            .iter()
+            .map(|p| {
+                let kept = match &p.key {
+                    KeySource::Login => "login",
+                    KeySource::Secret(_) => "secret",
+                    KeySource::Env(_) => "env",
+                    KeySource::None => "none",
+                };
+                serde_json::json!({
+                    "name": p.name,
+                    "kind": p.kind.as_str(),
+                    "base_url": p.base_url,
+                    "key": {
+                        "kept": kept,
+                        "where": where_kept(&p.key),
+                        "stored": stored.contains(&p.name),
+                    },
+                })
+            })
+            .collect();
+        let unconfigured: Vec<_> = unconfigured.collect();
+        outln!(
+            "{}",
+            serde_json::json!({ "instances": instances, "stored_unconfigured": unconfigured })
+        );
+        return Ok(exit::SUCCESS.into());
+    }
     if policy.providers().is_empty() {
         outln!("no provider instance is configured (.providers in config.zon)");
     }
@@ -101,7 +135,7 @@ fn list(policy: &Policy, store: &Credentials) -> anyhow::Result<ExitCode> {
         };
         outln!("{}  {}  {}  {key}", p.name, p.kind.as_str(), p.base_url);
     }
-    for name in stored.iter().filter(|n| policy.provider(n).is_none()) {
+    for name in unconfigured {
         outln!("{name}  (not in config.zon)  key stored; `chock login --remove {name}` forgets it");
     }
     Ok(exit::SUCCESS.into())

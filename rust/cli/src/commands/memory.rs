@@ -16,6 +16,9 @@ pub struct Args {
     /// The project directory (default: the nearest directory up from here with chock.zon, flake.nix or .git).
     #[arg(long, value_name = "DIR", global = true)]
     pub project: Option<PathBuf>,
+    /// Print the result as one JSON object: `{"project", "file", "notes"}` (notes null when none are kept); with `clear`, `{"file", "removed"}`.
+    #[arg(long, global = true)]
+    pub json: bool,
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -35,6 +38,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let memory = Memory::of(&project).map_err(anyhow::Error::msg)?;
     let file = memory.file();
     match args.command {
+        None if args.json => {
+            let notes = memory.read().map_err(anyhow::Error::msg)?;
+            outln!(
+                "{}",
+                serde_json::json!({ "project": project.dir, "file": file, "notes": notes })
+            );
+        }
         None => match memory.read().map_err(anyhow::Error::msg)? {
             Some(notes) => {
                 eprintln!(
@@ -51,15 +61,24 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         },
         Some(Command::Clear { yes }) => {
             // Whatever it holds (over its bound, not text), it can be removed.
-            if std::fs::symlink_metadata(&file).is_err() {
-                outln!("no notes are kept about {}", project.dir.display());
-                return Ok(exit::SUCCESS.into());
+            let kept = std::fs::symlink_metadata(&file).is_ok();
+            let removed = kept && (yes || confirm(&file));
+            if removed {
+                memory.clear().map_err(anyhow::Error::msg)?;
             }
-            if !yes && !confirm(&file) {
+            if args.json {
+                outln!(
+                    "{}",
+                    serde_json::json!({ "file": file, "removed": removed })
+                );
+            } else if !kept {
+                outln!("no notes are kept about {}", project.dir.display());
+            } else if removed {
+                outln!("removed {}", file.display());
+            }
+            if kept && !removed {
                 return Ok(exit::REFUSED.into());
             }
-            memory.clear().map_err(anyhow::Error::msg)?;
-            outln!("removed {}", file.display());
         }
     }
     Ok(exit::SUCCESS.into())
