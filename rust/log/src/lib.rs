@@ -240,6 +240,33 @@ impl Log {
     pub fn records(&self) -> Result<Records, LogError> {
         Ok(Records::new(lines::Walk::snapshot(&self.dir)?))
     }
+
+    /// What the log's files are now, cheaply: the current file's device,
+    /// inode and length and how many rotated files there are. Equal stamps
+    /// mean nothing was appended or rotated in between, so a follower
+    /// reads the log again only when its stamp changes.
+    pub fn stamp(&self) -> Result<Stamp, LogError> {
+        use std::os::unix::fs::MetadataExt;
+        let current = match std::fs::metadata(self.dir.join(location::CURRENT)) {
+            Ok(meta) => Some((meta.dev(), meta.ino(), meta.len())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(source) => {
+                return Err(LogError::Read {
+                    path: self.dir.join(location::CURRENT),
+                    source,
+                });
+            }
+        };
+        let rotated = location::rotated_files(&self.dir)?.len();
+        Ok(Stamp { current, rotated })
+    }
+}
+
+/// The log's files at one moment ([`Log::stamp`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamp {
+    current: Option<(u64, u64, u64)>,
+    rotated: usize,
 }
 
 /// Appends `entry` to the log where the environment says; what every

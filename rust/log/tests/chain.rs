@@ -503,3 +503,31 @@ fn several_lines_that_pass_the_rotation_size_start_the_next_file_together() {
     assert_eq!(read_lines(&current(&log)).len(), 2, "both in the new file");
     assert_eq!(report.head.unwrap().seq, 4);
 }
+
+#[test]
+fn a_stamp_changes_with_each_append_and_rotation_and_only_then() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::at(
+        dir.path().join("log"),
+        Rotation {
+            rotate_bytes: 600,
+            ..Rotation::default()
+        },
+    );
+    let empty = log.stamp().unwrap();
+    assert_eq!(
+        log.stamp().unwrap(),
+        empty,
+        "nothing written, nothing changed"
+    );
+    let mut last = empty;
+    for i in 1..=8 {
+        log.try_append(&entry(i)).unwrap();
+        let now = log.stamp().unwrap();
+        assert_ne!(now, last, "append {i} is seen");
+        assert_eq!(log.stamp().unwrap(), now);
+        last = now;
+    }
+    let rotated = std::fs::read_dir(log.dir()).unwrap().count();
+    assert!(rotated > 2, "the small rotation rotated: {rotated} files");
+}

@@ -310,8 +310,16 @@ fn show(log: &Log, args: &ShowArgs) -> anyhow::Result<ExitCode> {
         return Ok(exit::SUCCESS.into());
     }
     crate::out::stdout().flush()?;
+    let mut seen = log.stamp()?;
     loop {
         std::thread::sleep(FOLLOW_EVERY);
+        // An idle log costs a stat a tick; it is read again only once
+        // something was appended or rotated.
+        let now = log.stamp()?;
+        if now == seen {
+            continue;
+        }
+        seen = now;
         for line in log.records()? {
             let line = line?;
             let Ok(record) = &line.record else { continue };
@@ -475,6 +483,7 @@ fn append(log: &Log, args: &AppendArgs) -> anyhow::Result<ExitCode> {
             file: None,
             line: None,
             policy: None,
+            held: None,
         },
         answered_by: AnsweredBy::Nobody,
         subject: args.subject.clone(),
