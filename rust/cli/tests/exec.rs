@@ -807,3 +807,59 @@ fn git_in_the_sandbox_commits_as_the_person_and_sees_nothing_else_of_their_confi
     );
     assert!(!ran.exists(), "the person's hook ran in the sandbox");
 }
+
+/// A flake that declares no `devShells` runs on the host's toolchain as a
+/// project without a flake does, and says so; nothing is built or asked.
+/// A flake fix cannot read is not taken for one without a shell: the
+/// command stops with the evaluation's own error.
+#[test]
+fn a_flake_without_dev_shells_runs_on_the_host_toolchain_saying_so() {
+    let fx = Fixture::flake();
+    let system = chock_sandbox::devshell::system();
+    let write = |text: String| {
+        std::fs::write(fx.project.join("flake.nix"), text).expect("flake.nix");
+        assert!(sandbox_fixture::git(&fx.project, &["add", "flake.nix"]));
+    };
+    write(format!(
+        r#"{{
+  outputs = {{ self }}: {{
+    packages.{system}.hello = derivation {{
+      name = "hello"; system = "{system}"; builder = "/bin/sh"; args = [ "-c" "echo > $out" ];
+    }};
+  }};
+}}
+"#
+    ));
+    let out = fx.exec(
+        &[],
+        &["sh", "-c", "echo ran; test -d /usr/bin && echo host"],
+    );
+    assert!(out.status.success(), "{}", describe(&out));
+    assert_eq!(text(&out.stdout), "ran\nhost\n", "{}", describe(&out));
+    let stderr = text(&out.stderr);
+    assert_eq!(
+        stderr.matches("flake.nix declares no devShells").count(),
+        1,
+        "{stderr}"
+    );
+    assert!(
+        !fx.log_lines().iter().any(|l| l["action"]
+            .as_str()
+            .is_some_and(|a| a.starts_with("nix.build."))),
+        "nothing was built: {:#?}",
+        fx.log_lines()
+    );
+    write(format!(
+        r#"{{
+  outputs = {{ self }}: throw "this flake is broken";
+}}
+"#
+    ));
+    let out = fx.exec(&[], &["sh", "-c", "echo ran"]);
+    assert!(!out.status.success(), "{}", describe(&out));
+    assert!(
+        text(&out.stderr).contains("this flake is broken") && text(&out.stdout).is_empty(),
+        "{}",
+        describe(&out)
+    );
+}

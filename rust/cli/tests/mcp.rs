@@ -3282,3 +3282,119 @@ fn the_tool_server_holds_the_placeholders_for_its_session() {
     assert!(out.status.success(), "{out:?}");
     assert!(!env.project.join(".vscode").exists(), "{out:?}");
 }
+
+/// run_command's result names the sandbox's paths: the project's own path
+/// for the session workspace, `/run/chock/cache` for the cache. The host
+/// folders Chock keeps them in (under its state and cache folders) are
+/// never shown to the model: not in the first run's notice, not in what
+/// the program printed (its mount table names the workspace's source).
+#[test]
+fn run_command_results_name_the_sandboxs_paths_never_the_host_folders_behind_them() {
+    use sandbox_fixture::git_stdout as git;
+    let env = Env::new();
+    env.write("a.txt", "hello\n");
+    env.zon(".{}\n");
+    git(&env.project, &["init", "-q", "-b", "main"]);
+    git(&env.project, &["add", "."]);
+    git(&env.project, &["commit", "-q", "-m", "init"]);
+    let root = env
+        .outside()
+        .parent()
+        .expect("the fixture's root")
+        .to_path_buf();
+    let mut client = env.client(false, &["--workspace"]);
+    let ran = client.call(
+        "run_command",
+        json!({"argv": ["sh", "-c", "pwd; cat a.txt; cat /proc/self/mountinfo"]}),
+    );
+    assert!(!ran.is_error, "{ran:?}");
+    let project = env.project.display().to_string();
+    assert!(
+        ran.text.contains(&format!("{project}\nhello\n")),
+        "the workspace is at the project's path: {}",
+        ran.text
+    );
+    assert!(
+        ran.text.contains("cache is new: /run/chock/cache"),
+        "{}",
+        ran.text
+    );
+    for host in ["state", "cache"] {
+        let folder = root.join(host).display().to_string();
+        assert!(
+            !ran.text.contains(&folder),
+            "{folder} was shown to the model: {}",
+            ran.text
+        );
+    }
+}
+
+/// Seed 002's session start: `chock mcp` reads flake.lock as it starts,
+/// puts the input's host to the `nix.net.eval` rules with nobody asked
+/// (logged under route `inputs`), and fetches what they allow before any
+/// build wants it: the dev shell's build then fetches nothing. Without a
+/// rule nothing is fetched at start and the session still starts; the
+/// build that needs the input is the one that asks (here nobody can
+/// answer, so it is refused naming the rule), and nothing is fetched.
+#[test]
+fn flake_inputs_are_fetched_at_session_start_under_the_rules_alone() {
+    use chock_inputs::testing::{Reply, Server as InputServer, Tree, nonce};
+    let wait_for = |what: &str, done: &dyn Fn() -> bool| {
+        let started = std::time::Instant::now();
+        while !done() {
+            assert!(started.elapsed() < Duration::from_secs(60), "{what}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    for allowed in [false, true] {
+        let env = Env::with_flake();
+        std::fs::copy(sandbox_fixture::probe_binary(), env.project.join("probe")).expect("probe");
+        let tag = format!("input-{}", nonce());
+        let tree = Tree::new("pkg", &[("hello", format!("{tag}\n").as_bytes(), false)]);
+        let server = InputServer::http();
+        server.route("/pkg.tar.gz", Reply::Body(tree.tar_gz()));
+        sandbox_fixture::shell_with_tarball_input(
+            &env.project,
+            &server.url("/pkg.tar.gz"),
+            &tree.nar_hash(),
+        );
+        let host = format!("nix.net.eval.localhost.{}", server.port());
+        let rule = format!(r#".{{ .action = "{host}", .decision = .allow }}"#);
+        env.rules(if allowed { &rule } else { "" });
+        let mut client = env.client(false, &["--no-approve"]);
+        wait_for("the start's answer is logged", &|| {
+            env.log_lines()
+                .iter()
+                .any(|l| l["action"] == host.as_str() && l["route"] == "inputs")
+        });
+        let at_start = env
+            .log_lines()
+            .into_iter()
+            .find(|l| l["action"] == host.as_str() && l["route"] == "inputs")
+            .expect("logged");
+        let ran = client.call("run_command", json!({"argv": ["./probe", "env"]}));
+        if allowed {
+            assert_eq!(at_start["decision"], "allow", "{at_start}");
+            assert_eq!(server.requests(), vec!["/pkg.tar.gz".to_owned()]);
+            assert!(!ran.is_error, "{ran:?}");
+            assert!(ran.text.contains("PKG=/nix/store/"), "{ran:?}");
+            assert_eq!(
+                server.requests().len(),
+                1,
+                "the build found the input in the store"
+            );
+            assert!(
+                !env.log_lines()
+                    .iter()
+                    .any(|l| l["action"] == host.as_str() && l["route"] != "inputs"),
+                "the build asked nothing about the host: {:#?}",
+                env.log_lines()
+            );
+        } else {
+            assert_ne!(at_start["decision"], "allow", "{at_start}");
+            assert!(ran.is_error, "{ran:?}");
+            assert!(ran.text.contains(&rule), "{ran:?}");
+            assert!(server.requests().is_empty(), "nothing was fetched");
+        }
+    }
+}

@@ -9,7 +9,9 @@ use std::collections::hash_map::Entry;
 use std::path::{Path, PathBuf};
 use std::sync::PoisonError;
 
-use chock_inputs::{FlakeInputs, HostAnswer};
+use std::sync::Arc;
+
+use chock_inputs::{Env, Fetcher, FlakeInputs, HostAnswer, InputState, Limits, Traced};
 use chock_nix::{BuildRequest, Built, Context, FixEvaluator, InputFetcher, MissingInput, Who};
 use chock_policy::{Answer, Asker, Question};
 
@@ -180,6 +182,92 @@ impl InputFetcher for SessionInputs<'_> {
             Err(refusals.join("\n"))
         }
     }
+}
+
+/// Session start, as `chock run` and `chock mcp` begin: the project's
+/// `flake.lock` is read, every host of each input missing from the store
+/// is put to the `nix.net.eval` rules with nobody asked (nobody is there
+/// yet: an `ask` is a no here, and a build that needs the input asks
+/// then), and what the rules allow is fetched, each answer logged under
+/// route `inputs`. It runs on a thread of its own once the workspace's
+/// files are written, holding the session's inputs of that flake, so a
+/// build that misses an input meanwhile waits for this rather than
+/// fetching twice. The session starts whatever arrives; a project with no
+/// lock reads nothing more.
+pub fn fetch_inputs_at_start(session: &Arc<Session>) -> std::thread::JoinHandle<()> {
+    let session = session.clone();
+    std::thread::spawn(move || {
+        if let Some(ready) = &session.workspace_ready
+            && ready.wait().is_err()
+        {
+            return;
+        }
+        if let Err(why) = inputs_at_start(&session) {
+            tracing::warn!(
+                "{}: the flake inputs were not fetched at start ({why}); a build that needs one fetches it then",
+                session.command
+            );
+        }
+    })
+}
+
+fn inputs_at_start(session: &Session) -> Result<(), String> {
+    let flake_dir = session.tree();
+    let mut opened = session
+        .flake_inputs
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    let inputs = match opened.entry(flake_dir.clone()) {
+        Entry::Occupied(known) => known.into_mut(),
+        Entry::Vacant(place) => match FlakeInputs::open(&flake_dir).map_err(|e| e.to_string())? {
+            Some(inputs) => place.insert(inputs),
+            None => return Ok(()),
+        },
+    };
+    let fetcher = Fetcher::from_env(Limits::default()).map_err(|e| e.to_string())?;
+    let env = Env {
+        policy: &session.policy,
+        log: &session.log,
+        fetcher: &fetcher,
+        progress: &Traced,
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let report = runtime.block_on(async {
+        let mut conn = chock_store::daemon::connect()
+            .await
+            .map_err(|e| e.to_string())?;
+        inputs
+            .at_start(&env, &mut conn)
+            .await
+            .map_err(|e| e.to_string())
+    })?;
+    let fetched = report
+        .inputs
+        .iter()
+        .filter(|i| i.state == InputState::Fetched)
+        .count();
+    let left: Vec<String> = report
+        .inputs
+        .iter()
+        .filter(|i| !i.state.is_present() && i.state != InputState::NotWanted)
+        .map(|i| format!("{} ({})", i.name, i.state.explain()))
+        .collect();
+    tracing::info!(
+        target: "chock_progress",
+        "flake inputs at start: {fetched} fetched, {} not in the store",
+        left.len()
+    );
+    if !left.is_empty() {
+        tracing::warn!(
+            "{}: flake inputs not fetched at start: {}; a build that needs one asks for its host then",
+            session.command,
+            left.join("; ")
+        );
+    }
+    Ok(())
 }
 
 /// The call's asker, reached from inside a future: it blocks on the

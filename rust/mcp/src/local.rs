@@ -70,6 +70,7 @@ impl InProcess {
     ) -> Result<(InProcess, T), McpError> {
         let (session, before) = Session::start_after(options, before)?;
         let session = Arc::new(session);
+        crate::build::fetch_inputs_at_start(&session);
         let tasks = EndTasks(session.tasks.clone());
         let gateway = tokio::runtime::Handle::current().block_on(Gateway::start(&session));
         let started = InProcess {

@@ -440,6 +440,7 @@ where
             }
         });
     }
+    crate::build::fetch_inputs_at_start(&session);
     // However the session ends, its background commands end with it.
     let _tasks_end = EndTasks(session.tasks.clone());
     let gateway = crate::gateway::Gateway::start(&session).await;

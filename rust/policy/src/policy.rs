@@ -1204,6 +1204,22 @@ impl Source<'_> {
     }
 }
 
+/// The span of line `line` (1-based) of `text`, less its indentation.
+fn line_span(text: &str, line: u32) -> chock_zon::Span {
+    let start = text
+        .split_inclusive('\n')
+        .take(line.saturating_sub(1) as usize)
+        .map(str::len)
+        .sum::<usize>();
+    let rest = text.get(start..).unwrap_or("");
+    let indent = rest.len() - rest.trim_start_matches([' ', '\t']).len();
+    let end = rest.find('\n').map_or(text.len(), |n| start + n);
+    chock_zon::Span {
+        start: start + indent,
+        end: end.max(start + indent),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1356,21 +1372,5 @@ mod tests {
                 .decision,
             Decision::Allow
         );
-    }
-}
-
-/// The span of line `line` (1-based) of `text`, less its indentation.
-fn line_span(text: &str, line: u32) -> chock_zon::Span {
-    let start = text
-        .split_inclusive('\n')
-        .take(line.saturating_sub(1) as usize)
-        .map(str::len)
-        .sum::<usize>();
-    let rest = text.get(start..).unwrap_or("");
-    let indent = rest.len() - rest.trim_start_matches([' ', '\t']).len();
-    let end = rest.find('\n').map_or(text.len(), |n| start + n);
-    chock_zon::Span {
-        start: start + indent,
-        end: end.max(start + indent),
     }
 }

@@ -244,18 +244,23 @@ pub fn stamp(project: &Path, name: &str, system: &str) -> Result<String, DevShel
 /// The dev shell `name` of the flake in `project`, from the cache when its
 /// stamp matches and every store path still exists (nothing evaluated or
 /// decided), else built through chock-nix by `builder`'s rules and person
-/// and then read through `nix print-dev-env`.
+/// and then read through `nix print-dev-env`. `None` when the flake
+/// declares no `devShells` at all: the project then runs on the host's
+/// toolchain, as a project without a flake does.
 pub fn load(
     project: &Path,
     name: &str,
     cache_dir: &Path,
     builder: &Builder<'_>,
-) -> Result<DevShell, DevShellError> {
+) -> Result<Option<DevShell>, DevShellError> {
     let system = system();
     let entry_path = cache_dir.join(format!("{}.json", file_safe(name)));
     let before = stamp(project, name, &system)?;
     if let Some(shell) = read_cached(&entry_path, &before) {
-        return Ok(shell);
+        return Ok(Some(shell));
+    }
+    if declares_dev_shells(project, builder.policy) == Some(false) {
+        return Ok(None);
     }
     std::fs::create_dir_all(cache_dir).map_err(io("creating", cache_dir))?;
     let gc_root = cache_dir.join(format!("{}.gcroot", file_safe(name)));
@@ -272,7 +277,27 @@ pub fn load(
             shell: shell.clone(),
         },
     )?;
-    Ok(shell)
+    Ok(Some(shell))
+}
+
+/// Whether the flake in `project` has a `devShells` output, as fix reads
+/// it (pure, in process, nothing fetched or written). `Some(false)` only
+/// when the flake evaluated and has none; `None` when fix could not tell
+/// (an input not yet in the store, an error in the flake), so the build
+/// runs and says why in its own words.
+fn declares_dev_shells(project: &Path, policy: &Policy) -> Option<bool> {
+    let mut options = FixEvaluator::for_policy(policy).options;
+    options.roots = vec![project.to_path_buf()];
+    let request = chock_fix::Request::new(chock_fix::Source::expr(
+        "builtins.hasAttr \"devShells\" (builtins.getFlake (toString ./.))",
+        project,
+    ));
+    let output = chock_fix::evaluate(&options, &request).ok()?;
+    match output.text.as_slice() {
+        b"true" => Some(true),
+        b"false" => Some(false),
+        _ => None,
+    }
 }
 
 /// Every dev shell cached for a project (whatever its stamp).

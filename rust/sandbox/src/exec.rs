@@ -80,6 +80,8 @@ pub enum ExecError {
 pub enum Notice {
     /// No flake.nix: the whole store and the host's system directories.
     NoFlake,
+    /// A flake.nix that declares no `devShells`: the same as no flake.
+    NoDevShells,
     /// The cache was made for this project now.
     CacheCreated {
         /// Where it is on the host.
@@ -138,12 +140,12 @@ impl std::fmt::Display for Notice {
             Notice::NoFlake => write!(
                 f,
                 "no flake.nix here: the program runs on the host's toolchain ({}) with the whole Nix store read-only",
-                HOST_SYSTEM
-                    .iter()
-                    .take(3)
-                    .copied()
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                host_system()
+            ),
+            Notice::NoDevShells => write!(
+                f,
+                "flake.nix declares no devShells: the program runs on the host's toolchain ({}) with the whole Nix store read-only, as in a project without a flake; a devShells.<system>.default there would be the toolchain instead",
+                host_system()
             ),
             Notice::CacheCreated { dir } => write!(
                 f,
@@ -200,6 +202,85 @@ impl std::fmt::Display for Notice {
             ),
         }
     }
+}
+
+/// The first of the host's system folders, as a notice names them.
+fn host_system() -> String {
+    HOST_SYSTEM
+        .iter()
+        .take(3)
+        .copied()
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl Notice {
+    /// The notice as an agent reads it: what it says about the sandbox,
+    /// in the names the sandbox shows, never where Chock keeps its state
+    /// on the host (a person reads those in [`Notice`]'s own text).
+    pub fn for_agent(&self) -> String {
+        match self {
+            Notice::CacheCreated { .. } => format!(
+                "this project's cache is new: {CACHE_MOUNT} (HOME inside the sandbox) is kept between runs, at most {} GiB",
+                CACHE_BOUND >> 30
+            ),
+            Notice::ImageWritten { reference, .. } => format!(
+                "wrote the image {reference}'s tree; every session on it shares that tree, read-only, until the image changes"
+            ),
+            Notice::LogNotWritten { .. } => "the decision log could not be written; the decision stands, but it is not on record".into(),
+            other => other.to_string(),
+        }
+    }
+}
+
+/// Each host folder a sandbox of `project` shows at another path, with
+/// that path: the session workspace's tree (at the project's own path),
+/// the person's objects, the cache, and `extra` (a scratchpad, say).
+/// [`as_seen_inside`] puts what a program or Chock said in those names.
+pub fn inside_names(project: &Project, extra: &[(PathBuf, PathBuf)]) -> Vec<(PathBuf, PathBuf)> {
+    let mut names = extra.to_vec();
+    if let Some(view) = &project.workspace {
+        names.push((view.source.clone(), view.shown.clone()));
+        if let Some(objects) = &view.objects {
+            names.push((objects.clone(), crate::workspace::OBJECTS_MOUNT.into()));
+        }
+    }
+    if let Ok(cache) = project.cache_dir() {
+        names.push((cache, CACHE_MOUNT.into()));
+    }
+    // The longest first, so a folder inside another is named by its own.
+    names.sort_by_key(|(host, _)| std::cmp::Reverse(host.as_os_str().len()));
+    names
+}
+
+/// `text` with every host folder of `names` ([`inside_names`]) replaced by
+/// the path the sandbox shows it at, where it stands as a whole path part
+/// (`/a/ws` in `/a/ws/src`, not in `/a/ws2`).
+pub fn as_seen_inside(text: &str, names: &[(PathBuf, PathBuf)]) -> String {
+    let mut text = text.to_owned();
+    for (host, inside) in names {
+        let (Some(host), Some(inside)) = (host.to_str(), inside.to_str()) else {
+            continue;
+        };
+        if host.len() < 2 || host == inside {
+            continue;
+        }
+        let mut out = String::with_capacity(text.len());
+        let mut rest = text.as_str();
+        while let Some(at) = rest.find(host) {
+            let after = &rest[at + host.len()..];
+            let whole = after
+                .chars()
+                .next()
+                .is_none_or(|c| !(c.is_alphanumeric() || "-_.+@".contains(c)));
+            out.push_str(&rest[..at]);
+            out.push_str(if whole { inside } else { host });
+            rest = after;
+        }
+        out.push_str(rest);
+        text = out;
+    }
+    text
 }
 
 /// What a command needs, before the policy is asked.
@@ -264,7 +345,14 @@ pub fn toolchain(
             notices: vec![Notice::NoFlake],
         });
     }
-    let shell = devshell::load(&project.dir, dev_shell, &project.dev_shell_dir()?, builder)?;
+    let Some(shell) = devshell::load(&project.dir, dev_shell, &project.dev_shell_dir()?, builder)?
+    else {
+        return Ok(ProjectToolchain {
+            dev_shell: None,
+            image: None,
+            notices: vec![Notice::NoDevShells],
+        });
+    };
     let notices = if shell.cached {
         Vec::new()
     } else {
@@ -979,6 +1067,22 @@ fn record(log: &Log, entries: &[chock_log::Entry]) -> Option<Notice> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn host_folders_are_named_as_the_sandbox_shows_them_and_only_whole() {
+        let names = [
+            (PathBuf::from("/s/ws/tree"), PathBuf::from("/home/p/proj")),
+            (PathBuf::from("/s/ws"), PathBuf::from("/run/other")),
+        ];
+        assert_eq!(
+            as_seen_inside(
+                "at /s/ws/tree/src/a.c, /s/ws/tree2 and /s/ws/tree; /s/ws",
+                &names
+            ),
+            "at /home/p/proj/src/a.c, /run/other/tree2 and /home/p/proj; /run/other"
+        );
+        assert_eq!(as_seen_inside("/s/wsx", &names), "/s/wsx");
+    }
 
     #[test]
     fn the_caller_environment_does_not_leak() {

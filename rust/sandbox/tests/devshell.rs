@@ -126,7 +126,8 @@ fn the_shell_is_asked_about_built_and_logged_under_the_callers_route() {
         &cache,
         &devshell_builder(&policy, &log, &yes, chock_gate::Route::Mcp),
     )
-    .expect("a person said yes");
+    .expect("a person said yes")
+    .expect("the flake declares devShells");
     assert_eq!(*yes.asked.borrow(), std::slice::from_ref(&action));
     assert!(marker.exists(), "the shell's payload was built");
     assert!(!shell.cached);
@@ -150,7 +151,8 @@ fn the_shell_is_asked_about_built_and_logged_under_the_callers_route() {
         &cache,
         &devshell_builder(&policy, &log, &again, chock_gate::Route::Mcp),
     )
-    .expect("served from the cache");
+    .expect("served from the cache")
+    .expect("the flake declares devShells");
     assert!(cached.cached, "an unchanged flake is served from the cache");
     assert!(
         again.asked.borrow().is_empty(),

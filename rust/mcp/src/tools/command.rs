@@ -203,7 +203,11 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
         if let Some(router) = router {
             prepared = prepared.with_router(router);
         }
-        let mut notices: Vec<String> = prepared.notices.iter().map(ToString::to_string).collect();
+        let mut notices: Vec<String> = prepared
+            .notices
+            .iter()
+            .map(exec::Notice::for_agent)
+            .collect();
         let started = prepared.start()?;
         started_tell.send(started.signal_handle()?).ok();
         let ran = started.wait()?;
@@ -221,8 +225,12 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
         )
     });
     killer.abort();
+    // What the model reads names the sandbox's paths, never the host
+    // folders behind them (the workspace, the cache, the scratchpad).
+    let inside = inside_names(call.session);
     let ran = ran?;
-    let (notices, ran) = ran.map_err(|e| format!("run_command: {e}"))?;
+    let (notices, ran) =
+        ran.map_err(|e| exec::as_seen_inside(&format!("run_command: {e}"), &inside))?;
     let finished = &ran.finished;
     let mut out = String::new();
     for notice in notices {
@@ -246,11 +254,31 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
         String::from_utf8_lossy(&finished.stdout),
         String::from_utf8_lossy(&finished.stderr)
     );
+    let out = exec::as_seen_inside(&out, &inside);
     if finished.exit == Exit::Code(0) && !timed_out.load(std::sync::atomic::Ordering::SeqCst) {
         Ok(out)
     } else {
         Err(out)
     }
+}
+
+/// The host folders a command of `session` sees elsewhere, with where
+/// ([`exec::inside_names`]): the session's task records and its
+/// scratchpad besides the project's own.
+fn inside_names(
+    session: &crate::session::Session,
+) -> Vec<(std::path::PathBuf, std::path::PathBuf)> {
+    let mut own = vec![(
+        session.tasks.dir().to_path_buf(),
+        crate::tasks::TASKS_MOUNT.into(),
+    )];
+    own.extend(
+        session
+            .scratchpad
+            .iter()
+            .map(|dir| (dir.clone(), chock_sandbox::SCRATCH_MOUNT.into())),
+    );
+    exec::inside_names(&session.project, &own)
 }
 
 /// What one push call is given: a person for its credential is asked
