@@ -1330,6 +1330,56 @@ fn a_servers_log_is_passed_on_as_its_own_scrubbed_cut_and_at_a_bounded_rate() {
 }
 
 #[test]
+fn a_servers_stderr_is_chocks_own_log_named_scrubbed_and_bounded_never_the_agents() {
+    let env = Env::new();
+    operator_keeps_api_key(&env);
+    project(
+        &env,
+        &[hostile(&env, "h", r#", .env = .{ .API_KEY = "API_KEY" }"#)],
+        r#""API_KEY""#,
+        &[
+            &allow_tools("h"),
+            r#".{ .action = "secret.use.API_KEY", .decision = .allow }"#,
+        ],
+    );
+    let mut client = env.client_with_env(false, &[], &[("CHOCK_TEST_API_KEY", Path::new(SECRET))]);
+    let written = client.call("h__stderr", json!({"lines": 500}));
+    assert_eq!(written.text, "written", "{written:?}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !client.stderr_says("on stderr within a second") {
+        assert!(Instant::now() < deadline, "{}", client.stderr());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let stderr = client.stderr();
+    assert!(!stderr.contains(SECRET), "scrubbed: {stderr}");
+    let first = stderr
+        .lines()
+        .find(|l| l.contains("MCP server `h` on stderr: the key is"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(
+        first.contains("the key is [secret API_KEY]") && !first.contains('\x1b'),
+        "named, scrubbed, the escape shown plainly: {first:?}"
+    );
+    let long = stderr
+        .lines()
+        .find(|l| l.contains("on stderr: zzz"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(
+        long.ends_with("(cut)") && long.len() < 5 << 10,
+        "{}",
+        long.len()
+    );
+    let shown = stderr.matches("MCP server `h` on stderr: line ").count();
+    assert!((10..=100).contains(&shown), "{shown}");
+    client.call("h__echo", json!({"text": "after"}));
+    assert!(
+        logged(&client).is_empty(),
+        "the agent is given none of it: {:?}",
+        logged(&client)
+    );
+}
+
+#[test]
 fn a_servers_own_question_is_shown_as_its_own_and_answered_to_it() {
     let env = Env::new();
     project(&env, &[hostile(&env, "h", "")], "", &[&allow_tools("h")]);

@@ -591,6 +591,11 @@ impl Started {
         self.running.take_pipes()
     }
 
+    /// With [`Prepared::piped`], once: the read end of the program's stderr.
+    pub fn take_stderr(&mut self) -> Option<std::os::fd::OwnedFd> {
+        self.running.take_stderr()
+    }
+
     /// A handle that signals the program from another thread while
     /// [`Started::wait`] runs.
     pub fn signal_handle(&self) -> Result<crate::spawn::SignalHandle, ExecError> {

@@ -61,7 +61,8 @@ pub enum Stdio {
     /// the program runs.
     Stream,
     /// stdin and stdout are pipes to Chock ([`Running::take_pipes`]), for
-    /// a program Chock speaks to (an MCP server); stderr is Chock's own.
+    /// a program Chock speaks to (an MCP server); stderr a third pipe
+    /// ([`Running::take_stderr`]), which the caller must read.
     Pipe,
 }
 
@@ -391,7 +392,7 @@ impl Sandbox {
             Stdio::Inherit | Stdio::Capture { .. } | Stdio::Pipe => None,
         };
         let piped = match stdio {
-            Stdio::Pipe => Some((pipe()?, pipe()?)),
+            Stdio::Pipe => Some((pipe()?, pipe()?, pipe()?)),
             Stdio::Inherit | Stdio::Capture { .. } | Stdio::Stream => None,
         };
         let stdio_fds = match (&capture, &stream, &piped) {
@@ -405,9 +406,11 @@ impl Sandbox {
                 Some(w.as_raw_fd()),
                 Some(w.as_raw_fd()),
             ],
-            (None, None, Some(((in_r, _), (_, out_w)))) => {
-                [Some(in_r.as_raw_fd()), Some(out_w.as_raw_fd()), None]
-            }
+            (None, None, Some(((in_r, _), (_, out_w), (_, err_w)))) => [
+                Some(in_r.as_raw_fd()),
+                Some(out_w.as_raw_fd()),
+                Some(err_w.as_raw_fd()),
+            ],
             (None, None, None) => [None, None, None],
         };
         let tasks = match &cgroup {
@@ -528,10 +531,13 @@ impl Sandbox {
             drop(theirs);
             ours
         });
-        let pipes = piped.map(|((in_r, in_w), (out_r, out_w))| {
-            drop((in_r, out_w));
-            (in_w, out_r)
-        });
+        let (pipes, pipe_err) = match piped {
+            Some(((in_r, in_w), (out_r, out_w), (err_r, err_w))) => {
+                drop((in_r, out_w, err_w));
+                (Some((in_w, out_r)), Some(err_r))
+            }
+            None => (None, None),
+        };
         let running = Running {
             pid,
             pidfd,
@@ -541,6 +547,7 @@ impl Sandbox {
             stream,
             dialer,
             pipes,
+            pipe_err,
             // Described only if init reports a step that failed.
             ops: plan.ops,
             cgroup,
@@ -685,6 +692,8 @@ pub struct Running {
     dialer: Option<crate::publish::Dialer>,
     /// With [`Stdio::Pipe`]: the program's stdin (to write) and stdout (to read).
     pipes: Option<(OwnedFd, OwnedFd)>,
+    /// With [`Stdio::Pipe`]: the program's stderr (to read).
+    pipe_err: Option<OwnedFd>,
     ops: Vec<Op>,
     cgroup: Option<Cgroup>,
     program: Option<PathBuf>,
@@ -733,6 +742,11 @@ impl Running {
     /// the read end of its stdout.
     pub fn take_pipes(&mut self) -> Option<(OwnedFd, OwnedFd)> {
         self.pipes.take()
+    }
+
+    /// With [`Stdio::Pipe`], once: the read end of the program's stderr.
+    pub fn take_stderr(&mut self) -> Option<OwnedFd> {
+        self.pipe_err.take()
     }
 
     /// A second handle on init, to signal the program from another thread

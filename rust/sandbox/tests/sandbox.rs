@@ -170,7 +170,7 @@ fn a_piped_program_is_spoken_to_through_its_stdin_and_stdout() {
         args: [
             "/bin/sh",
             "-c",
-            "while read line; do echo \"got $line\"; done",
+            "echo ready >&2; while read line; do echo \"got $line\"; done",
         ]
         .iter()
         .map(OsString::from)
@@ -182,6 +182,13 @@ fn a_piped_program_is_spoken_to_through_its_stdin_and_stdout() {
     let mut running = sb.spawn(&command).expect("spawn");
     let (stdin, stdout) = running.take_pipes().expect("pipes");
     assert!(running.take_pipes().is_none(), "the pipes are given once");
+    // Its stderr is a pipe of its own, apart from the protocol's stdout.
+    let mut stderr = std::io::BufReader::new(std::fs::File::from(
+        running.take_stderr().expect("stderr"),
+    ));
+    let mut said = String::new();
+    stderr.read_line(&mut said).expect("read stderr");
+    assert_eq!(said, "ready\n");
     let mut stdin = std::fs::File::from(stdin);
     let mut stdout = std::io::BufReader::new(std::fs::File::from(stdout));
     for word in ["one", "two"] {

@@ -34,6 +34,10 @@ pub const START_TIMEOUT: Duration = Duration::from_secs(60);
 pub const LOG_RATE: u32 = 20;
 /// How long a log message's data may be, as JSON, before it is cut.
 pub const LOG_MAX: usize = 8 << 10;
+/// How many lines of a command server's stderr Chock's own log takes a
+/// second, and how long each may be before it is cut.
+const STDERR_RATE: u32 = 50;
+const STDERR_LINE: usize = 4 << 10;
 
 /// What every server's client shares: the agent's client to pass things on
 /// to, which progress token of a server stands for which of the agent's,
@@ -116,16 +120,16 @@ impl Default for LogWindow {
 }
 
 impl LogWindow {
-    /// Whether one more message passes; `Err(true)` for the first one
-    /// dropped in this second, which is said of.
-    fn admit(&mut self) -> Result<(), bool> {
+    /// Whether one more message passes, `rate` passing a second;
+    /// `Err(true)` for the first one dropped in this second, which is said of.
+    fn admit(&mut self, rate: u32) -> Result<(), bool> {
         if self.began.elapsed() >= Duration::from_secs(1) {
             *self = LogWindow::default();
         }
         self.passed = self.passed.saturating_add(1);
         match self.passed {
-            n if n <= LOG_RATE => Ok(()),
-            n => Err(n == LOG_RATE + 1),
+            n if n <= rate => Ok(()),
+            n => Err(n == rate + 1),
         }
     }
 }
@@ -227,7 +231,11 @@ impl ClientHandler for Client {
         if rank(params.level) < self.relay.log_level.load(Ordering::SeqCst) {
             return;
         }
-        let admitted = self.logs.lock().unwrap_or_else(|e| e.into_inner()).admit();
+        let admitted = self
+            .logs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .admit(LOG_RATE);
         let server = &self.server;
         let message = match admitted {
             Ok(()) => self.labelled(params),
@@ -504,8 +512,11 @@ async fn spawn(
                 let pipes = started
                     .take_pipes()
                     .ok_or("the sandbox gave no pipes; this is a bug in chock mcp")?;
+                let stderr = started
+                    .take_stderr()
+                    .ok_or("the sandbox gave no stderr; this is a bug in chock mcp")?;
                 let handle = started.signal_handle().map_err(|e| e.to_string())?;
-                Ok::<_, String>((started, pipes, handle))
+                Ok::<_, String>((started, (pipes, stderr), handle))
             })();
             let started = match started {
                 Ok((started, pipes, handle)) => {
@@ -533,9 +544,12 @@ async fn spawn(
             ended.send_replace(Some(why));
         })
         .map_err(|e| format!("its thread could not start ({e})"))?;
-    let ((stdin, stdout), handle) = told
+    let (((stdin, stdout), stderr), handle) = told
         .await
         .map_err(|_| "starting it stopped unexpectedly; this is a bug in chock mcp".to_owned())??;
+    let stderr = tokio::net::unix::pipe::Receiver::from_owned_fd(stderr)
+        .map_err(|e| format!("its stderr cannot be used: {e}"))?;
+    tokio::spawn(log_stderr(name.clone(), session.clone(), stderr));
     let process = Process { handle, exit };
     let writer = tokio::net::unix::pipe::Sender::from_owned_fd(stdin)
         .map_err(|e| format!("its stdin cannot be used: {e}"))?;
@@ -554,6 +568,67 @@ async fn spawn(
         service,
         process: Some(process),
     })
+}
+
+/// A command server's stderr, into Chock's own log (its stderr, which an
+/// agent's client keeps with its MCP servers' logs), not to the agent: a
+/// line at a time, named as the server's, scrubbed, shown plainly, each cut
+/// at [`STDERR_LINE`] bytes and at most [`STDERR_RATE`] a second. It is
+/// read to its end (the server's), so the server never waits on a full pipe.
+async fn log_stderr(
+    server: String,
+    session: Arc<Session>,
+    stderr: tokio::net::unix::pipe::Receiver,
+) {
+    use tokio::io::AsyncBufReadExt;
+    let mut read = tokio::io::BufReader::with_capacity(16 << 10, stderr);
+    let mut window = LogWindow::default();
+    let mut line = Vec::new();
+    let mut cut = false;
+    loop {
+        let (taken, ended) = {
+            let available = match read.fill_buf().await {
+                Ok(available) if !available.is_empty() => available,
+                // Its end: a last line without a newline is said too.
+                _ => break,
+            };
+            let newline = available.iter().position(|b| *b == b'\n');
+            let take = newline.map_or(available.len(), |i| i + 1);
+            let room = STDERR_LINE.saturating_sub(line.len());
+            line.extend_from_slice(&available[..take.min(room)]);
+            // Cut when bytes of the line itself (not its newline) were left out.
+            cut |= take.min(room) < newline.unwrap_or(take);
+            (take, newline.is_some())
+        };
+        read.consume(taken);
+        if ended {
+            say_stderr(&server, &session, &mut window, &line, cut);
+            line.clear();
+            cut = false;
+        }
+    }
+    if !line.is_empty() {
+        say_stderr(&server, &session, &mut window, &line, cut);
+    }
+}
+
+fn say_stderr(server: &str, session: &Session, window: &mut LogWindow, line: &[u8], cut: bool) {
+    match window.admit(STDERR_RATE) {
+        Ok(()) => {
+            let scrubbed = session
+                .secrets
+                .scrub(String::from_utf8_lossy(line).trim_end());
+            let text = chock_policy::visible(&scrubbed);
+            tracing::warn!(
+                "chock mcp: MCP server `{server}` on stderr: {text}{}",
+                if cut { " (cut)" } else { "" }
+            );
+        }
+        Err(true) => tracing::warn!(
+            "chock mcp: MCP server `{server}` wrote more than {STDERR_RATE} lines on stderr within a second; the rest of that second's are not shown"
+        ),
+        Err(false) => {}
+    }
 }
 
 /// The HTTP client URL servers are reached with: no redirects (a redirect
