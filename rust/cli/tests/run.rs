@@ -2228,3 +2228,62 @@ fn a_reviewer_that_answers_garbage_fails_closed() {
     let answers: Vec<Value> = reviews(&fx).iter().map(|r| r["answer"].clone()).collect();
     assert_eq!(answers, ["failed", "failed"]);
 }
+
+/// Seed 002 for `chock run`: the session reads flake.lock as it starts and
+/// fetches what the `nix.net.eval` rules allow, nobody asked (logged under
+/// route `inputs`); the dev shell the model's first command needs then
+/// finds the input in the store, and nothing is fetched twice.
+#[test]
+fn chock_run_fetches_the_flake_inputs_the_rules_allow_as_the_session_starts() {
+    use chock_inputs::testing::{Reply, Server as InputServer, Tree, nonce};
+    let kind = ProviderKind::OpenaiChat;
+    let server = Server::start(vec![
+        reply(
+            kind,
+            "Looking.",
+            &[("call_1", "run_command", json!({"argv": ["./probe", "env"]}))],
+        ),
+        reply(kind, "Done.", &[]),
+    ]);
+    let tag = format!("input-{}", nonce());
+    let tree = Tree::new("pkg", &[("hello", format!("{tag}\n").as_bytes(), false)]);
+    let fetched = InputServer::http();
+    fetched.route("/pkg.tar.gz", Reply::Body(tree.tar_gz()));
+    let host = format!("nix.net.eval.localhost.{}", fetched.port());
+    let fx = project(
+        kind,
+        &server,
+        &format!(
+            "{}, .{{ .action = \"{host}\", .decision = .allow }}",
+            sandbox_fixture::DEV_SHELL_RULE
+        ),
+    );
+    std::fs::copy(sandbox_fixture::probe_binary(), fx.project.join("probe")).expect("probe");
+    sandbox_fixture::shell_with_tarball_input(
+        &fx.project,
+        &fetched.url("/pkg.tar.gz"),
+        &tree.nar_hash(),
+    );
+    git(&fx.project, &["add", "probe"]);
+    git(
+        &fx.project,
+        &["commit", "-q", "-m", "a flake with an input"],
+    );
+    let out = run(&fx, &[], "look at the shell");
+    assert!(out.status.success(), "{}", describe(&out));
+    assert_eq!(fetched.requests(), vec!["/pkg.tar.gz".to_owned()]);
+    let asked: Vec<Value> = fx
+        .log_lines()
+        .into_iter()
+        .filter(|l| l["action"] == host.as_str())
+        .collect();
+    assert_eq!(asked.len(), 1, "asked once, at start: {asked:#?}");
+    assert_eq!(asked[0]["route"], "inputs", "{}", asked[0]);
+    assert_eq!(asked[0]["decision"], "allow", "{}", asked[0]);
+    let requests = server.requests();
+    let results = requests[1].body["messages"].to_string();
+    assert!(
+        results.contains("PKG=/nix/store/"),
+        "the dev shell had its input: {results}"
+    );
+}
