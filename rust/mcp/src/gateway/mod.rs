@@ -17,8 +17,11 @@
 //! cancellation go both ways; a server that dies is started again once,
 //! then reported. Everything a server says is scrubbed of the session's
 //! secrets before the agent reads it, its questions are headed by its name,
-//! and every request to it is bounded in time and size (its `.timeout_s`
-//! and `.max_answer_mib`), a crossed bound failing with an error naming it.
+//! its log messages are passed on under its name (bounded in size and
+//! rate), its stderr goes to Chock's own log, not the agent's, and every
+//! request to it is bounded in time and size (its `.timeout_s` and
+//! `.max_answer_mib`), a crossed bound failing that request alone with an
+//! error naming it.
 
 mod lines;
 mod sse;
