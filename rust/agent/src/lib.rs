@@ -235,16 +235,18 @@ your work is offered to the person to apply. Finish by answering without calling
 }
 
 /// Runs one session to its end on `task`; `person` is asked first when an
-/// act needs a yes (then `chock approve`).
+/// act needs a yes (then `chock approve`). Cancelling `cancel` stops the
+/// turn as [`Session::prompt`] says; the session then ends, its work kept.
 pub fn run(
     options: RunOptions,
     task: &str,
     person: Arc<dyn Asker + Send + Sync>,
     show: &mut dyn Show,
+    cancel: &CancellationToken,
 ) -> Result<Ended, RunError> {
     let mut session = Session::start(options, person)?;
     show.started(&session.id, &session.model_ref);
-    let how = match session.prompt(task, show, &CancellationToken::new()) {
+    let how = match session.prompt(task, show, cancel) {
         Ok(how) => how,
         Err(e) => {
             // The work so far is kept, never lost.

@@ -618,3 +618,164 @@ fn json_writes_every_event_as_a_line_the_shipped_schema_validates() {
         "{end}"
     );
 }
+
+/// Whether a process whose command line holds `marker` is alive.
+fn alive(marker: &str) -> bool {
+    std::fs::read_dir("/proc")
+        .expect("/proc")
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .any(|cmdline| {
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            cmdline.contains(marker)
+        })
+}
+
+/// Waits until `done` holds, at most `limit`.
+fn wait_for(limit: std::time::Duration, mut done: impl FnMut() -> bool) -> bool {
+    let until = std::time::Instant::now() + limit;
+    while std::time::Instant::now() < until {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    done()
+}
+
+/// `chock run` started with piped output, its stdout read on a thread.
+fn spawned(fx: &Fixture, flags: &[&str], task: &str) -> std::process::Child {
+    fx.chock()
+        .arg("run")
+        .args(["--model", "m1"])
+        .args(flags)
+        .arg("--")
+        .arg(task)
+        .env_remove("CHOCK_PROVIDER")
+        .env_remove("CHOCK_MODEL")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("chock run")
+}
+
+/// Sends `signal` (`INT`, `TERM`) to `child`, as kill(1) does.
+fn kill(child: &std::process::Child, signal: &str) {
+    let sent = std::process::Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(child.id().to_string())
+        .status()
+        .expect("kill");
+    assert!(sent.success(), "the signal was sent");
+}
+
+/// SIGINT while the sandbox runs a command: the command dies with its
+/// sandbox (no process of it is left), the session ends `cancelled` in
+/// its log and as the `--json` end, the work so far is kept and where it
+/// is and how to go on are said; exit 130.
+#[test]
+fn ctrl_c_mid_command_kills_the_sandbox_keeps_the_work_and_says_how_to_go_on() {
+    let kind = ProviderKind::Anthropic;
+    let marker = format!("sleep 97.{}", std::process::id());
+    let server = Server::start(vec![
+        reply(
+            kind,
+            "",
+            &[(
+                "w",
+                "write_file",
+                json!({"path": "kept.txt", "content": "kept\n"}),
+            )],
+        ),
+        reply(
+            kind,
+            "",
+            &[(
+                "c",
+                "run_command",
+                json!({"argv": ["sh", "-c", format!("{marker}; echo never")]}),
+            )],
+        ),
+        reply(kind, "never read", &[]),
+    ]);
+    let fx = project(kind, &server, "");
+    let started = std::time::Instant::now();
+    let child = spawned(&fx, &["--json"], "write, then wait");
+    assert!(
+        wait_for(std::time::Duration::from_secs(60), || alive(&marker)),
+        "the command started in the sandbox"
+    );
+    kill(&child, "INT");
+    let out = child.wait_with_output().expect("chock run ends");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(60),
+        "it did not wait for the command"
+    );
+    assert_eq!(out.status.code(), Some(130), "{}", describe(&out));
+    assert!(
+        wait_for(std::time::Duration::from_secs(5), || !alive(&marker)),
+        "no process of the sandbox is left"
+    );
+    assert_eq!(server.requests().len(), 2, "no request after the signal");
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("cancelling: the turn stops and the work is kept")
+            && stderr.contains("cancelled")
+            && stderr.contains("chock run --session run-")
+            && stderr.contains("not applied"),
+        "{stderr}"
+    );
+    let events = validated_events(&out.stdout);
+    let end = events.last().expect("an end event");
+    assert_eq!(end["how"], "cancelled", "{end}");
+    assert_eq!(end["workspace"]["state"], "kept", "{end}");
+    assert_eq!(end_of(&fx)["how"], "cancelled", "the log's end");
+    assert!(!fx.project.join("kept.txt").exists(), "kept, not applied");
+}
+
+/// SIGTERM while the model's reply streams: the stream is dropped and
+/// the session ends `cancelled`, its log's end written.
+#[test]
+fn sigterm_mid_stream_ends_the_session_cancelled() {
+    let kind = ProviderKind::OpenaiChat;
+    // One whole event of text, then nothing more for a minute.
+    let mut hanging = loopback::Scripted::stream(
+        &loopback::event(
+            None,
+            &json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": "Thinking"}, "finish_reason": null}]}),
+        ),
+        4096,
+    );
+    hanging
+        .body
+        .push(loopback::Piece::Hang(std::time::Duration::from_secs(60)));
+    let server = Server::start(vec![hanging]);
+    let fx = project(kind, &server, "");
+    let mut child = spawned(&fx, &["--json"], "think");
+    let mut stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    let mut seen = String::new();
+    while !seen.contains("\"type\":\"text\"") {
+        use std::io::BufRead;
+        let mut line = String::new();
+        assert!(
+            stdout.read_line(&mut line).expect("stdout") > 0,
+            "ended before streaming: {seen}"
+        );
+        seen.push_str(&line);
+    }
+    kill(&child, "TERM");
+    let mut rest = Vec::new();
+    std::io::Read::read_to_end(&mut stdout, &mut rest).expect("the rest");
+    let out = child.wait_with_output().expect("chock run ends");
+    assert_eq!(out.status.code(), Some(130), "{}", describe(&out));
+    let mut all = seen.into_bytes();
+    all.extend(rest);
+    let events = validated_events(&all);
+    assert_eq!(
+        events.last().expect("end")["how"],
+        "cancelled",
+        "{events:?}"
+    );
+    assert_eq!(end_of(&fx)["how"], "cancelled");
+}

@@ -258,6 +258,52 @@ impl Show for Json {
     }
 }
 
+/// SIGINT (Ctrl-C) and SIGTERM cancel the session's turn: the reply
+/// streaming is dropped, the command running killed with its sandbox, and
+/// the session ends as a cancelled one (its log's `end` written, its work
+/// kept and said where). A second SIGINT ends the process at once, with
+/// the terminal's echo on again. The handlers are in place before the
+/// session starts.
+fn cancel_on_signals(cancel: chock_agent::CancellationToken) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    use tokio::signal::unix::{SignalKind, signal};
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()
+        .context("could not start the runtime that waits for Ctrl-C")?;
+    let (mut interrupt, mut terminate) = runtime
+        .block_on(async {
+            Ok::<_, std::io::Error>((
+                signal(SignalKind::interrupt())?,
+                signal(SignalKind::terminate())?,
+            ))
+        })
+        .context("could not wait for Ctrl-C and SIGTERM")?;
+    std::thread::spawn(move || {
+        runtime.block_on(async move {
+            loop {
+                let interrupted = tokio::select! {
+                    got = interrupt.recv() => got.map(|()| true),
+                    got = terminate.recv() => got.map(|()| false),
+                };
+                let Some(interrupted) = interrupted else {
+                    return;
+                };
+                if interrupted && cancel.is_cancelled() {
+                    crate::ask::echo(true);
+                    eprintln!("\nchock run: stopped at once; what the session wrote so far stays in its workspace (`chock workspace` lists it)");
+                    std::process::exit(exit::INTERRUPTED.into());
+                }
+                if !cancel.is_cancelled() {
+                    eprintln!("\nchock run: cancelling: the turn stops and the work is kept{}", if interrupted { " (Ctrl-C again stops at once)" } else { "" });
+                    cancel.cancel();
+                }
+            }
+        });
+    });
+    Ok(())
+}
+
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let task = if args.task.is_empty() {
         if std::io::stdin().is_terminal() {
@@ -292,7 +338,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(json) => json,
         None => &mut plain,
     };
-    let ended = chock_agent::run(options, &task, Arc::new(TerminalAsker), show);
+    let cancel = chock_agent::CancellationToken::new();
+    if let Err(e) = cancel_on_signals(cancel.clone()) {
+        eprintln!("chock run: {e:#}");
+        return Ok(exit::FAILURE.into());
+    }
+    let ended = chock_agent::run(options, &task, Arc::new(TerminalAsker), show, &cancel);
     if let Some(json) = json.as_mut() {
         json.end(&ended);
     }
@@ -321,7 +372,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         How::Done => "the model finished",
         How::MaxTurns => "stopped at --max-turns, the model still calling tools",
         How::Refusal => "stopped: the model refused to go on",
-        How::Cancelled => "cancelled",
+        How::Cancelled => {
+            "cancelled: the turn was stopped (a command running was killed with its sandbox)"
+        }
         How::Budget => "stopped at the budget (--max-budget, --max-tokens)",
         How::UnusableCalls => "stopped: the model kept making calls that could not be run",
     };
@@ -347,9 +400,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     };
     Ok(match ended.how {
-        How::MaxTurns | How::Refusal | How::Cancelled | How::Budget | How::UnusableCalls => {
-            exit::STOPPED
-        }
+        // Only a signal cancels `chock run`.
+        How::Cancelled => exit::INTERRUPTED,
+        How::MaxTurns | How::Refusal | How::Budget | How::UnusableCalls => exit::STOPPED,
         How::Done => code,
     }
     .into())
