@@ -19,7 +19,9 @@ use crate::error::McpError;
 use crate::gate::{StartRow, Withheld};
 use crate::server::ChockServer;
 use crate::tasks::Tasks;
-use crate::tools::{PROVIDE_TOOL, READ_SKILL, REQUEST_APPLY, Robots, SERVE_PORT, TOOL_NAMES};
+use crate::tools::{
+    PROVIDE_TOOL, READ_SKILL, REQUEST_APPLY, Robots, SERVE_PORT, TOOL_NAMES, WEB_SEARCH,
+};
 use crate::transport::LineTransport;
 use crate::workspace::Workspace;
 use chock_sandbox::workspace::SessionWorkspace;
@@ -311,10 +313,16 @@ impl Session {
                         by_rule: false,
                     });
                 }
-                None => self.offered.push(tool),
-                Some(withheld) => self.withheld.push(withheld),
-            }
-        }
+                // Offered only where config.zon names an engine.
+                None if tool == WEB_SEARCH && self.policy.search().is_none() => {
+                    self.withheld.push(Withheld {
+                        tool,
+                        why: format!(
+                            "{WEB_SEARCH} is not offered: config.zon names no search engine (.search = .{{ .kind = .searxng, .url = \"http://127.0.0.1:8888\" }}, or .brave, .tavily with a .key)"
+                        ),
+                        by_rule: false,
+                    });
+                }
                 // Offered only where some layer holds a skill.
                 None if tool == READ_SKILL && !crate::tools::has_skills(self) => {
                     self.withheld.push(Withheld {

@@ -11,6 +11,7 @@ mod files;
 mod git;
 mod nix;
 mod provide;
+mod search;
 mod skills;
 mod tasks;
 mod web;
@@ -18,6 +19,7 @@ mod web;
 pub use apply::{REQUEST_APPLY, fill_workspace, finish_workspace, make_workspace};
 pub(crate) use command::SessionPolicy;
 pub use provide::PROVIDE_TOOL;
+pub use search::WEB_SEARCH;
 pub use skills::{READ_SKILL, has_skills};
 pub use tasks::{SERVE_PORT, could_permit_a_port, furnish};
 pub use web::Robots;
@@ -32,7 +34,7 @@ use tokio_util::sync::CancellationToken;
 use crate::session::Session;
 
 /// Every tool this server can offer, in the order they are listed.
-pub const TOOL_NAMES: [&str; 17] = [
+pub const TOOL_NAMES: [&str; 18] = [
     "read_file",
     "list_directory",
     "glob",
@@ -44,6 +46,7 @@ pub const TOOL_NAMES: [&str; 17] = [
     "nix_build",
     PROVIDE_TOOL,
     "fetch_url",
+    WEB_SEARCH,
     READ_SKILL,
     "task_output",
     "stop_task",
@@ -97,6 +100,7 @@ pub async fn dispatch(call: &Call<'_>, name: &str, arguments: Value) -> Result<S
         "nix_build" => nix::nix_build(call, parse(name, arguments)?).await,
         PROVIDE_TOOL => provide::provide_tool(call, parse(name, arguments)?).await,
         "fetch_url" => web::fetch_url(call, parse(name, arguments)?).await,
+        WEB_SEARCH => search::web_search(call, parse(name, arguments)?).await,
         READ_SKILL => skills::read_skill(call, parse(name, arguments)?).await,
         "task_output" => tasks::task_output(call, parse(name, arguments)?).await,
         "stop_task" => tasks::stop_task(call, parse(name, arguments)?).await,
@@ -188,7 +192,7 @@ fn tool(name: &'static str, description: &'static str, input: Value, read_only: 
     let mut tool = Tool::new(name, description, schema(input));
     let mut annotations = ToolAnnotations::default();
     annotations.read_only_hint = Some(read_only);
-    annotations.open_world_hint = Some(name == "fetch_url");
+    annotations.open_world_hint = Some(matches!(name, "fetch_url" | WEB_SEARCH));
     tool.annotations = Some(annotations);
     tool
 }
@@ -311,6 +315,15 @@ pub fn definition(name: &str) -> Option<Tool> {
                 "url": {"type": "string"},
                 "max_bytes": {"type": "integer", "minimum": 1, "maximum": web::MAX_FETCH_BYTES}
             }, "required": ["url"], "additionalProperties": false}),
+            true,
+        ),
+        WEB_SEARCH => tool(
+            WEB_SEARCH,
+            "Search the web with the engine the person configured: answers up to `count` results (title, URL, snippet). Each search is decided under web.search and may ask the person. Reading a result is fetch_url, decided for its host.",
+            json!({"type": "object", "properties": {
+                "query": {"type": "string", "description": "What to search for (at most 400 characters)."},
+                "count": {"type": "integer", "minimum": 1, "maximum": chock_policy::MAX_SEARCH_RESULTS, "description": "How many results (default and most: the engine's .max_results)."}
+            }, "required": ["query"], "additionalProperties": false}),
             true,
         ),
         READ_SKILL => tool(
