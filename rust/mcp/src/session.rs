@@ -333,6 +333,10 @@ impl Session {
                         by_rule: false,
                     });
                 }
+                None => self.offered.push(tool),
+                Some(withheld) => self.withheld.push(withheld),
+            }
+        }
         Ok(())
     }
 }
