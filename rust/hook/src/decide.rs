@@ -139,6 +139,30 @@ pub fn deciding(judged: &[Judged], can_ask: bool) -> Option<&Judged> {
 /// The sentence for the answer: which act and rule decided, and the rule
 /// that would change it.
 pub fn reason(judged: &[Judged], can_ask: bool, agent_title: &str) -> String {
+    let mut text = reason_body(judged, can_ask, agent_title);
+    text.push_str(&held_sentence(judged));
+    text
+}
+
+/// What each policy held back by its rollout stage would have answered:
+/// an `observe` stage's refusal is a warning, told, never enforced.
+fn held_sentence(judged: &[Judged]) -> String {
+    judged
+        .iter()
+        .filter_map(|j| j.verdict.decided_by.held.as_ref().map(|h| (j, h)))
+        .map(|(j, held)| {
+            format!(
+                " The policy `{}` is rolled out at its `{}` stage: in force it would answer {} to `{}`.",
+                held.policy,
+                held.stage.as_str(),
+                held.would,
+                j.action
+            )
+        })
+        .collect()
+}
+
+fn reason_body(judged: &[Judged], can_ask: bool, agent_title: &str) -> String {
     let answer = call_answer(judged, can_ask);
     let Some(decider) = deciding(judged, can_ask) else {
         return "Chock: this call changes only the conversation; nothing to decide".to_owned();

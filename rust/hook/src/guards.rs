@@ -389,16 +389,24 @@ fn first_line(bytes: &[u8]) -> String {
 }
 
 /// A guard's answer as the verdict the gate settles: the package's layer,
-/// its id, its guard program as the file.
+/// its id, its guard program as the file, capped at the package's rollout
+/// stage (and what the stage held back said).
 pub fn verdict(package: &PolicyPackage, answer: &GuardAnswer) -> Verdict {
+    let decision = package.rollout.cap(answer.decision);
+    let held = (decision != answer.decision).then(|| chock_policy::Held {
+        policy: package.id.clone(),
+        stage: package.rollout,
+        would: answer.decision,
+    });
     Verdict {
-        decision: answer.decision,
+        decision,
         decided_by: DecidedBy {
             layer: Layer::Policy,
             file: package.guard.as_ref().map(|g| g.program.clone()),
             line: None,
             rule: None,
             policy: Some(package.id.clone()),
+            held,
         },
         suggestion: None,
     }

@@ -33,6 +33,7 @@ fn entry(i: usize) -> Entry {
             file: Some("/home/someone/src/project/chock.zon".into()),
             line: Some(42),
             policy: None,
+            held: None,
         },
         answered_by: AnsweredBy::Rule,
         subject: Some(format!(

@@ -18,7 +18,7 @@
 //!     model: None,
 //!     tool: Some("nix_build".into()),
 //!     decision: "allow".into(),
-//!     decided_by: DecidedBy { layer: "project".into(), file: Some("/src/demo/chock.zon".into()), line: Some(12), policy: None },
+//!     decided_by: DecidedBy { layer: "project".into(), file: Some("/src/demo/chock.zon".into()), line: Some(12), policy: None, held: None },
 //!     answered_by: AnsweredBy::Rule,
 //!     subject: Some("/nix/store/...-demo.drv".into()),
 //! };
@@ -46,7 +46,7 @@ use std::time::Duration;
 
 pub use error::LogError;
 pub use location::{dir_from_env, state_dir_from_env};
-pub use record::{AnsweredBy, DecidedBy, Entry, Head, HeadError, Record, Sha256Hash};
+pub use record::{AnsweredBy, DecidedBy, Entry, Head, HeadError, Held, Record, Sha256Hash};
 pub use records::{LogLine, Records};
 pub use verify::{Break, BreakKind, ChainStart, KeptHead, SeqPrev, Verification};
 

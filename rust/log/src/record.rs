@@ -43,6 +43,11 @@ impl From<&chock_policy::DecidedBy> for DecidedBy {
             file: by.file.as_ref().map(|f| f.to_string_lossy().into_owned()),
             line: by.line,
             policy: by.policy.clone(),
+            held: by.held.as_ref().map(|held| Held {
+                policy: held.policy.clone(),
+                stage: held.stage.as_str().into(),
+                would: held.would.as_str().into(),
+            }),
         }
     }
 }
@@ -60,6 +65,18 @@ pub struct DecidedBy {
     /// The installed policy package whose rule or guard decided, by id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<String>,
+    /// A package's answer its rollout stage held back, when one was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held: Option<Held>,
+}
+
+/// A package's answer held back by its rollout stage (`observe`, `ask`):
+/// the stage, and what the package would have answered in force.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Held {
+    pub policy: String,
+    pub stage: String,
+    pub would: String,
 }
 
 /// Who gave the final answer.
@@ -229,6 +246,7 @@ mod tests {
             line: Some(7),
             rule: None,
             policy: Some("no-big".into()),
+            held: None,
         };
         let line = DecidedBy::from(&by);
         assert_eq!(
@@ -256,6 +274,7 @@ mod tests {
                 file: Some("/src/demo/chock.zon".into()),
                 line: Some(7),
                 policy: None,
+                held: None,
             },
             answered_by: AnsweredBy::Rule,
             subject: None,

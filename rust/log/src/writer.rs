@@ -321,6 +321,7 @@ mod tests {
                 file: None,
                 line: None,
                 policy: None,
+                held: None,
             },
             answered_by: AnsweredBy::Person,
             subject: Some("example.org\n".into()),

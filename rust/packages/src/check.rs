@@ -20,7 +20,7 @@ use chock_hook::agent::Agent;
 use chock_hook::answer;
 use chock_hook::sync::{GitHook, agent_file};
 use chock_policy::package::{POLICIES_DIR, read_package};
-use chock_policy::{HookPoint, Key, LoadOptions, Policy, PolicyPackage, Reading};
+use chock_policy::{HookPoint, Key, LoadOptions, Policy, PolicyPackage, Reading, Rollout};
 use serde::{Deserialize, Serialize};
 
 use crate::evals;
@@ -293,6 +293,27 @@ fn run_evals(project: &Path, policy: &Policy) -> Stage {
                 continue;
             }
         };
+        // Its cases test what it decides in full force, whatever stage it
+        // is rolled out at: the stage caps it where it runs, not here.
+        let enforced = (package.rollout != Rollout::Enforce).then(|| {
+            let mut all = others.clone();
+            all.push(PolicyPackage {
+                rollout: Rollout::Enforce,
+                ..package.clone()
+            });
+            load(project, &all)
+        });
+        let with = match &enforced {
+            None => policy,
+            Some(Ok(enforced)) => enforced,
+            Some(Err(e)) => {
+                problems.push(problem(
+                    format!("{}: the policy could not be compiled: {e}", package.id),
+                    "fix the file and line named",
+                ));
+                continue;
+            }
+        };
         let mut passed = 0;
         let mut needed = 0;
         for case in &cases {
@@ -308,7 +329,7 @@ fn run_evals(project: &Path, policy: &Policy) -> Stage {
                 ));
                 continue;
             }
-            let outcome = evals::run_case(policy, project, case);
+            let outcome = evals::run_case(with, project, case);
             let unaided = evals::run_case(&without, project, case);
             let vacuous = unaided.got == outcome.expect;
             if !vacuous {

@@ -46,12 +46,12 @@ pub use files::{
 pub use index::RuleSet;
 pub use names::{ExecContext, NameError, Phase};
 pub use nix_net::{MAX_SITE_BYTES, NIX_NET_HOSTS, NIX_NET_OPAQUE, nix_net_mirror};
-pub use package::{HookPoint, PolicyPackage};
+pub use package::{HookPoint, PolicyPackage, Rollout};
 pub use pattern::{EXACT_SCORE, Pattern, PatternError};
 pub use policy::{
-    DEFAULT_MAX_DEPTH, DEFAULT_MAX_WIDTH, DecidedBy, Explained, Layer, LoadOptions, NoReviewer,
-    PROJECT_FILE, Policy, Reading, SYSTEM_BUNDLE, StartAnswer, StartQuestion, SubagentCaps,
-    Suggestion, Verdict, read_once_note,
+    DEFAULT_MAX_DEPTH, DEFAULT_MAX_WIDTH, DecidedBy, Explained, Held, Layer, LoadOptions,
+    NoReviewer, PROJECT_FILE, Policy, Reading, SYSTEM_BUNDLE, StartAnswer, StartQuestion,
+    SubagentCaps, Suggestion, Verdict, read_once_note,
 };
 pub use prices::{MAX_PRICES, Price};
 pub use promise::Ceiling;

@@ -70,6 +70,48 @@ impl HookPoint {
     }
 }
 
+/// How far a package's answers go, as an organisation rolls it out:
+/// `observe` answers nothing (each call is answered as without the
+/// package, and the log line says what the package would have answered),
+/// `ask` holds a refusal to an ask (a person can still say yes), `enforce`
+/// answers in full. Its verdicts rank warn (allowed, told) < ask < block
+/// (deny); a stage caps them at warn, ask or block.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Deserialize, Serialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Rollout {
+    Observe,
+    Ask,
+    #[default]
+    Enforce,
+}
+
+impl Rollout {
+    /// Every stage, the first the least in force.
+    pub const ALL: [Rollout; 3] = [Rollout::Observe, Rollout::Ask, Rollout::Enforce];
+
+    /// The word a manifest writes after `.rollout = .`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Rollout::Observe => "observe",
+            Rollout::Ask => "ask",
+            Rollout::Enforce => "enforce",
+        }
+    }
+
+    /// `decision` as this stage lets it through: `observe` allows (a warn),
+    /// `ask` raises anything stricter than an ask to an ask, `enforce`
+    /// keeps it.
+    pub fn cap(self, decision: crate::Decision) -> crate::Decision {
+        match self {
+            Rollout::Observe => crate::Decision::Allow,
+            Rollout::Ask => decision.max(crate::Decision::Ask),
+            Rollout::Enforce => decision,
+        }
+    }
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(
     deny_unknown_fields,
@@ -86,6 +128,8 @@ struct ManifestFile {
     guard: Option<Spanned<GuardBlock>>,
     #[serde(default)]
     guidance: String,
+    #[serde(default)]
+    rollout: Rollout,
 }
 
 #[derive(Debug, Deserialize)]
@@ -123,6 +167,8 @@ pub struct PolicyPackage {
     pub rules: RuleSet,
     pub guard: Option<Guard>,
     pub guidance: String,
+    /// How far its answers go (`.rollout`, `enforce` when not written).
+    pub rollout: Rollout,
     /// The package's folder.
     pub dir: PathBuf,
     /// Its `manifest.zon`.
@@ -289,6 +335,7 @@ pub fn read_manifest(
         rules,
         guard,
         guidance: file.guidance,
+        rollout: file.rollout,
         dir: dir.to_path_buf(),
         manifest: manifest.to_path_buf(),
     })
@@ -410,6 +457,69 @@ mod layer_tests {
             ".{{ .id = \"pkg\", .version = \"1\", .summary = \"s\", .hooks = .{{ \"tool\" }}, .rules = .{{ {rules} }} }}"
         );
         read_manifest(dir, &dir.join(MANIFEST), &text).expect("manifest")
+    }
+
+    fn staged(rules: &str, rollout: &str) -> PolicyPackage {
+        let dir = Path::new("/p/.agents/policies/pkg");
+        let text = format!(
+            ".{{ .id = \"pkg\", .version = \"1\", .summary = \"s\", .hooks = .{{ \"tool\" }}, .rollout = .{rollout}, .rules = .{{ {rules} }} }}"
+        );
+        read_manifest(dir, &dir.join(MANIFEST), &text).expect("manifest")
+    }
+
+    /// Each stage caps the package's answer (observe: allowed, ask: an ask
+    /// at most, enforce: as written) and says what it held back; a stage
+    /// never widens what the project alone answers, and one no stage names
+    /// does not read.
+    #[test]
+    fn a_rollout_stage_caps_the_package_and_never_widens() {
+        let deny = ".{ .action = \"git.push\", .decision = .deny }";
+        let push = Key::new("git.push");
+        for (stage, decision) in [
+            ("observe", Decision::Allow),
+            ("ask", Decision::Ask),
+            ("enforce", Decision::Deny),
+        ] {
+            let policy = Policy::from_rules(vec![rule("git.push", Decision::Allow)], Vec::new())
+                .with_packages(vec![staged(deny, stage)]);
+            let verdict = policy.decide(&push, Reading::Act);
+            assert_eq!(verdict.decision, decision, "{stage}");
+            let held = verdict
+                .decided_by
+                .held
+                .map(|h| (h.policy, h.stage.as_str(), h.would));
+            if stage == "enforce" {
+                assert_eq!(held, None);
+            } else {
+                assert_eq!(held, Some(("pkg".into(), stage, Decision::Deny)), "{stage}");
+            }
+        }
+        // The project denies pushes everywhere; a staged package's more
+        // specific allow (or its capped deny) does not lift that.
+        for rules in [".{ .action = \"git.push\", .decision = .allow }", deny] {
+            for stage in ["observe", "ask"] {
+                let policy = Policy::from_rules(vec![rule("git.*", Decision::Deny)], Vec::new())
+                    .with_packages(vec![staged(rules, stage)]);
+                let verdict = policy.decide(&push, Reading::Act);
+                assert_eq!(verdict.decision, Decision::Deny, "{stage} {rules}");
+            }
+        }
+        // A stage with no rule for the act changes nothing and says nothing.
+        let policy = Policy::from_rules(vec![rule("git.commit", Decision::Allow)], Vec::new())
+            .with_packages(vec![staged(deny, "observe")]);
+        let commit = policy.decide(&Key::new("git.commit"), Reading::Act);
+        assert_eq!(
+            (commit.decision, commit.decided_by.held),
+            (Decision::Allow, None)
+        );
+
+        let dir = Path::new("/p/.agents/policies/pkg");
+        let text = ".{ .id = \"pkg\", .version = \"1\", .summary = \"s\", .hooks = .{ \"tool\" },\n .rollout = .shadow, .rules = .{ .{ .decision = .deny } } }";
+        let error = read_manifest(dir, &dir.join(MANIFEST), text)
+            .expect_err("an unknown stage")
+            .to_string();
+        assert!(error.contains("manifest.zon:2:"), "{error}");
+        assert!(error.contains("shadow"), "{error}");
     }
 
     fn rule(action: &str, decision: Decision) -> Rule {

@@ -18,7 +18,7 @@ use crate::files::{
 };
 use crate::index::RuleSet;
 use crate::names::{self, NameError};
-use crate::package::{PolicyPackage, read_packages};
+use crate::package::{PolicyPackage, Rollout, read_packages};
 use crate::pattern::Pattern;
 use crate::rule::{Key, Rule};
 use crate::servers::{McpServer, SecretStore};
@@ -109,6 +109,20 @@ pub struct DecidedBy {
     /// The policy package whose rule or guard decided, by id.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub policy: Option<String>,
+    /// A package's answer its rollout stage held back, when one was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub held: Option<Held>,
+}
+
+/// A package's answer held back by its rollout stage: the stage and what
+/// the package would have answered in force. The decision log's line
+/// carries it, so `observe` shows what would have happened.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Held {
+    /// The package whose answer was held back, by id.
+    pub policy: String,
+    pub stage: Rollout,
+    pub would: Decision,
 }
 
 impl DecidedBy {
@@ -120,6 +134,7 @@ impl DecidedBy {
             line: None,
             rule: None,
             policy: None,
+            held: None,
         }
     }
 }
@@ -153,6 +168,7 @@ impl Verdict {
                 line: None,
                 rule: None,
                 policy: None,
+                held: None,
             },
             suggestion: None,
         }
@@ -447,7 +463,7 @@ impl Policy {
         key: &Key,
         reading: Reading,
     ) -> Verdict {
-        let (own, mut decided_by) = self.project_answer(best, reading);
+        let (own, mut decided_by) = self.staged_answer(best, reading);
         let mut decision = own;
         for bundle in &self.org {
             if let Some(rule) = best(&bundle.rules)
@@ -556,29 +572,76 @@ impl Policy {
         &self.packages
     }
 
-    fn project_answer<'a>(
+    /// [`Policy::project_answer`] with each package's rollout stage: a
+    /// staged package's answer is capped at its stage, and the answer is
+    /// never above the one the packages in force give without the staged
+    /// ones (so no stage widens anything). Where the capped answer is not
+    /// what the packages in full force would answer, it says so (`held`).
+    fn staged_answer<'a>(
         &'a self,
         best_of: &dyn Fn(&'a RuleSet) -> Option<&'a Rule>,
         reading: Reading,
     ) -> (Decision, DecidedBy) {
+        let staged = |p: &PolicyPackage| p.rollout != Rollout::Enforce;
+        let named = self
+            .packages
+            .iter()
+            .any(|p| staged(p) && best_of(&p.rules).is_some());
+        if !named {
+            return self.project_answer(best_of, reading, Stages::Full);
+        }
+        let (mut decision, mut by) = self.project_answer(best_of, reading, Stages::Capped);
+        let (without, by_without) = self.project_answer(best_of, reading, Stages::Without);
+        if without < decision {
+            (decision, by) = (without, by_without);
+        }
+        let (would, by_full) = self.project_answer(best_of, reading, Stages::Full);
+        let holder = by_full
+            .policy
+            .as_ref()
+            .and_then(|id| self.packages.iter().find(|p| &p.id == id))
+            .filter(|p| staged(p));
+        if let Some(package) = holder.filter(|_| would != decision) {
+            by.held = Some(Held {
+                policy: package.id.clone(),
+                stage: package.rollout,
+                would,
+            });
+        }
+        (decision, by)
+    }
+
+    fn project_answer<'a>(
+        &'a self,
+        best_of: &dyn Fn(&'a RuleSet) -> Option<&'a Rule>,
+        reading: Reading,
+        stages: Stages,
+    ) -> (Decision, DecidedBy) {
         let own = self.project_rules().and_then(best_of);
-        let mut best = own.map(|rule| (rule, decided_by_rule(Layer::Project, rule)));
+        let mut best = own.map(|rule| (rule.decision, rule, decided_by_rule(Layer::Project, rule)));
         for package in &self.packages {
+            if stages == Stages::Without && package.rollout != Rollout::Enforce {
+                continue;
+            }
             let Some(rule) = best_of(&package.rules) else {
                 continue;
             };
-            let wins = best.as_ref().is_none_or(|(held, _)| {
-                let (theirs, ours) = (rule.specificity(), held.specificity());
-                theirs > ours || (theirs == ours && rule.decision < held.decision)
+            let decision = match stages {
+                Stages::Capped => package.rollout.cap(rule.decision),
+                Stages::Full | Stages::Without => rule.decision,
+            };
+            let wins = best.as_ref().is_none_or(|(held, held_rule, _)| {
+                let (theirs, ours) = (rule.specificity(), held_rule.specificity());
+                theirs > ours || (theirs == ours && decision < *held)
             });
             if wins {
                 let mut by = decided_by_rule(Layer::Policy, rule);
                 by.policy = Some(package.id.clone());
-                best = Some((rule, by));
+                best = Some((decision, rule, by));
             }
         }
-        if let Some((rule, by)) = best {
-            return (rule.decision, by);
+        if let Some((decision, _, by)) = best {
+            return (decision, by);
         }
         if let Some(rule) = best_of(shipped_rules()) {
             return (rule.decision, decided_by_rule(Layer::Default, rule));
@@ -1119,6 +1182,16 @@ pub fn read_once_note(action: &str) -> Option<&'static str> {
     }
 }
 
+/// Which answers of the packages [`Policy::project_answer`] weighs: each
+/// as written (`Full`), each capped at its rollout stage (`Capped`), or
+/// only the packages in force (`Without` the staged ones).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stages {
+    Full,
+    Capped,
+    Without,
+}
+
 pub(crate) fn decided_by_rule(layer: Layer, rule: &Rule) -> DecidedBy {
     DecidedBy {
         layer,
@@ -1126,6 +1199,7 @@ pub(crate) fn decided_by_rule(layer: Layer, rule: &Rule) -> DecidedBy {
         line: rule.source.as_ref().map(|s| s.line),
         rule: Some(rule.as_written()),
         policy: None,
+        held: None,
     }
 }
 

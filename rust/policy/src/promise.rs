@@ -54,6 +54,7 @@ impl Policy {
                     line: None,
                     rule: Some(promise),
                     policy: None,
+                    held: None,
                 },
                 suggestion: None,
             },

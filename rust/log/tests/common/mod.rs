@@ -20,6 +20,7 @@ pub fn entry(i: usize) -> Entry {
             file: Some("/src/demo/chock.zon".into()),
             line: Some(7),
             policy: None,
+            held: None,
         },
         answered_by: AnsweredBy::Rule,
         subject: Some(format!("file-{i}")),
