@@ -265,6 +265,74 @@ impl PoliciesDir {
     }
 }
 
+/// Creates the new file `rel` beneath the folder `root` (shown as
+/// `shown`): each folder on the way opened relative to the one before
+/// without following a link (made when missing), the bytes written to a
+/// fresh temporary file there and renamed onto `rel`'s name only if
+/// nothing is at that name, so a reader sees the whole file or none and an
+/// existing file is never written over. A link or file where a folder must
+/// be is refused, naming it.
+pub fn create_new(root: &Path, rel: &Path, bytes: &[u8]) -> Result<PathBuf, PackageError> {
+    let root_fd = rustix::fs::open(root, DIR_FLAGS.difference(OFlags::NOFOLLOW), Mode::empty())
+        .map_err(|e| failed(root, "opening", e))?;
+    create_new_at(root_fd, root, rel, bytes)
+}
+
+/// [`create_new`] beneath the folder already opened as `root_fd`, shown
+/// in messages as `root`.
+pub fn create_new_at(
+    root_fd: OwnedFd,
+    root: &Path,
+    rel: &Path,
+    bytes: &[u8],
+) -> Result<PathBuf, PackageError> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let (Some(parent), Some(name)) = (rel.parent(), rel.file_name()) else {
+        return Err(PackageError::Refused(format!(
+            "{}: not a file's path",
+            rel.display()
+        )));
+    };
+    let mut dir = root_fd;
+    let mut shown = root.to_path_buf();
+    for step in parent.components() {
+        let Component::Normal(step) = step else {
+            return Err(PackageError::Refused(format!(
+                "{}: a path inside {}, with no `..` and not absolute",
+                rel.display(),
+                root.display()
+            )));
+        };
+        shown.push(step);
+        dir = open_dir(&dir, step, &shown, true)?;
+    }
+    let target = shown.join(name);
+    let temp = format!(
+        ".{}.new-{}-{}",
+        name.to_string_lossy(),
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    );
+    let file = PackageFile {
+        rel: PathBuf::from(&temp),
+        bytes: bytes.to_vec(),
+        executable: false,
+    };
+    write_file(&dir, &shown, &file)?;
+    let placed = rustix::fs::renameat_with(&dir, temp.as_str(), &dir, name, RenameFlags::NOREPLACE);
+    if placed.is_err() {
+        let _ = rustix::fs::unlinkat(&dir, temp.as_str(), AtFlags::empty());
+    }
+    placed.map_err(|e| match e {
+        Errno::EXIST => PackageError::Refused(format!(
+            "{} already exists: pick another name, or edit that file",
+            target.display()
+        )),
+        e => failed(&target, "putting in place", e),
+    })?;
+    Ok(target)
+}
+
 /// Whether `name` in `parent` is, without following a link, the object
 /// `opened` is (the same device and inode).
 fn same_object(opened: &OwnedFd, parent: &OwnedFd, name: &str) -> Result<bool, PackageError> {

@@ -23,6 +23,22 @@ pub enum NewCommand {
         #[arg(long, value_name = "DIR")]
         project: Option<PathBuf>,
     },
+    /// Write a skill skeleton: .agents/skills/<NAME>/SKILL.md, or with --policy inside that package (skills/<NAME>/SKILL.md).
+    Skill(PieceArgs),
+    /// Write a subagent skeleton: .claude/agents/<NAME>.md, or with --policy inside that package (agents/<NAME>.md).
+    Subagent(PieceArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct PieceArgs {
+    /// Its name: lowercase letters, digits and single `-` between them.
+    name: String,
+    /// Write it inside this policy package (.agents/policies/<ID>/), so it ships with the package.
+    #[arg(long, value_name = "ID")]
+    policy: Option<String>,
+    /// The project (default: the nearest folder holding chock.zon or .git).
+    #[arg(long, value_name = "DIR")]
+    project: Option<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -115,13 +131,23 @@ fn project_dir(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
 }
 
 pub fn new(command: NewCommand) -> anyhow::Result<ExitCode> {
-    let NewCommand::Policy { id, project } = command;
-    let project = project_dir(project.as_deref())?;
-    let dir = skeleton::new_policy(&project, &id)?;
-    outln!("created   {}", dir.display());
-    outln!(
-        "edit its manifest.zon and evals/, then `chock check` and `chock sync` to put it in force"
-    );
+    let (piece, args) = match command {
+        NewCommand::Policy { id, project } => {
+            let project = project_dir(project.as_deref())?;
+            let dir = skeleton::new_policy(&project, &id)?;
+            outln!("created   {}", dir.display());
+            outln!(
+                "edit its manifest.zon and evals/, then `chock check` and `chock sync` to put it in force"
+            );
+            return Ok(exit::SUCCESS.into());
+        }
+        NewCommand::Skill(args) => (skeleton::Piece::Skill, args),
+        NewCommand::Subagent(args) => (skeleton::Piece::Subagent, args),
+    };
+    let project = project_dir(args.project.as_deref())?;
+    let file = skeleton::new_piece(&project, piece, &args.name, args.policy.as_deref())?;
+    outln!("created   {}", file.display());
+    outln!("edit its description and body: an agent decides from the description when to use it");
     Ok(exit::SUCCESS.into())
 }
 
