@@ -128,7 +128,17 @@ pub async fn search(
         hits(engine.kind, &value, count)
     };
     match tokio::time::timeout(engine.timeout, exchange).await {
-        Ok(outcome) => outcome.map_err(scrub),
+        Ok(outcome) => outcome
+            .map(|hits| {
+                hits.into_iter()
+                    .map(|hit| Hit {
+                        title: scrub(hit.title),
+                        url: scrub(hit.url),
+                        snippet: scrub(hit.snippet),
+                    })
+                    .collect()
+            })
+            .map_err(scrub),
         Err(_) => Err(format!(
             "{name} did not answer within {} seconds (.search.timeout_seconds), so the search is refused",
             engine.timeout.as_secs()
