@@ -19,7 +19,8 @@ use crate::exit;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Who is asking: claude, cursor, gemini or codex (the payload is on
-    /// standard input), or the git hook pre-commit or pre-push.
+    /// standard input), the git hook pre-commit or pre-push, or
+    /// session-start AGENT (an agent's session start: arms the git hooks).
     pub agent: String,
     /// What git passes a hook (pre-push: the remote's name and URL).
     pub git_args: Vec<String>,
@@ -84,6 +85,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(hook) = GitHook::from_name(&args.agent) {
         return Ok(git_hook(hook, &args, &env));
     }
+    if args.agent == sync::SESSION_START {
+        return session_start(&args, &env);
+    }
     let agent: Agent = args.agent.parse()?;
     if !args.git_args.is_empty() {
         anyhow::bail!(
@@ -111,6 +115,44 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     stdout.flush()?;
     eprint!("{}", reply.stderr);
     Ok(reply.exit_code.into())
+}
+
+/// `chock hook session-start <agent>`, run by an agent's session-start
+/// entry: arms the project's git hooks (a fresh clone has none). Its
+/// payload is drained after, not read; a hook that cannot be armed is said on
+/// standard error, naming its file, and exits 1.
+fn session_start(args: &Args, env: &Env<'_>) -> anyhow::Result<ExitCode> {
+    let [name] = args.git_args.as_slice() else {
+        anyhow::bail!(
+            "`chock hook {}` takes the agent whose session starts: claude, cursor, gemini or codex (got {:?})",
+            sync::SESSION_START,
+            args.git_args
+        );
+    };
+    let agent: Agent = name.parse()?;
+    let project = chock_hook::project::resolve(args.project.as_deref(), Some(agent), var, &env.cwd);
+    let mut armed = true;
+    for file in sync::arm(&project, "chock") {
+        match file.result {
+            Ok(Change::Unchanged) => {}
+            Ok(_) => eprintln!("chock: armed {} ({})", file.path.display(), file.what),
+            Err(error) => {
+                armed = false;
+                eprintln!(
+                    "chock: the git hooks are not armed: {error}; run `chock sync` in {}",
+                    project.display()
+                );
+            }
+        }
+    }
+    // Armed first, then the payload drained, so an agent slow to close
+    // the pipe never keeps the hooks unarmed (the entry's bound ends it).
+    std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink())?;
+    Ok(if armed {
+        exit::SUCCESS.into()
+    } else {
+        exit::FAILURE.into()
+    })
 }
 
 fn git_hook(hook: GitHook, args: &Args, env: &Env<'_>) -> ExitCode {

@@ -130,30 +130,11 @@ pub fn sync(options: &SyncOptions) -> SyncReport {
             files,
         };
     }
-    match git_hooks::hooks_dir(&options.project) {
-        Ok(dir) => {
-            for hook in GitHook::ALL {
-                let path = dir.join(hook.name());
-                let result = sync_text_file(&dir, &path, true, options.mode(), |current| {
-                    if options.remove {
-                        git_hooks::removed(&path, current)
-                    } else {
-                        git_hooks::updated(hook, &path, current, &options.chock)
-                    }
-                });
-                files.push(FileOutcome {
-                    what: format!("git {} hook ({})", hook.name(), hook.action()),
-                    path,
-                    result,
-                });
-            }
-        }
-        Err(error) => files.push(FileOutcome {
-            what: "git hooks".to_owned(),
-            path: options.project.clone(),
-            result: Err(error),
-        }),
-    }
+    files.extend(sync_git_hooks(
+        &options.project,
+        &options.chock,
+        options.mode(),
+    ));
     if options.ci && !options.remove {
         let path = ci::path(&options.project);
         let result = sync_text_file(&options.project, &path, false, options.mode(), |current| {
@@ -171,6 +152,53 @@ pub fn sync(options: &SyncOptions) -> SyncReport {
         files,
     }
 }
+
+/// Each git hook of the repository holding `project`, written, checked or
+/// taken back as `how` says.
+fn sync_git_hooks(project: &Path, chock: &str, how: Mode) -> Vec<FileOutcome> {
+    let dir = match git_hooks::hooks_dir(project) {
+        Ok(dir) => dir,
+        Err(error) => {
+            return vec![FileOutcome {
+                what: "git hooks".to_owned(),
+                path: project.to_owned(),
+                result: Err(error),
+            }];
+        }
+    };
+    GitHook::ALL
+        .into_iter()
+        .map(|hook| {
+            let path = dir.join(hook.name());
+            let result = sync_text_file(&dir, &path, true, how, |current| {
+                if how == Mode::Remove {
+                    git_hooks::removed(&path, current)
+                } else {
+                    git_hooks::updated(hook, &path, current, chock)
+                }
+            });
+            FileOutcome {
+                what: format!("git {} hook ({})", hook.name(), hook.action()),
+                path,
+                result,
+            }
+        })
+        .collect()
+}
+
+/// What `chock hook session-start <agent>` runs when an agent's session
+/// starts: the git hooks of the project written as `chock sync` writes
+/// them (only where they differ, so every later start changes nothing).
+/// A fresh clone has no git hooks, since `.git/hooks` is never
+/// committed; the agent's committed hook file arms them on its first
+/// session.
+pub fn arm(project: &Path, chock: &str) -> Vec<FileOutcome> {
+    sync_git_hooks(project, chock, Mode::Write)
+}
+
+/// The word after `chock hook` in the entry that arms the git hooks when
+/// an agent's session starts.
+pub const SESSION_START: &str = "session-start";
 
 /// The agents whose own folder the project has, holding anything: an
 /// empty one configures nothing, and is what Chock's sandbox makes where
@@ -225,12 +253,38 @@ fn hook_command(chock: &str, agent: Agent) -> String {
     )
 }
 
+/// The command an agent's session-start entry runs: the git hooks armed
+/// ([`arm`]), bounded as the tool entry is. A session start cannot refuse
+/// anything, so where `chock` is missing the entry only says so; the tool
+/// entry refuses every call there.
+fn session_start_command(chock: &str, agent: Agent) -> String {
+    format!(
+        "command -v {chock} >/dev/null 2>&1 || {{ echo \"{MISSING_AT_START}\" >&2; exit 0; }}; \
+         timeout -k {HOOK_KILL_AFTER_SECS} {HOOK_BOUND_SECS} {chock} hook {SESSION_START} {}",
+        agent.name()
+    )
+}
+
+/// What a session-start entry says where `chock` is not installed.
+const MISSING_AT_START: &str = "This project's git hooks and agent tool calls are checked by Chock, which is not installed here, so every tool call will be refused. Install it (https://github.com/chock-dev/chock, or nix profile install github:chock-dev/chock).";
+
 /// What a hook entry says where `chock` is not installed.
 const MISSING: &str = "This project decides each agent tool call with Chock, which is not installed here, so the call is refused. Install it (https://github.com/chock-dev/chock, or nix profile install github:chock-dev/chock), or remove Chock from this agent's hook settings.";
 
-/// Whether a handler in an agent's file is one Chock wrote (by any path to
-/// the binary, with any arguments, under `timeout` or not).
+/// Whether a handler in an agent's file is Chock's tool entry for `agent`
+/// (by any path to the binary, with any arguments, under `timeout` or not).
 fn is_chocks(agent: Agent) -> impl Fn(&Value) -> bool {
+    is_chocks_running(vec!["hook", agent.name()])
+}
+
+/// Whether a handler is Chock's session-start entry for `agent`.
+fn is_chocks_start(agent: Agent) -> impl Fn(&Value) -> bool {
+    is_chocks_running(vec!["hook", SESSION_START, agent.name()])
+}
+
+/// Whether a handler runs `chock` with `args` first (by any path to the
+/// binary, under `timeout` or not).
+fn is_chocks_running(args: Vec<&'static str>) -> impl Fn(&Value) -> bool {
     let base = |word: &str| {
         word.rsplit('/')
             .next()
@@ -243,11 +297,10 @@ fn is_chocks(agent: Agent) -> impl Fn(&Value) -> bool {
             return false;
         };
         let words: Vec<&str> = command.split_whitespace().collect();
-        // `chock hook <agent>` run first, or under `timeout`.
+        // `chock <args>` run first, or under `timeout`.
         (0..words.len()).any(|at| {
             base(words[at]) == "chock"
-                && words.get(at + 1) == Some(&"hook")
-                && words.get(at + 2) == Some(&agent.name())
+                && words.get(at + 1..at + 1 + args.len()) == Some(&args[..])
                 && (at == 0 || words[..at].iter().any(|w| base(w) == "timeout"))
         })
     }
@@ -265,8 +318,19 @@ fn events(agent: Agent) -> &'static [(&'static str, bool)] {
     }
 }
 
+/// The event an agent runs hooks on when a session starts, and whether
+/// its layout nests handlers: each of the four has one.
+fn session_event(agent: Agent) -> (&'static str, bool) {
+    match agent {
+        Agent::Claude | Agent::Codex | Agent::Gemini => ("SessionStart", true),
+        Agent::Cursor => ("sessionStart", false),
+    }
+}
+
 fn sync_agent(agent: Agent, options: &SyncOptions, path: &Path) -> Result<Change, HookError> {
     let command = hook_command(&options.chock, agent);
+    let start = session_start_command(&options.chock, agent);
+    let (start_event, start_nested) = session_event(agent);
     sync_text_file(&options.project, path, false, options.mode(), |current| {
         if options.remove {
             return match current {
@@ -275,42 +339,55 @@ fn sync_agent(agent: Agent, options: &SyncOptions, path: &Path) -> Result<Change
                     for &(event, nested) in events(agent) {
                         document.remove(event, nested, is_chocks(agent))?;
                     }
+                    document.remove(start_event, start_nested, is_chocks_start(agent))?;
                     Ok(document.changed_text())
                 }
                 None => Ok(None),
             };
         }
         let document = json::Document::parse(path, current)?;
-        match agent {
+        // The handler each agent's layout takes for `command`.
+        let handler = |command: &str, name: &str| match agent {
             Agent::Claude | Agent::Codex => {
-                let group = json!({
-                    "matcher": "*",
-                    "hooks": [{"type": "command", "command": command, "timeout": AGENT_TIMEOUT_SECS}]
-                });
-                for (event, _) in events(agent) {
-                    document.ensure_nested(event, &group, is_chocks(agent))?;
-                }
+                json!({"type": "command", "command": command, "timeout": AGENT_TIMEOUT_SECS})
             }
-            Agent::Gemini => {
-                let group = json!({
-                    "matcher": "*",
-                    "hooks": [{
-                        "name": "chock",
-                        "type": "command",
-                        "command": command,
-                        "timeout": AGENT_TIMEOUT_SECS * 1000
-                    }]
-                });
-                for (event, _) in events(agent) {
-                    document.ensure_nested(event, &group, is_chocks(agent))?;
-                }
+            Agent::Gemini => json!({
+                "name": name,
+                "type": "command",
+                "command": command,
+                "timeout": AGENT_TIMEOUT_SECS * 1000
+            }),
+            Agent::Cursor => json!({"command": command, "failClosed": true}),
+        };
+        if agent == Agent::Cursor {
+            document.ensure_field("version", json::input(&json!(1)));
+        }
+        for &(event, nested) in events(agent) {
+            let handler = handler(&command, "chock");
+            if nested {
+                let group = json!({"matcher": "*", "hooks": [handler]});
+                document.ensure_nested(event, &group, is_chocks(agent))?;
+            } else {
+                document.ensure_flat(event, &handler, is_chocks(agent))?;
             }
-            Agent::Cursor => {
-                document.ensure_field("version", json::input(&json!(1)));
-                let handler = json!({"command": command, "failClosed": true});
-                for (event, _) in events(agent) {
-                    document.ensure_flat(event, &handler, is_chocks(agent))?;
-                }
+        }
+        // The user-level file is read in every project the person opens,
+        // and arming git hooks is a project's choice, made by its sync.
+        if !options.user {
+            let handler = match agent {
+                // Nothing to close at a session start: the tool entry
+                // refuses every call while chock cannot run.
+                Agent::Cursor => json!({"command": start}),
+                _ => handler(&start, "chock-session-start"),
+            };
+            if start_nested {
+                // No matcher: every start (a new session, a resumed or
+                // cleared one) arms them, as Claude Code, Codex and Gemini
+                // CLI each run a group without one for every source.
+                let group = json!({"hooks": [handler]});
+                document.ensure_nested(start_event, &group, is_chocks_start(agent))?;
+            } else {
+                document.ensure_flat(start_event, &handler, is_chocks_start(agent))?;
             }
         }
         Ok(document.changed_text())
