@@ -249,6 +249,10 @@ fn an_ask_with_no_terminal_reaches_chock_approve() {
     );
     let (question, out) = run_answered_in_approve(&fx, "write a note", "y", &watching);
     assert!(question.contains("call.write_file"), "{question}");
+    assert!(
+        question.contains("question 1 from chock run ") && !question.contains("chock mcp"),
+        "the session is named as the command it is: {question}"
+    );
     assert!(out.status.success(), "{}", describe(&out));
     assert_eq!(
         std::fs::read_to_string(fx.project.join("note.txt")).expect("note.txt applied"),
@@ -322,7 +326,7 @@ fn run_answered_in_approve_at(
             }
             seen.push_str(&String::from_utf8_lossy(&buffer[..n]));
             // Printed once the session says it is watched.
-            if seen.contains("watching chock mcp") {
+            if seen.contains("watching chock run") {
                 watching.raise();
             }
             if seen.contains(prompt) {

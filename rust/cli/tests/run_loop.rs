@@ -779,3 +779,34 @@ fn sigterm_mid_stream_ends_the_session_cancelled() {
     );
     assert_eq!(end_of(&fx)["how"], "cancelled");
 }
+
+/// An act that needs a person's yes, with no terminal and no `chock
+/// approve`: the refusal the model reads says why in chock run's words,
+/// never an MCP client's.
+#[test]
+fn a_refusal_for_want_of_a_person_says_so_in_chock_runs_words() {
+    let kind = ProviderKind::Anthropic;
+    let server = Server::start(vec![
+        reply(
+            kind,
+            "",
+            &[("w", "write_file", json!({"path": "n.txt", "content": "x"}))],
+        ),
+        reply(kind, "Could not.", &[]),
+    ]);
+    let fx = project(
+        kind,
+        &server,
+        r#".{ .action = "call.write_file", .decision = .ask }"#,
+    );
+    let out = run(&fx, &[], "write");
+    assert!(out.status.success(), "{}", describe(&out));
+    let (refusal, is_error) = result_for(kind, &server.requests()[1], "w");
+    assert!(is_error, "{refusal}");
+    assert!(
+        refusal.contains("chock run has no terminal to ask at")
+            && refusal.contains("no `chock approve` is running")
+            && !refusal.contains("elicitation"),
+        "{refusal}"
+    );
+}

@@ -64,8 +64,15 @@ pub enum Request {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum Event {
-    /// The first line on every connection: which server this is.
-    Hello { pid: u32, project: String },
+    /// The first line on every connection: which server this is, and the
+    /// command it is (`chock mcp`, `chock run`, `chock acp`; a server that
+    /// does not say is `chock mcp`).
+    Hello {
+        pid: u32,
+        project: String,
+        #[serde(default = "mcp_command")]
+        command: String,
+    },
     /// The answer to `watch`: from now on every question comes here.
     Watching,
     /// A question waiting for an answer.
@@ -149,7 +156,13 @@ impl State {
 struct HubInner {
     path: PathBuf,
     project: String,
+    command: String,
     state: Mutex<State>,
+}
+
+/// The command a server that says none in its hello is.
+fn mcp_command() -> String {
+    "chock mcp".into()
 }
 
 impl Drop for HubInner {
@@ -166,7 +179,7 @@ pub struct ApproveHub {
 
 impl ApproveHub {
     /// Listens on `<dir>/<pid>.sock` (removed again when the last handle goes).
-    pub fn start(dir: &Path, project: &str) -> Result<ApproveHub, McpError> {
+    pub fn start(dir: &Path, project: &str, command: &str) -> Result<ApproveHub, McpError> {
         prepare_dir(dir)?;
         let path = dir.join(format!("{}.sock", std::process::id()));
         std::fs::remove_file(&path).ok();
@@ -184,6 +197,7 @@ impl ApproveHub {
             inner: Arc::new(HubInner {
                 path,
                 project: project.to_string(),
+                command: command.to_string(),
                 state: Mutex::new(State::default()),
             }),
         };
@@ -363,6 +377,7 @@ async fn serve_connection(hub: ApproveHub, stream: UnixStream) {
     let hello = Event::Hello {
         pid: std::process::id(),
         project: hub.inner.project.clone(),
+        command: hub.inner.command.clone(),
     };
     if !send(&mut writer, &hello).await {
         return;
@@ -455,6 +470,8 @@ pub struct Connection {
     pub path: PathBuf,
     pub pid: u32,
     pub project: String,
+    /// The command the server is (`chock mcp`, `chock run`, `chock acp`).
+    pub command: String,
     stream: StdUnixStream,
     reader: BufReader<StdUnixStream>,
 }
@@ -490,13 +507,19 @@ impl Connection {
             path: path.to_path_buf(),
             pid: 0,
             project: String::new(),
+            command: String::new(),
             stream,
             reader,
         };
         match connection.read_event()? {
-            Some(Event::Hello { pid, project }) => {
+            Some(Event::Hello {
+                pid,
+                project,
+                command,
+            }) => {
                 connection.pid = pid;
                 connection.project = project;
+                connection.command = command;
                 Ok(connection)
             }
             _ => Err(unreachable(std::io::Error::other(
@@ -550,6 +573,8 @@ pub enum Heard {
         path: PathBuf,
         pid: u32,
         project: String,
+        /// The command the server is (`chock mcp`, `chock run`, `chock acp`).
+        command: String,
     },
     /// A server could not be reached (it is skipped until it changes).
     Unreachable(McpError),
@@ -647,6 +672,7 @@ impl Watcher {
             path: path.to_path_buf(),
             pid: connection.pid,
             project: connection.project.clone(),
+            command: connection.command.clone(),
         };
         let tell = self.tell.clone();
         std::thread::spawn(move || {

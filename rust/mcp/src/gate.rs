@@ -157,6 +157,17 @@ impl Session {
         }
     }
 
+    /// Why nobody at `client` could be asked, in its command's words.
+    fn nobody_words(&self, client: &Client) -> String {
+        match client {
+            Client::Mcp(_) => "this client does not support MCP elicitation".into(),
+            Client::Local(_) => format!(
+                "{} has no terminal to ask at (its stdin and stderr are not one terminal, or the task was read from stdin)",
+                self.command
+            ),
+        }
+    }
+
     /// Writes the gate's line for `action` asked through `tool`, by the
     /// agent `agent` (the client's name from `initialize`, `main` before a
     /// client has said it).
@@ -388,7 +399,8 @@ impl Session {
             Outcome::Refused(Refused::Nobody) => Err(match why {
                 Some(why) => format!("refused: {action} needs a person's yes and {why}.{change}"),
                 None => format!(
-                    "refused: {action} needs a person's yes, and nobody can be asked: this client does not support MCP elicitation and no `chock approve` is running. Run `chock approve` in another terminal and call again.{change}"
+                    "refused: {action} needs a person's yes, and nobody can be asked: {} and no `chock approve` is running. Run `chock approve` in another terminal and call again.{change}",
+                    self.nobody_words(client)
                 ),
             }),
         }

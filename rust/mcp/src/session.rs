@@ -199,7 +199,9 @@ impl Session {
         })?;
         let project_text = project.dir.display().to_string();
         let approve = if options.approve {
-            match approve::socket_dir().and_then(|dir| ApproveHub::start(&dir, &project_text)) {
+            match approve::socket_dir()
+                .and_then(|dir| ApproveHub::start(&dir, &project_text, options.command))
+            {
                 Ok(hub) => Some(hub),
                 Err(e) => {
                     tracing::warn!(

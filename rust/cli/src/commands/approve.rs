@@ -1,5 +1,6 @@
 //! `chock approve`: answer, from this terminal, the questions your running
-//! `chock mcp` servers wait on. The socket protocol is chock-mcp's; this
+//! `chock mcp` servers and `chock run` and `chock acp` sessions wait on,
+//! each named as the command it is (`chock run 1234`). The socket protocol is chock-mcp's; this
 //! module prints each question and reads the person's answer.
 
 use std::io::{BufRead, Write};
@@ -41,7 +42,12 @@ fn list(dir: &std::path::Path, only: Option<u32>, json: bool) -> anyhow::Result<
     for path in approve::server_sockets(dir) {
         match approve::list(&path) {
             Ok((connection, waiting)) if only.is_none_or(|pid| pid == connection.pid) => {
-                servers.push((connection.pid, connection.project.clone(), waiting));
+                servers.push((
+                    connection.command.clone(),
+                    connection.pid,
+                    connection.project.clone(),
+                    waiting,
+                ));
             }
             Ok(_) => {}
             Err(error) => eprintln!("chock approve: {error}"),
@@ -59,15 +65,15 @@ fn list(dir: &std::path::Path, only: Option<u32>, json: bool) -> anyhow::Result<
     if json {
         let report: Vec<_> = servers
             .iter()
-            .map(|(pid, project, waiting)| {
-                serde_json::json!({"pid": pid, "project": project, "questions": waiting})
+            .map(|(command, pid, project, waiting)| {
+                serde_json::json!({"pid": pid, "command": command, "project": project, "questions": waiting})
             })
             .collect();
         outln!("{}", serde_json::Value::Array(report));
         return Ok(exit::SUCCESS.into());
     }
-    for (pid, project, waiting) in &servers {
-        outln!("chock mcp {pid} for {project}: {} waiting", waiting.len());
+    for (command, pid, project, waiting) in &servers {
+        outln!("{command} {pid} for {project}: {} waiting", waiting.len());
         for one in waiting {
             outln!("  question {}: {}", one.id, one.question.headline());
         }
@@ -78,7 +84,8 @@ fn list(dir: &std::path::Path, only: Option<u32>, json: bool) -> anyhow::Result<
 /// One question shown, or waiting its turn to be shown.
 struct Shown {
     path: std::path::PathBuf,
-    pid: u32,
+    /// The server it came from, as it is named: `chock run 1234`.
+    from: String,
     id: u64,
     text: String,
     /// For a credential question: what it is for, and the user name typed
@@ -107,22 +114,20 @@ impl Shown {
 fn watch(mut watcher: Watcher) -> anyhow::Result<ExitCode> {
     end_on_ctrl_c()?;
     eprintln!(
-        "chock approve: waiting for questions from your chock mcp servers (Ctrl-D or Ctrl-C to stop)"
+        "chock approve: waiting for questions from your chock mcp, chock run and chock acp sessions (Ctrl-D or Ctrl-C to stop)"
     );
     let typed = typed_lines();
     let mut stdout = crate::out::stdout();
     let mut current: Option<Shown> = None;
     let mut queue: std::collections::VecDeque<Shown> = std::collections::VecDeque::new();
+    // Each server watched, by its socket, as it is named.
+    let mut names: std::collections::HashMap<std::path::PathBuf, String> =
+        std::collections::HashMap::new();
     loop {
         if current.is_none()
             && let Some(next) = queue.pop_front()
         {
-            outln!(
-                "\nquestion {} from chock mcp {}:\n{}",
-                next.id,
-                next.pid,
-                next.text
-            );
+            outln!("\nquestion {} from {}:\n{}", next.id, next.from, next.text);
             match &next.credential {
                 Some((wanted, _)) => out!(
                     "user name for {}{}: ",
@@ -156,8 +161,14 @@ fn watch(mut watcher: Watcher) -> anyhow::Result<ExitCode> {
             continue;
         };
         match heard {
-            Heard::Connected { pid, project, .. } => {
-                outln!("watching chock mcp {pid} for {project}");
+            Heard::Connected {
+                path,
+                pid,
+                project,
+                command,
+            } => {
+                outln!("watching {command} {pid} for {project}");
+                names.insert(path, format!("{command} {pid}"));
             }
             Heard::Unreachable(error) => eprintln!("chock approve: {error}"),
             Heard::Closed { pid, path } => {
@@ -166,12 +177,18 @@ fn watch(mut watcher: Watcher) -> anyhow::Result<ExitCode> {
                     crate::ask::echo(true);
                 }
                 queue.retain(|q| q.path != path);
-                outln!("chock mcp {pid} stopped");
+                let name = names
+                    .remove(&path)
+                    .unwrap_or_else(|| format!("server {pid}"));
+                outln!("{name} stopped");
             }
             Heard::Event { path, pid, event } => match event {
                 Event::Question { id, question } => queue.push_back(Shown {
+                    from: names
+                        .get(&path)
+                        .cloned()
+                        .unwrap_or_else(|| format!("server {pid}")),
                     path,
-                    pid,
                     id,
                     text: question.text(),
                     credential: question.credential.map(|wanted| (wanted, None)),
