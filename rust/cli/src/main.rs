@@ -118,6 +118,8 @@ enum Command {
     /// List the skills of the three layers (operator, project, packaged) and the decision a read of each gets.
     #[command(subcommand)]
     Skills(commands::skills::Command),
+    /// Write Chock's own skills (policy-init first) into your agents' skills folders (Claude Code, Codex, Gemini CLI); --remove takes them back.
+    InstallSkills(commands::install_skills::Args),
     /// Write a new policy package.
     #[command(subcommand)]
     New(commands::packages::NewCommand),
@@ -263,6 +265,7 @@ fn main() -> ExitCode {
         Command::Skills(c) => commands::skills::run(c),
         Command::New(c) => commands::packages::new(c),
         Command::Check(a) => commands::packages::check(a),
+        Command::InstallSkills(a) => commands::install_skills::run(a),
         Command::Install(a) => commands::packages::install(a),
         Command::Search(a) => commands::packages::search(a),
         Command::Info(a) => commands::packages::info(a),

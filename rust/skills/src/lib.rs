@@ -46,6 +46,13 @@ pub const MAX_FILES_NAMED: usize = 64;
 /// How deep beneath a skill's folder files are named.
 const MAX_DEPTH: usize = 4;
 
+/// Chock's own skills, which `chock install-skills` writes into the
+/// person's agents: each folder's name and its `SKILL.md`.
+pub const SHIPPED: &[(&str, &str)] = &[(
+    "policy-init",
+    include_str!("../shipped/policy-init/SKILL.md"),
+)];
+
 /// Where each layer's skills are.
 #[derive(Debug, Clone)]
 pub struct Layers {

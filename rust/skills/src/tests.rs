@@ -294,3 +294,14 @@ fn a_swap_of_a_folder_and_a_link_never_reads_outside() {
         "swaps {swaps}, read {read}, refused {refused}"
     );
 }
+
+/// Chock's own skills are skills by the same reading as everyone's.
+#[test]
+fn the_shipped_skills_read_as_skills() {
+    for (name, text) in SHIPPED {
+        let front = frontmatter::parse(text).expect(name);
+        assert_eq!(front.name, *name);
+        assert!(is_skill_name(name) && front.description.len() <= MAX_DESCRIPTION);
+    }
+    assert_eq!(SHIPPED[0].0, "policy-init");
+}

@@ -13,6 +13,7 @@ pub mod exec;
 pub mod hook;
 pub mod inputs;
 pub mod log;
+pub mod install_skills;
 pub mod login;
 pub mod mcp;
 pub mod memory;
