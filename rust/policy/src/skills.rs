@@ -166,6 +166,28 @@ mod tests {
     }
 
     #[test]
+    fn a_bundle_holds_no_skills_or_search_block() {
+        for block in ["skills", "search"] {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let bundle = dir.path().join("org.zon");
+            std::fs::write(&bundle, format!(".{{ .version = 1,\n .{block} = .{{}} }}"))
+                .expect("write");
+            let message = crate::Policy::load(&crate::LoadOptions {
+                project_dir: dir.path().to_path_buf(),
+                operator_config: None,
+                discovered_bundles: vec![],
+                org_bundles: vec![bundle],
+            })
+            .expect_err(block)
+            .to_string();
+            assert!(
+                message.contains("org.zon:2:") && message.contains("holds rules, not"),
+                "{message}"
+            );
+        }
+    }
+
+    #[test]
     fn a_bad_block_is_refused_at_its_line() {
         for (text, says) in [
             (

@@ -34,7 +34,15 @@ pub async fn web_search(call: &Call<'_>, args: WebSearch) -> Result<String, Stri
         detail: vec![format!("query: {}", args.query)],
     };
     call.gate(&act, Asking::Person).await?;
-    let key = chock_search::key(&session.policy, engine)?;
+    // A key kept by a command is read by running it: off the runtime's
+    // threads, within the secret's own bound.
+    let held = std::sync::Arc::clone(session);
+    let key = tokio::task::spawn_blocking(move || match held.policy.search() {
+        Some(engine) => chock_search::key(&held.policy, engine),
+        None => Ok(None),
+    })
+    .await
+    .map_err(|e| format!("web_search: {e}"))??;
     let count = args.count.unwrap_or(engine.max_results);
     let hits = chock_search::search(engine, key.as_deref(), &args.query, count).await?;
     Ok(chock_search::shown(engine.kind, args.query.trim(), &hits))
