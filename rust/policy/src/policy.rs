@@ -338,13 +338,16 @@ impl Policy {
         Ok(policy)
     }
 
-    /// Refuses a `chock.zon` under which a declared child kind would be
-    /// answered above its parent. Each act a project rule names (a class
-    /// by one act in it, a rule naming no act by one no rule names) is
-    /// decided, with that rule's tool and model, for every kind that has a
-    /// parent and for the parent; a child answered higher is an error at
-    /// the rule that answered it (the spawn chain's fold would refuse the
-    /// child at run time anyway: this says so where the fault is written).
+    /// Refuses a `chock.zon` whose rule for a declared child kind answers
+    /// it above its parent. Each project rule naming an agent kind is
+    /// read for every declared kind it names that has a parent: its act
+    /// (a class by one act in it, a rule naming no act by one no rule
+    /// names) is decided, with its tool and model, for the child and for
+    /// the parent, and a child that this rule answers higher is an error
+    /// at the rule. A child that holds more only through a rule for every
+    /// kind (its parent lowered by a rule of the parent's own) is not: the
+    /// spawn chain's fold gives it its parent's answer, and that is what
+    /// the parent's rule asks for.
     fn check_children(&self, text: &str) -> Result<(), PolicyError> {
         let probe = |pattern: &Option<Pattern>| {
             pattern.as_ref().map(|p| {
@@ -356,8 +359,11 @@ impl Policy {
             })
         };
         for rule in self.rules() {
+            let (Some(kinds), Some(source)) = (&rule.agent_kind, &rule.source) else {
+                continue;
+            };
             let action = probe(&rule.action).unwrap_or_else(|| "load-check.any".into());
-            for agent in self.agents() {
+            for agent in self.agents().iter().filter(|a| kinds.matches(&a.kind)) {
                 let Some(parent) = agent.parent.as_deref() else {
                     continue;
                 };
@@ -368,16 +374,12 @@ impl Policy {
                     action: action.clone(),
                 };
                 let child = self.decide(&key(&agent.kind), Reading::Act);
+                let by_this_rule = child.decided_by.line == Some(source.line)
+                    && child.decided_by.file.as_deref() == Some(source.file.as_path());
                 let above = self.decide(&key(parent), Reading::Act);
-                if child.decision <= above.decision {
+                if !by_this_rule || child.decision <= above.decision {
                     continue;
                 }
-                let line = child
-                    .decided_by
-                    .line
-                    .filter(|_| child.decided_by.file.as_deref() == Some(&self.project_file))
-                    .or_else(|| rule.source.as_ref().map(|s| s.line))
-                    .unwrap_or(1);
                 let parents_rule = match (&above.decided_by.rule, above.decided_by.line) {
                     (Some(written), Some(line)) => format!("the rule at line {line}, {written}"),
                     (Some(written), None) => format!("the shipped default {written}"),
@@ -386,7 +388,7 @@ impl Policy {
                 return Err(chock_zon::Error::at(
                     Some(&self.project_file),
                     text,
-                    line_span(text, line),
+                    line_span(text, source.line),
                     format!(
                         "agent kind `{}` is answered {} for `{action}` where its parent `{parent}` is answered {} (by {parents_rule}); a child kind never holds more than its parent, so lower this rule for `{}` or raise `{parent}`'s",
                         agent.kind,

@@ -403,9 +403,10 @@ fn agents_are_checked() {
     }
 }
 
-/// A child kind's rules that would answer it above its parent are refused
-/// at load, at the rule's line, naming the kind, its parent, the act and
-/// the parent's rule; the same rules lowering the child load.
+/// A rule for a child kind that answers it above its parent is refused at
+/// load, at the rule's line, naming the kind, its parent, the act and the
+/// parent's rule; rules lowering the child, or lowering only the parent,
+/// load.
 #[test]
 fn a_child_kind_given_more_than_its_parent_is_refused_at_load() {
     let agents =
@@ -438,10 +439,10 @@ fn a_child_kind_given_more_than_its_parent_is_refused_at_load() {
             "answered ask (by no rule)",
         ),
         (
-            "parent-lowered",
+            "child-class",
             &[
                 ".{ .agent_kind = \"main\", .action = \"exec.*\", .decision = .ask }",
-                ".{ .action = \"exec.*\", .decision = .allow }",
+                ".{ .agent_kind = \"tester\", .action = \"exec.*\", .decision = .allow }",
             ][..],
             5,
             "`exec.load-check`",
@@ -476,6 +477,24 @@ fn a_child_kind_given_more_than_its_parent_is_refused_at_load() {
         (
             "same-for-both",
             &[".{ .action = \"exec.*\", .decision = .allow }"][..],
+        ),
+        // The parent lowered by its own rule: the child holds more only
+        // through the rule for every kind, and the spawn chain gives it
+        // its parent's answer.
+        (
+            "parent-lowered",
+            &[
+                ".{ .agent_kind = \"main\", .action = \"exec.*\", .decision = .ask }",
+                ".{ .action = \"exec.*\", .decision = .allow }",
+            ][..],
+        ),
+        // A rule for the child that gives it what its parent holds.
+        (
+            "child-equal",
+            &[
+                ".{ .action = \"call.write_file\", .decision = .allow }",
+                ".{ .agent_kind = \"tester\", .action = \"call.write_file\", .decision = .allow }",
+            ][..],
         ),
     ] {
         let (_, options) = project(name, Some(&zon(rules)));
