@@ -2231,10 +2231,13 @@ fn nix_build_fetches_a_missing_input_after_one_question_and_evaluates_once_more(
                 .is_some_and(|a| a.starts_with("nix.net"))
         })
         .collect();
+    // Each session start put the host to the rules with nobody asked
+    // (route `inputs`): no rule answers it, so nothing was fetched then.
     assert!(
         host_lines
             .iter()
-            .all(|l| l["route"] == "mcp" && l["tool"] == "nix_build"),
+            .all(|l| (l["route"] == "mcp" && l["tool"] == "nix_build")
+                || (l["route"] == "inputs" && l["decision"] != "allow")),
         "{host_lines:#?}"
     );
     assert!(
@@ -3287,7 +3290,8 @@ fn the_tool_server_holds_the_placeholders_for_its_session() {
 /// for the session workspace, `/run/chock/cache` for the cache. The host
 /// folders Chock keeps them in (under its state and cache folders) are
 /// never shown to the model: not in the first run's notice, not in what
-/// the program printed (its mount table names the workspace's source).
+/// the program printed (its mount table names the workspace's source and
+/// the task records' folder), in the foreground or in the background.
 #[test]
 fn run_command_results_name_the_sandboxs_paths_never_the_host_folders_behind_them() {
     use sandbox_fixture::git_stdout as git;
@@ -3319,13 +3323,24 @@ fn run_command_results_name_the_sandboxs_paths_never_the_host_folders_behind_the
         "{}",
         ran.text
     );
-    for host in ["state", "cache"] {
-        let folder = root.join(host).display().to_string();
-        assert!(
-            !ran.text.contains(&folder),
-            "{folder} was shown to the model: {}",
-            ran.text
-        );
+    let started = client.call(
+        "run_command",
+        json!({"argv": ["sh", "-c", "cat /proc/self/mountinfo"], "background": true}),
+    );
+    assert!(!started.is_error, "{started:?}");
+    let output = client.call("task_output", json!({"task": 1, "wait_seconds": 10}));
+    assert!(
+        output.text.contains("/run/chock/tasks"),
+        "the task's own mount table: {output:?}"
+    );
+    for text in [&ran.text, &started.text, &output.text] {
+        for host in ["state", "cache"] {
+            let folder = root.join(host).display().to_string();
+            assert!(
+                !text.contains(&folder),
+                "{folder} was shown to the model: {text}"
+            );
+        }
     }
 }
 

@@ -265,7 +265,7 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
 /// The host folders a command of `session` sees elsewhere, with where
 /// ([`exec::inside_names`]): the session's task records and its
 /// scratchpad besides the project's own.
-fn inside_names(
+pub(crate) fn inside_names(
     session: &crate::session::Session,
 ) -> Vec<(std::path::PathBuf, std::path::PathBuf)> {
     let mut own = vec![(

@@ -78,7 +78,11 @@ pub async fn start(
         let mut prepared =
             exec::prepare_allowed(&request, toolchain, &session.policy, &session.log, ROUTE)
                 .map_err(|e| format!("run_command: {e}"))?;
-        let notices: Vec<String> = prepared.notices.iter().map(ToString::to_string).collect();
+        let notices: Vec<String> = prepared
+            .notices
+            .iter()
+            .map(exec::Notice::for_agent)
+            .collect();
         furnish(&session, &mut prepared, network).map_err(|e| format!("run_command: {e}"))?;
         if let Some(router) = router {
             prepared = prepared.with_router(router);
@@ -116,7 +120,10 @@ pub async fn start(
         id = task.id
     );
     call.session.tasks.write_record(&task);
-    Ok(out)
+    Ok(exec::as_seen_inside(
+        &out,
+        &super::command::inside_names(call.session),
+    ))
 }
 
 fn network_words(network: Network) -> &'static str {
@@ -342,7 +349,9 @@ pub async fn task_output(call: &Call<'_>, args: TaskOutput) -> Result<String, St
             ""
         }
     );
-    let _ = write!(out, "--- output ---\n{}", chunk.text);
+    // In the sandbox's names, as run_command's own result.
+    let shown = exec::as_seen_inside(&chunk.text, &super::command::inside_names(call.session));
+    let _ = write!(out, "--- output ---\n{shown}");
     Ok(out)
 }
 

@@ -203,11 +203,11 @@ impl Git {
         })
     }
 
-    /// The person's own setting `key` (their `user.name`, say), read
-    /// with their system and global config as `git config` reads it; a
-    /// read runs no program. `None` when unset.
-    pub(crate) fn person_setting(&self, key: &str) -> Option<String> {
-        let mut command = self.command(["config", "--get", key]);
+    /// What `git config` `args` print with the person's system and global
+    /// config read, as `git config` reads them (a read runs no program);
+    /// `None` when git fails (or finds nothing).
+    fn person_config(&self, args: &[&str]) -> Option<Vec<u8>> {
+        let mut command = self.command(args);
         for (var, _) in SAFE_ENV
             .iter()
             .filter(|(v, _)| v.starts_with("GIT_CONFIG_"))
@@ -219,8 +219,7 @@ impl Git {
             .stderr(Stdio::null())
             .output()
             .ok()?;
-        let text = String::from_utf8_lossy(&out.stdout).trim_end().to_owned();
-        (out.status.success() && !text.is_empty()).then_some(text)
+        out.status.success().then_some(out.stdout)
     }
 
     /// Runs git with `args` and refuses a failure, naming the command.
@@ -264,13 +263,25 @@ impl Git {
 }
 
 /// The person's `user.name` and `user.email` as git on the host reads them
-/// in `host` (the repository's config, then the global and system ones),
-/// each given as both the author's and the committer's variable; a setting
-/// that is unset is left out. Nothing else of their config is read.
+/// in `host` (the system's config, the global one, then the repository's;
+/// the last one read wins, as for git), each given as both the author's
+/// and the committer's variable; a setting that is unset is left out.
+/// One `git config` reads both, and nothing else of their config.
 pub(crate) fn person_identity(host: &Git) -> Vec<(String, String)> {
+    let listed = host
+        .person_config(&["config", "-z", "--get-regexp", r"^user\.(name|email)$"])
+        .unwrap_or_default();
+    let (mut name, mut email) = (None, None);
+    for entry in split_z(&listed) {
+        match entry.split_once('\n') {
+            Some(("user.name", value)) if !value.is_empty() => name = Some(value.to_owned()),
+            Some(("user.email", value)) if !value.is_empty() => email = Some(value.to_owned()),
+            _ => {}
+        }
+    }
     let mut env = Vec::new();
-    for (key, part) in [("user.name", "NAME"), ("user.email", "EMAIL")] {
-        if let Some(value) = host.person_setting(key) {
+    for (part, value) in [("NAME", name), ("EMAIL", email)] {
+        if let Some(value) = value {
             for role in ["AUTHOR", "COMMITTER"] {
                 env.push((format!("GIT_{role}_{part}"), value.clone()));
             }
