@@ -191,6 +191,8 @@ pub fn replay(conversation: &[chock_agent::Turn], updates: &mut Updates) {
                     updates.call_ended(call, &outcome);
                 }
             }
+            // Images read are the model's to see; the result said so.
+            chock_agent::Turn::Images(_) => {}
         }
     }
 }

@@ -101,6 +101,17 @@ pub trait Show: Send {
             self.line(&format!("plan {step}"));
         }
     }
+    /// The session's title, each time the agent sets it (`set_title`).
+    fn title(&mut self, title: &str) {
+        self.line(&format!("title: {title}"));
+    }
+    /// An act the agent `agent` asks the person to do (`request_action`).
+    fn requested(&mut self, agent: &str, action: &str, why: Option<&str>) {
+        self.line(&format!(
+            "the `{agent}` agent asks you to: {action}{}",
+            why.map_or(String::new(), |why| format!(" (why: {why})"))
+        ));
+    }
     /// What the session has spent, after each reply of the main agent.
     fn spent(&mut self, spent: &Spent) {
         let _ = spent;
@@ -615,6 +626,9 @@ impl Session {
                     content,
                     is_error,
                 });
+            }
+            if let Some(images) = self.own.take_images() {
+                self.conversation.turns.push(images);
             }
             self.say_unlogged(show);
             if unusable_in_row >= own_tools::MAX_UNUSABLE_CALLS {

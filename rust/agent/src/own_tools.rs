@@ -11,10 +11,13 @@
 //! | `restrict_self` | the loop (no row: it only narrows) | makes a promise |
 //! | `policy_widen` | `policy.widen` (unnamed: ask) | replaces one promise with a wider one |
 //! | `spawn_agent` | the loop: declared kinds, `.subagents` | runs a child agent on a task ([`crate::spawn`]) |
+//! | `read_image` | `call.read_image` | reads a PNG, JPEG, GIF or WebP of the workspace for the model to see |
+//! | `set_title` | the loop (no row: it only names the session) | names the session, shown and logged |
+//! | `request_action` | the loop (no row: it does nothing itself) | asks the person to do an act only they can, shown and logged |
 //!
 //! A spawned agent is offered the same tools but `update_plan`,
-//! `restrict_self` and `policy_widen`, which are the main agent's: the plan
-//! and the promises are the session's.
+//! `restrict_self`, `policy_widen` and `set_title`, which are the main
+//! agent's: the plan, the promises and the title are the session's.
 //!
 //! A decided call is logged as the tool server's calls are (its tool, its
 //! action, who answered); the loop's own answers are events of the
@@ -44,8 +47,20 @@ pub const WRITE_MEMORY: &str = "write_memory";
 pub const RESTRICT_SELF: &str = "restrict_self";
 pub const POLICY_WIDEN: &str = "policy_widen";
 pub const SPAWN_AGENT: &str = "spawn_agent";
+pub const READ_IMAGE: &str = "read_image";
+/// The most bytes of an image `read_image` sends (the APIs take 5 MB).
+pub const IMAGE_BYTES: u64 = 5 * 1000 * 1000;
+pub const SET_TITLE: &str = "set_title";
+pub const REQUEST_ACTION: &str = "request_action";
 /// The own tools only the main agent is offered.
-const MAIN_ONLY: [&str; 3] = [UPDATE_PLAN, RESTRICT_SELF, POLICY_WIDEN];
+const MAIN_ONLY: [&str; 4] = [UPDATE_PLAN, RESTRICT_SELF, POLICY_WIDEN, SET_TITLE];
+/// The most bytes of a session's title.
+pub const TITLE_BYTES: usize = 120;
+/// The most bytes of an act `request_action` asks for, and of its reason.
+pub const REQUEST_BYTES: usize = 2000;
+/// The kinds of the session events `set_title` and `request_action` write.
+pub const TITLE_EVENT: &str = "title";
+pub const REQUEST_EVENT: &str = "request_action";
 /// The action `policy_widen` is decided at.
 pub const WIDEN_ACTION: &str = "policy.widen";
 /// The most bytes of an `ask_user` question.
@@ -115,6 +130,28 @@ pub fn definitions() -> Vec<ToolDef> {
             POLICY_WIDEN,
             "Ask to replace one of your promises with a wider ceiling. `action` names the promise exactly as it was made. It is decided at policy.widen: a person is asked unless a rule answers.",
             promise("The promise's action, exactly as made."),
+        ),
+        def(
+            READ_IMAGE,
+            "Look at an image of the workspace (PNG, JPEG, GIF or WebP, at most 5 MB): a screenshot, a diagram, a rendered page. It is shown to you after the call's result.",
+            json!({"type": "object", "properties": {
+                "path": {"type": "string", "description": "The image's path in the workspace."}
+            }, "required": ["path"], "additionalProperties": false}),
+        ),
+        def(
+            SET_TITLE,
+            "Name this session in a few words (one line, at most 120 bytes), shown to the person and in `chock sessions`. Call it once you know what the task is; call again if it changes.",
+            json!({"type": "object", "properties": {
+                "title": {"type": "string"}
+            }, "required": ["title"], "additionalProperties": false}),
+        ),
+        def(
+            REQUEST_ACTION,
+            "Ask the person to do something only they can (log in somewhere, plug in a device, approve a payment, run a command on their own machine): it is shown to them and logged, and you are not told when or whether it is done. Go on with what you can, or finish and say what you wait for.",
+            json!({"type": "object", "properties": {
+                "action": {"type": "string", "description": "What the person should do, at most 2000 bytes."},
+                "why": {"type": "string", "description": "Why it is needed, at most 2000 bytes."}
+            }, "required": ["action"], "additionalProperties": false}),
         ),
         def(
             SPAWN_AGENT,
@@ -227,12 +264,15 @@ pub struct OwnTools {
     state: Arc<Mutex<State>>,
     events: Vec<Event>,
     memory: Result<Memory, String>,
-    /// Spawned agents' runs not yet taken for the log.
+    /// Log events of the own tools not yet taken for the log (spawned
+    /// agents' runs, titles, requests).
     ran: Vec<chock_sessions::Event>,
     /// The calls under way and the task, as a reviewer agent is told of them.
     under_way: Arc<crate::review::UnderWay>,
     /// The decisions the gate logged, shown after the call that made them.
     decisions: Arc<Decisions>,
+    /// Images read since they were last taken, for the model to see.
+    images: Vec<chock_provider::Image>,
 }
 
 /// The promises as the session's gate reads them: a further term of every
@@ -293,6 +333,7 @@ impl OwnTools {
             ran: Vec::new(),
             under_way: Arc::default(),
             decisions,
+            images: Vec::new(),
         })
     }
 
@@ -319,7 +360,16 @@ impl OwnTools {
         &self.events
     }
 
-    /// The log events of the spawned agents' runs since the last time.
+    /// The images `read_image` read since the last time, as the turn that
+    /// shows them to the model (after the results of the reply that read
+    /// them), if any.
+    pub fn take_images(&mut self) -> Option<chock_provider::Turn> {
+        let images = std::mem::take(&mut self.images);
+        (!images.is_empty()).then_some(chock_provider::Turn::Images(images))
+    }
+
+    /// The log events of the own tools (spawned agents' runs, titles,
+    /// requests) since the last time.
     pub fn take_ran(&mut self) -> Vec<chock_sessions::Event> {
         std::mem::take(&mut self.ran)
     }
@@ -458,6 +508,88 @@ impl OwnTools {
                     text.len()
                 ))
             }
+            READ_IMAGE => {
+                #[derive(Deserialize)]
+                #[serde(deny_unknown_fields)]
+                struct Args {
+                    path: String,
+                }
+                let args: Args = parse(name, arguments)?;
+                tools
+                    .decide(name, "call.read_image", Some(args.path.clone()), Vec::new())
+                    .await?;
+                let bytes = tools
+                    .read_bytes(&args.path, IMAGE_BYTES)?
+                    .ok_or_else(|| format!("{READ_IMAGE}: there is no file {}", args.path))?;
+                let media_type = image_type(&bytes).ok_or_else(|| {
+                    format!(
+                        "{READ_IMAGE}: {} is not a PNG, JPEG, GIF or WebP image (read by its first bytes, whatever its name)",
+                        args.path
+                    )
+                })?;
+                use base64::Engine as _;
+                self.images.push(chock_provider::Image {
+                    media_type: media_type.to_owned(),
+                    base64: base64::engine::general_purpose::STANDARD.encode(&bytes),
+                });
+                Ok(format!(
+                    "{}: {media_type}, {} bytes; it is shown to you after this result",
+                    args.path,
+                    bytes.len()
+                ))
+            }
+            SET_TITLE => {
+                #[derive(Deserialize)]
+                #[serde(deny_unknown_fields)]
+                struct Args {
+                    title: String,
+                }
+                let args: Args = parse(name, arguments)?;
+                let title = one_line(&args.title);
+                if title.is_empty() || title.len() > TITLE_BYTES {
+                    return Err(format!(
+                        "{SET_TITLE}: `title` must say something in at most {TITLE_BYTES} bytes"
+                    ));
+                }
+                show.title(&title);
+                self.log(show, TITLE_EVENT, &json!({"title": title}));
+                Ok(format!("the session is titled: {title}"))
+            }
+            REQUEST_ACTION => {
+                #[derive(Deserialize)]
+                #[serde(deny_unknown_fields)]
+                struct Args {
+                    action: String,
+                    why: Option<String>,
+                }
+                let args: Args = parse(name, arguments)?;
+                let action = one_line(&args.action);
+                let why = args.why.as_deref().map(one_line).filter(|w| !w.is_empty());
+                if action.is_empty()
+                    || action.len() > REQUEST_BYTES
+                    || why.as_ref().is_some_and(|w| w.len() > REQUEST_BYTES)
+                {
+                    return Err(format!(
+                        "{REQUEST_ACTION}: `action` must say what to do, and it and `why` at most {REQUEST_BYTES} bytes each"
+                    ));
+                }
+                let agent = tools
+                    .chain()
+                    .last()
+                    .copied()
+                    .unwrap_or(chock_mcp::AGENT_KIND)
+                    .to_owned();
+                show.requested(&agent, &action, why.as_deref());
+                self.log(
+                    show,
+                    REQUEST_EVENT,
+                    &json!({"agent": agent, "action": action, "why": why}),
+                );
+                Ok(
+                    "shown to the person and logged; you are not told when or whether it is done"
+                        .into(),
+                )
+            }
             RESTRICT_SELF => self.restrict(Promise::from_arguments(name, arguments)?),
             POLICY_WIDEN => {
                 let wanted = Promise::from_arguments(name, arguments)?;
@@ -486,6 +618,14 @@ impl OwnTools {
             other => Err(format!(
                 "there is no tool named `{other}` among the loop's own"
             )),
+        }
+    }
+
+    /// Keeps one event of `kind` for the session log.
+    fn log(&mut self, show: &mut dyn Show, kind: &str, fields: &Value) {
+        match chock_sessions::Event::custom(kind, fields) {
+            Ok(event) => self.ran.push(event),
+            Err(e) => show.line(&format!("the {kind} could not be logged: {e}")),
         }
     }
 
@@ -636,6 +776,42 @@ async fn ask_user(tools: &InProcess, arguments: Value) -> Result<String, String>
 /// A person's answer in words as the agent reads it (and the session log
 /// keeps it): every control character (line ends, escapes) taken out,
 /// trimmed, and cut to [`ANSWER_BYTES`] on a character's boundary.
+/// The media type of an image by its first bytes, when it is one the
+/// APIs take.
+fn image_type(bytes: &[u8]) -> Option<&'static str> {
+    match bytes {
+        [0x89, b'P', b'N', b'G', b'\r', b'\n', 0x1a, b'\n', ..] => Some("image/png"),
+        [0xff, 0xd8, 0xff, ..] => Some("image/jpeg"),
+        [b'G', b'I', b'F', b'8', b'7' | b'9', b'a', ..] => Some("image/gif"),
+        [
+            b'R',
+            b'I',
+            b'F',
+            b'F',
+            _,
+            _,
+            _,
+            _,
+            b'W',
+            b'E',
+            b'B',
+            b'P',
+            ..,
+        ] => Some("image/webp"),
+        _ => None,
+    }
+}
+
+/// `text` as one line a person reads: no control characters (a newline
+/// or a tab is a space), trimmed.
+fn one_line(text: &str) -> String {
+    let spaced: String = text
+        .chars()
+        .map(|c| if c.is_whitespace() { ' ' } else { c })
+        .collect();
+    chock_policy::visible(spaced.trim()).trim().to_owned()
+}
+
 fn cleaned_answer(raw: &str) -> String {
     let clean: String = raw.chars().filter(|c| !c.is_control()).collect();
     let clean = clean.trim();
@@ -649,6 +825,35 @@ fn cleaned_answer(raw: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_image_is_known_by_its_first_bytes_never_its_name() {
+        let webp = b"RIFF\x10\0\0\0WEBPVP8 ";
+        assert_eq!(image_type(b"\x89PNG\r\n\x1a\n\0\0"), Some("image/png"));
+        assert_eq!(image_type(b"\xff\xd8\xff\xe0"), Some("image/jpeg"));
+        assert_eq!(image_type(b"GIF89a.."), Some("image/gif"));
+        assert_eq!(image_type(b"GIF87a.."), Some("image/gif"));
+        assert_eq!(image_type(webp), Some("image/webp"));
+        for none in [
+            &b""[..],
+            b"\x89PNG",
+            b"GIF88a..",
+            b"RIFF\x10\0\0\0WAVEfmt ",
+            b"<svg/>",
+        ] {
+            assert_eq!(image_type(none), None, "{none:?}");
+        }
+    }
+
+    #[test]
+    fn a_title_or_a_request_is_one_line_with_nothing_hidden() {
+        assert_eq!(
+            one_line("  fix\nthe\ttests \u{1b}[2J "),
+            one_line("fix the tests \u{1b}[2J")
+        );
+        assert!(!one_line("a\u{1b}[2Jb").contains('\u{1b}'));
+        assert!(!one_line("a\u{202e}b").contains('\u{202e}'));
+    }
 
     #[test]
     fn an_answer_in_words_loses_control_characters_and_is_bounded() {

@@ -225,6 +225,9 @@ pub(crate) async fn run(
                 is_error,
             });
         }
+        if let Some(images) = own.take_images() {
+            conversation.turns.push(images);
+        }
         if unusable_in_row >= crate::own_tools::MAX_UNUSABLE_CALLS {
             ran.answer = Err(format!(
                 "the `{}` agent made {unusable_in_row} calls in a row that could not be run",

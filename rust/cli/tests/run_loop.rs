@@ -810,3 +810,159 @@ fn a_refusal_for_want_of_a_person_says_so_in_chock_runs_words() {
         "{refusal}"
     );
 }
+
+/// A whole 1x1 PNG.
+const PNG: &[u8] = &[
+    0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52,
+    0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1f, 0x15, 0xc4,
+    0x89, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9c, 0x63, 0xf8, 0xff, 0xff, 0x3f,
+    0x00, 0x05, 0xfe, 0x02, 0xfe, 0xa7, 0x35, 0x81, 0x84, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45, 0x4e,
+    0x44, 0xae, 0x42, 0x60, 0x82,
+];
+
+/// read_image sends a workspace image in each API's image block after
+/// the call's result; a file that is no image (whatever its name), one
+/// past the bound, a link out of the workspace, and a `deny_read` file are
+/// each refused to the model, and nothing of them is sent. set_title
+/// and request_action are shown and logged.
+#[test]
+fn read_image_sends_the_image_and_refuses_what_is_none_set_title_and_request_action_are_shown_and_logged()
+ {
+    for kind in KINDS {
+        let server = Server::start(vec![
+            reply(
+                kind,
+                "",
+                &[
+                    ("t", "set_title", json!({"title": "Look at\nthe shot"})),
+                    ("i1", "read_image", json!({"path": "shot.png"})),
+                    ("i2", "read_image", json!({"path": "fake.png"})),
+                    ("i3", "read_image", json!({"path": "big.png"})),
+                    ("i4", "read_image", json!({"path": "out.png"})),
+                    ("i5", "read_image", json!({"path": "secret/s.png"})),
+                    (
+                        "r",
+                        "request_action",
+                        json!({"action": "log in to the dashboard", "why": "the token expired"}),
+                    ),
+                ],
+            ),
+            reply(kind, "A red dot.", &[]),
+        ]);
+        let fx = run_support::project_zon(
+            kind,
+            &server,
+            &format!(
+                ".{{ .apply = .{{ .mode = .merge }}, .deny_read = .{{ \"secret/s.png\" }}, .policy = .{{ .rules = .{{ {} }} }} }}\n",
+                run_support::APPLY_ALLOWED
+            ),
+        );
+        std::fs::write(fx.project.join("shot.png"), PNG).expect("shot.png");
+        std::fs::write(fx.project.join("fake.png"), "not an image").expect("fake.png");
+        let mut big = PNG.to_vec();
+        big.resize(5_000_001, 0);
+        std::fs::write(fx.project.join("big.png"), big).expect("big.png");
+        std::os::unix::fs::symlink("/etc/hostname", fx.project.join("out.png")).expect("link");
+        std::fs::create_dir(fx.project.join("secret")).expect("secret");
+        std::fs::write(fx.project.join("secret/s.png"), PNG).expect("s.png");
+        sandbox_fixture::git_stdout(&fx.project, &["add", "."]);
+        sandbox_fixture::git_stdout(&fx.project, &["commit", "-q", "-m", "images"]);
+        let out = run(&fx, &[], "look at the shot");
+        assert!(out.status.success(), "{kind:?}: {}", describe(&out));
+        let requests = server.requests();
+        let (said, _) = result_for(kind, &requests[1], "i1");
+        assert!(
+            said.contains(&format!("image/png, {} bytes", PNG.len())),
+            "{kind:?}: {said}"
+        );
+        for (id, why) in [
+            ("i2", "is not a PNG, JPEG, GIF or WebP image"),
+            ("i3", "5000001"),
+            ("i4", "out.png"),
+            ("i5", "deny_read"),
+        ] {
+            let (refused, is_error) = result_for(kind, &requests[1], id);
+            assert!(
+                is_error && refused.contains(why),
+                "{kind:?} {id}: {refused}"
+            );
+        }
+        let encoded = text(
+            &std::process::Command::new("base64")
+                .args(["-w0"])
+                .arg(fx.project.join("shot.png"))
+                .output()
+                .expect("base64")
+                .stdout,
+        );
+        let messages = requests[1].body["messages"].as_array().expect("messages");
+        let images: Vec<&Value> = match kind {
+            ProviderKind::Anthropic => messages
+                .iter()
+                .flat_map(|m| m["content"].as_array().into_iter().flatten())
+                .filter(|c| c["type"] == "image")
+                .collect(),
+            _ => messages
+                .iter()
+                .filter(|m| m["role"] == "user")
+                .flat_map(|m| m["content"].as_array().into_iter().flatten())
+                .filter(|c| c["type"] == "image_url")
+                .collect(),
+        };
+        let [image] = &images[..] else {
+            panic!("{kind:?}: one image is sent: {images:?}")
+        };
+        match kind {
+            ProviderKind::Anthropic => {
+                assert_eq!(image["source"]["media_type"], "image/png");
+                assert_eq!(image["source"]["data"], encoded.as_str());
+                // In the user message holding the results, after them.
+                let last = messages.last().expect("a message");
+                assert_eq!(last["role"], "user");
+                assert_eq!(
+                    last["content"].as_array().and_then(|c| c.last()),
+                    Some(*image)
+                );
+            }
+            _ => {
+                assert_eq!(
+                    image["image_url"]["url"],
+                    format!("data:image/png;base64,{encoded}")
+                );
+                assert_eq!(
+                    messages.last().expect("a message")["role"],
+                    "user",
+                    "after every tool result"
+                );
+            }
+        }
+        let stderr = text(&out.stderr);
+        assert!(
+            stderr.contains("chock run: title: Look at the shot"),
+            "{kind:?}: {stderr}"
+        );
+        assert!(
+            stderr.contains(
+                "chock run: the `main` agent asks you to: log in to the dashboard (why: the token expired)"
+            ),
+            "{kind:?}: {stderr}"
+        );
+        let events = session_events(&fx);
+        let title = events
+            .iter()
+            .find(|e| e["type"] == "title")
+            .expect("a title event");
+        assert_eq!(title["title"], "Look at the shot");
+        let asked = events
+            .iter()
+            .find(|e| e["type"] == "request_action")
+            .expect("a request_action event");
+        assert_eq!(asked["action"], "log in to the dashboard", "{asked}");
+        assert_eq!(asked["agent"], "main", "{asked}");
+        let logged = fx.last_logged("call.read_image");
+        assert_eq!(
+            logged["decision"], "allow",
+            "decided, allowed by the shipped row: {logged}"
+        );
+    }
+}

@@ -267,11 +267,27 @@ impl InProcess {
     /// descriptor (no link leads out), of at most `limit` bytes; `Ok(None)`
     /// when there is no such file.
     pub fn read_text(&self, given: &str, limit: u64) -> Result<Option<String>, String> {
+        self.read_with(given, |opened, rel| opened.read_text(rel, limit))
+    }
+
+    /// The bytes of `given`, read as [`InProcess::read_text`] reads.
+    pub fn read_bytes(&self, given: &str, limit: u64) -> Result<Option<Vec<u8>>, String> {
+        self.read_with(given, |opened, rel| opened.read(rel, limit))
+    }
+
+    fn read_with<T>(
+        &self,
+        given: &str,
+        read: impl FnOnce(
+            &crate::workspace::Opened<'_>,
+            &std::path::Path,
+        ) -> Result<T, crate::workspace::FileError>,
+    ) -> Result<Option<T>, String> {
         let workspace = &self.session.workspace;
         let rel = workspace.relative(given).map_err(|e| e.to_string())?;
         let opened = workspace.opened().map_err(|e| e.to_string())?;
-        match opened.read_text(&rel, limit) {
-            Ok(text) => Ok(Some(text)),
+        match read(&opened, &rel) {
+            Ok(read) => Ok(Some(read)),
             Err(crate::workspace::FileError::NotFound { .. }) => Ok(None),
             Err(e) => Err(e.to_string()),
         }

@@ -56,6 +56,14 @@ impl Wire for Anthropic {
                         json!({"type": "tool_result", "tool_use_id": call_id, "content": content, "is_error": is_error}),
                     ],
                 ),
+                // After the results, in the same user message.
+                Turn::Images(images) => (
+                    "user",
+                    images
+                        .iter()
+                        .map(|image| json!({"type": "image", "source": {"type": "base64", "media_type": image.media_type, "data": image.base64}}))
+                        .collect(),
+                ),
             };
             match messages.last_mut() {
                 Some((last, held)) if *last == role => held.extend(blocks),

@@ -60,6 +60,25 @@ pub enum Turn {
         content: String,
         is_error: bool,
     },
+    /// Images the calls of the reply before read (`read_image`), for the
+    /// model to see: after that reply's results, as the person's turn on
+    /// the wire (each API takes an image there).
+    Images(Vec<Image>),
+}
+
+/// An image, as every API takes it: its media type (`image/png`,
+/// `image/jpeg`, `image/gif`, `image/webp`) and its bytes in base64.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Image {
+    pub media_type: String,
+    pub base64: String,
+}
+
+impl Image {
+    /// The image as a `data:` URL (the OpenAI APIs take one).
+    pub fn data_url(&self) -> String {
+        format!("data:{};base64,{}", self.media_type, self.base64)
+    }
 }
 
 /// A conversation: the system prompt, the turns so far, the tools offered.

@@ -21,7 +21,9 @@ mod wire;
 
 pub use anthropic::VERSION as ANTHROPIC_VERSION;
 pub use client::{Client, MAX_REPLY_BYTES, Model, Settings};
-pub use conversation::{Conversation, Reply, Request, StopReason, ToolCall, ToolDef, Turn, Usage};
+pub use conversation::{
+    Conversation, Image, Reply, Request, StopReason, ToolCall, ToolDef, Turn, Usage,
+};
 pub use credentials::{Credentials, MAX_KEY_BYTES, key_for};
 pub use error::ProviderError;
 pub use select::select_model;

@@ -51,6 +51,12 @@ impl Wire for OpenaiChat {
                 Turn::ToolResult {
                     call_id, content, ..
                 } => json!({"role": "tool", "tool_call_id": call_id, "content": content}),
+                // A tool message takes text only: the images follow the
+                // results as the user's.
+                Turn::Images(images) => json!({"role": "user", "content": images
+                    .iter()
+                    .map(|image| json!({"type": "image_url", "image_url": {"url": image.data_url()}}))
+                    .collect::<Vec<_>>()}),
             });
         }
         let mut body = json!({

@@ -42,6 +42,10 @@ impl Wire for OpenaiResponses {
                 } => input.push(
                     json!({"type": "function_call_output", "call_id": call_id, "output": content}),
                 ),
+                Turn::Images(images) => input.push(json!({"role": "user", "content": images
+                    .iter()
+                    .map(|image| json!({"type": "input_image", "image_url": image.data_url()}))
+                    .collect::<Vec<_>>()})),
             }
         }
         let mut body = json!({

@@ -47,6 +47,10 @@ fn conversation() -> Conversation {
                 content: "a.txt".into(),
                 is_error: false,
             },
+            Turn::Images(vec![chock_provider::Image {
+                media_type: "image/png".into(),
+                base64: "iVBORw0KGgo=".into(),
+            }]),
         ],
         tools: vec![ToolDef {
             name: "read_file".into(),
@@ -283,6 +287,12 @@ async fn streamed_text_and_a_tool_call_in_pieces_are_assembled_for_every_kind() 
                 assert_eq!(body["messages"][2]["role"], "user");
                 assert_eq!(body["messages"][2]["content"][0]["type"], "tool_result");
                 assert_eq!(body["messages"][2]["content"][0]["tool_use_id"], "call_0");
+                // The image after the result, in the same user message.
+                assert_eq!(
+                    body["messages"][2]["content"][1],
+                    json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}})
+                );
+                assert_eq!(body["messages"].as_array().map(Vec::len), Some(3));
             }
             ProviderKind::OpenaiChat => {
                 assert_eq!(sent.path, "/v1/chat/completions");
@@ -294,6 +304,11 @@ async fn streamed_text_and_a_tool_call_in_pieces_are_assembled_for_every_kind() 
                 );
                 assert_eq!(body["messages"][3]["role"], "tool");
                 assert_eq!(body["messages"][3]["tool_call_id"], "call_0");
+                // A tool message takes text only: the image follows as the user's.
+                assert_eq!(
+                    body["messages"][4],
+                    json!({"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}]})
+                );
                 assert_eq!(body["tools"][0]["function"]["parameters"]["type"], "object");
                 assert_eq!(body["stream_options"]["include_usage"], true);
             }
@@ -305,6 +320,10 @@ async fn streamed_text_and_a_tool_call_in_pieces_are_assembled_for_every_kind() 
                 assert_eq!(body["input"][1]["type"], "function_call");
                 assert_eq!(body["input"][2]["type"], "function_call_output");
                 assert_eq!(body["input"][2]["call_id"], "call_0");
+                assert_eq!(
+                    body["input"][3],
+                    json!({"role": "user", "content": [{"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo="}]})
+                );
                 assert_eq!(body["tools"][0]["parameters"]["type"], "object");
             }
         }

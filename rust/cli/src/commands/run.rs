@@ -207,6 +207,17 @@ impl Show for Json {
         self.emit("notice", serde_json::json!({"text": line}));
     }
 
+    fn title(&mut self, title: &str) {
+        self.emit("title", serde_json::json!({"title": title}));
+    }
+
+    fn requested(&mut self, agent: &str, action: &str, why: Option<&str>) {
+        self.emit(
+            "request_action",
+            serde_json::json!({"agent": agent, "action": action, "why": why}),
+        );
+    }
+
     fn plan(&mut self, plan: &chock_agent::plan::Plan) {
         self.emit("plan", serde_json::json!({"steps": plan.steps}));
     }
