@@ -268,3 +268,42 @@ fn chock_run_offers_read_skill_in_process() {
         requests[1].body
     );
 }
+
+/// A client that offers prompts to its person gets the skills as prompts,
+/// by name and description, each read decided like read_skill's.
+#[test]
+fn the_skills_are_mcp_prompts_decided_like_a_read() {
+    let env = three_layers();
+    let (mut client, init) = env.client_speaking("2025-06-18", true, &[], &[]);
+    assert!(
+        init["result"]["capabilities"]["prompts"].is_object(),
+        "{init}"
+    );
+    let listed = client.request("prompts/list", json!({}));
+    let names: Vec<&str> = listed["result"]["prompts"]
+        .as_array()
+        .expect("prompts")
+        .iter()
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    assert_eq!(names, ["mine", "deploy", "audit-sql"], "{listed}");
+    assert_eq!(
+        listed["result"]["prompts"][1]["description"],
+        "The deploy skill."
+    );
+    let got = client.request("prompts/get", json!({"name": "mine"}));
+    let text = got["result"]["messages"][0]["content"]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.contains("Operator steps."), "{got}");
+    env.assert_logged("skill.read.operator", "allow", "default");
+    client.elicit_answers.push(person_says(false));
+    let refused = client.request("prompts/get", json!({"name": "deploy"}));
+    assert!(
+        refused["error"].is_object() && !refused.to_string().contains("Deploy steps"),
+        "{refused}"
+    );
+    env.assert_logged("skill.read.project", "deny", "person");
+    let none = client.request("prompts/get", json!({"name": "nobody"}));
+    assert!(none["error"].is_object(), "{none}");
+}

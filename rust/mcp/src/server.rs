@@ -45,6 +45,11 @@ impl ChockServer {
         !self.gateway.is_empty()
     }
 
+    /// Whether the server offers prompts: its skills, or a relayed server's.
+    fn has_prompts(&self) -> bool {
+        self.relays() || self.session.offered.contains(&tools::READ_SKILL)
+    }
+
     fn result(&self, outcome: Result<String, String>) -> CallToolResult {
         match self.session.answer(outcome) {
             Ok(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
@@ -58,7 +63,12 @@ impl ServerHandler for ChockServer {
         // The gateway passes on its servers' log messages (MCP logging,
         // which servers still send, is deprecated by SEP-2577).
         #[expect(deprecated)]
-        let capabilities = if !self.relays() {
+        let capabilities = if !self.relays() && self.has_prompts() {
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_prompts()
+                .build()
+        } else if !self.relays() {
             ServerCapabilities::builder().enable_tools().build()
         } else {
             ServerCapabilities::builder()
@@ -193,21 +203,47 @@ impl ServerHandler for ChockServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        if !self.relays() {
+        if !self.has_prompts() {
             return Err(ErrorData::method_not_found::<ListPromptsRequestMethod>());
         }
-        Ok(ListPromptsResult::with_all_items(
-            self.gateway.prompts(&context.peer).await,
-        ))
+        let mut prompts = if self.session.offered.contains(&tools::READ_SKILL) {
+            tools::skill_prompts(&self.session)
+        } else {
+            Vec::new()
+        };
+        if self.relays() {
+            prompts.extend(self.gateway.prompts(&context.peer).await);
+        }
+        Ok(ListPromptsResult::with_all_items(prompts))
     }
 
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        if !self.relays() {
+        if !self.has_prompts() {
             return Err(ErrorData::method_not_found::<GetPromptRequestMethod>());
+        }
+        if self.session.offered.contains(&tools::READ_SKILL)
+            && tools::is_skill_prompt(&self.session, &request.name)
+        {
+            let client = crate::ask::Client::Mcp(context.peer.clone());
+            let call = Call {
+                session: &self.session,
+                client: &client,
+                cancel: context.ct.clone(),
+            };
+            return tools::skill_prompt(&call, &request.name)
+                .await
+                .map(Into::into)
+                .map_err(|why| ErrorData::invalid_params(self.session.secrets.scrub(&why), None));
+        }
+        if !self.relays() {
+            return Err(ErrorData::invalid_params(
+                format!("there is no prompt named `{}`", request.name),
+                None,
+            ));
         }
         self.gateway
             .prompt(&self.session, request)

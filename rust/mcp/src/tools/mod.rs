@@ -20,7 +20,7 @@ pub use apply::{REQUEST_APPLY, fill_workspace, finish_workspace, make_workspace}
 pub(crate) use command::SessionPolicy;
 pub use provide::PROVIDE_TOOL;
 pub use search::WEB_SEARCH;
-pub use skills::{READ_SKILL, has_skills};
+pub use skills::{READ_SKILL, has_skills, is_skill_prompt};
 pub use tasks::{SERVE_PORT, could_permit_a_port, furnish};
 pub use web::Robots;
 
@@ -195,6 +195,19 @@ fn tool(name: &'static str, description: &'static str, input: Value, read_only: 
     annotations.open_world_hint = Some(matches!(name, "fetch_url" | WEB_SEARCH));
     tool.annotations = Some(annotations);
     tool
+}
+
+/// The session's skills as MCP prompts.
+pub fn skill_prompts(session: &Session) -> Vec<rmcp::model::Prompt> {
+    skills::prompts(session)
+}
+
+/// One skill as an MCP prompt, decided at its layer like read_skill.
+pub async fn skill_prompt(
+    call: &Call<'_>,
+    name: &str,
+) -> Result<rmcp::model::GetPromptResult, String> {
+    skills::prompt(call, name).await
 }
 
 /// The definition of one tool as `session` offers it: read_skill's

@@ -76,6 +76,45 @@ pub fn description(session: &Session) -> String {
 }
 
 pub async fn read_skill(call: &Call<'_>, args: ReadSkill) -> Result<String, String> {
+    read(call, args).await
+}
+
+/// The skills as MCP prompts, by name and description: for a client that
+/// offers prompts to its person (`/mine` in a prompt box). A skill's name
+/// holds no `__`, so it never meets a gateway server's `<server>__<prompt>`.
+pub fn prompts(session: &Session) -> Vec<rmcp::model::Prompt> {
+    catalog(session)
+        .skills
+        .into_iter()
+        .map(|skill| rmcp::model::Prompt::new(skill.name, Some(skill.description), None))
+        .collect()
+}
+
+/// Whether `name` is one of the session's skills' prompts.
+pub fn is_skill_prompt(session: &Session, name: &str) -> bool {
+    chock_skills::is_skill_name(name) && catalog(session).skills.iter().any(|s| s.name == name)
+}
+
+/// One skill as a prompt: read as read_skill reads it, decided the same.
+pub async fn prompt(call: &Call<'_>, name: &str) -> Result<rmcp::model::GetPromptResult, String> {
+    let text = read(
+        call,
+        ReadSkill {
+            name: name.to_owned(),
+            file: None,
+        },
+    )
+    .await?;
+    Ok(
+        rmcp::model::GetPromptResult::new(vec![rmcp::model::PromptMessage::new_text(
+            rmcp::model::Role::User,
+            text,
+        )])
+        .with_description(format!("the skill {name}")),
+    )
+}
+
+async fn read(call: &Call<'_>, args: ReadSkill) -> Result<String, String> {
     let session = call.session;
     let layers = layers(session);
     let settings = session.policy.skills();
