@@ -123,6 +123,8 @@ enum Command {
     /// Write a new policy package.
     #[command(subcommand)]
     New(commands::packages::NewCommand),
+    /// Compile the installed policies into the control of each hook point (.agents/policies/compiled.json) and INDEX.md; --check exits 1 on drift.
+    Compile(commands::compile::Args),
     /// Run the repository's policy checks in order (validate, verify, evals, matrix, mechanisms, index, conflicts, baseline).
     Check(commands::packages::CheckArgs),
     /// Install a policy package from a catalog, pinned in chock.lock; with no argument, exactly what the lock names.
@@ -264,6 +266,7 @@ fn main() -> ExitCode {
         Command::Sync(a) => commands::hook::sync(a),
         Command::Skills(c) => commands::skills::run(c),
         Command::New(c) => commands::packages::new(c),
+        Command::Compile(a) => commands::compile::run(a),
         Command::Check(a) => commands::packages::check(a),
         Command::InstallSkills(a) => commands::install_skills::run(a),
         Command::Install(a) => commands::packages::install(a),

@@ -5,6 +5,7 @@ pub mod apply;
 pub mod approve;
 pub mod build;
 pub mod cache;
+pub mod compile;
 pub mod completions;
 pub mod derivation;
 pub mod doctor;
