@@ -530,6 +530,28 @@ fn check_index(project: &Path, policy: &Policy) -> Stage {
             "`chock sync` writes it",
         )),
     }
+    let compiled = project
+        .join(POLICIES_DIR)
+        .join(crate::compile::COMPILED_FILE);
+    match (
+        crate::compile::render(policy.packages()),
+        std::fs::read_to_string(&compiled),
+    ) {
+        (Ok(want), Ok(text)) if text == want => {}
+        (Ok(_), Ok(_)) => problems.push(problem(
+            format!(
+                "{} is not what the installed policies compile to: a policy changed after `chock compile`",
+                compiled.display()
+            ),
+            "`chock compile` (or `chock sync`) writes it; commit it with the policies",
+        )),
+        (Ok(_), Err(_)) if policy.packages().is_empty() => {}
+        (Ok(_), Err(_)) => problems.push(problem(
+            format!("{} is missing", compiled.display()),
+            "`chock compile` (or `chock sync`) writes it",
+        )),
+        (Err(e), _) => problems.push(problem(e.to_string(), "fix the file named")),
+    }
     match index::max_tokens(project) {
         Ok(max) if index::tokens(&want) > max => problems.push(problem(
             format!(

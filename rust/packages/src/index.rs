@@ -10,6 +10,7 @@ use chock_policy::package::POLICIES_DIR;
 use serde::Deserialize;
 
 use crate::beneath::PoliciesDir;
+use crate::compile::COMPILED_FILE;
 use crate::lock::write_atomically;
 use crate::{PackageError, io};
 
@@ -135,24 +136,63 @@ pub enum Written {
     Unchanged,
 }
 
-/// Writes `INDEX.md` and the pointer in `AGENTS.md` (when a policy is
-/// installed), each only when its text differs.
+/// `chock compile` (and the first step of `chock sync`): writes the
+/// compiled control (`compiled.json`), `INDEX.md` and the pointer in
+/// `AGENTS.md` (when a policy is installed), each only when its text
+/// differs.
 pub fn sync(
     project: &Path,
     packages: &[PolicyPackage],
 ) -> Result<Vec<(PathBuf, Written)>, PackageError> {
+    compile(project, packages, true)
+}
+
+/// What [`sync`] would change, writing nothing (`chock compile --check`,
+/// `chock sync --check`): each file and whether it would be created or
+/// updated; a file not to be written at all is not named.
+pub fn drift(
+    project: &Path,
+    packages: &[PolicyPackage],
+) -> Result<Vec<(PathBuf, Written)>, PackageError> {
+    compile(project, packages, false)
+}
+
+fn compile(
+    project: &Path,
+    packages: &[PolicyPackage],
+    write: bool,
+) -> Result<Vec<(PathBuf, Written)>, PackageError> {
     let mut done = Vec::new();
-    if packages.is_empty() && !index_path(project).exists() {
+    let dir = project.join(POLICIES_DIR);
+    let none_yet = [INDEX_FILE, COMPILED_FILE]
+        .iter()
+        .all(|name| !dir.join(name).exists());
+    if packages.is_empty() && none_yet {
+        return Ok(done);
+    }
+    let files = [
+        (COMPILED_FILE, crate::compile::render(packages)?),
+        (INDEX_FILE, render(packages)),
+    ];
+    if !write {
+        for (name, text) in files {
+            let path = dir.join(name);
+            done.push((path.clone(), differs(&path, Some(text))?));
+        }
+        let agents = project.join(AGENTS_FILE);
+        let new = agents_updated(&agents, read_optional(&agents)?.as_deref())?;
+        done.push((agents.clone(), differs(&agents, new)?));
         return Ok(done);
     }
     // Through the folder's descriptor: a link planted at `.agents` or
-    // `policies` is refused, one at INDEX.md replaced, never written through.
+    // `policies` is refused, one at a file replaced, never written through.
     let policies = PoliciesDir::open(project)?;
-    let index = policies.path().join(INDEX_FILE);
-    let written = write_if_changed(&index, Some(render(packages)), |bytes| {
-        policies.write_file(INDEX_FILE, bytes)
-    })?;
-    done.push((index, written));
+    for (name, text) in files {
+        let path = policies.path().join(name);
+        let written =
+            write_if_changed(&path, Some(text), |bytes| policies.write_file(name, bytes))?;
+        done.push((path, written));
+    }
     let agents = project.join(AGENTS_FILE);
     let current = read_optional(&agents)?;
     let new = agents_updated(&agents, current.as_deref())?;
@@ -169,24 +209,28 @@ fn read_optional(path: &Path) -> Result<Option<String>, PackageError> {
     }
 }
 
+/// What writing `new` at `path` would do (`None`: nothing to write).
+fn differs(path: &Path, new: Option<String>) -> Result<Written, PackageError> {
+    let current = read_optional(path)?;
+    Ok(match (new, current) {
+        (None, _) => Written::Unchanged,
+        (Some(new), Some(current)) if new == current => Written::Unchanged,
+        (Some(_), Some(_)) => Written::Updated,
+        (Some(_), None) => Written::Created,
+    })
+}
+
 fn write_if_changed(
     path: &Path,
     new: Option<String>,
     write: impl FnOnce(&[u8]) -> Result<(), PackageError>,
 ) -> Result<Written, PackageError> {
-    let current = read_optional(path)?;
-    let Some(new) = new else {
-        return Ok(Written::Unchanged);
-    };
-    if current.as_deref() == Some(new.as_str()) {
-        return Ok(Written::Unchanged);
+    let bytes = new.clone();
+    let written = differs(path, new)?;
+    if let (Written::Created | Written::Updated, Some(bytes)) = (written, bytes) {
+        write(bytes.as_bytes())?;
     }
-    write(new.as_bytes())?;
-    Ok(if current.is_some() {
-        Written::Updated
-    } else {
-        Written::Created
-    })
+    Ok(written)
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! Policy packages as a unit a person authors, checks, installs and keeps:
-//! `chock new policy` ([`skeleton`]), `chock check` ([`check`]), `INDEX.md`
-//! and the pointer in `AGENTS.md` ([`index`]), `chock.lock` and
+//! `chock new policy`, `new skill`, `new subagent` ([`skeleton`]), `chock
+//! check` ([`check`]), `chock compile`: the control of each hook point
+//! ([`compile`]), `INDEX.md` and the pointer in `AGENTS.md` ([`index`]), `chock.lock` and
 //! `chock install` ([`lock`], [`install`]), `chock remove`, `disable` and
 //! `enable` ([`manage`]), and `chock witness export`
 //! ([`witness`]). Reading a manifest and compiling a package's rules into
@@ -8,6 +9,7 @@
 
 pub mod beneath;
 pub mod check;
+pub mod compile;
 pub mod evals;
 pub mod index;
 pub mod install;

@@ -258,11 +258,24 @@ pub fn sync(args: SyncArgs) -> anyhow::Result<ExitCode> {
         }
     }
     if args.check {
-        return Ok(if report.succeeded() && !differs && !wired_none {
-            exit::SUCCESS.into()
+        // The compiled policies too: a policy changed without `chock
+        // compile` is a difference.
+        let compiled = if args.user {
+            Ok(false)
         } else {
-            exit::FAILURE.into()
+            crate::commands::compile::compile(&project, true)
+        };
+        let compiled = compiled.unwrap_or_else(|error| {
+            eprintln!("chock sync: the policies do not compile: {error:#}");
+            true
         });
+        return Ok(
+            if report.succeeded() && !differs && !compiled && !wired_none {
+                exit::SUCCESS.into()
+            } else {
+                exit::FAILURE.into()
+            },
+        );
     }
     if args.user {
         return Ok(if report.succeeded() && !wired_none {
@@ -271,9 +284,9 @@ pub fn sync(args: SyncArgs) -> anyhow::Result<ExitCode> {
             exit::FAILURE.into()
         });
     }
-    let index = crate::commands::packages::sync_index(&project);
+    let index = crate::commands::compile::compile(&project, false);
     if let Err(error) = &index {
-        eprintln!("chock sync: the policies' INDEX.md: {error:#}");
+        eprintln!("chock sync: the policies do not compile: {error:#}");
     }
     if !on_path("chock") {
         eprintln!(

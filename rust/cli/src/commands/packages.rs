@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use chock_log::{Log, Rotation};
 use chock_packages::install::{self, Installed, Pending};
 use chock_packages::manage::{self, Done};
-use chock_packages::{check, index, skeleton, witness};
+use chock_packages::{check, skeleton, witness};
 
 use crate::exit;
 
@@ -332,20 +332,4 @@ pub fn witness(command: WitnessCommand) -> anyhow::Result<ExitCode> {
     let out = witness::export(&project, &log)?;
     outln!("{}", serde_json::to_string_pretty(&out)?);
     Ok(exit::SUCCESS.into())
-}
-
-/// The policies' part of `chock sync`: `INDEX.md` and the pointer in `AGENTS.md`.
-pub fn sync_index(project: &Path) -> anyhow::Result<()> {
-    let policy =
-        chock_policy::Policy::load(&chock_policy::LoadOptions::from_env(project, Vec::new())?)?;
-    for (path, written) in index::sync(project, policy.packages())? {
-        let word = match written {
-            index::Written::Created => "created",
-            index::Written::Updated => "updated",
-            index::Written::Unchanged => "unchanged",
-        };
-        let shown = path.strip_prefix(project).unwrap_or(&path);
-        outln!("{word:<9} {}  (policies)", shown.display());
-    }
-    Ok(())
 }
