@@ -123,6 +123,8 @@ enum Command {
     /// Write a new policy package.
     #[command(subcommand)]
     New(commands::packages::NewCommand),
+    /// Arm a one-time override of a policy's refusal, asked at your terminal; the next git commit or push it refuses asks you to use it.
+    Override(commands::packages::OverrideArgs),
     /// Compile the installed policies into the control of each hook point (.agents/policies/compiled.json) and INDEX.md; --check exits 1 on drift.
     Compile(commands::compile::Args),
     /// Run the repository's policy checks in order (validate, verify, evals, matrix, mechanisms, index, conflicts, baseline).
@@ -267,6 +269,7 @@ fn main() -> ExitCode {
         Command::Skills(c) => commands::skills::run(c),
         Command::New(c) => commands::packages::new(c),
         Command::Compile(a) => commands::compile::run(a),
+        Command::Override(a) => commands::packages::override_once(a),
         Command::Check(a) => commands::packages::check(a),
         Command::InstallSkills(a) => commands::install_skills::run(a),
         Command::Install(a) => commands::packages::install(a),

@@ -8,6 +8,7 @@ mod error;
 pub mod guards;
 pub mod migrate;
 pub mod naming;
+pub mod overrides;
 pub mod payload;
 pub mod project;
 pub mod run;

@@ -18,6 +18,7 @@ use crate::answer::{self, HookAnswer, Reply};
 use crate::decide::{self, Asker, Judged};
 use crate::guards;
 use crate::naming::{self, Place};
+use crate::overrides;
 use crate::payload;
 use crate::project;
 use crate::stop::{self, InForce};
@@ -349,6 +350,12 @@ pub fn git_gate(
             rotation,
         );
     }
+    let overridden = !gate.ci && used_override(&judged, &project, env, gate, ask_person, &log);
+    let mut judged = judged;
+    if overridden {
+        // The person's yes, given above, is this act's answer.
+        judged.verdict.decision = Decision::Ask;
+    }
     let verdict = judged.verdict.clone();
     let sentence = decide::reason(std::slice::from_ref(&judged), false, "git");
     let question = format!(
@@ -364,6 +371,9 @@ pub fn git_gate(
     let person = |_: &chock_policy::Question| {
         if gate.ci {
             return Answer::Handed;
+        }
+        if overridden {
+            return Answer::Yes;
         }
         match ask_person(&question) {
             Some(true) => Answer::Yes,
@@ -410,6 +420,44 @@ pub fn git_gate(
     };
     log.write(&judged, &asker, &settled, rotation);
     GateReply { passed, message }
+}
+
+/// Whether a person's one-time override lets `judged` through: a refusal
+/// by a policy package, at a person's git hook, with an override of that
+/// package armed (`chock override`) is put to the person at the terminal;
+/// their yes uses the override up (one line, `policy.override.<id>`,
+/// answered by the person). With no terminal, or a no, it is left armed
+/// and the refusal stands.
+fn used_override(
+    judged: &Judged,
+    project: &Path,
+    env: &Env<'_>,
+    gate: &Gate<'_>,
+    ask_person: &mut dyn FnMut(&str) -> Option<bool>,
+    log: &Logger,
+) -> bool {
+    let by = &judged.verdict.decided_by;
+    let (Some(id), Some(state)) = (by.policy.as_deref(), env.state_dir()) else {
+        return false;
+    };
+    if judged.verdict.decision >= Decision::Ask || !overrides::armed(&state, project, id) {
+        return false;
+    }
+    let question = format!(
+        "Chock: the policy `{id}` refuses {}. You armed a one-time override of it: use it now? [y/N] ",
+        gate.hook.action()
+    );
+    if ask_person(&question) != Some(true) || !overrides::take(&state, project, id) {
+        return false;
+    }
+    let entry = log.entry(
+        &overrides::action(id),
+        Some(gate.hook.name()),
+        (Decision::Allow, AnsweredBy::Person),
+        Some(judged.action.clone()),
+    );
+    log.append(entry, Rotation::default());
+    true
 }
 
 /// Writes this crate's lines to the decision log. A logging failure never
@@ -529,9 +577,10 @@ impl Logger {
 /// The action a refusal by `chock stop` is logged under.
 pub const STOPPED: &str = "chock.stopped";
 
-/// Writes the line `chock stop` or `chock resume` leaves: who (a person),
-/// what (`chock.stop` or `chock.resume`) and which file.
-pub fn log_stop_change(project: &Path, action: &str, file: &Path) {
+/// Writes the line a person's own command leaves (`chock stop`, `chock
+/// resume`, `chock override`): who (a person), what (`chock.stop`,
+/// `chock.resume`, `policy.override.<id>`) and which file.
+pub fn log_person(project: &Path, action: &str, file: &Path) {
     let logger = Logger::new(project, "person");
     let entry = logger.entry(
         action,

@@ -176,7 +176,7 @@ fn git_hook(hook: GitHook, args: &Args, env: &Env<'_>) -> ExitCode {
 
 /// Puts a question to the person at the controlling terminal; `None` when
 /// there is none (an agent's shell, CI, a GUI client).
-fn ask_at_terminal(question: &str) -> Option<bool> {
+pub(crate) fn ask_at_terminal(question: &str) -> Option<bool> {
     let tty = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -348,7 +348,7 @@ pub fn stop(args: StopArgs) -> anyhow::Result<ExitCode> {
     let project = project_dir(args.project.as_deref())?;
     let state = stop::state_dir_from(var)?;
     let (file, already) = stop::stop(scope(args.everywhere), &project, &state)?;
-    run::log_stop_change(&project, "chock.stop", &file);
+    run::log_person(&project, "chock.stop", &file);
     let whom = if args.everywhere {
         "every project of yours".to_owned()
     } else {
@@ -367,7 +367,7 @@ pub fn resume(args: StopArgs) -> anyhow::Result<ExitCode> {
     let state = stop::state_dir_from(var)?;
     let (file, removed) = stop::resume(scope(args.everywhere), &project, &state)?;
     if removed {
-        run::log_stop_change(&project, "chock.resume", &file);
+        run::log_person(&project, "chock.resume", &file);
         outln!("Chock resumed: {} is gone.", file.display());
     } else {
         outln!("There was no stop at {}.", file.display());

@@ -102,6 +102,15 @@ pub struct ManageArgs {
     project: Option<PathBuf>,
 }
 
+#[derive(Debug, clap::Args)]
+pub struct OverrideArgs {
+    /// The policy whose next refusal of a git commit or push you may let through, once.
+    id: String,
+    /// The project (default: the nearest folder holding chock.zon or .git).
+    #[arg(long, value_name = "DIR")]
+    project: Option<PathBuf>,
+}
+
 /// What `chock remove`, `disable` and `enable` do.
 #[derive(Debug, Clone, Copy)]
 pub enum Manage {
@@ -331,5 +340,49 @@ pub fn witness(command: WitnessCommand) -> anyhow::Result<ExitCode> {
     let log = Log::from_env(Rotation::default())?;
     let out = witness::export(&project, &log)?;
     outln!("{}", serde_json::to_string_pretty(&out)?);
+    Ok(exit::SUCCESS.into())
+}
+
+/// `chock override <ID>`: a person arms a one-time override of a policy's
+/// refusal, asked at their terminal (`/dev/tty`); with none there (an
+/// agent's shell, the tool server, CI) nothing is armed. The next git
+/// commit or push the policy refuses asks them again; see
+/// `chock_hook::overrides`.
+pub fn override_once(args: OverrideArgs) -> anyhow::Result<ExitCode> {
+    let project = project_dir(args.project.as_deref())?;
+    install::check_id(&args.id)?;
+    let policy =
+        chock_policy::Policy::load(&chock_policy::LoadOptions::from_env(&project, Vec::new())?)?;
+    if !policy.packages().iter().any(|p| p.id == args.id) {
+        anyhow::bail!(
+            "no policy `{}` is in force in {}: `chock policy explain` names the one that decided",
+            args.id,
+            project.display()
+        );
+    }
+    let state = chock_hook::stop::state_dir_from(|name| std::env::var_os(name))?;
+    let minutes = chock_hook::overrides::VALID_FOR.as_secs() / 60;
+    let question = format!(
+        "Chock: arm a one-time override of the policy `{}` in {}? The next git commit or push it refuses within {minutes} minutes will ask you to use it. [y/N] ",
+        args.id,
+        project.display()
+    );
+    match crate::commands::hook::ask_at_terminal(&question) {
+        Some(true) => {}
+        Some(false) => {
+            outln!("nothing armed");
+            return Ok(exit::FAILURE.into());
+        }
+        None => anyhow::bail!(
+            "an override is a person's, asked at their terminal, and no terminal is here (an agent's shell, the tool server and CI have none): run `chock override {}` yourself in a terminal",
+            args.id
+        ),
+    }
+    let file = chock_hook::overrides::arm(&state, &project, &args.id)?;
+    chock_hook::run::log_person(&project, &chock_hook::overrides::action(&args.id), &file);
+    outln!(
+        "armed     a one-time override of `{}` for {minutes} minutes: the next git commit or push it refuses asks you to use it",
+        args.id
+    );
     Ok(exit::SUCCESS.into())
 }
