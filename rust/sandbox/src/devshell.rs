@@ -281,17 +281,27 @@ pub fn load(
 }
 
 /// Whether the flake in `project` has a `devShells` output, as fix reads
-/// it (pure, in process, nothing fetched or written). `Some(false)` only
-/// when the flake evaluated and has none; `None` when fix could not tell
-/// (an input not yet in the store, an error in the flake), so the build
-/// runs and says why in its own words.
+/// it (pure, in process, nothing fetched or written): `flake.nix`'s
+/// `outputs` called with `self` and every input it names standing for a
+/// value that stops the evaluation when read. A flake whose output names
+/// do not depend on its inputs (most: `outputs = { self, nixpkgs }: {
+/// packages = ...; }`) answers at once, without the tree being copied or
+/// hashed as a build's `getFlake` does; one whose names do (a helper such
+/// as flake-utils building them), or that fix cannot read, answers `None`,
+/// and the build runs and says why in its own words. `Some(false)` is
+/// therefore only ever said of a flake that has no `devShells`.
 fn declares_dev_shells(project: &Path, policy: &Policy) -> Option<bool> {
+    const EXPR: &str = r#"let
+  flake = import ./flake.nix;
+  unread = name: throw "the input ${name} is not read to find the flake's devShells";
+  names = [ "self" ]
+    ++ builtins.attrNames (builtins.functionArgs flake.outputs)
+    ++ builtins.attrNames (flake.inputs or { });
+  inputs = builtins.listToAttrs (map (name: { inherit name; value = unread name; }) names);
+in builtins.hasAttr "devShells" (flake.outputs inputs)"#;
     let mut options = FixEvaluator::for_policy(policy).options;
     options.roots = vec![project.to_path_buf()];
-    let request = chock_fix::Request::new(chock_fix::Source::expr(
-        "builtins.hasAttr \"devShells\" (builtins.getFlake (toString ./.))",
-        project,
-    ));
+    let request = chock_fix::Request::new(chock_fix::Source::expr(EXPR, project));
     let output = chock_fix::evaluate(&options, &request).ok()?;
     match output.text.as_slice() {
         b"true" => Some(true),
@@ -595,6 +605,34 @@ mod tests {
             env.keys().collect::<Vec<_>>(),
             ["MYVAR", "PATH", "SSL_CERT_FILE"]
         );
+    }
+
+    #[test]
+    fn only_a_flake_read_to_have_no_dev_shells_is_said_to_have_none() {
+        let policy = Policy::from_rules(Vec::new(), Vec::new());
+        let answer = |flake: &str| {
+            let dir = tempfile::tempdir().expect("tempdir");
+            std::fs::write(dir.path().join("flake.nix"), flake).expect("flake.nix");
+            declares_dev_shells(dir.path(), &policy)
+        };
+        assert_eq!(
+            answer(
+                "{ inputs.nixpkgs.url = \"x\"; outputs = { self, nixpkgs }: { packages = { }; }; }"
+            ),
+            Some(false)
+        );
+        assert_eq!(
+            answer("{ outputs = { self, ... }: { devShells = { }; }; }"),
+            Some(true)
+        );
+        // Names built from an input, or a flake fix cannot read: not known.
+        assert_eq!(
+            answer("{ inputs.utils.url = \"x\"; outputs = { self, utils }: utils.lib.each { }; }"),
+            None
+        );
+        assert_eq!(answer("{ outputs = { self }: self.packages; }"), None);
+        assert_eq!(answer("{ outputs = throw \"broken\"; }"), None);
+        assert_eq!(answer("not nix at all {"), None);
     }
 
     #[test]
