@@ -182,3 +182,61 @@ fn no_engine_no_tool() {
         "{refused:?}"
     );
 }
+
+/// `.key = .login`: `chock login search` keeps the key in the credential
+/// store, and the engine is sent it; a missing one refuses the search
+/// saying what to run.
+#[test]
+fn a_key_kept_by_chock_login_is_sent_to_the_engine() {
+    let env = Env::new();
+    env.rules(r#".{ .action = "web.search", .decision = .allow }"#);
+    let tavily = Site::start("127.0.0.1", vec![("/search", Page::status(200))]);
+    engine(
+        &env,
+        &format!(
+            ".{{ .kind = .tavily, .url = \"{}\", .key = .login }}",
+            tavily.url("")
+        ),
+    );
+    let mut client = env.client(false, &[]);
+    let missing = client.call("web_search", json!({"query": "x"}));
+    assert!(
+        missing.is_error && missing.text.contains("run `chock login search`"),
+        "{missing:?}"
+    );
+    assert!(tavily.requests.lock().expect("lock").is_empty());
+    let mut login = env
+        .chock()
+        .args(["login", "search"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("chock login");
+    use std::io::Write as _;
+    login
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(format!("{KEY}\n").as_bytes())
+        .expect("key");
+    let out = login.wait_with_output().expect("login");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sent = client.call("web_search", json!({"query": "x"}));
+    // The page answers no JSON: refused, after the key was sent.
+    assert!(sent.is_error && sent.text.contains("not JSON"), "{sent:?}");
+    let heads = tavily.requests.lock().expect("lock").clone();
+    assert!(
+        heads.len() == 1
+            && heads[0].to_ascii_lowercase().contains(&format!(
+                "authorization: bearer {}",
+                KEY.to_ascii_lowercase()
+            )),
+        "{heads:?}"
+    );
+    assert!(!sent.text.contains(KEY));
+}

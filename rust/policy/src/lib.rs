@@ -59,7 +59,7 @@ pub use providers::{KeySource, MAX_PROVIDERS, ProviderInstance, ProviderKind};
 pub use rule::{Key, Rule, RuleSource, Specificity};
 pub use search::{
     DEFAULT_SEARCH_BYTES, DEFAULT_SEARCH_RESULTS, DEFAULT_SEARCH_TIMEOUT, MAX_SEARCH_BYTES,
-    MAX_SEARCH_RESULTS, SearchEngine, SearchKind,
+    MAX_SEARCH_RESULTS, SEARCH_LOGIN, SearchEngine, SearchKind,
 };
 pub use servers::{
     COMMAND_TIMEOUT, Launch, MAX_SECRET_BYTES, MAX_SECRETS, MAX_SERVERS, McpServer, SecretEnv,

@@ -1273,8 +1273,12 @@ impl Source<'_> {
             &operator.stores,
         )?;
         operator.prices = crate::prices::read_prices(self, operator.price_fields.take())?;
-        operator.search =
-            crate::search::read_search(self, operator.search_fields.take(), &operator.stores)?;
+        operator.search = crate::search::read_search(
+            self,
+            operator.search_fields.take(),
+            &operator.stores,
+            &operator.providers,
+        )?;
         operator.skills = crate::skills::read_skills(self, operator.skill_fields.take())?;
         Ok(operator)
     }

@@ -21,6 +21,9 @@ use crate::providers::{KeyFields, KeySource, check_base_url, read_key};
 use crate::servers::OperatorSecrets;
 use crate::settings::ByteSize;
 
+/// The name the search engine's key is kept under in the credential store
+/// when `.key = .login` (`chock login search`).
+pub const SEARCH_LOGIN: &str = "search";
 /// Results one search answers when `config.zon` does not say.
 pub const DEFAULT_SEARCH_RESULTS: u32 = 8;
 /// The most results `.max_results` may ask for.
@@ -102,6 +105,7 @@ pub(crate) fn read_search(
     source: &Source<'_>,
     block: Option<Spanned<SearchFields>>,
     secrets: &OperatorSecrets,
+    providers: &[crate::ProviderInstance],
 ) -> Result<Option<SearchEngine>, PolicyError> {
     let Some(Spanned { span, value }) = block else {
         return Ok(None);
@@ -127,17 +131,17 @@ pub(crate) fn read_search(
             return Err(source.error(
                 span,
                 format!(
-                    "{owner} needs `.key`, where its API key is kept: `.key = .{{ .env = \"VAR\" }}` or `.key = .{{ .secret = \"NAME\" }}`"
+                    "{owner} needs `.key`, where its API key is kept: `.key = .login` (then `chock login search`), `.key = .{{ .env = \"VAR\" }}` or `.key = .{{ .secret = \"NAME\" }}`"
                 ),
             ));
         }
         Some(fields) => read_key(source, span, &owner, fields, secrets)?,
     };
-    if key == KeySource::Login {
+    if key == KeySource::Login && providers.iter().any(|p| p.name == SEARCH_LOGIN) {
         return Err(source.error(
             span,
             format!(
-                "{owner}: `chock login` stores keys of provider instances only; keep this key in an environment variable (`.key = .{{ .env = \"VAR\" }}`) or in .secrets (`.key = .{{ .secret = \"NAME\" }}`)"
+                "{owner}: `.key = .login` keeps its key in the credential store as `{SEARCH_LOGIN}`, which is also a provider instance's name in .providers: rename that instance"
             ),
         ));
     }
@@ -214,6 +218,8 @@ mod tests {
             ("http://127.0.0.1:8888", &KeySource::None)
         );
         assert!(load(".{}").expect("loads").search().is_none());
+        let login = load(".{ .search = .{ .kind = .tavily, .key = .login } }").expect("loads");
+        assert_eq!(login.search().map(|e| &e.key), Some(&KeySource::Login));
     }
 
     #[test]
@@ -223,8 +229,8 @@ mod tests {
             (".{\n .search = .{ .kind = .searxng } }", "needs `.url`"),
             (".{\n .search = .{ .kind = .brave } }", "needs `.key`"),
             (
-                ".{\n .search = .{ .kind = .tavily, .key = .login } }",
-                "chock login",
+                ".{\n .search = .{ .kind = .tavily, .key = .login },\n .providers = .{ .{ .name = \"search\", .kind = .anthropic } } }",
+                "rename that instance",
             ),
             (
                 ".{\n .search = .{ .kind = .brave, .key = .{ .secret = \"NOPE\" } } }",

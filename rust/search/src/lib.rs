@@ -63,9 +63,17 @@ pub fn key(policy: &Policy, engine: &SearchEngine) -> Result<Option<String>, Str
             .read_secret(secret)
             .map_err(|why| format!("the search engine's key ({at}): {why}"))?,
         KeySource::Login => {
-            return Err(format!(
-                "the search engine's key ({at}) names `.login`, which keeps keys of provider instances only"
-            ));
+            let store = chock_provider::Credentials::from_env().map_err(|e| e.to_string())?;
+            store
+                .read(chock_policy::SEARCH_LOGIN)
+                .map_err(|e| e.to_string())?
+                .ok_or_else(|| {
+                    format!(
+                        "no key is stored for the search engine ({at}) in {}: run `chock login {}`",
+                        store.dir().display(),
+                        chock_policy::SEARCH_LOGIN
+                    )
+                })?
         }
     };
     let key = key.trim().to_owned();

@@ -18,7 +18,7 @@ use crate::exit;
 #[derive(Debug, clap::Args)]
 #[command(group = clap::ArgGroup::new("what").required(true).args(["instance", "list", "remove"]))]
 pub struct Args {
-    /// The provider instance, by its name in config.zon's `.providers`.
+    /// The provider instance, by its name in config.zon's `.providers`; `search` for the search engine of `.search` (`.key = .login`).
     pub instance: Option<String>,
     /// List the configured instances, where each one's key is kept, and the keys stored.
     #[arg(long)]
@@ -49,7 +49,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let Some(instance) = args.instance else {
         bail!("name the provider instance to log in to: chock login <instance>");
     };
-    let configured = policy.provider(&instance).ok_or_else(|| {
+    // The search engine's key (`.search`, `.key = .login`) is kept as
+    // `search`; a provider instance of that name is refused by config.zon.
+    let configured = match (policy.provider(&instance), policy.search()) {
+        (Some(p), _) => Some((p.file.clone(), p.line, p.key.clone())),
+        (None, Some(e)) if instance == chock_policy::SEARCH_LOGIN => {
+            Some((e.file.clone(), e.line, e.key.clone()))
+        }
+        _ => None,
+    };
+    let (config_file, line, kept) = configured.ok_or_else(|| {
         let config = policy.operator_file().map_or_else(
             || "your config.zon ($XDG_CONFIG_HOME/chock/config.zon)".to_owned(),
             |p| p.display().to_string(),
@@ -71,12 +80,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let file = store.store(&instance, &key)?;
     outln!("stored the key for {instance} in {}", file.display());
-    if configured.key != KeySource::Login {
+    if kept != KeySource::Login {
         eprintln!(
-            "chock: note: {}:{} says `{instance}`'s key is kept {}, so this stored key is not used until that says `.key = .login`",
-            configured.file.display(),
-            configured.line,
-            where_kept(&configured.key)
+            "chock: note: {}:{line} says `{instance}`'s key is kept {}, so this stored key is not used until that says `.key = .login`",
+            config_file.display(),
+            where_kept(&kept)
         );
     }
     Ok(exit::SUCCESS.into())
