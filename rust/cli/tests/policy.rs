@@ -296,6 +296,30 @@ fn check_reports_a_summary_or_the_first_fault() {
     assert_eq!(out.status.code(), Some(1));
 }
 
+/// docs/run.md: a `chock.zon` whose rule gives a child agent kind more
+/// than its parent does not load: `chock policy check` says where and why
+/// instead of `policy ok`.
+#[test]
+fn check_refuses_a_child_kind_given_more_than_its_parent() {
+    let dir = scratch("child-kind");
+    std::fs::write(
+        dir.join("chock.zon"),
+        ".{ .policy = .{\n    .agents = .{ .{ .kind = \"main\" }, .{ .kind = \"tester\", .parent = \"main\" } },\n    .rules = .{\n        .{ .action = \"call.write_file\", .decision = .deny },\n        .{ .agent_kind = \"tester\", .action = \"call.write_file\", .decision = .allow },\n    },\n} }\n",
+    )
+    .expect("write");
+    let out = chock(&dir, &["policy", "check"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let err = stderr(&out);
+    assert!(
+        err.starts_with(&format!(
+            "{}:5:9: agent kind `tester` is answered allow for `call.write_file` where its parent `main` is answered deny",
+            dir.join("chock.zon").display()
+        )),
+        "{err}"
+    );
+    assert!(!stdout(&out).contains("policy ok"), "{}", stdout(&out));
+}
+
 #[test]
 fn a_missing_org_bundle_or_project_is_a_failure() {
     let dir = scratch("missing");
