@@ -502,3 +502,54 @@ fn what_chock_acp_cannot_do_is_answered_with_the_error_that_says_why() {
         "the notification is not answered: {answers:#?}"
     );
 }
+
+/// `chock acp` offers read_skill like `chock run`: a project's skill is
+/// asked of the person in the editor (skill.read.project ships ask), and
+/// the instructions reach the model after the answer.
+#[test]
+fn a_projects_skill_is_asked_in_the_editor_and_read() {
+    let kind = ProviderKind::Anthropic;
+    let server = Server::start(vec![
+        reply(
+            kind,
+            "",
+            &[("toolu_s", "read_skill", json!({"name": "deploy"}))],
+        ),
+        reply(kind, "Read it.", &[]),
+    ]);
+    let fx = project(kind, &server, ASK_WRITE);
+    let skill = fx.project.join(".agents/skills/deploy");
+    std::fs::create_dir_all(&skill).expect("skill dir");
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: deploy\ndescription: Deploy the staging stack.\n---\nThe deploy steps for the editor.\n",
+    )
+    .expect("SKILL.md");
+    let report = drive(&fx, "allow", json!([{"text": "deploy it"}]));
+    let requests = server.requests();
+    let offered = requests[0].body["tools"].to_string();
+    assert!(
+        offered.contains("- deploy [project]: Deploy the staging stack."),
+        "{offered}"
+    );
+    let asked = permissions(&report);
+    assert_eq!(asked.len(), 1, "{report:#}");
+    assert!(
+        asked[0]["toolCall"]["content"]
+            .to_string()
+            .contains("skill.read.project"),
+        "{report:#}"
+    );
+    assert!(
+        requests[1]
+            .body
+            .to_string()
+            .contains("The deploy steps for the editor."),
+        "{}",
+        requests[1].body
+    );
+    assert_eq!(
+        fx.last_logged("skill.read.project")["answered_by"],
+        "person"
+    );
+}
