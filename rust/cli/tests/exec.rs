@@ -849,12 +849,13 @@ fn a_flake_without_dev_shells_runs_on_the_host_toolchain_saying_so() {
         "nothing was built: {:#?}",
         fx.log_lines()
     );
-    write(format!(
-        r#"{{
-  outputs = {{ self }}: throw "this flake is broken";
-}}
+    write(
+        r#"{
+  outputs = { self }: throw "this flake is broken";
+}
 "#
-    ));
+        .to_owned(),
+    );
     let out = fx.exec(&[], &["sh", "-c", "echo ran"]);
     assert!(!out.status.success(), "{}", describe(&out));
     assert!(
