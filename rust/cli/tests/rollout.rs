@@ -105,8 +105,7 @@ impl Project {
         let text = std::fs::read_to_string(self.state.join("log/decisions.jsonl")).unwrap();
         text.lines()
             .map(|l| serde_json::from_str::<Value>(l).unwrap())
-            .filter(|l| l["action"] == "git.push")
-            .last()
+            .rfind(|l| l["action"] == "git.push")
             .expect("a git.push line")
     }
 }

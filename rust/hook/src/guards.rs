@@ -521,3 +521,41 @@ pub fn git(
             .collect(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A guard's refusal is capped at its package's rollout stage, and
+    /// what was held back is named; in force it is the guard's own answer.
+    #[test]
+    fn a_guard_s_answer_is_capped_at_its_package_s_stage() {
+        let dir = Path::new("/p/.agents/policies/big");
+        for (stage, decision) in [
+            ("observe", Decision::Allow),
+            ("ask", Decision::Ask),
+            ("enforce", Decision::Deny),
+        ] {
+            let text = format!(
+                ".{{ .id = \"big\", .version = \"1\", .summary = \"s\", .hooks = .{{ \"pre-commit\" }}, .rollout = .{stage}, .guard = .{{ .program = \"guard.sh\" }} }}"
+            );
+            let package =
+                chock_policy::package::read_manifest(dir, &dir.join("manifest.zon"), &text)
+                    .expect("manifest");
+            let answer = GuardAnswer {
+                decision: Decision::Deny,
+                reason: "big.bin is over 5 MB".to_owned(),
+                from_guard: true,
+                took: Duration::ZERO,
+            };
+            let verdict = verdict(&package, &answer);
+            assert_eq!(verdict.decision, decision, "{stage}");
+            let held = verdict.decided_by.held.map(|h| (h.stage, h.would));
+            if stage == "enforce" {
+                assert_eq!(held, None);
+            } else {
+                assert_eq!(held, Some((package.rollout, Decision::Deny)), "{stage}");
+            }
+        }
+    }
+}
