@@ -32,7 +32,7 @@ pub const BUNDLE_VERSION: u32 = 1;
 
 /// Blocks some Chock documents and this one does not implement yet: each
 /// refuses the file that holds it, by name, rather than be ignored.
-pub const NOT_IMPLEMENTED: &[&str] = &["style", "devices", "plugins", "sandbox"];
+pub const NOT_IMPLEMENTED: &[&str] = &["devices", "plugins", "sandbox"];
 
 /// What a rule whose action starts with a namespace Chock does not name
 /// (`exce.path.rm`) does to `chock.zon` (`.unknown_actions`).
@@ -99,6 +99,9 @@ pub(crate) struct ProjectFile {
     /// The reviewer agent of `chock run`.
     #[serde(default)]
     review: Option<Spanned<ReviewFields>>,
+    /// The style rules a write is checked against (see `style`).
+    #[serde(default)]
+    style: Option<Spanned<crate::style::StyleFields>>,
 }
 
 /// `.review` of `chock.zon`: the agent kind that answers `agent_review`
@@ -511,6 +514,9 @@ impl FileKind {
             (FileKind::Project, "search") => Some(
                 "the search engine is the operator's to name, never a project's: move `.search` to your config.zon ($XDG_CONFIG_HOME/chock/config.zon)".into(),
             ),
+            (FileKind::Operator | FileKind::Bundle, "style") => Some(
+                "style rules are the project's: move `.style` to the project's chock.zon (an organisation that wants none writes a rule on style.parse)".into(),
+            ),
             (FileKind::Bundle, "search" | "skills") => Some(format!(
                 "an organisation bundle holds rules, not `.{name}`: the search engine is named in config.zon, and which skills are read is decided by rules on skill.read.<layer>"
             )),
@@ -539,6 +545,7 @@ pub(crate) struct ProjectLayer {
     pub(crate) subagents: Option<Subagents>,
     pub(crate) review: Option<Review>,
     pub(crate) skills: crate::skills::SkillsBlock,
+    pub(crate) style: Option<crate::style::StyleSettings>,
     /// Rules in a namespace Chock does not name, under `.unknown_actions = .warn`.
     pub(crate) warnings: Vec<String>,
 }
@@ -560,7 +567,9 @@ pub(crate) fn read_project(source: &Source<'_>) -> Result<ProjectLayer, PolicyEr
     let subagents = check_subagents(source, file.subagents)?;
     let review = check_review(source, file.review, &agents)?;
     let skills = crate::skills::read_skills(source, file.skills)?;
+    let style = crate::style::read_style(source, file.style)?;
     Ok(ProjectLayer {
+        style,
         skills,
         workspace,
         subagents,

@@ -29,6 +29,7 @@ mod search;
 mod servers;
 mod settings;
 mod skills;
+mod style;
 #[cfg(test)]
 mod test_support;
 pub mod unparsed;
@@ -69,3 +70,6 @@ pub use settings::{
     Amount, ByteSize, Limits, LogSettings, Machine, NixSettings, human_bytes, parse_bytes,
 };
 pub use skills::{DEFAULT_SKILL_BYTES, MAX_SKILL_BYTES, SkillLayer, SkillSettings};
+pub use style::{
+    MAX_STYLE_BYTES, MAX_STYLE_RULES, MAX_STYLE_TIMEOUT, StyleMeasure, StyleRule, StyleSettings,
+};

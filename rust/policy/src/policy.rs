@@ -417,6 +417,7 @@ impl Policy {
             subagents: None,
             review: None,
             skills: Default::default(),
+            style: None,
             warnings: Vec::new(),
         };
         let org = org
@@ -878,6 +879,11 @@ impl Policy {
             .map_or_else(NetSettings::default, |p| p.net)
     }
 
+    /// The project's style rules (`.style` of `chock.zon`), if it writes any.
+    pub fn style(&self) -> Option<&crate::StyleSettings> {
+        self.project.as_ref().and_then(|p| p.style.as_ref())
+    }
+
     /// The container image the project's toolchain comes from, if
     /// `chock.zon` names one.
     pub fn container(&self) -> Option<&crate::files::ContainerSettings> {
@@ -1048,6 +1054,10 @@ impl Policy {
                 self.decide(&key("sandbox.jit".into()), Reading::Act),
                 StartRule::OnlyAllow,
             ),
+            StartQuestion::StyleParse => (
+                self.decide(&key("style.parse".into()), Reading::Act),
+                StartRule::OnlyAllow,
+            ),
             StartQuestion::WorkspaceIntegrate => (
                 self.decide(&key("workspace.integrate".into()), Reading::Ceiling),
                 StartRule::AnythingButDeny,
@@ -1114,6 +1124,8 @@ pub enum StartQuestion {
     NixBuild,
     /// Whether the write-and-execute rule is lifted (`sandbox.jit`).
     SandboxJit,
+    /// Whether the project's style rules run on writes (`style.parse`).
+    StyleParse,
     /// Whether an approved apply may move a branch (`workspace.integrate`).
     WorkspaceIntegrate,
     /// Whether a session may use this model at this provider instance.
@@ -1153,6 +1165,9 @@ pub fn read_once_note(action: &str) -> Option<&'static str> {
         ),
         "sandbox.jit" => Some(
             "sandbox.jit is read once at session start, where only allow lifts the write-and-execute rule",
+        ),
+        "style.parse" => Some(
+            "style.parse is read once at session start, where only allow runs the project's style rules; any other answer leaves every write unchecked",
         ),
         "workspace.integrate" => Some(
             "workspace.integrate is read once at session start with the ceiling reading (pass --reading ceiling); only deny takes the capability away",
