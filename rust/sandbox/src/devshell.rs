@@ -283,17 +283,21 @@ pub fn load(
 /// Whether the flake in `project` has a `devShells` output, as fix reads
 /// it (pure, in process, nothing fetched or written): `flake.nix`'s
 /// `outputs` called with `self` and every input it names standing for a
-/// value that stops the evaluation when read. A flake whose output names
+/// value that stops the evaluation when read (`abort`, which
+/// `builtins.tryEval` does not catch, so a flake cannot read one and go on
+/// with other names). A flake whose output names
 /// do not depend on its inputs (most: `outputs = { self, nixpkgs }: {
 /// packages = ...; }`) answers at once, without the tree being copied or
 /// hashed as a build's `getFlake` does; one whose names do (a helper such
 /// as flake-utils building them), or that fix cannot read, answers `None`,
-/// and the build runs and says why in its own words. `Some(false)` is
-/// therefore only ever said of a flake that has no `devShells`.
+/// and the build runs and says why in its own words. A flake written to
+/// answer "none" here and have shells under Nix wins nothing its author
+/// could not have by removing them: the host's toolchain is what a project
+/// without a flake gets.
 fn declares_dev_shells(project: &Path, policy: &Policy) -> Option<bool> {
     const EXPR: &str = r#"let
   flake = import ./flake.nix;
-  unread = name: throw "the input ${name} is not read to find the flake's devShells";
+  unread = name: abort "the input ${name} is not read to find the flake's devShells";
   names = [ "self" ]
     ++ builtins.attrNames (builtins.functionArgs flake.outputs)
     ++ builtins.attrNames (flake.inputs or { });
@@ -631,6 +635,13 @@ mod tests {
             None
         );
         assert_eq!(answer("{ outputs = { self }: self.packages; }"), None);
+        // A flake that would notice its input unread and hide its shells.
+        assert_eq!(
+            answer(
+                "{ outputs = { self, nixpkgs }: if (builtins.tryEval nixpkgs).success then { devShells = { }; } else { }; }"
+            ),
+            None
+        );
         assert_eq!(answer("{ outputs = throw \"broken\"; }"), None);
         assert_eq!(answer("not nix at all {"), None);
     }
