@@ -194,7 +194,7 @@ impl InputFetcher for SessionInputs<'_> {
 /// build that misses an input meanwhile waits for this rather than
 /// fetching twice. The session starts whatever arrives; a project with no
 /// lock reads nothing more.
-pub fn fetch_inputs_at_start(session: &Arc<Session>) -> std::thread::JoinHandle<()> {
+pub fn fetch_inputs_at_start(session: &Arc<Session>) {
     let session = session.clone();
     std::thread::spawn(move || {
         if let Some(ready) = &session.workspace_ready
@@ -208,7 +208,7 @@ pub fn fetch_inputs_at_start(session: &Arc<Session>) -> std::thread::JoinHandle<
                 session.command
             );
         }
-    })
+    });
 }
 
 fn inputs_at_start(session: &Session) -> Result<(), String> {
