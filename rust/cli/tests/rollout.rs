@@ -229,3 +229,44 @@ fn a_staged_package_s_evals_test_it_in_full_force() {
     assert!(!out.status.success(), "{said}");
     assert!(said.contains("expected allow, got deny"), "{said}");
 }
+
+/// At a person's git hook a warn is told: the commit goes through, and the
+/// person reads what the package would have answered in force.
+#[test]
+fn an_observed_refusal_at_a_git_hook_lets_the_commit_through_and_says_so() {
+    let project = Project::new();
+    let pkg = project.dir.join(".agents/policies/no-commit");
+    std::fs::create_dir_all(&pkg).unwrap();
+    std::fs::write(
+        pkg.join("manifest.zon"),
+        ".{ .id = \"no-commit\", .version = \"1\", .summary = \"No commits.\", .hooks = .{ \"pre-commit\" }, .rollout = .observe, .rules = .{ .{ .action = \"git.commit\", .decision = .deny } } }\n",
+    )
+    .unwrap();
+    let bin_dir = Path::new(chock_bin()).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let run = |program: &str, args: &[&str]| {
+        chock_testkit::isolated_command(program, &project.dir, &path, &project.home, &project.state)
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    assert!(
+        run(chock_bin(), &["sync", "--agents", "claude"])
+            .status
+            .success()
+    );
+    std::fs::write(project.dir.join("a.txt"), "a").unwrap();
+    assert!(run("git", &["add", "a.txt"]).status.success());
+    let out = run("setsid", &["-w", "git", "commit", "-q", "-m", "a"]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains("`no-commit` is rolled out at its `observe` stage: in force it would answer deny to `git.commit`"),
+        "{said}"
+    );
+}

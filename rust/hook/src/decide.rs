@@ -146,7 +146,7 @@ pub fn reason(judged: &[Judged], can_ask: bool, agent_title: &str) -> String {
 
 /// What each policy held back by its rollout stage would have answered:
 /// an `observe` stage's refusal is a warning, told, never enforced.
-fn held_sentence(judged: &[Judged]) -> String {
+pub fn held_sentence(judged: &[Judged]) -> String {
     judged
         .iter()
         .filter_map(|j| j.verdict.decided_by.held.as_ref().map(|h| (j, h)))

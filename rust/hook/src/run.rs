@@ -396,7 +396,11 @@ pub fn git_gate(
     );
     let action = gate.hook.action();
     let (passed, message) = match settled.outcome {
-        Outcome::Go | Outcome::NoObjection => (true, String::new()),
+        // A package held back by its rollout stage is a warning, told.
+        Outcome::Go | Outcome::NoObjection => {
+            let held = decide::held_sentence(std::slice::from_ref(&judged));
+            (true, held.trim_start().to_owned())
+        }
         Outcome::Prompt => (
             true,
             format!(
