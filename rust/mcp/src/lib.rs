@@ -33,6 +33,7 @@ pub mod push;
 mod secrets;
 mod server;
 mod session;
+mod style;
 mod tasks;
 mod tools;
 mod transport;

@@ -136,6 +136,10 @@ pub struct Session {
     /// the session so its commands do not make and remove them each time
     /// (none for a session workspace, whose copy is the agent's).
     pub placeholders: Option<chock_sandbox::PlaceholderHold>,
+    /// The style rules write_file and edit_file check what they would
+    /// leave against; none when there are none, or `style.parse` did not
+    /// answer allow at start.
+    pub style: Option<crate::style::Style>,
 }
 
 impl Session {
@@ -251,6 +255,7 @@ impl Session {
             reviewer: std::sync::OnceLock::new(),
             decided: std::sync::OnceLock::new(),
             placeholders: None,
+            style: None,
         };
         if session.project.workspace.is_none() {
             let held = chock_sandbox::hold_placeholders(&session.project)
@@ -263,6 +268,7 @@ impl Session {
                 name: options.name.clone(),
                 source,
             })?;
+        session.style = crate::style::start(&session)?;
         Ok((session, before))
     }
 

@@ -323,6 +323,7 @@ pub async fn write_file(call: &Call<'_>, args: WriteFile) -> Result<String, Stri
     }
     gate(call, "write_file", &rel).await?;
     blocking(call.session, move |s| {
+        crate::style::check(s, &rel, &args.content)?;
         opened(s)?
             .write(&rel, args.content.as_bytes())
             .map_err(|e| format!("{e}; nothing was written"))?;
@@ -377,6 +378,7 @@ pub async fn edit_file(call: &Call<'_>, args: EditFile) -> Result<String, String
             if edited.len() > MAX_WRITE_BYTES {
                 return Err(too_large(&rel, edited.len()));
             }
+            crate::style::check(s, &rel, &edited)?;
             Ok(edited)
         })?;
         let count = count.into_inner();
