@@ -59,7 +59,7 @@ pub const TITLE_BYTES: usize = 120;
 /// The most bytes of an act `request_action` asks for, and of its reason.
 pub const REQUEST_BYTES: usize = 2000;
 /// The kinds of the session events `set_title` and `request_action` write.
-pub const TITLE_EVENT: &str = "title";
+pub const TITLE_EVENT: &str = chock_sessions::TITLE_EVENT;
 pub const REQUEST_EVENT: &str = "request_action";
 /// The action `policy_widen` is decided at.
 pub const WIDEN_ACTION: &str = "policy.widen";

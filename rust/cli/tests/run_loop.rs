@@ -953,6 +953,16 @@ fn read_image_sends_the_image_and_refuses_what_is_none_set_title_and_request_act
             .find(|e| e["type"] == "title")
             .expect("a title event");
         assert_eq!(title["title"], "Look at the shot");
+        let listed = fx
+            .chock()
+            .args(["sessions", "--json"])
+            .output()
+            .expect("sessions");
+        let listed: Value = serde_json::from_slice(&listed.stdout).expect("one session");
+        assert_eq!(
+            listed["title"], "Look at the shot",
+            "chock sessions shows it: {listed}"
+        );
         let asked = events
             .iter()
             .find(|e| e["type"] == "request_action")

@@ -40,7 +40,7 @@ pub use event::{
 pub use file::{
     Broken, MAX_LOG_BYTES, SessionLog, Stored, Verification, parse_bytes, verify_bytes,
 };
-pub use summary::{AGENT_EVENT, Agent, ModelUsage, REVIEW_EVENT, Summary};
+pub use summary::{AGENT_EVENT, Agent, ModelUsage, REVIEW_EVENT, Summary, TITLE_EVENT};
 pub use transcript::transcript;
 
 /// The folder of session logs.

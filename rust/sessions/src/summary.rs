@@ -12,6 +12,9 @@ pub const AGENT_EVENT: &str = "agent";
 /// the reviewer's `kind`, and its reply as a `turn` event holds it (`turn`,
 /// null when none came).
 pub const REVIEW_EVENT: &str = "review";
+/// The kind of a session event holding the title the agent gave the
+/// session (`set_title`): its `title`; the newest is the session's.
+pub const TITLE_EVENT: &str = "title";
 
 /// Which agent of a session used tokens.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,6 +57,8 @@ pub struct Summary {
     pub project: Option<String>,
     /// The model it talked to last.
     pub model: Option<ModelRef>,
+    /// The title the agent gave it last, if any.
+    pub title: Option<String>,
     /// Model replies over the whole session, resumes included.
     pub turns: u64,
     /// How it ended last; `None` while running, or when it stopped
@@ -77,6 +82,7 @@ impl Summary {
             last: None,
             project: None,
             model: None,
+            title: None,
             turns: 0,
             ended: None,
             running,
@@ -109,6 +115,11 @@ impl Summary {
                     self.spent(Agent::Main, turn);
                 }
                 Event::End(end) => self.ended = Some(end.clone()),
+                Event::Custom(custom) if custom.kind == TITLE_EVENT => {
+                    if let Some(title) = custom.fields.get("title").and_then(|t| t.as_str()) {
+                        self.title = Some(title.to_owned());
+                    }
+                }
                 Event::Custom(custom) => {
                     // Another part's event that does not read is its own
                     // to name (`chock sessions verify` reads every line).

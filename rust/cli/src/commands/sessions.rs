@@ -89,6 +89,7 @@ fn list(sessions: &Sessions, json: bool) -> anyhow::Result<ExitCode> {
                     "turns": s.turns,
                     "running": s.running,
                     "state": state(s),
+                    "title": s.title,
                 })
             );
         }
@@ -98,10 +99,10 @@ fn list(sessions: &Sessions, json: bool) -> anyhow::Result<ExitCode> {
         outln!("no session is kept in {}", sessions.dir().display());
         return Ok(exit::SUCCESS.into());
     }
-    outln!("SESSION  STARTED  PROJECT  MODEL  TURNS  ENDED");
+    outln!("SESSION  STARTED  PROJECT  MODEL  TURNS  ENDED  TITLE");
     for s in &all {
         outln!(
-            "{}  {}  {}  {}  {}  {}",
+            "{}  {}  {}  {}  {}  {}  {}",
             s.id,
             s.started.as_deref().unwrap_or("-"),
             s.project.as_deref().unwrap_or("-"),
@@ -109,7 +110,8 @@ fn list(sessions: &Sessions, json: bool) -> anyhow::Result<ExitCode> {
                 .as_ref()
                 .map_or_else(|| "-".to_owned(), |m| format!("{}/{}", m.instance, m.model)),
             s.turns,
-            state(s)
+            state(s),
+            s.title.as_deref().map_or("-".into(), chock_policy::visible)
         );
     }
     Ok(exit::SUCCESS.into())
