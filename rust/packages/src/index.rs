@@ -5,8 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
-use chock_policy::PolicyPackage;
 use chock_policy::package::POLICIES_DIR;
+use chock_policy::{PolicyPackage, Rollout};
 use serde::Deserialize;
 
 use crate::beneath::PoliciesDir;
@@ -84,6 +84,15 @@ Git hooks and agent hooks enforce these whatever this page says; it is here so y
         }
         if package.guard.is_some() {
             out.push_str("\nA guard program checks each call here and may refuse it.\n");
+        }
+        match package.rollout {
+            Rollout::Enforce => {}
+            Rollout::Ask => out.push_str(
+                "\nRolled out at its `ask` stage: what it would refuse is asked of a person instead.\n",
+            ),
+            Rollout::Observe => out.push_str(
+                "\nRolled out at its `observe` stage: it refuses nothing yet, and each call it would refuse is logged.\n",
+            ),
         }
         if !package.guidance.trim().is_empty() {
             out.push_str(&format!("\n{}\n", package.guidance.trim()));
@@ -236,6 +245,23 @@ fn write_if_changed(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A staged package says so in the index, so an agent reading it knows
+    /// what is not enforced yet; one in force says nothing of a stage.
+    #[test]
+    fn the_index_names_a_package_s_rollout_stage() {
+        let dir = Path::new("/p/.agents/policies/pkg");
+        let read = |rollout: &str| {
+            let text = format!(
+                ".{{ .id = \"pkg\", .version = \"1\", .summary = \"s\", .hooks = .{{ \"tool\" }}{rollout}, .rules = .{{ .{{ .action = \"git.push\", .decision = .deny }} }} }}"
+            );
+            chock_policy::package::read_manifest(dir, &dir.join("manifest.zon"), &text)
+                .expect("manifest")
+        };
+        assert!(render(&[read(", .rollout = .observe")]).contains("`observe` stage"));
+        assert!(render(&[read(", .rollout = .ask")]).contains("`ask` stage"));
+        assert!(!render(&[read("")]).contains("stage"));
+    }
 
     #[test]
     fn the_pointer_is_added_once_and_keeps_the_persons_text() {
