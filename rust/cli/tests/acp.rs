@@ -18,7 +18,7 @@ use std::process::Command;
 
 use chock_policy::ProviderKind;
 use loopback::{Piece, Server};
-use run_support::{project, reply};
+use run_support::{APPLY_ALLOWED, project, project_zon, reply};
 use sandbox_fixture::{Fixture, describe};
 use serde_json::{Value, json};
 
@@ -332,6 +332,31 @@ fn a_question_the_client_cannot_answer_is_refused_naming_the_rule() {
     assert!(!fx.project.join("note.txt").exists());
     let logged = fx.last_logged("call.write_file");
     assert_eq!(logged["answered_by"], "nobody", "{logged}");
+}
+
+#[test]
+fn a_write_over_a_style_rules_limit_is_refused_in_the_editor_too() {
+    let kind = ProviderKind::Anthropic;
+    let server = writer(kind, "The rule refused it.");
+    let fx = project_zon(
+        kind,
+        &server,
+        &format!(
+            ".{{ .apply = .{{ .mode = .merge }}, .policy = .{{ .rules = .{{ {APPLY_ALLOWED}, .{{ .action = \"style.parse\", .decision = .allow }} }} }},\n .style = .{{ .rules = .{{ .{{ .name = \"tiny\", .files = \"*.txt\", .measure = .line_length, .limit = 3 }} }} }} }}\n"
+        ),
+    );
+    let report = drive(&fx, "allow", json!([{"text": "write a note"}]));
+    assert_eq!(stop_reasons(&report), ["end_turn"]);
+    let ended = updates(&report, "tool_call_update");
+    assert_eq!(ended.len(), 1, "{report:#}");
+    assert_eq!(ended[0]["status"], "failed", "{report:#}");
+    let refusal = ended[0]["content"].to_string();
+    assert!(
+        refusal.contains("style rule `tiny`")
+            && refusal.contains("a line of 5 characters at line 1, over the limit of 3"),
+        "which rule, where and the number: {refusal}"
+    );
+    assert!(!fx.project.join("note.txt").exists());
 }
 
 #[test]
