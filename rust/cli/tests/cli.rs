@@ -36,6 +36,9 @@ const PRINTING: &[&[&str]] = &[
     &["sessions"],
     &["usage"],
     &["login", "--list"],
+    &["skills", "list"],
+    &["skills", "list", "--json"],
+    &["install-skills", "--agents", "claude"],
     &["witness", "export"],
     &["status", "--verify-log"],
     &[
