@@ -94,7 +94,7 @@ pub(crate) fn start(session: &Session) -> Result<Option<Style>, McpError> {
     let count = style.rules.len();
     let by = crate::gate::decided_by_words(verdict);
     tracing::warn!(
-        "{}: style.parse answered {} at start ({by}), so the {count} style rule{} of {} do not run and every write is unchecked; to run them add .{{ .action = \"style.parse\", .decision = .allow }} to .policy.rules",
+        "{}: style.parse answered {} at start, by {by}, so the {count} style rule{} of {} do not run and every write is unchecked; to run them add .{{ .action = \"style.parse\", .decision = .allow }} to .policy.rules",
         session.command,
         verdict.decision,
         if count == 1 { "" } else { "s" },

@@ -1,5 +1,7 @@
 //! read_file, list_directory, glob, grep, write_file, edit_file: each
-//! `call.<tool>`, each inside the workspace and nowhere else.
+//! `call.<tool>`, each inside the workspace and nowhere else. write_file
+//! and edit_file check what they would leave against the project's style
+//! rules ([`crate::style`]) before anything is written.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
