@@ -166,6 +166,36 @@ mod tests {
     }
 
     #[test]
+    fn the_project_and_the_operator_each_narrow_the_other() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let config = dir.path().join("config.zon");
+        std::fs::write(
+            &config,
+            ".{ .skills = .{ .layers = .{ .operator, .project }, .max_bytes = \"2KiB\" } }",
+        )
+        .expect("config.zon");
+        std::fs::write(
+            dir.path().join(crate::control::CHOCK_ZON),
+            ".{ .skills = .{ .layers = .{ .project, .packaged }, .max_bytes = \"8KiB\" } }",
+        )
+        .expect("chock.zon");
+        let policy = crate::Policy::load(&crate::LoadOptions {
+            project_dir: dir.path().to_path_buf(),
+            operator_config: Some(config),
+            discovered_bundles: vec![],
+            org_bundles: vec![],
+        })
+        .expect("loads");
+        assert_eq!(
+            policy.skills(),
+            SkillSettings {
+                layers: vec![SkillLayer::Project],
+                max_bytes: 2048
+            }
+        );
+    }
+
+    #[test]
     fn a_bundle_holds_no_skills_or_search_block() {
         for block in ["skills", "search"] {
             let dir = tempfile::tempdir().expect("tempdir");
