@@ -152,6 +152,20 @@ fn an_override_is_a_person_s_once_at_the_terminal_and_never_an_agent_s() {
     );
     assert_eq!(armed(&env), 0);
 
+    // Nor from a program that has the terminal but pipes its own `y` in.
+    let piped = at_terminal(
+        &env,
+        &[
+            "sh",
+            "-c",
+            &format!("echo y | {} override guarded", env!("CARGO_BIN_EXE_chock")),
+        ],
+        "y\n",
+    );
+    assert_ne!(piped.code, Some(0), "{}", piped.shown);
+    assert!(piped.shown.contains("no terminal"), "{}", piped.shown);
+    assert_eq!(armed(&env), 0);
+
     // At the terminal a no arms nothing; a yes arms it, and says so in the log.
     let no = at_terminal(
         &env,

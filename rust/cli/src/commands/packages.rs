@@ -367,7 +367,14 @@ pub fn override_once(args: OverrideArgs) -> anyhow::Result<ExitCode> {
         args.id,
         project.display()
     );
-    match crate::commands::hook::ask_at_terminal(&question) {
+    // A person types at a terminal: standard input is one, and so is the
+    // controlling terminal the question goes to.
+    let asked = if std::io::stdin().is_terminal() {
+        crate::commands::hook::ask_at_terminal(&question)
+    } else {
+        None
+    };
+    match asked {
         Some(true) => {}
         Some(false) => {
             outln!("nothing armed");
