@@ -976,3 +976,110 @@ fn read_image_sends_the_image_and_refuses_what_is_none_set_title_and_request_act
         );
     }
 }
+
+/// Ctrl-C typed at the terminal while the person is asked there (the
+/// terminal's own SIGINT to the foreground process group): the first says
+/// at once that the turn stops, and the question still waits for its
+/// answer; a second ends the process at once, the workspace kept, with
+/// no `end` written (the log shows it stopped).
+#[test]
+fn a_second_ctrl_c_at_the_terminal_ends_the_run_at_once() {
+    use std::io::{Read, Write};
+    use std::process::{Command, Stdio};
+    let kind = ProviderKind::Anthropic;
+    let server = Server::start(vec![
+        reply(
+            kind,
+            "",
+            &[("w", "write_file", json!({"path": "n.txt", "content": "x"}))],
+        ),
+        reply(kind, "never read", &[]),
+    ]);
+    let fx = project(
+        kind,
+        &server,
+        r#".{ .action = "call.write_file", .decision = .ask }"#,
+    );
+    let inner = fx.chock();
+    let line = std::iter::once(inner.get_program())
+        .chain(inner.get_args())
+        .map(|a| a.to_string_lossy().into_owned())
+        .chain(["run", "--model", "m1", "--", "write"].map(String::from))
+        .map(|a| format!("'{a}'"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    // `script` runs the line on a pty: a ^C typed there is the terminal's
+    // SIGINT to the foreground process group, as a person's is.
+    let mut script = Command::new("script");
+    script
+        .args(["--quiet", "--return", "--command", &line, "/dev/null"])
+        .env("TERM", "dumb")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (name, value) in inner.get_envs() {
+        match value {
+            Some(value) => script.env(name, value),
+            None => script.env_remove(name),
+        };
+    }
+    if let Some(dir) = inner.get_current_dir() {
+        script.current_dir(dir);
+    }
+    let mut child = script.spawn().expect("util-linux's script for a pty");
+    let mut typed = child.stdin.take().expect("stdin");
+    let mut screen_out = child.stdout.take().expect("stdout");
+    let (tell, heard) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        let mut buffer = [0u8; 4096];
+        while let Ok(n) = screen_out.read(&mut buffer) {
+            if n == 0 {
+                break;
+            }
+            let _ = tell.send(String::from_utf8_lossy(&buffer[..n]).into_owned());
+        }
+    });
+    let mut screen = String::new();
+    let wait_for_screen = |screen: &mut String, words: &str| {
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while !screen.contains(words) {
+            let left = until.saturating_duration_since(std::time::Instant::now());
+            match heard.recv_timeout(left) {
+                Ok(piece) => screen.push_str(&piece),
+                Err(_) => panic!("`{words}` never shown: {screen}"),
+            }
+        }
+    };
+    wait_for_screen(&mut screen, "[y/N]");
+    typed.write_all(b"\x03").expect("^C typed");
+    typed.flush().expect("typed");
+    wait_for_screen(
+        &mut screen,
+        "cancelling: the turn stops and the work is kept (Ctrl-C again stops at once)",
+    );
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(
+        child.try_wait().expect("script").is_none(),
+        "the question still waits after one Ctrl-C: {screen}"
+    );
+    typed.write_all(b"\x03").expect("^C typed again");
+    typed.flush().expect("typed");
+    wait_for_screen(&mut screen, "stopped at once");
+    let status = child.wait().expect("script ends");
+    assert_eq!(status.code(), Some(130), "{screen}");
+    assert_eq!(server.requests().len(), 1, "{screen}");
+    assert!(
+        session_events(&fx).iter().all(|e| e["type"] != "end"),
+        "ended at once: no end written"
+    );
+    let list = fx
+        .chock()
+        .args(["workspace"])
+        .output()
+        .expect("chock workspace");
+    assert!(
+        text(&list.stdout).starts_with("run-"),
+        "kept: {}",
+        describe(&list)
+    );
+}

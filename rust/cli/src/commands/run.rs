@@ -276,6 +276,11 @@ impl Show for Json {
 /// the terminal's echo on again. The handlers are in place before the
 /// session starts.
 fn cancel_on_signals(cancel: chock_agent::CancellationToken) -> anyhow::Result<()> {
+    // Written to the descriptor past std's lock of stderr, which a
+    // question at the terminal holds while it waits for the answer.
+    fn say(text: &str) {
+        let _ = rustix::io::write(std::io::stderr(), text.as_bytes());
+    }
     use anyhow::Context as _;
     use tokio::signal::unix::{SignalKind, signal};
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -302,12 +307,16 @@ fn cancel_on_signals(cancel: chock_agent::CancellationToken) -> anyhow::Result<(
                 };
                 if interrupted && cancel.is_cancelled() {
                     crate::ask::echo(true);
-                    eprintln!("\nchock run: stopped at once; what the session wrote so far stays in its workspace (`chock workspace` lists it)");
+                    say("\nchock run: stopped at once; what the session wrote so far stays in its workspace (`chock workspace` lists it)\n");
                     std::process::exit(exit::INTERRUPTED.into());
                 }
                 if !cancel.is_cancelled() {
-                    eprintln!("\nchock run: cancelling: the turn stops and the work is kept{}", if interrupted { " (Ctrl-C again stops at once)" } else { "" });
                     cancel.cancel();
+                    say(if interrupted {
+                        "\nchock run: cancelling: the turn stops and the work is kept (Ctrl-C again stops at once)\n"
+                    } else {
+                        "\nchock run: cancelling: the turn stops and the work is kept\n"
+                    });
                 }
             }
         });
