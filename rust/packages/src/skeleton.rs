@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use chock_policy::control;
 use chock_policy::package::{EVALS_DIR, MANIFEST};
+use chock_skills::{PACKAGE_SKILLS, SKILL_FILE, is_skill_name};
 
 use crate::PackageError;
 use crate::beneath::{PackageFile, PoliciesDir, create_new, create_new_at};
@@ -122,7 +123,7 @@ impl Piece {
     /// Where it goes inside a policy package.
     fn in_package(self, name: &str) -> PathBuf {
         match self {
-            Piece::Skill => Path::new(SKILLS_DIR).join(name).join(SKILL_FILE),
+            Piece::Skill => Path::new(PACKAGE_SKILLS).join(name).join(SKILL_FILE),
             Piece::Subagent => Path::new(SUBAGENTS_DIR).join(format!("{name}.md")),
         }
     }
@@ -145,26 +146,8 @@ fn claude_dir() -> PathBuf {
     settings.parent().map(Path::to_path_buf).unwrap_or_default()
 }
 
-/// The file a skill's folder holds.
-pub const SKILL_FILE: &str = "SKILL.md";
-/// A package's folder of skills.
-pub const SKILLS_DIR: &str = "skills";
 /// A package's folder of subagents (and, in `.claude/`, Claude Code's).
 pub const SUBAGENTS_DIR: &str = "agents";
-
-/// Whether `name` names a skill or subagent: lowercase ASCII letters,
-/// digits and single `-` between them, at most 64 bytes (the Agent Skills
-/// rule for a skill's name, which Claude Code's subagents share).
-pub fn valid_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 64
-        && !name.starts_with('-')
-        && !name.ends_with('-')
-        && !name.contains("--")
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-}
 
 /// Writes a new skill or subagent named `name`: in `policy`'s package when
 /// one is named (which must be installed), else in the project. Returns
@@ -175,9 +158,9 @@ pub fn new_piece(
     name: &str,
     policy: Option<&str>,
 ) -> Result<PathBuf, PackageError> {
-    if !valid_name(name) {
+    if !is_skill_name(name) {
         return Err(PackageError::Refused(format!(
-            "`{name}` is not a {} name: use lowercase letters, digits and single `-` between them (such as `review-migrations`), at most 64 bytes",
+            "`{name}` is not a {} name: use lowercase letters, digits and `-`, not first or last (such as `review-migrations`), at most 64 bytes",
             piece.word()
         )));
     }
@@ -227,13 +210,16 @@ mod tests {
             let text = std::fs::read_to_string(file).unwrap();
             assert_eq!(front_matter_name(&text), Some(name), "{text}");
         }
+        // The skill reads as the skills' own reader reads one.
+        let text = std::fs::read_to_string(&skill).unwrap();
+        chock_skills::frontmatter::parse(&text).expect("the skeleton's front matter reads");
 
         std::fs::write(&skill, "mine\n").unwrap();
         let again = new_piece(project, Piece::Skill, "review-sql", None).unwrap_err();
         assert!(again.to_string().contains("already exists"), "{again}");
         assert_eq!(std::fs::read_to_string(&skill).unwrap(), "mine\n");
 
-        for bad in ["Review", "a/b", "..", "-x", "x-", "a--b", ""] {
+        for bad in ["Review", "a/b", "..", "-x", "x-", ""] {
             let error = new_piece(project, Piece::Skill, bad, None).unwrap_err();
             assert!(
                 error.to_string().contains("is not a skill name"),

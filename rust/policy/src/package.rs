@@ -88,9 +88,6 @@ pub enum Rollout {
 }
 
 impl Rollout {
-    /// Every stage, the first the least in force.
-    pub const ALL: [Rollout; 3] = [Rollout::Observe, Rollout::Ask, Rollout::Enforce];
-
     /// The word a manifest writes after `.rollout = .`.
     pub fn as_str(self) -> &'static str {
         match self {
