@@ -12,7 +12,8 @@ its own HOME, XDG folders and decision log, whose chock.zon names the
 same server in the sandbox and allows its `echo`) it sends CALLS calls of
 `echo` one after another (each answered before the next goes, the first 50
 warm up and are not counted), then ROUNDS rounds of 100 calls sent at once,
-timing each call from its send to its answer and each round whole.
+timing each call from its send to its answer and each round whole. The
+machine's load average before and after is printed beside the figures.
 """
 
 import asyncio
@@ -96,12 +97,16 @@ def main():
         command=chock, args=["mcp", "--no-approve"], env=env, cwd=project
     )
     measured = {}
+    load_before = os.getloadavg()[0]
     for label, params, tool in [
         ("directly", direct, "echo"),
         ("through chock mcp", gateway, "everything__echo"),
     ]:
         measured[label] = asyncio.run(measure(params, tool, calls, rounds))
+    load_after = os.getloadavg()[0]
     us = lambda s: s * 1e6
+    # The machine's load, for the figures to be read against.
+    print(f"load average (1 min): {load_before:.2f} before, {load_after:.2f} after")
     for label, (serial, concurrent, walls) in measured.items():
         print(
             f"{label}: one at a time median {us(statistics.median(serial)):.1f} µs, "
