@@ -384,6 +384,8 @@ pub fn prepare(
     write_execute: WriteExecute,
 ) -> Result<Prepared, ExecError> {
     let program_name = request.argv.first().ok_or(ExecError::NoProgram)?;
+    // Read while the sandbox is prepared, not before it.
+    let identity = crate::workspace::read_person_identity(&request.project.dir);
     let mut notices = toolchain.notices;
     let cache_dir = request.project.cache_dir()?;
     match cache::start(&cache_dir, CACHE_BOUND).map_err(|source| ExecError::Cache {
@@ -433,7 +435,7 @@ pub fn prepare(
     // The person's name and address, so an agent's commit is made as it is
     // everywhere else; HOME inside is the cache, so nothing else of their
     // git config (aliases, helpers, hooks) is there.
-    for (name, value) in crate::workspace::person_identity(&request.project.dir) {
+    for (name, value) in identity.finish() {
         env.entry(name).or_insert(value);
     }
     if layout.session.as_ref().is_some_and(|s| s.objects.is_some()) {

@@ -242,7 +242,7 @@ fn short(commit: &str) -> &str {
 
 /// Who commits: the person's own `user.name` and `user.email`, else Chock.
 fn identity(host: &Git) -> Vec<(String, String)> {
-    let mut env = super::git::person_identity(host);
+    let mut env = super::git::IdentityRead::start(host).finish();
     for (var, fallback) in [
         ("GIT_AUTHOR_NAME", "Chock session"),
         ("GIT_AUTHOR_EMAIL", "chock@localhost"),

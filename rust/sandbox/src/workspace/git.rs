@@ -203,10 +203,9 @@ impl Git {
         })
     }
 
-    /// What `git config` `args` print with the person's system and global
-    /// config read, as `git config` reads them (a read runs no program);
-    /// `None` when git fails (or finds nothing).
-    fn person_config(&self, args: &[&str]) -> Option<Vec<u8>> {
+    /// `git config` `args`, reading the person's system and global config
+    /// as `git config` reads them (a read runs no program).
+    fn person_config(&self, args: &[&str]) -> Command {
         let mut command = self.command(args);
         for (var, _) in SAFE_ENV
             .iter()
@@ -214,12 +213,11 @@ impl Git {
         {
             command.env_remove(var);
         }
-        let out = command
+        command
             .stdin(Stdio::null())
-            .stderr(Stdio::null())
-            .output()
-            .ok()?;
-        out.status.success().then_some(out.stdout)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        command
     }
 
     /// Runs git with `args` and refuses a failure, naming the command.
@@ -266,28 +264,55 @@ impl Git {
 /// in `host` (the system's config, the global one, then the repository's;
 /// the last one read wins, as for git), each given as both the author's
 /// and the committer's variable; a setting that is unset is left out.
-/// One `git config` reads both, and nothing else of their config.
-pub(crate) fn person_identity(host: &Git) -> Vec<(String, String)> {
-    let listed = host
-        .person_config(&["config", "-z", "--get-regexp", r"^user\.(name|email)$"])
-        .unwrap_or_default();
-    let (mut name, mut email) = (None, None);
-    for entry in split_z(&listed) {
-        match entry.split_once('\n') {
-            Some(("user.name", value)) if !value.is_empty() => name = Some(value.to_owned()),
-            Some(("user.email", value)) if !value.is_empty() => email = Some(value.to_owned()),
-            _ => {}
-        }
+/// One `git config` reads both, and nothing else of their config. It is
+/// started first and read last ([`IdentityRead::finish`]), so it runs
+/// while the caller does its other work.
+pub(crate) struct IdentityRead(Option<std::process::Child>);
+
+impl IdentityRead {
+    pub(crate) fn start(host: &Git) -> IdentityRead {
+        let mut command =
+            host.person_config(&["config", "-z", "--get-regexp", r"^user\.(name|email)$"]);
+        IdentityRead(command.spawn().ok())
     }
-    let mut env = Vec::new();
-    for (part, value) in [("NAME", name), ("EMAIL", email)] {
-        if let Some(value) = value {
-            for role in ["AUTHOR", "COMMITTER"] {
-                env.push((format!("GIT_{role}_{part}"), value.clone()));
+
+    /// The variables; none when git failed or found nothing.
+    pub(crate) fn finish(mut self) -> Vec<(String, String)> {
+        let listed = self
+            .0
+            .take()
+            .and_then(|child| child.wait_with_output().ok())
+            .filter(|out| out.status.success())
+            .map(|out| out.stdout)
+            .unwrap_or_default();
+        let (mut name, mut email) = (None, None);
+        for entry in split_z(&listed) {
+            match entry.split_once('\n') {
+                Some(("user.name", value)) if !value.is_empty() => name = Some(value.to_owned()),
+                Some(("user.email", value)) if !value.is_empty() => email = Some(value.to_owned()),
+                _ => {}
             }
         }
+        let mut env = Vec::new();
+        for (part, value) in [("NAME", name), ("EMAIL", email)] {
+            if let Some(value) = value {
+                for role in ["AUTHOR", "COMMITTER"] {
+                    env.push((format!("GIT_{role}_{part}"), value.clone()));
+                }
+            }
+        }
+        env
     }
-    env
+}
+
+impl Drop for IdentityRead {
+    /// Not read (the caller failed first): no child is left behind.
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
 }
 
 /// NUL-separated names, as `-z` prints them.

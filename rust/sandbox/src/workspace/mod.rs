@@ -1076,9 +1076,10 @@ pub fn list(project: Option<&Project>) -> Result<Vec<Listed>, WorkspaceError> {
     Ok(found)
 }
 
-/// The person's git identity for the project at `dir`, as git's author and
-/// committer variables (`GIT_AUTHOR_NAME`...): a commit made in a sandbox
-/// of that project is theirs, and nothing else of their config is given.
-pub(crate) fn person_identity(dir: &Path) -> Vec<(String, String)> {
-    git::person_identity(&git::Git::host(dir))
+/// Starts reading the person's git identity for the project at `dir`, as
+/// git's author and committer variables (`GIT_AUTHOR_NAME`...): a commit
+/// made in a sandbox of that project is theirs, and nothing else of their
+/// config is given. [`git::IdentityRead::finish`] gives the variables.
+pub(crate) fn read_person_identity(dir: &Path) -> git::IdentityRead {
+    git::IdentityRead::start(&git::Git::host(dir))
 }
