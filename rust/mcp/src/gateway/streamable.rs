@@ -4,7 +4,8 @@
 //! as if the whole connection had closed: the gateway would take the
 //! server for gone. Here that request is answered with an error in the
 //! server's place instead, as a command server's oversized line is, and
-//! the connection and the server are kept.
+//! the connection and the server are kept. An answer whose events carry
+//! ids is left to rmcp when it breaks off, so it can be resumed.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -149,30 +150,38 @@ fn refusal(id: &RequestId, message: String) -> serde_json::Value {
 
 /// The events of request `id`'s answer; where they break off (an event
 /// over the bound, or a stream that failed) the request is answered with
-/// an error, and the stream ends there.
+/// an error, and the stream ends there. A stream whose events carried ids
+/// is left to rmcp, which resumes it from the last one where it can.
 fn answered(events: Events, id: RequestId, limits: StreamableHttpResponseLimits) -> Events {
     let max = limits.max_sse_event_size;
     events
-        .scan(false, move |ended, event| {
+        .scan((false, false), move |(ended, resumable), event| {
             if *ended {
                 return std::future::ready(None);
             }
-            let event = event.or_else(|e| {
-                *ended = true;
-                let error = refusal(
-                    &id,
-                    format!(
-                        "its answer broke off before it was whole ({e}); an answer over its bound of {} MiB (`.max_answer_mib` in chock.zon) is broken off so",
-                        max >> 20
-                    ),
-                );
-                Ok(Sse {
-                    event: Some("message".to_owned()),
-                    data: Some(error.to_string()),
-                    id: None,
-                    retry: None,
-                })
-            });
+            let event = match event {
+                Ok(event) => {
+                    *resumable |= event.id.is_some();
+                    Ok(event)
+                }
+                Err(e) if *resumable => Err(e),
+                Err(e) => {
+                    *ended = true;
+                    let error = refusal(
+                        &id,
+                        format!(
+                            "its answer broke off before it was whole ({e}); an answer over its bound of {} MiB (`.max_answer_mib` in chock.zon) is broken off so",
+                            max >> 20
+                        ),
+                    );
+                    Ok(Sse {
+                        event: Some("message".to_owned()),
+                        data: Some(error.to_string()),
+                        id: None,
+                        retry: None,
+                    })
+                }
+            };
             std::future::ready(Some(event))
         })
         .boxed()
