@@ -1083,3 +1083,51 @@ fn a_second_ctrl_c_at_the_terminal_ends_the_run_at_once() {
         describe(&list)
     );
 }
+
+/// A spawned agent spends the session's budget too: its loop stops at
+/// the bound, its parent reads why, and the session stops there.
+#[test]
+fn a_spawned_agent_is_stopped_at_the_sessions_budget() {
+    let kind = ProviderKind::OpenaiChat;
+    let server = Server::start(vec![
+        reply(
+            kind,
+            "",
+            &[(
+                "p1",
+                "spawn_agent",
+                json!({"kind": "tester", "task": "read a.txt, twice"}),
+            )],
+        ),
+        reply(kind, "", &[("c1", "read_file", json!({"path": "a.txt"}))]),
+        reply(kind, "never read", &[]),
+    ]);
+    let fx = run_support::project_zon(
+        kind,
+        &server,
+        &format!(
+            r#".{{ .apply = .{{ .mode = .merge }}, .policy = .{{
+    .agents = .{{ .{{ .kind = "main" }}, .{{ .kind = "tester", .parent = "main" }} }},
+    .rules = .{{ {} }} }} }}
+"#,
+            run_support::APPLY_ALLOWED
+        ),
+    );
+    // 15 tokens a reply: the main agent's first, then the tester's, reach 25.
+    let out = run(&fx, &["--max-tokens", "25"], "hand it over");
+    assert_eq!(out.status.code(), Some(4), "{}", describe(&out));
+    assert_eq!(server.requests().len(), 2, "{}", describe(&out));
+    let events = session_events(&fx);
+    let result = events
+        .iter()
+        .find(|e| e["type"] == "tool_result" && e["call_id"] == "p1")
+        .expect("the spawn's result");
+    assert!(
+        result["content"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("the `tester` agent was stopped: 30 tokens used, and --max-tokens is 25"),
+        "{result}"
+    );
+    assert_eq!(end_of(&fx)["how"], "budget");
+}
