@@ -8,7 +8,10 @@
 
 #[path = "../../provider/tests/loopback/mod.rs"]
 mod loopback;
-#[allow(dead_code, reason = "this binary writes its whole chock.zon, with project_zon")]
+#[allow(
+    dead_code,
+    reason = "this binary writes its whole chock.zon, with project_zon"
+)]
 mod run_support;
 mod sandbox_fixture;
 #[path = "mcp_support/mod.rs"]
@@ -225,4 +228,42 @@ fn chock_run_calls_the_same_tools_and_is_refused_the_same_way() {
         "the model is told which rule, where and the number: {result}"
     );
     assert!(!fx.project.join("deep.rs").exists());
+}
+
+#[test]
+fn content_that_cannot_be_checked_in_its_bounds_is_refused_and_not_written() {
+    let env = Env::new();
+    env.zon(&format!(
+        ".{{ .policy = .{{ .rules = .{{ {ALLOW_PARSE} }} }},\n .style = .{{ .timeout_ms = 1, .max_bytes = \"1MiB\", .rules = .{{\n  .{{ .name = \"shallow\", .language = \"rust\", .measure = .nesting_depth, .limit = 8 }} }} }} }}\n"
+    ));
+    env.write("src/lib.rs", SHALLOW_RUST);
+    let mut client = env.client(false, &[]);
+    // Over the bound of size: refused unparsed.
+    let large = "// a comment line\n".repeat(70_000);
+    let refused = client.call(
+        "write_file",
+        json!({"path": "src/lib.rs", "content": large}),
+    );
+    assert!(refused.is_error, "{refused:?}");
+    assert!(
+        refused.text.contains("style rules parse at most 1048576")
+            && refused.text.contains("nothing was written"),
+        "{}",
+        refused.text
+    );
+    // Within it, but a parse tree-sitter's error recovery works hard on:
+    // cancelled at the deadline, and refused saying so.
+    let slow = "f(".repeat(400_000);
+    let started = std::time::Instant::now();
+    let refused = client.call("write_file", json!({"path": "src/lib.rs", "content": slow}));
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    assert!(refused.is_error, "{refused:?}");
+    assert!(
+        refused.text.contains("could not be checked")
+            && refused.text.contains("longer than 1 ms")
+            && refused.text.contains("nothing was written"),
+        "{}",
+        refused.text
+    );
+    assert_eq!(env.read("src/lib.rs").as_deref(), Some(SHALLOW_RUST));
 }
