@@ -1379,10 +1379,64 @@ fn search_and_info_read_a_catalog_and_info_shows_what_install_pins() {
         .find_map(|l| l.trim().strip_prefix("content:  "))
         .unwrap()
         .to_owned();
-    let out = repo.chock(&["install", "../catalog#no-force"]);
-    assert!(out.status.success(), "{}", text(&out));
+    let json = |args: &[&str]| {
+        let out = repo.chock(args);
+        let value: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("chock {args:?} printed no JSON ({e}): {}", text(&out)));
+        (out.status.code(), value)
+    };
+    let (code, found) = json(&["search", "no-force", "--catalog", "../catalog", "--json"]);
+    assert_eq!(code, Some(0), "{found}");
+    assert_eq!(found["found"][0]["id"], "no-force", "{found}");
+    assert_eq!(
+        found["found"][0]["hooks"],
+        serde_json::json!(["pre-push"]),
+        "{found}"
+    );
+    let (code, found) = json(&["search", "kubernetes", "--catalog", "../catalog", "--json"]);
+    assert_eq!(
+        (code, &found["found"]),
+        (Some(1), &serde_json::json!([])),
+        "{found}"
+    );
+    let (code, info) = json(&["info", "../catalog#no-force", "--json"]);
+    assert_eq!(
+        (code, info["content"].as_str()),
+        (Some(0), Some(hash.as_str())),
+        "{info}"
+    );
+    assert_eq!(
+        info["rules"][0], r#".{ .agent_kind = "git", .action = "git.push", .decision = .deny }"#,
+        "{info}"
+    );
+    let (code, installed) = json(&["install", "../catalog#no-force", "--json"]);
+    assert_eq!(code, Some(0), "{installed}");
+    assert_eq!(
+        (
+            &installed["installed"][0]["id"],
+            &installed["installed"][0]["done"]
+        ),
+        (&"no-force".into(), &"installed".into()),
+        "{installed}"
+    );
+    assert_eq!(
+        installed["installed"][0]["hash"].as_str(),
+        Some(hash.as_str())
+    );
     let lock = std::fs::read_to_string(repo.project.join("chock.lock")).unwrap();
     assert!(lock.contains(&hash), "{hash}: {lock}");
+    for (verb, done, changed) in [
+        ("disable", "disabled", true),
+        ("disable", "disabled", false),
+        ("enable", "enabled", true),
+    ] {
+        let (code, managed) = json(&[verb, "no-force", "--json"]);
+        assert_eq!(
+            (code, &managed["done"], &managed["changed"]),
+            (Some(0), &done.into(), &changed.into()),
+            "{verb}: {managed}"
+        );
+    }
     let out = repo.chock(&["info", "../catalog#nope"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(

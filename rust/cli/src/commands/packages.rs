@@ -70,6 +70,9 @@ pub struct InstallArgs {
     /// The project (default: the nearest folder holding chock.zon or .git).
     #[arg(long, value_name = "DIR")]
     project: Option<PathBuf>,
+    /// Print the result as JSON on stdout (see the README's `--json`).
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -82,6 +85,9 @@ pub struct SearchArgs {
     /// The project a relative catalog is read from (default: the nearest folder holding chock.zon or .git).
     #[arg(long, value_name = "DIR")]
     project: Option<PathBuf>,
+    /// Print the result as JSON on stdout (see the README's `--json`).
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -91,6 +97,9 @@ pub struct InfoArgs {
     /// The project a relative catalog is read from (default: the nearest folder holding chock.zon or .git).
     #[arg(long, value_name = "DIR")]
     project: Option<PathBuf>,
+    /// Print the result as JSON on stdout (see the README's `--json`).
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -100,6 +109,9 @@ pub struct ManageArgs {
     /// The project (default: the nearest folder holding chock.zon or .git).
     #[arg(long, value_name = "DIR")]
     project: Option<PathBuf>,
+    /// Print the result as JSON on stdout (see the README's `--json`).
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -207,32 +219,39 @@ fn confirm(pending: &Pending, yes: bool) -> bool {
     std::io::stdin().read_line(&mut answer).is_ok() && answer.trim().eq_ignore_ascii_case("y")
 }
 
-fn show(installed: &Installed) {
+/// Prints what an install did (as text, or not at all under `--json`)
+/// and gives it as the JSON `chock install --json` lists.
+fn show(installed: &Installed, json: bool) -> serde_json::Value {
     let (word, id, hash) = match installed {
         Installed::New { id, hash } => ("installed", id, hash),
         Installed::Unchanged { id, hash } => ("unchanged", id, hash),
         Installed::Replaced { id, hash } => ("replaced", id, hash),
     };
-    outln!("{word:<9} {id}  {hash}");
+    if !json {
+        outln!("{word:<9} {id}  {hash}");
+    }
+    serde_json::json!({ "id": id, "done": word, "hash": hash.to_string() })
 }
 
 pub fn install(args: InstallArgs) -> anyhow::Result<ExitCode> {
     let project = project_dir(args.project.as_deref())?;
     let yes = args.yes;
-    match args.spec.as_deref() {
+    let shown = match args.spec.as_deref() {
         Some(spec) => {
             let (source, id) = install::parse_spec(spec)?;
             let done = install::install(&project, source, id, &mut |p| confirm(p, yes))?;
-            show(&done);
+            vec![show(&done, args.json)]
         }
         None => {
             // The lock is what the project agreed on: a local change to an
             // installed policy is shown, then put back.
             let done = install::install_locked(&project, &mut |p| confirm(p, true))?;
-            for one in &done {
-                show(one);
-            }
+            done.iter().map(|one| show(one, args.json)).collect()
         }
+    };
+    if args.json {
+        outln!("{}", serde_json::json!({ "installed": shown }));
+        return Ok(exit::SUCCESS.into());
     }
     outln!("run `chock sync` to compile the policies into the hooks and INDEX.md");
     Ok(exit::SUCCESS.into())
@@ -247,12 +266,20 @@ pub fn search(args: SearchArgs) -> anyhow::Result<ExitCode> {
     let project = project_dir(args.project.as_deref())?;
     let catalog = install::open_catalog(&project, &args.catalog, None)?;
     let words: Vec<String> = args.query.iter().map(|w| w.to_lowercase()).collect();
-    let mut found = 0;
+    let mut found = Vec::new();
     for package in catalog.packages()? {
         let text =
             format!("{} {} {}", package.id, package.summary, package.guidance).to_lowercase();
-        if words.iter().all(|w| text.contains(w.as_str())) {
-            found += 1;
+        if !words.iter().all(|w| text.contains(w.as_str())) {
+            continue;
+        }
+        found.push(serde_json::json!({
+            "id": package.id,
+            "version": package.version,
+            "summary": package.summary,
+            "hooks": package.hooks.iter().map(|h| h.as_str()).collect::<Vec<_>>(),
+        }));
+        if !args.json {
             outln!(
                 "{} {}  {}  ({})",
                 package.id,
@@ -262,7 +289,19 @@ pub fn search(args: SearchArgs) -> anyhow::Result<ExitCode> {
             );
         }
     }
-    if found == 0 {
+    if args.json {
+        outln!(
+            "{}",
+            serde_json::json!({ "catalog": args.catalog, "found": found })
+        );
+        return Ok(if found.is_empty() {
+            exit::FAILURE
+        } else {
+            exit::SUCCESS
+        }
+        .into());
+    }
+    if found.is_empty() {
         outln!("no policy in {} matches", args.catalog);
         return Ok(exit::FAILURE.into());
     }
@@ -281,6 +320,34 @@ pub fn info(args: InfoArgs) -> anyhow::Result<ExitCode> {
     let dir = catalog.package_dir(id)?;
     let package = chock_policy::package::read_package(&dir)?;
     let cases = chock_packages::evals::read_cases(&package)?;
+    let content = chock_packages::lock::content_hash(&dir)?;
+    if args.json {
+        let guard = package.guard.as_ref().map(|guard| {
+            let program = guard.program.strip_prefix(&dir).unwrap_or(&guard.program);
+            serde_json::json!({
+                "program": program,
+                "timeout_ms": guard.timeout_ms,
+                "memory_bytes": guard.memory_bytes,
+            })
+        });
+        let rules: Vec<String> = package.rules.rules().iter().map(|r| r.to_zon()).collect();
+        outln!(
+            "{}",
+            serde_json::json!({
+                "id": package.id,
+                "version": package.version,
+                "summary": package.summary,
+                "hooks": package.hooks.iter().map(|h| h.as_str()).collect::<Vec<_>>(),
+                "rules": rules,
+                "guard": guard,
+                "evals": cases.len(),
+                "guidance": package.guidance,
+                "commit": (!catalog.commit.is_empty()).then_some(&catalog.commit),
+                "content": content.to_string(),
+            })
+        );
+        return Ok(exit::SUCCESS.into());
+    }
     outln!("{} {}", package.id, package.version);
     outln!("  {}", package.summary);
     outln!("  hooks:    {}", hooks_of(&package));
@@ -301,7 +368,7 @@ pub fn info(args: InfoArgs) -> anyhow::Result<ExitCode> {
     if !catalog.commit.is_empty() {
         outln!("  commit:   {}", catalog.commit);
     }
-    outln!("  content:  {}", chock_packages::lock::content_hash(&dir)?);
+    outln!("  content:  {content}");
     outln!("`chock install {}` installs it", args.spec);
     Ok(exit::SUCCESS.into())
 }
@@ -326,6 +393,14 @@ pub fn manage(what: Manage, args: ManageArgs) -> anyhow::Result<ExitCode> {
             "was in force already",
         ),
     };
+    if args.json {
+        let changed = matches!(done, Done::Changed);
+        outln!(
+            "{}",
+            serde_json::json!({ "id": id, "done": word, "changed": changed })
+        );
+        return Ok(exit::SUCCESS.into());
+    }
     match done {
         Done::Changed => outln!("{word:<9} {id}"),
         Done::Already => outln!("unchanged {id}  ({already})"),
