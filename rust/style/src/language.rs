@@ -50,12 +50,7 @@ impl Language {
 
     /// The known name closest to a misspelt one, when one is close.
     pub fn nearest(name: &str) -> Option<&'static str> {
-        Language::ALL
-            .into_iter()
-            .map(|l| (distance(name, l.name()), l.name()))
-            .filter(|(d, n)| *d <= n.len() / 3 + 1)
-            .min()
-            .map(|(_, n)| n)
+        chock_zon::nearest(name, &Language::ALL.map(Language::name))
     }
 
     /// The language a file's extension names, if any.
@@ -121,24 +116,6 @@ impl Language {
             Language::Go => &["function_declaration", "method_declaration", "func_literal"],
         }
     }
-}
-
-/// Edit distance, for naming the nearest language.
-fn distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut last = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let here = row[j + 1];
-            row[j + 1] = (last + usize::from(ca != *cb))
-                .min(row[j] + 1)
-                .min(here + 1);
-            last = here;
-        }
-    }
-    row[b.len()]
 }
 
 #[cfg(test)]

@@ -190,10 +190,6 @@ impl Rule {
         })
     }
 
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
     /// Whether the rule reads the file at `path` (from the project's root).
     pub fn applies(&self, path: &Path) -> bool {
         match (&self.files, self.language) {

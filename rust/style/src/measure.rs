@@ -37,10 +37,6 @@ impl Measure {
         }
     }
 
-    pub fn from_name(name: &str) -> Option<Measure> {
-        Measure::ALL.into_iter().find(|m| m.name() == name)
-    }
-
     /// Every name, for a sentence that lists them.
     pub fn names() -> String {
         Measure::ALL.map(Measure::name).join(", ")
