@@ -92,12 +92,24 @@ pub(crate) fn start(session: &Session) -> Result<Option<Style>, McpError> {
         return Ok(Some(style));
     }
     let count = style.rules.len();
-    let by = crate::gate::decided_by_words(verdict);
+    let (rules, run) = if count == 1 {
+        ("rule", "does")
+    } else {
+        ("rules", "do")
+    };
+    let change = match &verdict.suggestion {
+        // The rule every agent kind's session reads, not only this one's.
+        Some(s) => format!(
+            "; to run them, add to {}: .{{ .action = \"style.parse\", .decision = .allow }}",
+            s.block
+        ),
+        None => String::new(),
+    };
     tracing::warn!(
-        "{}: style.parse answered {} at start, by {by}, so the {count} style rule{} of {} do not run and every write is unchecked; to run them add .{{ .action = \"style.parse\", .decision = .allow }} to .policy.rules",
+        "{}: style.parse answered {} at start, by {}, so the {count} style {rules} of {} {run} not run and every write is unchecked{change}",
         session.command,
         verdict.decision,
-        if count == 1 { "" } else { "s" },
+        crate::gate::decided_by_words(verdict),
         session.policy.project_file().display(),
     );
     Ok(None)
