@@ -102,6 +102,9 @@ pub(crate) struct ProjectFile {
     /// The style rules a write is checked against (see `style`).
     #[serde(default)]
     style: Option<Spanned<crate::style::StyleFields>>,
+    /// The project's language servers (see `lsp`).
+    #[serde(default)]
+    lsp: Option<Spanned<Vec<Spanned<crate::lsp::ServerFields>>>>,
 }
 
 /// `.review` of `chock.zon`: the agent kind that answers `agent_review`
@@ -517,6 +520,9 @@ impl FileKind {
             (FileKind::Operator | FileKind::Bundle, "style") => Some(
                 "style rules are the project's: move `.style` to the project's chock.zon (an organisation that wants none writes a rule on style.parse)".into(),
             ),
+            (FileKind::Operator | FileKind::Bundle, "lsp") => Some(
+                "language servers are the project's: move `.lsp` to the project's chock.zon (an organisation that wants none writes a rule on lsp.*)".into(),
+            ),
             (FileKind::Bundle, "search" | "skills") => Some(format!(
                 "an organisation bundle holds rules, not `.{name}`: the search engine is named in config.zon, and which skills are read is decided by rules on skill.read.<layer>"
             )),
@@ -546,6 +552,7 @@ pub(crate) struct ProjectLayer {
     pub(crate) review: Option<Review>,
     pub(crate) skills: crate::skills::SkillsBlock,
     pub(crate) style: Option<crate::style::StyleSettings>,
+    pub(crate) lsp: Vec<crate::lsp::LspServer>,
     /// Rules in a namespace Chock does not name, under `.unknown_actions = .warn`.
     pub(crate) warnings: Vec<String>,
 }
@@ -568,8 +575,10 @@ pub(crate) fn read_project(source: &Source<'_>) -> Result<ProjectLayer, PolicyEr
     let review = check_review(source, file.review, &agents)?;
     let skills = crate::skills::read_skills(source, file.skills)?;
     let style = crate::style::read_style(source, file.style)?;
+    let lsp = crate::lsp::read_lsp(source, file.lsp)?;
     Ok(ProjectLayer {
         style,
+        lsp,
         skills,
         workspace,
         subagents,

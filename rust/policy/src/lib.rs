@@ -15,6 +15,7 @@ mod either;
 mod error;
 mod files;
 mod index;
+mod lsp;
 pub mod names;
 mod nix_net;
 pub mod package;
@@ -45,6 +46,7 @@ pub use files::{
     UnknownActions,
 };
 pub use index::RuleSet;
+pub use lsp::{DEFAULT_LSP_TIMEOUT, LspServer, MAX_LSP_SERVERS, MAX_LSP_TIMEOUT};
 pub use names::{ExecContext, NameError, Phase};
 pub use nix_net::{MAX_SITE_BYTES, NIX_NET_HOSTS, NIX_NET_OPAQUE, nix_net_mirror};
 pub use package::{HookPoint, PolicyPackage, Rollout};

@@ -418,6 +418,7 @@ impl Policy {
             review: None,
             skills: Default::default(),
             style: None,
+            lsp: Vec::new(),
             warnings: Vec::new(),
         };
         let org = org
@@ -877,6 +878,11 @@ impl Policy {
         self.project
             .as_ref()
             .map_or_else(NetSettings::default, |p| p.net)
+    }
+
+    /// The project's language servers (`.lsp` of `chock.zon`).
+    pub fn lsp_servers(&self) -> &[crate::LspServer] {
+        self.project.as_ref().map_or(&[], |p| p.lsp.as_slice())
     }
 
     /// The project's style rules (`.style` of `chock.zon`), if it writes any.
