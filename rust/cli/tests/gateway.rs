@@ -1475,6 +1475,7 @@ fn a_url_servers_answer_over_its_bound_fails_that_call_alone_naming_it_on_every_
     for (transport, path) in [
         ("streamable-http", "/mcp"),
         ("json", "/mcp"),
+        ("resumable", "/mcp"),
         ("sse", "/sse"),
     ] {
         let env = Env::new();

@@ -6,7 +6,9 @@ lists.
 
 Its name is argv[1]; the secret is $API_KEY when it was given one. It
 speaks stdio, or argv[2] (`streamable-http`, `sse`, or `json`: Streamable
-HTTP answering each POST with one JSON body) at 127.0.0.1:argv[3].
+HTTP answering each POST with one JSON body, or `resumable`: Streamable
+HTTP whose events carry ids, kept so a stream can be resumed) at
+127.0.0.1:argv[3].
 """
 
 import asyncio
@@ -15,6 +17,7 @@ import sys
 import uuid
 
 from mcp.server.fastmcp import Context, FastMCP
+from mcp.server.streamable_http import EventMessage, EventStore
 from pydantic import BaseModel
 
 NAME = sys.argv[1]
@@ -22,7 +25,33 @@ SECRET = os.environ.get("API_KEY", "none")
 # Which start of the process this is: a restarted server has a new one.
 STARTED = uuid.uuid4().hex
 
-server = FastMCP(NAME)
+
+
+class Remembered(EventStore):
+    """Every event kept, so a stream that broke off can be resumed."""
+
+    def __init__(self):
+        self.events = []
+
+    async def store_event(self, stream_id, message):
+        event_id = str(len(self.events))
+        self.events.append((stream_id, event_id, message))
+        return event_id
+
+    async def replay_events_after(self, last_event_id, send_callback):
+        ids = [e for _, e, _ in self.events]
+        if last_event_id not in ids:
+            return None
+        at = ids.index(last_event_id)
+        stream = self.events[at][0]
+        for s, e, m in self.events[at + 1 :]:
+            if s == stream and m is not None:
+                await send_callback(EventMessage(m, e))
+        return stream
+
+
+RESUMABLE = len(sys.argv) > 2 and sys.argv[2] == "resumable"
+server = FastMCP(NAME, event_store=Remembered() if RESUMABLE else None)
 
 
 @server.tool(description=f"Echo a text. Key: {SECRET}")
@@ -43,8 +72,9 @@ def crash() -> str:
 
 
 @server.tool(structured_output=False)
-def huge(mib: int) -> str:
-    """An answer of `mib` MiB, on one line."""
+async def huge(mib: int, ctx: Context) -> str:
+    """An answer of `mib` MiB, on one line, after a progress report."""
+    await ctx.report_progress(0, 1)
     return "x" * (mib << 20)
 
 
@@ -132,6 +162,8 @@ if len(sys.argv) > 3:
     server.settings.port = int(sys.argv[3])
     if sys.argv[2] == "json":
         server.settings.json_response = True
+        server.run(transport="streamable-http")
+    elif RESUMABLE:
         server.run(transport="streamable-http")
     else:
         server.run(transport=sys.argv[2])

@@ -1003,10 +1003,35 @@ impl Upstream {
                     ServiceError::TransportClosed | ServiceError::TransportSend(_)
                 ) {
                     self.settle().await;
+                    // Only this call's answer broke off (a url server's
+                    // stream that could not be resumed): the server is kept.
+                    if self.is_up().await {
+                        return Err(self.broke_off());
+                    }
                 }
                 Err(self.failed(e).into())
             }
         }
+    }
+
+    /// Whether the server's connection is live.
+    async fn is_up(&self) -> bool {
+        matches!(&*self.link.lock().await, Link::Up(connection) if connection.gone().is_none())
+    }
+
+    /// The error of a call whose answer broke off while the server stayed up.
+    fn broke_off(&self) -> Failure {
+        let config = &self.config;
+        Failure::Bound(ErrorData::internal_error(
+            format!(
+                "MCP server `{}` broke off its answer to this call (an answer over its bound of {} MiB is broken off so; if it needs more, raise its .max_answer_mib in {}:{}); its connection is kept for the next call",
+                config.name,
+                config.max_answer_bytes >> 20,
+                config.file.display(),
+                config.line
+            ),
+            None,
+        ))
     }
 
     fn failed(&self, e: ServiceError) -> String {
