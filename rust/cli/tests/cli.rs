@@ -510,6 +510,26 @@ fn sync_remove_takes_back_exactly_what_sync_wrote() {
         synced.contains("chock hook claude") && synced.contains("./lint.sh"),
         "{synced}"
     );
+    let out = fx
+        .chock()
+        .args(["sync", "--check", "--json", "--agents", "claude,cursor"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    let checked: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert_eq!(checked["ok"], true, "{checked}");
+    assert_eq!(
+        checked["agents"],
+        serde_json::json!(["claude", "cursor"]),
+        "{checked}"
+    );
+    let files = checked["files"].as_array().expect("files");
+    assert!(
+        files
+            .iter()
+            .any(|f| f["path"] == settings.to_str().unwrap() && f["done"] == "unchanged"),
+        "{checked}"
+    );
 
     let out = fx
         .chock()

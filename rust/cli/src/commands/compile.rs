@@ -22,7 +22,16 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let project = crate::commands::hook::project_dir(args.project.as_deref())?;
-    let differs = compile(&project, args.check)?;
+    let mut differs = false;
+    for file in compile(&project, args.check)? {
+        differs |= file.written != Written::Unchanged;
+        let width = if args.check { 12 } else { 9 };
+        outln!(
+            "{:<width$} {}  (policies)",
+            file.word(),
+            file.shown(&project).display()
+        );
+    }
     Ok(if args.check && differs {
         exit::FAILURE.into()
     } else {
@@ -30,11 +39,39 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// One file the compile wrote, or with `check` would write.
+pub struct Compiled {
+    pub path: PathBuf,
+    pub written: Written,
+    check: bool,
+}
+
+impl Compiled {
+    /// What was done to it, in the words `chock sync` uses for its files.
+    pub fn word(&self) -> &'static str {
+        match (self.written, self.check) {
+            (Written::Created, false) => "created",
+            (Written::Updated, false) => "updated",
+            (Written::Created, true) => "would create",
+            (Written::Updated, true) => "would update",
+            (Written::Unchanged, _) => "unchanged",
+        }
+    }
+
+    /// Its path within `project`.
+    pub fn shown(&self, project: &Path) -> PathBuf {
+        self.path
+            .strip_prefix(project)
+            .unwrap_or(&self.path)
+            .to_owned()
+    }
+}
+
 /// Compiles the project's policies and writes what differs, or with
-/// `check` only says what would change; one line per file, as `chock
-/// sync` prints its own. Whether any file differs. A policy that does not
-/// read is an error naming its file and line, and nothing is written.
-pub fn compile(project: &Path, check: bool) -> anyhow::Result<bool> {
+/// `check` only says what would change: each file and what was (or would
+/// be) done to it. A policy that does not read is an error naming its
+/// file and line, and nothing is written.
+pub fn compile(project: &Path, check: bool) -> anyhow::Result<Vec<Compiled>> {
     let policy =
         chock_policy::Policy::load(&chock_policy::LoadOptions::from_env(project, Vec::new())?)?;
     let files = if check {
@@ -42,19 +79,12 @@ pub fn compile(project: &Path, check: bool) -> anyhow::Result<bool> {
     } else {
         index::sync(project, policy.packages())?
     };
-    let mut differs = false;
-    for (path, written) in files {
-        differs |= written != Written::Unchanged;
-        let word = match (written, check) {
-            (Written::Created, false) => "created",
-            (Written::Updated, false) => "updated",
-            (Written::Created, true) => "would create",
-            (Written::Updated, true) => "would update",
-            (Written::Unchanged, _) => "unchanged",
-        };
-        let width = if check { 12 } else { 9 };
-        let shown = path.strip_prefix(project).unwrap_or(&path);
-        outln!("{word:<width$} {}  (policies)", shown.display());
-    }
-    Ok(differs)
+    Ok(files
+        .into_iter()
+        .map(|(path, written)| Compiled {
+            path,
+            written,
+            check,
+        })
+        .collect())
 }

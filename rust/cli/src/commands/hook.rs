@@ -57,6 +57,9 @@ pub struct SyncArgs {
     /// Wire the agents' user-level settings (~/.claude/settings.json, ...), read in every project of yours; nothing in the project, nothing to commit.
     #[arg(long, conflicts_with_all = ["project", "ci"])]
     pub user: bool,
+    /// Print one JSON object on stdout: `{"ok", "agents", "files": [{"path", "what", "done", "error"}]}`.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -223,17 +226,15 @@ pub fn sync(args: SyncArgs) -> anyhow::Result<ExitCode> {
         remove: args.remove,
         user: args.user,
     });
-    if args.remove {
-        return Ok(removed(&project, &report));
-    }
     let wired_none = report.agents.is_empty();
-    if wired_none {
+    if wired_none && !args.remove {
         eprintln!(
             "chock sync: no agent is wired: {} holds no agent folder with anything in it (.claude, .cursor, .gemini, .codex); name them with --agents claude,cursor,gemini,codex",
             project.display()
         );
     }
     let mut differs = false;
+    let mut files = Vec::new();
     for file in &report.files {
         let relative = file.path.strip_prefix(&project).unwrap_or(&file.path);
         let shown = if args.user {
@@ -241,63 +242,90 @@ pub fn sync(args: SyncArgs) -> anyhow::Result<ExitCode> {
         } else {
             relative.to_owned()
         };
-        match &file.result {
+        let word = match &file.result {
             Ok(change) => {
                 differs |= *change != Change::Unchanged;
-                let word = match (change, args.check) {
-                    (Change::Created, false) => "created",
-                    (Change::Updated, false) => "updated",
-                    (Change::Created, true) => "would create",
-                    (Change::Updated, true) => "would update",
-                    (Change::Unchanged, _) => "unchanged",
-                };
-                let width = if args.check { 12 } else { 9 };
-                outln!("{word:<width$} {}  ({})", shown.display(), file.what);
+                done_word(*change, args.check, args.remove)
             }
-            Err(error) => eprintln!("chock sync: {error}"),
+            Err(error) => {
+                eprintln!("chock sync: {error}");
+                "failed"
+            }
+        };
+        files.push(serde_json::json!({
+            "path": file.path,
+            "what": file.what,
+            "done": word,
+            "error": file.result.as_ref().err().map(ToString::to_string),
+        }));
+        if args.json || file.result.is_err() {
+            continue;
+        }
+        if args.remove {
+            outln!("{word} {}  ({})", shown.display(), file.what);
+        } else {
+            let width = if args.check { 12 } else { 9 };
+            outln!("{word:<width$} {}  ({})", shown.display(), file.what);
         }
     }
-    if args.check {
-        // The compiled policies too: a policy changed without `chock
-        // compile` is a difference.
-        let compiled = if args.user {
-            Ok(false)
-        } else {
-            crate::commands::compile::compile(&project, true)
-        };
-        let compiled = compiled.unwrap_or_else(|error| {
-            eprintln!("chock sync: the policies do not compile: {error:#}");
-            true
-        });
-        return Ok(
-            if report.succeeded() && !differs && !compiled && !wired_none {
-                exit::SUCCESS.into()
-            } else {
-                exit::FAILURE.into()
-            },
-        );
+    // The compiled policies too (not at --user, where there are none): a
+    // policy changed without `chock compile` is a difference.
+    let mut compiled = true;
+    if !args.remove && !args.user {
+        match crate::commands::compile::compile(&project, args.check) {
+            Ok(written) => {
+                for file in written {
+                    differs |= file.written != chock_packages::index::Written::Unchanged;
+                    files.push(serde_json::json!({
+                        "path": file.path,
+                        "what": "policies",
+                        "done": file.word(),
+                        "error": null,
+                    }));
+                    if !args.json {
+                        let width = if args.check { 12 } else { 9 };
+                        outln!(
+                            "{:<width$} {}  (policies)",
+                            file.word(),
+                            file.shown(&project).display()
+                        );
+                    }
+                }
+            }
+            Err(error) => {
+                eprintln!("chock sync: the policies do not compile: {error:#}");
+                compiled = false;
+            }
+        }
     }
-    if args.user {
-        return Ok(if report.succeeded() && !wired_none {
-            exit::SUCCESS.into()
-        } else {
-            exit::FAILURE.into()
-        });
-    }
-    let index = crate::commands::compile::compile(&project, false);
-    if let Err(error) = &index {
-        eprintln!("chock sync: the policies do not compile: {error:#}");
-    }
-    if !on_path("chock") {
+    let ok =
+        report.succeeded() && compiled && (args.remove || !wired_none) && !(args.check && differs);
+    if !args.check && !args.remove && !args.user && !on_path("chock") {
         eprintln!(
             "chock sync: the hook files call `chock`, which is not on PATH here: install it (cargo install --path rust/cli) so the hooks can run"
         );
     }
-    Ok(if report.succeeded() && index.is_ok() && !wired_none {
-        exit::SUCCESS.into()
-    } else {
-        exit::FAILURE.into()
-    })
+    if args.json {
+        let agents: Vec<_> = report.agents.iter().map(|a| a.name()).collect();
+        outln!(
+            "{}",
+            serde_json::json!({ "ok": ok, "agents": agents, "files": files })
+        );
+    }
+    Ok(if ok { exit::SUCCESS } else { exit::FAILURE }.into())
+}
+
+/// What sync did to one file, in its report's words.
+fn done_word(change: Change, check: bool, remove: bool) -> &'static str {
+    match (change, check, remove) {
+        (Change::Unchanged, _, true) => "nothing of Chock's in",
+        (_, _, true) => "removed Chock's entry from",
+        (Change::Created, false, _) => "created",
+        (Change::Updated, false, _) => "updated",
+        (Change::Created, true, _) => "would create",
+        (Change::Updated, true, _) => "would update",
+        (Change::Unchanged, _, _) => "unchanged",
+    }
 }
 
 /// The person's home folder, where the agents keep their user-level settings.
@@ -306,29 +334,6 @@ pub(crate) fn home() -> anyhow::Result<PathBuf> {
         .map(PathBuf::from)
         .filter(|home| home.is_absolute())
         .context("HOME is not set to an absolute path, so the agents' user-level settings cannot be found")
-}
-
-/// `chock sync --remove`'s report: what each file gave back.
-fn removed(project: &Path, report: &sync::SyncReport) -> ExitCode {
-    for file in &report.files {
-        let shown = file.path.strip_prefix(project).unwrap_or(&file.path);
-        match &file.result {
-            Ok(Change::Unchanged) => {
-                outln!("nothing of Chock's in {}  ({})", shown.display(), file.what)
-            }
-            Ok(_) => outln!(
-                "removed Chock's entry from {}  ({})",
-                shown.display(),
-                file.what
-            ),
-            Err(error) => eprintln!("chock sync --remove: {error}"),
-        }
-    }
-    if report.succeeded() {
-        exit::SUCCESS.into()
-    } else {
-        exit::FAILURE.into()
-    }
 }
 
 fn on_path(program: &str) -> bool {
