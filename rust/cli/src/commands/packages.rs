@@ -343,7 +343,7 @@ pub fn info(args: InfoArgs) -> anyhow::Result<ExitCode> {
                 "evals": cases.len(),
                 "guidance": package.guidance,
                 "commit": (!catalog.commit.is_empty()).then_some(&catalog.commit),
-                "content": content.to_string(),
+                "content": content,
             })
         );
         return Ok(exit::SUCCESS.into());
