@@ -74,6 +74,9 @@ pub struct RunOptions {
     pub resume: Option<Resume>,
     /// Where the session stops spending (`--max-budget`, `--max-tokens`).
     pub budget: spending::Budget,
+    /// The command serving it (`chock run`, `chock acp`), as `chock
+    /// approve` names its questions.
+    pub command: &'static str,
 }
 
 /// Which earlier session to go on with.
@@ -352,7 +355,7 @@ impl Session {
             workspace_session: Some(opened.id.clone()),
             workspace: true,
             allow_dirty: options.allow_dirty,
-            command: "chock run",
+            command: options.command,
             dev_shell: options.dev_shell.clone(),
             scratchpad: Some(scratchpad.dir().to_path_buf()),
             ..ServeOptions::default()

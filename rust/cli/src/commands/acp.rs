@@ -18,7 +18,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // Each session's project is the directory the editor names.
-    let options = args.session.options(None);
+    let options = args.session.options(None, "chock acp");
     let ended = chock_acp::serve(
         options,
         &mut std::io::stdin().lock(),

@@ -67,8 +67,10 @@ pub struct SessionArgs {
 }
 
 impl SessionArgs {
-    pub fn options(self, project: Option<PathBuf>) -> RunOptions {
+    /// The session's options, `command` naming what serves it.
+    pub fn options(self, project: Option<PathBuf>, command: &'static str) -> RunOptions {
         RunOptions {
+            command,
             project,
             provider: self.provider,
             model: self.model,
@@ -342,7 +344,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         eprintln!("chock run: no task: give one after `--` or on stdin");
         return Ok(exit::FAILURE.into());
     }
-    let mut options = args.session.options(args.project);
+    let mut options = args.session.options(args.project, "chock run");
     options.resume = match (args.resume, args.session_id) {
         (_, Some(id)) => Some(Resume::Id(id)),
         (true, None) => Some(Resume::Newest),
