@@ -517,7 +517,7 @@ fn mechanisms(project: &Path, policy: &Policy, ci: bool) -> Stage {
 fn check_index(project: &Path, policy: &Policy) -> Stage {
     let mut problems = Vec::new();
     let path = index::index_path(project);
-    let want = index::render(policy.packages());
+    let want = index::render(project, policy.packages());
     match std::fs::read_to_string(&path) {
         Ok(text) if text == want => {}
         Ok(_) => problems.push(problem(

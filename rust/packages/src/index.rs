@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use chock_policy::package::POLICIES_DIR;
-use chock_policy::{PolicyPackage, Rollout};
+use chock_policy::{PolicyPackage, Rollout, SkillLayer, SkillSettings};
 use serde::Deserialize;
 
 use crate::beneath::PoliciesDir;
@@ -58,8 +58,27 @@ pub fn tokens(text: &str) -> u64 {
     (text.len() as u64).div_ceil(4)
 }
 
-/// The index's text for `packages`.
-pub fn render(packages: &[PolicyPackage]) -> String {
+/// The skills `package` ships (its `skills/` folder, read as the packaged
+/// layer is): name and description, as an agent is offered them.
+fn skills_of(project: &Path, package: &PolicyPackage) -> Vec<chock_skills::Skill> {
+    let Some(folder) = package.dir.file_name() else {
+        return Vec::new();
+    };
+    let layers = chock_skills::Layers {
+        operator: None,
+        project: project.to_path_buf(),
+        packages: vec![folder.to_string_lossy().into_owned()],
+    };
+    let settings = SkillSettings {
+        layers: vec![SkillLayer::Packaged],
+        ..SkillSettings::default()
+    };
+    chock_skills::list(&layers, &settings).skills
+}
+
+/// The index's text for `packages` of `project`: each one's rules in
+/// full, its guard, its stage and the skills it ships.
+pub fn render(project: &Path, packages: &[PolicyPackage]) -> String {
     let mut out = String::from(
         "# Policies in force\n\nWritten by `chock sync` from `.agents/policies/*/manifest.zon`; do not edit. \
 Git hooks and agent hooks enforce these whatever this page says; it is here so you know them before you act.\n",
@@ -93,6 +112,17 @@ Git hooks and agent hooks enforce these whatever this page says; it is here so y
             Rollout::Observe => out.push_str(
                 "\nRolled out at its `observe` stage: it refuses nothing yet, and each call it would refuse is logged.\n",
             ),
+        }
+        let skills = skills_of(project, package);
+        if !skills.is_empty() {
+            out.push_str("\nSkills it ships (read one with `read_skill`):\n\n");
+            for skill in skills {
+                out.push_str(&format!(
+                    "- `{}`: {}\n",
+                    skill.name,
+                    skill.description.trim()
+                ));
+            }
         }
         if !package.guidance.trim().is_empty() {
             out.push_str(&format!("\n{}\n", package.guidance.trim()));
@@ -181,7 +211,7 @@ fn compile(
     }
     let files = [
         (COMPILED_FILE, crate::compile::render(packages)?),
-        (INDEX_FILE, render(packages)),
+        (INDEX_FILE, render(project, packages)),
     ];
     if !write {
         for (name, text) in files {
@@ -258,9 +288,40 @@ mod tests {
             chock_policy::package::read_manifest(dir, &dir.join("manifest.zon"), &text)
                 .expect("manifest")
         };
-        assert!(render(&[read(", .rollout = .observe")]).contains("`observe` stage"));
-        assert!(render(&[read(", .rollout = .ask")]).contains("`ask` stage"));
-        assert!(!render(&[read("")]).contains("stage"));
+        let project = Path::new("/p");
+        assert!(render(project, &[read(", .rollout = .observe")]).contains("`observe` stage"));
+        assert!(render(project, &[read(", .rollout = .ask")]).contains("`ask` stage"));
+        assert!(!render(project, &[read("")]).contains("stage"));
+    }
+
+    /// Every skill a package ships is in the index by name and
+    /// description, as seed 001's sync compiles it; a package without
+    /// one names none.
+    #[test]
+    fn the_index_lists_the_skills_a_package_ships() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = dir.path();
+        crate::skeleton::new_policy(project, "pkg").unwrap();
+        let read = || {
+            chock_policy::package::read_package(&project.join(POLICIES_DIR).join("pkg"))
+                .expect("the skeleton reads")
+        };
+        assert!(!render(project, &[read()]).contains("Skills it ships"));
+        crate::skeleton::new_piece(
+            project,
+            crate::skeleton::Piece::Skill,
+            "review-sql",
+            Some("pkg"),
+        )
+        .unwrap();
+        let skill = project.join(".agents/policies/pkg/skills/review-sql/SKILL.md");
+        let text = std::fs::read_to_string(&skill).unwrap();
+        let described = chock_skills::frontmatter::parse(&text).unwrap().description;
+        let index = render(project, &[read()]);
+        assert!(
+            index.contains(&format!("- `review-sql`: {}", described.trim())),
+            "{index}"
+        );
     }
 
     #[test]
