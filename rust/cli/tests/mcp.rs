@@ -117,6 +117,8 @@ fn every_tool_on_allow_runs_and_is_logged() {
     let offered: Vec<&str> = chock_mcp::TOOL_NAMES
         .into_iter()
         .filter(|t| !["request_apply", "read_skill", "web_search"].contains(t))
+        // The language-server tools, where chock.zon names a server (tests/lsp.rs).
+        .filter(|t| !chock_mcp::LSP_TOOLS.contains(t))
         .collect();
     assert_eq!(names.len(), offered.len(), "{names:?}");
     for tool in offered {
@@ -3123,7 +3125,7 @@ fn five_edits_in_flight_and_an_appender_lose_no_line() {
 }
 
 /// A server with no MCP server behind it declares only tools, and answers
-/// every resources and prompts method -32601, as for any method it does
+/// every resources, prompts and logging method -32601, as for any method it does
 /// not have: raw JSON-RPC, and through the MCP Python SDK's client where
 /// it is installed.
 #[test]
@@ -3134,10 +3136,11 @@ fn a_server_that_declares_only_tools_answers_nothing_else() {
         .as_object()
         .expect("capabilities");
     assert!(declared.contains_key("tools"), "{init}");
-    for other in ["resources", "prompts", "completions"] {
+    for other in ["resources", "prompts", "completions", "logging"] {
         assert!(!declared.contains_key(other), "{other} declared: {init}");
     }
     for (method, params) in [
+        ("logging/setLevel", json!({"level": "debug"})),
         ("resources/list", json!({})),
         ("resources/read", json!({"uri": "file:///etc/passwd"})),
         ("resources/templates/list", json!({})),
