@@ -721,7 +721,6 @@ fn the_gateways_servers_are_offered_and_their_calls_decided() {
 #[test]
 fn ask_user_at_a_terminal_is_answered_there_yes_or_no_and_in_words() {
     use std::io::Write;
-    use std::process::{Command, Stdio};
     let kind = ProviderKind::Anthropic;
     let server = Server::start(vec![
         reply(
@@ -743,31 +742,7 @@ fn ask_user_at_a_terminal_is_answered_there_yes_or_no_and_in_words() {
         reply(kind, "Kept.", &[]),
     ]);
     let fx = project(kind, &server, "");
-    let inner = fx.chock();
-    let line = std::iter::once(inner.get_program())
-        .chain(inner.get_args())
-        .map(|a| a.to_string_lossy().into_owned())
-        .chain(["run", "--model", "m1", "--", "ask"].map(String::from))
-        .map(|a| format!("'{a}'"))
-        .collect::<Vec<_>>()
-        .join(" ");
-    // `script` runs the line on a pty: stdin and stderr are a terminal.
-    let mut script = Command::new("script");
-    script
-        .args(["--quiet", "--return", "--command", &line, "/dev/null"])
-        .env("TERM", "dumb")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (name, value) in inner.get_envs() {
-        match value {
-            Some(value) => script.env(name, value),
-            None => script.env_remove(name),
-        };
-    }
-    if let Some(dir) = inner.get_current_dir() {
-        script.current_dir(dir);
-    }
+    let mut script = fx.chock_on_a_terminal(&["run", "--model", "m1", "--", "ask"]);
     let mut child = script
         .spawn()
         .unwrap_or_else(|e| panic!("cannot run util-linux's script for a pty ({e})"));

@@ -985,7 +985,6 @@ fn read_image_sends_the_image_and_refuses_what_is_none_set_title_and_request_act
 #[test]
 fn a_second_ctrl_c_at_the_terminal_ends_the_run_at_once() {
     use std::io::{Read, Write};
-    use std::process::{Command, Stdio};
     let kind = ProviderKind::Anthropic;
     let server = Server::start(vec![
         reply(
@@ -1000,32 +999,7 @@ fn a_second_ctrl_c_at_the_terminal_ends_the_run_at_once() {
         &server,
         r#".{ .action = "call.write_file", .decision = .ask }"#,
     );
-    let inner = fx.chock();
-    let line = std::iter::once(inner.get_program())
-        .chain(inner.get_args())
-        .map(|a| a.to_string_lossy().into_owned())
-        .chain(["run", "--model", "m1", "--", "write"].map(String::from))
-        .map(|a| format!("'{a}'"))
-        .collect::<Vec<_>>()
-        .join(" ");
-    // `script` runs the line on a pty: a ^C typed there is the terminal's
-    // SIGINT to the foreground process group, as a person's is.
-    let mut script = Command::new("script");
-    script
-        .args(["--quiet", "--return", "--command", &line, "/dev/null"])
-        .env("TERM", "dumb")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (name, value) in inner.get_envs() {
-        match value {
-            Some(value) => script.env(name, value),
-            None => script.env_remove(name),
-        };
-    }
-    if let Some(dir) = inner.get_current_dir() {
-        script.current_dir(dir);
-    }
+    let mut script = fx.chock_on_a_terminal(&["run", "--model", "m1", "--", "write"]);
     let mut child = script.spawn().expect("util-linux's script for a pty");
     let mut typed = child.stdin.take().expect("stdin");
     let mut screen_out = child.stdout.take().expect("stdout");

@@ -119,6 +119,39 @@ impl Fixture {
     }
 
     /// `chock` with this fixture's HOME and XDG directories, run in the project.
+    /// This fixture's `chock` with `args`, run on a pseudo-terminal by
+    /// util-linux's `script` (same environment and folder): stdin and
+    /// stderr are a terminal, and a ^C typed there is the terminal's
+    /// SIGINT to the foreground process group, as a person's is. Its
+    /// stdin, stdout and stderr are pipes for the test.
+    pub fn chock_on_a_terminal(&self, args: &[&str]) -> Command {
+        let inner = self.chock();
+        let line = std::iter::once(inner.get_program())
+            .chain(inner.get_args())
+            .map(|a| a.to_string_lossy().into_owned())
+            .chain(args.iter().map(|a| (*a).to_owned()))
+            .map(|a| format!("'{a}'"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let mut script = Command::new("script");
+        script
+            .args(["--quiet", "--return", "--command", &line, "/dev/null"])
+            .env("TERM", "dumb")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        for (name, value) in inner.get_envs() {
+            match value {
+                Some(value) => script.env(name, value),
+                None => script.env_remove(name),
+            };
+        }
+        if let Some(dir) = inner.get_current_dir() {
+            script.current_dir(dir);
+        }
+        script
+    }
+
     pub fn chock(&self) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_chock"));
         let at = |name: &str| self.root.path().join(name);
