@@ -5,7 +5,7 @@
 //! a policy that does not read writes nothing; a link planted at the file
 //! is refused, never written through.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Output;
 
 use serde_json::Value;
@@ -43,12 +43,7 @@ impl Project {
     }
 
     fn run(&self, program: &str, args: &[&str]) -> Output {
-        let bin_dir = Path::new(chock_bin()).parent().unwrap();
-        let path = format!(
-            "{}:{}",
-            bin_dir.display(),
-            std::env::var("PATH").unwrap_or_default()
-        );
+        let path = chock_testkit::path_with_chock(chock_bin());
         chock_testkit::isolated_command(program, &self.dir, &path, &self.home, &self.state)
             .args(args)
             .output()

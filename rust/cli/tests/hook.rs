@@ -82,12 +82,7 @@ impl Sandbox {
 
     /// A `chock` (or any program) command with this sandbox's environment.
     fn command(&self, program: &str) -> Command {
-        let bin_dir = Path::new(chock_bin()).parent().unwrap();
-        let path = format!(
-            "{}:{}",
-            bin_dir.display(),
-            std::env::var("PATH").unwrap_or_default()
-        );
+        let path = chock_testkit::path_with_chock(chock_bin());
         chock_testkit::isolated_command(program, &self.project, &path, &self.home, &self.state)
     }
 

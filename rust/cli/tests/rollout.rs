@@ -6,7 +6,7 @@
 //! runs a staged package's cases in full force.
 
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
@@ -68,12 +68,7 @@ impl Project {
     }
 
     fn push(&self) -> Output {
-        let bin_dir = Path::new(chock_bin()).parent().unwrap();
-        let path = format!(
-            "{}:{}",
-            bin_dir.display(),
-            std::env::var("PATH").unwrap_or_default()
-        );
+        let path = chock_testkit::path_with_chock(chock_bin());
         let mut child =
             chock_testkit::isolated_command(chock_bin(), &self.dir, &path, &self.home, &self.state)
                 .args(["hook", "claude"])
@@ -193,12 +188,7 @@ fn a_staged_package_s_evals_test_it_in_full_force() {
         .to_string()
     };
     let check = || {
-        let bin_dir = Path::new(chock_bin()).parent().unwrap();
-        let path = format!(
-            "{}:{}",
-            bin_dir.display(),
-            std::env::var("PATH").unwrap_or_default()
-        );
+        let path = chock_testkit::path_with_chock(chock_bin());
         chock_testkit::isolated_command(
             chock_bin(),
             &project.dir,
@@ -242,12 +232,7 @@ fn an_observed_refusal_at_a_git_hook_lets_the_commit_through_and_says_so() {
         ".{ .id = \"no-commit\", .version = \"1\", .summary = \"No commits.\", .hooks = .{ \"pre-commit\" }, .rollout = .observe, .rules = .{ .{ .action = \"git.commit\", .decision = .deny } } }\n",
     )
     .unwrap();
-    let bin_dir = Path::new(chock_bin()).parent().unwrap();
-    let path = format!(
-        "{}:{}",
-        bin_dir.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
+    let path = chock_testkit::path_with_chock(chock_bin());
     let run = |program: &str, args: &[&str]| {
         chock_testkit::isolated_command(program, &project.dir, &path, &project.home, &project.state)
             .args(args)

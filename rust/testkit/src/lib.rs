@@ -78,6 +78,18 @@ pub fn require_nix_daemon(socket: &Path) {
     }
 }
 
+/// A PATH with the folder of `chock` (a test's `CARGO_BIN_EXE_chock`)
+/// first, then this process's own: what hooks and git hooks a test runs
+/// find `chock` on.
+pub fn path_with_chock(chock: &str) -> String {
+    let folder = Path::new(chock).parent().unwrap_or(Path::new("/"));
+    format!(
+        "{}:{}",
+        folder.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
 /// `program` run in `dir` with nothing of the machine's environment: PATH
 /// is `bin_dir` then `path`, HOME, the XDG folders and Chock's state folder
 /// are the test's own, and git reads no system config and signs as "Test".
