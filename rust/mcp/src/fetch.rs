@@ -14,8 +14,6 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long one request may take, body included.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// The `User-Agent` sent, and the name robots.txt rules are read for.
-pub const USER_AGENT: &str = concat!("chock/", env!("CARGO_PKG_VERSION"));
 /// The product token robots.txt groups are matched against.
 pub const ROBOTS_AGENT: &str = "chock";
 
@@ -67,17 +65,10 @@ impl Resolve for PublicResolver {
     }
 }
 
-/// A client that follows no redirect (each hop is someone's decision),
-/// uses no proxy, and speaks TLS with rustls.
+/// A client with Chock's rules ([`chock_provider::http`]) that gives up
+/// connecting after [`CONNECT_TIMEOUT`].
 pub fn builder() -> reqwest::ClientBuilder {
-    // Another part of the process may have installed one first.
-    rustls::crypto::ring::default_provider()
-        .install_default()
-        .ok();
-    reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .no_proxy()
-        .connect_timeout(CONNECT_TIMEOUT)
+    chock_provider::http::client_builder(CONNECT_TIMEOUT)
 }
 
 /// The one client of the process (it pools connections).
@@ -86,7 +77,6 @@ pub fn client() -> Result<reqwest::Client, String> {
     CLIENT
         .get_or_init(|| {
             builder()
-                .user_agent(USER_AGENT)
                 .timeout(REQUEST_TIMEOUT)
                 .dns_resolver(std::sync::Arc::new(PublicResolver))
                 .build()

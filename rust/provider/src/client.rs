@@ -96,15 +96,7 @@ impl Client {
         key: Option<String>,
         settings: Settings,
     ) -> Result<Client, ProviderError> {
-        // Another part of the process may have installed one first.
-        rustls::crypto::ring::default_provider()
-            .install_default()
-            .ok();
-        let http = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .no_proxy()
-            .connect_timeout(settings.connect)
-            .user_agent(concat!("chock/", env!("CARGO_PKG_VERSION")))
+        let http = crate::http::client_builder(settings.connect)
             .build()
             .map_err(|e| ProviderError::Unreachable {
                 instance: instance.name.clone(),

@@ -12,6 +12,7 @@ mod client;
 mod conversation;
 mod credentials;
 mod error;
+pub mod http;
 mod openai_chat;
 mod openai_responses;
 mod select;

@@ -38,7 +38,6 @@ const MAX_URL_BYTES: usize = 2048;
 const MAX_ERROR_CHARS: usize = 300;
 /// How long connecting may take, within the search's own bound.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-const USER_AGENT: &str = concat!("chock/", env!("CARGO_PKG_VERSION"));
 
 /// One result.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -155,15 +154,7 @@ pub async fn search(
 }
 
 fn client() -> Result<reqwest::Client, String> {
-    // Another part of the process may have installed one first.
-    rustls::crypto::ring::default_provider()
-        .install_default()
-        .ok();
-    reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .no_proxy()
-        .connect_timeout(CONNECT_TIMEOUT)
-        .user_agent(USER_AGENT)
+    chock_provider::http::client_builder(CONNECT_TIMEOUT)
         .build()
         .map_err(|e| format!("the HTTP client cannot start: {e}"))
 }
