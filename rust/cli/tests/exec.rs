@@ -810,6 +810,7 @@ fn git_in_the_sandbox_commits_as_the_person_and_sees_nothing_else_of_their_confi
 
 /// A flake that declares no `devShells` runs on the host's toolchain as a
 /// project without a flake does, and says so; nothing is built or asked.
+/// A dev shell named other than `default` is refused there, naming it.
 /// A flake fix cannot read is not taken for one without a shell: the
 /// command stops with the evaluation's own error.
 #[test]
@@ -848,6 +849,15 @@ fn a_flake_without_dev_shells_runs_on_the_host_toolchain_saying_so() {
             .is_some_and(|a| a.starts_with("nix.build."))),
         "nothing was built: {:#?}",
         fx.log_lines()
+    );
+    // A shell named that the flake cannot have is never another toolchain.
+    let named = fx.exec(&["--dev-shell", "ci"], &["sh", "-c", "echo ran"]);
+    assert_eq!(named.status.code(), Some(124), "{}", describe(&named));
+    assert!(
+        text(&named.stderr).contains("the dev shell `ci` was named")
+            && text(&named.stdout).is_empty(),
+        "{}",
+        describe(&named)
     );
     write(
         r#"{

@@ -43,6 +43,9 @@ use chock_nix::{BuildRequest, Context, FixEvaluator, InputFetcher, Session, Who}
 use chock_policy::{Asker, Policy};
 use sha2::{Digest, Sha256};
 
+/// The dev shell a project gets when it names none.
+pub const DEFAULT_SHELL: &str = "default";
+
 /// Bumped whenever what is cached changes meaning.
 const FORMAT: &str = "chock-devshell-v2";
 
@@ -101,6 +104,19 @@ pub enum DevShellError {
         /// Why, in chock build's words.
         #[source]
         source: chock_nix::BuildError,
+    },
+    /// A dev shell other than [`DEFAULT_SHELL`] was named, in a flake that
+    /// declares no `devShells`: nothing runs rather than another toolchain.
+    #[error(
+        "the dev shell `{name}` was named (--dev-shell or chock.zon's .nix.dev_shell), but {flake} declares no devShells: add devShells.{system}.{name} there, or name none to run on the host's toolchain"
+    )]
+    NotDeclared {
+        /// The flake.
+        flake: PathBuf,
+        /// The system.
+        system: String,
+        /// The shell named.
+        name: String,
     },
     /// `nix print-dev-env` failed (its message was printed above).
     #[error(
@@ -260,6 +276,13 @@ pub fn load(
         return Ok(Some(shell));
     }
     if declares_dev_shells(project, builder.policy) == Some(false) {
+        if name != DEFAULT_SHELL {
+            return Err(DevShellError::NotDeclared {
+                flake: project.join("flake.nix"),
+                system,
+                name: name.to_owned(),
+            });
+        }
         return Ok(None);
     }
     std::fs::create_dir_all(cache_dir).map_err(io("creating", cache_dir))?;

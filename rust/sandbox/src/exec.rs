@@ -740,7 +740,7 @@ pub fn open_log(policy: &Policy) -> Result<Log, chock_log::LogError> {
 /// `.nix.dev_shell`, else `default`.
 pub fn dev_shell_name(flag: Option<String>, policy: &Policy) -> String {
     flag.or_else(|| policy.nix_settings().dev_shell)
-        .unwrap_or_else(|| "default".into())
+        .unwrap_or_else(|| crate::devshell::DEFAULT_SHELL.into())
 }
 
 /// What `sandbox.jit` answers, for `chock doctor` (not a decision, so not logged).
