@@ -16,6 +16,7 @@
 
 mod language;
 mod measure;
+mod query;
 
 use std::fmt;
 use std::path::Path;
@@ -153,7 +154,21 @@ impl Rule {
                         spec.name
                     ));
                 };
-                let query = tree_sitter::Query::new(&language.grammar(), text).map_err(|e| {
+                if let Some(at) = query::empty_repetition(text) {
+                    return fail(format!(
+                        "style rule `{}`: the quantifier at byte {} of the query repeats a group that holds no node pattern, which tree-sitter cannot compile; put a node in the group, or remove the quantifier",
+                        spec.name,
+                        at + 1
+                    ));
+                }
+                let compiled = query::compile(language.grammar(), text).ok_or_else(|| {
+                    RuleError(format!(
+                        "style rule `{}`: the query did not compile within {} s; simplify it",
+                        spec.name,
+                        query::COMPILE_TIME.as_secs()
+                    ))
+                })?;
+                let query = compiled.map_err(|e| {
                     RuleError(format!(
                         "style rule `{}`: the query does not compile for {} (at row {}, column {} of the query): {}",
                         spec.name,

@@ -1,0 +1,143 @@
+//! A rule's tree-sitter query, compiled within a bound. tree-sitter's
+//! query compiler never returns on a quantifier (`+`, `*`, `?`) over a group
+//! or an alternation that holds no node pattern (`((#eq? @a "x"))+`): it
+//! loops and its memory grows without end. Such a quantifier is refused
+//! before the compiler sees the text, and every compile runs on a thread
+//! of its own that is waited for [`COMPILE_TIME`] at most, so a query that
+//! still does not come back refuses the rule.
+
+use std::time::Duration;
+
+/// How long a query may take to compile.
+pub const COMPILE_TIME: Duration = Duration::from_secs(2);
+
+/// The offset of a quantifier over a group or an alternation holding no
+/// node pattern, if `query` has one.
+pub(crate) fn empty_repetition(query: &str) -> Option<usize> {
+    struct Open {
+        /// `(#...)`: a predicate, whose strings are arguments, not nodes.
+        predicate: bool,
+        /// It holds a node pattern: a node, `_`, or an anonymous node's string.
+        node: bool,
+    }
+    let bytes = query.as_bytes();
+    let mut open: Vec<Open> = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b';' => {
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'"' => {
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+                if let Some(group) = open.last_mut().filter(|g| !g.predicate) {
+                    group.node = true;
+                }
+            }
+            b'(' | b'[' => {
+                let next = bytes[i + 1..]
+                    .iter()
+                    .find(|b| !b.is_ascii_whitespace())
+                    .copied();
+                let named =
+                    bytes[i] == b'(' && next.is_some_and(|b| b.is_ascii_alphabetic() || b == b'_');
+                open.push(Open {
+                    predicate: bytes[i] == b'(' && next == Some(b'#'),
+                    node: named,
+                });
+            }
+            b')' | b']' => {
+                let Some(group) = open.pop() else {
+                    // Unbalanced: the compiler says so.
+                    return None;
+                };
+                if group.node
+                    && let Some(parent) = open.last_mut()
+                {
+                    parent.node = true;
+                }
+                let after = bytes[i + 1..]
+                    .iter()
+                    .position(|b| !b.is_ascii_whitespace())
+                    .map(|at| i + 1 + at);
+                if let Some(at) = after
+                    && matches!(bytes[at], b'+' | b'*' | b'?')
+                    && !group.node
+                    && !group.predicate
+                {
+                    return Some(at);
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// `text` compiled for `grammar`, on a thread waited for [`COMPILE_TIME`]:
+/// `None` when it did not come back in time (the thread is left to its
+/// loop, and the rule, refused, makes the session stop).
+pub(crate) fn compile(
+    grammar: tree_sitter::Language,
+    text: &str,
+) -> Option<Result<tree_sitter::Query, tree_sitter::QueryError>> {
+    let (send, receive) = std::sync::mpsc::channel();
+    let text = text.to_owned();
+    std::thread::Builder::new()
+        .name("style-query".into())
+        .spawn(move || {
+            let _ = send.send(tree_sitter::Query::new(&grammar, &text));
+        })
+        .ok()?;
+    receive.recv_timeout(COMPILE_TIME).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_quantifier_over_no_node_is_found() {
+        for query in [
+            "((#bi))+",
+            "((#bi \"x\"))+",
+            "[(#bi)] *",
+            "((#bi\"gn\"\"nbiai\"gn\"\"ng\"n+i\"n))+\n",
+            "(block ((#eq? @a \"x\"))?)",
+        ] {
+            assert!(empty_repetition(query).is_some(), "{query}");
+        }
+        for query in [
+            "((identifier) @c (#bi))+",
+            "((_)+)+ @x",
+            "(\"fn\")+ @f",
+            "[(identifier) (string)]* @x",
+            "; a comment )+\n(block) @b",
+            "(string \")+\") @s",
+        ] {
+            assert_eq!(empty_repetition(query), None, "{query}");
+        }
+    }
+
+    #[test]
+    fn the_query_that_hangs_the_compiler_is_refused_at_once() {
+        let started = std::time::Instant::now();
+        let refused = crate::Rule::new(crate::RuleSpec {
+            name: "q",
+            language: Some("tsx"),
+            measure: Some(crate::Measure::QueryMatches),
+            query: Some("((#bi\"gn\"\"nbiai\"gn\"\"ng\"n+i\"n))+\n"),
+            ..crate::RuleSpec::default()
+        })
+        .expect_err("refused")
+        .to_string();
+        assert!(refused.contains("holds no node"), "{refused}");
+        assert!(started.elapsed() < Duration::from_secs(1));
+    }
+}
