@@ -73,7 +73,7 @@ pub struct RuleSpec<'a> {
 pub struct Rule {
     name: String,
     origin: String,
-    files: Option<(String, globset::GlobMatcher)>,
+    files: Option<globset::GlobMatcher>,
     language: Option<Language>,
     measure: Measure,
     limit: u64,
@@ -130,7 +130,7 @@ impl Rule {
                         ))
                     })?
                     .compile_matcher();
-                Some((glob.to_owned(), matcher))
+                Some(matcher)
             }
             None => None,
         };
@@ -208,7 +208,7 @@ impl Rule {
     /// Whether the rule reads the file at `path` (from the project's root).
     pub fn applies(&self, path: &Path) -> bool {
         match (&self.files, self.language) {
-            (Some((_, glob)), _) => glob.is_match(path),
+            (Some(glob), _) => glob.is_match(path),
             (None, Some(language)) => Language::of_path(path) == Some(language),
             (None, None) => false,
         }
