@@ -459,10 +459,10 @@ fn a_policy_that_does_not_load_is_refused_by_check_exec_and_hooks() {
             "`exce.path.rm` is in no action namespace Chock names (did you mean `exec`?): its first label `exce`",
         ),
         case(
-            ".{ .limits = .{ .processes = 4 }, .style = .{} }".into(),
+            ".{ .limits = .{ .processes = 4 }, .plugins = .{} }".into(),
             &chock_zon,
             "1:36",
-            "`.style` is not implemented yet in this Chock",
+            "`.plugins` is not implemented yet in this Chock",
         ),
         Case {
             org: Some(format!(
