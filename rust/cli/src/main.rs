@@ -100,6 +100,8 @@ enum Command {
     Usage(commands::usage::Args),
     /// Answer the questions a running `chock mcp` server is waiting on.
     Approve(commands::approve::Args),
+    /// Serve a page on 127.0.0.1: the decision log live, the questions waiting (answered there), the sessions.
+    Ui(commands::ui::Args),
     /// Store a provider instance's key in the credential store (read without echo, or from stdin); --list, --remove.
     Login(commands::login::Args),
     /// Turn an agent's MCP servers and permissions into chock.zon blocks (shown; written with --write).
@@ -262,6 +264,7 @@ fn main() -> ExitCode {
         Command::Sessions(a) => commands::sessions::run(a),
         Command::Usage(a) => commands::usage::run(a),
         Command::Approve(a) => commands::approve::run(a),
+        Command::Ui(a) => commands::ui::run(a),
         Command::Login(a) => commands::login::run(a),
         Command::Migrate(a) => commands::migrate::run(a),
         Command::Hook(a) => commands::hook::run(a),

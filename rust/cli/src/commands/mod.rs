@@ -25,5 +25,6 @@ pub mod run;
 pub mod sessions;
 pub mod skills;
 pub mod status;
+pub mod ui;
 pub mod usage;
 pub mod workspace;
