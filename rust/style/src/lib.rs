@@ -154,9 +154,9 @@ impl Rule {
                         spec.name
                     ));
                 };
-                if let Some(at) = query::empty_repetition(text) {
+                if let Some(at) = query::empty_group(text) {
                     return fail(format!(
-                        "style rule `{}`: the quantifier at byte {} of the query repeats a group that holds no node pattern, which tree-sitter cannot compile; put a node in the group, or remove the quantifier",
+                        "style rule `{}`: the group at byte {} of the query holds no node pattern, which tree-sitter's query compiler cannot take (it loops or aborts); put a node in it, or remove it",
                         spec.name,
                         at + 1
                     ));
