@@ -16,9 +16,10 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+pub use lsp_types::{Diagnostic, DiagnosticSeverity};
 use lsp_types::{
-    Diagnostic, DocumentSymbolResponse, GotoDefinitionResponse, Hover, HoverContents, Location,
-    MarkedString, Position, Uri,
+    DocumentSymbolResponse, GotoDefinitionResponse, Hover, HoverContents, Location, MarkedString,
+    Position, Uri,
 };
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
@@ -124,7 +125,9 @@ impl Server {
             .file_name()
             .map_or_else(|| "project".into(), |n| n.to_string_lossy().into_owned());
         let params = json!({
-            "processId": std::process::id(),
+            // No process id: a server in a PID namespace of its own would
+            // find no such process and, as vscode-languageserver does, exit.
+            "processId": Value::Null,
             "rootUri": root_uri.as_str(),
             "workspaceFolders": [{"uri": root_uri.as_str(), "name": name}],
             "capabilities": {
@@ -136,7 +139,10 @@ impl Server {
                     "references": {},
                     "documentSymbol": {"hierarchicalDocumentSymbolSupport": true}
                 },
-                "workspace": {"configuration": true, "workspaceFolders": true}
+                // Not `workspaceFolders`: a client that offers it is
+                // expected to answer for them, and pyright waits for that
+                // before it reads a file.
+                "workspace": {"configuration": true}
             },
             "clientInfo": {"name": "chock", "version": env!("CARGO_PKG_VERSION")}
         });
@@ -513,6 +519,7 @@ fn kind_name(kind: lsp_types::SymbolKind) -> String {
 }
 
 async fn write_message(writer: &Writer, message: &Value) -> Result<(), String> {
+    tracing::trace!(target: "chock_lsp", "to the server: {message}");
     let body = serde_json::to_vec(message).map_err(|e| e.to_string())?;
     let mut writer = writer.lock().await;
     let header = format!("Content-Length: {}\r\n\r\n", body.len());
@@ -603,6 +610,7 @@ async fn read_messages(
             Ok(None) => break "its output closed".to_owned(),
             Err(why) => break why,
         };
+        tracing::trace!(target: "chock_lsp", "from the server: {message}");
         let method = message.get("method").and_then(Value::as_str);
         let id = message.get("id").cloned();
         match (method, id) {
@@ -614,10 +622,8 @@ async fn read_messages(
                     }
                     "client/registerCapability"
                     | "client/unregisterCapability"
-                    | "window/workDoneProgress/create" => {
-                        json!({"jsonrpc": "2.0", "id": id, "result": Value::Null})
-                    }
-                    "workspace/workspaceFolders" => {
+                    | "window/workDoneProgress/create"
+                    | "workspace/workspaceFolders" => {
                         json!({"jsonrpc": "2.0", "id": id, "result": Value::Null})
                     }
                     _ => {

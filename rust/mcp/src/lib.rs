@@ -45,7 +45,7 @@ pub use error::McpError;
 pub use gate::{Act, Decided, ForReview, Reviewed, Reviewer};
 pub use server::INSTRUCTIONS;
 pub use session::{ServeOptions, serve, serve_stdio};
-pub use tools::TOOL_NAMES;
+pub use tools::{LSP_MAX_STARTS, LSP_TOOLS, TOOL_NAMES};
 pub use transport::MAX_MESSAGE_BYTES;
 
 /// The route every line this server writes to the decision log carries.

@@ -140,6 +140,8 @@ pub struct Session {
     /// leave against; none when there are none, or `style.parse` did not
     /// answer allow at start.
     pub style: Option<crate::style::Style>,
+    /// The language servers chock.zon's `.lsp` names, started as tools need them.
+    pub lsp: crate::tools::LspServers,
 }
 
 impl Session {
@@ -256,6 +258,7 @@ impl Session {
             decided: std::sync::OnceLock::new(),
             placeholders: None,
             style: None,
+            lsp: Default::default(),
         };
         if session.project.workspace.is_none() {
             let held = chock_sandbox::hold_placeholders(&session.project)
@@ -327,6 +330,19 @@ impl Session {
                         tool,
                         why: format!(
                             "{WEB_SEARCH} is not offered: config.zon names no search engine (.search = .{{ .kind = .searxng, .url = \"http://127.0.0.1:8888\" }}, or .brave, .tavily with a .key)"
+                        ),
+                        by_rule: false,
+                    });
+                }
+                // Offered only where chock.zon names a language server.
+                None if crate::tools::LSP_TOOLS.contains(&tool)
+                    && !crate::tools::has_language_servers(self) =>
+                {
+                    self.withheld.push(Withheld {
+                        tool,
+                        why: format!(
+                            "{tool} is not offered: {} names no language server (.lsp = .{{ .{{ .command = .{{ \"pyright-langserver\", \"--stdio\" }}, .language = \"python\", .extensions = .{{ \"py\" }} }} }})",
+                            self.policy.project_file().display()
                         ),
                         by_rule: false,
                     });

@@ -9,6 +9,7 @@ mod apply;
 mod command;
 mod files;
 mod git;
+mod lsp;
 mod nix;
 mod provide;
 mod search;
@@ -18,6 +19,10 @@ mod web;
 
 pub use apply::{REQUEST_APPLY, fill_workspace, finish_workspace, make_workspace};
 pub(crate) use command::SessionPolicy;
+pub use lsp::{
+    LSP_DEFINITION, LSP_DIAGNOSTICS, LSP_HOVER, LSP_REFERENCES, LSP_SYMBOLS, LSP_TOOLS, LspServers,
+    MAX_STARTS as LSP_MAX_STARTS, has_servers as has_language_servers,
+};
 pub use provide::PROVIDE_TOOL;
 pub use search::WEB_SEARCH;
 pub use skills::{READ_SKILL, has_skills, is_skill_prompt};
@@ -34,7 +39,7 @@ use tokio_util::sync::CancellationToken;
 use crate::session::Session;
 
 /// Every tool this server can offer, in the order they are listed.
-pub const TOOL_NAMES: [&str; 18] = [
+pub const TOOL_NAMES: [&str; 23] = [
     "read_file",
     "list_directory",
     "glob",
@@ -53,6 +58,11 @@ pub const TOOL_NAMES: [&str; 18] = [
     "list_tasks",
     SERVE_PORT,
     REQUEST_APPLY,
+    LSP_DIAGNOSTICS,
+    LSP_DEFINITION,
+    LSP_REFERENCES,
+    LSP_HOVER,
+    LSP_SYMBOLS,
 ];
 
 /// What a tool call needs besides its arguments.
@@ -107,6 +117,11 @@ pub async fn dispatch(call: &Call<'_>, name: &str, arguments: Value) -> Result<S
         "list_tasks" => tasks::list_tasks(call, parse(name, arguments)?).await,
         SERVE_PORT => tasks::serve_port(call, parse(name, arguments)?).await,
         REQUEST_APPLY => apply::request_apply(call, parse(name, arguments)?).await,
+        LSP_DIAGNOSTICS => lsp::diagnostics(call, parse(name, arguments)?).await,
+        LSP_DEFINITION => lsp::definition(call, parse(name, arguments)?).await,
+        LSP_REFERENCES => lsp::references(call, parse(name, arguments)?).await,
+        LSP_HOVER => lsp::hover(call, parse(name, arguments)?).await,
+        LSP_SYMBOLS => lsp::symbols(call, parse(name, arguments)?).await,
         other => Err(format!(
             "there is no tool named `{other}`; this server's tools are {}",
             TOOL_NAMES.join(", ")
@@ -388,6 +403,45 @@ pub fn definition(name: &str) -> Option<Tool> {
             json!({"type": "object", "properties": {}, "additionalProperties": false}),
             false,
         ),
+        LSP_DIAGNOSTICS => tool(
+            LSP_DIAGNOSTICS,
+            "The language server's diagnostics (errors, warnings) for a file of the workspace, as it is now: call it after a write to see what the write broke. Answered by the server chock.zon's .lsp names for the file's extension, started when first needed.",
+            json!({"type": "object", "properties": {"path": path}, "required": ["path"], "additionalProperties": false}),
+            true,
+        ),
+        LSP_DEFINITION => tool(
+            LSP_DEFINITION,
+            "Where the symbol at a place of a file is defined, from the language server: `path:line:column` lines. `line` and `column` count from 1.",
+            place_schema(&path),
+            true,
+        ),
+        LSP_REFERENCES => tool(
+            LSP_REFERENCES,
+            "Every reference to the symbol at a place of a file, its declaration included, from the language server: `path:line:column` lines (at most 500). `line` and `column` count from 1.",
+            place_schema(&path),
+            true,
+        ),
+        LSP_HOVER => tool(
+            LSP_HOVER,
+            "What the language server says of the symbol at a place of a file (its type, its documentation). `line` and `column` count from 1.",
+            place_schema(&path),
+            true,
+        ),
+        LSP_SYMBOLS => tool(
+            LSP_SYMBOLS,
+            "The outline of a file from the language server: each symbol's kind, name and line, indented by depth.",
+            json!({"type": "object", "properties": {"path": path}, "required": ["path"], "additionalProperties": false}),
+            true,
+        ),
         _ => return None,
     })
+}
+
+/// What a language-server tool about one place of a file takes.
+fn place_schema(path: &Value) -> Value {
+    json!({"type": "object", "properties": {
+        "path": path,
+        "line": {"type": "integer", "minimum": 1},
+        "column": {"type": "integer", "minimum": 1}
+    }, "required": ["path", "line", "column"], "additionalProperties": false})
 }
