@@ -104,12 +104,13 @@ fn a_refusal_names_the_rule_to_write_and_exits_125() {
 }
 
 #[test]
-fn an_ask_is_a_refusal_with_the_rule_that_would_allow_it() {
+fn with_no_terminal_an_ask_is_a_refusal_with_the_rule_that_would_allow_it() {
     let fx = Fixture::host();
     let out = fx.exec(&[], &["./a/../b"]);
     assert_eq!(out.status.code(), Some(125), "{}", describe(&out));
     let stderr = text(&out.stderr);
     assert!(stderr.contains("exec.unparsed"), "{stderr}");
+    assert!(stderr.contains("it has none"), "{stderr}");
     assert!(
         stderr.contains(r#".{ .action = "exec.unparsed", .decision = .allow }"#),
         "{stderr}"
@@ -120,6 +121,90 @@ fn an_ask_is_a_refusal_with_the_rule_that_would_allow_it() {
         .find(|l| l["action"] == "exec.unparsed")
         .expect("logged");
     assert_eq!(line["answered_by"], "nobody");
+}
+
+/// `chock exec -- echo asked` at a real terminal (a pty) under an `ask`
+/// rule, answered `answer`.
+fn asked_at_a_terminal(answer: &str) -> (Fixture, chock_testkit::OnTerminal) {
+    let fx = Fixture::host();
+    fx.rules(r#".{ .action = "exec.path.echo", .decision = .ask }"#);
+    let done = chock_testkit::on_terminal(
+        &mut fx.exec_command(&[], &["echo", "asked"]),
+        answer,
+        Duration::from_secs(120),
+    );
+    (fx, done)
+}
+
+#[test]
+fn at_a_terminal_an_ask_is_put_to_the_person_and_a_yes_runs_it() {
+    let (fx, done) = asked_at_a_terminal("y\n");
+    assert_eq!(done.code, Some(0), "terminal:\n{}", done.shown);
+    assert_eq!(
+        done.shown.matches("[y/N]").count(),
+        1,
+        "one question: {}",
+        done.shown
+    );
+    assert!(
+        done.shown.contains("chock exec wants exec.path.echo"),
+        "{}",
+        done.shown
+    );
+    assert!(done.shown.contains("command: echo asked"), "{}", done.shown);
+    assert_eq!(done.stdout, "asked\n");
+    let line = fx
+        .log_lines()
+        .into_iter()
+        .find(|l| l["action"] == "exec.path.echo")
+        .expect("logged");
+    assert_eq!(
+        (&line["decision"], &line["answered_by"]),
+        (&"allow".into(), &"person".into()),
+        "{line}"
+    );
+}
+
+#[test]
+fn at_a_terminal_a_no_refuses_it_and_says_so() {
+    let (fx, done) = asked_at_a_terminal("n\n");
+    assert_eq!(done.code, Some(125), "terminal:\n{}", done.shown);
+    assert!(done.shown.contains("you answered no"), "{}", done.shown);
+    assert!(!done.stdout.contains("asked"), "{}", done.stdout);
+    let line = fx
+        .log_lines()
+        .into_iter()
+        .find(|l| l["action"] == "exec.path.echo")
+        .expect("logged");
+    assert_eq!(
+        (&line["decision"], &line["answered_by"]),
+        (&"deny".into(), &"person".into()),
+        "{line}"
+    );
+}
+
+#[test]
+fn nobody_is_asked_about_a_command_a_rule_refuses_anyway() {
+    let fx = Fixture::host();
+    fx.rules(
+        r#".{ .action = "exec.path.echo", .decision = .ask }, .{ .action = "exec.path.sh", .decision = .deny }"#,
+    );
+    let done = chock_testkit::on_terminal(
+        &mut fx.exec_command(&[], &["sh", "-c", "echo asked"]),
+        "y\n",
+        Duration::from_secs(120),
+    );
+    assert_eq!(done.code, Some(125), "terminal:\n{}", done.shown);
+    assert!(
+        !done.shown.contains("[y/N]"),
+        "nobody asked: {}",
+        done.shown
+    );
+    assert!(
+        done.shown.contains("exec.path.sh") && done.shown.contains("deny"),
+        "{}",
+        done.shown
+    );
 }
 
 #[test]

@@ -14,7 +14,7 @@ use std::path::{Component, Path, PathBuf};
 
 use chock_gate::Route;
 use chock_log::Log;
-use chock_policy::{Decision, Key, Policy, Reading, StartQuestion, Verdict};
+use chock_policy::{Key, Policy, Reading, StartQuestion, Verdict};
 
 use crate::cache::{self, CACHE_BOUND, CacheStart};
 use crate::devshell::{self, DevShell, DevShellError};
@@ -798,6 +798,9 @@ pub struct Planned {
     pub action: String,
     /// Its answer, and what gave it.
     pub verdict: Verdict,
+    /// Who gave the answer: a rule, a person at the terminal, or nobody
+    /// (an ask with no terminal to ask at).
+    pub answered_by: chock_log::AnsweredBy,
     /// Ready to run when the answer is allow; `None` when refused.
     pub prepared: Option<Prepared>,
     /// Notices for the person (also when refused).
@@ -808,11 +811,13 @@ pub struct Planned {
 }
 
 /// Names every act of the command, decides each and `sandbox.jit`, logs
-/// each, and prepares the command when all are allowed. Only `allow` runs:
-/// an answer that wants a person is a refusal. A dev shell that must be built
-/// first is decided as `chock build` decides it, `asker` answering what the
-/// rules leave open (a terminal, or nobody), and the flake inputs it needs
-/// that are missing from the store are fetched by `inputs` when given.
+/// each, and prepares the command when all go ahead. An act the rules ask
+/// about is put to `asker` (a terminal, or nobody, whose silence refuses),
+/// and only when no act of the command is refused outright: nobody is
+/// asked about a command that cannot run anyway. A dev shell that must be
+/// built first is decided as `chock build` decides it, `asker` answering
+/// what the rules leave open, and the flake inputs it needs that are
+/// missing from the store are fetched by `inputs` when given.
 pub fn plan(
     request: &ExecRequest,
     policy: &Policy,
@@ -825,34 +830,56 @@ pub fn plan(
         ..devshell_builder(policy, log, asker, ROUTE)
     };
     let named = name_program(request, &builder)?;
+    let verdicts: Vec<Verdict> = named
+        .acts
+        .iter()
+        .map(|act| policy.decide(&Key::new(act.action.clone()).with_tool(TOOL), Reading::Act))
+        .collect();
+    // An act the rules refuse, with nobody asked.
+    let outright = |verdict: &Verdict| matches!(chock_gate::before_asking(ROUTE, verdict), chock_gate::Step::Settled(s) if !s.goes());
+    let asker: &dyn chock_policy::Asker = if verdicts.iter().any(outright) {
+        &chock_policy::Nobody
+    } else {
+        asker
+    };
     let mut entries = Vec::new();
-    let mut decided: Option<(String, Verdict)> = None;
-    for act in &named.acts {
-        let verdict = policy.decide(&Key::new(act.action.clone()).with_tool(TOOL), Reading::Act);
-        entries.push(entry(
-            request,
+    // The act that decided: the first one the rules refuse, else the first
+    // one refused once asked, else the strictest of those that go ahead.
+    let mut decided: Option<(u8, String, Verdict, chock_gate::Settled)> = None;
+    for (act, verdict) in named.acts.iter().zip(verdicts) {
+        let settled = chock_gate::settle(ROUTE, &verdict, asker, || {
+            question(request, &act.action, &verdict)
+        });
+        entries.push(settled.entry(
             ROUTE,
-            &act.action,
+            request.project.dir.to_string_lossy(),
+            &exec_key(&act.action),
             &verdict,
-            act.subject.as_deref(),
+            act.subject.clone(),
         ));
-        if decided
-            .as_ref()
-            .is_none_or(|(_, strictest)| verdict.decision < strictest.decision)
-        {
-            decided = Some((act.action.clone(), verdict));
+        let rank = match (outright(&verdict), settled.goes()) {
+            (true, _) => 0,
+            (false, false) => 1,
+            (false, true) => 2,
+        };
+        let replaces = decided.as_ref().is_none_or(|(first, _, strictest, _)| {
+            rank < *first || (rank == 2 && verdict.decision < strictest.decision)
+        });
+        if replaces {
+            decided = Some((rank, act.action.clone(), verdict, settled));
         }
     }
-    let Some((action, verdict)) = decided else {
+    let Some((_, action, verdict, settled)) = decided else {
         return Err(ExecError::NoProgram);
     };
     let pushes = named.acts.iter().any(|act| act.action == "git.push");
-    if verdict.decision != Decision::Allow {
+    if !settled.goes() {
         let mut all = named.toolchain.notices;
         all.extend(record(log, &entries));
         return Ok(Planned {
             action,
             verdict,
+            answered_by: settled.answered_by,
             prepared: None,
             notices: all,
             pushes,
@@ -871,6 +898,7 @@ pub fn plan(
     Ok(Planned {
         action,
         verdict,
+        answered_by: settled.answered_by,
         prepared: Some(prepared),
         notices,
         pushes,
@@ -1036,28 +1064,47 @@ fn entry(
     verdict: &Verdict,
     subject: Option<&str>,
 ) -> chock_log::Entry {
-    let key = Key {
-        agent_kind: AGENT_KIND.into(),
-        model: None,
-        tool: Some(TOOL.into()),
-        action: action.into(),
-    };
     let settled = chock_gate::settle(route, verdict, &chock_policy::Nobody, || {
-        chock_policy::Question {
-            action: action.into(),
-            decision: verdict.decision,
-            summary: String::new(),
-            detail: Vec::new(),
-            rules: verdict.suggestion.iter().cloned().collect(),
-        }
+        question(request, action, verdict)
     });
     settled.entry(
         route,
         request.project.dir.to_string_lossy(),
-        &key,
+        &exec_key(action),
         verdict,
         subject.map(str::to_owned),
     )
+}
+
+/// The key `chock exec` decides `action` under.
+fn exec_key(action: &str) -> Key {
+    Key {
+        agent_kind: AGENT_KIND.into(),
+        model: None,
+        tool: Some(TOOL.into()),
+        action: action.into(),
+    }
+}
+
+/// The question put to the person about one act of the command.
+fn question(request: &ExecRequest, action: &str, verdict: &Verdict) -> chock_policy::Question {
+    let line: Vec<_> = request.argv.iter().map(|a| a.to_string_lossy()).collect();
+    let by = &verdict.decided_by;
+    let decided = match (&by.rule, &by.file, by.line) {
+        (Some(rule), Some(file), Some(line)) => format!("{rule} ({}:{line})", file.display()),
+        (Some(rule), _, _) => format!("{rule} ({})", by.layer.describe()),
+        _ => "no rule names it".into(),
+    };
+    chock_policy::Question {
+        action: action.into(),
+        decision: verdict.decision,
+        summary: format!("chock exec wants {action}"),
+        detail: vec![
+            format!("command: {}", line.join(" ")),
+            format!("answered {} by {decided}", verdict.decision),
+        ],
+        rules: verdict.suggestion.iter().cloned().collect(),
+    }
 }
 
 /// Writes `entries` to the log in one append (one open and one turn of

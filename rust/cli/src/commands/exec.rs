@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use chock_inputs::Asking;
+use chock_log::AnsweredBy;
 use chock_nix::BuildError;
 use chock_sandbox::devshell::DevShellError;
 use chock_sandbox::exec::{self, ExecError, ExecRequest, Planned};
@@ -218,8 +219,9 @@ fn execute(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ran.finished.exit.pass_through().into())
 }
 
-/// Anything but allow: `chock exec` has nobody to ask, so it refuses and
-/// says which rule would let the program run.
+/// Anything that does not go ahead: refused by a rule, by the person at
+/// this terminal, or asked with no terminal to ask at. Says which rule
+/// would let the program run.
 fn refused(planned: &Planned, program: &str, json: bool) -> ExitCode {
     let verdict = &planned.verdict;
     if json {
@@ -227,6 +229,7 @@ fn refused(planned: &Planned, program: &str, json: bool) -> ExitCode {
             "action": planned.action,
             "decision": verdict.decision.as_str(),
             "decided_by": verdict.decided_by,
+            "answered_by": planned.answered_by,
             "suggestion": verdict.suggestion,
             "notices": planned.notices.iter().map(ToString::to_string).collect::<Vec<_>>(),
         });
@@ -242,10 +245,19 @@ fn refused(planned: &Planned, program: &str, json: bool) -> ExitCode {
         (Some(rule), _, _) => format!("{rule} ({})", verdict.decided_by.layer.describe()),
         _ => "no rule (an act no rule names asks)".into(),
     };
-    eprintln!(
-        "chock: `{program}` is {}, answered {} by {by}; chock exec runs only what is allowed, because it has nobody to ask",
-        planned.action, verdict.decision
-    );
+    let action = &planned.action;
+    let decision = verdict.decision;
+    match planned.answered_by {
+        AnsweredBy::Person => eprintln!(
+            "chock: `{program}` is {action}, answered {decision} by {by}, and you answered no"
+        ),
+        AnsweredBy::Nobody if chock_gate::askable(decision) => eprintln!(
+            "chock: `{program}` is {action}, answered {decision} by {by}; chock exec asks at its terminal, and it has none (stdin and stderr are not a terminal), so it is refused"
+        ),
+        _ => eprintln!(
+            "chock: `{program}` is {action}, answered {decision} by {by}; chock exec runs only what is allowed or what you allow when asked"
+        ),
+    }
     if let Some(suggestion) = &verdict.suggestion {
         eprintln!(
             "  to allow it, add to {}:\n    {},",
