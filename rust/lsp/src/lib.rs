@@ -53,6 +53,8 @@ type Pending = Arc<Mutex<HashMap<i64, oneshot::Sender<Result<Value, LspError>>>>
 #[derive(Default)]
 struct Published {
     generation: u64,
+    /// The document version they are for, where the server says.
+    version: Option<i32>,
     diagnostics: Vec<Diagnostic>,
 }
 
@@ -151,19 +153,14 @@ impl Server {
         Ok(server)
     }
 
-    /// How long a request waits for its answer.
-    pub fn timeout(&self) -> Duration {
-        self.timeout
-    }
-
     /// Why the server ended, once it has.
     pub fn ended(&self) -> Option<String> {
         self.ended.borrow().clone()
     }
 
     /// Tells the server what `path` holds now (`didOpen` the first time,
-    /// `didChange` with the whole text after).
-    pub async fn sync(&self, path: &Path, language: &str, text: &str) -> Result<(), LspError> {
+    /// `didChange` with the whole text after); answers the version it is.
+    pub async fn sync(&self, path: &Path, language: &str, text: &str) -> Result<i32, LspError> {
         let uri = file_uri(path)?;
         let version = {
             let mut versions = self.versions.lock().unwrap_or_else(PoisonError::into_inner);
@@ -176,18 +173,20 @@ impl Server {
                 "textDocument/didOpen",
                 json!({"textDocument": {"uri": uri.as_str(), "languageId": language, "version": version, "text": text}}),
             )
-            .await
+            .await?;
         } else {
             self.notify(
                 "textDocument/didChange",
                 json!({"textDocument": {"uri": uri.as_str(), "version": version}, "contentChanges": [{"text": text}]}),
             )
-            .await
+            .await?;
         }
+        Ok(version)
     }
 
     /// Tells the server what `path` holds and waits, within the timeout,
-    /// for the diagnostics it publishes for it next.
+    /// for the diagnostics it publishes for that text next (a publish for
+    /// an older version, which a server may still send, is passed over).
     pub async fn diagnostics(
         &self,
         path: &Path,
@@ -195,12 +194,13 @@ impl Server {
         text: &str,
     ) -> Result<Vec<Diagnostic>, LspError> {
         let uri = file_uri(path)?;
-        let seen = self.generation(uri.as_str());
+        let (seen, _) = self.published_for(uri.as_str());
         let mut tell = self.published_tell.clone();
-        self.sync(path, language, text).await?;
+        let version = self.sync(path, language, text).await?;
         let waited = tokio::time::timeout(self.timeout, async {
             loop {
-                if self.generation(uri.as_str()) > seen {
+                let (generation, published) = self.published_for(uri.as_str());
+                if generation > seen && published.is_none_or(|v| v >= version) {
                     return Ok(());
                 }
                 if let Some(why) = self.ended() {
@@ -314,18 +314,16 @@ impl Server {
         Ok(out)
     }
 
-    /// Asks the server to shut down and exit, within the timeout.
-    pub async fn shutdown(&self) -> Result<(), LspError> {
-        self.request("shutdown", Value::Null).await?;
-        self.notify("exit", Value::Null).await
-    }
-
-    fn generation(&self, uri: &str) -> u64 {
+    /// How many times diagnostics were published for `uri`, and for which
+    /// version the last were.
+    fn published_for(&self, uri: &str) -> (u64, Option<i32>) {
         let published = self
             .published
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        published.get(uri).map_or(0, |p| p.generation)
+        published
+            .get(uri)
+            .map_or((0, None), |p| (p.generation, p.version))
     }
 
     /// Sends a request and waits, within the timeout, for its answer.
@@ -653,6 +651,9 @@ async fn read_messages(
                     let mut published = published.lock().unwrap_or_else(PoisonError::into_inner);
                     let entry = published.entry(canonical_uri(uri)).or_default();
                     entry.generation += 1;
+                    entry.version = params["version"]
+                        .as_i64()
+                        .and_then(|v| i32::try_from(v).ok());
                     entry.diagnostics = diagnostics;
                 }
                 published_tell.send_modify(|n| *n += 1);
@@ -719,6 +720,54 @@ mod tests {
             canonical_uri("file:///tmp/a%20b/%c3%bc.py"),
             "file:///tmp/a%20b/%C3%BC.py"
         );
+    }
+
+    /// A scripted server over in-memory pipes: it answers `initialize`,
+    /// and to every change of a document publishes diagnostics for the
+    /// version before it first (late, as a busy server may), then for the
+    /// version it was told.
+    async fn scripted(reader: tokio::io::DuplexStream, writer: tokio::io::DuplexStream) {
+        let mut reader = BufReader::new(reader);
+        let writer: Writer = Arc::new(tokio::sync::Mutex::new(Box::new(writer)));
+        while let Ok(Some(message)) = read_message(&mut reader).await {
+            let params = &message["params"];
+            match message["method"].as_str() {
+                Some("initialize") => {
+                    let answer = json!({"jsonrpc": "2.0", "id": message["id"], "result": {"capabilities": {}}});
+                    write_message(&writer, &answer).await.unwrap();
+                }
+                Some("textDocument/didOpen" | "textDocument/didChange") => {
+                    let uri = &params["textDocument"]["uri"];
+                    let version = params["textDocument"]["version"].as_i64().unwrap();
+                    for (v, said) in [(version - 1, "stale"), (version, "fresh")] {
+                        let publish = json!({"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics", "params": {
+                            "uri": uri, "version": v,
+                            "diagnostics": [{"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 1}}, "message": said}]
+                        }});
+                        write_message(&writer, &publish).await.unwrap();
+                        // The fresh one comes after the client has seen the stale.
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn diagnostics_for_an_older_version_are_passed_over() {
+        let (ours, theirs_in) = tokio::io::duplex(1 << 16);
+        let (theirs_out, ours_in) = tokio::io::duplex(1 << 16);
+        tokio::spawn(scripted(theirs_in, theirs_out));
+        let server = Server::start(ours_in, ours, Path::new("/p"), Duration::from_secs(5))
+            .await
+            .unwrap();
+        let file = Path::new("/p/a.py");
+        for text in ["a", "b", "c"] {
+            let found = server.diagnostics(file, "python", text).await.unwrap();
+            assert_eq!(found.len(), 1);
+            assert_eq!(found[0].message, "fresh", "{text}");
+        }
     }
 
     #[tokio::test]
