@@ -2,7 +2,10 @@
 //! query compiler cannot take a group or an alternation that holds no node
 //! pattern (`((#eq? @a "x"))`): quantified (`+`, `*`, `?`) it loops with its
 //! memory growing without end, captured it fails an assertion and aborts
-//! the process. Such a group is refused before the compiler sees the text,
+//! the process. It loops too on a repetition of what may be empty
+//! (`(identifier)*+`, `((identifier)*)+`). Both are refused before the
+//! compiler sees the text (a quantifier on a quantifier, or on a grouping
+//! that holds a `*` or a `?`, is refused),
 //! and every compile runs on a thread of its own that is waited for
 //! [`COMPILE_TIME`] at most, so a query that still does not come back
 //! refuses the rule.
@@ -12,7 +15,8 @@ use std::time::Duration;
 /// How long a query may take to compile.
 pub const COMPILE_TIME: Duration = Duration::from_secs(2);
 
-/// The offset of a group or an alternation holding no node pattern, if
+/// The offset of a group or an alternation holding no node pattern, or
+/// of a quantifier on a quantifier or on a grouping that may be empty, if
 /// `query` has one.
 pub(crate) fn empty_group(query: &str) -> Option<usize> {
     struct Open {
@@ -21,12 +25,37 @@ pub(crate) fn empty_group(query: &str) -> Option<usize> {
         predicate: bool,
         /// It holds a node pattern: a node, `_`, or an anonymous node's string.
         node: bool,
+        /// A node of a name (`(block ...)`), never empty, unlike a grouping.
+        named: bool,
+        /// Something directly in it may be absent (`*`, `?`).
+        quantified: bool,
     }
     let bytes = query.as_bytes();
     let mut open: Vec<Open> = Vec::new();
+    // Whether the last thing read was a quantifier, and whether a
+    // quantifier now would repeat a grouping that holds one.
+    let mut after_quantifier = false;
+    let mut repeats_quantified = false;
     let mut i = 0;
     while i < bytes.len() {
-        match bytes[i] {
+        let byte = bytes[i];
+        if matches!(byte, b'+' | b'*' | b'?') {
+            if after_quantifier || repeats_quantified {
+                return Some(i);
+            }
+            // `*` and `?` may match nothing; a repetition of that loops.
+            if let Some(group) = open.last_mut().filter(|_| byte != b'+') {
+                group.quantified = true;
+            }
+            after_quantifier = true;
+            i += 1;
+            continue;
+        }
+        if !byte.is_ascii_whitespace() {
+            after_quantifier = false;
+            repeats_quantified = false;
+        }
+        match byte {
             b';' => {
                 while i < bytes.len() && bytes[i] != b'\n' {
                     i += 1;
@@ -60,6 +89,8 @@ pub(crate) fn empty_group(query: &str) -> Option<usize> {
                     at: i,
                     predicate: bytes[i] == b'(' && next == Some(b'#'),
                     node: named,
+                    named,
+                    quantified: false,
                 });
             }
             b')' | b']' => {
@@ -70,6 +101,7 @@ pub(crate) fn empty_group(query: &str) -> Option<usize> {
                 if !group.node && !group.predicate {
                     return Some(group.at);
                 }
+                repeats_quantified = group.quantified && !group.named;
                 if group.node
                     && let Some(parent) = open.last_mut()
                 {
@@ -116,6 +148,12 @@ mod tests {
             "((#i\x0bn))\n@x",
             "()",
             "[]",
+            "(identifier)*+ @a",
+            "_*+ @a",
+            "(identifier) * + @a",
+            "((identifier)*)+ @a",
+            "[(a) (b)?]* @x",
+            "______________@_________*+_______@___________",
         ] {
             assert!(empty_group(query).is_some(), "{query:?}");
         }
@@ -127,6 +165,8 @@ mod tests {
             "; a comment )+\n(block) @b",
             "(string \")+\") @s",
             "[_ (block)] @x",
+            "(block (identifier)*)+ @b",
+            "((identifier) @a . (block))+",
             "((identifier) @a (#eq? @a \"x\"))",
         ] {
             assert_eq!(empty_group(query), None, "{query}");
