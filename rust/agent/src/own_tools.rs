@@ -767,6 +767,7 @@ async fn ask_user(tools: &InProcess, arguments: Value) -> Result<String, String>
     match tools.ask(ASK_USER, asked).await {
         Some(Reply::Yes) => Ok("the person answered yes".into()),
         Some(Reply::No) => Ok("the person answered no".into()),
+        Some(Reply::NoBecause(reason)) => Ok(format!("the person answered no, because: {reason}")),
         Some(Reply::Cancelled) => Err("nobody answered: the question was dismissed without an answer; decide yourself, or finish and say what you need".into()),
         Some(Reply::Unanswered(why)) => Err(format!("nobody answered: {why}; decide yourself, or finish and say what you need")),
         None => Err("nobody can be asked: there is no terminal to ask at and no `chock approve` is running; decide yourself, or finish and say what you need".into()),

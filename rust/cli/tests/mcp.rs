@@ -459,6 +459,31 @@ fn every_tool_on_ask_asks_through_chock_approve() {
 }
 
 #[test]
+fn a_no_with_a_reason_in_chock_approve_reaches_the_agent() {
+    let env = project_with_files();
+    ask_rules(&env);
+    let client = env.client(false, &[]);
+    let mut approver = Approver::start(&env);
+    approver.wait_for("watching chock mcp");
+    std::thread::scope(|scope| {
+        let driver = scope.spawn(move || {
+            let mut client = client;
+            client.call("read_file", json!({"path": "a.txt"}))
+        });
+        approver.wait_for("`n REASON`");
+        approver.answer("n read src/lib.rs instead");
+        let called = driver.join().expect("the client");
+        assert!(
+            called.is_error
+                && called.text.contains("refused by a person")
+                && called.text.contains("because: read src/lib.rs instead"),
+            "{called:?}"
+        );
+    });
+    env.assert_logged("call.read_file", "deny", "person");
+}
+
+#[test]
 fn the_approve_socket_answers_nobody_but_its_own_user() {
     let env = project_with_files();
     let mut client = env.client(false, &[]);

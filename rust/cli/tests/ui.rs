@@ -480,7 +480,13 @@ fn the_page_answers_a_real_chock_mcp_question_and_refuses_every_other_site() {
             if i < ALLOWED {
                 page.click(".question .answer-once");
             } else {
-                page.click(".question .answer-no");
+                // No, with a reason typed into the page.
+                page.click(".question .answer-reason");
+                page.call(
+                    "Input.insertText",
+                    json!({"text": "use the scratch folder instead"}),
+                );
+                page.click(".question .answer-no-because");
             }
             // The next call may ask before this test looks again: the
             // question answered is gone, whatever came after it.
@@ -499,8 +505,12 @@ fn the_page_answers_a_real_chock_mcp_question_and_refuses_every_other_site() {
                 );
             } else {
                 assert!(
-                    called.is_error && called.text.contains("refused by a person"),
-                    "{called:?}"
+                    called.is_error
+                        && called.text.contains("refused by a person")
+                        && called
+                            .text
+                            .contains("because: use the scratch folder instead"),
+                    "the reason reaches the agent: {called:?}"
                 );
                 assert_eq!(env.read(&format!("out/{i}.txt")), None);
             }

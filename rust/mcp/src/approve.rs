@@ -15,7 +15,9 @@
 //! `"credential":{"username":...,"password":...}` beside `"allow":true`;
 //! the password is never sent back on any connection. A question with
 //! `wants_text` (the agent's own question asking for words) is answered
-//! with `"text":"..."` beside `"allow":true`. A question answered by one
+//! with `"text":"..."` beside `"allow":true`. Any other question answered
+//! `"allow":false` with `"text"` is refused with that text as the reason
+//! the agent is told. A question answered by one
 //! approver, timed out, or cancelled by the client is `withdrawn` from the
 //! others. A server asks through this socket only while an approver
 //! watches; otherwise nobody is there and the ask is a refusal.
@@ -325,7 +327,10 @@ impl ApproveHub {
         } else if allow {
             (Reply::Yes, Carried::Nothing)
         } else {
-            (Reply::No, Carried::Nothing)
+            match text.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
+                Some(reason) => (Reply::NoBecause(bounded(reason)), Carried::Nothing),
+                None => (Reply::No, Carried::Nothing),
+            }
         };
         pending.reply.send(answer).is_ok()
     }
@@ -340,6 +345,14 @@ impl ApproveHub {
             })
             .collect()
     }
+}
+
+/// The longest reason the agent is told, in characters.
+const MAX_REASON: usize = 2000;
+
+/// A person's reason, cut to [`MAX_REASON`] characters.
+fn bounded(reason: &str) -> String {
+    reason.chars().take(MAX_REASON).collect()
 }
 
 struct Withdraw<'a> {

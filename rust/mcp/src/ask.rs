@@ -155,6 +155,8 @@ impl Asked {
 pub enum Reply {
     Yes,
     No,
+    /// No, with the person's reason, which the agent is told.
+    NoBecause(String),
     /// Nobody answered; the reason is said to the agent and the act refused.
     Unanswered(String),
     /// The client dismissed the question (an elicitation answered `cancel`)
@@ -463,7 +465,7 @@ impl Asker for CallAsker {
     fn ask(&self, question: &Question) -> Answer {
         match self.ask_why(question) {
             Some(Reply::Yes) => Answer::Yes,
-            Some(Reply::No) => Answer::No,
+            Some(Reply::No | Reply::NoBecause(_)) => Answer::No,
             Some(Reply::Cancelled) => Answer::Cancelled,
             Some(Reply::Unanswered(_)) | None => Answer::Unavailable,
         }

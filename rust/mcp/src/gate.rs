@@ -344,6 +344,7 @@ impl Session {
                 let (answer, why) = match heard {
                     Some(Reply::Yes) => (Answer::Yes, None),
                     Some(Reply::No) => (Answer::No, None),
+                    Some(Reply::NoBecause(reason)) => (Answer::No, Some(reason)),
                     Some(Reply::Cancelled) => (Answer::Cancelled, None),
                     Some(Reply::Unanswered(why)) => (Answer::Unavailable, Some(why)),
                     None => (Answer::Unavailable, None),
@@ -384,9 +385,15 @@ impl Session {
                 "refused: {action} needs a reviewer agent's yes and then a person's ({by}), and the reviewer agent gave no answer ({}), so nobody was asked.{change}",
                 reviewed.as_ref().map_or("", |r| r.reason.as_str())
             )),
-            Outcome::Refused(Refused::PersonSaidNo) => Err(format!(
-                "refused by a person: {action} was asked about and the answer was no. Do not ask again for the same act; tell the person what you wanted it for."
-            )),
+            Outcome::Refused(Refused::PersonSaidNo) => Err(match why {
+                Some(reason) => format!(
+                    "refused by a person: {action} was asked about and the answer was no, because: {}. Do not ask again for the same act; do what the person said instead.",
+                    chock_policy::visible(&reason)
+                ),
+                None => format!(
+                    "refused by a person: {action} was asked about and the answer was no. Do not ask again for the same act; tell the person what you wanted it for."
+                ),
+            }),
             Outcome::Refused(Refused::Cancelled) => Err(format!(
                 "refused: {action} needs a person's yes, and {agent} dismissed the question without a person answering it (a client in print mode cancels every question); no `chock approve` is running to ask instead. Run `chock approve` in another terminal and call again, or add the rule.{change}"
             )),

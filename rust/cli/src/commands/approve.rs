@@ -102,7 +102,8 @@ impl Shown {
 }
 
 /// Prints each question as it comes and sends the answer typed: `y` or
-/// `yes` allows it once, anything else refuses it. A question for a
+/// `yes` allows it once, `n REASON` refuses it and the agent is told the
+/// reason, anything else refuses it. A question for a
 /// credential (a `git push` to an http or https remote) asks for a user
 /// name, then for the password or token with the terminal's echo off; an
 /// empty line refuses it. A question asking for text (the agent's own)
@@ -138,7 +139,9 @@ fn watch(mut watcher: Watcher) -> anyhow::Result<ExitCode> {
                         .map_or(String::new(), |u| format!(" [{}]", visible(u)))
                 ),
                 None if next.wants_text => out!("your answer (one line): "),
-                None => out!("allow it once? [y/N] "),
+                None => {
+                    out!("allow it once? [y/N] (or `n REASON`: no, and the agent is told why) ")
+                }
             }
             stdout.flush()?;
             current = Some(next);
@@ -228,10 +231,17 @@ fn answer(watcher: &mut Watcher, mut shown: Shown, line: &str) -> anyhow::Result
         return Ok(None);
     }
     let (allow, credential) = match &mut shown.credential {
-        None => (
-            matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes"),
-            None,
-        ),
+        None => {
+            let allow = matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes");
+            if let Some(reason) = reason_of_no(line) {
+                let answered = (None, Some(reason.to_owned()));
+                if let Err(error) = watcher.answer(&shown.path, shown.id, false, answered) {
+                    eprintln!("chock approve: {error}");
+                }
+                return Ok(None);
+            }
+            (allow, None)
+        }
         Some((wanted, typed @ None)) => {
             let name = match line.trim() {
                 "" => wanted.username.clone().unwrap_or_default(),
@@ -269,6 +279,15 @@ fn answer(watcher: &mut Watcher, mut shown: Shown, line: &str) -> anyhow::Result
         eprintln!("chock approve: {error}");
     }
     Ok(None)
+}
+
+/// The reason in a no typed as `n REASON` or `no REASON`.
+fn reason_of_no(line: &str) -> Option<&str> {
+    let line = line.trim();
+    let (word, rest) = line.split_once(char::is_whitespace)?;
+    let reason = rest.trim();
+    (matches!(word.to_ascii_lowercase().as_str(), "n" | "no") && !reason.is_empty())
+        .then_some(reason)
 }
 
 /// The lines typed on stdin, read on a thread of their own so that a
@@ -309,4 +328,21 @@ fn typed_lines() -> std::sync::mpsc::Receiver<String> {
         }
     });
     lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::reason_of_no;
+
+    #[test]
+    fn a_no_with_words_after_it_is_a_no_with_that_reason() {
+        assert_eq!(
+            reason_of_no("n use the scratch folder"),
+            Some("use the scratch folder")
+        );
+        assert_eq!(reason_of_no("  NO\tnot on main  "), Some("not on main"));
+        for plain in ["n", "no", "no   ", "y", "yes please", "nope never", ""] {
+            assert_eq!(reason_of_no(plain), None, "{plain:?}");
+        }
+    }
 }

@@ -91,9 +91,12 @@ function addQuestion(data) {
       el("button", { className: "allow answer-send", textContent: "Send", onclick: () => send(data.server, data.id, true, input.value, card) }),
       el("button", { className: "deny answer-no", textContent: "No answer", onclick: () => send(data.server, data.id, false, undefined, card) }));
   } else {
+    const reason = el("input", { type: "text", className: "answer-reason", placeholder: "why not (the agent is told)" });
     answers.append(
       el("button", { className: "allow answer-once", textContent: "Allow once", onclick: () => send(data.server, data.id, true, undefined, card) }),
-      el("button", { className: "deny answer-no", textContent: "No", onclick: () => send(data.server, data.id, false, undefined, card) }));
+      el("button", { className: "deny answer-no", textContent: "No", onclick: () => send(data.server, data.id, false, undefined, card) }),
+      reason,
+      el("button", { className: "deny answer-no-because", textContent: "No, because…", onclick: () => send(data.server, data.id, false, reason.value, card) }));
   }
   answers.append(el("span", { className: "result quiet" }));
   card.append(answers);
