@@ -459,6 +459,35 @@ fn every_tool_on_ask_asks_through_chock_approve() {
 }
 
 #[test]
+fn a_no_with_a_reason_in_the_clients_prompt_reaches_the_agent() {
+    let env = project_with_files();
+    ask_rules(&env);
+    let mut client = env.client(true, &[]);
+    client.elicit_answers = vec![
+        json!({"action": "accept", "content": {"allow": false, "reason": "  read src/lib.rs instead  "}}),
+        json!({"action": "accept", "content": {"allow": false, "reason": ""}}),
+    ];
+    let called = client.call("read_file", json!({"path": "a.txt"}));
+    assert!(
+        called.is_error
+            && called
+                .text
+                .contains("the answer was no, because: read src/lib.rs instead."),
+        "{called:?}"
+    );
+    let schema = &client.elicited[0]["params"]["requestedSchema"]["properties"];
+    assert_eq!(schema["reason"]["type"], "string", "{schema}");
+    assert_eq!(schema["reason"]["maxLength"], 2000, "{schema}");
+    // An empty reason is a plain no.
+    let called = client.call("read_file", json!({"path": "a.txt"}));
+    assert!(
+        called.is_error && !called.text.contains("because"),
+        "{called:?}"
+    );
+    env.assert_logged("call.read_file", "deny", "person");
+}
+
+#[test]
 fn a_no_with_a_reason_in_chock_approve_reaches_the_agent() {
     let env = project_with_files();
     ask_rules(&env);

@@ -327,10 +327,7 @@ impl ApproveHub {
         } else if allow {
             (Reply::Yes, Carried::Nothing)
         } else {
-            match text.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
-                Some(reason) => (Reply::NoBecause(bounded(reason)), Carried::Nothing),
-                None => (Reply::No, Carried::Nothing),
-            }
+            (Reply::no_because(text.as_deref()), Carried::Nothing)
         };
         pending.reply.send(answer).is_ok()
     }
@@ -345,14 +342,6 @@ impl ApproveHub {
             })
             .collect()
     }
-}
-
-/// The longest reason the agent is told, in characters.
-const MAX_REASON: usize = 2000;
-
-/// A person's reason, cut to [`MAX_REASON`] characters.
-fn bounded(reason: &str) -> String {
-    reason.chars().take(MAX_REASON).collect()
 }
 
 struct Withdraw<'a> {

@@ -155,13 +155,28 @@ impl Asked {
 pub enum Reply {
     Yes,
     No,
-    /// No, with the person's reason, which the agent is told.
+    /// No, with the person's reason, which the agent is told
+    /// ([`Reply::no_because`]).
     NoBecause(String),
     /// Nobody answered; the reason is said to the agent and the act refused.
     Unanswered(String),
     /// The client dismissed the question (an elicitation answered `cancel`)
     /// and no `chock approve` was there to ask instead: no person answered.
     Cancelled,
+}
+
+/// The longest reason the agent is told, in characters.
+pub const MAX_REASON: usize = 2000;
+
+impl Reply {
+    /// A no, with `reason` when the person gave one (trimmed, cut to
+    /// [`MAX_REASON`] characters); a plain no when it is empty.
+    pub fn no_because(reason: Option<&str>) -> Reply {
+        match reason.map(str::trim).filter(|r| !r.is_empty()) {
+            Some(reason) => Reply::NoBecause(reason.chars().take(MAX_REASON).collect()),
+            None => Reply::No,
+        }
+    }
 }
 
 /// Who calls the tools: an MCP client over the protocol, or a program
@@ -337,6 +352,8 @@ impl Askers {
 
 /// The property the client's form asks for.
 pub const ELICIT_FIELD: &str = "allow";
+/// The form's property for the reason of a no, which the agent is told.
+pub const REASON_FIELD: &str = "reason";
 
 async fn elicit(peer: &Peer<RoleServer>, question: &Asked, timeout: Duration) -> Reply {
     let schema = ElicitationSchema::builder()
@@ -344,6 +361,11 @@ async fn elicit(peer: &Peer<RoleServer>, question: &Asked, timeout: Duration) ->
             b.title("Allow this once")
                 .description("Yes lets this one call go ahead; anything else refuses it.")
                 .with_default(false)
+        })
+        .optional_string_with(REASON_FIELD, |s| {
+            s.title("Why not (with no)")
+                .description("Told to the agent with the no, so it can do something else instead.")
+                .max_length(MAX_REASON as u32)
         })
         .build_unchecked();
     let params = ElicitRequestParams::FormElicitationParams {
@@ -363,7 +385,16 @@ async fn elicit(peer: &Peer<RoleServer>, question: &Asked, timeout: Duration) ->
                     .and_then(|c| c.get(ELICIT_FIELD))
                     .and_then(serde_json::Value::as_bool)
                     == Some(true);
-                if yes { Reply::Yes } else { Reply::No }
+                let reason = result
+                    .content
+                    .as_ref()
+                    .and_then(|c| c.get(REASON_FIELD))
+                    .and_then(serde_json::Value::as_str);
+                if yes {
+                    Reply::Yes
+                } else {
+                    Reply::no_because(reason)
+                }
             }
             // The person declined.
             ElicitationAction::Decline => Reply::No,
