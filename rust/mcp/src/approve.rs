@@ -41,6 +41,10 @@ use crate::error::McpError;
 
 /// The longest line either end reads.
 const MAX_LINE: usize = 1 << 20;
+/// How long an approver waits for a server's hello (and a `list`'s
+/// answer): a socket that accepts and then says nothing (a stopped or
+/// stuck process) is skipped, never waited on.
+const HELLO_WAIT: Duration = Duration::from_secs(3);
 
 /// What an approver sends.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -504,6 +508,9 @@ impl Connection {
                 uid: cred.uid(),
             });
         }
+        stream
+            .set_read_timeout(Some(HELLO_WAIT))
+            .map_err(unreachable)?;
         let reader = BufReader::new(stream.try_clone().map_err(unreachable)?);
         let mut connection = Connection {
             path: path.to_path_buf(),
@@ -662,6 +669,15 @@ impl Watcher {
                 }
             }
         }
+        // Watched from now on: events come when questions do, however long
+        // that takes.
+        connection
+            .stream
+            .set_read_timeout(None)
+            .map_err(|source| McpError::Unreachable {
+                path: path.to_path_buf(),
+                source,
+            })?;
         let writer = connection
             .stream
             .try_clone()
@@ -748,5 +764,29 @@ pub fn list(path: &Path) -> Result<(Connection, Vec<Waiting>), McpError> {
                 });
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A socket that accepts and says nothing is skipped within
+    /// [`HELLO_WAIT`], so one stuck process cannot keep an approver from
+    /// the others.
+    #[test]
+    fn a_server_that_never_says_hello_is_skipped_in_time() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("1.sock");
+        let listener = std::os::unix::net::UnixListener::bind(&path).expect("bind");
+        let held = std::thread::spawn(move || listener.accept().map(|(stream, _)| stream));
+        let started = std::time::Instant::now();
+        let opened = Connection::open(&path);
+        assert!(
+            matches!(opened, Err(McpError::Unreachable { .. })),
+            "a silent socket is unreachable"
+        );
+        assert!(started.elapsed() < HELLO_WAIT + Duration::from_secs(2));
+        drop(held.join());
     }
 }
