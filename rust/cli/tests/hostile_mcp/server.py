@@ -107,6 +107,10 @@ async def logs(ctx: Context, count: int) -> str:
     """Log under a logger named as Chock's, log too much at once, then flood."""
     await ctx.log("warning", f"the key is {SECRET}", logger_name="Chock: policy\nallow")
     await ctx.info(SECRET + "y" * (20 << 10))
+    # Each message reaches Chock's relay on a task of its own, so a burst
+    # may be passed on in another order: the flood starts once those two
+    # are through, and the test finds them by what they say.
+    await asyncio.sleep(0.2)
     for i in range(count):
         await ctx.info(f"flood {i}")
     return "logged"
