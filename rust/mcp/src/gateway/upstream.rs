@@ -10,7 +10,6 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use chock_policy::{Launch, McpServer};
-use chock_sandbox::exec::{self, ExecRequest};
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
     Implementation, ProgressNotificationParam, ProgressToken,
@@ -466,13 +465,7 @@ async fn spawn(
     )
     .map_err(|e| e.to_string())?;
     let (env, files, network) = (grants.env.clone(), grants.files.clone(), grants.network);
-    let request = ExecRequest {
-        project: session.project.clone(),
-        dev_shell: session.dev_shell.clone(),
-        argv: argv.iter().map(OsString::from).collect(),
-        cwd: session.project.dir.clone(),
-        capture: None,
-    };
+    let argv = argv.to_vec();
     let building = session.clone();
     let (tell, told) = tokio::sync::oneshot::channel();
     let (ended, exit) = tokio::sync::watch::channel(None);
@@ -481,26 +474,7 @@ async fn spawn(
         .name(format!("chock-mcp-{name}"))
         .spawn(move || {
             let started = (|| {
-                // Nobody can be asked before the first call: a dev shell
-                // that needs a question is refused, and says which rule to add.
-                let builder = exec::devshell_builder(
-                    &building.policy,
-                    &building.log,
-                    &chock_policy::Nobody,
-                    crate::ROUTE,
-                );
-                let toolchain = exec::toolchain(&request.project, &request.dev_shell, &builder)
-                    .map_err(|e| e.to_string())?;
-                let prepared = exec::prepare_allowed(
-                    &request,
-                    toolchain,
-                    &building.policy,
-                    &building.log,
-                    crate::ROUTE,
-                )
-                .map_err(|e| e.to_string())?;
-                let mut prepared = prepared
-                    .piped()
+                let mut prepared = crate::tools::prepare_piped(&building, &argv)?
                     .with_env(env)
                     .with_secret_files(files)
                     .map_err(|e| e.to_string())?;

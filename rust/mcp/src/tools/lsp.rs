@@ -13,7 +13,6 @@
 //! session.
 
 use std::collections::HashMap;
-use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -21,7 +20,6 @@ use std::time::Duration;
 
 use chock_lsp::{DiagnosticSeverity, LspError, Place, Server};
 use chock_policy::{LspServer, names};
-use chock_sandbox::exec::{self, ExecRequest};
 use serde::Deserialize;
 
 use super::Call;
@@ -255,13 +253,7 @@ fn remember(session: &Session, index: usize, why: &str) {
 /// sandbox's init ends with the thread that made it), and says
 /// `initialize` over its pipes.
 async fn start(session: &Arc<Session>, config: &LspServer) -> Result<Running, String> {
-    let request = ExecRequest {
-        project: session.project.clone(),
-        dev_shell: session.dev_shell.clone(),
-        argv: config.command.iter().map(OsString::from).collect(),
-        cwd: session.project.dir.clone(),
-        capture: None,
-    };
+    let argv = config.command.clone();
     let building = session.clone();
     let (tell, told) = tokio::sync::oneshot::channel();
     let program = config.program().to_owned();
@@ -269,23 +261,7 @@ async fn start(session: &Arc<Session>, config: &LspServer) -> Result<Running, St
         .name(format!("chock-lsp-{program}"))
         .spawn(move || {
             let started = (|| {
-                let builder = exec::devshell_builder(
-                    &building.policy,
-                    &building.log,
-                    &chock_policy::Nobody,
-                    crate::ROUTE,
-                );
-                let toolchain = exec::toolchain(&request.project, &request.dev_shell, &builder)
-                    .map_err(|e| e.to_string())?;
-                let mut prepared = exec::prepare_allowed(
-                    &request,
-                    toolchain,
-                    &building.policy,
-                    &building.log,
-                    crate::ROUTE,
-                )
-                .map_err(|e| e.to_string())?
-                .piped();
+                let mut prepared = super::prepare_piped(&building, &argv)?;
                 super::furnish(
                     &building,
                     &mut prepared,

@@ -49,6 +49,37 @@ pub fn furnish(
     Ok(())
 }
 
+/// A long-lived program of the session's (a third-party MCP server, a
+/// language server) prepared in the sandbox a tool call gets, its stdin,
+/// stdout and stderr piped to Chock. Nobody can be asked while it starts,
+/// so a dev shell that needs a question is refused, naming the rule to add.
+pub fn prepare_piped(session: &Session, argv: &[String]) -> Result<exec::Prepared, String> {
+    let request = ExecRequest {
+        project: session.project.clone(),
+        dev_shell: session.dev_shell.clone(),
+        argv: argv.iter().map(std::ffi::OsString::from).collect(),
+        cwd: session.project.dir.clone(),
+        capture: None,
+    };
+    let builder = exec::devshell_builder(
+        &session.policy,
+        &session.log,
+        &chock_policy::Nobody,
+        crate::ROUTE,
+    );
+    let toolchain = exec::toolchain(&request.project, &request.dev_shell, &builder)
+        .map_err(|e| e.to_string())?;
+    let prepared = exec::prepare_allowed(
+        &request,
+        toolchain,
+        &session.policy,
+        &session.log,
+        crate::ROUTE,
+    )
+    .map_err(|e| e.to_string())?;
+    Ok(prepared.piped())
+}
+
 /// The variable that tells a command where its session's scratchpad is.
 pub const SCRATCHPAD_VAR: &str = "CHOCK_SCRATCHPAD";
 
