@@ -106,8 +106,15 @@ impl Ui {
     /// Serves until the future is dropped.
     pub async fn serve(self) {
         loop {
-            let Ok((stream, _)) = self.listener.accept().await else {
-                continue;
+            let stream = match self.listener.accept().await {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    // Out of descriptors, most likely: wait for some to close
+                    // rather than spin on the error.
+                    tracing::debug!("chock ui: accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
             };
             let shared = self.shared.clone();
             tokio::spawn(async move {
