@@ -183,9 +183,8 @@ fn a_piped_program_is_spoken_to_through_its_stdin_and_stdout() {
     let (stdin, stdout) = running.take_pipes().expect("pipes");
     assert!(running.take_pipes().is_none(), "the pipes are given once");
     // Its stderr is a pipe of its own, apart from the protocol's stdout.
-    let mut stderr = std::io::BufReader::new(std::fs::File::from(
-        running.take_stderr().expect("stderr"),
-    ));
+    let mut stderr =
+        std::io::BufReader::new(std::fs::File::from(running.take_stderr().expect("stderr")));
     let mut said = String::new();
     stderr.read_line(&mut said).expect("read stderr");
     assert_eq!(said, "ready\n");
