@@ -35,7 +35,7 @@ Exit codes:
   1    failed, or a check did not pass (a blocking `doctor` row, a broken log chain, a failed build)
   2    the command line was not understood
   3    refused by the policy or by a person
-  4    `chock run` stopped at --max-turns, or the model refused to go on (its work kept)
+  4    `chock run` stopped at --max-turns, --max-budget or --max-tokens, after 5 calls in a row it could not run, or the model refused to go on (its work kept)
   130  stopped with Ctrl-C at a prompt that reads with the echo off (`login`, `approve`)
   141  the reader of the output went away (`chock log show | head -1`), quietly, as git does
 `chock exec` exits with the program's own status; its own outcomes are 124 (Chock failed before the program ran),
