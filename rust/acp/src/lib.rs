@@ -14,6 +14,8 @@
 //! and a thread per running request, since the session and the gate's
 //! asker are blocking.
 
+#![forbid(unsafe_code)]
+
 mod permission;
 mod rpc;
 mod schema;

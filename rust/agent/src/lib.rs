@@ -21,6 +21,8 @@
 //! conversation and the workspace across prompts, each of which may be
 //! cancelled (`chock acp`, `docs/acp.md`).
 
+#![forbid(unsafe_code)]
+
 pub mod guidance;
 pub mod memory;
 pub mod own_tools;

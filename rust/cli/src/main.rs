@@ -3,6 +3,8 @@
 //! builds a sandbox; a command module only turns arguments into a library
 //! call and the result into output and an exit code.
 
+#![forbid(unsafe_code)]
+
 #[macro_use]
 mod out;
 

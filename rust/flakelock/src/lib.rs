@@ -10,6 +10,8 @@
 //! hosts and fetches) share it without the evaluator linking the policy
 //! engine or a fetcher. See `docs/inputs.md`.
 
+#![forbid(unsafe_code)]
+
 mod endpoint;
 mod lock;
 mod source;

@@ -28,6 +28,8 @@
 //!
 //! [`Settled::entry`] makes the one decision-log line every route writes.
 
+#![forbid(unsafe_code)]
+
 use chock_log::{AnsweredBy, Entry};
 use chock_policy::{Answer, Asker, Decision, Key, Layer, Question, Verdict};
 

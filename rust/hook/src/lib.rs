@@ -1,5 +1,7 @@
 //! Agent hooks: decide the tool calls of Claude Code, Cursor, Gemini CLI and Codex; wire hooks, git hooks and CI.
 
+#![forbid(unsafe_code)]
+
 pub mod agent;
 pub mod answer;
 mod cursor_mcp;

@@ -10,6 +10,8 @@
 //! reference that every session on it shares under two locks ([`trees`]);
 //! the sandbox binds that tree read-only on every tool call.
 
+#![forbid(unsafe_code)]
+
 pub mod extract;
 pub mod manifest;
 pub mod reference;

@@ -31,6 +31,8 @@
 //!
 //! See `docs/inputs.md`.
 
+#![forbid(unsafe_code)]
+
 mod decide;
 #[cfg(feature = "fetch")]
 mod fetch;

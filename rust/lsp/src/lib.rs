@@ -9,6 +9,8 @@
 //! Where the server runs, and whether it may, is the caller's: this crate
 //! knows nothing of a sandbox or a policy.
 
+#![forbid(unsafe_code)]
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;

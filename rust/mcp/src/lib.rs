@@ -17,6 +17,8 @@
 //! [`serve_stdio`] runs the server; [`approve`] is both the socket the server
 //! listens on for answers and the client `chock approve` uses.
 
+#![forbid(unsafe_code)]
+
 mod agent;
 pub mod approve;
 mod ask;

@@ -38,6 +38,8 @@
 //! # Ok(()) }
 //! ```
 
+#![forbid(unsafe_code)]
+
 mod build;
 mod closure;
 mod daemon;

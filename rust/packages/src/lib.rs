@@ -7,6 +7,8 @@
 //! ([`witness`]). Reading a manifest and compiling a package's rules into
 //! the policy is `chock-policy`'s; running a guard is `chock-hook`'s.
 
+#![forbid(unsafe_code)]
+
 pub mod beneath;
 pub mod check;
 pub mod compile;

@@ -7,6 +7,8 @@
 //! rule decided and what rule would change the answer. The rules are
 //! documented in `docs/policy.md`.
 
+#![forbid(unsafe_code)]
+
 mod ask;
 pub mod control;
 mod decision;

@@ -7,6 +7,8 @@
 //! gate. The instances come from the operator's `config.zon`, read by
 //! `chock-policy`. See `docs/providers.md`.
 
+#![forbid(unsafe_code)]
+
 mod anthropic;
 mod client;
 mod conversation;

@@ -19,6 +19,8 @@
 //! sent in a header only, and never appears in a sentence (any text an
 //! engine answers has it replaced).
 
+#![forbid(unsafe_code)]
+
 use std::fmt::Write as _;
 use std::time::Duration;
 

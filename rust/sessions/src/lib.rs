@@ -21,6 +21,8 @@
 //! session is running exactly while that lock is held; nothing removes or
 //! resumes a running session. See `docs/run.md`.
 
+#![forbid(unsafe_code)]
+
 mod error;
 mod event;
 mod file;

@@ -19,6 +19,8 @@
 //! command hidden in a parameter expansion, a change to `PATH` or
 //! `LD_PRELOAD`, text that does not parse, nesting too deep to follow.
 
+#![forbid(unsafe_code)]
+
 mod bounds;
 mod git;
 pub mod naming;

@@ -17,6 +17,8 @@
 //! regular (a FIFO never blocks a read), and the read is from that
 //! descriptor: a link planted in a skill cannot lead out of it.
 
+#![forbid(unsafe_code)]
+
 pub mod frontmatter;
 
 use std::ffi::OsStr;

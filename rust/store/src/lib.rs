@@ -33,6 +33,8 @@
 //! # Ok::<(), DerivationError>(())
 //! ```
 
+#![forbid(unsafe_code)]
+
 #[cfg(feature = "daemon")]
 pub mod daemon;
 pub mod derivation;

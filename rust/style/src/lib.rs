@@ -14,6 +14,8 @@
 //! (`style.parse`) and where they are written (`chock.zon`) are the tool
 //! server's to join.
 
+#![forbid(unsafe_code)]
+
 mod language;
 mod measure;
 mod query;

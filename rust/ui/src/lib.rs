@@ -12,6 +12,8 @@
 //! and line, the rule to add, as `chock policy explain` says them) and
 //! lists the sessions with their usage from `/sessions`.
 
+#![forbid(unsafe_code)]
+
 pub mod guard;
 
 mod feed;

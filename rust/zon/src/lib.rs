@@ -13,6 +13,8 @@
 //! strictness: `#[serde(deny_unknown_fields)]` refuses a misspelt field at
 //! its name; without it, unknown fields are skipped.
 
+#![forbid(unsafe_code)]
+
 mod de;
 mod error;
 mod number;
