@@ -213,3 +213,38 @@ fn ctrl_c_at_the_hidden_prompt_stores_nothing_and_puts_the_echo_back() {
     );
     assert!(!home.path().join("data/chock/credentials/work").exists());
 }
+
+/// The search engine's key (`.search`, `.key = .login`) is listed under
+/// `search` like an instance's, never as a stored key config.zon lacks.
+#[test]
+fn the_search_engine_s_key_is_listed_as_its_own() {
+    let home = home();
+    let config = CONFIG.trim_end().trim_end_matches('}').to_owned()
+        + ", .search = .{ .kind = .searxng, .url = \"http://127.0.0.1:8888\", .key = .login } }\n";
+    std::fs::write(home.path().join("config/chock/config.zon"), &config).expect("write");
+    let listed = |args: &[&str]| {
+        let out = chock(home.path(), args).output().expect("run");
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    assert!(
+        listed(&["login", "--list"]).contains(
+            "search  searxng  http://127.0.0.1:8888  no key stored yet: run `chock login search`"
+        ),
+        "{}",
+        listed(&["login", "--list"])
+    );
+    let out = with_stdin(home.path(), &["login", "search"], "sx-key\n");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let shown = listed(&["login", "--list"]);
+    assert!(
+        shown.contains("search  searxng  http://127.0.0.1:8888  key stored"),
+        "{shown}"
+    );
+    assert!(!shown.contains("not in config.zon"), "{shown}");
+    let json: serde_json::Value =
+        serde_json::from_str(&listed(&["login", "--list", "--json"])).expect("JSON");
+    assert_eq!(json["instances"][2]["name"], "search", "{json}");
+    assert_eq!(json["instances"][2]["key"]["stored"], true, "{json}");
+    assert_eq!(json["stored_unconfigured"], serde_json::json!([]), "{json}");
+}

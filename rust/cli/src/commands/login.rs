@@ -99,49 +99,80 @@ fn where_kept(key: &KeySource) -> String {
     }
 }
 
+/// One name `chock login` keeps a key under: a provider instance, or the
+/// search engine (as `search`).
+struct Keyed<'a> {
+    name: &'a str,
+    kind: &'static str,
+    url: &'a str,
+    key: &'a KeySource,
+}
+
+fn keyed(policy: &Policy) -> Vec<Keyed<'_>> {
+    let providers = policy.providers().iter().map(|p| Keyed {
+        name: &p.name,
+        kind: p.kind.as_str(),
+        url: &p.base_url,
+        key: &p.key,
+    });
+    let search = policy.search().map(|e| Keyed {
+        name: chock_policy::SEARCH_LOGIN,
+        kind: e.kind.as_str(),
+        url: &e.url,
+        key: &e.key,
+    });
+    providers.chain(search).collect()
+}
+
 fn list(policy: &Policy, store: &Credentials, json: bool) -> anyhow::Result<ExitCode> {
     let stored = store.list()?;
-    let unconfigured = stored.iter().filter(|n| policy.provider(n).is_none());
+    let all = keyed(policy);
+    let unconfigured: Vec<&String> = stored
+        .iter()
+        .filter(|n| !all.iter().any(|k| k.name == n.as_str()))
+        .collect();
     if json {
-        let instances: Vec<_> = policy
-            .providers()
+        let instances: Vec<_> = all
             .iter()
-            .map(|p| {
-                let kept = match &p.key {
+            .map(|k| {
+                let kept = match k.key {
                     KeySource::Login => "login",
                     KeySource::Secret(_) => "secret",
                     KeySource::Env(_) => "env",
                     KeySource::None => "none",
                 };
                 serde_json::json!({
-                    "name": p.name,
-                    "kind": p.kind.as_str(),
-                    "base_url": p.base_url,
+                    "name": k.name,
+                    "kind": k.kind,
+                    "base_url": k.url,
                     "key": {
                         "kept": kept,
-                        "where": where_kept(&p.key),
-                        "stored": stored.contains(&p.name),
+                        "where": where_kept(k.key),
+                        "stored": stored.iter().any(|n| n == k.name),
                     },
                 })
             })
             .collect();
-        let unconfigured: Vec<_> = unconfigured.collect();
         outln!(
             "{}",
             serde_json::json!({ "instances": instances, "stored_unconfigured": unconfigured })
         );
         return Ok(exit::SUCCESS.into());
     }
-    if policy.providers().is_empty() {
-        outln!("no provider instance is configured (.providers in config.zon)");
+    if all.is_empty() {
+        outln!(
+            "no provider instance is configured (.providers in config.zon), nor a search engine (.search)"
+        );
     }
-    for p in policy.providers() {
-        let key = match &p.key {
-            KeySource::Login if stored.contains(&p.name) => "key stored (chock login)".to_owned(),
-            KeySource::Login => format!("no key stored yet: run `chock login {}`", p.name),
+    for k in &all {
+        let key = match k.key {
+            KeySource::Login if stored.iter().any(|n| n == k.name) => {
+                "key stored (chock login)".to_owned()
+            }
+            KeySource::Login => format!("no key stored yet: run `chock login {}`", k.name),
             other => format!("key kept {}", where_kept(other)),
         };
-        outln!("{}  {}  {}  {key}", p.name, p.kind.as_str(), p.base_url);
+        outln!("{}  {}  {}  {key}", k.name, k.kind, k.url);
     }
     for name in unconfigured {
         outln!("{name}  (not in config.zon)  key stored; `chock login --remove {name}` forgets it");
