@@ -153,14 +153,20 @@ fn at_a_terminal_an_ask_is_put_to_the_person_and_a_yes_runs_it() {
     );
     assert!(done.shown.contains("command: echo asked"), "{}", done.shown);
     assert_eq!(done.stdout, "asked\n");
+    echo_answered_by_the_person(&fx, "allow");
+}
+
+/// The log's line for `exec.path.echo` says `decision`, answered by the
+/// person.
+fn echo_answered_by_the_person(fx: &Fixture, decision: &str) {
     let line = fx
         .log_lines()
         .into_iter()
         .find(|l| l["action"] == "exec.path.echo")
         .expect("logged");
     assert_eq!(
-        (&line["decision"], &line["answered_by"]),
-        (&"allow".into(), &"person".into()),
+        (line["decision"].as_str(), line["answered_by"].as_str()),
+        (Some(decision), Some("person")),
         "{line}"
     );
 }
@@ -171,16 +177,7 @@ fn at_a_terminal_a_no_refuses_it_and_says_so() {
     assert_eq!(done.code, Some(125), "terminal:\n{}", done.shown);
     assert!(done.shown.contains("you answered no"), "{}", done.shown);
     assert!(!done.stdout.contains("asked"), "{}", done.stdout);
-    let line = fx
-        .log_lines()
-        .into_iter()
-        .find(|l| l["action"] == "exec.path.echo")
-        .expect("logged");
-    assert_eq!(
-        (&line["decision"], &line["answered_by"]),
-        (&"deny".into(), &"person".into()),
-        "{line}"
-    );
+    echo_answered_by_the_person(&fx, "deny");
 }
 
 #[test]
