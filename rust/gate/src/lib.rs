@@ -26,12 +26,37 @@
 //! not hear the answer. The table is in `docs/policy.md`, and the test below
 //! walks every route, decision and asker.
 //!
-//! [`Settled::entry`] makes the one decision-log line every route writes.
+//! [`Settled::entry`] makes the one decision-log line every route writes,
+//! and [`Refusal`] the words of every refusal: why, and the rule that
+//! would change it. Questions read once before the first turn are
+//! answered in [`start`].
 
 #![forbid(unsafe_code)]
 
+mod refusal;
+pub mod start;
+
+pub use refusal::{Change, Layout, Refusal};
+
 use chock_log::{AnsweredBy, Entry};
 use chock_policy::{Answer, Asker, Decision, Key, Layer, Question, Verdict};
+
+/// The strictest of `items` by the decision each carries (deny, then
+/// agent_then_human, ask, agent_review, allow); the first of equals, and
+/// `None` for none. Every route that weighs several answers about one act
+/// or one question folds them here.
+pub fn strictest<T>(
+    items: impl IntoIterator<Item = T>,
+    decision: impl Fn(&T) -> Decision,
+) -> Option<T> {
+    items.into_iter().reduce(|held, next| {
+        if decision(&next) < decision(&held) {
+            next
+        } else {
+            held
+        }
+    })
+}
 
 /// The door a question came through, as the decision log spells it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -317,22 +342,6 @@ pub fn line(
         decided_by: chock_log::DecidedBy::from(&verdict.decided_by),
         answered_by: end.1,
         subject,
-    }
-}
-
-/// The words a refusal's sentence uses for who must say yes and why nobody did.
-pub fn unanswered_words(why: Refused) -> &'static str {
-    match why {
-        Refused::Cancelled => {
-            "the client dismissed the question without a person answering it (Claude Code in print mode cancels every question), and no `chock approve` is running"
-        }
-        Refused::NoReviewer => {
-            "it needs a reviewer agent's yes and then a person's, and only Chock's own session has a reviewer agent (when chock.zon names its kind in .review), so a person's yes alone cannot lift it"
-        }
-        Refused::ReviewFailed => {
-            "it needs a reviewer agent's yes and then a person's, and the reviewer agent gave no answer"
-        }
-        _ => "nobody could be asked",
     }
 }
 

@@ -211,14 +211,10 @@ fn reason_body(judged: &[Judged], can_ask: bool, agent_title: &str) -> String {
     }
 }
 
-/// " To allow it, add `RULE` to BLOCK." when the policy names a rule that
-/// would change the answer, else nothing.
+/// What would change the answer, as the gate words it (the rule computed
+/// for this call's own key, so adding it changes this answer), else nothing.
 pub fn change_sentence(verdict: &Verdict) -> String {
-    verdict
-        .suggestion
-        .as_ref()
-        .map(|s| format!(" To allow it, add `{}` to {}.", s.rule, s.block))
-        .unwrap_or_default()
+    chock_gate::Refusal::new(Refused::Denied, verdict).advice(chock_gate::Layout::Line)
 }
 
 /// Why a write to a control input is asked on its own, for its action;

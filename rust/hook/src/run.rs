@@ -328,12 +328,14 @@ pub fn git_gate(
     // A guard that answers lower than the rules decides; the rules' act
     // and every other guard's answer is a line of its own.
     let mut guarded = guards::git(&policy, &project, gate.hook, review.as_ref(), gate.args);
-    let lowest = guarded
-        .iter()
-        .enumerate()
-        .filter(|(_, g)| g.verdict.decision < judged.verdict.decision)
-        .min_by_key(|(_, g)| g.verdict.decision)
-        .map(|(i, _)| i);
+    let lowest = chock_gate::strictest(
+        guarded
+            .iter()
+            .enumerate()
+            .filter(|(_, g)| g.verdict.decision < judged.verdict.decision),
+        |(_, g)| g.verdict.decision,
+    )
+    .map(|(i, _)| i);
     let judged = match lowest {
         Some(i) => {
             let guard = guarded.remove(i);

@@ -447,10 +447,7 @@ fn question(asked: &[&HostAnswer]) -> Question {
         [one] => (one.action.clone(), one.decision),
         _ => (
             "nix.net.hosts".to_string(),
-            asked
-                .iter()
-                .map(|a| a.decision)
-                .min()
+            chock_gate::strictest(asked.iter().map(|a| a.decision), |d| *d)
                 .unwrap_or(Decision::Ask),
         ),
     };

@@ -126,16 +126,11 @@ pub fn decided_by_words(verdict: &Verdict) -> String {
     }
 }
 
-/// "To allow it, add to ...": the rule and where it goes, when there is
-/// one; for a session's own promise, the action that can lift it.
+/// What would change the answer, as the gate words it: the rule and the
+/// block it goes in, or for a session's own promise the action that can
+/// lift it.
 fn change_sentence(verdict: &Verdict) -> String {
-    match &verdict.suggestion {
-        Some(s) => format!(" To allow it, add to {}: {},", s.block, s.rule),
-        None if verdict.decided_by.layer == Layer::Promise => {
-            " Only policy.widen, naming that promise, can lift it, and a person is asked.".into()
-        }
-        None => String::new(),
-    }
+    chock_gate::Refusal::new(Refused::Denied, verdict).advice(chock_gate::Layout::Line)
 }
 
 impl Session {
@@ -212,7 +207,7 @@ impl Session {
     /// Reads one start row and logs it; `None` when the tool stays, else
     /// why it does not.
     pub fn start_row(&self, tool: &'static str, row: &StartRow) -> Option<Withheld> {
-        let answer = match self.policy.at_start(AGENT_KIND, &row.question) {
+        let answer = match chock_gate::start::at_start(&self.policy, AGENT_KIND, &row.question) {
             Ok(answer) => answer,
             Err(e) => {
                 return Some(Withheld {

@@ -73,10 +73,9 @@ pub(crate) fn start(session: &Session) -> Result<Option<Style>, McpError> {
         return Ok(None);
     };
     let style = read(settings)?;
-    let answer = session
-        .policy
-        .at_start(AGENT_KIND, &StartQuestion::StyleParse)
-        .map_err(|e| McpError::Stopped(format!("style.parse cannot be named: {e}")))?;
+    let answer =
+        chock_gate::start::at_start(&session.policy, AGENT_KIND, &StartQuestion::StyleParse)
+            .map_err(|e| McpError::Stopped(format!("style.parse cannot be named: {e}")))?;
     let verdict = &answer.verdict;
     let settled = Settled {
         outcome: if answer.granted {

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use chock_policy::{NameError, Question, Suggestion, Verdict};
+use chock_policy::{NameError, Question, Verdict};
 use chock_store::StorePath;
 use chock_store::daemon::DaemonError;
 
@@ -56,7 +56,7 @@ pub enum Refusal {
     },
     #[error("{action}: the person asked said no ({summary})")]
     Declined { action: String, summary: String },
-    #[error("{}{}", question.unanswered(), if *cancelled { "\n  (the client dismissed the question without a person answering it, and no `chock approve` is running)" } else { "" })]
+    #[error("{}{}", question.unanswered(), dismissed_words(*cancelled))]
     Unanswered {
         question: Box<Question>,
         /// The client dismissed the question: no person answered it.
@@ -152,6 +152,18 @@ pub enum Refusal {
     Unpinned { drvs: Vec<StorePath> },
 }
 
+/// Why nobody answered, when the client dismissed the question.
+fn dismissed_words(cancelled: bool) -> String {
+    if !cancelled {
+        return String::new();
+    }
+    let refusal = chock_gate::Refusal {
+        why: chock_gate::Refused::Cancelled,
+        change: chock_gate::Change::Nothing,
+    };
+    format!("\n  ({})", refusal.why_words())
+}
+
 fn denied_text(action: &str, subject: Option<&str>, verdict: &Verdict) -> String {
     let about = subject.map(|s| format!(" ({s})")).unwrap_or_default();
     let mut text = format!(
@@ -159,15 +171,15 @@ fn denied_text(action: &str, subject: Option<&str>, verdict: &Verdict) -> String
         verdict.decision,
         crate::decide::describe(verdict)
     );
-    if verdict.decision == chock_policy::Decision::AgentThenHuman {
-        text.push_str(&format!(
-            " ({})",
-            chock_gate::unanswered_words(chock_gate::Refused::NoReviewer)
-        ));
+    let why = match verdict.decision {
+        chock_policy::Decision::AgentThenHuman => chock_gate::Refused::NoReviewer,
+        _ => chock_gate::Refused::Denied,
+    };
+    let refusal = chock_gate::Refusal::new(why, verdict);
+    if why == chock_gate::Refused::NoReviewer {
+        text.push_str(&format!(" ({})", refusal.why_words()));
     }
-    if let Some(Suggestion { rule, block }) = &verdict.suggestion {
-        text.push_str(&format!("\n  to allow it, add to {block}:\n    {rule},"));
-    }
+    text.push_str(&refusal.advice(chock_gate::Layout::Lines));
     text
 }
 

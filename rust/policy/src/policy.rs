@@ -1041,54 +1041,31 @@ impl Policy {
         warnings
     }
 
-    /// Answers a question read once, before the first turn, when nobody can
-    /// be asked. `nix.build`, `sandbox.jit`, `model.select` and a host reached
-    /// at start are granted only by `allow`; `workspace.integrate` and a
-    /// third-party tool at start are kept by anything but `deny`.
-    pub fn at_start(
+    /// The verdict on a question read once, before the first turn, when
+    /// nobody can be asked: the key and reading each question is read
+    /// with. What the verdict grants there is chock-gate's `StartRule`.
+    pub fn start_verdict(
         &self,
         agent_kind: &str,
         question: &StartQuestion,
-    ) -> Result<StartAnswer, NameError> {
+    ) -> Result<Verdict, NameError> {
         let key = |action: String| Key::new(action).with_agent_kind(agent_kind);
-        let (verdict, rule) = match question {
-            StartQuestion::NixBuild => (
-                self.decide(&key("nix.build".into()), Reading::Act),
-                StartRule::OnlyAllow,
+        let act = |action: &str| self.decide(&key(action.to_owned()), Reading::Act);
+        Ok(match question {
+            StartQuestion::NixBuild => act("nix.build"),
+            StartQuestion::SandboxJit => act("sandbox.jit"),
+            StartQuestion::StyleParse => act("style.parse"),
+            StartQuestion::WorkspaceIntegrate => {
+                self.decide(&key("workspace.integrate".into()), Reading::Ceiling)
+            }
+            StartQuestion::ModelSelect { instance, model } => self.model_select(
+                &key(names::provider(instance)?),
+                &key(names::provider_model(instance, model)?),
             ),
-            StartQuestion::SandboxJit => (
-                self.decide(&key("sandbox.jit".into()), Reading::Act),
-                StartRule::OnlyAllow,
-            ),
-            StartQuestion::StyleParse => (
-                self.decide(&key("style.parse".into()), Reading::Act),
-                StartRule::OnlyAllow,
-            ),
-            StartQuestion::WorkspaceIntegrate => (
-                self.decide(&key("workspace.integrate".into()), Reading::Ceiling),
-                StartRule::AnythingButDeny,
-            ),
-            StartQuestion::ModelSelect { instance, model } => (
-                self.model_select(
-                    &key(names::provider(instance)?),
-                    &key(names::provider_model(instance, model)?),
-                ),
-                StartRule::OnlyAllow,
-            ),
-            StartQuestion::ThirdPartyTool { action } => (
-                self.decide(&key(action.clone()), Reading::Act),
-                StartRule::AnythingButDeny,
-            ),
-            StartQuestion::Host { action } => (
-                self.decide(&key(action.clone()), Reading::Act),
-                StartRule::OnlyAllow,
-            ),
-        };
-        let granted = match rule {
-            StartRule::OnlyAllow => verdict.decision == Decision::Allow,
-            StartRule::AnythingButDeny => verdict.decision != Decision::Deny,
-        };
-        Ok(StartAnswer { granted, verdict })
+            StartQuestion::ThirdPartyTool { action } | StartQuestion::Host { action } => {
+                act(action)
+            }
+        })
     }
 }
 
@@ -1141,19 +1118,6 @@ pub enum StartQuestion {
     /// A host reached before anybody can be asked (a remote MCP server's
     /// `mcp.<s>.host.*`, a flake input's `nix.net.eval.*`).
     Host { action: String },
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum StartRule {
-    OnlyAllow,
-    AnythingButDeny,
-}
-
-/// The answer to a start question: yes or no, and the verdict behind it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StartAnswer {
-    pub granted: bool,
-    pub verdict: Verdict,
 }
 
 /// For actions read once at session start, how the answer is spent there;
@@ -1425,31 +1389,33 @@ mod tests {
                 instance: "work".into(),
                 model: model.into(),
             };
-            let answer = policy.at_start("main", &question).expect("named");
-            (answer.granted, answer.verdict.decision)
+            policy
+                .start_verdict("main", &question)
+                .expect("named")
+                .decision
         };
         let r = |action: &str, decision| rule(None, action, decision);
         use Decision::{Allow, Ask, Deny};
         // Nothing named: the ceiling reading allows.
-        assert_eq!(select(vec![], vec![], "m-1"), (true, Allow));
+        assert_eq!(select(vec![], vec![], "m-1"), Allow);
         // The instance denied, one model allowed: the model's row is narrower.
         let project = vec![r("provider.work", Deny), r("provider.work.m-1", Allow)];
-        assert_eq!(select(project.clone(), vec![], "m-1"), (true, Allow));
-        assert_eq!(select(project, vec![], "m-2"), (false, Deny));
+        assert_eq!(select(project.clone(), vec![], "m-1"), Allow);
+        assert_eq!(select(project, vec![], "m-2"), Deny);
         // A class over the instance's models is narrower than the instance.
         let project = vec![r("provider.work", Allow), r("provider.work.*", Ask)];
-        assert_eq!(select(project, vec![], "m-1"), (false, Ask));
+        assert_eq!(select(project, vec![], "m-1"), Ask);
         // The instance's row is narrower than a class over every provider.
         let project = vec![r("provider.*", Deny), r("provider.work", Allow)];
-        assert_eq!(select(project, vec![], "m-1"), (true, Allow));
+        assert_eq!(select(project, vec![], "m-1"), Allow);
         // An organisation's deny of the instance binds a project's allow of a model.
         let project = vec![r("provider.work.m-1", Allow)];
         let org = vec![vec![r("provider.work", Deny)]];
-        assert_eq!(select(project, org, "m-1"), (false, Deny));
+        assert_eq!(select(project, org, "m-1"), Deny);
         // Anything short of allow refuses: nobody is there to ask.
         assert_eq!(
             select(vec![r("provider.work.m-1", Ask)], vec![], "m-1"),
-            (false, Ask)
+            Ask
         );
     }
 

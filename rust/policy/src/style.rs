@@ -195,6 +195,7 @@ pub(crate) fn read_style(
 
 #[cfg(test)]
 mod tests {
+    use crate::Decision;
     use crate::test_support::with_project as load;
 
     #[test]
@@ -269,22 +270,25 @@ mod tests {
     }
 
     #[test]
-    fn style_parse_is_granted_at_start_only_by_allow() {
-        let granted = |rules: &str| {
+    fn style_parse_is_read_at_start_as_an_act() {
+        let answer = |rules: &str| {
             load(&format!(".{{ .policy = .{{ .rules = .{{ {rules} }} }} }}"))
                 .expect("loads")
-                .at_start("main", &crate::StartQuestion::StyleParse)
+                .start_verdict("main", &crate::StartQuestion::StyleParse)
                 .expect("named")
-                .granted
+                .decision
         };
-        // Chock ships no rule: nothing said is an ask, and nobody can be
-        // asked at start.
-        assert!(!granted(""));
-        assert!(!granted(".{ .action = \"style.parse\", .decision = .ask }"));
-        assert!(!granted(".{ .action = \"style.*\", .decision = .deny }"));
-        assert!(granted(
-            ".{ .action = \"style.parse\", .decision = .allow }"
-        ));
+        // Chock ships no rule: nothing said is an ask (and chock-gate
+        // grants it at start only on allow).
+        assert_eq!(answer(""), Decision::Ask);
+        assert_eq!(
+            answer(".{ .action = \"style.*\", .decision = .deny }"),
+            Decision::Deny
+        );
+        assert_eq!(
+            answer(".{ .action = \"style.parse\", .decision = .allow }"),
+            Decision::Allow
+        );
         assert!(crate::read_once_note("style.parse").is_some());
     }
 

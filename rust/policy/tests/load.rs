@@ -538,10 +538,9 @@ fn an_org_bundle_is_a_ceiling_that_binds_unnamed_acts() {
         "unnamed in the bundle = allow there"
     );
     let jit = policy
-        .at_start("main", &StartQuestion::SandboxJit)
+        .start_verdict("main", &StartQuestion::SandboxJit)
         .expect("answer");
-    assert!(!jit.granted);
-    assert_eq!(jit.verdict.decision, Decision::Deny);
+    assert_eq!(jit.decision, Decision::Deny);
 }
 
 #[test]
@@ -840,48 +839,32 @@ fn readings_and_start_questions() {
         ),
     );
     let policy = Policy::load(&options).expect("loads");
-    let at = |q: StartQuestion| policy.at_start("main", &q).expect("answer");
-    assert!(
-        !at(StartQuestion::NixBuild).granted,
-        "ask is a refusal when nobody can be asked"
+    let at = |q: StartQuestion| policy.start_verdict("main", &q).expect("answer").decision;
+    assert_eq!(at(StartQuestion::NixBuild), Decision::Ask);
+    assert_eq!(
+        at(StartQuestion::WorkspaceIntegrate),
+        Decision::Ask,
+        "the ceiling reading: the rule's ask"
     );
-    assert!(
-        at(StartQuestion::WorkspaceIntegrate).granted,
-        "only deny takes the capability away"
-    );
-    assert!(
-        at(StartQuestion::ModelSelect {
-            instance: "home".into(),
-            model: "x".into()
-        })
-        .granted,
-        "unnamed = allow"
-    );
-    assert!(
-        at(StartQuestion::ModelSelect {
-            instance: "work".into(),
-            model: "m-1".into()
-        })
-        .granted
-    );
-    assert!(
-        !at(StartQuestion::ModelSelect {
-            instance: "work".into(),
-            model: "m-2".into()
-        })
-        .granted
-    );
-    assert!(
+    let model = |instance: &str, model: &str| StartQuestion::ModelSelect {
+        instance: instance.into(),
+        model: model.into(),
+    };
+    assert_eq!(at(model("home", "x")), Decision::Allow, "unnamed = allow");
+    assert_eq!(at(model("work", "m-1")), Decision::Allow);
+    assert_eq!(at(model("work", "m-2")), Decision::Deny);
+    assert_eq!(
         at(StartQuestion::ThirdPartyTool {
             action: "mcp.time.tool.now".into()
-        })
-        .granted
+        }),
+        Decision::Ask,
+        "an act no rule names"
     );
-    assert!(
-        !at(StartQuestion::Host {
+    assert_eq!(
+        at(StartQuestion::Host {
             action: "mcp.notion.host.com.notion".into()
-        })
-        .granted
+        }),
+        Decision::Ask
     );
     assert_eq!(
         policy

@@ -37,7 +37,7 @@ pub fn select_model<'p>(
         instance: instance.to_owned(),
         model: model.to_owned(),
     };
-    let answer = policy.at_start(agent_kind, &question).map_err(named)?;
+    let answer = chock_gate::start::at_start(policy, agent_kind, &question).map_err(named)?;
     let key = Key::new(names::provider_model(instance, model).map_err(named)?)
         .with_agent_kind(agent_kind)
         .with_model(model);
@@ -65,9 +65,10 @@ pub fn select_model<'p>(
             "it answers {} by {rule}, and only allow lets a model be used (nobody can be asked before the first turn)",
             verdict.decision
         );
-        if let Some(s) = &verdict.suggestion {
-            why.push_str(&format!("; to allow it, add {} to {}", s.rule, s.block));
-        }
+        why.push_str(
+            &chock_gate::Refusal::new(chock_gate::Refused::Nobody, &verdict)
+                .advice(chock_gate::Layout::Lines),
+        );
         return Err(ProviderError::Refused {
             instance: instance.to_owned(),
             model: model.to_owned(),

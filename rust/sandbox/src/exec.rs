@@ -745,7 +745,7 @@ pub fn dev_shell_name(flag: Option<String>, policy: &Policy) -> String {
 
 /// What `sandbox.jit` answers, for `chock doctor` (not a decision, so not logged).
 pub fn write_execute_state(policy: &Policy) -> WriteExecute {
-    match policy.at_start(AGENT_KIND, &StartQuestion::SandboxJit) {
+    match chock_gate::start::at_start(policy, AGENT_KIND, &StartQuestion::SandboxJit) {
         Ok(answer) if answer.granted => WriteExecute::Allowed,
         _ => WriteExecute::Refused,
     }
@@ -1019,7 +1019,7 @@ fn prepare_decided(
     request: &ExecRequest,
     toolchain: ProjectToolchain,
     policy: &Policy,
-    jit: chock_policy::StartAnswer,
+    jit: chock_gate::start::StartAnswer,
 ) -> Result<Prepared, ExecError> {
     let (write_execute, jit_notice) = if jit.granted {
         (
@@ -1044,14 +1044,12 @@ fn prepare_decided(
 }
 
 /// `sandbox.jit`, read once per command: only allow lifts the rule.
-fn sandbox_jit(policy: &Policy) -> Result<chock_policy::StartAnswer, ExecError> {
-    policy
-        .at_start(AGENT_KIND, &StartQuestion::SandboxJit)
-        .map_err(|e| {
-            ExecError::Sandbox(SandboxError::Unsupported(format!(
-                "sandbox.jit could not be named: {e}"
-            )))
-        })
+fn sandbox_jit(policy: &Policy) -> Result<chock_gate::start::StartAnswer, ExecError> {
+    chock_gate::start::at_start(policy, AGENT_KIND, &StartQuestion::SandboxJit).map_err(|e| {
+        ExecError::Sandbox(SandboxError::Unsupported(format!(
+            "sandbox.jit could not be named: {e}"
+        )))
+    })
 }
 
 /// One decision-log line, as the gate ends the act with nobody to ask

@@ -7,6 +7,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use chock_gate::{Layout, Refusal, Refused};
 use chock_inputs::Asking;
 use chock_log::AnsweredBy;
 use chock_nix::BuildError;
@@ -247,22 +248,25 @@ fn refused(planned: &Planned, program: &str, json: bool) -> ExitCode {
     };
     let action = &planned.action;
     let decision = verdict.decision;
-    match planned.answered_by {
-        AnsweredBy::Person => eprintln!(
+    let why = match planned.answered_by {
+        AnsweredBy::Person => Refused::PersonSaidNo,
+        AnsweredBy::Nobody if chock_gate::askable(decision) => Refused::Nobody,
+        _ => Refused::Denied,
+    };
+    match why {
+        Refused::PersonSaidNo => eprintln!(
             "chock: `{program}` is {action}, answered {decision} by {by}, and you answered no"
         ),
-        AnsweredBy::Nobody if chock_gate::askable(decision) => eprintln!(
+        Refused::Nobody => eprintln!(
             "chock: `{program}` is {action}, answered {decision} by {by}; chock exec asks at its terminal, and it has none (stdin and stderr are not a terminal), so it is refused"
         ),
         _ => eprintln!(
             "chock: `{program}` is {action}, answered {decision} by {by}; chock exec runs only what is allowed or what you allow when asked"
         ),
     }
-    if let Some(suggestion) = &verdict.suggestion {
-        eprintln!(
-            "  to allow it, add to {}:\n    {},",
-            suggestion.block, suggestion.rule
-        );
+    let advice = Refusal::new(why, verdict).advice(Layout::Lines);
+    if let Some(advice) = advice.strip_prefix('\n') {
+        eprintln!("{advice}");
     }
     exit::EXEC_REFUSED.into()
 }

@@ -247,17 +247,13 @@ fn explain_text(key: &Key, reading: Reading, verdict: &Verdict) -> String {
     {
         out.push_str(&format!("  note: {note}\n"));
     }
-    match (&verdict.suggestion, &by.policy) {
-        (Some(s), _) => out.push_str(&format!(
-            "  to allow it, add to {}:\n    {},\n",
-            s.block, s.rule
-        )),
-        (None, Some(id)) if verdict.decision < chock_policy::Decision::Allow => {
-            out.push_str(&format!(
-                "  the installed policy `{id}` is a ceiling here: its rule is as specific as a rule for this call can be, and of two equal rules the more restrictive wins, so no rule in chock.zon raises it; to allow it, remove the policy (`chock remove {id}`) or change its rule{at}\n",
-            ));
+    if verdict.decision < chock_policy::Decision::Allow {
+        let advice = chock_gate::Refusal::new(chock_gate::Refused::Denied, verdict)
+            .advice(chock_gate::Layout::Lines);
+        if let Some(advice) = advice.strip_prefix('\n') {
+            out.push_str(advice);
+            out.push('\n');
         }
-        _ => {}
     }
     out
 }

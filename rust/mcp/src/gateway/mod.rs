@@ -767,7 +767,8 @@ impl Upstream {
                     continue;
                 }
             };
-            let answer = session.policy.at_start(
+            let answer = chock_gate::start::at_start(
+                &session.policy,
                 AGENT_KIND,
                 &chock_policy::StartQuestion::ThirdPartyTool {
                     action: action.clone(),

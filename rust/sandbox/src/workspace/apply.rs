@@ -540,9 +540,9 @@ impl SessionWorkspace {
         log: &Log,
         route: Route,
     ) -> Result<Option<String>, WorkspaceError> {
-        let integrate = policy
-            .at_start(AGENT_KIND, &StartQuestion::WorkspaceIntegrate)
-            .map_err(|e| WorkspaceError::Refused(format!("workspace.integrate: {e}")))?;
+        let integrate =
+            chock_gate::start::at_start(policy, AGENT_KIND, &StartQuestion::WorkspaceIntegrate)
+                .map_err(|e| WorkspaceError::Refused(format!("workspace.integrate: {e}")))?;
         let key = Key::new("workspace.integrate".to_owned()).with_agent_kind(AGENT_KIND);
         let entry = chock_gate::line(
             route,

@@ -1,0 +1,138 @@
+//! Questions read once, before the first turn, when nobody can be asked:
+//! what each answer does there. The policy gives the verdict
+//! ([`Policy::start_verdict`]); only here is it spent.
+//!
+//! | question | action | granted by |
+//! |---|---|---|
+//! | provide_tool exists | `nix.build` | `allow` only |
+//! | the write-and-execute rule is lifted | `sandbox.jit` | `allow` only |
+//! | the project's style rules run on writes | `style.parse` | `allow` only |
+//! | a model may be used | `provider.<instance>.<model>` | `allow` only |
+//! | a host reached at start | `mcp.<s>.host.*`, `nix.net.eval.*` | `allow` only |
+//! | an approved apply may move a branch | `workspace.integrate` | anything but `deny` |
+//! | a third-party tool is offered | `mcp.<s>.tool.<t>`, `plugin.<p>.tool.<t>` | anything but `deny` |
+
+use chock_policy::{Decision, NameError, Policy, StartQuestion, Verdict};
+
+/// How a start question's verdict is spent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartRule {
+    /// Nobody can be asked, so only `allow` grants it.
+    OnlyAllow,
+    /// A capability kept unless denied: what it does is asked about per
+    /// act later (a tool's calls), or it was approved already (an apply).
+    AnythingButDeny,
+}
+
+impl StartRule {
+    /// The rule for `question`.
+    pub fn of(question: &StartQuestion) -> StartRule {
+        match question {
+            StartQuestion::NixBuild
+            | StartQuestion::SandboxJit
+            | StartQuestion::StyleParse
+            | StartQuestion::ModelSelect { .. }
+            | StartQuestion::Host { .. } => StartRule::OnlyAllow,
+            StartQuestion::WorkspaceIntegrate | StartQuestion::ThirdPartyTool { .. } => {
+                StartRule::AnythingButDeny
+            }
+        }
+    }
+
+    /// Whether `decision` grants the question.
+    pub fn grants(self, decision: Decision) -> bool {
+        match self {
+            StartRule::OnlyAllow => decision == Decision::Allow,
+            StartRule::AnythingButDeny => decision != Decision::Deny,
+        }
+    }
+}
+
+/// The answer to a start question: yes or no, and the verdict behind it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StartAnswer {
+    pub granted: bool,
+    pub verdict: Verdict,
+}
+
+/// Answers `question` for an agent of `agent_kind` before the first turn.
+pub fn at_start(
+    policy: &Policy,
+    agent_kind: &str,
+    question: &StartQuestion,
+) -> Result<StartAnswer, NameError> {
+    let verdict = policy.start_verdict(agent_kind, question)?;
+    Ok(StartAnswer {
+        granted: StartRule::of(question).grants(verdict.decision),
+        verdict,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chock_policy::{Pattern, Rule};
+
+    /// Every start question, with the action a rule names to answer it.
+    fn questions() -> Vec<(StartQuestion, &'static str)> {
+        vec![
+            (StartQuestion::NixBuild, "nix.build"),
+            (StartQuestion::SandboxJit, "sandbox.jit"),
+            (StartQuestion::StyleParse, "style.parse"),
+            (StartQuestion::WorkspaceIntegrate, "workspace.integrate"),
+            (
+                StartQuestion::ModelSelect {
+                    instance: "work".into(),
+                    model: "m-1".into(),
+                },
+                "provider.work.m-1",
+            ),
+            (
+                StartQuestion::ThirdPartyTool {
+                    action: "mcp.time.tool.now".into(),
+                },
+                "mcp.time.tool.now",
+            ),
+            (
+                StartQuestion::Host {
+                    action: "mcp.notion.host.com.notion".into(),
+                },
+                "mcp.notion.host.com.notion",
+            ),
+        ]
+    }
+
+    /// The table above, question by question and decision by decision,
+    /// through a real policy holding one rule.
+    #[test]
+    fn every_start_question_and_decision_is_granted_as_the_table_says() {
+        for (question, action) in questions() {
+            let keeps = matches!(
+                question,
+                StartQuestion::WorkspaceIntegrate | StartQuestion::ThirdPartyTool { .. }
+            );
+            for decision in Decision::ALL {
+                let rule = Rule::new(Some(Pattern::parse(action).expect("pattern")), decision);
+                let policy = Policy::from_rules(vec![rule], vec![]);
+                let answer = at_start(&policy, "main", &question).expect("named");
+                assert_eq!(answer.verdict.decision, decision, "{action} {decision}");
+                let want = if keeps {
+                    decision != Decision::Deny
+                } else {
+                    decision == Decision::Allow
+                };
+                assert_eq!(answer.granted, want, "{action} {decision}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_name_that_cannot_be_an_action_is_an_error_not_a_grant() {
+        let policy = Policy::from_rules(vec![], vec![]);
+        let question = StartQuestion::ModelSelect {
+            instance: "no.dots".into(),
+            model: "m".into(),
+        };
+        assert!(at_start(&policy, "main", &question).is_err());
+    }
+}
