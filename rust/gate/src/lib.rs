@@ -126,6 +126,9 @@ pub enum Refused {
     Nobody,
     /// The client dismissed the question; no person answered it.
     Cancelled,
+    /// A person stopped Chock (`chock stop`): every call is refused until
+    /// they resume it, whatever the rules say.
+    Stopped,
 }
 
 /// What the route does with the act.
@@ -291,6 +294,20 @@ pub fn settle(
         Step::Settled(settled) => settled,
         Step::Ask => heard(verdict.decision, asker.ask(&question())),
     }
+}
+
+/// A call while a person's stop (held in `file`) is in force: refused,
+/// the person's word, whatever the rules say. The verdict names the stop
+/// as its layer, so the log line says what decided.
+pub fn stopped(file: &std::path::Path) -> (Verdict, Settled) {
+    let mut verdict = Verdict::bare(Decision::Deny, Layer::Stop);
+    verdict.decided_by.file = Some(file.to_path_buf());
+    let settled = Settled {
+        outcome: Outcome::Refused(Refused::Stopped),
+        decision: Decision::Deny,
+        answered_by: AnsweredBy::Person,
+    };
+    (verdict, settled)
 }
 
 impl Settled {
@@ -528,6 +545,24 @@ mod tests {
             detail: vec![],
             rules: vec![],
         }
+    }
+
+    #[test]
+    fn a_stop_is_the_person_s_deny_logged_under_the_stop_layer() {
+        let (verdict, settled) = stopped(std::path::Path::new("/state/stop"));
+        assert_eq!(settled.outcome, Outcome::Refused(Refused::Stopped));
+        assert!(!settled.goes());
+        let entry = settled.entry(
+            Route::Hook,
+            "/p",
+            &Key::new("chock.stopped"),
+            &verdict,
+            None,
+        );
+        assert_eq!(entry.decision, "deny");
+        assert_eq!(entry.answered_by, AnsweredBy::Person);
+        assert_eq!(entry.decided_by.layer, "stop");
+        assert_eq!(entry.decided_by.file.as_deref(), Some("/state/stop"));
     }
 
     #[test]

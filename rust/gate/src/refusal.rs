@@ -91,6 +91,9 @@ impl Refusal {
                 "it needs a reviewer agent's yes and then a person's, and the reviewer agent gave no answer"
             }
             Refused::Nobody => "nobody could be asked",
+            Refused::Stopped => {
+                "a person stopped Chock (`chock stop`), and every call is refused until they resume it"
+            }
             Refused::Denied | Refused::ReviewerSaidNo | Refused::PersonSaidNo => "",
         };
         let (advice, rule) = match &self.change {

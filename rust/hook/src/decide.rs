@@ -261,6 +261,7 @@ fn describe_decided_by(by: &DecidedBy) -> String {
         Layer::Default => format!("Chock's shipped default{rule}"),
         Layer::Nothing => "no rule names it, so Chock".to_owned(),
         Layer::Promise => format!("the session's own promise{rule}"),
+        Layer::Stop => "a person's `chock stop`".to_owned(),
     }
 }
 

@@ -421,7 +421,11 @@ pub fn git_gate(
         ),
         // A git hook has no reviewer agent: the last two never come here.
         Outcome::Refused(
-            Refused::Denied | Refused::NoReviewer | Refused::ReviewerSaidNo | Refused::ReviewFailed,
+            Refused::Denied
+            | Refused::NoReviewer
+            | Refused::ReviewerSaidNo
+            | Refused::ReviewFailed
+            | Refused::Stopped,
         ) => (false, format!("chock: {sentence}")),
     };
     log.write(&judged, &asker, &settled, rotation);
@@ -495,7 +499,16 @@ impl Logger {
         chock_log::append(&entry, rotation);
     }
 
-    /// A line no rule decided (a stop, a failure, a person's stop or
+    fn key(&self, action: &str, tool: Option<&str>) -> Key {
+        Key {
+            agent_kind: self.agent_kind.to_owned(),
+            model: None,
+            tool: tool.map(str::to_owned),
+            action: action.to_owned(),
+        }
+    }
+
+    /// A line no rule decided (a failure, a person's stop or
     /// resume), made by the gate as every other line is.
     fn entry(
         &self,
@@ -504,17 +517,11 @@ impl Logger {
         end: (Decision, AnsweredBy),
         subject: Option<String>,
     ) -> Entry {
-        let key = Key {
-            agent_kind: self.agent_kind.to_owned(),
-            model: None,
-            tool: tool.map(str::to_owned),
-            action: action.to_owned(),
-        };
         let verdict = chock_policy::Verdict::bare(end.0, chock_policy::Layer::Nothing);
         chock_gate::line(
             self.route,
             self.project.clone(),
-            &key,
+            &self.key(action, tool),
             &verdict,
             end,
             subject,
@@ -523,9 +530,14 @@ impl Logger {
 
     /// A call refused because Chock is stopped.
     fn stopped(&self, stopped: &InForce, tool: Option<&str>) {
-        let mut entry = self.entry(STOPPED, tool, (Decision::Deny, AnsweredBy::Person), None);
-        entry.decided_by.layer = "stop".to_owned();
-        entry.decided_by.file = Some(stopped.file.display().to_string());
+        let (verdict, settled) = chock_gate::stopped(&stopped.file);
+        let entry = settled.entry(
+            self.route,
+            self.project.clone(),
+            &self.key(STOPPED, tool),
+            &verdict,
+            None,
+        );
         self.append(entry, Rotation::default());
     }
 

@@ -111,6 +111,7 @@ impl AnsweredBy {
             | chock_policy::Layer::Promise => AnsweredBy::Rule,
             chock_policy::Layer::Default => AnsweredBy::Default,
             chock_policy::Layer::Nothing => AnsweredBy::Nobody,
+            chock_policy::Layer::Stop => AnsweredBy::Person,
         }
     }
 

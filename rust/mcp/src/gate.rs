@@ -389,6 +389,10 @@ impl Session {
                     "refused by a person: {action} was asked about and the answer was no. Do not ask again for the same act; tell the person what you wanted it for."
                 ),
             }),
+            Outcome::Refused(why @ Refused::Stopped) => Err(format!(
+                "refused: {action}: {}.",
+                chock_gate::Refusal::new(why, &verdict).why_words()
+            )),
             Outcome::Refused(Refused::Cancelled) => Err(format!(
                 "refused: {action} needs a person's yes, and {agent} dismissed the question without a person answering it (a client in print mode cancels every question); no `chock approve` is running to ask instead. Run `chock approve` in another terminal and call again, or add the rule.{change}"
             )),

@@ -69,6 +69,9 @@ pub enum Layer {
     /// A promise the session made itself (`restrict_self` in `chock run`),
     /// a further term of the minimum that can only lower an answer.
     Promise,
+    /// A person stopped Chock (`chock stop`): every call is refused until
+    /// `chock resume`, whatever the rules say.
+    Stop,
 }
 
 impl Layer {
@@ -82,6 +85,7 @@ impl Layer {
             Layer::Default => "default",
             Layer::Nothing => "nothing",
             Layer::Promise => "promise",
+            Layer::Stop => "stop",
         }
     }
 
@@ -94,6 +98,7 @@ impl Layer {
             Layer::Default => "a shipped default",
             Layer::Nothing => "nothing matched",
             Layer::Promise => "the session's own promise",
+            Layer::Stop => "a person's `chock stop`",
         }
     }
 }
