@@ -93,6 +93,23 @@ impl Route {
         Route::Run,
     ];
 
+    /// The route its log word names.
+    pub fn parse(word: &str) -> Option<Route> {
+        Route::ALL.into_iter().find(|r| r.as_str() == word)
+    }
+
+    /// The agent kind a call on this route is asked with when nothing
+    /// names another: an agent's hook asks as the agent (`claude`,
+    /// `cursor`, `gemini`, `codex`; `claude` here), a git hook as `git`,
+    /// everything else as Chock's main agent.
+    pub fn usual_agent_kind(self) -> &'static str {
+        match self {
+            Route::Hook => "claude",
+            Route::Git | Route::Ci => "git",
+            Route::Exec | Route::Mcp | Route::Build | Route::Inputs | Route::Run => "main",
+        }
+    }
+
     /// The word in the log's `route` field.
     pub fn as_str(self) -> &'static str {
         match self {

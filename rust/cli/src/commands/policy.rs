@@ -6,6 +6,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use chock_gate::Route;
 use chock_policy::{
     Explained, Key, Layer, LoadOptions, Policy, Reading, Verdict, defaults::SHIPPED,
 };
@@ -40,9 +41,14 @@ pub enum Command {
         /// The model asking; without it, rules that name a model do not match.
         #[arg(long, value_name = "M")]
         model: Option<String>,
-        /// The kind of agent asking.
-        #[arg(long, value_name = "K", default_value = "main")]
-        agent_kind: String,
+        /// The kind of agent asking (default: the route's: `claude` for
+        /// a hook, `git` for a git hook, else `main`).
+        #[arg(long, visible_alias = "agent", value_name = "K")]
+        agent_kind: Option<String>,
+        /// The route asking, so the answer and the rule it suggests are
+        /// those that route meets: exec, hook, git, ci, mcp, build, inputs or run.
+        #[arg(long, value_name = "R", value_parser = parse_route)]
+        route: Option<Route>,
         /// How an act no rule names is read: act (ask) or ceiling (allow).
         #[arg(long, value_enum, default_value_t = ReadingArg::Act)]
         reading: ReadingArg,
@@ -100,16 +106,22 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
             tool,
             model,
             agent_kind,
+            route,
             reading,
             json,
         } => {
+            let asked = Asked {
+                route,
+                named_kind: agent_kind.is_some(),
+            };
             let key = Key {
-                agent_kind,
+                agent_kind: agent_kind
+                    .unwrap_or_else(|| route.map_or("main", Route::usual_agent_kind).to_owned()),
                 model,
                 tool,
                 action,
             };
-            explain(&layers, &key, reading.into(), json)
+            explain(&layers, &key, asked, reading.into(), json)
         }
         Command::Defaults { json } => defaults(json),
         Command::Controls { json } => controls(json),
@@ -192,9 +204,25 @@ fn count(n: usize, what: &str) -> String {
     format!("{n} {what}{}", if n == 1 { "" } else { "s" })
 }
 
+fn parse_route(word: &str) -> Result<Route, String> {
+    Route::parse(word).ok_or_else(|| {
+        let all: Vec<&str> = Route::ALL.iter().map(|r| r.as_str()).collect();
+        format!("not a route; one of {}", all.join(", "))
+    })
+}
+
+/// Who `chock policy explain` answers for: the route named, and whether
+/// the agent kind was named or is the route's usual one.
+#[derive(Debug, Clone, Copy)]
+struct Asked {
+    route: Option<Route>,
+    named_kind: bool,
+}
+
 fn explain(
     layers: &Layers,
     key: &Key,
+    asked: Asked,
     reading: Reading,
     as_json: bool,
 ) -> anyhow::Result<ExitCode> {
@@ -210,12 +238,12 @@ fn explain(
         };
         outln!("{}", serde_json::to_string(&explained)?);
     } else {
-        out!("{}", explain_text(key, reading, &verdict));
+        out!("{}", explain_text(key, asked, reading, &verdict));
     }
     Ok(exit::SUCCESS.into())
 }
 
-fn explain_text(key: &Key, reading: Reading, verdict: &Verdict) -> String {
+fn explain_text(key: &Key, asked: Asked, reading: Reading, verdict: &Verdict) -> String {
     let by = &verdict.decided_by;
     let mut out = format!("{}: {}\n", key.action, verdict.decision);
     let at = match (&by.file, by.line) {
@@ -253,9 +281,32 @@ fn explain_text(key: &Key, reading: Reading, verdict: &Verdict) -> String {
         if let Some(advice) = advice.strip_prefix('\n') {
             out.push_str(advice);
             out.push('\n');
+            out.push_str(&asker_line(key, asked));
         }
     }
     out
+}
+
+/// Whom the advice is for: the key it was computed for, and, when no
+/// route was named, which routes ask with that key.
+fn asker_line(key: &Key, asked: Asked) -> String {
+    let tool = key
+        .tool
+        .as_ref()
+        .map_or_else(|| "no tool".to_owned(), |t| format!("tool `{t}`"));
+    let kind = &key.agent_kind;
+    match asked.route {
+        Some(route) => format!(
+            "  (for the {} route, asked as agent kind `{kind}` with {tool})\n",
+            route.as_str()
+        ),
+        None if asked.named_kind => {
+            format!("  (for calls asked as agent kind `{kind}` with {tool})\n")
+        }
+        None => format!(
+            "  (for calls asked as agent kind `{kind}` with {tool}: Chock's own session, chock exec, chock build; an agent's hook asks as that agent and its tool, so for it pass e.g. --route hook --agent claude --tool Bash)\n"
+        ),
+    }
 }
 
 fn controls(as_json: bool) -> anyhow::Result<ExitCode> {
