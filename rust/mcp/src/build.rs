@@ -17,7 +17,7 @@ use chock_policy::{Answer, Asker, Question};
 
 use crate::ask::CallAsker;
 use crate::session::Session;
-use crate::tools::Call;
+use crate::tools::{Call, ToolError};
 use crate::{AGENT_KIND, ROUTE};
 
 /// What one tool asks to have built.
@@ -33,23 +33,23 @@ pub struct ToBuild {
 /// Checks an attribute path as the tools take it: a list with one name
 /// per level, each a name Chock builds; one dotted string is told apart,
 /// with the list it should have been.
-pub fn check_attribute(tool: &str, attribute: &[String]) -> Result<(), String> {
+pub fn check_attribute(tool: &str, attribute: &[String]) -> Result<(), ToolError> {
     if let [one] = attribute
         && one.contains('.')
     {
-        return Err(format!(
+        return Err(ToolError::Argument(format!(
             "{tool}: `{one}` is one name holding dots; give the attribute as a list with one name per level, e.g. {:?}",
             one.split('.').collect::<Vec<_>>()
-        ));
+        )));
     }
-    chock_nix::check_attribute(attribute).map_err(|e| format!("{tool}: {e}"))
+    chock_nix::check_attribute(attribute).map_err(|e| ToolError::Argument(format!("{tool}: {e}")))
 }
 
 /// Builds `wanted`: `nix.build.*` decided (and asked) by chock-nix, every
 /// host the build reaches answered, missing inputs fetched once, the
 /// objects written through the daemon and the derivation built by path.
 /// `Err` is the sentence the agent reads.
-pub async fn build(call: &Call<'_>, wanted: ToBuild) -> Result<Built, String> {
+pub async fn build(call: &Call<'_>, wanted: ToBuild) -> Result<Built, ToolError> {
     let session = call.session.clone();
     let tool = wanted.tool;
     let asker = session.asker(call.client, &call.cancel, tool);
@@ -69,7 +69,7 @@ pub async fn build(call: &Call<'_>, wanted: ToBuild) -> Result<Built, String> {
         .session
         .workspace
         .shown_to_nix()
-        .map_err(|e| format!("{tool}: {e}"))?;
+        .map_err(|e| ToolError::Unavailable(format!("{tool}: {e}")))?;
     // The build blocks (the daemon, a person), so it runs off the async threads.
     let built = tokio::task::spawn_blocking(move || {
         // Held by the build itself, so a cancelled call does not leave it
@@ -93,13 +93,8 @@ pub async fn build(call: &Call<'_>, wanted: ToBuild) -> Result<Built, String> {
         chock_nix::build_fetching_inputs(&request, &context, &mut written, &inputs)
     })
     .await
-    .map_err(|e| {
-        format!(
-            "{tool} stopped unexpectedly ({e}); this is a bug in {}",
-            call.session.command
-        )
-    })?;
-    built.map_err(|e| format!("{tool}: {e}"))
+    .map_err(|e| ToolError::stopped(tool, e, call.session.command))?;
+    built.map_err(|e| ToolError::Nix(format!("{tool}: {e}")))
 }
 
 /// The flake inputs a build found missing, fetched by chock-inputs as at
@@ -108,6 +103,26 @@ pub async fn build(call: &Call<'_>, wanted: ToBuild) -> Result<Built, String> {
 /// session, so a host a person refused is not asked about again. The
 /// builds of nix_build and provide_tool fetch through this, and so does
 /// run_command's dev shell build.
+/// More paths than any program's closure has; a bound, not a goal.
+const MOST_PATHS: usize = 100_000;
+
+/// Why a build's runtime closure could not be read from the daemon.
+#[derive(Debug, thiserror::Error)]
+pub enum ClosureError {
+    #[error(transparent)]
+    Daemon(#[from] chock_store::daemon::DaemonError),
+    #[error("`{output}` is not a store path: {source}")]
+    NotStorePath {
+        output: String,
+        #[source]
+        source: chock_store::StorePathError,
+    },
+    #[error("the closure of {outputs} has more than {MOST_PATHS} store paths")]
+    TooLarge { outputs: String },
+    #[error("{path} is not in the store after the build")]
+    Missing { path: String },
+}
+
 pub(crate) struct SessionInputs<'a> {
     session: &'a Session,
     asker: &'a CallAsker,
@@ -211,7 +226,7 @@ pub fn fetch_inputs_at_start(session: &Arc<Session>) {
     });
 }
 
-fn inputs_at_start(session: &Session) -> Result<(), String> {
+fn inputs_at_start(session: &Session) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let flake_dir = session.tree();
     let mut opened = session
         .flake_inputs
@@ -219,12 +234,12 @@ fn inputs_at_start(session: &Session) -> Result<(), String> {
         .unwrap_or_else(PoisonError::into_inner);
     let inputs = match opened.entry(flake_dir.clone()) {
         Entry::Occupied(known) => known.into_mut(),
-        Entry::Vacant(place) => match FlakeInputs::open(&flake_dir).map_err(|e| e.to_string())? {
+        Entry::Vacant(place) => match FlakeInputs::open(&flake_dir)? {
             Some(inputs) => place.insert(inputs),
             None => return Ok(()),
         },
     };
-    let fetcher = Fetcher::from_env(Limits::default()).map_err(|e| e.to_string())?;
+    let fetcher = Fetcher::from_env(Limits::default())?;
     let env = Env {
         policy: &session.policy,
         log: &session.log,
@@ -233,16 +248,11 @@ fn inputs_at_start(session: &Session) -> Result<(), String> {
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
+        .build()?;
     let report = runtime.block_on(async {
-        let mut conn = chock_store::daemon::connect()
-            .await
-            .map_err(|e| e.to_string())?;
-        inputs
-            .at_start(&env, &mut conn)
-            .await
-            .map_err(|e| e.to_string())
+        let mut conn = chock_store::daemon::connect().await?;
+        let report = inputs.at_start(&env, &mut conn).await?;
+        Ok::<_, Box<dyn std::error::Error + Send + Sync>>(report)
     })?;
     let fetched = report
         .inputs
@@ -290,7 +300,7 @@ impl Asker for OffRuntime<'_> {
 /// the runtime closure of `outputs`, read-only beside the dev shell. A
 /// program there is named `exec.nix.store.*` when run (the namer reads the
 /// dev shell alone), never `exec.devshell.*`.
-pub async fn show_to_commands(session: &Session, outputs: &[String]) -> Result<(), String> {
+pub async fn show_to_commands(session: &Session, outputs: &[String]) -> Result<(), ClosureError> {
     let closure = runtime_closure(outputs).await?;
     session
         .provided
@@ -302,18 +312,17 @@ pub async fn show_to_commands(session: &Session, outputs: &[String]) -> Result<(
 
 /// Every store path `outputs` need at run time (their closure), read from
 /// the daemon.
-async fn runtime_closure(outputs: &[String]) -> Result<BTreeSet<PathBuf>, String> {
-    /// More paths than any program's closure has; a bound, not a goal.
-    const MOST_PATHS: usize = 100_000;
-    let mut conn = chock_store::daemon::connect()
-        .await
-        .map_err(|e| e.to_string())?;
+async fn runtime_closure(outputs: &[String]) -> Result<BTreeSet<PathBuf>, ClosureError> {
+    let mut conn = chock_store::daemon::connect().await?;
     let mut todo = Vec::new();
     for output in outputs {
-        todo.push(
-            chock_store::StorePath::from_absolute_path(output)
-                .map_err(|e| format!("`{output}` is not a store path: {e}"))?,
-        );
+        let path = chock_store::StorePath::from_absolute_path(output).map_err(|source| {
+            ClosureError::NotStorePath {
+                output: output.clone(),
+                source,
+            }
+        })?;
+        todo.push(path);
     }
     let mut seen = BTreeSet::new();
     while let Some(path) = todo.pop() {
@@ -321,16 +330,16 @@ async fn runtime_closure(outputs: &[String]) -> Result<BTreeSet<PathBuf>, String
             continue;
         }
         if seen.len() > MOST_PATHS {
-            return Err(format!(
-                "the closure of {} has more than {MOST_PATHS} store paths",
-                outputs.join(", ")
-            ));
+            return Err(ClosureError::TooLarge {
+                outputs: outputs.join(", "),
+            });
         }
         let info = conn
             .query_path_info(&path)
-            .await
-            .map_err(|e| e.to_string())?
-            .ok_or_else(|| format!("{path} is not in the store after the build"))?;
+            .await?
+            .ok_or_else(|| ClosureError::Missing {
+                path: path.to_string(),
+            })?;
         todo.extend(info.references.into_iter().filter(|r| !seen.contains(r)));
     }
     Ok(seen

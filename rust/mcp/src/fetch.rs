@@ -72,17 +72,21 @@ pub fn builder() -> reqwest::ClientBuilder {
 }
 
 /// The one client of the process (it pools connections).
-pub fn client() -> Result<reqwest::Client, String> {
-    static CLIENT: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
+pub fn client() -> Result<reqwest::Client, crate::tools::ToolError> {
+    static CLIENT: OnceLock<Result<reqwest::Client, std::sync::Arc<reqwest::Error>>> =
+        OnceLock::new();
     CLIENT
         .get_or_init(|| {
             builder()
                 .timeout(REQUEST_TIMEOUT)
                 .dns_resolver(std::sync::Arc::new(PublicResolver))
                 .build()
-                .map_err(|e| format!("the HTTP client cannot start: {e}"))
+                .map_err(std::sync::Arc::new)
         })
         .clone()
+        .map_err(|e| {
+            crate::tools::ToolError::Unavailable(format!("the HTTP client cannot start: {e}"))
+        })
 }
 
 #[cfg(test)]

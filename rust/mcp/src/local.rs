@@ -20,9 +20,9 @@ use tokio_util::sync::CancellationToken;
 use crate::ask::{Client, Local, Reply};
 use crate::error::McpError;
 use crate::gate::{Act, Asking, Decided, Reviewer};
-use crate::gateway::Gateway;
+use crate::gateway::{Gateway, GatewayError};
 use crate::session::{EndTasks, ServeOptions, Session};
-use crate::tools::{self, Call, REQUEST_APPLY};
+use crate::tools::{self, Call, REQUEST_APPLY, ToolError};
 
 /// A tool as a model is told of it.
 #[derive(Debug, Clone, PartialEq)]
@@ -243,7 +243,7 @@ impl InProcess {
     /// tool's: the session's secrets scrubbed, and a note the first time
     /// `chock.zon` is seen changed.
     pub fn answer(&self, outcome: Result<String, String>) -> Result<String, String> {
-        self.session.answer(outcome)
+        self.session.said(outcome)
     }
 
     /// The refusal a call of `tool` gets when a start row withheld it (it
@@ -304,7 +304,7 @@ impl InProcess {
         cancel: &CancellationToken,
     ) -> Result<String, String> {
         if let Some(refusal) = self.session.withheld_refusal(name) {
-            return self.session.answer(Err(refusal));
+            return self.session.answer(Err(ToolError::Refused(refusal)));
         }
         if self.gateway.owns(name) {
             let request = rmcp::model::CallToolRequestParams::new(name.to_owned()).with_arguments(
@@ -318,10 +318,11 @@ impl InProcess {
                 .gateway
                 .call_as(&self.session, &self.client, &cancel, request, None)
                 .await
+                .map_err(ToolError::from)
                 .and_then(|result| {
                     let text = result_text(&result);
                     if result.is_error == Some(true) {
-                        Err(text)
+                        Err(ToolError::Upstream(GatewayError::Server(text)))
                     } else {
                         Ok(text)
                     }
@@ -342,7 +343,7 @@ impl InProcess {
         };
         let outcome = tokio::select! {
             outcome = tools::dispatch(&call, name, arguments) => outcome,
-            () = cancel.cancelled() => Err(format!("{name} was cancelled by the person")),
+            () = cancel.cancelled() => Err(ToolError::Cancelled { tool: name.to_owned(), by: "the person" }),
         };
         self.session.answer(outcome)
     }
@@ -371,7 +372,7 @@ impl InProcess {
                 match tools::dispatch(&call, REQUEST_APPLY, Value::Object(Default::default())).await
                 {
                     Ok(said) => Finished::Applied(said),
-                    Err(why) => Finished::Kept(why),
+                    Err(why) => Finished::Kept(why.to_string()),
                 }
             }
             Ok((false, pending)) => Finished::Kept(format!("it holds {pending}, not applied")),

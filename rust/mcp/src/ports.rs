@@ -17,6 +17,45 @@ use tokio_util::sync::CancellationToken;
 
 use crate::tasks::lock;
 
+/// Why a port is not published; each says what to do instead.
+#[derive(Debug, thiserror::Error)]
+pub enum PortError {
+    #[error(
+        "port {port} is under 1024, which needs privilege this session does not have; have the server listen on a port from 1024 up (e.g. 8000) and publish that"
+    )]
+    Privileged { port: u16 },
+    #[error(
+        "port {port} is already published, for task {task}; stop that task to publish the port for another"
+    )]
+    Published { port: u16, task: u32 },
+    #[error(
+        "port {port} would be one more than a session publishes (at most {MAX_PUBLISHED}; published now: {published}); stop a task that holds one first"
+    )]
+    TooMany { port: u16, published: String },
+    #[error(
+        "port {port} is already in use on this machine (something else listens on 127.0.0.1:{port}); have the server listen on another port and publish that"
+    )]
+    InUse { port: u16 },
+    #[error("port {port} cannot be opened on 127.0.0.1 ({source})")]
+    Unopened {
+        port: u16,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("port {port} cannot be served ({source})")]
+    Unserved {
+        port: u16,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("task {task} has no port helper")]
+    NoHelper { task: u32 },
+    #[error(
+        "port {port} was published meanwhile, or the session's {MAX_PUBLISHED} ports were; call again"
+    )]
+    Raced { port: u16 },
+}
+
 /// The most ports one session publishes at once.
 pub const MAX_PUBLISHED: usize = 4;
 /// The most bytes one splice(2) moves (a pipe's default capacity).
@@ -81,38 +120,35 @@ impl Ports {
     /// publishing it breaks: a port under 1024, one this session publishes
     /// already, more than [`MAX_PUBLISHED`], or one something on this
     /// machine listens on.
-    pub fn reserve(&self, port: u16) -> Result<Reserved, String> {
+    pub fn reserve(&self, port: u16) -> Result<Reserved, PortError> {
         if port < 1024 {
-            return Err(format!(
-                "port {port} is under 1024, which needs privilege this session does not have; have the server listen on a port from 1024 up (e.g. 8000) and publish that"
-            ));
+            return Err(PortError::Privileged { port });
         }
         {
             let table = lock(&self.table);
             if let Some(held) = table.get(&port) {
-                return Err(format!(
-                    "port {port} is already published, for task {}; stop that task to publish the port for another",
-                    held.task
-                ));
+                return Err(PortError::Published {
+                    port,
+                    task: held.task,
+                });
             }
             if table.len() >= MAX_PUBLISHED {
-                return Err(format!(
-                    "port {port} would be one more than a session publishes (at most {MAX_PUBLISHED}; published now: {}); stop a task that holds one first",
-                    table
+                return Err(PortError::TooMany {
+                    port,
+                    published: table
                         .keys()
                         .map(u16::to_string)
                         .collect::<Vec<_>>()
-                        .join(", ")
-                ));
+                        .join(", "),
+                });
             }
         }
-        let listener = std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, port))
-            .map_err(|e| match e.kind() {
-                std::io::ErrorKind::AddrInUse => format!(
-                    "port {port} is already in use on this machine (something else listens on 127.0.0.1:{port}); have the server listen on another port and publish that"
-                ),
-                _ => format!("port {port} cannot be opened on 127.0.0.1 ({e})"),
-            })?;
+        let listener = std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, port)).map_err(
+            |e| match e.kind() {
+                std::io::ErrorKind::AddrInUse => PortError::InUse { port },
+                _ => PortError::Unopened { port, source: e },
+            },
+        )?;
         Ok(Reserved { port, listener })
     }
 
@@ -123,20 +159,18 @@ impl Ports {
         reserved: Reserved,
         task: u32,
         dialer: Arc<Dialer>,
-    ) -> Result<(), String> {
+    ) -> Result<(), PortError> {
         let Reserved { port, listener } = reserved;
         let listener = listener
             .set_nonblocking(true)
             .and_then(|()| TcpListener::from_std(listener))
-            .map_err(|e| format!("port {port} cannot be served ({e})"))?;
+            .map_err(|e| PortError::Unserved { port, source: e })?;
         let stop = CancellationToken::new();
         let (closed_tell, closed) = std::sync::mpsc::channel();
         {
             let mut table = lock(&self.table);
             if table.contains_key(&port) || table.len() >= MAX_PUBLISHED {
-                return Err(format!(
-                    "port {port} was published meanwhile, or the session's {MAX_PUBLISHED} ports were; call again"
-                ));
+                return Err(PortError::Raced { port });
             }
             table.insert(
                 port,

@@ -16,7 +16,7 @@ use chock_policy::names;
 use chock_sandbox::{SECRETS_MOUNT, SecretFile};
 
 use crate::gate::{Act, Asking};
-use crate::tools::Call;
+use crate::tools::{Call, ToolError};
 
 /// The values given out this session, to scrub from what the agent reads.
 #[derive(Default)]
@@ -74,17 +74,18 @@ pub async fn for_call(
     tool: &str,
     as_env: &[String],
     as_files: &[String],
-) -> Result<Granted, String> {
+) -> Result<Granted, ToolError> {
     let mut granted = Granted::default();
     let mut wanted: Vec<&String> = as_env.iter().collect();
     wanted.extend(as_files.iter().filter(|f| !as_env.contains(f)));
     for name in wanted {
-        let action = names::secret_use(name).map_err(|e| format!("{tool}: {e}"))?;
+        let action =
+            names::secret_use(name).map_err(|e| ToolError::Argument(format!("{tool}: {e}")))?;
         if !call.session.policy.secrets().contains(name) {
-            return Err(format!(
+            return Err(ToolError::NotFound(format!(
                 "{tool}: secret `{name}` is not named in .secrets of {}; a project names each secret a command may be given (nothing was run)",
                 call.session.policy.project_file().display()
-            ));
+            )));
         }
         let act = Act {
             tool,
@@ -101,8 +102,10 @@ pub async fn for_call(
         let secret = name.clone();
         let value = tokio::task::spawn_blocking(move || session.policy.read_secret(&secret))
             .await
-            .map_err(|e| format!("{tool}: reading secret {name} stopped ({e})"))?
-            .map_err(|why| format!("{tool}: {why} (nothing was run)"))?;
+            .map_err(|e| {
+                ToolError::Unavailable(format!("{tool}: reading secret {name} stopped ({e})"))
+            })?
+            .map_err(|why| ToolError::Unavailable(format!("{tool}: {why} (nothing was run)")))?;
         call.session.secrets.remember(name, &value);
         if as_files.contains(name) {
             granted.files.push(SecretFile {

@@ -15,9 +15,9 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
 
-use crate::gateway::Gateway;
+use crate::gateway::{Gateway, GatewayError};
 use crate::session::Session;
-use crate::tools::{self, Call};
+use crate::tools::{self, Call, ToolError};
 
 /// What the server tells the agent once, at the start (and `chock run`
 /// its model, in the system prompt).
@@ -50,7 +50,9 @@ impl ChockServer {
         self.relays() || self.session.offered.contains(&tools::READ_SKILL)
     }
 
-    fn result(&self, outcome: Result<String, String>) -> CallToolResult {
+    /// The tool result the client reads: the one place a tool's error
+    /// becomes text, marked `isError`.
+    fn result(&self, outcome: Result<String, ToolError>) -> CallToolResult {
         match self.session.answer(outcome) {
             Ok(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
             Err(text) => CallToolResult::error(vec![ContentBlock::text(text)]),
@@ -119,15 +121,15 @@ impl ServerHandler for ChockServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let name = request.name.to_string();
         if let Some(refusal) = self.session.withheld_refusal(&name) {
-            return Ok(self.result(Err(refusal)).into());
+            return Ok(self.result(Err(ToolError::Refused(refusal))).into());
         }
         if self.gateway.owns(&name) {
-            let outcome = self.gateway.call(&self.session, request, &context).await?;
-            return Ok(match outcome {
-                Ok(result) => result,
-                Err(why) => self.result(Err(why)),
-            }
-            .into());
+            return match self.gateway.call(&self.session, request, &context).await {
+                Ok(result) => Ok(result.into()),
+                // A crossed bound is a JSON-RPC error naming the server.
+                Err(GatewayError::Bound(error)) => Err(error),
+                Err(error) => Ok(self.result(Err(error.into())).into()),
+            };
         }
         // An unknown tool is a protocol error (JSON-RPC -32602), as the MCP
         // specification says, not a tool result.
@@ -149,7 +151,7 @@ impl ServerHandler for ChockServer {
         };
         let outcome = tokio::select! {
             outcome = tools::dispatch(&call, &name, arguments) => outcome,
-            () = context.ct.cancelled() => Err(format!("{name} was cancelled by the client")),
+            () = context.ct.cancelled() => Err(ToolError::Cancelled { tool: name.clone(), by: "the client" }),
         };
         Ok(self.result(outcome).into())
     }
@@ -195,7 +197,7 @@ impl ServerHandler for ChockServer {
             .read_resource(&self.session, request)
             .await
             .map(Into::into)
-            .map_err(|why| ErrorData::resource_not_found(why, None))
+            .map_err(|why| ErrorData::resource_not_found(why.to_string(), None))
     }
 
     async fn list_prompts(
@@ -237,7 +239,9 @@ impl ServerHandler for ChockServer {
             return tools::skill_prompt(&call, &request.name)
                 .await
                 .map(Into::into)
-                .map_err(|why| ErrorData::invalid_params(self.session.secrets.scrub(&why), None));
+                .map_err(|why| {
+                    ErrorData::invalid_params(self.session.secrets.scrub(&why.to_string()), None)
+                });
         }
         if !self.relays() {
             return Err(ErrorData::invalid_params(
@@ -249,6 +253,6 @@ impl ServerHandler for ChockServer {
             .prompt(&self.session, request)
             .await
             .map(Into::into)
-            .map_err(|why| ErrorData::invalid_params(why, None))
+            .map_err(|why| ErrorData::invalid_params(why.to_string(), None))
     }
 }

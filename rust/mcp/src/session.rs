@@ -20,7 +20,7 @@ use crate::gate::{StartRow, Withheld};
 use crate::server::ChockServer;
 use crate::tasks::Tasks;
 use crate::tools::{
-    PROVIDE_TOOL, READ_SKILL, REQUEST_APPLY, Robots, SERVE_PORT, TOOL_NAMES, WEB_SEARCH,
+    PROVIDE_TOOL, READ_SKILL, REQUEST_APPLY, Robots, SERVE_PORT, TOOL_NAMES, ToolError, WEB_SEARCH,
 };
 use crate::transport::LineTransport;
 use crate::workspace::Workspace;
@@ -150,21 +150,21 @@ impl Session {
     /// A new workspace's files are left to write (`workspace_ready`), so
     /// the server answers `initialize` at once.
     pub fn start(options: &ServeOptions) -> Result<Session, McpError> {
-        Session::begin(options, |_, _, _| Ok(()), true).map(|(session, ())| session)
+        Session::begin(options, |_, _, _| Ok::<_, McpError>(()), true).map(|(session, ())| session)
     }
 
     /// [`Session::start`], with `before` asked once the policy is read and
     /// the log open, before anything is made: its `Err` stops the start.
-    pub fn start_after<T>(
+    pub fn start_after<T, E: std::fmt::Display>(
         options: &ServeOptions,
-        before: impl FnOnce(&Project, &Policy, &Log) -> Result<T, String>,
+        before: impl FnOnce(&Project, &Policy, &Log) -> Result<T, E>,
     ) -> Result<(Session, T), McpError> {
         Session::begin(options, before, false)
     }
 
-    fn begin<T>(
+    fn begin<T, E: std::fmt::Display>(
         options: &ServeOptions,
-        before: impl FnOnce(&Project, &Policy, &Log) -> Result<T, String>,
+        before: impl FnOnce(&Project, &Policy, &Log) -> Result<T, E>,
         defer: bool,
     ) -> Result<(Session, T), McpError> {
         let mut project = Project::for_command(options.project.as_deref())?;
@@ -173,7 +173,8 @@ impl Session {
             tracing::warn!("{}: {warning}", options.command);
         }
         let log = chock_sandbox::exec::open_log(&policy)?;
-        let before = before(&project, &policy, &log).map_err(McpError::Stopped)?;
+        let before =
+            before(&project, &policy, &log).map_err(|why| McpError::Stopped(why.to_string()))?;
         // A container image is read, written when needed and held (shared)
         // now, so a session that cannot have its tree is refused before
         // its first call, and no tree is replaced under it until it ends.
@@ -277,7 +278,15 @@ impl Session {
 
     /// What the agent reads of a call's outcome: the session's secrets
     /// scrubbed, and a note the first time `chock.zon` is seen changed.
-    pub fn answer(&self, outcome: Result<String, String>) -> Result<String, String> {
+    ///
+    /// This is where a tool's error becomes the text of its result: `Ok`
+    /// and `Err` are both what the agent reads, `Err` marked as an error.
+    pub fn answer(&self, outcome: Result<String, ToolError>) -> Result<String, String> {
+        self.said(outcome.map_err(|error| error.to_string()))
+    }
+
+    /// [`Session::answer`] for an outcome already in words (a caller's own tool).
+    pub fn said(&self, outcome: Result<String, String>) -> Result<String, String> {
         let note = self.watch.notice();
         let said = |text: String| {
             let mut text = self.secrets.scrub(&text);
@@ -472,7 +481,7 @@ where
             if filled.is_err()
                 && let Some(ready) = &filling.workspace_ready
             {
-                ready.set(Err("the session's workspace could not be made".to_owned()));
+                ready.set(Err(Unmade::stopped()));
             }
         });
     }
@@ -496,17 +505,35 @@ where
     Ok(())
 }
 
+/// Why the session's workspace was not made, as every call waiting for it
+/// is told.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("the session's workspace could not be made{0}")]
+pub struct Unmade(String);
+
+impl Unmade {
+    /// The writing stopped short, for no reason it could say.
+    pub fn stopped() -> Unmade {
+        Unmade(String::new())
+    }
+
+    /// The writing failed with `why`.
+    pub fn because(why: impl std::fmt::Display) -> Unmade {
+        Unmade(format!(": {why}"))
+    }
+}
+
 /// Whether the session's workspace is ready: `None` while its files are
 /// written, then how that ended.
 #[derive(Default)]
 pub struct Ready {
-    state: std::sync::Mutex<Option<Result<(), String>>>,
+    state: std::sync::Mutex<Option<Result<(), Unmade>>>,
     changed: std::sync::Condvar,
 }
 
 impl Ready {
     /// Says how the writing ended, to every waiter.
-    pub fn set(&self, outcome: Result<(), String>) {
+    pub fn set(&self, outcome: Result<(), Unmade>) {
         let mut state = self
             .state
             .lock()
@@ -516,7 +543,7 @@ impl Ready {
     }
 
     /// Waits until the writing ended; how it did.
-    pub fn wait(&self) -> Result<(), String> {
+    pub fn wait(&self) -> Result<(), Unmade> {
         let mut state = self
             .state
             .lock()

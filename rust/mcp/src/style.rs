@@ -116,10 +116,18 @@ pub(crate) fn start(session: &Session) -> Result<Option<Style>, McpError> {
 
 /// Checks `content`, what a write of `rel` would leave, against the
 /// session's rules: `Err` is the sentence the write is refused with.
-pub(crate) fn check(session: &Session, rel: &Path, content: &str) -> Result<(), String> {
+pub(crate) fn check(
+    session: &Session,
+    rel: &Path,
+    content: &str,
+) -> Result<(), crate::tools::ToolError> {
     let Some(style) = &session.style else {
         return Ok(());
     };
-    chock_style::check(&style.rules, rel, content, &style.bounds)
-        .map_err(|refusal| format!("`{}`: {refusal}; nothing was written", Workspace::show(rel)))
+    chock_style::check(&style.rules, rel, content, &style.bounds).map_err(|refusal| {
+        crate::tools::ToolError::Style(format!(
+            "`{}`: {refusal}; nothing was written",
+            Workspace::show(rel)
+        ))
+    })
 }

@@ -30,6 +30,8 @@ use chock_sandbox::{Exit, SignalHandle};
 use serde::Serialize;
 use tokio::sync::Notify;
 
+use crate::tools::ToolError;
+
 /// Where the task records are inside every sandbox of the session.
 pub const TASKS_MOUNT: &str = "/run/chock/tasks";
 /// The most tasks that may run at once in one session.
@@ -261,14 +263,14 @@ impl Tasks {
     }
 
     /// Refuses a new task when [`MAX_RUNNING`] run already.
-    pub fn room(&self) -> Result<(), String> {
+    pub fn room(&self) -> Result<(), ToolError> {
         let running = self.running();
         if running.len() >= MAX_RUNNING {
-            return Err(format!(
+            return Err(ToolError::Unavailable(format!(
                 "run_command: {} background commands are running (tasks {}), the most one session runs at once; stop one with stop_task first",
                 running.len(),
                 ids(&running)
-            ));
+            )));
         }
         Ok(())
     }
@@ -282,7 +284,7 @@ impl Tasks {
         prepared: chock_sandbox::exec::Prepared,
         command: String,
         network: Network,
-    ) -> Result<Arc<Task>, String> {
+    ) -> Result<Arc<Task>, ToolError> {
         let _one_at_a_time = lock(&self.starting);
         self.room()?;
         let (tell, told) = std::sync::mpsc::channel();
@@ -290,9 +292,13 @@ impl Tasks {
         std::thread::Builder::new()
             .name("chock-task".into())
             .spawn(move || tasks.run(prepared, command, network, &tell))
-            .map_err(|e| format!("run_command: the task's thread could not start ({e})"))?;
+            .map_err(|e| {
+                ToolError::Sandbox(format!(
+                    "run_command: the task's thread could not start ({e})"
+                ))
+            })?;
         told.recv().unwrap_or_else(|_| {
-            Err("run_command: the task's thread ended before the program started; this is a bug in Chock".into())
+            Err(ToolError::Sandbox("run_command: the task's thread ended before the program started; this is a bug in Chock".into()))
         })
     }
 
@@ -301,7 +307,7 @@ impl Tasks {
         prepared: chock_sandbox::exec::Prepared,
         command: String,
         network: Network,
-        tell: &std::sync::mpsc::Sender<Result<Arc<Task>, String>>,
+        tell: &std::sync::mpsc::Sender<Result<Arc<Task>, ToolError>>,
     ) {
         let started = prepared.start().and_then(|mut started| {
             let signal = started.signal_handle()?;
@@ -312,7 +318,7 @@ impl Tasks {
         let (started, signal, stream, dialer) = match started {
             Ok(parts) => parts,
             Err(e) => {
-                let _ = tell.send(Err(format!("run_command: {e}")));
+                let _ = tell.send(Err(ToolError::Sandbox(format!("run_command: {e}"))));
                 return;
             }
         };

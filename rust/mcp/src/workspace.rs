@@ -109,6 +109,17 @@ pub enum FileError {
         #[source]
         source: std::io::Error,
     },
+    #[error(
+        "`{path}` kept changing while it was being edited; nothing was written. Read it again and retry"
+    )]
+    KeptChanging { path: String },
+    #[error(
+        "`{path}` stayed locked by another edit or program for {seconds} s; nothing was written. Try again when it is done"
+    )]
+    Locked { path: String, seconds: u64 },
+    /// A write that failed part way: what failed, and that nothing was written.
+    #[error("{0}; nothing was written")]
+    NotWritten(Box<FileError>),
 }
 
 /// One entry of a listing.
@@ -499,29 +510,28 @@ impl Opened<'_> {
     /// the file they put in its place, held until the carrying is done: one
     /// edit's carrying never meets another's exchange, in this server or
     /// another.
-    pub fn edit(
+    pub fn edit<E: From<FileError>>(
         &self,
         rel: &Path,
         limit: u64,
-        edit: impl Fn(&str) -> Result<String, String>,
-    ) -> Result<(), String> {
-        let (parent, name) = split(rel).map_err(|e| e.to_string())?;
-        let dir = self.parent(rel, parent, false).map_err(|e| e.to_string())?;
+        edit: impl Fn(&str) -> Result<String, E>,
+    ) -> Result<(), E> {
+        let (parent, name) = split(rel)?;
+        let dir = self.parent(rel, parent, false)?;
         let until = std::time::Instant::now() + EDIT_TURN_WAIT;
         for _ in 0..EDIT_ATTEMPTS {
-            let target = self.target(rel, &dir, name).map_err(|e| e.to_string())?;
+            let target = self.target(rel, &dir, name)?;
             let mut file = file_for_edit(&dir, name, rel, until)?;
             let text = read_text_from(&mut file, rel, limit)?;
-            let before = Seen::of(&file).map_err(|e| io_error(rel, e).to_string())?;
+            let before = Seen::of(&file).map_err(|e| io_error(rel, e))?;
             if u64::try_from(before.size).ok() != Some(text.1) {
                 // It grew while being read.
                 continue;
             }
             let edited = edit(&text.0)?;
-            self.held_not_control(rel, &dir, name)
-                .map_err(|e| e.to_string())?;
+            self.held_not_control(rel, &dir, name)?;
             let replaced = replace(&dir, name, edited.as_bytes(), target.mode, true)
-                .map_err(|e| format!("{}; nothing was written", io_error(rel, e)))?;
+                .map_err(|e| FileError::NotWritten(Box::new(io_error(rel, e))))?;
             // The edited file stays locked (`_turn`) until what was
             // appended meanwhile is carried into it.
             let Some((old_name, _turn)) = replaced else {
@@ -539,10 +549,10 @@ impl Opened<'_> {
                 }
             }
         }
-        Err(format!(
-            "`{}` kept changing while it was being edited; nothing was written. Read it again and retry",
-            Workspace::show(rel)
-        ))
+        Err(FileError::KeptChanging {
+            path: Workspace::show(rel),
+        }
+        .into())
     }
 
     /// The folder `parent` of `rel`, opened beneath the workspace one
@@ -759,12 +769,12 @@ fn file_for_edit(
     name: &OsStr,
     rel: &Path,
     until: std::time::Instant,
-) -> Result<std::fs::File, String> {
+) -> Result<std::fs::File, FileError> {
     loop {
         let file = open_file(dir, name, rel)?;
         match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
             Ok(()) => {
-                let held = Seen::of(&file).map_err(|e| io_error(rel, e).to_string())?;
+                let held = Seen::of(&file).map_err(|e| io_error(rel, e))?;
                 let named = rustix::fs::statat(dir, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
                     .map(|st| st.st_ino)
                     .ok();
@@ -774,21 +784,20 @@ fn file_for_edit(
             }
             Err(rustix::io::Errno::WOULDBLOCK) => {
                 if std::time::Instant::now() >= until {
-                    return Err(format!(
-                        "`{}` stayed locked by another edit or program for {} s; nothing was written. Try again when it is done",
-                        Workspace::show(rel),
-                        EDIT_TURN_WAIT.as_secs()
-                    ));
+                    return Err(FileError::Locked {
+                        path: Workspace::show(rel),
+                        seconds: EDIT_TURN_WAIT.as_secs(),
+                    });
                 }
                 std::thread::sleep(std::time::Duration::from_millis(2));
             }
-            Err(e) => return Err(io_error(rel, e.into()).to_string()),
+            Err(e) => return Err(io_error(rel, e.into())),
         }
     }
 }
 
 /// The regular file `name` in `dir`, for reading, never through a link.
-fn open_file(dir: &OwnedFd, name: &OsStr, rel: &Path) -> Result<std::fs::File, String> {
+fn open_file(dir: &OwnedFd, name: &OsStr, rel: &Path) -> Result<std::fs::File, FileError> {
     use rustix::fs::{Mode, OFlags, ResolveFlags};
     rustix::fs::openat2(
         dir,
@@ -798,7 +807,7 @@ fn open_file(dir: &OwnedFd, name: &OsStr, rel: &Path) -> Result<std::fs::File, S
         ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS,
     )
     .map(std::fs::File::from)
-    .map_err(|e| io_error(rel, e.into()).to_string())
+    .map_err(|e| io_error(rel, e.into()))
 }
 
 /// The text of an open file of at most `limit` bytes, and its length.
@@ -806,12 +815,12 @@ fn read_text_from(
     file: &mut std::fs::File,
     rel: &Path,
     limit: u64,
-) -> Result<(String, u64), String> {
+) -> Result<(String, u64), FileError> {
     let mut bytes = Vec::new();
     (&mut *file)
         .take(limit + 1)
         .read_to_end(&mut bytes)
-        .map_err(|e| io_error(rel, e).to_string())?;
+        .map_err(|e| io_error(rel, e))?;
     let size = bytes.len() as u64;
     if size > limit {
         return Err(FileError::TooLarge {
@@ -819,15 +828,11 @@ fn read_text_from(
             size,
             limit,
             what: "it is too large to edit",
-        }
-        .to_string());
+        });
     }
-    let text = String::from_utf8(bytes).map_err(|_| {
-        FileError::NotText {
-            path: Workspace::show(rel),
-            size,
-        }
-        .to_string()
+    let text = String::from_utf8(bytes).map_err(|_| FileError::NotText {
+        path: Workspace::show(rel),
+        size,
     })?;
     Ok((text, size))
 }

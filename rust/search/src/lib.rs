@@ -41,6 +41,52 @@ const MAX_ERROR_CHARS: usize = 300;
 /// How long connecting may take, within the search's own bound.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Why a search was not made or not answered; each says what to do. The
+/// key never appears in one: any text the engine answered has it replaced.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SearchError {
+    /// The key cannot be read from where `config.zon` keeps it.
+    #[error("{0}")]
+    Key(String),
+    /// The query cannot be sent as it is (empty, too long).
+    #[error("{0}")]
+    Query(String),
+    /// `.search` cannot be used as written (its URL, a key it lacks), or
+    /// the HTTP client cannot start.
+    #[error("{0}")]
+    Setup(String),
+    /// The engine could not be reached, or its answer broke off or was too long.
+    #[error("{0}")]
+    Unreachable(String),
+    /// The engine refused the search: its status, what it said, what to do.
+    #[error("{0}")]
+    Refused(String),
+    /// The engine answered what is not its API's answer.
+    #[error("{0}")]
+    Unreadable(String),
+    /// No answer within `.search.timeout_seconds`.
+    #[error(
+        "{engine} did not answer within {seconds} seconds (.search.timeout_seconds), so the search is refused"
+    )]
+    Late { engine: &'static str, seconds: u64 },
+}
+
+impl SearchError {
+    /// The same error with `key` replaced wherever its words hold it.
+    fn without(self, key: &str) -> SearchError {
+        let scrub = |text: String| text.replace(key, "[key]");
+        match self {
+            SearchError::Key(text) => SearchError::Key(scrub(text)),
+            SearchError::Query(text) => SearchError::Query(scrub(text)),
+            SearchError::Setup(text) => SearchError::Setup(scrub(text)),
+            SearchError::Unreachable(text) => SearchError::Unreachable(scrub(text)),
+            SearchError::Refused(text) => SearchError::Refused(scrub(text)),
+            SearchError::Unreadable(text) => SearchError::Unreadable(scrub(text)),
+            late @ SearchError::Late { .. } => late,
+        }
+    }
+}
+
 /// One result.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Hit {
@@ -51,37 +97,38 @@ pub struct Hit {
 
 /// The key `engine` is sent with, from where `config.zon` says it is kept;
 /// `None` for `.key = .none`.
-pub fn key(policy: &Policy, engine: &SearchEngine) -> Result<Option<String>, String> {
+pub fn key(policy: &Policy, engine: &SearchEngine) -> Result<Option<String>, SearchError> {
     let at = format!("{}:{}", engine.file.display(), engine.line);
     let key = match &engine.key {
         KeySource::None => return Ok(None),
         KeySource::Env(var) => std::env::var(var).map_err(|_| {
-            format!(
+            SearchError::Key(format!(
                 "the search engine's key is kept in the environment variable {var} ({at}), which is not set (or not UTF-8) where Chock was started"
-            )
+            ))
         })?,
-        KeySource::Secret(secret) => policy
-            .read_secret(secret)
-            .map_err(|why| format!("the search engine's key ({at}): {why}"))?,
+        KeySource::Secret(secret) => policy.read_secret(secret).map_err(|why| {
+            SearchError::Key(format!("the search engine's key ({at}): {why}"))
+        })?,
         KeySource::Login => {
-            let store = chock_provider::Credentials::from_env().map_err(|e| e.to_string())?;
+            let unread = |e: chock_provider::ProviderError| SearchError::Key(e.to_string());
+            let store = chock_provider::Credentials::from_env().map_err(unread)?;
             store
                 .read(chock_policy::SEARCH_LOGIN)
-                .map_err(|e| e.to_string())?
+                .map_err(unread)?
                 .ok_or_else(|| {
-                    format!(
+                    SearchError::Key(format!(
                         "no key is stored for the search engine ({at}) in {}: run `chock login {}`",
                         store.dir().display(),
                         chock_policy::SEARCH_LOGIN
-                    )
+                    ))
                 })?
         }
     };
     let key = key.trim().to_owned();
     if key.is_empty() || key.chars().any(|c| c.is_control() || c == ' ') {
-        return Err(format!(
+        return Err(SearchError::Key(format!(
             "the search engine's key ({at}) is empty or holds spaces or control characters; store the key alone"
-        ));
+        )));
     }
     Ok(Some(key))
 }
@@ -93,16 +140,18 @@ pub async fn search(
     key: Option<&str>,
     query: &str,
     count: u32,
-) -> Result<Vec<Hit>, String> {
+) -> Result<Vec<Hit>, SearchError> {
     let name = engine.kind.as_str();
     let query = query.trim();
     if query.is_empty() {
-        return Err("the query is empty: say what to search for".into());
+        return Err(SearchError::Query(
+            "the query is empty: say what to search for".into(),
+        ));
     }
     if query.chars().count() > MAX_QUERY_CHARS {
-        return Err(format!(
+        return Err(SearchError::Query(format!(
             "the query is longer than {MAX_QUERY_CHARS} characters: shorten it"
-        ));
+        )));
     }
     let count = count.clamp(1, engine.max_results);
     let scrub = |text: String| match key {
@@ -111,10 +160,13 @@ pub async fn search(
     };
     let exchange = async {
         let request = request(engine, key, query, count)?;
-        let response = request
-            .send()
-            .await
-            .map_err(|e| format!("{name} at {} cannot be reached: {}", engine.url, causes(&e)))?;
+        let response = request.send().await.map_err(|e| {
+            SearchError::Unreachable(format!(
+                "{name} at {} cannot be reached: {}",
+                engine.url,
+                causes(&e)
+            ))
+        })?;
         let status = response.status();
         let retry = response
             .headers()
@@ -124,15 +176,20 @@ pub async fn search(
             .map(str::to_owned);
         let body = read_body(response, engine.max_bytes)
             .await
-            .map_err(|e| format!("{name}: {e}"))?;
+            .map_err(|why| SearchError::Unreachable(format!("{name}: {why}")))?;
         if !status.is_success() {
-            return Err(refusal(engine.kind, status, retry.as_deref(), &body));
+            return Err(SearchError::Refused(refusal(
+                engine.kind,
+                status,
+                retry.as_deref(),
+                &body,
+            )));
         }
         let value: Value = serde_json::from_slice(&body).map_err(|e| {
-            format!(
+            SearchError::Unreadable(format!(
                 "{name} answered what is not JSON ({e}); check `.url` ({}) names the engine's API",
                 engine.url
-            )
+            ))
         })?;
         hits(engine.kind, &value, count)
     };
@@ -147,18 +204,21 @@ pub async fn search(
                     })
                     .collect()
             })
-            .map_err(scrub),
-        Err(_) => Err(format!(
-            "{name} did not answer within {} seconds (.search.timeout_seconds), so the search is refused",
-            engine.timeout.as_secs()
-        )),
+            .map_err(|error| match key {
+                Some(key) => error.without(key),
+                None => error,
+            }),
+        Err(_) => Err(SearchError::Late {
+            engine: name,
+            seconds: engine.timeout.as_secs(),
+        }),
     }
 }
 
-fn client() -> Result<reqwest::Client, String> {
+fn client() -> Result<reqwest::Client, SearchError> {
     chock_provider::http::client_builder(CONNECT_TIMEOUT)
         .build()
-        .map_err(|e| format!("the HTTP client cannot start: {e}"))
+        .map_err(|e| SearchError::Setup(format!("the HTTP client cannot start: {e}")))
 }
 
 fn request(
@@ -166,18 +226,19 @@ fn request(
     key: Option<&str>,
     query: &str,
     count: u32,
-) -> Result<reqwest::RequestBuilder, String> {
+) -> Result<reqwest::RequestBuilder, SearchError> {
     let client = client()?;
     let at = |path: &str| {
-        Url::parse(&format!("{}{path}", engine.url))
-            .map_err(|e| format!("`.search.url` ({}) is not a URL: {e}", engine.url))
+        Url::parse(&format!("{}{path}", engine.url)).map_err(|e| {
+            SearchError::Setup(format!("`.search.url` ({}) is not a URL: {e}", engine.url))
+        })
     };
     let needs_key = || {
         key.ok_or_else(|| {
-            format!(
+            SearchError::Setup(format!(
                 "{} needs an API key: name where it is kept with `.key` in .search",
                 engine.kind.as_str()
-            )
+            ))
         })
     };
     Ok(match engine.kind {
@@ -219,23 +280,28 @@ fn request(
     })
 }
 
+/// Why an answer's body was not read whole.
+#[derive(Debug, thiserror::Error)]
+enum BodyError {
+    #[error("the answer is longer than {0} bytes (.search.max_bytes), so the search is refused")]
+    TooLong(u64),
+    #[error("the answer broke off ({0})")]
+    BrokeOff(String),
+}
+
 /// Reads the body whole, refusing one over `limit` bytes.
-async fn read_body(mut response: reqwest::Response, limit: u64) -> Result<Vec<u8>, String> {
+async fn read_body(mut response: reqwest::Response, limit: u64) -> Result<Vec<u8>, BodyError> {
     if response.content_length().is_some_and(|n| n > limit) {
-        return Err(format!(
-            "the answer is longer than {limit} bytes (.search.max_bytes), so the search is refused"
-        ));
+        return Err(BodyError::TooLong(limit));
     }
     let mut body = Vec::new();
     while let Some(chunk) = response
         .chunk()
         .await
-        .map_err(|e| format!("the answer broke off ({})", causes(&e)))?
+        .map_err(|e| BodyError::BrokeOff(causes(&e)))?
     {
         if (body.len() + chunk.len()) as u64 > limit {
-            return Err(format!(
-                "the answer is longer than {limit} bytes (.search.max_bytes), so the search is refused"
-            ));
+            return Err(BodyError::TooLong(limit));
         }
         body.extend_from_slice(&chunk);
     }
@@ -287,7 +353,7 @@ fn error_text(kind: SearchKind, value: &Value) -> Option<String> {
 
 /// The results of an engine's answer: each with an http or https URL,
 /// title and snippet cut to their bounds, at most `count`.
-fn hits(kind: SearchKind, value: &Value, count: u32) -> Result<Vec<Hit>, String> {
+fn hits(kind: SearchKind, value: &Value, count: u32) -> Result<Vec<Hit>, SearchError> {
     let (list, snippet) = match kind {
         SearchKind::Searxng => (&value["results"], "content"),
         SearchKind::Brave => (&value["web"]["results"], "description"),
@@ -298,10 +364,10 @@ fn hits(kind: SearchKind, value: &Value, count: u32) -> Result<Vec<Hit>, String>
         if kind == SearchKind::Brave && value["type"] == "search" && value["web"].is_null() {
             return Ok(Vec::new());
         }
-        return Err(format!(
+        return Err(SearchError::Unreadable(format!(
             "{} answered JSON without its list of results; check `.search.url` names the engine's API",
             kind.as_str()
-        ));
+        )));
     };
     let mut out = Vec::new();
     for item in list {

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use chock_policy::{KeySource, SearchEngine, SearchKind};
+use chock_search::SearchError;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
@@ -271,6 +272,11 @@ async fn errors_are_refused_saying_what_to_do_and_never_with_the_key() {
             .await
             .expect_err("refused");
         assert!(
+            matches!(refused, SearchError::Refused(_)),
+            "{kind:?}: {refused:?}"
+        );
+        let refused = refused.to_string();
+        assert!(
             refused.contains("429")
                 && refused.contains("rate or plan limit")
                 && refused.contains("retry after 30"),
@@ -284,7 +290,8 @@ async fn errors_are_refused_saying_what_to_do_and_never_with_the_key() {
         .await;
         let refused = chock_search::search(&engine(kind, &server.url), key_of(kind), "q", 3)
             .await
-            .expect_err("refused");
+            .expect_err("refused")
+            .to_string();
         let says = if kind == SearchKind::Searxng {
             "settings.yml"
         } else {
@@ -297,14 +304,16 @@ async fn errors_are_refused_saying_what_to_do_and_never_with_the_key() {
         let server = serve(json(502, serde_json::json!({}))).await;
         let refused = chock_search::search(&engine(kind, &server.url), key_of(kind), "q", 3)
             .await
-            .expect_err("refused");
+            .expect_err("refused")
+            .to_string();
         assert!(refused.contains("again later"), "{kind:?}: {refused}");
         let mut html = json(200, serde_json::json!({}));
         html.body = b"<html>a login page</html>".to_vec();
         let server = serve(html).await;
         let refused = chock_search::search(&engine(kind, &server.url), key_of(kind), "q", 3)
             .await
-            .expect_err("refused");
+            .expect_err("refused")
+            .to_string();
         assert!(refused.contains("not JSON"), "{kind:?}: {refused}");
     }
 }
@@ -322,6 +331,11 @@ async fn a_slow_answer_is_refused_at_the_bound() {
             .await
             .expect_err("refused");
         let took = started.elapsed();
+        assert!(
+            matches!(refused, SearchError::Late { seconds: 1, .. }),
+            "{refused:?}"
+        );
+        let refused = refused.to_string();
         assert!(refused.contains("within 1 seconds"), "{refused}");
         assert!(
             took < Duration::from_millis(1500),
@@ -345,7 +359,8 @@ async fn a_huge_answer_is_refused_with_a_length_and_without() {
             let started = Instant::now();
             let refused = chock_search::search(&engine(kind, &server.url), key_of(kind), "q", 3)
                 .await
-                .expect_err("refused");
+                .expect_err("refused")
+                .to_string();
             assert!(
                 refused.contains("longer than 65536 bytes"),
                 "{kind:?} {length}: {refused}"
@@ -365,15 +380,19 @@ async fn a_query_out_of_bounds_and_an_engine_not_there_are_refused() {
         let refused = chock_search::search(&engine, None, query, 3)
             .await
             .expect_err("refused");
+        assert!(matches!(refused, SearchError::Query(_)), "{refused:?}");
+        let refused = refused.to_string();
         assert!(refused.contains(says), "{refused}");
     }
     let refused = chock_search::search(&engine, None, "q", 3)
         .await
-        .expect_err("refused");
+        .expect_err("refused")
+        .to_string();
     assert!(refused.contains("cannot be reached"), "{refused}");
     let brave = self::engine(SearchKind::Brave, "http://127.0.0.1:9");
     let refused = chock_search::search(&brave, None, "q", 3)
         .await
-        .expect_err("refused");
+        .expect_err("refused")
+        .to_string();
     assert!(refused.contains("needs an API key"), "{refused}");
 }

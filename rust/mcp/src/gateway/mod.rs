@@ -66,28 +66,32 @@ pub struct Gateway {
     listed: std::sync::Mutex<std::collections::HashMap<String, Vec<String>>>,
 }
 
-/// Why a relayed call has no result.
-pub enum Failure {
-    /// Refused, or the server's own error: the agent reads it as the tool's.
-    Said(String),
+/// Why a relayed request has no answer. All but [`GatewayError::Bound`]
+/// are the tool's error, as the agent reads it.
+#[derive(Debug, thiserror::Error)]
+pub enum GatewayError {
+    /// The gate refused the call: its sentence.
+    #[error("{0}")]
+    Refused(String),
+    /// No server behind the gateway has the tool, prompt or resource named.
+    #[error("{0}")]
+    NotFound(String),
+    /// The server is not running: it did not start, or stopped.
+    #[error("MCP server `{server}` is not running{}", .why.as_deref().map(|why| format!(": {why}")).unwrap_or_default())]
+    NotRunning { server: String, why: Option<String> },
+    /// The server's own error, or an answer that is not what was asked.
+    #[error("{0}")]
+    Server(String),
+    /// The client cancelled the call.
+    #[error("the call to MCP server `{server}` was cancelled by the client")]
+    Cancelled { server: String },
+    /// The answer could not be read back once scrubbed, so it is withheld whole.
+    #[error("the answer cannot be checked for secrets ({0}), so it is withheld")]
+    Unscrubbable(serde_json::Error),
     /// A bound of the server's was crossed (its time, its size): a
     /// JSON-RPC error naming the server.
+    #[error("{}", .0.message)]
     Bound(ErrorData),
-}
-
-impl Failure {
-    fn text(self) -> String {
-        match self {
-            Failure::Said(why) => why,
-            Failure::Bound(error) => error.message.into_owned(),
-        }
-    }
-}
-
-impl From<String> for Failure {
-    fn from(why: String) -> Failure {
-        Failure::Said(why)
-    }
 }
 
 /// One configured server.
@@ -225,25 +229,19 @@ impl Gateway {
 
     /// One call of `<server>__<tool>` from an MCP client: decided, passed
     /// on, its answer scrubbed. A crossed bound (the server's time or size)
-    /// is a JSON-RPC error naming the server; anything else that ends the
-    /// call is the tool's error.
+    /// is [`GatewayError::Bound`], a JSON-RPC error naming the server;
+    /// anything else that ends the call is the tool's error.
     pub async fn call(
         &self,
         session: &Session,
         request: CallToolRequestParams,
         context: &RequestContext<RoleServer>,
-    ) -> Result<Result<CallToolResult, String>, ErrorData> {
+    ) -> Result<CallToolResult, GatewayError> {
         self.relay.meet(&context.peer);
         let client = crate::ask::Client::Mcp(context.peer.clone());
         let progress = context.meta.get_progress_token();
-        match self
-            .relayed(session, &client, &context.ct, request, progress)
+        self.call_as(session, &client, &context.ct, request, progress)
             .await
-        {
-            Ok(result) => Ok(Ok(result)),
-            Err(Failure::Said(why)) => Ok(Err(why)),
-            Err(Failure::Bound(error)) => Err(error),
-        }
     }
 
     /// One call of `<server>__<tool>` from `client` (an MCP client, or a
@@ -256,23 +254,12 @@ impl Gateway {
         cancel: &tokio_util::sync::CancellationToken,
         request: CallToolRequestParams,
         progress: Option<rmcp::model::ProgressToken>,
-    ) -> Result<CallToolResult, String> {
-        self.relayed(session, client, cancel, request, progress)
-            .await
-            .map_err(Failure::text)
-    }
-
-    async fn relayed(
-        &self,
-        session: &Session,
-        client: &crate::ask::Client,
-        cancel: &tokio_util::sync::CancellationToken,
-        request: CallToolRequestParams,
-        progress: Option<rmcp::model::ProgressToken>,
-    ) -> Result<CallToolResult, Failure> {
+    ) -> Result<CallToolResult, GatewayError> {
         let name = request.name.to_string();
         let Some((server, tool)) = self.split(&name) else {
-            return Err(format!("there is no tool named `{name}`").into());
+            return Err(GatewayError::NotFound(format!(
+                "there is no tool named `{name}`"
+            )));
         };
         let offered = server
             .tools
@@ -282,11 +269,10 @@ impl Gateway {
             .find(|o| o.tool.name == tool)
             .cloned();
         let Some(offered) = offered else {
-            return Err(format!(
+            return Err(GatewayError::NotFound(format!(
                 "MCP server `{}` offers no tool `{tool}` (a tool a rule denies at start is not offered)",
                 server.config.name
-            )
-            .into());
+            )));
         };
         let act = Act {
             tool: &name,
@@ -299,12 +285,15 @@ impl Gateway {
                 server.config.line
             )],
         };
-        session.gate(client, cancel, &act, Asking::Person).await?;
+        session
+            .gate(client, cancel, &act, Asking::Person)
+            .await
+            .map_err(GatewayError::Refused)?;
         let mut params = request;
         params.name = tool.to_owned().into();
         let result = server.call(params, cancel, progress).await?;
         server.fits(&result)?;
-        Ok(scrub(session, result)?)
+        scrub(session, result)
     }
 
     /// The peers of the reachable servers that have `capability`, each
@@ -359,7 +348,7 @@ impl Gateway {
         &self,
         session: &Session,
         request: ReadResourceRequestParams,
-    ) -> Result<ReadResourceResult, String> {
+    ) -> Result<ReadResourceResult, GatewayError> {
         let uri = request.uri.clone();
         let listed = self
             .listed
@@ -385,36 +374,33 @@ impl Gateway {
         };
         let server = match holders.as_slice() {
             [] => {
-                return Err(format!(
+                return Err(GatewayError::NotFound(format!(
                     "no MCP server behind this gateway lists the resource `{uri}` or has a template for it"
-                ));
+                )));
             }
             [one] => self
                 .servers
                 .iter()
                 .find(|s| &s.config.name == one)
-                .ok_or_else(|| format!("no MCP server behind this gateway has `{uri}`"))?,
+                .ok_or_else(|| {
+                    GatewayError::NotFound(format!("no MCP server behind this gateway has `{uri}`"))
+                })?,
             many => {
-                return Err(format!(
+                return Err(GatewayError::NotFound(format!(
                     "the resource `{uri}` could be read from MCP servers {}, so it is read from none; the servers' URIs overlap",
                     many.iter()
                         .map(|n| format!("`{n}`"))
                         .collect::<Vec<_>>()
                         .join(" and ")
-                ));
+                )));
             }
         };
-        let name = &server.config.name;
-        let peer = server
-            .live()
-            .await
-            .map_err(|why| format!("MCP server `{name}` is not running: {why}"))?;
+        let peer = server.live().await.map_err(|why| server.not_running(why))?;
         let result = server
             .bounded(peer.read_resource(request))
-            .await
-            .map_err(Failure::text)?
-            .map_err(|e| session.secrets.scrub(&server.failed(e)))?;
-        server.fits(&result).map_err(Failure::text)?;
+            .await?
+            .map_err(|e| GatewayError::Server(session.secrets.scrub(&server.failed(e))))?;
+        server.fits(&result)?;
         scrub(session, result)
     }
 
@@ -438,22 +424,26 @@ impl Gateway {
         &self,
         session: &Session,
         mut request: GetPromptRequestParams,
-    ) -> Result<GetPromptResult, String> {
+    ) -> Result<GetPromptResult, GatewayError> {
         let name = request.name.clone();
         let Some((server, prompt)) = self.split(&name) else {
-            return Err(format!("there is no prompt named `{name}`"));
+            return Err(GatewayError::NotFound(format!(
+                "there is no prompt named `{name}`"
+            )));
         };
         let peer = server
             .peer()
             .await
-            .ok_or_else(|| format!("MCP server `{}` is not running", server.config.name))?;
+            .ok_or_else(|| GatewayError::NotRunning {
+                server: server.config.name.clone(),
+                why: None,
+            })?;
         request.name = prompt.to_owned();
         let result = server
             .bounded(peer.get_prompt(request))
-            .await
-            .map_err(Failure::text)?
-            .map_err(|e| session.secrets.scrub(&server.failed(e)))?;
-        server.fits(&result).map_err(Failure::text)?;
+            .await?
+            .map_err(|e| GatewayError::Server(session.secrets.scrub(&server.failed(e))))?;
+        server.fits(&result)?;
         scrub(session, result)
     }
 
@@ -476,16 +466,13 @@ impl Gateway {
 fn scrub<T: serde::Serialize + serde::de::DeserializeOwned>(
     session: &Session,
     answer: T,
-) -> Result<T, String> {
+) -> Result<T, GatewayError> {
     if !session.secrets.any() {
         return Ok(answer);
     }
-    let mut value = serde_json::to_value(&answer).map_err(|e| {
-        format!("the answer cannot be checked for secrets ({e}), so it is withheld")
-    })?;
+    let mut value = serde_json::to_value(&answer).map_err(GatewayError::Unscrubbable)?;
     scrub_value(session, &mut value);
-    serde_json::from_value(value)
-        .map_err(|e| format!("the answer cannot be checked for secrets ({e}), so it is withheld"))
+    serde_json::from_value(value).map_err(GatewayError::Unscrubbable)
 }
 
 fn scrub_value(session: &Session, value: &mut Value) {
@@ -740,9 +727,8 @@ impl Upstream {
             Ok(Ok(tools)) => tools,
             Err(bound) => {
                 tracing::warn!(
-                    "chock mcp: MCP server `{}` did not list its tools: {}",
+                    "chock mcp: MCP server `{}` did not list its tools: {bound}",
                     self.config.name,
-                    bound.text()
                 );
                 return;
             }
@@ -851,16 +837,16 @@ impl Upstream {
     }
 
     /// A request of the gateway's own to the server, within its time bound.
-    async fn bounded<T>(&self, request: impl Future<Output = T>) -> Result<T, Failure> {
+    async fn bounded<T>(&self, request: impl Future<Output = T>) -> Result<T, GatewayError> {
         tokio::time::timeout(self.config.timeout, request)
             .await
             .map_err(|_| self.late())
     }
 
     /// The error of a request the server did not answer in time.
-    fn late(&self) -> Failure {
+    fn late(&self) -> GatewayError {
         let config = &self.config;
-        Failure::Bound(ErrorData::internal_error(
+        GatewayError::Bound(ErrorData::internal_error(
             format!(
                 "MCP server `{}` did not answer within {} s, so the request is cancelled; if it needs longer, raise its .timeout_s in {}:{}",
                 config.name,
@@ -875,7 +861,7 @@ impl Upstream {
     /// Refuses an answer larger than the server's bound (a command
     /// server's lines are bounded as they are read; this bounds what a
     /// url server's transport let through).
-    fn fits<T: serde::Serialize>(&self, answer: &T) -> Result<(), Failure> {
+    fn fits<T: serde::Serialize>(&self, answer: &T) -> Result<(), GatewayError> {
         struct Counter(usize);
         impl std::io::Write for Counter {
             fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
@@ -894,9 +880,9 @@ impl Upstream {
         Err(self.oversized(size.0))
     }
 
-    fn oversized(&self, size: usize) -> Failure {
+    fn oversized(&self, size: usize) -> GatewayError {
         let config = &self.config;
-        Failure::Bound(ErrorData::internal_error(
+        GatewayError::Bound(ErrorData::internal_error(
             format!(
                 "MCP server `{}` answered with {size} bytes or more, over its bound of {} MiB, so the answer is dropped unread; if it needs more, raise its .max_answer_mib in {}:{}",
                 config.name,
@@ -924,15 +910,12 @@ impl Upstream {
         params: CallToolRequestParams,
         cancel: &tokio_util::sync::CancellationToken,
         progress: Option<rmcp::model::ProgressToken>,
-    ) -> Result<CallToolResult, Failure> {
+    ) -> Result<CallToolResult, GatewayError> {
         let name = &self.config.name;
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let mut retried = false;
         let (peer, handle) = loop {
-            let peer = self
-                .live()
-                .await
-                .map_err(|why| format!("MCP server `{name}` is not running: {why}"))?;
+            let peer = self.live().await.map_err(|why| self.not_running(why))?;
             match peer
                 .send_request_with_option(request.clone(), PeerRequestOptions::no_options())
                 .await
@@ -943,7 +926,7 @@ impl Upstream {
                     retried = true;
                     self.settle().await;
                 }
-                Err(e) => return Err(self.failed(e).into()),
+                Err(e) => return Err(GatewayError::Server(self.failed(e))),
             }
         };
         let id = handle.id.clone();
@@ -978,22 +961,23 @@ impl Upstream {
         match outcome {
             None => {
                 withdraw("the agent's client cancelled the call").await;
-                Err(format!("the call to MCP server `{name}` was cancelled by the client").into())
+                Err(GatewayError::Cancelled {
+                    server: name.clone(),
+                })
             }
             Some(Err(_)) => {
                 withdraw("the call took longer than Chock's bound for this server").await;
                 Err(self.late())
             }
             Some(Ok(Ok(ServerResult::CallToolResult(result)))) => Ok(result),
-            Some(Ok(Ok(_))) => Err(format!(
+            Some(Ok(Ok(_))) => Err(GatewayError::Server(format!(
                 "MCP server `{name}` answered the call with something that is not a tool result"
-            )
-            .into()),
+            ))),
             // The transport's own answer in place of a line too long to read.
             Some(Ok(Err(ServiceError::McpError(error))))
                 if error.code.0 == lines::OVERSIZED_CODE =>
             {
-                Err(Failure::Bound(ErrorData::internal_error(
+                Err(GatewayError::Bound(ErrorData::internal_error(
                     format!("MCP server `{name}`: {}", error.message),
                     None,
                 )))
@@ -1010,7 +994,7 @@ impl Upstream {
                         return Err(self.broke_off());
                     }
                 }
-                Err(self.failed(e).into())
+                Err(GatewayError::Server(self.failed(e)))
             }
         }
     }
@@ -1021,9 +1005,9 @@ impl Upstream {
     }
 
     /// The error of a call whose answer broke off while the server stayed up.
-    fn broke_off(&self) -> Failure {
+    fn broke_off(&self) -> GatewayError {
         let config = &self.config;
-        Failure::Bound(ErrorData::internal_error(
+        GatewayError::Bound(ErrorData::internal_error(
             format!(
                 "MCP server `{}` broke off its answer to this call (an answer over its bound of {} MiB is broken off so; if it needs more, raise its .max_answer_mib in {}:{}); its connection is kept for the next call",
                 config.name,
@@ -1033,6 +1017,14 @@ impl Upstream {
             ),
             None,
         ))
+    }
+
+    /// The error of a server found not running, and why.
+    fn not_running(&self, why: String) -> GatewayError {
+        GatewayError::NotRunning {
+            server: self.config.name.clone(),
+            why: Some(why),
+        }
     }
 
     fn failed(&self, e: ServiceError) -> String {

@@ -170,7 +170,7 @@ impl ClientHandler for Client {
             return Ok(ElicitResult::new(ElicitationAction::Decline));
         }
         let mut request = super::scrub(&self.session, request)
-            .map_err(|why| ErrorData::internal_error(why, None))?;
+            .map_err(|why| ErrorData::internal_error(why.to_string(), None))?;
         match &mut request {
             ElicitRequestParams::FormElicitationParams { message, .. }
             | ElicitRequestParams::UrlElicitationParams { message, .. } => {
@@ -272,8 +272,8 @@ impl Client {
             }
         };
         // Scrubbed whole, then cut: a secret across the cut is never half left.
-        let data =
-            super::scrub(&self.session, params.data).unwrap_or_else(serde_json::Value::String);
+        let data = super::scrub(&self.session, params.data)
+            .unwrap_or_else(|why| serde_json::Value::String(why.to_string()));
         let text = match &data {
             serde_json::Value::String(text) => text.clone(),
             other => other.to_string(),
@@ -474,7 +474,8 @@ async fn spawn(
         .name(format!("chock-mcp-{name}"))
         .spawn(move || {
             let started = (|| {
-                let mut prepared = crate::tools::prepare_piped(&building, &argv)?
+                let mut prepared = crate::tools::prepare_piped(&building, &argv)
+                    .map_err(|e| e.to_string())?
                     .with_env(env)
                     .with_secret_files(files)
                     .map_err(|e| e.to_string())?;

@@ -10,7 +10,7 @@ use chock_sandbox::project::Project;
 use chock_sandbox::workspace::{self, SessionWorkspace, apply::Applied};
 use serde::Deserialize;
 
-use super::Call;
+use super::{Call, ToolError};
 use crate::ROUTE;
 use crate::error::McpError;
 use crate::session::Session;
@@ -78,7 +78,7 @@ pub fn fill_workspace(session: &Session) {
             }
             Ok(())
         }
-        Err(e) => Err(format!("the session's workspace could not be made: {e}")),
+        Err(e) => Err(crate::session::Unmade::because(e)),
     });
 }
 
@@ -128,13 +128,16 @@ impl Session {
     }
 }
 
-pub async fn request_apply(call: &Call<'_>, _args: RequestApply) -> Result<String, String> {
+pub async fn request_apply(call: &Call<'_>, _args: RequestApply) -> Result<String, ToolError> {
     let session = call.session.clone();
-    if session.session_workspace.is_none() {
-        return Err(
+    let no_workspace = || {
+        ToolError::Unavailable(
             "request_apply: this server works on the project itself (started without --workspace), so there is nothing to apply"
                 .into(),
-        );
+        )
+    };
+    if session.session_workspace.is_none() {
+        return Err(no_workspace());
     }
     let asker = session.asker(call.client, &call.cancel, REQUEST_APPLY);
     let who = chock_nix::Who {
@@ -144,7 +147,7 @@ pub async fn request_apply(call: &Call<'_>, _args: RequestApply) -> Result<Strin
     };
     let outcome = tokio::task::spawn_blocking(move || {
         let Some(held) = &session.session_workspace else {
-            return Err("no workspace".to_owned());
+            return Err(no_workspace());
         };
         let mut held = held
             .lock()
@@ -157,22 +160,17 @@ pub async fn request_apply(call: &Call<'_>, _args: RequestApply) -> Result<Strin
             &asker,
             &who,
         )
-        .map_err(|e| format!("request_apply: {e}"))
+        .map_err(|e| ToolError::Sandbox(format!("request_apply: {e}")))
     })
     .await
-    .map_err(|e| {
-        format!(
-            "request_apply stopped unexpectedly ({e}); this is a bug in {}",
-            call.session.command
-        )
-    })??;
+    .map_err(|e| ToolError::stopped(REQUEST_APPLY, e, call.session.command))??;
     let (plan, applied) = outcome;
     let said = match &plan {
         Some(plan) => format!("{}\n{applied}", plan.summary()),
         None => applied.to_string(),
     };
     match applied {
-        Applied::Refused { .. } => Err(format!("refused: {said}")),
+        Applied::Refused { .. } => Err(ToolError::Refused(format!("refused: {said}"))),
         _ => Ok(said),
     }
 }

@@ -11,7 +11,7 @@ use chock_sandbox::Exit;
 use chock_sandbox::exec::{self, ExecRequest};
 use serde::Deserialize;
 
-use super::Call;
+use super::{Call, ToolError};
 use crate::ROUTE;
 use crate::build::SessionInputs;
 use crate::gate::{Act, Asking};
@@ -53,30 +53,12 @@ fn shown(argv: &[String]) -> String {
         .join(" ")
 }
 
-pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, String> {
-    if args.argv.first().is_none_or(String::is_empty) {
-        return Err(
-            "run_command: `argv` needs the program first, e.g. [\"make\", \"test\"]".into(),
-        );
-    }
-    if args.argv.iter().any(|a| a.contains('\0')) {
-        return Err(
-            "run_command: an argument holds a NUL byte, which no program can receive".into(),
-        );
-    }
+pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, ToolError> {
+    check_arguments(&args)?;
     let background = args.background == Some(true);
-    if background && args.timeout_seconds.is_some() {
-        return Err("run_command: `timeout_seconds` does not apply to a background command, which runs until stop_task or the end of the session; leave it out".into());
-    }
-    if background && !(args.secrets.is_empty() && args.secret_files.is_empty()) {
-        return Err("run_command: `secrets` and `secret_files` are given to a command the person can be asked about, and a background command is never asked; run it in the foreground, or leave them out".into());
-    }
     let session = call.session.clone();
     let cwd = match &args.cwd {
-        Some(cwd) => session
-            .project
-            .dir
-            .join(session.workspace.relative(cwd).map_err(|e| e.to_string())?),
+        Some(cwd) => session.project.dir.join(session.workspace.relative(cwd)?),
         None => session.project.dir.clone(),
     };
     let request = ExecRequest {
@@ -99,13 +81,8 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
         (request, named)
     })
     .await
-    .map_err(|e| {
-        format!(
-            "run_command stopped unexpectedly ({e}); this is a bug in {}",
-            call.session.command
-        )
-    })?;
-    let named = named.map_err(|e| format!("run_command: {e}"))?;
+    .map_err(|e| ToolError::stopped("run_command", e, call.session.command))?;
+    let named = named.map_err(|e| ToolError::Sandbox(format!("run_command: {e}")))?;
     // Every act the command holds (`sh -c` read per segment, wrappers
     // looked through, `git.*`) passes the gate, each logged: one refusal
     // refuses the command. A background command is never asked about.
@@ -124,7 +101,7 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
         call.gate(&act, asking).await?;
     }
     if let Some(missing) = super::git::not_carried_out(&named.acts, &shown(&args.argv)) {
-        return Err(missing);
+        return Err(ToolError::Unavailable(missing));
     }
     let secrets =
         crate::secrets::for_call(call, exec::TOOL, &args.secrets, &args.secret_files).await?;
@@ -183,7 +160,7 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
         (ROUTE, &call.client.name()),
         &session.project,
     )
-    .map_err(|e| format!("run_command: {e}"))?;
+    .map_err(|e| ToolError::Sandbox(format!("run_command: {e}")))?;
     // An allowed push is given the person's ssh agent and (with a router)
     // a credential socket, for this call only.
     let push = pushes.then(|| arm_push(call, router.as_ref()));
@@ -218,19 +195,15 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
         Ok::<_, exec::ExecError>((notices, ran))
     })
     .await
-    .map_err(|e| {
-        format!(
-            "run_command stopped unexpectedly ({e}); this is a bug in {}",
-            call.session.command
-        )
-    });
+    .map_err(|e| ToolError::stopped("run_command", e, call.session.command));
     killer.abort();
     // What the model reads names the sandbox's paths, never the host
     // folders behind them (the workspace, the cache, the scratchpad).
     let inside = inside_names(call.session);
     let ran = ran?;
-    let (notices, ran) =
-        ran.map_err(|e| exec::as_seen_inside(&format!("run_command: {e}"), &inside))?;
+    let (notices, ran) = ran.map_err(|e| {
+        ToolError::Sandbox(exec::as_seen_inside(&format!("run_command: {e}"), &inside))
+    })?;
     let finished = &ran.finished;
     let mut out = String::new();
     for notice in notices {
@@ -255,11 +228,30 @@ pub async fn run_command(call: &Call<'_>, args: RunCommand) -> Result<String, St
         String::from_utf8_lossy(&finished.stderr)
     );
     let out = exec::as_seen_inside(&out, &inside);
-    if finished.exit == Exit::Code(0) && !timed_out.load(std::sync::atomic::Ordering::SeqCst) {
+    if timed_out.load(std::sync::atomic::Ordering::SeqCst) {
+        Err(ToolError::TimedOut(out))
+    } else if finished.exit == Exit::Code(0) {
         Ok(out)
     } else {
-        Err(out)
+        Err(ToolError::Ran(out))
     }
+}
+
+/// Refuses arguments no command can be run with, naming the argument.
+fn check_arguments(args: &RunCommand) -> Result<(), ToolError> {
+    let background = args.background == Some(true);
+    let wrong = if args.argv.first().is_none_or(String::is_empty) {
+        "run_command: `argv` needs the program first, e.g. [\"make\", \"test\"]"
+    } else if args.argv.iter().any(|a| a.contains('\0')) {
+        "run_command: an argument holds a NUL byte, which no program can receive"
+    } else if background && args.timeout_seconds.is_some() {
+        "run_command: `timeout_seconds` does not apply to a background command, which runs until stop_task or the end of the session; leave it out"
+    } else if background && !(args.secrets.is_empty() && args.secret_files.is_empty()) {
+        "run_command: `secrets` and `secret_files` are given to a command the person can be asked about, and a background command is never asked; run it in the foreground, or leave them out"
+    } else {
+        return Ok(());
+    };
+    Err(ToolError::Argument(wrong.to_owned()))
 }
 
 /// The host folders a command of `session` sees elsewhere, with where

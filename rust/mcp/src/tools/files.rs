@@ -10,7 +10,7 @@ use std::sync::Arc;
 use chock_policy::names;
 use serde::Deserialize;
 
-use super::Call;
+use super::{Call, ToolError};
 use crate::gate::{Act, Asking};
 use crate::session::Session;
 use crate::workspace::{Kind, Workspace};
@@ -32,8 +32,8 @@ const MAX_WALK: usize = 200_000;
 const MAX_LINE_SHOWN: usize = 400;
 
 /// Names the act `call.<tool>` on `rel` and passes it through the gate.
-async fn gate(call: &Call<'_>, tool: &'static str, rel: &Path) -> Result<(), String> {
-    let action = names::call(tool).map_err(|e| e.to_string())?;
+async fn gate(call: &Call<'_>, tool: &'static str, rel: &Path) -> Result<(), ToolError> {
+    let action = names::call(tool)?;
     let act = Act {
         tool,
         action,
@@ -46,25 +46,22 @@ async fn gate(call: &Call<'_>, tool: &'static str, rel: &Path) -> Result<(), Str
 /// Runs blocking file work off the async threads.
 async fn blocking<T: Send + 'static>(
     session: &Arc<Session>,
-    work: impl FnOnce(&Session) -> Result<T, String> + Send + 'static,
-) -> Result<T, String> {
+    work: impl FnOnce(&Session) -> Result<T, ToolError> + Send + 'static,
+) -> Result<T, ToolError> {
     let command = session.command;
     let session = session.clone();
     tokio::task::spawn_blocking(move || work(&session))
         .await
-        .map_err(|e| format!("the tool stopped unexpectedly ({e}); this is a bug in {command}"))?
+        .map_err(|e| ToolError::stopped("the tool", e, command))?
 }
 
 /// The workspace opened for this call (an overlay is mounted for it).
-fn opened(session: &Session) -> Result<crate::workspace::Opened<'_>, String> {
-    session.workspace.opened().map_err(|e| e.to_string())
+fn opened(session: &Session) -> Result<crate::workspace::Opened<'_>, ToolError> {
+    Ok(session.workspace.opened()?)
 }
 
-fn relative(call: &Call<'_>, path: &str) -> Result<PathBuf, String> {
-    call.session
-        .workspace
-        .relative(path)
-        .map_err(|e| e.to_string())
+fn relative(call: &Call<'_>, path: &str) -> Result<PathBuf, ToolError> {
+    Ok(call.session.workspace.relative(path)?)
 }
 
 #[derive(Deserialize)]
@@ -75,13 +72,11 @@ pub struct ReadFile {
     limit: Option<usize>,
 }
 
-pub async fn read_file(call: &Call<'_>, args: ReadFile) -> Result<String, String> {
+pub async fn read_file(call: &Call<'_>, args: ReadFile) -> Result<String, ToolError> {
     let rel = relative(call, &args.path)?;
     gate(call, "read_file", &rel).await?;
     blocking(call.session, move |s| {
-        let text = opened(s)?
-            .read_text(&rel, MAX_READ_BYTES)
-            .map_err(|e| e.to_string())?;
+        let text = opened(s)?.read_text(&rel, MAX_READ_BYTES)?;
         Ok(select_lines(&text, args.offset, args.limit))
     })
     .await
@@ -129,11 +124,11 @@ pub struct ListDirectory {
     path: String,
 }
 
-pub async fn list_directory(call: &Call<'_>, args: ListDirectory) -> Result<String, String> {
+pub async fn list_directory(call: &Call<'_>, args: ListDirectory) -> Result<String, ToolError> {
     let rel = relative(call, &args.path)?;
     gate(call, "list_directory", &rel).await?;
     blocking(call.session, move |s| {
-        let listed = opened(s)?.list(&rel).map_err(|e| e.to_string())?;
+        let listed = opened(s)?.list(&rel)?;
         let mut out = String::new();
         for entry in &listed {
             match entry.kind {
@@ -160,20 +155,20 @@ pub struct Glob {
     path: String,
 }
 
-fn glob_matcher(pattern: &str) -> Result<globset::GlobMatcher, String> {
+fn glob_matcher(pattern: &str) -> Result<globset::GlobMatcher, ToolError> {
     globset::GlobBuilder::new(pattern)
         .literal_separator(true)
         .build()
         .map(|g| g.compile_matcher())
-        .map_err(|e| format!("`{pattern}` is not a glob: {e}"))
+        .map_err(|e| ToolError::Argument(format!("`{pattern}` is not a glob: {e}")))
 }
 
-pub async fn glob(call: &Call<'_>, args: Glob) -> Result<String, String> {
+pub async fn glob(call: &Call<'_>, args: Glob) -> Result<String, ToolError> {
     let rel = relative(call, &args.path)?;
     let matcher = glob_matcher(&args.pattern)?;
     gate(call, "glob", &rel).await?;
     blocking(call.session, move |s| {
-        let walked = opened(s)?.walk(&rel, MAX_WALK).map_err(|e| e.to_string())?;
+        let walked = opened(s)?.walk(&rel, MAX_WALK)?;
         let mut out = String::new();
         let mut found = 0;
         for (path, kind) in &walked.entries {
@@ -222,13 +217,18 @@ pub struct Grep {
     max_results: Option<usize>,
 }
 
-pub async fn grep(call: &Call<'_>, args: Grep) -> Result<String, String> {
+pub async fn grep(call: &Call<'_>, args: Grep) -> Result<String, ToolError> {
     let rel = relative(call, &args.path)?;
     let regex = regex::RegexBuilder::new(&args.pattern)
         .case_insensitive(args.ignore_case)
         .size_limit(1 << 20)
         .build()
-        .map_err(|e| format!("`{}` is not a regular expression: {e}", args.pattern))?;
+        .map_err(|e| {
+            ToolError::Argument(format!(
+                "`{}` is not a regular expression: {e}",
+                args.pattern
+            ))
+        })?;
     let filter = args.glob.as_deref().map(glob_matcher).transpose()?;
     let most = args
         .max_results
@@ -239,7 +239,7 @@ pub async fn grep(call: &Call<'_>, args: Grep) -> Result<String, String> {
         let tree = opened(s)?;
         let files: Vec<PathBuf> = match tree.list(&rel) {
             Ok(_) => {
-                let walked = tree.walk(&rel, MAX_WALK).map_err(|e| e.to_string())?;
+                let walked = tree.walk(&rel, MAX_WALK)?;
                 walked
                     .entries
                     .into_iter()
@@ -248,7 +248,7 @@ pub async fn grep(call: &Call<'_>, args: Grep) -> Result<String, String> {
                     .collect()
             }
             Err(crate::workspace::FileError::NotFolder { .. }) => vec![rel.clone()],
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(e.into()),
         };
         let mut out = String::new();
         let mut found = 0;
@@ -311,14 +311,14 @@ pub struct WriteFile {
     content: String,
 }
 
-fn too_large(rel: &Path, size: usize) -> String {
-    format!(
+fn too_large(rel: &Path, size: usize) -> ToolError {
+    ToolError::Argument(format!(
         "`{}`: the content is {size} bytes, over the {MAX_WRITE_BYTES}-byte bound of one write; nothing was written",
         Workspace::show(rel)
-    )
+    ))
 }
 
-pub async fn write_file(call: &Call<'_>, args: WriteFile) -> Result<String, String> {
+pub async fn write_file(call: &Call<'_>, args: WriteFile) -> Result<String, ToolError> {
     let rel = relative(call, &args.path)?;
     if args.content.len() > MAX_WRITE_BYTES {
         return Err(too_large(&rel, args.content.len()));
@@ -328,7 +328,7 @@ pub async fn write_file(call: &Call<'_>, args: WriteFile) -> Result<String, Stri
         crate::style::check(s, &rel, &args.content)?;
         opened(s)?
             .write(&rel, args.content.as_bytes())
-            .map_err(|e| format!("{e}; nothing was written"))?;
+            .map_err(|e| crate::workspace::FileError::NotWritten(Box::new(e)))?;
         Ok(format!(
             "wrote {} ({} bytes)",
             Workspace::show(&rel),
@@ -348,12 +348,12 @@ pub struct EditFile {
     replace_all: bool,
 }
 
-pub async fn edit_file(call: &Call<'_>, args: EditFile) -> Result<String, String> {
+pub async fn edit_file(call: &Call<'_>, args: EditFile) -> Result<String, ToolError> {
     let rel = relative(call, &args.path)?;
     if args.old_string.is_empty() {
-        return Err(
+        return Err(ToolError::Argument(
             "edit_file: `old_string` is empty; to write a whole file use write_file".into(),
-        );
+        ));
     }
     gate(call, "edit_file", &rel).await?;
     blocking(call.session, move |s| {
@@ -363,14 +363,14 @@ pub async fn edit_file(call: &Call<'_>, args: EditFile) -> Result<String, String
             let found = text.matches(&args.old_string).count();
             count.store(found, std::sync::atomic::Ordering::Relaxed);
             if found == 0 {
-                return Err(format!(
+                return Err(ToolError::Argument(format!(
                     "`{shown}` does not contain `old_string`; read the file and copy the text exactly, with its spaces"
-                ));
+                )));
             }
             if found > 1 && !args.replace_all {
-                return Err(format!(
+                return Err(ToolError::Argument(format!(
                     "`old_string` occurs {found} times in `{shown}`; give more of the text around it so it occurs once, or set replace_all"
-                ));
+                )));
             }
             let edited = if args.replace_all {
                 text.replace(&args.old_string, &args.new_string)

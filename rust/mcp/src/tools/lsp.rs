@@ -22,7 +22,7 @@ use chock_lsp::{DiagnosticSeverity, LspError, Place, Server};
 use chock_policy::{LspServer, names};
 use serde::Deserialize;
 
-use super::Call;
+use super::{Call, ToolError};
 use crate::gate::{Act, Asking};
 use crate::session::Session;
 use crate::workspace::Workspace;
@@ -106,15 +106,12 @@ struct Target {
 }
 
 /// Decides `call.<tool>` on the file, finds its server and reads it.
-async fn target(call: &Call<'_>, tool: &'static str, given: &str) -> Result<Target, String> {
+async fn target(call: &Call<'_>, tool: &'static str, given: &str) -> Result<Target, ToolError> {
     let session = call.session;
-    let rel = session
-        .workspace
-        .relative(given)
-        .map_err(|e| e.to_string())?;
+    let rel = session.workspace.relative(given)?;
     let act = Act {
         tool,
-        action: names::call(tool).map_err(|e| e.to_string())?,
+        action: names::call(tool)?,
         subject: Some(Workspace::show(&rel)),
         detail: Vec::new(),
     };
@@ -125,7 +122,7 @@ async fn target(call: &Call<'_>, tool: &'static str, given: &str) -> Result<Targ
             .iter()
             .flat_map(|s| s.extensions.iter().map(|e| format!(".{e}")))
             .collect();
-        return Err(format!(
+        return Err(ToolError::Unavailable(format!(
             "{tool}: no language server in {}'s .lsp serves `{}` (its servers serve {}); add one for its extension, e.g. .{{ .command = .{{ \"pyright-langserver\", \"--stdio\" }}, .language = \"python\", .extensions = .{{ \"py\" }} }}",
             session.policy.project_file().display(),
             Workspace::show(&rel),
@@ -134,7 +131,7 @@ async fn target(call: &Call<'_>, tool: &'static str, given: &str) -> Result<Targ
             } else {
                 served.join(", ")
             }
-        ));
+        )));
     };
     let server = server.clone();
     let reading = rel.clone();
@@ -144,15 +141,9 @@ async fn target(call: &Call<'_>, tool: &'static str, given: &str) -> Result<Targ
             .workspace
             .opened()
             .and_then(|opened| opened.read_text(&reading, MAX_FILE_BYTES))
-            .map_err(|e| e.to_string())
     })
     .await
-    .map_err(|e| {
-        format!(
-            "{tool} stopped unexpectedly ({e}); this is a bug in {}",
-            session.command
-        )
-    })??;
+    .map_err(|e| ToolError::stopped(tool, e, session.command))??;
     Ok(Target {
         index,
         path: session.project.dir.join(&rel),
@@ -164,13 +155,13 @@ async fn target(call: &Call<'_>, tool: &'static str, given: &str) -> Result<Targ
 
 /// The running server of `target`, started (decided at `lsp.<program>`)
 /// when none runs, or when the one that ran has ended.
-async fn server(call: &Call<'_>, target: &Target) -> Result<Arc<Server>, String> {
+async fn server(call: &Call<'_>, target: &Target) -> Result<Arc<Server>, ToolError> {
     let program = target.server.program().to_owned();
     let action = target.server.action.clone().map_err(|why| {
-        format!(
+        ToolError::LanguageServer(format!(
             "the language server at {} does not start: its program `{program}` cannot be one label of a rule ({why}), and a server is decided at lsp.<program>; give its command a program whose name has no `.`, `*` or space",
             target.server.place()
-        )
+        ))
     })?;
     let lsp = &call.session.lsp;
     let mut running = lsp.running.lock().await;
@@ -191,10 +182,10 @@ async fn server(call: &Call<'_>, target: &Target) -> Result<Arc<Server>, String>
         if let Some((count, last)) = starts.get(&target.index)
             && *count >= MAX_STARTS
         {
-            return Err(format!(
+            return Err(ToolError::LanguageServer(format!(
                 "the language server `{program}` was started {count} times in this session and stopped each time (last: {}); it is not started again until the session restarts",
                 last.as_deref().unwrap_or("unknown")
-            ));
+            )));
         }
     }
     let act = Act {
@@ -219,17 +210,16 @@ async fn server(call: &Call<'_>, target: &Target) -> Result<Arc<Server>, String>
     )
     .await
     .unwrap_or_else(|_| {
-        Err(format!(
-            "it did not start within {} s",
-            (START_BOUND + target.server.timeout).as_secs()
-        ))
+        Err(StartError::Late {
+            seconds: (START_BOUND + target.server.timeout).as_secs(),
+        })
     })
     .map_err(|why| {
-        remember(call.session, target.index, &why);
-        format!(
+        remember(call.session, target.index, &why.to_string());
+        ToolError::LanguageServer(format!(
             "the language server `{program}` (at {}) did not start: {why}",
             target.server.place()
-        )
+        ))
     })?;
     let server = started.server.clone();
     running.insert(target.index, started);
@@ -252,7 +242,7 @@ fn remember(session: &Session, index: usize, why: &str) {
 /// own that waits for it and lives exactly as long as it does (the
 /// sandbox's init ends with the thread that made it), and says
 /// `initialize` over its pipes.
-async fn start(session: &Arc<Session>, config: &LspServer) -> Result<Running, String> {
+async fn start(session: &Arc<Session>, config: &LspServer) -> Result<Running, StartError> {
     let argv = config.command.clone();
     let building = session.clone();
     let (tell, told) = tokio::sync::oneshot::channel();
@@ -266,17 +256,12 @@ async fn start(session: &Arc<Session>, config: &LspServer) -> Result<Running, St
                     &building,
                     &mut prepared,
                     chock_sandbox::netmode::Network::Closed,
-                )
-                .map_err(|e| e.to_string())?;
-                let mut started = prepared.start().map_err(|e| e.to_string())?;
-                let pipes = started
-                    .take_pipes()
-                    .ok_or("the sandbox gave no pipes; this is a bug in chock")?;
-                let stderr = started
-                    .take_stderr()
-                    .ok_or("the sandbox gave no stderr; this is a bug in chock")?;
-                let handle = started.signal_handle().map_err(|e| e.to_string())?;
-                Ok::<_, String>((started, pipes, stderr, handle))
+                )?;
+                let mut started = prepared.start()?;
+                let pipes = started.take_pipes().ok_or(StartError::NoPipe("pipes"))?;
+                let stderr = started.take_stderr().ok_or(StartError::NoPipe("stderr"))?;
+                let handle = started.signal_handle()?;
+                Ok::<_, StartError>((started, pipes, stderr, handle))
             })();
             match started {
                 Ok((started, pipes, stderr, handle)) => {
@@ -299,11 +284,9 @@ async fn start(session: &Arc<Session>, config: &LspServer) -> Result<Running, St
                 }
             }
         })
-        .map_err(|e| format!("its thread could not start ({e})"))?;
-    let ((stdin, stdout), stderr, process) = told
-        .await
-        .map_err(|_| "starting it stopped unexpectedly; this is a bug in chock".to_owned())??;
-    let as_pipe = |what: &str, e: std::io::Error| format!("its {what} cannot be used: {e}");
+        .map_err(StartError::Thread)?;
+    let ((stdin, stdout), stderr, process) = told.await.map_err(|_| StartError::Lost)??;
+    let as_pipe = |what: &'static str, source: std::io::Error| StartError::Pipe { what, source };
     let writer =
         tokio::net::unix::pipe::Sender::from_owned_fd(stdin).map_err(|e| as_pipe("stdin", e))?;
     let reader = tokio::net::unix::pipe::Receiver::from_owned_fd(stdout)
@@ -318,9 +301,34 @@ async fn start(session: &Arc<Session>, config: &LspServer) -> Result<Running, St
         }),
         Err(e) => {
             process.signal(nix::libc::SIGKILL).ok();
-            Err(e.to_string())
+            Err(StartError::Initialize(e))
         }
     }
+}
+
+/// Why a language server did not start.
+#[derive(Debug, thiserror::Error)]
+enum StartError {
+    #[error(transparent)]
+    Sandbox(#[from] chock_sandbox::exec::ExecError),
+    #[error(transparent)]
+    Furnish(#[from] chock_sandbox::SandboxError),
+    #[error("the sandbox gave no {0}; this is a bug in chock")]
+    NoPipe(&'static str),
+    #[error("its thread could not start ({0})")]
+    Thread(std::io::Error),
+    #[error("starting it stopped unexpectedly; this is a bug in chock")]
+    Lost,
+    #[error("its {what} cannot be used: {source}")]
+    Pipe {
+        what: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Initialize(LspError),
+    #[error("it did not start within {seconds} s")]
+    Late { seconds: u64 },
 }
 
 /// A server's stderr, read to its end so it never waits on a full pipe;
@@ -339,7 +347,7 @@ async fn settle<T>(
     call: &Call<'_>,
     target: &Target,
     outcome: Result<T, LspError>,
-) -> Result<T, String> {
+) -> Result<T, ToolError> {
     let error = match outcome {
         Ok(value) => return Ok(value),
         Err(error) => error,
@@ -358,15 +366,15 @@ async fn settle<T>(
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(&target.index)
             .map_or(0, |(count, _)| *count);
-        return Err(format!(
+        return Err(ToolError::LanguageServer(format!(
             "`{program}` on {}: {error}; it was stopped, and the next call starts it again ({used} of {MAX_STARTS} starts this session used)",
             Workspace::show(&target.rel)
-        ));
+        )));
     }
-    Err(format!(
+    Err(ToolError::LanguageServer(format!(
         "`{program}` on {}: {error}",
         Workspace::show(&target.rel)
-    ))
+    )))
 }
 
 /// A place as the agent reads it: `src/a.py:3:5`, relative to the project
@@ -394,9 +402,11 @@ fn list_places(session: &Session, what: &str, places: &[Place]) -> String {
 }
 
 /// The zero-based place of a 1-based line and column of the target.
-fn place(target: &Target, tool: &str, line: u32, column: u32) -> Result<Place, String> {
+fn place(target: &Target, tool: &str, line: u32, column: u32) -> Result<Place, ToolError> {
     if line == 0 || column == 0 {
-        return Err(format!("{tool}: `line` and `column` count from 1"));
+        return Err(ToolError::Argument(format!(
+            "{tool}: `line` and `column` count from 1"
+        )));
     }
     Ok(Place {
         path: target.path.clone(),
@@ -406,7 +416,7 @@ fn place(target: &Target, tool: &str, line: u32, column: u32) -> Result<Place, S
 }
 
 /// The target's server, told the file's text as the workspace holds it.
-async fn synced(call: &Call<'_>, target: &Target) -> Result<Arc<Server>, String> {
+async fn synced(call: &Call<'_>, target: &Target) -> Result<Arc<Server>, ToolError> {
     let server = server(call, target).await?;
     let outcome = server
         .sync(&target.path, &target.server.language, &target.text)
@@ -415,7 +425,7 @@ async fn synced(call: &Call<'_>, target: &Target) -> Result<Arc<Server>, String>
     Ok(server)
 }
 
-pub async fn diagnostics(call: &Call<'_>, args: InFile) -> Result<String, String> {
+pub async fn diagnostics(call: &Call<'_>, args: InFile) -> Result<String, ToolError> {
     let target = target(call, LSP_DIAGNOSTICS, &args.path).await?;
     let server = server(call, &target).await?;
     let outcome = server
@@ -456,7 +466,7 @@ pub async fn diagnostics(call: &Call<'_>, args: InFile) -> Result<String, String
     Ok(out)
 }
 
-pub async fn definition(call: &Call<'_>, args: AtPlace) -> Result<String, String> {
+pub async fn definition(call: &Call<'_>, args: AtPlace) -> Result<String, ToolError> {
     let target = target(call, LSP_DEFINITION, &args.path).await?;
     let at = place(&target, LSP_DEFINITION, args.line, args.column)?;
     let server = synced(call, &target).await?;
@@ -465,7 +475,7 @@ pub async fn definition(call: &Call<'_>, args: AtPlace) -> Result<String, String
     Ok(list_places(call.session, "definition", &found))
 }
 
-pub async fn references(call: &Call<'_>, args: AtPlace) -> Result<String, String> {
+pub async fn references(call: &Call<'_>, args: AtPlace) -> Result<String, ToolError> {
     let target = target(call, LSP_REFERENCES, &args.path).await?;
     let at = place(&target, LSP_REFERENCES, args.line, args.column)?;
     let server = synced(call, &target).await?;
@@ -474,7 +484,7 @@ pub async fn references(call: &Call<'_>, args: AtPlace) -> Result<String, String
     Ok(list_places(call.session, "reference", &found))
 }
 
-pub async fn hover(call: &Call<'_>, args: AtPlace) -> Result<String, String> {
+pub async fn hover(call: &Call<'_>, args: AtPlace) -> Result<String, ToolError> {
     let target = target(call, LSP_HOVER, &args.path).await?;
     let at = place(&target, LSP_HOVER, args.line, args.column)?;
     let server = synced(call, &target).await?;
@@ -493,7 +503,7 @@ pub async fn hover(call: &Call<'_>, args: AtPlace) -> Result<String, String> {
     Ok(text)
 }
 
-pub async fn symbols(call: &Call<'_>, args: InFile) -> Result<String, String> {
+pub async fn symbols(call: &Call<'_>, args: InFile) -> Result<String, ToolError> {
     let target = target(call, LSP_SYMBOLS, &args.path).await?;
     let server = synced(call, &target).await?;
     let outcome = server.symbols(&target.path).await;

@@ -7,6 +7,7 @@
 
 mod apply;
 mod command;
+mod error;
 mod files;
 mod git;
 mod lsp;
@@ -19,6 +20,7 @@ mod web;
 
 pub use apply::{REQUEST_APPLY, fill_workspace, finish_workspace, make_workspace};
 pub(crate) use command::SessionPolicy;
+pub use error::ToolError;
 pub use lsp::{
     LSP_DEFINITION, LSP_DIAGNOSTICS, LSP_HOVER, LSP_REFERENCES, LSP_SYMBOLS, LSP_TOOLS, LspServers,
     MAX_STARTS as LSP_MAX_STARTS, has_servers as has_language_servers,
@@ -80,23 +82,30 @@ impl Call<'_> {
         &self,
         act: &crate::gate::Act<'_>,
         asking: crate::gate::Asking,
-    ) -> Result<(), String> {
+    ) -> Result<(), ToolError> {
         self.session
             .gate(self.client, &self.cancel, act, asking)
             .await
+            .map_err(ToolError::Refused)
     }
 }
 
-/// Runs one tool: `Ok` is the text the agent reads, `Err` the sentence of a
-/// tool error.
-pub async fn dispatch(call: &Call<'_>, name: &str, arguments: Value) -> Result<String, String> {
+/// Runs one tool: `Ok` is the text the agent reads, `Err` why it did not
+/// do what it was asked.
+pub async fn dispatch(call: &Call<'_>, name: &str, arguments: Value) -> Result<String, ToolError> {
     within_bounds(name, &arguments)?;
     // The workspace's files are written while the server answers; every
     // tool waits for them (at once when they are there).
     if let Some(ready) = call.session.workspace_ready.clone() {
         tokio::task::spawn_blocking(move || ready.wait())
             .await
-            .map_err(|e| format!("waiting for the session's workspace: {e}"))??;
+            .map_err(|e| {
+                ToolError::stopped(
+                    "waiting for the session's workspace",
+                    e,
+                    call.session.command,
+                )
+            })??;
     }
     match name {
         "read_file" => files::read_file(call, parse(name, arguments)?).await,
@@ -122,17 +131,17 @@ pub async fn dispatch(call: &Call<'_>, name: &str, arguments: Value) -> Result<S
         LSP_REFERENCES => lsp::references(call, parse(name, arguments)?).await,
         LSP_HOVER => lsp::hover(call, parse(name, arguments)?).await,
         LSP_SYMBOLS => lsp::symbols(call, parse(name, arguments)?).await,
-        other => Err(format!(
+        other => Err(ToolError::NotFound(format!(
             "there is no tool named `{other}`; this server's tools are {}",
             TOOL_NAMES.join(", ")
-        )),
+        ))),
     }
 }
 
 /// Refuses arguments outside the bounds the tool's schema advertises
 /// (`minimum`, `maximum`, `minItems`, `maxItems`), naming the argument and
 /// the bound: an agent is told, never silently clamped.
-fn within_bounds(tool: &str, arguments: &Value) -> Result<(), String> {
+fn within_bounds(tool: &str, arguments: &Value) -> Result<(), ToolError> {
     let Some(definition) = definition(tool) else {
         return Ok(());
     };
@@ -173,16 +182,19 @@ fn within_bounds(tool: &str, arguments: &Value) -> Result<(), String> {
                 (None, Some(high)) => format!("at most {high}"),
                 (None, None) => String::new(),
             };
-            return Err(format!(
-                "{tool}: `{field}` {shown}, outside its bounds ({range}); nothing was done"
-            ));
+            return Err(ToolError::OutOfBounds {
+                tool: tool.to_owned(),
+                field: field.clone(),
+                shown,
+                range,
+            });
         }
     }
     Ok(())
 }
 
 /// Reads a tool's arguments, naming the fields it takes when they are wrong.
-fn parse<T: DeserializeOwned>(tool: &str, arguments: Value) -> Result<T, String> {
+fn parse<T: DeserializeOwned>(tool: &str, arguments: Value) -> Result<T, ToolError> {
     serde_json::from_value(arguments).map_err(|e| {
         let takes = definition(tool)
             .and_then(|t| {
@@ -192,7 +204,11 @@ fn parse<T: DeserializeOwned>(tool: &str, arguments: Value) -> Result<T, String>
                     .map(|p| p.keys().cloned().collect::<Vec<_>>().join(", "))
             })
             .unwrap_or_default();
-        format!("{tool}: the arguments cannot be read: {e}; it takes {takes}")
+        ToolError::Unreadable {
+            tool: tool.to_owned(),
+            why: e.to_string(),
+            takes,
+        }
     })
 }
 
@@ -221,7 +237,7 @@ pub fn skill_prompts(session: &Session) -> Vec<rmcp::model::Prompt> {
 pub async fn skill_prompt(
     call: &Call<'_>,
     name: &str,
-) -> Result<rmcp::model::GetPromptResult, String> {
+) -> Result<rmcp::model::GetPromptResult, ToolError> {
     skills::prompt(call, name).await
 }
 

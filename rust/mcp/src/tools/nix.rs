@@ -8,7 +8,7 @@ use chock_fix::{AGENT_OUTPUT_LIMIT, EvalOptions, OutputFormat, Request, Source};
 use chock_policy::names;
 use serde::Deserialize;
 
-use super::Call;
+use super::{Call, ToolError};
 use crate::build::{self, ToBuild};
 use crate::gate::{Act, Asking};
 
@@ -25,14 +25,14 @@ pub struct NixEval {
     json: bool,
 }
 
-pub async fn nix_eval(call: &Call<'_>, args: NixEval) -> Result<String, String> {
+pub async fn nix_eval(call: &Call<'_>, args: NixEval) -> Result<String, ToolError> {
     let mut shown: String = args.expression.chars().take(SHOWN_EXPRESSION).collect();
     if shown.len() < args.expression.len() {
         shown.push('…');
     }
     let act = Act {
         tool: "nix_eval",
-        action: names::call("nix_eval").map_err(|e| e.to_string())?,
+        action: names::call("nix_eval")?,
         subject: None,
         detail: vec![format!("expression: {shown}")],
     };
@@ -50,7 +50,7 @@ pub async fn nix_eval(call: &Call<'_>, args: NixEval) -> Result<String, String> 
         .session
         .workspace
         .shown_to_nix()
-        .map_err(|e| format!("nix_eval: {e}"))?;
+        .map_err(|e| ToolError::Unavailable(format!("nix_eval: {e}")))?;
     let traces = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
     let sink = traces.clone();
     let workspace = call.session.tree();
@@ -87,12 +87,7 @@ pub async fn nix_eval(call: &Call<'_>, args: NixEval) -> Result<String, String> 
         chock_fix::evaluate(&options, &request)
     })
     .await
-    .map_err(|e| {
-        format!(
-            "the evaluation stopped unexpectedly ({e}); this is a bug in {}",
-            call.session.command
-        )
-    })?;
+    .map_err(|e| ToolError::stopped("the evaluation", e, call.session.command))?;
     watcher.abort();
     let mut text = String::new();
     for line in traces.lock().map(|l| l.clone()).unwrap_or_default() {
@@ -105,7 +100,7 @@ pub async fn nix_eval(call: &Call<'_>, args: NixEval) -> Result<String, String> 
         }
         Err(e) => {
             text.push_str(&e.to_string());
-            Err(text)
+            Err(ToolError::Nix(text))
         }
     }
 }
@@ -117,10 +112,11 @@ pub struct NixBuild {
     flake: Option<String>,
 }
 
-pub async fn nix_build(call: &Call<'_>, args: NixBuild) -> Result<String, String> {
+pub async fn nix_build(call: &Call<'_>, args: NixBuild) -> Result<String, ToolError> {
     build::check_attribute("nix_build", &args.attribute)?;
     if let Some(flake) = &args.flake {
-        chock_nix::check_reference(flake).map_err(|e| format!("nix_build: {e}"))?;
+        chock_nix::check_reference(flake)
+            .map_err(|e| ToolError::Argument(format!("nix_build: {e}")))?;
     }
     let built = build::build(
         call,

@@ -15,7 +15,7 @@ use chock_inputs::FlakeInputs;
 use chock_policy::names;
 use serde::Deserialize;
 
-use super::Call;
+use super::{Call, ToolError};
 use crate::build::{self, ToBuild};
 use crate::gate::{Act, Asking};
 
@@ -34,7 +34,7 @@ pub struct ProvideTool {
     input: Option<String>,
 }
 
-pub async fn provide_tool(call: &Call<'_>, args: ProvideTool) -> Result<String, String> {
+pub async fn provide_tool(call: &Call<'_>, args: ProvideTool) -> Result<String, ToolError> {
     build::check_attribute(PROVIDE_TOOL, &args.attribute)?;
     let project = &call.session.project.dir;
     let (attribute, installable) = match &args.input {
@@ -52,7 +52,7 @@ pub async fn provide_tool(call: &Call<'_>, args: ProvideTool) -> Result<String, 
     };
     let act = Act {
         tool: PROVIDE_TOOL,
-        action: names::call(PROVIDE_TOOL).map_err(|e| e.to_string())?,
+        action: names::call(PROVIDE_TOOL)?,
         subject: Some(installable.clone()),
         detail: vec![format!("build: {installable}")],
     };
@@ -69,15 +69,17 @@ pub async fn provide_tool(call: &Call<'_>, args: ProvideTool) -> Result<String, 
     let outputs: Vec<String> = built.built.values().cloned().collect();
     let programs = programs(&outputs);
     if programs.is_empty() {
-        return Err(format!(
+        return Err(ToolError::NotFound(format!(
             "provide_tool: {installable} was built ({}) but has no programs: none of its outputs has a `bin/` folder. Use nix_build for something that is not a program.",
             outputs.join(", ")
-        ));
+        )));
     }
     build::show_to_commands(call.session, &outputs)
         .await
         .map_err(|e| {
-            format!("provide_tool: {installable} was built, but its closure could not be read: {e}")
+            ToolError::Nix(format!(
+                "provide_tool: {installable} was built, but its closure could not be read: {e}"
+            ))
         })?;
     let mut text = format!(
         "{installable} was built ({}). Its programs:\n",
@@ -96,15 +98,15 @@ pub async fn provide_tool(call: &Call<'_>, args: ProvideTool) -> Result<String, 
 }
 
 /// An input the project's `flake.lock` names at its root, as a flake.
-fn check_input(project: &Path, input: &str) -> Result<(), String> {
+fn check_input(project: &Path, input: &str) -> Result<(), ToolError> {
     chock_nix::check_attribute(std::slice::from_ref(&input.to_string()))
-        .map_err(|e| format!("provide_tool: `input`: {e}"))?;
+        .map_err(|e| ToolError::Argument(format!("provide_tool: `input`: {e}")))?;
     let lock = FlakeInputs::open(project)
-        .map_err(|e| format!("provide_tool: {e}"))?
+        .map_err(|e| ToolError::Nix(format!("provide_tool: {e}")))?
         .ok_or_else(|| {
-            format!(
+            ToolError::NotFound(format!(
                 "provide_tool: the project has no flake.lock, so it has no input `{input}`; leave `input` out to build from the project's own flake"
-            )
+            ))
         })?;
     let lock = lock.lock();
     let roots: Vec<&str> = lock
@@ -115,18 +117,18 @@ fn check_input(project: &Path, input: &str) -> Result<(), String> {
         .filter(|name| !name.contains('/'))
         .collect();
     match lock.nodes.iter().find(|n| n.name == input) {
-        Some(node) if !node.flake => Err(format!(
+        Some(node) if !node.flake => Err(ToolError::Argument(format!(
             "provide_tool: input `{input}` is not a flake (`flake = false`), so it has no outputs to build"
-        )),
+        ))),
         _ if roots.contains(&input) => Ok(()),
-        _ => Err(format!(
+        _ => Err(ToolError::NotFound(format!(
             "provide_tool: the project's flake.lock has no input `{input}`; its inputs are {}",
             if roots.is_empty() {
                 "none".to_string()
             } else {
                 roots.join(", ")
             }
-        )),
+        ))),
     }
 }
 
@@ -174,7 +176,8 @@ mod tests {
     fn an_input_must_be_a_flake_the_lock_names_at_its_root() {
         let dir = tempfile::tempdir().expect("tempdir");
         let missing = check_input(dir.path(), "nixpkgs").expect_err("no lock");
-        assert!(missing.contains("no flake.lock"), "{missing}");
+        assert!(matches!(missing, ToolError::NotFound(_)), "{missing:?}");
+        assert!(missing.to_string().contains("no flake.lock"), "{missing}");
         std::fs::write(
             dir.path().join("flake.lock"),
             r#"{"nodes": {
@@ -184,12 +187,15 @@ mod tests {
             }, "root": "root", "version": 7}"#,
         )
         .expect("lock");
-        assert_eq!(check_input(dir.path(), "tools"), Ok(()));
+        assert!(check_input(dir.path(), "tools").is_ok());
         let unknown = check_input(dir.path(), "nixpkgs").expect_err("not an input");
-        assert!(unknown.contains("its inputs are"), "{unknown}");
+        assert!(matches!(unknown, ToolError::NotFound(_)), "{unknown:?}");
+        assert!(unknown.to_string().contains("its inputs are"), "{unknown}");
         let data = check_input(dir.path(), "data").expect_err("not a flake");
-        assert!(data.contains("not a flake"), "{data}");
+        assert!(matches!(data, ToolError::Argument(_)), "{data:?}");
+        assert!(data.to_string().contains("not a flake"), "{data}");
         let dotted = check_input(dir.path(), "a.b").expect_err("a dotted name");
-        assert!(dotted.contains("`input`"), "{dotted}");
+        assert!(matches!(dotted, ToolError::Argument(_)), "{dotted:?}");
+        assert!(dotted.to_string().contains("`input`"), "{dotted}");
     }
 }

@@ -9,7 +9,7 @@
 
 use serde::Deserialize;
 
-use super::Call;
+use super::{Call, ToolError};
 use crate::gate::{Act, Asking};
 
 /// The tool's name.
@@ -22,10 +22,13 @@ pub struct WebSearch {
     count: Option<u32>,
 }
 
-pub async fn web_search(call: &Call<'_>, args: WebSearch) -> Result<String, String> {
+pub async fn web_search(call: &Call<'_>, args: WebSearch) -> Result<String, ToolError> {
     let session = call.session;
     let engine = session.policy.search().ok_or_else(|| {
-        "web_search is not offered: no search engine is named in config.zon's .search".to_owned()
+        ToolError::Unavailable(
+            "web_search is not offered: no search engine is named in config.zon's .search"
+                .to_owned(),
+        )
     })?;
     let act = Act {
         tool: WEB_SEARCH,
@@ -42,7 +45,7 @@ pub async fn web_search(call: &Call<'_>, args: WebSearch) -> Result<String, Stri
         None => Ok(None),
     })
     .await
-    .map_err(|e| format!("web_search: {e}"))??;
+    .map_err(|e| ToolError::stopped(WEB_SEARCH, e, session.command))??;
     let count = args.count.unwrap_or(engine.max_results);
     let hits = chock_search::search(engine, key.as_deref(), &args.query, count).await?;
     Ok(chock_search::shown(engine.kind, args.query.trim(), &hits))

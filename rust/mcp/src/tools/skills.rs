@@ -14,7 +14,7 @@ use std::fmt::Write as _;
 use chock_skills::{Catalog, Layers};
 use serde::Deserialize;
 
-use super::Call;
+use super::{Call, ToolError};
 use crate::gate::{Act, Asking};
 use crate::session::Session;
 
@@ -75,7 +75,7 @@ pub fn description(session: &Session) -> String {
     text
 }
 
-pub async fn read_skill(call: &Call<'_>, args: ReadSkill) -> Result<String, String> {
+pub async fn read_skill(call: &Call<'_>, args: ReadSkill) -> Result<String, ToolError> {
     read(call, args).await
 }
 
@@ -96,7 +96,10 @@ pub fn is_skill_prompt(session: &Session, name: &str) -> bool {
 }
 
 /// One skill as a prompt: read as read_skill reads it, decided the same.
-pub async fn prompt(call: &Call<'_>, name: &str) -> Result<rmcp::model::GetPromptResult, String> {
+pub async fn prompt(
+    call: &Call<'_>,
+    name: &str,
+) -> Result<rmcp::model::GetPromptResult, ToolError> {
     let text = read(
         call,
         ReadSkill {
@@ -114,14 +117,20 @@ pub async fn prompt(call: &Call<'_>, name: &str) -> Result<rmcp::model::GetPromp
     )
 }
 
-async fn read(call: &Call<'_>, args: ReadSkill) -> Result<String, String> {
+/// A skill or a file of it that cannot be read, as the skills crate says why.
+fn not_found(why: impl std::fmt::Display) -> ToolError {
+    ToolError::NotFound(why.to_string())
+}
+
+async fn read(call: &Call<'_>, args: ReadSkill) -> Result<String, ToolError> {
     let session = call.session;
     let layers = layers(session);
     let settings = session.policy.skills();
     let name = args.name.clone();
     let opened = tokio::task::spawn_blocking(move || chock_skills::open(&layers, &settings, &name))
         .await
-        .map_err(|e| format!("read_skill: {e}"))??;
+        .map_err(|e| ToolError::stopped(READ_SKILL, e, session.command))?
+        .map_err(not_found)?;
     let skill = &opened.skill;
     let mut detail = vec![
         format!("{} ({})", skill.file.display(), skill.description),
@@ -146,7 +155,7 @@ async fn read(call: &Call<'_>, args: ReadSkill) -> Result<String, String> {
         (opened, read)
     })
     .await
-    .map_err(|e| format!("read_skill: {e}"))?;
+    .map_err(|e| ToolError::stopped(READ_SKILL, e, session.command))?;
     let skill = &opened.skill;
     let mut text = format!(
         "skill `{}` ({} layer{}), {}\n",
@@ -161,7 +170,7 @@ async fn read(call: &Call<'_>, args: ReadSkill) -> Result<String, String> {
     );
     match read {
         Some(read) => {
-            let (body, cut) = read?;
+            let (body, cut) = read.map_err(not_found)?;
             let rel = args.file.as_deref().unwrap_or_default();
             let _ = writeln!(text, "file {rel}:\n");
             text.push_str(&body);

@@ -14,11 +14,11 @@ use chock_sandbox::exec::{self, ExecRequest, ProjectToolchain};
 use chock_sandbox::netmode::{self, Network};
 use serde::Deserialize;
 
-use super::Call;
+use super::{Call, ToolError};
 use crate::ROUTE;
 use crate::ask::Client;
 use crate::gate::{Act, Asking};
-use crate::ports::Reserved;
+use crate::ports::{PortError, Reserved};
 use crate::session::Session;
 use crate::tasks::{MAX_RUNNING, OUTPUT_BYTES, TASKS_MOUNT, Task, ids};
 
@@ -53,7 +53,10 @@ pub fn furnish(
 /// language server) prepared in the sandbox a tool call gets, its stdin,
 /// stdout and stderr piped to Chock. Nobody can be asked while it starts,
 /// so a dev shell that needs a question is refused, naming the rule to add.
-pub fn prepare_piped(session: &Session, argv: &[String]) -> Result<exec::Prepared, String> {
+pub fn prepare_piped(
+    session: &Session,
+    argv: &[String],
+) -> Result<exec::Prepared, exec::ExecError> {
     let request = ExecRequest {
         project: session.project.clone(),
         dev_shell: session.dev_shell.clone(),
@@ -67,16 +70,14 @@ pub fn prepare_piped(session: &Session, argv: &[String]) -> Result<exec::Prepare
         &chock_policy::Nobody,
         crate::ROUTE,
     );
-    let toolchain = exec::toolchain(&request.project, &request.dev_shell, &builder)
-        .map_err(|e| e.to_string())?;
+    let toolchain = exec::toolchain(&request.project, &request.dev_shell, &builder)?;
     let prepared = exec::prepare_allowed(
         &request,
         toolchain,
         &session.policy,
         &session.log,
         crate::ROUTE,
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     Ok(prepared.piped())
 }
 
@@ -90,7 +91,7 @@ pub async fn start(
     request: ExecRequest,
     toolchain: ProjectToolchain,
     command: String,
-) -> Result<String, String> {
+) -> Result<String, ToolError> {
     let session = call.session.clone();
     session.tasks.room()?;
     let network = netmode::background(&session.policy);
@@ -104,32 +105,27 @@ pub async fn start(
         (ROUTE, &call.client.name()),
         &session.project,
     )
-    .map_err(|e| format!("run_command: {e}"))?;
+    .map_err(sandbox_failed)?;
     let started = tokio::task::spawn_blocking(move || {
         let mut prepared =
             exec::prepare_allowed(&request, toolchain, &session.policy, &session.log, ROUTE)
-                .map_err(|e| format!("run_command: {e}"))?;
+                .map_err(sandbox_failed)?;
         let notices: Vec<String> = prepared
             .notices
             .iter()
             .map(exec::Notice::for_agent)
             .collect();
-        furnish(&session, &mut prepared, network).map_err(|e| format!("run_command: {e}"))?;
+        furnish(&session, &mut prepared, network).map_err(sandbox_failed)?;
         if let Some(router) = router {
             prepared = prepared.with_router(router);
         }
         prepared.sandbox_mut().with_dialer();
         prepared.stream_output();
         let task = session.tasks.start(prepared, command, network)?;
-        Ok::<_, String>((notices, task))
+        Ok::<_, ToolError>((notices, task))
     })
     .await
-    .map_err(|e| {
-        format!(
-            "run_command stopped unexpectedly ({e}); this is a bug in {}",
-            call.session.command
-        )
-    })?;
+    .map_err(|e| ToolError::stopped("run_command", e, call.session.command))?;
     let (notices, task) = started?;
     let mut out = String::new();
     for notice in notices {
@@ -164,6 +160,11 @@ fn network_words(network: Network) -> &'static str {
         }
         Network::Filtered => "filtered: each host it reaches must be allowed outright",
     }
+}
+
+/// A background command the sandbox could not start, as run_command says it.
+fn sandbox_failed(e: impl std::fmt::Display) -> ToolError {
+    ToolError::Sandbox(format!("run_command: {e}"))
 }
 
 /// The ports the rules name exactly (`net.serve.3000`), lowest first: a
@@ -236,11 +237,9 @@ fn serve_act(port: u16, task: &Task, tool: &'static str) -> Act<'static> {
 }
 
 /// Serves a reserved port for `task`; the line that says so.
-fn publish(session: &Session, reserved: Reserved, task: &Task) -> Result<String, String> {
+fn publish(session: &Session, reserved: Reserved, task: &Task) -> Result<String, PortError> {
     let port = reserved.port();
-    let dialer = task
-        .dialer()
-        .ok_or_else(|| format!("task {} has no port helper", task.id))?;
+    let dialer = task.dialer().ok_or(PortError::NoHelper { task: task.id })?;
     session.tasks.ports.publish(reserved, task.id, dialer)?;
     session.tasks.write_record(task);
     Ok(format!(
@@ -250,25 +249,25 @@ fn publish(session: &Session, reserved: Reserved, task: &Task) -> Result<String,
 }
 
 /// A running task by its id, or the one running task when none is named.
-fn pick(session: &Session, task: Option<u32>, tool: &str) -> Result<Arc<Task>, String> {
+fn pick(session: &Session, task: Option<u32>, tool: &str) -> Result<Arc<Task>, ToolError> {
     match task {
         Some(id) => session.tasks.get(id).ok_or_else(|| {
-            format!(
+            ToolError::NotFound(format!(
                 "{tool}: there is no task {id}; the session's tasks are: {}",
                 listing(session)
-            )
+            ))
         }),
         None => {
             let running = session.tasks.running();
             match running.as_slice() {
                 [only] => Ok(only.clone()),
-                [] => Err(format!(
+                [] => Err(ToolError::NotFound(format!(
                     "{tool}: no background command is running; start one with run_command and `background: true`"
-                )),
-                _ => Err(format!(
+                ))),
+                _ => Err(ToolError::Argument(format!(
                     "{tool}: name the task: {} are running",
                     ids(&running)
-                )),
+                ))),
             }
         }
     }
@@ -281,30 +280,27 @@ pub struct ServePort {
     task: Option<u32>,
 }
 
-pub async fn serve_port(call: &Call<'_>, args: ServePort) -> Result<String, String> {
+pub async fn serve_port(call: &Call<'_>, args: ServePort) -> Result<String, ToolError> {
     let session = call.session;
     let task = pick(session, args.task, SERVE_PORT)?;
     if !task.running() {
-        return Err(format!(
+        return Err(ToolError::Unavailable(format!(
             "{SERVE_PORT}: task {} has ended ({}); a port is published only for a running task",
             task.id,
             task.state().words()
-        ));
+        )));
     }
     let port = args.port;
     // Bound before the act is decided, so what was asked about is what is
     // served; each refusal says which port and why.
-    let reserved = session
-        .tasks
-        .ports
-        .reserve(port)
-        .map_err(|why| format!("{SERVE_PORT}: not published: {why}"))?;
+    let reserved = session.tasks.ports.reserve(port)?;
     let act = serve_act(port, &task, SERVE_PORT);
     let verdict = port_verdict(session, call.client, &act, port);
     call.session
         .gate_verdict(call.client, &call.cancel, &act, Asking::Person, verdict)
-        .await?;
-    publish(session, reserved, &task).map_err(|why| format!("{SERVE_PORT}: not published: {why}"))
+        .await
+        .map_err(ToolError::Refused)?;
+    Ok(publish(session, reserved, &task)?)
 }
 
 /// `net.serve.<port>`, read so that only a rule naming the port allows it
@@ -344,7 +340,7 @@ pub struct TaskOutput {
     wait_seconds: Option<u64>,
 }
 
-pub async fn task_output(call: &Call<'_>, args: TaskOutput) -> Result<String, String> {
+pub async fn task_output(call: &Call<'_>, args: TaskOutput) -> Result<String, ToolError> {
     let task = pick(call.session, Some(args.task), "task_output")?;
     let offset = args.offset.unwrap_or(0);
     if let Some(wait) = args.wait_seconds.filter(|w| *w > 0) {
@@ -392,7 +388,7 @@ pub struct StopTask {
     task: u32,
 }
 
-pub async fn stop_task(call: &Call<'_>, args: StopTask) -> Result<String, String> {
+pub async fn stop_task(call: &Call<'_>, args: StopTask) -> Result<String, ToolError> {
     let task = pick(call.session, Some(args.task), "stop_task")?;
     if !task.running() {
         return Ok(format!(
@@ -415,7 +411,7 @@ pub async fn stop_task(call: &Call<'_>, args: StopTask) -> Result<String, String
 #[serde(deny_unknown_fields)]
 pub struct ListTasks {}
 
-pub async fn list_tasks(call: &Call<'_>, _args: ListTasks) -> Result<String, String> {
+pub async fn list_tasks(call: &Call<'_>, _args: ListTasks) -> Result<String, ToolError> {
     Ok(listing(call.session))
 }
 

@@ -13,7 +13,7 @@ use chock_policy::names;
 use reqwest::{StatusCode, Url};
 use serde::Deserialize;
 
-use super::Call;
+use super::{Call, ToolError};
 use crate::fetch::{ROBOTS_AGENT, client};
 use crate::gate::{Act, Asking};
 
@@ -32,24 +32,25 @@ pub struct FetchUrl {
 }
 
 /// Checks a URL fetch_url may read and names its host's action.
-fn check(url: &Url) -> Result<(String, String), String> {
+fn check(url: &Url) -> Result<(String, String), ToolError> {
     if !matches!(url.scheme(), "http" | "https") {
-        return Err(format!(
+        return Err(ToolError::Argument(format!(
             "`{url}`: fetch_url reads http and https only, not `{}`",
             url.scheme()
-        ));
+        )));
     }
     if !url.username().is_empty() || url.password().is_some() {
-        return Err(
+        return Err(ToolError::Argument(
             "the URL carries a user name or password; fetch_url sends no credential, so remove it"
                 .into(),
-        );
+        ));
     }
     let host = url
         .host_str()
-        .ok_or_else(|| format!("`{url}` names no host"))?
+        .ok_or_else(|| ToolError::Argument(format!("`{url}` names no host")))?
         .to_string();
-    let action = names::net_fetch(&host).map_err(|e| format!("refused: {e}"))?;
+    let action =
+        names::net_fetch(&host).map_err(|e| ToolError::Argument(format!("refused: {e}")))?;
     Ok((host, action))
 }
 
@@ -81,7 +82,7 @@ async fn read_body(
 }
 
 /// Whether robots.txt at `url`'s origin lets this agent read `url`.
-async fn robots_allow(call: &Call<'_>, url: &Url) -> Result<(), String> {
+async fn robots_allow(call: &Call<'_>, url: &Url) -> Result<(), ToolError> {
     let origin = origin(url);
     let cached = call
         .session
@@ -116,9 +117,7 @@ async fn robots_allow(call: &Call<'_>, url: &Url) -> Result<(), String> {
             url.path()
         ),
     };
-    Err(format!(
-        "refused: {why}; Chock honours robots.txt, so this page is not read"
-    ))
+    Err(ToolError::Robots(why))
 }
 
 /// What a site's robots.txt says, as far as fetch_url needs.
@@ -135,7 +134,7 @@ async fn fetch_robots(url: &Url) -> Robots {
     };
     let client = match client() {
         Ok(client) => client,
-        Err(e) => return Robots::DisallowAll(e),
+        Err(e) => return Robots::DisallowAll(e.to_string()),
     };
     let response = match client.get(robots_url.clone()).send().await {
         Ok(response) => response,
@@ -191,12 +190,13 @@ fn looks_like_text(content_type: Option<&str>, body: &[u8]) -> bool {
     textual && !body.iter().take(8192).any(|b| *b == 0)
 }
 
-pub async fn fetch_url(call: &Call<'_>, args: FetchUrl) -> Result<String, String> {
+pub async fn fetch_url(call: &Call<'_>, args: FetchUrl) -> Result<String, ToolError> {
     let limit = args
         .max_bytes
         .unwrap_or(MAX_FETCH_BYTES)
         .clamp(1, MAX_FETCH_BYTES);
-    let mut url = Url::parse(&args.url).map_err(|e| format!("`{}` is not a URL: {e}", args.url))?;
+    let mut url = Url::parse(&args.url)
+        .map_err(|e| ToolError::Argument(format!("`{}` is not a URL: {e}", args.url)))?;
     let (mut host, action) = check(&url)?;
     let act = Act {
         tool: "fetch_url",
@@ -209,18 +209,17 @@ pub async fn fetch_url(call: &Call<'_>, args: FetchUrl) -> Result<String, String
     let mut hops: Vec<String> = Vec::new();
     loop {
         robots_allow(call, &url).await?;
-        let response = client
-            .get(url.clone())
-            .send()
-            .await
-            .map_err(|e| format!("fetching {url} failed: {}", causes(&e)))?;
+        let response =
+            client.get(url.clone()).send().await.map_err(|e| {
+                ToolError::Network(format!("fetching {url} failed: {}", causes(&e)))
+            })?;
         let status = response.status();
         if status.is_redirection() {
             let next = redirect_target(&url, &response)?;
             if hops.len() >= MAX_HOPS {
-                return Err(format!(
+                return Err(ToolError::Network(format!(
                     "{url} redirected more than {MAX_HOPS} times; stopped"
-                ));
+                )));
             }
             let (next_host, next_action) = check(&next)?;
             if next_host != host {
@@ -244,7 +243,7 @@ pub async fn fetch_url(call: &Call<'_>, args: FetchUrl) -> Result<String, String
             .map(str::to_owned);
         let (body, cut) = read_body(response, limit)
             .await
-            .map_err(|e| format!("reading {url} failed: {}", causes(&e)))?;
+            .map_err(|e| ToolError::Network(format!("reading {url} failed: {}", causes(&e))))?;
         return answer(
             &url,
             status,
@@ -257,19 +256,22 @@ pub async fn fetch_url(call: &Call<'_>, args: FetchUrl) -> Result<String, String
     }
 }
 
-fn redirect_target(url: &Url, response: &reqwest::Response) -> Result<Url, String> {
+fn redirect_target(url: &Url, response: &reqwest::Response) -> Result<Url, ToolError> {
     let location = response
         .headers()
         .get(reqwest::header::LOCATION)
         .and_then(|v| v.to_str().ok())
         .ok_or_else(|| {
-            format!(
+            ToolError::Network(format!(
                 "{url} answered {} with no usable Location",
                 response.status()
-            )
+            ))
         })?;
-    url.join(location)
-        .map_err(|e| format!("{url} redirected to `{location}`, which is not a URL: {e}"))
+    url.join(location).map_err(|e| {
+        ToolError::Network(format!(
+            "{url} redirected to `{location}`, which is not a URL: {e}"
+        ))
+    })
 }
 
 fn answer(
@@ -280,7 +282,7 @@ fn answer(
     cut: bool,
     limit: usize,
     hops: &[String],
-) -> Result<String, String> {
+) -> Result<String, ToolError> {
     let mut out = format!(
         "{url} answered {status}{}, {} bytes{}\n",
         content_type.map(|t| format!(" ({t})")).unwrap_or_default(),
@@ -303,7 +305,7 @@ fn answer(
     if status.is_success() {
         Ok(out)
     } else {
-        Err(out)
+        Err(ToolError::Ran(out))
     }
 }
 
@@ -315,12 +317,12 @@ mod tests {
     fn only_http_and_https_without_credentials() {
         let parse = |u: &str| {
             Url::parse(u)
-                .map_err(|e| e.to_string())
+                .map_err(|e| ToolError::Argument(e.to_string()))
                 .and_then(|u| check(&u))
         };
         assert_eq!(
-            parse("https://docs.ziglang.org/x").map(|(_, a)| a),
-            Ok("net.fetch.org.ziglang.docs".to_string())
+            parse("https://docs.ziglang.org/x").ok().map(|(_, a)| a),
+            Some("net.fetch.org.ziglang.docs".to_string())
         );
         assert!(parse("file:///etc/passwd").is_err());
         assert!(parse("ftp://example.org/").is_err());
