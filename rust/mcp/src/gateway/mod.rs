@@ -116,8 +116,46 @@ struct Upstream {
 
 enum Link {
     Up(Connection),
-    /// Not reachable: why, in a sentence an agent can read.
+    /// Not reachable: why, in a sentence an agent can read. It is kept as
+    /// words because it is told again on every later call, whatever made
+    /// it (a row read at start, a start that failed, a server that stopped).
     Down(String),
+}
+
+/// Why a configured server is not started at all.
+#[derive(Debug, thiserror::Error)]
+enum Unadmitted {
+    #[error(
+        "its name is this server's own (`{0}`), whose tools' rows are mcp.{0}.tool.*; rename it in chock.zon"
+    )]
+    OwnName(String),
+    #[error("`{url}` is not a URL: {why}")]
+    NotUrl { url: String, why: String },
+    #[error(
+        "`{url}` names no host a rule can name (an IPv6 address is not read); write a host name"
+    )]
+    NoHost { url: String },
+    #[error("{0}")]
+    Unread(String),
+    #[error(
+        "`{url}` is read as host `{client}` by the HTTP client and `{policy}` by the policy, so it is not reached; write the URL plainly, without `\\` or credentials"
+    )]
+    TwoHosts {
+        url: String,
+        client: String,
+        policy: String,
+    },
+    #[error(transparent)]
+    Name(#[from] chock_policy::NameError),
+    #[error(
+        "{action} answered {decision} at start, by {by}; a server is reached only at a host a rule allows, because it starts before anybody can be asked. To allow it, add to .policy.rules in {file}: .{{ .action = \"{action}\", .decision = .allow }},"
+    )]
+    HostNotAllowed {
+        action: String,
+        decision: chock_policy::Decision,
+        by: String,
+        file: String,
+    },
 }
 
 #[derive(Clone)]
@@ -517,22 +555,26 @@ fn matches_from(parts: &[(&str, &str)], last: &str, uri: &str) -> bool {
 /// The host the HTTP client will connect to for `url`, read by the parser
 /// the client itself uses, so the host decided is the host reached; a URL
 /// the policy's reader sees another host in is refused.
-fn connected_host(url: &str) -> Result<String, String> {
-    let parsed = reqwest::Url::parse(url).map_err(|e| format!("`{url}` is not a URL: {e}"))?;
+fn connected_host(url: &str) -> Result<String, Unadmitted> {
+    let parsed = reqwest::Url::parse(url).map_err(|e| Unadmitted::NotUrl {
+        url: url.to_owned(),
+        why: e.to_string(),
+    })?;
     let host = match parsed.host_str() {
         Some(host) if !host.starts_with('[') => host.to_ascii_lowercase(),
         _ => {
-            return Err(format!(
-                "`{url}` names no host a rule can name (an IPv6 address is not read); write a host name"
-            ));
+            return Err(Unadmitted::NoHost {
+                url: url.to_owned(),
+            });
         }
     };
-    let read = chock_policy::url_endpoint(url).map_err(|e| e.to_string())?;
+    let read = chock_policy::url_endpoint(url).map_err(|e| Unadmitted::Unread(e.to_string()))?;
     if read.host != host || !matches!(parsed.scheme(), "http" | "https") {
-        return Err(format!(
-            "`{url}` is read as host `{host}` by the HTTP client and `{}` by the policy, so it is not reached; write the URL plainly, without `\\` or credentials",
-            read.host
-        ));
+        return Err(Unadmitted::TwoHosts {
+            url: url.to_owned(),
+            client: host,
+            policy: read.host,
+        });
     }
     Ok(host)
 }
@@ -571,15 +613,12 @@ impl Upstream {
             config,
         };
         let admitted = if upstream.config.name == session.name {
-            Err(format!(
-                "its name is this server's own (`{}`), whose tools' rows are mcp.{}.tool.*; rename it in chock.zon",
-                session.name, session.name
-            ))
+            Err(Unadmitted::OwnName(session.name.clone()))
         } else {
             upstream.admit(session)
         };
         let link = match admitted {
-            Err(why) => Link::Down(why),
+            Err(why) => Link::Down(why.to_string()),
             Ok(grants) => {
                 upstream.grants = grants;
                 match upstream::connect(
@@ -622,22 +661,22 @@ impl Upstream {
     /// The rows read before a server starts: a URL server's host (only
     /// allow reaches it), a command server's secrets and network (only
     /// allow gives one).
-    fn admit(&self, session: &Session) -> Result<upstream::Grants, String> {
+    fn admit(&self, session: &Session) -> Result<upstream::Grants, Unadmitted> {
         let name = &self.config.name;
         match &self.config.launch {
             Launch::Url(url) => {
                 let host = connected_host(url)?;
-                let action = names::mcp_host(name, &host).map_err(|e| e.to_string())?;
+                let action = names::mcp_host(name, &host)?;
                 let (granted, verdict) = start_allow(session, name, &action, Some(&host));
                 if granted {
                     Ok(upstream::Grants::default())
                 } else {
-                    Err(format!(
-                        "{action} answered {} at start, by {}; a server is reached only at a host a rule allows, because it starts before anybody can be asked. To allow it, add to .policy.rules in {}: .{{ .action = \"{action}\", .decision = .allow }},",
-                        verdict.decision,
-                        decided_by_words(&verdict),
-                        session.policy.project_file().display()
-                    ))
+                    Err(Unadmitted::HostNotAllowed {
+                        action,
+                        decision: verdict.decision,
+                        by: decided_by_words(&verdict),
+                        file: session.policy.project_file().display().to_string(),
+                    })
                 }
             }
             Launch::Command(_) => {
@@ -694,9 +733,9 @@ impl Upstream {
     /// then reaches each host only where `net.connect.*` allows it
     /// outright, since nobody can be asked for a server. Anything else
     /// leaves it the loopback of its own namespace.
-    fn start_network(&self, session: &Session) -> Result<Network, String> {
+    fn start_network(&self, session: &Session) -> Result<Network, Unadmitted> {
         let name = &self.config.name;
-        let action = names::mcp_network(name).map_err(|e| e.to_string())?;
+        let action = names::mcp_network(name)?;
         let (granted, verdict) = start_allow(session, name, &action, None);
         if !granted {
             if verdict.decision != chock_policy::Decision::Deny {
@@ -798,7 +837,8 @@ impl Upstream {
     }
 
     /// The live connection's peer; a server found dead is started again
-    /// the first time, and reported from then on.
+    /// the first time, and reported from then on. `Err` is the reason the
+    /// link keeps ([`Link::Down`]).
     async fn live(&self) -> Result<rmcp::Peer<rmcp::RoleClient>, String> {
         let mut link = self.link.lock().await;
         let gone = match &*link {
@@ -1041,22 +1081,29 @@ impl Upstream {
 
 #[cfg(test)]
 mod tests {
-    use super::{connected_host, template_matches};
+    use super::{Unadmitted, connected_host, template_matches};
 
     #[test]
     fn the_host_decided_is_the_host_the_client_connects_to() {
         assert_eq!(
-            connected_host("https://Mcp.Notion.com/mcp").as_deref(),
-            Ok("mcp.notion.com")
+            connected_host("https://Mcp.Notion.com/mcp").ok().as_deref(),
+            Some("mcp.notion.com")
         );
         assert_eq!(
-            connected_host("http://127.0.0.1:8123/mcp").as_deref(),
-            Ok("127.0.0.1")
+            connected_host("http://127.0.0.1:8123/mcp").ok().as_deref(),
+            Some("127.0.0.1")
         );
         // A reader that splits at the last `@` sees 127.0.0.1; the client
         // reads the backslash as the end of the host and connects to 127.0.0.2.
         let split = connected_host("http://127.0.0.2:80\\@127.0.0.1/mcp").unwrap_err();
-        assert!(split.contains("read as host `127.0.0.2`"), "{split}");
+        assert!(
+            matches!(&split, Unadmitted::TwoHosts { client, .. } if client == "127.0.0.2"),
+            "{split:?}"
+        );
+        assert!(
+            split.to_string().contains("read as host `127.0.0.2`"),
+            "{split}"
+        );
         assert!(connected_host("http://[::1]:80/mcp").is_err());
         assert!(connected_host("file:///etc/passwd").is_err());
     }

@@ -28,6 +28,37 @@ const QUEUE: usize = 64;
 /// How long the server has to name its endpoint once the stream is open.
 const ENDPOINT_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// Why a URL did not open as an HTTP+SSE server.
+#[derive(Debug, thiserror::Error)]
+pub enum SseError {
+    #[error("`{url}` is not a URL: {why}")]
+    NotUrl { url: String, why: String },
+    #[error("GET {url} failed: {source}")]
+    Get {
+        url: String,
+        #[source]
+        source: reqwest::Error,
+    },
+    #[error("GET {url} answered {status}{}, not an event stream", if *.is_stream { "" } else { " without text/event-stream" })]
+    NotStream {
+        url: String,
+        status: reqwest::StatusCode,
+        is_stream: bool,
+    },
+    #[error("the server named endpoint `{named}`, which is not a URL: {why}")]
+    EndpointNotUrl { named: String, why: String },
+    #[error(
+        "the server named endpoint `{endpoint}`, on another origin than {stream}; Chock posts only where the stream came from, the host a rule allowed"
+    )]
+    OtherOrigin { endpoint: String, stream: String },
+    #[error("the server named an endpoint of {size} bytes, over its bound of {max}")]
+    EndpointTooLong { size: usize, max: usize },
+    #[error("{url} closed its event stream before it named an endpoint")]
+    Closed { url: String },
+    #[error("{url} named no endpoint within {} s", ENDPOINT_TIMEOUT.as_secs())]
+    NoEndpoint { url: String },
+}
+
 /// One open stream and the endpoint messages are posted to.
 pub struct SseTransport {
     http: reqwest::Client,
@@ -57,15 +88,20 @@ impl SseTransport {
         server: &str,
         url: &str,
         max: usize,
-    ) -> Result<SseTransport, String> {
-        let stream_url =
-            reqwest::Url::parse(url).map_err(|e| format!("`{url}` is not a URL: {e}"))?;
+    ) -> Result<SseTransport, SseError> {
+        let stream_url = reqwest::Url::parse(url).map_err(|e| SseError::NotUrl {
+            url: url.to_owned(),
+            why: e.to_string(),
+        })?;
         let response = http
             .get(stream_url.clone())
             .header(reqwest::header::ACCEPT, "text/event-stream")
             .send()
             .await
-            .map_err(|e| format!("GET {url} failed: {e}"))?;
+            .map_err(|source| SseError::Get {
+                url: url.to_owned(),
+                source,
+            })?;
         let status = response.status();
         let is_stream = response
             .headers()
@@ -73,14 +109,11 @@ impl SseTransport {
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.starts_with("text/event-stream"));
         if !status.is_success() || !is_stream {
-            return Err(format!(
-                "GET {url} answered {status}{}, not an event stream",
-                if is_stream {
-                    ""
-                } else {
-                    " without text/event-stream"
-                }
-            ));
+            return Err(SseError::NotStream {
+                url: url.to_owned(),
+                status,
+                is_stream,
+            });
         }
         let (endpoint_tell, endpoint) = oneshot::channel();
         let (tell, incoming) = mpsc::channel(QUEUE);
@@ -99,16 +132,15 @@ impl SseTransport {
                 return Err(why);
             }
             Ok(Err(_)) => {
-                return Err(format!(
-                    "{url} closed its event stream before it named an endpoint"
-                ));
+                return Err(SseError::Closed {
+                    url: url.to_owned(),
+                });
             }
             Err(_) => {
                 reader.abort();
-                return Err(format!(
-                    "{url} named no endpoint within {} s",
-                    ENDPOINT_TIMEOUT.as_secs()
-                ));
+                return Err(SseError::NoEndpoint {
+                    url: url.to_owned(),
+                });
             }
         };
         Ok(SseTransport {
@@ -290,14 +322,18 @@ impl Events {
 
 /// The URL the `endpoint` event names, resolved against the stream's URL;
 /// refused unless it has the stream's scheme, host and port.
-fn endpoint_url(stream: &reqwest::Url, named: &str) -> Result<reqwest::Url, String> {
+fn endpoint_url(stream: &reqwest::Url, named: &str) -> Result<reqwest::Url, SseError> {
     let endpoint = stream
         .join(named.trim())
-        .map_err(|e| format!("the server named endpoint `{named}`, which is not a URL: {e}"))?;
+        .map_err(|e| SseError::EndpointNotUrl {
+            named: named.to_owned(),
+            why: e.to_string(),
+        })?;
     if endpoint.origin() != stream.origin() {
-        return Err(format!(
-            "the server named endpoint `{endpoint}`, on another origin than {stream}; Chock posts only where the stream came from, the host a rule allowed"
-        ));
+        return Err(SseError::OtherOrigin {
+            endpoint: endpoint.to_string(),
+            stream: stream.to_string(),
+        });
     }
     Ok(endpoint)
 }
@@ -312,7 +348,7 @@ async fn read_stream<S, D>(
     mut events: Events,
     mut dropped: Dropped,
     stream_url: reqwest::Url,
-    endpoint: oneshot::Sender<Result<reqwest::Url, String>>,
+    endpoint: oneshot::Sender<Result<reqwest::Url, SseError>>,
     tell: mpsc::Sender<RxJsonRpcMessage<RoleClient>>,
 ) where
     S: futures::Stream<Item = Result<D, reqwest::Error>> + Unpin,
@@ -333,10 +369,10 @@ async fn read_stream<S, D>(
                 Event::Oversized { kind, skipped } if kind == b"endpoint" => {
                     if let Some(endpoint) = endpoint.take() {
                         endpoint
-                            .send(Err(format!(
-                                "the server named an endpoint of {} bytes, over its bound of {max}",
-                                skipped.size
-                            )))
+                            .send(Err(SseError::EndpointTooLong {
+                                size: skipped.size,
+                                max,
+                            }))
                             .ok();
                     }
                     continue;
@@ -413,7 +449,7 @@ impl Transport<RoleClient> for SseTransport {
 
 #[cfg(test)]
 mod tests {
-    use super::{Event, Events, endpoint_url};
+    use super::{Event, Events, SseError, endpoint_url};
 
     fn whole(kind: &str, data: &str) -> Event {
         Event::Whole {
@@ -495,7 +531,14 @@ mod tests {
             "//evil.test/messages/",
         ] {
             let refused = endpoint_url(&stream, elsewhere).unwrap_err();
-            assert!(refused.contains("another origin"), "{elsewhere}: {refused}");
+            assert!(
+                matches!(refused, SseError::OtherOrigin { .. }),
+                "{elsewhere}: {refused:?}"
+            );
+            assert!(
+                refused.to_string().contains("another origin"),
+                "{elsewhere}: {refused}"
+            );
         }
     }
 }

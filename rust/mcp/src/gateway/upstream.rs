@@ -25,6 +25,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::{ClientHandler, ErrorData, Peer, RoleClient, RoleServer, ServiceExt};
 
 use crate::session::Session;
+use crate::tools::PipedError;
 
 /// How long a server has to start and answer `initialize`.
 pub const START_TIMEOUT: Duration = Duration::from_secs(60);
@@ -373,6 +374,32 @@ impl Drop for Process {
     }
 }
 
+/// Why a server did not start, or did not answer `initialize`.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    #[error(transparent)]
+    Piped(#[from] crate::tools::PipedError),
+    #[error("it did not start within {} s", START_TIMEOUT.as_secs())]
+    Late,
+    #[error("the HTTP client cannot be made: {0}")]
+    Client(reqwest::Error),
+    #[error(
+        "{url} did not answer as an MCP server over Streamable HTTP ({streamable}), nor over the older HTTP+SSE transport ({sse})"
+    )]
+    NoTransport {
+        url: String,
+        streamable: String,
+        sse: super::sse::SseError,
+    },
+    #[error("{url} opened an HTTP+SSE stream but did not answer `initialize`: {why}")]
+    SseUnanswered { url: String, why: String },
+    /// The server ended before it answered: how it ended.
+    #[error("{0} before it answered `initialize`")]
+    Ended(String),
+    #[error("it did not answer `initialize`: {0}")]
+    Unanswered(String),
+}
+
 /// Starts `server` and speaks `initialize` to it. A command server runs in
 /// the sandbox, with the project's toolchain and what it was granted (its
 /// secrets, its network); a URL server is reached only after its host was
@@ -382,7 +409,7 @@ pub async fn connect(
     server: &McpServer,
     grants: &Grants,
     client: Client,
-) -> Result<Connection, String> {
+) -> Result<Connection, ConnectError> {
     let started = async {
         match &server.launch {
             Launch::Command(argv) => spawn(session, server, argv, grants, client).await,
@@ -397,7 +424,7 @@ pub async fn connect(
     };
     tokio::time::timeout(START_TIMEOUT, started)
         .await
-        .map_err(|_| format!("it did not start within {} s", START_TIMEOUT.as_secs()))?
+        .map_err(|_| ConnectError::Late)?
 }
 
 /// Speaks Streamable HTTP to `url`; when that is refused, falls back to
@@ -408,7 +435,7 @@ async fn reach(
     url: &str,
     max: usize,
     client: Client,
-) -> Result<RunningService<RoleClient, Client>, String> {
+) -> Result<RunningService<RoleClient, Client>, ConnectError> {
     let http = http_client()?;
     // No message longer than the server's bound is read, on either transport.
     let mut config = StreamableHttpClientTransportConfig::with_uri(url).max_sse_event_size(max);
@@ -423,18 +450,24 @@ async fn reach(
     };
     let sse = match super::sse::SseTransport::open(http, &client.server, url, max).await {
         Ok(sse) => sse,
-        Err(why) => {
-            return Err(format!(
-                "{url} did not answer as an MCP server over Streamable HTTP ({streamable}), nor over the older HTTP+SSE transport ({why})"
-            ));
+        Err(sse) => {
+            return Err(ConnectError::NoTransport {
+                url: url.to_owned(),
+                streamable: streamable.to_string(),
+                sse,
+            });
         }
     };
     tracing::warn!(
         "chock mcp: {url} speaks the older HTTP+SSE transport, which MCP replaced by Streamable HTTP; it is used"
     );
-    client.serve(sse).await.map_err(|e| {
-        format!("{url} opened an HTTP+SSE stream but did not answer `initialize`: {e}")
-    })
+    client
+        .serve(sse)
+        .await
+        .map_err(|e| ConnectError::SseUnanswered {
+            url: url.to_owned(),
+            why: e.to_string(),
+        })
 }
 
 /// Starts a command server in the sandbox, on a thread of its own that
@@ -451,7 +484,7 @@ async fn spawn(
     argv: &[String],
     grants: &Grants,
     client: Client,
-) -> Result<Connection, String> {
+) -> Result<Connection, ConnectError> {
     let name = server.name.clone();
     // A server is never asked about: its router reaches what the rules
     // allow outright and refuses the rest, as a background command's does.
@@ -463,7 +496,7 @@ async fn spawn(
         (crate::ROUTE, &format!("mcp:{name}")),
         &session.project,
     )
-    .map_err(|e| e.to_string())?;
+    .map_err(PipedError::from)?;
     let (env, files, network) = (grants.env.clone(), grants.files.clone(), grants.network);
     let argv = argv.to_vec();
     let building = session.clone();
@@ -474,24 +507,22 @@ async fn spawn(
         .name(format!("chock-mcp-{name}"))
         .spawn(move || {
             let started = (|| {
-                let mut prepared = crate::tools::prepare_piped(&building, &argv)
-                    .map_err(|e| e.to_string())?
+                let mut prepared = crate::tools::prepare_piped(&building, &argv)?
                     .with_env(env)
-                    .with_secret_files(files)
-                    .map_err(|e| e.to_string())?;
+                    .with_secret_files(files)?;
                 prepared.sandbox_mut().set_network(network);
                 if let Some(router) = router {
                     prepared = prepared.with_router(router);
                 }
-                let mut started = prepared.start().map_err(|e| e.to_string())?;
-                let pipes = started
-                    .take_pipes()
-                    .ok_or("the sandbox gave no pipes; this is a bug in chock mcp")?;
-                let stderr = started
-                    .take_stderr()
-                    .ok_or("the sandbox gave no stderr; this is a bug in chock mcp")?;
-                let handle = started.signal_handle().map_err(|e| e.to_string())?;
-                Ok::<_, String>((started, (pipes, stderr), handle))
+                let mut started = prepared.start()?;
+                let no = |what| PipedError::NoPipe {
+                    what,
+                    by: "chock mcp",
+                };
+                let pipes = started.take_pipes().ok_or(no("pipes"))?;
+                let stderr = started.take_stderr().ok_or(no("stderr"))?;
+                let handle = started.signal_handle()?;
+                Ok::<_, PipedError>((started, (pipes, stderr), handle))
             })();
             let started = match started {
                 Ok((started, pipes, handle)) => {
@@ -518,26 +549,25 @@ async fn spawn(
             tracing::warn!("chock mcp: MCP server `{server_name}` stopped: {why}");
             ended.send_replace(Some(why));
         })
-        .map_err(|e| format!("its thread could not start ({e})"))?;
-    let (((stdin, stdout), stderr), handle) = told
-        .await
-        .map_err(|_| "starting it stopped unexpectedly; this is a bug in chock mcp".to_owned())??;
+        .map_err(PipedError::Thread)?;
+    let (((stdin, stdout), stderr), handle) =
+        told.await.map_err(|_| PipedError::Lost("chock mcp"))??;
     let stderr = tokio::net::unix::pipe::Receiver::from_owned_fd(stderr)
-        .map_err(|e| format!("its stderr cannot be used: {e}"))?;
+        .map_err(PipedError::pipe("stderr"))?;
     tokio::spawn(log_stderr(name.clone(), session.clone(), stderr));
     let process = Process { handle, exit };
-    let writer = tokio::net::unix::pipe::Sender::from_owned_fd(stdin)
-        .map_err(|e| format!("its stdin cannot be used: {e}"))?;
+    let writer =
+        tokio::net::unix::pipe::Sender::from_owned_fd(stdin).map_err(PipedError::pipe("stdin"))?;
     let reader = tokio::net::unix::pipe::Receiver::from_owned_fd(stdout)
-        .map_err(|e| format!("its stdout cannot be used: {e}"))?;
+        .map_err(PipedError::pipe("stdout"))?;
     let transport = super::lines::Lines::new(&name, reader, writer, server.max_answer_bytes);
     let service =
         client
             .serve(transport)
             .await
             .map_err(|e| match process.exit.borrow().clone() {
-                Some(exit) => format!("{exit} before it answered `initialize`"),
-                None => format!("it did not answer `initialize`: {e}"),
+                Some(exit) => ConnectError::Ended(exit),
+                None => ConnectError::Unanswered(e.to_string()),
             })?;
     Ok(Connection {
         service,
@@ -608,9 +638,9 @@ fn say_stderr(server: &str, session: &Session, window: &mut LogWindow, line: &[u
 
 /// The HTTP client URL servers are reached with: no redirects (a redirect
 /// would reach a host nobody allowed), no proxy, rustls.
-fn http_client() -> Result<reqwest::Client, String> {
+fn http_client() -> Result<reqwest::Client, ConnectError> {
     crate::fetch::builder()
         .user_agent(concat!("chock-gateway/", env!("CARGO_PKG_VERSION")))
         .build()
-        .map_err(|e| format!("the HTTP client cannot be made: {e}"))
+        .map_err(ConnectError::Client)
 }

@@ -22,7 +22,7 @@ use chock_lsp::{DiagnosticSeverity, LspError, Place, Server};
 use chock_policy::{LspServer, names};
 use serde::Deserialize;
 
-use super::{Call, ToolError};
+use super::{Call, PipedError, ToolError};
 use crate::gate::{Act, Asking};
 use crate::session::Session;
 use crate::workspace::Workspace;
@@ -258,10 +258,11 @@ async fn start(session: &Arc<Session>, config: &LspServer) -> Result<Running, St
                     chock_sandbox::netmode::Network::Closed,
                 )?;
                 let mut started = prepared.start()?;
-                let pipes = started.take_pipes().ok_or(StartError::NoPipe("pipes"))?;
-                let stderr = started.take_stderr().ok_or(StartError::NoPipe("stderr"))?;
+                let no = |what| PipedError::NoPipe { what, by: "chock" };
+                let pipes = started.take_pipes().ok_or(no("pipes"))?;
+                let stderr = started.take_stderr().ok_or(no("stderr"))?;
                 let handle = started.signal_handle()?;
-                Ok::<_, StartError>((started, pipes, stderr, handle))
+                Ok::<_, PipedError>((started, pipes, stderr, handle))
             })();
             match started {
                 Ok((started, pipes, stderr, handle)) => {
@@ -284,15 +285,15 @@ async fn start(session: &Arc<Session>, config: &LspServer) -> Result<Running, St
                 }
             }
         })
-        .map_err(StartError::Thread)?;
-    let ((stdin, stdout), stderr, process) = told.await.map_err(|_| StartError::Lost)??;
-    let as_pipe = |what: &'static str, source: std::io::Error| StartError::Pipe { what, source };
+        .map_err(PipedError::Thread)?;
+    let ((stdin, stdout), stderr, process) =
+        told.await.map_err(|_| PipedError::Lost("chock"))??;
     let writer =
-        tokio::net::unix::pipe::Sender::from_owned_fd(stdin).map_err(|e| as_pipe("stdin", e))?;
+        tokio::net::unix::pipe::Sender::from_owned_fd(stdin).map_err(PipedError::pipe("stdin"))?;
     let reader = tokio::net::unix::pipe::Receiver::from_owned_fd(stdout)
-        .map_err(|e| as_pipe("stdout", e))?;
+        .map_err(PipedError::pipe("stdout"))?;
     let stderr = tokio::net::unix::pipe::Receiver::from_owned_fd(stderr)
-        .map_err(|e| as_pipe("stderr", e))?;
+        .map_err(PipedError::pipe("stderr"))?;
     tokio::spawn(drain(config.program().to_owned(), stderr));
     match Server::start(reader, writer, &session.project.dir, config.timeout).await {
         Ok(server) => Ok(Running {
@@ -310,21 +311,7 @@ async fn start(session: &Arc<Session>, config: &LspServer) -> Result<Running, St
 #[derive(Debug, thiserror::Error)]
 enum StartError {
     #[error(transparent)]
-    Sandbox(#[from] chock_sandbox::exec::ExecError),
-    #[error(transparent)]
-    Furnish(#[from] chock_sandbox::SandboxError),
-    #[error("the sandbox gave no {0}; this is a bug in chock")]
-    NoPipe(&'static str),
-    #[error("its thread could not start ({0})")]
-    Thread(std::io::Error),
-    #[error("starting it stopped unexpectedly; this is a bug in chock")]
-    Lost,
-    #[error("its {what} cannot be used: {source}")]
-    Pipe {
-        what: &'static str,
-        #[source]
-        source: std::io::Error,
-    },
+    Piped(#[from] PipedError),
     #[error(transparent)]
     Initialize(LspError),
     #[error("it did not start within {seconds} s")]

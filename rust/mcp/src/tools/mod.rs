@@ -28,7 +28,7 @@ pub use lsp::{
 pub use provide::PROVIDE_TOOL;
 pub use search::WEB_SEARCH;
 pub use skills::{READ_SKILL, has_skills, is_skill_prompt};
-pub use tasks::{SERVE_PORT, could_permit_a_port, furnish, prepare_piped};
+pub use tasks::{PipedError, SERVE_PORT, could_permit_a_port, furnish, prepare_piped};
 pub use web::Robots;
 
 use std::sync::Arc;

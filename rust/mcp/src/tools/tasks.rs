@@ -49,6 +49,39 @@ pub fn furnish(
     Ok(())
 }
 
+/// Why a long-lived piped program of the session (a third-party MCP
+/// server, a language server) did not start; `by` names the part of Chock
+/// a bug would be in.
+#[derive(Debug, thiserror::Error)]
+pub enum PipedError {
+    #[error(transparent)]
+    Exec(#[from] exec::ExecError),
+    #[error(transparent)]
+    Sandbox(#[from] chock_sandbox::SandboxError),
+    #[error("the sandbox gave no {what}; this is a bug in {by}")]
+    NoPipe {
+        what: &'static str,
+        by: &'static str,
+    },
+    #[error("its thread could not start ({0})")]
+    Thread(std::io::Error),
+    #[error("starting it stopped unexpectedly; this is a bug in {0}")]
+    Lost(&'static str),
+    #[error("its {what} cannot be used: {source}")]
+    Pipe {
+        what: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl PipedError {
+    /// A pipe of the started program that cannot be used by the runtime.
+    pub fn pipe(what: &'static str) -> impl FnOnce(std::io::Error) -> PipedError {
+        move |source| PipedError::Pipe { what, source }
+    }
+}
+
 /// A long-lived program of the session's (a third-party MCP server, a
 /// language server) prepared in the sandbox a tool call gets, its stdin,
 /// stdout and stderr piped to Chock. Nobody can be asked while it starts,
