@@ -9,55 +9,13 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::{Value, json};
 
+mod advice_support;
 mod sandbox_fixture;
 #[path = "mcp_support/mod.rs"]
 mod support;
 
+use advice_support::{Advice, advice};
 use sandbox_fixture::Fixture;
-
-/// The rule a refusal advises and the block it goes in.
-#[derive(Debug)]
-struct Advice {
-    block: String,
-    rule: String,
-}
-
-/// The advice in `text`, in either layout the gate writes ("to allow it,
-/// add to BLOCK: RULE" on one line, or the rule on the next line).
-fn advice(text: &str) -> Advice {
-    let lower = text.to_lowercase();
-    let start = lower
-        .find("to allow it, add to ")
-        .unwrap_or_else(|| panic!("no advice in: {text}"))
-        + "to allow it, add to ".len();
-    let rest = &text[start..];
-    let rule_at = rest
-        .find(".{")
-        .unwrap_or_else(|| panic!("no rule in: {text}"));
-    let block = rest[..rule_at].trim_end().trim_end_matches(':').to_owned();
-    Advice {
-        block,
-        rule: balanced(&rest[rule_at..]).to_owned(),
-    }
-}
-
-/// The ZON struct at the start of `text`, to its closing brace.
-fn balanced(text: &str) -> &str {
-    let mut depth = 0;
-    for (at, c) in text.char_indices() {
-        match c {
-            '{' => depth += 1,
-            '}' => {
-                depth -= 1;
-                if depth == 0 {
-                    return &text[..=at];
-                }
-            }
-            _ => {}
-        }
-    }
-    panic!("an unclosed rule: {text}")
-}
 
 /// Follows `advice` in `fx`'s project whose rules were `rules`: the rule
 /// goes into `.policy.rules` of its `chock.zon`, as the block says.
@@ -272,4 +230,25 @@ fn the_tool_server_s_advice_lets_the_call_through() {
     let written = write();
     assert!(!written.is_error, "{written:?}");
     assert_eq!(env.read("a.txt").as_deref(), Some("a"));
+}
+
+#[test]
+fn a_build_s_advice_lets_the_build_run() {
+    let fx = Fixture::flake();
+    let system = chock_sandbox::devshell::system();
+    let action = format!("nix.build.devShells.{system}.default");
+    let rules = format!(r#".{{ .action = "{action}", .decision = .deny }}"#);
+    fx.rules(&rules);
+    let build = || {
+        fx.chock()
+            .args(["build", "devShells", &system, "default"])
+            .stdin(Stdio::null())
+            .output()
+            .expect("chock build")
+    };
+    let refused = build();
+    assert_eq!(refused.status.code(), Some(3), "{}", text(&refused));
+    follow(&fx, &rules, &advice(&text(&refused)));
+    let built = build();
+    assert!(built.status.success(), "{}", text(&built));
 }

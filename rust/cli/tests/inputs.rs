@@ -6,6 +6,8 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+mod advice_support;
+
 use chock_inputs::testing::{Reply, Server, TestProject, Tree, flake_lock, nonce};
 use serde_json::{Value, json};
 
@@ -260,6 +262,23 @@ fn fetch_without_a_rule_is_refused_and_names_the_rule() {
     assert_eq!(lines.len(), 1, "{lines:#?}");
     assert_eq!(lines[0]["decision"], "ask");
     assert_eq!(lines[0]["answered_by"], "nobody");
+    // The advice under the refusal, added where it says, fetches the input.
+    let advice = advice_support::advice(&stdout);
+    assert_eq!(
+        advice.block,
+        format!(
+            ".policy.rules in {}",
+            fx.project().join("chock.zon").display()
+        )
+    );
+    std::fs::write(
+        fx.project().join("chock.zon"),
+        format!(".{{ .policy = .{{ .rules = .{{ {} }} }} }}\n", advice.rule),
+    )
+    .expect("chock.zon");
+    let out = fx.run_with_ca(&["--fetch"]);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    assert!(!server.requests().is_empty());
 }
 
 #[test]

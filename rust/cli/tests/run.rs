@@ -20,6 +20,7 @@
 //! with nobody to ask, answered in `chock approve` and cleaned.
 //! Needs user namespaces and Landlock (`scripts/setup`).
 
+mod advice_support;
 #[path = "../../provider/tests/loopback/mod.rs"]
 mod loopback;
 mod net_lab;
@@ -124,11 +125,8 @@ fn the_model_writes_runs_and_stops_and_the_work_is_applied() {
 fn a_refused_model_stops_the_run_naming_the_rule() {
     let kind = ProviderKind::OpenaiChat;
     let server = Server::start(vec![reply(kind, "never sent", &[])]);
-    let fx = project(
-        kind,
-        &server,
-        r#".{ .action = "provider.loop.m1", .decision = .deny }"#,
-    );
+    let denied = r#".{ .action = "provider.loop.m1", .decision = .deny }"#;
+    let fx = project(kind, &server, denied);
     let out = run(&fx, &[], "anything");
     assert_eq!(out.status.code(), Some(3), "{}", describe(&out));
     let stderr = text(&out.stderr);
@@ -146,6 +144,22 @@ fn a_refused_model_stops_the_run_naming_the_rule() {
         "no workspace was made: {}",
         describe(&list)
     );
+    // The advice under the refusal, added where it says, lets the model be used.
+    let advice = advice_support::advice(&stderr);
+    assert_eq!(
+        advice.block,
+        format!(
+            ".policy.rules in {}",
+            fx.project.join("chock.zon").display()
+        )
+    );
+    fx.zon(&format!(
+        ".{{ .apply = .{{ .mode = .merge }}, .policy = .{{ .rules = .{{ {APPLY_ALLOWED}, {denied}, {} }} }} }}\n",
+        advice.rule
+    ));
+    git(&fx.project, &["commit", "-q", "-am", "the advice"]);
+    let out = run(&fx, &[], "anything");
+    assert_eq!(server.requests().len(), 1, "{}", describe(&out));
 }
 
 #[test]

@@ -11,6 +11,7 @@ use std::process::ExitCode;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use chock_gate::{Layout, Refusal, Refused};
 use chock_inputs::{
     Env, Event, Fetcher, FlakeInputs, HostAnswer, InputState, Limits, Progress, Report,
 };
@@ -96,7 +97,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.json {
         print_json(&project.dir, &inputs, &report);
     } else {
-        print_text(&inputs, &report, policy.project_file(), args.fetch);
+        print_text(&inputs, &report, args.fetch);
     }
     Ok(exit_code(&report, args.fetch).into())
 }
@@ -147,7 +148,7 @@ fn print_json(project: &Path, inputs: &FlakeInputs, report: &Report) {
     outln!("{value}");
 }
 
-fn print_text(inputs: &FlakeInputs, report: &Report, policy_file: &Path, fetched: bool) {
+fn print_text(inputs: &FlakeInputs, report: &Report, fetched: bool) {
     let lock = &inputs.lock().file;
     let count = report.inputs.len();
     outln!(
@@ -188,20 +189,17 @@ fn print_text(inputs: &FlakeInputs, report: &Report, policy_file: &Path, fetched
     for host in &report.hosts {
         print_host(host);
     }
-    let to_write: Vec<&str> = report
+    // Each host kept out at start, with the rule that would fetch from it
+    // then, as the gate words every refusal.
+    for verdict in report
         .hosts
         .iter()
         .filter(|h| !h.granted)
-        .filter_map(|h| h.verdict.as_ref()?.suggestion.as_ref())
-        .map(|s| s.rule.as_str())
-        .collect();
-    if !to_write.is_empty() {
-        outln!(
-            "to fetch them at session start, add to .policy.rules in {}:",
-            policy_file.display()
-        );
-        for rule in to_write {
-            outln!("    {rule},");
+        .filter_map(|h| h.verdict.as_ref())
+    {
+        let advice = Refusal::new(Refused::Nobody, verdict).advice(Layout::Lines);
+        if let Some(advice) = advice.strip_prefix('\n') {
+            outln!("{advice}");
         }
     }
 }

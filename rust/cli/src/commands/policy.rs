@@ -252,7 +252,7 @@ fn explain_text(key: &Key, asked: Asked, reading: Reading, verdict: &Verdict) ->
     };
     let place = match &by.policy {
         Some(id) => format!(" `{id}`{at}"),
-        None => at.clone(),
+        None => at,
     };
     match (by.layer, &by.rule) {
         (Layer::Nothing, _) => {
