@@ -6,7 +6,7 @@ use std::path::Path;
 
 use chock_inputs::{Asking, FlakeInputs, HostAnswer, Report};
 use chock_log::Log;
-use chock_nix::{InputFetcher, MissingInput};
+use chock_nix::{FetchError, InputFetcher, MissingInput};
 use chock_policy::{Asker, Policy};
 
 /// Fetches as at build time: the rules first, one question for the hosts
@@ -27,18 +27,18 @@ impl InputFetcher for ProjectInputs<'_> {
         flake_dir: &Path,
         missing: &[MissingInput],
         asker: &dyn Asker,
-    ) -> Result<(), String> {
-        let Some(mut inputs) = FlakeInputs::open(flake_dir).map_err(|e| e.to_string())? else {
+    ) -> Result<(), FetchError> {
+        let Some(mut inputs) = FlakeInputs::open(flake_dir).map_err(FetchError::failed)? else {
             return Ok(());
         };
         let paths = missing.iter().map(|m| m.path.clone()).collect();
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .map_err(|e| e.to_string())?;
+            .map_err(FetchError::failed)?;
         let report = runtime
             .block_on(inputs.fetch_for_build(self.policy, self.log, &self.asking, paths, asker))
-            .map_err(|e| e.to_string())?;
+            .map_err(FetchError::failed)?;
         tell_refused_hosts(&report);
         Ok(())
     }

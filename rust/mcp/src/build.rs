@@ -12,7 +12,9 @@ use std::sync::PoisonError;
 use std::sync::Arc;
 
 use chock_inputs::{Env, Fetcher, FlakeInputs, HostAnswer, InputState, Limits, Traced};
-use chock_nix::{BuildRequest, Built, Context, FixEvaluator, InputFetcher, MissingInput, Who};
+use chock_nix::{
+    BuildRequest, Built, Context, FetchError, FixEvaluator, InputFetcher, MissingInput, Who,
+};
 use chock_policy::{Answer, Asker, Question};
 
 use crate::ask::CallAsker;
@@ -151,7 +153,7 @@ impl InputFetcher for SessionInputs<'_> {
         flake_dir: &Path,
         missing: &[MissingInput],
         _asker: &dyn Asker,
-    ) -> Result<(), String> {
+    ) -> Result<(), FetchError> {
         let mut opened = self
             .session
             .flake_inputs
@@ -160,7 +162,7 @@ impl InputFetcher for SessionInputs<'_> {
         let inputs = match opened.entry(flake_dir.to_path_buf()) {
             Entry::Occupied(known) => known.into_mut(),
             Entry::Vacant(place) => {
-                match FlakeInputs::open(flake_dir).map_err(|e| e.to_string())? {
+                match FlakeInputs::open(flake_dir).map_err(FetchError::failed)? {
                     Some(inputs) => place.insert(inputs),
                     None => return Ok(()),
                 }
@@ -184,7 +186,7 @@ impl InputFetcher for SessionInputs<'_> {
                 paths,
                 &asker,
             ))
-            .map_err(|e| e.to_string())?;
+            .map_err(FetchError::failed)?;
         // The agent reads why a host was not fetched from, and the rule.
         let refusals: Vec<String> = report
             .hosts
@@ -194,7 +196,7 @@ impl InputFetcher for SessionInputs<'_> {
         if refusals.is_empty() {
             Ok(())
         } else {
-            Err(refusals.join("\n"))
+            Err(FetchError::Refused(refusals))
         }
     }
 }

@@ -121,7 +121,9 @@ fn run(
             };
             fetcher
                 .fetch_missing(&target.flake_dir, &missing, context.asker)
-                .map_err(|message| Fault::Inputs { message })?;
+                .map_err(|e| Fault::Inputs {
+                    message: e.to_string(),
+                })?;
             // Once more, and only once: a second miss is the answer.
             context.evaluator.evaluate(&eval_request)?
         }
@@ -333,11 +335,12 @@ fn mirror_files<'c>(
                     };
                     let output_path =
                         StorePath::from_absolute_path(file).map_err(|e| refusal(e.to_string()))?;
-                    daemon::substitute(daemon_options, &output_path).map_err(refusal)?;
+                    daemon::substitute(daemon_options, &output_path)
+                        .map_err(|e| refusal(e.to_string()))?;
                 }
                 mirrors::read_file(path).map_err(|why| Refusal::MirrorsUnreadable {
                     file: file.clone(),
-                    why,
+                    why: why.to_string(),
                 })?
             }
         };

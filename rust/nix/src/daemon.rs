@@ -127,22 +127,33 @@ fn all_outputs(drvs: &[StorePath]) -> Vec<DerivedPath> {
 /// Makes the output path `output` valid by substitution alone (no local
 /// build slot, no remote builders), on a connection of its own. The path is
 /// asked for by itself, so the derivation that makes it need not be in the
-/// store (an evaluation writes none). The error is Nix's message.
-pub(crate) fn substitute(options: &DaemonOptions, output: &StorePath) -> Result<(), String> {
-    let mut store =
-        Store::connect(options, &ClientOptions::substitute_only()).map_err(|e| e.to_string())?;
+/// store (an evaluation writes none).
+pub(crate) fn substitute(options: &DaemonOptions, output: &StorePath) -> Result<(), Unsubstituted> {
+    let mut store = Store::connect(options, &ClientOptions::substitute_only())
+        .map_err(|e| Unsubstituted::Connect(Box::new(e)))?;
     let path = DerivedPath::Opaque(output.clone());
-    let results = store
-        .runtime
-        .block_on(
-            store
-                .conn
-                .build_paths_with_results(&[path], BuildMode::Normal),
-        )
-        .map_err(|e| e.to_string())?;
+    let results = store.runtime.block_on(
+        store
+            .conn
+            .build_paths_with_results(&[path], BuildMode::Normal),
+    )?;
     match results.first() {
         Some(r) if r.status.is_success() => Ok(()),
-        Some(r) => Err(crate::build::last_line(&r.error)),
-        None => Err("the daemon answered nothing".into()),
+        Some(r) => Err(Unsubstituted::Nix(crate::build::last_line(&r.error))),
+        None => Err(Unsubstituted::NoAnswer),
     }
+}
+
+/// Why an output path was not substituted.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Unsubstituted {
+    #[error(transparent)]
+    Connect(Box<Fault>),
+    #[error(transparent)]
+    Daemon(#[from] chock_store::daemon::DaemonError),
+    /// Nix's own message, its last line.
+    #[error("{0}")]
+    Nix(String),
+    #[error("the daemon answered nothing")]
+    NoAnswer,
 }

@@ -92,5 +92,25 @@ pub trait InputFetcher {
         flake_dir: &Path,
         missing: &[MissingInput],
         asker: &dyn chock_policy::Asker,
-    ) -> Result<(), String>;
+    ) -> Result<(), FetchError>;
+}
+
+/// Why inputs a build found missing were not fetched.
+#[derive(Debug, thiserror::Error)]
+pub enum FetchError {
+    /// Hosts the policy did not let the fetch reach: each one's sentence,
+    /// naming the rule that would allow it.
+    #[error("{}", .0.join("\n"))]
+    Refused(Vec<String>),
+    /// The fetch could not be made (the lock unreadable, the store or the
+    /// runtime unavailable).
+    #[error(transparent)]
+    Failed(Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl FetchError {
+    /// A fetch that could not be made, for `why`.
+    pub fn failed(why: impl std::error::Error + Send + Sync + 'static) -> FetchError {
+        FetchError::Failed(Box::new(why))
+    }
 }

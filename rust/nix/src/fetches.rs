@@ -74,7 +74,7 @@ pub(crate) fn read<'r>(drv_path: &'r StorePath, drv: &'r Derivation) -> Result<F
     if let Some(attrs) = &structured {
         for key in ["url", "urls"] {
             if let Some(value) = attrs.get(key) {
-                texts.extend(json_strings(value).map_err(|why| refuse(key, why))?);
+                texts.extend(json_strings(value).map_err(|why| refuse(key, why.to_string()))?);
             }
         }
     }
@@ -120,7 +120,7 @@ pub(crate) fn read<'r>(drv_path: &'r StorePath, drv: &'r Derivation) -> Result<F
 
 /// The strings of a structured `url`/`urls`: a string (split on
 /// whitespace) or a list of strings.
-fn json_strings(value: &Value) -> Result<Vec<String>, String> {
+fn json_strings(value: &Value) -> Result<Vec<String>, NotUrls> {
     match value {
         Value::String(s) => Ok(s.split_whitespace().map(str::to_owned).collect()),
         Value::Array(items) => items
@@ -128,11 +128,20 @@ fn json_strings(value: &Value) -> Result<Vec<String>, String> {
             .map(|item| {
                 item.as_str()
                     .map(str::to_owned)
-                    .ok_or_else(|| format!("a URL list holds {item}, which is not a string"))
+                    .ok_or_else(|| NotUrls::Item(item.clone()))
             })
             .collect(),
-        other => Err(format!("{other} is neither a URL nor a list of URLs")),
+        other => Err(NotUrls::Whole(other.clone())),
     }
+}
+
+/// A structured `url`/`urls` that is not a URL or a list of them.
+#[derive(Debug, thiserror::Error)]
+enum NotUrls {
+    #[error("a URL list holds {0}, which is not a string")]
+    Item(Value),
+    #[error("{0} is neither a URL nor a list of URLs")]
+    Whole(Value),
 }
 
 /// `mirror://<site>/<path>` with a site of letters and digits and a path;

@@ -58,7 +58,9 @@ mod write;
 pub use build::{Context, build, build_fetching_inputs, plan};
 pub use decide::Decided;
 pub use error::{BuildError, Fault, Refusal, RequestError};
-pub use evaluator::{EvalError, EvalRequest, Evaluation, Evaluator, InputFetcher, MissingInput};
+pub use evaluator::{
+    EvalError, EvalRequest, Evaluation, Evaluator, FetchError, InputFetcher, MissingInput,
+};
 pub use fix_evaluator::FixEvaluator;
 pub use mirrors::MAX_MIRRORS_FILE_BYTES;
 pub use plan::{

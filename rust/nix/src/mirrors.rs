@@ -34,18 +34,24 @@ pub(crate) fn from_env(drv: &Derivation) -> Option<MirrorLists> {
 }
 
 /// Reads a mirrors file of at most [`MAX_MIRRORS_FILE_BYTES`].
-pub(crate) fn read_file(path: &Path) -> Result<MirrorLists, String> {
-    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+pub(crate) fn read_file(path: &Path) -> Result<MirrorLists, Unread> {
+    let file = std::fs::File::open(path)?;
     let mut text = String::new();
     file.take(MAX_MIRRORS_FILE_BYTES + 1)
-        .read_to_string(&mut text)
-        .map_err(|e| e.to_string())?;
+        .read_to_string(&mut text)?;
     if text.len() as u64 > MAX_MIRRORS_FILE_BYTES {
-        return Err(format!(
-            "it is larger than {MAX_MIRRORS_FILE_BYTES} bytes, the most Chock reads"
-        ));
+        return Err(Unread::TooLarge);
     }
     Ok(parse_file(&text))
+}
+
+/// Why a mirrors file was not read.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Unread {
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    #[error("it is larger than {MAX_MIRRORS_FILE_BYTES} bytes, the most Chock reads")]
+    TooLarge,
 }
 
 /// The lines of a mirrors file that name a site: `site=url` or

@@ -862,7 +862,7 @@ impl chock_nix::InputFetcher for CountingFetcher {
         _flake_dir: &Path,
         missing: &[chock_nix::MissingInput],
         _asker: &dyn chock_policy::Asker,
-    ) -> Result<(), String> {
+    ) -> Result<(), chock_nix::FetchError> {
         assert_eq!(missing[0].name, "nixpkgs");
         self.calls.set(self.calls.get() + 1);
         Ok(())
