@@ -49,13 +49,13 @@ pub fn strictest<T>(
     items: impl IntoIterator<Item = T>,
     decision: impl Fn(&T) -> Decision,
 ) -> Option<T> {
-    items.into_iter().reduce(|held, next| {
-        if decision(&next) < decision(&held) {
-            next
-        } else {
-            held
-        }
-    })
+    strictest_by(items, decision)
+}
+
+fn strictest_by<T, K: Ord>(items: impl IntoIterator<Item = T>, key: impl Fn(&T) -> K) -> Option<T> {
+    items
+        .into_iter()
+        .reduce(|held, next| if key(&next) < key(&held) { next } else { held })
 }
 
 /// The door a question came through, as the decision log spells it.
@@ -161,6 +161,29 @@ pub enum Outcome {
     Prompt,
     /// It is not done.
     Refused(Refused),
+}
+
+impl Outcome {
+    /// How far the act goes, least first: refused, handed to a prompt,
+    /// no objection, goes ahead.
+    fn reach(self) -> u8 {
+        match self {
+            Outcome::Refused(_) => 0,
+            Outcome::Prompt => 1,
+            Outcome::NoObjection => 2,
+            Outcome::Go => 3,
+        }
+    }
+}
+
+/// The strictest of several acts by the end each came to (the one that
+/// goes least far); the first of equals, `None` for none. A call of
+/// several acts is answered by it.
+pub fn strictest_end<T>(
+    items: impl IntoIterator<Item = T>,
+    outcome: impl Fn(&T) -> Outcome,
+) -> Option<T> {
+    strictest_by(items, |item| outcome(item).reach())
 }
 
 /// The act's end: what happens, and what the log says.

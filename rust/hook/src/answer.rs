@@ -27,7 +27,7 @@ use serde_json::json;
 use crate::agent::Agent;
 
 /// What the hook tells the agent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HookAnswer {
     /// Refused.
     Deny,
@@ -41,6 +41,16 @@ pub enum HookAnswer {
 }
 
 impl HookAnswer {
+    /// What the hook tells the agent of an act the gate ended as `outcome`.
+    pub fn of(outcome: chock_gate::Outcome) -> HookAnswer {
+        match outcome {
+            chock_gate::Outcome::Go => HookAnswer::Allow,
+            chock_gate::Outcome::NoObjection => HookAnswer::Pass,
+            chock_gate::Outcome::Prompt => HookAnswer::Ask,
+            chock_gate::Outcome::Refused(_) => HookAnswer::Deny,
+        }
+    }
+
     /// The word the agents use, and the log's (no objection is the
     /// policy's allow).
     pub fn as_str(self) -> &'static str {

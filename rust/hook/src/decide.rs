@@ -108,47 +108,108 @@ pub fn settle(verdict: &Verdict, can_ask: bool) -> Settled {
     )
 }
 
-/// What the hook tells the agent about one act.
-pub fn act_answer(verdict: &Verdict, can_ask: bool) -> HookAnswer {
-    match settle(verdict, can_ask).outcome {
-        Outcome::Go => HookAnswer::Allow,
-        Outcome::NoObjection => HookAnswer::Pass,
-        Outcome::Prompt => HookAnswer::Ask,
-        Outcome::Refused(_) => HookAnswer::Deny,
+/// One act and the end the gate brought it to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ended {
+    pub judged: Judged,
+    pub settled: Settled,
+}
+
+/// A call's acts, each through the gate once: the answer, the log lines
+/// and the sentence all read these ends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Call {
+    pub acts: Vec<Ended>,
+}
+
+impl Call {
+    /// Ends every act of a call whose agent shows an ask when `can_ask`.
+    pub fn end(judged: Vec<Judged>, can_ask: bool) -> Call {
+        Call {
+            acts: judged
+                .into_iter()
+                .map(|judged| Ended {
+                    settled: settle(&judged.verdict, can_ask),
+                    judged,
+                })
+                .collect(),
+        }
     }
-}
 
-/// The call's answer: the minimum over its acts; no objection for a call
-/// with no act (it changes only the conversation).
-pub fn call_answer(judged: &[Judged], can_ask: bool) -> HookAnswer {
-    judged
-        .iter()
-        .map(|j| act_answer(&j.verdict, can_ask))
-        .min()
-        .unwrap_or(HookAnswer::Pass)
-}
+    /// The act that decides the call: the first of the strictest ends.
+    pub fn deciding(&self) -> Option<&Ended> {
+        chock_gate::strictest_end(&self.acts, |ended| ended.settled.outcome)
+    }
 
-/// The act that decides the call: the first whose answer is the call's.
-pub fn deciding(judged: &[Judged], can_ask: bool) -> Option<&Judged> {
-    let answer = call_answer(judged, can_ask);
-    judged
-        .iter()
-        .find(|j| act_answer(&j.verdict, can_ask) == answer)
-}
+    /// The call's answer: its deciding act's; no objection for a call
+    /// with no act (it changes only the conversation).
+    pub fn answer(&self) -> HookAnswer {
+        self.deciding().map_or(HookAnswer::Pass, |ended| {
+            HookAnswer::of(ended.settled.outcome)
+        })
+    }
 
-/// The sentence for the answer: which act and rule decided, and the rule
-/// that would change it.
-pub fn reason(judged: &[Judged], can_ask: bool, agent_title: &str) -> String {
-    let mut text = reason_body(judged, can_ask, agent_title);
-    text.push_str(&held_sentence(judged));
-    text
+    /// The sentence for the answer: which act and rule decided, and the
+    /// rule that would change it.
+    pub fn reason(&self, agent_title: &str) -> String {
+        let mut text = self.reason_body(agent_title);
+        text.push_str(&held_sentence(self.acts.iter().map(|e| &e.judged)));
+        text
+    }
+
+    fn actions(&self) -> String {
+        let actions: Vec<&str> = self.acts.iter().map(|e| e.judged.action.as_str()).collect();
+        actions.join(", ")
+    }
+
+    fn reason_body(&self, agent_title: &str) -> String {
+        let Some(decider) = self.deciding() else {
+            return "Chock: this call changes only the conversation; nothing to decide".to_owned();
+        };
+        let judged = &decider.judged;
+        let act = describe_act(judged);
+        let of = if self.acts.len() > 1 {
+            format!(" (1 of {} acts in this call)", self.acts.len())
+        } else {
+            String::new()
+        };
+        if let Some(why) = &judged.unnamed {
+            return format!("Chock refused {act}{of}: {why}");
+        }
+        let by = describe_decided_by(&judged.verdict.decided_by);
+        let change = format!(
+            "{}{}",
+            change_sentence(&judged.verdict),
+            control_sentence(&judged.action)
+        );
+        let decision = judged.verdict.decision;
+        match decider.settled.outcome {
+            Outcome::Go => format!("Chock allows {}", self.actions()),
+            Outcome::NoObjection => format!(
+                "Chock has no objection to {} (only its shipped defaults allow it), so {agent_title}'s own permissions decide",
+                self.actions()
+            ),
+            Outcome::Prompt => {
+                format!("Chock asks you about {act}{of}: {by} answers {decision}.{change}")
+            }
+            Outcome::Refused(Refused::NoReviewer) => format!(
+                "Chock refused {act}{of}: {by} wants a reviewer agent and then a person (agent_then_human), and a hook can reach only a person.{change}"
+            ),
+            Outcome::Refused(Refused::Nobody) => format!(
+                "Chock refused {act}{of}: {by} wants a person to approve it ({decision}), and {agent_title} cannot ask one here (its hooks cannot ask, or its permission mode does not show the question). Run it yourself, or change the rule.{change}"
+            ),
+            Outcome::Refused(_) => {
+                format!("Chock refused {act}{of}: {by} answers {decision}.{change}")
+            }
+        }
+    }
 }
 
 /// What each policy held back by its rollout stage would have answered:
 /// an `observe` stage's refusal is a warning, told, never enforced.
-pub fn held_sentence(judged: &[Judged]) -> String {
+pub fn held_sentence<'j>(judged: impl IntoIterator<Item = &'j Judged>) -> String {
     judged
-        .iter()
+        .into_iter()
         .filter_map(|j| j.verdict.decided_by.held.as_ref().map(|h| (j, h)))
         .map(|(j, held)| {
             format!(
@@ -160,55 +221,6 @@ pub fn held_sentence(judged: &[Judged]) -> String {
             )
         })
         .collect()
-}
-
-fn reason_body(judged: &[Judged], can_ask: bool, agent_title: &str) -> String {
-    let answer = call_answer(judged, can_ask);
-    let Some(decider) = deciding(judged, can_ask) else {
-        return "Chock: this call changes only the conversation; nothing to decide".to_owned();
-    };
-    let act = describe_act(decider);
-    let others = judged.len().saturating_sub(1);
-    let of = if others > 0 {
-        format!(" (1 of {} acts in this call)", judged.len())
-    } else {
-        String::new()
-    };
-    if let Some(why) = &decider.unnamed {
-        return format!("Chock refused {act}{of}: {why}");
-    }
-    let by = describe_decided_by(&decider.verdict.decided_by);
-    let change = format!(
-        "{}{}",
-        change_sentence(&decider.verdict),
-        control_sentence(&decider.action)
-    );
-    let decision = decider.verdict.decision;
-    match answer {
-        HookAnswer::Allow => {
-            let actions: Vec<&str> = judged.iter().map(|j| j.action.as_str()).collect();
-            format!("Chock allows {}", actions.join(", "))
-        }
-        HookAnswer::Pass => {
-            let actions: Vec<&str> = judged.iter().map(|j| j.action.as_str()).collect();
-            format!(
-                "Chock has no objection to {} (only its shipped defaults allow it), so {agent_title}'s own permissions decide",
-                actions.join(", ")
-            )
-        }
-        HookAnswer::Ask => {
-            format!("Chock asks you about {act}{of}: {by} answers {decision}.{change}")
-        }
-        HookAnswer::Deny => match settle(&decider.verdict, can_ask).outcome {
-            Outcome::Refused(Refused::NoReviewer) => format!(
-                "Chock refused {act}{of}: {by} wants a reviewer agent and then a person (agent_then_human), and a hook can reach only a person.{change}"
-            ),
-            Outcome::Refused(Refused::Nobody) => format!(
-                "Chock refused {act}{of}: {by} wants a person to approve it ({decision}), and {agent_title} cannot ask one here (its hooks cannot ask, or its permission mode does not show the question). Run it yourself, or change the rule.{change}"
-            ),
-            _ => format!("Chock refused {act}{of}: {by} answers {decision}.{change}"),
-        },
-    }
 }
 
 /// What would change the answer, as the gate words it (the rule computed
@@ -308,12 +320,13 @@ mod tests {
             &asker(),
             vec![act("exec.path.cd"), act("exec.path.rm")],
         );
-        assert_eq!(call_answer(&judged, true), HookAnswer::Deny);
+        let call = Call::end(judged, true);
+        assert_eq!(call.answer(), HookAnswer::Deny);
         assert_eq!(
-            deciding(&judged, true).map(|j| j.action.as_str()),
+            call.deciding().map(|e| e.judged.action.as_str()),
             Some("exec.path.rm")
         );
-        let text = reason(&judged, true, "Claude Code");
+        let text = call.reason("Claude Code");
         assert!(
             text.contains("exec.path.rm") && text.contains("1 of 2"),
             "{text}"
@@ -323,12 +336,15 @@ mod tests {
     #[test]
     fn a_control_write_says_why_it_is_asked() {
         let policy = policy(&[("call.write_file", Decision::Allow)]);
-        let judged = judge(&policy, &asker(), vec![act("control.write.host")]);
-        assert_eq!(call_answer(&judged, true), HookAnswer::Ask);
-        let text = reason(&judged, true, "Claude Code");
+        let call = Call::end(
+            judge(&policy, &asker(), vec![act("control.write.host")]),
+            true,
+        );
+        assert_eq!(call.answer(), HookAnswer::Ask);
+        let text = call.reason("Claude Code");
         assert!(text.contains("is a control input"), "{text}");
-        let judged = judge(&policy, &asker(), vec![act("exec.path.rm")]);
-        assert!(!reason(&judged, true, "x").contains("control input"));
+        let call = Call::end(judge(&policy, &asker(), vec![act("exec.path.rm")]), true);
+        assert!(!call.reason("x").contains("control input"));
     }
 
     #[test]
@@ -342,13 +358,15 @@ mod tests {
                 why: "not http".into(),
             }],
         );
-        assert_eq!(call_answer(&judged, true), HookAnswer::Deny);
-        assert!(reason(&judged, true, "x").contains("not http"));
+        let call = Call::end(judged, true);
+        assert_eq!(call.answer(), HookAnswer::Deny);
+        assert!(call.reason("x").contains("not http"));
     }
 
     #[test]
     fn hooks_reach_only_a_person() {
         let verdict = Verdict::bare;
+        let act_answer = |v: &Verdict, can_ask| HookAnswer::of(settle(v, can_ask).outcome);
         let project = |d| verdict(d, Layer::Project);
         assert_eq!(
             act_answer(&project(Decision::AgentReview), true),
@@ -368,7 +386,7 @@ mod tests {
             act_answer(&verdict(Decision::Allow, Layer::Default), true),
             HookAnswer::Pass
         );
-        assert_eq!(call_answer(&[], true), HookAnswer::Pass);
+        assert_eq!(Call::end(vec![], true).answer(), HookAnswer::Pass);
     }
 
     #[test]
@@ -379,8 +397,8 @@ mod tests {
             &asker(),
             vec![act("exec.path.cargo"), act("exec.path.tail")],
         );
-        assert_eq!(call_answer(&judged, true), HookAnswer::Pass);
+        assert_eq!(Call::end(judged, true).answer(), HookAnswer::Pass);
         let judged = judge(&policy, &asker(), vec![act("exec.path.cargo")]);
-        assert_eq!(call_answer(&judged, true), HookAnswer::Allow);
+        assert_eq!(Call::end(judged, true).answer(), HookAnswer::Allow);
     }
 }

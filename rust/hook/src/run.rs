@@ -133,10 +133,9 @@ pub fn agent_hook(
         &call_json,
     ));
     let can_ask = answer::can_ask(agent, &call.event, &call.tool, mode.as_deref());
-    let hook_answer = decide::call_answer(&judged, can_ask);
-    log.judged(&judged, &asker, can_ask, rotation);
-    let reason = decide::reason(&judged, can_ask, agent.title());
-    answer::reply(agent, hook_answer, &reason)
+    let ended = decide::Call::end(judged, can_ask);
+    log.ended(&ended, &asker, rotation);
+    answer::reply(agent, ended.answer(), &ended.reason(agent.title()))
 }
 
 /// Reads and discards standard input, up to the payload limit.
@@ -359,7 +358,6 @@ pub fn git_gate(
         judged.verdict.decision = Decision::Ask;
     }
     let verdict = judged.verdict.clone();
-    let sentence = decide::reason(std::slice::from_ref(&judged), false, "git");
     let question = format!(
         "Chock: allow {}{}? The policy asks a person. [y/N] ",
         gate.hook.action(),
@@ -400,7 +398,7 @@ pub fn git_gate(
     let (passed, message) = match settled.outcome {
         // A package held back by its rollout stage is a warning, told.
         Outcome::Go | Outcome::NoObjection => {
-            let held = decide::held_sentence(std::slice::from_ref(&judged));
+            let held = decide::held_sentence([&judged]);
             (true, held.trim_start().to_owned())
         }
         Outcome::Prompt => (
@@ -426,7 +424,15 @@ pub fn git_gate(
             | Refused::ReviewerSaidNo
             | Refused::ReviewFailed
             | Refused::Stopped,
-        ) => (false, format!("chock: {sentence}")),
+        ) => {
+            let call = decide::Call {
+                acts: vec![decide::Ended {
+                    judged: judged.clone(),
+                    settled,
+                }],
+            };
+            (false, format!("chock: {}", call.reason("git")))
+        }
     };
     log.write(&judged, &asker, &settled, rotation);
     GateReply { passed, message }
@@ -564,9 +570,9 @@ impl Logger {
     }
 
     /// One line per act of a call, each as the gate ended it.
-    fn judged(&self, judged: &[Judged], asker: &Asker<'_>, can_ask: bool, rotation: Rotation) {
-        for one in judged {
-            self.write(one, asker, &decide::settle(&one.verdict, can_ask), rotation);
+    fn ended(&self, call: &decide::Call, asker: &Asker<'_>, rotation: Rotation) {
+        for one in &call.acts {
+            self.write(&one.judged, asker, &one.settled, rotation);
         }
     }
 

@@ -180,11 +180,12 @@ pub fn run_case(policy: &Policy, project: &Path, case: &Case) -> Outcome {
             };
         }
     };
+    let call = decide::Call::end(judged, can_ask);
     Outcome {
         file: case.file.clone(),
         expect: case.expect,
-        got: Expect::of(decide::call_answer(&judged, can_ask)),
-        reason: decide::reason(&judged, can_ask, title),
+        got: Expect::of(call.answer()),
+        reason: call.reason(title),
     }
 }
 
