@@ -63,10 +63,10 @@ impl InProcess {
     /// back); `caller` is who calls its tools. The gateway's servers are
     /// started as `chock mcp` starts them. Must run on a multi-threaded
     /// tokio runtime, outside its async tasks' threads.
-    pub fn start<T>(
+    pub fn start<T, E: std::fmt::Display>(
         options: &ServeOptions,
         caller: Local,
-        before: impl FnOnce(&Project, &Policy, &Log) -> Result<T, String>,
+        before: impl FnOnce(&Project, &Policy, &Log) -> Result<T, E>,
     ) -> Result<(InProcess, T), McpError> {
         let (session, before) = Session::start_after(options, before)?;
         let session = Arc::new(session);
