@@ -82,12 +82,4 @@ pub enum HookError {
         "neither CHOCK_STATE_DIR, XDG_STATE_HOME nor HOME is set to an absolute path, so Chock has no place for the stop of every project: set one of them"
     )]
     NoStateDir,
-
-    /// The policy could not be loaded.
-    #[error("{0}")]
-    Policy(String),
-
-    /// The decision log could not be written.
-    #[error("the decision log could not be written: {0}")]
-    Log(String),
 }

@@ -70,27 +70,51 @@ pub enum Request {
 
 /// Reads one payload of `agent`.
 pub fn parse(agent: Agent, input: &str) -> Result<ToolCall, HookError> {
+    read(agent, input).map(|payload| payload.call)
+}
+
+/// A payload read once: the call, the agent's permission mode when it
+/// says one (Claude Code's `permission_mode`), and the JSON as sent, for
+/// the guards.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Payload {
+    pub call: ToolCall,
+    pub permission_mode: Option<String>,
+    pub json: Value,
+}
+
+/// Reads `input`, parsing its JSON once, into the call and what else the
+/// hook reads of it.
+pub fn read(agent: Agent, input: &str) -> Result<Payload, HookError> {
     let value: Value = serde_json::from_str(input).map_err(|error| HookError::PayloadNotJson {
         agent,
         error: error.to_string(),
     })?;
+    Ok(Payload {
+        call: call_of(agent, &value)?,
+        permission_mode: string(&value, "permission_mode").map(str::to_owned),
+        json: value,
+    })
+}
+
+fn call_of(agent: Agent, value: &Value) -> Result<ToolCall, HookError> {
     if !value.is_object() {
         return Err(HookError::PayloadShape {
             agent,
             missing: "a JSON object",
         });
     }
-    let cwd = string(&value, "cwd").map(PathBuf::from);
-    let model = string(&value, "model").map(str::to_owned);
-    let event = string(&value, "hook_event_name")
+    let cwd = string(value, "cwd").map(PathBuf::from);
+    let model = string(value, "model").map(str::to_owned);
+    let event = string(value, "hook_event_name")
         .unwrap_or_default()
         .to_owned();
     check_event(agent, &event)?;
     let (tool, request) = match agent {
-        Agent::Claude => claude(&value)?,
-        Agent::Cursor => cursor(&value, &event, cwd.as_deref())?,
-        Agent::Gemini => gemini(&value)?,
-        Agent::Codex => codex(&value)?,
+        Agent::Claude => claude(value)?,
+        Agent::Cursor => cursor(value, &event, cwd.as_deref())?,
+        Agent::Gemini => gemini(value)?,
+        Agent::Codex => codex(value)?,
     };
     let request = resolve_relative(request, cwd.as_deref());
     Ok(ToolCall {

@@ -74,10 +74,12 @@ pub fn agent_hook(
         drain(input);
         return answer::reply(agent, HookAnswer::Deny, &stopped.reason());
     }
-    let read = read_payload(input).and_then(|text| {
-        payload::parse(agent, &text).map(|call| (call, permission_mode(&text), text))
-    });
-    let (call, mode, text) = match read {
+    let read = read_payload(input).and_then(|text| payload::read(agent, &text));
+    let payload::Payload {
+        call,
+        permission_mode: mode,
+        json,
+    } = match read {
         Ok(read) => read,
         Err(error) => {
             let reason = error.to_string();
@@ -124,8 +126,7 @@ pub fn agent_hook(
         model: call.model.as_deref(),
     };
     let mut judged = decide::judge(&policy, &asker, acts);
-    let detail = serde_json::from_str(&text).unwrap_or(serde_json::Value::Null);
-    let call_json = guards::call(HookPoint::Tool, agent.name(), &project, detail);
+    let call_json = guards::call(HookPoint::Tool, agent.name(), &project, json);
     judged.extend(guards::judge(
         &policy,
         &project,
@@ -141,15 +142,6 @@ pub fn agent_hook(
 /// Reads and discards standard input, up to the payload limit.
 fn drain(input: &mut dyn Read) {
     let _ = std::io::copy(&mut input.take(MAX_PAYLOAD_BYTES), &mut std::io::sink());
-}
-
-/// The payload's `permission_mode` (Claude Code's), when it has one.
-fn permission_mode(text: &str) -> Option<String> {
-    serde_json::from_str::<serde_json::Value>(text)
-        .ok()?
-        .get("permission_mode")?
-        .as_str()
-        .map(str::to_owned)
 }
 
 fn read_payload(input: &mut dyn Read) -> Result<String, crate::HookError> {
