@@ -442,9 +442,9 @@ mod tests {
         Verdict::bare(decision, layer)
     }
 
-    /// The table in docs/policy.md, route by route: every route gives one
-    /// behaviour, the hook differing only where its agent's own prompt
-    /// and permissions take over.
+    /// The table in docs/policy.md, route by route, with the start-time
+    /// questions: every route gives one behaviour, the hook differing only
+    /// where its agent's own prompt and permissions take over.
     #[test]
     fn every_route_decision_and_asker_gives_the_documented_answer() {
         use Outcome::{Go, Prompt};
@@ -483,8 +483,35 @@ mod tests {
                         "{} {decision} {behind:?}",
                         route.as_str()
                     );
+                    start_questions_ask_nobody(route, behind, decision);
                 }
             }
+        }
+    }
+
+    /// The start-time rows of the table: before the first turn nobody is
+    /// asked, whoever is behind the route, so the answer is the rule's as
+    /// `start::StartRule` spends it.
+    fn start_questions_ask_nobody(route: Route, behind: Behind, decision: Decision) {
+        for (question, action) in start::tests::questions() {
+            let rule = chock_policy::Rule::new(
+                Some(chock_policy::Pattern::parse(action).expect("pattern")),
+                decision,
+            );
+            let policy = chock_policy::Policy::from_rules(vec![rule], vec![]);
+            let answer = start::at_start(&policy, "main", &question).expect("named");
+            let kept = matches!(
+                question,
+                chock_policy::StartQuestion::WorkspaceIntegrate
+                    | chock_policy::StartQuestion::ThirdPartyTool { .. }
+            );
+            let want = decision == Decision::Allow || (kept && decision != Decision::Deny);
+            assert_eq!(
+                answer.granted,
+                want,
+                "{} {action} {decision} {behind:?}",
+                route.as_str()
+            );
         }
     }
 
