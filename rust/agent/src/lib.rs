@@ -429,7 +429,9 @@ impl Session {
                     own.shared_state(),
                     own.under_way(),
                 ));
-                tools.reviewed_by(reviewer.clone()).map_err(RunError::Own)?;
+                tools
+                    .reviewed_by(reviewer.clone())
+                    .map_err(|e| RunError::Own(e.to_string()))?;
                 Some(reviewer)
             }
             Err(_) => None,

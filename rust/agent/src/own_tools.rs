@@ -325,7 +325,9 @@ impl OwnTools {
     /// (whose [`Folded::ceiling`] the session's policy is bound by).
     pub fn new(tools: &InProcess, folded: Folded) -> Result<OwnTools, String> {
         let decisions = Arc::new(Decisions::default());
-        tools.observed_by(decisions.clone())?;
+        tools
+            .observed_by(decisions.clone())
+            .map_err(|e| e.to_string())?;
         Ok(OwnTools {
             state: folded.state,
             events: folded.events,
@@ -519,7 +521,8 @@ impl OwnTools {
                     .decide(name, "call.read_image", Some(args.path.clone()), Vec::new())
                     .await?;
                 let bytes = tools
-                    .read_bytes(&args.path, IMAGE_BYTES)?
+                    .read_bytes(&args.path, IMAGE_BYTES)
+                    .map_err(|e| e.to_string())?
                     .ok_or_else(|| format!("{READ_IMAGE}: there is no file {}", args.path))?;
                 let media_type = image_type(&bytes).ok_or_else(|| {
                     format!(

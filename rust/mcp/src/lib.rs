@@ -49,6 +49,7 @@ pub use server::INSTRUCTIONS;
 pub use session::{ServeOptions, serve, serve_stdio};
 pub use tools::{LSP_MAX_STARTS, LSP_TOOLS, TOOL_NAMES};
 pub use transport::MAX_MESSAGE_BYTES;
+pub use workspace::FileError;
 
 /// The route every line this server writes to the decision log carries.
 pub const ROUTE: chock_gate::Route = chock_gate::Route::Mcp;

@@ -23,6 +23,12 @@ use crate::gate::{Act, Asking, Decided, Reviewer};
 use crate::gateway::{Gateway, GatewayError};
 use crate::session::{EndTasks, ServeOptions, Session};
 use crate::tools::{self, Call, REQUEST_APPLY, ToolError};
+use crate::workspace::FileError;
+
+/// A part of the session that is set once was set a second time.
+#[derive(Debug, thiserror::Error)]
+#[error("the session's {0} is already set")]
+pub struct AlreadySet(&'static str);
 
 /// A tool as a model is told of it.
 #[derive(Debug, Clone, PartialEq)]
@@ -179,30 +185,26 @@ impl InProcess {
     /// Puts every later act of the session whose rules answer
     /// `agent_review` or `agent_then_human` to `reviewer` first; set once
     /// (a second is refused).
-    pub fn reviewed_by(&self, reviewer: Arc<dyn Reviewer>) -> Result<(), String> {
+    pub fn reviewed_by(&self, reviewer: Arc<dyn Reviewer>) -> Result<(), AlreadySet> {
         self.session
             .reviewer
             .set(reviewer)
-            .map_err(|_| "the session's reviewer is already set".to_owned())
+            .map_err(|_| AlreadySet("reviewer"))
     }
 
     /// Tells `observer` of each decision the session logs, from now on;
     /// set once (a second is refused).
-    pub fn observed_by(&self, observer: Arc<dyn Decided>) -> Result<(), String> {
+    pub fn observed_by(&self, observer: Arc<dyn Decided>) -> Result<(), AlreadySet> {
         self.session
             .decided
             .set(observer)
-            .map_err(|_| "the session's observer is already set".to_owned())
+            .map_err(|_| AlreadySet("observer"))
     }
 
     /// The reviewer agent `chock.zon` names, unless a bundle forbids
     /// reviewer agents: `Err` says why there is none.
-    pub fn reviewer_kind(&self) -> Result<String, String> {
-        self.session
-            .policy
-            .reviewer()
-            .map(|r| r.agent_kind.clone())
-            .map_err(|e| e.to_string())
+    pub fn reviewer_kind(&self) -> Result<String, chock_policy::NoReviewer> {
+        self.session.policy.reviewer().map(|r| r.agent_kind.clone())
     }
 
     /// Decides one act of the caller's own tool `tool` through the gate,
@@ -266,12 +268,12 @@ impl InProcess {
     /// The text of `given`, a file of the workspace read beneath it by
     /// descriptor (no link leads out), of at most `limit` bytes; `Ok(None)`
     /// when there is no such file.
-    pub fn read_text(&self, given: &str, limit: u64) -> Result<Option<String>, String> {
+    pub fn read_text(&self, given: &str, limit: u64) -> Result<Option<String>, FileError> {
         self.read_with(given, |opened, rel| opened.read_text(rel, limit))
     }
 
     /// The bytes of `given`, read as [`InProcess::read_text`] reads.
-    pub fn read_bytes(&self, given: &str, limit: u64) -> Result<Option<Vec<u8>>, String> {
+    pub fn read_bytes(&self, given: &str, limit: u64) -> Result<Option<Vec<u8>>, FileError> {
         self.read_with(given, |opened, rel| opened.read(rel, limit))
     }
 
@@ -282,14 +284,14 @@ impl InProcess {
             &crate::workspace::Opened<'_>,
             &std::path::Path,
         ) -> Result<T, crate::workspace::FileError>,
-    ) -> Result<Option<T>, String> {
+    ) -> Result<Option<T>, FileError> {
         let workspace = &self.session.workspace;
-        let rel = workspace.relative(given).map_err(|e| e.to_string())?;
-        let opened = workspace.opened().map_err(|e| e.to_string())?;
+        let rel = workspace.relative(given)?;
+        let opened = workspace.opened()?;
         match read(&opened, &rel) {
             Ok(read) => Ok(Some(read)),
-            Err(crate::workspace::FileError::NotFound { .. }) => Ok(None),
-            Err(e) => Err(e.to_string()),
+            Err(FileError::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e),
         }
     }
 
