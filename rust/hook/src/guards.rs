@@ -74,9 +74,48 @@ pub fn call(point: HookPoint, agent_kind: &str, project: &Path, detail: Value) -
 /// The most commits of a change under review a CI gate judges.
 pub const MAX_COMMITS: usize = 1000;
 
+/// Why what a guard reads of a commit, a push or a change under review
+/// could not be gathered from git.
+#[derive(Debug, thiserror::Error)]
+pub enum GitError {
+    #[error("running git: {0}")]
+    Run(#[source] std::io::Error),
+    #[error("writing to git {args}: {source}")]
+    Input {
+        args: String,
+        source: std::io::Error,
+    },
+    #[error("git {args} failed: {stderr}")]
+    Failed { args: String, stderr: String },
+    #[error("git gave an entry without its path: {0}")]
+    NoPath(String),
+    #[error("git gave an entry Chock cannot read: {0}")]
+    Unreadable(String),
+    #[error("more than {MAX_STAGED} files in one commit, more than a guard is shown")]
+    TooManyFiles,
+    #[error("git gave no size for {path}: {line}")]
+    NoSize { path: String, line: String },
+    #[error(
+        "the base `{0}` is not a commit here: fetch it (actions/checkout with `fetch-depth: 0`, or `git fetch origin {0}`)"
+    )]
+    BaseNotACommit(String),
+    #[error(
+        "`{0}` and HEAD share no history here: fetch the whole history (actions/checkout with `fetch-depth: 0`)"
+    )]
+    NoSharedHistory(String),
+    #[error("`{base}...HEAD` holds {count} commits, more than the {MAX_COMMITS} a CI gate judges")]
+    TooManyCommits { base: String, count: usize },
+    #[error(
+        "the CI gate judges a change against its base, and none is named: run it on a pull request (GITHUB_BASE_REF, GITHUB_EVENT_PATH) or a merge request (CI_MERGE_REQUEST_DIFF_BASE_SHA), or name it with --base REF"
+    )]
+    NoBase,
+    #[error("{} (GITHUB_EVENT_PATH) cannot be read: {why}", file.display())]
+    Event { file: PathBuf, why: String },
+}
+
 /// Runs git in `project`, `input` on its standard input; its standard
 /// output, or what failed.
-fn git_output(project: &Path, args: &[&str], input: Option<&[u8]>) -> Result<Vec<u8>, String> {
+fn git_output(project: &Path, args: &[&str], input: Option<&[u8]>) -> Result<Vec<u8>, GitError> {
     use std::io::Write as _;
     let mut child = std::process::Command::new("git")
         .arg("-C")
@@ -90,49 +129,45 @@ fn git_output(project: &Path, args: &[&str], input: Option<&[u8]>) -> Result<Vec
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
-        .map_err(|e| format!("running git: {e}"))?;
+        .map_err(GitError::Run)?;
     if let (Some(bytes), Some(mut stdin)) = (input, child.stdin.take()) {
-        stdin
-            .write_all(bytes)
-            .map_err(|e| format!("writing to git {}: {e}", args.join(" ")))?;
+        stdin.write_all(bytes).map_err(|source| GitError::Input {
+            args: args.join(" "),
+            source,
+        })?;
     }
-    let out = child
-        .wait_with_output()
-        .map_err(|e| format!("running git: {e}"))?;
+    let out = child.wait_with_output().map_err(GitError::Run)?;
     if out.status.success() {
         Ok(out.stdout)
     } else {
-        Err(format!(
-            "git {} failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
+        Err(GitError::Failed {
+            args: args.join(" "),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+        })
     }
 }
 
 /// The files a diff in git's `--raw -z --no-abbrev` form adds or changes,
 /// each with its blob and size: `[{"path", "blob", "bytes"}]`. A
 /// submodule's entry names a commit of another repository and is left out.
-fn changed_files(project: &Path, raw: &[u8]) -> Result<Value, String> {
+fn changed_files(project: &Path, raw: &[u8]) -> Result<Value, GitError> {
     let mut fields = raw.split(|b| *b == 0).filter(|f| !f.is_empty());
     let mut entries = Vec::new();
     while let Some(head) = fields.next() {
         let head = String::from_utf8_lossy(head);
         let path = fields
             .next()
-            .ok_or_else(|| format!("git gave an entry without its path: {head}"))?;
+            .ok_or_else(|| GitError::NoPath(head.clone().into_owned()))?;
         // `:old-mode new-mode old-blob new-blob status`
         let parts: Vec<&str> = head.trim_start_matches(':').split(' ').collect();
         let [_, mode, _, blob, _] = parts[..] else {
-            return Err(format!("git gave an entry Chock cannot read: {head}"));
+            return Err(GitError::Unreadable(head.into_owned()));
         };
         if mode == "160000" {
             continue;
         }
         if entries.len() == MAX_STAGED {
-            return Err(format!(
-                "more than {MAX_STAGED} files in one commit, more than a guard is shown"
-            ));
+            return Err(GitError::TooManyFiles);
         }
         entries.push((String::from_utf8_lossy(path).into_owned(), blob.to_owned()));
     }
@@ -153,11 +188,15 @@ fn changed_files(project: &Path, raw: &[u8]) -> Result<Value, String> {
     let mut files = Vec::with_capacity(entries.len());
     for (path, blob) in entries {
         let line = lines.next().unwrap_or("");
-        let bytes: u64 = match line.split(' ').collect::<Vec<_>>()[..] {
-            [sha, "blob", size] if sha == blob => size
-                .parse()
-                .map_err(|_| format!("git gave no size for {path}: {line}"))?,
-            _ => return Err(format!("git gave no size for {path}: {line}")),
+        let size = match line.split(' ').collect::<Vec<_>>()[..] {
+            [sha, "blob", size] if sha == blob => size.parse::<u64>().ok(),
+            _ => None,
+        };
+        let Some(bytes) = size else {
+            return Err(GitError::NoSize {
+                path,
+                line: line.to_owned(),
+            });
         };
         files.push(json!({ "path": path, "blob": blob, "bytes": bytes }));
     }
@@ -175,7 +214,7 @@ const RAW: [&str; 5] = [
 
 /// The files a commit would add or change, each with its staged blob and
 /// size: `[{"path": ..., "blob": ..., "bytes": ...}]`, from `git diff --cached`.
-pub fn staged_files(project: &Path) -> Result<Value, String> {
+pub fn staged_files(project: &Path) -> Result<Value, GitError> {
     let mut args = vec!["diff", "--cached"];
     args.extend(RAW);
     let raw = git_output(project, &args, None)?;
@@ -184,7 +223,7 @@ pub fn staged_files(project: &Path) -> Result<Value, String> {
 
 /// The files `commit` adds or changes against its first parent (all of
 /// them for a root commit), as [`staged_files`] lists them.
-pub fn commit_files(project: &Path, commit: &str) -> Result<Value, String> {
+pub fn commit_files(project: &Path, commit: &str) -> Result<Value, GitError> {
     let mut args = vec![
         "diff-tree",
         "-r",
@@ -214,32 +253,26 @@ pub struct Review {
 
 /// Reads the change `base...HEAD` of `project`: a base git cannot find, or
 /// one with no history shared with HEAD, is an error saying to fetch it.
-pub fn review(project: &Path, base: &str) -> Result<Review, String> {
-    let one = |args: &[&str]| -> Result<String, String> {
+pub fn review(project: &Path, base: &str) -> Result<Review, GitError> {
+    let one = |args: &[&str]| -> Result<String, GitError> {
         Ok(String::from_utf8_lossy(&git_output(project, args, None)?)
             .trim()
             .to_owned())
     };
     let rev = format!("{base}^{{commit}}");
-    let base_commit = one(&["rev-parse", "--verify", "--quiet", &rev]).map_err(|_| {
-        format!(
-            "the base `{base}` is not a commit here: fetch it (actions/checkout with `fetch-depth: 0`, or `git fetch origin {base}`)"
-        )
-    })?;
+    let base_commit = one(&["rev-parse", "--verify", "--quiet", &rev])
+        .map_err(|_| GitError::BaseNotACommit(base.to_owned()))?;
     let head = one(&["rev-parse", "--verify", "HEAD^{commit}"])?;
-    let merge_base = one(&["merge-base", &base_commit, &head]).map_err(|_| {
-        format!(
-            "`{base}` and HEAD share no history here: fetch the whole history (actions/checkout with `fetch-depth: 0`)"
-        )
-    })?;
+    let merge_base = one(&["merge-base", &base_commit, &head])
+        .map_err(|_| GitError::NoSharedHistory(base.to_owned()))?;
     let range = format!("{merge_base}..{head}");
     let listed = one(&["rev-list", "--reverse", &range])?;
     let commits: Vec<String> = listed.lines().map(str::to_owned).collect();
     if commits.len() > MAX_COMMITS {
-        return Err(format!(
-            "`{base}...HEAD` holds {} commits, more than the {MAX_COMMITS} a CI gate judges",
-            commits.len()
-        ));
+        return Err(GitError::TooManyCommits {
+            base: base.to_owned(),
+            count: commits.len(),
+        });
     }
     Ok(Review {
         base: base.to_owned(),
@@ -469,7 +502,7 @@ pub fn git(
         return Vec::new();
     }
     // Each call a guard reads, with what its lines are about.
-    let calls: Result<Vec<(Option<String>, Value)>, String> = match (review, hook) {
+    let calls: Result<Vec<(Option<String>, Value)>, GitError> = match (review, hook) {
         (None, crate::sync::GitHook::PreCommit) => {
             staged_files(project).map(|s| vec![(None, json!({ "staged": s }))])
         }

@@ -201,7 +201,7 @@ const MAX_EVENT_BYTES: u64 = 64 << 20;
 pub fn review_base(
     flag: Option<&str>,
     var: &dyn Fn(&str) -> Option<OsString>,
-) -> Result<String, String> {
+) -> Result<String, guards::GitError> {
     if let Some(base) = flag {
         return Ok(base.to_owned());
     }
@@ -221,15 +221,16 @@ pub fn review_base(
     if let Some(sha) = set("CI_MERGE_REQUEST_DIFF_BASE_SHA") {
         return Ok(sha);
     }
-    Err("the CI gate judges a change against its base, and none is named: run it on a pull request (GITHUB_BASE_REF, GITHUB_EVENT_PATH) or a merge request (CI_MERGE_REQUEST_DIFF_BASE_SHA), or name it with --base REF".to_owned())
+    Err(guards::GitError::NoBase)
 }
 
 /// The pull request's base commit in GitHub's event file, or `None` for an
 /// event of another kind (a push).
-fn event_base(path: &Path) -> Result<Option<String>, String> {
+fn event_base(path: &Path) -> Result<Option<String>, guards::GitError> {
     use std::io::Read as _;
-    let unreadable = |e: &dyn std::fmt::Display| {
-        format!("{} (GITHUB_EVENT_PATH) cannot be read: {e}", path.display())
+    let unreadable = |e: &dyn std::fmt::Display| guards::GitError::Event {
+        file: path.to_path_buf(),
+        why: e.to_string(),
     };
     let file = std::fs::File::open(path).map_err(|e| unreadable(&e))?;
     let mut bytes = Vec::new();
