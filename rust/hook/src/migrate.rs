@@ -28,6 +28,33 @@ use serde_json::Value;
 
 use crate::agent::Agent;
 
+/// Why the blocks were not added to `chock.zon`.
+#[derive(Debug, thiserror::Error)]
+pub enum MigrateError {
+    #[error("cannot be read: {0}")]
+    Unreadable(#[source] std::io::Error),
+    #[error(
+        "chock.zon already has an `.mcp` or `.secrets` block; add the servers above to it by hand"
+    )]
+    HasBlocks,
+    #[error("chock.zon has a `.policy` block without `.rules`; add the rules above to it by hand")]
+    PolicyWithoutRules,
+    #[error("chock.zon cannot be read: {0}")]
+    NotZon(String),
+    #[error("chock.zon's top level is not a struct `.{{ ... }}`")]
+    NotAStruct,
+    #[error("has no folder")]
+    NoFolder,
+    #[error("cannot be checked: {0}")]
+    Check(#[source] std::io::Error),
+    #[error("the merged file would not load, so nothing was written: {0}")]
+    WouldNotLoad(#[source] Box<chock_policy::PolicyError>),
+    #[error("cannot be written: {0}")]
+    Write(#[source] std::io::Error),
+    #[error("cannot be replaced: {0}")]
+    Replace(#[source] std::io::Error),
+}
+
 /// One server as `chock.zon` writes it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Server {
@@ -222,16 +249,13 @@ impl Migration {
     /// else the existing text with `.mcp`, `.secrets` and the rules put in
     /// (its comments and layout kept). Refuses a file that already names
     /// servers or secrets, which only a person can merge.
-    pub fn merged(&self, existing: Option<&str>) -> Result<String, String> {
+    pub fn merged(&self, existing: Option<&str>) -> Result<String, MigrateError> {
         let Some(text) = existing else {
             return Ok(self.zon());
         };
         let top = Top::read(text)?;
         if top.mcp || top.secrets {
-            return Err(
-                "chock.zon already has an `.mcp` or `.secrets` block; add the servers above to it by hand"
-                    .into(),
-            );
+            return Err(MigrateError::HasBlocks);
         }
         let mut inserts: Vec<(usize, String)> = Vec::new();
         let fields = |indent: &str| {
@@ -264,10 +288,7 @@ impl Migration {
                 inserts.push((top.end, fields("    ")));
             }
             None if top.policy => {
-                return Err(
-                    "chock.zon has a `.policy` block without `.rules`; add the rules above to it by hand"
-                        .into(),
-                );
+                return Err(MigrateError::PolicyWithoutRules);
             }
             None => {
                 let policy = format!("    .policy = .{{ .rules = .{{\n{rules}    }} }},\n");
@@ -300,31 +321,29 @@ impl Migration {
 
     /// Adds the blocks to `file` (made when missing). The merged text must
     /// load as a policy before it replaces the old file, in one rename.
-    pub fn write(&self, file: &Path) -> Result<(), String> {
+    pub fn write(&self, file: &Path) -> Result<(), MigrateError> {
         let existing = match std::fs::read_to_string(file) {
             Ok(text) => Some(text),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => return Err(format!("cannot be read: {e}")),
+            Err(e) => return Err(MigrateError::Unreadable(e)),
         };
         let merged = self.merged(existing.as_deref())?;
-        let dir = file.parent().ok_or("has no folder")?;
-        let check = tempfile::tempdir().map_err(|e| format!("cannot be checked: {e}"))?;
+        let dir = file.parent().ok_or(MigrateError::NoFolder)?;
+        let check = tempfile::tempdir().map_err(MigrateError::Check)?;
         std::fs::write(check.path().join(chock_policy::PROJECT_FILE), &merged)
-            .map_err(|e| format!("cannot be checked: {e}"))?;
+            .map_err(MigrateError::Check)?;
         chock_policy::Policy::load(&chock_policy::LoadOptions {
             project_dir: check.path().to_path_buf(),
             operator_config: None,
             discovered_bundles: vec![],
             org_bundles: vec![],
         })
-        .map_err(|e| format!("the merged file would not load, so nothing was written: {e}"))?;
-        let mut staged =
-            tempfile::NamedTempFile::new_in(dir).map_err(|e| format!("cannot be written: {e}"))?;
-        std::io::Write::write_all(&mut staged, merged.as_bytes())
-            .map_err(|e| format!("cannot be written: {e}"))?;
+        .map_err(|e| MigrateError::WouldNotLoad(Box::new(e)))?;
+        let mut staged = tempfile::NamedTempFile::new_in(dir).map_err(MigrateError::Write)?;
+        std::io::Write::write_all(&mut staged, merged.as_bytes()).map_err(MigrateError::Write)?;
         staged
             .persist(file)
-            .map_err(|e| format!("cannot be replaced: {}", e.error))?;
+            .map_err(|e| MigrateError::Replace(e.error))?;
         Ok(())
     }
 
@@ -732,7 +751,7 @@ struct Top {
 }
 
 impl Top {
-    fn read(text: &str) -> Result<Top, String> {
+    fn read(text: &str) -> Result<Top, MigrateError> {
         use chock_zon::Spanned;
         use serde::de::IgnoredAny;
         #[derive(serde::Deserialize)]
@@ -746,12 +765,9 @@ impl Top {
             rules: Option<Spanned<IgnoredAny>>,
         }
         let file: Spanned<File> =
-            chock_zon::from_str(text).map_err(|e| format!("chock.zon cannot be read: {e}"))?;
-        let close = |span: chock_zon::Span| {
-            text[..span.end]
-                .rfind('}')
-                .ok_or_else(|| "chock.zon's top level is not a struct `.{ ... }`".to_owned())
-        };
+            chock_zon::from_str(text).map_err(|e| MigrateError::NotZon(e.to_string()))?;
+        let close =
+            |span: chock_zon::Span| text[..span.end].rfind('}').ok_or(MigrateError::NotAStruct);
         let end = close(file.span)?;
         let rules_end = match file
             .value
@@ -1090,11 +1106,13 @@ bearer_token_env_var = "FIGMA_TOKEN"
         assert!(
             m.merged(Some(".{ .mcp = .{} }"))
                 .unwrap_err()
+                .to_string()
                 .contains("by hand")
         );
         assert!(
             m.merged(Some("not zon"))
                 .unwrap_err()
+                .to_string()
                 .contains("cannot be read")
         );
     }
