@@ -396,7 +396,12 @@ fn answer_of_rules(
             either: Some(either),
             decision: verdict.decision,
             answered_by: AnsweredBy::of_layer(verdict.decided_by.layer),
-            granted: verdict.decision == Decision::Allow,
+            // Granted by the rules alone; an ask is put to a person later
+            // (at build time), or stays out (at start).
+            granted: matches!(
+                chock_gate::before_asking(asking.route, &verdict),
+                chock_gate::Step::Settled(settled) if settled.goes()
+            ),
             earlier: false,
             verdict: Some(verdict),
         },
