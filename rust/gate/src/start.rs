@@ -12,7 +12,10 @@
 //! | an approved apply may move a branch | `workspace.integrate` | anything but `deny` |
 //! | a third-party tool is offered | `mcp.<s>.tool.<t>`, `plugin.<p>.tool.<t>` | anything but `deny` |
 
+use chock_log::AnsweredBy;
 use chock_policy::{Decision, NameError, Policy, StartQuestion, Verdict};
+
+use crate::{Outcome, Refused, Settled};
 
 /// How a start question's verdict is spent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,6 +56,26 @@ impl StartRule {
 pub struct StartAnswer {
     pub granted: bool,
     pub verdict: Verdict,
+}
+
+impl StartAnswer {
+    /// The act's end, as the log records it: the rules' decision, given by
+    /// the layer that decided (nobody is asked at start); a refusal says
+    /// why nobody could lift it.
+    pub fn settled(&self) -> Settled {
+        let decision = self.verdict.decision;
+        let outcome = match (self.granted, decision) {
+            (true, _) => Outcome::Go,
+            (false, Decision::Deny) => Outcome::Refused(Refused::Denied),
+            (false, Decision::AgentThenHuman) => Outcome::Refused(Refused::NoReviewer),
+            (false, _) => Outcome::Refused(Refused::Nobody),
+        };
+        Settled {
+            outcome,
+            decision,
+            answered_by: AnsweredBy::of_layer(self.verdict.decided_by.layer),
+        }
+    }
 }
 
 /// Answers `question` for an agent of `agent_kind` before the first turn.
@@ -100,6 +123,47 @@ pub(crate) mod tests {
                 "mcp.notion.host.com.notion",
             ),
         ]
+    }
+
+    #[test]
+    fn a_start_answer_ends_as_the_rule_s_word_with_nobody_asked() {
+        use chock_policy::{Layer, Pattern, Rule};
+        let end = |decision| {
+            let rule = Rule::new(
+                Some(Pattern::parse("nix.build").expect("pattern")),
+                decision,
+            );
+            let policy = Policy::from_rules(vec![rule], vec![]);
+            let settled = at_start(&policy, "main", &StartQuestion::NixBuild)
+                .expect("named")
+                .settled();
+            (settled.outcome, settled.decision, settled.answered_by)
+        };
+        assert_eq!(
+            end(Decision::Allow),
+            (Outcome::Go, Decision::Allow, AnsweredBy::Rule)
+        );
+        assert_eq!(
+            end(Decision::Deny),
+            (
+                Outcome::Refused(Refused::Denied),
+                Decision::Deny,
+                AnsweredBy::Rule
+            )
+        );
+        assert_eq!(
+            end(Decision::Ask),
+            (
+                Outcome::Refused(Refused::Nobody),
+                Decision::Ask,
+                AnsweredBy::Rule
+            )
+        );
+        let unnamed = Policy::from_rules(vec![], vec![]);
+        let settled = at_start(&unnamed, "main", &StartQuestion::NixBuild)
+            .expect("named")
+            .settled();
+        assert_eq!(settled.answered_by, AnsweredBy::of_layer(Layer::Nothing));
     }
 
     #[test]

@@ -219,15 +219,7 @@ impl Session {
         };
         let decision = answer.verdict.decision;
         if answer.verdict.decided_by.layer != Layer::Nothing {
-            let settled = Settled {
-                outcome: if answer.granted {
-                    Outcome::Go
-                } else {
-                    Outcome::Refused(chock_gate::Refused::Denied)
-                },
-                decision,
-                answered_by: AnsweredBy::of_layer(answer.verdict.decided_by.layer),
-            };
+            let settled = answer.settled();
             self.record(
                 AGENT_KIND,
                 tool,

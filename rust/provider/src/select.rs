@@ -6,7 +6,7 @@
 //! decision. Nobody can be asked then, so only `allow` lets the model be used.
 
 use chock_gate::Route;
-use chock_log::{AnsweredBy, Log};
+use chock_log::Log;
 use chock_policy::{Key, Policy, ProviderInstance, StartQuestion, Verdict, names};
 
 use crate::error::ProviderError;
@@ -41,19 +41,15 @@ pub fn select_model<'p>(
     let key = Key::new(names::provider_model(instance, model).map_err(named)?)
         .with_agent_kind(agent_kind)
         .with_model(model);
-    let verdict = answer.verdict;
-    let entry = chock_gate::line(
+    let entry = answer.settled().entry(
         Route::Run,
         project,
         &key,
-        &verdict,
-        (
-            verdict.decision,
-            AnsweredBy::of_layer(verdict.decided_by.layer),
-        ),
+        &answer.verdict,
         Some(format!("{instance}/{model}")),
     );
     let _ = log.append(&entry);
+    let verdict = answer.verdict;
     if !answer.granted {
         let by = &verdict.decided_by;
         let rule = match (&by.rule, &by.file, by.line) {
