@@ -55,8 +55,8 @@ pub use package::{HookPoint, PolicyPackage, Rollout};
 pub use pattern::{EXACT_SCORE, Pattern, PatternError};
 pub use policy::{
     DEFAULT_MAX_DEPTH, DEFAULT_MAX_WIDTH, DecidedBy, Explained, Held, Layer, LoadOptions,
-    NoReviewer, PROJECT_FILE, Policy, Reading, SYSTEM_BUNDLE, StartQuestion,
-    SubagentCaps, Suggestion, Verdict, read_once_note,
+    NoReviewer, PROJECT_FILE, Policy, Reading, SYSTEM_BUNDLE, StartQuestion, SubagentCaps,
+    Suggestion, Verdict, read_once_note,
 };
 pub use prices::{MAX_PRICES, Price};
 pub use promise::Ceiling;
