@@ -16,6 +16,7 @@
 #![forbid(unsafe_code)]
 
 mod de;
+mod edit;
 mod error;
 mod number;
 mod parse;
@@ -27,6 +28,7 @@ use std::path::Path;
 
 use serde::de::DeserializeOwned;
 
+pub use edit::append_to_list;
 pub use error::{Error, Span, WriteError, line_col, nearest};
 pub use parse::MAX_DEPTH;
 pub use ser::{quote_name, quote_string, to_string};
