@@ -13,6 +13,7 @@ mod ask;
 pub mod control;
 mod decision;
 pub mod defaults;
+mod edit;
 mod either;
 mod error;
 mod files;
@@ -41,6 +42,7 @@ pub mod workspace;
 pub use ask::{Answer, Asker, Nobody, Question, visible};
 pub use chock_flakelock::{Endpoint, EndpointError, SCHEMES, url_endpoint};
 pub use decision::Decision;
+pub use edit::{EditError, RuleEdit, always_offered, write_rules};
 pub use error::PolicyError;
 pub use files::{
     Agent, BUNDLE_VERSION, Budget, ContainerSettings, IndexBlock, MAX_AGENT_KINDS, MAX_RULES,
