@@ -38,6 +38,7 @@ pub mod start;
 
 pub use refusal::{Change, Layout, Refusal};
 
+pub use chock_log::Route;
 use chock_log::{AnsweredBy, Entry};
 use chock_policy::{Answer, Asker, Decision, Key, Layer, Question, Verdict};
 
@@ -56,73 +57,6 @@ fn strictest_by<T, K: Ord>(items: impl IntoIterator<Item = T>, key: impl Fn(&T) 
     items
         .into_iter()
         .reduce(|held, next| if key(&next) < key(&held) { next } else { held })
-}
-
-/// The door a question came through, as the decision log spells it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Route {
-    /// `chock exec`.
-    Exec,
-    /// An agent's hook (`chock hook <agent>`).
-    Hook,
-    /// A git hook (`pre-commit`, `pre-push`) at the person's terminal.
-    Git,
-    /// A git hook's check run by the CI gate on a pull request.
-    Ci,
-    /// The tool server (`chock mcp`), and the builds its calls make.
-    Mcp,
-    /// `chock build`.
-    Build,
-    /// Flake inputs read at session start.
-    Inputs,
-    /// Chock's own agent session (`chock run`), and what it decides before
-    /// its first turn (`model.select`).
-    Run,
-}
-
-impl Route {
-    /// Every route, for tables.
-    pub const ALL: [Route; 8] = [
-        Route::Exec,
-        Route::Hook,
-        Route::Git,
-        Route::Ci,
-        Route::Mcp,
-        Route::Build,
-        Route::Inputs,
-        Route::Run,
-    ];
-
-    /// The route its log word names.
-    pub fn parse(word: &str) -> Option<Route> {
-        Route::ALL.into_iter().find(|r| r.as_str() == word)
-    }
-
-    /// The agent kind a call on this route is asked with when nothing
-    /// names another: an agent's hook asks as the agent (`claude`,
-    /// `cursor`, `gemini`, `codex`; `claude` here), a git hook as `git`,
-    /// everything else as Chock's main agent.
-    pub fn usual_agent_kind(self) -> &'static str {
-        match self {
-            Route::Hook => "claude",
-            Route::Git | Route::Ci => "git",
-            Route::Exec | Route::Mcp | Route::Build | Route::Inputs | Route::Run => "main",
-        }
-    }
-
-    /// The word in the log's `route` field.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Route::Exec => "exec",
-            Route::Hook => "hook",
-            Route::Git => "git",
-            Route::Ci => "ci",
-            Route::Mcp => "mcp",
-            Route::Build => "build",
-            Route::Inputs => "inputs",
-            Route::Run => "run",
-        }
-    }
 }
 
 /// Why an act was refused.
@@ -389,13 +323,13 @@ pub fn line(
     subject: Option<String>,
 ) -> Entry {
     Entry {
-        route: route.as_str().into(),
+        route,
         project: project.into(),
         action: key.action.clone(),
         agent_kind: key.agent_kind.clone(),
         model: key.model.clone(),
         tool: key.tool.clone(),
-        decision: end.0.as_str().into(),
+        decision: end.0,
         decided_by: chock_log::DecidedBy::from(&verdict.decided_by),
         answered_by: end.1,
         subject,
@@ -626,9 +560,9 @@ mod tests {
             &verdict,
             None,
         );
-        assert_eq!(entry.decision, "deny");
+        assert_eq!(entry.decision, Decision::Deny);
         assert_eq!(entry.answered_by, AnsweredBy::Person);
-        assert_eq!(entry.decided_by.layer, "stop");
+        assert_eq!(entry.decided_by.layer, Layer::Stop);
         assert_eq!(entry.decided_by.file.as_deref(), Some("/state/stop"));
     }
 
@@ -642,11 +576,11 @@ mod tests {
             .with_agent_kind("claude-code");
         let settled = heard(v.decision, Answer::Cancelled);
         let entry = settled.entry(Route::Mcp, "/p", &key, &v, Some("a.txt".into()));
-        assert_eq!(entry.route, "mcp");
+        assert_eq!(entry.route, Route::Mcp);
         assert_eq!(entry.agent_kind, "claude-code");
-        assert_eq!(entry.decision, "ask");
+        assert_eq!(entry.decision, Decision::Ask);
         assert_eq!(entry.answered_by, AnsweredBy::Client);
-        assert_eq!(entry.decided_by.layer, "project");
+        assert_eq!(entry.decided_by.layer, Layer::Project);
         assert_eq!(entry.decided_by.line, Some(3));
         assert_eq!(entry.subject.as_deref(), Some("a.txt"));
     }

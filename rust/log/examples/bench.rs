@@ -12,7 +12,8 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use chock_log::{AnsweredBy, DecidedBy, Entry, Log, Record, Rotation, Sha256Hash};
+use chock_log::{AnsweredBy, DecidedBy, Entry, Log, Record, Rotation, Route, Sha256Hash};
+use chock_policy::{Decision, Layer};
 
 /// Rounds of verify and sha256sum, alternated; the median of each is reported.
 const ROUNDS: usize = 5;
@@ -21,15 +22,15 @@ const WRITERS: usize = 4;
 
 fn entry(i: usize) -> Entry {
     Entry {
-        route: "mcp".into(),
+        route: Route::Mcp,
         project: "/home/someone/src/project".into(),
         action: format!("exec.devshell.bin.tool{}", i % 50),
         agent_kind: "coder".into(),
         model: Some("claude-sonnet-4".into()),
         tool: Some("run_command".into()),
-        decision: "allow".into(),
+        decision: Decision::Allow,
         decided_by: DecidedBy {
-            layer: "project".into(),
+            layer: Layer::Project,
             file: Some("/home/someone/src/project/chock.zon".into()),
             line: Some(42),
             policy: None,

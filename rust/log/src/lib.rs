@@ -9,16 +9,17 @@
 //! panics, because a logging failure must not change or abort a decision.
 //!
 //! ```no_run
-//! use chock_log::{AnsweredBy, DecidedBy, Entry, Rotation};
+//! use chock_log::{AnsweredBy, DecidedBy, Entry, Rotation, Route};
+//! use chock_policy::{Decision, Layer};
 //! let entry = Entry {
-//!     route: "build".into(),
+//!     route: Route::Build,
 //!     project: "/src/demo".into(),
 //!     action: "nix.build.packages.x86_64-linux.default".into(),
 //!     agent_kind: "coder".into(),
 //!     model: None,
 //!     tool: Some("nix_build".into()),
-//!     decision: "allow".into(),
-//!     decided_by: DecidedBy { layer: "project".into(), file: Some("/src/demo/chock.zon".into()), line: Some(12), policy: None, held: None },
+//!     decision: Decision::Allow,
+//!     decided_by: DecidedBy { layer: Layer::Project, file: Some("/src/demo/chock.zon".into()), line: Some(12), policy: None, held: None },
 //!     answered_by: AnsweredBy::Rule,
 //!     subject: Some("/nix/store/...-demo.drv".into()),
 //! };
@@ -37,6 +38,7 @@ mod lock;
 mod open;
 mod record;
 mod records;
+mod route;
 mod verify;
 mod writer;
 
@@ -48,6 +50,7 @@ pub use error::LogError;
 pub use location::{dir_from_env, state_dir_from_env};
 pub use record::{AnsweredBy, DecidedBy, Entry, Head, HeadError, Held, Record, Sha256Hash};
 pub use records::{LogLine, Records};
+pub use route::Route;
 pub use verify::{Break, BreakKind, ChainStart, KeptHead, SeqPrev, Verification};
 
 /// When the current file is rotated, how many rotated files are kept, and

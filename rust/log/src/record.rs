@@ -3,8 +3,11 @@
 use std::fmt;
 use std::str::FromStr;
 
+use chock_policy::{Decision, Layer};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+
+use crate::Route;
 
 /// One decision as the caller knows it: everything a line holds except the
 /// chain fields (`seq`, `prev`, `unchained`) and the time, which the log fills in.
@@ -14,8 +17,8 @@ use sha2::{Digest, Sha256};
 /// (a derivation, a host, a program), not what it carried.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Entry {
-    /// Which door the question came through: `cli`, `build`, `exec`, `mcp`, `hook`, ...
-    pub route: String,
+    /// Which door the question came through: `exec`, `hook`, `mcp`, `build`, ...
+    pub route: Route,
     /// The project the act was for (its directory, as text).
     pub project: String,
     /// The action name that was answered, e.g. `call.write_file`.
@@ -26,8 +29,8 @@ pub struct Entry {
     pub model: Option<String>,
     /// The agent's tool that made the request, when known.
     pub tool: Option<String>,
-    /// The answer as the policy spells it: `allow`, `ask`, `deny`, ...
-    pub decision: String,
+    /// The answer, spelt as the policy spells it: `allow`, `ask`, `deny`, ...
+    pub decision: Decision,
     /// Which rule, in which layer and file, gave the answer.
     pub decided_by: DecidedBy,
     /// Who in the end answered: a rule, a shipped default, a person, or nobody.
@@ -39,7 +42,7 @@ pub struct Entry {
 impl From<&chock_policy::DecidedBy> for DecidedBy {
     fn from(by: &chock_policy::DecidedBy) -> DecidedBy {
         DecidedBy {
-            layer: by.layer.as_str().into(),
+            layer: by.layer,
             file: by.file.as_ref().map(|f| f.to_string_lossy().into_owned()),
             line: by.line,
             policy: by.policy.clone(),
@@ -55,9 +58,9 @@ impl From<&chock_policy::DecidedBy> for DecidedBy {
 /// Where the answer came from: the policy layer and, for a written rule, its place.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DecidedBy {
-    /// `project`, `org`, `policy`, `default`, `nothing` or `promise`, as
-    /// the policy engine names its layers.
-    pub layer: String,
+    /// `project`, `org`, `policy`, `default`, `nothing`, `promise` or
+    /// `stop`, as the policy engine names its layers.
+    pub layer: Layer,
     /// The file holding the rule, when a written rule decided.
     pub file: Option<String>,
     /// The rule's line in that file.
@@ -240,7 +243,6 @@ mod tests {
 
     #[test]
     fn a_layer_is_answered_by_its_kind_and_spelt_as_the_policy_spells_it() {
-        use chock_policy::Layer;
         let by = chock_policy::DecidedBy {
             layer: Layer::Project,
             file: Some("/src/demo/chock.zon".into()),
@@ -251,8 +253,8 @@ mod tests {
         };
         let line = DecidedBy::from(&by);
         assert_eq!(
-            (line.layer.as_str(), line.file.as_deref(), line.line),
-            ("project", Some("/src/demo/chock.zon"), Some(7))
+            (line.layer, line.file.as_deref(), line.line),
+            (Layer::Project, Some("/src/demo/chock.zon"), Some(7))
         );
         assert_eq!(line.policy.as_deref(), Some("no-big"));
         assert_eq!(AnsweredBy::of_layer(Layer::Policy), AnsweredBy::Rule);
@@ -263,15 +265,15 @@ mod tests {
 
     fn entry() -> Entry {
         Entry {
-            route: "cli".into(),
+            route: Route::Cli,
             project: "/src/demo".into(),
             action: "call.write_file".into(),
             agent_kind: "coder".into(),
             model: None,
             tool: Some("Write".into()),
-            decision: "allow".into(),
+            decision: Decision::Allow,
             decided_by: DecidedBy {
-                layer: "project".into(),
+                layer: Layer::Project,
                 file: Some("/src/demo/chock.zon".into()),
                 line: Some(7),
                 policy: None,

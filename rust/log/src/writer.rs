@@ -309,15 +309,15 @@ mod tests {
 
     fn entry() -> Entry {
         Entry {
-            route: "mcp".into(),
+            route: crate::Route::Mcp,
             project: "/p \"quoted\"".into(),
             action: "net.fetch.org.example".into(),
             agent_kind: "coder".into(),
             model: Some("m".into()),
             tool: None,
-            decision: "ask".into(),
+            decision: chock_policy::Decision::Ask,
             decided_by: DecidedBy {
-                layer: "default".into(),
+                layer: chock_policy::Layer::Default,
                 file: None,
                 line: None,
                 policy: None,

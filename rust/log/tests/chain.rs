@@ -176,7 +176,7 @@ fn a_rewrite_with_every_hash_recomputed_passes_plain_verify_and_fails_the_kept_h
     for (i, line) in lines.iter().enumerate() {
         let mut record: Record = serde_json::from_str(line).unwrap();
         if i == 4 {
-            record.entry.decision = "allow".into();
+            record.entry.decision = chock_policy::Decision::Allow;
             record.entry.action = "secret.use.prod".into();
         }
         record.prev = prev.to_string();

@@ -277,7 +277,7 @@ mod tests {
         let first = &records[0];
         assert_eq!(first.action, "nix.net.build.com.github.443");
         assert_eq!(first.answered_by, AnsweredBy::Rule);
-        assert_eq!(first.route, "mcp", "the route the request came by");
+        assert_eq!(first.route.as_str(), "mcp", "the route the request came by");
         assert_eq!(first.subject.as_deref(), Some("/nix/store/x.drv"));
         let second = &records[1];
         assert_eq!(second.action, "nix.net.build.example.a.80");
@@ -304,7 +304,7 @@ mod tests {
         );
         let records = entries(&log);
         assert_eq!(records[0].answered_by, AnsweredBy::Nobody);
-        assert_eq!(records[0].decision, "ask");
+        assert_eq!(records[0].decision.as_str(), "ask");
     }
 
     /// A person's yes alone never lifts agent_then_human: nobody is asked

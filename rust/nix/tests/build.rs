@@ -142,7 +142,7 @@ fn an_allowed_host_serves_the_file_and_the_build_succeeds() {
             (allowed.as_str(), "allow", AnsweredBy::Rule),
         ]
     );
-    assert!(entries.iter().all(|e| e.route == "build"));
+    assert!(entries.iter().all(|e| e.route.as_str() == "build"));
     assert!(
         entries[1]
             .subject
@@ -220,7 +220,7 @@ fn the_hosts_no_rule_answers_are_one_question_and_a_yes_covers_them() {
         .filter(|e| e.answered_by == AnsweredBy::Person)
         .collect();
     assert_eq!(person.len(), 2, "one line per host the person answered");
-    assert!(person.iter().all(|e| e.decision == "allow"));
+    assert!(person.iter().all(|e| e.decision.as_str() == "allow"));
 }
 
 #[test]
@@ -241,7 +241,7 @@ fn a_no_refuses_and_no_host_is_contacted() {
         .filter(|e| e.answered_by == AnsweredBy::Person)
         .collect();
     assert_eq!(person.len(), 2);
-    assert!(person.iter().all(|e| e.decision == "deny"));
+    assert!(person.iter().all(|e| e.decision.as_str() == "deny"));
 }
 
 #[test]

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::time::SystemTime;
 
 use anyhow::Context;
-use chock_log::{AnsweredBy, DecidedBy, Entry, Head, Log, Record, Rotation};
+use chock_log::{AnsweredBy, DecidedBy, Entry, Head, Log, Record, Rotation, Route};
 use chock_policy::{Decision, LoadOptions, Pattern, PatternError, Policy};
 use clap::{Args, Subcommand};
 
@@ -85,8 +85,8 @@ pub struct AppendArgs {
     action: String,
     #[arg(long, default_value = "allow")]
     decision: Decision,
-    #[arg(long, default_value = "cli")]
-    route: String,
+    #[arg(long, default_value = "cli", value_parser = route_word)]
+    route: Route,
     #[arg(long, default_value = "test")]
     agent_kind: String,
     #[arg(long)]
@@ -253,9 +253,8 @@ impl Filter {
         self.since.is_none_or(|since| since.reached_by(record))
             && self.until.is_none_or(|until| !until.reached_by(record))
             && (self.action.is_empty() || self.action.iter().any(|p| p.matches(&entry.action)))
-            && (self.decision.is_empty()
-                || self.decision.iter().any(|d| d.as_str() == entry.decision))
-            && (self.route.is_empty() || self.route.contains(&entry.route))
+            && (self.decision.is_empty() || self.decision.contains(&entry.decision))
+            && (self.route.is_empty() || self.route.iter().any(|r| r == entry.route.as_str()))
             && self
                 .project
                 .as_ref()
@@ -389,9 +388,9 @@ fn row(record: &Record) -> Row {
     [
         seq,
         readable_time(&record.ts),
-        entry.route.clone(),
+        entry.route.to_string(),
         entry.action.clone(),
-        entry.decision.clone(),
+        entry.decision.to_string(),
         decided_by(entry.answered_by, &entry.decided_by),
         entry.subject.clone().unwrap_or_default(),
     ]
@@ -411,9 +410,9 @@ fn readable_time(ts: &str) -> String {
 fn decided_by(answered_by: AnsweredBy, by: &DecidedBy) -> String {
     match answered_by {
         AnsweredBy::Rule => match (&by.file, by.line) {
-            (Some(file), Some(line)) => format!("{} rule {file}:{line}", by.layer),
-            (Some(file), None) => format!("{} rule {file}", by.layer),
-            _ => format!("{} rule", by.layer),
+            (Some(file), Some(line)) => format!("{} rule {file}:{line}", by.layer.as_str()),
+            (Some(file), None) => format!("{} rule {file}", by.layer.as_str()),
+            _ => format!("{} rule", by.layer.as_str()),
         },
         AnsweredBy::Default => "shipped default".to_owned(),
         AnsweredBy::Person => "a person".to_owned(),
@@ -471,15 +470,15 @@ fn append(log: &Log, args: &AppendArgs) -> anyhow::Result<ExitCode> {
     };
     let log = Log::at(log.dir(), rotation);
     let entry = Entry {
-        route: args.route.clone(),
+        route: args.route,
         project: project.display().to_string(),
         action: args.action.clone(),
         agent_kind: args.agent_kind.clone(),
         model: None,
         tool: None,
-        decision: args.decision.to_string(),
+        decision: args.decision,
         decided_by: DecidedBy {
-            layer: "nothing".into(),
+            layer: chock_policy::Layer::Nothing,
             file: None,
             line: None,
             policy: None,
@@ -502,6 +501,11 @@ fn append(log: &Log, args: &AppendArgs) -> anyhow::Result<ExitCode> {
         std::io::Write::write_fmt(&mut out, format_args!("{}\n", appended.head))?;
     }
     Ok(exit::SUCCESS.into())
+}
+
+/// `--route`: a word a log line may carry.
+fn route_word(word: &str) -> Result<Route, String> {
+    Route::read(word).ok_or_else(|| format!("`{word}` is no route a log line names"))
 }
 
 /// `--action`: the policy's own pattern language, so `show` selects exactly

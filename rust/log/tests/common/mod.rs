@@ -3,20 +3,25 @@
 
 use std::path::{Path, PathBuf};
 
-use chock_log::{AnsweredBy, Break, BreakKind, DecidedBy, Entry, Log, Rotation, Sha256Hash};
+use chock_log::{AnsweredBy, Break, BreakKind, DecidedBy, Entry, Log, Rotation, Route, Sha256Hash};
+use chock_policy::{Decision, Layer};
 
 /// A decision like the ones real callers log; `i` varies the action.
 pub fn entry(i: usize) -> Entry {
     Entry {
-        route: "cli".into(),
+        route: Route::Cli,
         project: "/src/demo".into(),
         action: format!("call.write_file.n{i}"),
         agent_kind: "coder".into(),
         model: Some("m-1".into()),
         tool: Some("Write".into()),
-        decision: if i.is_multiple_of(3) { "deny" } else { "allow" }.into(),
+        decision: if i.is_multiple_of(3) {
+            Decision::Deny
+        } else {
+            Decision::Allow
+        },
         decided_by: DecidedBy {
-            layer: "project".into(),
+            layer: Layer::Project,
             file: Some("/src/demo/chock.zon".into()),
             line: Some(7),
             policy: None,
