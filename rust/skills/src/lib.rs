@@ -19,6 +19,7 @@
 
 #![forbid(unsafe_code)]
 
+mod error;
 pub mod frontmatter;
 
 use std::ffi::OsStr;
@@ -32,6 +33,8 @@ use chock_policy::control::{OPERATOR_SKILLS, POLICIES_DIR, SKILLS_DIR};
 use chock_policy::{Policy, SkillLayer, SkillSettings};
 use rustix::fs::{FileType, Mode, OFlags};
 use rustix::io::Errno;
+
+pub use error::SkillError;
 
 /// The file a skill's folder holds.
 pub const SKILL_FILE: &str = "SKILL.md";
@@ -139,12 +142,17 @@ impl Folder {
     }
 
     /// Opens the folder; `Ok(None)` when it does not exist.
-    fn open(&self) -> Result<Option<OwnedFd>, String> {
+    fn open(&self) -> Result<Option<OwnedFd>, SkillError> {
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
         let mut fd = match rustix::fs::open(&self.base, flags, Mode::empty()) {
             Ok(fd) => fd,
             Err(Errno::NOENT) => return Ok(None),
-            Err(e) => return Err(format!("{}: cannot be opened ({e})", self.base.display())),
+            Err(e) => {
+                return Err(SkillError::Refused(format!(
+                    "{}: cannot be opened ({e})",
+                    self.base.display()
+                )));
+            }
         };
         let mut at = self.base.clone();
         for part in &self.beneath {
@@ -152,7 +160,7 @@ impl Folder {
             fd = match open_dir_at(&fd, OsStr::new(part)) {
                 Ok(next) => next,
                 Err(Errno::NOENT) => return Ok(None),
-                Err(e) => return Err(refusal(&at, e)),
+                Err(e) => return Err(SkillError::Refused(refusal(&at, e))),
             };
         }
         Ok(Some(fd))
@@ -285,7 +293,7 @@ fn list_folder(folder: &Folder, layer: SkillLayer, limit: u64, catalog: &mut Cat
             catalog.problems.push(Problem {
                 file: path,
                 line: None,
-                why,
+                why: why.to_string(),
             });
             return;
         }
@@ -451,11 +459,9 @@ pub struct Opened {
 }
 
 /// Finds the skill `name` in the layers `settings` lists and opens it.
-pub fn open(layers: &Layers, settings: &SkillSettings, name: &str) -> Result<Opened, String> {
+pub fn open(layers: &Layers, settings: &SkillSettings, name: &str) -> Result<Opened, SkillError> {
     if !is_skill_name(name) {
-        return Err(format!(
-            "`{name}` is not a skill's name (lowercase letters, digits and `-`)"
-        ));
+        return Err(SkillError::NotAName(name.to_owned()));
     }
     let mut known = Vec::new();
     for layer in &settings.layers {
@@ -493,17 +499,20 @@ pub fn open(layers: &Layers, settings: &SkillSettings, name: &str) -> Result<Ope
             }
         }
     }
-    match known.first() {
-        Some(problem) => Err(format!("the skill `{name}` cannot be read: {problem}")),
-        None => Err(format!(
-            "there is no skill named `{name}` in the layers this session lists ({})",
-            settings
+    match known.into_iter().next() {
+        Some(problem) => Err(SkillError::Unreadable {
+            name: name.to_owned(),
+            problem,
+        }),
+        None => Err(SkillError::NotFound {
+            name: name.to_owned(),
+            layers: settings
                 .layers
                 .iter()
                 .map(|l| l.label())
                 .collect::<Vec<_>>()
-                .join(", ")
-        )),
+                .join(", "),
+        }),
     }
 }
 
@@ -525,7 +534,7 @@ impl Opened {
     /// Reads the file `rel` (`reference/forms.md`) of the skill's folder,
     /// each part opened beneath the one before without following a link;
     /// the flag says it was cut at the bound.
-    pub fn read(&self, rel: &str) -> Result<(String, bool), String> {
+    pub fn read(&self, rel: &str) -> Result<(String, bool), SkillError> {
         let shown = self.skill.file.with_file_name(rel);
         let parts: Vec<&str> = rel.split('/').collect();
         if rel.is_empty()
@@ -533,15 +542,13 @@ impl Opened {
                 .iter()
                 .any(|p| p.is_empty() || *p == "." || *p == ".." || p.as_bytes().contains(&0))
         {
-            return Err(format!(
-                "`{rel}` is not a file of the skill: name one relative to its folder, without `..`"
-            ));
+            return Err(SkillError::NotAFile(rel.to_owned()));
         }
         let (last, dirs) = parts.split_last().unwrap_or((&"", &[]));
         let mut fd = None::<OwnedFd>;
         for part in dirs {
             let next = open_dir_at(fd.as_ref().unwrap_or(&self.folder), OsStr::new(part))
-                .map_err(|e| refusal(&shown, e))?;
+                .map_err(|e| SkillError::Refused(refusal(&shown, e)))?;
             fd = Some(next);
         }
         let (bytes, cut) = read_file_at(
@@ -549,7 +556,7 @@ impl Opened {
             OsStr::new(last),
             self.limit,
         )
-        .map_err(|e| file_refusal(&shown, e))?;
+        .map_err(|e| SkillError::Refused(file_refusal(&shown, e)))?;
         match String::from_utf8(bytes) {
             Ok(text) => Ok((text, cut)),
             Err(e) if cut => {
@@ -558,10 +565,7 @@ impl Opened {
                 bytes.truncate(valid);
                 Ok((String::from_utf8(bytes).unwrap_or_default(), true))
             }
-            Err(_) => Err(format!(
-                "{}: is not UTF-8 text, and read_skill reads text",
-                shown.display()
-            )),
+            Err(_) => Err(SkillError::NotText(shown)),
         }
     }
 }
