@@ -49,6 +49,32 @@ pub enum LspError {
     Path(PathBuf),
 }
 
+/// Why the conversation with a server broke: what it sent or failed to
+/// take. It ends the server, and [`LspError::Ended`] says it.
+#[derive(Debug, thiserror::Error)]
+enum WireError {
+    #[error("{0}")]
+    Encode(serde_json::Error),
+    #[error("its input closed: {0}")]
+    InputClosed(std::io::Error),
+    #[error("its output cannot be read: {0}")]
+    Unreadable(std::io::Error),
+    #[error("its output ended inside a header")]
+    EndedInHeader,
+    #[error("it sent a header line over {MAX_HEADER_BYTES} bytes")]
+    LongHeader,
+    #[error("it sent a Content-Length that is not a number: {0}")]
+    BadLength(String),
+    #[error("it sent a message without a Content-Length")]
+    NoLength,
+    #[error("it sent a message of {0} bytes, over the {MAX_MESSAGE_BYTES} a message may hold")]
+    TooLong(usize),
+    #[error("its output ended inside a message: {0}")]
+    EndedInMessage(std::io::Error),
+    #[error("it sent a message that is not JSON: {0}")]
+    NotJson(serde_json::Error),
+}
+
 type Pending = Arc<Mutex<HashMap<i64, oneshot::Sender<Result<Value, LspError>>>>>;
 
 /// The diagnostics a server published for one file, and how many times.
@@ -345,7 +371,7 @@ impl Server {
             Ok(Ok(())) => tokio::time::timeout(self.timeout, answer).await,
             Ok(Err(why)) => {
                 self.forget(id);
-                return Err(LspError::Ended(why));
+                return Err(LspError::Ended(why.to_string()));
             }
             Err(_) => {
                 self.forget(id);
@@ -394,7 +420,7 @@ impl Server {
         let message = json!({"jsonrpc": "2.0", "method": method, "params": params});
         match tokio::time::timeout(self.timeout, write_message(&self.writer, &message)).await {
             Ok(Ok(())) => Ok(()),
-            Ok(Err(why)) => Err(LspError::Ended(why)),
+            Ok(Err(why)) => Err(LspError::Ended(why.to_string())),
             Err(_) => Err(LspError::Timeout {
                 method: method.into(),
                 after: self.timeout,
@@ -518,29 +544,26 @@ fn kind_name(kind: lsp_types::SymbolKind) -> String {
         .map_or_else(|| "symbol".into(), |n| (*n).to_owned())
 }
 
-async fn write_message(writer: &Writer, message: &Value) -> Result<(), String> {
+async fn write_message(writer: &Writer, message: &Value) -> Result<(), WireError> {
     tracing::trace!(target: "chock_lsp", "to the server: {message}");
-    let body = serde_json::to_vec(message).map_err(|e| e.to_string())?;
+    let body = serde_json::to_vec(message).map_err(WireError::Encode)?;
     let mut writer = writer.lock().await;
     let header = format!("Content-Length: {}\r\n\r\n", body.len());
     writer
         .write_all(header.as_bytes())
         .await
-        .map_err(|e| format!("its input closed: {e}"))?;
+        .map_err(WireError::InputClosed)?;
     writer
         .write_all(&body)
         .await
-        .map_err(|e| format!("its input closed: {e}"))?;
-    writer
-        .flush()
-        .await
-        .map_err(|e| format!("its input closed: {e}"))
+        .map_err(WireError::InputClosed)?;
+    writer.flush().await.map_err(WireError::InputClosed)
 }
 
 /// Reads one framed message: `Content-Length` headers, a blank line, the body.
 async fn read_message(
     reader: &mut BufReader<impl AsyncRead + Unpin>,
-) -> Result<Option<Value>, String> {
+) -> Result<Option<Value>, WireError> {
     let mut length = None;
     let mut first = true;
     loop {
@@ -549,19 +572,17 @@ async fn read_message(
             .take(MAX_HEADER_BYTES as u64)
             .read_until(b'\n', &mut line)
             .await
-            .map_err(|e| format!("its output cannot be read: {e}"))?;
+            .map_err(WireError::Unreadable)?;
         if read == 0 {
             return if first {
                 Ok(None)
             } else {
-                Err("its output ended inside a header".into())
+                Err(WireError::EndedInHeader)
             };
         }
         first = false;
         if !line.ends_with(b"\n") {
-            return Err(format!(
-                "it sent a header line over {MAX_HEADER_BYTES} bytes"
-            ));
+            return Err(WireError::LongHeader);
         }
         let line = String::from_utf8_lossy(&line);
         let line = line.trim_end();
@@ -571,26 +592,22 @@ async fn read_message(
         if let Some((name, value)) = line.split_once(':')
             && name.trim().eq_ignore_ascii_case("content-length")
         {
-            length =
-                Some(value.trim().parse::<usize>().map_err(|_| {
-                    format!("it sent a Content-Length that is not a number: {line}")
-                })?);
+            let parsed = value.trim().parse::<usize>();
+            length = Some(parsed.map_err(|_| WireError::BadLength(line.to_owned()))?);
         }
     }
-    let length = length.ok_or("it sent a message without a Content-Length")?;
+    let length = length.ok_or(WireError::NoLength)?;
     if length > MAX_MESSAGE_BYTES {
-        return Err(format!(
-            "it sent a message of {length} bytes, over the {MAX_MESSAGE_BYTES} a message may hold"
-        ));
+        return Err(WireError::TooLong(length));
     }
     let mut body = vec![0; length];
     reader
         .read_exact(&mut body)
         .await
-        .map_err(|e| format!("its output ended inside a message: {e}"))?;
+        .map_err(WireError::EndedInMessage)?;
     serde_json::from_slice(&body)
         .map(Some)
-        .map_err(|e| format!("it sent a message that is not JSON: {e}"))
+        .map_err(WireError::NotJson)
 }
 
 /// Reads the server's output to its end: answers go to their requests,
@@ -608,7 +625,7 @@ async fn read_messages(
         let message = match read_message(&mut reader).await {
             Ok(Some(message)) => message,
             Ok(None) => break "its output closed".to_owned(),
-            Err(why) => break why,
+            Err(why) => break why.to_string(),
         };
         tracing::trace!(target: "chock_lsp", "from the server: {message}");
         let method = message.get("method").and_then(Value::as_str);
@@ -774,35 +791,23 @@ mod tests {
 
     #[tokio::test]
     async fn an_oversized_or_broken_frame_is_refused() {
+        async fn refusal(bytes: &[u8]) -> WireError {
+            read_message(&mut BufReader::new(bytes)).await.unwrap_err()
+        }
         let big = format!("Content-Length: {}\r\n\r\n", MAX_MESSAGE_BYTES + 1);
-        let mut reader = BufReader::new(big.as_bytes());
-        assert!(
-            read_message(&mut reader)
-                .await
-                .unwrap_err()
-                .contains("over the")
-        );
-        let mut reader = BufReader::new(&b"Content-Type: x\r\n\r\n{}"[..]);
-        assert!(
-            read_message(&mut reader)
-                .await
-                .unwrap_err()
-                .contains("without a Content-Length")
-        );
+        let too_long = refusal(big.as_bytes()).await;
+        assert!(matches!(too_long, WireError::TooLong(_)), "{too_long}");
+        assert!(too_long.to_string().contains("over the"), "{too_long}");
+        let no_length = refusal(b"Content-Type: x\r\n\r\n{}").await;
+        assert!(matches!(no_length, WireError::NoLength), "{no_length}");
         let long = vec![b'a'; MAX_HEADER_BYTES + 10];
-        let mut reader = BufReader::new(&long[..]);
+        let long_header = refusal(&long).await;
         assert!(
-            read_message(&mut reader)
-                .await
-                .unwrap_err()
-                .contains("header line")
+            matches!(long_header, WireError::LongHeader),
+            "{long_header}"
         );
-        let mut reader = BufReader::new(&b"Content-Length: 10\r\n\r\n{}"[..]);
-        assert!(
-            read_message(&mut reader)
-                .await
-                .unwrap_err()
-                .contains("inside a message")
-        );
+        let cut = refusal(b"Content-Length: 10\r\n\r\n{}").await;
+        assert!(matches!(cut, WireError::EndedInMessage(_)), "{cut}");
+        assert!(cut.to_string().contains("inside a message"), "{cut}");
     }
 }
