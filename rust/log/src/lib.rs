@@ -30,6 +30,9 @@
 //! can write the file can rewrite it whole with fresh hashes; only a head
 //! (`SEQ:SHA256`) kept somewhere else shows that.
 
+// Unsafe code lives in `sys` alone (the file locks).
+#![deny(unsafe_code)]
+
 mod error;
 mod lines;
 pub mod link;
@@ -39,6 +42,8 @@ mod open;
 mod record;
 mod records;
 mod route;
+#[allow(unsafe_code)]
+mod sys;
 mod verify;
 mod writer;
 
