@@ -34,9 +34,11 @@
 #![forbid(unsafe_code)]
 
 mod refusal;
+pub mod scope;
 pub mod start;
 
 pub use refusal::{Change, Layout, Refusal};
+pub use scope::{Offer, Scope, SessionGrants, Word};
 
 pub use chock_log::Route;
 use chock_log::{AnsweredBy, Entry};
