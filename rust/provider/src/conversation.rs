@@ -162,19 +162,24 @@ impl Reply {
     }
 }
 
+/// Why a tool call's arguments cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum BadArguments {
+    #[error("the arguments of the call to `{0}` are JSON but not an object")]
+    NotAnObject(String),
+    #[error("the arguments of the call to `{0}` are not JSON ({1})")]
+    NotJson(String, serde_json::Error),
+}
+
 /// A tool call's arguments, streamed as JSON text in pieces, read once the
 /// call is complete: a JSON object (empty text is `{}`), else why not.
-pub(crate) fn arguments(name: &str, text: &str) -> Result<serde_json::Value, String> {
+pub(crate) fn arguments(name: &str, text: &str) -> Result<serde_json::Value, BadArguments> {
     if text.trim().is_empty() {
         return Ok(serde_json::Value::Object(Default::default()));
     }
     match serde_json::from_str::<serde_json::Value>(text) {
         Ok(value @ serde_json::Value::Object(_)) => Ok(value),
-        Ok(_) => Err(format!(
-            "the arguments of the call to `{name}` are JSON but not an object"
-        )),
-        Err(e) => Err(format!(
-            "the arguments of the call to `{name}` are not JSON ({e})"
-        )),
+        Ok(_) => Err(BadArguments::NotAnObject(name.to_owned())),
+        Err(e) => Err(BadArguments::NotJson(name.to_owned(), e)),
     }
 }

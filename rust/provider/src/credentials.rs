@@ -65,7 +65,7 @@ impl Credentials {
         let path = self.file(instance)?;
         let key = check_key(key).map_err(|why| ProviderError::Key {
             instance: instance.to_owned(),
-            why,
+            why: why.to_string(),
         })?;
         std::fs::DirBuilder::new()
             .recursive(true)
@@ -158,20 +158,29 @@ impl Credentials {
     }
 }
 
+/// Why a text is not a key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+enum BadKey {
+    #[error("the key is empty")]
+    Empty,
+    #[error("the key is longer than {MAX_KEY_BYTES} bytes")]
+    TooLong,
+    #[error("the key holds a control character or more than one line; paste the key alone")]
+    Control,
+}
+
 /// A key as typed or stored: one line, trimmed; not empty, no control
 /// characters, not too long.
-fn check_key(text: &str) -> Result<&str, String> {
+fn check_key(text: &str) -> Result<&str, BadKey> {
     let key = text.trim();
     if key.is_empty() {
-        return Err("the key is empty".into());
+        return Err(BadKey::Empty);
     }
     if key.len() > MAX_KEY_BYTES {
-        return Err(format!("the key is longer than {MAX_KEY_BYTES} bytes"));
+        return Err(BadKey::TooLong);
     }
     if key.chars().any(char::is_control) {
-        return Err(
-            "the key holds a control character or more than one line; paste the key alone".into(),
-        );
+        return Err(BadKey::Control);
     }
     Ok(key)
 }
@@ -204,5 +213,7 @@ pub fn key_for(
         })?,
         KeySource::Secret(secret) => policy.read_secret(secret).map_err(bad)?,
     };
-    check_key(&key).map(|k| Some(k.to_owned())).map_err(bad)
+    check_key(&key)
+        .map(|k| Some(k.to_owned()))
+        .map_err(|why| bad(why.to_string()))
 }

@@ -79,7 +79,10 @@ impl Gathered {
             }
             let (args, malformed) = match arguments(&call.name, &call.arguments) {
                 Ok(args) => (args, None),
-                Err(why) => (serde_json::Value::Object(Default::default()), Some(why)),
+                Err(why) => (
+                    serde_json::Value::Object(Default::default()),
+                    Some(why.to_string()),
+                ),
             };
             tool_calls.push(ToolCall {
                 id: call.id,
