@@ -32,7 +32,7 @@ pub const BUNDLE_VERSION: u32 = 1;
 
 /// Blocks some Chock documents and this one does not implement yet: each
 /// refuses the file that holds it, by name, rather than be ignored.
-pub const NOT_IMPLEMENTED: &[&str] = &["devices", "plugins", "sandbox"];
+pub const NOT_IMPLEMENTED: &[&str] = &["plugins", "sandbox"];
 
 /// What a rule whose action starts with a namespace Chock does not name
 /// (`exce.path.rm`) does to `chock.zon` (`.unknown_actions`).
@@ -105,6 +105,9 @@ pub(crate) struct ProjectFile {
     /// The project's language servers (see `lsp`).
     #[serde(default)]
     lsp: Option<Spanned<Vec<Spanned<crate::lsp::ServerFields>>>>,
+    /// The USB and serial devices the project wants (see `devices`).
+    #[serde(default)]
+    devices: Option<Spanned<Vec<Spanned<crate::devices::DeviceFields>>>>,
 }
 
 /// `.review` of `chock.zon`: the agent kind that answers `agent_review`
@@ -523,6 +526,9 @@ impl FileKind {
             (FileKind::Operator | FileKind::Bundle, "lsp") => Some(
                 "language servers are the project's: move `.lsp` to the project's chock.zon (an organisation that wants none writes a rule on lsp.*)".into(),
             ),
+            (FileKind::Operator | FileKind::Bundle, "devices") => Some(
+                "devices are the project's: move `.devices` to the project's chock.zon (an organisation that wants none writes a rule on device.*)".into(),
+            ),
             (FileKind::Bundle, "search" | "skills") => Some(format!(
                 "an organisation bundle holds rules, not `.{name}`: the search engine is named in config.zon, and which skills are read is decided by rules on skill.read.<layer>"
             )),
@@ -553,6 +559,7 @@ pub(crate) struct ProjectLayer {
     pub(crate) skills: crate::skills::SkillsBlock,
     pub(crate) style: Option<crate::style::StyleSettings>,
     pub(crate) lsp: Vec<crate::lsp::LspServer>,
+    pub(crate) devices: Vec<crate::devices::NamedDevice>,
     /// Rules in a namespace Chock does not name, under `.unknown_actions = .warn`.
     pub(crate) warnings: Vec<String>,
 }
@@ -576,7 +583,9 @@ pub(crate) fn read_project(source: &Source<'_>) -> Result<ProjectLayer, PolicyEr
     let skills = crate::skills::read_skills(source, file.skills)?;
     let style = crate::style::read_style(source, file.style)?;
     let lsp = crate::lsp::read_lsp(source, file.lsp)?;
+    let devices = crate::devices::read_devices(source, file.devices)?;
     Ok(ProjectLayer {
+        devices,
         style,
         lsp,
         skills,

@@ -13,6 +13,7 @@ mod ask;
 pub mod control;
 mod decision;
 pub mod defaults;
+mod devices;
 mod edit;
 mod either;
 mod error;
@@ -42,6 +43,7 @@ pub mod workspace;
 pub use ask::{Answer, Asker, Nobody, Question, visible};
 pub use chock_flakelock::{Endpoint, EndpointError, SCHEMES, url_endpoint};
 pub use decision::Decision;
+pub use devices::{DeviceId, MAX_DEVICES, NamedDevice};
 pub use edit::{EditError, RuleEdit, always_offered, write_rules};
 pub use error::PolicyError;
 pub use files::{

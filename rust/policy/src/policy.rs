@@ -424,6 +424,7 @@ impl Policy {
             skills: Default::default(),
             style: None,
             lsp: Vec::new(),
+            devices: Vec::new(),
             warnings: Vec::new(),
         };
         let org = org
@@ -883,6 +884,11 @@ impl Policy {
         self.project
             .as_ref()
             .map_or_else(NetSettings::default, |p| p.net)
+    }
+
+    /// The devices the project names (`.devices` of `chock.zon`).
+    pub fn devices(&self) -> &[crate::NamedDevice] {
+        self.project.as_ref().map_or(&[], |p| p.devices.as_slice())
     }
 
     /// The project's language servers (`.lsp` of `chock.zon`).

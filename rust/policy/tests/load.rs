@@ -1209,3 +1209,63 @@ fn a_package_folder_that_lost_its_manifest_or_is_a_link_refuses_the_load() {
         "{shown}"
     );
 }
+
+/// `.devices` names each device by its action; naming one does not allow it
+/// (no shipped default for device.*), a rule beside it does.
+#[test]
+fn devices_are_named_in_the_block_and_allowed_by_a_rule() {
+    let text = ".{\n    .devices = .{\n        .{ .action = \"device.usb.1d50.6018\" },\n        .{ .action = \"device.tty.serial.A10K\" },\n    },\n    .policy = .{ .rules = .{ .{ .action = \"device.usb.1d50.6018\", .decision = .allow } } },\n}\n";
+    let (_, options) = project("devices", Some(text));
+    let policy = Policy::load(&options).expect("loads");
+    let named: Vec<(&str, u32)> = policy
+        .devices()
+        .iter()
+        .map(|d| (d.action.as_str(), d.line))
+        .collect();
+    assert_eq!(
+        named,
+        [("device.usb.1d50.6018", 3), ("device.tty.serial.A10K", 4)]
+    );
+    assert_eq!(decide(&policy, "device.usb.1d50.6018"), Decision::Allow);
+    assert_eq!(decide(&policy, "device.tty.serial.A10K"), Decision::Ask);
+}
+
+/// A device name the namers would not make, a device named twice and a
+/// `.devices` outside chock.zon are refused at their place.
+#[test]
+fn a_bad_devices_block_is_refused_at_its_place() {
+    let (dir, mut options) = project("devices-bad", None);
+    for (text, expected) in [
+        (
+            ".{ .devices = .{ .{ .action = \"device.usb.1D50.6018\" } } }",
+            "chock.zon:1:31: `1D50` is not a vendor or product id",
+        ),
+        (
+            ".{ .devices = .{ .{ .action = \"/dev/ttyUSB0\" } } }",
+            "chock.zon:1:31: `/dev/ttyUSB0` names no device",
+        ),
+        (
+            ".{ .devices = .{ .{ .action = \"device.tty.0403.6001\" }, .{ .action = \"device.tty.0403.6001\" } } }",
+            "chock.zon:1:70: `device.tty.0403.6001` is named already (line 1)",
+        ),
+        (
+            ".{ .devices = .{ .{ .path = \"/dev/ttyUSB0\" } } }",
+            "chock.zon:1:22: unknown field `.path`",
+        ),
+    ] {
+        write(&dir, "chock.zon", text);
+        let shown = load_err(&options);
+        assert!(shown.contains(expected), "{shown}");
+    }
+    write(&dir, "chock.zon", ".{}");
+    options.operator_config = Some(write(
+        &dir,
+        "config.zon",
+        ".{ .devices = .{ .{ .action = \"device.usb.1d50.6018\" } } }",
+    ));
+    let shown = load_err(&options);
+    assert!(
+        shown.contains("config.zon:1:5: devices are the project's"),
+        "{shown}"
+    );
+}
