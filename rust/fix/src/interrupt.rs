@@ -13,12 +13,7 @@ extern "C" fn on_sigint(_signal: libc::c_int) {
         // A second Ctrl-C: whatever has not reached a check since the
         // first (a parse, a long step of a builtin) ends now, as a process
         // killed by SIGINT ends.
-        // SAFETY: `signal` and `raise` are async-signal-safe; SIG_DFL
-        // takes no pointer.
-        unsafe {
-            libc::signal(libc::SIGINT, libc::SIG_DFL);
-            libc::raise(libc::SIGINT);
-        }
+        crate::sys::die_of_sigint();
     }
 }
 
@@ -30,16 +25,8 @@ pub fn ctrl_c_flag() -> std::io::Result<Arc<AtomicBool>> {
     let flag = FLAG
         .get_or_init(|| Arc::new(AtomicBool::new(false)))
         .clone();
-    // SAFETY: the handler only performs an atomic store through a pointer
-    // that stays valid for the life of the process (the `OnceLock`).
-    let previous = unsafe {
-        libc::signal(
-            libc::SIGINT,
-            on_sigint as extern "C" fn(libc::c_int) as libc::sighandler_t,
-        )
-    };
-    if previous == libc::SIG_ERR {
-        return Err(std::io::Error::last_os_error());
-    }
+    // The handler only performs an atomic store through a pointer that
+    // stays valid for the life of the process (the `OnceLock`).
+    crate::sys::on_sigint(on_sigint)?;
     Ok(flag)
 }

@@ -14,6 +14,12 @@
 //! assert_eq!(output.text, b"2");
 //! ```
 
+// Unsafe code is denied except in the modules allowed below: `thin`,
+// `value` and `stack` (the compact value representation, thunks and the
+// evaluation stack, kept unsafe on purpose because they are the hot paths)
+// and `sys` (the kernel calls). Every block there has its SAFETY comment.
+#![deny(unsafe_code)]
+
 mod builtins;
 mod error;
 mod eval;
@@ -26,7 +32,11 @@ mod stats;
 mod store;
 mod symbol;
 mod syntax;
+#[allow(unsafe_code)]
+mod sys;
+#[allow(unsafe_code)]
 mod thin;
+#[allow(unsafe_code)]
 mod value;
 
 pub use error::ErrorKind;
@@ -46,6 +56,7 @@ use std::path::{Path, PathBuf};
 use value::Value;
 
 mod source;
+#[allow(unsafe_code)]
 mod stack;
 
 /// The version of Nix whose language fix implements (`builtins.nixVersion`).

@@ -147,16 +147,7 @@ impl Default for EvalOptions {
 /// error long before it pushes the machine into swap or the allocator
 /// fails. Evaluating nixpkgs' larger package sets needs 2 to 4 GiB.
 pub fn default_max_memory() -> Option<usize> {
-    // SAFETY: sysconf has no preconditions.
-    let (pages, page) = unsafe {
-        (
-            libc::sysconf(libc::_SC_PHYS_PAGES),
-            libc::sysconf(libc::_SC_PAGESIZE),
-        )
-    };
-    let total = usize::try_from(pages)
-        .ok()?
-        .checked_mul(usize::try_from(page).ok()?)?;
+    let total = crate::sys::physical_memory_bytes()?;
     Some((total / 4).min(8 << 30))
 }
 
