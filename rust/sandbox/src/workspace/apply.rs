@@ -93,6 +93,10 @@ pub struct Plan {
     /// bind not written back).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub left_out: Vec<String>,
+    /// The unified diff of what lands, one line each ([`landing_diff`]):
+    /// what decides what runs first, cut at [`DIFF_LINES`].
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub diff: Vec<String>,
 }
 
 impl Plan {
@@ -162,6 +166,10 @@ impl Plan {
                 .iter()
                 .map(|c| format!("leaves out {c} (never carried)")),
         );
+        if !self.diff.is_empty() {
+            lines.push(DIFF_HEADING.to_owned());
+            lines.extend(self.diff.iter().cloned());
+        }
         lines
     }
 }
@@ -322,6 +330,135 @@ fn numstat(host: &Git, from: &str, to: &str) -> Result<Vec<FileChange>, Workspac
         .collect())
 }
 
+/// The detail line the diff follows in an apply's question: no line about
+/// a file, commit or bind reads so, so a reader (the pager, the page) finds
+/// where the diff starts without trusting a name the agent chose.
+pub const DIFF_HEADING: &str = "the diff of what lands (what decides what runs first):";
+
+/// Where the diff starts in a question's `detail` (its heading's index),
+/// if it has one.
+pub fn diff_start(detail: &[String]) -> Option<usize> {
+    detail.iter().position(|line| line == DIFF_HEADING)
+}
+
+/// The most lines of diff a question carries; the rest is named by count
+/// and by the command that shows it whole.
+pub const DIFF_LINES: usize = 2000;
+/// The most characters of one diff line a question carries.
+const DIFF_LINE_CHARS: usize = 400;
+
+/// Paths (or the folders holding them) that decide what runs when the
+/// person builds, tests or pushes: shown first in an apply's diff, being
+/// what a person reads most carefully.
+const RUNS_THINGS: &[&str] = &[
+    "flake.nix",
+    "flake.lock",
+    "default.nix",
+    "shell.nix",
+    "Makefile",
+    "justfile",
+    "build.rs",
+    "Cargo.toml",
+    "package.json",
+    "pyproject.toml",
+    "setup.py",
+    ".github",
+    ".gitlab-ci.yml",
+    ".gitmodules",
+    ".gitattributes",
+];
+
+/// Whether a change at `path` decides what runs: a control input or a
+/// build or CI definition ([`RUNS_THINGS`]), at any depth.
+fn decides_what_runs(path: &str) -> bool {
+    crate::layout::only_a_person_edits(Path::new(path))
+        || path.split('/').any(|part| RUNS_THINGS.contains(&part))
+}
+
+/// The unified diff from `from` to `to` in the person's repository (the
+/// objects fetched there, never the session's own git): the files of
+/// `files` that decide what runs first, then the rest, bounded.
+fn landing_diff(
+    host: &Git,
+    from: &str,
+    to: &str,
+    files: &[FileChange],
+) -> Result<Vec<String>, WorkspaceError> {
+    let first: Vec<String> = files
+        .iter()
+        .filter(|f| decides_what_runs(&f.path))
+        .map(|f| format!(":(literal){}", f.path))
+        .collect();
+    let mut text = Vec::new();
+    if !first.is_empty() {
+        text.extend(diff_of(host, from, to, first.iter().cloned())?);
+    }
+    let rest = first
+        .iter()
+        .map(|spec| spec.replacen(":(literal)", ":(exclude,literal)", 1));
+    text.extend(diff_of(host, from, to, rest)?);
+    Ok(bounded(
+        &text,
+        &format!(
+            "`git diff {from} {to}` in {} shows it whole",
+            host.dir().display()
+        ),
+    ))
+}
+
+/// `git diff` between two commits for `pathspecs` (every path when none),
+/// with no program or setting of the repository's choosing in the way.
+fn diff_of(
+    host: &Git,
+    from: &str,
+    to: &str,
+    pathspecs: impl Iterator<Item = String>,
+) -> Result<Vec<u8>, WorkspaceError> {
+    let mut args: Vec<String> = [
+        "diff",
+        "--no-color",
+        "--no-renames",
+        "--no-ext-diff",
+        "--no-textconv",
+        "--src-prefix=a/",
+        "--dst-prefix=b/",
+        from,
+        to,
+        "--",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    args.extend(pathspecs);
+    Ok(host.run(args)?.stdout)
+}
+
+/// `diff` as the question's lines: each cut at [`DIFF_LINE_CHARS`], and
+/// all cut at [`DIFF_LINES`] with a line saying how much was left out and
+/// `whole` (how to see it all).
+fn bounded(diff: &[u8], whole: &str) -> Vec<String> {
+    let text = String::from_utf8_lossy(diff);
+    let all: Vec<&str> = text.lines().collect();
+    let mut lines: Vec<String> = all
+        .iter()
+        .take(DIFF_LINES)
+        .map(|line| match line.char_indices().nth(DIFF_LINE_CHARS) {
+            Some((at, _)) => format!(
+                "{} ... ({} more characters)",
+                &line[..at],
+                line[at..].chars().count()
+            ),
+            None => (*line).to_owned(),
+        })
+        .collect();
+    if all.len() > DIFF_LINES {
+        lines.push(format!(
+            "... {} more lines of the diff left out; {whole}",
+            all.len() - DIFF_LINES
+        ));
+    }
+    lines
+}
+
 impl SessionWorkspace {
     /// Commits what the tree holds as the session commit, fetches it into
     /// the person's repository (objects only, every one checked by fsck;
@@ -396,10 +533,12 @@ impl SessionWorkspace {
             &history,
             &mut notes,
         )?;
-        let files = match &target {
-            Some(target) => numstat(&host, &target.tip, &target.new)?,
-            None => numstat(&host, &base, &commit)?,
+        let (from, to) = match &target {
+            Some(target) => (target.tip.as_str(), target.new.as_str()),
+            None => (base.as_str(), commit.as_str()),
         };
+        let files = numstat(&host, from, to)?;
+        let diff = landing_diff(&host, from, to, &files)?;
         let shown: std::collections::BTreeSet<&str> =
             files.iter().map(|f| f.path.as_str()).collect();
         let undone: Vec<&String> = history
@@ -429,6 +568,7 @@ impl SessionWorkspace {
             target,
             notes,
             left_out: Vec::new(),
+            diff,
         }))
     }
 
@@ -529,6 +669,7 @@ impl SessionWorkspace {
             target: None,
             notes: Vec::new(),
             left_out: carried.left_out,
+            diff: Vec::new(),
         }))
     }
 
