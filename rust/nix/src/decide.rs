@@ -28,10 +28,18 @@ pub struct Decided {
     pub suggestion: Option<Suggestion>,
     /// What the person said, when one was asked.
     pub answer: Option<Answer>,
+    /// The gate's end for it, once there is one: the rules' own, or the
+    /// person's answer heard; `None` while a person is still to be asked.
+    #[serde(skip)]
+    end: Option<Settled>,
 }
 
 impl Decided {
     fn new(action: String, subject: Option<String>, verdict: Verdict) -> Decided {
+        let end = match chock_gate::before_asking(Route::Build, &verdict) {
+            Step::Settled(settled) => Some(settled),
+            Step::Ask => None,
+        };
         Decided {
             action,
             subject,
@@ -39,42 +47,30 @@ impl Decided {
             decided_by: verdict.decided_by,
             suggestion: verdict.suggestion,
             answer: None,
+            end,
         }
     }
 
-    /// The gate's end for this act so far: `None` while a person is still
-    /// to be asked.
-    fn settled(&self) -> Option<Settled> {
-        match (
-            chock_gate::before_asking(Route::Build, &self.verdict()),
-            self.answer,
-        ) {
-            (Step::Settled(settled), _) => Some(settled),
-            (Step::Ask, Some(answer)) => Some(chock_gate::heard(self.decision, answer)),
-            (Step::Ask, None) => None,
-        }
+    /// Records the person's `answer` and the end the gate makes of it.
+    fn heard(&mut self, answer: Answer) {
+        self.answer = Some(answer);
+        self.end = Some(chock_gate::heard(self.decision, answer));
     }
 
     /// Whether the act may go ahead: a rule allowed it or a person said yes.
     pub fn granted(&self) -> bool {
-        self.settled().is_some_and(|s| s.goes())
+        self.end.is_some_and(|s| s.goes())
     }
 
     /// Whether a person is still to be asked.
     pub fn open(&self) -> bool {
-        self.settled().is_none()
+        self.end.is_none()
     }
 
     /// Whether the rules refused it with nobody asked (`deny`, and
     /// `agent_then_human`, which no route can ask a reviewer agent about).
     pub fn refused_by_rules(&self) -> bool {
-        matches!(
-            chock_gate::before_asking(Route::Build, &self.verdict()),
-            Step::Settled(Settled {
-                outcome: Outcome::Refused(_),
-                ..
-            })
-        )
+        self.answer.is_none() && self.end.is_some_and(|s| !s.goes())
     }
 
     fn verdict(&self) -> Verdict {
@@ -154,7 +150,7 @@ impl Decider<'_> {
     ) -> Result<(), Refusal> {
         let answer = self.asker.ask(&question);
         for decided in covered.iter_mut() {
-            decided.answer = Some(answer);
+            decided.heard(answer);
             self.append(decided);
         }
         match chock_gate::heard(question.decision, answer).outcome {
@@ -171,7 +167,7 @@ impl Decider<'_> {
     }
 
     fn append(&self, decided: &Decided) {
-        let Some(settled) = decided.settled() else {
+        let Some(settled) = decided.end else {
             return;
         };
         let key = self.who.key(&decided.action);
