@@ -109,9 +109,10 @@ pub fn conversation_of(stored: &[Stored]) -> Vec<Turn> {
 pub(crate) fn state_of(stored: &[Stored]) -> Result<Vec<state::Event>, RunError> {
     let events: Vec<Event> = stored.iter().map(|s| s.event.clone()).collect();
     let mut kept: Vec<state::Event> =
-        chock_sessions::custom_events(&events, PLAN).map_err(RunError::Own)?;
+        chock_sessions::custom_events(&events, PLAN).map_err(|e| RunError::Own(e.to_string()))?;
     kept.extend(
-        chock_sessions::custom_events::<state::Event>(&events, PROMISES).map_err(RunError::Own)?,
+        chock_sessions::custom_events::<state::Event>(&events, PROMISES)
+            .map_err(|e| RunError::Own(e.to_string()))?,
     );
     Ok(kept)
 }

@@ -2,6 +2,34 @@
 
 use std::path::PathBuf;
 
+/// Why one line of a session log is not an event.
+#[derive(Debug, thiserror::Error)]
+pub enum BadLine {
+    #[error("it is not a record: {0}")]
+    NotRecord(String),
+    #[error("it has no `ts`")]
+    NoTime,
+    #[error("it has no `type` naming its kind")]
+    NoKind,
+    #[error("its `{kind}` event does not read: {source}")]
+    Unreadable {
+        kind: String,
+        source: serde_json::Error,
+    },
+    #[error("its `{0}` event is not an object")]
+    NotAnObject(String),
+}
+
+/// An event of a kind a fold reads that does not read as that kind, by
+/// its place among the events (from 1).
+#[derive(Debug, thiserror::Error)]
+#[error("event {place} (`{kind}`) does not read: {source}")]
+pub struct BadEvent {
+    pub place: usize,
+    pub kind: String,
+    pub source: serde_json::Error,
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
     /// No environment variable says where state is kept.

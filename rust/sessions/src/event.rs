@@ -5,6 +5,8 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::error::{BadEvent, BadLine};
+
 /// One event of a session, as it is written after the chain fields:
 /// `{"seq":N,"prev":"<sha256>","ts":"...","type":"<kind>",<fields>}`.
 #[derive(Debug, Clone, PartialEq)]
@@ -285,16 +287,19 @@ impl Event {
 
     /// Reads an event from a line's fields (the chain fields and `ts`
     /// left out or ignored).
-    pub(crate) fn from_fields(mut fields: Map<String, Value>) -> Result<Event, String> {
+    pub(crate) fn from_fields(mut fields: Map<String, Value>) -> Result<Event, BadLine> {
         for field in ["seq", "prev", "ts", "unchained"] {
             fields.remove(field);
         }
         let kind = match fields.remove("type") {
             Some(Value::String(kind)) => kind,
-            _ => return Err("it has no `type` naming its kind".into()),
+            _ => return Err(BadLine::NoKind),
         };
         let value = Value::Object(fields);
-        let read = |e: serde_json::Error| format!("its `{kind}` event does not read: {e}");
+        let read = |source| BadLine::Unreadable {
+            kind: kind.clone(),
+            source,
+        };
         Ok(match kind.as_str() {
             "start" => Event::Start(serde_json::from_value(value).map_err(read)?),
             "resume" => Event::Resume(serde_json::from_value(value).map_err(read)?),
@@ -304,7 +309,7 @@ impl Event {
             "end" => Event::End(serde_json::from_value(value).map_err(read)?),
             _ => match value {
                 Value::Object(fields) => Event::Custom(Custom { kind, fields }),
-                _ => return Err(format!("its `{kind}` event is not an object")),
+                _ => return Err(BadLine::NotAnObject(kind)),
             },
         })
     }
@@ -314,12 +319,21 @@ impl Event {
 /// log starts from (the newest `plan` is the task list; every
 /// `policy.self` is a promise). An event of that kind that does not read
 /// as `T` is an error naming its place among the events.
-pub fn custom_events<T: DeserializeOwned>(events: &[Event], kind: &str) -> Result<Vec<T>, String> {
+pub fn custom_events<T: DeserializeOwned>(
+    events: &[Event],
+    kind: &str,
+) -> Result<Vec<T>, BadEvent> {
     events
         .iter()
         .enumerate()
         .filter_map(|(i, e)| e.decode::<T>(kind).map(|r| (i, r)))
-        .map(|(i, r)| r.map_err(|e| format!("event {} (`{kind}`) does not read: {e}", i + 1)))
+        .map(|(i, r)| {
+            r.map_err(|source| BadEvent {
+                place: i + 1,
+                kind: kind.to_owned(),
+                source,
+            })
+        })
         .collect()
 }
 
@@ -417,7 +431,8 @@ mod tests {
         assert_eq!(plans.last().map(|p| p.steps.len()), Some(2));
         let bad = vec![Event::custom("plan", &serde_json::json!({"steps": 1})).unwrap()];
         let why = custom_events::<Plan>(&bad, "plan").err().unwrap();
-        assert!(why.contains("event 1"), "{why}");
+        assert_eq!((why.place, why.kind.as_str()), (1, "plan"));
+        assert!(why.to_string().contains("event 1"), "{why}");
     }
 
     #[test]

@@ -12,7 +12,7 @@ use chock_log::link;
 use chock_log::{Head, Sha256Hash};
 use serde_json::{Map, Value};
 
-use crate::error::SessionError;
+use crate::error::{BadLine, SessionError};
 use crate::event::Event;
 
 /// The most bytes a session log is read up to; past it, reading stops
@@ -190,17 +190,17 @@ pub fn parse_bytes(bytes: &[u8]) -> Result<Vec<Stored>, (u64, String)> {
     whole
         .iter()
         .enumerate()
-        .map(|(i, line)| parse_line(line).map_err(|why| (i as u64 + 1, why)))
+        .map(|(i, line)| parse_line(line).map_err(|why| (i as u64 + 1, why.to_string())))
         .collect()
 }
 
-fn parse_line(line: &[u8]) -> Result<Stored, String> {
-    let link = link::strict(line).map_err(|e| format!("it is not a record: {e}"))?;
+fn parse_line(line: &[u8]) -> Result<Stored, BadLine> {
+    let link = link::strict(line).map_err(BadLine::NotRecord)?;
     let fields: Map<String, Value> =
-        serde_json::from_slice(line).map_err(|e| format!("it is not a record: {e}"))?;
+        serde_json::from_slice(line).map_err(|e| BadLine::NotRecord(e.to_string()))?;
     let ts = match fields.get("ts") {
         Some(Value::String(ts)) => ts.clone(),
-        _ => return Err("it has no `ts`".into()),
+        _ => return Err(BadLine::NoTime),
     };
     Ok(Stored {
         seq: link.seq,
@@ -285,7 +285,7 @@ pub fn verify_bytes(bytes: &[u8]) -> Verification {
         } else if let Some(why) = found.unchained {
             (number, Some(format!("it was written unchained ({why})")))
         } else {
-            (number, parse_line(line).err())
+            (number, parse_line(line).err().map(|why| why.to_string()))
         };
         if let Some(why) = why {
             return Verification {

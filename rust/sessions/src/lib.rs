@@ -34,7 +34,7 @@ use std::fs::{DirBuilder, File};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-pub use error::SessionError;
+pub use error::{BadEvent, BadLine, SessionError};
 pub use event::{
     Answer, Call, Custom, End, Event, EventError, How, KINDS, ModelRef, Start, Tokens, ToolResult,
     Turn, User, custom_events,
