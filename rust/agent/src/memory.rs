@@ -9,12 +9,49 @@ use std::io::{Read, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use chock_sandbox::project::Project;
+use chock_sandbox::project::{Project, ProjectError};
 
 /// The most bytes the notes hold.
 pub const MEMORY_BYTES: usize = 64 << 10;
 /// The notes' file name in the project's memory directory.
 const NOTES: &str = "notes.md";
+
+/// Why the notes cannot be read, written or cleared.
+#[derive(Debug, thiserror::Error)]
+pub enum MemoryError {
+    /// There is no data directory to keep them in.
+    #[error(transparent)]
+    NoPlace(#[from] ProjectError),
+    /// The file or its folder could not be read or written.
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The file holds more than the notes may.
+    #[error(
+        "{} is over the {MEMORY_BYTES}-byte bound of the notes; clear it with `chock memory clear`",
+        .0.display()
+    )]
+    Over(PathBuf),
+    /// The file is not text.
+    #[error("{} is not UTF-8 text; clear it with `chock memory clear`", .0.display())]
+    NotText(PathBuf),
+    /// What an agent would write is more than the notes may hold.
+    #[error(
+        "the notes would be {0} bytes, over their {MEMORY_BYTES}-byte bound; keep what matters"
+    )]
+    WouldBeOver(usize),
+}
+
+impl MemoryError {
+    fn io(path: &Path) -> impl FnOnce(std::io::Error) -> MemoryError + '_ {
+        move |source| MemoryError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
 
 /// One project's notes.
 pub struct Memory {
@@ -23,8 +60,8 @@ pub struct Memory {
 
 impl Memory {
     /// The notes of `project`.
-    pub fn of(project: &Project) -> Result<Memory, String> {
-        let dir = project.memory_dir().map_err(|e| e.to_string())?;
+    pub fn of(project: &Project) -> Result<Memory, MemoryError> {
+        let dir = project.memory_dir()?;
         Ok(Memory { dir })
     }
 
@@ -35,7 +72,7 @@ impl Memory {
 
     /// The notes; `None` when there are none. A file over the bound, or a
     /// link, is refused rather than read.
-    pub fn read(&self) -> Result<Option<String>, String> {
+    pub fn read(&self) -> Result<Option<String>, MemoryError> {
         let file = self.file();
         let opened = std::fs::OpenOptions::new()
             .read(true)
@@ -44,43 +81,33 @@ impl Memory {
         let mut opened = match opened {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(format!("{}: {e}", file.display())),
+            Err(e) => return Err(MemoryError::io(&file)(e)),
         };
         let mut bytes = Vec::new();
         (&mut opened)
             .take(MEMORY_BYTES as u64 + 1)
             .read_to_end(&mut bytes)
-            .map_err(|e| format!("{}: {e}", file.display()))?;
+            .map_err(MemoryError::io(&file))?;
         if bytes.len() > MEMORY_BYTES {
-            return Err(format!(
-                "{} is over the {MEMORY_BYTES}-byte bound of the notes; clear it with `chock memory clear`",
-                file.display()
-            ));
+            return Err(MemoryError::Over(file));
         }
-        String::from_utf8(bytes).map(Some).map_err(|_| {
-            format!(
-                "{} is not UTF-8 text; clear it with `chock memory clear`",
-                file.display()
-            )
-        })
+        String::from_utf8(bytes)
+            .map(Some)
+            .map_err(|_| MemoryError::NotText(file))
     }
 
     /// Replaces the notes with `text`, atomically: a new file beside the
     /// old, synced, then renamed over it, so a reader sees the old notes
     /// or the new, never part of either.
-    pub fn write(&self, text: &str) -> Result<(), String> {
+    pub fn write(&self, text: &str) -> Result<(), MemoryError> {
         if text.len() > MEMORY_BYTES {
-            return Err(format!(
-                "the notes would be {} bytes, over their {MEMORY_BYTES}-byte bound; keep what matters",
-                text.len()
-            ));
+            return Err(MemoryError::WouldBeOver(text.len()));
         }
-        let at = |e: std::io::Error, path: &Path| format!("{}: {e}", path.display());
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(&self.dir)
-            .map_err(|e| at(e, &self.dir))?;
+            .map_err(MemoryError::io(&self.dir))?;
         let temp = self
             .dir
             .join(format!(".{NOTES}.{}.tmp", std::process::id()));
@@ -98,15 +125,16 @@ impl Memory {
         if written.is_err() {
             let _ = std::fs::remove_file(&temp);
         }
-        written.map_err(|e| at(e, &self.file()))
+        written.map_err(MemoryError::io(&self.file()))
     }
 
     /// Removes the notes; whether there were any.
-    pub fn clear(&self) -> Result<bool, String> {
-        match std::fs::remove_file(self.file()) {
+    pub fn clear(&self) -> Result<bool, MemoryError> {
+        let file = self.file();
+        match std::fs::remove_file(&file) {
             Ok(()) => Ok(true),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
-            Err(e) => Err(format!("{}: {e}", self.file().display())),
+            Err(e) => Err(MemoryError::io(&file)(e)),
         }
     }
 }
@@ -121,15 +149,17 @@ mod tests {
         let memory = Memory {
             dir: dir.path().join("memory/p-1"),
         };
-        assert_eq!(memory.read(), Ok(None));
+        assert_eq!(memory.read().ok(), Some(None));
         memory.write("one\n").expect("write");
         memory.write("two\n").expect("write again");
-        assert_eq!(memory.read(), Ok(Some("two\n".into())));
+        assert_eq!(memory.read().ok(), Some(Some("two\n".into())));
         let over = "x".repeat(MEMORY_BYTES + 1);
-        assert!(memory.write(&over).unwrap_err().contains("bound"));
+        let refused = memory.write(&over).unwrap_err();
+        assert!(matches!(refused, MemoryError::WouldBeOver(_)), "{refused}");
+        assert!(refused.to_string().contains("bound"), "{refused}");
         assert_eq!(
-            memory.read(),
-            Ok(Some("two\n".into())),
+            memory.read().ok(),
+            Some(Some("two\n".into())),
             "a refused write leaves the notes"
         );
         let names: Vec<_> = std::fs::read_dir(&memory.dir)
@@ -137,7 +167,7 @@ mod tests {
             .map(|e| e.expect("entry").file_name())
             .collect();
         assert_eq!(names, ["notes.md"], "no temporary file is left");
-        assert_eq!(memory.clear(), Ok(true));
-        assert_eq!(memory.clear(), Ok(false));
+        assert_eq!(memory.clear().ok(), Some(true));
+        assert_eq!(memory.clear().ok(), Some(false));
     }
 }

@@ -331,7 +331,7 @@ impl OwnTools {
         Ok(OwnTools {
             state: folded.state,
             events: folded.events,
-            memory: Memory::of(tools.project()),
+            memory: Memory::of(tools.project()).map_err(|e| e.to_string()),
             ran: Vec::new(),
             under_way: Arc::default(),
             decisions,
@@ -473,7 +473,8 @@ impl OwnTools {
                     .decide(name, "call.read_memory", Some(file), Vec::new())
                     .await?;
                 Ok(memory
-                    .read()?
+                    .read()
+                    .map_err(|e| e.to_string())?
                     .unwrap_or_else(|| "no notes are kept about this project yet".into()))
             }
             WRITE_MEMORY => {
@@ -495,7 +496,10 @@ impl OwnTools {
                     )
                     .await?;
                 let text = if args.append == Some(true) {
-                    let mut text = memory.read()?.unwrap_or_default();
+                    let mut text = memory
+                        .read()
+                        .map_err(|e| e.to_string())?
+                        .unwrap_or_default();
                     if !text.is_empty() && !text.ends_with('\n') {
                         text.push('\n');
                     }
@@ -504,7 +508,7 @@ impl OwnTools {
                 } else {
                     args.content
                 };
-                memory.write(&text)?;
+                memory.write(&text).map_err(|e| e.to_string())?;
                 Ok(format!(
                     "the notes hold {} bytes (of {MEMORY_BYTES}); later sessions read them with read_memory",
                     text.len()
