@@ -160,22 +160,15 @@ impl OrWarn for Row {
 fn probe_clone(flags: libc::c_int, what: &str) -> Result<String, String> {
     let uid_map = format!("{0} {0} 1\n", nix::unistd::getuid());
     let gid_map = format!("{0} {0} 1\n", nix::unistd::getgid());
-    // SAFETY: the child only makes system calls and exits.
-    let pid = unsafe { sys::clone_process(flags, None) }.map_err(|e| format!("clone refused: {} (on Ubuntu, AppArmor may restrict unprivileged user namespaces: sysctl kernel.apparmor_restrict_unprivileged_userns=0)", e.desc()))?;
-    if pid == 0 {
-        let write = |path: &std::ffi::CStr, text: &[u8]| -> bool {
-            // SAFETY: NUL-terminated path.
-            let fd = unsafe { libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC) };
-            let ok = fd >= 0 && sys::write_all(fd, text).is_ok();
-            // SAFETY: closing our own descriptor.
-            unsafe { libc::close(fd) };
-            ok
-        };
+    // The child only makes system calls and exits.
+    let pid = sys::fork_running(flags, || {
+        let write = |path: &std::ffi::CStr, text: &[u8]| sys::write_proc_file(path, text).is_ok();
         let ok = write(c"/proc/self/setgroups", b"deny")
             && write(c"/proc/self/uid_map", uid_map.as_bytes())
             && write(c"/proc/self/gid_map", gid_map.as_bytes());
-        sys::exit_now(if ok { 0 } else { 1 });
-    }
+        if ok { 0 } else { 1 }
+    })
+    .map_err(|e| format!("clone refused: {} (on Ubuntu, AppArmor may restrict unprivileged user namespaces: sysctl kernel.apparmor_restrict_unprivileged_userns=0)", e.desc()))?;
     match nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None) {
         Ok(nix::sys::wait::WaitStatus::Exited(_, 0)) => Ok(what.to_owned()),
         Ok(_) => Err("the namespace was made but the id maps could not be written".into()),
@@ -226,27 +219,24 @@ fn probe_landlock() -> Result<String, String> {
     let fd: Option<std::os::fd::OwnedFd> = ruleset.into();
     let fd = fd.ok_or("no ruleset was created")?;
     let raw = std::os::fd::AsRawFd::as_raw_fd(&fd);
-    // SAFETY: the child only makes system calls and exits.
-    let pid = unsafe { sys::clone_process(0, None) }.map_err(|e| e.desc().to_owned())?;
-    if pid == 0 {
-        // SAFETY: prctl with integer arguments.
-        unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) };
+    // The child only makes system calls and exits.
+    let pid = sys::fork_running(0, || {
+        let _ = nix::sys::prctl::set_no_new_privs();
         if sys::landlock_restrict_self(raw).is_err() {
-            sys::exit_now(2);
+            return 2;
         }
-        // SAFETY: NUL-terminated path.
-        let opened = unsafe {
-            libc::open(
-                c"/proc/self/status".as_ptr(),
-                libc::O_RDONLY | libc::O_CLOEXEC,
-            )
-        };
-        sys::exit_now(if opened < 0 && Errno::last() == Errno::EACCES {
+        let opened = nix::fcntl::open(
+            c"/proc/self/status",
+            nix::fcntl::OFlag::O_RDONLY | nix::fcntl::OFlag::O_CLOEXEC,
+            nix::sys::stat::Mode::empty(),
+        );
+        if matches!(opened, Err(Errno::EACCES)) {
             0
         } else {
             1
-        });
-    }
+        }
+    })
+    .map_err(|e| e.desc().to_owned())?;
     match nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None) {
         Ok(nix::sys::wait::WaitStatus::Exited(_, 0)) => {
             Ok("a restricted child was refused a file it had no right to".into())

@@ -37,11 +37,11 @@ impl Limits {
     /// its defaults: processes = max(256, 8 × CPUs), memory = max(2 GiB,
     /// total / 8).
     pub fn for_this_machine() -> Self {
-        Self::for_machine(&chock_policy::Machine::detect())
+        Self::for_machine(&chock_config::Machine::detect())
     }
 
     /// The built-in floor for `machine`.
-    pub fn for_machine(machine: &chock_policy::Machine) -> Self {
+    pub fn for_machine(machine: &chock_config::Machine) -> Self {
         let sized = machine.default_limits();
         Limits {
             processes: sized.processes,
@@ -691,26 +691,19 @@ mod tests {
 
     impl Held {
         fn in_group(cgroup: &Cgroup) -> Held {
-            use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+            use std::os::fd::AsRawFd;
             let dir = cgroup.open_for_clone().expect("the group's directory");
             let (wait, hold) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).expect("pipe");
-            let mut pidfd = -1;
-            // SAFETY: the child only closes its copy of the write end, reads
-            // the pipe until the parent's copy closes, and leaves with _exit.
-            let pid = unsafe { crate::sys::clone_process_into(0, &mut pidfd, dir.as_raw_fd()) }
-                .expect("clone3 into the group");
-            if pid == 0 {
+            // The child only closes its copy of the write end and reads the
+            // pipe until the parent's copy closes.
+            let child = || {
+                crate::sys::close(hold.as_raw_fd());
                 let mut byte = [0u8; 1];
-                // SAFETY: closing a descriptor this process holds, then
-                // reading into a local buffer.
-                unsafe {
-                    libc::close(hold.as_raw_fd());
-                    libc::read(wait.as_raw_fd(), byte.as_mut_ptr().cast(), 1);
-                }
-                crate::sys::exit_now(0);
-            }
-            // SAFETY: the kernel gave us this pidfd, and nothing else owns it.
-            drop(unsafe { OwnedFd::from_raw_fd(pidfd) });
+                let _ = nix::unistd::read(&wait, &mut byte);
+                0
+            };
+            let (pid, _pidfd) = crate::sys::fork_with_pidfd(0, Some(dir.as_raw_fd()), &child)
+                .expect("clone3 into the group");
             Held { pid, hold }
         }
 

@@ -122,11 +122,8 @@ pub(crate) fn pair() -> Result<(Dialer, OwnedFd, BpfProgram), SandboxError> {
 /// confine itself ends at once, so every dial then fails; the program runs
 /// on regardless, with nothing published.
 pub(crate) fn start(plan: &HelperPlan, last_cap: u32) -> Result<(), Errno> {
-    // SAFETY: the dialer process only makes system calls.
-    let pid = unsafe { sys::clone_process(0, None) }?;
-    if pid == 0 {
-        run(plan, last_cap);
-    }
+    // The dialer process only makes system calls.
+    sys::fork_running(0, || run(plan, last_cap))?;
     sys::close(plan.fd);
     Ok(())
 }

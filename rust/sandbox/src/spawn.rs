@@ -14,7 +14,7 @@
 
 use std::ffi::{CString, OsStr, OsString};
 use std::io::Read;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -220,6 +220,14 @@ impl Sandbox {
     /// absolute path the sandbox does not otherwise use).
     pub fn show_read_only(&mut self, host: PathBuf, inside: PathBuf) {
         self.layout.file_binds.push((host, inside));
+        self.ops = mounts::plan(&self.layout, &self.anchors.anchored);
+    }
+
+    /// Binds each of `devices` (opened and checked by
+    /// [`crate::devices::open_checked`]) alone into `/dev`; the bind is
+    /// made only if the node is still that object when the sandbox starts.
+    pub fn give_devices(&mut self, devices: Vec<crate::devices::Granted>) {
+        self.layout.devices.extend(devices);
         self.ops = mounts::plan(&self.layout, &self.anchors.anchored);
     }
 
@@ -463,35 +471,28 @@ impl Sandbox {
             | libc::CLONE_NEWIPC
             | libc::CLONE_NEWNS
             | libc::CLONE_NEWNET;
-        let mut pidfd: RawFd = -1;
         // A v2 group is joined by init's clone, v1 groups by init itself
         // (child::join_cgroups); a v2 group on a kernel older than 5.7 by a
         // move below.
         let into = cgroup.as_ref().and_then(Cgroup::open_for_clone);
+        // The child runs only allocation-free code (child::run_init).
+        let init = || child::run_init(&plan, channel);
         let cloned_into = into.as_ref().and_then(|dir| {
-            // SAFETY: the child runs only allocation-free code
-            // (child::run_init) and never returns.
-            match unsafe { crate::sys::clone_process_into(flags, &mut pidfd, dir.as_raw_fd()) } {
+            match crate::sys::fork_with_pidfd(flags, Some(dir.as_raw_fd()), &init) {
                 Err(Errno::ENOSYS | Errno::E2BIG | Errno::EINVAL) => None,
                 cloned => Some(cloned),
             }
         });
         let joined = cloned_into.is_some() || !tasks.is_empty();
-        let pid = match cloned_into {
+        let (pid, pidfd) = match cloned_into {
             Some(cloned) => cloned,
-            // SAFETY: as for the clone into a group above.
-            None => unsafe { crate::sys::clone_process(flags, Some(&mut pidfd)) },
+            None => crate::sys::fork_with_pidfd(flags, None, &init),
         }
         .map_err(|errno| SandboxError::Sys {
             what: "creating the namespaces (clone)",
             errno,
         })?;
-        if pid == 0 {
-            child::run_init(&plan, channel);
-        }
         drop((into, tasks));
-        // SAFETY: the kernel gave us this pidfd, and nothing else owns it.
-        let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd) };
         // The network is set up before init may start (and before it makes
         // itself undumpable, which would close its namespaces to Chock).
         let (direct_ours, direct_theirs) = direct.unzip();

@@ -660,6 +660,51 @@ pub(crate) unsafe fn clone_process_into(
     result(ret).map(|pid| pid as libc::pid_t)
 }
 
+/// Runs `child` in a new process made by [`clone_process`] with `flags`
+/// and leaves that process with the code `child` returns; returns the
+/// child's pid here.
+///
+/// `child` runs in a copy of a process that may have had other threads, so
+/// it must only make system calls on data made before this call (no
+/// allocation, no locks). Every child body in this crate is a short function
+/// written to that rule, which the crate's review keeps.
+pub(crate) fn fork_running(
+    flags: libc::c_int,
+    child: impl FnOnce() -> i32,
+) -> Result<libc::pid_t, Errno> {
+    // SAFETY: the child runs `child` alone, which keeps the rule above, and
+    // leaves with `exit_now`, never returning into the parent's code.
+    let pid = unsafe { clone_process(flags, None) }?;
+    if pid == 0 {
+        exit_now(child());
+    }
+    Ok(pid)
+}
+
+/// [`fork_running`] that also returns a pidfd for the child; with `cgroup`
+/// (an open cgroup v2 directory) the child starts in that group
+/// ([`clone_process_into`], whose `ENOSYS`, `E2BIG` or `EINVAL` on an old
+/// kernel is returned as is). `child` keeps [`fork_running`]'s rule.
+pub(crate) fn fork_with_pidfd(
+    flags: libc::c_int,
+    cgroup: Option<RawFd>,
+    child: &impl Fn() -> i32,
+) -> Result<(libc::pid_t, std::os::fd::OwnedFd), Errno> {
+    let mut pidfd: RawFd = -1;
+    // SAFETY: as in `fork_running`: the child runs `child` alone and leaves
+    // with `exit_now`.
+    let pid = unsafe {
+        match cgroup {
+            Some(dir) => clone_process_into(flags, &mut pidfd, dir),
+            None => clone_process(flags, Some(&mut pidfd)),
+        }
+    }?;
+    if pid == 0 {
+        exit_now(child());
+    }
+    Ok((pid, owned(pidfd)))
+}
+
 /// Leaves the process at once, without running Rust or libc exit handlers
 /// (which a forked child of a threaded parent must never run).
 pub(crate) fn exit_now(code: i32) -> ! {

@@ -93,15 +93,14 @@ fn direct_row() -> Result<String, String> {
 fn hold_namespace() -> Result<(libc::pid_t, std::os::fd::OwnedFd), String> {
     let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
         .map_err(|e| format!("a pipe: {}", e.desc()))?;
-    // SAFETY: the child only reads one byte and exits.
-    let pid = unsafe { sys::clone_process(libc::CLONE_NEWUSER | libc::CLONE_NEWNET, None) }
-        .map_err(|e| format!("clone refused: {}", e.desc()))?;
-    if pid == 0 {
-        drop(write);
+    // The child only reads one byte and exits.
+    let pid = sys::fork_running(libc::CLONE_NEWUSER | libc::CLONE_NEWNET, || {
+        sys::close(std::os::fd::AsRawFd::as_raw_fd(&write));
         let mut byte = [0u8; 1];
         let _ = nix::unistd::read(&read, &mut byte);
-        sys::exit_now(0);
-    }
+        0
+    })
+    .map_err(|e| format!("clone refused: {}", e.desc()))?;
     drop(read);
     Ok((pid, write))
 }

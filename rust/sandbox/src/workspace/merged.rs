@@ -148,17 +148,16 @@ fn mount_in_child(layers: &[(CString, FileId); 3]) -> Result<OwnedFd, String> {
     let uid_map = format!("{0} {0} 1\n", nix::unistd::getuid());
     let gid_map = format!("{0} {0} 1\n", nix::unistd::getgid());
     let (ours, theirs) = sys::seqpacket_pair().map_err(|e| format!("a socket pair: {e}"))?;
-    // SAFETY: the child below only makes system calls on data made before
-    // the clone (no allocation, no lock), then leaves with `exit_now`.
-    let pid = unsafe { sys::clone_process(libc::CLONE_NEWUSER | libc::CLONE_NEWNS, None) }
-        .map_err(|e| format!("clone refused: {e}"))?;
-    if pid == 0 {
+    // The child below only makes system calls on data made before the
+    // clone (no allocation, no lock).
+    let pid = sys::fork_running(libc::CLONE_NEWUSER | libc::CLONE_NEWNS, || {
         let status = match child(layers, &uid_map, &gid_map) {
             Ok(fd) => sys::send_reply(theirs.as_raw_fd(), 0, Some(fd)),
             Err(status) => sys::send_reply(theirs.as_raw_fd(), status, None),
         };
-        sys::exit_now(i32::from(status.is_err()));
-    }
+        i32::from(status.is_err())
+    })
+    .map_err(|e| format!("clone refused: {e}"))?;
     drop(theirs);
     let reply = sys::recv_reply(ours.as_raw_fd());
     let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None);
