@@ -453,12 +453,12 @@ fn by_spec<'a>(name: &str, spec: &Spec, args: &'a [Value]) -> Inner<'a> {
                 i += 1;
                 continue;
             }
-            return unreadable(format!("{name} has an option {option} Chock does not know"));
+            return unknown_option(name, &option);
         }
         if text.len() > 1 && text.starts_with('-') {
             match short_options(name, spec, text) {
-                Ok(Short::Flags) => i += 1,
-                Ok(Short::Value { next_word, option }) => {
+                Short::Flags => i += 1,
+                Short::Value { next_word, option } => {
                     let value = if next_word { args.get(i + 1) } else { None };
                     if spec.chdir.contains(&option.as_str()) {
                         match value {
@@ -476,13 +476,13 @@ fn by_spec<'a>(name: &str, spec: &Spec, args: &'a [Value]) -> Inner<'a> {
                     }
                     i += if next_word { 2 } else { 1 };
                 }
-                Ok(Short::NoProgram) => {
+                Short::NoProgram => {
                     return Inner::Program {
                         argv: &[],
                         chdir: None,
                     };
                 }
-                Err(why) => return Inner::Unreadable(why),
+                Short::Unknown(option) => return unknown_option(name, &option),
             }
             continue;
         }
@@ -516,35 +516,44 @@ fn by_spec<'a>(name: &str, spec: &Spec, args: &'a [Value]) -> Inner<'a> {
 
 enum Short {
     Flags,
-    Value { next_word: bool, option: String },
+    Value {
+        next_word: bool,
+        option: String,
+    },
     NoProgram,
+    /// An option the wrapper's table does not name.
+    Unknown(String),
+}
+
+fn unknown_option<'a>(name: &str, option: &str) -> Inner<'a> {
+    unreadable(format!("{name} has an option {option} Chock does not know"))
 }
 
 /// Reads one word of bundled short options (`-iu NAME`, `-n10`).
-fn short_options(name: &str, spec: &Spec, text: &str) -> Result<Short, String> {
+fn short_options(name: &str, spec: &Spec, text: &str) -> Short {
     let letters = &text[1..];
     for (at, letter) in letters.char_indices() {
         let option = format!("-{letter}");
         if spec.no_program.contains(&option.as_str()) {
-            return Ok(Short::NoProgram);
+            return Short::NoProgram;
         }
         if spec.short_flags.contains(letter) {
             continue;
         }
         if spec.short_with_value.contains(letter) {
             let rest = &letters[at + letter.len_utf8()..];
-            return Ok(Short::Value {
+            return Short::Value {
                 next_word: rest.is_empty(),
                 option,
-            });
+            };
         }
         // `nice -10 cmd`: an old spelling of `-n 10`.
         if name == "nice" && letters.bytes().all(|b| b.is_ascii_digit()) {
-            return Ok(Short::Flags);
+            return Short::Flags;
         }
-        return Err(format!("{name} has an option {option} Chock does not know"));
+        return Short::Unknown(option);
     }
-    Ok(Short::Flags)
+    Short::Flags
 }
 
 /// `env -S 'prog args'`: the string is split into the program and its arguments.
