@@ -483,8 +483,12 @@ impl SessionWorkspace {
         }
         let tree = self.tree();
         // Every entry of the index but the skip-worktree ones (the
-        // deny_read files, each already held by identity).
-        self.git().run(["checkout-index", "-a", "-f", "-q"])?;
+        // deny_read files, each already held by identity), each file's
+        // stat data written into the index as it is checked out (`-u`):
+        // without it every later `git status` or `git add -A` of the
+        // session hashes the whole tree again, as `read-tree` left no
+        // stat data to compare with.
+        self.git().run(["checkout-index", "-u", "-a", "-f", "-q"])?;
         let mut notices = Vec::new();
         let dirty = dirty_files(&Git::host(&request.project.dir))?;
         if !dirty.is_empty() {
