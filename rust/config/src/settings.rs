@@ -101,37 +101,44 @@ impl Amount {
     }
 }
 
+/// Why a string is not a byte size; each reads as the sentence a person sees
+/// after the file's place.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SizeError {
+    #[error("`{0}` is a percentage, and this setting is a size: write bytes such as \"16MiB\"")]
+    Percentage(String),
+    #[error("`{0}` is not a size: write a number with B, KiB, MiB, GiB or TiB, such as \"16MiB\"")]
+    Unit(String),
+    #[error("`{0}` is not a size: write a whole number of bytes, such as \"16MiB\"")]
+    Number(String),
+    #[error("`{0}` is larger than this machine can count")]
+    TooLarge(String),
+}
+
 /// Parses `"16MiB"`, `"1 GiB"`, `"300"`; refuses percentages, which are not
 /// sizes here.
-pub fn parse_bytes(text: &str) -> Result<u64, String> {
+pub fn parse_bytes(text: &str) -> Result<u64, SizeError> {
     let text = text.trim();
     if text.ends_with('%') {
-        return Err(format!(
-            "`{text}` is a percentage, and this setting is a size: write bytes such as \"16MiB\""
-        ));
+        return Err(SizeError::Percentage(text.to_string()));
     }
     let digits_end = text
         .find(|c: char| !c.is_ascii_digit())
         .unwrap_or(text.len());
     let (number, unit) = text.split_at(digits_end);
-    let unit = unit.trim_start();
-    let multiplier: u64 = match unit {
+    let multiplier: u64 = match unit.trim_start() {
         "" | "B" => 1,
         "KiB" => 1 << 10,
         "MiB" => 1 << 20,
         "GiB" => 1 << 30,
         "TiB" => 1 << 40,
-        _ => {
-            return Err(format!(
-                "`{text}` is not a size: write a number with B, KiB, MiB, GiB or TiB, such as \"16MiB\""
-            ));
-        }
+        _ => return Err(SizeError::Unit(text.to_string())),
     };
-    let n: u64 = number.parse().map_err(|_| {
-        format!("`{text}` is not a size: write a whole number of bytes, such as \"16MiB\"")
-    })?;
+    let n: u64 = number
+        .parse()
+        .map_err(|_| SizeError::Number(text.to_string()))?;
     n.checked_mul(multiplier)
-        .ok_or_else(|| format!("`{text}` is larger than this machine can count"))
+        .ok_or_else(|| SizeError::TooLarge(text.to_string()))
 }
 
 fn parse_amount(
@@ -211,7 +218,7 @@ impl<'de> Deserialize<'de> for ByteSize {
 
 /// `.processes`: an integer, `"300"`, or `"50%"` of the CPUs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct ProcessCount(pub(crate) Amount);
+pub struct ProcessCount(pub Amount);
 
 impl<'de> Deserialize<'de> for ProcessCount {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -231,7 +238,7 @@ impl<'de> Deserialize<'de> for ProcessCount {
 
 /// `.memory`: bytes (`"4GiB"`, an integer) or `"25%"` of the machine's memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct MemoryAmount(pub(crate) Amount);
+pub struct MemoryAmount(pub Amount);
 
 impl<'de> Deserialize<'de> for MemoryAmount {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -241,7 +248,7 @@ impl<'de> Deserialize<'de> for MemoryAmount {
         )? {
             Ok(n) => Ok(MemoryAmount(Amount::Absolute(n))),
             Err(text) if text.contains("is negative") => Err(serde::de::Error::custom(text)),
-            Err(text) => parse_amount(&text, parse_bytes)
+            Err(text) => parse_amount(&text, |t| parse_bytes(t).map_err(|e| e.to_string()))
                 .map(MemoryAmount)
                 .map_err(serde::de::Error::custom),
         }
@@ -279,7 +286,12 @@ mod tests {
         assert_eq!(parse_bytes("512B"), Ok(512));
         assert_eq!(parse_bytes("300"), Ok(300));
         assert_eq!(parse_bytes("2TiB"), Ok(2 << 40));
-        assert!(parse_bytes("50%").unwrap_err().contains("percentage"));
+        assert!(
+            parse_bytes("50%")
+                .unwrap_err()
+                .to_string()
+                .contains("percentage")
+        );
         assert!(parse_bytes("16MB").is_err());
         assert!(parse_bytes("-1").is_err());
         assert!(parse_bytes("99999999999TiB").is_err());

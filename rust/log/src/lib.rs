@@ -83,8 +83,8 @@ impl Default for Rotation {
     }
 }
 
-impl From<chock_policy::LogSettings> for Rotation {
-    fn from(settings: chock_policy::LogSettings) -> Rotation {
+impl From<chock_config::LogSettings> for Rotation {
+    fn from(settings: chock_config::LogSettings) -> Rotation {
         Rotation {
             rotate_bytes: settings.rotate_bytes,
             keep: settings.keep,

@@ -134,7 +134,7 @@ fn replace(file: &Path, text: &str) -> std::io::Result<()> {
     };
     let name = file
         .file_name()
-        .map_or("chock.zon".into(), |n| n.to_string_lossy());
+        .map_or(crate::control::CHOCK_ZON.into(), |n| n.to_string_lossy());
     let temporary = folder.join(format!(".{name}.{}.tmp", std::process::id()));
     let written = (|| {
         let mut out = std::fs::OpenOptions::new()

@@ -19,7 +19,7 @@ use crate::error::PolicyError;
 use crate::index::RuleSet;
 use crate::pattern::Pattern;
 use crate::rule::{Rule, RuleSource};
-use crate::settings::{ByteSize, MemoryAmount, ProcessCount};
+use chock_config::{ByteSize, MemoryAmount, ProcessCount};
 
 /// At most this many rules per file.
 pub const MAX_RULES: usize = 512;
@@ -151,7 +151,7 @@ struct OrgReviewFields {
 struct ContainerBlock {
     image: String,
     path: Option<String>,
-    max_bytes: Option<crate::settings::ByteSize>,
+    max_bytes: Option<chock_config::ByteSize>,
     max_entries: Option<u64>,
     max_ratio: Option<u64>,
 }
@@ -831,8 +831,8 @@ pub struct OrgBundle {
     pub(crate) rules: RuleSet,
     pub(crate) max_object_bytes: Option<u64>,
     pub(crate) max_session_bytes: Option<u64>,
-    pub(crate) processes: Option<crate::settings::Amount>,
-    pub(crate) memory: Option<crate::settings::Amount>,
+    pub(crate) processes: Option<chock_config::Amount>,
+    pub(crate) memory: Option<chock_config::Amount>,
 }
 
 impl OrgBundle {

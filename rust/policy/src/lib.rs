@@ -32,7 +32,6 @@ pub mod root;
 mod rule;
 mod search;
 mod servers;
-mod settings;
 mod skills;
 mod style;
 #[cfg(test)]
@@ -73,9 +72,6 @@ pub use search::{
 pub use servers::{
     COMMAND_TIMEOUT, Launch, MAX_SECRET_BYTES, MAX_SECRETS, MAX_SERVERS, McpServer, SecretEnv,
     SecretStore, TOOL_SEPARATOR,
-};
-pub use settings::{
-    Amount, ByteSize, Limits, LogSettings, Machine, NixSettings, human_bytes, parse_bytes,
 };
 pub use skills::{DEFAULT_SKILL_BYTES, MAX_SKILL_BYTES, SkillLayer, SkillSettings};
 pub use style::{

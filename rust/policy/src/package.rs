@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::PolicyError;
 use crate::files::{Source, StrictRule};
 use crate::index::RuleSet;
-use crate::settings::ByteSize;
+use chock_config::ByteSize;
 
 /// Where packages live, under the project.
 pub const POLICIES_DIR: &str = crate::control::POLICIES_DIR;

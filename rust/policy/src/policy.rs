@@ -22,7 +22,7 @@ use crate::package::{PolicyPackage, Rollout, read_packages};
 use crate::pattern::Pattern;
 use crate::rule::{Key, Rule};
 use crate::servers::{McpServer, SecretStore};
-use crate::settings::{
+use chock_config::{
     DEFAULT_LOG_KEEP, DEFAULT_LOG_ROTATE_BYTES, DEFAULT_MAX_OBJECT_BYTES,
     DEFAULT_MAX_SESSION_BYTES, Limits, LogSettings, Machine, NixSettings, human_bytes,
 };
@@ -1019,7 +1019,7 @@ impl Policy {
             .or_else(|| operator.and_then(|l| l.memory))
             .map_or(builtin.memory_bytes, |m| m.0.resolve(machine.memory_bytes));
         let ceiling =
-            |value: u64, f: fn(&OrgBundle) -> Option<crate::settings::Amount>, whole: u64| {
+            |value: u64, f: fn(&OrgBundle) -> Option<chock_config::Amount>, whole: u64| {
                 self.org
                     .iter()
                     .filter_map(|b| f(b).map(|a| a.resolve(whole)))

@@ -19,7 +19,7 @@ use crate::error::PolicyError;
 use crate::files::Source;
 use crate::providers::{KeyFields, KeySource, check_base_url, read_key};
 use crate::servers::OperatorSecrets;
-use crate::settings::ByteSize;
+use chock_config::ByteSize;
 
 /// The name the search engine's key is kept under in the credential store
 /// when `.key = .login` (`chock login search`).

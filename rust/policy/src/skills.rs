@@ -13,7 +13,7 @@ use serde::Deserialize;
 
 use crate::error::PolicyError;
 use crate::files::Source;
-use crate::settings::ByteSize;
+use chock_config::ByteSize;
 
 /// The bytes of one skill file a read returns when no file says.
 pub const DEFAULT_SKILL_BYTES: u64 = 256 << 10;

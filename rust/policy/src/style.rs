@@ -25,7 +25,7 @@ use serde::Deserialize;
 
 use crate::error::PolicyError;
 use crate::files::Source;
-use crate::settings::ByteSize;
+use chock_config::ByteSize;
 
 /// At most this many style rules.
 pub const MAX_STYLE_RULES: usize = 64;

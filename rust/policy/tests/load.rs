@@ -4,9 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
+use chock_config::{Machine, human_bytes};
 use chock_policy::{
-    DEFAULT_MAX_DEPTH, DEFAULT_MAX_WIDTH, Decision, Key, Layer, LoadOptions, Machine, NoReviewer,
-    Policy, PolicyError, Reading, StartQuestion, SubagentCaps, human_bytes,
+    DEFAULT_MAX_DEPTH, DEFAULT_MAX_WIDTH, Decision, Key, Layer, LoadOptions, NoReviewer, Policy,
+    PolicyError, Reading, StartQuestion, SubagentCaps,
 };
 
 fn scratch(name: &str) -> PathBuf {

@@ -1032,7 +1032,7 @@ fn prepare_decided(
         (WriteExecute::Refused, None)
     };
     // One look at the machine serves both the floor and the policy's limits.
-    let machine = chock_policy::Machine::detect();
+    let machine = chock_config::Machine::detect();
     let project_limits = policy.limits_on(&machine);
     let limits = Limits::for_machine(&machine).lowered(
         Some(project_limits.processes),

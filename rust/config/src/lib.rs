@@ -1,0 +1,20 @@
+//! Chock's configuration model: the settings a person writes in the project's
+//! `chock.zon`, the operator's `config.zon` and an organisation bundle, with
+//! their bounds and how they fold (project over operator over built-in, an
+//! organisation's value a ceiling on top).
+//!
+//! Settings are numbers and names, not rules: nothing here decides an act.
+//! The rule engine, `chock-policy`, depends on this crate and not the other
+//! way round: it reads each file once, takes its rule blocks for its layers
+//! and hands the settings blocks to these types, so every file has one
+//! reading and a setting's shape, bounds and error wording live in one place.
+
+#![forbid(unsafe_code)]
+
+mod settings;
+
+pub use settings::{
+    Amount, ByteSize, DEFAULT_LOG_KEEP, DEFAULT_LOG_ROTATE_BYTES, DEFAULT_MAX_OBJECT_BYTES,
+    DEFAULT_MAX_SESSION_BYTES, GIB, Limits, LogSettings, MIB, Machine, MemoryAmount, NixSettings,
+    ProcessCount, SizeError, human_bytes, parse_bytes,
+};
