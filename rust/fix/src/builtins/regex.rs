@@ -35,10 +35,32 @@ pub struct NixRegex {
     has_groups: bool,
 }
 
+/// Why a pattern is not a regular expression `builtins.match` and
+/// `builtins.split` take.
+#[derive(Debug, thiserror::Error)]
+pub enum RegexError {
+    #[error("the pattern is not valid UTF-8")]
+    NotUtf8,
+    #[error("trailing backslash")]
+    TrailingBackslash,
+    #[error("unmatched '{{'")]
+    UnmatchedBrace,
+    #[error("invalid repetition bound '{{{0}}}'")]
+    BadBound(String),
+    #[error("unmatched '['")]
+    UnmatchedBracket,
+    #[error("unterminated character class")]
+    UnterminatedClass,
+    #[error("collating elements and equivalence classes are not supported")]
+    Collating,
+    /// The translated pattern, refused by the regex engine.
+    #[error("{0}")]
+    Engine(Box<regex_automata::meta::BuildError>),
+}
+
 /// Rewrites a POSIX ERE into the syntax of the `regex` crates.
-pub fn translate(ere: &[u8]) -> std::result::Result<String, String> {
-    let text =
-        std::str::from_utf8(ere).map_err(|_| "the pattern is not valid UTF-8".to_string())?;
+pub fn translate(ere: &[u8]) -> std::result::Result<String, RegexError> {
+    let text = std::str::from_utf8(ere).map_err(|_| RegexError::NotUtf8)?;
     let chars: Vec<char> = text.chars().collect();
     let mut out = String::with_capacity(text.len() + 8);
     let mut i = 0;
@@ -47,7 +69,7 @@ pub fn translate(ere: &[u8]) -> std::result::Result<String, String> {
         match c {
             '\\' => {
                 let Some(&next) = chars.get(i + 1) else {
-                    return Err("trailing backslash".into());
+                    return Err(RegexError::TrailingBackslash);
                 };
                 if next.is_ascii_alphanumeric() {
                     out.push('\\');
@@ -64,7 +86,7 @@ pub fn translate(ere: &[u8]) -> std::result::Result<String, String> {
                 // Only a valid bound `{n}`, `{n,}`, `{n,m}` may follow.
                 let close = chars[i..].iter().position(|&c| c == '}').map(|p| p + i);
                 let Some(close) = close else {
-                    return Err("unmatched '{'".into());
+                    return Err(RegexError::UnmatchedBrace);
                 };
                 let inner: String = chars[i + 1..close].iter().collect();
                 let valid = !inner.is_empty()
@@ -72,7 +94,7 @@ pub fn translate(ere: &[u8]) -> std::result::Result<String, String> {
                     && inner.split(',').next().is_some_and(|n| !n.is_empty())
                     && inner.chars().all(|c| c.is_ascii_digit() || c == ',');
                 if !valid {
-                    return Err(format!("invalid repetition bound '{{{inner}}}'"));
+                    return Err(RegexError::BadBound(inner));
                 }
                 out.push('{');
                 out.push_str(&inner);
@@ -93,7 +115,11 @@ pub fn translate(ere: &[u8]) -> std::result::Result<String, String> {
 }
 
 /// Copies a bracket expression starting at `chars[start] == '['`.
-fn bracket(chars: &[char], start: usize, out: &mut String) -> std::result::Result<usize, String> {
+fn bracket(
+    chars: &[char],
+    start: usize,
+    out: &mut String,
+) -> std::result::Result<usize, RegexError> {
     let mut i = start + 1;
     out.push('[');
     if chars.get(i) == Some(&'^') {
@@ -103,7 +129,7 @@ fn bracket(chars: &[char], start: usize, out: &mut String) -> std::result::Resul
     let mut first = true;
     loop {
         let Some(&c) = chars.get(i) else {
-            return Err("unmatched '['".into());
+            return Err(RegexError::UnmatchedBracket);
         };
         match c {
             ']' if !first => {
@@ -115,12 +141,10 @@ fn bracket(chars: &[char], start: usize, out: &mut String) -> std::result::Resul
                 let end = (i + 2..chars.len().saturating_sub(1))
                     .find(|&j| chars[j] == kind && chars[j + 1] == ']');
                 let Some(end) = end else {
-                    return Err("unterminated character class".into());
+                    return Err(RegexError::UnterminatedClass);
                 };
                 if kind != ':' {
-                    return Err(
-                        "collating elements and equivalence classes are not supported".into(),
-                    );
+                    return Err(RegexError::Collating);
                 }
                 let name: String = chars[i..end + 2].iter().collect();
                 out.push_str(&name);
@@ -148,7 +172,7 @@ fn bracket(chars: &[char], start: usize, out: &mut String) -> std::result::Resul
     }
 }
 
-fn build(pattern: &str, kind: MatchKind) -> std::result::Result<Regex, String> {
+fn build(pattern: &str, kind: MatchKind) -> std::result::Result<Regex, RegexError> {
     let syntax = syntax::Config::new()
         .unicode(false)
         .utf8(false)
@@ -157,11 +181,11 @@ fn build(pattern: &str, kind: MatchKind) -> std::result::Result<Regex, String> {
         .syntax(syntax)
         .configure(Regex::config().match_kind(kind).utf8_empty(false))
         .build(pattern)
-        .map_err(|e| e.to_string())
+        .map_err(|e| RegexError::Engine(Box::new(e)))
 }
 
 impl NixRegex {
-    pub fn compile(ere: &[u8]) -> std::result::Result<NixRegex, String> {
+    pub fn compile(ere: &[u8]) -> std::result::Result<NixRegex, RegexError> {
         let p = translate(ere)?;
         let whole = build(&format!(r"\A(?:{p})\z"), MatchKind::LeftmostFirst)?;
         Ok(NixRegex {
@@ -378,6 +402,9 @@ mod tests {
                 .full_match(b"aa")
                 .is_some()
         );
-        assert!(NixRegex::compile(b"a{x").is_err());
+        assert!(matches!(
+            NixRegex::compile(b"a{x"),
+            Err(RegexError::UnmatchedBrace)
+        ));
     }
 }
