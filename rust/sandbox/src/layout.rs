@@ -257,6 +257,7 @@ pub fn resolve(
         session: None,
         secret_files: Vec::new(),
         scratch_dir: None,
+        devices: Vec::new(),
     })
 }
 

@@ -11,6 +11,7 @@ mod anchor;
 pub mod cache;
 mod caps;
 mod child;
+pub mod devices;
 pub mod devshell;
 pub mod doctor;
 mod error;

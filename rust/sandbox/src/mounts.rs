@@ -218,6 +218,9 @@ pub struct Layout {
     pub session: Option<crate::workspace::View>,
     /// Secrets given as files under [`SECRETS_MOUNT`].
     pub secret_files: Vec<SecretFile>,
+    /// Device nodes the project named and the policy allowed, each bound
+    /// alone into `/dev` (see `devices`).
+    pub devices: Vec<crate::devices::Granted>,
 }
 
 /// One step of building the tree. Every path is already a C string so the
@@ -525,7 +528,7 @@ pub(crate) fn plan(layout: &Layout, anchored: &Anchored) -> Vec<Op> {
             link: cstring(link),
         });
     }
-    plan_dev(&mut p);
+    plan_dev(&mut p, &layout.devices);
     plan_proc(&mut p);
     plan_workspace(&mut p, layout, anchored);
     p.push(Op::LoopbackUp);
@@ -712,7 +715,7 @@ fn plan_etc(p: &mut Planner, layout: &Layout) {
     }
 }
 
-fn plan_dev(p: &mut Planner) {
+fn plan_dev(p: &mut Planner, devices: &[crate::devices::Granted]) {
     p.mkdir_all(Path::new("/dev"));
     p.push(Op::Tmpfs {
         target: c"/dev".to_owned(),
@@ -740,6 +743,15 @@ fn plan_dev(p: &mut Planner) {
         p.push(Op::Symlink {
             target: cstring(target),
             link: cstring(Path::new("/dev").join(link)),
+        });
+    }
+    for device in devices {
+        p.mount_point(&device.inside, &EntryKind::File);
+        p.push(Op::BindChecked {
+            source: cstring(under_old_root(&device.node)),
+            id: device.id,
+            target: cstring(&device.inside),
+            set: MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC,
         });
     }
     p.push(Op::MkDir {
@@ -865,6 +877,7 @@ mod tests {
                 PathBuf::from("/usr/share/zoneinfo/UTC"),
                 PathBuf::from("/etc/localtime"),
             )],
+            devices: Vec::new(),
             links: vec![(
                 PathBuf::from("/nix/store/aaa-bash/bin/bash"),
                 PathBuf::from("/bin/sh"),

@@ -221,6 +221,9 @@ pub(crate) fn build(
     for node in DEVICE_NODES {
         add(&Path::new("/dev").join(node), device())?;
     }
+    for granted in &layout.devices {
+        add(&granted.node, device())?;
+    }
 
     let mut child_rules = vec![
         (c"/".to_owned(), AccessFs::ReadDir.into()),

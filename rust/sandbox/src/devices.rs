@@ -1,0 +1,297 @@
+//! The USB and serial devices a project names (`.devices` of `chock.zon`),
+//! found by identity and bound into the sandbox's `/dev` one node each.
+//!
+//! Identity is read from sysfs: a USB device's `idVendor`, `idProduct` and
+//! `serial` under `bus/usb/devices`, and a tty's from the USB device above
+//! the interface its `device` link names. Each is matched to its node
+//! under `/dev` by the `DEVNAME` of its `uevent`, and the node is opened
+//! (no link followed) and kept only when the opened descriptor is a
+//! character device whose number is the one sysfs gave: a node swapped
+//! after the read is never bound. A device named and allowed is bound; one
+//! named and refused is reported with the rule that would allow it; one
+//! present and not named is never reachable.
+
+use std::fs;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+
+use chock_gate::{Outcome, Refusal, Route};
+use chock_policy::{DeviceId, Key, NamedDevice, Policy, Reading, Verdict};
+use nix::fcntl::{OFlag, open};
+use nix::sys::stat::{Mode, SFlag, fstat, major, minor};
+
+use crate::sys::FileId;
+
+/// Where the kernel's sysfs and the device nodes are on this machine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Roots {
+    pub sysfs: PathBuf,
+    pub dev: PathBuf,
+}
+
+impl Default for Roots {
+    fn default() -> Self {
+        Roots {
+            sysfs: PathBuf::from("/sys"),
+            dev: PathBuf::from("/dev"),
+        }
+    }
+}
+
+/// A device sysfs shows, by identity, and its node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Present {
+    pub id: DeviceId,
+    /// The node on the host (`/dev/ttyUSB0`).
+    pub node: PathBuf,
+    /// Where it shows inside the sandbox.
+    pub inside: PathBuf,
+    /// The device number sysfs gives (`dev`: major, minor).
+    pub number: (u64, u64),
+}
+
+/// A device's node, opened and checked, ready to bind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Granted {
+    pub action: String,
+    pub node: PathBuf,
+    pub inside: PathBuf,
+    pub(crate) id: FileId,
+}
+
+/// Why a present device's node is not bound.
+#[derive(Debug, thiserror::Error)]
+pub enum NodeError {
+    #[error("{node}: cannot be opened: {source}")]
+    Open { node: PathBuf, source: nix::Error },
+    #[error("{node}: is not the character device {major}:{minor} sysfs names")]
+    NotTheDevice {
+        node: PathBuf,
+        major: u64,
+        minor: u64,
+    },
+}
+
+/// Every USB device and USB tty sysfs shows under `roots`. An entry whose
+/// files cannot be read is left out: it names no device.
+pub fn scan(roots: &Roots) -> Vec<Present> {
+    let mut found = Vec::new();
+    for entry in entries(&roots.sysfs.join("bus/usb/devices")) {
+        if let Some((vendor, product, _)) = usb_identity(&entry) {
+            found.extend(present(
+                roots,
+                &entry,
+                DeviceId::Usb { vendor, product },
+                None,
+            ));
+        }
+    }
+    for entry in entries(&roots.sysfs.join("class/tty")) {
+        let Some(usb) = usb_above(&entry.join("device")) else {
+            continue;
+        };
+        let Some((vendor, product, serial)) = usb_identity(&usb) else {
+            continue;
+        };
+        let id = match serial {
+            Some(serial) => DeviceId::TtySerial(serial),
+            None => DeviceId::Tty { vendor, product },
+        };
+        let name = entry.file_name().map(PathBuf::from);
+        found.extend(present(roots, &entry, id, name));
+    }
+    found
+}
+
+fn entries(dir: &Path) -> Vec<PathBuf> {
+    let Ok(read) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut paths: Vec<PathBuf> = read.flatten().map(|e| e.path()).collect();
+    paths.sort();
+    paths
+}
+
+/// The USB device a tty's `device` link leads to: the nearest folder at or
+/// above it (an interface, then its device) that has an `idVendor`.
+fn usb_above(device: &Path) -> Option<PathBuf> {
+    let resolved = fs::canonicalize(device).ok()?;
+    resolved
+        .ancestors()
+        .take(3)
+        .find(|dir| dir.join("idVendor").is_file())
+        .map(Path::to_path_buf)
+}
+
+/// Vendor, product and (when it has one that can be a label) serial.
+fn usb_identity(dir: &Path) -> Option<(u16, u16, Option<String>)> {
+    let vendor = hex_file(&dir.join("idVendor"))?;
+    let product = hex_file(&dir.join("idProduct"))?;
+    let serial = read_trimmed(&dir.join("serial"))
+        .filter(|s| chock_policy::names::label(s).is_ok() && !s.contains('/'));
+    Some((vendor, product, serial))
+}
+
+fn hex_file(path: &Path) -> Option<u16> {
+    u16::from_str_radix(&read_trimmed(path)?, 16).ok()
+}
+
+fn read_trimmed(path: &Path) -> Option<String> {
+    let text = fs::read_to_string(path).ok()?;
+    Some(text.trim().to_owned()).filter(|t| !t.is_empty())
+}
+
+/// The node of the sysfs entry `entry`: its `dev` number and its
+/// `uevent`'s `DEVNAME` under the dev root. Shown inside at `/dev/<name>`
+/// when given, else at `/dev/<DEVNAME>`.
+fn present(roots: &Roots, entry: &Path, id: DeviceId, name: Option<PathBuf>) -> Option<Present> {
+    let number = read_trimmed(&entry.join("dev"))?;
+    let (major, minor) = number.split_once(':')?;
+    let number = (major.parse().ok()?, minor.parse().ok()?);
+    let uevent = fs::read_to_string(entry.join("uevent")).ok()?;
+    let devname = uevent.lines().find_map(|l| l.strip_prefix("DEVNAME="))?;
+    let relative = Path::new(devname);
+    if relative.is_absolute()
+        || relative
+            .components()
+            .any(|c| !matches!(c, std::path::Component::Normal(_)))
+    {
+        return None;
+    }
+    Some(Present {
+        id,
+        node: roots.dev.join(relative),
+        inside: Path::new("/dev").join(name.as_deref().unwrap_or(relative)),
+        number,
+    })
+}
+
+/// Opens `present`'s node with no link followed and keeps it only when the
+/// descriptor is the character device sysfs named.
+pub fn open_checked(present: &Present) -> Result<Granted, NodeError> {
+    let node = present.node.clone();
+    let fd: OwnedFd = open(
+        &node,
+        OFlag::O_PATH | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|source| NodeError::Open {
+        node: node.clone(),
+        source,
+    })?;
+    let st = fstat(&fd).map_err(|source| NodeError::Open {
+        node: node.clone(),
+        source,
+    })?;
+    let kind = st.st_mode & SFlag::S_IFMT.bits();
+    let (want_major, want_minor) = present.number;
+    if kind != SFlag::S_IFCHR.bits()
+        || major(st.st_rdev) != want_major
+        || minor(st.st_rdev) != want_minor
+    {
+        return Err(NodeError::NotTheDevice {
+            node,
+            major: want_major,
+            minor: want_minor,
+        });
+    }
+    Ok(Granted {
+        action: present.id.action(),
+        node,
+        inside: present.inside.clone(),
+        id: FileId {
+            dev: st.st_dev,
+            ino: st.st_ino,
+            kind,
+        },
+    })
+}
+
+/// What became of each device the project names, for one sandbox.
+#[derive(Debug, Default)]
+pub struct Reached {
+    /// Named, allowed, present and checked: bound into `/dev`.
+    pub granted: Vec<Granted>,
+    /// One sentence for each named device not bound, and why.
+    pub notes: Vec<String>,
+    /// The decision-log line of each named device.
+    pub entries: Vec<chock_log::Entry>,
+}
+
+/// Decides each device `policy` names at its action on `route` (through
+/// the gate, nobody asked: an ask refuses, as nobody is at the keyboard
+/// while a command runs), and binds those allowed that sysfs under
+/// `roots` shows now.
+pub fn reach(
+    policy: &Policy,
+    route: Route,
+    project: &str,
+    key: impl Fn(&str) -> Key,
+    roots: &Roots,
+) -> Reached {
+    let mut reached = Reached::default();
+    if policy.devices().is_empty() {
+        return reached;
+    }
+    let present = scan(roots);
+    for named in policy.devices() {
+        let key = key(&named.action);
+        let verdict = policy.decide(&key, Reading::Act);
+        let settled = chock_gate::settle(route, &verdict, &chock_policy::Nobody, || {
+            question(named, &verdict)
+        });
+        reached
+            .entries
+            .push(settled.entry(route, project, &key, &verdict, None));
+        match settled.outcome {
+            Outcome::Go => bind(named, &present, &mut reached),
+            Outcome::Refused(why) => reached
+                .notes
+                .push(refused(named, &Refusal::new(why, &verdict))),
+            _ => reached.notes.push(format!(
+                "{}: not bound, as nothing allowed it",
+                named.action
+            )),
+        }
+    }
+    reached
+}
+
+fn bind(named: &NamedDevice, present: &[Present], reached: &mut Reached) {
+    let Some(device) = present.iter().find(|p| p.id == named.id) else {
+        reached.notes.push(format!(
+            "{}: not present (named at {}); it is bound at the first command after it is plugged in",
+            named.action,
+            named.place()
+        ));
+        return;
+    };
+    match open_checked(device) {
+        Ok(granted) => reached.granted.push(granted),
+        Err(e) => reached
+            .notes
+            .push(format!("{}: not bound: {e}", named.action)),
+    }
+}
+
+fn refused(named: &NamedDevice, refusal: &Refusal) -> String {
+    let why = match refusal.why_words() {
+        "" => String::new(),
+        words => format!(" ({words})"),
+    };
+    format!(
+        "{}: refused{why}, so it is not in the sandbox's /dev.{}",
+        named.action,
+        refusal.advice(chock_gate::Layout::Line)
+    )
+}
+
+fn question(named: &NamedDevice, verdict: &Verdict) -> chock_policy::Question {
+    chock_policy::Question {
+        action: named.action.clone(),
+        decision: verdict.decision,
+        summary: format!("a command wants the device {}", named.action),
+        detail: vec![format!("named at {}", named.place())],
+        rules: verdict.suggestion.iter().cloned().collect(),
+    }
+}
