@@ -1039,12 +1039,11 @@ fn run_program(plan: &ChildPlan, channel: Channel) -> ! {
         fail(channel, step, 0, errno);
     }
     for (index, (resource, limit)) in plan.rlimits.iter().enumerate() {
-        // SAFETY: setrlimit reads the struct we pass.
         check(
             channel,
             Step::Rlimit,
             index as u32,
-            errno_of(unsafe { libc::setrlimit(*resource, limit) }),
+            nix::sys::resource::setrlimit(*resource, limit.rlim_cur, limit.rlim_max),
         );
     }
     // SAFETY: NUL-terminated path.

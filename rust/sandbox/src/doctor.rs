@@ -257,47 +257,27 @@ const TMP_SIZE_MASK: i64 = (1 << 40) - 1;
 /// found missing.
 fn inside_probe() -> i64 {
     let mut result = 0i64;
-    // SAFETY: statfs fills the struct.
-    let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
-    // SAFETY: NUL-terminated path and a valid struct.
-    if unsafe { libc::statfs(c"/run/chock/tmp".as_ptr(), &mut fs) } == 0 {
-        result |= (fs.f_blocks as i64).saturating_mul(fs.f_bsize as i64) & TMP_SIZE_MASK;
+    if let Ok(fs) = nix::sys::statfs::statfs(c"/run/chock/tmp") {
+        result |= (fs.blocks() as i64).saturating_mul(fs.block_size() as i64) & TMP_SIZE_MASK;
     }
     if crate::caps::current().map_or(true, |(e, p, i)| e | p | i != 0) {
         result |= CAPS_LEFT;
     }
-    // SAFETY: prctl with integer arguments.
-    if unsafe { libc::prctl(libc::PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) } != 1 {
+    if nix::sys::prctl::get_no_new_privs() != Ok(true) {
         result |= NO_NNP;
     }
-    // SAFETY: io_uring_setup with a null params pointer fails either way; only the errno matters.
-    let ring = unsafe { libc::syscall(libc::SYS_io_uring_setup, 1u32, std::ptr::null_mut::<u8>()) };
-    if !(ring < 0 && Errno::last() == Errno::EPERM) {
+    if !sys::io_uring_refused() {
         result |= IO_URING_OPEN;
     }
-    // SAFETY: an anonymous mapping; unmapped again if it was made.
-    let page = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            4096,
-            libc::PROT_READ | libc::PROT_WRITE | libc::PROT_EXEC,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    if page != libc::MAP_FAILED {
+    if sys::can_map_write_execute() {
         result |= WX_MAPPED;
-        // SAFETY: the mapping just made.
-        unsafe { libc::munmap(page, 4096) };
     }
     result
 }
 
 /// Runs inside a full sandbox and calls a killed syscall: it must not return.
 fn killed_probe() -> i64 {
-    // SAFETY: keyctl(KEYCTL_GET_KEYRING_ID, ...) with integer arguments; seccomp kills first.
-    unsafe { libc::syscall(libc::SYS_keyctl, 0, -3i64, 0) };
+    sys::keyctl_session_keyring();
     0
 }
 

@@ -67,12 +67,24 @@ impl Limits {
     pub(crate) fn rlimits(&self) -> Vec<(RlimitResource, libc::rlimit)> {
         let cpu_hard = self.cpu_seconds.saturating_add(30);
         [
-            (libc::RLIMIT_CORE, 0, 0),
-            (libc::RLIMIT_FSIZE, self.file_bytes, self.file_bytes),
-            (libc::RLIMIT_NOFILE, self.open_files, self.open_files),
-            (libc::RLIMIT_NPROC, self.processes, self.processes),
-            (libc::RLIMIT_CPU, self.cpu_seconds, cpu_hard),
-            (libc::RLIMIT_DATA, self.data_bytes, self.data_bytes),
+            (RlimitResource::RLIMIT_CORE, 0, 0),
+            (
+                RlimitResource::RLIMIT_FSIZE,
+                self.file_bytes,
+                self.file_bytes,
+            ),
+            (
+                RlimitResource::RLIMIT_NOFILE,
+                self.open_files,
+                self.open_files,
+            ),
+            (RlimitResource::RLIMIT_NPROC, self.processes, self.processes),
+            (RlimitResource::RLIMIT_CPU, self.cpu_seconds, cpu_hard),
+            (
+                RlimitResource::RLIMIT_DATA,
+                self.data_bytes,
+                self.data_bytes,
+            ),
         ]
         .into_iter()
         .map(|(resource, soft, hard)| {
@@ -90,19 +102,13 @@ impl Limits {
     }
 }
 
-#[cfg(target_env = "gnu")]
-pub(crate) type RlimitResource = libc::__rlimit_resource_t;
-#[cfg(not(target_env = "gnu"))]
-pub(crate) type RlimitResource = libc::c_int;
+pub(crate) use nix::sys::resource::Resource as RlimitResource;
 
+/// What the caller has now; unlimited when it cannot be read.
 fn current_rlimit(resource: RlimitResource) -> libc::rlimit {
-    let mut limit = libc::rlimit {
-        rlim_cur: libc::RLIM_INFINITY,
-        rlim_max: libc::RLIM_INFINITY,
-    };
-    // SAFETY: getrlimit fills the struct we pass.
-    unsafe { libc::getrlimit(resource, &mut limit) };
-    limit
+    let (rlim_cur, rlim_max) = nix::sys::resource::getrlimit(resource)
+        .unwrap_or((libc::RLIM_INFINITY, libc::RLIM_INFINITY));
+    libc::rlimit { rlim_cur, rlim_max }
 }
 
 /// Whether a cgroup with `memory` and `pids` is ours to use, and where.

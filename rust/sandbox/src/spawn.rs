@@ -100,16 +100,7 @@ impl Exit {
         match self {
             Exit::Code(code) => u8::try_from(code).unwrap_or(1),
             Exit::Signal(signal) => {
-                let no_core = libc::rlimit {
-                    rlim_cur: 0,
-                    rlim_max: 0,
-                };
-                // SAFETY: resetting a disposition and raising a signal in Chock's own process.
-                unsafe {
-                    libc::setrlimit(libc::RLIMIT_CORE, &no_core);
-                    libc::signal(signal, libc::SIG_DFL);
-                    libc::raise(signal);
-                }
+                crate::sys::die_of_signal(signal);
                 u8::try_from(128 + signal).unwrap_or(255)
             }
         }
@@ -896,16 +887,9 @@ impl SignalForwarding {
         FORWARD_TO.store(pidfd, Ordering::SeqCst);
         let mut previous = Vec::new();
         for signal in FORWARDED {
-            // SAFETY: installing a handler that only calls an async-signal-safe syscall.
-            unsafe {
-                let mut action: libc::sigaction = std::mem::zeroed();
-                action.sa_sigaction = forward as *const () as usize;
-                action.sa_flags = libc::SA_RESTART;
-                libc::sigemptyset(&mut action.sa_mask);
-                let mut old: libc::sigaction = std::mem::zeroed();
-                if libc::sigaction(signal, &action, &mut old) == 0 {
-                    previous.push((signal, old));
-                }
+            // `forward` only makes an async-signal-safe system call.
+            if let Some(old) = crate::sys::install_handler(signal, forward) {
+                previous.push((signal, old));
             }
         }
         SignalForwarding { previous }
@@ -915,8 +899,7 @@ impl SignalForwarding {
 impl Drop for SignalForwarding {
     fn drop(&mut self) {
         for (signal, old) in &self.previous {
-            // SAFETY: restoring the disposition saved at install.
-            unsafe { libc::sigaction(*signal, old, std::ptr::null_mut()) };
+            crate::sys::restore_action(*signal, old);
         }
         FORWARD_TO.store(-1, Ordering::SeqCst);
     }

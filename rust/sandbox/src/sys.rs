@@ -1383,6 +1383,86 @@ pub(crate) fn splice_all(from: RawFd, to: RawFd) -> Result<(), Errno> {
     }
 }
 
+/// Whether `io_uring_setup` is refused with `EPERM` (as the sandbox's
+/// seccomp filter answers); a null params pointer makes any other kernel
+/// fail it with another errno, so no ring is ever made.
+pub(crate) fn io_uring_refused() -> bool {
+    // SAFETY: io_uring_setup with a null params pointer reads and writes no
+    // memory; only the errno matters.
+    let ring = unsafe { libc::syscall(libc::SYS_io_uring_setup, 1u32, std::ptr::null_mut::<u8>()) };
+    ring < 0 && Errno::last() == Errno::EPERM
+}
+
+/// Whether a page both writable and executable can be mapped; the page is
+/// unmapped again at once.
+pub(crate) fn can_map_write_execute() -> bool {
+    const PAGE: usize = 4096;
+    // SAFETY: a new anonymous mapping at an address the kernel picks
+    // overlaps no memory in use.
+    let page = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            PAGE,
+            libc::PROT_READ | libc::PROT_WRITE | libc::PROT_EXEC,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if page == libc::MAP_FAILED {
+        return false;
+    }
+    // SAFETY: unmapping the mapping just made, which nothing else uses.
+    unsafe { libc::munmap(page, PAGE) };
+    true
+}
+
+/// `keyctl(KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING)`, a call the
+/// sandbox's seccomp filter kills the process for.
+pub(crate) fn keyctl_session_keyring() {
+    // SAFETY: keyctl with integer arguments only.
+    unsafe { libc::syscall(libc::SYS_keyctl, 0, -3i64, 0) };
+}
+
+/// Installs `handler` for `signal` (restarting interrupted calls) and
+/// returns the action it replaced, `None` when the kernel refused. The
+/// handlers this crate installs only make async-signal-safe system calls.
+pub(crate) fn install_handler(
+    signal: libc::c_int,
+    handler: extern "C" fn(libc::c_int),
+) -> Option<libc::sigaction> {
+    // SAFETY: sigaction is plain data; all-zero is a valid value.
+    let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
+    action.sa_sigaction = handler as *const () as usize;
+    action.sa_flags = libc::SA_RESTART;
+    // SAFETY: `action` and `old` are live structs for the calls; `handler`
+    // is a plain function that lives for the whole process.
+    unsafe {
+        libc::sigemptyset(&mut action.sa_mask);
+        let mut old: libc::sigaction = std::mem::zeroed();
+        (libc::sigaction(signal, &action, &mut old) == 0).then_some(old)
+    }
+}
+
+/// Puts back an action [`install_handler`] returned.
+pub(crate) fn restore_action(signal: libc::c_int, old: &libc::sigaction) {
+    // SAFETY: `old` is an action the kernel handed back for this signal.
+    unsafe { libc::sigaction(signal, old, std::ptr::null_mut()) };
+}
+
+/// Dies of `signal` as the sandboxed program did, with core dumps off so
+/// no core of Chock's own is left; returns only if the signal did not end
+/// the process.
+pub(crate) fn die_of_signal(signal: libc::c_int) {
+    let _ = nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_CORE, 0, 0);
+    // SAFETY: SIG_DFL takes no pointer; raise only sends a signal to this
+    // process.
+    unsafe {
+        libc::signal(signal, libc::SIG_DFL);
+        libc::raise(signal);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
