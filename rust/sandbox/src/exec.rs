@@ -126,6 +126,11 @@ pub enum Notice {
         /// Where the log is.
         dir: PathBuf,
     },
+    /// A device the project names that is not bound, and why.
+    Device {
+        /// The sentence, naming the device's action.
+        line: String,
+    },
     /// Guarded names that were missing, made before the program started so
     /// that it cannot create them (each is bound read-only).
     Placeholders {
@@ -192,6 +197,7 @@ impl std::fmt::Display for Notice {
                 "the decision log in {} could not be written; the decision stands, but it is not on record",
                 dir.display()
             ),
+            Notice::Device { line } => f.write_str(line),
             Notice::Placeholders { made } => write!(
                 f,
                 "made {}, which did not exist, before the program started: a program in the sandbox could otherwise create them for git, Chock, an agent or an editor to obey outside it; each means what its absence meant (no rule, no hook, no setting) and is read-only inside",
@@ -895,6 +901,7 @@ pub fn plan(
     let jit = jit?;
     let mut prepared = prepare_decided(request, named.toolchain, policy, jit)?;
     notices.append(&mut prepared.notices);
+    notices.extend(reach_devices(&mut prepared, request, policy, log, ROUTE));
     Ok(Planned {
         action,
         verdict,
@@ -1011,7 +1018,36 @@ pub fn prepare_allowed(
     );
     let mut prepared = prepare_decided(request, toolchain, policy, jit)?;
     prepared.notices.splice(0..0, logged);
+    let devices = reach_devices(&mut prepared, request, policy, log, route);
+    prepared.notices.extend(devices);
     Ok(prepared)
+}
+
+/// Binds into `prepared`'s sandbox each device the project names that the
+/// policy allows on `route` and that sysfs shows now (so one plugged in
+/// since the last command is there, and one unplugged is not), logs each
+/// decision, and says why each other named device is not bound.
+fn reach_devices(
+    prepared: &mut Prepared,
+    request: &ExecRequest,
+    policy: &Policy,
+    log: &Log,
+    route: Route,
+) -> Vec<Notice> {
+    let reached = crate::devices::reach(
+        policy,
+        route,
+        &request.project.dir.to_string_lossy(),
+        exec_key,
+        &crate::devices::Roots::default(),
+    );
+    let mut notices: Vec<Notice> = match reached.entries.is_empty() {
+        true => Vec::new(),
+        false => record(log, &reached.entries).into_iter().collect(),
+    };
+    notices.extend(reached.notes.into_iter().map(|line| Notice::Device { line }));
+    prepared.sandbox.give_devices(reached.granted);
+    notices
 }
 
 /// [`prepare_allowed`] once `sandbox.jit` is decided and logged.
