@@ -71,7 +71,7 @@ pub use search::{
 };
 pub use servers::{
     COMMAND_TIMEOUT, Launch, MAX_SECRET_BYTES, MAX_SECRETS, MAX_SERVERS, McpServer, SecretEnv,
-    SecretStore, TOOL_SEPARATOR,
+    SecretError, SecretStore, StoreCommandError, TOOL_SEPARATOR,
 };
 pub use skills::{DEFAULT_SKILL_BYTES, MAX_SKILL_BYTES, SkillLayer, SkillSettings};
 pub use style::{

@@ -402,76 +402,166 @@ pub(crate) fn read_operator_secrets(
     Ok(out)
 }
 
+/// Why a secret could not be read; the words never hold its value.
+#[derive(Debug, thiserror::Error)]
+pub enum SecretError {
+    #[error(
+        "secret {name} has no store: add `.secrets = .{{ .{name} = .{{ .env = \"VAR\" }} }}` (or `.file`, or `.command`) to {config}"
+    )]
+    NoStore { name: String, config: String },
+    #[error(
+        "secret {name} is kept in the environment variable {var}, which is not set (or not UTF-8) where Chock was started"
+    )]
+    EnvUnset { name: String, var: String },
+    #[error("secret {name}: {} cannot be read: {source}", path.display())]
+    Unreadable {
+        name: String,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("secret {name}: {} cannot be read as text: {source}", path.display())]
+    NotText {
+        name: String,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("secret {name}: {} is longer than {MAX_SECRET_BYTES} bytes; a secret is a key, not a document", path.display())]
+    TooLong { name: String, path: PathBuf },
+    #[error("secret {name}: {failure}")]
+    Command {
+        name: String,
+        failure: StoreCommandError,
+    },
+    #[error("secret {name} is empty where it is kept")]
+    Empty { name: String },
+    #[error("secret {name} holds a NUL byte, which no environment variable can carry")]
+    Nul { name: String },
+}
+
+/// How a store's command (`.command`) failed to give a secret.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreCommandError {
+    #[error("the store's command is empty")]
+    Empty,
+    #[error("`{shown}` cannot be started: {source}")]
+    Start {
+        shown: String,
+        source: std::io::Error,
+    },
+    #[error("`{shown}` has no output")]
+    NoOutput { shown: String },
+    #[error("`{shown}` did not finish within {} s (does it wait for a passphrase? unlock the store first)", COMMAND_TIMEOUT.as_secs())]
+    Timeout { shown: String },
+    #[error("waiting for `{shown}` failed: {source}")]
+    Wait {
+        shown: String,
+        source: std::io::Error,
+    },
+    #[error("reading `{shown}` failed")]
+    ReaderLost { shown: String },
+    #[error("reading `{shown}` failed: {source}")]
+    Read {
+        shown: String,
+        source: std::io::Error,
+    },
+    #[error("`{shown}` failed ({status})")]
+    Failed {
+        shown: String,
+        status: std::process::ExitStatus,
+    },
+    #[error("`{shown}` printed more than {MAX_SECRET_BYTES} bytes")]
+    TooLong { shown: String },
+    #[error("`{shown}` printed bytes that are not UTF-8")]
+    NotText { shown: String },
+}
+
 impl crate::Policy {
     /// Reads secret `name` from where the operator's `config.zon` keeps it.
     /// The error is a sentence for a person; it never holds the value.
-    pub fn read_secret(&self, name: &str) -> Result<String, String> {
-        let store = self.secret_store(name).ok_or_else(|| {
-        let config = self
-            .operator_file()
-            .map_or("your config.zon ($XDG_CONFIG_HOME/chock/config.zon)".into(), |p| {
-                p.display().to_string()
-            });
-        format!(
-            "secret {name} has no store: add `.secrets = .{{ .{name} = .{{ .env = \"VAR\" }} }}` (or `.file`, or `.command`) to {config}"
-        )
-    })?;
+    pub fn read_secret(&self, name: &str) -> Result<String, SecretError> {
+        let store = self
+            .secret_store(name)
+            .ok_or_else(|| SecretError::NoStore {
+                name: name.to_string(),
+                config: self.operator_file().map_or(
+                    "your config.zon ($XDG_CONFIG_HOME/chock/config.zon)".into(),
+                    |p| p.display().to_string(),
+                ),
+            })?;
         let value = match store {
-        SecretStore::Env(var) => std::env::var(var).map_err(|_| {
-            format!("secret {name} is kept in the environment variable {var}, which is not set (or not UTF-8) where Chock was started")
-        })?,
-        SecretStore::File(path) => {
-            let file = std::fs::File::open(path)
-                .map_err(|e| format!("secret {name}: {} cannot be read: {e}", path.display()))?;
-            let mut text = String::new();
-            file.take(MAX_SECRET_BYTES + 1)
-                .read_to_string(&mut text)
-                .map_err(|e| format!("secret {name}: {} cannot be read as text: {e}", path.display()))?;
-            if text.len() as u64 > MAX_SECRET_BYTES {
-                return Err(format!(
-                    "secret {name}: {} is longer than {MAX_SECRET_BYTES} bytes; a secret is a key, not a document",
-                    path.display()
-                ));
+            SecretStore::Env(var) => std::env::var(var).map_err(|_| SecretError::EnvUnset {
+                name: name.to_string(),
+                var: var.clone(),
+            })?,
+            SecretStore::File(path) => read_secret_file(name, path)?,
+            SecretStore::Command(argv) => {
+                run_store_command(argv).map_err(|failure| SecretError::Command {
+                    name: name.to_string(),
+                    failure,
+                })?
             }
-            text
-        }
-        SecretStore::Command(argv) => run_store_command(name, argv)?,
-    };
+        };
         let value = value
             .strip_suffix('\n')
             .map(|v| v.strip_suffix('\r').unwrap_or(v))
             .unwrap_or(&value)
             .to_owned();
         if value.is_empty() {
-            return Err(format!("secret {name} is empty where it is kept"));
+            return Err(SecretError::Empty {
+                name: name.to_string(),
+            });
         }
         if value.contains('\0') {
-            return Err(format!(
-                "secret {name} holds a NUL byte, which no environment variable can carry"
-            ));
+            return Err(SecretError::Nul {
+                name: name.to_string(),
+            });
         }
         Ok(value)
     }
 }
 
+/// A secret kept in a file (`.file`), at most [`MAX_SECRET_BYTES`] of text.
+fn read_secret_file(name: &str, path: &std::path::Path) -> Result<String, SecretError> {
+    let file = std::fs::File::open(path).map_err(|source| SecretError::Unreadable {
+        name: name.to_string(),
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut text = String::new();
+    file.take(MAX_SECRET_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|source| SecretError::NotText {
+            name: name.to_string(),
+            path: path.to_path_buf(),
+            source,
+        })?;
+    if text.len() as u64 > MAX_SECRET_BYTES {
+        return Err(SecretError::TooLong {
+            name: name.to_string(),
+            path: path.to_path_buf(),
+        });
+    }
+    Ok(text)
+}
+
 /// Runs a store's command on the host (it is the operator's own, like
 /// `pass show x`), with nothing on stdin, and takes its output.
-fn run_store_command(name: &str, argv: &[String]) -> Result<String, String> {
+fn run_store_command(argv: &[String]) -> Result<String, StoreCommandError> {
     let shown = argv.join(" ");
-    let (program, args) = argv
-        .split_first()
-        .ok_or_else(|| format!("secret {name}: the store's command is empty"))?;
+    let (program, args) = argv.split_first().ok_or(StoreCommandError::Empty)?;
     let mut child = Command::new(program)
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
-        .map_err(|e| format!("secret {name}: `{shown}` cannot be started: {e}"))?;
-    let mut stdout = child
-        .stdout
-        .take()
-        .ok_or_else(|| format!("secret {name}: `{shown}` has no output"))?;
+        .map_err(|source| StoreCommandError::Start {
+            shown: shown.clone(),
+            source,
+        })?;
+    let Some(mut stdout) = child.stdout.take() else {
+        return Err(StoreCommandError::NoOutput { shown });
+    };
     let reading = std::thread::spawn(move || {
         let mut bytes = Vec::new();
         let read = (&mut stdout)
@@ -488,29 +578,24 @@ fn run_store_command(name: &str, argv: &[String]) -> Result<String, String> {
             Ok(None) if started.elapsed() > COMMAND_TIMEOUT => {
                 child.kill().ok();
                 child.wait().ok();
-                return Err(format!(
-                    "secret {name}: `{shown}` did not finish within {} s (does it wait for a passphrase? unlock the store first)",
-                    COMMAND_TIMEOUT.as_secs()
-                ));
+                return Err(StoreCommandError::Timeout { shown });
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(10)),
-            Err(e) => return Err(format!("secret {name}: waiting for `{shown}` failed: {e}")),
+            Err(source) => return Err(StoreCommandError::Wait { shown, source }),
         }
     };
-    let bytes = reading
-        .join()
-        .map_err(|_| format!("secret {name}: reading `{shown}` failed"))?
-        .map_err(|e| format!("secret {name}: reading `{shown}` failed: {e}"))?;
+    let bytes = match reading.join() {
+        Err(_) => return Err(StoreCommandError::ReaderLost { shown }),
+        Ok(Err(source)) => return Err(StoreCommandError::Read { shown, source }),
+        Ok(Ok(bytes)) => bytes,
+    };
     if !status.success() {
-        return Err(format!("secret {name}: `{shown}` failed ({status})"));
+        return Err(StoreCommandError::Failed { shown, status });
     }
     if bytes.len() as u64 > MAX_SECRET_BYTES {
-        return Err(format!(
-            "secret {name}: `{shown}` printed more than {MAX_SECRET_BYTES} bytes"
-        ));
+        return Err(StoreCommandError::TooLong { shown });
     }
-    String::from_utf8(bytes)
-        .map_err(|_| format!("secret {name}: `{shown}` printed bytes that are not UTF-8"))
+    String::from_utf8(bytes).map_err(|_| StoreCommandError::NotText { shown })
 }
 
 #[cfg(test)]
@@ -541,23 +626,42 @@ mod tests {
             ".{{ .secrets = .{{ .A = .{{ .file = \"{}\" }} }} }}",
             file.display()
         ));
-        assert_eq!(policy.read_secret("A").as_deref(), Ok("s3cr3t-file"));
+        assert_eq!(
+            policy.read_secret("A").expect("a file secret"),
+            "s3cr3t-file"
+        );
         let (_d, policy) = policy_with(
             ".{ .secrets = .{ .A = .{ .command = .{ \"printf\", \"from-command\\n\" } } } }",
         );
-        assert_eq!(policy.read_secret("A").as_deref(), Ok("from-command"));
+        assert_eq!(
+            policy.read_secret("A").expect("a command secret"),
+            "from-command"
+        );
         let (_d, policy) = policy_with(".{ .secrets = .{ .A = .{ .command = .{ \"false\" } } } }");
-        assert!(policy.read_secret("A").unwrap_err().contains("failed"));
+        assert!(
+            policy
+                .read_secret("A")
+                .unwrap_err()
+                .to_string()
+                .contains("failed")
+        );
         let (_d, policy) = policy_with(".{}");
         assert!(
             policy
                 .read_secret("A")
                 .unwrap_err()
+                .to_string()
                 .contains("has no store")
         );
         let (_d, policy) =
             policy_with(".{ .secrets = .{ .A = .{ .env = \"CHOCK_TEST_SURELY_UNSET\" } } }");
-        assert!(policy.read_secret("A").unwrap_err().contains("not set"));
+        assert!(
+            policy
+                .read_secret("A")
+                .unwrap_err()
+                .to_string()
+                .contains("not set")
+        );
     }
 
     fn load(project: &str, operator: Option<&str>) -> Result<Policy, PolicyError> {

@@ -211,7 +211,9 @@ pub fn key_for(
                 "its key is kept in the environment variable {var}, which is not set (or not UTF-8) where Chock was started"
             ))
         })?,
-        KeySource::Secret(secret) => policy.read_secret(secret).map_err(bad)?,
+        KeySource::Secret(secret) => policy
+            .read_secret(secret)
+            .map_err(|why| bad(why.to_string()))?,
     };
     check_key(&key)
         .map(|k| Some(k.to_owned()))
