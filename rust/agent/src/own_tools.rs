@@ -772,7 +772,7 @@ async fn ask_user(tools: &InProcess, arguments: Value) -> Result<String, String>
     };
     use chock_mcp::Reply;
     match tools.ask(ASK_USER, asked).await {
-        Some(Reply::Yes) => Ok("the person answered yes".into()),
+        Some(Reply::Yes | Reply::YesFor(_)) => Ok("the person answered yes".into()),
         Some(Reply::No) => Ok("the person answered no".into()),
         Some(Reply::NoBecause(reason)) => Ok(format!("the person answered no, because: {reason}")),
         Some(Reply::Cancelled) => Err("nobody answered: the question was dismissed without an answer; decide yourself, or finish and say what you need".into()),

@@ -19,7 +19,10 @@ use chock_policy::{Answer, Asker, EditError, Key, Question, RuleEdit, Verdict};
 use crate::{Route, Settled, Step};
 
 /// How far a yes reaches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
 pub enum Scope {
     /// This act only.
     #[default]
@@ -245,7 +248,8 @@ impl Scoped {
 
 /// What a yes for `scope` leaves behind: a session's grant of `key` in
 /// `grants`, or the question's rules written into `project_file` (the
-/// edit returned, for its diff and its log line). Once leaves nothing.
+/// edit returned, for its diff and its log line) and, as the running
+/// session read its rules before, a grant too. Once leaves nothing.
 pub fn keep(
     scope: Scope,
     key: &Key,
@@ -258,7 +262,13 @@ pub fn keep(
             grants.grant(key);
             Ok(None)
         }
-        (Scope::Always, _) => chock_policy::write_rules(project_file, &question.rules).map(Some),
+        (Scope::Always, grants) => {
+            let edit = chock_policy::write_rules(project_file, &question.rules)?;
+            if let Some(grants) = grants {
+                grants.grant(key);
+            }
+            Ok(Some(edit))
+        }
         _ => Ok(None),
     }
 }

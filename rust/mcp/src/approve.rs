@@ -17,7 +17,9 @@
 //! `wants_text` (the agent's own question asking for words) is answered
 //! with `"text":"..."` beside `"allow":true`. Any other question answered
 //! `"allow":false` with `"text"` is refused with that text as the reason
-//! the agent is told. A question answered by one
+//! the agent is told. A question that offers `scopes` (`session`,
+//! `always`) takes one of them as `"scope"` beside `"allow":true`; a
+//! scope it did not offer is a yes for this once. A question answered by one
 //! approver, timed out, or cancelled by the client is `withdrawn` from the
 //! others. A server asks through this socket only while an approver
 //! watches; otherwise nobody is there and the ask is a refusal.
@@ -35,9 +37,16 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{mpsc, oneshot};
 
+pub use chock_gate::Scope;
+
 use crate::ask::{Asked, Reply};
 use crate::credential::Credential;
 use crate::error::McpError;
+
+/// What an answer carries besides yes or no: the credential a credential
+/// question takes, the text of a question for text (or a no's reason),
+/// and a yes's scope.
+pub type Carrying = (Option<Credential>, Option<String>, Option<Scope>);
 
 /// The longest line either end reads.
 const MAX_LINE: usize = 1 << 20;
@@ -63,6 +72,8 @@ pub enum Request {
         credential: Option<Credential>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         text: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        scope: Option<Scope>,
     },
 }
 
@@ -83,8 +94,14 @@ pub enum Event {
     Watching,
     /// A question waiting for an answer.
     Question { id: u64, question: Asked },
-    /// The answer sent on this connection was taken.
-    Answered { id: u64, allow: bool },
+    /// The answer sent on this connection was taken (with the scope of a
+    /// yes beyond once).
+    Answered {
+        id: u64,
+        allow: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        scope: Option<Scope>,
+    },
     /// A question no longer waits (answered elsewhere, timed out, cancelled).
     Withdrawn { id: u64, why: String },
     /// The answer to `list`.
@@ -302,16 +319,11 @@ impl ApproveHub {
         }
     }
 
-    fn answer(
-        &self,
-        id: u64,
-        allow: bool,
-        (credential, text): (Option<Credential>, Option<String>),
-    ) -> bool {
+    /// Hands the answer to the question `id` waits on; the reply it was
+    /// read as, `None` when nothing waits on it.
+    fn answer(&self, id: u64, allow: bool, (credential, text, scope): Carrying) -> Option<Reply> {
         let mut state = self.state();
-        let Some(pending) = state.pending.remove(&id) else {
-            return false;
-        };
+        let pending = state.pending.remove(&id)?;
         state.broadcast(&Event::Withdrawn {
             id,
             why: "answered".into(),
@@ -329,11 +341,12 @@ impl ApproveHub {
                 _ => (Reply::No, Carried::Nothing),
             }
         } else if allow {
-            (Reply::Yes, Carried::Nothing)
+            (pending.question.yes_for(scope), Carried::Nothing)
         } else {
             (Reply::no_because(text.as_deref()), Carried::Nothing)
         };
-        pending.reply.send(answer).is_ok()
+        let reply = answer.0.clone();
+        pending.reply.send(answer).ok().map(|()| reply)
     }
 
     fn waiting(&self) -> Vec<Waiting> {
@@ -433,13 +446,20 @@ async fn serve_connection(hub: ApproveHub, stream: UnixStream) {
                 allow,
                 credential,
                 text,
-            }) => Some(if hub.answer(id, allow, (credential, text)) {
-                Event::Answered { id, allow }
-            } else {
-                Event::Withdrawn {
+                scope,
+            }) => Some(match hub.answer(id, allow, (credential, text, scope)) {
+                Some(reply) => Event::Answered {
+                    id,
+                    allow,
+                    scope: match reply {
+                        Reply::YesFor(scope) => Some(scope),
+                        _ => None,
+                    },
+                },
+                None => Event::Withdrawn {
                     id,
                     why: "no longer waiting: answered elsewhere, timed out or cancelled".into(),
-                }
+                },
             }),
             Err(e) => Some(Event::Error {
                 message: format!("cannot read that request: {e}"),
@@ -727,7 +747,7 @@ impl Watcher {
         server: &Path,
         id: u64,
         allow: bool,
-        (credential, text): (Option<Credential>, Option<String>),
+        (credential, text, scope): Carrying,
     ) -> Result<(), McpError> {
         let unreachable = |source| McpError::Unreachable {
             path: server.to_path_buf(),
@@ -742,6 +762,7 @@ impl Watcher {
             allow,
             credential,
             text,
+            scope,
         })
         .map_err(|e| unreachable(std::io::Error::other(e)))?;
         line.push(b'\n');

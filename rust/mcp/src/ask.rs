@@ -13,6 +13,7 @@ use rmcp::{Peer, RoleServer};
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
+use chock_gate::{Offer, Scope};
 use chock_policy::{Answer, Asker, Question, visible};
 
 use crate::approve::ApproveHub;
@@ -45,6 +46,10 @@ pub struct Asked {
     /// (the agent's own question, `ask_user` with `text`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub wants_text: bool,
+    /// The scopes a yes may have beyond once (`session`, `always`), where
+    /// the asking session can keep them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scopes: Vec<Scope>,
 }
 
 /// What a credential question asks for.
@@ -81,6 +86,26 @@ impl Asked {
             },
             credential: None,
             wants_text: false,
+            scopes: Vec::new(),
+        }
+    }
+
+    /// The same question, offering a yes the scopes of `offer` beyond once.
+    pub fn offering(mut self, offer: Offer) -> Asked {
+        self.scopes = offer
+            .scopes()
+            .into_iter()
+            .filter(|s| *s != Scope::Once)
+            .collect();
+        self
+    }
+
+    /// The scope of a yes the person chose, held to what was offered: a
+    /// scope not offered is once.
+    pub fn yes_for(&self, scope: Option<Scope>) -> Reply {
+        match scope.filter(|s| self.scopes.contains(s)) {
+            Some(scope) => Reply::YesFor(scope),
+            None => Reply::Yes,
         }
     }
 
@@ -113,6 +138,7 @@ impl Asked {
                 username: username.map(str::to_owned),
             }),
             wants_text: false,
+            scopes: Vec::new(),
         }
     }
 
@@ -154,6 +180,9 @@ impl Asked {
 #[serde(rename_all = "snake_case")]
 pub enum Reply {
     Yes,
+    /// Yes, and to every identical act for the session, or always (the
+    /// suggested rule written into `chock.zon`).
+    YesFor(Scope),
     No,
     /// No, with the person's reason, which the agent is told
     /// ([`Reply::no_because`]).
@@ -425,6 +454,11 @@ impl CallAsker {
     /// asked. Only `ask` and `agent_review` are put to a person
     /// ([`chock_gate::askable`]); anything else is unanswered.
     pub fn ask_why(&self, question: &Question) -> Option<Reply> {
+        self.ask_offering(question, Offer::default())
+    }
+
+    /// [`CallAsker::ask_why`], a yes offered the scopes of `offer`.
+    pub fn ask_offering(&self, question: &Question, offer: Offer) -> Option<Reply> {
         if !chock_gate::askable(question.decision) {
             return Some(Reply::Unanswered(format!(
                 "a person is never asked about {}",
@@ -440,7 +474,7 @@ impl CallAsker {
                 Answer::Cancelled | Answer::Unavailable | Answer::Handed => {}
             }
         }
-        let asked = Asked::new(question, &self.tool, &self.project);
+        let asked = Asked::new(question, &self.tool, &self.project).offering(offer);
         self.runtime.block_on(async {
             tokio::select! {
                 reply = self.askers.ask(&self.client, &asked) => reply,
@@ -495,7 +529,7 @@ impl CallAsker {
 impl Asker for CallAsker {
     fn ask(&self, question: &Question) -> Answer {
         match self.ask_why(question) {
-            Some(Reply::Yes) => Answer::Yes,
+            Some(Reply::Yes | Reply::YesFor(_)) => Answer::Yes,
             Some(Reply::No | Reply::NoBecause(_)) => Answer::No,
             Some(Reply::Cancelled) => Answer::Cancelled,
             Some(Reply::Unanswered(_)) | None => Answer::Unavailable,

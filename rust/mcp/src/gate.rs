@@ -4,7 +4,7 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use chock_gate::{Outcome, Refused, Review, Settled, Step};
+use chock_gate::{Offer, Outcome, Refused, Review, Scope, Settled, Step};
 use chock_log::AnsweredBy;
 use chock_policy::{Answer, Decision, Key, Layer, Question, Reading, StartQuestion, Verdict};
 use tokio_util::sync::CancellationToken;
@@ -58,6 +58,10 @@ pub trait Reviewer: Send + Sync {
 pub trait Decided: Send + Sync {
     fn decided(&self, tool: &str, action: &str, decision: Decision, answered_by: AnsweredBy);
 }
+
+/// The action of the log line an "always" writes: the rule it added to
+/// `chock.zon`.
+pub const POLICY_EDIT: &str = "policy.edit";
 
 /// What a reviewer is given: the act, the rule that answered, and whose act it is.
 pub struct ForReview<'a> {
@@ -271,12 +275,52 @@ impl Session {
     /// ([`chock_policy::Policy::bound_by`]), are a term of that fold: where
     /// a promise is lower, it is the answer, and it names the promise.
     pub fn verdict(&self, client: &Client, act: &Act) -> Verdict {
-        let chain = client.chain();
-        let kind = chain.last().copied().unwrap_or(AGENT_KIND);
-        let key = Key::new(act.action.clone())
+        self.policy
+            .decide_chain(&client.chain(), &self.key(client, act), Reading::Act)
+    }
+
+    /// The policy's key for `act` of `client`: its action, tool and the
+    /// kind of agent at the end of the client's spawn chain.
+    fn key(&self, client: &Client, act: &Act) -> Key {
+        let kind = client.chain().last().copied().unwrap_or(AGENT_KIND);
+        Key::new(act.action.clone())
             .with_tool(act.tool)
-            .with_agent_kind(kind);
-        self.policy.decide_chain(&chain, &key, Reading::Act)
+            .with_agent_kind(kind)
+    }
+
+    /// Keeps a person's yes for `scope` (a session's grant, or the rule
+    /// written into `chock.zon`, logged as `policy.edit` with the rule as
+    /// its subject). A rule that cannot be written leaves the yes once,
+    /// and says why on stderr.
+    fn keep(&self, scope: Scope, key: &Key, question: &Question) {
+        let project_file = self.policy.project_file();
+        match chock_gate::scope::keep(scope, key, question, Some(&self.grants), project_file) {
+            Ok(Some(edit)) => {
+                eprintln!(
+                    "{}: wrote to {}:\n{}",
+                    self.command,
+                    edit.file.display(),
+                    edit.diff()
+                );
+                let verdict = Verdict::bare(Decision::Allow, Layer::Project);
+                let settled = chock_gate::heard(Decision::Ask, Answer::Yes);
+                for rule in &question.rules {
+                    self.record(
+                        &key.agent_kind,
+                        "",
+                        POLICY_EDIT,
+                        Some(&rule.rule),
+                        &verdict,
+                        &settled,
+                    );
+                }
+            }
+            Ok(None) => {}
+            Err(why) => eprintln!(
+                "{}: the answer \"always\" was kept for this once: {why}",
+                self.command
+            ),
+        }
     }
 
     /// [`Session::gate`] with the answer already read (for a caller that
@@ -322,13 +366,22 @@ impl Session {
                 chock_gate::heard(verdict.decision, Answer::Unavailable),
                 None,
             ),
+            Step::Ask if self.grants.granted(&self.key(client, act)) => {
+                (chock_gate::heard(verdict.decision, Answer::Yes), None)
+            }
             Step::Ask => {
                 let question = question(act, &verdict, reviewed.as_ref());
+                let offer = Offer::of(&question, true, self.policy.project_file());
                 let asker = self.asker(client, cancel, act.tool);
-                let heard = tokio::task::spawn_blocking(move || asker.ask_why(&question))
+                let asked = question.clone();
+                let heard = tokio::task::spawn_blocking(move || asker.ask_offering(&asked, offer))
                     .await
                     .unwrap_or_else(|e| Some(Reply::Unanswered(format!("asking failed ({e})"))));
                 let (answer, why) = match heard {
+                    Some(Reply::YesFor(scope)) => {
+                        self.keep(scope, &self.key(client, act), &question);
+                        (Answer::Yes, None)
+                    }
                     Some(Reply::Yes) => (Answer::Yes, None),
                     Some(Reply::No) => (Answer::No, None),
                     Some(Reply::NoBecause(reason)) => (Answer::No, Some(reason)),

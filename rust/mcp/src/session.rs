@@ -107,6 +107,9 @@ pub struct Session {
     pub nix_session: std::sync::Mutex<chock_nix::Session>,
     /// Each flake's inputs, read once per session by the first build that
     /// misses one (so a host a person refused is not asked about again).
+    /// The acts a person allowed for the rest of this session (held in
+    /// memory only, gone when the server ends).
+    pub grants: chock_gate::SessionGrants,
     pub flake_inputs:
         std::sync::Mutex<std::collections::HashMap<PathBuf, chock_inputs::FlakeInputs>>,
     /// The store paths provide_tool made available (each program's runtime
@@ -244,6 +247,7 @@ impl Session {
             command: options.command,
             watch,
             nix_session: Default::default(),
+            grants: Default::default(),
             flake_inputs: Default::default(),
             provided: Default::default(),
             robots: Default::default(),

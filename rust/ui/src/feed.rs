@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, Weak, mpsc};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use chock_mcp::approve::{Event, Heard, Watcher};
+use chock_mcp::approve::{Event, Heard, Scope, Watcher};
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, oneshot};
 
@@ -49,6 +49,8 @@ pub struct Answer {
     pub id: u64,
     pub allow: bool,
     pub text: Option<String>,
+    /// A yes's scope beyond once.
+    pub scope: Option<Scope>,
     pub done: oneshot::Sender<Result<(), String>>,
 }
 
@@ -103,7 +105,7 @@ impl Feed {
         server: PathBuf,
         id: u64,
         allow: bool,
-        text: Option<String>,
+        (text, scope): (Option<String>, Option<Scope>),
     ) -> Result<(), String> {
         let (done, result) = oneshot::channel();
         let answer = Answer {
@@ -111,6 +113,7 @@ impl Feed {
             id,
             allow,
             text,
+            scope,
             done,
         };
         self.answers
@@ -218,7 +221,12 @@ fn hear(feed: &Weak<Feed>, mut watcher: Watcher, typed: &mpsc::Receiver<Answer>)
         }
         while let Ok(answer) = typed.try_recv() {
             let sent = watcher
-                .answer(&answer.server, answer.id, answer.allow, (None, answer.text))
+                .answer(
+                    &answer.server,
+                    answer.id,
+                    answer.allow,
+                    (None, answer.text, answer.scope),
+                )
                 .map_err(|e| e.to_string());
             answer.done.send(sent).ok();
         }

@@ -33,6 +33,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 
+use chock_mcp::approve::Scope;
 use feed::Feed;
 
 const PAGE: &str = include_str!("page/index.html");
@@ -260,6 +261,8 @@ struct Answered {
     allow: bool,
     #[serde(default)]
     text: Option<String>,
+    #[serde(default)]
+    scope: Option<Scope>,
 }
 
 async fn answer(feed: &Feed, request: Request<Incoming>) -> Response<Body> {
@@ -277,12 +280,17 @@ async fn answer(feed: &Feed, request: Request<Incoming>) -> Response<Body> {
         Err(e) => {
             return json_reply(
                 StatusCode::BAD_REQUEST,
-                &json!({ "error": format!("the answer is not {{server, id, allow, text}}: {e}") }),
+                &json!({ "error": format!("the answer is not {{server, id, allow, text, scope}}: {e}") }),
             );
         }
     };
     match feed
-        .answer(answered.server, answered.id, answered.allow, answered.text)
+        .answer(
+            answered.server,
+            answered.id,
+            answered.allow,
+            (answered.text, answered.scope),
+        )
         .await
     {
         Ok(()) => json_reply(StatusCode::OK, &json!({ "sent": true })),

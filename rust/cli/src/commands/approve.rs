@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 
+use chock_gate::Scope;
 use chock_mcp::CredentialFor;
 use chock_mcp::approve::{self, Event, Heard, Watcher};
 use chock_mcp::credential::Credential;
@@ -93,6 +94,8 @@ struct Shown {
     credential: Option<(CredentialFor, Option<String>)>,
     /// Whether it asks for a line of text (the agent's own question).
     wants_text: bool,
+    /// The scopes a yes may have beyond once.
+    scopes: Vec<Scope>,
 }
 
 impl Shown {
@@ -139,9 +142,7 @@ fn watch(mut watcher: Watcher) -> anyhow::Result<ExitCode> {
                         .map_or(String::new(), |u| format!(" [{}]", visible(u)))
                 ),
                 None if next.wants_text => out!("your answer (one line): "),
-                None => {
-                    out!("allow it once? [y/N] (or `n REASON`: no, and the agent is told why) ")
-                }
+                None => out!("{}", answers_offered(&next.scopes)),
             }
             stdout.flush()?;
             current = Some(next);
@@ -196,11 +197,18 @@ fn watch(mut watcher: Watcher) -> anyhow::Result<ExitCode> {
                     text: question.text(),
                     credential: question.credential.map(|wanted| (wanted, None)),
                     wants_text: question.wants_text,
+                    scopes: question.scopes,
                 }),
-                Event::Answered { id, allow } => {
+                Event::Answered { id, allow, scope } => {
                     outln!(
                         "question {id}: {}",
-                        if allow { "allowed once" } else { "refused" }
+                        match (allow, scope) {
+                            (false, _) => "refused",
+                            (true, Some(Scope::Session)) => "allowed for this session",
+                            (true, Some(Scope::Always)) =>
+                                "allowed, and the rule is written into chock.zon",
+                            (true, _) => "allowed once",
+                        }
                     );
                 }
                 Event::Withdrawn { id, why } if why != "answered" => {
@@ -224,7 +232,7 @@ fn watch(mut watcher: Watcher) -> anyhow::Result<ExitCode> {
 fn answer(watcher: &mut Watcher, mut shown: Shown, line: &str) -> anyhow::Result<Option<Shown>> {
     let line = line.trim_end_matches(['\r', '\n']);
     if shown.wants_text {
-        let answered = (None, Some(line.to_owned()));
+        let answered = (None, Some(line.to_owned()), None);
         if let Err(error) = watcher.answer(&shown.path, shown.id, true, answered) {
             eprintln!("chock approve: {error}");
         }
@@ -232,9 +240,19 @@ fn answer(watcher: &mut Watcher, mut shown: Shown, line: &str) -> anyhow::Result
     }
     let (allow, credential) = match &mut shown.credential {
         None => {
-            let allow = matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes");
+            let (allow, scope) = match scope_of_yes(line) {
+                Some(scope) => (true, Some(scope)),
+                None => (false, None),
+            };
+            if allow {
+                if let Err(error) = watcher.answer(&shown.path, shown.id, true, (None, None, scope))
+                {
+                    eprintln!("chock approve: {error}");
+                }
+                return Ok(None);
+            }
             if let Some(reason) = reason_of_no(line) {
-                let answered = (None, Some(reason.to_owned()));
+                let answered = (None, Some(reason.to_owned()), None);
                 if let Err(error) = watcher.answer(&shown.path, shown.id, false, answered) {
                     eprintln!("chock approve: {error}");
                 }
@@ -275,10 +293,34 @@ fn answer(watcher: &mut Watcher, mut shown: Shown, line: &str) -> anyhow::Result
             (!line.is_empty(), (!line.is_empty()).then_some(credential))
         }
     };
-    if let Err(error) = watcher.answer(&shown.path, shown.id, allow, (credential, None)) {
+    if let Err(error) = watcher.answer(&shown.path, shown.id, allow, (credential, None, None)) {
         eprintln!("chock approve: {error}");
     }
     Ok(None)
+}
+
+/// The answers a question offers, as the prompt lists them.
+fn answers_offered(scopes: &[Scope]) -> String {
+    let mut more = String::new();
+    if scopes.contains(&Scope::Session) {
+        more.push_str("`s`: yes for this session, ");
+    }
+    if scopes.contains(&Scope::Always) {
+        more.push_str("`a`: yes always, writing the rule above into chock.zon, ");
+    }
+    format!("allow it once? [y/N] (or {more}`n REASON`: no, and the agent is told why) ")
+}
+
+/// The scope of a yes typed as `y`/`yes` (once), `s`/`session`, or
+/// `a`/`always`; `None` for anything else, which is no. A scope the
+/// question did not offer is read by the server as once.
+fn scope_of_yes(line: &str) -> Option<Scope> {
+    match line.trim().to_ascii_lowercase().as_str() {
+        "y" | "yes" => Some(Scope::Once),
+        "s" | "session" => Some(Scope::Session),
+        "a" | "always" => Some(Scope::Always),
+        _ => None,
+    }
 }
 
 /// The reason in a no typed as `n REASON` or `no REASON`.
