@@ -60,14 +60,20 @@ impl Decision {
     }
 }
 
+/// A word that names no decision.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is not a decision: write deny, agent_then_human, ask, agent_review or allow")]
+pub struct NotADecision(pub String);
+
 impl std::str::FromStr for Decision {
-    type Err = String;
+    type Err = NotADecision;
 
     /// Reads the word a rule writes (`allow`, `agent_review`, ...), as logs and flags spell it.
-    fn from_str(word: &str) -> Result<Decision, String> {
-        Decision::ALL.into_iter().find(|d| d.as_str() == word).ok_or_else(|| {
-            format!("`{word}` is not a decision: write deny, agent_then_human, ask, agent_review or allow")
-        })
+    fn from_str(word: &str) -> Result<Decision, NotADecision> {
+        Decision::ALL
+            .into_iter()
+            .find(|d| d.as_str() == word)
+            .ok_or_else(|| NotADecision(word.to_string()))
     }
 }
 

@@ -56,7 +56,7 @@ impl DeviceId {
     /// Reads an action name back into the identity it names, or says why it
     /// names none. Only the spelling the namers make is read: a name written
     /// any other way (upper-case hex, three digits) could never match.
-    pub fn parse(action: &str) -> Result<DeviceId, String> {
+    pub fn parse(action: &str) -> Result<DeviceId, DeviceNameError> {
         let parts: Vec<&str> = action.split('.').collect();
         let id = match parts.as_slice() {
             ["device", "usb", vendor, product] => DeviceId::Usb {
@@ -64,34 +64,41 @@ impl DeviceId {
                 product: hex_id(product)?,
             },
             ["device", "tty", "serial", serial] => {
-                names::label(serial).map_err(|e| e.to_string())?;
+                names::label(serial).map_err(DeviceNameError::Serial)?;
                 DeviceId::TtySerial((*serial).to_string())
             }
             ["device", "tty", vendor, product] => DeviceId::Tty {
                 vendor: hex_id(vendor)?,
                 product: hex_id(product)?,
             },
-            _ => {
-                return Err(format!(
-                    "`{action}` names no device: write `device.usb.<vendor>.<product>`, `device.tty.serial.<serial>` or `device.tty.<vendor>.<product>` (vendor and product in four lower-case hex digits)"
-                ));
-            }
+            _ => return Err(DeviceNameError::NoDevice(action.to_string())),
         };
         Ok(id)
     }
 }
 
+/// Why an action names no device.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DeviceNameError {
+    #[error(
+        "`{0}` names no device: write `device.usb.<vendor>.<product>`, `device.tty.serial.<serial>` or `device.tty.<vendor>.<product>` (vendor and product in four lower-case hex digits)"
+    )]
+    NoDevice(String),
+    #[error("`{0}` is not a vendor or product id: write four lower-case hex digits (`1d50`)")]
+    Id(String),
+    #[error(transparent)]
+    Serial(names::NameError),
+}
+
 /// A vendor or product id as the namers spell it: four lower-case hex digits.
-fn hex_id(text: &str) -> Result<u16, String> {
+fn hex_id(text: &str) -> Result<u16, DeviceNameError> {
     let well_formed = text.len() == 4
         && text
             .bytes()
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
     match u16::from_str_radix(text, 16) {
         Ok(id) if well_formed => Ok(id),
-        _ => Err(format!(
-            "`{text}` is not a vendor or product id: write four lower-case hex digits (`1d50`)"
-        )),
+        _ => Err(DeviceNameError::Id(text.to_string())),
     }
 }
 
@@ -133,7 +140,8 @@ pub(crate) fn read_devices(
     let mut devices: Vec<NamedDevice> = Vec::with_capacity(value.len());
     for Spanned { span, value } in value {
         let action = value.action;
-        let id = DeviceId::parse(&action.value).map_err(|why| source.error(action.span, why))?;
+        let id = DeviceId::parse(&action.value)
+            .map_err(|why| source.error(action.span, why.to_string()))?;
         if let Some(other) = devices.iter().find(|d| d.id == id) {
             return Err(source.error(
                 action.span,

@@ -41,8 +41,8 @@ pub mod workspace;
 
 pub use ask::{Answer, Asker, Nobody, Question, visible};
 pub use chock_flakelock::{Endpoint, EndpointError, SCHEMES, url_endpoint};
-pub use decision::Decision;
-pub use devices::{DeviceId, MAX_DEVICES, NamedDevice};
+pub use decision::{Decision, NotADecision};
+pub use devices::{DeviceId, DeviceNameError, MAX_DEVICES, NamedDevice};
 pub use edit::{EditError, RuleEdit, always_offered, write_rules};
 pub use error::PolicyError;
 pub use files::{

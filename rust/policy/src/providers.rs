@@ -160,7 +160,7 @@ pub(crate) fn read_providers(
             .base_url
             .unwrap_or_else(|| value.kind.default_base_url().to_owned());
         check_base_url(&format!("provider `{name}`"), &base_url)
-            .map_err(|why| source.error(span, why))?;
+            .map_err(|why| source.error(span, why.to_string()))?;
         let key = read_key(
             source,
             span,
@@ -213,26 +213,46 @@ pub(crate) fn read_key(
     })
 }
 
-pub(crate) fn check_base_url(owner: &str, url: &str) -> Result<(), String> {
+/// Why a base URL is refused; each reads after the owner it names.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum BaseUrlError {
+    #[error(
+        "{owner}: `{url}` holds a `\\` or credentials (`user@`); write the URL plainly and say where the key is with `.key`"
+    )]
+    Credentials { owner: String, url: String },
+    #[error(
+        "{owner}: `{url}` holds a query or fragment; a base URL is a scheme, a host and a path"
+    )]
+    Query { owner: String, url: String },
+    #[error("{owner}: {endpoint}; write an http:// or https:// URL")]
+    Unread {
+        owner: String,
+        endpoint: crate::EndpointError,
+    },
+    #[error("{owner}: `{url}` is not http or https; write the URL the API answers at")]
+    Scheme { owner: String, url: String },
+}
+
+pub(crate) fn check_base_url(owner: &str, url: &str) -> Result<(), BaseUrlError> {
+    let named = || (owner.to_string(), url.to_string());
     let authority = url.split_once("://").map_or("", |(_, rest)| {
         rest.split(['/', '?', '#']).next().unwrap_or("")
     });
     if url.contains('\\') || authority.contains('@') {
-        return Err(format!(
-            "{owner}: `{url}` holds a `\\` or credentials (`user@`); write the URL plainly and say where the key is with `.key`"
-        ));
+        let (owner, url) = named();
+        return Err(BaseUrlError::Credentials { owner, url });
     }
     if url.contains(['?', '#']) {
-        return Err(format!(
-            "{owner}: `{url}` holds a query or fragment; a base URL is a scheme, a host and a path"
-        ));
+        let (owner, url) = named();
+        return Err(BaseUrlError::Query { owner, url });
     }
-    let endpoint = crate::url_endpoint(url)
-        .map_err(|e| format!("{owner}: {e}; write an http:// or https:// URL"))?;
+    let endpoint = crate::url_endpoint(url).map_err(|endpoint| BaseUrlError::Unread {
+        owner: owner.to_string(),
+        endpoint,
+    })?;
     if !matches!(endpoint.scheme.as_str(), "http" | "https") {
-        return Err(format!(
-            "{owner}: `{url}` is not http or https; write the URL the API answers at"
-        ));
+        let (owner, url) = named();
+        return Err(BaseUrlError::Scheme { owner, url });
     }
     Ok(())
 }

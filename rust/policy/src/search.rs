@@ -124,7 +124,7 @@ pub(crate) fn read_search(
             ));
         }
     };
-    check_base_url(&owner, &url).map_err(|why| source.error(span, why))?;
+    check_base_url(&owner, &url).map_err(|why| source.error(span, why.to_string()))?;
     let key = match value.key {
         None if kind == SearchKind::Searxng => KeySource::None,
         None => {
