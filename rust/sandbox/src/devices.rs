@@ -295,3 +295,19 @@ fn question(named: &NamedDevice, verdict: &Verdict) -> chock_policy::Question {
         rules: verdict.suggestion.iter().cloned().collect(),
     }
 }
+
+/// Each device `named` and whether sysfs under `roots` shows it: its node
+/// on the host when present, else `None`.
+pub fn presence(named: &[NamedDevice], roots: &Roots) -> Vec<(String, Option<PathBuf>)> {
+    let present = scan(roots);
+    named
+        .iter()
+        .map(|device| {
+            let node = present
+                .iter()
+                .find(|p| p.id == device.id)
+                .map(|p| p.node.clone());
+            (device.action.clone(), node)
+        })
+        .collect()
+}

@@ -1041,11 +1041,16 @@ fn reach_devices(
         exec_key,
         &crate::devices::Roots::default(),
     );
-    let mut notices: Vec<Notice> = match reached.entries.is_empty() {
-        true => Vec::new(),
-        false => record(log, &reached.entries).into_iter().collect(),
-    };
-    notices.extend(reached.notes.into_iter().map(|line| Notice::Device { line }));
+    let mut notices = Vec::new();
+    if !reached.entries.is_empty() {
+        notices.extend(record(log, &reached.entries));
+    }
+    notices.extend(
+        reached
+            .notes
+            .into_iter()
+            .map(|line| Notice::Device { line }),
+    );
     prepared.sandbox.give_devices(reached.granted);
     notices
 }

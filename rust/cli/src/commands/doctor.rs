@@ -28,11 +28,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let project = Project::for_command(args.project.as_deref())?;
     // The doctor answers even when chock.zon does not load: the policy's
     // only part here is whether sandbox.jit lifts the write-and-execute rule.
-    let (write_execute, policy_note) = match exec::load_policy(&project, Vec::new()) {
-        Ok(policy) => (exec::write_execute_state(&policy), None),
+    let (write_execute, policy_note, devices) = match exec::load_policy(&project, Vec::new()) {
+        Ok(policy) => (
+            exec::write_execute_state(&policy),
+            None,
+            devices_row(&policy),
+        ),
         Err(error) => (
             chock_sandbox::WriteExecute::Refused,
             Some(error.to_string()),
+            None,
         ),
     };
     let mut report = doctor::run(&Options {
@@ -41,6 +46,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     });
     report.rows.extend(hook_rows(&project.dir));
     report.rows.push(apply_row(&project));
+    report.rows.extend(devices);
     report.can_run = !report
         .rows
         .iter()
@@ -182,6 +188,30 @@ fn apply_row(project: &Project) -> Row {
         })
         .map_err(|e| chock_policy::visible(&e.to_string()).into_owned());
     row("interrupted apply", true, result)
+}
+
+/// The devices chock.zon names and whether each is plugged in now; none
+/// when it names none. A missing one only warns: commands run without it.
+fn devices_row(policy: &chock_policy::Policy) -> Option<Row> {
+    let named = policy.devices();
+    if named.is_empty() {
+        return None;
+    }
+    let presence = chock_sandbox::devices::presence(named, &Default::default());
+    let all_present = presence.iter().all(|(_, node)| node.is_some());
+    let detail: Vec<String> = presence
+        .into_iter()
+        .map(|(action, node)| match node {
+            Some(node) => format!("{action} present ({})", node.display()),
+            None => format!("{action} not present"),
+        })
+        .collect();
+    Some(Row {
+        name: "devices named",
+        state: if all_present { State::Ok } else { State::Warn },
+        blocking: false,
+        detail: detail.join("; "),
+    })
 }
 
 /// The first `name` on this process's PATH that is an executable file.
