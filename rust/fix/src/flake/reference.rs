@@ -35,7 +35,7 @@ const ARCHIVES: &[&str] = &[
 
 fn parse_flake_ref<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Result<Value<'a>> {
     let text = ev.force_string(&args[0], pos, arg_context(0, "parseFlakeRef"))?;
-    let fields = parse(&text.lossy()).map_err(|why| Error::eval(why, pos))?;
+    let fields = parse(&text.lossy()).map_err(|why| Error::eval(why.to_string(), pos))?;
     let attrs = fields
         .into_iter()
         .map(|(name, field)| {
@@ -81,12 +81,41 @@ fn flake_ref_to_string<'a>(
         };
         fields.push((name, field));
     }
-    let text = to_string(fields).map_err(|why| Error::eval(why, pos))?;
+    let text = to_string(fields).map_err(|why| Error::eval(why.to_string(), pos))?;
     Ok(Value::string(text))
 }
 
+/// Why a text is not a flake reference, or attributes are not one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RefError {
+    #[error("'{text}' is not a valid {forge} reference: it needs {forge}:OWNER/REPO")]
+    NoRepo { text: String, forge: String },
+    #[error(
+        "the flake reference '{0}' is a relative path, which parseFlakeRef cannot resolve in pure evaluation; give an absolute path"
+    )]
+    Relative(String),
+    #[error("'{text}' is not a flake reference fix reads: unknown scheme '{scheme}'")]
+    UnknownScheme { text: String, scheme: String },
+    #[error("'{text}' is not a flake reference fix reads: unknown type '{kind}'")]
+    UnknownKind { text: String, kind: String },
+    #[error("'{value}' in '{text}' is not a number ({name})")]
+    NotANumber {
+        value: String,
+        text: String,
+        name: String,
+    },
+    #[error("'{0}' is not a valid flake reference")]
+    Invalid(String),
+    #[error("a flake reference needs a 'type' attribute")]
+    NoType,
+    #[error("a '{kind}' flake reference needs a '{name}' attribute")]
+    Missing { kind: String, name: String },
+    #[error("'{0}' is not a flake reference type fix knows")]
+    UnknownType(String),
+}
+
 /// The attributes of a reference, sorted by name.
-pub fn parse(text: &str) -> std::result::Result<Vec<(String, Field)>, String> {
+pub fn parse(text: &str) -> std::result::Result<Vec<(String, Field)>, RefError> {
     let (body, query) = match text.split_once('?') {
         Some((body, query)) => (body, Some(query)),
         None => (text, None),
@@ -106,9 +135,10 @@ pub fn parse(text: &str) -> std::result::Result<Vec<(String, Field)>, String> {
         forge if FORGES.contains(&forge) => {
             let mut parts = rest.split('/');
             let (Some(owner), Some(repo)) = (parts.next(), parts.next()) else {
-                return Err(format!(
-                    "'{text}' is not a valid {forge} reference: it needs {forge}:OWNER/REPO"
-                ));
+                return Err(RefError::NoRepo {
+                    text: text.to_owned(),
+                    forge: forge.to_owned(),
+                });
             };
             set("type", text_of(forge));
             set("owner", text_of(owner));
@@ -121,18 +151,14 @@ pub fn parse(text: &str) -> std::result::Result<Vec<(String, Field)>, String> {
         }
         "path" | "" if rest.starts_with('/') || scheme == "path" => {
             if !rest.starts_with('/') {
-                return Err(format!(
-                    "the flake reference '{text}' is a relative path, which parseFlakeRef cannot resolve in pure evaluation; give an absolute path"
-                ));
+                return Err(RefError::Relative(text.to_owned()));
             }
             set("type", text_of("path"));
             set("path", text_of(rest));
         }
         "" => {
             if rest.starts_with('.') {
-                return Err(format!(
-                    "the flake reference '{text}' is a relative path, which parseFlakeRef cannot resolve in pure evaluation; give an absolute path"
-                ));
+                return Err(RefError::Relative(text.to_owned()));
             }
             indirect(rest, text, &mut set)?;
         }
@@ -145,17 +171,19 @@ pub fn parse(text: &str) -> std::result::Result<Vec<(String, Field)>, String> {
                     (if archive { "tarball" } else { "file" }, scheme)
                 }
                 None => {
-                    return Err(format!(
-                        "'{text}' is not a flake reference fix reads: unknown scheme '{scheme}'"
-                    ));
+                    return Err(RefError::UnknownScheme {
+                        text: text.to_owned(),
+                        scheme: scheme.to_owned(),
+                    });
                 }
             };
             let kind = match kind {
                 "git" | "hg" | "tarball" | "file" => kind,
                 other => {
-                    return Err(format!(
-                        "'{text}' is not a flake reference fix reads: unknown type '{other}'"
-                    ));
+                    return Err(RefError::UnknownKind {
+                        text: text.to_owned(),
+                        kind: other.to_owned(),
+                    });
                 }
             };
             set("type", text_of(kind));
@@ -170,11 +198,11 @@ pub fn parse(text: &str) -> std::result::Result<Vec<(String, Field)>, String> {
         let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
         let value = percent_decode(value);
         let field = if INTS.contains(&name) {
-            Field::Int(
-                value
-                    .parse()
-                    .map_err(|_| format!("'{value}' in '{text}' is not a number ({name})"))?,
-            )
+            Field::Int(value.parse().map_err(|_| RefError::NotANumber {
+                value: value.clone(),
+                text: text.to_owned(),
+                name: name.to_owned(),
+            })?)
         } else if BOOLS.contains(&name) {
             Field::Bool(value == "1" || value == "true")
         } else {
@@ -191,7 +219,7 @@ fn indirect(
     rest: &str,
     text: &str,
     set: &mut impl FnMut(&str, Field),
-) -> std::result::Result<(), String> {
+) -> std::result::Result<(), RefError> {
     let parts: Vec<&str> = rest.split('/').collect();
     let valid_id = |id: &str| {
         id.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
@@ -217,7 +245,7 @@ fn indirect(
             }
             Ok(())
         }
-        _ => Err(format!("'{text}' is not a valid flake reference")),
+        _ => Err(RefError::Invalid(text.to_owned())),
     }
 }
 
@@ -227,16 +255,19 @@ fn is_rev(text: &str) -> bool {
 
 /// The reference as text: the type's own form, then every other attribute
 /// as a query parameter, sorted.
-pub fn to_string(fields: Vec<(String, Field)>) -> std::result::Result<String, String> {
+pub fn to_string(fields: Vec<(String, Field)>) -> std::result::Result<String, RefError> {
     let get = |name: &str| {
         fields.iter().find_map(|(n, f)| match f {
             Field::Text(t) if n == name => Some(t.clone()),
             _ => None,
         })
     };
-    let kind = get("type").ok_or("a flake reference needs a 'type' attribute")?;
+    let kind = get("type").ok_or(RefError::NoType)?;
     let need = |name: &str| {
-        get(name).ok_or_else(|| format!("a '{kind}' flake reference needs a '{name}' attribute"))
+        get(name).ok_or_else(|| RefError::Missing {
+            kind: kind.clone(),
+            name: name.to_owned(),
+        })
     };
     let (head, used): (String, &[&str]) = match kind.as_str() {
         forge if FORGES.contains(&forge) => {
@@ -268,7 +299,7 @@ pub fn to_string(fields: Vec<(String, Field)>) -> std::result::Result<String, St
             let head = if plain { url } else { format!("{kind}+{url}") };
             (head, &["type", "url"])
         }
-        other => return Err(format!("'{other}' is not a flake reference type fix knows")),
+        other => return Err(RefError::UnknownType(other.to_owned())),
     };
     let mut query: Vec<String> = fields
         .iter()
@@ -362,7 +393,10 @@ mod tests {
             text(&parse("https://e.org/a.tar.gz").expect("tarball"), "type").as_deref(),
             Some("tarball")
         );
-        assert!(parse("./relative").is_err());
+        assert_eq!(
+            parse("./relative"),
+            Err(RefError::Relative("./relative".into()))
+        );
         assert!(parse("github:only-owner").is_err());
         assert!(parse("ftp+x://y").is_err());
     }
