@@ -48,6 +48,16 @@ use crate::error::McpError;
 /// and a yes's scope.
 pub type Carrying = (Option<Credential>, Option<String>, Option<Scope>);
 
+/// The desktop notification of `question` waiting (sent in the
+/// background, silent where no notification service is).
+fn notice(question: &Asked) -> chock_notify::Pending {
+    chock_notify::Pending {
+        action: question.action.clone(),
+        summary: question.summary.clone(),
+        answer_at: "answer it in `chock approve` or on the page `chock ui` opens".into(),
+    }
+}
+
 /// The longest line either end reads.
 const MAX_LINE: usize = 1 << 20;
 /// How long an approver waits for a server's hello (and a `list`'s
@@ -297,6 +307,7 @@ impl ApproveHub {
                 id,
                 question: question.clone(),
             });
+            chock_notify::spawn(notice(&question));
             state.pending.insert(id, Pending { question, reply });
             id
         };
