@@ -47,7 +47,7 @@ pub struct LspServer {
     pub command: Vec<String>,
     /// `lsp.<program>`, or why the program's name cannot be one label of a
     /// rule (such a server never starts).
-    pub action: Result<String, String>,
+    pub action: Result<String, crate::NameError>,
     /// The language id the server is told a file is in (`python`).
     pub language: String,
     /// The file extensions it serves, without the dot.
@@ -164,7 +164,7 @@ pub(crate) fn read_lsp(
         };
         let (line, column) = chock_zon::line_col(source.text, span.start);
         servers.push(LspServer {
-            action: crate::names::lsp(program).map_err(|e| e.to_string()),
+            action: crate::names::lsp(program),
             command: server.command.value,
             language: server.language,
             extensions: server.extensions.value,
@@ -212,7 +212,8 @@ mod tests {
         let why = policy.lsp_servers()[0]
             .action
             .clone()
-            .expect_err("no label");
+            .expect_err("no label")
+            .to_string();
         assert!(why.contains("zls.real") && why.contains('.'), "{why}");
     }
 
