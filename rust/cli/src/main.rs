@@ -12,6 +12,7 @@ mod ask;
 mod commands;
 mod exit;
 mod inputs;
+mod pager;
 mod progress;
 
 use std::process::ExitCode;

@@ -909,7 +909,7 @@ fn the_apply_question_shows_every_file_and_clear_asks_at_a_terminal() {
     );
     assert!(out.status.success(), "{}", describe(&out));
     let asked = chock_testkit::on_terminal(
-        fx.chock().arg("apply"),
+        fx.chock().arg("apply").env("PAGER", "cat"),
         "y\n",
         std::time::Duration::from_secs(60),
     );
@@ -1735,4 +1735,68 @@ fn a_copy_binds_write_back_racing_a_swapped_folder_never_writes_outside() {
     }
     eprintln!("{landed} write-backs landed, {refused} refused, {swaps} swaps");
     assert!(swaps > 0 && landed > 0);
+}
+
+/// The apply question carries the unified diff of what lands, read from
+/// the objects in the person's repository: what decides what runs
+/// (`flake.nix`) before the rest, every line escaped (a file name and
+/// content with escape bytes reach the terminal as text), paged through
+/// `$PAGER` at a terminal and printed at the prompt with `--no-pager`, and
+/// cut with a line saying how much was left out of a huge diff.
+#[test]
+fn the_apply_question_shows_the_diff_control_files_first_escaped_and_bounded() {
+    let fx = repo(".{}\n");
+    let out = in_workspace(
+        &fx,
+        &[],
+        "sed -i s/two/TWO/ a.txt && echo '{ outputs = _: { }; }' > flake.nix && \
+         printf 'hi\\033]0;pwned\\007\\n' > \"$(printf 'evil\\033[2J.txt')\" && \
+         seq 1 5000 > zbig.txt",
+    );
+    assert!(out.status.success(), "{}", describe(&out));
+    let asked = chock_testkit::on_terminal(
+        fx.chock().arg("apply").env("PAGER", "cat"),
+        "y\n",
+        std::time::Duration::from_secs(60),
+    );
+    assert_eq!(asked.code, Some(0), "{}", asked.shown);
+    let shown = &asked.shown;
+    let at = |needle: &str| {
+        shown
+            .find(needle)
+            .unwrap_or_else(|| panic!("{needle:?} is in the question: {shown}"))
+    };
+    assert!(
+        at("diff --git a/flake.nix b/flake.nix") < at("diff --git a/a.txt b/a.txt"),
+        "what decides what runs comes first: {shown}"
+    );
+    at("+TWO");
+    at("evil\\u{1b}[2J.txt");
+    at("+hi\\u{1b}]0;pwned\\u{7}");
+    assert!(
+        !shown.contains("\u{1b}]0;pwned") && !shown.contains("\u{1b}[2J"),
+        "no escape byte of the agent's reaches the terminal raw: {shown:?}"
+    );
+    at("more lines of the diff left out; `git diff ");
+    at("(the diff was shown in your pager");
+    assert!(!shown.contains("+2500"), "the cut keeps the diff bounded");
+    assert_eq!(
+        std::fs::read_to_string(fx.project.join("flake.nix")).expect("flake.nix"),
+        "{ outputs = _: { }; }\n"
+    );
+
+    let out = in_workspace(&fx, &["nopager"], "echo more >> a.txt");
+    assert!(out.status.success(), "{}", describe(&out));
+    let asked = chock_testkit::on_terminal(
+        fx.chock()
+            .args(["apply", "--no-pager", "nopager"])
+            .env("PAGER", "false"),
+        "n\n",
+        std::time::Duration::from_secs(60),
+    );
+    assert!(
+        asked.shown.contains("+more") && !asked.shown.contains("shown in your pager"),
+        "--no-pager prints the diff at the prompt: {}",
+        asked.shown
+    );
 }

@@ -10,8 +10,10 @@ use chock_sandbox::exec;
 use chock_sandbox::project::Project;
 use chock_sandbox::workspace::{self, SessionWorkspace, apply::Applied};
 
+use chock_policy::{Answer, Asker, Question};
+
 use crate::ask::TerminalAsker;
-use crate::exit;
+use crate::{exit, pager};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -27,6 +29,9 @@ pub struct Args {
     /// Print one JSON object: the plan and what became of it.
     #[arg(long)]
     pub json: bool,
+    /// Print the question's diff at the prompt instead of through $PAGER.
+    #[arg(long)]
+    pub no_pager: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -89,7 +94,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             &policy,
             &log,
             exec::ROUTE,
-            &TerminalAsker,
+            &PagedAsker {
+                pager: !args.no_pager,
+            },
             &chock_nix::Who::default(),
         )?;
         // Carried (landed, parked or written) or empty: the workspace has
@@ -128,6 +135,39 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         _ => exit::SUCCESS,
     }
     .into())
+}
+
+/// The person at this terminal, shown the apply's diff through the pager
+/// first (when `pager` and there is a terminal), then asked with the
+/// question's lines above the diff.
+struct PagedAsker {
+    pager: bool,
+}
+
+impl Asker for PagedAsker {
+    fn ask(&self, question: &Question) -> Answer {
+        let start = workspace::apply::diff_start(&question.detail);
+        match start {
+            Some(start) if self.pager && pager::can_page() && pager::page(&question.shown()) => {
+                let mut short = question.clone();
+                short.detail.truncate(start);
+                short.detail.push(
+                    "(the diff was shown in your pager; `chock apply --no-pager` prints it here)"
+                        .into(),
+                );
+                TerminalAsker.ask(&short)
+            }
+            _ => TerminalAsker.ask(question),
+        }
+    }
+
+    fn ask_text(&self, question: &Question) -> Option<String> {
+        TerminalAsker.ask_text(question)
+    }
+
+    fn can_ask(&self) -> bool {
+        TerminalAsker.can_ask()
+    }
 }
 
 /// `text` as a terminal shows it: each line escaped as the question is
