@@ -56,6 +56,41 @@ async function send(server, id, allow, text, card) {
   }
 }
 
+// The detail line an apply's diff follows (chock_sandbox's DIFF_HEADING):
+// no line about a file the agent named reads so.
+const DIFF_HEADING = "the diff of what lands (what decides what runs first):";
+
+function appendDetail(card, detail) {
+  const start = detail.indexOf(DIFF_HEADING);
+  const head = start < 0 ? detail : detail.slice(0, start);
+  if (head.length) {
+    const details = el("details", { open: head.length <= 6 });
+    details.append(el("summary", { textContent: `details (${head.length} lines)` }));
+    details.append(el("pre", { textContent: head.join("\n") }));
+    card.append(details);
+  }
+  if (start >= 0) card.append(diffView(detail.slice(start + 1)));
+}
+
+// An apply's diff, one collapsible section per file, in the order Chock
+// gave (what decides what runs first); every line set as text.
+function diffView(lines) {
+  const view = el("div", { className: "diff" });
+  view.append(el("div", { className: "quiet", textContent: DIFF_HEADING }));
+  let section = null;
+  for (const line of lines) {
+    if (line.startsWith("diff --git ") || section === null) {
+      section = el("details", { className: "diff-file", open: lines.length <= 200 });
+      section.append(el("summary", { textContent: line }), el("pre"));
+      view.append(section);
+      if (line.startsWith("diff --git ")) continue;
+    }
+    const kind = line.startsWith("+") ? "add" : line.startsWith("-") ? "del" : "ctx";
+    section.lastChild.append(el("span", { className: kind, textContent: line + "\n" }));
+  }
+  return view;
+}
+
 function addQuestion(data) {
   const key = data.server + "#" + data.id;
   if (questions.has(key)) return;
@@ -69,12 +104,7 @@ function addQuestion(data) {
     el("div", { className: "from", textContent: `${data.command} ${data.pid} · ${q.project} · ${q.tool}` }),
     el("div", { className: "action", textContent: q.action }),
   );
-  if (q.detail && q.detail.length) {
-    const details = el("details", { open: q.detail.length <= 6 });
-    details.append(el("summary", { textContent: `details (${q.detail.length} lines)` }));
-    details.append(el("pre", { textContent: q.detail.join("\n") }));
-    card.append(details);
-  }
+  if (q.detail && q.detail.length) appendDetail(card, q.detail);
   if (q.allow_rules && q.allow_rules.length) {
     const rules = el("details");
     rules.append(el("summary", { textContent: "the rule that would answer it next time" }));
