@@ -148,13 +148,14 @@ enum Unadmitted {
     #[error(transparent)]
     Name(#[from] chock_policy::NameError),
     #[error(
-        "{action} answered {decision} at start, by {by}; a server is reached only at a host a rule allows, because it starts before anybody can be asked. To allow it, add to .policy.rules in {file}: .{{ .action = \"{action}\", .decision = .allow }},"
+        "{action} answered {decision} at start, by {by}; a server is reached only at a host a rule allows, because it starts before anybody can be asked.{advice}"
     )]
     HostNotAllowed {
         action: String,
         decision: chock_policy::Decision,
         by: String,
-        file: String,
+        /// The gate's advice for this key: the rule that would allow it.
+        advice: String,
     },
 }
 
@@ -675,7 +676,8 @@ impl Upstream {
                         action,
                         decision: verdict.decision,
                         by: decided_by_words(&verdict),
-                        file: session.policy.project_file().display().to_string(),
+                        advice: chock_gate::Refusal::new(Refused::Denied, &verdict)
+                            .advice(chock_gate::Layout::Line),
                     })
                 }
             }
