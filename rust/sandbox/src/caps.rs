@@ -35,21 +35,7 @@ pub(crate) const SECUREBITS: libc::c_ulong = SECBIT_NOROOT
     | SECBIT_NO_CAP_AMBIENT_RAISE
     | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;
 
-const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
-
-#[repr(C)]
-struct CapHeader {
-    version: u32,
-    pid: libc::c_int,
-}
-
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct CapData {
-    effective: u32,
-    permitted: u32,
-    inheritable: u32,
-}
+use crate::sys::{self, CapData};
 
 /// Which step of dropping failed, for the error the parent prints.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,17 +58,7 @@ impl CapStep {
 }
 
 fn prctl(option: libc::c_int, arg: libc::c_ulong) -> Result<(), Errno> {
-    // SAFETY: prctl with integer arguments only.
-    let ret = unsafe {
-        libc::prctl(
-            option,
-            arg,
-            0 as libc::c_ulong,
-            0 as libc::c_ulong,
-            0 as libc::c_ulong,
-        )
-    };
-    if ret < 0 { Err(Errno::last()) } else { Ok(()) }
+    sys::prctl(option, arg, 0)
 }
 
 /// Drops every capability of the calling process, as described above.
@@ -97,35 +73,12 @@ pub(crate) fn drop_all(last_cap: u32) -> Result<(), (CapStep, Errno)> {
             Err(e) => return Err((CapStep::Bounding, e)),
         }
     }
-    // SAFETY: prctl with integer arguments only.
-    let ret = unsafe {
-        libc::prctl(
-            libc::PR_CAP_AMBIENT,
-            libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong,
-            0 as libc::c_ulong,
-            0 as libc::c_ulong,
-            0 as libc::c_ulong,
-        )
-    };
-    if ret < 0 {
-        return Err((CapStep::Ambient, Errno::last()));
-    }
-    let header = CapHeader {
-        version: LINUX_CAPABILITY_VERSION_3,
-        pid: 0,
-    };
-    let data = [CapData {
-        effective: 0,
-        permitted: 0,
-        inheritable: 0,
-    }; 2];
-    // SAFETY: version 3 takes two data structs, both live across the call.
-    let ret =
-        unsafe { libc::syscall(libc::SYS_capset, &header as *const CapHeader, data.as_ptr()) };
-    if ret < 0 {
-        return Err((CapStep::Capset, Errno::last()));
-    }
-    Ok(())
+    prctl(
+        libc::PR_CAP_AMBIENT,
+        libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong,
+    )
+    .map_err(|e| (CapStep::Ambient, e))?;
+    sys::capset(&[CapData::default(); 2]).map_err(|e| (CapStep::Capset, e))
 }
 
 /// The kernel's highest capability number (for emptying the bounding set).
@@ -136,35 +89,10 @@ pub(crate) fn last_cap() -> u32 {
         .unwrap_or(63)
 }
 
-/// The calling process's capability sets, as `capget` (version 3) fills them.
-fn capget() -> Result<[CapData; 2], Errno> {
-    let mut header = CapHeader {
-        version: LINUX_CAPABILITY_VERSION_3,
-        pid: 0,
-    };
-    let mut data = [CapData {
-        effective: 0,
-        permitted: 0,
-        inheritable: 0,
-    }; 2];
-    // SAFETY: version 3 fills two data structs.
-    let ret = unsafe {
-        libc::syscall(
-            libc::SYS_capget,
-            &mut header as *mut CapHeader,
-            data.as_mut_ptr(),
-        )
-    };
-    if ret < 0 {
-        return Err(Errno::last());
-    }
-    Ok(data)
-}
-
 /// The capability sets of the calling process, as `capget` reports them
 /// (effective, permitted, inheritable), each as 64 bits.
 pub fn current() -> Result<(u64, u64, u64), Errno> {
-    let data = capget()?;
+    let data = sys::capget()?;
     let join = |lo: u32, hi: u32| u64::from(lo) | (u64::from(hi) << 32);
     Ok((
         join(data[0].effective, data[1].effective),
@@ -179,27 +107,12 @@ pub fn current() -> Result<(u64, u64, u64), Errno> {
 /// would start the tool with no capability at all.
 pub(crate) fn keep_net_admin_across_exec() -> Result<(), Errno> {
     const CAP_NET_ADMIN: u32 = 12;
-    let header = CapHeader {
-        version: LINUX_CAPABILITY_VERSION_3,
-        pid: 0,
-    };
-    let mut data = capget()?;
+    let mut data = sys::capget()?;
     data[0].inheritable |= 1 << CAP_NET_ADMIN;
-    // SAFETY: version 3 takes two data structs, both live across the call.
-    let ret =
-        unsafe { libc::syscall(libc::SYS_capset, &header as *const CapHeader, data.as_ptr()) };
-    if ret < 0 {
-        return Err(Errno::last());
-    }
-    // SAFETY: prctl with integer arguments only; the capability is the third.
-    let ret = unsafe {
-        libc::prctl(
-            libc::PR_CAP_AMBIENT,
-            libc::PR_CAP_AMBIENT_RAISE as libc::c_ulong,
-            CAP_NET_ADMIN as libc::c_ulong,
-            0 as libc::c_ulong,
-            0 as libc::c_ulong,
-        )
-    };
-    if ret < 0 { Err(Errno::last()) } else { Ok(()) }
+    sys::capset(&data)?;
+    sys::prctl(
+        libc::PR_CAP_AMBIENT,
+        libc::PR_CAP_AMBIENT_RAISE as libc::c_ulong,
+        libc::c_ulong::from(CAP_NET_ADMIN),
+    )
 }

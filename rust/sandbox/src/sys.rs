@@ -1383,6 +1383,66 @@ pub(crate) fn splice_all(from: RawFd, to: RawFd) -> Result<(), Errno> {
     }
 }
 
+/// `prctl(option, arg2, arg3, 0, 0)` for the options that take integers
+/// only. Allocation-free.
+pub(crate) fn prctl(
+    option: libc::c_int,
+    arg2: libc::c_ulong,
+    arg3: libc::c_ulong,
+) -> Result<(), Errno> {
+    // SAFETY: prctl with integer arguments only.
+    let ret = unsafe { libc::prctl(option, arg2, arg3, 0 as libc::c_ulong, 0 as libc::c_ulong) };
+    result(libc::c_long::from(ret)).map(drop)
+}
+
+const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+
+#[repr(C)]
+struct CapHeader {
+    version: u32,
+    pid: libc::c_int,
+}
+
+/// One half (32 capabilities) of a process's sets, as `capget` and
+/// `capset` version 3 take two of them.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub(crate) struct CapData {
+    pub(crate) effective: u32,
+    pub(crate) permitted: u32,
+    pub(crate) inheritable: u32,
+}
+
+const THIS_PROCESS: CapHeader = CapHeader {
+    version: LINUX_CAPABILITY_VERSION_3,
+    pid: 0,
+};
+
+/// The calling process's capability sets (`capget`, version 3).
+pub(crate) fn capget() -> Result<[CapData; 2], Errno> {
+    let mut header = THIS_PROCESS;
+    let mut data = [CapData::default(); 2];
+    // SAFETY: version 3 fills two data structs, both live across the call.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_capget,
+            &mut header as *mut CapHeader,
+            data.as_mut_ptr(),
+        )
+    };
+    result(ret).map(|_| data)
+}
+
+/// Sets the calling process's capability sets (`capset`, version 3).
+/// Allocation-free: runs between `clone` and `execve`.
+pub(crate) fn capset(data: &[CapData; 2]) -> Result<(), Errno> {
+    let header = THIS_PROCESS;
+    // SAFETY: version 3 reads two data structs, both live across the call.
+    let ret =
+        unsafe { libc::syscall(libc::SYS_capset, &header as *const CapHeader, data.as_ptr()) };
+    result(ret).map(drop)
+}
+
 /// Whether `io_uring_setup` is refused with `EPERM` (as the sandbox's
 /// seccomp filter answers); a null params pointer makes any other kernel
 /// fail it with another errno, so no ring is ever made.
