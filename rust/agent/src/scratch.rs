@@ -6,21 +6,46 @@
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
+/// Why a scratchpad could not be made or removed.
+#[derive(Debug, thiserror::Error)]
+pub enum ScratchError {
+    /// There is no state directory to keep it in.
+    #[error("the scratchpad has no place: {0}")]
+    NoPlace(#[from] chock_log::LogError),
+    /// Its folder could not be made.
+    #[error("{}: {source}", path.display())]
+    Make {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// It could not be removed, and is left where it is.
+    #[error("the scratchpad {} could not be removed ({source}); remove it by hand", path.display())]
+    Left {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+fn made(path: &Path) -> impl FnOnce(std::io::Error) -> ScratchError + '_ {
+    move |source| ScratchError::Make {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
 pub struct Scratchpad {
     dir: PathBuf,
 }
 
 impl Scratchpad {
     /// Makes a new, empty scratchpad (mode 0700).
-    pub fn make() -> Result<Scratchpad, String> {
-        let root = chock_log::dir_from_env()
-            .map_err(|e| format!("the scratchpad has no place: {e}"))?
-            .join("scratch");
+    pub fn make() -> Result<Scratchpad, ScratchError> {
+        let root = chock_log::dir_from_env()?.join("scratch");
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(&root)
-            .map_err(|e| format!("{}: {e}", root.display()))?;
+            .map_err(made(&root))?;
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos());
@@ -28,7 +53,7 @@ impl Scratchpad {
         std::fs::DirBuilder::new()
             .mode(0o700)
             .create(&dir)
-            .map_err(|e| format!("{}: {e}", dir.display()))?;
+            .map_err(made(&dir))?;
         Ok(Scratchpad { dir })
     }
 
@@ -38,14 +63,9 @@ impl Scratchpad {
 
     /// Removes it and all it holds (links inside are removed, never
     /// followed); `Err` says what is left where.
-    pub fn remove(mut self) -> Result<(), String> {
-        let dir = std::mem::take(&mut self.dir);
-        std::fs::remove_dir_all(&dir).map_err(|e| {
-            format!(
-                "the scratchpad {} could not be removed ({e}); remove it by hand",
-                dir.display()
-            )
-        })
+    pub fn remove(mut self) -> Result<(), ScratchError> {
+        let path = std::mem::take(&mut self.dir);
+        std::fs::remove_dir_all(&path).map_err(|source| ScratchError::Left { path, source })
     }
 }
 

@@ -35,6 +35,19 @@ pub fn tokens_of(usage: Usage) -> Tokens {
     }
 }
 
+/// Why a budget cannot be held; nothing is guessed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum BudgetError {
+    /// The dollar amount is not above 0.
+    #[error("--max-budget {0} is no amount: give dollars above 0, like 0.50")]
+    NoAmount(f64),
+    /// A dollar budget for a model with no price.
+    #[error(
+        "--max-budget needs the price of `{model}` ({kind}), and neither Chock's table nor config.zon's .prices has one: add it to .prices (docs/run.md#cost-and-budgets), or use --max-tokens"
+    )]
+    NoPrice { model: String, kind: String },
+}
+
 impl Spending {
     /// The budget for a model priced `rate`; a dollar budget needs a price
     /// (else the error says where to give one: nothing is guessed).
@@ -43,17 +56,16 @@ impl Spending {
         rate: Option<Rate>,
         model: &str,
         kind: &str,
-    ) -> Result<Spending, String> {
+    ) -> Result<Spending, BudgetError> {
         if let Some(dollars) = budget.dollars {
             if !(dollars.is_finite() && dollars > 0.0) {
-                return Err(format!(
-                    "--max-budget {dollars} is no amount: give dollars above 0, like 0.50"
-                ));
+                return Err(BudgetError::NoAmount(dollars));
             }
             if rate.is_none() {
-                return Err(format!(
-                    "--max-budget needs the price of `{model}` ({kind}), and neither Chock's table nor config.zon's .prices has one: add it to .prices (docs/run.md#cost-and-budgets), or use --max-tokens"
-                ));
+                return Err(BudgetError::NoPrice {
+                    model: model.to_owned(),
+                    kind: kind.to_owned(),
+                });
             }
         }
         Ok(Spending { budget, rate })
@@ -156,7 +168,15 @@ mod tests {
             "m1",
             "anthropic",
         );
-        assert!(unpriced.unwrap_err().contains("`m1` (anthropic)"));
+        let unpriced = unpriced.unwrap_err();
+        assert!(
+            matches!(unpriced, BudgetError::NoPrice { .. }),
+            "{unpriced}"
+        );
+        assert!(
+            unpriced.to_string().contains("`m1` (anthropic)"),
+            "{unpriced}"
+        );
         for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
             let refused = Spending::new(
                 Budget {
@@ -167,7 +187,9 @@ mod tests {
                 "m",
                 "k",
             );
-            assert!(refused.unwrap_err().contains("no amount"), "{bad}");
+            let refused = refused.unwrap_err();
+            assert!(matches!(refused, BudgetError::NoAmount(_)), "{bad}");
+            assert!(refused.to_string().contains("no amount"), "{bad}");
         }
         assert_eq!(
             Spending::new(Budget::default(), None, "m", "k")

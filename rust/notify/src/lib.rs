@@ -34,9 +34,14 @@ impl Pending {
         format!("chock asks: {}", self.action)
     }
 
-    /// The notification's body: what a yes lets happen and where to answer.
+    /// The notification's body: what a yes lets happen and where to answer,
+    /// with `&`, `<` and `>` written as entities (a service may read the
+    /// body as markup, and the summary holds names the agent chose).
     pub fn body(&self) -> String {
-        format!("{}\n{}", self.summary, self.answer_at)
+        let text = format!("{}\n{}", self.summary, self.answer_at);
+        text.replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
     }
 }
 

@@ -70,7 +70,7 @@ impl Recorder {
 fn pending() -> Pending {
     Pending {
         action: "net.fetch.example.com".into(),
-        summary: "fetch https://example.com/".into(),
+        summary: "fetch https://example.com/?a=1&<b>".into(),
         answer_at: "answer it in `chock approve`".into(),
     }
 }
@@ -95,7 +95,7 @@ async fn a_service_on_the_bus_hears_the_action_and_where_to_answer() {
         heard,
         vec![(
             "chock asks: net.fetch.example.com".to_owned(),
-            "fetch https://example.com/\nanswer it in `chock approve`".to_owned()
+            "fetch https://example.com/?a=1&amp;&lt;b&gt;\nanswer it in `chock approve`".to_owned()
         )]
     );
 }
