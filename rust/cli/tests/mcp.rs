@@ -512,6 +512,84 @@ fn a_no_with_a_reason_in_chock_approve_reaches_the_agent() {
     env.assert_logged("call.read_file", "deny", "person");
 }
 
+/// Calls read_file twice with `chock approve` watching, answers the one
+/// question `answer`; the question as shown and the two calls' answers.
+fn two_reads_answered(env: &Env, answer: &str) -> (String, support::Called, support::Called) {
+    let client = env.client(false, &["--ask-timeout", "5"]);
+    let mut approver = Approver::start(env);
+    approver.wait_for("watching chock mcp");
+    std::thread::scope(|scope| {
+        let driver = scope.spawn(move || {
+            let mut client = client;
+            let first = client.call("read_file", json!({"path": "a.txt"}));
+            let second = client.call("read_file", json!({"path": "a.txt"}));
+            (first, second)
+        });
+        let question = approver.wait_for("`n REASON`");
+        approver.answer(answer);
+        let (first, second) = driver.join().expect("the client");
+        (question, first, second)
+    })
+}
+
+#[test]
+fn a_yes_for_the_session_answers_the_same_call_again_unasked_and_writes_nothing() {
+    let env = project_with_files();
+    ask_rules(&env);
+    let before = env.read("chock.zon");
+    let (question, first, second) = two_reads_answered(&env, "s");
+    assert!(question.contains("`s`: yes for this session"), "{question}");
+    // The second call was not asked: with nobody answering it, it would be refused.
+    assert!(!first.is_error && !second.is_error, "{first:?} {second:?}");
+    let lines = env.logged("call.read_file");
+    assert_eq!(lines.len(), 2, "{lines:#?}");
+    env.assert_logged("call.read_file", "allow", "person");
+    assert_eq!(
+        env.read("chock.zon"),
+        before,
+        "a session's yes is written nowhere"
+    );
+    // A new session asks again: with nobody to ask, it is refused.
+    let called = env
+        .client(false, &["--no-approve"])
+        .call("read_file", json!({"path": "a.txt"}));
+    assert!(called.is_error, "{called:?}");
+}
+
+#[test]
+fn a_yes_always_writes_the_rule_into_chock_zon_and_a_new_session_is_not_asked() {
+    let env = project_with_files();
+    ask_rules(&env);
+    let before = env.read("chock.zon").expect("chock.zon");
+    let (question, first, second) = two_reads_answered(&env, "a");
+    assert!(question.contains("`a`: yes always"), "{question}");
+    assert!(!first.is_error && !second.is_error, "{first:?} {second:?}");
+    let rule = question
+        .lines()
+        .skip_while(|l| !l.contains("to stop being asked, add to"))
+        .nth(1)
+        .expect("the rule shown")
+        .trim()
+        .trim_end_matches(',')
+        .to_owned();
+    let after = env.read("chock.zon").expect("chock.zon");
+    let added: Vec<&str> = after
+        .lines()
+        .filter(|l| !before.lines().any(|b| b == *l))
+        .collect();
+    assert_eq!(added.len(), 1, "{before}\n---\n{after}");
+    assert!(added[0].contains(&rule), "{rule} in {after}");
+    let edits = env.logged("policy.edit");
+    assert_eq!(edits.len(), 1, "{:#?}", env.log_lines());
+    assert_eq!(edits[0]["subject"], rule.as_str(), "{}", edits[0]);
+    // A new process allows it with nobody asked, by the written rule.
+    let called = env
+        .client(false, &["--no-approve"])
+        .call("read_file", json!({"path": "a.txt"}));
+    assert!(!called.is_error, "{called:?}");
+    env.assert_logged("call.read_file", "allow", "rule");
+}
+
 #[test]
 fn the_approve_socket_answers_nobody_but_its_own_user() {
     let env = project_with_files();
