@@ -17,9 +17,11 @@
 //! pipe (step, index, errno) that the parent turns into sentences.
 
 use std::ffi::{CStr, CString};
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, RawFd};
 
 use nix::errno::Errno;
+use nix::fcntl::OFlag;
+use nix::sys::stat::Mode;
 use seccompiler::BpfProgram;
 
 use crate::caps::{self, CapStep};
@@ -307,24 +309,17 @@ pub(crate) fn run_init(plan: &ChildPlan, channel: Channel) -> ! {
     close(channel.report_parent);
     wait_for_go(channel);
     join_cgroups(plan, channel);
-    // SAFETY: plain prctl with integer arguments.
     check(
         channel,
         Step::Deathsig,
         0,
-        errno_of(unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) }),
+        nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL),
     );
     parent_still_there(channel);
     // A session of its own: nothing inside has Chock's terminal as its
     // controlling terminal, so TIOCSTI and job-control signals cannot reach
     // the person's shell (bubblewrap's --new-session, for CVE-2017-5226).
-    // SAFETY: setsid has no arguments.
-    check(
-        channel,
-        Step::Setsid,
-        0,
-        errno_of(unsafe { libc::setsid() }),
-    );
+    check(channel, Step::Setsid, 0, nix::unistd::setsid());
     connect_stdio(plan, channel);
     check(
         channel,
@@ -350,12 +345,11 @@ pub(crate) fn run_init(plan: &ChildPlan, channel: Channel) -> ! {
     let _ = sys::write_proc_file(c"/proc/sys/vm/memfd_noexec", b"2");
     // Not dumpable: the program (uid-equal but without capabilities) cannot
     // open /proc/1/fd, /proc/1/environ or ptrace init.
-    // SAFETY: plain prctl with integer arguments.
     check(
         channel,
         Step::Dumpable,
         0,
-        errno_of(unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0) }),
+        nix::sys::prctl::set_dumpable(false),
     );
     let mut opened = Opened { workspace: -1 };
     for (index, op) in plan.ops.iter().enumerate() {
@@ -463,18 +457,13 @@ fn mount(
     flags: libc::c_ulong,
     data: Option<&CStr>,
 ) -> Result<(), Errno> {
-    let ptr = |s: Option<&CStr>| s.map_or(std::ptr::null(), CStr::as_ptr);
-    // SAFETY: every pointer is null or a NUL-terminated string.
-    errno_of(unsafe {
-        libc::mount(
-            ptr(source),
-            target.as_ptr(),
-            ptr(fstype),
-            flags,
-            ptr(data).cast(),
-        )
-    })
-    .map(drop)
+    nix::mount::mount(
+        source,
+        target,
+        fstype,
+        nix::mount::MsFlags::from_bits_retain(flags),
+        data,
+    )
 }
 
 fn ignore_exists(result: Result<(), Errno>) -> Result<(), Errno> {
@@ -671,22 +660,16 @@ fn run_op(op: &Op, opened: &mut Opened) -> Result<(), Errno> {
             data,
             flags,
         } => mount(Some(c"tmpfs"), target, Some(c"tmpfs"), *flags, Some(data)),
-        // SAFETY: NUL-terminated path.
-        Op::MkDir { path } => {
-            ignore_exists(errno_of(unsafe { libc::mkdir(path.as_ptr(), 0o755) }).map(drop))
-        }
-        Op::MkFile { path } => {
-            // SAFETY: NUL-terminated path.
-            let fd = errno_of(unsafe {
-                libc::open(
-                    path.as_ptr(),
-                    libc::O_WRONLY | libc::O_CREAT | libc::O_CLOEXEC | libc::O_NOFOLLOW,
-                    0o444,
-                )
-            })?;
-            close(fd);
-            Ok(())
-        }
+        Op::MkDir { path } => ignore_exists(nix::unistd::mkdir(
+            path.as_c_str(),
+            Mode::from_bits_truncate(0o755),
+        )),
+        Op::MkFile { path } => nix::fcntl::open(
+            path.as_c_str(),
+            OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_CLOEXEC | OFlag::O_NOFOLLOW,
+            Mode::from_bits_truncate(0o444),
+        )
+        .map(drop),
         Op::Bind {
             source,
             target,
@@ -708,26 +691,22 @@ fn run_op(op: &Op, opened: &mut Opened) -> Result<(), Errno> {
             set,
             recursive,
         } => sys::mount_setattr(path, *set, *recursive),
-        // SAFETY: NUL-terminated strings.
-        Op::Symlink { target, link } => ignore_exists(
-            errno_of(unsafe { libc::symlink(target.as_ptr(), link.as_ptr()) }).map(drop),
-        ),
+        Op::Symlink { target, link } => ignore_exists(nix::unistd::symlinkat(
+            target.as_c_str(),
+            nix::fcntl::AT_FDCWD,
+            link.as_c_str(),
+        )),
         Op::WriteFile {
             path,
             contents,
             mode,
         } => {
-            // SAFETY: NUL-terminated path; `mode` is a plain integer.
-            let fd = errno_of(unsafe {
-                libc::open(
-                    path.as_ptr(),
-                    libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC,
-                    libc::c_uint::from(*mode),
-                )
-            })?;
-            let result = sys::write_all(fd, contents);
-            close(fd);
-            result
+            let file = nix::fcntl::open(
+                path.as_c_str(),
+                OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_TRUNC | OFlag::O_CLOEXEC,
+                Mode::from_bits_truncate(*mode),
+            )?;
+            sys::write_all(file.as_raw_fd(), contents)
         }
         Op::Proc { target } => mount(
             Some(c"proc"),
@@ -769,14 +748,15 @@ fn run_op(op: &Op, opened: &mut Opened) -> Result<(), Errno> {
             Ok(())
         }
         Op::PivotRoot { new_root, put_old } => sys::pivot_root(new_root, put_old),
-        // SAFETY: NUL-terminated path.
-        Op::Chdir { path } => errno_of(unsafe { libc::chdir(path.as_ptr()) }).map(drop),
-        // SAFETY: NUL-terminated path.
+        Op::Chdir { path } => nix::unistd::chdir(path.as_c_str()),
         Op::Detach { path } => {
-            errno_of(unsafe { libc::umount2(path.as_ptr(), libc::MNT_DETACH) }).map(drop)
+            nix::mount::umount2(path.as_c_str(), nix::mount::MntFlags::MNT_DETACH)
         }
-        // SAFETY: NUL-terminated path.
-        Op::RmDir { path } => errno_of(unsafe { libc::rmdir(path.as_ptr()) }).map(drop),
+        Op::RmDir { path } => nix::unistd::unlinkat(
+            nix::fcntl::AT_FDCWD,
+            path.as_c_str(),
+            nix::unistd::UnlinkatFlags::RemoveDir,
+        ),
         Op::LoopbackUp => loopback_up(),
     }
 }
@@ -800,20 +780,22 @@ fn loopback_up() -> Result<(), Errno> {
 
 fn add_child_rules(plan: &ChildPlan, channel: Channel) {
     for (index, (path, access)) in plan.child_rules.iter().enumerate() {
-        // SAFETY: NUL-terminated path.
-        let fd = check(
+        let file = check(
             channel,
             Step::LandlockRule,
             index as u32,
-            errno_of(unsafe { libc::open(path.as_ptr(), libc::O_PATH | libc::O_CLOEXEC) }),
+            nix::fcntl::open(
+                path.as_c_str(),
+                OFlag::O_PATH | OFlag::O_CLOEXEC,
+                Mode::empty(),
+            ),
         );
         check(
             channel,
             Step::LandlockRule,
             index as u32,
-            sys::landlock_add_path_rule(plan.ruleset, fd, *access),
+            sys::landlock_add_path_rule(plan.ruleset, file.as_raw_fd(), *access),
         );
-        close(fd);
     }
 }
 
