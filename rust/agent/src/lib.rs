@@ -228,8 +228,8 @@ pub enum RunError {
     Own(String),
     /// The budget cannot be held (a dollar budget for a model with no
     /// price, or no amount); nothing was made.
-    #[error(transparent)]
-    Budget(spending::BudgetError),
+    #[error("{0}")]
+    Budget(String),
     /// The async runtime could not start.
     #[error("could not start the session's runtime: {0}; free some memory or threads and retry")]
     Runtime(std::io::Error),
@@ -351,7 +351,7 @@ impl Session {
         let project_text = project.dir.display().to_string();
         let sessions = Sessions::from_env()?;
         let opened = record::open_session(&sessions, &options, &project_text)?;
-        let scratchpad = scratch::Scratchpad::make().map_err(|e| RunError::Own(e.to_string()))?;
+        let scratchpad = scratch::Scratchpad::make().map_err(RunError::Own)?;
         let serve = ServeOptions {
             project: Some(project.dir),
             workspace_session: Some(opened.id.clone()),
@@ -379,7 +379,9 @@ impl Session {
         let started = runtime.block_on(async {
             tokio::task::block_in_place(|| {
                 InProcess::start(&serve, caller, |project, policy, log| {
-                    policy.bound_by(folded.ceiling())?;
+                    policy
+                        .bound_by(folded.ceiling())
+                        .map_err(|e| e.to_string())?;
                     choose(&options, project.dir.display().to_string(), policy, log).map_err(|e| {
                         let said = e.to_string();
                         failed = Some(e);
@@ -700,7 +702,7 @@ impl Session {
         }));
         Closed {
             workspace,
-            scratchpad_left: scratchpad.remove().err().map(|e| e.to_string()),
+            scratchpad_left: scratchpad.remove().err(),
         }
     }
 }

@@ -62,7 +62,7 @@ pub use policy::{
     Suggestion, Verdict, read_once_note,
 };
 pub use prices::{MAX_PRICES, Price};
-pub use promise::Ceiling;
+pub use promise::{AlreadyBound, Ceiling};
 pub use providers::{KeySource, MAX_PROVIDERS, ProviderInstance, ProviderKind};
 pub use rule::{Key, Rule, RuleSource, Specificity};
 pub use search::{

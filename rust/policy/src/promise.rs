@@ -17,6 +17,11 @@ pub trait Ceiling: Send + Sync {
     fn ceiling(&self, action: &str) -> Option<(Decision, String)>;
 }
 
+/// A second binding of a policy that is already bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the session's ceiling is already set")]
+pub struct AlreadyBound;
+
 /// The ceiling a policy is bound by, set at most once.
 #[derive(Default)]
 pub(crate) struct Bound(OnceLock<Arc<dyn Ceiling>>);
@@ -34,11 +39,8 @@ impl std::fmt::Debug for Bound {
 impl Policy {
     /// Bounds every later answer of this policy by `ceiling`, a further
     /// term of each decision's minimum; set once (a second is refused).
-    pub fn bound_by(&self, ceiling: Arc<dyn Ceiling>) -> Result<(), String> {
-        self.bound
-            .0
-            .set(ceiling)
-            .map_err(|_| "the session's ceiling is already set".to_owned())
+    pub fn bound_by(&self, ceiling: Arc<dyn Ceiling>) -> Result<(), AlreadyBound> {
+        self.bound.0.set(ceiling).map_err(|_| AlreadyBound)
     }
 
     /// `verdict` for `action` held under the bound ceiling: where a
