@@ -295,8 +295,7 @@ fn check<T>(channel: Channel, step: Step, index: u32, result: Result<T, Errno>) 
 }
 
 fn close(fd: RawFd) {
-    // SAFETY: closing a descriptor this process owns.
-    unsafe { libc::close(fd) };
+    sys::close(fd);
 }
 
 fn errno_of(ret: libc::c_int) -> Result<libc::c_int, Errno> {
@@ -990,19 +989,14 @@ fn run_program(plan: &ChildPlan, channel: Channel) -> ! {
         // (Rust ignores SIGPIPE in Chock itself).
         unsafe { libc::signal(*signal, libc::SIG_DFL) };
     }
-    // SAFETY: own process group, so init can signal the whole job.
-    check(
-        channel,
-        Step::Setpgid,
-        0,
-        errno_of(unsafe { libc::setpgid(0, 0) }),
-    );
-    // SAFETY: prctl with integer arguments.
+    // Its own process group, so init can signal the whole job.
+    let this = nix::unistd::Pid::from_raw(0);
+    check(channel, Step::Setpgid, 0, nix::unistd::setpgid(this, this));
     check(
         channel,
         Step::NoNewPrivs,
         0,
-        errno_of(unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) }),
+        nix::sys::prctl::set_no_new_privs(),
     );
     check(
         channel,
@@ -1028,12 +1022,11 @@ fn run_program(plan: &ChildPlan, channel: Channel) -> ! {
             nix::sys::resource::setrlimit(*resource, limit.rlim_cur, limit.rlim_max),
         );
     }
-    // SAFETY: NUL-terminated path.
     check(
         channel,
         Step::Chdir,
         0,
-        errno_of(unsafe { libc::chdir(plan.cwd.as_ptr()) }),
+        nix::unistd::chdir(plan.cwd.as_c_str()),
     );
     check(channel, Step::CloseRange, 0, sys::close_range_cloexec(3));
     if let Some(direct) = &plan.direct {
