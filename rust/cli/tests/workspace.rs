@@ -437,6 +437,26 @@ fn tree_of(fx: &Fixture, session: &str) -> PathBuf {
     project.join(session).join("tree")
 }
 
+/// The checkout leaves every file's stat data in the session's index, so
+/// no later `git status` or `git add -A` of the session (every apply runs
+/// one) hashes the whole tree again: `diff-files`, which compares the
+/// index's stat data with the files and refreshes nothing, names none.
+#[test]
+fn the_workspace_index_holds_the_stat_data_of_every_file_checked_out() {
+    let fx = repo(".{}\n");
+    std::fs::create_dir_all(fx.project.join("src")).expect("mkdir");
+    for n in 0..20 {
+        std::fs::write(fx.project.join(format!("src/{n}.txt")), format!("{n}\n")).expect("file");
+    }
+    git(&fx.project, &["add", "."]);
+    git(&fx.project, &["commit", "-q", "-m", "files"]);
+    let out = in_workspace(&fx, &[], "true");
+    assert!(out.status.success(), "{}", describe(&out));
+    let tree = tree_of(&fx, "exec");
+    assert_eq!(git(&tree, &["ls-files"]).lines().count(), 22);
+    assert_eq!(git(&tree, &["diff-files", "--name-only"]), "");
+}
+
 #[test]
 fn a_deny_read_file_is_unreadable_inside_even_while_names_are_swapped() {
     let fx = repo(".{ .deny_read = .{ \"conf/secret\" } }\n");
