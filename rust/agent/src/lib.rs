@@ -228,8 +228,8 @@ pub enum RunError {
     Own(String),
     /// The budget cannot be held (a dollar budget for a model with no
     /// price, or no amount); nothing was made.
-    #[error("{0}")]
-    Budget(String),
+    #[error(transparent)]
+    Budget(spending::BudgetError),
     /// The async runtime could not start.
     #[error("could not start the session's runtime: {0}; free some memory or threads and retry")]
     Runtime(std::io::Error),
@@ -351,7 +351,7 @@ impl Session {
         let project_text = project.dir.display().to_string();
         let sessions = Sessions::from_env()?;
         let opened = record::open_session(&sessions, &options, &project_text)?;
-        let scratchpad = scratch::Scratchpad::make().map_err(RunError::Own)?;
+        let scratchpad = scratch::Scratchpad::make().map_err(|e| RunError::Own(e.to_string()))?;
         let serve = ServeOptions {
             project: Some(project.dir),
             workspace_session: Some(opened.id.clone()),
@@ -702,7 +702,7 @@ impl Session {
         }));
         Closed {
             workspace,
-            scratchpad_left: scratchpad.remove().err(),
+            scratchpad_left: scratchpad.remove().err().map(|e| e.to_string()),
         }
     }
 }
