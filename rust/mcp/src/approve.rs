@@ -103,7 +103,7 @@ pub enum Event {
     /// The answer to `watch`: from now on every question comes here.
     Watching,
     /// A question waiting for an answer.
-    Question { id: u64, question: Asked },
+    Question { id: u64, question: Box<Asked> },
     /// The answer sent on this connection was taken (with the scope of a
     /// yes beyond once).
     Answered {
@@ -305,7 +305,7 @@ impl ApproveHub {
             let id = state.next_id;
             state.broadcast(&Event::Question {
                 id,
-                question: question.clone(),
+                question: Box::new(question.clone()),
             });
             chock_notify::spawn(notice(&question));
             state.pending.insert(id, Pending { question, reply });
@@ -442,7 +442,7 @@ async fn serve_connection(hub: ApproveHub, stream: UnixStream) {
                     events
                         .send(Event::Question {
                             id: *id,
-                            question: pending.question.clone(),
+                            question: Box::new(pending.question.clone()),
                         })
                         .ok();
                 }
