@@ -258,7 +258,7 @@ const TMP_SIZE_MASK: i64 = (1 << 40) - 1;
 fn inside_probe() -> i64 {
     let mut result = 0i64;
     if let Ok(fs) = nix::sys::statfs::statfs(c"/run/chock/tmp") {
-        result |= (fs.blocks() as i64).saturating_mul(fs.block_size() as i64) & TMP_SIZE_MASK;
+        result |= (fs.blocks() as i64).saturating_mul(fs.block_size()) & TMP_SIZE_MASK;
     }
     if crate::caps::current().map_or(true, |(e, p, i)| e | p | i != 0) {
         result |= CAPS_LEFT;

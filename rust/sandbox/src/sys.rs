@@ -1,9 +1,11 @@
-//! The raw system calls the sandbox needs and that neither libc nor nix wraps
-//! the way we need them: clone with a pidfd and no new stack (and `clone3`
-//! into a cgroup), a process started sharing memory until it executes, the
-//! Landlock calls on a ruleset fd, `mount_setattr`,
-//! `pivot_root`, `close_range` and
-//! `pidfd_send_signal`; in [`notify`], those of the router's direct path
+//! The sandbox's one syscall layer beside nix: every call nix does not wrap
+//! the way we need it, each as one safe function, and the only place in the
+//! crate with `unsafe` (bar `child`'s last raw calls). Clone with a pidfd and
+//! no new stack (and `clone3` into a cgroup) behind [`fork_running`] and
+//! [`fork_with_pidfd`], a process started sharing memory until it executes,
+//! the Landlock calls on a ruleset fd, `mount_setattr`, `pivot_root`,
+//! `close_range`, `pidfd_send_signal`, capabilities, signal actions and the
+//! doctor's probes; in [`notify`], those of the router's direct path
 //! (seccomp notifications, `pidfd_getfd`, socket options).
 //!
 //! Everything here is callable between `clone` and `execve` in a child of a
