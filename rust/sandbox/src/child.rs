@@ -365,16 +365,7 @@ pub(crate) fn run_init(plan: &ChildPlan, channel: Channel) -> ! {
 }
 
 fn wait_for_go(channel: Channel) {
-    let mut byte = [0u8; 1];
-    loop {
-        // SAFETY: reading one byte into a local buffer.
-        let n = unsafe { libc::read(channel.go, byte.as_mut_ptr().cast(), 1) };
-        if n == 1 {
-            return;
-        }
-        if n < 0 && Errno::last() == Errno::EINTR {
-            continue;
-        }
+    if sys::read_byte(channel.go) != Ok(true) {
         fail(channel, Step::ParentGone, 0, Errno::ESRCH);
     }
 }
@@ -402,14 +393,7 @@ fn join_cgroups(plan: &ChildPlan, channel: Channel) {
 /// The parent keeps its end of `go` open while it lives; a hang-up now means
 /// it died before PR_SET_PDEATHSIG was in place.
 fn parent_still_there(channel: Channel) {
-    let mut pollfd = libc::pollfd {
-        fd: channel.go,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one pollfd, zero timeout.
-    let n = unsafe { libc::poll(&mut pollfd, 1, 0) };
-    if n > 0 && pollfd.revents & libc::POLLHUP != 0 {
+    if sys::hung_up(channel.go) {
         fail(channel, Step::ParentGone, 0, Errno::ESRCH);
     }
 }
@@ -417,12 +401,11 @@ fn parent_still_there(channel: Channel) {
 fn connect_stdio(plan: &ChildPlan, channel: Channel) {
     for (target, source) in plan.stdio.iter().enumerate() {
         if let Some(fd) = *source {
-            // SAFETY: dup2 onto a standard descriptor.
             check(
                 channel,
                 Step::Stdio,
                 target as u32,
-                errno_of(unsafe { libc::dup2(fd, target as libc::c_int) }),
+                sys::dup_onto(fd, target as RawFd),
             );
         }
     }

@@ -1445,6 +1445,42 @@ pub(crate) fn capset(data: &[CapData; 2]) -> Result<(), Errno> {
     result(ret).map(drop)
 }
 
+/// Reads one byte from `fd`, retrying on EINTR; `Ok(false)` at end of
+/// file. Allocation-free.
+pub(crate) fn read_byte(fd: RawFd) -> Result<bool, Errno> {
+    let mut byte = [0u8; 1];
+    loop {
+        // SAFETY: reading at most one byte into a local buffer.
+        let n = unsafe { libc::read(fd, byte.as_mut_ptr().cast(), 1) };
+        match result(n as libc::c_long) {
+            Ok(read) => return Ok(read == 1),
+            Err(Errno::EINTR) => continue,
+            Err(errno) => return Err(errno),
+        }
+    }
+}
+
+/// Whether the other end of the pipe `fd` has hung up, looked at without
+/// waiting. Allocation-free.
+pub(crate) fn hung_up(fd: RawFd) -> bool {
+    let mut pollfd = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one live pollfd, zero timeout.
+    let n = unsafe { libc::poll(&mut pollfd, 1, 0) };
+    n > 0 && pollfd.revents & libc::POLLHUP != 0
+}
+
+/// `dup2(from, onto)`: `onto` (a standard descriptor) becomes a copy of
+/// `from`. Allocation-free.
+pub(crate) fn dup_onto(from: RawFd, onto: RawFd) -> Result<(), Errno> {
+    // SAFETY: dup2 takes two integers; `onto` is the caller's to replace.
+    let ret = unsafe { libc::dup2(from, onto) };
+    result(libc::c_long::from(ret)).map(drop)
+}
+
 /// Whether `io_uring_setup` is refused with `EPERM` (as the sandbox's
 /// seccomp filter answers); a null params pointer makes any other kernel
 /// fail it with another errno, so no ring is ever made.
