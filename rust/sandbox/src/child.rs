@@ -739,25 +739,8 @@ fn run_op(op: &Op, opened: &mut Opened) -> Result<(), Errno> {
             path.as_c_str(),
             nix::unistd::UnlinkatFlags::RemoveDir,
         ),
-        Op::LoopbackUp => loopback_up(),
+        Op::LoopbackUp => sys::loopback_up(),
     }
-}
-
-fn loopback_up() -> Result<(), Errno> {
-    // SAFETY: a datagram socket only to issue the interface ioctls.
-    let fd =
-        errno_of(unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) })?;
-    // SAFETY: ifreq is plain data; zeroed is a valid value.
-    let mut request: libc::ifreq = unsafe { std::mem::zeroed() };
-    for (slot, byte) in request.ifr_name.iter_mut().zip(b"lo\0") {
-        *slot = *byte as libc::c_char;
-    }
-    request.ifr_ifru.ifru_flags =
-        (libc::IFF_UP | libc::IFF_LOOPBACK | libc::IFF_RUNNING) as libc::c_short;
-    // SAFETY: SIOCSIFFLAGS reads the ifreq we pass.
-    let result = errno_of(unsafe { libc::ioctl(fd, libc::SIOCSIFFLAGS as _, &request) }).map(drop);
-    close(fd);
-    result
 }
 
 fn add_child_rules(plan: &ChildPlan, channel: Channel) {
@@ -919,8 +902,11 @@ impl FloorWatch {
         }
         self.next = None;
         report(channel, Kind::SpaceFloor, 0, 0);
-        // SAFETY: from init, -1 is every other process of its PID namespace.
-        unsafe { libc::kill(-1, libc::SIGKILL) };
+        // From init, -1 is every other process of its PID namespace.
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(-1),
+            nix::sys::signal::Signal::SIGKILL,
+        );
     }
 
     /// How long init may wait for a signal before it must look again

@@ -1481,6 +1481,25 @@ pub(crate) fn dup_onto(from: RawFd, onto: RawFd) -> Result<(), Errno> {
     result(libc::c_long::from(ret)).map(drop)
 }
 
+/// Brings the loopback interface up (`SIOCSIFFLAGS` on `lo`).
+/// Allocation-free: runs between `clone` and `execve`.
+pub(crate) fn loopback_up() -> Result<(), Errno> {
+    // SAFETY: a datagram socket only to issue the interface ioctls.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    let fd = result(libc::c_long::from(fd))? as RawFd;
+    // SAFETY: ifreq is plain data; zeroed is a valid value.
+    let mut request: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (slot, byte) in request.ifr_name.iter_mut().zip(b"lo\0") {
+        *slot = *byte as libc::c_char;
+    }
+    request.ifr_ifru.ifru_flags =
+        (libc::IFF_UP | libc::IFF_LOOPBACK | libc::IFF_RUNNING) as libc::c_short;
+    // SAFETY: SIOCSIFFLAGS reads the ifreq we pass.
+    let ret = unsafe { libc::ioctl(fd, libc::SIOCSIFFLAGS as _, &request) };
+    close(fd);
+    result(libc::c_long::from(ret)).map(drop)
+}
+
 /// Whether `io_uring_setup` is refused with `EPERM` (as the sandbox's
 /// seccomp filter answers); a null params pointer makes any other kernel
 /// fail it with another errno, so no ring is ever made.
