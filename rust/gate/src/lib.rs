@@ -335,6 +335,7 @@ pub fn line(
         decided_by: chock_log::DecidedBy::from(&verdict.decided_by),
         answered_by: end.1,
         subject,
+        scope: None,
     }
 }
 

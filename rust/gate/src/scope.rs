@@ -18,41 +18,7 @@ use chock_policy::{Answer, Asker, EditError, Key, Question, RuleEdit, Verdict};
 
 use crate::{Route, Settled, Step};
 
-/// How far a yes reaches.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum Scope {
-    /// This act only.
-    #[default]
-    Once,
-    /// Every identical act (same action, agent kind and tool) until the
-    /// asking session ends.
-    Session,
-    /// From now on: the suggested rule is written into `chock.zon`.
-    Always,
-}
-
-impl Scope {
-    /// The word the log and the approve socket carry.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Scope::Once => "once",
-            Scope::Session => "session",
-            Scope::Always => "always",
-        }
-    }
-
-    pub fn parse(word: &str) -> Option<Scope> {
-        match word {
-            "once" => Some(Scope::Once),
-            "session" => Some(Scope::Session),
-            "always" => Some(Scope::Always),
-            _ => None,
-        }
-    }
-}
+pub use chock_log::Scope;
 
 /// The scopes one question offers beyond "once".
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

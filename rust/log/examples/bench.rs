@@ -40,6 +40,7 @@ fn entry(i: usize) -> Entry {
         subject: Some(format!(
             "/nix/store/00000000000000000000000000000000-tool{i}/bin/tool"
         )),
+        scope: None,
     }
 }
 

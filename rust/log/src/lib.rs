@@ -22,6 +22,7 @@
 //!     decided_by: DecidedBy { layer: Layer::Project, file: Some("/src/demo/chock.zon".into()), line: Some(12), policy: None, held: None },
 //!     answered_by: AnsweredBy::Rule,
 //!     subject: Some("/nix/store/...-demo.drv".into()),
+//!     scope: None,
 //! };
 //! chock_log::append(&entry, Rotation::default());
 //! ```
@@ -53,7 +54,7 @@ use std::time::Duration;
 
 pub use error::LogError;
 pub use location::{dir_from_env, state_dir_from_env};
-pub use record::{AnsweredBy, DecidedBy, Entry, Head, HeadError, Held, Record, Sha256Hash};
+pub use record::{AnsweredBy, DecidedBy, Entry, Head, HeadError, Held, Record, Scope, Sha256Hash};
 pub use records::{LogLine, Records};
 pub use route::Route;
 pub use verify::{Break, BreakKind, ChainStart, KeptHead, SeqPrev, Verification};

@@ -37,6 +37,51 @@ pub struct Entry {
     pub answered_by: AnsweredBy,
     /// What the act was about, by name only (a derivation, a host, a program).
     pub subject: Option<String>,
+    /// How far a person's yes reached, when a person said yes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<Scope>,
+}
+
+/// How far a person's yes reaches: this once, the rest of the session, or
+/// always (the rule written into the project's `chock.zon`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    /// This act only.
+    #[default]
+    Once,
+    /// Every identical act (same action, agent kind and tool) until the
+    /// asking session ends.
+    Session,
+    /// From now on: the suggested rule is written into `chock.zon`.
+    Always,
+}
+
+impl Scope {
+    /// The word the log and the approve socket carry.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::Once => "once",
+            Scope::Session => "session",
+            Scope::Always => "always",
+        }
+    }
+
+    /// The scope `word` names, if any.
+    pub fn parse(word: &str) -> Option<Scope> {
+        match word {
+            "once" => Some(Scope::Once),
+            "session" => Some(Scope::Session),
+            "always" => Some(Scope::Always),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 impl From<&chock_policy::DecidedBy> for DecidedBy {
@@ -281,7 +326,25 @@ mod tests {
             },
             answered_by: AnsweredBy::Rule,
             subject: None,
+            scope: None,
         }
+    }
+
+    #[test]
+    fn a_person_s_scope_is_written_last_and_reads_back() {
+        for scope in [Scope::Once, Scope::Session, Scope::Always] {
+            let mut entry = entry();
+            entry.answered_by = AnsweredBy::Person;
+            entry.scope = Some(scope);
+            let line = serde_json::to_string(&entry).unwrap();
+            let word = format!(r#","subject":null,"scope":"{scope}"}}"#);
+            assert!(line.ends_with(&word), "{line}");
+            assert_eq!(serde_json::from_str::<Entry>(&line).unwrap(), entry);
+            assert_eq!(Scope::parse(scope.as_str()), Some(scope));
+        }
+        let plain = serde_json::to_string(&entry()).unwrap();
+        let unknown = format!(r#"{},"scope":"forever"}}"#, &plain[..plain.len() - 1]);
+        assert!(serde_json::from_str::<Entry>(&unknown).is_err());
     }
 
     #[test]

@@ -325,6 +325,7 @@ mod tests {
             },
             answered_by: AnsweredBy::Person,
             subject: Some("example.org\n".into()),
+            scope: None,
         }
     }
 

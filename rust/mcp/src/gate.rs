@@ -179,14 +179,30 @@ impl Session {
         verdict: &Verdict,
         settled: &Settled,
     ) {
+        self.record_scoped(agent, tool, action, subject, verdict, (settled, None));
+    }
+
+    /// [`Session::record`] of a person's yes, with how far it reached.
+    fn record_scoped(
+        &self,
+        agent: &str,
+        tool: &str,
+        action: &str,
+        subject: Option<&str>,
+        verdict: &Verdict,
+        (settled, scope): (&Settled, Option<Scope>),
+    ) {
         let key = Key::new(action).with_tool(tool).with_agent_kind(agent);
-        let entry = settled.entry(
-            ROUTE,
-            self.project.dir.display().to_string(),
-            &key,
-            verdict,
-            subject.map(str::to_owned),
-        );
+        let entry = chock_log::Entry {
+            scope,
+            ..settled.entry(
+                ROUTE,
+                self.project.dir.display().to_string(),
+                &key,
+                verdict,
+                subject.map(str::to_owned),
+            )
+        };
         if self.log.append(&entry).is_none() {
             tracing::warn!("the decision for {action} was not logged");
         }
@@ -291,8 +307,8 @@ impl Session {
     /// Keeps a person's yes for `scope` (a session's grant, or the rule
     /// written into `chock.zon`, logged as `policy.edit` with the rule as
     /// its subject). A rule that cannot be written leaves the yes once,
-    /// and says why on stderr.
-    fn keep(&self, scope: Scope, key: &Key, question: &Question) {
+    /// and says why on stderr. Returns the scope kept.
+    fn keep(&self, scope: Scope, key: &Key, question: &Question) -> Scope {
         let project_file = self.policy.project_file();
         match chock_gate::scope::keep(scope, key, question, Some(&self.grants), project_file) {
             Ok(Some(edit)) => {
@@ -305,21 +321,25 @@ impl Session {
                 let verdict = Verdict::bare(Decision::Allow, Layer::Project);
                 let settled = chock_gate::heard(Decision::Ask, Answer::Yes);
                 for rule in &question.rules {
-                    self.record(
+                    self.record_scoped(
                         &key.agent_kind,
                         "",
                         POLICY_EDIT,
                         Some(&rule.rule),
                         &verdict,
-                        &settled,
+                        (&settled, Some(Scope::Always)),
                     );
                 }
+                scope
             }
-            Ok(None) => {}
-            Err(why) => eprintln!(
-                "{}: the answer \"always\" was kept for this once: {why}",
-                self.command
-            ),
+            Ok(None) => scope,
+            Err(why) => {
+                eprintln!(
+                    "{}: the answer \"always\" was kept for this once: {why}",
+                    self.command
+                );
+                Scope::Once
+            }
         }
     }
 
@@ -359,16 +379,19 @@ impl Session {
             }
             None => (chock_gate::before_asking(ROUTE, &verdict), None),
         };
-        let (settled, why) = match step {
-            Step::Settled(settled) => (settled, None),
+        let (settled, why, scope) = match step {
+            Step::Settled(settled) => (settled, None, None),
             // A redirect hop is never asked: a page could otherwise ask at every hop.
             Step::Ask if asking != Asking::Person => (
                 chock_gate::heard(verdict.decision, Answer::Unavailable),
                 None,
+                None,
             ),
-            Step::Ask if self.grants.granted(&self.key(client, act)) => {
-                (chock_gate::heard(verdict.decision, Answer::Yes), None)
-            }
+            Step::Ask if self.grants.granted(&self.key(client, act)) => (
+                chock_gate::heard(verdict.decision, Answer::Yes),
+                None,
+                Some(Scope::Session),
+            ),
             Step::Ask => {
                 let question = question(act, &verdict, reviewed.as_ref());
                 let offer = Offer::of(&question, true, self.policy.project_file());
@@ -377,28 +400,28 @@ impl Session {
                 let heard = tokio::task::spawn_blocking(move || asker.ask_offering(&asked, offer))
                     .await
                     .unwrap_or_else(|e| Some(Reply::Unanswered(format!("asking failed ({e})"))));
-                let (answer, why) = match heard {
+                let (answer, why, scope) = match heard {
                     Some(Reply::YesFor(scope)) => {
-                        self.keep(scope, &self.key(client, act), &question);
-                        (Answer::Yes, None)
+                        let kept = self.keep(scope, &self.key(client, act), &question);
+                        (Answer::Yes, None, Some(kept))
                     }
-                    Some(Reply::Yes) => (Answer::Yes, None),
-                    Some(Reply::No) => (Answer::No, None),
-                    Some(Reply::NoBecause(reason)) => (Answer::No, Some(reason)),
-                    Some(Reply::Cancelled) => (Answer::Cancelled, None),
-                    Some(Reply::Unanswered(why)) => (Answer::Unavailable, Some(why)),
-                    None => (Answer::Unavailable, None),
+                    Some(Reply::Yes) => (Answer::Yes, None, Some(Scope::Once)),
+                    Some(Reply::No) => (Answer::No, None, None),
+                    Some(Reply::NoBecause(reason)) => (Answer::No, Some(reason), None),
+                    Some(Reply::Cancelled) => (Answer::Cancelled, None, None),
+                    Some(Reply::Unanswered(why)) => (Answer::Unavailable, Some(why), None),
+                    None => (Answer::Unavailable, None, None),
                 };
-                (chock_gate::heard(verdict.decision, answer), why)
+                (chock_gate::heard(verdict.decision, answer), why, scope)
             }
         };
-        self.record(
+        self.record_scoped(
             &agent,
             act.tool,
             action,
             act.subject.as_deref(),
             &verdict,
-            &settled,
+            (&settled, scope),
         );
         let change = change_sentence(&verdict);
         let by = decided_by_words(&verdict);

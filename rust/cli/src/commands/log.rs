@@ -391,7 +391,7 @@ fn row(record: &Record) -> Row {
         entry.route.to_string(),
         entry.action.clone(),
         entry.decision.to_string(),
-        decided_by(entry.answered_by, &entry.decided_by),
+        answered(entry),
         entry.subject.clone().unwrap_or_default(),
     ]
 }
@@ -403,6 +403,15 @@ fn readable_time(ts: &str) -> String {
             format!("{date} {time}")
         }
         _ => ts.to_owned(),
+    }
+}
+
+/// Who answered, in words, with how far a person's yes reached when it is logged.
+fn answered(entry: &Entry) -> String {
+    let by = decided_by(entry.answered_by, &entry.decided_by);
+    match entry.scope {
+        Some(scope) => format!("{by} ({scope})"),
+        None => by,
     }
 }
 
@@ -486,6 +495,7 @@ fn append(log: &Log, args: &AppendArgs) -> anyhow::Result<ExitCode> {
         },
         answered_by: AnsweredBy::Nobody,
         subject: args.subject.clone(),
+        scope: None,
     };
     let mut out = crate::out::stdout();
     for _ in 0..args.count {

@@ -29,6 +29,7 @@ pub fn entry(i: usize) -> Entry {
         },
         answered_by: AnsweredBy::Rule,
         subject: Some(format!("file-{i}")),
+        scope: None,
     }
 }
 
