@@ -544,6 +544,9 @@ fn a_yes_for_the_session_answers_the_same_call_again_unasked_and_writes_nothing(
     let lines = env.logged("call.read_file");
     assert_eq!(lines.len(), 2, "{lines:#?}");
     env.assert_logged("call.read_file", "allow", "person");
+    // Both are logged as the person's yes for this session: the one asked and the one it answered.
+    let scopes: Vec<&Value> = lines.iter().map(|l| &l["scope"]).collect();
+    assert_eq!(scopes, [&json!("session"), &json!("session")], "{lines:#?}");
     assert_eq!(
         env.read("chock.zon"),
         before,
@@ -582,12 +585,24 @@ fn a_yes_always_writes_the_rule_into_chock_zon_and_a_new_session_is_not_asked() 
     let edits = env.logged("policy.edit");
     assert_eq!(edits.len(), 1, "{:#?}", env.log_lines());
     assert_eq!(edits[0]["subject"], rule.as_str(), "{}", edits[0]);
+    assert_eq!(edits[0]["scope"], "always", "{}", edits[0]);
+    let asked = &env.logged("call.read_file")[0];
+    assert_eq!(
+        (&asked["answered_by"], &asked["scope"]),
+        (&json!("person"), &json!("always")),
+        "{asked}"
+    );
     // A new process allows it with nobody asked, by the written rule.
     let called = env
         .client(false, &["--no-approve"])
         .call("read_file", json!({"path": "a.txt"}));
     assert!(!called.is_error, "{called:?}");
     env.assert_logged("call.read_file", "allow", "rule");
+    let by_rule = env.last_logged("call.read_file");
+    assert!(
+        by_rule.get("scope").is_none(),
+        "a rule's answer has no scope: {by_rule}"
+    );
 }
 
 #[test]
