@@ -1,14 +1,102 @@
-//! Asking the person at the terminal: the question on stderr, a y/n answer
-//! read from stdin. With no terminal on both there is nobody to ask, and the
-//! caller refuses with the rules that would answer next time.
+//! Asking the person at the terminal: the question on stderr, the answer
+//! read from stdin with the letters `chock approve` takes (`y` once, `a`
+//! always where the rule is the project's to write, `n` or `n REASON`). A
+//! single command is no session, so "for this session" is not offered.
+//! With no terminal on both there is nobody to ask, and the caller refuses
+//! with the rules that would answer next time.
 
 use std::io::{BufRead, IsTerminal, Read, Write};
+use std::path::PathBuf;
+use std::sync::Mutex;
 
-use chock_policy::{Answer, Asker, Question};
+use chock_gate::{Offer, Scope, Word};
+use chock_policy::{Answer, Asker, Decision, Layer, Question, Verdict};
+
+use crate::commands::approve::{answers_offered, reason_of_no, scope_of_yes};
 
 /// The person at this terminal.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct TerminalAsker;
+#[derive(Debug, Default)]
+pub struct TerminalAsker {
+    /// The project's `chock.zon`, where a yes "always" writes the rule
+    /// that answers the question, and the log its edit goes to; without
+    /// it "always" is not offered.
+    project: Option<(PathBuf, EditLog)>,
+    /// The reason of the last no given with one, for the refusal.
+    reason: Mutex<Option<String>>,
+}
+
+/// Where a rule written for an "always" is logged, as `policy.edit` with
+/// the rule as its subject.
+#[derive(Debug)]
+pub struct EditLog {
+    pub log: chock_log::Log,
+    pub route: chock_gate::Route,
+    /// The project's folder, as the route's own lines name it.
+    pub project: String,
+}
+
+impl EditLog {
+    fn record(&self, question: &Question) {
+        let key = chock_policy::Key::new(chock_mcp::POLICY_EDIT);
+        let verdict = Verdict::bare(Decision::Allow, Layer::Project);
+        let settled = chock_gate::heard(Decision::Ask, Answer::Yes);
+        let entries: Vec<_> = question
+            .rules
+            .iter()
+            .map(|rule| {
+                settled.entry(
+                    self.route,
+                    self.project.clone(),
+                    &key,
+                    &verdict,
+                    Some(rule.rule.clone()),
+                )
+            })
+            .collect();
+        self.log.append_all(&entries);
+    }
+}
+
+impl TerminalAsker {
+    /// An asker that offers "always" for the project whose file is
+    /// `project_file`, logging what it writes to `edits`.
+    pub fn for_project(project_file: impl Into<PathBuf>, edits: EditLog) -> TerminalAsker {
+        TerminalAsker {
+            project: Some((project_file.into(), edits)),
+            reason: Mutex::default(),
+        }
+    }
+
+    /// The reason the person gave with their last no, if they gave one.
+    pub fn reason(&self) -> Option<String> {
+        self.reason.lock().ok().and_then(|r| r.clone())
+    }
+
+    fn offer(&self, question: &Question) -> Offer {
+        match &self.project {
+            Some((file, _)) => Offer::of(question, false, file),
+            None => Offer::default(),
+        }
+    }
+
+    /// Keeps a yes "always": the question's rules written into the
+    /// project's file, its diff shown and the edit logged. A rule that
+    /// cannot be written leaves the yes once, and says why.
+    fn keep_always(&self, question: &Question) {
+        let Some((file, edits)) = &self.project else {
+            return;
+        };
+        let key = chock_policy::Key::new(question.action.clone());
+        match chock_gate::scope::keep(Scope::Always, &key, question, None, file) {
+            Ok(Some(edit)) => {
+                eprintln!("chock: wrote to {}:\n{}", edit.file.display(), edit.diff());
+                edits.record(question);
+            }
+            Ok(None) => {}
+            Err(why) => eprintln!("chock: the answer \"always\" was kept for this once: {why}"),
+        }
+    }
+}
 
 impl Asker for TerminalAsker {
     fn ask(&self, question: &Question) -> Answer {
@@ -19,17 +107,25 @@ impl Asker for TerminalAsker {
         if !self.can_ask() {
             return Answer::Unavailable;
         }
+        let offer = self.offer(question);
         // The progress line stays hidden while the person reads and answers.
-        crate::progress::suspend(|| {
+        let word = crate::progress::suspend(|| {
             let mut stderr = std::io::stderr().lock();
-            let _ = write!(stderr, "{}", prompt(question));
+            let _ = write!(stderr, "{}", prompt(question, offer));
             let _ = stderr.flush();
             let mut line = String::new();
             match std::io::stdin().lock().read_line(&mut line) {
-                Ok(_) => read_answer(&line),
-                Err(_) => Answer::No,
+                Ok(_) => read_word(&line, offer),
+                Err(_) => Word::no(None),
             }
-        })
+        });
+        if word.answer == Answer::Yes && word.scope == Scope::Always {
+            self.keep_always(question);
+        }
+        if let Ok(mut reason) = self.reason.lock() {
+            reason.clone_from(&word.reason);
+        }
+        word.answer
     }
 
     /// Only with a terminal on stdin and stderr, as [`TerminalAsker::ask`] needs.
@@ -226,34 +322,49 @@ pub fn credential(
     })
 }
 
-/// The question as the person sees it.
-fn prompt(question: &Question) -> String {
+/// The question as the person sees it, with the answers it offers.
+fn prompt(question: &Question, offer: Offer) -> String {
     format!(
-        "chock asks: {}\nallow it this once? [y/N] ",
-        question.shown()
+        "chock asks: {}\n{}",
+        question.shown(),
+        answers_offered(&offer.scopes())
     )
 }
 
-/// `y` or `yes` (any case) is yes; anything else, an empty line or end of input, no.
-fn read_answer(line: &str) -> Answer {
-    match line.trim().to_ascii_lowercase().as_str() {
-        "y" | "yes" => Answer::Yes,
-        _ => Answer::No,
+/// `y` or `yes` (any case) is yes once, `a` or `always` yes always where
+/// offered, `n REASON` a no with that reason; anything else (an empty
+/// line, end of input, a scope not offered) is no.
+fn read_word(line: &str, offer: Offer) -> Word {
+    match scope_of_yes(line) {
+        Some(scope) if offer.offers(scope) => Word::yes(scope, offer),
+        _ => Word::no(reason_of_no(line).map(str::to_owned)),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use chock_policy::Decision;
 
     #[test]
-    fn only_yes_is_yes() {
-        assert_eq!(read_answer("y\n"), Answer::Yes);
-        assert_eq!(read_answer(" YES \n"), Answer::Yes);
-        for no in ["", "\n", "n", "no", "yess", "sure"] {
-            assert_eq!(read_answer(no), Answer::No, "{no:?}");
+    fn only_an_offered_yes_is_yes() {
+        let always = Offer {
+            session: false,
+            always: true,
+        };
+        assert_eq!(
+            read_word("y\n", Offer::default()),
+            Word::yes(Scope::Once, always)
+        );
+        assert_eq!(read_word(" YES \n", always), Word::yes(Scope::Once, always));
+        assert_eq!(read_word("a\n", always), Word::yes(Scope::Always, always));
+        for no in ["", "\n", "n", "no", "yess", "sure", "s"] {
+            assert_eq!(read_word(no, always), Word::no(None), "{no:?}");
         }
+        assert_eq!(read_word("a\n", Offer::default()), Word::no(None));
+        assert_eq!(
+            read_word("n not on main\n", always),
+            Word::no(Some("not on main".into()))
+        );
     }
 
     #[test]
@@ -269,8 +380,8 @@ mod tests {
             }],
         };
         assert_eq!(
-            prompt(&question),
-            "chock asks: nix.net.hosts\n  1 host\n    a.example:443\n  to stop being asked, add to .policy.rules in /p/chock.zon:\n    .{ .action = \"nix.net.build.example.a.443\", .decision = .allow },\nallow it this once? [y/N] "
+            prompt(&question, Offer::default()),
+            "chock asks: nix.net.hosts\n  1 host\n    a.example:443\n  to stop being asked, add to .policy.rules in /p/chock.zon:\n    .{ .action = \"nix.net.build.example.a.443\", .decision = .allow },\nallow it once? [y/N] (or `n REASON`: no, and the agent is told why) "
         );
     }
 

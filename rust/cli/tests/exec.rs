@@ -181,6 +181,54 @@ fn at_a_terminal_a_no_refuses_it_and_says_so() {
 }
 
 #[test]
+fn at_a_terminal_always_writes_the_rule_and_the_next_run_is_allowed_by_it() {
+    let (fx, done) = asked_at_a_terminal("a\n");
+    assert_eq!(done.code, Some(0), "terminal:\n{}", done.shown);
+    assert!(done.shown.contains("`a`: yes always"), "{}", done.shown);
+    assert!(!done.shown.contains("`s`"), "no session: {}", done.shown);
+    assert_eq!(done.stdout, "asked\n");
+    let rule = r#".{ .tool = "run_command", .action = "exec.path.echo", .decision = .allow }"#;
+    let zon = std::fs::read_to_string(fx.project.join("chock.zon")).expect("chock.zon");
+    assert!(zon.contains(rule), "{zon}");
+    assert!(
+        done.shown.contains("wrote to") && done.shown.contains(rule),
+        "the diff: {}",
+        done.shown
+    );
+    let edit = fx
+        .log_lines()
+        .into_iter()
+        .find(|l| l["action"] == "policy.edit")
+        .expect("the edit logged");
+    assert_eq!(edit["subject"], rule, "{edit}");
+    // No terminal now: only the rule can allow it.
+    let again = fx.exec(&[], &["echo", "asked"]);
+    assert_eq!(again.status.code(), Some(0), "{}", describe(&again));
+    let last = fx
+        .log_lines()
+        .into_iter()
+        .rfind(|l| l["action"] == "exec.path.echo")
+        .expect("logged");
+    assert_eq!(last["answered_by"], "rule", "{last}");
+}
+
+#[test]
+fn at_a_terminal_a_no_with_a_reason_refuses_it_saying_why() {
+    let (fx, done) = asked_at_a_terminal("n use the scratch folder\n");
+    assert_eq!(done.code, Some(125), "terminal:\n{}", done.shown);
+    assert!(
+        done.shown
+            .contains("you answered no, because: use the scratch folder"),
+        "{}",
+        done.shown
+    );
+    assert!(!done.stdout.contains("asked"), "{}", done.stdout);
+    echo_answered_by_the_person(&fx, "deny");
+    let zon = std::fs::read_to_string(fx.project.join("chock.zon")).expect("chock.zon");
+    assert!(!zon.contains(".allow"), "nothing written: {zon}");
+}
+
+#[test]
 fn nobody_is_asked_about_a_command_a_rule_refuses_anyway() {
     let fx = Fixture::host();
     fx.rules(

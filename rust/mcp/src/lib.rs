@@ -44,7 +44,7 @@ mod workspace;
 pub use ask::{Asked, CallAsker, Client, CredentialFor, Local, Reply};
 pub use chock_policy::Ceiling;
 pub use error::McpError;
-pub use gate::{Act, Decided, ForReview, Reviewed, Reviewer};
+pub use gate::{Act, Decided, ForReview, POLICY_EDIT, Reviewed, Reviewer};
 pub use server::INSTRUCTIONS;
 pub use session::{ServeOptions, serve, serve_stdio};
 pub use tools::{LSP_MAX_STARTS, LSP_TOOLS, TOOL_NAMES};

@@ -155,18 +155,18 @@ impl Asker for PagedAsker {
                     "(the diff was shown in your pager; `chock apply --no-pager` prints it here)"
                         .into(),
                 );
-                TerminalAsker.ask(&short)
+                TerminalAsker::default().ask(&short)
             }
-            _ => TerminalAsker.ask(question),
+            _ => TerminalAsker::default().ask(question),
         }
     }
 
     fn ask_text(&self, question: &Question) -> Option<String> {
-        TerminalAsker.ask_text(question)
+        TerminalAsker::default().ask_text(question)
     }
 
     fn can_ask(&self) -> bool {
-        TerminalAsker.can_ask()
+        TerminalAsker::default().can_ask()
     }
 }
 

@@ -300,7 +300,7 @@ fn answer(watcher: &mut Watcher, mut shown: Shown, line: &str) -> anyhow::Result
 }
 
 /// The answers a question offers, as the prompt lists them.
-fn answers_offered(scopes: &[Scope]) -> String {
+pub(crate) fn answers_offered(scopes: &[Scope]) -> String {
     let mut more = String::new();
     if scopes.contains(&Scope::Session) {
         more.push_str("`s`: yes for this session, ");
@@ -314,7 +314,7 @@ fn answers_offered(scopes: &[Scope]) -> String {
 /// The scope of a yes typed as `y`/`yes` (once), `s`/`session`, or
 /// `a`/`always`; `None` for anything else, which is no. A scope the
 /// question did not offer is read by the server as once.
-fn scope_of_yes(line: &str) -> Option<Scope> {
+pub(crate) fn scope_of_yes(line: &str) -> Option<Scope> {
     match line.trim().to_ascii_lowercase().as_str() {
         "y" | "yes" => Some(Scope::Once),
         "s" | "session" => Some(Scope::Session),
@@ -324,7 +324,7 @@ fn scope_of_yes(line: &str) -> Option<Scope> {
 }
 
 /// The reason in a no typed as `n REASON` or `no REASON`.
-fn reason_of_no(line: &str) -> Option<&str> {
+pub(crate) fn reason_of_no(line: &str) -> Option<&str> {
     let line = line.trim();
     let (word, rest) = line.split_once(char::is_whitespace)?;
     let reason = rest.trim();

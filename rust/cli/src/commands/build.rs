@@ -13,7 +13,7 @@ use chock_nix::{
 use chock_policy::{Answer, LoadOptions, Policy};
 use chock_sandbox::project::Project;
 
-use crate::ask::TerminalAsker;
+use crate::ask::{EditLog, TerminalAsker};
 use crate::exit;
 use crate::inputs::ProjectInputs;
 
@@ -63,10 +63,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         log: &log,
         asking: Asking::at_build(None),
     };
+    let asker = TerminalAsker::for_project(
+        policy.project_file(),
+        EditLog {
+            log: log.clone(),
+            route: ROUTE,
+            project: request.project.to_string_lossy().into_owned(),
+        },
+    );
     let context = Context {
         policy: &policy,
         evaluator: &FixEvaluator::for_policy(&policy),
-        asker: &TerminalAsker,
+        asker: &asker,
         log: &log,
         route: ROUTE,
         daemon: Default::default(),

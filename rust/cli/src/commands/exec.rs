@@ -9,15 +9,16 @@ use std::process::ExitCode;
 
 use chock_gate::{Layout, Refusal, Refused};
 use chock_inputs::Asking;
-use chock_log::AnsweredBy;
+use chock_log::{AnsweredBy, Log};
 use chock_nix::BuildError;
+use chock_policy::Policy;
 use chock_sandbox::devshell::DevShellError;
 use chock_sandbox::exec::{self, ExecError, ExecRequest, Planned};
 use chock_sandbox::project::Project;
 use chock_sandbox::workspace::{self, SessionWorkspace};
 use chock_sandbox::{Exit, SandboxError};
 
-use crate::ask::TerminalAsker;
+use crate::ask::{EditLog, TerminalAsker};
 use crate::exit;
 use crate::inputs::ProjectInputs;
 
@@ -138,8 +139,9 @@ fn execute(args: Args) -> anyhow::Result<ExitCode> {
             route: exec::ROUTE,
         },
     };
+    let asker = terminal(&policy, &log, &request.project);
     let planned = match crate::progress::during(|| {
-        exec::plan(&request, &policy, &log, &TerminalAsker, Some(&inputs))
+        exec::plan(&request, &policy, &log, &asker, Some(&inputs))
     }) {
         Ok(planned) => planned,
         Err(error) => return Ok(failed(&error, args.json)),
@@ -155,14 +157,14 @@ fn execute(args: Args) -> anyhow::Result<ExitCode> {
         .map(|p| p.to_string_lossy().into_owned())
         .unwrap_or_default();
     let Some(prepared) = planned.prepared else {
-        return Ok(refused(&planned, &program, args.json));
+        return Ok(refused(&planned, &program, asker.reason(), args.json));
     };
     // With a router, each host the program reaches is asked at this terminal.
     let router = match exec::router(
         chock_sandbox::netmode::session(&policy),
         policy.clone(),
         &log,
-        std::sync::Arc::new(TerminalAsker),
+        std::sync::Arc::new(terminal(&policy, &log, &request.project)),
         (exec::ROUTE, exec::AGENT_KIND),
         &request.project,
     ) {
@@ -223,7 +225,19 @@ fn execute(args: Args) -> anyhow::Result<ExitCode> {
 /// Anything that does not go ahead: refused by a rule, by the person at
 /// this terminal, or asked with no terminal to ask at. Says which rule
 /// would let the program run.
-fn refused(planned: &Planned, program: &str, json: bool) -> ExitCode {
+/// The person at this terminal, who may answer "always" for the project.
+fn terminal(policy: &Policy, log: &Log, project: &Project) -> TerminalAsker {
+    TerminalAsker::for_project(
+        policy.project_file(),
+        EditLog {
+            log: log.clone(),
+            route: exec::ROUTE,
+            project: project.dir.to_string_lossy().into_owned(),
+        },
+    )
+}
+
+fn refused(planned: &Planned, program: &str, reason: Option<String>, json: bool) -> ExitCode {
     let verdict = &planned.verdict;
     if json {
         let report = serde_json::json!({
@@ -255,7 +269,11 @@ fn refused(planned: &Planned, program: &str, json: bool) -> ExitCode {
     };
     match why {
         Refused::PersonSaidNo => eprintln!(
-            "chock: `{program}` is {action}, answered {decision} by {by}, and you answered no"
+            "chock: `{program}` is {action}, answered {decision} by {by}, and you answered no{}",
+            reason.map_or(String::new(), |r| format!(
+                ", because: {}",
+                chock_policy::visible(&r)
+            ))
         ),
         Refused::Nobody => eprintln!(
             "chock: `{program}` is {action}, answered {decision} by {by}; chock exec asks at its terminal, and it has none (stdin and stderr are not a terminal), so it is refused"

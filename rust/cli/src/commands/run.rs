@@ -365,7 +365,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         eprintln!("chock run: {e:#}");
         return Ok(exit::FAILURE.into());
     }
-    let ended = chock_agent::run(options, &task, Arc::new(TerminalAsker), show, &cancel);
+    let ended = chock_agent::run(
+        options,
+        &task,
+        Arc::new(TerminalAsker::default()),
+        show,
+        &cancel,
+    );
     if let Some(json) = json.as_mut() {
         json.end(&ended);
     }
