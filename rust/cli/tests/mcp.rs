@@ -1490,6 +1490,51 @@ fn the_server_ends_when_the_client_closes_stdin() {
     );
 }
 
+/// `chock approve` at a terminal reads an apply's diff through `$PAGER`
+/// first, then asks with the question's lines above the diff.
+#[test]
+fn chock_approve_at_a_terminal_pages_the_apply_s_diff_then_asks() {
+    use sandbox_fixture::git_stdout as git;
+    let env = Env::new();
+    env.write("a.txt", "hello\n");
+    env.zon(
+        ".{ .policy = .{ .rules = .{ .{ .action = \"workspace.apply\", .decision = .ask } } } }\n",
+    );
+    git(&env.project, &["init", "-q", "-b", "main"]);
+    git(&env.project, &["add", "."]);
+    git(&env.project, &["commit", "-q", "-m", "init"]);
+    let mut client = env.client(false, &["--workspace", "--ask-timeout", "20"]);
+    let wrote = client.call(
+        "write_file",
+        json!({"path": "new.txt", "content": "from the agent\n"}),
+    );
+    assert!(!wrote.is_error, "{wrote:?}");
+    let mut approver = Approver::on_terminal(&env);
+    approver.wait_for("watching chock mcp");
+    std::thread::scope(|scope| {
+        let driver = scope.spawn(move || client.call("request_apply", json!({})));
+        let shown = approver.wait_for("`n REASON`");
+        let paged = shown
+            .find("+from the agent")
+            .unwrap_or_else(|| panic!("the diff was paged: {shown}"));
+        let asked = shown.rfind("question ").expect("the question");
+        assert!(
+            paged < asked,
+            "the pager shows the diff before the prompt: {shown}"
+        );
+        assert!(
+            shown[asked..].contains("(the diff was shown in your pager)"),
+            "{shown}"
+        );
+        assert!(!shown[asked..].contains("+from the agent"), "{shown}");
+        approver.answer("y");
+        let applied = driver.join().expect("the client");
+        assert!(!applied.is_error, "{applied:?}");
+    });
+    assert_eq!(env.read("new.txt").as_deref(), Some("from the agent\n"));
+    env.assert_logged("workspace.apply", "allow", "person");
+}
+
 #[test]
 fn a_workspace_server_works_on_its_copy_until_request_apply_lands_it() {
     use sandbox_fixture::git_stdout as git;

@@ -3,19 +3,21 @@
 //! each named as the command it is (`chock run 1234`). The socket protocol is chock-mcp's; this
 //! module prints each question and reads the person's answer.
 
-use std::io::{BufRead, Write};
+use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
 
 use chock_gate::Scope;
-use chock_mcp::CredentialFor;
 use chock_mcp::approve::{self, Event, Heard, Watcher};
 use chock_mcp::credential::Credential;
+use chock_mcp::{Asked, CredentialFor};
 use chock_policy::visible;
 
-use crate::exit;
+use chock_sandbox::workspace::apply::diff_start;
+
+use crate::{exit, pager};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -89,6 +91,9 @@ struct Shown {
     from: String,
     id: u64,
     text: String,
+    /// For a question carrying a diff (an apply's): its text without the
+    /// diff, shown at the prompt when the diff was read in the pager.
+    without_diff: Option<String>,
     /// For a credential question: what it is for, and the user name typed
     /// once it has been.
     credential: Option<(CredentialFor, Option<String>)>,
@@ -131,7 +136,11 @@ fn watch(mut watcher: Watcher) -> anyhow::Result<ExitCode> {
         if current.is_none()
             && let Some(next) = queue.pop_front()
         {
-            outln!("\nquestion {} from {}:\n{}", next.id, next.from, next.text);
+            let text = match &next.without_diff {
+                Some(short) if paging() && pager::page(&next.text) => short,
+                _ => &next.text,
+            };
+            outln!("\nquestion {} from {}:\n{text}", next.id, next.from);
             match &next.credential {
                 Some((wanted, _)) => out!(
                     "user name for {}{}: ",
@@ -195,6 +204,7 @@ fn watch(mut watcher: Watcher) -> anyhow::Result<ExitCode> {
                     path,
                     id,
                     text: question.text(),
+                    without_diff: without_diff(&question),
                     credential: question.credential.map(|wanted| (wanted, None)),
                     wants_text: question.wants_text,
                     scopes: question.scopes,
@@ -297,6 +307,23 @@ fn answer(watcher: &mut Watcher, mut shown: Shown, line: &str) -> anyhow::Result
         eprintln!("chock approve: {error}");
     }
     Ok(None)
+}
+
+/// Whether a long question is read through the pager: this command's
+/// output is a terminal, and the pager can be shown there.
+fn paging() -> bool {
+    std::io::stdout().is_terminal() && pager::can_page()
+}
+
+/// The text of `question` without its diff, when it carries one.
+fn without_diff(question: &Asked) -> Option<String> {
+    let start = diff_start(&question.detail)?;
+    let mut short = question.clone();
+    short.detail.truncate(start);
+    short
+        .detail
+        .push("(the diff was shown in your pager)".into());
+    Some(short.text())
 }
 
 /// The answers a question offers, as the prompt lists them.

@@ -485,9 +485,34 @@ pub struct Approver {
 
 impl Approver {
     pub fn start(env: &Env) -> Approver {
-        let mut child = env
-            .chock()
-            .arg("approve")
+        let mut approve = env.chock();
+        approve.arg("approve");
+        Approver::spawn(approve)
+    }
+
+    /// `chock approve` on a terminal of its own (`script` gives it one as
+    /// its stdin, stdout and stderr), reading long questions through
+    /// `PAGER=cat`.
+    pub fn on_terminal(env: &Env) -> Approver {
+        let chock = env.chock();
+        let program = chock.get_program().to_string_lossy().replace('\'', "'\\''");
+        let mut script = Command::new("script");
+        script.args(["-qfec", &format!("exec '{program}' approve"), "/dev/null"]);
+        for (name, value) in chock.get_envs() {
+            match value {
+                Some(value) => script.env(name, value),
+                None => script.env_remove(name),
+            };
+        }
+        if let Some(dir) = chock.get_current_dir() {
+            script.current_dir(dir);
+        }
+        script.env("PAGER", "cat");
+        Approver::spawn(script)
+    }
+
+    fn spawn(mut approve: Command) -> Approver {
+        let mut child = approve
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
