@@ -43,8 +43,9 @@ impl EditLog {
         let entries: Vec<_> = question
             .rules
             .iter()
-            .map(|rule| {
-                settled.entry(
+            .map(|rule| chock_log::Entry {
+                scope: Some(Scope::Always),
+                ..settled.entry(
                     self.route,
                     self.project.clone(),
                     &key,

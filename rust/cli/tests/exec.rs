@@ -200,7 +200,11 @@ fn at_a_terminal_always_writes_the_rule_and_the_next_run_is_allowed_by_it() {
         .into_iter()
         .find(|l| l["action"] == "policy.edit")
         .expect("the edit logged");
-    assert_eq!(edit["subject"], rule, "{edit}");
+    assert_eq!(
+        (edit["subject"].as_str(), edit["scope"].as_str()),
+        (Some(rule), Some("always")),
+        "{edit}"
+    );
     // No terminal now: only the rule can allow it.
     let again = fx.exec(&[], &["echo", "asked"]);
     assert_eq!(again.status.code(), Some(0), "{}", describe(&again));

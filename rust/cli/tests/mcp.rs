@@ -487,6 +487,68 @@ fn a_no_with_a_reason_in_the_clients_prompt_reaches_the_agent() {
     env.assert_logged("call.read_file", "deny", "person");
 }
 
+/// The client's form answered yes with `scope` for two reads of the same file.
+fn two_reads_elicited(env: &Env, scope: &str) -> (Value, support::Called, support::Called) {
+    let mut client = env.client(true, &[]);
+    client.elicit_answers =
+        vec![json!({"action": "accept", "content": {"allow": true, "scope": scope}})];
+    let first = client.call("read_file", json!({"path": "a.txt"}));
+    let second = client.call("read_file", json!({"path": "a.txt"}));
+    assert_eq!(
+        client.elicited.len(),
+        1,
+        "asked once: {:#?}",
+        client.elicited
+    );
+    let schema = client.elicited[0]["params"]["requestedSchema"]["properties"].clone();
+    (schema, first, second)
+}
+
+#[test]
+fn the_clients_form_offers_the_scopes_and_a_session_yes_is_not_asked_again() {
+    let env = project_with_files();
+    ask_rules(&env);
+    let before = env.read("chock.zon");
+    let (schema, first, second) = two_reads_elicited(&env, "session");
+    assert_eq!(
+        schema["scope"]["enum"],
+        json!(["once", "session", "always"]),
+        "{schema}"
+    );
+    assert!(!first.is_error && !second.is_error, "{first:?} {second:?}");
+    let scopes: Vec<Value> = env
+        .logged("call.read_file")
+        .iter()
+        .map(|l| l["scope"].clone())
+        .collect();
+    assert_eq!(scopes, [json!("session"), json!("session")]);
+    assert_eq!(
+        env.read("chock.zon"),
+        before,
+        "a session's yes is written nowhere"
+    );
+}
+
+#[test]
+fn always_in_the_clients_form_writes_the_rule_and_a_new_session_is_not_asked() {
+    let env = project_with_files();
+    ask_rules(&env);
+    let (_, first, second) = two_reads_elicited(&env, "always");
+    assert!(!first.is_error && !second.is_error, "{first:?} {second:?}");
+    let edits = env.logged("policy.edit");
+    assert_eq!(edits.len(), 1, "{:#?}", env.log_lines());
+    let rule = edits[0]["subject"].as_str().expect("the rule").to_owned();
+    assert!(
+        env.read("chock.zon").expect("chock.zon").contains(&rule),
+        "{rule}"
+    );
+    let called = env
+        .client(false, &["--no-approve"])
+        .call("read_file", json!({"path": "a.txt"}));
+    assert!(!called.is_error, "{called:?}");
+    env.assert_logged("call.read_file", "allow", "rule");
+}
+
 #[test]
 fn a_no_with_a_reason_in_chock_approve_reaches_the_agent() {
     let env = project_with_files();

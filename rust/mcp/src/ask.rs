@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
+use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema, EnumSchema};
 use rmcp::service::ElicitationMode;
 use rmcp::{Peer, RoleServer};
 use serde::{Deserialize, Serialize};
@@ -384,19 +384,57 @@ pub const ELICIT_FIELD: &str = "allow";
 /// The form's property for the reason of a no, which the agent is told.
 pub const REASON_FIELD: &str = "reason";
 
+/// The form's property for how far a yes reaches (`once`, and `session`
+/// or `always` where the question offers them); absent when it offers
+/// once only.
+pub const SCOPE_FIELD: &str = "scope";
+
+/// The client's form for `question`: allow, how far where more than once
+/// is offered, and the reason of a no.
+fn form(question: &Asked) -> ElicitationSchema {
+    let mut form = ElicitationSchema::builder().required_bool_property(ELICIT_FIELD, |b| {
+        b.title("Allow")
+            .description("Yes lets this call go ahead; anything else refuses it.")
+            .with_default(false)
+    });
+    if !question.scopes.is_empty() {
+        let scopes = std::iter::once(Scope::Once)
+            .chain(question.scopes.iter().copied())
+            .map(|s| s.as_str().to_owned())
+            .collect();
+        form = form.optional_enum_schema(
+            SCOPE_FIELD,
+            EnumSchema::builder(scopes)
+                .title("For how long (with yes)")
+                .description("once: this call; session: every identical call until this session ends; always: the rule above is written into chock.zon.")
+                .build(),
+        );
+    }
+    form.optional_string_with(REASON_FIELD, |s| {
+        s.title("Why not (with no)")
+            .description("Told to the agent with the no, so it can do something else instead.")
+            .max_length(MAX_REASON as u32)
+    })
+    .build_unchecked()
+}
+
+/// The person's answer in the accepted form: a yes with the scope chosen
+/// (held to what was offered), else a no with its reason.
+fn read_form(question: &Asked, content: Option<&serde_json::Value>) -> Reply {
+    let field = |name: &str| content.and_then(|c| c.get(name));
+    let yes = field(ELICIT_FIELD).and_then(serde_json::Value::as_bool) == Some(true);
+    if yes {
+        let scope = field(SCOPE_FIELD)
+            .and_then(serde_json::Value::as_str)
+            .and_then(Scope::parse);
+        question.yes_for(scope)
+    } else {
+        Reply::no_because(field(REASON_FIELD).and_then(serde_json::Value::as_str))
+    }
+}
+
 async fn elicit(peer: &Peer<RoleServer>, question: &Asked, timeout: Duration) -> Reply {
-    let schema = ElicitationSchema::builder()
-        .required_bool_property(ELICIT_FIELD, |b| {
-            b.title("Allow this once")
-                .description("Yes lets this one call go ahead; anything else refuses it.")
-                .with_default(false)
-        })
-        .optional_string_with(REASON_FIELD, |s| {
-            s.title("Why not (with no)")
-                .description("Told to the agent with the no, so it can do something else instead.")
-                .max_length(MAX_REASON as u32)
-        })
-        .build_unchecked();
+    let schema = form(question);
     let params = ElicitRequestParams::FormElicitationParams {
         meta: None,
         message: question.text(),
@@ -407,24 +445,7 @@ async fn elicit(peer: &Peer<RoleServer>, question: &Asked, timeout: Duration) ->
         .await
     {
         Ok(result) => match result.action {
-            ElicitationAction::Accept => {
-                let yes = result
-                    .content
-                    .as_ref()
-                    .and_then(|c| c.get(ELICIT_FIELD))
-                    .and_then(serde_json::Value::as_bool)
-                    == Some(true);
-                let reason = result
-                    .content
-                    .as_ref()
-                    .and_then(|c| c.get(REASON_FIELD))
-                    .and_then(serde_json::Value::as_str);
-                if yes {
-                    Reply::Yes
-                } else {
-                    Reply::no_because(reason)
-                }
-            }
+            ElicitationAction::Accept => read_form(question, result.content.as_ref()),
             // The person declined.
             ElicitationAction::Decline => Reply::No,
             // Dismissed, by a person or (Claude Code in print mode) by the
@@ -534,5 +555,62 @@ impl Asker for CallAsker {
             Some(Reply::Cancelled) => Answer::Cancelled,
             Some(Reply::Unanswered(_)) | None => Answer::Unavailable,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chock_policy::{Decision, Suggestion};
+    use serde_json::json;
+
+    fn offering(offer: Offer) -> Asked {
+        let question = Question {
+            action: "call.read_file".into(),
+            decision: Decision::Ask,
+            summary: "read a.txt".into(),
+            detail: vec![],
+            rules: vec![Suggestion {
+                rule: ".{ .action = \"call.read_file\", .decision = .allow }".into(),
+                block: ".policy.rules in /p/chock.zon".into(),
+            }],
+        };
+        Asked::new(&question, "read_file", "/p").offering(offer)
+    }
+
+    #[test]
+    fn the_form_offers_a_scope_only_beyond_once_and_reads_it_back_held_to_the_offer() {
+        let session_only = offering(Offer {
+            session: true,
+            always: false,
+        });
+        let properties =
+            serde_json::to_value(form(&session_only)).expect("schema")["properties"].clone();
+        assert_eq!(properties[SCOPE_FIELD]["enum"], json!(["once", "session"]));
+        let once = offering(Offer::default());
+        let properties = serde_json::to_value(form(&once)).expect("schema")["properties"].clone();
+        assert!(properties.get(SCOPE_FIELD).is_none(), "{properties}");
+        let read = |asked: &Asked, content| read_form(asked, Some(&content));
+        assert_eq!(
+            read(&session_only, json!({"allow": true, "scope": "session"})),
+            Reply::YesFor(Scope::Session)
+        );
+        // A scope not offered, or no word, is once.
+        assert_eq!(
+            read(&session_only, json!({"allow": true, "scope": "always"})),
+            Reply::Yes
+        );
+        assert_eq!(
+            read(&session_only, json!({"allow": true, "scope": 3})),
+            Reply::Yes
+        );
+        assert_eq!(
+            read(
+                &session_only,
+                json!({"allow": false, "scope": "session", "reason": "no"})
+            ),
+            Reply::NoBecause("no".into())
+        );
+        assert_eq!(read_form(&once, None), Reply::No);
     }
 }
