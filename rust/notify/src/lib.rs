@@ -11,6 +11,9 @@ use std::time::Duration;
 /// The longest a notification may take, bus connection included.
 pub const LIMIT: Duration = Duration::from_millis(300);
 
+#[cfg(feature = "testing")]
+pub mod testing;
+
 const SERVICE: &str = "org.freedesktop.Notifications";
 const PATH: &str = "/org/freedesktop/Notifications";
 /// How long the notification stays up, in milliseconds (the spec's
