@@ -311,3 +311,156 @@ pub fn presence(named: &[NamedDevice], roots: &Roots) -> Vec<(String, Option<Pat
         })
         .collect()
 }
+
+/// A kernel uevent: a device added, removed or changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Uevent {
+    /// `add`, `remove`, `change`, `bind`...
+    pub action: String,
+    /// Under `/sys` (`/devices/pci0000:00/.../1-1`).
+    pub devpath: String,
+    pub subsystem: String,
+}
+
+impl Uevent {
+    /// Reads one kernel message (`add@/devices/...` then `KEY=value`
+    /// fields, each ending in NUL); `None` when it is not one.
+    pub fn parse(message: &[u8]) -> Option<Uevent> {
+        let mut fields = message.split(|b| *b == 0).map(String::from_utf8_lossy);
+        let header = fields.next()?;
+        header.split_once('@')?;
+        let (mut action, mut devpath, mut subsystem) = (None, None, None);
+        for field in fields {
+            match field.split_once('=') {
+                Some(("ACTION", v)) => action = Some(v.to_owned()),
+                Some(("DEVPATH", v)) => devpath = Some(v.to_owned()),
+                Some(("SUBSYSTEM", v)) => subsystem = Some(v.to_owned()),
+                _ => {}
+            }
+        }
+        Some(Uevent {
+            action: action?,
+            devpath: devpath?,
+            subsystem: subsystem?,
+        })
+    }
+
+    /// Whether it is about a USB device or a tty: one a `.devices` block
+    /// can name.
+    pub fn about_a_device(&self) -> bool {
+        matches!(self.subsystem.as_str(), "usb" | "tty" | "usb-serial")
+    }
+}
+
+/// The kernel's uevents as they are broadcast (`NETLINK_KOBJECT_UEVENT`),
+/// for a long session to notice a named device arrive or leave.
+pub struct Hotplug {
+    socket: OwnedFd,
+}
+
+impl Hotplug {
+    /// Joins the kernel's uevent broadcast.
+    pub fn listen() -> Result<Hotplug, nix::Error> {
+        use nix::sys::socket::{
+            AddressFamily, NetlinkAddr, SockFlag, SockProtocol, SockType, bind, socket,
+        };
+        let socket = socket(
+            AddressFamily::Netlink,
+            SockType::Datagram,
+            SockFlag::SOCK_CLOEXEC,
+            SockProtocol::NetlinkKObjectUEvent,
+        )?;
+        bind(
+            std::os::fd::AsRawFd::as_raw_fd(&socket),
+            &NetlinkAddr::new(0, 1),
+        )?;
+        Ok(Hotplug { socket })
+    }
+
+    /// The next uevent, waiting at most `timeout`; `None` when none came.
+    pub fn next(&self, timeout: std::time::Duration) -> Result<Option<Uevent>, nix::Error> {
+        use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let wait = PollTimeout::try_from(left).unwrap_or(PollTimeout::MAX);
+            let mut fds = [PollFd::new(
+                std::os::fd::AsFd::as_fd(&self.socket),
+                PollFlags::POLLIN,
+            )];
+            if poll(&mut fds, wait)? == 0 {
+                return Ok(None);
+            }
+            let mut buf = vec![0u8; 8192];
+            let n = nix::sys::socket::recv(
+                std::os::fd::AsRawFd::as_raw_fd(&self.socket),
+                &mut buf,
+                nix::sys::socket::MsgFlags::empty(),
+            )?;
+            if let Some(event) = buf.get(..n).and_then(Uevent::parse) {
+                return Ok(Some(event));
+            }
+        }
+    }
+}
+
+/// What a session says when `event` changes which named devices are
+/// present: each named device that arrived or left, against `before`.
+pub fn noticed(
+    event: &Uevent,
+    named: &[NamedDevice],
+    roots: &Roots,
+    before: &mut Vec<(String, Option<PathBuf>)>,
+) -> Vec<String> {
+    if !event.about_a_device() {
+        return Vec::new();
+    }
+    let now = presence(named, roots);
+    let said = now
+        .iter()
+        .zip(before.iter())
+        .filter(|(now, was)| now.1.is_some() != was.1.is_some())
+        .map(|((action, node), _)| match node {
+            Some(node) => format!(
+                "{action} arrived at {}: the next command reaches it, if a rule allows it",
+                node.display()
+            ),
+            None => format!("{action} was unplugged: the next command does not have it"),
+        })
+        .collect();
+    *before = now;
+    said
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A real kernel uevent: writing `add` to a device's `uevent` file
+    /// makes the kernel broadcast one (as root).
+    #[test]
+    fn a_kernel_uevent_is_heard() {
+        let hotplug = Hotplug::listen().expect("listen");
+        std::fs::write("/sys/class/mem/null/uevent", "add").expect("trigger");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        let mut heard = None;
+        while heard.is_none() && std::time::Instant::now() < deadline {
+            heard = hotplug
+                .next(std::time::Duration::from_secs(1))
+                .expect("next")
+                .filter(|e| e.devpath.ends_with("/mem/null"));
+        }
+        let event = heard.expect("the kernel's uevent");
+        assert_eq!(
+            (event.action.as_str(), event.subsystem.as_str()),
+            ("add", "mem")
+        );
+        assert!(!event.about_a_device());
+    }
+
+    #[test]
+    fn a_message_that_is_no_uevent_is_none() {
+        assert_eq!(Uevent::parse(b"libudev\0\xfe\xed"), None);
+        assert_eq!(Uevent::parse(b"add@/x\0ACTION=add\0"), None);
+    }
+}
