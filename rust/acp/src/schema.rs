@@ -337,5 +337,6 @@ pub struct PermissionOption {
 #[serde(rename_all = "snake_case")]
 pub enum PermissionOptionKind {
     AllowOnce,
+    AllowAlways,
     RejectOnce,
 }

@@ -40,7 +40,6 @@ use std::sync::Arc;
 
 use chock_mcp::local::{Finished, InProcess};
 use chock_mcp::{Local, ServeOptions};
-use chock_policy::Asker;
 use chock_provider::{
     Client, Conversation, Credentials, Model, ProviderError, Request, Settings, StopReason, Usage,
 };
@@ -256,7 +255,7 @@ your work is offered to the person to apply. Finish by answering without calling
 pub fn run(
     options: RunOptions,
     task: &str,
-    person: Arc<dyn Asker + Send + Sync>,
+    person: Arc<dyn chock_mcp::Person>,
     show: &mut dyn Show,
     cancel: &CancellationToken,
 ) -> Result<Ended, RunError> {
@@ -341,7 +340,7 @@ impl Session {
     /// conversation and the state); a refused model makes nothing.
     pub fn start(
         options: RunOptions,
-        person: Arc<dyn Asker + Send + Sync>,
+        person: Arc<dyn chock_mcp::Person>,
     ) -> Result<Session, RunError> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .enable_all()

@@ -99,18 +99,16 @@ impl TerminalAsker {
     }
 }
 
-impl Asker for TerminalAsker {
-    fn ask(&self, question: &Question) -> Answer {
+/// In a session (`chock run`) the person may answer for the session or
+/// always, as `offer` says; the session keeps the answer.
+impl chock_mcp::Person for TerminalAsker {
+    fn ask_scoped(&self, question: &Question, offer: Offer) -> Word {
         // The gate puts only ask and agent_review to a person.
-        if !chock_gate::askable(question.decision) {
-            return Answer::Unavailable;
+        if !chock_gate::askable(question.decision) || !self.can_ask() {
+            return Word::plain(Answer::Unavailable);
         }
-        if !self.can_ask() {
-            return Answer::Unavailable;
-        }
-        let offer = self.offer(question);
         // The progress line stays hidden while the person reads and answers.
-        let word = crate::progress::suspend(|| {
+        crate::progress::suspend(|| {
             let mut stderr = std::io::stderr().lock();
             let _ = write!(stderr, "{}", prompt(question, offer));
             let _ = stderr.flush();
@@ -119,7 +117,15 @@ impl Asker for TerminalAsker {
                 Ok(_) => read_word(&line, offer),
                 Err(_) => Word::no(None),
             }
-        });
+        })
+    }
+}
+
+impl Asker for TerminalAsker {
+    /// A single command's question: "always" where the project's rule can
+    /// be written (kept here), never "for this session".
+    fn ask(&self, question: &Question) -> Answer {
+        let word = chock_mcp::Person::ask_scoped(self, question, self.offer(question));
         if word.answer == Answer::Yes && word.scope == Scope::Always {
             self.keep_always(question);
         }

@@ -171,7 +171,11 @@ fn an_allowed_ask_writes_the_file_and_the_next_prompt_continues() {
         .iter()
         .filter_map(|o| o["kind"].as_str())
         .collect();
-    assert_eq!(kinds, ["allow_once", "reject_once"]);
+    // A session, and the rule is the project's: once, for the session, always, reject.
+    assert_eq!(
+        kinds,
+        ["allow_once", "allow_always", "allow_always", "reject_once"]
+    );
 
     let logged = fx.last_logged("call.write_file");
     assert_eq!(logged["decision"], "allow", "{logged}");
@@ -280,6 +284,30 @@ fn session_load_replays_the_session_and_goes_on_with_it() {
         .output()
         .expect("chock sessions verify");
     assert!(verified.status.success(), "{}", describe(&verified));
+}
+
+#[test]
+fn always_allow_in_the_editor_writes_the_rule_into_chock_zon() {
+    let kind = ProviderKind::Anthropic;
+    let server = writer(kind, "Written.");
+    let fx = project(kind, &server, ASK_WRITE);
+    let before = std::fs::read_to_string(fx.project.join("chock.zon")).expect("chock.zon");
+    let report = drive(&fx, "allow_always", json!([{"text": "write a note"}]));
+    assert_eq!(stop_reasons(&report), ["end_turn"], "{report:#}");
+    assert!(fx.project.join("note.txt").exists(), "{report:#}");
+    let logged = fx.last_logged("call.write_file");
+    assert_eq!(
+        (&logged["answered_by"], &logged["scope"]),
+        (&json!("person"), &json!("always")),
+        "{logged}"
+    );
+    let edit = fx.last_logged("policy.edit");
+    let rule = edit["subject"].as_str().expect("the rule written");
+    let after = std::fs::read_to_string(fx.project.join("chock.zon")).expect("chock.zon");
+    assert!(
+        after.contains(rule) && !before.contains(rule),
+        "{rule} in {after}"
+    );
 }
 
 #[test]

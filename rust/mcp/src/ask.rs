@@ -13,7 +13,7 @@ use rmcp::{Peer, RoleServer};
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-use chock_gate::{Offer, Scope};
+use chock_gate::{Offer, Scope, Word};
 use chock_policy::{Answer, Asker, Question, visible};
 
 use crate::approve::ApproveHub;
@@ -217,12 +217,25 @@ pub enum Client {
     Local(Local),
 }
 
+/// The person a caller in this process asks first: a blocking [`Asker`]
+/// (the terminal's, an editor's permission prompt) that can offer a yes's
+/// scopes and take a no's reason.
+pub trait Person: Asker + Send + Sync {
+    /// The answer to `question`, a yes offered the scopes of `offer`; a
+    /// person that knows no scopes answers as [`Asker::ask`] does, once.
+    fn ask_scoped(&self, question: &Question, _offer: Offer) -> Word {
+        Word::plain(self.ask(question))
+    }
+}
+
+impl Person for chock_policy::Nobody {}
+
 /// A caller in this process: its name, and the person it can ask first
-/// (a blocking [`Asker`], e.g. the terminal's), before `chock approve`.
+/// ([`Person`], e.g. the terminal's), before `chock approve`.
 #[derive(Clone)]
 pub struct Local {
     pub name: String,
-    pub person: std::sync::Arc<dyn Asker + Send + Sync>,
+    pub person: std::sync::Arc<dyn Person>,
     /// The agent kinds it was spawned through, the main agent's first and
     /// its own last; empty for the main agent.
     pub spawned: Vec<String>,
@@ -488,14 +501,15 @@ impl CallAsker {
         }
         // A local caller's person is asked first, on this blocking thread;
         // with nobody there, `chock approve` is.
+        let asked = Asked::new(question, &self.tool, &self.project).offering(offer);
         if let Client::Local(local) = &self.client {
-            match local.person.ask(question) {
-                Answer::Yes => return Some(Reply::Yes),
-                Answer::No => return Some(Reply::No),
+            let word = local.person.ask_scoped(question, offer);
+            match word.answer {
+                Answer::Yes => return Some(asked.yes_for(Some(word.scope))),
+                Answer::No => return Some(Reply::no_because(word.reason.as_deref())),
                 Answer::Cancelled | Answer::Unavailable | Answer::Handed => {}
             }
         }
-        let asked = Asked::new(question, &self.tool, &self.project).offering(offer);
         self.runtime.block_on(async {
             tokio::select! {
                 reply = self.askers.ask(&self.client, &asked) => reply,

@@ -97,7 +97,7 @@ impl InProcess {
         let (person, mut spawned) = match &self.client {
             Client::Local(local) => (local.person.clone(), local.spawned.clone()),
             Client::Mcp(_) => (
-                Arc::new(chock_policy::Nobody) as Arc<dyn chock_policy::Asker + Send + Sync>,
+                Arc::new(chock_policy::Nobody) as Arc<dyn crate::Person>,
                 Vec::new(),
             ),
         };

@@ -40,8 +40,11 @@ const app = acp
     if (plan.permission === "error") {
       throw new Error("nobody is at this editor");
     }
-    const kind = plan.permission === "allow" ? "allow_once" : "reject_once";
-    const option = params.options.find((o) => o.kind === kind);
+    // "allow" and "reject" choose by kind; anything else is an option's id.
+    const kind = { allow: "allow_once", reject: "reject_once" }[plan.permission];
+    const option = kind
+      ? params.options.find((o) => o.kind === kind)
+      : params.options.find((o) => o.optionId === plan.permission);
     return { outcome: { outcome: "selected", optionId: option.optionId } };
   })
   .onNotification(acp.methods.client.session.update, ({ params }) => {
