@@ -12,6 +12,8 @@ use serde_json::{Value, json};
 use support::{Approver, Env, Page, Site, answered_in_chock_approve, person_says};
 
 mod net_lab;
+#[path = "mcp/notify.rs"]
+mod notify;
 #[path = "mcp/push.rs"]
 mod push;
 mod sandbox_fixture;
