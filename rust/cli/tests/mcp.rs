@@ -611,6 +611,25 @@ fn a_yes_for_the_session_answers_the_same_call_again_unasked_and_writes_nothing(
     // Both are logged as the person's yes for this session: the one asked and the one it answered.
     let scopes: Vec<&Value> = lines.iter().map(|l| &l["scope"]).collect();
     assert_eq!(scopes, [&json!("session"), &json!("session")], "{lines:#?}");
+    let table = env
+        .chock()
+        .args(["log", "show"])
+        .output()
+        .expect("chock log show");
+    let table = String::from_utf8_lossy(&table.stdout);
+    assert!(
+        table.contains("a person (session)"),
+        "the table shows the scope: {table}"
+    );
+    let json = env
+        .chock()
+        .args(["log", "show", "--json"])
+        .output()
+        .expect("chock log show --json");
+    assert!(
+        String::from_utf8_lossy(&json.stdout).contains(r#""scope":"session""#),
+        "{json:?}"
+    );
     assert_eq!(
         env.read("chock.zon"),
         before,
