@@ -147,6 +147,19 @@ pub struct Session {
     pub lsp: crate::tools::LspServers,
 }
 
+/// A session that names devices says when one arrives or leaves (each
+/// command's sandbox binds what is present at its start); a session that
+/// names none listens to nothing.
+fn watch_devices(policy: &Policy, command: &'static str) {
+    if !policy.devices().is_empty() {
+        chock_sandbox::devices::watch(
+            policy.devices().to_vec(),
+            chock_sandbox::devices::Roots::default(),
+            move |line| tracing::warn!("{command}: {line}"),
+        );
+    }
+}
+
 impl Session {
     /// Loads the policy once, opens the log and the workspace, reads the
     /// start rows and, when asked to, listens for `chock approve`.
@@ -224,6 +237,7 @@ impl Session {
         } else {
             None
         };
+        watch_devices(&policy, options.command);
         let dev_shell = chock_sandbox::exec::dev_shell_name(options.dev_shell.clone(), &policy);
         let watch = PolicyWatch::new(policy.project_file().to_path_buf(), options.command);
         let tasks_dir = chock_log::dir_from_env()?.join("tasks");

@@ -404,6 +404,42 @@ impl Hotplug {
     }
 }
 
+/// Tells `say` of each named device that arrives or leaves while the
+/// process runs, on a thread of its own that ends with the process; a
+/// session starts it once, and each command's sandbox then binds what
+/// sysfs shows at its start. When the kernel's uevents cannot be read (at
+/// the start or later), `say` is told that arrivals go unnoticed.
+pub fn watch(named: Vec<NamedDevice>, roots: Roots, say: impl Fn(String) + Send + 'static) {
+    let unwatched = |e: &dyn std::fmt::Display| {
+        format!(
+            "devices: the kernel's uevents cannot be read ({e}); a device that arrives is reached from the next command on, without a notice"
+        )
+    };
+    let hotplug = match Hotplug::listen() {
+        Ok(hotplug) => hotplug,
+        Err(e) => return say(unwatched(&e)),
+    };
+    let mut before = presence(&named, &roots);
+    let spawned = std::thread::Builder::new()
+        .name("chock-hotplug".into())
+        .spawn(move || {
+            loop {
+                match hotplug.next(std::time::Duration::from_secs(3600)) {
+                    Ok(Some(event)) => {
+                        noticed(&event, &named, &roots, &mut before)
+                            .into_iter()
+                            .for_each(&say);
+                    }
+                    Ok(None) => {}
+                    Err(e) => return say(unwatched(&e)),
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::warn!("{}", unwatched(&e));
+    }
+}
+
 /// What a session says when `event` changes which named devices are
 /// present: each named device that arrived or left, against `before`.
 pub fn noticed(

@@ -220,3 +220,51 @@ fn a_named_and_allowed_device_alone_is_bound_and_unplugged_it_is_gone() {
     );
     assert!(!String::from_utf8_lossy(&done.stdout).contains("PRESENT"));
 }
+
+/// A long session's watch: a named device plugged in while it runs is
+/// noticed when the kernel broadcasts a uevent about a tty (a real one:
+/// writing `change` to a tty's `uevent` file, as root, makes the kernel
+/// send it), and unplugged it is noticed again.
+#[test]
+fn a_watching_session_notices_a_named_device_arrive_and_leave() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let project: PathBuf = dir.path().join("project");
+    write(&project.join("chock.zon"), CHOCK_ZON);
+    let sysfs = dir.path().join("sys");
+    std::fs::create_dir_all(&sysfs).expect("sysfs");
+    let roots = Roots {
+        sysfs: sysfs.clone(),
+        dev: PathBuf::from("/dev"),
+    };
+    let policy = Policy::load(&LoadOptions {
+        project_dir: project,
+        ..LoadOptions::default()
+    })
+    .expect("policy");
+    let (tx, rx) = std::sync::mpsc::channel();
+    chock_sandbox::devices::watch(policy.devices().to_vec(), roots, move |line| {
+        let _ = tx.send(line);
+    });
+    let kernel_says_a_tty_changed = || {
+        std::fs::write("/sys/class/tty/tty/uevent", "change").expect("trigger a uevent");
+    };
+    let heard = |want: &str| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            kernel_says_a_tty_changed();
+            match rx.recv_timeout(std::time::Duration::from_millis(500)) {
+                Ok(line) if line.contains(want) => return line,
+                Ok(_) | Err(_) if std::time::Instant::now() < deadline => continue,
+                other => panic!("no notice saying {want:?}: {other:?}"),
+            }
+        }
+    };
+    let adapter = pty();
+    plug_tty(&sysfs, "1-1", ("0403", "6001", Some("A10K")), "ttyUSB0", &adapter);
+    let arrived = heard("arrived");
+    assert!(arrived.starts_with("device.tty.serial.A10K arrived at "), "{arrived}");
+    std::fs::remove_dir_all(sysfs.join("bus")).expect("unplug");
+    std::fs::remove_dir_all(sysfs.join("class")).expect("unplug");
+    let left = heard("unplugged");
+    assert!(left.starts_with("device.tty.serial.A10K was unplugged"), "{left}");
+}
