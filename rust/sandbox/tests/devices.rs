@@ -260,11 +260,23 @@ fn a_watching_session_notices_a_named_device_arrive_and_leave() {
         }
     };
     let adapter = pty();
-    plug_tty(&sysfs, "1-1", ("0403", "6001", Some("A10K")), "ttyUSB0", &adapter);
+    plug_tty(
+        &sysfs,
+        "1-1",
+        ("0403", "6001", Some("A10K")),
+        "ttyUSB0",
+        &adapter,
+    );
     let arrived = heard("arrived");
-    assert!(arrived.starts_with("device.tty.serial.A10K arrived at "), "{arrived}");
+    assert!(
+        arrived.starts_with("device.tty.serial.A10K arrived at "),
+        "{arrived}"
+    );
     std::fs::remove_dir_all(sysfs.join("bus")).expect("unplug");
     std::fs::remove_dir_all(sysfs.join("class")).expect("unplug");
     let left = heard("unplugged");
-    assert!(left.starts_with("device.tty.serial.A10K was unplugged"), "{left}");
+    assert!(
+        left.starts_with("device.tty.serial.A10K was unplugged"),
+        "{left}"
+    );
 }
