@@ -145,17 +145,14 @@ fn in_root() -> ResolveFlag {
 
 /// The normal parts of an entry's name. A leading `/` or `./` is dropped
 /// (the name is then relative to the tree); a `..` refuses the entry.
-pub fn parts_of(path: &Path) -> Result<Parts, String> {
+pub fn parts_of(path: &Path) -> Result<Parts, LayerError> {
     let mut parts = Vec::new();
     for component in path.components() {
         match component {
             Component::Normal(part) => parts.push(part.to_os_string()),
             Component::RootDir | Component::CurDir => {}
             Component::ParentDir | Component::Prefix(_) => {
-                return Err(format!(
-                    "it holds the entry `{}`, whose `..` would reach outside the image's tree",
-                    path.display()
-                ));
+                return Err(LayerError::Escapes(path.to_path_buf()));
             }
         }
     }
@@ -174,8 +171,64 @@ fn is_dir(stat: &FileStat) -> bool {
     SFlag::from_bits_truncate(stat.st_mode) & SFlag::S_IFMT == SFlag::S_IFDIR
 }
 
-fn fault(what: &str, path: &Path, e: impl std::fmt::Display) -> String {
-    format!("{what} {} failed ({e})", path.display())
+fn fault(what: &'static str, path: &Path, e: impl std::fmt::Display) -> LayerError {
+    LayerError::Fault {
+        what,
+        path: path.to_path_buf(),
+        cause: e.to_string(),
+    }
+}
+
+/// Why a layer was not written: each sentence says what of the layer was
+/// refused or failed, and nothing of a refused image is used.
+#[derive(Debug, thiserror::Error)]
+pub enum LayerError {
+    #[error("{what} {} failed ({cause})", path.display())]
+    Fault {
+        what: &'static str,
+        path: PathBuf,
+        cause: String,
+    },
+    #[error("it holds the entry `{}`, whose `..` would reach outside the image's tree", .0.display())]
+    Escapes(PathBuf),
+    #[error("it cannot be read ({0})")]
+    Unreadable(std::io::Error),
+    #[error("it cannot be read to its end ({0})")]
+    Truncated(std::io::Error),
+    #[error("it is not a tar ({0})")]
+    NotTar(std::io::Error),
+    #[error("its bytes have digest {found}, and the manifest says {expected}: the copy is damaged")]
+    StoredDamaged { found: String, expected: String },
+    #[error(
+        "its tar has digest {found}, and the configuration says {expected}: the copy is damaged"
+    )]
+    TarDamaged { found: String, expected: String },
+    #[error(
+        "the image's layers hold more than {0} entries, the bound Chock unpacks; nothing of it is used"
+    )]
+    TooManyEntries(u64),
+    #[error("an entry's name cannot be read ({0})")]
+    UnreadableName(std::io::Error),
+    #[error("the link {} cannot be read ({cause})", path.display())]
+    UnreadableLink {
+        path: PathBuf,
+        cause: std::io::Error,
+    },
+    #[error("the link {} has no target", .0.display())]
+    NoLinkTarget(PathBuf),
+    #[error("the hard link {} names the tree itself", .0.display())]
+    HardLinkToTree(PathBuf),
+    #[error("the hard link {} names {}, which is not in the image", path.display(), target.display())]
+    HardLinkMissing { path: PathBuf, target: PathBuf },
+    #[error("its entry `{}` expands to {size} bytes, past {bound} ({before} written before it); nothing of it is used: the image is larger than that, or the layer expands without end (a GNU sparse or highly compressed entry)", path.display())]
+    TooLarge {
+        path: PathBuf,
+        size: u64,
+        bound: String,
+        before: u64,
+    },
+    #[error("the tree's own directory is gone")]
+    RootGone,
 }
 
 /// Removes `name` in `dir` and, for a directory, everything in it, opening
@@ -304,11 +357,8 @@ impl Read for Zstd<'_> {
 }
 
 /// What a layer's first bytes say it is.
-fn decompress<'a>(input: &'a mut Stored) -> Result<Box<dyn Read + 'a>, String> {
-    let head = input
-        .inner
-        .fill_buf()
-        .map_err(|e| format!("it cannot be read ({e})"))?;
+fn decompress<'a>(input: &'a mut Stored) -> Result<Box<dyn Read + 'a>, LayerError> {
+    let head = input.inner.fill_buf().map_err(LayerError::Unreadable)?;
     if head.starts_with(&[0x1f, 0x8b]) {
         Ok(Box::new(flate2::read::GzDecoder::new(input)))
     } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
@@ -320,7 +370,7 @@ fn decompress<'a>(input: &'a mut Stored) -> Result<Box<dyn Read + 'a>, String> {
 
 impl Writer {
     /// A writer into the directory `root` (empty, made by the caller).
-    pub fn new(root: &Path) -> Result<Writer, String> {
+    pub fn new(root: &Path) -> Result<Writer, LayerError> {
         let root = nix::fcntl::open(
             root,
             OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
@@ -357,7 +407,7 @@ impl Writer {
 
     /// Writes one layer from its stored bytes (a tar, gzip or zstd
     /// compressed or not) and checks both its digests.
-    pub fn layer(&mut self, stored: Box<dyn Read + Send>, layer: &Layer) -> Result<(), String> {
+    pub fn layer(&mut self, stored: Box<dyn Read + Send>, layer: &Layer) -> Result<(), LayerError> {
         self.touched.clear();
         let stored: Box<dyn Read + Send> = Box::new(Counting {
             inner: stored,
@@ -380,42 +430,44 @@ impl Writer {
             let rest = std::io::copy(&mut plain, &mut std::io::sink());
             self.read += left - plain.inner.left;
             applied?;
-            rest.map_err(|e| format!("it cannot be read to its end ({e})"))?;
+            rest.map_err(LayerError::Truncated)?;
             plain.digest()
         };
-        std::io::copy(&mut raw, &mut std::io::sink())
-            .map_err(|e| format!("it cannot be read to its end ({e})"))?;
+        std::io::copy(&mut raw, &mut std::io::sink()).map_err(LayerError::Truncated)?;
         let digest = raw.digest();
         if let Some(expected) = &layer.digest
             && &digest != expected
         {
-            return Err(format!(
-                "its bytes have digest {digest}, and the manifest says {expected}: the copy is damaged"
-            ));
+            return Err(LayerError::StoredDamaged {
+                found: digest,
+                expected: expected.clone(),
+            });
         }
         if diff_id != layer.diff_id {
-            return Err(format!(
-                "its tar has digest {diff_id}, and the configuration says {}: the copy is damaged",
-                layer.diff_id
-            ));
+            return Err(LayerError::TarDamaged {
+                found: diff_id,
+                expected: layer.diff_id.clone(),
+            });
         }
         Ok(())
     }
 
     /// Applies one layer's tar stream.
-    pub fn apply(&mut self, tar_stream: &mut dyn Read) -> Result<(), String> {
+    pub fn apply(&mut self, tar_stream: &mut dyn Read) -> Result<(), LayerError> {
         let mut archive = tar::Archive::new(tar_stream);
-        let entries = archive
-            .entries()
-            .map_err(|e| format!("it is not a tar ({e})"))?;
+        let entries = archive.entries().map_err(LayerError::NotTar)?;
         for entry in entries {
-            let mut entry = entry.map_err(|e| format!("it is not a tar ({e})"))?;
+            let mut entry = entry.map_err(LayerError::NotTar)?;
             self.entry(&mut entry)?;
         }
         Ok(())
     }
 
-    fn open_dir(&mut self, parts: &[OsString], create: bool) -> Result<Option<OwnedFd>, String> {
+    fn open_dir(
+        &mut self,
+        parts: &[OsString],
+        create: bool,
+    ) -> Result<Option<OwnedFd>, LayerError> {
         let path = joined(parts);
         match openat2(
             self.root.as_fd(),
@@ -425,7 +477,7 @@ impl Writer {
             Ok(fd) => Ok(Some(fd)),
             Err(Errno::ENOENT) if create => {
                 let Some((last, above)) = parts.split_last() else {
-                    return Err("the tree's own directory is gone".into());
+                    return Err(LayerError::RootGone);
                 };
                 let Some(parent) = self.open_dir(above, true)? else {
                     return Err(fault("making", &path, Errno::ENOENT));
@@ -449,7 +501,7 @@ impl Writer {
     }
 
     /// Empties `parts` of what the layers below put there.
-    fn opaque(&mut self, parts: &[OsString]) -> Result<(), String> {
+    fn opaque(&mut self, parts: &[OsString]) -> Result<(), LayerError> {
         self.stats.whiteouts += 1;
         let Some(dir) = self.open_dir(parts, false)? else {
             return Ok(());
@@ -457,7 +509,7 @@ impl Writer {
         self.prune(&dir, parts)
     }
 
-    fn prune(&self, dir: &OwnedFd, parts: &[OsString]) -> Result<(), String> {
+    fn prune(&self, dir: &OwnedFd, parts: &[OsString]) -> Result<(), LayerError> {
         let shown = joined(parts);
         for name in children(dir).map_err(|e| fault("listing", &shown, e))? {
             let mut child = parts.to_vec();
@@ -480,17 +532,14 @@ impl Writer {
         Ok(())
     }
 
-    fn entry<R: Read>(&mut self, entry: &mut tar::Entry<'_, R>) -> Result<(), String> {
+    fn entry<R: Read>(&mut self, entry: &mut tar::Entry<'_, R>) -> Result<(), LayerError> {
         self.entries += 1;
         if self.entries > self.limits.entries {
-            return Err(format!(
-                "the image's layers hold more than {} entries, the bound Chock unpacks; nothing of it is used",
-                self.limits.entries
-            ));
+            return Err(LayerError::TooManyEntries(self.limits.entries));
         }
         let path = entry
             .path()
-            .map_err(|e| format!("an entry's name cannot be read ({e})"))?
+            .map_err(LayerError::UnreadableName)?
             .into_owned();
         let parts = parts_of(&path)?;
         let Some((name, above)) = parts.split_last() else {
@@ -561,32 +610,34 @@ impl Writer {
         } else if kind.is_symlink() {
             let target = entry
                 .link_name()
-                .map_err(|e| format!("the link {} cannot be read ({e})", path.display()))?
-                .ok_or_else(|| format!("the link {} has no target", path.display()))?;
+                .map_err(|cause| LayerError::UnreadableLink {
+                    path: path.clone(),
+                    cause,
+                })?
+                .ok_or_else(|| LayerError::NoLinkTarget(path.clone()))?;
             symlinkat(target.as_ref(), parent.as_fd(), name.as_os_str())
                 .map_err(|e| fault("linking", &path, e))?;
         } else if kind.is_hard_link() {
             let target = entry
                 .link_name()
-                .map_err(|e| format!("the link {} cannot be read ({e})", path.display()))?
-                .ok_or_else(|| format!("the link {} has no target", path.display()))?;
+                .map_err(|cause| LayerError::UnreadableLink {
+                    path: path.clone(),
+                    cause,
+                })?
+                .ok_or_else(|| LayerError::NoLinkTarget(path.clone()))?;
             let target = parts_of(&target)?;
             if self.dropped.contains(&target) {
                 self.dropped.insert(parts);
                 return Ok(());
             }
             let Some((target_name, target_above)) = target.split_last() else {
-                return Err(format!(
-                    "the hard link {} names the tree itself",
-                    path.display()
-                ));
+                return Err(LayerError::HardLinkToTree(path));
             };
             let Some(source) = self.open_dir(target_above, false)? else {
-                return Err(format!(
-                    "the hard link {} names {}, which is not in the image",
-                    path.display(),
-                    joined(&target).display()
-                ));
+                return Err(LayerError::HardLinkMissing {
+                    path,
+                    target: joined(&target),
+                });
             };
             linkat(
                 source.as_fd(),
@@ -641,7 +692,7 @@ impl Writer {
         file: &mut File,
         path: &Path,
         size: u64,
-    ) -> Result<u64, String> {
+    ) -> Result<u64, LayerError> {
         let stored = self.stored.load(std::sync::atomic::Ordering::Relaxed);
         let by_ratio = stored.saturating_mul(self.limits.ratio).max(RATIO_FLOOR);
         let (limit, before) = (self.limits.bytes.min(by_ratio), self.written);
@@ -655,10 +706,12 @@ impl Writer {
             } else {
                 format!("the {limit} bytes of files Chock writes for one image")
             };
-            return Err(format!(
-                "its entry `{}` expands to {size} bytes, past {bound} ({before} written before it); nothing of it is used: the image is larger than that, or the layer expands without end (a GNU sparse or highly compressed entry)",
-                path.display(),
-            ));
+            return Err(LayerError::TooLarge {
+                path: path.to_path_buf(),
+                size,
+                bound,
+                before,
+            });
         }
         let bytes = std::io::copy(&mut (&mut *entry).take(left), file)
             .map_err(|e| fault("writing", path, e))?;
@@ -668,7 +721,7 @@ impl Writer {
 
     /// Sets every directory's mode (less set-ID bits, and always open to
     /// its owner, so the tree can be removed) and time, deepest first.
-    pub fn finish(self) -> Result<Stats, String> {
+    pub fn finish(self) -> Result<Stats, LayerError> {
         for (parts, (mode, mtime)) in self.dirs.iter().rev() {
             let path = joined(parts);
             let Ok(fd) = openat2(

@@ -29,7 +29,7 @@ use std::time::Instant;
 
 use rustix::fs::FlockOperation;
 
-use crate::extract::{Limits, Stats, Writer, remove_tree};
+use crate::extract::{LayerError, Limits, Stats, Writer, remove_tree};
 use crate::reference::Reference;
 use crate::source::{self, Plan, SourceFault};
 
@@ -448,7 +448,7 @@ impl Images {
         };
         let started = Instant::now();
         let stats = write_layers(&plan, &new_rootfs, &want.reference, self.limits)
-            .map_err(|m| bad(from.clone(), m))?;
+            .map_err(|m| bad(from.clone(), m.to_string()))?;
         drop(export);
         let record = Record {
             format: FORMAT.into(),
@@ -623,24 +623,43 @@ enum Found {
     Engine(source::Engine),
 }
 
+/// Why an image's layers were not written into its tree.
+#[derive(Debug, thiserror::Error)]
+enum WriteError {
+    #[error(transparent)]
+    Tree(#[from] LayerError),
+    #[error("layer {at} of {count} ({blob}): {cause}")]
+    Layer {
+        at: usize,
+        count: usize,
+        blob: String,
+        cause: LayerError,
+    },
+}
+
 fn write_layers(
     plan: &Plan,
     rootfs: &Path,
     reference: &Reference,
     limits: Limits,
-) -> Result<Stats, String> {
+) -> Result<Stats, WriteError> {
     let mut writer = Writer::new(rootfs)?.with_limits(limits);
     let count = plan.layers.len();
     for (i, layer) in plan.layers.iter().enumerate() {
         tracing::info!(target: "chock_progress", "writing layer {} of {count} of {reference}", i + 1);
-        let at = |m: String| format!("layer {} of {count} ({}): {m}", i + 1, layer.blob);
+        let at = |cause| WriteError::Layer {
+            at: i + 1,
+            count,
+            blob: layer.blob.clone(),
+            cause,
+        };
         let stored = plan
             .blobs
             .open(&layer.blob)
-            .map_err(|e| at(format!("it cannot be read ({e})")))?;
+            .map_err(|e| at(LayerError::Unreadable(e)))?;
         writer.layer(stored, layer).map_err(at)?;
     }
-    writer.finish()
+    Ok(writer.finish()?)
 }
 
 /// Whether `inside` (an absolute path as the sandbox shows it) names an
