@@ -4,6 +4,7 @@
 //! module prints each question and reads the person's answer.
 
 use std::io::{BufRead, IsTerminal, Write};
+use std::os::fd::AsFd;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -137,7 +138,7 @@ fn watch(mut watcher: Watcher) -> anyhow::Result<ExitCode> {
             && let Some(next) = queue.pop_front()
         {
             let text = match &next.without_diff {
-                Some(short) if paging() && pager::page(&next.text) => short,
+                Some(short) if paging() && typed.paused(|| pager::page(&next.text)) => short,
                 _ => &next.text,
             };
             outln!("\nquestion {} from {}:\n{text}", next.id, next.from);
@@ -156,7 +157,7 @@ fn watch(mut watcher: Watcher) -> anyhow::Result<ExitCode> {
             stdout.flush()?;
             current = Some(next);
         }
-        match typed.try_recv() {
+        match typed.lines.try_recv() {
             Ok(line) => {
                 if let Some(shown) = current.take() {
                     current = answer(&mut watcher, shown, &line)?;
@@ -386,17 +387,60 @@ fn end_on_ctrl_c() -> anyhow::Result<()> {
     Ok(())
 }
 
-fn typed_lines() -> std::sync::mpsc::Receiver<String> {
+/// The lines typed at the prompt, and a switch that keeps them unread
+/// while a pager has the terminal (the pager reads its keys from the same
+/// terminal: a reader blocked on it would take them).
+struct Typed {
+    lines: std::sync::mpsc::Receiver<String>,
+    paused: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Typed {
+    /// Runs `show` with the lines left unread, so every key typed meanwhile
+    /// goes to it.
+    fn paused<T>(&self, show: impl FnOnce() -> T) -> T {
+        use std::sync::atomic::Ordering;
+        self.paused.store(true, Ordering::SeqCst);
+        let shown = show();
+        self.paused.store(false, Ordering::SeqCst);
+        shown
+    }
+}
+
+fn typed_lines() -> Typed {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    use std::sync::atomic::Ordering;
     let (tell, lines) = std::sync::mpsc::channel();
+    let paused = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let held = paused.clone();
     std::thread::spawn(move || {
-        for line in std::io::stdin().lock().lines() {
-            let Ok(line) = line else { break };
+        let stdin = std::io::stdin();
+        loop {
+            // Reads only once something was typed and no pager has the
+            // terminal: a read waiting on it would race the pager's.
+            let mut fds = [PollFd::new(stdin.as_fd(), PollFlags::POLLIN)];
+            match poll(&mut fds, PollTimeout::from(100u8)) {
+                Ok(0) => continue,
+                Ok(_) if held.load(Ordering::SeqCst) => {
+                    std::thread::sleep(Duration::from_millis(50));
+                    continue;
+                }
+                Ok(_) => {}
+                Err(nix::errno::Errno::EINTR) => continue,
+                Err(_) => break,
+            }
+            let mut line = String::new();
+            match stdin.lock().read_line(&mut line) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            let line = line.trim_end_matches(['\n', '\r']).to_owned();
             if tell.send(line).is_err() {
                 break;
             }
         }
     });
-    lines
+    Typed { lines, paused }
 }
 
 #[cfg(test)]
