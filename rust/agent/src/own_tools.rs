@@ -597,9 +597,9 @@ impl OwnTools {
                         .into(),
                 )
             }
-            RESTRICT_SELF => self.restrict(Promise::from_arguments(name, arguments)?),
+            RESTRICT_SELF => self.restrict(Promise::from_arguments(name, arguments).map_err(told)?),
             POLICY_WIDEN => {
-                let wanted = Promise::from_arguments(name, arguments)?;
+                let wanted = Promise::from_arguments(name, arguments).map_err(told)?;
                 self.widen(tools, wanted).await
             }
             SPAWN_AGENT => {
@@ -637,7 +637,7 @@ impl OwnTools {
     }
 
     fn restrict(&mut self, promise: Promise) -> Result<String, String> {
-        match self.state().promises.room_for(&promise)? {
+        match self.state().promises.room_for(&promise).map_err(told)? {
             Change::NoChange => Ok(format!(
                 "no change: `{}` is already held at most {}",
                 promise.action, promise.ceiling
@@ -710,6 +710,12 @@ impl OwnTools {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Empty {}
+
+/// A refusal as the agent reads it: a tool call's error is the sentence the
+/// model is told, passed through unchanged, so text is its honest type.
+fn told(refusal: impl std::fmt::Display) -> String {
+    refusal.to_string()
+}
 
 fn parse<T: serde::de::DeserializeOwned>(tool: &str, arguments: Value) -> Result<T, String> {
     let takes = definitions()

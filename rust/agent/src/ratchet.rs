@@ -46,7 +46,14 @@ impl Promise {
     /// Reads `restrict_self`'s (or `policy_widen`'s) arguments, each field
     /// checked: a malformed pattern, a misspelled ceiling (with the valid
     /// names) or a field over its bound is refused, naming it.
-    pub fn from_arguments(tool: &str, arguments: serde_json::Value) -> Result<Promise, String> {
+    pub fn from_arguments(
+        tool: &str,
+        arguments: serde_json::Value,
+    ) -> Result<Promise, PromiseError> {
+        let refused = |why| PromiseError::Arguments {
+            tool: tool.to_owned(),
+            why,
+        };
         #[derive(Deserialize)]
         #[serde(deny_unknown_fields)]
         struct Given {
@@ -55,24 +62,27 @@ impl Promise {
             reason: String,
         }
         let given: Given = serde_json::from_value(arguments).map_err(|e| {
-            format!("{tool}: the arguments cannot be read: {e}; it takes exactly `action`, `ceiling` and `reason`")
+            refused(format!(
+                "the arguments cannot be read: {e}; it takes exactly `action`, `ceiling` and `reason`"
+            ))
         })?;
         if given.action.len() > MAX_PATTERN_BYTES {
-            return Err(format!(
-                "{tool}: `action` is {} bytes, over the {MAX_PATTERN_BYTES}-byte bound",
+            return Err(refused(format!(
+                "`action` is {} bytes, over the {MAX_PATTERN_BYTES}-byte bound",
                 given.action.len()
-            ));
+            )));
         }
-        let action = Pattern::parse(&given.action).map_err(|e| format!("{tool}: `action`: {e}"))?;
+        let action =
+            Pattern::parse(&given.action).map_err(|e| refused(format!("`action`: {e}")))?;
         let ceiling: Decision = given
             .ceiling
             .parse()
-            .map_err(|e| format!("{tool}: `ceiling`: {e}"))?;
+            .map_err(|e| refused(format!("`ceiling`: {e}")))?;
         let reason = given.reason.trim().to_owned();
         if reason.is_empty() || given.reason.len() > MAX_REASON_BYTES {
-            return Err(format!(
-                "{tool}: `reason` must be given, at most {MAX_REASON_BYTES} bytes"
-            ));
+            return Err(refused(format!(
+                "`reason` must be given, at most {MAX_REASON_BYTES} bytes"
+            )));
         }
         Ok(Promise {
             action,
@@ -88,6 +98,19 @@ impl Promise {
             self.action, self.ceiling, self.reason
         )
     }
+}
+
+/// Why a promise was not taken; the sentence is what the agent is told.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PromiseError {
+    /// Its arguments were refused; `why` names the field and the fault.
+    #[error("{tool}: {why}")]
+    Arguments { tool: String, why: String },
+    /// The session holds [`MAX_PROMISES`] already.
+    #[error(
+        "refused: a session holds at most {MAX_PROMISES} promises, and this one has them all; narrow one already made instead"
+    )]
+    Full,
 }
 
 /// What a proposal would do to the promises held.
@@ -145,15 +168,13 @@ impl Promises {
     /// Whether `proposal` may be held: [`Promises::classify`], and a new
     /// narrowing refused once [`MAX_PROMISES`] are held (narrowing one
     /// already made is still taken).
-    pub fn room_for(&self, proposal: &Promise) -> Result<Change, String> {
+    pub fn room_for(&self, proposal: &Promise) -> Result<Change, PromiseError> {
         let change = self.classify(proposal);
         if change == Change::Narrows
             && self.on(&proposal.action).is_none()
             && self.held.len() >= MAX_PROMISES
         {
-            return Err(format!(
-                "refused: a session holds at most {MAX_PROMISES} promises, and this one has them all; narrow one already made instead"
-            ));
+            return Err(PromiseError::Full);
         }
         Ok(change)
     }
@@ -245,7 +266,7 @@ mod tests {
             held.promise(p);
         }
         let more = held.room_for(&promise("git.push", "deny"));
-        assert!(more.unwrap_err().contains("at most 32"));
+        assert!(more.unwrap_err().to_string().contains("at most 32"));
         // Narrowing one already made is still taken, in its place.
         let lower = promise("net.fetch.host0", "deny");
         assert_eq!(held.room_for(&lower), Ok(Change::NoChange));
@@ -296,7 +317,9 @@ mod tests {
                 "exactly",
             ),
         ] {
-            let refused = Promise::from_arguments(tool, arguments).expect_err("refused");
+            let refused = Promise::from_arguments(tool, arguments)
+                .expect_err("refused")
+                .to_string();
             assert!(refused.contains(says), "{refused}");
         }
     }
