@@ -14,9 +14,7 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Mutex;
 
-use chock_policy::{Answer, Asker, EditError, Key, Question, RuleEdit, Verdict};
-
-use crate::{Route, Settled, Step};
+use chock_policy::{Answer, EditError, Key, Question, RuleEdit};
 
 pub use chock_log::Scope;
 
@@ -101,21 +99,6 @@ impl Word {
     }
 }
 
-/// An asker that can offer scopes and a reason; every [`Asker`] is one
-/// through [`Plain`], answering once.
-pub trait ScopedAsker {
-    fn ask_scoped(&self, question: &Question, offer: Offer) -> Word;
-}
-
-/// A plain [`Asker`] as a [`ScopedAsker`]: its yes is once.
-pub struct Plain<'a>(pub &'a dyn Asker);
-
-impl ScopedAsker for Plain<'_> {
-    fn ask_scoped(&self, question: &Question, _offer: Offer) -> Word {
-        Word::plain(self.0.ask(question))
-    }
-}
-
 /// The acts a person allowed for the rest of this session, by action,
 /// agent kind and tool; held in this process's memory only.
 #[derive(Debug, Default)]
@@ -140,75 +123,6 @@ impl SessionGrants {
         if let Ok(mut set) = self.granted.lock() {
             set.insert(grant_key(key));
         }
-    }
-}
-
-/// One act through the gate on a route that offers scopes: the rules,
-/// then a yes this session already gave to the same act (nobody asked
-/// again, logged as the person's with [`Scope::Session`]), then
-/// `asker`. A yes is kept as its scope says ([`keep`]); an "always" whose
-/// rule cannot be written still allows this act, once, and says why.
-pub fn settle_scoped(
-    route: Route,
-    verdict: &Verdict,
-    key: &Key,
-    grants: Option<&SessionGrants>,
-    asker: &dyn ScopedAsker,
-    question: &Question,
-    project_file: &Path,
-) -> Scoped {
-    if let Step::Settled(settled) = crate::before_asking(route, verdict) {
-        return Scoped::by_rules(settled);
-    }
-    let offer = Offer::of(question, grants.is_some(), project_file);
-    let word = match grants {
-        Some(grants) if grants.granted(key) => Word::yes(Scope::Session, offer),
-        _ => asker.ask_scoped(question, offer),
-    };
-    let settled = crate::heard(verdict.decision, word.answer);
-    let kept = match settled.goes() {
-        true => keep(word.scope, key, question, grants, project_file),
-        false => Ok(None),
-    };
-    let (word, edit, unwritten) = match kept {
-        Ok(edit) => (word, edit, None),
-        Err(why) => (Word::yes(Scope::Once, offer), None, Some(why)),
-    };
-    Scoped {
-        settled,
-        word: Some(word),
-        edit,
-        unwritten,
-    }
-}
-
-/// The end of [`settle_scoped`]: the act's end, the person's word (none
-/// when the rules settled it), the rule an "always" wrote, and why an
-/// "always" could not be written.
-#[derive(Debug)]
-pub struct Scoped {
-    pub settled: Settled,
-    pub word: Option<Word>,
-    pub edit: Option<RuleEdit>,
-    pub unwritten: Option<EditError>,
-}
-
-impl Scoped {
-    fn by_rules(settled: Settled) -> Scoped {
-        Scoped {
-            settled,
-            word: None,
-            edit: None,
-            unwritten: None,
-        }
-    }
-
-    /// The scope the log records: a person's yes only.
-    pub fn scope(&self) -> Option<Scope> {
-        self.word
-            .as_ref()
-            .filter(|w| w.answer == Answer::Yes)
-            .map(|w| w.scope)
     }
 }
 
@@ -284,9 +198,7 @@ mod tests {
         assert_eq!(Word::yes(Scope::Session, offer).scope, Scope::Once);
         assert_eq!(Word::yes(Scope::Always, offer).scope, Scope::Always);
         assert_eq!(Word::no(Some("  ".into())).reason, None);
-        let plain = |_: &Question| Answer::Yes;
-        let word = Plain(&plain).ask_scoped(&question(Path::new("f"), String::new()), offer);
-        assert_eq!(word, Word::plain(Answer::Yes));
+        assert_eq!(Word::plain(Answer::Yes).scope, Scope::Once);
         for scope in [Scope::Once, Scope::Session, Scope::Always] {
             assert_eq!(Scope::parse(scope.as_str()), Some(scope));
         }
@@ -311,70 +223,6 @@ mod tests {
         assert!(!grants.granted(&other_tool));
         assert!(!grants.granted(&other_kind));
         assert!(!grants.granted(&Key::new("exec.rm")));
-    }
-
-    /// Answers every question with `word` and counts the questions.
-    struct Counting {
-        word: Word,
-        asked: std::cell::Cell<u32>,
-    }
-
-    impl ScopedAsker for Counting {
-        fn ask_scoped(&self, _question: &Question, offer: Offer) -> Word {
-            self.asked.set(self.asked.get() + 1);
-            match self.word.answer {
-                Answer::Yes => Word::yes(self.word.scope, offer),
-                _ => self.word.clone(),
-            }
-        }
-    }
-
-    #[test]
-    fn a_session_s_yes_answers_the_next_identical_act_without_asking() {
-        let file = Path::new("/nonexistent/chock.zon");
-        let q = question(file, ".policy.rules in FILE".into());
-        let verdict = chock_policy::Verdict::bare(Decision::Ask, chock_policy::Layer::Project);
-        let key = Key::new("exec.ls");
-        let grants = SessionGrants::default();
-        let asker = Counting {
-            word: Word::yes(
-                Scope::Session,
-                Offer {
-                    session: true,
-                    always: false,
-                },
-            ),
-            asked: 0.into(),
-        };
-        for _ in 0..3 {
-            let end = settle_scoped(Route::Mcp, &verdict, &key, Some(&grants), &asker, &q, file);
-            assert!(end.settled.goes());
-            assert_eq!(end.settled.answered_by, chock_log::AnsweredBy::Person);
-            assert_eq!(end.scope(), Some(Scope::Session));
-        }
-        assert_eq!(asker.asked.get(), 1);
-        // A route with no session reads the same yes as once, and asks each time.
-        for _ in 0..2 {
-            let end = settle_scoped(Route::Exec, &verdict, &key, None, &asker, &q, file);
-            assert_eq!(end.scope(), Some(Scope::Once));
-        }
-        assert_eq!(asker.asked.get(), 3);
-        let no = Counting {
-            word: Word::no(Some("not now".into())),
-            asked: 0.into(),
-        };
-        let end = settle_scoped(
-            Route::Mcp,
-            &verdict,
-            &Key::new("exec.rm"),
-            Some(&grants),
-            &no,
-            &q,
-            file,
-        );
-        assert!(!end.settled.goes());
-        assert_eq!(end.scope(), None);
-        assert_eq!(end.word.unwrap().reason.as_deref(), Some("not now"));
     }
 
     #[test]
