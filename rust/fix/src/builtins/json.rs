@@ -248,13 +248,15 @@ fn from_json_op<'a>(ev: &mut Evaluator<'a>, args: &[Value<'a>], pos: Pos) -> Res
         at: 0,
     };
     parser.skip_ws();
-    let v = parser.value(ev, 0).map_err(|m| Error::eval(m, pos))?;
+    let v = parser
+        .value(ev, 0)
+        .map_err(|m| Error::eval(m.to_string(), pos))?;
     parser.skip_ws();
     if parser.at != parser.text.len() {
         return Err(Error::eval(
-            parser.error(
-                "syntax error while parsing value - unexpected input; expected end of input",
-            ),
+            parser
+                .error("syntax error while parsing value - unexpected input; expected end of input")
+                .to_string(),
             pos,
         ));
     }
@@ -269,16 +271,28 @@ struct JsonParser<'t> {
     at: usize,
 }
 
+/// Why a `builtins.fromJSON` text was refused, in Nix's words.
+#[derive(Debug, thiserror::Error)]
+enum JsonError {
+    #[error("while parsing JSON at byte {at}: {what}")]
+    Syntax { at: usize, what: &'static str },
+    #[error(
+        "input string '{0}' cannot be represented as Nix string because it contains null bytes"
+    )]
+    NulByte(String),
+    #[error("unsigned json number {0} outside of Nix integer range")]
+    OutOfRange(String),
+}
+
 impl<'t> JsonParser<'t> {
-    fn error(&self, what: &str) -> String {
-        format!("while parsing JSON at byte {}: {what}", self.at)
+    fn error(&self, what: &'static str) -> JsonError {
+        JsonError::Syntax { at: self.at, what }
     }
 
-    fn no_nul(&self, s: Vec<u8>) -> Result<Vec<u8>, String> {
+    fn no_nul(&self, s: Vec<u8>) -> Result<Vec<u8>, JsonError> {
         if s.contains(&0) {
-            return Err(format!(
-                "input string '{}' cannot be represented as Nix string because it contains null bytes",
-                String::from_utf8_lossy(&s).replace('\0', "␀")
+            return Err(JsonError::NulByte(
+                String::from_utf8_lossy(&s).replace('\0', "␀"),
             ));
         }
         Ok(s)
@@ -290,7 +304,7 @@ impl<'t> JsonParser<'t> {
         }
     }
 
-    fn literal(&mut self, word: &[u8]) -> Result<(), String> {
+    fn literal(&mut self, word: &[u8]) -> Result<(), JsonError> {
         if self.text[self.at..].starts_with(word) {
             self.at += word.len();
             Ok(())
@@ -299,7 +313,7 @@ impl<'t> JsonParser<'t> {
         }
     }
 
-    fn value<'a>(&mut self, ev: &mut Evaluator<'a>, depth: usize) -> Result<Value<'a>, String> {
+    fn value<'a>(&mut self, ev: &mut Evaluator<'a>, depth: usize) -> Result<Value<'a>, JsonError> {
         if depth > MAX_JSON_DEPTH {
             return Err(self.error("nesting too deep"));
         }
@@ -388,7 +402,7 @@ impl<'t> JsonParser<'t> {
         }
     }
 
-    fn number<'a>(&mut self) -> Result<Value<'a>, String> {
+    fn number<'a>(&mut self) -> Result<Value<'a>, JsonError> {
         let start = self.at;
         if self.text.get(self.at) == Some(&b'-') {
             self.at += 1;
@@ -431,9 +445,7 @@ impl<'t> JsonParser<'t> {
                 return Ok(Value::Int(i));
             }
             if !text.starts_with('-') && text.parse::<u64>().is_ok() {
-                return Err(format!(
-                    "unsigned json number {text} outside of Nix integer range"
-                ));
+                return Err(JsonError::OutOfRange(text.to_owned()));
             }
         }
         text.parse::<f64>()
@@ -441,7 +453,7 @@ impl<'t> JsonParser<'t> {
             .map_err(|_| self.error("invalid number"))
     }
 
-    fn hex4(&mut self) -> Result<u32, String> {
+    fn hex4(&mut self) -> Result<u32, JsonError> {
         let digits = self
             .text
             .get(self.at..self.at + 4)
@@ -452,7 +464,7 @@ impl<'t> JsonParser<'t> {
         Ok(v)
     }
 
-    fn string(&mut self) -> Result<Vec<u8>, String> {
+    fn string(&mut self) -> Result<Vec<u8>, JsonError> {
         self.at += 1;
         let mut out = Vec::new();
         loop {
