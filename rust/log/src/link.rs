@@ -98,12 +98,23 @@ struct RawLink<'a> {
     unchained: Option<Cow<'a, str>>,
 }
 
+/// Why a line is not a link of the chain.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum LinkError {
+    /// It is not a JSON object with a numeric `seq` and a string `prev`.
+    #[error("{0}")]
+    Json(std::sync::Arc<serde_json::Error>),
+    /// Its `prev` is not a hash.
+    #[error("its prev `{0}` is not 64 hex digits")]
+    Prev(String),
+}
+
 /// Reads a line as whole JSON: an object with a numeric `seq`, a `prev` of
 /// 64 hex digits and, when present, `unchained`; other fields are not looked at.
-pub fn strict(line: &[u8]) -> Result<Link, String> {
-    let raw: RawLink<'_> = serde_json::from_slice(line).map_err(|e| e.to_string())?;
+pub fn strict(line: &[u8]) -> Result<Link, LinkError> {
+    let raw: RawLink<'_> = serde_json::from_slice(line).map_err(|e| LinkError::Json(e.into()))?;
     let prev = Sha256Hash::from_hex(&raw.prev)
-        .ok_or_else(|| format!("its prev `{}` is not 64 hex digits", raw.prev))?;
+        .ok_or_else(|| LinkError::Prev(raw.prev.clone().into_owned()))?;
     Ok(Link {
         seq: raw.seq,
         prev,
@@ -112,7 +123,7 @@ pub fn strict(line: &[u8]) -> Result<Link, String> {
 }
 
 /// [`fast`], else [`strict`].
-pub fn read(line: &[u8]) -> Result<Link, String> {
+pub fn read(line: &[u8]) -> Result<Link, LinkError> {
     fast(line).map_or_else(|| strict(line), Ok)
 }
 
@@ -129,7 +140,7 @@ mod tests {
         let link = fast(line.as_bytes()).unwrap();
         assert_eq!(link.seq, 12);
         assert_eq!(link.prev.to_string(), HEX);
-        assert_eq!(strict(line.as_bytes()), Ok(link));
+        assert_eq!(strict(line.as_bytes()).ok(), Some(link));
     }
 
     #[test]

@@ -247,7 +247,7 @@ struct Seen {
     file: usize,
     number: u64,
     hash: Sha256Hash,
-    link: Result<Link, String>,
+    link: Result<Link, link::LinkError>,
     complete: bool,
 }
 
@@ -394,7 +394,7 @@ impl WalkState {
         }
         let link = match &seen.link {
             Ok(link) => link,
-            Err(why) => return Some(Trouble::NotRecord(why.clone())),
+            Err(why) => return Some(Trouble::NotRecord(why.to_string())),
         };
         if let Some(why) = &link.unchained {
             return Some(Trouble::Unchained(why.clone()));
