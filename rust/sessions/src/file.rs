@@ -195,7 +195,7 @@ pub fn parse_bytes(bytes: &[u8]) -> Result<Vec<Stored>, (u64, String)> {
 }
 
 fn parse_line(line: &[u8]) -> Result<Stored, BadLine> {
-    let link = link::strict(line).map_err(BadLine::NotRecord)?;
+    let link = link::strict(line).map_err(|e| BadLine::NotRecord(e.to_string()))?;
     let fields: Map<String, Value> =
         serde_json::from_slice(line).map_err(|e| BadLine::NotRecord(e.to_string()))?;
     let ts = match fields.get("ts") {
