@@ -51,16 +51,19 @@ pub enum LintLevel {
     Fatal,
 }
 
+/// A word that names no [`LintLevel`].
+#[derive(Debug, thiserror::Error)]
+#[error("'{0}' is not a lint level; use ignore, warn or fatal")]
+pub struct UnknownLintLevel(String);
+
 impl std::str::FromStr for LintLevel {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = UnknownLintLevel;
+    fn from_str(s: &str) -> Result<Self, UnknownLintLevel> {
         match s {
             "ignore" => Ok(LintLevel::Ignore),
             "warn" => Ok(LintLevel::Warn),
             "fatal" => Ok(LintLevel::Fatal),
-            other => Err(format!(
-                "'{other}' is not a lint level; use ignore, warn or fatal"
-            )),
+            other => Err(UnknownLintLevel(other.to_owned())),
         }
     }
 }

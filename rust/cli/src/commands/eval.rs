@@ -290,9 +290,9 @@ fn options(args: &Args, cwd: &std::path::Path) -> anyhow::Result<EvalOptions> {
                 })?;
             }
             [name, value] if name.starts_with("lint-") => {
-                let level: LintLevel = value
-                    .parse()
-                    .map_err(|e: String| anyhow::anyhow!("--option {name}: {e}"))?;
+                let level = value
+                    .parse::<LintLevel>()
+                    .map_err(|e| anyhow::anyhow!("--option {name}: {e}"))?;
                 match name.as_str() {
                     "lint-url-literals" => lints.url_literals = level,
                     "lint-short-path-literals" => lints.short_path_literals = level,
