@@ -14,7 +14,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -96,6 +96,11 @@ pub struct Server {
     ended: watch::Receiver<Option<String>>,
     published: Arc<Mutex<HashMap<String, Published>>>,
     published_tell: watch::Receiver<u64>,
+    /// Whether the server says its answers are whole (rust-analyzer's
+    /// `experimental/serverStatus`); `None` until it says anything.
+    quiescent: watch::Receiver<Option<bool>>,
+    /// Whether `settled` has asked once whether the server reports status.
+    pinged: AtomicBool,
     versions: Mutex<HashMap<String, i32>>,
     timeout: Duration,
 }
@@ -131,12 +136,14 @@ impl Server {
         let published: Arc<Mutex<HashMap<String, Published>>> = Arc::default();
         let (ended_tell, ended) = watch::channel(None);
         let (published_send, published_tell) = watch::channel(0);
+        let (quiescent_send, quiescent) = watch::channel(None);
         let writer: Writer = Arc::new(tokio::sync::Mutex::new(Box::new(writer)));
         tokio::spawn(read_messages(
             BufReader::new(reader),
             pending.clone(),
             published.clone(),
             published_send,
+            quiescent_send,
             writer.clone(),
             ended_tell,
         ));
@@ -147,6 +154,8 @@ impl Server {
             ended,
             published,
             published_tell,
+            quiescent,
+            pinged: AtomicBool::new(false),
             versions: Mutex::default(),
             timeout,
         };
@@ -172,13 +181,56 @@ impl Server {
                 // Not `workspaceFolders`: a client that offers it is
                 // expected to answer for them, and pyright waits for that
                 // before it reads a file.
-                "workspace": {"configuration": true}
+                "workspace": {"configuration": true},
+                // Asked for so that `settled` can wait for a server still
+                // loading its project, whose answers until then are partial.
+                "experimental": {"serverStatusNotification": true}
             },
             "clientInfo": {"name": "chock", "version": env!("CARGO_PKG_VERSION")}
         });
         server.request("initialize", params).await?;
         server.notify("initialized", json!({})).await?;
         Ok(server)
+    }
+
+    /// Waits, within the timeout, until a server that reports its status
+    /// says it is quiescent: its project loaded, its answers whole. A server
+    /// that has reported no status by the answer to a request sent after
+    /// `initialized` reports none, and is taken as settled.
+    pub async fn settled(&self) -> Result<(), LspError> {
+        if self.quiescent.borrow().is_none() && !self.pinged.swap(true, Ordering::Relaxed) {
+            // A server answers in order, so a status said on `initialized`
+            // comes before this answer; an unknown method is refused at once.
+            match self.request("$/chock/ping", Value::Null).await {
+                Ok(_) | Err(LspError::Refused { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let mut quiescent = self.quiescent.clone();
+        let mut ended = self.ended.clone();
+        let waited = tokio::time::timeout(self.timeout, async {
+            loop {
+                if let Some(why) = self.ended() {
+                    return Err(LspError::Ended(why));
+                }
+                if *quiescent.borrow_and_update() != Some(false) {
+                    return Ok(());
+                }
+                tokio::select! {
+                    changed = quiescent.changed() => if changed.is_err() {
+                        return Err(LspError::Ended(self.ended().unwrap_or_else(|| "its output closed".into())));
+                    },
+                    _ = ended.changed() => {}
+                }
+            }
+        })
+        .await;
+        waited.unwrap_or_else(|_| {
+            Err(LspError::Timeout {
+                method: "experimental/serverStatus".into(),
+                after: self.timeout,
+            })
+        })
     }
 
     /// Why the server ended, once it has.
@@ -618,6 +670,7 @@ async fn read_messages(
     pending: Pending,
     published: Arc<Mutex<HashMap<String, Published>>>,
     published_tell: watch::Sender<u64>,
+    quiescent: watch::Sender<Option<bool>>,
     writer: Writer,
     ended: watch::Sender<Option<String>>,
 ) {
@@ -641,6 +694,14 @@ async fn read_messages(
                     | "client/unregisterCapability"
                     | "window/workDoneProgress/create"
                     | "workspace/workspaceFolders" => {
+                        json!({"jsonrpc": "2.0", "id": id, "result": Value::Null})
+                    }
+                    // "Ask again for what you showed": this client keeps
+                    // nothing to refresh, and a refusal makes some servers
+                    // (rust-analyzer) stop publishing diagnostics at all.
+                    refresh
+                        if refresh.starts_with("workspace/") && refresh.ends_with("/refresh") =>
+                    {
                         json!({"jsonrpc": "2.0", "id": id, "result": Value::Null})
                     }
                     _ => {
@@ -676,6 +737,10 @@ async fn read_messages(
                     entry.diagnostics = diagnostics;
                 }
                 published_tell.send_modify(|n| *n += 1);
+            }
+            (Some("experimental/serverStatus"), None) => {
+                let said = message["params"]["quiescent"].as_bool();
+                quiescent.send_replace(said.or(Some(true)));
             }
             (Some(_), None) => {}
             (None, Some(id)) => {
@@ -787,6 +852,85 @@ mod tests {
             assert_eq!(found.len(), 1);
             assert_eq!(found[0].message, "fresh", "{text}");
         }
+    }
+
+    /// A scripted server that says it is loading on `initialized`, refuses
+    /// every other request as unknown, and says it is quiescent only after
+    /// `loading_for` (never, if `None`); or, with `reports` false, says no
+    /// status at all.
+    async fn loading(
+        reader: tokio::io::DuplexStream,
+        writer: tokio::io::DuplexStream,
+        reports: bool,
+        loading_for: Option<Duration>,
+    ) {
+        let mut reader = BufReader::new(reader);
+        let writer: Writer = Arc::new(tokio::sync::Mutex::new(Box::new(writer)));
+        let status = |quiescent: bool| json!({"jsonrpc": "2.0", "method": "experimental/serverStatus", "params": {"health": "ok", "quiescent": quiescent}});
+        while let Ok(Some(message)) = read_message(&mut reader).await {
+            match (message["method"].as_str(), reports) {
+                (Some("initialize"), _) => {
+                    let answer = json!({"jsonrpc": "2.0", "id": message["id"], "result": {"capabilities": {}}});
+                    write_message(&writer, &answer).await.unwrap();
+                }
+                (Some("initialized"), true) => {
+                    write_message(&writer, &status(false)).await.unwrap();
+                    if let Some(after) = loading_for {
+                        let writer = writer.clone();
+                        tokio::spawn(async move {
+                            tokio::time::sleep(after).await;
+                            write_message(&writer, &status(true)).await.unwrap();
+                        });
+                    }
+                }
+                (Some(_), _) if !message["id"].is_null() => {
+                    let refusal = json!({"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32601, "message": "unknown"}});
+                    write_message(&writer, &refusal).await.unwrap();
+                }
+                _ => {}
+            }
+        }
+    }
+
+    async fn loading_server(reports: bool, loading_for: Option<Duration>) -> Server {
+        let (ours, theirs_in) = tokio::io::duplex(1 << 16);
+        let (theirs_out, ours_in) = tokio::io::duplex(1 << 16);
+        tokio::spawn(loading(theirs_in, theirs_out, reports, loading_for));
+        Server::start(ours_in, ours, Path::new("/p"), Duration::from_millis(800))
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn settled_waits_for_a_loading_server_to_say_it_is_quiescent() {
+        let server = loading_server(true, Some(Duration::from_millis(300))).await;
+        let began = std::time::Instant::now();
+        server.settled().await.unwrap();
+        assert!(
+            began.elapsed() >= Duration::from_millis(300),
+            "{:?}",
+            began.elapsed()
+        );
+        assert_eq!(*server.quiescent.borrow(), Some(true));
+    }
+
+    #[tokio::test]
+    async fn a_server_that_reports_no_status_is_settled_after_one_answer() {
+        let server = loading_server(false, None).await;
+        server.settled().await.unwrap();
+        assert!(server.pinged.load(Ordering::Relaxed));
+        assert_eq!(*server.quiescent.borrow(), None);
+        server.settled().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_server_loading_past_the_bound_is_not_settled() {
+        let server = loading_server(true, None).await;
+        let refused = server.settled().await.unwrap_err();
+        assert!(
+            matches!(&refused, LspError::Timeout { method, .. } if method == "experimental/serverStatus"),
+            "{refused}"
+        );
     }
 
     #[tokio::test]

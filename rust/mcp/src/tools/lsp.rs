@@ -403,8 +403,24 @@ fn place(target: &Target, tool: &str, line: u32, column: u32) -> Result<Place, T
 }
 
 /// The target's server, told the file's text as the workspace holds it.
-async fn synced(call: &Call<'_>, target: &Target) -> Result<Arc<Server>, ToolError> {
+/// The running server for `target`, once it says its project is loaded. A
+/// server still loading when the bound passes is left running: a restart
+/// would only load again from the start.
+async fn settled(call: &Call<'_>, target: &Target) -> Result<Arc<Server>, ToolError> {
     let server = server(call, target).await?;
+    match server.settled().await {
+        Ok(()) => Ok(server),
+        Err(LspError::Timeout { after, .. }) => Err(ToolError::LanguageServer(format!(
+            "`{}` is still loading the project (not ready within {} s); ask again in a moment",
+            target.server.program(),
+            after.as_secs()
+        ))),
+        Err(error) => settle(call, target, Err(error)).await,
+    }
+}
+
+async fn synced(call: &Call<'_>, target: &Target) -> Result<Arc<Server>, ToolError> {
+    let server = settled(call, target).await?;
     let outcome = server
         .sync(&target.path, &target.server.language, &target.text)
         .await;
@@ -414,7 +430,7 @@ async fn synced(call: &Call<'_>, target: &Target) -> Result<Arc<Server>, ToolErr
 
 pub async fn diagnostics(call: &Call<'_>, args: InFile) -> Result<String, ToolError> {
     let target = target(call, LSP_DIAGNOSTICS, &args.path).await?;
-    let server = server(call, &target).await?;
+    let server = settled(call, &target).await?;
     let outcome = server
         .diagnostics(&target.path, &target.server.language, &target.text)
         .await;
