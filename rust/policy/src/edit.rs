@@ -127,6 +127,10 @@ fn read_back(file: &Path, text: &str, rules: &[Suggestion]) -> Result<(), EditEr
 
 /// `text` as the whole of `file`, through a synced temporary file in the
 /// same folder renamed over it, and the folder synced.
+/// Writes `text` to a fresh temporary beside `file`, synced, then renames
+/// it over `file`, so a reader sees the old rules or the new. The
+/// temporary's name is created, never opened: a name made in advance (a
+/// link, a file) is passed over for the next, never written through.
 fn replace(file: &Path, text: &str) -> std::io::Result<()> {
     let folder = match file.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
@@ -135,13 +139,9 @@ fn replace(file: &Path, text: &str) -> std::io::Result<()> {
     let name = file
         .file_name()
         .map_or(crate::control::CHOCK_ZON.into(), |n| n.to_string_lossy());
-    let temporary = folder.join(format!(".{name}.{}.tmp", std::process::id()));
+    let (temporary, mut out) = fresh_temporary(folder, &name)?;
     let written = (|| {
-        let mut out = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temporary)?;
-        if let Ok(meta) = std::fs::metadata(file) {
+        if let Ok(meta) = std::fs::symlink_metadata(file) {
             out.set_permissions(meta.permissions())?;
         }
         out.write_all(text.as_bytes())?;
@@ -153,6 +153,36 @@ fn replace(file: &Path, text: &str) -> std::io::Result<()> {
         let _ = std::fs::remove_file(&temporary);
     }
     written
+}
+
+/// Creates (`O_EXCL`, so never through a link) a temporary in `folder`,
+/// trying further names while one is taken.
+fn fresh_temporary(folder: &Path, name: &str) -> std::io::Result<(PathBuf, std::fs::File)> {
+    const TRIES: u32 = 16;
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let mut last = None;
+    for attempt in 0..TRIES {
+        let pid = std::process::id();
+        let temporary = folder.join(match attempt {
+            0 => format!(".{name}.{pid}.tmp"),
+            n => format!(
+                ".{name}.{pid}.{:08x}.tmp",
+                nanos.wrapping_add(n.wrapping_mul(0x9e37_79b9))
+            ),
+        });
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temporary)
+        {
+            Ok(out) => return Ok((temporary, out)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::other("no temporary name")))
 }
 
 impl RuleEdit {
@@ -264,6 +294,39 @@ mod tests {
                 crate::Decision::Allow
             );
         }
+    }
+
+    #[test]
+    fn a_temporary_name_made_in_advance_is_passed_over_not_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("chock.zon");
+        std::fs::write(&file, ".{ .policy = .{ .rules = .{} } }\n").unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let target = outside.path().join("victim");
+        std::fs::write(&target, "untouched").unwrap();
+        // The agent's guess at the temporary's name: a link to a file of
+        // the person's, and a plain file holding its own rules.
+        let guessed = dir
+            .path()
+            .join(format!(".chock.zon.{}.tmp", std::process::id()));
+        std::os::unix::fs::symlink(&target, &guessed).unwrap();
+        let rule = allow("exec.ls", &file);
+        write_rules(&file, std::slice::from_ref(&rule)).unwrap();
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "untouched");
+        assert!(
+            std::fs::symlink_metadata(&guessed)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        let written = std::fs::read_to_string(&file).unwrap();
+        assert!(written.contains(&rule.rule), "{written}");
+        assert!(
+            !std::fs::symlink_metadata(&file)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
     }
 
     #[test]
