@@ -394,10 +394,7 @@ fn the_page_answers_a_real_chock_mcp_question_and_refuses_every_other_site() {
 
     let client = env.client(false, &[]);
     let pid = client.pid();
-    page.wait_for(
-        &format!("document.getElementById('servers').textContent.includes('chock mcp {pid}')"),
-        "the chock mcp server",
-    );
+    heard(&mut page, pid);
 
     const ALLOWED: usize = 5;
     let (asked_at, asked) = std::sync::mpsc::channel::<f64>();
@@ -549,5 +546,138 @@ fn the_page_answers_a_real_chock_mcp_question_and_refuses_every_other_site() {
     assert!(
         latencies.iter().all(|&l| l < 2000.0),
         "a question took too long to show: {latencies:?}"
+    );
+}
+
+/// Waits for the page to hear the `chock mcp` whose process is `pid`: a
+/// question it asks before then finds nobody to answer it.
+fn heard(page: &mut Cdp, pid: u32) {
+    page.wait_for(
+        &format!("document.getElementById('servers').textContent.includes('chock mcp {pid}')"),
+        "the chock mcp server",
+    );
+}
+
+/// Drives one call through the page: waits for its question, checks which
+/// yes buttons it offers, clicks `answer` and waits for the question to go.
+fn answer_on_page(page: &mut Cdp, offers: &[&str], lacks: &[&str], answer: &str) -> String {
+    page.wait_for(
+        "document.querySelectorAll('.question .answer-once').length === 1",
+        "the question",
+    );
+    for class in offers {
+        let found = page.eval(&format!("!!document.querySelector('.question .{class}')"));
+        assert_eq!(found, json!(true), "the page offers {class}");
+    }
+    for class in lacks {
+        let found = page.eval(&format!("!!document.querySelector('.question .{class}')"));
+        assert_eq!(found, json!(false), "the page does not offer {class}");
+    }
+    let card = page.eval("document.querySelector('.question').innerText");
+    let id = page.eval("document.querySelector('.question').dataset.id");
+    page.click(&format!(".question .{answer}"));
+    page.wait_for(
+        &format!("!document.querySelector('.question[data-id={id}]')"),
+        "the question gone",
+    );
+    card.as_str().unwrap_or_default().to_owned()
+}
+
+#[test]
+fn always_on_the_page_writes_the_rule_and_an_organisation_s_ceiling_offers_no_always() {
+    let Some(browser) = Browser::start() else {
+        let message = "chromium is not installed: the browser test of `chock ui`'s scopes DID NOT RUN (scripts/setup installs Debian's chromium)";
+        assert!(std::env::var_os("CI").is_none(), "{message}");
+        eprintln!("\n!!!!!!!! {message} !!!!!!!!\n");
+        return;
+    };
+    let env = Env::new();
+    env.rules(r#".{ .action = "call.write_file", .decision = .ask }"#);
+    let ui = Ui::start(&env);
+    let mut page = browser.tab(&ui.url);
+    page.wait_for(
+        "document.getElementById('status')?.textContent === 'live'",
+        "live",
+    );
+
+    // The project's own rule asks: a yes may be for the session or always.
+    let before = env.read("chock.zon").expect("chock.zon");
+    let mut client = env.client(false, &[]);
+    heard(&mut page, client.pid());
+    let called = std::thread::scope(|scope| {
+        let call = scope.spawn(|| {
+            client.call(
+                "write_file",
+                json!({"path": "out/a.txt", "content": "written\n"}),
+            )
+        });
+        let card = answer_on_page(
+            &mut page,
+            &["answer-session", "answer-always"],
+            &[],
+            "answer-always",
+        );
+        assert!(card.contains("Always allow"), "{card}");
+        call.join().expect("the call")
+    });
+    assert!(!called.is_error, "{called:?}");
+    assert_eq!(env.read("out/a.txt").as_deref(), Some("written\n"));
+    let after = env.read("chock.zon").expect("chock.zon");
+    let added: Vec<&str> = after
+        .lines()
+        .filter(|l| !before.lines().any(|b| b == *l))
+        .collect();
+    assert_eq!(added.len(), 1, "{before}\n---\n{after}");
+    assert!(
+        added[0].contains(r#".action = "call.write_file", .decision = .allow"#),
+        "{after}"
+    );
+    let edits: Vec<Value> = env
+        .log_lines()
+        .into_iter()
+        .filter(|l| l["action"] == "policy.edit")
+        .collect();
+    assert_eq!(edits.len(), 1, "{edits:#?}");
+    assert_eq!(edits[0]["scope"], "always", "{}", edits[0]);
+    let asked = env.last_logged("call.write_file");
+    assert_eq!(
+        (&asked["answered_by"], &asked["scope"]),
+        (&json!("person"), &json!("always")),
+        "{asked}"
+    );
+    drop(client);
+
+    // The organisation's bundle holds reading at ask: no project rule can
+    // raise it, so the page offers no "always".
+    let bundle = env
+        .config_dir()
+        .parent()
+        .and_then(|c| c.parent())
+        .expect("the fixture's root")
+        .join("data/chock/org-policy.zon");
+    std::fs::create_dir_all(bundle.parent().expect("folder")).expect("mkdir");
+    std::fs::write(
+        &bundle,
+        ".{ .rules = .{ .{ .action = \"call.read_file\", .decision = .ask } } }\n",
+    )
+    .expect("bundle");
+    env.write("a.txt", "hello\n");
+    let mut client = env.client(false, &[]);
+    heard(&mut page, client.pid());
+    let called = std::thread::scope(|scope| {
+        let call = scope.spawn(|| client.call("read_file", json!({"path": "a.txt"})));
+        answer_on_page(
+            &mut page,
+            &["answer-session"],
+            &["answer-always"],
+            "answer-once",
+        );
+        call.join().expect("the call")
+    });
+    assert!(!called.is_error, "{called:?}");
+    assert_eq!(
+        env.read("chock.zon").expect("chock.zon"),
+        after,
+        "nothing written"
     );
 }

@@ -38,10 +38,11 @@ function showCount() {
   $("no-questions").hidden = n > 0;
 }
 
-async function send(server, id, allow, text, card) {
+async function send(server, id, allow, text, card, scope) {
   for (const b of card.querySelectorAll("button")) b.disabled = true;
   const body = { server, id, allow };
   if (text !== undefined) body.text = text;
+  if (scope !== undefined) body.scope = scope;
   const reply = await fetch(withToken("/answer"), {
     method: "POST",
     headers: { "content-type": "application/json" },
@@ -55,6 +56,12 @@ async function send(server, id, allow, text, card) {
     card.querySelector(".result").textContent = "sent";
   }
 }
+
+// The words of a yes beyond once, by the scope the question offers.
+const SCOPE_WORDS = {
+  session: { label: "Allow for this session", title: "every identical act until the asking session ends" },
+  always: { label: "Always allow", title: "writes the rule shown below into the project's chock.zon" },
+};
 
 // The detail line an apply's diff follows (chock_sandbox's DIFF_HEADING):
 // no line about a file the agent named reads so.
@@ -122,8 +129,16 @@ function addQuestion(data) {
       el("button", { className: "deny answer-no", textContent: "No answer", onclick: () => send(data.server, data.id, false, undefined, card) }));
   } else {
     const reason = el("input", { type: "text", className: "answer-reason", placeholder: "why not (the agent is told)" });
+    answers.append(el("button", { className: "allow answer-once", textContent: "Allow once", onclick: () => send(data.server, data.id, true, undefined, card) }));
+    // Only the scopes the question offers: "always" is absent where an
+    // organisation's or a package's ceiling decides, "session" where the
+    // asker cannot keep a yes.
+    for (const scope of q.scopes || []) {
+      const words = SCOPE_WORDS[scope];
+      if (!words) continue;
+      answers.append(el("button", { className: `allow answer-${scope}`, textContent: words.label, title: words.title, onclick: () => send(data.server, data.id, true, undefined, card, scope) }));
+    }
     answers.append(
-      el("button", { className: "allow answer-once", textContent: "Allow once", onclick: () => send(data.server, data.id, true, undefined, card) }),
       el("button", { className: "deny answer-no", textContent: "No", onclick: () => send(data.server, data.id, false, undefined, card) }),
       reason,
       el("button", { className: "deny answer-no-because", textContent: "No, because…", onclick: () => send(data.server, data.id, false, reason.value, card) }));
