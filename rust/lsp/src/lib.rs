@@ -101,8 +101,23 @@ pub struct Server {
     quiescent: watch::Receiver<Option<bool>>,
     /// Whether `settled` has asked once whether the server reports status.
     pinged: AtomicBool,
-    versions: Mutex<HashMap<String, i32>>,
+    /// What each document was last told, by URI.
+    synced: Mutex<HashMap<String, Synced>>,
     timeout: Duration,
+}
+
+/// The version a document was last told as, and a hash of its text.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Synced {
+    version: i32,
+    text: u64,
+}
+
+fn text_hash(text: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut hasher);
+    hasher.finish()
 }
 
 /// A place in a file: its path, and a zero-based line and character.
@@ -156,7 +171,7 @@ impl Server {
             published_tell,
             quiescent,
             pinged: AtomicBool::new(false),
-            versions: Mutex::default(),
+            synced: Mutex::default(),
             timeout,
         };
         let root_uri = file_uri(root)?;
@@ -239,13 +254,25 @@ impl Server {
     }
 
     /// Tells the server what `path` holds now (`didOpen` the first time,
-    /// `didChange` with the whole text after); answers the version it is.
+    /// `didChange` with the whole text after, nothing when the text is what
+    /// it was last told); answers the version it is.
     pub async fn sync(&self, path: &Path, language: &str, text: &str) -> Result<i32, LspError> {
         let uri = file_uri(path)?;
+        let text_now = text_hash(text);
         let version = {
-            let mut versions = self.versions.lock().unwrap_or_else(PoisonError::into_inner);
-            let next = versions.get(uri.as_str()).map_or(1, |v| v + 1);
-            versions.insert(uri.as_str().to_owned(), next);
+            let mut synced = self.synced.lock().unwrap_or_else(PoisonError::into_inner);
+            let last = synced.get(uri.as_str()).copied();
+            if let Some(last) = last.filter(|l| l.text == text_now) {
+                return Ok(last.version);
+            }
+            let next = last.map_or(1, |l| l.version + 1);
+            synced.insert(
+                uri.as_str().to_owned(),
+                Synced {
+                    version: next,
+                    text: text_now,
+                },
+            );
             next
         };
         if version == 1 {
@@ -267,6 +294,9 @@ impl Server {
     /// Tells the server what `path` holds and waits, within the timeout,
     /// for the diagnostics it publishes for that text next (a publish for
     /// an older version, which a server may still send, is passed over).
+    /// A text the server was last told and has published for is answered
+    /// from that publish: told again, it is no change, and a server
+    /// publishes nothing new for it.
     pub async fn diagnostics(
         &self,
         path: &Path,
@@ -274,7 +304,19 @@ impl Server {
         text: &str,
     ) -> Result<Vec<Diagnostic>, LspError> {
         let uri = file_uri(path)?;
-        let (seen, _) = self.published_for(uri.as_str());
+        let (seen, published) = self.published_for(uri.as_str());
+        let last = self
+            .synced
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(uri.as_str())
+            .copied();
+        if let Some(last) = last.filter(|l| l.text == text_hash(text))
+            && seen > 0
+            && published.is_none_or(|v| v >= last.version)
+        {
+            return Ok(self.diagnostics_published(uri.as_str()));
+        }
         let mut tell = self.published_tell.clone();
         let version = self.sync(path, language, text).await?;
         let waited = tokio::time::timeout(self.timeout, async {
@@ -306,14 +348,17 @@ impl Server {
                 });
             }
         }
-        let published = self
-            .published
+        Ok(self.diagnostics_published(uri.as_str()))
+    }
+
+    /// The diagnostics last published for `uri`.
+    fn diagnostics_published(&self, uri: &str) -> Vec<Diagnostic> {
+        self.published
             .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        Ok(published
-            .get(uri.as_str())
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(uri)
             .map(|p| p.diagnostics.clone())
-            .unwrap_or_default())
+            .unwrap_or_default()
     }
 
     /// Where the symbol at `place` is defined.
@@ -931,6 +976,31 @@ mod tests {
             matches!(&refused, LspError::Timeout { method, .. } if method == "experimental/serverStatus"),
             "{refused}"
         );
+    }
+
+    #[tokio::test]
+    async fn the_same_text_asked_again_is_answered_from_its_publish() {
+        let (ours, theirs_in) = tokio::io::duplex(1 << 16);
+        let (theirs_out, ours_in) = tokio::io::duplex(1 << 16);
+        tokio::spawn(scripted(theirs_in, theirs_out));
+        // The scripted server publishes only on a change, as rust-analyzer
+        // does: waiting for a publish for the same text would time out.
+        let server = Server::start(ours_in, ours, Path::new("/p"), Duration::from_secs(2))
+            .await
+            .unwrap();
+        let file = Path::new("/p/a.py");
+        let first = server.diagnostics(file, "python", "a").await.unwrap();
+        let began = std::time::Instant::now();
+        let again = server.diagnostics(file, "python", "a").await.unwrap();
+        assert!(
+            began.elapsed() < Duration::from_secs(1),
+            "{:?}",
+            began.elapsed()
+        );
+        assert_eq!(first, again);
+        assert_eq!(again[0].message, "fresh");
+        let changed = server.diagnostics(file, "python", "b").await.unwrap();
+        assert_eq!(changed[0].message, "fresh");
     }
 
     #[tokio::test]

@@ -226,14 +226,23 @@ async fn rust_analyzer_diagnoses_a_write_and_finds_definitions_and_references() 
             character: 3
         }]
     );
-    let mut lines: Vec<u32> = server
-        .references(&call)
-        .await
-        .unwrap()
-        .iter()
-        .map(|p| p.line)
-        .collect();
-    lines.sort_unstable();
+    // References too, while it indexes: refused ("content modified") or
+    // partial, asked again in a bound.
+    let began = Instant::now();
+    let lines = loop {
+        let found = server.references(&call).await.map(|places| {
+            let mut lines: Vec<u32> = places.iter().map(|p| p.line).collect();
+            lines.sort_unstable();
+            lines
+        });
+        match found {
+            Ok(lines) if lines == [0, 5, 6] => break lines,
+            _ if began.elapsed() < Duration::from_secs(120) => {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            other => panic!("rust-analyzer never found the references: {other:?}"),
+        }
+    };
     assert_eq!(lines, vec![0, 5, 6]);
     // A write that adds a string to a number: rust-analyzer's own
     // diagnostics (the native ones, without cargo check) name the line.
@@ -241,15 +250,27 @@ async fn rust_analyzer_diagnoses_a_write_and_finds_definitions_and_references() 
         "let x = add(1, 2);",
         "let x = add(1, 2);\n    let y: i32 = \"no\";",
     );
-    let began = Instant::now();
     // rust-analyzer may publish for the text before the one it was just
-    // told, or nothing new for a text it has: asked again, within a bound.
+    // told. Rarely (about one start in eight, cold or warm), one publishes
+    // nothing for any change again: as the MCP tool does, that server is
+    // stopped at its bound and a new one asked, at most three in all.
+    let mut server = server;
+    let mut _child = _child;
+    let mut starts = 1;
+    let began = Instant::now();
     let found = loop {
-        let found = server.diagnostics(&file, "rust", &broken).await;
-        match found {
+        match server.diagnostics(&file, "rust", &broken).await {
             Ok(found) if found.iter().any(|d| d.range.start.line == 6) => break found,
-            _ if began.elapsed() < Duration::from_secs(120) => {}
-            other => panic!("rust-analyzer never diagnosed line 7: {other:?}"),
+            Ok(_) if began.elapsed() < Duration::from_secs(120) => {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            Err(LspError::Timeout { .. }) if starts < 3 => {
+                eprintln!("rust-analyzer published nothing in its bound; starting another");
+                (_child, server) = start(&analyzer, &[], &root, Duration::from_secs(30)).await;
+                server.settled().await.unwrap();
+                starts += 1;
+            }
+            other => panic!("rust-analyzer never diagnosed line 7 ({starts} starts): {other:?}"),
         }
     };
     assert!(found.iter().any(|d| d.range.start.line == 6), "{found:?}");
