@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 
 use chock_gate::{Offer, Scope, Word};
-use chock_policy::{Answer, Asker, Decision, Layer, Question, Verdict};
+use chock_policy::{Answer, Asker, Question};
 
 use crate::commands::approve::{answers_offered, reason_of_no, scope_of_yes};
 
@@ -38,14 +38,12 @@ pub struct EditLog {
 impl EditLog {
     fn record(&self, question: &Question) {
         let key = chock_policy::Key::new(chock_mcp::POLICY_EDIT);
-        let verdict = Verdict::bare(Decision::Allow, Layer::Project);
-        let settled = chock_gate::heard(Decision::Ask, Answer::Yes);
+        let (verdict, settled) = chock_gate::scope::rule_written();
         let entries: Vec<_> = question
             .rules
             .iter()
-            .map(|rule| chock_log::Entry {
-                scope: Some(Scope::Always),
-                ..settled.entry(
+            .map(|rule| {
+                settled.entry(
                     self.route,
                     self.project.clone(),
                     &key,
@@ -82,19 +80,24 @@ impl TerminalAsker {
 
     /// Keeps a yes "always": the question's rules written into the
     /// project's file, its diff shown and the edit logged. A rule that
-    /// cannot be written leaves the yes once, and says why.
-    fn keep_always(&self, question: &Question) {
+    /// cannot be written leaves the yes once, and says why; the scope the
+    /// yes kept is answered.
+    fn keep_always(&self, question: &Question) -> Scope {
         let Some((file, edits)) = &self.project else {
-            return;
+            return Scope::Once;
         };
         let key = chock_policy::Key::new(question.action.clone());
         match chock_gate::scope::keep(Scope::Always, &key, question, None, file) {
             Ok(Some(edit)) => {
                 eprintln!("chock: wrote to {}:\n{}", edit.file.display(), edit.diff());
                 edits.record(question);
+                Scope::Always
             }
-            Ok(None) => {}
-            Err(why) => eprintln!("chock: the answer \"always\" was kept for this once: {why}"),
+            Ok(None) => Scope::Once,
+            Err(why) => {
+                eprintln!("chock: the answer \"always\" was kept for this once: {why}");
+                Scope::Once
+            }
         }
     }
 }
@@ -125,14 +128,20 @@ impl Asker for TerminalAsker {
     /// A single command's question: "always" where the project's rule can
     /// be written (kept here), never "for this session".
     fn ask(&self, question: &Question) -> Answer {
+        self.ask_with_scope(question).0
+    }
+
+    /// The log line of an act a yes "always" let go says so.
+    fn ask_with_scope(&self, question: &Question) -> (Answer, Option<Scope>) {
         let word = chock_mcp::Person::ask_scoped(self, question, self.offer(question));
-        if word.answer == Answer::Yes && word.scope == Scope::Always {
-            self.keep_always(question);
-        }
+        let scope = (word.answer == Answer::Yes).then(|| match word.scope {
+            Scope::Always => self.keep_always(question),
+            _ => Scope::Once,
+        });
         if let Ok(mut reason) = self.reason.lock() {
             reason.clone_from(&word.reason);
         }
-        word.answer
+        (word.answer, scope)
     }
 
     /// Only with a terminal on stdin and stderr, as [`TerminalAsker::ask`] needs.
@@ -378,7 +387,7 @@ mod tests {
     fn the_prompt_shows_the_action_summary_detail_and_the_rule_to_write() {
         let question = Question {
             action: "nix.net.hosts".into(),
-            decision: Decision::Ask,
+            decision: chock_policy::Decision::Ask,
             summary: "1 host".into(),
             detail: vec!["a.example:443".into()],
             rules: vec![chock_policy::Suggestion {

@@ -154,16 +154,21 @@ fn at_a_terminal_an_ask_is_put_to_the_person_and_a_yes_runs_it() {
     assert!(done.shown.contains("command: echo asked"), "{}", done.shown);
     assert_eq!(done.stdout, "asked\n");
     echo_answered_by_the_person(&fx, "allow");
+    assert_eq!(echo_line(&fx)["scope"], "once");
+}
+
+/// The log's first line for `exec.path.echo`.
+fn echo_line(fx: &Fixture) -> serde_json::Value {
+    fx.log_lines()
+        .into_iter()
+        .find(|l| l["action"] == "exec.path.echo")
+        .expect("logged")
 }
 
 /// The log's line for `exec.path.echo` says `decision`, answered by the
 /// person.
 fn echo_answered_by_the_person(fx: &Fixture, decision: &str) {
-    let line = fx
-        .log_lines()
-        .into_iter()
-        .find(|l| l["action"] == "exec.path.echo")
-        .expect("logged");
+    let line = echo_line(fx);
     assert_eq!(
         (line["decision"].as_str(), line["answered_by"].as_str()),
         (Some(decision), Some("person")),
@@ -204,6 +209,13 @@ fn at_a_terminal_always_writes_the_rule_and_the_next_run_is_allowed_by_it() {
         (edit["subject"].as_str(), edit["scope"].as_str()),
         (Some(rule), Some("always")),
         "{edit}"
+    );
+    // The act the yes let go says how far the yes reached.
+    let asked = echo_line(&fx);
+    assert_eq!(
+        (asked["answered_by"].as_str(), asked["scope"].as_str()),
+        (Some("person"), Some("always")),
+        "{asked}"
     );
     // No terminal now: only the rule can allow it.
     let again = fx.exec(&[], &["echo", "asked"]);

@@ -129,6 +129,8 @@ pub struct Settled {
     /// The decision the log records: a person's allow or deny, else the rules'.
     pub decision: Decision,
     pub answered_by: AnsweredBy,
+    /// How far a person's yes reaches, where the asker offered more than once.
+    pub scope: Option<Scope>,
 }
 
 /// Before anyone is asked: settled by the rules, or a question to put.
@@ -181,6 +183,7 @@ pub fn after_review(decision: Decision, review: Review) -> Step {
             outcome,
             decision,
             answered_by,
+            scope: None,
         })
     };
     match (review, decision) {
@@ -215,6 +218,7 @@ pub fn before_asking(route: Route, verdict: &Verdict) -> Step {
             outcome,
             decision: verdict.decision,
             answered_by,
+            scope: None,
         })
     };
     match verdict.decision {
@@ -255,6 +259,7 @@ pub fn heard(decision: Decision, answer: Answer) -> Settled {
         outcome,
         decision,
         answered_by,
+        scope: None,
     }
 }
 
@@ -268,7 +273,13 @@ pub fn settle(
 ) -> Settled {
     match before_asking(route, verdict) {
         Step::Settled(settled) => settled,
-        Step::Ask => heard(verdict.decision, asker.ask(&question())),
+        Step::Ask => {
+            let (answer, scope) = asker.ask_with_scope(&question());
+            Settled {
+                scope: scope.filter(|_| answer == Answer::Yes),
+                ..heard(verdict.decision, answer)
+            }
+        }
     }
 }
 
@@ -282,6 +293,7 @@ pub fn stopped(file: &std::path::Path) -> (Verdict, Settled) {
         outcome: Outcome::Refused(Refused::Stopped),
         decision: Decision::Deny,
         answered_by: AnsweredBy::Person,
+        scope: None,
     };
     (verdict, settled)
 }
@@ -303,14 +315,17 @@ impl Settled {
         verdict: &Verdict,
         subject: Option<String>,
     ) -> Entry {
-        line(
-            route,
-            project,
-            key,
-            verdict,
-            (self.decision, self.answered_by),
-            subject,
-        )
+        Entry {
+            scope: self.scope,
+            ..line(
+                route,
+                project,
+                key,
+                verdict,
+                (self.decision, self.answered_by),
+                subject,
+            )
+        }
     }
 }
 

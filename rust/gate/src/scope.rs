@@ -14,7 +14,9 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Mutex;
 
-use chock_policy::{Answer, EditError, Key, Question, RuleEdit};
+use chock_policy::{Answer, Decision, EditError, Key, Layer, Question, RuleEdit, Verdict};
+
+use crate::Settled;
 
 pub use chock_log::Scope;
 
@@ -151,6 +153,18 @@ pub fn keep(
         }
         _ => Ok(None),
     }
+}
+
+/// The verdict and end of the `policy.edit` line a yes "always" writes
+/// for each rule it put into the project's file: the person's yes, kept
+/// always, given in the project's layer.
+pub fn rule_written() -> (Verdict, Settled) {
+    let verdict = Verdict::bare(Decision::Allow, Layer::Project);
+    let settled = Settled {
+        scope: Some(Scope::Always),
+        ..crate::heard(Decision::Ask, Answer::Yes)
+    };
+    (verdict, settled)
 }
 
 #[cfg(test)]

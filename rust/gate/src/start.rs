@@ -74,6 +74,7 @@ impl StartAnswer {
             outcome,
             decision,
             answered_by: AnsweredBy::of_layer(self.verdict.decided_by.layer),
+            scope: None,
         }
     }
 }

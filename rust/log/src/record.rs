@@ -3,6 +3,7 @@
 use std::fmt;
 use std::str::FromStr;
 
+pub use chock_policy::Scope;
 use chock_policy::{Decision, Layer};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -40,48 +41,6 @@ pub struct Entry {
     /// How far a person's yes reached, when a person said yes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<Scope>,
-}
-
-/// How far a person's yes reaches: this once, the rest of the session, or
-/// always (the rule written into the project's `chock.zon`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Scope {
-    /// This act only.
-    #[default]
-    Once,
-    /// Every identical act (same action, agent kind and tool) until the
-    /// asking session ends.
-    Session,
-    /// From now on: the suggested rule is written into `chock.zon`.
-    Always,
-}
-
-impl Scope {
-    /// The word the log and the approve socket carry.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Scope::Once => "once",
-            Scope::Session => "session",
-            Scope::Always => "always",
-        }
-    }
-
-    /// The scope `word` names, if any.
-    pub fn parse(word: &str) -> Option<Scope> {
-        match word {
-            "once" => Some(Scope::Once),
-            "session" => Some(Scope::Session),
-            "always" => Some(Scope::Always),
-            _ => None,
-        }
-    }
-}
-
-impl fmt::Display for Scope {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
 }
 
 impl From<&chock_policy::DecidedBy> for DecidedBy {

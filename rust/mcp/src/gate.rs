@@ -179,30 +179,14 @@ impl Session {
         verdict: &Verdict,
         settled: &Settled,
     ) {
-        self.record_scoped(agent, tool, action, subject, verdict, (settled, None));
-    }
-
-    /// [`Session::record`] of a person's yes, with how far it reached.
-    fn record_scoped(
-        &self,
-        agent: &str,
-        tool: &str,
-        action: &str,
-        subject: Option<&str>,
-        verdict: &Verdict,
-        (settled, scope): (&Settled, Option<Scope>),
-    ) {
         let key = Key::new(action).with_tool(tool).with_agent_kind(agent);
-        let entry = chock_log::Entry {
-            scope,
-            ..settled.entry(
-                ROUTE,
-                self.project.dir.display().to_string(),
-                &key,
-                verdict,
-                subject.map(str::to_owned),
-            )
-        };
+        let entry = settled.entry(
+            ROUTE,
+            self.project.dir.display().to_string(),
+            &key,
+            verdict,
+            subject.map(str::to_owned),
+        );
         if self.log.append(&entry).is_none() {
             tracing::warn!("the decision for {action} was not logged");
         }
@@ -318,16 +302,15 @@ impl Session {
                     edit.file.display(),
                     edit.diff()
                 );
-                let verdict = Verdict::bare(Decision::Allow, Layer::Project);
-                let settled = chock_gate::heard(Decision::Ask, Answer::Yes);
+                let (verdict, settled) = chock_gate::scope::rule_written();
                 for rule in &question.rules {
-                    self.record_scoped(
+                    self.record(
                         &key.agent_kind,
                         "",
                         POLICY_EDIT,
                         Some(&rule.rule),
                         &verdict,
-                        (&settled, Some(Scope::Always)),
+                        &settled,
                     );
                 }
                 scope
@@ -379,18 +362,19 @@ impl Session {
             }
             None => (chock_gate::before_asking(ROUTE, &verdict), None),
         };
-        let (settled, why, scope) = match step {
-            Step::Settled(settled) => (settled, None, None),
+        let (settled, why) = match step {
+            Step::Settled(settled) => (settled, None),
             // A redirect hop is never asked: a page could otherwise ask at every hop.
             Step::Ask if asking != Asking::Person => (
                 chock_gate::heard(verdict.decision, Answer::Unavailable),
                 None,
-                None,
             ),
             Step::Ask if self.grants.granted(&self.key(client, act)) => (
-                chock_gate::heard(verdict.decision, Answer::Yes),
+                Settled {
+                    scope: Some(Scope::Session),
+                    ..chock_gate::heard(verdict.decision, Answer::Yes)
+                },
                 None,
-                Some(Scope::Session),
             ),
             Step::Ask => {
                 let question = question(act, &verdict, reviewed.as_ref());
@@ -412,16 +396,22 @@ impl Session {
                     Some(Reply::Unanswered(why)) => (Answer::Unavailable, Some(why), None),
                     None => (Answer::Unavailable, None, None),
                 };
-                (chock_gate::heard(verdict.decision, answer), why, scope)
+                (
+                    Settled {
+                        scope,
+                        ..chock_gate::heard(verdict.decision, answer)
+                    },
+                    why,
+                )
             }
         };
-        self.record_scoped(
+        self.record(
             &agent,
             act.tool,
             action,
             act.subject.as_deref(),
             &verdict,
-            (&settled, scope),
+            &settled,
         );
         let change = change_sentence(&verdict);
         let by = decided_by_words(&verdict);

@@ -85,6 +85,7 @@ pub(crate) fn start(session: &Session) -> Result<Option<Style>, McpError> {
         },
         decision: verdict.decision,
         answered_by: AnsweredBy::of_layer(verdict.decided_by.layer),
+        scope: None,
     };
     session.record(AGENT_KIND, TOOL, "style.parse", None, verdict, &settled);
     if answer.granted {

@@ -51,10 +51,14 @@ impl Decided {
         }
     }
 
-    /// Records the person's `answer` and the end the gate makes of it.
-    fn heard(&mut self, answer: Answer) {
+    /// Records the person's `answer`, how far a yes reached, and the end
+    /// the gate makes of it.
+    fn heard(&mut self, answer: Answer, scope: Option<chock_gate::Scope>) {
         self.answer = Some(answer);
-        self.end = Some(chock_gate::heard(self.decision, answer));
+        self.end = Some(chock_gate::Settled {
+            scope,
+            ..chock_gate::heard(self.decision, answer)
+        });
     }
 
     /// Whether the act may go ahead: a rule allowed it or a person said yes.
@@ -148,9 +152,9 @@ impl Decider<'_> {
         question: Question,
         covered: &mut [&mut Decided],
     ) -> Result<(), Refusal> {
-        let answer = self.asker.ask(&question);
+        let (answer, scope) = self.asker.ask_with_scope(&question);
         for decided in covered.iter_mut() {
-            decided.heard(answer);
+            decided.heard(answer, scope.filter(|_| answer == Answer::Yes));
             self.append(decided);
         }
         match chock_gate::heard(question.decision, answer).outcome {

@@ -9,7 +9,7 @@
 //! would have answered it, so a refusal for want of a person can name
 //! exactly what to write in `chock.zon`.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::decision::Decision;
 use crate::policy::Suggestion;
@@ -53,6 +53,12 @@ pub enum Answer {
 /// Whatever puts a question to a person and brings the answer back.
 pub trait Asker {
     fn ask(&self, question: &Question) -> Answer;
+
+    /// [`Asker::ask`], with how far a yes reaches where this asker offers
+    /// more than once (a terminal offering "always" and writing its rule).
+    fn ask_with_scope(&self, question: &Question) -> (Answer, Option<Scope>) {
+        (self.ask(question), None)
+    }
 
     /// One line of free text for `question` (the agent's own question,
     /// `ask_user` with `text`), raw as typed; `None` when this asker cannot
@@ -234,5 +240,47 @@ mod tests {
              .{ .action = \"nix.net.build.example.a.443\", .decision = .allow },\n    \
              .{ .action = \"nix.net.build.example.b.80\", .decision = .allow },"
         );
+    }
+}
+
+/// How far a person's yes reaches: this once, the rest of the session, or
+/// always (the rule written into the project's `chock.zon`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    /// This act only.
+    #[default]
+    Once,
+    /// Every identical act (same action, agent kind and tool) until the
+    /// asking session ends.
+    Session,
+    /// From now on: the suggested rule is written into `chock.zon`.
+    Always,
+}
+
+impl Scope {
+    /// The word the log and the approve socket carry.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::Once => "once",
+            Scope::Session => "session",
+            Scope::Always => "always",
+        }
+    }
+
+    /// The scope `word` names, if any.
+    pub fn parse(word: &str) -> Option<Scope> {
+        match word {
+            "once" => Some(Scope::Once),
+            "session" => Some(Scope::Session),
+            "always" => Some(Scope::Always),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Scope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }

@@ -39,7 +39,7 @@ mod test_support;
 pub mod unparsed;
 pub mod workspace;
 
-pub use ask::{Answer, Asker, Nobody, Question, visible};
+pub use ask::{Answer, Asker, Nobody, Question, Scope, visible};
 pub use chock_flakelock::{Endpoint, EndpointError, SCHEMES, url_endpoint};
 pub use decision::{Decision, NotADecision};
 pub use devices::{DeviceId, DeviceNameError, MAX_DEVICES, NamedDevice};

@@ -816,6 +816,7 @@ impl Upstream {
                         outcome: Outcome::Refused(Refused::Denied),
                         decision: answer.verdict.decision,
                         answered_by: AnsweredBy::of_layer(answer.verdict.decided_by.layer),
+                        scope: None,
                     };
                     session.record(
                         AGENT_KIND,
