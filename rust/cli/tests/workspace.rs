@@ -736,6 +736,36 @@ fn a_project_that_is_no_repository_works_on_an_overlay_until_the_apply_writes_it
         ],
         "the plan names every file and its lines: {done}"
     );
+    // The question carries the diff of what is written, each file named
+    // by its path in the project, never by the workspace's.
+    let diff: Vec<&str> = done["plan"]["diff"]
+        .as_array()
+        .expect("diff")
+        .iter()
+        .filter_map(|l| l.as_str())
+        .collect();
+    for line in [
+        "diff --git a/a.txt b/a.txt",
+        "--- a/a.txt",
+        "+++ b/a.txt",
+        "-three",
+        "+THREE",
+        "diff --git a/gone.txt b/gone.txt",
+        "+++ /dev/null",
+        "--- /dev/null",
+        "+++ b/new/deep/f.txt",
+        "+fresh",
+        "+++ b/keep/y.txt",
+    ] {
+        assert!(diff.contains(&line), "{line:?} in the diff: {diff:#?}");
+    }
+    let project = fx.project.canonicalize().expect("canonical");
+    assert!(
+        !diff
+            .iter()
+            .any(|l| l.contains(project.to_str().expect("utf-8")) || l.contains("upper")),
+        "no side is named by where it is compared: {diff:#?}"
+    );
     assert_eq!(
         done["plan"]["left_out"],
         serde_json::json!([".git"]),

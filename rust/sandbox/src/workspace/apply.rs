@@ -370,7 +370,7 @@ const RUNS_THINGS: &[&str] = &[
 
 /// Whether a change at `path` decides what runs: a control input or a
 /// build or CI definition ([`RUNS_THINGS`]), at any depth.
-fn decides_what_runs(path: &str) -> bool {
+pub(crate) fn decides_what_runs(path: &str) -> bool {
     crate::layout::only_a_person_edits(Path::new(path))
         || path.split('/').any(|part| RUNS_THINGS.contains(&part))
 }
@@ -435,7 +435,7 @@ fn diff_of(
 /// `diff` as the question's lines: each cut at [`DIFF_LINE_CHARS`], and
 /// all cut at [`DIFF_LINES`] with a line saying how much was left out and
 /// `whole` (how to see it all).
-fn bounded(diff: &[u8], whole: &str) -> Vec<String> {
+pub(crate) fn bounded(diff: &[u8], whole: &str) -> Vec<String> {
     let text = String::from_utf8_lossy(diff);
     let all: Vec<&str> = text.lines().collect();
     let mut lines: Vec<String> = all
@@ -657,6 +657,7 @@ impl SessionWorkspace {
             },
             None => Landing::Tree,
         };
+        let diff = super::overlay::overlay_diff(&self.meta.project, &self.upper(), &carried.files);
         Ok(Some(Plan {
             session: self.meta.session.clone(),
             project: self.meta.project.clone(),
@@ -669,7 +670,7 @@ impl SessionWorkspace {
             target: None,
             notes: Vec::new(),
             left_out: carried.left_out,
-            diff: Vec::new(),
+            diff,
         }))
     }
 

@@ -197,6 +197,88 @@ fn lines(project: &Path, old: &Path, new: &Path) -> Option<(u64, u64)> {
     }
 }
 
+/// The unified diff of what an overlay apply writes: for each file of
+/// `files`, the project's as it is against the upper layer's, those that
+/// decide what runs first, bounded as a git apply's is. A side that is no
+/// file or link (absent, or a whiteout) is `/dev/null`; the names git
+/// prints for the two sides (the project's and the workspace's paths) are
+/// replaced by the file's path in the project.
+pub(crate) fn overlay_diff(project: &Path, upper: &Path, files: &[FileChange]) -> Vec<String> {
+    let side = |p: PathBuf| match p.symlink_metadata() {
+        Ok(meta) if meta.is_file() || meta.file_type().is_symlink() => Some(p),
+        _ => None,
+    };
+    let mut ordered: Vec<&FileChange> = files.iter().collect();
+    ordered.sort_by_key(|f| !super::apply::decides_what_runs(&f.path));
+    let mut text = Vec::new();
+    for file in ordered {
+        let old = side(project.join(&file.path));
+        let new = side(upper.join(&file.path));
+        let null = Path::new("/dev/null");
+        let out = Git::host(project).output(
+            [
+                "diff".as_ref(),
+                "--no-index".as_ref(),
+                "--no-color".as_ref(),
+                "--no-ext-diff".as_ref(),
+                "--no-textconv".as_ref(),
+                "--".as_ref(),
+                old.as_deref().unwrap_or(null).as_os_str(),
+                new.as_deref().unwrap_or(null).as_os_str(),
+            ],
+            None,
+        );
+        let Ok(out) = out else {
+            text.extend(format!("diff of {}: git could not be run\n", file.path).into_bytes());
+            continue;
+        };
+        relabelled(
+            &out.stdout,
+            &file.path,
+            (old.is_some(), new.is_some()),
+            &mut text,
+        );
+    }
+    super::apply::bounded(
+        &text,
+        &format!(
+            "`git diff --no-index {} {}` shows it whole",
+            project.display(),
+            upper.display()
+        ),
+    )
+}
+
+/// `diff` (one file's, from `git diff --no-index`) with its header lines
+/// naming `path` in the project instead of the two paths compared.
+fn relabelled(diff: &[u8], path: &str, (old, new): (bool, bool), out: &mut Vec<u8>) {
+    let text = String::from_utf8_lossy(diff);
+    let mut in_header = true;
+    for line in text.lines() {
+        if line.starts_with("@@") {
+            in_header = false;
+        }
+        let replaced = match line {
+            _ if !in_header => None,
+            l if l.starts_with("diff --git ") => Some(format!("diff --git a/{path} b/{path}")),
+            l if l.starts_with("--- ") => Some(if old {
+                format!("--- a/{path}")
+            } else {
+                "--- /dev/null".into()
+            }),
+            l if l.starts_with("+++ ") => Some(if new {
+                format!("+++ b/{path}")
+            } else {
+                "+++ /dev/null".into()
+            }),
+            l if l.starts_with("Binary files ") => Some(format!("Binary file {path} differs")),
+            _ => None,
+        };
+        out.extend(replaced.as_deref().unwrap_or(line).as_bytes());
+        out.push(b'\n');
+    }
+}
+
 /// Whether a change at `rel` reaches the project at all: never `.git` (a
 /// repository the session made would bring its hooks and config into the
 /// person's tree), never a path under a `temp_copy` bind or a `copy` bind
