@@ -2,14 +2,19 @@
 //! read from stdin with the letters `chock approve` takes (`y` once, `a`
 //! always where the rule is the project's to write, `n` or `n REASON`). A
 //! single command is no session, so "for this session" is not offered.
-//! With no terminal on both there is nobody to ask, and the caller refuses
-//! with the rules that would answer next time.
+//! With no terminal on both, a command with a project (`chock exec`,
+//! `chock build`) asks a running `chock approve` or `chock ui` through an
+//! approve socket of its own; with none of them there is nobody to ask,
+//! and the caller refuses with the rules that would answer next time.
 
 use std::io::{BufRead, IsTerminal, Read, Write};
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
 
 use chock_gate::{Offer, Scope, Word};
+use chock_mcp::approve::ApproveHub;
+use chock_mcp::{Asked, Reply};
 use chock_policy::{Answer, Asker, Question};
 
 use crate::commands::approve::{answers_offered, reason_of_no, scope_of_yes};
@@ -23,6 +28,98 @@ pub struct TerminalAsker {
     project: Option<(PathBuf, EditLog)>,
     /// The reason of the last no given with one, for the refusal.
     reason: Mutex<Option<String>>,
+    /// With no terminal, `chock approve` and `chock ui`, reached through an
+    /// approve socket of this process's own made at the first question.
+    approvers: OnceLock<Option<Approvers>>,
+}
+
+/// How long a process with no terminal waits, at its first question, for
+/// a running `chock approve` or `chock ui` to find its socket (they look
+/// five times a second) before the question counts as unanswered.
+const APPROVERS_FIND_US: Duration = Duration::from_secs(1);
+
+/// The approve socket of a single command (`chock exec`, `chock build`),
+/// served on a thread of its own.
+struct Approvers {
+    runtime: tokio::runtime::Handle,
+    hub: ApproveHub,
+    project: String,
+}
+
+impl std::fmt::Debug for Approvers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Approvers")
+            .field("socket", &self.hub.path())
+            .finish()
+    }
+}
+
+impl Approvers {
+    /// The socket, listening, once a running approver watches it; `None`
+    /// when it cannot be made or nobody comes.
+    fn start(edits: &EditLog) -> Option<Approvers> {
+        let (told, heard) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("approve socket".into())
+            .spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build();
+                match runtime {
+                    Ok(runtime) => {
+                        let _ = told.send(Some(runtime.handle().clone()));
+                        runtime.block_on(std::future::pending::<()>());
+                    }
+                    Err(_) => {
+                        let _ = told.send(None);
+                    }
+                }
+            })
+            .ok()?;
+        let runtime = heard.recv().ok()??;
+        let command = format!("chock {}", edits.route);
+        // On the socket's own runtime, never the caller's (which may be
+        // inside one of its own): started there, answered over a channel.
+        let (told, heard) = std::sync::mpsc::channel();
+        let (project, named) = (edits.project.clone(), command.clone());
+        runtime.spawn(async move {
+            let started = chock_mcp::approve::socket_dir()
+                .and_then(|dir| ApproveHub::start(&dir, &project, &named));
+            let _ = told.send(started);
+        });
+        let hub = match heard.recv().ok()? {
+            Ok(hub) => hub,
+            Err(e) => {
+                tracing::warn!("{command}: `chock approve` cannot reach this command: {e}");
+                return None;
+            }
+        };
+        let began = std::time::Instant::now();
+        while !hub.watched() {
+            if began.elapsed() > APPROVERS_FIND_US {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Some(Approvers {
+            runtime,
+            hub,
+            project: edits.project.clone(),
+        })
+    }
+
+    /// `question` put to the approvers watching, offered `offer`.
+    fn ask(&self, question: &Question, offer: Offer) -> Reply {
+        let asked = Asked::new(question, "", &self.project).offering(offer);
+        let hub = self.hub.clone();
+        let (told, heard) = std::sync::mpsc::channel();
+        self.runtime.spawn(async move {
+            let _ = told.send(hub.ask(asked, chock_mcp::ASK_TIMEOUT).await);
+        });
+        heard
+            .recv()
+            .unwrap_or_else(|_| Reply::Unanswered("the approve socket's thread ended".into()))
+    }
 }
 
 /// Where a rule written for an "always" is logged, as `policy.edit` with
@@ -63,6 +160,7 @@ impl TerminalAsker {
         TerminalAsker {
             project: Some((project_file.into(), edits)),
             reason: Mutex::default(),
+            approvers: OnceLock::new(),
         }
     }
 
@@ -71,11 +169,41 @@ impl TerminalAsker {
         self.reason.lock().ok().and_then(|r| r.clone())
     }
 
+    /// The approvers of a command with no terminal, found at its first
+    /// question ([`Approvers::start`]); none for a process with no project.
+    fn approvers(&self) -> Option<&Approvers> {
+        let (_, edits) = self.project.as_ref()?;
+        self.approvers
+            .get_or_init(|| Approvers::start(edits))
+            .as_ref()
+    }
+
+    /// What `chock approve` or `chock ui` answered, as the terminal's
+    /// answers are read.
+    fn ask_approvers(&self, approvers: &Approvers, question: &Question) -> Word {
+        match approvers.ask(question, self.offer(question)) {
+            Reply::Yes => Word::plain(Answer::Yes),
+            Reply::YesFor(scope) => Word {
+                scope,
+                ..Word::plain(Answer::Yes)
+            },
+            Reply::No => Word::no(None),
+            Reply::NoBecause(reason) => Word::no(Some(reason)),
+            Reply::Cancelled => Word::plain(Answer::Cancelled),
+            Reply::Unanswered(_) => Word::plain(Answer::Unavailable),
+        }
+    }
+
     fn offer(&self, question: &Question) -> Offer {
         match &self.project {
             Some((file, _)) => Offer::of(question, false, file),
             None => Offer::default(),
         }
+    }
+
+    /// Whether stdin and stderr are a terminal, where the person is asked.
+    fn at_terminal(&self) -> bool {
+        std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
     }
 
     /// Keeps a yes "always": the question's rules written into the
@@ -107,7 +235,7 @@ impl TerminalAsker {
 impl chock_mcp::Person for TerminalAsker {
     fn ask_scoped(&self, question: &Question, offer: Offer) -> Word {
         // The gate puts only ask and agent_review to a person.
-        if !chock_gate::askable(question.decision) || !self.can_ask() {
+        if !chock_gate::askable(question.decision) || !self.at_terminal() {
             return Word::plain(Answer::Unavailable);
         }
         // The progress line stays hidden while the person reads and answers.
@@ -131,9 +259,15 @@ impl Asker for TerminalAsker {
         self.ask_with_scope(question).0
     }
 
-    /// The log line of an act a yes "always" let go says so.
+    /// The log line of an act a yes "always" let go says so. With no
+    /// terminal, a running `chock approve` or `chock ui` is asked.
     fn ask_with_scope(&self, question: &Question) -> (Answer, Option<Scope>) {
-        let word = chock_mcp::Person::ask_scoped(self, question, self.offer(question));
+        let word = match self.approvers().filter(|_| !self.at_terminal()) {
+            Some(approvers) if chock_gate::askable(question.decision) => {
+                self.ask_approvers(approvers, question)
+            }
+            _ => chock_mcp::Person::ask_scoped(self, question, self.offer(question)),
+        };
         let scope = (word.answer == Answer::Yes).then(|| match word.scope {
             Scope::Always => self.keep_always(question),
             _ => Scope::Once,
@@ -144,14 +278,15 @@ impl Asker for TerminalAsker {
         (word.answer, scope)
     }
 
-    /// Only with a terminal on stdin and stderr, as [`TerminalAsker::ask`] needs.
+    /// With a terminal on stdin and stderr, or, for a command with a
+    /// project and no terminal, a running `chock approve` or `chock ui`.
     fn can_ask(&self) -> bool {
-        std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
+        self.at_terminal() || self.approvers().is_some()
     }
 
     /// The question on stderr, one line read from stdin.
     fn ask_text(&self, question: &Question) -> Option<String> {
-        if !self.can_ask() {
+        if !self.at_terminal() {
             return None;
         }
         crate::progress::suspend(|| {

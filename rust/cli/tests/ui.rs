@@ -681,3 +681,68 @@ fn always_on_the_page_writes_the_rule_and_an_organisation_s_ceiling_offers_no_al
         "nothing written"
     );
 }
+
+#[test]
+fn a_chock_exec_with_no_terminal_asks_on_the_page_and_always_writes_its_rule() {
+    let Some(browser) = Browser::start() else {
+        let message = "chromium is not installed: the browser test of `chock exec` on the page DID NOT RUN (scripts/setup installs Debian's chromium)";
+        assert!(std::env::var_os("CI").is_none(), "{message}");
+        eprintln!("\n!!!!!!!! {message} !!!!!!!!\n");
+        return;
+    };
+    let env = Env::new();
+    env.rules(r#".{ .action = "exec.path.echo", .decision = .ask }"#);
+    let ui = Ui::start(&env);
+    let mut page = browser.tab(&ui.url);
+    page.wait_for(
+        "document.getElementById('status')?.textContent === 'live'",
+        "live",
+    );
+    let exec = || {
+        env.chock()
+            .args(["exec", "--", "echo", "asked"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("chock exec")
+    };
+    // No terminal: the command's question goes to the page, which offers
+    // always (the rule is the project's) but no session (one command is none).
+    let child = exec();
+    let card = answer_on_page(
+        &mut page,
+        &["answer-always"],
+        &["answer-session"],
+        "answer-always",
+    );
+    assert!(
+        card.contains("exec.path.echo") && card.contains(&format!("chock exec {}", child.id())),
+        "{card}"
+    );
+    let out = child.wait_with_output().expect("chock exec");
+    assert!(
+        out.status.success() && String::from_utf8_lossy(&out.stdout) == "asked\n",
+        "{out:?}"
+    );
+    let zon = env.read("chock.zon").expect("chock.zon");
+    assert!(
+        zon.contains(r#".action = "exec.path.echo", .decision = .allow"#),
+        "{zon}"
+    );
+    let asked = env
+        .log_lines()
+        .into_iter()
+        .find(|l| l["action"] == "exec.path.echo")
+        .expect("logged");
+    assert_eq!(
+        (&asked["answered_by"], &asked["scope"]),
+        (&json!("person"), &json!("always")),
+        "{asked}"
+    );
+    // The rule answers the next one with nobody asked.
+    let out = exec().wait_with_output().expect("chock exec");
+    assert!(out.status.success(), "{out:?}");
+    let last = env.last_logged("exec.path.echo");
+    assert_eq!(last["answered_by"], "rule", "{last}");
+}

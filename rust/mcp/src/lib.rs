@@ -41,7 +41,7 @@ mod tools;
 mod transport;
 mod workspace;
 
-pub use ask::{Asked, CallAsker, Client, CredentialFor, Local, Person, Reply};
+pub use ask::{ASK_TIMEOUT, Asked, CallAsker, Client, CredentialFor, Local, Person, Reply};
 pub use chock_policy::Ceiling;
 pub use error::McpError;
 pub use gate::{Act, Decided, ForReview, POLICY_EDIT, Reviewed, Reviewer};

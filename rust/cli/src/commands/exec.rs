@@ -222,10 +222,8 @@ fn execute(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ran.finished.exit.pass_through().into())
 }
 
-/// Anything that does not go ahead: refused by a rule, by the person at
-/// this terminal, or asked with no terminal to ask at. Says which rule
-/// would let the program run.
-/// The person at this terminal, who may answer "always" for the project.
+/// The person at this terminal (or, with none, at `chock approve` or
+/// `chock ui`), who may answer "always" for the project.
 fn terminal(policy: &Policy, log: &Log, project: &Project) -> TerminalAsker {
     TerminalAsker::for_project(
         policy.project_file(),
@@ -237,6 +235,8 @@ fn terminal(policy: &Policy, log: &Log, project: &Project) -> TerminalAsker {
     )
 }
 
+/// Anything that does not go ahead: refused by a rule, by the person, or
+/// asked with nobody to ask. Says which rule would let the program run.
 fn refused(planned: &Planned, program: &str, reason: Option<String>, json: bool) -> ExitCode {
     let verdict = &planned.verdict;
     if json {
