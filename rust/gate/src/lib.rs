@@ -55,6 +55,30 @@ pub fn strictest<T>(
     strictest_by(items, decision)
 }
 
+/// Whether the rules refuse `verdict`'s act on `route` with nobody asked.
+pub fn refused_by_rules(route: Route, verdict: &Verdict) -> bool {
+    matches!(before_asking(route, verdict), Step::Settled(s) if !s.goes())
+}
+
+/// The act that answers for a call of several acts on `route`, each with
+/// its verdict and its end: the first the rules refuse with nobody asked,
+/// else the first refused once asked, else the strictest by decision of
+/// those that go ahead; `None` for none.
+pub fn answering_act<T>(
+    route: Route,
+    items: impl IntoIterator<Item = T>,
+    ended: impl Fn(&T) -> (&Verdict, Settled),
+) -> Option<T> {
+    strictest_by(items, |item| {
+        let (verdict, settled) = ended(item);
+        match (refused_by_rules(route, verdict), settled.goes()) {
+            (true, _) => (0, Decision::Deny),
+            (false, false) => (1, Decision::Deny),
+            (false, true) => (2, verdict.decision),
+        }
+    })
+}
+
 fn strictest_by<T, K: Ord>(items: impl IntoIterator<Item = T>, key: impl Fn(&T) -> K) -> Option<T> {
     items
         .into_iter()
@@ -357,6 +381,46 @@ pub fn line(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_call_of_several_acts_is_answered_by_a_refusal_of_the_rules_then_of_a_person_then_the_strictest()
+     {
+        let verdict = |decision| Verdict::bare(decision, Layer::Project);
+        let act = |name: &'static str, decision, answer| {
+            let verdict = verdict(decision);
+            let settled = settle(Route::Exec, &verdict, &move |_: &Question| answer, || {
+                Question {
+                    action: name.into(),
+                    decision,
+                    summary: String::new(),
+                    detail: Vec::new(),
+                    rules: Vec::new(),
+                }
+            });
+            (name, verdict, settled)
+        };
+        let answering = |acts: Vec<(&'static str, Verdict, Settled)>| {
+            answering_act(Route::Exec, acts, |(_, v, s)| (v, *s)).map(|(name, _, _)| name)
+        };
+        let allowed = act("allowed", Decision::Allow, Answer::No);
+        let asked_yes = act("asked-yes", Decision::Ask, Answer::Yes);
+        let asked_no = act("asked-no", Decision::Ask, Answer::No);
+        let denied = act("denied", Decision::Deny, Answer::Yes);
+        assert_eq!(
+            answering(vec![allowed.clone(), asked_no.clone(), denied.clone()]),
+            Some("denied")
+        );
+        assert_eq!(
+            answering(vec![allowed.clone(), asked_yes.clone(), asked_no.clone()]),
+            Some("asked-no")
+        );
+        assert_eq!(
+            answering(vec![allowed.clone(), asked_yes.clone()]),
+            Some("asked-yes")
+        );
+        assert_eq!(answering(vec![allowed]), Some("allowed"));
+        assert_eq!(answering(Vec::new()), None);
+    }
 
     /// Who is behind a route, as the table's columns name them.
     #[derive(Debug, Clone, Copy)]

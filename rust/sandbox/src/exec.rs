@@ -841,17 +841,15 @@ pub fn plan(
         .iter()
         .map(|act| policy.decide(&Key::new(act.action.clone()).with_tool(TOOL), Reading::Act))
         .collect();
-    // An act the rules refuse, with nobody asked.
-    let outright = |verdict: &Verdict| matches!(chock_gate::before_asking(ROUTE, verdict), chock_gate::Step::Settled(s) if !s.goes());
-    let asker: &dyn chock_policy::Asker = if verdicts.iter().any(outright) {
+    // Nobody is asked about a command an act of which the rules refuse.
+    let refused = |verdict: &Verdict| chock_gate::refused_by_rules(ROUTE, verdict);
+    let asker: &dyn chock_policy::Asker = if verdicts.iter().any(refused) {
         &chock_policy::Nobody
     } else {
         asker
     };
     let mut entries = Vec::new();
-    // The act that decided: the first one the rules refuse, else the first
-    // one refused once asked, else the strictest of those that go ahead.
-    let mut decided: Option<(u8, String, Verdict, chock_gate::Settled)> = None;
+    let mut ended = Vec::new();
     for (act, verdict) in named.acts.iter().zip(verdicts) {
         let settled = chock_gate::settle(ROUTE, &verdict, asker, || {
             question(request, &act.action, &verdict)
@@ -863,19 +861,11 @@ pub fn plan(
             &verdict,
             act.subject.clone(),
         ));
-        let rank = match (outright(&verdict), settled.goes()) {
-            (true, _) => 0,
-            (false, false) => 1,
-            (false, true) => 2,
-        };
-        let replaces = decided.as_ref().is_none_or(|(first, _, strictest, _)| {
-            rank < *first || (rank == 2 && verdict.decision < strictest.decision)
-        });
-        if replaces {
-            decided = Some((rank, act.action.clone(), verdict, settled));
-        }
+        ended.push((act.action.clone(), verdict, settled));
     }
-    let Some((_, action, verdict, settled)) = decided else {
+    let Some((action, verdict, settled)) =
+        chock_gate::answering_act(ROUTE, ended, |(_, verdict, settled)| (verdict, *settled))
+    else {
         return Err(ExecError::NoProgram);
     };
     let pushes = named.acts.iter().any(|act| act.action == "git.push");
