@@ -4,7 +4,9 @@
 # it (`chock exec --workspace -- true`, the workspace made and one
 # sandboxed command run on it), the time of one apply of a small change
 # (ten files changed, one added: `chock apply` against `git merge --ff-only`
-# of the same change committed in the worktree), and the disk each uses.
+# of the same change committed in the worktree), the disk each uses, and
+# how soon `chock mcp --workspace` answers `initialize` and its first tool
+# call.
 # The two take turns, round by round. Everything is made in a temporary
 # folder and deleted at the end. FILES, MIB and ROUNDS change the size and
 # the count.
@@ -60,7 +62,36 @@ def reset():
     run(["git", "clean", "-qfd"])
     run(["sync"])
 run(["git", "tag", "-f", "base"])
-rows = {k: [] for k in ("make_git", "make_chock", "apply_git", "apply_chock", "disk_git", "disk_chock")}
+def mcp_workspace():
+    """`chock mcp --workspace`: seconds until `initialize` is answered, and
+    until the first tool call (which waits for the workspace's files)."""
+    import json
+    start = time.perf_counter()
+    server = subprocess.Popen([chock, "mcp", "--workspace", "--no-approve"], cwd=repo,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    def say(message):
+        server.stdin.write((json.dumps(message) + "\n").encode())
+        server.stdin.flush()
+    def answer(id):
+        while True:
+            line = json.loads(server.stdout.readline())
+            if line.get("id") == id:
+                return line
+    say({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "bench", "version": "0"}}})
+    answer(1)
+    initialized = time.perf_counter() - start
+    say({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    say({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+         "params": {"name": "list_directory", "arguments": {"path": "."}}})
+    called = answer(2)
+    assert not called["result"].get("isError"), called
+    first_call = time.perf_counter() - start
+    server.stdin.close()
+    server.wait(timeout=60)
+    return initialized, first_call
+rows = {k: [] for k in ("make_git", "make_chock", "apply_git", "apply_chock", "disk_git", "disk_chock", "mcp_initialize", "mcp_first_call")}
 for n in range(rounds):
     reset()
     rows["make_git"].append(timed(["git", "worktree", "add", "-q", "--detach", f"{work}/wt", "HEAD"]))
@@ -75,6 +106,10 @@ for n in range(rounds):
     rows["apply_chock"].append(timed([chock, "apply"]))
     landed = subprocess.run(["git", "log", "-1", "--format=%s"], cwd=repo, check=True, capture_output=True, text=True).stdout.strip()
     assert landed.startswith("chock session"), landed
+    reset()
+    initialized, first_call = mcp_workspace()
+    rows["mcp_initialize"].append(initialized)
+    rows["mcp_first_call"].append(first_call)
     print(f"round {n + 1}: " + ", ".join(f"{k} {v[-1]:.2f}" for k, v in rows.items()), flush=True)
 print("median: " + ", ".join(f"{k} {statistics.median(v):.2f}" for k, v in rows.items()) + " (seconds; disk in MiB)")
 PY
