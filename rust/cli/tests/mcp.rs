@@ -659,10 +659,7 @@ fn a_yes_always_writes_the_rule_into_chock_zon_and_a_new_session_is_not_asked() 
         .trim_end_matches(',')
         .to_owned();
     let after = env.read("chock.zon").expect("chock.zon");
-    let added: Vec<&str> = after
-        .lines()
-        .filter(|l| !before.lines().any(|b| b == *l))
-        .collect();
+    let added = support::lines_added(&before, &after);
     assert_eq!(added.len(), 1, "{before}\n---\n{after}");
     assert!(added[0].contains(&rule), "{rule} in {after}");
     let edits = env.logged("policy.edit");

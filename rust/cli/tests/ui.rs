@@ -318,10 +318,7 @@ fn png_size(png: &[u8]) -> (u32, u32) {
 
 #[test]
 fn the_page_answers_a_real_chock_mcp_question_and_refuses_every_other_site() {
-    let Some(browser) = Browser::start() else {
-        let message = "chromium is not installed: the browser test of `chock ui` DID NOT RUN (scripts/setup installs Debian's chromium)";
-        assert!(std::env::var_os("CI").is_none(), "{message}");
-        eprintln!("\n!!!!!!!! {message} !!!!!!!!\n");
+    let Some(browser) = chromium("`chock ui`") else {
         return;
     };
     let env = Env::new();
@@ -549,6 +546,32 @@ fn the_page_answers_a_real_chock_mcp_question_and_refuses_every_other_site() {
     );
 }
 
+/// Headless Chromium; `None` when it is not installed, said loudly, and a
+/// failure under CI, where `scripts/setup` installs it.
+fn chromium(what: &str) -> Option<Browser> {
+    let browser = Browser::start();
+    if browser.is_none() {
+        let message = format!(
+            "chromium is not installed: the browser test of {what} DID NOT RUN (scripts/setup installs Debian's chromium)"
+        );
+        assert!(std::env::var_os("CI").is_none(), "{message}");
+        eprintln!("\n!!!!!!!! {message} !!!!!!!!\n");
+    }
+    browser
+}
+
+/// A `chock ui` of `env` and its page in Chromium, live.
+fn live_page(env: &Env, what: &str) -> Option<(Browser, Ui, Cdp)> {
+    let browser = chromium(what)?;
+    let ui = Ui::start(env);
+    let mut page = browser.tab(&ui.url);
+    page.wait_for(
+        "document.getElementById('status')?.textContent === 'live'",
+        "live",
+    );
+    Some((browser, ui, page))
+}
+
 /// Waits for the page to hear the `chock mcp` whose process is `pid`: a
 /// question it asks before then finds nobody to answer it.
 fn heard(page: &mut Cdp, pid: u32) {
@@ -585,20 +608,11 @@ fn answer_on_page(page: &mut Cdp, offers: &[&str], lacks: &[&str], answer: &str)
 
 #[test]
 fn always_on_the_page_writes_the_rule_and_an_organisation_s_ceiling_offers_no_always() {
-    let Some(browser) = Browser::start() else {
-        let message = "chromium is not installed: the browser test of `chock ui`'s scopes DID NOT RUN (scripts/setup installs Debian's chromium)";
-        assert!(std::env::var_os("CI").is_none(), "{message}");
-        eprintln!("\n!!!!!!!! {message} !!!!!!!!\n");
-        return;
-    };
     let env = Env::new();
     env.rules(r#".{ .action = "call.write_file", .decision = .ask }"#);
-    let ui = Ui::start(&env);
-    let mut page = browser.tab(&ui.url);
-    page.wait_for(
-        "document.getElementById('status')?.textContent === 'live'",
-        "live",
-    );
+    let Some((_browser, _ui, mut page)) = live_page(&env, "`chock ui`'s scopes") else {
+        return;
+    };
 
     // The project's own rule asks: a yes may be for the session or always.
     let before = env.read("chock.zon").expect("chock.zon");
@@ -623,10 +637,7 @@ fn always_on_the_page_writes_the_rule_and_an_organisation_s_ceiling_offers_no_al
     assert!(!called.is_error, "{called:?}");
     assert_eq!(env.read("out/a.txt").as_deref(), Some("written\n"));
     let after = env.read("chock.zon").expect("chock.zon");
-    let added: Vec<&str> = after
-        .lines()
-        .filter(|l| !before.lines().any(|b| b == *l))
-        .collect();
+    let added = support::lines_added(&before, &after);
     assert_eq!(added.len(), 1, "{before}\n---\n{after}");
     assert!(
         added[0].contains(r#".action = "call.write_file", .decision = .allow"#),
@@ -684,20 +695,11 @@ fn always_on_the_page_writes_the_rule_and_an_organisation_s_ceiling_offers_no_al
 
 #[test]
 fn a_chock_exec_with_no_terminal_asks_on_the_page_and_always_writes_its_rule() {
-    let Some(browser) = Browser::start() else {
-        let message = "chromium is not installed: the browser test of `chock exec` on the page DID NOT RUN (scripts/setup installs Debian's chromium)";
-        assert!(std::env::var_os("CI").is_none(), "{message}");
-        eprintln!("\n!!!!!!!! {message} !!!!!!!!\n");
-        return;
-    };
     let env = Env::new();
     env.rules(r#".{ .action = "exec.path.echo", .decision = .ask }"#);
-    let ui = Ui::start(&env);
-    let mut page = browser.tab(&ui.url);
-    page.wait_for(
-        "document.getElementById('status')?.textContent === 'live'",
-        "live",
-    );
+    let Some((_browser, _ui, mut page)) = live_page(&env, "`chock exec` on the page") else {
+        return;
+    };
     let exec = || {
         env.chock()
             .args(["exec", "--", "echo", "asked"])

@@ -589,3 +589,11 @@ pub fn answered_in_chock_approve(env: &Env, tool: &str, arguments: Value) -> (St
         (question, driver.join().expect("client"))
     })
 }
+
+/// The lines of `after` that `before` does not have (a rule written in).
+pub fn lines_added<'a>(before: &str, after: &'a str) -> Vec<&'a str> {
+    after
+        .lines()
+        .filter(|l| !before.lines().any(|b| b == *l))
+        .collect()
+}
