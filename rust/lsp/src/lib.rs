@@ -39,6 +39,13 @@ pub enum LspError {
         .after.as_secs_f64()
     )]
     Timeout { method: String, after: Duration },
+    /// The server said it is loading its project and did not say it was
+    /// done within the bound: alive, its answers not yet whole.
+    #[error(
+        "the language server is still loading the project (not ready within {} s)",
+        .after.as_secs()
+    )]
+    Loading { after: Duration },
     #[error("the language server ended ({0})")]
     Ended(String),
     #[error("the language server refused `{method}`: {message}")]
@@ -103,6 +110,9 @@ pub struct Server {
     pinged: AtomicBool,
     /// What each document was last told, by URI.
     synced: Mutex<HashMap<String, Synced>>,
+    /// The key texts are hashed with, this server's own and random, so a
+    /// text crafted to collide with another's hash cannot be made.
+    text_key: std::hash::RandomState,
     timeout: Duration,
 }
 
@@ -111,13 +121,6 @@ pub struct Server {
 struct Synced {
     version: i32,
     text: u64,
-}
-
-fn text_hash(text: &str) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    text.hash(&mut hasher);
-    hasher.finish()
 }
 
 /// A place in a file: its path, and a zero-based line and character.
@@ -172,6 +175,7 @@ impl Server {
             quiescent,
             pinged: AtomicBool::new(false),
             synced: Mutex::default(),
+            text_key: std::hash::RandomState::new(),
             timeout,
         };
         let root_uri = file_uri(root)?;
@@ -240,12 +244,14 @@ impl Server {
             }
         })
         .await;
-        waited.unwrap_or_else(|_| {
-            Err(LspError::Timeout {
-                method: "experimental/serverStatus".into(),
-                after: self.timeout,
-            })
-        })
+        waited.unwrap_or(Err(LspError::Loading {
+            after: self.timeout,
+        }))
+    }
+
+    fn text_hash(&self, text: &str) -> u64 {
+        use std::hash::BuildHasher;
+        self.text_key.hash_one(text)
     }
 
     /// Why the server ended, once it has.
@@ -258,7 +264,7 @@ impl Server {
     /// it was last told); answers the version it is.
     pub async fn sync(&self, path: &Path, language: &str, text: &str) -> Result<i32, LspError> {
         let uri = file_uri(path)?;
-        let text_now = text_hash(text);
+        let text_now = self.text_hash(text);
         let version = {
             let mut synced = self.synced.lock().unwrap_or_else(PoisonError::into_inner);
             let last = synced.get(uri.as_str()).copied();
@@ -311,7 +317,7 @@ impl Server {
             .unwrap_or_else(PoisonError::into_inner)
             .get(uri.as_str())
             .copied();
-        if let Some(last) = last.filter(|l| l.text == text_hash(text))
+        if let Some(last) = last.filter(|l| l.text == self.text_hash(text))
             && seen > 0
             && published.is_none_or(|v| v >= last.version)
         {
@@ -972,8 +978,33 @@ mod tests {
     async fn a_server_loading_past_the_bound_is_not_settled() {
         let server = loading_server(true, None).await;
         let refused = server.settled().await.unwrap_err();
+        assert!(matches!(&refused, LspError::Loading { .. }), "{refused}");
+    }
+
+    /// A server that answers `initialize` and then nothing at all.
+    async fn mute(reader: tokio::io::DuplexStream, writer: tokio::io::DuplexStream) {
+        let mut reader = BufReader::new(reader);
+        let writer: Writer = Arc::new(tokio::sync::Mutex::new(Box::new(writer)));
+        while let Ok(Some(message)) = read_message(&mut reader).await {
+            if message["method"] == "initialize" {
+                let answer =
+                    json!({"jsonrpc": "2.0", "id": message["id"], "result": {"capabilities": {}}});
+                write_message(&writer, &answer).await.unwrap();
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_server_that_never_answers_is_not_taken_as_loading() {
+        let (ours, theirs_in) = tokio::io::duplex(1 << 16);
+        let (theirs_out, ours_in) = tokio::io::duplex(1 << 16);
+        tokio::spawn(mute(theirs_in, theirs_out));
+        let server = Server::start(ours_in, ours, Path::new("/p"), Duration::from_millis(300))
+            .await
+            .unwrap();
+        let refused = server.settled().await.unwrap_err();
         assert!(
-            matches!(&refused, LspError::Timeout { method, .. } if method == "experimental/serverStatus"),
+            matches!(&refused, LspError::Timeout { method, .. } if method == "$/chock/ping"),
             "{refused}"
         );
     }

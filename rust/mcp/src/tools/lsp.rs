@@ -402,7 +402,6 @@ fn place(target: &Target, tool: &str, line: u32, column: u32) -> Result<Place, T
     })
 }
 
-/// The target's server, told the file's text as the workspace holds it.
 /// The running server for `target`, once it says its project is loaded. A
 /// server still loading when the bound passes is left running: a restart
 /// would only load again from the start.
@@ -410,7 +409,7 @@ async fn settled(call: &Call<'_>, target: &Target) -> Result<Arc<Server>, ToolEr
     let server = server(call, target).await?;
     match server.settled().await {
         Ok(()) => Ok(server),
-        Err(LspError::Timeout { after, .. }) => Err(ToolError::LanguageServer(format!(
+        Err(LspError::Loading { after }) => Err(ToolError::LanguageServer(format!(
             "`{}` is still loading the project (not ready within {} s); ask again in a moment",
             target.server.program(),
             after.as_secs()
@@ -419,6 +418,7 @@ async fn settled(call: &Call<'_>, target: &Target) -> Result<Arc<Server>, ToolEr
     }
 }
 
+/// The target's server, told the file's text as the workspace holds it.
 async fn synced(call: &Call<'_>, target: &Target) -> Result<Arc<Server>, ToolError> {
     let server = settled(call, target).await?;
     let outcome = server
