@@ -134,6 +134,15 @@ mod tests {
     }
 
     #[test]
+    fn every_row_and_control_name_is_in_a_known_namespace() {
+        for row in SHIPPED {
+            assert!(crate::names::known_namespace(row.action), "{}", row.action);
+        }
+        let control = crate::control::control_write(crate::control::ControlKind::Policy);
+        assert!(crate::names::known_namespace(&control), "{control}");
+    }
+
+    #[test]
     fn the_documented_rows_answer_as_documented() {
         let answer = |a: &str| shipped_rules().best(&Key::new(a)).map(|r| r.decision);
         assert_eq!(answer("call.write_file"), Some(Allow));

@@ -20,7 +20,6 @@ mod error;
 mod files;
 mod index;
 mod lsp;
-pub mod names;
 mod nix_net;
 pub mod package;
 mod pattern;
@@ -39,6 +38,7 @@ mod test_support;
 pub mod unparsed;
 pub mod workspace;
 
+pub use chock_names as names;
 pub use ask::{Answer, Asker, Nobody, Question, Scope, visible};
 pub use chock_flakelock::{Endpoint, EndpointError, SCHEMES, url_endpoint};
 pub use decision::{Decision, NotADecision};
