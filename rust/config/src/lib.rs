@@ -11,10 +11,15 @@
 
 #![forbid(unsafe_code)]
 
+mod error;
 mod settings;
+mod source;
 
 pub use settings::{
     Amount, ByteSize, DEFAULT_LOG_KEEP, DEFAULT_LOG_ROTATE_BYTES, DEFAULT_MAX_OBJECT_BYTES,
     DEFAULT_MAX_SESSION_BYTES, GIB, Limits, LogSettings, MIB, Machine, MemoryAmount, NixSettings,
     ProcessCount, SizeError, human_bytes, parse_bytes,
 };
+
+pub use error::ConfigError;
+pub use source::{FileKind, NOT_IMPLEMENTED, Source};

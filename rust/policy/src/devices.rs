@@ -15,9 +15,9 @@ use std::path::PathBuf;
 use chock_zon::Spanned;
 use serde::Deserialize;
 
-use crate::error::PolicyError;
-use crate::files::Source;
 use crate::names;
+use chock_config::ConfigError;
+use chock_config::Source;
 
 /// At most this many devices.
 pub const MAX_DEVICES: usize = 32;
@@ -124,7 +124,7 @@ impl NamedDevice {
 pub(crate) fn read_devices(
     source: &Source<'_>,
     block: Option<Spanned<Vec<Spanned<DeviceFields>>>>,
-) -> Result<Vec<NamedDevice>, PolicyError> {
+) -> Result<Vec<NamedDevice>, ConfigError> {
     let Some(Spanned { span, value }) = block else {
         return Ok(Vec::new());
     };

@@ -8,8 +8,9 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::files::{Source, read_project};
+use crate::files::read_project;
 use crate::policy::Suggestion;
+use chock_config::Source;
 
 /// Why the rules were not written.
 #[derive(Debug, thiserror::Error)]

@@ -9,6 +9,9 @@ pub enum PolicyError {
     /// A fault inside a ZON file: syntax, shape, or a rule Chock refuses.
     #[error(transparent)]
     Zon(#[from] chock_zon::Error),
+    /// A fault in a settings block, worded as a fault inside a ZON file.
+    #[error(transparent)]
+    Config(#[from] chock_config::ConfigError),
     #[error("cannot read {}: {source}", path.display())]
     Io {
         path: PathBuf,

@@ -7,7 +7,7 @@
 //! one does not implement yet is refused by name, never ignored; a file in
 //! another file's shape is refused with the shape it must have.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -15,11 +15,10 @@ use chock_zon::{Span, Spanned};
 use serde::Deserialize;
 
 use crate::decision::Decision;
-use crate::error::PolicyError;
 use crate::index::RuleSet;
 use crate::pattern::Pattern;
 use crate::rule::{Rule, RuleSource};
-use chock_config::{ByteSize, MemoryAmount, ProcessCount};
+use chock_config::{ByteSize, ConfigError, FileKind, MemoryAmount, ProcessCount, Source};
 
 /// At most this many rules per file.
 pub const MAX_RULES: usize = 512;
@@ -29,10 +28,6 @@ pub const MAX_AGENT_KINDS: usize = 64;
 pub const MAX_SINKS: usize = 4;
 /// The bundle format this build reads.
 pub const BUNDLE_VERSION: u32 = 1;
-
-/// Blocks some Chock documents and this one does not implement yet: each
-/// refuses the file that holds it, by name, rather than be ignored.
-pub const NOT_IMPLEMENTED: &[&str] = &["plugins", "sandbox"];
 
 /// What a rule whose action starts with a namespace Chock does not name
 /// (`exce.path.rm`) does to `chock.zon` (`.unknown_actions`).
@@ -418,7 +413,7 @@ pub struct Subagents {
 fn check_subagents(
     source: &Source<'_>,
     block: Option<Spanned<SubagentFields>>,
-) -> Result<Option<Subagents>, PolicyError> {
+) -> Result<Option<Subagents>, ConfigError> {
     let Some(Spanned { span, value }) = block else {
         return Ok(None);
     };
@@ -429,118 +424,6 @@ fn check_subagents(
         max_depth: value.max_depth,
         max_width: value.max_width,
     }))
-}
-
-/// A loaded file: its path and exact text, for placing later refusals.
-pub(crate) struct Source<'a> {
-    pub(crate) file: &'a Path,
-    pub(crate) text: &'a str,
-    pub(crate) shared: Arc<std::path::PathBuf>,
-}
-
-impl<'a> Source<'a> {
-    pub(crate) fn new(file: &'a Path, text: &'a str) -> Self {
-        Source {
-            file,
-            text,
-            shared: Arc::new(file.to_path_buf()),
-        }
-    }
-
-    /// The line `span` starts on.
-    pub(crate) fn line(&self, span: Span) -> u32 {
-        chock_zon::line_col(self.text, span.start).0
-    }
-
-    pub(crate) fn error(&self, span: Span, message: impl Into<String>) -> PolicyError {
-        chock_zon::Error::at(Some(self.file), self.text, span, message).into()
-    }
-
-    fn rule_source(&self, span: Span) -> RuleSource {
-        RuleSource {
-            file: Arc::clone(&self.shared),
-            line: chock_zon::line_col(self.text, span.start).0,
-            text: self
-                .text
-                .get(span.start..span.end)
-                .unwrap_or("")
-                .to_string(),
-        }
-    }
-
-    pub(crate) fn read<T: serde::de::DeserializeOwned>(&self) -> Result<T, PolicyError> {
-        Ok(chock_zon::from_str_in(Some(self.file), self.text)?)
-    }
-
-    /// Reads the file as `kind` after refusing, by name, what the typed
-    /// read would only call unknown: a block this Chock does not implement
-    /// yet, and a block of another file's shape (a bundle written as
-    /// `chock.zon`, rules in `config.zon`). The first in the file is named.
-    pub(crate) fn read_as<T: serde::de::DeserializeOwned>(
-        &self,
-        kind: FileKind,
-    ) -> Result<T, PolicyError> {
-        use serde::de::IgnoredAny;
-        // A top level that is not a struct is left to the typed read, which
-        // says what it must be. Keys ordered by span are in file order.
-        let top: BTreeMap<Spanned<String>, IgnoredAny> =
-            chock_zon::from_str_in(Some(self.file), self.text).unwrap_or_default();
-        for Spanned { span, value: name } in top.into_keys() {
-            if NOT_IMPLEMENTED.contains(&name.as_str()) {
-                return Err(self.error(
-                    span,
-                    format!(
-                        "`.{name}` is not implemented yet in this Chock, and a block that is not read would bind nothing: remove it, or use a Chock that implements it"
-                    ),
-                ));
-            }
-            if let Some(why) = kind.misplaced(&name) {
-                return Err(self.error(span, why));
-            }
-        }
-        self.read()
-    }
-}
-
-/// Which file a [`Source`] is, for the shape it must have.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum FileKind {
-    Project,
-    Operator,
-    Bundle,
-}
-
-impl FileKind {
-    /// Why the top-level block `name` does not belong in this kind of file.
-    fn misplaced(self, name: &str) -> Option<String> {
-        match (self, name) {
-            (FileKind::Project, "rules") => Some(
-                "the rules of chock.zon go in `.policy.rules`: `.{ .policy = .{ .rules = .{ .{ .action = \"git.push\", .decision = .ask } } } }`".into(),
-            ),
-            (FileKind::Project, "search") => Some(
-                "the search engine is the operator's to name, never a project's: move `.search` to your config.zon ($XDG_CONFIG_HOME/chock/config.zon)".into(),
-            ),
-            (FileKind::Operator | FileKind::Bundle, "style") => Some(
-                "style rules are the project's: move `.style` to the project's chock.zon (an organisation that wants none writes a rule on style.parse)".into(),
-            ),
-            (FileKind::Operator | FileKind::Bundle, "lsp") => Some(
-                "language servers are the project's: move `.lsp` to the project's chock.zon (an organisation that wants none writes a rule on lsp.*)".into(),
-            ),
-            (FileKind::Operator | FileKind::Bundle, "devices") => Some(
-                "devices are the project's: move `.devices` to the project's chock.zon (an organisation that wants none writes a rule on device.*)".into(),
-            ),
-            (FileKind::Bundle, "search" | "skills") => Some(format!(
-                "an organisation bundle holds rules, not `.{name}`: the search engine is named in config.zon, and which skills are read is decided by rules on skill.read.<layer>"
-            )),
-            (FileKind::Operator, "policy" | "rules") => Some(format!(
-                "config.zon holds no rules (only settings: .nix, .limits, .log, .secrets, .providers, .prices, .search, .skills): move `.{name}` to the project's chock.zon under .policy.rules, or to an organisation bundle to bind every project"
-            )),
-            (FileKind::Bundle, "policy") => Some(
-                "this is chock.zon's shape, and an organisation bundle holds its rules at the top: `.{ .version = 1, .rules = .{ .{ .action = \"sandbox.jit\", .decision = .deny } } }`; a bundle in chock.zon's shape would bind nothing".into(),
-            ),
-            _ => None,
-        }
-    }
 }
 
 /// What `chock.zon` contributes, checked.
@@ -564,9 +447,9 @@ pub(crate) struct ProjectLayer {
     pub(crate) warnings: Vec<String>,
 }
 
-pub(crate) fn read_project(source: &Source<'_>) -> Result<ProjectLayer, PolicyError> {
+pub(crate) fn read_project(source: &Source<'_>) -> Result<ProjectLayer, ConfigError> {
     let file: ProjectFile = source.read_as(FileKind::Project)?;
-    let (rules, warnings) = source.rules(file.policy.rules, file.unknown_actions)?;
+    let (rules, warnings) = rules(source, file.policy.rules, file.unknown_actions)?;
     let agents = check_agents(source, file.policy.agents)?;
     let container = match file.container {
         Some(block) => Some(check_container(
@@ -607,7 +490,7 @@ fn check_container(
     source: &Source<'_>,
     Spanned { span, value }: Spanned<ContainerBlock>,
     dev_shell: bool,
-) -> Result<ContainerSettings, PolicyError> {
+) -> Result<ContainerSettings, ConfigError> {
     if dev_shell {
         return Err(source.error(
             span,
@@ -658,69 +541,79 @@ fn check_container(
     })
 }
 
-impl Source<'_> {
-    /// Rules whose every action namespace Chock names (a package's, a
-    /// bundle's): one that does not refuses the file.
-    pub(crate) fn strict_rules(
-        &self,
-        list: Spanned<Vec<Spanned<StrictRule>>>,
-    ) -> Result<RuleSet, PolicyError> {
-        Ok(self.rules(list, UnknownActions::Refuse)?.0)
-    }
+/// Rules whose every action namespace Chock names (a package's, a
+/// bundle's): one that does not refuses the file.
+pub(crate) fn strict_rules(
+    source: &Source<'_>,
+    list: Spanned<Vec<Spanned<StrictRule>>>,
+) -> Result<RuleSet, ConfigError> {
+    Ok(rules(source, list, UnknownActions::Refuse)?.0)
+}
 
-    /// The rules of `list`, checked, and a warning for each action in a
-    /// namespace Chock does not name when `unknown` says to warn.
-    fn rules(
-        &self,
-        list: Spanned<Vec<Spanned<StrictRule>>>,
-        unknown: UnknownActions,
-    ) -> Result<(RuleSet, Vec<String>), PolicyError> {
-        if list.value.len() > MAX_RULES {
-            return Err(self.error(
-                list.span,
-                format!(
-                    "{} rules, and a file holds at most {MAX_RULES}: merge rules with a class such as `git.*`",
-                    list.value.len()
-                ),
-            ));
-        }
-        let mut warnings = Vec::new();
-        let mut rules = Vec::with_capacity(list.value.len());
-        for Spanned { span, value } in list.value {
-            if let Some(action) = &value.action
-                && !crate::names::known_namespace(action.value.as_str())
-            {
-                let error = self.unknown_namespace(action);
-                match unknown {
-                    UnknownActions::Refuse => return Err(error),
-                    UnknownActions::Warn => warnings.push(error.to_string()),
-                }
-            }
-            rules.push(Rule {
-                agent_kind: value.agent_kind,
-                model: value.model,
-                tool: value.tool,
-                action: value.action.map(|a| a.value),
-                decision: value.decision,
-                source: Some(self.rule_source(span)),
-            });
-        }
-        Ok((RuleSet::new(rules), warnings))
-    }
-
-    fn unknown_namespace(&self, action: &Spanned<Pattern>) -> PolicyError {
-        let written = crate::names::namespace(action.value.as_str());
-        let near = chock_zon::nearest(written, crate::names::NAMESPACES)
-            .map(|n| format!(" (did you mean `{n}`?)"))
-            .unwrap_or_default();
-        self.error(
-            action.span,
+/// The rules of `list`, checked, and a warning for each action in a
+/// namespace Chock does not name when `unknown` says to warn.
+fn rules(
+    source: &Source<'_>,
+    list: Spanned<Vec<Spanned<StrictRule>>>,
+    unknown: UnknownActions,
+) -> Result<(RuleSet, Vec<String>), ConfigError> {
+    if list.value.len() > MAX_RULES {
+        return Err(source.error(
+            list.span,
             format!(
-                "`{}` is in no action namespace Chock names{near}: its first label `{written}` is not one of {}, so this rule could never match; a chock.zon written for a newer Chock may say `.unknown_actions = .warn`",
-                action.value.as_str(),
-                crate::names::NAMESPACES.join(", ")
+                "{} rules, and a file holds at most {MAX_RULES}: merge rules with a class such as `git.*`",
+                list.value.len()
             ),
-        )
+        ));
+    }
+    let mut warnings = Vec::new();
+    let mut rules = Vec::with_capacity(list.value.len());
+    for Spanned { span, value } in list.value {
+        if let Some(action) = &value.action
+            && !crate::names::known_namespace(action.value.as_str())
+        {
+            let error = unknown_namespace(source, action);
+            match unknown {
+                UnknownActions::Refuse => return Err(error),
+                UnknownActions::Warn => warnings.push(error.to_string()),
+            }
+        }
+        rules.push(Rule {
+            agent_kind: value.agent_kind,
+            model: value.model,
+            tool: value.tool,
+            action: value.action.map(|a| a.value),
+            decision: value.decision,
+            source: Some(rule_source(source, span)),
+        });
+    }
+    Ok((RuleSet::new(rules), warnings))
+}
+
+fn unknown_namespace(source: &Source<'_>, action: &Spanned<Pattern>) -> ConfigError {
+    let written = crate::names::namespace(action.value.as_str());
+    let near = chock_zon::nearest(written, crate::names::NAMESPACES)
+        .map(|n| format!(" (did you mean `{n}`?)"))
+        .unwrap_or_default();
+    source.error(
+        action.span,
+        format!(
+            "`{}` is in no action namespace Chock names{near}: its first label `{written}` is not one of {}, so this rule could never match; a chock.zon written for a newer Chock may say `.unknown_actions = .warn`",
+            action.value.as_str(),
+            crate::names::NAMESPACES.join(", ")
+        ),
+    )
+}
+
+fn rule_source(source: &Source<'_>, span: Span) -> RuleSource {
+    RuleSource {
+        file: Arc::clone(&source.shared),
+        line: chock_zon::line_col(source.text, span.start).0,
+        text: source
+            .text
+            .get(span.start..span.end)
+            .unwrap_or("")
+            .to_string(),
     }
 }
 
@@ -729,7 +622,7 @@ fn check_review(
     source: &Source<'_>,
     block: Option<Spanned<ReviewFields>>,
     agents: &[Agent],
-) -> Result<Option<Review>, PolicyError> {
+) -> Result<Option<Review>, ConfigError> {
     let Some(Spanned { span, value }) = block else {
         return Ok(None);
     };
@@ -750,7 +643,7 @@ fn check_review(
 fn check_agents(
     source: &Source<'_>,
     list: Spanned<Vec<Spanned<AgentFields>>>,
-) -> Result<Vec<Agent>, PolicyError> {
+) -> Result<Vec<Agent>, ConfigError> {
     if list.value.len() > MAX_AGENT_KINDS {
         return Err(source.error(
             list.span,
@@ -847,7 +740,7 @@ impl OrgBundle {
     }
 }
 
-pub(crate) fn read_bundle(source: &Source<'_>) -> Result<OrgBundle, PolicyError> {
+pub(crate) fn read_bundle(source: &Source<'_>) -> Result<OrgBundle, ConfigError> {
     let version: OrgVersion = source.read()?;
     if let Some(v) = version.version
         && v.value > BUNDLE_VERSION
@@ -880,7 +773,7 @@ pub(crate) fn read_bundle(source: &Source<'_>) -> Result<OrgBundle, PolicyError>
         None => None,
     };
     let subagents = check_subagents(source, file.subagents)?;
-    let rules = source.strict_rules(file.rules)?;
+    let rules = strict_rules(source, file.rules)?;
     let mut mandatory_policies = Vec::new();
     for id in file.mandatory_policies {
         if !crate::package::valid_id(&id.value) {
@@ -911,7 +804,7 @@ pub(crate) fn read_bundle(source: &Source<'_>) -> Result<OrgBundle, PolicyError>
 fn check_sinks(
     source: &Source<'_>,
     list: Spanned<Vec<Spanned<SinkFields>>>,
-) -> Result<Vec<Sink>, PolicyError> {
+) -> Result<Vec<Sink>, ConfigError> {
     if list.value.len() > MAX_SINKS {
         return Err(source.error(
             list.span,

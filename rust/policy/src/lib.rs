@@ -38,17 +38,17 @@ mod test_support;
 pub mod unparsed;
 pub mod workspace;
 
-pub use chock_names as names;
 pub use ask::{Answer, Asker, Nobody, Question, Scope, visible};
+pub use chock_config::NOT_IMPLEMENTED;
 pub use chock_flakelock::{Endpoint, EndpointError, SCHEMES, url_endpoint};
+pub use chock_names as names;
 pub use decision::{Decision, NotADecision};
 pub use devices::{DeviceId, DeviceNameError, MAX_DEVICES, NamedDevice};
 pub use edit::{EditError, RuleEdit, always_offered, write_rules};
 pub use error::PolicyError;
 pub use files::{
     Agent, BUNDLE_VERSION, Budget, ContainerSettings, IndexBlock, MAX_AGENT_KINDS, MAX_RULES,
-    MAX_SINKS, NOT_IMPLEMENTED, NetMode, NetSettings, OrgBundle, Review, Sink, SinkKind, Subagents,
-    UnknownActions,
+    MAX_SINKS, NetMode, NetSettings, OrgBundle, Review, Sink, SinkKind, Subagents, UnknownActions,
 };
 pub use index::RuleSet;
 pub use lsp::{DEFAULT_LSP_TIMEOUT, LspServer, MAX_LSP_SERVERS, MAX_LSP_TIMEOUT};

@@ -18,8 +18,8 @@ use std::time::Duration;
 use chock_zon::Spanned;
 use serde::Deserialize;
 
-use crate::error::PolicyError;
-use crate::files::Source;
+use chock_config::ConfigError;
+use chock_config::Source;
 
 /// At most this many language servers.
 pub const MAX_LSP_SERVERS: usize = 16;
@@ -83,7 +83,7 @@ impl LspServer {
 pub(crate) fn read_lsp(
     source: &Source<'_>,
     block: Option<Spanned<Vec<Spanned<ServerFields>>>>,
-) -> Result<Vec<LspServer>, PolicyError> {
+) -> Result<Vec<LspServer>, ConfigError> {
     let Some(Spanned { span, value }) = block else {
         return Ok(Vec::new());
     };

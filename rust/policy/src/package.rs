@@ -14,9 +14,9 @@ use chock_zon::Spanned;
 use serde::{Deserialize, Serialize};
 
 use crate::error::PolicyError;
-use crate::files::{Source, StrictRule};
+use crate::files::{StrictRule, strict_rules};
 use crate::index::RuleSet;
-use chock_config::ByteSize;
+use chock_config::{ByteSize, ConfigError, Source};
 
 /// Where packages live, under the project.
 pub const POLICIES_DIR: &str = crate::control::POLICIES_DIR;
@@ -218,7 +218,7 @@ pub fn read_package(dir: &Path) -> Result<PolicyPackage, PolicyError> {
         .into());
     }
     let text = chock_zon::read_text(&manifest)?;
-    read_manifest(dir, &manifest, &text)
+    Ok(read_manifest(dir, &manifest, &text)?)
 }
 
 /// Reads `text` as the manifest `manifest` of the package in `dir`: every
@@ -227,7 +227,7 @@ pub fn read_manifest(
     dir: &Path,
     manifest: &Path,
     text: &str,
-) -> Result<PolicyPackage, PolicyError> {
+) -> Result<PolicyPackage, ConfigError> {
     let source = Source::new(manifest, text);
     let file: ManifestFile = source.read()?;
     let folder = dir.file_name().and_then(|n| n.to_str()).unwrap_or("");
@@ -323,7 +323,7 @@ pub fn read_manifest(
             "this policy neither adds a rule (`.rules`) nor names a guard (`.guard`), so it decides nothing: add one",
         ));
     }
-    let rules = source.strict_rules(file.rules)?;
+    let rules = strict_rules(&source, file.rules)?;
     Ok(PolicyPackage {
         id: file.id.value,
         version: file.version.value,

@@ -13,8 +13,7 @@ use crate::decision::Decision;
 use crate::defaults::shipped_rules;
 use crate::error::PolicyError;
 use crate::files::{
-    Agent, FileKind, NetSettings, OperatorFile, OrgBundle, ProjectLayer, Review, Source,
-    read_bundle, read_project,
+    Agent, NetSettings, OperatorFile, OrgBundle, ProjectLayer, Review, read_bundle, read_project,
 };
 use crate::index::RuleSet;
 use crate::names::{self, NameError};
@@ -24,7 +23,8 @@ use crate::rule::{Key, Rule};
 use crate::servers::{McpServer, SecretStore};
 use chock_config::{
     DEFAULT_LOG_KEEP, DEFAULT_LOG_ROTATE_BYTES, DEFAULT_MAX_OBJECT_BYTES,
-    DEFAULT_MAX_SESSION_BYTES, Limits, LogSettings, Machine, NixSettings, human_bytes,
+    DEFAULT_MAX_SESSION_BYTES, FileKind, Limits, LogSettings, Machine, NixSettings, Source,
+    human_bytes,
 };
 
 /// The project's policy file, in its root.
@@ -293,7 +293,7 @@ impl Policy {
         };
         let operator = match &options.operator_config {
             Some(path) => match read_if_present(path)? {
-                Some(text) => Some((path.clone(), Source::new(path, &text).read_operator()?)),
+                Some(text) => Some((path.clone(), read_operator(&Source::new(path, &text))?)),
                 None => None,
             },
             None => None,
@@ -1256,28 +1256,25 @@ fn human_duration(seconds: u64) -> String {
     }
 }
 
-impl Source<'_> {
-    fn read_operator(&self) -> Result<OperatorFile, PolicyError> {
-        let mut operator: OperatorFile = self.read_as(FileKind::Operator)?;
-        operator.stores = crate::servers::read_operator_secrets(
-            self,
-            std::mem::take(&mut operator.secret_fields),
-        )?;
-        operator.providers = crate::providers::read_providers(
-            self,
-            operator.provider_fields.take(),
-            &operator.stores,
-        )?;
-        operator.prices = crate::prices::read_prices(self, operator.price_fields.take())?;
-        operator.search = crate::search::read_search(
-            self,
-            operator.search_fields.take(),
-            &operator.stores,
-            &operator.providers,
-        )?;
-        operator.skills = crate::skills::read_skills(self, operator.skill_fields.take())?;
-        Ok(operator)
-    }
+/// The operator's `config.zon`, every settings block read.
+fn read_operator(source: &Source<'_>) -> Result<OperatorFile, PolicyError> {
+    let mut operator: OperatorFile = source.read_as(FileKind::Operator)?;
+    operator.stores =
+        crate::servers::read_operator_secrets(source, std::mem::take(&mut operator.secret_fields))?;
+    operator.providers = crate::providers::read_providers(
+        source,
+        operator.provider_fields.take(),
+        &operator.stores,
+    )?;
+    operator.prices = crate::prices::read_prices(source, operator.price_fields.take())?;
+    operator.search = crate::search::read_search(
+        source,
+        operator.search_fields.take(),
+        &operator.stores,
+        &operator.providers,
+    )?;
+    operator.skills = crate::skills::read_skills(source, operator.skill_fields.take())?;
+    Ok(operator)
 }
 
 /// The span of line `line` (1-based) of `text`, less its indentation.

@@ -19,8 +19,8 @@ use chock_zon::Spanned;
 use serde::Deserialize;
 
 use crate::ProviderKind;
-use crate::error::PolicyError;
-use crate::files::Source;
+use chock_config::ConfigError;
+use chock_config::Source;
 
 /// At most this many prices in `.prices`.
 pub const MAX_PRICES: usize = 1024;
@@ -67,7 +67,7 @@ pub(crate) type PricesBlock = Spanned<Vec<Spanned<PriceFields>>>;
 pub(crate) fn read_prices(
     source: &Source<'_>,
     block: Option<PricesBlock>,
-) -> Result<Vec<Price>, PolicyError> {
+) -> Result<Vec<Price>, ConfigError> {
     let Some(list) = block else {
         return Ok(Vec::new());
     };

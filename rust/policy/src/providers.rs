@@ -23,10 +23,10 @@ use std::path::PathBuf;
 use chock_zon::Spanned;
 use serde::Deserialize;
 
-use crate::error::PolicyError;
-use crate::files::Source;
 use crate::names;
 use crate::servers::{OperatorSecrets, is_env_name};
+use chock_config::ConfigError;
+use chock_config::Source;
 
 /// At most this many provider instances in `.providers`.
 pub const MAX_PROVIDERS: usize = 64;
@@ -128,7 +128,7 @@ pub(crate) fn read_providers(
     source: &Source<'_>,
     block: Option<ProvidersBlock>,
     secrets: &OperatorSecrets,
-) -> Result<Vec<ProviderInstance>, PolicyError> {
+) -> Result<Vec<ProviderInstance>, ConfigError> {
     let Some(list) = block else {
         return Ok(Vec::new());
     };
@@ -188,7 +188,7 @@ pub(crate) fn read_key(
     owner: &str,
     fields: KeyFields,
     secrets: &OperatorSecrets,
-) -> Result<KeySource, PolicyError> {
+) -> Result<KeySource, ConfigError> {
     Ok(match fields {
         KeyFields::Secret(secret) if secrets.contains_key(&secret) => KeySource::Secret(secret),
         KeyFields::Secret(secret) => {

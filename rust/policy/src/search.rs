@@ -15,11 +15,11 @@ use std::time::Duration;
 use chock_zon::Spanned;
 use serde::Deserialize;
 
-use crate::error::PolicyError;
-use crate::files::Source;
 use crate::providers::{KeyFields, KeySource, check_base_url, read_key};
 use crate::servers::OperatorSecrets;
 use chock_config::ByteSize;
+use chock_config::ConfigError;
+use chock_config::Source;
 
 /// The name the search engine's key is kept under in the credential store
 /// when `.key = .login` (`chock login search`).
@@ -106,7 +106,7 @@ pub(crate) fn read_search(
     block: Option<Spanned<SearchFields>>,
     secrets: &OperatorSecrets,
     providers: &[crate::ProviderInstance],
-) -> Result<Option<SearchEngine>, PolicyError> {
+) -> Result<Option<SearchEngine>, ConfigError> {
     let Some(Spanned { span, value }) = block else {
         return Ok(None);
     };

@@ -30,9 +30,9 @@ use std::time::{Duration, Instant};
 use chock_zon::Spanned;
 use serde::Deserialize;
 
-use crate::error::PolicyError;
-use crate::files::Source;
 use crate::names;
+use chock_config::ConfigError;
+use chock_config::Source;
 
 /// At most this many servers in `.mcp`.
 pub const MAX_SERVERS: usize = 64;
@@ -168,7 +168,7 @@ pub(crate) fn read_project_servers(
     source: &Source<'_>,
     servers: Option<ServersBlock>,
     secrets: Option<SecretsBlock>,
-) -> Result<ProjectServers, PolicyError> {
+) -> Result<ProjectServers, ConfigError> {
     let mut declared = Vec::new();
     if let Some(list) = secrets {
         if list.value.len() > MAX_SECRETS {
@@ -351,7 +351,7 @@ pub(crate) fn read_project_servers(
 pub(crate) fn read_operator_secrets(
     source: &Source<'_>,
     stores: StoresBlock,
-) -> Result<OperatorSecrets, PolicyError> {
+) -> Result<OperatorSecrets, ConfigError> {
     let mut out = BTreeMap::new();
     for (name, Spanned { span, value }) in stores {
         if names::secret_use(&name).is_err() {

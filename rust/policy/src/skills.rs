@@ -11,9 +11,9 @@
 use chock_zon::Spanned;
 use serde::Deserialize;
 
-use crate::error::PolicyError;
-use crate::files::Source;
 use chock_config::ByteSize;
+use chock_config::ConfigError;
+use chock_config::Source;
 
 /// The bytes of one skill file a read returns when no file says.
 pub const DEFAULT_SKILL_BYTES: u64 = 256 << 10;
@@ -101,7 +101,7 @@ pub(crate) struct SkillsBlock {
 pub(crate) fn read_skills(
     source: &Source<'_>,
     block: Option<Spanned<SkillsFields>>,
-) -> Result<SkillsBlock, PolicyError> {
+) -> Result<SkillsBlock, ConfigError> {
     let Some(Spanned { span, value }) = block else {
         return Ok(SkillsBlock::default());
     };

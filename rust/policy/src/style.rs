@@ -23,9 +23,9 @@ use std::time::Duration;
 use chock_zon::Spanned;
 use serde::Deserialize;
 
-use crate::error::PolicyError;
-use crate::files::Source;
 use chock_config::ByteSize;
+use chock_config::ConfigError;
+use chock_config::Source;
 
 /// At most this many style rules.
 pub const MAX_STYLE_RULES: usize = 64;
@@ -109,7 +109,7 @@ pub struct StyleSettings {
 pub(crate) fn read_style(
     source: &Source<'_>,
     block: Option<Spanned<StyleFields>>,
-) -> Result<Option<StyleSettings>, PolicyError> {
+) -> Result<Option<StyleSettings>, ConfigError> {
     let Some(Spanned { span, value }) = block else {
         return Ok(None);
     };

@@ -12,8 +12,8 @@ use chock_zon::Spanned;
 use serde::Deserialize;
 
 use crate::decision::Decision;
-use crate::error::PolicyError;
-use crate::files::Source;
+use chock_config::ConfigError;
+use chock_config::Source;
 
 /// At most this many binds in the `workspace` block.
 pub const MAX_BINDS: usize = 64;
@@ -169,7 +169,7 @@ pub(crate) fn read(
     apply: Option<Spanned<ApplyBlock>>,
     binds: Spanned<Vec<Spanned<BindFields>>>,
     deny_read: Spanned<Vec<Spanned<String>>>,
-) -> Result<WorkspaceSettings, PolicyError> {
+) -> Result<WorkspaceSettings, ConfigError> {
     if binds.value.len() > MAX_BINDS {
         return Err(source.error(
             binds.span,
@@ -221,7 +221,7 @@ pub(crate) fn read(
 mod tests {
     use super::*;
 
-    fn load(text: &str) -> Result<crate::Policy, PolicyError> {
+    fn load(text: &str) -> Result<crate::Policy, crate::PolicyError> {
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::write(dir.path().join("chock.zon"), text).expect("write");
         crate::Policy::load(&crate::LoadOptions {
