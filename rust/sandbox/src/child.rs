@@ -21,13 +21,16 @@ use std::os::fd::{AsRawFd, RawFd};
 
 use nix::errno::Errno;
 use nix::fcntl::OFlag;
+use nix::sys::signal::{SigSet, SigmaskHow, Signal, kill, sigprocmask};
 use nix::sys::stat::Mode;
+use nix::unistd::Pid;
 use seccompiler::BpfProgram;
 
 use crate::caps::{self, CapStep};
 use crate::limits::RlimitResource;
 use crate::mounts::Op;
 use crate::sys;
+pub(crate) use crate::sys::child::ExecArgs;
 
 /// A record on the report pipe.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -196,41 +199,6 @@ pub(crate) enum Payload {
     Probe(fn() -> i64),
 }
 
-/// A program and the argument and environment arrays `execve` takes, built
-/// by the parent: the program process only reads them, and writes nothing
-/// but its own stack (it shares init's memory, see `supervise`).
-pub(crate) struct ExecArgs {
-    program: CString,
-    /// The strings the arrays point into, never changed after `new` (a
-    /// `CString`'s bytes stay where they are when the vector moves).
-    _strings: Vec<CString>,
-    /// Null-terminated.
-    argv: Vec<*const libc::c_char>,
-    /// Null-terminated.
-    envp: Vec<*const libc::c_char>,
-}
-
-impl ExecArgs {
-    pub(crate) fn new(program: CString, argv: Vec<CString>, envp: Vec<CString>) -> ExecArgs {
-        let pointers = |strings: &[CString]| {
-            strings
-                .iter()
-                .map(|s| s.as_ptr())
-                .chain([std::ptr::null()])
-                .collect()
-        };
-        let (argv_pointers, envp_pointers) = (pointers(&argv), pointers(&envp));
-        let mut strings = argv;
-        strings.extend(envp);
-        ExecArgs {
-            program,
-            _strings: strings,
-            argv: argv_pointers,
-            envp: envp_pointers,
-        }
-    }
-}
-
 /// Everything the child needs, prepared by the parent.
 pub(crate) struct ChildPlan {
     pub(crate) ops: Vec<Op>,
@@ -298,10 +266,6 @@ fn close(fd: RawFd) {
     sys::close(fd);
 }
 
-fn errno_of(ret: libc::c_int) -> Result<libc::c_int, Errno> {
-    if ret < 0 { Err(Errno::last()) } else { Ok(ret) }
-}
-
 /// The first process inside: never returns.
 pub(crate) fn run_init(plan: &ChildPlan, channel: Channel) -> ! {
     close(channel.go_parent);
@@ -312,7 +276,7 @@ pub(crate) fn run_init(plan: &ChildPlan, channel: Channel) -> ! {
         channel,
         Step::Deathsig,
         0,
-        nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL),
+        nix::sys::prctl::set_pdeathsig(Signal::SIGKILL),
     );
     parent_still_there(channel);
     // A session of its own: nothing inside has Chock's terminal as its
@@ -765,39 +729,33 @@ fn add_child_rules(plan: &ChildPlan, channel: Channel) {
 }
 
 /// Signals init passes on to the program's process group.
-const FORWARDED: [libc::c_int; 7] = [
-    libc::SIGINT,
-    libc::SIGTERM,
-    libc::SIGHUP,
-    libc::SIGQUIT,
-    libc::SIGUSR1,
-    libc::SIGUSR2,
-    libc::SIGWINCH,
+const FORWARDED: [Signal; 7] = [
+    Signal::SIGINT,
+    Signal::SIGTERM,
+    Signal::SIGHUP,
+    Signal::SIGQUIT,
+    Signal::SIGUSR1,
+    Signal::SIGUSR2,
+    Signal::SIGWINCH,
 ];
 
-fn signal_set(signals: &[libc::c_int]) -> libc::sigset_t {
-    // SAFETY: sigset_t is plain data and sigemptyset initialises it.
-    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
-    // SAFETY: the set is a valid local.
-    unsafe { libc::sigemptyset(&mut set) };
-    for &signal in signals {
-        // SAFETY: as above.
-        unsafe { libc::sigaddset(&mut set, signal) };
+/// The signals init handles: those it forwards, and its children's ends.
+fn handled_signals() -> SigSet {
+    let mut set = SigSet::empty();
+    for signal in FORWARDED.iter().chain(&[Signal::SIGCHLD]) {
+        set.add(*signal);
     }
     set
 }
 
 fn supervise(plan: &ChildPlan, channel: Channel) -> ! {
-    let mut handled = [0; 8];
-    handled[..7].copy_from_slice(&FORWARDED);
-    handled[7] = libc::SIGCHLD;
-    let set = signal_set(&handled);
-    // SAFETY: blocking signals so sigwaitinfo receives them.
+    let set = handled_signals();
+    // Blocked, so that they wait for init's sigtimedwait.
     check(
         channel,
         Step::Sigmask,
         0,
-        errno_of(unsafe { libc::sigprocmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) }),
+        sigprocmask(SigmaskHow::SIG_BLOCK, Some(&set), None),
     );
     // The parent has moved init into the sandbox's cgroup (if any) before
     // this second byte, so the program is born inside it.
@@ -813,17 +771,15 @@ fn supervise(plan: &ChildPlan, channel: Channel) -> ! {
     // The program process shares init's memory until it executes, as
     // `posix_spawn`'s does: init's pages are neither copied nor marked
     // copy-on-write for a process that replaces them at once.
+    // `run_program` makes only system calls and writes nothing but its own
+    // stack and errno, which init does not read after a successful spawn.
     let start = ProgramStart { plan, channel };
-    // SAFETY: `program_entry` never returns, makes only system calls and
-    // writes nothing but its own stack and errno, which init does not read
-    // after a successful spawn; `start` outlives the call, which returns
-    // only once the program process has executed or exited.
-    let program = check(channel, Step::Fork, 0, unsafe {
-        sys::spawn_sharing_memory(
-            program_entry,
-            &start as *const ProgramStart as *mut libc::c_void,
-        )
-    });
+    let program = check(
+        channel,
+        Step::Fork,
+        0,
+        sys::child::spawn_sharing(&start, program_entry),
+    );
     close(plan.ruleset);
     if let Some(direct) = &plan.direct {
         close(direct.sock);
@@ -831,35 +787,27 @@ fn supervise(plan: &ChildPlan, channel: Channel) -> ! {
     let mut floor = FloorWatch::new(plan.watched);
     loop {
         floor.check(channel);
-        let wait = floor.timeout();
-        // SAFETY: `set` and `wait` are initialised; the siginfo is written by the kernel.
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        // SAFETY: as above.
-        let signal = unsafe { libc::sigtimedwait(&set, &mut info, &wait) };
-        if signal < 0 {
+        let Some(signal) = sys::child::wait_signal(&set, &floor.timeout()) else {
+            continue;
+        };
+        if signal != Signal::SIGCHLD {
+            forward(program, signal);
             continue;
         }
-        if signal != libc::SIGCHLD {
-            // SAFETY: signalling the program's process group (or the program
-            // alone if it left its group).
-            if unsafe { libc::kill(-program, signal) } < 0 {
-                // SAFETY: as above.
-                unsafe { libc::kill(program, signal) };
-            }
-            continue;
-        }
-        loop {
-            let mut status = 0;
-            // SAFETY: reaping any child without blocking.
-            let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
-            if pid <= 0 {
-                break;
-            }
+        while let Some((pid, status)) = sys::child::reap_any() {
             if pid == program {
                 report(channel, Kind::Status, 0, i64::from(status));
                 sys::exit_now(0);
             }
         }
+    }
+}
+
+/// Signals the program's process group, or the program alone if it left
+/// its group.
+fn forward(program: libc::pid_t, signal: Signal) {
+    if kill(Pid::from_raw(-program), signal).is_err() {
+        let _ = kill(Pid::from_raw(program), signal);
     }
 }
 
@@ -903,10 +851,7 @@ impl FloorWatch {
         self.next = None;
         report(channel, Kind::SpaceFloor, 0, 0);
         // From init, -1 is every other process of its PID namespace.
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(-1),
-            nix::sys::signal::Signal::SIGKILL,
-        );
+        let _ = kill(Pid::from_raw(-1), Signal::SIGKILL);
     }
 
     /// How long init may wait for a signal before it must look again
@@ -932,10 +877,7 @@ struct ProgramStart<'p> {
 }
 
 /// The program process's first function, on a stack of its own.
-extern "C" fn program_entry(start: *mut libc::c_void) -> libc::c_int {
-    // SAFETY: `supervise` passes a live `ProgramStart` and waits, suspended,
-    // until this process executes or exits.
-    let start = unsafe { &*(start as *const ProgramStart) };
+fn program_entry(start: &ProgramStart<'_>) -> ! {
     run_program(start.plan, start.channel)
 }
 
@@ -945,21 +887,17 @@ fn run_program(plan: &ChildPlan, channel: Channel) -> ! {
     for fd in plan.watched {
         close(fd);
     }
-    let empty = signal_set(&[]);
-    // SAFETY: restoring an empty mask in the program process.
     check(
         channel,
         Step::Sigmask,
         0,
-        errno_of(unsafe { libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut()) }),
+        sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None),
     );
-    for signal in FORWARDED.iter().chain(&[libc::SIGPIPE]) {
-        // SAFETY: default dispositions, as a freshly started program expects
-        // (Rust ignores SIGPIPE in Chock itself).
-        unsafe { libc::signal(*signal, libc::SIG_DFL) };
+    for signal in FORWARDED.iter().chain(&[Signal::SIGPIPE]) {
+        sys::child::default_action(*signal);
     }
     // Its own process group, so init can signal the whole job.
-    let this = nix::unistd::Pid::from_raw(0);
+    let this = Pid::from_raw(0);
     check(channel, Step::Setpgid, 0, nix::unistd::setpgid(this, this));
     check(
         channel,
@@ -1028,15 +966,8 @@ fn run_program(plan: &ChildPlan, channel: Channel) -> ! {
 }
 
 fn exec(args: &ExecArgs, channel: Channel) -> ! {
-    // SAFETY: both arrays are null-terminated and point into live CStrings.
-    unsafe {
-        libc::execve(
-            args.program.as_ptr(),
-            args.argv.as_ptr(),
-            args.envp.as_ptr(),
-        )
-    };
-    report(channel, Kind::Exec, 0, Errno::last() as i64);
+    let errno = sys::child::execve(args);
+    report(channel, Kind::Exec, 0, errno as i64);
     sys::exit_now(127)
 }
 

@@ -7,15 +7,14 @@
 //! kernel calls may be made, and the dropped capabilities and rlimits what
 //! the process may claim. See `docs/sandbox.md` for the user's view.
 
-// Unsafe code is denied outside `sys`, the one syscall layer beside nix
-// (each call nix lacks is a safe function there), and `child`, the code
-// between clone and execve whose remaining raw calls are still libc's.
+// Unsafe code is denied outside `sys`, the one syscall layer beside nix:
+// each call nix lacks (or makes only by allocating, where that is
+// forbidden) is a safe function there.
 #![deny(unsafe_code)]
 
 mod anchor;
 pub mod cache;
 mod caps;
-#[allow(unsafe_code)]
 mod child;
 pub mod devices;
 pub mod devshell;

@@ -1,12 +1,14 @@
 //! The sandbox's one syscall layer beside nix: every call nix does not wrap
 //! the way we need it, each as one safe function, and the only place in the
-//! crate with `unsafe` (bar `child`'s last raw calls). Clone with a pidfd and
+//! crate with `unsafe`. Clone with a pidfd and
 //! no new stack (and `clone3` into a cgroup) behind [`fork_running`] and
 //! [`fork_with_pidfd`], a process started sharing memory until it executes,
 //! the Landlock calls on a ruleset fd, `mount_setattr`, `pivot_root`,
 //! `close_range`, `pidfd_send_signal`, capabilities, signal actions and the
-//! doctor's probes; in [`notify`], those of the router's direct path
-//! (seccomp notifications, `pidfd_getfd`, socket options).
+//! doctor's probes; in [`child`], those only a sandbox's init and program
+//! processes make (signals, reaping, `execve`); in [`notify`], those of the
+//! router's direct path (seccomp notifications, `pidfd_getfd`, socket
+//! options).
 //!
 //! Everything here is callable between `clone` and `execve` in a child of a
 //! process that may have had other threads: no allocation, no locks, only
@@ -19,6 +21,7 @@ use std::os::fd::RawFd;
 
 use nix::errno::Errno;
 
+pub(crate) mod child;
 pub(crate) mod notify;
 
 const SYS_PIDFD_SEND_SIGNAL: libc::c_long = 424;
