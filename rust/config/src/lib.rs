@@ -12,6 +12,7 @@
 #![forbid(unsafe_code)]
 
 mod error;
+pub mod servers;
 mod settings;
 mod source;
 
@@ -22,4 +23,8 @@ pub use settings::{
 };
 
 pub use error::ConfigError;
+pub use servers::{
+    COMMAND_TIMEOUT, Launch, MAX_SECRET_BYTES, MAX_SECRETS, MAX_SERVERS, McpServer, SecretEnv,
+    SecretError, SecretStore, StoreCommandError, TOOL_SEPARATOR,
+};
 pub use source::{FileKind, NOT_IMPLEMENTED, Source};

@@ -75,10 +75,10 @@ pub(crate) struct ProjectFile {
     container: Option<Spanned<ContainerBlock>>,
     /// The MCP servers the gateway offers (see `servers`).
     #[serde(default)]
-    pub(crate) mcp: Option<crate::servers::ServersBlock>,
+    pub(crate) mcp: Option<chock_config::servers::ServersBlock>,
     /// The secrets the project names; never where they are kept.
     #[serde(default)]
-    pub(crate) secrets: Option<crate::servers::SecretsBlock>,
+    pub(crate) secrets: Option<chock_config::servers::SecretsBlock>,
     #[serde(default)]
     pub(crate) apply: Option<Spanned<crate::workspace::ApplyBlock>>,
     #[serde(default)]
@@ -282,9 +282,9 @@ pub(crate) struct OperatorFile {
     pub(crate) log: LogBlock,
     /// Where each secret is kept (read into `stores` after reading).
     #[serde(default, rename = "secrets")]
-    pub(crate) secret_fields: crate::servers::StoresBlock,
+    pub(crate) secret_fields: chock_config::servers::StoresBlock,
     #[serde(skip)]
-    pub(crate) stores: crate::servers::OperatorSecrets,
+    pub(crate) stores: chock_config::servers::OperatorSecrets,
     /// The model provider instances (read into `providers` after reading).
     #[serde(default, rename = "providers")]
     pub(crate) provider_fields: Option<crate::providers::ProvidersBlock>,
@@ -435,7 +435,7 @@ pub(crate) struct ProjectLayer {
     pub(crate) nix: NixBlock,
     pub(crate) limits: LimitsBlock,
     pub(crate) container: Option<ContainerSettings>,
-    pub(crate) servers: crate::servers::ProjectServers,
+    pub(crate) servers: chock_config::servers::ProjectServers,
     pub(crate) workspace: crate::workspace::WorkspaceSettings,
     pub(crate) subagents: Option<Subagents>,
     pub(crate) review: Option<Review>,
@@ -459,7 +459,7 @@ pub(crate) fn read_project(source: &Source<'_>) -> Result<ProjectLayer, ConfigEr
         )?),
         None => None,
     };
-    let servers = crate::servers::read_project_servers(source, file.mcp, file.secrets)?;
+    let servers = chock_config::servers::read_project_servers(source, file.mcp, file.secrets)?;
     let workspace = crate::workspace::read(source, file.apply, file.workspace, file.deny_read)?;
     let subagents = check_subagents(source, file.subagents)?;
     let review = check_review(source, file.review, &agents)?;

@@ -30,16 +30,21 @@ mod providers;
 pub mod root;
 mod rule;
 mod search;
-mod servers;
 mod skills;
 mod style;
 #[cfg(test)]
 mod test_support;
+#[cfg(test)]
+mod tests;
 pub mod unparsed;
 pub mod workspace;
 
 pub use ask::{Answer, Asker, Nobody, Question, Scope, visible};
 pub use chock_config::NOT_IMPLEMENTED;
+pub use chock_config::{
+    COMMAND_TIMEOUT, Launch, MAX_SECRET_BYTES, MAX_SECRETS, MAX_SERVERS, McpServer, SecretEnv,
+    SecretError, SecretStore, StoreCommandError, TOOL_SEPARATOR,
+};
 pub use chock_flakelock::{Endpoint, EndpointError, SCHEMES, url_endpoint};
 pub use chock_names as names;
 pub use decision::{Decision, NotADecision};
@@ -68,10 +73,6 @@ pub use rule::{Key, Rule, RuleSource, Specificity};
 pub use search::{
     DEFAULT_SEARCH_BYTES, DEFAULT_SEARCH_RESULTS, DEFAULT_SEARCH_TIMEOUT, MAX_SEARCH_BYTES,
     MAX_SEARCH_RESULTS, SEARCH_LOGIN, SearchEngine, SearchKind,
-};
-pub use servers::{
-    COMMAND_TIMEOUT, Launch, MAX_SECRET_BYTES, MAX_SECRETS, MAX_SERVERS, McpServer, SecretEnv,
-    SecretError, SecretStore, StoreCommandError, TOOL_SEPARATOR,
 };
 pub use skills::{DEFAULT_SKILL_BYTES, MAX_SKILL_BYTES, SkillLayer, SkillSettings};
 pub use style::{

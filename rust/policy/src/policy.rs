@@ -20,11 +20,10 @@ use crate::names::{self, NameError};
 use crate::package::{PolicyPackage, Rollout, read_packages};
 use crate::pattern::Pattern;
 use crate::rule::{Key, Rule};
-use crate::servers::{McpServer, SecretStore};
 use chock_config::{
     DEFAULT_LOG_KEEP, DEFAULT_LOG_ROTATE_BYTES, DEFAULT_MAX_OBJECT_BYTES,
-    DEFAULT_MAX_SESSION_BYTES, FileKind, Limits, LogSettings, Machine, NixSettings, Source,
-    human_bytes,
+    DEFAULT_MAX_SESSION_BYTES, FileKind, Limits, LogSettings, Machine, McpServer, NixSettings,
+    SecretError, SecretStore, Source, human_bytes,
 };
 
 /// The project's policy file, in its root.
@@ -777,6 +776,21 @@ impl Policy {
             .and_then(|(_, o)| o.stores.get(secret))
     }
 
+    /// Reads secret `name` from where the operator's `config.zon` keeps it.
+    /// The error is a sentence for a person; it never holds the value.
+    pub fn read_secret(&self, name: &str) -> Result<String, SecretError> {
+        let store = self
+            .secret_store(name)
+            .ok_or_else(|| SecretError::NoStore {
+                name: name.to_string(),
+                config: self.operator_file().map_or(
+                    "your config.zon ($XDG_CONFIG_HOME/chock/config.zon)".into(),
+                    |p| p.display().to_string(),
+                ),
+            })?;
+        store.read(name)
+    }
+
     /// The model provider instances of the operator's `config.zon`, in the
     /// order written.
     pub fn providers(&self) -> &[crate::ProviderInstance] {
@@ -1259,8 +1273,10 @@ fn human_duration(seconds: u64) -> String {
 /// The operator's `config.zon`, every settings block read.
 fn read_operator(source: &Source<'_>) -> Result<OperatorFile, PolicyError> {
     let mut operator: OperatorFile = source.read_as(FileKind::Operator)?;
-    operator.stores =
-        crate::servers::read_operator_secrets(source, std::mem::take(&mut operator.secret_fields))?;
+    operator.stores = chock_config::servers::read_operator_secrets(
+        source,
+        std::mem::take(&mut operator.secret_fields),
+    )?;
     operator.providers = crate::providers::read_providers(
         source,
         operator.provider_fields.take(),

@@ -24,9 +24,9 @@ use chock_zon::Spanned;
 use serde::Deserialize;
 
 use crate::names;
-use crate::servers::{OperatorSecrets, is_env_name};
 use chock_config::ConfigError;
 use chock_config::Source;
+use chock_config::servers::{OperatorSecrets, is_env_name};
 
 /// At most this many provider instances in `.providers`.
 pub const MAX_PROVIDERS: usize = 64;
