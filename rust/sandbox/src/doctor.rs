@@ -55,7 +55,77 @@ pub struct Report {
     pub can_run: bool,
 }
 
-fn row(name: &'static str, blocking: bool, result: Result<String, String>) -> Row {
+/// Why a probe found a layer missing or not holding: what the report's row
+/// says, and what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    /// A system call the probe makes failed.
+    #[error("{what}: {}", errno.desc())]
+    Sys {
+        /// What the call was for.
+        what: &'static str,
+        /// Its errno.
+        errno: Errno,
+    },
+    /// The kernel refused a user namespace.
+    #[error(
+        "clone refused: {} (on Ubuntu, AppArmor may restrict unprivileged user namespaces: sysctl kernel.apparmor_restrict_unprivileged_userns=0)",
+        .0.desc()
+    )]
+    UserNamespace(Errno),
+    /// The kernel refused the probe's child.
+    #[error("{}", .0.desc())]
+    Fork(Errno),
+    /// The layer could not be set up as a sandbox sets it up.
+    #[error(transparent)]
+    Sandbox(#[from] crate::SandboxError),
+    /// The Landlock ruleset could not be made.
+    #[error(transparent)]
+    Landlock(#[from] landlock::RulesetError),
+    /// A DNS message could not be written.
+    #[error(transparent)]
+    Dns(#[from] hickory_proto::ProtoError),
+    /// A DNS message could not be read.
+    #[error(transparent)]
+    DnsReply(#[from] hickory_proto::serialize::binary::DecodeError),
+    /// nft or ip did not do its work.
+    #[error(transparent)]
+    Tool(#[from] crate::net::ToolError),
+    /// An operation on a socket failed.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// An exchange the probe makes failed.
+    #[error("{what}: {source}")]
+    Exchange {
+        /// The exchange.
+        what: &'static str,
+        /// How it failed.
+        source: std::io::Error,
+    },
+    /// The Nix daemon's socket did not answer.
+    #[error("{what} {}: {source}; run scripts/setup (or start nix-daemon)", socket.display())]
+    Daemon {
+        /// What failed.
+        what: &'static str,
+        /// The socket.
+        socket: std::path::PathBuf,
+        /// How.
+        source: std::io::Error,
+    },
+    /// A connection from inside did not reach the relay.
+    #[error("dialling {target} inside did not reach the relay: {}", errno.desc())]
+    Dial {
+        /// Where it went.
+        target: std::net::SocketAddr,
+        /// Its errno.
+        errno: Errno,
+    },
+    /// The probe ran and saw the layer not hold: what it saw.
+    #[error("{0}")]
+    Seen(String),
+}
+
+fn row(name: &'static str, blocking: bool, result: Result<String, ProbeError>) -> Row {
     match result {
         Ok(detail) => Row {
             name,
@@ -63,13 +133,18 @@ fn row(name: &'static str, blocking: bool, result: Result<String, String>) -> Ro
             blocking,
             detail,
         },
-        Err(detail) => Row {
+        Err(error) => Row {
             name,
             state: State::Fail,
             blocking,
-            detail,
+            detail: error.to_string(),
         },
     }
+}
+
+/// What a probe saw that says its layer does not hold.
+fn seen(what: &str) -> ProbeError {
+    ProbeError::Seen(what.to_owned())
 }
 
 fn warn(name: &'static str, detail: String) -> Row {
@@ -157,7 +232,7 @@ impl OrWarn for Row {
 }
 
 /// Clones a child with `flags`, which maps its ids (for a user namespace) and exits.
-fn probe_clone(flags: libc::c_int, what: &str) -> Result<String, String> {
+fn probe_clone(flags: libc::c_int, what: &str) -> Result<String, ProbeError> {
     let uid_map = format!("{0} {0} 1\n", nix::unistd::getuid());
     let gid_map = format!("{0} {0} 1\n", nix::unistd::getgid());
     // The child only makes system calls and exits.
@@ -168,11 +243,16 @@ fn probe_clone(flags: libc::c_int, what: &str) -> Result<String, String> {
             && write(c"/proc/self/gid_map", gid_map.as_bytes());
         if ok { 0 } else { 1 }
     })
-    .map_err(|e| format!("clone refused: {} (on Ubuntu, AppArmor may restrict unprivileged user namespaces: sysctl kernel.apparmor_restrict_unprivileged_userns=0)", e.desc()))?;
+    .map_err(ProbeError::UserNamespace)?;
     match nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None) {
         Ok(nix::sys::wait::WaitStatus::Exited(_, 0)) => Ok(what.to_owned()),
-        Ok(_) => Err("the namespace was made but the id maps could not be written".into()),
-        Err(e) => Err(format!("waiting for the probe: {}", e.desc())),
+        Ok(_) => Err(seen(
+            "the namespace was made but the id maps could not be written",
+        )),
+        Err(errno) => Err(ProbeError::Sys {
+            what: "waiting for the probe",
+            errno,
+        }),
     }
 }
 
@@ -203,21 +283,20 @@ fn landlock_row() -> Row {
                 )),
             )
         }
-        Err(e) => row("landlock", true, Err(e.to_string())),
+        Err(e) => row("landlock", true, Err(e.into())),
     }
 }
 
 /// A child restricts itself with a ruleset that handles reading files and
 /// grants nothing, then tries to read one.
-fn probe_landlock() -> Result<String, String> {
+fn probe_landlock() -> Result<String, ProbeError> {
     // With no Landlock at all there is nothing to enforce; the row above says why.
-    walls::support().map_err(|e| e.to_string())?;
+    walls::support()?;
     let ruleset = landlock::Ruleset::default();
     let ruleset = landlock::RulesetAttr::handle_access(ruleset, landlock::AccessFs::ReadFile)
-        .and_then(landlock::Ruleset::create)
-        .map_err(|e| e.to_string())?;
+        .and_then(landlock::Ruleset::create)?;
     let fd: Option<std::os::fd::OwnedFd> = ruleset.into();
-    let fd = fd.ok_or("no ruleset was created")?;
+    let fd = fd.ok_or_else(|| seen("no ruleset was created"))?;
     let raw = std::os::fd::AsRawFd::as_raw_fd(&fd);
     // The child only makes system calls and exits.
     let pid = sys::fork_running(0, || {
@@ -236,13 +315,15 @@ fn probe_landlock() -> Result<String, String> {
             1
         }
     })
-    .map_err(|e| e.desc().to_owned())?;
+    .map_err(ProbeError::Fork)?;
     match nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None) {
         Ok(nix::sys::wait::WaitStatus::Exited(_, 0)) => {
             Ok("a restricted child was refused a file it had no right to".into())
         }
-        Ok(nix::sys::wait::WaitStatus::Exited(_, 2)) => Err("landlock_restrict_self failed".into()),
-        _ => Err("a restricted child could still read a file it had no right to".into()),
+        Ok(nix::sys::wait::WaitStatus::Exited(_, 2)) => Err(seen("landlock_restrict_self failed")),
+        _ => Err(seen(
+            "a restricted child could still read a file it had no right to",
+        )),
     }
 }
 
@@ -304,21 +385,20 @@ fn sandbox_rows(write_execute: WriteExecute) -> Vec<Row> {
         });
     let rows = match built {
         Ok(sandbox) => probe_rows(&sandbox, write_execute),
-        Err(e) => names.iter().map(|n| row(n, true, Err(e.clone()))).collect(),
+        Err(e) => names.iter().map(|n| row(n, true, Err(seen(&e)))).collect(),
     };
     let _ = std::fs::remove_dir_all(&base);
     rows
 }
 
 fn probe_rows(sandbox: &Sandbox, write_execute: WriteExecute) -> Vec<Row> {
-    let inside = sandbox.probe(inside_probe);
-    let value = match &inside {
-        Ok(ProbeOutcome::Returned(value)) => *value,
+    let value = match sandbox.probe(inside_probe) {
+        Ok(ProbeOutcome::Returned(value)) => value,
         Ok(ProbeOutcome::Killed(signal)) => {
             let e = format!("the probe was killed by signal {signal}");
-            return vec![row("mounts and pivot_root", true, Err(e))];
+            return vec![row("mounts and pivot_root", true, Err(seen(&e)))];
         }
-        Err(e) => return vec![row("mounts and pivot_root", true, Err(e.to_string()))],
+        Err(e) => return vec![row("mounts and pivot_root", true, Err(e.into()))],
     };
     let mounts = Ok(
         "a tmpfs root, binds, a fresh procfs, devpts and pivot_root, with the host's root detached"
@@ -326,16 +406,14 @@ fn probe_rows(sandbox: &Sandbox, write_execute: WriteExecute) -> Vec<Row> {
     );
     let killed = match sandbox.probe(killed_probe) {
         Ok(ProbeOutcome::Killed(libc::SIGSYS)) => Ok(()),
-        Ok(other) => Err(format!("keyctl was not killed ({other:?})")),
-        Err(e) => Err(e.to_string()),
+        Ok(other) => Err(seen(&format!("keyctl was not killed ({other:?})"))),
+        Err(e) => Err(ProbeError::Sandbox(e)),
     };
     let wx_expected = write_execute == WriteExecute::Refused;
     let seccomp = match killed {
-        Ok(()) if value & IO_URING_OPEN != 0 => {
-            Err("io_uring_setup did not fail with EPERM".into())
-        }
+        Ok(()) if value & IO_URING_OPEN != 0 => Err(seen("io_uring_setup did not fail with EPERM")),
         Ok(()) if wx_expected && value & WX_MAPPED != 0 => {
-            Err("a writable and executable page was mapped".into())
+            Err(seen("a writable and executable page was mapped"))
         }
         Ok(()) => Ok(format!(
             "{} calls kill the process (keyctl tried: SIGSYS); io_uring fails with EPERM",
@@ -350,9 +428,9 @@ fn probe_rows(sandbox: &Sandbox, write_execute: WriteExecute) -> Vec<Row> {
             tmp_bytes >> 20
         ))
     } else {
-        Err(format!(
+        Err(seen(&format!(
             "/run/chock/tmp reports {tmp_bytes} bytes, not {TMP_BYTES}"
-        ))
+        )))
     };
     let caps = if value & (CAPS_LEFT | NO_NNP) == 0 {
         let who = if nix::unistd::getuid().is_root() {
@@ -364,7 +442,7 @@ fn probe_rows(sandbox: &Sandbox, write_execute: WriteExecute) -> Vec<Row> {
             "{who}the program holds no capability in any set, securebits locked, no_new_privs on"
         ))
     } else {
-        Err("the program kept a capability or lacks no_new_privs".into())
+        Err(seen("the program kept a capability or lacks no_new_privs"))
     };
     vec![
         row("mounts and pivot_root", true, mounts),
@@ -400,9 +478,9 @@ fn cgroup_row() -> Row {
         Delegation::NotDelegated { reason } if nix::unistd::geteuid().is_root() => row(
             NAME,
             true,
-            Err(format!(
+            Err(ProbeError::Seen(format!(
                 "none usable: {reason}; as root nothing else bounds the number of processes (the kernel exempts uid 0 from RLIMIT_NPROC) or their memory together. Run Chock as a normal user, or give root the memory and pids controllers (cgroup v1 hierarchies, or cgroup v2 delegated to Chock's group)"
-            )),
+            ))),
         ),
         Delegation::NotDelegated { reason } => warn(
             NAME,
@@ -414,15 +492,14 @@ fn cgroup_row() -> Row {
 }
 
 /// Connects to the daemon and exchanges the worker protocol's magic numbers.
-fn probe_daemon() -> Result<String, String> {
+fn probe_daemon() -> Result<String, ProbeError> {
     const WORKER_MAGIC_1: u64 = 0x6e69_7863;
     const WORKER_MAGIC_2: u64 = 0x6478_696f;
     let socket = chock_store::daemon::socket_path();
-    let fail = |what: &str, e: std::io::Error| {
-        format!(
-            "{what} {}: {e}; run scripts/setup (or start nix-daemon)",
-            socket.display()
-        )
+    let fail = |what: &'static str, source: std::io::Error| ProbeError::Daemon {
+        what,
+        socket: socket.clone(),
+        source,
     };
     let mut stream = UnixStream::connect(&socket).map_err(|e| fail("cannot connect to", e))?;
     stream
@@ -438,10 +515,10 @@ fn probe_daemon() -> Result<String, String> {
     let magic = u64::from_le_bytes(reply[..8].try_into().unwrap_or_default());
     let version = u64::from_le_bytes(reply[8..].try_into().unwrap_or_default());
     if magic != WORKER_MAGIC_2 {
-        return Err(format!(
+        return Err(ProbeError::Seen(format!(
             "{} answered, but not as a Nix daemon",
             socket.display()
-        ));
+        )));
     }
     Ok(format!(
         "{} answers, protocol 1.{}",
@@ -502,9 +579,9 @@ fn space_row(project: &Path) -> Row {
                 row(
                     "workspace space",
                     true,
-                    Err(format!(
+                    Err(ProbeError::Seen(format!(
                         "{detail}: commands do not start below the floor; free some space"
-                    )),
+                    ))),
                 )
             }
         }

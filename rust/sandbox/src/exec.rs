@@ -789,7 +789,7 @@ where
     );
     crate::net::Router::new(std::sync::Arc::new(gate))
         .map(Some)
-        .map_err(|e| ExecError::Sandbox(SandboxError::Unsupported(e)))
+        .map_err(|e| ExecError::Sandbox(SandboxError::Unsupported(e.to_string())))
 }
 
 /// The tool a command is asked through, in the policy key and the log.

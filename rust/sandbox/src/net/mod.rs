@@ -44,6 +44,7 @@ use chock_policy::{Decision, Pattern, Policy, Rule};
 
 pub(crate) use direct::{Plan as DirectPlan, pair as direct_pair, supported as direct_supported};
 pub use gate::{Decide, NetGate};
+pub use ns::ToolError;
 pub(crate) use ns::{Attached, attach};
 
 /// The port the relay listens on inside the namespace (below 1024, so a
@@ -91,7 +92,7 @@ impl std::fmt::Debug for Router {
 impl Router {
     /// A router whose every name and connection `decide` answers, resolving
     /// on the host as [`RESOLVER_VAR`] says.
-    pub fn new(decide: Arc<dyn Decide>) -> Result<Router, String> {
+    pub fn new(decide: Arc<dyn Decide>) -> Result<Router, BadResolver> {
         Ok(Router {
             decide,
             upstream: upstream_from_env()?,
@@ -113,8 +114,18 @@ impl Router {
     }
 }
 
+/// [`RESOLVER_VAR`] holds no address.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{RESOLVER_VAR}={value} is not an address: write IP:PORT (e.g. 192.0.2.53:53) or unset it to use the host's resolver"
+)]
+pub struct BadResolver {
+    /// What the variable holds.
+    pub value: String,
+}
+
 /// [`RESOLVER_VAR`], read.
-fn upstream_from_env() -> Result<Option<SocketAddr>, String> {
+fn upstream_from_env() -> Result<Option<SocketAddr>, BadResolver> {
     let Ok(value) = std::env::var(RESOLVER_VAR) else {
         return Ok(None);
     };
@@ -124,11 +135,7 @@ fn upstream_from_env() -> Result<Option<SocketAddr>, String> {
     value
         .parse::<std::net::IpAddr>()
         .map(|ip| Some(SocketAddr::new(ip, 53)))
-        .map_err(|_| {
-            format!(
-                "{RESOLVER_VAR}={value} is not an address: write IP:PORT (e.g. 192.0.2.53:53) or unset it to use the host's resolver"
-            )
-        })
+        .map_err(|_| BadResolver { value })
 }
 
 /// Whether some rule (the project's, an organisation bundle's or a shipped

@@ -36,17 +36,20 @@ impl Shared {
 
     /// Runs `program` (nft or ip) inside the namespace with `script` on
     /// its standard input.
-    fn run(&self, program: &str, args: &[&str], script: &str) -> Result<(), String> {
+    fn run(&self, program: &'static str, args: &[&str], script: &str) -> Result<(), ToolError> {
         self.start(program, args, script)?.finish()
     }
 
     /// Starts `program` (nft or ip) inside the namespace with `script` on
     /// its standard input (all of it written, and closed), not waiting
     /// for it to end.
-    fn start(&self, program: &str, args: &[&str], script: &str) -> Result<Started, String> {
-        let path = tool(program).ok_or_else(|| {
-            format!("`{program}` was not found in /usr/sbin, /sbin, /usr/bin or /bin; install it (nftables, iproute2) or set `.policy.net.router = .none`")
-        })?;
+    fn start(
+        &self,
+        program: &'static str,
+        args: &[&str],
+        script: &str,
+    ) -> Result<Started, ToolError> {
+        let path = tool(program).ok_or(ToolError::Missing { program })?;
         let mut command = Command::new(&path);
         command
             .args(args)
@@ -55,26 +58,27 @@ impl Shared {
             .stderr(Stdio::piped())
             .env_clear();
         sys::run_in_namespaces(&mut command, self.user.as_raw_fd(), self.net.as_raw_fd());
-        let mut child = command
-            .spawn()
-            .map_err(|e| format!("{} could not start: {e}", path.display()))?;
+        let mut child = match command.spawn() {
+            Ok(child) => child,
+            Err(source) => return Err(ToolError::Start { path, source }),
+        };
         let mut started = Started { path, child: None };
         if let Some(mut stdin) = child.stdin.take()
             && let Err(e) = stdin.write_all(script.as_bytes())
         {
             let _ = child.kill();
             let _ = child.wait();
-            return Err(format!(
-                "{} did not take its input: {e}",
-                started.path.display()
-            ));
+            return Err(ToolError::Input {
+                path: started.path.clone(),
+                source: e,
+            });
         }
         started.child = Some(child);
         Ok(started)
     }
 
     /// Puts a change of the name table into the kernel's allow set.
-    pub(crate) fn apply(&self, change: &Change) -> Result<(), String> {
+    pub(crate) fn apply(&self, change: &Change) -> Result<(), ToolError> {
         let mut script = String::new();
         for (verb, addrs) in [("delete", &change.remove), ("add", &change.add)] {
             for (set, v6) in [("allow4", false), ("allow6", true)] {
@@ -98,6 +102,44 @@ impl Shared {
     }
 }
 
+/// Why nft or ip did not do its work in the namespace.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    /// The tool is not installed where Chock looks.
+    #[error(
+        "`{program}` was not found in /usr/sbin, /sbin, /usr/bin or /bin; install it (nftables, iproute2) or set `.policy.net.router = .none`"
+    )]
+    Missing { program: &'static str },
+    /// The tool could not be started.
+    #[error("{} could not start: {source}", path.display())]
+    Start {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// Its script could not be written to it.
+    #[error("{} did not take its input: {source}", path.display())]
+    Input {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// It was waited for without having been started.
+    #[error("{} was not started", path.display())]
+    NotStarted { path: PathBuf },
+    /// Waiting for it failed.
+    #[error("{} could not be waited for: {source}", path.display())]
+    Wait {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The tool ran and refused: its status and what it said.
+    #[error("{} failed ({status}): {stderr}", path.display())]
+    Failed {
+        path: PathBuf,
+        status: std::process::ExitStatus,
+        stderr: String,
+    },
+}
+
 /// A tool started by [`Shared::start`]: [`Started::finish`] waits for it
 /// and says whether it did its work. Dropped unfinished, it is killed and
 /// reaped.
@@ -107,22 +149,23 @@ struct Started {
 }
 
 impl Started {
-    fn finish(mut self) -> Result<(), String> {
+    fn finish(mut self) -> Result<(), ToolError> {
+        let path = std::mem::take(&mut self.path);
         let Some(child) = self.child.take() else {
-            return Err(format!("{} was not started", self.path.display()));
+            return Err(ToolError::NotStarted { path });
         };
-        let out = child
-            .wait_with_output()
-            .map_err(|e| format!("{} could not be waited for: {e}", self.path.display()))?;
+        let out = match child.wait_with_output() {
+            Ok(out) => out,
+            Err(source) => return Err(ToolError::Wait { path, source }),
+        };
         if out.status.success() {
             Ok(())
         } else {
-            Err(format!(
-                "{} failed ({}): {}",
-                self.path.display(),
-                out.status,
-                String::from_utf8_lossy(&out.stderr).trim()
-            ))
+            Err(ToolError::Failed {
+                path,
+                status: out.status,
+                stderr: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+            })
         }
     }
 }

@@ -10,6 +10,7 @@ use hickory_proto::rr::{Name, RecordType};
 
 use super::ns::Shared;
 use super::{Decide, Router};
+use crate::doctor::ProbeError;
 use crate::sys::{self, SocketSpec};
 
 /// The name the resolver probe asks about.
@@ -38,7 +39,7 @@ impl Decide for Refuser {
 }
 
 /// One row per piece: namespace, ruleset, resolver, relay.
-pub fn rows() -> Vec<(&'static str, Result<String, String>)> {
+pub fn rows() -> Vec<(&'static str, Result<String, ProbeError>)> {
     let mut rows = Vec::new();
     let (holder, release) = match hold_namespace() {
         Ok(held) => held,
@@ -57,7 +58,7 @@ pub fn rows() -> Vec<(&'static str, Result<String, String>)> {
         upstream: Some(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 53)),
     };
     match super::attach(&router, holder, None) {
-        Err(e) => rows.push(("network ruleset", Err(e.to_string()))),
+        Err(e) => rows.push(("network ruleset", Err(e.into()))),
         Ok(attached) => {
             rows.push((
                 "network ruleset",
@@ -75,24 +76,27 @@ pub fn rows() -> Vec<(&'static str, Result<String, String>)> {
 
 /// Whether allowed connections are handed to the program directly (see
 /// `net::direct`), or all carried by the relay, and why.
-fn direct_row() -> Result<String, String> {
+fn direct_row() -> Result<String, ProbeError> {
     let abi = sys::landlock_abi().unwrap_or(0);
     if super::direct::supported() {
         Ok(format!(
             "allowed connections are handed to the program as host sockets (seccomp notifications, a pidfd per thread, Landlock ABI {abi} network rights)"
         ))
     } else {
-        Err(format!(
+        Err(ProbeError::Seen(format!(
             "the relay carries every connection, at about half a direct connection's throughput: the direct path needs seccomp notifications, a pidfd per thread (Linux 6.9) and Landlock's network rights (ABI 4; this kernel has {abi})"
-        ))
+        )))
     }
 }
 
 /// A child in a fresh user and network namespace that waits until the
 /// returned descriptor is closed.
-fn hold_namespace() -> Result<(libc::pid_t, std::os::fd::OwnedFd), String> {
-    let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
-        .map_err(|e| format!("a pipe: {}", e.desc()))?;
+fn hold_namespace() -> Result<(libc::pid_t, std::os::fd::OwnedFd), ProbeError> {
+    let (read, write) =
+        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|errno| ProbeError::Sys {
+            what: "a pipe",
+            errno,
+        })?;
     // The child only reads one byte and exits.
     let pid = sys::fork_running(libc::CLONE_NEWUSER | libc::CLONE_NEWNET, || {
         sys::close(std::os::fd::AsRawFd::as_raw_fd(&write));
@@ -100,41 +104,51 @@ fn hold_namespace() -> Result<(libc::pid_t, std::os::fd::OwnedFd), String> {
         let _ = nix::unistd::read(&read, &mut byte);
         0
     })
-    .map_err(|e| format!("clone refused: {}", e.desc()))?;
+    .map_err(|errno| ProbeError::Sys {
+        what: "clone refused",
+        errno,
+    })?;
     drop(read);
     Ok((pid, write))
 }
 
 /// An unbound socket of `kind` made inside the probe's namespace.
-fn inside(shared: &Shared, kind: libc::c_int) -> Result<std::os::fd::OwnedFd, String> {
+fn inside(shared: &Shared, kind: libc::c_int) -> Result<std::os::fd::OwnedFd, ProbeError> {
     let spec = SocketSpec {
         kind,
         addr: SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0),
     };
     shared
         .sockets(&[spec])
-        .map_err(|e| format!("a socket inside: {}", e.desc()))?
+        .map_err(|errno| ProbeError::Sys {
+            what: "a socket inside",
+            errno,
+        })?
         .pop()
-        .ok_or_else(|| "a socket inside: none came".to_owned())
+        .ok_or_else(|| ProbeError::Seen("a socket inside: none came".to_owned()))
 }
 
-fn probe_resolver(attached: &super::Attached) -> Result<String, String> {
+fn probe_resolver(attached: &super::Attached) -> Result<String, ProbeError> {
     let socket = UdpSocket::from(inside(&attached.shared, libc::SOCK_DGRAM)?);
     let mut query = Message::query();
-    let name = Name::from_ascii(format!("{PROBE_NAME}.")).map_err(|e| e.to_string())?;
+    let name = Name::from_ascii(format!("{PROBE_NAME}."))?;
     query.add_query(Query::query(name, RecordType::A));
-    let bytes = query.to_vec().map_err(|e| e.to_string())?;
-    socket
-        .set_read_timeout(Some(Duration::from_secs(3)))
-        .map_err(|e| e.to_string())?;
+    let bytes = query.to_vec()?;
+    socket.set_read_timeout(Some(Duration::from_secs(3)))?;
     socket
         .send_to(&bytes, (Ipv4Addr::LOCALHOST, 53))
-        .map_err(|e| format!("sending a question to 127.0.0.1:53 inside: {e}"))?;
+        .map_err(|source| ProbeError::Exchange {
+            what: "sending a question to 127.0.0.1:53 inside",
+            source,
+        })?;
     let mut reply = [0u8; super::MAX_DATAGRAM];
     let n = socket
         .recv(&mut reply)
-        .map_err(|e| format!("no answer from the resolver: {e}"))?;
-    let reply = Message::from_vec(reply.get(..n).unwrap_or_default()).map_err(|e| e.to_string())?;
+        .map_err(|source| ProbeError::Exchange {
+            what: "no answer from the resolver",
+            source,
+        })?;
+    let reply = Message::from_vec(reply.get(..n).unwrap_or_default())?;
     if reply.metadata.message_type == MessageType::Response
         && reply.metadata.response_code == ResponseCode::Refused
     {
@@ -142,31 +156,27 @@ fn probe_resolver(attached: &super::Attached) -> Result<String, String> {
             "answers on 127.0.0.1:53 inside; a refused name ({PROBE_NAME}) is REFUSED, not looked up"
         ))
     } else {
-        Err(format!(
+        Err(ProbeError::Seen(format!(
             "the resolver answered {} for a refused name",
             reply.metadata.response_code
-        ))
+        )))
     }
 }
 
-fn probe_relay(attached: &super::Attached, refuser: &Refuser) -> Result<String, String> {
+fn probe_relay(attached: &super::Attached, refuser: &Refuser) -> Result<String, ProbeError> {
     let change = attached
         .shared
         .table
         .lock()
-        .map_err(|_| "the name table is poisoned")?
+        .map_err(|_| ProbeError::Seen("the name table is poisoned".to_owned()))?
         .remember(PROBE_NAME, &[IpAddr::V4(PROBE_TARGET)]);
     attached.shared.apply(&change)?;
     let socket = inside(&attached.shared, libc::SOCK_STREAM)?;
     // Dialled from inside the namespace: the ruleset sends it to the relay,
     // which recovers the destination, asks the (refusing) decider, and resets.
     let target = SocketAddr::new(IpAddr::V4(PROBE_TARGET), PROBE_PORT);
-    sys::connect_timeout(&socket, target, Duration::from_secs(3)).map_err(|e| {
-        format!(
-            "dialling {target} inside did not reach the relay: {}",
-            e.desc()
-        )
-    })?;
+    sys::connect_timeout(&socket, target, Duration::from_secs(3))
+        .map_err(|errno| ProbeError::Dial { target, errno })?;
     let stream = TcpStream::from(socket);
     let _ = stream.set_read_timeout(Some(Duration::from_secs(3)));
     let mut byte = [0u8; 1];
@@ -177,9 +187,9 @@ fn probe_relay(attached: &super::Attached, refuser: &Refuser) -> Result<String, 
             "a connection to {target} inside reached the relay, which recovered its destination and decided it (refused)"
         ))
     } else {
-        Err(format!(
+        Err(ProbeError::Seen(format!(
             "the relay did not decide the connection to {target} (saw {seen:?})"
-        ))
+        )))
     }
 }
 

@@ -144,10 +144,10 @@ pub fn mount(view: &View) -> Result<Option<Merged>, WorkspaceError> {
 /// link followed, refuses one that is not the object Chock opened on the
 /// host, and names each to overlayfs by its descriptor. Every byte it
 /// needs is made here, before the clone: the child only makes system calls.
-fn mount_in_child(layers: &[(CString, FileId); 3]) -> Result<OwnedFd, String> {
+fn mount_in_child(layers: &[(CString, FileId); 3]) -> Result<OwnedFd, MountError> {
     let uid_map = format!("{0} {0} 1\n", nix::unistd::getuid());
     let gid_map = format!("{0} {0} 1\n", nix::unistd::getgid());
-    let (ours, theirs) = sys::seqpacket_pair().map_err(|e| format!("a socket pair: {e}"))?;
+    let (ours, theirs) = sys::seqpacket_pair().map_err(MountError::SocketPair)?;
     // The child below only makes system calls on data made before the
     // clone (no allocation, no lock).
     let pid = sys::fork_running(libc::CLONE_NEWUSER | libc::CLONE_NEWNS, || {
@@ -157,7 +157,7 @@ fn mount_in_child(layers: &[(CString, FileId); 3]) -> Result<OwnedFd, String> {
         };
         i32::from(status.is_err())
     })
-    .map_err(|e| format!("clone refused: {e}"))?;
+    .map_err(MountError::Clone)?;
     drop(theirs);
     let reply = sys::recv_reply(ours.as_raw_fd());
     let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None);
@@ -176,11 +176,27 @@ fn mount_in_child(layers: &[(CString, FileId); 3]) -> Result<OwnedFd, String> {
                 s if s == OverlayStep::Create as i32 => "creating the overlay (fsconfig)",
                 _ => "fsmount",
             };
-            Err(format!("{what}: {}", errno.desc()))
+            Err(MountError::Child { what, errno })
         }
-        Ok(None) => Err("the mounting child ended without an answer".into()),
-        Err(e) => Err(format!("reading the mounting child's answer: {}", e.desc())),
+        Ok(None) => Err(MountError::NoAnswer),
+        Err(errno) => Err(MountError::Reply(errno)),
     }
+}
+
+/// Why [`mount_in_child`] made no mount.
+#[derive(Debug, thiserror::Error)]
+enum MountError {
+    #[error("a socket pair: {0}")]
+    SocketPair(Errno),
+    #[error("clone refused: {0}")]
+    Clone(Errno),
+    /// The child's step `what` failed.
+    #[error("{what}: {}", errno.desc())]
+    Child { what: &'static str, errno: Errno },
+    #[error("the mounting child ended without an answer")]
+    NoAnswer,
+    #[error("reading the mounting child's answer: {}", .0.desc())]
+    Reply(Errno),
 }
 
 /// The mounting child's work: the mount's descriptor, or `step << 16 | errno`.
