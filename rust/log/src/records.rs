@@ -22,11 +22,27 @@ pub struct LogLine {
 /// Every line of the log, oldest first; see [`crate::Log::records`].
 pub struct Records {
     walk: Walk,
+    /// Whole lines whose chain fields name a seq below this are passed over.
+    from_seq: u64,
 }
 
 impl Records {
     pub(crate) fn new(walk: Walk) -> Records {
-        Records { walk }
+        Records { walk, from_seq: 0 }
+    }
+}
+
+impl crate::Log {
+    /// [`crate::Log::records`] without the whole lines whose seq is below
+    /// `seq`: those are passed over by their chain fields alone, never read
+    /// as records, so a reader that keeps its place (a sink's shipper)
+    /// reads what is new at the cost of a scan. Lines that name no seq are
+    /// still given.
+    pub fn records_from(&self, seq: u64) -> Result<Records, LogError> {
+        Ok(Records {
+            walk: Walk::snapshot(&self.dir)?,
+            from_seq: seq,
+        })
     }
 }
 
@@ -34,18 +50,27 @@ impl Iterator for Records {
     type Item = Result<LogLine, LogError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let (file, line, text, record) = match self.walk.next_line() {
-            Ok(line) => {
-                let line = line?;
-                let record = if line.complete {
-                    serde_json::from_slice(line.bytes).map_err(|e| e.to_string())
-                } else {
-                    Err("the line was cut off (no newline)".to_owned())
-                };
-                let text = String::from_utf8_lossy(line.bytes).into_owned();
-                (line.file, line.number, text, record)
+        let from_seq = self.from_seq;
+        let before = |line: &crate::lines::Line<'_>| {
+            from_seq > 0
+                && line.complete
+                && crate::link::read(line.bytes).is_ok_and(|link| link.seq < from_seq)
+        };
+        let (file, line, text, record) = loop {
+            match self.walk.next_line() {
+                Ok(Some(line)) if before(&line) => continue,
+                Ok(line) => {
+                    let line = line?;
+                    let record = if line.complete {
+                        serde_json::from_slice(line.bytes).map_err(|e| e.to_string())
+                    } else {
+                        Err("the line was cut off (no newline)".to_owned())
+                    };
+                    let text = String::from_utf8_lossy(line.bytes).into_owned();
+                    break (line.file, line.number, text, record);
+                }
+                Err(error) => return Some(Err(error)),
             }
-            Err(error) => return Some(Err(error)),
         };
         Some(Ok(LogLine {
             file: self.walk_file(file),

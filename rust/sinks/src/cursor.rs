@@ -1,0 +1,209 @@
+//! A sink's place in the log: the last line it delivered, by seq and hash,
+//! and how many lines it had to skip, kept in `sink.ID.cursor` beside the
+//! log and replaced whole (a new file made with `O_EXCL`, synced, renamed
+//! over the old). `sink.ID.lock` is held by the one shipper of that sink.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use chock_log::Sha256Hash;
+use nix::fcntl::{Flock, FlockArg};
+use serde::{Deserialize, Serialize};
+
+use crate::SinkError;
+
+/// A line of the log, by its seq and the hash of its exact bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Point {
+    pub seq: u64,
+    pub hash: Sha256Hash,
+}
+
+impl Point {
+    /// Before the first line ever written.
+    pub const START: Point = Point {
+        seq: 0,
+        hash: Sha256Hash::ZERO,
+    };
+}
+
+/// What the cursor file holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cursor {
+    /// The last line delivered (or skipped past).
+    pub at: Point,
+    /// How many lines were skipped, ever: past the backlog bound, or
+    /// rotated away before they were delivered.
+    pub skipped: u64,
+}
+
+#[derive(Serialize, Deserialize)]
+struct OnDisk {
+    seq: u64,
+    sha256: String,
+    skipped: u64,
+}
+
+/// Where one sink's files are.
+#[derive(Debug, Clone)]
+pub struct Files {
+    pub cursor: PathBuf,
+    lock: PathBuf,
+}
+
+impl Files {
+    /// The files of sink `id` for the log in `dir`.
+    pub fn new(dir: &Path, id: &str) -> Files {
+        Files {
+            cursor: dir.join(format!("sink.{id}.cursor")),
+            lock: dir.join(format!("sink.{id}.lock")),
+        }
+    }
+
+    /// The cursor, or the start of the log when the sink never shipped.
+    pub fn read(&self) -> Result<Cursor, SinkError> {
+        let bytes = match std::fs::read(&self.cursor) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Ok(Cursor {
+                    at: Point::START,
+                    skipped: 0,
+                });
+            }
+            Err(source) => return Err(self.error(source)),
+        };
+        let unreadable = || SinkError::Cursor {
+            path: self.cursor.clone(),
+        };
+        let disk: OnDisk = serde_json::from_slice(&bytes).map_err(|_| unreadable())?;
+        let hash = Sha256Hash::from_hex(&disk.sha256).ok_or_else(unreadable)?;
+        Ok(Cursor {
+            at: Point {
+                seq: disk.seq,
+                hash,
+            },
+            skipped: disk.skipped,
+        })
+    }
+
+    /// Replaces the cursor file whole: a reader sees the old one or the new one.
+    pub fn write(&self, cursor: &Cursor) -> Result<(), SinkError> {
+        let text = serde_json::to_vec(&OnDisk {
+            seq: cursor.at.seq,
+            sha256: cursor.at.hash.to_string(),
+            skipped: cursor.skipped,
+        })
+        .map_err(|e| self.error(io::Error::other(e)))?;
+        let (temp, mut file) = self.fresh_temp()?;
+        let written = file
+            .write_all(&text)
+            .and_then(|()| file.sync_all())
+            .and_then(|()| std::fs::rename(&temp, &self.cursor));
+        if let Err(source) = written {
+            let _ = std::fs::remove_file(&temp);
+            return Err(self.error(source));
+        }
+        Ok(())
+    }
+
+    /// A temporary file beside the cursor under a name nobody has taken.
+    fn fresh_temp(&self) -> Result<(PathBuf, File), SinkError> {
+        let mut last = None;
+        for n in 0..64u32 {
+            let temp = self
+                .cursor
+                .with_extension(format!("cursor.{}.{n}.tmp", std::process::id()));
+            match OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .custom_flags(nix::libc::O_NOFOLLOW)
+                .open(&temp)
+            {
+                Ok(file) => return Ok((temp, file)),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = Some(e),
+                Err(source) => return Err(self.error(source)),
+            }
+        }
+        Err(self.error(last.unwrap_or_else(|| io::Error::other("no free name"))))
+    }
+
+    /// Takes the sink's lock without waiting; `None` when another shipper has it.
+    pub fn try_lock(&self) -> Result<Option<Flock<File>>, SinkError> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .custom_flags(nix::libc::O_NOFOLLOW)
+            .open(&self.lock)
+            .map_err(|source| SinkError::State {
+                path: self.lock.clone(),
+                source,
+            })?;
+        match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+            Ok(held) => Ok(Some(held)),
+            Err((_, nix::errno::Errno::EWOULDBLOCK)) => Ok(None),
+            Err((_, errno)) => Err(SinkError::State {
+                path: self.lock.clone(),
+                source: errno.into(),
+            }),
+        }
+    }
+
+    fn error(&self, source: io::Error) -> SinkError {
+        SinkError::State {
+            path: self.cursor.clone(),
+            source,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cursor_reads_back_what_was_written_and_starts_at_the_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = Files::new(dir.path(), "s");
+        assert_eq!(files.read().unwrap().at, Point::START);
+        let cursor = Cursor {
+            at: Point {
+                seq: 9,
+                hash: Sha256Hash::of_line(b"x"),
+            },
+            skipped: 3,
+        };
+        files.write(&cursor).unwrap();
+        files.write(&cursor).unwrap();
+        assert_eq!(files.read().unwrap(), cursor);
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("sink.s.cursor")]);
+    }
+
+    #[test]
+    fn a_damaged_cursor_is_an_error_not_the_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = Files::new(dir.path(), "s");
+        std::fs::write(&files.cursor, "{\"seq\":1}").unwrap();
+        assert!(matches!(files.read(), Err(SinkError::Cursor { .. })));
+    }
+
+    #[test]
+    fn one_shipper_holds_the_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = Files::new(dir.path(), "s");
+        let held = files.try_lock().unwrap();
+        assert!(held.is_some());
+        assert!(files.try_lock().unwrap().is_none());
+        drop(held);
+        assert!(files.try_lock().unwrap().is_some());
+    }
+}

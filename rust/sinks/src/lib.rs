@@ -1,0 +1,42 @@
+//! Ships the decision log to the log engines an organisation runs:
+//! journald (its native protocol) and syslog (RFC 5424 over a Unix socket,
+//! UDP, TCP or TLS).
+//!
+//! The log is the spool. Each sink keeps a cursor beside the log (the last
+//! line it delivered, by seq and hash) and a lock, so one shipper per sink
+//! sends each line once; a receiver that is down, slow or flapping leaves
+//! the lines in the log until it is back. A sink never falls further
+//! behind than its backlog bound: past it, and for lines rotated away
+//! before they were sent, the shipper skips ahead and counts what it
+//! skipped in the cursor and in a `log.sink.overflow` line.
+//!
+//! Shipping never runs on a decision's path: a decision only appends to
+//! the log, and [`ship`] (or `chock log ship`) does bounded work, every
+//! connect and write waiting no later than its deadline.
+//!
+//! ```no_run
+//! use std::time::{Duration, Instant};
+//! use chock_sinks::{Sink, Target};
+//! let target: Target = "syslog+tcp://127.0.0.1:5514".parse().unwrap();
+//! let log = chock_log::Log::from_env(chock_log::Rotation::default()).unwrap();
+//! let report = chock_sinks::ship(&Sink::named_by_target(target), &log, Instant::now() + Duration::from_secs(2));
+//! ```
+
+#![forbid(unsafe_code)]
+
+mod cursor;
+mod error;
+mod fields;
+mod journald;
+mod pending;
+mod ship;
+mod syslog;
+mod target;
+mod transport;
+
+pub use cursor::{Cursor, Point};
+pub use error::SinkError;
+pub use fields::Origin;
+pub use ship::{DEFAULT_BACKLOG_BYTES, DEFAULT_ROUND, OVERFLOW_ACTION, Report, Shipper, Sink, ship};
+pub use syslog::SD_ID;
+pub use target::{JOURNALD_SOCKET, Syslog, Target, TargetError};

@@ -1,0 +1,260 @@
+//! Shipping: read past the cursor, send, move the cursor once the
+//! receiver has each line.
+
+use std::fs::File;
+use std::time::{Duration, Instant};
+
+use chock_log::{AnsweredBy, DecidedBy, Entry, Log, Route};
+use nix::fcntl::Flock;
+
+use crate::cursor::{Cursor, Files};
+use crate::fields::{Origin, Shipped};
+use crate::pending::{self, Pending};
+use crate::transport::Link;
+use crate::{SinkError, Target};
+
+/// How many bytes of lines a sink may lag behind by default: 64 MiB.
+pub const DEFAULT_BACKLOG_BYTES: u64 = 64 << 20;
+
+/// The cursor is written after this many lines, and at the end of a round.
+const LINES_PER_SAVE: u64 = 256;
+
+/// The action of the line that counts a sink's skipped lines.
+pub const OVERFLOW_ACTION: &str = "log.sink.overflow";
+
+/// One sink: its name (which names its cursor), where it sends, and how
+/// far behind it may fall.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sink {
+    pub id: String,
+    pub target: Target,
+    pub backlog_bytes: u64,
+}
+
+impl Sink {
+    /// A sink named `id` (letters, digits, `.`, `_`, `-`; at most 64).
+    pub fn new(id: &str, target: Target) -> Result<Sink, SinkError> {
+        let fine = !id.is_empty()
+            && id.len() <= 64
+            && !id.starts_with('.')
+            && id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+        if !fine {
+            return Err(SinkError::Name(id.to_owned()));
+        }
+        Ok(Sink {
+            id: id.to_owned(),
+            target,
+            backlog_bytes: DEFAULT_BACKLOG_BYTES,
+        })
+    }
+
+    /// A sink named after its target: `syslog+tcp://h:514` is `syslog_tcp_h_514`.
+    pub fn named_by_target(target: Target) -> Sink {
+        let mut id: String = target
+            .to_string()
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        while id.contains("__") {
+            id = id.replace("__", "_");
+        }
+        id.truncate(64);
+        Sink {
+            id,
+            target,
+            backlog_bytes: DEFAULT_BACKLOG_BYTES,
+        }
+    }
+}
+
+/// What one round of shipping did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Report {
+    /// Lines the receiver now has.
+    pub sent: u64,
+    /// Lines passed over in this round (see [`crate::Cursor::skipped`]).
+    pub skipped: u64,
+    /// Lines still waiting: the deadline came, or the receiver is down.
+    pub left: u64,
+    /// The seq of the last line delivered or skipped past.
+    pub cursor: u64,
+    /// Why the receiver could not be reached or written to, when it could not.
+    pub down: Option<String>,
+}
+
+/// The one shipper of a sink: holds its lock (so no other process sends
+/// the same lines) and its connection from round to round.
+pub struct Shipper {
+    sink: Sink,
+    log: Log,
+    files: Files,
+    origin: Origin,
+    link: Option<Link>,
+    _lock: Flock<File>,
+}
+
+impl Shipper {
+    /// Takes the sink's lock; [`SinkError::Busy`] when another shipper has it.
+    pub fn new(sink: Sink, log: Log) -> Result<Shipper, SinkError> {
+        let files = Files::new(log.dir(), &sink.id);
+        std::fs::create_dir_all(log.dir()).map_err(|source| SinkError::State {
+            path: log.dir().to_owned(),
+            source,
+        })?;
+        let lock = files.try_lock()?.ok_or_else(|| SinkError::Busy {
+            id: sink.id.clone(),
+        })?;
+        Ok(Shipper {
+            sink,
+            log,
+            files,
+            origin: Origin::here(),
+            link: None,
+            _lock: lock,
+        })
+    }
+
+    /// The sink shipped to.
+    pub fn sink(&self) -> &Sink {
+        &self.sink
+    }
+
+    /// Where the sink is now, and how many lines it skipped ever.
+    pub fn cursor(&self) -> Result<Cursor, SinkError> {
+        self.files.read()
+    }
+
+    /// One round: sends what is past the cursor until it is all sent, the
+    /// receiver fails, or `deadline` comes. Lines beyond the backlog bound
+    /// or rotated away are skipped first, counted in the cursor and in a
+    /// `log.sink.overflow` line. An error means the log or the cursor could
+    /// not be used, and nothing more was sent.
+    pub fn ship(&mut self, deadline: Instant) -> Result<Report, SinkError> {
+        let mut cursor = self.files.read()?;
+        let mut pending = pending::read(&self.log, cursor.at, self.sink.backlog_bytes)?;
+        let mut report = Report {
+            skipped: pending.skipped,
+            ..Report::default()
+        };
+        if pending.skipped > 0 {
+            cursor.at = pending.skipped_to;
+            cursor.skipped += pending.skipped;
+            self.files.write(&cursor)?;
+            self.log_overflow(&pending);
+        }
+        let sent = self.send(&mut pending, &mut cursor, deadline);
+        report.sent = sent.sent;
+        report.down = sent.down;
+        report.left = pending.lines.len() as u64;
+        report.cursor = cursor.at.seq;
+        Ok(report)
+    }
+
+    /// Sends the pending lines in order, saving the cursor as it goes.
+    fn send(&mut self, pending: &mut Pending, cursor: &mut Cursor, deadline: Instant) -> Sent {
+        let mut sent = Sent::default();
+        let mut unsaved = 0;
+        while let Some(line) = pending.lines.front() {
+            if Instant::now() >= deadline {
+                break;
+            }
+            let Some(record) = line.record() else {
+                pending.lines.pop_front();
+                continue;
+            };
+            let shipped = Shipped {
+                record: &record,
+                text: &line.text,
+            };
+            if let Err(why) = self.send_one(&shipped, deadline) {
+                sent.down = Some(format!("{}: {why}", self.sink.target));
+                self.link = None;
+                break;
+            }
+            cursor.at = line.at;
+            pending.lines.pop_front();
+            sent.sent += 1;
+            unsaved += 1;
+            if unsaved == LINES_PER_SAVE {
+                if let Err(e) = self.files.write(cursor) {
+                    sent.down = Some(e.to_string());
+                    return sent;
+                }
+                unsaved = 0;
+            }
+        }
+        if unsaved > 0
+            && let Err(e) = self.files.write(cursor)
+        {
+            sent.down = Some(e.to_string());
+        }
+        sent
+    }
+
+    /// One line on the open link, opened (again) when there is none or the
+    /// receiver closed it.
+    fn send_one(&mut self, line: &Shipped<'_>, deadline: Instant) -> std::io::Result<()> {
+        if let Some(link) = &mut self.link
+            && !link.still_open()
+        {
+            self.link = None;
+        }
+        let link = match &mut self.link {
+            Some(link) => link,
+            None => self.link.insert(Link::open(&self.sink.target, deadline)?),
+        };
+        link.send(line, &self.origin, deadline)
+    }
+
+    /// Counts the skipped lines in the log itself, through its writer;
+    /// that line is shipped like any other.
+    fn log_overflow(&self, pending: &Pending) {
+        let entry = Entry {
+            route: Route::Cli,
+            project: self.log.dir().display().to_string(),
+            action: OVERFLOW_ACTION.into(),
+            agent_kind: "chock".into(),
+            model: None,
+            tool: None,
+            decision: chock_policy::Decision::Allow,
+            decided_by: DecidedBy {
+                layer: chock_policy::Layer::Nothing,
+                file: None,
+                line: None,
+                policy: None,
+                held: None,
+            },
+            answered_by: AnsweredBy::Nobody,
+            subject: Some(format!(
+                "sink {} skipped {} lines, up to seq {}",
+                self.sink.id, pending.skipped, pending.skipped_to.seq
+            )),
+            scope: None,
+        };
+        self.log.append(&entry);
+    }
+}
+
+#[derive(Default)]
+struct Sent {
+    sent: u64,
+    down: Option<String>,
+}
+
+/// One round for `sink` ([`Shipper::ship`]), taking and letting go of its
+/// lock; [`SinkError::Busy`] when another shipper has it.
+pub fn ship(sink: &Sink, log: &Log, deadline: Instant) -> Result<Report, SinkError> {
+    Shipper::new(sink.clone(), log.clone())?.ship(deadline)
+}
+
+/// How long a round may take when the caller does not say: short, so a
+/// shipper started beside a decision finishes soon.
+pub const DEFAULT_ROUND: Duration = Duration::from_secs(5);

@@ -1,0 +1,234 @@
+//! Where a sink sends its lines, as written on the command line:
+//! `journald`, `journald+unix:///path`, `syslog+udp://HOST:PORT`,
+//! `syslog+tcp://HOST:PORT`, `syslog+tls://HOST:PORT?ca=FILE[&name=NAME]`,
+//! `syslog+unix:///dev/log`.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+/// journald's socket for its native protocol.
+pub const JOURNALD_SOCKET: &str = "/run/systemd/journal/socket";
+
+/// One sink's receiver.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// journald's native protocol: one datagram per line to its socket.
+    Journald { socket: PathBuf },
+    /// RFC 5424 syslog over one of its transports.
+    Syslog(Syslog),
+}
+
+/// The transports syslog lines go over.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Syslog {
+    /// One datagram per line.
+    Udp { host: String, port: u16 },
+    /// Octet-counted frames (RFC 6587) on one connection.
+    Tcp { host: String, port: u16 },
+    /// Octet-counted frames (RFC 5425) inside TLS, the server checked
+    /// against the certificates in `ca` under the name `name`.
+    Tls {
+        host: String,
+        port: u16,
+        ca: PathBuf,
+        name: String,
+    },
+    /// One datagram per line to a local socket (`/dev/log`).
+    Unix { path: PathBuf },
+}
+
+/// Why a description names no sink.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "`{text}` is not a sink: {why}; write journald, journald+unix:///PATH, syslog+udp://HOST:PORT, syslog+tcp://HOST:PORT, syslog+tls://HOST:PORT?ca=FILE or syslog+unix:///PATH"
+)]
+pub struct TargetError {
+    text: String,
+    why: &'static str,
+}
+
+impl FromStr for Target {
+    type Err = TargetError;
+
+    fn from_str(text: &str) -> Result<Target, TargetError> {
+        let fail = |why| TargetError {
+            text: text.to_owned(),
+            why,
+        };
+        if text == "journald" {
+            return Ok(Target::Journald {
+                socket: JOURNALD_SOCKET.into(),
+            });
+        }
+        let (scheme, rest) = text.split_once("://").ok_or(fail("it has no `://`"))?;
+        let (place, query) = rest.split_once('?').unwrap_or((rest, ""));
+        let params = Params::parse(query).ok_or(fail("its query is not NAME=VALUE&..."))?;
+        let only = |allowed: &[&str]| {
+            params
+                .0
+                .iter()
+                .all(|(k, _)| allowed.contains(&k.as_str()))
+                .then_some(())
+                .ok_or(fail("it has a query parameter that sink does not take"))
+        };
+        let path = || {
+            (place.starts_with('/') && place.len() > 1)
+                .then(|| PathBuf::from(place))
+                .ok_or(fail("a unix socket is named by an absolute path"))
+        };
+        match scheme {
+            "journald+unix" => {
+                only(&[])?;
+                Ok(Target::Journald { socket: path()? })
+            }
+            "syslog+unix" => {
+                only(&[])?;
+                Ok(Target::Syslog(Syslog::Unix { path: path()? }))
+            }
+            "syslog+udp" | "syslog+tcp" => {
+                only(&[])?;
+                let (host, port) = host_port(place).ok_or(fail("it names no HOST:PORT"))?;
+                Ok(Target::Syslog(if scheme == "syslog+udp" {
+                    Syslog::Udp { host, port }
+                } else {
+                    Syslog::Tcp { host, port }
+                }))
+            }
+            "syslog+tls" => {
+                only(&["ca", "name"])?;
+                let (host, port) = host_port(place).ok_or(fail("it names no HOST:PORT"))?;
+                let ca = params
+                    .get("ca")
+                    .ok_or(fail("TLS needs ?ca=FILE, the certificates to trust"))?;
+                let name = params.get("name").unwrap_or(&host).to_owned();
+                Ok(Target::Syslog(Syslog::Tls {
+                    host,
+                    port,
+                    ca: ca.into(),
+                    name,
+                }))
+            }
+            _ => Err(fail("its scheme is none a sink speaks")),
+        }
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Target::Journald { socket } => write!(f, "journald+unix://{}", socket.display()),
+            Target::Syslog(Syslog::Udp { host, port }) => {
+                write!(f, "syslog+udp://{}", Place(host, *port))
+            }
+            Target::Syslog(Syslog::Tcp { host, port }) => {
+                write!(f, "syslog+tcp://{}", Place(host, *port))
+            }
+            Target::Syslog(Syslog::Tls {
+                host,
+                port,
+                ca,
+                name,
+            }) => write!(
+                f,
+                "syslog+tls://{}?ca={}&name={name}",
+                Place(host, *port),
+                ca.display()
+            ),
+            Target::Syslog(Syslog::Unix { path }) => {
+                write!(f, "syslog+unix://{}", path.display())
+            }
+        }
+    }
+}
+
+/// `HOST:PORT` as written, an IPv6 address in brackets.
+struct Place<'a>(&'a str, u16);
+
+impl fmt::Display for Place<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.contains(':') {
+            write!(f, "[{}]:{}", self.0, self.1)
+        } else {
+            write!(f, "{}:{}", self.0, self.1)
+        }
+    }
+}
+
+/// Reads `HOST:PORT`, the host bracketed when it is an IPv6 address (`[::1]:514`).
+fn host_port(place: &str) -> Option<(String, u16)> {
+    let (host, port) = place.rsplit_once(':')?;
+    let host = match host.strip_prefix('[') {
+        Some(v6) => v6.strip_suffix(']')?,
+        None if host.contains(':') => return None,
+        None => host,
+    };
+    let port = port.parse::<u16>().ok().filter(|p| *p > 0)?;
+    (!host.is_empty()).then(|| (host.to_owned(), port))
+}
+
+struct Params(Vec<(String, String)>);
+
+impl Params {
+    fn parse(query: &str) -> Option<Params> {
+        let pairs = query
+            .split('&')
+            .filter(|pair| !pair.is_empty())
+            .map(|pair| {
+                let (k, v) = pair.split_once('=')?;
+                (!v.is_empty()).then(|| (k.to_owned(), v.to_owned()))
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(Params(pairs))
+    }
+
+    fn get(&self, key: &str) -> Option<&String> {
+        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_form_reads_and_prints_back() {
+        for text in [
+            "journald+unix:///run/systemd/journal/socket",
+            "syslog+udp://127.0.0.1:5514",
+            "syslog+tcp://[::1]:514",
+            "syslog+tls://logs.example:6514?ca=/etc/ca.pem&name=logs.example",
+            "syslog+unix:///dev/log",
+        ] {
+            let target: Target = text.parse().unwrap();
+            assert_eq!(target.to_string(), text);
+        }
+        assert_eq!(
+            "journald".parse::<Target>().unwrap().to_string(),
+            format!("journald+unix://{JOURNALD_SOCKET}")
+        );
+        let tls: Target = "syslog+tls://h:1?ca=/c".parse().unwrap();
+        assert!(matches!(tls, Target::Syslog(Syslog::Tls { name, .. }) if name == "h"));
+    }
+
+    #[test]
+    fn malformed_descriptions_are_refused() {
+        for text in [
+            "",
+            "syslog",
+            "syslog+udp://host",
+            "syslog+udp://host:0",
+            "syslog+udp://host:99999",
+            "syslog+tcp://::1:514",
+            "syslog+tcp://:514",
+            "syslog+tls://h:1",
+            "syslog+tls://h:1?ca=",
+            "syslog+tcp://h:1?ca=/x",
+            "syslog+unix://dev/log",
+            "journald+unix://",
+            "http://h:1",
+        ] {
+            assert!(text.parse::<Target>().is_err(), "{text}");
+        }
+    }
+}

@@ -1,0 +1,238 @@
+//! The connection to one sink's receiver. Every operation that could wait
+//! (a name looked up, a connect, a TLS handshake, a write) waits no later
+//! than the deadline it is given.
+
+use std::io::{self, Write};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs, UdpSocket};
+use std::os::unix::net::UnixDatagram;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName};
+use rustls::{ClientConfig, ClientConnection, RootCertStore, StreamOwned};
+
+use crate::fields::{Origin, Shipped};
+use crate::target::{Syslog, Target};
+use crate::{journald, syslog};
+
+/// A syslog datagram the kernel refuses as too large is cut to this,
+/// the size rsyslog takes by default.
+const DATAGRAM_CUT: usize = 8192;
+
+/// An open way to a receiver.
+pub enum Link {
+    Journald(UnixDatagram),
+    Datagram(UnixDatagram),
+    Udp(UdpSocket),
+    Tcp(TcpStream),
+    Tls(Box<StreamOwned<ClientConnection, TcpStream>>),
+}
+
+impl Link {
+    /// Connects to `target`, giving up at `deadline`.
+    pub fn open(target: &Target, deadline: Instant) -> io::Result<Link> {
+        match target {
+            Target::Journald { socket } => Ok(Link::Journald(unix_datagram(socket)?)),
+            Target::Syslog(Syslog::Unix { path }) => Ok(Link::Datagram(unix_datagram(path)?)),
+            Target::Syslog(Syslog::Udp { host, port }) => {
+                let addr = resolve(host, *port, deadline)?;
+                let any: SocketAddr = if addr.is_ipv4() {
+                    ([0, 0, 0, 0], 0).into()
+                } else {
+                    ([0u16; 8], 0).into()
+                };
+                let socket = UdpSocket::bind(any)?;
+                socket.connect(addr)?;
+                Ok(Link::Udp(socket))
+            }
+            Target::Syslog(Syslog::Tcp { host, port }) => {
+                Ok(Link::Tcp(tcp(host, *port, deadline)?))
+            }
+            Target::Syslog(Syslog::Tls {
+                host,
+                port,
+                ca,
+                name,
+            }) => {
+                let config = tls_config(ca)?;
+                let name = ServerName::try_from(name.clone())
+                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+                let connection = ClientConnection::new(config, name).map_err(io::Error::other)?;
+                let mut stream = StreamOwned::new(connection, tcp(host, *port, deadline)?);
+                while stream.conn.is_handshaking() {
+                    bound(&stream.sock, deadline)?;
+                    stream.conn.complete_io(&mut stream.sock)?;
+                }
+                Ok(Link::Tls(Box::new(stream)))
+            }
+        }
+    }
+
+    /// Sends one line, returning once the receiver's side has it: the
+    /// datagram sent, or the frame written and flushed.
+    pub fn send(&mut self, line: &Shipped<'_>, origin: &Origin, deadline: Instant) -> io::Result<()> {
+        match self {
+            Link::Journald(socket) => {
+                socket.set_write_timeout(Some(remaining(deadline)?))?;
+                journald::send(socket, &journald::entry(line, origin))
+            }
+            Link::Datagram(socket) => {
+                socket.set_write_timeout(Some(remaining(deadline)?))?;
+                send_cut(|bytes| socket.send(bytes), &syslog::message(line, origin))
+            }
+            Link::Udp(socket) => {
+                socket.set_write_timeout(Some(remaining(deadline)?))?;
+                send_cut(|bytes| socket.send(bytes), &syslog::message(line, origin))
+            }
+            Link::Tcp(stream) => {
+                bound(stream, deadline)?;
+                stream.write_all(&syslog::frame(&syslog::message(line, origin)))?;
+                stream.flush()
+            }
+            Link::Tls(stream) => {
+                bound(&stream.sock, deadline)?;
+                stream.write_all(&syslog::frame(&syslog::message(line, origin)))?;
+                stream.flush()
+            }
+        }
+    }
+
+    /// Whether a stream is still worth writing to: false once the receiver
+    /// has closed its side (it is going away, and reads what was sent
+    /// before it sees this side close). Datagrams have no connection.
+    pub fn still_open(&mut self) -> bool {
+        match self {
+            Link::Journald(_) | Link::Datagram(_) | Link::Udp(_) => true,
+            Link::Tcp(stream) => {
+                let mut byte = [0u8; 1];
+                peek_nonblocking(stream, |s| s.peek(&mut byte)).is_none_or(|read| read > 0)
+            }
+            Link::Tls(stream) => {
+                let StreamOwned { conn, sock } = &mut **stream;
+                match peek_nonblocking(sock, |s| conn.read_tls(s)) {
+                    None => true,
+                    Some(0) => false,
+                    Some(_) => conn
+                        .process_new_packets()
+                        .is_ok_and(|state| !state.peer_has_closed()),
+                }
+            }
+        }
+    }
+}
+
+/// Runs one read on `stream` without waiting: `None` when nothing is there
+/// to read (the receiver is quiet, as it should be), else what it read;
+/// an error counts as a close.
+fn peek_nonblocking(
+    stream: &mut TcpStream,
+    read: impl FnOnce(&mut TcpStream) -> io::Result<usize>,
+) -> Option<usize> {
+    if stream.set_nonblocking(true).is_err() {
+        return Some(0);
+    }
+    let outcome = read(stream);
+    if stream.set_nonblocking(false).is_err() {
+        return Some(0);
+    }
+    match outcome {
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => None,
+        Err(_) => Some(0),
+        Ok(read) => Some(read),
+    }
+}
+
+/// Sends a datagram; one the kernel refuses as too large goes cut, as a
+/// receiver would cut it.
+fn send_cut(send: impl Fn(&[u8]) -> io::Result<usize>, message: &[u8]) -> io::Result<()> {
+    match send(message) {
+        Err(e) if e.raw_os_error() == Some(nix::errno::Errno::EMSGSIZE as i32) => {
+            send(message.get(..DATAGRAM_CUT).unwrap_or(message)).map(drop)
+        }
+        other => other.map(drop),
+    }
+}
+
+fn unix_datagram(path: &Path) -> io::Result<UnixDatagram> {
+    let socket = UnixDatagram::unbound()?;
+    socket.connect(path)?;
+    Ok(socket)
+}
+
+fn tcp(host: &str, port: u16, deadline: Instant) -> io::Result<TcpStream> {
+    let addr = resolve(host, port, deadline)?;
+    let stream = TcpStream::connect_timeout(&addr, remaining(deadline)?)?;
+    stream.set_nodelay(true)?;
+    Ok(stream)
+}
+
+/// Reads and writes on `stream` wait no later than `deadline`.
+fn bound(stream: &TcpStream, deadline: Instant) -> io::Result<()> {
+    let left = remaining(deadline)?;
+    stream.set_write_timeout(Some(left))?;
+    stream.set_read_timeout(Some(left))
+}
+
+/// The time left before `deadline`; an error once it has passed.
+pub fn remaining(deadline: Instant) -> io::Result<Duration> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        Err(io::Error::new(io::ErrorKind::TimedOut, "the deadline passed"))
+    } else {
+        Ok(left)
+    }
+}
+
+/// The first address `host` names. An address is read as it is; a name is
+/// looked up by the system on a thread of its own, so a resolver that does
+/// not answer costs no more than the time left.
+fn resolve(host: &str, port: u16, deadline: Instant) -> io::Result<SocketAddr> {
+    if let Ok(ip) = host.parse::<std::net::IpAddr>() {
+        return Ok(SocketAddr::new(ip, port));
+    }
+    let (send, receive) = std::sync::mpsc::sync_channel(1);
+    let name = (host.to_owned(), port);
+    std::thread::Builder::new()
+        .name("chock-sink-resolve".into())
+        .spawn(move || {
+            let _ = send.send(name.to_socket_addrs().map(|mut addrs| addrs.next()));
+        })?;
+    match receive.recv_timeout(remaining(deadline)?) {
+        Ok(Ok(Some(addr))) => Ok(addr),
+        Ok(Ok(None)) => Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("{host} has no address"),
+        )),
+        Ok(Err(e)) => Err(e),
+        Err(_) => Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!("looking up {host} took past the deadline"),
+        )),
+    }
+}
+
+/// A TLS client trusting the certificates in the PEM file `ca` alone.
+fn tls_config(ca: &Path) -> io::Result<Arc<ClientConfig>> {
+    let invalid = |e: &dyn std::fmt::Display| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("the CA file {}: {e}", ca.display()),
+        )
+    };
+    let mut roots = RootCertStore::empty();
+    for cert in CertificateDer::pem_file_iter(ca).map_err(|e| invalid(&e))? {
+        roots.add(cert.map_err(|e| invalid(&e))?).map_err(|e| invalid(&e))?;
+    }
+    if roots.is_empty() {
+        return Err(invalid(&"it holds no certificate"));
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(io::Error::other)?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(Arc::new(config))
+}
