@@ -12,6 +12,7 @@
 #![forbid(unsafe_code)]
 
 mod error;
+pub mod providers;
 pub mod servers;
 mod settings;
 mod source;
@@ -23,6 +24,7 @@ pub use settings::{
 };
 
 pub use error::ConfigError;
+pub use providers::{KeySource, MAX_PROVIDERS, ProviderInstance, ProviderKind};
 pub use servers::{
     COMMAND_TIMEOUT, Launch, MAX_SECRET_BYTES, MAX_SECRETS, MAX_SERVERS, McpServer, SecretEnv,
     SecretError, SecretStore, StoreCommandError, TOOL_SEPARATOR,

@@ -287,9 +287,9 @@ pub(crate) struct OperatorFile {
     pub(crate) stores: chock_config::servers::OperatorSecrets,
     /// The model provider instances (read into `providers` after reading).
     #[serde(default, rename = "providers")]
-    pub(crate) provider_fields: Option<crate::providers::ProvidersBlock>,
+    pub(crate) provider_fields: Option<chock_config::providers::ProvidersBlock>,
     #[serde(skip)]
-    pub(crate) providers: Vec<crate::providers::ProviderInstance>,
+    pub(crate) providers: Vec<chock_config::providers::ProviderInstance>,
     /// What models cost, for `chock usage` (read into `prices` after reading).
     #[serde(default, rename = "prices")]
     pub(crate) price_fields: Option<crate::prices::PricesBlock>,

@@ -26,7 +26,6 @@ mod pattern;
 mod policy;
 mod prices;
 mod promise;
-mod providers;
 pub mod root;
 mod rule;
 mod search;
@@ -45,6 +44,7 @@ pub use chock_config::{
     COMMAND_TIMEOUT, Launch, MAX_SECRET_BYTES, MAX_SECRETS, MAX_SERVERS, McpServer, SecretEnv,
     SecretError, SecretStore, StoreCommandError, TOOL_SEPARATOR,
 };
+pub use chock_config::{KeySource, MAX_PROVIDERS, ProviderInstance, ProviderKind};
 pub use chock_flakelock::{Endpoint, EndpointError, SCHEMES, url_endpoint};
 pub use chock_names as names;
 pub use decision::{Decision, NotADecision};
@@ -68,7 +68,6 @@ pub use policy::{
 };
 pub use prices::{MAX_PRICES, Price};
 pub use promise::{AlreadyBound, Ceiling};
-pub use providers::{KeySource, MAX_PROVIDERS, ProviderInstance, ProviderKind};
 pub use rule::{Key, Rule, RuleSource, Specificity};
 pub use search::{
     DEFAULT_SEARCH_BYTES, DEFAULT_SEARCH_RESULTS, DEFAULT_SEARCH_TIMEOUT, MAX_SEARCH_BYTES,

@@ -1277,7 +1277,7 @@ fn read_operator(source: &Source<'_>) -> Result<OperatorFile, PolicyError> {
         source,
         std::mem::take(&mut operator.secret_fields),
     )?;
-    operator.providers = crate::providers::read_providers(
+    operator.providers = chock_config::providers::read_providers(
         source,
         operator.provider_fields.take(),
         &operator.stores,

@@ -15,10 +15,10 @@ use std::time::Duration;
 use chock_zon::Spanned;
 use serde::Deserialize;
 
-use crate::providers::{KeyFields, KeySource, check_base_url, read_key};
 use chock_config::ByteSize;
 use chock_config::ConfigError;
 use chock_config::Source;
+use chock_config::providers::{KeyFields, KeySource, check_base_url, read_key};
 use chock_config::servers::OperatorSecrets;
 
 /// The name the search engine's key is kept under in the credential store

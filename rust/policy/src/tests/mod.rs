@@ -2,4 +2,5 @@
 //! `Policy::load`: what each file may hold, the refusals' wording and place,
 //! and what the rules say about the acts the settings name.
 
+mod providers;
 mod servers;

@@ -3,7 +3,7 @@
 //! and where its key is kept. Only the operator's file names them, like the
 //! places secrets are kept, so a project a person clones can never point
 //! Chock at another server or at their keys. Which instance and model a
-//! session may use is `model.select` ([`crate::StartQuestion::ModelSelect`]).
+//! session may use is `model.select` (chock-policy's `StartQuestion::ModelSelect`).
 //!
 //! ```zon
 //! // config.zon
@@ -23,10 +23,9 @@ use std::path::PathBuf;
 use chock_zon::Spanned;
 use serde::Deserialize;
 
-use crate::names;
-use chock_config::ConfigError;
-use chock_config::Source;
-use chock_config::servers::{OperatorSecrets, is_env_name};
+use crate::servers::{OperatorSecrets, is_env_name};
+use crate::{ConfigError, Source};
+use chock_names as names;
 
 /// At most this many provider instances in `.providers`.
 pub const MAX_PROVIDERS: usize = 64;
@@ -100,7 +99,7 @@ pub struct ProviderInstance {
     deny_unknown_fields,
     expecting = "a provider `.{ .name = \"...\", .kind = .anthropic, .key = .login }`"
 )]
-pub(crate) struct ProviderFields {
+pub struct ProviderFields {
     name: String,
     kind: ProviderKind,
     base_url: Option<String>,
@@ -112,7 +111,7 @@ pub(crate) struct ProviderFields {
     rename_all = "snake_case",
     expecting = "where the key is: `.login`, `.none`, `.{ .secret = \"NAME\" }` or `.{ .env = \"VAR\" }`"
 )]
-pub(crate) enum KeyFields {
+pub enum KeyFields {
     Secret(String),
     Env(String),
     Login,
@@ -120,11 +119,11 @@ pub(crate) enum KeyFields {
 }
 
 /// The raw block as serde reads it.
-pub(crate) type ProvidersBlock = Spanned<Vec<Spanned<ProviderFields>>>;
+pub type ProvidersBlock = Spanned<Vec<Spanned<ProviderFields>>>;
 
 /// `.providers` of `config.zon`, checked: names unique labels, URLs http or
 /// https without credentials, a `.secret` named in `.secrets`.
-pub(crate) fn read_providers(
+pub fn read_providers(
     source: &Source<'_>,
     block: Option<ProvidersBlock>,
     secrets: &OperatorSecrets,
@@ -182,7 +181,7 @@ pub(crate) fn read_providers(
 
 /// Where `owner`'s key is kept, checked: a `.secret` named in `.secrets`,
 /// an `.env` that is a variable's name.
-pub(crate) fn read_key(
+pub fn read_key(
     source: &Source<'_>,
     span: chock_zon::Span,
     owner: &str,
@@ -215,7 +214,7 @@ pub(crate) fn read_key(
 
 /// Why a base URL is refused; each reads after the owner it names.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum BaseUrlError {
+pub enum BaseUrlError {
     #[error(
         "{owner}: `{url}` holds a `\\` or credentials (`user@`); write the URL plainly and say where the key is with `.key`"
     )]
@@ -227,13 +226,13 @@ pub(crate) enum BaseUrlError {
     #[error("{owner}: {endpoint}; write an http:// or https:// URL")]
     Unread {
         owner: String,
-        endpoint: crate::EndpointError,
+        endpoint: chock_flakelock::EndpointError,
     },
     #[error("{owner}: `{url}` is not http or https; write the URL the API answers at")]
     Scheme { owner: String, url: String },
 }
 
-pub(crate) fn check_base_url(owner: &str, url: &str) -> Result<(), BaseUrlError> {
+pub fn check_base_url(owner: &str, url: &str) -> Result<(), BaseUrlError> {
     let named = || (owner.to_string(), url.to_string());
     let authority = url.split_once("://").map_or("", |(_, rest)| {
         rest.split(['/', '?', '#']).next().unwrap_or("")
@@ -246,7 +245,7 @@ pub(crate) fn check_base_url(owner: &str, url: &str) -> Result<(), BaseUrlError>
         let (owner, url) = named();
         return Err(BaseUrlError::Query { owner, url });
     }
-    let endpoint = crate::url_endpoint(url).map_err(|endpoint| BaseUrlError::Unread {
+    let endpoint = chock_flakelock::url_endpoint(url).map_err(|endpoint| BaseUrlError::Unread {
         owner: owner.to_string(),
         endpoint,
     })?;
@@ -255,88 +254,4 @@ pub(crate) fn check_base_url(owner: &str, url: &str) -> Result<(), BaseUrlError>
         return Err(BaseUrlError::Scheme { owner, url });
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{KeySource, ProviderKind};
-    use crate::test_support::with_operator_config as load;
-
-    #[test]
-    fn instances_are_read_with_defaults_and_lines() {
-        let policy = load(
-            ".{\n .providers = .{\n  .{ .name = \"claude\", .kind = .anthropic },\n  .{ .name = \"work\", .kind = .openai_responses, .key = .{ .secret = \"OAI\" } },\n  .{ .name = \"local\", .kind = .openai_chat, .base_url = \"http://127.0.0.1:8080/v1/\", .key = .none },\n  .{ .name = \"or\", .kind = .openai_chat, .base_url = \"https://openrouter.ai/api/v1\", .key = .{ .env = \"OPENROUTER_API_KEY\" } },\n },\n .secrets = .{ .OAI = .{ .env = \"OPENAI_API_KEY\" } },\n}\n",
-        )
-        .expect("loads");
-        let p = policy.providers();
-        assert_eq!(p.len(), 4);
-        assert_eq!(
-            (p[0].kind, p[0].base_url.as_str(), &p[0].key, p[0].line),
-            (
-                ProviderKind::Anthropic,
-                "https://api.anthropic.com",
-                &KeySource::Login,
-                3
-            )
-        );
-        assert_eq!(p[1].key, KeySource::Secret("OAI".into()));
-        assert_eq!(p[1].base_url, "https://api.openai.com/v1");
-        assert_eq!(
-            (p[2].base_url.as_str(), &p[2].key),
-            ("http://127.0.0.1:8080/v1", &KeySource::None)
-        );
-        assert_eq!(p[3].key, KeySource::Env("OPENROUTER_API_KEY".into()));
-        assert_eq!(policy.provider("work").map(|i| i.line), Some(4));
-        assert!(policy.provider("nobody").is_none());
-    }
-
-    #[test]
-    fn bad_instances_are_refused_at_their_line_saying_what_to_do() {
-        for (text, says) in [
-            (
-                ".{ .providers = .{\n .{ .name = \"a.b\", .kind = .anthropic } } }",
-                "one label",
-            ),
-            (
-                ".{ .providers = .{\n .{ .name = \"a\", .kind = .anthropic }, .{ .name = \"a\", .kind = .openai_chat } } }",
-                "named twice",
-            ),
-            (
-                ".{ .providers = .{\n .{ .name = \"a\", .kind = .gemini } } }",
-                "openai_chat",
-            ),
-            (
-                ".{ .providers = .{\n .{ .name = \"a\", .kind = .anthropic, .base_url = \"ftp://h/\" } } }",
-                "not http",
-            ),
-            (
-                ".{ .providers = .{\n .{ .name = \"a\", .kind = .anthropic, .base_url = \"https://me:pw@h/\" } } }",
-                "credentials",
-            ),
-            (
-                ".{ .providers = .{\n .{ .name = \"a\", .kind = .anthropic, .base_url = \"https://h/?x=1\" } } }",
-                "query",
-            ),
-            (
-                ".{ .providers = .{\n .{ .name = \"a\", .kind = .anthropic, .key = .{ .secret = \"NOPE\" } } } }",
-                "add `.secrets = .{ .NOPE",
-            ),
-            (
-                ".{ .providers = .{\n .{ .name = \"a\", .kind = .anthropic, .key = .{ .env = \"1X\" } } } }",
-                "environment variable",
-            ),
-            (
-                ".{ .providers = .{\n .{ .name = \"a\", .kind = .anthropic, .key = .keychain } } }",
-                "`.login`",
-            ),
-            (
-                ".{ .providers = .{\n .{ .name = \"a\", .kind = .anthropic, .api_key = \"sk\" } } }",
-                "api_key",
-            ),
-        ] {
-            let message = load(text).expect_err(text).to_string();
-            assert!(message.contains(says), "{text}: {message}");
-            assert!(message.contains("config.zon:2:"), "{text}: {message}");
-        }
-    }
 }
