@@ -226,12 +226,13 @@ pub(crate) fn open_path(dir: RawFd, path: &CStr, beneath: bool) -> Result<RawFd,
 /// Writes `contents` to the file `path` (a `/proc` file of this process:
 /// its id maps, `setgroups`). Allocation-free.
 pub(crate) fn write_proc_file(path: &CStr, contents: &[u8]) -> Result<(), Errno> {
-    // SAFETY: NUL-terminated path.
-    let fd = unsafe { libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC) };
-    let fd = result(libc::c_long::from(fd))? as RawFd;
-    let written = write_all(fd, contents);
-    close(fd);
-    written
+    // nix takes a `CStr` as it is, with no copy.
+    let file = nix::fcntl::open(
+        path,
+        nix::fcntl::OFlag::O_WRONLY | nix::fcntl::OFlag::O_CLOEXEC,
+        nix::sys::stat::Mode::empty(),
+    )?;
+    write_all(std::os::fd::AsRawFd::as_raw_fd(&file), contents)
 }
 
 const FSOPEN_CLOEXEC: libc::c_uint = 1;
@@ -463,8 +464,7 @@ pub(crate) fn owned(fd: RawFd) -> std::os::fd::OwnedFd {
 
 /// Closes a descriptor this process owns (allocation-free, for the child).
 pub(crate) fn close(fd: RawFd) {
-    // SAFETY: closing a descriptor the caller owns.
-    unsafe { libc::close(fd) };
+    let _ = nix::unistd::close(fd);
 }
 
 pub(crate) fn pivot_root(new_root: &CStr, put_old: &CStr) -> Result<(), Errno> {
@@ -738,18 +738,13 @@ pub(crate) fn write_all(fd: RawFd, mut bytes: &[u8]) -> Result<(), Errno> {
 /// A connected pair of `SOCK_SEQPACKET` Unix sockets (close-on-exec), for
 /// the port dialer: one message per request and per reply.
 pub(crate) fn seqpacket_pair() -> Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd), Errno> {
-    let mut fds = [-1 as RawFd; 2];
-    // SAFETY: socketpair writes two descriptors into the local array.
-    let ret = unsafe {
-        libc::socketpair(
-            libc::AF_UNIX,
-            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
-            0,
-            fds.as_mut_ptr(),
-        )
-    };
-    result(libc::c_long::from(ret))?;
-    Ok((owned(fds[0]), owned(fds[1])))
+    use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
+    socketpair(
+        AddressFamily::Unix,
+        SockType::SeqPacket,
+        None,
+        SockFlag::SOCK_CLOEXEC,
+    )
 }
 
 /// Reads one port request (two bytes, native order); `None` when the other
@@ -1055,17 +1050,7 @@ pub(crate) fn sockets_in(
         .iter()
         .map(|s| (s.kind, RawAddr::of(s.addr)))
         .collect();
-    let mut pair = [-1; 2];
-    // SAFETY: socketpair writes two descriptors into the array.
-    result(unsafe {
-        libc::socketpair(
-            libc::AF_UNIX,
-            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
-            0,
-            pair.as_mut_ptr(),
-        )
-    } as libc::c_long)?;
-    let (ours, theirs) = (owned(pair[0]), owned(pair[1]));
+    let (ours, theirs) = seqpacket_pair()?;
     // SAFETY: the child only makes system calls and leaves with _exit.
     let pid = unsafe { clone_process(0, None) }?;
     if pid == 0 {
@@ -1078,24 +1063,21 @@ pub(crate) fn sockets_in(
     }
     drop(theirs);
     let received = receive_fds(std::os::fd::AsRawFd::as_raw_fd(&ours), specs.len());
-    let mut status = 0;
-    loop {
-        // SAFETY: waiting for our own child.
-        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
-        if r >= 0 || Errno::last() != Errno::EINTR {
-            break;
+    let ended = loop {
+        match nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None) {
+            Err(Errno::EINTR) => continue,
+            other => break other,
         }
-    }
+    };
     match received {
         Ok(fds) if fds.len() == specs.len() => Ok(fds),
         Ok(_) => Err(Errno::EPROTO),
-        Err(errno) => {
-            if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) != 0 {
-                Err(Errno::from_raw(libc::WEXITSTATUS(status)))
-            } else {
-                Err(errno)
+        Err(errno) => match ended {
+            Ok(nix::sys::wait::WaitStatus::Exited(_, code)) if code != 0 => {
+                Err(Errno::from_raw(code))
             }
-        }
+            _ => Err(errno),
+        },
     }
 }
 
@@ -1287,22 +1269,13 @@ pub(crate) fn original_destination(fd: RawFd, v6: bool) -> Result<std::net::Sock
     }
 }
 
-/// Makes closing the TCP socket `fd` send a reset (`SO_LINGER` of zero).
-pub(crate) fn reset_on_close(fd: RawFd) {
+/// Makes closing the TCP socket `socket` send a reset (`SO_LINGER` of zero).
+pub(crate) fn reset_on_close(socket: &impl std::os::fd::AsFd) {
     let linger = libc::linger {
         l_onoff: 1,
         l_linger: 0,
     };
-    // SAFETY: the option value is a live linger struct.
-    unsafe {
-        libc::setsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_LINGER,
-            (&linger as *const libc::linger).cast(),
-            std::mem::size_of::<libc::linger>() as libc::socklen_t,
-        )
-    };
+    let _ = nix::sys::socket::setsockopt(socket, nix::sys::socket::sockopt::Linger, &linger);
 }
 
 /// Connects the unbound TCP socket `fd` to `addr`, waiting at most `timeout`.
@@ -1311,27 +1284,18 @@ pub(crate) fn connect_timeout(
     addr: std::net::SocketAddr,
     timeout: std::time::Duration,
 ) -> Result<(), Errno> {
-    use std::os::fd::AsRawFd;
-    let raw = fd.as_raw_fd();
-    let target = RawAddr::of(addr);
+    use nix::sys::socket::{setsockopt, sockopt};
     // A blocking connect gives up after the send timeout.
-    let limit = libc::timeval {
-        tv_sec: timeout.as_secs() as libc::time_t,
-        tv_usec: libc::suseconds_t::from(timeout.subsec_micros() as i32),
-    };
-    // SAFETY: the option value is a live timeval.
-    unsafe {
-        libc::setsockopt(
-            raw,
-            libc::SOL_SOCKET,
-            libc::SO_SNDTIMEO,
-            (&limit as *const libc::timeval).cast(),
-            std::mem::size_of::<libc::timeval>() as libc::socklen_t,
-        )
-    };
-    let (ptr, len) = target.raw();
-    // SAFETY: the pointer and length describe the live struct.
-    let ret = unsafe { libc::connect(raw, ptr, len) };
+    let limit = nix::sys::time::TimeVal::new(
+        timeout.as_secs() as libc::time_t,
+        libc::suseconds_t::from(timeout.subsec_micros() as i32),
+    );
+    let _ = setsockopt(fd, sockopt::SendTimeout, &limit);
+    let (ptr, len) = RawAddr::of(addr).raw();
+    // SAFETY: the pointer and length describe the live struct. Raw: nix
+    // turns a `SocketAddr` into its address type only with its `net`
+    // feature, which this crate does not build.
+    let ret = unsafe { libc::connect(std::os::fd::AsRawFd::as_raw_fd(fd), ptr, len) };
     if ret == 0 { Ok(()) } else { Err(Errno::last()) }
 }
 
@@ -1371,8 +1335,10 @@ pub(crate) fn splice_all(from: RawFd, to: RawFd) -> Result<(), Errno> {
         std::os::fd::AsRawFd::as_raw_fd(&pipe_write),
     );
     // A larger pipe moves more per call; the default is kept if refused.
-    // SAFETY: fcntl with integer arguments.
-    unsafe { libc::fcntl(pw, libc::F_SETPIPE_SZ, CHUNK as libc::c_int) };
+    let _ = nix::fcntl::fcntl(
+        &pipe_write,
+        nix::fcntl::FcntlArg::F_SETPIPE_SZ(CHUNK as libc::c_int),
+    );
     loop {
         let n = splice_some(from, pw, CHUNK)?;
         if n == 0 {

@@ -56,7 +56,7 @@ pub(crate) fn start(
 
 /// Ends a connection at once with a reset.
 fn reset(stream: &TcpStream) {
-    crate::sys::reset_on_close(stream.as_raw_fd());
+    crate::sys::reset_on_close(stream);
     let _ = stream.shutdown(Shutdown::Both);
 }
 
