@@ -1092,6 +1092,9 @@ fn snapshot(project: &Path, paths: &[String]) -> Vec<Option<Stamp>> {
 
 /// Moves the branch and the tree to `target`, the branch checked to be
 /// where the question saw it; `Err(why)` parks, saying truly what moved.
+/// `why` is a sentence, as every reason a landing parks with: it becomes
+/// the parked result's `why`, which the person reads, and every kind of
+/// it is answered alike (the work parks), so no type would serve a caller.
 fn move_branch(
     host: &Git,
     project: &Path,
