@@ -123,6 +123,23 @@ impl Link {
     }
 }
 
+impl Drop for Link {
+    /// A TLS receiver is told the session ends (`close_notify`), waiting
+    /// at most a moment for it to go out.
+    fn drop(&mut self) {
+        if let Link::Tls(stream) = self {
+            let StreamOwned { conn, sock } = &mut **stream;
+            conn.send_close_notify();
+            if sock.set_write_timeout(Some(CLOSE_WAIT)).is_ok() {
+                let _ = conn.write_tls(sock);
+            }
+        }
+    }
+}
+
+/// How long a closing TLS session's last record may take to go out.
+const CLOSE_WAIT: Duration = Duration::from_millis(100);
+
 /// Runs one read on `stream` without waiting: `None` when nothing is there
 /// to read (the receiver is quiet, as it should be), else what it read;
 /// an error counts as a close.
