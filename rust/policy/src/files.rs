@@ -292,9 +292,9 @@ pub(crate) struct OperatorFile {
     pub(crate) providers: Vec<chock_config::providers::ProviderInstance>,
     /// What models cost, for `chock usage` (read into `prices` after reading).
     #[serde(default, rename = "prices")]
-    pub(crate) price_fields: Option<crate::prices::PricesBlock>,
+    pub(crate) price_fields: Option<chock_config::prices::PricesBlock>,
     #[serde(skip)]
-    pub(crate) prices: Vec<crate::prices::Price>,
+    pub(crate) prices: Vec<chock_config::prices::Price>,
     /// The web_search tool's engine (read into `search` after reading).
     #[serde(default, rename = "search")]
     pub(crate) search_fields: Option<Spanned<crate::search::SearchFields>>,

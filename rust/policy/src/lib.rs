@@ -24,7 +24,6 @@ mod nix_net;
 pub mod package;
 mod pattern;
 mod policy;
-mod prices;
 mod promise;
 pub mod root;
 mod rule;
@@ -45,6 +44,7 @@ pub use chock_config::{
     SecretError, SecretStore, StoreCommandError, TOOL_SEPARATOR,
 };
 pub use chock_config::{KeySource, MAX_PROVIDERS, ProviderInstance, ProviderKind};
+pub use chock_config::{MAX_PRICES, Price};
 pub use chock_flakelock::{Endpoint, EndpointError, SCHEMES, url_endpoint};
 pub use chock_names as names;
 pub use decision::{Decision, NotADecision};
@@ -66,7 +66,6 @@ pub use policy::{
     NoReviewer, PROJECT_FILE, Policy, Reading, SYSTEM_BUNDLE, StartQuestion, SubagentCaps,
     Suggestion, Verdict, read_once_note,
 };
-pub use prices::{MAX_PRICES, Price};
 pub use promise::{AlreadyBound, Ceiling};
 pub use rule::{Key, Rule, RuleSource, Specificity};
 pub use search::{

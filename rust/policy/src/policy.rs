@@ -1282,7 +1282,7 @@ fn read_operator(source: &Source<'_>) -> Result<OperatorFile, PolicyError> {
         operator.provider_fields.take(),
         &operator.stores,
     )?;
-    operator.prices = crate::prices::read_prices(source, operator.price_fields.take())?;
+    operator.prices = chock_config::prices::read_prices(source, operator.price_fields.take())?;
     operator.search = crate::search::read_search(
         source,
         operator.search_fields.take(),

@@ -2,5 +2,6 @@
 //! `Policy::load`: what each file may hold, the refusals' wording and place,
 //! and what the rules say about the acts the settings name.
 
+mod prices;
 mod providers;
 mod servers;
