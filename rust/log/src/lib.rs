@@ -250,6 +250,19 @@ impl Log {
         Ok(Records::new(lines::Walk::snapshot(&self.dir)?))
     }
 
+    /// Calls `each` with every whole line's exact bytes (without its
+    /// newline), oldest file first; a torn last line (no newline yet) is
+    /// left out. What a Merkle tree over the log is built from.
+    pub fn for_each_line(&self, mut each: impl FnMut(&[u8])) -> Result<(), LogError> {
+        let mut walk = lines::Walk::snapshot(&self.dir)?;
+        while let Some(line) = walk.next_line()? {
+            if line.complete {
+                each(line.bytes);
+            }
+        }
+        Ok(())
+    }
+
     /// What the log's files are now, cheaply: the current file's device,
     /// inode and length and how many rotated files there are. Equal stamps
     /// mean nothing was appended or rotated in between, so a follower
