@@ -167,10 +167,38 @@ fn make(
             None => {}
         }
     }
-    match sys::make_placeholder(folder.as_raw_fd(), &name, placeholder) {
+    match make_placeholder(&folder, &name, placeholder) {
         Ok(()) => Ok(true),
         Err(Errno::EEXIST) => Ok(false),
         Err(errno) => Err(io(errno)),
+    }
+}
+
+/// Makes `placeholder` named `name` in the folder `dir`, never through a
+/// link and never over something already there (`EEXIST`).
+fn make_placeholder(
+    dir: &OwnedFd,
+    name: &std::ffi::CStr,
+    placeholder: Placeholder,
+) -> Result<(), Errno> {
+    use nix::fcntl::OFlag;
+    use nix::sys::stat::Mode;
+    match placeholder {
+        Placeholder::Dir => nix::sys::stat::mkdirat(dir, name, Mode::from_bits_truncate(0o755)),
+        Placeholder::File(contents) => {
+            // O_EXCL with O_CREAT never follows a link.
+            let file = nix::fcntl::openat(
+                dir,
+                name,
+                OFlag::O_WRONLY
+                    | OFlag::O_CREAT
+                    | OFlag::O_EXCL
+                    | OFlag::O_NOFOLLOW
+                    | OFlag::O_CLOEXEC,
+                Mode::from_bits_truncate(0o644),
+            )?;
+            sys::write_all(file.as_raw_fd(), contents)
+        }
     }
 }
 

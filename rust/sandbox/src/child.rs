@@ -693,7 +693,9 @@ fn run_op(op: &Op, opened: &mut Opened) -> Result<(), Errno> {
             }
             Ok(())
         }
-        Op::PivotRoot { new_root, put_old } => sys::pivot_root(new_root, put_old),
+        Op::PivotRoot { new_root, put_old } => {
+            nix::unistd::pivot_root(new_root.as_c_str(), put_old.as_c_str())
+        }
         Op::Chdir { path } => nix::unistd::chdir(path.as_c_str()),
         Op::Detach { path } => {
             nix::mount::umount2(path.as_c_str(), nix::mount::MntFlags::MNT_DETACH)

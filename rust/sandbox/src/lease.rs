@@ -278,7 +278,11 @@ fn remove_placeholder(
         drop(target);
     }
     // ENOTEMPTY: the person put something there since; it is theirs now.
-    let _ = sys::remove_empty_dir(folder.as_raw_fd(), &name);
+    let _ = nix::unistd::unlinkat(
+        &folder,
+        name.as_c_str(),
+        nix::unistd::UnlinkatFlags::RemoveDir,
+    );
     true
 }
 

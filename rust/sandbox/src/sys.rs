@@ -368,49 +368,6 @@ pub(crate) fn move_mount_fd(tree: RawFd, target: RawFd) -> Result<(), Errno> {
     result(ret).map(drop)
 }
 
-/// Makes `placeholder` named `name` in the folder `dir` (a descriptor), never
-/// through a link and never over something already there (`EEXIST`).
-pub(crate) fn make_placeholder(
-    dir: RawFd,
-    name: &CStr,
-    placeholder: crate::anchor::Placeholder,
-) -> Result<(), Errno> {
-    match placeholder {
-        crate::anchor::Placeholder::Dir => {
-            // SAFETY: NUL-terminated name relative to a descriptor we own.
-            result(unsafe { libc::mkdirat(dir, name.as_ptr(), 0o755) }.into()).map(drop)
-        }
-        crate::anchor::Placeholder::File(contents) => {
-            // SAFETY: as above; O_EXCL with O_CREAT never follows a link.
-            let fd = result(
-                unsafe {
-                    libc::openat(
-                        dir,
-                        name.as_ptr(),
-                        libc::O_WRONLY
-                            | libc::O_CREAT
-                            | libc::O_EXCL
-                            | libc::O_NOFOLLOW
-                            | libc::O_CLOEXEC,
-                        0o644,
-                    )
-                }
-                .into(),
-            )? as RawFd;
-            let written = write_all(fd, contents);
-            close(fd);
-            written
-        }
-    }
-}
-
-/// Removes the empty folder `name` in the folder `dir` (a descriptor);
-/// `ENOTEMPTY` when something is in it.
-pub(crate) fn remove_empty_dir(dir: RawFd, name: &CStr) -> Result<(), Errno> {
-    // SAFETY: NUL-terminated name relative to a descriptor the caller owns.
-    result(unsafe { libc::unlinkat(dir, name.as_ptr(), libc::AT_REMOVEDIR) }.into()).map(drop)
-}
-
 /// Bytes an unprivileged user may still write on the file system of `fd`
 /// (what `statvfs` calls `f_bavail` blocks of `f_frsize` bytes), or `None`
 /// when the kernel would not say. Allocation-free, for init's free-space
@@ -465,12 +422,6 @@ pub(crate) fn owned(fd: RawFd) -> std::os::fd::OwnedFd {
 /// Closes a descriptor this process owns (allocation-free, for the child).
 pub(crate) fn close(fd: RawFd) {
     let _ = nix::unistd::close(fd);
-}
-
-pub(crate) fn pivot_root(new_root: &CStr, put_old: &CStr) -> Result<(), Errno> {
-    // SAFETY: both strings are NUL-terminated.
-    let ret = unsafe { libc::syscall(libc::SYS_pivot_root, new_root.as_ptr(), put_old.as_ptr()) };
-    result(ret).map(drop)
 }
 
 /// Marks every descriptor from `first` up close-on-exec, so nothing the
@@ -1453,9 +1404,14 @@ pub(crate) fn dup_onto(from: RawFd, onto: RawFd) -> Result<(), Errno> {
 /// Brings the loopback interface up (`SIOCSIFFLAGS` on `lo`).
 /// Allocation-free: runs between `clone` and `execve`.
 pub(crate) fn loopback_up() -> Result<(), Errno> {
-    // SAFETY: a datagram socket only to issue the interface ioctls.
-    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
-    let fd = result(libc::c_long::from(fd))? as RawFd;
+    use nix::sys::socket::{AddressFamily, SockFlag, SockType, socket};
+    // A datagram socket only to issue the interface ioctl.
+    let socket = socket(
+        AddressFamily::Inet,
+        SockType::Datagram,
+        SockFlag::SOCK_CLOEXEC,
+        None,
+    )?;
     // SAFETY: ifreq is plain data; zeroed is a valid value.
     let mut request: libc::ifreq = unsafe { std::mem::zeroed() };
     for (slot, byte) in request.ifr_name.iter_mut().zip(b"lo\0") {
@@ -1463,9 +1419,15 @@ pub(crate) fn loopback_up() -> Result<(), Errno> {
     }
     request.ifr_ifru.ifru_flags =
         (libc::IFF_UP | libc::IFF_LOOPBACK | libc::IFF_RUNNING) as libc::c_short;
-    // SAFETY: SIOCSIFFLAGS reads the ifreq we pass.
-    let ret = unsafe { libc::ioctl(fd, libc::SIOCSIFFLAGS as _, &request) };
-    close(fd);
+    // SAFETY: SIOCSIFFLAGS reads the ifreq we pass. Raw: nix has no
+    // wrapper for the interface ioctls.
+    let ret = unsafe {
+        libc::ioctl(
+            std::os::fd::AsRawFd::as_raw_fd(&socket),
+            libc::SIOCSIFFLAGS as _,
+            &request,
+        )
+    };
     result(libc::c_long::from(ret)).map(drop)
 }
 

@@ -320,15 +320,14 @@ pub(crate) fn start_connect(fd: &OwnedFd, address: std::net::SocketAddr) -> Resu
 /// A new TCP socket of `domain` in Chock's own network namespace,
 /// non-blocking and close-on-exec.
 pub(crate) fn tcp_socket(domain: libc::c_int) -> Result<OwnedFd, Errno> {
-    // SAFETY: plain socket call.
-    let fd = unsafe {
-        libc::socket(
-            domain,
-            libc::SOCK_STREAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
-            libc::IPPROTO_TCP,
-        )
-    };
-    result(libc::c_long::from(fd)).map(|fd| owned(fd as RawFd))
+    use nix::sys::socket::{AddressFamily, SockFlag, SockProtocol, SockType, socket};
+    let family = AddressFamily::from_i32(domain).ok_or(Errno::EAFNOSUPPORT)?;
+    socket(
+        family,
+        SockType::Stream,
+        SockFlag::SOCK_CLOEXEC | SockFlag::SOCK_NONBLOCK,
+        SockProtocol::Tcp,
+    )
 }
 
 /// Locks the TCP socket `fd` to `peer`: a classic BPF socket filter drops
@@ -391,7 +390,5 @@ pub(crate) fn lock_to_peer(fd: &OwnedFd, peer: std::net::SocketAddr) -> Result<(
 /// Makes `fd` listen, as a program could with a socket it was handed.
 #[cfg(test)]
 pub(crate) fn listen(fd: &OwnedFd) -> Result<(), Errno> {
-    // SAFETY: plain syscall on a descriptor the caller holds.
-    let ret = unsafe { libc::listen(fd.as_raw_fd(), 4) };
-    result(libc::c_long::from(ret)).map(drop)
+    nix::sys::socket::listen(fd, nix::sys::socket::Backlog::new(4)?)
 }
