@@ -118,10 +118,10 @@ pub enum Answer {
 impl Answer {
     /// How an outcome of the tool server reads: `Err` is a refusal when
     /// its sentence says so (every refusal begins `refused`), else a failure.
-    pub fn of(outcome: &Result<String, String>) -> Answer {
+    pub fn of(outcome: &Result<String, impl std::fmt::Display>) -> Answer {
         match outcome {
             Ok(_) => Answer::Allowed,
-            Err(text) if text.starts_with("refused") => Answer::Refused,
+            Err(error) if error.to_string().starts_with("refused") => Answer::Refused,
             Err(_) => Answer::Failed,
         }
     }
@@ -437,11 +437,14 @@ mod tests {
 
     #[test]
     fn answers_read_from_the_tool_servers_outcome() {
-        assert_eq!(Answer::of(&Ok("x".into())), Answer::Allowed);
+        assert_eq!(Answer::of(&Ok::<_, &str>("x".into())), Answer::Allowed);
         assert_eq!(
-            Answer::of(&Err("refused: call.write_file is denied".into())),
+            Answer::of(&Err::<String, _>("refused: call.write_file is denied")),
             Answer::Refused
         );
-        assert_eq!(Answer::of(&Err("no such file".into())), Answer::Failed);
+        assert_eq!(
+            Answer::of(&Err::<String, _>("no such file")),
+            Answer::Failed
+        );
     }
 }
