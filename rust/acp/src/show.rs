@@ -88,11 +88,15 @@ impl Show for Updates {
         }));
     }
 
-    fn call_ended(&mut self, call: &chock_agent::ToolCall, outcome: &Result<String, String>) {
+    fn call_ended(
+        &mut self,
+        call: &chock_agent::ToolCall,
+        outcome: &Result<String, chock_mcp::Failed>,
+    ) {
         *lock(&self.turn.call) = None;
         let (status, said) = match outcome {
             Ok(result) => (ToolCallStatus::Completed, result),
-            Err(why) => (ToolCallStatus::Failed, why),
+            Err(chock_mcp::Failed(why)) => (ToolCallStatus::Failed, why),
         };
         self.update(SessionUpdate::ToolCallUpdate(ToolCallUpdate {
             tool_call_id: call.id.clone(),
@@ -184,7 +188,7 @@ pub fn replay(conversation: &[chock_agent::Turn], updates: &mut Updates) {
             } => {
                 if let Some(call) = calls.iter().find(|c| c.id == *call_id) {
                     let outcome = if *is_error {
-                        Err(content.clone())
+                        Err(chock_mcp::Failed(content.clone()))
                     } else {
                         Ok(content.clone())
                     };

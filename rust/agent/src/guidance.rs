@@ -5,6 +5,8 @@
 
 use chock_mcp::local::InProcess;
 
+use crate::own_tools::OwnToolError;
+
 /// The files read, in this order, in each folder.
 pub const FILES: [&str; 8] = [
     "AGENTS.md",
@@ -23,21 +25,21 @@ pub const ANSWER_BYTES: usize = 128 << 10;
 
 /// The guidance of the workspace's root and of every folder down to
 /// `folder` (relative to the workspace), each file under its path.
-pub fn read(tools: &InProcess, folder: Option<&str>) -> Result<String, String> {
+pub fn read(tools: &InProcess, folder: Option<&str>) -> Result<String, OwnToolError> {
     let mut folders = vec![String::new()];
     if let Some(folder) = folder {
         if folder.starts_with('/') {
-            return Err(
+            return Err(OwnToolError::Argument(
                 "read_guidance: `path` is a folder relative to the workspace, e.g. `src/parser`"
                     .into(),
-            );
+            ));
         }
         let mut at = String::new();
         for part in folder.split('/').filter(|p| !p.is_empty() && *p != ".") {
             if part == ".." {
-                return Err(
+                return Err(OwnToolError::Argument(
                     "read_guidance: `path` is a folder inside the workspace, without `..`".into(),
-                );
+                ));
             }
             at = if at.is_empty() {
                 part.to_owned()

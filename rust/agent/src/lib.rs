@@ -39,7 +39,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use chock_mcp::local::{Finished, InProcess};
-use chock_mcp::{Local, ServeOptions};
+use chock_mcp::{Failed, Local, ServeOptions};
 use chock_provider::{
     Client, Conversation, Credentials, Model, ProviderError, Request, Settings, StopReason, Usage,
 };
@@ -131,7 +131,7 @@ pub trait Show: Send {
     }
     /// How a tool call was answered: `Ok` its result, `Err` the refusal or
     /// error the model reads. By default one line ([`Show::line`]).
-    fn call_ended(&mut self, call: &ToolCall, outcome: &Result<String, String>) {
+    fn call_ended(&mut self, call: &ToolCall, outcome: &Result<String, Failed>) {
         self.line(&call_line(&call.name, &call.arguments, outcome));
     }
 }
@@ -417,7 +417,8 @@ impl Session {
                 }
             },
         };
-        let own = own_tools::OwnTools::new(&tools, folded).map_err(RunError::Own)?;
+        let own =
+            own_tools::OwnTools::new(&tools, folded).map_err(|e| RunError::Own(e.to_string()))?;
         let client = Arc::new(client);
         // With no reviewer named (or one a bundle forbids), agent_review is
         // asked of a person and agent_then_human refused, as in chock mcp.
@@ -580,11 +581,11 @@ impl Session {
             for call in reply.tool_calls {
                 let unusable = own_tools::unusable(&call, &self.conversation.tools, &self.tools);
                 let outcome = if cancel.is_cancelled() {
-                    Err("not run: the person cancelled the turn".to_owned())
+                    Err(Failed("not run: the person cancelled the turn".to_owned()))
                 } else if let Some(why) = unusable {
                     unusable_in_row += 1;
                     show.call_started(&call);
-                    let outcome = Err(why);
+                    let outcome = Err(Failed(why));
                     show.call_ended(&call, &outcome);
                     outcome
                 } else {
@@ -620,7 +621,7 @@ impl Session {
                 let answer = chock_sessions::Answer::of(&outcome);
                 let (content, is_error) = match outcome {
                     Ok(text) => (text, false),
-                    Err(text) => (text, true),
+                    Err(Failed(text)) => (text, true),
                 };
                 self.record
                     .write(&Event::ToolResult(chock_sessions::ToolResult {
@@ -786,7 +787,7 @@ fn choose(
 fn call_line(
     name: &str,
     arguments: &serde_json::Value,
-    outcome: &Result<String, String>,
+    outcome: &Result<String, Failed>,
 ) -> String {
     let mut args = arguments.to_string();
     if args.len() > 120 {
@@ -799,7 +800,7 @@ fn call_line(
     }
     let answer = match outcome {
         Ok(_) => "done".to_owned(),
-        Err(why) => why.lines().next().unwrap_or_default().to_owned(),
+        Err(Failed(why)) => why.lines().next().unwrap_or_default().to_owned(),
     };
     format!("tool {name} {args}: {answer}")
 }

@@ -26,15 +26,16 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
+use chock_mcp::Failed;
 use chock_mcp::local::InProcess;
 use chock_policy::{Decision, Question};
 use chock_provider::ToolDef;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::memory::{MEMORY_BYTES, Memory};
+use crate::memory::{MEMORY_BYTES, Memory, MemoryError};
 use crate::plan::Plan;
-use crate::ratchet::{Change, Promise};
+use crate::ratchet::{Change, Promise, PromiseError};
 use crate::spawn::Provider;
 use crate::state::{Event, State};
 use crate::{CancellationToken, Show};
@@ -259,11 +260,68 @@ impl Decisions {
     }
 }
 
+/// Why one of the loop's own tools did not do what it was asked. Each kind
+/// is one the model acts on differently, as with the tool server's tools;
+/// the words are the sentence it reads, made text where the result is
+/// written ([`InProcess::answer`]).
+#[derive(Debug, thiserror::Error)]
+pub enum OwnToolError {
+    /// The gate refused the act.
+    #[error(transparent)]
+    Gate(#[from] chock_mcp::Refusal),
+    /// A promise, or a bound of chock.zon's, refuses it; the sentence
+    /// names what would allow it.
+    #[error("{0}")]
+    Refused(String),
+    /// The arguments do not fit the tool's schema; `takes` lists its fields.
+    #[error("{tool}: the arguments cannot be read: {why}; it takes {takes}")]
+    Unreadable {
+        tool: String,
+        why: serde_json::Error,
+        takes: String,
+    },
+    /// An argument the tool cannot act on; the sentence names it and says
+    /// what would do.
+    #[error("{0}")]
+    Argument(String),
+    /// A promise's arguments cannot be read, or there is no room for it.
+    #[error(transparent)]
+    Promise(#[from] PromiseError),
+    /// A tool of the main agent's, called by a spawned agent.
+    #[error(
+        "{0} is the main agent's: the plan and the promises are the session's, and a spawned agent is not offered it"
+    )]
+    MainOnly(String),
+    /// What the call names is not there: a file, a tool.
+    #[error("{0}")]
+    NotFound(String),
+    /// The project's notes cannot be kept (there is no place for them).
+    #[error(transparent)]
+    NoMemory(Arc<MemoryError>),
+    /// The notes could not be read or written.
+    #[error(transparent)]
+    Memory(#[from] MemoryError),
+    /// A file of the workspace could not be read.
+    #[error(transparent)]
+    File(#[from] chock_mcp::FileError),
+    /// Nobody answered the agent's question: why.
+    #[error("nobody answered: {0}; decide yourself, or finish and say what you need")]
+    Unanswered(String),
+    /// There was nobody to put the agent's question to.
+    #[error(
+        "nobody can be asked: there is no terminal to ask at and no `chock approve` is running; decide yourself, or finish and say what you need"
+    )]
+    Nobody,
+    /// A spawned agent ended without an answer: why, as its parent reads it.
+    #[error(transparent)]
+    Spawned(#[from] Failed),
+}
+
 /// The loop's own tools and the session's state.
 pub struct OwnTools {
     state: Arc<Mutex<State>>,
     events: Vec<Event>,
-    memory: Result<Memory, String>,
+    memory: Result<Memory, Arc<MemoryError>>,
     /// Log events of the own tools not yet taken for the log (spawned
     /// agents' runs, titles, requests).
     ran: Vec<chock_sessions::Event>,
@@ -323,15 +381,16 @@ impl Folded {
 impl OwnTools {
     /// The own tools of the session `tools`, from its state `folded`
     /// (whose [`Folded::ceiling`] the session's policy is bound by).
-    pub fn new(tools: &InProcess, folded: Folded) -> Result<OwnTools, String> {
+    pub fn new(
+        tools: &InProcess,
+        folded: Folded,
+    ) -> Result<OwnTools, chock_mcp::local::AlreadySet> {
         let decisions = Arc::new(Decisions::default());
-        tools
-            .observed_by(decisions.clone())
-            .map_err(|e| e.to_string())?;
+        tools.observed_by(decisions.clone())?;
         Ok(OwnTools {
             state: folded.state,
             events: folded.events,
-            memory: Memory::of(tools.project()).map_err(|e| e.to_string()),
+            memory: Memory::of(tools.project()).map_err(Arc::new),
             ran: Vec::new(),
             under_way: Arc::default(),
             decisions,
@@ -396,7 +455,7 @@ impl OwnTools {
         name: &str,
         arguments: Value,
         cancel: &CancellationToken,
-    ) -> Result<String, String> {
+    ) -> Result<String, Failed> {
         let _under_way = self.under_way.began(name, &arguments);
         let outcome = self
             .dispatch(caller, provider, show, name, arguments, cancel)
@@ -417,15 +476,13 @@ impl OwnTools {
         name: &str,
         arguments: Value,
         cancel: &CancellationToken,
-    ) -> Result<String, String> {
+    ) -> Result<String, Failed> {
         let tools = caller.tools;
         if !definitions().iter().any(|d| d.name == name) {
             return tools.call(name, arguments, cancel).await;
         }
         let outcome = if tools.chain().len() > 1 && MAIN_ONLY.contains(&name) {
-            Err(format!(
-                "{name} is the main agent's: the plan and the promises are the session's, and a spawned agent is not offered it"
-            ))
+            Err(OwnToolError::MainOnly(name.to_owned()))
         } else {
             self.own(caller, provider, show, name, arguments, cancel)
                 .await
@@ -441,7 +498,7 @@ impl OwnTools {
         name: &str,
         arguments: Value,
         cancel: &CancellationToken,
-    ) -> Result<String, String> {
+    ) -> Result<String, OwnToolError> {
         let tools = caller.tools;
         match name {
             UPDATE_PLAN => {
@@ -467,14 +524,16 @@ impl OwnTools {
             }
             READ_MEMORY => {
                 let _: Empty = parse(name, arguments)?;
-                let memory = self.memory.as_ref().map_err(Clone::clone)?;
+                let memory = self
+                    .memory
+                    .as_ref()
+                    .map_err(|e| OwnToolError::NoMemory(e.clone()))?;
                 let file = memory.file().display().to_string();
                 tools
                     .decide(name, "call.read_memory", Some(file), Vec::new())
                     .await?;
                 Ok(memory
-                    .read()
-                    .map_err(|e| e.to_string())?
+                    .read()?
                     .unwrap_or_else(|| "no notes are kept about this project yet".into()))
             }
             WRITE_MEMORY => {
@@ -485,7 +544,10 @@ impl OwnTools {
                     append: Option<bool>,
                 }
                 let args: Args = parse(name, arguments)?;
-                let memory = self.memory.as_ref().map_err(Clone::clone)?;
+                let memory = self
+                    .memory
+                    .as_ref()
+                    .map_err(|e| OwnToolError::NoMemory(e.clone()))?;
                 let file = memory.file().display().to_string();
                 tools
                     .decide(
@@ -496,10 +558,7 @@ impl OwnTools {
                     )
                     .await?;
                 let text = if args.append == Some(true) {
-                    let mut text = memory
-                        .read()
-                        .map_err(|e| e.to_string())?
-                        .unwrap_or_default();
+                    let mut text = memory.read()?.unwrap_or_default();
                     if !text.is_empty() && !text.ends_with('\n') {
                         text.push('\n');
                     }
@@ -508,7 +567,7 @@ impl OwnTools {
                 } else {
                     args.content
                 };
-                memory.write(&text).map_err(|e| e.to_string())?;
+                memory.write(&text)?;
                 Ok(format!(
                     "the notes hold {} bytes (of {MEMORY_BYTES}); later sessions read them with read_memory",
                     text.len()
@@ -524,15 +583,14 @@ impl OwnTools {
                 tools
                     .decide(name, "call.read_image", Some(args.path.clone()), Vec::new())
                     .await?;
-                let bytes = tools
-                    .read_bytes(&args.path, IMAGE_BYTES)
-                    .map_err(|e| e.to_string())?
-                    .ok_or_else(|| format!("{READ_IMAGE}: there is no file {}", args.path))?;
+                let bytes = tools.read_bytes(&args.path, IMAGE_BYTES)?.ok_or_else(|| {
+                    OwnToolError::NotFound(format!("{READ_IMAGE}: there is no file {}", args.path))
+                })?;
                 let media_type = image_type(&bytes).ok_or_else(|| {
-                    format!(
+                    OwnToolError::Argument(format!(
                         "{READ_IMAGE}: {} is not a PNG, JPEG, GIF or WebP image (read by its first bytes, whatever its name)",
                         args.path
-                    )
+                    ))
                 })?;
                 use base64::Engine as _;
                 self.images.push(chock_provider::Image {
@@ -554,9 +612,9 @@ impl OwnTools {
                 let args: Args = parse(name, arguments)?;
                 let title = one_line(&args.title);
                 if title.is_empty() || title.len() > TITLE_BYTES {
-                    return Err(format!(
+                    return Err(OwnToolError::Argument(format!(
                         "{SET_TITLE}: `title` must say something in at most {TITLE_BYTES} bytes"
-                    ));
+                    )));
                 }
                 show.title(&title);
                 self.log(show, TITLE_EVENT, &json!({"title": title}));
@@ -576,9 +634,9 @@ impl OwnTools {
                     || action.len() > REQUEST_BYTES
                     || why.as_ref().is_some_and(|w| w.len() > REQUEST_BYTES)
                 {
-                    return Err(format!(
+                    return Err(OwnToolError::Argument(format!(
                         "{REQUEST_ACTION}: `action` must say what to do, and it and `why` at most {REQUEST_BYTES} bytes each"
-                    ));
+                    )));
                 }
                 let agent = tools
                     .chain()
@@ -597,17 +655,17 @@ impl OwnTools {
                         .into(),
                 )
             }
-            RESTRICT_SELF => self.restrict(Promise::from_arguments(name, arguments).map_err(told)?),
+            RESTRICT_SELF => self.restrict(Promise::from_arguments(name, arguments)?),
             POLICY_WIDEN => {
-                let wanted = Promise::from_arguments(name, arguments).map_err(told)?;
+                let wanted = Promise::from_arguments(name, arguments)?;
                 self.widen(tools, wanted).await
             }
             SPAWN_AGENT => {
                 let args: crate::spawn::Args = parse(name, arguments)?;
                 if args.task.trim().is_empty() {
-                    return Err(format!(
+                    return Err(OwnToolError::Argument(format!(
                         "{SPAWN_AGENT}: `task` must say the whole task; the agent sees nothing else"
-                    ));
+                    )));
                 }
                 crate::spawn::allowed(tools, *caller.children, &args.kind)?;
                 crate::spawn::model_allowed(tools, provider, &args.kind)?;
@@ -620,11 +678,11 @@ impl OwnTools {
                         show.line(&format!("the spawned agent's run could not be logged: {e}"))
                     }
                 }
-                answer
+                answer.map_err(OwnToolError::from)
             }
-            other => Err(format!(
+            other => Err(OwnToolError::NotFound(format!(
                 "there is no tool named `{other}` among the loop's own"
-            )),
+            ))),
         }
     }
 
@@ -636,16 +694,16 @@ impl OwnTools {
         }
     }
 
-    fn restrict(&mut self, promise: Promise) -> Result<String, String> {
-        match self.state().promises.room_for(&promise).map_err(told)? {
+    fn restrict(&mut self, promise: Promise) -> Result<String, OwnToolError> {
+        match self.state().promises.room_for(&promise)? {
             Change::NoChange => Ok(format!(
                 "no change: `{}` is already held at most {}",
                 promise.action, promise.ceiling
             )),
-            Change::Widens(current) => Err(format!(
+            Change::Widens(current) => Err(OwnToolError::Refused(format!(
                 "refused: your promises already hold `{}` at most {current}, and a restriction only narrows. To loosen a promise, call {POLICY_WIDEN} naming it exactly; a person is asked.",
                 promise.action
-            )),
+            ))),
             Change::Narrows => {
                 let said = format!(
                     "promised: every later act under `{}` is answered at most {} for the rest of this session",
@@ -657,7 +715,7 @@ impl OwnTools {
         }
     }
 
-    async fn widen(&mut self, tools: &InProcess, wanted: Promise) -> Result<String, String> {
+    async fn widen(&mut self, tools: &InProcess, wanted: Promise) -> Result<String, OwnToolError> {
         let held = self.state().promises;
         let Some(current) = held.on(&wanted.action).cloned() else {
             let made: Vec<String> = held
@@ -665,7 +723,7 @@ impl OwnTools {
                 .iter()
                 .map(|p| format!("`{}`", p.action))
                 .collect();
-            return Err(format!(
+            return Err(OwnToolError::Argument(format!(
                 "{POLICY_WIDEN}: no promise was made on exactly `{}`; the promises are {}",
                 wanted.action,
                 if made.is_empty() {
@@ -673,13 +731,13 @@ impl OwnTools {
                 } else {
                     made.join(", ")
                 }
-            ));
+            )));
         };
         if wanted.ceiling <= current.ceiling {
-            return Err(format!(
+            return Err(OwnToolError::Argument(format!(
                 "{POLICY_WIDEN}: `{}` is held at most {}, and {} is not wider; to narrow it, call {RESTRICT_SELF}",
                 wanted.action, current.ceiling, wanted.ceiling
-            ));
+            )));
         }
         tools
             .decide(
@@ -711,13 +769,7 @@ impl OwnTools {
 #[serde(deny_unknown_fields)]
 struct Empty {}
 
-/// A refusal as the agent reads it: a tool call's error is the sentence the
-/// model is told, passed through unchanged, so text is its honest type.
-fn told(refusal: impl std::fmt::Display) -> String {
-    refusal.to_string()
-}
-
-fn parse<T: serde::de::DeserializeOwned>(tool: &str, arguments: Value) -> Result<T, String> {
+fn parse<T: serde::de::DeserializeOwned>(tool: &str, arguments: Value) -> Result<T, OwnToolError> {
     let takes = definitions()
         .into_iter()
         .find(|d| d.name == tool)
@@ -727,14 +779,17 @@ fn parse<T: serde::de::DeserializeOwned>(tool: &str, arguments: Value) -> Result
                 .map(|p| p.keys().cloned().collect::<Vec<_>>().join(", "))
         })
         .unwrap_or_default();
-    serde_json::from_value(arguments)
-        .map_err(|e| format!("{tool}: the arguments cannot be read: {e}; it takes {takes}"))
+    serde_json::from_value(arguments).map_err(|why| OwnToolError::Unreadable {
+        tool: tool.to_owned(),
+        why,
+        takes,
+    })
 }
 
 /// `ask_user`: the question goes where every ask goes; nobody there is
 /// said at once, never waited for. With `text`, the answer is one line of
 /// words, cleaned ([`cleaned_answer`]).
-async fn ask_user(tools: &InProcess, arguments: Value) -> Result<String, String> {
+async fn ask_user(tools: &InProcess, arguments: Value) -> Result<String, OwnToolError> {
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
     struct Args {
@@ -745,9 +800,9 @@ async fn ask_user(tools: &InProcess, arguments: Value) -> Result<String, String>
     let args: Args = parse(ASK_USER, arguments)?;
     let question = args.question.trim();
     if question.is_empty() || question.len() > QUESTION_BYTES {
-        return Err(format!(
+        return Err(OwnToolError::Argument(format!(
             "{ASK_USER}: `question` must be given, at most {QUESTION_BYTES} bytes"
-        ));
+        )));
     }
     if args.text {
         let asked = Question {
@@ -764,9 +819,7 @@ async fn ask_user(tools: &InProcess, arguments: Value) -> Result<String, String>
                 }
                 answer => Ok(format!("the person answered: {answer}")),
             },
-            Err(why) => Err(format!(
-                "nobody answered: {why}; decide yourself, or finish and say what you need"
-            )),
+            Err(why) => Err(OwnToolError::Unanswered(why.to_string())),
         };
     }
     let asked = Question {
@@ -781,9 +834,11 @@ async fn ask_user(tools: &InProcess, arguments: Value) -> Result<String, String>
         Some(Reply::Yes | Reply::YesFor(_)) => Ok("the person answered yes".into()),
         Some(Reply::No) => Ok("the person answered no".into()),
         Some(Reply::NoBecause(reason)) => Ok(format!("the person answered no, because: {reason}")),
-        Some(Reply::Cancelled) => Err("nobody answered: the question was dismissed without an answer; decide yourself, or finish and say what you need".into()),
-        Some(Reply::Unanswered(why)) => Err(format!("nobody answered: {why}; decide yourself, or finish and say what you need")),
-        None => Err("nobody can be asked: there is no terminal to ask at and no `chock approve` is running; decide yourself, or finish and say what you need".into()),
+        Some(Reply::Cancelled) => Err(OwnToolError::Unanswered(
+            "the question was dismissed without an answer".into(),
+        )),
+        Some(Reply::Unanswered(why)) => Err(OwnToolError::Unanswered(why)),
+        None => Err(OwnToolError::Nobody),
     }
 }
 

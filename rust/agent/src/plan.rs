@@ -4,10 +4,14 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::own_tools::OwnToolError;
+
 /// The most steps a plan holds.
 pub const MAX_STEPS: usize = 50;
 /// The most bytes one step's text holds.
 pub const MAX_STEP_BYTES: usize = 500;
+/// What `update_plan` takes, as a model that called it wrong is told.
+const TAKES: &str = "`steps`, a list of {\"step\": text, \"status\": \"pending\" | \"in_progress\" | \"completed\"}";
 
 /// A plan: its steps, in order.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -36,25 +40,26 @@ pub enum Status {
 impl Plan {
     /// Reads `update_plan`'s arguments, refusing a plan outside its bounds
     /// with what to change.
-    pub fn from_arguments(arguments: serde_json::Value) -> Result<Plan, String> {
-        let plan: Plan = serde_json::from_value(arguments).map_err(|e| {
-            format!(
-                "update_plan: the arguments cannot be read: {e}; it takes `steps`, a list of {{\"step\": text, \"status\": \"pending\" | \"in_progress\" | \"completed\"}}"
-            )
-        })?;
+    pub fn from_arguments(arguments: serde_json::Value) -> Result<Plan, OwnToolError> {
+        let plan: Plan =
+            serde_json::from_value(arguments).map_err(|why| OwnToolError::Unreadable {
+                tool: "update_plan".into(),
+                why,
+                takes: TAKES.into(),
+            })?;
         if plan.steps.len() > MAX_STEPS {
-            return Err(format!(
+            return Err(OwnToolError::Argument(format!(
                 "update_plan: {} steps, more than the {MAX_STEPS} a plan holds; merge some",
                 plan.steps.len()
-            ));
+            )));
         }
         for (i, step) in plan.steps.iter().enumerate() {
             let text = step.step.trim();
             if text.is_empty() || text.contains('\n') || step.step.len() > MAX_STEP_BYTES {
-                return Err(format!(
+                return Err(OwnToolError::Argument(format!(
                     "update_plan: step {} must be one non-empty line of at most {MAX_STEP_BYTES} bytes",
                     i + 1
-                ));
+                )));
             }
         }
         let in_progress = plan
@@ -63,9 +68,9 @@ impl Plan {
             .filter(|s| s.status == Status::InProgress)
             .count();
         if in_progress > 1 {
-            return Err(format!(
+            return Err(OwnToolError::Argument(format!(
                 "update_plan: {in_progress} steps are in_progress; at most one is, at a time"
-            ));
+            )));
         }
         Ok(plan)
     }
@@ -121,10 +126,10 @@ mod tests {
             {"step": "a", "status": "in_progress"},
             {"step": "b", "status": "in_progress"}
         ]}));
-        assert!(two.unwrap_err().contains("at most one"));
+        assert!(two.unwrap_err().to_string().contains("at most one"));
         let bad = Plan::from_arguments(json!({"steps": [{"step": "a", "status": "doing"}]}));
-        assert!(bad.unwrap_err().contains("in_progress"));
+        assert!(bad.unwrap_err().to_string().contains("in_progress"));
         let empty = Plan::from_arguments(json!({"steps": [{"step": " ", "status": "pending"}]}));
-        assert!(empty.unwrap_err().contains("step 1"));
+        assert!(empty.unwrap_err().to_string().contains("step 1"));
     }
 }

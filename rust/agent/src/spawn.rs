@@ -5,12 +5,13 @@
 //! above it; the session's promises bind it as they bind every call of the
 //! session. Its turns go to the session log as one `agent` event.
 
+use chock_mcp::Failed;
 use chock_mcp::local::InProcess;
 use chock_provider::{Client, Conversation, Model, Request, Turn};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::own_tools::{Caller, OwnTools, SPAWN_AGENT};
+use crate::own_tools::{Caller, OwnToolError, OwnTools, SPAWN_AGENT};
 use crate::{CancellationToken, MAX_TOKENS, Show};
 
 /// The model the session talks to, as a child's loop talks to it too.
@@ -44,53 +45,53 @@ pub(crate) struct Ran {
     /// Its turns and its tool results, in order.
     pub turns: Vec<Value>,
     /// What it handed back (its final text, or why it ended without one).
-    pub answer: Result<String, String>,
+    pub answer: Result<String, Failed>,
 }
 
 /// Whether the caller `tools` may spawn a `kind` agent now, having spawned
 /// `children` already: the kind is declared, its parent is the caller's
 /// kind, and the caps of `.subagents` hold. `Err` is the refusal the model
 /// reads, naming what to change.
-pub(crate) fn allowed(tools: &InProcess, children: u32, kind: &str) -> Result<(), String> {
+pub(crate) fn allowed(tools: &InProcess, children: u32, kind: &str) -> Result<(), OwnToolError> {
     let chain = tools.chain();
     let caller = chain.last().copied().unwrap_or(chock_mcp::AGENT_KIND);
     let declared = tools.agent_kinds();
     let Some(agent) = declared.iter().find(|a| a.kind == kind) else {
         let kinds: Vec<String> = declared.iter().map(|a| format!("`{}`", a.kind)).collect();
-        return Err(format!(
+        return Err(OwnToolError::Refused(format!(
             "refused: {SPAWN_AGENT}: `{kind}` is not an agent kind chock.zon declares (declared: {}). To allow it, add to chock.zon's .policy.agents: .{{ .kind = \"{kind}\", .parent = \"{caller}\" }}",
             if kinds.is_empty() {
                 "none".into()
             } else {
                 kinds.join(", ")
             }
-        ));
+        )));
     };
     if agent.parent.as_deref() != Some(caller) {
-        return Err(format!(
+        return Err(OwnToolError::Refused(format!(
             "refused: {SPAWN_AGENT}: a `{caller}` agent cannot spawn `{kind}`: chock.zon's .policy.agents gives `{kind}` {}, and an agent spawns only the kinds whose .parent is its own kind",
             match &agent.parent {
                 Some(parent) => format!("the parent `{parent}`"),
                 None => "no parent".into(),
             }
-        ));
+        )));
     }
     let caps = tools.subagent_caps();
     // The chain holds the main agent, so its length is the child's depth.
     let depth = chain.len() as u32;
     if depth > caps.max_depth {
-        return Err(format!(
+        return Err(OwnToolError::Refused(format!(
             "refused: {SPAWN_AGENT}: a `{kind}` agent would be {depth} below the main agent, and .subagents.max_depth is {} (chock.zon's, default {}, held to any organisation bundle's). To allow it, raise .subagents.max_depth in chock.zon",
             caps.max_depth,
             chock_policy::DEFAULT_MAX_DEPTH
-        ));
+        )));
     }
     if children >= caps.max_width {
-        return Err(format!(
+        return Err(OwnToolError::Refused(format!(
             "refused: {SPAWN_AGENT}: this `{caller}` agent has spawned {children} agents in this session, and .subagents.max_width is {} (chock.zon's, default {}, held to any organisation bundle's). Do the rest yourself, or raise .subagents.max_width in chock.zon",
             caps.max_width,
             chock_policy::DEFAULT_MAX_WIDTH
-        ));
+        )));
     }
     Ok(())
 }
@@ -102,7 +103,7 @@ pub(crate) fn model_allowed(
     tools: &InProcess,
     provider: &Provider<'_>,
     kind: &str,
-) -> Result<(), String> {
+) -> Result<(), OwnToolError> {
     let (policy, log) = tools.policy_and_log();
     chock_provider::select_model(
         policy,
@@ -113,7 +114,7 @@ pub(crate) fn model_allowed(
         provider.model,
     )
     .map(|_| ())
-    .map_err(|e| format!("refused: {SPAWN_AGENT}: {e}"))
+    .map_err(|e| OwnToolError::Refused(format!("refused: {SPAWN_AGENT}: {e}")))
 }
 
 /// Runs a `kind` child of `parent` on `task` to its end: its final text, or
@@ -133,7 +134,7 @@ pub(crate) async fn run(
         chain,
         task: args.task.clone(),
         turns: Vec::new(),
-        answer: Err(String::new()),
+        answer: Err(Failed(String::new())),
     };
     let offered = crate::own_tools::offered(&tools, true).await;
     let mut conversation = Conversation {
@@ -150,7 +151,10 @@ pub(crate) async fn run(
     let mut unusable_in_row = 0;
     for _ in 0..provider.max_turns {
         if let Some(why) = provider.spending.reached(provider.client.used()) {
-            ran.answer = Err(format!("the `{}` agent was stopped: {why}", ran.kind));
+            ran.answer = Err(Failed(format!(
+                "the `{}` agent was stopped: {why}",
+                ran.kind
+            )));
             return ran;
         }
         let request = Request {
@@ -164,14 +168,17 @@ pub(crate) async fn run(
         let reply = tokio::select! {
             reply = provider.client.send(&request, &mut unshown) => reply,
             () = cancel.cancelled() => {
-                ran.answer = Err(format!("the `{}` agent was cancelled by the person", ran.kind));
+                ran.answer = Err(Failed(format!("the `{}` agent was cancelled by the person", ran.kind)));
                 return ran;
             }
         };
         let reply = match reply {
             Ok(reply) => reply,
             Err(e) => {
-                ran.answer = Err(format!("the `{}` agent's request failed: {e}", ran.kind));
+                ran.answer = Err(Failed(format!(
+                    "the `{}` agent's request failed: {e}",
+                    ran.kind
+                )));
                 return ran;
             }
         };
@@ -189,7 +196,7 @@ pub(crate) async fn run(
             let outcome = match crate::own_tools::unusable(&call, &conversation.tools, &tools) {
                 Some(why) => {
                     unusable_in_row += 1;
-                    Err(why)
+                    Err(Failed(why))
                 }
                 None => {
                     unusable_in_row = 0;
@@ -213,11 +220,11 @@ pub(crate) async fn run(
                 "call_id": call.id,
                 "tool": call.name,
                 "answer": chock_sessions::Answer::of(&outcome),
-                "content": match &outcome { Ok(t) | Err(t) => t },
+                "content": match &outcome { Ok(t) | Err(Failed(t)) => t },
             }));
             let (content, is_error) = match outcome {
                 Ok(text) => (text, false),
-                Err(text) => (text, true),
+                Err(Failed(text)) => (text, true),
             };
             conversation.turns.push(Turn::ToolResult {
                 call_id: call.id,
@@ -229,16 +236,16 @@ pub(crate) async fn run(
             conversation.turns.push(images);
         }
         if unusable_in_row >= crate::own_tools::MAX_UNUSABLE_CALLS {
-            ran.answer = Err(format!(
+            ran.answer = Err(Failed(format!(
                 "the `{}` agent made {unusable_in_row} calls in a row that could not be run",
                 ran.kind
-            ));
+            )));
             return ran;
         }
     }
-    ran.answer = Err(format!(
+    ran.answer = Err(Failed(format!(
         "the `{}` agent did not finish in {} requests",
         ran.kind, provider.max_turns
-    ));
+    )));
     ran
 }

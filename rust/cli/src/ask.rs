@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use chock_gate::{Offer, Scope, Word};
 use chock_mcp::approve::ApproveHub;
-use chock_mcp::{Asked, Reply};
+use chock_mcp::{Asked, Reply, Unanswered};
 use chock_policy::{Answer, Asker, Question};
 
 use crate::commands::approve::{answers_offered, reason_of_no, scope_of_yes};
@@ -439,9 +439,11 @@ fn hidden_line(input: impl BufRead) -> std::io::Result<String> {
 /// says why there is none (no terminal, or an empty answer).
 pub fn credential(
     wanted: &chock_mcp::credential::Wanted,
-) -> Result<chock_mcp::credential::Credential, String> {
+) -> Result<chock_mcp::credential::Credential, Unanswered> {
     if !std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
-        return Err("nobody could be asked for it: there is no terminal".into());
+        return Err(Unanswered::Nobody(
+            "nobody could be asked for it: there is no terminal",
+        ));
     }
     crate::progress::suspend(|| {
         let mut stderr = std::io::stderr().lock();
@@ -460,16 +462,23 @@ pub fn credential(
         );
         let _ = stderr.flush();
         let mut username = String::new();
-        read(&mut username).map_err(|e| format!("reading the user name failed: {e}"))?;
+        read(&mut username).map_err(|source| Unanswered::Unread {
+            what: "user name",
+            source,
+        })?;
         let username = match username.trim() {
             "" => wanted.username.clone().unwrap_or_default(),
             name => name.to_owned(),
         };
         drop(stderr);
-        let password = read_hidden_line("  password or token (not shown): ")
-            .map_err(|e| format!("reading the password failed: {e}"))?;
+        let password = read_hidden_line("  password or token (not shown): ").map_err(|source| {
+            Unanswered::Unread {
+                what: "password",
+                source,
+            }
+        })?;
         chock_mcp::credential::typed(&username, password.trim_end_matches(['\r', '\n']))
-            .ok_or_else(|| "the person gave none".to_owned())
+            .ok_or(Unanswered::NoneGiven("the person gave none"))
     })
 }
 

@@ -39,7 +39,7 @@ use tokio::sync::{mpsc, oneshot};
 
 pub use chock_gate::Scope;
 
-use crate::ask::{Asked, Reply};
+use crate::ask::{Asked, Reply, Unanswered};
 use crate::credential::Credential;
 use crate::error::McpError;
 
@@ -274,26 +274,28 @@ impl ApproveHub {
         &self,
         question: Asked,
         timeout: Duration,
-    ) -> Result<Credential, String> {
+    ) -> Result<Credential, Unanswered> {
         match self.asked(question, timeout).await {
-            (Reply::Yes, Carried::Credential(credential)) => {
-                credential.checked().ok_or_else(|| {
-                    "the answer had an empty or multi-line user name or password".to_owned()
-                })
-            }
-            (Reply::Unanswered(why), _) => Err(why),
-            _ => Err("the person gave none in `chock approve`".into()),
+            (Reply::Yes, Carried::Credential(credential)) => credential
+                .checked()
+                .ok_or(Unanswered::NoneGiven(crate::credential::UNUSABLE)),
+            (Reply::Unanswered(why), _) => Err(Unanswered::Failed(why)),
+            _ => Err(Unanswered::NoneGiven(
+                "the person gave none in `chock approve`",
+            )),
         }
     }
 
     /// Puts a question asking for text ([`Asked::wanting_text`]) to every
     /// approver watching and waits for the first answer, raw as typed;
     /// `Err` says why none came.
-    pub async fn ask_text(&self, question: Asked, timeout: Duration) -> Result<String, String> {
+    pub async fn ask_text(&self, question: Asked, timeout: Duration) -> Result<String, Unanswered> {
         match self.asked(question, timeout).await {
             (Reply::Yes, Carried::Text(text)) => Ok(text),
-            (Reply::Unanswered(why), _) => Err(why),
-            _ => Err("the person gave no answer in `chock approve`".into()),
+            (Reply::Unanswered(why), _) => Err(Unanswered::Failed(why)),
+            _ => Err(Unanswered::NoneGiven(
+                "the person gave no answer in `chock approve`",
+            )),
         }
     }
 

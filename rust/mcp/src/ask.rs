@@ -194,6 +194,33 @@ pub enum Reply {
     Cancelled,
 }
 
+/// Why a question for words or for a credential has no answer; the
+/// words are what the agent reads (or the note of a `git push`).
+#[derive(Debug, thiserror::Error)]
+pub enum Unanswered {
+    /// Nobody could be asked: the sentence says who was looked for.
+    #[error("{0}")]
+    Nobody(&'static str),
+    /// The person answered without an answer that can be used (declined,
+    /// or an empty or multi-line part); the sentence says which.
+    #[error("{0}")]
+    NoneGiven(&'static str),
+    /// The call was cancelled while the question waited.
+    #[error("the client cancelled the call")]
+    Cancelled,
+    /// The question went unanswered where it was put (timed out, dropped,
+    /// the client's prompt failed): why, as [`Reply::Unanswered`] says it.
+    #[error("{0}")]
+    Failed(String),
+    /// What the person typed at the terminal could not be read.
+    #[error("reading the {what} failed: {source}")]
+    Unread {
+        what: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
 /// The longest reason the agent is told, in characters.
 pub const MAX_REASON: usize = 2000;
 
@@ -317,10 +344,12 @@ impl Askers {
     /// [`Asked::wanting_text`]) in `chock approve`; `Err` says why none
     /// came. A client's prompt is not asked: only a local caller asks for
     /// text, and its own person first ([`CallAsker::ask_text`]).
-    pub async fn ask_text(&self, question: Asked) -> Result<String, String> {
+    pub async fn ask_text(&self, question: Asked) -> Result<String, Unanswered> {
         match &self.approve {
             Some(hub) if hub.watched() => hub.ask_text(question, self.timeout).await,
-            _ => Err("nobody can be asked for an answer in words: there is no terminal to ask at (an editor over ACP offers choices only) and no `chock approve` is running".into()),
+            _ => Err(Unanswered::Nobody(
+                "nobody can be asked for an answer in words: there is no terminal to ask at (an editor over ACP offers choices only) and no `chock approve` is running",
+            )),
         }
     }
 }
@@ -337,7 +366,7 @@ impl Askers {
         &self,
         client: &Client,
         question: Asked,
-    ) -> Result<Credential, String> {
+    ) -> Result<Credential, Unanswered> {
         // `chock approve` first when one watches: the password then never
         // passes through the client.
         if let Some(hub) = &self.approve
@@ -346,7 +375,9 @@ impl Askers {
             return hub.ask_credential(question, self.timeout).await;
         }
         let Some(peer) = client.elicits() else {
-            return Err("nobody could be asked for it: this client does not support MCP elicitation and no `chock approve` is running (a git credential helper on the host is asked first)".into());
+            return Err(Unanswered::Nobody(
+                "nobody could be asked for it: this client does not support MCP elicitation and no `chock approve` is running (a git credential helper on the host is asked first)",
+            ));
         };
         let username = question
             .credential
@@ -374,9 +405,9 @@ impl Askers {
         let result = peer
             .create_elicitation_with_timeout(params, Some(self.timeout))
             .await
-            .map_err(|e| format!("the client's prompt failed: {e}"))?;
+            .map_err(|e| Unanswered::Failed(format!("the client's prompt failed: {e}")))?;
         if result.action != ElicitationAction::Accept {
-            return Err("the person gave none".into());
+            return Err(Unanswered::NoneGiven("the person gave none"));
         }
         let field = |name: &str| {
             result
@@ -388,7 +419,7 @@ impl Askers {
                 .unwrap_or_default()
         };
         crate::credential::typed(&field(USERNAME_FIELD), &field(PASSWORD_FIELD))
-            .ok_or_else(|| "the answer had an empty or multi-line user name or password".to_owned())
+            .ok_or(Unanswered::NoneGiven(crate::credential::UNUSABLE))
     }
 }
 
@@ -529,12 +560,12 @@ impl CallAsker {
         action: &str,
         remote: &str,
         username: Option<&str>,
-    ) -> Result<Credential, String> {
+    ) -> Result<Credential, Unanswered> {
         let question = Asked::credential((&self.tool, action, &self.project), remote, username);
         self.runtime.block_on(async {
             tokio::select! {
                 answer = self.askers.ask_credential(&self.client, question) => answer,
-                () = self.cancel.cancelled() => Err("the client cancelled the call".into()),
+                () = self.cancel.cancelled() => Err(Unanswered::Cancelled),
             }
         })
     }
@@ -545,7 +576,7 @@ impl CallAsker {
     /// typed: a local caller's person first (its terminal), else `chock
     /// approve`; `Err` says why none came. The call's cancellation
     /// withdraws the question.
-    pub fn ask_text(&self, question: &Question) -> Result<String, String> {
+    pub fn ask_text(&self, question: &Question) -> Result<String, Unanswered> {
         if let Client::Local(local) = &self.client
             && let Some(text) = local.person.ask_text(question)
         {
@@ -555,7 +586,7 @@ impl CallAsker {
         self.runtime.block_on(async {
             tokio::select! {
                 answer = self.askers.ask_text(asked) => answer,
-                () = self.cancel.cancelled() => Err("the client cancelled the call".into()),
+                () = self.cancel.cancelled() => Err(Unanswered::Cancelled),
             }
         })
     }

@@ -172,8 +172,24 @@ impl Credential {
 }
 
 /// Where a credential comes from for one remote: `Ok` with it, or `Err`
-/// with the sentence the agent reads about why there is none.
-pub type Source = dyn Fn(&Wanted) -> Result<Credential, String> + Send + Sync;
+/// saying why there is none.
+pub type Source = dyn Fn(&Wanted) -> Result<Credential, NoCredential> + Send + Sync;
+
+/// Why a remote gets no credential; the words are the note the agent reads.
+#[derive(Debug, thiserror::Error)]
+pub enum NoCredential {
+    /// The call's network does not reach the remote.
+    #[error(
+        "this call does not reach {host} port {port} (net.connect refused it), so no credential is given for it"
+    )]
+    Unreachable { host: String, port: u16 },
+    /// The person was not asked, or gave none.
+    #[error(transparent)]
+    Unanswered(#[from] crate::ask::Unanswered),
+}
+
+/// Why a credential typed is not used: a part is empty or more than a line.
+pub const UNUSABLE: &str = "the answer had an empty or multi-line user name or password";
 
 /// Whether the one answer of a call is still to be given.
 enum State {
@@ -355,15 +371,15 @@ pub fn from_helper(wanted: &Wanted) -> Option<Credential> {
 /// (to scrub it from what the agent reads).
 pub fn source(
     router: chock_sandbox::net::Router,
-    ask: impl Fn(&Wanted) -> Result<Credential, String> + Send + Sync + 'static,
+    ask: impl Fn(&Wanted) -> Result<Credential, crate::ask::Unanswered> + Send + Sync + 'static,
     given: impl Fn(&Credential) + Send + Sync + 'static,
 ) -> Box<Source> {
     Box::new(move |wanted: &Wanted| {
         if !router.connect(&wanted.host, wanted.port) {
-            return Err(format!(
-                "this call does not reach {} port {} (net.connect refused it), so no credential is given for it",
-                wanted.host, wanted.port
-            ));
+            return Err(NoCredential::Unreachable {
+                host: wanted.host.clone(),
+                port: wanted.port,
+            });
         }
         let credential = match from_helper(wanted) {
             Some(credential) => credential,

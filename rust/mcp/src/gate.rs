@@ -262,7 +262,7 @@ impl Session {
         cancel: &CancellationToken,
         act: &Act<'_>,
         asking: Asking,
-    ) -> Result<(), String> {
+    ) -> Result<(), Refusal> {
         let verdict = self.verdict(client, act);
         self.gate_verdict(client, cancel, act, asking, verdict)
             .await
@@ -335,7 +335,7 @@ impl Session {
         act: &Act<'_>,
         asking: Asking,
         verdict: Verdict,
-    ) -> Result<(), String> {
+    ) -> Result<(), Refusal> {
         let agent = client.name();
         let action = &act.action;
         // A reviewer agent answers first, where the session has one and the
@@ -415,30 +415,30 @@ impl Session {
         );
         let change = change_sentence(&verdict);
         let by = decided_by_words(&verdict);
-        match settled.outcome {
-            Outcome::Go => Ok(()),
+        let refusal = match settled.outcome {
+            Outcome::Go => return Ok(()),
             // Only a hook hands an act to its agent; here that would be a
             // bug, and it fails closed.
-            Outcome::NoObjection | Outcome::Prompt => Err(format!(
+            Outcome::NoObjection | Outcome::Prompt => format!(
                 "refused: {action} was left to the agent's own prompt, which {0} does not have; this is a bug in {0}",
                 self.command
-            )),
+            ),
             Outcome::Refused(Refused::Denied) => {
-                Err(format!("refused: {action} is denied by {by}.{change}"))
+                format!("refused: {action} is denied by {by}.{change}")
             }
-            Outcome::Refused(Refused::NoReviewer) => Err(format!(
+            Outcome::Refused(Refused::NoReviewer) => format!(
                 "refused: {action} needs a reviewer agent and then a person ({by}), and {}, so nobody was asked.{change}",
                 self.no_reviewer_words(client, asking)
-            )),
-            Outcome::Refused(Refused::ReviewerSaidNo) => Err(format!(
+            ),
+            Outcome::Refused(Refused::ReviewerSaidNo) => format!(
                 "refused by the reviewer agent: {action} ({by}) was reviewed and the answer was no: {}. Do not call again for the same act unchanged; tell the person what you wanted it for.{change}",
                 reviewed.as_ref().map_or("", |r| r.reason.as_str())
-            )),
-            Outcome::Refused(Refused::ReviewFailed) => Err(format!(
+            ),
+            Outcome::Refused(Refused::ReviewFailed) => format!(
                 "refused: {action} needs a reviewer agent's yes and then a person's ({by}), and the reviewer agent gave no answer ({}), so nobody was asked.{change}",
                 reviewed.as_ref().map_or("", |r| r.reason.as_str())
-            )),
-            Outcome::Refused(Refused::PersonSaidNo) => Err(match why {
+            ),
+            Outcome::Refused(Refused::PersonSaidNo) => match why {
                 Some(reason) => format!(
                     "refused by a person: {action} was asked about and the answer was no, because: {}. Do not ask again for the same act; do what the person said instead.",
                     chock_policy::visible(&reason)
@@ -446,30 +446,37 @@ impl Session {
                 None => format!(
                     "refused by a person: {action} was asked about and the answer was no. Do not ask again for the same act; tell the person what you wanted it for."
                 ),
-            }),
-            Outcome::Refused(why @ Refused::Stopped) => Err(format!(
+            },
+            Outcome::Refused(why @ Refused::Stopped) => format!(
                 "refused: {action}: {}.",
                 chock_gate::Refusal::new(why, &verdict).why_words()
-            )),
-            Outcome::Refused(Refused::Cancelled) => Err(format!(
+            ),
+            Outcome::Refused(Refused::Cancelled) => format!(
                 "refused: {action} needs a person's yes, and {agent} dismissed the question without a person answering it (a client in print mode cancels every question); no `chock approve` is running to ask instead. Run `chock approve` in another terminal and call again, or add the rule.{change}"
-            )),
-            Outcome::Refused(Refused::Nobody) if asking == Asking::NeverHop => Err(format!(
+            ),
+            Outcome::Refused(Refused::Nobody) if asking == Asking::NeverHop => format!(
                 "refused: a redirect led to {action}, which no rule allows, and a redirect hop is never asked (a page could otherwise ask at every hop).{change}"
-            )),
-            Outcome::Refused(Refused::Nobody) if asking == Asking::NeverBackground => Err(format!(
+            ),
+            Outcome::Refused(Refused::Nobody) if asking == Asking::NeverBackground => format!(
                 "refused: {action} would need a person's yes ({by}), and a background command never asks: it runs after its call has returned, when nobody waits for an answer. Run it without `background` so a person can be asked, or allow it outright.{change}"
-            )),
-            Outcome::Refused(Refused::Nobody) => Err(match why {
+            ),
+            Outcome::Refused(Refused::Nobody) => match why {
                 Some(why) => format!("refused: {action} needs a person's yes and {why}.{change}"),
                 None => format!(
                     "refused: {action} needs a person's yes, and nobody can be asked: {} and no `chock approve` is running. Run `chock approve` in another terminal and call again.{change}",
                     self.nobody_words(client)
                 ),
-            }),
-        }
+            },
+        };
+        Err(Refusal(refusal))
     }
 }
+
+/// Why the gate did not let an act go ahead: the sentence the agent
+/// reads, which names the rule that decided and what would allow it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Refusal(pub String);
 
 /// The policy's question for `act`: what a yes lets happen, what a person
 /// reads, and the rule that would answer it next time. After a reviewer

@@ -41,12 +41,14 @@ mod tools;
 mod transport;
 mod workspace;
 
-pub use ask::{ASK_TIMEOUT, Asked, CallAsker, Client, CredentialFor, Local, Person, Reply};
+pub use ask::{
+    ASK_TIMEOUT, Asked, CallAsker, Client, CredentialFor, Local, Person, Reply, Unanswered,
+};
 pub use chock_policy::Ceiling;
 pub use error::McpError;
-pub use gate::{Act, Decided, ForReview, POLICY_EDIT, Reviewed, Reviewer};
+pub use gate::{Act, Decided, ForReview, POLICY_EDIT, Refusal, Reviewed, Reviewer};
 pub use server::INSTRUCTIONS;
-pub use session::{ServeOptions, serve, serve_stdio};
+pub use session::{Failed, ServeOptions, serve, serve_stdio};
 pub use tools::{LSP_MAX_STARTS, LSP_TOOLS, TOOL_NAMES};
 pub use transport::MAX_MESSAGE_BYTES;
 pub use workspace::FileError;

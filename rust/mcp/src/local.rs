@@ -17,11 +17,11 @@ use chock_sandbox::project::Project;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::ask::{Client, Local, Reply};
+use crate::ask::{Client, Local, Reply, Unanswered};
 use crate::error::McpError;
-use crate::gate::{Act, Asking, Decided, Reviewer};
+use crate::gate::{Act, Asking, Decided, Refusal, Reviewer};
 use crate::gateway::{Gateway, GatewayError};
-use crate::session::{EndTasks, ServeOptions, Session};
+use crate::session::{EndTasks, Failed, ServeOptions, Session};
 use crate::tools::{self, Call, REQUEST_APPLY, ToolError};
 use crate::workspace::FileError;
 
@@ -173,13 +173,13 @@ impl InProcess {
         &self,
         tool: &str,
         question: chock_policy::Question,
-    ) -> Result<String, String> {
+    ) -> Result<String, Unanswered> {
         let asker = self
             .session
             .asker(&self.client, &CancellationToken::new(), tool);
         tokio::task::spawn_blocking(move || asker.ask_text(&question))
             .await
-            .unwrap_or_else(|e| Err(format!("asking failed ({e})")))
+            .unwrap_or_else(|e| Err(Unanswered::Failed(format!("asking failed ({e})"))))
     }
 
     /// Puts every later act of the session whose rules answer
@@ -216,7 +216,7 @@ impl InProcess {
         action: &str,
         subject: Option<String>,
         detail: Vec<String>,
-    ) -> Result<(), String> {
+    ) -> Result<(), Refusal> {
         let act = Act {
             tool,
             action: action.to_owned(),
@@ -244,8 +244,11 @@ impl InProcess {
     /// What the model reads of a caller's own tool's outcome, as of every
     /// tool's: the session's secrets scrubbed, and a note the first time
     /// `chock.zon` is seen changed.
-    pub fn answer(&self, outcome: Result<String, String>) -> Result<String, String> {
-        self.session.said(outcome)
+    pub fn answer(
+        &self,
+        outcome: Result<String, impl std::fmt::Display>,
+    ) -> Result<String, Failed> {
+        self.session.answer(outcome)
     }
 
     /// The refusal a call of `tool` gets when a start row withheld it (it
@@ -304,7 +307,7 @@ impl InProcess {
         name: &str,
         arguments: Value,
         cancel: &CancellationToken,
-    ) -> Result<String, String> {
+    ) -> Result<String, Failed> {
         if let Some(refusal) = self.session.withheld_refusal(name) {
             return self.session.answer(Err(ToolError::Refused(refusal)));
         }
@@ -333,10 +336,10 @@ impl InProcess {
         }
         if name == REQUEST_APPLY || !self.session.offered.contains(&name) {
             let offered = self.tools().await.into_iter().map(|t| t.name);
-            return Err(format!(
+            return Err(Failed(format!(
                 "there is no tool named `{name}`; the tools are {}",
                 offered.collect::<Vec<_>>().join(", ")
-            ));
+            )));
         }
         let call = Call {
             session: &self.session,

@@ -8,6 +8,7 @@ use chock_sandbox::exec::Prepared;
 use chock_sandbox::net::Router;
 
 use crate::agent;
+use crate::ask::Unanswered;
 use crate::credential::{self, Credential, Wanted};
 
 /// The sockets of one push call; dropping it closes them.
@@ -24,7 +25,7 @@ impl Armed {
     /// What cannot be made is left out with a warning.
     pub fn arm(
         router: Option<&Router>,
-        ask: impl Fn(&Wanted) -> Result<Credential, String> + Send + Sync + 'static,
+        ask: impl Fn(&Wanted) -> Result<Credential, Unanswered> + Send + Sync + 'static,
         given: impl Fn(&Credential) + Send + Sync + 'static,
     ) -> Armed {
         let Ok(dir) = chock_log::dir_from_env() else {

@@ -55,7 +55,9 @@ impl ChockServer {
     fn result(&self, outcome: Result<String, ToolError>) -> CallToolResult {
         match self.session.answer(outcome) {
             Ok(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
-            Err(text) => CallToolResult::error(vec![ContentBlock::text(text)]),
+            Err(crate::session::Failed(text)) => {
+                CallToolResult::error(vec![ContentBlock::text(text)])
+            }
         }
     }
 }

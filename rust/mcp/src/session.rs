@@ -20,7 +20,7 @@ use crate::gate::{StartRow, Withheld};
 use crate::server::ChockServer;
 use crate::tasks::Tasks;
 use crate::tools::{
-    PROVIDE_TOOL, READ_SKILL, REQUEST_APPLY, Robots, SERVE_PORT, TOOL_NAMES, ToolError, WEB_SEARCH,
+    PROVIDE_TOOL, READ_SKILL, REQUEST_APPLY, Robots, SERVE_PORT, TOOL_NAMES, WEB_SEARCH,
 };
 use crate::transport::LineTransport;
 use crate::workspace::Workspace;
@@ -297,14 +297,14 @@ impl Session {
     /// What the agent reads of a call's outcome: the session's secrets
     /// scrubbed, and a note the first time `chock.zon` is seen changed.
     ///
-    /// This is where a tool's error becomes the text of its result: `Ok`
-    /// and `Err` are both what the agent reads, `Err` marked as an error.
-    pub fn answer(&self, outcome: Result<String, ToolError>) -> Result<String, String> {
-        self.said(outcome.map_err(|error| error.to_string()))
-    }
-
-    /// [`Session::answer`] for an outcome already in words (a caller's own tool).
-    pub fn said(&self, outcome: Result<String, String>) -> Result<String, String> {
+    /// This is where a tool's error (a `ToolError`, or a caller's own
+    /// tool's) becomes the text of its result: `Ok` and `Err` are both what
+    /// the agent reads, `Err` marked as an error.
+    pub fn answer(
+        &self,
+        outcome: Result<String, impl std::fmt::Display>,
+    ) -> Result<String, Failed> {
+        let outcome = outcome.map_err(|error| error.to_string());
         let note = self.watch.notice();
         let said = |text: String| {
             let mut text = self.secrets.scrub(&text);
@@ -313,7 +313,7 @@ impl Session {
             }
             text
         };
-        outcome.map(said).map_err(said)
+        outcome.map(said).map_err(|text| Failed(said(text)))
     }
 
     /// The refusal a call of a tool a start row took away is answered with.
@@ -522,6 +522,14 @@ where
     waited?;
     Ok(())
 }
+
+/// A tool call's error as the model reads it once the reply is written:
+/// the error's sentence (a refusal's among them), the only form it has
+/// from there on, in a reply, a log or on a screen.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize)]
+#[serde(transparent)]
+#[error("{0}")]
+pub struct Failed(pub String);
 
 /// Why the session's workspace was not made, as every call waiting for it
 /// is told.

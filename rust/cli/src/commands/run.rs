@@ -255,9 +255,13 @@ impl Show for Json {
         );
     }
 
-    fn call_ended(&mut self, call: &chock_agent::ToolCall, outcome: &Result<String, String>) {
+    fn call_ended(
+        &mut self,
+        call: &chock_agent::ToolCall,
+        outcome: &Result<String, chock_mcp::Failed>,
+    ) {
         let content = match outcome {
-            Ok(text) | Err(text) => text,
+            Ok(text) | Err(chock_mcp::Failed(text)) => text,
         };
         self.emit(
             "tool_result",

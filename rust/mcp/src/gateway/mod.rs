@@ -71,8 +71,8 @@ pub struct Gateway {
 #[derive(Debug, thiserror::Error)]
 pub enum GatewayError {
     /// The gate refused the call: its sentence.
-    #[error("{0}")]
-    Refused(String),
+    #[error(transparent)]
+    Refused(#[from] crate::gate::Refusal),
     /// No server behind the gateway has the tool, prompt or resource named.
     #[error("{0}")]
     NotFound(String),
@@ -324,10 +324,7 @@ impl Gateway {
                 server.config.line
             )],
         };
-        session
-            .gate(client, cancel, &act, Asking::Person)
-            .await
-            .map_err(GatewayError::Refused)?;
+        session.gate(client, cancel, &act, Asking::Person).await?;
         let mut params = request;
         params.name = tool.to_owned().into();
         let result = server.call(params, cancel, progress).await?;
@@ -434,7 +431,7 @@ impl Gateway {
                 )));
             }
         };
-        let peer = server.live().await.map_err(|why| server.not_running(why))?;
+        let peer = server.live().await?;
         let result = server
             .bounded(peer.read_resource(request))
             .await?
@@ -841,15 +838,15 @@ impl Upstream {
 
     /// The live connection's peer; a server found dead is started again
     /// the first time, and reported from then on. `Err` is the reason the
-    /// link keeps ([`Link::Down`]).
-    async fn live(&self) -> Result<rmcp::Peer<rmcp::RoleClient>, String> {
+    /// link keeps ([`Link::Down`]), as the server not running.
+    async fn live(&self) -> Result<rmcp::Peer<rmcp::RoleClient>, GatewayError> {
         let mut link = self.link.lock().await;
         let gone = match &*link {
             Link::Up(connection) => match connection.gone() {
                 None => return Ok(connection.service.peer().clone()),
                 Some(gone) => gone,
             },
-            Link::Down(why) => return Err(why.clone()),
+            Link::Down(why) => return Err(self.not_running(why.clone())),
         };
         let name = &self.config.name;
         // The old sandbox is killed before a new one starts.
@@ -860,7 +857,7 @@ impl Upstream {
             );
             tracing::warn!("chock mcp: MCP server `{name}` {why}");
             *link = Link::Down(why.clone());
-            return Err(why);
+            return Err(self.not_running(why));
         }
         tracing::warn!("chock mcp: MCP server `{name}` stopped ({gone}); starting it again, once");
         match upstream::connect(&self.session, &self.config, &self.grants, self.client()).await {
@@ -874,7 +871,7 @@ impl Upstream {
             Err(why) => {
                 let why = format!("it stopped ({gone}) and did not start again: {why}");
                 *link = Link::Down(why.clone());
-                Err(why)
+                Err(self.not_running(why))
             }
         }
     }
@@ -958,7 +955,7 @@ impl Upstream {
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let mut retried = false;
         let (peer, handle) = loop {
-            let peer = self.live().await.map_err(|why| self.not_running(why))?;
+            let peer = self.live().await?;
             match peer
                 .send_request_with_option(request.clone(), PeerRequestOptions::no_options())
                 .await

@@ -97,6 +97,12 @@ pub enum ToolError {
     },
 }
 
+impl From<crate::gate::Refusal> for ToolError {
+    fn from(crate::gate::Refusal(why): crate::gate::Refusal) -> ToolError {
+        ToolError::Refused(why)
+    }
+}
+
 impl ToolError {
     /// The error of work on a thread of its own that ended without an
     /// answer (a panic, a runtime shutting down).

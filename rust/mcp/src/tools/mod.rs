@@ -86,7 +86,7 @@ impl Call<'_> {
         self.session
             .gate(self.client, &self.cancel, act, asking)
             .await
-            .map_err(ToolError::Refused)
+            .map_err(ToolError::from)
     }
 }
 

@@ -331,8 +331,7 @@ pub async fn serve_port(call: &Call<'_>, args: ServePort) -> Result<String, Tool
     let verdict = port_verdict(session, call.client, &act, port);
     call.session
         .gate_verdict(call.client, &call.cancel, &act, Asking::Person, verdict)
-        .await
-        .map_err(ToolError::Refused)?;
+        .await?;
     Ok(publish(session, reserved, &task)?)
 }
 
