@@ -1,18 +1,24 @@
 //! The sandbox's one syscall layer beside nix: every call nix does not wrap
 //! the way we need it, each as one safe function, and the only place in the
-//! crate with `unsafe`. Clone with a pidfd and
-//! no new stack (and `clone3` into a cgroup) behind [`fork_running`] and
-//! [`fork_with_pidfd`], a process started sharing memory until it executes,
-//! the Landlock calls on a ruleset fd, `mount_setattr`, `pivot_root`,
-//! `close_range`, `pidfd_send_signal`, capabilities, signal actions and the
-//! doctor's probes; in [`child`], those only a sandbox's init and program
-//! processes make (signals, reaping, `execve`); in [`notify`], those of the
-//! router's direct path (seccomp notifications, `pidfd_getfd`, socket
-//! options).
+//! crate with `unsafe`. Clone with a pidfd and no new stack (and `clone3`
+//! into a cgroup) behind [`fork_running`] and [`fork_with_pidfd`], a process
+//! started sharing memory until it executes, the Landlock calls on a
+//! ruleset fd, `mount_setattr`, `close_range`, `pidfd_send_signal`,
+//! capabilities, signal actions and the doctor's probes; in [`child`], those
+//! only a sandbox's init and program processes make (signals, reaping,
+//! `execve`); in [`notify`], those of the router's direct path (seccomp
+//! notifications, `pidfd_getfd`, socket options).
 //!
-//! Everything here is callable between `clone` and `execve` in a child of a
-//! process that may have had other threads: no allocation, no locks, only
-//! the system call and its errno. Syscall numbers from 424 on are the same on
+//! Where nix makes a call safely without allocating (a path given as a
+//! `CStr`, a descriptor it is lent), nix's function is used, here and in the
+//! callers. A call stays raw when nix lacks it, takes the descriptor only as
+//! an owned or borrowed one where the caller holds a raw number, or would
+//! allocate (nix builds `execve`'s arrays, and a `Path`'s C string, on the
+//! heap).
+//!
+//! The calls made between `clone` and `execve` in a child of a process that
+//! may have had other threads allocate nothing and take no lock: only the
+//! system call and its errno. Syscall numbers from 424 on are the same on
 //! every architecture Linux has, which is why they are spelled out here
 //! instead of taken from libc (which lacks some of them on some targets).
 
