@@ -104,7 +104,7 @@ fn hook_rows(project: &Path) -> Vec<Row> {
     // agent's shell, with the PATH the agent was started with: this one.
     let chock = on_path("chock").map_err(|e| {
         format!("{e}: a wired agent's hooks would refuse every call; install chock there (cargo install --path rust/cli, or nix profile install)")
-    }).and_then(|path| working_chock(&path));
+    }).and_then(|path| working_chock(&path).map_err(|e| e.to_string()));
     rows.push(row("chock on the hooks' PATH", any_wired, chock.clone()));
     let timeout = on_path("timeout")
         .map(|path| {
@@ -117,11 +117,11 @@ fn hook_rows(project: &Path) -> Vec<Row> {
     rows.push(row("timeout on the hooks' PATH", any_wired, timeout));
     let state = chock_hook::stop::state_dir_from(|name| std::env::var_os(name))
         .map_err(|e| e.to_string())
-        .and_then(|dir| writable_with_space(&dir));
+        .and_then(|dir| writable_with_space(&dir).map_err(|e| e.to_string()));
     rows.push(row("state folder", true, state));
     let cache = chock_sandbox::project::cache_home()
         .map_err(|e| e.to_string())
-        .and_then(|dir| writable_with_space(&dir.join("chock")));
+        .and_then(|dir| writable_with_space(&dir.join("chock")).map_err(|e| e.to_string()));
     rows.push(row("cache folder", false, cache));
     for (agent, file) in &wired {
         let shown = file.strip_prefix(project).unwrap_or(file).display();
@@ -153,10 +153,11 @@ fn hooks_row(agent: Agent) -> &'static str {
     }
 }
 
-fn row(name: &'static str, blocking: bool, result: Result<String, String>) -> Row {
+/// A check's row: its finding when it passed, why when it failed.
+fn row(name: &'static str, blocking: bool, result: Result<String, impl std::fmt::Display>) -> Row {
     let (state, detail) = match result {
         Ok(detail) => (State::Ok, detail),
-        Err(detail) => (State::Fail, detail),
+        Err(why) => (State::Fail, why.to_string()),
     };
     Row {
         name,
@@ -214,8 +215,48 @@ fn devices_row(policy: &chock_policy::Policy) -> Option<Row> {
     })
 }
 
+/// Why a program or a folder a check looks for does not do; the words are
+/// the row's detail.
+#[derive(Debug, thiserror::Error)]
+enum CheckError {
+    #[error("no `{name}` on PATH ({paths})")]
+    NotOnPath { name: String, paths: String },
+    #[error("{} does not run: {source}", path.display())]
+    DoesNotRun {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "{} is no working chock (`--version` answered {code:?}): every hook call is refused",
+        path.display()
+    )]
+    NotChock { path: PathBuf, code: Option<i32> },
+    #[error("{} cannot be made: {source}", path.display())]
+    Unmade {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{} is not writable: {source}", path.display())]
+    NotWritable {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: statvfs: {source}", path.display())]
+    Statvfs {
+        path: PathBuf,
+        source: rustix::io::Errno,
+    },
+    #[error(
+        "{} has {} MiB free, under the {} MiB the log and caches need: free some space",
+        path.display(),
+        free >> 20,
+        MIN_FREE_BYTES >> 20
+    )]
+    Full { path: PathBuf, free: u64 },
+}
+
 /// The first `name` on this process's PATH that is an executable file.
-fn on_path(name: &str) -> Result<PathBuf, String> {
+fn on_path(name: &str) -> Result<PathBuf, CheckError> {
     let paths = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&paths)
         .map(|dir| dir.join(name))
@@ -224,49 +265,61 @@ fn on_path(name: &str) -> Result<PathBuf, String> {
             std::fs::metadata(path)
                 .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
         })
-        .ok_or_else(|| format!("no `{name}` on PATH ({})", paths.to_string_lossy()))
+        .ok_or_else(|| CheckError::NotOnPath {
+            name: name.to_owned(),
+            paths: paths.to_string_lossy().into_owned(),
+        })
 }
 
 /// The chock at `path` answers `--version`.
-fn working_chock(path: &Path) -> Result<String, String> {
+fn working_chock(path: &Path) -> Result<String, CheckError> {
     let out = Command::new(path)
         .arg("--version")
         .stdin(Stdio::null())
         .stderr(Stdio::null())
         .output()
-        .map_err(|e| format!("{} does not run: {e}", path.display()))?;
+        .map_err(|source| CheckError::DoesNotRun {
+            path: path.to_owned(),
+            source,
+        })?;
     let version = String::from_utf8_lossy(&out.stdout).trim().to_owned();
     if out.status.success() && version.starts_with("chock ") {
         Ok(format!("{} ({version})", path.display()))
     } else {
-        Err(format!(
-            "{} is no working chock (`--version` answered {:?}): every hook call is refused",
-            path.display(),
-            out.status.code()
-        ))
+        Err(CheckError::NotChock {
+            path: path.to_owned(),
+            code: out.status.code(),
+        })
     }
 }
 
 /// `dir` (made when missing) takes a file, and its file system has
 /// [`MIN_FREE_BYTES`] free.
-fn writable_with_space(dir: &Path) -> Result<String, String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("{} cannot be made: {e}", dir.display()))?;
+fn writable_with_space(dir: &Path) -> Result<String, CheckError> {
+    std::fs::create_dir_all(dir).map_err(|source| CheckError::Unmade {
+        path: dir.to_owned(),
+        source,
+    })?;
     let probe = dir.join(format!(".chock-doctor-{}", std::process::id()));
     std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .open(&probe)
-        .map_err(|e| format!("{} is not writable: {e}", dir.display()))?;
+        .map_err(|source| CheckError::NotWritable {
+            path: dir.to_owned(),
+            source,
+        })?;
     let _ = std::fs::remove_file(&probe);
-    let stat = rustix::fs::statvfs(dir).map_err(|e| format!("{}: statvfs: {e}", dir.display()))?;
+    let stat = rustix::fs::statvfs(dir).map_err(|source| CheckError::Statvfs {
+        path: dir.to_owned(),
+        source,
+    })?;
     let free = stat.f_bavail.saturating_mul(stat.f_frsize);
     if free < MIN_FREE_BYTES {
-        return Err(format!(
-            "{} has {} MiB free, under the {} MiB the log and caches need: free some space",
-            dir.display(),
-            free >> 20,
-            MIN_FREE_BYTES >> 20
-        ));
+        return Err(CheckError::Full {
+            path: dir.to_owned(),
+            free,
+        });
     }
     Ok(format!("{} ({} MiB free)", dir.display(), free >> 20))
 }

@@ -204,10 +204,8 @@ pub(crate) fn project_dir(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
 #[derive(Clone, Debug)]
 pub struct AgentList(Vec<agent::Agent>);
 
-fn agent_list(text: &str) -> Result<AgentList, String> {
-    agent::parse_list(text)
-        .map(AgentList)
-        .map_err(|error| error.to_string())
+fn agent_list(text: &str) -> Result<AgentList, chock_hook::HookError> {
+    agent::parse_list(text).map(AgentList)
 }
 
 pub fn sync(args: SyncArgs) -> anyhow::Result<ExitCode> {

@@ -188,7 +188,27 @@ pub enum When {
     At(SystemTime),
 }
 
-fn when(text: &str) -> Result<When, String> {
+/// Why an argument of `chock log` is not what it names; clap says it as a
+/// usage error.
+#[derive(Debug, thiserror::Error)]
+enum ArgError {
+    /// A duration back from now that passes the first time there is.
+    #[error("{0} back from now is before any time")]
+    BeforeAnyTime(String),
+    #[error(
+        "`{0}` is no time: write a duration back from now (1h, 30m, 2d), an RFC 3339 time (2026-12-06T10:00:00Z), a day (2026-12-06) or a seq"
+    )]
+    NoTime(String),
+    #[error("`{0}` is no route a log line names")]
+    NoRoute(String),
+    /// `*` alone, which would select what no --action selects.
+    #[error("`*` is not a pattern: leave --action out to show every action")]
+    Star,
+    #[error(transparent)]
+    Pattern(PatternError),
+}
+
+fn when(text: &str) -> Result<When, ArgError> {
     if let Ok(seq) = text.parse::<u64>() {
         return Ok(When::Seq(seq));
     }
@@ -196,13 +216,13 @@ fn when(text: &str) -> Result<When, String> {
         return SystemTime::now()
             .checked_sub(back)
             .map(When::At)
-            .ok_or_else(|| format!("{text} back from now is before any time"));
+            .ok_or_else(|| ArgError::BeforeAnyTime(text.to_owned()));
     }
     let day = format!("{text}T00:00:00Z");
     let full = if text.len() == 10 { day.as_str() } else { text };
-    humantime::parse_rfc3339_weak(full).map(When::At).map_err(|_| {
-        format!("`{text}` is no time: write a duration back from now (1h, 30m, 2d), an RFC 3339 time (2026-12-06T10:00:00Z), a day (2026-12-06) or a seq")
-    })
+    humantime::parse_rfc3339_weak(full)
+        .map(When::At)
+        .map_err(|_| ArgError::NoTime(text.to_owned()))
 }
 
 impl When {
@@ -514,18 +534,16 @@ fn append(log: &Log, args: &AppendArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// `--route`: a word a log line may carry.
-fn route_word(word: &str) -> Result<Route, String> {
-    Route::read(word).ok_or_else(|| format!("`{word}` is no route a log line names"))
+fn route_word(word: &str) -> Result<Route, ArgError> {
+    Route::read(word).ok_or_else(|| ArgError::NoRoute(word.to_owned()))
 }
 
 /// `--action`: the policy's own pattern language, so `show` selects exactly
 /// what a rule with that `.action` would.
-fn action_pattern(text: &str) -> Result<Pattern, String> {
+fn action_pattern(text: &str) -> Result<Pattern, ArgError> {
     Pattern::parse(text).map_err(|error| match error {
-        PatternError::Star => {
-            "`*` is not a pattern: leave --action out to show every action".into()
-        }
-        other => other.to_string(),
+        PatternError::Star => ArgError::Star,
+        other => ArgError::Pattern(other),
     })
 }
 
@@ -541,6 +559,7 @@ mod tests {
         assert!(
             action_pattern("*")
                 .unwrap_err()
+                .to_string()
                 .contains("leave --action out")
         );
         for bad in ["", ".*", "git.*.push"] {

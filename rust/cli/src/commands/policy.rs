@@ -204,11 +204,13 @@ fn count(n: usize, what: &str) -> String {
     format!("{n} {what}{}", if n == 1 { "" } else { "s" })
 }
 
-fn parse_route(word: &str) -> Result<Route, String> {
-    Route::parse(word).ok_or_else(|| {
-        let all: Vec<&str> = Route::ALL.iter().map(|r| r.as_str()).collect();
-        format!("not a route; one of {}", all.join(", "))
-    })
+/// A word `--route` does not take; clap says it as a usage error.
+#[derive(Debug, thiserror::Error)]
+#[error("not a route; one of {}", Route::ALL.map(|r| r.as_str()).join(", "))]
+struct NotARoute;
+
+fn parse_route(word: &str) -> Result<Route, NotARoute> {
+    Route::parse(word).ok_or(NotARoute)
 }
 
 /// Who `chock policy explain` answers for: the route named, and whether
