@@ -51,7 +51,18 @@ pub struct Answer {
     pub text: Option<String>,
     /// A yes's scope beyond once.
     pub scope: Option<Scope>,
-    pub done: oneshot::Sender<Result<(), String>>,
+    pub done: oneshot::Sender<Result<(), NotSent>>,
+}
+
+/// Why an answer typed on the page did not reach the server that asked.
+#[derive(Debug, thiserror::Error)]
+pub enum NotSent {
+    /// The thread that hears the servers has ended.
+    #[error("the page no longer hears the servers")]
+    NotHeard,
+    /// The server could not be reached, or is not the page's user's.
+    #[error(transparent)]
+    Server(#[from] chock_mcp::McpError),
 }
 
 /// The snapshot, the open pages' channel and the way answers leave.
@@ -106,7 +117,7 @@ impl Feed {
         id: u64,
         allow: bool,
         (text, scope): (Option<String>, Option<Scope>),
-    ) -> Result<(), String> {
+    ) -> Result<(), NotSent> {
         let (done, result) = oneshot::channel();
         let answer = Answer {
             server,
@@ -120,10 +131,8 @@ impl Feed {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .send(answer)
-            .map_err(|_| "the page no longer hears the servers".to_owned())?;
-        result
-            .await
-            .map_err(|_| "the page no longer hears the servers".to_owned())?
+            .map_err(|_| NotSent::NotHeard)?;
+        result.await.map_err(|_| NotSent::NotHeard)?
     }
 
     fn heard(&self, heard: Heard) {
@@ -227,7 +236,7 @@ fn hear(feed: &Weak<Feed>, mut watcher: Watcher, typed: &mpsc::Receiver<Answer>)
                     answer.allow,
                     (None, answer.text, answer.scope),
                 )
-                .map_err(|e| e.to_string());
+                .map_err(NotSent::from);
             answer.done.send(sent).ok();
         }
         let heard = watcher.next(HEAR_WAIT);

@@ -205,9 +205,9 @@ async fn respond(shared: &Shared, request: Request<Incoming>) -> Response<Body> 
             let explained = tokio::task::spawn_blocking(move || explain(&fields)).await;
             match explained {
                 Ok(Ok(value)) => json_reply(StatusCode::OK, &value),
-                Ok(Err(message)) => json_reply(
+                Ok(Err(why)) => json_reply(
                     StatusCode::UNPROCESSABLE_ENTITY,
-                    &json!({ "error": message }),
+                    &json!({ "error": why.to_string() }),
                 ),
                 Err(e) => json_reply(
                     StatusCode::INTERNAL_SERVER_ERROR,
@@ -217,9 +217,9 @@ async fn respond(shared: &Shared, request: Request<Incoming>) -> Response<Body> 
         }
         (&Method::GET, "/sessions") => match tokio::task::spawn_blocking(sessions).await {
             Ok(Ok(value)) => json_reply(StatusCode::OK, &value),
-            Ok(Err(message)) => json_reply(
+            Ok(Err(why)) => json_reply(
                 StatusCode::INTERNAL_SERVER_ERROR,
-                &json!({ "error": message }),
+                &json!({ "error": why.to_string() }),
             ),
             Err(e) => json_reply(
                 StatusCode::INTERNAL_SERVER_ERROR,
@@ -294,16 +294,30 @@ async fn answer(feed: &Feed, request: Request<Incoming>) -> Response<Body> {
         .await
     {
         Ok(()) => json_reply(StatusCode::OK, &json!({ "sent": true })),
-        Err(message) => json_reply(StatusCode::CONFLICT, &json!({ "error": message })),
+        Err(why) => json_reply(StatusCode::CONFLICT, &json!({ "error": why.to_string() })),
     }
+}
+
+/// Why `/explain` or `/sessions` has no answer; the words are the reply's
+/// `error`.
+#[derive(Debug, thiserror::Error)]
+enum QueryError {
+    #[error("explain needs project= and action=")]
+    Unnamed,
+    #[error(transparent)]
+    Policy(#[from] chock_policy::PolicyError),
+    #[error(transparent)]
+    Sessions(#[from] chock_sessions::SessionError),
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
 }
 
 /// `chock policy explain` of one logged action, in the project it was
 /// decided in: the decision, the rule that gave it with its file and line,
 /// and the rule that would change it.
-fn explain(fields: &[(String, String)]) -> Result<Value, String> {
+fn explain(fields: &[(String, String)]) -> Result<Value, QueryError> {
     let (Some(project), Some(action)) = (field(fields, "project"), field(fields, "action")) else {
-        return Err("explain needs project= and action=".into());
+        return Err(QueryError::Unnamed);
     };
     let key = chock_policy::Key {
         agent_kind: field(fields, "agent")
@@ -318,21 +332,19 @@ fn explain(fields: &[(String, String)]) -> Result<Value, String> {
             .map(str::to_owned),
         action: action.to_owned(),
     };
-    let options = chock_policy::LoadOptions::from_env(PathBuf::from(project), Vec::new())
-        .map_err(|e| e.to_string())?;
-    let policy = chock_policy::Policy::load(&options).map_err(|e| e.to_string())?;
+    let options = chock_policy::LoadOptions::from_env(PathBuf::from(project), Vec::new())?;
+    let policy = chock_policy::Policy::load(&options)?;
     let verdict = policy.decide(&key, chock_policy::Reading::Act);
-    serde_json::to_value(chock_policy::Explained {
+    Ok(serde_json::to_value(chock_policy::Explained {
         action: &key.action,
         verdict: &verdict,
-    })
-    .map_err(|e| e.to_string())
+    })?)
 }
 
 /// The sessions of `chock run`, newest last, with the tokens each used.
-fn sessions() -> Result<Value, String> {
-    let sessions = chock_sessions::Sessions::from_env().map_err(|e| e.to_string())?;
-    let all = sessions.list().map_err(|e| e.to_string())?;
+fn sessions() -> Result<Value, QueryError> {
+    let sessions = chock_sessions::Sessions::from_env()?;
+    let all = sessions.list()?;
     Ok(Value::Array(
         all.iter()
             .map(|s| {
