@@ -287,7 +287,7 @@ pub fn run(project: &Path, package: &PolicyPackage, call: &Value) -> GuardAnswer
     let started = Instant::now();
     let (decision, reason, from_guard) = match run_bounded(project, package, call) {
         Ok((decision, reason)) => (decision, reason, true),
-        Err(why) => (Decision::Deny, why, false),
+        Err(why) => (Decision::Deny, why.to_string(), false),
     };
     GuardAnswer {
         decision,
@@ -297,27 +297,72 @@ pub fn run(project: &Path, package: &PolicyPackage, call: &Value) -> GuardAnswer
     }
 }
 
+/// Why a guard gave no answer; the words are the reason of the deny it
+/// stands for.
+#[derive(Debug, thiserror::Error)]
+pub enum GuardError {
+    #[error("the policy `{0}` names no guard")]
+    NoGuard(String),
+    #[error("its guard {} cannot be found: {source}", program.display())]
+    NotFound {
+        program: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("no scratch folder for the guard: {0}")]
+    NoScratch(#[source] std::io::Error),
+    #[error("its sandbox could not be laid out: {0}")]
+    Layout(#[source] chock_sandbox::SandboxError),
+    #[error("its sandbox could not be made: {0}")]
+    Sandbox(#[source] chock_sandbox::SandboxError),
+    #[error("the project cannot be read: {0}")]
+    Project(#[source] std::io::Error),
+    #[error("its guard could not start: {0}")]
+    Start(#[source] chock_sandbox::SandboxError),
+    #[error("its guard cannot be bounded: {0}")]
+    Unbounded(#[source] chock_sandbox::SandboxError),
+    #[error("its guard gave no answer within its bound of {0} ms")]
+    TimedOut(u64),
+    #[error("its guard failed: {0}")]
+    Failed(#[source] chock_sandbox::SandboxError),
+    #[error("its guard passed its memory bound of {0} bytes")]
+    OverMemory(u64),
+    /// A nonzero exit, with the first line of what it printed on stderr.
+    #[error("its guard failed (exit {code}): {stderr}")]
+    Exit { code: i32, stderr: String },
+    #[error("its guard was killed by signal {0}")]
+    Killed(i32),
+    #[error("its guard printed more than {MAX_ANSWER_BYTES} bytes")]
+    TooLong,
+    #[error(
+        "its guard did not answer `{{\"decision\": \"allow\" | \"ask\" | \"deny\", \"reason\": \"...\"}}` ({0})"
+    )]
+    NoAnswer(#[source] serde_json::Error),
+}
+
 fn run_bounded(
     project: &Path,
     package: &PolicyPackage,
     call: &Value,
-) -> Result<(Decision, String), String> {
+) -> Result<(Decision, String), GuardError> {
     let guard = package
         .guard
         .as_ref()
-        .ok_or_else(|| format!("the policy `{}` names no guard", package.id))?;
+        .ok_or_else(|| GuardError::NoGuard(package.id.clone()))?;
     let program = guard
         .program
         .canonicalize()
-        .map_err(|e| format!("its guard {} cannot be found: {e}", guard.program.display()))?;
-    let cache = tempfile::tempdir().map_err(|e| format!("no scratch folder for the guard: {e}"))?;
+        .map_err(|source| GuardError::NotFound {
+            program: guard.program.clone(),
+            source,
+        })?;
+    let cache = tempfile::tempdir().map_err(GuardError::NoScratch)?;
     let mut layout = chock_sandbox::resolve_layout(
         project,
         cache.path(),
         &chock_sandbox::Toolchain::Host,
         16 << 20,
     )
-    .map_err(|e| format!("its sandbox could not be laid out: {e}"))?;
+    .map_err(GuardError::Layout)?;
     layout
         .etc_files
         .push((CALL_FILE.to_owned(), call.to_string().into_bytes()));
@@ -325,7 +370,7 @@ fn run_bounded(
         .lowered(Some(GUARD_PROCESSES), Some(guard.memory_bytes));
     limits.cpu_seconds = guard.timeout_ms.div_ceil(1000).max(1);
     let sandbox = chock_sandbox::Sandbox::new(layout, limits, chock_sandbox::WriteExecute::Refused)
-        .map_err(|e| format!("its sandbox could not be made: {e}"))?;
+        .map_err(GuardError::Sandbox)?;
     let command = chock_sandbox::Command {
         program: PathBuf::from("/bin/sh"),
         args: vec![
@@ -341,19 +386,13 @@ fn run_bounded(
             ),
             (OsString::from("CHOCK_POLICY"), OsString::from(&package.id)),
         ],
-        cwd: project
-            .canonicalize()
-            .map_err(|e| format!("the project cannot be read: {e}"))?,
+        cwd: project.canonicalize().map_err(GuardError::Project)?,
         stdio: chock_sandbox::Stdio::Capture {
             limit: MAX_ANSWER_BYTES + 1,
         },
     };
-    let running = sandbox
-        .spawn(&command)
-        .map_err(|e| format!("its guard could not start: {e}"))?;
-    let handle = running
-        .signal_handle()
-        .map_err(|e| format!("its guard cannot be bounded: {e}"))?;
+    let running = sandbox.spawn(&command).map_err(GuardError::Start)?;
+    let handle = running.signal_handle().map_err(GuardError::Unbounded)?;
     let bound = Duration::from_millis(guard.timeout_ms);
     let (done, finished) = mpsc::channel::<()>();
     let watcher = std::thread::spawn(move || {
@@ -367,48 +406,34 @@ fn run_bounded(
     let _ = done.send(());
     let overran = watcher.join().unwrap_or(true);
     if overran {
-        return Err(format!(
-            "its guard gave no answer within its bound of {} ms",
-            guard.timeout_ms
-        ));
+        return Err(GuardError::TimedOut(guard.timeout_ms));
     }
-    let finished = waited.map_err(|e| format!("its guard failed: {e}"))?;
+    let finished = waited.map_err(GuardError::Failed)?;
     if finished.cgroup.is_some_and(|c| c.oom_kills > 0) {
-        return Err(format!(
-            "its guard passed its memory bound of {} bytes",
-            guard.memory_bytes
-        ));
+        return Err(GuardError::OverMemory(guard.memory_bytes));
     }
     match finished.exit {
         chock_sandbox::Exit::Code(0) => {}
         chock_sandbox::Exit::Code(code) => {
-            return Err(format!(
-                "its guard failed (exit {code}): {}",
-                first_line(&finished.stderr)
-            ));
+            return Err(GuardError::Exit {
+                code,
+                stderr: first_line(&finished.stderr),
+            });
         }
-        chock_sandbox::Exit::Signal(signal) => {
-            return Err(format!("its guard was killed by signal {signal}"));
-        }
+        chock_sandbox::Exit::Signal(signal) => return Err(GuardError::Killed(signal)),
     }
     if finished.truncated || finished.stdout.len() > MAX_ANSWER_BYTES {
-        return Err(format!(
-            "its guard printed more than {MAX_ANSWER_BYTES} bytes"
-        ));
+        return Err(GuardError::TooLong);
     }
     read_answer(&finished.stdout)
 }
 
 /// Reads what a guard printed as its answer; anything but one
 /// `{"decision": ..., "reason": ...}` object is an error saying so.
-pub fn read_answer(bytes: &[u8]) -> Result<(Decision, String), String> {
+pub fn read_answer(bytes: &[u8]) -> Result<(Decision, String), GuardError> {
     serde_json::from_slice::<Answer>(bytes)
         .map(|a| (a.decision, a.reason))
-        .map_err(|e| {
-            format!(
-                "its guard did not answer `{{\"decision\": \"allow\" | \"ask\" | \"deny\", \"reason\": \"...\"}}` ({e})"
-            )
-        })
+        .map_err(GuardError::NoAnswer)
 }
 
 fn first_line(bytes: &[u8]) -> String {

@@ -26,7 +26,7 @@ pub fn read_verdict(bytes: &[u8]) {
                 String::from_utf8_lossy(bytes)
             );
         }
-        Some(Err(why)) => assert!(why.contains("did not answer"), "{why}"),
+        Some(Err(why)) => assert!(why.to_string().contains("did not answer"), "{why}"),
         None => unreachable!("the reading ran"),
     }
 }
