@@ -285,7 +285,7 @@ impl FlakeInputs {
                     Ok(source) if !is_wanted(source) => InputState::NotWanted,
                     Ok(source) => match fetched.get(&source.store_path) {
                         Some(Ok(())) => InputState::Fetched,
-                        Some(Err(why)) => InputState::Failed(why.clone()),
+                        Some(Err(why)) => InputState::Failed(why.to_string()),
                         None => self.not_fetched(source, &answers),
                     },
                 };
@@ -559,7 +559,7 @@ async fn fetch_all<'s>(
     logger: &Logger<'_>,
     granted: &BTreeSet<HostPort>,
     allowed: impl Iterator<Item = &'s (String, Source)>,
-) -> (BTreeMap<StorePath, Result<(), String>>, Vec<HostAnswer>) {
+) -> (BTreeMap<StorePath, Result<(), FetchError>>, Vec<HostAnswer>) {
     let mut seen = BTreeSet::new();
     let mut queue = allowed
         .filter(|(_, s)| seen.insert(s.store_path.clone()))
@@ -611,7 +611,7 @@ async fn fetch_all<'s>(
                     ok: false,
                     message: &message,
                 });
-                Err(message)
+                Err(error)
             }
         };
         outcomes.insert(source.store_path.clone(), outcome);
