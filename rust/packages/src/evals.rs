@@ -176,7 +176,7 @@ pub fn run_case(policy: &Policy, project: &Path, case: &Case) -> Outcome {
                 file: case.file.clone(),
                 expect: case.expect,
                 got: Expect::Deny,
-                reason: why,
+                reason: why.to_string(),
             };
         }
     };
@@ -189,7 +189,8 @@ pub fn run_case(policy: &Policy, project: &Path, case: &Case) -> Outcome {
     }
 }
 
-type Judgement = Result<Vec<Judged>, String>;
+/// What the layers judged of a case's call, or why its payload is no call.
+type Judgement = Result<Vec<Judged>, chock_hook::HookError>;
 
 fn tool_call(
     policy: &Policy,
@@ -199,7 +200,7 @@ fn tool_call(
 ) -> (Judgement, bool, &'static str) {
     let call = match payload::parse(agent, &payload_json.to_string()) {
         Ok(call) => call,
-        Err(e) => return (Err(e.to_string()), false, agent.title()),
+        Err(e) => return (Err(e), false, agent.title()),
     };
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let store = PathBuf::from("/nix/store");
