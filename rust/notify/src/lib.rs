@@ -61,16 +61,24 @@ pub fn spawn(pending: Pending) {
     });
 }
 
+/// Why a notification was not sent.
+#[derive(Debug, thiserror::Error)]
+pub enum NotSent {
+    /// There is no bus, or no notification service on it.
+    #[error(transparent)]
+    Bus(#[from] zbus::Error),
+    /// The bus did not answer within [`LIMIT`].
+    #[error("no answer from the bus within {} ms", LIMIT.as_millis())]
+    TimedOut,
+}
+
 /// Sends the notification for `pending` on the bus at `address` (the
 /// session bus when `None`), within [`LIMIT`]; the notification's id, or
 /// why it was not sent.
-pub async fn send(address: Option<&str>, pending: &Pending) -> Result<u32, String> {
+pub async fn send(address: Option<&str>, pending: &Pending) -> Result<u32, NotSent> {
     match tokio::time::timeout(LIMIT, notify(address, pending)).await {
-        Ok(sent) => sent.map_err(|e| e.to_string()),
-        Err(_) => Err(format!(
-            "no answer from the bus within {} ms",
-            LIMIT.as_millis()
-        )),
+        Ok(sent) => Ok(sent?),
+        Err(_) => Err(NotSent::TimedOut),
     }
 }
 
