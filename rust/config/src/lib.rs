@@ -14,6 +14,7 @@
 mod error;
 pub mod prices;
 pub mod providers;
+pub mod search;
 pub mod servers;
 mod settings;
 mod source;
@@ -27,6 +28,10 @@ pub use settings::{
 pub use error::ConfigError;
 pub use prices::{MAX_PRICES, Price};
 pub use providers::{KeySource, MAX_PROVIDERS, ProviderInstance, ProviderKind};
+pub use search::{
+    DEFAULT_SEARCH_BYTES, DEFAULT_SEARCH_RESULTS, DEFAULT_SEARCH_TIMEOUT, MAX_SEARCH_BYTES,
+    MAX_SEARCH_RESULTS, SEARCH_LOGIN, SearchEngine, SearchKind,
+};
 pub use servers::{
     COMMAND_TIMEOUT, Launch, MAX_SECRET_BYTES, MAX_SECRETS, MAX_SERVERS, McpServer, SecretEnv,
     SecretError, SecretStore, StoreCommandError, TOOL_SEPARATOR,

@@ -15,11 +15,10 @@ use std::time::Duration;
 use chock_zon::Spanned;
 use serde::Deserialize;
 
-use chock_config::ByteSize;
-use chock_config::ConfigError;
-use chock_config::Source;
-use chock_config::providers::{KeyFields, KeySource, check_base_url, read_key};
-use chock_config::servers::OperatorSecrets;
+use crate::ByteSize;
+use crate::providers::{KeyFields, KeySource, check_base_url, read_key};
+use crate::servers::OperatorSecrets;
+use crate::{ConfigError, Source};
 
 /// The name the search engine's key is kept under in the credential store
 /// when `.key = .login` (`chock login search`).
@@ -92,7 +91,7 @@ pub struct SearchEngine {
     deny_unknown_fields,
     expecting = "the `.search` block: `.{ .kind = .brave, .key = .{ .env = \"BRAVE_API_KEY\" } }` (or `.searxng` with `.url`, or `.tavily`)"
 )]
-pub(crate) struct SearchFields {
+pub struct SearchFields {
     kind: SearchKind,
     url: Option<String>,
     key: Option<KeyFields>,
@@ -101,7 +100,7 @@ pub(crate) struct SearchFields {
     max_bytes: Option<ByteSize>,
 }
 
-pub(crate) fn read_search(
+pub fn read_search(
     source: &Source<'_>,
     block: Option<Spanned<SearchFields>>,
     secrets: &OperatorSecrets,
@@ -179,107 +178,4 @@ pub(crate) fn read_search(
         file: source.file.to_path_buf(),
         line: source.line(span),
     }))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::test_support::with_operator_config as load;
-
-    #[test]
-    fn an_engine_is_read_with_its_defaults() {
-        let policy = load(
-            ".{\n .search = .{ .kind = .brave, .key = .{ .secret = \"BRAVE\" }, .max_results = 5 },\n .secrets = .{ .BRAVE = .{ .env = \"BRAVE_API_KEY\" } },\n}\n",
-        )
-        .expect("loads");
-        let engine = policy.search().expect("an engine");
-        assert_eq!(
-            (
-                engine.kind,
-                engine.url.as_str(),
-                &engine.key,
-                engine.max_results,
-                engine.line
-            ),
-            (
-                SearchKind::Brave,
-                "https://api.search.brave.com",
-                &KeySource::Secret("BRAVE".into()),
-                5,
-                2
-            )
-        );
-        assert_eq!(engine.timeout, DEFAULT_SEARCH_TIMEOUT);
-        let own = load(".{ .search = .{ .kind = .searxng, .url = \"http://127.0.0.1:8888/\" } }")
-            .expect("loads");
-        let engine = own.search().expect("an engine");
-        assert_eq!(
-            (engine.url.as_str(), &engine.key),
-            ("http://127.0.0.1:8888", &KeySource::None)
-        );
-        assert!(load(".{}").expect("loads").search().is_none());
-        let login = load(".{ .search = .{ .kind = .tavily, .key = .login } }").expect("loads");
-        assert_eq!(login.search().map(|e| &e.key), Some(&KeySource::Login));
-    }
-
-    #[test]
-    fn a_bad_engine_is_refused_at_its_line_saying_what_to_do() {
-        for (text, says) in [
-            (".{\n .search = .{ .kind = .google } }", "`.searxng`"),
-            (".{\n .search = .{ .kind = .searxng } }", "needs `.url`"),
-            (".{\n .search = .{ .kind = .brave } }", "needs `.key`"),
-            (
-                ".{\n .search = .{ .kind = .tavily, .key = .login },\n .providers = .{ .{ .name = \"search\", .kind = .anthropic } } }",
-                "rename that instance",
-            ),
-            (
-                ".{\n .search = .{ .kind = .brave, .key = .{ .secret = \"NOPE\" } } }",
-                "add `.secrets",
-            ),
-            (
-                ".{\n .search = .{ .kind = .searxng, .url = \"https://u:p@h\" } }",
-                "credentials",
-            ),
-            (
-                ".{\n .search = .{ .kind = .searxng, .url = \"ftp://h/\" } }",
-                "not http",
-            ),
-            (
-                ".{\n .search = .{ .kind = .searxng, .url = \"http://h\", .max_results = 0 } }",
-                "from 1 to 20",
-            ),
-            (
-                ".{\n .search = .{ .kind = .searxng, .url = \"http://h\", .timeout_seconds = 999 } }",
-                "from 1 to 120",
-            ),
-            (
-                ".{\n .search = .{ .kind = .searxng, .url = \"http://h\", .api_key = \"x\" } }",
-                "api_key",
-            ),
-        ] {
-            let message = load(text).expect_err(text).to_string();
-            assert!(message.contains(says), "{text}: {message}");
-            assert!(message.contains("config.zon:2:"), "{text}: {message}");
-        }
-    }
-
-    #[test]
-    fn a_project_cannot_name_the_engine() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        std::fs::write(
-            dir.path().join(crate::control::CHOCK_ZON),
-            ".{\n .search = .{ .kind = .searxng, .url = \"http://evil\" } }",
-        )
-        .expect("write");
-        let message = crate::Policy::load(&crate::LoadOptions {
-            project_dir: dir.path().to_path_buf(),
-            operator_config: None,
-            discovered_bundles: vec![],
-            org_bundles: vec![],
-        })
-        .expect_err("refused")
-        .to_string();
-        assert!(message.contains("config.zon"), "{message}");
-        assert!(message.contains(":2:"), "{message}");
-    }
 }

@@ -297,9 +297,9 @@ pub(crate) struct OperatorFile {
     pub(crate) prices: Vec<chock_config::prices::Price>,
     /// The web_search tool's engine (read into `search` after reading).
     #[serde(default, rename = "search")]
-    pub(crate) search_fields: Option<Spanned<crate::search::SearchFields>>,
+    pub(crate) search_fields: Option<Spanned<chock_config::search::SearchFields>>,
     #[serde(skip)]
-    pub(crate) search: Option<crate::search::SearchEngine>,
+    pub(crate) search: Option<chock_config::search::SearchEngine>,
     /// Which skill layers are listed (read into `skills` after reading).
     #[serde(default, rename = "skills")]
     pub(crate) skill_fields: Option<Spanned<crate::skills::SkillsFields>>,

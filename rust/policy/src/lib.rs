@@ -27,7 +27,6 @@ mod policy;
 mod promise;
 pub mod root;
 mod rule;
-mod search;
 mod skills;
 mod style;
 #[cfg(test)]
@@ -42,6 +41,10 @@ pub use chock_config::NOT_IMPLEMENTED;
 pub use chock_config::{
     COMMAND_TIMEOUT, Launch, MAX_SECRET_BYTES, MAX_SECRETS, MAX_SERVERS, McpServer, SecretEnv,
     SecretError, SecretStore, StoreCommandError, TOOL_SEPARATOR,
+};
+pub use chock_config::{
+    DEFAULT_SEARCH_BYTES, DEFAULT_SEARCH_RESULTS, DEFAULT_SEARCH_TIMEOUT, MAX_SEARCH_BYTES,
+    MAX_SEARCH_RESULTS, SEARCH_LOGIN, SearchEngine, SearchKind,
 };
 pub use chock_config::{KeySource, MAX_PROVIDERS, ProviderInstance, ProviderKind};
 pub use chock_config::{MAX_PRICES, Price};
@@ -68,10 +71,6 @@ pub use policy::{
 };
 pub use promise::{AlreadyBound, Ceiling};
 pub use rule::{Key, Rule, RuleSource, Specificity};
-pub use search::{
-    DEFAULT_SEARCH_BYTES, DEFAULT_SEARCH_RESULTS, DEFAULT_SEARCH_TIMEOUT, MAX_SEARCH_BYTES,
-    MAX_SEARCH_RESULTS, SEARCH_LOGIN, SearchEngine, SearchKind,
-};
 pub use skills::{DEFAULT_SKILL_BYTES, MAX_SKILL_BYTES, SkillLayer, SkillSettings};
 pub use style::{
     MAX_STYLE_BYTES, MAX_STYLE_RULES, MAX_STYLE_TIMEOUT, StyleMeasure, StyleRule, StyleSettings,

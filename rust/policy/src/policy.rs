@@ -1283,7 +1283,7 @@ fn read_operator(source: &Source<'_>) -> Result<OperatorFile, PolicyError> {
         &operator.stores,
     )?;
     operator.prices = chock_config::prices::read_prices(source, operator.price_fields.take())?;
-    operator.search = crate::search::read_search(
+    operator.search = chock_config::search::read_search(
         source,
         operator.search_fields.take(),
         &operator.stores,

@@ -4,4 +4,5 @@
 
 mod prices;
 mod providers;
+mod search;
 mod servers;
