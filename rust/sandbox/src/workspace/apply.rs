@@ -97,6 +97,10 @@ pub struct Plan {
     /// what decides what runs first, cut at [`DIFF_LINES`].
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub diff: Vec<String>,
+    /// An overlay's changes as the question showed them: the digest of
+    /// their frozen copy, which the landing's copy must match.
+    #[serde(skip)]
+    pub(crate) frozen: Option<String>,
 }
 
 impl Plan {
@@ -569,6 +573,7 @@ impl SessionWorkspace {
             notes,
             left_out: Vec::new(),
             diff,
+            frozen: None,
         }))
     }
 
@@ -657,7 +662,13 @@ impl SessionWorkspace {
             },
             None => Landing::Tree,
         };
-        let diff = super::overlay::overlay_diff(&self.meta.project, &self.upper(), &carried.files);
+        let diff = super::overlay::overlay_diff(
+            &self.meta.project,
+            carried.frozen.path(),
+            &self.upper(),
+            &carried.files,
+        );
+        let frozen = Some(carried.frozen.digest()?);
         Ok(Some(Plan {
             session: self.meta.session.clone(),
             project: self.meta.project.clone(),
@@ -671,6 +682,7 @@ impl SessionWorkspace {
             notes: Vec::new(),
             left_out: carried.left_out,
             diff,
+            frozen,
         }))
     }
 
@@ -843,7 +855,7 @@ impl SessionWorkspace {
             return Ok(kept(why.clone()));
         }
         let carried = self.overlay_changes()?;
-        if carried.files != plan.files {
+        if Some(carried.frozen.digest()?) != plan.frozen {
             return Ok(kept(
                 "the workspace changed after the question was put".into(),
             ));
@@ -855,7 +867,7 @@ impl SessionWorkspace {
                 shown_paths(&conflicts)
             )));
         }
-        let held = self.overlay_write(&carried.changes)?;
+        let held = self.overlay_write(&carried)?;
         self.overlay_applied(&carried.changes)?;
         held.done()?;
         Ok(Applied::Written {

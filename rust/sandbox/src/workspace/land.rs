@@ -365,7 +365,7 @@ impl Folders<'_> {
 /// `rel`, read beneath it with no link followed: a file, a link, a folder
 /// with its entries, `denied` paths left out. `false` when there is
 /// nothing to carry (a socket, a FIFO, a device, a denied path).
-fn copy(
+pub(super) fn copy(
     upper: &OwnedFd,
     denied: &[&Path],
     count: &mut usize,
@@ -570,7 +570,7 @@ fn names_in(dir: std::os::fd::BorrowedFd<'_>) -> Result<Vec<OsString>, Errno> {
 }
 
 /// `rel` beneath `dir`, no link followed anywhere on the way.
-fn beneath(dir: &OwnedFd, rel: &Path, flags: OFlag) -> Result<OwnedFd, Errno> {
+pub(super) fn beneath(dir: &OwnedFd, rel: &Path, flags: OFlag) -> Result<OwnedFd, Errno> {
     openat2(
         dir,
         rel,
@@ -590,7 +590,7 @@ fn lstat(dir: impl AsFd, name: &OsStr) -> Option<nix::sys::stat::FileStat> {
 /// Removes `name` in `dir` and, for a folder, everything in it, each
 /// entry by its folder's descriptor (a folder is given write permission
 /// first if a program took it away).
-fn remove_beneath(dir: std::os::fd::BorrowedFd<'_>, name: &OsStr) -> Result<(), Errno> {
+pub(super) fn remove_beneath(dir: std::os::fd::BorrowedFd<'_>, name: &OsStr) -> Result<(), Errno> {
     let Some(stat) = lstat(dir, name) else {
         return Ok(());
     };
@@ -619,7 +619,7 @@ fn remove_beneath(dir: std::os::fd::BorrowedFd<'_>, name: &OsStr) -> Result<(), 
 }
 
 /// `rel`'s folder and name.
-fn split(rel: &Path) -> Result<(&Path, &OsStr), WorkspaceError> {
+pub(super) fn split(rel: &Path) -> Result<(&Path, &OsStr), WorkspaceError> {
     match (rel.parent(), rel.file_name()) {
         (Some(dir), Some(name)) => Ok((dir, name)),
         _ => Err(WorkspaceError::Refused(format!(

@@ -21,6 +21,7 @@
 
 pub mod apply;
 mod files;
+mod frozen;
 mod git;
 mod history;
 pub mod journal;

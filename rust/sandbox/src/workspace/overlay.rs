@@ -18,8 +18,9 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 use super::apply::FileChange;
+use super::frozen::Frozen;
 use super::git::Git;
-use super::{SessionWorkspace, WorkspaceError, files, io};
+use super::{SessionWorkspace, WorkspaceError, io};
 
 /// The upper layer, under the workspace's folder.
 pub(crate) const UPPER: &str = "upper";
@@ -198,12 +199,19 @@ fn lines(project: &Path, old: &Path, new: &Path) -> Option<(u64, u64)> {
 }
 
 /// The unified diff of what an overlay apply writes: for each file of
-/// `files`, the project's as it is against the upper layer's, those that
-/// decide what runs first, bounded as a git apply's is. A side that is no
+/// `files`, the project's as it is against the one `frozen` holds (the
+/// upper layer's changes copied out, see `frozen`), those that decide what
+/// runs first, bounded as a git apply's is; `upper` is named for the
+/// whole diff. A side that is no
 /// file or link (absent, or a whiteout) is `/dev/null`; the names git
 /// prints for the two sides (the project's and the workspace's paths) are
 /// replaced by the file's path in the project.
-pub(crate) fn overlay_diff(project: &Path, upper: &Path, files: &[FileChange]) -> Vec<String> {
+pub(crate) fn overlay_diff(
+    project: &Path,
+    frozen: &Path,
+    upper: &Path,
+    files: &[FileChange],
+) -> Vec<String> {
     let side = |p: PathBuf| match p.symlink_metadata() {
         Ok(meta) if meta.is_file() || meta.file_type().is_symlink() => Some(p),
         _ => None,
@@ -213,7 +221,7 @@ pub(crate) fn overlay_diff(project: &Path, upper: &Path, files: &[FileChange]) -
     let mut text = Vec::new();
     for file in ordered {
         let old = side(project.join(&file.path));
-        let new = side(upper.join(&file.path));
+        let new = side(frozen.join(&file.path));
         let null = Path::new("/dev/null");
         let out = Git::host(project).output(
             [
@@ -302,6 +310,9 @@ pub(crate) struct Carried {
     pub(crate) changes: Vec<Change>,
     pub(crate) files: Vec<FileChange>,
     pub(crate) left_out: Vec<String>,
+    /// What the changes write, copied out of the upper layer once: the
+    /// question is read from it and the landing writes it.
+    pub(crate) frozen: Frozen,
 }
 
 impl SessionWorkspace {
@@ -351,16 +362,18 @@ impl SessionWorkspace {
             )));
         }
         let denied: Vec<PathBuf> = self.meta.deny_read.iter().map(|c| c.rel.clone()).collect();
+        let frozen = Frozen::freeze(&upper, &self.dir, &kept, &self.denied())?;
+        let written = frozen.path();
         let mut files: Vec<FileChange> = Vec::new();
         for change in &kept {
             let mut paths = Vec::new();
             match change {
-                Change::Write(rel) => files_under(&upper, rel, &mut paths),
+                Change::Write(rel) => files_under(written, rel, &mut paths),
                 Change::Remove(rel) => files_under(project, rel, &mut paths),
             }
             for rel in paths.into_iter().filter(|p| !denied.contains(p)) {
                 let (old, new) = match change {
-                    Change::Write(_) => (project.join(&rel), upper.join(&rel)),
+                    Change::Write(_) => (project.join(&rel), written.join(&rel)),
                     Change::Remove(_) => (project.join(&rel), PathBuf::from("/nonexistent")),
                 };
                 let path = rel.display().to_string();
@@ -379,6 +392,7 @@ impl SessionWorkspace {
             changes: kept,
             files,
             left_out,
+            frozen,
         })
     }
 
@@ -439,10 +453,10 @@ impl SessionWorkspace {
     /// cleared too.
     pub(crate) fn overlay_write(
         &self,
-        changes: &[Change],
+        carried: &Carried,
     ) -> Result<super::journal::Held, WorkspaceError> {
         let denied = self.denied();
-        super::journal::write_tree(self, &self.upper(), changes, &denied)
+        super::journal::write_tree(self, carried.frozen.path(), &carried.changes, &denied)
     }
 
     /// After `changes` were written into the project: each is taken out of
@@ -450,15 +464,7 @@ impl SessionWorkspace {
     /// so the next apply carries only what came after and counts only the
     /// person's changes after it as conflicts.
     pub(crate) fn overlay_applied(&mut self, changes: &[Change]) -> Result<(), WorkspaceError> {
-        let upper = self.upper();
-        for change in changes {
-            let path = upper.join(change.rel());
-            match std::fs::symlink_metadata(&path) {
-                Ok(meta) if meta.is_dir() => files::remove_all(&path)?,
-                Ok(_) => std::fs::remove_file(&path).map_err(io("removing", &path))?,
-                Err(_) => {}
-            }
-        }
+        super::frozen::remove_landed(&self.upper(), changes)?;
         self.meta.applied_ms = Some(super::now_ms().max(self.latest_change_ms(changes)));
         self.save()
     }
