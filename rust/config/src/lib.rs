@@ -17,6 +17,7 @@ pub mod providers;
 pub mod search;
 pub mod servers;
 mod settings;
+pub mod skills;
 mod source;
 
 pub use settings::{
@@ -36,4 +37,5 @@ pub use servers::{
     COMMAND_TIMEOUT, Launch, MAX_SECRET_BYTES, MAX_SECRETS, MAX_SERVERS, McpServer, SecretEnv,
     SecretError, SecretStore, StoreCommandError, TOOL_SEPARATOR,
 };
+pub use skills::{DEFAULT_SKILL_BYTES, MAX_SKILL_BYTES, SkillLayer, SkillSettings};
 pub use source::{FileKind, NOT_IMPLEMENTED, Source};

@@ -90,7 +90,7 @@ pub(crate) struct ProjectFile {
     subagents: Option<Spanned<SubagentFields>>,
     /// Which skill layers are listed, and the bound of one read.
     #[serde(default)]
-    skills: Option<Spanned<crate::skills::SkillsFields>>,
+    skills: Option<Spanned<chock_config::skills::SkillsFields>>,
     /// The reviewer agent of `chock run`.
     #[serde(default)]
     review: Option<Spanned<ReviewFields>>,
@@ -302,9 +302,9 @@ pub(crate) struct OperatorFile {
     pub(crate) search: Option<chock_config::search::SearchEngine>,
     /// Which skill layers are listed (read into `skills` after reading).
     #[serde(default, rename = "skills")]
-    pub(crate) skill_fields: Option<Spanned<crate::skills::SkillsFields>>,
+    pub(crate) skill_fields: Option<Spanned<chock_config::skills::SkillsFields>>,
     #[serde(skip)]
-    pub(crate) skills: crate::skills::SkillsBlock,
+    pub(crate) skills: chock_config::skills::SkillsBlock,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -439,7 +439,7 @@ pub(crate) struct ProjectLayer {
     pub(crate) workspace: crate::workspace::WorkspaceSettings,
     pub(crate) subagents: Option<Subagents>,
     pub(crate) review: Option<Review>,
-    pub(crate) skills: crate::skills::SkillsBlock,
+    pub(crate) skills: chock_config::skills::SkillsBlock,
     pub(crate) style: Option<crate::style::StyleSettings>,
     pub(crate) lsp: Vec<crate::lsp::LspServer>,
     pub(crate) devices: Vec<crate::devices::NamedDevice>,
@@ -463,7 +463,7 @@ pub(crate) fn read_project(source: &Source<'_>) -> Result<ProjectLayer, ConfigEr
     let workspace = crate::workspace::read(source, file.apply, file.workspace, file.deny_read)?;
     let subagents = check_subagents(source, file.subagents)?;
     let review = check_review(source, file.review, &agents)?;
-    let skills = crate::skills::read_skills(source, file.skills)?;
+    let skills = chock_config::skills::read_skills(source, file.skills)?;
     let style = crate::style::read_style(source, file.style)?;
     let lsp = crate::lsp::read_lsp(source, file.lsp)?;
     let devices = crate::devices::read_devices(source, file.devices)?;

@@ -27,7 +27,6 @@ mod policy;
 mod promise;
 pub mod root;
 mod rule;
-mod skills;
 mod style;
 #[cfg(test)]
 mod test_support;
@@ -46,6 +45,7 @@ pub use chock_config::{
     DEFAULT_SEARCH_BYTES, DEFAULT_SEARCH_RESULTS, DEFAULT_SEARCH_TIMEOUT, MAX_SEARCH_BYTES,
     MAX_SEARCH_RESULTS, SEARCH_LOGIN, SearchEngine, SearchKind,
 };
+pub use chock_config::{DEFAULT_SKILL_BYTES, MAX_SKILL_BYTES, SkillLayer, SkillSettings};
 pub use chock_config::{KeySource, MAX_PROVIDERS, ProviderInstance, ProviderKind};
 pub use chock_config::{MAX_PRICES, Price};
 pub use chock_flakelock::{Endpoint, EndpointError, SCHEMES, url_endpoint};
@@ -71,7 +71,6 @@ pub use policy::{
 };
 pub use promise::{AlreadyBound, Ceiling};
 pub use rule::{Key, Rule, RuleSource, Specificity};
-pub use skills::{DEFAULT_SKILL_BYTES, MAX_SKILL_BYTES, SkillLayer, SkillSettings};
 pub use style::{
     MAX_STYLE_BYTES, MAX_STYLE_RULES, MAX_STYLE_TIMEOUT, StyleMeasure, StyleRule, StyleSettings,
 };

@@ -823,7 +823,7 @@ impl Policy {
     pub fn skills(&self) -> crate::SkillSettings {
         let operator = self.operator.as_ref().map(|(_, o)| &o.skills);
         let project = self.project.as_ref().map(|p| &p.skills);
-        crate::skills::settle(&operator.into_iter().chain(project).collect::<Vec<_>>())
+        chock_config::skills::settle(&operator.into_iter().chain(project).collect::<Vec<_>>())
     }
 
     /// The operator's `config.zon`, when one was read.
@@ -1289,7 +1289,7 @@ fn read_operator(source: &Source<'_>) -> Result<OperatorFile, PolicyError> {
         &operator.stores,
         &operator.providers,
     )?;
-    operator.skills = crate::skills::read_skills(source, operator.skill_fields.take())?;
+    operator.skills = chock_config::skills::read_skills(source, operator.skill_fields.take())?;
     Ok(operator)
 }
 

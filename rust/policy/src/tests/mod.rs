@@ -6,3 +6,4 @@ mod prices;
 mod providers;
 mod search;
 mod servers;
+mod skills;

@@ -11,9 +11,8 @@
 use chock_zon::Spanned;
 use serde::Deserialize;
 
-use chock_config::ByteSize;
-use chock_config::ConfigError;
-use chock_config::Source;
+use crate::ByteSize;
+use crate::{ConfigError, Source};
 
 /// The bytes of one skill file a read returns when no file says.
 pub const DEFAULT_SKILL_BYTES: u64 = 256 << 10;
@@ -29,7 +28,7 @@ pub const MAX_SKILL_BYTES: u64 = 4 << 20;
 pub enum SkillLayer {
     /// `$XDG_CONFIG_HOME/chock/skills/`: what the person put there.
     Operator,
-    /// The project's skills folder ([`crate::control::SKILLS_DIR`]).
+    /// The project's skills folder, `.agents/skills/`.
     Project,
     /// Shipped inside an installed policy package.
     Packaged,
@@ -59,7 +58,7 @@ impl SkillLayer {
 
     /// The action a read of one of its skills is decided under.
     pub fn action(self) -> String {
-        crate::names::skill_read(self.label())
+        chock_names::skill_read(self.label())
     }
 }
 
@@ -86,19 +85,19 @@ impl Default for SkillSettings {
     deny_unknown_fields,
     expecting = "the `.skills` block: `.{ .layers = .{ .operator, .project, .packaged }, .max_bytes = \"256KiB\" }`"
 )]
-pub(crate) struct SkillsFields {
+pub struct SkillsFields {
     layers: Option<Vec<SkillLayer>>,
     max_bytes: Option<ByteSize>,
 }
 
 /// One file's `.skills`, checked.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct SkillsBlock {
+pub struct SkillsBlock {
     layers: Option<Vec<SkillLayer>>,
     max_bytes: Option<u64>,
 }
 
-pub(crate) fn read_skills(
+pub fn read_skills(
     source: &Source<'_>,
     block: Option<Spanned<SkillsFields>>,
 ) -> Result<SkillsBlock, ConfigError> {
@@ -130,7 +129,7 @@ pub(crate) fn read_skills(
 
 /// What the operator's and the project's `.skills` leave: the layers both
 /// name, the smaller bound.
-pub(crate) fn settle(blocks: &[&SkillsBlock]) -> SkillSettings {
+pub fn settle(blocks: &[&SkillsBlock]) -> SkillSettings {
     let mut settings = SkillSettings::default();
     for block in blocks {
         if let Some(layers) = &block.layers {
@@ -141,103 +140,4 @@ pub(crate) fn settle(blocks: &[&SkillsBlock]) -> SkillSettings {
         }
     }
     settings
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::test_support::with_operator_config as load;
-
-    #[test]
-    fn each_file_narrows_and_neither_widens() {
-        let policy =
-            load(".{ .skills = .{ .layers = .{ .packaged, .operator }, .max_bytes = \"1KiB\" } }")
-                .expect("loads");
-        assert_eq!(
-            policy.skills(),
-            SkillSettings {
-                layers: vec![SkillLayer::Operator, SkillLayer::Packaged],
-                max_bytes: 1024
-            }
-        );
-        let none = load(".{}").expect("loads");
-        assert_eq!(none.skills(), SkillSettings::default());
-        assert_eq!(SkillLayer::Packaged.action(), "skill.read.packaged");
-    }
-
-    #[test]
-    fn the_project_and_the_operator_each_narrow_the_other() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let config = dir.path().join("config.zon");
-        std::fs::write(
-            &config,
-            ".{ .skills = .{ .layers = .{ .operator, .project }, .max_bytes = \"2KiB\" } }",
-        )
-        .expect("config.zon");
-        std::fs::write(
-            dir.path().join(crate::control::CHOCK_ZON),
-            ".{ .skills = .{ .layers = .{ .project, .packaged }, .max_bytes = \"8KiB\" } }",
-        )
-        .expect("chock.zon");
-        let policy = crate::Policy::load(&crate::LoadOptions {
-            project_dir: dir.path().to_path_buf(),
-            operator_config: Some(config),
-            discovered_bundles: vec![],
-            org_bundles: vec![],
-        })
-        .expect("loads");
-        assert_eq!(
-            policy.skills(),
-            SkillSettings {
-                layers: vec![SkillLayer::Project],
-                max_bytes: 2048
-            }
-        );
-    }
-
-    #[test]
-    fn a_bundle_holds_no_skills_or_search_block() {
-        for block in ["skills", "search"] {
-            let dir = tempfile::tempdir().expect("tempdir");
-            let bundle = dir.path().join("org.zon");
-            std::fs::write(&bundle, format!(".{{ .version = 1,\n .{block} = .{{}} }}"))
-                .expect("write");
-            let message = crate::Policy::load(&crate::LoadOptions {
-                project_dir: dir.path().to_path_buf(),
-                operator_config: None,
-                discovered_bundles: vec![],
-                org_bundles: vec![bundle],
-            })
-            .expect_err(block)
-            .to_string();
-            assert!(
-                message.contains("org.zon:2:") && message.contains("holds rules, not"),
-                "{message}"
-            );
-        }
-    }
-
-    #[test]
-    fn a_bad_block_is_refused_at_its_line() {
-        for (text, says) in [
-            (
-                ".{\n .skills = .{ .layers = .{ .everyone } } }",
-                "`.operator`",
-            ),
-            (
-                ".{\n .skills = .{ .layers = .{ .project, .project } } }",
-                "twice",
-            ),
-            (".{\n .skills = .{ .max_bytes = 0 } }", "from 1 byte"),
-            (".{\n .skills = .{ .max_bytes = \"1GiB\" } }", "4MiB"),
-            (
-                ".{\n .skills = .{ .allow = .{ \"run_command\" } } }",
-                "allow",
-            ),
-        ] {
-            let message = load(text).expect_err(text).to_string();
-            assert!(message.contains(says), "{text}: {message}");
-            assert!(message.contains("config.zon:2:"), "{text}: {message}");
-        }
-    }
 }
