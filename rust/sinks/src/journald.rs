@@ -25,7 +25,11 @@ pub fn entry(line: &Shipped<'_>, origin: &Origin) -> Vec<u8> {
     field(&mut out, "SYSLOG_IDENTIFIER", "chock");
     field(&mut out, "SYSLOG_FACILITY", "16");
     for (name, value) in line.fields(origin) {
-        field(&mut out, &format!("CHOCK_{}", name.to_ascii_uppercase()), &value);
+        field(
+            &mut out,
+            &format!("CHOCK_{}", name.to_ascii_uppercase()),
+            &value,
+        );
     }
     field(&mut out, "CHOCK_TS", &line.record.ts);
     out
@@ -57,13 +61,19 @@ pub fn send(socket: &UnixDatagram, entry: &[u8]) -> io::Result<()> {
 
 /// Writes `entry` to a memfd, seals it so journald may map it, and passes it.
 fn send_through_memfd(socket: &UnixDatagram, entry: &[u8]) -> io::Result<()> {
-    let memfd = memfd_create(c"chock-journal-entry", MFdFlags::MFD_ALLOW_SEALING | MFdFlags::MFD_CLOEXEC)?;
+    let memfd = memfd_create(
+        c"chock-journal-entry",
+        MFdFlags::MFD_ALLOW_SEALING | MFdFlags::MFD_CLOEXEC,
+    )?;
     let mut file = std::fs::File::from(memfd);
     file.write_all(entry)?;
     fcntl(
         &file,
         FcntlArg::F_ADD_SEALS(
-            SealFlag::F_SEAL_SHRINK | SealFlag::F_SEAL_GROW | SealFlag::F_SEAL_WRITE | SealFlag::F_SEAL_SEAL,
+            SealFlag::F_SEAL_SHRINK
+                | SealFlag::F_SEAL_GROW
+                | SealFlag::F_SEAL_WRITE
+                | SealFlag::F_SEAL_SEAL,
         ),
     )?;
     let fds = [file.as_raw_fd()];

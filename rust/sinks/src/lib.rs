@@ -37,6 +37,8 @@ mod transport;
 pub use cursor::{Cursor, Point};
 pub use error::SinkError;
 pub use fields::Origin;
-pub use ship::{DEFAULT_BACKLOG_BYTES, DEFAULT_ROUND, OVERFLOW_ACTION, Report, Shipper, Sink, ship};
+pub use ship::{
+    DEFAULT_BACKLOG_BYTES, DEFAULT_ROUND, OVERFLOW_ACTION, Report, Shipper, Sink, ship,
+};
 pub use syslog::SD_ID;
 pub use target::{JOURNALD_SOCKET, Syslog, Target, TargetError};

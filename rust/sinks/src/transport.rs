@@ -2,7 +2,7 @@
 //! (a name looked up, a connect, a TLS handshake, a write) waits no later
 //! than the deadline it is given.
 
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs, UdpSocket};
 use std::os::unix::net::UnixDatagram;
 use std::path::Path;
@@ -72,7 +72,12 @@ impl Link {
 
     /// Sends one line, returning once the receiver's side has it: the
     /// datagram sent, or the frame written and flushed.
-    pub fn send(&mut self, line: &Shipped<'_>, origin: &Origin, deadline: Instant) -> io::Result<()> {
+    pub fn send(
+        &mut self,
+        line: &Shipped<'_>,
+        origin: &Origin,
+        deadline: Instant,
+    ) -> io::Result<()> {
         match self {
             Link::Journald(socket) => {
                 socket.set_write_timeout(Some(remaining(deadline)?))?;
@@ -107,11 +112,11 @@ impl Link {
             Link::Journald(_) | Link::Datagram(_) | Link::Udp(_) => true,
             Link::Tcp(stream) => {
                 let mut byte = [0u8; 1];
-                peek_nonblocking(stream, |s| s.peek(&mut byte)).is_none_or(|read| read > 0)
+                read_now(stream, |s| s.peek(&mut byte)).is_none_or(|read| read > 0)
             }
             Link::Tls(stream) => {
                 let StreamOwned { conn, sock } = &mut **stream;
-                match peek_nonblocking(sock, |s| conn.read_tls(s)) {
+                match read_now(sock, |s| conn.read_tls(s)) {
                     None => true,
                     Some(0) => false,
                     Some(_) => conn
@@ -124,15 +129,26 @@ impl Link {
 }
 
 impl Drop for Link {
-    /// A TLS receiver is told the session ends (`close_notify`), waiting
-    /// at most a moment for it to go out.
+    /// A stream is closed with nothing left unread (a socket closed with
+    /// unread bytes is reset, and a reset can cost the receiver lines it
+    /// has not read yet); a TLS receiver is first told the session ends
+    /// (`close_notify`), waiting at most a moment for that to go out.
     fn drop(&mut self) {
-        if let Link::Tls(stream) = self {
-            let StreamOwned { conn, sock } = &mut **stream;
-            conn.send_close_notify();
-            if sock.set_write_timeout(Some(CLOSE_WAIT)).is_ok() {
-                let _ = conn.write_tls(sock);
+        match self {
+            Link::Tcp(stream) => {
+                let mut buf = [0u8; 4096];
+                while read_now(stream, |s| s.read(&mut buf)).is_some_and(|n| n > 0) {}
             }
+            Link::Tls(stream) => {
+                let StreamOwned { conn, sock } = &mut **stream;
+                conn.send_close_notify();
+                if sock.set_write_timeout(Some(CLOSE_WAIT)).is_ok() {
+                    let _ = conn.write_tls(sock);
+                }
+                let mut buf = [0u8; 4096];
+                while read_now(sock, |s| s.read(&mut buf)).is_some_and(|n| n > 0) {}
+            }
+            Link::Journald(_) | Link::Datagram(_) | Link::Udp(_) => {}
         }
     }
 }
@@ -141,9 +157,9 @@ impl Drop for Link {
 const CLOSE_WAIT: Duration = Duration::from_millis(100);
 
 /// Runs one read on `stream` without waiting: `None` when nothing is there
-/// to read (the receiver is quiet, as it should be), else what it read;
-/// an error counts as a close.
-fn peek_nonblocking(
+/// to read (the receiver is quiet, as it should be), else how much it
+/// read; an error counts as a close (`Some(0)`).
+fn read_now(
     stream: &mut TcpStream,
     read: impl FnOnce(&mut TcpStream) -> io::Result<usize>,
 ) -> Option<usize> {
@@ -196,7 +212,10 @@ fn bound(stream: &TcpStream, deadline: Instant) -> io::Result<()> {
 pub fn remaining(deadline: Instant) -> io::Result<Duration> {
     let left = deadline.saturating_duration_since(Instant::now());
     if left.is_zero() {
-        Err(io::Error::new(io::ErrorKind::TimedOut, "the deadline passed"))
+        Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            "the deadline passed",
+        ))
     } else {
         Ok(left)
     }
@@ -240,7 +259,9 @@ fn tls_config(ca: &Path) -> io::Result<Arc<ClientConfig>> {
     };
     let mut roots = RootCertStore::empty();
     for cert in CertificateDer::pem_file_iter(ca).map_err(|e| invalid(&e))? {
-        roots.add(cert.map_err(|e| invalid(&e))?).map_err(|e| invalid(&e))?;
+        roots
+            .add(cert.map_err(|e| invalid(&e))?)
+            .map_err(|e| invalid(&e))?;
     }
     if roots.is_empty() {
         return Err(invalid(&"it holds no certificate"));

@@ -125,7 +125,9 @@ fn entries_arrive_once_with_journald_s_fields_and_a_large_one_through_a_memfd() 
     assert_eq!((report.sent, report.left, report.down), (3, 0, None));
 
     let written = support::lines(&log);
-    let received: Vec<Received> = (0..3).map(|_| receive(&journal).expect("an entry")).collect();
+    let received: Vec<Received> = (0..3)
+        .map(|_| receive(&journal).expect("an entry"))
+        .collect();
     for ((seq, text), entry) in written.iter().zip(&received) {
         assert_eq!(entry.text("MESSAGE").as_deref(), Some(text.as_str()));
         assert_eq!(entry.text("CHOCK_SEQ"), Some(seq.to_string()));
@@ -151,7 +153,10 @@ fn entries_arrive_once_with_journald_s_fields_and_a_large_one_through_a_memfd() 
     assert_eq!(second.text("CHOCK_DECISION").as_deref(), Some("deny"));
     assert_eq!(second.text("CHOCK_POLICY").as_deref(), Some("no-net"));
     assert!(!first.through_memfd && !second.through_memfd);
-    assert!(third.through_memfd, "a 300 KiB entry is too large for a datagram");
+    assert!(
+        third.through_memfd,
+        "a 300 KiB entry is too large for a datagram"
+    );
     assert!(third.text("MESSAGE").unwrap().contains(&large));
 
     // Shipped once: a second round sends nothing.

@@ -237,7 +237,11 @@ fn certificates(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
         .unwrap()
         .signed_by(&key, &issuer)
         .unwrap();
-    let paths = (dir.join("ca.pem"), dir.join("cert.pem"), dir.join("key.pem"));
+    let paths = (
+        dir.join("ca.pem"),
+        dir.join("cert.pem"),
+        dir.join("key.pem"),
+    );
     std::fs::write(&paths.0, ca.pem()).unwrap();
     std::fs::write(&paths.1, cert.pem()).unwrap();
     std::fs::write(&paths.2, key.serialize_pem()).unwrap();

@@ -1,0 +1,294 @@
+//! A receiver that goes down, slows to a stall and comes back while 100
+//! writers log and two shippers take turns: every line arrives exactly
+//! once, in the log's order.
+
+mod support;
+
+use std::io::Read;
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use chock_policy::Decision;
+use chock_sinks::{Shipper, Sink, SinkError, Target};
+
+const UP: u8 = 0;
+const STALLED: u8 = 1;
+const DOWN: u8 = 2;
+
+/// A syslog receiver over TCP (octet-counted frames) whose state the test
+/// sets: up, stalled (reading nothing, so the shipper's writes block and
+/// time out mid-frame), or down (no listener; open connections are closed
+/// from its side and read to their end, as a receiver going away cleanly
+/// does). A frame cut off by a closed connection is dropped.
+struct Receiver {
+    port: u16,
+    mode: Arc<AtomicU8>,
+    stop: Arc<AtomicBool>,
+    got: Arc<Mutex<Vec<(usize, String)>>>,
+    server: Option<JoinHandle<()>>,
+}
+
+impl Receiver {
+    fn start() -> Receiver {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mode = Arc::new(AtomicU8::new(UP));
+        let stop = Arc::new(AtomicBool::new(false));
+        let got = Arc::new(Mutex::new(Vec::new()));
+        let server = {
+            let (mode, stop, got) = (mode.clone(), stop.clone(), got.clone());
+            std::thread::spawn(move || serve(port, &mode, &stop, &got))
+        };
+        Receiver {
+            port,
+            mode,
+            stop,
+            got,
+            server: Some(server),
+        }
+    }
+
+    fn connections(&self) -> usize {
+        let got = self.got.lock().unwrap();
+        got.iter()
+            .map(|(c, _)| c)
+            .collect::<std::collections::BTreeSet<_>>()
+            .len()
+    }
+
+    fn set(&self, mode: u8) {
+        self.mode.store(mode, Ordering::SeqCst);
+    }
+
+    /// The messages received whole, connection by connection in the
+    /// order they were accepted (a receiver may read a closed
+    /// connection's last lines after the next connection's first).
+    fn messages(&self) -> Vec<String> {
+        let mut got = self.got.lock().unwrap().clone();
+        got.sort_by_key(|(connection, _)| *connection);
+        got.into_iter().map(|(_, message)| message).collect()
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(server) = self.server.take() {
+            let _ = server.join();
+        }
+    }
+}
+
+fn serve(
+    port: u16,
+    mode: &Arc<AtomicU8>,
+    stop: &Arc<AtomicBool>,
+    got: &Arc<Mutex<Vec<(usize, String)>>>,
+) {
+    let mut listener: Option<TcpListener> = None;
+    let mut connections = Vec::new();
+    while !stop.load(Ordering::SeqCst) {
+        // Every connection the kernel completed is taken before the
+        // listener closes: closing it would reset them, lines and all.
+        while let Some((stream, _)) = listener.as_ref().and_then(|l| l.accept().ok()) {
+            let (mode, stop, got) = (mode.clone(), stop.clone(), got.clone());
+            let number = connections.len();
+            connections.push(std::thread::spawn(move || {
+                read_frames(stream, &mode, &stop, &mut |message| {
+                    got.lock().unwrap().push((number, message));
+                })
+            }));
+        }
+        if mode.load(Ordering::SeqCst) == DOWN {
+            listener = None;
+        } else if listener.is_none() {
+            let bound = TcpListener::bind(("127.0.0.1", port)).unwrap();
+            bound.set_nonblocking(true).unwrap();
+            listener = Some(bound);
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    for connection in connections {
+        connection.join().unwrap();
+    }
+}
+
+/// Reads frames until the sender closes, closing this side first when
+/// the receiver goes down.
+fn read_frames(
+    mut stream: TcpStream,
+    mode: &AtomicU8,
+    stop: &AtomicBool,
+    got: &mut dyn FnMut(String),
+) {
+    stream.set_nonblocking(false).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_millis(10)))
+        .unwrap();
+    let mut pending = Vec::new();
+    let mut closing = false;
+    let mut buf = [0u8; 4096];
+    loop {
+        let now = mode.load(Ordering::SeqCst);
+        if (now == DOWN || stop.load(Ordering::SeqCst)) && !closing {
+            let _ = stream.shutdown(Shutdown::Write);
+            closing = true;
+        }
+        if now == STALLED && !closing {
+            std::thread::sleep(Duration::from_millis(5));
+            continue;
+        }
+        match stream.read(&mut buf) {
+            Ok(0) => return,
+            Ok(n) => pending.extend_from_slice(&buf[..n]),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => return,
+        }
+        while let Some(message) = take_frame(&mut pending) {
+            got(message);
+        }
+    }
+}
+
+/// The first whole `LEN SP MESSAGE` frame, taken off the front.
+fn take_frame(pending: &mut Vec<u8>) -> Option<String> {
+    let space = pending.iter().position(|&b| b == b' ')?;
+    let len: usize = std::str::from_utf8(&pending[..space]).ok()?.parse().ok()?;
+    let end = space + 1 + len;
+    if pending.len() < end {
+        return None;
+    }
+    let message = String::from_utf8(pending[space + 1..end].to_vec()).unwrap();
+    pending.drain(..end);
+    Some(message)
+}
+
+/// The log line a syslog message carries (after its structured data).
+fn line_of(message: &str) -> String {
+    let data = message.splitn(7, ' ').nth(6).unwrap();
+    let (_, _, rest) = support::structured_data(data).unwrap();
+    rest.trim_start().to_owned()
+}
+
+/// Ships in rounds of `round` until `finished` and nothing is left,
+/// taking turns for the sink's lock with the other shipper; says how many
+/// rounds found the receiver down.
+fn shipper(
+    sink: Sink,
+    log: chock_log::Log,
+    round: Duration,
+    finished: Arc<AtomicBool>,
+) -> JoinHandle<u64> {
+    std::thread::spawn(move || {
+        let mut downs = 0;
+        loop {
+            let mut shipper = match Shipper::new(sink.clone(), log.clone()) {
+                Ok(shipper) => shipper,
+                Err(SinkError::Busy { .. }) => {
+                    std::thread::sleep(Duration::from_millis(3));
+                    continue;
+                }
+                Err(e) => panic!("{e}"),
+            };
+            for _ in 0..8 {
+                let writers_done = finished.load(Ordering::SeqCst);
+                let report = shipper.ship(Instant::now() + round).unwrap();
+                if writers_done && report.left == 0 && report.down.is_none() {
+                    return downs;
+                }
+                if report.down.is_some() {
+                    downs += 1;
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            }
+        }
+    })
+}
+
+#[test]
+fn a_flapping_receiver_gets_every_line_once_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = support::log(dir.path(), 256 << 10, 1000);
+    let receiver = Receiver::start();
+    let target: Target = format!("syslog+tcp://127.0.0.1:{}", receiver.port)
+        .parse()
+        .unwrap();
+    let sink = Sink::new("flapping", target).unwrap();
+    let finished = Arc::new(AtomicBool::new(false));
+    let shippers: Vec<_> = [Duration::from_millis(150), Duration::from_millis(400)]
+        .into_iter()
+        .map(|round| shipper(sink.clone(), log.clone(), round, finished.clone()))
+        .collect();
+    let writers: Vec<_> = (0..100)
+        .map(|w| {
+            let log = log.clone();
+            std::thread::spawn(move || {
+                for i in 0..20 {
+                    let entry =
+                        support::entry("/src/demo", &format!("w{w}-{i}"), Decision::Allow, None);
+                    log.append(&entry).expect("appended");
+                    std::thread::sleep(Duration::from_millis(100 + (w * 7 + i) as u64 % 50));
+                }
+            })
+        })
+        .collect();
+    let mut phases = [UP, STALLED, UP, DOWN].into_iter().cycle();
+    while writers.iter().any(|w| !w.is_finished()) {
+        receiver.set(phases.next().unwrap());
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    for writer in writers {
+        writer.join().unwrap();
+    }
+    receiver.set(UP);
+    finished.store(true, Ordering::SeqCst);
+    let downs: u64 = shippers.into_iter().map(|s| s.join().unwrap()).sum();
+    assert!(downs > 0, "the shippers found the receiver down at times");
+    let written: Vec<String> = support::lines(&log)
+        .into_iter()
+        .map(|(_, text)| text)
+        .collect();
+    assert_eq!(written.len(), 2000);
+    let complete = support::wait_for(Duration::from_secs(20), || {
+        receiver.messages().len() >= written.len()
+    });
+    let received: Vec<String> = receiver.messages().iter().map(|m| line_of(m)).collect();
+    assert!(receiver.connections() > 1, "the shippers connected again");
+    let missing: Vec<&String> = written
+        .iter()
+        .filter(|w| !received.contains(w))
+        .take(3)
+        .collect();
+    assert!(
+        complete,
+        "{} of {} arrived; missing: {missing:#?}",
+        received.len(),
+        written.len()
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    let received: Vec<String> = receiver.messages().iter().map(|m| line_of(m)).collect();
+    let duplicates = received.len()
+        - received
+            .iter()
+            .collect::<std::collections::BTreeSet<_>>()
+            .len();
+    assert_eq!(duplicates, 0, "lines arrived twice");
+    let first_difference = received.iter().zip(&written).position(|(r, w)| r != w);
+    assert!(
+        received == written,
+        "every line once, in the log's order: {} received, {} written, first difference at {first_difference:?}: {:?}",
+        received.len(),
+        written.len(),
+        first_difference.map(|i| (&received[i], &written[i])),
+    );
+}
