@@ -12,6 +12,7 @@
 #![forbid(unsafe_code)]
 
 mod error;
+pub mod lsp;
 pub mod prices;
 pub mod providers;
 pub mod search;
@@ -27,6 +28,7 @@ pub use settings::{
 };
 
 pub use error::ConfigError;
+pub use lsp::{DEFAULT_LSP_TIMEOUT, LspServer, MAX_LSP_SERVERS, MAX_LSP_TIMEOUT};
 pub use prices::{MAX_PRICES, Price};
 pub use providers::{KeySource, MAX_PROVIDERS, ProviderInstance, ProviderKind};
 pub use search::{

@@ -99,7 +99,7 @@ pub(crate) struct ProjectFile {
     style: Option<Spanned<crate::style::StyleFields>>,
     /// The project's language servers (see `lsp`).
     #[serde(default)]
-    lsp: Option<Spanned<Vec<Spanned<crate::lsp::ServerFields>>>>,
+    lsp: Option<Spanned<Vec<Spanned<chock_config::lsp::ServerFields>>>>,
     /// The USB and serial devices the project wants (see `devices`).
     #[serde(default)]
     devices: Option<Spanned<Vec<Spanned<crate::devices::DeviceFields>>>>,
@@ -441,7 +441,7 @@ pub(crate) struct ProjectLayer {
     pub(crate) review: Option<Review>,
     pub(crate) skills: chock_config::skills::SkillsBlock,
     pub(crate) style: Option<crate::style::StyleSettings>,
-    pub(crate) lsp: Vec<crate::lsp::LspServer>,
+    pub(crate) lsp: Vec<chock_config::lsp::LspServer>,
     pub(crate) devices: Vec<crate::devices::NamedDevice>,
     /// Rules in a namespace Chock does not name, under `.unknown_actions = .warn`.
     pub(crate) warnings: Vec<String>,
@@ -465,7 +465,7 @@ pub(crate) fn read_project(source: &Source<'_>) -> Result<ProjectLayer, ConfigEr
     let review = check_review(source, file.review, &agents)?;
     let skills = chock_config::skills::read_skills(source, file.skills)?;
     let style = crate::style::read_style(source, file.style)?;
-    let lsp = crate::lsp::read_lsp(source, file.lsp)?;
+    let lsp = chock_config::lsp::read_lsp(source, file.lsp)?;
     let devices = crate::devices::read_devices(source, file.devices)?;
     Ok(ProjectLayer {
         devices,

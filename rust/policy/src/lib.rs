@@ -19,7 +19,6 @@ mod either;
 mod error;
 mod files;
 mod index;
-mod lsp;
 mod nix_net;
 pub mod package;
 mod pattern;
@@ -41,6 +40,7 @@ pub use chock_config::{
     COMMAND_TIMEOUT, Launch, MAX_SECRET_BYTES, MAX_SECRETS, MAX_SERVERS, McpServer, SecretEnv,
     SecretError, SecretStore, StoreCommandError, TOOL_SEPARATOR,
 };
+pub use chock_config::{DEFAULT_LSP_TIMEOUT, LspServer, MAX_LSP_SERVERS, MAX_LSP_TIMEOUT};
 pub use chock_config::{
     DEFAULT_SEARCH_BYTES, DEFAULT_SEARCH_RESULTS, DEFAULT_SEARCH_TIMEOUT, MAX_SEARCH_BYTES,
     MAX_SEARCH_RESULTS, SEARCH_LOGIN, SearchEngine, SearchKind,
@@ -59,7 +59,6 @@ pub use files::{
     MAX_SINKS, NetMode, NetSettings, OrgBundle, Review, Sink, SinkKind, Subagents, UnknownActions,
 };
 pub use index::RuleSet;
-pub use lsp::{DEFAULT_LSP_TIMEOUT, LspServer, MAX_LSP_SERVERS, MAX_LSP_TIMEOUT};
 pub use names::{ExecContext, NameError, Phase};
 pub use nix_net::{MAX_SITE_BYTES, NIX_NET_HOSTS, NIX_NET_OPAQUE, nix_net_mirror};
 pub use package::{HookPoint, PolicyPackage, Rollout};

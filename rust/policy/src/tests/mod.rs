@@ -2,6 +2,7 @@
 //! `Policy::load`: what each file may hold, the refusals' wording and place,
 //! and what the rules say about the acts the settings name.
 
+mod lsp;
 mod prices;
 mod providers;
 mod search;

@@ -1,7 +1,7 @@
 //! `.lsp` of `chock.zon`: the project's language servers, each a command
 //! the dev shell provides, the language it speaks and the files it serves.
 //! A server is started when a tool first needs it, decided at
-//! `lsp.<program>` (the last part of its program path, [`crate::names::lsp`]);
+//! `lsp.<program>` (the last part of its program path, [`chock_names::lsp`]);
 //! a program whose name cannot be one label of a rule is kept with why, so
 //! the tool that would start it says so instead of starting it.
 //!
@@ -18,8 +18,7 @@ use std::time::Duration;
 use chock_zon::Spanned;
 use serde::Deserialize;
 
-use chock_config::ConfigError;
-use chock_config::Source;
+use crate::{ConfigError, Source};
 
 /// At most this many language servers.
 pub const MAX_LSP_SERVERS: usize = 16;
@@ -33,7 +32,7 @@ pub const MAX_LSP_TIMEOUT: Duration = Duration::from_secs(120);
     deny_unknown_fields,
     expecting = "a language server `.{ .command = .{ \"pyright-langserver\", \"--stdio\" }, .language = \"python\", .extensions = .{ \"py\" } }`"
 )]
-pub(crate) struct ServerFields {
+pub struct ServerFields {
     command: Spanned<Vec<String>>,
     language: String,
     extensions: Spanned<Vec<String>>,
@@ -47,7 +46,7 @@ pub struct LspServer {
     pub command: Vec<String>,
     /// `lsp.<program>`, or why the program's name cannot be one label of a
     /// rule (such a server never starts).
-    pub action: Result<String, crate::NameError>,
+    pub action: Result<String, chock_names::NameError>,
     /// The language id the server is told a file is in (`python`).
     pub language: String,
     /// The file extensions it serves, without the dot.
@@ -80,7 +79,7 @@ impl LspServer {
     }
 }
 
-pub(crate) fn read_lsp(
+pub fn read_lsp(
     source: &Source<'_>,
     block: Option<Spanned<Vec<Spanned<ServerFields>>>>,
 ) -> Result<Vec<LspServer>, ConfigError> {
@@ -164,7 +163,7 @@ pub(crate) fn read_lsp(
         };
         let (line, column) = chock_zon::line_col(source.text, span.start);
         servers.push(LspServer {
-            action: crate::names::lsp(program),
+            action: chock_names::lsp(program),
             command: server.command.value,
             language: server.language,
             extensions: server.extensions.value,
@@ -175,126 +174,4 @@ pub(crate) fn read_lsp(
         });
     }
     Ok(servers)
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::test_support::with_project as load;
-
-    #[test]
-    fn a_block_reads_each_server_named_after_its_program() {
-        let policy = load(
-            ".{ .lsp = .{\n .{ .command = .{ \"/nix/store/aaa/bin/pyright-langserver\", \"--stdio\" }, .language = \"python\", .extensions = .{ \"py\", \"pyi\" } },\n .{ .command = .{ \"rust-analyzer\" }, .language = \"rust\", .extensions = .{ \"rs\" }, .timeout_ms = 500 },\n} }",
-        )
-        .expect("loads");
-        let servers = policy.lsp_servers();
-        assert_eq!(servers.len(), 2);
-        assert_eq!(servers[0].action.as_deref(), Ok("lsp.pyright-langserver"));
-        assert_eq!(servers[0].program(), "pyright-langserver");
-        assert_eq!(servers[0].timeout, super::DEFAULT_LSP_TIMEOUT);
-        assert!(servers[0].serves(std::path::Path::new("src/a.pyi")));
-        assert!(!servers[0].serves(std::path::Path::new("src/a.rs")));
-        assert_eq!(servers[1].timeout, std::time::Duration::from_millis(500));
-        assert!(
-            servers[1].place().ends_with("chock.zon:3:2"),
-            "{}",
-            servers[1].place()
-        );
-        assert!(load(".{}").expect("loads").lsp_servers().is_empty());
-    }
-
-    #[test]
-    fn a_program_that_cannot_be_one_label_is_kept_with_why_and_never_named() {
-        let policy = load(
-            ".{ .lsp = .{ .{ .command = .{ \"bin/zls.real\" }, .language = \"zig\", .extensions = .{ \"zig\" } } } }",
-        )
-        .expect("loads");
-        let why = policy.lsp_servers()[0]
-            .action
-            .clone()
-            .expect_err("no label")
-            .to_string();
-        assert!(why.contains("zls.real") && why.contains('.'), "{why}");
-    }
-
-    #[test]
-    fn a_bad_block_is_refused_at_its_place_with_the_nearest_name() {
-        let server = |fields: &str| format!(".{{\n .lsp = .{{\n  .{{ {fields} }} }} }}");
-        for (text, says) in [
-            (
-                server(".command = .{ \"zls\" }, .language = \"zig\", .extension = .{ \"zig\" }"),
-                "did you mean `.extensions`?",
-            ),
-            (
-                server(".command = .{}, .language = \"zig\", .extensions = .{ \"zig\" }"),
-                "its program and arguments",
-            ),
-            (
-                server(".command = .{ \"zls\" }, .language = \"\", .extensions = .{ \"zig\" }"),
-                "language id",
-            ),
-            (
-                server(".command = .{ \"zls\" }, .language = \"zig\", .extensions = .{}"),
-                "names the files it serves",
-            ),
-            (
-                server(".command = .{ \"zls\" }, .language = \"zig\", .extensions = .{ \".zig\" }"),
-                "without the dot",
-            ),
-            (
-                server(
-                    ".command = .{ \"zls\" }, .language = \"zig\", .extensions = .{ \"zig\" }, .timeout_ms = 0",
-                ),
-                "timeout_ms",
-            ),
-            (
-                server(".command = .{ \"zls\" }, .language = \"zig\""),
-                "extensions",
-            ),
-        ] {
-            let message = load(&text).expect_err(&text).to_string();
-            assert!(message.contains(says), "{text}: {message}");
-            assert!(message.contains("chock.zon:3:"), "{text}: {message}");
-        }
-        let twice = load(
-            ".{ .lsp = .{\n .{ .command = .{ \"a\" }, .language = \"x\", .extensions = .{ \"x\" } },\n .{ .command = .{ \"b\" }, .language = \"x\", .extensions = .{ \"y\", \"x\" } } } }",
-        )
-        .expect_err("twice")
-        .to_string();
-        assert!(
-            twice.contains("chock.zon:3:") && twice.contains("line 2") && twice.contains("`a`"),
-            "{twice}"
-        );
-    }
-
-    #[test]
-    fn language_servers_are_the_projects_and_no_operators() {
-        let message = crate::test_support::with_operator_config(
-            ".{\n .lsp = .{ .{ .command = .{ \"zls\" }, .language = \"zig\", .extensions = .{ \"zig\" } } } }",
-        )
-        .expect_err("config.zon")
-        .to_string();
-        assert!(
-            message.contains("config.zon:2:") && message.contains("project's chock.zon"),
-            "{message}"
-        );
-    }
-
-    #[test]
-    fn starting_a_server_is_allowed_by_what_chock_ships_and_refused_by_one_rule() {
-        let decide = |rules: &str| {
-            load(&format!(".{{ .policy = .{{ .rules = .{{ {rules} }} }} }}"))
-                .expect("loads")
-                .decide(
-                    &crate::Key::new("lsp.pyright-langserver"),
-                    crate::Reading::Act,
-                )
-                .decision
-        };
-        assert_eq!(decide(""), crate::Decision::Allow);
-        assert_eq!(
-            decide(".{ .action = \"lsp.*\", .decision = .deny }"),
-            crate::Decision::Deny
-        );
-    }
 }
