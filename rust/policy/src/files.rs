@@ -102,7 +102,7 @@ pub(crate) struct ProjectFile {
     lsp: Option<Spanned<Vec<Spanned<chock_config::lsp::ServerFields>>>>,
     /// The USB and serial devices the project wants (see `devices`).
     #[serde(default)]
-    devices: Option<Spanned<Vec<Spanned<crate::devices::DeviceFields>>>>,
+    devices: Option<Spanned<Vec<Spanned<chock_config::devices::DeviceFields>>>>,
 }
 
 /// `.review` of `chock.zon`: the agent kind that answers `agent_review`
@@ -442,7 +442,7 @@ pub(crate) struct ProjectLayer {
     pub(crate) skills: chock_config::skills::SkillsBlock,
     pub(crate) style: Option<crate::style::StyleSettings>,
     pub(crate) lsp: Vec<chock_config::lsp::LspServer>,
-    pub(crate) devices: Vec<crate::devices::NamedDevice>,
+    pub(crate) devices: Vec<chock_config::devices::NamedDevice>,
     /// Rules in a namespace Chock does not name, under `.unknown_actions = .warn`.
     pub(crate) warnings: Vec<String>,
 }
@@ -466,7 +466,7 @@ pub(crate) fn read_project(source: &Source<'_>) -> Result<ProjectLayer, ConfigEr
     let skills = chock_config::skills::read_skills(source, file.skills)?;
     let style = crate::style::read_style(source, file.style)?;
     let lsp = chock_config::lsp::read_lsp(source, file.lsp)?;
-    let devices = crate::devices::read_devices(source, file.devices)?;
+    let devices = chock_config::devices::read_devices(source, file.devices)?;
     Ok(ProjectLayer {
         devices,
         style,

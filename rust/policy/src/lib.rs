@@ -13,7 +13,6 @@ mod ask;
 pub mod control;
 mod decision;
 pub mod defaults;
-mod devices;
 mod edit;
 mod either;
 mod error;
@@ -46,12 +45,12 @@ pub use chock_config::{
     MAX_SEARCH_RESULTS, SEARCH_LOGIN, SearchEngine, SearchKind,
 };
 pub use chock_config::{DEFAULT_SKILL_BYTES, MAX_SKILL_BYTES, SkillLayer, SkillSettings};
+pub use chock_config::{DeviceId, DeviceNameError, MAX_DEVICES, NamedDevice};
 pub use chock_config::{KeySource, MAX_PROVIDERS, ProviderInstance, ProviderKind};
 pub use chock_config::{MAX_PRICES, Price};
 pub use chock_flakelock::{Endpoint, EndpointError, SCHEMES, url_endpoint};
 pub use chock_names as names;
 pub use decision::{Decision, NotADecision};
-pub use devices::{DeviceId, DeviceNameError, MAX_DEVICES, NamedDevice};
 pub use edit::{EditError, RuleEdit, always_offered, write_rules};
 pub use error::PolicyError;
 pub use files::{

@@ -15,9 +15,8 @@ use std::path::PathBuf;
 use chock_zon::Spanned;
 use serde::Deserialize;
 
-use crate::names;
-use chock_config::ConfigError;
-use chock_config::Source;
+use crate::{ConfigError, Source};
+use chock_names as names;
 
 /// At most this many devices.
 pub const MAX_DEVICES: usize = 32;
@@ -27,7 +26,7 @@ pub const MAX_DEVICES: usize = 32;
     deny_unknown_fields,
     expecting = "a device `.{ .action = \"device.usb.1d50.6018\" }`"
 )]
-pub(crate) struct DeviceFields {
+pub struct DeviceFields {
     action: Spanned<String>,
 }
 
@@ -43,7 +42,7 @@ pub enum DeviceId {
 }
 
 impl DeviceId {
-    /// The action name, made by [`crate::names`] like every other.
+    /// The action name, made by [`chock_names`] like every other.
     pub fn action(&self) -> String {
         match self {
             DeviceId::Usb { vendor, product } => names::device_usb(*vendor, *product),
@@ -121,7 +120,7 @@ impl NamedDevice {
     }
 }
 
-pub(crate) fn read_devices(
+pub fn read_devices(
     source: &Source<'_>,
     block: Option<Spanned<Vec<Spanned<DeviceFields>>>>,
 ) -> Result<Vec<NamedDevice>, ConfigError> {
