@@ -41,6 +41,12 @@ pub enum Command {
 
 Filters of one kind add up (--decision deny --decision ask is either); kinds narrow each other.")]
     Show(ShowArgs),
+    /// Send the log's lines to journald or syslog receivers, each from where it stopped.
+    #[command(after_help = "Examples:
+  chock log ship --to syslog+udp://127.0.0.1:514             the lines a local rsyslog has not had yet
+  chock log ship --to siem=syslog+tls://logs.example:6514?ca=/etc/ssl/org-ca.pem --follow
+  chock log ship --to journald --follow                        each new line into the journal as it is logged")]
+    Ship(super::log_ship::ShipArgs),
     /// Append test decisions and print each line's `SEQ:SHA256` (for tests).
     #[command(hide = true)]
     Append(AppendArgs),
@@ -106,6 +112,7 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Verify { head, json } => verify(&log, head, json),
         Command::Head { json } => head(&log, json),
         Command::Show(args) => show(&log, &args),
+        Command::Ship(args) => super::log_ship::run(&log, &args),
         Command::Append(args) => append(&log, &args),
     }
 }

@@ -15,6 +15,7 @@ pub mod hook;
 pub mod inputs;
 pub mod install_skills;
 pub mod log;
+pub mod log_ship;
 pub mod login;
 pub mod mcp;
 pub mod memory;

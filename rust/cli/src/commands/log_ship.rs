@@ -1,0 +1,153 @@
+//! `chock log ship`: sends the decision log's lines to journald or syslog
+//! receivers, each sink from its own cursor.
+
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use chock_log::Log;
+use chock_sinks::{DEFAULT_BACKLOG_BYTES, Report, Shipper, Sink, SinkError, Target};
+use clap::Args;
+
+use crate::exit;
+
+#[derive(Debug, Args)]
+pub struct ShipArgs {
+    /// Where to send: journald, journald+unix:///PATH, syslog+udp://HOST:PORT,
+    /// syslog+tcp://HOST:PORT, syslog+tls://HOST:PORT?ca=FILE[&name=NAME] or
+    /// syslog+unix:///PATH; `NAME=` before it names the sink's cursor
+    /// (else a name made from the address). Repeatable.
+    #[arg(long = "to", value_name = "[NAME=]SINK", required = true, value_parser = sink)]
+    to: Vec<Sink>,
+    /// One round for each sink, then exit (the default).
+    #[arg(long, conflicts_with = "follow")]
+    once: bool,
+    /// After the lines there are, ship each new one as it is logged, until interrupted.
+    #[arg(short, long)]
+    follow: bool,
+    /// How many bytes of lines a sink may fall behind; beyond that its oldest lines are skipped and counted.
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_BACKLOG_BYTES)]
+    backlog: u64,
+    /// How long one round of one sink may take, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 5000)]
+    round_ms: u64,
+}
+
+/// `--to`: `[NAME=]SINK`.
+fn sink(text: &str) -> Result<Sink, String> {
+    let named = text
+        .split_once('=')
+        .filter(|(name, _)| !name.contains([':', '/', '?']));
+    match named {
+        Some((name, target)) => {
+            let target: Target = target
+                .parse()
+                .map_err(|e: chock_sinks::TargetError| e.to_string())?;
+            Sink::new(name, target).map_err(|e| e.to_string())
+        }
+        None => Ok(Sink::named_by_target(
+            text.parse()
+                .map_err(|e: chock_sinks::TargetError| e.to_string())?,
+        )),
+    }
+}
+
+pub fn run(log: &Log, args: &ShipArgs) -> anyhow::Result<ExitCode> {
+    let round = Duration::from_millis(args.round_ms.max(1));
+    let sinks = args.to.iter().map(|sink| Sink {
+        backlog_bytes: args.backlog,
+        ..sink.clone()
+    });
+    if args.follow {
+        let shippers = sinks
+            .map(|sink| Shipper::new(sink, log.clone()))
+            .collect::<Result<Vec<_>, _>>()?;
+        follow(log, shippers, round)
+    } else {
+        let mut fine = true;
+        for sink in sinks {
+            fine &= once(log, sink, round)?;
+        }
+        Ok(if fine { exit::SUCCESS } else { exit::FAILURE }.into())
+    }
+}
+
+/// One round for `sink`; false when its receiver could not be reached.
+fn once(log: &Log, sink: Sink, round: Duration) -> anyhow::Result<bool> {
+    match Shipper::new(sink, log.clone()) {
+        Ok(mut shipper) => {
+            let report = shipper.ship(Instant::now() + round)?;
+            outln!("{}", describe(shipper.sink(), &report));
+            Ok(report.down.is_none())
+        }
+        Err(busy @ SinkError::Busy { .. }) => {
+            outln!("{busy}; it ships those lines");
+            Ok(true)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// How long a sink that was down waits before it is tried again, at first
+/// and at most.
+const RETRY_FIRST: Duration = Duration::from_millis(500);
+const RETRY_MOST: Duration = Duration::from_secs(30);
+/// How often the log is looked at for new lines.
+const POLL: Duration = Duration::from_millis(100);
+
+/// Ships each sink whenever the log changed or its retry is due, until
+/// interrupted; a sink that is down is tried again later and later.
+fn follow(log: &Log, shippers: Vec<Shipper>, round: Duration) -> anyhow::Result<ExitCode> {
+    let now = Instant::now();
+    let mut sinks: Vec<Followed> = shippers
+        .into_iter()
+        .map(|shipper| Followed {
+            shipper,
+            due: now,
+            wait: RETRY_FIRST,
+            down: false,
+        })
+        .collect();
+    let mut seen = None;
+    loop {
+        let stamp = log.stamp()?;
+        let changed = seen != Some(stamp);
+        seen = Some(stamp);
+        for sink in &mut sinks {
+            if Instant::now() < sink.due && !(changed && !sink.down) {
+                continue;
+            }
+            let report = sink.shipper.ship(Instant::now() + round)?;
+            if report.sent > 0 || report.skipped > 0 || report.down.is_some() {
+                outln!("{}", describe(sink.shipper.sink(), &report));
+            }
+            sink.down = report.down.is_some();
+            (sink.due, sink.wait) = match (sink.down, report.left) {
+                (true, _) => (Instant::now() + sink.wait, (sink.wait * 2).min(RETRY_MOST)),
+                // The round's deadline came first: go on at once.
+                (false, left) if left > 0 => (Instant::now(), RETRY_FIRST),
+                (false, _) => (Instant::now() + RETRY_MOST, RETRY_FIRST),
+            };
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+/// A sink `--follow` ships: when it is due next, how long it waits after
+/// the next failure, and whether its receiver was down last time.
+struct Followed {
+    shipper: Shipper,
+    due: Instant,
+    wait: Duration,
+    down: bool,
+}
+
+fn describe(sink: &Sink, report: &Report) -> String {
+    let mut text = format!(
+        "{} ({}): {} sent, {} skipped, {} waiting, at seq {}",
+        sink.id, sink.target, report.sent, report.skipped, report.left, report.cursor
+    );
+    if let Some(why) = &report.down {
+        text.push_str(&format!("; not reached: {why}"));
+    }
+    text
+}
