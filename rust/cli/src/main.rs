@@ -146,7 +146,7 @@ enum Command {
     Disable(commands::packages::ManageArgs),
     /// Put a disabled policy package back in force.
     Enable(commands::packages::ManageArgs),
-    /// Export the log head, the verify result and the lock's hashes as one JSON document.
+    /// Export the log head, the verify result and the lock's hashes as one JSON document; serve a C2SP witness that cosigns log checkpoints.
     #[command(subcommand)]
     Witness(commands::packages::WitnessCommand),
     /// Show whether Chock is stopped, the log's head and the wired agents; `--verify-log` walks the log's chain.

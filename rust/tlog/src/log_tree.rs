@@ -2,9 +2,9 @@
 //! checkpoint kept beside the log.
 //!
 //! The leaves are the log's whole lines, each line's exact bytes without
-//! its newline, oldest file first. The leaf hashes of the last checkpoint
-//! are kept in `checkpoint.tree` (32 bytes a line), so that the tree still
-//! covers lines whose file rotation has since removed.
+//! its newline, oldest file first. The leaves of the last checkpoint are
+//! kept in `checkpoint.tree` (each line's leaf hash and seq, 40 bytes), so
+//! that the tree still covers lines whose file rotation has since removed.
 
 use std::path::{Path, PathBuf};
 
@@ -18,18 +18,39 @@ use crate::tree::{Hash, Tree, leaf_hash};
 
 /// The signed checkpoint's file in the log's folder.
 pub const CHECKPOINT: &str = "checkpoint";
-/// The leaf hashes the stored checkpoint covers, in the log's folder.
+/// The leaves the stored checkpoint covers, in the log's folder.
 pub const TREE: &str = "checkpoint.tree";
 
-/// The most leaf hashes `checkpoint.tree` is read with: 2^32 lines.
-const MAX_TREE_BYTES: usize = 32 << 32;
+/// One leaf hash and the seq of its line (0 for a line that names none).
+const RECORD: usize = 40;
+/// The most bytes `checkpoint.tree` is read with: 2^32 lines.
+const MAX_TREE_BYTES: usize = RECORD << 32;
+
+/// The tree over the log's lines, with each line's seq.
+#[derive(Debug, Clone, Default)]
+pub struct LogTree {
+    pub tree: Tree,
+    seqs: Vec<u64>,
+}
+
+impl LogTree {
+    fn push(&mut self, leaf: Hash, seq: u64) {
+        self.tree.push(leaf);
+        self.seqs.push(seq);
+    }
+
+    /// The highest seq of a line in it.
+    fn last_seq(&self) -> u64 {
+        self.seqs.iter().copied().max().unwrap_or(0)
+    }
+}
 
 /// The checkpoint kept beside the log, and the leaves it covers.
 #[derive(Debug, Clone)]
 pub struct Stored {
     pub note: Note,
     pub checkpoint: Checkpoint,
-    pub leaves: Vec<Hash>,
+    pub covered: LogTree,
 }
 
 /// Where the stored checkpoint of the log in `dir` is.
@@ -53,12 +74,14 @@ pub fn stored(dir: &Path) -> Result<Option<Stored>, TlogError> {
     let raw = files::read_bounded(&tree_path, MAX_TREE_BYTES)
         .map_err(io(tree_path.clone()))?
         .unwrap_or_default();
-    let leaves: Vec<Hash> = raw
-        .chunks(32)
-        .filter_map(|chunk| Hash::try_from(chunk).ok())
-        .collect();
-    let tree = Tree::from_leaves(leaves);
-    if raw.len() % 32 != 0
+    let mut covered = LogTree::default();
+    for record in raw.chunks_exact(RECORD) {
+        let (leaf, seq) = record.split_at(32);
+        let leaf = Hash::try_from(leaf).unwrap_or_default();
+        covered.push(leaf, u64::from_be_bytes(seq.try_into().unwrap_or_default()));
+    }
+    let tree = &covered.tree;
+    if raw.len() % RECORD != 0
         || tree.size() != checkpoint.size
         || tree.root(tree.size())? != checkpoint.root
     {
@@ -69,39 +92,51 @@ pub fn stored(dir: &Path) -> Result<Option<Stored>, TlogError> {
     Ok(Some(Stored {
         note,
         checkpoint,
-        leaves: tree.leaves().to_vec(),
+        covered,
     }))
 }
 
 /// The tree over the log now: the leaves of the stored checkpoint whose
 /// lines rotation removed, then every line the log still has. A line the
 /// stored checkpoint covers that is still in the log must be unchanged.
-pub fn current(log: &Log) -> Result<Tree, TlogError> {
-    let mut present = Vec::new();
-    log.for_each_line(|line| present.push(leaf_hash(line)))?;
-    let covered = stored(log.dir())?.map(|s| s.leaves).unwrap_or_default();
+pub fn current(log: &Log) -> Result<LogTree, TlogError> {
+    let mut present = LogTree::default();
+    log.for_each_line(|line| {
+        let seq = chock_log::link::read(line).map_or(0, |link| link.seq);
+        present.push(leaf_hash(line), seq);
+    })?;
+    let covered = stored(log.dir())?.map(|s| s.covered).unwrap_or_default();
     joined(covered, present)
 }
 
 /// `covered` then `present`, overlapping where the first line still in the
-/// log is: every covered line from there on must be the same line.
-fn joined(covered: Vec<Hash>, present: Vec<Hash>) -> Result<Tree, TlogError> {
-    if covered.is_empty() {
-        return Ok(Tree::from_leaves(present));
-    }
-    let removed = (0..covered.len()).find(|&k| {
-        let kept = &covered[k..];
-        present.len() >= kept.len() && present[..kept.len()] == *kept
+/// log is: every covered line from there on must be the same line. With no
+/// line in common, every line the log holds must be newer (a higher seq)
+/// than every covered one: rotation removed all the covered lines.
+fn joined(covered: LogTree, present: LogTree) -> Result<LogTree, TlogError> {
+    let (old, new) = (covered.tree.leaves(), present.tree.leaves());
+    let overlap = (0..old.len()).find(|&k| {
+        let kept = &old[k..];
+        new.len() >= kept.len() && new[..kept.len()] == *kept
     });
-    let Some(removed) = removed else {
-        return Err(TlogError::Rewritten {
-            covered: covered.len() as u64,
-        });
+    let newer = present.seqs.iter().all(|&seq| seq > covered.last_seq()) && !new.is_empty();
+    let removed = match overlap {
+        Some(k) => k,
+        None if old.is_empty() || newer => old.len(),
+        None => {
+            return Err(TlogError::Rewritten {
+                covered: covered.tree.size(),
+            });
+        }
     };
-    let mut leaves = covered;
-    leaves.truncate(removed);
-    leaves.extend(present);
-    Ok(Tree::from_leaves(leaves))
+    let mut joined = LogTree::default();
+    for (leaf, seq) in old.iter().zip(&covered.seqs).take(removed) {
+        joined.push(*leaf, *seq);
+    }
+    for (leaf, seq) in new.iter().zip(&present.seqs) {
+        joined.push(*leaf, *seq);
+    }
+    Ok(joined)
 }
 
 /// Takes the lock that one `chock log checkpoint` at a time holds while
@@ -113,10 +148,14 @@ pub fn lock(dir: &Path) -> Result<std::fs::File, TlogError> {
 
 /// Keeps `note` (a checkpoint of `tree`) beside the log: the leaves first,
 /// then the note, each written whole.
-pub fn store(dir: &Path, tree: &Tree, note: &Note) -> Result<(), TlogError> {
-    let leaves: Vec<u8> = tree.leaves().iter().flatten().copied().collect();
+pub fn store(dir: &Path, tree: &LogTree, note: &Note) -> Result<(), TlogError> {
+    let mut records = Vec::with_capacity(tree.seqs.len() * RECORD);
+    for (leaf, seq) in tree.tree.leaves().iter().zip(&tree.seqs) {
+        records.extend_from_slice(leaf);
+        records.extend_from_slice(&seq.to_be_bytes());
+    }
     let tree_path = dir.join(TREE);
-    files::write_atomically(&tree_path, &leaves).map_err(|source| TlogError::Io {
+    files::write_atomically(&tree_path, &records).map_err(|source| TlogError::Io {
         path: tree_path,
         source,
     })?;
@@ -133,23 +172,42 @@ pub fn store(dir: &Path, tree: &Tree, note: &Note) -> Result<(), TlogError> {
 mod tests {
     use super::*;
 
-    fn leaves(range: std::ops::Range<u8>) -> Vec<Hash> {
-        range.map(|i| leaf_hash(&[i])).collect()
+    /// Lines with seqs `range`, their leaves made from the seq.
+    fn lines(range: std::ops::Range<u64>) -> LogTree {
+        let mut tree = LogTree::default();
+        for seq in range {
+            tree.push(leaf_hash(&seq.to_be_bytes()), seq);
+        }
+        tree
+    }
+
+    fn leaves(tree: &LogTree) -> Vec<Hash> {
+        tree.tree.leaves().to_vec()
     }
 
     #[test]
     fn rotated_away_lines_stay_in_the_tree_and_edited_ones_are_refused() {
-        let grown = joined(leaves(0..5), leaves(2..9)).unwrap();
-        assert_eq!(grown.leaves(), leaves(0..9).as_slice());
-        let same = joined(leaves(0..5), leaves(0..5)).unwrap();
-        assert_eq!(same.size(), 5);
-        let mut edited = leaves(0..9);
-        edited[3] = leaf_hash(b"edited");
+        let grown = joined(lines(1..6), lines(3..10)).unwrap();
+        assert_eq!(leaves(&grown), leaves(&lines(1..10)));
+        assert_eq!(joined(lines(1..6), lines(1..6)).unwrap().tree.size(), 5);
+        // Every covered line rotated away: the newer ones follow them.
+        let gapped = joined(lines(1..6), lines(8..10)).unwrap();
+        assert_eq!(gapped.tree.size(), 7);
+        let mut edited = lines(1..10);
+        edited.tree = Tree::from_leaves({
+            let mut l = leaves(&edited);
+            l[3] = leaf_hash(b"edited");
+            l
+        });
         assert!(matches!(
-            joined(leaves(0..5), edited),
+            joined(lines(1..6), edited),
             Err(TlogError::Rewritten { covered: 5 })
         ));
-        assert!(joined(leaves(0..5), leaves(0..4)).is_err());
-        assert!(joined(leaves(0..5), leaves(7..9)).is_err());
+        assert!(joined(lines(1..6), lines(1..5)).is_err(), "fewer lines");
+        assert!(joined(lines(1..6), lines(5..5)).is_err(), "no lines");
+        assert!(
+            joined(lines(1..6), lines(4..5)).is_err(),
+            "fewer lines, a newer one among them"
+        );
     }
 }

@@ -41,6 +41,16 @@ pub enum Command {
 
 Filters of one kind add up (--decision deny --decision ask is either); kinds narrow each other.")]
     Show(ShowArgs),
+    /// Sign a C2SP checkpoint of the log's Merkle tree, keep it beside the log and print it; --witness has witnesses cosign it.
+    #[command(after_help = "Examples:
+  chock log checkpoint                                     sign and keep a checkpoint
+  chock log checkpoint --witness https://witness.example   and have a witness cosign it")]
+    Checkpoint(super::checkpoint::CheckpointArgs),
+    /// Print an inclusion proof of a line or a consistency proof between two sizes of the log's tree; --check verifies it against a checkpoint.
+    #[command(after_help = "Examples:
+  chock log prove --index 41                      line 41 is in the tree of the whole log
+  chock log prove --from 100 --check saved.note   the tree a saved checkpoint signed is still a prefix of the log's")]
+    Prove(super::checkpoint::ProveArgs),
     /// Send the log's lines to journald or syslog receivers, each from where it stopped.
     #[command(after_help = "Examples:
   chock log ship --to syslog+udp://127.0.0.1:514             the lines a local rsyslog has not had yet
@@ -112,6 +122,8 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Verify { head, json } => verify(&log, head, json),
         Command::Head { json } => head(&log, json),
         Command::Show(args) => show(&log, &args),
+        Command::Checkpoint(args) => super::checkpoint::checkpoint(&log, &args),
+        Command::Prove(args) => super::checkpoint::prove(&log, &args),
         Command::Ship(args) => super::log_ship::run(&log, &args),
         Command::Append(args) => append(&log, &args),
     }

@@ -139,6 +139,10 @@ pub enum WitnessCommand {
         #[arg(long, value_name = "DIR")]
         project: Option<PathBuf>,
     },
+    /// Serve a C2SP tlog-witness: cosign the checkpoints of the logs it knows, never a smaller or inconsistent tree.
+    Serve(crate::commands::witness::ServeArgs),
+    /// Make a witness's cosignature key and print its verifier key.
+    Key(crate::commands::witness::KeyArgs),
 }
 
 fn project_dir(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
@@ -410,7 +414,11 @@ pub fn manage(what: Manage, args: ManageArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub fn witness(command: WitnessCommand) -> anyhow::Result<ExitCode> {
-    let WitnessCommand::Export { project } = command;
+    let project = match command {
+        WitnessCommand::Export { project } => project,
+        WitnessCommand::Serve(args) => return crate::commands::witness::serve(args),
+        WitnessCommand::Key(args) => return crate::commands::witness::key(&args),
+    };
     let project = project_dir(project.as_deref())?;
     let log = Log::from_env(Rotation::default())?;
     let out = witness::export(&project, &log)?;
