@@ -21,6 +21,7 @@ pub mod servers;
 mod settings;
 pub mod skills;
 mod source;
+pub mod style;
 
 pub use settings::{
     Amount, ByteSize, DEFAULT_LOG_KEEP, DEFAULT_LOG_ROTATE_BYTES, DEFAULT_MAX_OBJECT_BYTES,
@@ -43,3 +44,6 @@ pub use servers::{
 };
 pub use skills::{DEFAULT_SKILL_BYTES, MAX_SKILL_BYTES, SkillLayer, SkillSettings};
 pub use source::{FileKind, NOT_IMPLEMENTED, Source};
+pub use style::{
+    MAX_STYLE_BYTES, MAX_STYLE_RULES, MAX_STYLE_TIMEOUT, StyleMeasure, StyleRule, StyleSettings,
+};

@@ -96,7 +96,7 @@ pub(crate) struct ProjectFile {
     review: Option<Spanned<ReviewFields>>,
     /// The style rules a write is checked against (see `style`).
     #[serde(default)]
-    style: Option<Spanned<crate::style::StyleFields>>,
+    style: Option<Spanned<chock_config::style::StyleFields>>,
     /// The project's language servers (see `lsp`).
     #[serde(default)]
     lsp: Option<Spanned<Vec<Spanned<chock_config::lsp::ServerFields>>>>,
@@ -440,7 +440,7 @@ pub(crate) struct ProjectLayer {
     pub(crate) subagents: Option<Subagents>,
     pub(crate) review: Option<Review>,
     pub(crate) skills: chock_config::skills::SkillsBlock,
-    pub(crate) style: Option<crate::style::StyleSettings>,
+    pub(crate) style: Option<chock_config::style::StyleSettings>,
     pub(crate) lsp: Vec<chock_config::lsp::LspServer>,
     pub(crate) devices: Vec<chock_config::devices::NamedDevice>,
     /// Rules in a namespace Chock does not name, under `.unknown_actions = .warn`.
@@ -464,7 +464,7 @@ pub(crate) fn read_project(source: &Source<'_>) -> Result<ProjectLayer, ConfigEr
     let subagents = check_subagents(source, file.subagents)?;
     let review = check_review(source, file.review, &agents)?;
     let skills = chock_config::skills::read_skills(source, file.skills)?;
-    let style = crate::style::read_style(source, file.style)?;
+    let style = chock_config::style::read_style(source, file.style)?;
     let lsp = chock_config::lsp::read_lsp(source, file.lsp)?;
     let devices = chock_config::devices::read_devices(source, file.devices)?;
     Ok(ProjectLayer {

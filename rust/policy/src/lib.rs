@@ -25,7 +25,6 @@ mod policy;
 mod promise;
 pub mod root;
 mod rule;
-mod style;
 #[cfg(test)]
 mod test_support;
 #[cfg(test)]
@@ -48,6 +47,9 @@ pub use chock_config::{DEFAULT_SKILL_BYTES, MAX_SKILL_BYTES, SkillLayer, SkillSe
 pub use chock_config::{DeviceId, DeviceNameError, MAX_DEVICES, NamedDevice};
 pub use chock_config::{KeySource, MAX_PROVIDERS, ProviderInstance, ProviderKind};
 pub use chock_config::{MAX_PRICES, Price};
+pub use chock_config::{
+    MAX_STYLE_BYTES, MAX_STYLE_RULES, MAX_STYLE_TIMEOUT, StyleMeasure, StyleRule, StyleSettings,
+};
 pub use chock_flakelock::{Endpoint, EndpointError, SCHEMES, url_endpoint};
 pub use chock_names as names;
 pub use decision::{Decision, NotADecision};
@@ -69,6 +71,3 @@ pub use policy::{
 };
 pub use promise::{AlreadyBound, Ceiling};
 pub use rule::{Key, Rule, RuleSource, Specificity};
-pub use style::{
-    MAX_STYLE_BYTES, MAX_STYLE_RULES, MAX_STYLE_TIMEOUT, StyleMeasure, StyleRule, StyleSettings,
-};

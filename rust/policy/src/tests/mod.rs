@@ -8,3 +8,4 @@ mod providers;
 mod search;
 mod servers;
 mod skills;
+mod style;
