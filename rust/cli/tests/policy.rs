@@ -599,13 +599,24 @@ fn controls_lists_every_control_input_with_its_action() {
     assert!(out.status.success(), "{}", stderr(&out));
     let listed = json(&out);
     let entries = listed.as_array().expect("a list");
-    assert_eq!(entries.len(), chock_policy::control::CONTROL_INPUTS.len());
-    for (entry, input) in entries.iter().zip(chock_policy::control::CONTROL_INPUTS) {
+    let (project, person): (Vec<_>, Vec<_>) = entries.iter().partition(|e| e["in"] == "project");
+    assert_eq!(project.len(), chock_policy::control::CONTROL_INPUTS.len());
+    for (entry, input) in project.iter().zip(chock_policy::control::CONTROL_INPUTS) {
         assert_eq!(entry["path"], input.path);
         assert_eq!(
             entry["action"],
             chock_policy::control::control_write(input.kind)
         );
+    }
+    // The person's own, under the home the command was given.
+    let home = dir.join("home");
+    let own: Vec<&str> = person.iter().filter_map(|e| e["path"].as_str()).collect();
+    for path in [
+        home.join(".claude").display().to_string(),
+        home.join(".config/chock").display().to_string(),
+        "/etc/chock".to_owned(),
+    ] {
+        assert!(own.contains(&path.as_str()), "{path}: {own:?}");
     }
     let text = stdout(&chock(&dir, &["policy", "controls"]));
     for needle in [

@@ -150,9 +150,11 @@ fn shell_act(named: shell_naming::Named, place: &Place<'_>) -> Named {
 }
 
 /// `control.write.<kind>` when `path` (absolute) is, or lies beneath, a
-/// control input of the project: judged on where it leads on disk, links
-/// in the part that exists followed (`src/../.claude/x`, `notes/link/x`
-/// with `link -> ../.claude`), as the agent's write would follow them.
+/// control input of the project or one of the person's own (their
+/// `config.zon`, an agent's user settings): judged on where it leads on
+/// disk, links in the part that exists followed (`src/../.claude/x`,
+/// `notes/link/x` with `link -> ../.claude`), as the agent's write would
+/// follow them.
 fn control_write(path: &Path, place: &Place<'_>) -> Option<String> {
     let path = chock_shell::normalize(path);
     if !path.is_absolute() {
@@ -160,8 +162,11 @@ fn control_write(path: &Path, place: &Place<'_>) -> Option<String> {
     }
     let real = shell_naming::resolved(&path);
     let project = shell_naming::resolved(place.project);
-    let rel = real.strip_prefix(&project).ok()?;
-    control::control_input(rel).map(|input| control::control_write(input.kind))
+    let kind = match real.strip_prefix(&project) {
+        Ok(rel) => control::control_input(rel).map(|input| input.kind),
+        Err(_) => control::operator_input(&real).map(|input| input.kind),
+    };
+    kind.map(control::control_write)
 }
 
 /// `call.write_file` or `call.edit_file` for the files, `control.write.<kind>`
@@ -360,6 +365,54 @@ mod tests {
                 dir: Some(top.clone()),
             }),
             vec!["control.write.host", "exec.path.echo"]
+        );
+    }
+
+    /// The person's own control inputs, outside any project: their
+    /// agents' user settings (which hold Chock's hooks) and Chock's
+    /// configuration, reached by a path or through a link in the project.
+    #[test]
+    fn a_write_to_the_person_s_own_control_input_is_its_own_act() {
+        use chock_policy::control::{Base, base_dir};
+        let home = base_dir(Base::Home).expect("HOME is set");
+        let config = base_dir(Base::ConfigHome).expect("a configuration home");
+        let project = tempfile::tempdir().expect("tempdir");
+        let top = project.path().canonicalize().expect("canonical");
+        std::os::unix::fs::symlink(home.join(".claude"), top.join("cfg")).expect("link");
+        let place = Place::on_host(&top, Some(&home), false, Path::new("/nix/store"));
+        let named = |request: Request| -> Vec<String> {
+            name(&call(request), Agent::Claude, &place)
+                .into_iter()
+                .map(|n| match n {
+                    Named::Act { action, .. } => action,
+                    Named::Unnameable { why, .. } => format!("refused: {why}"),
+                })
+                .collect()
+        };
+        assert_eq!(
+            named(Request::Write {
+                paths: vec![config.join("chock/config.zon")]
+            }),
+            vec!["control.write.policy", "file.write"]
+        );
+        assert_eq!(
+            named(Request::Edit {
+                paths: vec![top.join("cfg/settings.json")]
+            }),
+            vec!["control.write.agent", "file.write"]
+        );
+        assert_eq!(
+            named(Request::Shell {
+                command: "echo x > ~/.claude.json".into(),
+                dir: Some(top.clone()),
+            }),
+            vec!["control.write.agent", "file.write", "exec.path.echo"]
+        );
+        assert_eq!(
+            named(Request::Write {
+                paths: vec![home.join("notes.txt")]
+            }),
+            vec!["call.write_file", "file.write"]
         );
     }
 

@@ -128,6 +128,111 @@ pub const CONTROL_INPUTS: &[ControlInput] = &[
     input(".lefthook.yaml", File, Host, "lefthook: git hooks"),
 ];
 
+/// One control input of the person's own, outside any project: where it
+/// lies beneath a folder of the environment's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OperatorInput {
+    /// The folder it lies beneath.
+    pub base: Base,
+    /// Relative to that folder, `/`-separated.
+    pub path: &'static str,
+    pub shape: ControlShape,
+    pub kind: ControlKind,
+    pub read_by: &'static str,
+}
+
+/// The folders the person's own control inputs lie beneath.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Base {
+    /// `$HOME`.
+    Home,
+    /// `$XDG_CONFIG_HOME`, else `~/.config`.
+    ConfigHome,
+    /// `$XDG_DATA_HOME`, else `~/.local/share`.
+    DataHome,
+    /// `/`: the machine's.
+    Root,
+}
+
+const fn operator(
+    base: Base,
+    path: &'static str,
+    shape: ControlShape,
+    kind: ControlKind,
+    read_by: &'static str,
+) -> OperatorInput {
+    OperatorInput {
+        base,
+        path,
+        shape,
+        kind,
+        read_by,
+    }
+}
+
+/// Every control input of the person's, outside a project: Chock's own
+/// settings, skills and organisation bundles, and the agents' user-wide
+/// settings that hold Chock's hooks. No sandbox shows them; an agent's own
+/// write to one through its hook is `control.write.<kind>`, as a
+/// project's is.
+#[rustfmt::skip]
+pub const OPERATOR_INPUTS: &[OperatorInput] = &[
+    operator(Base::ConfigHome, "chock", Dir, Policy, "Chock: the operator's config.zon and skills"),
+    operator(Base::DataHome, "chock", Dir, Policy, "Chock: organisation bundles and compiled policies"),
+    operator(Base::Root, "etc/chock", Dir, Policy, "Chock: the machine's organisation bundle"),
+    operator(Base::Home, ".claude", Dir, Agent, "Claude Code: user hooks and settings"),
+    operator(Base::Home, ".claude.json", File, Agent, "Claude Code: user MCP servers"),
+    operator(Base::Home, ".codex", Dir, Agent, "Codex: user hooks and settings"),
+    operator(Base::Home, ".gemini", Dir, Agent, "Gemini CLI: user hooks and settings"),
+    operator(Base::Home, ".cursor", Dir, Agent, "Cursor: user hooks and MCP servers"),
+];
+
+/// Where the environment puts each base folder, as Chock's readers find
+/// them; `None` for one it does not say.
+pub fn base_dir(base: Base) -> Option<std::path::PathBuf> {
+    let var = |name: &str| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(std::path::PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
+    match base {
+        Base::Home => var("HOME"),
+        Base::ConfigHome => {
+            var("XDG_CONFIG_HOME").or_else(|| var("HOME").map(|h| h.join(".config")))
+        }
+        Base::DataHome => {
+            var("XDG_DATA_HOME").or_else(|| var("HOME").map(|h| h.join(".local/share")))
+        }
+        Base::Root => Some(std::path::PathBuf::from("/")),
+    }
+}
+
+/// The person's control input the absolute path `path` is, or lies
+/// beneath (compared by its parts, as it is given: resolve links first).
+pub fn operator_input(path: &Path) -> Option<&'static OperatorInput> {
+    // A base reached through a link (`/home` a link elsewhere) is compared
+    // where it leads, as the path is.
+    operator_input_under(path, |base| {
+        base_dir(base).map(|dir| std::fs::canonicalize(&dir).unwrap_or(dir))
+    })
+}
+
+fn operator_input_under(
+    path: &Path,
+    base_dir: impl Fn(Base) -> Option<std::path::PathBuf>,
+) -> Option<&'static OperatorInput> {
+    OPERATOR_INPUTS.iter().find(|input| {
+        base_dir(input.base).is_some_and(|base| {
+            let at = base.join(input.path);
+            match input.shape {
+                ControlShape::Dir => path.starts_with(&at),
+                ControlShape::File => path == at,
+            }
+        })
+    })
+}
+
 /// The control input `rel` (relative to the project's top) is, or lies
 /// beneath. A path is compared by its normal parts, so `./.claude/x` and
 /// `.claude//x` are `.claude`; a path with `..` in it is treated as a
@@ -195,6 +300,49 @@ mod tests {
             "README.md",
         ] {
             assert_eq!(control_input(Path::new(rel)), None, "{rel}");
+        }
+    }
+
+    #[test]
+    fn the_person_s_own_inputs_are_named_beneath_their_folders() {
+        let bases = |base: Base| {
+            Some(std::path::PathBuf::from(match base {
+                Base::Home => "/home/p",
+                Base::ConfigHome => "/home/p/.config",
+                Base::DataHome => "/home/p/.local/share",
+                Base::Root => "/",
+            }))
+        };
+        let named =
+            |path: &str| operator_input_under(Path::new(path), bases).map(|i| (i.path, i.kind));
+        assert_eq!(
+            named("/home/p/.config/chock/config.zon"),
+            Some(("chock", Policy))
+        );
+        assert_eq!(
+            named("/home/p/.config/chock/skills/a/SKILL.md"),
+            Some(("chock", Policy))
+        );
+        assert_eq!(
+            named("/home/p/.local/share/chock/org-policy.zon"),
+            Some(("chock", Policy))
+        );
+        assert_eq!(
+            named("/etc/chock/org-policy.zon"),
+            Some(("etc/chock", Policy))
+        );
+        assert_eq!(
+            named("/home/p/.claude/settings.json"),
+            Some((".claude", Agent))
+        );
+        assert_eq!(named("/home/p/.claude.json"), Some((".claude.json", Agent)));
+        for ordinary in [
+            "/home/p/.claude.json.bak",
+            "/home/p/.config/chockx/a",
+            "/home/p/notes.txt",
+            "/etc/passwd",
+        ] {
+            assert_eq!(named(ordinary), None, "{ordinary}");
         }
     }
 

@@ -312,17 +312,39 @@ fn asker_line(key: &Key, asked: Asked) -> String {
 }
 
 fn controls(as_json: bool) -> anyhow::Result<ExitCode> {
-    use chock_policy::control::{CONTROL_INPUTS, ControlShape, control_write};
+    use chock_policy::control::{
+        CONTROL_INPUTS, ControlKind, ControlShape, OPERATOR_INPUTS, base_dir, control_write,
+    };
+    let shape = |shape: ControlShape| match shape {
+        ControlShape::File => "file",
+        ControlShape::Dir => "dir",
+    };
+    let shown = |path: String, kind: ControlShape| match kind {
+        ControlShape::File => path,
+        ControlShape::Dir => format!("{path}/"),
+    };
+    // Each entry: where it is, its path there, shape, kind, who reads it.
+    let mut entries: Vec<(&str, String, ControlShape, ControlKind, &str)> = CONTROL_INPUTS
+        .iter()
+        .map(|i| ("project", i.path.to_owned(), i.shape, i.kind, i.read_by))
+        .collect();
+    for input in OPERATOR_INPUTS {
+        if let Some(base) = base_dir(input.base) {
+            let path = base.join(input.path).display().to_string();
+            entries.push(("person", path, input.shape, input.kind, input.read_by));
+        }
+    }
     if as_json {
-        let list: Vec<_> = CONTROL_INPUTS
+        let list: Vec<_> = entries
             .iter()
-            .map(|input| {
+            .map(|(place, path, kind_of, kind, read_by)| {
                 serde_json::json!({
-                    "path": input.path,
-                    "shape": match input.shape { ControlShape::File => "file", ControlShape::Dir => "dir" },
-                    "kind": input.kind.label(),
-                    "action": control_write(input.kind),
-                    "read_by": input.read_by,
+                    "in": place,
+                    "path": path,
+                    "shape": shape(*kind_of),
+                    "kind": kind.label(),
+                    "action": control_write(*kind),
+                    "read_by": read_by,
                 })
             })
             .collect();
@@ -331,15 +353,12 @@ fn controls(as_json: bool) -> anyhow::Result<ExitCode> {
     }
     outln!("# Control inputs: held read-only in the sandbox, refused by the file tools,");
     outln!("# asked as control.write.<kind> when an agent writes one, named first by an apply.");
-    for input in CONTROL_INPUTS {
-        let path = match input.shape {
-            ControlShape::File => input.path.to_owned(),
-            ControlShape::Dir => format!("{}/", input.path),
-        };
+    outln!("# The project's, relative to its top; then the person's own, which no sandbox shows.");
+    for (_, path, kind_of, kind, read_by) in &entries {
         outln!(
-            "{path:<26} {:<22} {}",
-            control_write(input.kind),
-            input.read_by
+            "{:<26} {:<22} {read_by}",
+            shown(path.clone(), *kind_of),
+            control_write(*kind)
         );
     }
     Ok(exit::SUCCESS.into())
