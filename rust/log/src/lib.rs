@@ -55,7 +55,7 @@ use std::time::Duration;
 pub use error::LogError;
 pub use location::{dir_from_env, state_dir_from_env};
 pub use record::{AnsweredBy, DecidedBy, Entry, Head, HeadError, Held, Record, Scope, Sha256Hash};
-pub use records::{LogLine, Records};
+pub use records::{LogLine, NotARecord, Records};
 pub use route::Route;
 pub use verify::{Break, BreakKind, ChainStart, KeptHead, SeqPrev, Verification};
 

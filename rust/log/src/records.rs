@@ -1,6 +1,7 @@
 //! Reading every record in order, for people (`chock log show`).
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use crate::LogError;
 use crate::lines::Walk;
@@ -16,7 +17,18 @@ pub struct LogLine {
     /// Its exact text (invalid UTF-8 replaced), without the newline.
     pub text: String,
     /// The record, or why the line is not one (torn, edited, another format).
-    pub record: Result<Record, String>,
+    pub record: Result<Record, NotARecord>,
+}
+
+/// Why a line of the log is not a record.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum NotARecord {
+    /// It has no newline: a write torn short.
+    #[error("the line was cut off (no newline)")]
+    CutOff,
+    /// It is not a record's JSON: edited, or another format.
+    #[error(transparent)]
+    Unreadable(Arc<serde_json::Error>),
 }
 
 /// Every line of the log, oldest first; see [`crate::Log::records`].
@@ -62,9 +74,10 @@ impl Iterator for Records {
                 Ok(line) => {
                     let line = line?;
                     let record = if line.complete {
-                        serde_json::from_slice(line.bytes).map_err(|e| e.to_string())
+                        serde_json::from_slice(line.bytes)
+                            .map_err(|e| NotARecord::Unreadable(Arc::new(e)))
                     } else {
-                        Err("the line was cut off (no newline)".to_owned())
+                        Err(NotARecord::CutOff)
                     };
                     let text = String::from_utf8_lossy(line.bytes).into_owned();
                     break (line.file, line.number, text, record);

@@ -85,7 +85,7 @@ fn an_unknown_word_is_refused_naming_its_line() {
     let read: Vec<_> = log.records().unwrap().map(Result::unwrap).collect();
     assert!(read[0].record.is_ok());
     for (shown, word) in read[1..].iter().zip(["shell", "maybe", "team"]) {
-        let why = shown.record.as_ref().unwrap_err();
+        let why = shown.record.as_ref().unwrap_err().to_string();
         assert!(
             why.contains(&format!("`{word}`")),
             "line {}: {why}",
