@@ -36,7 +36,7 @@ pub struct TerminalAsker {
 /// How long a process with no terminal waits, at its first question, for
 /// a running `chock approve` or `chock ui` to find its socket (they look
 /// five times a second) before the question counts as unanswered.
-const APPROVERS_FIND_US: Duration = Duration::from_secs(1);
+const APPROVER_WAIT: Duration = Duration::from_secs(1);
 
 /// The approve socket of a single command (`chock exec`, `chock build`),
 /// served on a thread of its own.
@@ -96,7 +96,7 @@ impl Approvers {
         };
         let began = std::time::Instant::now();
         while !hub.watched() {
-            if began.elapsed() > APPROVERS_FIND_US {
+            if began.elapsed() > APPROVER_WAIT {
                 return None;
             }
             std::thread::sleep(Duration::from_millis(20));
