@@ -200,7 +200,9 @@ pub fn verify_consistency(
         return false;
     }
     if old == 0 {
-        return proof.is_empty() && *old_root == empty_root();
+        return proof.is_empty()
+            && *old_root == empty_root()
+            && (new > 0 || *new_root == empty_root());
     }
     if old == new {
         return proof.is_empty() && old_root == new_root;

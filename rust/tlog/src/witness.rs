@@ -193,6 +193,9 @@ impl Witness {
         if !log.verifies(&note) {
             return Answer::text(403, "no signature by the log's key verifies\n");
         }
+        if checkpoint.size == 0 && checkpoint.root != empty_root() {
+            return Answer::text(422, "a tree of no lines has the empty tree's root\n");
+        }
         if request.old > checkpoint.size {
             return Answer::text(400, "old is above the checkpoint's size\n");
         }
@@ -383,6 +386,17 @@ mod tests {
                 .status,
             404
         );
+        let empty = Checkpoint::new(s.log.name(), 0, [1; 32]).text();
+        let empty = Note {
+            signatures: vec![s.log.sign(&empty)],
+            text: empty,
+        };
+        let empty = AddCheckpoint {
+            old: 0,
+            proof: Vec::new(),
+            note: empty.to_string().into_bytes(),
+        };
+        assert_eq!(s.witness.add_checkpoint(&empty.body(), 10).status, 422);
         assert_eq!(s.witness.add_checkpoint(b"old 1\n", 10).status, 400);
         assert_eq!(s.witness.add_checkpoint(b"old 01\n\nx", 10).status, 400);
         assert_eq!(
