@@ -14,6 +14,7 @@
 pub mod devices;
 mod error;
 pub mod lsp;
+pub mod net;
 pub mod prices;
 pub mod providers;
 pub mod search;
@@ -32,6 +33,7 @@ pub use settings::{
 pub use devices::{DeviceId, DeviceNameError, MAX_DEVICES, NamedDevice};
 pub use error::ConfigError;
 pub use lsp::{DEFAULT_LSP_TIMEOUT, LspServer, MAX_LSP_SERVERS, MAX_LSP_TIMEOUT};
+pub use net::{NetMode, NetSettings};
 pub use prices::{MAX_PRICES, Price};
 pub use providers::{KeySource, MAX_PROVIDERS, ProviderInstance, ProviderKind};
 pub use search::{

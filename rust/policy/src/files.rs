@@ -18,7 +18,9 @@ use crate::decision::Decision;
 use crate::index::RuleSet;
 use crate::pattern::Pattern;
 use crate::rule::{Rule, RuleSource};
-use chock_config::{ByteSize, ConfigError, FileKind, MemoryAmount, ProcessCount, Source};
+use chock_config::{
+    ByteSize, ConfigError, FileKind, MemoryAmount, NetSettings, ProcessCount, Source,
+};
 
 /// At most this many rules per file.
 pub const MAX_RULES: usize = 512;
@@ -184,7 +186,7 @@ pub(crate) struct PolicyBlock {
     #[serde(default)]
     agents: Spanned<Vec<Spanned<AgentFields>>>,
     #[serde(default)]
-    pub(crate) net: NetBlock,
+    pub(crate) net: NetSettings,
 }
 
 /// A rule, in `chock.zon`, a bundle or a package: exactly these five fields.
@@ -217,31 +219,6 @@ pub struct Agent {
     pub kind: String,
     pub parent: Option<String>,
 }
-
-/// Whether a session is given a network namespace, router and resolver.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum NetMode {
-    /// Read the rules: a router only when some rule permits something under `net`.
-    #[default]
-    Auto,
-    /// No router whatever the rules say.
-    None,
-    /// A router even when no rule permits a host yet.
-    Filtered,
-}
-
-/// `.policy.net`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct NetSettings {
-    #[serde(default)]
-    pub router: NetMode,
-    #[serde(default)]
-    pub background: NetMode,
-}
-
-pub(crate) type NetBlock = NetSettings;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]

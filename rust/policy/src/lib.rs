@@ -33,7 +33,6 @@ pub mod unparsed;
 pub mod workspace;
 
 pub use ask::{Answer, Asker, Nobody, Question, Scope, visible};
-pub use chock_config::NOT_IMPLEMENTED;
 pub use chock_config::{
     COMMAND_TIMEOUT, Launch, MAX_SECRET_BYTES, MAX_SECRETS, MAX_SERVERS, McpServer, SecretEnv,
     SecretError, SecretStore, StoreCommandError, TOOL_SEPARATOR,
@@ -50,6 +49,7 @@ pub use chock_config::{MAX_PRICES, Price};
 pub use chock_config::{
     MAX_STYLE_BYTES, MAX_STYLE_RULES, MAX_STYLE_TIMEOUT, StyleMeasure, StyleRule, StyleSettings,
 };
+pub use chock_config::{NOT_IMPLEMENTED, NetMode, NetSettings};
 pub use chock_flakelock::{Endpoint, EndpointError, SCHEMES, url_endpoint};
 pub use chock_names as names;
 pub use decision::{Decision, NotADecision};
@@ -57,7 +57,7 @@ pub use edit::{EditError, RuleEdit, always_offered, write_rules};
 pub use error::PolicyError;
 pub use files::{
     Agent, BUNDLE_VERSION, Budget, ContainerSettings, IndexBlock, MAX_AGENT_KINDS, MAX_RULES,
-    MAX_SINKS, NetMode, NetSettings, OrgBundle, Review, Sink, SinkKind, Subagents, UnknownActions,
+    MAX_SINKS, OrgBundle, Review, Sink, SinkKind, Subagents, UnknownActions,
 };
 pub use index::RuleSet;
 pub use names::{ExecContext, NameError, Phase};
