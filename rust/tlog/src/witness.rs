@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 
 use crate::checkpoint::{Checkpoint, canonical_decimal};
 use crate::files;
-use crate::note::{KeyKind, MAX_NOTE_BYTES, Note, NoteSignature, SignerKey, VerifierKey};
+use crate::note::{KeyKind, MAX_NOTE_BYTES, Note, SignerKey, VerifierKey};
 use crate::tree::{Hash, empty_root, verify_consistency};
 
 /// The most proof lines a request may carry: a proof in a tree of 2^64
@@ -169,7 +169,8 @@ impl Witness {
     /// malformed body or `old` above the size; 404 for an unknown origin;
     /// 403 when the log's key did not sign it; 409 and the witness's size
     /// when `old` is not that size (or the same size has another root);
-    /// 422 when the proof does not prove consistency.
+    /// 422 when the proof does not prove consistency (or a tree of no
+    /// lines has another root than the empty tree's).
     pub fn add_checkpoint(&self, body: &[u8], now: u64) -> Answer {
         let Some(request) = AddCheckpoint::parse(body) else {
             return Answer::text(
@@ -201,7 +202,7 @@ impl Witness {
         }
         match self.advance(&request, &checkpoint) {
             Ok(Ok(())) => {
-                let line: NoteSignature = self.key.cosign(&note.text, now);
+                let line = self.key.cosign(&note.text, now);
                 Answer::text(200, format!("{line}\n"))
             }
             Ok(Err(answer)) => answer,
