@@ -11,6 +11,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod agents;
 pub mod devices;
 mod error;
 pub mod lsp;
@@ -30,6 +31,7 @@ pub use settings::{
     ProcessCount, SizeError, human_bytes, parse_bytes,
 };
 
+pub use agents::{Agent, MAX_AGENT_KINDS, Review, Subagents};
 pub use devices::{DeviceId, DeviceNameError, MAX_DEVICES, NamedDevice};
 pub use error::ConfigError;
 pub use lsp::{DEFAULT_LSP_TIMEOUT, LspServer, MAX_LSP_SERVERS, MAX_LSP_TIMEOUT};

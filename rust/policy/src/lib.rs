@@ -34,6 +34,9 @@ pub mod workspace;
 
 pub use ask::{Answer, Asker, Nobody, Question, Scope, visible};
 pub use chock_config::{
+    Agent, MAX_AGENT_KINDS, NOT_IMPLEMENTED, NetMode, NetSettings, Review, Subagents,
+};
+pub use chock_config::{
     COMMAND_TIMEOUT, Launch, MAX_SECRET_BYTES, MAX_SECRETS, MAX_SERVERS, McpServer, SecretEnv,
     SecretError, SecretStore, StoreCommandError, TOOL_SEPARATOR,
 };
@@ -49,15 +52,14 @@ pub use chock_config::{MAX_PRICES, Price};
 pub use chock_config::{
     MAX_STYLE_BYTES, MAX_STYLE_RULES, MAX_STYLE_TIMEOUT, StyleMeasure, StyleRule, StyleSettings,
 };
-pub use chock_config::{NOT_IMPLEMENTED, NetMode, NetSettings};
 pub use chock_flakelock::{Endpoint, EndpointError, SCHEMES, url_endpoint};
 pub use chock_names as names;
 pub use decision::{Decision, NotADecision};
 pub use edit::{EditError, RuleEdit, always_offered, write_rules};
 pub use error::PolicyError;
 pub use files::{
-    Agent, BUNDLE_VERSION, Budget, ContainerSettings, IndexBlock, MAX_AGENT_KINDS, MAX_RULES,
-    MAX_SINKS, OrgBundle, Review, Sink, SinkKind, Subagents, UnknownActions,
+    BUNDLE_VERSION, Budget, ContainerSettings, IndexBlock, MAX_RULES, MAX_SINKS, OrgBundle, Sink,
+    SinkKind, UnknownActions,
 };
 pub use index::RuleSet;
 pub use names::{ExecContext, NameError, Phase};

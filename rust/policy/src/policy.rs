@@ -12,18 +12,16 @@ use serde::{Deserialize, Serialize};
 use crate::decision::Decision;
 use crate::defaults::shipped_rules;
 use crate::error::PolicyError;
-use crate::files::{
-    Agent, OperatorFile, OrgBundle, ProjectLayer, Review, read_bundle, read_project,
-};
+use crate::files::{OperatorFile, OrgBundle, ProjectLayer, read_bundle, read_project};
 use crate::index::RuleSet;
 use crate::names::{self, NameError};
 use crate::package::{PolicyPackage, Rollout, read_packages};
 use crate::pattern::Pattern;
 use crate::rule::{Key, Rule};
 use chock_config::{
-    DEFAULT_LOG_KEEP, DEFAULT_LOG_ROTATE_BYTES, DEFAULT_MAX_OBJECT_BYTES,
+    Agent, DEFAULT_LOG_KEEP, DEFAULT_LOG_ROTATE_BYTES, DEFAULT_MAX_OBJECT_BYTES,
     DEFAULT_MAX_SESSION_BYTES, FileKind, Limits, LogSettings, Machine, McpServer, NetSettings,
-    NixSettings, SecretError, SecretStore, Source, human_bytes,
+    NixSettings, Review, SecretError, SecretStore, Source, human_bytes,
 };
 
 /// The project's policy file, in its root.
