@@ -99,3 +99,59 @@ impl Records {
         self.walk.files().get(index).cloned().unwrap_or_default()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::record::{AnsweredBy, DecidedBy, Entry};
+    use crate::{Log, Rotation, Route};
+
+    #[test]
+    fn reading_from_a_seq_passes_over_the_lines_before_it_across_rotations() {
+        let dir = tempfile::tempdir().unwrap();
+        let rotation = Rotation {
+            rotate_bytes: 700,
+            keep: 20,
+            fsync: false,
+        };
+        let log = Log::at(dir.path(), rotation);
+        for n in 0..12 {
+            let entry = Entry {
+                route: Route::Cli,
+                project: "/p".into(),
+                action: "call.write_file".into(),
+                agent_kind: "test".into(),
+                model: None,
+                tool: None,
+                decision: chock_policy::Decision::Allow,
+                decided_by: DecidedBy {
+                    layer: chock_policy::Layer::Nothing,
+                    file: None,
+                    line: None,
+                    policy: None,
+                    held: None,
+                },
+                answered_by: AnsweredBy::Nobody,
+                subject: Some(format!("line {n}")),
+                scope: None,
+            };
+            log.try_append(&entry).unwrap();
+        }
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(dir.path().join(crate::location::CURRENT))
+            .and_then(|mut f| std::io::Write::write_all(&mut f, b"not a record\n"))
+            .unwrap();
+        assert!(crate::location::rotated_files(dir.path()).unwrap().len() > 2);
+        let seqs = |from| {
+            log.records_from(from)
+                .unwrap()
+                .map(|line| line.unwrap().record.map(|r| r.seq).ok())
+                .collect::<Vec<_>>()
+        };
+        let mut expected: Vec<_> = (9..=12).map(Some).collect();
+        expected.push(None);
+        assert_eq!(seqs(9), expected, "from 9, and the line that names no seq");
+        assert_eq!(seqs(0).len(), 13);
+        assert_eq!(seqs(13), vec![None]);
+    }
+}
