@@ -1,7 +1,9 @@
 //! `chock log checkpoint`, `chock log prove` and `chock witness serve`
 //! through the real binary: a real witness on loopback cosigning the log's
 //! checkpoints, refusing rewritten logs, and cutting off huge and slow
-//! requests.
+//! requests; and the log's key out of a real sandbox's sight.
+
+mod sandbox_fixture;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -481,4 +483,31 @@ fn a_huge_or_slow_request_is_cut_off_and_the_witness_serves_on() {
     let (status, answer) = post(witness.addr, &request(&state, 0));
     assert_eq!(status, 200, "{answer}");
     assert_eq!(post(witness.addr, b"old 5\n").0, 400);
+}
+
+#[test]
+fn a_sandboxed_command_cannot_see_the_log_s_key_or_checkpoint() {
+    let fx = sandbox_fixture::Fixture::host();
+    let made = fx.chock().args(["log", "checkpoint"]).output().unwrap();
+    assert!(
+        made.status.success(),
+        "{}",
+        sandbox_fixture::describe(&made)
+    );
+    let state = fx.root().join("state/chock");
+    let key = state.join("keys/checkpoint.key");
+    let checkpoint = state.join("log/checkpoint");
+    assert!(key.exists() && checkpoint.exists());
+    // A file of the project's, which the sandbox shows: the probe can see.
+    let shown = fx.project.join("shown");
+    std::fs::write(&shown, "").unwrap();
+    let probe = format!(
+        "for f in {} {} {}; do if test -e $f; then echo seen; else echo hidden; fi; done",
+        shown.display(),
+        key.display(),
+        checkpoint.display()
+    );
+    let out = fx.exec(&[], &["sh", "-c", &probe]);
+    assert!(out.status.success(), "{}", sandbox_fixture::describe(&out));
+    assert_eq!(sandbox_fixture::text(&out.stdout), "seen\nhidden\nhidden\n");
 }
