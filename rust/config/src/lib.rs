@@ -12,6 +12,7 @@
 #![forbid(unsafe_code)]
 
 pub mod agents;
+pub mod container;
 pub mod devices;
 mod error;
 pub mod lsp;
@@ -32,6 +33,7 @@ pub use settings::{
 };
 
 pub use agents::{Agent, MAX_AGENT_KINDS, Review, Subagents};
+pub use container::ContainerSettings;
 pub use devices::{DeviceId, DeviceNameError, MAX_DEVICES, NamedDevice};
 pub use error::ConfigError;
 pub use lsp::{DEFAULT_LSP_TIMEOUT, LspServer, MAX_LSP_SERVERS, MAX_LSP_TIMEOUT};

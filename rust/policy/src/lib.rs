@@ -34,7 +34,8 @@ pub mod workspace;
 
 pub use ask::{Answer, Asker, Nobody, Question, Scope, visible};
 pub use chock_config::{
-    Agent, MAX_AGENT_KINDS, NOT_IMPLEMENTED, NetMode, NetSettings, Review, Subagents,
+    Agent, ContainerSettings, MAX_AGENT_KINDS, NOT_IMPLEMENTED, NetMode, NetSettings, Review,
+    Subagents,
 };
 pub use chock_config::{
     COMMAND_TIMEOUT, Launch, MAX_SECRET_BYTES, MAX_SECRETS, MAX_SERVERS, McpServer, SecretEnv,
@@ -58,8 +59,8 @@ pub use decision::{Decision, NotADecision};
 pub use edit::{EditError, RuleEdit, always_offered, write_rules};
 pub use error::PolicyError;
 pub use files::{
-    BUNDLE_VERSION, Budget, ContainerSettings, IndexBlock, MAX_RULES, MAX_SINKS, OrgBundle, Sink,
-    SinkKind, UnknownActions,
+    BUNDLE_VERSION, Budget, IndexBlock, MAX_RULES, MAX_SINKS, OrgBundle, Sink, SinkKind,
+    UnknownActions,
 };
 pub use index::RuleSet;
 pub use names::{ExecContext, NameError, Phase};

@@ -915,7 +915,7 @@ impl Policy {
 
     /// The container image the project's toolchain comes from, if
     /// `chock.zon` names one.
-    pub fn container(&self) -> Option<&crate::files::ContainerSettings> {
+    pub fn container(&self) -> Option<&chock_config::ContainerSettings> {
         self.project.as_ref().and_then(|p| p.container.as_ref())
     }
 
