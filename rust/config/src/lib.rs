@@ -12,6 +12,7 @@
 #![forbid(unsafe_code)]
 
 pub mod agents;
+pub mod budget;
 pub mod container;
 pub mod devices;
 mod error;
@@ -22,6 +23,7 @@ pub mod providers;
 pub mod search;
 pub mod servers;
 mod settings;
+pub mod sinks;
 pub mod skills;
 mod source;
 pub mod style;
@@ -33,6 +35,7 @@ pub use settings::{
 };
 
 pub use agents::{Agent, MAX_AGENT_KINDS, Review, Subagents};
+pub use budget::Budget;
 pub use container::ContainerSettings;
 pub use devices::{DeviceId, DeviceNameError, MAX_DEVICES, NamedDevice};
 pub use error::ConfigError;
@@ -48,6 +51,7 @@ pub use servers::{
     COMMAND_TIMEOUT, Launch, MAX_SECRET_BYTES, MAX_SECRETS, MAX_SERVERS, McpServer, SecretEnv,
     SecretError, SecretStore, StoreCommandError, TOOL_SEPARATOR,
 };
+pub use sinks::{MAX_SINKS, Sink, SinkKind};
 pub use skills::{DEFAULT_SKILL_BYTES, MAX_SKILL_BYTES, SkillLayer, SkillSettings};
 pub use source::{FileKind, NOT_IMPLEMENTED, Source};
 pub use style::{

@@ -20,15 +20,15 @@ use chock_config::agents::{
     Agent, AgentFields, OrgReviewFields, Review, ReviewFields, SubagentFields, Subagents,
     check_agents, check_review, check_subagents,
 };
+use chock_config::budget::{Budget, BudgetFields, read_budget};
 use chock_config::container::{ContainerBlock, ContainerSettings, check_container};
+use chock_config::sinks::{Sink, SinkFields, check_sinks};
 use chock_config::{
     ByteSize, ConfigError, FileKind, MemoryAmount, NetSettings, ProcessCount, Source,
 };
 
 /// At most this many rules per file.
 pub const MAX_RULES: usize = 512;
-/// At most this many sinks in a bundle.
-pub const MAX_SINKS: usize = 4;
 /// The bundle format this build reads.
 pub const BUNDLE_VERSION: u32 = 1;
 
@@ -242,49 +242,6 @@ struct OrgFile {
     mandatory_policies: Vec<Spanned<String>>,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(
-    deny_unknown_fields,
-    expecting = "a sink `.{ .kind = .directory, .path = \"/var/log/chock\" }`"
-)]
-struct SinkFields {
-    kind: SinkKind,
-    path: String,
-}
-
-/// Where a bundle requires the decision log to be copied.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SinkKind {
-    Directory,
-    Syslog,
-}
-
-/// A required audit sink.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Sink {
-    pub kind: SinkKind,
-    pub path: std::path::PathBuf,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(
-    deny_unknown_fields,
-    expecting = "the `.budget` block: `.{ .max_cost = 20.0, .currency = \"USD\" }`"
-)]
-struct BudgetFields {
-    max_cost: f64,
-    #[serde(default)]
-    currency: String,
-}
-
-/// A spending ceiling; an empty currency is filled later with the default.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Budget {
-    pub max_cost: f64,
-    pub currency: String,
-}
-
 /// What `chock.zon` contributes, checked.
 #[derive(Debug)]
 pub(crate) struct ProjectLayer {
@@ -481,18 +438,7 @@ pub(crate) fn read_bundle(source: &Source<'_>) -> Result<OrgBundle, ConfigError>
         }
     }
     let sinks = check_sinks(source, file.sinks)?;
-    let budget = match file.budget {
-        Some(Spanned { span, value }) => {
-            if !(value.max_cost.is_finite() && value.max_cost > 0.0) {
-                return Err(source.error(span, "budget.max_cost must be a finite number above 0"));
-            }
-            Some(Budget {
-                max_cost: value.max_cost,
-                currency: value.currency,
-            })
-        }
-        None => None,
-    };
+    let budget = read_budget(source, file.budget)?;
     let subagents = check_subagents(source, file.subagents)?;
     let rules = strict_rules(source, file.rules)?;
     let mut mandatory_policies = Vec::new();
@@ -520,31 +466,4 @@ pub(crate) fn read_bundle(source: &Source<'_>) -> Result<OrgBundle, ConfigError>
         processes: file.limits.processes.map(|p| p.0),
         memory: file.limits.memory.map(|m| m.0),
     })
-}
-
-fn check_sinks(
-    source: &Source<'_>,
-    list: Spanned<Vec<Spanned<SinkFields>>>,
-) -> Result<Vec<Sink>, ConfigError> {
-    if list.value.len() > MAX_SINKS {
-        return Err(source.error(
-            list.span,
-            format!("a bundle names at most {MAX_SINKS} sinks"),
-        ));
-    }
-    let mut sinks = Vec::new();
-    for (i, Spanned { span, value }) in list.value.into_iter().enumerate() {
-        let n = i + 1;
-        if value.path.is_empty() || !value.path.starts_with('/') || value.path.len() > 4096 {
-            return Err(source.error(
-                span,
-                format!("sink {n}: the path must be absolute, not empty, and at most 4096 bytes"),
-            ));
-        }
-        sinks.push(Sink {
-            kind: value.kind,
-            path: value.path.into(),
-        });
-    }
-    Ok(sinks)
 }

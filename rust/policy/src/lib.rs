@@ -34,8 +34,8 @@ pub mod workspace;
 
 pub use ask::{Answer, Asker, Nobody, Question, Scope, visible};
 pub use chock_config::{
-    Agent, ContainerSettings, MAX_AGENT_KINDS, NOT_IMPLEMENTED, NetMode, NetSettings, Review,
-    Subagents,
+    Agent, Budget, ContainerSettings, MAX_AGENT_KINDS, MAX_SINKS, NOT_IMPLEMENTED, NetMode,
+    NetSettings, Review, Sink, SinkKind, Subagents,
 };
 pub use chock_config::{
     COMMAND_TIMEOUT, Launch, MAX_SECRET_BYTES, MAX_SECRETS, MAX_SERVERS, McpServer, SecretEnv,
@@ -58,10 +58,7 @@ pub use chock_names as names;
 pub use decision::{Decision, NotADecision};
 pub use edit::{EditError, RuleEdit, always_offered, write_rules};
 pub use error::PolicyError;
-pub use files::{
-    BUNDLE_VERSION, Budget, IndexBlock, MAX_RULES, MAX_SINKS, OrgBundle, Sink, SinkKind,
-    UnknownActions,
-};
+pub use files::{BUNDLE_VERSION, IndexBlock, MAX_RULES, OrgBundle, UnknownActions};
 pub use index::RuleSet;
 pub use names::{ExecContext, NameError, Phase};
 pub use nix_net::{MAX_SITE_BYTES, NIX_NET_HOSTS, NIX_NET_OPAQUE, nix_net_mirror};
