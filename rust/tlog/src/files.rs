@@ -7,10 +7,23 @@ use std::os::fd::AsFd as _;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::Path;
 
+/// Options that open no symbolic link and never wait on a FIFO or a device.
 fn no_follow() -> OpenOptions {
     let mut options = OpenOptions::new();
-    options.custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
+    options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC);
     options
+}
+
+/// `file`, if what was opened at `path` is a regular file.
+fn regular(file: File) -> io::Result<File> {
+    if file.metadata()?.is_file() {
+        Ok(file)
+    } else {
+        Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ))
+    }
 }
 
 /// Makes `dir` and its parents, new ones 0700.
@@ -71,14 +84,15 @@ pub fn lock(path: &Path) -> io::Result<File> {
         .truncate(false)
         .write(true)
         .mode(0o600)
-        .open(path)?;
+        .open(path)
+        .and_then(regular)?;
     rustix::fs::flock(file.as_fd(), rustix::fs::FlockOperation::LockExclusive)?;
     Ok(file)
 }
 
 /// The file's bytes, `None` when there is no file; over `max` bytes is an error.
 pub fn read_bounded(path: &Path, max: usize) -> io::Result<Option<Vec<u8>>> {
-    let file = match no_follow().read(true).open(path) {
+    let file = match no_follow().read(true).open(path).and_then(regular) {
         Ok(file) => file,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e),
@@ -113,6 +127,20 @@ mod tests {
         assert_eq!(read_bounded(&key, 100).unwrap().unwrap(), b"secret");
         assert!(read_bounded(&key, 3).is_err());
         assert!(read_bounded(&dir.path().join("none"), 3).unwrap().is_none());
+        let fifo = dir.path().join("fifo");
+        assert!(
+            std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
+        assert!(
+            read_bounded(&fifo, 3).is_err(),
+            "a FIFO is refused, never waited on"
+        );
+        assert!(lock(&fifo).is_err());
+        assert!(read_bounded(dir.path(), 3).is_err(), "a folder is refused");
     }
 
     #[test]
