@@ -36,7 +36,6 @@ mod transport;
 
 pub use cursor::{Cursor, Point};
 pub use error::SinkError;
-pub use fields::Origin;
 pub use ship::{
     DEFAULT_BACKLOG_BYTES, DEFAULT_ROUND, OVERFLOW_ACTION, Report, Shipper, Sink, ship,
 };

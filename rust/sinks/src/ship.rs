@@ -2,6 +2,7 @@
 //! receiver has each line.
 
 use std::fs::File;
+use std::os::unix::fs::DirBuilderExt;
 use std::time::{Duration, Instant};
 
 use chock_log::{AnsweredBy, DecidedBy, Entry, Log, Route};
@@ -105,10 +106,15 @@ impl Shipper {
     /// Takes the sink's lock; [`SinkError::Busy`] when another shipper has it.
     pub fn new(sink: Sink, log: Log) -> Result<Shipper, SinkError> {
         let files = Files::new(log.dir(), &sink.id);
-        std::fs::create_dir_all(log.dir()).map_err(|source| SinkError::State {
-            path: log.dir().to_owned(),
-            source,
-        })?;
+        // Made as the log's writer makes it: only its owner may look in.
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(log.dir())
+            .map_err(|source| SinkError::State {
+                path: log.dir().to_owned(),
+                source,
+            })?;
         let lock = files.try_lock()?.ok_or_else(|| SinkError::Busy {
             id: sink.id.clone(),
         })?;

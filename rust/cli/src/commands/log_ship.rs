@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use chock_log::Log;
-use chock_sinks::{DEFAULT_BACKLOG_BYTES, Report, Shipper, Sink, SinkError, Target};
+use chock_sinks::{DEFAULT_BACKLOG_BYTES, DEFAULT_ROUND, Report, Shipper, Sink, SinkError, Target};
 use clap::Args;
 
 use crate::exit;
@@ -28,7 +28,7 @@ pub struct ShipArgs {
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_BACKLOG_BYTES)]
     backlog: u64,
     /// How long one round of one sink may take, in milliseconds.
-    #[arg(long, value_name = "MS", default_value_t = 5000)]
+    #[arg(long, value_name = "MS", default_value_t = DEFAULT_ROUND.as_millis() as u64)]
     round_ms: u64,
 }
 
@@ -113,7 +113,9 @@ fn follow(log: &Log, shippers: Vec<Shipper>, round: Duration) -> anyhow::Result<
         let changed = seen != Some(stamp);
         seen = Some(stamp);
         for sink in &mut sinks {
-            if Instant::now() < sink.due && !(changed && !sink.down) {
+            // New lines wake a sink that is up; one that is down waits its turn.
+            let woken = changed && !sink.down;
+            if !woken && Instant::now() < sink.due {
                 continue;
             }
             let report = sink.shipper.ship(Instant::now() + round)?;
