@@ -132,7 +132,7 @@ pub fn checkpoint(log: &Log, args: &CheckpointArgs) -> anyhow::Result<ExitCode> 
             key.verifier()
         );
     }
-    std::fs::create_dir_all(log.dir())
+    chock_tlog::files::make_private_dir(log.dir())
         .with_context(|| format!("making {}", log.dir().display()))?;
     let _one_at_a_time = log_tree::lock(log.dir())?;
     let previous = log_tree::stored(log.dir())?.map_or(0, |s| s.checkpoint.size);
