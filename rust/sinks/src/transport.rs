@@ -92,14 +92,28 @@ impl Link {
                 send_cut(|bytes| socket.send(bytes), &syslog::message(line, origin))
             }
             Link::Tcp(stream) => {
-                bound(stream, deadline)?;
-                stream.write_all(&syslog::frame(&syslog::message(line, origin)))?;
-                stream.flush()
+                let frame = syslog::frame(&syslog::message(line, origin));
+                let mut rest = &frame[..];
+                while !rest.is_empty() {
+                    let written = write_by(stream, deadline, |s| s.write(rest))?;
+                    rest = rest.get(written..).unwrap_or_default();
+                }
+                Ok(())
             }
             Link::Tls(stream) => {
-                bound(&stream.sock, deadline)?;
-                stream.write_all(&syslog::frame(&syslog::message(line, origin)))?;
-                stream.flush()
+                let frame = syslog::frame(&syslog::message(line, origin));
+                let StreamOwned { conn, sock } = &mut **stream;
+                let mut rest = &frame[..];
+                while !rest.is_empty() || conn.wants_write() {
+                    // What rustls takes now (it holds a bounded amount),
+                    // then its records out to the socket.
+                    let taken = conn.writer().write(rest)?;
+                    rest = rest.get(taken..).unwrap_or_default();
+                    while conn.wants_write() {
+                        write_by(sock, deadline, |s| conn.write_tls(s))?;
+                    }
+                }
+                Ok(())
             }
         }
     }
@@ -199,6 +213,20 @@ fn tcp(host: &str, port: u16, deadline: Instant) -> io::Result<TcpStream> {
     let stream = TcpStream::connect_timeout(&addr, remaining(deadline)?)?;
     stream.set_nodelay(true)?;
     Ok(stream)
+}
+
+/// One write to `stream` that waits no later than `deadline`; a write the
+/// socket took none of is an error.
+fn write_by(
+    stream: &mut TcpStream,
+    deadline: Instant,
+    write: impl FnOnce(&mut TcpStream) -> io::Result<usize>,
+) -> io::Result<usize> {
+    stream.set_write_timeout(Some(remaining(deadline)?))?;
+    match write(stream) {
+        Ok(0) => Err(io::ErrorKind::WriteZero.into()),
+        other => other,
+    }
 }
 
 /// Reads and writes on `stream` wait no later than `deadline`.

@@ -110,6 +110,8 @@ fn serve(
         } else if listener.is_none() {
             let bound = TcpListener::bind(("127.0.0.1", port)).unwrap();
             bound.set_nonblocking(true).unwrap();
+            // A small window, so that a stalled receiver soon stalls its sender.
+            nix::sys::socket::setsockopt(&bound, nix::sys::socket::sockopt::RcvBuf, &4096).unwrap();
             listener = Some(bound);
         }
         std::thread::sleep(Duration::from_millis(2));
@@ -291,4 +293,56 @@ fn a_flapping_receiver_gets_every_line_once_in_order() {
         written.len(),
         first_difference.map(|i| (&received[i], &written[i])),
     );
+}
+
+/// A receiver that takes a connection and reads nothing: the round ends at
+/// its deadline, whether a write is blocked then or not, and once the
+/// receiver reads again every line arrives once.
+#[test]
+fn a_stalled_receiver_costs_a_round_its_deadline_and_no_line() {
+    const LINES: u64 = 20_000;
+    let dir = tempfile::tempdir().unwrap();
+    let log = support::log(dir.path(), 64 << 20, 8);
+    // 9 MiB of lines: more than a stalled connection's buffers hold.
+    support::fill(&log, "line ", LINES as usize);
+    let receiver = Receiver::start();
+    receiver.set(STALLED);
+    let target: Target = format!("syslog+tcp://127.0.0.1:{}", receiver.port)
+        .parse()
+        .unwrap();
+    let sink = Sink::new("stalled", target).unwrap();
+    let deadline = Duration::from_secs(2);
+    let mut sent = 0;
+    for _ in 0..2 {
+        let started = Instant::now();
+        let stalled = chock_sinks::ship(&sink, &log, started + deadline).unwrap();
+        let took = started.elapsed();
+        assert!(
+            took < deadline + Duration::from_millis(300),
+            "a round took {took:?}"
+        );
+        assert!(stalled.left > 0, "{stalled:?}");
+        sent += stalled.sent;
+    }
+
+    receiver.set(UP);
+    let rest = chock_sinks::ship(&sink, &log, support::soon()).unwrap();
+    assert_eq!((rest.left, rest.down), (0, None));
+    assert_eq!(sent + rest.sent, LINES);
+    let written: Vec<String> = support::lines(&log)
+        .into_iter()
+        .map(|(_, text)| text)
+        .collect();
+    let complete = support::wait_for(Duration::from_secs(30), || {
+        receiver.messages().len() >= written.len()
+    });
+    assert!(
+        complete,
+        "{} of {} arrived",
+        receiver.messages().len(),
+        written.len()
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    let received: Vec<String> = receiver.messages().iter().map(|m| line_of(m)).collect();
+    assert!(received == written, "every line once, in order");
 }
