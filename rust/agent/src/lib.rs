@@ -734,11 +734,11 @@ fn choose(
 ) -> Result<(Client, chock_sessions::ModelRef, spending::Spending), RunError> {
     let instance = match &options.provider {
         Some(name) => name.clone(),
-        None => match policy.providers() {
+        None => match policy.config().providers() {
             [only] => only.name.clone(),
             none_or_many => {
                 let names: Vec<_> = none_or_many.iter().map(|p| p.name.as_str()).collect();
-                let file = policy.operator_file().map_or_else(
+                let file = policy.config().operator_file().map_or_else(
                     || "config.zon ($XDG_CONFIG_HOME/chock/config.zon)".to_owned(),
                     |p| p.display().to_string(),
                 );
@@ -762,7 +762,7 @@ fn choose(
                 refused @ ProviderError::Refused { .. } => RunError::Refused(refused.to_string()),
                 other => RunError::Setup(other),
             })?;
-    let rate = chock_sessions::prices::Prices::new(policy.prices())
+    let rate = chock_sessions::prices::Prices::new(policy.config().prices())
         .rate(configured.kind.as_str(), &options.model);
     let spending = spending::Spending::new(
         options.budget,

@@ -13,6 +13,7 @@
 
 pub mod agents;
 pub mod budget;
+pub mod config;
 pub mod container;
 pub mod devices;
 mod error;
@@ -36,6 +37,7 @@ pub use settings::{
 
 pub use agents::{Agent, MAX_AGENT_KINDS, Review, Subagents};
 pub use budget::Budget;
+pub use config::{Config, DEFAULT_MAX_DEPTH, DEFAULT_MAX_WIDTH, NoReviewer, SubagentCaps};
 pub use container::ContainerSettings;
 pub use devices::{DeviceId, DeviceNameError, MAX_DEVICES, NamedDevice};
 pub use error::ConfigError;

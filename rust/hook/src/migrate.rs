@@ -864,7 +864,7 @@ mod tests {
         let zon = m.zon();
         assert!(!zon.contains("hunter2"), "a value is never copied: {zon}");
         let policy = loads(project.path(), &zon);
-        assert_eq!(policy.mcp_servers().len(), 3);
+        assert_eq!(policy.config().mcp_servers().len(), 3);
         assert_decides(
             &policy,
             &[
@@ -1097,7 +1097,7 @@ bearer_token_env_var = "FIGMA_TOKEN"
                 ("mcp.time.tool.x", Decision::Allow),
             ],
         );
-        assert_eq!(policy.mcp_servers()[0].name, "time");
+        assert_eq!(policy.config().mcp_servers()[0].name, "time");
         let without_policy = m
             .merged(Some(".{ .nix = .{ .dev_shell = \"ci\" } }"))
             .expect("merged");

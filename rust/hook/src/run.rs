@@ -164,7 +164,7 @@ fn load_policy(project: &Path) -> Result<Policy, PolicyError> {
 }
 
 fn rotation(policy: &Policy) -> Rotation {
-    policy.log_settings().into()
+    policy.config().log_settings().into()
 }
 
 /// How a git hook call ended.

@@ -149,7 +149,7 @@ impl Session {
                 "{} has no reviewer agent (only `chock run` and `chock acp` run the one chock.zon names)",
                 self.command
             ),
-            (None, Client::Local(_)) => match self.policy.reviewer() {
+            (None, Client::Local(_)) => match self.policy.config().reviewer() {
                 Err(none) => none.to_string(),
                 Ok(_) => "no reviewer agent was started".into(),
             },

@@ -125,12 +125,12 @@ impl InProcess {
 
     /// The policy's caps on the spawn tree.
     pub fn subagent_caps(&self) -> chock_policy::SubagentCaps {
-        self.session.policy.subagents()
+        self.session.policy.config().subagents()
     }
 
     /// The agent kinds `chock.zon` declares.
     pub fn agent_kinds(&self) -> &[chock_policy::Agent] {
-        self.session.policy.agents()
+        self.session.policy.config().agents()
     }
 
     /// The tools offered, in their order, as the MCP server lists them
@@ -204,7 +204,11 @@ impl InProcess {
     /// The reviewer agent `chock.zon` names, unless a bundle forbids
     /// reviewer agents: `Err` says why there is none.
     pub fn reviewer_kind(&self) -> Result<String, chock_policy::NoReviewer> {
-        self.session.policy.reviewer().map(|r| r.agent_kind.clone())
+        self.session
+            .policy
+            .config()
+            .reviewer()
+            .map(|r| r.agent_kind.clone())
     }
 
     /// Decides one act of the caller's own tool `tool` through the gate,

@@ -81,7 +81,7 @@ pub async fn for_call(
     for name in wanted {
         let action =
             names::secret_use(name).map_err(|e| ToolError::Argument(format!("{tool}: {e}")))?;
-        if !call.session.policy.secrets().contains(name) {
+        if !call.session.policy.config().secrets().contains(name) {
             return Err(ToolError::NotFound(format!(
                 "{tool}: secret `{name}` is not named in .secrets of {}; a project names each secret a command may be given (nothing was run)",
                 call.session.policy.project_file().display()
@@ -100,12 +100,15 @@ pub async fn for_call(
         call.gate(&act, Asking::Person).await?;
         let session = call.session.clone();
         let secret = name.clone();
-        let value = tokio::task::spawn_blocking(move || session.policy.read_secret(&secret))
-            .await
-            .map_err(|e| {
-                ToolError::Unavailable(format!("{tool}: reading secret {name} stopped ({e})"))
-            })?
-            .map_err(|why| ToolError::Unavailable(format!("{tool}: {why} (nothing was run)")))?;
+        let value =
+            tokio::task::spawn_blocking(move || session.policy.config().read_secret(&secret))
+                .await
+                .map_err(|e| {
+                    ToolError::Unavailable(format!("{tool}: reading secret {name} stopped ({e})"))
+                })?
+                .map_err(|why| {
+                    ToolError::Unavailable(format!("{tool}: {why} (nothing was run)"))
+                })?;
         call.session.secrets.remember(name, &value);
         if as_files.contains(name) {
             granted.files.push(SecretFile {

@@ -151,9 +151,9 @@ pub struct Session {
 /// command's sandbox binds what is present at its start); a session that
 /// names none listens to nothing.
 fn watch_devices(policy: &Policy, command: &'static str) {
-    if !policy.devices().is_empty() {
+    if !policy.config().devices().is_empty() {
         chock_sandbox::devices::watch(
-            policy.devices().to_vec(),
+            policy.config().devices().to_vec(),
             chock_sandbox::devices::Roots::default(),
             move |line| tracing::warn!("{command}: {line}"),
         );
@@ -194,7 +194,7 @@ impl Session {
         // A container image is read, written when needed and held (shared)
         // now, so a session that cannot have its tree is refused before
         // its first call, and no tree is replaced under it until it ends.
-        if let Some(container) = policy.container() {
+        if let Some(container) = policy.config().container() {
             chock_sandbox::image::tree(container)?;
         }
         let session_workspace = if options.workspace {
@@ -352,7 +352,7 @@ impl Session {
                     });
                 }
                 // Offered only where config.zon names an engine.
-                None if tool == WEB_SEARCH && self.policy.search().is_none() => {
+                None if tool == WEB_SEARCH && self.policy.config().search().is_none() => {
                     self.withheld.push(Withheld {
                         tool,
                         why: format!(

@@ -69,7 +69,7 @@ fn measure(measure: StyleMeasure) -> Measure {
 /// every write unchecked and says so in one line. `None` when there are no
 /// rules to run.
 pub(crate) fn start(session: &Session) -> Result<Option<Style>, McpError> {
-    let Some(settings) = session.policy.style() else {
+    let Some(settings) = session.policy.config().style() else {
         return Ok(None);
     };
     let style = read(settings)?;

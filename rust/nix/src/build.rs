@@ -209,8 +209,8 @@ fn run(
     }
 
     let caps = Caps {
-        object: context.policy.nix_settings().max_object_bytes,
-        session: context.policy.nix_settings().max_session_bytes,
+        object: context.policy.config().nix_settings().max_object_bytes,
+        session: context.policy.config().nix_settings().max_session_bytes,
     };
     let unwritten: Vec<_> = closure
         .order

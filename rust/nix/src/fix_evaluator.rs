@@ -24,7 +24,7 @@ impl FixEvaluator {
     /// chock.zon) as the cap on each object the evaluation produces.
     pub fn for_policy(policy: &chock_policy::Policy) -> FixEvaluator {
         FixEvaluator::new(EvalOptions {
-            max_object_bytes: policy.nix_settings().max_object_bytes,
+            max_object_bytes: policy.config().nix_settings().max_object_bytes,
             ..EvalOptions::default()
         })
     }

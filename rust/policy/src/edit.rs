@@ -118,7 +118,7 @@ fn read_back(file: &Path, text: &str, rules: &[Suggestion]) -> Result<(), EditEr
         why,
         file: file.to_path_buf(),
     };
-    let layer = read_project(&Source::new(file, text)).map_err(|e| refused(e.to_string()))?;
+    let (layer, _) = read_project(&Source::new(file, text)).map_err(|e| refused(e.to_string()))?;
     let written: Vec<String> = layer.rules.rules().iter().map(|r| r.to_zon()).collect();
     match rules.iter().find(|s| !written.contains(&s.rule)) {
         Some(missing) => Err(refused(format!("{} is not among its rules", missing.rule))),

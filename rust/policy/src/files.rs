@@ -17,15 +17,14 @@ use crate::index::RuleSet;
 use crate::pattern::Pattern;
 use crate::rule::{Rule, RuleSource};
 use chock_config::agents::{
-    Agent, AgentFields, OrgReviewFields, Review, ReviewFields, SubagentFields, Subagents,
-    check_agents, check_review, check_subagents,
+    AgentFields, OrgReviewFields, ReviewFields, SubagentFields, Subagents, check_agents,
+    check_review, check_subagents,
 };
 use chock_config::budget::{Budget, BudgetFields, read_budget};
-use chock_config::container::{ContainerBlock, ContainerSettings, check_container};
+use chock_config::config::{LimitsBlock, LogBlock, NixBlock, OrgCeiling, ProjectSettings};
+use chock_config::container::{ContainerBlock, check_container};
 use chock_config::sinks::{Sink, SinkFields, check_sinks};
-use chock_config::{
-    ByteSize, ConfigError, FileKind, MemoryAmount, NetSettings, ProcessCount, Source,
-};
+use chock_config::{ByteSize, ConfigError, FileKind, NetSettings, Source};
 
 /// At most this many rules per file.
 pub const MAX_RULES: usize = 512;
@@ -136,29 +135,6 @@ pub(crate) struct StrictRule {
     decision: Decision,
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct NixBlock {
-    pub(crate) dev_shell: Option<String>,
-    pub(crate) max_object_bytes: Option<ByteSize>,
-    pub(crate) max_session_bytes: Option<ByteSize>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct LimitsBlock {
-    pub(crate) processes: Option<ProcessCount>,
-    pub(crate) memory: Option<MemoryAmount>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct LogBlock {
-    pub(crate) rotate_bytes: Option<ByteSize>,
-    pub(crate) keep: Option<u32>,
-    pub(crate) fsync: Option<bool>,
-}
-
 /// The operator's `config.zon`: settings, where secrets are kept, the
 /// providers and their prices.
 #[derive(Debug, Default, Deserialize)]
@@ -173,31 +149,21 @@ pub(crate) struct OperatorFile {
     pub(crate) limits: LimitsBlock,
     #[serde(default)]
     pub(crate) log: LogBlock,
-    /// Where each secret is kept (read into `stores` after reading).
+    /// Where each secret is kept.
     #[serde(default, rename = "secrets")]
     pub(crate) secret_fields: chock_config::servers::StoresBlock,
-    #[serde(skip)]
-    pub(crate) stores: chock_config::servers::OperatorSecrets,
-    /// The model provider instances (read into `providers` after reading).
+    /// The model provider instances.
     #[serde(default, rename = "providers")]
     pub(crate) provider_fields: Option<chock_config::providers::ProvidersBlock>,
-    #[serde(skip)]
-    pub(crate) providers: Vec<chock_config::providers::ProviderInstance>,
-    /// What models cost, for `chock usage` (read into `prices` after reading).
+    /// What models cost, for `chock usage`.
     #[serde(default, rename = "prices")]
     pub(crate) price_fields: Option<chock_config::prices::PricesBlock>,
-    #[serde(skip)]
-    pub(crate) prices: Vec<chock_config::prices::Price>,
-    /// The web_search tool's engine (read into `search` after reading).
+    /// The web_search tool's engine.
     #[serde(default, rename = "search")]
     pub(crate) search_fields: Option<Spanned<chock_config::search::SearchFields>>,
-    #[serde(skip)]
-    pub(crate) search: Option<chock_config::search::SearchEngine>,
-    /// Which skill layers are listed (read into `skills` after reading).
+    /// Which skill layers are listed.
     #[serde(default, rename = "skills")]
     pub(crate) skill_fields: Option<Spanned<chock_config::skills::SkillsFields>>,
-    #[serde(skip)]
-    pub(crate) skills: chock_config::skills::SkillsBlock,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -246,24 +212,15 @@ struct OrgFile {
 #[derive(Debug)]
 pub(crate) struct ProjectLayer {
     pub(crate) rules: RuleSet,
-    pub(crate) agents: Vec<Agent>,
-    pub(crate) net: NetSettings,
-    pub(crate) nix: NixBlock,
-    pub(crate) limits: LimitsBlock,
-    pub(crate) container: Option<ContainerSettings>,
-    pub(crate) servers: chock_config::servers::ProjectServers,
     pub(crate) workspace: crate::workspace::WorkspaceSettings,
-    pub(crate) subagents: Option<Subagents>,
-    pub(crate) review: Option<Review>,
-    pub(crate) skills: chock_config::skills::SkillsBlock,
-    pub(crate) style: Option<chock_config::style::StyleSettings>,
-    pub(crate) lsp: Vec<chock_config::lsp::LspServer>,
-    pub(crate) devices: Vec<chock_config::devices::NamedDevice>,
     /// Rules in a namespace Chock does not name, under `.unknown_actions = .warn`.
     pub(crate) warnings: Vec<String>,
 }
 
-pub(crate) fn read_project(source: &Source<'_>) -> Result<ProjectLayer, ConfigError> {
+/// `chock.zon`'s rules and workspace, and its settings for the [`chock_config::Config`].
+pub(crate) fn read_project(
+    source: &Source<'_>,
+) -> Result<(ProjectLayer, ProjectSettings), ConfigError> {
     let file: ProjectFile = source.read_as(FileKind::Project)?;
     let (rules, warnings) = rules(source, file.policy.rules, file.unknown_actions)?;
     let agents = check_agents(source, file.policy.agents)?;
@@ -283,23 +240,27 @@ pub(crate) fn read_project(source: &Source<'_>) -> Result<ProjectLayer, ConfigEr
     let style = chock_config::style::read_style(source, file.style)?;
     let lsp = chock_config::lsp::read_lsp(source, file.lsp)?;
     let devices = chock_config::devices::read_devices(source, file.devices)?;
-    Ok(ProjectLayer {
-        devices,
-        style,
-        lsp,
-        skills,
-        workspace,
-        subagents,
-        review,
-        warnings,
-        rules,
-        agents,
-        net: file.policy.net,
-        nix: file.nix,
-        limits: file.limits,
-        container,
-        servers,
-    })
+    Ok((
+        ProjectLayer {
+            rules,
+            workspace,
+            warnings,
+        },
+        ProjectSettings {
+            agents,
+            net: file.policy.net,
+            nix: file.nix,
+            limits: file.limits,
+            container,
+            servers,
+            subagents,
+            review,
+            skills,
+            style,
+            lsp,
+            devices,
+        },
+    ))
 }
 
 /// Rules whose every action namespace Chock names (a package's, a
@@ -409,6 +370,19 @@ pub struct OrgBundle {
 impl OrgBundle {
     pub fn rules(&self) -> &RuleSet {
         &self.rules
+    }
+
+    /// What this bundle holds the settings to.
+    pub fn ceiling(&self) -> OrgCeiling {
+        OrgCeiling {
+            file: self.file.clone(),
+            subagents: self.subagents,
+            review_by_agent: self.review_by_agent,
+            max_object_bytes: self.max_object_bytes,
+            max_session_bytes: self.max_session_bytes,
+            processes: self.processes,
+            memory: self.memory,
+        }
     }
 
     /// Expired means now is past the expiry; equal is still current. An

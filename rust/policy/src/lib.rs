@@ -34,8 +34,9 @@ pub mod workspace;
 
 pub use ask::{Answer, Asker, Nobody, Question, Scope, visible};
 pub use chock_config::{
-    Agent, Budget, ContainerSettings, MAX_AGENT_KINDS, MAX_SINKS, NOT_IMPLEMENTED, NetMode,
-    NetSettings, Review, Sink, SinkKind, Subagents,
+    Agent, Budget, Config, ContainerSettings, DEFAULT_MAX_DEPTH, DEFAULT_MAX_WIDTH,
+    MAX_AGENT_KINDS, MAX_SINKS, NOT_IMPLEMENTED, NetMode, NetSettings, NoReviewer, Review, Sink,
+    SinkKind, SubagentCaps, Subagents,
 };
 pub use chock_config::{
     COMMAND_TIMEOUT, Launch, MAX_SECRET_BYTES, MAX_SECRETS, MAX_SERVERS, McpServer, SecretEnv,
@@ -65,9 +66,8 @@ pub use nix_net::{MAX_SITE_BYTES, NIX_NET_HOSTS, NIX_NET_OPAQUE, nix_net_mirror}
 pub use package::{HookPoint, PolicyPackage, Rollout};
 pub use pattern::{EXACT_SCORE, Pattern, PatternError};
 pub use policy::{
-    DEFAULT_MAX_DEPTH, DEFAULT_MAX_WIDTH, DecidedBy, Explained, Held, Layer, LoadOptions,
-    NoReviewer, PROJECT_FILE, Policy, Reading, SYSTEM_BUNDLE, StartQuestion, SubagentCaps,
-    Suggestion, Verdict, read_once_note,
+    DecidedBy, Explained, Held, Layer, LoadOptions, PROJECT_FILE, Policy, Reading, SYSTEM_BUNDLE,
+    StartQuestion, Suggestion, Verdict, read_once_note,
 };
 pub use promise::{AlreadyBound, Ceiling};
 pub use rule::{Key, Rule, RuleSource, Specificity};

@@ -18,11 +18,8 @@ use crate::names::{self, NameError};
 use crate::package::{PolicyPackage, Rollout, read_packages};
 use crate::pattern::Pattern;
 use crate::rule::{Key, Rule};
-use chock_config::{
-    Agent, DEFAULT_LOG_KEEP, DEFAULT_LOG_ROTATE_BYTES, DEFAULT_MAX_OBJECT_BYTES,
-    DEFAULT_MAX_SESSION_BYTES, FileKind, Limits, LogSettings, Machine, McpServer, NetSettings,
-    NixSettings, Review, SecretError, SecretStore, Source, human_bytes,
-};
+use chock_config::config::OperatorSettings;
+use chock_config::{Config, FileKind, Source};
 
 /// The project's policy file, in its root.
 pub const PROJECT_FILE: &str = crate::control::CHOCK_ZON;
@@ -233,39 +230,12 @@ impl LoadOptions {
     }
 }
 
-/// How deep a spawn chain may go below the main agent when `chock.zon`
-/// does not say: children, never grandchildren.
-pub const DEFAULT_MAX_DEPTH: u32 = 1;
-/// How many children one agent may spawn over a session when `chock.zon`
-/// does not say.
-pub const DEFAULT_MAX_WIDTH: u32 = 4;
-
-/// The caps on a spawn tree as they hold (see [`Policy::subagents`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SubagentCaps {
-    /// How many links below the main agent a chain may have (0: no child).
-    pub max_depth: u32,
-    /// How many children one agent may spawn over a session.
-    pub max_width: u32,
-}
-
-/// Why a session has no reviewer agent ([`Policy::reviewer`]).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum NoReviewer {
-    /// The project's `chock.zon` names none.
-    #[error("{} names no reviewer agent: declare its kind in .policy.agents and name it in .review = .{{ .agent_kind = \"reviewer\" }}", .0.display())]
-    NotNamed(PathBuf),
-    /// An organisation bundle forbids them.
-    #[error("the organisation bundle {} forbids reviewer agents (.review.by_agent = false)", .0.display())]
-    Forbidden(PathBuf),
-}
-
 /// Every layer, loaded and checked.
 #[derive(Debug)]
 pub struct Policy {
     project_file: PathBuf,
     project: Option<ProjectLayer>,
-    operator: Option<(PathBuf, OperatorFile)>,
+    config: Config,
     org: Vec<OrgBundle>,
     packages: Vec<PolicyPackage>,
     warnings: Vec<String>,
@@ -284,13 +254,16 @@ impl Policy {
         }
         let project_file = options.project_dir.join(PROJECT_FILE);
         let project_text = read_if_present(&project_file)?;
-        let project = match &project_text {
-            Some(text) => Some(read_project(&Source::new(&project_file, text))?),
-            None => None,
+        let (project, project_settings) = match &project_text {
+            Some(text) => {
+                let (layer, settings) = read_project(&Source::new(&project_file, text))?;
+                (Some(layer), Some(settings))
+            }
+            None => (None, None),
         };
         let operator = match &options.operator_config {
             Some(path) => match read_if_present(path)? {
-                Some(text) => Some((path.clone(), read_operator(&Source::new(path, &text))?)),
+                Some(text) => Some(read_operator(&Source::new(path, &text))?),
                 None => None,
             },
             None => None,
@@ -321,10 +294,12 @@ impl Policy {
                 }
             }
         }
+        let ceilings = org.iter().map(OrgBundle::ceiling).collect();
+        let config = Config::new(project_file.clone(), project_settings, operator, ceilings);
         let mut policy = Policy {
             project_file,
             project,
-            operator,
+            config,
             org,
             packages,
             warnings: Vec::new(),
@@ -365,7 +340,12 @@ impl Policy {
                 continue;
             };
             let action = probe(&rule.action).unwrap_or_else(|| "load-check.any".into());
-            for agent in self.agents().iter().filter(|a| kinds.matches(&a.kind)) {
+            for agent in self
+                .config
+                .agents()
+                .iter()
+                .filter(|a| kinds.matches(&a.kind))
+            {
                 let Some(parent) = agent.parent.as_deref() else {
                     continue;
                 };
@@ -409,22 +389,10 @@ impl Policy {
     pub fn from_rules(project: Vec<Rule>, org: Vec<Vec<Rule>>) -> Policy {
         let project = ProjectLayer {
             rules: RuleSet::new(project),
-            agents: Vec::new(),
-            net: NetSettings::default(),
-            nix: Default::default(),
-            limits: Default::default(),
-            container: None,
-            servers: Default::default(),
             workspace: Default::default(),
-            subagents: None,
-            review: None,
-            skills: Default::default(),
-            style: None,
-            lsp: Vec::new(),
-            devices: Vec::new(),
             warnings: Vec::new(),
         };
-        let org = org
+        let org: Vec<OrgBundle> = org
             .into_iter()
             .enumerate()
             .map(|(i, rules)| OrgBundle {
@@ -449,7 +417,12 @@ impl Policy {
         Policy {
             project_file: PathBuf::from(PROJECT_FILE),
             project: Some(project),
-            operator: None,
+            config: Config::new(
+                PathBuf::from(PROJECT_FILE),
+                Some(Default::default()),
+                None,
+                org.iter().map(OrgBundle::ceiling).collect(),
+            ),
             org,
             packages: Vec::new(),
             warnings: Vec::new(),
@@ -752,123 +725,14 @@ impl Policy {
         self.project.is_some()
     }
 
-    /// The MCP servers `chock.zon` names, in the order written.
-    pub fn mcp_servers(&self) -> &[McpServer] {
-        self.project
-            .as_ref()
-            .map_or(&[], |p| p.servers.servers.as_slice())
-    }
-
-    /// The secrets `chock.zon` names.
-    pub fn secrets(&self) -> &[String] {
-        self.project
-            .as_ref()
-            .map_or(&[], |p| p.servers.secrets.as_slice())
-    }
-
-    /// Where the operator's `config.zon` says `secret` is kept; `None` when
-    /// it says nothing (the secret then cannot be given).
-    pub fn secret_store(&self, secret: &str) -> Option<&SecretStore> {
-        self.operator
-            .as_ref()
-            .and_then(|(_, o)| o.stores.get(secret))
-    }
-
-    /// Reads secret `name` from where the operator's `config.zon` keeps it.
-    /// The error is a sentence for a person; it never holds the value.
-    pub fn read_secret(&self, name: &str) -> Result<String, SecretError> {
-        let store = self
-            .secret_store(name)
-            .ok_or_else(|| SecretError::NoStore {
-                name: name.to_string(),
-                config: self.operator_file().map_or(
-                    "your config.zon ($XDG_CONFIG_HOME/chock/config.zon)".into(),
-                    |p| p.display().to_string(),
-                ),
-            })?;
-        store.read(name)
-    }
-
-    /// The model provider instances of the operator's `config.zon`, in the
-    /// order written.
-    pub fn providers(&self) -> &[crate::ProviderInstance] {
-        self.operator
-            .as_ref()
-            .map_or(&[], |(_, o)| o.providers.as_slice())
-    }
-
-    /// The prices of the operator's `config.zon` (`.prices`), in the order
-    /// written.
-    pub fn prices(&self) -> &[crate::Price] {
-        self.operator
-            .as_ref()
-            .map_or(&[], |(_, o)| o.prices.as_slice())
-    }
-
-    /// The provider instance named `name`, if `config.zon` names it.
-    pub fn provider(&self, name: &str) -> Option<&crate::ProviderInstance> {
-        self.providers().iter().find(|p| p.name == name)
-    }
-
-    /// The search engine of the operator's `config.zon` (`.search`): the
-    /// web_search tool is offered only when there is one.
-    pub fn search(&self) -> Option<&crate::SearchEngine> {
-        self.operator.as_ref().and_then(|(_, o)| o.search.as_ref())
-    }
-
-    /// Which skill layers are listed and the bound of one read: what both
-    /// `.skills` blocks (the operator's, the project's) leave.
-    pub fn skills(&self) -> crate::SkillSettings {
-        let operator = self.operator.as_ref().map(|(_, o)| &o.skills);
-        let project = self.project.as_ref().map(|p| &p.skills);
-        chock_config::skills::settle(&operator.into_iter().chain(project).collect::<Vec<_>>())
-    }
-
-    /// The operator's `config.zon`, when one was read.
-    pub fn operator_file(&self) -> Option<&Path> {
-        self.operator.as_ref().map(|(p, _)| p.as_path())
+    /// The settings of every layer, folded.
+    pub fn config(&self) -> &Config {
+        &self.config
     }
 
     /// Every bundle that binds, in the order read.
     pub fn org_bundles(&self) -> &[OrgBundle] {
         &self.org
-    }
-
-    /// Agent kinds the project declares.
-    pub fn agents(&self) -> &[Agent] {
-        self.project.as_ref().map_or(&[], |p| &p.agents)
-    }
-
-    /// The caps on `chock run`'s spawn tree: `chock.zon`'s `.subagents`
-    /// (each cap it leaves unset is the built-in one,
-    /// [`DEFAULT_MAX_DEPTH`] and [`DEFAULT_MAX_WIDTH`]), each held to the
-    /// lowest organisation bundle's.
-    pub fn subagents(&self) -> SubagentCaps {
-        let own = self.project.as_ref().and_then(|p| p.subagents);
-        let mut caps = SubagentCaps {
-            max_depth: own.and_then(|s| s.max_depth).unwrap_or(DEFAULT_MAX_DEPTH),
-            max_width: own.and_then(|s| s.max_width).unwrap_or(DEFAULT_MAX_WIDTH),
-        };
-        for bundle in &self.org {
-            if let Some(held) = bundle.subagents {
-                caps.max_depth = caps.max_depth.min(held.max_depth.unwrap_or(u32::MAX));
-                caps.max_width = caps.max_width.min(held.max_width.unwrap_or(u32::MAX));
-            }
-        }
-        caps
-    }
-
-    /// The reviewer agent of `chock run`: the kind `chock.zon`'s `.review`
-    /// names, unless an organisation bundle forbids reviewer agents
-    /// (`.review = .{ .by_agent = false }`). `Err` says why there is none.
-    pub fn reviewer(&self) -> Result<&Review, NoReviewer> {
-        if let Some(bundle) = self.org.iter().find(|b| !b.review_by_agent) {
-            return Err(NoReviewer::Forbidden(bundle.file.clone()));
-        }
-        self.project
-            .as_ref()
-            .and_then(|p| p.review.as_ref())
-            .ok_or_else(|| NoReviewer::NotNamed(self.project_file.clone()))
     }
 
     /// The workspace settings of `chock.zon` (`.apply`, `.workspace`,
@@ -891,156 +755,10 @@ impl Policy {
         settings
     }
 
-    /// `.policy.net`.
-    pub fn net(&self) -> NetSettings {
-        self.project
-            .as_ref()
-            .map_or_else(NetSettings::default, |p| p.net)
-    }
-
-    /// The devices the project names (`.devices` of `chock.zon`).
-    pub fn devices(&self) -> &[crate::NamedDevice] {
-        self.project.as_ref().map_or(&[], |p| p.devices.as_slice())
-    }
-
-    /// The project's language servers (`.lsp` of `chock.zon`).
-    pub fn lsp_servers(&self) -> &[crate::LspServer] {
-        self.project.as_ref().map_or(&[], |p| p.lsp.as_slice())
-    }
-
-    /// The project's style rules (`.style` of `chock.zon`), if it writes any.
-    pub fn style(&self) -> Option<&crate::StyleSettings> {
-        self.project.as_ref().and_then(|p| p.style.as_ref())
-    }
-
-    /// The container image the project's toolchain comes from, if
-    /// `chock.zon` names one.
-    pub fn container(&self) -> Option<&chock_config::ContainerSettings> {
-        self.project.as_ref().and_then(|p| p.container.as_ref())
-    }
-
     /// What the load found worth saying: expired bundles, settings held to a
     /// bundle's ceiling.
     pub fn warnings(&self) -> &[String] {
         &self.warnings
-    }
-
-    /// The `.nix` block: project > operator > built-in, each byte cap held to
-    /// the lowest org ceiling.
-    pub fn nix_settings(&self) -> NixSettings {
-        self.nix_settings_folded().0
-    }
-
-    fn nix_settings_folded(&self) -> (NixSettings, Vec<String>) {
-        let project = self.project.as_ref().map(|p| &p.nix);
-        let operator = self.operator.as_ref().map(|(_, o)| &o.nix);
-        let pick = |f: fn(&crate::files::NixBlock) -> Option<u64>, builtin: u64| {
-            project
-                .and_then(f)
-                .or_else(|| operator.and_then(f))
-                .unwrap_or(builtin)
-        };
-        let mut held = Vec::new();
-        let object = self.hold(
-            "nix.max_object_bytes",
-            pick(
-                |b| b.max_object_bytes.map(|s| s.0),
-                DEFAULT_MAX_OBJECT_BYTES,
-            ),
-            |b| b.max_object_bytes,
-            &mut held,
-        );
-        let session = self.hold(
-            "nix.max_session_bytes",
-            pick(
-                |b| b.max_session_bytes.map(|s| s.0),
-                DEFAULT_MAX_SESSION_BYTES,
-            ),
-            |b| b.max_session_bytes,
-            &mut held,
-        );
-        let dev_shell = project
-            .and_then(|b| b.dev_shell.clone())
-            .or_else(|| operator.and_then(|b| b.dev_shell.clone()));
-        (
-            NixSettings {
-                dev_shell,
-                max_object_bytes: object,
-                max_session_bytes: session,
-            },
-            held,
-        )
-    }
-
-    /// Holds `value` to the lowest ceiling any bundle sets, noting it when it bites.
-    fn hold(
-        &self,
-        name: &str,
-        value: u64,
-        ceiling: impl Fn(&OrgBundle) -> Option<u64>,
-        held: &mut Vec<String>,
-    ) -> u64 {
-        let lowest = self
-            .org
-            .iter()
-            .filter_map(|b| ceiling(b).map(|c| (c, b)))
-            .min_by_key(|(c, _)| *c);
-        match lowest {
-            Some((c, bundle)) if c < value => {
-                held.push(format!(
-                    "{name} of {} is held to {} by the organisation's bundle {}",
-                    human_bytes(value),
-                    human_bytes(c),
-                    bundle.file.display()
-                ));
-                c
-            }
-            _ => value,
-        }
-    }
-
-    /// The decision log's rotation and syncing, from the operator's `config.zon`.
-    pub fn log_settings(&self) -> LogSettings {
-        let log = self.operator.as_ref().map(|(_, o)| &o.log);
-        LogSettings {
-            rotate_bytes: log
-                .and_then(|l| l.rotate_bytes)
-                .map_or(DEFAULT_LOG_ROTATE_BYTES, |b| b.0),
-            keep: log.and_then(|l| l.keep).unwrap_or(DEFAULT_LOG_KEEP),
-            fsync: log.and_then(|l| l.fsync).unwrap_or(false),
-        }
-    }
-
-    /// Sandbox limits on this machine.
-    pub fn limits(&self) -> Limits {
-        self.limits_on(&Machine::detect())
-    }
-
-    /// Sandbox limits: project > operator > machine-sized default, held to
-    /// the lowest org ceiling; percentages are of `machine`.
-    pub fn limits_on(&self, machine: &Machine) -> Limits {
-        let builtin = machine.default_limits();
-        let project = self.project.as_ref().map(|p| &p.limits);
-        let operator = self.operator.as_ref().map(|(_, o)| &o.limits);
-        let processes = project
-            .and_then(|l| l.processes)
-            .or_else(|| operator.and_then(|l| l.processes))
-            .map_or(builtin.processes, |p| p.0.resolve(machine.cpus));
-        let memory = project
-            .and_then(|l| l.memory)
-            .or_else(|| operator.and_then(|l| l.memory))
-            .map_or(builtin.memory_bytes, |m| m.0.resolve(machine.memory_bytes));
-        let ceiling =
-            |value: u64, f: fn(&OrgBundle) -> Option<chock_config::Amount>, whole: u64| {
-                self.org
-                    .iter()
-                    .filter_map(|b| f(b).map(|a| a.resolve(whole)))
-                    .fold(value, u64::min)
-            };
-        Limits {
-            processes: ceiling(processes, |b| b.processes, machine.cpus),
-            memory_bytes: ceiling(memory, |b| b.memory, machine.memory_bytes),
-        }
     }
 
     fn collect_warnings(&self, now: u64) -> Vec<String> {
@@ -1057,7 +775,7 @@ impl Policy {
                 )
             })
             .collect();
-        warnings.extend(self.nix_settings_folded().1);
+        warnings.extend(self.config.nix_settings_held().1);
         if let Some(project) = &self.project {
             warnings.extend(project.warnings.iter().cloned());
         }
@@ -1269,26 +987,26 @@ fn human_duration(seconds: u64) -> String {
 }
 
 /// The operator's `config.zon`, every settings block read.
-fn read_operator(source: &Source<'_>) -> Result<OperatorFile, PolicyError> {
-    let mut operator: OperatorFile = source.read_as(FileKind::Operator)?;
-    operator.stores = chock_config::servers::read_operator_secrets(
-        source,
-        std::mem::take(&mut operator.secret_fields),
-    )?;
-    operator.providers = chock_config::providers::read_providers(
-        source,
-        operator.provider_fields.take(),
-        &operator.stores,
-    )?;
-    operator.prices = chock_config::prices::read_prices(source, operator.price_fields.take())?;
-    operator.search = chock_config::search::read_search(
-        source,
-        operator.search_fields.take(),
-        &operator.stores,
-        &operator.providers,
-    )?;
-    operator.skills = chock_config::skills::read_skills(source, operator.skill_fields.take())?;
-    Ok(operator)
+fn read_operator(source: &Source<'_>) -> Result<OperatorSettings, PolicyError> {
+    let operator: OperatorFile = source.read_as(FileKind::Operator)?;
+    let stores = chock_config::servers::read_operator_secrets(source, operator.secret_fields)?;
+    let providers =
+        chock_config::providers::read_providers(source, operator.provider_fields, &stores)?;
+    let prices = chock_config::prices::read_prices(source, operator.price_fields)?;
+    let search =
+        chock_config::search::read_search(source, operator.search_fields, &stores, &providers)?;
+    let skills = chock_config::skills::read_skills(source, operator.skill_fields)?;
+    Ok(OperatorSettings {
+        file: source.file.to_path_buf(),
+        nix: operator.nix,
+        limits: operator.limits,
+        log: operator.log,
+        stores,
+        providers,
+        prices,
+        search,
+        skills,
+    })
 }
 
 /// The span of line `line` (1-based) of `text`, less its indentation.

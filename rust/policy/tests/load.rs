@@ -370,7 +370,14 @@ fn bounds_are_enforced() {
 fn agents_are_checked() {
     let ok = ".{ .policy = .{ .agents = .{ .{ .kind = \"main\" }, .{ .kind = \"reviewer\", .parent = \"main\" } } } }";
     let (_, options) = project("agents", Some(ok));
-    assert_eq!(Policy::load(&options).expect("loads").agents().len(), 2);
+    assert_eq!(
+        Policy::load(&options)
+            .expect("loads")
+            .config()
+            .agents()
+            .len(),
+        2
+    );
     for (name, text, words) in [
         (
             "dup",
@@ -548,7 +555,7 @@ fn an_org_bundle_is_a_ceiling_that_binds_unnamed_acts() {
 fn subagent_caps_come_from_chock_zon_held_to_the_lowest_bundle() {
     let (_, options) = project("caps-default", None);
     assert_eq!(
-        Policy::load(&options).expect("loads").subagents(),
+        Policy::load(&options).expect("loads").config().subagents(),
         SubagentCaps {
             max_depth: DEFAULT_MAX_DEPTH,
             max_width: DEFAULT_MAX_WIDTH
@@ -560,7 +567,7 @@ fn subagent_caps_come_from_chock_zon_held_to_the_lowest_bundle() {
     );
     let policy = Policy::load(&options).expect("loads");
     assert_eq!(
-        policy.subagents(),
+        policy.config().subagents(),
         SubagentCaps {
             max_depth: 3,
             max_width: 2
@@ -573,7 +580,7 @@ fn subagent_caps_come_from_chock_zon_held_to_the_lowest_bundle() {
     );
     options.org_bundles.push(bundle);
     assert_eq!(
-        Policy::load(&options).expect("loads").subagents(),
+        Policy::load(&options).expect("loads").config().subagents(),
         SubagentCaps {
             max_depth: 1,
             max_width: 2
@@ -589,14 +596,14 @@ fn the_reviewer_is_a_declared_kind_and_a_bundle_may_forbid_reviewer_agents() {
     let (_, options) = project("review-none", None);
     let none = Policy::load(&options).expect("loads");
     assert!(
-        matches!(none.reviewer(), Err(NoReviewer::NotNamed(_))),
+        matches!(none.config().reviewer(), Err(NoReviewer::NotNamed(_))),
         "{:?}",
-        none.reviewer()
+        none.config().reviewer()
     );
     let zon = ".{\n  .policy = .{ .agents = .{ .{ .kind = \"main\" }, .{ .kind = \"reviewer\" } } },\n  .review = .{ .agent_kind = \"reviewer\" },\n}\n";
     let (dir, mut options) = project("review", Some(zon));
     let policy = Policy::load(&options).expect("loads");
-    let review = policy.reviewer().expect("a reviewer");
+    let review = policy.config().reviewer().expect("a reviewer");
     assert_eq!(review.agent_kind, "reviewer");
     assert_eq!(
         (review.file.clone(), review.line),
@@ -605,7 +612,13 @@ fn the_reviewer_is_a_declared_kind_and_a_bundle_may_forbid_reviewer_agents() {
     // A bundle that does not mention review leaves it; one that forbids
     // reviewer agents takes it away, whatever chock.zon says.
     options.org_bundles = vec![write(&dir, "quiet.zon", ".{ .version = 1 }\n")];
-    assert!(Policy::load(&options).expect("loads").reviewer().is_ok());
+    assert!(
+        Policy::load(&options)
+            .expect("loads")
+            .config()
+            .reviewer()
+            .is_ok()
+    );
     let forbids = write(
         &dir,
         "forbids.zon",
@@ -613,9 +626,13 @@ fn the_reviewer_is_a_declared_kind_and_a_bundle_may_forbid_reviewer_agents() {
     );
     options.org_bundles.push(forbids.clone());
     let held = Policy::load(&options).expect("loads");
-    assert_eq!(held.reviewer(), Err(NoReviewer::Forbidden(forbids)));
+    assert_eq!(
+        held.config().reviewer(),
+        Err(NoReviewer::Forbidden(forbids))
+    );
     assert!(
-        held.reviewer()
+        held.config()
+            .reviewer()
             .unwrap_err()
             .to_string()
             .contains("by_agent = false")
@@ -769,7 +786,7 @@ fn settings_fold_project_over_operator_over_builtin_under_the_org_ceiling() {
     );
     options.operator_config = Some(operator);
     let policy = Policy::load(&options).expect("loads");
-    let nix = policy.nix_settings();
+    let nix = policy.config().nix_settings();
     assert_eq!(nix.dev_shell.as_deref(), Some("ci"));
     assert_eq!(
         nix.max_object_bytes,
@@ -781,13 +798,13 @@ fn settings_fold_project_over_operator_over_builtin_under_the_org_ceiling() {
         512 << 20,
         "the operator wins over the built-in"
     );
-    let log = policy.log_settings();
+    let log = policy.config().log_settings();
     assert_eq!((log.rotate_bytes, log.keep, log.fsync), (1 << 20, 3, true));
     let machine = Machine {
         cpus: 8,
         memory_bytes: 64 << 30,
     };
-    let limits = policy.limits_on(&machine);
+    let limits = policy.config().limits_on(&machine);
     assert_eq!((limits.processes, limits.memory_bytes), (4, 4 << 30));
 
     options.org_bundles = vec![write(
@@ -796,9 +813,9 @@ fn settings_fold_project_over_operator_over_builtin_under_the_org_ceiling() {
         ".{ .nix = .{ .max_object_bytes = \"64MiB\" }, .limits = .{ .processes = \"2\", .memory = \"1GiB\" } }",
     )];
     let policy = Policy::load(&options).expect("loads");
-    assert_eq!(policy.nix_settings().max_object_bytes, 64 << 20);
-    assert_eq!(policy.nix_settings().max_session_bytes, 512 << 20);
-    let limits = policy.limits_on(&machine);
+    assert_eq!(policy.config().nix_settings().max_object_bytes, 64 << 20);
+    assert_eq!(policy.config().nix_settings().max_session_bytes, 512 << 20);
+    let limits = policy.config().limits_on(&machine);
     assert_eq!((limits.processes, limits.memory_bytes), (2, 1 << 30));
     let warning = policy
         .warnings()
@@ -817,18 +834,21 @@ fn settings_fold_project_over_operator_over_builtin_under_the_org_ceiling() {
 fn settings_without_any_file_are_the_built_in_ones() {
     let (_, options) = project("builtin", None);
     let policy = Policy::load(&options).expect("loads");
-    let nix = policy.nix_settings();
+    let nix = policy.config().nix_settings();
     assert_eq!(
         (nix.dev_shell, nix.max_object_bytes, nix.max_session_bytes),
         (None, 16 << 20, 256 << 20)
     );
-    let log = policy.log_settings();
+    let log = policy.config().log_settings();
     assert_eq!((log.rotate_bytes, log.keep, log.fsync), (8 << 20, 8, false));
     let machine = Machine {
         cpus: 2,
         memory_bytes: 8 << 30,
     };
-    assert_eq!(policy.limits_on(&machine), machine.default_limits());
+    assert_eq!(
+        policy.config().limits_on(&machine),
+        machine.default_limits()
+    );
 }
 
 #[test]
@@ -946,7 +966,7 @@ fn a_container_block_names_the_image_and_refuses_a_dev_shell_beside_it() {
         Some(".{\n    .container = .{ .image = \"debian:12\", .path = \"images/debian\" },\n}\n"),
     );
     let policy = Policy::load(&options).expect("loads");
-    let container = policy.container().expect("container");
+    let container = policy.config().container().expect("container");
     assert_eq!(container.image, "debian:12");
     assert_eq!(
         container.path.as_deref(),
@@ -1219,6 +1239,7 @@ fn devices_are_named_in_the_block_and_allowed_by_a_rule() {
     let (_, options) = project("devices", Some(text));
     let policy = Policy::load(&options).expect("loads");
     let named: Vec<(&str, u32)> = policy
+        .config()
         .devices()
         .iter()
         .map(|d| (d.action.as_str(), d.line))

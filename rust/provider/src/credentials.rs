@@ -212,7 +212,7 @@ pub fn key_for(
             ))
         })?,
         KeySource::Secret(secret) => policy
-            .read_secret(secret)
+            .config().read_secret(secret)
             .map_err(|why| bad(why.to_string()))?,
     };
     check_key(&key)

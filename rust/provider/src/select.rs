@@ -23,15 +23,17 @@ pub fn select_model<'p>(
     instance: &str,
     model: &str,
 ) -> Result<(&'p ProviderInstance, Verdict), ProviderError> {
-    let configured = policy
-        .provider(instance)
-        .ok_or_else(|| ProviderError::NoInstance {
-            instance: instance.to_owned(),
-            config: policy.operator_file().map_or_else(
-                || "config.zon ($XDG_CONFIG_HOME/chock/config.zon)".to_owned(),
-                |p| p.display().to_string(),
-            ),
-        })?;
+    let configured =
+        policy
+            .config()
+            .provider(instance)
+            .ok_or_else(|| ProviderError::NoInstance {
+                instance: instance.to_owned(),
+                config: policy.config().operator_file().map_or_else(
+                    || "config.zon ($XDG_CONFIG_HOME/chock/config.zon)".to_owned(),
+                    |p| p.display().to_string(),
+                ),
+            })?;
     let named = |e| ProviderError::Name(instance.to_owned(), e);
     let question = StartQuestion::ModelSelect {
         instance: instance.to_owned(),

@@ -98,7 +98,7 @@ fn each_key_source_gives_its_key_or_says_where_to_put_it() {
         ),
     );
     let store = Credentials::at(dir.path().join("credentials"));
-    let instance = |name: &str| policy.provider(name).expect("configured").clone();
+    let instance = |name: &str| policy.config().provider(name).expect("configured").clone();
 
     let err = key_for(&policy, &instance("a"), &store).expect_err("not logged in");
     assert!(err.to_string().contains("chock login a"), "{err}");

@@ -230,11 +230,11 @@ pub fn reach(
     roots: &Roots,
 ) -> Reached {
     let mut reached = Reached::default();
-    if policy.devices().is_empty() {
+    if policy.config().devices().is_empty() {
         return reached;
     }
     let present = scan(roots);
-    for named in policy.devices() {
+    for named in policy.config().devices() {
         let key = key(&named.action);
         let verdict = policy.decide(&key, Reading::Act);
         let settled = chock_gate::settle(route, &verdict, &chock_policy::Nobody, || {

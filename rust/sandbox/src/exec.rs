@@ -323,7 +323,7 @@ pub fn toolchain(
     dev_shell: &str,
     builder: &devshell::Builder<'_>,
 ) -> Result<ProjectToolchain, ExecError> {
-    if let Some(container) = builder.policy.container() {
+    if let Some(container) = builder.policy.config().container() {
         let tree = crate::image::tree(container)?;
         let notices = if tree.written {
             let stats = tree.record.stats;
@@ -739,13 +739,13 @@ pub fn load_policy(
 
 /// The decision log, rotated as the operator's config.zon says.
 pub fn open_log(policy: &Policy) -> Result<Log, chock_log::LogError> {
-    Log::from_env(policy.log_settings().into())
+    Log::from_env(policy.config().log_settings().into())
 }
 
 /// The dev shell a command uses: `--dev-shell`, else chock.zon's
 /// `.nix.dev_shell`, else `default`.
 pub fn dev_shell_name(flag: Option<String>, policy: &Policy) -> String {
-    flag.or_else(|| policy.nix_settings().dev_shell)
+    flag.or_else(|| policy.config().nix_settings().dev_shell)
         .unwrap_or_else(|| crate::devshell::DEFAULT_SHELL.into())
 }
 
@@ -1064,7 +1064,7 @@ fn prepare_decided(
     };
     // One look at the machine serves both the floor and the policy's limits.
     let machine = chock_config::Machine::detect();
-    let project_limits = policy.limits_on(&machine);
+    let project_limits = policy.config().limits_on(&machine);
     let limits = Limits::for_machine(&machine).lowered(
         Some(project_limits.processes),
         Some(project_limits.memory_bytes),

@@ -35,7 +35,7 @@ impl Network {
 /// a router only when some rule of any layer permits something under `net`
 /// ([`crate::net::permits_under_net`]).
 pub fn session(policy: &Policy) -> Network {
-    match policy.net().router {
+    match policy.config().net().router {
         NetMode::None => Network::Closed,
         NetMode::Filtered => Network::Filtered,
         NetMode::Auto if crate::net::permits_under_net(policy) => Network::Filtered,
@@ -46,7 +46,7 @@ pub fn session(policy: &Policy) -> Network {
 /// What a background command gets: `.policy.net.background`, where `.auto`
 /// is whatever the session has.
 pub fn background(policy: &Policy) -> Network {
-    match policy.net().background {
+    match policy.config().net().background {
         NetMode::Auto => session(policy),
         NetMode::None => Network::Closed,
         NetMode::Filtered => Network::Filtered,

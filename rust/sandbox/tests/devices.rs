@@ -242,7 +242,7 @@ fn a_watching_session_notices_a_named_device_arrive_and_leave() {
     })
     .expect("policy");
     let (tx, rx) = std::sync::mpsc::channel();
-    chock_sandbox::devices::watch(policy.devices().to_vec(), roots, move |line| {
+    chock_sandbox::devices::watch(policy.config().devices().to_vec(), roots, move |line| {
         let _ = tx.send(line);
     });
     let kernel_says_a_tty_changed = || {

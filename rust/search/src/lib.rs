@@ -106,7 +106,7 @@ pub fn key(policy: &Policy, engine: &SearchEngine) -> Result<Option<String>, Sea
                 "the search engine's key is kept in the environment variable {var} ({at}), which is not set (or not UTF-8) where Chock was started"
             ))
         })?,
-        KeySource::Secret(secret) => policy.read_secret(secret).map_err(|why| {
+        KeySource::Secret(secret) => policy.config().read_secret(secret).map_err(|why| {
             SearchError::Key(format!("the search engine's key ({at}): {why}"))
         })?,
         KeySource::Login => {

@@ -73,7 +73,7 @@ pub enum Cost {
 }
 
 impl Prices {
-    /// The shipped table under `operator` (`Policy::prices()`).
+    /// The shipped table under `operator` (`Config::prices()`).
     pub fn new(operator: &[chock_policy::Price]) -> Prices {
         Prices {
             operator: operator.to_vec(),

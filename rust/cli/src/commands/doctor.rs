@@ -194,7 +194,7 @@ fn apply_row(project: &Project) -> Row {
 /// The devices chock.zon names and whether each is plugged in now; none
 /// when it names none. A missing one only warns: commands run without it.
 fn devices_row(policy: &chock_policy::Policy) -> Option<Row> {
-    let named = policy.devices();
+    let named = policy.config().devices();
     if named.is_empty() {
         return None;
     }

@@ -82,7 +82,7 @@ fn execute(args: Args) -> anyhow::Result<ExitCode> {
     for warning in policy.warnings() {
         eprintln!("chock: {warning}");
     }
-    if let (Some(name), Some(container)) = (&args.dev_shell, policy.container()) {
+    if let (Some(name), Some(container)) = (&args.dev_shell, policy.config().container()) {
         anyhow::bail!(
             "--dev-shell {name} names a dev shell, and {}:{} names the container image {} as this project's toolchain; a toolchain is one or the other, so drop --dev-shell",
             container.file.display(),

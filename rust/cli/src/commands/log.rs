@@ -510,7 +510,9 @@ fn append(log: &Log, args: &AppendArgs) -> anyhow::Result<ExitCode> {
         Some(dir) => dir.clone(),
         None => std::env::current_dir().context("reading the current directory")?,
     };
-    let settings = Policy::load(&LoadOptions::from_env(&project, Vec::new())?)?.log_settings();
+    let settings = Policy::load(&LoadOptions::from_env(&project, Vec::new())?)?
+        .config()
+        .log_settings();
     let rotation = Rotation {
         rotate_bytes: args.rotate_bytes.unwrap_or(settings.rotate_bytes),
         keep: args.keep.unwrap_or(settings.keep),

@@ -51,7 +51,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     // The search engine's key (`.search`, `.key = .login`) is kept as
     // `search`; a provider instance of that name is refused by config.zon.
-    let configured = match (policy.provider(&instance), policy.search()) {
+    let configured = match (
+        policy.config().provider(&instance),
+        policy.config().search(),
+    ) {
         (Some(p), _) => Some((p.file.clone(), p.line, p.key.clone())),
         (None, Some(e)) if instance == chock_policy::SEARCH_LOGIN => {
             Some((e.file.clone(), e.line, e.key.clone()))
@@ -59,7 +62,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         _ => None,
     };
     let (config_file, line, kept) = configured.ok_or_else(|| {
-        let config = policy.operator_file().map_or_else(
+        let config = policy.config().operator_file().map_or_else(
             || "your config.zon ($XDG_CONFIG_HOME/chock/config.zon)".to_owned(),
             |p| p.display().to_string(),
         );
@@ -109,13 +112,13 @@ struct Keyed<'a> {
 }
 
 fn keyed(policy: &Policy) -> Vec<Keyed<'_>> {
-    let providers = policy.providers().iter().map(|p| Keyed {
+    let providers = policy.config().providers().iter().map(|p| Keyed {
         name: &p.name,
         kind: p.kind.as_str(),
         url: &p.base_url,
         key: &p.key,
     });
-    let search = policy.search().map(|e| Keyed {
+    let search = policy.config().search().map(|e| Keyed {
         name: chock_policy::SEARCH_LOGIN,
         kind: e.kind.as_str(),
         url: &e.url,

@@ -178,7 +178,7 @@ fn check(layers: &Layers, json: bool) -> anyhow::Result<ExitCode> {
             policy.project_file().display()
         ));
     }
-    if let Some(operator) = policy.operator_file() {
+    if let Some(operator) = policy.config().operator_file() {
         parts.push(format!("operator config {}", operator.display()));
     }
     for bundle in policy.org_bundles() {

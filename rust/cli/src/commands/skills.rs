@@ -37,7 +37,7 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
 fn list(args: ListArgs) -> anyhow::Result<ExitCode> {
     let project = Project::for_command(args.project.as_deref())?;
     let policy = Policy::load(&LoadOptions::from_env(&project.dir, Vec::new())?)?;
-    let settings = policy.skills();
+    let settings = policy.config().skills();
     let catalog = chock_skills::list(&Layers::of(&policy, &project.dir), &settings);
     let decided = |layer: SkillLayer| policy.decide(&Key::new(layer.action()), Reading::Act);
     if args.json {

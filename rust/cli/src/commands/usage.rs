@@ -34,7 +34,7 @@ pub enum Command {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let here = std::env::current_dir()?;
     let policy = Policy::load(&LoadOptions::from_env(here, Vec::new())?)?;
-    let prices = Prices::new(policy.prices());
+    let prices = Prices::new(policy.config().prices());
     let sessions = Sessions::from_env()?;
     let all = sessions.list()?;
     match args.command {

@@ -171,7 +171,14 @@ impl Gateway {
     pub async fn start(session: &Arc<Session>) -> Gateway {
         let relay = Arc::new(Relay::default());
         let mut starting = tokio::task::JoinSet::new();
-        for (index, config) in session.policy.mcp_servers().iter().cloned().enumerate() {
+        for (index, config) in session
+            .policy
+            .config()
+            .mcp_servers()
+            .iter()
+            .cloned()
+            .enumerate()
+        {
             let session = session.clone();
             let relay = relay.clone();
             starting.spawn(async move {
@@ -715,7 +722,7 @@ impl Upstream {
             );
             return None;
         }
-        match session.policy.read_secret(secret) {
+        match session.policy.config().read_secret(secret) {
             Ok(value) => {
                 session.secrets.remember(secret, &value);
                 Some(value)
@@ -746,7 +753,7 @@ impl Upstream {
             }
             return Ok(Network::Closed);
         }
-        if session.policy.net().router == chock_policy::NetMode::None {
+        if session.policy.config().net().router == chock_policy::NetMode::None {
             tracing::warn!(
                 "chock mcp: MCP server `{name}` has no network: {action} allows it, but .policy.net.router is .none"
             );

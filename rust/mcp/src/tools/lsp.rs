@@ -116,7 +116,7 @@ async fn target(call: &Call<'_>, tool: &'static str, given: &str) -> Result<Targ
         detail: Vec::new(),
     };
     call.gate(&act, Asking::Person).await?;
-    let servers = session.policy.lsp_servers();
+    let servers = session.policy.config().lsp_servers();
     let Some((index, server)) = servers.iter().enumerate().find(|(_, s)| s.serves(&rel)) else {
         let served: Vec<String> = servers
             .iter()
@@ -533,5 +533,5 @@ pub async fn symbols(call: &Call<'_>, args: InFile) -> Result<String, ToolError>
 
 /// Whether the language-server tools are offered: where chock.zon names a server.
 pub fn has_servers(session: &Session) -> bool {
-    !session.policy.lsp_servers().is_empty()
+    !session.policy.config().lsp_servers().is_empty()
 }

@@ -24,7 +24,7 @@ pub struct WebSearch {
 
 pub async fn web_search(call: &Call<'_>, args: WebSearch) -> Result<String, ToolError> {
     let session = call.session;
-    let engine = session.policy.search().ok_or_else(|| {
+    let engine = session.policy.config().search().ok_or_else(|| {
         ToolError::Unavailable(
             "web_search is not offered: no search engine is named in config.zon's .search"
                 .to_owned(),
@@ -40,7 +40,7 @@ pub async fn web_search(call: &Call<'_>, args: WebSearch) -> Result<String, Tool
     // A key kept by a command is read by running it: off the runtime's
     // threads, within the secret's own bound.
     let held = std::sync::Arc::clone(session);
-    let key = tokio::task::spawn_blocking(move || match held.policy.search() {
+    let key = tokio::task::spawn_blocking(move || match held.policy.config().search() {
         Some(engine) => chock_search::key(&held.policy, engine),
         None => Ok(None),
     })

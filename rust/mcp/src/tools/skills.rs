@@ -38,7 +38,7 @@ fn layers(session: &Session) -> Layers {
 
 /// The skills the session lists now.
 pub fn catalog(session: &Session) -> Catalog {
-    chock_skills::list(&layers(session), &session.policy.skills())
+    chock_skills::list(&layers(session), &session.policy.config().skills())
 }
 
 /// Whether the session has a skill to offer (read_skill is offered only
@@ -125,7 +125,7 @@ fn not_found(why: impl std::fmt::Display) -> ToolError {
 async fn read(call: &Call<'_>, args: ReadSkill) -> Result<String, ToolError> {
     let session = call.session;
     let layers = layers(session);
-    let settings = session.policy.skills();
+    let settings = session.policy.config().skills();
     let name = args.name.clone();
     let opened = tokio::task::spawn_blocking(move || chock_skills::open(&layers, &settings, &name))
         .await

@@ -8,7 +8,7 @@ fn a_block_reads_each_server_named_after_its_program() {
         ".{ .lsp = .{\n .{ .command = .{ \"/nix/store/aaa/bin/pyright-langserver\", \"--stdio\" }, .language = \"python\", .extensions = .{ \"py\", \"pyi\" } },\n .{ .command = .{ \"rust-analyzer\" }, .language = \"rust\", .extensions = .{ \"rs\" }, .timeout_ms = 500 },\n} }",
     )
     .expect("loads");
-    let servers = policy.lsp_servers();
+    let servers = policy.config().lsp_servers();
     assert_eq!(servers.len(), 2);
     assert_eq!(servers[0].action.as_deref(), Ok("lsp.pyright-langserver"));
     assert_eq!(servers[0].program(), "pyright-langserver");
@@ -21,7 +21,13 @@ fn a_block_reads_each_server_named_after_its_program() {
         "{}",
         servers[1].place()
     );
-    assert!(load(".{}").expect("loads").lsp_servers().is_empty());
+    assert!(
+        load(".{}")
+            .expect("loads")
+            .config()
+            .lsp_servers()
+            .is_empty()
+    );
 }
 
 #[test]
@@ -30,7 +36,7 @@ fn a_program_that_cannot_be_one_label_is_kept_with_why_and_never_named() {
         ".{ .lsp = .{ .{ .command = .{ \"bin/zls.real\" }, .language = \"zig\", .extensions = .{ \"zig\" } } } }",
     )
     .expect("loads");
-    let why = policy.lsp_servers()[0]
+    let why = policy.config().lsp_servers()[0]
         .action
         .clone()
         .expect_err("no label")

@@ -9,7 +9,7 @@ fn prices_are_read_with_their_lines() {
         ".{\n .prices = .{\n  .{ .kind = .anthropic, .model = \"claude-x\", .input = 3, .output = 15, .cache_read = 0.3 },\n  .{ .kind = .openai_chat, .model = \"local\", .input = 0, .output = 0 },\n },\n}\n",
     )
     .expect("loads");
-    let prices = policy.prices();
+    let prices = policy.config().prices();
     assert_eq!(prices.len(), 2);
     assert_eq!(
         (

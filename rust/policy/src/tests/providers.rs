@@ -9,7 +9,7 @@ fn instances_are_read_with_defaults_and_lines() {
         ".{\n .providers = .{\n  .{ .name = \"claude\", .kind = .anthropic },\n  .{ .name = \"work\", .kind = .openai_responses, .key = .{ .secret = \"OAI\" } },\n  .{ .name = \"local\", .kind = .openai_chat, .base_url = \"http://127.0.0.1:8080/v1/\", .key = .none },\n  .{ .name = \"or\", .kind = .openai_chat, .base_url = \"https://openrouter.ai/api/v1\", .key = .{ .env = \"OPENROUTER_API_KEY\" } },\n },\n .secrets = .{ .OAI = .{ .env = \"OPENAI_API_KEY\" } },\n}\n",
     )
     .expect("loads");
-    let p = policy.providers();
+    let p = policy.config().providers();
     assert_eq!(p.len(), 4);
     assert_eq!(
         (p[0].kind, p[0].base_url.as_str(), &p[0].key, p[0].line),
@@ -27,8 +27,8 @@ fn instances_are_read_with_defaults_and_lines() {
         ("http://127.0.0.1:8080/v1", &KeySource::None)
     );
     assert_eq!(p[3].key, KeySource::Env("OPENROUTER_API_KEY".into()));
-    assert_eq!(policy.provider("work").map(|i| i.line), Some(4));
-    assert!(policy.provider("nobody").is_none());
+    assert_eq!(policy.config().provider("work").map(|i| i.line), Some(4));
+    assert!(policy.config().provider("nobody").is_none());
 }
 
 #[test]

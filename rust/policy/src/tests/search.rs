@@ -10,7 +10,7 @@ fn an_engine_is_read_with_its_defaults() {
         ".{\n .search = .{ .kind = .brave, .key = .{ .secret = \"BRAVE\" }, .max_results = 5 },\n .secrets = .{ .BRAVE = .{ .env = \"BRAVE_API_KEY\" } },\n}\n",
     )
     .expect("loads");
-    let engine = policy.search().expect("an engine");
+    let engine = policy.config().search().expect("an engine");
     assert_eq!(
         (
             engine.kind,
@@ -30,14 +30,17 @@ fn an_engine_is_read_with_its_defaults() {
     assert_eq!(engine.timeout, DEFAULT_SEARCH_TIMEOUT);
     let own = load(".{ .search = .{ .kind = .searxng, .url = \"http://127.0.0.1:8888/\" } }")
         .expect("loads");
-    let engine = own.search().expect("an engine");
+    let engine = own.config().search().expect("an engine");
     assert_eq!(
         (engine.url.as_str(), &engine.key),
         ("http://127.0.0.1:8888", &KeySource::None)
     );
-    assert!(load(".{}").expect("loads").search().is_none());
+    assert!(load(".{}").expect("loads").config().search().is_none());
     let login = load(".{ .search = .{ .kind = .tavily, .key = .login } }").expect("loads");
-    assert_eq!(login.search().map(|e| &e.key), Some(&KeySource::Login));
+    assert_eq!(
+        login.config().search().map(|e| &e.key),
+        Some(&KeySource::Login)
+    );
 }
 
 #[test]

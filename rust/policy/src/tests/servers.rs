@@ -27,19 +27,20 @@ fn a_secret_is_read_from_a_file_a_command_or_nowhere() {
         file.display()
     ));
     assert_eq!(
-        policy.read_secret("A").expect("a file secret"),
+        policy.config().read_secret("A").expect("a file secret"),
         "s3cr3t-file"
     );
     let (_d, policy) = policy_with(
         ".{ .secrets = .{ .A = .{ .command = .{ \"printf\", \"from-command\\n\" } } } }",
     );
     assert_eq!(
-        policy.read_secret("A").expect("a command secret"),
+        policy.config().read_secret("A").expect("a command secret"),
         "from-command"
     );
     let (_d, policy) = policy_with(".{ .secrets = .{ .A = .{ .command = .{ \"false\" } } } }");
     assert!(
         policy
+            .config()
             .read_secret("A")
             .unwrap_err()
             .to_string()
@@ -48,6 +49,7 @@ fn a_secret_is_read_from_a_file_a_command_or_nowhere() {
     let (_d, policy) = policy_with(".{}");
     assert!(
         policy
+            .config()
             .read_secret("A")
             .unwrap_err()
             .to_string()
@@ -57,6 +59,7 @@ fn a_secret_is_read_from_a_file_a_command_or_nowhere() {
         policy_with(".{ .secrets = .{ .A = .{ .env = \"CHOCK_TEST_SURELY_UNSET\" } } }");
     assert!(
         policy
+            .config()
             .read_secret("A")
             .unwrap_err()
             .to_string()
@@ -88,10 +91,10 @@ fn a_servers_bounds_are_read_and_out_of_range_ones_refused() {
     )
     .expect("loads");
     assert_eq!(
-        policy.mcp_servers()[0].timeout,
+        policy.config().mcp_servers()[0].timeout,
         std::time::Duration::from_secs(5)
     );
-    assert_eq!(policy.mcp_servers()[0].max_answer_bytes, 2 << 20);
+    assert_eq!(policy.config().mcp_servers()[0].max_answer_bytes, 2 << 20);
     for (field, said) in [
         (".timeout_s = 0", "`.timeout_s = 0` is out of range"),
         (".timeout_s = 90000", "`.timeout_s = 90000` is out of range"),
@@ -123,7 +126,7 @@ fn servers_and_secrets_are_read_with_their_lines() {
         Some(".{ .secrets = .{ .GH = .{ .command = .{ \"pass\", \"show\", \"gh\" } } } }"),
     )
     .expect("loads");
-    let servers = policy.mcp_servers();
+    let servers = policy.config().mcp_servers();
     assert_eq!(servers.len(), 2);
     assert_eq!(servers[0].name, "gh");
     assert_eq!(servers[0].line, 3);
@@ -142,16 +145,16 @@ fn servers_and_secrets_are_read_with_their_lines() {
         servers[1].launch,
         chock_config::servers::Launch::Url("https://mcp.notion.com/mcp".into())
     );
-    assert_eq!(policy.secrets(), ["GH".to_string()]);
+    assert_eq!(policy.config().secrets(), ["GH".to_string()]);
     assert_eq!(
-        policy.secret_store("GH"),
+        policy.config().secret_store("GH"),
         Some(&chock_config::servers::SecretStore::Command(vec![
             "pass".into(),
             "show".into(),
             "gh".into()
         ]))
     );
-    assert_eq!(policy.secret_store("OTHER"), None);
+    assert_eq!(policy.config().secret_store("OTHER"), None);
 }
 
 #[test]

@@ -9,14 +9,14 @@ fn each_file_narrows_and_neither_widens() {
         load(".{ .skills = .{ .layers = .{ .packaged, .operator }, .max_bytes = \"1KiB\" } }")
             .expect("loads");
     assert_eq!(
-        policy.skills(),
+        policy.config().skills(),
         SkillSettings {
             layers: vec![SkillLayer::Operator, SkillLayer::Packaged],
             max_bytes: 1024
         }
     );
     let none = load(".{}").expect("loads");
-    assert_eq!(none.skills(), SkillSettings::default());
+    assert_eq!(none.config().skills(), SkillSettings::default());
     assert_eq!(SkillLayer::Packaged.action(), "skill.read.packaged");
 }
 
@@ -42,7 +42,7 @@ fn the_project_and_the_operator_each_narrow_the_other() {
     })
     .expect("loads");
     assert_eq!(
-        policy.skills(),
+        policy.config().skills(),
         SkillSettings {
             layers: vec![SkillLayer::Project],
             max_bytes: 2048

@@ -9,7 +9,7 @@ fn a_block_reads_with_each_rule_placed() {
         ".{ .style = .{\n .rules = .{\n  .{ .name = \"short\", .files = \"src/**\", .measure = .line_length, .limit = 100 },\n  .{ .name = \"no-unsafe\", .language = \"rust\", .measure = .query_matches, .query = \"(unsafe_block) @u\", .limit = 0 },\n },\n .max_bytes = \"1MiB\",\n .timeout_ms = 500,\n} }",
     )
     .expect("loads");
-    let style = policy.style().expect("a style block");
+    let style = policy.config().style().expect("a style block");
     assert_eq!(style.rules.len(), 2);
     assert_eq!(style.max_bytes, Some(1 << 20));
     assert_eq!(style.timeout, Some(std::time::Duration::from_millis(500)));
@@ -20,7 +20,7 @@ fn a_block_reads_with_each_rule_placed() {
     );
     assert_eq!(rule.query.as_deref(), Some("(unsafe_block) @u"));
     assert!(rule.place().ends_with("chock.zon:4:3"), "{}", rule.place());
-    assert!(load(".{}").expect("loads").style().is_none());
+    assert!(load(".{}").expect("loads").config().style().is_none());
 }
 
 #[test]
