@@ -296,3 +296,47 @@ fn tls_to_a_server_the_ca_did_not_sign_sends_nothing() {
     std::thread::sleep(Duration::from_millis(300));
     assert!(rsyslog.shipped().is_empty());
 }
+
+#[test]
+fn tcp_to_an_rsyslog_restarted_between_rounds_goes_on_where_it_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let setup = format!(
+        r#"module(load="imtcp")
+input(type="imtcp" address="127.0.0.1" port="{port}")"#
+    );
+    let log = support::log(&dir.path().join("log"), 8 << 20, 8);
+    let target: Target = format!("syslog+tcp://127.0.0.1:{port}").parse().unwrap();
+    let mut shipper =
+        chock_sinks::Shipper::new(Sink::new("rsyslog", target).unwrap(), log.clone()).unwrap();
+    let seqs = |rsyslog: &Rsyslog, count: usize| {
+        support::wait_for(Duration::from_secs(10), || rsyslog.shipped().len() >= count);
+        std::thread::sleep(Duration::from_millis(200));
+        rsyslog
+            .shipped()
+            .iter()
+            .map(|line| {
+                let data = line.splitn(4, ' ').nth(3).unwrap();
+                support::structured_data(data).unwrap().1["seq"].clone()
+            })
+            .collect::<Vec<_>>()
+    };
+
+    let first_dir = dir.path().join("first");
+    std::fs::create_dir(&first_dir).unwrap();
+    let first = Rsyslog::start(&first_dir, &setup);
+    wait_for_listener(port);
+    support::fill(&log, "before ", 3);
+    assert_eq!(shipper.ship(support::soon()).unwrap().sent, 3);
+    assert_eq!(seqs(&first, 3), ["1", "2", "3"]);
+    drop(first);
+
+    let second_dir = dir.path().join("second");
+    std::fs::create_dir(&second_dir).unwrap();
+    let second = Rsyslog::start(&second_dir, &setup);
+    wait_for_listener(port);
+    support::fill(&log, "after ", 3);
+    let report = shipper.ship(support::soon()).unwrap();
+    assert_eq!((report.sent, report.left, report.down), (3, 0, None));
+    assert_eq!(seqs(&second, 3), ["4", "5", "6"]);
+}
