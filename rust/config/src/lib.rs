@@ -8,6 +8,9 @@
 //! way round: it reads each file once, takes its rule blocks for its layers
 //! and hands the settings blocks to these types, so every file has one
 //! reading and a setting's shape, bounds and error wording live in one place.
+//! [`Config`] holds every layer's settings folded. The action names a setting
+//! implies (`lsp.<program>`, `device.usb.<vendor>.<product>`) are made by
+//! chock-names, below both crates.
 
 #![forbid(unsafe_code)]
 

@@ -1,11 +1,13 @@
-//! Chock's policy engine: action names, rules, shipped defaults, layers and the
-//! readings that answer them.
+//! Chock's policy engine: rules, shipped defaults, layers and the readings
+//! that answer them, and why an answer is what it is.
 //!
 //! Every act an agent asks for carries an action name (made only by
-//! [`names`]); [`Policy::decide`] answers a [`Key`] from the project's
-//! `chock.zon`, the [`defaults`] and every organisation bundle, and says which
-//! rule decided and what rule would change the answer. The rules are
-//! documented in `docs/policy.md`.
+//! [`names`], the chock-names crate); [`Policy::decide`] answers a [`Key`]
+//! from the project's `chock.zon`, the [`defaults`] and every organisation
+//! bundle, and says which rule decided and what rule would change the
+//! answer. The settings those files hold are chock-config's, folded in one
+//! [`Config`] ([`Policy::config`]). The rules are documented in
+//! `docs/policy.md`.
 
 #![forbid(unsafe_code)]
 
@@ -33,26 +35,18 @@ pub mod unparsed;
 pub mod workspace;
 
 pub use ask::{Answer, Asker, Nobody, Question, Scope, visible};
+// The settings chock-config reads, named here too for the crates above.
 pub use chock_config::{
-    Agent, Budget, Config, ContainerSettings, DEFAULT_MAX_DEPTH, DEFAULT_MAX_WIDTH,
-    MAX_AGENT_KINDS, MAX_SINKS, NOT_IMPLEMENTED, NetMode, NetSettings, NoReviewer, Review, Sink,
-    SinkKind, SubagentCaps, Subagents,
-};
-pub use chock_config::{
-    COMMAND_TIMEOUT, Launch, MAX_SECRET_BYTES, MAX_SECRETS, MAX_SERVERS, McpServer, SecretEnv,
-    SecretError, SecretStore, StoreCommandError, TOOL_SEPARATOR,
-};
-pub use chock_config::{DEFAULT_LSP_TIMEOUT, LspServer, MAX_LSP_SERVERS, MAX_LSP_TIMEOUT};
-pub use chock_config::{
-    DEFAULT_SEARCH_BYTES, DEFAULT_SEARCH_RESULTS, DEFAULT_SEARCH_TIMEOUT, MAX_SEARCH_BYTES,
-    MAX_SEARCH_RESULTS, SEARCH_LOGIN, SearchEngine, SearchKind,
-};
-pub use chock_config::{DEFAULT_SKILL_BYTES, MAX_SKILL_BYTES, SkillLayer, SkillSettings};
-pub use chock_config::{DeviceId, DeviceNameError, MAX_DEVICES, NamedDevice};
-pub use chock_config::{KeySource, MAX_PROVIDERS, ProviderInstance, ProviderKind};
-pub use chock_config::{MAX_PRICES, Price};
-pub use chock_config::{
-    MAX_STYLE_BYTES, MAX_STYLE_RULES, MAX_STYLE_TIMEOUT, StyleMeasure, StyleRule, StyleSettings,
+    Agent, Budget, COMMAND_TIMEOUT, Config, ContainerSettings, DEFAULT_LSP_TIMEOUT,
+    DEFAULT_MAX_DEPTH, DEFAULT_MAX_WIDTH, DEFAULT_SEARCH_BYTES, DEFAULT_SEARCH_RESULTS,
+    DEFAULT_SEARCH_TIMEOUT, DEFAULT_SKILL_BYTES, DeviceId, DeviceNameError, KeySource, Launch,
+    LspServer, MAX_AGENT_KINDS, MAX_DEVICES, MAX_LSP_SERVERS, MAX_LSP_TIMEOUT, MAX_PRICES,
+    MAX_PROVIDERS, MAX_SEARCH_BYTES, MAX_SEARCH_RESULTS, MAX_SECRET_BYTES, MAX_SECRETS,
+    MAX_SERVERS, MAX_SINKS, MAX_SKILL_BYTES, MAX_STYLE_BYTES, MAX_STYLE_RULES, MAX_STYLE_TIMEOUT,
+    McpServer, NOT_IMPLEMENTED, NamedDevice, NetMode, NetSettings, NoReviewer, Price,
+    ProviderInstance, ProviderKind, Review, SEARCH_LOGIN, SearchEngine, SearchKind, SecretEnv,
+    SecretError, SecretStore, Sink, SinkKind, SkillLayer, SkillSettings, StoreCommandError,
+    StyleMeasure, StyleRule, StyleSettings, SubagentCaps, Subagents, TOOL_SEPARATOR,
 };
 pub use chock_flakelock::{Endpoint, EndpointError, SCHEMES, url_endpoint};
 pub use chock_names as names;
