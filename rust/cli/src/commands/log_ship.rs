@@ -1,10 +1,13 @@
 //! `chock log ship`: sends the decision log's lines to journald or syslog
 //! receivers, each sink from its own cursor.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use anyhow::Context;
 use chock_log::Log;
+use chock_policy::{LoadOptions, Policy};
 use chock_sinks::{DEFAULT_BACKLOG_BYTES, DEFAULT_ROUND, Report, Shipper, Sink, SinkError, Target};
 use clap::Args;
 
@@ -27,6 +30,10 @@ pub struct ShipArgs {
     /// How many bytes of lines a sink may fall behind; beyond that its oldest lines are skipped and counted.
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_BACKLOG_BYTES)]
     backlog: u64,
+    /// The project whose settings (config.zon's `.log`) apply to the line
+    /// that counts skipped lines; the current directory by default.
+    #[arg(long, value_name = "DIR")]
+    project: Option<PathBuf>,
     /// How long one round of one sink may take, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = DEFAULT_ROUND.as_millis() as u64)]
     round_ms: u64,
@@ -52,6 +59,17 @@ fn sink(text: &str) -> Result<Sink, String> {
 }
 
 pub fn run(log: &Log, args: &ShipArgs) -> anyhow::Result<ExitCode> {
+    // The overflow line is appended, and may rotate, with the log's own
+    // settings: the default `keep` could remove rotated files the
+    // configured one keeps.
+    let project = match &args.project {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir().context("reading the current directory")?,
+    };
+    let settings = Policy::load(&LoadOptions::from_env(&project, Vec::new())?)?
+        .config()
+        .log_settings();
+    let log = &Log::at(log.dir(), settings.into());
     let round = Duration::from_millis(args.round_ms.max(1));
     let sinks = args.to.iter().map(|sink| Sink {
         backlog_bytes: args.backlog,
