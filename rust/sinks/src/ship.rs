@@ -141,8 +141,9 @@ impl Shipper {
     /// One round: sends what is past the cursor until it is all sent, the
     /// receiver fails, or `deadline` comes. Lines beyond the backlog bound
     /// or rotated away are skipped first, counted in the cursor and in a
-    /// `log.sink.overflow` line. An error means the log or the cursor could
-    /// not be used, and nothing more was sent.
+    /// `log.sink.overflow` line, appended with the rotation `log` was given
+    /// (give it the configured one). An error means the log or the cursor
+    /// could not be used, and nothing more was sent.
     pub fn ship(&mut self, deadline: Instant) -> Result<Report, SinkError> {
         let mut cursor = self.files.read()?;
         let mut pending = pending::read(&self.log, cursor.at, self.sink.backlog_bytes)?;
