@@ -111,7 +111,7 @@ pub struct ProviderFields {
     rename_all = "snake_case",
     expecting = "where the key is: `.login`, `.none`, `.{ .secret = \"NAME\" }` or `.{ .env = \"VAR\" }`"
 )]
-pub enum KeyFields {
+pub(crate) enum KeyFields {
     Secret(String),
     Env(String),
     Login,
@@ -181,7 +181,7 @@ pub fn read_providers(
 
 /// Where `owner`'s key is kept, checked: a `.secret` named in `.secrets`,
 /// an `.env` that is a variable's name.
-pub fn read_key(
+pub(crate) fn read_key(
     source: &Source<'_>,
     span: chock_zon::Span,
     owner: &str,
@@ -214,7 +214,7 @@ pub fn read_key(
 
 /// Why a base URL is refused; each reads after the owner it names.
 #[derive(Debug, thiserror::Error)]
-pub enum BaseUrlError {
+pub(crate) enum BaseUrlError {
     #[error(
         "{owner}: `{url}` holds a `\\` or credentials (`user@`); write the URL plainly and say where the key is with `.key`"
     )]
@@ -232,7 +232,7 @@ pub enum BaseUrlError {
     Scheme { owner: String, url: String },
 }
 
-pub fn check_base_url(owner: &str, url: &str) -> Result<(), BaseUrlError> {
+pub(crate) fn check_base_url(owner: &str, url: &str) -> Result<(), BaseUrlError> {
     let named = || (owner.to_string(), url.to_string());
     let authority = url.split_once("://").map_or("", |(_, rest)| {
         rest.split(['/', '?', '#']).next().unwrap_or("")

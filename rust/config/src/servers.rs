@@ -147,7 +147,7 @@ pub type ServersBlock = Spanned<Vec<Spanned<ServerFields>>>;
 pub type SecretsBlock = Spanned<Vec<Spanned<String>>>;
 pub type StoresBlock = BTreeMap<String, Spanned<StoreFields>>;
 
-pub fn is_env_name(name: &str) -> bool {
+pub(crate) fn is_env_name(name: &str) -> bool {
     let mut bytes = name.bytes();
     bytes
         .next()

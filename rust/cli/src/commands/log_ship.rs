@@ -39,22 +39,23 @@ pub struct ShipArgs {
     round_ms: u64,
 }
 
+/// Why a `--to` names no sink: its target, or the name given it.
+#[derive(Debug, thiserror::Error)]
+enum BadSink {
+    #[error(transparent)]
+    Target(#[from] chock_sinks::TargetError),
+    #[error(transparent)]
+    Name(#[from] chock_sinks::SinkError),
+}
+
 /// `--to`: `[NAME=]SINK`.
-fn sink(text: &str) -> Result<Sink, String> {
+fn sink(text: &str) -> Result<Sink, BadSink> {
     let named = text
         .split_once('=')
         .filter(|(name, _)| !name.contains([':', '/', '?']));
     match named {
-        Some((name, target)) => {
-            let target: Target = target
-                .parse()
-                .map_err(|e: chock_sinks::TargetError| e.to_string())?;
-            Sink::new(name, target).map_err(|e| e.to_string())
-        }
-        None => Ok(Sink::named_by_target(
-            text.parse()
-                .map_err(|e: chock_sinks::TargetError| e.to_string())?,
-        )),
+        Some((name, target)) => Ok(Sink::new(name, target.parse::<Target>()?)?),
+        None => Ok(Sink::named_by_target(text.parse()?)),
     }
 }
 

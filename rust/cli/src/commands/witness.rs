@@ -32,7 +32,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DIR")]
     state: PathBuf,
     /// A log's verifier key (as `chock log checkpoint` printed it; its name is the log's origin); repeatable.
-    #[arg(long = "log", value_name = "VERIFIER_KEY", required = true, value_parser = verifier_key)]
+    #[arg(long = "log", value_name = "VERIFIER_KEY", required = true, value_parser = VerifierKey::parse)]
     logs: Vec<VerifierKey>,
     /// How long a request may take to arrive, headers and body, before it is cut off.
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration)]
@@ -47,10 +47,6 @@ pub struct KeyArgs {
     /// The witness's name, as its cosignatures carry it (a domain-like name with no space or `+`).
     #[arg(long, value_name = "NAME")]
     name: String,
-}
-
-fn verifier_key(text: &str) -> Result<VerifierKey, String> {
-    VerifierKey::parse(text).map_err(|e| e.to_string())
 }
 
 /// The most requests served at once; more wait to be accepted.
