@@ -28,6 +28,9 @@ pub enum Route {
     /// tests use to fill a log. No question comes through it, so it is not
     /// one of [`Route::ALL`].
     Cli,
+    /// A sink's shipper (`chock log ship`), saying what it could not ship
+    /// (`log.sink.overflow`). No question comes through it either.
+    Sink,
 }
 
 impl Route {
@@ -48,9 +51,13 @@ impl Route {
         Route::ALL.into_iter().find(|r| r.as_str() == word)
     }
 
-    /// The route a log line's word names: a door, or a line written by hand.
+    /// The routes that are no door: lines Chock writes with no question.
+    pub const NOT_DOORS: [Route; 2] = [Route::Cli, Route::Sink];
+
+    /// The route a log line's word names: a door, or a line written with
+    /// no question (by hand, by a sink's shipper).
     pub fn read(word: &str) -> Option<Route> {
-        Route::parse(word).or((word == Route::Cli.as_str()).then_some(Route::Cli))
+        Route::parse(word).or_else(|| Route::NOT_DOORS.into_iter().find(|r| r.as_str() == word))
     }
 
     /// The agent kind a call on this route is asked with when nothing
@@ -61,9 +68,13 @@ impl Route {
         match self {
             Route::Hook => "claude",
             Route::Git | Route::Ci => "git",
-            Route::Exec | Route::Mcp | Route::Build | Route::Inputs | Route::Run | Route::Cli => {
-                "main"
-            }
+            Route::Exec
+            | Route::Mcp
+            | Route::Build
+            | Route::Inputs
+            | Route::Run
+            | Route::Cli
+            | Route::Sink => "main",
         }
     }
 
@@ -79,6 +90,7 @@ impl Route {
             Route::Inputs => "inputs",
             Route::Run => "run",
             Route::Cli => "cli",
+            Route::Sink => "sink",
         }
     }
 }
@@ -101,7 +113,7 @@ impl<'de> Deserialize<'de> for Route {
         Route::read(&word).ok_or_else(|| {
             let known: Vec<&str> = Route::ALL
                 .iter()
-                .chain([&Route::Cli])
+                .chain(&Route::NOT_DOORS)
                 .map(|r| r.as_str())
                 .collect();
             serde::de::Error::custom(format!(
@@ -118,7 +130,7 @@ mod tests {
 
     #[test]
     fn every_route_reads_back_the_word_it_writes() {
-        for route in Route::ALL.into_iter().chain([Route::Cli]) {
+        for route in Route::ALL.into_iter().chain(Route::NOT_DOORS) {
             let word = serde_json::to_string(&route).unwrap();
             assert_eq!(word, format!("\"{}\"", route.as_str()));
             assert_eq!(serde_json::from_str::<Route>(&word).unwrap(), route);
@@ -129,6 +141,8 @@ mod tests {
     fn a_line_written_by_hand_is_no_door() {
         assert_eq!(Route::read("cli"), Some(Route::Cli));
         assert_eq!(Route::parse("cli"), None);
+        assert_eq!(Route::read("sink"), Some(Route::Sink));
+        assert_eq!(Route::parse("sink"), None);
         let error = serde_json::from_str::<Route>("\"shell\"").unwrap_err();
         assert!(
             error.to_string().contains("unknown route `shell`"),

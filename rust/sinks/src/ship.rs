@@ -225,7 +225,7 @@ impl Shipper {
     /// that line is shipped like any other.
     fn log_overflow(&self, pending: &Pending) {
         let entry = Entry {
-            route: Route::Cli,
+            route: Route::Sink,
             project: self.log.dir().display().to_string(),
             action: OVERFLOW_ACTION.into(),
             agent_kind: "chock".into(),
