@@ -50,6 +50,14 @@ pub struct LogBlock {
     pub fsync: Option<bool>,
 }
 
+/// `.nix` of an organisation bundle: ceilings on the byte caps.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OrgNixBlock {
+    pub max_object_bytes: Option<ByteSize>,
+    pub max_session_bytes: Option<ByteSize>,
+}
+
 /// The settings `chock.zon` holds, checked.
 #[derive(Debug, Default)]
 pub struct ProjectSettings {

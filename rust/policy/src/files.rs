@@ -1,5 +1,6 @@
-//! What each file may hold, as serde types, and the checks serde cannot make
-//! (bounds, agent hierarchy, bundle version, action namespaces). Every file
+//! What each file may hold, as serde types: the rule blocks with the checks
+//! serde cannot make (bundle version, action namespaces), and each settings
+//! block handed to chock-config's reader, file by file. Every file
 //! fails closed: an unknown field or block anywhere in `chock.zon`,
 //! `config.zon` or an organisation bundle refuses the file, naming the
 //! nearest known name, because a misspelt block binds nothing and a rule
@@ -21,10 +22,12 @@ use chock_config::agents::{
     check_review, check_subagents,
 };
 use chock_config::budget::{Budget, BudgetFields, read_budget};
-use chock_config::config::{LimitsBlock, LogBlock, NixBlock, OrgCeiling, ProjectSettings};
+use chock_config::config::{
+    LimitsBlock, LogBlock, NixBlock, OrgCeiling, OrgNixBlock, ProjectSettings,
+};
 use chock_config::container::{ContainerBlock, check_container};
 use chock_config::sinks::{Sink, SinkFields, check_sinks};
-use chock_config::{ByteSize, ConfigError, FileKind, NetSettings, Source};
+use chock_config::{ConfigError, FileKind, NetSettings, Source};
 
 /// At most this many rules per file.
 pub const MAX_RULES: usize = 512;
@@ -164,13 +167,6 @@ pub(crate) struct OperatorFile {
     /// Which skill layers are listed.
     #[serde(default, rename = "skills")]
     pub(crate) skill_fields: Option<Spanned<chock_config::skills::SkillsFields>>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct OrgNixBlock {
-    pub(crate) max_object_bytes: Option<ByteSize>,
-    pub(crate) max_session_bytes: Option<ByteSize>,
 }
 
 #[derive(Debug, Deserialize)]
