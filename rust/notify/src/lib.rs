@@ -5,6 +5,8 @@
 //! is silent, and it never holds a question up: it runs in the background
 //! and gives up after [`LIMIT`].
 
+#![forbid(unsafe_code)]
+
 use std::collections::HashMap;
 use std::time::Duration;
 

@@ -7,6 +7,8 @@
 //! [`replay_fuzz_corpus`], so `cargo test` keeps every input a fuzzer ever
 //! found interesting (docs/fuzzing.md).
 
+#![forbid(unsafe_code)]
+
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -134,27 +136,9 @@ pub fn on_terminal(
     limit: Duration,
 ) -> OnTerminal {
     use std::io::{Read, Write};
-    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
     use std::process::Stdio;
-    let (mut master, mut slave) = (0, 0);
-    // SAFETY: openpty writes two descriptors into the integers it is given.
-    let rc = unsafe {
-        libc::openpty(
-            &mut master,
-            &mut slave,
-            std::ptr::null_mut(),
-            std::ptr::null(),
-            std::ptr::null(),
-        )
-    };
-    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
-    // SAFETY: both descriptors were just opened and are owned here alone.
-    let (mut master, slave) = unsafe {
-        (
-            std::fs::File::from_raw_fd(master),
-            OwnedFd::from_raw_fd(slave),
-        )
-    };
+    let pty = nix::pty::openpty(None, None).expect("openpty");
+    let (mut master, slave) = (std::fs::File::from(pty.master), pty.slave);
     let mut child = command
         .stdin(Stdio::from(slave.try_clone().expect("dup")))
         .stderr(Stdio::from(slave.try_clone().expect("dup")))
@@ -162,15 +146,9 @@ pub fn on_terminal(
         .spawn()
         .expect("spawn the command");
     drop(slave);
-    let fd = master.as_raw_fd();
-    // SAFETY: fcntl on a descriptor this function owns.
-    unsafe {
-        libc::fcntl(
-            fd,
-            libc::F_SETFL,
-            libc::fcntl(fd, libc::F_GETFL) | libc::O_NONBLOCK,
-        )
-    };
+    let flags = nix::fcntl::fcntl(&master, nix::fcntl::FcntlArg::F_GETFL).expect("F_GETFL");
+    let flags = nix::fcntl::OFlag::from_bits_truncate(flags) | nix::fcntl::OFlag::O_NONBLOCK;
+    nix::fcntl::fcntl(&master, nix::fcntl::FcntlArg::F_SETFL(flags)).expect("F_SETFL");
     let mut shown = String::new();
     let deadline = Instant::now() + limit;
     let mut answered = false;
