@@ -405,3 +405,146 @@ impl Config {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{GIB, MIB};
+
+    fn nix(object: Option<u64>, session: Option<u64>) -> NixBlock {
+        NixBlock {
+            dev_shell: None,
+            max_object_bytes: object.map(ByteSize),
+            max_session_bytes: session.map(ByteSize),
+        }
+    }
+
+    fn bundle(name: &str) -> OrgCeiling {
+        OrgCeiling {
+            file: PathBuf::from(name),
+            review_by_agent: true,
+            ..OrgCeiling::default()
+        }
+    }
+
+    fn config(
+        project: ProjectSettings,
+        operator: OperatorSettings,
+        org: Vec<OrgCeiling>,
+    ) -> Config {
+        Config::new(
+            PathBuf::from("/p/chock.zon"),
+            Some(project),
+            Some(operator),
+            org,
+        )
+    }
+
+    #[test]
+    fn a_byte_cap_is_the_projects_then_the_operators_then_built_in_held_to_the_lowest_bundle() {
+        let project = ProjectSettings {
+            nix: nix(Some(8 * MIB), None),
+            ..ProjectSettings::default()
+        };
+        let operator = OperatorSettings {
+            nix: nix(Some(4 * MIB), Some(64 * MIB)),
+            ..OperatorSettings::default()
+        };
+        let low = OrgCeiling {
+            max_session_bytes: Some(32 * MIB),
+            ..bundle("/org/low.zon")
+        };
+        let high = OrgCeiling {
+            max_session_bytes: Some(48 * MIB),
+            ..bundle("/org/high.zon")
+        };
+        let (nix, held) = config(project, operator, vec![high, low]).nix_settings_held();
+        assert_eq!(nix.max_object_bytes, 8 * MIB);
+        assert_eq!(nix.max_session_bytes, 32 * MIB);
+        assert_eq!(
+            held,
+            [
+                "nix.max_session_bytes of 64 MiB is held to 32 MiB by the organisation's bundle /org/low.zon"
+            ]
+        );
+        let bare = Config::default().nix_settings();
+        assert_eq!(
+            (bare.max_object_bytes, bare.max_session_bytes),
+            (DEFAULT_MAX_OBJECT_BYTES, DEFAULT_MAX_SESSION_BYTES)
+        );
+    }
+
+    #[test]
+    fn limits_are_shares_of_the_machine_and_a_bundle_only_lowers_them() {
+        let machine = Machine {
+            cpus: 8,
+            memory_bytes: 16 * GIB,
+        };
+        let operator = OperatorSettings {
+            limits: LimitsBlock {
+                processes: Some(ProcessCount(Amount::Absolute(1000))),
+                memory: Some(MemoryAmount(Amount::Percent(50))),
+            },
+            ..OperatorSettings::default()
+        };
+        let org = OrgCeiling {
+            processes: Some(Amount::Absolute(100)),
+            memory: Some(Amount::Percent(75)),
+            ..bundle("/org/b.zon")
+        };
+        let limits = config(ProjectSettings::default(), operator, vec![org]).limits_on(&machine);
+        assert_eq!(limits.processes, 100);
+        assert_eq!(limits.memory_bytes, 8 * GIB);
+        assert_eq!(
+            Config::default().limits_on(&machine),
+            machine.default_limits()
+        );
+    }
+
+    #[test]
+    fn spawn_caps_default_and_a_bundle_holds_them_and_can_forbid_a_reviewer() {
+        assert_eq!(
+            Config::default().subagents(),
+            SubagentCaps {
+                max_depth: DEFAULT_MAX_DEPTH,
+                max_width: DEFAULT_MAX_WIDTH
+            }
+        );
+        let project = ProjectSettings {
+            subagents: Some(Subagents {
+                max_depth: Some(3),
+                max_width: None,
+            }),
+            ..ProjectSettings::default()
+        };
+        let forbids = OrgCeiling {
+            subagents: Some(Subagents {
+                max_depth: Some(2),
+                max_width: Some(9),
+            }),
+            review_by_agent: false,
+            ..bundle("/org/strict.zon")
+        };
+        let held = config(project, OperatorSettings::default(), vec![forbids]);
+        assert_eq!(
+            held.subagents(),
+            SubagentCaps {
+                max_depth: 2,
+                max_width: DEFAULT_MAX_WIDTH
+            }
+        );
+        assert_eq!(
+            held.reviewer(),
+            Err(NoReviewer::Forbidden(PathBuf::from("/org/strict.zon")))
+        );
+        let unnamed = config(
+            ProjectSettings::default(),
+            OperatorSettings::default(),
+            vec![],
+        );
+        assert_eq!(
+            unnamed.reviewer(),
+            Err(NoReviewer::NotNamed(PathBuf::from("/p/chock.zon")))
+        );
+    }
+}
