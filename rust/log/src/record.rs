@@ -43,6 +43,40 @@ pub struct Entry {
     pub scope: Option<Scope>,
 }
 
+impl Entry {
+    /// A line no rule decided and nobody answered: written by hand
+    /// (`chock log append`), or Chock's own note about the log (a sink's
+    /// skipped lines).
+    pub fn unruled(
+        route: Route,
+        project: String,
+        action: String,
+        agent_kind: String,
+        decision: Decision,
+        subject: Option<String>,
+    ) -> Entry {
+        Entry {
+            route,
+            project,
+            action,
+            agent_kind,
+            model: None,
+            tool: None,
+            decision,
+            decided_by: DecidedBy {
+                layer: Layer::Nothing,
+                file: None,
+                line: None,
+                policy: None,
+                held: None,
+            },
+            answered_by: AnsweredBy::Nobody,
+            subject,
+            scope: None,
+        }
+    }
+}
+
 impl From<&chock_policy::DecidedBy> for DecidedBy {
     fn from(by: &chock_policy::DecidedBy) -> DecidedBy {
         DecidedBy {

@@ -102,7 +102,7 @@ impl Records {
 
 #[cfg(test)]
 mod tests {
-    use crate::record::{AnsweredBy, DecidedBy, Entry};
+    use crate::record::Entry;
     use crate::{Log, Rotation, Route};
 
     #[test]
@@ -115,25 +115,14 @@ mod tests {
         };
         let log = Log::at(dir.path(), rotation);
         for n in 0..12 {
-            let entry = Entry {
-                route: Route::Cli,
-                project: "/p".into(),
-                action: "call.write_file".into(),
-                agent_kind: "test".into(),
-                model: None,
-                tool: None,
-                decision: chock_policy::Decision::Allow,
-                decided_by: DecidedBy {
-                    layer: chock_policy::Layer::Nothing,
-                    file: None,
-                    line: None,
-                    policy: None,
-                    held: None,
-                },
-                answered_by: AnsweredBy::Nobody,
-                subject: Some(format!("line {n}")),
-                scope: None,
-            };
+            let entry = Entry::unruled(
+                Route::Cli,
+                "/p".into(),
+                "call.write_file".into(),
+                "test".into(),
+                chock_policy::Decision::Allow,
+                Some(format!("line {n}")),
+            );
             log.try_append(&entry).unwrap();
         }
         std::fs::OpenOptions::new()

@@ -5,7 +5,7 @@ use std::fs::File;
 use std::os::unix::fs::DirBuilderExt;
 use std::time::{Duration, Instant};
 
-use chock_log::{AnsweredBy, DecidedBy, Entry, Log, Route};
+use chock_log::{Entry, Log, Route};
 use nix::fcntl::Flock;
 
 use crate::cursor::{Cursor, Files};
@@ -224,28 +224,17 @@ impl Shipper {
     /// Counts the skipped lines in the log itself, through its writer;
     /// that line is shipped like any other.
     fn log_overflow(&self, pending: &Pending) {
-        let entry = Entry {
-            route: Route::Sink,
-            project: self.log.dir().display().to_string(),
-            action: OVERFLOW_ACTION.into(),
-            agent_kind: "chock".into(),
-            model: None,
-            tool: None,
-            decision: chock_policy::Decision::Allow,
-            decided_by: DecidedBy {
-                layer: chock_policy::Layer::Nothing,
-                file: None,
-                line: None,
-                policy: None,
-                held: None,
-            },
-            answered_by: AnsweredBy::Nobody,
-            subject: Some(format!(
+        let entry = Entry::unruled(
+            Route::Sink,
+            self.log.dir().display().to_string(),
+            OVERFLOW_ACTION.into(),
+            "chock".into(),
+            chock_policy::Decision::Allow,
+            Some(format!(
                 "sink {} skipped {} lines, up to seq {}",
                 self.sink.id, pending.skipped, pending.skipped_to.seq
             )),
-            scope: None,
-        };
+        );
         self.log.append(&entry);
     }
 }

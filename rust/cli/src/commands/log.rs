@@ -519,25 +519,14 @@ fn append(log: &Log, args: &AppendArgs) -> anyhow::Result<ExitCode> {
         fsync: settings.fsync,
     };
     let log = Log::at(log.dir(), rotation);
-    let entry = Entry {
-        route: args.route,
-        project: project.display().to_string(),
-        action: args.action.clone(),
-        agent_kind: args.agent_kind.clone(),
-        model: None,
-        tool: None,
-        decision: args.decision,
-        decided_by: DecidedBy {
-            layer: chock_policy::Layer::Nothing,
-            file: None,
-            line: None,
-            policy: None,
-            held: None,
-        },
-        answered_by: AnsweredBy::Nobody,
-        subject: args.subject.clone(),
-        scope: None,
-    };
+    let entry = Entry::unruled(
+        args.route,
+        project.display().to_string(),
+        args.action.clone(),
+        args.agent_kind.clone(),
+        args.decision,
+        args.subject.clone(),
+    );
     let mut out = crate::out::stdout();
     for _ in 0..args.count {
         let appended = log
