@@ -36,8 +36,11 @@ mod transport;
 
 pub use cursor::{Cursor, Point};
 pub use error::SinkError;
+pub use fields::{Origin, Shipped};
+/// The entry one line becomes in journald's native protocol.
+pub use journald::entry as journald_entry;
 pub use ship::{
     DEFAULT_BACKLOG_BYTES, DEFAULT_ROUND, OVERFLOW_ACTION, Report, Shipper, Sink, ship,
 };
-pub use syslog::SD_ID;
+pub use syslog::{SD_ID, frame as syslog_frame, message as syslog_message};
 pub use target::{JOURNALD_SOCKET, Syslog, Target, TargetError};

@@ -27,38 +27,6 @@ impl Received {
     }
 }
 
-/// journald's parser: `KEY=value\n`, or `KEY\n` + u64 LE length + value + `\n`.
-fn parse(mut data: &[u8]) -> BTreeMap<String, Vec<u8>> {
-    let mut fields = BTreeMap::new();
-    while !data.is_empty() {
-        let end = data
-            .iter()
-            .position(|&b| b == b'=' || b == b'\n')
-            .expect("a field ends");
-        let key = String::from_utf8(data[..end].to_vec()).unwrap();
-        assert!(
-            key.bytes()
-                .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_'),
-            "{key}"
-        );
-        let value;
-        if data[end] == b'=' {
-            let rest = &data[end + 1..];
-            let newline = rest.iter().position(|&b| b == b'\n').expect("a newline");
-            value = rest[..newline].to_vec();
-            data = &rest[newline + 1..];
-        } else {
-            let rest = &data[end + 1..];
-            let len = u64::from_le_bytes(rest[..8].try_into().unwrap()) as usize;
-            value = rest[8..8 + len].to_vec();
-            assert_eq!(rest[8 + len], b'\n');
-            data = &rest[8 + len + 1..];
-        }
-        assert!(fields.insert(key, value).is_none(), "a field twice");
-    }
-    fields
-}
-
 /// The next entry, or `None` when nothing comes within a moment.
 fn receive(socket: &UnixDatagram) -> Option<Received> {
     socket
@@ -93,12 +61,12 @@ fn receive(socket: &UnixDatagram) -> Option<Received> {
         let data = std::fs::read(format!("/proc/self/fd/{fd}")).unwrap();
         let _ = nix::unistd::close(fd);
         return Some(Received {
-            fields: parse(&data),
+            fields: support::journal_fields(&data),
             through_memfd: true,
         });
     }
     Some(Received {
-        fields: parse(&buf[..len]),
+        fields: support::journal_fields(&buf[..len]),
         through_memfd: false,
     })
 }

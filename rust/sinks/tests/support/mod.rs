@@ -1,8 +1,13 @@
-//! What the sink tests share: a log to fill, its lines, and a parser of
-//! syslog's structured data.
+//! What the sink tests share: a log to fill, its lines, and the parsers
+//! of what the formats write (`formats.rs`, which the `entry` fuzz check
+//! reads too).
 #![allow(dead_code)]
 
-use std::collections::BTreeMap;
+mod formats;
+// Each test uses the parser of its own format.
+#[allow(unused_imports)]
+pub use formats::{journal_fields, structured_data};
+
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -76,29 +81,4 @@ pub fn wait_for(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
         std::thread::sleep(Duration::from_millis(20));
     }
     done()
-}
-
-/// Reads `[id name="value" ...]` (one element, as Chock writes it) into
-/// its SD-ID and its parameters, undoing the escapes; the rest after it.
-pub fn structured_data(text: &str) -> Option<(String, BTreeMap<String, String>, &str)> {
-    let rest = text.strip_prefix('[')?;
-    let (id, mut rest) = rest.split_once(' ')?;
-    let mut params = BTreeMap::new();
-    loop {
-        if let Some(after) = rest.strip_prefix(']') {
-            return Some((id.to_owned(), params, after));
-        }
-        let (name, after) = rest.trim_start_matches(' ').split_once("=\"")?;
-        let mut value = String::new();
-        let mut chars = after.char_indices();
-        let end = loop {
-            match chars.next()? {
-                (_, '\\') => value.push(chars.next()?.1),
-                (i, '"') => break i,
-                (_, c) => value.push(c),
-            }
-        };
-        params.insert(name.to_owned(), value);
-        rest = &after[end + 1..];
-    }
 }
