@@ -7,52 +7,24 @@ mod sandbox_fixture;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Child, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use chock_tlog::{AddCheckpoint, Checkpoint, Note, SignerKey, VerifierKey};
 
-const CHOCK: &str = env!("CARGO_BIN_EXE_chock");
+#[path = "log_support/mod.rs"]
+mod log_support;
+use log_support::State;
 
-/// A state folder of its own for one test, removed afterwards.
-struct State(PathBuf);
-
-impl State {
-    fn new(name: &str) -> State {
-        let dir = std::env::temp_dir().join(format!(
-            "chock-cli-checkpoint-{name}-{}",
-            std::process::id()
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        State(dir)
-    }
-
-    fn chock(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(CHOCK);
-        command
-            .args(args)
-            .env("CHOCK_STATE_DIR", &self.0)
-            .env("USER", "ada")
-            .env_remove("XDG_STATE_HOME")
-            .env_remove("CHOCK_LOG");
-        command
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        self.chock(args).output().unwrap()
-    }
-
-    fn append(&self, count: u64) {
-        ok(self.run(&["log", "append", "--count", &count.to_string()]));
-    }
-
-    fn log(&self) -> PathBuf {
-        self.0.join("log")
-    }
-
+/// What these tests read of a state folder beyond its log.
+trait Checkpointed {
     /// A rewriter's clean-up: the checkpoint beside the log goes too.
+    fn forget_checkpoint(&self);
+    fn log_key(&self) -> SignerKey;
+}
+
+impl Checkpointed for State {
     fn forget_checkpoint(&self) {
         std::fs::remove_file(self.log().join("checkpoint")).unwrap();
         std::fs::remove_file(self.log().join("checkpoint.tree")).unwrap();
@@ -61,12 +33,6 @@ impl State {
     fn log_key(&self) -> SignerKey {
         let text = std::fs::read_to_string(self.0.join("keys/checkpoint.key")).unwrap();
         SignerKey::parse(&text).unwrap()
-    }
-}
-
-impl Drop for State {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
@@ -115,7 +81,7 @@ fn edit_line(path: &Path, index: usize) {
 
 #[test]
 fn a_checkpoint_is_signed_kept_and_proved_and_a_rewrite_is_refused() {
-    let state = State::new("prove");
+    let state = State::new("checkpoint", "prove");
     state.append(10);
     let first = state.run(&["log", "checkpoint", "--json"]);
     let made = text(&first.stderr);
@@ -173,7 +139,7 @@ fn a_checkpoint_is_signed_kept_and_proved_and_a_rewrite_is_refused() {
 
 #[test]
 fn lines_rotation_removed_stay_in_the_tree() {
-    let state = State::new("rotate");
+    let state = State::new("checkpoint", "rotate");
     let append = |n: &str| {
         ok(state.run(&[
             "log",
@@ -343,7 +309,7 @@ fn request(state: &State, old: u64) -> Vec<u8> {
 
 #[test]
 fn a_witness_cosigns_consistent_checkpoints_and_refuses_a_rewritten_log() {
-    let state = State::new("witness");
+    let state = State::new("checkpoint", "witness");
     state.append(5);
     let first = checkpoint_json(&state, &[]);
     let log_key = first["verifier_key"].as_str().unwrap().to_owned();
@@ -404,7 +370,7 @@ fn a_witness_cosigns_consistent_checkpoints_and_refuses_a_rewritten_log() {
 
 #[test]
 fn a_huge_or_slow_request_is_cut_off_and_the_witness_serves_on() {
-    let state = State::new("bounds");
+    let state = State::new("checkpoint", "bounds");
     state.append(3);
     let first = checkpoint_json(&state, &[]);
     let witness = Served::start(&state, first["verifier_key"].as_str().unwrap());

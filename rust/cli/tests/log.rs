@@ -1,46 +1,12 @@
 //! `chock log verify|head|show` through the real binary, with lines written
 //! by the hidden `chock log append` from many processes.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 
-const CHOCK: &str = env!("CARGO_BIN_EXE_chock");
-
-/// A state folder of its own for one test, removed afterwards.
-struct State(PathBuf);
-
-impl State {
-    fn new(name: &str) -> State {
-        let dir = std::env::temp_dir().join(format!("chock-cli-log-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        State(dir)
-    }
-
-    fn chock(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(CHOCK);
-        command
-            .args(args)
-            .env("CHOCK_STATE_DIR", &self.0)
-            .env_remove("XDG_STATE_HOME")
-            .env_remove("CHOCK_LOG");
-        command
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        self.chock(args).output().unwrap()
-    }
-
-    fn current(&self) -> PathBuf {
-        self.0.join("log/decisions.jsonl")
-    }
-}
-
-impl Drop for State {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+#[path = "log_support/mod.rs"]
+mod log_support;
+use log_support::State;
 
 fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
@@ -75,7 +41,7 @@ fn write_lines(path: &Path, lines: &[String]) {
 
 #[test]
 fn fifty_processes_append_a_hundred_each_and_the_chain_holds() {
-    let state = State::new("fifty");
+    let state = State::new("log", "fifty");
     let children: Vec<Child> = (0..50)
         .map(|i| {
             state
@@ -118,7 +84,7 @@ fn fifty_processes_append_a_hundred_each_and_the_chain_holds() {
 
 #[test]
 fn verify_names_the_file_line_and_kind_and_exits_1() {
-    let state = State::new("break");
+    let state = State::new("log", "break");
     ok(state.run(&["log", "append", "--count", "6"]));
     let path = state.current();
     let mut lines = lines_of(&path);
@@ -147,7 +113,7 @@ fn verify_names_the_file_line_and_kind_and_exits_1() {
 
 #[test]
 fn a_kept_head_catches_a_full_rewrite() {
-    let state = State::new("head");
+    let state = State::new("log", "head");
     ok(state.run(&["log", "append", "--count", "3"]));
     let kept = ok(state.run(&["log", "head"])).trim().to_owned();
     ok(state.run(&["log", "append", "--count", "2"]));
@@ -160,7 +126,7 @@ fn a_kept_head_catches_a_full_rewrite() {
     // Rewrite the whole log from a changed third line on, recomputing every
     // hash the way anyone with write access could: `chock log append` into a
     // fresh folder with the third decision changed, then copy it over.
-    let forged = State::new("head-forged");
+    let forged = State::new("log", "head-forged");
     ok(forged.run(&["log", "append", "--count", "2"]));
     ok(forged.run(&["log", "append", "--decision", "deny"]));
     ok(forged.run(&["log", "append", "--count", "2"]));
@@ -179,7 +145,7 @@ fn a_kept_head_catches_a_full_rewrite() {
 
 #[test]
 fn verify_refuses_a_malformed_head_with_what_to_write() {
-    let state = State::new("badhead");
+    let state = State::new("log", "badhead");
     let output = state.run(&["log", "verify", "--head", "12"]);
     assert_eq!(output.status.code(), Some(2), "clap's usage error");
     assert!(
@@ -191,7 +157,7 @@ fn verify_refuses_a_malformed_head_with_what_to_write() {
 
 #[test]
 fn an_empty_log_verifies_and_has_no_head() {
-    let state = State::new("empty");
+    let state = State::new("log", "empty");
     assert_eq!(
         ok(state.run(&["log", "verify"])),
         "intact: no decisions are logged yet\n"
@@ -203,7 +169,7 @@ fn an_empty_log_verifies_and_has_no_head() {
 
 #[test]
 fn rotated_history_says_where_the_chain_starts() {
-    let state = State::new("rotate");
+    let state = State::new("log", "rotate");
     ok(state.run(&[
         "log",
         "append",
@@ -226,7 +192,7 @@ fn rotated_history_says_where_the_chain_starts() {
 
 #[test]
 fn show_filters_by_seq_action_and_decision() {
-    let state = State::new("show");
+    let state = State::new("log", "show");
     ok(state.run(&[
         "log",
         "append",
@@ -300,7 +266,7 @@ fn show_filters_by_seq_action_and_decision() {
 
 #[test]
 fn show_leaves_out_a_torn_line_and_says_so() {
-    let state = State::new("torn");
+    let state = State::new("log", "torn");
     ok(state.run(&["log", "append", "--count", "2"]));
     let mut bytes = std::fs::read(state.current()).unwrap();
     bytes.extend_from_slice(b"{\"seq\":3,\"pr");
@@ -324,7 +290,7 @@ fn show_leaves_out_a_torn_line_and_says_so() {
 
 #[test]
 fn policy_explain_is_a_query_and_writes_no_line() {
-    let state = State::new("explain");
+    let state = State::new("log", "explain");
     let project = state.0.join("project");
     std::fs::create_dir_all(&project).unwrap();
     let project = project.to_str().unwrap();
@@ -359,7 +325,7 @@ fn within_deadline(mut command: Command) -> Output {
 
 #[test]
 fn a_fifo_in_place_of_the_log_is_refused_by_name_never_waited_on() {
-    let state = State::new("fifo");
+    let state = State::new("log", "fifo");
     ok(state.run(&["log", "append", "--count", "2"]));
     let current = state.current();
     std::fs::remove_file(&current).unwrap();
@@ -402,7 +368,7 @@ fn shown(state: &State, filters: &[&str]) -> Vec<(u64, String, String)> {
 
 #[test]
 fn show_filters_by_time_count_route_project_and_repeated_kinds() {
-    let state = State::new("filters");
+    let state = State::new("log", "filters");
     let project = state.0.join("proj");
     std::fs::create_dir_all(project.join("sub")).unwrap();
     let project_arg = project.to_str().unwrap();
@@ -483,7 +449,7 @@ fn show_filters_by_time_count_route_project_and_repeated_kinds() {
 
 #[test]
 fn follow_prints_each_new_line_as_it_is_logged() {
-    let state = State::new("follow");
+    let state = State::new("log", "follow");
     ok(state.run(&["log", "append"]));
     let mut child = state
         .chock(&["log", "show", "--json", "--follow", "--decision", "deny"])

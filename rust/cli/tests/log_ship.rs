@@ -4,49 +4,12 @@
 
 use std::io::Read;
 use std::net::{TcpListener, UdpSocket};
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
-const CHOCK: &str = env!("CARGO_BIN_EXE_chock");
-
-/// A state folder of its own for one test, removed afterwards.
-struct State(PathBuf);
-
-impl State {
-    fn new(name: &str) -> State {
-        let dir =
-            std::env::temp_dir().join(format!("chock-cli-log-ship-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        State(dir)
-    }
-
-    fn chock(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(CHOCK);
-        command
-            .args(args)
-            .env("CHOCK_STATE_DIR", &self.0)
-            .env_remove("XDG_STATE_HOME")
-            .env_remove("CHOCK_LOG");
-        command
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        self.chock(args).output().unwrap()
-    }
-
-    fn append(&self, count: u32) {
-        let output = self.run(&["log", "append", "--count", &count.to_string()]);
-        assert!(output.status.success(), "{output:?}");
-    }
-}
-
-impl Drop for State {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+#[path = "log_support/mod.rs"]
+mod log_support;
+use log_support::State;
 
 fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
@@ -62,7 +25,7 @@ fn seq_of(message: &[u8]) -> u64 {
 
 #[test]
 fn once_sends_what_the_sink_has_not_had_and_exits_1_when_it_is_down() {
-    let state = State::new("once");
+    let state = State::new("log-ship", "once");
     state.append(3);
     let receiver = UdpSocket::bind("127.0.0.1:0").unwrap();
     receiver
@@ -97,7 +60,7 @@ fn once_sends_what_the_sink_has_not_had_and_exits_1_when_it_is_down() {
 
 #[test]
 fn follow_ships_each_new_line_and_holds_the_sink_for_itself() {
-    let state = State::new("follow");
+    let state = State::new("log-ship", "follow");
     state.append(2);
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let to = format!("t=syslog+tcp://{}", listener.local_addr().unwrap());
