@@ -505,14 +505,24 @@ fn table(rows: &[Row], widths: &[usize; 7], width: Option<usize>) -> String {
     out
 }
 
-fn append(log: &Log, args: &AppendArgs) -> anyhow::Result<ExitCode> {
-    let project = match &args.project {
-        Some(dir) => dir.clone(),
+/// The project at `project`, else the current directory, and the log's
+/// rotation as its settings (config.zon's `.log`) say: a line Chock
+/// appends by hand rotates as any decision's would.
+pub fn configured_rotation(
+    project: Option<&std::path::Path>,
+) -> anyhow::Result<(std::path::PathBuf, Rotation)> {
+    let project = match project {
+        Some(dir) => dir.to_path_buf(),
         None => std::env::current_dir().context("reading the current directory")?,
     };
     let settings = Policy::load(&LoadOptions::from_env(&project, Vec::new())?)?
         .config()
         .log_settings();
+    Ok((project, settings.into()))
+}
+
+fn append(log: &Log, args: &AppendArgs) -> anyhow::Result<ExitCode> {
+    let (project, settings) = configured_rotation(args.project.as_deref())?;
     let rotation = Rotation {
         rotate_bytes: args.rotate_bytes.unwrap_or(settings.rotate_bytes),
         keep: args.keep.unwrap_or(settings.keep),

@@ -5,9 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
 use chock_log::Log;
-use chock_policy::{LoadOptions, Policy};
 use chock_sinks::{DEFAULT_BACKLOG_BYTES, DEFAULT_ROUND, Report, Shipper, Sink, SinkError, Target};
 use clap::Args;
 
@@ -63,14 +61,8 @@ pub fn run(log: &Log, args: &ShipArgs) -> anyhow::Result<ExitCode> {
     // The overflow line is appended, and may rotate, with the log's own
     // settings: the default `keep` could remove rotated files the
     // configured one keeps.
-    let project = match &args.project {
-        Some(dir) => dir.clone(),
-        None => std::env::current_dir().context("reading the current directory")?,
-    };
-    let settings = Policy::load(&LoadOptions::from_env(&project, Vec::new())?)?
-        .config()
-        .log_settings();
-    let log = &Log::at(log.dir(), settings.into());
+    let (_, rotation) = super::log::configured_rotation(args.project.as_deref())?;
+    let log = &Log::at(log.dir(), rotation);
     let round = Duration::from_millis(args.round_ms.max(1));
     let sinks = args.to.iter().map(|sink| Sink {
         backlog_bytes: args.backlog,
