@@ -155,7 +155,8 @@ impl fmt::Display for Place<'_> {
     }
 }
 
-/// Reads `HOST:PORT`, the host bracketed when it is an IPv6 address (`[::1]:514`).
+/// Reads `HOST:PORT`, the host bracketed when it is an IPv6 address
+/// (`[::1]:514`) and holding no other bracket.
 fn host_port(place: &str) -> Option<(String, u16)> {
     let (host, port) = place.rsplit_once(':')?;
     let host = match host.strip_prefix('[') {
@@ -164,7 +165,8 @@ fn host_port(place: &str) -> Option<(String, u16)> {
         None => host,
     };
     let port = port.parse::<u16>().ok().filter(|p| *p > 0)?;
-    (!host.is_empty()).then(|| (host.to_owned(), port))
+    // A bracket is only the IPv6 address's pair around the host.
+    (!host.is_empty() && !host.contains(['[', ']'])).then(|| (host.to_owned(), port))
 }
 
 struct Params(Vec<(String, String)>);
@@ -221,6 +223,8 @@ mod tests {
             "syslog+udp://host:99999",
             "syslog+tcp://::1:514",
             "syslog+tcp://:514",
+            "syslog+tcp://[[::1]:514",
+            "syslog+tcp://a]b:514",
             "syslog+tls://h:1",
             "syslog+tls://h:1?ca=",
             "syslog+tcp://h:1?ca=/x",
