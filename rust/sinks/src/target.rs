@@ -155,8 +155,8 @@ impl fmt::Display for Place<'_> {
     }
 }
 
-/// Reads `HOST:PORT`, the host bracketed when it is an IPv6 address
-/// (`[::1]:514`) and holding no other bracket.
+/// Reads `HOST:PORT`, the host a name or an address (letters, digits and
+/// `-._`), bracketed when it is an IPv6 address (`[::1]:514`, `[fe80::1%eth0]:514`).
 fn host_port(place: &str) -> Option<(String, u16)> {
     let (host, port) = place.rsplit_once(':')?;
     let host = match host.strip_prefix('[') {
@@ -165,8 +165,8 @@ fn host_port(place: &str) -> Option<(String, u16)> {
         None => host,
     };
     let port = port.parse::<u16>().ok().filter(|p| *p > 0)?;
-    // A bracket is only the IPv6 address's pair around the host.
-    (!host.is_empty() && !host.contains(['[', ']'])).then(|| (host.to_owned(), port))
+    let host_char = |c: char| c.is_ascii_alphanumeric() || "-._:%".contains(c);
+    (!host.is_empty() && host.chars().all(host_char)).then(|| (host.to_owned(), port))
 }
 
 struct Params(Vec<(String, String)>);
@@ -199,6 +199,8 @@ mod tests {
             "journald+unix:///run/systemd/journal/socket",
             "syslog+udp://127.0.0.1:5514",
             "syslog+tcp://[::1]:514",
+            "syslog+udp://[fe80::1%eth0]:514",
+            "syslog+tcp://log-1.example_x:514",
             "syslog+tls://logs.example:6514?ca=/etc/ca.pem&name=logs.example",
             "syslog+unix:///dev/log",
         ] {
@@ -225,6 +227,8 @@ mod tests {
             "syslog+tcp://:514",
             "syslog+tcp://[[::1]:514",
             "syslog+tcp://a]b:514",
+            "syslog+tls://a&b:1?ca=/c",
+            "syslog+udp://a/b:1",
             "syslog+tls://h:1",
             "syslog+tls://h:1?ca=",
             "syslog+tcp://h:1?ca=/x",
