@@ -43,8 +43,10 @@ pub struct NetGate<P> {
     log: Log,
     asker: Arc<dyn Asker + Send + Sync>,
     /// Whether `asker` can reach anyone: without, only what a rule allows
-    /// outright is looked up.
-    can_ask: bool,
+    /// outright is looked up. Found out at the first name a question could
+    /// let through, never before: finding out may take a while (a command
+    /// with no terminal waits for a running `chock approve` to find it).
+    can_ask: std::sync::OnceLock<bool>,
     route: Route,
     project: String,
     agent_kind: String,
@@ -70,7 +72,7 @@ impl<P: Deref<Target = Policy> + Send + Sync> NetGate<P> {
         NetGate {
             policy,
             log,
-            can_ask: asker.can_ask(),
+            can_ask: std::sync::OnceLock::new(),
             asker,
             route,
             project,
@@ -102,7 +104,9 @@ impl<P: Deref<Target = Policy> + Send + Sync> Decide for NetGate<P> {
             .decide_one_below(&self.key(action.clone()), Reading::Act);
         let goes = |decision: Decision| match decision {
             Decision::Allow => true,
-            Decision::Ask | Decision::AgentReview => self.can_ask,
+            Decision::Ask | Decision::AgentReview => {
+                *self.can_ask.get_or_init(|| self.asker.can_ask())
+            }
             Decision::Deny | Decision::AgentThenHuman => false,
         };
         let numeric = super::dns::numeric(host).is_some();
@@ -275,6 +279,50 @@ mod tests {
             .lines()
             .filter_map(|l| serde_json::from_str(l).ok())
             .collect()
+    }
+
+    /// An asker that counts how often it is asked whether it can ask.
+    struct Counted(std::sync::atomic::AtomicUsize);
+
+    impl Asker for Counted {
+        fn ask(&self, _question: &Question) -> Answer {
+            Answer::No
+        }
+
+        fn can_ask(&self) -> bool {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            true
+        }
+    }
+
+    /// Whether anyone can be asked is found out only for a name a
+    /// question could let through, and once: a command whose names rules
+    /// settle (or that names none) never waits to find out.
+    #[test]
+    fn whether_anyone_can_be_asked_is_found_out_only_when_it_matters() {
+        let rules = [
+            ("net.connect.test.allowed.443", Decision::Allow),
+            ("net.connect.test.asked.*", Decision::Ask),
+        ];
+        let dir = tempfile::tempdir().expect("tempdir");
+        let counted = Arc::new(Counted(Default::default()));
+        let gate = gate(&rules, counted.clone(), dir.path());
+        let asked = || counted.0.load(std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(asked(), 0, "not when the gate is made");
+        assert!(gate.name("allowed.test"));
+        assert!(!gate.name("10.0.0.5"));
+        assert_eq!(
+            asked(),
+            0,
+            "not for a name a rule allows, nor a numeric one"
+        );
+        assert!(gate.name("asked.test"));
+        assert!(gate.name("other.asked.test"));
+        assert_eq!(
+            asked(),
+            1,
+            "once, for the first name a question could let through"
+        );
     }
 
     #[test]
