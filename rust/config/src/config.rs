@@ -14,7 +14,7 @@ use crate::{
     Amount, ByteSize, ContainerSettings, DEFAULT_LOG_KEEP, DEFAULT_LOG_ROTATE_BYTES,
     DEFAULT_MAX_OBJECT_BYTES, DEFAULT_MAX_SESSION_BYTES, Limits, LogSettings, LspServer, Machine,
     MemoryAmount, NamedDevice, NetSettings, NixSettings, Price, ProcessCount, ProviderInstance,
-    SearchEngine, SkillSettings, StyleSettings, human_bytes,
+    SearchEngine, Sink, SkillSettings, StyleSettings, human_bytes,
 };
 
 /// How deep a spawn chain may go below the main agent when `chock.zon`
@@ -87,6 +87,7 @@ pub struct OperatorSettings {
     pub prices: Vec<Price>,
     pub search: Option<SearchEngine>,
     pub skills: SkillsBlock,
+    pub sinks: Vec<Sink>,
 }
 
 /// What one organisation bundle holds the settings to.
@@ -100,6 +101,8 @@ pub struct OrgCeiling {
     pub max_session_bytes: Option<u64>,
     pub processes: Option<Amount>,
     pub memory: Option<Amount>,
+    /// The sinks every session on the machine ships its log to.
+    pub sinks: Vec<Sink>,
 }
 
 /// The caps on a spawn tree as they hold (see [`Config::subagents`]).
@@ -372,6 +375,44 @@ impl Config {
             keep: log.and_then(|l| l.keep).unwrap_or(DEFAULT_LOG_KEEP),
             fsync: log.and_then(|l| l.fsync).unwrap_or(false),
         }
+    }
+
+    /// Every sink the log is shipped to: each organisation bundle's, then
+    /// the operator's. A name two files give the same sink is listed once.
+    pub fn sinks(&self) -> Vec<Sink> {
+        let mut sinks: Vec<Sink> = Vec::new();
+        let named = self
+            .org
+            .iter()
+            .flat_map(|c| &c.sinks)
+            .chain(self.operator.iter().flat_map(|o| &o.sinks));
+        for sink in named {
+            if !sinks.contains(sink) {
+                sinks.push(sink.clone());
+            }
+        }
+        sinks
+    }
+
+    /// Two files naming one sink name for different receivers (they would
+    /// share one cursor): the name and both files.
+    pub fn sink_clash(&self) -> Option<(String, PathBuf, PathBuf)> {
+        let named: Vec<(&Sink, &Path)> = self
+            .org
+            .iter()
+            .flat_map(|c| c.sinks.iter().map(|s| (s, c.file.as_path())))
+            .chain(
+                self.operator
+                    .iter()
+                    .flat_map(|o| o.sinks.iter().map(|s| (s, o.file.as_path()))),
+            )
+            .collect();
+        named.iter().enumerate().find_map(|(i, (a, file_a))| {
+            named[i + 1..]
+                .iter()
+                .find(|(b, _)| b.id == a.id && b != a)
+                .map(|(_, file_b)| (a.id.clone(), file_a.to_path_buf(), file_b.to_path_buf()))
+        })
     }
 
     /// Sandbox limits on this machine.

@@ -27,6 +27,7 @@ pub mod providers;
 pub mod search;
 pub mod servers;
 mod settings;
+mod sink_target;
 pub mod sinks;
 pub mod skills;
 mod source;
@@ -56,7 +57,10 @@ pub use servers::{
     COMMAND_TIMEOUT, Launch, MAX_SECRET_BYTES, MAX_SECRETS, MAX_SERVERS, McpServer, SecretEnv,
     SecretError, SecretStore, StoreCommandError, TOOL_SEPARATOR,
 };
-pub use sinks::{MAX_SINKS, Sink, SinkKind};
+pub use sinks::{
+    DEFAULT_BACKLOG_BYTES, JOURNALD_SOCKET, MAX_SINKS, Sink, SinkNameError, Syslog, Target,
+    TargetError,
+};
 pub use skills::{DEFAULT_SKILL_BYTES, MAX_SKILL_BYTES, SkillLayer, SkillSettings};
 pub use source::{FileKind, NOT_IMPLEMENTED, Source};
 pub use style::{

@@ -167,6 +167,9 @@ pub(crate) struct OperatorFile {
     /// Which skill layers are listed.
     #[serde(default, rename = "skills")]
     pub(crate) skill_fields: Option<Spanned<chock_config::skills::SkillsFields>>,
+    /// Where the decision log is shipped.
+    #[serde(default, rename = "sinks")]
+    pub(crate) sink_fields: Spanned<Vec<Spanned<SinkFields>>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -378,6 +381,7 @@ impl OrgBundle {
             max_session_bytes: self.max_session_bytes,
             processes: self.processes,
             memory: self.memory,
+            sinks: self.sinks.clone(),
         }
     }
 

@@ -45,8 +45,8 @@ pub use chock_config::{
     MAX_SERVERS, MAX_SINKS, MAX_SKILL_BYTES, MAX_STYLE_BYTES, MAX_STYLE_RULES, MAX_STYLE_TIMEOUT,
     McpServer, NOT_IMPLEMENTED, NamedDevice, NetMode, NetSettings, NoReviewer, Price,
     ProviderInstance, ProviderKind, Review, SEARCH_LOGIN, SearchEngine, SearchKind, SecretEnv,
-    SecretError, SecretStore, Sink, SinkKind, SkillLayer, SkillSettings, StoreCommandError,
-    StyleMeasure, StyleRule, StyleSettings, SubagentCaps, Subagents, TOOL_SEPARATOR,
+    SecretError, SecretStore, Sink, SkillLayer, SkillSettings, StoreCommandError, StyleMeasure,
+    StyleRule, StyleSettings, SubagentCaps, Subagents, TOOL_SEPARATOR,
 };
 pub use chock_flakelock::{Endpoint, EndpointError, SCHEMES, url_endpoint};
 pub use chock_names as names;

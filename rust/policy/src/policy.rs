@@ -296,6 +296,16 @@ impl Policy {
         }
         let ceilings = org.iter().map(OrgBundle::ceiling).collect();
         let config = Config::new(project_file.clone(), project_settings, operator, ceilings);
+        if let Some((name, first, second)) = config.sink_clash() {
+            return Err(chock_zon::Error::whole_file(
+                Some(&second),
+                format!(
+                    "names the sink `{name}` that {} names for another receiver; sinks share a cursor by name, so give this one its own",
+                    first.display()
+                ),
+            )
+            .into());
+        }
         let mut policy = Policy {
             project_file,
             project,
@@ -996,6 +1006,7 @@ fn read_operator(source: &Source<'_>) -> Result<OperatorSettings, PolicyError> {
     let search =
         chock_config::search::read_search(source, operator.search_fields, &stores, &providers)?;
     let skills = chock_config::skills::read_skills(source, operator.skill_fields)?;
+    let sinks = chock_config::sinks::check_sinks(source, operator.sink_fields)?;
     Ok(OperatorSettings {
         file: source.file.to_path_buf(),
         nix: operator.nix,
@@ -1006,6 +1017,7 @@ fn read_operator(source: &Source<'_>) -> Result<OperatorSettings, PolicyError> {
         prices,
         search,
         skills,
+        sinks,
     })
 }
 

@@ -725,8 +725,8 @@ fn bundle_refusals() {
         ),
         (
             "sink",
-            ".{ .sinks = .{ .{ .kind = .directory, .path = \"/ok\" }, .{ .kind = .syslog, .path = \"rel\" } } }",
-            "sink 2",
+            ".{ .sinks = .{ .{ .name = \"a\", .to = \"journald\" }, .{ .name = \"b\", .to = \"syslog+udp://h\" } } }",
+            "names no HOST:PORT",
         ),
         ("budget", ".{ .budget = .{ .max_cost = 0.0 } }", "above 0"),
         ("subagents", ".{ .subagents = .{} }", "max_depth"),
@@ -1054,8 +1054,8 @@ fn a_misspelt_block_refuses_every_kind_of_file_naming_the_nearest_one() {
             "unknown field `.unknown`",
         ),
         (
-            ".{ .sinks = .{ .{ .kind = .directory, .path = \"/var/log/x\", .mode = 1 } } }",
-            ":1:62:",
+            ".{ .sinks = .{ .{ .name = \"x\", .to = \"journald\", .mode = 1 } } }",
+            ":1:51:",
             "unknown field `.mode`",
         ),
     ] {

@@ -22,9 +22,4 @@ pub enum SinkError {
     /// Another shipper holds the sink's lock and is shipping its lines.
     #[error("another `chock log ship` is shipping to the sink `{id}`")]
     Busy { id: String },
-    /// A sink's name holds other characters than letters, digits, `.`, `_` and `-`.
-    #[error(
-        "`{0}` cannot name a sink: use letters, digits, `.`, `_` and `-` (at most 64), not starting with `.`"
-    )]
-    Name(String),
 }

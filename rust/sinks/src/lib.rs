@@ -31,16 +31,15 @@ mod journald;
 mod pending;
 mod ship;
 mod syslog;
-mod target;
 mod transport;
 
+pub use chock_config::sinks::{
+    DEFAULT_BACKLOG_BYTES, JOURNALD_SOCKET, Sink, SinkNameError, Syslog, Target, TargetError,
+};
 pub use cursor::{Cursor, Point};
 pub use error::SinkError;
 pub use fields::{Origin, Shipped};
 /// The entry one line becomes in journald's native protocol.
 pub use journald::entry as journald_entry;
-pub use ship::{
-    DEFAULT_BACKLOG_BYTES, DEFAULT_ROUND, OVERFLOW_ACTION, Report, Shipper, Sink, ship,
-};
+pub use ship::{DEFAULT_ROUND, OVERFLOW_ACTION, Report, Shipper, ship};
 pub use syslog::{SD_ID, frame as syslog_frame, message as syslog_message};
-pub use target::{JOURNALD_SOCKET, Syslog, Target, TargetError};

@@ -12,69 +12,13 @@ use crate::cursor::{Cursor, Files};
 use crate::fields::{Origin, Shipped};
 use crate::pending::{self, Pending};
 use crate::transport::Link;
-use crate::{SinkError, Target};
-
-/// How many bytes of lines a sink may lag behind by default: 64 MiB.
-pub const DEFAULT_BACKLOG_BYTES: u64 = 64 << 20;
+use crate::{Sink, SinkError};
 
 /// The cursor is written after this many lines, and at the end of a round.
 const LINES_PER_SAVE: u64 = 256;
 
 /// The action of the line that counts a sink's skipped lines.
 pub const OVERFLOW_ACTION: &str = "log.sink.overflow";
-
-/// One sink: its name (which names its cursor), where it sends, and how
-/// far behind it may fall.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Sink {
-    pub id: String,
-    pub target: Target,
-    pub backlog_bytes: u64,
-}
-
-impl Sink {
-    /// A sink named `id` (letters, digits, `.`, `_`, `-`; at most 64).
-    pub fn new(id: &str, target: Target) -> Result<Sink, SinkError> {
-        let fine = !id.is_empty()
-            && id.len() <= 64
-            && !id.starts_with('.')
-            && id
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
-        if !fine {
-            return Err(SinkError::Name(id.to_owned()));
-        }
-        Ok(Sink {
-            id: id.to_owned(),
-            target,
-            backlog_bytes: DEFAULT_BACKLOG_BYTES,
-        })
-    }
-
-    /// A sink named after its target: `syslog+tcp://h:514` is `syslog_tcp_h_514`.
-    pub fn named_by_target(target: Target) -> Sink {
-        let mut id: String = target
-            .to_string()
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
-        while id.contains("__") {
-            id = id.replace("__", "_");
-        }
-        id.truncate(64);
-        Sink {
-            id,
-            target,
-            backlog_bytes: DEFAULT_BACKLOG_BYTES,
-        }
-    }
-}
 
 /// What one round of shipping did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -14,7 +14,7 @@ use rustls::pki_types::{CertificateDer, ServerName};
 use rustls::{ClientConfig, ClientConnection, RootCertStore, StreamOwned};
 
 use crate::fields::{Origin, Shipped};
-use crate::target::{Syslog, Target};
+use crate::{Syslog, Target};
 use crate::{journald, syslog};
 
 /// A syslog datagram the kernel refuses as too large is cut to this,

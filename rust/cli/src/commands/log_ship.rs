@@ -43,7 +43,7 @@ enum BadSink {
     #[error(transparent)]
     Target(#[from] chock_sinks::TargetError),
     #[error(transparent)]
-    Name(#[from] chock_sinks::SinkError),
+    Name(#[from] chock_sinks::SinkNameError),
 }
 
 /// `--to`: `[NAME=]SINK`.

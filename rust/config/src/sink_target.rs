@@ -1,4 +1,4 @@
-//! Where a sink sends its lines, as written on the command line:
+//! Where a sink sends its lines, as written on the command line and in `.sinks`:
 //! `journald`, `journald+unix:///path`, `syslog+udp://HOST:PORT`,
 //! `syslog+tcp://HOST:PORT`, `syslog+tls://HOST:PORT?ca=FILE[&name=NAME]`,
 //! `syslog+unix:///dev/log`.
