@@ -57,6 +57,7 @@ pub use servers::{
     COMMAND_TIMEOUT, Launch, MAX_SECRET_BYTES, MAX_SECRETS, MAX_SERVERS, McpServer, SecretEnv,
     SecretError, SecretStore, StoreCommandError, TOOL_SEPARATOR,
 };
+pub use sink_target::{OTLP_HTTP_PATH, Otlp, OtlpProtocol, OtlpTls};
 pub use sinks::{
     DEFAULT_BACKLOG_BYTES, JOURNALD_SOCKET, MAX_SINKS, Sink, SinkNameError, Syslog, Target,
     TargetError,
