@@ -242,6 +242,13 @@ fn every_decision_leaves_log_lines_with_the_route_hook() {
     assert_eq!(lines[1]["decision"], "deny");
     assert_eq!(lines[1]["decided_by"]["layer"], "project");
     assert_eq!(lines[1]["decided_by"]["line"], 4);
+    // Each line names the policy that answered, as `policy check` prints it.
+    let check = sandbox.chock(&["policy", "check", "--json"]);
+    let identity = json(&check)["identity"].clone();
+    assert!(identity.as_str().unwrap().starts_with("sha256:"), "{check:?}");
+    for line in &lines {
+        assert_eq!(line["decided_by"]["identity"], identity);
+    }
     // The chain: each line names the hash of the one before.
     assert_eq!(
         lines[1]["seq"].as_u64(),

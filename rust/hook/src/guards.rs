@@ -465,6 +465,7 @@ pub fn verdict(package: &PolicyPackage, answer: &GuardAnswer) -> Verdict {
             rule: None,
             policy: Some(package.id.clone()),
             held,
+            identity: None,
         },
         suggestion: None,
     }

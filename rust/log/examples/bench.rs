@@ -35,6 +35,7 @@ fn entry(i: usize) -> Entry {
             line: Some(42),
             policy: None,
             held: None,
+            identity: None,
         },
         answered_by: AnsweredBy::Rule,
         subject: Some(format!(

@@ -19,7 +19,7 @@
 //!     model: None,
 //!     tool: Some("nix_build".into()),
 //!     decision: Decision::Allow,
-//!     decided_by: DecidedBy { layer: Layer::Project, file: Some("/src/demo/chock.zon".into()), line: Some(12), policy: None, held: None },
+//!     decided_by: DecidedBy { layer: Layer::Project, file: Some("/src/demo/chock.zon".into()), line: Some(12), policy: None, held: None, identity: None },
 //!     answered_by: AnsweredBy::Rule,
 //!     subject: Some("/nix/store/...-demo.drv".into()),
 //!     scope: None,

@@ -69,6 +69,7 @@ impl Entry {
                 line: None,
                 policy: None,
                 held: None,
+                identity: None,
             },
             answered_by: AnsweredBy::Nobody,
             subject,
@@ -89,6 +90,7 @@ impl From<&chock_policy::DecidedBy> for DecidedBy {
                 stage: held.stage.as_str().into(),
                 would: held.would.as_str().into(),
             }),
+            identity: by.identity.clone(),
         }
     }
 }
@@ -109,6 +111,10 @@ pub struct DecidedBy {
     /// A package's answer its rollout stage held back, when one was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub held: Option<Held>,
+    /// The identity of the policy that answered: `sha256:<hex>` over every
+    /// layer's rules, so a fleet can tell which rules decided.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<String>,
 }
 
 /// A package's answer held back by its rollout stage (`observe`, `ask`):
@@ -288,6 +294,7 @@ mod tests {
             rule: None,
             policy: Some("no-big".into()),
             held: None,
+            identity: None,
         };
         let line = DecidedBy::from(&by);
         assert_eq!(
@@ -316,6 +323,7 @@ mod tests {
                 line: Some(7),
                 policy: None,
                 held: None,
+                identity: None,
             },
             answered_by: AnsweredBy::Rule,
             subject: None,

@@ -322,6 +322,7 @@ mod tests {
                 line: None,
                 policy: None,
                 held: None,
+                identity: None,
             },
             answered_by: AnsweredBy::Person,
             subject: Some("example.org\n".into()),

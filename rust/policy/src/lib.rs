@@ -19,6 +19,7 @@ mod edit;
 mod either;
 mod error;
 mod files;
+mod identity;
 mod index;
 mod nix_net;
 pub mod package;

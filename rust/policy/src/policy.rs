@@ -111,6 +111,10 @@ pub struct DecidedBy {
     /// A package's answer its rollout stage held back, when one was.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub held: Option<Held>,
+    /// The identity of the policy that answered ([`Policy::identity`]);
+    /// none for an answer no policy gave.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub identity: Option<String>,
 }
 
 /// A package's answer held back by its rollout stage: the stage and what
@@ -134,6 +138,7 @@ impl DecidedBy {
             rule: None,
             policy: None,
             held: None,
+            identity: None,
         }
     }
 }
@@ -168,6 +173,7 @@ impl Verdict {
                 rule: None,
                 policy: None,
                 held: None,
+                identity: None,
             },
             suggestion: None,
         }
@@ -238,6 +244,8 @@ pub struct Policy {
     config: Config,
     org: Vec<OrgBundle>,
     packages: Vec<PolicyPackage>,
+    /// The hash of every layer's rules ([`Policy::identity`]).
+    identity: String,
     warnings: Vec<String>,
     /// The session's own promises, once a session binds them.
     pub(crate) bound: crate::promise::Bound,
@@ -306,12 +314,15 @@ impl Policy {
             )
             .into());
         }
+        let identity =
+            crate::identity::identity(&org, &packages, project.as_ref().map(|p| &p.rules));
         let mut policy = Policy {
             project_file,
             project,
             config,
             org,
             packages,
+            identity,
             warnings: Vec::new(),
             bound: Default::default(),
         };
@@ -424,6 +435,7 @@ impl Policy {
                 memory: None,
             })
             .collect();
+        let identity = crate::identity::identity(&org, &[], Some(&project.rules));
         Policy {
             project_file: PathBuf::from(PROJECT_FILE),
             project: Some(project),
@@ -433,6 +445,7 @@ impl Policy {
                 None,
                 org.iter().map(OrgBundle::ceiling).collect(),
             ),
+            identity,
             org,
             packages: Vec::new(),
             warnings: Vec::new(),
@@ -469,7 +482,9 @@ impl Policy {
             decided_by,
             suggestion: suggestion.flatten(),
         };
-        self.promised(verdict, &key.action)
+        let mut verdict = self.promised(verdict, &key.action);
+        verdict.decided_by.identity = Some(self.identity.clone());
+        verdict
     }
 
     /// Every answer an action one label below `key.action` can get for
@@ -553,8 +568,21 @@ impl Policy {
     /// of those read from the project): `chock check` compiles a package
     /// it is still checking this way.
     pub fn with_packages(mut self, packages: Vec<PolicyPackage>) -> Policy {
+        self.identity = crate::identity::identity(
+            &self.org,
+            &packages,
+            self.project.as_ref().map(|p| &p.rules),
+        );
         self.packages = packages;
         self
+    }
+
+    /// The policy's identity: `sha256:<hex>` over every layer's rules
+    /// (organisation bundles, packages with their stages and guards, the
+    /// project's, the shipped defaults). Every answer carries it, so a
+    /// fleet's log tells which rules gave it.
+    pub fn identity(&self) -> &str {
+        &self.identity
     }
 
     /// The installed policy packages, in the order of their ids.
@@ -938,6 +966,7 @@ pub(crate) fn decided_by_rule(layer: Layer, rule: &Rule) -> DecidedBy {
         rule: Some(rule.as_written()),
         policy: None,
         held: None,
+        identity: None,
     }
 }
 

@@ -57,6 +57,7 @@ impl Policy {
                     rule: Some(promise),
                     policy: None,
                     held: None,
+                    identity: None,
                 },
                 suggestion: None,
             },

@@ -1291,3 +1291,76 @@ fn a_bad_devices_block_is_refused_at_its_place() {
         "{shown}"
     );
 }
+
+/// The policy's identity names the rules, not their files: the same rules
+/// laid out differently in another project have one identity; a changed
+/// rule, an added bundle or a package's stage changes it; every answer
+/// carries it.
+#[test]
+fn the_identity_hashes_every_layers_rules_and_every_answer_carries_it() {
+    let rules = ".{ .policy = .{ .rules = .{ .{ .action = \"git.push\", .decision = .deny } } } }";
+    let spread = ".{\n    .policy = .{\n        .rules = .{\n            .{\n                .decision = .deny,\n                .action = \"git.push\",\n            },\n        },\n    },\n}\n";
+    let identity = |name: &str, text: &str, bundle: Option<&str>| {
+        let (dir, mut options) = project(name, Some(text));
+        if let Some(bundle) = bundle {
+            options.org_bundles = vec![write(&dir, "org.zon", bundle)];
+        }
+        let policy = Policy::load(&options).expect("loads");
+        let verdict = policy.decide(&Key::new("git.push"), Reading::Act);
+        assert_eq!(verdict.decided_by.identity.as_deref(), Some(policy.identity()));
+        let unnamed = policy.decide(&Key::new("some.act.no.rule.names"), Reading::Act);
+        assert_eq!(unnamed.decided_by.identity.as_deref(), Some(policy.identity()));
+        policy.identity().to_owned()
+    };
+    let first = identity("identity-a", rules, None);
+    assert!(first.starts_with("sha256:") && first.len() == 7 + 64, "{first}");
+    assert_eq!(identity("identity-b", spread, None), first);
+    let allowed = rules.replace(".deny", ".allow");
+    assert_ne!(identity("identity-c", &allowed, None), first);
+    let bundle = ".{ .rules = .{ .{ .action = \"sandbox.jit\", .decision = .deny } } }";
+    let with_bundle = identity("identity-d", rules, Some(bundle));
+    assert_ne!(with_bundle, first);
+    assert_eq!(identity("identity-e", spread, Some(bundle)), with_bundle);
+}
+
+#[test]
+fn sinks_are_read_from_bundles_and_config_and_a_clash_is_refused() {
+    let (dir, mut options) = project("sinks", None);
+    options.org_bundles = vec![write(
+        &dir,
+        "org.zon",
+        ".{ .sinks = .{ .{ .name = \"siem\", .to = \"syslog+tcp://logs.example:514\" } } }",
+    )];
+    options.operator_config = Some(write(
+        &dir,
+        "config.zon",
+        ".{ .sinks = .{ .{ .name = \"mine\", .to = \"journald\", .backlog_bytes = \"1MiB\" }, .{ .name = \"siem\", .to = \"syslog+tcp://logs.example:514\" } } }",
+    ));
+    let policy = Policy::load(&options).expect("loads");
+    let sinks = policy.config().sinks();
+    let names: Vec<_> = sinks.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(names, ["siem", "mine"]);
+    assert_eq!(sinks[1].backlog_bytes, 1 << 20);
+    assert_eq!(sinks[0].target.to_string(), "syslog+tcp://logs.example:514");
+
+    options.operator_config = Some(write(
+        &dir,
+        "config.zon",
+        ".{ .sinks = .{ .{ .name = \"siem\", .to = \"syslog+udp://elsewhere:514\" } } }",
+    ));
+    let shown = load_err(&options);
+    assert!(
+        shown.contains("config.zon") && shown.contains("`siem`") && shown.contains("org.zon"),
+        "{shown}"
+    );
+    for (text, says) in [
+        (".{ .sinks = .{ .{ .name = \".x\", .to = \"journald\" } } }", "cannot name a sink"),
+        (".{ .sinks = .{ .{ .name = \"a\", .to = \"journald\" }, .{ .name = \"a\", .to = \"journald\" } } }", "named twice"),
+        (".{ .sinks = .{ .{ .kind = .directory, .path = \"/var/log/chock\" } } }", "unknown field `.kind`"),
+        (".{ .sinks = .{ .{ .name = \"a\", .to = \"journald\", .backlog_bytes = \"0\" } } }", "above 0"),
+    ] {
+        options.operator_config = Some(write(&dir, "config.zon", text));
+        let shown = load_err(&options);
+        assert!(shown.contains("config.zon:1:") && shown.contains(says), "{text}: {shown}");
+    }
+}

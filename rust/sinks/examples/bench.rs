@@ -60,6 +60,7 @@ fn entry(i: usize) -> Entry {
             line: Some(12),
             policy: None,
             held: None,
+            identity: None,
         },
         answered_by: AnsweredBy::Rule,
         subject: Some(format!("src/file{i}.rs")),

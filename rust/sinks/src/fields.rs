@@ -39,7 +39,7 @@ pub struct Shipped<'a> {
 
 impl Shipped<'_> {
     /// The fields every sink sends, in this order; the policy only when a
-    /// policy package decided.
+    /// policy package decided, the identity only when a policy answered.
     pub fn fields(&self, origin: &Origin) -> Vec<(&'static str, String)> {
         let entry = &self.record.entry;
         let mut fields = vec![
@@ -53,6 +53,9 @@ impl Shipped<'_> {
         ];
         if let Some(policy) = &entry.decided_by.policy {
             fields.push(("policy", policy.clone()));
+        }
+        if let Some(identity) = &entry.decided_by.identity {
+            fields.push(("identity", identity.clone()));
         }
         fields
     }

@@ -100,6 +100,7 @@ mod tests {
                     line: None,
                     policy: policy.map(str::to_owned),
                     held: None,
+                    identity: None,
                 },
                 answered_by: AnsweredBy::Rule,
                 subject: None,

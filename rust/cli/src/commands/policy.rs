@@ -193,9 +193,13 @@ fn check(layers: &Layers, json: bool) -> anyhow::Result<ExitCode> {
         eprintln!("warning: {warning}");
     }
     if json {
-        outln!("{}", serde_json::json!({ "ok": true, "loaded": parts }));
+        outln!(
+            "{}",
+            serde_json::json!({ "ok": true, "loaded": parts, "identity": policy.identity() })
+        );
     } else {
         outln!("policy ok: {}", parts.join(", "));
+        outln!("identity: {}", policy.identity());
     }
     Ok(exit::SUCCESS.into())
 }

@@ -26,6 +26,7 @@ pub fn entry(i: usize) -> Entry {
             line: Some(7),
             policy: None,
             held: None,
+            identity: None,
         },
         answered_by: AnsweredBy::Rule,
         subject: Some(format!("file-{i}")),

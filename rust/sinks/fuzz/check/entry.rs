@@ -74,6 +74,7 @@ fn filled(text: &str) -> (Record, Origin, String) {
                 line: None,
                 policy,
                 held: None,
+                identity: None,
             },
             answered_by: AnsweredBy::Rule,
             subject: None,

@@ -30,6 +30,7 @@ pub fn entry(project: &str, subject: &str, decision: Decision, policy: Option<&s
             line: None,
             policy: policy.map(str::to_owned),
             held: None,
+            identity: None,
         },
         answered_by: AnsweredBy::Rule,
         subject: Some(subject.into()),
