@@ -53,8 +53,13 @@
     ];
     sinks = [
       {
-        kind = "directory";
-        path = "/var/log/chock";
+        name = "siem";
+        to = "syslog+tls://logs.example:6514?ca=/etc/ssl/certs/ca-certificates.crt";
+        backlogBytes = "16MiB";
+      }
+      {
+        name = "journal";
+        to = "journald";
       }
     ];
     # A ceiling this module does not model, written as a freeform field.

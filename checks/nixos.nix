@@ -42,6 +42,9 @@ let
   failures = config: s.failedAssertions config;
   bundleText = config: config.environment.etc.${bundleFile}.text;
 
+  # A witness's verifier key, as `chock witness key` prints one.
+  witnessKey = "witness.fleet.test+932c40f1+BCHj/CjQIQDe6xo5laY/3Ifb6l6IbU9hOrWixzVD5gj1";
+
   # Messages of a configuration expected to fail, for compact expectations.
   firstFailure = config: lib.head (failures config ++ [ "no assertion failed" ]);
 in
@@ -408,25 +411,147 @@ lib.runTests {
     expected = [ "programs.chock.orgPolicy.subject is 257 bytes long; Chock refuses more than 256" ];
   };
 
-  testSinks = {
+  testSinksAreWritten = {
+    expr = bundleText (withPolicy {
+      sinks = [
+        {
+          name = "siem";
+          to = "syslog+tcp://logs.example:514";
+          backlogBytes = "64MiB";
+        }
+        {
+          name = "journal";
+          to = "journald";
+        }
+      ];
+      witnesses = [
+        {
+          url = "https://witness.example";
+          key = witnessKey;
+        }
+      ];
+    });
+    expected = ''
+      .{
+          .expires_ms = 0,
+          .rules = .{},
+          .sinks = .{
+              .{ .backlog_bytes = "64MiB", .name = "siem", .to = "syslog+tcp://logs.example:514" },
+              .{ .name = "journal", .to = "journald" },
+          },
+          .version = 1,
+          .witnesses = .{
+              .{
+                  .key = "${witnessKey}",
+                  .url = "https://witness.example",
+              },
+          },
+      }
+    '';
+  };
+
+  testEverySinkSchemeIsAccepted = {
     expr = failures (withPolicy {
       sinks =
-        map
-          (path: {
-            kind = "directory";
-            inherit path;
+        lib.imap1
+          (i: to: {
+            name = "s${toString i}";
+            inherit to;
           })
           [
-            "/a"
-            "relative/b"
-            "/c"
-            "/d"
-            "/e"
+            "journald"
+            "journald+unix:///run/systemd/journal/socket"
+            "syslog+unix:///dev/log"
+            "syslog+udp://[::1]:514"
           ];
+    })
+    ++ failures (withPolicy {
+      sinks =
+        lib.imap1
+          (i: to: {
+            name = "s${toString i}";
+            inherit to;
+          })
+          [
+            "syslog+tcp://logs.example:514"
+            "syslog+tls://logs.example:6514?ca=/etc/ca.pem&name=logs"
+            "otlp+https://otel.example:4318/v1/logs?ca=/etc/ca.pem"
+            "otlp+grpc://otel.example:4317"
+          ];
+    });
+    expected = [ ];
+  };
+
+  testSinks = {
+    expr = failures (withPolicy {
+      sinks = [
+        {
+          name = "siem";
+          to = "syslog+tcp://logs.example:514";
+        }
+        {
+          name = ".hidden";
+          to = "journald";
+        }
+        {
+          name = "siem";
+          to = "/var/log/chock";
+          backlogBytes = "0";
+        }
+        {
+          name = "has space";
+          to = "syslog+tcp://";
+          backlogBytes = "10%";
+        }
+        {
+          name = lib.concatStrings (lib.genList (_: "x") 65);
+          to = "journald";
+        }
+      ];
     });
     expected = [
       "programs.chock.orgPolicy.sinks has 5 entries; Chock takes at most 4"
-      ''programs.chock.orgPolicy.sinks[2].path "relative/b" must be an absolute path of at most 4096 bytes''
+      ''programs.chock.orgPolicy.sinks[2].name ".hidden" cannot name a sink: use letters, digits, ".", "_" and "-" (at most 64), not starting with "."''
+      ''programs.chock.orgPolicy.sinks[3].to "/var/log/chock" is not a sink Chock knows: write journald, journald+unix:///PATH, syslog+unix:///PATH, syslog+udp://HOST:PORT, syslog+tcp://HOST:PORT, syslog+tls://HOST:PORT?ca=FILE, or otlp+http, otlp+https, otlp+grpc or otlp+grpcs://HOST:PORT''
+      ''programs.chock.orgPolicy.sinks[3].backlogBytes: "0" is zero, which would stop everything; write a positive amount''
+      ''programs.chock.orgPolicy.sinks[4].name "has space" cannot name a sink: use letters, digits, ".", "_" and "-" (at most 64), not starting with "."''
+      ''programs.chock.orgPolicy.sinks[4].to "syslog+tcp://" is not a sink Chock knows: write journald, journald+unix:///PATH, syslog+unix:///PATH, syslog+udp://HOST:PORT, syslog+tcp://HOST:PORT, syslog+tls://HOST:PORT?ca=FILE, or otlp+http, otlp+https, otlp+grpc or otlp+grpcs://HOST:PORT''
+      ''programs.chock.orgPolicy.sinks[4].backlogBytes: "10%" is not a number such as "512" or a size such as "4GiB" (KiB, MiB, GiB, TiB)''
+      ''programs.chock.orgPolicy.sinks[5].name "${lib.concatStrings (lib.genList (_: "x") 65)}" cannot name a sink: use letters, digits, ".", "_" and "-" (at most 64), not starting with "."''
+      ''programs.chock.orgPolicy.sinks: entries [1], [3] are all named "siem"; give each sink its own name (it names the sink's place in the log)''
+    ];
+  };
+
+  testWitnesses = {
+    expr = failures (withPolicy {
+      witnesses = [
+        {
+          url = "https://witness.example";
+          key = witnessKey;
+        }
+        {
+          url = "witness.example";
+          key = "PRIVATE+KEY+witness.fleet.test+932c40f1+BJe//YTuHzQt8Z8UVYYldVWIcez97edci2kbj85kXktj";
+        }
+        {
+          url = "http://witness:8440/prefix";
+          key = "witness.example";
+        }
+        {
+          url = "https://a.example";
+          key = witnessKey;
+        }
+        {
+          url = "https://b.example";
+          key = witnessKey;
+        }
+      ];
+    });
+    expected = [
+      "programs.chock.orgPolicy.witnesses has 5 entries; Chock takes at most 4"
+      ''programs.chock.orgPolicy.witnesses[2].url "witness.example" is not a witness's address: write http:// or https:// and a host, such as "https://witness.example" (/add-checkpoint is added to it)''
+      "programs.chock.orgPolicy.witnesses[2].key is a private key; give the witness's verifier key (`chock witness key --key FILE --name NAME` prints it), and keep the private one on the witness"
+      ''programs.chock.orgPolicy.witnesses[3].key "witness.example" is not a verifier key: write the one `chock witness key` printed for the witness, such as "witness.example+1a2b3c4d+BB..."''
     ];
   };
 
@@ -511,13 +636,13 @@ lib.runTests {
     expected = true;
   };
 
-  testUnknownSinkKind = {
+  testSinkOldShapeIsATypeError = {
     expr = s.fails (
       bundleText (withPolicy {
         sinks = [
           {
-            kind = "s3";
-            path = "/x";
+            kind = "directory";
+            path = "/var/log/chock";
           }
         ];
       })

@@ -69,9 +69,6 @@ in
       };
     };
 
-    # The bundle's required export sink.
-    systemd.tmpfiles.rules = [ "d /var/log/chock 1777 root root -" ];
-
     # The VM has no network: builds use nothing but the local store.
     nix.settings.substituters = lib.mkForce [ ];
     documentation.enable = false;

@@ -71,17 +71,37 @@ let
   };
 
   sinkOptions = {
-    kind = lib.mkOption {
-      type = t.enum [
-        "directory"
-        "syslog"
-      ];
-      description = "Where every session's decision log is exported: a directory, or a syslog socket.";
-    };
-    path = lib.mkOption {
+    name = lib.mkOption {
       type = t.str;
-      example = "/var/log/chock";
-      description = "Absolute path of the directory or the syslog socket.";
+      example = "siem";
+      description = "The sink's name, which names its place in each user's log (`sink.NAME.cursor`): letters, digits, `.`, `_` and `-`, at most 64, not starting with `.`.";
+    };
+    to = lib.mkOption {
+      type = t.str;
+      example = "syslog+tcp://logs.example:514";
+      description = ''
+        Where the lines go, as `chock log ship --to` takes it: `journald`, `journald+unix:///PATH`,
+        `syslog+unix:///PATH`, `syslog+udp://HOST:PORT`, `syslog+tcp://HOST:PORT`,
+        `syslog+tls://HOST:PORT?ca=FILE[&name=NAME]`, or an `otlp+http`, `otlp+https`,
+        `otlp+grpc` or `otlp+grpcs` address.
+      '';
+    };
+    backlogBytes = amountOption {
+      description = "How far behind the sink may fall before the oldest lines are skipped (and the skip logged): bytes or a size such as `\"64MiB\"`.";
+      example = "64MiB";
+    };
+  };
+
+  witnessOptions = {
+    url = lib.mkOption {
+      type = t.str;
+      example = "https://witness.example";
+      description = "The witness's address; `/add-checkpoint` is added to it.";
+    };
+    key = lib.mkOption {
+      type = t.str;
+      example = "witness.example+1a2b3c4d+BCHj/CjQIQDe6xo5laY/3Ifb6l6IbU9hOrWixzVD5gj1";
+      description = "The witness's verifier key, as `chock witness key` printed it; every cosignature is checked against it.";
     };
   };
 
@@ -196,8 +216,21 @@ let
       sinks = lib.mkOption {
         type = t.listOf (t.submodule { options = sinkOptions; });
         default = [ ];
-        example = lib.literalExpression ''[ { kind = "directory"; path = "/var/log/chock"; } ]'';
-        description = "Where every session must export its decision log (at most 4); a session whose export is still missing at its end exits 9.";
+        example = lib.literalExpression ''[ { name = "siem"; to = "syslog+tcp://logs.example:514"; backlogBytes = "64MiB"; } ]'';
+        description = ''
+          The log engines every user's decision log is shipped to (at most 4). Each `chock`
+          that logs a decision starts a shipper when none is running for a sink, so no
+          service is needed; a sink that is down never delays a decision.
+        '';
+      };
+      witnesses = lib.mkOption {
+        type = t.listOf (t.submodule { options = witnessOptions; });
+        default = [ ];
+        example = lib.literalExpression ''[ { url = "https://witness.example"; key = "witness.example+1a2b3c4d+BCHj..."; } ]'';
+        description = ''
+          The witnesses every `chock log checkpoint` without `--witness` sends its checkpoint
+          to (at most 4); each cosignature is checked against the witness's key.
+        '';
       };
     };
   };
@@ -218,6 +251,7 @@ let
     budget = "budget";
     denyRead = "deny_read";
     sinks = "sinks";
+    witnesses = "witnesses";
   };
 
   nonNull = lib.filterAttrs (_: v: v != null);
@@ -247,10 +281,14 @@ let
         { max_cost = o.budget.maxCost; } // lib.optionalAttrs (o.budget.currency != "") { inherit (o.budget) currency; }
       );
       deny_read = o.denyRead;
-      sinks = map (s: {
-        kind = zon.enum s.kind;
-        inherit (s) path;
-      }) o.sinks;
+      sinks = map (
+        s:
+        nonNull {
+          inherit (s) name to;
+          backlog_bytes = amountToZON s.backlogBytes;
+        }
+      ) o.sinks;
+      witnesses = map (w: { inherit (w) url key; }) o.witnesses;
     };
 
   bundleText = zon.toZON (bundle cfg.orgPolicy);
@@ -303,17 +341,13 @@ let
     ++ lib.optional (o.issuedMs != null && o.expiresMs != 0 && o.expiresMs <= o.issuedMs) (
       failed "${opt}.expiresMs (${toString o.expiresMs}) is not after issuedMs (${toString o.issuedMs}): the bundle would be expired from the start; use 0 for a bundle that never expires"
     )
-    ++ lib.optional (lib.length o.sinks > 4) (
-      failed "${opt}.sinks has ${toString (lib.length o.sinks)} entries; Chock takes at most 4"
+    ++ map failed (
+      policy.sinkProblems {
+        option = "${opt}.sinks";
+        backlogField = "backlogBytes";
+      } (map (s: s // { backlog = s.backlogBytes; }) o.sinks)
     )
-    ++ lib.concatLists (
-      lib.imap1 (
-        i: s:
-        lib.optional (!(lib.hasPrefix "/" s.path) || lib.stringLength s.path > 4096) (
-          failed "${opt}.sinks[${toString i}].path ${builtins.toJSON s.path} must be an absolute path of at most 4096 bytes"
-        )
-      ) o.sinks
-    )
+    ++ map failed (policy.witnessProblems "${opt}.witnesses" o.witnesses)
     ++ map (
       typed:
       failed "${opt}.${typedFields.${typed}} is set as a freeform field, but it is the ZON name of ${opt}.${typed}; set ${opt}.${typed} instead"
@@ -358,7 +392,7 @@ in
             { action = "sandbox.jit"; decision = "deny"; }
           ];
           limits.memory = "8GiB";
-          sinks = [ { kind = "directory"; path = "/var/log/chock"; } ];
+          sinks = [ { name = "siem"; to = "syslog+tcp://logs.example:514"; } ];
         }
       '';
       description = ''
@@ -373,7 +407,7 @@ in
 
   config = lib.mkMerge [
     {
-      # For users writing freeform fields: config.lib.chock.zon.enum "directory".
+      # For users writing freeform fields: config.lib.chock.zon.enum "deny".
       lib.chock = { inherit zon; };
 
       # A bundle that is silently not written is a policy nobody enforces.

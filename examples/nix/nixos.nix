@@ -41,8 +41,8 @@
       ];
       sinks = [
         {
-          kind = "directory";
-          path = "/var/log/chock";
+          name = "siem";
+          to = "syslog+tcp://logs.example:514";
         }
       ];
     };

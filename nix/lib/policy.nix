@@ -73,6 +73,12 @@ let
       percent = false;
       zero = true;
     };
+    # How far a sink may fall behind: a sink with no room would ship nothing.
+    backlog = {
+      units = true;
+      percent = false;
+      zero = false;
+    };
   };
 
   # Why an amount is malformed, or null. `units`: whether "4GiB" is allowed
@@ -106,6 +112,85 @@ let
       "${toJSON s} is zero, which would stop everything; write a positive amount"
     else
       null;
+
+  # `.sinks` and `.witnesses` (docs/log.md), checked here as Chock reads them
+  # so that a bundle or config.zon naming a receiver Chock refuses fails the
+  # build instead of every `chock` run.
+  maxSinks = 4;
+  maxWitnesses = 4;
+
+  # How a sink's `to` starts: the sinks docs/log.md's table names.
+  sinkSchemes = [
+    "journald+unix://"
+    "syslog+unix://"
+    "syslog+udp://"
+    "syslog+tcp://"
+    "syslog+tls://"
+    "otlp+http://"
+    "otlp+https://"
+    "otlp+grpc://"
+    "otlp+grpcs://"
+  ];
+
+  # A sink's name names its cursor file: letters, digits, `.`, `_`, `-`, at
+  # most 64, not starting with `.`.
+  sinkNamePattern = "[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}";
+
+  # A verifier key as `chock witness key` prints it: name, 8 hex digits of key ID, base64.
+  verifierKeyPattern = "[^+[:space:]]+[+][0-9a-f]{8}[+][A-Za-z0-9+/]+=*";
+
+  isSinkTarget = to: to == "journald" || lib.any (scheme: lib.hasPrefix scheme to && to != scheme) sinkSchemes;
+
+  # What is wrong with one file's sinks, each `{ name; to; backlog; }` as
+  # written (backlog null when not given), as messages naming `option` and
+  # the backlog's field as the file's author wrote it (`backlogField`).
+  sinkProblems =
+    {
+      option,
+      backlogField,
+    }:
+    sinks:
+    let
+      entry =
+        i: s:
+        let
+          at = "${option}[${toString i}]";
+          backlogProblem = if s.backlog == null then null else amountProblem amounts.backlog s.backlog;
+        in
+        lib.optional (!(lib.isString s.name) || match sinkNamePattern s.name == null) "${at}.name ${toJSON s.name} cannot name a sink: use letters, digits, \".\", \"_\" and \"-\" (at most 64), not starting with \".\""
+        ++ lib.optional (!(lib.isString s.to) || !(isSinkTarget s.to)) "${at}.to ${toJSON s.to} is not a sink Chock knows: write journald, journald+unix:///PATH, syslog+unix:///PATH, syslog+udp://HOST:PORT, syslog+tcp://HOST:PORT, syslog+tls://HOST:PORT?ca=FILE, or otlp+http, otlp+https, otlp+grpc or otlp+grpcs://HOST:PORT"
+        ++ lib.optional (backlogProblem != null) "${at}.${backlogField}: ${backlogProblem}";
+      names = lib.groupBy (x: toString x.s.name) (lib.imap1 (i: s: { inherit i s; }) sinks);
+      twice = filter (g: lib.length g > 1) (lib.attrValues names);
+    in
+    lib.optional (lib.length sinks > maxSinks) "${option} has ${toString (lib.length sinks)} entries; Chock takes at most ${toString maxSinks}"
+    ++ lib.concatLists (lib.imap1 entry sinks)
+    ++ map (
+      g:
+      "${option}: entries ${concatStringsSep ", " (map (x: "[${toString x.i}]") g)} are all named ${toJSON (lib.head g).s.name}; give each sink its own name (it names the sink's place in the log)"
+    ) twice;
+
+  # What is wrong with one file's witnesses, each `{ url; key; }`.
+  witnessProblems =
+    option: witnesses:
+    let
+      entry =
+        i: w:
+        let
+          at = "${option}[${toString i}]";
+        in
+        lib.optional (
+          !(lib.isString w.url) || match "https?://[^[:space:]/?#]+(/[^[:space:]?#]*)?" w.url == null
+        ) "${at}.url ${toJSON w.url} is not a witness's address: write http:// or https:// and a host, such as \"https://witness.example\" (/add-checkpoint is added to it)"
+        ++ (
+          if lib.isString w.key && lib.hasPrefix "PRIVATE+KEY+" w.key then
+            [ "${at}.key is a private key; give the witness's verifier key (`chock witness key --key FILE --name NAME` prints it), and keep the private one on the witness" ]
+          else
+            lib.optional (!(lib.isString w.key) || match verifierKeyPattern w.key == null) "${at}.key ${toJSON w.key} is not a verifier key: write the one `chock witness key` printed for the witness, such as \"witness.example+1a2b3c4d+BB...\""
+        );
+    in
+    lib.optional (lib.length witnesses > maxWitnesses) "${option} has ${toString (lib.length witnesses)} entries; Chock takes at most ${toString maxWitnesses}"
+    ++ lib.concatLists (lib.imap1 entry witnesses);
 
   # How a rule is named in a message: its place in the list and what it says.
   describeRule =
@@ -194,6 +279,9 @@ in
     ruleAssertions
     duplicateKeyWarnings
     ruleOptions
+    sinkSchemes
+    sinkProblems
+    witnessProblems
     ;
 
   # A rule as ZON data: null fields left out, the decision an enum literal.
