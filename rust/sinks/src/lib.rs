@@ -1,6 +1,7 @@
 //! Ships the decision log to the log engines an organisation runs:
-//! journald (its native protocol) and syslog (RFC 5424 over a Unix socket,
-//! UDP, TCP or TLS).
+//! journald (its native protocol), syslog (RFC 5424 over a Unix socket,
+//! UDP, TCP or TLS) and OpenTelemetry collectors (OTLP logs over HTTP or
+//! gRPC, with or without TLS).
 //!
 //! The log is the spool. Each sink keeps a cursor beside the log (the last
 //! line it delivered, by seq and hash) and a lock, so one shipper per sink
@@ -28,6 +29,7 @@ mod cursor;
 mod error;
 mod fields;
 mod journald;
+mod otlp;
 mod pending;
 mod ship;
 mod syslog;
@@ -36,6 +38,7 @@ mod transport;
 pub use chock_config::sinks::{
     DEFAULT_BACKLOG_BYTES, JOURNALD_SOCKET, Sink, SinkNameError, Syslog, Target, TargetError,
 };
+pub use chock_config::{OTLP_HTTP_PATH, Otlp, OtlpProtocol, OtlpTls};
 pub use cursor::{Cursor, Point};
 pub use error::SinkError;
 pub use fields::{Origin, Shipped};

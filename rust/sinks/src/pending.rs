@@ -8,6 +8,7 @@ use chock_log::{Log, Record, Sha256Hash};
 
 use crate::SinkError;
 use crate::cursor::Point;
+use crate::transport::Batch;
 
 /// One line to send: where it is, and its exact text.
 pub struct Line {
@@ -86,6 +87,27 @@ pub fn read(log: &Log, cursor: Point, backlog_bytes: u64) -> Result<Pending, Sin
 }
 
 impl Pending {
+    /// The records of the first lines, as many as fit in `batch` (at least
+    /// one), in order; a line that no longer reads as a record is dropped.
+    pub fn next_records(&mut self, batch: Batch) -> Vec<Record> {
+        let mut records = Vec::new();
+        let mut bytes = 0;
+        while let Some(line) = self.lines.get(records.len()) {
+            let full = records.len() >= batch.lines || bytes + line.text.len() > batch.bytes;
+            if full && !records.is_empty() {
+                break;
+            }
+            match line.record() {
+                Some(record) => {
+                    bytes += line.text.len();
+                    records.push(record);
+                }
+                None => drop(self.lines.remove(records.len())),
+            }
+        }
+        records
+    }
+
     /// When the first line after the cursor is not the next seq, the lines
     /// between were rotated away: they are counted, and the cursor moves to
     /// the line before `first` (by the seq and hash `first` names).

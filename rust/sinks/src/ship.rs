@@ -10,8 +10,9 @@ use nix::fcntl::Flock;
 
 use crate::cursor::{Cursor, Files};
 use crate::fields::{Origin, Shipped};
+use crate::otlp::Acked;
 use crate::pending::{self, Pending};
-use crate::transport::Link;
+use crate::transport::{Batch, Link};
 use crate::{Sink, SinkError};
 
 /// The cursor is written after this many lines, and at the end of a round.
@@ -33,6 +34,11 @@ pub struct Report {
     pub cursor: u64,
     /// Why the receiver could not be reached or written to, when it could not.
     pub down: Option<String>,
+    /// Lines the receiver answered for but would not keep (an OTLP
+    /// collector's partial success): counted in `sent`, and not sent again.
+    pub rejected: u64,
+    /// What the receiver said about the lines it rejected.
+    pub rejection: Option<String>,
 }
 
 /// The one shipper of a sink: holds its lock (so no other process sends
@@ -104,37 +110,44 @@ impl Shipper {
         let sent = self.send(&mut pending, &mut cursor, deadline);
         report.sent = sent.sent;
         report.down = sent.down;
+        report.rejected = sent.acked.rejected;
+        report.rejection = sent.acked.why;
         report.left = pending.lines.len() as u64;
         report.cursor = cursor.at.seq;
         Ok(report)
     }
 
-    /// Sends the pending lines in order, saving the cursor as it goes.
+    /// Sends the pending lines in order, a batch at a time, saving the
+    /// cursor as it goes; the cursor moves past a batch once the receiver
+    /// has it.
     fn send(&mut self, pending: &mut Pending, cursor: &mut Cursor, deadline: Instant) -> Sent {
+        let batch = Batch::for_target(&self.sink.target);
         let mut sent = Sent::default();
         let mut unsaved = 0;
-        while let Some(line) = pending.lines.front() {
-            if Instant::now() >= deadline {
-                break;
+        while !pending.lines.is_empty() && Instant::now() < deadline {
+            let records = pending.next_records(batch);
+            let lines: Vec<Shipped<'_>> = records
+                .iter()
+                .zip(&pending.lines)
+                .map(|(record, line)| Shipped {
+                    record,
+                    text: &line.text,
+                })
+                .collect();
+            match self.send_batch(&lines, deadline) {
+                Ok(acked) => sent.note(acked),
+                Err(why) => {
+                    sent.down = Some(format!("{}: {why}", self.sink.target));
+                    self.link = None;
+                    break;
+                }
             }
-            let Some(record) = line.record() else {
-                pending.lines.pop_front();
-                continue;
-            };
-            let shipped = Shipped {
-                record: &record,
-                text: &line.text,
-            };
-            if let Err(why) = self.send_one(&shipped, deadline) {
-                sent.down = Some(format!("{}: {why}", self.sink.target));
-                self.link = None;
-                break;
+            for line in pending.lines.drain(..records.len()) {
+                cursor.at = line.at;
+                sent.sent += 1;
+                unsaved += 1;
             }
-            cursor.at = line.at;
-            pending.lines.pop_front();
-            sent.sent += 1;
-            unsaved += 1;
-            if unsaved == LINES_PER_SAVE {
+            if unsaved >= LINES_PER_SAVE {
                 if let Err(e) = self.files.write(cursor) {
                     sent.down = Some(e.to_string());
                     return sent;
@@ -150,9 +163,9 @@ impl Shipper {
         sent
     }
 
-    /// One line on the open link, opened (again) when there is none or the
-    /// receiver closed it.
-    fn send_one(&mut self, line: &Shipped<'_>, deadline: Instant) -> std::io::Result<()> {
+    /// One batch on the open link, opened (again) when there is none or
+    /// the receiver closed it.
+    fn send_batch(&mut self, lines: &[Shipped<'_>], deadline: Instant) -> std::io::Result<Acked> {
         if let Some(link) = &mut self.link
             && !link.still_open()
         {
@@ -162,7 +175,7 @@ impl Shipper {
             Some(link) => link,
             None => self.link.insert(Link::open(&self.sink.target, deadline)?),
         };
-        link.send(line, &self.origin, deadline)
+        link.send(lines, &self.origin, deadline)
     }
 
     /// Counts the skipped lines in the log itself, through its writer;
@@ -187,6 +200,17 @@ impl Shipper {
 struct Sent {
     sent: u64,
     down: Option<String>,
+    acked: Acked,
+}
+
+impl Sent {
+    /// Counts the lines a receiver rejected, keeping the latest reason.
+    fn note(&mut self, acked: Acked) {
+        self.acked.rejected += acked.rejected;
+        if acked.why.is_some() {
+            self.acked.why = acked.why;
+        }
+    }
 }
 
 /// One round for `sink` ([`Shipper::ship`]), taking and letting go of its

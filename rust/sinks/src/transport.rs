@@ -1,6 +1,6 @@
 //! The connection to one sink's receiver. Every operation that could wait
-//! (a name looked up, a connect, a TLS handshake, a write) waits no later
-//! than the deadline it is given.
+//! (a name looked up, a connect, a TLS handshake, a write, an answer)
+//! waits no later than the deadline it is given.
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs, UdpSocket};
@@ -14,6 +14,7 @@ use rustls::pki_types::{CertificateDer, ServerName};
 use rustls::{ClientConfig, ClientConnection, RootCertStore, StreamOwned};
 
 use crate::fields::{Origin, Shipped};
+use crate::otlp::{self, Acked, Exporter};
 use crate::{Syslog, Target};
 use crate::{journald, syslog};
 
@@ -28,6 +29,32 @@ pub enum Link {
     Udp(UdpSocket),
     Tcp(TcpStream),
     Tls(Box<StreamOwned<ClientConnection, TcpStream>>),
+    Otlp(Box<Exporter>),
+}
+
+/// How many lines, and how many bytes of them, one [`Link::send`] takes.
+#[derive(Debug, Clone, Copy)]
+pub struct Batch {
+    pub lines: usize,
+    pub bytes: usize,
+}
+
+impl Batch {
+    /// A receiver that acknowledges (OTLP) takes many lines a request;
+    /// syslog and journald take one line at a time, each delivered once
+    /// written.
+    pub fn for_target(target: &Target) -> Batch {
+        match target {
+            Target::Otlp(_) => Batch {
+                lines: otlp::BATCH_LINES,
+                bytes: otlp::BATCH_BYTES,
+            },
+            Target::Journald { .. } | Target::Syslog(_) => Batch {
+                lines: 1,
+                bytes: usize::MAX,
+            },
+        }
+    }
 }
 
 impl Link {
@@ -67,31 +94,35 @@ impl Link {
                 }
                 Ok(Link::Tls(Box::new(stream)))
             }
+            Target::Otlp(target) => Ok(Link::Otlp(Box::new(Exporter::open(target)?))),
         }
     }
 
-    /// Sends one line, returning once the receiver's side has it: the
-    /// datagram sent, or the frame written and flushed.
+    /// Sends a batch of lines (as many as [`Batch::for_target`] allows),
+    /// returning once the receiver has them all: the datagrams sent, the
+    /// frames written and flushed, or the collector's success received.
+    /// An error means none of the batch is known to have arrived.
     pub fn send(
         &mut self,
-        line: &Shipped<'_>,
+        lines: &[Shipped<'_>],
         origin: &Origin,
         deadline: Instant,
-    ) -> io::Result<()> {
+    ) -> io::Result<Acked> {
         match self {
-            Link::Journald(socket) => {
+            Link::Otlp(exporter) => exporter.export(lines, origin, deadline),
+            Link::Journald(socket) => each(lines, |line| {
                 socket.set_write_timeout(Some(remaining(deadline)?))?;
                 journald::send(socket, &journald::entry(line, origin))
-            }
-            Link::Datagram(socket) => {
+            }),
+            Link::Datagram(socket) => each(lines, |line| {
                 socket.set_write_timeout(Some(remaining(deadline)?))?;
                 send_cut(|bytes| socket.send(bytes), &syslog::message(line, origin))
-            }
-            Link::Udp(socket) => {
+            }),
+            Link::Udp(socket) => each(lines, |line| {
                 socket.set_write_timeout(Some(remaining(deadline)?))?;
                 send_cut(|bytes| socket.send(bytes), &syslog::message(line, origin))
-            }
-            Link::Tcp(stream) => {
+            }),
+            Link::Tcp(stream) => each(lines, |line| {
                 let frame = syslog::frame(&syslog::message(line, origin));
                 let mut rest = &frame[..];
                 while !rest.is_empty() {
@@ -99,8 +130,8 @@ impl Link {
                     rest = rest.get(written..).unwrap_or_default();
                 }
                 Ok(())
-            }
-            Link::Tls(stream) => {
+            }),
+            Link::Tls(stream) => each(lines, |line| {
                 let frame = syslog::frame(&syslog::message(line, origin));
                 let StreamOwned { conn, sock } = &mut **stream;
                 let mut rest = &frame[..];
@@ -114,16 +145,17 @@ impl Link {
                     }
                 }
                 Ok(())
-            }
+            }),
         }
     }
 
     /// Whether a stream is still worth writing to: false once the receiver
     /// has closed its side (it is going away, and reads what was sent
-    /// before it sees this side close). Datagrams have no connection.
+    /// before it sees this side close). Datagrams have no connection; an
+    /// OTLP client connects again by itself.
     pub fn still_open(&mut self) -> bool {
         match self {
-            Link::Journald(_) | Link::Datagram(_) | Link::Udp(_) => true,
+            Link::Journald(_) | Link::Datagram(_) | Link::Udp(_) | Link::Otlp(_) => true,
             Link::Tcp(stream) => {
                 let mut byte = [0u8; 1];
                 read_now(stream, |s| s.peek(&mut byte)).is_none_or(|read| read > 0)
@@ -162,9 +194,21 @@ impl Drop for Link {
                 let mut buf = [0u8; 4096];
                 while read_now(sock, |s| s.read(&mut buf)).is_some_and(|n| n > 0) {}
             }
-            Link::Journald(_) | Link::Datagram(_) | Link::Udp(_) => {}
+            Link::Journald(_) | Link::Datagram(_) | Link::Udp(_) | Link::Otlp(_) => {}
         }
     }
+}
+
+/// Sends each line with `send`, a receiver that does not answer having
+/// each once it is sent.
+fn each(
+    lines: &[Shipped<'_>],
+    mut send: impl FnMut(&Shipped<'_>) -> io::Result<()>,
+) -> io::Result<Acked> {
+    for line in lines {
+        send(line)?;
+    }
+    Ok(Acked::default())
 }
 
 /// How long a closing TLS session's last record may take to go out.
@@ -278,7 +322,7 @@ fn resolve(host: &str, port: u16, deadline: Instant) -> io::Result<SocketAddr> {
 }
 
 /// A TLS client trusting the certificates in the PEM file `ca` alone.
-fn tls_config(ca: &Path) -> io::Result<Arc<ClientConfig>> {
+pub fn tls_config(ca: &Path) -> io::Result<Arc<ClientConfig>> {
     let invalid = |e: &dyn std::fmt::Display| {
         io::Error::new(
             io::ErrorKind::InvalidData,
