@@ -139,7 +139,9 @@ impl FromStr for Target {
                 };
                 (path.len() > 1 && path.chars().all(path_char))
                     .then_some(())
-                    .ok_or(fail("its PATH is not /SEGMENT/... of letters, digits and -._~"))?;
+                    .ok_or(fail(
+                        "its PATH is not /SEGMENT/... of letters, digits and -._~",
+                    ))?;
                 let protocol = OtlpProtocol::Http { path: path.into() };
                 otlp(place, protocol, scheme == "otlp+https", &params).map_err(fail)
             }

@@ -21,9 +21,7 @@ use opentelemetry_proto::tonic::collector::logs::v1::logs_service_client::LogsSe
 use opentelemetry_proto::tonic::collector::logs::v1::{
     ExportLogsServiceRequest, ExportLogsServiceResponse,
 };
-use opentelemetry_proto::tonic::common::v1::{
-    AnyValue, InstrumentationScope, KeyValue, any_value,
-};
+use opentelemetry_proto::tonic::common::v1::{AnyValue, InstrumentationScope, KeyValue, any_value};
 use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs, SeverityNumber};
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use prost::Message;
@@ -55,7 +53,11 @@ pub struct Acked {
 }
 
 /// The request carrying `lines`, observed at `now`.
-pub fn request(lines: &[Shipped<'_>], origin: &Origin, now: SystemTime) -> ExportLogsServiceRequest {
+pub fn request(
+    lines: &[Shipped<'_>],
+    origin: &Origin,
+    now: SystemTime,
+) -> ExportLogsServiceRequest {
     let resource = Resource {
         attributes: vec![
             attribute("service.name", SERVICE),
@@ -126,8 +128,9 @@ fn string(value: &str) -> AnyValue {
 
 /// Nanoseconds since the Unix epoch; 0 (OTLP's "unknown") before it.
 fn unix_nanos(at: SystemTime) -> u64 {
-    at.duration_since(UNIX_EPOCH)
-        .map_or(0, |since| u64::try_from(since.as_nanos()).unwrap_or(u64::MAX))
+    at.duration_since(UNIX_EPOCH).map_or(0, |since| {
+        u64::try_from(since.as_nanos()).unwrap_or(u64::MAX)
+    })
 }
 
 /// An open way to a collector: a client on a current-thread runtime of
@@ -274,12 +277,12 @@ where
         .header(http::header::CONTENT_TYPE, "application/x-protobuf")
         .body(body)
         .map_err(io::Error::other)?;
-    let answer = client.request(post).await.map_err(io::Error::other)?;
+    let answer = client.request(post).await.map_err(|e| unreached(&e))?;
     let status = answer.status();
     let body = Limited::new(answer.into_body(), ANSWER_BYTES)
         .collect()
         .await
-        .map_err(io::Error::other)?
+        .map_err(|e| unreached(e.as_ref()))?
         .to_bytes();
     if status.is_success() {
         // The collector took the lines; an answer it garbled does not undo that.
@@ -301,7 +304,11 @@ fn http_refusal(status: http::StatusCode, body: &[u8]) -> io::Error {
     refusal(busy, &format!("HTTP {status}"), said.trim())
 }
 
+/// A gRPC error status, or the connection's failure.
 fn grpc_refusal(status: tonic::Status) -> io::Error {
+    if let Some(failure) = std::error::Error::source(&status) {
+        return unreached(failure);
+    }
     let busy = matches!(
         status.code(),
         tonic::Code::Unavailable | tonic::Code::ResourceExhausted
@@ -312,7 +319,7 @@ fn grpc_refusal(status: tonic::Status) -> io::Error {
 
 fn refusal(busy: bool, status: &str, said: &str) -> io::Error {
     let what = if busy {
-        "the collector is busy or unavailable, the lines wait"
+        "the collector is busy or unavailable"
     } else {
         "the collector refused the lines"
     };
@@ -322,6 +329,18 @@ fn refusal(busy: bool, status: &str, said: &str) -> io::Error {
         format!(": {said}")
     };
     io::Error::other(format!("{what} ({status}{said})"))
+}
+
+/// The collector could not be reached or the answer read: the error and
+/// its causes (a connection refused, a certificate not trusted).
+fn unreached(error: &(dyn std::error::Error + 'static)) -> io::Error {
+    let mut why = error.to_string();
+    let mut cause = error.source();
+    while let Some(next) = cause {
+        why.push_str(&format!(": {next}"));
+        cause = next.source();
+    }
+    io::Error::other(why)
 }
 
 /// What a success said: how many records the collector rejected, and why.

@@ -11,8 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use chock_policy::Decision;
-use chock_sinks::{Shipper, Sink, SinkError, Target};
+use chock_sinks::{Sink, Target};
 
 const UP: u8 = 0;
 const STALLED: u8 = 1;
@@ -182,41 +181,6 @@ fn line_of(message: &str) -> String {
     rest.trim_start().to_owned()
 }
 
-/// Ships in rounds of `round` until `finished` and nothing is left,
-/// taking turns for the sink's lock with the other shipper; says how many
-/// rounds found the receiver down.
-fn shipper(
-    sink: Sink,
-    log: chock_log::Log,
-    round: Duration,
-    finished: Arc<AtomicBool>,
-) -> JoinHandle<u64> {
-    std::thread::spawn(move || {
-        let mut downs = 0;
-        loop {
-            let mut shipper = match Shipper::new(sink.clone(), log.clone()) {
-                Ok(shipper) => shipper,
-                Err(SinkError::Busy { .. }) => {
-                    std::thread::sleep(Duration::from_millis(3));
-                    continue;
-                }
-                Err(e) => panic!("{e}"),
-            };
-            for _ in 0..8 {
-                let writers_done = finished.load(Ordering::SeqCst);
-                let report = shipper.ship(Instant::now() + round).unwrap();
-                if writers_done && report.left == 0 && report.down.is_none() {
-                    return downs;
-                }
-                if report.down.is_some() {
-                    downs += 1;
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-            }
-        }
-    })
-}
-
 #[test]
 fn a_flapping_receiver_gets_every_line_once_in_order() {
     let dir = tempfile::tempdir().unwrap();
@@ -229,21 +193,9 @@ fn a_flapping_receiver_gets_every_line_once_in_order() {
     let finished = Arc::new(AtomicBool::new(false));
     let shippers: Vec<_> = [Duration::from_millis(150), Duration::from_millis(400)]
         .into_iter()
-        .map(|round| shipper(sink.clone(), log.clone(), round, finished.clone()))
+        .map(|round| support::shipper(sink.clone(), log.clone(), round, finished.clone()))
         .collect();
-    let writers: Vec<_> = (0..100)
-        .map(|w| {
-            let log = log.clone();
-            std::thread::spawn(move || {
-                for i in 0..20 {
-                    let entry =
-                        support::entry("/src/demo", &format!("w{w}-{i}"), Decision::Allow, None);
-                    log.append(&entry).expect("appended");
-                    std::thread::sleep(Duration::from_millis(100 + (w * 7 + i) as u64 % 50));
-                }
-            })
-        })
-        .collect();
+    let writers = support::writers(&log, 100, 20);
     let mut phases = [UP, STALLED, UP, DOWN].into_iter().cycle();
     while writers.iter().any(|w| !w.is_finished()) {
         receiver.set(phases.next().unwrap());

@@ -220,36 +220,8 @@ input(type="imuxsock" Socket="{}" UseSpecialParser="off" ParseHostname="on")"#,
     );
 }
 
-/// A CA and a certificate for 127.0.0.1 it signed, as PEM files in `dir`:
-/// (ca, cert, key).
-fn certificates(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
-    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
-    let ca_key = KeyPair::generate().unwrap();
-    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca_params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, "chock test CA");
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca = ca_params.self_signed(&ca_key).unwrap();
-    let issuer = Issuer::new(ca_params, ca_key);
-    let key = KeyPair::generate().unwrap();
-    let cert = CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])
-        .unwrap()
-        .signed_by(&key, &issuer)
-        .unwrap();
-    let paths = (
-        dir.join("ca.pem"),
-        dir.join("cert.pem"),
-        dir.join("key.pem"),
-    );
-    std::fs::write(&paths.0, ca.pem()).unwrap();
-    std::fs::write(&paths.1, cert.pem()).unwrap();
-    std::fs::write(&paths.2, key.serialize_pem()).unwrap();
-    (paths.0, paths.1, paths.2)
-}
-
 fn tls_rsyslog(dir: &Path, port: u16) -> (Rsyslog, PathBuf) {
-    let (ca, cert, key) = certificates(dir);
+    let (ca, cert, key) = support::certificates(dir);
     let rsyslog = Rsyslog::start(
         dir,
         &format!(
@@ -284,7 +256,7 @@ fn tls_to_a_server_the_ca_did_not_sign_sends_nothing() {
     let (rsyslog, _ca) = tls_rsyslog(dir.path(), port);
     let other = dir.path().join("other");
     std::fs::create_dir(&other).unwrap();
-    let (other_ca, _, _) = certificates(&other);
+    let (other_ca, _, _) = support::certificates(&other);
     let log = support::log(&dir.path().join("log"), 8 << 20, 8);
     support::fill(&log, "line ", 2);
     let target = format!("syslog+tls://127.0.0.1:{port}?ca={}", other_ca.display());

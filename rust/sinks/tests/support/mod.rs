@@ -8,11 +8,15 @@ mod formats;
 #[allow(unused_imports)]
 pub use formats::{journal_fields, structured_data};
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use chock_log::{AnsweredBy, DecidedBy, Entry, Log, Rotation, Route};
 use chock_policy::{Decision, Layer};
+use chock_sinks::{Shipper, Sink, SinkError};
 
 /// A decision about `subject` in `project`.
 pub fn entry(project: &str, subject: &str, decision: Decision, policy: Option<&str>) -> Entry {
@@ -82,4 +86,84 @@ pub fn wait_for(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
         std::thread::sleep(Duration::from_millis(20));
     }
     done()
+}
+
+/// `count` writers, each appending `lines` decisions (subjects `w{writer}-{i}`)
+/// a little over 100 ms apart.
+pub fn writers(log: &Log, count: usize, lines: usize) -> Vec<JoinHandle<()>> {
+    (0..count)
+        .map(|w| {
+            let log = log.clone();
+            std::thread::spawn(move || {
+                for i in 0..lines {
+                    let entry = entry("/src/demo", &format!("w{w}-{i}"), Decision::Allow, None);
+                    log.append(&entry).expect("appended");
+                    std::thread::sleep(Duration::from_millis(100 + (w * 7 + i) as u64 % 50));
+                }
+            })
+        })
+        .collect()
+}
+
+/// Ships in rounds of `round` until `finished` and nothing is left,
+/// taking turns for the sink's lock with the other shipper; says how many
+/// rounds found the receiver down.
+pub fn shipper(
+    sink: Sink,
+    log: chock_log::Log,
+    round: Duration,
+    finished: Arc<AtomicBool>,
+) -> JoinHandle<u64> {
+    std::thread::spawn(move || {
+        let mut downs = 0;
+        loop {
+            let mut shipper = match Shipper::new(sink.clone(), log.clone()) {
+                Ok(shipper) => shipper,
+                Err(SinkError::Busy { .. }) => {
+                    std::thread::sleep(Duration::from_millis(3));
+                    continue;
+                }
+                Err(e) => panic!("{e}"),
+            };
+            for _ in 0..8 {
+                let writers_done = finished.load(Ordering::SeqCst);
+                let report = shipper.ship(Instant::now() + round).unwrap();
+                if writers_done && report.left == 0 && report.down.is_none() {
+                    return downs;
+                }
+                if report.down.is_some() {
+                    downs += 1;
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            }
+        }
+    })
+}
+
+/// A CA and a certificate for 127.0.0.1 it signed, as PEM files in `dir`:
+/// (ca, cert, key).
+pub fn certificates(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "chock test CA");
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::new(ca_params, ca_key);
+    let key = KeyPair::generate().unwrap();
+    let cert = CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])
+        .unwrap()
+        .signed_by(&key, &issuer)
+        .unwrap();
+    let paths = (
+        dir.join("ca.pem"),
+        dir.join("cert.pem"),
+        dir.join("key.pem"),
+    );
+    std::fs::write(&paths.0, ca.pem()).unwrap();
+    std::fs::write(&paths.1, cert.pem()).unwrap();
+    std::fs::write(&paths.2, key.serialize_pem()).unwrap();
+    (paths.0, paths.1, paths.2)
 }
