@@ -18,6 +18,12 @@ use std::time::{Duration, Instant};
 
 use chock_log::{AnsweredBy, DecidedBy, Entry, Log, Rotation, Route};
 use chock_sinks::{Sink, Target, ship};
+use opentelemetry_proto::tonic::collector::logs::v1::logs_service_server::{
+    LogsService, LogsServiceServer,
+};
+use opentelemetry_proto::tonic::collector::logs::v1::{
+    ExportLogsServiceRequest, ExportLogsServiceResponse,
+};
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -110,7 +116,80 @@ fn receivers(dir: &std::path::Path) -> Vec<(&'static str, Target)> {
                 ca.display()
             )),
         ),
+        (
+            "otlp-http",
+            parse(format!("otlp+http://127.0.0.1:{}", collector(Wire::Http))),
+        ),
+        (
+            "otlp-grpc",
+            parse(format!("otlp+grpc://127.0.0.1:{}", collector(Wire::Grpc))),
+        ),
     ]
+}
+
+enum Wire {
+    Http,
+    Grpc,
+}
+
+/// An OTLP collector on a thread of its own that reads each request whole
+/// and answers success (the gRPC one decodes it, through opentelemetry-proto's
+/// generated server); its port.
+fn collector(wire: Wire) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("a listener");
+    let port = listener.local_addr().expect("an address").port();
+    listener.set_nonblocking(true).expect("non-blocking");
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).expect("a listener");
+            while let Ok((stream, _)) = listener.accept().await {
+                let io = hyper_util::rt::TokioIo::new(stream);
+                match wire {
+                    Wire::Http => {
+                        let service = hyper::service::service_fn(|request| async move {
+                            let _ = http_body_util::BodyExt::collect(hyper::Request::into_body(
+                                request,
+                            ))
+                            .await;
+                            Ok::<_, std::convert::Infallible>(hyper::Response::new(
+                                http_body_util::Empty::<hyper::body::Bytes>::new(),
+                            ))
+                        });
+                        let connection = hyper::server::conn::http1::Builder::new()
+                            .serve_connection(io, service);
+                        tokio::spawn(connection);
+                    }
+                    Wire::Grpc => {
+                        let service = hyper_util::service::TowerToHyperService::new(
+                            LogsServiceServer::new(Collector),
+                        );
+                        let connection = hyper::server::conn::http2::Builder::new(
+                            hyper_util::rt::TokioExecutor::new(),
+                        )
+                        .serve_connection(io, service);
+                        tokio::spawn(connection);
+                    }
+                }
+            }
+        });
+    });
+    port
+}
+
+struct Collector;
+
+#[tonic::async_trait]
+impl LogsService for Collector {
+    async fn export(
+        &self,
+        _: tonic::Request<ExportLogsServiceRequest>,
+    ) -> Result<tonic::Response<ExportLogsServiceResponse>, tonic::Status> {
+        Ok(tonic::Response::new(ExportLogsServiceResponse::default()))
+    }
 }
 
 /// A loopback listener whose every connection, wrapped by `wrap`, is read
