@@ -147,6 +147,9 @@ fn collector(wire: Wire) -> u16 {
         runtime.block_on(async move {
             let listener = tokio::net::TcpListener::from_std(listener).expect("a listener");
             while let Ok((stream, _)) = listener.accept().await {
+                // As collectors do: an answer goes out at once, not after
+                // the client's delayed acknowledgement.
+                stream.set_nodelay(true).expect("no delay");
                 let io = hyper_util::rt::TokioIo::new(stream);
                 match wire {
                     Wire::Http => {

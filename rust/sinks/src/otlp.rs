@@ -282,13 +282,14 @@ where
     let body = Limited::new(answer.into_body(), ANSWER_BYTES)
         .collect()
         .await
-        .map_err(|e| unreached(e.as_ref()))?
-        .to_bytes();
+        .map(|body| body.to_bytes());
     if status.is_success() {
-        // The collector took the lines; an answer it garbled does not undo that.
-        Ok(ExportLogsServiceResponse::decode(body).unwrap_or_default())
+        // The collector took the lines; an answer it garbled or cut short
+        // does not undo that.
+        let response = body.ok().map(ExportLogsServiceResponse::decode);
+        Ok(response.and_then(Result::ok).unwrap_or_default())
     } else {
-        Err(http_refusal(status, &body))
+        Err(http_refusal(status, &body.unwrap_or_default()))
     }
 }
 
@@ -363,5 +364,59 @@ impl Drop for Runtime {
         if let Some(runtime) = self.0.take() {
             runtime.shutdown_background();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_busy_status_waits_and_any_other_is_a_refusal_that_says_its_status() {
+        for code in [429, 502, 503, 504] {
+            let status = http::StatusCode::from_u16(code).unwrap();
+            let why = http_refusal(status, b"").to_string();
+            assert!(
+                why.starts_with("the collector is busy or unavailable (HTTP "),
+                "{why}"
+            );
+        }
+        for code in [301, 400, 401, 404, 413, 500] {
+            let status = http::StatusCode::from_u16(code).unwrap();
+            let why = http_refusal(status, b" no \n").to_string();
+            assert_eq!(
+                why,
+                format!("the collector refused the lines (HTTP {status}: no)")
+            );
+        }
+        let why = grpc_refusal(tonic::Status::resource_exhausted("full")).to_string();
+        assert_eq!(
+            why,
+            "the collector is busy or unavailable (gRPC ResourceExhausted: full)"
+        );
+    }
+
+    #[test]
+    fn a_partial_success_counts_its_rejections() {
+        use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsPartialSuccess;
+        let answer = |rejected_log_records, error_message: &str| ExportLogsServiceResponse {
+            partial_success: Some(ExportLogsPartialSuccess {
+                rejected_log_records,
+                error_message: error_message.into(),
+            }),
+        };
+        let full = acked(ExportLogsServiceResponse::default());
+        assert_eq!((full.rejected, full.why), (0, None));
+        let partial = acked(answer(2, "too old"));
+        assert_eq!(
+            (partial.rejected, partial.why.as_deref()),
+            (2, Some("too old"))
+        );
+        let warned = acked(answer(0, "slow down"));
+        assert_eq!(
+            (warned.rejected, warned.why.as_deref()),
+            (0, Some("slow down"))
+        );
+        assert_eq!(acked(answer(-1, "")).rejected, 0);
     }
 }

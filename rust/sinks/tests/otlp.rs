@@ -231,6 +231,7 @@ async fn listen(port: u16, wire: Wire, tls: Option<Arc<rustls::ServerConfig>>, s
         if let Ok(Ok((stream, _))) =
             tokio::time::timeout(Duration::from_millis(5), bound.accept()).await
         {
+            stream.set_nodelay(true).unwrap();
             let (state, tls) = (state.clone(), tls.clone());
             connections.push(tokio::spawn(async move {
                 match tls {
