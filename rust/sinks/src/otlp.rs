@@ -209,6 +209,7 @@ impl Exporter {
             }
         };
         let runtime = self.runtime.0.as_ref().ok_or(io::ErrorKind::NotConnected)?;
+        // The timer is made inside the runtime, which drives it.
         let answer = runtime
             .block_on(async { tokio::time::timeout_at(deadline.into(), answer).await })
             .map_err(|_| {
