@@ -261,6 +261,8 @@ fn main() -> ExitCode {
         }
     };
     init_tracing(cli.verbose);
+    // A line logged where sinks are named keeps a shipper running.
+    chock_log::on_append(chock_sinks::wake);
     let outcome = match cli.command {
         Command::Policy(c) => commands::policy::run(c),
         Command::Log(c) => commands::log::run(c),

@@ -104,3 +104,126 @@ fn follow_ships_each_new_line_and_holds_the_sink_for_itself() {
         "{second:?}"
     );
 }
+
+/// A state folder whose config.zon names one sink, a UDP receiver on
+/// loopback, and a started shipper's idle time; and the receiver.
+fn configured(name: &str, idle_seconds: u32) -> (State, UdpSocket) {
+    let state = State::new("log-ship", name);
+    let receiver = UdpSocket::bind("127.0.0.1:0").unwrap();
+    receiver
+        .set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let config = state.0.join("config/chock");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("config.zon"),
+        format!(
+            ".{{ .log = .{{ .ship_idle_seconds = {idle_seconds} }}, .sinks = .{{ .{{ .name = \"auto\", .to = \"syslog+udp://{}\" }} }} }}\n",
+            receiver.local_addr().unwrap()
+        ),
+    )
+    .unwrap();
+    std::fs::create_dir_all(state.0.join("project")).unwrap();
+    (state, receiver)
+}
+
+impl State {
+    /// `chock` with this folder's config.zon, and no one else's bundle.
+    fn configured(&self, args: &[&str]) -> std::process::Command {
+        let mut command = self.chock(args);
+        command
+            .env("XDG_CONFIG_HOME", self.0.join("config"))
+            .env("XDG_DATA_HOME", self.0.join("data"))
+            .current_dir(self.0.join("project"));
+        command
+    }
+}
+
+/// The seqs `receiver` gets until it has `count` or 20 seconds pass.
+fn receive(receiver: &UdpSocket, count: usize) -> Vec<u64> {
+    receive_within(receiver, count, Duration::from_secs(20))
+}
+
+/// No line arrives within a second (what was sent came once).
+fn nothing_more(receiver: &UdpSocket) -> bool {
+    receive_within(receiver, 1, Duration::from_secs(1)).is_empty()
+}
+
+fn receive_within(receiver: &UdpSocket, count: usize, wait: Duration) -> Vec<u64> {
+    let until = Instant::now() + wait;
+    let mut buf = [0u8; 65536];
+    let mut seqs = Vec::new();
+    while seqs.len() < count && Instant::now() < until {
+        if let Ok(n) = receiver.recv(&mut buf) {
+            seqs.push(seq_of(&buf[..n]));
+        }
+    }
+    seqs
+}
+
+#[test]
+fn a_line_logged_where_sinks_are_named_starts_a_shipper_that_sends_it() {
+    let (state, receiver) = configured("wake", 30);
+    let append = |count: &str| {
+        let out = state
+            .configured(&["log", "append", "--count", count])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+    };
+    append("3");
+    assert_eq!(receive(&receiver, 3), [1, 2, 3]);
+    append("2");
+    assert_eq!(receive(&receiver, 2), [4, 5]);
+    // The shipper it started is still there, holding the sink.
+    let to = format!("auto=syslog+udp://{}", receiver.local_addr().unwrap());
+    let second = state.run(&["log", "ship", "--to", &to]);
+    assert!(
+        stdout(&second).contains("another `chock log ship` is shipping to the sink `auto`"),
+        "{second:?}"
+    );
+    assert!(nothing_more(&receiver), "nothing is sent twice");
+}
+
+#[test]
+fn an_idle_shipper_exits_and_lines_logged_at_once_all_arrive_once() {
+    let (state, receiver) = configured("idle", 1);
+    let appenders: Vec<_> = (0..8)
+        .map(|_| {
+            state
+                .configured(&["log", "append", "--count", "5"])
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut appender in appenders {
+        assert!(appender.wait().unwrap().success());
+    }
+    let mut seqs = receive(&receiver, 40);
+    seqs.sort_unstable();
+    assert_eq!(seqs, (1..=40).collect::<Vec<u64>>());
+    assert!(nothing_more(&receiver), "nothing is sent twice");
+    // A shipper run by hand takes its turn once the started one is gone,
+    // and with --idle-exit ends by itself once every line is out.
+    let started = Instant::now();
+    let shipped = loop {
+        let out = state
+            .configured(&[
+                "log",
+                "ship",
+                "--configured",
+                "--follow",
+                "--idle-exit",
+                "1",
+            ])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        if !stdout(&out).contains("another `chock log ship`") {
+            break out;
+        }
+        assert!(started.elapsed() < Duration::from_secs(20), "{out:?}");
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    assert!(nothing_more(&receiver), "{shipped:?}");
+}

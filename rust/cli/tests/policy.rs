@@ -264,7 +264,13 @@ fn check_reports_a_summary_or_the_first_fault() {
     let out = chock(&dir, &["policy", "check"]);
     assert_eq!(out.status.code(), Some(0));
     assert!(stdout(&out).starts_with("policy ok: "), "{}", stdout(&out));
-    assert_eq!(stdout(&out).lines().count(), 1);
+    let lines: Vec<String> = stdout(&out).lines().map(str::to_owned).collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    let identity = lines[1].strip_prefix("identity: sha256:").unwrap_or_default();
+    assert!(
+        identity.len() == 64 && identity.bytes().all(|b| b.is_ascii_hexdigit()),
+        "{lines:?}"
+    );
 
     std::fs::write(dir.join("chock.zon"), ".{\n    .policy = .{\n        .rules = .{\n            .{ .actoin = \"x\", .decision = .allow },\n        },\n    },\n}\n").expect("write");
     let out = chock(&dir, &["policy", "check"]);

@@ -12,9 +12,9 @@ use crate::servers::{McpServer, OperatorSecrets, ProjectServers, SecretError, Se
 use crate::skills::SkillsBlock;
 use crate::{
     Amount, ByteSize, ContainerSettings, DEFAULT_LOG_KEEP, DEFAULT_LOG_ROTATE_BYTES,
-    DEFAULT_MAX_OBJECT_BYTES, DEFAULT_MAX_SESSION_BYTES, Limits, LogSettings, LspServer, Machine,
-    MemoryAmount, NamedDevice, NetSettings, NixSettings, Price, ProcessCount, ProviderInstance,
-    SearchEngine, Sink, SkillSettings, StyleSettings, human_bytes,
+    DEFAULT_MAX_OBJECT_BYTES, DEFAULT_MAX_SESSION_BYTES, DEFAULT_SHIP_IDLE_SECONDS, Limits,
+    LogSettings, LspServer, Machine, MemoryAmount, NamedDevice, NetSettings, NixSettings, Price,
+    ProcessCount, ProviderInstance, SearchEngine, Sink, SkillSettings, StyleSettings, human_bytes,
 };
 
 /// How deep a spawn chain may go below the main agent when `chock.zon`
@@ -48,6 +48,7 @@ pub struct LogBlock {
     pub rotate_bytes: Option<ByteSize>,
     pub keep: Option<u32>,
     pub fsync: Option<bool>,
+    pub ship_idle_seconds: Option<u32>,
 }
 
 /// `.nix` of an organisation bundle: ceilings on the byte caps.
@@ -219,6 +220,11 @@ impl Config {
         crate::skills::settle(&operator.into_iter().chain(project).collect::<Vec<_>>())
     }
 
+    /// The project's `chock.zon` (which need not exist).
+    pub fn project_file(&self) -> &Path {
+        &self.project_file
+    }
+
     /// The operator's `config.zon`, when one was read.
     pub fn operator_file(&self) -> Option<&Path> {
         self.operator.as_ref().map(|o| o.file.as_path())
@@ -374,6 +380,9 @@ impl Config {
                 .map_or(DEFAULT_LOG_ROTATE_BYTES, |b| b.0),
             keep: log.and_then(|l| l.keep).unwrap_or(DEFAULT_LOG_KEEP),
             fsync: log.and_then(|l| l.fsync).unwrap_or(false),
+            ship_idle_seconds: log
+                .and_then(|l| l.ship_idle_seconds)
+                .unwrap_or(DEFAULT_SHIP_IDLE_SECONDS),
         }
     }
 

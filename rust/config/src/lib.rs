@@ -35,8 +35,8 @@ pub mod style;
 
 pub use settings::{
     Amount, ByteSize, DEFAULT_LOG_KEEP, DEFAULT_LOG_ROTATE_BYTES, DEFAULT_MAX_OBJECT_BYTES,
-    DEFAULT_MAX_SESSION_BYTES, GIB, Limits, LogSettings, MIB, Machine, MemoryAmount, NixSettings,
-    ProcessCount, SizeError, human_bytes, parse_bytes,
+    DEFAULT_MAX_SESSION_BYTES, DEFAULT_SHIP_IDLE_SECONDS, GIB, Limits, LogSettings, MIB, Machine,
+    MemoryAmount, NixSettings, ProcessCount, SizeError, human_bytes, parse_bytes,
 };
 
 pub use agents::{Agent, MAX_AGENT_KINDS, Review, Subagents};

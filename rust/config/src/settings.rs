@@ -35,6 +35,9 @@ pub struct LogSettings {
     /// `fdatasync` after every line, so a power cut loses no line that was
     /// logged (off by default: it costs a disk flush per decision).
     pub fsync: bool,
+    /// How long a shipper started for the sinks goes on once every sink
+    /// has every line and no line came, in seconds.
+    pub ship_idle_seconds: u32,
 }
 
 /// Resource limits for a sandboxed command (`.limits` block).
@@ -58,6 +61,8 @@ pub const DEFAULT_MAX_OBJECT_BYTES: u64 = 16 * MIB;
 pub const DEFAULT_MAX_SESSION_BYTES: u64 = 256 * MIB;
 pub const DEFAULT_LOG_ROTATE_BYTES: u64 = 8 * MIB;
 pub const DEFAULT_LOG_KEEP: u32 = 8;
+/// A started shipper's idle time when config.zon's `.log` does not say.
+pub const DEFAULT_SHIP_IDLE_SECONDS: u32 = 60;
 
 impl Machine {
     /// This machine: the CPUs this process may run on (`sched_getaffinity`)

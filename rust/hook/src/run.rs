@@ -10,8 +10,10 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use chock_gate::{Outcome, Refused, Route, Settled};
-use chock_log::{AnsweredBy, Entry, Rotation};
-use chock_policy::{Answer, Decision, HookPoint, Key, LoadOptions, Policy, PolicyError, Reading};
+use chock_log::{AnsweredBy, Entry};
+use chock_policy::{
+    Answer, Config, Decision, HookPoint, Key, LoadOptions, Policy, PolicyError, Reading,
+};
 
 use crate::agent::{self, Agent};
 use crate::answer::{self, HookAnswer, Reply};
@@ -83,7 +85,7 @@ pub fn agent_hook(
         Ok(read) => read,
         Err(error) => {
             let reason = error.to_string();
-            log.failure(&reason, None, Rotation::default());
+            log.failure(&reason, None, &Config::default());
             return answer::failure(agent, &reason);
         }
     };
@@ -93,11 +95,11 @@ pub fn agent_hook(
         Err(error) => {
             let reason =
                 format!("the policy could not be loaded, so every call is refused: {error}");
-            log.failure(&reason, tool, Rotation::default());
+            log.failure(&reason, tool, &Config::default());
             return answer::failure(agent, &reason);
         }
     };
-    let rotation = rotation(&policy);
+    let config = policy.config();
     let home = env.home();
     let store_dir = env.store_dir();
     let place = Place::on_host(
@@ -135,7 +137,7 @@ pub fn agent_hook(
     ));
     let can_ask = answer::can_ask(agent, &call.event, &call.tool, mode.as_deref());
     let ended = decide::Call::end(judged, can_ask);
-    log.ended(&ended, &asker, rotation);
+    log.ended(&ended, &asker, config);
     answer::reply(agent, ended.answer(), &ended.reason(agent.title()))
 }
 
@@ -161,10 +163,6 @@ fn read_payload(input: &mut dyn Read) -> Result<String, crate::HookError> {
 
 fn load_policy(project: &Path) -> Result<Policy, PolicyError> {
     Policy::load(&LoadOptions::from_env(project, Vec::new())?)
-}
-
-fn rotation(policy: &Policy) -> Rotation {
-    policy.config().log_settings().into()
 }
 
 /// How a git hook call ended.
@@ -275,20 +273,20 @@ pub fn git_gate(
                 "the policy could not be loaded, so {} is refused: {error}",
                 gate.hook.action()
             );
-            log.failure(&reason, Some(gate.hook.name()), Rotation::default());
+            log.failure(&reason, Some(gate.hook.name()), &Config::default());
             return GateReply {
                 passed: false,
                 message: reason,
             };
         }
     };
-    let rotation = rotation(&policy);
+    let config = policy.config();
     let review = if gate.ci {
         match review_base(gate.base, env.var).and_then(|base| guards::review(&project, &base)) {
             Ok(review) => Some(review),
             Err(why) => {
                 let reason = format!("the CI gate refuses {}: {why}", gate.hook.action());
-                log.failure(&reason, Some(gate.hook.name()), rotation);
+                log.failure(&reason, Some(gate.hook.name()), config);
                 return GateReply {
                     passed: false,
                     message: reason,
@@ -341,10 +339,11 @@ pub fn git_gate(
             other,
             &asker,
             &decide::settle(&other.verdict, false),
-            rotation,
+            config,
         );
     }
-    let overridden = !gate.ci && used_override(&judged, &project, env, gate, ask_person, &log);
+    let overridden =
+        !gate.ci && used_override(&judged, &project, env, gate, ask_person, &log, config);
     let mut judged = judged;
     if overridden {
         // The person's yes, given above, is this act's answer.
@@ -427,7 +426,7 @@ pub fn git_gate(
             (false, format!("chock: {}", call.reason("git")))
         }
     };
-    log.write(&judged, &asker, &settled, rotation);
+    log.write(&judged, &asker, &settled, config);
     GateReply { passed, message }
 }
 
@@ -444,6 +443,7 @@ fn used_override(
     gate: &Gate<'_>,
     ask_person: &mut dyn FnMut(&str) -> Option<bool>,
     log: &Logger,
+    config: &Config,
 ) -> bool {
     let by = &judged.verdict.decided_by;
     let (Some(id), Some(state)) = (by.policy.as_deref(), env.state_dir()) else {
@@ -465,7 +465,7 @@ fn used_override(
         (Decision::Allow, AnsweredBy::Person),
         Some(judged.action.clone()),
     );
-    log.append(entry, Rotation::default());
+    log.append(entry, config);
     true
 }
 
@@ -494,8 +494,8 @@ impl Logger {
         }
     }
 
-    fn append(&self, entry: Entry, rotation: Rotation) {
-        chock_log::append(&entry, rotation);
+    fn append(&self, entry: Entry, config: &Config) {
+        chock_log::append(&entry, config);
     }
 
     fn key(&self, action: &str, tool: Option<&str>) -> Key {
@@ -537,39 +537,33 @@ impl Logger {
             &verdict,
             None,
         );
-        self.append(entry, Rotation::default());
+        self.append(entry, &Config::default());
     }
 
     /// A call refused because Chock could not decide it.
-    fn failure(&self, reason: &str, tool: Option<&str>, rotation: Rotation) {
-        self.refused(decide::UNNAMED, reason, tool, rotation);
+    fn failure(&self, reason: &str, tool: Option<&str>, config: &Config) {
+        self.refused(decide::UNNAMED, reason, tool, config);
     }
 
     /// A call refused under `action` with nobody asked, `reason` the subject.
-    pub(crate) fn refused(
-        &self,
-        action: &str,
-        reason: &str,
-        tool: Option<&str>,
-        rotation: Rotation,
-    ) {
+    pub(crate) fn refused(&self, action: &str, reason: &str, tool: Option<&str>, config: &Config) {
         let entry = self.entry(
             action,
             tool,
             (Decision::Deny, AnsweredBy::Nobody),
             Some(reason.to_owned()),
         );
-        self.append(entry, rotation);
+        self.append(entry, config);
     }
 
     /// One line per act of a call, each as the gate ended it.
-    fn ended(&self, call: &decide::Call, asker: &Asker<'_>, rotation: Rotation) {
+    fn ended(&self, call: &decide::Call, asker: &Asker<'_>, config: &Config) {
         for one in &call.acts {
-            self.write(&one.judged, asker, &one.settled, rotation);
+            self.write(&one.judged, asker, &one.settled, config);
         }
     }
 
-    fn write(&self, judged: &Judged, asker: &Asker<'_>, settled: &Settled, rotation: Rotation) {
+    fn write(&self, judged: &Judged, asker: &Asker<'_>, settled: &Settled, config: &Config) {
         let key = Key {
             agent_kind: self.agent_kind.to_owned(),
             model: asker.model.map(str::to_owned),
@@ -587,7 +581,7 @@ impl Logger {
             &judged.verdict,
             subject,
         );
-        self.append(entry, rotation);
+        self.append(entry, config);
     }
 }
 
@@ -605,5 +599,5 @@ pub fn log_person(project: &Path, action: &str, file: &Path) {
         (Decision::Allow, AnsweredBy::Person),
         Some(file.display().to_string()),
     );
-    logger.append(entry, Rotation::default());
+    logger.append(entry, &Config::default());
 }

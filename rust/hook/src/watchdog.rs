@@ -12,8 +12,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use chock_log::Rotation;
-
 use crate::agent::Agent;
 use crate::answer::{self, HookAnswer};
 
@@ -89,7 +87,7 @@ fn refuse(agent: Agent, project: impl FnOnce() -> PathBuf + Send + 'static) {
                 TIMED_OUT,
                 &subject,
                 None,
-                Rotation::default(),
+                &chock_policy::Config::default(),
             );
             let _ = logged.send(());
         });

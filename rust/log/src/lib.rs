@@ -9,7 +9,7 @@
 //! panics, because a logging failure must not change or abort a decision.
 //!
 //! ```no_run
-//! use chock_log::{AnsweredBy, DecidedBy, Entry, Rotation, Route};
+//! use chock_log::{AnsweredBy, DecidedBy, Entry, Route};
 //! use chock_policy::{Decision, Layer};
 //! let entry = Entry {
 //!     route: Route::Build,
@@ -24,7 +24,7 @@
 //!     subject: Some("/nix/store/...-demo.drv".into()),
 //!     scope: None,
 //! };
-//! chock_log::append(&entry, Rotation::default());
+//! chock_log::append(&entry, &chock_config::Config::default());
 //! ```
 //!
 //! What the chain shows and what it does not is in `docs/log.md`: anyone who
@@ -50,6 +50,7 @@ mod writer;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 pub use error::LogError;
@@ -113,6 +114,30 @@ pub struct Log {
     dir: PathBuf,
     rotation: Rotation,
     lock_wait: Duration,
+    shipping: Option<Arc<Shipping>>,
+}
+
+/// The sinks a log's lines are shipped to (by name), and the project whose
+/// settings name them: what [`on_append`]'s function is told after a line
+/// lands, so a shipper is running whenever lines wait.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shipping {
+    pub sinks: Vec<String>,
+    pub project: PathBuf,
+    /// How long a started shipper goes on with nothing to send, in seconds.
+    pub idle_seconds: u32,
+}
+
+/// What runs after a line lands in a log that has sinks.
+pub type Wake = fn(&Log, &Shipping);
+
+static WAKE: OnceLock<Wake> = OnceLock::new();
+
+/// Sets what runs after each line lands in a log with sinks: the binary
+/// sets chock-sinks' `wake`, which starts a shipper when none is running.
+/// Set once; a second call changes nothing.
+pub fn on_append(wake: Wake) {
+    let _ = WAKE.set(wake);
 }
 
 impl Log {
@@ -122,12 +147,53 @@ impl Log {
             dir: dir.into(),
             rotation,
             lock_wait: LOCK_WAIT,
+            shipping: None,
         }
+    }
+
+    /// The log where the environment says, rotated as `config` says
+    /// (config.zon's `.log`) and shipped to the sinks it names (a bundle's
+    /// and config.zon's `.sinks`): what every decision path writes to.
+    pub fn configured(config: &chock_config::Config) -> Result<Log, LogError> {
+        let settings = config.log_settings();
+        let log = Log::from_env(settings.into())?;
+        let sinks: Vec<String> = config.sinks().into_iter().map(|sink| sink.id).collect();
+        if sinks.is_empty() {
+            return Ok(log);
+        }
+        let project = config
+            .project_file()
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
+        Ok(Log {
+            shipping: Some(Arc::new(Shipping {
+                sinks,
+                project,
+                idle_seconds: settings.ship_idle_seconds,
+            })),
+            ..log
+        })
+    }
+
+    /// The sinks this log's lines are shipped to, when it has any.
+    pub fn shipping(&self) -> Option<&Shipping> {
+        self.shipping.as_deref()
     }
 
     /// The log where the environment says ([`dir_from_env`]).
     pub fn from_env(rotation: Rotation) -> Result<Log, LogError> {
         Ok(Log::at(dir_from_env()?, rotation))
+    }
+
+    /// How the log rotates and syncs.
+    pub fn rotation(&self) -> Rotation {
+        self.rotation
+    }
+
+    /// The same log rotated as `rotation` says.
+    pub fn with_rotation(self, rotation: Rotation) -> Log {
+        Log { rotation, ..self }
     }
 
     /// The same log with another lock wait (tests use a short one).
@@ -157,7 +223,13 @@ impl Log {
     /// all of them, so no other writer's line lands between them. No
     /// entries, no write.
     pub fn try_append_all(&self, entries: &[Entry]) -> Result<Vec<Appended>, LogError> {
-        writer::append(&self.dir, self.rotation, self.lock_wait, entries)
+        let appended = writer::append(&self.dir, self.rotation, self.lock_wait, entries)?;
+        if let (Some(shipping), Some(wake)) = (&self.shipping, WAKE.get())
+            && !appended.is_empty()
+        {
+            wake(self, shipping);
+        }
+        Ok(appended)
     }
 
     /// [`Log::try_append`] for decision paths: never fails, never panics.
@@ -291,11 +363,12 @@ pub struct Stamp {
     rotated: usize,
 }
 
-/// Appends `entry` to the log where the environment says; what every
-/// decision path calls. Never fails, never panics, never changes the
-/// decision: a failure is reported once on stderr.
-pub fn append(entry: &Entry, rotation: Rotation) -> Option<Appended> {
-    match Log::from_env(rotation) {
+/// Appends `entry` to the log where the environment says, as `config`
+/// says ([`Log::configured`]); what every decision path calls. Never
+/// fails, never panics, never changes the decision: a failure is reported
+/// once on stderr.
+pub fn append(entry: &Entry, config: &chock_config::Config) -> Option<Appended> {
+    match Log::configured(config) {
         Ok(log) => log.append(entry),
         Err(error) => {
             report_once(&format!(

@@ -739,7 +739,7 @@ pub fn load_policy(
 
 /// The decision log, rotated as the operator's config.zon says.
 pub fn open_log(policy: &Policy) -> Result<Log, chock_log::LogError> {
-    Log::from_env(policy.config().log_settings().into())
+    Log::configured(policy.config())
 }
 
 /// The dev shell a command uses: `--dev-shell`, else chock.zon's

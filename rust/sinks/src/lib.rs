@@ -34,6 +34,7 @@ mod pending;
 mod ship;
 mod syslog;
 mod transport;
+mod wake;
 
 pub use chock_config::sinks::{
     DEFAULT_BACKLOG_BYTES, JOURNALD_SOCKET, Sink, SinkNameError, Syslog, Target, TargetError,
@@ -46,3 +47,4 @@ pub use fields::{Origin, Shipped};
 pub use journald::entry as journald_entry;
 pub use ship::{DEFAULT_ROUND, OVERFLOW_ACTION, Report, Shipper, ship};
 pub use syslog::{SD_ID, frame as syslog_frame, message as syslog_message};
+pub use wake::wake;

@@ -51,7 +51,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     for warning in policy.warnings() {
         eprintln!("chock: {warning}");
     }
-    let log = chock_log::Log::from_env(policy.config().log_settings().into())?;
+    let log = chock_log::Log::configured(policy.config())?;
     let request = BuildRequest {
         project: project.dir,
         flake: args.flake,

@@ -64,7 +64,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()?;
     let report = if args.fetch {
-        let log = Log::from_env(policy.config().log_settings().into())?;
+        let log = Log::configured(policy.config())?;
         let fetcher = Fetcher::from_env(Limits::default())?;
         let progress = Drawn::for_stderr(args.json);
         let env = Env {

@@ -125,7 +125,7 @@ pub fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Checkpoint(args) => super::checkpoint::checkpoint(&log, &args),
         Command::Prove(args) => super::checkpoint::prove(&log, &args),
         Command::Ship(args) => super::log_ship::run(&log, &args),
-        Command::Append(args) => append(&log, &args),
+        Command::Append(args) => append(&args),
     }
 }
 
@@ -505,30 +505,29 @@ fn table(rows: &[Row], widths: &[usize; 7], width: Option<usize>) -> String {
     out
 }
 
-/// The project at `project`, else the current directory, and the log's
-/// rotation as its settings (config.zon's `.log`) say: a line Chock
-/// appends by hand rotates as any decision's would.
-pub fn configured_rotation(
+/// The project at `project`, else the current directory, and its policy:
+/// a line Chock appends by hand rotates as any decision's would (config.zon's
+/// `.log`) and is shipped to the same sinks.
+pub fn configured(
     project: Option<&std::path::Path>,
-) -> anyhow::Result<(std::path::PathBuf, Rotation)> {
+) -> anyhow::Result<(std::path::PathBuf, Policy)> {
     let project = match project {
         Some(dir) => dir.to_path_buf(),
         None => std::env::current_dir().context("reading the current directory")?,
     };
-    let settings = Policy::load(&LoadOptions::from_env(&project, Vec::new())?)?
-        .config()
-        .log_settings();
-    Ok((project, settings.into()))
+    let policy = Policy::load(&LoadOptions::from_env(&project, Vec::new())?)?;
+    Ok((project, policy))
 }
 
-fn append(log: &Log, args: &AppendArgs) -> anyhow::Result<ExitCode> {
-    let (project, settings) = configured_rotation(args.project.as_deref())?;
-    let rotation = Rotation {
+fn append(args: &AppendArgs) -> anyhow::Result<ExitCode> {
+    let (project, policy) = configured(args.project.as_deref())?;
+    let configured = Log::configured(policy.config())?;
+    let settings = configured.rotation();
+    let log = configured.with_rotation(Rotation {
         rotate_bytes: args.rotate_bytes.unwrap_or(settings.rotate_bytes),
         keep: args.keep.unwrap_or(settings.keep),
         fsync: settings.fsync,
-    };
-    let log = Log::at(log.dir(), rotation);
+    });
     let entry = Entry::unruled(
         args.route,
         project.display().to_string(),

@@ -17,15 +17,24 @@ pub struct ShipArgs {
     /// syslog+tcp://HOST:PORT, syslog+tls://HOST:PORT?ca=FILE[&name=NAME] or
     /// syslog+unix:///PATH; `NAME=` before it names the sink's cursor
     /// (else a name made from the address). Repeatable.
-    #[arg(long = "to", value_name = "[NAME=]SINK", required = true, value_parser = sink)]
+    #[arg(long = "to", value_name = "[NAME=]SINK", required_unless_present = "configured", value_parser = sink)]
     to: Vec<Sink>,
+    /// Also ship to every sink the organisation bundles and config.zon
+    /// name (`.sinks`), each with its own backlog bound; a sink another
+    /// shipper holds is left to it.
+    #[arg(long)]
+    configured: bool,
     /// One round for each sink, then exit (the default).
     #[arg(long, conflicts_with = "follow")]
     once: bool,
     /// After the lines there are, ship each new one as it is logged, until interrupted.
     #[arg(short, long)]
     follow: bool,
-    /// How many bytes of lines a sink may fall behind; beyond that its oldest lines are skipped and counted.
+    /// With --follow: exit once every sink has every line and no line came
+    /// for this many seconds.
+    #[arg(long, value_name = "SECS", requires = "follow")]
+    idle_exit: Option<u64>,
+    /// How many bytes of lines a `--to` sink may fall behind; beyond that its oldest lines are skipped and counted.
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_BACKLOG_BYTES)]
     backlog: u64,
     /// The project whose settings (config.zon's `.log`) apply to the line
@@ -61,18 +70,21 @@ pub fn run(log: &Log, args: &ShipArgs) -> anyhow::Result<ExitCode> {
     // The overflow line is appended, and may rotate, with the log's own
     // settings: the default `keep` could remove rotated files the
     // configured one keeps.
-    let (_, rotation) = super::log::configured_rotation(args.project.as_deref())?;
-    let log = &Log::at(log.dir(), rotation);
+    let (_, policy) = super::log::configured(args.project.as_deref())?;
+    let log = &Log::at(
+        log.dir(),
+        chock_log::Log::configured(policy.config())?.rotation(),
+    );
     let round = Duration::from_millis(args.round_ms.max(1));
-    let sinks = args.to.iter().map(|sink| Sink {
+    let named = args.to.iter().map(|sink| Sink {
         backlog_bytes: args.backlog,
         ..sink.clone()
     });
+    let configured = args.configured.then(|| policy.config().sinks());
+    let sinks: Vec<Sink> = named.chain(configured.into_iter().flatten()).collect();
     if args.follow {
-        let shippers = sinks
-            .map(|sink| Shipper::new(sink, log.clone()))
-            .collect::<Result<Vec<_>, _>>()?;
-        follow(log, shippers, round)
+        let idle_exit = args.idle_exit.map(Duration::from_secs);
+        follow(log, &sinks, round, idle_exit)
     } else {
         let mut fine = true;
         for sink in sinks {
@@ -106,42 +118,82 @@ const RETRY_MOST: Duration = Duration::from_secs(30);
 const POLL: Duration = Duration::from_millis(100);
 
 /// Ships each sink whenever the log changed or its retry is due, until
-/// interrupted; a sink that is down is tried again later and later.
-fn follow(log: &Log, shippers: Vec<Shipper>, round: Duration) -> anyhow::Result<ExitCode> {
-    let now = Instant::now();
-    let mut sinks: Vec<Followed> = shippers
-        .into_iter()
-        .map(|shipper| Followed {
-            shipper,
-            due: now,
-            wait: RETRY_FIRST,
-            down: false,
-        })
-        .collect();
+/// interrupted, or with `idle_exit` until every sink has every line and
+/// no line came for that long; a sink that is down is tried again later
+/// and later. A sink another shipper holds is left to it.
+fn follow(
+    log: &Log,
+    sinks: &[Sink],
+    round: Duration,
+    idle_exit: Option<Duration>,
+) -> anyhow::Result<ExitCode> {
+    let mut followed = take(log, sinks)?;
     let mut seen = None;
-    loop {
+    let mut quiet_since = Instant::now();
+    while !followed.is_empty() {
         let stamp = log.stamp()?;
         let changed = seen != Some(stamp);
         seen = Some(stamp);
-        for sink in &mut sinks {
-            // New lines wake a sink that is up; one that is down waits its turn.
-            let woken = changed && !sink.down;
-            if !woken && Instant::now() < sink.due {
-                continue;
+        if changed {
+            quiet_since = Instant::now();
+        }
+        for sink in &mut followed {
+            sink.ship_if_due(changed, round)?;
+        }
+        let caught_up = followed.iter().all(|sink| sink.left == 0 && !sink.down);
+        if caught_up && idle_exit.is_some_and(|idle| quiet_since.elapsed() >= idle) {
+            // The locks go first: a line logged after that finds them free
+            // and starts a shipper; one logged before shows here.
+            followed.clear();
+            if log.stamp()? == stamp {
+                break;
             }
-            let report = sink.shipper.ship(Instant::now() + round)?;
-            if report.sent > 0 || report.skipped > 0 || report.down.is_some() {
-                outln!("{}", describe(sink.shipper.sink(), &report));
-            }
-            sink.down = report.down.is_some();
-            (sink.due, sink.wait) = match (sink.down, report.left) {
-                (true, _) => (Instant::now() + sink.wait, (sink.wait * 2).min(RETRY_MOST)),
-                // The round's deadline came first: go on at once.
-                (false, left) if left > 0 => (Instant::now(), RETRY_FIRST),
-                (false, _) => (Instant::now() + RETRY_MOST, RETRY_FIRST),
-            };
+            followed = take(log, sinks)?;
         }
         std::thread::sleep(POLL);
+    }
+    Ok(exit::SUCCESS.into())
+}
+
+/// A shipper for each of `sinks` whose lock is free.
+fn take(log: &Log, sinks: &[Sink]) -> anyhow::Result<Vec<Followed>> {
+    let mut followed = Vec::new();
+    for sink in sinks {
+        match Shipper::new(sink.clone(), log.clone()) {
+            Ok(shipper) => followed.push(Followed {
+                shipper,
+                due: Instant::now(),
+                wait: RETRY_FIRST,
+                down: false,
+                left: 0,
+            }),
+            Err(busy @ SinkError::Busy { .. }) => outln!("{busy}; it ships those lines"),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(followed)
+}
+
+impl Followed {
+    /// One round when new lines wake a sink that is up, or its retry is due.
+    fn ship_if_due(&mut self, changed: bool, round: Duration) -> anyhow::Result<()> {
+        let woken = changed && !self.down;
+        if !woken && Instant::now() < self.due {
+            return Ok(());
+        }
+        let report = self.shipper.ship(Instant::now() + round)?;
+        if report.sent > 0 || report.skipped > 0 || report.down.is_some() {
+            outln!("{}", describe(self.shipper.sink(), &report));
+        }
+        self.down = report.down.is_some();
+        self.left = report.left;
+        (self.due, self.wait) = match (self.down, report.left) {
+            (true, _) => (Instant::now() + self.wait, (self.wait * 2).min(RETRY_MOST)),
+            // The round's deadline came first: go on at once.
+            (false, left) if left > 0 => (Instant::now(), RETRY_FIRST),
+            (false, _) => (Instant::now() + RETRY_MOST, RETRY_FIRST),
+        };
+        Ok(())
     }
 }
 
@@ -152,6 +204,8 @@ struct Followed {
     due: Instant,
     wait: Duration,
     down: bool,
+    /// Lines waiting after its last round.
+    left: u64,
 }
 
 fn describe(sink: &Sink, report: &Report) -> String {
