@@ -192,6 +192,8 @@ struct Served {
     addr: SocketAddr,
     url: String,
     key: VerifierKey,
+    /// `--witness URL#KEY`.
+    flag: String,
 }
 
 impl Served {
@@ -239,11 +241,13 @@ impl Served {
             .unwrap_or_else(|| panic!("{line}"))
             .to_owned();
         let addr = url.trim_start_matches("http://").parse().unwrap();
+        let flag = format!("{url}#{key}");
         Served {
             child,
             addr,
             url,
             key,
+            flag,
         }
     }
 
@@ -316,7 +320,7 @@ fn a_witness_cosigns_consistent_checkpoints_and_refuses_a_rewritten_log() {
     let witness = Served::start(&state, &log_key);
 
     state.append(5);
-    let cosigned = checkpoint_json(&state, &["--witness", &witness.url]);
+    let cosigned = checkpoint_json(&state, &["--witness", &witness.flag]);
     assert_eq!(
         cosigned["cosigned_by"],
         serde_json::json!(["witness.example"])
@@ -328,7 +332,7 @@ fn a_witness_cosigns_consistent_checkpoints_and_refuses_a_rewritten_log() {
     assert_eq!(witness.cosigned_size(&state), 10);
 
     state.append(6);
-    let grown = checkpoint_json(&state, &["--witness", &witness.url]);
+    let grown = checkpoint_json(&state, &["--witness", &witness.flag]);
     assert_eq!(grown["size"], 16);
     assert_eq!(witness.cosigned_size(&state), 16);
 
@@ -351,7 +355,7 @@ fn a_witness_cosigns_consistent_checkpoints_and_refuses_a_rewritten_log() {
     edit_line(&current, 2);
     state.forget_checkpoint();
     state.append(2);
-    let refused = failed(&state.run(&["log", "checkpoint", "--witness", &witness.url]));
+    let refused = failed(&state.run(&["log", "checkpoint", "--witness", &witness.flag]));
     assert!(
         refused.contains("(422)") && refused.contains("rewritten"),
         "{refused}"
@@ -363,9 +367,59 @@ fn a_witness_cosigns_consistent_checkpoints_and_refuses_a_rewritten_log() {
     std::fs::write(&current, lines.join(&b'\n')).unwrap();
     std::fs::remove_file(state.log().join("checkpoint")).ok();
     std::fs::remove_file(state.log().join("checkpoint.tree")).ok();
-    let refused = failed(&state.run(&["log", "checkpoint", "--witness", &witness.url]));
+    let refused = failed(&state.run(&["log", "checkpoint", "--witness", &witness.flag]));
     assert!(refused.contains("fewer lines"), "{refused}");
     assert_eq!(witness.cosigned_size(&state), 18);
+}
+
+#[test]
+fn a_cosignature_counts_only_under_the_witness_key_and_configured_witnesses_are_asked() {
+    let state = State::new("checkpoint", "witness-key");
+    state.append(3);
+    let first = checkpoint_json(&state, &[]);
+    let witness = Served::start(&state, first["verifier_key"].as_str().unwrap());
+    let impostor = state.0.join("impostor.key");
+    let impostor = ok(state.run(&[
+        "witness",
+        "key",
+        "--key",
+        impostor.to_str().unwrap(),
+        "--name",
+        "witness.example",
+    ]));
+    state.append(2);
+    let kept = std::fs::read(state.log().join("checkpoint")).unwrap();
+    let wrong_key = format!("{}#{}", witness.url, impostor.trim());
+    let refused = failed(&state.run(&["log", "checkpoint", "--witness", &wrong_key]));
+    assert!(
+        refused.contains("no cosignature its key witness.example verifies"),
+        "{refused}"
+    );
+    assert_eq!(
+        std::fs::read(state.log().join("checkpoint")).unwrap(),
+        kept,
+        "nothing was written"
+    );
+    let keyless = state.run(&["log", "checkpoint", "--witness", &witness.url]);
+    assert_eq!(keyless.status.code(), Some(2), "{keyless:?}");
+    assert!(
+        text(&keyless.stderr).contains("names no key"),
+        "{keyless:?}"
+    );
+
+    state.write_config(&format!(
+        ".{{ .witnesses = .{{ .{{ .url = \"{}\", .key = \"{}\" }} }} }}\n",
+        witness.url, witness.key
+    ));
+    state.append(1);
+    let cosigned = checkpoint_json(&state, &[]);
+    assert_eq!(
+        cosigned["cosigned_by"],
+        serde_json::json!(["witness.example"])
+    );
+    let note = Note::parse(cosigned["note"].as_str().unwrap().as_bytes()).unwrap();
+    assert!(witness.key.cosigned_at(&note).is_some());
+    assert_eq!(witness.cosigned_size(&state), 6);
 }
 
 #[test]

@@ -245,7 +245,10 @@ fn every_decision_leaves_log_lines_with_the_route_hook() {
     // Each line names the policy that answered, as `policy check` prints it.
     let check = sandbox.chock(&["policy", "check", "--json"]);
     let identity = json(&check)["identity"].clone();
-    assert!(identity.as_str().unwrap().starts_with("sha256:"), "{check:?}");
+    assert!(
+        identity.as_str().unwrap().starts_with("sha256:"),
+        "{check:?}"
+    );
     for line in &lines {
         assert_eq!(line["decided_by"]["identity"], identity);
     }

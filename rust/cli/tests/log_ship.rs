@@ -113,28 +113,19 @@ fn configured(name: &str, idle_seconds: u32) -> (State, UdpSocket) {
     receiver
         .set_read_timeout(Some(Duration::from_millis(200)))
         .unwrap();
-    let config = state.0.join("config/chock");
-    std::fs::create_dir_all(&config).unwrap();
-    std::fs::write(
-        config.join("config.zon"),
-        format!(
-            ".{{ .log = .{{ .ship_idle_seconds = {idle_seconds} }}, .sinks = .{{ .{{ .name = \"auto\", .to = \"syslog+udp://{}\" }} }} }}\n",
-            receiver.local_addr().unwrap()
-        ),
-    )
-    .unwrap();
+    state.write_config(&format!(
+        ".{{ .log = .{{ .ship_idle_seconds = {idle_seconds} }}, .sinks = .{{ .{{ .name = \"auto\", .to = \"syslog+udp://{}\" }} }} }}\n",
+        receiver.local_addr().unwrap()
+    ));
     std::fs::create_dir_all(state.0.join("project")).unwrap();
     (state, receiver)
 }
 
 impl State {
-    /// `chock` with this folder's config.zon, and no one else's bundle.
+    /// `chock` run in a project folder with no chock.zon.
     fn configured(&self, args: &[&str]) -> std::process::Command {
         let mut command = self.chock(args);
-        command
-            .env("XDG_CONFIG_HOME", self.0.join("config"))
-            .env("XDG_DATA_HOME", self.0.join("data"))
-            .current_dir(self.0.join("project"));
+        command.current_dir(self.0.join("project"));
         command
     }
 }

@@ -266,7 +266,9 @@ fn check_reports_a_summary_or_the_first_fault() {
     assert!(stdout(&out).starts_with("policy ok: "), "{}", stdout(&out));
     let lines: Vec<String> = stdout(&out).lines().map(str::to_owned).collect();
     assert_eq!(lines.len(), 2, "{lines:?}");
-    let identity = lines[1].strip_prefix("identity: sha256:").unwrap_or_default();
+    let identity = lines[1]
+        .strip_prefix("identity: sha256:")
+        .unwrap_or_default();
     assert!(
         identity.len() == 64 && identity.bytes().all(|b| b.is_ascii_hexdigit()),
         "{lines:?}"

@@ -14,7 +14,8 @@ use crate::{
     Amount, ByteSize, ContainerSettings, DEFAULT_LOG_KEEP, DEFAULT_LOG_ROTATE_BYTES,
     DEFAULT_MAX_OBJECT_BYTES, DEFAULT_MAX_SESSION_BYTES, DEFAULT_SHIP_IDLE_SECONDS, Limits,
     LogSettings, LspServer, Machine, MemoryAmount, NamedDevice, NetSettings, NixSettings, Price,
-    ProcessCount, ProviderInstance, SearchEngine, Sink, SkillSettings, StyleSettings, human_bytes,
+    ProcessCount, ProviderInstance, SearchEngine, Sink, SkillSettings, StyleSettings, Witness,
+    human_bytes,
 };
 
 /// How deep a spawn chain may go below the main agent when `chock.zon`
@@ -89,6 +90,7 @@ pub struct OperatorSettings {
     pub search: Option<SearchEngine>,
     pub skills: SkillsBlock,
     pub sinks: Vec<Sink>,
+    pub witnesses: Vec<Witness>,
 }
 
 /// What one organisation bundle holds the settings to.
@@ -104,6 +106,8 @@ pub struct OrgCeiling {
     pub memory: Option<Amount>,
     /// The sinks every session on the machine ships its log to.
     pub sinks: Vec<Sink>,
+    /// The witnesses every checkpoint on the machine is cosigned by.
+    pub witnesses: Vec<Witness>,
 }
 
 /// The caps on a spawn tree as they hold (see [`Config::subagents`]).
@@ -401,6 +405,23 @@ impl Config {
             }
         }
         sinks
+    }
+
+    /// Every witness a checkpoint is cosigned by: each organisation
+    /// bundle's, then the operator's, each listed once.
+    pub fn witnesses(&self) -> Vec<Witness> {
+        let mut witnesses: Vec<Witness> = Vec::new();
+        let named = self
+            .org
+            .iter()
+            .flat_map(|c| &c.witnesses)
+            .chain(self.operator.iter().flat_map(|o| &o.witnesses));
+        for witness in named {
+            if !witnesses.contains(witness) {
+                witnesses.push(witness.clone());
+            }
+        }
+        witnesses
     }
 
     /// Two files naming one sink name for different receivers (they would

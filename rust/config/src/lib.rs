@@ -32,6 +32,7 @@ pub mod sinks;
 pub mod skills;
 mod source;
 pub mod style;
+pub mod witnesses;
 
 pub use settings::{
     Amount, ByteSize, DEFAULT_LOG_KEEP, DEFAULT_LOG_ROTATE_BYTES, DEFAULT_MAX_OBJECT_BYTES,
@@ -67,3 +68,4 @@ pub use source::{FileKind, NOT_IMPLEMENTED, Source};
 pub use style::{
     MAX_STYLE_BYTES, MAX_STYLE_RULES, MAX_STYLE_TIMEOUT, StyleMeasure, StyleRule, StyleSettings,
 };
+pub use witnesses::{MAX_WITNESSES, Witness};

@@ -27,6 +27,7 @@ use chock_config::config::{
 };
 use chock_config::container::{ContainerBlock, check_container};
 use chock_config::sinks::{Sink, SinkFields, check_sinks};
+use chock_config::witnesses::{Witness, WitnessFields, check_witnesses};
 use chock_config::{ConfigError, FileKind, NetSettings, Source};
 
 /// At most this many rules per file.
@@ -170,6 +171,9 @@ pub(crate) struct OperatorFile {
     /// Where the decision log is shipped.
     #[serde(default, rename = "sinks")]
     pub(crate) sink_fields: Spanned<Vec<Spanned<SinkFields>>>,
+    /// Who cosigns the log's checkpoints.
+    #[serde(default, rename = "witnesses")]
+    pub(crate) witness_fields: Spanned<Vec<Spanned<WitnessFields>>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -194,6 +198,8 @@ struct OrgFile {
     rules: Spanned<Vec<Spanned<StrictRule>>>,
     #[serde(default)]
     sinks: Spanned<Vec<Spanned<SinkFields>>>,
+    #[serde(default)]
+    witnesses: Spanned<Vec<Spanned<WitnessFields>>>,
     budget: Option<Spanned<BudgetFields>>,
     subagents: Option<Spanned<SubagentFields>>,
     review: Option<OrgReviewFields>,
@@ -349,6 +355,7 @@ pub struct OrgBundle {
     /// Milliseconds since the epoch; `None` (or 0 in the file) never expires.
     pub expires_ms: Option<u64>,
     pub sinks: Vec<Sink>,
+    pub witnesses: Vec<Witness>,
     pub budget: Option<Budget>,
     pub subagents: Option<Subagents>,
     /// `.review.by_agent`: `false` forbids reviewer agents in every
@@ -382,6 +389,7 @@ impl OrgBundle {
             processes: self.processes,
             memory: self.memory,
             sinks: self.sinks.clone(),
+            witnesses: self.witnesses.clone(),
         }
     }
 
@@ -412,6 +420,7 @@ pub(crate) fn read_bundle(source: &Source<'_>) -> Result<OrgBundle, ConfigError>
         }
     }
     let sinks = check_sinks(source, file.sinks)?;
+    let witnesses = check_witnesses(source, file.witnesses)?;
     let budget = read_budget(source, file.budget)?;
     let subagents = check_subagents(source, file.subagents)?;
     let rules = strict_rules(source, file.rules)?;
@@ -429,6 +438,7 @@ pub(crate) fn read_bundle(source: &Source<'_>) -> Result<OrgBundle, ConfigError>
         issued_ms: file.issued_ms,
         expires_ms: file.expires_ms.filter(|e| *e != 0),
         sinks,
+        witnesses,
         budget,
         subagents,
         review_by_agent: file.review.is_none_or(|r| r.by_agent),

@@ -47,7 +47,7 @@ pub use chock_config::{
     McpServer, NOT_IMPLEMENTED, NamedDevice, NetMode, NetSettings, NoReviewer, Price,
     ProviderInstance, ProviderKind, Review, SEARCH_LOGIN, SearchEngine, SearchKind, SecretEnv,
     SecretError, SecretStore, Sink, SkillLayer, SkillSettings, StoreCommandError, StyleMeasure,
-    StyleRule, StyleSettings, SubagentCaps, Subagents, TOOL_SEPARATOR,
+    StyleRule, StyleSettings, SubagentCaps, Subagents, TOOL_SEPARATOR, Witness,
 };
 pub use chock_flakelock::{Endpoint, EndpointError, SCHEMES, url_endpoint};
 pub use chock_names as names;

@@ -423,6 +423,7 @@ impl Policy {
                 issued_ms: None,
                 expires_ms: None,
                 sinks: Vec::new(),
+                witnesses: Vec::new(),
                 budget: None,
                 subagents: None,
                 review_by_agent: true,
@@ -1036,6 +1037,7 @@ fn read_operator(source: &Source<'_>) -> Result<OperatorSettings, PolicyError> {
         chock_config::search::read_search(source, operator.search_fields, &stores, &providers)?;
     let skills = chock_config::skills::read_skills(source, operator.skill_fields)?;
     let sinks = chock_config::sinks::check_sinks(source, operator.sink_fields)?;
+    let witnesses = chock_config::witnesses::check_witnesses(source, operator.witness_fields)?;
     Ok(OperatorSettings {
         file: source.file.to_path_buf(),
         nix: operator.nix,
@@ -1047,6 +1049,7 @@ fn read_operator(source: &Source<'_>) -> Result<OperatorSettings, PolicyError> {
         search,
         skills,
         sinks,
+        witnesses,
     })
 }
 

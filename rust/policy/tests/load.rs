@@ -1307,13 +1307,22 @@ fn the_identity_hashes_every_layers_rules_and_every_answer_carries_it() {
         }
         let policy = Policy::load(&options).expect("loads");
         let verdict = policy.decide(&Key::new("git.push"), Reading::Act);
-        assert_eq!(verdict.decided_by.identity.as_deref(), Some(policy.identity()));
+        assert_eq!(
+            verdict.decided_by.identity.as_deref(),
+            Some(policy.identity())
+        );
         let unnamed = policy.decide(&Key::new("some.act.no.rule.names"), Reading::Act);
-        assert_eq!(unnamed.decided_by.identity.as_deref(), Some(policy.identity()));
+        assert_eq!(
+            unnamed.decided_by.identity.as_deref(),
+            Some(policy.identity())
+        );
         policy.identity().to_owned()
     };
     let first = identity("identity-a", rules, None);
-    assert!(first.starts_with("sha256:") && first.len() == 7 + 64, "{first}");
+    assert!(
+        first.starts_with("sha256:") && first.len() == 7 + 64,
+        "{first}"
+    );
     assert_eq!(identity("identity-b", spread, None), first);
     let allowed = rules.replace(".deny", ".allow");
     assert_ne!(identity("identity-c", &allowed, None), first);
@@ -1354,13 +1363,77 @@ fn sinks_are_read_from_bundles_and_config_and_a_clash_is_refused() {
         "{shown}"
     );
     for (text, says) in [
-        (".{ .sinks = .{ .{ .name = \".x\", .to = \"journald\" } } }", "cannot name a sink"),
-        (".{ .sinks = .{ .{ .name = \"a\", .to = \"journald\" }, .{ .name = \"a\", .to = \"journald\" } } }", "named twice"),
-        (".{ .sinks = .{ .{ .kind = .directory, .path = \"/var/log/chock\" } } }", "unknown field `.kind`"),
-        (".{ .sinks = .{ .{ .name = \"a\", .to = \"journald\", .backlog_bytes = \"0\" } } }", "above 0"),
+        (
+            ".{ .sinks = .{ .{ .name = \".x\", .to = \"journald\" } } }",
+            "cannot name a sink",
+        ),
+        (
+            ".{ .sinks = .{ .{ .name = \"a\", .to = \"journald\" }, .{ .name = \"a\", .to = \"journald\" } } }",
+            "named twice",
+        ),
+        (
+            ".{ .sinks = .{ .{ .kind = .directory, .path = \"/var/log/chock\" } } }",
+            "unknown field `.kind`",
+        ),
+        (
+            ".{ .sinks = .{ .{ .name = \"a\", .to = \"journald\", .backlog_bytes = \"0\" } } }",
+            "above 0",
+        ),
     ] {
         options.operator_config = Some(write(&dir, "config.zon", text));
         let shown = load_err(&options);
-        assert!(shown.contains("config.zon:1:") && shown.contains(says), "{text}: {shown}");
+        assert!(
+            shown.contains("config.zon:1:") && shown.contains(says),
+            "{text}: {shown}"
+        );
+    }
+}
+
+#[test]
+fn witnesses_are_read_from_bundles_and_config_with_their_keys() {
+    let (dir, mut options) = project("witnesses", None);
+    let key = "w.example+0a1b2c3d+AbCd+ef=";
+    options.org_bundles = vec![write(
+        &dir,
+        "org.zon",
+        &format!(
+            ".{{ .witnesses = .{{ .{{ .url = \"https://w.example\", .key = \"{key}\" }} }} }}"
+        ),
+    )];
+    options.operator_config = Some(write(
+        &dir,
+        "config.zon",
+        &format!(
+            ".{{ .witnesses = .{{ .{{ .url = \"https://w.example\", .key = \"{key}\" }}, .{{ .url = \"http://127.0.0.1:8440\", .key = \"{key}\" }} }} }}"
+        ),
+    ));
+    let policy = Policy::load(&options).expect("loads");
+    let urls: Vec<_> = policy
+        .config()
+        .witnesses()
+        .into_iter()
+        .map(|w| w.url)
+        .collect();
+    assert_eq!(urls, ["https://w.example", "http://127.0.0.1:8440"]);
+    for (text, says) in [
+        (
+            ".{ .witnesses = .{ .{ .url = \"ftp://w\", .key = \"w+0a1b2c3d+AQ\" } } }",
+            "not a witness's address",
+        ),
+        (
+            ".{ .witnesses = .{ .{ .url = \"https://w\", .key = \"w+0a1b+AQ\" } } }",
+            "not a verifier key",
+        ),
+        (
+            ".{ .witnesses = .{ .{ .url = \"https://w\" } } }",
+            "missing field `key`",
+        ),
+    ] {
+        options.operator_config = Some(write(&dir, "config.zon", text));
+        let shown = load_err(&options);
+        assert!(
+            shown.contains("config.zon:1:") && shown.contains(says),
+            "{text}: {shown}"
+        );
     }
 }

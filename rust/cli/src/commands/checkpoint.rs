@@ -9,8 +9,11 @@ use anyhow::Context;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use chock_log::Log;
+use chock_policy::Witness;
 use chock_tlog::note::MAX_SIGNATURES;
-use chock_tlog::{Checkpoint, Hash, KeyKind, Note, SignerKey, Tree, log_tree};
+use chock_tlog::{
+    Checkpoint, Hash, KeyKind, Note, NoteSignature, SignerKey, Tree, VerifierKey, log_tree,
+};
 use clap::Args;
 
 use crate::exit;
@@ -20,9 +23,12 @@ pub struct CheckpointArgs {
     /// The log's name in the checkpoint and its key (default: the key's name; the first run's is `chock.local/<host>/<user>`).
     #[arg(long, value_name = "ORIGIN")]
     origin: Option<String>,
-    /// Have this C2SP tlog-witness cosign the checkpoint (its URL, to which `/add-checkpoint` is added); repeatable.
-    #[arg(long, value_name = "URL")]
-    witness: Vec<String>,
+    /// Have this C2SP tlog-witness cosign the checkpoint: its URL (to which `/add-checkpoint` is added), `#`, and the verifier key its cosignature must verify under; repeatable. The witnesses a bundle or config.zon names are asked too.
+    #[arg(long, value_name = "URL#KEY", value_parser = witness_flag)]
+    witness: Vec<Witness>,
+    /// The project whose settings apply (config.zon's `.witnesses`); the current directory by default.
+    #[arg(long, value_name = "DIR")]
+    project: Option<PathBuf>,
     /// Print `{"origin", "size", "root", "note", "verifier_key", "cosigned_by"}` instead.
     #[arg(long)]
     json: bool,
@@ -145,9 +151,12 @@ pub fn checkpoint(log: &Log, args: &CheckpointArgs) -> anyhow::Result<ExitCode> 
         signatures: vec![key.sign(&text)],
         text,
     };
+    let (_, policy) = super::log::configured(args.project.as_deref())?;
+    let mut witnesses = policy.config().witnesses();
+    witnesses.extend(args.witness.iter().cloned());
     let mut cosigned_by = Vec::new();
-    for url in &args.witness {
-        let lines = super::witness::add_checkpoint(url, tree, &note, previous)?;
+    for witness in &witnesses {
+        let lines = cosignature(witness, tree, &note, previous)?;
         if note.signatures.len() + lines.len() > MAX_SIGNATURES {
             anyhow::bail!("the checkpoint would have over {MAX_SIGNATURES} signatures");
         }
@@ -172,6 +181,43 @@ pub fn checkpoint(log: &Log, args: &CheckpointArgs) -> anyhow::Result<ExitCode> 
         out!("{note}");
     }
     Ok(exit::SUCCESS.into())
+}
+
+/// `--witness URL#KEY`.
+fn witness_flag(text: &str) -> Result<Witness, String> {
+    Witness::parse_flag(text)
+}
+
+/// The witness's cosignature of `note`, checked: only lines its key
+/// verifies over the checkpoint are kept, and an answer with none is a
+/// refusal (it is not the witness, or it signed something else).
+fn cosignature(
+    witness: &Witness,
+    tree: &Tree,
+    note: &Note,
+    previous: u64,
+) -> anyhow::Result<Vec<NoteSignature>> {
+    let key = VerifierKey::parse(&witness.key)
+        .with_context(|| format!("the witness {}'s key `{}`", witness.url, witness.key))?;
+    let lines = super::witness::add_checkpoint(&witness.url, tree, note, previous)?;
+    let verified: Vec<NoteSignature> = lines
+        .into_iter()
+        .filter(|line| {
+            let alone = Note {
+                text: note.text.clone(),
+                signatures: vec![line.clone()],
+            };
+            key.cosigned_at(&alone).is_some()
+        })
+        .collect();
+    if verified.is_empty() {
+        anyhow::bail!(
+            "the witness {} answered with no cosignature its key {} verifies over this checkpoint: it is not that witness, or it signed something else; nothing was written",
+            witness.url,
+            key.name()
+        );
+    }
+    Ok(verified)
 }
 
 /// A proof as printed: what it proves, its hashes, and what it was checked against.

@@ -213,6 +213,13 @@ fn describe(sink: &Sink, report: &Report) -> String {
         "{} ({}): {} sent, {} skipped, {} waiting, at seq {}",
         sink.id, sink.target, report.sent, report.skipped, report.left, report.cursor
     );
+    if report.rejected > 0 {
+        text.push_str(&format!(
+            "; {} of them rejected by the receiver: {}",
+            report.rejected,
+            report.rejection.as_deref().unwrap_or("it gave no reason")
+        ));
+    }
     if let Some(why) = &report.down {
         text.push_str(&format!("; not reached: {why}"));
     }

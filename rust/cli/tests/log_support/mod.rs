@@ -20,13 +20,17 @@ impl State {
         State(dir)
     }
 
-    /// `chock ARGS` with this state folder, and a user of its own (the
-    /// checkpoint's origin names it).
+    /// `chock ARGS` with this state folder, a user of its own (the
+    /// checkpoint's origin names it), and a config.zon of its own
+    /// (`config/chock/config.zon`, none until a test writes it) and no
+    /// bundle from the data folder.
     pub fn chock(&self, args: &[&str]) -> Command {
         let mut command = Command::new(CHOCK);
         command
             .args(args)
             .env("CHOCK_STATE_DIR", &self.0)
+            .env("XDG_CONFIG_HOME", self.0.join("config"))
+            .env("XDG_DATA_HOME", self.0.join("data"))
             .env("USER", "ada")
             .env_remove("XDG_STATE_HOME")
             .env_remove("CHOCK_LOG");
@@ -41,6 +45,13 @@ impl State {
     pub fn append(&self, count: u64) {
         let output = self.run(&["log", "append", "--count", &count.to_string()]);
         assert!(output.status.success(), "{output:?}");
+    }
+
+    /// Writes this folder's config.zon.
+    pub fn write_config(&self, text: &str) {
+        let dir = self.0.join("config/chock");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("config.zon"), text).unwrap();
     }
 
     /// The log's folder.
