@@ -42,6 +42,28 @@ let
   failures = config: s.failedAssertions config;
   bundleText = config: config.environment.etc.${bundleFile}.text;
 
+  # A witness with two logs; `witness` overrides its options.
+  withWitness =
+    witness:
+    s.evalNixos {
+      modules = [
+        {
+          programs.chock.package = chock;
+          services.chock-witness = {
+            enable = true;
+            name = "witness.fleet.test";
+            logs = [
+              logKey
+              otherLogKey
+            ];
+          }
+          // witness;
+        }
+      ];
+    };
+  logKey = "chock.local/laptop/alice+6d39dfd6+AcluKLMtlwTC7cyAJZiJr2vfruM7fVM7juBOmy8gydpL";
+  otherLogKey = "chock.local/laptop/bob+0a1b2c3d+AcluKLMtlwTC7cyAJZiJr2vfruM7fVM7juBOmy8gydpL";
+
   # A witness's verifier key, as `chock witness key` prints one.
   witnessKey = "witness.fleet.test+932c40f1+BCHj/CjQIQDe6xo5laY/3Ifb6l6IbU9hOrWixzVD5gj1";
 
@@ -552,6 +574,189 @@ lib.runTests {
       ''programs.chock.orgPolicy.witnesses[2].url "witness.example" is not a witness's address: write http:// or https:// and a host, such as "https://witness.example" (/add-checkpoint is added to it)''
       "programs.chock.orgPolicy.witnesses[2].key is a private key; give the witness's verifier key (`chock witness key --key FILE --name NAME` prints it), and keep the private one on the witness"
       ''programs.chock.orgPolicy.witnesses[3].key "witness.example" is not a verifier key: write the one `chock witness key` printed for the witness, such as "witness.example+1a2b3c4d+BB..."''
+    ];
+  };
+
+  # --- the checkpoint timer ---------------------------------------------------
+
+  testCheckpointTimerForEveryUser = {
+    expr =
+      let
+        c = eval {
+          enable = true;
+          checkpoint = {
+            enable = true;
+            interval = "*:0/15";
+          };
+        };
+      in
+      {
+        service = c.systemd.user.services.chock-checkpoint;
+        timer = c.systemd.user.timers.chock-checkpoint;
+        failed = failures c;
+      };
+    expected = {
+      service = {
+        description = "Chock: sign a checkpoint of the decision log and have its witnesses cosign it";
+        documentation = [ "man:chock-log-checkpoint(1)" ];
+        unitConfig.ConditionPathExists = "%S/chock/log/decisions.jsonl";
+        serviceConfig = {
+          Type = "oneshot";
+          ExecStart = "${chock}/bin/chock log checkpoint";
+        };
+      };
+      timer = {
+        description = "Chock: a checkpoint of the decision log, on a timer";
+        wantedBy = [ "timers.target" ];
+        timerConfig = {
+          OnCalendar = "*:0/15";
+          Persistent = true;
+          RandomizedDelaySec = "5min";
+        };
+      };
+      failed = [ ];
+    };
+  };
+
+  testCheckpointTimerIsHourlyAndOff = {
+    expr = {
+      off = (eval { enable = true; }).systemd.user;
+      interval = (eval { checkpoint.enable = true; }).systemd.user;
+      hourly =
+        (eval {
+          enable = true;
+          checkpoint.enable = true;
+        }).systemd.user.timers.chock-checkpoint.timerConfig.OnCalendar;
+      needsPackage = failures (eval {
+        enable = true;
+        package = null;
+        checkpoint.enable = true;
+      });
+    };
+    expected = {
+      off = {
+        services = { };
+        timers = { };
+      };
+      interval = {
+        services = { };
+        timers = { };
+      };
+      hourly = "hourly";
+      needsPackage = [
+        "programs.chock.checkpoint needs programs.chock.package, the Chock whose `chock log checkpoint` the timer runs"
+      ];
+    };
+  };
+
+  # --- the witness service ----------------------------------------------------
+
+  testWitnessService =
+    let
+      c = withWitness {
+        listen = "0.0.0.0:8440";
+        openFirewall = true;
+      };
+      service = c.systemd.services.chock-witness;
+    in
+    {
+      expr = {
+        inherit (service) wantedBy after;
+        inherit (service.serviceConfig)
+          DynamicUser
+          StateDirectory
+          StateDirectoryMode
+          CapabilityBoundingSet
+          AmbientCapabilities
+          ProtectSystem
+          ;
+        credential = service.serviceConfig ? LoadCredential;
+        inherit (service) preStart script;
+        ports = c.networking.firewall.allowedTCPPorts;
+        failed = failures c;
+      };
+      expected = {
+        wantedBy = [ "multi-user.target" ];
+        after = [ "network.target" ];
+        DynamicUser = true;
+        StateDirectory = "chock-witness";
+        StateDirectoryMode = "0700";
+        CapabilityBoundingSet = [ "" ];
+        AmbientCapabilities = [ ];
+        ProtectSystem = "strict";
+        credential = false;
+        preStart = ''
+          ${chock}/bin/chock witness key --key "$STATE_DIRECTORY/witness.key" --name witness.fleet.test \
+            > "$STATE_DIRECTORY/verifier-key.new"
+          mv "$STATE_DIRECTORY/verifier-key.new" "$STATE_DIRECTORY/verifier-key"
+        '';
+        script = ''
+          exec ${chock}/bin/chock witness serve --listen 0.0.0.0:8440 \
+            --key "$STATE_DIRECTORY/witness.key" --state "$STATE_DIRECTORY/logs" \
+            --log ${logKey} --log ${otherLogKey}
+        '';
+        ports = [ 8440 ];
+        failed = [ ];
+      };
+    };
+
+  testWitnessKeyFileAndLowPort =
+    let
+      service =
+        (withWitness {
+          listen = "[::]:443";
+          keyFile = "/run/keys/witness.key";
+        }).systemd.services.chock-witness;
+    in
+    {
+      expr = {
+        inherit (service.serviceConfig) LoadCredential CapabilityBoundingSet AmbientCapabilities;
+        keyInCredentials = lib.hasInfix ''--key "$CREDENTIALS_DIRECTORY/witness.key"'' service.script;
+      };
+      expected = {
+        LoadCredential = "witness.key:/run/keys/witness.key";
+        CapabilityBoundingSet = [ "CAP_NET_BIND_SERVICE" ];
+        AmbientCapabilities = [ "CAP_NET_BIND_SERVICE" ];
+        keyInCredentials = true;
+      };
+    };
+
+  testWitnessDefaults =
+    let
+      c = withWitness { };
+    in
+    {
+      expr = {
+        ports = c.networking.firewall.allowedTCPPorts;
+        listens = lib.hasInfix "--listen 127.0.0.1:8440 " c.systemd.services.chock-witness.script;
+        off = (eval { }).systemd.services;
+      };
+      expected = {
+        ports = [ ];
+        listens = true;
+        off = { };
+      };
+    };
+
+  testWitnessAssertions = {
+    expr = failures (withWitness {
+      listen = "witness.example:8440";
+      name = "my witness";
+      logs = [
+        logKey
+        "alice"
+      ];
+    })
+    ++ failures (withWitness {
+      listen = "127.0.0.1:70000";
+      logs = [ ];
+    });
+    expected = [
+      ''services.chock-witness.listen "witness.example:8440" is not an address and port such as "127.0.0.1:8440" or "[::]:8440" (a name is not taken)''
+      ''services.chock-witness.name "my witness" cannot name a witness's key: use a domain-like name with no space or "+"''
+      ''services.chock-witness.logs[2] "alice" is not a log's verifier key: write the one `chock log checkpoint` printed, such as "chock.local/laptop/alice+6d39dfd6+Acl..."''
+      ''services.chock-witness.listen "127.0.0.1:70000" is not an address and port such as "127.0.0.1:8440" or "[::]:8440" (a name is not taken)''
+      "services.chock-witness.logs is empty: give the verifier key of each log the witness cosigns (`chock log checkpoint` prints it on its first run)"
     ];
   };
 

@@ -34,8 +34,24 @@ let
     };
   };
 
+  # Units as the modules write them, kept as given (NixOS and home-manager
+  # check their fields; these tests check what the modules set).
+  units = lib.mkOption {
+    type = t.attrsOf (t.attrsOf t.anything);
+    default = { };
+  };
+
   nixosStubs = {
     imports = [ common ];
+    options.systemd = {
+      services = units;
+      user.services = units;
+      user.timers = units;
+    };
+    options.networking.firewall.allowedTCPPorts = lib.mkOption {
+      type = t.listOf t.port;
+      default = [ ];
+    };
     options.environment = {
       systemPackages = lib.mkOption {
         type = t.listOf t.package;
@@ -78,6 +94,8 @@ let
   homeManagerStubs = {
     imports = [ common ];
     options = {
+      systemd.user.services = units;
+      systemd.user.timers = units;
       home.packages = lib.mkOption {
         type = t.listOf t.package;
         default = [ ];

@@ -18,8 +18,10 @@
 }:
 let
   cfg = config.programs.chock;
+  witnessCfg = config.services.chock-witness;
   zon = import ../nix/lib/zon.nix { inherit lib; };
   policy = import ../nix/lib/policy.nix { inherit lib; };
+  checkpoint = import ../nix/lib/checkpoint.nix { inherit lib; };
   t = lib.types;
   opt = "programs.chock.orgPolicy";
 
@@ -355,8 +357,161 @@ let
     ++ lib.optional (o ? version) (
       failed "${opt}.version is written by the module (this module writes version 1 bundles); remove it"
     );
+
+  # --- the witness service ----------------------------------------------------
+
+  witnessOpt = "services.chock-witness";
+  listenParts = builtins.match "(\\[[0-9A-Fa-f:.%a-z]+]|[0-9.]+):([0-9]{1,5})" witnessCfg.listen;
+  witnessPort = if listenParts == null then 0 else lib.toIntBase10 (lib.elemAt listenParts 1);
+  # A key the administrator gives is read through systemd's credentials, so
+  # the service's dynamic user can read it whoever owns the file.
+  witnessKey =
+    if witnessCfg.keyFile == null then ''"$STATE_DIRECTORY/witness.key"'' else ''"$CREDENTIALS_DIRECTORY/witness.key"'';
+
+  witnessAssertions =
+    lib.optional (listenParts == null || witnessPort == 0 || witnessPort > 65535) (
+      failed "${witnessOpt}.listen ${builtins.toJSON witnessCfg.listen} is not an address and port such as \"127.0.0.1:8440\" or \"[::]:8440\" (a name is not taken)"
+    )
+    ++ lib.optional (builtins.match "[^+[:space:]]+" witnessCfg.name == null) (
+      failed "${witnessOpt}.name ${builtins.toJSON witnessCfg.name} cannot name a witness's key: use a domain-like name with no space or \"+\""
+    )
+    ++ lib.optional (witnessCfg.logs == [ ]) (
+      failed "${witnessOpt}.logs is empty: give the verifier key of each log the witness cosigns (`chock log checkpoint` prints it on its first run)"
+    )
+    ++ lib.concatLists (
+      lib.imap1 (
+        i: key:
+        lib.optional (!(policy.isVerifierKey key)) (
+          failed "${witnessOpt}.logs[${toString i}] ${builtins.toJSON key} is not a log's verifier key: write the one `chock log checkpoint` printed, such as \"chock.local/laptop/alice+6d39dfd6+Acl...\""
+        )
+      ) witnessCfg.logs
+    );
+
+  witnessService = {
+    description = "Chock witness: cosigns checkpoints of decision logs that extend the last one it cosigned";
+    documentation = [ "man:chock-witness-serve(1)" ];
+    wantedBy = [ "multi-user.target" ];
+    after = [ "network.target" ];
+    environment.HOME = "/var/lib/chock-witness";
+    # Makes the key on the first start (`chock witness key` leaves one that
+    # exists alone) and keeps its verifier key where an administrator finds it;
+    # `chock witness serve` prints it to the journal too.
+    preStart = ''
+      ${witnessCfg.package}/bin/chock witness key --key ${witnessKey} --name ${lib.escapeShellArg witnessCfg.name} \
+        > "$STATE_DIRECTORY/verifier-key.new"
+      mv "$STATE_DIRECTORY/verifier-key.new" "$STATE_DIRECTORY/verifier-key"
+    '';
+    script = ''
+      exec ${witnessCfg.package}/bin/chock witness serve --listen ${lib.escapeShellArg witnessCfg.listen} \
+        --key ${witnessKey} --state "$STATE_DIRECTORY/logs" \
+        ${lib.concatMapStringsSep " " (key: "--log ${lib.escapeShellArg key}") witnessCfg.logs}
+    '';
+    serviceConfig = {
+      DynamicUser = true;
+      StateDirectory = "chock-witness";
+      StateDirectoryMode = "0700";
+      UMask = "0077";
+      Restart = "on-failure";
+      RestartSec = "5s";
+      # Hardening: the witness needs its state folder and the network, nothing else.
+      CapabilityBoundingSet = if witnessPort < 1024 then [ "CAP_NET_BIND_SERVICE" ] else [ "" ];
+      AmbientCapabilities = lib.optional (witnessPort < 1024) "CAP_NET_BIND_SERVICE";
+      NoNewPrivileges = true;
+      LockPersonality = true;
+      MemoryDenyWriteExecute = true;
+      PrivateDevices = true;
+      PrivateTmp = true;
+      ProcSubset = "pid";
+      ProtectClock = true;
+      ProtectControlGroups = true;
+      ProtectHome = true;
+      ProtectHostname = true;
+      ProtectKernelLogs = true;
+      ProtectKernelModules = true;
+      ProtectKernelTunables = true;
+      ProtectProc = "invisible";
+      ProtectSystem = "strict";
+      RemoveIPC = true;
+      RestrictAddressFamilies = [
+        "AF_INET"
+        "AF_INET6"
+        "AF_UNIX"
+      ];
+      RestrictNamespaces = true;
+      RestrictRealtime = true;
+      RestrictSUIDSGID = true;
+      SystemCallArchitectures = "native";
+      SystemCallFilter = [
+        "@system-service"
+        "~@privileged"
+      ];
+      SystemCallErrorNumber = "EPERM";
+    }
+    // lib.optionalAttrs (witnessCfg.keyFile != null) { LoadCredential = "witness.key:${witnessCfg.keyFile}"; };
+  };
 in
 {
+  options.services.chock-witness = {
+    enable = lib.mkEnableOption "a Chock witness (C2SP tlog-witness), which cosigns a checkpoint of a log only when it extends the last one it cosigned, so a log rewritten after a cosignature cannot get another";
+
+    package = lib.mkOption {
+      type = t.package;
+      default =
+        if cfg.package != null then
+          cfg.package
+        else
+          throw "${witnessOpt}.package: programs.chock.package is null; set ${witnessOpt}.package";
+      defaultText = lib.literalExpression "config.programs.chock.package";
+      description = "The Chock package whose `chock witness serve` is run.";
+    };
+
+    listen = lib.mkOption {
+      type = t.str;
+      default = "127.0.0.1:8440";
+      example = "[::]:8440";
+      description = ''
+        The address and port to serve `POST /add-checkpoint` on, over plain HTTP/1.1.
+        The default takes requests from this machine only: put an HTTPS reverse proxy in front
+        to reach it across a network, or listen on every address (`"0.0.0.0:8440"`,
+        `"[::]:8440"`) on a network you trust.
+      '';
+    };
+
+    name = lib.mkOption {
+      type = t.str;
+      example = "witness.example.com";
+      description = "The name of the witness's key, which its cosignatures carry (a domain-like name with no space or `+`). Used when the key is made.";
+    };
+
+    logs = lib.mkOption {
+      type = t.listOf t.str;
+      example = [ "chock.local/laptop/alice+6d39dfd6+AcluKLMtlwTC7cyAJZiJr2vfruM7fVM7juBOmy8gydpL" ];
+      description = ''
+        The verifier keys of the logs this witness cosigns, each as `chock log checkpoint`
+        printed it on its first run (its name is the log's origin). At least one.
+      '';
+    };
+
+    keyFile = lib.mkOption {
+      type = t.nullOr t.str;
+      default = null;
+      example = "/run/keys/chock-witness.key";
+      description = ''
+        The witness's private key, a file made by `chock witness key` (read through systemd's
+        credentials, so it may stay root's). null: the key is made on the first start, in
+        {file}`/var/lib/chock-witness/witness.key`.
+        Either way the verifier key is written to {file}`/var/lib/chock-witness/verifier-key`
+        and printed to the service's journal; give it to the logs' `.witnesses`.
+      '';
+    };
+
+    openFirewall = lib.mkOption {
+      type = t.bool;
+      default = false;
+      description = "Whether to open the port of `listen` in the firewall.";
+    };
+  };
+
   options.programs.chock = {
     enable = lib.mkEnableOption "Chock for every user of this machine, with the organisation's policy bundle in /etc/chock/org-policy.zon";
 
@@ -403,6 +558,8 @@ in
         null writes no bundle.
       '';
     };
+
+    checkpoint = checkpoint.options "every user's";
   };
 
   config = lib.mkMerge [
@@ -427,6 +584,29 @@ in
       };
       assertions = bundleAssertions cfg.orgPolicy;
       warnings = policy.duplicateKeyWarnings "${opt}.rules" cfg.orgPolicy.rules;
+    })
+
+    (lib.mkIf (cfg.enable && cfg.checkpoint.enable) {
+      assertions = lib.optional (cfg.package == null) (
+        failed "programs.chock.checkpoint needs programs.chock.package, the Chock whose `chock log checkpoint` the timer runs"
+      );
+      systemd.user.services.chock-checkpoint = {
+        description = checkpoint.unit.Description;
+        documentation = [ checkpoint.unit.Documentation ];
+        unitConfig.ConditionPathExists = checkpoint.unit.ConditionPathExists;
+        serviceConfig = checkpoint.service cfg.package;
+      };
+      systemd.user.timers.chock-checkpoint = {
+        description = checkpoint.timerDescription;
+        wantedBy = [ "timers.target" ];
+        timerConfig = checkpoint.timer cfg.checkpoint.interval;
+      };
+    })
+
+    (lib.mkIf witnessCfg.enable {
+      assertions = witnessAssertions;
+      systemd.services.chock-witness = witnessService;
+      networking.firewall.allowedTCPPorts = lib.mkIf witnessCfg.openFirewall [ witnessPort ];
     })
   ];
 }

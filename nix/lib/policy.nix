@@ -139,6 +139,8 @@ let
   # A verifier key as `chock witness key` prints it: name, 8 hex digits of key ID, base64.
   verifierKeyPattern = "[^+[:space:]]+[+][0-9a-f]{8}[+][A-Za-z0-9+/]+=*";
 
+  isVerifierKey = key: lib.isString key && match verifierKeyPattern key != null;
+
   isSinkTarget = to: to == "journald" || lib.any (scheme: lib.hasPrefix scheme to && to != scheme) sinkSchemes;
 
   # What is wrong with one file's sinks, each `{ name; to; backlog; }` as
@@ -186,7 +188,7 @@ let
           if lib.isString w.key && lib.hasPrefix "PRIVATE+KEY+" w.key then
             [ "${at}.key is a private key; give the witness's verifier key (`chock witness key --key FILE --name NAME` prints it), and keep the private one on the witness" ]
           else
-            lib.optional (!(lib.isString w.key) || match verifierKeyPattern w.key == null) "${at}.key ${toJSON w.key} is not a verifier key: write the one `chock witness key` printed for the witness, such as \"witness.example+1a2b3c4d+BB...\""
+            lib.optional (!(isVerifierKey w.key)) "${at}.key ${toJSON w.key} is not a verifier key: write the one `chock witness key` printed for the witness, such as \"witness.example+1a2b3c4d+BB...\""
         );
     in
     lib.optional (lib.length witnesses > maxWitnesses) "${option} has ${toString (lib.length witnesses)} entries; Chock takes at most ${toString maxWitnesses}"
@@ -280,6 +282,7 @@ in
     duplicateKeyWarnings
     ruleOptions
     sinkSchemes
+    isVerifierKey
     sinkProblems
     witnessProblems
     ;
