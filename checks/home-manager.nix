@@ -27,6 +27,7 @@ let
     inherit settings;
   };
   configText = config: config.xdg.configFile.${configFile}.text;
+  witnessKey = "witness.fleet.test+932c40f1+BCHj/CjQIQDe6xo5laY/3Ifb6l6IbU9hOrWixzVD5gj1";
 in
 lib.runTests {
   testDisabledWritesNothing = {
@@ -168,6 +169,132 @@ lib.runTests {
       ''programs.chock.settings.limits.processes: "8GiB" is not a number such as "512" or a percentage such as "25%"''
       ''programs.chock.settings.nix.max_object_bytes: is a list; write a quoted amount such as "4GiB"''
     ];
+  };
+
+  testSinksAndWitnessesAreWritten = {
+    expr = configText (withSettings {
+      sinks = [
+        {
+          name = "siem";
+          to = "syslog+tcp://logs.example:514";
+          backlog_bytes = "64MiB";
+        }
+      ];
+      witnesses = [
+        {
+          url = "https://witness.example";
+          key = witnessKey;
+        }
+      ];
+    });
+    expected = ''
+      .{
+          .sinks = .{
+              .{ .backlog_bytes = "64MiB", .name = "siem", .to = "syslog+tcp://logs.example:514" },
+          },
+          .witnesses = .{
+              .{
+                  .key = "${witnessKey}",
+                  .url = "https://witness.example",
+              },
+          },
+      }
+    '';
+  };
+
+  testSinkAndWitnessAssertions = {
+    expr = s.failedAssertions (withSettings {
+      sinks = [
+        {
+          name = "siem";
+          to = "syslog+tcp://logs.example:514";
+          backlog_bytes = 0;
+        }
+        {
+          name = "journal";
+          to = "journald";
+          kind = zon.enum "directory";
+        }
+        "journald"
+        {
+          name = "siem";
+          to = "syslog+tcp://logs.example";
+          backlog_bytes = "1MiB";
+        }
+      ];
+      witnesses = {
+        url = "https://witness.example";
+        key = witnessKey;
+      };
+    })
+    ++ s.failedAssertions (withSettings {
+      witnesses = [
+        {
+          url = "ftp://witness.example";
+          key = witnessKey;
+          name = "w";
+        }
+      ];
+    });
+    expected = [
+      "programs.chock.settings.sinks[2] has the field kind, which Chock does not take (name, to, backlog_bytes)"
+      "programs.chock.settings.sinks[3] is a string; write a struct such as { name = ...; to = ...; backlog_bytes = ...; }"
+      ''programs.chock.settings.sinks[1].backlog_bytes: "0" is zero, which would stop everything; write a positive amount''
+      ''programs.chock.settings.sinks: entries [1], [4] are all named "siem"; give each sink its own name (it names the sink's place in the log)''
+      "programs.chock.settings.witnesses is a set; write a list"
+      "programs.chock.settings.witnesses[1] has the field name, which Chock does not take (url, key)"
+      ''programs.chock.settings.witnesses[1].url "ftp://witness.example" is not a witness's address: write http:// or https:// and a host, such as "https://witness.example" (/add-checkpoint is added to it)''
+    ];
+  };
+
+  testCheckpointTimer = {
+    expr =
+      let
+        c = eval {
+          enable = true;
+          checkpoint.enable = true;
+        };
+      in
+      {
+        inherit (c.systemd.user) services timers;
+        failed = s.failedAssertions c;
+        off = (eval { enable = true; }).systemd.user;
+        needsPackage = s.failedAssertions (eval {
+          enable = true;
+          package = null;
+          checkpoint.enable = true;
+        });
+      };
+    expected = {
+      services.chock-checkpoint = {
+        Unit = {
+          Description = "Chock: sign a checkpoint of the decision log and have its witnesses cosign it";
+          Documentation = "man:chock-log-checkpoint(1)";
+          ConditionPathExists = "%S/chock/log/decisions.jsonl";
+        };
+        Service = {
+          Type = "oneshot";
+          ExecStart = "${chock}/bin/chock log checkpoint";
+        };
+      };
+      timers.chock-checkpoint = {
+        Unit.Description = "Chock: a checkpoint of the decision log, on a timer";
+        Timer = {
+          OnCalendar = "hourly";
+          Persistent = true;
+          RandomizedDelaySec = "5min";
+        };
+        Install.WantedBy = [ "timers.target" ];
+      };
+      failed = [ ];
+      off = {
+        services = { };
+        timers = { };
+      };
+      needsPackage = [
+        "programs.chock.checkpoint needs programs.chock.package, the Chock whose `chock log checkpoint` the timer runs"
+      ];
+    };
   };
 
   testRulesDoNotBelongInConfig = {

@@ -2,7 +2,7 @@
 # written to $XDG_CONFIG_HOME/chock/config.zon.
 #
 # config.zon holds one person's settings (providers, credentials, defaults,
-# the `limits`, `nix` and `log` blocks); it is not a layer of
+# the `limits`, `nix` and `log` blocks, sinks and witnesses); it is not a layer of
 # rules. Rules live in each project's chock.zon, and an organisation's ceiling
 # in /etc/chock/org-policy.zon (the NixOS module).
 {
@@ -15,6 +15,7 @@ let
   cfg = config.programs.chock;
   zon = import ../nix/lib/zon.nix { inherit lib; };
   policy = import ../nix/lib/policy.nix { inherit lib; };
+  checkpoint = import ../nix/lib/checkpoint.nix { inherit lib; };
   opt = "programs.chock.settings";
 
   # The blocks whose amounts Chock parses at start: checked here so that a
@@ -52,6 +53,71 @@ let
       )
     ) amountKinds
   );
+
+  # `.sinks` and `.witnesses` are freeform too: each entry is read as Chock
+  # reads it, a field it does not take named.
+  entries =
+    block: fields:
+    let
+      value = cfg.settings.${block} or [ ];
+      entryProblems =
+        i: e:
+        if lib.isAttrs e then
+          map (f: "${opt}.${block}[${toString i}] has the field ${f}, which Chock does not take (${lib.concatStringsSep ", " fields})") (
+            lib.subtractLists fields (lib.attrNames e)
+          )
+        else
+          [ "${opt}.${block}[${toString i}] is a ${builtins.typeOf e}; write a struct such as { ${lib.concatMapStringsSep "; " (f: "${f} = ...") fields}; }" ];
+    in
+    # `structs`: each entry, null where it is not a struct (so each keeps its place).
+    if lib.isList value then
+      {
+        problems = lib.concatLists (lib.imap1 entryProblems value);
+        structs = map (e: if lib.isAttrs e then e else null) value;
+      }
+    else
+      {
+        problems = [ "${opt}.${block} is a ${builtins.typeOf value}; write a list" ];
+        structs = [ ];
+      };
+  orNull = f: e: if e == null then null else f e;
+
+  sinks = entries "sinks" [
+    "name"
+    "to"
+    "backlog_bytes"
+  ];
+  witnesses = entries "witnesses" [
+    "url"
+    "key"
+  ];
+
+  backlogOf =
+    s:
+    let
+      v = s.backlog_bytes or null;
+    in
+    if v == null || lib.isString v || lib.isInt v then v else builtins.typeOf v;
+
+  logAssertions = map (message: {
+    assertion = false;
+    inherit message;
+  }) (
+    sinks.problems
+    ++ policy.sinkProblems {
+      option = "${opt}.sinks";
+      backlogField = "backlog_bytes";
+    } (map (orNull (s: {
+      name = s.name or null;
+      to = s.to or null;
+      backlog = backlogOf s;
+    })) sinks.structs)
+    ++ witnesses.problems
+    ++ policy.witnessProblems "${opt}.witnesses" (map (orNull (w: {
+      url = w.url or null;
+      key = w.key or null;
+    })) witnesses.structs)
+  );
 in
 {
   options.programs.chock = {
@@ -82,8 +148,11 @@ in
         `config.lib.chock.zon.enum "anthropic"`. Amounts in `limits` and `nix`
         are checked when the configuration is built. Rules do not belong here:
         a project's rules are in its chock.zon, an organisation's in its bundle.
+        `sinks` and `witnesses` are checked as Chock reads them.
       '';
     };
+
+    checkpoint = checkpoint.options "your";
   };
 
   config = lib.mkMerge [
@@ -99,10 +168,27 @@ in
 
       assertions =
         amountAssertions
+        ++ logAssertions
         ++ lib.optional (cfg.settings ? policy) {
           assertion = false;
           message = "${opt}.policy: config.zon is not a layer of rules, so Chock would ignore them; put a project's rules in its chock.zon, and an organisation's in its policy bundle (the NixOS module's programs.chock.orgPolicy)";
         };
+    })
+
+    (lib.mkIf (cfg.enable && cfg.checkpoint.enable) {
+      assertions = lib.optional (cfg.package == null) {
+        assertion = false;
+        message = "programs.chock.checkpoint needs programs.chock.package, the Chock whose `chock log checkpoint` the timer runs";
+      };
+      systemd.user.services.chock-checkpoint = {
+        Unit = checkpoint.unit;
+        Service = checkpoint.service cfg.package;
+      };
+      systemd.user.timers.chock-checkpoint = {
+        Unit.Description = checkpoint.timerDescription;
+        Timer = checkpoint.timer cfg.checkpoint.interval;
+        Install.WantedBy = [ "timers.target" ];
+      };
     })
   ];
 }

@@ -145,7 +145,8 @@ let
 
   # What is wrong with one file's sinks, each `{ name; to; backlog; }` as
   # written (backlog null when not given), as messages naming `option` and
-  # the backlog's field as the file's author wrote it (`backlogField`).
+  # the backlog's field as the file's author wrote it (`backlogField`). An
+  # entry that is null was refused already and keeps only its place.
   sinkProblems =
     {
       option,
@@ -162,17 +163,18 @@ let
         lib.optional (!(lib.isString s.name) || match sinkNamePattern s.name == null) "${at}.name ${toJSON s.name} cannot name a sink: use letters, digits, \".\", \"_\" and \"-\" (at most 64), not starting with \".\""
         ++ lib.optional (!(lib.isString s.to) || !(isSinkTarget s.to)) "${at}.to ${toJSON s.to} is not a sink Chock knows: write journald, journald+unix:///PATH, syslog+unix:///PATH, syslog+udp://HOST:PORT, syslog+tcp://HOST:PORT, syslog+tls://HOST:PORT?ca=FILE, or otlp+http, otlp+https, otlp+grpc or otlp+grpcs://HOST:PORT"
         ++ lib.optional (backlogProblem != null) "${at}.${backlogField}: ${backlogProblem}";
-      names = lib.groupBy (x: toString x.s.name) (lib.imap1 (i: s: { inherit i s; }) sinks);
+      named = filter (x: x.s != null) (lib.imap1 (i: s: { inherit i s; }) sinks);
+      names = lib.groupBy (x: toJSON x.s.name) named;
       twice = filter (g: lib.length g > 1) (lib.attrValues names);
     in
     lib.optional (lib.length sinks > maxSinks) "${option} has ${toString (lib.length sinks)} entries; Chock takes at most ${toString maxSinks}"
-    ++ lib.concatLists (lib.imap1 entry sinks)
+    ++ lib.concatMap (x: entry x.i x.s) named
     ++ map (
       g:
       "${option}: entries ${concatStringsSep ", " (map (x: "[${toString x.i}]") g)} are all named ${toJSON (lib.head g).s.name}; give each sink its own name (it names the sink's place in the log)"
     ) twice;
 
-  # What is wrong with one file's witnesses, each `{ url; key; }`.
+  # What is wrong with one file's witnesses, each `{ url; key; }` (or null, as above).
   witnessProblems =
     option: witnesses:
     let
@@ -192,7 +194,7 @@ let
         );
     in
     lib.optional (lib.length witnesses > maxWitnesses) "${option} has ${toString (lib.length witnesses)} entries; Chock takes at most ${toString maxWitnesses}"
-    ++ lib.concatLists (lib.imap1 entry witnesses);
+    ++ lib.concatLists (lib.imap1 (i: w: lib.optionals (w != null) (entry i w)) witnesses);
 
   # How a rule is named in a message: its place in the list and what it says.
   describeRule =
