@@ -166,14 +166,20 @@ impl Log {
             .parent()
             .map(Path::to_path_buf)
             .unwrap_or_default();
-        Ok(Log {
-            shipping: Some(Arc::new(Shipping {
-                sinks,
-                project,
-                idle_seconds: settings.ship_idle_seconds,
-            })),
-            ..log
-        })
+        Ok(log.with_shipping(Shipping {
+            sinks,
+            project,
+            idle_seconds: settings.ship_idle_seconds,
+        }))
+    }
+
+    /// The same log with its lines shipped to `shipping`'s sinks (what
+    /// [`Log::configured`] sets from the configuration).
+    pub fn with_shipping(self, shipping: Shipping) -> Log {
+        Log {
+            shipping: Some(Arc::new(shipping)),
+            ..self
+        }
     }
 
     /// The sinks this log's lines are shipped to, when it has any.
