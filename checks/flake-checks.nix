@@ -8,6 +8,8 @@
 # - readback: `chock policy check` reads the bundle, the config.zon and a
 #   chock.zon written by zon.nix.
 # - vm (x86_64-linux): a machine with both modules, checks/vm.nix.
+# - vm-fleet (x86_64-linux): a laptop shipping to a syslog receiver and
+#   cosigned by a witness, checks/vm-fleet.nix.
 {
   self,
   pkgs,
@@ -209,4 +211,5 @@ in
       inherit (zon) toZON;
     }
   );
+  vm-fleet = pkgs.testers.runNixOSTest (import ./vm-fleet.nix { inherit self; });
 }

@@ -163,6 +163,7 @@ lib.runTests {
         "package"
         "readback"
         "vm"
+        "vm-fleet"
         "zon-ast-check"
       ]
       [

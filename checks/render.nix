@@ -1,7 +1,8 @@
 # What scripts/test.d/modules.sh hands to real readers: the ZON the modules
 # and zon.nix write from checks/fixtures.nix (for `zig ast-check`, `zig fmt
 # --check` and `chock policy check`), the data each file should read back as
-# (for checks/zon-dump.zig), the VM test's script (for Python's parser), and
+# (for checks/zon-dump.zig), the VM tests' scripts (for Python's parser) and
+# the fleet test's machines as the modules see them, and
 # the NixOS module's build-time check of the bundle (run with a real chock).
 { lib }:
 let
@@ -62,26 +63,49 @@ let
     else
       v;
 
+  # Forcing what each would write is enough to evaluate every expression
+  # the VM tests' files are made of.
+  stubPkgs = {
+    runCommand = name: _env: script: builtins.seq script (s.stubPackage name);
+    writeText = name: text: builtins.seq text (s.stubPackage name);
+  };
+  stubSelf = {
+    nixosModules.default = { };
+    homeModules.default = { };
+  };
+
   vmTest =
     import ./vm.nix
       {
-        self = {
-          nixosModules.default = { };
-          homeModules.default = { };
-        };
+        self = stubSelf;
         home-manager.nixosModules.home-manager = { };
         inherit fixtures;
         inherit (zon) toZON;
       }
       {
         inherit lib;
-        # Forcing what each would write is enough to evaluate every
-        # expression the test's files are made of.
-        pkgs = {
-          runCommand = name: _env: script: builtins.seq script (s.stubPackage name);
-          writeText = name: text: builtins.seq text (s.stubPackage name);
-        };
+        pkgs = stubPkgs;
       };
+
+  vmFleetTest = import ./vm-fleet.nix { self = stubSelf; } { pkgs = stubPkgs; };
+
+  # The fleet test's laptop, witness and receiver as NixOS would read their
+  # Chock options: the bundle they write and the witness service, with every
+  # assertion passing.
+  fleetNode =
+    name:
+    s.checkAssertions (
+      s.evalNixos {
+        modules = [
+          (removeAttrs vmFleetTest.nodes.${name} [
+            "imports"
+            "documentation"
+            "users"
+          ])
+          { programs.chock.package = lib.mkDefault (s.stubPackage "chock"); }
+        ];
+      }
+    );
 in
 {
   files = {
@@ -89,6 +113,7 @@ in
     "config.zon" = homeManager.xdg.configFile."chock/config.zon".text;
     "chock.zon" = zon.toZON fixtures.project;
     "vm-project.zon" = zon.toZON fixtures.vmProject;
+    "vm-fleet-org-policy.zon" = (fleetNode "laptop").environment.etc."chock/org-policy.zon".text;
     "edge-cases.zon" = zon.toZON fixtures.edgeCases;
   };
 
@@ -98,5 +123,13 @@ in
   };
 
   vmTestScript = vmTest.testScript;
+  vmFleetTestScript = vmFleetTest.testScript;
+  # What modules.sh expects of the fleet's machines: the laptop's timer, the
+  # witness serving the laptop's log on the port it opened.
+  vmFleetNodes = {
+    checkpointTimer = (fleetNode "laptop").systemd.user.timers ? chock-checkpoint;
+    witnessPorts = (fleetNode "witness").networking.firewall.allowedTCPPorts;
+    witnessServesTheLog = lib.hasInfix "--log ${lib.head (fleetNode "witness").services.chock-witness.logs}" (fleetNode "witness").systemd.services.chock-witness.script;
+  };
   inherit checkScript;
 }

@@ -127,6 +127,10 @@ for name, text in rendered["files"].items():
     json.dump(rendered["readBack"].get(name), open(os.path.join(sys.argv[2], name + ".json"), "w"))
 with open(os.path.join(sys.argv[2], "vm-test-script.py"), "w") as f:
     f.write(rendered["vmTestScript"])
+with open(os.path.join(sys.argv[2], "vm-fleet-test-script.py"), "w") as f:
+    f.write(rendered["vmFleetTestScript"])
+with open(os.path.join(sys.argv[2], "vm-fleet-nodes.json"), "w") as f:
+    json.dump(rendered["vmFleetNodes"], f, separators=(",", ":"))
 with open(os.path.join(sys.argv[2], "check-bundle.sh"), "w") as f:
     f.write(rendered["checkScript"])
 EOF
@@ -170,11 +174,21 @@ PY
   ((failures == before)) && pass "$name: zig ast-check, zig fmt --check$read_back"
 done
 
-# The VM test's script is Python the test driver will run; it must parse.
-if python3 -c 'import sys; compile(open(sys.argv[1]).read(), "testScript", "exec")' "$work/zon/vm-test-script.py"; then
-  pass "the VM test's script parses"
+# The VM tests' scripts are Python the test driver will run; they must parse.
+for vm in vm vm-fleet; do
+  if python3 -c 'import sys; compile(open(sys.argv[1]).read(), "testScript", "exec")' "$work/zon/$vm-test-script.py"; then
+    pass "the $vm test's script parses"
+  else
+    fail "the $vm test's script (checks/$vm.nix) is not valid Python"
+  fi
+done
+# The fleet's machines, evaluated with the modules: every assertion passes,
+# the laptop has the checkpoint timer, the witness serves its log on the
+# port it opens.
+if [[ $(cat "$work/zon/vm-fleet-nodes.json") == '{"checkpointTimer":true,"witnessPorts":[8440],"witnessServesTheLog":true}' ]]; then
+  pass "the vm-fleet test's machines evaluate with the modules"
 else
-  fail "the VM test's script (checks/vm.nix) is not valid Python"
+  fail "the vm-fleet test's machines are not what the test expects: $(cat "$work/zon/vm-fleet-nodes.json")"
 fi
 
 # --- flake.lock agrees with flake.nix, by Nix's own rules --------------------
