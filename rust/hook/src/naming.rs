@@ -408,6 +408,13 @@ mod tests {
             }),
             vec!["control.write.agent", "file.write", "exec.path.echo"]
         );
+        let state = base_dir(Base::ChockState).expect("a state folder");
+        assert_eq!(
+            named(Request::Write {
+                paths: vec![state.join("overrides/0123456789abcdef")]
+            }),
+            vec!["control.write.policy", "file.write"]
+        );
         assert_eq!(
             named(Request::Write {
                 paths: vec![home.join("notes.txt")]

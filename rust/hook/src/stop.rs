@@ -58,17 +58,7 @@ impl InForce {
 
 /// Chock's state directory, where the user-wide stop and the decision log live.
 pub fn state_dir_from(var: impl Fn(&str) -> Option<OsString>) -> Result<PathBuf, HookError> {
-    let absolute = |name: &str| var(name).map(PathBuf::from).filter(|p| p.is_absolute());
-    if let Some(root) = absolute("CHOCK_STATE_DIR") {
-        return Ok(root);
-    }
-    if let Some(state) = absolute("XDG_STATE_HOME") {
-        return Ok(state.join("chock"));
-    }
-    if let Some(home) = absolute("HOME") {
-        return Ok(home.join(".local/state/chock"));
-    }
-    Err(HookError::NoStateDir)
+    chock_policy::control::state_dir_from(var).ok_or(HookError::NoStateDir)
 }
 
 /// The file of a stop of this scope.

@@ -31,18 +31,7 @@ pub fn dir_from(var: impl Fn(&str) -> Option<OsString>) -> Result<PathBuf, LogEr
 }
 
 fn state_dir_from(var: impl Fn(&str) -> Option<OsString>) -> Result<PathBuf, LogError> {
-    // Empty and relative values are ignored, as the XDG base directory spec asks.
-    let absolute = |name: &str| var(name).map(PathBuf::from).filter(|p| p.is_absolute());
-    if let Some(root) = absolute("CHOCK_STATE_DIR") {
-        return Ok(root);
-    }
-    if let Some(state) = absolute("XDG_STATE_HOME") {
-        return Ok(state.join("chock"));
-    }
-    if let Some(home) = absolute("HOME") {
-        return Ok(home.join(".local/state/chock"));
-    }
-    Err(LogError::NoStateDir)
+    chock_policy::control::state_dir_from(var).ok_or(LogError::NoStateDir)
 }
 
 /// `decisions.N.jsonl`: the file rotated away N times ago.

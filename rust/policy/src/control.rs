@@ -152,6 +152,9 @@ pub enum Base {
     DataHome,
     /// `/`: the machine's.
     Root,
+    /// Chock's state folder ([`state_dir_from`]): the log, its keys, a
+    /// person's stops and one-time yeses, sessions' records.
+    ChockState,
 }
 
 const fn operator(
@@ -180,6 +183,11 @@ pub const OPERATOR_INPUTS: &[OperatorInput] = &[
     operator(Base::ConfigHome, "chock", Dir, Policy, "Chock: the operator's config.zon and skills"),
     operator(Base::DataHome, "chock", Dir, Policy, "Chock: organisation bundles and compiled policies"),
     operator(Base::Root, "etc/chock", Dir, Policy, "Chock: the machine's organisation bundle"),
+    operator(Base::ChockState, "log", Dir, Policy, "Chock: the decision log, its checkpoint, sinks' cursors, approval sockets"),
+    operator(Base::ChockState, "keys", Dir, Policy, "Chock: the log's signing key"),
+    operator(Base::ChockState, "overrides", Dir, Policy, "Chock: a person's one-time yes to a policy's refusal"),
+    operator(Base::ChockState, "stop", File, Policy, "Chock: a person's stop for every project"),
+    operator(Base::ChockState, "sessions", Dir, Policy, "Chock: each session's hash-chained record"),
     operator(Base::Home, ".claude", Dir, Agent, "Claude Code: user hooks and settings"),
     operator(Base::Home, ".claude.json", File, Agent, "Claude Code: user MCP servers"),
     operator(Base::Home, ".codex", Dir, Agent, "Codex: user hooks and settings"),
@@ -205,7 +213,25 @@ pub fn base_dir(base: Base) -> Option<std::path::PathBuf> {
             var("XDG_DATA_HOME").or_else(|| var("HOME").map(|h| h.join(".local/share")))
         }
         Base::Root => Some(std::path::PathBuf::from("/")),
+        Base::ChockState => state_dir_from(|name| std::env::var_os(name)),
     }
+}
+
+/// Chock's state folder as `var` says: `$CHOCK_STATE_DIR`, else
+/// `$XDG_STATE_HOME/chock`, else `~/.local/state/chock`; empty and
+/// relative values are ignored, as the XDG base directory spec asks.
+/// `None` when none of them is set.
+pub fn state_dir_from(
+    var: impl Fn(&str) -> Option<std::ffi::OsString>,
+) -> Option<std::path::PathBuf> {
+    let absolute = |name: &str| {
+        var(name)
+            .map(std::path::PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
+    absolute("CHOCK_STATE_DIR")
+        .or_else(|| absolute("XDG_STATE_HOME").map(|state| state.join("chock")))
+        .or_else(|| absolute("HOME").map(|home| home.join(".local/state/chock")))
 }
 
 /// The person's control input the absolute path `path` is, or lies
@@ -311,6 +337,7 @@ mod tests {
                 Base::ConfigHome => "/home/p/.config",
                 Base::DataHome => "/home/p/.local/share",
                 Base::Root => "/",
+                Base::ChockState => "/home/p/.local/state/chock",
             }))
         };
         let named =
@@ -336,7 +363,19 @@ mod tests {
             Some((".claude", Agent))
         );
         assert_eq!(named("/home/p/.claude.json"), Some((".claude.json", Agent)));
+        for state in [
+            "log/decisions.jsonl",
+            "keys/checkpoint.key",
+            "overrides/0a",
+            "stop",
+            "sessions/s/log",
+        ] {
+            let path = format!("/home/p/.local/state/chock/{state}");
+            assert_eq!(named(&path).map(|(_, kind)| kind), Some(Policy), "{state}");
+        }
         for ordinary in [
+            "/home/p/.local/state/chock/workspaces/w/tree/src/main.rs",
+            "/home/p/.local/state/chock/stopped",
             "/home/p/.claude.json.bak",
             "/home/p/.config/chockx/a",
             "/home/p/notes.txt",
