@@ -74,8 +74,10 @@ fn with_no_notification_service_the_question_is_asked_without_waiting_on_one() {
         let env = project_with_files();
         let (called, took) = read_answered_in_approve(&env, &address);
         assert!(!called.is_error, "{address}: {called:?}");
+        // A silent bus holds the notification to its bound; the question
+        // is answered long before that.
         assert!(
-            took < LIMIT,
+            took < LIMIT / 2,
             "{address}: the call waited {took:?}, the notification's bound is {LIMIT:?}"
         );
         env.assert_logged("call.read_file", "allow", "person");
