@@ -421,7 +421,6 @@ let
       MemoryDenyWriteExecute = true;
       PrivateDevices = true;
       PrivateTmp = true;
-      ProcSubset = "pid";
       ProtectClock = true;
       ProtectControlGroups = true;
       ProtectHome = true;
