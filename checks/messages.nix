@@ -35,6 +35,17 @@ in
     ];
   });
 
+  # A sink in the shape Chock no longer reads: the type error names the
+  # field and the ones a sink takes.
+  oldSinkShape = bundle (nixos {
+    orgPolicy.sinks = [
+      {
+        kind = "directory";
+        path = "/var/log/chock";
+      }
+    ];
+  });
+
   # A system whose assertions fail does not build; the message names the rule.
   malformedPattern = s.checkAssertions (nixos {
     orgPolicy.rules = [

@@ -103,6 +103,8 @@ expect_message misspelledDecision 'programs.chock.orgPolicy.rules."[definition 1
 expect_message malformedPattern 'Failed assertions:' \
   'programs.chock.orgPolicy.rules[1] { action = "git.*.push"; decision = "deny"; }' 'such as "git.*"'
 expect_message unknownRuleField 'rules."[definition 1-entry 1]".actoin'"' does not exist" 'Did you mean'
+expect_message oldSinkShape 'programs.chock.orgPolicy.sinks."[definition 1-entry 1]".kind'"' does not exist" \
+  'sinks."[definition 1-entry 1]".name' 'sinks."[definition 1-entry 1]".to'
 expect_message floatInBundle 'programs.chock.orgPolicy.search.weight' 'is not of type `ZON value'
 expect_message noPackage 'pkgs.chock does not exist' 'nixosModules.default'
 expect_message homeModuleInNixos '(class: "homeManager") cannot be imported into a module evaluation that expects class "nixos"'
