@@ -87,6 +87,23 @@ let
         pkgs = stubPkgs;
       };
 
+  localWitness =
+    (s.checkAssertions (
+      s.evalNixos {
+        modules = [
+          {
+            programs.chock.package = s.stubPackage "chock" // {
+              outPath = "@chock@";
+            };
+            services.chock-witness = {
+              enable = true;
+              inherit (vmFleetTest.nodes.witness.services.chock-witness) name logs;
+            };
+          }
+        ];
+      }
+    )).systemd.services.chock-witness;
+
   vmFleetTest = import ./vm-fleet.nix { self = stubSelf; } { pkgs = stubPkgs; };
 
   # The fleet test's laptop, witness and receiver as NixOS would read their
@@ -124,6 +141,12 @@ in
 
   vmTestScript = vmTest.testScript;
   vmFleetTestScript = vmFleetTest.testScript;
+  # The witness service's scripts, with the fleet's log and the key made on
+  # the first start, for modules.sh to run with a real chock (`@chock@` is
+  # the package's path).
+  witnessService = {
+    inherit (localWitness) preStart script;
+  };
   # What modules.sh expects of the fleet's machines: the laptop's timer, the
   # witness serving the laptop's log on the port it opened.
   vmFleetNodes = {

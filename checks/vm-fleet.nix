@@ -164,7 +164,7 @@ in
         alice("chock log append --action fleet.rewritten --count 6")
         status, output = laptop.execute("su - alice -c 'chock log checkpoint' 2>&1")
         assert status == 1, (status, output)
-        assert "witness" in output, output
+        assert "http://witness:8440" in output and "rewritten" in output, output
         laptop.fail(f"su - alice -c {shlex.quote(f'test -e {state}/log/checkpoint')}")
   '';
 }

@@ -131,6 +131,9 @@ with open(os.path.join(sys.argv[2], "vm-test-script.py"), "w") as f:
     f.write(rendered["vmTestScript"])
 with open(os.path.join(sys.argv[2], "vm-fleet-test-script.py"), "w") as f:
     f.write(rendered["vmFleetTestScript"])
+for script, name in (("preStart", "witness-prestart.sh"), ("script", "witness-serve.sh")):
+    with open(os.path.join(sys.argv[2], name), "w") as f:
+        f.write(rendered["witnessService"][script])
 with open(os.path.join(sys.argv[2], "vm-fleet-nodes.json"), "w") as f:
     json.dump(rendered["vmFleetNodes"], f, separators=(",", ":"))
 with open(os.path.join(sys.argv[2], "check-bundle.sh"), "w") as f:
@@ -338,6 +341,68 @@ sys.exit(not (a["decision"] == sys.argv[2] and a["decided_by"]["layer"] == sys.a
     fail "the NixOS module's bundle check passed a bundle Chock refuses"
   else
     pass "the NixOS module's build-time check passes the bundle and stops a bad one"
+  fi
+fi
+
+# --- the witness service, run ------------------------------------------------
+
+# services.chock-witness's own scripts, run with that chock as systemd would
+# (STATE_DIRECTORY set, the port made 0 so any free one is taken): the first
+# start makes the key and writes its verifier key, a restart keeps both; the
+# witness cosigns a log's checkpoint and refuses the same log rewritten.
+if [[ -n $chock ]]; then
+  w=$work/witness
+  mkdir -p "$w/state" "$w/laptop/keys"
+  for script in prestart serve; do
+    sed -e "s|@chock@/bin/chock|$chock|g" -e 's|--listen 127.0.0.1:8440 |--listen 127.0.0.1:0 |' \
+      "$work/zon/witness-$script.sh" >"$w/$script.sh"
+  done
+  laptop() { (cd "$w/laptop" && HOME=$w/laptop XDG_CONFIG_HOME=$w/laptop/config CHOCK_STATE_DIR=$w/laptop "$chock" "$@"); }
+  witness_check() { # sets problem when something is wrong
+    STATE_DIRECTORY=$w/state bash -eu "$w/prestart.sh" 2>"$w/prestart.err" || {
+      problem="its first start failed: $(cat "$w/prestart.err")"
+      return
+    }
+    local first
+    first=$(cat "$w/state/verifier-key")
+    STATE_DIRECTORY=$w/state bash -eu "$w/prestart.sh" 2>"$w/prestart.err" || {
+      problem="its second start failed: $(cat "$w/prestart.err")"
+      return
+    }
+    [[ $first == witness.fleet.test+* && $(cat "$w/state/verifier-key") == "$first" ]] ||
+      { problem="the verifier key is '$first', then '$(cat "$w/state/verifier-key")'"; return; }
+    STATE_DIRECTORY=$w/state bash -eu "$w/serve.sh" >"$w/serve.out" 2>&1 &
+    witness_pid=$!
+    local url="" i
+    for i in $(seq 100); do
+      url=$(sed -n 's|^witness .* at \(http://[^ ]*\)/add-checkpoint$|\1|p' "$w/serve.out")
+      [[ -n $url ]] && break
+      sleep 0.1
+    done
+    [[ -n $url ]] || { problem="it did not start: $(cat "$w/serve.out")"; return; }
+    grep -qF "witness $first at" "$w/serve.out" || { problem="it printed another key than verifier-key: $(cat "$w/serve.out")"; return; }
+    # The fleet test's laptop log, signed with the key the witness knows.
+    (umask 077 && sed -n 's|^ *private = "\(PRIVATE+KEY+chock.local/laptop/alice+[^"]*\)";$|\1|p' checks/vm-fleet.nix >"$w/laptop/keys/checkpoint.key")
+    laptop log append --count 3 >/dev/null || { problem="chock log append failed"; return; }
+    local out
+    out=$(laptop log checkpoint --witness "$url#$first" 2>&1) || { problem="it refused a good checkpoint: $out"; return; }
+    [[ $out == *"— witness.fleet.test "* ]] || { problem="the checkpoint carries no cosignature: $out"; return; }
+    rm "$w/laptop/log/"decisions*.jsonl "$w/laptop/log/checkpoint" "$w/laptop/log/checkpoint.tree"
+    laptop log append --count 5 >/dev/null || { problem="chock log append failed on the rewritten log"; return; }
+    if out=$(laptop log checkpoint --witness "$url#$first" 2>&1); then
+      problem="it cosigned the rewritten log: $out"
+      return
+    fi
+    [[ $out == *"$url"*rewritten* ]] || { problem="the refusal does not name the witness and the rewrite: $out"; return; }
+    [[ ! -e $w/laptop/log/checkpoint ]] || problem="a checkpoint of the rewritten log was written"
+  }
+  witness_pid="" problem=""
+  witness_check
+  [[ -z $witness_pid ]] || kill "$witness_pid"
+  if [[ -z $problem ]]; then
+    pass "services.chock-witness's scripts make the key once, cosign a log and refuse it rewritten"
+  else
+    fail "services.chock-witness's scripts: $problem"
   fi
 fi
 
