@@ -46,6 +46,9 @@ pub(crate) struct Lease {
     path: PathBuf,
     /// Empty folders to move into place, on the workspace's file system.
     pool: Option<OwnedFd>,
+    /// The pool's names not yet tried, listed at the first take: one
+    /// listing for every folder a start takes.
+    untried: std::sync::Mutex<Option<Vec<std::ffi::CString>>>,
     /// The workspace, opened with no link followed.
     workspace: OwnedFd,
     workspace_id: FileId,
@@ -84,6 +87,7 @@ impl Lease {
             record,
             path: path.to_path_buf(),
             pool,
+            untried: std::sync::Mutex::new(None),
             workspace,
             workspace_id,
         })
@@ -103,7 +107,13 @@ impl Lease {
         name: &std::ffi::CStr,
     ) -> Option<Result<(), nix::errno::Errno>> {
         let pool = self.pool.as_ref()?;
-        for entry in pool_entries(pool) {
+        let mut untried = self.untried.lock().ok()?;
+        let names = untried.get_or_insert_with(|| {
+            let mut names = pool_entries(pool);
+            names.reverse();
+            names
+        });
+        while let Some(entry) = names.pop() {
             match nix::fcntl::renameat2(
                 pool,
                 entry.as_c_str(),
