@@ -62,6 +62,12 @@
         to = "journald";
       }
     ];
+    witnesses = [
+      {
+        url = "https://witness.example";
+        key = "witness.example+123e7d81+BI42bRsTxuQ6/f9CY99hqyQMVq7cW+BZE3arXw6anJm7";
+      }
+    ];
     # A ceiling this module does not model, written as a freeform field.
     review.by_agent = false;
   };

@@ -102,7 +102,7 @@ let
     };
     key = lib.mkOption {
       type = t.str;
-      example = "witness.example+932c40f1+BCHj/CjQIQDe6xo5laY/3Ifb6l6IbU9hOrWixzVD5gj1";
+      example = "witness.example+123e7d81+BI42bRsTxuQ6/f9CY99hqyQMVq7cW+BZE3arXw6anJm7";
       description = "The witness's verifier key, as `chock witness key` printed it; every cosignature is checked against it.";
     };
   };
@@ -228,7 +228,7 @@ let
       witnesses = lib.mkOption {
         type = t.listOf (t.submodule { options = witnessOptions; });
         default = [ ];
-        example = lib.literalExpression ''[ { url = "https://witness.example"; key = "witness.example+932c40f1+BCHj/CjQIQDe6xo5laY/3Ifb6l6IbU9hOrWixzVD5gj1"; } ]'';
+        example = lib.literalExpression ''[ { url = "https://witness.example"; key = "witness.example+123e7d81+BI42bRsTxuQ6/f9CY99hqyQMVq7cW+BZE3arXw6anJm7"; } ]'';
         description = ''
           The witnesses every `chock log checkpoint` without `--witness` sends its checkpoint
           to (at most 4); each cosignature is checked against the witness's key.

@@ -294,6 +294,7 @@ if [[ -n $chock ]]; then
   expect_check "the NixOS module's bundle" --project "$work/empty" --org-bundle "$bundle"
   expect_check "a chock.zon from lib.zon" --project "$work/project"
   expect_check "the VM test's chock.zon" --project "$work/vm-project"
+  expect_check "the fleet VM test's bundle" --project "$work/empty" --org-bundle "$work/zon/vm-fleet-org-policy.zon"
 
   # The bundle binds as a ceiling, rule by rule, as the module wrote it.
   expect_answer() { # ACTION PROJECT DECISION LAYER [ARGS...]
@@ -349,7 +350,8 @@ fi
 # services.chock-witness's own scripts, run with that chock as systemd would
 # (STATE_DIRECTORY set, the port made 0 so any free one is taken): the first
 # start makes the key and writes its verifier key, a restart keeps both; the
-# witness cosigns a log's checkpoint and refuses the same log rewritten.
+# witness a config.zon names cosigns a log's checkpoint and refuses the same
+# log rewritten.
 if [[ -n $chock ]]; then
   w=$work/witness
   mkdir -p "$w/state" "$w/laptop/keys"
@@ -383,13 +385,16 @@ if [[ -n $chock ]]; then
     grep -qF "witness $first at" "$w/serve.out" || { problem="it printed another key than verifier-key: $(cat "$w/serve.out")"; return; }
     # The fleet test's laptop log, signed with the key the witness knows.
     (umask 077 && sed -n 's|^ *private = "\(PRIVATE+KEY+chock.local/laptop/alice+[^"]*\)";$|\1|p' checks/vm-fleet.nix >"$w/laptop/keys/checkpoint.key")
+    # The witness as a config.zon names it, so `chock log checkpoint` asks it unbidden.
+    mkdir -p "$w/laptop/config/chock"
+    printf '.{ .witnesses = .{ .{ .url = "%s", .key = "%s" } } }\n' "$url" "$first" >"$w/laptop/config/chock/config.zon"
     laptop log append --count 3 >/dev/null || { problem="chock log append failed"; return; }
     local out
-    out=$(laptop log checkpoint --witness "$url#$first" 2>&1) || { problem="it refused a good checkpoint: $out"; return; }
+    out=$(laptop log checkpoint 2>&1) || { problem="it refused a good checkpoint: $out"; return; }
     [[ $out == *"— witness.fleet.test "* ]] || { problem="the checkpoint carries no cosignature: $out"; return; }
     rm "$w/laptop/log/"decisions*.jsonl "$w/laptop/log/checkpoint" "$w/laptop/log/checkpoint.tree"
     laptop log append --count 5 >/dev/null || { problem="chock log append failed on the rewritten log"; return; }
-    if out=$(laptop log checkpoint --witness "$url#$first" 2>&1); then
+    if out=$(laptop log checkpoint 2>&1); then
       problem="it cosigned the rewritten log: $out"
       return
     fi
