@@ -124,7 +124,7 @@ in
         witness.succeed("journalctl -u chock-witness.service | grep -qF ${keys.witness.verifier}")
 
     with subtest("alice's log is signed with the key the witness knows"):
-        alice(f"umask 077 && mkdir -p {state}/keys && cp ${logKeyFile} {state}/keys/checkpoint.key")
+        alice(f"umask 077 && mkdir -p {state}/keys && install -m 0600 ${logKeyFile} {state}/keys/checkpoint.key")
 
     with subtest("each decision reaches the receiver once, with the laptop's host name"):
         alice("chock log append --action fleet.first --decision allow")
