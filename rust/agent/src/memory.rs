@@ -5,7 +5,7 @@
 //! `call.read_memory` and `call.write_memory`; `chock memory` shows or
 //! clears it.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
@@ -108,24 +108,8 @@ impl Memory {
             .mode(0o700)
             .create(&self.dir)
             .map_err(MemoryError::io(&self.dir))?;
-        let temp = self
-            .dir
-            .join(format!(".{NOTES}.{}.tmp", std::process::id()));
-        let written = (|| {
-            let mut file = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&temp)?;
-            file.write_all(text.as_bytes())?;
-            file.sync_all()?;
-            std::fs::rename(&temp, self.file())?;
-            std::fs::File::open(&self.dir)?.sync_all()
-        })();
-        if written.is_err() {
-            let _ = std::fs::remove_file(&temp);
-        }
-        written.map_err(MemoryError::io(&self.file()))
+        chock_files::replace(&self.file(), text.as_bytes(), chock_files::Access::Private)
+            .map_err(MemoryError::io(&self.file()))
     }
 
     /// Removes the notes; whether there were any.

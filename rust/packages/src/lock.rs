@@ -119,16 +119,10 @@ impl Lock {
     }
 }
 
-/// Writes `path` through a temporary file in its folder and a rename, so a
+/// Writes `path` whole ([`chock_files::replace`]), keeping its mode, so a
 /// reader sees the old text or the new, never half.
 pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), PackageError> {
-    use std::io::Write as _;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let mut file = tempfile::NamedTempFile::new_in(dir).map_err(io(dir, "writing"))?;
-    file.write_all(bytes).map_err(io(path, "writing"))?;
-    file.persist(path)
-        .map_err(|e| io(path, "writing")(e.error))?;
-    Ok(())
+    chock_files::replace(path, bytes, chock_files::Access::Kept).map_err(io(path, "writing"))
 }
 
 /// Every file under `dir`, relative, in the order of their paths.

@@ -5,7 +5,6 @@
 //! atomically (a temporary file in the same folder, synced, renamed), so
 //! a crash leaves the old file or the new one, never half of either.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::files::read_project;
@@ -78,10 +77,12 @@ pub fn write_rules(project_file: &Path, rules: &[Suggestion]) -> Result<RuleEdit
     };
     let after = edited(project_file, &before, rules)?;
     read_back(project_file, &after, rules)?;
-    replace(project_file, &after).map_err(|source| EditError::Write {
-        file: project_file.to_path_buf(),
-        source,
-    })?;
+    chock_files::replace(project_file, after.as_bytes(), chock_files::Access::Kept).map_err(
+        |source| EditError::Write {
+            file: project_file.to_path_buf(),
+            source,
+        },
+    )?;
     Ok(RuleEdit {
         file: project_file.to_path_buf(),
         before,
@@ -124,66 +125,6 @@ fn read_back(file: &Path, text: &str, rules: &[Suggestion]) -> Result<(), EditEr
         Some(missing) => Err(refused(format!("{} is not among its rules", missing.rule))),
         None => Ok(()),
     }
-}
-
-/// `text` as the whole of `file`, through a synced temporary file in the
-/// same folder renamed over it, and the folder synced.
-/// Writes `text` to a fresh temporary beside `file`, synced, then renames
-/// it over `file`, so a reader sees the old rules or the new. The
-/// temporary's name is created, never opened: a name made in advance (a
-/// link, a file) is passed over for the next, never written through.
-fn replace(file: &Path, text: &str) -> std::io::Result<()> {
-    let folder = match file.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let name = file
-        .file_name()
-        .map_or(crate::control::CHOCK_ZON.into(), |n| n.to_string_lossy());
-    let (temporary, mut out) = fresh_temporary(folder, &name)?;
-    let written = (|| {
-        if let Ok(meta) = std::fs::symlink_metadata(file) {
-            out.set_permissions(meta.permissions())?;
-        }
-        out.write_all(text.as_bytes())?;
-        out.sync_all()?;
-        std::fs::rename(&temporary, file)?;
-        std::fs::File::open(folder)?.sync_all()
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&temporary);
-    }
-    written
-}
-
-/// Creates (`O_EXCL`, so never through a link) a temporary in `folder`,
-/// trying further names while one is taken.
-fn fresh_temporary(folder: &Path, name: &str) -> std::io::Result<(PathBuf, std::fs::File)> {
-    const TRIES: u32 = 16;
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    let mut last = None;
-    for attempt in 0..TRIES {
-        let pid = std::process::id();
-        let temporary = folder.join(match attempt {
-            0 => format!(".{name}.{pid}.tmp"),
-            n => format!(
-                ".{name}.{pid}.{:08x}.tmp",
-                nanos.wrapping_add(n.wrapping_mul(0x9e37_79b9))
-            ),
-        });
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temporary)
-        {
-            Ok(out) => return Ok((temporary, out)),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
-            Err(e) => return Err(e),
-        }
-    }
-    Err(last.unwrap_or_else(|| std::io::Error::other("no temporary name")))
 }
 
 impl RuleEdit {

@@ -4,7 +4,7 @@
 //! over the old). `sink.ID.lock` is held by the one shipper of that sink.
 
 use std::fs::{File, OpenOptions};
-use std::io::{self, Write};
+use std::io;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
@@ -96,38 +96,8 @@ impl Files {
             skipped: cursor.skipped,
         })
         .map_err(|e| self.error(io::Error::other(e)))?;
-        let (temp, mut file) = self.fresh_temp()?;
-        let written = file
-            .write_all(&text)
-            .and_then(|()| file.sync_all())
-            .and_then(|()| std::fs::rename(&temp, &self.cursor));
-        if let Err(source) = written {
-            let _ = std::fs::remove_file(&temp);
-            return Err(self.error(source));
-        }
-        Ok(())
-    }
-
-    /// A temporary file beside the cursor under a name nobody has taken.
-    fn fresh_temp(&self) -> Result<(PathBuf, File), SinkError> {
-        let mut last = None;
-        for n in 0..64u32 {
-            let temp = self
-                .cursor
-                .with_extension(format!("cursor.{}.{n}.tmp", std::process::id()));
-            match OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .custom_flags(nix::libc::O_NOFOLLOW)
-                .open(&temp)
-            {
-                Ok(file) => return Ok((temp, file)),
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = Some(e),
-                Err(source) => return Err(self.error(source)),
-            }
-        }
-        Err(self.error(last.unwrap_or_else(|| io::Error::other("no free name"))))
+        chock_files::replace(&self.cursor, &text, chock_files::Access::Private)
+            .map_err(|source| self.error(source))
     }
 
     /// Takes the sink's lock without waiting; `None` when another shipper has it.

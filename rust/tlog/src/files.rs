@@ -34,33 +34,6 @@ pub fn make_private_dir(dir: &Path) -> io::Result<()> {
         .create(dir)
 }
 
-/// Replaces `path` with `bytes` all at once: a new temporary file beside
-/// it (O_EXCL, 0600), synced, renamed over it, the folder synced.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or_default();
-    let temporary = dir.join(format!(".{name}.{}.{nanos}.tmp", std::process::id()));
-    let written = (|| {
-        let mut file = no_follow()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&temporary)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&temporary, path)?;
-        File::open(dir)?.sync_all()
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&temporary);
-    }
-    written
-}
-
 /// Writes a new private file: O_EXCL (an existing one is never replaced),
 /// O_NOFOLLOW, 0600, in a folder made 0700.
 pub fn create_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
@@ -141,15 +114,5 @@ mod tests {
         );
         assert!(lock(&fifo).is_err());
         assert!(read_bounded(dir.path(), 3).is_err(), "a folder is refused");
-    }
-
-    #[test]
-    fn an_atomic_write_replaces_whole() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("f");
-        write_atomically(&path, b"one").unwrap();
-        write_atomically(&path, b"two").unwrap();
-        assert_eq!(std::fs::read(&path).unwrap(), b"two");
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 }

@@ -155,16 +155,21 @@ pub fn store(dir: &Path, tree: &LogTree, note: &Note) -> Result<(), TlogError> {
         records.extend_from_slice(&seq.to_be_bytes());
     }
     let tree_path = dir.join(TREE);
-    files::write_atomically(&tree_path, &records).map_err(|source| TlogError::Io {
-        path: tree_path,
-        source,
-    })?;
-    let note_path = dir.join(CHECKPOINT);
-    files::write_atomically(&note_path, note.to_string().as_bytes()).map_err(|source| {
+    chock_files::replace(&tree_path, &records, chock_files::Access::Private).map_err(|source| {
         TlogError::Io {
-            path: note_path,
+            path: tree_path,
             source,
         }
+    })?;
+    let note_path = dir.join(CHECKPOINT);
+    chock_files::replace(
+        &note_path,
+        note.to_string().as_bytes(),
+        chock_files::Access::Private,
+    )
+    .map_err(|source| TlogError::Io {
+        path: note_path,
+        source,
     })
 }
 

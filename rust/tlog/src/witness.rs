@@ -249,7 +249,7 @@ impl Witness {
             )));
         }
         let state = format!("{}\n{}\n", checkpoint.size, BASE64.encode(checkpoint.root));
-        files::write_atomically(&path, state.as_bytes())?;
+        chock_files::replace(&path, state.as_bytes(), chock_files::Access::Private)?;
         Ok(Ok(()))
     }
 
