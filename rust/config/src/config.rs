@@ -393,35 +393,34 @@ impl Config {
     /// Every sink the log is shipped to: each organisation bundle's, then
     /// the operator's. A name two files give the same sink is listed once.
     pub fn sinks(&self) -> Vec<Sink> {
-        let mut sinks: Vec<Sink> = Vec::new();
-        let named = self
-            .org
-            .iter()
-            .flat_map(|c| &c.sinks)
-            .chain(self.operator.iter().flat_map(|o| &o.sinks));
-        for sink in named {
-            if !sinks.contains(sink) {
-                sinks.push(sink.clone());
-            }
-        }
-        sinks
+        self.every(|c| &c.sinks, |o| &o.sinks)
     }
 
     /// Every witness a checkpoint is cosigned by: each organisation
     /// bundle's, then the operator's, each listed once.
     pub fn witnesses(&self) -> Vec<Witness> {
-        let mut witnesses: Vec<Witness> = Vec::new();
+        self.every(|c| &c.witnesses, |o| &o.witnesses)
+    }
+
+    /// A list both bundles and config.zon hold: every bundle's, then the
+    /// operator's, each item once.
+    fn every<T: Clone + PartialEq>(
+        &self,
+        bundle: impl Fn(&OrgCeiling) -> &Vec<T>,
+        operator: impl Fn(&OperatorSettings) -> &Vec<T>,
+    ) -> Vec<T> {
+        let mut all: Vec<T> = Vec::new();
         let named = self
             .org
             .iter()
-            .flat_map(|c| &c.witnesses)
-            .chain(self.operator.iter().flat_map(|o| &o.witnesses));
-        for witness in named {
-            if !witnesses.contains(witness) {
-                witnesses.push(witness.clone());
+            .flat_map(bundle)
+            .chain(self.operator.iter().flat_map(operator));
+        for item in named {
+            if !all.contains(item) {
+                all.push(item.clone());
             }
         }
-        witnesses
+        all
     }
 
     /// Two files naming one sink name for different receivers (they would
