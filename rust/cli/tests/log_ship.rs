@@ -218,3 +218,44 @@ fn an_idle_shipper_exits_and_lines_logged_at_once_all_arrive_once() {
     };
     assert!(nothing_more(&receiver), "{shipped:?}");
 }
+
+/// A sink only a bundle given with `--org-bundle` names: the shipper the
+/// decision starts is given that bundle too, and sends the line.
+#[test]
+fn a_sink_of_a_bundle_given_on_the_command_line_is_shipped_to() {
+    let state = State::new("log-ship", "bundle");
+    let receiver = UdpSocket::bind("127.0.0.1:0").unwrap();
+    receiver
+        .set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    state.write_config(".{ .log = .{ .ship_idle_seconds = 1 } }\n");
+    let bundle = state.0.join("org.zon");
+    std::fs::write(
+        &bundle,
+        format!(
+            ".{{ .sinks = .{{ .{{ .name = \"org\", .to = \"syslog+udp://{}\" }} }} }}\n",
+            receiver.local_addr().unwrap()
+        ),
+    )
+    .unwrap();
+    let project = state.0.join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::write(
+        project.join("chock.zon"),
+        ".{ .policy = .{ .rules = .{ .{ .action = \"exec.*\", .decision = .allow } } } }\n",
+    )
+    .unwrap();
+    let out = state
+        .configured(&[
+            "exec",
+            "--org-bundle",
+            bundle.to_str().unwrap(),
+            "--",
+            "/bin/true",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let seqs = receive(&receiver, 1);
+    assert_eq!(seqs.first(), Some(&1), "{out:?}");
+}

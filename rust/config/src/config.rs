@@ -402,6 +402,11 @@ impl Config {
         self.every(|c| &c.witnesses, |o| &o.witnesses)
     }
 
+    /// The organisation bundles read, in the order read.
+    pub fn bundle_files(&self) -> Vec<PathBuf> {
+        self.org.iter().map(|c| c.file.clone()).collect()
+    }
+
     /// A list both bundles and config.zon hold: every bundle's, then the
     /// operator's, each item once.
     fn every<T: Clone + PartialEq>(

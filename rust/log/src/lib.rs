@@ -126,6 +126,9 @@ pub struct Shipping {
     pub project: PathBuf,
     /// How long a started shipper goes on with nothing to send, in seconds.
     pub idle_seconds: u32,
+    /// The organisation bundles the sinks were read with, named to the
+    /// shipper too (one given with `--org-bundle` is found nowhere else).
+    pub bundles: Vec<PathBuf>,
 }
 
 /// What runs after a line lands in a log that has sinks.
@@ -170,6 +173,7 @@ impl Log {
             sinks,
             project,
             idle_seconds: settings.ship_idle_seconds,
+            bundles: config.bundle_files(),
         }))
     }
 

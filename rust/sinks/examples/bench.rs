@@ -268,6 +268,7 @@ fn append_latency(dir: &std::path::Path, appends: usize) {
         sinks: vec!["down".to_owned()],
         project: dir.to_path_buf(),
         idle_seconds: 60,
+        bundles: Vec::new(),
     });
     let stop = Arc::new(AtomicBool::new(false));
     let down: Target = "syslog+tcp://127.0.0.1:1".parse().expect("a target");

@@ -32,11 +32,16 @@ pub fn wake(log: &Log, shipping: &Shipping) {
 fn start_shipper(shipping: &Shipping) -> std::io::Result<()> {
     use std::os::unix::process::CommandExt;
     let chock = std::env::current_exe()?;
-    let mut child = Command::new(chock)
+    let mut command = Command::new(chock);
+    command
         .args(["log", "ship", "--configured", "--follow", "--idle-exit"])
         .arg(shipping.idle_seconds.to_string())
         .arg("--project")
-        .arg(&shipping.project)
+        .arg(&shipping.project);
+    for bundle in &shipping.bundles {
+        command.arg("--org-bundle").arg(bundle);
+    }
+    let mut child = command
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())

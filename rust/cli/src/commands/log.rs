@@ -511,11 +511,19 @@ fn table(rows: &[Row], widths: &[usize; 7], width: Option<usize>) -> String {
 pub fn configured(
     project: Option<&std::path::Path>,
 ) -> anyhow::Result<(std::path::PathBuf, Policy)> {
+    configured_with(project, &[])
+}
+
+/// [`configured`] with these organisation bundles read as well.
+pub fn configured_with(
+    project: Option<&std::path::Path>,
+    bundles: &[std::path::PathBuf],
+) -> anyhow::Result<(std::path::PathBuf, Policy)> {
     let project = match project {
         Some(dir) => dir.to_path_buf(),
         None => std::env::current_dir().context("reading the current directory")?,
     };
-    let policy = Policy::load(&LoadOptions::from_env(&project, Vec::new())?)?;
+    let policy = Policy::load(&LoadOptions::from_env(&project, bundles.to_vec())?)?;
     Ok((project, policy))
 }
 

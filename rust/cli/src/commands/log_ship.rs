@@ -24,6 +24,9 @@ pub struct ShipArgs {
     /// shipper holds is left to it.
     #[arg(long)]
     configured: bool,
+    /// An organisation bundle to read besides those found by convention (its `.sinks` are configured ones too); repeatable.
+    #[arg(long, value_name = "FILE")]
+    org_bundle: Vec<PathBuf>,
     /// One round for each sink, then exit (the default).
     #[arg(long, conflicts_with = "follow")]
     once: bool,
@@ -70,7 +73,7 @@ pub fn run(log: &Log, args: &ShipArgs) -> anyhow::Result<ExitCode> {
     // The overflow line is appended, and may rotate, with the log's own
     // settings: the default `keep` could remove rotated files the
     // configured one keeps.
-    let (_, policy) = super::log::configured(args.project.as_deref())?;
+    let (_, policy) = super::log::configured_with(args.project.as_deref(), &args.org_bundle)?;
     let log = &Log::at(
         log.dir(),
         chock_log::Log::configured(policy.config())?.rotation(),
