@@ -128,6 +128,20 @@ impl State {
         command.current_dir(self.0.join("project"));
         command
     }
+
+    /// `chock doctor`'s row for the configured sinks.
+    fn sinks_row(&self) -> serde_json::Value {
+        let out = self.configured(&["doctor", "--json"]).output().unwrap();
+        let report: serde_json::Value =
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"));
+        report["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|row| row["name"] == "sinks named")
+            .unwrap_or_else(|| panic!("no sinks row: {report}"))
+            .clone()
+    }
 }
 
 /// The seqs `receiver` gets until it has `count` or 20 seconds pass.
@@ -174,6 +188,50 @@ fn a_line_logged_where_sinks_are_named_starts_a_shipper_that_sends_it() {
         "{second:?}"
     );
     assert!(nothing_more(&receiver), "nothing is sent twice");
+    let row = state.sinks_row();
+    assert_eq!(row["state"], "ok", "{row}");
+    let detail = row["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("auto (syslog+udp://")
+            && detail.contains("at seq 5 of 5, 0 waiting, a shipper running"),
+        "{row}"
+    );
+}
+
+/// A configured sink nobody answers: the lines wait, and `chock doctor`
+/// says what the started shipper met.
+#[test]
+fn doctor_says_what_a_started_shipper_met() {
+    let state = State::new("log-ship", "doctor");
+    state.write_config(
+        ".{ .log = .{ .ship_idle_seconds = 30 }, .sinks = .{ .{ .name = \"gone\", .to = \"syslog+tcp://127.0.0.1:1\" } } }\n",
+    );
+    std::fs::create_dir_all(state.0.join("project")).unwrap();
+    let out = state
+        .configured(&["log", "append", "--count", "2"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let until = Instant::now() + Duration::from_secs(20);
+    let row = loop {
+        let row = state.sinks_row();
+        if row["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("not reached")
+            || Instant::now() > until
+        {
+            break row;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(row["state"], "warn", "{row}");
+    let detail = row["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("gone (syslog+tcp://127.0.0.1:1): at seq 0 of 2, 2 waiting")
+            && detail.contains("last round not reached: syslog+tcp://127.0.0.1:1"),
+        "{row}"
+    );
 }
 
 #[test]

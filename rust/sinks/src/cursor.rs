@@ -46,11 +46,26 @@ struct OnDisk {
     skipped: u64,
 }
 
+/// How a sink's last round went, kept in `sink.ID.status` so a person can
+/// see what a shipper with no terminal saw.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LastRound {
+    /// When it ended, in milliseconds since the epoch.
+    pub ended_ms: u64,
+    /// Lines the receiver got in it.
+    pub sent: u64,
+    /// Lines still waiting after it.
+    pub left: u64,
+    /// Why the receiver was not reached, when it was not.
+    pub down: Option<String>,
+}
+
 /// Where one sink's files are.
 #[derive(Debug, Clone)]
 pub struct Files {
     pub cursor: PathBuf,
     lock: PathBuf,
+    status: PathBuf,
 }
 
 impl Files {
@@ -59,7 +74,37 @@ impl Files {
         Files {
             cursor: dir.join(format!("sink.{id}.cursor")),
             lock: dir.join(format!("sink.{id}.lock")),
+            status: dir.join(format!("sink.{id}.status")),
         }
+    }
+
+    /// How the last round went; `None` before the first, or when the file
+    /// is not one Chock wrote.
+    pub fn last_round(&self) -> Option<LastRound> {
+        use std::io::Read;
+        // Never through a link, never waiting on a FIFO put in its place.
+        let file = OpenOptions::new()
+            .read(true)
+            .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
+            .open(&self.status)
+            .ok()
+            .filter(|file| file.metadata().is_ok_and(|meta| meta.is_file()))?;
+        let mut bytes = Vec::new();
+        file.take(64 << 10).read_to_end(&mut bytes).ok()?;
+        serde_json::from_slice(&bytes).ok()
+    }
+
+    /// Keeps how a round went. A status that cannot be written changes no
+    /// shipping: it is only what a person is shown.
+    pub fn keep_round(&self, round: &LastRound) {
+        if let Ok(text) = serde_json::to_vec(round) {
+            let _ = chock_files::replace(&self.status, &text, chock_files::Access::Private);
+        }
+    }
+
+    /// Whether a shipper holds the sink's lock now.
+    pub fn is_shipping(&self) -> bool {
+        matches!(self.try_lock(), Ok(None))
     }
 
     /// The cursor, or the start of the log when the sink never shipped.

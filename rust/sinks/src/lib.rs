@@ -40,11 +40,11 @@ pub use chock_config::sinks::{
     DEFAULT_BACKLOG_BYTES, JOURNALD_SOCKET, Sink, SinkNameError, Syslog, Target, TargetError,
 };
 pub use chock_config::{OTLP_HTTP_PATH, Otlp, OtlpProtocol, OtlpTls};
-pub use cursor::{Cursor, Point};
+pub use cursor::{Cursor, LastRound, Point};
 pub use error::SinkError;
 pub use fields::{Origin, Shipped};
 /// The entry one line becomes in journald's native protocol.
 pub use journald::entry as journald_entry;
-pub use ship::{DEFAULT_ROUND, OVERFLOW_ACTION, Report, Shipper, ship};
+pub use ship::{DEFAULT_ROUND, OVERFLOW_ACTION, Report, Shipper, SinkState, ship, state};
 pub use syslog::{SD_ID, frame as syslog_frame, message as syslog_message};
 pub use wake::wake;

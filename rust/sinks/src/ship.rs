@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use chock_log::{Entry, Log, Route};
 use nix::fcntl::Flock;
 
-use crate::cursor::{Cursor, Files};
+use crate::cursor::{Cursor, Files, LastRound};
 use crate::fields::{Origin, Shipped};
 use crate::otlp::Acked;
 use crate::pending::{self, Pending};
@@ -114,6 +114,12 @@ impl Shipper {
         report.rejection = sent.acked.why;
         report.left = pending.lines.len() as u64;
         report.cursor = cursor.at.seq;
+        self.files.keep_round(&LastRound {
+            ended_ms: now_ms(),
+            sent: report.sent,
+            left: report.left,
+            down: report.down.clone(),
+        });
         Ok(report)
     }
 
@@ -222,3 +228,29 @@ pub fn ship(sink: &Sink, log: &Log, deadline: Instant) -> Result<Report, SinkErr
 /// How long a round may take when the caller does not say: short, so a
 /// shipper started beside a decision finishes soon.
 pub const DEFAULT_ROUND: Duration = Duration::from_secs(5);
+
+/// Now, in milliseconds since the epoch.
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// What a person is shown of one sink: where its cursor is, whether a
+/// shipper holds it now, and how its last round went.
+#[derive(Debug, Clone)]
+pub struct SinkState {
+    pub cursor: Result<Cursor, String>,
+    pub shipping: bool,
+    pub last: Option<LastRound>,
+}
+
+/// The state of `sink` of the log in `dir`, read without taking its lock.
+pub fn state(dir: &std::path::Path, sink: &Sink) -> SinkState {
+    let files = Files::new(dir, &sink.id);
+    SinkState {
+        cursor: files.read().map_err(|e| e.to_string()),
+        shipping: files.is_shipping(),
+        last: files.last_round(),
+    }
+}

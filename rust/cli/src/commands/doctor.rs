@@ -28,16 +28,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let project = Project::for_command(args.project.as_deref())?;
     // The doctor answers even when chock.zon does not load: the policy's
     // only part here is whether sandbox.jit lifts the write-and-execute rule.
-    let (write_execute, policy_note, devices) = match exec::load_policy(&project, Vec::new()) {
+    let (write_execute, policy_note, named) = match exec::load_policy(&project, Vec::new()) {
         Ok(policy) => (
             exec::write_execute_state(&policy),
             None,
-            devices_row(&policy),
+            [devices_row(&policy), sinks_row(&policy)],
         ),
         Err(error) => (
             chock_sandbox::WriteExecute::Refused,
             Some(error.to_string()),
-            None,
+            [None, None],
         ),
     };
     let mut report = doctor::run(&Options {
@@ -46,7 +46,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     });
     report.rows.extend(hook_rows(&project.dir));
     report.rows.push(apply_row(&project));
-    report.rows.extend(devices);
+    report.rows.extend(named.into_iter().flatten());
     report.can_run = !report
         .rows
         .iter()
@@ -213,6 +213,60 @@ fn devices_row(policy: &chock_policy::Policy) -> Option<Row> {
         blocking: false,
         detail: detail.join("; "),
     })
+}
+
+/// The sinks the bundles and config.zon name, and how far each has got:
+/// its cursor against the log's newest line, whether a shipper holds it,
+/// and what its last round met. None when no sink is named. A sink behind
+/// or not reached only warns: decisions go on, and wait in the log.
+fn sinks_row(policy: &chock_policy::Policy) -> Option<Row> {
+    let sinks = policy.config().sinks();
+    if sinks.is_empty() {
+        return None;
+    }
+    let log = chock_log::Log::configured(policy.config()).ok()?;
+    let newest = log.head().ok().flatten().map_or(0, |head| head.seq);
+    let mut all_well = true;
+    let detail: Vec<String> = sinks
+        .iter()
+        .map(|sink| {
+            let state = chock_sinks::state(log.dir(), sink);
+            let (text, well) = describe_sink(sink, &state, newest);
+            all_well &= well;
+            text
+        })
+        .collect();
+    Some(Row {
+        name: "sinks named",
+        state: if all_well { State::Ok } else { State::Warn },
+        blocking: false,
+        detail: detail.join("; "),
+    })
+}
+
+/// One sink's line in the sinks row, and whether it is caught up and reached.
+fn describe_sink(
+    sink: &chock_sinks::Sink,
+    state: &chock_sinks::SinkState,
+    newest: u64,
+) -> (String, bool) {
+    let mut text = format!("{} ({})", sink.id, sink.target);
+    let at = match &state.cursor {
+        Ok(cursor) => cursor.at.seq,
+        Err(why) => return (format!("{text}: {why}"), false),
+    };
+    let waiting = newest.saturating_sub(at);
+    text.push_str(&format!(": at seq {at} of {newest}, {waiting} waiting"));
+    text.push_str(if state.shipping {
+        ", a shipper running"
+    } else {
+        ", no shipper running"
+    });
+    let down = state.last.as_ref().and_then(|last| last.down.as_deref());
+    if let Some(why) = down {
+        text.push_str(&format!("; last round not reached: {why}"));
+    }
+    (text, waiting == 0 && down.is_none())
 }
 
 /// Why a program or a folder a check looks for does not do; the words are
