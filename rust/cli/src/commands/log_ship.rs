@@ -1,5 +1,5 @@
-//! `chock log ship`: sends the decision log's lines to journald or syslog
-//! receivers, each sink from its own cursor.
+//! `chock log ship`: sends the decision log's lines to journald, syslog
+//! receivers and OpenTelemetry collectors, each sink from its own cursor.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -14,9 +14,10 @@ use crate::exit;
 #[derive(Debug, Args)]
 pub struct ShipArgs {
     /// Where to send: journald, journald+unix:///PATH, syslog+udp://HOST:PORT,
-    /// syslog+tcp://HOST:PORT, syslog+tls://HOST:PORT?ca=FILE[&name=NAME] or
-    /// syslog+unix:///PATH; `NAME=` before it names the sink's cursor
-    /// (else a name made from the address). Repeatable.
+    /// syslog+tcp://HOST:PORT, syslog+tls://HOST:PORT?ca=FILE[&name=NAME],
+    /// syslog+unix:///PATH, otlp+http://HOST:PORT[/PATH], otlp+https://...?ca=FILE,
+    /// otlp+grpc://HOST:PORT or otlp+grpcs://...?ca=FILE; `NAME=` before it
+    /// names the sink's cursor (else a name made from the address). Repeatable.
     #[arg(long = "to", value_name = "[NAME=]SINK", required_unless_present = "configured", value_parser = sink)]
     to: Vec<Sink>,
     /// Also ship to every sink the organisation bundles and config.zon
