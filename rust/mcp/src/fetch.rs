@@ -71,8 +71,9 @@ pub fn builder() -> reqwest::ClientBuilder {
     chock_provider::http::client_builder(CONNECT_TIMEOUT)
 }
 
-/// The one client of the process (it pools connections).
-pub fn client() -> Result<reqwest::Client, crate::tools::ToolError> {
+/// The one client of the process (it pools connections), for fetch_url
+/// and every other fetch made as it makes them (a plugin's `net.fetch`).
+pub fn shared_client() -> Result<reqwest::Client, String> {
     static CLIENT: OnceLock<Result<reqwest::Client, std::sync::Arc<reqwest::Error>>> =
         OnceLock::new();
     CLIENT
@@ -84,9 +85,12 @@ pub fn client() -> Result<reqwest::Client, crate::tools::ToolError> {
                 .map_err(std::sync::Arc::new)
         })
         .clone()
-        .map_err(|e| {
-            crate::tools::ToolError::Unavailable(format!("the HTTP client cannot start: {e}"))
-        })
+        .map_err(|e| format!("the HTTP client cannot start: {e}"))
+}
+
+/// [`shared_client`], failing as a tool does.
+pub fn client() -> Result<reqwest::Client, crate::tools::ToolError> {
+    shared_client().map_err(crate::tools::ToolError::Unavailable)
 }
 
 #[cfg(test)]

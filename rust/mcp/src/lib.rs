@@ -26,7 +26,7 @@ mod build;
 mod call_socket;
 pub mod credential;
 mod error;
-mod fetch;
+pub mod fetch;
 mod gate;
 mod gateway;
 pub mod local;
@@ -39,7 +39,7 @@ mod style;
 mod tasks;
 mod tools;
 mod transport;
-mod workspace;
+pub mod workspace;
 
 pub use ask::{
     ASK_TIMEOUT, Asked, CallAsker, Client, CredentialFor, Local, Person, Reply, Unanswered,
