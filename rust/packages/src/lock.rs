@@ -41,6 +41,21 @@ pub struct Locked {
     pub disabled: bool,
 }
 
+/// One installed WebAssembly plugin (chock-plugins installs it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LockedPlugin {
+    /// One label, the plugin's folder in `.agents/plugins/`.
+    #[serde(deserialize_with = "chock_policy::package::deserialize_id")]
+    pub id: String,
+    /// The version its manifest gives.
+    pub version: String,
+    /// The folder it was installed from.
+    pub source: String,
+    /// The installed folder's content hash, `sha256:<hex>` ([`content_hash`]).
+    pub hash: String,
+}
+
 /// The whole lockfile.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -48,6 +63,8 @@ pub struct Lock {
     pub version: u32,
     #[serde(default)]
     pub policies: Vec<Locked>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub plugins: Vec<LockedPlugin>,
 }
 
 impl Default for Lock {
@@ -55,6 +72,7 @@ impl Default for Lock {
         Lock {
             version: LOCK_VERSION,
             policies: Vec::new(),
+            plugins: Vec::new(),
         }
     }
 }
@@ -96,6 +114,7 @@ impl Lock {
     /// Writes the lock, entries in the order of their ids.
     pub fn write(&mut self, project: &Path) -> Result<(), PackageError> {
         self.policies.sort_by(|a, b| a.id.cmp(&b.id));
+        self.plugins.sort_by(|a, b| a.id.cmp(&b.id));
         let text = self.to_text()?;
         write_atomically(&project.join(LOCK_FILE), text.as_bytes())
     }

@@ -22,6 +22,9 @@ pub enum PluginError {
     Trap(String),
     #[error("{0}")]
     Tool(String),
+    /// A manifest, an installed folder or the lock refused, with where.
+    #[error("{0}")]
+    Refused(String),
     #[error("the plugin runtime cannot start: {0}")]
     Engine(String),
 }

@@ -143,6 +143,14 @@ impl Host {
         })
     }
 
+    /// Compiles `wasm` and finds its tool export, linking nothing: what
+    /// `chock plugins install` checks before it writes.
+    pub fn check(&self, wasm: &[u8]) -> Result<(), PluginError> {
+        let component = Component::new(&self.engine, wasm)
+            .map_err(|e| PluginError::Compile(format!("{e:#}")))?;
+        tool_call(&component).map(drop)
+    }
+
     fn linker(&self, grants: &Grants) -> Result<Linker<Guest>, PluginError> {
         let engine_error = |e: anyhow::Error| PluginError::Engine(format!("{e:#}"));
         let mut linker = Linker::new(&self.engine);

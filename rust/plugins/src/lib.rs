@@ -14,9 +14,14 @@
 mod capability;
 mod error;
 mod host;
+pub mod manifest;
+pub mod offer;
 mod reach;
+mod session;
+pub mod store;
 
 pub use capability::{Capability, CapabilityError, FetchHost, Grants};
 pub use error::PluginError;
 pub use host::{Bounds, Host, Loaded};
 pub use reach::Reach;
+pub use session::{Plugins, Started};

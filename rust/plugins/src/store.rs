@@ -1,0 +1,172 @@
+//! Installed plugins: `.agents/plugins/<id>/` holds `plugin.zon` and
+//! `plugin.wasm`, and `chock.lock` pins each by a hash of the two. Only a
+//! plugin the lock names is loaded, and only while its files still hash
+//! to the pin.
+
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+
+use chock_packages::lock::{Lock, LockedPlugin};
+use sha2::{Digest, Sha256};
+
+use crate::error::PluginError;
+use crate::host::Host;
+use crate::manifest::{MANIFEST_FILE, Manifest};
+
+/// Where a project's plugins are installed.
+pub const PLUGINS_DIR: &str = ".agents/plugins";
+/// The component's name in a plugin's folder.
+pub const COMPONENT_FILE: &str = "plugin.wasm";
+/// The largest component read.
+const MAX_COMPONENT_BYTES: u64 = 64 << 20;
+
+/// A plugin as installed: its manifest, its component's bytes, and the
+/// hash they were read with.
+#[derive(Debug, Clone)]
+pub struct Installed {
+    pub manifest: Manifest,
+    pub component: Vec<u8>,
+    pub hash: String,
+}
+
+/// The plugin in `dir`: its manifest, its component, their hash.
+pub fn read(dir: &Path) -> Result<Installed, PluginError> {
+    read_with_manifest(dir).map(|(plugin, _)| plugin)
+}
+
+/// [`read`], and the manifest's bytes as they were hashed.
+fn read_with_manifest(dir: &Path) -> Result<(Installed, Vec<u8>), PluginError> {
+    let manifest_path = dir.join(MANIFEST_FILE);
+    let manifest_bytes = read_bounded(&manifest_path, chock_zon::MAX_FILE_BYTES as u64)?;
+    let text = std::str::from_utf8(&manifest_bytes).map_err(|_| {
+        PluginError::Refused(format!("{}: not UTF-8 text", manifest_path.display()))
+    })?;
+    let manifest = Manifest::parse(&manifest_path, text)?;
+    let component = read_bounded(&dir.join(COMPONENT_FILE), MAX_COMPONENT_BYTES)?;
+    let hash = hash(&manifest_bytes, &component);
+    let plugin = Installed {
+        manifest,
+        component,
+        hash,
+    };
+    Ok((plugin, manifest_bytes))
+}
+
+/// `sha256:` over the manifest and the component, each length-prefixed.
+fn hash(manifest: &[u8], component: &[u8]) -> String {
+    let mut hasher = Sha256::new();
+    for part in [manifest, component] {
+        hasher.update((part.len() as u64).to_be_bytes());
+        hasher.update(part);
+    }
+    format!("sha256:{}", hex::encode(hasher.finalize()))
+}
+
+fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, PluginError> {
+    let refuse = |why: String| PluginError::Refused(format!("{}: {why}", path.display()));
+    let file = std::fs::File::open(path).map_err(|e| refuse(e.to_string()))?;
+    let meta = file.metadata().map_err(|e| refuse(e.to_string()))?;
+    if !meta.is_file() {
+        return Err(refuse("not a plain file".into()));
+    }
+    let mut bytes = Vec::new();
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| refuse(e.to_string()))?;
+    if bytes.len() as u64 > limit {
+        return Err(refuse(format!("over the {limit}-byte bound")));
+    }
+    Ok(bytes)
+}
+
+fn plugin_dir(project: &Path, id: &str) -> PathBuf {
+    project.join(PLUGINS_DIR).join(id)
+}
+
+fn lock_error(e: chock_packages::PackageError) -> PluginError {
+    PluginError::Refused(e.to_string())
+}
+
+/// Installs the plugin in `source` into the project and pins it in
+/// `chock.lock`, after `host` compiled it: what is no component of
+/// Chock's world is refused before anything is written.
+pub fn install(project: &Path, source: &Path, host: &Host) -> Result<Installed, PluginError> {
+    let (plugin, manifest_bytes) = read_with_manifest(source)?;
+    host.check(&plugin.component)?;
+    let dir = plugin_dir(project, &plugin.manifest.id);
+    let write = |name: &str, bytes: &[u8]| {
+        chock_files::replace(&dir.join(name), bytes, chock_files::Access::Kept)
+            .map_err(|e| PluginError::Refused(format!("{}: {e}", dir.join(name).display())))
+    };
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| PluginError::Refused(format!("{}: {e}", dir.display())))?;
+    write(MANIFEST_FILE, &manifest_bytes)?;
+    write(COMPONENT_FILE, &plugin.component)?;
+    let mut lock = Lock::read(project).map_err(lock_error)?;
+    lock.plugins.retain(|p| p.id != plugin.manifest.id);
+    lock.plugins.push(LockedPlugin {
+        id: plugin.manifest.id.clone(),
+        version: plugin.manifest.version.clone(),
+        source: source.display().to_string(),
+        hash: plugin.hash.clone(),
+    });
+    lock.write(project).map_err(lock_error)?;
+    Ok(plugin)
+}
+
+/// Removes the plugin `id`'s folder and its pin; whether either was there.
+pub fn remove(project: &Path, id: &str) -> Result<bool, PluginError> {
+    chock_names::label(id).map_err(|e| PluginError::Refused(e.to_string()))?;
+    let dir = plugin_dir(project, id);
+    let had_folder = match std::fs::remove_dir_all(&dir) {
+        Ok(()) => true,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+        Err(e) => return Err(PluginError::Refused(format!("{}: {e}", dir.display()))),
+    };
+    let mut lock = Lock::read(project).map_err(lock_error)?;
+    let pinned = lock.plugins.len();
+    lock.plugins.retain(|p| p.id != id);
+    let had_pin = lock.plugins.len() != pinned;
+    if had_pin {
+        lock.write(project).map_err(lock_error)?;
+    }
+    Ok(had_folder || had_pin)
+}
+
+/// A plugin chock.lock pins, and what its folder held (or why not).
+pub type Pinned = (LockedPlugin, Result<Installed, PluginError>);
+
+/// Every plugin `chock.lock` pins, each read and checked against its pin.
+pub fn installed(project: &Path) -> Result<Vec<Pinned>, PluginError> {
+    let lock = Lock::read(project).map_err(lock_error)?;
+    Ok(lock
+        .plugins
+        .into_iter()
+        .map(|pin| {
+            let plugin = pinned(project, &pin);
+            (pin, plugin)
+        })
+        .collect())
+}
+
+fn pinned(project: &Path, pin: &LockedPlugin) -> Result<Installed, PluginError> {
+    let dir = plugin_dir(project, &pin.id);
+    let plugin = read(&dir)?;
+    if plugin.hash != pin.hash {
+        return Err(PluginError::Refused(format!(
+            "{}: its files changed since it was installed ({} pinned in chock.lock, {} now); install it again to trust them",
+            dir.display(),
+            pin.hash,
+            plugin.hash
+        )));
+    }
+    if plugin.manifest.id != pin.id {
+        return Err(PluginError::Refused(format!(
+            "{}: its manifest names `{}`, not `{}`",
+            dir.display(),
+            plugin.manifest.id,
+            pin.id
+        )));
+    }
+    Ok(plugin)
+}

@@ -1,0 +1,187 @@
+//! Installed plugins: pinned in chock.lock, decided at session start (a
+//! denied tool and a tool whose capability is not allow outright are not
+//! offered, and say why), refused once their files change, removed whole.
+
+mod common;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use chock_mcp::workspace::Workspace;
+use chock_packages::lock::Lock;
+use chock_plugins::store::{self, PLUGINS_DIR};
+use chock_plugins::{Bounds, Host, Plugins, Reach};
+use chock_policy::{Decision, Pattern, Policy, Rule};
+use serde_json::json;
+
+const MANIFEST: &str = r#".{
+    .id = "notes",
+    .version = "0.1.0",
+    .tools = .{
+        .{
+            .name = "copy",
+            .description = "Copies the file its input names to out.txt",
+            .input_schema = .{ .type = "string" },
+            .capabilities = .{ "fs.read", "fs.write" },
+        },
+    },
+}
+"#;
+
+/// Reads the file its input names and writes it to `out.txt`.
+fn copier() -> Vec<u8> {
+    let body = format!(
+        "(call $read (i32.add (local.get 2) (i32.const 1)) (i32.sub (local.get 3) (i32.const 2)) (i32.const 256))
+         {}
+         (call $write (i32.const 32) (i32.const 7) (i32.load (i32.const 260)) (i32.load (i32.const 264)) (i32.const 300))
+         {}
+         (call $answer (i32.const 0) (i32.const 48) (i32.const 8))",
+        common::on_error(256),
+        common::on_error(300),
+    );
+    common::plugin(
+        r#"(import "chock:plugin/fs-read@0.1.0" "read" (func $read (param i32 i32 i32)))
+           (import "chock:plugin/fs-write@0.1.0" "write" (func $write (param i32 i32 i32 i32 i32)))"#,
+        r#"(data (i32.const 32) "out.txt") (data (i32.const 48) "\"copied\"")"#,
+        &body,
+    )
+}
+
+fn source(wasm: &[u8]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("a folder");
+    std::fs::write(dir.path().join("plugin.zon"), MANIFEST).expect("written");
+    std::fs::write(dir.path().join("plugin.wasm"), wasm).expect("written");
+    dir
+}
+
+fn policy(rules: &[(&str, Decision)]) -> Policy {
+    let rules = rules
+        .iter()
+        .map(|(action, decision)| {
+            Rule::new(Some(Pattern::parse(action).expect("a pattern")), *decision)
+        })
+        .collect();
+    Policy::from_rules(rules, vec![])
+}
+
+fn start(project: &Path, policy: &Policy) -> Plugins {
+    let workspace = Workspace::open(project).expect("the workspace opens");
+    let reach = Reach {
+        workspace: Some(Arc::new(workspace)),
+        runtime: None,
+    };
+    let host = Host::new(Bounds::default()).expect("the engine starts");
+    Plugins::start(project, policy, "main", &host, &reach).expect("the lock reads")
+}
+
+fn withheld(plugins: &Plugins) -> Vec<(String, String)> {
+    plugins
+        .started()
+        .iter()
+        .filter_map(|s| s.offer.as_ref())
+        .flat_map(|o| o.withheld.iter().map(|w| (w.tool.clone(), w.why.clone())))
+        .collect()
+}
+
+fn project() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().expect("a project");
+    let root = dir.path().canonicalize().expect("its path");
+    (dir, root)
+}
+
+#[test]
+fn an_installed_plugin_is_pinned_offered_and_called() {
+    let (_dir, project) = project();
+    let source = source(&copier());
+    let host = Host::new(Bounds::default()).expect("the engine starts");
+    let installed = store::install(&project, source.path(), &host).expect("it installs");
+    let lock = Lock::read(&project).expect("the lock reads");
+    assert_eq!(lock.plugins.len(), 1);
+    assert_eq!(lock.plugins[0].id, "notes");
+    assert_eq!(lock.plugins[0].hash, installed.hash);
+    assert!(
+        project
+            .join(PLUGINS_DIR)
+            .join("notes/plugin.wasm")
+            .is_file()
+    );
+
+    let allowed = policy(&[("fs.read", Decision::Allow), ("fs.write", Decision::Allow)]);
+    let plugins = start(&project, &allowed);
+    let offered: Vec<_> = plugins
+        .offered()
+        .map(|(p, t)| format!("{p}.{}", t.name))
+        .collect();
+    assert_eq!(offered, ["notes.copy"]);
+    std::fs::write(project.join("in.txt"), "kept").expect("written");
+    let answer = plugins
+        .call("notes", "copy", &json!("in.txt"))
+        .expect("it answers");
+    assert_eq!(answer, json!("copied"));
+    assert_eq!(
+        std::fs::read_to_string(project.join("out.txt")).expect("written"),
+        "kept"
+    );
+}
+
+#[test]
+fn a_tool_is_not_offered_when_denied_or_when_a_capability_is_not_allow() {
+    let (_dir, project) = project();
+    let host = Host::new(Bounds::default()).expect("the engine starts");
+    store::install(&project, source(&copier()).path(), &host).expect("it installs");
+
+    let asked = policy(&[("fs.read", Decision::Allow), ("fs.write", Decision::Ask)]);
+    let plugins = start(&project, &asked);
+    assert_eq!(plugins.offered().count(), 0);
+    let why = withheld(&plugins);
+    assert_eq!(why.len(), 1);
+    assert!(
+        why[0].1.contains("fs.write (fs.write) is ask, not allow"),
+        "{why:?}"
+    );
+    assert!(plugins.call("notes", "copy", &json!("in.txt")).is_err());
+
+    let denied = policy(&[
+        ("fs.*", Decision::Allow),
+        ("plugin.notes.tool.copy", Decision::Deny),
+    ]);
+    let why = withheld(&start(&project, &denied));
+    assert!(
+        why[0].1.contains("plugin.notes.tool.copy is denied"),
+        "{why:?}"
+    );
+}
+
+#[test]
+fn a_plugin_whose_files_changed_is_refused_and_one_removed_is_gone() {
+    let (_dir, project) = project();
+    let host = Host::new(Bounds::default()).expect("the engine starts");
+    store::install(&project, source(&copier()).path(), &host).expect("it installs");
+    let component = project.join(PLUGINS_DIR).join("notes/plugin.wasm");
+    let mut bytes = std::fs::read(&component).expect("read");
+    bytes.extend_from_slice(b"\0");
+    std::fs::write(&component, bytes).expect("tampered");
+    let allowed = policy(&[("fs.*", Decision::Allow)]);
+    let plugins = start(&project, &allowed);
+    let problem = plugins.started()[0].problem.clone().unwrap_or_default();
+    assert!(
+        problem.contains("changed since it was installed"),
+        "{problem}"
+    );
+    assert_eq!(plugins.offered().count(), 0);
+
+    assert!(store::remove(&project, "notes").expect("removed"));
+    assert!(!project.join(PLUGINS_DIR).join("notes").exists());
+    assert!(Lock::read(&project).expect("reads").plugins.is_empty());
+    assert!(!store::remove(&project, "notes").expect("nothing to remove"));
+}
+
+#[test]
+fn what_is_no_component_is_not_installed() {
+    let (_dir, project) = project();
+    let host = Host::new(Bounds::default()).expect("the engine starts");
+    let core_module = wat::parse_str("(module)").expect("parses");
+    assert!(store::install(&project, source(&core_module).path(), &host).is_err());
+    assert!(!project.join(PLUGINS_DIR).exists());
+    assert!(Lock::read(&project).expect("reads").plugins.is_empty());
+}
