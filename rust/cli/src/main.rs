@@ -142,6 +142,9 @@ enum Command {
     Info(commands::packages::InfoArgs),
     /// Remove an installed policy package and its chock.lock entry.
     Remove(commands::packages::ManageArgs),
+    /// List, install and remove WebAssembly plugins: tools a third party ships, each capability decided at session start.
+    #[command(subcommand)]
+    Plugins(commands::plugins::Command),
     /// Take a policy package out of force, kept in .agents/policies/.disabled/.
     Disable(commands::packages::ManageArgs),
     /// Put a disabled policy package back in force.
@@ -297,6 +300,7 @@ fn main() -> ExitCode {
         Command::Search(a) => commands::packages::search(a),
         Command::Info(a) => commands::packages::info(a),
         Command::Remove(a) => commands::packages::manage(commands::packages::Manage::Remove, a),
+        Command::Plugins(c) => commands::plugins::run(c),
         Command::Disable(a) => commands::packages::manage(commands::packages::Manage::Disable, a),
         Command::Enable(a) => commands::packages::manage(commands::packages::Manage::Enable, a),
         Command::Witness(c) => commands::packages::witness(c),

@@ -26,6 +26,7 @@ mod build;
 mod call_socket;
 pub mod credential;
 mod error;
+pub mod extra;
 pub mod fetch;
 mod gate;
 mod gateway;

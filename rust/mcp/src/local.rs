@@ -143,8 +143,10 @@ impl InProcess {
             .iter()
             .filter(|name| **name != REQUEST_APPLY)
             .filter_map(|name| tools::offered_definition(&self.session, name));
+        let extra = crate::extra::definitions(&self.session);
         let gateway = self.gateway.tools(&self.session).await;
-        own.chain(gateway)
+        own.chain(extra)
+            .chain(gateway)
             .map(|tool| ToolDefinition {
                 name: tool.name.to_string(),
                 description: tool.description.as_deref().unwrap_or_default().to_owned(),
@@ -338,6 +340,18 @@ impl InProcess {
                 });
             return self.session.answer(outcome);
         }
+        let call = Call {
+            session: &self.session,
+            client: &self.client,
+            cancel: cancel.clone(),
+        };
+        let extra = tokio::select! {
+            outcome = crate::extra::dispatch(&call, name, arguments.clone()) => outcome,
+            () = cancel.cancelled() => Some(Err(ToolError::Cancelled { tool: name.to_owned(), by: "the person" })),
+        };
+        if let Some(outcome) = extra {
+            return self.session.answer(outcome);
+        }
         if name == REQUEST_APPLY || !self.session.offered.contains(&name) {
             let offered = self.tools().await.into_iter().map(|t| t.name);
             return Err(Failed(format!(
@@ -345,11 +359,6 @@ impl InProcess {
                 offered.collect::<Vec<_>>().join(", ")
             )));
         }
-        let call = Call {
-            session: &self.session,
-            client: &self.client,
-            cancel: cancel.clone(),
-        };
         let outcome = tokio::select! {
             outcome = tools::dispatch(&call, name, arguments) => outcome,
             () = cancel.cancelled() => Err(ToolError::Cancelled { tool: name.to_owned(), by: "the person" }),

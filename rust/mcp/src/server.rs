@@ -112,6 +112,7 @@ impl ServerHandler for ChockServer {
             .iter()
             .filter_map(|name| tools::offered_definition(&self.session, name))
             .collect();
+        tools.extend(crate::extra::definitions(&self.session));
         tools.extend(self.gateway.tools(&self.session).await);
         Ok(ListToolsResult::with_all_items(tools))
     }
@@ -133,6 +134,20 @@ impl ServerHandler for ChockServer {
                 Err(error) => Ok(self.result(Err(error.into())).into()),
             };
         }
+        let arguments = Value::Object(request.arguments.unwrap_or_default());
+        let client = crate::ask::Client::Mcp(context.peer.clone());
+        let call = Call {
+            session: &self.session,
+            client: &client,
+            cancel: context.ct.clone(),
+        };
+        let extra = tokio::select! {
+            outcome = crate::extra::dispatch(&call, &name, arguments.clone()) => outcome,
+            () = context.ct.cancelled() => Some(Err(ToolError::Cancelled { tool: name.clone(), by: "the client" })),
+        };
+        if let Some(outcome) = extra {
+            return Ok(self.result(outcome).into());
+        }
         // An unknown tool is a protocol error (JSON-RPC -32602), as the MCP
         // specification says, not a tool result.
         if !tools::TOOL_NAMES.contains(&name.as_str()) {
@@ -144,13 +159,6 @@ impl ServerHandler for ChockServer {
                 None,
             ));
         }
-        let arguments = Value::Object(request.arguments.unwrap_or_default());
-        let client = crate::ask::Client::Mcp(context.peer.clone());
-        let call = Call {
-            session: &self.session,
-            client: &client,
-            cancel: context.ct.clone(),
-        };
         let outcome = tokio::select! {
             outcome = tools::dispatch(&call, &name, arguments) => outcome,
             () = context.ct.cancelled() => Err(ToolError::Cancelled { tool: name.clone(), by: "the client" }),

@@ -58,6 +58,9 @@ pub struct ServeOptions {
     /// names it after its session, and reuses a kept one on resume); else
     /// a fresh one with [`ServeOptions::workspace_prefix`].
     pub workspace_session: Option<String>,
+    /// Tools offered beside Chock's own and the gateway's (the project's
+    /// plugins), started with the session.
+    pub extra_tools: Option<Arc<dyn crate::extra::ExtraTools>>,
 }
 
 impl ServeOptions {
@@ -81,6 +84,7 @@ impl Default for ServeOptions {
             command: "chock mcp",
             scratchpad: None,
             workspace_session: None,
+            extra_tools: None,
         }
     }
 }
@@ -88,7 +92,9 @@ impl Default for ServeOptions {
 /// Everything a tool call needs, shared by every call of the session.
 pub struct Session {
     pub project: Project,
-    pub workspace: Workspace,
+    pub workspace: Arc<Workspace>,
+    /// The tools offered beside Chock's own and the gateway's.
+    pub extra: Option<Arc<dyn crate::extra::ExtraSession>>,
     pub policy: Policy,
     pub log: Log,
     pub askers: Askers,
@@ -216,10 +222,11 @@ impl Session {
             Some(view) => Workspace::open_session(view),
             None => Workspace::open(&project.dir),
         };
-        let workspace = opened.map_err(|source| McpError::Workspace {
+        let workspace = Arc::new(opened.map_err(|source| McpError::Workspace {
             path: project.dir.clone(),
             source,
-        })?;
+        })?);
+        let extra = start_extra(options, &project, &policy, &workspace);
         let project_text = project.dir.display().to_string();
         let approve = if options.approve {
             match approve::socket_dir()
@@ -248,6 +255,7 @@ impl Session {
         let mut session = Session {
             project,
             workspace,
+            extra,
             policy,
             log,
             askers: Askers {
@@ -390,6 +398,31 @@ impl Session {
         }
         Ok(())
     }
+}
+
+/// Starts the caller's extra tools with the session's policy and
+/// workspace; none when they were not given or no runtime runs them.
+fn start_extra(
+    options: &ServeOptions,
+    project: &Project,
+    policy: &Policy,
+    workspace: &Arc<Workspace>,
+) -> Option<Arc<dyn crate::extra::ExtraSession>> {
+    let tools = options.extra_tools.as_ref()?;
+    let runtime = match tokio::runtime::Handle::try_current() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            tracing::warn!("{}: no plugin is offered: {e}", options.command);
+            return None;
+        }
+    };
+    Some(tools.start(crate::extra::ExtraStart {
+        project: &project.dir,
+        policy,
+        agent_kind: crate::AGENT_KIND,
+        workspace: workspace.clone(),
+        runtime,
+    }))
 }
 
 /// Notices when `chock.zon` changes after the policy was read.

@@ -13,9 +13,12 @@
 
 mod capability;
 mod error;
+#[cfg(feature = "fixtures")]
+pub mod fixtures;
 mod host;
 pub mod manifest;
 pub mod offer;
+mod offered;
 mod reach;
 mod session;
 pub mod store;
@@ -23,5 +26,6 @@ pub mod store;
 pub use capability::{Capability, CapabilityError, FetchHost, Grants};
 pub use error::PluginError;
 pub use host::{Bounds, Host, Loaded};
+pub use offered::{PluginTools, TOOL_PREFIX};
 pub use reach::Reach;
 pub use session::{Plugins, Started};

@@ -53,6 +53,13 @@ impl Plugins {
         Ok(Plugins { started })
     }
 
+    /// No plugin at all.
+    pub fn none() -> Plugins {
+        Plugins {
+            started: Vec::new(),
+        }
+    }
+
     /// Every pinned plugin, offered or not.
     pub fn started(&self) -> &[Started] {
         &self.started

@@ -22,6 +22,7 @@ pub mod mcp;
 pub mod memory;
 pub mod migrate;
 pub mod packages;
+pub mod plugins;
 pub mod policy;
 pub mod run;
 pub mod sessions;
