@@ -78,6 +78,8 @@ pub struct RunOptions {
     /// The command serving it (`chock run`, `chock acp`), as `chock
     /// approve` names its questions.
     pub command: &'static str,
+    /// Tools offered beside Chock's own (the project's plugins).
+    pub extra_tools: Option<Arc<dyn chock_mcp::extra::ExtraTools>>,
 }
 
 /// Which earlier session to go on with.
@@ -359,6 +361,7 @@ impl Session {
             command: options.command,
             dev_shell: options.dev_shell.clone(),
             scratchpad: Some(scratchpad.dir().to_path_buf()),
+            extra_tools: options.extra_tools.clone(),
             ..ServeOptions::default()
         };
         let caller = Local {

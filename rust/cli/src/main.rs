@@ -125,7 +125,7 @@ enum Command {
     Skills(commands::skills::Command),
     /// Write Chock's own skills (policy-init first) into your agents' skills folders (Claude Code, Codex, Gemini CLI); --remove takes them back.
     InstallSkills(commands::install_skills::Args),
-    /// Write a new policy package.
+    /// Write a new policy package, skill, subagent or WebAssembly plugin.
     #[command(subcommand)]
     New(commands::packages::NewCommand),
     /// Arm a one-time override of a policy's refusal, asked at your terminal; the next git commit or push it refuses asks you to use it.
@@ -208,6 +208,7 @@ const GROUPS: &[(&str, &[&str])] = &[
             "run",
             "acp",
             "mcp",
+            "plugins",
             "sessions",
             "usage",
             "memory",

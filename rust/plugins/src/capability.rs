@@ -7,9 +7,9 @@ use std::fmt;
 /// One thing a tool may do outside its own memory.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Capability {
-    /// `fs.read`: read a file beneath the workspace.
+    /// `fs.read`: read a file beneath the workspace, priced as `file.read`.
     FsRead,
-    /// `fs.write`: write a file beneath the workspace.
+    /// `fs.write`: write a file beneath the workspace, priced as `file.write`.
     FsWrite,
     /// `net.fetch.<host>`: GET a URL on this host.
     NetFetch(FetchHost),
@@ -71,8 +71,8 @@ impl Capability {
     /// The ordinary action this capability is priced under.
     pub fn action(&self) -> String {
         match self {
-            Capability::FsRead => "fs.read".into(),
-            Capability::FsWrite => "fs.write".into(),
+            Capability::FsRead => "file.read".into(),
+            Capability::FsWrite => "file.write".into(),
             Capability::NetFetch(fetch) => fetch.action.clone(),
         }
     }
@@ -137,8 +137,8 @@ mod tests {
     #[test]
     fn each_capability_is_priced_under_its_ordinary_action() {
         let cases = [
-            ("fs.read", "fs.read"),
-            ("fs.write", "fs.write"),
+            ("fs.read", "file.read"),
+            ("fs.write", "file.write"),
             ("net.fetch:Example.COM", "net.fetch.com.example"),
             ("net.fetch:127.0.0.1", "net.fetch.1.0.0.127"),
         ];

@@ -4,7 +4,7 @@
 //! A plugin exports the `chock:plugin/tool` interface of the world in
 //! `wit/plugin.wit` (JSON in, JSON out) and imports only the capabilities
 //! its tools declare: `fs-read`, `fs-write`, `net-fetch`, each priced under
-//! an ordinary action (`fs.read`, `fs.write`, `net.fetch.<host>`). The host
+//! an ordinary action (`file.read`, `file.write`, `net.fetch.<host>`). The host
 //! is built once, before any guest code runs, from what was granted: a
 //! capability that was not allowed is not linked, so a component importing
 //! it does not instantiate ([`Host::load`]). Every call runs in a fresh
@@ -20,6 +20,7 @@ pub mod manifest;
 pub mod offer;
 mod offered;
 mod reach;
+pub mod scaffold;
 mod session;
 pub mod store;
 

@@ -121,7 +121,10 @@ mod tests {
         let tool = manifest.tool("append").expect("the tool");
         assert_eq!(tool.input_schema["properties"]["line"]["type"], "string");
         let actions: Vec<String> = tool.capabilities.iter().map(Capability::action).collect();
-        assert_eq!(actions, ["fs.read", "fs.write", "net.fetch.com.example"]);
+        assert_eq!(
+            actions,
+            ["file.read", "file.write", "net.fetch.com.example"]
+        );
     }
 
     #[test]

@@ -13,8 +13,8 @@ use crate::error::PluginError;
 use crate::host::Host;
 use crate::manifest::{MANIFEST_FILE, Manifest};
 
-/// Where a project's plugins are installed.
-pub const PLUGINS_DIR: &str = ".agents/plugins";
+/// Where a project's plugins are installed: a control input.
+pub use chock_policy::control::PLUGINS_DIR;
 /// The component's name in a plugin's folder.
 pub const COMPONENT_FILE: &str = "plugin.wasm";
 /// The largest component read.

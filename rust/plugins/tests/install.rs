@@ -106,7 +106,10 @@ fn an_installed_plugin_is_pinned_offered_and_called() {
             .is_file()
     );
 
-    let allowed = policy(&[("fs.read", Decision::Allow), ("fs.write", Decision::Allow)]);
+    let allowed = policy(&[
+        ("file.read", Decision::Allow),
+        ("file.write", Decision::Allow),
+    ]);
     let plugins = start(&project, &allowed);
     let offered: Vec<_> = plugins
         .offered()
@@ -130,13 +133,16 @@ fn a_tool_is_not_offered_when_denied_or_when_a_capability_is_not_allow() {
     let host = Host::new(Bounds::default()).expect("the engine starts");
     store::install(&project, source(&copier()).path(), &host).expect("it installs");
 
-    let asked = policy(&[("fs.read", Decision::Allow), ("fs.write", Decision::Ask)]);
+    let asked = policy(&[
+        ("file.read", Decision::Allow),
+        ("file.write", Decision::Ask),
+    ]);
     let plugins = start(&project, &asked);
     assert_eq!(plugins.offered().count(), 0);
     let why = withheld(&plugins);
     assert_eq!(why.len(), 1);
     assert!(
-        why[0].1.contains("fs.write (fs.write) is ask, not allow"),
+        why[0].1.contains("fs.write (file.write) is ask, not allow"),
         "{why:?}"
     );
     assert!(plugins.call("notes", "copy", &json!("in.txt")).is_err());

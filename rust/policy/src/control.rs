@@ -29,6 +29,9 @@ pub const CHOCK_LOCK: &str = "chock.lock";
 pub const POLICIES_DIR: &str = ".agents/policies";
 /// Chock's own per-project settings and markers (the stop marker).
 pub const CHOCK_DIR: &str = ".chock";
+/// The project's WebAssembly plugins, one folder each, pinned in
+/// [`CHOCK_LOCK`].
+pub const PLUGINS_DIR: &str = ".agents/plugins";
 /// The project's skills, which agents read as instructions.
 pub const SKILLS_DIR: &str = ".agents/skills";
 /// The project's MCP servers, which agents start.
@@ -110,6 +113,7 @@ pub const CONTROL_INPUTS: &[ControlInput] = &[
     input(CHOCK_LOCK, File, Policy, "Chock: the pins of policy packages"),
     input(POLICIES_DIR, Dir, Policy, "Chock: policy packages' rules and guards"),
     input(CHOCK_DIR, Dir, Policy, "Chock: per-project settings and markers"),
+    input(PLUGINS_DIR, Dir, Policy, "Chock: WebAssembly plugins, their tools offered to sessions"),
     input(SKILLS_DIR, Dir, Agent, "agents and Chock: the project's skills, read as instructions"),
     input(".claude", Dir, Agent, "Claude Code: hooks, settings, commands"),
     input(".codex", Dir, Agent, "Codex: hooks and settings"),
@@ -408,6 +412,7 @@ mod tests {
             CHOCK_ZON,
             CHOCK_LOCK,
             POLICIES_DIR,
+            PLUGINS_DIR,
             CHOCK_DIR,
             SKILLS_DIR,
             MCP_JSON,

@@ -45,7 +45,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         dev_shell: args.dev_shell,
         workspace: args.workspace,
         allow_dirty: args.allow_dirty,
-        extra_tools: Some(std::sync::Arc::new(chock_plugins::PluginTools::default())),
+        extra_tools: Some(crate::commands::plugins::tools()),
         ..chock_mcp::ServeOptions::default()
     };
     match chock_mcp::serve_stdio(options) {

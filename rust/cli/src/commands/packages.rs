@@ -27,6 +27,14 @@ pub enum NewCommand {
     Skill(PieceArgs),
     /// Write a subagent skeleton: .claude/agents/<NAME>.md, or with --policy inside that package (agents/<NAME>.md).
     Subagent(PieceArgs),
+    /// Write a Rust WebAssembly plugin in a new folder (default ./<ID>) that builds with `cargo build --target wasm32-wasip2`.
+    Plugin {
+        /// The plugin's id: one label of letters, digits, `-` and `_` (its tools are plugin.<ID>.tool.<TOOL>).
+        id: String,
+        /// The folder to create (default: ./<ID>).
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, clap::Args)]
@@ -163,6 +171,18 @@ pub fn new(command: NewCommand) -> anyhow::Result<ExitCode> {
             outln!("created   {}", dir.display());
             outln!(
                 "edit its manifest.zon and evals/, then `chock check` and `chock sync` to put it in force"
+            );
+            return Ok(exit::SUCCESS.into());
+        }
+        NewCommand::Plugin { id, dir } => {
+            let dir = dir.unwrap_or_else(|| PathBuf::from(&id));
+            for file in chock_plugins::scaffold::new_plugin(&dir, &id)? {
+                outln!("created   {}", file.display());
+            }
+            outln!(
+                "then in {}: {}",
+                dir.display(),
+                chock_plugins::scaffold::build_steps(&id)
             );
             return Ok(exit::SUCCESS.into());
         }

@@ -50,6 +50,12 @@ pub struct RemoveArgs {
     project: Option<PathBuf>,
 }
 
+/// The project's plugins, as every session (`chock mcp`, `run`, `acp`)
+/// offers them beside Chock's own tools.
+pub fn tools() -> std::sync::Arc<dyn chock_mcp::extra::ExtraTools> {
+    std::sync::Arc::new(chock_plugins::PluginTools::default())
+}
+
 pub fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::List(args) => list(args),

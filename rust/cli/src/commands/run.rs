@@ -83,6 +83,7 @@ impl SessionArgs {
                 dollars: self.max_budget,
                 tokens: self.max_tokens,
             },
+            extra_tools: Some(crate::commands::plugins::tools()),
         }
     }
 }
