@@ -2280,3 +2280,59 @@ fn chock_run_fetches_the_flake_inputs_the_rules_allow_as_the_session_starts() {
         "the dev shell had its input: {results}"
     );
 }
+
+#[test]
+fn a_plugin_s_tool_is_offered_and_each_call_decided() {
+    let kind = ProviderKind::OpenaiChat;
+    let server = Server::start(vec![
+        reply(
+            kind,
+            "Asking the plugin.",
+            &[("p1", "plugin__hello__hi", json!({}))],
+        ),
+        reply(kind, "It answered.", &[]),
+    ]);
+    let fx = project(
+        kind,
+        &server,
+        r#".{ .action = "plugin.hello.tool.hi", .decision = .allow }"#,
+    );
+    let source = fx.root().join("hello-plugin");
+    std::fs::create_dir_all(&source).expect("mkdir");
+    std::fs::write(
+        source.join("plugin.zon"),
+        r#".{ .id = "hello", .version = "1.0.0", .tools = .{ .{ .name = "hi", .description = "Says hi", .input_schema = .{ .type = "object" } } } }"#,
+    )
+    .expect("written");
+    let answers = chock_plugins::fixtures::plugin(
+        "",
+        r#"(data (i32.const 48) "{\"hi\":1}")"#,
+        "(call $answer (i32.const 0) (i32.const 48) (i32.const 8))",
+    );
+    std::fs::write(source.join("plugin.wasm"), answers).expect("written");
+    let installed = fx
+        .chock()
+        .args(["plugins", "install"])
+        .arg(&source)
+        .output()
+        .expect("chock plugins install");
+    assert!(installed.status.success(), "{}", describe(&installed));
+
+    let out = run(&fx, &[], "ask the plugin");
+    assert!(out.status.success(), "{}", describe(&out));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2, "{}", describe(&out));
+    let offered = requests[0].body["tools"].to_string();
+    assert!(offered.contains("plugin__hello__hi"), "{offered}");
+    let result = requests[1].body["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .expect("the call's result")
+        .clone();
+    assert_eq!(result["content"], "{\"hi\":1}", "{result}");
+    let logged = fx.last_logged("plugin.hello.tool.hi");
+    assert_eq!(logged["decision"], "allow", "{logged}");
+    assert_eq!(logged["agent_kind"], "chock-run", "{logged}");
+}
