@@ -467,10 +467,16 @@ fn a_policy_that_does_not_load_is_refused_by_check_exec_and_hooks() {
             "`exce.path.rm` is in no action namespace Chock names (did you mean `exec`?): its first label `exce`",
         ),
         case(
+            ".{ .limits = .{ .processes = 4 }, .sandbox = .{} }".into(),
+            &chock_zon,
+            "1:36",
+            "`.sandbox` is not implemented yet in this Chock",
+        ),
+        case(
             ".{ .limits = .{ .processes = 4 }, .plugins = .{} }".into(),
             &chock_zon,
             "1:36",
-            "`.plugins` is not implemented yet in this Chock",
+            "no file holds a `.plugins` block: a plugin is installed with `chock plugins install DIR`",
         ),
         Case {
             org: Some(format!(

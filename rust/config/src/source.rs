@@ -12,7 +12,7 @@ use crate::ConfigError;
 
 /// Blocks some Chock documents and this one does not implement yet: each
 /// refuses the file that holds it, by name, rather than be ignored.
-pub const NOT_IMPLEMENTED: &[&str] = &["plugins", "sandbox"];
+pub const NOT_IMPLEMENTED: &[&str] = &["sandbox"];
 
 /// A loaded file: its path and exact text, for placing later refusals.
 pub struct Source<'a> {
@@ -110,6 +110,9 @@ impl FileKind {
             (FileKind::Operator, "policy" | "rules") => Some(format!(
                 "config.zon holds no rules (only settings: .nix, .limits, .log, .secrets, .providers, .prices, .search, .skills): move `.{name}` to the project's chock.zon under .policy.rules, or to an organisation bundle to bind every project"
             )),
+            (_, "plugins") => Some(
+                "no file holds a `.plugins` block: a plugin is installed with `chock plugins install DIR` (pinned in chock.lock), and what it may do is decided by rules on plugin.<id>.tool.<tool> and on each capability's action".into(),
+            ),
             (FileKind::Bundle, "policy") => Some(
                 "this is chock.zon's shape, and an organisation bundle holds its rules at the top: `.{ .version = 1, .rules = .{ .{ .action = \"sandbox.jit\", .decision = .deny } } }`; a bundle in chock.zon's shape would bind nothing".into(),
             ),

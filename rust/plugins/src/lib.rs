@@ -11,6 +11,8 @@
 //! instance bounded in fuel, memory and the size of its answer
 //! ([`Bounds`]).
 
+#![forbid(unsafe_code)]
+
 mod capability;
 mod error;
 #[cfg(feature = "fixtures")]
