@@ -228,3 +228,52 @@ fn the_plugin_chock_new_writes_builds_installs_and_answers() {
     );
     env.assert_logged("plugin.greeter.tool.greet", "allow", "rule");
 }
+
+/// `--operator` installs a plugin of the person's own, offered in every
+/// project and never written into one; `remove --operator` takes it back.
+#[test]
+fn the_person_s_own_plugin_is_offered_in_a_project_that_pins_none() {
+    let env = Env::new();
+    env.rules(
+        r#".{ .action = "file.*", .decision = .allow }, .{ .action = "plugin.notes.tool.copy", .decision = .allow }"#,
+    );
+    let source = env.outside().join("notes-plugin");
+    std::fs::create_dir_all(&source).expect("mkdir");
+    std::fs::write(source.join("plugin.zon"), MANIFEST).expect("written");
+    std::fs::write(source.join("plugin.wasm"), copier()).expect("written");
+    let out = env
+        .chock()
+        .args(["plugins", "install", "--operator"])
+        .arg(&source)
+        .output()
+        .expect("chock runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !env.project.join("chock.lock").exists(),
+        "the project is not written"
+    );
+    let list = listed(&env);
+    assert!(
+        list.contains("notes 0.1.0  (yours,") && list.contains("offered"),
+        "{list}"
+    );
+
+    env.write("in.txt", "mine");
+    let mut client = env.client(false, &[]);
+    let called = client.call("plugin__notes__copy", json!({"path": "in.txt"}));
+    assert!(!called.is_error, "{}", called.text);
+    assert_eq!(env.read("out.txt").as_deref(), Some("mine"));
+    drop(client);
+
+    let out = env
+        .chock()
+        .args(["plugins", "remove", "--operator", "notes"])
+        .output()
+        .expect("chock runs");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("removed   notes"));
+    assert!(listed(&env).contains("no plugin is installed"));
+}

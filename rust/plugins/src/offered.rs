@@ -42,7 +42,8 @@ impl ExtraTools for PluginTools {
             runtime: Some(start.runtime),
         };
         let started = Host::new(self.bounds).and_then(|host| {
-            Plugins::start(start.project, start.policy, start.agent_kind, &host, &reach)
+            let places = crate::store::Place::every(start.project);
+            Plugins::start(&places, start.policy, start.agent_kind, &host, &reach)
         });
         match started {
             Ok(plugins) => Arc::new(Offered::new(plugins)),
@@ -70,7 +71,7 @@ impl Offered {
                 action,
                 description: tool.description.clone(),
                 input_schema: tool.input_schema.as_object().cloned().unwrap_or_default(),
-                detail: format!("a tool of the plugin `{plugin}` (.agents/plugins/{plugin}/)"),
+                detail: format!("a tool of the plugin `{plugin}`"),
             });
             called.push((plugin.to_string(), tool.name.clone()));
         }

@@ -1,8 +1,7 @@
-//! A session's plugins: every plugin chock.lock pins, its tools decided
-//! once ([`crate::offer`]) and the plugin built with what its offered tools
-//! were granted, before any of its code runs.
-
-use std::path::Path;
+//! A session's plugins: every plugin the person's own lock and the
+//! project's chock.lock pin, its tools decided once ([`crate::offer`]) and
+//! the plugin built with what its offered tools were granted, before any
+//! of its code runs.
 
 use chock_packages::lock::LockedPlugin;
 use chock_policy::Policy;
@@ -12,11 +11,13 @@ use crate::host::{Host, Loaded};
 use crate::manifest::ToolManifest;
 use crate::offer::{self, Offer};
 use crate::reach::Reach;
-use crate::store;
+use crate::store::{self, Place, PlaceKind};
 
 /// One pinned plugin at session start.
 pub struct Started {
     pub pin: LockedPlugin,
+    /// Whose it is.
+    pub place: PlaceKind,
     /// What was offered of it; none when it could not be read.
     pub offer: Option<Offer>,
     /// Why none of it is offered (its files, or its build), if so.
@@ -30,26 +31,39 @@ pub struct Plugins {
 }
 
 impl Plugins {
-    /// Reads, decides and builds every plugin pinned in `project`'s lock.
+    /// Reads, decides and builds every plugin pinned in `places`, in
+    /// order ([`Place::every`]). An id pinned in an earlier place is not
+    /// offered again from a later one.
     pub fn start(
-        project: &Path,
+        places: &[Place],
         policy: &Policy,
         agent_kind: &str,
         host: &Host,
         reach: &Reach,
     ) -> Result<Plugins, PluginError> {
-        let started = store::installed(project)?
-            .into_iter()
-            .map(|(pin, plugin)| match plugin {
-                Ok(plugin) => build(pin, plugin, policy, agent_kind, host, reach),
-                Err(e) => Started {
-                    pin,
-                    offer: None,
-                    problem: Some(e.to_string()),
-                    loaded: None,
-                },
-            })
-            .collect();
+        let mut started: Vec<Started> = Vec::new();
+        for place in places {
+            for (pin, plugin) in store::installed(place)? {
+                let taken = started.iter().any(|s| s.pin.id == pin.id);
+                let plugin = match plugin {
+                    Ok(_) if taken => Err(format!(
+                        "a plugin with the id `{}` is already offered from your own plugins; remove one of the two",
+                        pin.id
+                    )),
+                    other => other.map_err(|e| e.to_string()),
+                };
+                started.push(match plugin {
+                    Ok(plugin) => build(pin, place.kind, plugin, policy, agent_kind, host, reach),
+                    Err(problem) => Started {
+                        pin,
+                        place: place.kind,
+                        offer: None,
+                        problem: Some(problem),
+                        loaded: None,
+                    },
+                });
+            }
+        }
         Ok(Plugins { started })
     }
 
@@ -88,7 +102,10 @@ impl Plugins {
         tool: &str,
         input: &serde_json::Value,
     ) -> Result<serde_json::Value, PluginError> {
-        let started = self.started.iter().find(|s| s.pin.id == plugin);
+        let started = self
+            .started
+            .iter()
+            .find(|s| s.pin.id == plugin && s.loaded.is_some());
         let offered = started
             .and_then(|s| Some((s.offer.as_ref()?, s.loaded.as_ref()?)))
             .filter(|(offer, _)| offer.offered.iter().any(|t| t == tool));
@@ -103,6 +120,7 @@ impl Plugins {
 
 fn build(
     pin: LockedPlugin,
+    place: PlaceKind,
     plugin: store::Installed,
     policy: &Policy,
     agent_kind: &str,
@@ -123,6 +141,7 @@ fn build(
     };
     Started {
         pin,
+        place,
         offer: Some(offer),
         problem: None,
         loaded,

@@ -1,7 +1,9 @@
-//! Installed plugins: `.agents/plugins/<id>/` holds `plugin.zon` and
-//! `plugin.wasm`, and `chock.lock` pins each by a hash of the two. Only a
-//! plugin the lock names is loaded, and only while its files still hash
-//! to the pin.
+//! Installed plugins, in two places: a project's (`.agents/plugins/<id>/`,
+//! pinned in its `chock.lock`) and the person's own for every project
+//! (`$XDG_DATA_HOME/chock/plugins/<id>/`, pinned in the `chock.lock`
+//! beside them). A plugin's folder holds `plugin.zon` and `plugin.wasm`,
+//! and its pin is a hash of the two. Only a plugin a lock names is loaded,
+//! and only while its files still hash to the pin.
 
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
@@ -19,6 +21,73 @@ pub use chock_policy::control::PLUGINS_DIR;
 pub const COMPONENT_FILE: &str = "plugin.wasm";
 /// The largest component read.
 const MAX_COMPONENT_BYTES: u64 = 64 << 20;
+
+/// Where plugins are installed and pinned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Place {
+    pub kind: PlaceKind,
+    /// The folder whose `chock.lock` pins them.
+    lock_dir: PathBuf,
+    /// The folder holding one folder per plugin.
+    plugins: PathBuf,
+}
+
+/// Whose plugins a place holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlaceKind {
+    /// The project's, pinned in its `chock.lock`.
+    Project,
+    /// The person's own, offered in every project.
+    Operator,
+}
+
+impl Place {
+    /// The project's plugins.
+    pub fn project(project: &Path) -> Place {
+        Place {
+            kind: PlaceKind::Project,
+            lock_dir: project.to_path_buf(),
+            plugins: project.join(PLUGINS_DIR),
+        }
+    }
+
+    /// The person's own plugins beneath `data_home` (`$XDG_DATA_HOME`).
+    pub fn operator_in(data_home: &Path) -> Place {
+        let dir = data_home.join(chock_policy::control::OPERATOR_PLUGINS);
+        Place {
+            kind: PlaceKind::Operator,
+            lock_dir: dir.clone(),
+            plugins: dir,
+        }
+    }
+
+    /// The person's own plugins, where the environment says.
+    pub fn operator() -> Result<Place, PluginError> {
+        let home = chock_policy::control::base_dir(chock_policy::control::Base::DataHome)
+            .ok_or_else(|| {
+                PluginError::Refused(
+                    "neither XDG_DATA_HOME nor HOME is set, so your own plugins have no place: set one".into(),
+                )
+            })?;
+        Ok(Place::operator_in(&home))
+    }
+
+    /// The places a session in `project` loads plugins from, the
+    /// person's own first.
+    pub fn every(project: &Path) -> Vec<Place> {
+        let operator = Place::operator()
+            .inspect_err(|e| tracing::warn!("{e}"))
+            .ok();
+        operator
+            .into_iter()
+            .chain([Place::project(project)])
+            .collect()
+    }
+
+    fn dir(&self, id: &str) -> PathBuf {
+        self.plugins.join(id)
+    }
+}
 
 /// A plugin as installed: its manifest, its component's bytes, and the
 /// hash they were read with.
@@ -79,21 +148,17 @@ fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, PluginError> {
     Ok(bytes)
 }
 
-fn plugin_dir(project: &Path, id: &str) -> PathBuf {
-    project.join(PLUGINS_DIR).join(id)
-}
-
 fn lock_error(e: chock_packages::PackageError) -> PluginError {
     PluginError::Refused(e.to_string())
 }
 
-/// Installs the plugin in `source` into the project and pins it in
+/// Installs the plugin in `source` into `place` and pins it in its
 /// `chock.lock`, after `host` compiled it: what is no component of
 /// Chock's world is refused before anything is written.
-pub fn install(project: &Path, source: &Path, host: &Host) -> Result<Installed, PluginError> {
+pub fn install(place: &Place, source: &Path, host: &Host) -> Result<Installed, PluginError> {
     let (plugin, manifest_bytes) = read_with_manifest(source)?;
     host.check(&plugin.component)?;
-    let dir = plugin_dir(project, &plugin.manifest.id);
+    let dir = place.dir(&plugin.manifest.id);
     let write = |name: &str, bytes: &[u8]| {
         chock_files::replace(&dir.join(name), bytes, chock_files::Access::Kept)
             .map_err(|e| PluginError::Refused(format!("{}: {e}", dir.join(name).display())))
@@ -102,7 +167,7 @@ pub fn install(project: &Path, source: &Path, host: &Host) -> Result<Installed, 
         .map_err(|e| PluginError::Refused(format!("{}: {e}", dir.display())))?;
     write(MANIFEST_FILE, &manifest_bytes)?;
     write(COMPONENT_FILE, &plugin.component)?;
-    let mut lock = Lock::read(project).map_err(lock_error)?;
+    let mut lock = Lock::read(&place.lock_dir).map_err(lock_error)?;
     lock.plugins.retain(|p| p.id != plugin.manifest.id);
     lock.plugins.push(LockedPlugin {
         id: plugin.manifest.id.clone(),
@@ -110,25 +175,26 @@ pub fn install(project: &Path, source: &Path, host: &Host) -> Result<Installed, 
         source: source.display().to_string(),
         hash: plugin.hash.clone(),
     });
-    lock.write(project).map_err(lock_error)?;
+    lock.write(&place.lock_dir).map_err(lock_error)?;
     Ok(plugin)
 }
 
-/// Removes the plugin `id`'s folder and its pin; whether either was there.
-pub fn remove(project: &Path, id: &str) -> Result<bool, PluginError> {
+/// Removes the plugin `id`'s folder and its pin from `place`; whether
+/// either was there.
+pub fn remove(place: &Place, id: &str) -> Result<bool, PluginError> {
     chock_names::label(id).map_err(|e| PluginError::Refused(e.to_string()))?;
-    let dir = plugin_dir(project, id);
+    let dir = place.dir(id);
     let had_folder = match std::fs::remove_dir_all(&dir) {
         Ok(()) => true,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
         Err(e) => return Err(PluginError::Refused(format!("{}: {e}", dir.display()))),
     };
-    let mut lock = Lock::read(project).map_err(lock_error)?;
+    let mut lock = Lock::read(&place.lock_dir).map_err(lock_error)?;
     let pinned = lock.plugins.len();
     lock.plugins.retain(|p| p.id != id);
     let had_pin = lock.plugins.len() != pinned;
     if had_pin {
-        lock.write(project).map_err(lock_error)?;
+        lock.write(&place.lock_dir).map_err(lock_error)?;
     }
     Ok(had_folder || had_pin)
 }
@@ -136,21 +202,21 @@ pub fn remove(project: &Path, id: &str) -> Result<bool, PluginError> {
 /// A plugin chock.lock pins, and what its folder held (or why not).
 pub type Pinned = (LockedPlugin, Result<Installed, PluginError>);
 
-/// Every plugin `chock.lock` pins, each read and checked against its pin.
-pub fn installed(project: &Path) -> Result<Vec<Pinned>, PluginError> {
-    let lock = Lock::read(project).map_err(lock_error)?;
+/// Every plugin `place`'s lock pins, each read and checked against its pin.
+pub fn installed(place: &Place) -> Result<Vec<Pinned>, PluginError> {
+    let lock = Lock::read(&place.lock_dir).map_err(lock_error)?;
     Ok(lock
         .plugins
         .into_iter()
         .map(|pin| {
-            let plugin = pinned(project, &pin);
+            let plugin = pinned(place, &pin);
             (pin, plugin)
         })
         .collect())
 }
 
-fn pinned(project: &Path, pin: &LockedPlugin) -> Result<Installed, PluginError> {
-    let dir = plugin_dir(project, &pin.id);
+fn pinned(place: &Place, pin: &LockedPlugin) -> Result<Installed, PluginError> {
+    let dir = place.dir(&pin.id);
     let plugin = read(&dir)?;
     if plugin.hash != pin.hash {
         return Err(PluginError::Refused(format!(

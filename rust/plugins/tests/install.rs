@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use chock_mcp::workspace::Workspace;
 use chock_packages::lock::Lock;
-use chock_plugins::store::{self, PLUGINS_DIR};
+use chock_plugins::store::{self, PLUGINS_DIR, Place, PlaceKind};
 use chock_plugins::{Bounds, Host, Plugins, Reach};
 use chock_policy::{Decision, Pattern, Policy, Rule};
 use serde_json::json;
@@ -65,13 +65,17 @@ fn policy(rules: &[(&str, Decision)]) -> Policy {
 }
 
 fn start(project: &Path, policy: &Policy) -> Plugins {
+    start_from(&[Place::project(project)], project, policy)
+}
+
+fn start_from(places: &[Place], project: &Path, policy: &Policy) -> Plugins {
     let workspace = Workspace::open(project).expect("the workspace opens");
     let reach = Reach {
         workspace: Some(Arc::new(workspace)),
         runtime: None,
     };
     let host = Host::new(Bounds::default()).expect("the engine starts");
-    Plugins::start(project, policy, "main", &host, &reach).expect("the lock reads")
+    Plugins::start(places, policy, "main", &host, &reach).expect("the lock reads")
 }
 
 fn withheld(plugins: &Plugins) -> Vec<(String, String)> {
@@ -94,7 +98,8 @@ fn an_installed_plugin_is_pinned_offered_and_called() {
     let (_dir, project) = project();
     let source = source(&copier());
     let host = Host::new(Bounds::default()).expect("the engine starts");
-    let installed = store::install(&project, source.path(), &host).expect("it installs");
+    let installed =
+        store::install(&Place::project(&project), source.path(), &host).expect("it installs");
     let lock = Lock::read(&project).expect("the lock reads");
     assert_eq!(lock.plugins.len(), 1);
     assert_eq!(lock.plugins[0].id, "notes");
@@ -131,7 +136,8 @@ fn an_installed_plugin_is_pinned_offered_and_called() {
 fn a_tool_is_not_offered_when_denied_or_when_a_capability_is_not_allow() {
     let (_dir, project) = project();
     let host = Host::new(Bounds::default()).expect("the engine starts");
-    store::install(&project, source(&copier()).path(), &host).expect("it installs");
+    store::install(&Place::project(&project), source(&copier()).path(), &host)
+        .expect("it installs");
 
     let asked = policy(&[
         ("file.read", Decision::Allow),
@@ -162,7 +168,8 @@ fn a_tool_is_not_offered_when_denied_or_when_a_capability_is_not_allow() {
 fn a_plugin_whose_files_changed_is_refused_and_one_removed_is_gone() {
     let (_dir, project) = project();
     let host = Host::new(Bounds::default()).expect("the engine starts");
-    store::install(&project, source(&copier()).path(), &host).expect("it installs");
+    store::install(&Place::project(&project), source(&copier()).path(), &host)
+        .expect("it installs");
     let component = project.join(PLUGINS_DIR).join("notes/plugin.wasm");
     let mut bytes = std::fs::read(&component).expect("read");
     bytes.extend_from_slice(b"\0");
@@ -176,10 +183,10 @@ fn a_plugin_whose_files_changed_is_refused_and_one_removed_is_gone() {
     );
     assert_eq!(plugins.offered().count(), 0);
 
-    assert!(store::remove(&project, "notes").expect("removed"));
+    assert!(store::remove(&Place::project(&project), "notes").expect("removed"));
     assert!(!project.join(PLUGINS_DIR).join("notes").exists());
     assert!(Lock::read(&project).expect("reads").plugins.is_empty());
-    assert!(!store::remove(&project, "notes").expect("nothing to remove"));
+    assert!(!store::remove(&Place::project(&project), "notes").expect("nothing to remove"));
 }
 
 #[test]
@@ -187,7 +194,60 @@ fn what_is_no_component_is_not_installed() {
     let (_dir, project) = project();
     let host = Host::new(Bounds::default()).expect("the engine starts");
     let core_module = wat::parse_str("(module)").expect("parses");
-    assert!(store::install(&project, source(&core_module).path(), &host).is_err());
+    assert!(
+        store::install(
+            &Place::project(&project),
+            source(&core_module).path(),
+            &host
+        )
+        .is_err()
+    );
     assert!(!project.join(PLUGINS_DIR).exists());
     assert!(Lock::read(&project).expect("reads").plugins.is_empty());
+}
+
+#[test]
+fn the_person_s_own_plugin_is_offered_in_every_project_and_a_project_s_twin_is_not() {
+    let (_dir, project) = project();
+    let data = tempfile::tempdir().expect("a data home");
+    let own = Place::operator_in(data.path());
+    let host = Host::new(Bounds::default()).expect("the engine starts");
+    store::install(&own, source(&copier()).path(), &host).expect("it installs");
+    assert!(data.path().join("chock/plugins/chock.lock").is_file());
+    assert!(
+        data.path()
+            .join("chock/plugins/notes/plugin.wasm")
+            .is_file()
+    );
+    assert!(
+        !project.join("chock.lock").exists(),
+        "the project is not written"
+    );
+
+    let allowed = policy(&[("file.*", Decision::Allow)]);
+    let places = [own.clone(), Place::project(&project)];
+    let plugins = start_from(&places, &project, &allowed);
+    let offered: Vec<_> = plugins.offered().map(|(p, _)| p.to_string()).collect();
+    assert_eq!(offered, ["notes"]);
+    assert_eq!(plugins.started()[0].place, PlaceKind::Operator);
+
+    // The project pins a plugin of the same id: it is not offered beside it.
+    store::install(&Place::project(&project), source(&copier()).path(), &host)
+        .expect("it installs");
+    let plugins = start_from(&places, &project, &allowed);
+    assert_eq!(plugins.offered().count(), 1);
+    let twin = &plugins.started()[1];
+    assert_eq!(twin.place, PlaceKind::Project);
+    assert!(
+        twin.problem
+            .as_deref()
+            .is_some_and(|p| p.contains("already offered from your own")),
+        "{:?}",
+        twin.problem
+    );
+    assert!(store::remove(&own, "notes").expect("removed"));
+    let plugins = start_from(&places, &project, &allowed);
+    assert_eq!(plugins.started().len(), 1);
+    assert_eq!(plugins.started()[0].place, PlaceKind::Project);
+    assert_eq!(plugins.offered().count(), 1);
 }

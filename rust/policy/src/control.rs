@@ -42,6 +42,9 @@ pub const GIT_DIR: &str = ".git";
 pub const OPERATOR_CONFIG: &str = "chock/config.zon";
 /// The operator's own skills, beneath the configuration home.
 pub const OPERATOR_SKILLS: &str = "chock/skills";
+/// The operator's own plugins, for every project, beneath the data home
+/// (its `chock` folder is a control input as a whole).
+pub const OPERATOR_PLUGINS: &str = "chock/plugins";
 
 /// Why a file is a control input, which is also the last label of the
 /// action an agent's write to it is asked under.

@@ -4,7 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use chock_plugins::{Bounds, Host, Plugins, Reach, Started, store};
+use chock_plugins::store::{self, Place, PlaceKind};
+use chock_plugins::{Bounds, Host, Plugins, Reach, Started};
 use chock_policy::{LoadOptions, Policy};
 
 use crate::exit;
@@ -13,9 +14,9 @@ use crate::exit;
 pub enum Command {
     /// Each plugin chock.lock pins, and each of its tools: offered to a session, or why not.
     List(ListArgs),
-    /// Install a plugin from a folder holding plugin.zon and plugin.wasm, pinned in chock.lock.
+    /// Install a plugin from a folder holding plugin.zon and plugin.wasm, pinned in chock.lock (--operator: yours, for every project).
     Install(InstallArgs),
-    /// Remove an installed plugin and its chock.lock pin.
+    /// Remove an installed plugin and its pin (--operator: one of yours).
     Remove(RemoveArgs),
 }
 
@@ -36,18 +37,36 @@ pub struct ListArgs {
 pub struct InstallArgs {
     /// The folder holding the plugin's plugin.zon and plugin.wasm.
     source: PathBuf,
+    #[command(flatten)]
+    place: PlaceArgs,
+}
+
+/// Which plugins a command changes: the project's, or the person's own.
+#[derive(Debug, clap::Args)]
+pub struct PlaceArgs {
     /// The project (default: the nearest folder holding chock.zon or .git).
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", conflicts_with = "operator")]
     project: Option<PathBuf>,
+    /// Your own plugins, offered in every project ($XDG_DATA_HOME/chock/plugins), instead of the project's.
+    #[arg(long)]
+    operator: bool,
+}
+
+impl PlaceArgs {
+    fn place(&self) -> anyhow::Result<Place> {
+        if self.operator {
+            return Ok(Place::operator()?);
+        }
+        Ok(Place::project(&project_dir(self.project.as_deref())?))
+    }
 }
 
 #[derive(Debug, clap::Args)]
 pub struct RemoveArgs {
     /// The plugin's id.
     id: String,
-    /// The project (default: the nearest folder holding chock.zon or .git).
-    #[arg(long, value_name = "DIR")]
-    project: Option<PathBuf>,
+    #[command(flatten)]
+    place: PlaceArgs,
 }
 
 /// The project's plugins, as every session (`chock mcp`, `run`, `acp`)
@@ -69,10 +88,10 @@ fn project_dir(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
 }
 
 fn install(args: InstallArgs) -> anyhow::Result<ExitCode> {
-    let project = project_dir(args.project.as_deref())?;
+    let place = args.place.place()?;
     let host = Host::new(Bounds::default())?;
     let source = std::path::absolute(&args.source)?;
-    let plugin = store::install(&project, &source, &host)?;
+    let plugin = store::install(&place, &source, &host)?;
     let manifest = &plugin.manifest;
     outln!(
         "installed {} {}  ({}, {} tools)",
@@ -86,8 +105,7 @@ fn install(args: InstallArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn remove(args: RemoveArgs) -> anyhow::Result<ExitCode> {
-    let project = project_dir(args.project.as_deref())?;
-    if store::remove(&project, &args.id)? {
+    if store::remove(&args.place.place()?, &args.id)? {
         outln!("removed   {}", args.id);
     } else {
         outln!("unchanged {}  (was not installed)", args.id);
@@ -100,7 +118,7 @@ fn list(args: ListArgs) -> anyhow::Result<ExitCode> {
     let policy = Policy::load(&LoadOptions::from_env(&project, Vec::new())?)?;
     let host = Host::new(Bounds::default())?;
     let plugins = Plugins::start(
-        &project,
+        &Place::every(&project),
         &policy,
         &args.agent_kind,
         &host,
@@ -122,9 +140,10 @@ fn list(args: ListArgs) -> anyhow::Result<ExitCode> {
 
 fn show(started: &Started) {
     outln!(
-        "{} {}  ({})",
+        "{} {}  ({}, {})",
         started.pin.id,
         started.pin.version,
+        whose(started.place),
         started.pin.hash
     );
     if let Some(problem) = &started.problem {
@@ -141,6 +160,13 @@ fn show(started: &Started) {
             None => outln!("  {:<20} offered      {needs}", tool.name),
             Some(withheld) => outln!("  {:<20} not offered: {}", tool.name, withheld.why),
         }
+    }
+}
+
+fn whose(place: PlaceKind) -> &'static str {
+    match place {
+        PlaceKind::Project => "the project's",
+        PlaceKind::Operator => "yours",
     }
 }
 
@@ -163,6 +189,10 @@ fn as_json(started: &Started) -> serde_json::Value {
     serde_json::json!({
         "id": started.pin.id,
         "version": started.pin.version,
+        "place": match started.place {
+            PlaceKind::Project => "project",
+            PlaceKind::Operator => "operator",
+        },
         "hash": started.pin.hash,
         "problem": started.problem,
         "tools": tools,
