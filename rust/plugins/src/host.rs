@@ -34,6 +34,9 @@ pub struct Bounds {
     pub memory_bytes: usize,
     /// Bytes of the answer (or of the error's text).
     pub output_bytes: usize,
+    /// Time the call's capabilities may take, all together: fuel bounds
+    /// the guest's own work, this bounds what it waits on (a fetch).
+    pub wall: std::time::Duration,
 }
 
 impl Default for Bounds {
@@ -42,6 +45,7 @@ impl Default for Bounds {
             fuel: 2_000_000_000,
             memory_bytes: 64 << 20,
             output_bytes: 1 << 20,
+            wall: std::time::Duration::from_secs(30),
         }
     }
 }
@@ -223,6 +227,8 @@ impl Loaded {
             acting: Acting {
                 grants: self.grants.clone(),
                 reach: self.reach.clone(),
+                wall: self.bounds.wall,
+                deadline: std::time::Instant::now() + self.bounds.wall,
             },
         };
         let mut store = Store::new(self.pre.engine(), guest);

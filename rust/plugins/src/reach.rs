@@ -5,6 +5,7 @@
 //! when it was granted.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use chock_mcp::workspace::Workspace;
 
@@ -28,13 +29,33 @@ pub struct Reach {
     pub runtime: Option<tokio::runtime::Handle>,
 }
 
-/// What one call's capabilities act on.
+/// What one call's capabilities act on, and until when.
 pub(crate) struct Acting {
     pub grants: Arc<Grants>,
     pub reach: Reach,
+    /// The call's bound on waiting ([`crate::Bounds::wall`]), and when it
+    /// runs out.
+    pub wall: Duration,
+    pub deadline: Instant,
 }
 
 impl Acting {
+    /// The time the call has left; none left refuses.
+    fn remaining(&self) -> Result<Duration, String> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(self.spent());
+        }
+        Ok(left)
+    }
+
+    fn spent(&self) -> String {
+        format!(
+            "the call's {} s bound is spent: its capabilities act no more",
+            self.wall.as_secs_f64()
+        )
+    }
+
     fn workspace(&self) -> Result<&Workspace, String> {
         self.reach
             .workspace
@@ -43,6 +64,7 @@ impl Acting {
     }
 
     fn read(&self, path: &str) -> Result<Vec<u8>, String> {
+        self.remaining()?;
         let workspace = self.workspace()?;
         let rel = workspace.relative(path).map_err(|e| e.to_string())?;
         let opened = workspace.opened().map_err(|e| e.to_string())?;
@@ -56,6 +78,7 @@ impl Acting {
                 contents.len()
             ));
         }
+        self.remaining()?;
         let workspace = self.workspace()?;
         let rel = workspace.relative(path).map_err(|e| e.to_string())?;
         let opened = workspace.opened().map_err(|e| e.to_string())?;
@@ -80,7 +103,10 @@ impl Acting {
             .runtime
             .as_ref()
             .ok_or_else(|| "this plugin was given no network".to_string())?;
-        runtime.block_on(fetch_bounded(parsed))
+        let left = self.remaining()?;
+        runtime
+            .block_on(async { tokio::time::timeout(left, fetch_bounded(parsed)).await })
+            .unwrap_or_else(|_| Err(self.spent()))
     }
 }
 

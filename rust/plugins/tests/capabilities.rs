@@ -156,3 +156,35 @@ fn a_tool_fetches_a_loopback_host_it_was_granted_and_no_other() {
         other => panic!("expected a refusal, got {other:?}"),
     }
 }
+
+/// A host that takes the connection and never answers: the fetch is
+/// stopped at the call's wall bound, and the call refuses saying so.
+#[test]
+fn a_fetch_that_never_answers_is_stopped_at_the_call_s_wall_bound() {
+    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+    let reach = Reach {
+        workspace: None,
+        runtime: Some(runtime.handle().clone()),
+    };
+    let bounds = Bounds {
+        wall: std::time::Duration::from_secs(1),
+        ..Bounds::default()
+    };
+    let loaded = Host::new(bounds)
+        .and_then(|h| h.load(&fetcher(), granted(&["net.fetch:127.0.0.1"]), reach))
+        .expect("the plugin loads");
+    let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback port");
+    let port = listener.local_addr().expect("its address").port();
+    let silent = std::thread::spawn(move || listener.accept().map(|(stream, _)| stream));
+    let started = std::time::Instant::now();
+    match loaded.call("get", &json!(format!("http://127.0.0.1:{port}/slow"))) {
+        Err(PluginError::Tool(why)) => assert!(why.contains("1 s bound is spent"), "{why}"),
+        other => panic!("expected the wall bound, got {other:?}"),
+    }
+    let took = started.elapsed();
+    assert!(
+        took >= std::time::Duration::from_secs(1) && took < std::time::Duration::from_secs(5),
+        "{took:?}"
+    );
+    drop(silent.join());
+}
