@@ -55,8 +55,8 @@ pub use search::{
     MAX_SEARCH_RESULTS, SEARCH_LOGIN, SearchEngine, SearchKind,
 };
 pub use servers::{
-    COMMAND_TIMEOUT, Launch, MAX_SECRET_BYTES, MAX_SECRETS, MAX_SERVERS, McpServer, SecretEnv,
-    SecretError, SecretStore, StoreCommandError, TOOL_SEPARATOR,
+    COMMAND_TIMEOUT, Launch, MAX_SECRET_BYTES, MAX_SECRETS, MAX_SERVERS, McpServer, PLUGIN_TOOLS,
+    SecretEnv, SecretError, SecretStore, StoreCommandError, TOOL_SEPARATOR,
 };
 pub use sink_target::{OTLP_HTTP_PATH, Otlp, OtlpProtocol, OtlpTls};
 pub use sinks::{

@@ -44,6 +44,9 @@ pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
 /// What separates a server's name from its tool's in the gateway's tool
 /// names (`github__create_issue`), so a server's name never holds it.
 pub const TOOL_SEPARATOR: &str = "__";
+/// What the project's plugins' tools are named after in a tool list
+/// (`plugin__<id>__<tool>`), so no MCP server may take it as its name.
+pub const PLUGIN_TOOLS: &str = "plugin";
 
 /// One server as `chock.zon` writes it.
 #[derive(Debug, Deserialize)]
@@ -161,6 +164,7 @@ fn is_server_name(name: &str) -> bool {
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
         && !name.contains(TOOL_SEPARATOR)
+        && name != PLUGIN_TOOLS
 }
 
 pub fn read_project_servers(
@@ -210,7 +214,7 @@ pub fn read_project_servers(
                 return Err(source.error(
                     span,
                     format!(
-                        "MCP server `{name}`: a server's name is one label of letters, digits, `_` and `-`, without `__` (the gateway names its tools `<server>__<tool>`); rename it"
+                        "MCP server `{name}`: a server's name is one label of letters, digits, `_` and `-`, without `__` (the gateway names its tools `<server>__<tool>`), and not `{PLUGIN_TOOLS}` (the plugins' tools are `{PLUGIN_TOOLS}__<id>__<tool>`); rename it"
                     ),
                 ));
             }

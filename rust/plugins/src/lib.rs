@@ -29,6 +29,6 @@ pub mod store;
 pub use capability::{Capability, CapabilityError, FetchHost, Grants};
 pub use error::PluginError;
 pub use host::{Bounds, Host, Loaded};
-pub use offered::{PluginTools, TOOL_PREFIX};
+pub use offered::PluginTools;
 pub use reach::Reach;
 pub use session::{Plugins, Started};

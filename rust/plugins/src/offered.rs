@@ -6,14 +6,11 @@
 use std::sync::Arc;
 
 use chock_mcp::extra::{ExtraSession, ExtraStart, ExtraTool, ExtraTools};
-use chock_policy::TOOL_SEPARATOR;
+use chock_policy::{PLUGIN_TOOLS, TOOL_SEPARATOR};
 
 use crate::host::{Bounds, Host};
 use crate::reach::Reach;
 use crate::session::Plugins;
-
-/// What a tool list calls the plugins' tools: `plugin__<id>__<tool>`.
-pub const TOOL_PREFIX: &str = "plugin";
 
 /// The project's plugins, started with every session.
 #[derive(Debug, Default)]
@@ -65,7 +62,7 @@ impl Offered {
             };
             tools.push(ExtraTool {
                 name: format!(
-                    "{TOOL_PREFIX}{TOOL_SEPARATOR}{plugin}{TOOL_SEPARATOR}{}",
+                    "{PLUGIN_TOOLS}{TOOL_SEPARATOR}{plugin}{TOOL_SEPARATOR}{}",
                     tool.name
                 ),
                 action,

@@ -44,7 +44,7 @@ pub use chock_config::{
     LspServer, MAX_AGENT_KINDS, MAX_DEVICES, MAX_LSP_SERVERS, MAX_LSP_TIMEOUT, MAX_PRICES,
     MAX_PROVIDERS, MAX_SEARCH_BYTES, MAX_SEARCH_RESULTS, MAX_SECRET_BYTES, MAX_SECRETS,
     MAX_SERVERS, MAX_SINKS, MAX_SKILL_BYTES, MAX_STYLE_BYTES, MAX_STYLE_RULES, MAX_STYLE_TIMEOUT,
-    McpServer, NOT_IMPLEMENTED, NamedDevice, NetMode, NetSettings, NoReviewer, Price,
+    McpServer, NOT_IMPLEMENTED, NamedDevice, NetMode, NetSettings, NoReviewer, PLUGIN_TOOLS, Price,
     ProviderInstance, ProviderKind, Review, SEARCH_LOGIN, SearchEngine, SearchKind, SecretEnv,
     SecretError, SecretStore, Sink, SkillLayer, SkillSettings, StoreCommandError, StyleMeasure,
     StyleRule, StyleSettings, SubagentCaps, Subagents, TOOL_SEPARATOR, Witness,

@@ -169,6 +169,10 @@ fn bad_servers_are_refused_at_their_line_saying_what_to_do() {
             "without `__`",
         ),
         (
+            ".{ .mcp = .{\n .{ .name = \"plugin\", .command = .{ \"x\" } } } }",
+            "not `plugin` (the plugins' tools",
+        ),
+        (
             ".{ .mcp = .{\n .{ .name = \"a\", .command = .{ \"x\" } }, .{ .name = \"a\", .url = \"https://h/\" } } }",
             "named twice",
         ),
