@@ -11,56 +11,44 @@ mod sandbox_fixture;
 #[path = "mcp_support/mod.rs"]
 mod support;
 
-const MANIFEST: &str = r#".{
-    .id = "notes",
-    .version = "0.1.0",
-    .tools = .{
-        .{
-            .name = "copy",
-            .description = "Copies the file its input names to out.txt",
-            .input_schema = .{ .type = "object", .properties = .{ .path = .{ .type = "string" } } },
-            .capabilities = .{ "fs.read", "fs.write" },
-        },
-    },
-}
-"#;
+use chock_plugins::fixtures::{COPIER_MANIFEST, copier};
 
-/// Reads the file named by its input `{"path":"..."}` (the text between
-/// the 10th byte and the last two) and writes it to `out.txt`.
-fn copier() -> Vec<u8> {
-    let body = format!(
-        "(call $read (i32.add (local.get 2) (i32.const 9)) (i32.sub (local.get 3) (i32.const 11)) (i32.const 256))
-         {}
-         (call $write (i32.const 32) (i32.const 7) (i32.load (i32.const 260)) (i32.load (i32.const 264)) (i32.const 300))
-         {}
-         (call $answer (i32.const 0) (i32.const 48) (i32.const 8))",
-        chock_plugins::fixtures::on_error(256),
-        chock_plugins::fixtures::on_error(300),
-    );
-    chock_plugins::fixtures::plugin(
-        r#"(import "chock:plugin/fs-read@0.1.0" "read" (func $read (param i32 i32 i32)))
-           (import "chock:plugin/fs-write@0.1.0" "write" (func $write (param i32 i32 i32 i32 i32)))"#,
-        r#"(data (i32.const 32) "out.txt") (data (i32.const 48) "\"copied\"")"#,
-        &body,
-    )
-}
-
-fn installed(env: &Env) {
+/// Installs the copier plugin (`notes`, its tool `copy`) with
+/// `chock plugins install`, and `flags` (`--operator`).
+fn installed_with(env: &Env, flags: &[&str]) {
     let source = env.outside().join("notes-plugin");
     std::fs::create_dir_all(&source).expect("mkdir");
-    std::fs::write(source.join("plugin.zon"), MANIFEST).expect("written");
+    std::fs::write(source.join("plugin.zon"), COPIER_MANIFEST).expect("written");
     std::fs::write(source.join("plugin.wasm"), copier()).expect("written");
-    let out = env
-        .chock()
-        .args(["plugins", "install"])
-        .arg(&source)
-        .output()
-        .expect("chock runs");
+    succeeds(
+        env.chock()
+            .args(["plugins", "install"])
+            .args(flags)
+            .arg(&source),
+    );
+}
+
+/// Runs `command` and fails the test unless it succeeds.
+fn succeeds(command: &mut std::process::Command) -> std::process::Output {
+    let out = command.output().expect("chock runs");
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    out
+}
+
+fn offers_no_plugin_tool(client: &mut support::Client) {
+    let names = client.tool_names();
+    assert!(
+        !names.iter().any(|n| n.starts_with("plugin__")),
+        "{names:?}"
+    );
+}
+
+fn installed(env: &Env) {
+    installed_with(env, &[]);
     let lock = std::fs::read_to_string(env.project.join("chock.lock")).expect("the lock");
     assert!(
         lock.contains(".plugins") && lock.contains("\"notes\""),
@@ -69,16 +57,7 @@ fn installed(env: &Env) {
 }
 
 fn listed(env: &Env) -> String {
-    let out = env
-        .chock()
-        .args(["plugins", "list"])
-        .output()
-        .expect("chock runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = succeeds(env.chock().args(["plugins", "list"]));
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -119,14 +98,7 @@ fn a_plugin_tool_whose_call_is_denied_or_capability_not_allowed_is_not_run() {
         list.contains("not offered: its capability fs.write"),
         "{list}"
     );
-    let mut client = env.client(false, &[]);
-    assert!(
-        !client
-            .tool_names()
-            .iter()
-            .any(|n| n.starts_with("plugin__"))
-    );
-    drop(client);
+    offers_no_plugin_tool(&mut env.client(false, &[]));
 
     // The tool's own action denied: not offered either.
     env.rules(
@@ -135,12 +107,7 @@ fn a_plugin_tool_whose_call_is_denied_or_capability_not_allowed_is_not_run() {
     let list = listed(&env);
     assert!(list.contains("plugin.notes.tool.copy is denied"), "{list}");
     let mut client = env.client(false, &[]);
-    assert!(
-        !client
-            .tool_names()
-            .iter()
-            .any(|n| n.starts_with("plugin__"))
-    );
+    offers_no_plugin_tool(&mut client);
     let called = client.request(
         "tools/call",
         json!({"name": "plugin__notes__copy", "arguments": {"path": "in.txt"}}),
@@ -157,16 +124,10 @@ fn the_plugin_chock_new_writes_builds_installs_and_answers() {
     let env = Env::new();
     env.rules(r#".{ .action = "plugin.greeter.tool.greet", .decision = .allow }"#);
     let dir = env.outside().join("greeter");
-    let out = env
-        .chock()
-        .args(["new", "plugin", "greeter", "--dir"])
-        .arg(&dir)
-        .output()
-        .expect("chock runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = succeeds(
+        env.chock()
+            .args(["new", "plugin", "greeter", "--dir"])
+            .arg(&dir),
     );
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -203,17 +164,7 @@ fn the_plugin_chock_new_writes_builds_installs_and_answers() {
         dir.join("plugin.wasm"),
     )
     .expect("the component is there");
-    let out = env
-        .chock()
-        .args(["plugins", "install"])
-        .arg(&dir)
-        .output()
-        .expect("chock runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeds(env.chock().args(["plugins", "install"]).arg(&dir));
 
     let mut client = env.client(false, &[]);
     let called = client.call("plugin__greeter__greet", json!({"name": "Ada"}));
@@ -237,21 +188,7 @@ fn the_person_s_own_plugin_is_offered_in_a_project_that_pins_none() {
     env.rules(
         r#".{ .action = "file.*", .decision = .allow }, .{ .action = "plugin.notes.tool.copy", .decision = .allow }"#,
     );
-    let source = env.outside().join("notes-plugin");
-    std::fs::create_dir_all(&source).expect("mkdir");
-    std::fs::write(source.join("plugin.zon"), MANIFEST).expect("written");
-    std::fs::write(source.join("plugin.wasm"), copier()).expect("written");
-    let out = env
-        .chock()
-        .args(["plugins", "install", "--operator"])
-        .arg(&source)
-        .output()
-        .expect("chock runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    installed_with(&env, &["--operator"]);
     assert!(
         !env.project.join("chock.lock").exists(),
         "the project is not written"

@@ -69,3 +69,40 @@ pub fn on_error(at: u32) -> String {
         l = at + 8
     )
 }
+
+/// The manifest of [`copier`]: the plugin `notes` and its one tool `copy`,
+/// which declares `fs.read` and `fs.write`.
+pub const COPIER_MANIFEST: &str = r#".{
+    .id = "notes",
+    .version = "0.1.0",
+    .tools = .{
+        .{
+            .name = "copy",
+            .description = "Copies the file its input names to out.txt",
+            .input_schema = .{ .type = "object", .properties = .{ .path = .{ .type = "string" } } },
+            .capabilities = .{ "fs.read", "fs.write" },
+        },
+    },
+}
+"#;
+
+/// The tool `copy`: reads the file its input `{"path":"..."}` names (the
+/// text between the input's 10th byte and its last two), writes it to
+/// `out.txt` and answers `"copied"`; a capability's error is its own.
+pub fn copier() -> Vec<u8> {
+    let body = format!(
+        "(call $read (i32.add (local.get 2) (i32.const 9)) (i32.sub (local.get 3) (i32.const 11)) (i32.const 256))
+         {}
+         (call $write (i32.const 32) (i32.const 7) (i32.load (i32.const 260)) (i32.load (i32.const 264)) (i32.const 300))
+         {}
+         (call $answer (i32.const 0) (i32.const 48) (i32.const 8))",
+        on_error(256),
+        on_error(300),
+    );
+    plugin(
+        r#"(import "chock:plugin/fs-read@0.1.0" "read" (func $read (param i32 i32 i32)))
+           (import "chock:plugin/fs-write@0.1.0" "write" (func $write (param i32 i32 i32 i32 i32)))"#,
+        r#"(data (i32.const 32) "out.txt") (data (i32.const 48) "\"copied\"")"#,
+        &body,
+    )
+}

@@ -12,29 +12,6 @@ use chock_mcp::workspace::Workspace;
 use chock_plugins::{Bounds, Capability, Grants, Host, PluginError, Reach};
 use serde_json::json;
 
-const FS_IMPORTS: &str = r#"
-  (import "chock:plugin/fs-read@0.1.0" "read" (func $read (param i32 i32 i32)))
-  (import "chock:plugin/fs-write@0.1.0" "write" (func $write (param i32 i32 i32 i32 i32)))"#;
-
-/// Reads the file its input names (a JSON string, quotes dropped) and
-/// writes what it read to `out.txt`; answers `"copied"`.
-fn copier() -> Vec<u8> {
-    let body = format!(
-        "(call $read (i32.add (local.get 2) (i32.const 1)) (i32.sub (local.get 3) (i32.const 2)) (i32.const 256))
-         {read_failed}
-         (call $write (i32.const 32) (i32.const 7) (i32.load (i32.const 260)) (i32.load (i32.const 264)) (i32.const 300))
-         {write_failed}
-         (call $answer (i32.const 0) (i32.const 48) (i32.const 8))",
-        read_failed = common::on_error(256),
-        write_failed = common::on_error(300),
-    );
-    common::plugin(
-        FS_IMPORTS,
-        r#"(data (i32.const 32) "out.txt") (data (i32.const 48) "\"copied\"")"#,
-        &body,
-    )
-}
-
 fn workspace() -> (tempfile::TempDir, Arc<Workspace>) {
     let dir = tempfile::tempdir().expect("a temporary folder");
     let root = dir.path().canonicalize().expect("it has a path");
@@ -59,10 +36,12 @@ fn a_tool_reads_and_writes_beneath_the_workspace() {
         runtime: None,
     };
     let loaded = Host::new(Bounds::default())
-        .and_then(|h| h.load(&copier(), granted(&["fs.read", "fs.write"]), reach))
+        .and_then(|h| h.load(&common::copier(), granted(&["fs.read", "fs.write"]), reach))
         .expect("the plugin loads with both granted");
     assert_eq!(
-        loaded.call("copy", &json!("in.txt")).expect("answers"),
+        loaded
+            .call("copy", &json!({"path": "in.txt"}))
+            .expect("answers"),
         json!("copied")
     );
     let copied = std::fs::read_to_string(dir.path().join("out.txt")).expect("out.txt was written");
@@ -74,7 +53,7 @@ fn a_tool_reads_and_writes_beneath_the_workspace() {
     std::os::unix::fs::symlink(outside.path().join("secret"), dir.path().join("link"))
         .expect("linked");
     for path in ["../secret", "link"] {
-        match loaded.call("copy", &json!(path)) {
+        match loaded.call("copy", &json!({ "path": path })) {
             Err(PluginError::Tool(why)) => assert!(why.contains("outside the workspace"), "{why}"),
             other => panic!("{path}: expected a refusal, got {other:?}"),
         }
@@ -92,7 +71,7 @@ fn a_capability_not_granted_is_never_linked() {
     };
     let host = Host::new(Bounds::default()).expect("the engine starts");
     // fs.write refused: the plugin imports it, so it cannot be built at all.
-    match host.load(&copier(), granted(&["fs.read"]), reach) {
+    match host.load(&common::copier(), granted(&["fs.read"]), reach) {
         Err(PluginError::Link(why)) => assert!(why.contains("fs-write"), "{why}"),
         Err(other) => panic!("expected a link failure, got {other}"),
         Ok(_) => panic!("a plugin importing a capability not granted was built"),

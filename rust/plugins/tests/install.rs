@@ -14,42 +14,14 @@ use chock_plugins::{Bounds, Host, Plugins, Reach};
 use chock_policy::{Decision, Pattern, Policy, Rule};
 use serde_json::json;
 
-const MANIFEST: &str = r#".{
-    .id = "notes",
-    .version = "0.1.0",
-    .tools = .{
-        .{
-            .name = "copy",
-            .description = "Copies the file its input names to out.txt",
-            .input_schema = .{ .type = "string" },
-            .capabilities = .{ "fs.read", "fs.write" },
-        },
-    },
-}
-"#;
-
-/// Reads the file its input names and writes it to `out.txt`.
-fn copier() -> Vec<u8> {
-    let body = format!(
-        "(call $read (i32.add (local.get 2) (i32.const 1)) (i32.sub (local.get 3) (i32.const 2)) (i32.const 256))
-         {}
-         (call $write (i32.const 32) (i32.const 7) (i32.load (i32.const 260)) (i32.load (i32.const 264)) (i32.const 300))
-         {}
-         (call $answer (i32.const 0) (i32.const 48) (i32.const 8))",
-        common::on_error(256),
-        common::on_error(300),
-    );
-    common::plugin(
-        r#"(import "chock:plugin/fs-read@0.1.0" "read" (func $read (param i32 i32 i32)))
-           (import "chock:plugin/fs-write@0.1.0" "write" (func $write (param i32 i32 i32 i32 i32)))"#,
-        r#"(data (i32.const 32) "out.txt") (data (i32.const 48) "\"copied\"")"#,
-        &body,
-    )
+/// Installs the copier plugin into `place`.
+fn install_copier(place: &Place, host: &Host) {
+    store::install(place, source(&common::copier()).path(), host).expect("it installs");
 }
 
 fn source(wasm: &[u8]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("a folder");
-    std::fs::write(dir.path().join("plugin.zon"), MANIFEST).expect("written");
+    std::fs::write(dir.path().join("plugin.zon"), common::COPIER_MANIFEST).expect("written");
     std::fs::write(dir.path().join("plugin.wasm"), wasm).expect("written");
     dir
 }
@@ -96,7 +68,7 @@ fn project() -> (tempfile::TempDir, std::path::PathBuf) {
 #[test]
 fn an_installed_plugin_is_pinned_offered_and_called() {
     let (_dir, project) = project();
-    let source = source(&copier());
+    let source = source(&common::copier());
     let host = Host::new(Bounds::default()).expect("the engine starts");
     let installed =
         store::install(&Place::project(&project), source.path(), &host).expect("it installs");
@@ -123,7 +95,7 @@ fn an_installed_plugin_is_pinned_offered_and_called() {
     assert_eq!(offered, ["notes.copy"]);
     std::fs::write(project.join("in.txt"), "kept").expect("written");
     let answer = plugins
-        .call("notes", "copy", &json!("in.txt"))
+        .call("notes", "copy", &json!({"path": "in.txt"}))
         .expect("it answers");
     assert_eq!(answer, json!("copied"));
     assert_eq!(
@@ -136,8 +108,7 @@ fn an_installed_plugin_is_pinned_offered_and_called() {
 fn a_tool_is_not_offered_when_denied_or_when_a_capability_is_not_allow() {
     let (_dir, project) = project();
     let host = Host::new(Bounds::default()).expect("the engine starts");
-    store::install(&Place::project(&project), source(&copier()).path(), &host)
-        .expect("it installs");
+    install_copier(&Place::project(&project), &host);
 
     let asked = policy(&[
         ("file.read", Decision::Allow),
@@ -151,10 +122,14 @@ fn a_tool_is_not_offered_when_denied_or_when_a_capability_is_not_allow() {
         why[0].1.contains("fs.write (file.write) is ask, not allow"),
         "{why:?}"
     );
-    assert!(plugins.call("notes", "copy", &json!("in.txt")).is_err());
+    assert!(
+        plugins
+            .call("notes", "copy", &json!({"path": "in.txt"}))
+            .is_err()
+    );
 
     let denied = policy(&[
-        ("fs.*", Decision::Allow),
+        ("file.*", Decision::Allow),
         ("plugin.notes.tool.copy", Decision::Deny),
     ]);
     let why = withheld(&start(&project, &denied));
@@ -168,13 +143,12 @@ fn a_tool_is_not_offered_when_denied_or_when_a_capability_is_not_allow() {
 fn a_plugin_whose_files_changed_is_refused_and_one_removed_is_gone() {
     let (_dir, project) = project();
     let host = Host::new(Bounds::default()).expect("the engine starts");
-    store::install(&Place::project(&project), source(&copier()).path(), &host)
-        .expect("it installs");
+    install_copier(&Place::project(&project), &host);
     let component = project.join(PLUGINS_DIR).join("notes/plugin.wasm");
     let mut bytes = std::fs::read(&component).expect("read");
     bytes.extend_from_slice(b"\0");
     std::fs::write(&component, bytes).expect("tampered");
-    let allowed = policy(&[("fs.*", Decision::Allow)]);
+    let allowed = policy(&[("file.*", Decision::Allow)]);
     let plugins = start(&project, &allowed);
     let problem = plugins.started()[0].problem.clone().unwrap_or_default();
     assert!(
@@ -212,7 +186,7 @@ fn the_person_s_own_plugin_is_offered_in_every_project_and_a_project_s_twin_is_n
     let data = tempfile::tempdir().expect("a data home");
     let own = Place::operator_in(data.path());
     let host = Host::new(Bounds::default()).expect("the engine starts");
-    store::install(&own, source(&copier()).path(), &host).expect("it installs");
+    install_copier(&own, &host);
     assert!(data.path().join("chock/plugins/chock.lock").is_file());
     assert!(
         data.path()
@@ -232,8 +206,7 @@ fn the_person_s_own_plugin_is_offered_in_every_project_and_a_project_s_twin_is_n
     assert_eq!(plugins.started()[0].place, PlaceKind::Operator);
 
     // The project pins a plugin of the same id: it is not offered beside it.
-    store::install(&Place::project(&project), source(&copier()).path(), &host)
-        .expect("it installs");
+    install_copier(&Place::project(&project), &host);
     let plugins = start_from(&places, &project, &allowed);
     assert_eq!(plugins.offered().count(), 1);
     let twin = &plugins.started()[1];

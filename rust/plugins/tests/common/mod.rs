@@ -2,4 +2,4 @@
 
 #![allow(unused_imports)]
 
-pub use chock_plugins::fixtures::{on_error, plugin};
+pub use chock_plugins::fixtures::{COPIER_MANIFEST, copier, on_error, plugin};
