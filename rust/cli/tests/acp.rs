@@ -606,3 +606,35 @@ fn a_projects_skill_is_asked_in_the_editor_and_read() {
         "person"
     );
 }
+
+#[test]
+fn a_plugin_s_tool_is_offered_in_the_editor_and_its_call_decided() {
+    let kind = ProviderKind::Anthropic;
+    let server = Server::start(vec![
+        reply(
+            kind,
+            "Asking the plugin.",
+            &[("toolu_1", "plugin__hello__hi", json!({}))],
+        ),
+        reply(kind, "It answered.", &[]),
+    ]);
+    let fx = project(
+        kind,
+        &server,
+        r#".{ .action = "plugin.hello.tool.hi", .decision = .allow }"#,
+    );
+    run_support::install_hello_plugin(&fx);
+    let report = drive(&fx, "allow", json!([{"text": "ask the plugin"}]));
+    assert_eq!(stop_reasons(&report), ["end_turn"]);
+    let ended = updates(&report, "tool_call_update");
+    assert_eq!(ended.len(), 1, "{report:#}");
+    assert_eq!(ended[0]["status"], "completed", "{report:#}");
+    assert_eq!(
+        ended[0]["content"][0]["content"]["text"], "{\"hi\":1}",
+        "the plugin's answer is the call's: {report:#}"
+    );
+    let tools = server.requests()[0].body["tools"].to_string();
+    assert!(tools.contains("plugin__hello__hi"), "{tools}");
+    let logged = fx.last_logged("plugin.hello.tool.hi");
+    assert_eq!(logged["decision"], "allow", "{logged}");
+}

@@ -2297,26 +2297,7 @@ fn a_plugin_s_tool_is_offered_and_each_call_decided() {
         &server,
         r#".{ .action = "plugin.hello.tool.hi", .decision = .allow }"#,
     );
-    let source = fx.root().join("hello-plugin");
-    std::fs::create_dir_all(&source).expect("mkdir");
-    std::fs::write(
-        source.join("plugin.zon"),
-        r#".{ .id = "hello", .version = "1.0.0", .tools = .{ .{ .name = "hi", .description = "Says hi", .input_schema = .{ .type = "object" } } } }"#,
-    )
-    .expect("written");
-    let answers = chock_plugins::fixtures::plugin(
-        "",
-        r#"(data (i32.const 48) "{\"hi\":1}")"#,
-        "(call $answer (i32.const 0) (i32.const 48) (i32.const 8))",
-    );
-    std::fs::write(source.join("plugin.wasm"), answers).expect("written");
-    let installed = fx
-        .chock()
-        .args(["plugins", "install"])
-        .arg(&source)
-        .output()
-        .expect("chock plugins install");
-    assert!(installed.status.success(), "{}", describe(&installed));
+    run_support::install_hello_plugin(&fx);
 
     let out = run(&fx, &[], "ask the plugin");
     assert!(out.status.success(), "{}", describe(&out));

@@ -8,7 +8,7 @@ use chock_policy::ProviderKind;
 use serde_json::{Value, json};
 
 use crate::loopback::{Scripted, Server, event};
-use crate::sandbox_fixture::{Fixture, git_stdout as git};
+use crate::sandbox_fixture::{Fixture, describe, git_stdout as git};
 
 pub const APPLY_ALLOWED: &str = r#".{ .action = "workspace.apply", .decision = .allow }"#;
 
@@ -166,4 +166,30 @@ pub fn reply_raw(kind: ProviderKind, said: &str, calls: &[(&str, &str, String)])
         ProviderKind::OpenaiResponses => unreachable!("not scripted here"),
     };
     Scripted::stream(&body, 64)
+}
+
+/// Installs with `chock plugins install` the plugin `hello`, whose one tool
+/// `hi` (no capability) answers `{"hi":1}`.
+#[allow(dead_code)] // run_loop.rs, which shares this module, installs none
+pub fn install_hello_plugin(fx: &Fixture) {
+    let source = fx.root().join("hello-plugin");
+    std::fs::create_dir_all(&source).expect("mkdir");
+    std::fs::write(
+        source.join("plugin.zon"),
+        r#".{ .id = "hello", .version = "1.0.0", .tools = .{ .{ .name = "hi", .description = "Says hi", .input_schema = .{ .type = "object" } } } }"#,
+    )
+    .expect("written");
+    let answers = chock_plugins::fixtures::plugin(
+        "",
+        r#"(data (i32.const 48) "{\"hi\":1}")"#,
+        "(call $answer (i32.const 0) (i32.const 48) (i32.const 8))",
+    );
+    std::fs::write(source.join("plugin.wasm"), answers).expect("written");
+    let installed = fx
+        .chock()
+        .args(["plugins", "install"])
+        .arg(&source)
+        .output()
+        .expect("chock plugins install");
+    assert!(installed.status.success(), "{}", describe(&installed));
 }
