@@ -202,6 +202,10 @@ fn an_asked_call_is_answered_by_elicitation_and_by_chock_approve() {
     let (question, called) =
         answered_in_chock_approve(&env, "everything__echo", json!({"message": "approved"}));
     assert!(question.contains("mcp.everything.tool.echo"), "{question}");
+    assert!(
+        question.contains(r#"arguments: {"message":"approved"}"#),
+        "the person reads what the call will be given: {question}"
+    );
     assert_eq!(called.text, "Echo: approved", "{called:?}");
     env.assert_logged("mcp.everything.tool.echo", "allow", "person");
 }

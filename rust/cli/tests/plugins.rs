@@ -4,7 +4,7 @@
 //! each call decided at `plugin.<p>.tool.<t>` and logged.
 
 use serde_json::json;
-use support::Env;
+use support::{Env, answered_in_chock_approve};
 
 mod net_lab;
 mod sandbox_fixture;
@@ -83,6 +83,28 @@ fn a_plugin_tool_is_offered_in_chock_mcp_and_each_call_decided_and_logged() {
     assert_eq!(called.text, "\"copied\"");
     assert_eq!(env.read("out.txt").as_deref(), Some("from the plugin"));
     env.assert_logged("plugin.notes.tool.copy", "allow", "rule");
+}
+
+#[test]
+fn an_asked_plugin_call_shows_the_person_its_input() {
+    let env = Env::new();
+    env.rules(
+        r#".{ .action = "file.*", .decision = .allow }, .{ .action = "plugin.notes.tool.copy", .decision = .ask }"#,
+    );
+    installed(&env);
+    env.write("in.txt", "asked first");
+    let (question, called) =
+        answered_in_chock_approve(&env, "plugin__notes__copy", json!({"path": "in.txt"}));
+    assert!(
+        question.contains("plugin__notes__copy wants plugin.notes.tool.copy"),
+        "{question}"
+    );
+    assert!(
+        question.contains(r#"arguments: {"path":"in.txt"}"#),
+        "{question}"
+    );
+    assert_eq!(called.text, "\"copied\"", "{called:?}");
+    env.assert_logged("plugin.notes.tool.copy", "allow", "person");
 }
 
 #[test]

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use chock_policy::Policy;
 use serde_json::Value;
 
-use crate::gate::{Act, Asking};
+use crate::gate::{Act, Asking, arguments_line};
 use crate::session::Session;
 use crate::tools::{Call, ToolError};
 use crate::workspace::Workspace;
@@ -92,7 +92,7 @@ async fn run(
         tool: &tool.name,
         action: tool.action.clone(),
         subject: None,
-        detail: vec![tool.detail.clone()],
+        detail: vec![tool.detail.clone(), arguments_line(&arguments)],
     };
     call.gate(&act, Asking::Person).await?;
     let extra = extra.clone();

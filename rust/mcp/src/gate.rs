@@ -26,6 +26,30 @@ pub struct Act<'a> {
     pub detail: Vec<String>,
 }
 
+/// How much of a call's arguments a question shows.
+const ARGUMENTS_SHOWN: usize = 2048;
+
+/// A call's arguments as a person reads them when asked: compact JSON (no
+/// control character survives its escaping), cut at [`ARGUMENTS_SHOWN`]
+/// bytes with what was left out counted. A detail line, so never logged.
+pub(crate) fn arguments_line(arguments: &impl serde::Serialize) -> String {
+    let Ok(text) = serde_json::to_string(arguments) else {
+        return "arguments: (not JSON)".into();
+    };
+    if text.len() <= ARGUMENTS_SHOWN {
+        return format!("arguments: {text}");
+    }
+    let mut end = ARGUMENTS_SHOWN;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        "arguments: {}… ({} bytes more)",
+        &text[..end],
+        text.len() - end
+    )
+}
+
 /// Whether an `ask` may reach a person for this act.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Asking {
@@ -513,5 +537,30 @@ fn question(act: &Act<'_>, verdict: &Verdict, reviewed: Option<&Reviewed>) -> Qu
         summary,
         detail,
         rules: verdict.suggestion.iter().cloned().collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_are_shown_whole_up_to_the_bound_then_cut_with_the_rest_counted() {
+        let small = serde_json::json!({"path": "a\u{1b}[2J"});
+        assert_eq!(
+            arguments_line(&small),
+            r#"arguments: {"path":"a\u001b[2J"}"#
+        );
+        // Two-byte characters put the bound inside one: the cut is before it.
+        let big = serde_json::json!({"text": "é".repeat(3000)});
+        let whole = big.to_string();
+        let shown = arguments_line(&big);
+        let (kept, rest) = shown
+            .strip_prefix("arguments: ")
+            .and_then(|s| s.split_once("… ("))
+            .expect(&shown);
+        assert_eq!(kept.len(), ARGUMENTS_SHOWN - 1);
+        assert!(whole.starts_with(kept));
+        assert_eq!(rest, format!("{} bytes more)", whole.len() - kept.len()));
     }
 }

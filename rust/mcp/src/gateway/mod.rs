@@ -6,8 +6,8 @@
 //! deny is spent there: the tool is not offered. Every other answer leaves
 //! it offered, and each call is decided again under the same key (asking a
 //! person by elicitation or `chock approve`, as Chock's own tools do) and
-//! logged on route `mcp` (the action names the server and the tool; the
-//! arguments are never logged). A URL server is reached only when
+//! logged on route `mcp` (the action names the server and the tool; a
+//! person asked reads the call's arguments, which are never logged). A URL server is reached only when
 //! `mcp.<server>.host.<reversed host>` answers allow at start; a command
 //! server runs in the sandbox, gets a secret only when `secret.use.<name>`
 //! answers allow at start, and a network (the sandbox's router, each host
@@ -45,7 +45,7 @@ use rmcp::{ErrorData, Peer, RoleServer};
 use serde_json::Value;
 use tokio::sync::Mutex;
 
-use crate::gate::{Act, Asking, decided_by_words};
+use crate::gate::{Act, Asking, arguments_line, decided_by_words};
 use crate::session::Session;
 use crate::{AGENT_KIND, ROUTE};
 
@@ -324,12 +324,15 @@ impl Gateway {
             tool: &name,
             action: offered.action.clone(),
             subject: None,
-            detail: vec![format!(
-                "a tool of the MCP server `{}` ({}:{})",
-                server.config.name,
-                server.config.file.display(),
-                server.config.line
-            )],
+            detail: vec![
+                format!(
+                    "a tool of the MCP server `{}` ({}:{})",
+                    server.config.name,
+                    server.config.file.display(),
+                    server.config.line
+                ),
+                arguments_line(&request.arguments),
+            ],
         };
         session.gate(client, cancel, &act, Asking::Person).await?;
         let mut params = request;
