@@ -43,6 +43,25 @@ pub const HOST_SYSTEM: [&str; 9] = [
     "/etc/ld.so.cache",
 ];
 
+/// The first `name` on this process's `PATH` that is an executable file,
+/// in the order `execvp` tries them.
+pub fn on_path(name: &str) -> Option<PathBuf> {
+    on_paths(name, &std::env::var_os("PATH")?)
+}
+
+/// [`on_path`] over `paths`; a relative folder (`.`, an empty entry) is
+/// never searched, so no program is taken from wherever Chock was started.
+fn on_paths(name: &str, paths: &std::ffi::OsStr) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::env::split_paths(paths)
+        .filter(|dir| dir.is_absolute())
+        .map(|dir| dir.join(name))
+        .find(|path| {
+            std::fs::metadata(path)
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+}
+
 /// The store directory, `NIX_STORE_DIR` or `/nix/store`.
 pub fn store_dir() -> PathBuf {
     std::env::var_os("NIX_STORE_DIR").map_or_else(|| PathBuf::from("/nix/store"), PathBuf::from)
@@ -369,6 +388,33 @@ fn etc_files() -> Vec<(String, Vec<u8>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_program_is_the_first_executable_file_of_its_name_in_an_absolute_folder() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let root = tempfile::tempdir().expect("tempdir");
+        let folder = |name: &str| {
+            let dir = root.path().join(name);
+            std::fs::create_dir(&dir).expect("mkdir");
+            dir
+        };
+        let (plain, folder_named, runnable) = (folder("plain"), folder("dir"), folder("bin"));
+        std::fs::write(plain.join("tool"), "not executable").expect("write");
+        std::fs::create_dir(folder_named.join("tool")).expect("mkdir");
+        let tool = runnable.join("tool");
+        std::fs::write(&tool, "#!/bin/sh\n").expect("write");
+        std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let paths = std::env::join_paths([
+            Path::new("bin"),
+            Path::new(""),
+            &plain,
+            &folder_named,
+            &runnable,
+        ])
+        .expect("join");
+        assert_eq!(on_paths("tool", &paths), Some(tool));
+        assert_eq!(on_paths("absent", &paths), None);
+    }
 
     #[test]
     fn a_control_input_is_held_at_the_right_name() {

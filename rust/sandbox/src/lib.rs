@@ -40,7 +40,9 @@ pub mod workspace;
 
 pub use caps::current as current_capabilities;
 pub use error::SandboxError;
-pub use layout::{HOST_SYSTEM, POLICY_FILE, Toolchain, resolve as resolve_layout, store_dir};
+pub use layout::{
+    HOST_SYSTEM, POLICY_FILE, Toolchain, on_path, resolve as resolve_layout, store_dir,
+};
 pub use lease::{PlaceholderHold, hold_placeholders};
 pub use limits::{CgroupEvents, Delegation, Limits, delegation};
 pub use mounts::{

@@ -311,18 +311,13 @@ enum CheckError {
 
 /// The first `name` on this process's PATH that is an executable file.
 fn on_path(name: &str) -> Result<PathBuf, CheckError> {
-    let paths = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&paths)
-        .map(|dir| dir.join(name))
-        .find(|path| {
-            use std::os::unix::fs::PermissionsExt as _;
-            std::fs::metadata(path)
-                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
-        .ok_or_else(|| CheckError::NotOnPath {
-            name: name.to_owned(),
-            paths: paths.to_string_lossy().into_owned(),
-        })
+    chock_sandbox::on_path(name).ok_or_else(|| CheckError::NotOnPath {
+        name: name.to_owned(),
+        paths: std::env::var_os("PATH")
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned(),
+    })
 }
 
 /// The chock at `path` answers `--version`.

@@ -298,7 +298,7 @@ pub fn sync(args: SyncArgs) -> anyhow::Result<ExitCode> {
     }
     let ok =
         report.succeeded() && compiled && (args.remove || !wired_none) && !(args.check && differs);
-    if !args.check && !args.remove && !args.user && !on_path("chock") {
+    if !args.check && !args.remove && !args.user && chock_sandbox::on_path("chock").is_none() {
         eprintln!(
             "chock sync: the hook files call `chock`, which is not on PATH here: install it (cargo install --path rust/cli) so the hooks can run"
         );
@@ -332,11 +332,6 @@ pub(crate) fn home() -> anyhow::Result<PathBuf> {
         .map(PathBuf::from)
         .filter(|home| home.is_absolute())
         .context("HOME is not set to an absolute path, so the agents' user-level settings cannot be found")
-}
-
-fn on_path(program: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
 }
 
 fn scope(everywhere: bool) -> Scope {

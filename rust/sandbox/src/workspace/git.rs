@@ -64,6 +64,15 @@ const SAFE_ENV: [(&str, &str); 6] = [
     ("LC_ALL", "C"),
 ];
 
+/// The git every call runs, found on `PATH` once: a spawn then makes one
+/// `execve`, not one per folder before git's, while Chock waits for it.
+fn git_program() -> &'static OsStr {
+    static GIT: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    GIT.get_or_init(|| crate::layout::on_path("git"))
+        .as_deref()
+        .map_or(OsStr::new("git"), Path::as_os_str)
+}
+
 /// One repository to run git in.
 #[derive(Clone, Debug)]
 pub(crate) struct Git {
@@ -124,7 +133,7 @@ impl Git {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
-        let mut command = Command::new("git");
+        let mut command = Command::new(git_program());
         command.arg("-C").arg(&self.dir).args(SAFE).args(args);
         // Chock's own environment says nothing about either repository.
         for var in [
