@@ -1,17 +1,19 @@
-//! Writing beneath `.agents/policies/` through descriptors, never through a
-//! path resolved twice. Each folder on the way (`.agents`, `policies`, a
-//! package's own) is opened relative to the one before with `O_NOFOLLOW`,
-//! so a symbolic link planted at any step (by a program that ran in the
-//! project) is refused rather than followed; a package is written into a
-//! fresh staging folder opened the same way and renamed into place from
-//! one descriptor to the other, so nothing lands outside the folder a name
-//! opened to.
+//! Writing beneath a folder Chock keeps (`.agents/policies/`,
+//! `.agents/plugins/`, the person's own plugins) through descriptors, never
+//! through a path resolved twice. Each folder on the way (`.agents`,
+//! `policies`, a package's own) is opened relative to the one before with
+//! `O_NOFOLLOW`, so a symbolic link planted at any step (by a program that
+//! ran in the project) is refused rather than followed; a package is
+//! written into a fresh staging folder opened the same way and renamed into
+//! place from one descriptor to the other, so nothing lands outside the
+//! folder a name opened to.
 
 use std::ffi::OsStr;
 use std::fs::File;
-use std::io::Write as _;
+use std::io::{Read as _, Write as _};
 use std::os::fd::{AsFd, AsRawFd as _, OwnedFd};
 use std::os::unix::ffi::OsStrExt as _;
+use std::os::unix::fs::DirBuilderExt as _;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -32,8 +34,11 @@ pub struct PackageFile {
 /// The folder of `.agents/policies/` that disabled packages wait in.
 pub const DISABLED_DIR: &str = ".disabled";
 
-/// `.agents/policies/` of a project, opened folder by folder.
-pub struct PoliciesDir {
+/// A folder opened beneath a base, folder by folder without following a
+/// link: `.agents/policies/` or `.agents/plugins/` of a project, or the
+/// person's own plugins beneath their data folder. One folder in it per
+/// package or plugin.
+pub struct Beneath {
     fd: OwnedFd,
     path: PathBuf,
 }
@@ -49,7 +54,15 @@ fn failed(path: &Path, action: &'static str, e: Errno) -> PackageError {
 /// A link or a file where a folder must be.
 fn not_a_folder(path: &Path) -> PackageError {
     PackageError::Refused(format!(
-        "{}: is a symbolic link or not a folder, and Chock writes policy packages only into real folders beneath {POLICIES_DIR}/ (a link there could send the write anywhere): remove it and run the command again",
+        "{}: is a symbolic link or not a folder, and Chock writes and reads policy packages and plugins only through real folders (a link there could send them anywhere): remove it and run the command again",
+        path.display()
+    ))
+}
+
+/// A link or something else where a plain file must be.
+fn not_a_file(path: &Path) -> PackageError {
+    PackageError::Refused(format!(
+        "{}: is a symbolic link or not a plain file, and Chock reads it only as a real file (a link there could point anywhere): install it again",
         path.display()
     ))
 }
@@ -59,45 +72,113 @@ const DIR_FLAGS: OFlags = OFlags::RDONLY
     .union(OFlags::NOFOLLOW)
     .union(OFlags::CLOEXEC);
 
-/// Opens the folder `name` in `parent`, refusing a link; with `create`, a
-/// missing one is made first.
-fn open_dir(
+/// Folders made for what every user of the machine may read.
+const SHARED: Mode = Mode::from_raw_mode(0o755);
+/// Folders made for the person alone.
+const PRIVATE: Mode = Mode::from_raw_mode(0o700);
+
+/// Opens the folder `name` in `parent`, refusing a link; none when it is
+/// missing.
+fn find_dir(
     parent: impl AsFd,
     name: &OsStr,
     shown: &Path,
-    create: bool,
-) -> Result<OwnedFd, PackageError> {
-    let parent = parent.as_fd();
+) -> Result<Option<OwnedFd>, PackageError> {
     match rustix::fs::openat(parent, name, DIR_FLAGS, Mode::empty()) {
-        Ok(fd) => Ok(fd),
-        Err(Errno::NOENT) if create => {
-            match rustix::fs::mkdirat(parent, name, Mode::from_raw_mode(0o755)) {
-                Ok(()) | Err(Errno::EXIST) => {}
-                Err(e) => return Err(failed(shown, "creating", e)),
-            }
-            open_dir(parent, name, shown, false)
-        }
+        Ok(fd) => Ok(Some(fd)),
+        Err(Errno::NOENT) => Ok(None),
         Err(Errno::LOOP | Errno::NOTDIR) => Err(not_a_folder(shown)),
         Err(e) => Err(failed(shown, "opening", e)),
     }
 }
 
-impl PoliciesDir {
-    /// Opens `project/.agents/policies/`, making the folders that are
-    /// missing; a link at either step is refused.
-    pub fn open(project: &Path) -> Result<PoliciesDir, PackageError> {
-        let mut fd = rustix::fs::open(
-            project,
-            DIR_FLAGS.difference(OFlags::NOFOLLOW),
-            Mode::empty(),
-        )
-        .map_err(|e| failed(project, "opening", e))?;
-        let mut path = project.to_path_buf();
-        for step in Path::new(POLICIES_DIR).components() {
+/// Opens the folder `name` in `parent`, refusing a link; with `make`, a
+/// missing one is made first with that mode.
+fn open_dir(
+    parent: impl AsFd,
+    name: &OsStr,
+    shown: &Path,
+    make: Option<Mode>,
+) -> Result<OwnedFd, PackageError> {
+    let parent = parent.as_fd();
+    if let Some(fd) = find_dir(parent, name, shown)? {
+        return Ok(fd);
+    }
+    let missing = || failed(shown, "opening", Errno::NOENT);
+    let mode = make.ok_or_else(missing)?;
+    match rustix::fs::mkdirat(parent, name, mode) {
+        Ok(()) | Err(Errno::EXIST) => {}
+        Err(e) => return Err(failed(shown, "creating", e)),
+    }
+    find_dir(parent, name, shown)?.ok_or_else(missing)
+}
+
+impl Beneath {
+    /// Opens `base/below` (`below` one of the folders Chock keeps in a
+    /// project, such as [`POLICIES_DIR`]): `base` as it is, then each
+    /// folder of `below` without following a link, made when missing.
+    pub fn open(base: &Path, below: &str) -> Result<Beneath, PackageError> {
+        Beneath::chain(base, below, Some(SHARED))?
+            .ok_or_else(|| failed(base, "opening", Errno::NOENT))
+    }
+
+    /// [`Beneath::open`] for a folder of the person's own (their plugins
+    /// beneath `$XDG_DATA_HOME`): what is missing of `base` and `below` is
+    /// made for them alone (0700).
+    pub fn open_private(base: &Path, below: &str) -> Result<Beneath, PackageError> {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(PRIVATE.as_raw_mode())
+            .create(base)
+            .map_err(|source| PackageError::Io {
+                path: base.to_path_buf(),
+                action: "creating",
+                source,
+            })?;
+        Beneath::chain(base, below, Some(PRIVATE))?
+            .ok_or_else(|| failed(base, "opening", Errno::NOENT))
+    }
+
+    /// [`Beneath::open`] without making anything: none when `base` or a
+    /// folder of `below` is missing.
+    pub fn existing(base: &Path, below: &str) -> Result<Option<Beneath>, PackageError> {
+        Beneath::chain(base, below, None)
+    }
+
+    /// `project/.agents/policies/`, made when missing.
+    pub fn policies(project: &Path) -> Result<Beneath, PackageError> {
+        Beneath::open(project, POLICIES_DIR)
+    }
+
+    fn chain(
+        base: &Path,
+        below: &str,
+        make: Option<Mode>,
+    ) -> Result<Option<Beneath>, PackageError> {
+        let mut fd =
+            match rustix::fs::open(base, DIR_FLAGS.difference(OFlags::NOFOLLOW), Mode::empty()) {
+                Ok(fd) => fd,
+                Err(Errno::NOENT) if make.is_none() => return Ok(None),
+                Err(e) => return Err(failed(base, "opening", e)),
+            };
+        let mut path = base.to_path_buf();
+        for step in Path::new(below).components() {
+            let Component::Normal(step) = step else {
+                return Err(PackageError::Refused(format!(
+                    "{below}: a folder beneath {}, with no `..` and not absolute",
+                    base.display()
+                )));
+            };
             path.push(step);
-            fd = open_dir(&fd, step.as_os_str(), &path, true)?;
+            fd = match make {
+                Some(mode) => open_dir(&fd, step, &path, Some(mode))?,
+                None => match find_dir(&fd, step, &path)? {
+                    Some(fd) => fd,
+                    None => return Ok(None),
+                },
+            };
         }
-        Ok(PoliciesDir { fd, path })
+        Ok(Some(Beneath { fd, path }))
     }
 
     /// Where the folder is, for messages.
@@ -108,20 +189,24 @@ impl PoliciesDir {
     /// `.agents/policies/.disabled/`, where `chock disable` keeps a package
     /// out of force (a folder whose name starts with `.` is no package),
     /// made when missing; a link at any step is refused.
-    pub fn open_disabled(project: &Path) -> Result<PoliciesDir, PackageError> {
-        let policies = PoliciesDir::open(project)?;
+    pub fn disabled(project: &Path) -> Result<Beneath, PackageError> {
+        let policies = Beneath::policies(project)?;
         let path = policies.path.join(DISABLED_DIR);
-        let fd = open_dir(&policies.fd, OsStr::new(DISABLED_DIR), &path, true)?;
-        Ok(PoliciesDir { fd, path })
+        let fd = open_dir(&policies.fd, OsStr::new(DISABLED_DIR), &path, Some(SHARED))?;
+        Ok(Beneath { fd, path })
     }
 
     /// Removes the package `id`, if there is one: renamed aside in one
     /// step (so no half-removed package is ever read as one), then its
     /// tree removed without following a link. What was renamed must be the
     /// folder opened first (its device and inode): anything swapped in
-    /// meanwhile is put back and nothing removed. Whether there was one.
+    /// meanwhile is put back and nothing removed. A symbolic link at `id`
+    /// is removed itself, never what it points to. Whether there was one.
     pub fn remove(&self, id: &str) -> Result<bool, PackageError> {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
+        if self.remove_link(id)? {
+            return Ok(true);
+        }
         let Some(opened) = self.installed(id)? else {
             return Ok(false);
         };
@@ -147,11 +232,26 @@ impl PoliciesDir {
         Ok(true)
     }
 
+    /// Unlinks `id` if it is a symbolic link; whether it was. A folder
+    /// swapped in meanwhile is not unlinked (`EISDIR`), and refused.
+    fn remove_link(&self, id: &str) -> Result<bool, PackageError> {
+        let shown = self.path.join(id);
+        match rustix::fs::statat(&self.fd, id, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(stat) if FileType::from_raw_mode(stat.st_mode) == FileType::Symlink => {
+                rustix::fs::unlinkat(&self.fd, id, AtFlags::empty())
+                    .map_err(|e| failed(&shown, "removing", e))?;
+                Ok(true)
+            }
+            Ok(_) | Err(Errno::NOENT) => Ok(false),
+            Err(e) => Err(failed(&shown, "removing", e)),
+        }
+    }
+
     /// Moves the package `id` from this folder into `to` in one rename,
     /// never over a folder there. What arrived must be the folder opened
     /// first (its device and inode): anything swapped in meanwhile is put
     /// back and the move refused.
-    pub fn move_to(&self, id: &str, to: &PoliciesDir) -> Result<(), PackageError> {
+    pub fn move_to(&self, id: &str, to: &Beneath) -> Result<(), PackageError> {
         let shown = self.path.join(id);
         let Some(opened) = self.installed(id)? else {
             return Err(PackageError::Refused(format!(
@@ -187,7 +287,7 @@ impl PoliciesDir {
             Ok(stat) if FileType::from_raw_mode(stat.st_mode) != FileType::Directory => {
                 Err(not_a_folder(&shown))
             }
-            Ok(_) => open_dir(&self.fd, OsStr::new(id), &shown, false).map(Some),
+            Ok(_) => open_dir(&self.fd, OsStr::new(id), &shown, None).map(Some),
         }
     }
 
@@ -219,9 +319,9 @@ impl PoliciesDir {
         files: &[PackageFile],
         replace: bool,
     ) -> Result<(), PackageError> {
-        let staging_fd = open_dir(&self.fd, OsStr::new(staging), staging_path, false)?;
+        let staging_fd = open_dir(&self.fd, OsStr::new(staging), staging_path, None)?;
         let fresh = staging_path.join("package");
-        let package_fd = open_dir(&staging_fd, OsStr::new("package"), &fresh, true)?;
+        let package_fd = open_dir(&staging_fd, OsStr::new("package"), &fresh, Some(SHARED))?;
         for file in files {
             write_file(&package_fd, &fresh, file)?;
         }
@@ -304,7 +404,7 @@ pub fn create_new_at(
             )));
         };
         shown.push(step);
-        dir = open_dir(&dir, step, &shown, true)?;
+        dir = open_dir(&dir, step, &shown, Some(SHARED))?;
     }
     let target = shown.join(name);
     let temp = format!(
@@ -362,6 +462,44 @@ fn changed_meanwhile(shown: &Path, verb: &str) -> PackageError {
     ))
 }
 
+/// The plain file `name` in the opened folder `dir` (shown as `shown`),
+/// opened without following a link and read to at most `limit` bytes: a
+/// link, a folder or anything else there is refused, naming it, as is a
+/// longer file.
+pub fn read_file(
+    dir: &OwnedFd,
+    shown: &Path,
+    name: &str,
+    limit: u64,
+) -> Result<Vec<u8>, PackageError> {
+    let path = shown.join(name);
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let fd = rustix::fs::openat(dir, name, flags, Mode::empty()).map_err(|e| match e {
+        Errno::LOOP => not_a_file(&path),
+        e => failed(&path, "reading", e),
+    })?;
+    let stat = rustix::fs::fstat(&fd).map_err(|e| failed(&path, "reading", e))?;
+    if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
+        return Err(not_a_file(&path));
+    }
+    let mut bytes = Vec::new();
+    File::from(fd)
+        .take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|source| PackageError::Io {
+            path: path.clone(),
+            action: "reading",
+            source,
+        })?;
+    if bytes.len() as u64 > limit {
+        return Err(PackageError::Refused(format!(
+            "{}: over the {limit}-byte bound",
+            path.display()
+        )));
+    }
+    Ok(bytes)
+}
+
 /// `/proc/self/fd/N` of an opened folder: a path that reaches that folder
 /// and no other, whatever is renamed or linked meanwhile.
 pub fn fd_path(fd: &OwnedFd) -> PathBuf {
@@ -393,7 +531,7 @@ fn write_file(root: &OwnedFd, shown: &Path, file: &PackageFile) -> Result<(), Pa
     for folder in folders {
         path.push(folder);
         let parent = dir.as_ref().unwrap_or(root);
-        dir = Some(open_dir(parent, folder, &path, true)?);
+        dir = Some(open_dir(parent, folder, &path, Some(SHARED))?);
     }
     path.push(name);
     let parent = dir.as_ref().unwrap_or(root);
@@ -420,7 +558,7 @@ fn write_file(root: &OwnedFd, shown: &Path, file: &PackageFile) -> Result<(), Pa
 /// into folders opened without following a link (a link is unlinked
 /// itself).
 fn remove_tree(parent: &OwnedFd, name: &OsStr, shown: &Path) -> Result<(), PackageError> {
-    match open_dir(parent, name, shown, false) {
+    match open_dir(parent, name, shown, None) {
         Ok(fd) => {
             let entries =
                 rustix::fs::Dir::read_from(&fd).map_err(|e| failed(shown, "removing", e))?;
@@ -457,8 +595,8 @@ mod tests {
         std::fs::create_dir_all(victim.join("sub")).unwrap();
         std::fs::write(victim.join("sub/keep"), "keep").unwrap();
         std::fs::create_dir_all(&project).unwrap();
-        let policies = PoliciesDir::open(&project).unwrap();
-        let disabled = PoliciesDir::open_disabled(&project).unwrap();
+        let policies = Beneath::policies(&project).unwrap();
+        let disabled = Beneath::disabled(&project).unwrap();
         let dir = policies.path().to_path_buf();
         std::os::unix::fs::symlink(&victim, dir.join(".swap")).unwrap();
         let (mut caught, mut done) = (0, 0);
@@ -522,11 +660,69 @@ mod tests {
                 let _ = std::fs::rename(dir.join(".swap"), dir.join("p"));
                 std::fs::rename(dir.join(".tmp"), dir.join(".swap")).unwrap();
             }
+            if !dir.join(".swap").is_symlink() {
+                // `remove` met the link at `p` and removed it (the link itself).
+                std::fs::remove_dir_all(dir.join(".swap")).unwrap();
+                std::os::unix::fs::symlink(&victim, dir.join(".swap")).unwrap();
+            }
         }
         eprintln!("400 rounds: {done} removed or moved, {caught} swaps caught and put back");
         assert!(
             caught > 0,
             "no round caught a swap ({done} done): the race was not run"
+        );
+    }
+
+    /// The person's own folder is made for them alone; `existing` makes
+    /// nothing; a link at a step is refused by every opening; and a link in
+    /// place of a package is removed itself, not what it points to.
+    #[test]
+    fn folders_are_made_private_or_not_at_all_and_a_link_is_removed_itself() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let root = tempfile::tempdir().unwrap();
+        let data = root.path().join("data");
+        assert!(Beneath::existing(&data, "chock/plugins").unwrap().is_none());
+        assert!(!data.exists(), "nothing was made");
+        let own = Beneath::open_private(&data, "chock/plugins").unwrap();
+        for made in ["data", "data/chock", "data/chock/plugins"] {
+            let mode = std::fs::metadata(root.path().join(made))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o700, "{made}");
+        }
+        assert_eq!(
+            Beneath::existing(&data, "chock/plugins")
+                .unwrap()
+                .map(|b| b.path().to_path_buf()),
+            Some(own.path().to_path_buf())
+        );
+
+        let outside = root.path().join("outside");
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("keep"), "keep").unwrap();
+        std::os::unix::fs::symlink(&outside, own.path().join("p")).unwrap();
+        assert!(own.installed("p").is_err(), "a link is no package");
+        assert!(own.remove("p").unwrap());
+        assert!(!own.path().join("p").is_symlink());
+        assert!(outside.join("keep").is_file(), "the link was followed");
+
+        std::fs::remove_dir_all(data.join("chock")).unwrap();
+        std::os::unix::fs::symlink(&outside, data.join("chock")).unwrap();
+        for opened in [
+            Beneath::open_private(&data, "chock/plugins").map(|_| ()),
+            Beneath::open(&data, "chock/plugins").map(|_| ()),
+            Beneath::existing(&data, "chock/plugins").map(|_| ()),
+        ] {
+            let error = opened.unwrap_err().to_string();
+            assert!(
+                error.contains("is a symbolic link or not a folder"),
+                "{error}"
+            );
+        }
+        assert!(
+            !outside.join("plugins").exists(),
+            "nothing was made through the link"
         );
     }
 }

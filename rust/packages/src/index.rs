@@ -9,7 +9,7 @@ use chock_policy::package::POLICIES_DIR;
 use chock_policy::{PolicyPackage, Rollout, SkillLayer, SkillSettings};
 use serde::Deserialize;
 
-use crate::beneath::PoliciesDir;
+use crate::beneath::Beneath;
 use crate::compile::COMPILED_FILE;
 use crate::lock::write_atomically;
 use crate::{PackageError, io};
@@ -225,7 +225,7 @@ fn compile(
     }
     // Through the folder's descriptor: a link planted at `.agents` or
     // `policies` is refused, one at a file replaced, never written through.
-    let policies = PoliciesDir::open(project)?;
+    let policies = Beneath::policies(project)?;
     for (name, text) in files {
         let path = policies.path().join(name);
         let written =

@@ -20,7 +20,7 @@ use std::process::Command;
 
 use chock_policy::package::{ID_RULE, MANIFEST, POLICIES_DIR, read_package, valid_id};
 
-use crate::beneath::{PackageFile, PoliciesDir, fd_path};
+use crate::beneath::{Beneath, PackageFile, fd_path};
 use crate::lock::{Lock, Locked, content_hash, files};
 use crate::{PackageError, io};
 
@@ -321,7 +321,7 @@ pub fn install(
         )));
     }
     let fetched = fetch(project, source, id, None)?;
-    let outcome = put(&PoliciesDir::open(project)?, id, &fetched, replace)?;
+    let outcome = put(&Beneath::policies(project)?, id, &fetched, replace)?;
     lock.put(Locked {
         id: id.to_owned(),
         source: source.to_owned(),
@@ -334,7 +334,7 @@ pub fn install(
 }
 
 fn put(
-    policies: &PoliciesDir,
+    policies: &Beneath,
     id: &str,
     fetched: &Fetched,
     replace: &mut dyn FnMut(&Pending) -> bool,
@@ -408,9 +408,9 @@ pub fn install_locked(
         }
         // A disabled package is put back where it waits, out of force.
         let policies = if locked.disabled {
-            PoliciesDir::open_disabled(project)?
+            Beneath::disabled(project)?
         } else {
-            PoliciesDir::open(project)?
+            Beneath::policies(project)?
         };
         done.push(put(&policies, &locked.id, &fetched, replace)?);
     }

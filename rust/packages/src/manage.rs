@@ -14,7 +14,7 @@ use std::path::Path;
 use chock_policy::{LoadOptions, Policy};
 
 use crate::PackageError;
-use crate::beneath::PoliciesDir;
+use crate::beneath::Beneath;
 use crate::lock::Lock;
 
 /// What a command did.
@@ -54,8 +54,8 @@ fn not_mandatory(project: &Path, id: &str, verb: &str) -> Result<(), PackageErro
 pub fn remove(project: &Path, id: &str) -> Result<Done, PackageError> {
     crate::install::check_id(id)?;
     not_mandatory(project, id, "removed")?;
-    let in_force = PoliciesDir::open(project)?.remove(id)?;
-    let disabled = PoliciesDir::open_disabled(project)?.remove(id)?;
+    let in_force = Beneath::policies(project)?.remove(id)?;
+    let disabled = Beneath::disabled(project)?.remove(id)?;
     let mut lock = Lock::read(project)?;
     let locked = lock.get(id).is_some();
     if locked {
@@ -72,8 +72,8 @@ pub fn remove(project: &Path, id: &str) -> Result<Done, PackageError> {
 /// `chock disable ID`: out of force, kept.
 pub fn disable(project: &Path, id: &str) -> Result<Done, PackageError> {
     crate::install::check_id(id)?;
-    let policies = PoliciesDir::open(project)?;
-    let waiting = PoliciesDir::open_disabled(project)?;
+    let policies = Beneath::policies(project)?;
+    let waiting = Beneath::disabled(project)?;
     if policies.installed(id)?.is_none() {
         if waiting.installed(id)?.is_some() {
             return Ok(Done::Already);
@@ -89,8 +89,8 @@ pub fn disable(project: &Path, id: &str) -> Result<Done, PackageError> {
 /// `chock enable ID`: a disabled package back in force.
 pub fn enable(project: &Path, id: &str) -> Result<Done, PackageError> {
     crate::install::check_id(id)?;
-    let policies = PoliciesDir::open(project)?;
-    let waiting = PoliciesDir::open_disabled(project)?;
+    let policies = Beneath::policies(project)?;
+    let waiting = Beneath::disabled(project)?;
     if waiting.installed(id)?.is_none() {
         if policies.installed(id)?.is_some() {
             return Ok(Done::Already);

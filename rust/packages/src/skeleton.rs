@@ -13,13 +13,13 @@ use chock_policy::package::{EVALS_DIR, MANIFEST};
 use chock_skills::{PACKAGE_SKILLS, SKILL_FILE, is_skill_name};
 
 use crate::PackageError;
-use crate::beneath::{PackageFile, PoliciesDir, create_new, create_new_at};
+use crate::beneath::{Beneath, PackageFile, create_new, create_new_at};
 
 /// Writes the skeleton of `id` under `project` and returns its folder.
 /// An existing folder is never written over.
 pub fn new_policy(project: &Path, id: &str) -> Result<PathBuf, PackageError> {
     crate::install::check_id(id)?;
-    let policies = PoliciesDir::open(project)?;
+    let policies = Beneath::policies(project)?;
     let dir = policies.path().join(id);
     if policies.installed(id)?.is_some() {
         return Err(PackageError::Refused(format!(
@@ -169,7 +169,7 @@ pub fn new_piece(
         return create_new(project, &piece.in_project(name), text.as_bytes());
     };
     crate::install::check_id(id)?;
-    let policies = PoliciesDir::open(project)?;
+    let policies = Beneath::policies(project)?;
     let Some(package) = policies.installed(id)? else {
         return Err(PackageError::Refused(format!(
             "{}: there is no policy `{id}` there: write one with `chock new policy {id}`, or install it",
