@@ -8,6 +8,7 @@
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
+use chock_packages::beneath::{self, Beneath, PackageFile};
 use chock_packages::lock::{Lock, LockedPlugin};
 use sha2::{Digest, Sha256};
 
@@ -21,6 +22,8 @@ pub use chock_policy::control::PLUGINS_DIR;
 pub const COMPONENT_FILE: &str = "plugin.wasm";
 /// The largest component read.
 const MAX_COMPONENT_BYTES: u64 = 64 << 20;
+/// The largest manifest read.
+const MAX_MANIFEST_BYTES: u64 = chock_zon::MAX_FILE_BYTES as u64;
 
 /// Where plugins are installed and pinned.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,8 +31,11 @@ pub struct Place {
     pub kind: PlaceKind,
     /// The folder whose `chock.lock` pins them.
     lock_dir: PathBuf,
-    /// The folder holding one folder per plugin.
-    plugins: PathBuf,
+    /// The folder the plugins' own is beneath, opened as it is.
+    base: PathBuf,
+    /// The plugins' folder beneath `base`, each of its folders opened
+    /// without following a link.
+    below: &'static str,
 }
 
 /// Whose plugins a place holds.
@@ -47,17 +53,19 @@ impl Place {
         Place {
             kind: PlaceKind::Project,
             lock_dir: project.to_path_buf(),
-            plugins: project.join(PLUGINS_DIR),
+            base: project.to_path_buf(),
+            below: PLUGINS_DIR,
         }
     }
 
     /// The person's own plugins beneath `data_home` (`$XDG_DATA_HOME`).
     pub fn operator_in(data_home: &Path) -> Place {
-        let dir = data_home.join(chock_policy::control::OPERATOR_PLUGINS);
+        let below = chock_policy::control::OPERATOR_PLUGINS;
         Place {
             kind: PlaceKind::Operator,
-            lock_dir: dir.clone(),
-            plugins: dir,
+            lock_dir: data_home.join(below),
+            base: data_home.to_path_buf(),
+            below,
         }
     }
 
@@ -84,8 +92,19 @@ impl Place {
             .collect()
     }
 
-    fn dir(&self, id: &str) -> PathBuf {
-        self.plugins.join(id)
+    /// The plugins' folder, made when missing (the person's own for them
+    /// alone).
+    fn open(&self) -> Result<Beneath, PluginError> {
+        match self.kind {
+            PlaceKind::Project => Beneath::open(&self.base, self.below),
+            PlaceKind::Operator => Beneath::open_private(&self.base, self.below),
+        }
+        .map_err(refused)
+    }
+
+    /// The plugins' folder, if there is one.
+    fn existing(&self) -> Result<Option<Beneath>, PluginError> {
+        Beneath::existing(&self.base, self.below).map_err(refused)
     }
 }
 
@@ -98,20 +117,49 @@ pub struct Installed {
     pub hash: String,
 }
 
-/// The plugin in `dir`: its manifest, its component, their hash.
-pub fn read(dir: &Path) -> Result<Installed, PluginError> {
-    read_with_manifest(dir).map(|(plugin, _)| plugin)
+/// The plugin in the folder `source` a person named: read by its path.
+/// With the manifest's bytes as they were hashed.
+fn read_source(source: &Path) -> Result<(Installed, Vec<u8>), PluginError> {
+    let manifest_path = source.join(MANIFEST_FILE);
+    let manifest = read_bounded(&manifest_path, MAX_MANIFEST_BYTES)?;
+    let component = read_bounded(&source.join(COMPONENT_FILE), MAX_COMPONENT_BYTES)?;
+    parsed(&manifest_path, manifest, component)
 }
 
-/// [`read`], and the manifest's bytes as they were hashed.
-fn read_with_manifest(dir: &Path) -> Result<(Installed, Vec<u8>), PluginError> {
-    let manifest_path = dir.join(MANIFEST_FILE);
-    let manifest_bytes = read_bounded(&manifest_path, chock_zon::MAX_FILE_BYTES as u64)?;
+/// The plugin installed as `id` in `plugins`: its folder and its two
+/// files opened without following a link, so a link planted in place of
+/// any of them is refused, naming it.
+fn read_installed(plugins: &Beneath, id: &str) -> Result<Installed, PluginError> {
+    let shown = plugins.path().join(id);
+    let dir = plugins
+        .installed(id)
+        .map_err(refused)?
+        .ok_or_else(|| not_there(&shown))?;
+    let read = |name: &str, limit: u64| beneath::read_file(&dir, &shown, name, limit);
+    let manifest = read(MANIFEST_FILE, MAX_MANIFEST_BYTES).map_err(refused)?;
+    let component = read(COMPONENT_FILE, MAX_COMPONENT_BYTES).map_err(refused)?;
+    parsed(&shown.join(MANIFEST_FILE), manifest, component).map(|(plugin, _)| plugin)
+}
+
+/// A pinned plugin's folder that is missing.
+fn not_there(dir: &Path) -> PluginError {
+    PluginError::Refused(format!(
+        "{}: pinned in chock.lock but not there; install it again",
+        dir.display()
+    ))
+}
+
+/// The plugin the bytes of its manifest (read from `manifest_path`) and
+/// its component make, hashed, and the manifest's bytes.
+fn parsed(
+    manifest_path: &Path,
+    manifest_bytes: Vec<u8>,
+    component: Vec<u8>,
+) -> Result<(Installed, Vec<u8>), PluginError> {
     let text = std::str::from_utf8(&manifest_bytes).map_err(|_| {
         PluginError::Refused(format!("{}: not UTF-8 text", manifest_path.display()))
     })?;
-    let manifest = Manifest::parse(&manifest_path, text)?;
-    let component = read_bounded(&dir.join(COMPONENT_FILE), MAX_COMPONENT_BYTES)?;
+    let manifest = Manifest::parse(manifest_path, text)?;
     let hash = hash(&manifest_bytes, &component);
     let plugin = Installed {
         manifest,
@@ -148,53 +196,61 @@ fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, PluginError> {
     Ok(bytes)
 }
 
-fn lock_error(e: chock_packages::PackageError) -> PluginError {
+fn refused(e: chock_packages::PackageError) -> PluginError {
     PluginError::Refused(e.to_string())
 }
 
 /// Installs the plugin in `source` into `place` and pins it in its
 /// `chock.lock`, after `host` compiled it: what is no component of
-/// Chock's world is refused before anything is written.
+/// Chock's world is refused before anything is written. The plugin's
+/// folder is written whole into a staging folder and renamed into place
+/// over an earlier version, through descriptors ([`Beneath::put`]): a link
+/// planted on the way or in place of the folder is refused, never
+/// followed.
 pub fn install(place: &Place, source: &Path, host: &Host) -> Result<Installed, PluginError> {
-    let (plugin, manifest_bytes) = read_with_manifest(source)?;
+    let (plugin, manifest_bytes) = read_source(source)?;
     host.check(&plugin.component)?;
-    let dir = place.dir(&plugin.manifest.id);
-    let write = |name: &str, bytes: &[u8]| {
-        chock_files::replace(&dir.join(name), bytes, chock_files::Access::Kept)
-            .map_err(|e| PluginError::Refused(format!("{}: {e}", dir.join(name).display())))
+    let id = &plugin.manifest.id;
+    let plugins = place.open()?;
+    // A link or a file in place of the folder is refused and left there.
+    plugins.installed(id).map_err(refused)?;
+    let file = |name: &str, bytes: Vec<u8>| PackageFile {
+        rel: PathBuf::from(name),
+        bytes,
+        executable: false,
     };
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| PluginError::Refused(format!("{}: {e}", dir.display())))?;
-    write(MANIFEST_FILE, &manifest_bytes)?;
-    write(COMPONENT_FILE, &plugin.component)?;
-    let mut lock = Lock::read(&place.lock_dir).map_err(lock_error)?;
-    lock.plugins.retain(|p| p.id != plugin.manifest.id);
+    let files = [
+        file(MANIFEST_FILE, manifest_bytes),
+        file(COMPONENT_FILE, plugin.component.clone()),
+    ];
+    plugins.put(id, &files, true).map_err(refused)?;
+    let mut lock = Lock::read(&place.lock_dir).map_err(refused)?;
+    lock.plugins.retain(|p| &p.id != id);
     lock.plugins.push(LockedPlugin {
-        id: plugin.manifest.id.clone(),
+        id: id.clone(),
         version: plugin.manifest.version.clone(),
         source: source.display().to_string(),
         hash: plugin.hash.clone(),
     });
-    lock.write(&place.lock_dir).map_err(lock_error)?;
+    lock.write(&place.lock_dir).map_err(refused)?;
     Ok(plugin)
 }
 
 /// Removes the plugin `id`'s folder and its pin from `place`; whether
-/// either was there.
+/// either was there. The folder is removed without following a link: a
+/// link in its place is removed itself, never what it points to.
 pub fn remove(place: &Place, id: &str) -> Result<bool, PluginError> {
     chock_names::label(id).map_err(|e| PluginError::Refused(e.to_string()))?;
-    let dir = place.dir(id);
-    let had_folder = match std::fs::remove_dir_all(&dir) {
-        Ok(()) => true,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
-        Err(e) => return Err(PluginError::Refused(format!("{}: {e}", dir.display()))),
+    let had_folder = match place.existing()? {
+        Some(plugins) => plugins.remove(id).map_err(refused)?,
+        None => false,
     };
-    let mut lock = Lock::read(&place.lock_dir).map_err(lock_error)?;
+    let mut lock = Lock::read(&place.lock_dir).map_err(refused)?;
     let pinned = lock.plugins.len();
     lock.plugins.retain(|p| p.id != id);
     let had_pin = lock.plugins.len() != pinned;
     if had_pin {
-        lock.write(&place.lock_dir).map_err(lock_error)?;
+        lock.write(&place.lock_dir).map_err(refused)?;
     }
     Ok(had_folder || had_pin)
 }
@@ -202,22 +258,33 @@ pub fn remove(place: &Place, id: &str) -> Result<bool, PluginError> {
 /// A plugin chock.lock pins, and what its folder held (or why not).
 pub type Pinned = (LockedPlugin, Result<Installed, PluginError>);
 
-/// Every plugin `place`'s lock pins, each read and checked against its pin.
+/// Every plugin `place`'s lock pins, each read and checked against its
+/// pin. A plugins' folder that cannot be opened (a link planted there)
+/// makes every pin not offered, saying why.
 pub fn installed(place: &Place) -> Result<Vec<Pinned>, PluginError> {
-    let lock = Lock::read(&place.lock_dir).map_err(lock_error)?;
+    let lock = Lock::read(&place.lock_dir).map_err(refused)?;
+    let plugins = place.existing().map_err(|e| e.to_string());
     Ok(lock
         .plugins
         .into_iter()
         .map(|pin| {
-            let plugin = pinned(place, &pin);
+            let plugin = match &plugins {
+                Ok(plugins) => pinned(plugins.as_ref(), place, &pin),
+                Err(why) => Err(PluginError::Refused(why.clone())),
+            };
             (pin, plugin)
         })
         .collect())
 }
 
-fn pinned(place: &Place, pin: &LockedPlugin) -> Result<Installed, PluginError> {
-    let dir = place.dir(&pin.id);
-    let plugin = read(&dir)?;
+fn pinned(
+    plugins: Option<&Beneath>,
+    place: &Place,
+    pin: &LockedPlugin,
+) -> Result<Installed, PluginError> {
+    let dir = place.base.join(place.below).join(&pin.id);
+    let plugins = plugins.ok_or_else(|| not_there(&dir))?;
+    let plugin = read_installed(plugins, &pin.id)?;
     if plugin.hash != pin.hash {
         return Err(PluginError::Refused(format!(
             "{}: its files changed since it was installed ({} pinned in chock.lock, {} now); install it again to trust them",
