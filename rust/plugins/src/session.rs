@@ -3,6 +3,8 @@
 //! the plugin built with what its offered tools were granted, before any
 //! of its code runs.
 
+use std::collections::HashMap;
+
 use chock_packages::lock::LockedPlugin;
 use chock_policy::Policy;
 
@@ -28,6 +30,8 @@ pub struct Started {
 /// The plugins of one session.
 pub struct Plugins {
     started: Vec<Started>,
+    /// Each id's first place in `started`: the one offered, if any is.
+    by_id: HashMap<String, usize>,
 }
 
 impl Plugins {
@@ -42,9 +46,13 @@ impl Plugins {
         reach: &Reach,
     ) -> Result<Plugins, PluginError> {
         let mut started: Vec<Started> = Vec::new();
+        let mut by_id = HashMap::new();
         for place in places {
             for (pin, plugin) in store::installed(place)? {
-                let taken = started.iter().any(|s| s.pin.id == pin.id);
+                let taken = by_id.contains_key(&pin.id);
+                if !taken {
+                    by_id.insert(pin.id.clone(), started.len());
+                }
                 let plugin = match plugin {
                     Ok(_) if taken => Err(format!(
                         "a plugin with the id `{}` is already offered from your own plugins; remove one of the two",
@@ -64,13 +72,14 @@ impl Plugins {
                 });
             }
         }
-        Ok(Plugins { started })
+        Ok(Plugins { started, by_id })
     }
 
     /// No plugin at all.
     pub fn none() -> Plugins {
         Plugins {
             started: Vec::new(),
+            by_id: HashMap::new(),
         }
     }
 
@@ -102,10 +111,7 @@ impl Plugins {
         tool: &str,
         input: &serde_json::Value,
     ) -> Result<serde_json::Value, PluginError> {
-        let started = self
-            .started
-            .iter()
-            .find(|s| s.pin.id == plugin && s.loaded.is_some());
+        let started = self.by_id.get(plugin).and_then(|&at| self.started.get(at));
         let offered = started
             .and_then(|s| Some((s.offer.as_ref()?, s.loaded.as_ref()?)))
             .filter(|(offer, _)| offer.offered.iter().any(|t| t == tool));
