@@ -327,14 +327,10 @@ fn a_link_in_place_of_an_installed_plugin_s_file_or_folder_is_not_offered() {
     let elsewhere = outside.path().join("plugin.wasm");
     std::fs::rename(&component, &elsewhere).expect("moved");
     std::os::unix::fs::symlink(&elsewhere, &component).expect("linked");
-    let problem = only_problem(&start(&project, &allowed));
-    assert!(
-        problem.contains("is a symbolic link or not a plain file"),
-        "{problem}"
-    );
-    assert!(
-        problem.contains(&component.display().to_string()),
-        "{problem}"
+    refused_naming(
+        &start(&project, &allowed),
+        "is a symbolic link or not a plain file",
+        &component,
     );
 
     // The whole folder, through a link.
@@ -344,12 +340,19 @@ fn a_link_in_place_of_an_installed_plugin_s_file_or_folder_is_not_offered() {
     let moved = outside.path().join("notes");
     std::fs::rename(&folder, &moved).expect("moved");
     std::os::unix::fs::symlink(&moved, &folder).expect("linked");
-    let problem = only_problem(&start(&project, &allowed));
-    assert!(
-        problem.contains("is a symbolic link or not a folder"),
-        "{problem}"
+    refused_naming(
+        &start(&project, &allowed),
+        "is a symbolic link or not a folder",
+        &folder,
     );
-    assert!(problem.contains(&folder.display().to_string()), "{problem}");
+}
+
+/// The one pinned plugin is not offered, its problem saying `why` and
+/// naming `path`.
+fn refused_naming(plugins: &Plugins, why: &str, path: &Path) {
+    let problem = only_problem(plugins);
+    assert!(problem.contains(why), "{problem}");
+    assert!(problem.contains(&path.display().to_string()), "{problem}");
 }
 
 /// The one pinned plugin's problem, with nothing offered.
